@@ -1,0 +1,55 @@
+# profiler-tui — `make run` sets up and launches; `make test` sets up and tests everything.
+SHELL := /bin/bash
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.stamp
+APT_PKGS := fio util-linux fdisk e2fsprogs
+MEMLAT := native/memlat/build/memlat
+
+.PHONY: setup system-deps venv native run test test-fast bench bench-fio bench-mem native-asan container-test clean
+
+setup: system-deps venv native
+
+# Debian packages the tool and its tests drive; installed only when missing.
+system-deps:
+	@missing=""; for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q --no-install-recommends $$missing; \
+	fi
+
+venv: $(STAMP)
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+native:
+	$(MAKE) -C native/memlat
+
+run: setup
+	$(BIN)/profiler-tui
+
+test: setup
+	$(BIN)/python -m pytest -q
+	$(BIN)/lint-imports
+
+test-fast: setup
+	$(BIN)/python -m pytest -q -m "not container"
+
+bench: bench-fio bench-mem
+
+bench-fio: setup
+	$(BIN)/python bench/fio_overhead.py
+
+bench-mem: setup
+	$(MAKE) -C native/memlat bench
+
+native-asan:
+	$(MAKE) -C native/memlat asan-test
+
+clean:
+	rm -rf $(VENV) native/memlat/build
