@@ -1,11 +1,42 @@
-"""Target safety (SPEC §5).  Placeholder until the device-safety work lands:
-regular files are fine, block devices are refused for every plan."""
+"""Target safety (SPEC §5): may this plan run on this target?
+
+A target is a regular file (created if absent) or a block device.  For block
+devices the rules are:
+
+* a plan that **writes** is refused when the device, any of its partitions, its
+  parent disk or any of its holders is mounted, is swap, holds the root
+  filesystem, is a member of an LVM/RAID/dm holder, backs a loop device, is
+  opened exclusively by the kernel (``O_EXCL`` open fails with EBUSY — this
+  also catches mounts in other mount namespaces, e.g. the host's when we run
+  in a container), or is read-only;
+* a write plan on a device that carries a filesystem or partition-table
+  signature needs ``--allow-destructive``.  Signatures are probed on the device
+  itself (``blkid -p``, then ``wipefs -n``): without a udev database lsblk's
+  FSTYPE/PTTYPE are empty and prove nothing.  A device whose signatures cannot
+  be probed is treated as carrying one;
+* every plan on a block device — read-only plans included, mounted or not —
+  needs a plain confirmation (``--yes``).  ``--allow-destructive`` is the
+  stronger confirmation and implies it.
+
+:func:`classify` answers without any confirmation: its verdict is ``ok``,
+``needs --allow-destructive`` or ``refused`` with the reasons, and
+``Verdict.confirm`` says whether ``--yes`` is still needed.  :func:`check_target`
+applies the user's confirmations and raises :class:`app.errors.SafetyError`
+(exit 3) with one or two plain sentences when the plan may not run.
+
+The check reads /proc and /sys directly and spawns at most two short probes
+(only for write plans), so the sweep engine can call it before every point.
+This module is headless: it imports no UI library.
+"""
 
 from __future__ import annotations
 
+import errno
 import os
+import shutil
 import stat
-from dataclasses import dataclass, field
+import subprocess
+from dataclasses import asdict, dataclass, field
 
 from app.errors import SafetyError
 
@@ -13,39 +44,511 @@ OK = "ok"
 NEEDS_DESTRUCTIVE = "needs --allow-destructive"
 REFUSED = "refused"
 
+SYS_BLOCK = "/sys/class/block"
+PROBE_TIMEOUT = 10.0
+
 
 @dataclass
 class Verdict:
     target: str
-    kind: str  # "file" or "block"
+    kind: str  # "file", "block" or "other"
     verdict: str
     reasons: list[str] = field(default_factory=list)
+    # True when the plan additionally needs a plain confirmation (--yes): every
+    # plan on a block device.  Not part of ``allowed``: classify() knows nothing
+    # of the user's confirmations; check_target() applies them.
+    confirm: bool = False
 
     @property
     def allowed(self) -> bool:
         return self.verdict == OK
 
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+# --------------------------------------------------------------------------- helpers
+
 
 def resolve(target: str) -> str:
-    return os.path.realpath(target)
+    """The absolute path of ``target`` with every symlink resolved."""
+    return os.path.realpath(os.path.expanduser(str(target)))
+
+
+def _read(path: str, default: str = "") -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read().strip()
+    except OSError:
+        return default
+
+
+def _listdir(path: str) -> list[str]:
+    try:
+        return sorted(os.listdir(path))
+    except OSError:
+        return []
+
+
+def _unescape(field_: str) -> str:
+    """Undo the octal escapes of /proc/self/mountinfo and /proc/swaps (\\040 = space)."""
+    if "\\" not in field_:
+        return field_
+    out, i = [], 0
+    while i < len(field_):
+        if field_[i] == "\\" and i + 3 < len(field_) and field_[i + 1 : i + 4].isdigit():
+            out.append(chr(int(field_[i + 1 : i + 4], 8)))
+            i += 4
+        else:
+            out.append(field_[i])
+            i += 1
+    return "".join(out)
+
+
+def _devnum(spec: str) -> int | None:
+    try:
+        major, minor = spec.split(":")
+        return os.makedev(int(major), int(minor))
+    except (ValueError, TypeError):
+        return None
+
+
+def _rdev(path: str) -> int | None:
+    """The device number of a block-device path, None when it is not one."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_rdev if stat.S_ISBLK(st.st_mode) else None
+
+
+def dev_path(name: str) -> str:
+    """/dev path of a kernel block-device name (dm-0 → /dev/dm-0, cciss!c0d0 → /dev/cciss/c0d0)."""
+    return "/dev/" + name.replace("!", "/")
+
+
+# --------------------------------------------------------------------------- system state
+
+
+class SystemState:
+    """One snapshot of mounts, swaps, the root device and loop backing files."""
+
+    def __init__(self) -> None:
+        self.mounts: dict[int, list[str]] = {}  # devnum → mount points
+        self.swaps: dict[int, str] = {}  # devnum of a swap block device → its name
+        self.swap_files: set[tuple[int, int]] = set()  # (st_dev, st_ino) of swap files
+        self.root_devs: set[int] = set()
+        self.loop_backing: dict[object, str] = {}  # rdev or (st_dev, st_ino) → loop name
+        self._read_mounts()
+        self._read_swaps()
+        self._read_root()
+        self._read_loops()
+
+    def _add_mount(self, dev: int | None, mountpoint: str) -> None:
+        if dev is None or os.major(dev) == 0:
+            return
+        points = self.mounts.setdefault(dev, [])
+        if mountpoint not in points:
+            points.append(mountpoint)
+
+    def _read_mounts(self) -> None:
+        text = _read("/proc/self/mountinfo")
+        if text:
+            for line in text.splitlines():
+                parts = line.split()
+                if len(parts) < 5 or "-" not in parts:
+                    continue
+                mountpoint = _unescape(parts[4])
+                self._add_mount(_devnum(parts[2]), mountpoint)
+                sep = parts.index("-")
+                if len(parts) > sep + 2 and parts[sep + 2].startswith("/dev/"):
+                    # btrfs and friends report an anonymous st_dev: use the source too.
+                    self._add_mount(_rdev(_unescape(parts[sep + 2])), mountpoint)
+            return
+        for line in _read("/proc/mounts").splitlines():  # no mountinfo: older kernels
+            parts = line.split()
+            if len(parts) >= 2 and parts[0].startswith("/dev/"):
+                self._add_mount(_rdev(_unescape(parts[0])), _unescape(parts[1]))
+
+    def _read_swaps(self) -> None:
+        for line in _read("/proc/swaps").splitlines()[1:]:
+            parts = line.split()
+            if not parts:
+                continue
+            name = _unescape(parts[0])
+            try:
+                st = os.stat(name)
+            except OSError:
+                continue
+            if stat.S_ISBLK(st.st_mode):
+                self.swaps[st.st_rdev] = name
+            else:
+                self.swap_files.add((st.st_dev, st.st_ino))
+
+    def _read_root(self) -> None:
+        try:
+            dev = os.stat("/").st_dev
+        except OSError:
+            return
+        if os.major(dev) != 0:
+            self.root_devs.add(dev)
+        for dev_, points in self.mounts.items():
+            if "/" in points:
+                self.root_devs.add(dev_)
+
+    def _read_loops(self) -> None:
+        for name in _listdir("/sys/block"):
+            if not name.startswith("loop"):
+                continue
+            backing = _read(f"/sys/block/{name}/loop/backing_file")
+            if not backing:
+                continue
+            backing = backing.removesuffix(" (deleted)")
+            try:
+                st = os.stat(backing)
+            except OSError:
+                continue
+            key: object = st.st_rdev if stat.S_ISBLK(st.st_mode) else (st.st_dev, st.st_ino)
+            self.loop_backing[key] = name
+
+
+# --------------------------------------------------------------------------- sysfs topology
+
+
+def sys_name(path: str) -> str | None:
+    """Kernel name (``loop0p1``) of a block-device path, from its device number."""
+    dev = _rdev(path)
+    if dev is None:
+        return None
+    link = f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}"
+    real = os.path.realpath(link)
+    if not os.path.isdir(real):
+        return None
+    return os.path.basename(real)
+
+
+def is_partition(name: str) -> bool:
+    return os.path.exists(f"{SYS_BLOCK}/{name}/partition")
+
+
+def parent_disk(name: str) -> str | None:
+    """The whole disk a partition belongs to (None for a whole disk)."""
+    if not is_partition(name):
+        return None
+    return os.path.basename(os.path.dirname(os.path.realpath(f"{SYS_BLOCK}/{name}")))
+
+
+def partitions(name: str) -> list[str]:
+    base = os.path.realpath(f"{SYS_BLOCK}/{name}")
+    return [d for d in _listdir(base) if os.path.exists(f"{base}/{d}/partition")]
+
+
+def holders(name: str) -> list[str]:
+    return _listdir(f"{SYS_BLOCK}/{name}/holders")
+
+
+def size_bytes(name: str) -> int:
+    try:
+        return int(_read(f"{SYS_BLOCK}/{name}/size", "0")) * 512
+    except ValueError:
+        return 0
+
+
+def is_read_only(name: str) -> bool:
+    return _read(f"{SYS_BLOCK}/{name}/ro", "0") == "1"
+
+
+def _devnum_of(name: str) -> int | None:
+    return _devnum(_read(f"{SYS_BLOCK}/{name}/dev"))
+
+
+# --------------------------------------------------------------------------- signatures
+
+
+@dataclass
+class Probe:
+    """What a signature probe found on the device itself."""
+
+    fstype: str | None = None  # blkid TYPE (ext4, swap, LVM2_member, ...)
+    pttype: str | None = None  # partition-table type (dos, gpt)
+    usage: str | None = None
+    signatures: list[str] = field(default_factory=list)  # human descriptions
+    tool: str | None = None  # "blkid" / "wipefs"
+    error: str | None = None  # why the probe could not run
+
+
+_USAGE = {"filesystem": "filesystem", "raid": "RAID/LVM member", "crypto": "encrypted volume", "other": "signature"}
+
+
+def _run(argv: list[str]) -> subprocess.CompletedProcess | None:
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=PROBE_TIMEOUT, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def _probe_blkid(path: str) -> Probe | None:
+    exe = shutil.which("blkid")
+    if not exe:
+        return None
+    cp = _run([exe, "-p", "-o", "export", path])
+    if cp is None:
+        return Probe(tool="blkid", error="blkid could not be run")
+    values = {}
+    for line in cp.stdout.splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            values[key.strip()] = value.strip()
+    probe = Probe(tool="blkid", fstype=values.get("TYPE"), pttype=values.get("PTTYPE"), usage=values.get("USAGE"))
+    if probe.fstype:
+        probe.signatures.append(f"{probe.fstype} {_USAGE.get(probe.usage or '', 'signature')}")
+    if probe.pttype:
+        probe.signatures.append(f"{probe.pttype} partition table")
+    if cp.returncode == 8:  # ambivalent: several signatures
+        probe.signatures.append("several signatures (blkid: ambivalent result)")
+    elif cp.returncode not in (0, 2):
+        probe.error = (cp.stderr.strip() or f"blkid exited with {cp.returncode}").splitlines()[0]
+    elif cp.returncode == 2 and cp.stderr.strip():  # 2 is also "nothing found"; stderr tells an error
+        probe.error = cp.stderr.strip().splitlines()[0]
+    return probe
+
+
+def _probe_wipefs(path: str) -> Probe | None:
+    exe = shutil.which("wipefs")
+    if not exe:
+        return None
+    cp = _run([exe, "--no-act", "--noheadings", "--output", "TYPE,OFFSET", path])
+    if cp is None:
+        return Probe(tool="wipefs", error="wipefs could not be run")
+    if cp.returncode != 0:
+        return Probe(tool="wipefs", error=(cp.stderr.strip() or f"wipefs exited with {cp.returncode}").splitlines()[0])
+    probe = Probe(tool="wipefs")
+    for line in cp.stdout.splitlines():
+        parts = line.split()
+        if parts:
+            probe.signatures.append(f"{parts[0]} at offset {parts[1] if len(parts) > 1 else '?'}")
+            probe.fstype = probe.fstype or parts[0]
+    return probe
+
+
+def probe_signatures(path: str, thorough: bool = True) -> Probe:
+    """Probe ``path`` for filesystem / partition-table signatures (blkid -p, then wipefs -n).
+
+    With ``thorough`` wipefs also runs when blkid saw nothing (it lists every
+    signature, e.g. a backup GPT header at the end of the disk)."""
+    probe = _probe_blkid(path)
+    if probe is None or probe.error or (thorough and not probe.signatures):
+        second = _probe_wipefs(path)
+        if second is not None and (probe is None or probe.error or second.signatures):
+            if probe is not None and not probe.error:
+                second.fstype = probe.fstype or second.fstype
+                second.pttype = probe.pttype
+            probe = second
+    if probe is None:
+        probe = Probe(error="neither blkid nor wipefs is installed")
+    return probe
+
+
+# --------------------------------------------------------------------------- classification
+
+
+def _label(name: str, target_name: str, relation: str = "") -> str:
+    path = dev_path(name)
+    return path if name == target_name or not relation else f"{path} ({relation})"
+
+
+def _in_use(name: str, label: str, state: SystemState) -> list[str]:
+    """Blocking reasons that ``name`` itself is in use."""
+    out = []
+    dev = _devnum_of(name)
+    if dev is None:
+        return out
+    if dev in state.root_devs:
+        out.append(f"{label} holds the root filesystem")
+    points = state.mounts.get(dev)
+    if points:
+        shown = ", ".join(points[:3]) + (" …" if len(points) > 3 else "")
+        out.append(f"{label} is mounted at {shown}")
+    if dev in state.swaps:
+        out.append(f"{label} is in use as swap")
+    loop = state.loop_backing.get(dev)
+    if loop:
+        out.append(f"{label} backs the loop device {dev_path(loop)}")
+    return out
+
+
+def _all_holders(name: str, seen: set[str]):
+    for h in holders(name):
+        if h not in seen:
+            seen.add(h)
+            yield h
+            yield from _all_holders(h, seen)
+
+
+def _holder_reasons(name: str, label: str, state: SystemState) -> list[str]:
+    """Blocking reasons that ``name`` is a member of a holder (dm, md, LVM), and
+    whether those holders (recursively) are themselves in use."""
+    hs = holders(name)
+    if not hs:
+        return []
+    out = [f"{label} is a member of {', '.join(dev_path(h) for h in hs)} (an LVM, RAID or device-mapper holder)"]
+    for h in _all_holders(name, {name}):
+        out += _in_use(h, f"{dev_path(h)} (holding {dev_path(name)})", state)
+    return out
+
+
+def _exclusive_open(path: str) -> OSError | None:
+    """Try an exclusive read-only open; the kernel answers EBUSY when the device is
+    mounted, swap or held anywhere — in any mount namespace."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_EXCL | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError as e:
+        return e
+    os.close(fd)
+    return None
+
+
+def _classify_file(path: str, writes: bool, state: SystemState | None) -> Verdict:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        if path == "/dev" or path.startswith("/dev/"):
+            return Verdict(path, "other", REFUSED, [
+                f"{path} does not exist, and a missing path under /dev is never created as a file "
+                "(check the device name with `profiler-tui devices`)"])
+        return Verdict(path, "file", OK, [f"{path} is a new regular file (created to the plan's size)"])
+    except OSError as e:
+        return Verdict(path, "other", REFUSED, [f"{path} cannot be examined: {e.strerror}"])
+    if stat.S_ISDIR(st.st_mode):
+        return Verdict(path, "other", REFUSED, [f"{path} is a directory; name a file inside it or a block device"])
+    if stat.S_ISCHR(st.st_mode):
+        return Verdict(path, "other", REFUSED, [
+            f"{path} is a character device, not a block device (for NVMe use the namespace, e.g. /dev/nvme0n1)"])
+    if not stat.S_ISREG(st.st_mode):
+        return Verdict(path, "other", REFUSED, [f"{path} is neither a regular file nor a block device"])
+    reasons: list[str] = []
+    if writes:
+        state = state or SystemState()
+        if (st.st_dev, st.st_ino) in state.swap_files:
+            reasons.append(f"{path} is an active swap file")
+        loop = state.loop_backing.get((st.st_dev, st.st_ino))
+        if loop:
+            reasons.append(f"{path} backs the loop device {dev_path(loop)}; writing it would corrupt that device")
+    if reasons:
+        return Verdict(path, "file", REFUSED, reasons)
+    if writes and st.st_size:
+        return Verdict(path, "file", OK, [f"{path} is a regular file; a write plan overwrites its contents"])
+    return Verdict(path, "file", OK, [f"{path} is a regular file"])
+
+
+def classify_block(path: str, writes: bool, state: SystemState | None = None,
+                   probe: Probe | None = None) -> Verdict:
+    """Verdict for a block device.  ``state`` and ``probe`` let a caller that
+    classifies many devices (``devices``) share one snapshot and one probe."""
+    name = sys_name(path)
+    if name is None:
+        return Verdict(path, "block", REFUSED, [f"{path} is a block device the kernel does not list in /sys"])
+    state = state or SystemState()
+    blockers: list[str] = []
+    notes: list[str] = []
+    size = size_bytes(name)
+    if size == 0:
+        blockers.append(f"{path} has size 0 (no medium, or an unconfigured device)")
+
+    parent = parent_disk(name)
+    parts = [] if parent else partitions(name)
+
+    if writes:
+        blockers += _in_use(name, path, state)
+        blockers += _holder_reasons(name, path, state)
+        for part in parts:
+            label = f"{dev_path(part)} (a partition of {path})"
+            blockers += _in_use(part, label, state)
+            blockers += _holder_reasons(part, label, state)
+        if parent:
+            label = f"{dev_path(parent)} (the disk holding {path})"
+            blockers += _in_use(parent, label, state)
+            blockers += _holder_reasons(parent, label, state)
+            if is_read_only(parent) and not is_read_only(name):
+                blockers.append(f"{label} is read-only")
+            siblings = [p for p in partitions(parent) if p != name and _devnum_of(p) in state.root_devs]
+            if siblings:
+                notes.append(f"{path} shares its disk with the root filesystem ({dev_path(siblings[0])})")
+        if is_read_only(name):
+            blockers.append(f"{path} is read-only")
+
+    # The kernel's own answer: an exclusive open fails while anything holds the device.
+    err = _exclusive_open(path)
+    if err is not None:
+        if err.errno == errno.EBUSY:
+            if writes and not blockers:
+                blockers.append(f"{path} is in use: the kernel refuses an exclusive open (mounted, swap "
+                                "or held by another device or program, perhaps outside this container)")
+        elif err.errno in (errno.ENOMEDIUM, errno.ENXIO, errno.ENODEV):
+            blockers.append(f"{path} has no medium ({err.strerror})")
+        else:
+            blockers.append(f"{path} cannot be opened: {err.strerror}")
+
+    if writes and not blockers:
+        probe = probe or probe_signatures(path)
+        sigs = list(probe.signatures)
+        if parts:
+            sigs.append(f"partitions {', '.join(dev_path(p) for p in parts)}")
+        if sigs:
+            via = f", found by {probe.tool}" if probe.signatures and probe.tool else ""
+            return Verdict(path, "block", NEEDS_DESTRUCTIVE, [
+                f"{path} carries a filesystem or partition-table signature ({'; '.join(sigs)}{via}) "
+                "that a write plan destroys"] + notes, confirm=True)
+        if probe.error:
+            return Verdict(path, "block", NEEDS_DESTRUCTIVE, [
+                f"{path} could not be probed for signatures ({probe.error}), so it cannot be shown blank"] + notes,
+                confirm=True)
+
+    if blockers:
+        return Verdict(path, "block", REFUSED, blockers + notes, confirm=True)
+
+    if writes:
+        return Verdict(path, "block", OK, [
+            f"{path} is not mounted, not swap, not held and carries no filesystem or partition-table "
+            "signature; a write plan needs confirmation (--yes)"] + notes, confirm=True)
+    in_use = _in_use(name, path, state)
+    for part in parts:
+        in_use += _in_use(part, f"{dev_path(part)} (a partition of {path})", state)
+    in_use = [f"{r}; reads run regardless" for r in in_use]
+    return Verdict(path, "block", OK, [
+        f"a read-only plan never writes {path}; it needs confirmation (--yes)"] + in_use + notes, confirm=True)
 
 
 def classify(target: str, writes: bool) -> Verdict:
+    """The verdict for running a plan (``writes`` or read-only) on ``target``,
+    before any confirmation by the user.  Every verdict has reasons."""
     path = resolve(target)
     try:
         mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        return Verdict(path, "file", OK, ["regular file (created)"])
+    except OSError:
+        mode = 0
     if stat.S_ISBLK(mode):
-        return Verdict(path, "block", REFUSED, ["block-device targets are not supported yet"])
-    if stat.S_ISREG(mode):
-        return Verdict(path, "file", OK, ["regular file"])
-    return Verdict(path, "other", REFUSED, [f"{path} is neither a regular file nor a block device"])
+        return classify_block(path, writes)
+    return _classify_file(path, writes, None)
 
 
 def check_target(target: str, writes: bool, *, yes: bool = False, allow_destructive: bool = False) -> Verdict:
-    """Raise SafetyError when the plan may not run on ``target``; else return the verdict."""
+    """Raise SafetyError (exit 3) when the plan may not run on ``target``; else return the verdict.
+
+    ``allow_destructive`` confirms destroying a signature and implies ``yes``."""
     v = classify(target, writes)
-    if v.verdict != OK:
-        raise SafetyError(f"Refusing target {v.target}: {'; '.join(v.reasons)}.")
+    what = "write to" if writes else "read"
+    if v.verdict == REFUSED:
+        raise SafetyError(f"Refusing to {what} {v.target}: {'; '.join(v.reasons)}.")
+    if v.verdict == NEEDS_DESTRUCTIVE:
+        if not allow_destructive:
+            raise SafetyError(f"Refusing to write to {v.target}: {v.reasons[0]}. "
+                              "Pass --allow-destructive to destroy it.")
+        return Verdict(v.target, v.kind, OK, v.reasons + ["destruction confirmed with --allow-destructive"], True)
+    if v.confirm and not (yes or allow_destructive):
+        raise SafetyError(f"{v.target} is a block device: pass --yes to confirm the "
+                          f"{'write' if writes else 'read-only'} run on it.")
+    if v.confirm:
+        how = "confirmed with --yes" if yes else "confirmed with --allow-destructive"
+        return Verdict(v.target, v.kind, OK, v.reasons + [how], True)
     return v
