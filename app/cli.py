@@ -1,0 +1,201 @@
+"""The command line (SPEC §3). With no subcommand it opens the TUI."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import sys
+from typing import Any
+
+import click
+
+from app import __version__, presets
+from app.errors import EXIT_INTERRUPTED, ProfilerError
+from app.progress import ProgressPrinter
+from app.summary import point_label, results_table
+from app.textable import format_table
+from app.units import format_size
+
+ENGINE_CHOICE = click.Choice(["auto", "mlc", "builtin"])
+
+
+@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="profiler-tui")
+@click.pass_context
+def cli(ctx: click.Context) -> int | None:
+    """A terminal profiler for memory and storage: fio sweeps, loaded memory latency, reports.
+
+    Without a command it opens the interactive TUI.
+    """
+    if ctx.invoked_subcommand is None:
+        from app.tui import run_tui  # the UI is imported only when it is used
+
+        return run_tui()
+    return None
+
+
+# --- devices ----------------------------------------------------------------------------------
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def devices(as_json: bool) -> int:
+    """Block devices with size, model, transport, mounts, filesystem and the safety verdict."""
+    from app.devices import list_devices, render_devices_table
+
+    devs = list_devices()
+    click.echo(json.dumps(devs, indent=2) if as_json else render_devices_table(devs))
+    return 0
+
+
+# --- presets ----------------------------------------------------------------------------------
+
+
+@cli.group(name="presets", invoke_without_command=True)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.pass_context
+def presets_cmd(ctx: click.Context, as_json: bool) -> int | None:
+    """List the presets (shipped and your own in ~/.config/profiler-tui/presets)."""
+    if ctx.invoked_subcommand is not None:
+        return None
+    summaries = [presets.summary(p) for p in presets.load_all()]
+    if as_json:
+        click.echo(json.dumps(summaries, indent=2))
+        return 0
+    rows = [[s["name"], s["kind"], s["points"], s["estimated"], "yes" if s["writes"] else "no", s["description"]]
+            for s in summaries]
+    click.echo(format_table(["preset", "kind", "points", "est.", "writes", "description"], rows, right=(2, 3)))
+    return 0
+
+
+def _value(key: str, value: Any) -> str:
+    if value is None:
+        return "-"
+    if key in ("bs", "size", "buffer") and isinstance(value, int):
+        return format_size(value)
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return str(value)
+
+
+@presets_cmd.command(name="show")
+@click.argument("name")
+@click.option("--set", "sets", multiple=True, metavar="KEY=V[,V...]", help="Override a setting or axis.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def presets_show(name: str, sets: tuple[str, ...], as_json: bool) -> int:
+    """The expanded plan of a preset: every point, the count and the estimated duration."""
+    preset = presets.apply_overrides(presets.load(name), sets)
+    points = preset.expand()
+    info = presets.summary(preset)
+    axes = presets.describe_axes(preset)
+    if as_json:
+        click.echo(json.dumps({**info, "axes": axes, "plan": points}, indent=2))
+        return 0
+    click.echo(f"{preset.name} ({preset.kind}) — {preset.description}")
+    click.echo(f"source: {preset.source}")
+    fixed = {k: v for k, v in points[0].items() if k not in axes and k != "group"}
+    click.echo("settings: " + ", ".join(f"{k}={_value(k, v)}" for k, v in fixed.items()))
+    for key, values in axes.items():
+        click.echo(f"axis {key}: " + ", ".join(_value(key, v) for v in values))
+    keys = [k for k in points[0] if k in axes] or ["label"]
+    rows = [[i + 1, point_label(preset.kind, p)] + [_value(k, p.get(k)) for k in keys if k in axes]
+            for i, p in enumerate(points)]
+    click.echo(format_table(["#", "point"] + [k for k in keys if k in axes], rows, right=(0,)))
+    click.echo(f"{len(points)} points, estimated {info['estimated']}"
+               + (" — writes to the target" if info["writes"] else " — reads only"))
+    return 0
+
+
+# --- run / resume -----------------------------------------------------------------------------
+
+
+async def _drive(session: Any, printer: ProgressPrinter) -> Any:
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    assert task is not None
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, task.cancel)
+    finished = None
+    try:
+        async for event in session.events():
+            printer.handle(event)
+            finished = event
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+    return finished
+
+
+def _execute(session: Any) -> int:
+    printer = ProgressPrinter(session.kind, sys.stdout)
+    try:
+        finished = asyncio.run(_drive(session, printer))
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        printer.close()
+        records = session.results.records()
+        click.echo(
+            f"Interrupted: {len(records)} of {len(session.plan)} points are kept in {session.path}; "
+            f"finish with `profiler-tui resume {session.path}`.",
+            err=True,
+        )
+        return EXIT_INTERRUPTED
+    printer.close()
+    records = session.results.records()
+    if records:
+        click.echo(results_table(records))
+    click.echo(f"{finished.status}: {finished.done}/{finished.total} points"
+               + (f", {finished.failed} failed (see run.json)" if finished.failed else "")
+               + f" — results in {session.path}")
+    return 0 if finished.failed == 0 else 1
+
+
+@cli.command()
+@click.argument("preset")
+@click.option("--target", metavar="PATH", help="A file (created if absent) or a block device. Default: a file in --out.")
+@click.option("--out", metavar="DIR", help="Results directory (default: results/PRESET-TIMESTAMP).")
+@click.option("--set", "sets", multiple=True, metavar="KEY=V[,V...]",
+              help="Override a scalar or replace a matrix axis, e.g. --set bs=4k,64k --set runtime=3.")
+@click.option("--yes", is_flag=True, help="Confirm the target (needed for block devices).")
+@click.option("--allow-destructive", is_flag=True, help="Confirm destroying a filesystem or partition table on the device.")
+@click.option("--engine", type=ENGINE_CHOICE, default="auto", show_default=True, help="Memory engine.")
+def run(preset: str, target: str | None, out: str | None, sets: tuple[str, ...], yes: bool,
+        allow_destructive: bool, engine: str) -> int:
+    """Run PRESET (a shipped name or a TOML file) headlessly."""
+    from app.sweep import new_session
+
+    p = presets.apply_overrides(presets.load(preset), sets)
+    session = new_session(p, target=target, out=out, yes=yes, allow_destructive=allow_destructive,
+                          engine=engine, overrides=sets)
+    return _execute(session)
+
+
+@cli.command()
+@click.argument("directory", metavar="DIR")
+@click.option("--engine", type=ENGINE_CHOICE, default=None, help="Memory engine (default: the run's own).")
+def resume(directory: str, engine: str | None) -> int:
+    """Finish an interrupted run without repeating completed points."""
+    from app.sweep import load_session
+
+    session = load_session(directory, engine=engine)
+    if not session.pending():
+        click.echo(f"Nothing to resume: all {len(session.plan)} points of {directory} are complete.")
+        return 0
+    return _execute(session)
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        rv = cli.main(args=argv, prog_name="profiler-tui", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    except KeyboardInterrupt:
+        sys.exit(EXIT_INTERRUPTED)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(e.exit_code)
+    except ProfilerError as e:
+        click.echo(f"profiler-tui: {e}", err=True)
+        sys.exit(e.exit_code)
+    sys.exit(rv if isinstance(rv, int) else 0)

@@ -1,0 +1,159 @@
+"""The environment a run measured on (for run.json and the report's first section)."""
+
+from __future__ import annotations
+
+import os
+import platform
+import socket
+import stat
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def _read(path: str | Path) -> str | None:
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return None
+
+
+def cpu_info() -> dict[str, Any]:
+    model = None
+    cores_per_socket: dict[str, set[str]] = {}
+    phys, core = None, None
+    text = _read("/proc/cpuinfo") or ""
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        key, value = key.strip(), value.strip()
+        if key == "model name" and model is None:
+            model = value
+        elif key == "physical id":
+            phys = value
+        elif key == "core id":
+            core = value
+        elif not line.strip() and phys is not None and core is not None:
+            cores_per_socket.setdefault(phys, set()).add(core)
+            phys, core = None, None
+    if phys is not None and core is not None:
+        cores_per_socket.setdefault(phys, set()).add(core)
+    threads = os.cpu_count() or 0
+    cores = sum(len(c) for c in cores_per_socket.values()) or threads
+    caches = []
+    base = Path("/sys/devices/system/cpu/cpu0/cache")
+    for idx in sorted(base.glob("index*")):
+        level = _read(idx / "level")
+        ctype = _read(idx / "type")
+        size = _read(idx / "size")
+        if level and size:
+            name = f"L{level}" + ({"Data": "d", "Instruction": "i"}.get(ctype or "", ""))
+            caches.append({"name": name, "size": size, "shared_cpus": _read(idx / "shared_cpu_list")})
+    return {
+        "model": model or platform.processor() or platform.machine(),
+        "sockets": len(cores_per_socket) or 1,
+        "cores": cores,
+        "threads": threads,
+        "caches": caches,
+        "arch": platform.machine(),
+    }
+
+
+def llc_bytes() -> int | None:
+    """Size of the last-level cache of CPU 0, from sysfs."""
+    best = None
+    for idx in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
+        size = _read(idx / "size")
+        level = _read(idx / "level")
+        if not size or not level or (_read(idx / "type") == "Instruction"):
+            continue
+        mult = {"K": 1024, "M": 1 << 20, "G": 1 << 30}.get(size[-1].upper(), 1)
+        n = int(size.rstrip("KMGkmg")) * mult
+        if best is None or int(level) > best[0]:
+            best = (int(level), n)
+    return best[1] if best else None
+
+
+def memory_info() -> dict[str, Any]:
+    info: dict[str, Any] = {}
+    for line in (_read("/proc/meminfo") or "").splitlines():
+        key, _, value = line.partition(":")
+        if key in ("MemTotal", "MemAvailable", "HugePages_Total", "Hugepagesize"):
+            parts = value.split()
+            n = int(parts[0]) if parts else 0
+            info[key] = n * 1024 if len(parts) > 1 and parts[1] == "kB" else n
+    thp = _read("/sys/kernel/mm/transparent_hugepage/enabled")
+    return {
+        "total_bytes": info.get("MemTotal"),
+        "available_bytes": info.get("MemAvailable"),
+        "hugepages_total": info.get("HugePages_Total"),
+        "transparent_hugepages": thp,
+    }
+
+
+def os_info() -> dict[str, Any]:
+    pretty = None
+    for line in (_read("/etc/os-release") or "").splitlines():
+        if line.startswith("PRETTY_NAME="):
+            pretty = line.split("=", 1)[1].strip('"')
+    u = platform.uname()
+    return {
+        "os": pretty or u.system,
+        "kernel": u.release,
+        "hostname": socket.gethostname(),
+        "python": sys.version.split()[0],
+        "container": os.path.exists("/.dockerenv") or os.path.exists("/run/.containerenv"),
+        "virtualization": _virt(),
+    }
+
+
+def _virt() -> str | None:
+    flags = ""
+    for line in (_read("/proc/cpuinfo") or "").splitlines():
+        if line.startswith("flags"):
+            flags = line
+            break
+    if " hypervisor" in flags:
+        vendor = _read("/sys/class/dmi/id/sys_vendor") or _read("/sys/class/dmi/id/product_name")
+        return f"virtual machine ({vendor})" if vendor else "virtual machine"
+    return None
+
+
+def collect() -> dict[str, Any]:
+    return {"cpu": cpu_info(), "memory": memory_info(), "system": os_info()}
+
+
+def file_target_info(path: str) -> dict[str, Any]:
+    """The filesystem a file target lives on (longest mount-point prefix in /proc/mounts)."""
+    real = os.path.realpath(path)
+    best = ("/", "?", "?")
+    for line in (_read("/proc/mounts") or "").splitlines():
+        parts = line.split()
+        if len(parts) < 3:
+            continue
+        mnt = parts[1].replace("\\040", " ")
+        if (real == mnt or real.startswith(mnt.rstrip("/") + "/")) and len(mnt) >= len(best[0]):
+            best = (mnt, parts[0], parts[2])
+    info: dict[str, Any] = {"type": "file", "path": real, "mount_point": best[0], "source": best[1], "filesystem": best[2]}
+    try:
+        st = os.statvfs(os.path.dirname(real) or "/")
+        info["free_bytes"] = st.f_bavail * st.f_frsize
+    except OSError:
+        pass
+    return info
+
+
+def target_info(path: str) -> dict[str, Any]:
+    try:
+        is_block = stat.S_ISBLK(os.stat(path).st_mode)
+    except OSError:
+        is_block = False
+    if not is_block:
+        return file_target_info(path)
+    try:
+        from app.devices import device_details
+    except ImportError:  # device discovery not available
+        return {"type": "block", "path": os.path.realpath(path)}
+    details = dict(device_details(path))
+    details.setdefault("type", "block")
+    details.setdefault("path", os.path.realpath(path))
+    return details

@@ -1,0 +1,290 @@
+"""fio JSON output: splitting a stream of documents, and the metrics of SPEC §7.
+
+fio prints one JSON document per ``--status-interval`` tick (each cumulative since the job
+started) and the final result last.  Warnings or client-side lines (``<host> ...``) may come
+before or between the documents; they are kept aside, never fatal.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+PERCENTILES = {"p50": 50.0, "p90": 90.0, "p99": 99.0, "p99_9": 99.9, "p99_99": 99.99}
+PERCENTILE_LIST = "50:90:99:99.9:99.99"
+DIRECTIONS = ("read", "write", "trim")
+
+
+class DocumentSplitter:
+    """Feed text as it arrives; get back complete top-level JSON documents.
+
+    fio's JSON printer opens a document with ``{`` at the start of a line and closes it with
+    ``}`` alone on a line; everything nested is indented.  Lines outside a document are noise.
+    """
+
+    def __init__(self) -> None:
+        self._partial = ""
+        self._doc: list[str] | None = None
+        self.noise: list[str] = []
+
+    def feed(self, text: str) -> list[dict[str, Any]]:
+        self._partial += text
+        *lines, self._partial = self._partial.split("\n")
+        docs = []
+        for line in lines:
+            doc = self._line(line.rstrip("\r"))
+            if doc is not None:
+                docs.append(doc)
+        return docs
+
+    def close(self) -> list[dict[str, Any]]:
+        docs = []
+        if self._partial:
+            line, self._partial = self._partial, ""
+            doc = self._line(line.rstrip("\r"))
+            if doc is not None:
+                docs.append(doc)
+        if self._doc:
+            self.noise.extend(self._doc)
+            self._doc = None
+        return docs
+
+    def _line(self, line: str) -> dict[str, Any] | None:
+        if self._doc is None:
+            if line.startswith("{"):
+                self._doc = [line]
+                if line.rstrip().endswith("}"):  # a document on one line
+                    return self._finish()
+            elif line.strip():
+                self.noise.append(line)
+            return None
+        self._doc.append(line)
+        if line.rstrip() == "}":
+            return self._finish()
+        return None
+
+    def _finish(self) -> dict[str, Any] | None:
+        lines, self._doc = self._doc or [], None
+        text = "\n".join(lines)
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError:
+            self.noise.extend(lines)
+            return None
+        return doc if isinstance(doc, dict) else None
+
+
+def split_documents(text: str) -> tuple[list[dict[str, Any]], list[str]]:
+    s = DocumentSplitter()
+    docs = s.feed(text) + s.close()
+    return docs, s.noise
+
+
+# --- latency statistics ----------------------------------------------------------------------
+
+
+def _percentile_from_bins(bins: dict[int, int], pct: float) -> int:
+    total = sum(bins.values())
+    if total == 0:
+        return 0
+    # fio: the first bucket whose cumulative count reaches pct% of the samples
+    threshold = total * pct / 100.0
+    running = 0
+    for value in sorted(bins):
+        running += bins[value]
+        if running >= threshold:
+            return value
+    return max(bins)
+
+
+def _bins(stat: dict[str, Any]) -> dict[int, int] | None:
+    raw = stat.get("bins")
+    if not isinstance(raw, dict):
+        return None
+    return {int(k): int(v) for k, v in raw.items()}
+
+
+def _percentiles(stat: dict[str, Any]) -> dict[str, float]:
+    table = stat.get("percentile") or {}
+    out: dict[str, float] = {}
+    for name, pct in PERCENTILES.items():
+        for key, value in table.items():
+            if abs(float(key) - pct) < 1e-6:
+                out[name] = value
+                break
+    return out
+
+
+def combine_latency(stats: list[dict[str, Any]]) -> dict[str, Any]:
+    """Combine fio latency objects (``lat_ns`` of several directions or jobs), weighted by count.
+
+    min/max/mean/stddev are exact.  Percentiles are exact when every part carries json+ ``bins``
+    (the histograms are merged, as fio's group reporting does); otherwise they are the
+    count-weighted mean of the parts' percentiles, flagged ``percentiles_approx``.
+    """
+    parts = [s for s in stats if s and int(s.get("N", 0) or 0) > 0]
+    result: dict[str, Any] = {"min": 0, "max": 0, "mean": 0.0, "stddev": 0.0, "N": 0}
+    result.update({k: 0 for k in PERCENTILES})
+    if not parts:
+        return result
+    n_total = sum(int(s["N"]) for s in parts)
+    mean = sum(float(s["mean"]) * int(s["N"]) for s in parts) / n_total
+    second = sum(int(s["N"]) * (float(s.get("stddev", 0.0)) ** 2 + float(s["mean"]) ** 2) for s in parts) / n_total
+    result.update(
+        min=min(int(s["min"]) for s in parts),
+        max=max(int(s["max"]) for s in parts),
+        mean=mean,
+        stddev=math.sqrt(max(0.0, second - mean * mean)) if len(parts) > 1 else float(parts[0].get("stddev", 0.0)),
+        N=n_total,
+    )
+    if len(parts) == 1:
+        result.update(_percentiles(parts[0]))
+        return result
+    all_bins = [_bins(s) for s in parts]
+    if all(b is not None for b in all_bins):
+        merged: dict[int, int] = {}
+        for b in all_bins:
+            for value, count in b.items():  # type: ignore[union-attr]
+                merged[value] = merged.get(value, 0) + count
+        for name, pct in PERCENTILES.items():
+            result[name] = _percentile_from_bins(merged, pct)
+    else:
+        for name in PERCENTILES:
+            weighted = [(_percentiles(s).get(name), int(s["N"])) for s in parts]
+            known = [(v, n) for v, n in weighted if v is not None]
+            if known:
+                result[name] = sum(v * n for v, n in known) / sum(n for _, n in known)
+        result["percentiles_approx"] = True
+    return result
+
+
+# --- metrics of a result document ----------------------------------------------------------
+
+
+def _sum_direction(jobs: list[dict[str, Any]], direction: str) -> dict[str, Any]:
+    parts = [j.get(direction) or {} for j in jobs]
+    iops = sum(float(p.get("iops", 0.0)) for p in parts)
+    bw = sum(float(p.get("bw_bytes", 0.0)) for p in parts)
+    ios = sum(int(p.get("total_ios", 0)) for p in parts)
+    io_bytes = sum(int(p.get("io_bytes", 0)) for p in parts)
+    lat = combine_latency([p.get("lat_ns") or {} for p in parts])
+    return {"iops": iops, "bw_bytes": bw, "total_ios": ios, "io_bytes": io_bytes, "lat_ns": lat}
+
+
+def _public_lat(lat: dict[str, Any]) -> dict[str, Any]:
+    out = {k: lat[k] for k in ("min", "max", "mean", "stddev")}
+    out.update({k: lat[k] for k in PERCENTILES})
+    if lat.get("percentiles_approx"):
+        out["percentiles_approx"] = True
+    return out
+
+
+def job_list(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The jobs of a result, from ``jobs[]`` or fio client/server ``client_stats[]``."""
+    if doc.get("jobs"):
+        return list(doc["jobs"])
+    stats = doc.get("client_stats") or []
+    per_client = [j for j in stats if j.get("jobname") != "All clients"]
+    return per_client or list(stats)
+
+
+def metrics(doc: dict[str, Any], jobs: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """SPEC §7 metrics of one fio result document (all of its jobs together)."""
+    jobs = job_list(doc) if jobs is None else jobs
+    dirs = {d: _sum_direction(jobs, d) for d in DIRECTIONS}
+    total_lat = combine_latency([j.get(d, {}).get("lat_ns") or {} for j in jobs for d in DIRECTIONS])
+    weights = [float(j.get("job_runtime") or 0) for j in jobs]
+    if sum(weights) <= 0:
+        weights = [1.0] * len(jobs)
+
+    def cpu(key: str) -> float:
+        if not jobs:
+            return 0.0
+        return sum(float(j.get(key, 0.0)) * w for j, w in zip(jobs, weights)) / sum(weights)
+
+    m: dict[str, Any] = {
+        "iops": sum(d["iops"] for d in dirs.values()),
+        "read_iops": dirs["read"]["iops"],
+        "write_iops": dirs["write"]["iops"],
+        "bw_bytes": sum(d["bw_bytes"] for d in dirs.values()),
+        "read_bw_bytes": dirs["read"]["bw_bytes"],
+        "write_bw_bytes": dirs["write"]["bw_bytes"],
+        "lat_ns": _public_lat(total_lat),
+        "usr_cpu": cpu("usr_cpu"),
+        "sys_cpu": cpu("sys_cpu"),
+        "read_lat_ns": _public_lat(dirs["read"]["lat_ns"]),
+        "write_lat_ns": _public_lat(dirs["write"]["lat_ns"]),
+        "total_ios": sum(d["total_ios"] for d in dirs.values()),
+        "io_bytes": sum(d["io_bytes"] for d in dirs.values()),
+        "jobs": len(jobs),
+    }
+    if dirs["trim"]["total_ios"]:
+        m["trim_iops"] = dirs["trim"]["iops"]
+        m["trim_bw_bytes"] = dirs["trim"]["bw_bytes"]
+    errors = [(j.get("jobname"), j.get("error")) for j in jobs if j.get("error")]
+    if errors:
+        m["errors"] = [{"job": name, "error": code} for name, code in errors]
+    return m
+
+
+# --- live samples: the difference of two cumulative dumps -----------------------------------
+
+
+def _totals(doc: dict[str, Any]) -> dict[str, Any]:
+    jobs = job_list(doc)
+    t = {"ios": {}, "bytes": {}, "runtime_ms": 0, "bins": {}, "lat_n": 0, "lat_sum": 0.0}
+    for d in DIRECTIONS:
+        parts = [j.get(d) or {} for j in jobs]
+        t["ios"][d] = sum(int(p.get("total_ios", 0)) for p in parts)
+        t["bytes"][d] = sum(int(p.get("io_bytes", 0)) for p in parts)
+        t["runtime_ms"] = max([t["runtime_ms"]] + [int(p.get("runtime", 0)) for p in parts])
+        for p in parts:
+            lat = p.get("lat_ns") or {}
+            n = int(lat.get("N", 0) or 0)
+            t["lat_n"] += n
+            t["lat_sum"] += float(lat.get("mean", 0.0)) * n
+            for value, count in (_bins(lat) or {}).items():
+                t["bins"][value] = t["bins"].get(value, 0) + count
+    t["timestamp_ms"] = int(doc.get("timestamp_ms") or 0)
+    return t
+
+
+class SampleTracker:
+    """Turns fio's cumulative status dumps into per-interval samples."""
+
+    def __init__(self) -> None:
+        self._prev: dict[str, Any] | None = None
+
+    def update(self, doc: dict[str, Any], elapsed_s: float) -> dict[str, Any] | None:
+        cur = _totals(doc)
+        prev = self._prev
+        self._prev = cur
+        if prev is not None and cur["timestamp_ms"] and prev["timestamp_ms"]:
+            dt = (cur["timestamp_ms"] - prev["timestamp_ms"]) / 1000.0
+        elif prev is not None:
+            dt = (cur["runtime_ms"] - prev["runtime_ms"]) / 1000.0
+        else:
+            dt = cur["runtime_ms"] / 1000.0
+        reset = prev is not None and sum(cur["ios"].values()) < sum(prev["ios"].values())  # ramp_time ended
+        if prev is None or reset:
+            prev = {"ios": {d: 0 for d in DIRECTIONS}, "bytes": {d: 0 for d in DIRECTIONS}, "bins": {},
+                    "lat_n": 0, "lat_sum": 0.0, "runtime_ms": 0}
+            dt = cur["runtime_ms"] / 1000.0 if reset or dt <= 0 else dt
+        if dt <= 0:
+            return None
+        d_ios = {d: cur["ios"][d] - prev["ios"][d] for d in DIRECTIONS}
+        d_bytes = {d: cur["bytes"][d] - prev["bytes"][d] for d in DIRECTIONS}
+        d_n = cur["lat_n"] - prev["lat_n"]
+        d_bins = {v: c - prev["bins"].get(v, 0) for v, c in cur["bins"].items() if c - prev["bins"].get(v, 0) > 0}
+        sample = {
+            "t": round(elapsed_s, 3),
+            "interval_s": round(dt, 3),
+            "iops": sum(d_ios.values()) / dt,
+            "read_iops": d_ios["read"] / dt,
+            "write_iops": d_ios["write"] / dt,
+            "bw_bytes": sum(d_bytes.values()) / dt,
+            "lat_mean_ns": (cur["lat_sum"] - prev["lat_sum"]) / d_n if d_n > 0 else None,
+            "lat_p99_ns": _percentile_from_bins(d_bins, 99.0) if d_bins else None,
+        }
+        return sample
