@@ -1,0 +1,40 @@
+"""Shared test helpers.  Tests run the real tools: fio on files and loop devices they create."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = Path(__file__).resolve().parent / "data"
+
+
+def run_cli(*args: str, timeout: float = 300, env: dict[str, str] | None = None,
+            check: bool = False) -> subprocess.CompletedProcess[str]:
+    """``python -m app ARGS`` in a subprocess, as a user would run it."""
+    full_env = dict(os.environ)
+    full_env.setdefault("XDG_CONFIG_HOME", str(Path(os.environ.get("TMPDIR", "/tmp")) / "profiler-tui-test-config"))
+    if env:
+        full_env.update(env)
+    proc = subprocess.run([sys.executable, "-m", "app", *args], capture_output=True, text=True, timeout=timeout,
+                          cwd=ROOT, env=full_env)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"profiler-tui {' '.join(args)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+@pytest.fixture(autouse=True)
+def _isolated_user_config(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Never read or write the developer's own ~/.config/profiler-tui."""
+    cfg = tmp_path_factory.mktemp("xdg-config")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(cfg))
+
+
+def no_fio_left() -> list[str]:
+    """Command lines of fio processes still running (for leak checks)."""
+    out = subprocess.run(["pgrep", "-a", "-x", "fio"], capture_output=True, text=True).stdout
+    return [ln for ln in out.splitlines() if ln.strip()]
