@@ -262,7 +262,7 @@ def render_devices_table(devs: list[dict]) -> str:
         out.extend(why)
     if len(rows) == 1:
         out.append("(no block devices found)")
-    return "\n".join(out) + "\n"
+    return "\n".join(out)
 
 
 # --------------------------------------------------------------------------- report details

@@ -71,10 +71,28 @@ class LoopDevice:
     fs_device: str | None = None  # whole device or partition carrying the fs / swap
     mountpoint: Path | None = None
     swap: bool = False
+    mounted: bool = False
 
     @property
     def name(self) -> str:
         return os.path.basename(self.path)
+
+    def umount(self) -> None:
+        """Unmount now (e.g. to fsck); clean-up then skips the umount."""
+        if self.mounted:
+            sh("umount", str(self.mountpoint))
+            self.mounted = False
+
+    def mount(self, *options: str) -> None:
+        """Mount fs_device on mountpoint again (``mount("-o", "ro")``)."""
+        if not self.mounted:
+            sh("mount", *options, str(self.fs_device), str(self.mountpoint))
+            self.mounted = True
+
+    def _cleanup_mount(self) -> None:
+        if self.mounted:
+            _undo("umount", str(self.mountpoint))
+            self.mounted = False
 
 
 def _wait_for(path: str, timeout: float = 5.0) -> None:
@@ -151,9 +169,10 @@ def loop_device(tmp_path: Path, *, size_mb: int = 64, partitions: list[str] | No
         if mount:
             mnt = tmp_path / f"{name}-mnt"
             mnt.mkdir(exist_ok=True)
-            sh("mount", target, str(mnt))
-            undo.callback(_undo, "umount", str(mnt))
             dev.mountpoint = mnt
+            dev.fs_device = target
+            undo.callback(dev._cleanup_mount)
+            dev.mount()
 
         if swap:
             require_tools("mkswap", "swapon", "swapoff")
