@@ -451,12 +451,13 @@ def test_acceptance_5_blank_loop_write_with_yes(loop_factory, tmp_path, fio_log)
     assert_refused(cp, dev.path, "--yes")
     assert fio_jobs(fio_log[1]) == []
 
-    cp = run_plan(dev.path, tmp_path / "out", WRITE, "--yes", shim=fio_log)
+    # Two points: the check before the second one sees the device after the first wrote it.
+    cp = run_plan(dev.path, tmp_path / "out", [*WRITE, "--set", "bs=4k,128k"], "--yes", shim=fio_log)
     assert cp.returncode == 0, cp.stderr
     rows = results(tmp_path / "out")
-    assert len(rows) == 1 and rows[0]["kind"] == "storage"
-    assert rows[0]["point"]["rw"] == "randwrite" and rows[0]["metrics"]["write_iops"] > 0
-    assert fio_jobs(fio_log[1])
+    assert len(rows) == 2 and {r["kind"] for r in rows} == {"storage"}
+    assert all(r["point"]["rw"] == "randwrite" and r["metrics"]["write_iops"] > 0 for r in rows)
+    assert len(fio_jobs(fio_log[1])) == 2
     jobs = list((tmp_path / "out" / "raw").glob("*.fio"))
     assert jobs and f"filename={dev.path}" in jobs[0].read_text()
 
@@ -483,3 +484,84 @@ def test_acceptance_7_read_plan_on_mounted_loop_with_yes(loop_factory, tmp_path,
     fsck_clean(dev.path)
     dev.mount("-o", "ro")
     assert sha256(payload) == before
+
+
+@needs_loop
+def test_mount_in_another_mount_namespace_is_caught(loop_factory, tmp_path):
+    """Inside a container the host's mounts are invisible in /proc/self/mountinfo; the
+    kernel's exclusive-open answer (EBUSY) still reports the device in use."""
+    require_tools("unshare")
+    dev = loop_factory(mkfs="ext4")
+    mnt = tmp_path / "ns-mnt"
+    mnt.mkdir()
+    ready = tmp_path / "ready"
+    proc = subprocess.Popen(["unshare", "-m", "--propagation", "private", "sh", "-c",
+                             f"mount {dev.path} {mnt} && touch {ready} && exec sleep 60"],
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 10
+        while not ready.exists():
+            assert proc.poll() is None and time.monotonic() < deadline, "mount in a new namespace failed"
+            time.sleep(0.05)
+        assert str(mnt) not in Path("/proc/self/mountinfo").read_text()
+        v = safety.classify(dev.path, True)
+        assert v.verdict == safety.REFUSED and "in use" in v.reasons[0], v.reasons
+    finally:
+        os.killpg(proc.pid, 9)
+        proc.wait()  # the namespace, and its mount, die with its last process
+    deadline = time.monotonic() + 10
+    while safety.classify(dev.path, True).verdict == safety.REFUSED and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+@needs_loop
+def test_loop_helper_cleans_up_after_a_failed_step(tmp_path):
+    try:
+        from tests.loopdev import loop_device
+    except ImportError:
+        from loopdev import loop_device
+    with pytest.raises(RuntimeError):
+        with loop_device(tmp_path, partitions=["16M", ""], mount=True) as dev:  # no filesystem: mount fails
+            pytest.fail("unreachable")
+    image = tmp_path / "loop.img"
+    assert sh("losetup", "-j", str(image)).stdout.strip() == ""
+    with pytest.raises(ZeroDivisionError):
+        with loop_device(tmp_path, mkfs="ext4", mount=True, name="boom") as dev:
+            path, mnt = dev.path, dev.mountpoint
+            1 / 0
+    assert str(mnt) not in Path("/proc/self/mountinfo").read_text()
+    assert sh("losetup", "-j", str(tmp_path / "boom.img")).stdout.strip() == ""
+    assert path
+
+
+@needs_loop
+@needs_cli
+def test_state_change_during_a_sweep_stops_it_before_the_next_point(loop_factory, tmp_path, fio_log):
+    """The check runs again before each point: a device made read-only after the first
+    point stops the sweep with exit 3; the completed point is kept, no further fio runs."""
+    import threading
+
+    dev = loop_factory()
+    out = tmp_path / "out"
+    stop = threading.Event()
+
+    def make_read_only_after_first_point():
+        while not stop.is_set():
+            if len(results(out)) >= 1:
+                sh("blockdev", "--setro", dev.path)
+                return
+            time.sleep(0.01)
+
+    plan = ["--set", "rw=randwrite", "--set", "runtime=2", "--set", "size=16M", "--set", "bs=4k,8k,16k"]
+    watcher = threading.Thread(target=make_read_only_after_first_point, daemon=True)
+    watcher.start()
+    try:
+        cp = run_plan(dev.path, out, plan, "--yes", shim=fio_log)
+    finally:
+        stop.set()
+        watcher.join()
+        sh("blockdev", "--setrw", dev.path, check=False)
+    assert_refused(cp, dev.path, "read-only")
+    # Normally the second point is refused; if the watcher lost the race, the third is.
+    assert 1 <= len(results(out)) < 3
+    assert len(fio_jobs(fio_log[1])) < 3
