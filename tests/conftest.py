@@ -34,7 +34,10 @@ def _isolated_user_config(tmp_path_factory: pytest.TempPathFactory, monkeypatch:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(cfg))
 
 
-def no_fio_left() -> list[str]:
-    """Command lines of fio processes still running (for leak checks)."""
+def fio_processes(mentioning: str | Path) -> list[str]:
+    """Command lines of running fio processes that mention a path (a test's own tmp dir), for leak checks.
+
+    Scoped to a path so that fio started by something else on the machine does not count.
+    """
     out = subprocess.run(["pgrep", "-a", "-x", "fio"], capture_output=True, text=True).stdout
-    return [ln for ln in out.splitlines() if ln.strip()]
+    return [ln for ln in out.splitlines() if str(mentioning) in ln]

@@ -1,0 +1,105 @@
+"""fio output parsing against real fio runs: streams with noise, jobs, directions."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from app.runners.fio_parse import DocumentSplitter, SampleTracker, combine_latency, metrics, split_documents
+
+
+def _fio(tmp_path: Path, *args: str) -> str:
+    cmd = ["fio", f"--filename={tmp_path / 'f.bin'}", "--size=16m", "--direct=1", "--ioengine=libaio",
+           "--time_based=1", "--runtime=1", "--lat_percentiles=1", "--percentile_list=50:90:99:99.9:99.99", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=60).stdout
+
+
+def test_splitter_skips_noise_before_between_and_after_documents() -> None:
+    a = {"fio version": "fio-3.33", "jobs": [{"jobname": "x", "read": {"iops": 1}}]}
+    text = ("fio: this platform does not support process shared mutexes\n"
+            + json.dumps(a, indent=2) + "\n<host> some client line\n"
+            + json.dumps(a, indent=2) + "\ntrailing junk\n")
+    s = DocumentSplitter()
+    docs = []
+    for i in range(0, len(text), 7):  # arrives in small pieces
+        docs += s.feed(text[i:i + 7])
+    docs += s.close()
+    assert docs == [a, a]
+    assert "trailing junk" in s.noise and any("mutexes" in n for n in s.noise)
+
+
+def test_splitter_survives_a_truncated_document() -> None:
+    docs, noise = split_documents('{\n  "a": 1,\n  "b": [\n')
+    assert docs == [] and noise
+
+
+def test_group_reporting_and_per_job_outputs_agree(tmp_path: Path) -> None:
+    """numjobs=2 without group_reporting, combined by us, matches fio's own group report."""
+    per_job_doc = json.loads(_fio(tmp_path, "--name=j", "--rw=randread", "--bs=4k", "--iodepth=4", "--numjobs=2",
+                                  "--output-format=json+"))
+    assert len(per_job_doc["jobs"]) == 2
+    m = metrics(per_job_doc)
+    jobs = per_job_doc["jobs"]
+    assert m["iops"] == pytest.approx(sum(j["read"]["iops"] for j in jobs))
+    assert m["read_bw_bytes"] == pytest.approx(sum(j["read"]["bw_bytes"] for j in jobs))
+    n = sum(j["read"]["lat_ns"]["N"] for j in jobs)
+    mean = sum(j["read"]["lat_ns"]["mean"] * j["read"]["lat_ns"]["N"] for j in jobs) / n
+    assert m["lat_ns"]["mean"] == pytest.approx(mean)
+    assert m["lat_ns"]["min"] == min(j["read"]["lat_ns"]["min"] for j in jobs)
+    assert m["lat_ns"]["max"] == max(j["read"]["lat_ns"]["max"] for j in jobs)
+    # json+ bins merged: the percentile lies between the jobs' own percentiles
+    p99s = [j["read"]["lat_ns"]["percentile"]["99.000000"] for j in jobs]
+    assert min(p99s) <= m["lat_ns"]["p99"] <= max(p99s)
+    assert "percentiles_approx" not in m["lat_ns"]
+
+
+def test_mixed_read_write_latency_is_weighted_by_io_count(tmp_path: Path) -> None:
+    doc = json.loads(_fio(tmp_path, "--name=m", "--rw=randrw", "--rwmixread=70", "--bs=4k", "--iodepth=8",
+                          "--output-format=json"))
+    job = doc["jobs"][0]
+    r, w = job["read"]["lat_ns"], job["write"]["lat_ns"]
+    m = metrics(doc)
+    assert m["read_iops"] == pytest.approx(job["read"]["iops"]) and m["write_iops"] == pytest.approx(job["write"]["iops"])
+    assert m["iops"] == pytest.approx(job["read"]["iops"] + job["write"]["iops"])
+    assert m["lat_ns"]["mean"] == pytest.approx((r["mean"] * r["N"] + w["mean"] * w["N"]) / (r["N"] + w["N"]))
+    assert m["usr_cpu"] == pytest.approx(job["usr_cpu"]) and m["sys_cpu"] == pytest.approx(job["sys_cpu"])
+    # without json+ bins the combined percentiles are an I/O-weighted estimate and say so
+    assert m["lat_ns"]["percentiles_approx"] is True
+    assert m["read_lat_ns"]["p99"] == r["percentile"]["99.000000"]
+
+
+def test_single_direction_percentiles_are_fios_own(tmp_path: Path) -> None:
+    doc = json.loads(_fio(tmp_path, "--name=r", "--rw=randread", "--bs=4k", "--iodepth=2", "--output-format=json"))
+    lat = doc["jobs"][0]["read"]["lat_ns"]
+    m = metrics(doc)
+    assert m["lat_ns"]["p50"] == lat["percentile"]["50.000000"]
+    assert m["lat_ns"]["p99_9"] == lat["percentile"]["99.900000"]
+    assert m["lat_ns"]["p99_99"] == lat["percentile"]["99.990000"]
+
+
+def test_combine_latency_pooled_stddev() -> None:
+    a = {"N": 2, "min": 1, "max": 3, "mean": 2.0, "stddev": 1.0}  # values 1, 3
+    b = {"N": 2, "min": 5, "max": 7, "mean": 6.0, "stddev": 1.0}  # values 5, 7
+    c = combine_latency([a, b])
+    # population variance of 1,3,5,7 is 5
+    assert c["mean"] == 4.0 and c["stddev"] == pytest.approx(5 ** 0.5) and c["min"] == 1 and c["max"] == 7
+
+
+def test_sample_tracker_differences_cumulative_dumps(tmp_path: Path) -> None:
+    out = subprocess.run(
+        ["fio", "--name=s", f"--filename={tmp_path / 's.bin'}", "--size=16m", "--rw=randread", "--bs=4k",
+         "--iodepth=4", "--direct=1", "--ioengine=libaio", "--time_based=1", "--runtime=3",
+         "--lat_percentiles=1", "--output-format=json+", "--status-interval=1"],
+        capture_output=True, text=True, check=True, timeout=60).stdout
+    docs, _ = split_documents(out)
+    assert len(docs) >= 3
+    tracker = SampleTracker()
+    samples = [tracker.update(d, float(i)) for i, d in enumerate(docs)]
+    samples = [s for s in samples if s]
+    final = docs[-1]["jobs"][0]["read"]
+    total_ios = sum(s["iops"] * s["interval_s"] for s in samples)
+    assert total_ios == pytest.approx(final["total_ios"], rel=0.02)
+    assert all(s["lat_p99_ns"] and s["lat_mean_ns"] for s in samples)
