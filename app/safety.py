@@ -45,6 +45,7 @@ NEEDS_DESTRUCTIVE = "needs --allow-destructive"
 REFUSED = "refused"
 
 SYS_BLOCK = "/sys/class/block"
+UDEV_DATA = "/run/udev/data"  # absent in most containers: then only the probes speak
 PROBE_TIMEOUT = 10.0
 
 
@@ -331,6 +332,21 @@ def _probe_wipefs(path: str) -> Probe | None:
     return probe
 
 
+def udev_signatures(name: str) -> list[str]:
+    """What the udev database (lsblk's FSTYPE/PTTYPE source) records for ``name``, when it exists."""
+    dev = _devnum_of(name)
+    if dev is None:
+        return []
+    text = _read(f"{UDEV_DATA}/b{os.major(dev)}:{os.minor(dev)}")
+    values = dict(line[2:].split("=", 1) for line in text.splitlines() if line.startswith("E:") and "=" in line)
+    out = []
+    if values.get("ID_FS_TYPE"):
+        out.append(f"{values['ID_FS_TYPE']} {_USAGE.get(values.get('ID_FS_USAGE', ''), 'signature')} (udev)")
+    if values.get("ID_PART_TABLE_TYPE"):
+        out.append(f"{values['ID_PART_TABLE_TYPE']} partition table (udev)")
+    return out
+
+
 def probe_signatures(path: str, thorough: bool = True) -> Probe:
     """Probe ``path`` for filesystem / partition-table signatures (blkid -p, then wipefs -n).
 
@@ -492,6 +508,7 @@ def classify_block(path: str, writes: bool, state: SystemState | None = None,
     if writes and not blockers:
         probe = probe or probe_signatures(path)
         sigs = list(probe.signatures)
+        sigs += [u for u in udev_signatures(name) if u.split()[0] not in " ".join(probe.signatures)]
         if parts:
             sigs.append(f"partitions {', '.join(dev_path(p) for p in parts)}")
         if sigs:

@@ -565,3 +565,24 @@ def test_state_change_during_a_sweep_stops_it_before_the_next_point(loop_factory
     # Normally the second point is refused; if the watcher lost the race, the third is.
     assert 1 <= len(results(out)) < 3
     assert len(fio_jobs(fio_log[1])) < 3
+
+
+@needs_loop
+def test_udev_database_counts_as_signature_evidence(loop_factory, tmp_path, monkeypatch):
+    """With udev (lsblk's FSTYPE/PTTYPE source) its record is evidence too; without it the probe decides."""
+    dev = loop_factory()
+    assert safety.classify(dev.path, True).verdict == safety.OK
+    major, minor = Path(f"/sys/class/block/{dev.name}/dev").read_text().strip().split(":")
+    (tmp_path / "udev").mkdir()
+    (tmp_path / "udev" / f"b{major}:{minor}").write_text("E:ID_FS_TYPE=xfs\nE:ID_FS_USAGE=filesystem\n")
+    monkeypatch.setattr(safety, "UDEV_DATA", str(tmp_path / "udev"))
+    v = safety.classify(dev.path, True)
+    assert v.verdict == safety.NEEDS_DESTRUCTIVE and "xfs filesystem (udev)" in v.reasons[0]
+
+
+@needs_loop
+def test_no_probe_tool_means_not_shown_blank(loop_factory, monkeypatch):
+    dev = loop_factory()
+    monkeypatch.setattr(safety.shutil, "which", lambda name: None)
+    v = safety.classify(dev.path, True)
+    assert v.verdict == safety.NEEDS_DESTRUCTIVE and "could not be probed" in v.reasons[0]
