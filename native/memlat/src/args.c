@@ -1,0 +1,323 @@
+/* Command line: MLC's flags (value attached or separate: -d0 / -d 0) plus the engine's own. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "memlat.h"
+
+static const uint64_t DEFAULT_DELAYS[] = {0, 2, 8, 15, 50, 100, 200, 300, 400, 500, 700,
+                                          1000, 1300, 1700, 2500, 3500, 5000, 9000, 20000};
+
+void print_usage(FILE *f)
+{
+    fputs(
+"usage: memlat MODE [options]\n"
+"profiler-tui's memory engine: MLC-style idle and loaded latency (SPEC section 6).\n"
+"\n"
+"modes:\n"
+"  --idle_latency        latency of a dependent random pointer chase, one thread\n"
+"  --loaded_latency      latency thread on the first CPU of -k, load threads on the others,\n"
+"                        one row per injection delay\n"
+"  --bandwidth_only      load threads on every CPU of -k, no latency thread (bandwidth per delay)\n"
+"  --count_check N       run exactly N steps of the traffic in one thread and verify the byte count\n"
+"\n"
+"options:\n"
+"  -R                    all-reads traffic (default)\n"
+"  -W N                  traffic type, MLC's codes: 2 (2:1 R:W), 3 (3:1), 4 (3:2), 5 (1:1),\n"
+"                        6 (0:1 R:NT-W), 7 (2:1 NT), 8 (1:1 NT), 9 (3:1 NT),\n"
+"                        10 (triad-like 2:1 NT, two read buffers), 11 (triad-like 3:1 with RFO), 12 (4:1)\n"
+"  -d N                  one injection delay (units: iterations of the calibrated spin loop, ~1 clock)\n"
+"  -D LIST               explicit delays, e.g. -D 0,100,1000 (default: MLC's 19 delays 0..20000)\n"
+"  -l BYTES              stride of the latency chase: a power of two >= 64 (default 64)\n"
+"  -b KIB                buffer per thread in KiB (default 2x the last-level cache)\n"
+"  -t SECONDS            measurement window per point (default 2; fractions allowed)\n"
+"  --warmup SECONDS      warm-up before each window (default 0.2 x -t, between 0.05 and 0.5)\n"
+"  -k LIST               CPUs, e.g. 0-3,6 (default: all CPUs this process may use)\n"
+"  --no_huge_pages       do not ask for transparent huge pages (MADV_NOHUGEPAGE)\n"
+"  --tlb_locality KIB    chase in random order within groups of KIB, groups in random order, like\n"
+"                        multichase -T (default 0: one random permutation of the whole buffer)\n"
+"  --seed N              seed of the random chase permutation (default 1)\n"
+"  --json                print one JSON object with every row instead of the MLC-style table\n"
+"  -e, -r, -X            accepted for MLC compatibility; no effect (prefetchers are never changed,\n"
+"                        the chase is always random, one thread per listed CPU)\n"
+"  -h, --help            this text;  --version  the engine version\n"
+"\n"
+"exit status: 0 ok, 1 runtime failure, 2 bad arguments\n", f);
+}
+
+static int parse_u64(const char *s, uint64_t *out)
+{
+    if (!s || !*s || *s == '-' || *s == '+')
+        return -1;
+    for (const char *p = s; *p; p++)
+        if (*p < '0' || *p > '9')
+            return -1;
+    errno = 0;
+    unsigned long long v = strtoull(s, NULL, 10);
+    if (errno)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_delay(const char *s, uint64_t *out, char *err, size_t errlen)
+{
+    if (!s || !*s) {
+        snprintf(err, errlen, "missing injection delay");
+        return -1;
+    }
+    if (s[0] == '-') {
+        snprintf(err, errlen, "invalid injection delay '%s': delays must not be negative", s);
+        return -1;
+    }
+    if (parse_u64(s, out) < 0 || *out > MAX_DELAY_VALUE) {
+        snprintf(err, errlen, "invalid injection delay '%s': expected an integer from 0 to %llu", s,
+                 (unsigned long long)MAX_DELAY_VALUE);
+        return -1;
+    }
+    return 0;
+}
+
+int parse_cpu_list(const char *s, int *cpus, int max, char *err, size_t errlen)
+{
+    int n = 0;
+    const char *p = s;
+    if (!s || !*s) {
+        snprintf(err, errlen, "empty CPU list");
+        return -1;
+    }
+    while (*p) {
+        char *end;
+        if (*p < '0' || *p > '9')
+            goto bad;
+        long a = strtol(p, &end, 10), b = a;
+        p = end;
+        if (*p == '-') {
+            p++;
+            if (*p < '0' || *p > '9')
+                goto bad;
+            b = strtol(p, &end, 10);
+            p = end;
+        }
+        if (b < a || b >= MAX_CPUS)
+            goto bad;
+        for (long c = a; c <= b; c++) {
+            for (int i = 0; i < n; i++)
+                if (cpus[i] == c) {
+                    snprintf(err, errlen, "invalid CPU list '%s': CPU %ld listed twice", s, c);
+                    return -1;
+                }
+            if (n >= max)
+                goto bad;
+            cpus[n++] = (int)c;
+        }
+        if (*p == ',')
+            p++;
+        else if (*p)
+            goto bad;
+    }
+    return n;
+bad:
+    snprintf(err, errlen, "invalid CPU list '%s': expected e.g. 0-3,6", s);
+    return -1;
+}
+
+/* value of an option: attached ("-d0", "--seed=3") or the next argument */
+static const char *optval(int argc, char **argv, int *i, const char *attached)
+{
+    if (attached && *attached)
+        return attached;
+    if (*i + 1 < argc)
+        return argv[++*i];
+    return NULL;
+}
+
+int parse_args(int argc, char **argv, struct opts *o, char *err, size_t errlen)
+{
+    memset(o, 0, sizeof *o);
+    o->stride = 64;
+    o->seconds = 2.0;
+    o->warmup = -1;
+    o->huge_pages = 1;
+    o->seed = 1;
+    o->ndelays = (int)(sizeof DEFAULT_DELAYS / sizeof DEFAULT_DELAYS[0]);
+    memcpy(o->delays, DEFAULT_DELAYS, sizeof DEFAULT_DELAYS);
+
+    size_t used = 0;
+    for (int i = 1; i < argc && used < sizeof o->cmdline; i++)
+        used += (size_t)snprintf(o->cmdline + used, sizeof o->cmdline - used, "%s%s", i > 1 ? " " : "", argv[i]);
+
+    for (int i = 1; i < argc; i++) {
+        char *a = argv[i];
+        const char *v;
+        if (a[0] == '-' && a[1] == '-') {
+            char name[64];
+            const char *eq = strchr(a, '=');
+            size_t nl = eq ? (size_t)(eq - a) : strlen(a);
+            if (nl >= sizeof name)
+                nl = sizeof name - 1;
+            memcpy(name, a, nl);
+            name[nl] = 0;
+            const char *att = eq ? eq + 1 : NULL;
+            if (!strcmp(name, "--help")) {
+                print_usage(stdout);
+                return 1;
+            } else if (!strcmp(name, "--version")) {
+                printf("profiler-tui memlat v%s\n", MEMLAT_VERSION);
+                return 1;
+            } else if (!strcmp(name, "--idle_latency")) {
+                o->mode = MODE_IDLE;
+            } else if (!strcmp(name, "--loaded_latency")) {
+                o->mode = MODE_LOADED;
+            } else if (!strcmp(name, "--bandwidth_only")) {
+                o->mode = MODE_BANDWIDTH;
+            } else if (!strcmp(name, "--count_check")) {
+                o->mode = MODE_COUNT_CHECK;
+                v = optval(argc, argv, &i, att);
+                if (parse_u64(v, &o->count_steps) < 0 || o->count_steps == 0 || o->count_steps > (1u << 24)) {
+                    snprintf(err, errlen, "invalid --count_check '%s': expected a step count from 1 to %u",
+                             v ? v : "", 1u << 24);
+                    return 2;
+                }
+            } else if (!strcmp(name, "--json")) {
+                o->json = 1;
+            } else if (!strcmp(name, "--no_huge_pages")) {
+                o->huge_pages = 0;
+            } else if (!strcmp(name, "--seed")) {
+                v = optval(argc, argv, &i, att);
+                if (parse_u64(v, &o->seed) < 0) {
+                    snprintf(err, errlen, "invalid --seed '%s': expected a non-negative integer", v ? v : "");
+                    return 2;
+                }
+            } else if (!strcmp(name, "--tlb_locality")) {
+                v = optval(argc, argv, &i, att);
+                if (parse_u64(v, &o->tlb_locality_kib) < 0 || o->tlb_locality_kib > (1ULL << 30)) {
+                    snprintf(err, errlen, "invalid --tlb_locality '%s': expected KiB (0 = global random chase)",
+                             v ? v : "");
+                    return 2;
+                }
+            } else if (!strcmp(name, "--warmup")) {
+                v = optval(argc, argv, &i, att);
+                char *end = NULL;
+                double w = v ? strtod(v, &end) : -1;
+                if (!v || end == v || *end || !(w >= 0 && w <= 600)) {
+                    snprintf(err, errlen, "invalid --warmup '%s': expected seconds from 0 to 600", v ? v : "");
+                    return 2;
+                }
+                o->warmup = w;
+            } else {
+                snprintf(err, errlen, "unknown option '%s' (see --help)", a);
+                return 2;
+            }
+            continue;
+        }
+        if (a[0] != '-' || a[1] == 0 || (a[2] != 0 && strchr("RerXh", a[1]) != NULL)) {
+            snprintf(err, errlen, "unknown argument '%s' (see --help)", a);
+            return 2;
+        }
+        char flag = a[1];
+        const char *att = a[2] ? a + 2 : NULL;
+        switch (flag) {
+        case 'h':
+            print_usage(stdout);
+            return 1;
+        case 'R':
+            o->traffic_code = 0;
+            break;
+        case 'e': case 'r': case 'X':
+            break;
+        case 'W': {
+            uint64_t c;
+            v = optval(argc, argv, &i, att);
+            if (parse_u64(v, &c) < 0 || c > 1000 || c == 0 || !traffic_by_code((int)c)) {
+                char codes[64];
+                traffic_valid_codes(codes, sizeof codes);
+                snprintf(err, errlen, "invalid traffic type -W '%s': valid codes are %s (or -R for all reads)",
+                         v ? v : "", codes);
+                return 2;
+            }
+            o->traffic_code = (int)c;
+            break;
+        }
+        case 'd':
+            v = optval(argc, argv, &i, att);
+            if (parse_delay(v, &o->delays[0], err, errlen) < 0)
+                return 2;
+            o->ndelays = 1;
+            break;
+        case 'D': {
+            v = optval(argc, argv, &i, att);
+            if (!v || !*v) {
+                snprintf(err, errlen, "missing delay list after -D (e.g. -D 0,100,1000)");
+                return 2;
+            }
+            char buf[4096];
+            snprintf(buf, sizeof buf, "%s", v);
+            int n = 0;
+            char *save = NULL;
+            for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+                if (n >= MAX_DELAYS) {
+                    snprintf(err, errlen, "too many delays in -D (at most %d)", MAX_DELAYS);
+                    return 2;
+                }
+                if (parse_delay(tok, &o->delays[n], err, errlen) < 0)
+                    return 2;
+                n++;
+            }
+            if (n == 0 || v[strlen(v) - 1] == ',' || v[0] == ',' || strstr(v, ",,")) {
+                snprintf(err, errlen, "invalid delay list '%s': expected e.g. 0,100,1000", v);
+                return 2;
+            }
+            o->ndelays = n;
+            break;
+        }
+        case 'l': {
+            uint64_t s;
+            v = optval(argc, argv, &i, att);
+            if (parse_u64(v, &s) < 0 || s < 64 || s > 4096 || (s & (s - 1))) {
+                snprintf(err, errlen, "invalid stride -l '%s': must be a power of two from 64 to 4096 bytes "
+                         "(e.g. 64, 128, 256)", v ? v : "");
+                return 2;
+            }
+            o->stride = (int)s;
+            break;
+        }
+        case 'b': {
+            v = optval(argc, argv, &i, att);
+            if (parse_u64(v, &o->buffer_kib) < 0 || o->buffer_kib < 16 || o->buffer_kib > (1ULL << 40)) {
+                snprintf(err, errlen, "invalid buffer size -b '%s': expected KiB per thread, at least 16", v ? v : "");
+                return 2;
+            }
+            break;
+        }
+        case 't': {
+            v = optval(argc, argv, &i, att);
+            char *end = NULL;
+            double t = v ? strtod(v, &end) : 0;
+            if (!v || end == v || *end || !(t >= 0.01 && t <= 3600)) {
+                snprintf(err, errlen, "invalid duration -t '%s': expected seconds from 0.01 to 3600", v ? v : "");
+                return 2;
+            }
+            o->seconds = t;
+            break;
+        }
+        case 'k': {
+            v = optval(argc, argv, &i, att);
+            int n = parse_cpu_list(v, o->cpus, MAX_CPUS, err, errlen);
+            if (n < 0)
+                return 2;
+            o->ncpus = n;
+            break;
+        }
+        default:
+            snprintf(err, errlen, "unknown option '%s' (see --help)", a);
+            return 2;
+        }
+    }
+    if (o->mode == MODE_NONE) {
+        snprintf(err, errlen, "no mode given: use --idle_latency, --loaded_latency or --bandwidth_only (see --help)");
+        return 2;
+    }
+    return 0;
+}

@@ -1,0 +1,266 @@
+/* Threads and measurement: a pinned latency thread and pinned load threads, each first-touching its own
+ * buffers, a common start barrier per point, a warm-up, then a fixed window that every thread measures
+ * with its own clocks (wall and thread CPU time) at the moment it sees the phase change. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "memlat.h"
+#include "engine.h"
+
+enum { PH_WARMUP = 0, PH_MEASURE = 1, PH_STOP = 2 };
+
+struct worker {
+    struct engine *e;
+    int cpu, is_lat;
+    pthread_t th;
+    char *buf[3];
+    size_t bufsz[3];
+    struct kstate ks;
+    void *p;
+    char err[160];
+    _Atomic int in_window;     /* set once the worker started its measurement window */
+    uint64_t cnt0, cnt1;
+    double cpu0, cpu1, wall0, wall1;
+} __attribute__((aligned(64)));
+
+struct engine {
+    struct engine_cfg cfg;
+    int nworkers;
+    struct worker *w;
+    pthread_barrier_t bar;
+    _Atomic int phase;
+    _Atomic int quit;
+    uint64_t delay;
+};
+
+static void fill_ones(char *p, size_t bytes)
+{
+    uint64_t *q = (uint64_t *)p;
+    for (size_t i = 0; i < bytes / 8; i++)
+        q[i] = 1;
+}
+
+static void worker_setup(struct worker *w)
+{
+    const struct engine_cfg *c = &w->e->cfg;
+    if (pin_to_cpu(w->cpu) != 0) {
+        snprintf(w->err, sizeof w->err, "cannot pin a thread to CPU %d", w->cpu);
+        return;
+    }
+    if (w->is_lat) {
+        w->bufsz[0] = c->lat_bytes;
+        w->buf[0] = alloc_buffer(w->bufsz[0], c->huge_pages);
+        if (!w->buf[0]) {
+            snprintf(w->err, sizeof w->err, "cannot map %zu MiB for the latency buffer", w->bufsz[0] >> 20);
+            return;
+        }
+        memset(w->buf[0], 0, w->bufsz[0]);   /* first touch, in order, by the pinned thread */
+        w->p = build_chain_grouped(w->buf[0], w->bufsz[0] / (size_t)c->stride, (size_t)c->stride, c->group_lines,
+                                   c->seed);
+        return;
+    }
+    int l0, l1, st, nt;
+    traffic_lines(c->traffic, &l0, &l1, &st, &nt);
+    size_t need[3] = {c->load_bytes, l1 ? c->load_bytes : 0, (st + nt) ? c->load_bytes : 0};
+    for (int i = 0; i < 3; i++) {
+        if (!need[i])
+            continue;
+        w->bufsz[i] = need[i];
+        w->buf[i] = alloc_buffer(need[i], c->huge_pages);
+        if (!w->buf[i]) {
+            snprintf(w->err, sizeof w->err, "cannot map %zu MiB for a load buffer", need[i] >> 20);
+            return;
+        }
+        if (i < 2)
+            fill_ones(w->buf[i], need[i]);
+        else
+            memset(w->buf[i], 0, need[i]);
+    }
+    w->ks.rd0 = w->buf[0];
+    w->ks.rd1 = w->buf[1];
+    w->ks.wr = w->buf[2];
+    w->ks.rsize = c->load_bytes;
+    w->ks.wsize = c->load_bytes;
+}
+
+static void *worker_main(void *arg)
+{
+    struct worker *w = arg;
+    struct engine *e = w->e;
+    worker_setup(w);
+    pthread_barrier_wait(&e->bar);            /* setup done: main checks w->err */
+    for (;;) {
+        pthread_barrier_wait(&e->bar);        /* start of a point */
+        if (atomic_load(&e->quit))
+            break;
+        const uint64_t delay = e->delay;
+        const struct traffic *t = e->cfg.traffic;
+        uint64_t chunk, count = 0;
+        if (w->is_lat) {
+            chunk = 256;
+        } else {
+            uint64_t per_step = (uint64_t)t->nops * (delay + 8);
+            chunk = 8192 / per_step;
+            if (chunk > 256) chunk = 256;
+            if (chunk < 1) chunk = 1;
+        }
+        int state = PH_WARMUP;
+        for (;;) {
+            if (w->is_lat)
+                w->p = chase(w->p, chunk);
+            else
+                run_steps(t, &w->ks, chunk, delay);
+            count += chunk;
+            int ph = atomic_load_explicit(&e->phase, memory_order_relaxed);
+            if (ph == state)
+                continue;
+            if (state == PH_WARMUP) {     /* window starts (even if this thread was starved until STOP) */
+                w->cnt0 = count;
+                w->cpu0 = thread_cpu_ns();
+                w->wall0 = now_ns();
+                state = PH_MEASURE;
+                atomic_store(&w->in_window, 1);
+                continue;
+            }
+            if (ph == PH_STOP && count > w->cnt0) {   /* at least one chunk inside the window */
+                w->cnt1 = count;
+                w->cpu1 = thread_cpu_ns();
+                w->wall1 = now_ns();
+                break;
+            }
+        }
+        atomic_store(&w->in_window, 0);
+        pthread_barrier_wait(&e->bar);        /* end of a point */
+    }
+    return NULL;
+}
+
+static void sleep_s(double s)
+{
+    if (s <= 0)
+        return;
+    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+}
+
+struct engine *engine_start(const struct engine_cfg *cfg, char *err, size_t errlen)
+{
+    struct engine *e = calloc(1, sizeof *e);
+    if (!e) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    e->cfg = *cfg;
+    e->nworkers = cfg->nload + (cfg->lat_cpu >= 0 ? 1 : 0);
+    if (posix_memalign((void **)&e->w, 64, sizeof(struct worker) * (size_t)e->nworkers) != 0) {
+        free(e);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    memset(e->w, 0, sizeof(struct worker) * (size_t)e->nworkers);
+    int k = 0;
+    if (cfg->lat_cpu >= 0) {
+        e->w[k].cpu = cfg->lat_cpu;
+        e->w[k].is_lat = 1;
+        k++;
+    }
+    for (int i = 0; i < cfg->nload; i++, k++)
+        e->w[k].cpu = cfg->load_cpus[i];
+    pthread_barrier_init(&e->bar, NULL, (unsigned)e->nworkers + 1);
+    atomic_store(&e->quit, 0);
+    int started = 0;
+    for (k = 0; k < e->nworkers; k++) {
+        e->w[k].e = e;
+        if (pthread_create(&e->w[k].th, NULL, worker_main, &e->w[k]) != 0)
+            break;
+        started++;
+    }
+    if (started < e->nworkers) {
+        /* cannot happen in practice; the started threads are left blocked and the process exits */
+        snprintf(err, errlen, "cannot start %d threads", e->nworkers);
+        return NULL;
+    }
+    pthread_barrier_wait(&e->bar);            /* every worker finished its setup */
+    for (k = 0; k < e->nworkers; k++) {
+        if (e->w[k].err[0]) {
+            snprintf(err, errlen, "%s", e->w[k].err);
+            engine_stop(e);
+            return NULL;
+        }
+    }
+    return e;
+}
+
+int engine_measure(struct engine *e, uint64_t delay, struct point_result *r)
+{
+    memset(r, 0, sizeof *r);
+    e->delay = delay;
+    atomic_store(&e->phase, PH_WARMUP);
+    pthread_barrier_wait(&e->bar);
+    sleep_s(e->cfg.warmup);
+    atomic_store(&e->phase, PH_MEASURE);
+    sleep_s(e->cfg.seconds);
+    /* on a busy machine a thread may not have run yet: give it up to 10 s more to enter its window */
+    for (int waited = 0; waited < 10000; waited++) {
+        int all = 1;
+        for (int k = 0; k < e->nworkers; k++)
+            all &= atomic_load(&e->w[k].in_window);
+        if (all)
+            break;
+        sleep_s(0.001);
+    }
+    atomic_store(&e->phase, PH_STOP);
+    pthread_barrier_wait(&e->bar);
+
+    r->delay = delay;
+    r->min_cpu_share = 1.0;
+    for (int k = 0; k < e->nworkers; k++) {
+        struct worker *w = &e->w[k];
+        uint64_t n = w->cnt1 - w->cnt0;
+        double cpu = w->cpu1 - w->cpu0, wall = w->wall1 - w->wall0;
+        if (n == 0 || cpu <= 0 || wall <= 0)
+            return -1;
+        double share = cpu / wall;
+        if (share < r->min_cpu_share)
+            r->min_cpu_share = share;
+        if (w->is_lat) {
+            r->hops = n;
+            r->latency_ns = cpu / (double)n;
+            r->latency_ns_wall = wall / (double)n;
+        } else {
+            uint64_t rb, wb;
+            traffic_bytes(e->cfg.traffic, n, &rb, &wb);
+            r->read_bytes += rb;
+            r->write_bytes += wb;
+            /* bytes per ns = GB/s; x1000 = MB/s (10^6 bytes) */
+            r->bandwidth_mbps += (double)(rb + wb) / wall * 1e3;
+            r->read_mbps += (double)rb / wall * 1e3;
+            r->write_mbps += (double)wb / wall * 1e3;
+            r->bandwidth_mbps_cpu += (double)(rb + wb) / cpu * 1e3;
+        }
+        if (wall / 1e9 > r->window_s)
+            r->window_s = wall / 1e9;
+    }
+    return 0;
+}
+
+void engine_stop(struct engine *e)
+{
+    if (!e)
+        return;
+    atomic_store(&e->quit, 1);
+    pthread_barrier_wait(&e->bar);
+    for (int k = 0; k < e->nworkers; k++) {
+        pthread_join(e->w[k].th, NULL);
+        for (int i = 0; i < 3; i++)
+            free_buffer(e->w[k].buf[i], e->w[k].bufsz[i]);
+    }
+    pthread_barrier_destroy(&e->bar);
+    free(e->w);
+    free(e);
+}

@@ -1,0 +1,35 @@
+#ifndef MEMLAT_ENGINE_H
+#define MEMLAT_ENGINE_H
+#include "memlat.h"
+
+struct engine_cfg {
+    const struct traffic *traffic;
+    int stride;
+    size_t lat_bytes;          /* latency chase buffer */
+    size_t load_bytes;         /* each load buffer (reads, second read for triads, writes) */
+    int lat_cpu;               /* -1: no latency thread */
+    int load_cpus[MAX_CPUS];
+    int nload;
+    int huge_pages;
+    uint64_t seed;
+    size_t group_lines;        /* latency chain locality groups, 0 = global */
+    double warmup, seconds;
+};
+
+struct point_result {
+    uint64_t delay;
+    double latency_ns;          /* latency thread CPU time / hops */
+    double latency_ns_wall;     /* wall time / hops */
+    double bandwidth_mbps;      /* sum over load threads of bytes / wall time of its window, MB/s (10^6 B) */
+    double read_mbps, write_mbps;
+    double bandwidth_mbps_cpu;  /* sum over load threads of bytes / thread CPU time (per CPU-second) */
+    uint64_t read_bytes, write_bytes, hops;
+    double window_s;
+    double min_cpu_share;       /* lowest CPU time / wall time of any thread in the window */
+};
+
+struct engine;
+struct engine *engine_start(const struct engine_cfg *cfg, char *err, size_t errlen);
+int engine_measure(struct engine *e, uint64_t delay, struct point_result *r);
+void engine_stop(struct engine *e);
+#endif

@@ -1,0 +1,109 @@
+/* memlat — profiler-tui's built-in loaded-latency engine (SPEC §6).
+ * Shared declarations of the engine's modules. */
+#ifndef MEMLAT_H
+#define MEMLAT_H
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdint.h>
+
+#define MEMLAT_VERSION "0.1"
+#define LINE_BYTES 64          /* one access of a load thread moves one 64-byte cache line */
+#define MAX_OPS 6
+#define MAX_DELAYS 256
+#define MAX_CPUS 1024
+#define MAX_DELAY_VALUE 100000000ULL
+
+/* ---- traffic types (MLC's -R / -W codes) ---- */
+enum op {
+    OP_LOAD = 1,   /* read one line from read buffer 0 */
+    OP_LOAD2,      /* read one line from read buffer 1 (triad's second source) */
+    OP_STORE,      /* ordinary store of a whole line: the CPU reads it first (RFO), then writes it back */
+    OP_NT,         /* non-temporal (streaming) store of a whole line: written once, never read */
+};
+
+struct traffic {
+    int code;                 /* 0 = all reads (-R), else MLC's -W code */
+    const char *name;         /* "R", "W2", ... (SPEC §7 traffic field) */
+    const char *ratio;        /* "1:0", "2:1", ... bus read : bus write */
+    const char *desc;         /* MLC-style wording for the "Using ... traffic type" line */
+    int nops;
+    unsigned char ops[MAX_OPS];  /* one step = these line accesses, in order */
+};
+
+const struct traffic *traffic_by_code(int code);   /* NULL when unknown */
+int traffic_valid_codes(char *buf, size_t n);        /* "2,3,4,..." for error messages */
+
+/* Bytes moved by `steps` steps of a traffic type, by the counting rule (README "How bytes are counted"):
+ * a load counts LINE_BYTES read; an ordinary store counts LINE_BYTES read (its RFO) and LINE_BYTES
+ * written; a non-temporal store counts LINE_BYTES written. */
+void traffic_bytes(const struct traffic *t, uint64_t steps, uint64_t *read_bytes, uint64_t *write_bytes);
+/* lines per step by kind */
+void traffic_lines(const struct traffic *t, int *loads0, int *loads1, int *stores, int *nts);
+
+/* ---- command line ---- */
+enum mode { MODE_NONE = 0, MODE_IDLE, MODE_LOADED, MODE_BANDWIDTH, MODE_COUNT_CHECK };
+
+struct opts {
+    enum mode mode;
+    int traffic_code;           /* 0 = R */
+    uint64_t delays[MAX_DELAYS];
+    int ndelays;
+    int stride;                 /* bytes */
+    uint64_t buffer_kib;        /* 0 = default (2x LLC) */
+    double seconds;             /* measurement window per point */
+    double warmup;              /* < 0 = default */
+    int cpus[MAX_CPUS];
+    int ncpus;                  /* 0 = default (all CPUs this process may run on) */
+    int json;
+    int huge_pages;             /* 1 = MADV_HUGEPAGE, 0 = --no_huge_pages */
+    uint64_t seed;
+    uint64_t tlb_locality_kib;  /* 0 = one global random permutation (default) */
+    uint64_t count_steps;       /* --count_check N */
+    char cmdline[2048];         /* argv[1..] as given, for "Command line parameters:" */
+};
+
+/* 0 ok, 1 help printed (exit 0), 2 usage error (message in err) */
+int parse_args(int argc, char **argv, struct opts *o, char *err, size_t errlen);
+void print_usage(FILE *f);
+int parse_cpu_list(const char *s, int *cpus, int max, char *err, size_t errlen);
+
+/* ---- system facts ---- */
+uint64_t llc_bytes(void);                  /* largest cache of cpu0 from sysfs, 0 if unknown */
+uint64_t mem_available_bytes(void);        /* MemAvailable, 0 if unknown */
+int allowed_cpus(int *cpus, int max);      /* CPUs in this process' affinity mask */
+void thp_mode(char *buf, size_t n);        /* e.g. "madvise" (the bracketed word), or "unavailable" */
+uint64_t anon_huge_kib(void);              /* AnonHugePages of this process */
+double tsc_ghz(void);                      /* base-frequency clock (TSC) in GHz, 0 if unknown */
+double now_ns(void);                       /* CLOCK_MONOTONIC */
+double thread_cpu_ns(void);                /* CLOCK_THREAD_CPUTIME_ID */
+int pin_to_cpu(int cpu);
+
+/* ---- kernels ---- */
+struct kstate {
+    char *rd0, *rd1, *wr;       /* buffers (64-byte aligned, sizes multiples of 256) */
+    size_t rsize, wsize;
+    size_t r0, r1, w;           /* current offsets */
+    uint64_t acc;               /* sum of all 64-bit words loaded (sink; checked by --count_check) */
+};
+extern const char *kernel_isa;   /* "avx2", "sse2" or "portable" */
+void kernels_init(void);
+/* run `steps` steps of traffic `t`, spinning `delay` units after every line access */
+void run_steps(const struct traffic *t, struct kstate *s, uint64_t steps, uint64_t delay);
+void spin_delay(uint64_t units);
+double calibrate_delay_unit_ns(void);
+
+/* ---- latency chain ---- */
+/* Builds a single-cycle random permutation (Sattolo) of the `lines` slots of `buf` spaced `stride`
+ * bytes apart: the first word of each slot points to the next slot. Returns the start pointer. */
+void *build_chain(char *buf, size_t lines, size_t stride, uint64_t seed);
+/* the same with multichase-style TLB locality: groups of group_lines slots (0 = one global permutation) */
+void *build_chain_grouped(char *buf, size_t lines, size_t stride, size_t group_lines, uint64_t seed);
+/* follows `hops` pointers (a multiple of 16) from p, returns where it ended */
+void *chase(void *p, uint64_t hops);
+
+/* ---- memory ---- */
+void *alloc_buffer(size_t bytes, int huge);   /* page-aligned (2 MiB when huge), not touched */
+void free_buffer(void *p, size_t bytes);
+
+#endif

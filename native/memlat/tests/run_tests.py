@@ -1,0 +1,193 @@
+#!/usr/bin/env python3
+"""Engine tests run by `make test` (and `make asan-test` with --sanitized).
+
+1. argument validation: bad arguments exit 2 with one clear line on stderr;
+2. the counting rule on cases whose bytes are known (--count_check runs exactly N steps and reports the
+   lines it really read and wrote), for every traffic type, with and without injection delay;
+3. the output: MLC-style table rows streamed one by one, JSON schema, NT types report write traffic;
+4. physics (skipped with --sanitized): bandwidth falls as delay grows, and latency at the largest delay
+   is within 15% of the idle latency.
+Standard library only, so it runs before the project's venv exists.
+"""
+import argparse
+import itertools
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import time
+
+FAILS = []
+
+
+def check(cond, msg):
+    if not cond:
+        FAILS.append(msg)
+        print("FAIL", msg)
+
+
+def run(binary, *args, timeout=120, env=None):
+    p = subprocess.run([binary, *args], capture_output=True, text=True, timeout=timeout, env=env)
+    return p.returncode, p.stdout, p.stderr
+
+
+def test_usage_errors(binary):
+    cases = [
+        (["--loaded_latency", "-d", "-5"], "negative"),
+        (["--loaded_latency", "-D", "0,-100"], "negative"),
+        (["--loaded_latency", "-W", "13"], "traffic type"),
+        (["--loaded_latency", "-W", "1"], "traffic type"),
+        (["--loaded_latency", "-l", "96"], "power of two"),
+        (["--loaded_latency", "-l", "32"], "power of two"),
+        (["--loaded_latency", "--frobnicate"], "unknown option"),
+        (["--loaded_latency", "-Q"], "unknown option"),
+        (["--loaded_latency", "-t", "0"], "duration"),
+        (["-R"], "no mode"),
+        (["--idle_latency", "-b", str(1 << 40)], "available"),
+        (["--loaded_latency", "-k", "4000"], "cpu"),
+        (["--loaded_latency", "-k", "0"], "two cpus"),
+    ]
+    for args, word in cases:
+        rc, out, err = run(binary, *args)
+        lines = err.strip().splitlines()
+        check(rc == 2, f"{args}: exit {rc}, want 2")
+        check(len(lines) == 1 and word in lines[0].lower() and lines[0].startswith("memlat: error:"),
+              f"{args}: stderr {err!r} should be one line mentioning {word!r}")
+        check(out == "", f"{args}: nothing on stdout, got {out!r}")
+    rc, out, _ = run(binary, "--help")
+    check(rc == 0 and "--loaded_latency" in out and "-W" in out, "--help")
+
+
+# bus lines read / written per step; an ordinary store's RFO is a read, an NT store is a write only
+KNOWN = {"R": (1, 0), "2": (2, 1), "3": (3, 1), "4": (3, 2), "5": (1, 1), "6": (0, 1), "7": (2, 1),
+         "8": (1, 1), "9": (3, 1), "10": (2, 1), "11": (3, 1), "12": (4, 1)}
+
+
+def test_counting(binary):
+    isas = [None, dict(os.environ, MEMLAT_ISA="sse2")] if platform.machine() in ("x86_64", "i686") else [None]
+    for code, (r, w) in KNOWN.items():
+        traffic = ["-R"] if code == "R" else ["-W", code]
+        for (steps, delay), env in itertools.product(((1000, 0), (1001, 3)), isas):
+            rc, out, err = run(binary, "--count_check", str(steps), *traffic, "-d", str(delay), env=env)
+            check(rc == 0, f"count_check {code}: exit {rc} {err}")
+            if rc != 0:
+                continue
+            d = json.loads(out)
+            check(d["read_bytes"] == steps * r * 64 and d["write_bytes"] == steps * w * 64,
+                  f"count_check {code} steps={steps}: read {d['read_bytes']} write {d['write_bytes']}, "
+                  f"want {steps * r * 64} / {steps * w * 64}")
+            check(d["ok"] and d["observed_partial_lines"] == 0, f"count_check {code}: kernel did not do what "
+                  f"the count says: {d}")
+            if code in ("6", "7", "8", "9", "10"):
+                check(d["store_kind"] == "non-temporal", f"{code} uses non-temporal stores")
+
+
+ROW = re.compile(r"^ (\d{5,})\t([ \d.]{6,})\t([ \d.]{9,})$")
+
+
+def test_output(binary, quick):
+    t = "0.05" if quick else "0.2"
+    # text: MLC layout, rows streamed before the process ends
+    p = subprocess.Popen([binary, "--loaded_latency", "-D", "0,50,500", "-t", t, "-b", "8192"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines, first_row_while_running = [], None
+    for line in p.stdout:
+        lines.append(line.rstrip("\n"))
+        if ROW.match(lines[-1]) and first_row_while_running is None:
+            first_row_while_running = p.poll() is None
+    p.wait(timeout=60)
+    err = p.stderr.read()
+    check(p.returncode == 0, f"loaded text run exit {p.returncode}: {err}")
+    text = "\n".join(lines)
+    check(lines[0].startswith("Intel(R) Memory Latency Checker - compatible output: profiler-tui memlat v"),
+          "banner line")
+    check(lines[1].startswith("Command line parameters: --loaded_latency -D 0,50,500"), "command line echo")
+    check(re.search(r"^Using buffer size of 8\.000MiB/thread for reads and an additional 0\.000MiB/thread "
+                    r"for writes$", text, re.M) is not None, "buffer line")
+    check(re.search(r"^Using huge pages: (yes|no) \(.+\)$", text, re.M) is not None, "huge pages line")
+    check("Measuring Loaded Latencies for the system\nUsing Read-only traffic type\nInject\tLatency\tBandwidth\n"
+          "Delay\t(ns)\tMB/sec\n==========================\n" in text, "table header")
+    rows = [ROW.match(x) for x in lines if ROW.match(x)]
+    check([int(m.group(1)) for m in rows] == [0, 50, 500], f"rows {rows}")
+    check(first_row_while_running is True, "first row must be printed (flushed) while the run goes on")
+
+    rc, out, err = run(binary, "--idle_latency", "-t", t, "-b", "8192")
+    check(rc == 0 and re.search(r"^Each iteration took [\d.]+ base frequency clocks \(\t *[\d.]+\tns\)$", out, re.M),
+          f"idle line: {out!r} {err}")
+    check("Using buffer size of 8.000MiB\n" in out, "idle buffer line")
+
+    # JSON schema, NT traffic shows write traffic, triad has two read buffers
+    for code, want_r, want_w in (("6", 0, 1), ("8", 1, 1), ("10", 2, 1), ("5", 1, 1)):
+        rc, out, err = run(binary, "--loaded_latency", "-W", code, "-D", "0,100", "-t", t, "-b", "8192", "--json")
+        check(rc == 0, f"W{code} json exit {rc}: {err}")
+        if rc:
+            continue
+        d = json.loads(out)
+        for key in ("mode", "traffic", "stride", "buffer_kib", "huge_pages", "threads", "rows", "load_cpus",
+                    "latency_cpu", "delay_unit_ns"):
+            check(key in d, f"JSON key {key}")
+        check(d["mode"] == "loaded" and d["traffic"] == f"W{code}" and d["stride"] == 64 and d["buffer_kib"] == 8192,
+              f"JSON header {d}")
+        check([r["delay"] for r in d["rows"]] == [0, 100], "JSON delays")
+        for r in d["rows"]:
+            for key in ("delay", "latency_ns", "bandwidth_mbps", "read_bytes", "write_bytes"):
+                check(key in r, f"row key {key}")
+            check(r["write_bytes"] > 0 and r["write_mbps"] > 0, f"W{code} must report write traffic: {r}")
+            check(r["read_bytes"] * want_w == r["write_bytes"] * want_r, f"W{code} read:write {want_r}:{want_w}: {r}")
+            check(r["latency_ns"] > 0 and r["bandwidth_mbps"] > 0, f"W{code} figures: {r}")
+    rc, out, err = run(binary, "--bandwidth_only", "-d", "0", "-t", t, "-b", "8192", "--json")
+    check(rc == 0 and json.loads(out)["rows"][0]["latency_ns"] is None and json.loads(out)["latency_cpu"] is None,
+          f"bandwidth_only JSON: {out} {err}")
+    rc, out, err = run(binary, "--idle_latency", "-t", t, "-b", "8192", "-l", "256", "--tlb_locality", "64", "--json")
+    check(rc == 0 and json.loads(out)["latency_ns"] > 0 and json.loads(out)["mode"] == "idle", f"idle JSON: {out} {err}")
+
+
+def test_physics(binary):
+    """Short run on the default buffer (2x LLC): bandwidth falls as delay grows; latency at the largest
+    delay is within 15% of idle latency. A loaded machine can disturb one attempt: two attempts."""
+    delays = [0, 200, 1000, 5000, 20000]
+    for attempt in (1, 2):
+        rc, out, err = run(binary, "--idle_latency", "-t", "1", "--json")
+        check(rc == 0, f"idle exit {rc}: {err}")
+        idle = json.loads(out)["latency_ns"]
+        rc, out, err = run(binary, "--loaded_latency", "-D", ",".join(map(str, delays)), "-t", "0.5", "--json")
+        check(rc == 0, f"loaded exit {rc}: {err}")
+        rows = json.loads(out)["rows"]
+        bw = [r["bandwidth_mbps"] for r in rows]
+        lat = [r["latency_ns"] for r in rows]
+        falls = all(b2 < b1 for b1, b2 in zip(bw, bw[1:])) and bw[-1] < 0.2 * bw[0]
+        close = abs(lat[-1] - idle) <= 0.15 * idle
+        print(f"physics attempt {attempt}: idle {idle:.1f} ns; delay/latency/bandwidth "
+              + ", ".join(f"{d}/{l:.1f}/{b:.0f}" for d, l, b in zip(delays, lat, bw)))
+        if falls and close:
+            return
+    check(falls, f"bandwidth must fall as delay grows: {list(zip(delays, bw))}")
+    check(close, f"latency at delay {delays[-1]} ({lat[-1]:.1f} ns) must be within 15% of idle ({idle:.1f} ns)")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--binary", default="build/memlat")
+    ap.add_argument("--sanitized", action="store_true", help="sanitizer build: short runs, no physics")
+    a = ap.parse_args()
+    for name, fn in (("usage errors", lambda: test_usage_errors(a.binary)),
+                     ("counting rule", lambda: test_counting(a.binary)),
+                     ("output format", lambda: test_output(a.binary, a.sanitized)),
+                     ("physics", None if a.sanitized else lambda: test_physics(a.binary))):
+        if fn is None:
+            print(f"{name}: skipped (sanitized build)")
+            continue
+        t0 = time.monotonic()
+        before = len(FAILS)
+        fn()
+        print(f"{name}: {'ok' if len(FAILS) == before else 'FAILED'} ({time.monotonic() - t0:.1f} s)")
+    if FAILS:
+        print(f"{len(FAILS)} failure(s)")
+        sys.exit(1)
+    print("all engine tests passed")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,127 @@
+/* C-level tests of the engine's pieces: counting rule, chain shape, argument parsing, delay loop. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "memlat.h"
+
+static int failures, checks;
+#define CHECK(cond, ...) do { checks++; if (!(cond)) { failures++; printf("FAIL %s:%d: ", __FILE__, __LINE__); \
+                              printf(__VA_ARGS__); printf("\n"); } } while (0)
+
+static void test_counting(void)
+{
+    /* code, bus lines read per step, bus lines written per step (RFO of an ordinary store is a read) */
+    static const int table[][3] = {{0, 1, 0}, {2, 2, 1}, {3, 3, 1}, {4, 3, 2}, {5, 1, 1}, {6, 0, 1},
+                                   {7, 2, 1}, {8, 1, 1}, {9, 3, 1}, {10, 2, 1}, {11, 3, 1}, {12, 4, 1}};
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        const struct traffic *t = traffic_by_code(table[i][0]);
+        CHECK(t != NULL, "traffic %d missing", table[i][0]);
+        if (!t)
+            continue;
+        uint64_t rb, wb;
+        traffic_bytes(t, 1000, &rb, &wb);
+        CHECK(rb == 1000ULL * table[i][1] * 64 && wb == 1000ULL * table[i][2] * 64,
+              "%s: read %llu write %llu", t->name, (unsigned long long)rb, (unsigned long long)wb);
+        char want[16];
+        snprintf(want, sizeof want, "%d:%d", table[i][1], table[i][2]);
+        if (table[i][0] != 0)
+            CHECK(strcmp(want, t->ratio) == 0, "%s ratio %s, bytes say %s", t->name, t->ratio, want);
+    }
+    CHECK(traffic_by_code(1) == NULL && traffic_by_code(13) == NULL, "codes 1 and 13 must not exist");
+}
+
+static void test_chain(size_t lines, size_t stride, size_t group)
+{
+    char *buf = alloc_buffer((lines * stride + 4095) / 4096 * 4096, 0);
+    void *start = build_chain_grouped(buf, lines, stride, group, 42);
+    unsigned char *seen = calloc(lines, 1);
+    void *p = start;
+    size_t n = 0, bad = 0;
+    do {
+        size_t off = (size_t)((char *)p - buf);
+        if (off % stride || off / stride >= lines || seen[off / stride]) {
+            bad++;
+            break;
+        }
+        seen[off / stride] = 1;
+        p = *(void **)p;
+        n++;
+    } while (p != start && n <= lines);
+    CHECK(bad == 0 && n == lines, "chain lines=%zu stride=%zu group=%zu: cycle of %zu, bad=%zu", lines, stride,
+          group, n, bad);
+    if (lines % 16 == 0)
+        CHECK(chase(start, lines) == start, "chase of %zu hops does not return to start", lines);
+    /* a random permutation, not the identity walk */
+    size_t sequential = 0;
+    p = start;
+    for (size_t i = 0; i < lines; i++) {
+        void *q = *(void **)p;
+        sequential += (char *)q == (char *)p + stride;
+        p = q;
+    }
+    if (lines >= 64)
+        CHECK(sequential < lines / 4, "chain looks sequential (%zu of %zu)", sequential, lines);
+    free(seen);
+    free_buffer(buf, (lines * stride + 4095) / 4096 * 4096);
+}
+
+static int parse(const char *line, struct opts *o)
+{
+    char buf[512], *argv[32], err[512];
+    int argc = 0;
+    snprintf(buf, sizeof buf, "memlat %s", line);
+    for (char *tok = strtok(buf, " "); tok && argc < 31; tok = strtok(NULL, " "))
+        argv[argc++] = tok;
+    argv[argc] = NULL;
+    return parse_args(argc, argv, o, err, sizeof err);
+}
+
+static void test_args(void)
+{
+    struct opts o;
+    CHECK(parse("--loaded_latency", &o) == 0 && o.ndelays == 19 && o.delays[18] == 20000 && o.stride == 64 &&
+          o.traffic_code == 0 && o.seconds == 2.0, "defaults");
+    CHECK(parse("--loaded_latency -W6 -l256 -d100 -t 0.5", &o) == 0 && o.traffic_code == 6 && o.stride == 256 &&
+          o.ndelays == 1 && o.delays[0] == 100 && o.seconds == 0.5, "attached and separate values");
+    CHECK(parse("--loaded_latency -D 0,100,1000", &o) == 0 && o.ndelays == 3 && o.delays[2] == 1000, "-D list");
+    CHECK(parse("--loaded_latency -k 0-2,5", &o) == 0 && o.ncpus == 4 && o.cpus[3] == 5, "-k list");
+    CHECK(parse("--idle_latency -b 1048576 -e -r -X", &o) == 0 && o.buffer_kib == 1048576 && o.mode == MODE_IDLE,
+          "MLC no-op flags");
+    const char *bad[] = {"--loaded_latency -d -5", "--loaded_latency -d abc", "--loaded_latency -D 0,-1",
+                         "--loaded_latency -D 0,,5", "--loaded_latency -W 1", "--loaded_latency -W 13",
+                         "--loaded_latency -W x", "--loaded_latency -l 96", "--loaded_latency -l 32",
+                         "--loaded_latency -l 8192", "--loaded_latency --bogus", "--loaded_latency -Q",
+                         "--loaded_latency -t 0", "--loaded_latency -t -1", "--loaded_latency -b 8",
+                         "--loaded_latency -k 3-1", "--loaded_latency -k 1,1", "-R", "--loaded_latency stray",
+                         "--loaded_latency -Rx", "--loaded_latency -d"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        CHECK(parse(bad[i], &o) == 2, "'%s' should be a usage error", bad[i]);
+}
+
+static void test_delay(void)
+{
+    double t0 = now_ns();
+    spin_delay(1000000);
+    double t1 = now_ns();
+    spin_delay(8000000);
+    double t2 = now_ns();
+    CHECK(t2 - t1 > 2 * (t1 - t0), "spin_delay not monotonic: 1e6 units %.0f ns, 8e6 units %.0f ns", t1 - t0, t2 - t1);
+    double u = calibrate_delay_unit_ns();
+    CHECK(u > 0.01 && u < 100, "delay unit %.3f ns out of range", u);
+}
+
+int main(void)
+{
+    kernels_init();
+    test_counting();
+    test_chain(1000, 64, 0);
+    test_chain(4096, 128, 0);
+    test_chain(777, 256, 0);
+    test_chain(4096, 64, 256);
+    test_chain(1000, 256, 64);
+    test_chain(2, 64, 0);
+    test_args();
+    test_delay();
+    printf("unit tests (%s kernels): %d checks, %d failures\n", kernel_isa, checks, failures);
+    return failures ? 1 : 0;
+}
