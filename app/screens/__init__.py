@@ -1,0 +1,1 @@
+"""Screens of the Textual TUI (app.tui).  UI only: every decision is the headless core's."""

@@ -1,0 +1,138 @@
+"""Modals: the target confirmation (SPEC §5: type the device name for destructive plans) and yes/no."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, Static
+
+from app.screens import messages as msg
+from app.screens.state import TargetChoice
+from app.widgets import ErrorLine
+
+OK, NEEDS, REFUSED = "ok", "needs --allow-destructive", "refused"
+
+
+def device_name(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
+
+
+class ConfirmTarget(ModalScreen[TargetChoice | None]):
+    """Shows both verdicts with their reasons and returns the confirmed :class:`TargetChoice`."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, device: dict[str, Any]) -> None:
+        super().__init__()
+        self.device = device
+        self.path: str = device.get("path") or device.get("name") or "?"
+        self.name_: str = device_name(self.path)
+        write = device.get("write") or {"verdict": device.get("verdict", REFUSED), "reasons": device.get("reasons", [])}
+        read = device.get("read") or write
+        self.write_verdict: str = write.get("verdict") or REFUSED
+        self.write_reasons: list[str] = list(write.get("reasons") or [])
+        self.read_verdict: str = read.get("verdict") or REFUSED
+        self.read_reasons: list[str] = list(read.get("reasons") or [])
+
+    @property
+    def refused(self) -> bool:
+        return self.write_verdict == REFUSED and self.read_verdict == REFUSED
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="confirm-box", classes="modal-box"):
+            yield Label(msg.CONFIRM_TITLE.format(path=self.path), classes="modal-title")
+            yield Static(self._verdicts(), id="confirm-verdicts")
+            if self.refused:
+                yield Static(Text(msg.CONFIRM_REFUSED.format(path=self.path, reasons="; ".join(
+                    self.write_reasons or self.read_reasons)), style="bold red"), id="confirm-refused")
+                with Horizontal(classes="buttons"):
+                    yield Button(msg.CLOSE_BUTTON, id="cancel", variant="primary")
+                return
+            if self.write_verdict == NEEDS:
+                yield Static(msg.CONFIRM_TYPE_NAME.format(path=self.path, name=self.name_), id="confirm-explain")
+                yield Input(placeholder=self.name_, id="confirm-name")
+                yield ErrorLine(id="confirm-error")
+            elif self.write_verdict == REFUSED:
+                yield Static(msg.CONFIRM_READ_ONLY.format(path=self.path), id="confirm-explain")
+            else:
+                yield Static(msg.CONFIRM_OK_BLOCK, id="confirm-explain")
+            with Horizontal(classes="buttons"):
+                yield Button(msg.CONFIRM_BUTTON, id="confirm", variant="primary")
+                yield Button(msg.CANCEL_BUTTON, id="cancel")
+
+    def on_mount(self) -> None:
+        if self.query("#confirm-name"):
+            self.query_one("#confirm-name", Input).focus()
+        else:
+            self.query_one("#confirm" if not self.refused else "#cancel", Button).focus()
+
+    def _verdicts(self) -> Text:
+        text = Text()
+        style = {OK: "green", NEEDS: "yellow", REFUSED: "red"}
+        text.append(msg.CONFIRM_WRITE.format(verdict=self.write_verdict) + "\n", style=style.get(self.write_verdict))
+        for r in self.write_reasons:
+            text.append(f"  • {r}\n")
+        text.append(msg.CONFIRM_READ.format(verdict=self.read_verdict) + "\n", style=style.get(self.read_verdict))
+        for r in self.read_reasons:
+            text.append(f"  • {r}\n")
+        return text
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.action_confirm()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        if event.button.id == "confirm":
+            self.action_confirm()
+        else:
+            self.action_cancel()
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+    def action_confirm(self) -> None:
+        if self.refused:
+            self.dismiss(None)
+            return
+        allow_writes = self.write_verdict == OK
+        destructive = False
+        if self.write_verdict == NEEDS:
+            typed = self.query_one("#confirm-name", Input).value.strip()
+            if typed:
+                if typed not in (self.name_, self.path):
+                    self.query_one("#confirm-error", ErrorLine).show(msg.CONFIRM_NAME_MISMATCH.format(name=self.name_))
+                    return
+                allow_writes = destructive = True
+        self.dismiss(TargetChoice(label=self.path, path=self.path, allow_writes=allow_writes, yes=True,
+                                  allow_destructive=destructive))
+
+
+class YesNo(ModalScreen[bool]):
+    BINDINGS = [Binding("y", "answer(True)", "Yes"), Binding("n,escape", "answer(False)", "No")]
+
+    def __init__(self, question: str) -> None:
+        super().__init__()
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="modal-box", id="yesno-box"):
+            yield Static(self.question, id="yesno-question")
+            with Horizontal(classes="buttons"):
+                yield Button(msg.YES + " (y)", id="yes", variant="error")
+                yield Button(msg.NO + " (n)", id="no", variant="primary")
+
+    def on_mount(self) -> None:
+        self.query_one("#no", Button).focus()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.dismiss(event.button.id == "yes")
+
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)

@@ -1,0 +1,239 @@
+"""The custom-sweep form: inline validation by the core's own key parsers, save as a user preset, run."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Input, Label, Select, Static
+
+from app import presets as core
+from app.errors import ProfilerError, UsageError
+from app.screens import messages as msg
+from app.screens.presets import overrides_for, start_run
+from app.screens.state import TargetChoice
+from app.widgets import ErrorLine
+from app.units import format_size
+
+
+@dataclass(frozen=True)
+class Field:
+    key: str
+    label: str
+    default: str
+    optional: bool = False
+
+
+STORAGE_FIELDS = (
+    Field("rw", "rw modes", "randread"),
+    Field("bs", "block sizes", "4k"),
+    Field("iodepth", "queue depths", "1"),
+    Field("numjobs", "jobs", "1"),
+    Field("rwmixread", "mix (% read)", "", optional=True),
+    Field("runtime", "runtime (s)", "10"),
+    Field("size", "size", "1g"),
+)
+MEMORY_FIELDS = (
+    Field("traffic", "traffic", "R"),
+    Field("delay", "delays", ",".join(str(d) for d in core.MLC_DELAYS)),
+    Field("stride", "stride", "64"),
+    Field("duration", "duration (s)", "2"),
+)
+FIELDS = {core.STORAGE: STORAGE_FIELDS, core.MEMORY: MEMORY_FIELDS}
+
+
+def toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    return json.dumps(str(v))
+
+
+def build_toml(name: str, kind: str, values: dict[str, list[Any]], description: str = msg.CUSTOM_DESCRIPTION) -> str:
+    """A preset file: one-value keys under [settings], the rest as [matrix] axes."""
+    lines = [f"name = {toml_value(name)}", f"kind = {toml_value(kind)}", f"description = {toml_value(description)}",
+             "", "[settings]"]
+    if kind == core.MEMORY:
+        lines.append('mode = "loaded"')
+    axes = {}
+    for key, vals in values.items():
+        if len(vals) == 1:
+            lines.append(f"{key} = {toml_value(vals[0])}")
+        else:
+            axes[key] = vals
+    if axes:
+        lines += ["", "[matrix]"]
+        lines += [f"{key} = [{', '.join(toml_value(v) for v in vals)}]" for key, vals in axes.items()]
+    return "\n".join(lines) + "\n"
+
+
+def check_field(kind: str, key: str, raw: str, optional: bool) -> tuple[list[Any] | None, str]:
+    """Parse a comma list with the core's parser: (values or None, error message or '')."""
+    raw = raw.strip()
+    if not raw:
+        return ([], "") if optional else (None, msg.FIELD_REQUIRED)
+    try:
+        return core.parse_overrides(kind, [f"{key}={raw}"])[key], ""
+    except UsageError as e:
+        text = str(e)
+        prefix = f"--set {key}={raw}: "
+        return None, text[len(prefix):] if text.startswith(prefix) else text
+
+
+class CustomSweepScreen(Screen[None]):
+    BINDINGS = [
+        Binding("ctrl+r", "run", "Run", priority=True),
+        Binding("ctrl+s", "save", "Save preset", priority=True),
+        Binding("escape", "back", "Back"),
+    ]
+
+    def __init__(self, target: TargetChoice, kind: str = core.STORAGE) -> None:
+        super().__init__()
+        self.target = target
+        self.initial_kind = kind
+
+    def _initial(self, kind: str, field: Field) -> str:
+        """The field's default, or the app-wide override for that key (e.g. runtime=1 in tests)."""
+        value = field.default
+        for item in overrides_for(kind, self.app.options.overrides):  # type: ignore[attr-defined]
+            key, _, v = item.partition("=")
+            if key.strip() == field.key:
+                value = v.strip()
+        return value
+
+    def compose(self) -> ComposeResult:
+        yield Header(show_clock=False)
+        with VerticalScroll(id="form"):
+            yield Static(msg.CUSTOM_HINT, id="form-hint")
+            with Horizontal(classes="form-row"):
+                yield Label("kind", classes="form-label")
+                yield Select([("storage (fio)", core.STORAGE), ("memory", core.MEMORY)], value=self.initial_kind,
+                             allow_blank=False, id="kind", compact=True)
+            for kind, fields in FIELDS.items():
+                with Vertical(id=f"fields-{kind}", classes="fields"):
+                    for f in fields:
+                        with Horizontal(classes="form-row"):
+                            yield Label(f.label, classes="form-label")
+                            yield Input(self._initial(kind, f), id=f"{kind}-{f.key}", compact=True,
+                                        placeholder="default" if f.optional else "")
+                        yield ErrorLine(id=f"err-{kind}-{f.key}")
+                    if kind == core.MEMORY:
+                        with Horizontal(classes="form-row"):
+                            yield Label("engine", classes="form-label")
+                            yield Select([(e, e) for e in core.ENGINES], value=self.app.options.engine,  # type: ignore[attr-defined]
+                                         allow_blank=False, id="engine", compact=True)
+            with Horizontal(classes="form-row"):
+                yield Label("save as", classes="form-label")
+                yield Input("", placeholder="my-sweep", id="name", compact=True)
+            yield ErrorLine(id="err-name")
+            yield Static("", id="form-plan")
+            yield ErrorLine(id="form-status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = msg.CUSTOM_TITLE + " — " + self.target.display
+        self._show_kind()
+        first = FIELDS[self.kind][0]
+        self.query_one(f"#{self.kind}-{first.key}", Input).focus()
+
+    @property
+    def kind(self) -> str:
+        value = self.query_one("#kind", Select).value
+        return value if isinstance(value, str) else core.STORAGE
+
+    def _show_kind(self) -> None:
+        for kind in FIELDS:
+            self.query_one(f"#fields-{kind}").display = kind == self.kind
+        self.validate()
+
+    def on_select_changed(self, event: Select.Changed) -> None:
+        if event.select.id == "kind":
+            self._show_kind()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "name":
+            self.query_one("#err-name", ErrorLine).show("")
+            return
+        self.validate(only=event.input.id)
+        self.query_one("#form-status", ErrorLine).show("")
+
+    def validate(self, only: str | None = None) -> dict[str, list[Any]] | None:
+        """Check every field of the current kind; show errors inline; the parsed values when all are valid."""
+        kind = self.kind
+        values: dict[str, list[Any]] = {}
+        ok = True
+        for f in FIELDS[kind]:
+            wid = f"{kind}-{f.key}"
+            parsed, error = check_field(kind, f.key, self.query_one(f"#{wid}", Input).value, f.optional)
+            if only is None or only == wid:
+                self.query_one(f"#err-{wid}", ErrorLine).show(error)
+            if parsed is None:
+                ok = False
+            elif parsed:
+                values[f.key] = parsed
+        plan = self.query_one("#form-plan", Static)
+        if not ok:
+            plan.update("")
+            return None
+        preset = self._preset(values)
+        points = preset.expand()
+        info = core.summary(preset)
+        line = msg.PREVIEW_POINTS.format(points=len(points), estimated=info["estimated"])
+        if kind == core.STORAGE:
+            line += " — " + (msg.PREVIEW_WRITES if info["writes"] else msg.PREVIEW_READS)
+        plan.update(line)
+        return values
+
+    def preset_name(self) -> str:
+        return self.query_one("#name", Input).value.strip()
+
+    def _preset(self, values: dict[str, list[Any]]) -> core.Preset:
+        import tomllib
+
+        text = build_toml(self.preset_name() or "custom-sweep", self.kind, values)
+        return core.parse_preset(tomllib.loads(text), "custom sweep (TUI)")
+
+    def _engine(self) -> str:
+        value = self.query_one("#engine", Select).value
+        return value if isinstance(value, str) else "auto"
+
+    def action_run(self) -> None:
+        values = self.validate()
+        status = self.query_one("#form-status", ErrorLine)
+        if values is None:
+            status.show(msg.FORM_INVALID)
+            return
+        status.show("")
+        preset = self._preset(values)
+        start_run(self, preset, self.target, engine=self._engine() if self.kind == core.MEMORY else None)
+
+    def action_save(self) -> None:
+        values = self.validate()
+        status = self.query_one("#form-status", ErrorLine)
+        if values is None:
+            status.show(msg.FORM_INVALID)
+            return
+        name = self.preset_name()
+        if not name:
+            self.query_one("#err-name", ErrorLine).show(msg.NAME_REQUIRED)
+            self.query_one("#name", Input).focus()
+            return
+        try:
+            path = core.save_user_preset(build_toml(name, self.kind, values), name)
+        except (ProfilerError, OSError) as e:
+            self.query_one("#err-name", ErrorLine).show(msg.SAVE_FAILED.format(error=e))
+            return
+        status.show("")
+        self.notify(msg.SAVED.format(path=path))
+
+    def action_back(self) -> None:
+        self.app.pop_screen()
+
+
+__all__ = ["CustomSweepScreen", "build_toml", "check_field", "format_size"]

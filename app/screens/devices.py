@@ -1,0 +1,195 @@
+"""The first screen: block devices with their SPEC §5 verdicts, plus the default test-file target."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Static
+from textual.worker import Worker, WorkerState
+
+from app.screens import messages as msg
+from app.screens.state import TargetChoice
+
+TEST_FILE_KEY = "__test_file__"
+VERDICT_STYLE = {"ok": "green", "needs --allow-destructive": "yellow", "refused": "red"}
+
+
+def human_size(n: int | None) -> str:
+    if n is None:
+        return "-"
+    value = float(n)
+    for unit in ("B", "K", "M", "G", "T", "P"):
+        if value < 1024 or unit == "P":
+            return f"{value:.0f}{unit}" if unit == "B" else f"{value:.1f}{unit}"
+        value /= 1024
+    return f"{n}B"
+
+
+def walk(devs: list[dict[str, Any]], depth: int = 0):
+    for d in devs:
+        yield depth, d
+        yield from walk(d.get("children") or [], depth + 1)
+
+
+def verdict_text(verdict: str, block: bool = True) -> Text:
+    shown = {"needs --allow-destructive": "type name"}.get(verdict, verdict)
+    if verdict == "ok" and block:
+        shown = "ok, confirm"
+    return Text(shown, style=VERDICT_STYLE.get(verdict, ""))
+
+
+def load_devices(source: Any) -> list[dict[str, Any]]:
+    """Runs in a thread: lsblk, /sys and short probes."""
+    if callable(source):
+        return source()
+    from app.devices import list_devices
+
+    return list_devices()
+
+
+class DevicesScreen(Screen[None]):
+    BINDINGS = [
+        Binding("enter", "pick", "Pick", priority=True),
+        Binding("p", "presets", "Presets (test file)"),
+        Binding("r", "rescan", "Rescan"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.devices: dict[str, dict[str, Any]] = {}
+
+    def compose(self) -> ComposeResult:
+        yield Header(show_clock=False)
+        with Vertical(id="devices-body"):
+            yield DataTable(id="devices", cursor_type="row", zebra_stripes=False)
+            yield Static(msg.SCANNING, id="devices-status")
+            yield Static("", id="device-reasons")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = msg.DEVICES_SUBTITLE
+        table = self.query_one("#devices", DataTable)
+        table.add_column("target", key="target", width=22)
+        table.add_column("size", key="size", width=7)
+        table.add_column("type", key="type", width=5)
+        table.add_column("fs/pt", key="fs", width=8)
+        table.add_column("mounted", key="mounted", width=11)
+        table.add_column("write plan", key="verdict", width=11)
+        self._fill([])
+        table.focus()
+        source = self.app.options.devices  # type: ignore[attr-defined]
+        if isinstance(source, list):
+            self._fill(source)
+        else:
+            self.action_rescan()
+
+    def action_rescan(self) -> None:
+        source = self.app.options.devices  # type: ignore[attr-defined]
+        if isinstance(source, list):
+            self._fill(source)
+            return
+        self.query_one("#devices-status", Static).update(msg.SCANNING)
+        self.run_worker(lambda: load_devices(source), thread=True, exclusive=True, group="devices",
+                        exit_on_error=False, name="devices")
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker.group != "devices":
+            return
+        if event.state == WorkerState.SUCCESS:
+            self._fill(event.worker.result or [])
+        elif event.state == WorkerState.ERROR:
+            self.query_one("#devices-status", Static).update(msg.DEVICES_FAILED.format(error=event.worker.error))
+
+    def _fill(self, devs: list[dict[str, Any]]) -> None:
+        table = self.query_one("#devices", DataTable)
+        keep = table.cursor_row
+        table.clear()
+        self.devices = {}
+        results_dir = self.app.options.results_dir  # type: ignore[attr-defined]
+        table.add_row(Text(msg.TEST_FILE_LABEL, style="bold"), "-", "file", "-", "-", verdict_text("ok", False),
+                      key=TEST_FILE_KEY)
+        self.devices[TEST_FILE_KEY] = {
+            "path": None, "type": "file", "verdict": "ok",
+            "reasons": [msg.TEST_FILE_REASON.format(path=results_dir)],
+        }
+        for depth, d in walk(devs):
+            key = d.get("path") or d.get("name")
+            if not key or key in self.devices:
+                continue
+            self.devices[key] = d
+            fs = d.get("fstype") or (f"{d['pttype']}" if d.get("pttype") else "-")
+            mounted = ",".join(d.get("mountpoints") or []) or "-"
+            table.add_row(" " * depth + key, human_size(d.get("size")), d.get("type") or "-", fs, mounted,
+                          verdict_text(d.get("verdict", "refused")), key=key)
+        status = self.query_one("#devices-status", Static)
+        status.update(msg.NO_DEVICES if devs == [] and not self._scanning() else msg.DEVICES_HINT)
+        if 0 < keep < table.row_count:
+            table.move_cursor(row=keep)
+        self._show_reasons()
+
+    def _scanning(self) -> bool:
+        return any(w.group == "devices" and w.is_running for w in self.workers)
+
+    def _current(self) -> tuple[str, dict[str, Any]] | None:
+        table = self.query_one("#devices", DataTable)
+        if not table.row_count:
+            return None
+        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        return (key, self.devices[key]) if key in self.devices else None
+
+    def _show_reasons(self) -> None:
+        current = self._current()
+        panel = self.query_one("#device-reasons", Static)
+        if current is None:
+            panel.update("")
+            return
+        key, d = current
+        text = Text()
+        if key == TEST_FILE_KEY:
+            text.append(d["reasons"][0])
+        else:
+            model = " ".join(x for x in (d.get("vendor"), d.get("model"), d.get("transport")) if x)
+            if model:
+                text.append(model + "\n", style="bold")
+            write = d.get("write") or {"verdict": d.get("verdict"), "reasons": d.get("reasons", [])}
+            read = d.get("read") or write
+            text.append("write: ", style="bold")
+            text.append("; ".join(write.get("reasons") or ["-"]) + "\n")
+            text.append("read: ", style="bold")
+            text.append(f"{read.get('verdict')}" + (" — " + "; ".join(read["reasons"]) if read.get("reasons") else ""))
+        panel.update(text)
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._show_reasons()
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        self.action_pick()
+
+    def action_pick(self) -> None:
+        from app.screens.confirm import ConfirmTarget
+        from app.screens.presets import PresetsScreen
+
+        current = self._current()
+        if current is None:
+            return
+        key, d = current
+        if key == TEST_FILE_KEY:
+            self.action_presets()
+            return
+
+        def confirmed(choice: TargetChoice | None) -> None:
+            if choice is not None:
+                self.app.push_screen(PresetsScreen(choice))
+
+        self.app.push_screen(ConfirmTarget(d), confirmed)
+
+    def action_presets(self) -> None:
+        from app.screens.presets import PresetsScreen
+
+        self.app.push_screen(PresetsScreen(TargetChoice.test_file(self.app.options.results_dir)))  # type: ignore[attr-defined]

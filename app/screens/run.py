@@ -1,0 +1,285 @@
+"""The run screen: owns the async worker that iterates ``session.events()`` and renders them.
+
+Leaving the screen or quitting cancels the worker; the runner's ``finally`` stops fio (or the memory
+engine) and the session marks the run interrupted, keeping every completed point."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any, AsyncIterator, Callable
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Header, ProgressBar, RichLog, Static, TabbedContent, TabPane
+from textual.worker import Worker, WorkerState
+
+from app import sweep
+from app.runners.base import Sample
+from app.screens import messages as msg
+from app.screens.state import RunRequest
+from app.summary import metrics_line, point_label
+from app.units import format_duration
+from app.widgets.charts import CurveChart, DelayChart, LatencyChart, ThroughputChart
+
+EventSource = Callable[[], AsyncIterator[Any]]
+
+
+class RunScreen(Screen[None]):
+    BINDINGS = [
+        Binding("c", "cancel", "Stop run"),
+        Binding("escape", "back", "Back"),
+        Binding("r", "results", "Results"),
+        Binding("1", "tab('live')", "Live", show=False),
+        Binding("2", "tab('curve')", "Curve", show=False),
+        Binding("3", "tab('log')", "Log", show=False),
+    ]
+
+    def __init__(self, request: RunRequest, source: EventSource | None = None) -> None:
+        """``source`` replaces the session's events (tests and snapshots feed fixed events)."""
+        super().__init__()
+        self.request = request
+        self.kind: str = request.preset.kind
+        self.source = source
+        self.session: Any = None
+        self.worker: Worker[Any] | None = None
+        self.total = 0
+        self.done = 0
+        self.failed = 0
+        self.remaining_s = 0.0
+        self.point_started = 0.0
+        self.status = "starting"
+        self.path: Path | None = None
+        self.t_offset = 0.0
+        self.t_last = 0.0
+        self.current = ""
+        self.live = ""
+        self.finished: sweep.RunFinished | None = None
+        self.error: str | None = None
+        self.events_seen = 0
+
+    # --- layout -------------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield Header(show_clock=False)
+        with Vertical(id="run-body"):
+            yield Static(msg.RUN_STARTING.format(preset=self.request.preset.name), id="run-point")
+            with Horizontal(id="run-progress"):
+                yield ProgressBar(total=None, show_eta=False, id="progress")
+                yield Static("", id="eta")
+            with TabbedContent(initial="live", id="run-tabs"):
+                with TabPane("Live 1", id="live"):
+                    with Horizontal(classes="charts"):
+                        if self.kind == "memory":
+                            yield CurveChart("memory", id="curve-live")
+                            yield DelayChart(id="delay")
+                        else:
+                            yield ThroughputChart(id="throughput")
+                            yield LatencyChart(id="latency")
+                    yield RichLog(id="log-short", max_lines=200, wrap=False, markup=False)
+                with TabPane("Curve 2", id="curve"):
+                    yield CurveChart(self.kind, id="curve-chart")
+                with TabPane("Log 3", id="log"):
+                    yield RichLog(id="log-full", max_lines=2000, wrap=True, markup=False)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = f"{self.request.preset.name} — " + (
+            self.request.target.display if self.request.target else "memory")
+        self.set_interval(self.app.options.chart_interval, self.tick)  # type: ignore[attr-defined]
+        self.worker = self.run_session()
+
+    @property
+    def clock(self) -> Callable[[], float]:
+        return self.app.options.clock  # type: ignore[attr-defined]
+
+    @property
+    def running(self) -> bool:
+        return self.worker is not None and self.worker.state in (WorkerState.PENDING, WorkerState.RUNNING)
+
+    # --- the worker ---------------------------------------------------------------------------
+
+    def _new_session(self) -> Any:
+        r = self.request
+        t = r.target
+        return sweep.new_session(r.preset, target=t.path if t else None, out=r.out, yes=bool(t and t.yes),
+                                 allow_destructive=bool(t and t.allow_destructive), engine=r.engine,
+                                 overrides=r.overrides)
+
+    @work(exclusive=True, group="run", exit_on_error=False)
+    async def run_session(self) -> str:
+        if self.source is not None:
+            events = self.source()
+        else:
+            # new_session probes the environment and tool versions (subprocesses): off the event loop
+            self.session = await asyncio.to_thread(self._new_session)
+            self.path = self.session.path
+            events = self.session.events()
+        async for event in events:
+            self.handle(event)
+        return self.status
+
+    async def stop(self, timeout: float = 15.0) -> None:
+        """Cancel the run and wait until the runner has stopped its child process."""
+        worker = self.worker
+        if worker is None or not self.running:
+            return
+        worker.cancel()
+        try:
+            await asyncio.wait_for(worker.wait(), timeout)
+        except Exception:  # WorkerCancelled / WorkerFailed / timeout: the outcome is handled below
+            pass
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """The one place a run's end is reported: finished, cancelled or failed."""
+        if event.worker is not self.worker:
+            return
+        event.stop()
+        if event.state == WorkerState.ERROR:
+            error = event.worker.error
+            self.error = str(error) if error is not None else "unknown error"
+            self.status = "failed"
+            self.log_line(msg.RUN_ERROR.format(error=self.error))
+            self.notify(msg.RUN_ERROR.format(error=self.error), severity="error", timeout=10)
+        elif event.state == WorkerState.CANCELLED:
+            self.status = "interrupted"
+            self.log_line(msg.RUN_CANCELLED.format(done=self.done, path=self.path or self.request.out))
+        elif event.state == WorkerState.SUCCESS and self.finished is None:
+            self.status = "complete" if self.source is None else self.status
+        self.update_progress()
+        self.refresh_bindings()
+
+    # --- events → state -----------------------------------------------------------------------
+
+    def handle(self, ev: Any) -> None:
+        self.events_seen += 1
+        if isinstance(ev, sweep.RunStarted):
+            self.total, self.done, self.remaining_s = ev.total, ev.total - ev.pending, ev.estimate_s
+            self.path = Path(ev.path)
+            self.status = "running"
+            self.point_started = self.clock()
+            self.log_line(msg.RUN_STARTED.format(pending=ev.pending, total=ev.total,
+                                                 estimate=format_duration(ev.estimate_s), path=ev.path))
+        elif isinstance(ev, sweep.PointStarted):
+            self.done, self.total, self.remaining_s = ev.done, ev.total, ev.remaining_s
+            self.point_started = self.clock()
+            self.t_offset = self.t_last
+            self.current = point_label(self.kind, ev.point)
+            self.live = ""
+            self.log_line(msg.RUN_POINT.format(n=ev.index + 1, total=ev.total, label=self.current), short=False)
+        elif isinstance(ev, Sample):
+            self.add_sample(ev)
+        elif isinstance(ev, sweep.PointDone):
+            self.done = ev.done
+            label = point_label(self.kind, ev.record["point"])
+            self.log_line(msg.RUN_POINT_DONE.format(n=ev.index + 1, total=ev.total, label=label,
+                                                    metrics=metrics_line(self.kind, ev.record["metrics"])))
+            record = dict(ev.record, index=ev.index)
+            for chart in self.query(CurveChart):
+                chart.add_record(record)
+            if self.kind == "memory":
+                point = ev.record["point"]
+                m = ev.record["metrics"]
+                if point.get("delay") is not None and m.get("latency_ns") is not None:
+                    self.query_one(DelayChart).add_point(ev.index, float(point["delay"]), float(m["latency_ns"]))
+        elif isinstance(ev, sweep.PointFailed):
+            self.failed += 1
+            self.log_line(msg.RUN_POINT_FAILED.format(n=ev.index + 1, total=self.total,
+                                                      label=point_label(self.kind, ev.point), error=ev.error))
+        elif isinstance(ev, sweep.RunFinished):
+            self.finished = ev
+            self.done, self.total, self.failed, self.status = ev.done, ev.total, ev.failed, ev.status
+            self.remaining_s = 0
+            self.current = ""
+            failed = msg.RUN_FAILED_N.format(n=ev.failed) if ev.failed else ""
+            self.log_line(msg.RUN_FINISHED.format(status=ev.status, done=ev.done, total=ev.total, failed=failed))
+        self.update_progress()
+
+    def add_sample(self, ev: Sample) -> None:
+        d = ev.data
+        if self.kind == "memory":
+            if d.get("bandwidth_mbps") is not None:
+                for chart in self.query(CurveChart):
+                    chart.add_point(ev.index, float(d["bandwidth_mbps"]), float(d.get("latency_ns") or 0))
+            if d.get("delay") is not None and d.get("latency_ns") is not None:
+                self.query_one(DelayChart).add_point(ev.index, float(d["delay"]), float(d["latency_ns"]))
+            self.live = metrics_line("memory", d)
+            return
+        t = self.t_offset + float(d.get("t") or 0)
+        self.t_last = t
+        self.query_one(ThroughputChart).add_sample(t, d)
+        self.query_one(LatencyChart).add_sample(t, d)
+        mean = d.get("lat_mean_ns")
+        self.live = f"{float(d.get('iops') or 0):.0f} IOPS {float(d.get('bw_bytes') or 0) / 1e6:.1f} MB/s" + (
+            f" lat {float(mean) / 1e3:.1f} µs" if mean else "")
+
+    # --- rendering ----------------------------------------------------------------------------
+
+    def log_line(self, line: str, short: bool = True) -> None:
+        self.query_one("#log-full", RichLog).write(line)
+        if short:
+            self.query_one("#log-short", RichLog).write(line)
+
+    def update_progress(self) -> None:
+        bar = self.query_one("#progress", ProgressBar)
+        if self.total:
+            bar.update(total=self.total, progress=self.done)
+        if self.finished is not None or self.status in ("interrupted", "failed"):
+            eta = msg.ETA_DONE.format(done=self.done, total=self.total, status=self.status)
+        elif self.total:
+            left = max(0.0, self.remaining_s - (self.clock() - self.point_started))
+            eta = msg.ETA.format(done=self.done, total=self.total, eta=format_duration(left))
+        else:
+            eta = ""
+        self.query_one("#eta", Static).update(eta)
+        point = self.current + (f"  ·  {self.live}" if self.live else "") if self.current else ""
+        if not point and self.status not in ("starting",):
+            point = self.request.preset.name + f": {self.status}"
+        if point:
+            self.query_one("#run-point", Static).update(point)
+
+    def tick(self) -> None:
+        for chart in self.query(".charts > *, #curve-chart"):
+            redraw = getattr(chart, "redraw", None)
+            if redraw is not None:
+                redraw()
+        self.update_progress()
+
+    # --- intents ------------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "cancel":
+            return self.running
+        if action == "results":
+            return not self.running and self.path is not None
+        return True
+
+    def action_tab(self, tab: str) -> None:
+        self.query_one("#run-tabs", TabbedContent).active = tab
+
+    def action_cancel(self) -> None:
+        from app.screens.confirm import YesNo
+
+        if not self.running:
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.run_worker(self.stop(), group="stop")
+
+        self.app.push_screen(YesNo(msg.RUN_CONFIRM_CANCEL), answered)
+
+    def action_back(self) -> None:
+        if self.running:
+            self.action_cancel()
+        else:
+            self.app.pop_screen()
+
+    def action_results(self) -> None:
+        from app.screens.results import ResultsScreen
+
+        if self.path is not None and not self.running:
+            self.app.push_screen(ResultsScreen(self.path))
