@@ -1,0 +1,386 @@
+"""The memory runner: MLC command lines through a fake `mlc` on the real subprocess path, the engine choice,
+validation, and the built-in engine on this machine (short runs)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.errors import ToolMissing, UsageError
+from app.presets import MLC_DELAYS
+from app.runners import memory
+from app.runners.base import Context, Result, Sample
+from app.runners.memory import MemoryRunner, check_memory
+from app.runners.mlc_parse import idle_latency, loaded_rows, parse_text
+from conftest import run_cli
+
+MLC_DATA = Path(__file__).resolve().parent / "data" / "mlc"
+LOADED_SAMPLE = MLC_DATA / "v3.10-loaded-latency.txt"
+IDLE_SAMPLE = MLC_DATA / "v3.7-idle-latency.txt"
+ENGINE = memory.find_engine()[0]
+needs_engine = pytest.mark.skipif(ENGINE is None, reason="the built-in engine is not built (make setup)")
+
+# A stand-in for Intel MLC: records its argv, then replays a real MLC output the way MLC prints it
+# (the banner, its own command line, the table row by row), honouring -d (one row) and -W (no
+# "Read-only" line).  FAKE_MLC_FAIL makes it fail like a broken MLC; FAKE_MLC_ROW_SLEEP paces rows.
+FAKE_MLC = r'''#!{python}
+import json, os, re, sys, time
+args = sys.argv[1:]
+with open(os.environ["FAKE_MLC_LOG"], "a") as log:
+    log.write(json.dumps(args) + "\n")
+with open(os.environ.get("FAKE_MLC_PIDS", os.devnull), "a") as pids:
+    pids.write(f"{{os.getpid()}}\n")
+fail = os.environ.get("FAKE_MLC_FAIL")
+if fail and (fail == "all" or "-d" + fail in args):
+    sys.stderr.write("Failed to allocate memory for the buffers\n")
+    sys.exit(1)
+idle = "--idle_latency" in args
+sample = os.environ["FAKE_MLC_IDLE" if idle else "FAKE_MLC_LOADED"]
+delay = next((int(a[2:]) for a in args if a.startswith("-d")), None)
+writes = any(a.startswith("-W") for a in args)
+pause = float(os.environ.get("FAKE_MLC_ROW_SLEEP", "0"))
+in_table = False
+for line in open(sample).read().splitlines(keepends=True):
+    if line.startswith("Command line parameters:"):
+        line = "Command line parameters: " + " ".join(args) + " \n"
+    if writes and line.startswith("Using Read-only traffic type"):
+        continue
+    if line.startswith("====="):
+        in_table = True
+    m = re.match(r"\s*(\d+)\s", line)
+    if in_table and m:
+        if delay is not None and int(m.group(1)) != delay:
+            continue
+        time.sleep(pause)
+    sys.stdout.write(line)
+    sys.stdout.flush()
+'''
+
+
+@pytest.fixture
+def fake_mlc(tmp_path: Path) -> dict[str, Any]:
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    exe = bindir / "mlc"
+    exe.write_text(FAKE_MLC.format(python=sys.executable))
+    exe.chmod(0o755)
+    log = tmp_path / "argv.jsonl"
+    env = {"PATH": f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}", "FAKE_MLC_LOG": str(log),
+           "FAKE_MLC_LOADED": str(LOADED_SAMPLE), "FAKE_MLC_IDLE": str(IDLE_SAMPLE),
+           "FAKE_MLC_PIDS": str(tmp_path / "pids")}
+
+    def argv() -> list[list[str]]:
+        return [json.loads(ln) for ln in log.read_text().splitlines()] if log.exists() else []
+
+    return {"bin": bindir, "exe": exe, "env": env, "argv": argv, "log": log, "pids": tmp_path / "pids"}
+
+
+def records(out: Path) -> list[dict[str, Any]]:
+    return [json.loads(ln) for ln in (out / "results.jsonl").read_text().splitlines()]
+
+
+def sample_rows() -> dict[int, tuple[float, float]]:
+    return {r.delay: (r.latency_ns, r.bandwidth_mbps) for r in loaded_rows(parse_text(LOADED_SAMPLE.read_text()))}
+
+
+def mlc_flag(traffic: str) -> str:
+    return "-R" if traffic == "R" else f"-W{traffic[1:]}"
+
+
+# --- the command line built for each point of each memory preset -------------------------------
+
+PRESET_CASES = {
+    "mem-idle": [["--idle_latency", "-l64"]],
+    "mem-loaded": [["--loaded_latency", "-R", "-l64", "-t1"]],
+    "mem-seed-w": [["--loaded_latency", f"-W{w}", f"-l{stride}", "-t1"] for stride in (64, 256) for w in (6, 7, 8, 9)],
+    "mem-seed-mix": [["--loaded_latency", mlc_flag(t), "-l64", f"-b{kib}", "-t1"]
+                     for kib in (4, 64) for t in ("R", "W3", "W5", "W6")],
+}
+
+
+@pytest.mark.parametrize("preset", list(PRESET_CASES))
+def test_fake_mlc_replays_each_memory_preset(preset: str, fake_mlc: dict[str, Any], tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    proc = run_cli("run", preset, "--engine", "mlc", "--set", "duration=1", "--out", str(out), env=fake_mlc["env"])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    calls = fake_mlc["argv"]()
+    assert calls == PRESET_CASES[preset]  # one MLC process per curve: its 19 default delays, no -d
+    recs = records(out)
+    plan = json.loads((out / "run.json").read_text())["plan"]
+    assert len(recs) == len(plan)
+    rows = sample_rows()
+    for rec in recs:
+        assert rec["kind"] == "memory"
+        p, m = rec["point"], rec["metrics"]
+        assert p["engine"] == "mlc" and rec["engine"] == "mlc"
+        assert {"traffic", "delay", "stride", "engine", "mode"} <= set(p)
+        assert (out / rec["raw"]["txt"]).exists()
+        if preset == "mem-idle":
+            assert p["mode"] == "idle" and p["delay"] is None and p["traffic"] is None
+            assert m == {"latency_ns": 80.9}  # the v3.7 sample's "( 80.9    ns)"
+            assert rec["engine_version"] == "3.7"
+            continue
+        assert p["mode"] == "loaded" and p["stride"] in (64, 256) and rec["engine_version"] == "3.10"
+        assert m == {"latency_ns": rows[p["delay"]][0], "bandwidth_mbps": rows[p["delay"]][1]}
+        cmd = shlex.split(rec["command"])
+        assert os.path.basename(cmd[0]) == "mlc" and mlc_flag(p["traffic"]) in cmd and f"-l{p['stride']}" in cmd
+        # the raw file of a point parses on its own and ends with that point's row
+        raw_rows = loaded_rows(parse_text((out / rec["raw"]["txt"]).read_text()))
+        assert raw_rows[-1].delay == p["delay"]
+    if preset != "mem-idle":
+        curves = {(r["point"]["traffic"], r["point"]["stride"], r["point"]["buffer"]) for r in recs}
+        for curve in curves:
+            assert sorted(r["point"]["delay"] for r in recs
+                          if (r["point"]["traffic"], r["point"]["stride"], r["point"]["buffer"]) == curve) \
+                == sorted(MLC_DELAYS)
+
+
+def test_mlc_single_delays_cpus_buffer_and_rounded_duration(fake_mlc: dict[str, Any], tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    proc = run_cli("run", "mem-loaded", "--engine", "mlc", "--set", "delay=0,500", "--set", "cpus=0-2",
+                   "--set", "buffer=1m", "--set", "traffic=W7", "--set", "stride=128", "--set", "duration=1.5",
+                   "--out", str(out), env=fake_mlc["env"])
+    assert proc.returncode == 0, proc.stderr
+    assert fake_mlc["argv"]() == [
+        ["--loaded_latency", f"-d{d}", "-W7", "-l128", "-b1024", "-t2", "-c0", "-k1,2"] for d in (0, 500)]
+    recs = records(out)
+    assert [(r["point"]["delay"], r["point"]["traffic"], r["point"]["stride"]) for r in recs] == \
+        [(0, "W7", 128), (500, "W7", 128)]
+    assert [r["metrics"]["bandwidth_mbps"] for r in recs] == [sample_rows()[0][1], sample_rows()[500][1]]
+
+
+def test_mlc_path_variable_and_idle_cpu(fake_mlc: dict[str, Any], tmp_path: Path) -> None:
+    env = dict(fake_mlc["env"], PATH=os.environ.get("PATH", ""), MLC_PATH=str(fake_mlc["exe"]))
+    out = tmp_path / "out"
+    proc = run_cli("run", "mem-idle", "--engine", "mlc", "--set", "cpus=1", "--set", "buffer=512m",
+                   "--out", str(out), env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert fake_mlc["argv"]() == [["--idle_latency", "-l64", "-b524288", "-c1"]]
+    tools = json.loads((out / "run.json").read_text())["tools"]
+    assert tools["memory_engine"] == "mlc" and tools["memory_engine_path"] == str(fake_mlc["exe"])
+    # MLC_PATH may also name the directory holding mlc
+    env["MLC_PATH"] = str(fake_mlc["bin"])
+    proc = run_cli("run", "mem-idle", "--engine", "mlc", "--out", str(tmp_path / "out2"), env=env)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_failed_mlc_point_carries_its_stderr_and_resume_runs_only_it(fake_mlc: dict[str, Any],
+                                                                      tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    env = dict(fake_mlc["env"], FAKE_MLC_FAIL="500")
+    proc = run_cli("run", "mem-loaded", "--engine", "mlc", "--set", "delay=0,500,1300", "--set", "duration=1",
+                   "--out", str(out), env=env)
+    assert proc.returncode == 1
+    assert "Failed to allocate memory for the buffers" in proc.stdout
+    meta = json.loads((out / "run.json").read_text())
+    assert meta["status"] == "partial"
+    assert [f["point"]["delay"] for f in meta["failures"]] == [500]
+    assert "mlc exited with status 1 and printed no row for delay 500: Failed to allocate" in meta["failures"][0]["error"]
+    assert [r["point"]["delay"] for r in records(out)] == [0, 1300]
+    fake_mlc["log"].unlink()
+    proc = run_cli("resume", str(out), env=fake_mlc["env"])
+    assert proc.returncode == 0, proc.stderr
+    assert fake_mlc["argv"]() == [["--loaded_latency", "-d500", "-R", "-l64", "-t1"]]
+    assert sorted(r["point"]["delay"] for r in records(out)) == [0, 500, 1300]
+
+
+def test_rows_stream_live_and_cancel_stops_mlc(fake_mlc: dict[str, Any], tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    for k, v in fake_mlc["env"].items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setenv("FAKE_MLC_ROW_SLEEP", "0.15")
+    monkeypatch.delenv("MLC_PATH", raising=False)
+    runner = MemoryRunner("mlc")
+    items = [(i, {"mode": "loaded", "traffic": "R", "delay": d, "stride": 64, "buffer": None, "duration": 1,
+                  "cpus": None}) for i, d in enumerate(MLC_DELAYS)]
+    ctx = Context(target=None, raw_dir=tmp_path / "raw", engine="mlc")
+
+    async def collect(limit: int | None) -> list[tuple[float, Any]]:
+        events: list[tuple[float, Any]] = []
+        t0 = time.monotonic()
+        async for ev in runner.run(items, ctx):
+            events.append((time.monotonic() - t0, ev))
+            if limit is not None and sum(isinstance(e, Result) for _, e in events) >= limit:
+                break
+        return events
+
+    events = asyncio.run(collect(None))
+    results = [(t, e) for t, e in events if isinstance(e, Result)]
+    assert [e.index for _, e in results] == list(range(19))
+    assert all(e.error is None for _, e in results)
+    # the first delay is reported long before the sweep ends (19 rows × 0.15 s)
+    assert results[0][0] < results[-1][0] - 1.5
+    kinds = [type(e).__name__ for _, e in events]
+    assert kinds[:2] == ["Sample", "Result"]
+    assert events[0][1].data == {"delay": 0, "latency_ns": 282.55, "bandwidth_mbps": 135345.6, "engine": "mlc"}
+
+    # leaving the stream early (the consumer is cancelled) stops the process
+    fake_mlc["pids"].unlink()
+
+    async def cancel_midway() -> None:
+        gen = runner.run(items, ctx)
+        async for ev in gen:
+            if isinstance(ev, Result):
+                break
+        await gen.aclose()  # runs the runner's finally
+
+    asyncio.run(cancel_midway())
+    pid = int(fake_mlc["pids"].read_text().split()[0])
+    time.sleep(0.1)
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+# --- finding the engine ------------------------------------------------------------------------
+
+
+def _empty_path(tmp_path: Path) -> str:
+    empty = tmp_path / "empty-bin"
+    empty.mkdir(exist_ok=True)
+    return str(empty)
+
+
+@pytest.mark.skipif(os.path.exists(memory.MLC_DEFAULT_PATH), reason="/opt/mlc/mlc exists on this machine")
+def test_engine_mlc_without_mlc_exits_4_with_how_to_provide_it(tmp_path: Path) -> None:
+    env = {"PATH": _empty_path(tmp_path), "MLC_PATH": ""}
+    out = tmp_path / "out"
+    proc = run_cli("run", "mem-idle", "--engine", "mlc", "--out", str(out), env=env)
+    assert proc.returncode == 4
+    err = proc.stderr.strip()
+    assert "Intel MLC was not found" in err and "PATH" in err and "MLC_PATH" in err and "/opt/mlc/mlc" in err
+    assert "--engine builtin" in err and "Traceback" not in err
+    assert not out.exists()
+    # an MLC_PATH that is not an executable is named
+    proc = run_cli("run", "mem-idle", "--engine", "mlc", "--out", str(out), env=dict(env, MLC_PATH=str(tmp_path)))
+    assert proc.returncode == 4 and f"MLC_PATH={tmp_path} is not an executable file" in proc.stderr
+
+
+@pytest.mark.skipif(os.path.exists(memory.MLC_DEFAULT_PATH), reason="/opt/mlc/mlc exists on this machine")
+def test_neither_engine_is_tool_missing_with_a_hint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", _empty_path(tmp_path))
+    monkeypatch.delenv("MLC_PATH", raising=False)
+    monkeypatch.delenv("PROFILER_TUI_MEMLAT", raising=False)
+    monkeypatch.setattr(memory, "REPO_ENGINE", tmp_path / "no-such-memlat")
+    with pytest.raises(ToolMissing, match="Neither Intel MLC nor the built-in memory engine.*make setup"):
+        MemoryRunner("auto")
+    with pytest.raises(ToolMissing, match="built-in memory engine was not found.*make setup"):
+        MemoryRunner("builtin")
+    monkeypatch.setenv("PROFILER_TUI_MEMLAT", str(tmp_path / "missing"))
+    with pytest.raises(ToolMissing, match="PROFILER_TUI_MEMLAT=.*missing is not an executable file"):
+        MemoryRunner("builtin")
+    with pytest.raises(UsageError):
+        MemoryRunner("fast")
+
+
+@needs_engine
+@pytest.mark.skipif(os.path.exists(memory.MLC_DEFAULT_PATH), reason="/opt/mlc/mlc exists on this machine")
+def test_auto_falls_back_to_the_builtin_engine_and_says_so(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    proc = run_cli("run", "mem-idle", "--set", "duration=1", "--out", str(out),
+                   env={"PATH": _empty_path(tmp_path), "MLC_PATH": ""})
+    assert proc.returncode == 0, proc.stderr
+    assert "Intel MLC not found: using the built-in memory engine" in proc.stderr
+    (rec,) = records(out)
+    assert rec["point"]["engine"] == "builtin" and rec["engine"] == "builtin"
+    assert rec["point"]["mode"] == "idle" and set(rec["metrics"]) == {"latency_ns"}
+    tools = json.loads((out / "run.json").read_text())["tools"]
+    assert tools["memory_engine"] == "builtin" and tools["memlat"].startswith("profiler-tui memlat")
+    assert "falls back" in tools["memory_engine_note"]
+
+
+# --- validation ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("setting, message", [
+    ("delay=-1", "key 'delay' has invalid value '-1': must be at least 0"),
+    ("stride=96", "key 'stride' has invalid value '96': must be a power of two"),
+    ("buffer=100t", "than the"),
+])
+def test_bad_memory_settings_are_usage_errors(setting: str, message: str, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    proc = run_cli("run", "mem-loaded", "--set", setting, "--out", str(out))
+    assert proc.returncode == 2, proc.stderr
+    assert message in proc.stderr and "Traceback" not in proc.stderr
+    assert not out.exists()  # refused before anything was created
+
+
+def test_buffer_check_counts_threads_and_buffers() -> None:
+    point = {"mode": "loaded", "traffic": "W5", "buffer": 1 << 30, "cpus": "0-3", "delay": 0, "stride": 64}
+    check_memory([point], available=9 << 30)  # 4 threads × 2 buffers × 1 GiB = 8 GiB fits
+    with pytest.raises(UsageError, match=r"4 thread\(s\) × 2 buffer\(s\) of 1 GiB need 8.0 GiB, more than the 7.0 GiB"):
+        check_memory([point], available=7 << 30)
+    check_memory([{**point, "traffic": "R"}], available=5 << 30)  # reads only: one buffer per thread
+    check_memory([{**point, "mode": "idle", "traffic": None}], available=2 << 30)  # one chase thread
+    check_memory([{**point, "buffer": None}], available=1)  # the engine's default fits by construction
+
+
+# --- the built-in engine, for real --------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def builtin_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    if ENGINE is None:
+        pytest.skip("the built-in engine is not built (make setup)")
+    base = tmp_path_factory.mktemp("builtin")
+    loaded, idle = base / "loaded", base / "idle"
+    t0 = time.monotonic()
+    p1 = run_cli("run", "mem-loaded", "--engine", "builtin", "--out", str(loaded), "--set", "duration=1",
+                 "--set", "delay=0,200,20000")
+    p2 = run_cli("run", "mem-idle", "--engine", "builtin", "--out", str(idle), "--set", "duration=1")
+    return {"loaded": loaded, "idle": idle, "procs": (p1, p2), "seconds": time.monotonic() - t0}
+
+
+@needs_engine
+def test_builtin_mem_loaded_writes_spec_memory_lines(builtin_runs: dict[str, Any]) -> None:
+    p1, p2 = builtin_runs["procs"]
+    assert p1.returncode == 0, p1.stderr
+    assert p2.returncode == 0, p2.stderr
+    recs = records(builtin_runs["loaded"])
+    assert [r["point"]["delay"] for r in recs] == [0, 200, 20000]
+    for r in recs:
+        assert r["kind"] == "memory"
+        assert r["point"]["traffic"] == "R" and r["point"]["stride"] == 64 and r["point"]["engine"] == "builtin"
+        assert r["point"]["mode"] == "loaded"
+        m = r["metrics"]
+        assert set(m) >= {"latency_ns", "bandwidth_mbps"}
+        assert 20 < m["latency_ns"] < 2000  # DRAM, not cache and not a stall
+        assert 0 < m["bandwidth_mbps"] < 1_000_000
+        assert "--loaded_latency -D 0,200,20000 -R -l 64 -t 1" in r["command"]
+        raw = (builtin_runs["loaded"] / r["raw"]["txt"]).read_text()
+        assert loaded_rows(parse_text(raw))[-1].delay == r["point"]["delay"]
+    (idle,) = records(builtin_runs["idle"])
+    assert idle["point"]["mode"] == "idle" and 20 < idle["metrics"]["latency_ns"] < 2000
+
+
+@needs_engine
+def test_builtin_curve_is_physical(builtin_runs: dict[str, Any]) -> None:
+    """Bandwidth falls as the injection delay grows; with the load nearly idle the latency is the idle one."""
+    recs = records(builtin_runs["loaded"])
+    bw = [r["metrics"]["bandwidth_mbps"] for r in recs]
+    assert bw[0] > bw[1] > bw[2], bw
+    idle_ns = records(builtin_runs["idle"])[0]["metrics"]["latency_ns"]
+    far = recs[-1]["metrics"]["latency_ns"]
+    assert abs(far - idle_ns) <= 0.15 * idle_ns, (far, idle_ns)
+    raw = (builtin_runs["idle"] / records(builtin_runs["idle"])[0]["raw"]["txt"]).read_text()
+    assert idle_latency(parse_text(raw)) == idle_ns
+
+
+@needs_engine
+def test_engine_rejection_fails_the_point_with_its_message(tmp_path: Path) -> None:
+    # the engine refuses buffers under its minimum; the point fails with the engine's own sentence
+    out = tmp_path / "out"
+    proc = run_cli("run", "mem-loaded", "--engine", "builtin", "--set", "delay=0", "--set", "buffer=1k",
+                   "--set", "duration=1", "--out", str(out))
+    assert proc.returncode == 1
+    meta = json.loads((out / "run.json").read_text())
+    err = meta["failures"][0]["error"]
+    assert err.startswith("memlat exited with status 2 and printed no row for delay 0: memlat: error:")
+    assert "-b" in err
