@@ -128,6 +128,9 @@ async def _drive(session: Any, printer: ProgressPrinter) -> Any:
 
 
 def _execute(session: Any) -> int:
+    notice = getattr(session.runner, "notice", None)
+    if notice:  # e.g. --engine auto falling back to the built-in memory engine
+        click.echo(notice, err=True)
     printer = ProgressPrinter(session.kind, sys.stdout)
     try:
         finished = asyncio.run(_drive(session, printer))

@@ -212,6 +212,10 @@ class Preset:
             axes.update(group.axes)
             for key, values in self.overrides.items():
                 axes[key] = values
+            # delay varies fastest: the delays of one curve are consecutive, so the runner measures
+            # them in one MLC/engine invocation (sweep batches consecutive points)
+            if self.kind == MEMORY and "delay" in axes:
+                axes["delay"] = axes.pop("delay")
             # an idle-latency point has no injection delay
             if self.kind == MEMORY and axes.get("mode", [base["mode"]]) == ["idle"]:
                 axes.pop("delay", None)
@@ -246,7 +250,8 @@ def normalise_point(kind: str, point: dict[str, Any]) -> None:
 
 def point_key(point: dict[str, Any]) -> str:
     """A stable identity of a point, used to merge duplicates and to resume."""
-    return json.dumps({k: v for k, v in point.items() if k not in ("group",)}, sort_keys=True)
+    # "engine" is added to memory records by the runner (SPEC §7), never part of the plan
+    return json.dumps({k: v for k, v in point.items() if k not in ("group", "engine")}, sort_keys=True)
 
 
 def plan_writes(kind: str, points: list[dict[str, Any]]) -> bool:

@@ -230,6 +230,8 @@ def new_session(
         raise UsageError(f"{preset.source}: the plan has no points.")
     out_dir = Path(out) if out else default_out_dir(preset.name)
     runner = get_runner(preset.kind, engine)
+    if hasattr(runner, "check_plan"):
+        runner.check_plan(plan)  # e.g. memory buffers larger than MemAvailable: UsageError before any file
     target_path: str | None = None
     ours = False
     if preset.kind == STORAGE:
