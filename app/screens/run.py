@@ -117,6 +117,9 @@ class RunScreen(Screen[None]):
             # new_session probes the environment and tool versions (subprocesses): off the event loop
             self.session = await asyncio.to_thread(self._new_session)
             self.path = self.session.path
+            notice = getattr(self.session.runner, "notice", None)
+            if notice:
+                self.log_line(notice)
             events = self.session.events()
         async for event in events:
             self.handle(event)

@@ -1,0 +1,119 @@
+"""Fixed inputs for the TUI tests: a device list, fake run events, polling helpers."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+TUI_DATA = Path(__file__).resolve().parent / "data"
+FIXED_PRESETS = TUI_DATA / "presets"
+
+# What app.devices.list_devices() returns, frozen: a disk with a partition table and a mounted
+# partition, a blank loop device, and an LVM member.
+DEVICES: list[dict[str, Any]] = [
+    {
+        "name": "sdz", "path": "/dev/sdz", "type": "disk", "size": 500107862016, "vendor": "ATA",
+        "model": "Samsung SSD 860", "transport": "sata", "rotational": False, "mountpoints": [],
+        "fstype": None, "pttype": "gpt",
+        "verdict": "needs --allow-destructive",
+        "reasons": ["/dev/sdz carries a filesystem or partition-table signature (gpt) that a write plan destroys"],
+        "write": {"verdict": "needs --allow-destructive", "reasons": [
+            "/dev/sdz carries a filesystem or partition-table signature (gpt) that a write plan destroys"]},
+        "read": {"verdict": "ok", "reasons": ["a read-only plan never writes /dev/sdz; it needs confirmation (--yes)"],
+                 "needs_yes": True},
+        "children": [{
+            "name": "sdz1", "path": "/dev/sdz1", "type": "part", "size": 536870912, "mountpoints": ["/boot/efi"],
+            "fstype": "vfat", "pttype": None, "verdict": "refused",
+            "reasons": ["/dev/sdz1 is mounted on /boot/efi"],
+            "write": {"verdict": "refused", "reasons": ["/dev/sdz1 is mounted on /boot/efi"]},
+            "read": {"verdict": "ok", "reasons": ["/dev/sdz1 is mounted on /boot/efi; reads run regardless"],
+                     "needs_yes": True},
+            "children": [],
+        }],
+    },
+    {
+        "name": "loop7", "path": "/dev/loop7", "type": "loop", "size": 67108864, "mountpoints": [],
+        "fstype": None, "pttype": None, "verdict": "ok",
+        "reasons": ["/dev/loop7 is not mounted, not swap, not held and carries no filesystem or partition-table "
+                    "signature; a write plan needs confirmation (--yes)"],
+        "write": {"verdict": "ok", "reasons": ["/dev/loop7 is not mounted, not swap, not held and carries no "
+                                               "signature; a write plan needs confirmation (--yes)"]},
+        "read": {"verdict": "ok", "reasons": ["a read-only plan never writes /dev/loop7"], "needs_yes": True},
+        "children": [],
+    },
+    {
+        "name": "sdy", "path": "/dev/sdy", "type": "disk", "size": 2000398934016, "model": "WDC WD20EZRZ",
+        "transport": "sata", "rotational": True, "mountpoints": [], "fstype": "LVM2_member", "pttype": None,
+        "verdict": "refused", "reasons": ["/dev/sdy is a member of dm-0 (LVM/RAID/dm holder)"],
+        "write": {"verdict": "refused", "reasons": ["/dev/sdy is a member of dm-0 (LVM/RAID/dm holder)"]},
+        "read": {"verdict": "refused", "reasons": ["/dev/sdy cannot be opened: Permission denied"]},
+        "children": [],
+    },
+]
+
+
+async def wait_for(pilot: Any, condition: Callable[[], Any], timeout: float, what: str = "") -> Any:
+    """Poll ``condition`` while the app keeps running; fail with ``what`` after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what or condition}")
+        await pilot.pause(0.05)
+
+
+def our_processes(names: tuple[str, ...] = ("fio", "memlat", "mlc")) -> list[str]:
+    """Processes named ``names`` that this test process started (children, grandchildren)."""
+    me = os.getpid()
+    parents: dict[int, int] = {}
+    comms: dict[int, str] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        comm = stat[stat.index("(") + 1:stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2:].split()
+        parents[int(entry)] = int(fields[1])
+        comms[int(entry)] = comm
+    found = []
+    for pid, comm in comms.items():
+        if comm not in names or fields_is_zombie(pid):
+            continue
+        p, depth = pid, 0
+        while p > 1 and depth < 20:
+            p = parents.get(p, 0)
+            depth += 1
+            if p == me:
+                found.append(f"{pid} {comm}")
+                break
+    return found
+
+
+def fields_is_zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+        return stat[stat.rindex(")") + 2] == "Z"
+    except OSError:
+        return True
+
+
+def fio_for(path: Path) -> list[str]:
+    """fio command lines (pgrep -a -x fio) that point into ``path`` — other tests' fio are not ours."""
+    import subprocess
+
+    out = subprocess.run(["pgrep", "-a", "-x", "fio"], capture_output=True, text=True).stdout
+    return [ln for ln in out.splitlines() if str(path) in ln]
+
+
+async def forever() -> None:
+    await asyncio.Event().wait()
