@@ -27,7 +27,7 @@ void print_usage(FILE *f)
 "  -W N                  traffic type, MLC's codes: 2 (2:1 R:W), 3 (3:1), 4 (3:2), 5 (1:1),\n"
 "                        6 (0:1 R:NT-W), 7 (2:1 NT), 8 (1:1 NT), 9 (3:1 NT),\n"
 "                        10 (triad-like 2:1 NT, two read buffers), 11 (triad-like 3:1 with RFO), 12 (4:1)\n"
-"  -d N                  one injection delay (units: iterations of the calibrated spin loop, ~1 clock)\n"
+"  -d N                  one injection delay, in iterations of a spin loop (calibrated: delay_unit_ns)\n"
 "  -D LIST               explicit delays, e.g. -D 0,100,1000 (default: MLC's 19 delays 0..20000)\n"
 "  -l BYTES              stride of the latency chase: a power of two >= 64 (default 64)\n"
 "  -b KIB                buffer per thread in KiB (default 2x the last-level cache)\n"

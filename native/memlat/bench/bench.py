@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""`make -C native/memlat bench`: the engine next to references, in one run on this machine.
+
+- idle latency, 1 GiB buffer: the engine's default chase (one random permutation of 64-byte lines, THP)
+  and a multichase-like chase (256-byte stride, random within 256 KiB groups, 4 KiB pages: how the
+  146 ns of ANCHORS.md was measured), each against ANCHORS' 146 ns (target: within 10%);
+- delay-0 all-reads bandwidth with N load threads (bandwidth-only mode, load threads on CPUs 0..N-1,
+  1 GB in all like likwid's S0:1GB:N) next to likwid-bench load_avx with the same threads, interleaved
+  so both see the same machine (target: >= 80% of likwid), plus the loaded-latency layout (latency
+  thread on CPU 0, one load thread on CPU 1).
+Medians of REPS runs are compared; every single figure is printed. likwid is installed with apt-get
+when missing; when it cannot run, a plain C read loop measured in the same run is the reference.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+
+ANCHOR_LATENCY_NS = 146.0   # ../shared/reference/ANCHORS.md: multichase, 1 GiB random chase
+LIKWID_GB = 1_000_000_000    # likwid "1GB" is 10^9 bytes
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def sh(cmd, timeout=300):
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    return p.returncode, p.stdout, p.stderr
+
+
+def engine(binary, *args):
+    rc, out, err = sh([binary, *args, "--json"])
+    if rc != 0:
+        sys.exit(f"memlat failed ({rc}): {' '.join(args)}: {err.strip()}")
+    return json.loads(out)
+
+
+def ensure_likwid():
+    if shutil.which("likwid-bench"):
+        return True
+    print("likwid-bench not found: installing Debian package 'likwid'")
+    sudo = [] if os.geteuid() == 0 else ["sudo", "-n"]
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    for cmd in (sudo + ["apt-get", "update", "-q"], sudo + ["apt-get", "install", "-y", "-q", "--no-install-recommends", "likwid"]):
+        p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        if p.returncode != 0:
+            print(f"  {' '.join(cmd)} failed: {p.stderr.strip()[-300:]}")
+            return False
+    return shutil.which("likwid-bench") is not None
+
+
+def likwid(threads):
+    rc, out, err = sh(["likwid-bench", "-t", "load_avx", "-w", f"S0:1GB:{threads}"])
+    m = re.search(r"^MByte/s:\s+([\d.]+)", out, re.M)
+    if rc != 0 or not m:
+        return None, (err or out).strip().splitlines()[-1:] or ["no output"]
+    return float(m.group(1)), None
+
+
+def ref_read(threads, build_dir):
+    exe = os.path.join(build_dir, "ref_read")
+    if not os.path.exists(exe):
+        subprocess.run(["gcc", "-O3", "-march=native", "-pthread", "-o", exe, os.path.join(HERE, "ref_read.c")],
+                       check=True)
+    rc, out, err = sh([exe, str(threads), str(LIKWID_GB // threads), "2"])
+    return float(re.search(r"MByte/s: ([\d.]+)", out).group(1))
+
+
+def med(xs):
+    return statistics.median(xs)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--binary", default="build/memlat")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("-t", type=float, default=2.0, help="seconds per engine measurement")
+    a = ap.parse_args()
+    b, t = a.binary, str(a.t)
+    ncpu = len(os.sched_getaffinity(0))
+    with open("/proc/loadavg") as f:
+        load_before = f.read().split()[0]
+    model = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+    print(f"machine: {model}, {ncpu} CPUs, load average {load_before} at start")
+
+    # ---- idle latency, 1 GiB ----
+    lat = {"default": [], "multichase-like": []}
+    modes = {"default": ["-l", "64"],
+             "multichase-like": ["-l", "256", "--tlb_locality", "256", "--no_huge_pages"]}
+    hp = {}
+    for _ in range(a.reps):
+        for name, extra in modes.items():
+            d = engine(b, "--idle_latency", "-b", str(1 << 20), "-t", t, *extra)
+            lat[name].append(d["latency_ns"])
+            hp[name] = d["huge_pages_detail"]
+    print("\nidle latency, 1 GiB buffer (ANCHORS.md: 146 ns, multichase 1 GiB random chase)")
+    lat_ok = {}
+    for name in modes:
+        m = med(lat[name])
+        lat_ok[name] = abs(m / ANCHOR_LATENCY_NS - 1) <= 0.10
+        print(f"  engine {name:16s} ({' '.join(modes[name])}; {hp[name]}):")
+        print(f"    runs {', '.join(f'{x:.1f}' for x in lat[name])} ns; median {m:.1f} ns, best {min(lat[name]):.1f} ns;"
+              f" median/146 = {m / ANCHOR_LATENCY_NS:.3f} -> {'within' if lat_ok[name] else 'NOT within'} 10%")
+
+    # ---- bandwidth ----
+    have_likwid = ensure_likwid()
+    ref_name = "likwid-bench load_avx"
+    if have_likwid:
+        v, why = likwid(1)
+        if v is None:
+            print(f"likwid-bench cannot run here ({why[0]}); reference = plain C read loop (bench/ref_read.c)")
+            have_likwid = False
+    if not have_likwid:
+        ref_name = "C read loop (ref_read.c)"
+    print(f"\ndelay-0 all-reads bandwidth, MB/s (10^6 B/s), 1 GB in all, reference {ref_name}")
+    bw_ok = True
+    build_dir = os.path.dirname(os.path.abspath(b))
+    for n in range(1, ncpu + 1):
+        eng, ref = [], []
+        for _ in range(a.reps):
+            d = engine(b, "--bandwidth_only", "-R", "-d", "0", "-k", f"0-{n - 1}", "-b", str(LIKWID_GB // n // 1024),
+                       "-t", t)
+            eng.append(d["rows"][0]["bandwidth_mbps"])
+            ref.append(likwid(n)[0] if have_likwid else ref_read(n, build_dir))
+        r = med(eng) / med(ref)
+        bw_ok &= r >= 0.8
+        print(f"  {n} thread(s): engine {', '.join(f'{x:.0f}' for x in eng)} (median {med(eng):.0f});"
+              f" {ref_name} {', '.join(f'{x:.0f}' for x in ref)} (median {med(ref):.0f});"
+              f" ratio {r:.2f} -> {'>=' if r >= 0.8 else 'BELOW'} 80%")
+    if ncpu >= 2:
+        d = engine(b, "--loaded_latency", "-R", "-d", "0", "-k", "0,1", "-b", str(LIKWID_GB // 1024), "-t", t)
+        r0 = d["rows"][0]
+        print(f"  loaded-latency layout (latency thread CPU 0 + 1 load thread CPU 1), delay 0: "
+              f"{r0['bandwidth_mbps']:.0f} MB/s at {r0['latency_ns']:.1f} ns")
+
+    with open("/proc/loadavg") as f:
+        load_after = f.read().split()[0]
+    print(f"\nload average {load_before} -> {load_after} (other work on the machine disturbs every figure)")
+    print(f"targets: idle latency within 10% of 146 ns: default chase {'met' if lat_ok['default'] else 'missed'},"
+          f" multichase-like chase {'met' if lat_ok['multichase-like'] else 'missed'};"
+          f" bandwidth >= 80% of {ref_name}: {'met' if bw_ok else 'missed'}")
+
+
+if __name__ == "__main__":
+    main()
