@@ -218,8 +218,7 @@ def test_rows_stream_live_and_cancel_stops_mlc(fake_mlc: dict[str, Any], tmp_pat
     assert all(e.error is None for _, e in results)
     # the first delay is reported long before the sweep ends (19 rows × 0.15 s)
     assert results[0][0] < results[-1][0] - 1.5
-    kinds = [type(e).__name__ for _, e in events]
-    assert kinds[:2] == ["Sample", "Result"]
+    assert isinstance(events[0][1], Sample) and isinstance(events[1][1], Result)  # each row: live figure, then point
     assert events[0][1].data == {"delay": 0, "latency_ns": 282.55, "bandwidth_mbps": 135345.6, "engine": "mlc"}
 
     # leaving the stream early (the consumer is cancelled) stops the process
@@ -294,6 +293,23 @@ def test_auto_falls_back_to_the_builtin_engine_and_says_so(tmp_path: Path) -> No
     tools = json.loads((out / "run.json").read_text())["tools"]
     assert tools["memory_engine"] == "builtin" and tools["memlat"].startswith("profiler-tui memlat")
     assert "falls back" in tools["memory_engine_note"]
+
+
+def test_auto_prefers_mlc_when_usable_and_explains_when_not(fake_mlc: dict[str, Any],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", fake_mlc["env"]["PATH"])
+    monkeypatch.delenv("MLC_PATH", raising=False)
+    monkeypatch.setattr(memory, "mlc_unusable_reason", lambda: None)
+    runner = MemoryRunner("auto")
+    assert (runner.engine, runner.binary, runner.notice) == ("mlc", str(fake_mlc["exe"]), None)
+    assert runner.tool_versions()["memory_engine"] == "mlc"
+    if ENGINE is None:
+        return
+    reason = "MLC needs huge pages on AMD and /proc/sys/vm/nr_hugepages is 0"
+    monkeypatch.setattr(memory, "mlc_unusable_reason", lambda: reason)
+    runner = MemoryRunner("auto")
+    assert runner.engine == "builtin" and reason in (runner.notice or "")
+    assert MemoryRunner("mlc").engine == "mlc"  # forcing MLC is the user's call
 
 
 # --- validation ----------------------------------------------------------------------------------
@@ -384,3 +400,18 @@ def test_engine_rejection_fails_the_point_with_its_message(tmp_path: Path) -> No
     err = meta["failures"][0]["error"]
     assert err.startswith("memlat exited with status 2 and printed no row for delay 0: memlat: error:")
     assert "-b" in err
+
+
+@needs_engine
+def test_traffic_the_engine_does_not_know_fails_clearly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PROFILER_TUI_MEMLAT", str(ENGINE))
+    runner = MemoryRunner("builtin")
+    point = {"mode": "loaded", "traffic": "W13", "delay": 0, "stride": 64, "buffer": None, "duration": 1,
+             "cpus": None}
+
+    async def go() -> list[Any]:
+        return [ev async for ev in runner.run([(0, point)], Context(None, tmp_path, "builtin"))]
+
+    (res,) = asyncio.run(go())
+    assert isinstance(res, Result) and res.metrics == {}
+    assert "invalid traffic type -W '13'" in (res.error or "") and "valid codes are" in (res.error or "")

@@ -7,7 +7,8 @@
 * The built-in engine (``native/memlat``) is looked for in ``PROFILER_TUI_MEMLAT``, then the
   repository's ``native/memlat/build/memlat``, then ``memlat`` on ``PATH`` (the container installs
   it as ``/usr/local/bin/memlat``).
-* ``auto`` takes MLC when found and otherwise the built-in engine; the fallback is announced by
+* ``auto`` takes MLC when found and usable (x86; on AMD only with huge pages reserved, see
+  ANCHORS.md) and otherwise the built-in engine; the fallback is announced by
   :attr:`MemoryRunner.notice` (the CLI prints it) and recorded in run.json's tools and in every
   results line (``point.engine`` and ``engine``).
 
@@ -34,6 +35,7 @@ import asyncio
 import codecs
 import math
 import os
+import platform
 import shlex
 import shutil
 import subprocess
@@ -75,6 +77,21 @@ def find_mlc() -> tuple[str | None, str | None]:
     if _executable(MLC_DEFAULT_PATH):
         return MLC_DEFAULT_PATH, None
     return None, problem
+
+
+def mlc_unusable_reason() -> str | None:
+    """Why MLC cannot measure on this machine (ANCHORS.md), or None: auto then prefers the built-in engine."""
+    machine = platform.machine().lower()
+    if machine not in ("x86_64", "amd64", "i386", "i686"):
+        return f"MLC runs on x86 only and this machine is {machine}"
+    try:
+        cpuinfo = Path("/proc/cpuinfo").read_text()
+        hugepages = int(Path("/proc/sys/vm/nr_hugepages").read_text().strip() or 0)
+    except (OSError, ValueError):
+        return None
+    if "AuthenticAMD" in cpuinfo and hugepages == 0:
+        return "MLC needs huge pages on AMD and /proc/sys/vm/nr_hugepages is 0"
+    return None
 
 
 def find_engine() -> tuple[str | None, str | None]:
@@ -173,10 +190,15 @@ class MemoryRunner:
                 raise ToolMissing(f"Intel MLC was not found{why}: {MLC_HOWTO}.")
             self.engine, self.binary = "mlc", mlc
             return
-        if engine == "auto" and mlc is not None:
+        unusable = mlc_unusable_reason() if mlc is not None else None
+        if engine == "auto" and mlc is not None and unusable is None:
             self.engine, self.binary = "mlc", mlc
             return
         memlat, problem = find_engine()
+        if memlat is None and engine == "auto" and mlc is not None:
+            self.engine, self.binary = "mlc", mlc
+            self.notice = f"Intel MLC at {mlc} may fail ({unusable}) and the built-in engine was not found: trying MLC."
+            return
         if memlat is None:
             why = f" ({problem})" if problem else ""
             if engine == "builtin":
@@ -184,7 +206,10 @@ class MemoryRunner:
             raise ToolMissing(f"Neither Intel MLC nor the built-in memory engine was found{why}: {ENGINE_HOWTO}; "
                               f"or {MLC_HOWTO.split('; or use')[0]}.")
         self.engine, self.binary = "builtin", memlat
-        if engine == "auto":
+        if engine == "auto" and mlc is not None:
+            self.notice = (f"Intel MLC found at {mlc} but {unusable}: using the built-in memory engine {memlat} "
+                           "(--engine mlc forces MLC).")
+        elif engine == "auto":
             why = f" ({mlc_problem})" if mlc_problem else ""
             self.notice = (f"Intel MLC not found{why}: using the built-in memory engine {memlat} "
                            "(--engine auto falls back; install MLC or set MLC_PATH to use it).")
