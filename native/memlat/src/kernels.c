@@ -5,7 +5,7 @@
 #include <time.h>
 #include "memlat.h"
 
-#if defined(__x86_64__) || defined(__i386__)
+#if (defined(__x86_64__) || defined(__i386__)) && !defined(MEMLAT_PORTABLE)
 #include <immintrin.h>
 #define KSUF avx2
 #define KISA 2
@@ -31,7 +31,7 @@ const char *kernel_isa = "unset";
 
 void kernels_init(void)
 {
-#if defined(__x86_64__) || defined(__i386__)
+#if (defined(__x86_64__) || defined(__i386__)) && !defined(MEMLAT_PORTABLE)
     const char *force = getenv("MEMLAT_ISA");   /* tests: exercise the SSE2 path on AVX2 machines */
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx2") && !(force && strcmp(force, "sse2") == 0)) {

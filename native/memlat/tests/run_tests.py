@@ -171,11 +171,14 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--binary", default="build/memlat")
     ap.add_argument("--sanitized", action="store_true", help="sanitizer build: short runs, no physics")
+    ap.add_argument("--only", help="run only the sections whose name contains this word")
     a = ap.parse_args()
     for name, fn in (("usage errors", lambda: test_usage_errors(a.binary)),
                      ("counting rule", lambda: test_counting(a.binary)),
                      ("output format", lambda: test_output(a.binary, a.sanitized)),
                      ("physics", None if a.sanitized else lambda: test_physics(a.binary))):
+        if a.only and a.only not in name:
+            continue
         if fn is None:
             print(f"{name}: skipped (sanitized build)")
             continue
