@@ -187,6 +187,61 @@ def resume(directory: str, engine: str | None) -> int:
     return _execute(session)
 
 
+# --- report / import / compare (docs/report.md) --------------------------------------------------
+
+
+@cli.command()
+@click.argument("directory", metavar="DIR")
+@click.option("--out", metavar="FILE", help="Write the report here (default: DIR/report.md); plots/ and results.csv "
+              "go beside it.")
+@click.option("--p99-bound-us", type=click.FloatRange(min=0, min_open=True), default=1000.0, show_default=True,
+              help="Latency bound for the best operating point: p99 at most this many µs.")
+def report(directory: str, out: str | None, p99_bound_us: float) -> int:
+    """(Re)render report.md, plots/ and results.csv from a results directory."""
+    from app.report import render_report
+
+    path = render_report(directory, out, p99_bound_us=p99_bound_us)
+    click.echo(f"report: {path}")
+    return 0
+
+
+@cli.command(name="import")
+@click.argument("files", nargs=-1, required=True, metavar="FILE...")
+@click.option("--out", required=True, metavar="DIR", help="The results directory to create.")
+def import_cmd(files: tuple[str, ...], out: str) -> int:
+    """Ingest fio JSON / json+ outputs and MLC text outputs into a results directory."""
+    from app.importer import import_files
+
+    path, sources = import_files(list(files), out)
+    for s in sources:
+        click.echo(f"{s['file']}: {s['format']}, {s['points']} point(s)")
+    click.echo(f"imported {sum(s['points'] for s in sources)} point(s) into {path}; "
+               f"`profiler-tui report {path}` renders the report")
+    return 0
+
+
+@cli.command()
+@click.argument("directory", metavar="DIR")
+@click.argument("other", required=False, metavar="[DIR2]")
+@click.option("--reference", metavar="NAME_OR_TOML", help="Compare with a spec sheet (presets/references/NAME.toml "
+              "or a TOML path) instead of a second run.")
+@click.option("--out", metavar="FILE", help="Also write the tables (markdown) to FILE.")
+def compare(directory: str, other: str | None, reference: str | None, out: str | None) -> int:
+    """Ratio tables: two runs matched point by point, or a run against a spec sheet."""
+    from app.compare import compare_reference, compare_runs, load_reference
+    from app.errors import UsageError
+
+    if (other is None) == (reference is None):
+        raise UsageError("compare: give a second results directory or --reference NAME_OR_TOML (exactly one).")
+    text = compare_runs(directory, other) if other else compare_reference(directory, load_reference(reference))
+    if out:
+        from pathlib import Path
+
+        Path(out).write_text(text, encoding="utf-8")
+    click.echo(text, nl=False)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> None:
     try:
         rv = cli.main(args=argv, prog_name="profiler-tui", standalone_mode=False)

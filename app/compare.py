@@ -1,0 +1,323 @@
+"""`profiler-tui compare`: ratio tables of two runs, or of a run against a spec sheet (SPEC §8).
+
+Two runs are matched point by point on the workload: storage on (rw, rwmixread, bs,
+iodepth, numjobs) plus ioengine/direct when a side has several; memory on (mode, traffic,
+stride, delay, buffer).  Ratios are B / A (the second run over the first).
+
+A spec sheet (``presets/references/NAME.toml``, or any TOML path) lists figures a vendor or a
+report quotes; each is matched to the run's points of the same access pattern and block size
+(and queue depth / jobs when the sheet states them) and the best of those points is compared.
+Schema (validated; errors name file, key and value, exit 2)::
+
+    name = "Intel SSD D7-P5600"          # required
+    kind = "storage"                     # required; only "storage" sheets exist so far
+    source = "where the figures come from"   # required: datasheet, report, page
+    description = "..."                  # optional
+    url = "https://..."                  # optional
+
+    [[figure]]                           # one or more
+    label = "Random 4K write"            # required
+    rw = "randwrite"                     # required: read write randread randwrite rw randrw
+    bs = "4k"                            # required: size
+    metric = "iops"                      # required: iops | bw_mbps (10^6 B/s) | lat_mean_us | lat_p99_us
+    value = 260000                       # required, > 0
+    rwmixread = 70                       # optional (rw/randrw only)
+    iodepth = 32                         # optional: the sheet's test condition
+    numjobs = 4                          # optional
+    note = "..."                         # optional
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from app.errors import UsageError
+from app.presets import RW_MODES, shipped_dir
+from app.report.model import MemoryPoint, StoragePoint, load
+from app.report.render import md_table, workload
+from app.units import format_count, format_size, parse_size
+
+METRICS = {
+    "iops": ("IOPS", True),
+    "bw_mbps": ("MB/s", True),
+    "lat_mean_us": ("mean latency (µs)", False),
+    "lat_p99_us": ("p99 latency (µs)", False),
+}
+TOP_KEYS = ("name", "kind", "source", "description", "url", "model", "capacity", "figure")
+FIGURE_KEYS = ("label", "rw", "bs", "metric", "value", "rwmixread", "iodepth", "numjobs", "note")
+
+
+# --- reference sheets ---------------------------------------------------------------------------------
+
+
+@dataclass
+class RefFigure:
+    label: str
+    rw: str
+    bs: int
+    metric: str
+    value: float
+    rwmixread: int | None = None
+    iodepth: int | None = None
+    numjobs: int | None = None
+    note: str | None = None
+
+
+@dataclass
+class Reference:
+    name: str
+    source: str
+    path: str
+    figures: list[RefFigure]
+    description: str = ""
+    url: str = ""
+
+
+def references_dir() -> Path:
+    return shipped_dir() / "references"
+
+
+def available_references() -> dict[str, Path]:
+    d = references_dir()
+    return {p.stem: p for p in sorted(d.glob("*.toml"))} if d.is_dir() else {}
+
+
+def _bad(path: str, key: str, value: Any, why: str) -> UsageError:
+    shown = f"'{value}'" if isinstance(value, str) else json.dumps(value, default=str)
+    return UsageError(f"{path}: key '{key}' has invalid value {shown}: {why}.")
+
+
+def parse_reference(data: dict[str, Any], path: str) -> Reference:
+    for key in data:
+        if key not in TOP_KEYS:
+            raise UsageError(f"{path}: unknown key '{key}'; expected one of {', '.join(TOP_KEYS)}.")
+    for key in ("name", "source"):
+        v = data.get(key)
+        if not isinstance(v, str) or not v.strip():
+            raise UsageError(f"{path}: key '{key}' is missing or empty (a reference sheet must say what it is "
+                             "and where its figures come from).")
+    kind = data.get("kind", "storage")
+    if kind != "storage":
+        raise _bad(path, "kind", kind, "only storage reference sheets are supported")
+    raw_figs = data.get("figure")
+    if not isinstance(raw_figs, list) or not raw_figs or not all(isinstance(f, dict) for f in raw_figs):
+        raise UsageError(f"{path}: needs at least one [[figure]] table.")
+    figures = []
+    for i, f in enumerate(raw_figs, 1):
+        where = f"{path} [[figure]] {i}"
+        for key in f:
+            if key not in FIGURE_KEYS:
+                raise UsageError(f"{where}: unknown key '{key}'; expected one of {', '.join(FIGURE_KEYS)}.")
+        for key in ("label", "rw", "bs", "metric", "value"):
+            if key not in f:
+                raise UsageError(f"{where}: key '{key}' is missing.")
+        if not isinstance(f["label"], str) or not f["label"].strip():
+            raise _bad(where, "label", f["label"], "must be a non-empty string")
+        rw = f["rw"]
+        if rw not in RW_MODES:
+            raise _bad(where, "rw", rw, "must be one of " + ", ".join(RW_MODES))
+        try:
+            bs = parse_size(f["bs"])
+        except ValueError as e:
+            raise _bad(where, "bs", f["bs"], str(e)) from None
+        metric = f["metric"]
+        if metric not in METRICS:
+            raise _bad(where, "metric", metric, "must be one of " + ", ".join(METRICS))
+        value = f["value"]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+            raise _bad(where, "value", value, "must be a positive number")
+        opt: dict[str, int | None] = {}
+        for key, lo, hi in (("rwmixread", 0, 100), ("iodepth", 1, 65536), ("numjobs", 1, 1024)):
+            v = f.get(key)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi):
+                raise _bad(where, key, v, f"must be a whole number from {lo} to {hi}")
+            opt[key] = v
+        if opt["rwmixread"] is not None and rw not in ("rw", "randrw"):
+            raise _bad(where, "rwmixread", opt["rwmixread"], "only applies to rw and randrw")
+        note = f.get("note")
+        if note is not None and not isinstance(note, str):
+            raise _bad(where, "note", note, "must be a string")
+        figures.append(RefFigure(f["label"], rw, bs, metric, float(value), opt["rwmixread"], opt["iodepth"],
+                                 opt["numjobs"], note))
+    return Reference(data["name"], data["source"], path, figures, str(data.get("description", "")),
+                     str(data.get("url", "")))
+
+
+def load_reference(name_or_path: str) -> Reference:
+    if name_or_path.endswith(".toml") or os.sep in name_or_path:
+        path = Path(name_or_path)
+    else:
+        table = available_references()
+        if name_or_path not in table:
+            raise UsageError(f"--reference {name_or_path}: no such reference sheet; available: "
+                             f"{', '.join(table) or 'none'} (or give a path to a .toml file).")
+        path = table[name_or_path]
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such reference sheet.") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise UsageError(f"{path}: cannot be read ({e}).") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise UsageError(f"{path}: TOML syntax error: {e}.") from None
+    return parse_reference(data, str(path))
+
+
+# --- values -----------------------------------------------------------------------------------------------
+
+
+def metric_value(p: StoragePoint, metric: str) -> float | None:
+    if metric == "iops":
+        return p.iops
+    if metric == "bw_mbps":
+        return p.bw / 1e6
+    if metric == "lat_mean_us":
+        return p.lat_mean / 1e3 if p.lat_mean else None
+    if metric == "lat_p99_us":
+        return None if p.p99 is None else p.p99 / 1e3
+    raise KeyError(metric)
+
+
+def _fmt(metric: str, v: float | None) -> str:
+    if v is None:
+        return "n/a"
+    if metric == "iops":
+        return format_count(v)
+    if metric == "bw_mbps":
+        return f"{v:.1f}"
+    return f"{v:.2f}"
+
+
+def _ratio(a: float | None, b: float | None) -> str:
+    if not a or b is None:
+        return "n/a"
+    return f"{b / a:.2f}×"
+
+
+# --- run vs reference --------------------------------------------------------------------------------------
+
+
+def compare_reference(run_dir: str, ref: Reference) -> str:
+    data = load(run_dir)
+    lines = [f"# {Path(run_dir).name} vs {ref.name}", ""]
+    lines.append(f"Reference: {ref.name} — {ref.source}" + (f" ({ref.url})" if ref.url else "") + ".")
+    if ref.description:
+        lines += ["", ref.description]
+    lines += ["", "Each reference figure is compared with the best matching point of the run (same access pattern "
+                  "and block size, and the sheet's queue depth and jobs when it states them). Ratio = run / "
+                  "reference; for latencies below 1× is better.", ""]
+    rows = []
+    for f in ref.figures:
+        cands = [p for p in data.storage if p.rw == f.rw and p.bs == f.bs
+                 and (f.rwmixread is None or (p.mixed and p.read_pct == f.rwmixread))]
+        exact = [p for p in cands if (f.iodepth is None or p.iodepth == f.iodepth)
+                 and (f.numjobs is None or p.numjobs == f.numjobs)]
+        higher_better = METRICS[f.metric][1]
+        pool = exact or cands
+        cond = []
+        if f.iodepth:
+            cond.append(f"QD{f.iodepth}")
+        if f.numjobs:
+            cond.append(f"T{f.numjobs}")
+        label = f.label + (f" ({' '.join(cond)})" if cond else "")
+        valued = [(metric_value(p, f.metric), p) for p in pool]
+        valued = [(v, p) for v, p in valued if v is not None]
+        if not valued:
+            rows.append([label, METRICS[f.metric][0], _fmt(f.metric, f.value), "not measured", "", "", f.note or ""])
+            continue
+        v, p = (max if higher_better else min)(valued, key=lambda t: t[0])
+        how = workload(p) + ("" if exact or (f.iodepth is None and f.numjobs is None) else " (sheet's QD not run)")
+        if len(valued) > 1:
+            how += f", best of {len(valued)}"
+        rows.append([label, METRICS[f.metric][0], _fmt(f.metric, f.value), _fmt(f.metric, v),
+                     _ratio(f.value, v), how, f.note or ""])
+    lines.append(md_table(["Figure", "Metric", "Reference", "This run", "Ratio", "Run point", "Note"], rows,
+                          right=(2, 3, 4)))
+    lines.append("")
+    return "\n".join(lines)
+
+
+# --- run vs run ------------------------------------------------------------------------------------------------
+
+
+def _skey(p: StoragePoint, extra: bool) -> tuple[Any, ...]:
+    base = (p.rw, p.point.get("rwmixread") if p.mixed else None, p.bs, p.iodepth, p.numjobs)
+    return base + ((p.ioengine, p.point.get("direct")) if extra else ())
+
+
+def _mkey(p: MemoryPoint) -> tuple[Any, ...]:
+    return (p.mode, p.traffic, p.stride, p.delay, p.buffer)
+
+
+def compare_runs(dir_a: str, dir_b: str) -> str:
+    a, b = load(dir_a), load(dir_b)
+    name_a, name_b = Path(dir_a).name or dir_a, Path(dir_b).name or dir_b
+    if name_a == name_b:
+        name_a, name_b = str(dir_a), str(dir_b)
+    lines = [f"# {name_a} (A) vs {name_b} (B)", "",
+             "Points are matched on the workload (pattern, mix, block size, queue depth, jobs); ratio = B / A. "
+             "For throughput above 1× means B is faster; for latency below 1× means B is faster.", ""]
+    engines = {(p.ioengine, p.point.get("direct")) for p in a.storage + b.storage}
+    extra = len(engines) > 1
+    sa = {_skey(p, extra): p for p in a.storage}
+    sb = {_skey(p, extra): p for p in b.storage}
+    common = [k for k in sa if k in sb]
+    if a.storage or b.storage:
+        lines += ["## Storage", ""]
+        if common:
+            rows = []
+            for k in common:
+                pa, pb = sa[k], sb[k]
+                rows.append([workload(pa) + (f" {pa.ioengine}" if extra else ""),
+                             format_count(pa.iops), format_count(pb.iops), _ratio(pa.iops, pb.iops),
+                             f"{pa.bw / 1e6:.1f}", f"{pb.bw / 1e6:.1f}", _ratio(pa.bw, pb.bw),
+                             f"{pa.lat_mean / 1e3:.2f}", f"{pb.lat_mean / 1e3:.2f}", _ratio(pa.lat_mean, pb.lat_mean),
+                             _fmt("lat_p99_us", metric_value(pa, "lat_p99_us")),
+                             _fmt("lat_p99_us", metric_value(pb, "lat_p99_us")),
+                             _ratio(metric_value(pa, "lat_p99_us"), metric_value(pb, "lat_p99_us"))])
+            lines.append(md_table(["Workload", "IOPS A", "IOPS B", "B/A", "MB/s A", "MB/s B", "B/A", "Mean µs A",
+                                   "Mean µs B", "B/A", "p99 µs A", "p99 µs B", "B/A"], rows))
+            lines.append("")
+            ratios = [sb[k].iops / sa[k].iops for k in common if sa[k].iops > 0]
+            if ratios:
+                import statistics
+
+                lines.append(f"Geometric mean of the IOPS ratios over {len(ratios)} matched points: "
+                             f"{statistics.geometric_mean(ratios):.2f}×.")
+                lines.append("")
+        only_a = [workload(sa[k]) for k in sa if k not in sb]
+        only_b = [workload(sb[k]) for k in sb if k not in sa]
+        if not common:
+            lines += ["No storage point of one run matches a point of the other.", ""]
+        if only_a:
+            lines += [f"Only in A ({len(only_a)}): " + ", ".join(only_a[:12]) + (" …" if len(only_a) > 12 else ""), ""]
+        if only_b:
+            lines += [f"Only in B ({len(only_b)}): " + ", ".join(only_b[:12]) + (" …" if len(only_b) > 12 else ""), ""]
+    ma = {_mkey(p): p for p in a.memory}
+    mb = {_mkey(p): p for p in b.memory}
+    mcommon = [k for k in ma if k in mb]
+    if a.memory or b.memory:
+        lines += ["## Memory", ""]
+        if mcommon:
+            rows = []
+            for k in mcommon:
+                pa, pb = ma[k], mb[k]
+                what = "idle" if pa.mode == "idle" else f"{pa.traffic} stride {pa.stride} delay {pa.delay}"
+                if pa.buffer:
+                    what += f" buffer {format_size(pa.buffer)}"
+                rows.append([what, f"{pa.latency:.2f}" if pa.latency else "n/a",
+                             f"{pb.latency:.2f}" if pb.latency else "n/a", _ratio(pa.latency, pb.latency),
+                             "" if pa.bandwidth is None else f"{pa.bandwidth:.1f}",
+                             "" if pb.bandwidth is None else f"{pb.bandwidth:.1f}", _ratio(pa.bandwidth, pb.bandwidth)])
+            lines.append(md_table(["Point", "Latency ns A", "Latency ns B", "B/A", "MB/s A", "MB/s B", "B/A"], rows))
+            lines.append("")
+        else:
+            lines += ["No memory point of one run matches a point of the other.", ""]
+    return "\n".join(lines).rstrip() + "\n"

@@ -1,0 +1,12 @@
+"""Reports (SPEC §8): report.md with tables, figures and a queueing analysis of a results directory.
+
+Headless: never imports Textual, rich or plotext; matplotlib (Agg) only inside
+:mod:`app.report.plots`, when figures are drawn.
+"""
+
+from __future__ import annotations
+
+from app.report.analysis import DEFAULT_P99_BOUND_US
+from app.report.render import render_report
+
+__all__ = ["render_report", "DEFAULT_P99_BOUND_US"]

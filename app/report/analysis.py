@@ -1,0 +1,281 @@
+"""The report's analysis: Little's law, saturation knees, the best point under a latency bound.
+
+Knee method (documented in docs/report.md): a curve's points are taken in order of increasing
+load (queue depth × jobs for storage, decreasing injection delay for memory) as (throughput,
+latency) pairs.  Both coordinates are scaled to [0, 1] over the curve; the knee is the point
+farthest from the chord joining the first and the last point, on the low-latency side of it
+(the "max distance to the chord" form of Kneedle, Satopää et al. 2011, without smoothing).
+A curve whose farthest point is less than ``MIN_KNEE_DISTANCE`` from the chord is nearly
+straight and has no knee; fewer than three points cannot show one.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from app.report.model import MemoryPoint, RunData, StoragePoint
+
+MIN_KNEE_DISTANCE = 0.05  # in the unit square; about 3.5 % of the chord's length
+DEFAULT_P99_BOUND_US = 1000.0
+
+
+# --- knee ----------------------------------------------------------------------------------------
+
+
+def chord_distances(xs: Sequence[float], ys: Sequence[float]) -> list[float]:
+    """Signed distance of each point from the chord first→last in the unit square.
+
+    Positive means below/right of the chord: more throughput for less latency than a straight
+    line between the two ends would give (where a saturation knee sits).
+    """
+    n = len(xs)
+    if n < 2 or len(ys) != n:
+        return [0.0] * n
+    x0, x1 = min(xs), max(xs)
+    y0, y1 = min(ys), max(ys)
+    sx = (x1 - x0) or 1.0
+    sy = (y1 - y0) or 1.0
+    nx = [(x - x0) / sx for x in xs]
+    ny = [(y - y0) / sy for y in ys]
+    ax, ay, bx, by = nx[0], ny[0], nx[-1], ny[-1]
+    length = math.hypot(bx - ax, by - ay)
+    if length == 0:
+        return [0.0] * n
+    # cross product of (b - a) and (p - a): > 0 when p is left of a→b; for a curve rising to the
+    # right, "below the chord" is the right-hand side, so negate
+    return [-((bx - ax) * (py - ay) - (by - ay) * (px - ax)) / length for px, py in zip(nx, ny)]
+
+
+def knee(xs: Sequence[float], ys: Sequence[float], min_distance: float = MIN_KNEE_DISTANCE) -> int | None:
+    """Index of the saturation knee of a latency (ys) vs throughput (xs) curve, or None."""
+    if len(xs) < 3:
+        return None
+    d = chord_distances(xs, ys)
+    best = max(range(1, len(d) - 1), key=lambda i: d[i])
+    return best if d[best] >= min_distance else None
+
+
+# --- Little's law ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Little:
+    n: int  # I/Os the workload keeps outstanding (effective depth × jobs)
+    l: float  # IOPS × mean latency
+    ratio: float  # l / n
+
+
+def littles_law(p: StoragePoint) -> Little | None:
+    if p.iops <= 0 or p.lat_mean <= 0:
+        return None
+    in_flight = p.iops * p.lat_mean * 1e-9
+    return Little(p.inflight, in_flight, in_flight / p.inflight)
+
+
+# --- storage curves ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Curve:
+    """Points of one workload (mix, block size, other settings) at increasing load."""
+
+    key: tuple[Any, ...]
+    mix: str
+    bs: int
+    label: str
+    points: list[StoragePoint]
+    knee: int | None = None
+
+    @property
+    def loads(self) -> list[int]:
+        return [p.inflight for p in self.points]
+
+    def load_label(self, p: StoragePoint) -> str:
+        return f"QD{p.iodepth}×{p.numjobs}" if self.varies_jobs else f"QD{p.iodepth}"
+
+    @property
+    def varies_jobs(self) -> bool:
+        return len({p.numjobs for p in self.points}) > 1
+
+    @property
+    def knee_point(self) -> StoragePoint | None:
+        return None if self.knee is None else self.points[self.knee]
+
+
+def rest_label(rest: tuple[tuple[str, Any], ...], varying: set[str]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in rest if k in varying)
+
+
+def varying_rest_keys(points: Sequence[StoragePoint]) -> set[str]:
+    values: dict[str, set[Any]] = {}
+    for p in points:
+        for k, v in p.rest:
+            values.setdefault(k, set()).add(v)
+    return {k for k, v in values.items() if len(v) > 1}
+
+
+def storage_curves(points: Sequence[StoragePoint]) -> list[Curve]:
+    """Every workload measured at two or more loads, in first-seen order."""
+    from app.units import format_size
+
+    varying = varying_rest_keys(points)
+    groups: dict[tuple[Any, ...], list[StoragePoint]] = {}
+    for p in points:
+        groups.setdefault((p.mix, p.bs, p.rest), []).append(p)
+    curves: list[Curve] = []
+    for (mix, bs, rest), pts in groups.items():
+        # two points with the same N (QD4×4 and QD16×1) are different curves: split by jobs
+        by_n: dict[int, int] = {}
+        for p in pts:
+            by_n[p.inflight] = by_n.get(p.inflight, 0) + 1
+        splits: dict[Any, list[StoragePoint]] = {}
+        if any(c > 1 for c in by_n.values()):
+            for p in pts:
+                splits.setdefault(("jobs", p.numjobs), []).append(p)
+        else:
+            splits[None] = list(pts)
+        for split, sp in splits.items():
+            # repeated identical points: keep the first measurement of each load
+            seen: dict[int, StoragePoint] = {}
+            for p in sp:
+                seen.setdefault(p.inflight, p)
+            ordered = sorted(seen.values(), key=lambda p: p.inflight)
+            if len(ordered) < 2:
+                continue
+            label = f"{mix} {format_size(bs)}"
+            extra = rest_label(rest, varying)
+            if extra:
+                label += f" ({extra})"
+            if split is not None:
+                label += f" T{split[1]}"
+            c = Curve((mix, bs, rest, split), mix, bs, label, ordered)
+            c.knee = knee([q.iops for q in ordered], [q.lat_mean for q in ordered])
+            curves.append(c)
+    return curves
+
+
+# --- latency bound -------------------------------------------------------------------------------------
+
+
+@dataclass
+class BoundChoice:
+    label: str
+    best: StoragePoint | None  # the highest-IOPS point meeting the bound
+    candidates: int  # points of this workload
+    lowest_p99: float | None  # when none meets it
+    next_over: StoragePoint | None  # the next heavier load, which breaks the bound
+
+
+def best_under_bound(points: Sequence[StoragePoint], bound_ns: float) -> list[BoundChoice]:
+    """For each workload (mix, block size, settings): the most IOPS with p99 ≤ bound."""
+    from app.units import format_size
+
+    varying = varying_rest_keys(points)
+    groups: dict[tuple[Any, ...], list[StoragePoint]] = {}
+    for p in points:
+        groups.setdefault((p.mix, p.bs, p.rest), []).append(p)
+    out: list[BoundChoice] = []
+    for (mix, bs, rest), pts in groups.items():
+        label = f"{mix} {format_size(bs)}"
+        extra = rest_label(rest, varying)
+        if extra:
+            label += f" ({extra})"
+        known = [p for p in pts if p.p99 is not None]
+        ok = [p for p in known if p.p99 <= bound_ns]  # type: ignore[operator]
+        best = max(ok, key=lambda p: p.iops) if ok else None
+        nxt = None
+        if best is not None:
+            heavier = sorted((p for p in known if p.inflight > best.inflight), key=lambda p: p.inflight)
+            nxt = heavier[0] if heavier else None
+        lowest = min((p.p99 for p in known), default=None)  # type: ignore[type-var]
+        out.append(BoundChoice(label, best, len(pts), lowest, nxt))
+    return out
+
+
+# --- memory curves ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class MemCurve:
+    key: tuple[Any, ...]
+    traffic: str
+    stride: int
+    buffer: int
+    engine: str
+    points: list[MemoryPoint]  # by increasing load: decreasing injection delay
+    knee: int | None = None
+
+    @property
+    def label(self) -> str:
+        from app.units import format_size
+
+        s = f"{self.traffic} stride {self.stride} B"
+        if self.buffer:
+            s += f" buffer {format_size(self.buffer)}"
+        return s
+
+
+def memory_curves(points: Sequence[MemoryPoint]) -> list[MemCurve]:
+    groups: dict[tuple[Any, ...], list[MemoryPoint]] = {}
+    for p in points:
+        if p.mode != "loaded" or p.delay is None or p.latency is None:
+            continue
+        groups.setdefault(p.series, []).append(p)
+    curves = []
+    for key, pts in groups.items():
+        seen: dict[int, MemoryPoint] = {}
+        for p in pts:
+            seen.setdefault(p.delay, p)  # type: ignore[arg-type]
+        ordered = sorted(seen.values(), key=lambda p: -(p.delay or 0))
+        c = MemCurve(key, key[0], key[1], key[2], key[3], ordered)
+        if len(ordered) >= 3 and all(p.bandwidth is not None for p in ordered):
+            c.knee = knee([p.bandwidth or 0.0 for p in ordered], [p.latency or 0.0 for p in ordered])
+        curves.append(c)
+    return curves
+
+
+def lines_in_flight(p: MemoryPoint, line_bytes: int = 64) -> float | None:
+    """Little's law for memory: cache lines outstanding = (bandwidth / line size) × latency."""
+    if not p.bandwidth or not p.latency:
+        return None
+    return p.bandwidth * 1e6 / line_bytes * p.latency * 1e-9
+
+
+# --- memory vs storage ----------------------------------------------------------------------------------
+
+
+@dataclass
+class MemStorageRatio:
+    storage: StoragePoint
+    memory_ns: float
+    memory_what: str
+    ratio: float
+
+
+def memory_storage_ratio(data: RunData) -> MemStorageRatio | None:
+    storage = [p for p in data.storage if p.lat_mean > 0]
+    if not storage or not data.memory:
+        return None
+    fastest = min(storage, key=lambda p: p.lat_mean)
+    idle = [p for p in data.memory if p.mode == "idle" and p.latency]
+    if idle:
+        m = min(idle, key=lambda p: p.latency or 0.0)
+        what = "idle memory latency"
+    else:
+        loaded = [p for p in data.memory if p.latency]
+        if not loaded:
+            return None
+        m = min(loaded, key=lambda p: p.latency or 0.0)
+        what = f"lowest loaded memory latency ({m.traffic}, stride {m.stride} B, delay {m.delay})"
+    mem_ns = float(m.latency or 0.0)
+    if mem_ns <= 0:
+        return None
+    return MemStorageRatio(fastest, mem_ns, what, fastest.lat_mean / mem_ns)
+
+
+def utilisation(curve: Curve) -> list[float]:
+    """Operational utilisation estimate per point: throughput / the curve's highest throughput."""
+    top = max((p.iops for p in curve.points), default=0.0)
+    return [p.iops / top if top else 0.0 for p in curve.points]

@@ -1,0 +1,232 @@
+"""A results directory read for the report: typed views of its storage and memory points.
+
+Nothing here draws or formats; :mod:`app.report.analysis` computes, :mod:`app.report.render`
+writes markdown, :mod:`app.report.plots` draws.  Units inside: bytes, bytes/s, nanoseconds.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from app.results import ResultsDir
+
+SYNC_ENGINES = frozenset({"psync", "sync", "pvsync", "pvsync2", "vsync"})
+# point keys that identify the workload; the others (runtime, size, ...) are run settings
+WORKLOAD_KEYS = ("rw", "rwmixread", "bs", "iodepth", "numjobs")
+SETTING_KEYS = ("group", "runtime", "ramp_time", "size", "time_based")
+
+TRAFFIC_DESCRIPTIONS = {
+    "R": "all reads",
+    "W2": "2:1 read:write",
+    "W3": "3:1 read:write",
+    "W4": "3:2 read:write",
+    "W5": "1:1 read:write",
+    "W6": "0:1 read : non-temporal write",
+    "W7": "2:1 read : non-temporal write",
+    "W8": "1:1 read : non-temporal write",
+    "W9": "3:1 read : non-temporal write",
+    "W10": "2:1 read : non-temporal write, stream-triad-like",
+    "W11": "3:1 read:write, stream-triad-like with RFO",
+    "W12": "4:1 read:write",
+}
+
+
+def _num(v: Any, default: float = 0.0) -> float:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return default
+    return f if math.isfinite(f) else default
+
+
+@dataclass
+class StoragePoint:
+    index: int
+    point: dict[str, Any]
+    metrics: dict[str, Any]
+    record: dict[str, Any] = field(repr=False, default_factory=dict)
+
+    # -- workload ------------------------------------------------------------------------------
+    @property
+    def rw(self) -> str:
+        return str(self.point.get("rw") or "read")
+
+    @property
+    def bs(self) -> int:
+        return int(self.point.get("bs") or 0)
+
+    @property
+    def iodepth(self) -> int:
+        return int(self.point.get("iodepth") or 1)
+
+    @property
+    def numjobs(self) -> int:
+        return int(self.point.get("numjobs") or 1)
+
+    @property
+    def ioengine(self) -> str:
+        return str(self.point.get("ioengine") or "")
+
+    @property
+    def read_pct(self) -> int:
+        """Percentage of reads the workload asks for."""
+        rw = self.rw
+        if rw in ("rw", "randrw", "readwrite"):
+            mix = self.point.get("rwmixread")
+            return 50 if mix is None else int(mix)
+        return 0 if ("write" in rw or "trim" in rw) else 100
+
+    @property
+    def random(self) -> bool:
+        return self.rw.startswith("rand")
+
+    @property
+    def mixed(self) -> bool:
+        return self.rw in ("rw", "randrw", "readwrite")
+
+    @property
+    def mix(self) -> str:
+        """The access pattern and read/write mix, the 'mix' axis of tables and heatmaps."""
+        if self.mixed:
+            return f"{self.rw} {self.read_pct}/{100 - self.read_pct}"
+        return self.rw
+
+    @property
+    def mix_order(self) -> tuple[int, int]:
+        return (1 if self.random else 0, -self.read_pct)
+
+    @property
+    def effective_depth(self) -> int:
+        """I/Os one job can keep in flight: synchronous engines cap the queue depth at 1."""
+        return 1 if self.ioengine in SYNC_ENGINES else self.iodepth
+
+    @property
+    def inflight(self) -> int:
+        """N of Little's law: the I/Os the workload keeps outstanding (depth × jobs)."""
+        return self.effective_depth * self.numjobs
+
+    @property
+    def rest(self) -> tuple[tuple[str, Any], ...]:
+        """Everything else that defines the workload (ioengine, direct, ...)."""
+        skip = set(WORKLOAD_KEYS) | set(SETTING_KEYS)
+        return tuple(sorted((k, v) for k, v in self.point.items() if k not in skip and not isinstance(v, (dict, list))))
+
+    # -- measurements ------------------------------------------------------------------------
+    @property
+    def iops(self) -> float:
+        return _num(self.metrics.get("iops"))
+
+    @property
+    def bw(self) -> float:
+        return _num(self.metrics.get("bw_bytes"))
+
+    def lat(self, key: str) -> float:
+        return _num((self.metrics.get("lat_ns") or {}).get(key))
+
+    @property
+    def lat_mean(self) -> float:
+        return self.lat("mean")
+
+    @property
+    def p99(self) -> float | None:
+        v = (self.metrics.get("lat_ns") or {}).get("p99")
+        return None if v in (None, 0) else _num(v)
+
+    @property
+    def usr(self) -> float:
+        return _num(self.metrics.get("usr_cpu"))
+
+    @property
+    def sys(self) -> float:
+        return _num(self.metrics.get("sys_cpu"))
+
+    @property
+    def group(self) -> str | None:
+        g = self.point.get("group")
+        return str(g) if g else None
+
+
+@dataclass
+class MemoryPoint:
+    index: int
+    point: dict[str, Any]
+    metrics: dict[str, Any]
+    record: dict[str, Any] = field(repr=False, default_factory=dict)
+
+    @property
+    def mode(self) -> str:
+        return str(self.point.get("mode") or ("idle" if self.point.get("delay") is None else "loaded"))
+
+    @property
+    def traffic(self) -> str | None:
+        return self.point.get("traffic")
+
+    @property
+    def stride(self) -> int | None:
+        s = self.point.get("stride")
+        return None if s is None else int(s)
+
+    @property
+    def delay(self) -> int | None:
+        d = self.point.get("delay")
+        return None if d is None else int(d)
+
+    @property
+    def buffer(self) -> int | None:
+        b = self.point.get("buffer")
+        return None if b is None else int(b)
+
+    @property
+    def engine(self) -> str:
+        return str(self.point.get("engine") or "")
+
+    @property
+    def latency(self) -> float | None:
+        v = self.metrics.get("latency_ns")
+        return None if v is None else _num(v)
+
+    @property
+    def bandwidth(self) -> float | None:
+        v = self.metrics.get("bandwidth_mbps")
+        return None if v is None else _num(v)
+
+    @property
+    def series(self) -> tuple[Any, ...]:
+        """One MLC table: traffic, stride, buffer, engine (the delays are its rows)."""
+        return (self.traffic or "R", self.stride or 0, self.buffer or 0, self.engine, self.point.get("source") or "")
+
+
+@dataclass
+class RunData:
+    path: Path
+    meta: dict[str, Any]
+    storage: list[StoragePoint]
+    memory: list[MemoryPoint]
+
+    @property
+    def imported(self) -> bool:
+        return self.meta.get("status") == "imported"
+
+
+def load(path: str | Path) -> RunData:
+    rd = ResultsDir(path)
+    meta = rd.read_meta()
+    storage: list[StoragePoint] = []
+    memory: list[MemoryPoint] = []
+    for i, rec in enumerate(rd.records()):
+        index = rec.get("index", i)
+        index = int(index) if isinstance(index, (int, float)) else i
+        point = rec.get("point") or {}
+        metrics = rec.get("metrics") or {}
+        if not isinstance(point, dict) or not isinstance(metrics, dict):
+            continue
+        if rec.get("kind") == "memory":
+            memory.append(MemoryPoint(index, point, metrics, rec))
+        elif rec.get("kind") == "storage":
+            storage.append(StoragePoint(index, point, metrics, rec))
+    storage.sort(key=lambda p: p.index)
+    memory.sort(key=lambda p: p.index)
+    return RunData(Path(path), meta, storage, memory)

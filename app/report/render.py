@@ -1,0 +1,662 @@
+"""report.md, plots/ and results.csv of a results directory (SPEC §8).
+
+``render_report(dir, out=None, p99_bound_us=1000)`` writes ``report.md`` (or ``out``) and,
+beside it, ``plots/*.svg`` and ``results.csv``; returns the report's path.  The text depends
+only on the directory's contents (no clock, no absolute path of the directory itself), so
+rendering the same directory twice gives the same report.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import statistics
+from pathlib import Path
+from typing import Any, Sequence
+
+from app.report import analysis as an
+from app.report.model import TRAFFIC_DESCRIPTIONS, MemoryPoint, RunData, StoragePoint, load
+from app.units import format_count, format_size
+
+MB = 1e6
+MIB = float(1 << 20)
+
+
+# --- small formatting helpers ---------------------------------------------------------------------------
+
+
+def md_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], right: Sequence[int] | None = None) -> str:
+    right = set(range(1, len(headers)) if right is None else right)
+    cells = [[str(h) for h in headers]] + [["" if c is None else str(c) for c in r] for r in rows]
+    widths = [max(3, max(len(r[i]) for r in cells)) for i in range(len(headers))]
+
+    def line(r: list[str]) -> str:
+        return "| " + " | ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))) + " |"
+
+    sep = "|" + "|".join(("-" * (w + 1) + ":") if i in right else ("-" * (w + 2)) for i, w in enumerate(widths)) + "|"
+    return "\n".join([line(cells[0]), sep] + [line(r) for r in cells[1:]])
+
+
+def us(ns: float | None, digits: int = 2) -> str:
+    if ns is None:
+        return "n/a"
+    return f"{ns / 1e3:.{digits}f}"
+
+
+def pct(x: float) -> str:
+    return f"{x:.2f}%"
+
+
+def size_text(n: Any) -> str:
+    if not isinstance(n, (int, float)) or n <= 0:
+        return "unknown"
+    for unit, mult in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= mult:
+            v = n / mult
+            return f"{v:.0f} {unit}" if float(v).is_integer() else f"{v:.1f} {unit}"
+    return f"{int(n)} B"
+
+
+def cache_size(text: str) -> str:
+    t = str(text).strip().upper()
+    try:
+        if t.endswith("K"):
+            return size_text(int(t[:-1]) * 1024)
+        if t.endswith("M"):
+            return size_text(int(t[:-1]) << 20)
+    except ValueError:
+        pass
+    return str(text)
+
+
+def test_type(p: StoragePoint) -> str:
+    pattern = "Random" if p.random else "Sequential"
+    if p.mixed:
+        t = f"{pattern} {p.read_pct}% read {100 - p.read_pct}% write"
+    elif "trim" in p.rw:
+        t = f"{pattern} trim"
+    else:
+        t = f"{pattern} {'write' if p.read_pct == 0 else 'read'}"
+    return f"{p.group}: {t}" if p.group else t
+
+
+def workload(p: StoragePoint) -> str:
+    return f"{p.mix} {format_size(p.bs)} QD{p.iodepth}" + (f"×{p.numjobs}" if p.numjobs > 1 else "")
+
+
+def _p99_text(p: StoragePoint) -> str:
+    v = p.p99
+    if v is None:
+        return "n/a"
+    lat = p.metrics.get("lat_ns") or {}
+    mark = "≈" if lat.get("percentiles_approx") else ""
+    mark += "†" if p.metrics.get("percentiles_source") == "clat_ns" else ""
+    return mark + us(v)
+
+
+# --- sections -------------------------------------------------------------------------------------------
+
+
+def _environment(data: RunData) -> list[str]:
+    env = data.meta.get("environment") or {}
+    tools = data.meta.get("tools") or {}
+    out = ["## Environment", ""]
+    rows: list[list[str]] = []
+    cpu = env.get("cpu") or {}
+    mem = env.get("memory") or {}
+    system = env.get("system") or {}
+    if cpu:
+        rows.append(["CPU model", str(cpu.get("model", "unknown"))])
+        rows.append(["Sockets / cores / threads",
+                     f"{cpu.get('sockets', '?')} / {cpu.get('cores', '?')} / {cpu.get('threads', '?')}"])
+        caches = cpu.get("caches") or []
+        if caches:
+            rows.append(["Caches (CPU 0)", ", ".join(f"{c.get('name')} {cache_size(c.get('size', '?'))}" for c in caches)])
+        if cpu.get("arch"):
+            rows.append(["Architecture", str(cpu["arch"])])
+    if mem:
+        rows.append(["Memory", size_text(mem.get("total_bytes"))])
+        hp = mem.get("hugepages_total")
+        thp = mem.get("transparent_hugepages")
+        if hp is not None or thp:
+            rows.append(["Huge pages", f"{hp if hp is not None else '?'} reserved; transparent: {thp or 'unknown'}"])
+    if system:
+        rows.append(["OS", str(system.get("os", "unknown"))])
+        rows.append(["Kernel", str(system.get("kernel", "unknown"))])
+        where = []
+        if system.get("virtualization"):
+            where.append(str(system["virtualization"]))
+        if system.get("container"):
+            where.append("container")
+        rows.append(["Runs in", ", ".join(where) if where else "bare metal (no hypervisor flag seen)"])
+    for name in sorted(tools):
+        value = tools[name]
+        if isinstance(value, dict):
+            value = ", ".join(f"{k} {v}" for k, v in value.items())
+        rows.append([f"Tool: {name}", str(value)])
+    if not env:
+        out.append("The machine was not recorded: this directory was imported from tool outputs, which do not "
+                   "describe the hardware they ran on." if data.imported else
+                   "The machine was not recorded in run.json.")
+        out.append("")
+    if rows:
+        out.append(md_table(["Property", "Value"], rows, right=()))
+        out.append("")
+    return out
+
+
+def _honest_target_notes(info: dict[str, Any], env: dict[str, Any], points: Sequence[StoragePoint]) -> list[str]:
+    notes = []
+    virt = (env.get("system") or {}).get("virtualization")
+    kind = info.get("type") or info.get("kind")
+    source = str(info.get("source") or "")
+    device = info.get("device") if isinstance(info.get("device"), dict) else {}
+    if kind == "file":
+        if source.startswith("/dev/loop") or str(device.get("name", "")).startswith("loop"):
+            notes.append("The file lives on a loop device, itself a file on another filesystem: the figures measure "
+                         "that stack (two filesystems and the host's caches), not an SSD.")
+        if source in ("overlay", "tmpfs") or info.get("filesystem") in ("overlay", "tmpfs", "ramfs"):
+            notes.append(f"The filesystem is {info.get('filesystem')}: memory or a container layer answers the I/O, "
+                         "not a storage device.")
+        if virt:
+            notes.append(f"This machine is a {virt}: {source or 'the disk'} is a virtual disk whose figures include "
+                         "the hypervisor's I/O path and the host's caches; they say little about any physical SSD.")
+        elif not notes:
+            notes.append("A file target measures the filesystem as well as the device under it (allocation, journal, "
+                         "metadata); a partition or whole device isolates the device.")
+    elif kind in ("block", "disk", "part", "loop"):
+        if str(info.get("name") or info.get("path") or "").startswith(("loop", "/dev/loop")) or info.get("backing_file"):
+            notes.append(f"A loop device (backed by {info.get('backing_file') or 'a file'}) is not a physical device: "
+                         "the figures measure the filesystem and caches holding its backing file.")
+        elif virt:
+            notes.append(f"This machine is a {virt}: the device is virtual; its figures include the hypervisor's I/O "
+                         "path and say little about the physical drive behind it.")
+    buffered = [p for p in points if p.point.get("direct") is False]
+    if buffered:
+        notes.append(f"{len(buffered)} point(s) ran with direct=0: the page cache serves part of their I/O, so they "
+                     "may exceed what the device can do.")
+    return notes
+
+
+def _target(data: RunData) -> list[str]:
+    info = data.meta.get("target_info") or {}
+    target = data.meta.get("target")
+    env = data.meta.get("environment") or {}
+    if not data.storage and not target:
+        return []
+    out = ["## Target", ""]
+    rows: list[list[str]] = []
+    kind = info.get("type") or info.get("kind")
+    if kind == "file":
+        rows.append(["Kind", "regular file"])
+        rows.append(["Path", str(info.get("path") or target)])
+        rows.append(["Filesystem", f"{info.get('filesystem', 'unknown')} mounted at {info.get('mount_point', '?')}"])
+        rows.append(["Filesystem source", str(info.get("source", "unknown"))])
+        dev = info.get("device") if isinstance(info.get("device"), dict) else None
+        if dev:
+            rows += _device_rows(dev, prefix="Device ")
+    elif info:
+        rows.append(["Kind", f"block device ({info.get('type') or 'disk'})"])
+        rows.append(["Path", str(info.get("path") or target)])
+        rows += _device_rows(info)
+    elif target:
+        rows.append(["Path", str(target)])
+        rows.append(["Details", "not probed (imported run: the path comes from the fio job options)" if data.imported
+                     else "not recorded"])
+    else:
+        targets = sorted({str(p.record.get("target")) for p in data.storage if p.record.get("target")})
+        rows.append(["Path", ", ".join(targets) if targets else "not recorded"])
+        rows.append(["Details", "not probed (imported run: the path comes from the fio job options)" if data.imported
+                     else "not recorded"])
+    out.append(md_table(["Property", "Value"], rows, right=()))
+    out.append("")
+    for note in _honest_target_notes(info, env, data.storage):
+        out.append(f"> {note}")
+        out.append("")
+    return out
+
+
+def _device_rows(d: dict[str, Any], prefix: str = "") -> list[list[str]]:
+    rows = []
+    model = " ".join(str(x) for x in (d.get("vendor"), d.get("model")) if x) or "unknown"
+    rows.append([f"{prefix}model", model])
+    if d.get("name") or d.get("disk"):
+        rows.append([f"{prefix}name", str(d.get("name") or d.get("disk"))])
+    rows.append([f"{prefix}size", size_text(d.get("size_bytes"))])
+    rows.append([f"{prefix}transport", str(d.get("transport") or "unknown")])
+    rot = d.get("rotational")
+    rows.append([f"{prefix}rotational", "unknown" if rot is None else ("yes (spinning disk)" if rot else "no")])
+    rows.append([f"{prefix}I/O scheduler", str(d.get("scheduler") or "unknown")])
+    if d.get("logical_sector_size"):
+        rows.append([f"{prefix}sector size (logical/physical)",
+                     f"{d.get('logical_sector_size')} / {d.get('physical_sector_size') or '?'} B"])
+    if d.get("backing_file"):
+        rows.append([f"{prefix}backing file", str(d["backing_file"])])
+    return rows
+
+
+def _run(data: RunData) -> list[str]:
+    m = data.meta
+    preset = m.get("preset") or {}
+    out = ["## Run", ""]
+    rows = []
+    if preset:
+        rows.append(["Preset", f"{preset.get('name', '?')} ({preset.get('kind', m.get('kind', '?'))})"])
+        if preset.get("description"):
+            rows.append(["Description", str(preset["description"])])
+        if preset.get("overrides"):
+            rows.append(["Overrides", " ".join(f"--set {o}" for o in preset["overrides"])])
+    rows.append(["Status", str(m.get("status", "unknown"))])
+    total = m.get("points_total") or len(m.get("plan") or []) or (len(data.storage) + len(data.memory))
+    rows.append(["Points", f"{len(data.storage) + len(data.memory)} measured of {total} planned"])
+    if m.get("started"):
+        rows.append(["Started", str(m["started"])])
+    if m.get("ended"):
+        rows.append(["Ended", str(m["ended"])])
+    if m.get("sources"):
+        rows.append(["Imported from", ", ".join(str(s.get("file")) for s in m["sources"])])
+    failures = m.get("failures") or []
+    if failures:
+        rows.append(["Failed points", str(len(failures)) + " (see run.json)"])
+    out.append(md_table(["Property", "Value"], rows, right=()))
+    out.append("")
+    return out
+
+
+def _storage_table(points: Sequence[StoragePoint]) -> list[str]:
+    out = ["## Storage results", ""]
+    out.append("Latency is fio's total latency (`lat`: submission to completion) in microseconds; bandwidth in MB/s "
+               "(10^6 B/s) with MiB/s (2^20 B/s) in brackets; CPU is fio's user/system share of one CPU.")
+    out.append("")
+    rows = []
+    for p in points:
+        rows.append([test_type(p), format_size(p.bs).replace("K", " KiB").replace("M", " MiB").replace("G", " GiB")
+                     if p.bs % 1024 == 0 else f"{p.bs} B",
+                     format_count(p.iops), f"{p.bw / MB:.1f} ({p.bw / MIB:.1f})", us(p.lat("min"), 1),
+                     us(p.lat("max"), 1), us(p.lat_mean), _p99_text(p), pct(p.usr), pct(p.sys), p.iodepth,
+                     p.numjobs])
+    out.append(md_table(["Test Type", "Block Size", "IOPS", "Bandwidth MB/s (MiB/s)", "Latency min (µs)",
+                         "Latency max (µs)", "Latency avg (µs)", "Latency p99 (µs)", "CPU usr", "CPU sys", "IO Depth",
+                         "Jobs"], rows, right=range(2, 12)))
+    out.append("")
+    marks = []
+    if any((p.metrics.get("lat_ns") or {}).get("percentiles_approx") for p in points):
+        marks.append("≈ p99 of several jobs without json+ histograms: the I/O-weighted mean of their p99s.")
+    if any(p.metrics.get("percentiles_source") == "clat_ns" for p in points):
+        marks.append("† the source file has no total-latency percentiles; this is fio's completion-latency (`clat`) "
+                     "p99, which leaves out submission time.")
+    for m in marks:
+        out.append(f"{m}  ")
+    if marks:
+        out.append("")
+    mixed = [p for p in points if p.mixed]
+    if mixed:
+        out.append("Read and write sides of the mixed workloads:")
+        out.append("")
+        rows = []
+        for p in mixed:
+            r = p.metrics.get("read_lat_ns") or {}
+            w = p.metrics.get("write_lat_ns") or {}
+            rows.append([workload(p), format_count(float(p.metrics.get("read_iops") or 0)),
+                         format_count(float(p.metrics.get("write_iops") or 0)),
+                         f"{float(p.metrics.get('read_bw_bytes') or 0) / MB:.1f}",
+                         f"{float(p.metrics.get('write_bw_bytes') or 0) / MB:.1f}",
+                         us(r.get("mean")), us(w.get("mean")), us(r.get("p99") or None), us(w.get("p99") or None)])
+        out.append(md_table(["Workload", "Read IOPS", "Write IOPS", "Read MB/s", "Write MB/s", "Read avg (µs)",
+                             "Write avg (µs)", "Read p99 (µs)", "Write p99 (µs)"], rows))
+        out.append("")
+    return out
+
+
+def _traffic_order(t: str) -> int:
+    keys = list(TRAFFIC_DESCRIPTIONS)
+    return keys.index(t) if t in keys else len(keys)
+
+
+def _memory_tables(points: Sequence[MemoryPoint]) -> list[str]:
+    out = ["## Memory results", ""]
+    idle = [p for p in points if p.mode == "idle"]
+    loaded = [p for p in points if p.mode != "idle"]
+    if idle:
+        out.append("Idle latency (one pointer-chasing thread, no load):")
+        out.append("")
+        rows = [[p.stride or "default", format_size(p.buffer) if p.buffer else "default",
+                 f"{p.latency:.2f}" if p.latency is not None else "n/a", p.engine or "?"] for p in idle]
+        out.append(md_table(["Stride (B)", "Buffer", "Latency (ns)", "Engine"], rows))
+        out.append("")
+    series: dict[tuple[Any, ...], list[MemoryPoint]] = {}
+    for p in loaded:
+        series.setdefault(p.series, []).append(p)
+    if series:
+        out.append("Loaded latency, as MLC prints it: the latency of a pointer-chasing thread while the other CPUs "
+                   "generate traffic with the given injection delay between accesses (0 = as fast as possible); "
+                   "bandwidth in MB/sec (10^6 B/s) of all traffic.")
+        out.append("")
+    for key in sorted(series, key=lambda k: (k[1], _traffic_order(k[0]), k[2], k[3], k[4])):
+        traffic, stride, buffer, engine, _source = key
+        title = f"### {traffic} ({TRAFFIC_DESCRIPTIONS.get(traffic, 'traffic type ' + traffic)}), stride {stride} B"
+        if buffer:
+            title += f", buffer {format_size(buffer)}"
+        if engine:
+            title += f" — {engine}"
+        out.append(title)
+        out.append("")
+        rows = []
+        for p in sorted(series[key], key=lambda p: p.delay or 0):
+            rows.append([f"{p.delay:05d}", f"{p.latency:.2f}" if p.latency is not None else "-",
+                         f"{p.bandwidth:.1f}" if p.bandwidth is not None else "-"])
+        out.append(md_table(["Inject", "Latency (ns)", "Bandwidth (MB/sec)"], rows, right=()))
+        out.append("")
+    return out
+
+
+def _figures(figs: Sequence[Any], section: str) -> list[str]:
+    out = []
+    for f in figs:
+        if f.section != section:
+            continue
+        out.append(f"**Figure: {f.title}.** {f.caption}")
+        out.append("")
+        out.append(f"![{f.title}]({f.file})")
+        out.append("")
+    return out
+
+
+# --- analysis sections ------------------------------------------------------------------------------------------
+
+
+def _littles_law(points: Sequence[StoragePoint]) -> list[str]:
+    out = ["### Little's law per point", ""]
+    out.append("Little's law: the mean number of requests in a system equals throughput × mean time in the system, "
+               "L = X · R. fio keeps N = iodepth × numjobs I/Os outstanding (synchronous engines such as psync cap "
+               "the depth at 1), so IOPS × mean total latency should come out close to N. A ratio well below 1 "
+               "means fio did not keep N in flight: time outside the measured latency (submitting, reaping, "
+               "the CPU) is part of each I/O's cycle.")
+    out.append("")
+    rows = []
+    ratios = []
+    for p in points:
+        ll = an.littles_law(p)
+        if ll is None:
+            rows.append([workload(p), p.inflight, format_count(p.iops), us(p.lat_mean), "n/a", "n/a"])
+            continue
+        ratios.append((ll.ratio, p))
+        rows.append([workload(p), ll.n, format_count(p.iops), us(p.lat_mean), f"{ll.l:.2f}", f"{ll.ratio:.3f}"])
+    out.append(md_table(["Workload", "N = QD × jobs", "IOPS", "Mean latency (µs)", "L = IOPS × latency", "L / N"],
+                        rows))
+    out.append("")
+    if ratios:
+        med = statistics.median(r for r, _ in ratios)
+        low = [p for r, p in ratios if r < 0.9]
+        line = f"Median L/N = {med:.3f} over {len(ratios)} points."
+        if low:
+            shown = ", ".join(workload(p) for p in low[:6]) + (" …" if len(low) > 6 else "")
+            line += (f" {len(low)} point(s) stay below 0.9 ({shown}): there the submitting side, not the device, "
+                     "limited the I/Os in flight.")
+        else:
+            line += " Every point keeps at least 90 % of its nominal queue in flight: the measured latency is the " \
+                    "whole cycle of an I/O."
+        out.append(line)
+        out.append("")
+    return out
+
+
+def _knees(curves: Sequence[an.Curve]) -> list[str]:
+    out = ["### Saturation knee of each latency–throughput curve", ""]
+    out.append("Method: the points of one workload, taken by increasing load, give a curve of mean latency against "
+               "IOPS. Both axes are scaled to [0, 1]; the knee is the point farthest from the straight line (chord) "
+               "joining the lightest and the heaviest load, on the low-latency side (max-distance-to-chord, the core "
+               f"of Kneedle). A curve whose farthest point is closer than {an.MIN_KNEE_DISTANCE} to the chord is "
+               "nearly straight: no knee. Past the knee, extra queue depth buys little throughput and costs latency.")
+    out.append("")
+    rows = []
+    short = [c for c in curves if len(c.points) < 3]
+    for c in curves:
+        if len(c.points) < 3:
+            continue
+        last = c.points[-1]
+        loads = ", ".join(str(n) for n in c.loads)
+        k = c.knee_point
+        if k is None:
+            rows.append([c.label, loads, "none (nearly straight)", "", "", format_count(last.iops), us(last.lat_mean),
+                         "", ""])
+            continue
+        gain = (last.iops / k.iops - 1) * 100 if k.iops else math.nan
+        growth = last.lat_mean / k.lat_mean if k.lat_mean else math.nan
+        rows.append([c.label, loads, c.load_label(k), format_count(k.iops), us(k.lat_mean), format_count(last.iops),
+                     us(last.lat_mean), f"{gain:+.1f}%", f"×{growth:.2f}"])
+    if rows:
+        out.append(md_table(["Workload", "Loads (QD × jobs)", "Knee", "IOPS at knee", "Mean lat. at knee (µs)",
+                             "IOPS at max load", "Mean lat. at max load (µs)", "Throughput past knee",
+                             "Latency past knee"], rows))
+        out.append("")
+    if short:
+        out.append(f"{len(short)} workload(s) were measured at only two loads ({', '.join(c.label for c in short[:6])}"
+                   f"{' …' if len(short) > 6 else ''}): a knee needs at least three.")
+        out.append("")
+    return out
+
+
+def _bound(points: Sequence[StoragePoint], bound_ns: float) -> list[str]:
+    out = [f"### Best operating point under p99 ≤ {bound_ns / 1e3:g} µs", ""]
+    out.append(f"For each workload, the load with the most IOPS whose 99th-percentile total latency stays within "
+               f"{bound_ns / 1e3:g} µs (`profiler-tui report --p99-bound-us N` changes the bound), and the next "
+               "heavier load that breaks it.")
+    out.append("")
+    rows = []
+    for b in an.best_under_bound(points, bound_ns):
+        if b.best is None:
+            low = "no p99 recorded" if b.lowest_p99 is None else f"none (lowest p99 {us(b.lowest_p99)} µs)"
+            rows.append([b.label, low, "", "", "", "", ""])
+            continue
+        p = b.best
+        nxt = "—" if b.next_over is None else f"QD{b.next_over.iodepth}×{b.next_over.numjobs}: {us(b.next_over.p99)}"
+        rows.append([b.label, f"QD{p.iodepth}×{p.numjobs}", format_count(p.iops), f"{p.bw / MB:.1f}", us(p.lat_mean),
+                     us(p.p99), nxt])
+    out.append(md_table(["Workload", "Best load", "IOPS", "MB/s", "Mean (µs)", "p99 (µs)", "Next load: p99 (µs)"], rows))
+    out.append("")
+    ok = [p for p in points if p.p99 is not None and p.p99 <= bound_ns]
+    if ok:
+        by_bw = max(ok, key=lambda p: p.bw)
+        by_iops = max(ok, key=lambda p: p.iops)
+        out.append(f"Across all workloads within the bound: the most bandwidth is {by_bw.bw / MB:.1f} MB/s "
+                   f"({workload(by_bw)}, p99 {us(by_bw.p99)} µs); the most IOPS is {format_count(by_iops.iops)} "
+                   f"({workload(by_iops)}, p99 {us(by_iops.p99)} µs).")
+    else:
+        out.append("No point meets the bound.")
+    out.append("")
+    return out
+
+
+def _queueing(curves: Sequence[an.Curve]) -> list[str]:
+    out = ["### Queueing view", ""]
+    if not curves:
+        out.append("No workload was measured at more than one queue depth, so the data cannot show how latency and "
+                   "throughput trade against load; a queue-depth sweep (`qd-scaling`) does.")
+        out.append("")
+        return out
+    c = max(curves, key=lambda c: (len(c.points), max(p.iops for p in c.points)))
+    first, last = c.points[0], c.points[-1]
+    top = max(c.points, key=lambda p: p.iops)
+    s0 = first.lat_mean
+    util = an.utilisation(c)
+    text = [f"Take {c.label}, measured at {len(c.points)} loads. At the lightest load ({c.load_label(first)}) an I/O "
+            f"takes {us(s0)} µs: with almost nothing queued this is the service time S of the whole path "
+            f"(device, driver, fio). The highest throughput seen is {format_count(top.iops)} IOPS "
+            f"({c.load_label(top)}); taking it as the capacity X_max, utilisation at each load is ρ = X / X_max, "
+            f"from {util[0]:.2f} at {c.load_label(first)} to {util[-1]:.2f} at {c.load_label(last)}."]
+    k = c.knee_point
+    if k is not None:
+        ki = c.points.index(k)
+        text.append(f"The knee sits at {c.load_label(k)} (ρ = {util[ki]:.2f}, {format_count(k.iops)} IOPS at "
+                    f"{us(k.lat_mean)} µs).")
+    if s0 > 0 and last.lat_mean > 0:
+        in_service = last.iops * s0 * 1e-9
+        total = last.iops * last.lat_mean * 1e-9
+        waiting = max(0.0, total - in_service)
+        share = max(0.0, 1 - s0 / last.lat_mean) * 100
+        text.append(f"At {c.load_label(last)} Little's law gives L = X·R = {format_count(last.iops)} × "
+                    f"{us(last.lat_mean)} µs = {total:.1f} I/Os in the system; if each still needed only S, "
+                    f"X·S = {in_service:.1f} of them would be in service and {waiting:.1f} waiting, i.e. "
+                    f"{share:.0f} % of the {us(last.lat_mean)} µs is queueing.")
+        n_star = top.iops * s0 * 1e-9
+        text.append(f"The balanced-bound estimate of the best concurrency is N* = X_max · S = {n_star:.1f} outstanding "
+                    "I/Os: below it throughput grows with depth, above it only latency grows (R ≈ N / X_max).")
+        if k is not None and util[c.points.index(k)] < 1:
+            rho = util[c.points.index(k)]
+            text.append(f"For scale, a single-server M/M/1 queue at ρ = {rho:.2f} would make a request wait "
+                        f"ρ/(1−ρ) = {rho / (1 - rho):.1f} service times; the measurement at the knee shows "
+                        f"{max(0.0, k.lat_mean / s0 - 1):.1f}, as expected of a device serving many I/Os in parallel.")
+    out.append(" ".join(text))
+    out.append("")
+    return out
+
+
+def _memory_analysis(curves: Sequence[an.MemCurve]) -> list[str]:
+    loaded = [c for c in curves if len(c.points) >= 2]
+    if not loaded:
+        return []
+    out = ["### Memory: loaded-latency knees and Little's law", ""]
+    out.append("Each traffic type's points, from the longest injection delay (lightest load) to none, form a "
+               "latency–bandwidth curve; its knee is found as for storage. Little's law for memory: cache lines in "
+               "flight = (bandwidth / 64 B) × latency, an estimate of the memory-level parallelism the traffic "
+               "needs (it assumes the load threads see the chasing thread's latency).")
+    out.append("")
+    rows = []
+    for c in sorted(loaded, key=lambda c: (c.stride, _traffic_order(c.traffic), c.buffer)):
+        light = c.points[0]
+        heavy = c.points[-1]
+        k = None if c.knee is None else c.points[c.knee]
+        mlp = an.lines_in_flight(heavy)
+        rows.append([c.label, f"{light.latency:.2f}" if light.latency else "n/a",
+                     "none" if k is None else f"{k.delay}",
+                     "" if k is None or k.bandwidth is None else f"{k.bandwidth:.1f}",
+                     "" if k is None or k.latency is None else f"{k.latency:.2f}",
+                     f"{heavy.bandwidth:.1f}" if heavy.bandwidth is not None else "n/a",
+                     f"{heavy.latency:.2f}" if heavy.latency else "n/a",
+                     f"{heavy.latency / light.latency:.2f}" if heavy.latency and light.latency else "n/a",
+                     f"{mlp:.0f}" if mlp is not None else "n/a"])
+    out.append(md_table(["Traffic", "Latency at lightest load (ns)", "Knee delay", "Bandwidth at knee (MB/s)",
+                         "Latency at knee (ns)", f"Bandwidth at delay {loaded[0].points[-1].delay} (MB/s)",
+                         "Latency there (ns)", "Latency growth", "Lines in flight"], rows))
+    out.append("")
+    return out
+
+
+def _mem_storage(data: RunData) -> list[str]:
+    r = an.memory_storage_ratio(data)
+    if r is None:
+        return []
+    return ["### Memory vs storage latency", "",
+            f"The fastest storage point ({workload(r.storage)}) has a mean latency of {us(r.storage.lat_mean)} µs; the "
+            f"{r.memory_what} is {r.memory_ns:.2f} ns. Storage is {r.ratio:,.0f}× slower per access "
+            f"({math.log10(r.ratio):.1f} orders of magnitude).", ""]
+
+
+# --- csv ------------------------------------------------------------------------------------------------------
+
+CSV_COLUMNS = [
+    "kind", "index", "group", "rw", "rwmixread", "bs", "iodepth", "numjobs", "ioengine", "direct", "runtime",
+    "iops", "read_iops", "write_iops", "bw_MBps", "read_bw_MBps", "write_bw_MBps",
+    "lat_min_us", "lat_mean_us", "lat_max_us", "lat_stddev_us", "lat_p50_us", "lat_p90_us", "lat_p99_us",
+    "lat_p99_9_us", "lat_p99_99_us", "usr_cpu_pct", "sys_cpu_pct", "littles_L", "littles_N", "littles_ratio",
+    "mode", "traffic", "stride", "delay", "buffer", "engine", "latency_ns", "bandwidth_MBps",
+]
+
+
+def results_csv(data: RunData) -> str:
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, lineterminator="\n")
+    w.writeheader()
+
+    def r6(x: Any) -> Any:
+        return "" if x is None else round(float(x), 6)
+
+    for p in data.storage:
+        lat = p.metrics.get("lat_ns") or {}
+        ll = an.littles_law(p)
+        row = {"kind": "storage", "index": p.index, "group": p.group or "", "rw": p.rw,
+               "rwmixread": p.point.get("rwmixread") if p.mixed else "", "bs": p.bs, "iodepth": p.iodepth,
+               "numjobs": p.numjobs, "ioengine": p.ioengine, "direct": p.point.get("direct", ""),
+               "runtime": p.point.get("runtime", ""), "iops": r6(p.iops),
+               "read_iops": r6(p.metrics.get("read_iops")), "write_iops": r6(p.metrics.get("write_iops")),
+               "bw_MBps": r6(p.bw / MB), "read_bw_MBps": r6(float(p.metrics.get("read_bw_bytes") or 0) / MB),
+               "write_bw_MBps": r6(float(p.metrics.get("write_bw_bytes") or 0) / MB),
+               "usr_cpu_pct": r6(p.usr), "sys_cpu_pct": r6(p.sys),
+               "littles_L": r6(ll.l) if ll else "", "littles_N": p.inflight, "littles_ratio": r6(ll.ratio) if ll else ""}
+        for key in ("min", "mean", "max", "stddev", "p50", "p90", "p99", "p99_9", "p99_99"):
+            v = lat.get(key)
+            row[f"lat_{key}_us"] = "" if v is None else r6(float(v) / 1e3)
+        w.writerow(row)
+    for p in data.memory:
+        w.writerow({"kind": "memory", "index": p.index, "mode": p.mode, "traffic": p.traffic or "",
+                    "stride": p.stride or "", "delay": "" if p.delay is None else p.delay, "buffer": p.buffer or "",
+                    "engine": p.engine, "latency_ns": r6(p.latency), "bandwidth_MBps": r6(p.bandwidth)})
+    return buf.getvalue()
+
+
+# --- the report -------------------------------------------------------------------------------------------------
+
+
+def _title(data: RunData) -> str:
+    preset = (data.meta.get("preset") or {}).get("name")
+    kinds = [k for k, pts in (("storage", data.storage), ("memory", data.memory)) if pts]
+    what = " and ".join(kinds) or "empty"
+    if preset:
+        return f"# Performance report: {preset} ({what})"
+    return f"# Performance report ({what}{', imported' if data.imported else ''})"
+
+
+def render_markdown(data: RunData, figures: Sequence[Any], bound_ns: float,
+                    curves: Sequence[an.Curve], mem_curves: Sequence[an.MemCurve]) -> str:
+    lines: list[str] = [_title(data), ""]
+    intro = ("Generated by profiler-tui from the results directory alone (run.json, results.jsonl): storage "
+             "measured with fio, memory with Intel MLC's loaded-latency method or the built-in engine. Units: "
+             "µs = 10^-6 s, ns = 10^-9 s, MB = 10^6 bytes, MiB = 2^20 bytes, block sizes in KiB (2^10 bytes).")
+    lines += [intro, ""]
+    lines += _environment(data)
+    lines += _run(data)
+    lines += _target(data)
+    if data.storage:
+        lines += _storage_table(data.storage)
+        lines += _figures(figures, "storage")
+    if data.memory:
+        lines += _memory_tables(data.memory)
+        lines += _figures(figures, "memory")
+    lines += ["## Analysis", ""]
+    if data.storage:
+        lines += _littles_law(data.storage)
+        if curves:
+            lines += _knees(curves)
+        lines += _bound(data.storage, bound_ns)
+        lines += _queueing(curves)
+    lines += _memory_analysis(mem_curves)
+    lines += _mem_storage(data)
+    if not data.storage and not data.memory:
+        lines += ["No completed point: nothing to analyse.", ""]
+    while lines and lines[-1] == "":
+        lines.pop()
+    return "\n".join(lines) + "\n"
+
+
+def render_report(directory: str | Path, out: str | Path | None = None,
+                  p99_bound_us: float = an.DEFAULT_P99_BOUND_US) -> Path:
+    """Write the report of a results directory; plots/ and results.csv go beside it."""
+    data = load(directory)
+    report_path = Path(out) if out else Path(directory) / "report.md"
+    base = report_path.parent
+    base.mkdir(parents=True, exist_ok=True)
+    plots_dir = base / "plots"
+    if plots_dir.is_dir():
+        for old in plots_dir.glob("*.svg"):
+            old.unlink()
+    curves = an.storage_curves(data.storage)
+    mem_curves = an.memory_curves(data.memory)
+    from app.report.plots import draw_all
+
+    figures = draw_all(data.storage, curves, mem_curves, plots_dir)
+    text = render_markdown(data, figures, float(p99_bound_us) * 1e3, curves, mem_curves)
+    report_path.write_text(text, encoding="utf-8")
+    (base / "results.csv").write_text(results_csv(data), encoding="utf-8")
+    return report_path

@@ -1,0 +1,112 @@
+"""Benchmark: `profiler-tui report` on a 120-point seed-matrix-shaped results directory.
+
+The directory is synthesised (no fio run needed): the seed-matrix plan (4K/16K/32K/128K ×
+read, write, randread, randwrite, rw, randrw × QD 1/16/64/256/1024) with metrics from a
+closed queueing model of an SSD — per-I/O service time S = overhead + bs / bandwidth, a
+capacity of c parallel units, throughput X(N) = c·N / (S·(N + c)) saturating smoothly,
+latency from Little's law R = N / X — so every figure and analysis of the report is
+exercised with realistic shapes.  Prints the seconds the report took; the target is < 5 s.
+
+    python bench/report_speed.py [--keep DIR] [--repeat N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+TARGET_S = 5.0
+RW = ["read", "write", "randread", "randwrite", "rw", "randrw"]
+BS = [4096, 16384, 32768, 131072]
+QD = [1, 16, 64, 256, 1024]
+
+
+def _model(rw: str, bs: int, qd: int) -> dict:
+    rand = rw.startswith("rand")
+    write_share = {"read": 0.0, "randread": 0.0, "write": 1.0, "randwrite": 1.0}.get(rw, 0.5)
+    overhead_ns = (80_000 if rand else 20_000) * (1 + 0.6 * write_share)  # per-I/O access time
+    bandwidth = (3.2e9 - 1.6e9 * write_share)  # bytes/s of the medium
+    service_ns = overhead_ns + bs / bandwidth * 1e9
+    units = 32 if rand else 8  # internal parallelism
+    x = units * qd / (service_ns * 1e-9 * (qd + units))  # IOPS
+    r_ns = qd / x * 1e9  # Little's law
+    reads = 1.0 - write_share
+    lat = {"min": int(service_ns * 0.4), "max": int(r_ns * 6), "mean": r_ns, "stddev": r_ns * 0.3,
+           "p50": int(r_ns * 0.95), "p90": int(r_ns * 1.4), "p99": int(r_ns * 2.1), "p99_9": int(r_ns * 3),
+           "p99_99": int(r_ns * 4.5)}
+    zero = {k: 0 for k in lat}
+    return {
+        "iops": x, "read_iops": x * reads, "write_iops": x * write_share,
+        "bw_bytes": x * bs, "read_bw_bytes": x * bs * reads, "write_bw_bytes": x * bs * write_share,
+        "lat_ns": lat, "read_lat_ns": lat if reads else zero, "write_lat_ns": lat if write_share else zero,
+        "usr_cpu": min(99.0, 2 + x / 20_000), "sys_cpu": min(99.0, 10 + x / 5_000),
+        "total_ios": int(x * 60), "io_bytes": int(x * 60 * bs), "jobs": 1,
+    }
+
+
+def make_results_dir(path: Path, rws=RW, bss=BS, qds=QD) -> Path:
+    """A results directory shaped like a finished `run seed-matrix` (one line per point)."""
+    path.mkdir(parents=True, exist_ok=True)
+    plan, lines = [], []
+    for rw in rws:
+        for bs in bss:
+            for qd in qds:
+                point = {"rw": rw, "bs": bs, "rwmixread": 50 if rw in ("rw", "randrw") else None, "iodepth": qd,
+                         "numjobs": 1, "ioengine": "libaio", "direct": True, "runtime": 60, "ramp_time": 0,
+                         "size": 1 << 30, "time_based": True}
+                plan.append(point)
+                lines.append({"kind": "storage", "index": len(lines), "point": point, "metrics": _model(rw, bs, qd),
+                              "fio_version": "fio-3.33", "target": "/srv/bench/testfile"})
+    meta = {"tool": "profiler-tui", "preset": {"name": "seed-matrix", "kind": "storage",
+                                              "description": "synthetic seed-matrix-shaped run (benchmark)"},
+            "kind": "storage", "plan": plan, "points_total": len(plan), "points_done": len(plan),
+            "target": "/srv/bench/testfile", "target_info": {"type": "file", "path": "/srv/bench/testfile",
+                                                           "mount_point": "/srv", "source": "/dev/nvme0n1p1",
+                                                           "filesystem": "ext4"},
+            "environment": {}, "tools": {"fio": "fio-3.33"}, "status": "complete"}
+    (path / "run.json").write_text(json.dumps(meta, indent=1))
+    (path / "results.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    (path / "raw").mkdir(exist_ok=True)
+    return path
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--keep", metavar="DIR", help="write the directory (and its report) here and keep it")
+    ap.add_argument("--repeat", type=int, default=1, help="render this many times, report the best")
+    args = ap.parse_args()
+    tmp = None
+    if args.keep:
+        path = Path(args.keep)
+    else:
+        tmp = tempfile.mkdtemp(prefix="report-bench-")
+        path = Path(tmp) / "seed-matrix"
+    try:
+        make_results_dir(path)
+        from app.report import render_report
+
+        times = []
+        for _ in range(max(1, args.repeat)):
+            t0 = time.perf_counter()
+            report = render_report(path)
+            times.append(time.perf_counter() - t0)
+        best = min(times)
+        figures = len(list((path / "plots").glob("*.svg")))
+        print(f"report of a 120-point seed-matrix-shaped directory: {best:.2f} s "
+              f"({figures} figures, {report.stat().st_size} bytes of markdown; target < {TARGET_S:.0f} s)")
+        return 0 if best < TARGET_S else 1
+    finally:
+        if tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
