@@ -65,8 +65,8 @@ __attribute__((noinline)) void spin_delay(uint64_t units)
 double calibrate_delay_unit_ns(void)
 {
     double best = 0;
-    for (int rep = 0; rep < 5; rep++) {
-        const uint64_t n = 2000000;
+    for (int rep = 0; rep < 10; rep++) {
+        const uint64_t n = 1000000;
         double t0 = thread_cpu_ns();   /* CPU time: a preemption does not inflate the unit */
         spin_delay(n);
         double dt = (thread_cpu_ns() - t0) / (double)n;

@@ -70,6 +70,8 @@ static inline uint64_t KN(acc_sum)(KN(acc_t) x)
 #define FENCE() __atomic_thread_fence(__ATOMIC_SEQ_CST)
 #endif
 
+/* the injection delay, inlined so delay 0 and delay 1 run the same code (see spin_delay in kernels.c) */
+#define SPIN(d) do { for (uint64_t i_ = 0; i_ < (d); i_++) __asm__ volatile("" : "+r"(i_)); } while (0)
 #define ADV(off, size) do { (off) += LINE_BYTES; if ((off) >= (size)) (off) = 0; } while (0)
 
 static KATTR void KN(run_steps)(const struct traffic *t, struct kstate *s, uint64_t steps, uint64_t delay)
@@ -80,14 +82,18 @@ static KATTR void KN(run_steps)(const struct traffic *t, struct kstate *s, uint6
     size_t r0 = s->r0, r1 = s->r1, w = s->w, rsize = s->rsize, wsize = s->wsize;
     int nt_used = 0;
 
-    if (t->nops == 1 && t->ops[0] == OP_LOAD && delay == 0) {
-        /* all reads at full speed: four lines per iteration (rsize is a multiple of 256) */
+    if (t->nops == 1 && t->ops[0] == OP_LOAD) {
+        /* all reads: four lines per iteration (rsize is a multiple of 256) */
         while (steps >= 4 && r0 + 256 <= rsize) {
             const char *p = rd0 + r0;
             LD(x, p);
+            SPIN(delay);
             LD(x, p + 64);
+            SPIN(delay);
             LD(x, p + 128);
+            SPIN(delay);
             LD(x, p + 192);
+            SPIN(delay);
             r0 += 256;
             if (r0 >= rsize) r0 = 0;
             steps -= 4;
@@ -101,8 +107,7 @@ static KATTR void KN(run_steps)(const struct traffic *t, struct kstate *s, uint6
             case OP_STORE: ST(x, wr + w); ADV(w, wsize); break;
             case OP_NT: NT(x, wr + w); ADV(w, wsize); nt_used = 1; break;
             }
-            if (delay)
-                spin_delay(delay);
+            SPIN(delay);
         }
     }
     if (nt_used)
@@ -124,3 +129,4 @@ static KATTR void KN(run_steps)(const struct traffic *t, struct kstate *s, uint6
 #undef NT
 #undef FENCE
 #undef ADV
+#undef SPIN
