@@ -9,7 +9,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, Static
+from textual.widgets import Button, Footer, Input, Label, Static
 
 from app.screens import messages as msg
 from app.screens.state import TargetChoice
@@ -25,7 +25,7 @@ def device_name(path: str) -> str:
 class ConfirmTarget(ModalScreen[TargetChoice | None]):
     """Shows both verdicts with their reasons and returns the confirmed :class:`TargetChoice`."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    BINDINGS = [Binding("enter", "confirm", "Confirm", show=True), Binding("escape", "cancel", "Cancel")]
 
     def __init__(self, device: dict[str, Any]) -> None:
         super().__init__()
@@ -52,6 +52,7 @@ class ConfirmTarget(ModalScreen[TargetChoice | None]):
                     self.write_reasons or self.read_reasons)), style="bold red"), id="confirm-refused")
                 with Horizontal(classes="buttons"):
                     yield Button(msg.CLOSE_BUTTON, id="cancel", variant="primary")
+                yield Footer()
                 return
             if self.write_verdict == NEEDS:
                 yield Static(msg.CONFIRM_TYPE_NAME.format(path=self.path, name=self.name_), id="confirm-explain")
@@ -64,6 +65,7 @@ class ConfirmTarget(ModalScreen[TargetChoice | None]):
             with Horizontal(classes="buttons"):
                 yield Button(msg.CONFIRM_BUTTON, id="confirm", variant="primary")
                 yield Button(msg.CANCEL_BUTTON, id="cancel")
+        yield Footer()
 
     def on_mount(self) -> None:
         if self.query("#confirm-name"):
@@ -126,6 +128,7 @@ class YesNo(ModalScreen[bool]):
             with Horizontal(classes="buttons"):
                 yield Button(msg.YES + " (y)", id="yes", variant="error")
                 yield Button(msg.NO + " (n)", id="no", variant="primary")
+        yield Footer()
 
     def on_mount(self) -> None:
         self.query_one("#no", Button).focus()

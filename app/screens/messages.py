@@ -90,7 +90,8 @@ stopped first and its completed points are kept).
 ## Devices
 - `↑/↓` move, `enter` pick the highlighted target (the *test file* row is always safe)
 - `p` presets on the test file, `r` rescan devices
-- The verdict column is SPEC §5's verdict for a plan that writes; the panel below lists the reasons.
+- The *write plan* column is the safety verdict for a plan that writes (*type name*: the device carries
+  data and its name must be typed); the panel below lists the reasons for writes and reads.
 
 ## Target confirmation
 - A device with a filesystem or partition table needs its name typed before write plans may run;

@@ -10,7 +10,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Button, DataTable, Footer, Header, Input, Label, Static
+from textual.widgets import Button, DataTable, Footer, Header, Input, Static
 from textual.worker import Worker, WorkerState
 
 from app.results import ResultsDir
@@ -62,7 +62,7 @@ def export_report(results: Path, destination: str) -> Path:
 
 
 class ExportModal(ModalScreen[str | None]):
-    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    BINDINGS = [Binding("escape", "cancel", "Cancel"), Binding("enter", "noop", "Export", show=True)]
 
     def __init__(self, default: str) -> None:
         super().__init__()
@@ -70,11 +70,12 @@ class ExportModal(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="modal-box", id="export-box"):
-            yield Label(msg.EXPORT_PROMPT)
+            yield Static(msg.EXPORT_PROMPT)
             yield Input(self.default, id="export-path")
             with Horizontal(classes="buttons"):
                 yield Button("Export", id="export", variant="primary")
                 yield Button(msg.CANCEL_BUTTON, id="cancel")
+        yield Footer()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
@@ -86,6 +87,10 @@ class ExportModal(ModalScreen[str | None]):
 
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+    def action_noop(self) -> None:
+        """The Input submits on enter; the binding only puts ``enter Export`` in the footer."""
+        self.dismiss(self.query_one("#export-path", Input).value)
 
 
 class ResultsScreen(Screen[None]):

@@ -1,0 +1,200 @@
+"""Snapshots of every screen at 80x24: fixed devices, fixed presets, fake run events, fixed clock.
+
+Update after an intended change with ``pytest tests/tui/test_tui_snapshots.py --snapshot-update``
+and review the SVGs (``__snapshots__``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app import presets as core
+from app import sweep
+from app.results import ResultsDir
+from app.runners.base import Sample
+from app.screens.results import ResultsScreen
+from app.screens.run import RunScreen
+from app.screens.state import RunRequest, TargetChoice
+from app.tui import create_app
+from tests.tui.helpers import DEVICES, FIXED_PRESETS, forever, wait_for
+
+SIZE = (80, 24)
+SMALL = ("runtime=1", "size=16m")
+RUN_DIR = Path("results/quick-snap")
+
+
+@pytest.fixture(autouse=True)
+def fixed_world(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("PROFILER_TUI_PRESETS", str(FIXED_PRESETS))
+    monkeypatch.chdir(tmp_path)  # results/ is relative: the same text on every machine
+    monkeypatch.delenv("NO_COLOR", raising=False)
+
+
+def app_():
+    return create_app(devices=DEVICES, results_dir="results", overrides=SMALL, clock=lambda: 0.0)
+
+
+def storage_metrics(i: int) -> dict[str, Any]:
+    iops = 1000.0 * (i + 1) ** 1.5
+    mean = 50_000.0 * (i + 1)
+    return {"iops": iops, "read_iops": iops, "write_iops": 0.0, "bw_bytes": iops * 4096, "read_bw_bytes": iops * 4096,
+            "write_bw_bytes": 0.0, "lat_ns": {"min": 1000, "max": 900_000, "mean": mean, "stddev": 10.0,
+                                              "p50": mean, "p90": mean * 1.5, "p99": mean * 3, "p99_9": mean * 4,
+                                              "p99_99": mean * 5}, "usr_cpu": 2.5, "sys_cpu": 10.0 + i}
+
+
+def storage_events(plan: list[dict[str, Any]], completed: int) -> list[Any]:
+    total = len(plan)
+    events: list[Any] = [sweep.RunStarted(total, total, 1.5 * total, {}, RUN_DIR)]
+    t = 0
+    for i, point in enumerate(plan[:completed + 1]):
+        events.append(sweep.PointStarted(i, point, i, total, 1.5 * (total - i)))
+        m = storage_metrics(i)
+        for k in range(1, 4):
+            t += 1
+            f = 1 + 0.1 * ((k + i) % 3)
+            events.append(Sample(i, {"t": float(k), "iops": m["iops"] * f, "read_iops": m["iops"], "write_iops": 0.0,
+                                     "bw_bytes": m["bw_bytes"] * f, "lat_mean_ns": m["lat_ns"]["mean"] / f,
+                                     "lat_p99_ns": m["lat_ns"]["p99"] / f}))
+        if i < completed:
+            events.append(sweep.PointDone(i, {"kind": "storage", "index": i, "point": point, "metrics": m}, i + 1, total))
+    return events
+
+
+def memory_events(plan: list[dict[str, Any]], completed: int) -> list[Any]:
+    total = len(plan)
+    events: list[Any] = [sweep.RunStarted(total, total, 2.0 * total, {}, Path("results/mem-snap")),
+                         sweep.PointStarted(0, plan[0], 0, total, 2.0 * total)]
+    for i, point in enumerate(plan[:completed]):
+        lat = 80.0 + 400.0 / (1 + point["delay"] / 100)
+        bw = 60000.0 / (1 + point["delay"] / 300)
+        data = {"delay": point["delay"], "latency_ns": lat, "bandwidth_mbps": bw}
+        events.append(Sample(i, data))
+        events.append(sweep.PointDone(i, {"kind": "memory", "index": i, "point": point,
+                                          "metrics": {"latency_ns": lat, "bandwidth_mbps": bw}}, i + 1, total))
+    return events
+
+
+def fake_run(preset_name: str, events: list[Any]):
+    preset = core.apply_overrides(core.load(preset_name),
+                                  [o for o in SMALL if o.split("=")[0] in core.KEYS[core.load(preset_name).kind]])
+    target = TargetChoice.test_file(Path("results")) if preset.kind == "storage" else None
+
+    async def source():
+        for ev in events:
+            yield ev
+        await forever()
+
+    return RunScreen(RunRequest(preset, target, RUN_DIR), source=source)
+
+
+async def show_run(pilot, screen: RunScreen, n_events: int) -> None:
+    pilot.app.push_screen(screen)
+    await wait_for(pilot, lambda: screen.events_seen == n_events, 10, "the fake events")
+    screen.tick()
+    await pilot.pause()
+
+
+def write_results() -> None:
+    plan = core.apply_overrides(core.load("quick"), list(SMALL)).expand()
+    rd = ResultsDir(RUN_DIR)
+    rd.create({"kind": "storage", "plan": plan, "status": "complete"})
+    for i, point in enumerate(plan):
+        rd.append({"kind": "storage", "index": i, "point": point, "metrics": storage_metrics(i)})
+
+
+def test_devices(snap_compare) -> None:
+    assert snap_compare(app_(), terminal_size=SIZE)
+
+
+def test_devices_highlight_mounted_partition(snap_compare) -> None:
+    assert snap_compare(app_(), press=["down", "down"], terminal_size=SIZE)
+
+
+def test_confirm_destructive_asks_for_the_name(snap_compare) -> None:
+    assert snap_compare(app_(), press=["down", "enter", "s", "d", "x"], terminal_size=SIZE)
+
+
+def test_confirm_refused_shows_reasons(snap_compare) -> None:
+    assert snap_compare(app_(), press=["down", "down", "down", "down", "enter"], terminal_size=SIZE)
+
+
+def test_presets_preview(snap_compare) -> None:
+    assert snap_compare(app_(), press=["enter", "down", "down", "down", "down"], terminal_size=SIZE)
+
+
+def test_custom_form_inline_error(snap_compare) -> None:
+    async def before(pilot) -> None:
+        await pilot.press("p", "c")
+        pilot.app.screen.query_one("#storage-bs").focus()
+        await pilot.press("end", "ctrl+u", "4", "x", "ctrl+r")
+
+    assert snap_compare(app_(), run_before=before, terminal_size=SIZE)
+
+
+def test_run_storage_live(snap_compare) -> None:
+    plan = core.apply_overrides(core.load("quick"), list(SMALL)).expand()
+    events = storage_events(plan, completed=5)
+
+    async def before(pilot) -> None:
+        await show_run(pilot, fake_run("quick", events), len(events))
+
+    assert snap_compare(app_(), run_before=before, terminal_size=SIZE)
+
+
+def test_run_storage_curve_tab(snap_compare) -> None:
+    plan = core.apply_overrides(core.load("quick"), list(SMALL)).expand()
+    events = storage_events(plan, completed=5)
+
+    async def before(pilot) -> None:
+        await show_run(pilot, fake_run("quick", events), len(events))
+        await pilot.press("2")
+
+    assert snap_compare(app_(), run_before=before, terminal_size=SIZE)
+
+
+def test_run_memory_curve(snap_compare) -> None:
+    plan = core.load("mem-loaded").expand()
+    events = memory_events(plan, completed=12)
+
+    async def before(pilot) -> None:
+        await show_run(pilot, fake_run("mem-loaded", events), len(events))
+
+    assert snap_compare(app_(), run_before=before, terminal_size=SIZE)
+
+
+def test_run_cancel_confirmation(snap_compare) -> None:
+    plan = core.apply_overrides(core.load("quick"), list(SMALL)).expand()
+    events = storage_events(plan, completed=2)
+
+    async def before(pilot) -> None:
+        await show_run(pilot, fake_run("quick", events), len(events))
+        await pilot.press("c")
+
+    assert snap_compare(app_(), run_before=before, terminal_size=SIZE)
+
+
+def test_results_sorted(snap_compare) -> None:
+    async def before(pilot) -> None:
+        write_results()
+        pilot.app.push_screen(ResultsScreen(RUN_DIR))
+        await pilot.pause()
+        await pilot.press("s", "s", "S")
+
+    assert snap_compare(app_(), run_before=before, terminal_size=SIZE)
+
+
+def test_export_modal(snap_compare) -> None:
+    async def before(pilot) -> None:
+        write_results()
+        pilot.app.push_screen(ResultsScreen(RUN_DIR))
+        await pilot.pause()
+        await pilot.press("e")
+
+    assert snap_compare(app_(), run_before=before, terminal_size=SIZE)
+
+
+def test_help(snap_compare) -> None:
+    assert snap_compare(app_(), press=["?"], terminal_size=SIZE)
