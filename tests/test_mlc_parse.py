@@ -218,3 +218,23 @@ def test_single_star_warnings_and_bandwidth_only_rows() -> None:
     assert [r.as_dict() for r in s.rows] == [{"delay": 0, "latency_ns": 189.66, "bandwidth_mbps": 55445.5},
                                              {"delay": 2, "latency_ns": None, "bandwidth_mbps": 55398.7}]
     assert s.params["duration"] == 4 and s.params["version"] == "3.11b"
+
+
+def test_engine_header_lines() -> None:
+    # the built-in engine's extra header lines (native/memlat/README.md), without a -l on its command line
+    text = ("Intel(R) Memory Latency Checker - compatible output: profiler-tui memlat v0.1\n"
+            "Command line parameters: --loaded_latency -W7 -D 0,500 -t 0.3\n\n"
+            "Using buffer size of 64.000MiB/thread for reads and an additional 64.000MiB/thread for writes\n"
+            "Using huge pages: yes (transparent huge pages (madvise): 192.0 of 192.0 MiB in 2 MiB pages)\n"
+            "Using latency thread on CPU 0 (stride 128 bytes) and 1 load thread(s) on CPU(s) 1\n"
+            "Using injection delay unit of 0.410 ns (one iteration of a spin loop)\n\n"
+            "Measuring Loaded Latencies for the system\n"
+            "Using 2:1 Reads-NT Writes (non-temporal) traffic type\n"
+            "Inject\tLatency\tBandwidth\nDelay\t(ns)\tMB/sec\n==========================\n"
+            " 00000\t147.85\t   3046.6\n 00500\t140.10\t    120.3\n")
+    (s,) = parse_text(text)
+    p = s.params
+    assert (p["tool"], p["version"], p["traffic"], p["stride"], p["latency_cpu"]) == ("memlat", "0.1", "W7", 128, 0)
+    assert p["huge_pages"] is True and p["delay_unit_ns"] == 0.41 and p["delays"] == [0, 500]
+    assert p["buffer_bytes"] == 64 * MIB and p["duration"] == 0.3
+    assert [r.delay for r in s.rows] == [0, 500]

@@ -193,6 +193,7 @@ _RE_C2C = re.compile(rf"^(.*?latency)\s+({_NUM})$", re.IGNORECASE)
 _RE_MATRIX_HEAD = re.compile(r"^(?:Numa node|Writer Numa Node)((?:\s+\d+)+)$", re.IGNORECASE)
 _RE_MATRIX_ROW = re.compile(rf"^(\d+)((?:\s+(?:{_NUM}|-))+)$")
 _RE_HUGE = re.compile(r"^Using huge pages:\s*(yes|no)\b\s*\(?(.*?)\)?$", re.IGNORECASE)  # the engine's
+_RE_THREADS = re.compile(r"^Using latency thread on CPU\s+(\d+)\W+stride\s+(\d+)\s+bytes", re.IGNORECASE)  # engine
 _RE_DELAY_UNIT = re.compile(rf"^Using injection delay unit of\s+({_NUM})\s*ns", re.IGNORECASE)  # the engine's
 _UNIT = {"kib": 1 << 10, "kb": 1 << 10, "mib": MIB, "mb": MIB, "gib": 1 << 30, "gb": 1 << 30}
 
@@ -322,6 +323,12 @@ class LineParser:
         if m:
             self.header["huge_pages"] = m.group(1).lower() == "yes"
             self.header["huge_pages_detail"] = m.group(2).strip()
+            return None
+        m = _RE_THREADS.match(line)
+        if m:
+            self.header["latency_cpu"] = int(m.group(1))
+            if "stride" not in self.header.get("cmd", {}):
+                self.header["stride"] = int(m.group(2))
             return None
         m = _RE_DELAY_UNIT.match(line)
         if m:
