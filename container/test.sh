@@ -1,0 +1,262 @@
+#!/usr/bin/env bash
+# The container test (issue 7, SPEC §10): builds the image with podman and checks, inside it,
+#   --version; devices --json; the quick preset on a file (results on the host through a volume);
+#   a read-only run on a loop device made here; the memory engine's idle latency; no compiler in
+#   the image; MLC absent without a source and present from a stand-in vendor/ tarball; the TUI
+#   drawing its first screen in a pseudo-terminal.
+# Removes everything it made (loop device, containers, image tags, temp files), also on failure;
+# keeps the base image and the layer cache so the next run is quick.
+#   container/test.sh            (root; installs podman, runc, debootstrap when missing)
+#   KEEP_IMAGE=1 container/test.sh   keeps the tested image as profiler-tui:test
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+repo="$(cd "$here/.." && pwd)"
+. "$here/lib.sh"
+
+[ "$(id -u)" = 0 ] || { echo "container/test.sh: needs root (podman with --privileged, loop devices)" >&2; exit 1; }
+
+TAG=localhost/profiler-tui:test
+MLC_TAG=localhost/profiler-tui:test-mlc
+NAME="ptui-test-$$"
+tmp="$(mktemp -d /var/tmp/profiler-tui-ctest.XXXXXX)"
+loop=""
+made_tags=()
+passed=0
+failed=0
+t_start=$(date +%s)
+
+cleanup() {
+    local rc=$?
+    set +e
+    podman ps -a --format '{{.Names}}' 2>/dev/null | grep "^$NAME" | while read -r c; do
+        podman rm -f "$c" >/dev/null 2>&1
+    done
+    if [ -n "$loop" ]; then
+        losetup -d "$loop" && echo "detached $loop"
+    fi
+    if [ -z "${KEEP_IMAGE:-}" ]; then
+        for t in "${made_tags[@]}"; do podman rmi -f "$t" >/dev/null 2>&1; done
+    fi
+    rm -rf "$tmp"
+    echo "container test: $passed passed, $failed failed ($(( $(date +%s) - t_start ))s)"
+    [ "$failed" -gt 0 ] && [ "$rc" = 0 ] && rc=1
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+ok()   { passed=$((passed + 1)); echo "PASS  $*"; }
+bad()  { failed=$((failed + 1)); echo "FAIL  $*"; }
+step() { echo; echo "== $*"; }
+
+# podman run with this machine's flags, the results volume, and the privileges the product documents.
+prun() {
+    "${PODMAN_RUN[@]}" --rm --name "$NAME-$((RANDOM))" --privileged -v /dev:/dev -v "$tmp/results:/results" "$@"
+}
+
+need_host_tools
+for tool in losetup script python3; do
+    command -v "$tool" >/dev/null || { apt-get update -q >/dev/null;
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends util-linux bsdutils python3 >/dev/null; }
+done
+mkdir -p "$tmp/results"
+
+# --- build ----------------------------------------------------------------------------------------
+step "build $TAG (MLC_URL default: Intel's mirror, unreachable from this machine)"
+made_tags+=("$TAG")
+if "$here/build.sh" --tag "$TAG" >"$tmp/build.log" 2>&1; then
+    tail -n 1 "$tmp/build.log"
+    ok "image builds"
+else
+    tail -n 40 "$tmp/build.log"
+    bad "image build"; exit 1
+fi
+if grep -q '^MLC: not in this image' "$tmp/build.log" || ! grep -q '^MLC:' "$tmp/build.log"; then
+    # (no MLC line at all: the MLC stage came from the layer cache of an earlier, identical build)
+    ok "build without a reachable MLC succeeds and says so (or reused that cached step)"
+else
+    bad "MLC message missing from the build log"
+fi
+
+# --- static checks --------------------------------------------------------------------------------
+step "image contents"
+if prun --entrypoint sh "$TAG" -c '
+    for c in gcc cc c99 c89 clang tcc g++ c++ cpp make ld as; do
+        command -v "$c" && exit 1
+    done
+    ls /usr/lib/gcc/*/*/cc1 2>/dev/null && exit 1
+    exit 0'; then ok "no compiler or make in the final image"; else bad "the final image holds a compiler"; fi
+if prun --entrypoint sh "$TAG" -c 'fio --version && lsblk --version && blkid --version && command -v memlat && ldconfig -p | grep -E "libaio.so|liburing.so"'; then
+    ok "fio, lsblk, blkid, memlat, libaio and liburing in the image"
+else
+    bad "runtime tools missing"
+fi
+if prun --entrypoint sh "$TAG" -c 'test ! -e /opt/mlc/mlc'; then ok "no /opt/mlc/mlc without an MLC source"; else bad "/opt/mlc/mlc present without a source"; fi
+
+# --- CLI ------------------------------------------------------------------------------------------
+step "profiler-tui --version"
+if out="$(prun "$TAG" --version)" && [[ "$out" == *profiler-tui* ]]; then ok "--version: $out"; else bad "--version: $out"; fi
+
+step "profiler-tui presets"
+if prun "$TAG" presets >"$tmp/presets.txt" 2>&1 && grep -q quick "$tmp/presets.txt" && grep -q mem-idle "$tmp/presets.txt"; then
+    ok "presets lists the shipped presets"
+else
+    cat "$tmp/presets.txt"; bad "presets"
+fi
+
+# A loop device on a small image file made here (the only block device this test touches).
+truncate -s 128M "$tmp/loop.img"
+head -c 1M /dev/urandom >"$tmp/loop.img.head" && dd if="$tmp/loop.img.head" of="$tmp/loop.img" conv=notrunc status=none
+loop="$(losetup -f --show "$tmp/loop.img")"
+echo "made $loop on $tmp/loop.img"
+sum_before="$(md5sum <"$tmp/loop.img")"
+
+step "profiler-tui devices --json"
+if prun "$TAG" devices --json >"$tmp/devices.json" 2>"$tmp/devices.err" \
+   && python3 - "$tmp/devices.json" "$loop" <<'PY'
+import json, sys
+data = json.load(open(sys.argv[1]))
+items = data if isinstance(data, list) else data.get("devices", [])
+flat = []
+def walk(xs):
+    for d in xs:
+        flat.append(d)
+        walk(d.get("children") or d.get("partitions") or [])
+walk(items)
+names = {str(d.get(k)) for d in flat for k in ("path", "name", "device") if d.get(k)}
+assert sys.argv[2] in names or sys.argv[2].rsplit("/", 1)[-1] in names, (sys.argv[2], sorted(names))
+print(f"{len(flat)} devices, {sys.argv[2]} among them")
+PY
+then ok "devices --json lists $loop"; else cat "$tmp/devices.err"; bad "devices --json"; fi
+
+step "profiler-tui run quick --set runtime=1 (on a file in /results)"
+if prun "$TAG" run quick --set runtime=1 --set size=64m --yes --out /results/q >"$tmp/quick.log" 2>&1; then
+    lines=$(wc -l <"$tmp/results/q/results.jsonl")
+    if [ "$lines" = 8 ]; then ok "quick: 8 points in results/q/results.jsonl on the host"; else bad "quick: $lines lines, expected 8"; fi
+else
+    tail -n 20 "$tmp/quick.log"; bad "run quick"
+fi
+
+step "read-only run on $loop"
+if prun "$TAG" run custom --target "$loop" --set rw=randread --set runtime=1 --set size=64m --yes --out /results/loop \
+       >"$tmp/loop.log" 2>&1 \
+   && [ "$(wc -l <"$tmp/results/loop/results.jsonl")" = 1 ] \
+   && python3 -c 'import json,sys; r=json.loads(open(sys.argv[1]).readline()); assert r["point"]["rw"]=="randread" and r["metrics"]["read_iops"]>0, r' \
+        "$tmp/results/loop/results.jsonl"; then
+    ok "randread on $loop: 1 point with read IOPS"
+else
+    tail -n 20 "$tmp/loop.log"; bad "read-only run on $loop"
+fi
+if [ "$(md5sum <"$tmp/loop.img")" = "$sum_before" ]; then ok "$loop unchanged by the read-only run"; else bad "$loop was written to"; fi
+
+# --- memory engine --------------------------------------------------------------------------------
+step "memory engine idle latency"
+if prun --entrypoint memlat "$TAG" --idle_latency -t 1 >"$tmp/memlat.txt" 2>&1; then
+    sed -n '1,12p' "$tmp/memlat.txt"; ok "memlat --idle_latency"
+else
+    cat "$tmp/memlat.txt"; bad "memlat --idle_latency"
+fi
+if prun "$TAG" run mem-idle --engine builtin --yes --out /results/mem >"$tmp/mem.log" 2>&1 \
+   && python3 -c 'import json,sys; r=json.loads(open(sys.argv[1]).readline()); assert r["kind"]=="memory" and r["metrics"]["latency_ns"]>0, r; print("idle latency %.1f ns" % r["metrics"]["latency_ns"])' \
+        "$tmp/results/mem/results.jsonl"; then
+    ok "run mem-idle --engine builtin"
+else
+    tail -n 20 "$tmp/mem.log"; bad "run mem-idle --engine builtin"
+fi
+
+# --- MLC from a tarball in the build context (a stand-in of the same layout) -----------------------
+step "stand-in MLC tarball in vendor/"
+ctx="$tmp/context"
+mkdir -p "$ctx"
+tar -C "$repo" --exclude=./.git --exclude=./.venv --exclude=./results --exclude=./native/memlat/build \
+    --exclude=./vendor -c . | tar -C "$ctx" -x
+mkdir -p "$tmp/mlc/Linux" "$ctx/vendor"
+cat >"$tmp/mlc/Linux/mlc" <<'SH'
+#!/bin/sh
+echo "Intel(R) Memory Latency Checker - v3.11b (stand-in for the container test)"
+echo "Command line parameters: $*"
+echo
+echo "Using buffer size of 200.000MiB"
+echo "*** Unable to modify prefetchers (try executing 'modprobe msr')"
+echo "*** So, enabling random access for latency measurements"
+echo "Each iteration took 250.0 base frequency clocks (	100.0	ns)"
+SH
+chmod +x "$tmp/mlc/Linux/mlc"
+tar -C "$tmp/mlc" -czf "$ctx/vendor/mlc_v0.0-standin.tgz" Linux
+made_tags+=("$MLC_TAG")
+if "$here/build.sh" --tag "$MLC_TAG" --context "$ctx" >"$tmp/build-mlc.log" 2>&1; then
+    tail -n 1 "$tmp/build-mlc.log"
+    grep '^MLC:' "$tmp/build-mlc.log" || true
+    if prun --entrypoint sh "$MLC_TAG" -c 'test -x /opt/mlc/mlc && /opt/mlc/mlc --idle_latency | head -n 1'; then
+        ok "/opt/mlc/mlc installed from vendor/mlc*.tgz"
+    else
+        bad "/opt/mlc/mlc missing in the image built with vendor/mlc*.tgz"
+    fi
+else
+    tail -n 30 "$tmp/build-mlc.log"; bad "build with the stand-in MLC tarball"
+fi
+
+# --- the TUI in a pseudo-terminal -----------------------------------------------------------------
+step "TUI in a pseudo-terminal (80x24)"
+if python3 - "$NAME-tui" "$TAG" "$tmp/results" "$tmp/tui.out" "$loop" "${PODMAN_RUN[@]}" <<'PY'
+import os, pty, re, select, signal, struct, subprocess, sys, termios, fcntl, time
+name, tag, results, dump, loop, *podman_run = sys.argv[1:]
+cmd = podman_run + ["--rm", "-it", "--name", name, "--privileged", "-v", "/dev:/dev",
+                    "-v", f"{results}:/results", "-e", "TERM=xterm-256color", tag]
+pid, fd = pty.fork()
+if pid == 0:
+    os.execvp(cmd[0], cmd)
+fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+buf = b""
+def read_for(seconds, until=None):
+    global buf
+    end = time.time() + seconds
+    while time.time() < end:
+        r, _, _ = select.select([fd], [], [], 0.2)
+        if r:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                return False
+            if not chunk:
+                return False
+            buf += chunk
+            if until and until(text()):
+                return True
+    return None
+def text():
+    t = buf.decode("utf-8", "replace")
+    t = re.sub(r"\x1b\[[0-9;?<>=]*[ -/]*[@-~]", " ", t)  # CSI
+    t = re.sub(r"\x1b\][^\x07\x1b]*(\x07|\x1b\\)", " ", t)  # OSC
+    return re.sub(r"\x1b.", " ", t)
+loopname = loop.rsplit("/", 1)[-1]
+want = ["profiler-tui", "write plan", loopname]
+read_for(60, until=lambda t: all(w in t for w in want))
+screen = text()
+found = {w: (w in screen) for w in want}
+os.write(fd, b"q")
+exited = read_for(10) is False
+if not exited:
+    os.write(fd, b"\x11")  # ctrl+q
+    exited = read_for(5) is False
+if not exited:
+    subprocess.run(["podman", "rm", "-f", name], capture_output=True)
+    os.kill(pid, signal.SIGKILL)
+_, status = os.waitpid(pid, 0)
+open(dump, "w").write(screen)
+print("first screen shows:", ", ".join(f"{w!r}={'yes' if v else 'NO'}" for w, v in found.items()),
+      "| quit with q:", "yes" if exited else "NO")
+sys.exit(0 if all(found.values()) and exited else 1)
+PY
+then
+    ok "TUI draws the devices table in a terminal and quits on q"
+else
+    if ! prun --entrypoint python3 "$TAG" -c 'import app.tui' >/dev/null 2>&1; then
+        bad "TUI missing: app.tui is not in the image yet"
+    else
+        echo "--- screen text (escape sequences removed), first 1500 chars:"; head -c 1500 "$tmp/tui.out"; echo
+        bad "TUI did not draw its first screen or did not quit"
+    fi
+fi
+
+[ "$failed" = 0 ]
