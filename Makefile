@@ -36,6 +36,7 @@ run: setup
 test: setup
 	$(BIN)/python -m pytest -q
 	$(BIN)/lint-imports
+	$(MAKE) container-test
 
 test-fast: setup
 	$(BIN)/python -m pytest -q -m "not container"
@@ -50,6 +51,10 @@ bench-mem: setup
 
 native-asan:
 	$(MAKE) -C native/memlat asan-test
+
+# Builds the image with podman and runs the tool inside it (container/test.sh; root; docs/container.md).
+container-test:
+	bash container/test.sh
 
 clean:
 	rm -rf $(VENV) native/memlat/build
