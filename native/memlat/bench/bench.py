@@ -118,17 +118,18 @@ def main():
     bw_ok = True
     build_dir = os.path.dirname(os.path.abspath(b))
     for n in range(1, ncpu + 1):
-        eng, ref = [], []
+        eng, eng4k, ref = [], [], []
         for _ in range(a.reps):
-            d = engine(b, "--bandwidth_only", "-R", "-d", "0", "-k", f"0-{n - 1}", "-b", str(LIKWID_GB // n // 1024),
-                       "-t", t)
-            eng.append(d["rows"][0]["bandwidth_mbps"])
+            common = ["--bandwidth_only", "-R", "-d", "0", "-k", f"0-{n - 1}", "-b", str(LIKWID_GB // n // 1024), "-t", t]
+            eng.append(engine(b, *common)["rows"][0]["bandwidth_mbps"])
             ref.append(likwid(n)[0] if have_likwid else ref_read(n, build_dir))
-        r = med(eng) / med(ref)
+            eng4k.append(engine(b, *common, "--no_huge_pages")["rows"][0]["bandwidth_mbps"])
+        r, r4k = med(eng) / med(ref), med(eng4k) / med(ref)
         bw_ok &= r >= 0.8
-        print(f"  {n} thread(s): engine {', '.join(f'{x:.0f}' for x in eng)} (median {med(eng):.0f});"
+        print(f"  {n} thread(s): engine (THP) {', '.join(f'{x:.0f}' for x in eng)} (median {med(eng):.0f});"
+              f" engine (4 KiB pages) {', '.join(f'{x:.0f}' for x in eng4k)} (median {med(eng4k):.0f});"
               f" {ref_name} {', '.join(f'{x:.0f}' for x in ref)} (median {med(ref):.0f});"
-              f" ratio {r:.2f} -> {'>=' if r >= 0.8 else 'BELOW'} 80%")
+              f" ratio THP {r:.2f}, 4 KiB {r4k:.2f} -> {'>=' if r >= 0.8 else 'BELOW'} 80%")
     if ncpu >= 2:
         d = engine(b, "--loaded_latency", "-R", "-d", "0", "-k", "0,1", "-b", str(LIKWID_GB // 1024), "-t", t)
         r0 = d["rows"][0]
