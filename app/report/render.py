@@ -505,9 +505,21 @@ def _queueing(curves: Sequence[an.Curve]) -> list[str]:
                     "I/Os: below it throughput grows with depth, above it only latency grows (R ≈ N / X_max).")
         if k is not None and util[c.points.index(k)] < 1:
             rho = util[c.points.index(k)]
-            text.append(f"For scale, a single-server M/M/1 queue at ρ = {rho:.2f} would make a request wait "
-                        f"ρ/(1−ρ) = {rho / (1 - rho):.1f} service times; the measurement at the knee shows "
-                        f"{max(0.0, k.lat_mean / s0 - 1):.1f}, as expected of a device serving many I/Os in parallel.")
+            mm1 = rho / (1 - rho)
+            seen = k.lat_mean / s0 - 1
+            if seen < 0:
+                text.append(f"At the knee an I/O took less time than at the lightest load ({us(k.lat_mean)} vs "
+                            f"{us(s0)} µs), so S measured at {c.load_label(first)} overstates the service time: "
+                            "lightly loaded storage that idles between I/Os (power states, timer-driven "
+                            "completion, a shared or virtual disk) answers more slowly than a busy one.")
+            else:
+                cmp = "less than" if seen < mm1 else "more than"
+                why = ("the device serves several I/Os in parallel, like a multi-server queue" if seen < mm1 else
+                       "something beyond one queue adds delay (background work such as garbage collection, or a "
+                       "shared device)")
+                text.append(f"For scale, a single-server M/M/1 queue at ρ = {rho:.2f} makes a request wait "
+                            f"ρ/(1−ρ) = {mm1:.2f} service times; at the knee the measured wait is {seen:.2f} service "
+                            f"times, {cmp} M/M/1: {why}.")
     out.append(" ".join(text))
     out.append("")
     return out

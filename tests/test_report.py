@@ -1,0 +1,179 @@
+"""report.md, plots/ and results.csv (SPEC §8, issue 5).
+
+Golden test: tests/data/report/golden-run/ is a fixed results directory (a real 18-point fio
+sweep and real memory-engine curves on this project's machine type, assembled by
+tests/data/report/make_golden_run.py); its rendered report must equal
+tests/data/report/golden/report.md byte for byte.  After an intended change to the report,
+regenerate the golden file and review the diff:
+
+    PROFILER_TUI_REGEN_GOLDEN=1 .venv/bin/pytest tests/test_report.py -k golden
+"""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from app.report import render_report
+from conftest import DATA, ROOT, run_cli
+
+GOLDEN_RUN = DATA / "report" / "golden-run"
+GOLDEN_MD = DATA / "report" / "golden" / "report.md"
+
+
+def _bench() -> object:
+    spec = importlib.util.spec_from_file_location("report_speed", ROOT / "bench" / "report_speed.py")
+    mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    return mod
+
+
+def _figures(md: str) -> list[str]:
+    return re.findall(r"!\[[^\]]*\]\(([^)]+)\)", md)
+
+
+@pytest.fixture()
+def golden_copy(tmp_path: Path) -> Path:
+    d = tmp_path / "golden-run"
+    shutil.copytree(GOLDEN_RUN, d)
+    return d
+
+
+def test_golden_report(golden_copy: Path) -> None:
+    text = render_report(golden_copy).read_text(encoding="utf-8")
+    if os.environ.get("PROFILER_TUI_REGEN_GOLDEN"):
+        GOLDEN_MD.parent.mkdir(parents=True, exist_ok=True)
+        GOLDEN_MD.write_text(text, encoding="utf-8")
+    assert text == GOLDEN_MD.read_text(encoding="utf-8"), \
+        "report changed: review, then PROFILER_TUI_REGEN_GOLDEN=1 pytest tests/test_report.py -k golden"
+
+
+def test_golden_report_sections_and_units(golden_copy: Path) -> None:
+    md = render_report(golden_copy).read_text(encoding="utf-8")
+    for heading in ("## Environment", "## Run", "## Target", "## Storage results", "## Memory results",
+                    "## Analysis", "### Little's law per point", "### Saturation knee",
+                    "### Best operating point under p99 ≤ 1000 µs", "### Queueing view",
+                    "### Memory vs storage latency"):
+        assert heading in md
+    # seed 000's storage columns, with units
+    assert ("| Test Type | Block Size | IOPS | Bandwidth MB/s (MiB/s) | Latency min (µs) | Latency max (µs) | "
+            "Latency avg (µs) | Latency p99 (µs) | CPU usr | CPU sys | IO Depth | Jobs |") in re.sub(r" +", " ", md)
+    assert "| Inject | Latency (ns) | Bandwidth (MB/sec) |" in re.sub(r" +", " ", md)
+    # honest about the target: a file on a VM's virtual disk
+    target = md.split("## Target")[1].split("## Storage")[0]
+    assert "virtual disk" in target and "say little about any physical SSD" in target
+    assert str(golden_copy) not in md  # no absolute path of the directory itself
+
+
+def test_every_referenced_figure_exists_and_rendering_is_reproducible(golden_copy: Path) -> None:
+    md = render_report(golden_copy).read_text(encoding="utf-8")
+    figs = _figures(md)
+    assert len(figs) >= 7
+    first = {}
+    for f in figs:
+        path = golden_copy / f
+        assert path.is_file() and path.stat().st_size > 1000, f
+        assert path.read_bytes().lstrip().startswith(b"<?xml") and b"<svg" in path.read_bytes()
+        first[f] = path.read_bytes()
+    on_disk = {f"plots/{p.name}" for p in (golden_copy / "plots").glob("*.svg")}
+    assert on_disk == set(figs)  # nothing drawn that the report does not show
+    md2 = render_report(golden_copy).read_text(encoding="utf-8")
+    assert md2 == md
+    assert all((golden_copy / f).read_bytes() == b for f, b in first.items())
+
+
+def test_results_csv_has_one_row_per_point(golden_copy: Path) -> None:
+    render_report(golden_copy)
+    rows = list(csv.DictReader((golden_copy / "results.csv").open()))
+    lines = [x for x in (golden_copy / "results.jsonl").read_text().splitlines() if x.strip()]
+    assert len(rows) == len(lines)
+    storage = [r for r in rows if r["kind"] == "storage"]
+    assert storage and all(float(r["iops"]) > 0 and float(r["lat_p99_us"]) > 0 for r in storage)
+    assert all(abs(float(r["littles_ratio"]) - float(r["littles_L"]) / int(r["littles_N"])) < 1e-3 for r in storage)
+    memory = [r for r in rows if r["kind"] == "memory"]
+    assert memory and all(float(r["latency_ns"]) > 0 for r in memory)
+
+
+def test_out_file_puts_plots_beside_it(golden_copy: Path, tmp_path: Path) -> None:
+    out = tmp_path / "elsewhere" / "my-report.md"
+    assert render_report(golden_copy, out) == out
+    for f in _figures(out.read_text()):
+        assert (out.parent / f).is_file()
+    assert (out.parent / "results.csv").is_file()
+
+
+@pytest.mark.parametrize("shape, drawn, absent", [
+    # a queue-depth sweep of one workload: no block-size plot, no heatmap
+    ({"rws": ["randread"], "bss": [4096], "qds": [1, 2, 4, 8, 16, 32]},
+     {"storage-vs-queue-depth", "latency-throughput"}, {"heatmap", "storage-vs-block-size"}),
+    # block sizes only: one line per pattern, no QD figure, no heatmap
+    ({"rws": ["read"], "bss": [4096, 65536, 1048576], "qds": [8]},
+     {"storage-vs-block-size"}, {"heatmap", "queue-depth", "latency-throughput"}),
+    # block size × mix at one depth: the bs × mix heatmap but not the qd × mix one
+    ({"rws": ["read", "randread", "randwrite"], "bss": [4096, 131072], "qds": [16]},
+     {"storage-vs-block-size", "heatmap-bs-mix-throughput"}, {"heatmap-qd", "latency-throughput"}),
+])
+def test_figures_only_where_the_data_has_the_dimension(tmp_path: Path, shape: dict, drawn: set, absent: set) -> None:
+    d = _bench().make_results_dir(tmp_path / "run", **shape)  # type: ignore[attr-defined]
+    md = render_report(d).read_text()
+    names = {Path(f).stem for f in _figures(md)}
+    for want in drawn:
+        assert any(n.startswith(want) for n in names), (want, names)
+    for bad in absent:
+        assert not any(bad in n for n in names), (bad, names)
+    assert {p.stem for p in (d / "plots").glob("*.svg")} == names
+
+
+def test_no_one_cell_heatmap_rows_for_crystaldiskmark_style_groups(tmp_path: Path) -> None:
+    """quick: each pattern has its own block size, so no heatmap row/column would hold two cells."""
+    d = _bench().make_results_dir(tmp_path / "run", rws=["read", "write"], bss=[1 << 20], qds=[1, 8])  # type: ignore
+    rnd = _bench().make_results_dir(tmp_path / "rnd", rws=["randread", "randwrite"], bss=[4096], qds=[1, 32])  # type: ignore
+    with open(d / "results.jsonl", "a") as f:
+        for i, line in enumerate((rnd / "results.jsonl").read_text().splitlines()):
+            f.write(line.replace('"index": ' + str(i), '"index": ' + str(100 + i)) + "\n")
+    md = render_report(d).read_text()
+    names = [Path(f).stem for f in _figures(md)]
+    # read/write 1M and randread/randwrite 4K never share a block size: bs × mix has no 2×2 block
+    assert not any(n.startswith("heatmap-bs") for n in names)
+    assert "storage-vs-queue-depth" in names
+
+
+def test_120_point_seed_matrix_report(tmp_path: Path) -> None:
+    d = _bench().make_results_dir(tmp_path / "seed-matrix")  # type: ignore[attr-defined]
+    md = render_report(d).read_text()
+    assert md.count("\n| ") > 120 * 2
+    assert len(_figures(md)) == 7
+    knee_rows = md.split("### Saturation knee")[1].split("###")[0]
+    assert knee_rows.count("| 1, 16, 64, 256, 1024 |") == 24  # 6 patterns × 4 block sizes
+
+
+def test_bound_option_changes_the_analysis(golden_copy: Path) -> None:
+    proc = run_cli("report", str(golden_copy), "--p99-bound-us", "5000")
+    assert proc.returncode == 0, proc.stderr
+    md = (golden_copy / "report.md").read_text()
+    assert "### Best operating point under p99 ≤ 5000 µs" in md
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["report", "/nonexistent/dir"], "/nonexistent/dir: not a results directory"),
+    (["report", "DIR", "--p99-bound-us", "-3"], "--p99-bound-us"),
+])
+def test_report_usage_errors_exit_2_without_traceback(golden_copy: Path, args: list[str], fragment: str) -> None:
+    proc = run_cli(*[str(golden_copy) if a == "DIR" else a for a in args])
+    assert proc.returncode == 2
+    assert fragment in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_report_package_is_headless() -> None:
+    code = ("import sys, app.report, app.report.render, app.importer, app.compare; "
+            "bad = [m for m in sys.modules if m.split('.')[0] in ('textual', 'rich', 'plotext', 'textual_plotext')]; "
+            "assert not bad, bad; assert 'matplotlib' not in sys.modules, 'matplotlib imported eagerly'")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
