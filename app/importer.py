@@ -134,6 +134,13 @@ def fio_point(doc: dict[str, Any], jobs: list[dict[str, Any]]) -> tuple[dict[str
         "size": _size(opts.get("size")),
         "time_based": "time_based" in opts and _opt_bool(opts.get("time_based") or "1"),
     }
+    if "time_based" not in opts and point["size"]:
+        # fio leaves value-less flags out of its JSON options; a job that moved more than its size
+        # can only have been time based (otherwise it stops once the size is covered)
+        moved = max(sum(int((j.get(d) or {}).get("io_bytes") or 0) for d in fio_parse.DIRECTIONS) for j in jobs)
+        if moved > point["size"]:
+            point["time_based"] = True
+            notes.append("time_based inferred: the job moved more than its size")
     if job.get("hostname"):
         point["host"] = job["hostname"]
     return point, notes
