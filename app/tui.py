@@ -3,120 +3,25 @@
 The UI renders state and sends intents to the headless core (app.sweep, app.presets, app.safety,
 app.devices, app.report); it never runs a blocking call on the event loop.  ``create_app`` builds the
 application with injectable inputs (device list, results directory, overrides, clock) for the tests.
+
+This module imports no UI library itself: ``run_tui`` starts listing the block devices in a thread
+first, so lsblk and the probes overlap with importing Textual (the first screen is up sooner).
 """
 
 from __future__ import annotations
 
-import os
-import time
-from dataclasses import dataclass, field
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable
-
-from textual.app import App, SystemCommand
-from textual.binding import Binding
-from textual.screen import Screen
-
-from app.screens import messages as msg
+from typing import Any
 
 
-@dataclass
-class Options:
-    """What the app is started with; tests replace the parts that touch the machine."""
+def create_app(**options: Any) -> Any:
+    """The application (:class:`app.screens.application.ProfilerApp`); keyword arguments are
+    :class:`app.screens.application.Options` fields: ``devices`` (a list, or a callable run in a
+    thread), ``results_dir``, ``overrides`` (``["runtime=1", "size=16m"]``), ``engine``, ``clock``,
+    ``chart_interval``."""
+    from app.screens.application import Options, ProfilerApp
 
-    devices: list[dict[str, Any]] | Callable[[], list[dict[str, Any]]] | None = None  # None: app.devices
-    results_dir: Path = field(default_factory=lambda: Path(os.environ.get("PROFILER_TUI_RESULTS") or "results"))
-    overrides: tuple[str, ...] = ()  # --set equivalents applied to every run (keys the preset knows)
-    engine: str = "auto"  # memory engine for presets
-    clock: Callable[[], float] = time.monotonic
-    chart_interval: float = 0.5  # chart redraw period (s): 2 Hz
-
-
-class ProfilerApp(App[int]):
-    TITLE = msg.TITLE
-    CSS_PATH = "tui.tcss"
-    ENABLE_COMMAND_PALETTE = True
-    BINDINGS = [
-        Binding("question_mark", "help", "Help", key_display="?"),
-        Binding("q", "request_quit", "Quit"),
-        Binding("ctrl+q", "quit_now", "Quit", show=False, priority=True),
-    ]
-
-    def __init__(self, options: Options) -> None:
-        super().__init__()
-        self.options = options
-        self.exit_code = 0
-
-    def on_mount(self) -> None:
-        from app.screens.devices import DevicesScreen
-
-        self.push_screen(DevicesScreen())
-
-    # --- commands -----------------------------------------------------------------------------
-
-    def get_system_commands(self, screen: Screen) -> Any:
-        yield from super().get_system_commands(screen)
-        yield SystemCommand("Help", "Show the keys of every screen", self.action_help)
-        yield SystemCommand("Devices", "Back to the device list", self.action_devices)
-        yield SystemCommand("Presets on the test file", "Pick a preset for the default test file",
-                            self.action_presets)
-
-    def action_help(self) -> None:
-        from app.screens.help import HelpScreen
-
-        if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen())
-
-    def action_devices(self) -> None:
-        from app.screens.devices import DevicesScreen
-
-        if self.active_run() is not None:
-            self.notify(msg.RUN_CONFIRM_CANCEL, severity="warning")
-            return
-        while len(self.screen_stack) > 2 and not isinstance(self.screen, DevicesScreen):
-            self.pop_screen()
-
-    def action_presets(self) -> None:
-        from app.screens.presets import PresetsScreen, TargetChoice
-
-        if self.active_run() is None:
-            self.push_screen(PresetsScreen(TargetChoice.test_file(self.options.results_dir)))
-
-    # --- quitting: a run is stopped (and fio with it) before the app exits -------------------
-
-    def active_run(self) -> Any:
-        from app.screens.run import RunScreen
-
-        for screen in self.screen_stack:
-            if isinstance(screen, RunScreen) and screen.running:
-                return screen
-        return None
-
-    def action_request_quit(self) -> None:
-        from app.screens.confirm import YesNo
-
-        if self.active_run() is None:
-            self.exit(self.exit_code)
-            return
-
-        def answered(yes: bool | None) -> None:
-            if yes:
-                self.run_worker(self.stop_runs_and_exit(), group="quit")
-
-        self.push_screen(YesNo(msg.RUN_CONFIRM_QUIT), answered)
-
-    async def action_quit_now(self) -> None:
-        await self.stop_runs_and_exit()
-
-    async def stop_runs_and_exit(self) -> None:
-        run = self.active_run()
-        if run is not None:
-            await run.stop()
-        self.exit(self.exit_code)
-
-
-def create_app(**options: Any) -> ProfilerApp:
-    """The application; keyword arguments are :class:`Options` fields."""
     if "results_dir" in options:
         options["results_dir"] = Path(options["results_dir"])
     if "overrides" in options:
@@ -124,10 +29,32 @@ def create_app(**options: Any) -> ProfilerApp:
     return ProfilerApp(Options(**options))
 
 
+def _prefetch_devices() -> Future:
+    def listing() -> list[dict[str, Any]]:
+        from app.devices import list_devices
+
+        return list_devices()
+
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="devices")
+    future = pool.submit(listing)
+    pool.shutdown(wait=False)
+    return future
+
+
 def run_tui() -> int:
-    app = create_app()
+    future = _prefetch_devices()
+    first: list[Future] = [future]
+
+    def devices() -> list[dict[str, Any]]:
+        if first:  # the prefetched listing once; a rescan lists again
+            return first.pop().result()
+        from app.devices import list_devices
+
+        return list_devices()
+
+    app = create_app(devices=devices)
     code = app.run()
-    return code if isinstance(code, int) else app.return_code
+    return code if isinstance(code, int) else app.exit_code
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,0 +1,110 @@
+"""The Textual application behind ``app.tui`` (imported lazily: see :func:`app.tui.run_tui`)."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.screen import Screen
+
+from app.screens import messages as msg
+
+
+@dataclass
+class Options:
+    """What the app is started with; tests replace the parts that touch the machine."""
+
+    devices: list[dict[str, Any]] | Callable[[], list[dict[str, Any]]] | None = None  # None: app.devices
+    results_dir: Path = field(default_factory=lambda: Path(os.environ.get("PROFILER_TUI_RESULTS") or "results"))
+    overrides: tuple[str, ...] = ()  # --set equivalents applied to every run (keys the preset knows)
+    engine: str = "auto"  # memory engine for presets
+    clock: Callable[[], float] = time.monotonic
+    chart_interval: float = 0.5  # chart redraw period (s): 2 Hz
+
+
+class ProfilerApp(App[int]):
+    TITLE = msg.TITLE
+    CSS_PATH = str(Path(__file__).resolve().parent.parent / "tui.tcss")
+    ENABLE_COMMAND_PALETTE = True
+    BINDINGS = [
+        Binding("question_mark", "help", "Help", key_display="?"),
+        Binding("q", "request_quit", "Quit"),
+        Binding("ctrl+q", "quit_now", "Quit", show=False, priority=True),
+    ]
+
+    def __init__(self, options: Options) -> None:
+        super().__init__()
+        self.options = options
+        self.exit_code = 0
+
+    def on_mount(self) -> None:
+        from app.screens.devices import DevicesScreen
+
+        self.push_screen(DevicesScreen())
+
+    # --- commands -----------------------------------------------------------------------------
+
+    def get_system_commands(self, screen: Screen) -> Any:
+        yield from super().get_system_commands(screen)
+        yield SystemCommand("Help", "Show the keys of every screen", self.action_help)
+        yield SystemCommand("Devices", "Back to the device list", self.action_devices)
+        yield SystemCommand("Presets on the test file", "Pick a preset for the default test file",
+                            self.action_presets)
+
+    def action_help(self) -> None:
+        from app.screens.help import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    def action_devices(self) -> None:
+        from app.screens.devices import DevicesScreen
+
+        if self.active_run() is not None:
+            self.notify(msg.RUN_CONFIRM_CANCEL, severity="warning")
+            return
+        while len(self.screen_stack) > 2 and not isinstance(self.screen, DevicesScreen):
+            self.pop_screen()
+
+    def action_presets(self) -> None:
+        from app.screens.presets import PresetsScreen, TargetChoice
+
+        if self.active_run() is None:
+            self.push_screen(PresetsScreen(TargetChoice.test_file(self.options.results_dir)))
+
+    # --- quitting: a run is stopped (and fio with it) before the app exits -------------------
+
+    def active_run(self) -> Any:
+        from app.screens.run import RunScreen
+
+        for screen in self.screen_stack:
+            if isinstance(screen, RunScreen) and screen.running:
+                return screen
+        return None
+
+    def action_request_quit(self) -> None:
+        from app.screens.confirm import YesNo
+
+        if self.active_run() is None:
+            self.exit(self.exit_code)
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.run_worker(self.stop_runs_and_exit(), group="quit")
+
+        self.push_screen(YesNo(msg.RUN_CONFIRM_QUIT), answered)
+
+    async def action_quit_now(self) -> None:
+        await self.stop_runs_and_exit()
+
+    async def stop_runs_and_exit(self) -> None:
+        run = self.active_run()
+        if run is not None:
+            await run.stop()
+        self.exit(self.exit_code)
