@@ -7,7 +7,7 @@ STAMP := $(VENV)/.stamp
 APT_PKGS := fio util-linux fdisk e2fsprogs
 MEMLAT := native/memlat/build/memlat
 
-.PHONY: setup system-deps venv native run test test-fast bench bench-fio bench-mem native-asan container-test clean
+.PHONY: setup system-deps venv native run test test-fast bench bench-fio bench-mem bench-report native-asan container-test clean
 
 setup: system-deps venv native
 
@@ -41,13 +41,17 @@ test: setup
 test-fast: setup
 	$(BIN)/python -m pytest -q -m "not container"
 
-bench: bench-fio bench-mem
+bench: bench-fio bench-mem bench-report
 
 bench-fio: setup
 	$(BIN)/python bench/fio_overhead.py
 
 bench-mem: setup
 	$(MAKE) -C native/memlat bench
+
+# `report` on a synthetic 120-point seed-matrix-shaped results directory; target under 5 s
+bench-report: setup
+	$(BIN)/python bench/report_speed.py --repeat 3
 
 native-asan:
 	$(MAKE) -C native/memlat asan-test
