@@ -4,7 +4,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.stamp
-APT_PKGS := fio util-linux fdisk e2fsprogs
+APT_PKGS := fio util-linux fdisk e2fsprogs tmux
 MEMLAT := native/memlat/build/memlat
 
 .PHONY: setup system-deps venv native run test test-fast bench bench-fio bench-mem bench-report native-asan container-test clean
