@@ -52,7 +52,7 @@ def run_tui() -> int:
 
         return list_devices()
 
-    app = create_app(devices=devices)
+    app = create_app(devices=devices, handle_signals=True)
     code = app.run()
     return code if isinstance(code, int) else app.exit_code
 

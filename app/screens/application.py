@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
+import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +27,7 @@ class Options:
     engine: str = "auto"  # memory engine for presets
     clock: Callable[[], float] = time.monotonic
     chart_interval: float = 0.5  # chart redraw period (s): 2 Hz
+    handle_signals: bool = False  # SIGTERM/SIGHUP (docker stop, SSH hang-up) stop a run cleanly, then exit
 
 
 class ProfilerApp(App[int]):
@@ -45,7 +48,18 @@ class ProfilerApp(App[int]):
     def on_mount(self) -> None:
         from app.screens.devices import DevicesScreen
 
+        if self.options.handle_signals:
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGTERM, signal.SIGHUP):
+                try:
+                    loop.add_signal_handler(sig, self._on_signal)
+                except (NotImplementedError, RuntimeError, ValueError):
+                    pass
         self.push_screen(DevicesScreen())
+
+    def _on_signal(self) -> None:
+        self.exit_code = 130
+        self.run_worker(self.stop_runs_and_exit(), group="quit", exclusive=True)
 
     # --- commands -----------------------------------------------------------------------------
 
