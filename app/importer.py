@@ -317,7 +317,9 @@ def import_files(files: list[str], out: str | os.PathLike[str]) -> tuple[Path, l
         else:
             if info.get("version"):
                 key = "mlc" if info.get("engine") == "mlc" else "memlat"
-                tools[key] = f"v{info['version']}" if key == "mlc" else str(info["version"])
+                version = f"v{info['version']}" if key == "mlc" else str(info["version"])
+                known = tools[key].split(", ") if tools.get(key) else []
+                tools[key] = ", ".join(sorted(set(known + [version])))
             if info.get("ignored_sections"):
                 src["ignored_sections"] = info["ignored_sections"]
         sources.append(src)

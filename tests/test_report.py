@@ -47,8 +47,16 @@ def golden_copy(tmp_path: Path) -> Path:
     return d
 
 
-def test_golden_report(golden_copy: Path) -> None:
-    text = render_report(golden_copy).read_text(encoding="utf-8")
+@pytest.fixture(scope="module")
+def golden_rendered(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """The golden directory rendered once, for the tests that only read the result."""
+    d = tmp_path_factory.mktemp("rendered") / "golden-run"
+    shutil.copytree(GOLDEN_RUN, d)
+    return d, render_report(d).read_text(encoding="utf-8")
+
+
+def test_golden_report(golden_rendered: tuple[Path, str]) -> None:
+    text = golden_rendered[1]
     if os.environ.get("PROFILER_TUI_REGEN_GOLDEN"):
         GOLDEN_MD.parent.mkdir(parents=True, exist_ok=True)
         GOLDEN_MD.write_text(text, encoding="utf-8")
@@ -56,8 +64,8 @@ def test_golden_report(golden_copy: Path) -> None:
         "report changed: review, then PROFILER_TUI_REGEN_GOLDEN=1 pytest tests/test_report.py -k golden"
 
 
-def test_golden_report_sections_and_units(golden_copy: Path) -> None:
-    md = render_report(golden_copy).read_text(encoding="utf-8")
+def test_golden_report_sections_and_units(golden_rendered: tuple[Path, str]) -> None:
+    golden_copy, md = golden_rendered
     for heading in ("## Environment", "## Run", "## Target", "## Storage results", "## Memory results",
                     "## Analysis", "### Little's law per point", "### Saturation knee",
                     "### Best operating point under p99 ≤ 1000 µs", "### Queueing view",
@@ -73,8 +81,8 @@ def test_golden_report_sections_and_units(golden_copy: Path) -> None:
     assert str(golden_copy) not in md  # no absolute path of the directory itself
 
 
-def test_every_referenced_figure_exists_and_rendering_is_reproducible(golden_copy: Path) -> None:
-    md = render_report(golden_copy).read_text(encoding="utf-8")
+def test_every_referenced_figure_exists_and_rendering_is_reproducible(golden_rendered: tuple[Path, str]) -> None:
+    golden_copy, md = golden_rendered
     figs = _figures(md)
     assert len(figs) >= 7
     first = {}
@@ -90,8 +98,8 @@ def test_every_referenced_figure_exists_and_rendering_is_reproducible(golden_cop
     assert all((golden_copy / f).read_bytes() == b for f, b in first.items())
 
 
-def test_results_csv_has_one_row_per_point(golden_copy: Path) -> None:
-    render_report(golden_copy)
+def test_results_csv_has_one_row_per_point(golden_rendered: tuple[Path, str]) -> None:
+    golden_copy = golden_rendered[0]
     rows = list(csv.DictReader((golden_copy / "results.csv").open()))
     lines = [x for x in (golden_copy / "results.jsonl").read_text().splitlines() if x.strip()]
     assert len(rows) == len(lines)
