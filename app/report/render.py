@@ -658,11 +658,16 @@ def render_report(directory: str | Path, out: str | Path | None = None,
     data = load(directory)
     report_path = Path(out) if out else Path(directory) / "report.md"
     base = report_path.parent
-    base.mkdir(parents=True, exist_ok=True)
     plots_dir = base / "plots"
-    if plots_dir.is_dir():
+    try:
+        plots_dir.mkdir(parents=True, exist_ok=True)
         for old in plots_dir.glob("*.svg"):
             old.unlink()
+    except OSError as e:
+        from app.errors import UsageError
+
+        raise UsageError(f"{base}: cannot write the report there ({e.strerror}); choose another place with "
+                         "--out FILE.") from None
     curves = an.storage_curves(data.storage)
     mem_curves = an.memory_curves(data.memory)
     from app.report.plots import draw_all
