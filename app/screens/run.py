@@ -28,6 +28,15 @@ from app.widgets.charts import CurveChart, DelayChart, LatencyChart, ThroughputC
 EventSource = Callable[[], AsyncIterator[Any]]
 
 
+def describe_error(error: BaseException | None) -> str:
+    """One plain sentence for the user: the core's own message, or the OS error and its file."""
+    if error is None:
+        return "unknown error"
+    if isinstance(error, OSError) and error.strerror:
+        return f"{error.strerror}: {error.filename}" if error.filename else error.strerror
+    return str(error) or type(error).__name__
+
+
 class RunScreen(Screen[None]):
     BINDINGS = [
         Binding("c", "cancel", "Stop run"),
@@ -142,8 +151,7 @@ class RunScreen(Screen[None]):
             return
         event.stop()
         if event.state == WorkerState.ERROR:
-            error = event.worker.error
-            self.error = str(error) if error is not None else "unknown error"
+            self.error = describe_error(event.worker.error)
             self.status = "failed"
             self.log_line(msg.RUN_ERROR.format(error=self.error))
             self.notify(msg.RUN_ERROR.format(error=self.error), severity="error", timeout=10)

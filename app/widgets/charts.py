@@ -75,7 +75,12 @@ class Chart(PlotextPlot):
         if not values:
             return
         ticks = nice_ticks(min(values), max(values), 3 if axis == "y" else 4)
-        labels = [compact(t) for t in ticks]
+        step = ticks[1] - ticks[0] if len(ticks) > 1 else 1.0
+        if step >= 1:
+            labels = [compact(t) for t in ticks]
+        else:
+            digits = max(1, math.ceil(-math.log10(step)))
+            labels = [f"{t:.{digits}f}" for t in ticks]
         if axis == "y":
             self.plt.yticks(ticks, labels, yside=side)
         else:

@@ -197,3 +197,20 @@ async def test_quitting_mid_run_leaves_no_fio(tmp_path: Path) -> None:
     assert not fio_for(tmp_path), fio_for(tmp_path)
     assert not our_processes()
     assert json.loads((run.path / "run.json").read_text())["status"] == "interrupted"
+
+
+async def test_a_run_that_cannot_start_shows_the_error_and_the_app_stays(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("")
+    app = create_app(devices=DEVICES, results_dir=blocker, overrides=SMALL)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("enter")
+        await pick_preset(pilot, "custom")
+        await pilot.press("enter")
+        run = app.screen
+        assert isinstance(run, RunScreen)
+        await wait_for(pilot, lambda: run.error, 30, "the error")
+        assert app.is_running and run.status == "failed" and not run.running
+        assert "not-a-directory" in run.error or "Not a directory" in run.error
+        await pilot.press("escape")
+        assert isinstance(app.screen, PresetsScreen)
