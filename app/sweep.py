@@ -154,7 +154,9 @@ class Session:
         status = "failed"
         try:
             for batch in self._batches(pending):
-                self.check_target()  # the device's state may have changed since planning
+                # the device's state may have changed since planning; the check may probe the device
+                # (blkid), so it runs off the event loop and a TUI stays responsive
+                await asyncio.to_thread(self.check_target)
                 started_at = {i: now_iso() for i, _ in batch[:1]}
                 t0 = time.monotonic()
                 points = dict(batch)
