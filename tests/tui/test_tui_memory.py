@@ -58,3 +58,21 @@ async def test_memory_preset_curve_fills_point_by_point(tmp_path: Path, monkeypa
         assert sorted(r["point"]["delay"] for r in records) == [0, 1000, 20000]
         assert all(r["point"]["engine"] == "builtin" for r in records)
     assert not our_processes()
+
+
+async def test_quitting_mid_memory_run_leaves_no_engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    engine_or_skip()
+    monkeypatch.setenv("PROFILER_TUI_PRESETS", str(FIXED_PRESETS))
+    app = create_app(devices=DEVICES, results_dir=tmp_path / "results", engine="builtin",
+                     overrides=["duration=2", "delay=0,1000,20000"])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("enter")
+        while app.screen._current() != "mem-loaded":
+            await pilot.press("down")
+        await pilot.press("enter")
+        run = app.screen
+        await wait_for(pilot, lambda: our_processes(("memlat", "mlc")), 30, "the memory engine to start")
+        await pilot.press("ctrl+q")
+        await wait_for(pilot, lambda: not app.is_running, 20, "the app to exit")
+    assert not our_processes(), our_processes()
+    assert json.loads((run.path / "run.json").read_text())["status"] == "interrupted"
