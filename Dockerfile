@@ -16,7 +16,12 @@ ARG BASE_IMAGE=debian:bookworm-slim
 FROM ${BASE_IMAGE} AS build-base
 ARG DEBIAN_FRONTEND=noninteractive
 ENV LANG=C.UTF-8
-RUN sed -i 's/^Types: deb$/Types: deb deb-src/' /etc/apt/sources.list.d/debian.sources \
+# deb-src for fio's source package (deb822 sources as in the official image, or a classic sources.list)
+RUN if [ -f /etc/apt/sources.list.d/debian.sources ]; then \
+        sed -i 's/^Types: deb$/Types: deb deb-src/' /etc/apt/sources.list.d/debian.sources; \
+    else \
+        sed -n 's/^deb /deb-src /p' /etc/apt/sources.list >> /etc/apt/sources.list; \
+    fi \
  && apt-get update -qq \
  && apt-get install -y -qq --no-install-recommends \
         gcc make libc6-dev libaio-dev libnuma-dev zlib1g-dev dpkg-dev xz-utils \
