@@ -34,12 +34,17 @@ run: setup
 	$(BIN)/profiler-tui
 
 test: setup
+	$(MAKE) -C native/memlat test
+	$(MAKE) native-asan
 	$(BIN)/python -m pytest -q
 	$(BIN)/lint-imports
 	$(MAKE) container-test
 
+# everything but the container build
 test-fast: setup
-	$(BIN)/python -m pytest -q -m "not container"
+	$(MAKE) -C native/memlat test
+	$(BIN)/python -m pytest -q
+	$(BIN)/lint-imports
 
 bench: bench-fio bench-mem bench-report
 
