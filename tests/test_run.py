@@ -175,3 +175,26 @@ def test_session_api_is_what_the_cli_runs(tmp_path: Path) -> None:
     assert names[0] == "RunStarted" and names[1] == "PointStarted" and names[-1] == "RunFinished"
     assert "Sample" in names and "PointDone" in names
     assert os.path.exists(tmp_path / "s.bin"), "a target the user named is never deleted"
+
+
+def test_fio_dies_with_a_killed_profiler(tmp_path: Path) -> None:
+    """SIGKILL (or a crash) of profiler-tui leaves no fio running on."""
+    out = tmp_path / "killed"
+    args = [sys.executable, "-m", "app", "run", "custom", "--target", str(tmp_path / "k.bin"), "--out", str(out),
+            "--set", "runtime=60", "--set", "size=16m"]
+    proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while not fio_processes(out) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert fio_processes(out), "fio never started"
+        proc.kill()
+        proc.wait(timeout=10)
+        deadline = time.monotonic() + 5
+        while fio_processes(out) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert fio_processes(out) == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        subprocess.run(["pkill", "-KILL", "-f", str(out)], check=False)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, AsyncIterator, Hashable, Protocol
@@ -46,6 +47,30 @@ class Runner(Protocol):
     def tool_versions(self) -> dict[str, str]: ...
 
     def run(self, items: list[tuple[int, dict[str, Any]]], ctx: Context) -> AsyncIterator[Sample | Result]: ...
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    try:
+        import ctypes
+
+        PR_SET_PDEATHSIG = 1
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass
+
+
+async def spawn(*argv: str) -> asyncio.subprocess.Process:
+    """Start a measuring child: stdout/stderr piped, in its own session (we stop it, a terminal's ^C
+    does not reach it half-way), and killed by the kernel if profiler-tui itself dies (SIGKILL, crash),
+    so no fio or engine outlives the tool."""
+    return await asyncio.create_subprocess_exec(
+        *argv,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        stdin=asyncio.subprocess.DEVNULL,
+        start_new_session=True,
+        preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+    )
 
 
 async def stop_process(proc: asyncio.subprocess.Process, grace: float = 3.0) -> None:

@@ -16,7 +16,7 @@ import time
 from typing import Any, AsyncIterator
 
 from app.errors import ToolMissing
-from app.runners.base import Context, Result, Sample, stop_process
+from app.runners.base import Context, Result, Sample, spawn, stop_process
 from app.runners.fio_parse import PERCENTILE_LIST, DocumentSplitter, SampleTracker, metrics
 from app.units import format_size
 
@@ -116,13 +116,7 @@ class FioRunner:
         job_path = ctx.raw_dir / f"{index:04d}-{job_name(point)}.fio"
         job_path.write_text(text)
         started = time.monotonic()
-        proc = await asyncio.create_subprocess_exec(
-            *fio_command(str(job_path)),
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            stdin=asyncio.subprocess.DEVNULL,
-            start_new_session=True,  # its own process group: we stop it, a terminal's ^C does not
-        )
+        proc = await spawn(*fio_command(str(job_path)))
         splitter = DocumentSplitter()
         tracker = SampleTracker()
         last: dict[str, Any] | None = None

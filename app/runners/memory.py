@@ -45,7 +45,7 @@ from typing import Any, AsyncIterator, Hashable
 
 from app.errors import ToolMissing, UsageError
 from app.presets import ENGINES, MLC_DELAYS
-from app.runners.base import Context, Result, Sample, stop_process
+from app.runners.base import Context, Result, Sample, spawn, stop_process
 from app.runners.mlc_parse import LineParser, Row, idle_latency
 from app.units import format_size_human
 
@@ -347,9 +347,7 @@ class MemoryRunner:
         """Run one process; ``wanted`` maps a delay (None for idle) to its (index, point)."""
         started = last = time.monotonic()
         try:
-            proc = await asyncio.create_subprocess_exec(
-                *cmd, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-                stdin=asyncio.subprocess.DEVNULL, start_new_session=True)
+            proc = await spawn(*cmd)
         except OSError as e:
             for index, point in wanted.values():
                 yield Result(index, {}, {}, {"engine": self.engine, "command": shlex.join(cmd)},
