@@ -20,7 +20,10 @@ system-deps:
 	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q --no-install-recommends $$missing; \
 	fi
 
-venv: $(STAMP)
+# re-made when pyproject.toml changes or the interpreter is gone (a venv half-deleted is a venv to redo)
+venv:
+	@test -x $(BIN)/python || rm -f $(STAMP)
+	@$(MAKE) --no-print-directory $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip

@@ -31,13 +31,12 @@ from __future__ import annotations
 
 import json
 import os
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from app.errors import UsageError
-from app.presets import RW_MODES, shipped_dir
+from app.presets import RW_MODES, read_toml, shipped_dir
 from app.report.model import MemoryPoint, StoragePoint, load
 from app.report.render import md_table, workload
 from app.units import format_count, format_size, parse_size
@@ -157,17 +156,7 @@ def load_reference(name_or_path: str) -> Reference:
             raise UsageError(f"--reference {name_or_path}: no such reference sheet; available: "
                              f"{', '.join(table) or 'none'} (or give a path to a .toml file).")
         path = table[name_or_path]
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no such reference sheet.") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise UsageError(f"{path}: cannot be read ({e}).") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise UsageError(f"{path}: TOML syntax error: {e}.") from None
-    return parse_reference(data, str(path))
+    return parse_reference(read_toml(path, "reference sheet"), str(path))
 
 
 # --- values -----------------------------------------------------------------------------------------------

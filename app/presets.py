@@ -322,19 +322,23 @@ def parse_preset(data: dict[str, Any], source: str) -> Preset:
     return Preset(name=name, kind=kind, description=description, source=source, settings=settings, groups=groups)
 
 
-def load_file(path: str | os.PathLike[str]) -> Preset:
+def read_toml(path: str | os.PathLike[str], what: str = "preset file") -> dict[str, Any]:
+    """A TOML file's table; a missing, unreadable or malformed file is a UsageError naming it."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise UsageError(f"{path}: no such preset file.") from None
+        raise UsageError(f"{path}: no such {what}.") from None
     except (OSError, UnicodeDecodeError) as e:
         raise UsageError(f"{path}: cannot be read ({e}).") from None
     try:
-        data = tomllib.loads(text)
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise UsageError(f"{path}: TOML syntax error: {e}.") from None
-    return parse_preset(data, str(path))
+
+
+def load_file(path: str | os.PathLike[str]) -> Preset:
+    return parse_preset(read_toml(path), str(path))
 
 
 # --- where presets live -----------------------------------------------------------------------

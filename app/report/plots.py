@@ -291,7 +291,7 @@ def heatmap(points: Sequence[StoragePoint], plots_dir: Path, kind: str,
             grid = [[(value(cells[(r, c)]) if (r, c) in cells else math.nan) for c in cols] for r in rows]
             finite = [v for row in grid for v in row if not math.isnan(v)]
             norm = _lognorm(finite) if metric == "latency" else None
-            im = ax.imshow(grid, aspect="auto", cmap=cmap, norm=norm)
+            ax.imshow(grid, aspect="auto", cmap=cmap, norm=norm)
             lo, hi = min(finite), max(finite)
             for i, row in enumerate(grid):
                 for j, v in enumerate(row):

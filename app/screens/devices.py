@@ -12,22 +12,12 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 from textual.worker import Worker, WorkerState
 
+from app.devices import human_size
 from app.screens import messages as msg
 from app.screens.state import TargetChoice
 
 TEST_FILE_KEY = "__test_file__"
 VERDICT_STYLE = {"ok": "green", "needs --allow-destructive": "yellow", "refused": "red"}
-
-
-def human_size(n: int | None) -> str:
-    if n is None:
-        return "-"
-    value = float(n)
-    for unit in ("B", "K", "M", "G", "T", "P"):
-        if value < 1024 or unit == "P":
-            return f"{value:.0f}{unit}" if unit == "B" else f"{value:.1f}{unit}"
-        value /= 1024
-    return f"{n}B"
 
 
 def walk(devs: list[dict[str, Any]], depth: int = 0):
