@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from app import __version__, presets
-from app.errors import EXIT_INTERRUPTED, ProfilerError
+from app.errors import EXIT_INTERRUPTED, ProfilerError, UsageError
 from app.progress import ProgressPrinter
 from app.summary import point_label, results_table
 from app.textable import format_table
@@ -20,8 +20,36 @@ from app.units import format_size
 ENGINE_CHOICE = click.Choice(["auto", "mlc", "builtin"])
 
 
+def tool_lines() -> list[str]:
+    """Which measuring tools this installation would use (for --version)."""
+    from app.errors import ToolMissing
+    from app.runners.fio import fio_binary, fio_version
+    from app.runners.memory import MemoryRunner
+
+    try:
+        fio = f"{fio_version()} ({fio_binary()})"
+    except ToolMissing:
+        fio = "not found (storage runs need it)"
+    try:
+        runner = MemoryRunner("auto")
+        memory = ("Intel MLC" if runner.engine == "mlc" else "built-in engine (memlat)") + f" at {runner.binary}"
+    except ProfilerError as e:
+        memory = f"none: {e}"
+    return [f"storage: {fio}", f"memory engine (--engine auto): {memory}"]
+
+
+def _version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    click.echo(f"profiler-tui, version {__version__}")
+    for line in tool_lines():
+        click.echo(line)
+    ctx.exit()
+
+
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, "--version", prog_name="profiler-tui")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_version,
+              help="Show the version and which fio and memory engine are active.")
 @click.pass_context
 def cli(ctx: click.Context) -> int | None:
     """A terminal profiler for memory and storage: fio sweeps, loaded memory latency, reports.
@@ -229,7 +257,6 @@ def import_cmd(files: tuple[str, ...], out: str) -> int:
 def compare(directory: str, other: str | None, reference: str | None, out: str | None) -> int:
     """Ratio tables: two runs matched point by point, or a run against a spec sheet."""
     from app.compare import compare_reference, compare_runs, load_reference
-    from app.errors import UsageError
 
     if (other is None) == (reference is None):
         raise UsageError("compare: give a second results directory or --reference NAME_OR_TOML (exactly one).")

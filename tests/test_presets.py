@@ -145,3 +145,11 @@ def test_user_presets_directory_shadows_and_extends(tmp_path: Path, monkeypatch:
     assert len(presets.load("mine").expand()) == 2
     with pytest.raises(UsageError):
         presets.save_user_preset('name = "bad"\nkind = "storage"\n[settings]\nbs = "4q"\n', "bad")
+
+
+def test_version_says_which_tools_are_active(tmp_path: Path) -> None:
+    out = run_cli("--version", check=True).stdout
+    assert out.startswith("profiler-tui, version ")
+    assert "storage: fio-" in out and "memory engine (--engine auto):" in out
+    missing = run_cli("--version", env={"PATH": str(tmp_path)}, check=True).stdout
+    assert "storage: not found" in missing
