@@ -260,13 +260,7 @@ class MemoryRunner:
             if p.get("cpus"):
                 cmd.append(f"-c{_cpu_list(p['cpus'])[0]}")
             return cmd
-        cmd = [self.binary, "--idle_latency", "-l", str(p["stride"])]
-        if p.get("buffer"):
-            cmd += ["-b", str(_kib(p["buffer"]))]
-        cmd += ["-t", _seconds_arg(p["duration"])]
-        if p.get("cpus"):
-            cmd += ["-k", p["cpus"]]
-        return cmd
+        return [self.binary, "--idle_latency"] + self._engine_common(p)
 
     def _mlc_loaded(self, p: dict[str, Any], delay: int | None) -> list[str]:
         cmd = [self.binary, "--loaded_latency"]
@@ -287,7 +281,12 @@ class MemoryRunner:
     def _engine_loaded(self, p: dict[str, Any], delays: list[int]) -> list[str]:
         cmd = [self.binary, "--loaded_latency", "-D", ",".join(str(d) for d in delays)]
         cmd += ["-R"] if p["traffic"] == "R" else ["-W", p["traffic"][1:]]
-        cmd += ["-l", str(p["stride"])]
+        return cmd + self._engine_common(p)
+
+    @staticmethod
+    def _engine_common(p: dict[str, Any]) -> list[str]:
+        """The built-in engine's stride, buffer, duration and CPU arguments."""
+        cmd = ["-l", str(p["stride"])]
         if p.get("buffer"):
             cmd += ["-b", str(_kib(p["buffer"]))]
         cmd += ["-t", _seconds_arg(p["duration"])]
