@@ -285,8 +285,8 @@ int parse_args(int argc, char **argv, struct opts *o, char *err, size_t errlen)
         }
         case 'b': {
             v = optval(argc, argv, &i, att);
-            if (parse_u64(v, &o->buffer_kib) < 0 || o->buffer_kib < 16 || o->buffer_kib > (1ULL << 40)) {
-                snprintf(err, errlen, "invalid buffer size -b '%s': expected KiB per thread, at least 16", v ? v : "");
+            if (parse_u64(v, &o->buffer_kib) < 0 || o->buffer_kib < 4 || o->buffer_kib > (1ULL << 40)) {
+                snprintf(err, errlen, "invalid buffer size -b '%s': expected KiB per thread, at least 4", v ? v : "");
                 return 2;
             }
             break;

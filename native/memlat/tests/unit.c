@@ -91,7 +91,7 @@ static void test_args(void)
                          "--loaded_latency -D 0,,5", "--loaded_latency -W 1", "--loaded_latency -W 13",
                          "--loaded_latency -W x", "--loaded_latency -l 96", "--loaded_latency -l 32",
                          "--loaded_latency -l 8192", "--loaded_latency --bogus", "--loaded_latency -Q",
-                         "--loaded_latency -t 0", "--loaded_latency -t -1", "--loaded_latency -b 8",
+                         "--loaded_latency -t 0", "--loaded_latency -t -1", "--loaded_latency -b 2",
                          "--loaded_latency -k 3-1", "--loaded_latency -k 1,1", "-R", "--loaded_latency stray",
                          "--loaded_latency -Rx", "--loaded_latency -d"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
