@@ -32,7 +32,7 @@ STORAGE_COLUMNS: list[Column] = [
     ("MB/s", lambda r: float(r["metrics"].get("bw_bytes") or 0) / 1e6, lambda v: f"{v:.1f}"),
     ("avg µs", lambda r: _lat(r, "mean"), lambda v: f"{v:.1f}"),
     ("p99 µs", lambda r: _lat(r, "p99"), lambda v: f"{v:.1f}"),
-    ("CPU u/s", lambda r: float(r["metrics"].get("usr_cpu") or 0) + float(r["metrics"].get("sys_cpu") or 0),
+    ("CPU %", lambda r: float(r["metrics"].get("usr_cpu") or 0) + float(r["metrics"].get("sys_cpu") or 0),
      lambda v: f"{v:.1f}"),
 ]
 MEMORY_COLUMNS: list[Column] = [
@@ -44,7 +44,7 @@ MEMORY_COLUMNS: list[Column] = [
     ("latency ns", lambda r: float(r["metrics"].get("latency_ns") or 0), lambda v: f"{v:.1f}"),
     ("MB/s", lambda r: float(r["metrics"].get("bandwidth_mbps") or -1), lambda v: "-" if v < 0 else f"{v:.1f}"),
 ]
-RIGHT = {"#", "IOPS", "MB/s", "avg µs", "p99 µs", "CPU u/s", "stride", "delay", "latency ns"}
+RIGHT = {"#", "IOPS", "MB/s", "avg µs", "p99 µs", "CPU %", "stride", "delay", "latency ns"}
 
 
 def export_report(results: Path, destination: str) -> Path:
