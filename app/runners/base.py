@@ -73,6 +73,32 @@ async def spawn(*argv: str) -> asyncio.subprocess.Process:
     )
 
 
+class Child:
+    """A measuring child started with :func:`spawn`, its stderr collected in the background.
+
+    Read ``proc.stdout`` as it arrives, then ``await finish()`` for the exit and the stderr text;
+    ``close()`` in a ``finally`` stops the process when the reader leaves early (cancel, error).
+    """
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self.proc = proc
+        self._stderr = asyncio.ensure_future(proc.stderr.read())  # type: ignore[union-attr]
+
+    @classmethod
+    async def start(cls, *argv: str) -> "Child":
+        return cls(await spawn(*argv))
+
+    async def finish(self) -> str:
+        await self.proc.wait()
+        return (await self._stderr).decode("utf-8", "replace")
+
+    async def close(self) -> None:
+        if self.proc.returncode is None:
+            await stop_process(self.proc)
+        if not self._stderr.done():
+            self._stderr.cancel()
+
+
 async def stop_process(proc: asyncio.subprocess.Process, grace: float = 3.0) -> None:
     """SIGINT the process group (fio writes its final result on SIGINT), then SIGKILL."""
     if proc.returncode is not None:

@@ -6,7 +6,6 @@ output options stay on the command line: ``--output-format=json+ --status-interv
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import shutil
@@ -16,7 +15,7 @@ import time
 from typing import Any, AsyncIterator
 
 from app.errors import ToolMissing
-from app.runners.base import Context, Result, Sample, spawn, stop_process
+from app.runners.base import Child, Context, Result, Sample
 from app.runners.fio_parse import PERCENTILE_LIST, DocumentSplitter, SampleTracker, metrics
 from app.units import format_size
 
@@ -116,11 +115,11 @@ class FioRunner:
         job_path = ctx.raw_dir / f"{index:04d}-{job_name(point)}.fio"
         job_path.write_text(text)
         started = time.monotonic()
-        proc = await spawn(*fio_command(str(job_path)))
+        child = await Child.start(*fio_command(str(job_path)))
+        proc = child.proc
         splitter = DocumentSplitter()
         tracker = SampleTracker()
         last: dict[str, Any] | None = None
-        stderr_task = asyncio.ensure_future(proc.stderr.read())  # type: ignore[union-attr]
         try:
             assert proc.stdout is not None
             while True:
@@ -134,13 +133,9 @@ class FioRunner:
                         yield Sample(index, sample)
             for doc in splitter.close():
                 last = doc
-            await proc.wait()
-            stderr = (await stderr_task).decode("utf-8", "replace")
+            stderr = await child.finish()
         finally:
-            if proc.returncode is None:
-                await stop_process(proc)
-            if not stderr_task.done():
-                stderr_task.cancel()
+            await child.close()
         wall = time.monotonic() - started
         raw: dict[str, str | bytes] = {".fio": text}
         if stderr.strip() or splitter.noise:

@@ -31,7 +31,6 @@ is rounded up for MLC; ``cpus`` = latency CPU first, then the load CPUs)::
 
 from __future__ import annotations
 
-import asyncio
 import codecs
 import math
 import os
@@ -45,7 +44,7 @@ from typing import Any, AsyncIterator, Hashable
 
 from app.errors import ToolMissing, UsageError
 from app.presets import ENGINES, MLC_DELAYS
-from app.runners.base import Context, Result, Sample, spawn, stop_process
+from app.runners.base import Child, Context, Result, Sample
 from app.runners.mlc_parse import LineParser, Row, idle_latency
 from app.units import format_size_human
 
@@ -346,7 +345,7 @@ class MemoryRunner:
         """Run one process; ``wanted`` maps a delay (None for idle) to its (index, point)."""
         started = last = time.monotonic()
         try:
-            proc = await spawn(*cmd)
+            child = await Child.start(*cmd)
         except OSError as e:
             for index, point in wanted.values():
                 yield Result(index, {}, {}, {"engine": self.engine, "command": shlex.join(cmd)},
@@ -357,7 +356,7 @@ class MemoryRunner:
         pending = ""
         decoder = codecs.getincrementaldecoder("utf-8")("replace")
         done: set[int | None] = set()
-        stderr_task = asyncio.ensure_future(proc.stderr.read())  # type: ignore[union-attr]
+        proc = child.proc
         stderr = ""
         try:
             assert proc.stdout is not None
@@ -384,13 +383,9 @@ class MemoryRunner:
                 text.append(pending)
                 parser.feed(pending)
             parser.close()
-            await proc.wait()
-            stderr = (await stderr_task).decode("utf-8", "replace")
+            stderr = await child.finish()
         finally:
-            if proc.returncode is None:
-                await stop_process(proc)
-            if not stderr_task.done():
-                stderr_task.cancel()
+            await child.close()
         output = "".join(text)
         if None in wanted:  # idle latency: one figure for the whole process
             index, point = wanted[None]
