@@ -371,14 +371,19 @@ def test_check_is_fast(loop_factory):
 # --------------------------------------------------------------------------- CLI acceptance
 
 
-@needs_loop
-@needs_cli
-def test_acceptance_1_mounted_ext4_write_refused_and_data_intact(loop_factory, tmp_path, fio_log):
+def mounted_ext4_with_payload(loop_factory):
+    """A mounted ext4 loop device holding 1 MiB of random data, and that file's SHA-256."""
     dev = loop_factory(mkfs="ext4", mount=True)
     payload = dev.mountpoint / "keep.bin"
     payload.write_bytes(os.urandom(1 << 20))
     os.sync()
-    before = sha256(payload)
+    return dev, payload, sha256(payload)
+
+
+@needs_loop
+@needs_cli
+def test_acceptance_1_mounted_ext4_write_refused_and_data_intact(loop_factory, tmp_path, fio_log):
+    dev, payload, before = mounted_ext4_with_payload(loop_factory)
     cp = run_plan(dev.path, tmp_path / "out", WRITE, "--yes", "--allow-destructive", shim=fio_log)
     assert_refused(cp, dev.path, "mounted")
     assert fio_jobs(fio_log[1]) == []
@@ -465,11 +470,7 @@ def test_acceptance_5_blank_loop_write_with_yes(loop_factory, tmp_path, fio_log)
 @needs_loop
 @needs_cli
 def test_acceptance_7_read_plan_on_mounted_loop_with_yes(loop_factory, tmp_path, fio_log):
-    dev = loop_factory(mkfs="ext4", mount=True)
-    payload = dev.mountpoint / "keep.bin"
-    payload.write_bytes(os.urandom(1 << 20))
-    os.sync()
-    before = sha256(payload)
+    dev, payload, before = mounted_ext4_with_payload(loop_factory)
 
     cp = run_plan(dev.path, tmp_path / "noyes", READ, shim=fio_log)
     assert_refused(cp, dev.path, "--yes")
