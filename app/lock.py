@@ -1,0 +1,112 @@
+"""One process at a time on a results directory.
+
+A run or a resume holds an exclusive ``flock`` on ``DIR/.lock`` for its whole life.  The kernel
+releases it when the process ends, however it ends (exit, crash, SIGKILL), so a lock is never left
+stale.  A second run or resume of the same directory is refused at once with the holder's PID
+(exit 2), and readers (report, resume, the TUI) tell a run whose ``run.json`` still says
+``running`` but whose lock is free — its process died — as ``interrupted``.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+from pathlib import Path
+
+from app.errors import UsageError
+
+LOCK_NAME = ".lock"
+# statuses a live process writes; without a lock holder they mean the process died
+LIVE_STATUSES = ("planned", "running")
+
+
+def _read_pid(fd: int) -> int | None:
+    try:
+        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+class DirLock:
+    """The exclusive lock of one results directory (``with DirLock(path): ...``)."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.fd: int | None = None
+
+    @property
+    def file(self) -> Path:
+        return self.path / LOCK_NAME
+
+    def acquire(self) -> "DirLock":
+        if self.fd is not None:
+            return self
+        try:
+            fd = os.open(self.file, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
+        except OSError as e:
+            if e.errno == errno.ELOOP:
+                raise UsageError(f"{self.file}: is a symbolic link; refusing to use it as the run's lock.") from None
+            raise UsageError(f"{self.path}: cannot create its lock file {LOCK_NAME} ({e.strerror}).") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            pid = _read_pid(fd)
+            os.close(fd)
+            who = f"process {pid}" if pid else "another process"
+            raise UsageError(f"{self.path} is in use by {who}; wait for it to finish or stop it first.") from None
+        except OSError as e:
+            os.close(fd)
+            raise UsageError(f"{self.path}: cannot lock {LOCK_NAME} ({e.strerror}).") from None
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except OSError:
+            pass  # the flock is what counts; the PID is only for the message
+        self.fd = fd
+        return self
+
+    def release(self) -> None:
+        if self.fd is None:
+            return
+        try:
+            os.ftruncate(self.fd, 0)
+        except OSError:
+            pass
+        os.close(self.fd)  # closing the descriptor drops the flock
+        self.fd = None
+
+    def __enter__(self) -> "DirLock":
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def holder(path: str | os.PathLike[str]) -> int | None:
+    """The PID holding ``path``'s lock (0 when held but the PID is unknown), or None when free."""
+    try:
+        fd = os.open(Path(path) / LOCK_NAME, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return _read_pid(fd) or 0
+        except OSError:
+            return None
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
+def effective_status(path: str | os.PathLike[str], recorded: object) -> str:
+    """The status to show for a run: ``running``/``planned`` in run.json with no process holding the
+    lock means the process died, so the run is ``interrupted``."""
+    status = recorded if isinstance(recorded, str) and recorded else "unknown"
+    if status in LIVE_STATUSES and holder(path) is None:
+        return "interrupted"
+    return status
