@@ -744,7 +744,8 @@ def load(name_or_path: str) -> Preset:
     table = available()
     if name_or_path not in table:
         raise UsageError(
-            f"Unknown preset '{name_or_path}'; available: {', '.join(sorted(table))} (or give a path to a .toml file)."
+            f"Unknown preset {show_value(name_or_path, 200)}; available: {', '.join(sorted(table))} "
+            "(or give a path to a .toml file)."
         )
     return load_file(table[name_or_path])
 
