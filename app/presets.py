@@ -16,17 +16,23 @@ or, instead of ``[matrix]``, several ``[[group]]`` tables, each a small matrix o
 its own (a scalar is a one-value axis) with an optional ``label``.  ``--set``
 overrides apply to every group; identical points are merged.
 
-Every value is checked by the parser of its key; errors name file, key and value.
+Every value is checked by the parser of its key; errors name file, key and value.  The same
+parsers re-check a plan read back from a results directory (:func:`validate_plan`).  Limits
+(docs/presets.md): a preset file is at most 1 MiB, a plan at most 100 000 points, and every
+numeric key has an upper bound named in its help text.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import math
 import os
 import re
+import stat
 import sys
 import tomllib
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -46,6 +52,63 @@ TRAFFIC = ("R", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11", "W
 MEMORY_MODES = ("loaded", "idle")
 ENGINES = ("auto", "mlc", "builtin")
 
+# --- limits (each documented in docs/presets.md) ------------------------------------------------
+
+MAX_PRESET_BYTES = 1 << 20  # a preset (or any TOML file read by read_toml) is at most 1 MiB
+MAX_TOML_NESTING = 32  # brackets/braces nested, or segments of one dotted key (a.b.c) in a TOML file
+MAX_PLAN_POINTS = 100_000  # points of one plan, counted from the axes before expanding
+MAX_NAME_CHARS = 100  # name, and a group's label
+MAX_DESCRIPTION_CHARS = 2000
+MAX_SECONDS = 7 * 24 * 3600  # runtime and ramp_time: 7 days
+MAX_MEMORY_SECONDS = 3600  # memory duration: the built-in engine's limit (MLC's -t is whole seconds)
+MAX_BS = 64 << 20  # 64 MiB
+MAX_SIZE = 1 << 50  # 1 PiB
+MIN_BUFFER, MAX_BUFFER = 1 << 10, 1 << 50  # 1 KiB … 1 PiB per thread, whole KiB (-b takes KiB; memlat's limit)
+MAX_STRIDE = 4096  # the built-in engine's limit
+MAX_DELAY = 10_000_000
+MAX_CPU = 1023  # CPU numbers 0 … 1023 (the built-in engine's limit)
+MAX_CPUS_CHARS = 4096
+
+
+# --- control characters: refused in every string a preset, --set or a plan carries ---------------
+
+_ASCII_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_CONTROL_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
+
+
+def _is_control(ch: str) -> bool:
+    return unicodedata.category(ch) in _CONTROL_CATEGORIES
+
+
+def has_control(text: str) -> bool:
+    """True when ``text`` holds a control character: C0/C1 controls (newline, tab, NUL, ESC, DEL …),
+    format characters (e.g. bidi overrides, zero-width joiners) or line/paragraph separators."""
+    if text.isascii():
+        return _ASCII_CONTROL.search(text) is not None
+    return any(_is_control(ch) for ch in text)
+
+
+def _escape(text: str) -> str:
+    return "".join((f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}") if _is_control(ch) else ch
+                   for ch in text)
+
+
+def show_value(value: Any, limit: int = 60) -> str:
+    """A value as an error message shows it: strings quoted, control characters escaped, cut short."""
+    if isinstance(value, str):
+        text = f"'{_escape(value) if has_control(value) else value}'"
+    elif isinstance(value, float):
+        text = repr(value)  # inf, -inf, nan as TOML spells them
+    else:
+        try:
+            text = json.dumps(value, default=str)
+        except (TypeError, ValueError, RecursionError):
+            # str() of an int refuses more than 4300 digits
+            text = f"(an integer of {value.bit_length()} bits)" if isinstance(value, int) else object.__repr__(value)
+        if has_control(text):
+            text = _escape(text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
 
 # --- value parsers: each takes a TOML or command-line value, returns the canonical one ---------
 
@@ -54,7 +117,9 @@ def _int(lo: int | None = None, hi: int | None = None) -> Callable[[Any], int]:
     def parse(v: Any) -> int:
         if isinstance(v, bool):
             raise ValueError("expected a whole number")
-        if isinstance(v, str) and re.fullmatch(r"\s*-?\d+\s*", v):
+        if isinstance(v, str) and re.fullmatch(r" *-?[0-9]+ *", v):
+            if len(v.strip().lstrip("-")) > 18:  # beyond every bound (and int()'s 4300-digit limit)
+                raise ValueError(f"must be at least {lo}" if "-" in v else f"must be at most {hi}")
             v = int(v)
         if isinstance(v, float) and v.is_integer():
             v = int(v)
@@ -73,9 +138,10 @@ def _choice(options: tuple[str, ...], fold: Callable[[str], str] = str.lower) ->
     canon = {fold(o): o for o in options}
 
     def parse(v: Any) -> str:
-        if not isinstance(v, str) or fold(v.strip()) not in canon:
+        # only spaces are stripped: "randread\n" is refused (control characters), not read as randread
+        if not isinstance(v, str) or fold(v.strip(" ")) not in canon:
             raise ValueError("must be one of " + ", ".join(options))
-        return canon[fold(v.strip())]
+        return canon[fold(v.strip(" "))]
 
     return parse
 
@@ -85,34 +151,63 @@ def _bool(v: Any) -> bool:
         return v
     if isinstance(v, int) and v in (0, 1):
         return bool(v)
-    if isinstance(v, str) and v.strip().lower() in ("1", "true", "yes", "on", "0", "false", "no", "off"):
-        return v.strip().lower() in ("1", "true", "yes", "on")
+    if isinstance(v, str) and v.strip(" ").lower() in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+        return v.strip(" ").lower() in ("1", "true", "yes", "on")
     raise ValueError("expected true or false")
 
 
 def _optional(parse: Callable[[Any], Any]) -> Callable[[Any], Any]:
     def wrapped(v: Any) -> Any:
-        if v is None or (isinstance(v, str) and v.strip().lower() in ("", "none", "null", "default")):
+        if v is None or (isinstance(v, str) and v.strip(" ").lower() in ("", "none", "null", "default")):
             return None
         return parse(v)
 
     return wrapped
 
 
-def _seconds(lo: float) -> Callable[[Any], float | int]:
+def _seconds(lo: float, hi: float) -> Callable[[Any], float | int]:
+    """Seconds with millisecond resolution: an int when whole (10), else a float of at most three
+    decimals (1.5 for "1.5" or "1500ms"); finer values are refused, not rounded."""
+
     def parse(v: Any) -> float | int:
         s = parse_duration(v)
         if s < lo:
             raise ValueError(f"must be at least {lo:g} s")
-        return int(s) if float(s).is_integer() else s
+        if s > hi:
+            raise ValueError(f"must be at most {hi:g} s")
+        ms = round(s * 1000)
+        if abs(s * 1000 - ms) > 1e-6 * max(1.0, ms):
+            raise ValueError("must be a whole number of milliseconds (e.g. 1.5 or 1500ms)")
+        return ms // 1000 if ms % 1000 == 0 else ms / 1000
+
+    return parse
+
+
+def _bytes_text(n: int) -> str:
+    for unit, mult in (("PiB", 1 << 50), ("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= mult and n % mult == 0:
+            return f"{n // mult} {unit}"
+    return f"{n} bytes"
+
+
+def _size(lo: int, hi: int, unit: int = 1) -> Callable[[Any], int]:
+    def parse(v: Any) -> int:
+        n = parse_size(v)
+        if n < lo:
+            raise ValueError(f"must be at least {_bytes_text(lo)}")
+        if n > hi:
+            raise ValueError(f"must be at most {_bytes_text(hi)}")
+        if n % unit:
+            raise ValueError(f"must be a whole number of {_bytes_text(unit)}")
+        return n
 
     return parse
 
 
 def _stride(v: Any) -> int:
     n = parse_size(v)
-    if n < 64 or n & (n - 1):
-        raise ValueError("must be a power of two of at least 64 bytes")
+    if n < 64 or n > MAX_STRIDE or n & (n - 1):
+        raise ValueError(f"must be a power of two from 64 to {MAX_STRIDE} bytes")
     return n
 
 
@@ -134,11 +229,36 @@ def _traffic(v: Any) -> str:
 def _cpus(v: Any) -> str:
     if isinstance(v, int) and not isinstance(v, bool):
         v = str(v)
-    if isinstance(v, list):
+    if isinstance(v, list) and all(isinstance(x, (int, str)) and not isinstance(x, bool) for x in v):
         v = ",".join(str(x) for x in v)
-    if not isinstance(v, str) or not re.fullmatch(r"\d+(-\d+)?(,\d+(-\d+)?)*", v.replace(" ", "")):
+    if not isinstance(v, str) or len(v) > MAX_CPUS_CHARS:
         raise ValueError("expected a CPU list such as 0-3 or 0,2,4")
-    return v.replace(" ", "")
+    v = v.replace(" ", "")
+    if not re.fullmatch(r"[0-9]{1,4}(-[0-9]{1,4})?(,[0-9]{1,4}(-[0-9]{1,4})?)*", v):
+        raise ValueError("expected a CPU list such as 0-3 or 0,2,4")
+    seen: set[int] = set()
+    for part in v.split(","):
+        a, _, b = part.partition("-")
+        first, last = int(a), int(b or a)
+        if last < first or last > MAX_CPU:
+            raise ValueError(f"expected a CPU list such as 0-3 or 0,2,4 with CPUs 0 to {MAX_CPU}, ranges ascending")
+        if seen.intersection(range(first, last + 1)):
+            raise ValueError("lists a CPU twice")
+        seen.update(range(first, last + 1))
+    return v
+
+
+def _no_control(parse: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """Every key's parser refuses a string holding a control character before reading it."""
+
+    def guarded(v: Any) -> Any:
+        if isinstance(v, str) and has_control(v):
+            raise ValueError("contains a control character (newline, tab, NUL, escape …)")
+        if isinstance(v, list) and any(isinstance(x, str) and has_control(x) for x in v):
+            raise ValueError("contains a control character (newline, tab, NUL, escape …)")
+        return parse(v)
+
+    return guarded
 
 
 @dataclass(frozen=True)
@@ -147,29 +267,35 @@ class Key:
     default: Any
     help: str
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "parse", _no_control(self.parse))
+
 
 STORAGE_KEYS: dict[str, Key] = {
     "rw": Key(_choice(RW_MODES), "randread", "I/O pattern: " + ", ".join(RW_MODES)),
-    "bs": Key(parse_size, 4096, "block size in bytes (4k, 128k, 1m)"),
-    "rwmixread": Key(_optional(_int(0, 100)), None, "percentage of reads in rw/randrw mixes"),
-    "iodepth": Key(_int(1, 65536), 1, "I/Os in flight per job"),
-    "numjobs": Key(_int(1, 1024), 1, "parallel jobs (threads of I/O)"),
+    "bs": Key(_size(1, MAX_BS), 4096, "block size in bytes (4k, 128k, 1m), at most 64 MiB"),
+    "rwmixread": Key(_optional(_int(0, 100)), None, "percentage of reads in rw/randrw mixes, 0 to 100"),
+    "iodepth": Key(_int(1, 65536), 1, "I/Os in flight per job, 1 to 65536"),
+    "numjobs": Key(_int(1, 1024), 1, "parallel jobs (threads of I/O), 1 to 1024"),
     "ioengine": Key(_choice(IOENGINES), "libaio", "fio ioengine: " + ", ".join(IOENGINES)),
     "direct": Key(_bool, True, "O_DIRECT, bypassing the page cache"),
-    "runtime": Key(_seconds(1), 10, "measured seconds per point"),
-    "ramp_time": Key(_seconds(0), 0, "seconds run before measuring"),
-    "size": Key(parse_size, 1 << 30, "file size, or the region of a device exercised"),
+    "runtime": Key(_seconds(1, MAX_SECONDS), 10,
+                   "measured seconds per point (10, 1.5, 1500ms, 2m), 1 s to 7 days, millisecond resolution"),
+    "ramp_time": Key(_seconds(0, MAX_SECONDS), 0, "seconds run before measuring, 0 to 7 days, millisecond resolution"),
+    "size": Key(_size(1, MAX_SIZE), 1 << 30, "file size, or the region of a device exercised, at most 1 PiB"),
     "time_based": Key(_bool, True, "run for runtime even when size is covered"),
 }
 
 MEMORY_KEYS: dict[str, Key] = {
     "mode": Key(_choice(MEMORY_MODES), "loaded", "idle (one latency figure) or loaded (latency under load)"),
     "traffic": Key(_traffic, "R", "R for all reads or an MLC -W code (W2 … W12)"),
-    "delay": Key(_int(0, 10_000_000), 0, "injection delay between load-thread accesses"),
-    "stride": Key(_stride, 64, "bytes between accesses (power of two, at least 64)"),
-    "buffer": Key(_optional(parse_size), None, "buffer per thread (default: 2x the last-level cache)"),
-    "duration": Key(_seconds(1), 2, "measured seconds per point (MLC -t)"),
-    "cpus": Key(_optional(_cpus), None, "CPU list; the first runs the latency thread"),
+    "delay": Key(_int(0, MAX_DELAY), 0, "injection delay between load-thread accesses, 0 to 10000000"),
+    "stride": Key(_stride, 64, "bytes between accesses, a power of two from 64 to 4096"),
+    "buffer": Key(_optional(_size(MIN_BUFFER, MAX_BUFFER, 1024)), None,
+                  "buffer per thread, whole KiB from 1 KiB to 1 PiB (default: 2x the last-level cache)"),
+    "duration": Key(_seconds(1, MAX_MEMORY_SECONDS), 2,
+                    "measured seconds per point, 1 to 3600, millisecond resolution (MLC -t rounds up to whole s)"),
+    "cpus": Key(_optional(_cpus), None, "CPU list of CPUs 0 to 1023 (0-3, 0,2,4); the first runs the latency thread"),
 }
 
 KEYS = {STORAGE: STORAGE_KEYS, MEMORY: MEMORY_KEYS}
@@ -191,22 +317,27 @@ class Preset:
     settings: dict[str, Any] = field(default_factory=dict)
     groups: list[Group] = field(default_factory=list)
     overrides: dict[str, list[Any]] = field(default_factory=dict)
+    # (fingerprint of kind/settings/groups/overrides, points): expand() is called several times per
+    # command (plan, summary, axes), each call copies this list instead of expanding again
+    _cache: tuple[str, list[dict[str, Any]]] | None = field(default=None, repr=False, compare=False)
 
     @property
     def keys(self) -> dict[str, Key]:
         return KEYS[self.kind]
 
-    def expand(self) -> list[dict[str, Any]]:
-        """Every point of the plan, in order, duplicates merged."""
-        keys = self.keys
-        base = {k: spec.default for k, spec in keys.items()}
+    def _base(self) -> tuple[dict[str, Any], dict[str, list[Any]]]:
+        base = {k: spec.default for k, spec in self.keys.items()}
         if self.kind == MEMORY and "delay" not in self.settings:
             base_axes: dict[str, list[Any]] = {"delay": list(MLC_DELAYS)}
         else:
             base_axes = {}
         base.update(self.settings)
-        points: list[dict[str, Any]] = []
-        seen: set[str] = set()
+        return base, base_axes
+
+    def group_axes(self) -> list[tuple[Group, dict[str, list[Any]]]]:
+        """Each group with the axes it expands over (overrides applied), in expansion order."""
+        base, base_axes = self._base()
+        result = []
         for group in self.groups or [Group(None, {})]:
             axes = dict(base_axes)
             axes.update(group.axes)
@@ -219,6 +350,45 @@ class Preset:
             # an idle-latency point has no injection delay
             if self.kind == MEMORY and axes.get("mode", [base["mode"]]) == ["idle"]:
                 axes.pop("delay", None)
+            result.append((group, axes))
+        return result
+
+    def plan_size(self) -> int:
+        """Points before duplicates are merged: the sum over groups of the product of axis lengths.
+        Cheap (no expansion), an upper bound of ``len(expand())``."""
+        return sum(math.prod(len(v) for v in axes.values()) for _, axes in self.group_axes())
+
+    def check_plan_size(self) -> None:
+        """UsageError naming the axes when the plan would exceed MAX_PLAN_POINTS."""
+        groups = self.group_axes()
+        sizes = [math.prod(len(v) for v in axes.values()) for _, axes in groups]
+        total = sum(sizes)
+        if total <= MAX_PLAN_POINTS:
+            return
+        parts = []
+        for (group, axes), n in sorted(zip(groups, sizes), key=lambda gn: -gn[1])[:3]:
+            varying = " × ".join(f"{k} ({len(v)} values)" for k, v in axes.items() if len(v) > 1) or "one point"
+            parts.append((f"group '{show_value(group.label)[1:-1]}': " if group.label and len(groups) > 1 else "")
+                         + varying)
+        more = f" and {len(groups) - 3} more groups" if len(groups) > 3 else ""
+        raise _fail(self.source, f"the plan has {total:,} points ({'; '.join(parts)}{more}), more than the limit "
+                                 f"of {MAX_PLAN_POINTS:,} points per run; use fewer values on an axis "
+                                 "(--set KEY=V replaces one).")
+
+    def _fingerprint(self) -> str:
+        return repr((self.kind, self.settings, [(g.label, g.axes) for g in self.groups], self.overrides))
+
+    def _points(self) -> list[dict[str, Any]]:
+        """The expanded plan, shared: callers must not modify it (expand() gives copies)."""
+        fingerprint = self._fingerprint()
+        if self._cache is not None and self._cache[0] == fingerprint:
+            return self._cache[1]
+        self.check_plan_size()
+        base, _ = self._base()
+        order = list(base)  # every point has these keys; "group" is not part of a point's identity
+        points: list[dict[str, Any]] = []
+        seen: set[tuple[Any, ...]] = set()
+        for group, axes in self.group_axes():
             names = list(axes)
             for combo in itertools.product(*(axes[n] for n in names)):
                 point = dict(base)
@@ -226,14 +396,21 @@ class Preset:
                 if group.label:
                     point["group"] = group.label
                 normalise_point(self.kind, point)
-                key = point_key(point)
+                # the same identity as point_key(), in linear time: each key has one canonical type,
+                # so equal tuples mean equal JSON
+                key = tuple(point[k] for k in order)
                 if key not in seen:
                     seen.add(key)
                     points.append(point)
+        self._cache = (fingerprint, points)
         return points
 
+    def expand(self) -> list[dict[str, Any]]:
+        """Every point of the plan, in order, duplicates merged.  UsageError above MAX_PLAN_POINTS."""
+        return [dict(p) for p in self._points()]
+
     def writes(self) -> bool:
-        return plan_writes(self.kind, self.expand())
+        return plan_writes(self.kind, self._points())
 
 
 def normalise_point(kind: str, point: dict[str, Any]) -> None:
@@ -265,47 +442,69 @@ def plan_writes(kind: str, points: list[dict[str, Any]]) -> bool:
 
 
 def _fail(where: str, msg: str) -> UsageError:
-    return UsageError(f"{where}: {msg}")
+    return UsageError(f"{_escape(where) if has_control(where) else where}: {msg}")
+
+
+def _shown_path(path: str | os.PathLike[str]) -> str:
+    text = os.fspath(path)
+    text = text if isinstance(text, str) else os.fsdecode(text)
+    return _escape(text) if has_control(text) else text
 
 
 def _check_value(where: str, kind: str, key: str, value: Any) -> Any:
     keys = KEYS[kind]
     if key not in keys:
-        raise _fail(where, f"unknown key '{key}' for a {kind} preset; known keys: {', '.join(keys)}.")
+        raise _fail(where, f"unknown key {show_value(key)} for a {kind} preset; known keys: {', '.join(keys)}.")
     try:
         return keys[key].parse(value)
     except ValueError as e:
-        shown = json.dumps(value) if not isinstance(value, str) else f"'{value}'"
-        raise _fail(where, f"key '{key}' has invalid value {shown}: {e}.") from None
+        raise _fail(where, f"key '{key}' has invalid value {show_value(value)}: {e}.") from None
 
 
 def _axis(where: str, kind: str, key: str, value: Any) -> list[Any]:
     values = value if isinstance(value, list) else [value]
     if not values:
-        raise _fail(where, f"axis '{key}' is an empty list.")
+        raise _fail(where, f"axis {show_value(key)} is an empty list.")
+    if len(values) > MAX_PLAN_POINTS:
+        raise _fail(where, f"axis {show_value(key)} has {len(values):,} values, more than the limit of "
+                           f"{MAX_PLAN_POINTS:,} points per run.")
     return [_check_value(where, kind, key, v) for v in values]
 
 
+def _text(where: str, key: str, value: Any, limit: int, *, required: bool) -> str:
+    """A name, description or label: a string of at most ``limit`` characters, no control characters."""
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str) or (required and not value.strip()):
+        raise _fail(where, f"key '{key}' is missing or empty." if value is None or isinstance(value, str)
+                    else f"key '{key}' must be a string, not {show_value(value)}.")
+    if has_control(value):
+        raise _fail(where, f"key '{key}' has invalid value {show_value(value)}: contains a control character "
+                           "(newline, tab, NUL, escape …).")
+    if len(value) > limit:
+        raise _fail(where, f"key '{key}' is {len(value):,} characters long; at most {limit:,} are allowed.")
+    return value
+
+
 def parse_preset(data: dict[str, Any], source: str) -> Preset:
+    if not isinstance(data, dict):
+        raise _fail(source, "a preset must be a table of key = value.")
     for key in data:
         if key not in TOP_LEVEL:
-            raise _fail(source, f"unknown top-level key '{key}'; expected one of {', '.join(TOP_LEVEL)}.")
+            raise _fail(source, f"unknown top-level key {show_value(key)}; expected one of {', '.join(TOP_LEVEL)}.")
     kind = data.get("kind")
-    if kind not in KINDS:
-        raise _fail(source, f"key 'kind' has invalid value {json.dumps(kind)}: must be storage or memory.")
-    name = data.get("name")
-    if not isinstance(name, str) or not name.strip():
-        raise _fail(source, "key 'name' is missing or empty.")
-    description = data.get("description", "")
-    if not isinstance(description, str):
-        raise _fail(source, "key 'description' must be a string.")
+    if not isinstance(kind, str) or kind not in KINDS:
+        shown = json.dumps(kind) if isinstance(kind, str) and not has_control(kind) else show_value(kind)
+        raise _fail(source, f"key 'kind' has invalid value {shown}: must be storage or memory.")
+    name = _text(source, "name", data.get("name"), MAX_NAME_CHARS, required=True)
+    description = _text(source, "description", data.get("description"), MAX_DESCRIPTION_CHARS, required=False)
     settings_raw = data.get("settings", {})
     if not isinstance(settings_raw, dict):
         raise _fail(source, "[settings] must be a table of key = value.")
     settings = {}
     for key, value in settings_raw.items():
         if isinstance(value, list):
-            raise _fail(source, f"[settings] key '{key}' is a list; put axes under [matrix] or [[group]].")
+            raise _fail(source, f"[settings] key {show_value(key)} is a list; put axes under [matrix] or [[group]].")
         settings[key] = _check_value(source, kind, key, value)
     if "matrix" in data and "group" in data:
         raise _fail(source, "use either [matrix] or [[group]] tables, not both.")
@@ -313,32 +512,200 @@ def parse_preset(data: dict[str, Any], source: str) -> Preset:
     raw_groups = data.get("group", [data["matrix"]] if "matrix" in data else [])
     if not isinstance(raw_groups, list) or not all(isinstance(g, dict) for g in raw_groups):
         raise _fail(source, "[matrix] must be a table and [[group]] an array of tables.")
+    if len(raw_groups) > MAX_PLAN_POINTS:
+        raise _fail(source, f"{len(raw_groups):,} [[group]] tables, more than the limit of {MAX_PLAN_POINTS:,} "
+                            "points per run.")
     for i, raw in enumerate(raw_groups):
-        label = raw.get("label")
-        if label is not None and not isinstance(label, str):
-            raise _fail(source, f"group {i + 1}: key 'label' must be a string.")
+        label = _text(f"{source}: group {i + 1}", "label", raw.get("label"), MAX_NAME_CHARS, required=False) or None
         axes = {k: _axis(source, kind, k, v) for k, v in raw.items() if k != "label"}
         groups.append(Group(label, axes))
     return Preset(name=name, kind=kind, description=description, source=source, settings=settings, groups=groups)
 
 
-def read_toml(path: str | os.PathLike[str], what: str = "preset file") -> dict[str, Any]:
-    """A TOML file's table; a missing, unreadable or malformed file is a UsageError naming it."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no such {what}.") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise UsageError(f"{path}: cannot be read ({e}).") from None
+_FILE_TYPES = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+               (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def _require_regular(shown: str, mode: int, what: str) -> None:
+    if stat.S_ISREG(mode):
+        return
+    kind = next((name for test, name in _FILE_TYPES if test(mode)), "not a regular file")
+    raise UsageError(f"{shown}: is {kind}, not a {what}; give a regular file.")
+
+
+def toml_nesting(text: str) -> int:
+    """The deepest nesting of ``[``/``{`` or the most segments of one dotted key (``a.b.c`` = 3) in
+    TOML text, outside strings and comments.  tomllib recurses per level (RecursionError) and keeps
+    every prefix of a dotted key (memory grows with the square of its length), so read_toml refuses
+    text above MAX_TOML_NESTING before parsing it."""
+    depth = deepest = dots = most_dots = 0
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == '"' or c == "'":
+            delim = c * 3 if text.startswith(c * 3, i) else c
+            j = i + len(delim)
+            while j < n:
+                if c == '"' and text[j] == "\\":
+                    j += 2
+                elif text.startswith(delim, j):
+                    break
+                elif len(delim) == 1 and text[j] == "\n":
+                    break  # unterminated: tomllib reports it
+                else:
+                    j += 1
+            j += len(delim)
+            while len(delim) == 3 and j < n and text[j] == c:  # """ may end with up to two more quotes
+                j += 1
+            i = j
+            continue  # a quoted key segment keeps the dotted run going
+        if c == "#":
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+            continue
+        if c == "[" or c == "{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif c == "]" or c == "}":
+            depth = max(0, depth - 1)
+        if c == ".":
+            dots += 1
+            most_dots = max(most_dots, dots)
+        elif not (c.isascii() and (c.isalnum() or c in "_- \t")):
+            dots = 0
+        i += 1
+    return max(deepest, most_dots + 1)
+
+
+def _parse_toml(text: str, shown: str) -> dict[str, Any]:
+    if toml_nesting(text) > MAX_TOML_NESTING:
+        raise UsageError(f"{shown}: TOML nested more than {MAX_TOML_NESTING} levels deep (brackets, braces or "
+                         "the parts of a dotted key); a preset needs two.")
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        raise UsageError(f"{path}: TOML syntax error: {e}.") from None
+        raise UsageError(f"{shown}: TOML syntax error: {e}.") from None
+    except (ValueError, RecursionError) as e:  # e.g. an integer of more than 4300 digits
+        raise UsageError(f"{shown}: TOML cannot be read ({type(e).__name__}: {str(e)[:80]}).") from None
+
+
+def read_toml(path: str | os.PathLike[str], what: str = "preset file") -> dict[str, Any]:
+    """A TOML file's table; a missing, unreadable, special (FIFO, device, socket, directory), larger
+    than MAX_PRESET_BYTES or malformed file is a UsageError naming it.  A special file is refused
+    before it is opened for reading: a FIFO without a writer would block, /dev/zero never ends."""
+    shown = _shown_path(path)
+    try:
+        _require_regular(shown, os.stat(path).st_mode, what)
+        # O_NONBLOCK: if the path was swapped for a FIFO after stat(), open() still returns at once
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise UsageError(f"{shown}: no such {what}.") from None
+    except OSError as e:
+        raise UsageError(f"{shown}: cannot be read ({e.strerror or e}).") from None
+    try:
+        _require_regular(shown, os.fstat(fd).st_mode, what)
+        chunks: list[bytes] = []
+        left = MAX_PRESET_BYTES + 1  # at most one byte past the cap is read
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 16))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+    except OSError as e:
+        raise UsageError(f"{shown}: cannot be read ({e.strerror or e}).") from None
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    if len(data) > MAX_PRESET_BYTES:
+        raise UsageError(f"{shown}: larger than {MAX_PRESET_BYTES // (1 << 20)} MiB, the limit for a {what}.")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise UsageError(f"{shown}: is not UTF-8 text (byte {e.start}).") from None
+    return _parse_toml(text, shown)
 
 
 def load_file(path: str | os.PathLike[str]) -> Preset:
     return parse_preset(read_toml(path), str(path))
+
+
+# --- plans read back from a results directory ---------------------------------------------------
+
+PLAN_EXTRAS = {STORAGE: ("group",), MEMORY: ("group", "engine")}
+RECORDED_ENGINES = ("mlc", "builtin")  # what the memory runner records in a point's "engine"
+
+
+def validate_plan(kind: object, plan: object, source: str) -> list[dict[str, Any]]:
+    """Re-check a plan read from an untrusted file (a results directory's run.json) with the preset
+    validators; the points, each rebuilt from canonical values, or a UsageError naming ``source``,
+    the point (``plan[3]``) and the key.
+
+    Every point is a table holding exactly the keys of ``kind`` (plus a ``group`` label and, for
+    memory, the ``engine`` a record names); every value is what its key's parser makes of it (so
+    no control character, no out-of-range number, no "4k" where 4096 is stored); settings that
+    :func:`normalise_point` fixes hold; no point repeats another; at most MAX_PLAN_POINTS points.
+    """
+    if not isinstance(kind, str) or kind not in KINDS:
+        raise _fail(source, f"key 'kind' has invalid value {show_value(kind)}: must be storage or memory.")
+    if not isinstance(plan, list) or not plan:
+        raise _fail(source, f"key 'plan' has invalid value {show_value(plan)}: must be a non-empty list of points.")
+    if len(plan) > MAX_PLAN_POINTS:
+        raise _fail(source, f"key 'plan' has {len(plan):,} points, more than the limit of {MAX_PLAN_POINTS:,}.")
+    keys = KEYS[kind]
+    extras = PLAN_EXTRAS[kind]
+    seen: dict[tuple[Any, ...], int] = {}
+    points: list[dict[str, Any]] = []
+    for i, entry in enumerate(plan):
+        where = f"{source}: plan[{i}]"
+        if not isinstance(entry, dict):
+            raise UsageError(f"{where} is {show_value(entry)}, not a table of settings.")
+        for key in entry:
+            if key not in keys and key not in extras:
+                raise UsageError(f"{where} has unknown key {show_value(key)} for a {kind} plan; known keys: "
+                                 f"{', '.join(list(keys) + list(extras))}.")
+        missing = [k for k in keys if k not in entry]
+        if missing:
+            raise UsageError(f"{where} lacks key{'s' if len(missing) > 1 else ''} "
+                             f"{', '.join(repr(k) for k in missing)}.")
+        point: dict[str, Any] = {}
+        idle = kind == MEMORY and entry.get("mode") == "idle"
+        for key, spec in keys.items():
+            value = entry[key]
+            if value is None and idle and key in ("delay", "traffic"):
+                point[key] = None  # an idle point has neither (normalise_point)
+                continue
+            try:
+                parsed = spec.parse(value)
+            except ValueError as e:
+                raise UsageError(f"{where} key '{key}' has invalid value {show_value(value)}: {e}.") from None
+            if type(parsed) is not type(value) or parsed != value:
+                raise UsageError(f"{where} key '{key}' has invalid value {show_value(value)}: not the form the "
+                                 f"tool stores (that is {show_value(parsed)}).")
+            point[key] = parsed
+        normalised = dict(point)
+        normalise_point(kind, normalised)
+        for key in keys:
+            if type(normalised[key]) is not type(point[key]) or normalised[key] != point[key]:
+                raise UsageError(f"{where} key '{key}' has invalid value {show_value(point[key])}: this point "
+                                 f"needs {show_value(normalised[key])} (as planned for its other keys).")
+        if "group" in entry:
+            label = entry["group"]
+            if not isinstance(label, str) or not label or has_control(label) or len(label) > MAX_NAME_CHARS:
+                raise UsageError(f"{where} key 'group' has invalid value {show_value(label)}: must be a label of 1 "
+                                 f"to {MAX_NAME_CHARS} characters without control characters.")
+            point["group"] = label
+        if "engine" in entry:
+            if not isinstance(entry["engine"], str) or entry["engine"] not in RECORDED_ENGINES:
+                raise UsageError(f"{where} key 'engine' has invalid value {show_value(entry['engine'])}: must be "
+                                 f"one of {', '.join(RECORDED_ENGINES)}.")
+            point["engine"] = entry["engine"]
+        identity = tuple(point[k] for k in keys)
+        if identity in seen:
+            raise UsageError(f"{where} repeats plan[{seen[identity]}] (the same settings twice).")
+        seen[identity] = i
+        points.append(point)
+    return points
 
 
 # --- where presets live -----------------------------------------------------------------------
@@ -390,17 +757,24 @@ def load_all() -> list[Preset]:
 
 
 def parse_overrides(kind: str, items: list[str] | tuple[str, ...]) -> dict[str, list[Any]]:
-    """``["bs=4k,64k", "runtime=3"]`` → ``{"bs": [4096, 65536], "runtime": [3]}``."""
+    """``["bs=4k,64k", "runtime=3"]`` → ``{"bs": [4096, 65536], "runtime": [3]}``.
+
+    Spaces around keys and values are ignored; any other control character (tab, newline …) is an
+    error, so ``--set $'rw=randread\n'`` is refused rather than read as randread."""
     result: dict[str, list[Any]] = {}
     for item in items:
+        shown = _escape(item) if has_control(item) else item
         if "=" not in item:
-            raise UsageError(f"--set '{item}' is not KEY=VALUE (for example --set bs=4k,64k).")
+            raise UsageError(f"--set '{shown}' is not KEY=VALUE (for example --set bs=4k,64k).")
         key, _, value = item.partition("=")
-        key = key.strip()
-        where = f"--set {item}"
-        values = [v.strip() for v in value.split(",")]
-        if not value.strip() or any(v == "" for v in values):
-            raise _fail(where, f"key '{key}' has an empty value.")
+        key = key.strip(" ")
+        where = f"--set {shown}"
+        values = [v.strip(" ") for v in value.split(",")]
+        if not value.strip(" ") or any(v == "" for v in values):
+            raise _fail(where, f"key {show_value(key)} has an empty value.")
+        if len(values) > MAX_PLAN_POINTS:
+            raise _fail(where, f"key {show_value(key)} has {len(values):,} values, more than the limit of "
+                               f"{MAX_PLAN_POINTS:,} points per run.")
         result[key] = [_check_value(where, kind, key, v) for v in values]
     return result
 
@@ -419,7 +793,9 @@ def save_user_preset(preset_toml: str, name: str) -> Path:
         raise UsageError(f"Preset name '{name}' may use letters, digits, '-', '_' and '.' only.")
     directory = user_dir()
     path = directory / f"{name}.toml"
-    parse_preset(tomllib.loads(preset_toml), str(path))
+    if len(preset_toml.encode("utf-8")) > MAX_PRESET_BYTES:
+        raise UsageError(f"{path}: larger than {MAX_PRESET_BYTES // (1 << 20)} MiB, the limit for a preset file.")
+    parse_preset(_parse_toml(preset_toml, str(path)), str(path))
     directory.mkdir(parents=True, exist_ok=True)
     path.write_text(preset_toml, encoding="utf-8")
     return path
@@ -445,20 +821,17 @@ def estimate_seconds(kind: str, points: list[dict[str, Any]]) -> float:
 
 def describe_axes(preset: Preset) -> dict[str, list[Any]]:
     """Every key that varies across the plan, with its values in plan order."""
-    points = preset.expand()
+    points = preset._points()
     axes: dict[str, list[Any]] = {}
     for key in preset.keys:
-        values: list[Any] = []
-        for p in points:
-            if p.get(key) not in values:
-                values.append(p.get(key))
+        values = list(dict.fromkeys(p.get(key) for p in points))  # distinct, first-seen order, linear
         if len(values) > 1:
             axes[key] = values
     return axes
 
 
 def summary(preset: Preset) -> dict[str, Any]:
-    points = preset.expand()
+    points = preset._points()
     seconds = estimate_seconds(preset.kind, points)
     return {
         "name": preset.name,

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import math
 import re
+from fractions import Fraction
 
-_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(i?b?)\s*$", re.IGNORECASE)
+# ASCII only: "\d" would also match other scripts' digits, which int()/float() silently accept
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(i?b?)\s*$", re.IGNORECASE | re.ASCII)
 _MULT = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}
+# longer numbers are refused before conversion (Python refuses int() of > 4300 digits; no size needs 30)
+_MAX_DIGITS = 30
 
 
 def parse_size(value: object) -> int:
@@ -26,9 +31,11 @@ def parse_size(value: object) -> int:
     m = _SIZE_RE.match(value)
     if not m:
         raise ValueError("expected a size such as 4k, 128k or 1m")
-    number, unit = float(m.group(1)), m.group(2).lower()
-    result = number * _MULT[unit]
-    if result <= 0 or not float(result).is_integer():
+    if len(m.group(1)) > _MAX_DIGITS:
+        raise ValueError("is too large")
+    # exact arithmetic: "1.1k" is 1126.4 bytes (refused), "1.5g" exactly 1610612736
+    result = Fraction(m.group(1)) * _MULT[m.group(2).lower()]
+    if result <= 0 or result.denominator != 1:
         raise ValueError("a size must be a positive whole number of bytes")
     return int(result)
 
@@ -53,17 +60,25 @@ def parse_duration(value: object) -> float:
     """Seconds from ``10``, ``"10"``, ``"10s"``, ``"500ms"``, ``"2m"``.  Raises ValueError."""
     if isinstance(value, bool):
         raise ValueError("expected a duration in seconds")
-    if isinstance(value, (int, float)):
+    if isinstance(value, int):
+        if abs(value) > 1 << 53:  # float() of a huge int overflows or rounds
+            raise ValueError("is too large")
         seconds = float(value)
+    elif isinstance(value, float):
+        seconds = value
     elif isinstance(value, str):
-        m = re.match(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$", value, re.IGNORECASE)
+        m = re.match(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$", value, re.IGNORECASE | re.ASCII)
         if not m:
             raise ValueError("expected a duration such as 10, 10s or 500ms")
-        seconds = float(m.group(1)) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600, None: 1}[
-            m.group(2).lower() if m.group(2) else None
-        ]
+        if len(m.group(1)) > _MAX_DIGITS:
+            raise ValueError("is too large")
+        unit = (m.group(2) or "s").lower()
+        # divide for ms: 1234 / 1000 is the float nearest 1.234, 1234 * 0.001 is not
+        seconds = float(m.group(1)) / 1000 if unit == "ms" else float(m.group(1)) * {"s": 1, "m": 60, "h": 3600}[unit]
     else:
         raise ValueError("expected a duration in seconds")
+    if not math.isfinite(seconds):
+        raise ValueError("a duration must be a finite number of seconds")
     if seconds < 0:
         raise ValueError("a duration cannot be negative")
     return seconds
