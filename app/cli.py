@@ -204,11 +204,16 @@ def run(preset: str, target: str | None, out: str | None, sets: tuple[str, ...],
 @cli.command()
 @click.argument("directory", metavar="DIR")
 @click.option("--engine", type=ENGINE_CHOICE, default=None, help="Memory engine (default: the run's own).")
-def resume(directory: str, engine: str | None) -> int:
-    """Finish an interrupted run without repeating completed points."""
+@click.option("--yes", is_flag=True, help="Confirm the target again (needed for block devices, as for run).")
+@click.option("--allow-destructive", is_flag=True, help="Confirm again destroying a filesystem or partition table.")
+def resume(directory: str, engine: str | None, yes: bool, allow_destructive: bool) -> int:
+    """Finish an interrupted run without repeating completed points.
+
+    The plan in DIR/run.json is validated again and the target checked again with the same rules and
+    confirmations as `run`: confirmations given to the first run are not carried over."""
     from app.sweep import load_session
 
-    session = load_session(directory, engine=engine)
+    session = load_session(directory, engine=engine, yes=yes, allow_destructive=allow_destructive)
     if not session.pending():
         click.echo(f"Nothing to resume: all {len(session.plan)} points of {directory} are complete.")
         return 0

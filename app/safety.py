@@ -442,19 +442,49 @@ def _classify_file(path: str, writes: bool, state: SystemState | None) -> Verdic
             f"{path} is a character device, not a block device (for NVMe use the namespace, e.g. /dev/nvme0n1)"])
     if not stat.S_ISREG(st.st_mode):
         return Verdict(path, "other", REFUSED, [f"{path} is neither a regular file nor a block device"])
+    state = state or SystemState()
+    key = (st.st_dev, st.st_ino)
+    loop = state.loop_backing.get(key)
     reasons: list[str] = []
-    if writes:
-        state = state or SystemState()
-        if (st.st_dev, st.st_ino) in state.swap_files:
-            reasons.append(f"{path} is an active swap file")
-        loop = state.loop_backing.get((st.st_dev, st.st_ino))
-        if loop:
-            reasons.append(f"{path} backs the loop device {dev_path(loop)}; writing it would corrupt that device")
+    if key in state.swap_files:
+        reasons.append(f"{path} is an active swap file")
+    if loop:
+        reasons.append(f"{path} backs the loop device {dev_path(loop)}"
+                       + ("; writing it would corrupt that device" if writes else ""))
     if reasons:
-        return Verdict(path, "file", REFUSED, reasons)
+        # a file the kernel uses as a device gets the verdicts of that device: never written, and read
+        # only with the same confirmation (--yes) as the device itself
+        if writes:
+            return Verdict(path, "file", REFUSED, reasons)
+        if loop:
+            device = classify_block(dev_path(loop), False, state)
+            if device.verdict == REFUSED:
+                return Verdict(path, "file", REFUSED, reasons + device.reasons, confirm=True)
+            reasons += device.reasons[1:]
+        return Verdict(path, "file", OK, [
+            f"a read-only plan reads {path} in place and never writes it; it needs confirmation (--yes) like "
+            "the device it backs"] + reasons, confirm=True)
     if writes and st.st_size:
         return Verdict(path, "file", OK, [f"{path} is a regular file; a write plan overwrites its contents"])
+    if st.st_size:
+        return Verdict(path, "file", OK, [f"{path} is a regular file; a read-only plan reads what it holds "
+                                          "and never writes, grows or truncates it"])
     return Verdict(path, "file", OK, [f"{path} is a regular file"])
+
+
+def check_read_only_size(target: str, block: int) -> None:
+    """SafetyError when an existing regular file is too small for a read-only plan: such a plan reads
+    the file as it is (a read-only plan never grows a file), so it must hold at least one block."""
+    path = resolve(target)
+    try:
+        st = os.stat(path)
+    except OSError:
+        return  # absent: the tool creates it
+    if stat.S_ISREG(st.st_mode) and st.st_size < block:
+        raise SafetyError(
+            f"Refusing to read {path}: it holds {st.st_size} bytes, less than one {block}-byte block, and a "
+            "read-only plan never grows or writes a file it did not create; name a larger file, a smaller bs, "
+            "or a new file (then the tool creates it).")
 
 
 def classify_block(path: str, writes: bool, state: SystemState | None = None,
@@ -563,8 +593,8 @@ def check_target(target: str, writes: bool, *, yes: bool = False, allow_destruct
                               "Pass --allow-destructive to destroy it.")
         return Verdict(v.target, v.kind, OK, v.reasons + ["destruction confirmed with --allow-destructive"], True)
     if v.confirm and not (yes or allow_destructive):
-        raise SafetyError(f"{v.target} is a block device: pass --yes to confirm the "
-                          f"{'write' if writes else 'read-only'} run on it.")
+        what = f"{v.target} is a block device" if v.kind == "block" else "; ".join(v.reasons[1:2]) or v.target
+        raise SafetyError(f"{what}: pass --yes to confirm the {'write' if writes else 'read-only'} run on it.")
     if v.confirm:
         how = "confirmed with --yes" if yes else "confirmed with --allow-destructive"
         return Verdict(v.target, v.kind, OK, v.reasons + [how], True)

@@ -13,6 +13,7 @@ Cancelling the task that iterates ``events()`` stops the child process (the runn
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import time
 from dataclasses import dataclass, field
@@ -22,10 +23,11 @@ from typing import Any, AsyncIterator
 
 from app import envinfo, safety
 from app.errors import UsageError
-from app.presets import STORAGE, Preset, estimate_point_seconds, plan_writes, point_key
+from app.presets import ENGINES, KINDS, STORAGE, Preset, estimate_point_seconds, plan_writes, point_key, validate_plan
 from app.results import ResultsDir, now_iso
 from app.runners import get_runner
 from app.runners.base import Context, Result, Sample
+from app.runners.fio import check_target_name
 
 DEFAULT_TARGET_NAME = "profiler-tui.testfile"
 
@@ -97,6 +99,16 @@ def resolve_target(target: str | None, out: Path) -> tuple[str, bool]:
     return path, False
 
 
+def check_storage_target(target: str, plan: list[dict[str, Any]], *, yes: bool, allow_destructive: bool) -> None:
+    """Every check a storage target passes before a run and again before every point: the safety rules
+    with the user's confirmations, a name fio can take, and a size a read-only plan can read as it is."""
+    writes = plan_writes(STORAGE, plan)
+    safety.check_target(target, writes, yes=yes, allow_destructive=allow_destructive)
+    check_target_name(target)
+    if not writes:
+        safety.check_read_only_size(target, max(int(p["bs"]) for p in plan))
+
+
 @dataclass
 class Session:
     results: ResultsDir
@@ -127,7 +139,7 @@ class Session:
 
     def check_target(self) -> None:
         if self.kind == STORAGE and self.target is not None:
-            safety.check_target(self.target, self.writes, yes=self.yes, allow_destructive=self.allow_destructive)
+            check_storage_target(self.target, self.plan, yes=self.yes, allow_destructive=self.allow_destructive)
 
     def _batches(self, pending: list[tuple[int, dict[str, Any]]]) -> list[list[tuple[int, dict[str, Any]]]]:
         batches: list[list[tuple[int, dict[str, Any]]]] = []
@@ -150,7 +162,7 @@ class Session:
         self.results.repair_tail()
         meta = self.results.update_meta(status="running", resumed_at=now_iso() if done else None)
         yield RunStarted(total, len(pending), remaining, meta, self.path)
-        ctx = Context(target=self.target, raw_dir=self.results.raw_dir, engine=self.engine)
+        ctx = Context(target=self.target, raw_dir=self.results.raw_dir, engine=self.engine, plan_writes=self.writes)
         status = "failed"
         try:
             for batch in self._batches(pending):
@@ -190,7 +202,8 @@ class Session:
             raise
         finally:
             self.results.update_meta(status=status, ended=now_iso(), points_done=len(self.completed_keys()))
-            if status == "complete" and self.target_is_ours and self.target and os.path.isfile(self.target):
+            if (status == "complete" and self.target_is_ours and self.target and os.path.isfile(self.target)
+                    and os.path.basename(self.target) == DEFAULT_TARGET_NAME):
                 os.unlink(self.target)  # our scratch file, not a result
         yield RunFinished(status, done, total, failed, self.path)
 
@@ -238,7 +251,7 @@ def new_session(
     ours = False
     if preset.kind == STORAGE:
         target_path, ours = resolve_target(target, out_dir)
-        safety.check_target(target_path, plan_writes(preset.kind, plan), yes=yes, allow_destructive=allow_destructive)
+        check_storage_target(target_path, plan, yes=yes, allow_destructive=allow_destructive)
     elif target is not None:
         raise UsageError(f"--target {target}: memory presets take no target.")
     results = ResultsDir(out_dir)
@@ -271,17 +284,38 @@ def new_session(
     return Session(results, preset.kind, plan, target_path, yes, allow_destructive, engine, ours, runner, meta)
 
 
-def load_session(path: str | os.PathLike[str], *, engine: str | None = None) -> Session:
-    """Re-open a results directory to finish it (``resume``)."""
+def load_session(path: str | os.PathLike[str], *, engine: str | None = None, yes: bool = False,
+                 allow_destructive: bool = False) -> Session:
+    """Re-open a results directory to finish it (``resume``).
+
+    A results directory is untrusted input: run.json may have been edited, so every plan point is
+    validated again by the presets' own validators, and the target is checked again with the safety
+    rules and the confirmations given now (``yes``/``allow_destructive``), exactly as for a new run.
+    Nothing in run.json confirms anything."""
     results = ResultsDir(path)
     meta = results.read_meta()
+    source = str(results.run_json)
     kind = meta.get("kind")
-    plan = meta.get("plan")
-    if kind not in ("storage", "memory") or not isinstance(plan, list):
-        raise UsageError(f"{results.run_json}: has no plan to resume (keys 'kind' and 'plan').")
-    confirmed = meta.get("confirmed") or {}
+    if kind not in KINDS:
+        raise UsageError(f"{source}: key 'kind' has invalid value {json.dumps(kind, default=str)[:80]}: "
+                         "must be storage or memory.")
+    plan = validate_plan(kind, meta.get("plan"), source)
     chosen_engine = engine or meta.get("engine") or "auto"
+    if chosen_engine not in ENGINES:
+        raise UsageError(f"{source}: key 'engine' has invalid value {json.dumps(chosen_engine, default=str)[:80]}: "
+                         f"must be one of {', '.join(ENGINES)}.")
+    target = meta.get("target")
+    ours = False
+    if kind == STORAGE:
+        if not isinstance(target, str) or not target.startswith("/") or any(ord(c) < 32 or c == "\x7f" for c in target):
+            raise UsageError(f"{source}: key 'target' has invalid value {json.dumps(target, default=str)[:200]}: "
+                             "expected the absolute path of the file or block device the run measured.")
+        target = os.path.realpath(target)
+        # the tool deletes a scratch file it created when the run completes: only ever its own name
+        ours = meta.get("target_created_by_tool") is True and os.path.basename(target) == DEFAULT_TARGET_NAME
+        check_storage_target(target, plan, yes=yes, allow_destructive=allow_destructive)
+    elif target is not None:
+        raise UsageError(f"{source}: key 'target' has invalid value {json.dumps(target, default=str)[:200]}: "
+                         "a memory run has no target.")
     runner = get_runner(kind, chosen_engine)
-    return Session(results, kind, plan, meta.get("target"), bool(confirmed.get("yes")),
-                   bool(confirmed.get("allow_destructive")), chosen_engine,
-                   bool(meta.get("target_created_by_tool")), runner, meta)
+    return Session(results, kind, plan, target, yes, allow_destructive, chosen_engine, ours, runner, meta)

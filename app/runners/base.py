@@ -37,6 +37,7 @@ class Context:
     target: str | None  # storage target (file or device); None for memory
     raw_dir: Path
     engine: str = "auto"  # memory engine choice
+    plan_writes: bool = True  # False: a read-only plan, which never changes an existing target
 
 
 class Runner(Protocol):

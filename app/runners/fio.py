@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
 import time
 from typing import Any, AsyncIterator
 
-from app.errors import ToolMissing
+from app.errors import ToolMissing, UsageError
+from app.presets import WRITE_MODES
 from app.runners.base import Child, Context, Result, Sample
 from app.runners.fio_parse import PERCENTILE_LIST, DocumentSplitter, SampleTracker, metrics
 from app.units import format_size
@@ -44,11 +46,15 @@ def job_name(point: dict[str, Any]) -> str:
     return f"{rw}-{format_size(point['bs']).lower()}-qd{point['iodepth']}-j{point['numjobs']}"
 
 
-def _device_size(path: str) -> int | None:
+def _existing_size(path: str) -> int | None:
+    """The size of an existing regular file or block device, None when the path does not exist yet."""
     try:
-        if not stat.S_ISBLK(os.stat(path).st_mode):
+        st = os.stat(path)
+        if stat.S_ISREG(st.st_mode):
+            return st.st_size
+        if not stat.S_ISBLK(st.st_mode):
             return None
-        fd = os.open(path, os.O_RDONLY)
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
         try:
             return os.lseek(fd, 0, os.SEEK_END)
         finally:
@@ -57,41 +63,121 @@ def _device_size(path: str) -> int | None:
         return None
 
 
-def job_file(point: dict[str, Any], target: str) -> str:
-    """The fio job file of a point (an INI text fio reads as is)."""
+def point_writes(point: dict[str, Any]) -> bool:
+    return point["rw"] in WRITE_MODES
+
+
+# fio reads a job file line by line: a newline in a value starts a new option, ';' and '#' start
+# comments, and '$' starts fio's own substitutions (${VAR}, $ncpus, $mb_memory).  Values are
+# validated long before they get here; this refusal holds even if that validation is bypassed.
+_UNSAFE = re.compile(r"[\x00-\x1f\x7f;#$]")
+
+
+def _ini(key: str, value: Any) -> str:
+    text = str(value)
+    bad = _UNSAFE.search(text)
+    if bad or not text.strip():
+        what = repr(bad.group()) if bad else "an empty value"
+        raise UsageError(f"fio job option '{key}' has the value {text!r}, which contains {what}; a job file "
+                         "value may not contain control characters, ';', '#' or '$'.")
+    return f"{key}={text}"
+
+
+def _filename(target: str) -> str:
+    """fio splits ``filename`` at ':' (several files); a ':' that is part of the name is escaped as '\\:'.
+    fio unescapes nothing else, so a backslash of the name would be ambiguous before a ':': refused."""
+    if "\\" in target:
+        raise UsageError(f"target {target!r}: a path with a backslash cannot be passed to fio unambiguously; "
+                         "rename it.")
+    return target.replace(":", "\\:")
+
+
+def check_target_name(target: str) -> None:
+    """UsageError when ``target`` cannot be written into a job file as one file name (checked at planning)."""
+    _ini("filename", _filename(target))
+
+
+def _seconds(value: float | int) -> str:
+    """fio's time options take whole seconds, or a unit: 1.5 s is written 1500ms, not truncated to 1."""
+    if float(value).is_integer():
+        return str(int(value))
+    return f"{round(float(value) * 1000)}ms"
+
+
+def read_only_job(target: str, plan_writes: bool) -> bool:
+    """A read-only plan on a target that exists runs with fio's ``--readonly``: fio itself then refuses
+    any write, trim or extension of the target, whatever the job says."""
+    return not plan_writes and _existing_size(target) is not None
+
+
+# key → type a plan point must hold before anything is written into a job file
+_TYPES: dict[str, tuple[type, ...]] = {
+    "rw": (str,), "bs": (int,), "iodepth": (int,), "numjobs": (int,), "ioengine": (str,), "direct": (bool, int),
+    "size": (int,), "time_based": (bool, int), "runtime": (int, float), "ramp_time": (int, float),
+    "rwmixread": (int, type(None)),
+}
+
+
+def _check_types(point: dict[str, Any]) -> None:
+    for key, types in _TYPES.items():
+        value = point.get(key)
+        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+            raise UsageError(f"fio job option '{key}' has the value {value!r}, which is not a "
+                             f"{'word' if str in types else 'number'} fio can take.")
+        if isinstance(value, str):
+            _ini(key, value)
+
+
+def job_file(point: dict[str, Any], target: str, plan_writes: bool = True) -> str:
+    """The fio job file of a point (an INI text fio reads as is).
+
+    On a target that exists (a block device, or a regular file the user named), a plan that only
+    reads never changes it: the region is clamped to what the target holds (whole blocks) and fio runs
+    with ``--readonly`` (:func:`read_only_job`; the file's first line says so).
+    """
+    _check_types(point)
     size = point["size"]
-    dev_size = _device_size(target)
-    if dev_size is not None:
-        size = min(size, dev_size)
+    existing = _existing_size(target)
+    read_only = existing is not None and not plan_writes
+    if existing is not None and (read_only or stat.S_ISBLK(os.stat(target).st_mode)):
+        size = min(size, existing)
+        if read_only:
+            size -= size % point["bs"]
     glob = [
-        f"filename={target}",
-        f"ioengine={point['ioengine']}",
-        f"direct={int(bool(point['direct']))}",
-        f"size={size}",
-        f"time_based={int(bool(point['time_based']))}",
-        f"runtime={point['runtime']}",
-        f"ramp_time={point['ramp_time']}",
-        "group_reporting=1",
-        "lat_percentiles=1",
-        f"percentile_list={PERCENTILE_LIST}",
-        "randrepeat=0",
+        ("filename", _filename(target)),
+        ("ioengine", point["ioengine"]),
+        ("direct", int(bool(point["direct"]))),
+        ("size", size),
+        ("time_based", int(bool(point["time_based"]))),
+        ("runtime", _seconds(point["runtime"])),
+        ("ramp_time", _seconds(point["ramp_time"])),
+        ("group_reporting", 1),
+        ("lat_percentiles", 1),
+        ("percentile_list", PERCENTILE_LIST),
+        ("randrepeat", 0),
     ]
     job = [
-        f"rw={point['rw']}",
-        f"bs={point['bs']}",
-        f"iodepth={point['iodepth']}",
-        f"numjobs={point['numjobs']}",
+        ("rw", point["rw"]),
+        ("bs", point["bs"]),
+        ("iodepth", point["iodepth"]),
+        ("numjobs", point["numjobs"]),
     ]
     if point.get("rwmixread") is not None and point["rw"] in ("rw", "randrw"):
-        job.append(f"rwmixread={point['rwmixread']}")
-    lines = ["; written by profiler-tui; run with: fio --output-format=json+ THIS_FILE", "[global]"]
-    lines += glob
-    lines += ["", f"[{job_name(point)}]"] + job
+        job.append(("rwmixread", point["rwmixread"]))
+    flags = " ".join(fio_options(read_only))
+    lines = [f"; written by profiler-tui; run with: fio {flags} THIS_FILE", "[global]"]
+    lines += [_ini(k, v) for k, v in glob]
+    lines += ["", f"[{_ini('name', job_name(point)).partition('=')[2]}]"] + [_ini(k, v) for k, v in job]
     return "\n".join(lines) + "\n"
 
 
-def fio_command(job_path: str) -> list[str]:
-    return [fio_binary(), "--output-format=json+", f"--status-interval={STATUS_INTERVAL_S}", "--eta=never", job_path]
+def fio_options(read_only: bool) -> list[str]:
+    """fio's command-line options a job file is run with (``--readonly`` exists only on the command line)."""
+    return (["--readonly"] if read_only else []) + ["--output-format=json+"]
+
+
+def fio_command(job_path: str, read_only: bool = False) -> list[str]:
+    return [fio_binary(), *fio_options(read_only), f"--status-interval={STATUS_INTERVAL_S}", "--eta=never", job_path]
 
 
 class FioRunner:
@@ -110,12 +196,13 @@ class FioRunner:
 
     async def run_point(self, index: int, point: dict[str, Any], ctx: Context) -> AsyncIterator[Sample | Result]:
         assert ctx.target is not None
-        text = job_file(point, ctx.target)
+        text = job_file(point, ctx.target, ctx.plan_writes)
+        read_only = read_only_job(ctx.target, ctx.plan_writes)
         ctx.raw_dir.mkdir(parents=True, exist_ok=True)
         job_path = ctx.raw_dir / f"{index:04d}-{job_name(point)}.fio"
         job_path.write_text(text)
         started = time.monotonic()
-        child = await Child.start(*fio_command(str(job_path)))
+        child = await Child.start(*fio_command(str(job_path), read_only))
         proc = child.proc
         splitter = DocumentSplitter()
         tracker = SampleTracker()
