@@ -25,7 +25,7 @@ import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from app.errors import UsageError
 from app.results import ResultsDir, now_iso
@@ -218,12 +218,17 @@ def fio_points(doc: dict[str, Any]) -> list[Imported]:
 # --- MLC -------------------------------------------------------------------------------------------------
 
 
-def mlc_points(text: str) -> tuple[list[Imported], dict[str, Any]]:
-    from app.runners.mlc_parse import parse_text
+def mlc_points(text: str | Iterable[str]) -> tuple[list[Imported], dict[str, Any]]:
+    """Points of an MLC (or built-in engine) text, given whole or as pieces in order (a file's lines or
+    blocks: the parser keeps bounded state, see app.runners.mlc_parse).  ``info["warnings"]`` lists what
+    the parser found wrong with the text (a cut last row dropped, a table with fewer delays than its run
+    measures, a size limit reached), one sentence each."""
+    from app.runners.mlc_parse import parse
 
-    sections = parse_text(text)
+    parser = parse(text)
+    sections = parser.sections
     out: list[Imported] = []
-    info: dict[str, Any] = {"ignored_sections": []}
+    info: dict[str, Any] = {"ignored_sections": [], "warnings": list(parser.warnings)}
     for s in sections:
         p = s.params
         engine = "builtin" if p.get("tool") == "memlat" else "mlc"

@@ -2,8 +2,9 @@
 # The container test (issue 7, SPEC §10): builds the image with podman and checks, inside it,
 #   --version; devices --json; the quick preset on a file (results on the host through a volume);
 #   a read-only run on a loop device made here; the memory engine's idle latency; no compiler in
-#   the image; MLC absent without a source and present from a stand-in vendor/ tarball; the TUI
-#   drawing its first screen in a pseudo-terminal.
+#   the image; MLC absent without a source and present from a stand-in vendor/ tarball, chosen by
+#   --engine auto (on AMD with huge pages reserved for the run and given back; unprivileged, the
+#   built-in engine); the TUI drawing its first screen in a pseudo-terminal.  Holds on AMD and Intel.
 # Removes everything it made (loop device, containers, image tags, temp files), also on failure;
 # keeps the base image and the layer cache so the next run is quick.
 #   container/test.sh            (root; installs podman, runc, debootstrap when missing)
@@ -69,13 +70,36 @@ for tool in losetup script python3; do
         DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends util-linux bsdutils python3 >/dev/null; }
 done
 mkdir -p "$tmp/results"
-# engine.py RESULTS_JSONL ENGINE: the first point of a memory run ran on ENGINE.
+# MLC needs huge pages on AMD (not on Intel): on AMD the tool reserves them for each MLC run when it may
+# write /proc/sys/vm/nr_hugepages (a privileged container may) and gives them back afterwards.
+host_vendor="$(awk -F': *' '/^vendor_id/ {print $2; exit}' /proc/cpuinfo)"
+hp_before="$(cat /proc/sys/vm/nr_hugepages)"
+echo "host: $host_vendor, nr_hugepages $hp_before"
+# engine.py DIR ENGINE [HUGEPAGES]: the first point of the memory run in DIR ran on ENGINE; with HUGEPAGES
+# (the host's nr_hugepages before the run) also checks the huge-page record for this host's CPU vendor.
 cat >"$tmp/engine.py" <<'PY'
-import json, sys
-r = json.loads(open(sys.argv[1]).readline())
+import json, re, sys
+d, want = sys.argv[1], sys.argv[2]
+r = json.loads(open(f"{d}/results.jsonl").readline())
+meta = json.load(open(f"{d}/run.json"))
 engine = r.get("engine") or r["point"].get("engine")
-assert r["kind"] == "memory" and engine == sys.argv[2] and r["metrics"]["latency_ns"] > 0, r
+assert r["kind"] == "memory" and engine == want and r["metrics"]["latency_ns"] > 0, r
 print(f"engine {engine}: idle latency {r['metrics']['latency_ns']:.1f} ns")
+if len(sys.argv) > 3:
+    before = int(sys.argv[3])
+    amd = "AuthenticAMD" in open("/proc/cpuinfo").read()
+    hp, notes = r.get("huge_pages"), meta.get("huge_pages")
+    raw = open(f"{d}/{r['raw']['txt']}").read()
+    during = int(re.search(r"^nr_hugepages during the run: (\d+)", raw, re.M).group(1))
+    if not amd:
+        assert hp is None and notes is None and during == before, (hp, notes, during)
+        print(f"Intel: huge pages untouched ({during} during the run)")
+    else:
+        assert hp["previous"] == before and hp["granted"] == during, (hp, during)
+        if hp["requested"] is not None:  # None: enough huge pages were free already
+            assert hp["granted"] == hp["requested"] > before, hp
+            assert notes[-1]["restored"] is True and notes[-1]["restored_value"] == before, notes
+        print(f"AMD: huge pages {before} -> {during} during the run (requested {hp['requested']}) -> {before}")
 PY
 
 # --- build ----------------------------------------------------------------------------------------
@@ -195,6 +219,7 @@ echo "Intel(R) Memory Latency Checker - v3.11b (stand-in for the container test)
 echo "Command line parameters: $*"
 echo
 echo "Using buffer size of 200.000MiB"
+echo "nr_hugepages during the run: $(cat /proc/sys/vm/nr_hugepages)"
 echo "*** Unable to modify prefetchers (try executing 'modprobe msr')"
 echo "*** So, enabling random access for latency measurements"
 echo "Each iteration took 250.0 base frequency clocks (	100.0	ns)"
@@ -211,8 +236,9 @@ if "$here/build.sh" --tag "$MLC_TAG" --context "$ctx" >"$tmp/build-mlc.log" 2>&1
         bad "/opt/mlc/mlc missing in the image built with vendor/mlc*.tgz"
     fi
     if prun "$MLC_TAG" run mem-idle --engine auto --yes --out /results/mlc-image >"$tmp/mlc-image.log" 2>&1 \
-       && python3 "$tmp/engine.py" "$tmp/results/mlc-image/results.jsonl" mlc; then
-        ok "--engine auto picks the image's /opt/mlc/mlc"
+       && python3 "$tmp/engine.py" "$tmp/results/mlc-image" mlc "$hp_before" \
+       && [ "$(cat /proc/sys/vm/nr_hugepages)" = "$hp_before" ]; then
+        ok "--engine auto picks the image's /opt/mlc/mlc (huge pages on $host_vendor as expected, given back)"
     else
         tail -n 20 "$tmp/mlc-image.log"; bad "--engine auto with /opt/mlc/mlc in the image"
     fi
@@ -222,10 +248,25 @@ fi
 # An MLC binary mounted at run time into the image built without one.
 if prun -v "$tmp/mlc/Linux/mlc:/opt/mlc/mlc:ro" "$TAG" run mem-idle --engine auto --yes --out /results/mlc-mount \
        >"$tmp/mlc-mount.log" 2>&1 \
-   && python3 "$tmp/engine.py" "$tmp/results/mlc-mount/results.jsonl" mlc; then
+   && python3 "$tmp/engine.py" "$tmp/results/mlc-mount" mlc "$hp_before" \
+   && [ "$(cat /proc/sys/vm/nr_hugepages)" = "$hp_before" ]; then
     ok "--engine auto picks an MLC mounted at /opt/mlc/mlc at run time"
 else
     tail -n 20 "$tmp/mlc-mount.log"; bad "MLC mounted at /opt/mlc/mlc at run time"
+fi
+# Without --privileged /proc/sys is read-only: on AMD with no huge pages reserved auto keeps the built-in
+# engine and says why; on Intel (or with pages reserved) it runs MLC.
+expect=mlc
+[ "$host_vendor" = AuthenticAMD ] && [ "$hp_before" = 0 ] && expect=builtin
+if "${PODMAN_RUN[@]}" --rm --name "$NAME-$((RANDOM))" -v "$tmp/results:/results" \
+       -v "$tmp/mlc/Linux/mlc:/opt/mlc/mlc:ro" "$TAG" run mem-idle --engine auto --yes --out /results/mlc-ro \
+       >"$tmp/mlc-ro.log" 2>&1 \
+   && python3 "$tmp/engine.py" "$tmp/results/mlc-ro" "$expect" \
+   && { [ "$expect" = mlc ] || grep -q "MLC needs huge pages on AMD and /proc/sys/vm/nr_hugepages is 0" "$tmp/mlc-ro.log"; } \
+   && [ "$(cat /proc/sys/vm/nr_hugepages)" = "$hp_before" ]; then
+    ok "unprivileged (read-only /proc/sys): --engine auto uses $expect on $host_vendor"
+else
+    tail -n 20 "$tmp/mlc-ro.log"; bad "unprivileged --engine auto with MLC mounted"
 fi
 
 # --- the TUI in a pseudo-terminal -----------------------------------------------------------------

@@ -1,12 +1,19 @@
 """The memory runner: MLC command lines through a fake `mlc` on the real subprocess path, the engine choice,
-validation, and the built-in engine on this machine (short runs)."""
+validation, and the built-in engine on this machine (short runs).
+
+Every test here sees fake /proc files for the CPU vendor, nr_hugepages and meminfo (the ``fake_proc``
+fixture; GenuineIntel and 0 huge pages unless a test says otherwise), in process and in the CLI
+subprocesses (``run_cli`` below points the memory module at them): no test changes the machine's real
+huge-page reservation except test_hugepages.py's, which restore it."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import os
+import re
 import shlex
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -20,7 +27,8 @@ from app.runners import memory
 from app.runners.base import Context, Result, Sample
 from app.runners.memory import MemoryRunner, check_memory
 from app.runners.mlc_parse import idle_latency, loaded_rows, parse_text
-from conftest import run_cli
+from conftest import ROOT
+from conftest import run_cli as _run_cli
 
 MLC_DATA = Path(__file__).resolve().parent / "data" / "mlc"
 LOADED_SAMPLE = MLC_DATA / "v3.10-loaded-latency.txt"
@@ -38,6 +46,9 @@ with open(os.environ["FAKE_MLC_LOG"], "a") as log:
     log.write(json.dumps(args) + "\n")
 with open(os.environ.get("FAKE_MLC_PIDS", os.devnull), "a") as pids:
     pids.write(f"{{os.getpid()}}\n")
+if os.environ.get("FAKE_MLC_HUGEPAGES"):  # what nr_hugepages held while MLC ran
+    with open(os.environ["FAKE_MLC_HUGEPAGES"]) as f, open(os.environ["FAKE_MLC_HUGEPAGES_LOG"], "a") as log:
+        log.write(f.read().strip() + "\n")
 fail = os.environ.get("FAKE_MLC_FAIL")
 if fail and (fail == "all" or "-d" + fail in args):
     sys.stderr.write("Failed to allocate memory for the buffers\n")
@@ -63,6 +74,53 @@ for line in open(sample).read().splitlines(keepends=True):
     sys.stdout.write(line)
     sys.stdout.flush()
 '''
+
+
+# The CLI in a subprocess with the memory module's /proc paths pointed at the test's files.
+BOOT = ("import json, sys\n"
+        "import app.runners.memory as m\n"
+        "for k, v in json.loads(sys.argv[1]).items(): setattr(m, k, v)\n"
+        "from app.cli import main\n"
+        "main(sys.argv[2:])\n")
+PROC: dict[str, str] = {}  # set by fake_proc for the running test
+
+
+def cli_argv(*args: str, proc: dict[str, str] | None = None) -> list[str]:
+    return [sys.executable, "-c", BOOT, json.dumps(PROC if proc is None else proc), *args]
+
+
+def run_cli(*args: str, timeout: float = 300, env: dict[str, str] | None = None,
+            proc: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    full = dict(os.environ, **(env or {}))
+    return subprocess.run(cli_argv(*args, proc=proc), capture_output=True, text=True, timeout=timeout, cwd=ROOT,
+                          env=full)
+
+
+def write_cpuinfo(path: Path, vendor: str) -> None:
+    path.write_text("".join(f"processor\t: {i}\nvendor_id\t: {vendor}\ncpu family\t: 25\n\n" for i in range(2)))
+
+
+def fake_meminfo(free_pages: int = 0) -> str:
+    """This machine's /proc/meminfo with its huge-page figures replaced (none reserved, none free)."""
+    text = Path("/proc/meminfo").read_text()
+    text = re.sub(r"^HugePages_(Total|Free):.*$", lambda m: f"HugePages_{m.group(1)}:   {free_pages}", text, flags=re.M)
+    if "Hugepagesize:" not in text:
+        text += "Hugepagesize:       2048 kB\n"
+    return text
+
+
+@pytest.fixture(autouse=True)
+def fake_proc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    d = tmp_path / "proc"
+    d.mkdir()
+    write_cpuinfo(d / "cpuinfo", "GenuineIntel")
+    (d / "nr_hugepages").write_text("0\n")
+    (d / "meminfo").write_text(fake_meminfo())
+    paths = {"CPUINFO": str(d / "cpuinfo"), "NR_HUGEPAGES": str(d / "nr_hugepages"), "MEMINFO": str(d / "meminfo")}
+    for k, v in paths.items():
+        monkeypatch.setattr(memory, k, v)
+    monkeypatch.setattr(sys.modules[__name__], "PROC", paths)
+    return {"dir": d, "paths": paths, "cpuinfo": d / "cpuinfo", "nr": d / "nr_hugepages", "meminfo": d / "meminfo"}
 
 
 @pytest.fixture
@@ -431,3 +489,47 @@ def test_builtin_runs_seed_004s_4k_buffers(tmp_path: Path) -> None:
         assert r["point"]["engine"] == "builtin" and r["metrics"]["bandwidth_mbps"] > 0
         if r["point"]["buffer"] == 4096:  # a 4 KiB chase stays in the L1 cache: nanoseconds, not DRAM's ~100
             assert r["metrics"]["latency_ns"] < 20
+
+
+# --- bounded memory on runaway output -----------------------------------------------------------
+
+FLOOD_MLC = r'''#!{python}
+import sys
+w = sys.stdout.write
+w("Intel(R) Memory Latency Checker - v3.11b\nCommand line parameters: " + " ".join(sys.argv[1:]) + "\n\n")
+w("Measuring Loaded Latencies for the system\nUsing Read-only traffic type\n")
+w("Inject\tLatency\tBandwidth\nDelay\t(ns)\tMB/sec\n==========================\n 00000\t282.55\t  135345.6\n")
+junk = "Using all the threads from each core if Hyper-threading is enabled " + "x" * 333 + "\n"
+for _ in range({lines}):  # MB of lines that are no rows
+    w(junk)
+w("y" * (10 << 20))  # and one 10 MiB line
+w("\n 20000\t105.48\t    1148.7\n")
+'''
+
+
+def test_runaway_output_keeps_memory_and_raw_text_bounded(tmp_path: Path) -> None:
+    """50 MB of output: the CLI stays small, each point's raw text is capped and still parses on its own."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    exe = bindir / "mlc"
+    exe.write_text(FLOOD_MLC.format(python=sys.executable, lines=100_000))
+    exe.chmod(0o755)
+    out = tmp_path / "out"
+    measure = ("import resource, subprocess, sys\n"
+               "rc = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode\n"
+               "print(rc, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n")
+    proc = subprocess.run([sys.executable, "-c", measure,
+                           *cli_argv("run", "mem-loaded", "--engine", "mlc", "--set", "delay=0,20000",
+                                     "--set", "duration=1", "--out", str(out))],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300,
+                          env=dict(os.environ, PATH=f"{bindir}{os.pathsep}{os.environ['PATH']}"))
+    rc, max_rss_kib = map(int, proc.stdout.split())
+    assert rc == 0, proc.stderr
+    assert max_rss_kib < 120 * 1024, f"the CLI grew to {max_rss_kib // 1024} MiB"  # 30 MiB measured; 199 before
+    recs = records(out)
+    assert [r["point"]["delay"] for r in recs] == [0, 20000]
+    assert recs[1]["metrics"] == {"latency_ns": 105.48, "bandwidth_mbps": 1148.7}
+    raw = (out / recs[1]["raw"]["txt"]).read_text()
+    assert len(raw) < memory.RAW_HEAD_CHARS + memory.RAW_TAIL_CHARS + 1000
+    assert re.search(r"^\[profiler-tui: \d+ lines \(\d+ characters\) left out here", raw, re.M)
+    assert [r.delay for r in loaded_rows(parse_text(raw))] == [0, 20000]

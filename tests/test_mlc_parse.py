@@ -238,3 +238,106 @@ def test_engine_header_lines() -> None:
     assert p["huge_pages"] is True and p["delay_unit_ns"] == 0.41 and p["delays"] == [0, 500]
     assert p["buffer_bytes"] == 64 * MIB and p["duration"] == 0.3
     assert [r.delay for r in s.rows] == [0, 500]
+
+
+# --- cut and truncated text -------------------------------------------------------------------------
+
+
+def parsed(text: str) -> LineParser:
+    p = LineParser()
+    p.feed(text)
+    p.close()
+    return p
+
+
+@pytest.mark.parametrize("cut_after", ["00500\t108.59\t  18", "00500\t108.59\t  18821", "00500\t108.59\t  ",
+                                       "00500\t108.5", "005"])
+def test_text_cut_mid_row_drops_the_partial_row_and_says_the_table_is_short(cut_after: str) -> None:
+    text = read("v3.10-loaded-latency.txt")
+    at = text.index(" 00500\t108.59\t  18821.4") + 1 + len(cut_after)
+    p = parsed(text[:at])
+    (sec,) = p.sections
+    assert [r.delay for r in sec.rows] == [0, 2, 8, 15, 50, 100, 200, 300, 400]  # no "500 → 18 MB/s" row
+    assert "loaded-latency table has 9 of 19 delays (missing 500, 700, 1000, 1300, 1700, 2500, …)." in p.warnings
+    if cut_after.endswith(("18", "18821")):
+        assert any(w.startswith(f"the last line {cut_after!r} has no line end") for w in p.warnings), p.warnings
+
+
+def test_a_complete_last_row_without_line_end_is_kept_and_a_full_table_warns_nothing() -> None:
+    for name in LOADED_FILES:
+        p = parsed(read(name).rstrip("\r\n "))
+        assert p.warnings == [], (name, p.warnings)
+        assert [r.delay for r in loaded_rows(p.sections)] == list(MLC_DELAYS)
+
+
+def test_cut_crlf_text_and_a_first_row_cut() -> None:
+    text = read("v3.7-loaded-latency-spaces.txt").replace("\n", "\r\n")
+    p = parsed(text[:text.index("=====")] + "=" * 30 + "\r\n 00000  233.86   2434")
+    assert p.sections[0].rows == []  # no complete row to compare with: a bandwidth without its point is cut
+    assert "loaded-latency table has 0 of 19 delays (missing 0, 2, 8, 15, 50, 100, …)." in p.warnings
+    p = parsed(text[:text.index("=====")] + "=" * 30 + "\r\n 00000  233.86   2434.1")
+    assert [r.bandwidth_mbps for r in p.sections[0].rows] == [2434.1]
+
+
+def test_explicit_delays_set_what_a_table_should_hold() -> None:
+    head = ("Intel(R) Memory Latency Checker - v3.11b\nCommand line parameters: --loaded_latency -d500 -R\n\n"
+            "Measuring Loaded Latencies for the system\nUsing Read-only traffic type\n"
+            "Inject\tLatency\tBandwidth\nDelay\t(ns)\tMB/sec\n==========================\n")
+    assert parsed(head + " 00500\t108.59\t  18821.4\n").warnings == []  # -d: one row is the whole table
+    assert parsed(head).warnings == ["loaded-latency table has 0 of 1 delays (missing 500)."]
+    engine = head.replace("-d500 -R", "-D 0,500,9000 -R")
+    assert parsed(engine + " 00000\t150.00\t  9000.0\n").warnings == [
+        "loaded-latency table has 1 of 3 delays (missing 500, 9000)."]
+    # rows that are not MLC's default delays, with no command line saying which were run: no guess
+    other = head.replace("Command line parameters: --loaded_latency -d500 -R\n", "")
+    assert parsed(other + " 00007\t150.00\t  9000.0\n").warnings == []
+
+
+def test_mlc_points_returns_the_warnings() -> None:
+    from app.importer import mlc_points
+
+    text = read("v3.10-loaded-latency.txt")
+    cut = text[:text.index("00500\t108.59\t  18821.4") + len("00500\t108.59\t  97")]
+    points, info = mlc_points(cut)
+    assert [p.point["delay"] for p in points] == [0, 2, 8, 15, 50, 100, 200, 300, 400]
+    assert all(p.metrics["bandwidth_mbps"] != 97.0 for p in points)
+    assert any("9 of 19 delays" in w for w in info["warnings"]) and len(info["warnings"]) == 2
+    # the same through pieces (a file's lines), and a whole file warns nothing
+    assert mlc_points(iter(cut.splitlines(keepends=True)))[1]["warnings"] == info["warnings"]
+    assert mlc_points(text)[1]["warnings"] == []
+
+
+# --- bounded state ----------------------------------------------------------------------------------
+
+
+def test_limits_bound_the_parser_and_are_announced() -> None:
+    from app.runners import mlc_parse as mp
+
+    head = read("v3.10-loaded-latency.txt").split("=====")[0] + "=" * 26 + "\n"
+    p = LineParser()
+    p.feed(head)
+    for i in range(mp.MAX_ROWS + 500):
+        p.feed(f" {i % 20000:05d}\t100.00\t  5000.0\n")
+    assert len(p.sections[0].rows) == mp.MAX_ROWS and p.full
+    assert any(w.startswith(f"more than {mp.MAX_ROWS} loaded-latency rows") for w in p.warnings)
+    # a line with no end: only its first MAX_LINE_CHARS characters are kept, whatever the chunks
+    p = LineParser()
+    for _ in range(1000):
+        p.feed("x" * 10_000)
+    assert len(p._pending) == mp.MAX_LINE_CHARS
+    p.feed("\n* short\n")
+    p.close()
+    assert p.header["warnings"] == ["short"] and p.warnings == [
+        f"line 1 is longer than {mp.MAX_LINE_CHARS} characters: only its start is read."]
+    # sections, '*' lines, extra columns
+    p = parsed("Measuring Peak Injection Memory Bandwidths for the system\n" * (mp.MAX_SECTIONS + 5))
+    assert len(p.sections) == mp.MAX_SECTIONS and p.full
+    p = parsed("*** again\n" * 1000)
+    assert len(p.header["warnings"]) == mp.MAX_STAR_LINES
+    p = parsed(head + " 00000\t100.00\t  5000.0" + " abcdefghij" * 10 + " " + "z" * 100 + "\n")
+    assert p.sections[0].rows[0].extra == ["abcdefghij"] * mp.MAX_EXTRA_COLUMNS
+    # numbers MLC never prints are not rows (and never overflow)
+    p = parsed(head + " 00000\t100.00\t  " + "9" * 400 + ".0\n" + " " + "1" * 4000 + "\t1.00\t1.0\n")
+    assert p.sections[0].rows == []
+    assert parse_command_line("--loaded_latency -b" + "9" * 400 + " -t1e999 -tinf -d" + "9" * 5000) == \
+        {"mode": "loaded"}

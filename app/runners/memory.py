@@ -7,10 +7,30 @@
 * The built-in engine (``native/memlat``) is looked for in ``PROFILER_TUI_MEMLAT``, then the
   repository's ``native/memlat/build/memlat``, then ``memlat`` on ``PATH`` (the container installs
   it as ``/usr/local/bin/memlat``).
-* ``auto`` takes MLC when found and usable (x86; on AMD only with huge pages reserved, see
-  ANCHORS.md) and otherwise the built-in engine; the fallback is announced by
+* ``auto`` takes MLC when found and usable (x86; on AMD only when huge pages are reserved or this
+  process may reserve them, below) and otherwise the built-in engine; the fallback is announced by
   :attr:`MemoryRunner.notice` (the CLI prints it) and recorded in run.json's tools and in every
   results line (``point.engine`` and ``engine``).
+
+Huge pages for MLC on AMD: MLC needs huge pages on AMD (``vendor_id : AuthenticAMD`` in
+/proc/cpuinfo; not on Intel).  When MLC runs there and this process may write
+/proc/sys/vm/nr_hugepages (root with a writable /proc/sys, e.g. a privileged container), each MLC
+batch (one ``MemoryRunner.run`` call: one curve, or one idle point) first reserves what its
+buffers need and restores the previous value when the batch ends — also when a point fails and
+when the run is interrupted (SIGINT/SIGTERM cancel the task; the restore is in a ``finally``, with
+an ``atexit`` fallback); only SIGKILL can leave the pages reserved.  The need is threads × buffers
+per thread × the buffer in huge pages (``Hugepagesize`` from /proc/meminfo, 2 MiB), plus 5 % (at
+least 16 pages) for MLC's own allocations.  Without a buffer in the plan MLC chooses its own, so the
+reservation assumes 2000 MiB for idle latency (MLC 3.7's default) and 256 MiB per buffer and
+thread for loaded latency (MLC prints 100–183 MiB); MLC allocates a write buffer per thread even
+for ``-R``, so a loaded point counts at least 2 buffers per thread.  Only what HugePages_Free lacks
+is added, and at most 75 % of MemAvailable.  The kernel may grant fewer pages than asked (memory
+too fragmented): the value is read back and what was granted is what is recorded.  The record
+(``previous``, ``requested``, ``granted``, ``restored``…) goes into every results line of the batch
+(``huge_pages``) and into run.json (``huge_pages``, one entry per batch).  The previous value is
+written back only if nr_hugepages still holds what this batch set (another process that changed
+it meanwhile wins).  Without permission, ``auto`` keeps the built-in engine when no huge pages are
+reserved, and ``--engine mlc`` runs MLC as asked (it may fail).
 
 Batches: all delays of one (traffic, stride, buffer, duration, cpus) form one batch.  The built-in
 engine measures a batch in one process (``-D d1,d2,…``).  MLC measures one delay per process
@@ -19,6 +39,11 @@ sweeps.  Either way stdout is parsed as it prints (:class:`app.runners.mlc_parse
 every row becomes a :class:`Sample` and its point's :class:`Result` at once, so a UI draws the
 curve live.  The raw text of a point (``raw/NNNN-….txt``) is the output up to and including its
 row: it parses on its own.
+
+Bounded memory: a point's raw text keeps the first 256 KiB (``RAW_HEAD_CHARS``) and the last
+256 KiB (``RAW_TAIL_CHARS``) of the output, with a line saying how much was left out between them;
+a line longer than 4096 characters is cut there (MLC's are under 200).  The parser's state is
+bounded too (:mod:`app.runners.mlc_parse`).
 
 Command lines (``-b`` is KiB per thread; MLC's ``-t`` is whole seconds, so a fractional duration
 is rounded up for MLC; ``cpus`` = latency CPU first, then the load CPUs)::
@@ -31,7 +56,11 @@ is rounded up for MLC; ``cpus`` = latency CPU first, then the load CPUs)::
 
 from __future__ import annotations
 
+import asyncio
+import atexit
 import codecs
+import collections
+import contextlib
 import math
 import os
 import platform
@@ -44,11 +73,24 @@ from typing import Any, AsyncIterator, Hashable
 
 from app.errors import ToolMissing, UsageError
 from app.presets import ENGINES, MLC_DELAYS
+from app.results import ResultsDir, now_iso
 from app.runners.base import Child, Context, Result, Sample
-from app.runners.mlc_parse import LineParser, Row, idle_latency
+from app.runners.mlc_parse import MAX_LINE_CHARS, LineParser, Row, idle_latency
 from app.units import format_size_human
 
 MLC_DEFAULT_PATH = "/opt/mlc/mlc"
+# What the huge-page logic reads and writes; module-level so tests point them at files of their own.
+CPUINFO = "/proc/cpuinfo"
+NR_HUGEPAGES = "/proc/sys/vm/nr_hugepages"
+MEMINFO = "/proc/meminfo"
+MIB = 1 << 20
+MLC_IDLE_BUFFER = 2000 * MIB  # MLC's own buffer when the plan gives none (for the reservation only)
+MLC_LOADED_BUFFER = 256 * MIB
+HUGEPAGE_MARGIN = 0.05
+HUGEPAGE_MARGIN_MIN = 16
+HUGEPAGE_MAX_SHARE = 0.75  # of MemAvailable
+RAW_HEAD_CHARS = 256 * 1024
+RAW_TAIL_CHARS = 256 * 1024
 REPO_ENGINE = Path(__file__).resolve().parent.parent.parent / "native" / "memlat" / "build" / "memlat"
 
 MLC_HOWTO = ("install Intel MLC (https://www.intel.com/content/www/us/en/download/736633/) and put `mlc` on PATH, "
@@ -78,18 +120,49 @@ def find_mlc() -> tuple[str | None, str | None]:
     return None, problem
 
 
+def cpu_vendor(path: str | None = None) -> str | None:
+    """``vendor_id`` of /proc/cpuinfo (``GenuineIntel``, ``AuthenticAMD``…), or None when unknown."""
+    try:
+        with open(path or CPUINFO, errors="replace") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() == "vendor_id":
+                    return value.strip() or None
+    except OSError:
+        pass
+    return None
+
+
+def mlc_needs_hugepages(vendor: str | None) -> bool:
+    """MLC needs reserved huge pages on AMD, not on Intel."""
+    return vendor == "AuthenticAMD"
+
+
+def read_nr_hugepages(path: str | None = None) -> int | None:
+    try:
+        with open(path or NR_HUGEPAGES) as f:
+            return int(f.read().strip() or 0)
+    except (OSError, ValueError):
+        return None
+
+
+def hugepages_writable(path: str | None = None) -> bool:
+    """May this process write nr_hugepages (root, /proc/sys mounted read-write)?"""
+    return os.access(path or NR_HUGEPAGES, os.W_OK)
+
+
 def mlc_unusable_reason() -> str | None:
-    """Why MLC cannot measure on this machine (ANCHORS.md), or None: auto then prefers the built-in engine."""
+    """Why MLC cannot measure on this machine, or None: auto then prefers the built-in engine."""
     machine = platform.machine().lower()
     if machine not in ("x86_64", "amd64", "i386", "i686"):
         return f"MLC runs on x86 only and this machine is {machine}"
-    try:
-        cpuinfo = Path("/proc/cpuinfo").read_text()
-        hugepages = int(Path("/proc/sys/vm/nr_hugepages").read_text().strip() or 0)
-    except (OSError, ValueError):
+    if not mlc_needs_hugepages(cpu_vendor()):
         return None
-    if "AuthenticAMD" in cpuinfo and hugepages == 0:
-        return "MLC needs huge pages on AMD and /proc/sys/vm/nr_hugepages is 0"
+    hugepages = read_nr_hugepages()
+    if hugepages == 0 and not hugepages_writable():
+        return (f"MLC needs huge pages on AMD and {NR_HUGEPAGES} is 0 (and this process may not raise it: that "
+                f"takes root and a writable /proc/sys, e.g. a privileged container; or reserve them first, "
+                f"`echo 1100 > {NR_HUGEPAGES}`)")
     return None
 
 
@@ -124,15 +197,23 @@ def _seconds_arg(s: float | int) -> str:
     return str(int(s)) if float(s).is_integer() else f"{s:g}"
 
 
-def mem_available_bytes() -> int | None:
+def _meminfo() -> dict[str, int]:
+    """/proc/meminfo's figures (kB values in bytes, page counts as they are)."""
+    out: dict[str, int] = {}
     try:
-        with open("/proc/meminfo") as f:
+        with open(MEMINFO) as f:
             for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
+                key, _, rest = line.partition(":")
+                parts = rest.split()
+                if parts and parts[0].isdigit():
+                    out[key.strip()] = int(parts[0]) * (1024 if parts[1:2] == ["kB"] else 1)
+    except OSError:
         pass
-    return None
+    return out
+
+
+def mem_available_bytes() -> int | None:
+    return _meminfo().get("MemAvailable")
 
 
 def buffers_per_thread(traffic: str | None) -> int:
@@ -174,6 +255,165 @@ def check_memory(plan: list[dict[str, Any]], available: int | None = None) -> No
                 "(MemAvailable in /proc/meminfo); choose a smaller buffer, e.g. --set buffer=256m.")
 
 
+def mlc_buffer_pages(point: dict[str, Any], page: int) -> int:
+    """Huge pages MLC's buffers take for one point (see the module docstring for the defaults)."""
+    idle = point.get("mode") == "idle"
+    buf = point.get("buffer") or (MLC_IDLE_BUFFER if idle else MLC_LOADED_BUFFER)
+    per = 1 if idle else max(2, buffers_per_thread(point.get("traffic")))
+    return point_threads(point) * per * math.ceil(buf / page)
+
+
+def hugepages_needed(points: list[dict[str, Any]], page: int) -> int:
+    pages = max(mlc_buffer_pages(p, page) for p in points)
+    return pages + max(HUGEPAGE_MARGIN_MIN, math.ceil(pages * HUGEPAGE_MARGIN))
+
+
+_UNRESTORED: dict[int, "HugePageReservation"] = {}
+
+
+@atexit.register
+def _restore_at_exit() -> None:  # a run that ends without reaching a finally (e.g. a loop torn down)
+    for r in list(_UNRESTORED.values()):
+        r.restore()
+
+
+class HugePageReservation:
+    """Raise nr_hugepages for one MLC batch and put it back (``record`` says what happened)."""
+
+    def __init__(self, path: str, needed: int, page: int) -> None:
+        self.path = path
+        self.record: dict[str, Any] = {"path": path, "page_bytes": page, "needed": needed}
+        self._set: int | None = None
+
+    @classmethod
+    def reserve(cls, points: list[dict[str, Any]]) -> "HugePageReservation | None":
+        """Reserve what the batch needs when this machine needs it and we may; None when nothing to do."""
+        if not mlc_needs_hugepages(cpu_vendor()):
+            return None
+        info = _meminfo()
+        page = info.get("Hugepagesize") or 2 * MIB
+        self = cls(NR_HUGEPAGES, hugepages_needed(points, page), page)
+        rec = self.record
+        previous = read_nr_hugepages(self.path)
+        rec["previous"] = previous
+        free = info.get("HugePages_Free")
+        if free is None:
+            free = 0
+        rec["free_before"] = free
+        lacking = rec["needed"] - free
+        if previous is None:
+            rec["error"] = f"{self.path} cannot be read"
+            return self
+        if lacking <= 0:
+            rec.update(requested=None, granted=previous, note="enough free huge pages already")
+            return self
+        if not hugepages_writable(self.path):
+            rec.update(requested=None, granted=previous,
+                       error=f"{self.path} is not writable here (needs root and a writable /proc/sys)")
+            return self
+        available = info.get("MemAvailable")
+        if available:
+            cap = int(available * HUGEPAGE_MAX_SHARE) // page
+            if lacking > cap:
+                rec["note"] = (f"{lacking} more pages needed; at most {cap} asked for "
+                               f"({HUGEPAGE_MAX_SHARE:.0%} of MemAvailable)")
+                lacking = cap
+        requested = previous + lacking
+        rec["requested"] = requested
+        try:
+            with open(self.path, "w") as f:
+                f.write(f"{requested}\n")
+        except OSError as e:
+            rec.update(granted=read_nr_hugepages(self.path), error=f"writing {self.path} failed: {e.strerror or e}")
+            return self
+        granted = read_nr_hugepages(self.path)
+        rec["granted"] = granted
+        self._set = granted
+        _UNRESTORED[id(self)] = self
+        if granted is None or granted < requested:
+            rec["error"] = f"the kernel granted {granted} of the {requested} huge pages asked for"
+        return self
+
+    @property
+    def short(self) -> str:
+        """One phrase for a failure message."""
+        r = self.record
+        return (f"huge pages: {r.get('previous')} before, {r.get('requested')} requested, {r.get('granted')} granted"
+                + (f"; {r['error']}" if r.get("error") else ""))
+
+    def restore(self) -> None:
+        _UNRESTORED.pop(id(self), None)
+        if self._set is None:
+            return
+        set_to, self._set = self._set, None
+        rec = self.record
+        now = read_nr_hugepages(self.path)
+        if now != set_to:
+            rec.update(restored=False, note=f"{self.path} was changed to {now} by another process during the run: "
+                                           "left as it is")
+            return
+        try:
+            with open(self.path, "w") as f:
+                f.write(f"{rec['previous']}\n")
+        except OSError as e:
+            rec.update(restored=False, error=f"restoring {self.path} to {rec['previous']} failed: {e.strerror or e}")
+            return
+        after = read_nr_hugepages(self.path)
+        rec.update(restored=after == rec["previous"], restored_value=after)
+
+
+def _restore_when_done(task: "asyncio.Future[HugePageReservation | None]") -> None:
+    if not task.cancelled() and task.exception() is None and task.result() is not None:
+        task.result().restore()  # type: ignore[union-attr]
+
+
+def _note_in_run_json(raw_dir: Path, record: dict[str, Any]) -> None:
+    """Append a batch's huge-page record to run.json's ``huge_pages`` (when the run has one)."""
+    results = ResultsDir(raw_dir.parent)
+    if not results.exists():
+        return
+    try:
+        meta = results.read_meta()
+        notes = meta.get("huge_pages")
+        meta["huge_pages"] = (notes if isinstance(notes, list) else []) + [{**record, "at": now_iso()}]
+        results.write_meta(meta)
+    except (OSError, UsageError):
+        pass  # the record is in the results lines too
+
+
+class _RawText:
+    """A process's output for raw/: the first RAW_HEAD_CHARS and the last RAW_TAIL_CHARS of it."""
+
+    def __init__(self) -> None:
+        self.head: list[str] = []
+        self.head_len = 0
+        self.tail: collections.deque[str] = collections.deque()
+        self.tail_len = 0
+        self.dropped_lines = 0
+        self.dropped_chars = 0
+
+    def add(self, line: str) -> None:
+        if not self.tail and self.head_len + len(line) <= RAW_HEAD_CHARS:
+            self.head.append(line)
+            self.head_len += len(line)
+            return
+        self.tail.append(line)
+        self.tail_len += len(line)
+        while self.tail_len > RAW_TAIL_CHARS and len(self.tail) > 1:
+            gone = self.tail.popleft()
+            self.tail_len -= len(gone)
+            self.dropped_lines += 1
+            self.dropped_chars += len(gone)
+
+    def text(self) -> str:
+        gap = ""
+        if self.dropped_lines:
+            gap = (f"[profiler-tui: {self.dropped_lines} lines ({self.dropped_chars} characters) left out here; "
+                   f"raw text keeps the first {RAW_HEAD_CHARS // 1024} KiB and the last {RAW_TAIL_CHARS // 1024} "
+                   "KiB]\n")
+        return "".join(self.head) + gap + "".join(self.tail)
+
+
 class MemoryRunner:
     kind = "memory"
 
@@ -182,16 +422,19 @@ class MemoryRunner:
             raise UsageError(f"--engine {engine}: must be one of {', '.join(ENGINES)}.")
         self.requested = engine
         self.notice: str | None = None
+        self._hugepages: HugePageReservation | None = None  # the running MLC batch's reservation
         mlc, mlc_problem = find_mlc() if engine in ("auto", "mlc") else (None, None)
         if engine == "mlc":
             if mlc is None:
                 why = f" ({mlc_problem})" if mlc_problem else ""
                 raise ToolMissing(f"Intel MLC was not found{why}: {MLC_HOWTO}.")
             self.engine, self.binary = "mlc", mlc
+            self._hugepage_notice()
             return
         unusable = mlc_unusable_reason() if mlc is not None else None
         if engine == "auto" and mlc is not None and unusable is None:
             self.engine, self.binary = "mlc", mlc
+            self._hugepage_notice()
             return
         memlat, problem = find_engine()
         if memlat is None and engine == "auto" and mlc is not None:
@@ -212,6 +455,17 @@ class MemoryRunner:
             why = f" ({mlc_problem})" if mlc_problem else ""
             self.notice = (f"Intel MLC not found{why}: using the built-in memory engine {memlat} "
                            "(--engine auto falls back; install MLC or set MLC_PATH to use it).")
+
+    def _hugepage_notice(self) -> None:
+        if not mlc_needs_hugepages(cpu_vendor()):
+            return
+        now = read_nr_hugepages()
+        if hugepages_writable():
+            self.notice = (f"MLC needs huge pages on AMD: {NR_HUGEPAGES} (now {now}) is raised to what each MLC run's "
+                           "buffers need and restored afterwards (recorded in run.json, huge_pages).")
+        elif not now:
+            self.notice = (f"MLC needs huge pages on AMD and {NR_HUGEPAGES} is {now} and not writable here "
+                           "(root and a writable /proc/sys are needed): MLC may fail.")
 
     # --- protocol ----------------------------------------------------------------------------
 
@@ -315,6 +569,8 @@ class MemoryRunner:
         warnings = params.get("warnings")
         if warnings:
             extra["warnings"] = warnings
+        if self._hugepages is not None:
+            extra["huge_pages"] = dict(self._hugepages.record)
         return extra
 
     def _job(self, point: dict[str, Any]) -> str:
@@ -324,11 +580,33 @@ class MemoryRunner:
 
     async def run(self, items: list[tuple[int, dict[str, Any]]], ctx: Context) -> AsyncIterator[Sample | Result]:
         points = [p for _, p in items]
+        reservation = None
+        if self.engine == "mlc":  # off the event loop: the kernel may take a while to find the pages
+            pending = asyncio.ensure_future(asyncio.to_thread(HugePageReservation.reserve, points))
+            try:
+                reservation = await asyncio.shield(pending)
+            except asyncio.CancelledError:  # cancelled while reserving: give them back once reserved
+                pending.add_done_callback(_restore_when_done)
+                raise
+        self._hugepages = reservation
+        try:  # aclosing: the batch's process is stopped before the huge pages are given back
+            async with contextlib.aclosing(self._run_batch(items, points)) as events:
+                async for ev in events:
+                    yield ev
+        finally:
+            self._hugepages = None
+            if reservation is not None:
+                reservation.restore()
+                _note_in_run_json(ctx.raw_dir, reservation.record)
+
+    async def _run_batch(self, items: list[tuple[int, dict[str, Any]]], points: list[dict[str, Any]]
+                         ) -> AsyncIterator[Sample | Result]:
         cmds = self.commands(points)
         if points[0].get("mode") == "idle":
             for (index, point), cmd in zip(items, cmds):
-                async for ev in self._run_process(cmd, {None: (index, point)}):
-                    yield ev
+                async with contextlib.aclosing(self._run_process(cmd, {None: (index, point)})) as events:
+                    async for ev in events:
+                        yield ev
             return
         by_delay = {p["delay"]: (i, p) for i, p in items}
         for cmd in cmds:
@@ -337,8 +615,9 @@ class MemoryRunner:
             else:
                 d = int(next(a for a in cmd if a.startswith("-d"))[2:])
                 wanted = {d: by_delay[d]}
-            async for ev in self._run_process(cmd, wanted):
-                yield ev
+            async with contextlib.aclosing(self._run_process(cmd, wanted)) as events:
+                async for ev in events:
+                    yield ev
 
     async def _run_process(self, cmd: list[str], wanted: dict[int | None, tuple[int, dict[str, Any]]]
                            ) -> AsyncIterator[Sample | Result]:
@@ -352,8 +631,9 @@ class MemoryRunner:
                              error=f"cannot start {cmd[0]}: {e}")
             return
         parser = LineParser()
-        text: list[str] = []
+        text = _RawText()
         pending = ""
+        skipping = False  # the current line passed MAX_LINE_CHARS: the rest of it is dropped
         decoder = codecs.getincrementaldecoder("utf-8")("replace")
         done: set[int | None] = set()
         proc = child.proc
@@ -367,8 +647,19 @@ class MemoryRunner:
                 pending += decoder.decode(chunk)
                 lines = pending.splitlines(keepends=True)
                 pending = lines.pop() if lines and not lines[-1].endswith(("\n", "\r")) else ""
+                if skipping:  # the rest of a line cut earlier: dropped up to its end
+                    if lines:
+                        lines.pop(0)
+                        skipping = False
+                    else:
+                        pending = ""
+                if len(pending) > MAX_LINE_CHARS:
+                    lines.append(pending[:MAX_LINE_CHARS] + "\n")
+                    pending, skipping = "", True
                 for line in lines:  # line by line, so a point's raw text ends with its own row
-                    text.append(line)
+                    if len(line) > MAX_LINE_CHARS + 2:
+                        line = line[:MAX_LINE_CHARS] + "\n"
+                    text.add(line)
                     for row in parser.feed(line):
                         if row.delay not in wanted or row.delay in done or None in wanted:
                             continue
@@ -376,17 +667,17 @@ class MemoryRunner:
                         index, point = wanted[row.delay]
                         now = time.monotonic()
                         yield Sample(index, {**row.as_dict(), "engine": self.engine})
-                        yield self._row_result(index, point, row, cmd, parser, "".join(text), now - last)
+                        yield self._row_result(index, point, row, cmd, parser, text.text(), now - last)
                         last = now
             pending += decoder.decode(b"", final=True)
-            if pending:
-                text.append(pending)
-                parser.feed(pending)
+            if pending and not skipping:
+                text.add(pending[:MAX_LINE_CHARS])
+                parser.feed(pending[:MAX_LINE_CHARS])
             parser.close()
             stderr = await child.finish()
         finally:
             await child.close()
-        output = "".join(text)
+        output = text.text()
         if None in wanted:  # idle latency: one figure for the whole process
             index, point = wanted[None]
             lat = idle_latency(parser.sections)
@@ -422,7 +713,11 @@ class MemoryRunner:
         what = "no idle latency figure" if delay is None else f"no row for delay {delay}"
         status = f"exited with status {rc}" if rc else "finished"
         msg = f"{name} {status} and printed {what}"
-        return f"{msg}: {'; '.join(lines[-3:])}" if lines else msg + "."
+        msg = f"{msg}: {'; '.join(lines[-3:])}" if lines else msg + "."
+        hp = self._hugepages
+        if hp is not None and hp.record.get("error"):
+            msg += f" ({hp.short})"
+        return msg
 
 
 def engine_version(binary: str) -> str:

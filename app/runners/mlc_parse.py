@@ -19,6 +19,7 @@ Public API (also used by ``profiler-tui import``)::
         for row in p.feed(chunk):       # loaded-latency rows, each as soon as its line is complete
             ...
     sections = p.close()
+    p.warnings                          # the parser's own findings about the text (below)
 
 What the parser accepts (every variant in ``shared/reference/mlc/``): tabs or runs of spaces as
 column separators; leading and trailing whitespace (documentation pages indent the output);
@@ -33,19 +34,52 @@ Where parameters come from, strongest first: the ``Command line parameters:`` li
 ("Read-only" → ``R``; a ratio such as "1:1 Reads-NT Writes" → ``W8``), then the buffer line.
 A delay column in the table is an integer; a latency of ``-`` (the engine's bandwidth-only mode)
 reads as ``None``.  Numbers are never invented: a field the text does not show is absent.
+
+Cut and truncated text (``LineParser.warnings``, a list of sentences; MLC's own ``*`` lines stay in
+``params["warnings"]``):
+
+* A last line with no line end that is a table row but lacks the shape of the complete rows
+  before it (the same number of columns, the same number of decimal places in each number; with no
+  complete row before it, a bandwidth with a decimal point, as MLC prints it) is a row cut
+  mid-number, e.g. ``00500  108.59  97`` of ``97362.0``: it is dropped and a warning names it.
+* A loaded-latency table with fewer delays than its run measures says so, e.g. "loaded-latency
+  table has 9 of 19 delays (missing 700, 1000, …)": the delays are those of the command line
+  (``-d N`` one, ``-D`` its list) or, without one, MLC's 19 default delays (only when every row's
+  delay is one of them).
+
+Bounded memory whatever the input (every limit is counted per parser and announced in ``warnings``
+once when reached): lines longer than 4096 characters (``MAX_LINE_CHARS``) are cut there (MLC's
+lines are under 200); at most 8 extra table columns of 32 characters are kept per row; after 10,000
+table rows (``MAX_ROWS``, about 500 full MLC tables), 1,000 sections (``MAX_SECTIONS``), 100,000
+matrix cells and named values (``MAX_CELLS``) or 200,000 lines (``MAX_LINES``; one MLC run prints
+under 100; this also bounds the time, a few seconds), the rest of the text is ignored; at most 100
+``*`` lines are kept per section and 50 parser warnings in all.  Numbers longer than 15 digits are not
+numbers MLC prints and do not match.
 """
 
 from __future__ import annotations
 
+import math
 import re
 import shlex
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterable
 
-__all__ = ["Row", "Section", "LineParser", "parse_text", "parse_command_line", "traffic_from_text",
+from app.presets import MLC_DELAYS
+
+__all__ = ["Row", "Section", "LineParser", "parse", "parse_text", "parse_command_line", "traffic_from_text",
            "loaded_rows", "idle_latency"]
 
 MIB = 1 << 20
+MAX_LINE_CHARS = 4096
+MAX_LINES = 200_000
+MAX_ROWS = 10_000
+MAX_SECTIONS = 1_000
+MAX_CELLS = 100_000
+MAX_STAR_LINES = 100
+MAX_WARNINGS = 50
+MAX_EXTRA_COLUMNS = 8
+MAX_EXTRA_CHARS = 32
 
 
 @dataclass
@@ -83,10 +117,18 @@ _SIZE_SUFFIX = {"": 1024, "k": 1024, "m": MIB, "g": 1 << 30, "t": 1 << 40}
 
 def _mlc_buffer_bytes(value: str) -> int | None:
     """MLC ``-b``: KiB per thread unless suffixed (``-b4k`` 4 KiB, ``-b2g`` 2 GiB)."""
-    m = re.fullmatch(r"(\d+(?:\.\d+)?)([kmgt]?)i?b?", value.strip(), re.IGNORECASE)
+    m = re.fullmatch(r"(\d{1,15}(?:\.\d{1,15})?)([kmgt]?)i?b?", value.strip(), re.IGNORECASE)
     if not m:
         return None
     return int(float(m.group(1)) * _SIZE_SUFFIX[m.group(2).lower()])
+
+
+def _int(v: str) -> int:
+    """An integer argument of at most 15 digits (ValueError otherwise: not a value MLC takes)."""
+    v = v.strip()
+    if not re.fullmatch(r"[+-]?\d{1,15}", v):
+        raise ValueError(v)
+    return int(v)
 
 
 def parse_command_line(text: str) -> dict[str, Any]:
@@ -131,24 +173,26 @@ def parse_command_line(text: str) -> dict[str, Any]:
             continue
         try:
             if flag == "W":
-                params["traffic"] = f"W{int(v)}"
+                params["traffic"] = f"W{_int(v)}"
             elif flag == "d":
-                params["delays"] = [int(v)]
+                params["delays"] = [_int(v)]
             elif flag == "D":
-                params["delays"] = [int(x) for x in v.split(",") if x.strip()]
+                params["delays"] = [_int(x) for x in v.split(",") if x.strip()]
             elif flag == "l":
-                params["stride"] = int(v)
+                params["stride"] = _int(v)
             elif flag == "b":
                 b = _mlc_buffer_bytes(v)
                 if b is not None:
                     params["buffer_bytes"] = b
             elif flag == "t":
+                if not re.fullmatch(r"\d{1,9}(?:\.\d{1,9})?", v.strip()):
+                    raise ValueError(v)  # also refuses inf and nan, which float() would take
                 t = float(v)
                 params["duration"] = int(t) if t.is_integer() else t
             elif flag == "k":
                 params["cpus"] = v
             elif flag == "c":
-                params["latency_cpu"] = int(v)
+                params["latency_cpu"] = _int(v)
         except ValueError:
             continue
     return params
@@ -180,20 +224,20 @@ def traffic_from_text(desc: str) -> str | None:
 
 # --- line patterns -----------------------------------------------------------------------------
 
-_NUM = r"\d+(?:\.\d+)?"
+_NUM = r"\d{1,15}(?:\.\d{1,15})?"
 _RE_VERSION = re.compile(r"Memory Latency Checker.*?\bv(\d[\w.\-]*)", re.IGNORECASE)
 _RE_CMDLINE = re.compile(r"^Command line parameters:\s*(.*)$", re.IGNORECASE)
 _RE_BUFFER = re.compile(rf"^Using buffer size of\s+({_NUM})\s*(MiB|MB|KiB|KB|GiB|GB)\b(.*)$", re.IGNORECASE)
 _RE_BUFFER_W = re.compile(rf"additional\s+({_NUM})\s*(MiB|MB|KiB|KB|GiB|GB)", re.IGNORECASE)
 _RE_TRAFFIC = re.compile(r"^Using\s+(.+?)\s+traffic type\b", re.IGNORECASE)
 _RE_IDLE = re.compile(rf"^Each iteration took\s+({_NUM})\s+(.*?)\s*clocks\s*\(\s*({_NUM})\s*ns\s*\)", re.IGNORECASE)
-_RE_ROW = re.compile(rf"^(\d+)\s+({_NUM}|-)\s+({_NUM})((?:\s+\S+)*)$")
+_RE_ROW = re.compile(rf"^(\d{{1,15}})\s+({_NUM}|-)\s+({_NUM})((?:\s+\S+)*)$")
 _RE_PEAK = re.compile(rf"^(.+?)\s*:\s*({_NUM})$")
 _RE_C2C = re.compile(rf"^(.*?latency)\s+({_NUM})$", re.IGNORECASE)
 _RE_MATRIX_HEAD = re.compile(r"^(?:Numa node|Writer Numa Node)((?:\s+\d+)+)$", re.IGNORECASE)
-_RE_MATRIX_ROW = re.compile(rf"^(\d+)((?:\s+(?:{_NUM}|-))+)$")
+_RE_MATRIX_ROW = re.compile(rf"^(\d{{1,15}})((?:\s+(?:{_NUM}|-))+)$")
 _RE_HUGE = re.compile(r"^Using huge pages:\s*(yes|no)\b\s*\(?(.*?)\)?$", re.IGNORECASE)  # the engine's
-_RE_THREADS = re.compile(r"^Using latency thread on CPU\s+(\d+)\W+stride\s+(\d+)\s+bytes", re.IGNORECASE)  # engine
+_RE_THREADS = re.compile(r"^Using latency thread on CPU\s+(\d{1,15})\W+stride\s+(\d{1,15})\s+bytes", re.IGNORECASE)  # engine
 _RE_DELAY_UNIT = re.compile(rf"^Using injection delay unit of\s+({_NUM})\s*ns", re.IGNORECASE)  # the engine's
 _UNIT = {"kib": 1 << 10, "kb": 1 << 10, "mib": MIB, "mb": MIB, "gib": 1 << 30, "gb": 1 << 30}
 
@@ -217,25 +261,63 @@ def _section_kind(title: str) -> str | None:
     return "other"
 
 
+_RE_EOL = re.compile(r"\r\n|\n|\r")
+
+
+def _shape(fields: list[str]) -> tuple[int, ...]:
+    """Decimal places of each column of a table row (-1 for ``-``, no digits after the point)."""
+    return tuple(-1 if f == "-" else (len(f) - f.index(".") - 1 if "." in f else 0) for f in fields)
+
+
+def _same_shape(row: tuple[int, ...], ref: tuple[int, ...]) -> bool:
+    return len(row) == len(ref) and all(a == b or -1 in (a, b) for a, b in zip(row, ref))
+
+
 class LineParser:
-    """Incremental parser: ``feed`` text as it arrives, get loaded-latency rows as they complete."""
+    """Incremental parser: ``feed`` text as it arrives, get loaded-latency rows as they complete.
+
+    Its state is bounded whatever it is fed (see the module's docstring for the limits)."""
 
     def __init__(self) -> None:
         self.sections: list[Section] = []
         self.header: dict[str, Any] = {}  # file-wide: version, command line, buffer, warnings
+        self.warnings: list[str] = []  # the parser's own: cut last row, truncated tables, limits reached
         self._pending = ""
+        self._cut_line = False  # the pending line reached MAX_LINE_CHARS: the rest up to its end is dropped
+        self._after_cr = False  # the last chunk ended with "\r": a "\n" opening the next one is its CRLF
         self._current: Section | None = None
         self._in_table = False
         self._matrix_cols: list[str] | None = None
+        self._row_shape: dict[int, tuple[int, ...]] = {}  # id(section) → shape of its last complete row
+        self._rows = 0
+        self._cells = 0
+        self._full = False  # a limit was reached: the rest of the text is ignored
+        self._closed = False
+        self._noted: set[str] = set()
         self.lines = 0
 
     # -- helpers
+    def _warn(self, msg: str, once: str | None = None) -> None:
+        if once is not None:
+            if once in self._noted:
+                return
+            self._noted.add(once)
+        if len(self.warnings) < MAX_WARNINGS:
+            self.warnings.append(msg)
+
+    def _stop(self, what: str) -> None:
+        self._full = True
+        self._warn(f"{what}: the text from line {self.lines} on is ignored.")
+
     def _global_params(self) -> dict[str, Any]:
         params = {k: v for k, v in self.header.items() if k not in ("warnings", "cmd")}
         params.update(self.header.get("cmd", {}))
         return params
 
-    def _open(self, kind: str, title: str) -> Section:
+    def _open(self, kind: str, title: str) -> Section | None:
+        if len(self.sections) >= MAX_SECTIONS:
+            self._stop(f"more than {MAX_SECTIONS} sections")
+            return None
         sec = Section(kind=kind, params=self._global_params(), title=title)
         if self.header.get("warnings"):
             sec.params["warnings"] = list(self.header["warnings"])
@@ -245,6 +327,14 @@ class LineParser:
         self._matrix_cols = None
         return sec
 
+    def _count_cells(self, n: int) -> bool:
+        """Room for n more matrix cells or named values (False, and the rest ignored, when not)."""
+        if self._cells + n > MAX_CELLS:
+            self._stop(f"more than {MAX_CELLS} matrix cells and values")
+            return False
+        self._cells += n
+        return True
+
     def _set_traffic(self, sec: Section, desc: str) -> None:
         sec.params["traffic_desc"] = desc
         if "traffic" in self.header.get("cmd", {}):
@@ -253,24 +343,92 @@ class LineParser:
         if t is not None:
             sec.params["traffic"] = t
 
+    def _take(self, chunk: str, start: int, end: int) -> None:
+        """Add chunk[start:end] (no line end in it) to the pending line, up to MAX_LINE_CHARS."""
+        if self._cut_line or start >= end:
+            return
+        room = MAX_LINE_CHARS - len(self._pending)
+        if end - start > room:
+            end = start + room
+            self._cut_line = True
+            self._warn(f"line {self.lines + 1} is longer than {MAX_LINE_CHARS} characters: only its start is "
+                       "read.", once="long line")
+        self._pending += chunk[start:end]
+
+    def _end_line(self) -> Row | None:
+        line, self._pending, self._cut_line = self._pending, "", False
+        if self.lines >= MAX_LINES:
+            self._stop(f"more than {MAX_LINES} lines")
+            return None
+        return self.feed_line(line)
+
     # -- public
+    @property
+    def full(self) -> bool:
+        """A limit was reached: whatever is fed from now on is ignored."""
+        return self._full
+
     def feed(self, chunk: str) -> list[Row]:
         """Consume text (whole or partial lines); return the loaded-latency rows completed by it."""
-        self._pending += chunk
-        *complete, self._pending = re.split(r"\r\n|\n|\r", self._pending)
         rows: list[Row] = []
-        for line in complete:
-            row = self.feed_line(line)
+        if self._full or self._closed or not chunk:
+            return rows
+        pos = 0
+        if self._after_cr:
+            self._after_cr = False
+            if chunk[0] == "\n":
+                pos = 1
+        for m in _RE_EOL.finditer(chunk, pos):
+            self._take(chunk, pos, m.start())
+            pos = m.end()
+            if m.end() == len(chunk) and chunk[-1] == "\r":
+                self._after_cr = True
+            row = self._end_line()
             if row is not None:
                 rows.append(row)
+            if self._full:
+                return rows
+        self._take(chunk, pos, len(chunk))
         return rows
 
     def close(self) -> list[Section]:
-        """Parse a last line without newline; return every section."""
-        if self._pending:
-            pending, self._pending = self._pending, ""
-            self.feed_line(pending)
+        """Parse a last line without line end (unless it is a cut row); check the tables; return every section."""
+        if self._closed:
+            return self.sections
+        self._closed = True
+        if self._pending and not self._full:
+            line = self._pending.strip()
+            sec = self._current
+            m = _RE_ROW.match(line)
+            if sec is not None and sec.kind == "loaded" and self._in_table and m:
+                fields = line.split()
+                ref = self._row_shape.get(id(sec))
+                complete = _same_shape(_shape(fields), ref) if ref else "." in m.group(3)
+                if not complete:
+                    self._warn(f"the last line {line[:80]!r} has no line end and is shorter than a complete row "
+                               "(cut mid-number?): it is not read as a row.")
+                    self._pending = ""
+            if self._pending:
+                self._end_line()
+        self._pending = ""
+        for sec in self.sections:
+            if sec.kind == "loaded":
+                self._check_table(sec)
         return self.sections
+
+    def _check_table(self, sec: Section) -> None:
+        seen = {r.delay for r in sec.rows}
+        expected = sec.params.get("delays")
+        if not expected:
+            if not seen <= set(MLC_DELAYS):
+                return  # not MLC's default sweep, and no command line says which delays were run
+            expected = MLC_DELAYS
+        want = list(dict.fromkeys(expected))
+        missing = [d for d in want if d not in seen]
+        if missing:
+            listed = ", ".join(str(d) for d in missing[:6]) + (", …" if len(missing) > 6 else "")
+            self._warn(f"loaded-latency table has {len(want) - len(missing)} of {len(want)} delays "
+                       f"(missing {listed}).")
 
     def feed_line(self, raw: str) -> Row | None:
         self.lines += 1
@@ -278,10 +436,17 @@ class LineParser:
         if not line:
             self._matrix_cols = None  # a blank line ends a matrix; a table ends with its section
             return None
+        if self._full:
+            return None
         if line.startswith("*"):
             msg = line.lstrip("*").strip()
             target = self._current.params if self._current is not None else self.header
-            target.setdefault("warnings", []).append(msg)
+            kept = target.setdefault("warnings", [])
+            if len(kept) < MAX_STAR_LINES:
+                kept.append(msg)
+            else:
+                self._warn(f"more than {MAX_STAR_LINES} warning lines (starting with '*') in one place: the rest "
+                           "are not kept.", once="stars")
             return None
         m = _RE_VERSION.search(line)
         if m and "memory latency checker" in line.lower():
@@ -316,6 +481,8 @@ class LineParser:
             sec = self._current
             if sec is None or sec.kind != "idle" or "latency_ns" in sec.values:
                 sec = self._open("idle", "Idle latency")
+                if sec is None:
+                    return None
             sec.values.update(latency_ns=float(m.group(3)), clocks=float(m.group(1)),
                               clock=m.group(2).strip().lower())
             return None
@@ -337,7 +504,8 @@ class LineParser:
         m = _RE_TRAFFIC.match(line)
         if m:
             sec = self._current if self._current is not None else self._open("loaded", "")
-            self._set_traffic(sec, m.group(1))
+            if sec is not None:
+                self._set_traffic(sec, m.group(1))
             return None
         sec = self._current
         if sec is None:
@@ -348,41 +516,62 @@ class LineParser:
                 return None
             m = _RE_ROW.match(line)
             if m and self._in_table:
+                if self._rows >= MAX_ROWS:
+                    self._stop(f"more than {MAX_ROWS} loaded-latency rows")
+                    return None
+                self._rows += 1
                 lat = None if m.group(2) == "-" else float(m.group(2))
-                row = Row(int(m.group(1)), lat, float(m.group(3)), m.group(4).split())
+                extra = [f[:MAX_EXTRA_CHARS] for f in m.group(4).split()[:MAX_EXTRA_COLUMNS]]
+                row = Row(int(m.group(1)), lat, float(m.group(3)), extra)
                 sec.rows.append(row)
+                self._row_shape[id(sec)] = _shape(line.split())
                 return row
             return None
         if sec.kind in ("idle_matrix", "bandwidth_matrix", "c2c"):
             m = _RE_MATRIX_HEAD.match(line)
             if m:
                 self._matrix_cols = m.group(1).split()
-                if sec.kind == "c2c":
+                if sec.kind == "c2c" and self._count_cells(1):
                     sec.values.setdefault("matrices", []).append({})
                 return None
             m = _RE_MATRIX_ROW.match(line)
             if m and self._matrix_cols:
                 cells = m.group(2).split()
+                if not self._count_cells(min(len(cells), len(self._matrix_cols))):
+                    return None
                 target = sec.matrix if sec.kind != "c2c" else sec.values["matrices"][-1]
                 target[m.group(1)] = {c: (None if v == "-" else float(v)) for c, v in zip(self._matrix_cols, cells)}
                 return None
             if sec.kind == "c2c":
                 m = _RE_C2C.match(line)
-                if m:
+                if m and self._count_cells(1):
                     sec.values[re.sub(r"\s+", " ", m.group(1))] = float(m.group(2))
             return None
         if sec.kind == "peak_bandwidth":
             m = _RE_PEAK.match(line)
-            if m:
+            if m and self._count_cells(1):
                 sec.values[re.sub(r"\s+", " ", m.group(1))] = float(m.group(2))
         return None
 
 
-def parse_text(text: str) -> list[Section]:
-    """Every section of an MLC (or engine) text output."""
+def parse(text: str | Iterable[str]) -> LineParser:
+    """The closed parser of a whole text, or of its pieces in order (e.g. a file's lines or blocks):
+    ``.sections`` and ``.warnings``."""
     p = LineParser()
-    p.feed(text)
-    return p.close()
+    if isinstance(text, str):
+        p.feed(text)
+    else:
+        for chunk in text:
+            p.feed(chunk)
+            if p.full:
+                break
+    p.close()
+    return p
+
+
+def parse_text(text: str | Iterable[str]) -> list[Section]:
+    """Every section of an MLC (or engine) text output."""
+    return parse(text).sections
 
 
 # --- conveniences --------------------------------------------------------------------------------
