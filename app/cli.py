@@ -6,6 +6,7 @@ import asyncio
 import json
 import signal
 import sys
+import threading
 from typing import Any
 
 import click
@@ -145,25 +146,32 @@ async def _drive(session: Any, printer: ProgressPrinter) -> Any:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, task.cancel)
     finished = None
+    events = session.events()
     try:
-        async for event in session.events():
+        async for event in events:
             printer.handle(event)
             finished = event
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
+        await events.aclose()
     return finished
 
 
 def _execute(session: Any) -> int:
-    notice = getattr(session.runner, "notice", None)
-    if notice:  # e.g. --engine auto falling back to the built-in memory engine
-        click.echo(notice, err=True)
-    printer = ProgressPrinter(session.kind, sys.stdout)
+    """Run a session to its end; it holds the results directory's lock until then."""
     try:
-        finished = asyncio.run(_drive(session, printer))
+        notice = getattr(session.runner, "notice", None)
+        if notice:  # e.g. --engine auto falling back to the built-in memory engine
+            click.echo(notice, err=True)
+        printer = ProgressPrinter(session.kind, sys.stdout)
+        try:
+            finished = asyncio.run(_drive(session, printer))
+        finally:
+            printer.close()
     except (asyncio.CancelledError, KeyboardInterrupt):
-        printer.close()
+        _ignore_sigint()  # a second ^C does not cut the clean-up short
+        session.mark_interrupted()  # when the interrupt came before the run itself recorded it
         records = session.results.records()
         click.echo(
             f"Interrupted: {len(records)} of {len(session.plan)} points are kept in {session.path}; "
@@ -171,7 +179,8 @@ def _execute(session: Any) -> int:
             err=True,
         )
         return EXIT_INTERRUPTED
-    printer.close()
+    finally:
+        session.close()
     records = session.results.records()
     if records:
         click.echo(results_table(records))
@@ -196,9 +205,15 @@ def run(preset: str, target: str | None, out: str | None, sets: tuple[str, ...],
     from app.sweep import new_session
 
     p = presets.apply_overrides(presets.load(preset), sets)
-    session = new_session(p, target=target, out=out, yes=yes, allow_destructive=allow_destructive,
-                          engine=engine, overrides=sets)
-    return _execute(session)
+    session = None
+    try:
+        session = new_session(p, target=target, out=out, yes=yes, allow_destructive=allow_destructive,
+                              engine=engine, overrides=sets)
+        return _execute(session)
+    except KeyboardInterrupt:
+        if session is not None:
+            session.mark_interrupted()
+        raise
 
 
 @cli.command()
@@ -209,10 +224,13 @@ def resume(directory: str, engine: str | None) -> int:
     from app.sweep import load_session
 
     session = load_session(directory, engine=engine)
-    if not session.pending():
-        click.echo(f"Nothing to resume: all {len(session.plan)} points of {directory} are complete.")
-        return 0
-    return _execute(session)
+    try:
+        if not session.pending():
+            click.echo(f"Nothing to resume: all {len(session.plan)} points of {directory} are complete.")
+            return 0
+        return _execute(session)
+    finally:
+        session.close()
 
 
 # --- report / import / compare (docs/report.md) --------------------------------------------------
@@ -269,13 +287,29 @@ def compare(directory: str, other: str | None, reference: str | None, out: str |
     return 0
 
 
+def _ignore_sigint() -> None:
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # not the main thread
+        pass
+
+
+INTERRUPTED_LINE = "profiler-tui: interrupted."
+
+
 def main(argv: list[str] | None = None) -> None:
     try:
+        # from here on ^C is a KeyboardInterrupt handled below (app.__main__ covered the imports)
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGINT, signal.default_int_handler)
         rv = cli.main(args=argv, prog_name="profiler-tui", standalone_mode=False)
-    except click.exceptions.Abort:
-        click.echo("Aborted.", err=True)
+    except click.exceptions.Abort as e:
+        _ignore_sigint()
+        click.echo(INTERRUPTED_LINE if isinstance(e.__cause__, KeyboardInterrupt) else "Aborted.", err=True)
         sys.exit(EXIT_INTERRUPTED)
     except KeyboardInterrupt:
+        _ignore_sigint()
+        click.echo(INTERRUPTED_LINE, err=True)
         sys.exit(EXIT_INTERRUPTED)
     except click.ClickException as e:
         e.show()
