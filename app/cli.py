@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import sys
-import threading
 from typing import Any
 
 import click
@@ -57,6 +57,8 @@ def cli(ctx: click.Context) -> int | None:
 
     Without a command it opens the interactive TUI.
     """
+    if ctx.invoked_subcommand not in ("run", "resume"):
+        _python_sigint()  # ^C raises KeyboardInterrupt again (run and resume keep the start-up handler)
     if ctx.invoked_subcommand is None:
         from app.tui import run_tui  # the UI is imported only when it is used
 
@@ -139,11 +141,66 @@ def presets_show(name: str, sets: tuple[str, ...], as_json: bool) -> int:
 # --- run / resume -----------------------------------------------------------------------------
 
 
+def _interrupted_line(session: Any) -> str:
+    records = session.results.records()
+    return (f"Interrupted: {len(records)} of {len(session.plan)} points are kept in {session.path}; "
+            f"finish with `profiler-tui resume {session.path}`.")
+
+
+class StartUpInterrupt:
+    """The SIGINT handler of ``run`` and ``resume`` until their event loop takes over (``_drive``).
+
+    Until then nothing has been measured, so ^C ends the process at once: exit 130 and one line.  It
+    raises nothing into whatever Python is doing at that moment (a KeyboardInterrupt raised while a
+    module is being imported can surface as another exception, with a traceback).  Once the session's
+    run.json exists (``track``), it is first marked ``interrupted``.  The steps that create run.json
+    hold SIGINT back (app.sweep), so the handler never runs half-way through them.
+    """
+
+    def __init__(self) -> None:
+        self.session: Any = None
+
+    def install(self) -> None:
+        try:
+            signal.signal(signal.SIGINT, self)
+        except ValueError:  # not the main thread: nothing to install
+            pass
+
+    def track(self, session: Any) -> None:
+        self.session = session
+
+    def __call__(self, signum: int, frame: Any) -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second ^C does not cut this short
+        line = "profiler-tui: interrupted."
+        if self.session is not None:
+            self.session.mark_interrupted()
+            try:
+                line = _interrupted_line(self.session)
+            except Exception:
+                pass
+        try:
+            sys.stdout.flush()
+        except Exception:
+            pass
+        os.write(2, (line + "\n").encode())
+        os._exit(EXIT_INTERRUPTED)
+
+
+START_UP = StartUpInterrupt()
+
+
+def _python_sigint() -> None:
+    try:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    except ValueError:
+        pass
+
+
 async def _drive(session: Any, printer: ProgressPrinter) -> Any:
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
     assert task is not None
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in (signal.SIGINT, signal.SIGTERM):  # from here ^C stops the run cleanly (replaces START_UP)
         loop.add_signal_handler(sig, task.cancel)
     finished = None
     events = session.events()
@@ -172,12 +229,7 @@ def _execute(session: Any) -> int:
     except (asyncio.CancelledError, KeyboardInterrupt):
         _ignore_sigint()  # a second ^C does not cut the clean-up short
         session.mark_interrupted()  # when the interrupt came before the run itself recorded it
-        records = session.results.records()
-        click.echo(
-            f"Interrupted: {len(records)} of {len(session.plan)} points are kept in {session.path}; "
-            f"finish with `profiler-tui resume {session.path}`.",
-            err=True,
-        )
+        click.echo(_interrupted_line(session), err=True)
         return EXIT_INTERRUPTED
     finally:
         session.close()
@@ -202,18 +254,13 @@ def _execute(session: Any) -> int:
 def run(preset: str, target: str | None, out: str | None, sets: tuple[str, ...], yes: bool,
         allow_destructive: bool, engine: str) -> int:
     """Run PRESET (a shipped name or a TOML file) headlessly."""
+    START_UP.install()
     from app.sweep import new_session
 
     p = presets.apply_overrides(presets.load(preset), sets)
-    session = None
-    try:
-        session = new_session(p, target=target, out=out, yes=yes, allow_destructive=allow_destructive,
-                              engine=engine, overrides=sets)
-        return _execute(session)
-    except KeyboardInterrupt:
-        if session is not None:
-            session.mark_interrupted()
-        raise
+    session = new_session(p, target=target, out=out, yes=yes, allow_destructive=allow_destructive,
+                          engine=engine, overrides=sets, on_created=START_UP.track)
+    return _execute(session)
 
 
 @cli.command()
@@ -221,9 +268,11 @@ def run(preset: str, target: str | None, out: str | None, sets: tuple[str, ...],
 @click.option("--engine", type=ENGINE_CHOICE, default=None, help="Memory engine (default: the run's own).")
 def resume(directory: str, engine: str | None) -> int:
     """Finish an interrupted run without repeating completed points."""
+    START_UP.install()
     from app.sweep import load_session
 
     session = load_session(directory, engine=engine)
+    START_UP.track(session)
     try:
         if not session.pending():
             click.echo(f"Nothing to resume: all {len(session.plan)} points of {directory} are complete.")
@@ -299,9 +348,6 @@ INTERRUPTED_LINE = "profiler-tui: interrupted."
 
 def main(argv: list[str] | None = None) -> None:
     try:
-        # from here on ^C is a KeyboardInterrupt handled below (app.__main__ covered the imports)
-        if threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGINT, signal.default_int_handler)
         rv = cli.main(args=argv, prog_name="profiler-tui", standalone_mode=False)
     except click.exceptions.Abort as e:
         _ignore_sigint()

@@ -22,12 +22,13 @@ import asyncio
 import errno
 import os
 import signal
+import stat
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, AsyncIterator, Iterator
+from typing import Any, AsyncIterator, Callable, Iterator
 
 from app import envinfo, safety
 from app.errors import ProfilerError, UsageError
@@ -119,6 +120,13 @@ def _sigint_deferred() -> Iterator[None]:
     finally:
         if old is not None:
             signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def _is_block_device(path: str) -> bool:
+    try:
+        return stat.S_ISBLK(os.stat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _try_lock(lock: DirLock) -> bool:
@@ -365,8 +373,10 @@ def new_session(
     allow_destructive: bool = False,
     engine: str = "auto",
     overrides: list[str] | tuple[str, ...] = (),
+    on_created: Callable[[Session], None] | None = None,
 ) -> Session:
-    """Validate, check safety, create the results directory and run.json. Starts nothing."""
+    """Validate, check safety, create the results directory and run.json. Starts nothing.
+    ``on_created`` is called with the session as soon as run.json exists."""
     plan = preset.expand()
     if not plan:
         raise UsageError(f"{preset.source}: the plan has no points.")
@@ -403,22 +413,29 @@ def new_session(
         "ended": None,
         "status": "planned",
     }
-    # Nothing is written before this point.  Then: the directory, its lock, the check that it holds no
-    # run, run.json.  A refusal, an error or an interrupt on the way removes everything it made (the
-    # lock file stays only in a directory that existed before).
+    if target_path is not None and _is_block_device(target_path):
+        meta["target_info"] = envinfo.target_info(target_path)  # may probe the device: before the steps below
+    # Nothing is written before this point.  Then, as one step that a ^C cannot cut in half (SIGINT is
+    # held back until it is done): the directory, its lock, the check that it holds no run, run.json.
+    # A refusal or error on the way removes everything it made (the lock file stays only in a directory
+    # that existed before).
     results = ResultsDir(out_dir)
     lock = DirLock(out_dir)
     created: list[Path] = []
     try:
-        with _sigint_deferred():  # quick steps, made whole: a ^C lands before or after them
+        with _sigint_deferred():
             created += make_dirs(out_dir)
             lock.acquire()
             results.check_empty()
             if target_path is not None:
                 created += make_dirs(Path(target_path).parent)
-        meta["target_info"] = envinfo.target_info(target_path) if target_path is not None else None
-        with _sigint_deferred():
+                if meta["target_info"] is None:
+                    meta["target_info"] = envinfo.target_info(target_path)  # a file: no probe, quick
             results.create(meta)
+            session = Session(results, preset.kind, plan, target_path, yes, allow_destructive, engine, ours,
+                              runner, meta, lock=lock)
+            if on_created is not None:
+                on_created(session)  # e.g. the CLI's ^C handler, told before a held-back ^C is delivered
     except BaseException as e:
         with _sigint_deferred():
             if out_dir in created and (lock.fd is not None or _try_lock(lock)):
@@ -431,8 +448,7 @@ def new_session(
         if isinstance(e, OSError):
             raise UsageError(f"{out_dir}: {_os_reason(e)}.") from None
         raise
-    return Session(results, preset.kind, plan, target_path, yes, allow_destructive, engine, ours, runner, meta,
-                   lock=lock)
+    return session
 
 
 def load_session(path: str | os.PathLike[str], *, engine: str | None = None) -> Session:
