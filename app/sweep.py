@@ -100,10 +100,14 @@ class _NoSpace(Exception):
 NO_SPACE = os.strerror(errno.ENOSPC)
 
 
+WRITE_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, errno.EFBIG)
+
+
 def _os_reason(e: OSError, where: Path | None = None) -> str:
+    """One clause naming the file: "cannot write F: No space left on device"."""
     what = e.strerror or str(e)
     if e.filename:
-        return f"cannot write {e.filename}: {what}"
+        return f"cannot write {e.filename}: {what}" if e.errno in WRITE_ERRORS else f"{e.filename}: {what}"
     return f"cannot write in {where}: {what}" if where else what
 
 
