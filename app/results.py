@@ -206,11 +206,12 @@ class ResultsDir:
             )
 
     def create(self, meta: dict[str, Any]) -> None:
-        """raw/, an empty results.jsonl and run.json, in the (locked) directory.  When this fails the
-        files it made are removed again, so a refused run leaves nothing behind."""
-        self.check_empty()
-        made: list[Path] = []
+        """The directory (with its parents) if missing, raw/, an empty results.jsonl and run.json.  When
+        this fails what it made is removed again, so a refused run leaves nothing behind.  (A run calls
+        it holding the directory's lock.)"""
+        made: list[Path] = make_dirs(self.path)
         try:
+            self.check_empty()
             if not self.raw_dir.is_dir():
                 self.raw_dir.mkdir()
                 made.append(self.raw_dir)
@@ -224,7 +225,7 @@ class ResultsDir:
                 try:
                     p.rmdir() if p.is_dir() else p.unlink()
                 except OSError:
-                    pass  # not there (yet)
+                    pass  # not there (yet), or not empty
             raise
 
     def read_meta(self) -> dict[str, Any]:
