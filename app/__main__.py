@@ -1,7 +1,9 @@
 """The ``profiler-tui`` command and ``python -m app``.
 
-Until the command line takes over (imports, about 150 ms), Ctrl-C ends the process at once with one
-line and exit 130: nothing has been written by then.  ``app.cli.main`` then handles ^C itself.
+From the first line of the package on, Ctrl-C ends the process at once with one line and exit 130,
+raising nothing into the imports under way (a KeyboardInterrupt raised mid-import can surface as another
+exception, with a traceback).  Commands that need more install their own handling: ``run``/``resume``
+(``app.cli.StartUpInterrupt``, then their event loop) and the TUI (once Textual is loaded).
 
 A ^C that arrives while the interpreter itself starts (before this module runs) is Python's own
 business; a launcher that starts profiler-tui with SIGINT blocked (``env --block-signal=INT``) closes

@@ -57,8 +57,6 @@ def cli(ctx: click.Context) -> int | None:
 
     Without a command it opens the interactive TUI.
     """
-    if ctx.invoked_subcommand not in ("run", "resume"):
-        _python_sigint()  # ^C raises KeyboardInterrupt again (run and resume keep the start-up handler)
     if ctx.invoked_subcommand is None:
         from app.tui import run_tui  # the UI is imported only when it is used
 
@@ -187,13 +185,6 @@ class StartUpInterrupt:
 
 
 START_UP = StartUpInterrupt()
-
-
-def _python_sigint() -> None:
-    try:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-    except ValueError:
-        pass
 
 
 async def _drive(session: Any, printer: ProgressPrinter) -> Any:
