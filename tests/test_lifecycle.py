@@ -327,7 +327,8 @@ def test_ctrl_c_at_any_moment_of_start_up_is_one_line_and_130(tmp_path: Path) ->
     """SIGINT at delays from 0 to past the start of fio.  The child starts with SIGINT blocked (as under
     ``env --block-signal=INT``): a ^C that lands while the Python interpreter itself starts, before any
     line of profiler-tui runs, is then delivered when profiler-tui's own handler is in place, so every
-    delay tests profiler-tui's handling, not CPython's start-up."""
+    delay tests profiler-tui's handling, not CPython's start-up.  From 150 ms on (over 5x the
+    interpreter's own start-up) every other delay is also tried on a child started as a shell would."""
     args = ["run", "custom", "--target", str(tmp_path / "t.bin"), "--set", "runtime=5", "--set", "size=4m"]
     probe = tmp_path / "probe"
     t0 = time.monotonic()
@@ -340,10 +341,11 @@ def test_ctrl_c_at_any_moment_of_start_up_is_one_line_and_130(tmp_path: Path) ->
         p.communicate(timeout=30)
     delays = sorted({0.0, 0.05, 0.15, 0.3} | {round(to_fio * i / 10, 3) for i in range(13)})
     print(f"\nstart-up to fio running: {to_fio:.2f} s; SIGINT at {delays}")
+    tries = [(d, True) for d in delays] + [(d, False) for d in delays[::2] if d >= 0.15]
     outcomes = []
-    for i, delay in enumerate(delays):
+    for i, (delay, block) in enumerate(tries):
         out = tmp_path / f"o{i}"
-        proc = spawn(*args, "--out", str(out), block_sigint=True)
+        proc = spawn(*args, "--out", str(out), block_sigint=block)
         time.sleep(delay)
         proc.send_signal(signal.SIGINT)
         try:
@@ -352,16 +354,16 @@ def test_ctrl_c_at_any_moment_of_start_up_is_one_line_and_130(tmp_path: Path) ->
             if proc.poll() is None:
                 proc.kill()
         status = json.loads((out / "run.json").read_text())["status"] if (out / "run.json").exists() else None
-        outcomes.append((delay, proc.returncode, status))
-        assert "Traceback" not in err, (delay, err)
-        assert proc.returncode == 130, (delay, proc.returncode, err)
-        assert len(err.strip().splitlines()) == 1, (delay, err)
+        outcomes.append((delay, block, proc.returncode, status))
+        assert "Traceback" not in err, (delay, block, err)
+        assert proc.returncode == 130, (delay, block, proc.returncode, err)
+        assert len(err.strip().splitlines()) == 1, (delay, block, err)
         if out.exists():
-            assert status == "interrupted", (delay, status, sorted(p.name for p in out.iterdir()))
+            assert status == "interrupted", (delay, block, status, sorted(p.name for p in out.iterdir()))
             assert not (out / ".run.json.tmp").exists()
         assert fio_processes(out) == []
-    print("delay s, exit, run.json:", outcomes)
-    assert any(s is None for _, _, s in outcomes) and any(s == "interrupted" for _, _, s in outcomes), \
+    print("delay s, SIGINT blocked at spawn, exit, run.json:", outcomes)
+    assert any(s is None for *_, s in outcomes) and any(s == "interrupted" for *_, s in outcomes), \
         "the delays cover both before and after run.json"
 
 
