@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import sys
 from typing import Any
@@ -138,40 +139,91 @@ def presets_show(name: str, sets: tuple[str, ...], as_json: bool) -> int:
 # --- run / resume -----------------------------------------------------------------------------
 
 
+def _interrupted_line(session: Any) -> str:
+    records = session.results.records()
+    return (f"Interrupted: {len(records)} of {len(session.plan)} points are kept in {session.path}; "
+            f"finish with `profiler-tui resume {session.path}`.")
+
+
+class StartUpInterrupt:
+    """The SIGINT handler of ``run`` and ``resume`` until their event loop takes over (``_drive``).
+
+    Until then nothing has been measured, so ^C ends the process at once: exit 130 and one line.  It
+    raises nothing into whatever Python is doing at that moment (a KeyboardInterrupt raised while a
+    module is being imported can surface as another exception, with a traceback).  Once the session's
+    run.json exists (``track``), it is first marked ``interrupted``.  The steps that create run.json
+    hold SIGINT back (app.sweep), so the handler never runs half-way through them.
+    """
+
+    def __init__(self) -> None:
+        self.session: Any = None
+
+    def install(self) -> None:
+        try:
+            signal.signal(signal.SIGINT, self)
+        except ValueError:  # not the main thread: nothing to install
+            pass
+
+    def track(self, session: Any) -> None:
+        self.session = session
+
+    def __call__(self, signum: int, frame: Any) -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second ^C does not cut this short
+        line = "profiler-tui: interrupted."
+        if self.session is not None:
+            self.session.mark_interrupted()
+            try:
+                line = _interrupted_line(self.session)
+            except Exception:
+                pass
+        try:
+            sys.stdout.flush()
+        except Exception:
+            pass
+        os.write(2, (line + "\n").encode())
+        os._exit(EXIT_INTERRUPTED)
+
+
+START_UP = StartUpInterrupt()
+
+
 async def _drive(session: Any, printer: ProgressPrinter) -> Any:
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
     assert task is not None
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in (signal.SIGINT, signal.SIGTERM):  # from here ^C stops the run cleanly (replaces START_UP)
         loop.add_signal_handler(sig, task.cancel)
     finished = None
+    events = session.events()
     try:
-        async for event in session.events():
+        async for event in events:
             printer.handle(event)
             finished = event
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
+        await events.aclose()
     return finished
 
 
 def _execute(session: Any) -> int:
-    notice = getattr(session.runner, "notice", None)
-    if notice:  # e.g. --engine auto falling back to the built-in memory engine
-        click.echo(notice, err=True)
-    printer = ProgressPrinter(session.kind, sys.stdout)
+    """Run a session to its end; it holds the results directory's lock until then."""
     try:
-        finished = asyncio.run(_drive(session, printer))
+        notice = getattr(session.runner, "notice", None)
+        if notice:  # e.g. --engine auto falling back to the built-in memory engine
+            click.echo(notice, err=True)
+        printer = ProgressPrinter(session.kind, sys.stdout)
+        try:
+            finished = asyncio.run(_drive(session, printer))
+        finally:
+            printer.close()
     except (asyncio.CancelledError, KeyboardInterrupt):
-        printer.close()
-        records = session.results.records()
-        click.echo(
-            f"Interrupted: {len(records)} of {len(session.plan)} points are kept in {session.path}; "
-            f"finish with `profiler-tui resume {session.path}`.",
-            err=True,
-        )
+        _ignore_sigint()  # a second ^C does not cut the clean-up short
+        session.mark_interrupted()  # when the interrupt came before the run itself recorded it
+        click.echo(_interrupted_line(session), err=True)
         return EXIT_INTERRUPTED
-    printer.close()
+    finally:
+        session.close()
     records = session.results.records()
     if records:
         click.echo(results_table(records))
@@ -193,11 +245,12 @@ def _execute(session: Any) -> int:
 def run(preset: str, target: str | None, out: str | None, sets: tuple[str, ...], yes: bool,
         allow_destructive: bool, engine: str) -> int:
     """Run PRESET (a shipped name or a TOML file) headlessly."""
+    START_UP.install()
     from app.sweep import new_session
 
     p = presets.apply_overrides(presets.load(preset), sets)
     session = new_session(p, target=target, out=out, yes=yes, allow_destructive=allow_destructive,
-                          engine=engine, overrides=sets)
+                          engine=engine, overrides=sets, on_created=START_UP.track)
     return _execute(session)
 
 
@@ -211,13 +264,18 @@ def resume(directory: str, engine: str | None, yes: bool, allow_destructive: boo
 
     The plan in DIR/run.json is validated again and the target checked again with the same rules and
     confirmations as `run`: confirmations given to the first run are not carried over."""
+    START_UP.install()
     from app.sweep import load_session
 
     session = load_session(directory, engine=engine, yes=yes, allow_destructive=allow_destructive)
-    if not session.pending():
-        click.echo(f"Nothing to resume: all {len(session.plan)} points of {directory} are complete.")
-        return 0
-    return _execute(session)
+    START_UP.track(session)
+    try:
+        if not session.pending():
+            click.echo(f"Nothing to resume: all {len(session.plan)} points of {directory} are complete.")
+            return 0
+        return _execute(session)
+    finally:
+        session.close()
 
 
 # --- report / import / compare (docs/report.md) --------------------------------------------------
@@ -274,13 +332,26 @@ def compare(directory: str, other: str | None, reference: str | None, out: str |
     return 0
 
 
+def _ignore_sigint() -> None:
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # not the main thread
+        pass
+
+
+INTERRUPTED_LINE = "profiler-tui: interrupted."
+
+
 def main(argv: list[str] | None = None) -> None:
     try:
         rv = cli.main(args=argv, prog_name="profiler-tui", standalone_mode=False)
-    except click.exceptions.Abort:
-        click.echo("Aborted.", err=True)
+    except click.exceptions.Abort as e:
+        _ignore_sigint()
+        click.echo(INTERRUPTED_LINE if isinstance(e.__cause__, KeyboardInterrupt) else "Aborted.", err=True)
         sys.exit(EXIT_INTERRUPTED)
     except KeyboardInterrupt:
+        _ignore_sigint()
+        click.echo(INTERRUPTED_LINE, err=True)
         sys.exit(EXIT_INTERRUPTED)
     except click.ClickException as e:
         e.show()

@@ -8,23 +8,34 @@ The CLI and the TUI drive the same :class:`Session`::
 
 Cancelling the task that iterates ``events()`` stops the child process (the runner's
 ``finally``), marks the run ``interrupted`` and keeps every completed point.
+
+A session holds its results directory's lock (:class:`app.lock.DirLock`) from ``new_session`` /
+``load_session`` until ``events()`` ends (or ``close()``): one process per directory.  When the
+results directory cannot be written (full filesystem, I/O error) or fio finds no space for the test
+file, ``events()`` stops the run, records it ``failed`` with the reason, removes a test file the tool
+created, and raises :class:`RunFailed` (exit 1) with one sentence.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import os
+import signal
+import stat
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Callable, Iterator
 
 from app import envinfo, safety
-from app.errors import UsageError
+from app.errors import ProfilerError, UsageError
+from app.lock import DirLock
 from app.presets import ENGINES, KINDS, STORAGE, Preset, estimate_point_seconds, plan_writes, point_key, validate_plan
-from app.results import ResultsDir, now_iso
+from app.results import ResultsDir, check_dir_path, make_dirs, now_iso, remove_dirs
 from app.runners import get_runner
 from app.runners.base import Context, Result, Sample
 from app.runners.fio import check_target_name
@@ -80,6 +91,65 @@ class RunFinished:
 Event = RunStarted | PointStarted | Sample | PointDone | PointFailed | RunFinished
 
 
+class RunFailed(ProfilerError):
+    """The run cannot go on (results directory not writable, no space for the test file); exit 1."""
+
+
+class _NoSpace(Exception):
+    """fio reported no space left for the test file: every further point would fail the same way."""
+
+
+NO_SPACE = os.strerror(errno.ENOSPC)
+
+
+WRITE_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, errno.EFBIG)
+
+
+def _os_reason(e: OSError, where: Path | None = None) -> str:
+    """One clause naming the file: "cannot write F: No space left on device"."""
+    what = e.strerror or str(e)
+    if e.filename:
+        return f"cannot write {e.filename}: {what}" if e.errno in WRITE_ERRORS else f"{e.filename}: {what}"
+    return f"cannot write in {where}: {what}" if where else what
+
+
+@contextmanager
+def _sigint_deferred() -> Iterator[None]:
+    """Hold back SIGINT (this thread) for a few quick file-system steps, so a ^C cannot leave them half
+    done; a ^C that came meanwhile is delivered when the block ends."""
+    try:
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    except (AttributeError, OSError, ValueError):
+        old = None
+    try:
+        yield
+    finally:
+        if old is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def _is_block_device(path: str) -> bool:
+    try:
+        return stat.S_ISBLK(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _try_lock(lock: DirLock) -> bool:
+    try:
+        lock.acquire()
+        return True
+    except ProfilerError:
+        return False
+
+
+def _ending(e: BaseException) -> tuple[str, str | None]:
+    """(status, reason) for run.json when ``e`` ends a run."""
+    if isinstance(e, (asyncio.CancelledError, KeyboardInterrupt, GeneratorExit)):
+        return "interrupted", None
+    return "failed", str(e) if isinstance(e, ProfilerError) else f"{type(e).__name__}: {e}"
+
+
 # --- planning -------------------------------------------------------------------------------
 
 
@@ -121,6 +191,22 @@ class Session:
     target_is_ours: bool = False
     runner: Any = None
     _meta: dict[str, Any] = field(default_factory=dict)
+    lock: DirLock | None = None
+
+    def close(self) -> None:
+        """Release the results directory (``events()`` does it when it ends)."""
+        if self.lock is not None:
+            self.lock.release()
+            self.lock = None
+
+    def mark_interrupted(self) -> None:
+        """An interrupt before ``events()`` took over: run.json says so (best effort), the lock is freed."""
+        try:
+            if self.results.read_meta().get("status") in ("planned", "running"):
+                self.results.update_meta(status="interrupted", ended=now_iso())
+        except (OSError, ProfilerError):
+            pass
+        self.close()
 
     @property
     def path(self) -> Path:
@@ -154,16 +240,22 @@ class Session:
         return batches
 
     async def events(self) -> AsyncIterator[Event]:
-        pending = self.pending()
-        total = len(self.plan)
-        done = total - len(pending)
-        failed = 0
-        remaining = sum(estimate_point_seconds(self.kind, p) for _, p in pending)
-        self.results.repair_tail()
-        meta = self.results.update_meta(status="running", resumed_at=now_iso() if done else None)
+        try:
+            pending = self.pending()
+            total = len(self.plan)
+            done = total - len(pending)
+            failed = 0
+            remaining = sum(estimate_point_seconds(self.kind, p) for _, p in pending)
+            self.results.repair_tail()
+            self.results.make_reserve()
+            meta = self.results.update_meta(status="running", resumed_at=now_iso() if done else None)
+        except OSError as e:
+            raise self._fail(_os_reason(e, self.path)) from None
+        except BaseException as e:
+            self._finish(*_ending(e))
+            raise
         yield RunStarted(total, len(pending), remaining, meta, self.path)
         ctx = Context(target=self.target, raw_dir=self.results.raw_dir, engine=self.engine, plan_writes=self.writes)
-        status = "failed"
         try:
             for batch in self._batches(pending):
                 # the device's state may have changed since planning; the check may probe the device
@@ -173,39 +265,100 @@ class Session:
                 t0 = time.monotonic()
                 points = dict(batch)
                 yield PointStarted(batch[0][0], batch[0][1], done, total, remaining)
-                async for ev in self.runner.run(batch, ctx):
-                    if isinstance(ev, Sample):
-                        yield ev
-                        continue
-                    if not isinstance(ev, Result):
-                        continue
-                    point = points[ev.index]
-                    remaining -= estimate_point_seconds(self.kind, point)
-                    if ev.error:
-                        failed += 1
-                        self._write_raw(ev, point)
-                        self._record_failure(ev.index, point, ev.error)
-                        yield PointFailed(ev.index, point, ev.error)
-                    else:
-                        record = self._record(ev, point, started_at.get(ev.index), t0)
-                        self.results.append(record)
-                        done += 1
-                        yield PointDone(ev.index, record, done, total)
-                    nxt = next((i for i in points if i > ev.index), None)
-                    if nxt is not None:
-                        started_at[nxt] = now_iso()
-                        t0 = time.monotonic()
-                        yield PointStarted(nxt, points[nxt], done, total, remaining)
+                stream = self.runner.run(batch, ctx)
+                try:
+                    async for ev in stream:
+                        if isinstance(ev, Sample):
+                            yield ev
+                            continue
+                        if not isinstance(ev, Result):
+                            continue
+                        point = points[ev.index]
+                        remaining -= estimate_point_seconds(self.kind, point)
+                        if ev.error:
+                            failed += 1
+                            no_space = self.kind == STORAGE and NO_SPACE in ev.error
+                            if no_space:  # fio filled the disk laying out our test file: free it first
+                                self._remove_scratch()
+                            self._write_raw(ev, point)
+                            self._record_failure(ev.index, point, ev.error)
+                            yield PointFailed(ev.index, point, ev.error)
+                            if no_space:  # every further point would fail the same way
+                                raise _NoSpace(f"fio found no space left on device for the test file {self.target}")
+                        else:
+                            record = self._record(ev, point, started_at.get(ev.index), t0)
+                            self.results.append(record)
+                            done += 1
+                            yield PointDone(ev.index, record, done, total)
+                        nxt = next((i for i in points if i > ev.index), None)
+                        if nxt is not None:
+                            started_at[nxt] = now_iso()
+                            t0 = time.monotonic()
+                            yield PointStarted(nxt, points[nxt], done, total, remaining)
+                finally:
+                    await stream.aclose()  # the runner's finally stops its child when we leave early
             status = "complete" if failed == 0 else "partial"
-        except (asyncio.CancelledError, KeyboardInterrupt):
-            status = "interrupted"
+        except OSError as e:  # writing the results directory: full, read-only, I/O error
+            raise self._fail(_os_reason(e, self.path)) from None
+        except _NoSpace as e:
+            raise self._fail(str(e)) from None
+        except BaseException as e:  # interrupt (cancel, ^C, consumer gone), a refusal, a bug
+            self._finish(*_ending(e))
             raise
-        finally:
-            self.results.update_meta(status=status, ended=now_iso(), points_done=len(self.completed_keys()))
-            if (status == "complete" and self.target_is_ours and self.target and os.path.isfile(self.target)
-                    and os.path.basename(self.target) == DEFAULT_TARGET_NAME):
-                os.unlink(self.target)  # our scratch file, not a result
+        self._finish(status, None)
         yield RunFinished(status, done, total, failed, self.path)
+
+    def _remove_scratch(self) -> bool:
+        """Remove the test file the tool created (not a result); True if there was one."""
+        # only ever the tool's own scratch name, whatever run.json claims
+        if (self.target_is_ours and self.target and os.path.isfile(self.target)
+                and os.path.basename(self.target) == DEFAULT_TARGET_NAME):
+            try:
+                os.unlink(self.target)
+                return True
+            except OSError:
+                pass
+        return False
+
+    def _finish(self, status: str, reason: str | None) -> str | None:
+        """Record how the run ended and release the directory; never raises.  Returns why run.json
+        could not be updated, or None."""
+        problem = None
+        try:
+            self.results.drop_reserve()  # room for this last update when the filesystem is full
+            if status in ("complete", "failed"):
+                self._remove_scratch()
+            changes: dict[str, Any] = {"status": status, "ended": now_iso()}
+            try:
+                changes["points_done"] = len(self.completed_keys())
+            except (OSError, ProfilerError):
+                pass
+            changes["error"] = reason  # why a failed run stopped; null otherwise
+            for attempt in (1, 2):
+                try:
+                    self.results.update_meta(**changes)
+                    problem = None
+                    break
+                except (OSError, ProfilerError) as e:
+                    problem = _os_reason(e) if isinstance(e, OSError) else str(e)
+                    # a second try once the scratch test file no longer takes the space
+                    if attempt == 2 or not self._remove_scratch():
+                        break
+        finally:
+            self.close()
+        return problem
+
+    def _fail(self, reason: str) -> RunFailed:
+        """End the run as failed (run.json, scratch file, lock) and the one sentence that says so."""
+        problem = self._finish("failed", reason)
+        try:
+            kept = len(self.completed_keys())
+        except (OSError, ProfilerError):
+            kept = 0
+        where = f"{kept} of {len(self.plan)} points are kept in {self.path}"
+        if problem:
+            return RunFailed(f"{reason}; the run stopped and {where}, but run.json could not record it ({problem}).")
+        return RunFailed(f"{reason}; the run stopped, {where} and run.json records it as failed.")
 
     def _write_raw(self, ev: Result, point: dict[str, Any]) -> dict[str, str]:
         stem = str(ev.extra.get("job") or point.get("group") or "point")
@@ -238,12 +391,15 @@ def new_session(
     allow_destructive: bool = False,
     engine: str = "auto",
     overrides: list[str] | tuple[str, ...] = (),
+    on_created: Callable[[Session], None] | None = None,
 ) -> Session:
-    """Validate, check safety, create the results directory and run.json. Starts nothing."""
+    """Validate, check safety, create the results directory and run.json. Starts nothing.
+    ``on_created`` is called with the session as soon as run.json exists."""
     plan = preset.expand()
     if not plan:
         raise UsageError(f"{preset.source}: the plan has no points.")
     out_dir = Path(out) if out else default_out_dir(preset.name)
+    check_dir_path(out_dir)  # a file, a name too long, read-only: usage errors before the target is looked at
     runner = get_runner(preset.kind, engine)
     if hasattr(runner, "check_plan"):
         runner.check_plan(plan)  # e.g. memory buffers larger than MemAvailable: UsageError before any file
@@ -254,7 +410,6 @@ def new_session(
         check_storage_target(target_path, plan, yes=yes, allow_destructive=allow_destructive)
     elif target is not None:
         raise UsageError(f"--target {target}: memory presets take no target.")
-    results = ResultsDir(out_dir)
     tools = runner.tool_versions()
     meta = {
         "tool": "profiler-tui",
@@ -276,23 +431,66 @@ def new_session(
         "ended": None,
         "status": "planned",
     }
-    results.create(meta)
-    if target_path is not None:
-        Path(target_path).parent.mkdir(parents=True, exist_ok=True)
-        meta["target_info"] = envinfo.target_info(target_path)
-        results.write_meta(meta)
-    return Session(results, preset.kind, plan, target_path, yes, allow_destructive, engine, ours, runner, meta)
+    if target_path is not None and _is_block_device(target_path):
+        meta["target_info"] = envinfo.target_info(target_path)  # may probe the device: before the steps below
+    # Nothing is written before this point.  Then, as one step that a ^C cannot cut in half (SIGINT is
+    # held back until it is done): the directory, its lock, the check that it holds no run, run.json.
+    # A refusal or error on the way removes everything it made (the lock file stays only in a directory
+    # that existed before).
+    results = ResultsDir(out_dir)
+    lock = DirLock(out_dir)
+    created: list[Path] = []
+    try:
+        with _sigint_deferred():
+            created += make_dirs(out_dir)
+            lock.acquire()
+            results.check_empty()
+            if target_path is not None:
+                created += make_dirs(Path(target_path).parent)
+                if meta["target_info"] is None:
+                    meta["target_info"] = envinfo.target_info(target_path)  # a file: no probe, quick
+            results.create(meta)
+            session = Session(results, preset.kind, plan, target_path, yes, allow_destructive, engine, ours,
+                              runner, meta, lock=lock)
+            if on_created is not None:
+                on_created(session)  # e.g. the CLI's ^C handler, told before a held-back ^C is delivered
+    except BaseException as e:
+        with _sigint_deferred():
+            if out_dir in created and (lock.fd is not None or _try_lock(lock)):
+                try:
+                    lock.file.unlink()  # the directory is ours: nothing of this run stays
+                except OSError:
+                    pass
+            lock.release()
+            remove_dirs(created)
+        if isinstance(e, OSError):
+            raise UsageError(f"{out_dir}: {_os_reason(e)}.") from None
+        raise
+    return session
 
 
 def load_session(path: str | os.PathLike[str], *, engine: str | None = None, yes: bool = False,
                  allow_destructive: bool = False) -> Session:
-    """Re-open a results directory to finish it (``resume``).
+    """Re-open a results directory to finish it (``resume``), holding its lock (before its pending
+    points are read: one process per directory).  A run.json that says ``running`` with the lock free
+    was left by a process that died, and is resumed like an interrupted run.
 
     A results directory is untrusted input: run.json may have been edited, so every plan point is
     validated again by the presets' own validators, and the target is checked again with the safety
     rules and the confirmations given now (``yes``/``allow_destructive``), exactly as for a new run.
     Nothing in run.json confirms anything."""
     results = ResultsDir(path)
+    lock = DirLock(results.path).acquire() if results.exists() else None  # no run.json: read_meta says so
+    try:
+        return _open_session(results, lock, engine=engine, yes=yes, allow_destructive=allow_destructive)
+    except BaseException:
+        if lock is not None:
+            lock.release()
+        raise
+
+
+def _open_session(results: ResultsDir, lock: DirLock | None, *, engine: str | None, yes: bool,
+                  allow_destructive: bool) -> Session:
     meta = results.read_meta()
     source = str(results.run_json)
     kind = meta.get("kind")
@@ -318,4 +516,4 @@ def load_session(path: str | os.PathLike[str], *, engine: str | None = None, yes
         raise UsageError(f"{source}: key 'target' has invalid value {json.dumps(target, default=str)[:200]}: "
                          "a memory run has no target.")
     runner = get_runner(kind, chosen_engine)
-    return Session(results, kind, plan, target, yes, allow_destructive, chosen_engine, ours, runner, meta)
+    return Session(results, kind, plan, target, yes, allow_destructive, chosen_engine, ours, runner, meta, lock=lock)

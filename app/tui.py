@@ -10,6 +10,7 @@ first, so lsblk and the probes overlap with importing Textual (the first screen 
 
 from __future__ import annotations
 
+import signal
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -52,7 +53,13 @@ def run_tui() -> int:
 
         return list_devices()
 
-    app = create_app(devices=devices, handle_signals=True)
+    app = create_app(devices=devices, handle_signals=True)  # imports Textual and its terminal driver
+    # Until here ^C ends the process at once with one line (app.__main__: a KeyboardInterrupt raised
+    # mid-import can surface as another exception); the running app gets Python's KeyboardInterrupt.
+    try:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    except ValueError:  # not the main thread
+        pass
     code = app.run()
     return code if isinstance(code, int) else app.exit_code
 

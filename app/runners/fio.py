@@ -17,6 +17,7 @@ from typing import Any, AsyncIterator
 
 from app.errors import ToolMissing, UsageError
 from app.presets import WRITE_MODES
+from app.results import write_new
 from app.runners.base import Child, Context, Result, Sample
 from app.runners.fio_parse import PERCENTILE_LIST, DocumentSplitter, SampleTracker, metrics
 from app.units import format_size
@@ -155,6 +156,9 @@ def job_file(point: dict[str, Any], target: str, plan_writes: bool = True) -> st
         ("lat_percentiles", 1),
         ("percentile_list", PERCENTILE_LIST),
         ("randrepeat", 0),
+        # jobs as threads of the one fio process, which the kernel kills with profiler-tui
+        # (PR_SET_PDEATHSIG); forked job processes would outlive it (each calls setsid)
+        ("thread", 1),
     ]
     job = [
         ("rw", point["rw"]),
@@ -200,7 +204,7 @@ class FioRunner:
         read_only = read_only_job(ctx.target, ctx.plan_writes)
         ctx.raw_dir.mkdir(parents=True, exist_ok=True)
         job_path = ctx.raw_dir / f"{index:04d}-{job_name(point)}.fio"
-        job_path.write_text(text)
+        write_new(job_path, text.encode())  # removed again if the disk is full
         started = time.monotonic()
         child = await Child.start(*fio_command(str(job_path), read_only))
         proc = child.proc

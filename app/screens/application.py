@@ -27,7 +27,7 @@ class Options:
     engine: str = "auto"  # memory engine for presets
     clock: Callable[[], float] = time.monotonic
     chart_interval: float = 0.5  # chart redraw period (s): 2 Hz
-    handle_signals: bool = False  # SIGTERM/SIGHUP (docker stop, SSH hang-up) stop a run cleanly, then exit
+    handle_signals: bool = False  # SIGTERM/SIGHUP/SIGINT (docker stop, SSH hang-up, kill -INT) stop a run cleanly, then exit 130
 
 
 class ProfilerApp(App[int]):
@@ -50,7 +50,7 @@ class ProfilerApp(App[int]):
 
         if self.options.handle_signals:
             loop = asyncio.get_running_loop()
-            for sig in (signal.SIGTERM, signal.SIGHUP):
+            for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
                 try:
                     loop.add_signal_handler(sig, self._on_signal)
                 except (NotImplementedError, RuntimeError, ValueError):

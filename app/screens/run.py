@@ -37,6 +37,12 @@ def describe_error(error: BaseException | None) -> str:
     return str(error) or type(error).__name__
 
 
+def _close_made_session(future: "asyncio.Future[Any]") -> None:
+    if not future.cancelled() and future.exception() is None:
+        session = future.result()
+        session.mark_interrupted()
+
+
 class RunScreen(Screen[None]):
     BINDINGS = [
         Binding("c", "cancel", "Stop run"),
@@ -123,15 +129,29 @@ class RunScreen(Screen[None]):
         if self.source is not None:
             events = self.source()
         else:
-            # new_session probes the environment and tool versions (subprocesses): off the event loop
-            self.session = await asyncio.to_thread(self._new_session)
+            # new_session probes the environment and tool versions (subprocesses): off the event loop.
+            # It takes the results directory's lock; a session made while this worker was being
+            # cancelled is closed (lock released) as soon as the thread hands it over.
+            making = asyncio.ensure_future(asyncio.to_thread(self._new_session))
+            try:
+                self.session = await asyncio.shield(making)
+            except asyncio.CancelledError:
+                making.add_done_callback(_close_made_session)
+                raise
             self.path = self.session.path
             notice = getattr(self.session.runner, "notice", None)
             if notice:
                 self.log_line(notice)
             events = self.session.events()
-        async for event in events:
-            self.handle(event)
+        try:
+            async for event in events:
+                self.handle(event)
+        finally:
+            aclose = getattr(events, "aclose", None)
+            if aclose is not None:
+                await aclose()  # the run's own clean-up (child stopped, run.json, lock) when we leave early
+            if self.session is not None:
+                self.session.close()
         return self.status
 
     async def stop(self, timeout: float = 15.0) -> None:
