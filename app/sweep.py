@@ -26,6 +26,7 @@ from app.presets import STORAGE, Preset, estimate_point_seconds, plan_writes, po
 from app.results import ResultsDir, now_iso
 from app.runners import get_runner
 from app.runners.base import Context, Result, Sample
+from app.space import check_free_space
 
 DEFAULT_TARGET_NAME = "profiler-tui.testfile"
 
@@ -241,6 +242,7 @@ def new_session(
         safety.check_target(target_path, plan_writes(preset.kind, plan), yes=yes, allow_destructive=allow_destructive)
     elif target is not None:
         raise UsageError(f"--target {target}: memory presets take no target.")
+    check_free_space(out_dir, target_path, plan, len(plan), plan_writes(preset.kind, plan))
     results = ResultsDir(out_dir)
     tools = runner.tool_versions()
     meta = {
