@@ -73,8 +73,13 @@ def devices(as_json: bool) -> int:
     """Block devices with size, model, transport, mounts, filesystem and the safety verdict."""
     from app.devices import list_devices, render_devices_table
 
+    from app.container import device_access_problem
+
     devs = list_devices()
     click.echo(json.dumps(devs, indent=2) if as_json else render_devices_table(devs))
+    problem = device_access_problem()
+    if problem:  # in a container without --privileged / -v /dev:/dev: say which flag, not "no devices"
+        click.echo(problem, err=True)
     return 0
 
 
@@ -208,6 +213,11 @@ async def _drive(session: Any, printer: ProgressPrinter) -> Any:
 
 def _execute(session: Any) -> int:
     """Run a session to its end; it holds the results directory's lock until then."""
+    from app.container import results_volume_warning
+
+    lost = results_volume_warning(session.path)
+    if lost:  # in a container without a /results volume, --rm throws the results away
+        click.echo(f"Warning: {lost}", err=True)
     try:
         notice = getattr(session.runner, "notice", None)
         if notice:  # e.g. --engine auto falling back to the built-in memory engine

@@ -429,9 +429,12 @@ def _classify_file(path: str, writes: bool, state: SystemState | None) -> Verdic
         st = os.stat(path)
     except FileNotFoundError:
         if path == "/dev" or path.startswith("/dev/"):
+            from app.container import missing_device_hint
+
+            hint = missing_device_hint(path)
             return Verdict(path, "other", REFUSED, [
                 f"{path} does not exist, and a missing path under /dev is never created as a file "
-                "(check the device name with `profiler-tui devices`)"])
+                + (f"({hint})" if hint else "(check the device name with `profiler-tui devices`)")])
         return Verdict(path, "file", OK, [f"{path} is a new regular file (created to the plan's size)"])
     except OSError as e:
         return Verdict(path, "other", REFUSED, [f"{path} cannot be examined: {e.strerror}"])

@@ -39,6 +39,7 @@ from app.results import ResultsDir, check_dir_path, make_dirs, now_iso, remove_d
 from app.runners import get_runner
 from app.runners.base import Context, Result, Sample
 from app.runners.fio import check_target_name
+from app.space import check_free_space
 
 DEFAULT_TARGET_NAME = "profiler-tui.testfile"
 
@@ -410,6 +411,7 @@ def new_session(
         check_storage_target(target_path, plan, yes=yes, allow_destructive=allow_destructive)
     elif target is not None:
         raise UsageError(f"--target {target}: memory presets take no target.")
+    check_free_space(out_dir, target_path, plan, len(plan), plan_writes(preset.kind, plan))
     tools = runner.tool_versions()
     meta = {
         "tool": "profiler-tui",
@@ -515,5 +517,6 @@ def _open_session(results: ResultsDir, lock: DirLock | None, *, engine: str | No
     elif target is not None:
         raise UsageError(f"{source}: key 'target' has invalid value {json.dumps(target, default=str)[:200]}: "
                          "a memory run has no target.")
+    check_free_space(results.path, target, plan, len(plan), plan_writes(kind, plan))
     runner = get_runner(kind, chosen_engine)
     return Session(results, kind, plan, target, yes, allow_destructive, chosen_engine, ours, runner, meta, lock=lock)

@@ -1,0 +1,157 @@
+"""Where the tool runs: in a container or not, what it can see of the host's block devices, and whether
+its results outlive it.
+
+The image is meant to run as ``docker run --rm -it --privileged -v /dev:/dev -v "$PWD/results:/results"``.
+Each flag has a failure that would otherwise be silent or misleading:
+
+* without ``--privileged`` / ``-v /dev:/dev`` the kernel's block devices are listed in /sys/block but
+  have no node in /dev (or the node cannot be opened): the tool says which flags to add instead of
+  "no block devices";
+* without the ``/results`` volume the results are written into the container's own layer and vanish
+  with ``--rm``: the tool warns before a run and on the TUI's first screen.
+
+Headless: no UI library is imported here.  Every probe takes its roots as arguments so tests can fake
+a container from the outside.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+
+RUN_FLAGS = '--privileged -v /dev:/dev'
+RESULTS_FLAG = '-v "$PWD/results:/results"'
+
+
+def container_engine(root: str = "/") -> str | None:
+    """``podman``, ``docker``, another engine's name, or None when not in a container."""
+    r = Path(root)
+    if (r / "run/.containerenv").exists():
+        return "podman"
+    if (r / ".dockerenv").exists():
+        return "docker"
+    env = os.environ.get("container") if root == "/" else None
+    if env:
+        return env
+    try:
+        cgroup = (r / "proc/1/cgroup").read_text(errors="replace")
+    except OSError:
+        return None
+    for marker, name in (("libpod", "podman"), ("docker", "docker"), ("kubepods", "kubernetes"),
+                         ("containerd", "containerd")):
+        if marker in cgroup:
+            return name
+    return None
+
+
+def _kernel_block_devices(sys_block: str) -> list[str]:
+    try:
+        names = sorted(os.listdir(sys_block))
+    except OSError:
+        return []
+    out = []
+    for name in names:
+        try:
+            size = int(Path(sys_block, name, "size").read_text().strip() or 0)
+        except (OSError, ValueError):
+            size = 0
+        if size > 0:
+            out.append(name)
+    return out
+
+
+def device_access_problem(root: str = "/", engine: str | None = None) -> str | None:
+    """One sentence when this container cannot reach the host's block devices, saying which flag to add;
+    None outside a container or when the devices are reachable."""
+    engine = engine if engine is not None else container_engine(root)
+    if engine is None:
+        return None
+    names = _kernel_block_devices(os.path.join(root, "sys/block"))
+    if not names:
+        return None
+    dev = os.path.join(root, "dev")
+    nodes = [n for n in names if os.path.exists(os.path.join(dev, n.replace("!", "/")))]
+    if not nodes:
+        shown = ", ".join(names[:4]) + (" …" if len(names) > 4 else "")
+        return (f"This {engine} container cannot see the host's block devices ({shown} are in /sys/block but "
+                f"not in /dev): run it with {RUN_FLAGS}.")
+    denied = []
+    for n in nodes:
+        path = os.path.join(dev, n.replace("!", "/"))
+        try:
+            if not stat.S_ISBLK(os.stat(path).st_mode):
+                continue
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            os.close(fd)
+            return None  # at least one device can be opened: access is there
+        except OSError as e:
+            if e.errno in (errno.EPERM, errno.EACCES):
+                denied.append(n)
+    if denied:
+        return (f"This {engine} container may not open the host's block devices ({', '.join(denied[:4])}: "
+                f"permission denied by the container's device policy): run it with {RUN_FLAGS}.")
+    return None
+
+
+def missing_device_hint(path: str, root: str = "/", engine: str | None = None) -> str | None:
+    """For a /dev path that does not exist: the flag to add when the kernel has that device but this
+    container has no node for it."""
+    engine = engine if engine is not None else container_engine(root)
+    if engine is None or not path.startswith("/dev/"):
+        return None
+    name = os.path.basename(path)
+    if os.path.isdir(os.path.join(root, "sys/class/block", name)) or os.path.isdir(os.path.join(root, "sys/block", name)):
+        return f"the kernel has {name}, but this {engine} container has no {path}: run it with {RUN_FLAGS}"
+    return None
+
+
+def _mount_point(path: str, mountinfo: str) -> str:
+    """The mount point under which ``path`` lies (longest matching prefix in mountinfo)."""
+    best = "/"
+    for line in mountinfo.splitlines():
+        parts = line.split()
+        if len(parts) < 5:
+            continue
+        mp = parts[4].replace("\\040", " ")
+        if (path == mp or path.startswith(mp.rstrip("/") + "/")) and len(mp) > len(best):
+            best = mp
+    return best
+
+
+def results_volume_warning(results_dir: str | os.PathLike[str], root: str = "/", engine: str | None = None,
+                           mountinfo: str | None = None) -> str | None:
+    """One sentence when results would be written into the container's own layer (lost with ``--rm``)."""
+    engine = engine if engine is not None else container_engine(root)
+    if engine is None:
+        return None
+    if mountinfo is None:
+        try:
+            mountinfo = Path(root, "proc/self/mountinfo").read_text(errors="replace")
+        except OSError:
+            return None
+    path = os.path.realpath(os.path.abspath(results_dir))
+    if _mount_point(path, mountinfo) != "/":
+        return None  # a volume or bind mount: it outlives the container
+    return (f"Results in {path} will be lost when the container exits: add {RESULTS_FLAG} to the {engine} run "
+            "command.")
+
+
+def unwritable_hint(path: str | os.PathLike[str], err: OSError, engine: str | None = "detect") -> str:
+    """What to change when the results directory cannot be written (read-only volume, wrong owner)."""
+    engine = container_engine() if engine == "detect" else engine
+    where = f"{path}"
+    if err.errno == errno.EROFS:
+        fix = ("mount the results volume read-write (no ':ro' after -v …:/results)" if engine
+               else "choose a directory on a writable filesystem with --out")
+        return f"{where} is on a read-only filesystem: {fix}."
+    if err.errno in (errno.EACCES, errno.EPERM):
+        uid = os.geteuid()
+        fix = (f"run the container as a user who owns the results folder (it runs as uid {uid}: --user), "
+               "or chown/chmod that folder on the host" if engine
+               else "choose a directory you may write with --out, or fix its permissions")
+        return f"{where} is not writable by uid {uid}: {fix}."
+    if err.errno == errno.ENOSPC:
+        return f"{where}: no space left on the device: free space or choose another --out directory."
+    return f"{where} cannot be written ({err.strerror}): choose another --out directory."

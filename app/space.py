@@ -1,0 +1,98 @@
+"""Free space, checked before a run starts: the test file fio will lay out and the results must fit.
+
+fio lays a test file out to ``size`` before it measures; on a volume too small for it, fio fills the
+volume, and then run.json, the raw outputs and even fio's own message cannot be written.  So a run (and
+a resume) is refused up front, in one sentence naming the path and the sizes, when
+
+* the target is a file the run will create or extend (a new file, the tool's scratch file, or an
+  existing file a write plan may grow to ``size``) and its filesystem lacks the missing bytes, or
+* the results directory's filesystem lacks the room for run.json, results.jsonl and the raw outputs
+  (``RESULTS_BASE`` plus ``RESULTS_PER_POINT`` per point to run),
+
+both summed when the target and the results share a filesystem.  Space is counted as ``f_bavail`` (what
+an unprivileged writer may use).  ENOSPC that still happens (another writer fills the volume during the
+run) is handled by the sweep itself.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+from app.errors import UsageError
+from app.units import format_size_human
+
+RESULTS_BASE = 4 << 20  # run.json, results.jsonl, report headroom
+RESULTS_PER_POINT = 256 << 10  # a storage point's raw json+ (latency bins), job file and stderr: ~30-150 KiB
+
+
+def _existing_dir(path: Path) -> Path:
+    """The nearest existing ancestor of ``path`` (where a directory to be created will live)."""
+    p = path.absolute()
+    while not p.exists() and p != p.parent:
+        p = p.parent
+    return p
+
+
+def free_bytes(path: Path) -> tuple[int, int]:
+    """(bytes available, device id) of the filesystem holding ``path`` or its nearest existing ancestor."""
+    where = _existing_dir(path)
+    st = os.statvfs(where)
+    return st.f_bavail * st.f_frsize, os.stat(where).st_dev
+
+
+def _human(n: int) -> str:
+    for unit, mult in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= mult:
+            return f"{n / mult:.1f} {unit}"
+    return format_size_human(n)
+
+
+def target_growth(target: str, plan: list[dict[str, Any]], writes: bool) -> int:
+    """Bytes fio may add to a file target: up to the plan's largest ``size`` (block devices: none; an
+    existing file under a read-only plan: none, it is read as it is)."""
+    try:
+        st = os.stat(target)
+    except FileNotFoundError:
+        return max(int(p["size"]) for p in plan)
+    except OSError:
+        return 0
+    if not stat.S_ISREG(st.st_mode) or not writes:
+        return 0
+    # an existing file occupies its allocated blocks already; a sparse one may still need the rest
+    allocated = st.st_blocks * 512
+    return max(0, max(int(p["size"]) for p in plan) - allocated)
+
+
+def check_free_space(out_dir: str | os.PathLike[str], target: str | None, plan: list[dict[str, Any]],
+                     pending: int, writes: bool) -> None:
+    """UsageError (exit 2) when the results directory or a file target's filesystem is too small."""
+    out = Path(out_dir)
+    needs: dict[int, list[tuple[str, int]]] = {}
+    avail: dict[int, int] = {}
+    try:
+        free, dev = free_bytes(out)
+    except OSError:
+        return  # cannot tell: the run's own errors will speak
+    avail[dev] = free
+    needs.setdefault(dev, []).append((f"the results in {out}", RESULTS_BASE + RESULTS_PER_POINT * pending))
+    if target is not None:
+        grow = target_growth(target, plan, writes)
+        if grow:
+            try:
+                tfree, tdev = free_bytes(Path(target).parent)
+            except OSError:
+                tfree, tdev = None, None
+            if tdev is not None and tfree is not None:
+                avail.setdefault(tdev, tfree)
+                needs.setdefault(tdev, []).append((f"the test file {target}", grow))
+    for dev, items in needs.items():
+        total = sum(n for _, n in items)
+        if total > avail[dev]:
+            what = " and ".join(f"{name} ({_human(n)})" for name, n in items)
+            raise UsageError(
+                f"Not enough free space: {what} need {_human(total)}, but their filesystem has "
+                f"{_human(avail[dev])} free; free space, choose a smaller size (e.g. --set size=…), or "
+                "another --out/--target.")
