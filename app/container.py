@@ -107,22 +107,29 @@ def missing_device_hint(path: str, root: str = "/", engine: str | None = None) -
     return None
 
 
-def _mount_point(path: str, mountinfo: str) -> str:
-    """The mount point under which ``path`` lies (longest matching prefix in mountinfo)."""
-    best = "/"
+# filesystems a container engine builds its root from: writes there live in the container's own layer
+LAYERED_FS = ("overlay", "fuse-overlayfs", "fuse.fuse-overlayfs", "aufs", "vfs")
+
+
+def _mount_of(path: str, mountinfo: str) -> tuple[str, str]:
+    """(mount point, filesystem type) of the mount ``path`` lies on (longest matching mount point)."""
+    best, fstype = "", ""
     for line in mountinfo.splitlines():
         parts = line.split()
-        if len(parts) < 5:
+        if len(parts) < 5 or "-" not in parts[5:]:
             continue
         mp = parts[4].replace("\\040", " ")
-        if (path == mp or path.startswith(mp.rstrip("/") + "/")) and len(mp) > len(best):
-            best = mp
-    return best
+        sep = parts.index("-", 5)
+        if (path == mp or path.startswith(mp.rstrip("/") + "/")) and len(mp) >= len(best):
+            best, fstype = mp, parts[sep + 1] if len(parts) > sep + 1 else ""
+    return best or "/", fstype
 
 
 def results_volume_warning(results_dir: str | os.PathLike[str], root: str = "/", engine: str | None = None,
                            mountinfo: str | None = None) -> str | None:
-    """One sentence when results would be written into the container's own layer (lost with ``--rm``)."""
+    """One sentence when results would be written into the container's own layer (lost with ``--rm``):
+    in a container, on its root filesystem, and that root is an engine's layered filesystem (overlay …)
+    rather than a disk (a VM built from a container image also has /.dockerenv)."""
     engine = engine if engine is not None else container_engine(root)
     if engine is None:
         return None
@@ -132,8 +139,9 @@ def results_volume_warning(results_dir: str | os.PathLike[str], root: str = "/",
         except OSError:
             return None
     path = os.path.realpath(os.path.abspath(results_dir))
-    if _mount_point(path, mountinfo) != "/":
-        return None  # a volume or bind mount: it outlives the container
+    mount, fstype = _mount_of(path, mountinfo)
+    if mount != "/" or fstype not in LAYERED_FS:
+        return None  # a volume, a bind mount or a real disk: it outlives the container
     return (f"Results in {path} will be lost when the container exits: add {RESULTS_FLAG} to the {engine} run "
             "command.")
 

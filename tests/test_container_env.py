@@ -83,6 +83,9 @@ def test_results_volume_warning(tmp_path):
         or container.container_engine() is not None
     # a prefix is not a mount: /resultsX is not under /results
     assert container.results_volume_warning("/resultsX/a", engine="docker", mountinfo=MOUNTINFO_VOLUME)
+    # a VM made from a container image keeps /.dockerenv, but its root is a disk: nothing is lost
+    vm = "27 1 254:1 / / rw,relatime - ext4 /dev/vda rw\n"
+    assert container.results_volume_warning("/results/q", engine="docker", mountinfo=vm) is None
 
 
 def test_unwritable_hints():

@@ -370,12 +370,17 @@ def test_ctrl_c_at_any_moment_of_start_up_is_one_line_and_130(tmp_path: Path) ->
 # --- item 5: the results directory fills up (ENOSPC) -----------------------------------------------
 
 
+# the free-space check refuses these runs up front (tests/test_free_space.py); here the disk fills
+# during the run, as when another writer takes the space
+NO_SPACE_CHECK = {"PROFILER_TUI_NO_SPACE_CHECK": "1"}
+
+
 def test_raw_outputs_filling_the_disk_end_the_run_as_failed(tmp_path: Path) -> None:
     with tmpfs(tmp_path / "small", "160k") as mnt:
         out = mnt / "o"
         proc = run_cli("run", "custom", "--target", str(tmp_path / "t.bin"), "--out", str(out),
                        "--set", "iodepth=1,2,4,8,16,32,64,128", "--set", "runtime=1", "--set", "size=16m",
-                       timeout=240)
+                       timeout=240, env=NO_SPACE_CHECK)
         assert proc.returncode == 1, proc.stderr
         lines = proc.stderr.strip().splitlines()
         assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
@@ -392,7 +397,7 @@ def test_fio_layout_filling_the_disk_ends_the_run_and_removes_the_test_file(tmp_
     with tmpfs(tmp_path / "small", "4m") as mnt:
         out = mnt / "o"
         proc = run_cli("run", "custom", "--out", str(out), "--set", "iodepth=1,2", "--set", "runtime=1",
-                       "--set", "size=8m", timeout=120)
+                       "--set", "size=8m", timeout=120, env=NO_SPACE_CHECK)
         assert proc.returncode == 1, proc.stderr
         err = [ln for ln in proc.stderr.strip().splitlines() if ln.startswith("profiler-tui:")]
         assert len(err) == 1 and "no space left on device for the test file" in err[0], proc.stderr
@@ -407,7 +412,11 @@ def test_fio_layout_filling_the_disk_ends_the_run_and_removes_the_test_file(tmp_
 def test_a_disk_too_full_even_for_run_json_says_so(tmp_path: Path) -> None:
     with tmpfs(tmp_path / "small", "256k") as mnt:
         preset = presets.apply_overrides(presets.load("custom"), ["runtime=1", "size=16m"])
-        session = new_session(preset, target=str(tmp_path / "t.bin"), out=mnt / "o")
+        os.environ["PROFILER_TUI_NO_SPACE_CHECK"] = "1"
+        try:
+            session = new_session(preset, target=str(tmp_path / "t.bin"), out=mnt / "o")
+        finally:
+            del os.environ["PROFILER_TUI_NO_SPACE_CHECK"]
         fd = os.open(mnt / "filler", os.O_WRONLY | os.O_CREAT)
         try:  # take every block that is left
             while os.write(fd, b"\0" * 4096):
