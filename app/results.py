@@ -125,9 +125,11 @@ def check_dir_path(path: Path) -> list[Path]:
             what = "is not a directory" if p == path else f"cannot be created: {p} is not a directory"
             raise UsageError(f"{path}: {what}; choose a directory for the results.")
         if not os.access(p, os.W_OK | os.X_OK):
-            why = "is on a read-only filesystem" if _read_only(p) else "is not writable"
+            from app.container import unwritable_hint  # says which flag or permission to change
+
+            code = errno.EROFS if _read_only(p) else errno.EACCES
             what = "" if p == path else "cannot be created: "
-            raise UsageError(f"{path}: {what}{p} {why}.")
+            raise UsageError(f"{path}: {what}{unwritable_hint(p, OSError(code, os.strerror(code)))}")
         return missing
     return missing
 

@@ -269,6 +269,51 @@ else
     tail -n 20 "$tmp/mlc-ro.log"; bad "unprivileged --engine auto with MLC mounted"
 fi
 
+# --- the run command without the flags it needs ----------------------------------------------------
+# Each missing flag of `docker run --rm -it --privileged -v /dev:/dev -v "$PWD/results:/results"` gets one
+# sentence naming it (never "no devices" or a traceback), and a refused run leaves no directory behind.
+step "run without --privileged / -v /dev:/dev, without /results, read-only /results, --user 1000"
+plain() { "${PODMAN_RUN[@]}" --rm --name "$NAME-$((RANDOM))" "$@"; }
+no_tb() { ! grep -q Traceback "$1"; }
+rc=0; plain -v "$tmp/results:/results" "$TAG" devices >"$tmp/nopriv-dev.out" 2>"$tmp/nopriv-dev.err" || rc=$?
+if [ "$rc" = 0 ] && grep -q -- '--privileged -v /dev:/dev' "$tmp/nopriv-dev.err" && no_tb "$tmp/nopriv-dev.err"; then
+    ok "devices without --privileged names the flags: $(head -c 160 "$tmp/nopriv-dev.err")"
+else
+    cat "$tmp/nopriv-dev.err"; bad "devices without --privileged (exit $rc)"
+fi
+rc=0; plain -v "$tmp/results:/results" "$TAG" run custom --target "$loop" --set rw=randread --set runtime=1 --yes \
+    --out /results/nopriv >"$tmp/nopriv-run.log" 2>&1 || rc=$?
+if [ "$rc" = 3 ] && grep -q -- '--privileged -v /dev:/dev' "$tmp/nopriv-run.log" && no_tb "$tmp/nopriv-run.log" \
+   && [ ! -e "$tmp/results/nopriv" ]; then
+    ok "--target $loop without -v /dev:/dev: exit 3 naming the flags"
+else
+    cat "$tmp/nopriv-run.log"; bad "--target $loop without -v /dev:/dev (exit $rc)"
+fi
+rc=0; plain --privileged "$TAG" run custom --set runtime=1 --set size=4m --yes >"$tmp/novol.log" 2>&1 || rc=$?
+if [ "$rc" = 0 ] && grep -q 'will be lost when the container exits' "$tmp/novol.log" \
+   && grep -q -- '-v "$PWD/results:/results"' "$tmp/novol.log"; then
+    ok "no /results volume: the run warns that its results will be lost"
+else
+    cat "$tmp/novol.log"; bad "no /results volume (exit $rc)"
+fi
+rc=0; plain --privileged -v "$tmp/results:/results:ro" "$TAG" run custom --set runtime=1 --set size=4m --yes \
+    --out /results/ro >"$tmp/ro.log" 2>&1 || rc=$?
+if [ "$rc" = 2 ] && grep -q 'read-only' "$tmp/ro.log" && grep -q ':ro' "$tmp/ro.log" && no_tb "$tmp/ro.log" \
+   && [ "$(wc -l <"$tmp/ro.log")" -le 2 ] && [ ! -e "$tmp/results/ro" ]; then
+    ok "read-only /results: exit 2, one sentence: $(head -c 160 "$tmp/ro.log")"
+else
+    cat "$tmp/ro.log"; bad "read-only /results (exit $rc)"
+fi
+mkdir -p "$tmp/rootowned" && chmod 755 "$tmp/rootowned"
+rc=0; plain --privileged --user 1000 -v "$tmp/rootowned:/results" "$TAG" run custom --set runtime=1 --set size=4m \
+    --yes >"$tmp/user.log" 2>&1 || rc=$?
+if [ "$rc" = 2 ] && grep -q 'not writable by uid 1000' "$tmp/user.log" && grep -q -- '--user' "$tmp/user.log" \
+   && no_tb "$tmp/user.log" && [ -z "$(ls -A "$tmp/rootowned")" ]; then
+    ok "--user 1000 on a root-owned /results: exit 2, one sentence: $(head -c 160 "$tmp/user.log")"
+else
+    cat "$tmp/user.log"; ls -la "$tmp/rootowned"; bad "--user 1000 on a root-owned /results (exit $rc)"
+fi
+
 # --- the TUI in a pseudo-terminal -----------------------------------------------------------------
 step "TUI in a pseudo-terminal (80x24)"
 # (the TUI check comes last: it needs the app's TUI, written separately from the core)
