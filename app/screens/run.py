@@ -6,6 +6,7 @@ engine) and the session marks the run interrupted, keeping every completed point
 from __future__ import annotations
 
 import asyncio
+import threading
 from pathlib import Path
 from typing import Any, AsyncIterator, Callable
 
@@ -35,6 +36,13 @@ def describe_error(error: BaseException | None) -> str:
     if isinstance(error, OSError) and error.strerror:
         return f"{error.strerror}: {error.filename}" if error.filename else error.strerror
     return str(error) or type(error).__name__
+
+
+def mark_interrupted(session: Any) -> None:
+    """A session that never started its events: run.json goes from ``planned`` to ``interrupted``."""
+    from app.results import now_iso
+
+    session.results.update_meta(status="interrupted", ended=now_iso())
 
 
 class RunScreen(Screen[None]):
@@ -69,6 +77,8 @@ class RunScreen(Screen[None]):
         self.finished: sweep.RunFinished | None = None
         self.error: str | None = None
         self.events_seen = 0
+        self._start_lock = threading.Lock()
+        self._start_abandoned = False  # the run was stopped while its session was being created
 
     # --- layout -------------------------------------------------------------------------------
 
@@ -118,13 +128,33 @@ class RunScreen(Screen[None]):
                                  allow_destructive=bool(t and t.allow_destructive), engine=r.engine,
                                  overrides=r.overrides)
 
+    def _start_session(self, sessions: list[Any]) -> Any:
+        """In a thread: create the session; if the run was stopped meanwhile, its run.json says so."""
+        session = self._new_session()
+        sessions.append(session)  # the app's list: the exit deadline marks what did not end
+        with self._start_lock:
+            self.session = session
+            abandoned = self._start_abandoned
+        if abandoned:
+            mark_interrupted(session)
+        return session
+
     @work(exclusive=True, group="run", exit_on_error=False)
     async def run_session(self) -> str:
         if self.source is not None:
             events = self.source()
         else:
-            # new_session probes the environment and tool versions (subprocesses): off the event loop
-            self.session = await asyncio.to_thread(self._new_session)
+            # new_session probes the environment and tool versions (subprocesses): off the event loop.
+            # Stopped meanwhile, the thread still finishes; whichever side comes second marks run.json.
+            try:
+                await asyncio.to_thread(self._start_session, self.app.sessions)  # type: ignore[attr-defined]
+            except asyncio.CancelledError:
+                with self._start_lock:
+                    self._start_abandoned = True
+                    session = self.session
+                if session is not None:
+                    mark_interrupted(session)
+                raise
             self.path = self.session.path
             notice = getattr(self.session.runner, "notice", None)
             if notice:
