@@ -48,6 +48,10 @@ FORM_INVALID = "The form has errors (shown in red); fix them first — nothing w
 NAME_REQUIRED = "Give the preset a name to save it."
 SAVED = "Saved as {path}"
 SAVE_FAILED = "Not saved: {error}"
+SAVE_OVERWRITE = "Your preset {name} exists ({path}). Overwrite it?"
+SAVE_SHADOW = ("{name} is a shipped preset. Save yours under the same name? It then replaces the shipped "
+               "{name} in every list (delete your file to get it back).")
+SAVE_KEPT = "Not saved: {name} is unchanged; pick another name."
 CUSTOM_DESCRIPTION = "Custom sweep built in the TUI."
 
 # --- run --------------------------------------------------------------------------------------

@@ -65,3 +65,46 @@ async def test_stop_while_the_session_starts_marks_the_run_interrupted(
         meta = await wait_for(pilot, lambda: (m := json.loads(found[0].read_text()))["status"] != "planned" and m,
                               20, "run.json to leave 'planned'")
     assert meta["status"] == "interrupted" and meta["ended"]
+
+
+# --- saving a custom preset over an existing name asks first -------------------------------------
+
+
+async def type_into(pilot, selector: str, text: str) -> None:
+    pilot.app.screen.query_one(selector).focus()
+    await pilot.press("end", "ctrl+u", *text)
+
+
+async def test_saving_under_a_shipped_or_existing_name_asks(tmp_path: Path) -> None:
+    mine = core.user_dir() / "quick.toml"
+    app = create_app(devices=DEVICES, results_dir=tmp_path / "results", overrides=SMALL)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("p", "c")
+        form = app.screen
+        assert isinstance(form, CustomSweepScreen)
+        await type_into(pilot, "#name", "quick")
+        await pilot.press("ctrl+s")
+        assert isinstance(app.screen, YesNo), "a shipped name is shadowed only after asking"
+        assert "shipped preset" in app.screen.question
+        await pilot.press("n")
+        assert app.screen is form and not mine.exists()
+        assert "unchanged" in form.query_one("#err-name").text
+
+        await pilot.press("ctrl+s", "y")
+        assert app.screen is form and mine.exists()
+        first = mine.read_text()
+        assert 'bs = 4096' in first or "4096" in first
+
+        await type_into(pilot, "#storage-bs", "64k")
+        await type_into(pilot, "#name", "quick")
+        await pilot.press("ctrl+s")
+        assert isinstance(app.screen, YesNo) and "Overwrite" in app.screen.question
+        await pilot.press("escape")
+        assert mine.read_text() == first, "no: the user's preset is unchanged"
+        await pilot.press("ctrl+s", "y")
+        assert "65536" in mine.read_text()
+
+        await type_into(pilot, "#name", "brand-new")
+        await pilot.press("ctrl+s")
+        assert app.screen is form, "a new name saves without asking"
+        assert (core.user_dir() / "brand-new.toml").exists()
