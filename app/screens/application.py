@@ -34,6 +34,9 @@ class ProfilerApp(App[int]):
     TITLE = msg.TITLE
     CSS_PATH = str(Path(__file__).resolve().parent.parent / "tui.tcss")
     ENABLE_COMMAND_PALETTE = True
+    # every screen gets -narrow below 64 columns (stacked layouts) and -short below 20 rows
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (64, "-wide")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (20, "-tall")]
     BINDINGS = [
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("q", "request_quit", "Quit"),

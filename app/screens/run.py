@@ -10,6 +10,7 @@ import threading
 from pathlib import Path
 from typing import Any, AsyncIterator, Callable
 
+from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -98,11 +99,11 @@ class RunScreen(Screen[None]):
                         else:
                             yield ThroughputChart(id="throughput")
                             yield LatencyChart(id="latency")
-                    yield RichLog(id="log-short", max_lines=200, wrap=False, markup=False)
+                    yield RichLog(id="log-short", max_lines=200, wrap=True, markup=False, min_width=20)
                 with TabPane("Curve 2", id="curve"):
                     yield CurveChart(self.kind, id="curve-chart")
                 with TabPane("Log 3", id="log"):
-                    yield RichLog(id="log-full", max_lines=2000, wrap=True, markup=False)
+                    yield RichLog(id="log-full", max_lines=2000, wrap=True, markup=False, min_width=20)
         yield Footer()
 
     def on_mount(self) -> None:
@@ -260,9 +261,11 @@ class RunScreen(Screen[None]):
     # --- rendering ----------------------------------------------------------------------------
 
     def log_line(self, line: str, short: bool = True) -> None:
-        self.query_one("#log-full", RichLog).write(line)
+        # wrapped, and a long path folded rather than cut: the resume hint must stay readable
+        text = Text(line, overflow="fold")
+        self.query_one("#log-full", RichLog).write(text)
         if short:
-            self.query_one("#log-short", RichLog).write(line)
+            self.query_one("#log-short", RichLog).write(text)
 
     def update_progress(self) -> None:
         bar = self.query_one("#progress", ProgressBar)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -108,3 +109,82 @@ async def test_saving_under_a_shipped_or_existing_name_asks(tmp_path: Path) -> N
         await pilot.press("ctrl+s")
         assert app.screen is form, "a new name saves without asking"
         assert (core.user_dir() / "brand-new.toml").exists()
+
+
+# --- narrow terminals --------------------------------------------------------------------------------
+
+
+async def test_presets_preview_stacks_under_the_list_when_narrow(tmp_path: Path) -> None:
+    app = create_app(devices=DEVICES, results_dir=tmp_path / "results", overrides=SMALL)
+    async with app.run_test(size=(40, 24)) as pilot:
+        await pilot.press("p")
+        await pilot.pause()
+        preview = app.screen.query_one("#preview-scroll")
+        table = app.screen.query_one("#presets")
+        assert preview.region.width >= 36, preview.region  # was 1 column beside the list
+        assert preview.region.y > table.region.y
+        assert "points, estimated" in str(app.screen.query_one("#preview").render()).replace("\n", " ")
+        await pilot.resize_terminal(100, 24)
+        await pilot.pause()
+        assert preview.region.x > table.region.x and preview.region.y == table.region.y, "side by side again"
+
+
+def fake_events_run(events: list) -> RunScreen:
+    from app.screens.state import RunRequest, TargetChoice
+    from tests.tui.helpers import forever
+
+    preset = core.apply_overrides(core.load("quick"), SMALL)
+
+    async def source():
+        for ev in events:
+            yield ev
+        await forever()
+
+    return RunScreen(RunRequest(preset, TargetChoice.test_file(Path("results")), Path("results/q")), source=source)
+
+
+async def test_eta_stays_visible_at_40_columns(tmp_path: Path) -> None:
+    plan = core.apply_overrides(core.load("quick"), SMALL).expand()
+    events = [sweep.RunStarted(8, 8, 12.0, {}, Path("results/q")), sweep.PointStarted(0, plan[0], 0, 8, 12.0)]
+    app = create_app(devices=DEVICES, results_dir=tmp_path / "results", overrides=SMALL, clock=lambda: 0.0)
+    async with app.run_test(size=(40, 24)) as pilot:
+        run = fake_events_run(events)
+        app.push_screen(run)
+        await wait_for(pilot, lambda: run.events_seen == 2, 10, "the events")
+        await pilot.pause()
+        eta = run.query_one("#eta")
+        assert eta.region.width >= 30 and "ETA" in str(eta.render()), (eta.region, str(eta.render()))
+
+
+async def test_resume_hint_is_whole_on_the_live_tab_at_80_columns(tmp_path: Path) -> None:
+    app = create_app(devices=DEVICES, results_dir=tmp_path / "results", overrides=["runtime=5", "size=16m"])
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("enter", "enter")  # test file → the first preset, 'custom'
+        run = app.screen
+        assert isinstance(run, RunScreen)
+        await wait_for(pilot, lambda: run.status == "running", 30, "the run to start")
+        await pilot.press("c", "y")
+        await wait_for(pilot, lambda: run.status == "interrupted", 20, "the run to stop")
+        await pilot.pause()
+        log = run.query_one("#log-short")
+        rows = [strip.text.rstrip() for strip in log.lines]
+        joined = "".join(rows).replace(" ", "")  # wrapped at spaces, long paths folded anywhere
+        assert f"profiler-tuiresume{run.path}" in joined, rows
+        assert all(strip.cell_length <= log.scrollable_content_region.width for strip in log.lines)
+
+
+# --- output encoding ---------------------------------------------------------------------------------
+
+
+def test_ascii_only_python_output_still_draws_boxes(tmp_path: Path) -> None:
+    """LC_ALL=C PYTHONUTF8=0 makes Python's stderr ASCII with backslash escapes: the TUI writes UTF-8."""
+    from tests.tui.pty_harness import PtyApp
+
+    with PtyApp(tmp_path, env={"LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}) as app:
+        app.wait_for("test file")
+        time.sleep(0.5)
+        screen = app.raw()
+        app.send("q")
+        assert app.wait(timeout=10) == 0
+    assert "\\u2500" not in screen and "\\u" not in screen, screen[-1500:]
+    assert "─" in screen  # the rule above the reasons panel

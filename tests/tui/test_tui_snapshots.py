@@ -198,3 +198,20 @@ def test_export_modal(snap_compare) -> None:
 
 def test_help(snap_compare) -> None:
     assert snap_compare(app_(), press=["?"], terminal_size=SIZE)
+
+
+NARROW = (40, 24)
+
+
+def test_presets_preview_stacked_at_40_columns(snap_compare) -> None:
+    assert snap_compare(app_(), press=["enter", "down", "down", "down", "down"], terminal_size=NARROW)
+
+
+def test_run_storage_live_at_40_columns_keeps_the_eta(snap_compare) -> None:
+    plan = core.apply_overrides(core.load("quick"), list(SMALL)).expand()
+    events = storage_events(plan, completed=5)
+
+    async def before(pilot) -> None:
+        await show_run(pilot, fake_run("quick", events), len(events))
+
+    assert snap_compare(app_(), run_before=before, terminal_size=NARROW)
