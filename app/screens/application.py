@@ -15,6 +15,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 
 from app.screens import messages as msg
+from app.widgets import MIN_HEIGHT, MIN_WIDTH
 
 
 @dataclass
@@ -34,9 +35,10 @@ class ProfilerApp(App[int]):
     TITLE = msg.TITLE
     CSS_PATH = str(Path(__file__).resolve().parent.parent / "tui.tcss")
     ENABLE_COMMAND_PALETTE = True
-    # every screen gets -narrow below 64 columns (stacked layouts) and -short below 20 rows
-    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (64, "-wide")]
-    VERTICAL_BREAKPOINTS = [(0, "-short"), (20, "-tall")]
+    # classes of every screen by size: -narrow below 64 columns (stacked layouts), -short below 20 rows
+    # (compact controls); -too-narrow / -too-short below the smallest supported size (app.widgets)
+    HORIZONTAL_BREAKPOINTS = [(0, "-too-narrow"), (MIN_WIDTH, "-narrow"), (64, "-wide")]
+    VERTICAL_BREAKPOINTS = [(0, "-too-short"), (MIN_HEIGHT, "-short"), (20, "-tall")]
     BINDINGS = [
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("q", "request_quit", "Quit"),

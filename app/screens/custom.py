@@ -18,7 +18,7 @@ from app.screens import messages as msg
 from app.screens.confirm import YesNo
 from app.screens.presets import overrides_for, start_run
 from app.screens.state import TargetChoice
-from app.widgets import ErrorLine
+from app.widgets import ErrorLine, TooSmall
 from app.units import format_size
 
 
@@ -110,6 +110,7 @@ class CustomSweepScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
+        yield TooSmall()
         with VerticalScroll(id="form"):
             yield Static(msg.CUSTOM_HINT, id="form-hint")
             with Horizontal(classes="form-row"):

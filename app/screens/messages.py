@@ -24,6 +24,8 @@ CONFIRM_NAME_MISMATCH = "That is not {name}; type the device name exactly, or le
 CONFIRM_REFUSED = "{path} is refused for every plan: {reasons}"
 CONFIRM_READ_ONLY = "Write plans are refused on {path}; only read-only plans can run."
 CONFIRM_OK_BLOCK = "Every plan on a block device needs this confirmation (the TUI's --yes)."
+CONFIRM_TOO_SMALL = ("Enlarge the terminal to at least {w}×{h} to confirm a device: at this size what you "
+                     "confirm might not all be visible.")
 CONFIRM_BUTTON = "Confirm"
 CANCEL_BUTTON = "Cancel"
 CLOSE_BUTTON = "Close"

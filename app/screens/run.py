@@ -22,6 +22,7 @@ from textual.worker import Worker, WorkerState
 from app import sweep
 from app.runners.base import Sample
 from app.screens import messages as msg
+from app.widgets import TooSmall
 from app.screens.state import RunRequest
 from app.summary import metrics_line, point_label
 from app.units import format_duration
@@ -85,6 +86,7 @@ class RunScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
+        yield TooSmall()
         with Vertical(id="run-body"):
             yield Static(msg.RUN_STARTING.format(preset=self.request.preset.name), id="run-point")
             with Horizontal(id="run-progress"):
