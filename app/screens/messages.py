@@ -90,8 +90,9 @@ HELP = """\
 # profiler-tui — keys
 
 Everything works from the keyboard; the footer shows the keys of the current screen.
-`ctrl+p` opens the command palette, `?` this help, `q` quits (a running sweep is
-stopped first and its completed points are kept).
+`ctrl+p` opens the command palette, `?` this help, `q` or `ctrl+c` quits (asking first
+while a sweep runs: it is stopped and its completed points are kept). The smallest
+supported terminal is 40×14.
 
 ## Devices
 - `↑/↓` move, `enter` pick the highlighted target (the *test file* row is always safe)
