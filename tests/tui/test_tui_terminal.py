@@ -240,3 +240,26 @@ def test_a_crash_exits_1_with_the_error_after_the_terminal_is_restored(tmp_path:
     assert "injected crash for the test" in after, after[-2000:]
     assert "profiler-tui: the TUI stopped on an internal error (RuntimeError: injected crash" in after.replace(
         "\r\n", " ").replace("\n", " ")
+
+
+CRASH_MID_RUN = """
+from app.screens.run import RunScreen
+
+def crash(self, tab):
+    raise RuntimeError("injected crash mid-run")
+
+RunScreen.action_tab = crash  # '2' on the run screen raises inside the app
+from app.cli import main
+main([])
+"""
+
+
+def test_a_crash_mid_run_exits_1_stops_fio_and_marks_the_run_interrupted(tmp_path: Path) -> None:
+    with PtyApp(tmp_path, code=CRASH_MID_RUN) as app:
+        start_long_run(app)
+        app.send("2", 0)
+        assert app.wait(timeout=15) == 1
+        time.sleep(0.2)
+        assert "injected crash mid-run" in app.raw().split(ALT_SCREEN_OFF)[-1]
+    assert not fio_processes(tmp_path)
+    assert run_json(app.results)["status"] == "interrupted"
