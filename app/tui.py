@@ -11,6 +11,7 @@ first, so lsblk and the probes overlap with importing Textual (the first screen 
 from __future__ import annotations
 
 import signal
+import sys
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,33 @@ def _prefetch_devices() -> Future:
     return future
 
 
+def utf8_output() -> None:
+    """Textual draws boxes, charts and scrollbars with Unicode; with an ASCII-only Python output encoding
+    (``LC_ALL=C``, ``PYTHONUTF8=0``) they would print as ``\\u2502``. Terminals take UTF-8, so write it."""
+    for stream in (sys.__stdout__, sys.__stderr__):
+        encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "")
+        if stream is not None and encoding != "utf8" and hasattr(stream, "reconfigure"):
+            try:
+                stream.reconfigure(encoding="utf-8", errors="replace")
+            except (ValueError, OSError):
+                pass
+
+
+def exit_status(app: Any) -> int:
+    """The TUI's exit code: 1 after a crash, 130 when a run was interrupted (quit mid-run, a signal,
+    a lost terminal), else 0."""
+    if getattr(app, "_exception", None) is not None or app.return_code not in (None, 0):
+        return 1
+    return 130 if app.exit_code == 130 or app.lost_terminal else int(app.exit_code or 0)
+
+
+def crash_message(app: Any) -> str:
+    error = getattr(app, "_exception", None)
+    what = f"{type(error).__name__}: {error}" if error is not None else "see the error above"
+    return (f"profiler-tui: the TUI stopped on an internal error ({what}); completed points are kept, "
+            "`profiler-tui resume DIR` finishes an interrupted run.")
+
+
 def run_tui() -> int:
     future = _prefetch_devices()
     first: list[Future] = [future]
@@ -53,6 +81,7 @@ def run_tui() -> int:
 
         return list_devices()
 
+    utf8_output()
     app = create_app(devices=devices, handle_signals=True)  # imports Textual and its terminal driver
     # Until here ^C ends the process at once with one line (app.__main__: a KeyboardInterrupt raised
     # mid-import can surface as another exception); the running app gets Python's KeyboardInterrupt.
@@ -60,8 +89,18 @@ def run_tui() -> int:
         signal.signal(signal.SIGINT, signal.default_int_handler)
     except ValueError:  # not the main thread
         pass
-    code = app.run()
-    return code if isinstance(code, int) else app.exit_code
+    try:
+        app.run()
+    finally:
+        # whatever ended the app: no child left running, no run.json left saying "running"
+        from app.screens.terminal import kill_children
+
+        kill_children()
+        app.mark_sessions_interrupted()
+    code = exit_status(app)
+    if code == 1:
+        print(crash_message(app), file=sys.stderr)
+    return code
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -7,15 +7,18 @@ from typing import Any
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual import events
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Input, Label, Static
 
 from app.screens import messages as msg
 from app.screens.state import TargetChoice
-from app.widgets import ErrorLine
+from app.widgets import MIN_HEIGHT, MIN_WIDTH, ErrorLine, too_small
 
 OK, NEEDS, REFUSED = "ok", "needs --allow-destructive", "refused"
+COMPACT_BELOW = 24  # rows: below it the confirmation uses borderless field and buttons
+INFO_MAX = 12  # rows of verdicts and reasons before they scroll (tui.tcss #confirm-info)
 
 
 def device_name(path: str) -> str:
@@ -46,7 +49,9 @@ class ConfirmTarget(ModalScreen[TargetChoice | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="confirm-box", classes="modal-box"):
             yield Label(msg.CONFIRM_TITLE.format(path=self.path), classes="modal-title")
-            yield Static(self._verdicts(), id="confirm-verdicts")
+            # the reasons scroll; what to do, the name field and the buttons always stay in view
+            with VerticalScroll(id="confirm-info"):
+                yield Static(self._verdicts(), id="confirm-verdicts")
             if self.refused:
                 yield Static(Text(msg.CONFIRM_REFUSED.format(path=self.path, reasons="; ".join(
                     self.write_reasons or self.read_reasons)), style="bold red"), id="confirm-refused")
@@ -62,10 +67,39 @@ class ConfirmTarget(ModalScreen[TargetChoice | None]):
                 yield Static(msg.CONFIRM_READ_ONLY.format(path=self.path), id="confirm-explain")
             else:
                 yield Static(msg.CONFIRM_OK_BLOCK, id="confirm-explain")
+            yield Static(msg.CONFIRM_TOO_SMALL.format(w=MIN_WIDTH, h=MIN_HEIGHT), id="confirm-too-small")
             with Horizontal(classes="buttons"):
                 yield Button(msg.CONFIRM_BUTTON, id="confirm", variant="primary")
                 yield Button(msg.CANCEL_BUTTON, id="cancel")
         yield Footer()
+
+    def on_resize(self, event: events.Resize) -> None:
+        """Compact field and buttons (no borders) on a short terminal; nothing to confirm below the
+        smallest supported size (see :meth:`too_small`)."""
+        compact = self.size.height < COMPACT_BELOW
+        for widget in self.query("#confirm-box Input, #confirm-box Button"):
+            widget.compact = compact  # type: ignore[attr-defined]
+        self.set_class(compact, "-compact")
+        self.refresh_bindings()
+        self.call_after_refresh(self._fit)
+
+    def _fit(self) -> None:
+        """When the box at its natural height does not fit, it takes the whole height and the reasons
+        scroll in what is left (``-fill``); otherwise it stays as small as its content."""
+        box = self.query_one("#confirm-box")
+        info = self.query_one("#confirm-info")
+        natural = 2 + min(info.virtual_size.height, INFO_MAX) + info.styles.margin.height + sum(
+            w.outer_size.height + w.styles.margin.height for w in box.children if w is not info and w.display)
+        available = self.size.height - 1  # the footer
+        self.set_class(natural > available, "-fill")
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "confirm" and not self.refused and self.too_small():
+            return False  # enter authorises nothing (and the footer does not offer it)
+        return True
+
+    def too_small(self) -> bool:
+        return too_small(self.app.size.width, self.app.size.height)
 
     def on_mount(self) -> None:
         if self.query("#confirm-name"):
@@ -102,6 +136,9 @@ class ConfirmTarget(ModalScreen[TargetChoice | None]):
         if self.refused:
             self.dismiss(None)
             return
+        if self.too_small():  # the user may not see what enter would authorise
+            self.app.bell()
+            return
         allow_writes = self.write_verdict == OK
         destructive = False
         if self.write_verdict == NEEDS:
@@ -109,6 +146,7 @@ class ConfirmTarget(ModalScreen[TargetChoice | None]):
             if typed:
                 if typed not in (self.name_, self.path):
                     self.query_one("#confirm-error", ErrorLine).show(msg.CONFIRM_NAME_MISMATCH.format(name=self.name_))
+                    self.call_after_refresh(self._fit)
                     return
                 allow_writes = destructive = True
         self.dismiss(TargetChoice(label=self.path, path=self.path, allow_writes=allow_writes, yes=True,

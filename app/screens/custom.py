@@ -15,9 +15,10 @@ from textual.widgets import Footer, Header, Input, Label, Select, Static
 from app import presets as core
 from app.errors import ProfilerError, UsageError
 from app.screens import messages as msg
+from app.screens.confirm import YesNo
 from app.screens.presets import overrides_for, start_run
 from app.screens.state import TargetChoice
-from app.widgets import ErrorLine
+from app.widgets import ErrorLine, TooSmall
 from app.units import format_size
 
 
@@ -109,6 +110,7 @@ class CustomSweepScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
+        yield TooSmall()
         with VerticalScroll(id="form"):
             yield Static(msg.CUSTOM_HINT, id="form-hint")
             with Horizontal(classes="form-row"):
@@ -224,12 +226,37 @@ class CustomSweepScreen(Screen[None]):
             self.query_one("#err-name", ErrorLine).show(msg.NAME_REQUIRED)
             self.query_one("#name", Input).focus()
             return
+        text = build_toml(name, self.kind, values)
+        question = self.save_question(name)
+        if question is None:
+            self._write(name, text)
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._write(name, text)
+            else:
+                self.query_one("#err-name", ErrorLine).show(msg.SAVE_KEPT.format(name=name))
+
+        self.app.push_screen(YesNo(question), answered)
+
+    @staticmethod
+    def save_question(name: str) -> str | None:
+        """What to ask before saving ``name``: overwriting a user preset, or shadowing a shipped one."""
+        mine = core.user_dir() / f"{name}.toml"
+        if mine.exists():
+            return msg.SAVE_OVERWRITE.format(name=name, path=mine)
+        if (core.shipped_dir() / f"{name}.toml").exists():
+            return msg.SAVE_SHADOW.format(name=name)
+        return None
+
+    def _write(self, name: str, text: str) -> None:
         try:
-            path = core.save_user_preset(build_toml(name, self.kind, values), name)
+            path = core.save_user_preset(text, name)
         except (ProfilerError, OSError) as e:
             self.query_one("#err-name", ErrorLine).show(msg.SAVE_FAILED.format(error=e))
             return
-        status.show("")
+        self.query_one("#form-status", ErrorLine).show("")
         self.notify(msg.SAVED.format(path=path))
 
     def action_back(self) -> None:

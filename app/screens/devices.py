@@ -14,6 +14,7 @@ from textual.worker import Worker, WorkerState
 
 from app.devices import human_size
 from app.screens import messages as msg
+from app.widgets import TooSmall
 from app.screens.state import TargetChoice
 
 TEST_FILE_KEY = "__test_file__"
@@ -55,6 +56,7 @@ class DevicesScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
+        yield TooSmall()
         with Vertical(id="devices-body"):
             yield DataTable(id="devices", cursor_type="row", zebra_stripes=False)
             yield Static(msg.SCANNING, id="devices-status")

@@ -24,6 +24,8 @@ CONFIRM_NAME_MISMATCH = "That is not {name}; type the device name exactly, or le
 CONFIRM_REFUSED = "{path} is refused for every plan: {reasons}"
 CONFIRM_READ_ONLY = "Write plans are refused on {path}; only read-only plans can run."
 CONFIRM_OK_BLOCK = "Every plan on a block device needs this confirmation (the TUI's --yes)."
+CONFIRM_TOO_SMALL = ("Enlarge the terminal to at least {w}×{h} to confirm a device: at this size what you "
+                     "confirm might not all be visible.")
 CONFIRM_BUTTON = "Confirm"
 CANCEL_BUTTON = "Cancel"
 CLOSE_BUTTON = "Close"
@@ -48,6 +50,10 @@ FORM_INVALID = "The form has errors (shown in red); fix them first — nothing w
 NAME_REQUIRED = "Give the preset a name to save it."
 SAVED = "Saved as {path}"
 SAVE_FAILED = "Not saved: {error}"
+SAVE_OVERWRITE = "Your preset {name} exists ({path}). Overwrite it?"
+SAVE_SHADOW = ("{name} is a shipped preset. Save yours under the same name? It then replaces the shipped "
+               "{name} in every list (delete your file to get it back).")
+SAVE_KEPT = "Not saved: {name} is unchanged; pick another name."
 CUSTOM_DESCRIPTION = "Custom sweep built in the TUI."
 
 # --- run --------------------------------------------------------------------------------------
@@ -58,7 +64,7 @@ RUN_POINT_DONE = "[{n}/{total}] {label}: {metrics}"
 RUN_POINT_FAILED = "[{n}/{total}] {label} FAILED: {error}"
 RUN_FINISHED = "Run {status}: {done}/{total} points{failed} — press r for the results table"
 RUN_FAILED_N = ", {n} failed (see run.json)"
-RUN_CANCELLED = "Run stopped: {done} completed points are kept in {path}; `profiler-tui resume {path}` finishes it."
+RUN_CANCELLED = "Run stopped; {done} completed points kept. To finish it: profiler-tui resume {path}"
 RUN_ERROR = "The run stopped with an error: {error}. Completed points are kept."
 RUN_CONFIRM_CANCEL = "Stop the run? fio is stopped and the completed points are kept."
 RUN_CONFIRM_QUIT = "A run is in progress. Stop it and quit? The completed points are kept."
@@ -84,8 +90,9 @@ HELP = """\
 # profiler-tui — keys
 
 Everything works from the keyboard; the footer shows the keys of the current screen.
-`ctrl+p` opens the command palette, `?` this help, `q` quits (a running sweep is
-stopped first and its completed points are kept).
+`ctrl+p` opens the command palette, `?` this help, `q` or `ctrl+c` quits (asking first
+while a sweep runs: it is stopped and its completed points are kept). The smallest
+supported terminal is 40×14.
 
 ## Devices
 - `↑/↓` move, `enter` pick the highlighted target (the *test file* row is always safe)

@@ -14,6 +14,7 @@ from textual.widgets import DataTable, Footer, Header, Static
 from app import presets as core
 from app.errors import ProfilerError
 from app.screens import messages as msg
+from app.widgets import TooSmall
 from app.screens.state import RunRequest, TargetChoice, run_dir
 from app.units import format_size
 
@@ -101,6 +102,7 @@ class PresetsScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
+        yield TooSmall()
         with Horizontal(id="presets-body"):
             yield DataTable(id="presets", cursor_type="row")
             with VerticalScroll(id="preview-scroll"):

@@ -15,6 +15,7 @@ from textual.worker import Worker, WorkerState
 
 from app.results import ResultsDir
 from app.screens import messages as msg
+from app.widgets import TooSmall
 from app.summary import point_label
 from app.units import format_count
 
@@ -113,6 +114,7 @@ class ResultsScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
+        yield TooSmall()
         with Vertical(id="results-body"):
             yield DataTable(id="results", cursor_type="row")
             yield Static("", id="results-status")

@@ -6,9 +6,11 @@ engine) and the session marks the run interrupted, keeping every completed point
 from __future__ import annotations
 
 import asyncio
+import threading
 from pathlib import Path
 from typing import Any, AsyncIterator, Callable
 
+from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -20,6 +22,7 @@ from textual.worker import Worker, WorkerState
 from app import sweep
 from app.runners.base import Sample
 from app.screens import messages as msg
+from app.widgets import TooSmall
 from app.screens.state import RunRequest
 from app.summary import metrics_line, point_label
 from app.units import format_duration
@@ -37,10 +40,10 @@ def describe_error(error: BaseException | None) -> str:
     return str(error) or type(error).__name__
 
 
-def _close_made_session(future: "asyncio.Future[Any]") -> None:
-    if not future.cancelled() and future.exception() is None:
-        session = future.result()
-        session.mark_interrupted()
+def mark_interrupted(session: Any) -> None:
+    """A session that never started its events: run.json goes from ``planned`` to ``interrupted`` and the
+    results directory's lock is released."""
+    session.mark_interrupted()
 
 
 class RunScreen(Screen[None]):
@@ -75,11 +78,14 @@ class RunScreen(Screen[None]):
         self.finished: sweep.RunFinished | None = None
         self.error: str | None = None
         self.events_seen = 0
+        self._start_lock = threading.Lock()
+        self._start_abandoned = False  # the run was stopped while its session was being created
 
     # --- layout -------------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
+        yield TooSmall()
         with Vertical(id="run-body"):
             yield Static(msg.RUN_STARTING.format(preset=self.request.preset.name), id="run-point")
             with Horizontal(id="run-progress"):
@@ -94,11 +100,11 @@ class RunScreen(Screen[None]):
                         else:
                             yield ThroughputChart(id="throughput")
                             yield LatencyChart(id="latency")
-                    yield RichLog(id="log-short", max_lines=200, wrap=False, markup=False)
+                    yield RichLog(id="log-short", max_lines=200, wrap=True, markup=False, min_width=20)
                 with TabPane("Curve 2", id="curve"):
                     yield CurveChart(self.kind, id="curve-chart")
                 with TabPane("Log 3", id="log"):
-                    yield RichLog(id="log-full", max_lines=2000, wrap=True, markup=False)
+                    yield RichLog(id="log-full", max_lines=2000, wrap=True, markup=False, min_width=20)
         yield Footer()
 
     def on_mount(self) -> None:
@@ -124,19 +130,33 @@ class RunScreen(Screen[None]):
                                  allow_destructive=bool(t and t.allow_destructive), engine=r.engine,
                                  overrides=r.overrides)
 
+    def _start_session(self, sessions: list[Any]) -> Any:
+        """In a thread: create the session; if the run was stopped meanwhile, its run.json says so."""
+        session = self._new_session()
+        sessions.append(session)  # the app's list: the exit deadline marks what did not end
+        with self._start_lock:
+            self.session = session
+            abandoned = self._start_abandoned
+        if abandoned:
+            mark_interrupted(session)
+        return session
+
     @work(exclusive=True, group="run", exit_on_error=False)
     async def run_session(self) -> str:
         if self.source is not None:
             events = self.source()
         else:
             # new_session probes the environment and tool versions (subprocesses): off the event loop.
-            # It takes the results directory's lock; a session made while this worker was being
-            # cancelled is closed (lock released) as soon as the thread hands it over.
-            making = asyncio.ensure_future(asyncio.to_thread(self._new_session))
+            # It takes the results directory's lock.  Stopped meanwhile, the thread still finishes;
+            # whichever side comes second marks run.json interrupted and releases the lock.
             try:
-                self.session = await asyncio.shield(making)
+                await asyncio.to_thread(self._start_session, self.app.sessions)  # type: ignore[attr-defined]
             except asyncio.CancelledError:
-                making.add_done_callback(_close_made_session)
+                with self._start_lock:
+                    self._start_abandoned = True
+                    session = self.session
+                if session is not None:
+                    mark_interrupted(session)
                 raise
             self.path = self.session.path
             notice = getattr(self.session.runner, "notice", None)
@@ -250,9 +270,11 @@ class RunScreen(Screen[None]):
     # --- rendering ----------------------------------------------------------------------------
 
     def log_line(self, line: str, short: bool = True) -> None:
-        self.query_one("#log-full", RichLog).write(line)
+        # wrapped, and a long path folded rather than cut: the resume hint must stay readable
+        text = Text(line, overflow="fold")
+        self.query_one("#log-full", RichLog).write(text)
         if short:
-            self.query_one("#log-short", RichLog).write(line)
+            self.query_one("#log-short", RichLog).write(text)
 
     def update_progress(self) -> None:
         bar = self.query_one("#progress", ProgressBar)

@@ -73,3 +73,89 @@ async def test_escape_cancels(tmp_path: Path) -> None:
         await pilot.press("enter")  # the Confirm button has the focus
         t = app.screen.target
         assert (t.path, t.allow_writes, t.yes, t.allow_destructive) == ("/dev/loop7", True, True, False)
+
+
+# --- small terminals: the field and the buttons are always visible, or nothing can be confirmed -------
+
+
+def fully_visible(app, widget) -> bool:
+    """On screen, not cut by the modal box, and shown."""
+    screen = app.screen.region
+    box = app.screen.query_one("#confirm-box").region
+    r = widget.region
+    return (widget.display and r.height >= 1 and r.width >= 3 and screen.contains_region(r)
+            and box.contains_region(r))
+
+
+async def test_name_field_and_buttons_visible_at_every_supported_size(tmp_path: Path) -> None:
+    from app.widgets import MIN_HEIGHT, MIN_WIDTH
+
+    app = create_app(devices=DEVICES, results_dir=tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        modal = await open_confirm(pilot, 1)  # /dev/sdz: type the name
+        checked = 0
+        for width in (MIN_WIDTH, 50, 60, 80, 120):
+            for height in (MIN_HEIGHT, 15, 17, 20, 23, 24, 30):
+                await pilot.resize_terminal(width, height)
+                await pilot.pause()
+                await pilot.pause()
+                for selector in ("#confirm-name", "#confirm", "#cancel", "#confirm-explain"):
+                    widget = modal.query_one(selector)
+                    assert fully_visible(app, widget), (width, height, selector, widget.region)
+                assert not modal.query_one("#confirm-too-small").display
+                checked += 1
+        assert checked == 35
+        # and at the smallest size the typed name still authorises writes
+        await pilot.resize_terminal(MIN_WIDTH, MIN_HEIGHT)
+        await pilot.pause()
+        await pilot.press("s", "d", "x", "enter")
+        await pilot.pause()
+        assert app.screen is modal and fully_visible(app, modal.query_one("#confirm-error")), "mismatch shown"
+        assert fully_visible(app, modal.query_one("#confirm-name"))
+        await pilot.press("backspace", "z", "enter")
+        assert isinstance(app.screen, PresetsScreen) and app.screen.target.allow_destructive
+
+
+async def test_below_the_smallest_size_enter_authorises_nothing(tmp_path: Path) -> None:
+    from app.widgets import MIN_HEIGHT, MIN_WIDTH
+
+    app = create_app(devices=DEVICES, results_dir=tmp_path)
+    async with app.run_test(size=(MIN_WIDTH - 1, MIN_HEIGHT)) as pilot:
+        modal = await open_confirm(pilot, 1)
+        assert modal.query_one("#confirm-too-small").display
+        assert "Enlarge the terminal to at least 40×14" in str(modal.query_one("#confirm-too-small").render())
+        assert not modal.query_one("#confirm-name").display and not modal.query_one("#confirm").display
+        await pilot.press("s", "d", "z", "enter")  # typed blind: nothing happens
+        assert app.screen is modal
+        await pilot.press("enter")
+        assert app.screen is modal
+        assert not any(k == "enter" and b.enabled for k, b in app.active_bindings.items() if b.node is modal)
+
+        await pilot.resize_terminal(MIN_WIDTH, MIN_HEIGHT - 1)  # too short is as bad as too narrow
+        await pilot.pause()
+        await pilot.press("enter")
+        assert app.screen is modal
+
+        await pilot.resize_terminal(MIN_WIDTH, MIN_HEIGHT)  # enlarged: the field is back
+        await pilot.pause()
+        assert modal.query_one("#confirm-name").display and not modal.query_one("#confirm-too-small").display
+        modal.query_one("#confirm-name").focus()
+        await pilot.press("ctrl+u", "s", "d", "z", "enter")
+        assert isinstance(app.screen, PresetsScreen) and app.screen.target.allow_destructive
+
+
+async def test_other_screens_say_when_the_terminal_is_too_small(tmp_path: Path) -> None:
+    from app.widgets import TOO_SMALL, TooSmall
+
+    app = create_app(devices=DEVICES, results_dir=tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        for press in ((), ("enter",), ("c",)):  # devices, presets, custom form
+            await pilot.press(*press)
+            await pilot.pause()
+            banner = app.screen.query_one(TooSmall)
+            assert not banner.display
+            await pilot.resize_terminal(30, 20)
+            await pilot.pause()
+            assert banner.display and banner.region.y == 0 and TOO_SMALL[:30] in str(banner.render())
+            await pilot.resize_terminal(80, 24)
+            await pilot.pause()

@@ -198,3 +198,41 @@ def test_export_modal(snap_compare) -> None:
 
 def test_help(snap_compare) -> None:
     assert snap_compare(app_(), press=["?"], terminal_size=SIZE)
+
+
+NARROW = (40, 24)
+
+
+def test_presets_preview_stacked_at_40_columns(snap_compare) -> None:
+    assert snap_compare(app_(), press=["enter", "down", "down", "down", "down"], terminal_size=NARROW)
+
+
+def test_run_storage_live_at_40_columns_keeps_the_eta(snap_compare) -> None:
+    plan = core.apply_overrides(core.load("quick"), list(SMALL)).expand()
+    events = storage_events(plan, completed=5)
+
+    async def before(pilot) -> None:
+        await show_run(pilot, fake_run("quick", events), len(events))
+
+    assert snap_compare(app_(), run_before=before, terminal_size=NARROW)
+
+
+# the target confirmation on small terminals: it fits (field and buttons in view) down to the smallest
+# supported size (app.widgets.MIN_WIDTH x MIN_HEIGHT); below it, it refuses to confirm anything
+CONFIRM_KEYS = ["down", "enter", "s", "d", "x"]
+
+
+def test_confirm_destructive_at_60x15(snap_compare) -> None:
+    assert snap_compare(app_(), press=CONFIRM_KEYS, terminal_size=(60, 15))
+
+
+def test_confirm_destructive_at_the_smallest_supported_size(snap_compare) -> None:
+    from app.widgets import MIN_HEIGHT, MIN_WIDTH
+
+    assert snap_compare(app_(), press=CONFIRM_KEYS, terminal_size=(MIN_WIDTH, MIN_HEIGHT))
+
+
+def test_confirm_destructive_below_the_smallest_size_refuses(snap_compare) -> None:
+    from app.widgets import MIN_HEIGHT, MIN_WIDTH
+
+    assert snap_compare(app_(), press=CONFIRM_KEYS, terminal_size=(MIN_WIDTH - 1, MIN_HEIGHT - 1))
