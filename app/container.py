@@ -163,3 +163,10 @@ def unwritable_hint(path: str | os.PathLike[str], err: OSError, engine: str | No
     if err.errno == errno.ENOSPC:
         return f"{where}: no space left on the device: free space or choose another --out directory."
     return f"{where} cannot be written ({err.strerror}): choose another --out directory."
+
+
+def environment_warnings(results_dir: str | os.PathLike[str]) -> list[str]:
+    """What the first screen says about the container it runs in: missing device access, results that
+    would vanish with the container (empty outside a container or when all is well)."""
+    out = [device_access_problem(), results_volume_warning(results_dir)]
+    return [w for w in out if w]

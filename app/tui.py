@@ -82,7 +82,14 @@ def run_tui() -> int:
         return list_devices()
 
     utf8_output()
-    app = create_app(devices=devices, handle_signals=True)  # imports Textual and its terminal driver
+    def environment() -> list[str]:
+        import os
+
+        from app.container import environment_warnings
+
+        return environment_warnings(os.environ.get("PROFILER_TUI_RESULTS") or "results")
+
+    app = create_app(devices=devices, handle_signals=True, environment=environment)  # imports Textual
     # Until here ^C ends the process at once with one line (app.__main__: a KeyboardInterrupt raised
     # mid-import can surface as another exception); the running app gets Python's KeyboardInterrupt.
     try:

@@ -60,6 +60,7 @@ class DevicesScreen(Screen[None]):
         with Vertical(id="devices-body"):
             yield DataTable(id="devices", cursor_type="row", zebra_stripes=False)
             yield Static(msg.SCANNING, id="devices-status")
+            yield Static("", id="environment-warnings")
             yield Static("", id="device-reasons")
         yield Footer()
 
@@ -74,6 +75,12 @@ class DevicesScreen(Screen[None]):
         table.add_column("write plan", key="verdict", width=11)
         self._fill([])
         table.focus()
+        self.query_one("#environment-warnings", Static).display = False
+        env = self.app.options.environment  # type: ignore[attr-defined]
+        if isinstance(env, list):
+            self._show_environment(env)
+        elif env is not None:
+            self.run_worker(env, thread=True, group="environment", exit_on_error=False, name="environment")
         source = self.app.options.devices  # type: ignore[attr-defined]
         if isinstance(source, list):
             self._fill(source)
@@ -89,7 +96,16 @@ class DevicesScreen(Screen[None]):
         self.run_worker(lambda: load_devices(source), thread=True, exclusive=True, group="devices",
                         exit_on_error=False, name="devices")
 
+    def _show_environment(self, warnings: list[str]) -> None:
+        panel = self.query_one("#environment-warnings", Static)
+        panel.update(Text("\n".join(f"! {w}" for w in warnings), style="bold yellow"))
+        panel.display = bool(warnings)
+
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker.group == "environment":
+            if event.state == WorkerState.SUCCESS:
+                self._show_environment(list(event.worker.result or []))
+            return
         if event.worker.group != "devices":
             return
         if event.state == WorkerState.SUCCESS:

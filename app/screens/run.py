@@ -20,6 +20,7 @@ from textual.widgets import Footer, Header, ProgressBar, RichLog, Static, Tabbed
 from textual.worker import Worker, WorkerState
 
 from app import sweep
+from app.container import results_volume_warning
 from app.runners.base import Sample
 from app.screens import messages as msg
 from app.widgets import TooSmall
@@ -162,6 +163,10 @@ class RunScreen(Screen[None]):
             notice = getattr(self.session.runner, "notice", None)
             if notice:
                 self.log_line(notice)
+            lost = await asyncio.to_thread(results_volume_warning, self.session.path)
+            if lost:  # in a container without a /results volume: said before the run starts measuring
+                self.log_line(f"Warning: {lost}")
+                self.app.notify(lost, title="Results", severity="warning", timeout=15)
             events = self.session.events()
         try:
             async for event in events:
