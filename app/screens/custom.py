@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -183,9 +184,13 @@ class CustomSweepScreen(Screen[None]):
         if not ok:
             plan.update("")
             return None
-        preset = self._preset(values)
-        points = preset.expand()
-        info = core.summary(preset)
+        try:  # e.g. a plan above the point cap, or a name the preset format refuses
+            preset = self._preset(values)
+            points = preset.expand()
+            info = core.summary(preset)
+        except ProfilerError as e:
+            plan.update(Text(str(e), style="bold red"))
+            return None
         line = msg.PREVIEW_POINTS.format(points=len(points), estimated=info["estimated"])
         if kind == core.STORAGE:
             line += " — " + (msg.PREVIEW_WRITES if info["writes"] else msg.PREVIEW_READS)

@@ -216,3 +216,21 @@ async def test_a_run_that_cannot_start_shows_the_error_and_the_app_stays(tmp_pat
         assert "not-a-directory" in run.error or "Not a directory" in run.error
         await pilot.press("escape")
         assert isinstance(app.screen, PresetsScreen)
+
+
+async def test_custom_form_past_the_point_cap_says_so_and_stays(tmp_path: Path) -> None:
+    """A plan over the point cap is refused in the form (one sentence), never a crash, never a run."""
+    app = create_app(devices=DEVICES, results_dir=tmp_path / "results", overrides=SMALL)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("p", "c")
+        form = app.screen
+        assert isinstance(form, CustomSweepScreen)
+        # pasted, not typed: a thousand key presses would only slow the test
+        form.query_one("#storage-bs").value = ",".join(f"{k}k" for k in range(4, 404, 4))
+        form.query_one("#storage-iodepth").value = ",".join(str(i) for i in range(1, 101))
+        await type_into(pilot, "#storage-numjobs", "1,2,3,4,5,6,7,8,9,10,11")
+        await pilot.pause()
+        plan_text = str(form.query_one("#form-plan").render())
+        assert "110,000 points" in plan_text and "limit" in plan_text, plan_text
+        await pilot.press("ctrl+r")
+        assert app.screen is form and not (tmp_path / "results").exists()
