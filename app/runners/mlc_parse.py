@@ -40,7 +40,7 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterable
 
 __all__ = ["Row", "Section", "LineParser", "parse_text", "parse_command_line", "traffic_from_text",
            "loaded_rows", "idle_latency"]
@@ -378,10 +378,11 @@ class LineParser:
         return None
 
 
-def parse_text(text: str) -> list[Section]:
-    """Every section of an MLC (or engine) text output."""
+def parse_text(text: str | Iterable[str]) -> list[Section]:
+    """Every section of an MLC (or engine) text output, whole or in pieces (e.g. a file's chunks)."""
     p = LineParser()
-    p.feed(text)
+    for chunk in [text] if isinstance(text, str) else text:
+        p.feed(chunk)
     return p.close()
 
 
