@@ -195,6 +195,16 @@ def write_atomic(path: Path, text: str) -> None:
     _fsync_dir(path.parent)
 
 
+def _open_regular(path: Path) -> Any:
+    """``path`` opened for binary reading, without blocking on a FIFO; UsageError unless it is a
+    regular file (OSError, e.g. FileNotFoundError, as open() raises it)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise UsageError(f"{path}: is not a regular file.")
+    return os.fdopen(fd, "rb")
+
+
 class ResultsDir:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
@@ -228,13 +238,11 @@ class ResultsDir:
 
     def read_meta(self) -> dict[str, Any]:
         try:
-            st = os.stat(self.run_json)
-            if not stat.S_ISREG(st.st_mode):
-                raise UsageError(f"{self.run_json}: is not a regular file.")
-            if st.st_size > MAX_RUN_JSON_BYTES:
-                raise UsageError(f"{self.run_json}: is larger than {MAX_RUN_JSON_BYTES >> 20} MiB, more than a "
-                                 "run.json can be.")
-            meta = json.loads(self.run_json.read_text(encoding="utf-8", errors="replace"))
+            with _open_regular(self.run_json) as f:
+                if os.fstat(f.fileno()).st_size > MAX_RUN_JSON_BYTES:
+                    raise UsageError(f"{self.run_json}: is larger than {MAX_RUN_JSON_BYTES >> 20} MiB, more than a "
+                                     "run.json can be.")
+                meta = json.loads(f.read(MAX_RUN_JSON_BYTES + 1).decode("utf-8", "replace"))
         except FileNotFoundError:
             raise UsageError(f"{self.path}: not a results directory (no {RUN_JSON}).") from None
         except NotADirectoryError:
@@ -273,15 +281,13 @@ class ResultsDir:
         out = Records([])
         by_index: dict[int, int] = {}  # index -> position in out.records
         try:
-            f = open(self.results_jsonl, "rb")
+            f = _open_regular(self.results_jsonl)
         except FileNotFoundError:
             return out
         except OSError as e:
             raise UsageError(f"{self.results_jsonl}: cannot be read ({e.strerror}).") from None
         with f:
             st = os.fstat(f.fileno())
-            if not stat.S_ISREG(st.st_mode):
-                raise UsageError(f"{self.results_jsonl}: is not a regular file.")
             if st.st_size > MAX_RESULTS_BYTES:
                 raise UsageError(f"{self.results_jsonl}: is larger than {MAX_RESULTS_BYTES >> 20} MiB, more than a "
                                  "results file can be.")
