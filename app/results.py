@@ -62,6 +62,7 @@ _STORAGE_POINT = {"rw": lambda v: isinstance(v, str), "bs": lambda v: _is_int(v,
                   "iodepth": lambda v: v is None or _is_int(v, 1), "numjobs": lambda v: v is None or _is_int(v, 1),
                   "rwmixread": lambda v: v is None or _is_int(v, 0, 100),
                   "ioengine": lambda v: v is None or isinstance(v, str),
+                  "direct": lambda v: v is None or isinstance(v, (bool, int)),
                   "group": lambda v: v is None or isinstance(v, str)}
 _MEMORY_POINT = {"mode": lambda v: v is None or isinstance(v, str), "traffic": lambda v: v is None or isinstance(v, str),
                  "stride": lambda v: v is None or _is_int(v, 1), "delay": lambda v: v is None or _is_int(v),
