@@ -16,13 +16,14 @@ PERCENTILES = {"p50": 50.0, "p90": 90.0, "p99": 99.0, "p99_9": 99.9, "p99_99": 9
 PERCENTILE_LIST = "50:90:99:99.9:99.99"
 DIRECTIONS = ("read", "write", "trim")
 
-# Bounds of the splitter, whatever the input: a document (or a line) longer than this is dropped
-# and counted in ``oversized`` (fio's largest, json+ with histograms for a hundred jobs, is a few
-# MiB); at most MAX_NOISE_LINES lines outside documents are kept (cut at MAX_NOISE_CHARS), the rest
-# only counted.
+# Bounds of the splitter, whatever the input: a document (or a one-line document) longer than
+# MAX_DOCUMENT_CHARS is dropped and counted in ``oversized`` (fio's largest, json+ with histograms
+# for a hundred jobs, is a few MiB); at most MAX_NOISE_LINES lines outside documents are kept (cut
+# at MAX_NOISE_CHARS), the rest only counted.
 MAX_DOCUMENT_CHARS = 32 << 20
 MAX_NOISE_LINES = 1000
 MAX_NOISE_CHARS = 1000
+MAX_NOISE_LINE_CHARS = 1 << 20  # a line outside a document (one not starting with "{") is dropped past this
 # fio's counters are 64-bit: a number beyond this (or negative, NaN, infinite) is not one fio wrote
 MAX_NUMBER = float(1 << 64)
 
@@ -70,7 +71,8 @@ class DocumentSplitter:
             doc = self._line(line.rstrip("\r"))
             if doc is not None:
                 out.append((self._doc_start, doc))
-        if len(self._partial) > MAX_DOCUMENT_CHARS:
+        limit = MAX_DOCUMENT_CHARS if self._doc is not None or self._partial[:1] == "{" else MAX_NOISE_LINE_CHARS
+        if len(self._partial) > limit:
             self._partial = ""
             self._skipping = True
             if self._doc is not None or self._in_oversized:
