@@ -291,11 +291,21 @@ def resume(directory: str, engine: str | None, yes: bool, allow_destructive: boo
 # --- report / import / compare (docs/report.md) --------------------------------------------------
 
 
+def _finite(value: float, name: str) -> float:
+    """nan passes click's FloatRange (every comparison with it is false), inf is not a bound."""
+    import math
+
+    if not math.isfinite(value):
+        raise click.BadParameter(f"{value} is not a finite number.", param_hint=f"'{name}'")
+    return value
+
+
 @cli.command()
 @click.argument("directory", metavar="DIR")
 @click.option("--out", metavar="FILE", help="Write the report here (default: DIR/report.md); plots/ and results.csv "
               "go beside it.")
 @click.option("--p99-bound-us", type=click.FloatRange(min=0, min_open=True), default=1000.0, show_default=True,
+              callback=lambda _ctx, _param, v: _finite(v, "--p99-bound-us"),
               help="Latency bound for the best operating point: p99 at most this many µs.")
 def report(directory: str, out: str | None, p99_bound_us: float) -> int:
     """(Re)render report.md, plots/ and results.csv from a results directory."""
@@ -335,9 +345,9 @@ def compare(directory: str, other: str | None, reference: str | None, out: str |
         raise UsageError("compare: give a second results directory or --reference NAME_OR_TOML (exactly one).")
     text = compare_runs(directory, other) if other else compare_reference(directory, load_reference(reference))
     if out:
-        from pathlib import Path
+        from app.compare import write_text
 
-        Path(out).write_text(text, encoding="utf-8")
+        write_text(out, text)
     click.echo(text, nl=False)
     return 0
 

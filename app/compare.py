@@ -30,6 +30,7 @@ Schema (validated; errors name file, key and value, exit 2)::
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +38,7 @@ from typing import Any
 
 from app.errors import UsageError
 from app.presets import RW_MODES, read_toml, shipped_dir
-from app.report.model import MemoryPoint, StoragePoint, load
+from app.report.model import MemoryPoint, RunData, StoragePoint, load
 from app.report.render import md_table, workload
 from app.units import format_count, format_size, parse_size
 
@@ -159,6 +160,19 @@ def load_reference(name_or_path: str) -> Reference:
     return parse_reference(read_toml(path, "reference sheet"), str(path))
 
 
+def write_text(out: str, text: str) -> None:
+    """``compare --out FILE``: one sentence (UsageError) when FILE is a directory or cannot be written."""
+    if out.endswith(("/", os.sep)) or os.path.isdir(out):
+        raise UsageError(f"--out {out}: is a directory; give a file name for the tables, e.g. "
+                         f"{os.path.join(out, 'compare.md')}.")
+    if os.path.lexists(out) and not os.path.isfile(out):
+        raise UsageError(f"--out {out}: exists and is not a regular file; give a new file name.")
+    try:
+        Path(out).write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise UsageError(f"--out {out}: cannot be written ({e.strerror or e}).") from None
+
+
 # --- values -----------------------------------------------------------------------------------------------
 
 
@@ -196,6 +210,7 @@ def _ratio(a: float | None, b: float | None) -> str:
 def compare_reference(run_dir: str, ref: Reference) -> str:
     data = load(run_dir)
     lines = [f"# {Path(run_dir).name} vs {ref.name}", ""]
+    lines += _warnings(data, "the run")
     lines.append(f"Reference: {ref.name} — {ref.source}" + (f" ({ref.url})" if ref.url else "") + ".")
     if ref.description:
         lines += ["", ref.description]
@@ -245,6 +260,14 @@ def _mkey(p: MemoryPoint) -> tuple[Any, ...]:
     return (p.mode, p.traffic, p.stride, p.delay, p.buffer)
 
 
+def _warnings(data: RunData, name: str) -> list[str]:
+    """The directory's warnings (unreadable results lines, truncated tables, …), as the report gives them."""
+    ws = data.warnings()
+    if not ws:
+        return []
+    return [f"Warnings of {name}:", ""] + ["- " + " ".join(w.split()) for w in ws] + [""]
+
+
 def compare_runs(dir_a: str, dir_b: str) -> str:
     a, b = load(dir_a), load(dir_b)
     name_a, name_b = Path(dir_a).name or dir_a, Path(dir_b).name or dir_b
@@ -253,6 +276,7 @@ def compare_runs(dir_a: str, dir_b: str) -> str:
     lines = [f"# {name_a} (A) vs {name_b} (B)", "",
              "Points are matched on the workload (pattern, mix, block size, queue depth, jobs); ratio = B / A. "
              "For throughput above 1× means B is faster; for latency below 1× means B is faster.", ""]
+    lines += _warnings(a, "A") + _warnings(b, "B")
     engines = {(p.ioengine, p.point.get("direct")) for p in a.storage + b.storage}
     extra = len(engines) > 1
     sa = {_skey(p, extra): p for p in a.storage}
@@ -275,6 +299,7 @@ def compare_runs(dir_a: str, dir_b: str) -> str:
                                    "Mean µs B", "B/A", "p99 µs A", "p99 µs B", "B/A"], rows))
             lines.append("")
             ratios = [sb[k].iops / sa[k].iops for k in common if sa[k].iops > 0]
+            ratios = [r for r in ratios if 0 < r < math.inf]  # a zero has no logarithm
             if ratios:
                 import statistics
 

@@ -12,20 +12,26 @@ MLC: text of ``mlc`` / ``mlc.exe`` (CRLF too) or the built-in engine, read by
 :mod:`app.runners.mlc_parse`; loaded-latency tables become one memory point per delay,
 idle latency one idle point; parameters from the ``Command line parameters`` line.
 
-The directory gets run.json (status ``imported``, plan = the imported points), results.jsonl
-and a copy of every input file in raw/.
+The directory gets run.json (status ``imported``, plan = the imported points, the warnings of
+every source), results.jsonl and a copy of every input file in raw/.
+
+Inputs are untrusted: only regular files are read (a FIFO, device, socket or directory is refused
+before it is opened), as a stream, at most ``MAX_IMPORT_BYTES`` each; at most ``MAX_IMPORT_POINTS``
+points per import; every value of a fio document is checked (:func:`app.runners.fio_parse.check_document`)
+before it is used, and any fault is one sentence naming the file, the key and the value (exit 2).
 """
 
 from __future__ import annotations
 
-import copy
+import codecs
 import json
+import math
 import os
 import re
-import shutil
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from app.errors import UsageError
 from app.results import ResultsDir, now_iso
@@ -35,6 +41,11 @@ from app.units import parse_duration, parse_size
 FIO_RW = {"read": "read", "write": "write", "trim": "trim", "randread": "randread", "randwrite": "randwrite",
           "randtrim": "randtrim", "rw": "rw", "readwrite": "rw", "randrw": "randrw", "trimwrite": "trimwrite"}
 MLC_DEFAULT_STRIDE = 64
+MAX_IMPORT_BYTES = 256 << 20  # per input file
+MAX_IMPORT_POINTS = 20_000  # per import, all files together
+CHUNK_BYTES = 1 << 20
+MAX_SECONDS = 1e9  # a runtime or ramp_time beyond ~31 years is not one fio ran
+_BAD_TEXT = re.compile(r"[\x00-\x1f\x7f]")
 
 
 @dataclass
@@ -57,48 +68,65 @@ def _size(v: Any) -> int | None:
         return None
     s = str(v).strip().split(",")[0].split(":")[0].split("-")[0]
     try:
-        return parse_size(s)
-    except ValueError:
+        n = parse_size(s)
+    except (ValueError, OverflowError):
         return None
+    return n if n <= fio_parse.MAX_NUMBER else None
 
 
 def _seconds(v: Any) -> float | int | None:
     if v is None:
         return None
     s = str(v).strip().lower()
-    m = re.fullmatch(r"(\d+(?:\.\d+)?)(us|ms|s|m|h)?", s)
+    m = re.fullmatch(r"(\d{1,15}(?:\.\d{1,15})?)(us|ms|s|m|h)?", s)
     if not m:
         try:
             x = parse_duration(s)
-        except ValueError:
+        except (ValueError, OverflowError):
             return None
     else:
         x = float(m.group(1)) * {"us": 1e-6, "ms": 1e-3, "s": 1, "m": 60, "h": 3600, None: 1}[m.group(2)]
+    if not math.isfinite(x) or not 0 <= x <= MAX_SECONDS:
+        return None
     return int(x) if float(x).is_integer() else x
 
 
-def _int(v: Any, default: int) -> int:
-    try:
-        return int(str(v).strip())
-    except (TypeError, ValueError):
-        return default
+def _option(doc: dict[str, Any], job: dict[str, Any], where: str, *names: str) -> tuple[Any, str]:
+    """The first of ``names`` in the job's options, else in the global ones: (value, key path)."""
+    for opts, prefix in ((job.get("job options") or {}, f"{where}.job options"),
+                         (doc.get("global options") or {}, "global options")):
+        for name in names:
+            if name in opts:
+                return opts[name], f"{prefix}.{name}"
+    return None, ""
 
 
-def fio_point(doc: dict[str, Any], jobs: list[dict[str, Any]]) -> tuple[dict[str, Any], list[str]]:
-    """The SPEC §7 point of a group of jobs, and notes on what had to be assumed."""
+def _opt_int(value: Any, key: str, lo: int, hi: int) -> int:
+    s = str(value).strip()
+    if not re.fullmatch(r"\d{1,12}", s) or not lo <= int(s) <= hi:
+        raise fio_parse.bad_value(key, value, f"must be a whole number from {lo} to {hi}")
+    return int(s)
+
+
+def fio_point(doc: dict[str, Any], jobs: list[dict[str, Any]], where: str = "jobs[0]") -> tuple[dict[str, Any], list[str]]:
+    """The SPEC §7 point of a group of jobs, and notes on what had to be assumed.
+
+    ``doc`` has passed :func:`fio_parse.check_document`; an option fio would not have written
+    raises :class:`fio_parse.FormatError` naming it (``where`` is the first job's key path)."""
     job = jobs[0]
-    opts: dict[str, Any] = {}
-    opts.update(doc.get("global options") or {})
-    opts.update(job.get("job options") or {})
     notes: list[str] = []
-    rw_raw = str(opts.get("rw") or opts.get("readwrite") or "read").split(":")[0].strip().lower()
-    rw = FIO_RW.get(rw_raw, rw_raw)
-    bs = _size(opts.get("bs") or opts.get("blocksize"))
+    raw_rw, rw_key = _option(doc, job, where, "rw", "readwrite")
+    rw_raw = str(raw_rw or "read").split(":")[0].strip().lower()
+    if rw_raw not in FIO_RW:
+        raise fio_parse.bad_value(rw_key, raw_rw, "not one of fio's rw modes (" + ", ".join(FIO_RW) + ")")
+    rw = FIO_RW[rw_raw]
+    bs = _size(_option(doc, job, where, "bs", "blocksize")[0])
     if bs is None:
         for d in ("read", "write", "trim"):
             part = job.get(d) or {}
-            if int(part.get("total_ios") or 0) > 0:
-                bs = int(part["io_bytes"]) // int(part["total_ios"])
+            ios, moved = int(part.get("total_ios") or 0), int(part.get("io_bytes") or 0)
+            if ios > 0 and moved // ios > 0:
+                bs = moved // ios
                 notes.append(f"bs not in the job options: {bs} B from io_bytes / total_ios")
                 break
     if bs is None:
@@ -106,49 +134,65 @@ def fio_point(doc: dict[str, Any], jobs: list[dict[str, Any]]) -> tuple[dict[str
         notes.append("bs not in the job options: fio's default 4k assumed")
     rwmixread = None
     if rw in ("rw", "randrw"):
-        if opts.get("rwmixread") is not None:
-            rwmixread = _int(opts["rwmixread"], 50)
-        elif opts.get("rwmixwrite") is not None:
-            rwmixread = 100 - _int(opts["rwmixwrite"], 50)
+        mix, mix_key = _option(doc, job, where, "rwmixread")
+        wmix, wmix_key = _option(doc, job, where, "rwmixwrite")
+        if mix is not None:
+            rwmixread = _opt_int(mix, mix_key, 0, 100)
+        elif wmix is not None:
+            rwmixread = 100 - _opt_int(wmix, wmix_key, 0, 100)
         else:
             rwmixread = 50
-    numjobs = _int(opts.get("numjobs"), 1)
+    value, key = _option(doc, job, where, "numjobs")
+    numjobs = 1 if value is None else _opt_int(value, key, 1, 1 << 31)
     if len(jobs) > 1:
         numjobs = len(jobs)  # one entry per job: no group_reporting
-    direct = _opt_bool(opts["direct"]) if "direct" in opts else (not _opt_bool(opts["buffered"]) if "buffered" in opts
-                                                                  else False)
-    runtime = _seconds(opts.get("runtime"))
+    value, key = _option(doc, job, where, "iodepth")
+    iodepth = 1 if value is None else _opt_int(value, key, 1, 1 << 31)
+    value, key = _option(doc, job, where, "ioengine")
+    ioengine = str(value or "psync")
+    if len(ioengine) > 256 or _BAD_TEXT.search(ioengine):
+        raise fio_parse.bad_value(key, value, "not an fio ioengine name")
+    direct_v, _ = _option(doc, job, where, "direct")
+    buffered_v, _ = _option(doc, job, where, "buffered")
+    direct = _opt_bool(direct_v) if direct_v is not None else (not _opt_bool(buffered_v) if buffered_v is not None
+                                                               else False)
+    runtime = _seconds(_option(doc, job, where, "runtime")[0])
     if runtime is None:
-        ms = max(int(job.get("job_runtime") or 0) for job in jobs)
+        ms = max(int(j.get("job_runtime") or 0) for j in jobs)
         runtime = round(ms / 1000, 3) if ms else None
+    time_based_v, time_based_key = _option(doc, job, where, "time_based")
     point: dict[str, Any] = {
         "rw": rw,
         "bs": bs,
         "rwmixread": rwmixread,
-        "iodepth": _int(opts.get("iodepth"), 1),
+        "iodepth": iodepth,
         "numjobs": numjobs,
-        "ioengine": str(opts.get("ioengine") or "psync"),
+        "ioengine": ioengine,
         "direct": direct,
         "runtime": runtime,
-        "ramp_time": _seconds(opts.get("ramp_time")) or 0,
-        "size": _size(opts.get("size")),
-        "time_based": "time_based" in opts and _opt_bool(opts.get("time_based") or "1"),
+        "ramp_time": _seconds(_option(doc, job, where, "ramp_time")[0]) or 0,
+        "size": _size(_option(doc, job, where, "size")[0]),
+        "time_based": bool(time_based_key) and _opt_bool(time_based_v or "1"),
     }
-    if "time_based" not in opts and point["size"]:
+    if not time_based_key and point["size"]:
         # fio leaves value-less flags out of its JSON options; a job that moved more than its size
         # can only have been time based (otherwise it stops once the size is covered)
         moved = max(sum(int((j.get(d) or {}).get("io_bytes") or 0) for d in fio_parse.DIRECTIONS) for j in jobs)
         if moved > point["size"]:
             point["time_based"] = True
             notes.append("time_based inferred: the job moved more than its size")
-    if job.get("hostname"):
-        point["host"] = job["hostname"]
+    host = job.get("hostname")
+    if host:
+        if len(host) > 256 or _BAD_TEXT.search(host):
+            raise fio_parse.bad_value(f"{where}.hostname", host, "not a host name")
+        point["host"] = host
     return point, notes
 
 
 def _with_lat_percentiles(jobs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], bool]:
     """Jobs whose ``lat_ns`` lacks percentiles borrow them from ``clat_ns`` (fio prints total-latency
-    percentiles only with ``lat_percentiles=1``); returns whether that happened."""
+    percentiles only with ``lat_percentiles=1``); returns whether that happened.  The jobs given are
+    not changed: a job that borrows is a shallow copy down to its ``lat_ns``."""
     used = False
     out = []
     for job in jobs:
@@ -158,11 +202,12 @@ def _with_lat_percentiles(jobs: list[dict[str, Any]]) -> tuple[list[dict[str, An
             lat, clat = part.get("lat_ns") or {}, part.get("clat_ns") or {}
             if int(lat.get("N") or 0) and not lat.get("percentile") and clat.get("percentile"):
                 if j is job:
-                    j = copy.deepcopy(job)
-                new = j[d]["lat_ns"]
+                    j = dict(job)
+                new = dict(lat)
                 new["percentile"] = clat["percentile"]
                 if "bins" in clat and "bins" not in new:
                     new["bins"] = clat["bins"]
+                j[d] = {**part, "lat_ns": new}
                 used = True
         out.append(j)
     return out, used
@@ -192,7 +237,11 @@ def final_documents(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def fio_points(doc: dict[str, Any]) -> list[Imported]:
+    """The points of one checked fio result document (:func:`fio_parse.check_document`); raises
+    :class:`fio_parse.FormatError` for an option fio would not write or a point without any I/O."""
     jobs = fio_parse.job_list(doc)
+    list_key = "jobs" if doc.get("jobs") else "client_stats"
+    where = {id(j): f"{list_key}[{i}]" for i, j in enumerate(doc.get(list_key) or [])}
     groups: dict[str, list[dict[str, Any]]] = {}
     for j in jobs:
         key = json.dumps([j.get("hostname"), j.get("jobname"), j.get("groupid"), j.get("job options")],
@@ -200,15 +249,22 @@ def fio_points(doc: dict[str, Any]) -> list[Imported]:
         groups.setdefault(key, []).append(j)
     out = []
     for group in groups.values():
-        point, notes = fio_point(doc, group)
+        first = where.get(id(group[0]), f"{list_key}[0]")
+        point, notes = fio_point(doc, group, first)
         fixed, from_clat = _with_lat_percentiles(group)
         m = fio_parse.metrics(doc, jobs=fixed)
+        if not m["total_ios"] and not m["io_bytes"]:
+            name = group[0].get("jobname")
+            raise fio_parse.FormatError("no job did any I/O" + (f" ({first}, job '{name}': total_ios and io_bytes "
+                                                                 "are 0 in read, write and trim)" if name else
+                                                                 f" ({first}: total_ios and io_bytes are 0 in read, "
+                                                                 "write and trim)"))
         if from_clat:
             m["percentiles_source"] = "clat_ns"
         extra: dict[str, Any] = {"job": group[0].get("jobname"), "fio_version": doc.get("fio version")}
         opts = {**(doc.get("global options") or {}), **(group[0].get("job options") or {})}
         if opts.get("filename"):
-            extra["target"] = opts["filename"]
+            extra["target"] = str(opts["filename"])
         if notes:
             extra["notes"] = notes
         out.append(Imported("storage", point, m, extra))
@@ -253,56 +309,228 @@ def mlc_points(text: str | Iterable[str]) -> tuple[list[Imported], dict[str, Any
 
 # --- files -------------------------------------------------------------------------------------------------
 
+_KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 
-def read_file(path: str) -> str:
-    p = Path(path)
-    if not p.exists():
-        raise UsageError(f"{path}: no such file.")
-    if p.is_dir():
-        raise UsageError(f"{path}: is a directory; give the fio or MLC output files themselves.")
+
+def _not_regular(path: str, mode: int) -> UsageError:
+    if stat.S_ISDIR(mode):
+        return UsageError(f"{path}: is a directory; give the fio or MLC output files themselves.")
+    what = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+    return UsageError(f"{path}: is {what}, not a regular file; import reads saved fio JSON or MLC text files only.")
+
+
+def _mib(n: int) -> str:
+    return f"{n / (1 << 20):.0f} MiB" if n >= 1 << 20 else f"{n} bytes"
+
+
+def check_input(path: str) -> int:
+    """Refuse, before anything is opened, what import must not read; returns the file's size."""
     try:
-        data = p.read_bytes()
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file.") from None
     except OSError as e:
         raise UsageError(f"{path}: cannot be read ({e.strerror}).") from None
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
-        return data.decode("utf-16", "replace")  # PowerShell's `>` redirection
-    return data.decode("utf-8", "replace")
+    if not stat.S_ISREG(st.st_mode):
+        raise _not_regular(path, st.st_mode)
+    if st.st_size > MAX_IMPORT_BYTES:
+        raise UsageError(f"{path}: is {_mib(st.st_size)}, more than the {_mib(MAX_IMPORT_BYTES)} import reads from "
+                         "one file; cut it to the part with the results.")
+    return st.st_size
 
 
-def parse_file(path: str) -> tuple[str, list[Imported], dict[str, Any]]:
-    """(kind of file, points, info) of one input; UsageError when it holds neither format."""
-    text = read_file(path).replace("\r\n", "\n").replace("\r", "\n")
-    docs, noise = fio_parse.split_documents(text)
-    fio_docs = [d for d in docs if fio_parse.job_list(d) or "fio version" in d]
-    if fio_docs:
-        runs = final_documents(fio_docs)
-        points = [pt for doc in runs for pt in fio_points(doc)]
+def open_regular(path: str) -> Any:
+    """The file opened for reading in binary, refused unless it is a regular file: opened without
+    blocking (a FIFO swapped in after :func:`check_input` cannot hang us) and checked again."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file.") from None
+    except OSError as e:
+        raise UsageError(f"{path}: cannot be read ({e.strerror}).") from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise _not_regular(path, st.st_mode)
+    return os.fdopen(fd, "rb")
+
+
+def text_chunks(path: str, limit: int = MAX_IMPORT_BYTES) -> Iterator[str]:
+    """The file's text in pieces of about CHUNK_BYTES: UTF-8 (a BOM dropped) or, after a UTF-16 BOM
+    (PowerShell's ``>``), UTF-16; undecodable bytes replaced; CRLF and CR turned into LF.  More than
+    ``limit`` bytes (a file that grew since it was checked) is an error."""
+    with open_regular(path) as f:
+        total = 0
+        decoder: Any = None
+        carry = ""
+        while True:
+            try:
+                data = f.read(CHUNK_BYTES)
+            except OSError as e:
+                raise UsageError(f"{path}: cannot be read ({e.strerror}).") from None
+            total += len(data)
+            if total > limit:
+                raise UsageError(f"{path}: is more than the {_mib(limit)} import reads from one file.")
+            if decoder is None:
+                if data.startswith(b"\xef\xbb\xbf"):
+                    data = data[3:]
+                if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+                    decoder = codecs.getincrementaldecoder("utf-16")("replace")
+                else:
+                    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+            text = carry + decoder.decode(data, final=not data)
+            carry = ""
+            if text.endswith("\r") and data:
+                carry, text = "\r", text[:-1]
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+            if text:
+                yield text
+            if not data:
+                return
+
+
+def read_file(path: str) -> str:
+    """A whole input file as text (see :func:`text_chunks`), after :func:`check_input`."""
+    check_input(path)
+    return "".join(text_chunks(path))
+
+
+def _copy(path: str, dest: Path) -> None:
+    """Copy an input file into raw/, within the same bounds as reading it."""
+    with open_regular(path) as src, open(dest, "wb") as out:
+        total = 0
+        while True:
+            try:
+                data = src.read(CHUNK_BYTES)
+            except OSError as e:
+                raise UsageError(f"{path}: cannot be read ({e.strerror}).") from None
+            if not data:
+                return
+            total += len(data)
+            if total > MAX_IMPORT_BYTES:
+                raise UsageError(f"{path}: is more than the {_mib(MAX_IMPORT_BYTES)} import reads from one file.")
+            out.write(data)
+
+
+def _fio_file(path: str, budget: int) -> tuple[list[Imported], dict[str, Any]] | None:
+    """The fio points of a file, read as a stream (None when it holds no fio document).
+
+    Of consecutive status dumps of the same jobs only the last is kept (the result of that run);
+    no more than one document is held in memory at a time."""
+    splitter = fio_parse.DocumentSplitter()
+    points: list[Imported] = []
+    current: tuple[int, dict[str, Any]] | None = None
+    counts = {"documents": 0, "fio": 0, "runs": 0}
+    versions: set[str] = set()
+    has_brace = has_jobs = False
+
+    def flush() -> None:
+        nonlocal current
+        if current is None:
+            return
+        line, doc = current
+        current = None
+        try:
+            fio_parse.check_document(doc)  # in full: the latencies too
+            new = fio_points(doc)
+        except fio_parse.FormatError as e:
+            raise UsageError(f"{path}: fio JSON document at line {line}: {e}.") from None
+        counts["runs"] += 1
+        points.extend(new)
+        if len(points) > budget:
+            raise UsageError(f"{path}: more than {MAX_IMPORT_POINTS:,} points in this import; import the files in "
+                             "smaller groups.")
+
+    def take(line: int, doc: dict[str, Any]) -> None:
+        nonlocal current
+        counts["documents"] += 1
+        if not fio_parse.is_fio_document(doc):
+            return
+        try:
+            fio_parse.check_document(doc, deep=False)  # what ordering the stream needs; the rest in flush()
+        except fio_parse.FormatError as e:
+            raise UsageError(f"{path}: fio JSON document at line {line}: {e}.") from None
+        counts["fio"] += 1
+        if doc.get("fio version"):
+            versions.add(str(doc["fio version"]))
+        if not fio_parse.job_list(doc):
+            return
+        if current is not None and _signature(current[1]) == _signature(doc) and _runtime(doc) >= _runtime(current[1]):
+            current = (line, doc)
+        else:
+            flush()
+            current = (line, doc)
+
+    tail = ""
+    for chunk in text_chunks(path):
+        has_brace = has_brace or "{" in chunk
+        if not has_jobs:
+            has_jobs = '"jobs"' in tail + chunk
+            tail = chunk[-8:]
+        for line, doc in splitter.feed_numbered(chunk):
+            take(line, doc)
+    for line, doc in splitter.close_numbered():
+        take(line, doc)
+    flush()
+    if counts["fio"]:
         if not points:
             raise UsageError(f"{path}: the fio JSON in it has no jobs (key 'jobs' or 'client_stats' is empty).")
-        versions = sorted({str(d.get("fio version")) for d in runs if d.get("fio version")})
-        return "fio", points, {"documents": len(docs), "runs": len(runs), "fio_versions": versions,
-                               "noise_lines": len(noise)}
-    if "{" in text and '"jobs"' in text:
+        return points, {"documents": counts["documents"], "runs": counts["runs"], "fio_versions": sorted(versions),
+                        "noise_lines": splitter.noise_count}
+    if splitter.oversized:
+        raise UsageError(f"{path}: the JSON document at line {splitter.oversized[0]} is larger than "
+                         f"{_mib(fio_parse.MAX_DOCUMENT_CHARS)}, more than fio writes for one result.")
+    if has_brace and has_jobs:
         raise UsageError(f"{path}: looks like fio JSON but no complete document could be read (truncated, or not "
                          "the JSON of --output-format=json/json+).")
-    points, info = mlc_points(text)
+    return None
+
+
+def parse_file(path: str, budget: int = MAX_IMPORT_POINTS) -> tuple[str, list[Imported], dict[str, Any]]:
+    """(kind of file, points, info) of one input; UsageError when it holds neither format.
+
+    ``budget``: how many more points the import may take."""
+    check_input(path)
+    fio = _fio_file(path, budget)
+    if fio is not None:
+        return ("fio",) + fio
+    points, info = mlc_points(text_chunks(path))
+    if len(points) > budget:
+        raise UsageError(f"{path}: more than {MAX_IMPORT_POINTS:,} points in this import; import the files in "
+                         "smaller groups.")
     if points:
         return "mlc", points, info
-    if "Memory Latency Checker" in text or "Inject" in text:
+    if info.get("ignored_sections") or _mentions_mlc(path):
         raise UsageError(f"{path}: MLC output without a loaded-latency table or an idle latency (sections found: "
-                         f"{', '.join(info['ignored_sections']) or 'none'}); import takes --loaded_latency and "
-                         "--idle_latency outputs.")
+                         f"{', '.join(map(str, info.get('ignored_sections') or [])) or 'none'}); import takes "
+                         "--loaded_latency and --idle_latency outputs.")
     raise UsageError(f"{path}: neither fio JSON (--output-format=json or json+) nor Intel MLC text output was found "
                      "in it.")
+
+
+def _mentions_mlc(path: str) -> bool:
+    tail = ""
+    for chunk in text_chunks(path):
+        window = tail + chunk
+        if "Memory Latency Checker" in window or "Inject" in window:
+            return True
+        tail = chunk[-32:]
+    return False
 
 
 def import_files(files: list[str], out: str | os.PathLike[str]) -> tuple[Path, list[dict[str, Any]]]:
     """Create the results directory ``out`` from the files; returns it and the source summaries."""
     if not files:
         raise UsageError("import: give at least one fio JSON or MLC text file.")
-    parsed = [(f,) + parse_file(f) for f in files]  # every file is checked before anything is written
+    if os.path.lexists(out) and not os.path.isdir(out):
+        raise UsageError(f"--out {out}: exists and is not a directory; give a new directory for the results.")
+    parsed = []
+    budget = MAX_IMPORT_POINTS
+    for f in files:  # every file is checked before anything is written
+        ftype, points, info = parse_file(f, budget)
+        budget -= len(points)
+        parsed.append((f, ftype, points, info))
     results = ResultsDir(out)
     kinds = sorted({pt.kind for _, _, pts, _ in parsed for pt in pts})
     kind = kinds[0] if len(kinds) == 1 else "mixed"
@@ -327,6 +555,9 @@ def import_files(files: list[str], out: str | os.PathLike[str]) -> tuple[Path, l
                 tools[key] = ", ".join(sorted(set(known + [version])))
             if info.get("ignored_sections"):
                 src["ignored_sections"] = info["ignored_sections"]
+        warnings = [str(w) for w in info.get("warnings") or []]
+        if warnings:  # e.g. a truncated MLC table: kept in run.json, shown by the report
+            src["warnings"] = warnings
         sources.append(src)
         for pt in points:
             rec = {"kind": pt.kind, "index": len(records), "point": pt.point, "metrics": pt.metrics}
@@ -355,9 +586,17 @@ def import_files(files: list[str], out: str | os.PathLike[str]) -> tuple[Path, l
         "ended": None,
         "status": "imported",
     }
-    results.create(meta)
-    for (f, *_), src in zip(parsed, sources):
-        shutil.copyfile(f, results.path / src["raw"])
-    for rec in records:
-        results.append(rec)
+    try:
+        results.create(meta)
+        for (f, *_), src in zip(parsed, sources):
+            _copy(f, results.path / src["raw"])
+        with open(results.results_jsonl, "a", encoding="utf-8") as f:  # all at once: one fsync, not one per point
+            for rec in records:
+                f.write(json.dumps(rec, separators=(",", ":"), default=str) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+    except OSError as e:
+        where = e.filename or results.path
+        raise UsageError(f"{where}: cannot write the imported results there ({e.strerror or e}); choose another "
+                         "--out directory.") from None
     return results.path, sources

@@ -10,15 +10,25 @@ Every write cleans up after itself when it fails (full filesystem, I/O error, in
 ``results.jsonl`` back to its last complete line; a failed raw file is removed.  A run keeps a small
 reserve file (``.space-reserve``, :data:`RESERVE_MIN_BYTES` or more) while it runs, deleted to make room
 for the last ``run.json`` update when the filesystem fills up.
+
+Reading is defensive (a results directory is untrusted input): :meth:`ResultsDir.read_records`
+keeps, of several lines with the same plan ``index``, the last one (a point measured again
+replaces the earlier measurement), and leaves out, counting them, the lines that are not a JSON
+object with ``kind`` storage/memory, ``point`` and ``metrics`` of the types the readers use
+(:func:`record_problem`).  At most ``MAX_RESULTS_BYTES`` are read, lines longer than
+``MAX_LINE_BYTES`` are left out, and at most ``MAX_RECORDS`` points are kept.
+:func:`check_meta` checks the types of the run.json keys that report and compare read.
 """
 
 from __future__ import annotations
 
 import errno
 import json
+import math
 import os
 import re
 import stat
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -31,6 +41,144 @@ RAW = "raw"
 RESERVE = ".space-reserve"
 # the reserve: at least 64 KiB, and twice the size of run.json when the run starts
 RESERVE_MIN_BYTES = 64 * 1024
+MAX_RUN_JSON_BYTES = 64 << 20
+MAX_RESULTS_BYTES = 256 << 20
+MAX_LINE_BYTES = 4 << 20
+MAX_RECORDS = 100_000  # points kept from one results.jsonl (a plan has at most this many)
+MAX_NUMBER = float(1 << 64)
+
+
+@dataclass
+class Records:
+    """What :meth:`ResultsDir.read_records` read: the records, and the lines it did not use."""
+
+    records: list[dict[str, Any]]
+    unreadable: int = 0  # lines left out: not JSON, not an object, missing or ill-typed fields
+    replaced: int = 0  # earlier lines of a plan index that a later line measured again
+
+
+# --- what a results line must look like to be used ---------------------------------------------------
+
+
+def _is_num(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and 0 <= v <= MAX_NUMBER
+
+
+def _is_int(v: Any, lo: int = 0, hi: float = MAX_NUMBER) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi
+
+
+_STORAGE_POINT = {"rw": lambda v: isinstance(v, str), "bs": lambda v: _is_int(v, 1),
+                  "iodepth": lambda v: v is None or _is_int(v, 1), "numjobs": lambda v: v is None or _is_int(v, 1),
+                  "rwmixread": lambda v: v is None or _is_int(v, 0, 100),
+                  "ioengine": lambda v: v is None or isinstance(v, str),
+                  "direct": lambda v: v is None or isinstance(v, (bool, int)),
+                  "group": lambda v: v is None or isinstance(v, str)}
+_MEMORY_POINT = {"mode": lambda v: v is None or isinstance(v, str), "traffic": lambda v: v is None or isinstance(v, str),
+                 "stride": lambda v: v is None or _is_int(v, 1), "delay": lambda v: v is None or _is_int(v),
+                 "buffer": lambda v: v is None or _is_int(v), "engine": lambda v: v is None or isinstance(v, str),
+                 "source": lambda v: v is None or isinstance(v, str)}
+_STORAGE_NUMBERS = ("iops", "read_iops", "write_iops", "bw_bytes", "read_bw_bytes", "write_bw_bytes", "usr_cpu",
+                    "sys_cpu")
+_LATENCIES = ("lat_ns", "read_lat_ns", "write_lat_ns")
+_MEMORY_NUMBERS = ("latency_ns", "bandwidth_mbps")
+
+
+def record_problem(rec: Any) -> str | None:
+    """Why a parsed results line cannot be used (None when it can): the line must be an object with
+    ``kind`` storage or memory, a ``point`` and ``metrics`` object, an optional whole ``index`` ≥ 0;
+    the point's workload keys and the metrics the report reads have their types (numbers finite,
+    0 … 2^64; null where a value may be unknown)."""
+    if not isinstance(rec, dict):
+        return "not a JSON object"
+    kind, point, metrics = rec.get("kind"), rec.get("point"), rec.get("metrics")
+    if kind not in ("storage", "memory"):
+        return "key 'kind' is not storage or memory"
+    if not isinstance(point, dict) or not isinstance(metrics, dict):
+        return "keys 'point' and 'metrics' must be objects"
+    if "index" in rec and not _is_int(rec["index"]):
+        return "key 'index' is not a whole number"
+    if kind == "storage":
+        for key in ("rw", "bs"):
+            if key not in point:
+                return f"key 'point.{key}' is missing"
+        for key, ok in _STORAGE_POINT.items():
+            if key in point and not ok(point[key]):
+                return f"key 'point.{key}' has the wrong type"
+        for key in _STORAGE_NUMBERS:
+            if metrics.get(key) is not None and not _is_num(metrics[key]):
+                return f"key 'metrics.{key}' is not a number"
+        for key in _LATENCIES:
+            lat = metrics.get(key)
+            if lat is None:
+                continue
+            if not isinstance(lat, dict):
+                return f"key 'metrics.{key}' is not an object"
+            for k, v in lat.items():
+                if v is not None and not isinstance(v, bool) and not _is_num(v):
+                    return f"key 'metrics.{key}.{k}' is not a number"
+    else:
+        for key, ok in _MEMORY_POINT.items():
+            if key in point and not ok(point[key]):
+                return f"key 'point.{key}' has the wrong type"
+        for key in _MEMORY_NUMBERS:
+            if metrics.get(key) is not None and not _is_num(metrics[key]):
+                return f"key 'metrics.{key}' is not a number"
+    return None
+
+
+# --- what run.json must look like to be read by report and compare ------------------------------------
+
+_STR, _INT, _DICT, _LIST = "a string", "a whole number", "an object", "a list"
+_META_SCHEMA: dict[str, Any] = {
+    "status": _STR, "kind": _STR, "tool": _STR, "started": _STR, "ended": _STR, "imported_at": _STR,
+    "target": _STR, "points_total": _INT, "points_done": _INT,
+    "plan": _LIST, "failures": [_DICT], "warnings": [_STR],
+    "preset": {"name": _STR, "kind": _STR, "description": _STR, "source": _STR, "overrides": [_STR]},
+    "sources": [{"file": _STR, "warnings": [_STR]}],
+    "environment": {"cpu": {"caches": [_DICT]}, "memory": _DICT, "system": _DICT},
+    "tools": _DICT, "target_info": _DICT,
+}
+
+
+def _shown(v: Any) -> str:
+    try:
+        text = json.dumps(v, default=str)
+    except (ValueError, RecursionError):
+        text = type(v).__name__
+    if isinstance(v, str):
+        text = "'" + text[1:-1] + "'"
+    return text if len(text) <= 60 else text[:59] + "…"
+
+
+def _check(value: Any, spec: Any, key: str, path: Path, nullable: bool = True) -> None:
+    if value is None and nullable:
+        return  # null reads as absent, except as an item of a list
+    if isinstance(spec, dict):
+        if not isinstance(value, dict):
+            raise UsageError(f"{path}: key '{key}' has invalid value {_shown(value)}: must be {_DICT}.")
+        for k, sub in spec.items():
+            if k in value:
+                _check(value[k], sub, f"{key}.{k}" if key else k, path)
+        return
+    if isinstance(spec, list):
+        if not isinstance(value, list):
+            raise UsageError(f"{path}: key '{key}' has invalid value {_shown(value)}: must be {_LIST}.")
+        for i, item in enumerate(value):
+            _check(item, spec[0], f"{key}[{i}]", path, nullable=False)
+        return
+    if value is None:
+        raise UsageError(f"{path}: key '{key}' has invalid value null: must be {spec}.")
+    ok = {_STR: isinstance(value, str), _INT: _is_int(value), _DICT: isinstance(value, dict),
+          _LIST: isinstance(value, list)}[spec]
+    if not ok:
+        raise UsageError(f"{path}: key '{key}' has invalid value {_shown(value)}: must be {spec}.")
+
+
+def check_meta(meta: dict[str, Any], path: Path) -> None:
+    """UsageError naming the file, key and value unless every run.json key report and compare read
+    has its type (null counts as absent)."""
+    _check(meta, _META_SCHEMA, "", path)
 
 
 def now_iso() -> str:
@@ -178,6 +326,16 @@ def remove_dirs(created: list[Path]) -> None:
             return
 
 
+def _open_regular(path: Path) -> Any:
+    """``path`` opened for binary reading, without blocking on a FIFO; UsageError unless it is a
+    regular file (OSError, e.g. FileNotFoundError, as open() raises it)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise UsageError(f"{path}: is not a regular file.")
+    return os.fdopen(fd, "rb")
+
+
 class ResultsDir:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
@@ -232,11 +390,17 @@ class ResultsDir:
 
     def read_meta(self) -> dict[str, Any]:
         try:
-            meta = json.loads(self.run_json.read_text(encoding="utf-8"))
+            with _open_regular(self.run_json) as f:
+                if os.fstat(f.fileno()).st_size > MAX_RUN_JSON_BYTES:
+                    raise UsageError(f"{self.run_json}: is larger than {MAX_RUN_JSON_BYTES >> 20} MiB, more than a "
+                                     "run.json can be.")
+                meta = json.loads(f.read(MAX_RUN_JSON_BYTES + 1).decode("utf-8", "replace"))
         except FileNotFoundError:
             raise UsageError(f"{self.path}: not a results directory (no {RUN_JSON}).") from None
-        except (OSError, json.JSONDecodeError) as e:
-            raise UsageError(f"{self.run_json}: cannot be read ({e}).") from None
+        except NotADirectoryError:
+            raise UsageError(f"{self.path}: not a results directory (not a directory).") from None
+        except (OSError, ValueError, RecursionError) as e:
+            raise UsageError(f"{self.run_json}: cannot be read ({getattr(e, 'strerror', None) or e}).") from None
         if not isinstance(meta, dict):
             raise UsageError(f"{self.run_json}: expected a JSON object.")
         return meta
@@ -274,22 +438,56 @@ class ResultsDir:
             os.close(fd)
 
     def records(self) -> list[dict[str, Any]]:
-        """Every complete line; a torn or garbled line is skipped."""
-        out: list[dict[str, Any]] = []
+        """The usable records (see :meth:`read_records`)."""
+        return self.read_records().records
+
+    def read_records(self) -> Records:
+        """Every complete, well-formed line; of lines with the same ``index`` the last; a torn,
+        garbled or ill-typed line is left out and counted (``unreadable``)."""
+        out = Records([])
+        by_index: dict[int, int] = {}  # index -> position in out.records
         try:
-            text = self.results_jsonl.read_text(encoding="utf-8", errors="replace")
+            f = _open_regular(self.results_jsonl)
         except FileNotFoundError:
             return out
-        for line in text.splitlines():
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(rec, dict) and "point" in rec and "metrics" in rec:
-                out.append(rec)
+        except OSError as e:
+            raise UsageError(f"{self.results_jsonl}: cannot be read ({e.strerror}).") from None
+        with f:
+            st = os.fstat(f.fileno())
+            if st.st_size > MAX_RESULTS_BYTES:
+                raise UsageError(f"{self.results_jsonl}: is larger than {MAX_RESULTS_BYTES >> 20} MiB, more than a "
+                                 "results file can be.")
+            while True:
+                raw = f.readline(MAX_LINE_BYTES + 1)
+                if not raw:
+                    break
+                if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+                    out.unreadable += 1
+                    while raw and not raw.endswith(b"\n"):  # the rest of the over-long line
+                        raw = f.readline(MAX_LINE_BYTES)
+                    continue
+                line = raw.decode("utf-8", "replace").strip()
+                if not line:
+                    continue
+                try:
+                    rec = json.loads(line)
+                except (ValueError, RecursionError):
+                    out.unreadable += 1
+                    continue
+                if record_problem(rec) is not None:
+                    out.unreadable += 1
+                    continue
+                index = rec.get("index")
+                if isinstance(index, int) and index in by_index:
+                    out.records[by_index[index]] = rec  # measured again: the later line wins
+                    out.replaced += 1
+                    continue
+                if len(out.records) >= MAX_RECORDS:
+                    raise UsageError(f"{self.results_jsonl}: holds more than {MAX_RECORDS:,} points, more than a "
+                                     "plan can have.")
+                if isinstance(index, int):
+                    by_index[index] = len(out.records)
+                out.records.append(rec)
         return out
 
     def repair_tail(self) -> None:

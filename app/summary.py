@@ -10,10 +10,12 @@ from app.units import format_count, format_size
 
 def point_label(kind: str, point: dict[str, Any]) -> str:
     if kind == "storage":
-        rw = point["rw"]
+        rw = point.get("rw", "?")
         if point.get("rwmixread") is not None and rw in ("rw", "randrw"):
             rw = f"{rw} {point['rwmixread']}%R"
-        label = f"{rw} {format_size(point['bs'])} QD{point['iodepth']} T{point['numjobs']}"
+        bs = point.get("bs")
+        size = format_size(bs) if isinstance(bs, int) else "?"
+        label = f"{rw} {size} QD{point.get('iodepth') or 1} T{point.get('numjobs') or 1}"
         return f"{point['group']}: {label}" if point.get("group") else label
     if point.get("mode") == "idle":
         return "idle latency"
@@ -24,9 +26,9 @@ def point_label(kind: str, point: dict[str, Any]) -> str:
 def metrics_line(kind: str, metrics: dict[str, Any]) -> str:
     if kind == "storage":
         lat = metrics.get("lat_ns") or {}
-        return (f"{format_count(metrics.get('iops', 0))} IOPS, {metrics.get('bw_bytes', 0) / 1e6:.1f} MB/s, "
-                f"lat mean {lat.get('mean', 0) / 1e3:.1f} µs p99 {lat.get('p99', 0) / 1e3:.1f} µs")
-    line = f"latency {metrics.get('latency_ns', 0):.1f} ns"
+        return (f"{format_count(metrics.get('iops') or 0)} IOPS, {(metrics.get('bw_bytes') or 0) / 1e6:.1f} MB/s, "
+                f"lat mean {(lat.get('mean') or 0) / 1e3:.1f} µs p99 {(lat.get('p99') or 0) / 1e3:.1f} µs")
+    line = f"latency {metrics.get('latency_ns') or 0:.1f} ns"
     if metrics.get("bandwidth_mbps") is not None:
         line += f", bandwidth {metrics['bandwidth_mbps']:.1f} MB/s"
     return line
@@ -41,9 +43,10 @@ def results_table(records: list[dict[str, Any]]) -> str:
         for r in storage:
             p, m = r["point"], r["metrics"]
             lat = m.get("lat_ns") or {}
-            rows.append([point_label("storage", p), format_count(m["iops"]), f"{m['bw_bytes'] / 1e6:.1f}",
-                         f"{lat.get('mean', 0) / 1e3:.1f}", f"{lat.get('p99', 0) / 1e3:.1f}",
-                         f"{m.get('usr_cpu', 0):.1f}/{m.get('sys_cpu', 0):.1f}"])
+            rows.append([point_label("storage", p), format_count(m.get("iops") or 0),
+                         f"{(m.get('bw_bytes') or 0) / 1e6:.1f}",
+                         f"{(lat.get('mean') or 0) / 1e3:.1f}", f"{(lat.get('p99') or 0) / 1e3:.1f}",
+                         f"{m.get('usr_cpu') or 0:.1f}/{m.get('sys_cpu') or 0:.1f}"])
         parts.append(format_table(["test", "IOPS", "MB/s", "lat avg µs", "p99 µs", "CPU usr/sys %"], rows,
                                   right=(1, 2, 3, 4, 5)))
     if memory:
@@ -51,7 +54,9 @@ def results_table(records: list[dict[str, Any]]) -> str:
         for r in memory:
             p, m = r["point"], r["metrics"]
             bw = m.get("bandwidth_mbps")
-            rows.append([p.get("traffic") or "idle", p.get("stride"), p.get("delay"), f"{m.get('latency_ns', 0):.2f}",
+            lat_ns = m.get("latency_ns")
+            rows.append([p.get("traffic") or "idle", p.get("stride"), p.get("delay"),
+                         "" if lat_ns is None else f"{lat_ns:.2f}",
                          "" if bw is None else f"{bw:.1f}"])
         parts.append(format_table(["traffic", "stride", "inject delay", "latency ns", "bandwidth MB/s"], rows,
                                   right=(1, 2, 3, 4)))

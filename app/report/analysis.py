@@ -272,7 +272,10 @@ def memory_storage_ratio(data: RunData) -> MemStorageRatio | None:
     mem_ns = float(m.latency or 0.0)
     if mem_ns <= 0:
         return None
-    return MemStorageRatio(fastest, mem_ns, what, fastest.lat_mean / mem_ns)
+    ratio = fastest.lat_mean / mem_ns
+    if not 0 < ratio < math.inf:  # underflow or overflow of extreme values: no ratio to state
+        return None
+    return MemStorageRatio(fastest, mem_ns, what, ratio)
 
 
 def utilisation(curve: Curve) -> list[float]:

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app.results import ResultsDir
+from app.lock import effective_status
+from app.results import ResultsDir, check_meta
 
 SYNC_ENGINES = frozenset({"psync", "sync", "pvsync", "pvsync2", "vsync"})
 # point keys that identify the workload; the others (runtime, size, ...) are run settings
@@ -205,28 +206,59 @@ class RunData:
     meta: dict[str, Any]
     storage: list[StoragePoint]
     memory: list[MemoryPoint]
+    unreadable: int = 0  # results.jsonl lines left out: not JSON, or not a well-formed record
+    replaced: int = 0  # lines of a plan index measured again later (the last one is used)
+    outside: int = 0  # records whose index is not in run.json's plan
 
     @property
     def imported(self) -> bool:
         return self.meta.get("status") == "imported"
 
+    @property
+    def status(self) -> str:
+        """The run's status as it is now: ``running`` or ``planned`` with no process holding the
+        directory's lock means the process died, so the run is ``interrupted``."""
+        return effective_status(self.path, self.meta.get("status"))
+
+    def warnings(self) -> list[str]:
+        """Every warning the directory carries: run.json's ``warnings``, each source's ``warnings``
+        (e.g. a truncated MLC table), and the lines of results.jsonl that were not used."""
+        out = [str(w) for w in self.meta.get("warnings") or []]
+        for src in self.meta.get("sources") or []:
+            for w in src.get("warnings") or []:
+                out.append(f"{src.get('file') or 'an imported file'}: {w}")
+        if self.unreadable:
+            out.append(f"{self.unreadable} line{'s' if self.unreadable != 1 else ''} of results.jsonl could not be "
+                       "read and " + ("were" if self.unreadable != 1 else "was") + " left out.")
+        if self.outside:
+            out.append(f"{self.outside} line{'s' if self.outside != 1 else ''} of results.jsonl name a point that "
+                       "is not in run.json's plan and " + ("were" if self.outside != 1 else "was") + " left out.")
+        if self.replaced:
+            out.append(f"{self.replaced} point{'s were' if self.replaced != 1 else ' was'} measured more than once; "
+                       "the last measurement is used.")
+        return out
+
 
 def load(path: str | Path) -> RunData:
+    """Read a results directory for the report and compare: run.json's types are checked (a wrong
+    type is a UsageError naming the key), results.jsonl is read by :meth:`ResultsDir.read_records`."""
     rd = ResultsDir(path)
     meta = rd.read_meta()
+    check_meta(meta, rd.run_json)
+    read = rd.read_records()
+    plan = meta.get("plan")
     storage: list[StoragePoint] = []
     memory: list[MemoryPoint] = []
-    for i, rec in enumerate(rd.records()):
+    outside = 0
+    for i, rec in enumerate(read.records):
         index = rec.get("index", i)
-        index = int(index) if isinstance(index, (int, float)) else i
-        point = rec.get("point") or {}
-        metrics = rec.get("metrics") or {}
-        if not isinstance(point, dict) or not isinstance(metrics, dict):
+        if isinstance(plan, list) and plan and index >= len(plan):
+            outside += 1
             continue
-        if rec.get("kind") == "memory":
-            memory.append(MemoryPoint(index, point, metrics, rec))
-        elif rec.get("kind") == "storage":
-            storage.append(StoragePoint(index, point, metrics, rec))
+        if rec["kind"] == "memory":
+            memory.append(MemoryPoint(index, rec["point"], rec["metrics"], rec))
+        else:
+            storage.append(StoragePoint(index, rec["point"], rec["metrics"], rec))
     storage.sort(key=lambda p: p.index)
     memory.sort(key=lambda p: p.index)
-    return RunData(Path(path), meta, storage, memory)
+    return RunData(Path(path), meta, storage, memory, read.unreadable, read.replaced, outside)

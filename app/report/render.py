@@ -11,10 +11,12 @@ from __future__ import annotations
 import csv
 import io
 import math
+import os
 import statistics
 from pathlib import Path
 from typing import Any, Sequence
 
+from app.errors import UsageError
 from app.report import analysis as an
 from app.report.model import TRAFFIC_DESCRIPTIONS, MemoryPoint, RunData, StoragePoint, load
 from app.units import format_count, format_size
@@ -247,7 +249,7 @@ def _run(data: RunData) -> list[str]:
             rows.append(["Description", str(preset["description"])])
         if preset.get("overrides"):
             rows.append(["Overrides", " ".join(f"--set {o}" for o in preset["overrides"])])
-    rows.append(["Status", str(m.get("status", "unknown"))])
+    rows.append(["Status", data.status])
     total = m.get("points_total") or len(m.get("plan") or []) or (len(data.storage) + len(data.memory))
     rows.append(["Points", f"{len(data.storage) + len(data.memory)} measured of {total} planned"])
     if m.get("started"):
@@ -261,6 +263,11 @@ def _run(data: RunData) -> list[str]:
         rows.append(["Failed points", str(len(failures)) + " (see run.json)"])
     out.append(md_table(["Property", "Value"], rows, right=()))
     out.append("")
+    warnings = data.warnings()
+    if warnings:
+        out += ["### Warnings", ""]
+        out += ["- " + " ".join(w.split()) for w in warnings]
+        out.append("")
     return out
 
 
@@ -652,28 +659,42 @@ def render_markdown(data: RunData, figures: Sequence[Any], bound_ns: float,
     return "\n".join(lines) + "\n"
 
 
+def _out_path(directory: str | Path, out: str | Path | None) -> Path:
+    """Where the report goes; ``--out`` must name a file (not a directory, nor end in /)."""
+    if not out:
+        return Path(directory) / "report.md"
+    text = str(out)
+    if text.endswith(("/", os.sep)) or Path(text).is_dir():
+        raise UsageError(f"--out {text}: is a directory; give the report's file name, e.g. "
+                         f"{os.path.join(text, 'report.md')}.")
+    if os.path.lexists(text) and not Path(text).is_file():
+        raise UsageError(f"--out {text}: exists and is not a regular file; give a new file name for the report.")
+    return Path(text)
+
+
 def render_report(directory: str | Path, out: str | Path | None = None,
                   p99_bound_us: float = an.DEFAULT_P99_BOUND_US) -> Path:
     """Write the report of a results directory; plots/ and results.csv go beside it."""
+    if not (isinstance(p99_bound_us, (int, float)) and math.isfinite(p99_bound_us) and p99_bound_us > 0):
+        raise UsageError(f"--p99-bound-us {p99_bound_us}: must be a positive finite number of microseconds.")
     data = load(directory)
-    report_path = Path(out) if out else Path(directory) / "report.md"
+    report_path = _out_path(directory, out)
     base = report_path.parent
     plots_dir = base / "plots"
+    curves = an.storage_curves(data.storage)
+    mem_curves = an.memory_curves(data.memory)
     try:
         plots_dir.mkdir(parents=True, exist_ok=True)
         for old in plots_dir.glob("*.svg"):
             old.unlink()
+        from app.report.plots import draw_all
+
+        figures = draw_all(data.storage, curves, mem_curves, plots_dir)
+        text = render_markdown(data, figures, float(p99_bound_us) * 1e3, curves, mem_curves)
+        report_path.write_text(text, encoding="utf-8")
+        (base / "results.csv").write_text(results_csv(data), encoding="utf-8")
     except OSError as e:
-        from app.errors import UsageError
-
-        raise UsageError(f"{base}: cannot write the report there ({e.strerror}); choose another place with "
+        where = e.filename or base
+        raise UsageError(f"{where}: cannot write the report there ({e.strerror or e}); choose another place with "
                          "--out FILE.") from None
-    curves = an.storage_curves(data.storage)
-    mem_curves = an.memory_curves(data.memory)
-    from app.report.plots import draw_all
-
-    figures = draw_all(data.storage, curves, mem_curves, plots_dir)
-    text = render_markdown(data, figures, float(p99_bound_us) * 1e3, curves, mem_curves)
-    report_path.write_text(text, encoding="utf-8")
-    (base / "results.csv").write_text(results_csv(data), encoding="utf-8")
     return report_path

@@ -9,11 +9,23 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 PERCENTILES = {"p50": 50.0, "p90": 90.0, "p99": 99.0, "p99_9": 99.9, "p99_99": 99.99}
 PERCENTILE_LIST = "50:90:99:99.9:99.99"
 DIRECTIONS = ("read", "write", "trim")
+
+# Bounds of the splitter, whatever the input: a document (or a one-line document) longer than
+# MAX_DOCUMENT_CHARS is dropped and counted in ``oversized`` (fio's largest, json+ with histograms
+# for a hundred jobs, is a few MiB); at most MAX_NOISE_LINES lines outside documents are kept (cut
+# at MAX_NOISE_CHARS), the rest only counted.
+MAX_DOCUMENT_CHARS = 32 << 20
+MAX_NOISE_LINES = 1000
+MAX_NOISE_CHARS = 1000
+MAX_NOISE_LINE_CHARS = 1 << 20  # a line outside a document (one not starting with "{") is dropped past this
+# fio's counters are 64-bit: a number beyond this (or negative, NaN, infinite) is not one fio wrote
+MAX_NUMBER = float(1 << 64)
 
 
 class DocumentSplitter:
@@ -21,47 +33,101 @@ class DocumentSplitter:
 
     fio's JSON printer opens a document with ``{`` at the start of a line and closes it with
     ``}`` alone on a line; everything nested is indented.  Lines outside a document are noise.
+    Memory is bounded (``MAX_DOCUMENT_CHARS``, ``MAX_NOISE_LINES``) whatever is fed.
     """
 
     def __init__(self) -> None:
         self._partial = ""
+        self._skipping = False  # dropping the rest of an over-long line
         self._doc: list[str] | None = None
+        self._doc_chars = 0
+        self._doc_start = 0
+        self._in_oversized = False  # inside a document already dropped for its size
+        self.line_no = 0  # complete lines seen
         self.noise: list[str] = []
+        self.noise_count = 0
+        self.oversized: list[int] = []  # first line of every document dropped for its size
 
     def feed(self, text: str) -> list[dict[str, Any]]:
-        self._partial += text
-        *lines, self._partial = self._partial.split("\n")
-        docs = []
-        for line in lines:
-            doc = self._line(line.rstrip("\r"))
-            if doc is not None:
-                docs.append(doc)
-        return docs
+        return [doc for _, doc in self.feed_numbered(text)]
 
     def close(self) -> list[dict[str, Any]]:
-        docs = []
-        if self._partial:
-            line, self._partial = self._partial, ""
+        return [doc for _, doc in self.close_numbered()]
+
+    def feed_numbered(self, text: str) -> list[tuple[int, dict[str, Any]]]:
+        """Like :meth:`feed`, each document with the number of its first line (from 1)."""
+        out: list[tuple[int, dict[str, Any]]] = []
+        if self._skipping:
+            nl = text.find("\n")
+            if nl < 0:
+                return out
+            text = text[nl + 1:]
+            self._skipping = False
+            self.line_no += 1
+        self._partial += text
+        *lines, self._partial = self._partial.split("\n")
+        for line in lines:
+            self.line_no += 1
             doc = self._line(line.rstrip("\r"))
             if doc is not None:
-                docs.append(doc)
+                out.append((self._doc_start, doc))
+        limit = MAX_DOCUMENT_CHARS if self._doc is not None or self._partial[:1] == "{" else MAX_NOISE_LINE_CHARS
+        if len(self._partial) > limit:
+            self._partial = ""
+            self._skipping = True
+            if self._doc is not None or self._in_oversized:
+                self._drop_oversized()
+            elif not self._in_oversized:
+                self._add_noise("")
+        return out
+
+    def close_numbered(self) -> list[tuple[int, dict[str, Any]]]:
+        out = []
+        if self._partial and not self._skipping:
+            line, self._partial = self._partial, ""
+            self.line_no += 1
+            doc = self._line(line.rstrip("\r"))
+            if doc is not None:
+                out.append((self._doc_start, doc))
+        self._partial, self._skipping, self._in_oversized = "", False, False
         if self._doc:
-            self.noise.extend(self._doc)
+            for line in self._doc:
+                self._add_noise(line)
             self._doc = None
-        return docs
+        return out
+
+    def _add_noise(self, line: str) -> None:
+        self.noise_count += 1
+        if len(self.noise) < MAX_NOISE_LINES:
+            self.noise.append(line[:MAX_NOISE_CHARS])
+
+    def _drop_oversized(self) -> None:
+        if self._doc is not None:
+            self.oversized.append(self._doc_start)
+            self._doc = None
+        self._in_oversized = True
 
     def _line(self, line: str) -> dict[str, Any] | None:
+        if self._in_oversized:
+            if line[:1] == "}" and line.rstrip() == "}":
+                self._in_oversized = False
+            return None
         if self._doc is None:
             if line.startswith("{"):
                 self._doc = [line]
+                self._doc_chars = len(line)
+                self._doc_start = self.line_no
                 if line.rstrip().endswith("}"):  # a document on one line
                     return self._finish()
             elif line.strip():
-                self.noise.append(line)
+                self._add_noise(line)
             return None
         self._doc.append(line)
-        if line.rstrip() == "}":
+        self._doc_chars += len(line) + 1
+        if line[:1] == "}" and line.rstrip() == "}":
             return self._finish()
+        if self._doc_chars > MAX_DOCUMENT_CHARS:
+            self._drop_oversized()
         return None
 
     def _finish(self) -> dict[str, Any] | None:
@@ -69,8 +135,9 @@ class DocumentSplitter:
         text = "\n".join(lines)
         try:
             doc = json.loads(text)
-        except json.JSONDecodeError:
-            self.noise.extend(lines)
+        except (ValueError, RecursionError):  # also ints over Python's digit limit, deep nesting
+            for line in lines:
+                self._add_noise(line)
             return None
         return doc if isinstance(doc, dict) else None
 
@@ -79,6 +146,134 @@ def split_documents(text: str) -> tuple[list[dict[str, Any]], list[str]]:
     s = DocumentSplitter()
     docs = s.feed(text) + s.close()
     return docs, s.noise
+
+
+# --- validation: the types and ranges of what this module and the importer read ---------------
+
+
+class FormatError(ValueError):
+    """A fio JSON document holds something fio would not write; the message is one sentence
+    without the file's name, e.g. "key 'jobs[0].read.iops' has invalid value 'abc': must be a
+    number from 0 to 2^64"."""
+
+
+def bad_value(key: str, value: Any, why: str) -> FormatError:
+    return FormatError(f"key '{key}' has invalid value {show_value(value)}: {why}")
+
+
+def show_value(v: Any, limit: int = 60) -> str:
+    """A value as an error message quotes it: JSON, cut to ``limit`` characters."""
+    try:
+        text = json.dumps(v, default=str, allow_nan=True)
+    except (ValueError, RecursionError):
+        text = type(v).__name__
+    if isinstance(v, str):
+        text = "'" + text[1:-1] + "'"
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and 0 <= v <= MAX_NUMBER
+
+
+def _number(d: dict[str, Any], key: str, where: str) -> None:
+    if key in d and not is_number(d[key]):
+        raise bad_value(f"{where}.{key}" if where else key, d[key], "must be a number from 0 to 2^64")
+
+
+def _obj(d: dict[str, Any], key: str, where: str) -> dict[str, Any] | None:
+    if key not in d:
+        return None
+    v = d[key]
+    if not isinstance(v, dict):
+        raise bad_value(f"{where}.{key}" if where else key, v, "must be a JSON object")
+    return v
+
+
+def _string(d: dict[str, Any], key: str, where: str) -> None:
+    if key in d and not isinstance(d[key], str):
+        raise bad_value(f"{where}.{key}" if where else key, d[key], "must be a string")
+
+
+_PCT_KEY = re.compile(r"\d{1,3}(\.\d{1,12})?")
+_BIN_KEY = re.compile(r"\d{1,20}")
+
+
+def _check_latency(lat: dict[str, Any], where: str) -> None:
+    for key in ("N", "min", "max", "mean", "stddev"):
+        _number(lat, key, where)
+    table = _obj(lat, "percentile", where)
+    for k, v in (table or {}).items():
+        if not _PCT_KEY.fullmatch(k) or float(k) > 100:
+            raise bad_value(f"{where}.percentile", k, "a percentile's name must be a number from 0 to 100")
+        if not is_number(v):
+            raise bad_value(f"{where}.percentile.{k}", v, "must be a number from 0 to 2^64")
+    bins = _obj(lat, "bins", where)
+    if bins and all(k.isascii() and k.isdigit() and len(k) <= 19 for k in bins) and \
+            all(type(v) is int and 0 <= v <= MAX_NUMBER for v in bins.values()):
+        return  # what fio writes, checked quickly: json+ has ~1,800 bins per direction
+    for k, v in (bins or {}).items():
+        if not _BIN_KEY.fullmatch(k) or int(k) > MAX_NUMBER:
+            raise bad_value(f"{where}.bins", k, "a histogram bin's name must be a whole number of nanoseconds")
+        if not is_number(v):
+            raise bad_value(f"{where}.bins.{k}", v, "must be a number from 0 to 2^64")
+
+
+def _check_options(opts: Any, where: str) -> None:
+    if not isinstance(opts, dict):
+        raise bad_value(where, opts, "must be a JSON object")
+    for k, v in opts.items():
+        if isinstance(v, str) or (isinstance(v, (int, float)) and (isinstance(v, bool) or math.isfinite(v))):
+            continue
+        raise bad_value(f"{where}.{k}", v, "an fio option's value must be a string")
+
+
+def _check_job(job: Any, where: str, deep: bool) -> None:
+    if not isinstance(job, dict):
+        raise bad_value(where, job, "must be a JSON object (one fio job)")
+    for key in ("jobname", "hostname"):
+        _string(job, key, where)
+    for key in ("groupid", "job_runtime", "usr_cpu", "sys_cpu", "error"):
+        _number(job, key, where)
+    if "job options" in job:
+        _check_options(job["job options"], f"{where}.job options")
+    for d in DIRECTIONS:
+        part = _obj(job, d, where)
+        if part is None:
+            continue
+        for key in ("iops", "bw_bytes", "total_ios", "io_bytes", "runtime"):
+            _number(part, key, f"{where}.{d}")
+        if not deep:
+            continue
+        for key in ("lat_ns", "clat_ns"):
+            lat = _obj(part, key, f"{where}.{d}")
+            if lat is not None:
+                _check_latency(lat, f"{where}.{d}.{key}")
+
+
+def is_fio_document(doc: dict[str, Any]) -> bool:
+    """A document fio wrote (or one claiming to be): it has jobs, client stats or a version."""
+    return "jobs" in doc or "client_stats" in doc or "fio version" in doc
+
+
+def check_document(doc: dict[str, Any], deep: bool = True) -> None:
+    """Raise :class:`FormatError` unless every value this module and the importer read has the type
+    and range fio writes; after it, :func:`metrics` and :func:`job_list` cannot fail on ``doc``.
+
+    ``deep=False`` leaves out the latency objects (percentiles, histograms): enough to compare and
+    order the status dumps of a stream, of which only the last of each run is used (checked deep)."""
+    _string(doc, "fio version", "")
+    _number(doc, "timestamp_ms", "")
+    if "global options" in doc:
+        _check_options(doc["global options"], "global options")
+    for key in ("jobs", "client_stats"):
+        if key not in doc:
+            continue
+        jobs = doc[key]
+        if not isinstance(jobs, list):
+            raise bad_value(key, jobs, "must be a list of fio jobs")
+        for i, job in enumerate(jobs):
+            _check_job(job, f"{key}[{i}]", deep)
 
 
 # --- latency statistics ----------------------------------------------------------------------
@@ -129,11 +324,12 @@ def combine_latency(stats: list[dict[str, Any]]) -> dict[str, Any]:
     if not parts:
         return result
     n_total = sum(int(s["N"]) for s in parts)
-    mean = sum(float(s["mean"]) * int(s["N"]) for s in parts) / n_total
-    second = sum(int(s["N"]) * (float(s.get("stddev", 0.0)) ** 2 + float(s["mean"]) ** 2) for s in parts) / n_total
+    mean = sum(float(s.get("mean", 0.0)) * int(s["N"]) for s in parts) / n_total
+    second = sum(int(s["N"]) * (float(s.get("stddev", 0.0)) ** 2 + float(s.get("mean", 0.0)) ** 2)
+                 for s in parts) / n_total
     result.update(
-        min=min(int(s["min"]) for s in parts),
-        max=max(int(s["max"]) for s in parts),
+        min=min(int(s.get("min", 0)) for s in parts),
+        max=max(int(s.get("max", 0)) for s in parts),
         mean=mean,
         stddev=math.sqrt(max(0.0, second - mean * mean)) if len(parts) > 1 else float(parts[0].get("stddev", 0.0)),
         N=n_total,
