@@ -23,15 +23,18 @@ from pathlib import Path
 
 RUN_FLAGS = '--privileged -v /dev:/dev'
 RESULTS_FLAG = '-v "$PWD/results:/results"'
+# filesystems a container engine builds its root from: writes there live in the container's own layer
+LAYERED_FS = ("overlay", "fuse-overlayfs", "fuse.fuse-overlayfs", "aufs", "vfs")
 
 
 def container_engine(root: str = "/") -> str | None:
     """``podman``, ``docker``, another engine's name, or None when not in a container."""
     r = Path(root)
-    if (r / "run/.containerenv").exists():
-        return "podman"
-    if (r / ".dockerenv").exists():
-        return "docker"
+    marker = "podman" if (r / "run/.containerenv").exists() else "docker" if (r / ".dockerenv").exists() else None
+    if marker:
+        # a machine booted from a disk image that was built in a container keeps the marker file: its
+        # root is then a filesystem on a block device, not a container engine's layered root
+        return None if _root_on_a_disk(r) else marker
     env = os.environ.get("container") if root == "/" else None
     if env:
         return env
@@ -44,6 +47,22 @@ def container_engine(root: str = "/") -> str | None:
         if marker in cgroup:
             return name
     return None
+
+
+def _root_on_a_disk(root: Path) -> bool:
+    try:
+        mountinfo = (root / "proc/self/mountinfo").read_text(errors="replace")
+    except OSError:
+        return False  # cannot tell: the marker stands
+    on_disk = False
+    for line in mountinfo.splitlines():  # the last mount on / is the one in effect
+        parts = line.split()
+        if len(parts) > 4 and parts[4] == "/" and "-" in parts[5:]:
+            sep = parts.index("-", 5)
+            fstype = parts[sep + 1] if len(parts) > sep + 1 else ""
+            source = parts[sep + 2] if len(parts) > sep + 2 else ""
+            on_disk = source.startswith("/dev/") and fstype not in LAYERED_FS
+    return on_disk
 
 
 def _kernel_block_devices(sys_block: str) -> list[str]:
@@ -105,10 +124,6 @@ def missing_device_hint(path: str, root: str = "/", engine: str | None = None) -
     if os.path.isdir(os.path.join(root, "sys/class/block", name)) or os.path.isdir(os.path.join(root, "sys/block", name)):
         return f"the kernel has {name}, but this {engine} container has no {path}: run it with {RUN_FLAGS}"
     return None
-
-
-# filesystems a container engine builds its root from: writes there live in the container's own layer
-LAYERED_FS = ("overlay", "fuse-overlayfs", "fuse.fuse-overlayfs", "aufs", "vfs")
 
 
 def _mount_of(path: str, mountinfo: str) -> tuple[str, str]:

@@ -37,6 +37,13 @@ def test_engines_are_recognised(tmp_path):
     assert container.container_engine(str(fake_root(tmp_path / "a", "podman", {}))) == "podman"
     assert container.container_engine(str(fake_root(tmp_path / "b", "docker", {}))) == "docker"
     assert container.container_engine(str(fake_root(tmp_path / "c", None, {}))) is None
+    # a machine booted from an image built in a container keeps /.dockerenv; its root is a disk
+    vm = fake_root(tmp_path / "vm", "docker", {})
+    (vm / "proc/self").mkdir(parents=True)
+    (vm / "proc/self/mountinfo").write_text("27 1 254:0 / / rw,relatime - ext4 /dev/vda rw\n")
+    assert container.container_engine(str(vm)) is None
+    (vm / "proc/self/mountinfo").write_text("600 500 0:50 / / rw - overlay overlay rw,lowerdir=/a\n")
+    assert container.container_engine(str(vm)) == "docker"
     r = fake_root(tmp_path / "d", None, {})
     (r / "proc/1/cgroup").write_text("0::/system.slice/docker-0123abcd.scope\n")
     assert container.container_engine(str(r)) == "docker"

@@ -228,7 +228,7 @@ def test_text_chunks_decode_like_the_whole_file(tmp_path: Path, monkeypatch: pyt
 def test_import_out_on_a_read_only_filesystem(tmp_path: Path) -> None:
     with read_only_mount(tmp_path / "ro") as ro:
         code, _, err = cli("import", str(MLC_SAMPLE), "--out", str(ro / "imported"))
-        assert_one_sentence(code, err, str(ro / "imported"), "Read-only file system")
+        assert_one_sentence(code, err, str(ro / "imported"), "read-only filesystem")
 
 
 def test_import_out_that_is_a_file(tmp_path: Path) -> None:
