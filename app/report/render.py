@@ -355,12 +355,13 @@ def _memory_tables(points: Sequence[MemoryPoint]) -> list[str]:
 
 def _chase_line(points: Sequence[MemoryPoint]) -> list[str]:
     """One line under a memory table naming the chase its latency comes from (results lines' "chase",
-    written by the memory runner; older results have none: "not recorded")."""
+    written by the memory runner; older results have none: "not recorded", or for MLC "chase as chosen by Intel MLC")."""
     texts: list[str] = []
     for p in points:
         chase = p.record.get("chase") if isinstance(p.record, dict) else None
         text = chase.get("text") if isinstance(chase, dict) else None
-        text = text if isinstance(text, str) and text.isprintable() and len(text) <= 200 else "chase not recorded"
+        if not (isinstance(text, str) and text.isprintable() and len(text) <= 200):
+            text = "chase as chosen by Intel MLC" if p.engine == "mlc" else "not recorded"
         if text not in texts:
             texts.append(text)
     if not texts:

@@ -50,8 +50,13 @@ is rounded up for MLC; ``cpus`` = latency CPU first, then the load CPUs)::
 
     mlc --idle_latency -l64 [-b KIB] [-c CPU]
     mlc --loaded_latency [-dN] -R|-WN -l64 [-b KIB] -tS [-c CPU -k LOAD_CPUS]
-    memlat --idle_latency -l 64 [-b KIB] -t S [-k CPUS]
-    memlat --loaded_latency -D d1,d2,… -R|-W N -l 64 [-b KIB] -t S [-k CPUS]
+    memlat --idle_latency -l 64 [-b KIB] -t S [-k CPUS] [--tlb_locality KIB]
+    memlat --loaded_latency -D d1,d2,… -R|-W N -l 64 [-b KIB] -t S [-k CPUS] [--tlb_locality KIB]
+
+The chase: ``tlb_locality`` (bytes, None = the whole buffer) is the engine's ``--tlb_locality`` in KiB;
+MLC has no such option, so a plan with it is refused for MLC (:meth:`MemoryRunner.check_plan`, exit 2).
+Every result line records ``chase``: mode (``whole_buffer``/``groups``), ``group_bytes``, stride,
+``buffer_bytes``, ``huge_pages`` as the engine printed them, and ``text`` for the report.
 """
 
 from __future__ import annotations

@@ -310,6 +310,9 @@ int main(int argc, char **argv)
             low_share = 1;
         if (o.json)
             continue;
+        if (rows[i].min_cpu_share < 0.9 && o.mode != MODE_IDLE)   /* before its row, so a reader of the row sees it */
+            printf("*** Busy machine at delay %llu: a thread got %.0f%% of a CPU in its window\n",
+                   (unsigned long long)d, 100 * rows[i].min_cpu_share);
         if (o.mode == MODE_IDLE)
             printf("Each iteration took %.1f base frequency clocks (\t%5.1f\tns)\n", rows[i].latency_ns * ghz,
                    rows[i].latency_ns);
