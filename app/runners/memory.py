@@ -585,6 +585,8 @@ class MemoryRunner:
         if warnings:
             extra["warnings"] = warnings
         extra["chase"] = self._chase(point, params)
+        if point.get("mode") != "idle":  # both engines' bandwidth counts the latency thread's 64 B per step
+            extra["bandwidth_includes_latency_thread"] = True
         if self._hugepages is not None:
             extra["huge_pages"] = dict(self._hugepages.record)
         return extra
