@@ -6,10 +6,11 @@ that does not fall with the delay. In every real MLC output c is 64 bytes per la
 (64 B / latency): MLC counts the latency thread's own reads. The built-in engine must count them the same
 way (native/memlat/README.md, "How bytes are counted").
 
-Robust on a busy 2-core machine: the engine's figures are paired per clock — bandwidth per wall second with
-latency per wall second, and per CPU second with the latency column (CPU time per step) — and the figures
-exactly as the table prints them (wall bandwidth, CPU latency) are checked on a run where no thread lost
-more than 5 % of its CPU, with up to three attempts. Whole file ~20-40 s.
+Robust on a busy 2-core machine: every attempt checks the engine's figures per CPU second (bandwidth per
+thread CPU-second beside the latency column, CPU time per step), which another process cannot skew; the
+figures per wall second, and exactly as the table prints them (wall bandwidth, CPU latency), are checked
+on a run where no thread lost more than 5 % of its CPU, with up to three attempts (skipped, saying so,
+when all three were busy). Whole file ~20-40 s.
 """
 from __future__ import annotations
 
@@ -100,15 +101,16 @@ def test_engine_follows_the_same_convention() -> None:
               f"(load threads {r5['load_bandwidth_mbps']} / {r20['load_bandwidth_mbps']}), latency "
               f"{r20['latency_ns']} ns (wall {r20['latency_ns_wall']}); ratio per wall s {wall:.3f}, "
               f"per CPU s {cpu:.3f}; CPU shares {r5['min_cpu_share']}, {r20['min_cpu_share']}")
-        assert abs(wall - 1) <= TOL, f"per wall second: c / (64 B / latency) = {wall:.3f}"
+        # per CPU second both rows count only the time the threads ran: robust however busy the machine
         assert abs(cpu - 1) <= TOL, f"per CPU second: c / (64 B / latency) = {cpu:.3f}"
-        if quiet(d["rows"]):
+        if quiet(d["rows"]):  # per wall second, a thread losing CPU in one row only would skew c
+            assert abs(wall - 1) <= TOL, f"per wall second: c / (64 B / latency) = {wall:.3f}"
             table_ratio = ratio(r5["bandwidth_mbps"], r20["bandwidth_mbps"], r20["latency_ns"])
             print(f"as the table prints them: ratio {table_ratio:.3f}")
             break
     if table_ratio is None:
-        pytest.skip("every attempt ran on a busy machine (a thread lost > 5 % of its CPU): the table's "
-                    "wall bandwidth beside its CPU latency was not compared (the per-clock pairs were)")
+        pytest.skip("every attempt ran on a busy machine (a thread lost > 5 % of its CPU): the figures per wall "
+                    "second and as printed were not compared (those per CPU second were)")
     assert abs(table_ratio - 1) <= TOL, f"as printed: c / (64 B / latency) = {table_ratio:.3f}"
 
 
