@@ -65,6 +65,8 @@ MAX_BS = 64 << 20  # 64 MiB
 MAX_SIZE = 1 << 50  # 1 PiB
 MIN_BUFFER, MAX_BUFFER = 1 << 10, 1 << 50  # 1 KiB … 1 PiB per thread, whole KiB (-b takes KiB; memlat's limit)
 MAX_STRIDE = 4096  # the built-in engine's limit
+MIN_TLB_LOCALITY = 4 << 10  # tlb_locality groups: 4 KiB (one page; at least one slot at the largest stride) …
+MAX_TLB_LOCALITY = 1 << 30  # … to 1 GiB, in whole KiB (the engine's --tlb_locality takes KiB)
 MAX_DELAY = 10_000_000
 MAX_CPU = 1023  # CPU numbers 0 … 1023 (the built-in engine's limit)
 MAX_CPUS_CHARS = 4096
@@ -211,6 +213,18 @@ def _stride(v: Any) -> int:
     return n
 
 
+def _tlb_locality(v: Any) -> int | None:
+    """None (the default) chases the whole buffer in one random order; a size chases randomly within
+    groups of that many bytes, groups in random order (multichase's -T). 0, "0", "none", "whole" = None."""
+    if v is None or (isinstance(v, int) and not isinstance(v, bool) and v == 0):
+        return None
+    if isinstance(v, str) and v.strip(" ").lower() in ("", "0", "none", "null", "default", "whole", "whole-buffer"):
+        return None
+    if isinstance(v, bool):
+        raise ValueError("expected a size such as 256k, or none for the whole buffer")
+    return _size(MIN_TLB_LOCALITY, MAX_TLB_LOCALITY, 1024)(v)
+
+
 def _traffic(v: Any) -> str:
     if isinstance(v, int) and not isinstance(v, bool):
         v = f"W{v}"
@@ -296,9 +310,14 @@ MEMORY_KEYS: dict[str, Key] = {
     "duration": Key(_seconds(1, MAX_MEMORY_SECONDS), 2,
                     "measured seconds per point, 1 to 3600, millisecond resolution (MLC -t rounds up to whole s)"),
     "cpus": Key(_optional(_cpus), None, "CPU list of CPUs 0 to 1023 (0-3, 0,2,4); the first runs the latency thread"),
+    "tlb_locality": Key(_tlb_locality, None,
+                        "latency chase within random groups of this size (256k, like multichase -T), whole KiB from "
+                        "4 KiB to 1 GiB; none or 0 (default) chases the whole buffer; built-in engine only"),
 }
 
 KEYS = {STORAGE: STORAGE_KEYS, MEMORY: MEMORY_KEYS}
+# keys added after plans were first recorded in run.json: a plan without one had the key's default
+LATER_KEYS: dict[str, frozenset[str]] = {STORAGE: frozenset(), MEMORY: frozenset({"tlb_locality"})}
 TOP_LEVEL = ("name", "kind", "description", "settings", "matrix", "group")
 
 
@@ -664,14 +683,15 @@ def validate_plan(kind: object, plan: object, source: str) -> list[dict[str, Any
             if key not in keys and key not in extras:
                 raise UsageError(f"{where} has unknown key {show_value(key)} for a {kind} plan; known keys: "
                                  f"{', '.join(list(keys) + list(extras))}.")
-        missing = [k for k in keys if k not in entry]
+        # a key added after a run was recorded may be absent from its plan: it then had the key's default
+        missing = [k for k in keys if k not in entry and k not in LATER_KEYS[kind]]
         if missing:
             raise UsageError(f"{where} lacks key{'s' if len(missing) > 1 else ''} "
                              f"{', '.join(repr(k) for k in missing)}.")
         point: dict[str, Any] = {}
         idle = kind == MEMORY and entry.get("mode") == "idle"
         for key, spec in keys.items():
-            value = entry[key]
+            value = entry.get(key, keys[key].default)
             if value is None and idle and key in ("delay", "traffic"):
                 point[key] = None  # an idle point has neither (normalise_point)
                 continue

@@ -533,3 +533,55 @@ def test_runaway_output_keeps_memory_and_raw_text_bounded(tmp_path: Path) -> Non
     assert len(raw) < memory.RAW_HEAD_CHARS + memory.RAW_TAIL_CHARS + 1000
     assert re.search(r"^\[profiler-tui: \d+ lines \(\d+ characters\) left out here", raw, re.M)
     assert [r.delay for r in loaded_rows(parse_text(raw))] == [0, 20000]
+
+
+# --- the chase: tlb_locality and the chase record -------------------------------------------------
+
+@needs_engine
+def test_builtin_lines_record_the_whole_buffer_chase(builtin_runs: dict[str, Any]) -> None:
+    for r in records(builtin_runs["loaded"]) + records(builtin_runs["idle"]):
+        chase = r["chase"]
+        assert chase["by"] == "builtin" and chase["mode"] == "whole_buffer" and chase["group_bytes"] is None
+        assert chase["stride"] == 64 and chase["buffer_bytes"] == r["buffer_bytes"]
+        assert chase["huge_pages"] is r["huge_pages"] and isinstance(chase["huge_pages"], bool)
+        pages = "2 MiB pages" if chase["huge_pages"] else "4 KiB pages"
+        assert chase["text"].startswith("random chase over ") and chase["text"].endswith(f", {pages}, stride 64 B")
+        assert "--tlb_locality" not in r["command"]
+
+
+@needs_engine
+def test_tlb_locality_reaches_the_engine_and_its_chase_is_recorded(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    proc = run_cli("run", "mem-idle", "--engine", "builtin", "--set", "tlb_locality=256k", "--set", "stride=256",
+                   "--set", "buffer=64m", "--set", "duration=1", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    (r,) = records(out)
+    assert r["point"]["tlb_locality"] == 262144
+    assert r["command"].endswith("--tlb_locality 256")
+    raw = (out / r["raw"]["txt"]).read_text()
+    assert "random chase within 256 KiB groups" in raw
+    chase = r["chase"]
+    assert (chase["mode"], chase["group_bytes"], chase["stride"], chase["buffer_bytes"]) == \
+        ("groups", 262144, 256, 64 << 20)
+    assert chase["text"].startswith("random chase within 256 KiB groups, ") and chase["text"].endswith("stride 256 B")
+    assert 20 < r["metrics"]["latency_ns"] < 2000
+
+
+def test_tlb_locality_is_refused_for_mlc_in_one_sentence(fake_mlc: dict[str, Any], tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    proc = run_cli("run", "mem-loaded", "--engine", "mlc", "--set", "tlb_locality=256k", "--set", "delay=0",
+                   "--set", "duration=1", "--out", str(out), env=fake_mlc["env"])
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr
+    assert ("tlb_locality=256 KiB: Intel MLC has no option to chase within groups (it chooses its own chase); "
+            "use --engine builtin, or tlb_locality=none.") in proc.stderr
+    assert not (out / "results.jsonl").exists() or not (out / "results.jsonl").read_text().strip()
+
+
+def test_mlc_lines_say_the_chase_is_mlcs(fake_mlc: dict[str, Any], tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    proc = run_cli("run", "mem-loaded", "--engine", "mlc", "--set", "delay=0", "--set", "duration=1",
+                   "--out", str(out), env=fake_mlc["env"])
+    assert proc.returncode == 0, proc.stderr
+    (r,) = records(out)
+    assert r["chase"]["by"] == "mlc" and r["chase"]["text"].startswith("chase as chosen by Intel MLC, stride 64 B")

@@ -341,3 +341,15 @@ def test_limits_bound_the_parser_and_are_announced() -> None:
     assert p.sections[0].rows == []
     assert parse_command_line("--loaded_latency -b" + "9" * 400 + " -t1e999 -tinf -d" + "9" * 5000) == \
         {"mode": "loaded"}
+
+
+@pytest.mark.parametrize("line, kib", [
+    ("Using latency thread on CPU 0, stride 256 bytes, random chase within 256 KiB groups\n", 256),
+    ("Using latency thread on CPU 0 (stride 64 bytes, random chase over the whole buffer) and 1 load thread(s) "
+     "on CPU(s) 1\n", 0),
+    ("Using latency thread on CPU 3 (stride 64 bytes) and 1 load thread(s) on CPU(s) 1\n", None),  # engine v0.1
+])
+def test_the_engines_chase_is_read_from_its_threads_line(line: str, kib: int | None) -> None:
+    parser = LineParser()
+    list(parser.feed(line))
+    assert parser.header.get("chase_kib") == kib and parser.header["stride"] in (64, 256)

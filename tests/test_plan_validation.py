@@ -161,3 +161,21 @@ def test_the_returned_plan_is_rebuilt_not_the_input_object() -> None:
     kind, plan = plan_of("quick")
     out = presets.validate_plan(kind, plan, SRC)
     assert out == plan and all(a is not b for a, b in zip(out, plan))
+
+
+def test_a_plan_recorded_before_tlb_locality_existed_still_validates() -> None:
+    """tlb_locality was added later: a run.json plan without it had the default (the whole buffer)."""
+    kind, plan = plan_of("mem-loaded", "delay=0,200")
+    for p in plan:
+        del p["tlb_locality"]
+    assert [p["tlb_locality"] for p in presets.validate_plan(kind, plan, SRC)] == [None, None]
+    kind, plan = plan_of("mem-loaded", "delay=0,200", "tlb_locality=256k")
+    assert presets.validate_plan(kind, plan, SRC) == plan and plan[0]["tlb_locality"] == 262144
+    plan[1]["tlb_locality"] = "256k"
+    assert "plan[1] key 'tlb_locality' has invalid value '256k': not the form the tool stores (that is 262144)" \
+        in refused(kind, plan)
+    plan[1]["tlb_locality"] = 3000
+    assert "plan[1] key 'tlb_locality' has invalid value 3000: must be at least 4 KiB" in refused(kind, plan)
+    kind, plan = plan_of("quick")
+    del plan[0]["bs"]
+    assert "plan[0] lacks key 'bs'." in refused(kind, plan)  # only the later memory key may be absent

@@ -340,12 +340,26 @@ def test_memory_buffer_is_whole_kib_and_cpus_are_checked() -> None:
             cpus(bad)
 
 
+def test_tlb_locality_is_a_bounded_whole_kib_size_or_none() -> None:
+    tlb = presets.MEMORY_KEYS["tlb_locality"].parse
+    assert presets.MEMORY_KEYS["tlb_locality"].default is None
+    assert tlb("256k") == 262144 and tlb("4k") == 4096 and tlb("1g") == 2**30 and tlb(262144) == 262144
+    for whole in (None, 0, "0", "none", " none ", "whole", ""):
+        assert tlb(whole) is None, whole
+    for bad, reason in (("3k", "at least 4 KiB"), ("2g", "at most 1 GiB"), (5000, "whole number of 1 KiB"),
+                        (-1, "positive"), (True, "none for the whole buffer"), ("256k\n", "control character"),
+                        ("lots", "expected a size")):
+        with pytest.raises(ValueError, match=reason):
+            tlb(bad)
+
+
 # --- control characters: refused by every parser, shown escaped ---------------------------------
 
 CONTROL = ["\n", "\r", "\t", "\x00", "\x1b", "\x7f", "\x85", "\u2028", "\u202e", "\u200b", "\ufeff"]
 VALID = {"rw": "randread", "bs": "4k", "rwmixread": "50", "iodepth": "4", "numjobs": "2", "ioengine": "libaio",
          "direct": "true", "runtime": "2", "ramp_time": "1", "size": "1m", "time_based": "yes", "mode": "idle",
-         "traffic": "W6", "delay": "200", "stride": "128", "buffer": "64k", "duration": "2", "cpus": "0-1"}
+         "traffic": "W6", "delay": "200", "stride": "128", "buffer": "64k", "duration": "2", "cpus": "0-1",
+         "tlb_locality": "256k"}
 
 
 @pytest.mark.parametrize("key", sorted(VALID))

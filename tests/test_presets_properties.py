@@ -51,7 +51,7 @@ GOOD: dict[str, list[Any]] = {
     "ioengine": ["libaio", "PSYNC", "io_uring"], "direct": [True, "no", 0], "time_based": [True, False, "on"],
     "runtime": [1, "1.5", "1500ms", 2.25, "2m", "1s"], "ramp_time": [0, "0.5", "250ms"], "size": ["1m", "1g", 1 << 20],
     "mode": ["loaded", "idle", "loaded"], "traffic": ["R", "W6", 7, "-W5", "w12"], "delay": [0, 200, "2000", 10_000_000],
-    "stride": [64, "128", 4096], "buffer": ["4k", "1m", "none", 1024], "duration": [1, "1.5", 3600], "cpus": ["0-1", "0,2", [0, 1], "none"],
+    "stride": [64, "128", 4096], "buffer": ["4k", "1m", "none", 1024], "duration": [1, "1.5", 3600], "cpus": ["0-1", "0,2", [0, 1], "none"], "tlb_locality": ["256k", "none", 0, "1g"],
 }
 
 

@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -185,3 +186,26 @@ def test_report_package_is_headless() -> None:
             "bad = [m for m in sys.modules if m.split('.')[0] in ('textual', 'rich', 'plotext', 'textual_plotext')]; "
             "assert not bad, bad; assert 'matplotlib' not in sys.modules, 'matplotlib imported eagerly'")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+def test_every_memory_table_names_its_chase() -> None:
+    from app.report.model import MemoryPoint
+    from app.report.render import _memory_tables
+
+    def point(i: int, delay: int | None, chase: Any, engine: str = "builtin") -> MemoryPoint:
+        mode = "idle" if delay is None else "loaded"
+        p = {"mode": mode, "traffic": None if delay is None else "R", "delay": delay, "stride": 64, "buffer": None,
+             "engine": engine}
+        rec = {"engine": engine} if chase is None else {"engine": engine, "chase": chase}
+        return MemoryPoint(i, p, {"latency_ns": 100.0, "bandwidth_mbps": 500.0}, rec)
+
+    whole = {"text": "random chase over 1 GiB, 2 MiB pages, stride 64 B"}
+    groups = {"text": "random chase within 256 KiB groups, 4 KiB pages, stride 256 B"}
+    text = "\n".join(_memory_tables([point(0, None, whole), point(1, 0, whole), point(2, 200, groups),
+                                     point(3, 0, None, "mlc"), point(4, 0, {"text": "evil\x1b[2J"}, "x")]))
+    assert "Chase: random chase over 1 GiB, 2 MiB pages, stride 64 B.\n" in text  # under the idle table
+    assert ("Chase: random chase over 1 GiB, 2 MiB pages, stride 64 B; random chase within 256 KiB groups, "
+            "4 KiB pages, stride 256 B.") in text  # one curve measured with two chases names both
+    assert "Chase: chase as chosen by Intel MLC." in text
+    assert "Chase: not recorded." in text and "\x1b" not in text
+    assert text.count("Chase: ") == 4  # idle + three loaded tables (builtin, mlc, x)

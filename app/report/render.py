@@ -332,6 +332,7 @@ def _memory_tables(points: Sequence[MemoryPoint]) -> list[str]:
                  f"{p.latency:.2f}" if p.latency is not None else "n/a", p.engine or "?"] for p in idle]
         out.append(md_table(["Stride (B)", "Buffer", "Latency (ns)", "Engine"], rows))
         out.append("")
+        out += _chase_line(idle)
     series: dict[tuple[Any, ...], list[MemoryPoint]] = {}
     for p in loaded:
         series.setdefault(p.series, []).append(p)
@@ -355,7 +356,24 @@ def _memory_tables(points: Sequence[MemoryPoint]) -> list[str]:
                          f"{p.bandwidth:.1f}" if p.bandwidth is not None else "-"])
         out.append(md_table(["Inject", "Latency (ns)", "Bandwidth (MB/sec)"], rows, right=()))
         out.append("")
+        out += _chase_line(series[key])
     return out
+
+
+def _chase_line(points: Sequence[MemoryPoint]) -> list[str]:
+    """One line under a memory table naming the chase its latency comes from (results lines' "chase",
+    written by the memory runner; older results have none: "not recorded", or for MLC "chase as chosen by Intel MLC")."""
+    texts: list[str] = []
+    for p in points:
+        chase = p.record.get("chase") if isinstance(p.record, dict) else None
+        text = chase.get("text") if isinstance(chase, dict) else None
+        if not (isinstance(text, str) and text.isprintable() and len(text) <= 200):
+            text = "chase as chosen by Intel MLC" if p.engine == "mlc" else "not recorded"
+        if text not in texts:
+            texts.append(text)
+    if not texts:
+        return []
+    return ["Chase: " + "; ".join(texts[:4]) + ("; …" if len(texts) > 4 else "") + ".", ""]
 
 
 def _figures(figs: Sequence[Any], section: str) -> list[str]:

@@ -50,8 +50,13 @@ is rounded up for MLC; ``cpus`` = latency CPU first, then the load CPUs)::
 
     mlc --idle_latency -l64 [-b KIB] [-c CPU]
     mlc --loaded_latency [-dN] -R|-WN -l64 [-b KIB] -tS [-c CPU -k LOAD_CPUS]
-    memlat --idle_latency -l 64 [-b KIB] -t S [-k CPUS]
-    memlat --loaded_latency -D d1,d2,… -R|-W N -l 64 [-b KIB] -t S [-k CPUS]
+    memlat --idle_latency -l 64 [-b KIB] -t S [-k CPUS] [--tlb_locality KIB]
+    memlat --loaded_latency -D d1,d2,… -R|-W N -l 64 [-b KIB] -t S [-k CPUS] [--tlb_locality KIB]
+
+The chase: ``tlb_locality`` (bytes, None = the whole buffer) is the engine's ``--tlb_locality`` in KiB;
+MLC has no such option, so a plan with it is refused for MLC (:meth:`MemoryRunner.check_plan`, exit 2).
+Every result line records ``chase``: mode (``whole_buffer``/``groups``), ``group_bytes``, stride,
+``buffer_bytes``, ``huge_pages`` as the engine printed them, and ``text`` for the report.
 """
 
 from __future__ import annotations
@@ -471,9 +476,10 @@ class MemoryRunner:
 
     def batch_key(self, point: dict[str, Any]) -> Hashable:
         if point.get("mode") == "idle":
-            return ("idle", point.get("stride"), point.get("buffer"), point.get("duration"), point.get("cpus"))
+            return ("idle", point.get("stride"), point.get("buffer"), point.get("duration"), point.get("cpus"),
+                    point.get("tlb_locality"))
         return ("loaded", point.get("traffic"), point.get("stride"), point.get("buffer"), point.get("duration"),
-                point.get("cpus"))
+                point.get("cpus"), point.get("tlb_locality"))
 
     def tool_versions(self) -> dict[str, str]:
         tools = {"memory_engine": self.engine, "memory_engine_path": self.binary}
@@ -488,7 +494,14 @@ class MemoryRunner:
         return tools
 
     def check_plan(self, plan: list[dict[str, Any]]) -> None:
-        """Refuse, before anything starts, a plan whose buffers do not fit in free memory."""
+        """Refuse, before anything starts, a plan whose buffers do not fit in free memory, or that asks
+        MLC for a chase it cannot do (tlb_locality: MLC has no option for it)."""
+        if self.engine == "mlc":
+            for point in plan:
+                if point.get("tlb_locality"):
+                    raise UsageError(
+                        f"tlb_locality={format_size_human(point['tlb_locality'])}: Intel MLC has no option to chase "
+                        "within groups (it chooses its own chase); use --engine builtin, or tlb_locality=none.")
         check_memory(plan)
 
     # --- command lines -------------------------------------------------------------------------
@@ -545,6 +558,8 @@ class MemoryRunner:
         cmd += ["-t", _seconds_arg(p["duration"])]
         if p.get("cpus"):
             cmd += ["-k", p["cpus"]]
+        if p.get("tlb_locality"):
+            cmd += ["--tlb_locality", str(_kib(p["tlb_locality"]))]
         return cmd
 
     # --- running -------------------------------------------------------------------------------
@@ -569,9 +584,37 @@ class MemoryRunner:
         warnings = params.get("warnings")
         if warnings:
             extra["warnings"] = warnings
+        extra["chase"] = self._chase(point, params)
+        if point.get("mode") != "idle":  # both engines' bandwidth counts the latency thread's 64 B per step
+            extra["bandwidth_includes_latency_thread"] = True
         if self._hugepages is not None:
             extra["huge_pages"] = dict(self._hugepages.record)
         return extra
+
+    def _chase(self, point: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+        """Which chase the latency figure comes from: mode (whole buffer or groups of N bytes), stride,
+        buffer and whether huge pages were used, as the engine reported them, and one sentence."""
+        stride = params.get("stride") or point.get("stride")
+        buf = params.get("buffer_bytes") or point.get("buffer")
+        huge = params.get("huge_pages") if isinstance(params.get("huge_pages"), bool) else None
+        if self.engine == "mlc":
+            text = "chase as chosen by Intel MLC"
+            if stride:
+                text += f", stride {stride} B"
+            if buf:
+                text += f", buffer {format_size_human(buf)}"
+            return {"by": "mlc", "mode": None, "group_bytes": None, "stride": stride, "buffer_bytes": buf,
+                    "huge_pages": None, "text": text}
+        kib = params.get("chase_kib")
+        group = kib * 1024 if kib else (point.get("tlb_locality") if kib is None else None)
+        where = f"within {format_size_human(group)} groups" if group else (
+            f"over {format_size_human(buf)}" if buf else "over the whole buffer")
+        pages = "2 MiB pages" if huge else "4 KiB pages" if huge is False else "page size unknown"
+        text = f"random chase {where}, {pages}"
+        if stride:
+            text += f", stride {stride} B"
+        return {"by": "builtin", "mode": "groups" if group else "whole_buffer", "group_bytes": group or None,
+                "stride": stride, "buffer_bytes": buf, "huge_pages": huge, "text": text}
 
     def _job(self, point: dict[str, Any]) -> str:
         if point.get("mode") == "idle":

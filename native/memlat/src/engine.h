@@ -20,10 +20,13 @@ struct point_result {
     uint64_t delay;
     double latency_ns;          /* latency thread CPU time / hops */
     double latency_ns_wall;     /* wall time / hops */
-    double bandwidth_mbps;      /* sum over load threads of bytes / wall time of its window, MB/s (10^6 B) */
+    double bandwidth_mbps;      /* load_bandwidth_mbps + latency_mbps (MLC's convention), MB/s (10^6 B) */
+    double load_bandwidth_mbps; /* sum over load threads of bytes / wall time of its window */
+    double latency_mbps;        /* the latency thread's bytes (chase_bytes) / wall time of its window */
     double read_mbps, write_mbps;
-    double bandwidth_mbps_cpu;  /* sum over load threads of bytes / thread CPU time (per CPU-second) */
-    uint64_t read_bytes, write_bytes, hops;
+    double bandwidth_mbps_cpu;  /* the same per thread CPU-second, latency thread included */
+    uint64_t read_bytes, write_bytes, hops;   /* read/write: the load threads' bytes */
+    uint64_t latency_bytes;     /* chase_bytes(hops, stride) */
     double window_s;
     double min_cpu_share;       /* lowest CPU time / wall time of any thread in the window */
 };

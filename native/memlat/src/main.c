@@ -86,18 +86,42 @@ static int count_check(const struct opts *o)
     }
     uint64_t rb, wb;
     traffic_bytes(t, steps, &rb, &wb);
+
+    /* the latency thread's share: a single-cycle chain of lat_steps slots (stride 64), chased lat_steps
+     * hops by the real chase kernel, must end where it started (exactly one lap: one line per step);
+     * the lap is measured by stepping the same chain one pointer at a time */
+    uint64_t lat_steps = (steps + 15) / 16 * 16;
+    size_t csize = round_up((size_t)lat_steps * LINE_BYTES, 4096);
+    char *cbuf = alloc_buffer(csize, 0);
+    if (!cbuf)
+        die_runtime("cannot map the count-check chase buffer");
+    memset(cbuf, 0, csize);
+    void *start = build_chain(cbuf, (size_t)lat_steps, LINE_BYTES, 1);
+    void *end = chase(start, lat_steps);
+    uint64_t lap = 0;
+    void *q = start;
+    do {
+        q = *(void **)q;
+        lap++;
+    } while (q != start && lap <= lat_steps);
+    uint64_t lat_bytes = chase_bytes(lat_steps, LINE_BYTES), obs_lat = end == start ? lap * LINE_BYTES : 0;
+    free_buffer(cbuf, csize);
     uint64_t obs_read = (load_lines + (st ? written : 0)) * LINE_BYTES, obs_write = written * LINE_BYTES;
     int ok = partial == 0 && load_lines == steps * (uint64_t)(l0 + l1) && written == steps * (uint64_t)(st + nt) &&
-             rb == obs_read && wb == obs_write;
+             rb == obs_read && wb == obs_write && lap == lat_steps && obs_lat == lat_bytes;
     printf("{\"mode\": \"count_check\", \"traffic\": \"%s\", \"ratio\": \"%s\", \"steps\": %llu, \"delay\": %llu, "
            "\"kernel_isa\": \"%s\", \"store_kind\": \"%s\", "
            "\"read_bytes\": %llu, \"write_bytes\": %llu, "
            "\"observed_load_lines\": %llu, \"observed_written_lines\": %llu, \"observed_partial_lines\": %llu, "
-           "\"observed_read_bytes\": %llu, \"observed_write_bytes\": %llu, \"ok\": %s}\n",
+           "\"observed_read_bytes\": %llu, \"observed_write_bytes\": %llu, "
+           "\"latency_steps\": %llu, \"latency_bytes\": %llu, \"observed_latency_bytes\": %llu, "
+           "\"total_bytes\": %llu, \"observed_total_bytes\": %llu, \"ok\": %s}\n",
            t->name, t->ratio, (unsigned long long)steps, (unsigned long long)delay, kernel_isa,
            st ? "ordinary" : nt ? "non-temporal" : "none", (unsigned long long)rb, (unsigned long long)wb,
            (unsigned long long)load_lines, (unsigned long long)written, (unsigned long long)partial,
-           (unsigned long long)obs_read, (unsigned long long)obs_write, ok ? "true" : "false");
+           (unsigned long long)obs_read, (unsigned long long)obs_write, (unsigned long long)lat_steps,
+           (unsigned long long)lat_bytes, (unsigned long long)obs_lat, (unsigned long long)(rb + wb + lat_bytes),
+           (unsigned long long)(obs_read + obs_write + obs_lat), ok ? "true" : "false");
     free_buffer(ks.rd0, rsize);
     free_buffer(ks.rd1, rsize);
     free_buffer(ks.wr, wsize);
@@ -254,8 +278,8 @@ int main(int argc, char **argv)
         if (o.mode == MODE_IDLE)
             printf("Using latency thread on CPU %s, stride %d bytes, %s\n", lat_cpu_s, o.stride, chase_s);
         else if (o.mode == MODE_LOADED)
-            printf("Using latency thread on CPU %s (stride %d bytes) and %d load thread(s) on CPU(s) %s\n",
-                   lat_cpu_s, o.stride, cfg.nload, load_s);
+            printf("Using latency thread on CPU %s (stride %d bytes, %s) and %d load thread(s) on CPU(s) %s\n",
+                   lat_cpu_s, o.stride, chase_s, cfg.nload, load_s);
         else
             printf("Using %d load thread(s) on CPU(s) %s, no latency thread\n", cfg.nload, load_s);
         if (o.mode != MODE_IDLE)
@@ -286,6 +310,9 @@ int main(int argc, char **argv)
             low_share = 1;
         if (o.json)
             continue;
+        if (rows[i].min_cpu_share < 0.9 && o.mode != MODE_IDLE)   /* before its row, so a reader of the row sees it */
+            printf("*** Busy machine at delay %llu: a thread got %.0f%% of a CPU in its window\n",
+                   (unsigned long long)d, 100 * rows[i].min_cpu_share);
         if (o.mode == MODE_IDLE)
             printf("Each iteration took %.1f base frequency clocks (\t%5.1f\tns)\n", rows[i].latency_ns * ghz,
                    rows[i].latency_ns);
@@ -317,10 +344,12 @@ int main(int argc, char **argv)
                    "\"load_threads\": %d, \"load_cpus\": [%s], \"duration_s\": %.3f, \"warmup_s\": %.3f, "
                    "\"delay_unit_ns\": %.4f, \"delay_unit\": \"one iteration of a calibrated spin loop\", "
                    "\"tsc_ghz\": %.4f, \"kernel_isa\": \"%s\", \"llc_kib\": %llu, \"busy_machine\": %s, "
-                   "\"tlb_locality_kib\": %llu",
+                   "\"tlb_locality_kib\": %llu, \"bandwidth_includes_latency_thread\": %s, \"chase\": ",
                 thp, (unsigned long long)ahp, cfg.nload + (cfg.lat_cpu >= 0), cfg.lat_cpu >= 0 ? lat_cpu_s : "null",
                 cfg.nload, load_s, cfg.seconds, cfg.warmup, unit_ns, ghz, kernel_isa, (unsigned long long)(llc >> 10),
-                low_share ? "true" : "false", (unsigned long long)o.tlb_locality_kib);
+                low_share ? "true" : "false", (unsigned long long)o.tlb_locality_kib,
+                o.mode == MODE_LOADED ? "true" : "false");
+        json_str(f, chase_s);
         if (o.mode == MODE_IDLE) {
             fprintf(f, ", \"latency_ns\": ");
             json_num(f, rows[0].latency_ns, 3);
@@ -341,15 +370,20 @@ int main(int argc, char **argv)
             json_num(f, cfg.lat_cpu >= 0 ? r->latency_ns_wall : NAN, 3);
             fprintf(f, ", \"bandwidth_mbps\": ");
             json_num(f, cfg.nload ? r->bandwidth_mbps : NAN, 1);
+            fprintf(f, ", \"load_bandwidth_mbps\": ");
+            json_num(f, cfg.nload ? r->load_bandwidth_mbps : NAN, 1);
+            fprintf(f, ", \"latency_mbps\": ");
+            json_num(f, cfg.nload && cfg.lat_cpu >= 0 ? r->latency_mbps : NAN, 1);
             fprintf(f, ", \"read_mbps\": ");
             json_num(f, cfg.nload ? r->read_mbps : NAN, 1);
             fprintf(f, ", \"write_mbps\": ");
             json_num(f, cfg.nload ? r->write_mbps : NAN, 1);
             fprintf(f, ", \"bandwidth_mbps_cpu\": ");
             json_num(f, cfg.nload ? r->bandwidth_mbps_cpu : NAN, 1);
-            fprintf(f, ", \"read_bytes\": %llu, \"write_bytes\": %llu, \"hops\": %llu, \"window_s\": %.4f, "
-                       "\"min_cpu_share\": %.3f}",
+            fprintf(f, ", \"read_bytes\": %llu, \"write_bytes\": %llu, \"latency_bytes\": %llu, \"hops\": %llu, "
+                       "\"window_s\": %.4f, \"min_cpu_share\": %.3f}",
                     (unsigned long long)r->read_bytes, (unsigned long long)r->write_bytes,
+                    (unsigned long long)r->latency_bytes,
                     (unsigned long long)r->hops, r->window_s, r->min_cpu_share);
         }
         fprintf(f, "]}\n");

@@ -38,6 +38,9 @@ int traffic_valid_codes(char *buf, size_t n);        /* "2,3,4,..." for error me
  * a load counts LINE_BYTES read; an ordinary store counts LINE_BYTES read (its RFO) and LINE_BYTES
  * written; a non-temporal store counts LINE_BYTES written. */
 void traffic_bytes(const struct traffic *t, uint64_t steps, uint64_t *read_bytes, uint64_t *write_bytes);
+/* Bytes read by `hops` steps of the latency chase (stride >= 64): one line per step, LINE_BYTES each —
+ * counted in the reported bandwidth as Intel MLC counts it (README "How bytes are counted"). */
+uint64_t chase_bytes(uint64_t hops, int stride);
 /* lines per step by kind */
 void traffic_lines(const struct traffic *t, int *loads0, int *loads1, int *stores, int *nts);
 

@@ -62,3 +62,11 @@ void traffic_bytes(const struct traffic *t, uint64_t steps, uint64_t *read_bytes
     *read_bytes = steps * (uint64_t)(l0 + l1 + st) * LINE_BYTES;
     *write_bytes = steps * (uint64_t)(st + nt) * LINE_BYTES;
 }
+
+uint64_t chase_bytes(uint64_t hops, int stride)
+{
+    /* one latency-thread step is one dependent load of a line it has not just read (stride >= 64, so
+     * consecutive steps never share a line): one line read, as for a load thread's load */
+    (void)stride;
+    return hops * LINE_BYTES;
+}

@@ -5,7 +5,7 @@
 2. the counting rule on cases whose bytes are known (--count_check runs exactly N steps and reports the
    lines it really read and wrote), for every traffic type, with and without injection delay;
 3. the output: MLC-style table rows streamed one by one, JSON schema, NT types report write traffic;
-4. physics (skipped with --sanitized): bandwidth falls as delay grows, and latency at the largest delay
+4. physics (skipped with --sanitized): the load threads' bandwidth falls as delay grows, and latency at the largest delay
    is within 15% of the idle latency.
 Standard library only, so it runs before the project's venv exists.
 """
@@ -80,6 +80,15 @@ def test_counting(binary):
                   f"want {steps * r * 64} / {steps * w * 64}")
             check(d["ok"] and d["observed_partial_lines"] == 0, f"count_check {code}: kernel did not do what "
                   f"the count says: {d}")
+            # the latency thread's steps count too (MLC's convention): one 64-byte line per step, and the
+            # total the bandwidth column reports is the load threads' bytes plus the chase's
+            lat = (steps + 15) // 16 * 16
+            check(d["latency_steps"] == lat and d["latency_bytes"] == lat * 64
+                  and d["observed_latency_bytes"] == lat * 64,
+                  f"count_check {code} steps={steps}: latency thread {d.get('latency_bytes')} bytes, want {lat * 64}")
+            check(d["total_bytes"] == steps * (r + w) * 64 + lat * 64 == d["observed_total_bytes"],
+                  f"count_check {code} steps={steps}: total {d.get('total_bytes')} observed "
+                  f"{d.get('observed_total_bytes')}, want {steps * (r + w) * 64 + lat * 64}")
             if code in ("6", "7", "8", "9", "10"):
                 check(d["store_kind"] == "non-temporal", f"{code} uses non-temporal stores")
 
@@ -137,6 +146,9 @@ def test_output(binary, quick):
             check(r["write_bytes"] > 0 and r["write_mbps"] > 0, f"W{code} must report write traffic: {r}")
             check(r["read_bytes"] * want_w == r["write_bytes"] * want_r, f"W{code} read:write {want_r}:{want_w}: {r}")
             check(r["latency_ns"] > 0 and r["bandwidth_mbps"] > 0, f"W{code} figures: {r}")
+            check(r["latency_bytes"] == r["hops"] * 64, f"W{code}: latency thread counts 64 B per step: {r}")
+            check(abs(r["bandwidth_mbps"] - r["load_bandwidth_mbps"] - r["latency_mbps"]) <= 0.11
+                  and r["latency_mbps"] > 0, f"W{code}: bandwidth = load threads + latency thread: {r}")
     rc, out, err = run(binary, "--bandwidth_only", "-d", "0", "-t", t, "-b", "8192", "--json")
     check(rc == 0 and json.loads(out)["rows"][0]["latency_ns"] is None and json.loads(out)["latency_cpu"] is None,
           f"bandwidth_only JSON: {out} {err}")
@@ -155,7 +167,8 @@ def test_physics(binary):
         rc, out, err = run(binary, "--loaded_latency", "-D", ",".join(map(str, delays)), "-t", "0.5", "--json")
         check(rc == 0, f"loaded exit {rc}: {err}")
         rows = json.loads(out)["rows"]
-        bw = [r["bandwidth_mbps"] for r in rows]
+        # the load threads' share: the latency thread's own 64 B per step is nearly constant across delays
+        bw = [r["load_bandwidth_mbps"] for r in rows]
         lat = [r["latency_ns"] for r in rows]
         falls = all(b2 < b1 for b1, b2 in zip(bw, bw[1:])) and bw[-1] < 0.2 * bw[0]
         close = abs(lat[-1] - idle) <= 0.15 * idle
