@@ -196,8 +196,9 @@ class MemoryPoint:
 
     @property
     def series(self) -> tuple[Any, ...]:
-        """One MLC table: traffic, stride, buffer, engine (the delays are its rows)."""
-        return (self.traffic or "R", self.stride or 0, self.buffer or 0, self.engine, self.point.get("source") or "")
+        """One MLC table: traffic, stride, buffer, engine, source, chase (the delays are its rows)."""
+        return (self.traffic or "R", self.stride or 0, self.buffer or 0, self.engine, self.point.get("source") or "",
+                str(self.point.get("tlb_locality") or ""))
 
 
 @dataclass

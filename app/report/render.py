@@ -341,11 +341,13 @@ def _memory_tables(points: Sequence[MemoryPoint]) -> list[str]:
                    "generate traffic with the given injection delay between accesses (0 = as fast as possible); "
                    "bandwidth in MB/sec (10^6 B/s) of all traffic.")
         out.append("")
-    for key in sorted(series, key=lambda k: (k[1], _traffic_order(k[0]), k[2], k[3], k[4])):
-        traffic, stride, buffer, engine, _source = key
+    for key in sorted(series, key=lambda k: (k[1], _traffic_order(k[0]), k[2], k[3], k[4], k[5])):
+        traffic, stride, buffer, engine, _source, groups = key
         title = f"### {traffic} ({TRAFFIC_DESCRIPTIONS.get(traffic, 'traffic type ' + traffic)}), stride {stride} B"
         if buffer:
             title += f", buffer {format_size(buffer)}"
+        if groups:
+            title += f", chase within {format_size(int(groups))} groups"
         if engine:
             title += f" — {engine}"
         out.append(title)
