@@ -4,7 +4,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.stamp
-APT_PKGS := fio util-linux fdisk e2fsprogs tmux
+APT_PKGS := fio util-linux fdisk e2fsprogs tmux librsvg2-bin
 MEMLAT := native/memlat/build/memlat
 
 .PHONY: setup system-deps venv native run test test-fast bench bench-fio bench-mem bench-report bench-tui native-asan container-test clean

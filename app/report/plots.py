@@ -84,6 +84,8 @@ def _plt() -> Any:
     return plt
 
 
+PARALLEL = True  # tests that inspect figures in this process turn the worker pool off
+
 # set by tests: called with each finished figure before it is saved (layout checks with the renderer)
 CHECK: Callable[[Any, str], None] | None = None
 
@@ -97,7 +99,7 @@ def _save(plt: Any, fig: Any, path: Path) -> None:
 
 
 def _grid(plt: Any, panels: int, per_panel: int = 1, w: float = 3.4, h: float = 2.7, left: float = 0.75,
-          right: float = 0.15, wspace: float = 0.55) -> tuple[Any, list[list[Any]]]:
+          right: float = 0.15, wspace: float = 0.85) -> tuple[Any, list[list[Any]]]:
     """A figure of ``panels`` panels, at most three per row, each ``per_panel`` axes high; fixed
     margins in inches (no tight-layout pass: it doubles the drawing time). ``right`` leaves room
     for a colour scale."""
@@ -173,14 +175,39 @@ def _mix_order(points: Sequence[Any]) -> list[str]:
 
 def _plain_log(ax: Any, which: str = "y") -> None:
     """A log axis labelled with plain numbers (matplotlib's default 10^n labels go through the slow
-    mathtext parser)."""
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, NullLocator
+    mathtext parser), as densely as its labels stay apart: 1-2-5 steps, then every decade, then
+    every few decades.  Call it once the axis has its data (it reads the view limits)."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
 
     axis = ax.yaxis if which == "y" else ax.xaxis
-    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0), numticks=8 if which == "y" else 6))
+    lo, hi = sorted(ax.get_ylim() if which == "y" else ax.get_xlim())
+    if not (hi > 0 and math.isfinite(hi)):
+        return
+    lo = max(lo, hi * 1e-12)
+    length = _axis_len(ax, which)
+    span = math.log10(hi) - math.log10(lo) or 1.0
+    ticks: list[float] = []
+    for subs, every in (((1, 2, 3, 4, 5, 6, 7, 8, 9), 1), ((1, 2, 5), 1), ((1, 3), 1), ((1,), 1), ((1,), 2),
+                        ((1,), 3), ((1,), 5), ((1,), 10)):
+        ticks = [m * 10.0 ** e for e in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)
+                 if e % every == 0 for m in subs if lo <= m * 10.0 ** e <= hi]
+        if _apart(ticks, [_tick(t) for t in ticks], length, span, vertical=which == "y"):
+            break
+    axis.set_major_locator(FixedLocator(ticks))
     axis.set_major_formatter(FuncFormatter(lambda v, _pos: _tick(v)))
     axis.set_minor_locator(NullLocator())
     axis.set_minor_formatter(NullFormatter())
+
+
+def _apart(ticks: Sequence[float], labels: Sequence[str], length_in: float, span: float, vertical: bool,
+           fontsize: float = 8.0) -> bool:
+    """Whether labels at these log-spaced ticks keep apart on an axis ``length_in`` inches long."""
+    for (a, la), (b, lb) in zip(zip(ticks, labels), zip(ticks[1:], labels[1:])):
+        gap = length_in * (math.log10(b) - math.log10(a)) / span
+        need = fontsize * 1.5 / 72 if vertical else ((len(la) + len(lb)) / 2 * LABEL_EM * fontsize + 6) / 72
+        if gap < need:
+            return False
+    return True
 
 
 def _tick(v: float) -> str:
@@ -659,7 +686,7 @@ def draw_all(storage: Sequence[StoragePoint], curves: Sequence[Curve], mem_curve
     _plt()  # import (and configure) matplotlib once, before any fork
     workers = min(len(jobs), os.cpu_count() or 1)
     try:
-        if parallel and workers > 1 and threading.active_count() == 1 and "fork" in mp.get_all_start_methods():
+        if parallel and PARALLEL and workers > 1 and threading.active_count() == 1 and "fork" in mp.get_all_start_methods():
             with mp.get_context("fork").Pool(workers) as pool:
                 results = pool.map(_job, jobs, chunksize=1)
         else:
