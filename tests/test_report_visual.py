@@ -129,3 +129,32 @@ def test_1008_point_heatmaps_continue_in_further_figures(tmp_path: Path, monkeyp
     md = (d / "report.md").read_text()
     assert "(QD4096 … QD8192 here; 14 in all, 6 per figure)" in md
     assert "Not drawn" not in md
+
+
+def test_more_than_200_points_summary_in_body_every_point_in_appendix_and_csv(tmp_path: Path) -> None:
+    """Item 3: a 1,008-point report keeps one summary row per workload in the body and moves the
+    per-point tables to an appendix; results.csv has every point."""
+    import csv
+
+    shape = SHAPES["1008"]
+    d = _bench().make_results_dir(tmp_path / "run", **shape)
+    md = render_report(d).read_text()
+    body, appendix = md.split("## Appendix: every point")
+    section = body.split("## Storage results")[1].split("\n## ")[0]
+    rows = [x for x in section.splitlines() if x.startswith("| ") and not x.startswith("| Workload")]
+    assert len(rows) == 6 * 12  # one per workload (pattern × block size)
+    assert "| randread 4K " in section and "Best point (most IOPS)" in section and "Operating point (p99" in section
+    assert "| Test Type " not in body and "| Test Type " in appendix  # the per-point table is in the appendix
+    every = appendix.split("### Storage results, every point")[1].split("###")[0]
+    assert sum(1 for x in every.splitlines() if x.startswith("| ")) == 2 + 1008  # header, rule, points
+    little = appendix.split("### Little's law, every point")[1]
+    assert sum(1 for x in little.splitlines() if x.startswith("| ")) == 2 + 1008
+    assert len(list(csv.DictReader((d / "results.csv").open()))) == 1008
+
+
+def test_120_points_keep_the_per_point_table_in_the_body(tmp_path: Path) -> None:
+    d = _bench().make_results_dir(tmp_path / "run")
+    md = render_report(d).read_text()
+    assert "## Appendix" not in md
+    section = md.split("## Storage results")[1].split("\n## ")[0]
+    assert sum(1 for x in section.splitlines() if x.startswith("| ")) >= 2 + 120
