@@ -175,7 +175,8 @@ def _mix_order(points: Sequence[Any]) -> list[str]:
 
 def _plain_log(ax: Any, which: str = "y") -> None:
     """A log axis labelled with plain numbers (matplotlib's default 10^n labels go through the slow
-    mathtext parser), as densely as its labels stay apart: 1-2-5 steps, then every decade, then
+    mathtext parser), as densely as its labels stay apart: 1…9, 1-2-3-4-5-6-8, 1-2-3-5-7, 1-2-5 and
+    1-3 steps, then every decade, then
     every few decades.  Call it once the axis has its data (it reads the view limits)."""
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
 
@@ -187,8 +188,8 @@ def _plain_log(ax: Any, which: str = "y") -> None:
     length = _axis_len(ax, which)
     span = math.log10(hi) - math.log10(lo) or 1.0
     ticks: list[float] = []
-    for subs, every in (((1, 2, 3, 4, 5, 6, 7, 8, 9), 1), ((1, 2, 5), 1), ((1, 3), 1), ((1,), 1), ((1,), 2),
-                        ((1,), 3), ((1,), 5), ((1,), 10)):
+    for subs, every in (((1, 2, 3, 4, 5, 6, 7, 8, 9), 1), ((1, 2, 3, 4, 5, 6, 8), 1), ((1, 2, 3, 5, 7), 1),
+                        ((1, 2, 5), 1), ((1, 3), 1), ((1,), 1), ((1,), 2), ((1,), 3), ((1,), 5), ((1,), 10)):
         ticks = [m * 10.0 ** e for e in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)
                  if e % every == 0 for m in subs if lo <= m * 10.0 ** e <= hi]
         if _apart(ticks, [_tick(t) for t in ticks], length, span, vertical=which == "y"):
