@@ -20,7 +20,11 @@ from app.report.analysis import Curve, MemCurve
 from app.report.model import StoragePoint
 from app.units import format_size
 
-MAX_PANELS = 6
+MAX_PANELS = 6  # panels per figure; more continue in NAME-2.svg, NAME-3.svg, ...
+MAX_COLS = 3  # panels per row
+MAX_PAGES = 8  # figures per kind (48 panels); what is left beyond is named in the last caption
+MAX_LEGEND = 6  # series per panel shown with a legend; more are coloured along a colour scale
+LABEL_EM = 0.7  # width of a tick label's character, in ems (DejaVu Sans digits and K/M: 0.64–0.86)
 
 
 @dataclass
@@ -31,7 +35,36 @@ class Figure:
     section: str  # "storage" | "memory"
 
 
+@dataclass(slots=True)
+class Row:
+    """The fields of a storage point the figures use, computed once (the point's properties
+    re-derive them on every access)."""
+
+    index: int
+    mix: str
+    mix_order: tuple[int, int]
+    bs: int
+    iodepth: int
+    numjobs: int
+    inflight: int
+    rest: tuple[tuple[str, Any], ...]
+    iops: float
+    bw: float
+    lat_mean: float
+
+
+def rows_of(points: Sequence[StoragePoint]) -> list[Row]:
+    return [Row(p.index, p.mix, p.mix_order, p.bs, p.iodepth, p.numjobs, p.inflight, p.rest, p.iops, p.bw,
+                p.lat_mean) for p in points]
+
+
+_PLT: Any = None
+
+
 def _plt() -> Any:
+    global _PLT
+    if _PLT is not None:
+        return _PLT
     import matplotlib
 
     matplotlib.use("Agg", force=True)
@@ -47,27 +80,93 @@ def _plt() -> Any:
         "axes.grid": True,
         "grid.alpha": 0.3,
     })
+    _PLT = plt
     return plt
+
+
+PARALLEL = True  # tests that inspect figures in this process turn the worker pool off
+
+# set by tests: called with each finished figure before it is saved (layout checks with the renderer)
+CHECK: Callable[[Any, str], None] | None = None
 
 
 def _save(plt: Any, fig: Any, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
+    if CHECK is not None:
+        CHECK(fig, path.name)
     fig.savefig(path, format="svg", metadata={"Date": None})
     plt.close(fig)
 
 
-def _grid(plt: Any, rows: int, cols: int, w: float = 3.4, h: float = 2.7, left: float = 0.75,
-          colorbar: bool = False) -> tuple[Any, list[list[Any]]]:
-    """Subplots with fixed margins in inches (no tight-layout pass: it doubles the drawing time)."""
-    width, height = w * cols, h * rows
+def _grid(plt: Any, panels: int, per_panel: int = 1, w: float = 3.4, h: float = 2.7, left: float = 0.75,
+          right: float = 0.15, wspace: float = 0.85) -> tuple[Any, list[list[Any]]]:
+    """A figure of ``panels`` panels, at most three per row, each ``per_panel`` axes high; fixed
+    margins in inches (no tight-layout pass: it doubles the drawing time). ``right`` leaves room
+    for a colour scale."""
+    cols = min(MAX_COLS, panels)
+    prows = math.ceil(panels / cols)
+    rows = prows * per_panel
+    width, height = w * cols + right, h * rows
     fig, axes = plt.subplots(rows, cols, figsize=(width, height), squeeze=False)
-    fig.subplots_adjust(left=left / width, right=1 - (0.15 if not colorbar else 0.1) / width,
+    fig.subplots_adjust(left=left / width, right=1 - (right + 0.15) / width,
                         bottom=0.5 / height, top=1 - 0.3 / height,
-                        wspace=(0.9 if colorbar else 0.55) * cols / width, hspace=0.75 * rows / height)
-    return fig, [list(r) for r in axes]
+                        wspace=wspace * cols / (width - right), hspace=0.75 * rows / height)
+    out = []
+    for i in range(prows * cols):
+        r, c = divmod(i, cols)
+        group = [axes[r * per_panel + k][c] for k in range(per_panel)]
+        if i < panels:
+            out.append(group)
+        else:
+            for ax in group:
+                fig.delaxes(ax)
+    return fig, out
 
 
-def _mix_order(points: Sequence[StoragePoint]) -> list[str]:
+def _colour_scale(plt: Any, fig: Any, values: Sequence[int], label: str, fmt: Callable[[int], str],
+                  cmap_name: str = "viridis") -> tuple[Any, Any]:
+    """A log₂ colour scale over the series' values, drawn as a colorbar at the figure's right edge."""
+    from matplotlib.cm import ScalarMappable
+    from matplotlib.colors import LogNorm
+
+    lo, hi = min(values), max(values)
+    norm = LogNorm(vmin=lo, vmax=hi if hi > lo else lo * 2)
+    cmap = plt.get_cmap(cmap_name)
+    height = fig.get_figheight()
+    width = fig.get_figwidth()
+    cax = fig.add_axes((1 - 0.85 / width, 0.5 / height, 0.12 / width, 1 - 0.8 / height))
+    bar = fig.colorbar(ScalarMappable(norm=norm, cmap=cmap), cax=cax)
+    ticks = _thin(sorted(set(values)), cax.get_position().height * height, vertical=True, labels=[fmt(v) for v in values])
+    bar.set_ticks(ticks, labels=[fmt(v) for v in ticks])
+    bar.ax.minorticks_off()
+    bar.set_label(label)
+    return norm, cmap
+
+
+def _thin(values: Sequence[Any], length_in: float, vertical: bool = False, labels: Sequence[str] | None = None,
+          fontsize: float = 8.0) -> list[Any]:
+    """Every k-th of ``values`` (first included), k as small as keeps their labels apart along an
+    axis ``length_in`` inches long."""
+    n = len(values)
+    if n <= 1:
+        return list(values)
+    if vertical:
+        per = fontsize * 1.6 / 72
+    else:
+        chars = max(len(t) for t in (labels or [str(v) for v in values]))
+        per = (chars * LABEL_EM * fontsize + 6) / 72
+    fit = max(1, int(length_in / per))
+    step = math.ceil(n / fit)
+    return list(values[::step])
+
+
+def _axis_len(ax: Any, which: str = "x") -> float:
+    pos = ax.get_position()
+    fig = ax.figure
+    return pos.width * fig.get_figwidth() if which == "x" else pos.height * fig.get_figheight()
+
+
+def _mix_order(points: Sequence[Any]) -> list[str]:
     order: dict[str, tuple[int, int]] = {}
     for p in points:
         order.setdefault(p.mix, p.mix_order)
@@ -76,14 +175,40 @@ def _mix_order(points: Sequence[StoragePoint]) -> list[str]:
 
 def _plain_log(ax: Any, which: str = "y") -> None:
     """A log axis labelled with plain numbers (matplotlib's default 10^n labels go through the slow
-    mathtext parser)."""
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, NullLocator
+    mathtext parser), as densely as its labels stay apart: 1…9, 1-2-3-4-5-6-8, 1-2-3-5-7, 1-2-5 and
+    1-3 steps, then every decade, then
+    every few decades.  Call it once the axis has its data (it reads the view limits)."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
 
     axis = ax.yaxis if which == "y" else ax.xaxis
-    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0), numticks=8))
+    lo, hi = sorted(ax.get_ylim() if which == "y" else ax.get_xlim())
+    if not (hi > 0 and math.isfinite(hi)):
+        return
+    lo = max(lo, hi * 1e-12)
+    length = _axis_len(ax, which)
+    span = math.log10(hi) - math.log10(lo) or 1.0
+    ticks: list[float] = []
+    for subs, every in (((1, 2, 3, 4, 5, 6, 7, 8, 9), 1), ((1, 2, 3, 4, 5, 6, 8), 1), ((1, 2, 3, 5, 7), 1),
+                        ((1, 2, 5), 1), ((1, 3), 1), ((1,), 1), ((1,), 2), ((1,), 3), ((1,), 5), ((1,), 10)):
+        ticks = [m * 10.0 ** e for e in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)
+                 if e % every == 0 for m in subs if lo <= m * 10.0 ** e <= hi]
+        if _apart(ticks, [_tick(t) for t in ticks], length, span, vertical=which == "y"):
+            break
+    axis.set_major_locator(FixedLocator(ticks))
     axis.set_major_formatter(FuncFormatter(lambda v, _pos: _tick(v)))
     axis.set_minor_locator(NullLocator())
     axis.set_minor_formatter(NullFormatter())
+
+
+def _apart(ticks: Sequence[float], labels: Sequence[str], length_in: float, span: float, vertical: bool,
+           fontsize: float = 8.0) -> bool:
+    """Whether labels at these log-spaced ticks keep apart on an axis ``length_in`` inches long."""
+    for (a, la), (b, lb) in zip(zip(ticks, labels), zip(ticks[1:], labels[1:])):
+        gap = length_in * (math.log10(b) - math.log10(a)) / span
+        need = fontsize * 1.5 / 72 if vertical else ((len(la) + len(lb)) / 2 * LABEL_EM * fontsize + 6) / 72
+        if gap < need:
+            return False
+    return True
 
 
 def _tick(v: float) -> str:
@@ -96,84 +221,138 @@ def _tick(v: float) -> str:
     return f"{v:g}"
 
 
-def _bs_ticks(ax: Any, values: Sequence[int]) -> None:
+def _log2_axis(ax: Any, values: Sequence[int], fmt: Callable[[int], str]) -> None:
+    """A log₂ x axis with a tick at each measured value, labelled as many as fit."""
     ax.set_xscale("log", base=2)
-    ax.set_xticks(list(values))
-    ax.set_xticklabels([format_size(v) for v in values])
+    shown = _thin(list(values), _axis_len(ax), labels=[fmt(v) for v in values])
+    ax.set_xticks(shown, labels=[fmt(v) for v in shown])
     ax.minorticks_off()
 
 
-def _log2_ticks(ax: Any, values: Sequence[int]) -> None:
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(list(values))
-    ax.set_xticklabels([str(v) for v in values])
-    ax.minorticks_off()
+def _pages(items: list[Any], what: str) -> tuple[list[list[Any]], str]:
+    """Items split into figures of MAX_PANELS; past MAX_PAGES figures, the note names what is left out."""
+    pages = [items[i:i + MAX_PANELS] for i in range(0, len(items), MAX_PANELS)]
+    note = ""
+    if len(pages) > MAX_PAGES:
+        left = [x for page in pages[MAX_PAGES:] for x in page]
+        shown = ", ".join(left[:8]) + (" …" if len(left) > 8 else "")
+        note = (f" Not drawn: {len(left)} further panel(s) ({what}: {shown}) — at most {MAX_PAGES * MAX_PANELS} "
+                "panels per figure kind; their points are in the tables and results.csv.")
+        pages = pages[:MAX_PAGES]
+    return pages, note
+
+
+def _page_name(name: str, i: int) -> str:
+    return f"{name}.svg" if i == 0 else f"{name}-{i + 1}.svg"
+
+
+def _page_title(title: str, i: int, n: int) -> str:
+    return title if n == 1 else f"{title} ({i + 1} of {n})"
 
 
 # --- storage -----------------------------------------------------------------------------------------
 
 
-def _series(points: Sequence[StoragePoint], x: Callable[[StoragePoint], Any],
-            line: Callable[[StoragePoint], Any]) -> dict[Any, list[StoragePoint]]:
-    out: dict[Any, list[StoragePoint]] = {}
+def _series(points: Sequence[Row], x: Callable[[Row], Any], line: Callable[[Row], Any]) -> dict[Any, list[Row]]:
+    out: dict[Any, list[Row]] = {}
     for p in points:
         out.setdefault(line(p), []).append(p)
     return {k: sorted(v, key=x) for k, v in out.items() if len({x(p) for p in v}) >= 2}
 
 
-def storage_vs_axis(points: Sequence[StoragePoint], plots_dir: Path, axis: str) -> Figure | None:
+def _draw_series(ax: Any, lines: list[tuple[str, int, list[float], list[float]]], norm: Any, cmap: Any) -> None:
+    """Lines (label, colour value, xs, ys): with a legend's colours, or on the colour scale as one
+    line collection and one marker collection per axes."""
+    if norm is None:
+        for label, _v, xs, ys in lines:
+            ax.plot(xs, ys, marker="o", markersize=3.5, label=label)
+        return
+    from matplotlib.collections import LineCollection
+
+    segs = [list(zip(xs, ys)) for _l, _v, xs, ys in lines]
+    colours = [cmap(norm(v)) for _l, v, _x, _y in lines]
+    ax.add_collection(LineCollection(segs, colors=colours, linewidths=1.2))
+    ax.scatter([x for _l, _v, xs, _y in lines for x in xs], [y for _l, _v, _x, ys in lines for y in ys],
+               c=[c for (_l, _v, xs, _y), c in zip(lines, colours) for _ in xs], s=7, zorder=3, linewidths=0)
+    ax.autoscale_view()
+
+
+def storage_vs_axis(points: Sequence[Row], plots_dir: Path, axis: str, jobs_split: bool = False,
+                    page: int | None = None) -> list[Figure]:
     """Throughput and mean latency vs block size (axis="bs") or vs queue depth × jobs (axis="qd")."""
     if axis == "bs":
         x = lambda p: p.bs  # noqa: E731
         line = lambda p: (p.mix, p.inflight, p.iodepth, p.numjobs, p.rest)  # noqa: E731
         legend = lambda p: f"QD{p.iodepth}" + (f"×{p.numjobs}" if p.numjobs > 1 else "")  # noqa: E731
+        value = lambda p: p.inflight  # noqa: E731
+        xfmt: Callable[[int], str] = format_size
     else:
         x = lambda p: p.inflight  # noqa: E731
-        line = lambda p: (p.mix, p.bs, p.rest, p.numjobs if _jobs_split(points) else 0)  # noqa: E731
-        legend = lambda p: format_size(p.bs) + (f" T{p.numjobs}" if _jobs_split(points) else "")  # noqa: E731
+        line = lambda p: (p.mix, p.bs, p.rest, p.numjobs if jobs_split else 0)  # noqa: E731
+        legend = lambda p: format_size(p.bs) + (f" T{p.numjobs}" if jobs_split else "")  # noqa: E731
+        value = lambda p: p.bs  # noqa: E731
+        xfmt = str
     series = _series(points, x, line)
     if not series:
-        return None
-    mixes = [m for m in _mix_order(points) if any(k[0] == m for k in series)][:MAX_PANELS]
-    plt = _plt()
-    fig, axes = _grid(plt, 2, len(mixes))
-    throughput_iops = axis == "qd"
-    for col, mix in enumerate(mixes):
-        top, bottom = axes[0][col], axes[1][col]
-        xs_all: set[int] = set()
-        for key, pts in series.items():
-            if key[0] != mix:
-                continue
-            xs = [x(p) for p in pts]
-            xs_all.update(xs)
-            label = legend(pts[0])
-            if throughput_iops:
-                top.plot(xs, [p.iops / 1e3 for p in pts], marker="o", label=label)
-            else:
-                top.plot(xs, [p.bw / 1e6 for p in pts], marker="o", label=label)
-            bottom.plot(xs, [p.lat_mean / 1e3 for p in pts], marker="o", label=label)
-        for ax in (top, bottom):
-            (_bs_ticks if axis == "bs" else _log2_ticks)(ax, sorted(xs_all))
-        top.set_title(mix)
-        top.set_ylabel("throughput (kIOPS)" if throughput_iops else "throughput (MB/s)")
-        bottom.set_ylabel("mean latency (µs)")
-        bottom.set_yscale("log")
-        _plain_log(bottom)
-        bottom.set_xlabel("block size" if axis == "bs" else "outstanding I/Os (QD × jobs)")
-        top.legend(loc="upper left")
+        return []
+    mixes = [m for m in _mix_order(points) if any(k[0] == m for k in series)]
+    pages, note = _pages(mixes, "access patterns")
     name = "storage-vs-block-size" if axis == "bs" else "storage-vs-queue-depth"
-    _save(plt, fig, plots_dir / f"{name}.svg")
-    if axis == "bs":
-        return Figure(f"plots/{name}.svg", "Throughput and latency vs block size",
-                      "Top: bandwidth (MB/s, 10^6 B/s); bottom: mean total latency (µs, log scale); one panel per "
-                      "access pattern, one line per queue depth.", "storage")
-    return Figure(f"plots/{name}.svg", "Throughput and latency vs queue depth",
-                  "Top: IOPS (thousands); bottom: mean total latency (µs, log scale) against the I/Os kept "
-                  "outstanding (queue depth × jobs); one panel per access pattern, one line per block size.",
-                  "storage")
+    per_mix: dict[str, int] = {}
+    for k in series:
+        per_mix[k[0]] = per_mix.get(k[0], 0) + 1
+    scale = max(per_mix.values()) > MAX_LEGEND
+    values = sorted({value(pts[0]) for pts in series.values()})
+    figures = []
+    for i, mixes_here in enumerate(pages):
+        if page is not None and i != page:
+            continue
+        plt = _plt()
+        fig, panels = _grid(plt, len(mixes_here), per_panel=2, right=1.0 if scale else 0.0)
+        norm = cmap = None
+        if scale:
+            norm, cmap = _colour_scale(plt, fig, values, "queue depth × jobs" if axis == "bs" else "block size",
+                                       str if axis == "bs" else format_size)
+        throughput_iops = axis == "qd"
+        for (top, bottom), mix in zip(panels, mixes_here):
+            xs_all: set[int] = set()
+            tops, bottoms = [], []
+            for key, pts in series.items():
+                if key[0] != mix:
+                    continue
+                xs = [x(p) for p in pts]
+                xs_all.update(xs)
+                label, v = legend(pts[0]), value(pts[0])
+                tops.append((label, v, xs, [p.iops / 1e3 if throughput_iops else p.bw / 1e6 for p in pts]))
+                bottoms.append((label, v, xs, [p.lat_mean / 1e3 for p in pts]))
+            bottom.set_yscale("log")
+            for ax, lines in ((top, tops), (bottom, bottoms)):
+                _log2_axis(ax, sorted(xs_all), format_size if axis == "bs" else str)
+                _draw_series(ax, lines, norm, cmap)
+            top.set_title(mix)
+            top.set_ylabel("throughput (kIOPS)" if throughput_iops else "throughput (MB/s)")
+            bottom.set_ylabel("mean latency (µs)")
+            _plain_log(bottom)
+            bottom.set_xlabel("block size" if axis == "bs" else "outstanding I/Os (QD × jobs)")
+            if not scale:
+                top.legend(loc="upper left", fontsize=6, framealpha=0.7)
+        _save(plt, fig, plots_dir / _page_name(name, i))
+        legend_text = ("one line per queue depth" if axis == "bs" else "one line per block size") + (
+            ", coloured along the scale on the right" if scale else "")
+        tail = note if i == len(pages) - 1 else ""
+        if axis == "bs":
+            figures.append(Figure(f"plots/{_page_name(name, i)}", _page_title("Throughput and latency vs block size", i, len(pages)),
+                                  "Top: bandwidth (MB/s, 10^6 B/s); bottom: mean total latency (µs, log scale); one "
+                                  f"panel per access pattern, {legend_text}." + tail, "storage"))
+        else:
+            figures.append(Figure(f"plots/{_page_name(name, i)}", _page_title("Throughput and latency vs queue depth", i, len(pages)),
+                                  "Top: IOPS (thousands); bottom: mean total latency (µs, log scale) against the I/Os "
+                                  "kept outstanding (queue depth × jobs); one panel per access pattern, "
+                                  f"{legend_text}." + tail, "storage"))
+    return figures
 
 
-def _jobs_split(points: Sequence[StoragePoint]) -> bool:
+def jobs_split(points: Sequence[Row]) -> bool:
     seen: dict[tuple[Any, ...], set[int]] = {}
     for p in points:
         key = (p.mix, p.bs, p.rest, p.inflight)
@@ -181,65 +360,104 @@ def _jobs_split(points: Sequence[StoragePoint]) -> bool:
     return any(len(v) > 1 for v in seen.values())
 
 
-def latency_throughput(curves: Sequence[Curve], plots_dir: Path) -> Figure | None:
+def latency_throughput(curves: Sequence[Curve], plots_dir: Path, page: int | None = None) -> list[Figure]:
     curves = [c for c in curves if len(c.points) >= 2]
     if not curves:
-        return None
+        return []
     mixes: list[str] = []
     for c in curves:
         if c.mix not in mixes:
             mixes.append(c.mix)
-    mixes = mixes[:MAX_PANELS]
-    plt = _plt()
-    fig, axes = _grid(plt, 1, len(mixes), w=3.6, h=3.0)
-    for col, mix in enumerate(mixes):
-        ax = axes[0][col]
-        for c in curves:
-            if c.mix != mix:
-                continue
-            xs = [p.iops / 1e3 for p in c.points]
-            ys = [p.lat_mean / 1e3 for p in c.points]
-            (ln,) = ax.plot(xs, ys, marker="o", markersize=3, label=c.label.replace(mix + " ", "", 1))
-            p99 = [(p.iops / 1e3, p.p99 / 1e3) for p in c.points if p.p99]
-            if len(p99) == len(c.points):
-                ax.plot([a for a, _ in p99], [b for _, b in p99], linestyle=":", color=ln.get_color(), linewidth=1)
-            if c.knee is not None:
-                k = c.points[c.knee]
-                ax.plot([k.iops / 1e3], [k.lat_mean / 1e3], marker="*", markersize=11, color=ln.get_color(),
-                        markeredgecolor="black", linestyle="none")
-                ax.annotate(c.load_label(k), (k.iops / 1e3, k.lat_mean / 1e3), textcoords="offset points",
-                            xytext=(4, -10), fontsize=7)
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        _plain_log(ax, "x")
-        _plain_log(ax, "y")
-        ax.set_title(mix)
-        ax.set_xlabel("throughput (kIOPS)")
-        ax.set_ylabel("latency (µs): mean —, p99 ···")
-        ax.legend(loc="upper left")
-    _save(plt, fig, plots_dir / "latency-throughput.svg")
-    return Figure("plots/latency-throughput.svg", "Latency–throughput curves",
-                  "Each line is one workload at increasing queue depth; solid: mean latency, dotted: p99; the star "
-                  "marks the saturation knee (farthest point from the chord, see Analysis). Log–log axes.", "storage")
+    pages, note = _pages(mixes, "access patterns")
+    per_mix: dict[str, int] = {}
+    for c in curves:
+        per_mix[c.mix] = per_mix.get(c.mix, 0) + 1
+    scale = max(per_mix.values()) > MAX_LEGEND
+    figures = []
+    for i, mixes_here in enumerate(pages):
+        if page is not None and i != page:
+            continue
+        plt = _plt()
+        fig, panels = _grid(plt, len(mixes_here), w=3.6, h=3.0, right=1.0 if scale else 0.0)
+        norm = cmap = None
+        if scale:
+            norm, cmap = _colour_scale(plt, fig, sorted({c.bs for c in curves}), "block size", format_size)
+        for (ax,), mix in zip(panels, mixes_here):
+            here = [c for c in curves if c.mix == mix]
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            if scale:
+                from matplotlib.collections import LineCollection
+
+                colours = [cmap(norm(c.bs)) for c in here]
+                mean = [[(p.iops / 1e3, p.lat_mean / 1e3) for p in c.points] for c in here]
+                ax.add_collection(LineCollection(mean, colors=colours, linewidths=1.2))
+                p99 = [[(p.iops / 1e3, p.p99 / 1e3) for p in c.points] for c in here
+                       if all(p.p99 for p in c.points)]
+                p99c = [col for c, col in zip(here, colours) if all(p.p99 for p in c.points)]
+                if p99:
+                    ax.add_collection(LineCollection(p99, colors=p99c, linewidths=0.8, linestyles=":"))
+                ax.scatter([xy[0] for m in mean for xy in m], [xy[1] for m in mean for xy in m],
+                           c=[col for m, col in zip(mean, colours) for _ in m], s=6, linewidths=0, zorder=3)
+                knees = [(c.points[c.knee], col) for c, col in zip(here, colours) if c.knee is not None]
+                if knees:
+                    ax.scatter([k.iops / 1e3 for k, _ in knees], [k.lat_mean / 1e3 for k, _ in knees],
+                               c=[col for _, col in knees], marker="*", s=90, edgecolors="black", linewidths=0.6,
+                               zorder=4)
+                ax.autoscale_view()
+            else:
+                for c in here:
+                    xs = [p.iops / 1e3 for p in c.points]
+                    ys = [p.lat_mean / 1e3 for p in c.points]
+                    (ln,) = ax.plot(xs, ys, marker="o", markersize=3, label=c.label.replace(mix + " ", "", 1))
+                    p99 = [(p.iops / 1e3, p.p99 / 1e3) for p in c.points if p.p99]
+                    if len(p99) == len(c.points):
+                        ax.plot([a for a, _ in p99], [b for _, b in p99], linestyle=":", color=ln.get_color(),
+                                linewidth=1)
+                    if c.knee is not None:
+                        k = c.points[c.knee]
+                        ax.plot([k.iops / 1e3], [k.lat_mean / 1e3], marker="*", markersize=11, color=ln.get_color(),
+                                markeredgecolor="black", linestyle="none")
+                        ax.annotate(c.load_label(k), (k.iops / 1e3, k.lat_mean / 1e3), textcoords="offset points",
+                                    xytext=(4, -10), fontsize=7)
+                ax.legend(loc="upper left", fontsize=6, framealpha=0.7)
+            _plain_log(ax, "x")
+            _plain_log(ax, "y")
+            ax.set_title(mix)
+            ax.set_xlabel("throughput (kIOPS)")
+            ax.set_ylabel("latency (µs): mean —, p99 ···")
+        name = _page_name("latency-throughput", i)
+        _save(plt, fig, plots_dir / name)
+        colour = "coloured by block size along the scale on the right; " if scale else ""
+        figures.append(Figure(f"plots/{name}", _page_title("Latency–throughput curves", i, len(pages)),
+                              f"Each line is one workload at increasing queue depth ({colour}one panel per access "
+                              "pattern); solid: mean latency, dotted: p99; the star marks the saturation knee "
+                              "(farthest point from the chord, see Analysis). Log–log axes."
+                              + (note if i == len(pages) - 1 else ""), "storage"))
+    return figures
 
 
-def _heatmap_panels(points: Sequence[StoragePoint], rows_of: Callable[[StoragePoint], Any],
-                    cols_of: Callable[[StoragePoint], Any], panel_of: Callable[[StoragePoint], Any]
-                    ) -> list[tuple[Any, list[Any], list[Any], dict[tuple[Any, Any], StoragePoint]]]:
-    panels: dict[Any, dict[tuple[Any, Any], StoragePoint]] = {}
+def _heatmap_panels(points: Sequence[Row], rows_of: Callable[[Row], Any],
+                    cols_of: Callable[[Row], Any], panel_of: Callable[[Row], Any]
+                    ) -> list[tuple[Any, list[Any], list[Any], dict[tuple[Any, Any], Row]]]:
+    panels: dict[Any, dict[tuple[Any, Any], Row]] = {}
     for p in points:
         panels.setdefault(panel_of(p), {}).setdefault((rows_of(p), cols_of(p)), p)
     out = []
-    for key, cells in panels.items():
-        cells = _dense(cells)
+    for key in sorted(panels, key=_sort_key):
+        cells = _dense(panels[key])
         rows = sorted({r for r, _ in cells})
         cols = sorted({c for _, c in cells})
         if len(rows) >= 2 and len(cols) >= 2:
             out.append((key, rows, cols, cells))
-    return out[:MAX_PANELS]
+    return out
 
 
-def _dense(cells: dict[tuple[Any, Any], StoragePoint]) -> dict[tuple[Any, Any], StoragePoint]:
+def _sort_key(k: Any) -> Any:
+    return tuple(repr(x) if not isinstance(x, (int, float)) else x for x in k)
+
+
+def _dense(cells: dict[tuple[Any, Any], Row]) -> dict[tuple[Any, Any], Row]:
     """Drop rows and columns holding fewer than two measured cells, until none is left: a heatmap
     row with one value compares nothing (e.g. CrystalDiskMark-style presets, where each access
     pattern has its own block size)."""
@@ -256,27 +474,36 @@ def _dense(cells: dict[tuple[Any, Any], StoragePoint]) -> dict[tuple[Any, Any], 
         cells = keep
 
 
-def heatmap(points: Sequence[StoragePoint], plots_dir: Path, kind: str,
-            metrics: Sequence[str] = ("throughput", "latency")) -> list[Figure]:
-    """Block size × mix (kind="bs") or queue depth × mix (kind="qd") heatmaps of MB/s and latency."""
+def heatmap_plan(points: Sequence[Row], kind: str) -> tuple[list[Any], int]:
+    """The heatmap panels of a kind and how many figures they fill."""
+    spec = _heatmap_spec(points, kind)
+    panels = _heatmap_panels(points, spec["rows_of"], spec["cols_of"], spec["panel_of"])
+    pages, _ = _pages(list(range(len(panels))), "")
+    return panels, len(pages)
+
+
+def _heatmap_spec(points: Sequence[Row], kind: str) -> dict[str, Any]:
     order = {m: i for i, m in enumerate(_mix_order(points))}
-    rows_of = lambda p: order[p.mix]  # noqa: E731
     if kind == "bs":
-        cols_of = lambda p: p.bs  # noqa: E731
-        panel_of = lambda p: (p.iodepth, p.numjobs, p.rest)  # noqa: E731
-        col_label = format_size
-        panel_label = lambda k: f"QD{k[0]}" + (f"×{k[1]}" if k[1] > 1 else "")  # noqa: E731
-        xlabel = "block size"
-    else:
-        cols_of = lambda p: p.inflight  # noqa: E731
-        panel_of = lambda p: (p.bs, p.rest)  # noqa: E731
-        col_label = str
-        panel_label = lambda k: format_size(k[0])  # noqa: E731
-        xlabel = "outstanding I/Os (QD × jobs)"
-    panels = _heatmap_panels(points, rows_of, cols_of, panel_of)
+        return {"order": order, "rows_of": lambda p: order[p.mix], "cols_of": lambda p: p.bs,
+                "panel_of": lambda p: (p.iodepth, p.numjobs, p.rest), "col_label": format_size,
+                "panel_label": lambda k: f"QD{k[0]}" + (f"×{k[1]}" if k[1] > 1 else ""), "xlabel": "block size"}
+    return {"order": order, "rows_of": lambda p: order[p.mix], "cols_of": lambda p: p.inflight,
+            "panel_of": lambda p: (p.bs, p.rest), "col_label": str, "panel_label": lambda k: format_size(k[0]),
+            "xlabel": "outstanding I/Os (QD × jobs)"}
+
+
+def heatmap(points: Sequence[Row], plots_dir: Path, kind: str, metrics: Sequence[str] = ("throughput", "latency"),
+            page: int | None = None) -> list[Figure]:
+    """Block size × mix (kind="bs") or queue depth × mix (kind="qd") heatmaps of MB/s and latency,
+    six panels per figure; more continue in heatmap-…-2.svg and on."""
+    spec = _heatmap_spec(points, kind)
+    panels = _heatmap_panels(points, spec["rows_of"], spec["cols_of"], spec["panel_of"])
     if not panels:
         return []
-    mixes = {i: m for m, i in order.items()}
+    labels = [spec["panel_label"](k) for k, _, _, _ in panels]
+    pages, note = _pages(labels, "queue depths" if kind == "bs" else "block sizes")
+    mixes = {i: m for m, i in spec["order"].items()}
     figures = []
     plt = _plt()
     for metric, unit, value in (("throughput", "MB/s", lambda p: p.bw / 1e6),
@@ -284,55 +511,66 @@ def heatmap(points: Sequence[StoragePoint], plots_dir: Path, kind: str,
         if metric not in metrics:
             continue
         cmap = plt.get_cmap("viridis" if metric == "throughput" else "magma_r")
-        fig, axes = _grid(plt, 1, len(panels), w=3.9, h=0.5 + 0.4 * max(len(r) for _, r, _, _ in panels) + 0.9,
-                          left=1.1)
-        for col, (key, rows, cols, cells) in enumerate(panels):
-            ax = axes[0][col]
-            grid = [[(value(cells[(r, c)]) if (r, c) in cells else math.nan) for c in cols] for r in rows]
-            finite = [v for row in grid for v in row if not math.isnan(v)]
-            norm = _lognorm(finite) if metric == "latency" else None
-            ax.imshow(grid, aspect="auto", cmap=cmap, norm=norm)
-            lo, hi = min(finite), max(finite)
-            for i, row in enumerate(grid):
-                for j, v in enumerate(row):
-                    if not math.isnan(v):
-                        ax.text(j, i, _short(v), ha="center", va="center", fontsize=6,
-                                color="black" if _bright(cmap, v, lo, hi, norm is not None) else "white")
-            ax.set_xticks(range(len(cols)))
-            ax.set_xticklabels([col_label(c) for c in cols])
-            ax.set_yticks(range(len(rows)))
-            ax.set_yticklabels([mixes[r] for r in rows] if col == 0 else [])
-            ax.set_xlabel(xlabel)
-            ax.set_title(f"{panel_label(key)}: {unit}")
-            ax.grid(False)
-            ax.minorticks_off()
+        every = [v for _, _, _, cells in panels for v in (value(p) for p in cells.values())]
+        norm = _lognorm(every)
         name = f"heatmap-{'bs' if kind == 'bs' else 'qd'}-mix-{metric}"
-        _save(plt, fig, plots_dir / f"{name}.svg")
-        what = "block size × access pattern" if kind == "bs" else "queue depth × access pattern"
-        per = "one panel per queue depth" if kind == "bs" else "one panel per block size"
-        figures.append(Figure(f"plots/{name}.svg", f"Heatmap: {metric} over {what}",
-                              f"Cells: {'bandwidth in MB/s (10^6 B/s)' if metric == 'throughput' else 'mean total latency in µs (log colour scale)'}"
-                              + f"; {per}; blank cells were not measured.", "storage"))
+        for i in range(len(pages)):
+            if page is not None and i != page:
+                continue
+            here = panels[i * MAX_PANELS:(i + 1) * MAX_PANELS]
+            nrows = max(len(r) for _, r, _, _ in here)
+            fig, grid = _grid(plt, len(here), w=3.9, h=0.5 + 0.4 * nrows + 0.9, left=1.1, right=1.0, wspace=0.3)
+            image = None
+            for col, ((ax,), (key, rows, cols, cells)) in enumerate(zip(grid, here)):
+                grid_v = [[(value(cells[(r, c)]) if (r, c) in cells else math.nan) for c in cols] for r in rows]
+                image = ax.imshow(grid_v, aspect="auto", cmap=cmap, norm=norm)
+                cell_w = _axis_len(ax) / len(cols)
+                if cell_w >= 0.34:  # room for a value such as "1.2k" at 6 pt
+                    for r_i, row in enumerate(grid_v):
+                        for c_i, v in enumerate(row):
+                            if not math.isnan(v):
+                                ax.text(c_i, r_i, _short(v), ha="center", va="center", fontsize=6,
+                                        color="black" if _bright(cmap, norm, v) else "white")
+                shown = _thin(list(range(len(cols))), _axis_len(ax), labels=[spec["col_label"](c) for c in cols])
+                ax.set_xticks(shown, labels=[spec["col_label"](cols[j]) for j in shown])
+                ax.set_yticks(range(len(rows)), labels=[mixes[r] for r in rows] if col % MAX_COLS == 0 else [])
+                ax.set_xlabel(spec["xlabel"])
+                ax.set_title(f"{spec['panel_label'](key)}: {unit}")
+                ax.grid(False)
+                ax.minorticks_off()
+            height, width = fig.get_figheight(), fig.get_figwidth()
+            cax = fig.add_axes((1 - 0.85 / width, 0.5 / height, 0.12 / width, 1 - 0.8 / height))
+            bar = fig.colorbar(image, cax=cax)
+            bar.set_label(f"{'bandwidth (MB/s)' if metric == 'throughput' else 'mean latency (µs)'}, log scale")
+            _plain_log(bar.ax, "y")
+            _save(plt, fig, plots_dir / _page_name(name, i))
+            what = "block size × access pattern" if kind == "bs" else "queue depth × access pattern"
+            per = "one panel per queue depth" if kind == "bs" else "one panel per block size"
+            if len(pages) > 1:
+                first, last = labels[i * MAX_PANELS], labels[min(len(labels), (i + 1) * MAX_PANELS) - 1]
+                per += f" ({first} … {last} here; {len(labels)} in all, {MAX_PANELS} per figure)"
+            values = ("bandwidth in MB/s (10^6 B/s)" if metric == "throughput" else "mean total latency in µs")
+            figures.append(Figure(f"plots/{_page_name(name, i)}",
+                                  _page_title(f"Heatmap: {metric} over {what}", i, len(pages)),
+                                  f"Cells: {values}, one log colour scale for every panel (printed in the cells where "
+                                  f"they are wide enough); {per}; blank cells were not measured."
+                                  + (note if i == len(pages) - 1 else ""), "storage"))
     return figures
 
 
 def _lognorm(values: Sequence[float]) -> Any:
-    from matplotlib.colors import LogNorm
+    from matplotlib.colors import LogNorm, Normalize
 
     pos = [v for v in values if v > 0]
-    if not pos or min(pos) == max(pos):
-        return None
-    return LogNorm(vmin=min(pos), vmax=max(pos))
+    if not pos:
+        return Normalize(vmin=0, vmax=1)
+    lo, hi = min(pos), max(pos)
+    return LogNorm(vmin=lo, vmax=hi if hi > lo else lo * 2)
 
 
-def _bright(cmap: Any, v: float, lo: float, hi: float, log: bool) -> bool:
-    if hi <= lo:
-        x = 0.5
-    elif log and lo > 0:
-        x = (math.log(v) - math.log(lo)) / (math.log(hi) - math.log(lo))
-    else:
-        x = (v - lo) / (hi - lo)
-    r, g, b, _ = cmap(min(1.0, max(0.0, x)))
+def _bright(cmap: Any, norm: Any, v: float) -> bool:
+    x = norm(v) if v > 0 else 0.0
+    r, g, b, _ = cmap(min(1.0, max(0.0, float(x))))
     return 0.299 * r + 0.587 * g + 0.114 * b > 0.5
 
 
@@ -351,15 +589,14 @@ def memory_figures(curves: Sequence[MemCurve], plots_dir: Path) -> list[Figure]:
     curves = [c for c in curves if len(c.points) >= 2]
     if not curves:
         return []
-    strides = sorted({c.stride for c in curves})[:MAX_PANELS]
+    strides = sorted({c.stride for c in curves})
     plt = _plt()
     figures = []
     # latency vs bandwidth (the loaded-latency curve)
     with_bw = [c for c in curves if all(p.bandwidth is not None for p in c.points)]
     if with_bw:
-        fig, axes = _grid(plt, 1, len(strides), w=3.8, h=3.0)
-        for col, stride in enumerate(strides):
-            ax = axes[0][col]
+        fig, panels = _grid(plt, len(strides), w=3.8, h=3.0)
+        for (ax,), stride in zip(panels, strides):
             for c in with_bw:
                 if c.stride != stride:
                     continue
@@ -372,15 +609,17 @@ def memory_figures(curves: Sequence[MemCurve], plots_dir: Path) -> list[Figure]:
             ax.set_title(f"stride {stride} B")
             ax.set_xlabel("bandwidth (GB/s, 10^9 B/s)")
             ax.set_ylabel("latency (ns)")
-            ax.legend(loc="upper left")
+            if ax.get_lines():
+                ax.legend(loc="upper left")
         _save(plt, fig, plots_dir / "memory-latency-bandwidth.svg")
         figures.append(Figure("plots/memory-latency-bandwidth.svg", "Memory latency vs bandwidth",
                               "MLC-style loaded latency: each line is one traffic type, from the largest injection "
                               "delay (left, light load) to none (right); the star marks the knee.", "memory"))
     # latency and bandwidth vs injection delay
-    fig, axes = _grid(plt, 2, len(strides), w=3.8, h=2.6)
-    for col, stride in enumerate(strides):
-        top, bottom = axes[0][col], axes[1][col]
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    fig, panels = _grid(plt, len(strides), per_panel=2, w=3.8, h=2.6)
+    for (top, bottom), stride in zip(panels, strides):
         for c in curves:
             if c.stride != stride:
                 continue
@@ -392,8 +631,6 @@ def memory_figures(curves: Sequence[MemCurve], plots_dir: Path) -> list[Figure]:
                             label=label)
         for ax in (top, bottom):
             ax.set_xscale("symlog", linthresh=10)
-            from matplotlib.ticker import FuncFormatter, NullFormatter
-
             ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: _tick(v) if v > 0 else "0"))
             ax.xaxis.set_minor_formatter(NullFormatter())
         top.set_title(f"stride {stride} B")
@@ -408,41 +645,53 @@ def memory_figures(curves: Sequence[MemCurve], plots_dir: Path) -> list[Figure]:
     return figures
 
 
-def _job(args: tuple[Any, ...]) -> list[Figure]:
-    what, storage, curves, mem_curves, plots_dir, extra = args
+# the data of one report, set before the worker processes fork (they inherit it: nothing is pickled
+# but the small job tuples and the figures they return)
+_DATA: dict[str, Any] = {}
+
+
+def _job(job: tuple[Any, ...]) -> list[Figure]:
+    what, extra, page = job
+    d = _DATA
     if what == "vs":
-        f = storage_vs_axis(storage, plots_dir, extra)
-        return [f] if f else []
+        return storage_vs_axis(d["rows"], d["plots_dir"], extra, d["jobs_split"])
     if what == "lt":
-        f = latency_throughput(curves, plots_dir)
-        return [f] if f else []
+        return latency_throughput(d["curves"], d["plots_dir"])
     if what == "heat":
-        return heatmap(storage, plots_dir, extra[0], (extra[1],))
-    return memory_figures(mem_curves, plots_dir)
+        return heatmap(d["rows"], d["plots_dir"], extra[0], (extra[1],), page=page)
+    return memory_figures(d["mem_curves"], d["plots_dir"])
 
 
 def draw_all(storage: Sequence[StoragePoint], curves: Sequence[Curve], mem_curves: Sequence[MemCurve],
              plots_dir: Path, parallel: bool = True) -> list[Figure]:
     """Draw every figure the data supports, in a fixed order.
 
-    matplotlib spends its time laying out text, one CPU per figure; on a machine with several
-    CPUs the figures are drawn by forked worker processes (only when this process runs a single
-    thread, where fork is safe), which keeps a 120-point report well under five seconds.
+    The points are reduced once to the fields the figures use; matplotlib then spends its time
+    laying out text, one CPU per figure.  On a machine with several CPUs the figures are drawn by
+    one pool of forked worker processes (only when this process runs a single thread, where fork
+    is safe), fed one whole figure (file) per job.
     """
+    rows = rows_of(storage)
+    _DATA.clear()
+    _DATA.update(rows=rows, curves=list(curves), mem_curves=list(mem_curves), plots_dir=plots_dir,
+                 jobs_split=jobs_split(rows))
     jobs: list[tuple[Any, ...]] = []
     if storage:
-        jobs += [("vs", storage, curves, (), plots_dir, "bs"), ("vs", storage, curves, (), plots_dir, "qd"),
-                 ("lt", (), curves, (), plots_dir, None)]
+        jobs += [("vs", "bs", None), ("vs", "qd", None), ("lt", None, None)]
         for kind in ("bs", "qd"):
+            _panels, pages = heatmap_plan(rows, kind)
             for metric in ("throughput", "latency"):
-                jobs.append(("heat", storage, (), (), plots_dir, (kind, metric)))
+                jobs += [("heat", (kind, metric), i) for i in range(pages)]
     if mem_curves:
-        jobs.append(("mem", (), (), mem_curves, plots_dir, None))
+        jobs.append(("mem", None, None))
     _plt()  # import (and configure) matplotlib once, before any fork
     workers = min(len(jobs), os.cpu_count() or 1)
-    if parallel and workers > 1 and threading.active_count() == 1 and "fork" in mp.get_all_start_methods():
-        with mp.get_context("fork").Pool(workers) as pool:
-            results = pool.map(_job, jobs, chunksize=1)
-    else:
-        results = [_job(j) for j in jobs]
+    try:
+        if parallel and PARALLEL and workers > 1 and threading.active_count() == 1 and "fork" in mp.get_all_start_methods():
+            with mp.get_context("fork").Pool(workers) as pool:
+                results = pool.map(_job, jobs, chunksize=1)
+        else:
+            results = [_job(j) for j in jobs]
+    finally:
+        _DATA.clear()
     return [f for r in results for f in r]

@@ -271,8 +271,8 @@ def _run(data: RunData) -> list[str]:
     return out
 
 
-def _storage_table(points: Sequence[StoragePoint]) -> list[str]:
-    out = ["## Storage results", ""]
+def _storage_table(points: Sequence[StoragePoint], heading: str = "## Storage results") -> list[str]:
+    out = [heading, ""]
     out.append("Latency is fio's total latency (`lat`: submission to completion) in microseconds; bandwidth in MB/s "
                "(10^6 B/s) with MiB/s (2^20 B/s) in brackets; CPU is fio's user/system share of one CPU.")
     out.append("")
@@ -393,8 +393,11 @@ def _figures(figs: Sequence[Any], section: str) -> list[str]:
 # --- analysis sections ------------------------------------------------------------------------------------------
 
 
-def _littles_law(points: Sequence[StoragePoint]) -> list[str]:
-    out = ["### Little's law per point", ""]
+def _littles_law(points: Sequence[StoragePoint], table: bool = True,
+                 heading: str = "### Little's law per point") -> list[str]:
+    """With the per-point table (``table``) or, for a large run, the summary only (the table is
+    then in the appendix)."""
+    out = [heading, ""]
     out.append("Little's law: the mean number of requests in a system equals throughput × mean time in the system, "
                "L = X · R. fio keeps N = iodepth × numjobs I/Os outstanding (synchronous engines such as psync cap "
                "the depth at 1), so IOPS × mean total latency should come out close to N. A ratio well below 1 "
@@ -410,8 +413,11 @@ def _littles_law(points: Sequence[StoragePoint]) -> list[str]:
             continue
         ratios.append((ll.ratio, p))
         rows.append([workload(p), ll.n, format_count(p.iops), us(p.lat_mean), f"{ll.l:.2f}", f"{ll.ratio:.3f}"])
-    out.append(md_table(["Workload", "N = QD × jobs", "IOPS", "Mean latency (µs)", "L = IOPS × latency", "L / N"],
-                        rows))
+    if table:
+        out.append(md_table(["Workload", "N = QD × jobs", "IOPS", "Mean latency (µs)", "L = IOPS × latency", "L / N"],
+                            rows))
+    else:
+        out.append(f"The table of all {len(points)} points is in the appendix (Little's law, every point).")
     out.append("")
     if ratios:
         med = statistics.median(r for r, _ in ratios)
@@ -647,6 +653,53 @@ def _title(data: RunData) -> str:
     return f"# Performance report ({what}{', imported' if data.imported else ''})"
 
 
+MAX_BODY_POINTS = 200  # above this, the body has a summary per workload and the per-point tables an appendix
+
+
+def _storage_summary(points: Sequence[StoragePoint], curves: Sequence[an.Curve], bound_ns: float) -> list[str]:
+    """One row per workload (pattern, block size, other settings): its best point, knee and
+    operating point under the p99 bound — the body of a report of more than MAX_BODY_POINTS points."""
+    out = ["## Storage results", ""]
+    out.append(f"{len(points)} points: more than {MAX_BODY_POINTS}, so this section summarises each workload (access "
+               "pattern, block size and other settings over its loads) and the table of every point is in the "
+               "appendix (Storage results, every point); results.csv has every point too. Latency is fio's total "
+               "latency in microseconds; bandwidth in MB/s (10^6 B/s).")
+    out.append("")
+    varying = an.varying_rest_keys(points)
+    groups: dict[tuple[Any, ...], list[StoragePoint]] = {}
+    for p in points:
+        groups.setdefault((p.mix, p.bs, p.rest), []).append(p)
+    knees: dict[tuple[Any, ...], StoragePoint] = {}
+    for c in curves:
+        if c.knee_point is not None:
+            knees.setdefault((c.mix, c.bs, c.key[2]), c.knee_point)
+    ops = an.best_under_bound(points, bound_ns)  # one per group, in the groups' first-seen order
+
+    def load(p: StoragePoint) -> str:
+        return f"QD{p.iodepth}" + (f"×{p.numjobs}" if p.numjobs > 1 else "")
+
+    rows = []
+    for (key, pts), b in zip(groups.items(), ops):
+        mix, bs, rest = key
+        label = f"{mix} {format_size(bs)}"
+        extra = an.rest_label(rest, varying)
+        label += f" ({extra})" if extra else ""
+        top = max(pts, key=lambda p: p.iops)
+        k = knees.get(key)
+        knee_text = "—" if k is None else f"{load(k)}: {format_count(k.iops)} IOPS, {us(k.lat_mean)} µs"
+        if b.best is None:
+            op = "none" if b.lowest_p99 is None else f"none (lowest p99 {us(b.lowest_p99)} µs)"
+        else:
+            op = f"{load(b.best)}: {format_count(b.best.iops)} IOPS, p99 {us(b.best.p99)} µs"
+        loads = sorted({p.inflight for p in pts})
+        rows.append([label, len(pts), f"{loads[0]}–{loads[-1]}" if len(loads) > 1 else str(loads[0]),
+                     f"{load(top)}: {format_count(top.iops)} IOPS, {top.bw / MB:.1f} MB/s", knee_text, op])
+    out.append(md_table(["Workload", "Points", "Loads (QD × jobs)", "Best point (most IOPS)", "Knee",
+                         f"Operating point (p99 ≤ {bound_ns / 1e3:g} µs)"], rows, right=(1,)))
+    out.append("")
+    return out
+
+
 def render_markdown(data: RunData, figures: Sequence[Any], bound_ns: float,
                     curves: Sequence[an.Curve], mem_curves: Sequence[an.MemCurve]) -> str:
     lines: list[str] = [_title(data), ""]
@@ -657,15 +710,16 @@ def render_markdown(data: RunData, figures: Sequence[Any], bound_ns: float,
     lines += _environment(data)
     lines += _run(data)
     lines += _target(data)
+    big = len(data.storage) > MAX_BODY_POINTS
     if data.storage:
-        lines += _storage_table(data.storage)
+        lines += _storage_summary(data.storage, curves, bound_ns) if big else _storage_table(data.storage)
         lines += _figures(figures, "storage")
     if data.memory:
         lines += _memory_tables(data.memory)
         lines += _figures(figures, "memory")
     lines += ["## Analysis", ""]
     if data.storage:
-        lines += _littles_law(data.storage)
+        lines += _littles_law(data.storage, table=not big)
         if curves:
             lines += _knees(curves)
         lines += _bound(data.storage, bound_ns)
@@ -674,6 +728,10 @@ def render_markdown(data: RunData, figures: Sequence[Any], bound_ns: float,
     lines += _mem_storage(data)
     if not data.storage and not data.memory:
         lines += ["No completed point: nothing to analyse.", ""]
+    if big:
+        lines += ["## Appendix: every point", ""]
+        lines += _storage_table(data.storage, heading="### Storage results, every point")
+        lines += _littles_law(data.storage, heading="### Little's law, every point")
     while lines and lines[-1] == "":
         lines.pop()
     return "\n".join(lines) + "\n"
