@@ -109,7 +109,8 @@ def _opt_int(value: Any, key: str, lo: int, hi: int) -> int:
 
 
 def fio_point(doc: dict[str, Any], jobs: list[dict[str, Any]], where: str = "jobs[0]") -> tuple[dict[str, Any], list[str]]:
-    """The SPEC §7 point of a group of jobs, and notes on what had to be assumed.
+    """The plan point (as results.jsonl records it) of a group of jobs, and notes on what had to be
+    assumed.
 
     ``doc`` has passed :func:`fio_parse.check_document`; an option fio would not have written
     raises :class:`fio_parse.FormatError` naming it (``where`` is the first job's key path)."""

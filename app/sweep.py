@@ -311,9 +311,8 @@ class Session:
 
     def _remove_scratch(self) -> bool:
         """Remove the test file the tool created (not a result); True if there was one."""
-        # only ever the tool's own scratch name, whatever run.json claims
-        if (self.target_is_ours and self.target and os.path.isfile(self.target)
-                and os.path.basename(self.target) == DEFAULT_TARGET_NAME):
+        # target_is_ours is only ever set for the tool's own scratch name (new_session, load_session)
+        if self.target_is_ours and self.target and os.path.isfile(self.target):
             try:
                 os.unlink(self.target)
                 return True
