@@ -7,7 +7,8 @@ STAMP := $(VENV)/.stamp
 APT_PKGS := fio util-linux fdisk e2fsprogs tmux librsvg2-bin
 MEMLAT := native/memlat/build/memlat
 
-.PHONY: setup system-deps venv native run test test-fast bench bench-fio bench-mem bench-report bench-tui native-asan container-test clean
+# mypy: the type check of app/ (configured in pyproject.toml)
+.PHONY: typecheck setup system-deps venv native run test test-fast bench bench-fio bench-mem bench-report bench-tui native-asan container-test clean
 
 setup: system-deps venv native
 
@@ -42,6 +43,7 @@ test: setup
 	$(MAKE) native-asan
 	$(BIN)/python -m pytest -q
 	$(BIN)/lint-imports
+	$(BIN)/mypy
 	$(MAKE) container-test
 
 # everything but the container build
@@ -49,6 +51,7 @@ test-fast: setup
 	$(MAKE) -C native/memlat test
 	$(BIN)/python -m pytest -q
 	$(BIN)/lint-imports
+	$(BIN)/mypy
 
 bench: bench-fio bench-mem bench-report bench-tui
 
@@ -67,6 +70,9 @@ bench-report: setup
 # assert bounds about 5x looser, so the product figures are measured here
 bench-tui: setup
 	$(BIN)/python bench/tui_latency.py --starts 5
+
+typecheck: setup
+	$(BIN)/mypy
 
 native-asan:
 	$(MAKE) -C native/memlat asan-test

@@ -15,7 +15,7 @@ import os
 try:  # the C module: loaded with the interpreter, while `signal` would import enum first (~10 ms)
     import _signal as signal
 except ImportError:  # pragma: no cover
-    import signal  # type: ignore[no-redef]
+    import signal
 
 
 def _interrupted_at_start_up(signum: int, frame: object) -> None:
