@@ -1,4 +1,5 @@
-"""Presets (SPEC §4): TOML files validated on load, expanded into a plan of points.
+"""Presets (docs/presets.md): TOML files validated on load, expanded into a plan of typed points
+(:mod:`app.points`).
 
 A preset file::
 
@@ -446,7 +447,7 @@ def normalise_point(kind: str, point: dict[str, Any]) -> None:
 
 def point_key(point: dict[str, Any]) -> str:
     """A stable identity of a point, used to merge duplicates and to resume."""
-    # "engine" is added to memory records by the runner (SPEC §7), never part of the plan
+    # "engine" is added to memory records by the runner (README.md, "Results"), never part of the plan
     return json.dumps({k: v for k, v in point.items() if k not in ("group", "engine")}, sort_keys=True)
 
 

@@ -1,4 +1,4 @@
-"""The results directory of SPEC §7.
+"""The results directory (README.md, "Results"): run.json, results.jsonl and raw/.
 
 ``run.json`` is rewritten atomically (temp file, fsync, rename) whenever the run's status
 changes; ``results.jsonl`` gets one line per completed point, appended and fsync'd before the
