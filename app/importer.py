@@ -52,7 +52,8 @@ _BAD_TEXT = re.compile(r"[\x00-\x1f\x7f]")
 @dataclass
 class Imported:
     kind: Kind
-    point: dict[str, Any]  # as results.jsonl records it; fio's options need not fit a StoragePoint (host, trimwrite, no size)
+    # as results.jsonl records it: not a StoragePoint, fio's options need not fit one (host, trimwrite, no size)
+    point: dict[str, Any]
     metrics: dict[str, Any]
     extra: dict[str, Any] = field(default_factory=dict)
 
