@@ -36,7 +36,7 @@ import tomllib
 import unicodedata
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, TypedDict
 
 from app.errors import UsageError
 from app.points import Kind, Point, StoragePoint, point_from_dict
@@ -870,7 +870,20 @@ def describe_axes(preset: Preset) -> dict[str, list[Any]]:
     return axes
 
 
-def summary(preset: Preset) -> dict[str, Any]:
+class PlanSummary(TypedDict):
+    """A preset's plan in figures (``presets show --json`` prints it, with the axes and the plan)."""
+
+    name: str
+    kind: Kind
+    description: str
+    source: str
+    points: int
+    estimated_seconds: float
+    estimated: str  # estimated_seconds for people: "1m 30s"
+    writes: bool  # some point may write to the target
+
+
+def summary(preset: Preset) -> PlanSummary:
     points = preset._points()
     seconds = estimate_seconds(points)
     return {

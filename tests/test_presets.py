@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import pytest
 
 from app import presets
 from app.errors import UsageError
+from app.points import Kind, MemoryPoint, StoragePoint
 from conftest import run_cli
 
 EXPECTED_POINTS = {
@@ -45,6 +47,31 @@ def test_quick_is_crystaldiskmark_default() -> None:
     assert ("SEQ1M Q1T1", "write", 1 << 20, 1, 1) in labels
     assert ("RND4K Q32T1", "randread", 4096, 32, 1) in labels
     assert ("RND4K Q1T1", "randwrite", 4096, 1, 1) in labels
+
+
+def test_points_are_typed_and_keep_their_json_table() -> None:
+    """expand() gives frozen points; their tables are run.json's plan, keys in the preset's key order."""
+    quick = presets.load("quick").expand()
+    assert all(isinstance(p, StoragePoint) and p.kind == Kind.STORAGE for p in quick)
+    assert list(quick[0].to_dict()) == list(presets.STORAGE_KEYS) + ["group"]
+    assert presets.point_key(quick[0]) == presets.table_key({**quick[0].to_dict(), "group": "other"})
+    idle = presets.load("mem-idle").expand()[0]
+    assert isinstance(idle, MemoryPoint) and "group" not in idle.to_dict() and "engine" not in idle.to_dict()
+    assert presets.estimate_point_seconds(idle) == idle.duration + presets.MEMORY_OVERHEAD_S
+    assert not presets.plan_writes([idle]) and presets.plan_writes(quick)
+
+
+def test_normalise_point_makes_settings_without_effect_canonical() -> None:
+    point = presets.load("custom").expand()[0]
+    assert isinstance(point, StoragePoint)
+    assert presets.normalise_point(dataclasses.replace(point, rw="read", rwmixread=70)).rwmixread is None
+    assert presets.normalise_point(dataclasses.replace(point, rw="randrw", rwmixread=None)).rwmixread == 50
+    assert presets.normalise_point(dataclasses.replace(point, rw="randrw", rwmixread=70)).rwmixread == 70
+    loaded = presets.load("mem-loaded").expand()[3]
+    assert isinstance(loaded, MemoryPoint) and loaded.delay is not None
+    idle = presets.normalise_point(dataclasses.replace(loaded, mode="idle"))
+    assert isinstance(idle, MemoryPoint) and idle.delay is None and idle.traffic is None
+    assert presets.normalise_point(loaded) is loaded
 
 
 def test_seed_matrix_axes() -> None:
