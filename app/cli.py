@@ -120,7 +120,7 @@ def _value(key: str, value: Any) -> str:
 def presets_show(name: str, sets: tuple[str, ...], as_json: bool) -> int:
     """The expanded plan of a preset: every point, the count and the estimated duration."""
     preset = presets.apply_overrides(presets.load(name), sets)
-    points = preset.expand()
+    points = [p.to_dict() for p in preset.expand()]  # as run.json's "plan" holds them
     info = presets.summary(preset)
     axes = presets.describe_axes(preset)
     if as_json:

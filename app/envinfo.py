@@ -8,7 +8,57 @@ import socket
 import stat
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict
+
+
+class CacheInfo(TypedDict):
+    name: str  # L1d, L1i, L2, L3
+    size: str  # as sysfs gives it: "32K"
+    shared_cpus: str | None  # CPU list: "0-3"
+
+
+class CpuInfo(TypedDict):
+    model: str
+    sockets: int
+    cores: int
+    threads: int
+    caches: list[CacheInfo]
+    arch: str
+
+
+class MemoryInfo(TypedDict):
+    total_bytes: int | None
+    available_bytes: int | None
+    hugepages_total: int | None
+    transparent_hugepages: str | None  # the sysfs line: "always [madvise] never"
+
+
+class OsInfo(TypedDict):
+    os: str
+    kernel: str
+    hostname: str
+    python: str
+    container: bool
+    virtualization: str | None
+
+
+class Environment(TypedDict):
+    """run.json's ``environment``."""
+
+    cpu: CpuInfo
+    memory: MemoryInfo
+    system: OsInfo
+
+
+class FileTargetInfo(TypedDict):
+    """run.json's ``target_info`` for a file target (a block device's comes from app.devices)."""
+
+    type: str  # "file"
+    path: str
+    mount_point: str
+    source: str
+    filesystem: str
+    free_bytes: NotRequired[int]
 
 
 def _read(path: str | Path) -> str | None:
@@ -18,7 +68,7 @@ def _read(path: str | Path) -> str | None:
         return None
 
 
-def cpu_info() -> dict[str, Any]:
+def cpu_info() -> CpuInfo:
     model = None
     cores_per_socket: dict[str, set[str]] = {}
     phys, core = None, None
@@ -39,7 +89,7 @@ def cpu_info() -> dict[str, Any]:
         cores_per_socket.setdefault(phys, set()).add(core)
     threads = os.cpu_count() or 0
     cores = sum(len(c) for c in cores_per_socket.values()) or threads
-    caches = []
+    caches: list[CacheInfo] = []
     base = Path("/sys/devices/system/cpu/cpu0/cache")
     for idx in sorted(base.glob("index*")):
         level = _read(idx / "level")
@@ -73,8 +123,8 @@ def llc_bytes() -> int | None:
     return best[1] if best else None
 
 
-def memory_info() -> dict[str, Any]:
-    info: dict[str, Any] = {}
+def memory_info() -> MemoryInfo:
+    info: dict[str, int] = {}
     for line in (_read("/proc/meminfo") or "").splitlines():
         key, _, value = line.partition(":")
         if key in ("MemTotal", "MemAvailable", "HugePages_Total", "Hugepagesize"):
@@ -90,7 +140,7 @@ def memory_info() -> dict[str, Any]:
     }
 
 
-def os_info() -> dict[str, Any]:
+def os_info() -> OsInfo:
     pretty = None
     for line in (_read("/etc/os-release") or "").splitlines():
         if line.startswith("PRETTY_NAME="):
@@ -118,11 +168,11 @@ def _virt() -> str | None:
     return None
 
 
-def collect() -> dict[str, Any]:
+def collect() -> Environment:
     return {"cpu": cpu_info(), "memory": memory_info(), "system": os_info()}
 
 
-def file_target_info(path: str) -> dict[str, Any]:
+def file_target_info(path: str) -> FileTargetInfo:
     """The filesystem a file target lives on (longest mount-point prefix in /proc/mounts)."""
     real = os.path.realpath(path)
     best = ("/", "?", "?")
@@ -133,7 +183,8 @@ def file_target_info(path: str) -> dict[str, Any]:
         mnt = parts[1].replace("\\040", " ")
         if (real == mnt or real.startswith(mnt.rstrip("/") + "/")) and len(mnt) >= len(best[0]):
             best = (mnt, parts[0], parts[2])
-    info: dict[str, Any] = {"type": "file", "path": real, "mount_point": best[0], "source": best[1], "filesystem": best[2]}
+    info: FileTargetInfo = {"type": "file", "path": real, "mount_point": best[0], "source": best[1],
+                            "filesystem": best[2]}
     try:
         st = os.statvfs(os.path.dirname(real) or "/")
         info["free_bytes"] = st.f_bavail * st.f_frsize
@@ -142,7 +193,8 @@ def file_target_info(path: str) -> dict[str, Any]:
     return info
 
 
-def target_info(path: str) -> dict[str, Any]:
+def target_info(path: str) -> FileTargetInfo | dict[str, Any]:
+    """run.json's ``target_info``: the filesystem of a file, or what app.devices tells of a block device."""
     try:
         is_block = stat.S_ISBLK(os.stat(path).st_mode)
     except OSError:

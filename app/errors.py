@@ -1,4 +1,4 @@
-"""Errors a user can cause, each carrying the exit code of SPEC §3.
+"""Errors a user can cause, each carrying the exit code documented in README.md (exit codes).
 
 The CLI catches :class:`ProfilerError` and prints ``str(err)`` (one or two plain
 sentences naming the file, key and value at fault) on stderr, then exits with
@@ -25,7 +25,7 @@ class UsageError(ProfilerError):
 
 
 class SafetyError(ProfilerError):
-    """A target refused by the rules of SPEC §5."""
+    """A target refused by the safety rules (docs/safety.md)."""
 
     exit_code = EXIT_SAFETY
 

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from app.errors import UsageError
+from app.points import Kind
 from app.results import ResultsDir, now_iso
 from app.runners import fio_parse
 from app.units import parse_duration, parse_size
@@ -50,7 +51,8 @@ _BAD_TEXT = re.compile(r"[\x00-\x1f\x7f]")
 
 @dataclass
 class Imported:
-    kind: str  # storage | memory
+    kind: Kind
+    # as results.jsonl records it: not a StoragePoint, fio's options need not fit one (host, trimwrite, no size)
     point: dict[str, Any]
     metrics: dict[str, Any]
     extra: dict[str, Any] = field(default_factory=dict)
@@ -268,7 +270,7 @@ def fio_points(doc: dict[str, Any]) -> list[Imported]:
             extra["target"] = str(opts["filename"])
         if notes:
             extra["notes"] = notes
-        out.append(Imported("storage", point, m, extra))
+        out.append(Imported(Kind.STORAGE, point, m, extra))
     return out
 
 
@@ -299,10 +301,10 @@ def mlc_points(text: str | Iterable[str]) -> tuple[list[Imported], dict[str, Any
             for r in s.rows:
                 point = {"mode": "loaded", "traffic": p.get("traffic") or "R", "delay": r.delay, **base}
                 metrics: dict[str, Any] = {"latency_ns": r.latency_ns, "bandwidth_mbps": r.bandwidth_mbps}
-                out.append(Imported("memory", point, metrics, dict(extra)))
+                out.append(Imported(Kind.MEMORY, point, metrics, dict(extra)))
         elif s.kind == "idle" and "latency_ns" in s.values:
             point = {"mode": "idle", "traffic": None, "delay": None, **base}
-            out.append(Imported("memory", point, {"latency_ns": float(s.values["latency_ns"])}, dict(extra)))
+            out.append(Imported(Kind.MEMORY, point, {"latency_ns": float(s.values["latency_ns"])}, dict(extra)))
         else:
             info["ignored_sections"].append(s.kind)
     return out, info
@@ -565,7 +567,7 @@ def import_files(files: list[str], out: str | os.PathLike[str]) -> tuple[Path, l
             rec.update(pt.extra)
             rec["raw"] = {"source": src["raw"]}
             rec["imported_from"] = src["file"]
-            if pt.kind == "storage" and pt.extra.get("target"):
+            if pt.kind == Kind.STORAGE and pt.extra.get("target"):
                 targets.add(str(pt.extra["target"]))
             records.append(rec)
             plan.append(pt.point)
@@ -589,13 +591,13 @@ def import_files(files: list[str], out: str | os.PathLike[str]) -> tuple[Path, l
     }
     try:
         results.create(meta)
-        for (f, *_), src in zip(parsed, sources):
-            _copy(f, results.path / src["raw"])
-        with open(results.results_jsonl, "a", encoding="utf-8") as f:  # all at once: one fsync, not one per point
+        for (source_file, *_), src in zip(parsed, sources):
+            _copy(source_file, results.path / str(src["raw"]))
+        with open(results.results_jsonl, "a", encoding="utf-8") as out_file:  # all at once: one fsync, not one per point
             for rec in records:
-                f.write(json.dumps(rec, separators=(",", ":"), default=str) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
+                out_file.write(json.dumps(rec, separators=(",", ":"), default=str) + "\n")
+            out_file.flush()
+            os.fsync(out_file.fileno())
     except OSError as e:
         where = e.filename or results.path
         raise UsageError(f"{where}: cannot write the imported results there ({e.strerror or e}); choose another "

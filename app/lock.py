@@ -15,10 +15,11 @@ import os
 from pathlib import Path
 
 from app.errors import UsageError
+from app.points import RunStatus
 
 LOCK_NAME = ".lock"
 # statuses a live process writes; without a lock holder they mean the process died
-LIVE_STATUSES = ("planned", "running")
+LIVE_STATUSES = (RunStatus.PLANNED, RunStatus.RUNNING)
 
 
 def _read_pid(fd: int) -> int | None:
@@ -108,5 +109,5 @@ def effective_status(path: str | os.PathLike[str], recorded: object) -> str:
     lock means the process died, so the run is ``interrupted``."""
     status = recorded if isinstance(recorded, str) and recorded else "unknown"
     if status in LIVE_STATUSES and holder(path) is None:
-        return "interrupted"
+        return RunStatus.INTERRUPTED
     return status

@@ -1,4 +1,5 @@
-"""Presets (SPEC §4): TOML files validated on load, expanded into a plan of points.
+"""Presets (docs/presets.md): TOML files validated on load, expanded into a plan of typed points
+(:mod:`app.points`).
 
 A preset file::
 
@@ -33,16 +34,17 @@ import stat
 import sys
 import tomllib
 import unicodedata
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, TypedDict
 
 from app.errors import UsageError
+from app.points import Kind, Point, StoragePoint, point_from_dict
 from app.units import format_duration, parse_duration, parse_size
 
-STORAGE = "storage"
-MEMORY = "memory"
-KINDS = (STORAGE, MEMORY)
+STORAGE = Kind.STORAGE
+MEMORY = Kind.MEMORY
+KINDS = tuple(Kind)
 
 RW_MODES = ("read", "write", "randread", "randwrite", "rw", "randrw", "trim", "randtrim")
 WRITE_MODES = frozenset({"write", "randwrite", "rw", "randrw", "trim", "randtrim"})
@@ -315,9 +317,9 @@ MEMORY_KEYS: dict[str, Key] = {
                         "4 KiB to 1 GiB; none or 0 (default) chases the whole buffer; built-in engine only"),
 }
 
-KEYS = {STORAGE: STORAGE_KEYS, MEMORY: MEMORY_KEYS}
+KEYS: dict[str, dict[str, Key]] = {STORAGE: STORAGE_KEYS, MEMORY: MEMORY_KEYS}
 # keys added after plans were first recorded in run.json: a plan without one had the key's default
-LATER_KEYS: dict[str, frozenset[str]] = {STORAGE: frozenset(), MEMORY: frozenset({"tlb_locality"})}
+LATER_KEYS: dict[Kind, frozenset[str]] = {STORAGE: frozenset(), MEMORY: frozenset({"tlb_locality"})}
 TOP_LEVEL = ("name", "kind", "description", "settings", "matrix", "group")
 
 
@@ -330,7 +332,7 @@ class Group:
 @dataclass
 class Preset:
     name: str
-    kind: str
+    kind: Kind
     description: str
     source: str
     settings: dict[str, Any] = field(default_factory=dict)
@@ -338,7 +340,7 @@ class Preset:
     overrides: dict[str, list[Any]] = field(default_factory=dict)
     # (fingerprint of kind/settings/groups/overrides, points): expand() is called several times per
     # command (plan, summary, axes), each call copies this list instead of expanding again
-    _cache: tuple[str, list[dict[str, Any]]] | None = field(default=None, repr=False, compare=False)
+    _cache: tuple[str, list[Point]] | None = field(default=None, repr=False, compare=False)
 
     @property
     def keys(self) -> dict[str, Key]:
@@ -397,64 +399,79 @@ class Preset:
     def _fingerprint(self) -> str:
         return repr((self.kind, self.settings, [(g.label, g.axes) for g in self.groups], self.overrides))
 
-    def _points(self) -> list[dict[str, Any]]:
-        """The expanded plan, shared: callers must not modify it (expand() gives copies)."""
+    def _points(self) -> list[Point]:
+        """The expanded plan, shared: callers must not modify the list (expand() gives a copy)."""
         fingerprint = self._fingerprint()
         if self._cache is not None and self._cache[0] == fingerprint:
             return self._cache[1]
         self.check_plan_size()
         base, _ = self._base()
         order = list(base)  # every point has these keys; "group" is not part of a point's identity
-        points: list[dict[str, Any]] = []
+        points: list[Point] = []
         seen: set[tuple[Any, ...]] = set()
         for group, axes in self.group_axes():
             names = list(axes)
             for combo in itertools.product(*(axes[n] for n in names)):
-                point = dict(base)
-                point.update(zip(names, combo))
-                if group.label:
-                    point["group"] = group.label
-                normalise_point(self.kind, point)
+                values = dict(base)  # a point being built: its settings by key
+                values.update(zip(names, combo))
+                _normalise(self.kind, values)
                 # the same identity as point_key(), in linear time: each key has one canonical type,
                 # so equal tuples mean equal JSON
-                key = tuple(point[k] for k in order)
+                key = tuple(values[k] for k in order)
                 if key not in seen:
                     seen.add(key)
-                    points.append(point)
+                    points.append(point_from_dict(self.kind, {**values, "group": group.label or None}))
         self._cache = (fingerprint, points)
         return points
 
-    def expand(self) -> list[dict[str, Any]]:
+    def expand(self) -> list[Point]:
         """Every point of the plan, in order, duplicates merged.  UsageError above MAX_PLAN_POINTS."""
-        return [dict(p) for p in self._points()]
+        return list(self._points())  # points are frozen: a copy of the list is a copy of the plan
 
     def writes(self) -> bool:
-        return plan_writes(self.kind, self._points())
+        return plan_writes(self._points())
 
 
-def normalise_point(kind: str, point: dict[str, Any]) -> None:
-    """Settings that have no effect are made canonical so equal jobs compare equal."""
+def _normalise(kind: Kind, values: dict[str, Any]) -> None:
+    """:func:`normalise_point` on the settings of a point being built (by key)."""
     if kind == STORAGE:
-        if point["rw"] not in ("rw", "randrw"):
-            point["rwmixread"] = None
-        elif point.get("rwmixread") is None:
-            point["rwmixread"] = 50
-    elif point.get("mode") == "idle":
-        point["delay"] = None
-        point["traffic"] = None
+        if values["rw"] not in ("rw", "randrw"):
+            values["rwmixread"] = None
+        elif values.get("rwmixread") is None:
+            values["rwmixread"] = 50
+    elif values.get("mode") == "idle":
+        values["delay"] = None
+        values["traffic"] = None
 
 
-def point_key(point: dict[str, Any]) -> str:
+def normalise_point(point: Point) -> Point:
+    """The point with settings that have no effect made canonical, so equal jobs compare equal: a
+    storage point's ``rwmixread`` only for rw/randrw (50 unless given), an idle memory point without
+    ``delay`` and ``traffic``."""
+    if isinstance(point, StoragePoint):
+        if point.rw not in ("rw", "randrw"):
+            return replace(point, rwmixread=None)
+        return point if point.rwmixread is not None else replace(point, rwmixread=50)
+    if point.mode == "idle":
+        return replace(point, delay=None, traffic=None)
+    return point
+
+
+def point_key(point: Point) -> str:
     """A stable identity of a point, used to merge duplicates and to resume."""
-    # "engine" is added to memory records by the runner (SPEC §7), never part of the plan
-    return json.dumps({k: v for k, v in point.items() if k not in ("group", "engine")}, sort_keys=True)
+    return table_key(point.to_dict())
 
 
-def plan_writes(kind: str, points: list[dict[str, Any]]) -> bool:
-    if kind != STORAGE:
-        return False
-    # rw/randrw count as writes even at rwmixread=100: fio opens the target for writing.
-    return any(p["rw"] in WRITE_MODES for p in points)
+def table_key(table: dict[str, Any]) -> str:
+    """:func:`point_key` of a point's JSON table as results.jsonl records it (untrusted, not re-typed)."""
+    # "engine" is added to memory records by the runner (README.md, "Results"), never part of the plan
+    return json.dumps({k: v for k, v in table.items() if k not in ("group", "engine")}, sort_keys=True)
+
+
+def plan_writes(points: Iterable[Point]) -> bool:
+    """True when a point may write to the storage target (a memory plan never does).
+    rw/randrw count as writes even at rwmixread=100: fio opens the target for writing."""
+    return any(isinstance(p, StoragePoint) and p.rw in WRITE_MODES for p in points)
 
 
 # --- loading ---------------------------------------------------------------------------------
@@ -515,6 +532,7 @@ def parse_preset(data: dict[str, Any], source: str) -> Preset:
     if not isinstance(kind, str) or kind not in KINDS:
         shown = json.dumps(kind) if isinstance(kind, str) and not has_control(kind) else show_value(kind)
         raise _fail(source, f"key 'kind' has invalid value {shown}: must be storage or memory.")
+    kind = Kind(kind)
     name = _text(source, "name", data.get("name"), MAX_NAME_CHARS, required=True)
     description = _text(source, "description", data.get("description"), MAX_DESCRIPTION_CHARS, required=False)
     settings_raw = data.get("settings", {})
@@ -651,11 +669,11 @@ def load_file(path: str | os.PathLike[str]) -> Preset:
 
 # --- plans read back from a results directory ---------------------------------------------------
 
-PLAN_EXTRAS = {STORAGE: ("group",), MEMORY: ("group", "engine")}
+PLAN_EXTRAS: dict[Kind, tuple[str, ...]] = {STORAGE: ("group",), MEMORY: ("group", "engine")}
 RECORDED_ENGINES = ("mlc", "builtin")  # what the memory runner records in a point's "engine"
 
 
-def validate_plan(kind: object, plan: object, source: str) -> list[dict[str, Any]]:
+def validate_plan(kind: object, plan: object, source: str) -> list[Point]:
     """Re-check a plan read from an untrusted file (a results directory's run.json) with the preset
     validators; the points, each rebuilt from canonical values, or a UsageError naming ``source``,
     the point (``plan[3]``) and the key.
@@ -671,10 +689,11 @@ def validate_plan(kind: object, plan: object, source: str) -> list[dict[str, Any
         raise _fail(source, f"key 'plan' has invalid value {show_value(plan)}: must be a non-empty list of points.")
     if len(plan) > MAX_PLAN_POINTS:
         raise _fail(source, f"key 'plan' has {len(plan):,} points, more than the limit of {MAX_PLAN_POINTS:,}.")
+    kind = Kind(kind)
     keys = KEYS[kind]
     extras = PLAN_EXTRAS[kind]
     seen: dict[tuple[Any, ...], int] = {}
-    points: list[dict[str, Any]] = []
+    points: list[Point] = []
     for i, entry in enumerate(plan):
         where = f"{source}: plan[{i}]"
         if not isinstance(entry, dict):
@@ -688,7 +707,7 @@ def validate_plan(kind: object, plan: object, source: str) -> list[dict[str, Any
         if missing:
             raise UsageError(f"{where} lacks key{'s' if len(missing) > 1 else ''} "
                              f"{', '.join(repr(k) for k in missing)}.")
-        point: dict[str, Any] = {}
+        point: dict[str, Any] = {}  # the point being rebuilt: canonical values by key
         idle = kind == MEMORY and entry.get("mode") == "idle"
         for key, spec in keys.items():
             value = entry.get(key, keys[key].default)
@@ -704,7 +723,7 @@ def validate_plan(kind: object, plan: object, source: str) -> list[dict[str, Any
                                  f"tool stores (that is {show_value(parsed)}).")
             point[key] = parsed
         normalised = dict(point)
-        normalise_point(kind, normalised)
+        _normalise(kind, normalised)
         for key in keys:
             if type(normalised[key]) is not type(point[key]) or normalised[key] != point[key]:
                 raise UsageError(f"{where} key '{key}' has invalid value {show_value(point[key])}: this point "
@@ -724,7 +743,7 @@ def validate_plan(kind: object, plan: object, source: str) -> list[dict[str, Any
         if identity in seen:
             raise UsageError(f"{where} repeats plan[{seen[identity]}] (the same settings twice).")
         seen[identity] = i
-        points.append(point)
+        points.append(point_from_dict(kind, point))
     return points
 
 
@@ -830,14 +849,14 @@ STORAGE_OVERHEAD_S = 0.5
 MEMORY_OVERHEAD_S = 1.0
 
 
-def estimate_point_seconds(kind: str, point: dict[str, Any]) -> float:
-    if kind == STORAGE:
-        return float(point["runtime"]) + float(point["ramp_time"]) + STORAGE_OVERHEAD_S
-    return float(point["duration"]) + MEMORY_OVERHEAD_S
+def estimate_point_seconds(point: Point) -> float:
+    if isinstance(point, StoragePoint):
+        return float(point.runtime) + float(point.ramp_time) + STORAGE_OVERHEAD_S
+    return float(point.duration) + MEMORY_OVERHEAD_S
 
 
-def estimate_seconds(kind: str, points: list[dict[str, Any]]) -> float:
-    return sum(estimate_point_seconds(kind, p) for p in points)
+def estimate_seconds(points: Iterable[Point]) -> float:
+    return sum(estimate_point_seconds(p) for p in points)
 
 
 def describe_axes(preset: Preset) -> dict[str, list[Any]]:
@@ -845,15 +864,28 @@ def describe_axes(preset: Preset) -> dict[str, list[Any]]:
     points = preset._points()
     axes: dict[str, list[Any]] = {}
     for key in preset.keys:
-        values = list(dict.fromkeys(p.get(key) for p in points))  # distinct, first-seen order, linear
+        values = list(dict.fromkeys(getattr(p, key) for p in points))  # distinct, first-seen order, linear
         if len(values) > 1:
             axes[key] = values
     return axes
 
 
-def summary(preset: Preset) -> dict[str, Any]:
+class PlanSummary(TypedDict):
+    """A preset's plan in figures (``presets show --json`` prints it, with the axes and the plan)."""
+
+    name: str
+    kind: Kind
+    description: str
+    source: str
+    points: int
+    estimated_seconds: float
+    estimated: str  # estimated_seconds for people: "1m 30s"
+    writes: bool  # some point may write to the target
+
+
+def summary(preset: Preset) -> PlanSummary:
     points = preset._points()
-    seconds = estimate_seconds(preset.kind, points)
+    seconds = estimate_seconds(points)
     return {
         "name": preset.name,
         "kind": preset.kind,
@@ -862,5 +894,5 @@ def summary(preset: Preset) -> dict[str, Any]:
         "points": len(points),
         "estimated_seconds": seconds,
         "estimated": format_duration(seconds),
-        "writes": plan_writes(preset.kind, points),
+        "writes": plan_writes(points),
     }

@@ -6,13 +6,14 @@ import shutil
 import time
 from typing import Any, TextIO
 
+from app.points import Kind
 from app.runners.base import Sample
 from app.summary import metrics_line, point_label
 from app.units import format_duration
 
 
 class ProgressPrinter:
-    def __init__(self, kind: str, stream: TextIO, tty: bool | None = None) -> None:
+    def __init__(self, kind: Kind, stream: TextIO, tty: bool | None = None) -> None:
         self.kind = kind
         self.stream = stream
         self.tty = stream.isatty() if tty is None else tty
@@ -67,22 +68,22 @@ class ProgressPrinter:
             self.point_started = time.monotonic()
             from app.presets import estimate_point_seconds
 
-            self.point_estimate = estimate_point_seconds(self.kind, event.point)
+            self.point_estimate = estimate_point_seconds(event.point)
             if not self.tty:
                 self._print(f"[{event.index + 1}/{event.total}] {self.label} ...")
             self._bar()
         elif isinstance(event, Sample):
             d = event.data
-            if self.kind == "storage":
+            if self.kind == Kind.STORAGE:
                 mean = d.get("lat_mean_ns")
                 self.live = f"{d['iops']:.0f} IOPS {d['bw_bytes'] / 1e6:.1f} MB/s" + (
                     f" lat {mean / 1e3:.1f} µs" if mean else "")
             else:
-                self.live = metrics_line("memory", d)
+                self.live = metrics_line(Kind.MEMORY, d)
             self._bar()
         elif isinstance(event, sweep.PointDone):
             self.done = event.done
-            self._print(f"[{event.index + 1}/{event.total}] {point_label(self.kind, event.record['point'])}: "
+            self._print(f"[{event.index + 1}/{event.total}] {point_label(self.kind, event.point)}: "
                         f"{metrics_line(self.kind, event.record['metrics'])}")
         elif isinstance(event, sweep.PointFailed):
             self._print(f"[{event.index + 1}] {point_label(self.kind, event.point)} FAILED: {event.error}")

@@ -1,4 +1,4 @@
-"""The results directory of SPEC §7.
+"""The results directory (README.md, "Results"): run.json, results.jsonl and raw/.
 
 ``run.json`` is rewritten atomically (temp file, fsync, rename) whenever the run's status
 changes; ``results.jsonl`` gets one line per completed point, appended and fsync'd before the
@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from app.errors import UsageError
+from app.points import Kind, MemoryPoint, StoragePoint
 
 RUN_JSON = "run.json"
 RESULTS_JSONL = "results.jsonl"
@@ -55,6 +56,15 @@ class Records:
     records: list[dict[str, Any]]
     unreadable: int = 0  # lines left out: not JSON, not an object, missing or ill-typed fields
     replaced: int = 0  # earlier lines of a plan index that a later line measured again
+
+
+def _json_default(value: object) -> object:
+    """What run.json and results.jsonl write for a value JSON has no type for: a plan point as its JSON
+    table (:meth:`app.points.StoragePoint.to_dict`, the bytes a dict of its keys gives), anything else
+    (a path) as its string."""
+    if isinstance(value, (StoragePoint, MemoryPoint)):
+        return value.to_dict()
+    return str(value)
 
 
 # --- what a results line must look like to be used ---------------------------------------------------
@@ -92,13 +102,13 @@ def record_problem(rec: Any) -> str | None:
     if not isinstance(rec, dict):
         return "not a JSON object"
     kind, point, metrics = rec.get("kind"), rec.get("point"), rec.get("metrics")
-    if kind not in ("storage", "memory"):
+    if kind not in tuple(Kind):
         return "key 'kind' is not storage or memory"
     if not isinstance(point, dict) or not isinstance(metrics, dict):
         return "keys 'point' and 'metrics' must be objects"
     if "index" in rec and not _is_int(rec["index"]):
         return "key 'index' is not a whole number"
-    if kind == "storage":
+    if kind == Kind.STORAGE:
         for key in ("rw", "bs"):
             if key not in point:
                 return f"key 'point.{key}' is missing"
@@ -406,7 +416,7 @@ class ResultsDir:
         return meta
 
     def write_meta(self, meta: dict[str, Any]) -> None:
-        write_atomic(self.run_json, json.dumps(meta, indent=2, default=str) + "\n")
+        write_atomic(self.run_json, json.dumps(meta, indent=2, default=_json_default) + "\n")
 
     def update_meta(self, **changes: Any) -> dict[str, Any]:
         meta = self.read_meta()
@@ -419,7 +429,7 @@ class ResultsDir:
     def append(self, record: dict[str, Any]) -> None:
         """Append one line and fsync it; when that fails the file is cut back to its previous end, so it
         never keeps a partial line of a point that was not recorded."""
-        line = json.dumps(record, separators=(",", ":"), default=str) + "\n"
+        line = json.dumps(record, separators=(",", ":"), default=_json_default) + "\n"
         fd = os.open(self.results_jsonl, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
         try:
             end = os.lseek(fd, 0, os.SEEK_END)

@@ -20,9 +20,10 @@ import errno
 import os
 import stat
 from pathlib import Path
-from typing import Any
+from typing import Sequence
 
 from app.errors import UsageError
+from app.points import Point, StoragePoint
 from app.units import format_size_human
 
 RESULTS_BASE = 4 << 20  # run.json, results.jsonl, report headroom
@@ -56,23 +57,27 @@ def _human(n: int) -> str:
     return format_size_human(n)
 
 
-def target_growth(target: str, plan: list[dict[str, Any]], writes: bool) -> int:
+def _largest_size(plan: Sequence[Point]) -> int:
+    return max((p.size for p in plan if isinstance(p, StoragePoint)), default=0)
+
+
+def target_growth(target: str, plan: Sequence[Point], writes: bool) -> int:
     """Bytes fio may add to a file target: up to the plan's largest ``size`` (block devices: none; an
     existing file under a read-only plan: none, it is read as it is)."""
     try:
         st = os.stat(target)
     except FileNotFoundError:
-        return max(int(p["size"]) for p in plan)
+        return _largest_size(plan)
     except OSError:
         return 0
     if not stat.S_ISREG(st.st_mode) or not writes:
         return 0
     # an existing file occupies its allocated blocks already; a sparse one may still need the rest
     allocated = st.st_blocks * 512
-    return max(0, max(int(p["size"]) for p in plan) - allocated)
+    return max(0, _largest_size(plan) - allocated)
 
 
-def check_free_space(out_dir: str | os.PathLike[str], target: str | None, plan: list[dict[str, Any]],
+def check_free_space(out_dir: str | os.PathLike[str], target: str | None, plan: Sequence[Point],
                      pending: int, writes: bool) -> None:
     """UsageError (exit 2) when the results directory or a file target's filesystem is too small.
     ``PROFILER_TUI_NO_SPACE_CHECK=1`` skips the check (a filesystem whose free space statvfs misreports;

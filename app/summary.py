@@ -4,12 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from app.points import Kind, MemoryPoint, Point, StoragePoint
 from app.textable import format_table
 from app.units import format_count, format_size
 
 
-def point_label(kind: str, point: dict[str, Any]) -> str:
-    if kind == "storage":
+def point_label(kind: str, point: Point | dict[str, Any]) -> str:
+    """A point in a few words: a planned point, or a point's JSON table as a results line holds it
+    (untrusted: a missing or ill-typed setting shows as ``?``/``None``)."""
+    if isinstance(point, (StoragePoint, MemoryPoint)):
+        point = point.to_dict()
+    if kind == Kind.STORAGE:
         rw = point.get("rw", "?")
         if point.get("rwmixread") is not None and rw in ("rw", "randrw"):
             rw = f"{rw} {point['rwmixread']}%R"
@@ -24,7 +29,7 @@ def point_label(kind: str, point: dict[str, Any]) -> str:
 
 
 def metrics_line(kind: str, metrics: dict[str, Any]) -> str:
-    if kind == "storage":
+    if kind == Kind.STORAGE:
         lat = metrics.get("lat_ns") or {}
         return (f"{format_count(metrics.get('iops') or 0)} IOPS, {(metrics.get('bw_bytes') or 0) / 1e6:.1f} MB/s, "
                 f"lat mean {(lat.get('mean') or 0) / 1e3:.1f} µs p99 {(lat.get('p99') or 0) / 1e3:.1f} µs")
@@ -35,15 +40,15 @@ def metrics_line(kind: str, metrics: dict[str, Any]) -> str:
 
 
 def results_table(records: list[dict[str, Any]]) -> str:
-    storage = [r for r in records if r.get("kind") == "storage"]
-    memory = [r for r in records if r.get("kind") == "memory"]
+    storage = [r for r in records if r.get("kind") == Kind.STORAGE]
+    memory = [r for r in records if r.get("kind") == Kind.MEMORY]
     parts = []
     if storage:
         rows = []
         for r in storage:
             p, m = r["point"], r["metrics"]
             lat = m.get("lat_ns") or {}
-            rows.append([point_label("storage", p), format_count(m.get("iops") or 0),
+            rows.append([point_label(Kind.STORAGE, p), format_count(m.get("iops") or 0),
                          f"{(m.get('bw_bytes') or 0) / 1e6:.1f}",
                          f"{(lat.get('mean') or 0) / 1e3:.1f}", f"{(lat.get('p99') or 0) / 1e3:.1f}",
                          f"{m.get('usr_cpu') or 0:.1f}/{m.get('sys_cpu') or 0:.1f}"])

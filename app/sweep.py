@@ -29,12 +29,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable, Iterator
+from typing import Any, AsyncIterator, Callable, Iterator, Sequence
 
 from app import envinfo, safety
 from app.errors import ProfilerError, UsageError
 from app.lock import DirLock
-from app.presets import ENGINES, KINDS, STORAGE, Preset, estimate_point_seconds, plan_writes, point_key, validate_plan
+from app.points import Kind, Point, RunStatus, StoragePoint, point_from_dict
+from app.presets import ENGINES, KINDS, Preset, estimate_point_seconds, plan_writes, point_key, table_key, validate_plan
 from app.results import ResultsDir, check_dir_path, make_dirs, now_iso, remove_dirs
 from app.runners import get_runner
 from app.runners.base import Context, Result, Sample
@@ -59,7 +60,7 @@ class RunStarted:
 @dataclass
 class PointStarted:
     index: int
-    point: dict[str, Any]
+    point: Point
     done: int  # points completed before this one (including earlier sessions)
     total: int
     remaining_s: float  # estimated time left including this point
@@ -68,21 +69,26 @@ class PointStarted:
 @dataclass
 class PointDone:
     index: int
-    record: dict[str, Any]
+    record: dict[str, Any]  # the line appended to results.jsonl (its "point" is the point's JSON table)
     done: int
     total: int
+
+    @property
+    def point(self) -> Point:
+        """The measured point, typed (a memory point names the engine that measured it)."""
+        return point_from_dict(self.record["kind"], self.record["point"])
 
 
 @dataclass
 class PointFailed:
     index: int
-    point: dict[str, Any]
+    point: Point
     error: str
 
 
 @dataclass
 class RunFinished:
-    status: str  # complete | partial (some points failed) | interrupted | failed
+    status: RunStatus  # complete | partial (some points failed) | interrupted | failed
     done: int
     total: int
     failed: int
@@ -144,11 +150,11 @@ def _try_lock(lock: DirLock) -> bool:
         return False
 
 
-def _ending(e: BaseException) -> tuple[str, str | None]:
+def _ending(e: BaseException) -> tuple[RunStatus, str | None]:
     """(status, reason) for run.json when ``e`` ends a run."""
     if isinstance(e, (asyncio.CancelledError, KeyboardInterrupt, GeneratorExit)):
-        return "interrupted", None
-    return "failed", str(e) if isinstance(e, ProfilerError) else f"{type(e).__name__}: {e}"
+        return RunStatus.INTERRUPTED, None
+    return RunStatus.FAILED, str(e) if isinstance(e, ProfilerError) else f"{type(e).__name__}: {e}"
 
 
 # --- planning -------------------------------------------------------------------------------
@@ -170,21 +176,21 @@ def resolve_target(target: str | None, out: Path) -> tuple[str, bool]:
     return path, False
 
 
-def check_storage_target(target: str, plan: list[dict[str, Any]], *, yes: bool, allow_destructive: bool) -> None:
+def check_storage_target(target: str, plan: Sequence[Point], *, yes: bool, allow_destructive: bool) -> None:
     """Every check a storage target passes before a run and again before every point: the safety rules
     with the user's confirmations, a name fio can take, and a size a read-only plan can read as it is."""
-    writes = plan_writes(STORAGE, plan)
+    writes = plan_writes(plan)
     safety.check_target(target, writes, yes=yes, allow_destructive=allow_destructive)
     check_target_name(target)
     if not writes:
-        safety.check_read_only_size(target, max(int(p["bs"]) for p in plan))
+        safety.check_read_only_size(target, max((p.bs for p in plan if isinstance(p, StoragePoint)), default=0))
 
 
 @dataclass
 class Session:
     results: ResultsDir
-    kind: str
-    plan: list[dict[str, Any]]
+    kind: Kind
+    plan: list[Point]
     target: str | None
     yes: bool = False
     allow_destructive: bool = False
@@ -203,8 +209,8 @@ class Session:
     def mark_interrupted(self) -> None:
         """An interrupt before ``events()`` took over: run.json says so (best effort), the lock is freed."""
         try:
-            if self.results.read_meta().get("status") in ("planned", "running"):
-                self.results.update_meta(status="interrupted", ended=now_iso())
+            if self.results.read_meta().get("status") in (RunStatus.PLANNED, RunStatus.RUNNING):
+                self.results.update_meta(status=RunStatus.INTERRUPTED, ended=now_iso())
         except (OSError, ProfilerError):
             pass
         self.close()
@@ -215,24 +221,24 @@ class Session:
 
     @property
     def writes(self) -> bool:
-        return plan_writes(self.kind, self.plan)
+        return plan_writes(self.plan)
 
     def completed_keys(self) -> set[str]:
-        return {point_key(r["point"]) for r in self.results.records()}
+        return {table_key(r["point"]) for r in self.results.records()}
 
-    def pending(self) -> list[tuple[int, dict[str, Any]]]:
+    def pending(self) -> list[tuple[int, Point]]:
         done = self.completed_keys()
         return [(i, p) for i, p in enumerate(self.plan) if point_key(p) not in done]
 
     def check_target(self) -> None:
-        if self.kind == STORAGE and self.target is not None:
+        if self.kind == Kind.STORAGE and self.target is not None:
             check_storage_target(self.target, self.plan, yes=self.yes, allow_destructive=self.allow_destructive)
 
-    def _batches(self, pending: list[tuple[int, dict[str, Any]]]) -> list[list[tuple[int, dict[str, Any]]]]:
-        batches: list[list[tuple[int, dict[str, Any]]]] = []
+    def _batches(self, pending: list[tuple[int, Point]]) -> list[list[tuple[int, Point]]]:
+        batches: list[list[tuple[int, Point]]] = []
         last_key: Any = None
         for item in pending:
-            key = self.runner.batch_key(item[1])
+            key = self.runner.batch_key(item[1].to_dict())  # lead: reconcile with i12-runners
             if batches and key == last_key:
                 batches[-1].append(item)
             else:
@@ -246,10 +252,10 @@ class Session:
             total = len(self.plan)
             done = total - len(pending)
             failed = 0
-            remaining = sum(estimate_point_seconds(self.kind, p) for _, p in pending)
+            remaining = sum(estimate_point_seconds(p) for _, p in pending)
             self.results.repair_tail()
             self.results.make_reserve()
-            meta = self.results.update_meta(status="running", resumed_at=now_iso() if done else None)
+            meta = self.results.update_meta(status=RunStatus.RUNNING, resumed_at=now_iso() if done else None)
         except OSError as e:
             raise self._fail(_os_reason(e, self.path)) from None
         except BaseException as e:
@@ -266,7 +272,7 @@ class Session:
                 t0 = time.monotonic()
                 points = dict(batch)
                 yield PointStarted(batch[0][0], batch[0][1], done, total, remaining)
-                stream = self.runner.run(batch, ctx)
+                stream = self.runner.run([(i, p.to_dict()) for i, p in batch], ctx)  # lead: reconcile with i12-runners
                 try:
                     async for ev in stream:
                         if isinstance(ev, Sample):
@@ -275,10 +281,10 @@ class Session:
                         if not isinstance(ev, Result):
                             continue
                         point = points[ev.index]
-                        remaining -= estimate_point_seconds(self.kind, point)
+                        remaining -= estimate_point_seconds(point)
                         if ev.error:
                             failed += 1
-                            no_space = self.kind == STORAGE and NO_SPACE in ev.error
+                            no_space = self.kind == Kind.STORAGE and NO_SPACE in ev.error
                             if no_space:  # fio filled the disk laying out our test file: free it first
                                 self._remove_scratch()
                             self._write_raw(ev, point)
@@ -298,7 +304,7 @@ class Session:
                             yield PointStarted(nxt, points[nxt], done, total, remaining)
                 finally:
                     await stream.aclose()  # the runner's finally stops its child when we leave early
-            status = "complete" if failed == 0 else "partial"
+            status = RunStatus.COMPLETE if failed == 0 else RunStatus.PARTIAL
         except OSError as e:  # writing the results directory: full, read-only, I/O error
             raise self._fail(_os_reason(e, self.path)) from None
         except _NoSpace as e:
@@ -320,13 +326,13 @@ class Session:
                 pass
         return False
 
-    def _finish(self, status: str, reason: str | None) -> str | None:
+    def _finish(self, status: RunStatus, reason: str | None) -> str | None:
         """Record how the run ended and release the directory; never raises.  Returns why run.json
         could not be updated, or None."""
         problem = None
         try:
             self.results.drop_reserve()  # room for this last update when the filesystem is full
-            if status in ("complete", "failed"):
+            if status in (RunStatus.COMPLETE, RunStatus.FAILED):
                 self._remove_scratch()
             changes: dict[str, Any] = {"status": status, "ended": now_iso()}
             try:
@@ -350,7 +356,7 @@ class Session:
 
     def _fail(self, reason: str) -> RunFailed:
         """End the run as failed (run.json, scratch file, lock) and the one sentence that says so."""
-        problem = self._finish("failed", reason)
+        problem = self._finish(RunStatus.FAILED, reason)
         try:
             kept = len(self.completed_keys())
         except (OSError, ProfilerError):
@@ -360,24 +366,24 @@ class Session:
             return RunFailed(f"{reason}; the run stopped and {where}, but run.json could not record it ({problem}).")
         return RunFailed(f"{reason}; the run stopped, {where} and run.json records it as failed.")
 
-    def _write_raw(self, ev: Result, point: dict[str, Any]) -> dict[str, str]:
-        stem = str(ev.extra.get("job") or point.get("group") or "point")
+    def _write_raw(self, ev: Result, point: Point) -> dict[str, str]:
+        stem = str(ev.extra.get("job") or point.group or "point")
         return {suffix.lstrip("."): self.results.write_raw(ev.index, stem, suffix, content)
                 for suffix, content in ev.raw.items()}
 
-    def _record(self, ev: Result, point: dict[str, Any], started: str | None, t0: float) -> dict[str, Any]:
+    def _record(self, ev: Result, point: Point, started: str | None, t0: float) -> dict[str, Any]:
         raw = self._write_raw(ev, point)
-        record: dict[str, Any] = {"kind": self.kind, "index": ev.index, "point": point, "metrics": ev.metrics}
-        record.update(ev.extra)
+        record: dict[str, Any] = {"kind": self.kind, "index": ev.index, "point": point.to_dict(), "metrics": ev.metrics}
+        record.update(ev.extra)  # a memory runner's "point" names its engine
         record.update(raw=raw, started=started, ended=now_iso())
-        if self.kind == STORAGE:
+        if self.kind == Kind.STORAGE:
             record["target"] = self.target
         return record
 
-    def _record_failure(self, index: int, point: dict[str, Any], error: str) -> None:
+    def _record_failure(self, index: int, point: Point, error: str) -> None:
         meta = self.results.read_meta()
         failures = [f for f in meta.get("failures", []) if f.get("index") != index]
-        failures.append({"index": index, "point": point, "error": error, "at": now_iso()})
+        failures.append({"index": index, "point": point.to_dict(), "error": error, "at": now_iso()})
         meta["failures"] = failures
         self.results.write_meta(meta)
 
@@ -401,26 +407,26 @@ def new_session(
     out_dir = Path(out) if out else default_out_dir(preset.name)
     check_dir_path(out_dir)  # a file, a name too long, read-only: usage errors before the target is looked at
     runner = get_runner(preset.kind, engine)
-    if hasattr(runner, "check_plan"):
-        runner.check_plan(plan)  # e.g. memory buffers larger than MemAvailable: UsageError before any file
+    if hasattr(runner, "check_plan"):  # lead: reconcile with i12-runners (points, not their tables)
+        runner.check_plan([p.to_dict() for p in plan])  # e.g. memory buffers larger than MemAvailable: UsageError before any file
     target_path: str | None = None
     ours = False
-    if preset.kind == STORAGE:
+    if preset.kind == Kind.STORAGE:
         target_path, ours = resolve_target(target, out_dir)
         check_storage_target(target_path, plan, yes=yes, allow_destructive=allow_destructive)
     elif target is not None:
         raise UsageError(f"--target {target}: memory presets take no target.")
-    check_free_space(out_dir, target_path, plan, len(plan), plan_writes(preset.kind, plan))
+    check_free_space(out_dir, target_path, plan, len(plan), plan_writes(plan))
     tools = runner.tool_versions()
     meta = {
         "tool": "profiler-tui",
         "preset": {"name": preset.name, "kind": preset.kind, "description": preset.description,
                    "source": preset.source, "overrides": list(overrides)},
         "kind": preset.kind,
-        "plan": plan,
+        "plan": [p.to_dict() for p in plan],
         "points_total": len(plan),
         "points_done": 0,
-        "estimated_seconds": sum(estimate_point_seconds(preset.kind, p) for p in plan),
+        "estimated_seconds": sum(estimate_point_seconds(p) for p in plan),
         "target": target_path,
         "target_created_by_tool": ours,
         "target_info": None,
@@ -430,7 +436,7 @@ def new_session(
         "tools": tools,
         "started": now_iso(),
         "ended": None,
-        "status": "planned",
+        "status": RunStatus.PLANNED,
     }
     if target_path is not None and _is_block_device(target_path):
         meta["target_info"] = envinfo.target_info(target_path)  # may probe the device: before the steps below
@@ -498,6 +504,7 @@ def _open_session(results: ResultsDir, lock: DirLock | None, *, engine: str | No
     if kind not in KINDS:
         raise UsageError(f"{source}: key 'kind' has invalid value {json.dumps(kind, default=str)[:80]}: "
                          "must be storage or memory.")
+    kind = Kind(kind)
     plan = validate_plan(kind, meta.get("plan"), source)
     chosen_engine = engine or meta.get("engine") or "auto"
     if chosen_engine not in ENGINES:
@@ -505,7 +512,7 @@ def _open_session(results: ResultsDir, lock: DirLock | None, *, engine: str | No
                          f"must be one of {', '.join(ENGINES)}.")
     target = meta.get("target")
     ours = False
-    if kind == STORAGE:
+    if kind == Kind.STORAGE:
         if not isinstance(target, str) or not target.startswith("/") or any(ord(c) < 32 or c == "\x7f" for c in target):
             raise UsageError(f"{source}: key 'target' has invalid value {json.dumps(target, default=str)[:200]}: "
                              "expected the absolute path of the file or block device the run measured.")
@@ -516,6 +523,6 @@ def _open_session(results: ResultsDir, lock: DirLock | None, *, engine: str | No
     elif target is not None:
         raise UsageError(f"{source}: key 'target' has invalid value {json.dumps(target, default=str)[:200]}: "
                          "a memory run has no target.")
-    check_free_space(results.path, target, plan, len(plan), plan_writes(kind, plan))
+    check_free_space(results.path, target, plan, len(plan), plan_writes(plan))
     runner = get_runner(kind, chosen_engine)
     return Session(results, kind, plan, target, yes, allow_destructive, chosen_engine, ours, runner, meta, lock=lock)

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from app import space
+from app import presets, space
+from app.points import StoragePoint
 from tests.conftest import fio_processes, run_cli
 
 
@@ -47,8 +49,15 @@ def test_named_file_target_on_a_small_volume(tmp_path):
         assert not (vol / "t.bin").exists()
 
 
+def sized(*sizes: int) -> list[StoragePoint]:
+    """Storage points of the given sizes (the other settings: the custom preset's)."""
+    point = presets.load("custom").expand()[0]
+    assert isinstance(point, StoragePoint)
+    return [dataclasses.replace(point, size=n) for n in sizes]
+
+
 def test_results_room_counts_points(tmp_path):
-    plan = [{"size": 1 << 20}] * 10
+    plan = sized(*[1 << 20] * 10)
     free, _ = space.free_bytes(tmp_path)
     space.check_free_space(tmp_path / "out", None, plan, 10, False)
     with pytest.raises(Exception, match="Not enough free space"):
@@ -58,6 +67,6 @@ def test_results_room_counts_points(tmp_path):
 def test_existing_file_read_only_needs_no_room(tmp_path):
     f = tmp_path / "data.bin"
     f.write_bytes(b"x" * 4096)
-    assert space.target_growth(str(f), [{"size": 1 << 40}], writes=False) == 0
-    assert space.target_growth(str(f), [{"size": 1 << 40}], writes=True) > (1 << 39)
-    assert space.target_growth(str(tmp_path / "new.bin"), [{"size": 5}, {"size": 7}], writes=False) == 7
+    assert space.target_growth(str(f), sized(1 << 40), writes=False) == 0
+    assert space.target_growth(str(f), sized(1 << 40), writes=True) > (1 << 39)
+    assert space.target_growth(str(tmp_path / "new.bin"), sized(5, 7), writes=False) == 7

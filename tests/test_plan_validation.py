@@ -19,7 +19,12 @@ SRC = "results/x/run.json"
 
 def plan_of(name: str, *sets: str) -> tuple[str, list[dict[str, Any]]]:
     preset = presets.apply_overrides(presets.load(name), list(sets))
-    return preset.kind, json.loads(json.dumps(preset.expand()))  # exactly what run.json holds
+    return preset.kind, json.loads(json.dumps([p.to_dict() for p in preset.expand()]))  # exactly what run.json holds
+
+
+def validated(kind: str, plan: Any) -> list[dict[str, Any]]:
+    """The points validate_plan makes of ``plan``, as run.json would hold them again."""
+    return [p.to_dict() for p in presets.validate_plan(kind, plan, SRC)]
 
 
 def refused(kind: Any, plan: Any) -> str:
@@ -33,18 +38,18 @@ def refused(kind: Any, plan: Any) -> str:
 @pytest.mark.parametrize("name", sorted(presets.available()))
 def test_every_shipped_plan_passes_unchanged(name: str) -> None:
     kind, plan = plan_of(name)
-    assert presets.validate_plan(kind, plan, SRC) == plan
+    assert validated(kind, plan) == plan
     # and with the values --set and fractional seconds give
     extra = ["runtime=1.5", "ramp_time=250ms", "bs=4k,1m", "rw=randrw"] if kind == "storage" else \
         ["duration=1.5", "cpus=0-1", "buffer=4k"]
     kind, plan = plan_of(name, *extra)
-    assert presets.validate_plan(kind, plan, SRC) == plan
+    assert validated(kind, plan) == plan
 
 
 def test_memory_records_may_name_their_engine() -> None:
     kind, plan = plan_of("mem-seed-w")
     recorded = [{**p, "engine": "builtin"} for p in plan]
-    assert presets.validate_plan(kind, recorded, SRC) == recorded
+    assert validated(kind, recorded) == recorded
     recorded[3]["engine"] = "mlc; rm -rf /"
     assert refused(kind, recorded) == (f"{SRC}: plan[3] key 'engine' has invalid value 'mlc; rm -rf /': must be one "
                                        "of mlc, builtin.")
@@ -118,7 +123,7 @@ def test_a_tampered_memory_value_is_refused(key: str, value: Any, reason: str) -
 def test_idle_points_carry_no_delay_or_traffic() -> None:
     kind, plan = plan_of("mem-idle")
     assert plan[0]["delay"] is None and plan[0]["traffic"] is None
-    assert presets.validate_plan(kind, plan, SRC) == plan
+    assert validated(kind, plan) == plan
     plan[0]["delay"] = 200
     assert "plan[0] key 'delay' has invalid value 200: this point needs null" in refused(kind, plan)
 
@@ -160,7 +165,7 @@ def test_kind_and_plan_shape(kind: Any, plan: Any, expected: str) -> None:
 def test_the_returned_plan_is_rebuilt_not_the_input_object() -> None:
     kind, plan = plan_of("quick")
     out = presets.validate_plan(kind, plan, SRC)
-    assert out == plan and all(a is not b for a, b in zip(out, plan))
+    assert [p.to_dict() for p in out] == plan and all(a is not b for a, b in zip(out, plan))
 
 
 def test_a_plan_recorded_before_tlb_locality_existed_still_validates() -> None:
@@ -168,9 +173,9 @@ def test_a_plan_recorded_before_tlb_locality_existed_still_validates() -> None:
     kind, plan = plan_of("mem-loaded", "delay=0,200")
     for p in plan:
         del p["tlb_locality"]
-    assert [p["tlb_locality"] for p in presets.validate_plan(kind, plan, SRC)] == [None, None]
+    assert [p["tlb_locality"] for p in validated(kind, plan)] == [None, None]
     kind, plan = plan_of("mem-loaded", "delay=0,200", "tlb_locality=256k")
-    assert presets.validate_plan(kind, plan, SRC) == plan and plan[0]["tlb_locality"] == 262144
+    assert validated(kind, plan) == plan and plan[0]["tlb_locality"] == 262144
     plan[1]["tlb_locality"] = "256k"
     assert "plan[1] key 'tlb_locality' has invalid value '256k': not the form the tool stores (that is 262144)" \
         in refused(kind, plan)

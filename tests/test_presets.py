@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import pytest
 
 from app import presets
 from app.errors import UsageError
+from app.points import Kind, MemoryPoint, StoragePoint
 from conftest import run_cli
 
 EXPECTED_POINTS = {
@@ -40,11 +42,36 @@ def test_every_spec_preset_is_shipped_and_expands_to_its_count() -> None:
 
 def test_quick_is_crystaldiskmark_default() -> None:
     points = presets.load("quick").expand()
-    labels = {(p["group"], p["rw"], p["bs"], p["iodepth"], p["numjobs"]) for p in points}
+    labels = {(p.group, p.rw, p.bs, p.iodepth, p.numjobs) for p in points}
     assert ("SEQ1M Q8T1", "read", 1 << 20, 8, 1) in labels
     assert ("SEQ1M Q1T1", "write", 1 << 20, 1, 1) in labels
     assert ("RND4K Q32T1", "randread", 4096, 32, 1) in labels
     assert ("RND4K Q1T1", "randwrite", 4096, 1, 1) in labels
+
+
+def test_points_are_typed_and_keep_their_json_table() -> None:
+    """expand() gives frozen points; their tables are run.json's plan, keys in the preset's key order."""
+    quick = presets.load("quick").expand()
+    assert all(isinstance(p, StoragePoint) and p.kind == Kind.STORAGE for p in quick)
+    assert list(quick[0].to_dict()) == list(presets.STORAGE_KEYS) + ["group"]
+    assert presets.point_key(quick[0]) == presets.table_key({**quick[0].to_dict(), "group": "other"})
+    idle = presets.load("mem-idle").expand()[0]
+    assert isinstance(idle, MemoryPoint) and "group" not in idle.to_dict() and "engine" not in idle.to_dict()
+    assert presets.estimate_point_seconds(idle) == idle.duration + presets.MEMORY_OVERHEAD_S
+    assert not presets.plan_writes([idle]) and presets.plan_writes(quick)
+
+
+def test_normalise_point_makes_settings_without_effect_canonical() -> None:
+    point = presets.load("custom").expand()[0]
+    assert isinstance(point, StoragePoint)
+    assert presets.normalise_point(dataclasses.replace(point, rw="read", rwmixread=70)).rwmixread is None
+    assert presets.normalise_point(dataclasses.replace(point, rw="randrw", rwmixread=None)).rwmixread == 50
+    assert presets.normalise_point(dataclasses.replace(point, rw="randrw", rwmixread=70)).rwmixread == 70
+    loaded = presets.load("mem-loaded").expand()[3]
+    assert isinstance(loaded, MemoryPoint) and loaded.delay is not None
+    idle = presets.normalise_point(dataclasses.replace(loaded, mode="idle"))
+    assert isinstance(idle, MemoryPoint) and idle.delay is None and idle.traffic is None
+    assert presets.normalise_point(loaded) is loaded
 
 
 def test_seed_matrix_axes() -> None:
@@ -56,19 +83,19 @@ def test_seed_matrix_axes() -> None:
 
 def test_memory_presets_use_mlc_delays_and_codes() -> None:
     points = presets.load("mem-loaded").expand()
-    assert [p["delay"] for p in points] == list(presets.MLC_DELAYS)
+    assert [p.delay for p in points] == list(presets.MLC_DELAYS)
     w = presets.load("mem-seed-w").expand()
-    assert {p["traffic"] for p in w} == {"W6", "W7", "W8", "W9"} and {p["stride"] for p in w} == {64, 256}
+    assert {p.traffic for p in w} == {"W6", "W7", "W8", "W9"} and {p.stride for p in w} == {64, 256}
     idle = presets.load("mem-idle").expand()
-    assert idle[0]["mode"] == "idle" and idle[0]["delay"] is None
+    assert idle[0].mode == "idle" and idle[0].delay is None
 
 
 def test_set_replaces_axes_in_every_group_and_merges_duplicates() -> None:
     quick = presets.apply_overrides(presets.load("quick"), ["bs=4k", "iodepth=1", "runtime=3"])
     points = quick.expand()
     # SEQ groups become read/write 4k QD1, RND groups randread/randwrite 4k QD1: duplicates merged
-    assert sorted(p["rw"] for p in points) == ["randread", "randwrite", "read", "write"]
-    assert all(p["runtime"] == 3 and p["bs"] == 4096 for p in points)
+    assert sorted(p.rw for p in points) == ["randread", "randwrite", "read", "write"]
+    assert all(p.runtime == 3 and p.bs == 4096 for p in points)
     custom = presets.apply_overrides(presets.load("custom"),
                                      ["rw=randread,randwrite", "bs=4k,128k", "iodepth=1,32"])
     assert len(custom.expand()) == 8
@@ -76,7 +103,7 @@ def test_set_replaces_axes_in_every_group_and_merges_duplicates() -> None:
 
 def test_estimate_covers_runtime_and_ramp() -> None:
     p = presets.load("qd-scaling")
-    est = presets.estimate_seconds(p.kind, p.expand())
+    est = presets.estimate_seconds(p.expand())
     assert est >= 9 * (10 + 1)
 
 

@@ -4,6 +4,7 @@ a hang."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import socket
@@ -16,6 +17,7 @@ import pytest
 
 from app import presets
 from app.errors import UsageError
+from app.points import StoragePoint
 from conftest import run_cli
 
 HEADER = 'name = "x"\nkind = "{kind}"\n'
@@ -134,7 +136,7 @@ def test_preset_file_size_is_capped_at_one_mib(tmp_path: Path) -> None:
     pad = presets.MAX_PRESET_BYTES - len(body)
     at_cap = write(tmp_path, body + "#" * (pad - 1) + "\n", "at-cap.toml")
     assert at_cap.stat().st_size == presets.MAX_PRESET_BYTES
-    assert presets.load(str(at_cap)).expand()[0]["bs"] == 4096
+    assert presets.load(str(at_cap)).expand()[0].bs == 4096
     over = write(tmp_path, body + "#" * pad + "\n", "over.toml")
     with pytest.raises(UsageError) as e:
         presets.load(str(over))
@@ -258,10 +260,12 @@ def test_merging_65536_points_is_linear(tmp_path: Path) -> None:
 def test_expand_returns_fresh_copies_and_follows_overrides() -> None:
     preset = presets.load("custom")
     first = preset.expand()
-    first[0]["bs"] = 1
-    assert preset.expand()[0]["bs"] == 4096  # the cache was not touched
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(first[0], "bs", 1)  # points are frozen
+    first[0] = dataclasses.replace(first[0], bs=1)
+    assert preset.expand()[0].bs == 4096  # the cache was not touched
     presets.apply_overrides(preset, ["bs=8k,16k"])
-    assert [p["bs"] for p in preset.expand()] == [8192, 16384]
+    assert [p.bs for p in preset.expand()] == [8192, 16384]
 
 
 # --- item 7: fractional seconds and upper bounds -------------------------------------------------
@@ -294,9 +298,9 @@ def test_runtime_refusals_name_the_reason(value: Any, reason: str) -> None:
 def test_fractional_runtime_round_trips_through_a_preset_and_set(tmp_path: Path) -> None:
     f = write(tmp_path, HEADER.format(kind="storage") + "[settings]\nruntime = 1.5\nramp_time = \"250ms\"\n")
     point = presets.load(str(f)).expand()[0]
-    assert point["runtime"] == 1.5 and point["ramp_time"] == 0.25
+    assert isinstance(point, StoragePoint) and point.runtime == 1.5 and point.ramp_time == 0.25
     point = presets.apply_overrides(presets.load("custom"), ["runtime=1500ms"]).expand()[0]
-    assert point["runtime"] == 1.5
+    assert isinstance(point, StoragePoint) and point.runtime == 1.5
     proc = run_cli("run", "custom", "--set", "runtime=1.0005", "--out", str(tmp_path / "o"), timeout=60)
     assert proc.returncode == 2 and "must be a whole number of milliseconds" in proc.stderr
 

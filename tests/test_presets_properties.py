@@ -112,14 +112,14 @@ def assert_canonical(kind: str, plan: list[dict[str, Any]]) -> None:
 def check_preset_outcome(preset: presets.Preset) -> None:
     """A loaded preset expands (or is refused for its size) into a plan validate_plan accepts as is."""
     try:
-        plan = preset.expand()
+        plan = [p.to_dict() for p in preset.expand()]  # as run.json holds them
     except ProfilerError:
         event("refused: plan too large")
         return
     event("accepted")
     assert plan, "a preset always has at least one point"
     stored = json.loads(json.dumps(plan))  # what run.json holds
-    assert presets.validate_plan(preset.kind, stored, "run.json") == plan
+    assert [p.to_dict() for p in presets.validate_plan(preset.kind, stored, "run.json")] == plan
     assert_canonical(preset.kind, plan)
     info = presets.summary(preset)
     assert info["points"] == len(plan) and math.isfinite(info["estimated_seconds"])
@@ -241,7 +241,7 @@ def _try(parse: Any, v: Any) -> Any:
         return _BAD
 
 
-BASE_PLANS = {name: json.loads(json.dumps(presets.load(name).expand()))
+BASE_PLANS = {name: json.loads(json.dumps([p.to_dict() for p in presets.load(name).expand()]))
               for name in ("quick", "seed-mix", "mem-seed-w", "mem-idle", "custom")}
 KIND_OF = {name: presets.load(name).kind for name in BASE_PLANS}
 
@@ -287,16 +287,17 @@ def test_validate_plan_of_any_mutation_is_a_canonical_plan_or_a_usage_error(name
             mutate(plan, op)
     kind = KIND_OF[name] if kind_override is None else kind_override
     try:
-        accepted = presets.validate_plan(kind, plan, "run.json")
+        points = presets.validate_plan(kind, plan, "run.json")
     except ProfilerError as e:
         event("refused")
         msg = str(e)
         assert msg.startswith("run.json: ") and "\n" not in msg and not presets.has_control(msg), msg
         return
     event("accepted" + (" after mutation" if ops else ""))
+    accepted = [p.to_dict() for p in points]
     assert isinstance(accepted, list) and accepted and accepted == plan
     assert not any(presets.has_control(x) for x in strings_in(plan)), plan
     assert_canonical(kind, accepted)
-    assert len({presets.point_key(p) for p in accepted}) == len(accepted)
+    assert len({presets.point_key(p) for p in points}) == len(accepted)
     if not ops and kind_override in (None, KIND_OF[name]):
         assert accepted == BASE_PLANS[name]

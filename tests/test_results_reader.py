@@ -246,3 +246,19 @@ def test_p99_bound_must_be_a_positive_finite_number(run_dir: Path, bound: str) -
     code, _, err = cli("report", str(run_dir), "--p99-bound-us", bound)
     assert code == 2 and "Traceback" not in err and "--p99-bound-us" in err
     assert not (run_dir / "report.md").exists()
+
+
+def test_a_typed_point_is_written_as_its_json_table(tmp_path: Path) -> None:
+    """run.json and results.jsonl hold a plan point as the table its to_dict() gives: the same bytes
+    a dict of its keys writes, whether the writer is handed the point or its table."""
+    from app import presets
+
+    plan = presets.load("quick").expand()
+    typed, tables = ResultsDir(tmp_path / "typed"), ResultsDir(tmp_path / "tables")
+    typed.create({"kind": "storage", "plan": plan, "status": "complete"})
+    tables.create({"kind": "storage", "plan": [p.to_dict() for p in plan], "status": "complete"})
+    typed.append({"kind": "storage", "index": 0, "point": plan[0], "metrics": {}})
+    tables.append({"kind": "storage", "index": 0, "point": plan[0].to_dict(), "metrics": {}})
+    assert typed.run_json.read_bytes() == tables.run_json.read_bytes()
+    assert typed.results_jsonl.read_bytes() == tables.results_jsonl.read_bytes()
+    assert json.loads(typed.results_jsonl.read_text())["point"]["group"] == plan[0].group

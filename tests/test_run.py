@@ -10,10 +10,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from app import presets
+from app.points import RunStatus, StoragePoint
 from app.runners.base import Context, Result, Sample
 from app.runners.fio import FioRunner, job_file
 from app.sweep import new_session
@@ -70,6 +72,7 @@ def test_raw_job_file_reproduces_the_job_with_plain_fio(tmp_path: Path) -> None:
 
 def test_five_second_point_streams_live_samples(tmp_path: Path) -> None:
     point = presets.apply_overrides(presets.load("custom"), ["runtime=5", "size=32m", "iodepth=4"]).expand()[0]
+    point = point.to_dict()  # lead: reconcile with i12-runners (the runner takes typed points there)
     ctx = Context(target=str(tmp_path / "live.bin"), raw_dir=tmp_path / "raw")
 
     async def collect() -> tuple[list[dict], list[Result]]:
@@ -168,12 +171,17 @@ def test_session_api_is_what_the_cli_runs(tmp_path: Path) -> None:
     preset = presets.apply_overrides(presets.load("custom"), ["runtime=1", "size=16m"])
     session = new_session(preset, target=str(tmp_path / "s.bin"), out=tmp_path / "s")
 
-    async def drive() -> list[str]:
-        return [type(ev).__name__ async for ev in session.events()]
+    async def drive() -> list[Any]:
+        return [ev async for ev in session.events()]
 
-    names = asyncio.run(drive())
+    events = asyncio.run(drive())
+    names = [type(ev).__name__ for ev in events]
     assert names[0] == "RunStarted" and names[1] == "PointStarted" and names[-1] == "RunFinished"
     assert "Sample" in names and "PointDone" in names
+    # the events carry the plan's typed point; the record, the point's JSON table
+    started, done = events[1], next(ev for ev in events if type(ev).__name__ == "PointDone")
+    assert started.point == session.plan[0] == done.point and isinstance(done.point, StoragePoint)
+    assert done.record["point"] == session.plan[0].to_dict() and events[-1].status == RunStatus.COMPLETE
     assert os.path.exists(tmp_path / "s.bin"), "a target the user named is never deleted"
 
 

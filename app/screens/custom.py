@@ -46,7 +46,7 @@ MEMORY_FIELDS = (
     Field("stride", "stride", "64"),
     Field("duration", "duration (s)", "2"),
 )
-FIELDS = {core.STORAGE: STORAGE_FIELDS, core.MEMORY: MEMORY_FIELDS}
+FIELDS: dict[str, tuple[Field, ...]] = {core.STORAGE: STORAGE_FIELDS, core.MEMORY: MEMORY_FIELDS}
 
 
 def toml_value(v: Any) -> str:

@@ -38,7 +38,7 @@ def overrides_for(kind: str, overrides: tuple[str, ...] | list[str]) -> list[str
 
 
 def preview_text(preset: core.Preset, target: TargetChoice | None, engine: str, overrides: list[str]) -> Text:
-    points = preset.expand()
+    points = [p.to_dict() for p in preset.expand()]
     info = core.summary(preset)
     axes = core.describe_axes(preset)
     text = Text()

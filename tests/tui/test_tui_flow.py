@@ -131,8 +131,8 @@ async def test_custom_sweep_form_validates_saves_and_runs(tmp_path: Path) -> Non
         await type_into(pilot, "#name", "my-sweep")
         await pilot.press("ctrl+s")
         saved = core.load("my-sweep")
-        assert saved.kind == "storage" and [p["bs"] for p in saved.expand()] == [4096, 65536]
-        assert saved.expand()[0]["runtime"] == 1
+        assert saved.kind == "storage" and [p.bs for p in saved.expand()] == [4096, 65536]
+        assert saved.expand()[0].runtime == 1
 
         await pilot.press("ctrl+r")
         run = app.screen

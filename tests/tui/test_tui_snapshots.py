@@ -59,7 +59,8 @@ def storage_events(plan: list[dict[str, Any]], completed: int) -> list[Any]:
                                      "bw_bytes": m["bw_bytes"] * f, "lat_mean_ns": m["lat_ns"]["mean"] / f,
                                      "lat_p99_ns": m["lat_ns"]["p99"] / f}))
         if i < completed:
-            events.append(sweep.PointDone(i, {"kind": "storage", "index": i, "point": point, "metrics": m}, i + 1, total))
+            events.append(sweep.PointDone(i, {"kind": "storage", "index": i, "point": point.to_dict(), "metrics": m},
+                                          i + 1, total))
     return events
 
 
@@ -68,11 +69,11 @@ def memory_events(plan: list[dict[str, Any]], completed: int) -> list[Any]:
     events: list[Any] = [sweep.RunStarted(total, total, 2.0 * total, {}, Path("results/mem-snap")),
                          sweep.PointStarted(0, plan[0], 0, total, 2.0 * total)]
     for i, point in enumerate(plan[:completed]):
-        lat = 80.0 + 400.0 / (1 + point["delay"] / 100)
-        bw = 60000.0 / (1 + point["delay"] / 300)
-        data = {"delay": point["delay"], "latency_ns": lat, "bandwidth_mbps": bw}
+        lat = 80.0 + 400.0 / (1 + point.delay / 100)
+        bw = 60000.0 / (1 + point.delay / 300)
+        data = {"delay": point.delay, "latency_ns": lat, "bandwidth_mbps": bw}
         events.append(Sample(i, data))
-        events.append(sweep.PointDone(i, {"kind": "memory", "index": i, "point": point,
+        events.append(sweep.PointDone(i, {"kind": "memory", "index": i, "point": point.to_dict(),
                                           "metrics": {"latency_ns": lat, "bandwidth_mbps": bw}}, i + 1, total))
     return events
 
