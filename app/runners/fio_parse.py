@@ -1,4 +1,4 @@
-"""fio JSON output: splitting a stream of documents, and the metrics of SPEC §7.
+"""fio JSON output: splitting a stream of documents, and the metrics of a point (docs/architecture.md, "Metrics").
 
 fio prints one JSON document per ``--status-interval`` tick (each cumulative since the job
 started) and the final result last.  Warnings or client-side lines (``<host> ...``) may come
@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
 PERCENTILES = {"p50": 50.0, "p90": 90.0, "p99": 99.0, "p99_9": 99.9, "p99_99": 99.99}
@@ -386,7 +387,7 @@ def job_list(doc: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def metrics(doc: dict[str, Any], jobs: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """SPEC §7 metrics of one fio result document (all of its jobs together)."""
+    """The metrics of one fio result document, all of its jobs together (docs/architecture.md, "Metrics")."""
     jobs = job_list(doc) if jobs is None else jobs
     dirs = {d: _sum_direction(jobs, d) for d in DIRECTIONS}
     total_lat = combine_latency([j.get(d, {}).get("lat_ns") or {} for j in jobs for d in DIRECTIONS])
@@ -427,22 +428,35 @@ def metrics(doc: dict[str, Any], jobs: list[dict[str, Any]] | None = None) -> di
 # --- live samples: the difference of two cumulative dumps -----------------------------------
 
 
-def _totals(doc: dict[str, Any]) -> dict[str, Any]:
+@dataclass
+class _Totals:
+    """The cumulative counters of one status dump, over all jobs."""
+
+    ios: dict[str, int] = field(default_factory=lambda: {d: 0 for d in DIRECTIONS})
+    bytes: dict[str, int] = field(default_factory=lambda: {d: 0 for d in DIRECTIONS})
+    runtime_ms: int = 0
+    bins: dict[int, int] = field(default_factory=dict)  # json+ latency histogram: value (ns) → count
+    lat_n: int = 0
+    lat_sum: float = 0.0  # the sum of all latencies, ns
+    timestamp_ms: int = 0
+
+
+def _totals(doc: dict[str, Any]) -> _Totals:
     jobs = job_list(doc)
-    t = {"ios": {}, "bytes": {}, "runtime_ms": 0, "bins": {}, "lat_n": 0, "lat_sum": 0.0}
+    t = _Totals()
     for d in DIRECTIONS:
         parts = [j.get(d) or {} for j in jobs]
-        t["ios"][d] = sum(int(p.get("total_ios", 0)) for p in parts)
-        t["bytes"][d] = sum(int(p.get("io_bytes", 0)) for p in parts)
-        t["runtime_ms"] = max([t["runtime_ms"]] + [int(p.get("runtime", 0)) for p in parts])
+        t.ios[d] = sum(int(p.get("total_ios", 0)) for p in parts)
+        t.bytes[d] = sum(int(p.get("io_bytes", 0)) for p in parts)
+        t.runtime_ms = max([t.runtime_ms] + [int(p.get("runtime", 0)) for p in parts])
         for p in parts:
             lat = p.get("lat_ns") or {}
             n = int(lat.get("N", 0) or 0)
-            t["lat_n"] += n
-            t["lat_sum"] += float(lat.get("mean", 0.0)) * n
+            t.lat_n += n
+            t.lat_sum += float(lat.get("mean", 0.0)) * n
             for value, count in (_bins(lat) or {}).items():
-                t["bins"][value] = t["bins"].get(value, 0) + count
-    t["timestamp_ms"] = int(doc.get("timestamp_ms") or 0)
+                t.bins[value] = t.bins.get(value, 0) + count
+    t.timestamp_ms = int(doc.get("timestamp_ms") or 0)
     return t
 
 
@@ -450,29 +464,28 @@ class SampleTracker:
     """Turns fio's cumulative status dumps into per-interval samples."""
 
     def __init__(self) -> None:
-        self._prev: dict[str, Any] | None = None
+        self._prev: _Totals | None = None
 
     def update(self, doc: dict[str, Any], elapsed_s: float) -> dict[str, Any] | None:
         cur = _totals(doc)
         prev = self._prev
         self._prev = cur
-        if prev is not None and cur["timestamp_ms"] and prev["timestamp_ms"]:
-            dt = (cur["timestamp_ms"] - prev["timestamp_ms"]) / 1000.0
+        if prev is not None and cur.timestamp_ms and prev.timestamp_ms:
+            dt = (cur.timestamp_ms - prev.timestamp_ms) / 1000.0
         elif prev is not None:
-            dt = (cur["runtime_ms"] - prev["runtime_ms"]) / 1000.0
+            dt = (cur.runtime_ms - prev.runtime_ms) / 1000.0
         else:
-            dt = cur["runtime_ms"] / 1000.0
-        reset = prev is not None and sum(cur["ios"].values()) < sum(prev["ios"].values())  # ramp_time ended
+            dt = cur.runtime_ms / 1000.0
+        reset = prev is not None and sum(cur.ios.values()) < sum(prev.ios.values())  # ramp_time ended
         if prev is None or reset:
-            prev = {"ios": {d: 0 for d in DIRECTIONS}, "bytes": {d: 0 for d in DIRECTIONS}, "bins": {},
-                    "lat_n": 0, "lat_sum": 0.0, "runtime_ms": 0}
-            dt = cur["runtime_ms"] / 1000.0 if reset or dt <= 0 else dt
+            prev = _Totals()
+            dt = cur.runtime_ms / 1000.0 if reset or dt <= 0 else dt
         if dt <= 0:
             return None
-        d_ios = {d: cur["ios"][d] - prev["ios"][d] for d in DIRECTIONS}
-        d_bytes = {d: cur["bytes"][d] - prev["bytes"][d] for d in DIRECTIONS}
-        d_n = cur["lat_n"] - prev["lat_n"]
-        d_bins = {v: c - prev["bins"].get(v, 0) for v, c in cur["bins"].items() if c - prev["bins"].get(v, 0) > 0}
+        d_ios = {d: cur.ios[d] - prev.ios[d] for d in DIRECTIONS}
+        d_bytes = {d: cur.bytes[d] - prev.bytes[d] for d in DIRECTIONS}
+        d_n = cur.lat_n - prev.lat_n
+        d_bins = {v: c - prev.bins.get(v, 0) for v, c in cur.bins.items() if c - prev.bins.get(v, 0) > 0}
         sample = {
             "t": round(elapsed_s, 3),
             "interval_s": round(dt, 3),
@@ -480,7 +493,7 @@ class SampleTracker:
             "read_iops": d_ios["read"] / dt,
             "write_iops": d_ios["write"] / dt,
             "bw_bytes": sum(d_bytes.values()) / dt,
-            "lat_mean_ns": (cur["lat_sum"] - prev["lat_sum"]) / d_n if d_n > 0 else None,
+            "lat_mean_ns": (cur.lat_sum - prev.lat_sum) / d_n if d_n > 0 else None,
             "lat_p99_ns": _percentile_from_bins(d_bins, 99.0) if d_bins else None,
         }
         return sample

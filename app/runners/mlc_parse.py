@@ -1,4 +1,4 @@
-"""Parser of Intel MLC's text output and of the built-in engine's identical format (SPEC §6).
+"""Parser of Intel MLC's text output and of the built-in engine's identical format.
 
 Public API (also used by ``profiler-tui import``)::
 
@@ -21,7 +21,7 @@ Public API (also used by ``profiler-tui import``)::
     sections = p.close()
     p.warnings                          # the parser's own findings about the text (below)
 
-What the parser accepts (every variant in ``shared/reference/mlc/``): tabs or runs of spaces as
+What the parser accepts (every variant in ``tests/data/mlc/``): tabs or runs of spaces as
 column separators; leading and trailing whitespace (documentation pages indent the output);
 Windows line endings (mlc.exe); ``MB`` or ``MiB`` in the buffer line (MLC 3.5 printed "MB" for the
 same binary megabytes later versions call "MiB": both are read as 2^20 bytes); "core clocks" or
@@ -63,7 +63,7 @@ import math
 import re
 import shlex
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from app.presets import MLC_DELAYS
 
@@ -131,12 +131,45 @@ def _int(v: str) -> int:
     return int(v)
 
 
+def _duration(v: str) -> int | float:
+    if not re.fullmatch(r"\d{1,9}(?:\.\d{1,9})?", v.strip()):
+        raise ValueError(v)  # also refuses inf and nan, which float() would take
+    t = float(v)
+    return int(t) if t.is_integer() else t
+
+
+def _buffer(v: str) -> int:
+    b = _mlc_buffer_bytes(v)
+    if b is None:
+        raise ValueError(v)
+    return b
+
+
+# MLC's options that take a value (attached, -W6, or the next argument, -W 6): flag → (key, reader);
+# a value the reader refuses (ValueError) is not recorded
+_VALUE_FLAGS: dict[str, tuple[str, Callable[[str], Any]]] = {
+    "W": ("traffic", lambda v: f"W{_int(v)}"),
+    "d": ("delays", lambda v: [_int(v)]),
+    "D": ("delays", lambda v: [_int(x) for x in v.split(",") if x.strip()]),
+    "l": ("stride", _int),
+    "b": ("buffer_bytes", _buffer),
+    "t": ("duration", _duration),
+    "k": ("cpus", str),
+    "c": ("latency_cpu", _int),
+}
+_SWITCHES = "RerXUY"  # MLC's value-less switches (-R: all reads)
+
+
+def _split_args(text: str) -> list[str]:
+    try:
+        return shlex.split(text)
+    except ValueError:
+        return text.split()
+
+
 def parse_command_line(text: str) -> dict[str, Any]:
     """Parameters from MLC's (or the engine's) arguments, e.g. ``"--loaded_latency -W6 -l256 -d0"``."""
-    try:
-        args = shlex.split(text)
-    except ValueError:
-        args = text.split()
+    args = _split_args(text)
     params: dict[str, Any] = {}
     i = 0
     while i < len(args):
@@ -144,57 +177,28 @@ def parse_command_line(text: str) -> dict[str, Any]:
         i += 1
         if a in _MODES:
             params["mode"] = _MODES[a]
-            continue
-        if a.startswith("--"):
+        elif a.startswith("--"):
             name, _, val = a[2:].partition("=")
             params.setdefault("options", {})[name] = val or True
+        elif len(a) < 2 or a[0] != "-":
             continue
-        if len(a) < 2 or a[0] != "-":
-            continue
-        flag, attached = a[1], a[2:]
-        if flag in "RerXUY" and not attached:  # MLC's value-less switches
-            if flag == "R":
+        elif a[1] in _SWITCHES and len(a) == 2:
+            if a[1] == "R":
                 params["traffic"] = "R"
             else:
-                params.setdefault("switches", []).append("-" + flag)
-            continue
-
-        def value() -> str | None:
-            nonlocal i
-            if attached:
-                return attached
-            if i < len(args):
-                i += 1
-                return args[i - 1]
-            return None
-
-        v = value()
-        if v is None:
-            continue
-        try:
-            if flag == "W":
-                params["traffic"] = f"W{_int(v)}"
-            elif flag == "d":
-                params["delays"] = [_int(v)]
-            elif flag == "D":
-                params["delays"] = [_int(x) for x in v.split(",") if x.strip()]
-            elif flag == "l":
-                params["stride"] = _int(v)
-            elif flag == "b":
-                b = _mlc_buffer_bytes(v)
-                if b is not None:
-                    params["buffer_bytes"] = b
-            elif flag == "t":
-                if not re.fullmatch(r"\d{1,9}(?:\.\d{1,9})?", v.strip()):
-                    raise ValueError(v)  # also refuses inf and nan, which float() would take
-                t = float(v)
-                params["duration"] = int(t) if t.is_integer() else t
-            elif flag == "k":
-                params["cpus"] = v
-            elif flag == "c":
-                params["latency_cpu"] = _int(v)
-        except ValueError:
-            continue
+                params.setdefault("switches", []).append(a)
+        else:
+            flag, value = a[1], a[2:]
+            if not value:
+                if i >= len(args):
+                    continue
+                value, i = args[i], i + 1
+            if flag in _VALUE_FLAGS:
+                key, read = _VALUE_FLAGS[flag]
+                try:
+                    params[key] = read(value)
+                except ValueError:
+                    pass
     return params
 
 
@@ -225,6 +229,7 @@ def traffic_from_text(desc: str) -> str | None:
 # --- line patterns -----------------------------------------------------------------------------
 
 _NUM = r"\d{1,15}(?:\.\d{1,15})?"
+_RE_STAR = re.compile(r"^\*+(.*)$")
 _RE_VERSION = re.compile(r"Memory Latency Checker.*?\bv(\d[\w.\-]*)", re.IGNORECASE)
 _RE_CMDLINE = re.compile(r"^Command line parameters:\s*(.*)$", re.IGNORECASE)
 _RE_BUFFER = re.compile(rf"^Using buffer size of\s+({_NUM})\s*(MiB|MB|KiB|KB|GiB|GB)\b(.*)$", re.IGNORECASE)
@@ -432,6 +437,11 @@ class LineParser:
                        f"(missing {listed}).")
 
     def feed_line(self, raw: str) -> Row | None:
+        """Read one complete line (without its line end); the loaded-latency row it is, if any.
+
+        A non-blank line is tried against :data:`LINE_RULES` in order (lines that may appear
+        anywhere: banner, command line, section titles, …); the first rule that matches handles it.
+        Any other line is read by the current section's body reader (:data:`BODY_READERS`)."""
         self.lines += 1
         line = raw.strip()
         if not line:
@@ -439,123 +449,159 @@ class LineParser:
             return None
         if self._full:
             return None
-        if line.startswith("*"):
-            msg = line.lstrip("*").strip()
-            target = self._current.params if self._current is not None else self.header
-            kept = target.setdefault("warnings", [])
-            if len(kept) < MAX_STAR_LINES:
-                kept.append(msg)
-            else:
-                self._warn(f"more than {MAX_STAR_LINES} warning lines (starting with '*') in one place: the rest "
-                           "are not kept.", once="stars")
-            return None
-        m = _RE_VERSION.search(line)
-        if m and "memory latency checker" in line.lower():
-            self.header["version"] = m.group(1)
-            self.header["banner"] = line
-            if "profiler-tui" in line.lower() or "memlat" in line.lower():
-                self.header["tool"] = "memlat"
-            else:
-                self.header["tool"] = "mlc"
-            return None
-        m = _RE_CMDLINE.match(line)
-        if m:
-            self.header["command_line"] = m.group(1).strip()
-            self.header["cmd"] = parse_command_line(m.group(1))
-            return None
-        m = _RE_BUFFER.match(line)
-        if m:
-            size = int(round(float(m.group(1)) * _UNIT[m.group(2).lower()]))
-            where = self._current.params if self._current is not None else self.header
-            if "buffer_bytes" not in self.header.get("cmd", {}):
-                where["buffer_bytes"] = size
-            mw = _RE_BUFFER_W.search(m.group(3))
-            if mw:
-                where["write_buffer_bytes"] = int(round(float(mw.group(1)) * _UNIT[mw.group(2).lower()]))
-            return None
-        title_kind = _section_kind(line)
-        if title_kind is not None:
-            self._open(title_kind, line)
-            return None
-        m = _RE_IDLE.match(line)
-        if m:
-            sec = self._current
-            if sec is None or sec.kind != "idle" or "latency_ns" in sec.values:
-                sec = self._open("idle", "Idle latency")
-                if sec is None:
-                    return None
-            sec.values.update(latency_ns=float(m.group(3)), clocks=float(m.group(1)),
-                              clock=m.group(2).strip().lower())
-            return None
-        m = _RE_HUGE.match(line)
-        if m:
-            self.header["huge_pages"] = m.group(1).lower() == "yes"
-            self.header["huge_pages_detail"] = m.group(2).strip()
-            return None
-        m = _RE_THREADS.match(line)
-        if m:
-            self.header["latency_cpu"] = int(m.group(1))
-            if "stride" not in self.header.get("cmd", {}):
-                self.header["stride"] = int(m.group(2))
-            c = _RE_CHASE.search(line)
-            if c:  # the engine names its chase: over the whole buffer, or within groups of N KiB
-                self.header["chase_kib"] = int(c.group(1)) if c.group(1) else 0
-            return None
-        m = _RE_DELAY_UNIT.match(line)
-        if m:
-            self.header["delay_unit_ns"] = float(m.group(1))
-            return None
-        m = _RE_TRAFFIC.match(line)
-        if m:
-            sec = self._current if self._current is not None else self._open("loaded", "")
-            if sec is not None:
-                self._set_traffic(sec, m.group(1))
-            return None
+        for rule in LINE_RULES:
+            m = rule.match(line)
+            if m is not None:
+                rule.handle(self, line, m)
+                return None
         sec = self._current
-        if sec is None:
+        reader = BODY_READERS.get(sec.kind) if sec is not None else None
+        return reader(self, sec, line) if reader is not None and sec is not None else None
+
+    # -- lines that may appear anywhere (LINE_RULES)
+    def _on_star(self, line: str, m: re.Match[str]) -> None:
+        target = self._current.params if self._current is not None else self.header
+        kept = target.setdefault("warnings", [])
+        if len(kept) < MAX_STAR_LINES:
+            kept.append(m.group(1).strip())
+        else:
+            self._warn(f"more than {MAX_STAR_LINES} warning lines (starting with '*') in one place: the rest "
+                       "are not kept.", once="stars")
+
+    def _on_banner(self, line: str, m: re.Match[str]) -> None:
+        self.header["version"] = m.group(1)
+        self.header["banner"] = line
+        engine = "profiler-tui" in line.lower() or "memlat" in line.lower()
+        self.header["tool"] = "memlat" if engine else "mlc"
+
+    def _on_command_line(self, line: str, m: re.Match[str]) -> None:
+        self.header["command_line"] = m.group(1).strip()
+        self.header["cmd"] = parse_command_line(m.group(1))
+
+    def _on_buffer(self, line: str, m: re.Match[str]) -> None:
+        where = self._current.params if self._current is not None else self.header
+        if "buffer_bytes" not in self.header.get("cmd", {}):
+            where["buffer_bytes"] = _bytes(m.group(1), m.group(2))
+        mw = _RE_BUFFER_W.search(m.group(3))
+        if mw:
+            where["write_buffer_bytes"] = _bytes(mw.group(1), mw.group(2))
+
+    def _on_title(self, line: str, kind: str) -> None:
+        self._open(kind, line)
+
+    def _on_idle(self, line: str, m: re.Match[str]) -> None:
+        sec = self._current
+        if sec is None or sec.kind != "idle" or "latency_ns" in sec.values:
+            sec = self._open("idle", "Idle latency")
+            if sec is None:
+                return
+        sec.values.update(latency_ns=float(m.group(3)), clocks=float(m.group(1)), clock=m.group(2).strip().lower())
+
+    def _on_huge_pages(self, line: str, m: re.Match[str]) -> None:
+        self.header["huge_pages"] = m.group(1).lower() == "yes"
+        self.header["huge_pages_detail"] = m.group(2).strip()
+
+    def _on_latency_thread(self, line: str, m: re.Match[str]) -> None:
+        self.header["latency_cpu"] = int(m.group(1))
+        if "stride" not in self.header.get("cmd", {}):
+            self.header["stride"] = int(m.group(2))
+        c = _RE_CHASE.search(line)
+        if c:  # the engine names its chase: over the whole buffer, or within groups of N KiB
+            self.header["chase_kib"] = int(c.group(1)) if c.group(1) else 0
+
+    def _on_delay_unit(self, line: str, m: re.Match[str]) -> None:
+        self.header["delay_unit_ns"] = float(m.group(1))
+
+    def _on_traffic(self, line: str, m: re.Match[str]) -> None:
+        sec = self._current if self._current is not None else self._open("loaded", "")
+        if sec is not None:
+            self._set_traffic(sec, m.group(1))
+
+    # -- section bodies (BODY_READERS)
+    def _read_loaded(self, sec: Section, line: str) -> Row | None:
+        if line.startswith("==="):
+            self._in_table = True
             return None
-        if sec.kind == "loaded":
-            if line.startswith("==="):
-                self._in_table = True
-                return None
-            m = _RE_ROW.match(line)
-            if m and self._in_table:
-                if self._rows >= MAX_ROWS:
-                    self._stop(f"more than {MAX_ROWS} loaded-latency rows")
-                    return None
-                self._rows += 1
-                lat = None if m.group(2) == "-" else float(m.group(2))
-                extra = [f[:MAX_EXTRA_CHARS] for f in m.group(4).split()[:MAX_EXTRA_COLUMNS]]
-                row = Row(int(m.group(1)), lat, float(m.group(3)), extra)
-                sec.rows.append(row)
-                self._row_shape[id(sec)] = _shape(line.split())
-                return row
+        m = _RE_ROW.match(line)
+        if not (m and self._in_table):
             return None
-        if sec.kind in ("idle_matrix", "bandwidth_matrix", "c2c"):
-            m = _RE_MATRIX_HEAD.match(line)
-            if m:
-                self._matrix_cols = m.group(1).split()
-                if sec.kind == "c2c" and self._count_cells(1):
-                    sec.values.setdefault("matrices", []).append({})
-                return None
-            m = _RE_MATRIX_ROW.match(line)
-            if m and self._matrix_cols:
-                cells = m.group(2).split()
-                if not self._count_cells(min(len(cells), len(self._matrix_cols))):
-                    return None
-                target = sec.matrix if sec.kind != "c2c" else sec.values["matrices"][-1]
-                target[m.group(1)] = {c: (None if v == "-" else float(v)) for c, v in zip(self._matrix_cols, cells)}
-                return None
-            if sec.kind == "c2c":
-                m = _RE_C2C.match(line)
-                if m and self._count_cells(1):
-                    sec.values[re.sub(r"\s+", " ", m.group(1))] = float(m.group(2))
+        if self._rows >= MAX_ROWS:
+            self._stop(f"more than {MAX_ROWS} loaded-latency rows")
             return None
-        if sec.kind == "peak_bandwidth":
-            m = _RE_PEAK.match(line)
-            if m and self._count_cells(1):
-                sec.values[re.sub(r"\s+", " ", m.group(1))] = float(m.group(2))
-        return None
+        self._rows += 1
+        lat = None if m.group(2) == "-" else float(m.group(2))
+        extra = [f[:MAX_EXTRA_CHARS] for f in m.group(4).split()[:MAX_EXTRA_COLUMNS]]
+        row = Row(int(m.group(1)), lat, float(m.group(3)), extra)
+        sec.rows.append(row)
+        self._row_shape[id(sec)] = _shape(line.split())
+        return row
+
+    def _read_matrix(self, sec: Section, line: str) -> None:
+        m = _RE_MATRIX_HEAD.match(line)
+        if m:
+            self._matrix_cols = m.group(1).split()
+            if sec.kind == "c2c" and self._count_cells(1):
+                sec.values.setdefault("matrices", []).append({})
+            return
+        m = _RE_MATRIX_ROW.match(line)
+        if m and self._matrix_cols:
+            cells = m.group(2).split()
+            if not self._count_cells(min(len(cells), len(self._matrix_cols))):
+                return
+            target = sec.matrix if sec.kind != "c2c" else sec.values["matrices"][-1]
+            target[m.group(1)] = {c: (None if v == "-" else float(v)) for c, v in zip(self._matrix_cols, cells)}
+            return
+        if sec.kind == "c2c":
+            self._read_named_value(sec, _RE_C2C.match(line))
+
+    def _read_peak(self, sec: Section, line: str) -> None:
+        self._read_named_value(sec, _RE_PEAK.match(line))
+
+    def _read_named_value(self, sec: Section, m: re.Match[str] | None) -> None:
+        if m and self._count_cells(1):
+            sec.values[re.sub(r"\s+", " ", m.group(1))] = float(m.group(2))
+
+
+def _bytes(number: str, unit: str) -> int:
+    return int(round(float(number) * _UNIT[unit.lower()]))
+
+
+def _banner(line: str) -> re.Match[str] | None:
+    m = _RE_VERSION.search(line)
+    return m if m and "memory latency checker" in line.lower() else None
+
+
+@dataclass(frozen=True)
+class LineRule:
+    """A kind of line that may appear anywhere: ``match`` gives None, or what ``handle`` reads."""
+
+    name: str
+    match: Callable[[str], Any]
+    handle: Callable[[LineParser, str, Any], None]
+
+
+# in order: the first that matches reads the line (a title is a title before it is a "Using …" line)
+LINE_RULES: tuple[LineRule, ...] = (
+    LineRule("MLC warning (* …)", _RE_STAR.match, LineParser._on_star),
+    LineRule("banner with version", _banner, LineParser._on_banner),
+    LineRule("command line", _RE_CMDLINE.match, LineParser._on_command_line),
+    LineRule("buffer size", _RE_BUFFER.match, LineParser._on_buffer),
+    LineRule("section title (Measuring …)", _section_kind, LineParser._on_title),
+    LineRule("idle latency (Each iteration took …)", _RE_IDLE.match, LineParser._on_idle),
+    LineRule("huge pages (engine)", _RE_HUGE.match, LineParser._on_huge_pages),
+    LineRule("latency thread and stride (engine)", _RE_THREADS.match, LineParser._on_latency_thread),
+    LineRule("injection delay unit (engine)", _RE_DELAY_UNIT.match, LineParser._on_delay_unit),
+    LineRule("traffic type", _RE_TRAFFIC.match, LineParser._on_traffic),
+)
+
+# the reader of the other lines, by the kind of the section they are in
+BODY_READERS: dict[str, Callable[[LineParser, Section, str], Row | None]] = {
+    "loaded": LineParser._read_loaded,
+    "idle_matrix": LineParser._read_matrix,
+    "bandwidth_matrix": LineParser._read_matrix,
+    "c2c": LineParser._read_matrix,
+    "peak_bandwidth": LineParser._read_peak,
+}
 
 
 def parse(text: str | Iterable[str]) -> LineParser:
