@@ -219,7 +219,7 @@ def _execute(session: Any) -> int:
     if lost:  # in a container without a /results volume, --rm throws the results away
         click.echo(f"Warning: {lost}", err=True)
     try:
-        notice = getattr(session.runner, "notice", None)
+        notice = session.runner.notice
         if notice:  # e.g. --engine auto falling back to the built-in memory engine
             click.echo(notice, err=True)
         printer = ProgressPrinter(session.kind, sys.stdout)

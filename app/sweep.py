@@ -38,7 +38,7 @@ from app.points import Kind, Point, RunStatus, StoragePoint, point_from_dict
 from app.presets import ENGINES, KINDS, Preset, estimate_point_seconds, plan_writes, point_key, table_key, validate_plan
 from app.results import ResultsDir, check_dir_path, make_dirs, now_iso, remove_dirs
 from app.runners import get_runner
-from app.runners.base import Context, Result, Sample
+from app.runners.base import Context, Result, Runner, Sample
 from app.runners.fio import check_target_name
 from app.space import check_free_space
 
@@ -192,11 +192,11 @@ class Session:
     kind: Kind
     plan: list[Point]
     target: str | None
+    runner: Runner
     yes: bool = False
     allow_destructive: bool = False
     engine: str = "auto"
     target_is_ours: bool = False
-    runner: Any = None
     _meta: dict[str, Any] = field(default_factory=dict)
     lock: DirLock | None = None
 
@@ -238,7 +238,7 @@ class Session:
         batches: list[list[tuple[int, Point]]] = []
         last_key: Any = None
         for item in pending:
-            key = self.runner.batch_key(item[1].to_dict())  # lead: reconcile with i12-runners
+            key = self.runner.batch_key(item[1])
             if batches and key == last_key:
                 batches[-1].append(item)
             else:
@@ -262,7 +262,8 @@ class Session:
             self._finish(*_ending(e))
             raise
         yield RunStarted(total, len(pending), remaining, meta, self.path)
-        ctx = Context(target=self.target, raw_dir=self.results.raw_dir, engine=self.engine, plan_writes=self.writes)
+        ctx = Context(target=self.target, raw_dir=self.results.raw_dir, engine=self.engine, plan_writes=self.writes,
+                      note=self._note)
         try:
             for batch in self._batches(pending):
                 # the device's state may have changed since planning; the check may probe the device
@@ -272,7 +273,7 @@ class Session:
                 t0 = time.monotonic()
                 points = dict(batch)
                 yield PointStarted(batch[0][0], batch[0][1], done, total, remaining)
-                stream = self.runner.run([(i, p.to_dict()) for i, p in batch], ctx)  # lead: reconcile with i12-runners
+                stream = self.runner.run(batch, ctx)
                 try:
                     async for ev in stream:
                         if isinstance(ev, Sample):
@@ -380,6 +381,18 @@ class Session:
             record["target"] = self.target
         return record
 
+    def _note(self, key: str, entry: dict[str, Any]) -> None:
+        """Context.note: append ``entry`` (with the time) to the list under ``key`` in run.json.  Called
+        from a runner's finally, also while the run is being cancelled: never raises (what the entry says
+        is in the results lines too)."""
+        try:
+            meta = self.results.read_meta()
+            kept = meta.get(key)
+            meta[key] = (kept if isinstance(kept, list) else []) + [{**entry, "at": now_iso()}]
+            self.results.write_meta(meta)
+        except (OSError, ProfilerError):
+            pass
+
     def _record_failure(self, index: int, point: Point, error: str) -> None:
         meta = self.results.read_meta()
         failures = [f for f in meta.get("failures", []) if f.get("index") != index]
@@ -407,8 +420,7 @@ def new_session(
     out_dir = Path(out) if out else default_out_dir(preset.name)
     check_dir_path(out_dir)  # a file, a name too long, read-only: usage errors before the target is looked at
     runner = get_runner(preset.kind, engine)
-    if hasattr(runner, "check_plan"):  # lead: reconcile with i12-runners (points, not their tables)
-        runner.check_plan([p.to_dict() for p in plan])  # e.g. memory buffers larger than MemAvailable: UsageError before any file
+    runner.check_plan(plan)  # e.g. memory buffers larger than MemAvailable: UsageError before any file
     target_path: str | None = None
     ours = False
     if preset.kind == Kind.STORAGE:
@@ -457,8 +469,8 @@ def new_session(
                 if meta["target_info"] is None:
                     meta["target_info"] = envinfo.target_info(target_path)  # a file: no probe, quick
             results.create(meta)
-            session = Session(results, preset.kind, plan, target_path, yes, allow_destructive, engine, ours,
-                              runner, meta, lock=lock)
+            session = Session(results, preset.kind, plan, target_path, runner, yes, allow_destructive, engine, ours,
+                              meta, lock=lock)
             if on_created is not None:
                 on_created(session)  # e.g. the CLI's ^C handler, told before a held-back ^C is delivered
     except BaseException as e:
@@ -525,4 +537,4 @@ def _open_session(results: ResultsDir, lock: DirLock | None, *, engine: str | No
                          "a memory run has no target.")
     check_free_space(results.path, target, plan, len(plan), plan_writes(plan))
     runner = get_runner(kind, chosen_engine)
-    return Session(results, kind, plan, target, yes, allow_destructive, chosen_engine, ours, runner, meta, lock=lock)
+    return Session(results, kind, plan, target, runner, yes, allow_destructive, chosen_engine, ours, meta, lock=lock)

@@ -57,8 +57,7 @@ def main() -> None:
     overrides = ["rw=randread", "bs=4k", "iodepth=16", f"runtime={RUNTIME}", "size=256m"]
     with tempfile.TemporaryDirectory(prefix="bench-fio-", dir=ROOT) as d:
         tmp = Path(d)
-        # lead: reconcile with i12-runners (job_file takes a typed point there)
-        point = presets.apply_overrides(presets.load("custom"), overrides).expand()[0].to_dict()
+        point = presets.apply_overrides(presets.load("custom"), overrides).expand()[0]
         job = tmp / "plain.fio"
         job.write_text(job_file(point, str(tmp / "bench.bin")))
         plain_fio(job)  # lay the file out once, outside the measurement

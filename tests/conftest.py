@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from app.points import MemoryPoint
+
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"
 
@@ -41,3 +43,12 @@ def fio_processes(mentioning: str | Path) -> list[str]:
     """
     out = subprocess.run(["pgrep", "-a", "-x", "fio"], capture_output=True, text=True).stdout
     return [ln for ln in out.splitlines() if str(mentioning) in ln]
+
+
+def mem_point(**changes: object) -> MemoryPoint:
+    """A memory plan point: loaded, all reads, delay 0, stride 64, 1 s, no buffer or CPUs given; with
+    ``changes`` (an idle point: ``mode="idle", traffic=None, delay=None``)."""
+    fields: dict[str, object] = {"mode": "loaded", "traffic": "R", "delay": 0, "stride": 64, "buffer": None,
+                                 "duration": 1, "cpus": None, "tlb_locality": None}
+    fields.update(changes)
+    return MemoryPoint(**fields)  # type: ignore[arg-type]

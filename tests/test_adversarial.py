@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from app.errors import UsageError
+from app.points import StoragePoint
 from app.presets import STORAGE_KEYS
 from app.runners.fio import job_file
 from tests.conftest import run_cli
@@ -226,9 +227,11 @@ def test_resume_never_deletes_a_file_the_tool_did_not_create(tmp_path):
 
 
 def base_point(**changes):
+    """A storage point of the keys' defaults with ``changes`` — not validated, so hostile values reach
+    the job file writer, whose own checks are what these tests are about."""
     point = {k: spec.default for k, spec in STORAGE_KEYS.items()}
     point.update(changes)
-    return point
+    return StoragePoint(**point)
 
 
 @pytest.mark.parametrize("key,value", [

@@ -23,7 +23,9 @@ from typing import Any
 import pytest
 
 from app.runners import memory
+from app.points import MemoryPoint
 from app.runners.memory import HugePageReservation, hugepages_needed
+from conftest import mem_point
 from test_memory_runner import (ENGINE, ROOT, cli_argv, fake_meminfo, fake_mlc, fake_proc, records,  # noqa: F401
                                 run_cli, write_cpuinfo)
 
@@ -35,14 +37,12 @@ needs_ns = pytest.mark.skipif(not is_root or shutil.which("unshare") is None,
                               reason="a read-only bind mount needs root and unshare")
 
 
-def loaded(**kw: Any) -> dict[str, Any]:
-    return {"mode": "loaded", "traffic": "R", "delay": 0, "stride": 64, "buffer": None, "duration": 1,
-            "cpus": None, **kw}
+def loaded(**kw: Any) -> MemoryPoint:
+    return mem_point(**kw)
 
 
-def idle(**kw: Any) -> dict[str, Any]:
-    return {"mode": "idle", "traffic": None, "delay": None, "stride": 64, "buffer": None, "duration": 1,
-            "cpus": None, **kw}
+def idle(**kw: Any) -> MemoryPoint:
+    return mem_point(mode="idle", traffic=None, delay=None, **kw)
 
 
 def read_only(path: Path | str, argv: list[str]) -> list[str]:

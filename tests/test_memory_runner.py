@@ -16,18 +16,20 @@ import shlex
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from app.errors import ToolMissing, UsageError
+from app.points import Point
 from app.presets import MLC_DELAYS
 from app.runners import memory
 from app.runners.base import Context, Result, Sample
 from app.runners.memory import MemoryRunner, check_memory
 from app.runners.mlc_parse import idle_latency, loaded_rows, parse_text
-from conftest import ROOT
+from conftest import ROOT, mem_point
 from conftest import run_cli as _run_cli
 
 MLC_DATA = Path(__file__).resolve().parent / "data" / "mlc"
@@ -257,8 +259,7 @@ def test_rows_stream_live_and_cancel_stops_mlc(fake_mlc: dict[str, Any], tmp_pat
     monkeypatch.setenv("FAKE_MLC_ROW_SLEEP", "0.15")
     monkeypatch.delenv("MLC_PATH", raising=False)
     runner = MemoryRunner("mlc")
-    items = [(i, {"mode": "loaded", "traffic": "R", "delay": d, "stride": 64, "buffer": None, "duration": 1,
-                  "cpus": None}) for i, d in enumerate(MLC_DELAYS)]
+    items: list[tuple[int, Point]] = [(i, mem_point(delay=d)) for i, d in enumerate(MLC_DELAYS)]
     ctx = Context(target=None, raw_dir=tmp_path / "raw", engine="mlc")
 
     async def collect(limit: int | None) -> list[tuple[float, Any]]:
@@ -387,13 +388,13 @@ def test_bad_memory_settings_are_usage_errors(setting: str, message: str, tmp_pa
 
 
 def test_buffer_check_counts_threads_and_buffers() -> None:
-    point = {"mode": "loaded", "traffic": "W5", "buffer": 1 << 30, "cpus": "0-3", "delay": 0, "stride": 64}
+    point = mem_point(traffic="W5", buffer=1 << 30, cpus="0-3")
     check_memory([point], available=9 << 30)  # 4 threads × 2 buffers × 1 GiB = 8 GiB fits
     with pytest.raises(UsageError, match=r"4 thread\(s\) × 2 buffer\(s\) of 1 GiB need 8.0 GiB, more than the 7.0 GiB"):
         check_memory([point], available=7 << 30)
-    check_memory([{**point, "traffic": "R"}], available=5 << 30)  # reads only: one buffer per thread
-    check_memory([{**point, "mode": "idle", "traffic": None}], available=2 << 30)  # one chase thread
-    check_memory([{**point, "buffer": None}], available=1)  # the engine's default fits by construction
+    check_memory([replace(point, traffic="R")], available=5 << 30)  # reads only: one buffer per thread
+    check_memory([replace(point, mode="idle", traffic=None)], available=2 << 30)  # one chase thread
+    check_memory([replace(point, buffer=None)], available=1)  # the engine's default fits by construction
 
 
 # --- the built-in engine, for real --------------------------------------------------------------
@@ -464,8 +465,7 @@ def test_engine_rejection_fails_the_point_with_its_message(tmp_path: Path) -> No
 def test_traffic_the_engine_does_not_know_fails_clearly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PROFILER_TUI_MEMLAT", str(ENGINE))
     runner = MemoryRunner("builtin")
-    point = {"mode": "loaded", "traffic": "W13", "delay": 0, "stride": 64, "buffer": None, "duration": 1,
-             "cpus": None}
+    point = mem_point(traffic="W13")
 
     async def go() -> list[Any]:
         return [ev async for ev in runner.run([(0, point)], Context(None, tmp_path, "builtin"))]

@@ -72,7 +72,6 @@ def test_raw_job_file_reproduces_the_job_with_plain_fio(tmp_path: Path) -> None:
 
 def test_five_second_point_streams_live_samples(tmp_path: Path) -> None:
     point = presets.apply_overrides(presets.load("custom"), ["runtime=5", "size=32m", "iodepth=4"]).expand()[0]
-    point = point.to_dict()  # lead: reconcile with i12-runners (the runner takes typed points there)
     ctx = Context(target=str(tmp_path / "live.bin"), raw_dir=tmp_path / "raw")
 
     async def collect() -> tuple[list[dict], list[Result]]:

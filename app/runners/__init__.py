@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from app.errors import UsageError
+from app.points import Kind
+from app.runners.base import Runner
 
 
-def get_runner(kind: str, engine: str = "auto") -> Any:
-    if kind == "storage":
+def get_runner(kind: str, engine: str = "auto") -> Runner:
+    """The runner of a plan's kind (fio for storage; for memory, the engine ``engine`` chooses).
+    ToolMissing (exit 4) when its program is not installed, before anything is created."""
+    if kind == Kind.STORAGE:
         from app.runners.fio import FioRunner, fio_binary
 
         fio_binary()  # ToolMissing (exit 4) before anything is created
         return FioRunner()
-    if kind == "memory":
+    if kind == Kind.MEMORY:
         try:
             from app.runners.memory import MemoryRunner
         except ImportError:

@@ -2,19 +2,24 @@
 
 A runner executes one or more consecutive plan points (a *batch*: points whose
 ``batch_key`` is equal, e.g. the delays of one MLC invocation) and yields, as they
-happen, :class:`Sample` events (live figures) and one :class:`Result` per point.
+happen, :class:`Sample` events (live figures) and one :class:`Result` per point; what it
+did to the machine that the run must remember goes to run.json through ``Context.note``
+(the sweep owns that file).
 Cancelling the consuming task must stop any child process in the runner's ``finally``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import codecs
 import os
 import signal
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, AsyncIterator, Hashable, Protocol
+from typing import Any, AsyncGenerator, AsyncIterator, Callable, Hashable, Protocol, Sequence, TypeAlias
+
+from app.points import Kind, Point
 
 
 @dataclass
@@ -32,22 +37,46 @@ class Result:
     error: str | None = None  # set when the point failed: nothing is appended, resume retries it
 
 
+Event: TypeAlias = Sample | Result
+
+
+def _forget(key: str, entry: dict[str, Any]) -> None:
+    return None
+
+
 @dataclass
 class Context:
     target: str | None  # storage target (file or device); None for memory
     raw_dir: Path
     engine: str = "auto"  # memory engine choice
     plan_writes: bool = True  # False: a read-only plan, which never changes an existing target
+    # note(key, entry): append entry to the list under key in run.json, for what a runner did to the machine
+    # that the run must remember (huge pages reserved and given back); the sweep owns run.json and writes it.
+    # Safe to call in a runner's finally, also while the run is being cancelled.
+    note: Callable[[str, dict[str, Any]], None] = _forget
 
 
 class Runner(Protocol):
-    kind: str
+    """What the sweep engine needs of a runner.  Runners subclass this explicitly, so the methods with
+    a body here are defaults they may leave alone."""
 
-    def batch_key(self, point: dict[str, Any]) -> Hashable: ...
+    kind: Kind
+    notice: str | None = None  # one sentence for the user before a run (e.g. which engine was chosen, and why)
+
+    def batch_key(self, point: Point) -> Hashable:
+        """Points with equal keys, consecutive in the plan, are measured by one ``run`` call."""
+        ...
 
     def tool_versions(self) -> dict[str, str]: ...
 
-    def run(self, items: list[tuple[int, dict[str, Any]]], ctx: Context) -> AsyncIterator[Sample | Result]: ...
+    def check_plan(self, plan: Sequence[Point]) -> None:
+        """Raise UsageError for a plan this runner cannot measure here, before anything is created."""
+        return None
+
+    def run(self, items: list[tuple[int, Point]], ctx: Context) -> AsyncGenerator[Event, None]:
+        """Measure a batch: yield Samples as they come and one Result per point; stop any child process in
+        a ``finally`` when the consumer leaves early."""
+        ...
 
 
 def _die_with_parent() -> None:  # runs in the child between fork and exec
@@ -77,7 +106,8 @@ async def spawn(*argv: str) -> asyncio.subprocess.Process:
 class Child:
     """A measuring child started with :func:`spawn`, its stderr collected in the background.
 
-    Read ``proc.stdout`` as it arrives, then ``await finish()`` for the exit and the stderr text;
+    Read stdout with ``chunks()`` or ``lines()`` as it arrives, then ``await finish()`` for the exit and
+    the stderr text;
     ``close()`` in a ``finally`` stops the process when the reader leaves early (cancel, error).
     """
 
@@ -88,6 +118,38 @@ class Child:
     @classmethod
     async def start(cls, *argv: str) -> "Child":
         return cls(await spawn(*argv))
+
+    async def chunks(self, size: int = 1 << 16) -> AsyncIterator[bytes]:
+        """The child's stdout as it arrives, until it closes."""
+        assert self.proc.stdout is not None
+        while chunk := await self.proc.stdout.read(size):
+            yield chunk
+
+    async def lines(self, max_chars: int) -> AsyncIterator[str]:
+        """The child's stdout decoded (UTF-8, errors replaced), one complete line at a time with its line
+        end ("\\n", "\\r\\n" or "\\r"); a last line without one at the end.  A line longer than
+        ``max_chars`` is cut there and given a "\\n"; the rest of it, up to its end, is dropped."""
+        decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        pending = ""
+        skipping = False  # the current line passed max_chars: the rest of it is dropped
+        async for chunk in self.chunks(1 << 14):
+            pending += decoder.decode(chunk)
+            lines = pending.splitlines(keepends=True)
+            pending = lines.pop() if lines and not lines[-1].endswith(("\n", "\r")) else ""
+            if skipping:  # the rest of a line cut earlier: dropped up to its end
+                if lines:
+                    lines.pop(0)
+                    skipping = False
+                else:
+                    pending = ""
+            if len(pending) > max_chars:
+                lines.append(pending[:max_chars] + "\n")
+                pending, skipping = "", True
+            for line in lines:
+                yield line[:max_chars] + "\n" if len(line) > max_chars + 2 else line
+        pending += decoder.decode(b"", final=True)
+        if pending and not skipping:
+            yield pending[:max_chars]
 
     async def finish(self) -> str:
         await self.proc.wait()

@@ -13,12 +13,13 @@ import shutil
 import stat
 import subprocess
 import time
-from typing import Any, AsyncIterator
+from typing import Any, AsyncGenerator, AsyncIterator, Hashable
 
 from app.errors import ToolMissing, UsageError
+from app.points import Kind, Point, StoragePoint
 from app.presets import WRITE_MODES
 from app.results import write_new
-from app.runners.base import Child, Context, Result, Sample
+from app.runners.base import Child, Context, Event, Result, Runner, Sample
 from app.runners.fio_parse import PERCENTILE_LIST, DocumentSplitter, SampleTracker, metrics
 from app.units import format_size
 
@@ -40,11 +41,11 @@ def fio_version() -> str:
     return out.strip()
 
 
-def job_name(point: dict[str, Any]) -> str:
-    rw = point["rw"]
-    if rw in ("rw", "randrw") and point.get("rwmixread") is not None:
-        rw = f"{rw}{point['rwmixread']}"
-    return f"{rw}-{format_size(point['bs']).lower()}-qd{point['iodepth']}-j{point['numjobs']}"
+def job_name(point: StoragePoint) -> str:
+    rw = point.rw
+    if rw in ("rw", "randrw") and point.rwmixread is not None:
+        rw = f"{rw}{point.rwmixread}"
+    return f"{rw}-{format_size(point.bs).lower()}-qd{point.iodepth}-j{point.numjobs}"
 
 
 def _existing_size(path: str) -> int | None:
@@ -64,8 +65,8 @@ def _existing_size(path: str) -> int | None:
         return None
 
 
-def point_writes(point: dict[str, Any]) -> bool:
-    return point["rw"] in WRITE_MODES
+def point_writes(point: StoragePoint) -> bool:
+    return point.rw in WRITE_MODES
 
 
 # fio reads a job file line by line: a newline in a value starts a new option, ';' and '#' start
@@ -111,7 +112,8 @@ def read_only_job(target: str, plan_writes: bool) -> bool:
     return not plan_writes and _existing_size(target) is not None
 
 
-# key → type a plan point must hold before anything is written into a job file
+# field → type a plan point must hold before anything is written into a job file (a point is typed,
+# but nothing stops a caller from building one with other values)
 _TYPES: dict[str, tuple[type, ...]] = {
     "rw": (str,), "bs": (int,), "iodepth": (int,), "numjobs": (int,), "ioengine": (str,), "direct": (bool, int),
     "size": (int,), "time_based": (bool, int), "runtime": (int, float), "ramp_time": (int, float),
@@ -119,9 +121,9 @@ _TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
-def _check_types(point: dict[str, Any]) -> None:
+def _check_types(point: StoragePoint) -> None:
     for key, types in _TYPES.items():
-        value = point.get(key)
+        value = getattr(point, key)
         if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
             raise UsageError(f"fio job option '{key}' has the value {value!r}, which is not a "
                              f"{'word' if str in types else 'number'} fio can take.")
@@ -129,7 +131,7 @@ def _check_types(point: dict[str, Any]) -> None:
             _ini(key, value)
 
 
-def job_file(point: dict[str, Any], target: str, plan_writes: bool = True) -> str:
+def job_file(point: StoragePoint, target: str, plan_writes: bool = True) -> str:
     """The fio job file of a point (an INI text fio reads as is).
 
     On a target that exists (a block device, or a regular file the user named), a plan that only
@@ -137,21 +139,21 @@ def job_file(point: dict[str, Any], target: str, plan_writes: bool = True) -> st
     with ``--readonly`` (:func:`read_only_job`; the file's first line says so).
     """
     _check_types(point)
-    size = point["size"]
+    size = point.size
     existing = _existing_size(target)
     read_only = existing is not None and not plan_writes
     if existing is not None and (read_only or stat.S_ISBLK(os.stat(target).st_mode)):
         size = min(size, existing)
         if read_only:
-            size -= size % point["bs"]
+            size -= size % point.bs
     glob = [
         ("filename", _filename(target)),
-        ("ioengine", point["ioengine"]),
-        ("direct", int(bool(point["direct"]))),
+        ("ioengine", point.ioengine),
+        ("direct", int(bool(point.direct))),
         ("size", size),
-        ("time_based", int(bool(point["time_based"]))),
-        ("runtime", _seconds(point["runtime"])),
-        ("ramp_time", _seconds(point["ramp_time"])),
+        ("time_based", int(bool(point.time_based))),
+        ("runtime", _seconds(point.runtime)),
+        ("ramp_time", _seconds(point.ramp_time)),
         ("group_reporting", 1),
         ("lat_percentiles", 1),
         ("percentile_list", PERCENTILE_LIST),
@@ -160,14 +162,14 @@ def job_file(point: dict[str, Any], target: str, plan_writes: bool = True) -> st
         # (PR_SET_PDEATHSIG); forked job processes would outlive it (each calls setsid)
         ("thread", 1),
     ]
-    job = [
-        ("rw", point["rw"]),
-        ("bs", point["bs"]),
-        ("iodepth", point["iodepth"]),
-        ("numjobs", point["numjobs"]),
+    job: list[tuple[str, Any]] = [
+        ("rw", point.rw),
+        ("bs", point.bs),
+        ("iodepth", point.iodepth),
+        ("numjobs", point.numjobs),
     ]
-    if point.get("rwmixread") is not None and point["rw"] in ("rw", "randrw"):
-        job.append(("rwmixread", point["rwmixread"]))
+    if point.rwmixread is not None and point.rw in ("rw", "randrw"):
+        job.append(("rwmixread", point.rwmixread))
     flags = " ".join(fio_options(read_only))
     lines = [f"; written by profiler-tui; run with: fio {flags} THIS_FILE", "[global]"]
     lines += [_ini(k, v) for k, v in glob]
@@ -184,21 +186,23 @@ def fio_command(job_path: str, read_only: bool = False) -> list[str]:
     return [fio_binary(), *fio_options(read_only), f"--status-interval={STATUS_INTERVAL_S}", "--eta=never", job_path]
 
 
-class FioRunner:
-    kind = "storage"
+class FioRunner(Runner):
+    kind = Kind.STORAGE
 
-    def batch_key(self, point: dict[str, Any]) -> object:
+    def batch_key(self, point: Point) -> Hashable:
         return object()  # every point runs on its own
 
     def tool_versions(self) -> dict[str, str]:
         return {"fio": fio_version()}
 
-    async def run(self, items: list[tuple[int, dict[str, Any]]], ctx: Context) -> AsyncIterator[Sample | Result]:
+    async def run(self, items: list[tuple[int, Point]], ctx: Context) -> AsyncGenerator[Event, None]:
         for index, point in items:
+            if not isinstance(point, StoragePoint):
+                raise TypeError(f"the fio runner measures storage points, not {point!r}")
             async for event in self.run_point(index, point, ctx):
                 yield event
 
-    async def run_point(self, index: int, point: dict[str, Any], ctx: Context) -> AsyncIterator[Sample | Result]:
+    async def run_point(self, index: int, point: StoragePoint, ctx: Context) -> AsyncIterator[Sample | Result]:
         assert ctx.target is not None
         text = job_file(point, ctx.target, ctx.plan_writes)
         read_only = read_only_job(ctx.target, ctx.plan_writes)
@@ -212,11 +216,7 @@ class FioRunner:
         tracker = SampleTracker()
         last: dict[str, Any] | None = None
         try:
-            assert proc.stdout is not None
-            while True:
-                chunk = await proc.stdout.read(1 << 16)
-                if not chunk:
-                    break
+            async for chunk in child.chunks():
                 for doc in splitter.feed(chunk.decode("utf-8", "replace")):
                     last = doc
                     sample = tracker.update(doc, time.monotonic() - started)

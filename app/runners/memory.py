@@ -1,6 +1,7 @@
-"""The memory runner: Intel MLC when it is available, otherwise the built-in engine (SPEC §6).
+"""The memory runner: Intel MLC when it is available, otherwise the built-in engine.
 
-``MemoryRunner(engine)`` with ``engine`` one of ``auto``, ``mlc``, ``builtin``:
+``MemoryRunner(engine)`` with ``engine`` one of ``auto``, ``mlc``, ``builtin``; the choice itself is
+:func:`choose_engine`, a function of the machine's :class:`EngineFacts`:
 
 * MLC is looked for in ``MLC_PATH`` (a file, or a directory holding ``mlc``), then ``mlc`` on
   ``PATH``, then ``/opt/mlc/mlc``.  ``--engine mlc`` without it is :class:`ToolMissing` (exit 4).
@@ -27,7 +28,7 @@ for ``-R``, so a loaded point counts at least 2 buffers per thread.  Only what H
 is added, and at most 75 % of MemAvailable.  The kernel may grant fewer pages than asked (memory
 too fragmented): the value is read back and what was granted is what is recorded.  The record
 (``previous``, ``requested``, ``granted``, ``restored``…) goes into every results line of the batch
-(``huge_pages``) and into run.json (``huge_pages``, one entry per batch).  The previous value is
+(``huge_pages``) and into run.json (``huge_pages``, one entry per batch, through ``Context.note``).  The previous value is
 written back only if nr_hugepages still holds what this batch set (another process that changed
 it meanwhile wins).  Without permission, ``auto`` keeps the built-in engine when no huge pages are
 reserved, and ``--engine mlc`` runs MLC as asked (it may fail).
@@ -35,7 +36,9 @@ reserved, and ``--engine mlc`` runs MLC as asked (it may fail).
 Batches: all delays of one (traffic, stride, buffer, duration, cpus) form one batch.  The built-in
 engine measures a batch in one process (``-D d1,d2,…``).  MLC measures one delay per process
 (``-d N``) unless the batch is exactly its 19 default delays, which one plain ``--loaded_latency``
-sweeps.  Either way stdout is parsed as it prints (:class:`app.runners.mlc_parse.LineParser`) and
+sweeps.  Each engine's class (:class:`MlcEngine`, :class:`BuiltinEngine`) turns a batch into
+:class:`Invocation` s (a command line and the points it measures); one loop runs each of them.
+Either way stdout is parsed as it prints (:class:`app.runners.mlc_parse.LineParser`) and
 every row becomes a :class:`Sample` and its point's :class:`Result` at once, so a UI draws the
 curve live.  The raw text of a point (``raw/NNNN-….txt``) is the output up to and including its
 row: it parses on its own.
@@ -63,7 +66,6 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import codecs
 import collections
 import contextlib
 import math
@@ -74,12 +76,13 @@ import shutil
 import subprocess
 import time
 from pathlib import Path
-from typing import Any, AsyncIterator, Hashable
+from dataclasses import dataclass, replace
+from typing import Any, AsyncGenerator, Hashable, Sequence, TypeAlias
 
 from app.errors import ToolMissing, UsageError
+from app.points import Kind, MemoryPoint, Point
 from app.presets import ENGINES, MLC_DELAYS
-from app.results import ResultsDir, now_iso
-from app.runners.base import Child, Context, Result, Sample
+from app.runners.base import Child, Context, Event, Result, Runner, Sample
 from app.runners.mlc_parse import MAX_LINE_CHARS, LineParser, Row, idle_latency
 from app.units import format_size_human
 
@@ -230,28 +233,28 @@ def buffers_per_thread(traffic: str | None) -> int:
     return 2
 
 
-def point_threads(point: dict[str, Any]) -> int:
-    if point.get("mode") == "idle":
+def point_threads(point: MemoryPoint) -> int:
+    if point.mode == "idle":
         return 1
-    if point.get("cpus"):
-        return len(_cpu_list(point["cpus"]))
+    if point.cpus:
+        return len(_cpu_list(point.cpus))
     try:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         return os.cpu_count() or 1
 
 
-def check_memory(plan: list[dict[str, Any]], available: int | None = None) -> None:
+def check_memory(plan: Sequence[MemoryPoint], available: int | None = None) -> None:
     """UsageError when a point's buffers (buffer × threads × buffers per thread) exceed MemAvailable."""
     available = mem_available_bytes() if available is None else available
     if not available:
         return
     for point in plan:
-        buf = point.get("buffer")
+        buf = point.buffer
         if not buf:
             continue
         threads = point_threads(point)
-        per = buffers_per_thread(point.get("traffic"))
+        per = buffers_per_thread(point.traffic)
         need = buf * threads * per
         if need > available:
             raise UsageError(
@@ -260,15 +263,15 @@ def check_memory(plan: list[dict[str, Any]], available: int | None = None) -> No
                 "(MemAvailable in /proc/meminfo); choose a smaller buffer, e.g. --set buffer=256m.")
 
 
-def mlc_buffer_pages(point: dict[str, Any], page: int) -> int:
+def mlc_buffer_pages(point: MemoryPoint, page: int) -> int:
     """Huge pages MLC's buffers take for one point (see the module docstring for the defaults)."""
-    idle = point.get("mode") == "idle"
-    buf = point.get("buffer") or (MLC_IDLE_BUFFER if idle else MLC_LOADED_BUFFER)
-    per = 1 if idle else max(2, buffers_per_thread(point.get("traffic")))
+    idle = point.mode == "idle"
+    buf = point.buffer or (MLC_IDLE_BUFFER if idle else MLC_LOADED_BUFFER)
+    per = 1 if idle else max(2, buffers_per_thread(point.traffic))
     return point_threads(point) * per * math.ceil(buf / page)
 
 
-def hugepages_needed(points: list[dict[str, Any]], page: int) -> int:
+def hugepages_needed(points: Sequence[MemoryPoint], page: int) -> int:
     pages = max(mlc_buffer_pages(p, page) for p in points)
     return pages + max(HUGEPAGE_MARGIN_MIN, math.ceil(pages * HUGEPAGE_MARGIN))
 
@@ -291,7 +294,7 @@ class HugePageReservation:
         self._set: int | None = None
 
     @classmethod
-    def reserve(cls, points: list[dict[str, Any]]) -> "HugePageReservation | None":
+    def reserve(cls, points: Sequence[MemoryPoint]) -> "HugePageReservation | None":
         """Reserve what the batch needs when this machine needs it and we may; None when nothing to do."""
         if not mlc_needs_hugepages(cpu_vendor()):
             return None
@@ -372,20 +375,6 @@ def _restore_when_done(task: "asyncio.Future[HugePageReservation | None]") -> No
         task.result().restore()  # type: ignore[union-attr]
 
 
-def _note_in_run_json(raw_dir: Path, record: dict[str, Any]) -> None:
-    """Append a batch's huge-page record to run.json's ``huge_pages`` (when the run has one)."""
-    results = ResultsDir(raw_dir.parent)
-    if not results.exists():
-        return
-    try:
-        meta = results.read_meta()
-        notes = meta.get("huge_pages")
-        meta["huge_pages"] = (notes if isinstance(notes, list) else []) + [{**record, "at": now_iso()}]
-        results.write_meta(meta)
-    except (OSError, UsageError):
-        pass  # the record is in the results lines too
-
-
 class _RawText:
     """A process's output for raw/: the first RAW_HEAD_CHARS and the last RAW_TAIL_CHARS of it."""
 
@@ -419,67 +408,228 @@ class _RawText:
         return "".join(self.head) + gap + "".join(self.tail)
 
 
-class MemoryRunner:
-    kind = "memory"
+# --- which engine ------------------------------------------------------------------------------
 
-    def __init__(self, engine: str = "auto") -> None:
+
+@dataclass(frozen=True)
+class EngineFacts:
+    """What the choice of engine depends on, read from the machine by :func:`engine_facts`."""
+
+    mlc: str | None = None  # MLC's binary (looked for only when the user allows MLC)
+    mlc_problem: str | None = None  # why an explicit MLC_PATH was not usable
+    mlc_unusable: str | None = None  # why MLC cannot measure on this machine; None: it can
+    memlat: str | None = None  # the built-in engine's binary
+    memlat_problem: str | None = None  # why an explicit PROFILER_TUI_MEMLAT was not usable
+    needs_hugepages: bool = False  # MLC needs reserved huge pages here (AMD)
+    nr_hugepages: int | None = None
+    hugepages_writable: bool = False
+
+
+def engine_facts(requested: str) -> EngineFacts:
+    mlc, mlc_problem = find_mlc() if requested in ("auto", "mlc") else (None, None)
+    memlat, memlat_problem = find_engine()
+    needs = mlc_needs_hugepages(cpu_vendor())
+    return EngineFacts(mlc, mlc_problem, mlc_unusable_reason() if mlc is not None else None, memlat, memlat_problem,
+                       needs, read_nr_hugepages() if needs else None, hugepages_writable() if needs else False)
+
+
+@dataclass(frozen=True)
+class EngineChoice:
+    engine: str  # "mlc" | "builtin"
+    binary: str
+    notice: str | None = None  # the sentence the user sees: a fallback, or MLC's huge pages on AMD
+
+
+def _hugepage_notice(facts: EngineFacts) -> str | None:
+    if not facts.needs_hugepages:
+        return None
+    now = facts.nr_hugepages
+    if facts.hugepages_writable:
+        return (f"MLC needs huge pages on AMD: {NR_HUGEPAGES} (now {now}) is raised to what each MLC run's "
+                "buffers need and restored afterwards (recorded in run.json, huge_pages).")
+    if not now:
+        return (f"MLC needs huge pages on AMD and {NR_HUGEPAGES} is {now} and not writable here "
+                "(root and a writable /proc/sys are needed): MLC may fail.")
+    return None
+
+
+def choose_engine(requested: str, facts: EngineFacts) -> EngineChoice:
+    """The engine ``--engine requested`` gets on a machine with ``facts`` (no I/O); ToolMissing (exit 4)
+    when there is none.  ``auto``: MLC when found and usable, else the built-in engine, else MLC anyway."""
+    mlc, memlat = facts.mlc, facts.memlat
+    if requested == "mlc":
+        if mlc is None:
+            why = f" ({facts.mlc_problem})" if facts.mlc_problem else ""
+            raise ToolMissing(f"Intel MLC was not found{why}: {MLC_HOWTO}.")
+        return EngineChoice("mlc", mlc, _hugepage_notice(facts))
+    if requested == "auto" and mlc is not None and facts.mlc_unusable is None:
+        return EngineChoice("mlc", mlc, _hugepage_notice(facts))
+    if memlat is None and requested == "auto" and mlc is not None:
+        return EngineChoice("mlc", mlc, f"Intel MLC at {mlc} may fail ({facts.mlc_unusable}) and the built-in "
+                                        "engine was not found: trying MLC.")
+    if memlat is None:
+        why = f" ({facts.memlat_problem})" if facts.memlat_problem else ""
+        if requested == "builtin":
+            raise ToolMissing(f"The built-in memory engine was not found{why}: {ENGINE_HOWTO}.")
+        raise ToolMissing(f"Neither Intel MLC nor the built-in memory engine was found{why}: {ENGINE_HOWTO}; "
+                          f"or {MLC_HOWTO.split('; or use')[0]}.")
+    notice = None
+    if requested == "auto" and mlc is not None:
+        notice = (f"Intel MLC found at {mlc} but {facts.mlc_unusable}: using the built-in memory engine {memlat} "
+                  "(--engine mlc forces MLC).")
+    elif requested == "auto":
+        why = f" ({facts.mlc_problem})" if facts.mlc_problem else ""
+        notice = (f"Intel MLC not found{why}: using the built-in memory engine {memlat} "
+                  "(--engine auto falls back; install MLC or set MLC_PATH to use it).")
+    return EngineChoice("builtin", memlat, notice)
+
+
+# --- the engines' command lines and chases --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """One process of a batch: its command line and the batch's points it measures (positions)."""
+
+    argv: list[str]
+    measures: tuple[int, ...]
+
+
+def _traffic(p: MemoryPoint) -> str:
+    return p.traffic or "R"  # a loaded point always has one (validated); idle points have none
+
+
+class MlcEngine:
+    """Intel MLC: one process per idle point; a loaded batch in one process when it is exactly MLC's own
+    19-delay sweep, else one process per delay (``-d N``)."""
+
+    name = "mlc"
+
+    def __init__(self, binary: str) -> None:
+        self.binary = binary
+
+    def invocations(self, points: list[MemoryPoint]) -> list[Invocation]:
+        first = points[0]
+        if first.mode == "idle":
+            return [Invocation(self._idle(p), (k,)) for k, p in enumerate(points)]
+        delays = [p.delay for p in points]
+        if sorted(d or 0 for d in delays) == sorted(MLC_DELAYS) and len(delays) == len(MLC_DELAYS):
+            return [Invocation(self._loaded(first, None), tuple(range(len(points))))]
+        return [Invocation(self._loaded(first, d), (k,)) for k, d in enumerate(delays)]
+
+    def _idle(self, p: MemoryPoint) -> list[str]:
+        cmd = [self.binary, "--idle_latency", f"-l{p.stride}"]
+        if p.buffer:
+            cmd.append(f"-b{_kib(p.buffer)}")
+        if p.cpus:
+            cmd.append(f"-c{_cpu_list(p.cpus)[0]}")
+        return cmd
+
+    def _loaded(self, p: MemoryPoint, delay: int | None) -> list[str]:
+        cmd = [self.binary, "--loaded_latency"]
+        if delay is not None:
+            cmd.append(f"-d{delay}")
+        cmd.append("-R" if _traffic(p) == "R" else f"-W{_traffic(p)[1:]}")
+        cmd.append(f"-l{p.stride}")
+        if p.buffer:
+            cmd.append(f"-b{_kib(p.buffer)}")
+        cmd.append(f"-t{math.ceil(float(p.duration))}")
+        if p.cpus:
+            cpus = _cpu_list(p.cpus)
+            cmd.append(f"-c{cpus[0]}")
+            if len(cpus) > 1:
+                cmd.append("-k" + ",".join(str(c) for c in cpus[1:]))
+        return cmd
+
+    def chase(self, point: MemoryPoint, params: dict[str, Any]) -> dict[str, Any]:
+        stride = params.get("stride") or point.stride
+        buf = params.get("buffer_bytes") or point.buffer
+        text = "chase as chosen by Intel MLC"
+        if stride:
+            text += f", stride {stride} B"
+        if buf:
+            text += f", buffer {format_size_human(buf)}"
+        return {"by": "mlc", "mode": None, "group_bytes": None, "stride": stride, "buffer_bytes": buf,
+                "huge_pages": None, "text": text}
+
+
+class BuiltinEngine:
+    """The built-in engine (native/memlat): one process per idle point, one per loaded batch (``-D``)."""
+
+    name = "builtin"
+
+    def __init__(self, binary: str) -> None:
+        self.binary = binary
+
+    def invocations(self, points: list[MemoryPoint]) -> list[Invocation]:
+        first = points[0]
+        if first.mode == "idle":
+            return [Invocation([self.binary, "--idle_latency"] + self._common(p), (k,)) for k, p in enumerate(points)]
+        cmd = [self.binary, "--loaded_latency", "-D", ",".join(str(p.delay) for p in points)]
+        cmd += ["-R"] if _traffic(first) == "R" else ["-W", _traffic(first)[1:]]
+        return [Invocation(cmd + self._common(first), tuple(range(len(points))))]
+
+    @staticmethod
+    def _common(p: MemoryPoint) -> list[str]:
+        """The stride, buffer, duration, CPU and chase arguments."""
+        cmd = ["-l", str(p.stride)]
+        if p.buffer:
+            cmd += ["-b", str(_kib(p.buffer))]
+        cmd += ["-t", _seconds_arg(p.duration)]
+        if p.cpus:
+            cmd += ["-k", p.cpus]
+        if p.tlb_locality:
+            cmd += ["--tlb_locality", str(_kib(p.tlb_locality))]
+        return cmd
+
+    def chase(self, point: MemoryPoint, params: dict[str, Any]) -> dict[str, Any]:
+        """Which chase the latency figure comes from: whole buffer or groups of N bytes, stride, buffer and
+        whether huge pages were used, as the engine reported them, and one sentence."""
+        stride = params.get("stride") or point.stride
+        buf = params.get("buffer_bytes") or point.buffer
+        huge = params.get("huge_pages") if isinstance(params.get("huge_pages"), bool) else None
+        kib = params.get("chase_kib")
+        group = kib * 1024 if kib else (point.tlb_locality if kib is None else None)
+        where = f"within {format_size_human(group)} groups" if group else (
+            f"over {format_size_human(buf)}" if buf else "over the whole buffer")
+        pages = "2 MiB pages" if huge else "4 KiB pages" if huge is False else "page size unknown"
+        text = f"random chase {where}, {pages}"
+        if stride:
+            text += f", stride {stride} B"
+        return {"by": "builtin", "mode": "groups" if group else "whole_buffer", "group_bytes": group or None,
+                "stride": stride, "buffer_bytes": buf, "huge_pages": huge, "text": text}
+
+
+def _memory_point(point: Point) -> MemoryPoint:
+    if not isinstance(point, MemoryPoint):
+        raise TypeError(f"the memory runner measures memory points, not {point!r}")
+    return point
+
+
+# --- the runner ------------------------------------------------------------------------------------
+
+Wanted: TypeAlias = dict[int | None, tuple[int, MemoryPoint]]  # a row's delay (None: idle) → (index, point)
+
+
+class MemoryRunner(Runner):
+    kind = Kind.MEMORY
+
+    def __init__(self, engine: str = "auto", facts: EngineFacts | None = None) -> None:
         if engine not in ENGINES:
             raise UsageError(f"--engine {engine}: must be one of {', '.join(ENGINES)}.")
         self.requested = engine
-        self.notice: str | None = None
+        choice = choose_engine(engine, facts if facts is not None else engine_facts(engine))
+        self.engine, self.binary, self.notice = choice.engine, choice.binary, choice.notice
+        self._impl = MlcEngine(self.binary) if self.engine == "mlc" else BuiltinEngine(self.binary)
         self._hugepages: HugePageReservation | None = None  # the running MLC batch's reservation
-        mlc, mlc_problem = find_mlc() if engine in ("auto", "mlc") else (None, None)
-        if engine == "mlc":
-            if mlc is None:
-                why = f" ({mlc_problem})" if mlc_problem else ""
-                raise ToolMissing(f"Intel MLC was not found{why}: {MLC_HOWTO}.")
-            self.engine, self.binary = "mlc", mlc
-            self._hugepage_notice()
-            return
-        unusable = mlc_unusable_reason() if mlc is not None else None
-        if engine == "auto" and mlc is not None and unusable is None:
-            self.engine, self.binary = "mlc", mlc
-            self._hugepage_notice()
-            return
-        memlat, problem = find_engine()
-        if memlat is None and engine == "auto" and mlc is not None:
-            self.engine, self.binary = "mlc", mlc
-            self.notice = f"Intel MLC at {mlc} may fail ({unusable}) and the built-in engine was not found: trying MLC."
-            return
-        if memlat is None:
-            why = f" ({problem})" if problem else ""
-            if engine == "builtin":
-                raise ToolMissing(f"The built-in memory engine was not found{why}: {ENGINE_HOWTO}.")
-            raise ToolMissing(f"Neither Intel MLC nor the built-in memory engine was found{why}: {ENGINE_HOWTO}; "
-                              f"or {MLC_HOWTO.split('; or use')[0]}.")
-        self.engine, self.binary = "builtin", memlat
-        if engine == "auto" and mlc is not None:
-            self.notice = (f"Intel MLC found at {mlc} but {unusable}: using the built-in memory engine {memlat} "
-                           "(--engine mlc forces MLC).")
-        elif engine == "auto":
-            why = f" ({mlc_problem})" if mlc_problem else ""
-            self.notice = (f"Intel MLC not found{why}: using the built-in memory engine {memlat} "
-                           "(--engine auto falls back; install MLC or set MLC_PATH to use it).")
-
-    def _hugepage_notice(self) -> None:
-        if not mlc_needs_hugepages(cpu_vendor()):
-            return
-        now = read_nr_hugepages()
-        if hugepages_writable():
-            self.notice = (f"MLC needs huge pages on AMD: {NR_HUGEPAGES} (now {now}) is raised to what each MLC run's "
-                           "buffers need and restored afterwards (recorded in run.json, huge_pages).")
-        elif not now:
-            self.notice = (f"MLC needs huge pages on AMD and {NR_HUGEPAGES} is {now} and not writable here "
-                           "(root and a writable /proc/sys are needed): MLC may fail.")
 
     # --- protocol ----------------------------------------------------------------------------
 
-    def batch_key(self, point: dict[str, Any]) -> Hashable:
-        if point.get("mode") == "idle":
-            return ("idle", point.get("stride"), point.get("buffer"), point.get("duration"), point.get("cpus"),
-                    point.get("tlb_locality"))
-        return ("loaded", point.get("traffic"), point.get("stride"), point.get("buffer"), point.get("duration"),
-                point.get("cpus"), point.get("tlb_locality"))
+    def batch_key(self, point: Point) -> Hashable:
+        p = _memory_point(point)
+        if p.mode == "idle":
+            return ("idle", p.stride, p.buffer, p.duration, p.cpus, p.tlb_locality)
+        return ("loaded", p.traffic, p.stride, p.buffer, p.duration, p.cpus, p.tlb_locality)
 
     def tool_versions(self) -> dict[str, str]:
         tools = {"memory_engine": self.engine, "memory_engine_path": self.binary}
@@ -493,84 +643,117 @@ class MemoryRunner:
             tools["memory_engine_note"] = self.notice
         return tools
 
-    def check_plan(self, plan: list[dict[str, Any]]) -> None:
+    def check_plan(self, plan: Sequence[Point]) -> None:
         """Refuse, before anything starts, a plan whose buffers do not fit in free memory, or that asks
         MLC for a chase it cannot do (tlb_locality: MLC has no option for it)."""
+        points = [_memory_point(p) for p in plan]
         if self.engine == "mlc":
-            for point in plan:
-                if point.get("tlb_locality"):
+            for point in points:
+                if point.tlb_locality:
                     raise UsageError(
-                        f"tlb_locality={format_size_human(point['tlb_locality'])}: Intel MLC has no option to chase "
+                        f"tlb_locality={format_size_human(point.tlb_locality)}: Intel MLC has no option to chase "
                         "within groups (it chooses its own chase); use --engine builtin, or tlb_locality=none.")
-        check_memory(plan)
+        check_memory(points)
 
-    # --- command lines -------------------------------------------------------------------------
+    def commands(self, points: list[MemoryPoint]) -> list[list[str]]:
+        """The command lines that measure a batch of points (same batch_key), in order."""
+        return [inv.argv for inv in self._impl.invocations(points)]
 
-    def commands(self, points: list[dict[str, Any]]) -> list[list[str]]:
-        """The processes that measure a batch of points (same batch_key), in order."""
-        first = points[0]
-        if first.get("mode") == "idle":
-            return [self._idle_command(p) for p in points]
-        delays = [p["delay"] for p in points]
-        if self.engine == "builtin":
-            return [self._engine_loaded(first, delays)]
-        if sorted(delays) == sorted(MLC_DELAYS) and len(delays) == len(MLC_DELAYS):
-            return [self._mlc_loaded(first, None)]
-        return [self._mlc_loaded(first, d) for d in delays]
+    async def run(self, items: list[tuple[int, Point]], ctx: Context) -> AsyncGenerator[Event, None]:
+        batch = [(index, _memory_point(p)) for index, p in items]
+        points = [p for _, p in batch]
+        reservation = None
+        if self.engine == "mlc":  # off the event loop: the kernel may take a while to find the pages
+            pending = asyncio.ensure_future(asyncio.to_thread(HugePageReservation.reserve, points))
+            try:
+                reservation = await asyncio.shield(pending)
+            except asyncio.CancelledError:  # cancelled while reserving: give them back once reserved
+                pending.add_done_callback(_restore_when_done)
+                raise
+        self._hugepages = reservation
+        try:
+            for inv in self._impl.invocations(points):
+                wanted: Wanted = {None if batch[k][1].mode == "idle" else batch[k][1].delay: batch[k]
+                                  for k in inv.measures}
+                # aclosing: the process is stopped (its finally) before the huge pages are given back (ours)
+                async with contextlib.aclosing(self._run_process(inv.argv, wanted)) as events:
+                    async for ev in events:
+                        yield ev
+        finally:
+            self._hugepages = None
+            if reservation is not None:
+                reservation.restore()
+                ctx.note("huge_pages", reservation.record)
 
-    def _idle_command(self, p: dict[str, Any]) -> list[str]:
-        if self.engine == "mlc":
-            cmd = [self.binary, "--idle_latency", f"-l{p['stride']}"]
-            if p.get("buffer"):
-                cmd.append(f"-b{_kib(p['buffer'])}")
-            if p.get("cpus"):
-                cmd.append(f"-c{_cpu_list(p['cpus'])[0]}")
-            return cmd
-        return [self.binary, "--idle_latency"] + self._engine_common(p)
+    # --- one process -------------------------------------------------------------------------------
 
-    def _mlc_loaded(self, p: dict[str, Any], delay: int | None) -> list[str]:
-        cmd = [self.binary, "--loaded_latency"]
-        if delay is not None:
-            cmd.append(f"-d{delay}")
-        cmd.append("-R" if p["traffic"] == "R" else f"-W{p['traffic'][1:]}")
-        cmd.append(f"-l{p['stride']}")
-        if p.get("buffer"):
-            cmd.append(f"-b{_kib(p['buffer'])}")
-        cmd.append(f"-t{math.ceil(float(p['duration']))}")
-        if p.get("cpus"):
-            cpus = _cpu_list(p["cpus"])
-            cmd.append(f"-c{cpus[0]}")
-            if len(cpus) > 1:
-                cmd.append("-k" + ",".join(str(c) for c in cpus[1:]))
-        return cmd
+    async def _run_process(self, cmd: list[str], wanted: Wanted) -> AsyncGenerator[Event, None]:
+        """Run one process and stream its rows: each is a Sample and its point's Result as it prints."""
+        started = last = time.monotonic()
+        try:
+            child = await Child.start(*cmd)
+        except OSError as e:
+            for index, point in wanted.values():
+                yield Result(index, {}, {}, {"engine": self.engine, "command": shlex.join(cmd)},
+                             error=f"cannot start {cmd[0]}: {e}")
+            return
+        parser = LineParser()
+        text = _RawText()
+        done: set[int | None] = set()
+        try:
+            async for line in child.lines(MAX_LINE_CHARS):  # line by line: a point's raw text ends with its row
+                text.add(line)
+                for row in parser.feed(line):
+                    if row.delay not in wanted or row.delay in done or None in wanted:
+                        continue
+                    done.add(row.delay)
+                    index, point = wanted[row.delay]
+                    now = time.monotonic()
+                    yield Sample(index, {**row.as_dict(), "engine": self.engine})
+                    yield self._row_result(index, point, row, cmd, parser, text.text(), now - last)
+                    last = now
+            parser.close()
+            stderr = await child.finish()
+        finally:
+            await child.close()
+        ended = _Ended(cmd, child.proc.returncode, stderr, text.text(), parser)
+        if None in wanted:  # idle latency: one figure for the whole process
+            for ev in self._idle_result(*wanted[None], ended, time.monotonic() - started):
+                yield ev
+            return
+        for delay, (index, point) in wanted.items():
+            if delay not in done:
+                yield self._missing(index, point, ended, delay, time.monotonic() - last)
 
-    def _engine_loaded(self, p: dict[str, Any], delays: list[int]) -> list[str]:
-        cmd = [self.binary, "--loaded_latency", "-D", ",".join(str(d) for d in delays)]
-        cmd += ["-R"] if p["traffic"] == "R" else ["-W", p["traffic"][1:]]
-        return cmd + self._engine_common(p)
+    def _idle_result(self, index: int, point: MemoryPoint, ended: "_Ended", wall: float) -> list[Event]:
+        lat = idle_latency(ended.parser.sections)
+        extra = self._extra(point, ended.cmd, ended.parser, wall)
+        if lat is None or ended.returncode:
+            return [Result(index, {}, ended.raw(), extra, error=self._failure(ended, None))]
+        return [Sample(index, {"delay": None, "latency_ns": lat, "engine": self.engine}),
+                Result(index, {"latency_ns": lat}, ended.raw(), extra)]
 
-    @staticmethod
-    def _engine_common(p: dict[str, Any]) -> list[str]:
-        """The built-in engine's stride, buffer, duration and CPU arguments."""
-        cmd = ["-l", str(p["stride"])]
-        if p.get("buffer"):
-            cmd += ["-b", str(_kib(p["buffer"]))]
-        cmd += ["-t", _seconds_arg(p["duration"])]
-        if p.get("cpus"):
-            cmd += ["-k", p["cpus"]]
-        if p.get("tlb_locality"):
-            cmd += ["--tlb_locality", str(_kib(p["tlb_locality"]))]
-        return cmd
+    def _missing(self, index: int, point: MemoryPoint, ended: "_Ended", delay: int | None, wall: float) -> Result:
+        extra = self._extra(point, ended.cmd, ended.parser, wall)
+        return Result(index, {}, ended.raw(), extra, error=self._failure(ended, delay))
 
-    # --- running -------------------------------------------------------------------------------
+    def _row_result(self, index: int, point: MemoryPoint, row: Row, cmd: list[str], parser: LineParser,
+                    output: str, wall: float) -> Result:
+        metrics: dict[str, Any] = {"latency_ns": row.latency_ns, "bandwidth_mbps": row.bandwidth_mbps}
+        return Result(index, metrics, {".txt": output}, self._extra(point, cmd, parser, wall))
 
-    def _extra(self, point: dict[str, Any], cmd: list[str], parser: LineParser, job: str,
-               wall: float) -> dict[str, Any]:
+    def _job(self, point: MemoryPoint) -> str:
+        if point.mode == "idle":
+            return f"{self.engine}-idle-l{point.stride}"
+        return f"{self.engine}-{point.traffic}-l{point.stride}-d{point.delay}"
+
+    def _extra(self, point: MemoryPoint, cmd: list[str], parser: LineParser, wall: float) -> dict[str, Any]:
+        """The results line's fields beside the metrics: engine, command, what the engine printed."""
         extra: dict[str, Any] = {
-            "point": {**point, "engine": self.engine},
+            "point": replace(point, engine=self.engine).to_dict(),
             "engine": self.engine,
             "command": shlex.join(cmd),
-            "job": job,
+            "job": self._job(point),
             "wall_s": round(wall, 3),
         }
         version = parser.header.get("version")
@@ -584,176 +767,20 @@ class MemoryRunner:
         warnings = params.get("warnings")
         if warnings:
             extra["warnings"] = warnings
-        extra["chase"] = self._chase(point, params)
-        if point.get("mode") != "idle":  # both engines' bandwidth counts the latency thread's 64 B per step
+        extra["chase"] = self._impl.chase(point, params)
+        if point.mode != "idle":  # both engines' bandwidth counts the latency thread's 64 B per step
             extra["bandwidth_includes_latency_thread"] = True
         if self._hugepages is not None:
             extra["huge_pages"] = dict(self._hugepages.record)
         return extra
 
-    def _chase(self, point: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
-        """Which chase the latency figure comes from: mode (whole buffer or groups of N bytes), stride,
-        buffer and whether huge pages were used, as the engine reported them, and one sentence."""
-        stride = params.get("stride") or point.get("stride")
-        buf = params.get("buffer_bytes") or point.get("buffer")
-        huge = params.get("huge_pages") if isinstance(params.get("huge_pages"), bool) else None
-        if self.engine == "mlc":
-            text = "chase as chosen by Intel MLC"
-            if stride:
-                text += f", stride {stride} B"
-            if buf:
-                text += f", buffer {format_size_human(buf)}"
-            return {"by": "mlc", "mode": None, "group_bytes": None, "stride": stride, "buffer_bytes": buf,
-                    "huge_pages": None, "text": text}
-        kib = params.get("chase_kib")
-        group = kib * 1024 if kib else (point.get("tlb_locality") if kib is None else None)
-        where = f"within {format_size_human(group)} groups" if group else (
-            f"over {format_size_human(buf)}" if buf else "over the whole buffer")
-        pages = "2 MiB pages" if huge else "4 KiB pages" if huge is False else "page size unknown"
-        text = f"random chase {where}, {pages}"
-        if stride:
-            text += f", stride {stride} B"
-        return {"by": "builtin", "mode": "groups" if group else "whole_buffer", "group_bytes": group or None,
-                "stride": stride, "buffer_bytes": buf, "huge_pages": huge, "text": text}
-
-    def _job(self, point: dict[str, Any]) -> str:
-        if point.get("mode") == "idle":
-            return f"{self.engine}-idle-l{point['stride']}"
-        return f"{self.engine}-{point['traffic']}-l{point['stride']}-d{point['delay']}"
-
-    async def run(self, items: list[tuple[int, dict[str, Any]]], ctx: Context) -> AsyncIterator[Sample | Result]:
-        points = [p for _, p in items]
-        reservation = None
-        if self.engine == "mlc":  # off the event loop: the kernel may take a while to find the pages
-            pending = asyncio.ensure_future(asyncio.to_thread(HugePageReservation.reserve, points))
-            try:
-                reservation = await asyncio.shield(pending)
-            except asyncio.CancelledError:  # cancelled while reserving: give them back once reserved
-                pending.add_done_callback(_restore_when_done)
-                raise
-        self._hugepages = reservation
-        try:  # aclosing: the batch's process is stopped before the huge pages are given back
-            async with contextlib.aclosing(self._run_batch(items, points)) as events:
-                async for ev in events:
-                    yield ev
-        finally:
-            self._hugepages = None
-            if reservation is not None:
-                reservation.restore()
-                _note_in_run_json(ctx.raw_dir, reservation.record)
-
-    async def _run_batch(self, items: list[tuple[int, dict[str, Any]]], points: list[dict[str, Any]]
-                         ) -> AsyncIterator[Sample | Result]:
-        cmds = self.commands(points)
-        if points[0].get("mode") == "idle":
-            for (index, point), cmd in zip(items, cmds):
-                async with contextlib.aclosing(self._run_process(cmd, {None: (index, point)})) as events:
-                    async for ev in events:
-                        yield ev
-            return
-        by_delay = {p["delay"]: (i, p) for i, p in items}
-        for cmd in cmds:
-            if len(cmds) == 1:
-                wanted = by_delay
-            else:
-                d = int(next(a for a in cmd if a.startswith("-d"))[2:])
-                wanted = {d: by_delay[d]}
-            async with contextlib.aclosing(self._run_process(cmd, wanted)) as events:
-                async for ev in events:
-                    yield ev
-
-    async def _run_process(self, cmd: list[str], wanted: dict[int | None, tuple[int, dict[str, Any]]]
-                           ) -> AsyncIterator[Sample | Result]:
-        """Run one process; ``wanted`` maps a delay (None for idle) to its (index, point)."""
-        started = last = time.monotonic()
-        try:
-            child = await Child.start(*cmd)
-        except OSError as e:
-            for index, point in wanted.values():
-                yield Result(index, {}, {}, {"engine": self.engine, "command": shlex.join(cmd)},
-                             error=f"cannot start {cmd[0]}: {e}")
-            return
-        parser = LineParser()
-        text = _RawText()
-        pending = ""
-        skipping = False  # the current line passed MAX_LINE_CHARS: the rest of it is dropped
-        decoder = codecs.getincrementaldecoder("utf-8")("replace")
-        done: set[int | None] = set()
-        proc = child.proc
-        stderr = ""
-        try:
-            assert proc.stdout is not None
-            while True:
-                chunk = await proc.stdout.read(1 << 14)
-                if not chunk:
-                    break
-                pending += decoder.decode(chunk)
-                lines = pending.splitlines(keepends=True)
-                pending = lines.pop() if lines and not lines[-1].endswith(("\n", "\r")) else ""
-                if skipping:  # the rest of a line cut earlier: dropped up to its end
-                    if lines:
-                        lines.pop(0)
-                        skipping = False
-                    else:
-                        pending = ""
-                if len(pending) > MAX_LINE_CHARS:
-                    lines.append(pending[:MAX_LINE_CHARS] + "\n")
-                    pending, skipping = "", True
-                for line in lines:  # line by line, so a point's raw text ends with its own row
-                    if len(line) > MAX_LINE_CHARS + 2:
-                        line = line[:MAX_LINE_CHARS] + "\n"
-                    text.add(line)
-                    for row in parser.feed(line):
-                        if row.delay not in wanted or row.delay in done or None in wanted:
-                            continue
-                        done.add(row.delay)
-                        index, point = wanted[row.delay]
-                        now = time.monotonic()
-                        yield Sample(index, {**row.as_dict(), "engine": self.engine})
-                        yield self._row_result(index, point, row, cmd, parser, text.text(), now - last)
-                        last = now
-            pending += decoder.decode(b"", final=True)
-            if pending and not skipping:
-                text.add(pending[:MAX_LINE_CHARS])
-                parser.feed(pending[:MAX_LINE_CHARS])
-            parser.close()
-            stderr = await child.finish()
-        finally:
-            await child.close()
-        output = text.text()
-        if None in wanted:  # idle latency: one figure for the whole process
-            index, point = wanted[None]
-            lat = idle_latency(parser.sections)
-            raw: dict[str, str | bytes] = {".txt": output}
-            if stderr.strip():
-                raw[".stderr.txt"] = stderr
-            extra = self._extra(point, cmd, parser, self._job(point), time.monotonic() - started)
-            if lat is None or proc.returncode:
-                yield Result(index, {}, raw, extra, error=self._failure(cmd, proc.returncode, stderr, output, None))
-            else:
-                yield Sample(index, {"delay": None, "latency_ns": lat, "engine": self.engine})
-                yield Result(index, {"latency_ns": lat}, raw, extra)
-            return
-        for delay, (index, point) in wanted.items():
-            if delay in done:
-                continue
-            raw = {".txt": output}
-            if stderr.strip():
-                raw[".stderr.txt"] = stderr
-            extra = self._extra(point, cmd, parser, self._job(point), time.monotonic() - last)
-            yield Result(index, {}, raw, extra, error=self._failure(cmd, proc.returncode, stderr, output, delay))
-
-    def _row_result(self, index: int, point: dict[str, Any], row: Row, cmd: list[str], parser: LineParser,
-                    output: str, wall: float) -> Result:
-        metrics: dict[str, Any] = {"latency_ns": row.latency_ns, "bandwidth_mbps": row.bandwidth_mbps}
-        return Result(index, metrics, {".txt": output}, self._extra(point, cmd, parser, self._job(point), wall))
-
-    def _failure(self, cmd: list[str], rc: int | None, stderr: str, output: str, delay: int | None) -> str:
-        name = os.path.basename(cmd[0])
-        lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    def _failure(self, ended: "_Ended", delay: int | None) -> str:
+        name = os.path.basename(ended.cmd[0])
+        lines = [ln.strip() for ln in ended.stderr.splitlines() if ln.strip()]
         if not lines:  # MLC prints some errors on stdout
-            lines = [ln.strip() for ln in output.splitlines()[-3:] if ln.strip() and not ln.startswith("*")]
+            lines = [ln.strip() for ln in ended.output.splitlines()[-3:] if ln.strip() and not ln.startswith("*")]
         what = "no idle latency figure" if delay is None else f"no row for delay {delay}"
+        rc = ended.returncode
         status = f"exited with status {rc}" if rc else "finished"
         msg = f"{name} {status} and printed {what}"
         msg = f"{msg}: {'; '.join(lines[-3:])}" if lines else msg + "."
@@ -761,6 +788,23 @@ class MemoryRunner:
         if hp is not None and hp.record.get("error"):
             msg += f" ({hp.short})"
         return msg
+
+
+@dataclass(frozen=True)
+class _Ended:
+    """A measuring process that has ended: what it printed and how it exited."""
+
+    cmd: list[str]
+    returncode: int | None
+    stderr: str
+    output: str  # stdout as kept for raw/ (_RawText)
+    parser: LineParser
+
+    def raw(self) -> dict[str, str | bytes]:
+        raw: dict[str, str | bytes] = {".txt": self.output}
+        if self.stderr.strip():
+            raw[".stderr.txt"] = self.stderr
+        return raw
 
 
 def engine_version(binary: str) -> str:

@@ -160,7 +160,7 @@ class RunScreen(Screen[None]):
                     mark_interrupted(session)
                 raise
             self.path = self.session.path
-            notice = getattr(self.session.runner, "notice", None)
+            notice = self.session.runner.notice
             if notice:
                 self.log_line(notice)
             lost = await asyncio.to_thread(results_volume_warning, self.session.path)
