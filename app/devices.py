@@ -1,7 +1,7 @@
 """Block-device discovery (``profiler-tui devices``) and device details for the report.
 
 :func:`list_devices` returns lsblk's tree of disks, partitions and loop devices
-as plain dicts (JSON-ready), each with the safety verdicts of SPEC §5 for a
+as plain dicts (JSON-ready), each with the safety verdicts of :mod:`app.safety` (docs/safety.md) for a
 write plan and for a read-only plan, and their reasons.  Without a udev
 database lsblk's FSTYPE/PTTYPE columns are empty, so the filesystem and
 partition-table type are probed on the device (``blkid -p``) when lsblk has
@@ -20,9 +20,9 @@ import json
 import os
 import shutil
 import stat
-import subprocess
 
 from app import safety
+from app.external import run_tool
 
 LSBLK_COLUMNS = [
     "NAME", "PATH", "TYPE", "SIZE", "MODEL", "VENDOR", "SERIAL", "TRAN", "ROTA", "MOUNTPOINTS",
@@ -34,20 +34,13 @@ LSBLK_FALLBACK_COLUMNS = ["NAME", "TYPE", "SIZE", "MODEL", "TRAN", "ROTA", "MOUN
 TOOL_TIMEOUT = 15.0
 
 
-def _run(argv: list[str], timeout: float = TOOL_TIMEOUT) -> subprocess.CompletedProcess | None:
-    try:
-        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return None
-
-
 def _lsblk(extra: list[str] | None = None) -> list[dict] | None:
     """lsblk's JSON tree, or None when lsblk is missing or fails with both column sets."""
     exe = shutil.which("lsblk")
     if not exe:
         return None
     for columns in (LSBLK_COLUMNS, LSBLK_FALLBACK_COLUMNS):
-        cp = _run([exe, "-J", "-b", "-o", ",".join(columns)] + (extra or []))
+        cp = run_tool([exe, "-J", "-b", "-o", ",".join(columns)] + (extra or []), TOOL_TIMEOUT)
         if cp is None or cp.returncode != 0:
             continue
         try:
@@ -272,7 +265,7 @@ def _nvme_identity(path: str) -> dict | None:
     exe = shutil.which("nvme")
     if not exe or not os.path.basename(path).startswith("nvme"):
         return None
-    cp = _run([exe, "id-ctrl", "-o", "json", path])
+    cp = run_tool([exe, "id-ctrl", "-o", "json", path], TOOL_TIMEOUT)
     if cp is None or cp.returncode != 0:
         return None
     try:
@@ -289,7 +282,7 @@ def _smart_identity(path: str) -> dict | None:
     exe = shutil.which("smartctl")
     if not exe:
         return None
-    cp = _run([exe, "-i", "-j", path])
+    cp = run_tool([exe, "-i", "-j", path], TOOL_TIMEOUT)
     if cp is None or not cp.stdout.strip():
         return None
     try:
@@ -387,7 +380,7 @@ def _file_details(path: str) -> dict:
 
 
 def device_details(path: str) -> dict:
-    """What the report says about a target (SPEC §8).
+    """What the report says about a target (`target_info` in run.json; docs/report.md, "Target").
 
     For a block device: path, name, disk, type, model, vendor, serial,
     size_bytes, transport, rotational, scheduler (the active one), schedulers,

@@ -1,4 +1,4 @@
-"""Target safety (SPEC §5): may this plan run on this target?
+"""Target safety: may this plan run on this target?  (The rules as a table: docs/safety.md.)
 
 A target is a regular file (created if absent) or a block device.  For block
 devices the rules are:
@@ -18,9 +18,11 @@ devices the rules are:
   needs a plain confirmation (``--yes``).  ``--allow-destructive`` is the
   stronger confirmation and implies it.
 
-:func:`classify` answers without any confirmation: its verdict is ``ok``,
-``needs --allow-destructive`` or ``refused`` with the reasons, and
-``Verdict.confirm`` says whether ``--yes`` is still needed.  :func:`check_target`
+:func:`classify` answers without any confirmation: its verdict is an
+:class:`app.points.Verdict` (``ok``, ``needs --allow-destructive`` or ``refused``)
+with the reasons, and ``Verdict.confirm`` says whether ``--yes`` is still needed.
+For a block device the checks are the named rules of :data:`REFUSAL_RULES` and
+:data:`DECISION_RULES`, evaluated in order.  :func:`check_target`
 applies the user's confirmations and raises :class:`app.errors.SafetyError`
 (exit 3) with one or two plain sentences when the plan may not run.
 
@@ -35,14 +37,19 @@ import errno
 import os
 import shutil
 import stat
-import subprocess
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
+from typing import Any, Literal
 
+from app import points
 from app.errors import SafetyError
+from app.external import run_tool
 
-OK = "ok"
-NEEDS_DESTRUCTIVE = "needs --allow-destructive"
-REFUSED = "refused"
+# the verdicts under their old names (callers and tests compare with these)
+OK = points.Verdict.OK
+NEEDS_DESTRUCTIVE = points.Verdict.NEEDS_DESTRUCTIVE
+REFUSED = points.Verdict.REFUSED
 
 SYS_BLOCK = "/sys/class/block"
 UDEV_DATA = "/run/udev/data"  # absent in most containers: then only the probes speak
@@ -52,8 +59,8 @@ PROBE_TIMEOUT = 10.0
 @dataclass
 class Verdict:
     target: str
-    kind: str  # "file", "block" or "other"
-    verdict: str
+    kind: str  # "file", "block" or "other" (what the target is, not a plan's Kind)
+    verdict: points.Verdict
     reasons: list[str] = field(default_factory=list)
     # True when the plan additionally needs a plain confirmation (--yes): every
     # plan on a block device.  Not part of ``allowed``: classify() knows nothing
@@ -64,7 +71,7 @@ class Verdict:
     def allowed(self) -> bool:
         return self.verdict == OK
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -281,18 +288,11 @@ class Probe:
 _USAGE = {"filesystem": "filesystem", "raid": "RAID/LVM member", "crypto": "encrypted volume", "other": "signature"}
 
 
-def _run(argv: list[str]) -> subprocess.CompletedProcess | None:
-    try:
-        return subprocess.run(argv, capture_output=True, text=True, timeout=PROBE_TIMEOUT, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return None
-
-
 def _probe_blkid(path: str) -> Probe | None:
     exe = shutil.which("blkid")
     if not exe:
         return None
-    cp = _run([exe, "-p", "-o", "export", path])
+    cp = run_tool([exe, "-p", "-o", "export", path], PROBE_TIMEOUT)
     if cp is None:
         return Probe(tool="blkid", error="blkid could not be run")
     values = {}
@@ -318,7 +318,7 @@ def _probe_wipefs(path: str) -> Probe | None:
     exe = shutil.which("wipefs")
     if not exe:
         return None
-    cp = _run([exe, "--no-act", "--noheadings", "--output", "TYPE,OFFSET", path])
+    cp = run_tool([exe, "--no-act", "--noheadings", "--output", "TYPE,OFFSET", path], PROBE_TIMEOUT)
     if cp is None:
         return Probe(tool="wipefs", error="wipefs could not be run")
     if cp.returncode != 0:
@@ -375,7 +375,7 @@ def _label(name: str, target_name: str, relation: str = "") -> str:
 
 def _in_use(name: str, label: str, state: SystemState) -> list[str]:
     """Blocking reasons that ``name`` itself is in use."""
-    out = []
+    out: list[str] = []
     dev = _devnum_of(name)
     if dev is None:
         return out
@@ -393,7 +393,7 @@ def _in_use(name: str, label: str, state: SystemState) -> list[str]:
     return out
 
 
-def _all_holders(name: str, seen: set[str]):
+def _all_holders(name: str, seen: set[str]) -> Iterator[str]:
     for h in holders(name):
         if h not in seen:
             seen.add(h)
@@ -490,83 +490,172 @@ def check_read_only_size(target: str, block: int) -> None:
             "or a new file (then the tool creates it).")
 
 
+class _Block:
+    """The facts about one block device that the rules read, each looked up once and only when a rule
+    asks (the signature probe, in particular, runs only when a write plan gets that far)."""
+
+    def __init__(self, path: str, name: str, writes: bool, state: SystemState, probe: Probe | None) -> None:
+        self.path, self.name, self.writes, self.state = path, name, writes, state
+        self._given_probe = probe
+        self.blockers: list[str] = []  # the refusal rules' reasons so far
+
+    @cached_property
+    def parent(self) -> str | None:
+        return parent_disk(self.name)
+
+    @cached_property
+    def parts(self) -> list[str]:
+        return [] if self.parent else partitions(self.name)
+
+    @cached_property
+    def notes(self) -> list[str]:
+        """Said after every verdict's reasons; they change no verdict."""
+        if not self.writes or not self.parent:
+            return []
+        siblings = [p for p in partitions(self.parent) if p != self.name and _devnum_of(p) in self.state.root_devs]
+        return [f"{self.path} shares its disk with the root filesystem ({dev_path(siblings[0])})"] if siblings else []
+
+    @cached_property
+    def probe(self) -> Probe:
+        return self._given_probe or probe_signatures(self.path)
+
+    @cached_property
+    def signatures(self) -> list[str]:
+        sigs = list(self.probe.signatures)
+        sigs += [u for u in udev_signatures(self.name) if u.split()[0] not in " ".join(self.probe.signatures)]
+        if self.parts:
+            sigs.append(f"partitions {', '.join(dev_path(p) for p in self.parts)}")
+        return sigs
+
+    def partition_label(self, part: str) -> str:
+        return f"{dev_path(part)} (a partition of {self.path})"
+
+
+@dataclass(frozen=True)
+class BlockRule:
+    """One check of :func:`classify_block`: its ``name``, the plans it applies to, the ``verdict`` it
+    gives and ``check``, which returns the reasons for that verdict ([] when the rule does not fire)."""
+
+    name: str
+    plans: Literal["write", "read", "any"]
+    verdict: points.Verdict
+    check: Callable[[_Block], list[str]]
+
+    def applies(self, writes: bool) -> bool:
+        return self.plans == "any" or (self.plans == "write") == writes
+
+
+def _rule_empty(b: _Block) -> list[str]:
+    return [f"{b.path} has size 0 (no medium, or an unconfigured device)"] if size_bytes(b.name) == 0 else []
+
+
+def _rule_in_use(b: _Block) -> list[str]:
+    return _in_use(b.name, b.path, b.state) + _holder_reasons(b.name, b.path, b.state)
+
+
+def _rule_partition_in_use(b: _Block) -> list[str]:
+    out: list[str] = []
+    for part in b.parts:
+        label = b.partition_label(part)
+        out += _in_use(part, label, b.state) + _holder_reasons(part, label, b.state)
+    return out
+
+
+def _rule_disk_in_use(b: _Block) -> list[str]:
+    if not b.parent:
+        return []
+    label = f"{dev_path(b.parent)} (the disk holding {b.path})"
+    out = _in_use(b.parent, label, b.state) + _holder_reasons(b.parent, label, b.state)
+    if is_read_only(b.parent) and not is_read_only(b.name):
+        out.append(f"{label} is read-only")
+    return out
+
+
+def _rule_read_only(b: _Block) -> list[str]:
+    return [f"{b.path} is read-only"] if is_read_only(b.name) else []
+
+
+def _rule_exclusive_open(b: _Block) -> list[str]:
+    """The kernel's own answer: an exclusive open fails while anything holds the device.  Busy counts
+    only against a write plan that no earlier rule refused (it would repeat their reason)."""
+    err = _exclusive_open(b.path)
+    if err is None:
+        return []
+    if err.errno == errno.EBUSY:
+        if b.writes and not b.blockers:
+            return [f"{b.path} is in use: the kernel refuses an exclusive open (mounted, swap "
+                    "or held by another device or program, perhaps outside this container)"]
+        return []
+    if err.errno in (errno.ENOMEDIUM, errno.ENXIO, errno.ENODEV):
+        return [f"{b.path} has no medium ({err.strerror})"]
+    return [f"{b.path} cannot be opened: {err.strerror}"]
+
+
+def _rule_signature(b: _Block) -> list[str]:
+    if not b.signatures:
+        return []
+    via = f", found by {b.probe.tool}" if b.probe.signatures and b.probe.tool else ""
+    return [f"{b.path} carries a filesystem or partition-table signature ({'; '.join(b.signatures)}{via}) "
+            "that a write plan destroys"]
+
+
+def _rule_unprobed(b: _Block) -> list[str]:
+    if not b.probe.error:
+        return []
+    return [f"{b.path} could not be probed for signatures ({b.probe.error}), so it cannot be shown blank"]
+
+
+def _rule_blank(b: _Block) -> list[str]:
+    return [f"{b.path} is not mounted, not swap, not held and carries no filesystem or partition-table "
+            "signature; a write plan needs confirmation (--yes)"]
+
+
+def _rule_read(b: _Block) -> list[str]:
+    in_use = _in_use(b.name, b.path, b.state)
+    for part in b.parts:
+        in_use += _in_use(part, b.partition_label(part), b.state)
+    return [f"a read-only plan never writes {b.path}; it needs confirmation (--yes)"] + [
+        f"{r}; reads run regardless" for r in in_use]
+
+
+# Every refusal rule that applies runs, in this order; the reasons of all that fire make one
+# ``refused`` verdict.
+REFUSAL_RULES: tuple[BlockRule, ...] = (
+    BlockRule("empty device", "any", REFUSED, _rule_empty),
+    BlockRule("device in use or held", "write", REFUSED, _rule_in_use),
+    BlockRule("a partition in use or held", "write", REFUSED, _rule_partition_in_use),
+    BlockRule("its disk in use, held or read-only", "write", REFUSED, _rule_disk_in_use),
+    BlockRule("read-only device", "write", REFUSED, _rule_read_only),
+    BlockRule("exclusive open refused", "any", REFUSED, _rule_exclusive_open),
+)
+# When nothing refused: the first of these that applies and fires gives the verdict.
+DECISION_RULES: tuple[BlockRule, ...] = (
+    BlockRule("signature found", "write", NEEDS_DESTRUCTIVE, _rule_signature),
+    BlockRule("signatures not probed", "write", NEEDS_DESTRUCTIVE, _rule_unprobed),
+    BlockRule("blank device", "write", OK, _rule_blank),
+    BlockRule("read-only plan", "read", OK, _rule_read),
+)
+
+
 def classify_block(path: str, writes: bool, state: SystemState | None = None,
                    probe: Probe | None = None) -> Verdict:
-    """Verdict for a block device.  ``state`` and ``probe`` let a caller that
-    classifies many devices (``devices``) share one snapshot and one probe."""
+    """Verdict for a block device: :data:`REFUSAL_RULES`, then :data:`DECISION_RULES`.  ``state`` and
+    ``probe`` let a caller that classifies many devices (``devices``) share one snapshot and one probe."""
     name = sys_name(path)
     if name is None:
         return Verdict(path, "block", REFUSED, [f"{path} is a block device the kernel does not list in /sys"])
-    state = state or SystemState()
-    blockers: list[str] = []
-    notes: list[str] = []
-    size = size_bytes(name)
-    if size == 0:
-        blockers.append(f"{path} has size 0 (no medium, or an unconfigured device)")
-
-    parent = parent_disk(name)
-    parts = [] if parent else partitions(name)
-
-    if writes:
-        blockers += _in_use(name, path, state)
-        blockers += _holder_reasons(name, path, state)
-        for part in parts:
-            label = f"{dev_path(part)} (a partition of {path})"
-            blockers += _in_use(part, label, state)
-            blockers += _holder_reasons(part, label, state)
-        if parent:
-            label = f"{dev_path(parent)} (the disk holding {path})"
-            blockers += _in_use(parent, label, state)
-            blockers += _holder_reasons(parent, label, state)
-            if is_read_only(parent) and not is_read_only(name):
-                blockers.append(f"{label} is read-only")
-            siblings = [p for p in partitions(parent) if p != name and _devnum_of(p) in state.root_devs]
-            if siblings:
-                notes.append(f"{path} shares its disk with the root filesystem ({dev_path(siblings[0])})")
-        if is_read_only(name):
-            blockers.append(f"{path} is read-only")
-
-    # The kernel's own answer: an exclusive open fails while anything holds the device.
-    err = _exclusive_open(path)
-    if err is not None:
-        if err.errno == errno.EBUSY:
-            if writes and not blockers:
-                blockers.append(f"{path} is in use: the kernel refuses an exclusive open (mounted, swap "
-                                "or held by another device or program, perhaps outside this container)")
-        elif err.errno in (errno.ENOMEDIUM, errno.ENXIO, errno.ENODEV):
-            blockers.append(f"{path} has no medium ({err.strerror})")
-        else:
-            blockers.append(f"{path} cannot be opened: {err.strerror}")
-
-    if writes and not blockers:
-        probe = probe or probe_signatures(path)
-        sigs = list(probe.signatures)
-        sigs += [u for u in udev_signatures(name) if u.split()[0] not in " ".join(probe.signatures)]
-        if parts:
-            sigs.append(f"partitions {', '.join(dev_path(p) for p in parts)}")
-        if sigs:
-            via = f", found by {probe.tool}" if probe.signatures and probe.tool else ""
-            return Verdict(path, "block", NEEDS_DESTRUCTIVE, [
-                f"{path} carries a filesystem or partition-table signature ({'; '.join(sigs)}{via}) "
-                "that a write plan destroys"] + notes, confirm=True)
-        if probe.error:
-            return Verdict(path, "block", NEEDS_DESTRUCTIVE, [
-                f"{path} could not be probed for signatures ({probe.error}), so it cannot be shown blank"] + notes,
-                confirm=True)
-
-    if blockers:
-        return Verdict(path, "block", REFUSED, blockers + notes, confirm=True)
-
-    if writes:
-        return Verdict(path, "block", OK, [
-            f"{path} is not mounted, not swap, not held and carries no filesystem or partition-table "
-            "signature; a write plan needs confirmation (--yes)"] + notes, confirm=True)
-    in_use = _in_use(name, path, state)
-    for part in parts:
-        in_use += _in_use(part, f"{dev_path(part)} (a partition of {path})", state)
-    in_use = [f"{r}; reads run regardless" for r in in_use]
-    return Verdict(path, "block", OK, [
-        f"a read-only plan never writes {path}; it needs confirmation (--yes)"] + in_use + notes, confirm=True)
+    b = _Block(path, name, writes, state or SystemState(), probe)
+    for rule in REFUSAL_RULES:
+        if rule.applies(writes):
+            b.blockers += rule.check(b)
+    if b.blockers:
+        return Verdict(path, "block", REFUSED, b.blockers + b.notes, confirm=True)
+    for rule in DECISION_RULES:
+        if rule.applies(writes):
+            reasons = rule.check(b)
+            if reasons:
+                return Verdict(path, "block", rule.verdict, reasons + b.notes, confirm=True)
+    raise AssertionError("the last decision rule for each plan always fires")
 
 
 def classify(target: str, writes: bool) -> Verdict:

@@ -13,7 +13,7 @@ void print_usage(FILE *f)
 {
     fputs(
 "usage: memlat MODE [options]\n"
-"profiler-tui's memory engine: MLC-style idle and loaded latency (SPEC section 6).\n"
+"profiler-tui's memory engine: MLC-style idle and loaded latency (see native/memlat/README.md).\n"
 "\n"
 "modes:\n"
 "  --idle_latency        latency of a dependent random pointer chase, one thread\n"
@@ -133,7 +133,252 @@ static const char *optval(int argc, char **argv, int *i, const char *attached)
     return NULL;
 }
 
-int parse_args(int argc, char **argv, struct opts *o, char *err, size_t errlen)
+/* ---- one handler per option: 0 ok, 1 done (text printed, exit 0), 2 bad value (message in err) ---- */
+typedef int (*opt_fn)(struct opts *o, const char *v, char *err, size_t errlen);
+
+static int opt_help(struct opts *o, const char *v, char *err, size_t errlen)
+{
+    (void)o, (void)v, (void)err, (void)errlen;
+    print_usage(stdout);
+    return 1;
+}
+
+static int opt_version(struct opts *o, const char *v, char *err, size_t errlen)
+{
+    (void)o, (void)v, (void)err, (void)errlen;
+    printf("profiler-tui memlat v%s\n", MEMLAT_VERSION);
+    return 1;
+}
+
+static int opt_idle(struct opts *o, const char *v, char *err, size_t errlen)
+{
+    (void)v, (void)err, (void)errlen;
+    o->mode = MODE_IDLE;
+    return 0;
+}
+
+static int opt_loaded(struct opts *o, const char *v, char *err, size_t errlen)
+{
+    (void)v, (void)err, (void)errlen;
+    o->mode = MODE_LOADED;
+    return 0;
+}
+
+static int opt_bandwidth(struct opts *o, const char *v, char *err, size_t errlen)
+{
+    (void)v, (void)err, (void)errlen;
+    o->mode = MODE_BANDWIDTH;
+    return 0;
+}
+
+static int opt_count_check(struct opts *o, const char *v, char *err, size_t errlen)
+{
+    o->mode = MODE_COUNT_CHECK;
+    if (parse_u64(v, &o->count_steps) < 0 || o->count_steps == 0 || o->count_steps > (1u << 24)) {
+        snprintf(err, errlen, "invalid --count_check '%s': expected a step count from 1 to %u", v ? v : "", 1u << 24);
+        return 2;
+    }
+    return 0;
+}
+
+static int opt_json(struct opts *o, const char *v, char *err, size_t errlen)
+{
+    (void)v, (void)err, (void)errlen;
+    o->json = 1;
+    return 0;
+}
+
+static int opt_no_huge_pages(struct opts *o, const char *v, char *err, size_t errlen)
+{
+    (void)v, (void)err, (void)errlen;
+    o->huge_pages = 0;
+    return 0;
+}
+
+static int opt_seed(struct opts *o, const char *v, char *err, size_t errlen)
+{
+    if (parse_u64(v, &o->seed) < 0) {
+        snprintf(err, errlen, "invalid --seed '%s': expected a non-negative integer", v ? v : "");
+        return 2;
+    }
+    return 0;
+}
+
+static int opt_tlb_locality(struct opts *o, const char *v, char *err, size_t errlen)
+{
+    if (parse_u64(v, &o->tlb_locality_kib) < 0 || o->tlb_locality_kib > (1ULL << 30)) {
+        snprintf(err, errlen, "invalid --tlb_locality '%s': expected KiB (0 = global random chase)", v ? v : "");
+        return 2;
+    }
+    return 0;
+}
+
+/* seconds in [lo, hi]; -1 when v is not a number in that range */
+static double parse_seconds(const char *v, double lo, double hi)
+{
+    char *end = NULL;
+    double s = v ? strtod(v, &end) : -1;
+    if (!v || end == v || *end || !(s >= lo && s <= hi))
+        return -1;
+    return s;
+}
+
+static int opt_warmup(struct opts *o, const char *v, char *err, size_t errlen)
+{
+    double w = parse_seconds(v, 0, 600);
+    if (w < 0) {
+        snprintf(err, errlen, "invalid --warmup '%s': expected seconds from 0 to 600", v ? v : "");
+        return 2;
+    }
+    o->warmup = w;
+    return 0;
+}
+
+static int opt_reads(struct opts *o, const char *v, char *err, size_t errlen)
+{
+    (void)v, (void)err, (void)errlen;
+    o->traffic_code = 0;
+    return 0;
+}
+
+static int opt_ignored(struct opts *o, const char *v, char *err, size_t errlen)
+{
+    (void)o, (void)v, (void)err, (void)errlen;
+    return 0;
+}
+
+static int opt_traffic(struct opts *o, const char *v, char *err, size_t errlen)
+{
+    uint64_t c;
+    if (parse_u64(v, &c) < 0 || c > 1000 || c == 0 || !traffic_by_code((int)c)) {
+        char codes[64];
+        traffic_valid_codes(codes, sizeof codes);
+        snprintf(err, errlen, "invalid traffic type -W '%s': valid codes are %s (or -R for all reads)",
+                 v ? v : "", codes);
+        return 2;
+    }
+    o->traffic_code = (int)c;
+    return 0;
+}
+
+static int opt_delay(struct opts *o, const char *v, char *err, size_t errlen)
+{
+    if (parse_delay(v, &o->delays[0], err, errlen) < 0)
+        return 2;
+    o->ndelays = 1;
+    return 0;
+}
+
+static int opt_delay_list(struct opts *o, const char *v, char *err, size_t errlen)
+{
+    if (!v || !*v) {
+        snprintf(err, errlen, "missing delay list after -D (e.g. -D 0,100,1000)");
+        return 2;
+    }
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", v);
+    int n = 0;
+    char *save = NULL;
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (n >= MAX_DELAYS) {
+            snprintf(err, errlen, "too many delays in -D (at most %d)", MAX_DELAYS);
+            return 2;
+        }
+        if (parse_delay(tok, &o->delays[n], err, errlen) < 0)
+            return 2;
+        n++;
+    }
+    if (n == 0 || v[strlen(v) - 1] == ',' || v[0] == ',' || strstr(v, ",,")) {
+        snprintf(err, errlen, "invalid delay list '%s': expected e.g. 0,100,1000", v);
+        return 2;
+    }
+    o->ndelays = n;
+    return 0;
+}
+
+static int opt_stride(struct opts *o, const char *v, char *err, size_t errlen)
+{
+    uint64_t s;
+    if (parse_u64(v, &s) < 0 || s < 64 || s > 4096 || (s & (s - 1))) {
+        snprintf(err, errlen, "invalid stride -l '%s': must be a power of two from 64 to 4096 bytes "
+                 "(e.g. 64, 128, 256)", v ? v : "");
+        return 2;
+    }
+    o->stride = (int)s;
+    return 0;
+}
+
+static int opt_buffer(struct opts *o, const char *v, char *err, size_t errlen)
+{
+    if (parse_u64(v, &o->buffer_kib) < 0 || o->buffer_kib < 4 || o->buffer_kib > (1ULL << 40)) {
+        snprintf(err, errlen, "invalid buffer size -b '%s': expected KiB per thread, at least 4", v ? v : "");
+        return 2;
+    }
+    return 0;
+}
+
+static int opt_duration(struct opts *o, const char *v, char *err, size_t errlen)
+{
+    double t = parse_seconds(v, 0.01, 3600);
+    if (t < 0) {
+        snprintf(err, errlen, "invalid duration -t '%s': expected seconds from 0.01 to 3600", v ? v : "");
+        return 2;
+    }
+    o->seconds = t;
+    return 0;
+}
+
+static int opt_cpus(struct opts *o, const char *v, char *err, size_t errlen)
+{
+    int n = parse_cpu_list(v, o->cpus, MAX_CPUS, err, errlen);
+    if (n < 0)
+        return 2;
+    o->ncpus = n;
+    return 0;
+}
+
+/* Every option. Long options take their value attached ("--seed=3") or as the next argument; a long
+ * option without a value ignores anything attached ("--json=x" is --json). A one-letter option with a
+ * value takes it attached ("-d0") or next ("-d 0"); one without a value must stand alone ("-Rx" is refused). */
+static const struct option_def {
+    const char *name;
+    int has_value;
+    opt_fn apply;
+} OPTIONS[] = {
+    {"--help", 0, opt_help},
+    {"--version", 0, opt_version},
+    {"--idle_latency", 0, opt_idle},
+    {"--loaded_latency", 0, opt_loaded},
+    {"--bandwidth_only", 0, opt_bandwidth},
+    {"--count_check", 1, opt_count_check},
+    {"--json", 0, opt_json},
+    {"--no_huge_pages", 0, opt_no_huge_pages},
+    {"--seed", 1, opt_seed},
+    {"--tlb_locality", 1, opt_tlb_locality},
+    {"--warmup", 1, opt_warmup},
+    {"-h", 0, opt_help},
+    {"-R", 0, opt_reads},
+    {"-e", 0, opt_ignored},
+    {"-r", 0, opt_ignored},
+    {"-X", 0, opt_ignored},
+    {"-W", 1, opt_traffic},
+    {"-d", 1, opt_delay},
+    {"-D", 1, opt_delay_list},
+    {"-l", 1, opt_stride},
+    {"-b", 1, opt_buffer},
+    {"-t", 1, opt_duration},
+    {"-k", 1, opt_cpus},
+};
+
+static const struct option_def *find_option(const char *name, size_t len)
+{
+    for (size_t i = 0; i < sizeof OPTIONS / sizeof OPTIONS[0]; i++)
+        if (strlen(OPTIONS[i].name) == len && !strncmp(OPTIONS[i].name, name, len))
+            return &OPTIONS[i];
+    return NULL;
+}
+
+static void set_defaults(struct opts *o, int argc, char **argv)
 {
     memset(o, 0, sizeof *o);
     o->stride = 64;
@@ -143,177 +388,46 @@ int parse_args(int argc, char **argv, struct opts *o, char *err, size_t errlen)
     o->seed = 1;
     o->ndelays = (int)(sizeof DEFAULT_DELAYS / sizeof DEFAULT_DELAYS[0]);
     memcpy(o->delays, DEFAULT_DELAYS, sizeof DEFAULT_DELAYS);
-
     size_t used = 0;
     for (int i = 1; i < argc && used < sizeof o->cmdline; i++)
         used += (size_t)snprintf(o->cmdline + used, sizeof o->cmdline - used, "%s%s", i > 1 ? " " : "", argv[i]);
+}
 
-    for (int i = 1; i < argc; i++) {
-        char *a = argv[i];
-        const char *v;
-        if (a[0] == '-' && a[1] == '-') {
-            char name[64];
-            const char *eq = strchr(a, '=');
-            size_t nl = eq ? (size_t)(eq - a) : strlen(a);
-            if (nl >= sizeof name)
-                nl = sizeof name - 1;
-            memcpy(name, a, nl);
-            name[nl] = 0;
-            const char *att = eq ? eq + 1 : NULL;
-            if (!strcmp(name, "--help")) {
-                print_usage(stdout);
-                return 1;
-            } else if (!strcmp(name, "--version")) {
-                printf("profiler-tui memlat v%s\n", MEMLAT_VERSION);
-                return 1;
-            } else if (!strcmp(name, "--idle_latency")) {
-                o->mode = MODE_IDLE;
-            } else if (!strcmp(name, "--loaded_latency")) {
-                o->mode = MODE_LOADED;
-            } else if (!strcmp(name, "--bandwidth_only")) {
-                o->mode = MODE_BANDWIDTH;
-            } else if (!strcmp(name, "--count_check")) {
-                o->mode = MODE_COUNT_CHECK;
-                v = optval(argc, argv, &i, att);
-                if (parse_u64(v, &o->count_steps) < 0 || o->count_steps == 0 || o->count_steps > (1u << 24)) {
-                    snprintf(err, errlen, "invalid --count_check '%s': expected a step count from 1 to %u",
-                             v ? v : "", 1u << 24);
-                    return 2;
-                }
-            } else if (!strcmp(name, "--json")) {
-                o->json = 1;
-            } else if (!strcmp(name, "--no_huge_pages")) {
-                o->huge_pages = 0;
-            } else if (!strcmp(name, "--seed")) {
-                v = optval(argc, argv, &i, att);
-                if (parse_u64(v, &o->seed) < 0) {
-                    snprintf(err, errlen, "invalid --seed '%s': expected a non-negative integer", v ? v : "");
-                    return 2;
-                }
-            } else if (!strcmp(name, "--tlb_locality")) {
-                v = optval(argc, argv, &i, att);
-                if (parse_u64(v, &o->tlb_locality_kib) < 0 || o->tlb_locality_kib > (1ULL << 30)) {
-                    snprintf(err, errlen, "invalid --tlb_locality '%s': expected KiB (0 = global random chase)",
-                             v ? v : "");
-                    return 2;
-                }
-            } else if (!strcmp(name, "--warmup")) {
-                v = optval(argc, argv, &i, att);
-                char *end = NULL;
-                double w = v ? strtod(v, &end) : -1;
-                if (!v || end == v || *end || !(w >= 0 && w <= 600)) {
-                    snprintf(err, errlen, "invalid --warmup '%s': expected seconds from 0 to 600", v ? v : "");
-                    return 2;
-                }
-                o->warmup = w;
-            } else {
-                snprintf(err, errlen, "unknown option '%s' (see --help)", a);
-                return 2;
-            }
-            continue;
-        }
-        if (a[0] != '-' || a[1] == 0 || (a[2] != 0 && strchr("RerXh", a[1]) != NULL)) {
+/* argv[*i]: find its option, take its value (possibly argv[*i + 1]) and apply it */
+static int parse_one(int argc, char **argv, int *i, struct opts *o, char *err, size_t errlen)
+{
+    const char *a = argv[*i], *att;
+    const struct option_def *def;
+    if (a[0] == '-' && a[1] == '-') {
+        const char *eq = strchr(a, '=');
+        def = find_option(a, eq ? (size_t)(eq - a) : strlen(a));
+        att = eq ? eq + 1 : NULL;
+    } else {
+        if (a[0] != '-' || a[1] == 0) {
             snprintf(err, errlen, "unknown argument '%s' (see --help)", a);
             return 2;
         }
-        char flag = a[1];
-        const char *att = a[2] ? a + 2 : NULL;
-        switch (flag) {
-        case 'h':
-            print_usage(stdout);
-            return 1;
-        case 'R':
-            o->traffic_code = 0;
-            break;
-        case 'e': case 'r': case 'X':
-            break;
-        case 'W': {
-            uint64_t c;
-            v = optval(argc, argv, &i, att);
-            if (parse_u64(v, &c) < 0 || c > 1000 || c == 0 || !traffic_by_code((int)c)) {
-                char codes[64];
-                traffic_valid_codes(codes, sizeof codes);
-                snprintf(err, errlen, "invalid traffic type -W '%s': valid codes are %s (or -R for all reads)",
-                         v ? v : "", codes);
-                return 2;
-            }
-            o->traffic_code = (int)c;
-            break;
-        }
-        case 'd':
-            v = optval(argc, argv, &i, att);
-            if (parse_delay(v, &o->delays[0], err, errlen) < 0)
-                return 2;
-            o->ndelays = 1;
-            break;
-        case 'D': {
-            v = optval(argc, argv, &i, att);
-            if (!v || !*v) {
-                snprintf(err, errlen, "missing delay list after -D (e.g. -D 0,100,1000)");
-                return 2;
-            }
-            char buf[4096];
-            snprintf(buf, sizeof buf, "%s", v);
-            int n = 0;
-            char *save = NULL;
-            for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-                if (n >= MAX_DELAYS) {
-                    snprintf(err, errlen, "too many delays in -D (at most %d)", MAX_DELAYS);
-                    return 2;
-                }
-                if (parse_delay(tok, &o->delays[n], err, errlen) < 0)
-                    return 2;
-                n++;
-            }
-            if (n == 0 || v[strlen(v) - 1] == ',' || v[0] == ',' || strstr(v, ",,")) {
-                snprintf(err, errlen, "invalid delay list '%s': expected e.g. 0,100,1000", v);
-                return 2;
-            }
-            o->ndelays = n;
-            break;
-        }
-        case 'l': {
-            uint64_t s;
-            v = optval(argc, argv, &i, att);
-            if (parse_u64(v, &s) < 0 || s < 64 || s > 4096 || (s & (s - 1))) {
-                snprintf(err, errlen, "invalid stride -l '%s': must be a power of two from 64 to 4096 bytes "
-                         "(e.g. 64, 128, 256)", v ? v : "");
-                return 2;
-            }
-            o->stride = (int)s;
-            break;
-        }
-        case 'b': {
-            v = optval(argc, argv, &i, att);
-            if (parse_u64(v, &o->buffer_kib) < 0 || o->buffer_kib < 4 || o->buffer_kib > (1ULL << 40)) {
-                snprintf(err, errlen, "invalid buffer size -b '%s': expected KiB per thread, at least 4", v ? v : "");
-                return 2;
-            }
-            break;
-        }
-        case 't': {
-            v = optval(argc, argv, &i, att);
-            char *end = NULL;
-            double t = v ? strtod(v, &end) : 0;
-            if (!v || end == v || *end || !(t >= 0.01 && t <= 3600)) {
-                snprintf(err, errlen, "invalid duration -t '%s': expected seconds from 0.01 to 3600", v ? v : "");
-                return 2;
-            }
-            o->seconds = t;
-            break;
-        }
-        case 'k': {
-            v = optval(argc, argv, &i, att);
-            int n = parse_cpu_list(v, o->cpus, MAX_CPUS, err, errlen);
-            if (n < 0)
-                return 2;
-            o->ncpus = n;
-            break;
-        }
-        default:
-            snprintf(err, errlen, "unknown option '%s' (see --help)", a);
+        def = find_option(a, 2);
+        att = a[2] ? a + 2 : NULL;
+        if (def && !def->has_value && att) {
+            snprintf(err, errlen, "unknown argument '%s' (see --help)", a);
             return 2;
         }
+    }
+    if (!def) {
+        snprintf(err, errlen, "unknown option '%s' (see --help)", a);
+        return 2;
+    }
+    return def->apply(o, def->has_value ? optval(argc, argv, i, att) : NULL, err, errlen);
+}
+
+int parse_args(int argc, char **argv, struct opts *o, char *err, size_t errlen)
+{
+    set_defaults(o, argc, argv);
+    for (int i = 1; i < argc; i++) {
+        int rc = parse_one(argc, argv, &i, o, err, errlen);
+        if (rc)
+            return rc;
     }
     if (o->mode == MODE_NONE) {
         snprintf(err, errlen, "no mode given: use --idle_latency, --loaded_latency or --bandwidth_only (see --help)");

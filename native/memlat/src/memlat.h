@@ -1,5 +1,5 @@
-/* memlat — profiler-tui's built-in loaded-latency engine (SPEC §6).
- * Shared declarations of the engine's modules. */
+/* memlat — profiler-tui's built-in loaded-latency engine (native/memlat/README.md).
+ * Declarations used by more than one of the engine's modules. */
 #ifndef MEMLAT_H
 #define MEMLAT_H
 
@@ -24,7 +24,7 @@ enum op {
 
 struct traffic {
     int code;                 /* 0 = all reads (-R), else MLC's -W code */
-    const char *name;         /* "R", "W2", ... (SPEC §7 traffic field) */
+    const char *name;         /* "R", "W2", ...: the "traffic" value of a memory point (docs/presets.md) */
     const char *ratio;        /* "1:0", "2:1", ... bus read : bus write */
     const char *desc;         /* MLC-style wording for the "Using ... traffic type" line */
     int nops;

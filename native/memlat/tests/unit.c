@@ -1,8 +1,11 @@
-/* C-level tests of the engine's pieces: counting rule, chain shape, argument parsing, delay loop. */
+/* C-level tests of the engine's pieces: counting rule, chain shape, argument parsing, JSON writer, delay loop. */
+#define _GNU_SOURCE
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "memlat.h"
+#include "json.h"
 
 static int failures, checks;
 #define CHECK(cond, ...) do { checks++; if (!(cond)) { failures++; printf("FAIL %s:%d: ", __FILE__, __LINE__); \
@@ -98,6 +101,41 @@ static void test_args(void)
         CHECK(parse(bad[i], &o) == 2, "'%s' should be a usage error", bad[i]);
 }
 
+static void test_json(void)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    struct json j;
+    int cpus[] = {0, 2, 3};
+    json_begin(&j, f);
+    json_str(&j, "s", "a\"b\\c\nd\x01");
+    json_u64(&j, "u", 18446744073709551615ULL);
+    json_num(&j, "n", 2.5, 1);
+    json_num(&j, "nan", NAN, 3);
+    json_num(&j, "inf", INFINITY, 3);
+    json_bool(&j, "b", 0);
+    json_int_list(&j, "cpus", cpus, 3);
+    json_int_list(&j, "none", cpus, 0);
+    json_array_begin(&j, "rows");
+    for (int i = 0; i < 2; i++) {
+        json_array_item(&j);
+        json_int(&j, "i", i);
+        json_null(&j, "x");
+        json_end(&j);
+    }
+    json_array_end(&j);
+    json_array_begin(&j, "empty");
+    json_array_end(&j);
+    json_end(&j);
+    fclose(f);
+    const char *want = "{\"s\": \"a\\\"b\\\\c\\u000ad\\u0001\", \"u\": 18446744073709551615, \"n\": 2.5, "
+                       "\"nan\": null, \"inf\": null, \"b\": false, \"cpus\": [0,2,3], \"none\": [], "
+                       "\"rows\": [{\"i\": 0, \"x\": null}, {\"i\": 1, \"x\": null}], \"empty\": []}";
+    CHECK(!strcmp(buf, want), "json writer wrote %s\n want %s", buf, want);
+    free(buf);
+}
+
 static void test_delay(void)
 {
     double t0 = now_ns();
@@ -121,6 +159,7 @@ int main(void)
     test_chain(1000, 256, 64);
     test_chain(2, 64, 0);
     test_args();
+    test_json();
     test_delay();
     printf("unit tests (%s kernels): %d checks, %d failures\n", kernel_isa, checks, failures);
     return failures ? 1 : 0;
