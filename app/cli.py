@@ -16,9 +16,8 @@ from app.errors import EXIT_INTERRUPTED, ProfilerError, UsageError
 from app.progress import ProgressPrinter
 from app.summary import point_label, results_table
 from app.textable import format_table
-from app.units import format_size
 
-ENGINE_CHOICE = click.Choice(["auto", "mlc", "builtin"])
+ENGINE_CHOICE = click.Choice(list(presets.ENGINES))
 
 
 def tool_lines() -> list[str]:
@@ -103,41 +102,31 @@ def presets_cmd(ctx: click.Context, as_json: bool) -> int | None:
     return 0
 
 
-def _value(key: str, value: Any) -> str:
-    if value is None:
-        return "-"
-    if key in ("bs", "size", "buffer") and isinstance(value, int):
-        return format_size(value)
-    if isinstance(value, bool):
-        return "1" if value else "0"
-    return str(value)
-
-
 @presets_cmd.command(name="show")
 @click.argument("name")
 @click.option("--set", "sets", multiple=True, metavar="KEY=V[,V...]", help="Override a setting or axis.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def presets_show(name: str, sets: tuple[str, ...], as_json: bool) -> int:
     """The expanded plan of a preset: every point, the count and the estimated duration."""
+    from app.describe import describe_plan, show_value
+
     preset = presets.apply_overrides(presets.load(name), sets)
-    points = [p.to_dict() for p in preset.expand()]  # as run.json's "plan" holds them
-    info = presets.summary(preset)
-    axes = presets.describe_axes(preset)
     if as_json:
-        click.echo(json.dumps({**info, "axes": axes, "plan": points}, indent=2))
+        points = [p.to_dict() for p in preset.expand()]  # as run.json's "plan" holds them
+        click.echo(json.dumps({**presets.summary(preset), "axes": presets.describe_axes(preset), "plan": points},
+                              indent=2))
         return 0
-    click.echo(f"{preset.name} ({preset.kind}) — {preset.description}")
-    click.echo(f"source: {preset.source}")
-    fixed = {k: v for k, v in points[0].items() if k not in axes and k != "group"}
-    click.echo("settings: " + ", ".join(f"{k}={_value(k, v)}" for k, v in fixed.items()))
-    for key, values in axes.items():
-        click.echo(f"axis {key}: " + ", ".join(_value(key, v) for v in values))
-    keys = [k for k in points[0] if k in axes] or ["label"]
-    rows = [[i + 1, point_label(preset.kind, p)] + [_value(k, p.get(k)) for k in keys if k in axes]
-            for i, p in enumerate(points)]
-    click.echo(format_table(["#", "point"] + [k for k in keys if k in axes], rows, right=(0,)))
-    click.echo(f"{len(points)} points, estimated {info['estimated']}"
-               + (" — writes to the target" if info["writes"] else " — reads only"))
+    d = describe_plan(preset)
+    click.echo(f"{d.name} ({d.kind}) — {d.description}")
+    click.echo(f"source: {d.source}")
+    click.echo("settings: " + d.settings_text)
+    for key in d.axes:
+        click.echo(f"axis {key}: " + d.axis_text(key))
+    tables = [p.to_dict() for p in d.points]
+    keys = [k for k in tables[0] if k in d.axes]
+    rows = [[i + 1, point_label(d.kind, p)] + [show_value(k, p.get(k)) for k in keys] for i, p in enumerate(tables)]
+    click.echo(format_table(["#", "point"] + keys, rows, right=(0,)))
+    click.echo(f"{d.totals} — {d.access}")
     return 0
 
 
@@ -343,7 +332,11 @@ def compare(directory: str, other: str | None, reference: str | None, out: str |
 
     if (other is None) == (reference is None):
         raise UsageError("compare: give a second results directory or --reference NAME_OR_TOML (exactly one).")
-    text = compare_runs(directory, other) if other else compare_reference(directory, load_reference(reference))
+    if other is not None:
+        text = compare_runs(directory, other)
+    else:
+        assert reference is not None  # exactly one of the two, checked above
+        text = compare_reference(directory, load_reference(reference))
     if out:
         from app.compare import write_text
 

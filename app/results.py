@@ -191,6 +191,18 @@ def check_meta(meta: dict[str, Any], path: Path) -> None:
     _check(meta, _META_SCHEMA, "", path)
 
 
+def new_run_dir(base: str | os.PathLike[str], preset_name: str) -> Path:
+    """A fresh results directory for one run, ``BASE/PRESET-YYYYmmdd-HHMMSS``, unique even when two runs
+    start in the same second (``-2``, ``-3``, … appended)."""
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    first = Path(base) / f"{preset_name}-{stamp}"
+    path, n = first, 1
+    while path.exists():
+        n += 1
+        path = first.with_name(f"{first.name}-{n}")
+    return path
+
+
 def now_iso() -> str:
     return datetime.now(timezone.utc).astimezone().isoformat(timespec="seconds")
 

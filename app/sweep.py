@@ -27,7 +27,6 @@ import stat
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any, AsyncIterator, Callable, Iterator, Sequence
 
@@ -36,7 +35,7 @@ from app.errors import ProfilerError, UsageError
 from app.lock import DirLock
 from app.points import Kind, Point, RunStatus, StoragePoint, point_from_dict
 from app.presets import ENGINES, KINDS, Preset, estimate_point_seconds, plan_writes, point_key, table_key, validate_plan
-from app.results import ResultsDir, check_dir_path, make_dirs, now_iso, remove_dirs
+from app.results import ResultsDir, check_dir_path, make_dirs, new_run_dir, now_iso, remove_dirs
 from app.runners import get_runner
 from app.runners.base import Context, Result, Runner, Sample
 from app.runners.fio import check_target_name
@@ -161,9 +160,8 @@ def _ending(e: BaseException) -> tuple[RunStatus, str | None]:
 
 
 def default_out_dir(preset_name: str) -> Path:
-    base = os.environ.get("PROFILER_TUI_RESULTS") or "results"
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    return Path(base) / f"{preset_name}-{stamp}"
+    """Where a run without ``--out`` writes: a new directory under $PROFILER_TUI_RESULTS (or ./results)."""
+    return new_run_dir(os.environ.get("PROFILER_TUI_RESULTS") or "results", preset_name)
 
 
 def resolve_target(target: str | None, out: Path) -> tuple[str, bool]:

@@ -95,10 +95,14 @@ def format_duration(seconds: float) -> str:
     return f"{s}s"
 
 
-def format_count(x: float) -> str:
-    """IOPS the way fio prints them: ``133k``, ``22.2k``, ``5513``."""
-    if x >= 1e6:
+def format_count(x: float, *, fractions: bool = False) -> str:
+    """Counts the way fio prints IOPS: ``133k``, ``22.2k``, ``5513``.  With ``fractions`` (chart tick
+    labels) a small value that is not whole keeps three significant digits: ``0.35``, ``2.5``."""
+    a = abs(x)
+    if a >= 1e6:
         return f"{x / 1e6:.3g}M"
-    if x >= 1e4:
+    if a >= 1e4:
         return f"{x / 1e3:.3g}k"
+    if fractions and a < 100 and x != int(x):
+        return f"{x:.3g}"
     return f"{x:.0f}"

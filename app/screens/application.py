@@ -6,36 +6,29 @@ import asyncio
 import os
 import signal
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Iterable
 
+from textual import on
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
-from app.screens import messages as msg
+from app.screens import strings
+from app.screens.messages import ShowCustomSweep, ShowPresets, ShowResults, StartRun
+from app.screens.state import Options, TargetChoice, run_request
 from app.widgets import MIN_HEIGHT, MIN_WIDTH
 
+if TYPE_CHECKING:
+    from app.screens.run import RunScreen
+    from app.sweep import Session
 
-@dataclass
-class Options:
-    """What the app is started with; tests replace the parts that touch the machine."""
-
-    devices: list[dict[str, Any]] | Callable[[], list[dict[str, Any]]] | None = None  # None: app.devices
-    results_dir: Path = field(default_factory=lambda: Path(os.environ.get("PROFILER_TUI_RESULTS") or "results"))
-    overrides: tuple[str, ...] = ()  # --set equivalents applied to every run (keys the preset knows)
-    engine: str = "auto"  # memory engine for presets
-    clock: Callable[[], float] = time.monotonic
-    chart_interval: float = 0.5  # chart redraw period (s): 2 Hz
-    handle_signals: bool = False  # SIGTERM/SIGHUP/SIGINT (docker stop, SSH hang-up, kill -INT) stop a run cleanly, then exit 130
-    # warnings about the container the app runs in (app.container.environment_warnings), computed in a
-    # thread by the devices screen; None: not checked (tests)
-    environment: Callable[[], list[str]] | list[str] | None = None
+# The screens are imported where they are first shown (start-up time: the first screen is drawn before
+# the others are loaded); screens ask for each other with the messages of app.screens.messages.
 
 
 class ProfilerApp(App[int]):
-    TITLE = msg.TITLE
+    TITLE = strings.TITLE
     CSS_PATH = str(Path(__file__).resolve().parent.parent / "tui.tcss")
     ENABLE_COMMAND_PALETTE = True
     # classes of every screen by size: -narrow below 64 columns (stacked layouts), -short below 20 rows
@@ -55,7 +48,7 @@ class ProfilerApp(App[int]):
         super().__init__()
         self.options = options
         self.exit_code = 0  # 130 once a run was stopped by quitting, a signal or a lost terminal
-        self.sessions: list[Any] = []  # every session a run screen created (app.sweep.Session)
+        self.sessions: list[Session] = []  # every session a run screen created
         self.lost_terminal = False
 
     def get_driver_class(self) -> Any:
@@ -107,7 +100,7 @@ class ProfilerApp(App[int]):
 
     # --- commands -----------------------------------------------------------------------------
 
-    def get_system_commands(self, screen: Screen) -> Any:
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         yield SystemCommand("Help", "Show the keys of every screen", self.action_help)
         yield SystemCommand("Devices", "Back to the device list", self.action_devices)
@@ -124,20 +117,49 @@ class ProfilerApp(App[int]):
         from app.screens.devices import DevicesScreen
 
         if self.active_run() is not None:
-            self.notify(msg.RUN_CONFIRM_CANCEL, severity="warning")
+            self.notify(strings.RUN_CONFIRM_CANCEL, severity="warning")
             return
         while len(self.screen_stack) > 2 and not isinstance(self.screen, DevicesScreen):
             self.pop_screen()
 
     def action_presets(self) -> None:
-        from app.screens.presets import PresetsScreen, TargetChoice
-
         if self.active_run() is None:
-            self.push_screen(PresetsScreen(TargetChoice.test_file(self.options.results_dir)))
+            self.post_message(ShowPresets(TargetChoice.test_file(self.options.results_dir)))
+
+    # --- what screens ask for -------------------------------------------------------------------
+
+    @on(ShowPresets)
+    def show_presets(self, message: ShowPresets) -> None:
+        from app.screens.presets import PresetsScreen
+
+        self.push_screen(PresetsScreen(message.target))
+
+    @on(ShowCustomSweep)
+    def show_custom_sweep(self, message: ShowCustomSweep) -> None:
+        from app.screens.custom import CustomSweepScreen
+
+        self.push_screen(CustomSweepScreen(message.target))
+
+    @on(StartRun)
+    def start_run(self, message: StartRun) -> None:
+        """Push the run screen, or say why the preset may not run on the target."""
+        from app.screens.run import RunScreen
+
+        request = run_request(self.options, message.preset, message.target, message.engine)
+        if isinstance(request, str):
+            self.notify(request, severity="error", timeout=8)
+            return
+        self.push_screen(RunScreen(request))
+
+    @on(ShowResults)
+    def show_results(self, message: ShowResults) -> None:
+        from app.screens.results import ResultsScreen
+
+        self.push_screen(ResultsScreen(message.path))
 
     # --- quitting: a run is stopped (and fio with it) before the app exits -------------------
 
-    def active_run(self) -> Any:
+    def active_run(self) -> RunScreen | None:
         from app.screens.run import RunScreen
 
         for screen in self.screen_stack:
@@ -149,7 +171,7 @@ class ProfilerApp(App[int]):
         """ctrl+c: quit when idle; during a run ask first, and a second ctrl+c answers yes."""
         from app.screens.confirm import YesNo
 
-        if isinstance(self.screen, YesNo) and self.screen.question == msg.RUN_CONFIRM_QUIT:
+        if isinstance(self.screen, YesNo) and self.screen.question == strings.RUN_CONFIRM_QUIT:
             self.screen.dismiss(True)
             return
         self.action_request_quit()
@@ -157,7 +179,7 @@ class ProfilerApp(App[int]):
     def action_request_quit(self) -> None:
         from app.screens.confirm import YesNo
 
-        if isinstance(self.screen, YesNo) and self.screen.question == msg.RUN_CONFIRM_QUIT:
+        if isinstance(self.screen, YesNo) and self.screen.question == strings.RUN_CONFIRM_QUIT:
             return  # already asking
         if self.active_run() is None:
             self.exit(self.exit_code)
@@ -167,7 +189,7 @@ class ProfilerApp(App[int]):
             if yes:
                 self.run_worker(self.stop_runs_and_exit(), group="quit")
 
-        self.push_screen(YesNo(msg.RUN_CONFIRM_QUIT), answered)
+        self.push_screen(YesNo(strings.RUN_CONFIRM_QUIT), answered)
 
     async def action_quit_now(self) -> None:
         await self.stop_runs_and_exit()

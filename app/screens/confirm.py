@@ -12,7 +12,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Input, Label, Static
 
-from app.screens import messages as msg
+from app.screens import strings
 from app.screens.state import TargetChoice
 from app.widgets import MIN_HEIGHT, MIN_WIDTH, ErrorLine, too_small
 
@@ -48,29 +48,29 @@ class ConfirmTarget(ModalScreen[TargetChoice | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="confirm-box", classes="modal-box"):
-            yield Label(msg.CONFIRM_TITLE.format(path=self.path), classes="modal-title")
+            yield Label(strings.CONFIRM_TITLE.format(path=self.path), classes="modal-title")
             # the reasons scroll; what to do, the name field and the buttons always stay in view
             with VerticalScroll(id="confirm-info"):
                 yield Static(self._verdicts(), id="confirm-verdicts")
             if self.refused:
-                yield Static(Text(msg.CONFIRM_REFUSED.format(path=self.path, reasons="; ".join(
+                yield Static(Text(strings.CONFIRM_REFUSED.format(path=self.path, reasons="; ".join(
                     self.write_reasons or self.read_reasons)), style="bold red"), id="confirm-refused")
                 with Horizontal(classes="buttons"):
-                    yield Button(msg.CLOSE_BUTTON, id="cancel", variant="primary")
+                    yield Button(strings.CLOSE_BUTTON, id="cancel", variant="primary")
                 yield Footer()
                 return
             if self.write_verdict == NEEDS:
-                yield Static(msg.CONFIRM_TYPE_NAME.format(path=self.path, name=self.name_), id="confirm-explain")
+                yield Static(strings.CONFIRM_TYPE_NAME.format(path=self.path, name=self.name_), id="confirm-explain")
                 yield Input(placeholder=self.name_, id="confirm-name")
                 yield ErrorLine(id="confirm-error")
             elif self.write_verdict == REFUSED:
-                yield Static(msg.CONFIRM_READ_ONLY.format(path=self.path), id="confirm-explain")
+                yield Static(strings.CONFIRM_READ_ONLY.format(path=self.path), id="confirm-explain")
             else:
-                yield Static(msg.CONFIRM_OK_BLOCK, id="confirm-explain")
-            yield Static(msg.CONFIRM_TOO_SMALL.format(w=MIN_WIDTH, h=MIN_HEIGHT), id="confirm-too-small")
+                yield Static(strings.CONFIRM_OK_BLOCK, id="confirm-explain")
+            yield Static(strings.CONFIRM_TOO_SMALL.format(w=MIN_WIDTH, h=MIN_HEIGHT), id="confirm-too-small")
             with Horizontal(classes="buttons"):
-                yield Button(msg.CONFIRM_BUTTON, id="confirm", variant="primary")
-                yield Button(msg.CANCEL_BUTTON, id="cancel")
+                yield Button(strings.CONFIRM_BUTTON, id="confirm", variant="primary")
+                yield Button(strings.CANCEL_BUTTON, id="cancel")
         yield Footer()
 
     def on_resize(self, event: events.Resize) -> None:
@@ -110,10 +110,10 @@ class ConfirmTarget(ModalScreen[TargetChoice | None]):
     def _verdicts(self) -> Text:
         text = Text()
         style = {OK: "green", NEEDS: "yellow", REFUSED: "red"}
-        text.append(msg.CONFIRM_WRITE.format(verdict=self.write_verdict) + "\n", style=style.get(self.write_verdict))
+        text.append(strings.CONFIRM_WRITE.format(verdict=self.write_verdict) + "\n", style=style.get(self.write_verdict))
         for r in self.write_reasons:
             text.append(f"  • {r}\n")
-        text.append(msg.CONFIRM_READ.format(verdict=self.read_verdict) + "\n", style=style.get(self.read_verdict))
+        text.append(strings.CONFIRM_READ.format(verdict=self.read_verdict) + "\n", style=style.get(self.read_verdict))
         for r in self.read_reasons:
             text.append(f"  • {r}\n")
         return text
@@ -145,7 +145,7 @@ class ConfirmTarget(ModalScreen[TargetChoice | None]):
             typed = self.query_one("#confirm-name", Input).value.strip()
             if typed:
                 if typed not in (self.name_, self.path):
-                    self.query_one("#confirm-error", ErrorLine).show(msg.CONFIRM_NAME_MISMATCH.format(name=self.name_))
+                    self.query_one("#confirm-error", ErrorLine).show(strings.CONFIRM_NAME_MISMATCH.format(name=self.name_))
                     self.call_after_refresh(self._fit)
                     return
                 allow_writes = destructive = True
@@ -164,8 +164,8 @@ class YesNo(ModalScreen[bool]):
         with Vertical(classes="modal-box", id="yesno-box"):
             yield Static(self.question, id="yesno-question")
             with Horizontal(classes="buttons"):
-                yield Button(msg.YES + " (y)", id="yes", variant="error")
-                yield Button(msg.NO + " (n)", id="no", variant="primary")
+                yield Button(strings.YES + " (y)", id="yes", variant="error")
+                yield Button(strings.NO + " (n)", id="no", variant="primary")
         yield Footer()
 
     def on_mount(self) -> None:

@@ -15,12 +15,12 @@ from textual.widgets import Footer, Header, Input, Label, Select, Static
 
 from app import presets as core
 from app.errors import ProfilerError, UsageError
-from app.screens import messages as msg
+from app.screens import strings
+from app.describe import describe_plan
 from app.screens.confirm import YesNo
-from app.screens.presets import overrides_for, start_run
-from app.screens.state import TargetChoice
+from app.screens.messages import StartRun
+from app.screens.state import TargetChoice, app_options, overrides_for
 from app.widgets import ErrorLine, TooSmall
-from app.units import format_size
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ def toml_value(v: Any) -> str:
     return json.dumps(str(v))
 
 
-def build_toml(name: str, kind: str, values: dict[str, list[Any]], description: str = msg.CUSTOM_DESCRIPTION) -> str:
+def build_toml(name: str, kind: str, values: dict[str, list[Any]], description: str = strings.CUSTOM_DESCRIPTION) -> str:
     """A preset file: one-value keys under [settings], the rest as [matrix] axes."""
     lines = [f"name = {toml_value(name)}", f"kind = {toml_value(kind)}", f"description = {toml_value(description)}",
              "", "[settings]"]
@@ -79,7 +79,7 @@ def check_field(kind: str, key: str, raw: str, optional: bool) -> tuple[list[Any
     """Parse a comma list with the core's parser: (values or None, error message or '')."""
     raw = raw.strip()
     if not raw:
-        return ([], "") if optional else (None, msg.FIELD_REQUIRED)
+        return ([], "") if optional else (None, strings.FIELD_REQUIRED)
     try:
         return core.parse_overrides(kind, [f"{key}={raw}"])[key], ""
     except UsageError as e:
@@ -103,7 +103,7 @@ class CustomSweepScreen(Screen[None]):
     def _initial(self, kind: str, field: Field) -> str:
         """The field's default, or the app-wide override for that key (e.g. runtime=1 in tests)."""
         value = field.default
-        for item in overrides_for(kind, self.app.options.overrides):  # type: ignore[attr-defined]
+        for item in overrides_for(kind, app_options(self.app).overrides):
             key, _, v = item.partition("=")
             if key.strip() == field.key:
                 value = v.strip()
@@ -113,7 +113,7 @@ class CustomSweepScreen(Screen[None]):
         yield Header(show_clock=False)
         yield TooSmall()
         with VerticalScroll(id="form"):
-            yield Static(msg.CUSTOM_HINT, id="form-hint")
+            yield Static(strings.CUSTOM_HINT, id="form-hint")
             with Horizontal(classes="form-row"):
                 yield Label("kind", classes="form-label")
                 yield Select([("storage (fio)", core.STORAGE), ("memory", core.MEMORY)], value=self.initial_kind,
@@ -129,7 +129,7 @@ class CustomSweepScreen(Screen[None]):
                     if kind == core.MEMORY:
                         with Horizontal(classes="form-row"):
                             yield Label("engine", classes="form-label")
-                            yield Select([(e, e) for e in core.ENGINES], value=self.app.options.engine,  # type: ignore[attr-defined]
+                            yield Select([(e, e) for e in core.ENGINES], value=app_options(self.app).engine,
                                          allow_blank=False, id="engine", compact=True)
             with Horizontal(classes="form-row"):
                 yield Label("save as", classes="form-label")
@@ -140,7 +140,7 @@ class CustomSweepScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.sub_title = msg.CUSTOM_TITLE + " — " + self.target.display
+        self.sub_title = strings.CUSTOM_TITLE + " — " + self.target.display
         self._show_kind()
         first = FIELDS[self.kind][0]
         self.query_one(f"#{self.kind}-{first.key}", Input).focus()
@@ -185,16 +185,11 @@ class CustomSweepScreen(Screen[None]):
             plan.update("")
             return None
         try:  # e.g. a plan above the point cap, or a name the preset format refuses
-            preset = self._preset(values)
-            points = preset.expand()
-            info = core.summary(preset)
+            d = describe_plan(self._preset(values))
         except ProfilerError as e:
             plan.update(Text(str(e), style="bold red"))
             return None
-        line = msg.PREVIEW_POINTS.format(points=len(points), estimated=info["estimated"])
-        if kind == core.STORAGE:
-            line += " — " + (msg.PREVIEW_WRITES if info["writes"] else msg.PREVIEW_READS)
-        plan.update(line)
+        plan.update(d.totals + (" — " + d.access if kind == core.STORAGE else ""))
         return values
 
     def preset_name(self) -> str:
@@ -210,25 +205,26 @@ class CustomSweepScreen(Screen[None]):
         value = self.query_one("#engine", Select).value
         return value if isinstance(value, str) else "auto"
 
-    def action_run(self) -> None:
+    def _valid_values(self) -> dict[str, list[Any]] | None:
+        """The form's values when every field is valid; otherwise None, and the form says so."""
         values = self.validate()
-        status = self.query_one("#form-status", ErrorLine)
+        self.query_one("#form-status", ErrorLine).show(strings.FORM_INVALID if values is None else "")
+        return values
+
+    def action_run(self) -> None:
+        values = self._valid_values()
         if values is None:
-            status.show(msg.FORM_INVALID)
             return
-        status.show("")
-        preset = self._preset(values)
-        start_run(self, preset, self.target, engine=self._engine() if self.kind == core.MEMORY else None)
+        engine = self._engine() if self.kind == core.MEMORY else None
+        self.post_message(StartRun(self._preset(values), self.target, engine))
 
     def action_save(self) -> None:
-        values = self.validate()
-        status = self.query_one("#form-status", ErrorLine)
+        values = self._valid_values()
         if values is None:
-            status.show(msg.FORM_INVALID)
             return
         name = self.preset_name()
         if not name:
-            self.query_one("#err-name", ErrorLine).show(msg.NAME_REQUIRED)
+            self.query_one("#err-name", ErrorLine).show(strings.NAME_REQUIRED)
             self.query_one("#name", Input).focus()
             return
         text = build_toml(name, self.kind, values)
@@ -241,7 +237,7 @@ class CustomSweepScreen(Screen[None]):
             if yes:
                 self._write(name, text)
             else:
-                self.query_one("#err-name", ErrorLine).show(msg.SAVE_KEPT.format(name=name))
+                self.query_one("#err-name", ErrorLine).show(strings.SAVE_KEPT.format(name=name))
 
         self.app.push_screen(YesNo(question), answered)
 
@@ -250,22 +246,20 @@ class CustomSweepScreen(Screen[None]):
         """What to ask before saving ``name``: overwriting a user preset, or shadowing a shipped one."""
         mine = core.user_dir() / f"{name}.toml"
         if mine.exists():
-            return msg.SAVE_OVERWRITE.format(name=name, path=mine)
+            return strings.SAVE_OVERWRITE.format(name=name, path=mine)
         if (core.shipped_dir() / f"{name}.toml").exists():
-            return msg.SAVE_SHADOW.format(name=name)
+            return strings.SAVE_SHADOW.format(name=name)
         return None
 
     def _write(self, name: str, text: str) -> None:
         try:
             path = core.save_user_preset(text, name)
         except (ProfilerError, OSError) as e:
-            self.query_one("#err-name", ErrorLine).show(msg.SAVE_FAILED.format(error=e))
+            self.query_one("#err-name", ErrorLine).show(strings.SAVE_FAILED.format(error=e))
             return
         self.query_one("#form-status", ErrorLine).show("")
-        self.notify(msg.SAVED.format(path=path))
+        self.notify(strings.SAVED.format(path=path))
 
     def action_back(self) -> None:
         self.app.pop_screen()
 
-
-__all__ = ["CustomSweepScreen", "build_toml", "check_field", "format_size"]

@@ -13,9 +13,11 @@ from textual.widgets import DataTable, Footer, Header, Static
 from textual.worker import Worker, WorkerState
 
 from app.devices import human_size
-from app.screens import messages as msg
+from app.screens import strings
 from app.widgets import TooSmall
-from app.screens.state import TargetChoice
+from app.screens.confirm import ConfirmTarget
+from app.screens.messages import ShowPresets
+from app.screens.state import TargetChoice, app_options
 
 TEST_FILE_KEY = "__test_file__"
 VERDICT_STYLE = {"ok": "green", "needs --allow-destructive": "yellow", "refused": "red"}
@@ -59,13 +61,13 @@ class DevicesScreen(Screen[None]):
         yield TooSmall()
         with Vertical(id="devices-body"):
             yield DataTable(id="devices", cursor_type="row", zebra_stripes=False)
-            yield Static(msg.SCANNING, id="devices-status")
+            yield Static(strings.SCANNING, id="devices-status")
             yield Static("", id="environment-warnings")
             yield Static("", id="device-reasons")
         yield Footer()
 
     def on_mount(self) -> None:
-        self.sub_title = msg.DEVICES_SUBTITLE
+        self.sub_title = strings.DEVICES_SUBTITLE
         table = self.query_one("#devices", DataTable)
         table.add_column("target", key="target", width=22)
         table.add_column("size", key="size", width=7)
@@ -76,23 +78,23 @@ class DevicesScreen(Screen[None]):
         self._fill([])
         table.focus()
         self.query_one("#environment-warnings", Static).display = False
-        env = self.app.options.environment  # type: ignore[attr-defined]
+        env = app_options(self.app).environment
         if isinstance(env, list):
             self._show_environment(env)
         elif env is not None:
             self.run_worker(env, thread=True, group="environment", exit_on_error=False, name="environment")
-        source = self.app.options.devices  # type: ignore[attr-defined]
+        source = app_options(self.app).devices
         if isinstance(source, list):
             self._fill(source)
         else:
             self.action_rescan()
 
     def action_rescan(self) -> None:
-        source = self.app.options.devices  # type: ignore[attr-defined]
+        source = app_options(self.app).devices
         if isinstance(source, list):
             self._fill(source)
             return
-        self.query_one("#devices-status", Static).update(msg.SCANNING)
+        self.query_one("#devices-status", Static).update(strings.SCANNING)
         self.run_worker(lambda: load_devices(source), thread=True, exclusive=True, group="devices",
                         exit_on_error=False, name="devices")
 
@@ -111,19 +113,19 @@ class DevicesScreen(Screen[None]):
         if event.state == WorkerState.SUCCESS:
             self._fill(event.worker.result or [])
         elif event.state == WorkerState.ERROR:
-            self.query_one("#devices-status", Static).update(msg.DEVICES_FAILED.format(error=event.worker.error))
+            self.query_one("#devices-status", Static).update(strings.DEVICES_FAILED.format(error=event.worker.error))
 
     def _fill(self, devs: list[dict[str, Any]]) -> None:
         table = self.query_one("#devices", DataTable)
         keep = table.cursor_row
         table.clear()
         self.devices = {}
-        results_dir = self.app.options.results_dir  # type: ignore[attr-defined]
-        table.add_row(Text(msg.TEST_FILE_LABEL, style="bold"), "-", "file", "-", "-", verdict_text("ok", False),
+        results_dir = app_options(self.app).results_dir
+        table.add_row(Text(strings.TEST_FILE_LABEL, style="bold"), "-", "file", "-", "-", verdict_text("ok", False),
                       key=TEST_FILE_KEY)
         self.devices[TEST_FILE_KEY] = {
             "path": None, "type": "file", "verdict": "ok",
-            "reasons": [msg.TEST_FILE_REASON.format(path=results_dir)],
+            "reasons": [strings.TEST_FILE_REASON.format(path=results_dir)],
         }
         for depth, d in walk(devs):
             key = d.get("path") or d.get("name")
@@ -135,7 +137,7 @@ class DevicesScreen(Screen[None]):
             table.add_row(" " * depth + key, human_size(d.get("size")), d.get("type") or "-", fs, mounted,
                           verdict_text(d.get("verdict", "refused")), key=key)
         status = self.query_one("#devices-status", Static)
-        status.update(msg.NO_DEVICES if devs == [] and not self._scanning() else msg.DEVICES_HINT)
+        status.update(strings.NO_DEVICES if devs == [] and not self._scanning() else strings.DEVICES_HINT)
         if 0 < keep < table.row_count:
             table.move_cursor(row=keep)
         self._show_reasons()
@@ -180,9 +182,6 @@ class DevicesScreen(Screen[None]):
         self.action_pick()
 
     def action_pick(self) -> None:
-        from app.screens.confirm import ConfirmTarget
-        from app.screens.presets import PresetsScreen
-
         current = self._current()
         if current is None:
             return
@@ -193,11 +192,9 @@ class DevicesScreen(Screen[None]):
 
         def confirmed(choice: TargetChoice | None) -> None:
             if choice is not None:
-                self.app.push_screen(PresetsScreen(choice))
+                self.post_message(ShowPresets(choice))
 
         self.app.push_screen(ConfirmTarget(d), confirmed)
 
     def action_presets(self) -> None:
-        from app.screens.presets import PresetsScreen
-
-        self.app.push_screen(PresetsScreen(TargetChoice.test_file(self.app.options.results_dir)))  # type: ignore[attr-defined]
+        self.post_message(ShowPresets(TargetChoice.test_file(app_options(self.app).results_dir)))

@@ -8,7 +8,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Markdown
 
-from app.screens import messages as msg
+from app.screens import strings
 
 
 class HelpScreen(ModalScreen[None]):
@@ -16,7 +16,7 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-scroll"):
-            yield Markdown(msg.HELP, id="help")
+            yield Markdown(strings.HELP, id="help")
         yield Footer()
 
     def on_mount(self) -> None:

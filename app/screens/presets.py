@@ -12,79 +12,36 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
 from app import presets as core
+from app.describe import describe_plan
 from app.errors import ProfilerError
-from app.screens import messages as msg
+from app.screens import strings
 from app.widgets import TooSmall
-from app.screens.state import RunRequest, TargetChoice, run_dir
-from app.units import format_size
-
-__all__ = ["PresetsScreen", "TargetChoice", "preview_text", "overrides_for", "start_run"]
-
-
-def show_value(key: str, value: Any) -> str:
-    if value is None:
-        return "-"
-    if key in ("bs", "size", "buffer", "stride") and isinstance(value, int):
-        return format_size(value)
-    if isinstance(value, bool):
-        return "1" if value else "0"
-    return str(value)
-
-
-def overrides_for(kind: str, overrides: tuple[str, ...] | list[str]) -> list[str]:
-    """The app-wide overrides this kind of preset knows (runtime/size mean nothing to memory)."""
-    keys = core.KEYS[kind]
-    return [o for o in overrides if o.partition("=")[0].strip() in keys]
+from app.screens.messages import ShowCustomSweep, StartRun
+from app.screens.state import TargetChoice, app_options, overrides_for
 
 
 def preview_text(preset: core.Preset, target: TargetChoice | None, engine: str, overrides: list[str]) -> Text:
-    points = [p.to_dict() for p in preset.expand()]
-    info = core.summary(preset)
-    axes = core.describe_axes(preset)
+    d = describe_plan(preset)
     text = Text()
-    text.append(f"{preset.name}", style="bold")
-    text.append(f" ({preset.kind})\n")
-    text.append(preset.description + "\n\n")
-    if preset.kind == core.MEMORY:
-        text.append(msg.PREVIEW_MEMORY.format(engine=engine) + "\n")
+    text.append(f"{d.name}", style="bold")
+    text.append(f" ({d.kind})\n")
+    text.append(d.description + "\n\n")
+    if d.kind == core.MEMORY:
+        text.append(strings.PREVIEW_MEMORY.format(engine=engine) + "\n")
     elif target is not None:
         text.append(f"target: {target.display}\n")
-    for key, values in axes.items():
-        shown = ", ".join(show_value(key, v) for v in values)
+    for key in d.axes:
         text.append(f"axis {key}: ", style="bold")
-        text.append(f"{shown}\n")
-    fixed = {k: v for k, v in points[0].items() if k not in axes and k != "group"}
+        text.append(f"{d.axis_text(key)}\n")
     text.append("settings: ", style="bold")
-    text.append(", ".join(f"{k}={show_value(k, v)}" for k, v in fixed.items()) + "\n")
+    text.append(d.settings_text + "\n")
     if overrides:
-        text.append(msg.PREVIEW_OVERRIDES.format(overrides=" ".join(overrides)) + "\n")
+        text.append(strings.PREVIEW_OVERRIDES.format(overrides=" ".join(overrides)) + "\n")
     text.append("\n")
-    text.append(msg.PREVIEW_POINTS.format(points=len(points), estimated=info["estimated"]), style="bold")
-    if preset.kind == core.STORAGE:
-        text.append(" — " + (msg.PREVIEW_WRITES if info["writes"] else msg.PREVIEW_READS),
-                    style="yellow" if info["writes"] else "")
+    text.append(d.totals, style="bold")
+    if d.kind == core.STORAGE:
+        text.append(" — " + d.access, style="yellow" if d.writes else "")
     return text
-
-
-def start_run(screen: Screen[Any], preset: core.Preset, target: TargetChoice | None,
-              engine: str | None = None) -> bool:
-    """Push the run screen for ``preset`` (overrides already applied); False when it may not run."""
-    from app.screens.run import RunScreen
-
-    options = screen.app.options  # type: ignore[attr-defined]
-    if preset.kind == core.STORAGE:
-        target = target or TargetChoice.test_file(options.results_dir)
-        if preset.writes() and not target.allow_writes:
-            screen.notify(msg.WRITES_NOT_CONFIRMED.format(preset=preset.name, target=target.display),
-                          severity="error", timeout=8)
-            return False
-    else:
-        target = None
-    request = RunRequest(preset=preset, target=target, out=run_dir(options.results_dir, preset.name),
-                         engine=engine or options.engine,
-                         overrides=overrides_for(preset.kind, options.overrides))
-    screen.app.push_screen(RunScreen(request))
-    return True
 
 
 class PresetsScreen(Screen[None]):
@@ -110,7 +67,7 @@ class PresetsScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.sub_title = msg.PRESETS_SUBTITLE.format(target=self.target.display)
+        self.sub_title = strings.PRESETS_SUBTITLE.format(target=self.target.display)
         table = self.query_one("#presets", DataTable)
         table.add_column("preset", key="name", width=13)
         table.add_column("kind", key="kind", width=4)
@@ -124,7 +81,7 @@ class PresetsScreen(Screen[None]):
         current = self._current()
         table.clear()
         self.presets, self.errors = {}, {}
-        overrides = self.app.options.overrides  # type: ignore[attr-defined]
+        overrides = app_options(self.app).overrides
         for name, path in core.available().items():
             try:
                 preset = core.load_file(path)
@@ -153,11 +110,12 @@ class PresetsScreen(Screen[None]):
         if name is None:
             preview.update("")
         elif name in self.errors:
-            preview.update(Text(msg.PRESETS_LOAD_ERROR.format(name=name, error=self.errors[name]), style="red"))
+            preview.update(Text(strings.PRESETS_LOAD_ERROR.format(name=name, error=self.errors[name]), style="red"))
         else:
             preset = self.presets[name]
-            preview.update(preview_text(preset, self.target, self.app.options.engine,  # type: ignore[attr-defined]
-                                        overrides_for(preset.kind, self.app.options.overrides)))  # type: ignore[attr-defined]
+            options = app_options(self.app)
+            preview.update(preview_text(preset, self.target, options.engine,
+                                        overrides_for(preset.kind, options.overrides)))
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         self._preview()
@@ -176,13 +134,11 @@ class PresetsScreen(Screen[None]):
             return
         # a fresh copy: the run owns its preset
         preset = core.load_file(self.presets[name].source)
-        core.apply_overrides(preset, overrides_for(preset.kind, self.app.options.overrides))  # type: ignore[attr-defined]
-        start_run(self, preset, self.target)
+        core.apply_overrides(preset, overrides_for(preset.kind, app_options(self.app).overrides))
+        self.post_message(StartRun(preset, self.target))
 
     def action_custom(self) -> None:
-        from app.screens.custom import CustomSweepScreen
-
-        self.app.push_screen(CustomSweepScreen(self.target))
+        self.post_message(ShowCustomSweep(self.target))
 
     def action_back(self) -> None:
         self.app.pop_screen()

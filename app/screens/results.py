@@ -14,7 +14,7 @@ from textual.widgets import Button, DataTable, Footer, Header, Input, Static
 from textual.worker import Worker, WorkerState
 
 from app.results import ResultsDir
-from app.screens import messages as msg
+from app.screens import strings
 from app.widgets import TooSmall
 from app.summary import point_label
 from app.units import format_count
@@ -51,9 +51,9 @@ RIGHT = {"#", "IOPS", "MB/s", "avg µs", "p99 µs", "CPU %", "stride", "delay", 
 def export_report(results: Path, destination: str) -> Path:
     """Runs in a thread: the core's report renderer, into ``destination`` (a directory or a .md path)."""
     try:
-        from app.report import render_report  # type: ignore[import-not-found]
+        from app.report import render_report
     except ImportError:
-        raise RuntimeError(msg.EXPORT_MISSING) from None
+        raise RuntimeError(strings.EXPORT_MISSING) from None
     dest = Path(destination).expanduser() if destination.strip() else None
     if dest is not None and dest.suffix.lower() != ".md":
         dest = dest / "report.md"
@@ -71,11 +71,11 @@ class ExportModal(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="modal-box", id="export-box"):
-            yield Static(msg.EXPORT_PROMPT)
+            yield Static(strings.EXPORT_PROMPT)
             yield Input(self.default, id="export-path")
             with Horizontal(classes="buttons"):
                 yield Button("Export", id="export", variant="primary")
-                yield Button(msg.CANCEL_BUTTON, id="cancel")
+                yield Button(strings.CANCEL_BUTTON, id="cancel")
         yield Footer()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
@@ -121,7 +121,7 @@ class ResultsScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.sub_title = msg.RESULTS_TITLE.format(path=self.path)
+        self.sub_title = strings.RESULTS_TITLE.format(path=self.path)
         self.records = [dict(r, index=r.get("index", i)) for i, r in enumerate(ResultsDir(self.path).records())]
         kinds = {r.get("kind") for r in self.records}
         self.columns = MEMORY_COLUMNS if kinds == {"memory"} else STORAGE_COLUMNS
@@ -142,12 +142,12 @@ class ResultsScreen(Screen[None]):
                 text = fmt(get(r))
                 cells.append(Text(text, justify="right") if name in RIGHT else text)
             table.add_row(*cells)
-        status = msg.SORTED_BY.format(column=self.columns[self.sort_column][0],
+        status = strings.SORTED_BY.format(column=self.columns[self.sort_column][0],
                                       direction="descending" if self.reverse else "ascending")
         if not self.records:
-            status = msg.RESULTS_EMPTY
+            status = strings.RESULTS_EMPTY
         if self.exported is not None:
-            status += "  ·  " + msg.EXPORTED.format(path=self.exported)
+            status += "  ·  " + strings.EXPORTED.format(path=self.exported)
         self.query_one("#results-status", Static).update(status)
 
     def action_sort(self) -> None:
@@ -170,7 +170,7 @@ class ResultsScreen(Screen[None]):
         def chosen(dest: str | None) -> None:
             if dest is None:
                 return
-            self.query_one("#results-status", Static).update(msg.EXPORTING)
+            self.query_one("#results-status", Static).update(strings.EXPORTING)
             self.run_worker(lambda: export_report(self.path, dest), thread=True, group="export",
                             exclusive=True, exit_on_error=False, name="export")
 
@@ -182,10 +182,10 @@ class ResultsScreen(Screen[None]):
         if event.state == WorkerState.SUCCESS:
             self.exported = event.worker.result
             self.render_rows()
-            self.notify(msg.EXPORTED.format(path=self.exported), timeout=8)
+            self.notify(strings.EXPORTED.format(path=self.exported), timeout=8)
         elif event.state == WorkerState.ERROR:
             error = event.worker.error
-            text = str(error) if isinstance(error, RuntimeError) else msg.EXPORT_FAILED.format(error=error)
+            text = str(error) if isinstance(error, RuntimeError) else strings.EXPORT_FAILED.format(error=error)
             self.query_one("#results-status", Static).update(Text(text, style="red"))
             self.notify(text, severity="error", timeout=10)
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 import asyncio
 import threading
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any, AsyncIterator, Callable, ClassVar
 
 from rich.text import Text
 from textual import work
@@ -21,10 +22,13 @@ from textual.worker import Worker, WorkerState
 
 from app import sweep
 from app.container import results_volume_warning
+from app.points import Kind
 from app.runners.base import Sample
-from app.screens import messages as msg
+from app.screens import strings
 from app.widgets import TooSmall
-from app.screens.state import RunRequest
+from app.screens.confirm import YesNo
+from app.screens.messages import ShowResults
+from app.screens.state import RunRequest, app_options, app_sessions
 from app.summary import metrics_line, point_label
 from app.units import format_duration
 from app.widgets.charts import CurveChart, DelayChart, LatencyChart, ThroughputChart
@@ -41,10 +45,30 @@ def describe_error(error: BaseException | None) -> str:
     return str(error) or type(error).__name__
 
 
-def mark_interrupted(session: Any) -> None:
+def mark_interrupted(session: sweep.Session) -> None:
     """A session that never started its events: run.json goes from ``planned`` to ``interrupted`` and the
     results directory's lock is released."""
     session.mark_interrupted()
+
+
+@dataclass
+class RunState:
+    """What the run screen shows, updated by the run's events (one handler per event type)."""
+
+    total: int = 0
+    done: int = 0
+    failed: int = 0
+    remaining_s: float = 0.0  # the estimate of the points not yet measured
+    point_started: float = 0.0  # clock() when the current point started
+    status: str = "starting"  # starting, running, then the run's ending (complete, partial, interrupted, failed)
+    path: Path | None = None  # the results directory, once known
+    t_offset: float = 0.0  # storage charts: seconds of the points before the current one
+    t_last: float = 0.0
+    current: str = ""  # the current point's label
+    live: str = ""  # its latest figures
+    finished: sweep.RunFinished | None = None
+    error: str | None = None
+    events_seen: int = 0
 
 
 class RunScreen(Screen[None]):
@@ -63,22 +87,9 @@ class RunScreen(Screen[None]):
         self.request = request
         self.kind: str = request.preset.kind
         self.source = source
-        self.session: Any = None
-        self.worker: Worker[Any] | None = None
-        self.total = 0
-        self.done = 0
-        self.failed = 0
-        self.remaining_s = 0.0
-        self.point_started = 0.0
-        self.status = "starting"
-        self.path: Path | None = None
-        self.t_offset = 0.0
-        self.t_last = 0.0
-        self.current = ""
-        self.live = ""
-        self.finished: sweep.RunFinished | None = None
-        self.error: str | None = None
-        self.events_seen = 0
+        self.session: sweep.Session | None = None
+        self.worker: Worker[str] | None = None
+        self.state = RunState()
         self._start_lock = threading.Lock()
         self._start_abandoned = False  # the run was stopped while its session was being created
 
@@ -88,14 +99,14 @@ class RunScreen(Screen[None]):
         yield Header(show_clock=False)
         yield TooSmall()
         with Vertical(id="run-body"):
-            yield Static(msg.RUN_STARTING.format(preset=self.request.preset.name), id="run-point")
+            yield Static(strings.RUN_STARTING.format(preset=self.request.preset.name), id="run-point")
             with Horizontal(id="run-progress"):
                 yield ProgressBar(total=None, show_eta=False, id="progress")
                 yield Static("", id="eta")
             with TabbedContent(initial="live", id="run-tabs"):
                 with TabPane("Live 1", id="live"):
                     with Horizontal(classes="charts"):
-                        if self.kind == "memory":
+                        if self.kind == Kind.MEMORY:
                             yield CurveChart("memory", id="curve-live")
                             yield DelayChart(id="delay")
                         else:
@@ -111,12 +122,12 @@ class RunScreen(Screen[None]):
     def on_mount(self) -> None:
         self.sub_title = f"{self.request.preset.name} — " + (
             self.request.target.display if self.request.target else "memory")
-        self.set_interval(self.app.options.chart_interval, self.tick)  # type: ignore[attr-defined]
+        self.set_interval(app_options(self.app).chart_interval, self.tick)
         self.worker = self.run_session()
 
     @property
     def clock(self) -> Callable[[], float]:
-        return self.app.options.clock  # type: ignore[attr-defined]
+        return app_options(self.app).clock
 
     @property
     def running(self) -> bool:
@@ -124,14 +135,14 @@ class RunScreen(Screen[None]):
 
     # --- the worker ---------------------------------------------------------------------------
 
-    def _new_session(self) -> Any:
+    def _new_session(self) -> sweep.Session:
         r = self.request
         t = r.target
         return sweep.new_session(r.preset, target=t.path if t else None, out=r.out, yes=bool(t and t.yes),
                                  allow_destructive=bool(t and t.allow_destructive), engine=r.engine,
                                  overrides=r.overrides)
 
-    def _start_session(self, sessions: list[Any]) -> Any:
+    def _start_session(self, sessions: list[sweep.Session]) -> sweep.Session:
         """In a thread: create the session; if the run was stopped meanwhile, its run.json says so."""
         session = self._new_session()
         sessions.append(session)  # the app's list: the exit deadline marks what did not end
@@ -151,23 +162,23 @@ class RunScreen(Screen[None]):
             # It takes the results directory's lock.  Stopped meanwhile, the thread still finishes;
             # whichever side comes second marks run.json interrupted and releases the lock.
             try:
-                await asyncio.to_thread(self._start_session, self.app.sessions)  # type: ignore[attr-defined]
+                session = await asyncio.to_thread(self._start_session, app_sessions(self.app))
             except asyncio.CancelledError:
                 with self._start_lock:
                     self._start_abandoned = True
-                    session = self.session
-                if session is not None:
-                    mark_interrupted(session)
+                    started = self.session
+                if started is not None:
+                    mark_interrupted(started)
                 raise
-            self.path = self.session.path
-            notice = self.session.runner.notice
+            self.state.path = session.path
+            notice = session.runner.notice
             if notice:
                 self.log_line(notice)
-            lost = await asyncio.to_thread(results_volume_warning, self.session.path)
+            lost = await asyncio.to_thread(results_volume_warning, session.path)
             if lost:  # in a container without a /results volume: said before the run starts measuring
                 self.log_line(f"Warning: {lost}")
                 self.app.notify(lost, title="Results", severity="warning", timeout=15)
-            events = self.session.events()
+            events = session.events()
         try:
             async for event in events:
                 self.handle(event)
@@ -177,7 +188,7 @@ class RunScreen(Screen[None]):
                 await aclose()  # the run's own clean-up (child stopped, run.json, lock) when we leave early
             if self.session is not None:
                 self.session.close()
-        return self.status
+        return self.state.status
 
     async def stop(self, timeout: float = 15.0) -> None:
         """Cancel the run and wait until the runner has stopped its child process."""
@@ -196,81 +207,100 @@ class RunScreen(Screen[None]):
             return
         event.stop()
         if event.state == WorkerState.ERROR:
-            self.error = describe_error(event.worker.error)
-            self.status = "failed"
-            self.log_line(msg.RUN_ERROR.format(error=self.error))
-            self.notify(msg.RUN_ERROR.format(error=self.error), severity="error", timeout=10)
+            self.state.error = describe_error(event.worker.error)
+            self.state.status = "failed"
+            self.log_line(strings.RUN_ERROR.format(error=self.state.error))
+            self.notify(strings.RUN_ERROR.format(error=self.state.error), severity="error", timeout=10)
         elif event.state == WorkerState.CANCELLED:
-            self.status = "interrupted"
-            self.log_line(msg.RUN_CANCELLED.format(done=self.done, path=self.path or self.request.out))
-        elif event.state == WorkerState.SUCCESS and self.finished is None:
-            self.status = "complete" if self.source is None else self.status
+            self.state.status = "interrupted"
+            self.log_line(strings.RUN_CANCELLED.format(done=self.state.done, path=self.state.path or self.request.out))
+        elif event.state == WorkerState.SUCCESS and self.state.finished is None:
+            self.state.status = "complete" if self.source is None else self.state.status
         self.update_progress()
         self.refresh_bindings()
 
     # --- events → state -----------------------------------------------------------------------
 
-    def handle(self, ev: Any) -> None:
-        self.events_seen += 1
-        if isinstance(ev, sweep.RunStarted):
-            self.total, self.done, self.remaining_s = ev.total, ev.total - ev.pending, ev.estimate_s
-            self.path = Path(ev.path)
-            self.status = "running"
-            self.point_started = self.clock()
-            self.log_line(msg.RUN_STARTED.format(pending=ev.pending, total=ev.total,
-                                                 estimate=format_duration(ev.estimate_s), path=ev.path))
-        elif isinstance(ev, sweep.PointStarted):
-            self.done, self.total, self.remaining_s = ev.done, ev.total, ev.remaining_s
-            self.point_started = self.clock()
-            self.t_offset = self.t_last
-            self.current = point_label(self.kind, ev.point)
-            self.live = ""
-            self.log_line(msg.RUN_POINT.format(n=ev.index + 1, total=ev.total, label=self.current), short=False)
-        elif isinstance(ev, Sample):
-            self.add_sample(ev)
-        elif isinstance(ev, sweep.PointDone):
-            self.done = ev.done
-            label = point_label(self.kind, ev.record["point"])
-            self.log_line(msg.RUN_POINT_DONE.format(n=ev.index + 1, total=ev.total, label=label,
-                                                    metrics=metrics_line(self.kind, ev.record["metrics"])))
-            record = dict(ev.record, index=ev.index)
-            for chart in self.query(CurveChart):
-                chart.add_record(record)
-            if self.kind == "memory":
-                point = ev.record["point"]
-                m = ev.record["metrics"]
-                if point.get("delay") is not None and m.get("latency_ns") is not None:
-                    self.query_one(DelayChart).add_point(ev.index, float(point["delay"]), float(m["latency_ns"]))
-        elif isinstance(ev, sweep.PointFailed):
-            self.failed += 1
-            self.log_line(msg.RUN_POINT_FAILED.format(n=ev.index + 1, total=self.total,
-                                                      label=point_label(self.kind, ev.point), error=ev.error))
-        elif isinstance(ev, sweep.RunFinished):
-            self.finished = ev
-            self.done, self.total, self.failed, self.status = ev.done, ev.total, ev.failed, ev.status
-            self.remaining_s = 0
-            self.current = ""
-            failed = msg.RUN_FAILED_N.format(n=ev.failed) if ev.failed else ""
-            self.log_line(msg.RUN_FINISHED.format(status=ev.status, done=ev.done, total=ev.total, failed=failed))
+    def handle(self, ev: object) -> None:
+        """Apply one event of the run to the screen's state (the handler of its type), then redraw."""
+        self.state.events_seen += 1
+        handler = self.HANDLERS.get(type(ev))
+        if handler is not None:
+            handler(self, ev)
         self.update_progress()
+
+    def _on_run_started(self, ev: sweep.RunStarted) -> None:
+        st = self.state
+        st.total, st.done, st.remaining_s = ev.total, ev.total - ev.pending, ev.estimate_s
+        st.path = Path(ev.path)
+        st.status = "running"
+        st.point_started = self.clock()
+        self.log_line(strings.RUN_STARTED.format(pending=ev.pending, total=ev.total,
+                                                 estimate=format_duration(ev.estimate_s), path=ev.path))
+
+    def _on_point_started(self, ev: sweep.PointStarted) -> None:
+        st = self.state
+        st.done, st.total, st.remaining_s = ev.done, ev.total, ev.remaining_s
+        st.point_started = self.clock()
+        st.t_offset = st.t_last
+        st.current = point_label(self.kind, ev.point)
+        st.live = ""
+        self.log_line(strings.RUN_POINT.format(n=ev.index + 1, total=ev.total, label=st.current), short=False)
+
+    def _on_point_done(self, ev: sweep.PointDone) -> None:
+        self.state.done = ev.done
+        label = point_label(self.kind, ev.record["point"])
+        self.log_line(strings.RUN_POINT_DONE.format(n=ev.index + 1, total=ev.total, label=label,
+                                                    metrics=metrics_line(self.kind, ev.record["metrics"])))
+        record = dict(ev.record, index=ev.index)
+        for chart in self.query(CurveChart):
+            chart.add_record(record)
+        if self.kind == Kind.MEMORY:
+            point = ev.record["point"]
+            m = ev.record["metrics"]
+            if point.get("delay") is not None and m.get("latency_ns") is not None:
+                self.query_one(DelayChart).add_point(ev.index, float(point["delay"]), float(m["latency_ns"]))
+
+    def _on_point_failed(self, ev: sweep.PointFailed) -> None:
+        self.state.failed += 1
+        self.log_line(strings.RUN_POINT_FAILED.format(n=ev.index + 1, total=self.state.total,
+                                                      label=point_label(self.kind, ev.point), error=ev.error))
+
+    def _on_run_finished(self, ev: sweep.RunFinished) -> None:
+        st = self.state
+        st.finished = ev
+        st.done, st.total, st.failed, st.status = ev.done, ev.total, ev.failed, ev.status
+        st.remaining_s = 0
+        st.current = ""
+        failed = strings.RUN_FAILED_N.format(n=ev.failed) if ev.failed else ""
+        self.log_line(strings.RUN_FINISHED.format(status=ev.status, done=ev.done, total=ev.total, failed=failed))
 
     def add_sample(self, ev: Sample) -> None:
         d = ev.data
-        if self.kind == "memory":
+        if self.kind == Kind.MEMORY:
             if d.get("bandwidth_mbps") is not None:
                 for chart in self.query(CurveChart):
                     chart.add_point(ev.index, float(d["bandwidth_mbps"]), float(d.get("latency_ns") or 0))
             if d.get("delay") is not None and d.get("latency_ns") is not None:
                 self.query_one(DelayChart).add_point(ev.index, float(d["delay"]), float(d["latency_ns"]))
-            self.live = metrics_line("memory", d)
+            self.state.live = metrics_line("memory", d)
             return
-        t = self.t_offset + float(d.get("t") or 0)
-        self.t_last = t
+        t = self.state.t_offset + float(d.get("t") or 0)
+        self.state.t_last = t
         self.query_one(ThroughputChart).add_sample(t, d)
         self.query_one(LatencyChart).add_sample(t, d)
         mean = d.get("lat_mean_ns")
-        self.live = f"{float(d.get('iops') or 0):.0f} IOPS {float(d.get('bw_bytes') or 0) / 1e6:.1f} MB/s" + (
+        self.state.live = f"{float(d.get('iops') or 0):.0f} IOPS {float(d.get('bw_bytes') or 0) / 1e6:.1f} MB/s" + (
             f" lat {float(mean) / 1e3:.1f} µs" if mean else "")
+
+    HANDLERS: ClassVar[dict[type, Callable[[RunScreen, Any], None]]] = {
+        sweep.RunStarted: _on_run_started,
+        sweep.PointStarted: _on_point_started,
+        Sample: add_sample,
+        sweep.PointDone: _on_point_done,
+        sweep.PointFailed: _on_point_failed,
+        sweep.RunFinished: _on_run_finished,
+    }
 
     # --- rendering ----------------------------------------------------------------------------
 
@@ -283,19 +313,19 @@ class RunScreen(Screen[None]):
 
     def update_progress(self) -> None:
         bar = self.query_one("#progress", ProgressBar)
-        if self.total:
-            bar.update(total=self.total, progress=self.done)
-        if self.finished is not None or self.status in ("interrupted", "failed"):
-            eta = msg.ETA_DONE.format(done=self.done, total=self.total, status=self.status)
-        elif self.total:
-            left = max(0.0, self.remaining_s - (self.clock() - self.point_started))
-            eta = msg.ETA.format(done=self.done, total=self.total, eta=format_duration(left))
+        if self.state.total:
+            bar.update(total=self.state.total, progress=self.state.done)
+        if self.state.finished is not None or self.state.status in ("interrupted", "failed"):
+            eta = strings.ETA_DONE.format(done=self.state.done, total=self.state.total, status=self.state.status)
+        elif self.state.total:
+            left = max(0.0, self.state.remaining_s - (self.clock() - self.state.point_started))
+            eta = strings.ETA.format(done=self.state.done, total=self.state.total, eta=format_duration(left))
         else:
             eta = ""
         self.query_one("#eta", Static).update(eta)
-        point = self.current + (f"  ·  {self.live}" if self.live else "") if self.current else ""
-        if not point and self.status not in ("starting",):
-            point = self.request.preset.name + f": {self.status}"
+        point = self.state.current + (f"  ·  {self.state.live}" if self.state.live else "") if self.state.current else ""
+        if not point and self.state.status not in ("starting",):
+            point = self.request.preset.name + f": {self.state.status}"
         if point:
             self.query_one("#run-point", Static).update(point)
 
@@ -312,15 +342,13 @@ class RunScreen(Screen[None]):
         if action == "cancel":
             return self.running
         if action == "results":
-            return not self.running and self.path is not None
+            return not self.running and self.state.path is not None
         return True
 
     def action_tab(self, tab: str) -> None:
         self.query_one("#run-tabs", TabbedContent).active = tab
 
     def action_cancel(self) -> None:
-        from app.screens.confirm import YesNo
-
         if not self.running:
             return
 
@@ -328,7 +356,7 @@ class RunScreen(Screen[None]):
             if yes:
                 self.run_worker(self.stop(), group="stop")
 
-        self.app.push_screen(YesNo(msg.RUN_CONFIRM_CANCEL), answered)
+        self.app.push_screen(YesNo(strings.RUN_CONFIRM_CANCEL), answered)
 
     def action_back(self) -> None:
         if self.running:
@@ -337,7 +365,5 @@ class RunScreen(Screen[None]):
             self.app.pop_screen()
 
     def action_results(self) -> None:
-        from app.screens.results import ResultsScreen
-
-        if self.path is not None and not self.running:
-            self.app.push_screen(ResultsScreen(self.path))
+        if self.state.path is not None and not self.running:
+            self.post_message(ShowResults(self.state.path))

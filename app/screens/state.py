@@ -1,13 +1,52 @@
-"""Plain data passed between screens: the chosen target and what a run is asked to do."""
+"""Plain data shared by the screens: the app's options, the chosen target, what a run is asked to do,
+and the helpers that turn one into the other."""
 
 from __future__ import annotations
 
+import os
+import time
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Protocol, cast
 
-from app.screens import messages as msg
+from app import presets as core
+from app.presets import Preset
+from app.results import new_run_dir
+from app.screens import strings
+from app.sweep import Session
+
+
+@dataclass
+class Options:
+    """What the app is started with; tests replace the parts that touch the machine."""
+
+    devices: list[dict[str, Any]] | Callable[[], list[dict[str, Any]]] | None = None  # None: app.devices
+    results_dir: Path = field(default_factory=lambda: Path(os.environ.get("PROFILER_TUI_RESULTS") or "results"))
+    overrides: tuple[str, ...] = ()  # --set equivalents applied to every run (keys the preset knows)
+    engine: str = "auto"  # memory engine for presets
+    clock: Callable[[], float] = time.monotonic
+    chart_interval: float = 0.5  # chart redraw period (s): 2 Hz
+    handle_signals: bool = False  # SIGTERM/SIGHUP/SIGINT (docker stop, SSH hang-up, kill -INT) stop a run cleanly, then exit 130
+    # warnings about the container the app runs in (app.container.environment_warnings), computed in a
+    # thread by the devices screen; None: not checked (tests)
+    environment: Callable[[], list[str]] | list[str] | None = None
+
+
+class _ProfilerApp(Protocol):
+    """What screens use of app.screens.application.ProfilerApp (a screen sees its app as Textual's App)."""
+
+    options: Options
+    sessions: list[Session]
+
+
+def app_options(app: object) -> Options:
+    """The options the running app was started with."""
+    return cast(_ProfilerApp, app).options
+
+
+def app_sessions(app: object) -> list[Session]:
+    """Every session a run screen of the running app created (the app's exit marks those that did not end)."""
+    return cast(_ProfilerApp, app).sessions
 
 
 @dataclass(frozen=True)
@@ -23,28 +62,36 @@ class TargetChoice:
 
     @classmethod
     def test_file(cls, results_dir: Path) -> "TargetChoice":
-        return cls(label=msg.TEST_FILE_LABEL, path=None, allow_writes=True, test_file_dir=results_dir)
+        return cls(label=strings.TEST_FILE_LABEL, path=None, allow_writes=True, test_file_dir=results_dir)
 
     @property
     def display(self) -> str:
-        return self.path or f"{msg.TEST_FILE_LABEL} (under {self.test_file_dir or 'the results directory'})"
+        return self.path or f"{strings.TEST_FILE_LABEL} (under {self.test_file_dir or 'the results directory'})"
 
 
 @dataclass
 class RunRequest:
-    preset: Any  # app.presets.Preset, overrides applied
+    preset: Preset  # overrides applied
     target: TargetChoice | None  # None for memory presets
     out: Path
     engine: str = "auto"
     overrides: list[str] = field(default_factory=list)
 
 
-def run_dir(results_dir: Path, preset_name: str) -> Path:
-    """A fresh results directory for one run, unique even within the same second."""
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    base = Path(results_dir) / f"{preset_name}-{stamp}"
-    path, n = base, 1
-    while path.exists():
-        n += 1
-        path = base.with_name(f"{base.name}-{n}")
-    return path
+def overrides_for(kind: str, overrides: tuple[str, ...] | list[str]) -> list[str]:
+    """The app-wide overrides this kind of preset knows (runtime/size mean nothing to memory)."""
+    keys = core.KEYS[kind]
+    return [o for o in overrides if o.partition("=")[0].strip() in keys]
+
+
+def run_request(options: Options, preset: Preset, target: TargetChoice | None,
+                engine: str | None = None) -> RunRequest | str:
+    """What a run of ``preset`` (overrides applied) is asked to do, or why it may not run (a sentence)."""
+    if preset.kind == core.STORAGE:
+        target = target or TargetChoice.test_file(options.results_dir)
+        if preset.writes() and not target.allow_writes:
+            return strings.WRITES_NOT_CONFIRMED.format(preset=preset.name, target=target.display)
+    else:
+        target = None
+    return RunRequest(preset=preset, target=target, out=new_run_dir(options.results_dir, preset.name),
+                      engine=engine or options.engine, overrides=overrides_for(preset.kind, options.overrides))

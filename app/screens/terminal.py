@@ -59,7 +59,7 @@ class SafeLinuxDriver(LinuxDriver):
         super().__init__(app, **kwargs)
         self.terminal_lost = False
         self._suspended_by_app = False
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._app_loop: asyncio.AbstractEventLoop | None = None  # the app's event loop, once started
         self._hangup_thread: threading.Thread | None = None
         self._lost_lock = threading.Lock()
 
@@ -100,7 +100,7 @@ class SafeLinuxDriver(LinuxDriver):
     # --- application mode, suspend and resume ------------------------------------------------
 
     def start_application_mode(self) -> None:
-        self._loop = asyncio.get_running_loop()
+        self._app_loop = asyncio.get_running_loop()
         super().start_application_mode()
         if self._hangup_thread is None and os.isatty(self.fileno):
             self._hangup_thread = threading.Thread(target=self._wait_for_hangup, name="terminal-hangup",
@@ -151,7 +151,7 @@ class SafeLinuxDriver(LinuxDriver):
             self.terminal_lost = True
         point_at_dev_null(1, 2)
         self.exit_event.set()  # the input thread ends (a hung-up tty reads as endless end-of-file)
-        loop, app = self._loop, self._app
+        loop, app = self._app_loop, self._app
         callback = getattr(app, "terminal_lost", None)
         if loop is not None and callback is not None:
             try:

@@ -6,24 +6,14 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from typing import Any
+from typing import Any, cast
 
 from textual_plotext import PlotextPlot
 
+from app.units import format_count
+
 MAX_SAMPLES = 600  # ten minutes of 1 s fio status dumps per series
 MAX_POINTS = 2000
-
-
-def compact(x: float) -> str:
-    """Short tick labels: 71k, 2.5M, 0.35, 120."""
-    a = abs(x)
-    if a >= 1e6:
-        return f"{x / 1e6:.3g}M"
-    if a >= 1e4:
-        return f"{x / 1e3:.3g}k"
-    if a >= 100 or x == int(x):
-        return f"{x:.0f}"
-    return f"{x:.3g}"
 
 
 def nice_ticks(lo: float, hi: float, count: int = 4) -> list[float]:
@@ -77,12 +67,13 @@ class Chart(PlotextPlot):
         ticks = nice_ticks(min(values), max(values), 3 if axis == "y" else 4)
         step = ticks[1] - ticks[0] if len(ticks) > 1 else 1.0
         if step >= 1:
-            labels = [compact(t) for t in ticks]
+            labels = [format_count(t, fractions=True) for t in ticks]
         else:
             digits = max(1, math.ceil(-math.log10(step)))
             labels = [f"{t:.{digits}f}" for t in ticks]
         if axis == "y":
-            self.plt.yticks(ticks, labels, yside=side)
+            # plotext declares no types; mypy reads yside's from a default it cannot see through
+            self.plt.yticks(ticks, labels, yside=cast(Any, side))
         else:
             self.plt.xticks(ticks, labels)
 

@@ -72,9 +72,9 @@ async def test_quick_preset_end_to_end_with_export(tmp_path: Path) -> None:
         await pilot.press("enter")
         run = app.screen
         assert isinstance(run, RunScreen)
-        await wait_for(pilot, lambda: run.finished is not None or run.error, 120, "the quick run to finish")
-        assert run.error is None
-        assert run.finished.status == "complete" and run.finished.done == 8
+        await wait_for(pilot, lambda: run.state.finished is not None or run.state.error, 120, "the quick run to finish")
+        assert run.state.error is None
+        assert run.state.finished.status == "complete" and run.state.finished.done == 8
         assert len(run.query_one(ThroughputChart).t) >= 8  # at least one live sample per point
         assert len(run.query_one(LatencyChart).t) >= 8
         assert len(run.query_one("#curve-chart", CurveChart).points) == 8
@@ -137,9 +137,9 @@ async def test_custom_sweep_form_validates_saves_and_runs(tmp_path: Path) -> Non
         await pilot.press("ctrl+r")
         run = app.screen
         assert isinstance(run, RunScreen)
-        await wait_for(pilot, lambda: run.finished is not None or run.error, 60, "the custom run")
-        assert run.error is None and run.finished.status == "complete" and run.finished.done == 2
-        records = ResultsDir(run.path).records()
+        await wait_for(pilot, lambda: run.state.finished is not None or run.state.error, 60, "the custom run")
+        assert run.state.error is None and run.state.finished.status == "complete" and run.state.finished.done == 2
+        records = ResultsDir(run.state.path).records()
         assert sorted(r["point"]["bs"] for r in records) == [4096, 65536]
 
         # the saved preset shows up in the list
@@ -171,17 +171,17 @@ async def test_cancel_keeps_completed_points_and_keys_stay_fast(tmp_path: Path) 
         assert max(latencies) < 1.0, latencies
 
         # (5) cancel mid-run: asks, stops fio, keeps completed points
-        await wait_for(pilot, lambda: run.done >= 1 and run.current, 30, "a completed point and the next started")
+        await wait_for(pilot, lambda: run.state.done >= 1 and run.state.current, 30, "a completed point and the next started")
         await pilot.press("c")
         await pilot.press("n")  # "no" keeps running
         assert run.running
         await pilot.press("c", "y")
         await wait_for(pilot, lambda: not run.running, 15, "the run to stop")
-        assert run.status == "interrupted"
-        meta = json.loads((run.path / "run.json").read_text())
-        records = ResultsDir(run.path).records()
+        assert run.state.status == "interrupted"
+        meta = json.loads((run.state.path / "run.json").read_text())
+        records = ResultsDir(run.state.path).records()
         assert meta["status"] == "interrupted"
-        assert 1 <= len(records) < 8 and len(records) >= run.done - 0
+        assert 1 <= len(records) < 8 and len(records) >= run.state.done - 0
         assert not fio_for(tmp_path) and not our_processes()
 
 
@@ -198,7 +198,7 @@ async def test_quitting_mid_run_leaves_no_fio(tmp_path: Path) -> None:
         await wait_for(pilot, lambda: not app.is_running, 20, "the app to exit")
     assert not fio_for(tmp_path), fio_for(tmp_path)
     assert not our_processes()
-    assert json.loads((run.path / "run.json").read_text())["status"] == "interrupted"
+    assert json.loads((run.state.path / "run.json").read_text())["status"] == "interrupted"
 
 
 async def test_a_run_that_cannot_start_shows_the_error_and_the_app_stays(tmp_path: Path) -> None:
@@ -211,9 +211,9 @@ async def test_a_run_that_cannot_start_shows_the_error_and_the_app_stays(tmp_pat
         await pilot.press("enter")
         run = app.screen
         assert isinstance(run, RunScreen)
-        await wait_for(pilot, lambda: run.error, 30, "the error")
-        assert app.is_running and run.status == "failed" and not run.running
-        assert "not-a-directory" in run.error or "Not a directory" in run.error
+        await wait_for(pilot, lambda: run.state.error, 30, "the error")
+        assert app.is_running and run.state.status == "failed" and not run.running
+        assert "not-a-directory" in run.state.error or "Not a directory" in run.state.error
         await pilot.press("escape")
         assert isinstance(app.screen, PresetsScreen)
 

@@ -45,16 +45,16 @@ async def test_memory_preset_curve_fills_point_by_point(tmp_path: Path, monkeypa
             n = len(curve.points)
             if not seen or seen[-1] != n:
                 seen.append(n)
-            return run.finished is not None or run.error is not None
+            return run.state.finished is not None or run.state.error is not None
 
         await wait_for(pilot, progress, 90, "the memory run")
-        assert run.error is None, run.error
-        assert run.finished.status == "complete" and run.finished.done == 3
+        assert run.state.error is None, run.state.error
+        assert run.state.finished.status == "complete" and run.state.finished.done == 3
         assert len(curve.points) == 3 and len(run.query_one(DelayChart).points) == 3
         assert len(run.query_one("#curve-chart", CurveChart).points) == 3
         # the curve grew one point at a time, not all at the end
         assert [n for n in seen if 0 < n < 3], f"point counts seen while running: {seen}"
-        records = [json.loads(line) for line in (run.path / "results.jsonl").read_text().splitlines()]
+        records = [json.loads(line) for line in (run.state.path / "results.jsonl").read_text().splitlines()]
         assert sorted(r["point"]["delay"] for r in records) == [0, 1000, 20000]
         assert all(r["point"]["engine"] == "builtin" for r in records)
     assert not our_processes()
@@ -75,4 +75,4 @@ async def test_quitting_mid_memory_run_leaves_no_engine(tmp_path: Path, monkeypa
         await pilot.press("ctrl+q")
         await wait_for(pilot, lambda: not app.is_running, 20, "the app to exit")
     assert not our_processes(), our_processes()
-    assert json.loads((run.path / "run.json").read_text())["status"] == "interrupted"
+    assert json.loads((run.state.path / "run.json").read_text())["status"] == "interrupted"

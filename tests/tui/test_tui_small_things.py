@@ -60,7 +60,7 @@ async def test_stop_while_the_session_starts_marks_the_run_interrupted(
         assert isinstance(app.screen, YesNo)
         await pilot.press("y")
         await wait_for(pilot, lambda: not run.running, 10, "the worker to be cancelled")
-        assert run.status == "interrupted"
+        assert run.state.status == "interrupted"
         release.set()
         found = await wait_for(pilot, lambda: list((tmp_path / "results").glob("*/run.json")), 20, "run.json")
         meta = await wait_for(pilot, lambda: (m := json.loads(found[0].read_text()))["status"] != "planned" and m,
@@ -150,7 +150,7 @@ async def test_eta_stays_visible_at_40_columns(tmp_path: Path) -> None:
     async with app.run_test(size=(40, 24)) as pilot:
         run = fake_events_run(events)
         app.push_screen(run)
-        await wait_for(pilot, lambda: run.events_seen == 2, 10, "the events")
+        await wait_for(pilot, lambda: run.state.events_seen == 2, 10, "the events")
         await pilot.pause()
         eta = run.query_one("#eta")
         assert eta.region.width >= 30 and "ETA" in str(eta.render()), (eta.region, str(eta.render()))
@@ -162,14 +162,14 @@ async def test_resume_hint_is_whole_on_the_live_tab_at_80_columns(tmp_path: Path
         await pilot.press("enter", "enter")  # test file → the first preset, 'custom'
         run = app.screen
         assert isinstance(run, RunScreen)
-        await wait_for(pilot, lambda: run.status == "running", 30, "the run to start")
+        await wait_for(pilot, lambda: run.state.status == "running", 30, "the run to start")
         await pilot.press("c", "y")
-        await wait_for(pilot, lambda: run.status == "interrupted", 20, "the run to stop")
+        await wait_for(pilot, lambda: run.state.status == "interrupted", 20, "the run to stop")
         await pilot.pause()
         log = run.query_one("#log-short")
         rows = [strip.text.rstrip() for strip in log.lines]
         joined = "".join(rows).replace(" ", "")  # wrapped at spaces, long paths folded anywhere
-        assert f"profiler-tuiresume{run.path}" in joined, rows
+        assert f"profiler-tuiresume{run.state.path}" in joined, rows
         assert all(strip.cell_length <= log.scrollable_content_region.width for strip in log.lines)
 
 

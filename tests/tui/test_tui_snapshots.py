@@ -93,7 +93,7 @@ def fake_run(preset_name: str, events: list[Any]):
 
 async def show_run(pilot, screen: RunScreen, n_events: int) -> None:
     pilot.app.push_screen(screen)
-    await wait_for(pilot, lambda: screen.events_seen == n_events, 10, "the fake events")
+    await wait_for(pilot, lambda: screen.state.events_seen == n_events, 10, "the fake events")
     screen.tick()
     await pilot.pause()
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from app.screens import messages as msg
+from app.screens import strings
 
 ROOT = Path(__file__).resolve().parents[2]
 BUDGET_S = 10.0  # >= 5x the median measured under load; the 1.5 s target is `make bench-tui`'s
@@ -30,9 +30,9 @@ def capture(session: str) -> str:
 
 def devices_shown(screen: str) -> bool:
     lines = screen.splitlines()
-    listed = any(ln.lstrip().startswith("/dev/") for ln in lines) or msg.NO_DEVICES[:40] in screen
+    listed = any(ln.lstrip().startswith("/dev/") for ln in lines) or strings.NO_DEVICES[:40] in screen
     hints = bool(lines) and "Quit" in lines[-1] and "Presets" in lines[-1]
-    return "write plan" in screen and msg.TEST_FILE_LABEL in screen and listed and hints
+    return "write plan" in screen and strings.TEST_FILE_LABEL in screen and listed and hints
 
 
 def first_screen_seconds(tmp_path: Path) -> tuple[float | None, str]:

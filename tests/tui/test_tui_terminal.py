@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from app.screens import messages as msg
+from app.screens import strings
 from tests.conftest import fio_processes
 from tests.tui.pty_harness import ALT_SCREEN_OFF, ROOT, PtyApp, write_presets
 
@@ -40,7 +40,7 @@ def wait_until(condition, timeout: float, what: str):
 
 def start_long_run(app: PtyApp) -> None:
     """devices → presets (test file) → a-long: wait until fio measures."""
-    app.wait_for(msg.TEST_FILE_LABEL)
+    app.wait_for(strings.TEST_FILE_LABEL)
     app.send("\r")
     app.wait_for("a-long")
     app.send("\r")
@@ -50,7 +50,7 @@ def start_long_run(app: PtyApp) -> None:
 
 
 def finish_short_run(app: PtyApp) -> None:
-    app.wait_for(msg.TEST_FILE_LABEL)
+    app.wait_for(strings.TEST_FILE_LABEL)
     app.send("\r")
     app.wait_for("b-short")
     app.send("\x1b[B", 0.5)  # down
@@ -85,7 +85,7 @@ def test_hang_up_mid_run_stops_fio_marks_interrupted_and_exits_130(tmp_path: Pat
 @pytest.mark.parametrize("screen", ["devices", "presets", "results"])
 def test_hang_up_on_each_screen_exits_within_budget(tmp_path: Path, screen: str) -> None:
     with PtyApp(tmp_path) as app:
-        app.wait_for(msg.TEST_FILE_LABEL)
+        app.wait_for(strings.TEST_FILE_LABEL)
         if screen == "presets":
             app.send("\r")
             app.wait_for("b-short")
@@ -122,7 +122,7 @@ def test_tmux_kill_session_mid_run(tmp_path: Path) -> None:
             return subprocess.run(["tmux", "capture-pane", "-p", "-t", session], capture_output=True,
                                   text=True).stdout
 
-        wait_until(lambda: msg.TEST_FILE_LABEL in pane(), 20, "the devices screen")
+        wait_until(lambda: strings.TEST_FILE_LABEL in pane(), 20, "the devices screen")
         subprocess.run(["tmux", "send-keys", "-t", session, "Enter"], check=True)
         wait_until(lambda: "a-long" in pane(), 20, "the presets screen")
         subprocess.run(["tmux", "send-keys", "-t", session, "Enter"], check=True)
@@ -143,14 +143,14 @@ def test_tmux_kill_session_mid_run(tmp_path: Path) -> None:
 
 def test_clean_quit_exits_0(tmp_path: Path) -> None:
     with PtyApp(tmp_path) as app:
-        app.wait_for(msg.TEST_FILE_LABEL)
+        app.wait_for(strings.TEST_FILE_LABEL)
         app.send("q")
         assert app.wait(timeout=10) == 0
 
 
 def test_ctrl_c_when_idle_quits_with_0(tmp_path: Path) -> None:
     with PtyApp(tmp_path) as app:
-        app.wait_for(msg.TEST_FILE_LABEL)
+        app.wait_for(strings.TEST_FILE_LABEL)
         app.send("\r")
         app.wait_for("a-long")
         app.send("\x03")
@@ -230,7 +230,7 @@ main([])
 
 def test_a_crash_exits_1_with_the_error_after_the_terminal_is_restored(tmp_path: Path) -> None:
     with PtyApp(tmp_path, code=CRASH) as app:
-        app.wait_for(msg.TEST_FILE_LABEL)
+        app.wait_for(strings.TEST_FILE_LABEL)
         app.send("p")
         assert app.wait(timeout=10) == 1
         time.sleep(0.2)
