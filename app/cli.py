@@ -1,4 +1,4 @@
-"""The command line (SPEC §3). With no subcommand it opens the TUI."""
+"""The command line (README.md, "What it does"). With no subcommand it opens the TUI."""
 
 from __future__ import annotations
 

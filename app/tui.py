@@ -1,4 +1,4 @@
-"""The Textual TUI (SPEC §9): devices → confirm → presets or custom sweep → live run → results.
+"""The Textual TUI (docs/tui.md): devices → confirm → presets or custom sweep → live run → results.
 
 The UI renders state and sends intents to the headless core (app.sweep, app.presets, app.safety,
 app.devices, app.report); it never runs a blocking call on the event loop.  ``create_app`` builds the

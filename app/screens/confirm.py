@@ -1,4 +1,4 @@
-"""Modals: the target confirmation (SPEC §5: type the device name for destructive plans) and yes/no."""
+"""Modals: the target confirmation (docs/safety.md: type the device name for destructive plans) and yes/no."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The first screen: block devices with their SPEC §5 verdicts, plus the default test-file target."""
+"""The first screen: block devices with their safety verdicts (docs/safety.md), plus the default test-file target."""
 
 from __future__ import annotations
 
