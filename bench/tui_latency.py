@@ -44,18 +44,13 @@ def start_up(starts: int, tmp: Path) -> list[float]:
 
 async def key_latencies(tmp: Path) -> list[float]:
     from app.tui import create_app
-    from app.widgets.charts import ThroughputChart
-    from tests.tui.helpers import DEVICES, wait_for
-    from tests.tui.test_tui_flow import SIZE, key_latency, pick_preset
+    from tests.tui.helpers import DEVICES
+    from tests.tui.test_tui_flow import SIZE, key_latency, start_quick_run
 
     app = create_app(devices=DEVICES, results_dir=tmp / "results", overrides=["runtime=2", "size=16m"])
     latencies: list[float] = []
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("enter")
-        await pick_preset(pilot, "quick")
-        await pilot.press("enter")
-        run = app.screen
-        await wait_for(pilot, lambda: run.query_one(ThroughputChart).t, 30, "fio's first live sample")
+        run = await start_quick_run(pilot)
         tabs = run.query_one("#run-tabs")
         for key, tab in [("2", "curve"), ("3", "log"), ("1", "live")] * 4:
             latencies.append(await key_latency(app, key, lambda: tabs.active == tab))

@@ -499,25 +499,45 @@ def _traffic(p: MemoryPoint) -> str:
     return p.traffic or "R"  # a loaded point always has one (validated); idle points have none
 
 
-class MlcEngine:
-    """Intel MLC: one process per idle point; a loaded batch in one process when it is exactly MLC's own
-    19-delay sweep, else one process per delay (``-d N``)."""
+class Engine:
+    """A memory engine's command lines: one process per idle point; loaded batches as the engine says."""
 
-    name = "mlc"
+    name: str
 
     def __init__(self, binary: str) -> None:
         self.binary = binary
 
     def invocations(self, points: list[MemoryPoint]) -> list[Invocation]:
+        """The processes that measure a batch of points (same batch_key), in order."""
+        if points[0].mode == "idle":
+            return [Invocation(self.idle_argv(p), (k,)) for k, p in enumerate(points)]
+        return self.loaded(points)
+
+    def idle_argv(self, p: MemoryPoint) -> list[str]:
+        raise NotImplementedError
+
+    def loaded(self, points: list[MemoryPoint]) -> list[Invocation]:
+        raise NotImplementedError
+
+    def chase(self, point: MemoryPoint, params: dict[str, Any]) -> dict[str, Any]:
+        """Which chase the latency figure comes from (recorded as ``chase`` in every results line)."""
+        raise NotImplementedError
+
+
+class MlcEngine(Engine):
+    """Intel MLC: a loaded batch in one process when it is exactly MLC's own 19-delay sweep, else one
+    process per delay (``-d N``)."""
+
+    name = "mlc"
+
+    def loaded(self, points: list[MemoryPoint]) -> list[Invocation]:
         first = points[0]
-        if first.mode == "idle":
-            return [Invocation(self._idle(p), (k,)) for k, p in enumerate(points)]
         delays = [p.delay for p in points]
         if sorted(d or 0 for d in delays) == sorted(MLC_DELAYS) and len(delays) == len(MLC_DELAYS):
             return [Invocation(self._loaded(first, None), tuple(range(len(points))))]
         return [Invocation(self._loaded(first, d), (k,)) for k, d in enumerate(delays)]
 
-    def _idle(self, p: MemoryPoint) -> list[str]:
+    def idle_argv(self, p: MemoryPoint) -> list[str]:
         cmd = [self.binary, "--idle_latency", f"-l{p.stride}"]
         if p.buffer:
             cmd.append(f"-b{_kib(p.buffer)}")
@@ -553,18 +573,16 @@ class MlcEngine:
                 "huge_pages": None, "text": text}
 
 
-class BuiltinEngine:
-    """The built-in engine (native/memlat): one process per idle point, one per loaded batch (``-D``)."""
+class BuiltinEngine(Engine):
+    """The built-in engine (native/memlat): one process per loaded batch (``-D d1,d2,…``)."""
 
     name = "builtin"
 
-    def __init__(self, binary: str) -> None:
-        self.binary = binary
+    def idle_argv(self, p: MemoryPoint) -> list[str]:
+        return [self.binary, "--idle_latency"] + self._common(p)
 
-    def invocations(self, points: list[MemoryPoint]) -> list[Invocation]:
+    def loaded(self, points: list[MemoryPoint]) -> list[Invocation]:
         first = points[0]
-        if first.mode == "idle":
-            return [Invocation([self.binary, "--idle_latency"] + self._common(p), (k,)) for k, p in enumerate(points)]
         cmd = [self.binary, "--loaded_latency", "-D", ",".join(str(p.delay) for p in points)]
         cmd += ["-R"] if _traffic(first) == "R" else ["-W", _traffic(first)[1:]]
         return [Invocation(cmd + self._common(first), tuple(range(len(points))))]
@@ -620,7 +638,7 @@ class MemoryRunner(Runner):
         self.requested = engine
         choice = choose_engine(engine, facts if facts is not None else engine_facts(engine))
         self.engine, self.binary, self.notice = choice.engine, choice.binary, choice.notice
-        self._impl = MlcEngine(self.binary) if self.engine == "mlc" else BuiltinEngine(self.binary)
+        self._impl: Engine = MlcEngine(self.binary) if self.engine == "mlc" else BuiltinEngine(self.binary)
         self._hugepages: HugePageReservation | None = None  # the running MLC batch's reservation
 
     # --- protocol ----------------------------------------------------------------------------

@@ -55,16 +55,28 @@ DEVICES: list[dict[str, Any]] = [
 ]
 
 
+def _checked(condition: Callable[[], Any], deadline: float, timeout: float, what: str) -> Any:
+    """``condition()``; an AssertionError naming ``what`` once it is still false after the deadline."""
+    value = condition()
+    if not value and time.monotonic() > deadline:
+        raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what or condition}")
+    return value
+
+
 async def wait_for(pilot: Any, condition: Callable[[], Any], timeout: float, what: str = "") -> Any:
     """Poll ``condition`` while the app keeps running; fail with ``what`` after ``timeout`` s."""
     deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what or condition}")
+    while not (value := _checked(condition, deadline, timeout, what)):
         await pilot.pause(0.05)
+    return value
+
+
+def wait_until(condition: Callable[[], Any], timeout: float, what: str = "") -> Any:
+    """``wait_for`` for a process outside this one (a TUI in a pty): poll with sleeps."""
+    deadline = time.monotonic() + timeout
+    while not (value := _checked(condition, deadline, timeout, what)):
+        time.sleep(0.05)
+    return value
 
 
 def our_processes(names: tuple[str, ...] = ("fio", "memlat", "mlc")) -> list[str]:

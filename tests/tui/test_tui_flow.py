@@ -1,4 +1,4 @@
-"""The keyboard paths of the TUI with real fio on files in tmp_path (SPEC §9, issue 6)."""
+"""The keyboard paths of the TUI with real fio on files in tmp_path (docs/tui.md)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import asyncio
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -148,14 +149,21 @@ async def test_custom_sweep_form_validates_saves_and_runs(tmp_path: Path) -> Non
         assert "my-sweep" in app.screen.presets
 
 
+async def start_quick_run(pilot: Any) -> Any:
+    """From the devices screen: the test file, the quick preset, run; returns the run screen once fio's first
+    live sample is drawn."""
+    await pilot.press("enter")
+    await pick_preset(pilot, "quick")
+    await pilot.press("enter")
+    run = pilot.app.screen
+    await wait_for(pilot, lambda: run.query_one(ThroughputChart).t, 30, "fio's first live sample")
+    return run
+
+
 async def test_cancel_keeps_completed_points_and_keys_stay_fast(tmp_path: Path) -> None:
     app = create_app(devices=DEVICES, results_dir=tmp_path / "results", overrides=["runtime=2", "size=16m"])
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("enter")
-        await pick_preset(pilot, "quick")
-        await pilot.press("enter")
-        run = app.screen
-        await wait_for(pilot, lambda: run.query_one(ThroughputChart).t, 30, "fio's first live sample")
+        run = await start_quick_run(pilot)
         assert fio_for(tmp_path), "fio should be running now"
 
         # (7) a key press is handled promptly while fio runs.  The product target (200 ms) is measured by

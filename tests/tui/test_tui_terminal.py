@@ -16,6 +16,7 @@ import pytest
 
 from app.screens import strings
 from tests.conftest import fio_processes
+from tests.tui.helpers import wait_until
 from tests.tui.pty_harness import ALT_SCREEN_OFF, ROOT, PtyApp, write_presets
 
 EXIT_BUDGET_S = 5.0  # from losing the terminal (or a signal) to the process gone
@@ -25,17 +26,6 @@ def run_json(results: Path) -> dict:
     found = sorted(results.glob("*/run.json"))
     assert len(found) == 1, found
     return json.loads(found[0].read_text())
-
-
-def wait_until(condition, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.05)
 
 
 def start_long_run(app: PtyApp) -> None:
