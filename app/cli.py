@@ -7,7 +7,7 @@ import json
 import os
 import signal
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -16,6 +16,9 @@ from app.errors import EXIT_INTERRUPTED, ProfilerError, UsageError
 from app.progress import ProgressPrinter
 from app.summary import point_label, results_table
 from app.textable import format_table
+
+if TYPE_CHECKING:  # imported where a run starts: `--help` and `presets` stay quick
+    from app.sweep import RunFinished, Session
 
 ENGINE_CHOICE = click.Choice(list(presets.ENGINES))
 
@@ -133,7 +136,7 @@ def presets_show(name: str, sets: tuple[str, ...], as_json: bool) -> int:
 # --- run / resume -----------------------------------------------------------------------------
 
 
-def _interrupted_line(session: Any) -> str:
+def _interrupted_line(session: Session) -> str:
     records = session.results.records()
     return (f"Interrupted: {len(records)} of {len(session.plan)} points are kept in {session.path}; "
             f"finish with `profiler-tui resume {session.path}`.")
@@ -150,7 +153,7 @@ class StartUpInterrupt:
     """
 
     def __init__(self) -> None:
-        self.session: Any = None
+        self.session: Session | None = None
 
     def install(self) -> None:
         try:
@@ -158,7 +161,7 @@ class StartUpInterrupt:
         except ValueError:  # not the main thread: nothing to install
             pass
 
-    def track(self, session: Any) -> None:
+    def track(self, session: Session) -> None:
         self.session = session
 
     def __call__(self, signum: int, frame: Any) -> None:
@@ -181,26 +184,31 @@ class StartUpInterrupt:
 START_UP = StartUpInterrupt()
 
 
-async def _drive(session: Any, printer: ProgressPrinter) -> Any:
+async def _drive(session: Session, printer: ProgressPrinter) -> RunFinished:
+    """Iterate the run's events, printing them; the run's last event (events() ends with it or raises)."""
+    from app.sweep import RunFinished
+
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
     assert task is not None
     for sig in (signal.SIGINT, signal.SIGTERM):  # from here ^C stops the run cleanly (replaces START_UP)
         loop.add_signal_handler(sig, task.cancel)
-    finished = None
+    finished: RunFinished | None = None
     events = session.events()
     try:
         async for event in events:
             printer.handle(event)
-            finished = event
+            if isinstance(event, RunFinished):
+                finished = event
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
         await events.aclose()
+    assert finished is not None, "Session.events() ended without RunFinished"
     return finished
 
 
-def _execute(session: Any) -> int:
+def _execute(session: Session) -> int:
     """Run a session to its end; it holds the results directory's lock until then."""
     from app.container import results_volume_warning
 

@@ -28,7 +28,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable, Iterator, Sequence
+from typing import Any, AsyncGenerator, Callable, Iterator, Sequence
 
 from app import envinfo, safety
 from app.errors import ProfilerError, UsageError
@@ -244,7 +244,7 @@ class Session:
             last_key = key
         return batches
 
-    async def events(self) -> AsyncIterator[Event]:
+    async def events(self) -> AsyncGenerator[Event, None]:
         try:
             pending = self.pending()
             total = len(self.plan)
