@@ -8,7 +8,7 @@ from typing import Any, TextIO
 
 from app.points import Kind
 from app.runners.base import Sample
-from app.summary import metrics_line, point_label
+from app.summary import live_line, metrics_line, point_label
 from app.units import format_duration
 
 
@@ -73,13 +73,7 @@ class ProgressPrinter:
                 self._print(f"[{event.index + 1}/{event.total}] {self.label} ...")
             self._bar()
         elif isinstance(event, Sample):
-            d = event.data
-            if self.kind == Kind.STORAGE:
-                mean = d.get("lat_mean_ns")
-                self.live = f"{d['iops']:.0f} IOPS {d['bw_bytes'] / 1e6:.1f} MB/s" + (
-                    f" lat {mean / 1e3:.1f} µs" if mean else "")
-            else:
-                self.live = metrics_line(Kind.MEMORY, d)
+            self.live = live_line(self.kind, event.data)
             self._bar()
         elif isinstance(event, sweep.PointDone):
             self.done = event.done

@@ -39,6 +39,15 @@ def metrics_line(kind: str, metrics: dict[str, Any]) -> str:
     return line
 
 
+def live_line(kind: str, sample: dict[str, Any]) -> str:
+    """A live sample (runners.base.Sample.data) in one line, as the CLI's progress bar and the TUI show it."""
+    if kind != Kind.STORAGE:
+        return metrics_line(kind, sample)
+    mean = sample.get("lat_mean_ns")
+    return (f"{float(sample.get('iops') or 0):.0f} IOPS {float(sample.get('bw_bytes') or 0) / 1e6:.1f} MB/s"
+            + (f" lat {float(mean) / 1e3:.1f} µs" if mean else ""))
+
+
 def results_table(records: list[dict[str, Any]]) -> str:
     storage = [r for r in records if r.get("kind") == Kind.STORAGE]
     memory = [r for r in records if r.get("kind") == Kind.MEMORY]

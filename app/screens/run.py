@@ -29,7 +29,7 @@ from app.widgets import TooSmall
 from app.screens.confirm import YesNo
 from app.screens.messages import ShowResults
 from app.screens.state import RunRequest, app_options, app_sessions
-from app.summary import metrics_line, point_label
+from app.summary import live_line, metrics_line, point_label
 from app.units import format_duration
 from app.widgets.charts import CurveChart, DelayChart, LatencyChart, ThroughputChart
 
@@ -283,15 +283,13 @@ class RunScreen(Screen[None]):
                     chart.add_point(ev.index, float(d["bandwidth_mbps"]), float(d.get("latency_ns") or 0))
             if d.get("delay") is not None and d.get("latency_ns") is not None:
                 self.query_one(DelayChart).add_point(ev.index, float(d["delay"]), float(d["latency_ns"]))
-            self.state.live = metrics_line("memory", d)
+            self.state.live = live_line(self.kind, d)
             return
         t = self.state.t_offset + float(d.get("t") or 0)
         self.state.t_last = t
         self.query_one(ThroughputChart).add_sample(t, d)
         self.query_one(LatencyChart).add_sample(t, d)
-        mean = d.get("lat_mean_ns")
-        self.state.live = f"{float(d.get('iops') or 0):.0f} IOPS {float(d.get('bw_bytes') or 0) / 1e6:.1f} MB/s" + (
-            f" lat {float(mean) / 1e3:.1f} µs" if mean else "")
+        self.state.live = live_line(self.kind, d)
 
     HANDLERS: ClassVar[dict[type, Callable[[RunScreen, Any], None]]] = {
         sweep.RunStarted: _on_run_started,
