@@ -399,6 +399,32 @@ class Session:
         self.results.write_meta(meta)
 
 
+def _new_meta(preset: Preset, plan: list[Point], runner: Runner, target_path: str | None, ours: bool, *,
+              yes: bool, allow_destructive: bool, engine: str, overrides: list[str] | tuple[str, ...]
+              ) -> dict[str, Any]:
+    """run.json of a run about to start (``target_info`` is filled in by the caller)."""
+    return {
+        "tool": "profiler-tui",
+        "preset": {"name": preset.name, "kind": preset.kind, "description": preset.description,
+                   "source": preset.source, "overrides": list(overrides)},
+        "kind": preset.kind,
+        "plan": [p.to_dict() for p in plan],
+        "points_total": len(plan),
+        "points_done": 0,
+        "estimated_seconds": sum(estimate_point_seconds(p) for p in plan),
+        "target": target_path,
+        "target_created_by_tool": ours,
+        "target_info": None,
+        "confirmed": {"yes": yes, "allow_destructive": allow_destructive},
+        "engine": engine,
+        "environment": envinfo.collect(),
+        "tools": runner.tool_versions(),
+        "started": now_iso(),
+        "ended": None,
+        "status": RunStatus.PLANNED,
+    }
+
+
 def new_session(
     preset: Preset,
     *,
@@ -427,27 +453,8 @@ def new_session(
     elif target is not None:
         raise UsageError(f"--target {target}: memory presets take no target.")
     check_free_space(out_dir, target_path, plan, len(plan), plan_writes(plan))
-    tools = runner.tool_versions()
-    meta = {
-        "tool": "profiler-tui",
-        "preset": {"name": preset.name, "kind": preset.kind, "description": preset.description,
-                   "source": preset.source, "overrides": list(overrides)},
-        "kind": preset.kind,
-        "plan": [p.to_dict() for p in plan],
-        "points_total": len(plan),
-        "points_done": 0,
-        "estimated_seconds": sum(estimate_point_seconds(p) for p in plan),
-        "target": target_path,
-        "target_created_by_tool": ours,
-        "target_info": None,
-        "confirmed": {"yes": yes, "allow_destructive": allow_destructive},
-        "engine": engine,
-        "environment": envinfo.collect(),
-        "tools": tools,
-        "started": now_iso(),
-        "ended": None,
-        "status": RunStatus.PLANNED,
-    }
+    meta = _new_meta(preset, plan, runner, target_path, ours, yes=yes, allow_destructive=allow_destructive,
+                     engine=engine, overrides=overrides)
     if target_path is not None and _is_block_device(target_path):
         meta["target_info"] = envinfo.target_info(target_path)  # may probe the device: before the steps below
     # Nothing is written before this point.  Then, as one step that a ^C cannot cut in half (SIGINT is
