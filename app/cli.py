@@ -111,7 +111,7 @@ def presets_cmd(ctx: click.Context, as_json: bool) -> int | None:
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def presets_show(name: str, sets: tuple[str, ...], as_json: bool) -> int:
     """The expanded plan of a preset: every point, the count and the estimated duration."""
-    from app.describe import describe_plan, show_value
+    from app.describe import describe_plan, setting_text
 
     preset = presets.apply_overrides(presets.load(name), sets)
     if as_json:
@@ -127,7 +127,7 @@ def presets_show(name: str, sets: tuple[str, ...], as_json: bool) -> int:
         click.echo(f"axis {key}: " + d.axis_text(key))
     tables = [p.to_dict() for p in d.points]
     keys = [k for k in tables[0] if k in d.axes]
-    rows = [[i + 1, point_label(d.kind, p)] + [show_value(k, p.get(k)) for k in keys] for i, p in enumerate(tables)]
+    rows = [[i + 1, point_label(d.kind, p)] + [setting_text(k, p.get(k)) for k in keys] for i, p in enumerate(tables)]
     click.echo(format_table(["#", "point"] + keys, rows, right=(0,)))
     click.echo(f"{d.totals} — {d.access}")
     return 0

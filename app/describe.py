@@ -15,7 +15,7 @@ WRITES = "writes to the target"
 READS = "reads only"
 
 
-def show_value(key: str, value: Any) -> str:
+def setting_text(key: str, value: Any) -> str:
     """A setting as a person reads it: sizes with a unit, booleans 1/0, no value "-"."""
     if value is None:
         return "-"
@@ -39,11 +39,11 @@ class PlanDescription:
     writes: bool
 
     def axis_text(self, key: str) -> str:
-        return ", ".join(show_value(key, v) for v in self.axes[key])
+        return ", ".join(setting_text(key, v) for v in self.axes[key])
 
     @property
     def settings_text(self) -> str:
-        return ", ".join(f"{k}={show_value(k, v)}" for k, v in self.settings.items())
+        return ", ".join(f"{k}={setting_text(k, v)}" for k, v in self.settings.items())
 
     @property
     def totals(self) -> str:

@@ -15,7 +15,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 
 from app.screens import strings
-from app.screens.messages import ShowCustomSweep, ShowPresets, ShowResults, StartRun
+from app.screens.messages import ShowCustomSweep, ShowDevices, ShowPresets, ShowResults, StartRun
 from app.screens.state import Options, TargetChoice, run_request
 from app.widgets import MIN_HEIGHT, MIN_WIDTH
 
@@ -150,6 +150,10 @@ class ProfilerApp(App[int]):
             self.notify(request, severity="error", timeout=8)
             return
         self.push_screen(RunScreen(request))
+
+    @on(ShowDevices)
+    def show_devices(self, message: ShowDevices) -> None:
+        self.action_devices()
 
     @on(ShowResults)
     def show_results(self, message: ShowResults) -> None:

@@ -12,11 +12,12 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Input, Label, Static
 
+from app.points import Verdict
 from app.screens import strings
 from app.screens.state import TargetChoice
 from app.widgets import MIN_HEIGHT, MIN_WIDTH, ErrorLine, too_small
 
-OK, NEEDS, REFUSED = "ok", "needs --allow-destructive", "refused"
+OK, NEEDS, REFUSED = Verdict.OK, Verdict.NEEDS_DESTRUCTIVE, Verdict.REFUSED
 COMPACT_BELOW = 24  # rows: below it the confirmation uses borderless field and buttons
 INFO_MAX = 12  # rows of verdicts and reasons before they scroll (tui.tcss #confirm-info)
 
@@ -78,7 +79,8 @@ class ConfirmTarget(ModalScreen[TargetChoice | None]):
         smallest supported size (see :meth:`too_small`)."""
         compact = self.size.height < COMPACT_BELOW
         for widget in self.query("#confirm-box Input, #confirm-box Button"):
-            widget.compact = compact  # type: ignore[attr-defined]
+            if isinstance(widget, (Input, Button)):
+                widget.compact = compact
         self.set_class(compact, "-compact")
         self.refresh_bindings()
         self.call_after_refresh(self._fit)
@@ -109,7 +111,7 @@ class ConfirmTarget(ModalScreen[TargetChoice | None]):
 
     def _verdicts(self) -> Text:
         text = Text()
-        style = {OK: "green", NEEDS: "yellow", REFUSED: "red"}
+        style: dict[str, str] = {OK: "green", NEEDS: "yellow", REFUSED: "red"}
         text.append(strings.CONFIRM_WRITE.format(verdict=self.write_verdict) + "\n", style=style.get(self.write_verdict))
         for r in self.write_reasons:
             text.append(f"  • {r}\n")

@@ -37,6 +37,10 @@ class ShowCustomSweep(Message):
         self.target = target
 
 
+class ShowDevices(Message):
+    """Back to the device list (the first screen)."""
+
+
 class ShowResults(Message):
     """The results of a run directory."""
 

@@ -15,6 +15,7 @@ from textual.worker import Worker, WorkerState
 
 from app.results import ResultsDir
 from app.screens import strings
+from app.screens.messages import ShowDevices
 from app.widgets import TooSmall
 from app.summary import point_label
 from app.units import format_count
@@ -193,4 +194,4 @@ class ResultsScreen(Screen[None]):
         self.app.pop_screen()
 
     def action_devices(self) -> None:
-        self.app.action_devices()  # type: ignore[attr-defined]
+        self.post_message(ShowDevices())
