@@ -38,7 +38,7 @@ from typing import Any
 
 from app.errors import UsageError
 from app.presets import RW_MODES, read_toml, shipped_dir
-from app.report.model import MemoryPoint, RunData, StoragePoint, load
+from app.report.model import MemoryRow, RunData, StorageRow, load
 from app.report.render import md_table, workload
 from app.units import format_count, format_size, parse_size
 
@@ -176,7 +176,7 @@ def write_text(out: str, text: str) -> None:
 # --- values -----------------------------------------------------------------------------------------------
 
 
-def metric_value(p: StoragePoint, metric: str) -> float | None:
+def metric_value(p: StorageRow, metric: str) -> float | None:
     if metric == "iops":
         return p.iops
     if metric == "bw_mbps":
@@ -251,12 +251,12 @@ def compare_reference(run_dir: str, ref: Reference) -> str:
 # --- run vs run ------------------------------------------------------------------------------------------------
 
 
-def _skey(p: StoragePoint, extra: bool) -> tuple[Any, ...]:
+def _skey(p: StorageRow, extra: bool) -> tuple[Any, ...]:
     base = (p.rw, p.point.get("rwmixread") if p.mixed else None, p.bs, p.iodepth, p.numjobs)
     return base + ((p.ioengine, p.point.get("direct")) if extra else ())
 
 
-def _mkey(p: MemoryPoint) -> tuple[Any, ...]:
+def _mkey(p: MemoryRow) -> tuple[Any, ...]:
     return (p.mode, p.traffic, p.stride, p.delay, p.buffer)
 
 

@@ -189,15 +189,15 @@ def test_report_package_is_headless() -> None:
 
 
 def test_every_memory_table_names_its_chase() -> None:
-    from app.report.model import MemoryPoint
+    from app.report.model import MemoryRow
     from app.report.render import _memory_tables
 
-    def point(i: int, delay: int | None, chase: Any, engine: str = "builtin") -> MemoryPoint:
+    def point(i: int, delay: int | None, chase: Any, engine: str = "builtin") -> MemoryRow:
         mode = "idle" if delay is None else "loaded"
         p = {"mode": mode, "traffic": None if delay is None else "R", "delay": delay, "stride": 64, "buffer": None,
              "engine": engine}
         rec = {"engine": engine} if chase is None else {"engine": engine, "chase": chase}
-        return MemoryPoint(i, p, {"latency_ns": 100.0, "bandwidth_mbps": 500.0}, rec)
+        return MemoryRow(i, p, {"latency_ns": 100.0, "bandwidth_mbps": 500.0}, rec)
 
     whole = {"text": "random chase over 1 GiB, 2 MiB pages, stride 64 B"}
     groups = {"text": "random chase within 256 KiB groups, 4 KiB pages, stride 256 B"}

@@ -1,4 +1,5 @@
-"""A results directory read for the report: typed views of its storage and memory points.
+"""A results directory read for the report: typed views of its storage and memory result rows
+(`StorageRow`, `MemoryRow`: a measured line of results.jsonl; the plan's points are app.points).
 
 Nothing here draws or formats; :mod:`app.report.analysis` computes, :mod:`app.report.render`
 writes markdown, :mod:`app.report.plots` draws.  Units inside: bytes, bytes/s, nanoseconds.
@@ -44,7 +45,7 @@ def _num(v: Any, default: float = 0.0) -> float:
 
 
 @dataclass
-class StoragePoint:
+class StorageRow:
     index: int
     point: dict[str, Any]
     metrics: dict[str, Any]
@@ -151,7 +152,7 @@ class StoragePoint:
 
 
 @dataclass
-class MemoryPoint:
+class MemoryRow:
     index: int
     point: dict[str, Any]
     metrics: dict[str, Any]
@@ -205,8 +206,8 @@ class MemoryPoint:
 class RunData:
     path: Path
     meta: dict[str, Any]
-    storage: list[StoragePoint]
-    memory: list[MemoryPoint]
+    storage: list[StorageRow]
+    memory: list[MemoryRow]
     unreadable: int = 0  # results.jsonl lines left out: not JSON, or not a well-formed record
     replaced: int = 0  # lines of a plan index measured again later (the last one is used)
     outside: int = 0  # records whose index is not in run.json's plan
@@ -248,8 +249,8 @@ def load(path: str | Path) -> RunData:
     check_meta(meta, rd.run_json)
     read = rd.read_records()
     plan = meta.get("plan")
-    storage: list[StoragePoint] = []
-    memory: list[MemoryPoint] = []
+    storage: list[StorageRow] = []
+    memory: list[MemoryRow] = []
     outside = 0
     for i, rec in enumerate(read.records):
         index = rec.get("index", i)
@@ -257,9 +258,9 @@ def load(path: str | Path) -> RunData:
             outside += 1
             continue
         if rec["kind"] == "memory":
-            memory.append(MemoryPoint(index, rec["point"], rec["metrics"], rec))
+            memory.append(MemoryRow(index, rec["point"], rec["metrics"], rec))
         else:
-            storage.append(StoragePoint(index, rec["point"], rec["metrics"], rec))
+            storage.append(StorageRow(index, rec["point"], rec["metrics"], rec))
     storage.sort(key=lambda p: p.index)
     memory.sort(key=lambda p: p.index)
     return RunData(Path(path), meta, storage, memory, read.unreadable, read.replaced, outside)

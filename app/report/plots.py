@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from app.report.analysis import Curve, MemCurve
-from app.report.model import StoragePoint
+from app.report.model import StorageRow
 from app.units import format_size
 
 MAX_PANELS = 6  # panels per figure; more continue in NAME-2.svg, NAME-3.svg, ...
@@ -53,7 +53,7 @@ class Row:
     lat_mean: float
 
 
-def rows_of(points: Sequence[StoragePoint]) -> list[Row]:
+def rows_of(points: Sequence[StorageRow]) -> list[Row]:
     return [Row(p.index, p.mix, p.mix_order, p.bs, p.iodepth, p.numjobs, p.inflight, p.rest, p.iops, p.bw,
                 p.lat_mean) for p in points]
 
@@ -662,7 +662,7 @@ def _job(job: tuple[Any, ...]) -> list[Figure]:
     return memory_figures(d["mem_curves"], d["plots_dir"])
 
 
-def draw_all(storage: Sequence[StoragePoint], curves: Sequence[Curve], mem_curves: Sequence[MemCurve],
+def draw_all(storage: Sequence[StorageRow], curves: Sequence[Curve], mem_curves: Sequence[MemCurve],
              plots_dir: Path, parallel: bool = True) -> list[Figure]:
     """Draw every figure the data supports, in a fixed order.
 

@@ -8,8 +8,6 @@ rendering the same directory twice gives the same report.
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 import os
 import statistics
@@ -18,7 +16,7 @@ from typing import Any, Sequence
 
 from app.errors import UsageError
 from app.report import analysis as an
-from app.report.model import TRAFFIC_DESCRIPTIONS, MemoryPoint, RunData, StoragePoint, load
+from app.report.model import TRAFFIC_DESCRIPTIONS, MemoryRow, RunData, StorageRow, load
 from app.units import format_count, format_size
 
 MB = 1e6
@@ -72,7 +70,7 @@ def cache_size(text: str) -> str:
     return str(text)
 
 
-def test_type(p: StoragePoint) -> str:
+def test_type(p: StorageRow) -> str:
     pattern = "Random" if p.random else "Sequential"
     if p.mixed:
         t = f"{pattern} {p.read_pct}% read {100 - p.read_pct}% write"
@@ -83,11 +81,11 @@ def test_type(p: StoragePoint) -> str:
     return f"{p.group}: {t}" if p.group else t
 
 
-def workload(p: StoragePoint) -> str:
+def workload(p: StorageRow) -> str:
     return f"{p.mix} {format_size(p.bs)} QD{p.iodepth}" + (f"×{p.numjobs}" if p.numjobs > 1 else "")
 
 
-def _p99_text(p: StoragePoint) -> str:
+def _p99_text(p: StorageRow) -> str:
     v = p.p99
     if v is None:
         return "n/a"
@@ -148,7 +146,7 @@ def _environment(data: RunData) -> list[str]:
     return out
 
 
-def _honest_target_notes(info: dict[str, Any], env: dict[str, Any], points: Sequence[StoragePoint]) -> list[str]:
+def _honest_target_notes(info: dict[str, Any], env: dict[str, Any], points: Sequence[StorageRow]) -> list[str]:
     notes = []
     virt = (env.get("system") or {}).get("virtualization")
     kind = info.get("type") or info.get("kind")
@@ -271,7 +269,7 @@ def _run(data: RunData) -> list[str]:
     return out
 
 
-def _storage_table(points: Sequence[StoragePoint], heading: str = "## Storage results") -> list[str]:
+def _storage_table(points: Sequence[StorageRow], heading: str = "## Storage results") -> list[str]:
     out = [heading, ""]
     out.append("Latency is fio's total latency (`lat`: submission to completion) in microseconds; bandwidth in MB/s "
                "(10^6 B/s) with MiB/s (2^20 B/s) in brackets; CPU is fio's user/system share of one CPU.")
@@ -321,7 +319,7 @@ def _traffic_order(t: str) -> int:
     return keys.index(t) if t in keys else len(keys)
 
 
-def _memory_tables(points: Sequence[MemoryPoint]) -> list[str]:
+def _memory_tables(points: Sequence[MemoryRow]) -> list[str]:
     out = ["## Memory results", ""]
     idle = [p for p in points if p.mode == "idle"]
     loaded = [p for p in points if p.mode != "idle"]
@@ -333,7 +331,7 @@ def _memory_tables(points: Sequence[MemoryPoint]) -> list[str]:
         out.append(md_table(["Stride (B)", "Buffer", "Latency (ns)", "Engine"], rows))
         out.append("")
         out += _chase_line(idle)
-    series: dict[tuple[Any, ...], list[MemoryPoint]] = {}
+    series: dict[tuple[Any, ...], list[MemoryRow]] = {}
     for p in loaded:
         series.setdefault(p.series, []).append(p)
     if series:
@@ -362,7 +360,7 @@ def _memory_tables(points: Sequence[MemoryPoint]) -> list[str]:
     return out
 
 
-def _chase_line(points: Sequence[MemoryPoint]) -> list[str]:
+def _chase_line(points: Sequence[MemoryRow]) -> list[str]:
     """One line under a memory table naming the chase its latency comes from (results lines' "chase",
     written by the memory runner; older results have none: "not recorded", or for MLC "chase as chosen by Intel MLC")."""
     texts: list[str] = []
@@ -393,7 +391,7 @@ def _figures(figs: Sequence[Any], section: str) -> list[str]:
 # --- analysis sections ------------------------------------------------------------------------------------------
 
 
-def _littles_law(points: Sequence[StoragePoint], table: bool = True,
+def _littles_law(points: Sequence[StorageRow], table: bool = True,
                  heading: str = "### Little's law per point") -> list[str]:
     """With the per-point table (``table``) or, for a large run, the summary only (the table is
     then in the appendix)."""
@@ -471,7 +469,7 @@ def _knees(curves: Sequence[an.Curve]) -> list[str]:
     return out
 
 
-def _bound(points: Sequence[StoragePoint], bound_ns: float) -> list[str]:
+def _bound(points: Sequence[StorageRow], bound_ns: float) -> list[str]:
     out = [f"### Best operating point under p99 ≤ {bound_ns / 1e3:g} µs", ""]
     out.append(f"For each workload, the load with the most IOPS whose 99th-percentile total latency stays within "
                f"{bound_ns / 1e3:g} µs (`profiler-tui report --p99-bound-us N` changes the bound), and the next "
@@ -601,44 +599,11 @@ def _mem_storage(data: RunData) -> list[str]:
 
 # --- csv ------------------------------------------------------------------------------------------------------
 
-CSV_COLUMNS = [
-    "kind", "index", "group", "rw", "rwmixread", "bs", "iodepth", "numjobs", "ioengine", "direct", "runtime",
-    "iops", "read_iops", "write_iops", "bw_MBps", "read_bw_MBps", "write_bw_MBps",
-    "lat_min_us", "lat_mean_us", "lat_max_us", "lat_stddev_us", "lat_p50_us", "lat_p90_us", "lat_p99_us",
-    "lat_p99_9_us", "lat_p99_99_us", "usr_cpu_pct", "sys_cpu_pct", "littles_L", "littles_N", "littles_ratio",
-    "mode", "traffic", "stride", "delay", "buffer", "engine", "latency_ns", "bandwidth_MBps",
-]
-
-
 def results_csv(data: RunData) -> str:
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, lineterminator="\n")
-    w.writeheader()
+    """results.csv: the frame :func:`app.frame.load_results` gives, one row per point."""
+    from app.frame import frame_of_data, to_csv
 
-    def r6(x: Any) -> Any:
-        return "" if x is None else round(float(x), 6)
-
-    for p in data.storage:
-        lat = p.metrics.get("lat_ns") or {}
-        ll = an.littles_law(p)
-        row = {"kind": "storage", "index": p.index, "group": p.group or "", "rw": p.rw,
-               "rwmixread": p.point.get("rwmixread") if p.mixed else "", "bs": p.bs, "iodepth": p.iodepth,
-               "numjobs": p.numjobs, "ioengine": p.ioengine, "direct": p.point.get("direct", ""),
-               "runtime": p.point.get("runtime", ""), "iops": r6(p.iops),
-               "read_iops": r6(p.metrics.get("read_iops")), "write_iops": r6(p.metrics.get("write_iops")),
-               "bw_MBps": r6(p.bw / MB), "read_bw_MBps": r6(float(p.metrics.get("read_bw_bytes") or 0) / MB),
-               "write_bw_MBps": r6(float(p.metrics.get("write_bw_bytes") or 0) / MB),
-               "usr_cpu_pct": r6(p.usr), "sys_cpu_pct": r6(p.sys),
-               "littles_L": r6(ll.l) if ll else "", "littles_N": p.inflight, "littles_ratio": r6(ll.ratio) if ll else ""}
-        for key in ("min", "mean", "max", "stddev", "p50", "p90", "p99", "p99_9", "p99_99"):
-            v = lat.get(key)
-            row[f"lat_{key}_us"] = "" if v is None else r6(float(v) / 1e3)
-        w.writerow(row)
-    for p in data.memory:
-        w.writerow({"kind": "memory", "index": p.index, "mode": p.mode, "traffic": p.traffic or "",
-                    "stride": p.stride or "", "delay": "" if p.delay is None else p.delay, "buffer": p.buffer or "",
-                    "engine": p.engine, "latency_ns": r6(p.latency), "bandwidth_MBps": r6(p.bandwidth)})
-    return buf.getvalue()
+    return to_csv(frame_of_data(data))
 
 
 # --- the report -------------------------------------------------------------------------------------------------
@@ -656,7 +621,7 @@ def _title(data: RunData) -> str:
 MAX_BODY_POINTS = 200  # above this, the body has a summary per workload and the per-point tables an appendix
 
 
-def _storage_summary(points: Sequence[StoragePoint], curves: Sequence[an.Curve], bound_ns: float) -> list[str]:
+def _storage_summary(points: Sequence[StorageRow], curves: Sequence[an.Curve], bound_ns: float) -> list[str]:
     """One row per workload (pattern, block size, other settings): its best point, knee and
     operating point under the p99 bound — the body of a report of more than MAX_BODY_POINTS points."""
     out = ["## Storage results", ""]
@@ -666,16 +631,16 @@ def _storage_summary(points: Sequence[StoragePoint], curves: Sequence[an.Curve],
                "latency in microseconds; bandwidth in MB/s (10^6 B/s).")
     out.append("")
     varying = an.varying_rest_keys(points)
-    groups: dict[tuple[Any, ...], list[StoragePoint]] = {}
+    groups: dict[tuple[Any, ...], list[StorageRow]] = {}
     for p in points:
         groups.setdefault((p.mix, p.bs, p.rest), []).append(p)
-    knees: dict[tuple[Any, ...], StoragePoint] = {}
+    knees: dict[tuple[Any, ...], StorageRow] = {}
     for c in curves:
         if c.knee_point is not None:
             knees.setdefault((c.mix, c.bs, c.key[2]), c.knee_point)
     ops = an.best_under_bound(points, bound_ns)  # one per group, in the groups' first-seen order
 
-    def load(p: StoragePoint) -> str:
+    def load(p: StorageRow) -> str:
         return f"QD{p.iodepth}" + (f"×{p.numjobs}" if p.numjobs > 1 else "")
 
     rows = []
