@@ -19,6 +19,7 @@ never import this module.
 from __future__ import annotations
 
 import io
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -112,6 +113,25 @@ def load_results(directory: str | Path) -> pd.DataFrame:
     from app.report.model import load
 
     return frame_of_data(load(directory))
+
+
+def records_frame(records: list[dict[str, Any]]) -> pd.DataFrame:
+    """The frame of results lines already read (no run.json, so no plan to check indexes against):
+    the TUI's results table of a directory whose run.json cannot be read."""
+    from app.report.model import split_records
+
+    storage, memory, _outside = split_records(records)
+    return frame_of(storage, memory)
+
+
+def rows(df: pd.DataFrame) -> list[dict[str, Any]]:
+    """The frame's rows as dicts of Python values, a missing value (<NA>, NaN) as None."""
+    import pandas as pd
+
+    def plain(v: Any) -> Any:
+        return None if v is pd.NA or (isinstance(v, float) and math.isnan(v)) else v
+
+    return [{str(k): plain(v) for k, v in r.items()} for r in df.astype(object).to_dict("records")]
 
 
 def to_csv(df: pd.DataFrame) -> str:

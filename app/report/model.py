@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from app.lock import effective_status
+from app.points import Kind
 from app.results import ResultsDir, check_meta
 
 SYNC_ENGINES = frozenset({"psync", "sync", "pvsync", "pvsync2", "vsync"})
@@ -241,6 +242,26 @@ class RunData:
         return out
 
 
+def split_records(records: list[dict[str, Any]], plan: Any = None) -> tuple[list[StorageRow], list[MemoryRow], int]:
+    """Validated results lines as storage and memory rows, each by plan index; lines whose index is
+    past the end of a non-empty ``plan`` are left out and counted (the third value)."""
+    storage: list[StorageRow] = []
+    memory: list[MemoryRow] = []
+    outside = 0
+    for i, rec in enumerate(records):
+        index = rec.get("index", i)
+        if isinstance(plan, list) and plan and index >= len(plan):
+            outside += 1
+            continue
+        if rec["kind"] == Kind.MEMORY:
+            memory.append(MemoryRow(index, rec["point"], rec["metrics"], rec))
+        else:
+            storage.append(StorageRow(index, rec["point"], rec["metrics"], rec))
+    storage.sort(key=lambda p: p.index)
+    memory.sort(key=lambda p: p.index)
+    return storage, memory, outside
+
+
 def load(path: str | Path) -> RunData:
     """Read a results directory for the report and compare: run.json's types are checked (a wrong
     type is a UsageError naming the key), results.jsonl is read by :meth:`ResultsDir.read_records`."""
@@ -248,19 +269,5 @@ def load(path: str | Path) -> RunData:
     meta = rd.read_meta()
     check_meta(meta, rd.run_json)
     read = rd.read_records()
-    plan = meta.get("plan")
-    storage: list[StorageRow] = []
-    memory: list[MemoryRow] = []
-    outside = 0
-    for i, rec in enumerate(read.records):
-        index = rec.get("index", i)
-        if isinstance(plan, list) and plan and index >= len(plan):
-            outside += 1
-            continue
-        if rec["kind"] == "memory":
-            memory.append(MemoryRow(index, rec["point"], rec["metrics"], rec))
-        else:
-            storage.append(StorageRow(index, rec["point"], rec["metrics"], rec))
-    storage.sort(key=lambda p: p.index)
-    memory.sort(key=lambda p: p.index)
+    storage, memory, outside = split_records(read.records, meta.get("plan"))
     return RunData(Path(path), meta, storage, memory, read.unreadable, read.replaced, outside)

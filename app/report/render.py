@@ -17,6 +17,7 @@ from typing import Any, Sequence
 from app.errors import UsageError
 from app.report import analysis as an
 from app.report.model import TRAFFIC_DESCRIPTIONS, MemoryRow, RunData, StorageRow, load
+from app.textable import markdown_table
 from app.units import format_count, format_size
 
 MB = 1e6
@@ -24,18 +25,6 @@ MIB = float(1 << 20)
 
 
 # --- small formatting helpers ---------------------------------------------------------------------------
-
-
-def md_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], right: Sequence[int] | None = None) -> str:
-    right = set(range(1, len(headers)) if right is None else right)
-    cells = [[str(h) for h in headers]] + [["" if c is None else str(c) for c in r] for r in rows]
-    widths = [max(3, max(len(r[i]) for r in cells)) for i in range(len(headers))]
-
-    def line(r: list[str]) -> str:
-        return "| " + " | ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))) + " |"
-
-    sep = "|" + "|".join(("-" * (w + 1) + ":") if i in right else ("-" * (w + 2)) for i, w in enumerate(widths)) + "|"
-    return "\n".join([line(cells[0]), sep] + [line(r) for r in cells[1:]])
 
 
 def us(ns: float | None, digits: int = 2) -> str:
@@ -141,7 +130,7 @@ def _environment(data: RunData) -> list[str]:
                    "The machine was not recorded in run.json.")
         out.append("")
     if rows:
-        out.append(md_table(["Property", "Value"], rows, right=()))
+        out.append(markdown_table(["Property", "Value"], rows, right=()))
         out.append("")
     return out
 
@@ -209,7 +198,7 @@ def _target(data: RunData) -> list[str]:
         rows.append(["Path", ", ".join(targets) if targets else "not recorded"])
         rows.append(["Details", "not probed (imported run: the path comes from the fio job options)" if data.imported
                      else "not recorded"])
-    out.append(md_table(["Property", "Value"], rows, right=()))
+    out.append(markdown_table(["Property", "Value"], rows, right=()))
     out.append("")
     for note in _honest_target_notes(info, env, data.storage):
         out.append(f"> {note}")
@@ -259,7 +248,7 @@ def _run(data: RunData) -> list[str]:
     failures = m.get("failures") or []
     if failures:
         rows.append(["Failed points", str(len(failures)) + " (see run.json)"])
-    out.append(md_table(["Property", "Value"], rows, right=()))
+    out.append(markdown_table(["Property", "Value"], rows, right=()))
     out.append("")
     warnings = data.warnings()
     if warnings:
@@ -281,7 +270,7 @@ def _storage_table(points: Sequence[StorageRow], heading: str = "## Storage resu
                      format_count(p.iops), f"{p.bw / MB:.1f} ({p.bw / MIB:.1f})", us(p.lat("min"), 1),
                      us(p.lat("max"), 1), us(p.lat_mean), _p99_text(p), pct(p.usr), pct(p.sys), p.iodepth,
                      p.numjobs])
-    out.append(md_table(["Test Type", "Block Size", "IOPS", "Bandwidth MB/s (MiB/s)", "Latency min (µs)",
+    out.append(markdown_table(["Test Type", "Block Size", "IOPS", "Bandwidth MB/s (MiB/s)", "Latency min (µs)",
                          "Latency max (µs)", "Latency avg (µs)", "Latency p99 (µs)", "CPU usr", "CPU sys", "IO Depth",
                          "Jobs"], rows, right=range(2, 12)))
     out.append("")
@@ -308,7 +297,7 @@ def _storage_table(points: Sequence[StorageRow], heading: str = "## Storage resu
                          f"{float(p.metrics.get('read_bw_bytes') or 0) / MB:.1f}",
                          f"{float(p.metrics.get('write_bw_bytes') or 0) / MB:.1f}",
                          us(r.get("mean")), us(w.get("mean")), us(r.get("p99") or None), us(w.get("p99") or None)])
-        out.append(md_table(["Workload", "Read IOPS", "Write IOPS", "Read MB/s", "Write MB/s", "Read avg (µs)",
+        out.append(markdown_table(["Workload", "Read IOPS", "Write IOPS", "Read MB/s", "Write MB/s", "Read avg (µs)",
                              "Write avg (µs)", "Read p99 (µs)", "Write p99 (µs)"], rows))
         out.append("")
     return out
@@ -328,7 +317,7 @@ def _memory_tables(points: Sequence[MemoryRow]) -> list[str]:
         out.append("")
         rows = [[p.stride or "default", format_size(p.buffer) if p.buffer else "default",
                  f"{p.latency:.2f}" if p.latency is not None else "n/a", p.engine or "?"] for p in idle]
-        out.append(md_table(["Stride (B)", "Buffer", "Latency (ns)", "Engine"], rows))
+        out.append(markdown_table(["Stride (B)", "Buffer", "Latency (ns)", "Engine"], rows))
         out.append("")
         out += _chase_line(idle)
     series: dict[tuple[Any, ...], list[MemoryRow]] = {}
@@ -354,7 +343,7 @@ def _memory_tables(points: Sequence[MemoryRow]) -> list[str]:
         for p in sorted(series[key], key=lambda p: p.delay or 0):
             rows.append([f"{p.delay:05d}", f"{p.latency:.2f}" if p.latency is not None else "-",
                          f"{p.bandwidth:.1f}" if p.bandwidth is not None else "-"])
-        out.append(md_table(["Inject", "Latency (ns)", "Bandwidth (MB/sec)"], rows, right=()))
+        out.append(markdown_table(["Inject", "Latency (ns)", "Bandwidth (MB/sec)"], rows, right=()))
         out.append("")
         out += _chase_line(series[key])
     return out
@@ -412,7 +401,7 @@ def _littles_law(points: Sequence[StorageRow], table: bool = True,
         ratios.append((ll.ratio, p))
         rows.append([workload(p), ll.n, format_count(p.iops), us(p.lat_mean), f"{ll.l:.2f}", f"{ll.ratio:.3f}"])
     if table:
-        out.append(md_table(["Workload", "N = QD × jobs", "IOPS", "Mean latency (µs)", "L = IOPS × latency", "L / N"],
+        out.append(markdown_table(["Workload", "N = QD × jobs", "IOPS", "Mean latency (µs)", "L = IOPS × latency", "L / N"],
                             rows))
     else:
         out.append(f"The table of all {len(points)} points is in the appendix (Little's law, every point).")
@@ -458,7 +447,7 @@ def _knees(curves: Sequence[an.Curve]) -> list[str]:
         rows.append([c.label, loads, c.load_label(k), format_count(k.iops), us(k.lat_mean), format_count(last.iops),
                      us(last.lat_mean), f"{gain:+.1f}%", f"×{growth:.2f}"])
     if rows:
-        out.append(md_table(["Workload", "Loads (QD × jobs)", "Knee", "IOPS at knee", "Mean lat. at knee (µs)",
+        out.append(markdown_table(["Workload", "Loads (QD × jobs)", "Knee", "IOPS at knee", "Mean lat. at knee (µs)",
                              "IOPS at max load", "Mean lat. at max load (µs)", "Throughput past knee",
                              "Latency past knee"], rows))
         out.append("")
@@ -485,7 +474,7 @@ def _bound(points: Sequence[StorageRow], bound_ns: float) -> list[str]:
         nxt = "—" if b.next_over is None else f"QD{b.next_over.iodepth}×{b.next_over.numjobs}: {us(b.next_over.p99)}"
         rows.append([b.label, f"QD{p.iodepth}×{p.numjobs}", format_count(p.iops), f"{p.bw / MB:.1f}", us(p.lat_mean),
                      us(p.p99), nxt])
-    out.append(md_table(["Workload", "Best load", "IOPS", "MB/s", "Mean (µs)", "p99 (µs)", "Next load: p99 (µs)"], rows))
+    out.append(markdown_table(["Workload", "Best load", "IOPS", "MB/s", "Mean (µs)", "p99 (µs)", "Next load: p99 (µs)"], rows))
     out.append("")
     ok = [p for p in points if p.p99 is not None and p.p99 <= bound_ns]
     if ok:
@@ -580,7 +569,7 @@ def _memory_analysis(curves: Sequence[an.MemCurve]) -> list[str]:
                      f"{heavy.latency:.2f}" if heavy.latency else "n/a",
                      f"{heavy.latency / light.latency:.2f}" if heavy.latency and light.latency else "n/a",
                      f"{mlp:.0f}" if mlp is not None else "n/a"])
-    out.append(md_table(["Traffic", "Latency at lightest load (ns)", "Knee delay", "Bandwidth at knee (MB/s)",
+    out.append(markdown_table(["Traffic", "Latency at lightest load (ns)", "Knee delay", "Bandwidth at knee (MB/s)",
                          "Latency at knee (ns)", f"Bandwidth at delay {loaded[0].points[-1].delay} (MB/s)",
                          "Latency there (ns)", "Latency growth", "Lines in flight"], rows))
     out.append("")
@@ -659,7 +648,7 @@ def _storage_summary(points: Sequence[StorageRow], curves: Sequence[an.Curve], b
         loads = sorted({p.inflight for p in pts})
         rows.append([label, len(pts), f"{loads[0]}–{loads[-1]}" if len(loads) > 1 else str(loads[0]),
                      f"{load(top)}: {format_count(top.iops)} IOPS, {top.bw / MB:.1f} MB/s", knee_text, op])
-    out.append(md_table(["Workload", "Points", "Loads (QD × jobs)", "Best point (most IOPS)", "Knee",
+    out.append(markdown_table(["Workload", "Points", "Loads (QD × jobs)", "Best point (most IOPS)", "Knee",
                          f"Operating point (p99 ≤ {bound_ns / 1e3:g} µs)"], rows, right=(1,)))
     out.append("")
     return out
