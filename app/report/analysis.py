@@ -116,16 +116,42 @@ def varying_rest_keys(points: Sequence[StorageRow]) -> set[str]:
     return {k for k, v in values.items() if len(v) > 1}
 
 
-def storage_curves(points: Sequence[StorageRow]) -> list[Curve]:
-    """Every workload measured at two or more loads, in first-seen order."""
+@dataclass
+class Workload:
+    """The points of one workload: access pattern and mix, block size, other settings (any load)."""
+
+    key: tuple[Any, ...]  # (mix, bs, rest)
+    label: str  # "randread 4K", with the settings that vary between workloads: "randread 4K (ioengine=psync)"
+    points: list[StorageRow]
+
+
+def workloads(points: Sequence[StorageRow]) -> list[Workload]:
+    """The points grouped by workload (a pandas groupby on mix, block size and other settings), in
+    first-seen order; each group's points in their order."""
+    import pandas as pd
+
     from app.units import format_size
 
+    if not points:
+        return []
     varying = varying_rest_keys(points)
-    groups: dict[tuple[Any, ...], list[StorageRow]] = {}
-    for p in points:
-        groups.setdefault((p.mix, p.bs, p.rest), []).append(p)
+    keys = pd.DataFrame({"mix": [p.mix for p in points], "bs": [p.bs for p in points],
+                         "rest": pd.Series([p.rest for p in points], dtype=object)})
+    out = []
+    for where in keys.groupby(["mix", "bs", "rest"], sort=False, dropna=False).indices.values():
+        group = [points[i] for i in sorted(where)]
+        mix, bs, rest = group[0].mix, group[0].bs, group[0].rest
+        extra = rest_label(rest, varying)
+        label = f"{mix} {format_size(bs)}" + (f" ({extra})" if extra else "")
+        out.append(Workload((mix, bs, rest), label, group))
+    return out
+
+
+def storage_curves(points: Sequence[StorageRow]) -> list[Curve]:
+    """Every workload measured at two or more loads, in first-seen order."""
     curves: list[Curve] = []
-    for (mix, bs, rest), pts in groups.items():
+    for w in workloads(points):
+        (mix, bs, rest), pts = w.key, w.points
         # two points with the same N (QD4×4 and QD16×1) are different curves: split by jobs
         by_n: dict[int, int] = {}
         for p in pts:
@@ -144,12 +170,7 @@ def storage_curves(points: Sequence[StorageRow]) -> list[Curve]:
             ordered = sorted(seen.values(), key=lambda p: p.inflight)
             if len(ordered) < 2:
                 continue
-            label = f"{mix} {format_size(bs)}"
-            extra = rest_label(rest, varying)
-            if extra:
-                label += f" ({extra})"
-            if split is not None:
-                label += f" T{split[1]}"
+            label = w.label + (f" T{split[1]}" if split is not None else "")
             c = Curve((mix, bs, rest, split), mix, bs, label, ordered)
             c.knee = knee([q.iops for q in ordered], [q.lat_mean for q in ordered])
             curves.append(c)
@@ -170,27 +191,17 @@ class BoundChoice:
 
 def best_under_bound(points: Sequence[StorageRow], bound_ns: float) -> list[BoundChoice]:
     """For each workload (mix, block size, settings): the most IOPS with p99 ≤ bound."""
-    from app.units import format_size
-
-    varying = varying_rest_keys(points)
-    groups: dict[tuple[Any, ...], list[StorageRow]] = {}
-    for p in points:
-        groups.setdefault((p.mix, p.bs, p.rest), []).append(p)
     out: list[BoundChoice] = []
-    for (mix, bs, rest), pts in groups.items():
-        label = f"{mix} {format_size(bs)}"
-        extra = rest_label(rest, varying)
-        if extra:
-            label += f" ({extra})"
-        known = [p for p in pts if p.p99 is not None]
-        ok = [p for p in known if p.p99 <= bound_ns]  # type: ignore[operator]
+    for w in workloads(points):
+        known = [(p, p99) for p in w.points if (p99 := p.p99) is not None]
+        ok = [p for p, p99 in known if p99 <= bound_ns]
         best = max(ok, key=lambda p: p.iops) if ok else None
         nxt = None
         if best is not None:
-            heavier = sorted((p for p in known if p.inflight > best.inflight), key=lambda p: p.inflight)
+            heavier = sorted((p for p, _ in known if p.inflight > best.inflight), key=lambda p: p.inflight)
             nxt = heavier[0] if heavier else None
-        lowest = min((p.p99 for p in known), default=None)  # type: ignore[type-var]
-        out.append(BoundChoice(label, best, len(pts), lowest, nxt))
+        lowest = min((p99 for _, p99 in known), default=None)
+        out.append(BoundChoice(w.label, best, len(w.points), lowest, nxt))
     return out
 
 
@@ -215,6 +226,13 @@ class MemCurve:
         if self.buffer:
             s += f" buffer {format_size(self.buffer)}"
         return s
+
+    @property
+    def legend(self) -> str:
+        """The curve in a panel of one stride: its traffic type, and buffer when set."""
+        from app.units import format_size
+
+        return self.traffic + (f" {format_size(self.buffer)}" if self.buffer else "")
 
 
 def memory_curves(points: Sequence[MemoryRow]) -> list[MemCurve]:

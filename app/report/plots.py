@@ -260,7 +260,8 @@ def _series(points: Sequence[Row], x: Callable[[Row], Any], line: Callable[[Row]
     return {k: sorted(v, key=x) for k, v in out.items() if len({x(p) for p in v}) >= 2}
 
 
-def _draw_series(ax: Any, lines: list[tuple[str, int, list[float], list[float]]], norm: Any, cmap: Any) -> None:
+def _draw_series(ax: Any, lines: Sequence[tuple[str, int, Sequence[float], Sequence[float]]], norm: Any,
+                 cmap: Any) -> None:
     """Lines (label, colour value, xs, ys): with a legend's colours, or on the colour scale as one
     line collection and one marker collection per axes."""
     if norm is None:
@@ -280,6 +281,10 @@ def _draw_series(ax: Any, lines: list[tuple[str, int, list[float], list[float]]]
 def storage_vs_axis(points: Sequence[Row], plots_dir: Path, axis: str, jobs_split: bool = False,
                     page: int | None = None) -> list[Figure]:
     """Throughput and mean latency vs block size (axis="bs") or vs queue depth × jobs (axis="qd")."""
+    x: Callable[[Row], int]
+    line: Callable[[Row], tuple[Any, ...]]
+    legend: Callable[[Row], str]
+    value: Callable[[Row], int]
     if axis == "bs":
         x = lambda p: p.bs  # noqa: E731
         line = lambda p: (p.mix, p.inflight, p.iodepth, p.numjobs, p.rest)  # noqa: E731
@@ -360,6 +365,12 @@ def jobs_split(points: Sequence[Row]) -> bool:
     return any(len(v) > 1 for v in seen.values())
 
 
+def _p99_line(c: Curve) -> list[tuple[float, float]]:
+    """(kIOPS, p99 µs) of a curve's points, or [] when a point has no p99 (no dotted line then)."""
+    line = [(p.iops / 1e3, p99 / 1e3) for p in c.points if (p99 := p.p99)]
+    return line if len(line) == len(c.points) else []
+
+
 def latency_throughput(curves: Sequence[Curve], plots_dir: Path, page: int | None = None) -> list[Figure]:
     curves = [c for c in curves if len(c.points) >= 2]
     if not curves:
@@ -379,7 +390,8 @@ def latency_throughput(curves: Sequence[Curve], plots_dir: Path, page: int | Non
             continue
         plt = _plt()
         fig, panels = _grid(plt, len(mixes_here), w=3.6, h=3.0, right=1.0 if scale else 0.0)
-        norm = cmap = None
+        norm: Any = None
+        cmap: Any = None
         if scale:
             norm, cmap = _colour_scale(plt, fig, sorted({c.bs for c in curves}), "block size", format_size)
         for (ax,), mix in zip(panels, mixes_here):
@@ -392,11 +404,10 @@ def latency_throughput(curves: Sequence[Curve], plots_dir: Path, page: int | Non
                 colours = [cmap(norm(c.bs)) for c in here]
                 mean = [[(p.iops / 1e3, p.lat_mean / 1e3) for p in c.points] for c in here]
                 ax.add_collection(LineCollection(mean, colors=colours, linewidths=1.2))
-                p99 = [[(p.iops / 1e3, p.p99 / 1e3) for p in c.points] for c in here
-                       if all(p.p99 for p in c.points)]
-                p99c = [col for c, col in zip(here, colours) if all(p.p99 for p in c.points)]
-                if p99:
-                    ax.add_collection(LineCollection(p99, colors=p99c, linewidths=0.8, linestyles=":"))
+                dotted = [(line, col) for c, col in zip(here, colours) if (line := _p99_line(c))]
+                if dotted:
+                    ax.add_collection(LineCollection([ln for ln, _ in dotted], colors=[col for _, col in dotted],
+                                                     linewidths=0.8, linestyles=":"))
                 ax.scatter([xy[0] for m in mean for xy in m], [xy[1] for m in mean for xy in m],
                            c=[col for m, col in zip(mean, colours) for _ in m], s=6, linewidths=0, zorder=3)
                 knees = [(c.points[c.knee], col) for c, col in zip(here, colours) if c.knee is not None]
@@ -410,8 +421,8 @@ def latency_throughput(curves: Sequence[Curve], plots_dir: Path, page: int | Non
                     xs = [p.iops / 1e3 for p in c.points]
                     ys = [p.lat_mean / 1e3 for p in c.points]
                     (ln,) = ax.plot(xs, ys, marker="o", markersize=3, label=c.label.replace(mix + " ", "", 1))
-                    p99 = [(p.iops / 1e3, p.p99 / 1e3) for p in c.points if p.p99]
-                    if len(p99) == len(c.points):
+                    p99 = _p99_line(c)
+                    if p99:
                         ax.plot([a for a, _ in p99], [b for _, b in p99], linestyle=":", color=ln.get_color(),
                                 linewidth=1)
                     if c.knee is not None:
@@ -600,11 +611,11 @@ def memory_figures(curves: Sequence[MemCurve], plots_dir: Path) -> list[Figure]:
             for c in with_bw:
                 if c.stride != stride:
                     continue
-                (ln,) = ax.plot([p.bandwidth / 1e3 for p in c.points], [p.latency for p in c.points],  # type: ignore
-                                marker="o", markersize=3, label=c.traffic + (f" {format_size(c.buffer)}" if c.buffer else ""))
+                (ln,) = ax.plot([(p.bandwidth or 0.0) / 1e3 for p in c.points], [p.latency for p in c.points],
+                                marker="o", markersize=3, label=c.legend)
                 if c.knee is not None:
                     k = c.points[c.knee]
-                    ax.plot([k.bandwidth / 1e3], [k.latency], marker="*", markersize=11, color=ln.get_color(),  # type: ignore
+                    ax.plot([(k.bandwidth or 0.0) / 1e3], [k.latency], marker="*", markersize=11, color=ln.get_color(),
                             markeredgecolor="black", linestyle="none")
             ax.set_title(f"stride {stride} B")
             ax.set_xlabel("bandwidth (GB/s, 10^9 B/s)")
@@ -624,10 +635,10 @@ def memory_figures(curves: Sequence[MemCurve], plots_dir: Path) -> list[Figure]:
             if c.stride != stride:
                 continue
             pts = sorted(c.points, key=lambda p: p.delay or 0)
-            label = c.traffic + (f" {format_size(c.buffer)}" if c.buffer else "")
+            label = c.legend
             top.plot([p.delay for p in pts], [p.latency for p in pts], marker="o", markersize=3, label=label)
             if all(p.bandwidth is not None for p in pts):
-                bottom.plot([p.delay for p in pts], [p.bandwidth / 1e3 for p in pts], marker="o", markersize=3,  # type: ignore
+                bottom.plot([p.delay for p in pts], [(p.bandwidth or 0.0) / 1e3 for p in pts], marker="o", markersize=3,
                             label=label)
         for ax in (top, bottom):
             ax.set_xscale("symlog", linthresh=10)

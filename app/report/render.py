@@ -140,7 +140,7 @@ def _honest_target_notes(info: dict[str, Any], env: dict[str, Any], points: Sequ
     virt = (env.get("system") or {}).get("virtualization")
     kind = info.get("type") or info.get("kind")
     source = str(info.get("source") or "")
-    device = info.get("device") if isinstance(info.get("device"), dict) else {}
+    device: dict[str, Any] = info["device"] if isinstance(info.get("device"), dict) else {}
     if kind == "file":
         if source.startswith("/dev/loop") or str(device.get("name", "")).startswith("loop"):
             notes.append("The file lives on a loop device, itself a file on another filesystem: the figures measure "
@@ -619,25 +619,18 @@ def _storage_summary(points: Sequence[StorageRow], curves: Sequence[an.Curve], b
                "appendix (Storage results, every point); results.csv has every point too. Latency is fio's total "
                "latency in microseconds; bandwidth in MB/s (10^6 B/s).")
     out.append("")
-    varying = an.varying_rest_keys(points)
-    groups: dict[tuple[Any, ...], list[StorageRow]] = {}
-    for p in points:
-        groups.setdefault((p.mix, p.bs, p.rest), []).append(p)
     knees: dict[tuple[Any, ...], StorageRow] = {}
     for c in curves:
         if c.knee_point is not None:
             knees.setdefault((c.mix, c.bs, c.key[2]), c.knee_point)
-    ops = an.best_under_bound(points, bound_ns)  # one per group, in the groups' first-seen order
+    ops = an.best_under_bound(points, bound_ns)  # one per workload, in the same order
 
     def load(p: StorageRow) -> str:
         return f"QD{p.iodepth}" + (f"×{p.numjobs}" if p.numjobs > 1 else "")
 
     rows = []
-    for (key, pts), b in zip(groups.items(), ops):
-        mix, bs, rest = key
-        label = f"{mix} {format_size(bs)}"
-        extra = an.rest_label(rest, varying)
-        label += f" ({extra})" if extra else ""
+    for w, b in zip(an.workloads(points), ops):
+        key, pts, label = w.key, w.points, w.label
         top = max(pts, key=lambda p: p.iops)
         k = knees.get(key)
         knee_text = "—" if k is None else f"{load(k)}: {format_count(k.iops)} IOPS, {us(k.lat_mean)} µs"
