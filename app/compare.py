@@ -1,4 +1,4 @@
-"""`profiler-tui compare`: ratio tables of two runs, or of a run against a spec sheet (SPEC §8).
+"""`profiler-tui compare`: ratio tables of two runs, or of a run against a spec sheet.
 
 Two runs are matched point by point on the workload: storage on (rw, rwmixread, bs,
 iodepth, numjobs) plus ioengine/direct when a side has several; memory on (mode, traffic,
@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence, TypeVar
 
 from app.errors import UsageError
+from app.points import Kind
 from app.presets import RW_MODES, read_toml, shipped_dir
 from app.report.model import MemoryRow, RunData, StorageRow, load
 from app.report.render import workload
@@ -103,8 +104,8 @@ def parse_reference(data: dict[str, Any], path: str) -> Reference:
         if not isinstance(v, str) or not v.strip():
             raise UsageError(f"{path}: key '{key}' is missing or empty (a reference sheet must say what it is "
                              "and where its figures come from).")
-    kind = data.get("kind", "storage")
-    if kind != "storage":
+    kind = data.get("kind", Kind.STORAGE)
+    if kind != Kind.STORAGE:
         raise _bad(path, "kind", kind, "only storage reference sheets are supported")
     raw_figs = data.get("figure")
     if not isinstance(raw_figs, list) or not raw_figs or not all(isinstance(f, dict) for f in raw_figs):

@@ -1,4 +1,4 @@
-"""report.md, plots/ and results.csv (SPEC §8, issue 5).
+"""report.md, plots/ and results.csv (issue 5; docs/report.md).
 
 Golden test: tests/data/report/golden-run/ is a fixed results directory (a real 18-point fio
 sweep and real memory-engine curves on this project's machine type, assembled by

@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from app.points import Kind
 from app.report.analysis import Curve, MemCurve
 from app.report.model import StorageRow
-from app.units import format_size
+from app.units import format_short, format_size
 
 MAX_PANELS = 6  # panels per figure; more continue in NAME-2.svg, NAME-3.svg, ...
 MAX_COLS = 3  # panels per row
@@ -32,7 +33,7 @@ class Figure:
     file: str  # relative to the report: plots/NAME.svg
     title: str
     caption: str
-    section: str  # "storage" | "memory"
+    section: Kind  # the report section the figure goes in
 
 
 @dataclass(slots=True)
@@ -192,10 +193,10 @@ def _plain_log(ax: Any, which: str = "y") -> None:
                         ((1, 2, 5), 1), ((1, 3), 1), ((1,), 1), ((1,), 2), ((1,), 3), ((1,), 5), ((1,), 10)):
         ticks = [m * 10.0 ** e for e in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)
                  if e % every == 0 for m in subs if lo <= m * 10.0 ** e <= hi]
-        if _apart(ticks, [_tick(t) for t in ticks], length, span, vertical=which == "y"):
+        if _apart(ticks, [format_short(t) for t in ticks], length, span, vertical=which == "y"):
             break
     axis.set_major_locator(FixedLocator(ticks))
-    axis.set_major_formatter(FuncFormatter(lambda v, _pos: _tick(v)))
+    axis.set_major_formatter(FuncFormatter(lambda v, _pos: format_short(v)))
     axis.set_minor_locator(NullLocator())
     axis.set_minor_formatter(NullFormatter())
 
@@ -209,16 +210,6 @@ def _apart(ticks: Sequence[float], labels: Sequence[str], length_in: float, span
         if gap < need:
             return False
     return True
-
-
-def _tick(v: float) -> str:
-    if v <= 0:
-        return ""
-    if v >= 1e6:
-        return f"{v / 1e6:g}M"
-    if v >= 1e3:
-        return f"{v / 1e3:g}k"
-    return f"{v:g}"
 
 
 def _log2_axis(ax: Any, values: Sequence[int], fmt: Callable[[int], str]) -> None:
@@ -348,12 +339,12 @@ def storage_vs_axis(points: Sequence[Row], plots_dir: Path, axis: str, jobs_spli
         if axis == "bs":
             figures.append(Figure(f"plots/{_page_name(name, i)}", _page_title("Throughput and latency vs block size", i, len(pages)),
                                   "Top: bandwidth (MB/s, 10^6 B/s); bottom: mean total latency (µs, log scale); one "
-                                  f"panel per access pattern, {legend_text}." + tail, "storage"))
+                                  f"panel per access pattern, {legend_text}." + tail, Kind.STORAGE))
         else:
             figures.append(Figure(f"plots/{_page_name(name, i)}", _page_title("Throughput and latency vs queue depth", i, len(pages)),
                                   "Top: IOPS (thousands); bottom: mean total latency (µs, log scale) against the I/Os "
                                   "kept outstanding (queue depth × jobs); one panel per access pattern, "
-                                  f"{legend_text}." + tail, "storage"))
+                                  f"{legend_text}." + tail, Kind.STORAGE))
     return figures
 
 
@@ -444,7 +435,7 @@ def latency_throughput(curves: Sequence[Curve], plots_dir: Path, page: int | Non
                               f"Each line is one workload at increasing queue depth ({colour}one panel per access "
                               "pattern); solid: mean latency, dotted: p99; the star marks the saturation knee "
                               "(farthest point from the chord, see Analysis). Log–log axes."
-                              + (note if i == len(pages) - 1 else ""), "storage"))
+                              + (note if i == len(pages) - 1 else ""), Kind.STORAGE))
     return figures
 
 
@@ -540,7 +531,7 @@ def heatmap(points: Sequence[Row], plots_dir: Path, kind: str, metrics: Sequence
                     for r_i, row in enumerate(grid_v):
                         for c_i, v in enumerate(row):
                             if not math.isnan(v):
-                                ax.text(c_i, r_i, _short(v), ha="center", va="center", fontsize=6,
+                                ax.text(c_i, r_i, format_short(v, fixed=True), ha="center", va="center", fontsize=6,
                                         color="black" if _bright(cmap, norm, v) else "white")
                 shown = _thin(list(range(len(cols))), _axis_len(ax), labels=[spec["col_label"](c) for c in cols])
                 ax.set_xticks(shown, labels=[spec["col_label"](cols[j]) for j in shown])
@@ -565,7 +556,7 @@ def heatmap(points: Sequence[Row], plots_dir: Path, kind: str, metrics: Sequence
                                   _page_title(f"Heatmap: {metric} over {what}", i, len(pages)),
                                   f"Cells: {values}, one log colour scale for every panel (printed in the cells where "
                                   f"they are wide enough); {per}; blank cells were not measured."
-                                  + (note if i == len(pages) - 1 else ""), "storage"))
+                                  + (note if i == len(pages) - 1 else ""), Kind.STORAGE))
     return figures
 
 
@@ -583,14 +574,6 @@ def _bright(cmap: Any, norm: Any, v: float) -> bool:
     x = norm(v) if v > 0 else 0.0
     r, g, b, _ = cmap(min(1.0, max(0.0, float(x))))
     return 0.299 * r + 0.587 * g + 0.114 * b > 0.5
-
-
-def _short(v: float) -> str:
-    if v >= 1000:
-        return f"{v / 1000:.1f}k"
-    if v >= 100:
-        return f"{v:.0f}"
-    return f"{v:.1f}" if v >= 10 else f"{v:.2f}"
 
 
 # --- memory ------------------------------------------------------------------------------------------------
@@ -625,7 +608,7 @@ def memory_figures(curves: Sequence[MemCurve], plots_dir: Path) -> list[Figure]:
         _save(plt, fig, plots_dir / "memory-latency-bandwidth.svg")
         figures.append(Figure("plots/memory-latency-bandwidth.svg", "Memory latency vs bandwidth",
                               "MLC-style loaded latency: each line is one traffic type, from the largest injection "
-                              "delay (left, light load) to none (right); the star marks the knee.", "memory"))
+                              "delay (left, light load) to none (right); the star marks the knee.", Kind.MEMORY))
     # latency and bandwidth vs injection delay
     from matplotlib.ticker import FuncFormatter, NullFormatter
 
@@ -642,7 +625,7 @@ def memory_figures(curves: Sequence[MemCurve], plots_dir: Path) -> list[Figure]:
                             label=label)
         for ax in (top, bottom):
             ax.set_xscale("symlog", linthresh=10)
-            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: _tick(v) if v > 0 else "0"))
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: format_short(v) if v > 0 else "0"))
             ax.xaxis.set_minor_formatter(NullFormatter())
         top.set_title(f"stride {stride} B")
         top.set_ylabel("latency (ns)")
@@ -652,7 +635,7 @@ def memory_figures(curves: Sequence[MemCurve], plots_dir: Path) -> list[Figure]:
     _save(plt, fig, plots_dir / "memory-vs-delay.svg")
     figures.append(Figure("plots/memory-vs-delay.svg", "Memory latency and bandwidth vs injection delay",
                           "Top: latency of the pointer-chasing thread (ns); bottom: bandwidth of the load threads "
-                          "(GB/s); one panel per stride, one line per traffic type.", "memory"))
+                          "(GB/s); one panel per stride, one line per traffic type.", Kind.MEMORY))
     return figures
 
 

@@ -1,4 +1,4 @@
-"""report.md, plots/ and results.csv of a results directory (SPEC §8).
+"""report.md, plots/ and results.csv of a results directory.
 
 ``render_report(dir, out=None, p99_bound_us=1000)`` writes ``report.md`` (or ``out``) and,
 beside it, ``plots/*.svg`` and ``results.csv``; returns the report's path.  The text depends
@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from app.errors import UsageError
+from app.points import Kind
 from app.report import analysis as an
 from app.report.model import TRAFFIC_DESCRIPTIONS, MemoryRow, RunData, StorageRow, load
 from app.textable import markdown_table
@@ -365,7 +366,7 @@ def _chase_line(points: Sequence[MemoryRow]) -> list[str]:
     return ["Chase: " + "; ".join(texts[:4]) + ("; …" if len(texts) > 4 else "") + ".", ""]
 
 
-def _figures(figs: Sequence[Any], section: str) -> list[str]:
+def _figures(figs: Sequence[Any], section: Kind) -> list[str]:
     out = []
     for f in figs:
         if f.section != section:
@@ -600,7 +601,7 @@ def results_csv(data: RunData) -> str:
 
 def _title(data: RunData) -> str:
     preset = (data.meta.get("preset") or {}).get("name")
-    kinds = [k for k, pts in (("storage", data.storage), ("memory", data.memory)) if pts]
+    kinds = [k.value for k, pts in ((Kind.STORAGE, data.storage), (Kind.MEMORY, data.memory)) if pts]
     what = " and ".join(kinds) or "empty"
     if preset:
         return f"# Performance report: {preset} ({what})"
@@ -660,10 +661,10 @@ def render_markdown(data: RunData, figures: Sequence[Any], bound_ns: float,
     big = len(data.storage) > MAX_BODY_POINTS
     if data.storage:
         lines += _storage_summary(data.storage, curves, bound_ns) if big else _storage_table(data.storage)
-        lines += _figures(figures, "storage")
+        lines += _figures(figures, Kind.STORAGE)
     if data.memory:
         lines += _memory_tables(data.memory)
-        lines += _figures(figures, "memory")
+        lines += _figures(figures, Kind.MEMORY)
     lines += ["## Analysis", ""]
     if data.storage:
         lines += _littles_law(data.storage, table=not big)
