@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,9 @@ def _num(v: Any, default: float = 0.0) -> float:
 
 @dataclass
 class StorageRow:
+    """One measured storage point (a results.jsonl line). The derived workload fields are computed
+    once (cached): a row is read-only once loaded."""
+
     index: int
     point: dict[str, Any]
     metrics: dict[str, Any]
@@ -73,7 +77,7 @@ class StorageRow:
     def ioengine(self) -> str:
         return str(self.point.get("ioengine") or "")
 
-    @property
+    @cached_property
     def read_pct(self) -> int:
         """Percentage of reads the workload asks for."""
         rw = self.rw
@@ -90,28 +94,28 @@ class StorageRow:
     def mixed(self) -> bool:
         return self.rw in ("rw", "randrw", "readwrite")
 
-    @property
+    @cached_property
     def mix(self) -> str:
         """The access pattern and read/write mix, the 'mix' axis of tables and heatmaps."""
         if self.mixed:
             return f"{self.rw} {self.read_pct}/{100 - self.read_pct}"
         return self.rw
 
-    @property
+    @cached_property
     def mix_order(self) -> tuple[int, int]:
         return (1 if self.random else 0, -self.read_pct)
 
-    @property
+    @cached_property
     def effective_depth(self) -> int:
         """I/Os one job can keep in flight: synchronous engines cap the queue depth at 1."""
         return 1 if self.ioengine in SYNC_ENGINES else self.iodepth
 
-    @property
+    @cached_property
     def inflight(self) -> int:
         """N of Little's law: the I/Os the workload keeps outstanding (depth × jobs)."""
         return self.effective_depth * self.numjobs
 
-    @property
+    @cached_property
     def rest(self) -> tuple[tuple[str, Any], ...]:
         """Everything else that defines the workload (ioengine, direct, ...)."""
         skip = set(WORKLOAD_KEYS) | set(SETTING_KEYS)
