@@ -14,12 +14,15 @@ import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from app.points import Kind
 from app.report.analysis import Curve, MemCurve
 from app.report.model import StorageRow
 from app.units import format_short, format_size
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 MAX_PANELS = 6  # panels per figure; more continue in NAME-2.svg, NAME-3.svg, ...
 MAX_COLS = 3  # panels per row
@@ -442,16 +445,23 @@ def latency_throughput(curves: Sequence[Curve], plots_dir: Path, page: int | Non
 def _heatmap_panels(points: Sequence[Row], rows_of: Callable[[Row], Any],
                     cols_of: Callable[[Row], Any], panel_of: Callable[[Row], Any]
                     ) -> list[tuple[Any, list[Any], list[Any], dict[tuple[Any, Any], Row]]]:
-    panels: dict[Any, dict[tuple[Any, Any], Row]] = {}
-    for p in points:
-        panels.setdefault(panel_of(p), {}).setdefault((rows_of(p), cols_of(p)), p)
+    """The heatmap panels the points fill: a frame of (panel, row, column) per point, the first
+    point of each cell kept, then :func:`_dense` per panel; panels of fewer than two rows or
+    columns are left out."""
+    import pandas as pd
+
+    panel_keys: dict[Any, int] = {}
+    frame = pd.DataFrame({"panel": [panel_keys.setdefault(panel_of(p), len(panel_keys)) for p in points],
+                          "r": pd.Series([rows_of(p) for p in points], dtype=object),
+                          "c": pd.Series([cols_of(p) for p in points], dtype=object)})
+    frame = frame.drop_duplicates(["panel", "r", "c"], keep="first")
     out = []
-    for key in sorted(panels, key=_sort_key):
-        cells = _dense(panels[key])
-        rows = sorted({r for r, _ in cells})
-        cols = sorted({c for _, c in cells})
+    for key in sorted(panel_keys, key=_sort_key):
+        cells = _dense(frame[frame["panel"] == panel_keys[key]])
+        rows = sorted(set(cells["r"]))
+        cols = sorted(set(cells["c"]))
         if len(rows) >= 2 and len(cols) >= 2:
-            out.append((key, rows, cols, cells))
+            out.append((key, rows, cols, {(r, c): points[int(i)] for i, r, c in zip(cells.index, cells["r"], cells["c"])}))
     return out
 
 
@@ -459,18 +469,12 @@ def _sort_key(k: Any) -> Any:
     return tuple(repr(x) if not isinstance(x, (int, float)) else x for x in k)
 
 
-def _dense(cells: dict[tuple[Any, Any], Row]) -> dict[tuple[Any, Any], Row]:
+def _dense(cells: pd.DataFrame) -> pd.DataFrame:
     """Drop rows and columns holding fewer than two measured cells, until none is left: a heatmap
     row with one value compares nothing (e.g. CrystalDiskMark-style presets, where each access
     pattern has its own block size)."""
-    cells = dict(cells)
     while True:
-        rows: dict[Any, int] = {}
-        cols: dict[Any, int] = {}
-        for r, c in cells:
-            rows[r] = rows.get(r, 0) + 1
-            cols[c] = cols.get(c, 0) + 1
-        keep = {k: v for k, v in cells.items() if rows[k[0]] >= 2 and cols[k[1]] >= 2}
+        keep = cells[(cells.groupby("r")["c"].transform("size") >= 2) & (cells.groupby("c")["r"].transform("size") >= 2)]
         if len(keep) == len(cells):
             return keep
         cells = keep
