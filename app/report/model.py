@@ -171,34 +171,37 @@ class MemoryRow:
     def traffic(self) -> str | None:
         return self.point.get("traffic")
 
+    def _int(self, key: str) -> int | None:
+        v = self.point.get(key)
+        return None if v is None else int(v)
+
     @property
     def stride(self) -> int | None:
-        s = self.point.get("stride")
-        return None if s is None else int(s)
+        return self._int("stride")
 
     @property
     def delay(self) -> int | None:
-        d = self.point.get("delay")
-        return None if d is None else int(d)
+        return self._int("delay")
 
     @property
     def buffer(self) -> int | None:
-        b = self.point.get("buffer")
-        return None if b is None else int(b)
+        return self._int("buffer")
 
     @property
     def engine(self) -> str:
         return str(self.point.get("engine") or "")
 
-    @property
-    def latency(self) -> float | None:
-        v = self.metrics.get("latency_ns")
+    def _measured(self, key: str) -> float | None:
+        v = self.metrics.get(key)
         return None if v is None else _num(v)
 
     @property
+    def latency(self) -> float | None:
+        return self._measured("latency_ns")
+
+    @property
     def bandwidth(self) -> float | None:
-        v = self.metrics.get("bandwidth_mbps")
-        return None if v is None else _num(v)
+        return self._measured("bandwidth_mbps")
 
     @property
     def series(self) -> tuple[Any, ...]:
