@@ -1,4 +1,4 @@
-"""`profiler-tui compare`: ratio tables of two runs, or of a run against a spec sheet (SPEC §8).
+"""`profiler-tui compare`: ratio tables of two runs, or of a run against a spec sheet.
 
 Two runs are matched point by point on the workload: storage on (rw, rwmixread, bs,
 iodepth, numjobs) plus ioengine/direct when a side has several; memory on (mode, traffic,
@@ -32,14 +32,17 @@ from __future__ import annotations
 import json
 import math
 import os
+import statistics
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Sequence, TypeVar
 
 from app.errors import UsageError
+from app.points import Kind
 from app.presets import RW_MODES, read_toml, shipped_dir
-from app.report.model import MemoryPoint, RunData, StoragePoint, load
-from app.report.render import md_table, workload
+from app.report.model import MemoryRow, RunData, StorageRow, load
+from app.report.render import workload
+from app.textable import markdown_table
 from app.units import format_count, format_size, parse_size
 
 METRICS = {
@@ -101,8 +104,8 @@ def parse_reference(data: dict[str, Any], path: str) -> Reference:
         if not isinstance(v, str) or not v.strip():
             raise UsageError(f"{path}: key '{key}' is missing or empty (a reference sheet must say what it is "
                              "and where its figures come from).")
-    kind = data.get("kind", "storage")
-    if kind != "storage":
+    kind = data.get("kind", Kind.STORAGE)
+    if kind != Kind.STORAGE:
         raise _bad(path, "kind", kind, "only storage reference sheets are supported")
     raw_figs = data.get("figure")
     if not isinstance(raw_figs, list) or not raw_figs or not all(isinstance(f, dict) for f in raw_figs):
@@ -176,7 +179,7 @@ def write_text(out: str, text: str) -> None:
 # --- values -----------------------------------------------------------------------------------------------
 
 
-def metric_value(p: StoragePoint, metric: str) -> float | None:
+def metric_value(p: StorageRow, metric: str) -> float | None:
     if metric == "iops":
         return p.iops
     if metric == "bw_mbps":
@@ -231,8 +234,7 @@ def compare_reference(run_dir: str, ref: Reference) -> str:
         if f.numjobs:
             cond.append(f"T{f.numjobs}")
         label = f.label + (f" ({' '.join(cond)})" if cond else "")
-        valued = [(metric_value(p, f.metric), p) for p in pool]
-        valued = [(v, p) for v, p in valued if v is not None]
+        valued = [(v, p) for p in pool if (v := metric_value(p, f.metric)) is not None]
         if not valued:
             rows.append([label, METRICS[f.metric][0], _fmt(f.metric, f.value), "not measured", "", "", f.note or ""])
             continue
@@ -242,7 +244,7 @@ def compare_reference(run_dir: str, ref: Reference) -> str:
             how += f", best of {len(valued)}"
         rows.append([label, METRICS[f.metric][0], _fmt(f.metric, f.value), _fmt(f.metric, v),
                      _ratio(f.value, v), how, f.note or ""])
-    lines.append(md_table(["Figure", "Metric", "Reference", "This run", "Ratio", "Run point", "Note"], rows,
+    lines.append(markdown_table(["Figure", "Metric", "Reference", "This run", "Ratio", "Run point", "Note"], rows,
                           right=(2, 3, 4)))
     lines.append("")
     return "\n".join(lines)
@@ -251,12 +253,12 @@ def compare_reference(run_dir: str, ref: Reference) -> str:
 # --- run vs run ------------------------------------------------------------------------------------------------
 
 
-def _skey(p: StoragePoint, extra: bool) -> tuple[Any, ...]:
+def _skey(p: StorageRow, extra: bool) -> tuple[Any, ...]:
     base = (p.rw, p.point.get("rwmixread") if p.mixed else None, p.bs, p.iodepth, p.numjobs)
     return base + ((p.ioengine, p.point.get("direct")) if extra else ())
 
 
-def _mkey(p: MemoryPoint) -> tuple[Any, ...]:
+def _mkey(p: MemoryRow) -> tuple[Any, ...]:
     return (p.mode, p.traffic, p.stride, p.delay, p.buffer)
 
 
@@ -268,6 +270,74 @@ def _warnings(data: RunData, name: str) -> list[str]:
     return [f"Warnings of {name}:", ""] + ["- " + " ".join(w.split()) for w in ws] + [""]
 
 
+R = TypeVar("R", StorageRow, MemoryRow)
+
+
+def _match(left: Sequence[R], right: Sequence[R], key: Callable[[R], tuple[Any, ...]]
+           ) -> tuple[dict[tuple[Any, ...], R], dict[tuple[Any, ...], R], list[tuple[Any, ...]]]:
+    """Both runs' rows by workload key (a later row of the same key wins) and the keys both have, in A's order."""
+    ka = {key(p): p for p in left}
+    kb = {key(p): p for p in right}
+    return ka, kb, [k for k in ka if k in kb]
+
+
+def _only(side: str, names: list[str]) -> list[str]:
+    if not names:
+        return []
+    return [f"Only in {side} ({len(names)}): " + ", ".join(names[:12]) + (" …" if len(names) > 12 else ""), ""]
+
+
+def _storage_section(a: RunData, b: RunData) -> list[str]:
+    engines = {(p.ioengine, p.point.get("direct")) for p in a.storage + b.storage}
+    extra = len(engines) > 1
+    sa, sb, common = _match(a.storage, b.storage, lambda p: _skey(p, extra))
+    lines = ["## Storage", ""]
+    if common:
+        rows = []
+        for k in common:
+            pa, pb = sa[k], sb[k]
+            p99a, p99b = metric_value(pa, "lat_p99_us"), metric_value(pb, "lat_p99_us")
+            rows.append([workload(pa) + (f" {pa.ioengine}" if extra else ""),
+                         format_count(pa.iops), format_count(pb.iops), _ratio(pa.iops, pb.iops),
+                         f"{pa.bw / 1e6:.1f}", f"{pb.bw / 1e6:.1f}", _ratio(pa.bw, pb.bw),
+                         f"{pa.lat_mean / 1e3:.2f}", f"{pb.lat_mean / 1e3:.2f}", _ratio(pa.lat_mean, pb.lat_mean),
+                         _fmt("lat_p99_us", p99a), _fmt("lat_p99_us", p99b), _ratio(p99a, p99b)])
+        lines.append(markdown_table(["Workload", "IOPS A", "IOPS B", "B/A", "MB/s A", "MB/s B", "B/A", "Mean µs A",
+                                     "Mean µs B", "B/A", "p99 µs A", "p99 µs B", "B/A"], rows))
+        lines.append("")
+        ratios = [sb[k].iops / sa[k].iops for k in common if sa[k].iops > 0]
+        ratios = [r for r in ratios if 0 < r < math.inf]  # a zero has no logarithm
+        if ratios:
+            lines.append(f"Geometric mean of the IOPS ratios over {len(ratios)} matched points: "
+                         f"{statistics.geometric_mean(ratios):.2f}×.")
+            lines.append("")
+    else:
+        lines += ["No storage point of one run matches a point of the other.", ""]
+    lines += _only("A", [workload(sa[k]) for k in sa if k not in sb])
+    lines += _only("B", [workload(sb[k]) for k in sb if k not in sa])
+    return lines
+
+
+def _memory_section(a: RunData, b: RunData) -> list[str]:
+    ma, mb, common = _match(a.memory, b.memory, _mkey)
+    lines = ["## Memory", ""]
+    if not common:
+        return lines + ["No memory point of one run matches a point of the other.", ""]
+    rows = []
+    for k in common:
+        pa, pb = ma[k], mb[k]
+        what = "idle" if pa.mode == "idle" else f"{pa.traffic} stride {pa.stride} delay {pa.delay}"
+        if pa.buffer:
+            what += f" buffer {format_size(pa.buffer)}"
+        rows.append([what, f"{pa.latency:.2f}" if pa.latency else "n/a",
+                     f"{pb.latency:.2f}" if pb.latency else "n/a", _ratio(pa.latency, pb.latency),
+                     "" if pa.bandwidth is None else f"{pa.bandwidth:.1f}",
+                     "" if pb.bandwidth is None else f"{pb.bandwidth:.1f}", _ratio(pa.bandwidth, pb.bandwidth)])
+    lines.append(markdown_table(["Point", "Latency ns A", "Latency ns B", "B/A", "MB/s A", "MB/s B", "B/A"], rows))
+    lines.append("")
+    return lines
+
+
 def compare_runs(dir_a: str, dir_b: str) -> str:
     a, b = load(dir_a), load(dir_b)
     name_a, name_b = Path(dir_a).name or dir_a, Path(dir_b).name or dir_b
@@ -277,61 +347,8 @@ def compare_runs(dir_a: str, dir_b: str) -> str:
              "Points are matched on the workload (pattern, mix, block size, queue depth, jobs); ratio = B / A. "
              "For throughput above 1× means B is faster; for latency below 1× means B is faster.", ""]
     lines += _warnings(a, "A") + _warnings(b, "B")
-    engines = {(p.ioengine, p.point.get("direct")) for p in a.storage + b.storage}
-    extra = len(engines) > 1
-    sa = {_skey(p, extra): p for p in a.storage}
-    sb = {_skey(p, extra): p for p in b.storage}
-    common = [k for k in sa if k in sb]
     if a.storage or b.storage:
-        lines += ["## Storage", ""]
-        if common:
-            rows = []
-            for k in common:
-                pa, pb = sa[k], sb[k]
-                rows.append([workload(pa) + (f" {pa.ioengine}" if extra else ""),
-                             format_count(pa.iops), format_count(pb.iops), _ratio(pa.iops, pb.iops),
-                             f"{pa.bw / 1e6:.1f}", f"{pb.bw / 1e6:.1f}", _ratio(pa.bw, pb.bw),
-                             f"{pa.lat_mean / 1e3:.2f}", f"{pb.lat_mean / 1e3:.2f}", _ratio(pa.lat_mean, pb.lat_mean),
-                             _fmt("lat_p99_us", metric_value(pa, "lat_p99_us")),
-                             _fmt("lat_p99_us", metric_value(pb, "lat_p99_us")),
-                             _ratio(metric_value(pa, "lat_p99_us"), metric_value(pb, "lat_p99_us"))])
-            lines.append(md_table(["Workload", "IOPS A", "IOPS B", "B/A", "MB/s A", "MB/s B", "B/A", "Mean µs A",
-                                   "Mean µs B", "B/A", "p99 µs A", "p99 µs B", "B/A"], rows))
-            lines.append("")
-            ratios = [sb[k].iops / sa[k].iops for k in common if sa[k].iops > 0]
-            ratios = [r for r in ratios if 0 < r < math.inf]  # a zero has no logarithm
-            if ratios:
-                import statistics
-
-                lines.append(f"Geometric mean of the IOPS ratios over {len(ratios)} matched points: "
-                             f"{statistics.geometric_mean(ratios):.2f}×.")
-                lines.append("")
-        only_a = [workload(sa[k]) for k in sa if k not in sb]
-        only_b = [workload(sb[k]) for k in sb if k not in sa]
-        if not common:
-            lines += ["No storage point of one run matches a point of the other.", ""]
-        if only_a:
-            lines += [f"Only in A ({len(only_a)}): " + ", ".join(only_a[:12]) + (" …" if len(only_a) > 12 else ""), ""]
-        if only_b:
-            lines += [f"Only in B ({len(only_b)}): " + ", ".join(only_b[:12]) + (" …" if len(only_b) > 12 else ""), ""]
-    ma = {_mkey(p): p for p in a.memory}
-    mb = {_mkey(p): p for p in b.memory}
-    mcommon = [k for k in ma if k in mb]
+        lines += _storage_section(a, b)
     if a.memory or b.memory:
-        lines += ["## Memory", ""]
-        if mcommon:
-            rows = []
-            for k in mcommon:
-                pa, pb = ma[k], mb[k]
-                what = "idle" if pa.mode == "idle" else f"{pa.traffic} stride {pa.stride} delay {pa.delay}"
-                if pa.buffer:
-                    what += f" buffer {format_size(pa.buffer)}"
-                rows.append([what, f"{pa.latency:.2f}" if pa.latency else "n/a",
-                             f"{pb.latency:.2f}" if pb.latency else "n/a", _ratio(pa.latency, pb.latency),
-                             "" if pa.bandwidth is None else f"{pa.bandwidth:.1f}",
-                             "" if pb.bandwidth is None else f"{pb.bandwidth:.1f}", _ratio(pa.bandwidth, pb.bandwidth)])
-            lines.append(md_table(["Point", "Latency ns A", "Latency ns B", "B/A", "MB/s A", "MB/s B", "B/A"], rows))
-            lines.append("")
-        else:
-            lines += ["No memory point of one run matches a point of the other.", ""]
+        lines += _memory_section(a, b)
     return "\n".join(lines).rstrip() + "\n"

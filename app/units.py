@@ -106,3 +106,26 @@ def format_count(x: float, *, fractions: bool = False) -> str:
     if fractions and a < 100 and x != int(x):
         return f"{x:.3g}"
     return f"{x:.0f}"
+
+
+def format_short(x: float, fixed: bool = False) -> str:
+    """A number for a figure, in a few characters.
+
+    Axis ticks (default): the shortest form with a k/M suffix, ``2000`` → ``"2k"``, ``1.5e6`` →
+    ``"1.5M"``, ``0.5`` → ``"0.5"``, and nothing for zero or less (no tick label on a log axis).
+    ``fixed``: a measured value printed in a heatmap cell at a fixed precision by magnitude,
+    ``1234`` → ``"1.2k"``, ``456.7`` → ``"457"``, ``56.78`` → ``"56.8"``, ``3.14159`` → ``"3.14"``.
+    """
+    if fixed:
+        if x >= 1000:
+            return f"{x / 1000:.1f}k"
+        if x >= 100:
+            return f"{x:.0f}"
+        return f"{x:.1f}" if x >= 10 else f"{x:.2f}"
+    if x <= 0:
+        return ""
+    if x >= 1e6:
+        return f"{x / 1e6:g}M"
+    if x >= 1e3:
+        return f"{x / 1e3:g}k"
+    return f"{x:g}"

@@ -1,4 +1,4 @@
-"""report.md, plots/ and results.csv (SPEC §8, issue 5).
+"""report.md, plots/ and results.csv (issue 5; docs/report.md).
 
 Golden test: tests/data/report/golden-run/ is a fixed results directory (a real 18-point fio
 sweep and real memory-engine curves on this project's machine type, assembled by
@@ -189,15 +189,15 @@ def test_report_package_is_headless() -> None:
 
 
 def test_every_memory_table_names_its_chase() -> None:
-    from app.report.model import MemoryPoint
+    from app.report.model import MemoryRow
     from app.report.render import _memory_tables
 
-    def point(i: int, delay: int | None, chase: Any, engine: str = "builtin") -> MemoryPoint:
+    def point(i: int, delay: int | None, chase: Any, engine: str = "builtin") -> MemoryRow:
         mode = "idle" if delay is None else "loaded"
         p = {"mode": mode, "traffic": None if delay is None else "R", "delay": delay, "stride": 64, "buffer": None,
              "engine": engine}
         rec = {"engine": engine} if chase is None else {"engine": engine, "chase": chase}
-        return MemoryPoint(i, p, {"latency_ns": 100.0, "bandwidth_mbps": 500.0}, rec)
+        return MemoryRow(i, p, {"latency_ns": 100.0, "bandwidth_mbps": 500.0}, rec)
 
     whole = {"text": "random chase over 1 GiB, 2 MiB pages, stride 64 B"}
     groups = {"text": "random chase within 256 KiB groups, 4 KiB pages, stride 256 B"}
@@ -209,3 +209,39 @@ def test_every_memory_table_names_its_chase() -> None:
     assert "Chase: chase as chosen by Intel MLC." in text
     assert "Chase: not recorded." in text and "\x1b" not in text
     assert text.count("Chase: ") == 4  # idle + three loaded tables (builtin, mlc, x)
+
+
+def test_load_results_is_the_frame_of_results_csv(golden_rendered: tuple[Path, str]) -> None:
+    """results.csv is the loader's frame written out; one row per point, typed columns."""
+    from app.frame import CSV_COLUMNS, load_results, to_csv
+
+    golden_copy = golden_rendered[0]
+    df = load_results(golden_copy)
+    assert list(df.columns) == CSV_COLUMNS
+    assert to_csv(df) == (golden_copy / "results.csv").read_text(encoding="utf-8")
+    assert str(df["kind"].dtype) == "string" and str(df["bs"].dtype) == "Int64"
+    assert str(df["iops"].dtype) == "float64" and str(df["delay"].dtype) == "Int64"
+    storage = df[df["kind"] == "storage"]
+    assert storage["bs"].notna().all() and df[df["kind"] == "memory"]["bs"].isna().all()
+
+
+def test_load_results_keeps_numbers_beyond_64_bits(tmp_path: Path) -> None:
+    """A block size past 2^63 (results lines allow up to 2^64) keeps its column as Python ints."""
+    import json
+
+    from app.frame import load_results, to_csv
+
+    point = {"rw": "read", "bs": 2 ** 64, "iodepth": 1, "numjobs": 1}
+    (tmp_path / "run.json").write_text(json.dumps({"kind": "storage", "status": "complete", "plan": [point]}))
+    (tmp_path / "results.jsonl").write_text(json.dumps({"kind": "storage", "index": 0, "point": point,
+                                                        "metrics": {"iops": 1.0}}) + "\n")
+    df = load_results(tmp_path)
+    assert len(df) == 1 and df["bs"].iloc[0] == 2 ** 64
+    assert to_csv(df).splitlines()[1].startswith(f"storage,0,,read,,{2 ** 64},1,1,")
+
+
+def test_the_cli_and_the_tui_do_not_import_pandas() -> None:
+    """pandas loads only when a report, a comparison or the results table reads data."""
+    code = ("import sys, app.cli, app.tui, app.frame, app.report, app.compare, app.screens.results; "
+            "sys.exit('pandas' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", code], cwd=ROOT).returncode == 0

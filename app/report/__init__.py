@@ -1,4 +1,4 @@
-"""Reports (SPEC §8): report.md with tables, figures and a queueing analysis of a results directory.
+"""Reports: report.md with tables, figures and a queueing analysis of a results directory.
 
 Headless: never imports Textual, rich or plotext; matplotlib (Agg) only inside
 :mod:`app.report.plots`, when figures are drawn.

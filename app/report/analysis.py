@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from app.report.model import MemoryPoint, RunData, StoragePoint
+from app.report.model import MemoryRow, RunData, StorageRow
 
 MIN_KNEE_DISTANCE = 0.05  # in the unit square; about 3.5 % of the chord's length
 DEFAULT_P99_BOUND_US = 1000.0
@@ -67,7 +67,7 @@ class Little:
     ratio: float  # l / n
 
 
-def littles_law(p: StoragePoint) -> Little | None:
+def littles_law(p: StorageRow) -> Little | None:
     if p.iops <= 0 or p.lat_mean <= 0:
         return None
     in_flight = p.iops * p.lat_mean * 1e-9
@@ -85,14 +85,14 @@ class Curve:
     mix: str
     bs: int
     label: str
-    points: list[StoragePoint]
+    points: list[StorageRow]
     knee: int | None = None
 
     @property
     def loads(self) -> list[int]:
         return [p.inflight for p in self.points]
 
-    def load_label(self, p: StoragePoint) -> str:
+    def load_label(self, p: StorageRow) -> str:
         return f"QD{p.iodepth}×{p.numjobs}" if self.varies_jobs else f"QD{p.iodepth}"
 
     @property
@@ -100,7 +100,7 @@ class Curve:
         return len({p.numjobs for p in self.points}) > 1
 
     @property
-    def knee_point(self) -> StoragePoint | None:
+    def knee_point(self) -> StorageRow | None:
         return None if self.knee is None else self.points[self.knee]
 
 
@@ -108,7 +108,7 @@ def rest_label(rest: tuple[tuple[str, Any], ...], varying: set[str]) -> str:
     return ", ".join(f"{k}={v}" for k, v in rest if k in varying)
 
 
-def varying_rest_keys(points: Sequence[StoragePoint]) -> set[str]:
+def varying_rest_keys(points: Sequence[StorageRow]) -> set[str]:
     values: dict[str, set[Any]] = {}
     for p in points:
         for k, v in p.rest:
@@ -116,21 +116,47 @@ def varying_rest_keys(points: Sequence[StoragePoint]) -> set[str]:
     return {k for k, v in values.items() if len(v) > 1}
 
 
-def storage_curves(points: Sequence[StoragePoint]) -> list[Curve]:
-    """Every workload measured at two or more loads, in first-seen order."""
+@dataclass
+class Workload:
+    """The points of one workload: access pattern and mix, block size, other settings (any load)."""
+
+    key: tuple[Any, ...]  # (mix, bs, rest)
+    label: str  # "randread 4K", with the settings that vary between workloads: "randread 4K (ioengine=psync)"
+    points: list[StorageRow]
+
+
+def workloads(points: Sequence[StorageRow]) -> list[Workload]:
+    """The points grouped by workload (a pandas groupby on mix, block size and other settings), in
+    first-seen order; each group's points in their order."""
+    import pandas as pd
+
     from app.units import format_size
 
+    if not points:
+        return []
     varying = varying_rest_keys(points)
-    groups: dict[tuple[Any, ...], list[StoragePoint]] = {}
-    for p in points:
-        groups.setdefault((p.mix, p.bs, p.rest), []).append(p)
+    keys = pd.DataFrame({"mix": [p.mix for p in points], "bs": [p.bs for p in points],
+                         "rest": pd.Series([p.rest for p in points], dtype=object)})
+    out = []
+    for where in keys.groupby(["mix", "bs", "rest"], sort=False, dropna=False).indices.values():
+        group = [points[i] for i in sorted(where)]
+        mix, bs, rest = group[0].mix, group[0].bs, group[0].rest
+        extra = rest_label(rest, varying)
+        label = f"{mix} {format_size(bs)}" + (f" ({extra})" if extra else "")
+        out.append(Workload((mix, bs, rest), label, group))
+    return out
+
+
+def storage_curves(points: Sequence[StorageRow]) -> list[Curve]:
+    """Every workload measured at two or more loads, in first-seen order."""
     curves: list[Curve] = []
-    for (mix, bs, rest), pts in groups.items():
+    for w in workloads(points):
+        (mix, bs, rest), pts = w.key, w.points
         # two points with the same N (QD4×4 and QD16×1) are different curves: split by jobs
         by_n: dict[int, int] = {}
         for p in pts:
             by_n[p.inflight] = by_n.get(p.inflight, 0) + 1
-        splits: dict[Any, list[StoragePoint]] = {}
+        splits: dict[Any, list[StorageRow]] = {}
         if any(c > 1 for c in by_n.values()):
             for p in pts:
                 splits.setdefault(("jobs", p.numjobs), []).append(p)
@@ -138,18 +164,13 @@ def storage_curves(points: Sequence[StoragePoint]) -> list[Curve]:
             splits[None] = list(pts)
         for split, sp in splits.items():
             # repeated identical points: keep the first measurement of each load
-            seen: dict[int, StoragePoint] = {}
+            seen: dict[int, StorageRow] = {}
             for p in sp:
                 seen.setdefault(p.inflight, p)
             ordered = sorted(seen.values(), key=lambda p: p.inflight)
             if len(ordered) < 2:
                 continue
-            label = f"{mix} {format_size(bs)}"
-            extra = rest_label(rest, varying)
-            if extra:
-                label += f" ({extra})"
-            if split is not None:
-                label += f" T{split[1]}"
+            label = w.label + (f" T{split[1]}" if split is not None else "")
             c = Curve((mix, bs, rest, split), mix, bs, label, ordered)
             c.knee = knee([q.iops for q in ordered], [q.lat_mean for q in ordered])
             curves.append(c)
@@ -162,35 +183,25 @@ def storage_curves(points: Sequence[StoragePoint]) -> list[Curve]:
 @dataclass
 class BoundChoice:
     label: str
-    best: StoragePoint | None  # the highest-IOPS point meeting the bound
+    best: StorageRow | None  # the highest-IOPS point meeting the bound
     candidates: int  # points of this workload
     lowest_p99: float | None  # when none meets it
-    next_over: StoragePoint | None  # the next heavier load, which breaks the bound
+    next_over: StorageRow | None  # the next heavier load, which breaks the bound
 
 
-def best_under_bound(points: Sequence[StoragePoint], bound_ns: float) -> list[BoundChoice]:
+def best_under_bound(points: Sequence[StorageRow], bound_ns: float) -> list[BoundChoice]:
     """For each workload (mix, block size, settings): the most IOPS with p99 ≤ bound."""
-    from app.units import format_size
-
-    varying = varying_rest_keys(points)
-    groups: dict[tuple[Any, ...], list[StoragePoint]] = {}
-    for p in points:
-        groups.setdefault((p.mix, p.bs, p.rest), []).append(p)
     out: list[BoundChoice] = []
-    for (mix, bs, rest), pts in groups.items():
-        label = f"{mix} {format_size(bs)}"
-        extra = rest_label(rest, varying)
-        if extra:
-            label += f" ({extra})"
-        known = [p for p in pts if p.p99 is not None]
-        ok = [p for p in known if p.p99 <= bound_ns]  # type: ignore[operator]
+    for w in workloads(points):
+        known = [(p, p99) for p in w.points if (p99 := p.p99) is not None]
+        ok = [p for p, p99 in known if p99 <= bound_ns]
         best = max(ok, key=lambda p: p.iops) if ok else None
         nxt = None
         if best is not None:
-            heavier = sorted((p for p in known if p.inflight > best.inflight), key=lambda p: p.inflight)
+            heavier = sorted((p for p, _ in known if p.inflight > best.inflight), key=lambda p: p.inflight)
             nxt = heavier[0] if heavier else None
-        lowest = min((p.p99 for p in known), default=None)  # type: ignore[type-var]
-        out.append(BoundChoice(label, best, len(pts), lowest, nxt))
+        lowest = min((p99 for _, p99 in known), default=None)
+        out.append(BoundChoice(w.label, best, len(w.points), lowest, nxt))
     return out
 
 
@@ -204,7 +215,7 @@ class MemCurve:
     stride: int
     buffer: int
     engine: str
-    points: list[MemoryPoint]  # by increasing load: decreasing injection delay
+    points: list[MemoryRow]  # by increasing load: decreasing injection delay
     knee: int | None = None
 
     @property
@@ -216,16 +227,23 @@ class MemCurve:
             s += f" buffer {format_size(self.buffer)}"
         return s
 
+    @property
+    def legend(self) -> str:
+        """The curve in a panel of one stride: its traffic type, and buffer when set."""
+        from app.units import format_size
 
-def memory_curves(points: Sequence[MemoryPoint]) -> list[MemCurve]:
-    groups: dict[tuple[Any, ...], list[MemoryPoint]] = {}
+        return self.traffic + (f" {format_size(self.buffer)}" if self.buffer else "")
+
+
+def memory_curves(points: Sequence[MemoryRow]) -> list[MemCurve]:
+    groups: dict[tuple[Any, ...], list[MemoryRow]] = {}
     for p in points:
         if p.mode != "loaded" or p.delay is None or p.latency is None:
             continue
         groups.setdefault(p.series, []).append(p)
     curves = []
     for key, pts in groups.items():
-        seen: dict[int, MemoryPoint] = {}
+        seen: dict[int, MemoryRow] = {}
         for p in pts:
             seen.setdefault(p.delay, p)  # type: ignore[arg-type]
         ordered = sorted(seen.values(), key=lambda p: -(p.delay or 0))
@@ -236,7 +254,7 @@ def memory_curves(points: Sequence[MemoryPoint]) -> list[MemCurve]:
     return curves
 
 
-def lines_in_flight(p: MemoryPoint, line_bytes: int = 64) -> float | None:
+def lines_in_flight(p: MemoryRow, line_bytes: int = 64) -> float | None:
     """Little's law for memory: cache lines outstanding = (bandwidth / line size) × latency."""
     if not p.bandwidth or not p.latency:
         return None
@@ -248,7 +266,7 @@ def lines_in_flight(p: MemoryPoint, line_bytes: int = 64) -> float | None:
 
 @dataclass
 class MemStorageRatio:
-    storage: StoragePoint
+    storage: StorageRow
     memory_ns: float
     memory_what: str
     ratio: float

@@ -1,4 +1,5 @@
-"""A results directory read for the report: typed views of its storage and memory points.
+"""A results directory read for the report: typed views of its storage and memory result rows
+(`StorageRow`, `MemoryRow`: a measured line of results.jsonl; the plan's points are app.points).
 
 Nothing here draws or formats; :mod:`app.report.analysis` computes, :mod:`app.report.render`
 writes markdown, :mod:`app.report.plots` draws.  Units inside: bytes, bytes/s, nanoseconds.
@@ -8,10 +9,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from app.lock import effective_status
+from app.points import Kind
 from app.results import ResultsDir, check_meta
 
 SYNC_ENGINES = frozenset({"psync", "sync", "pvsync", "pvsync2", "vsync"})
@@ -44,7 +47,10 @@ def _num(v: Any, default: float = 0.0) -> float:
 
 
 @dataclass
-class StoragePoint:
+class StorageRow:
+    """One measured storage point (a results.jsonl line). The derived workload fields are computed
+    once (cached): a row is read-only once loaded."""
+
     index: int
     point: dict[str, Any]
     metrics: dict[str, Any]
@@ -71,7 +77,7 @@ class StoragePoint:
     def ioengine(self) -> str:
         return str(self.point.get("ioengine") or "")
 
-    @property
+    @cached_property
     def read_pct(self) -> int:
         """Percentage of reads the workload asks for."""
         rw = self.rw
@@ -88,28 +94,28 @@ class StoragePoint:
     def mixed(self) -> bool:
         return self.rw in ("rw", "randrw", "readwrite")
 
-    @property
+    @cached_property
     def mix(self) -> str:
         """The access pattern and read/write mix, the 'mix' axis of tables and heatmaps."""
         if self.mixed:
             return f"{self.rw} {self.read_pct}/{100 - self.read_pct}"
         return self.rw
 
-    @property
+    @cached_property
     def mix_order(self) -> tuple[int, int]:
         return (1 if self.random else 0, -self.read_pct)
 
-    @property
+    @cached_property
     def effective_depth(self) -> int:
         """I/Os one job can keep in flight: synchronous engines cap the queue depth at 1."""
         return 1 if self.ioengine in SYNC_ENGINES else self.iodepth
 
-    @property
+    @cached_property
     def inflight(self) -> int:
         """N of Little's law: the I/Os the workload keeps outstanding (depth × jobs)."""
         return self.effective_depth * self.numjobs
 
-    @property
+    @cached_property
     def rest(self) -> tuple[tuple[str, Any], ...]:
         """Everything else that defines the workload (ioengine, direct, ...)."""
         skip = set(WORKLOAD_KEYS) | set(SETTING_KEYS)
@@ -151,7 +157,7 @@ class StoragePoint:
 
 
 @dataclass
-class MemoryPoint:
+class MemoryRow:
     index: int
     point: dict[str, Any]
     metrics: dict[str, Any]
@@ -165,34 +171,37 @@ class MemoryPoint:
     def traffic(self) -> str | None:
         return self.point.get("traffic")
 
+    def _int(self, key: str) -> int | None:
+        v = self.point.get(key)
+        return None if v is None else int(v)
+
     @property
     def stride(self) -> int | None:
-        s = self.point.get("stride")
-        return None if s is None else int(s)
+        return self._int("stride")
 
     @property
     def delay(self) -> int | None:
-        d = self.point.get("delay")
-        return None if d is None else int(d)
+        return self._int("delay")
 
     @property
     def buffer(self) -> int | None:
-        b = self.point.get("buffer")
-        return None if b is None else int(b)
+        return self._int("buffer")
 
     @property
     def engine(self) -> str:
         return str(self.point.get("engine") or "")
 
-    @property
-    def latency(self) -> float | None:
-        v = self.metrics.get("latency_ns")
+    def _measured(self, key: str) -> float | None:
+        v = self.metrics.get(key)
         return None if v is None else _num(v)
 
     @property
+    def latency(self) -> float | None:
+        return self._measured("latency_ns")
+
+    @property
     def bandwidth(self) -> float | None:
-        v = self.metrics.get("bandwidth_mbps")
-        return None if v is None else _num(v)
+        return self._measured("bandwidth_mbps")
 
     @property
     def series(self) -> tuple[Any, ...]:
@@ -205,8 +214,8 @@ class MemoryPoint:
 class RunData:
     path: Path
     meta: dict[str, Any]
-    storage: list[StoragePoint]
-    memory: list[MemoryPoint]
+    storage: list[StorageRow]
+    memory: list[MemoryRow]
     unreadable: int = 0  # results.jsonl lines left out: not JSON, or not a well-formed record
     replaced: int = 0  # lines of a plan index measured again later (the last one is used)
     outside: int = 0  # records whose index is not in run.json's plan
@@ -240,6 +249,26 @@ class RunData:
         return out
 
 
+def split_records(records: list[dict[str, Any]], plan: Any = None) -> tuple[list[StorageRow], list[MemoryRow], int]:
+    """Validated results lines as storage and memory rows, each by plan index; lines whose index is
+    past the end of a non-empty ``plan`` are left out and counted (the third value)."""
+    storage: list[StorageRow] = []
+    memory: list[MemoryRow] = []
+    outside = 0
+    for i, rec in enumerate(records):
+        index = rec.get("index", i)
+        if isinstance(plan, list) and plan and index >= len(plan):
+            outside += 1
+            continue
+        if rec["kind"] == Kind.MEMORY:
+            memory.append(MemoryRow(index, rec["point"], rec["metrics"], rec))
+        else:
+            storage.append(StorageRow(index, rec["point"], rec["metrics"], rec))
+    storage.sort(key=lambda p: p.index)
+    memory.sort(key=lambda p: p.index)
+    return storage, memory, outside
+
+
 def load(path: str | Path) -> RunData:
     """Read a results directory for the report and compare: run.json's types are checked (a wrong
     type is a UsageError naming the key), results.jsonl is read by :meth:`ResultsDir.read_records`."""
@@ -247,19 +276,5 @@ def load(path: str | Path) -> RunData:
     meta = rd.read_meta()
     check_meta(meta, rd.run_json)
     read = rd.read_records()
-    plan = meta.get("plan")
-    storage: list[StoragePoint] = []
-    memory: list[MemoryPoint] = []
-    outside = 0
-    for i, rec in enumerate(read.records):
-        index = rec.get("index", i)
-        if isinstance(plan, list) and plan and index >= len(plan):
-            outside += 1
-            continue
-        if rec["kind"] == "memory":
-            memory.append(MemoryPoint(index, rec["point"], rec["metrics"], rec))
-        else:
-            storage.append(StoragePoint(index, rec["point"], rec["metrics"], rec))
-    storage.sort(key=lambda p: p.index)
-    memory.sort(key=lambda p: p.index)
+    storage, memory, outside = split_records(read.records, meta.get("plan"))
     return RunData(Path(path), meta, storage, memory, read.unreadable, read.replaced, outside)

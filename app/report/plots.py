@@ -14,11 +14,15 @@ import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
+from app.points import Kind
 from app.report.analysis import Curve, MemCurve
-from app.report.model import StoragePoint
-from app.units import format_size
+from app.report.model import StorageRow
+from app.units import format_short, format_size
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 MAX_PANELS = 6  # panels per figure; more continue in NAME-2.svg, NAME-3.svg, ...
 MAX_COLS = 3  # panels per row
@@ -32,7 +36,7 @@ class Figure:
     file: str  # relative to the report: plots/NAME.svg
     title: str
     caption: str
-    section: str  # "storage" | "memory"
+    section: Kind  # the report section the figure goes in
 
 
 @dataclass(slots=True)
@@ -53,7 +57,7 @@ class Row:
     lat_mean: float
 
 
-def rows_of(points: Sequence[StoragePoint]) -> list[Row]:
+def rows_of(points: Sequence[StorageRow]) -> list[Row]:
     return [Row(p.index, p.mix, p.mix_order, p.bs, p.iodepth, p.numjobs, p.inflight, p.rest, p.iops, p.bw,
                 p.lat_mean) for p in points]
 
@@ -192,10 +196,10 @@ def _plain_log(ax: Any, which: str = "y") -> None:
                         ((1, 2, 5), 1), ((1, 3), 1), ((1,), 1), ((1,), 2), ((1,), 3), ((1,), 5), ((1,), 10)):
         ticks = [m * 10.0 ** e for e in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)
                  if e % every == 0 for m in subs if lo <= m * 10.0 ** e <= hi]
-        if _apart(ticks, [_tick(t) for t in ticks], length, span, vertical=which == "y"):
+        if _apart(ticks, [format_short(t) for t in ticks], length, span, vertical=which == "y"):
             break
     axis.set_major_locator(FixedLocator(ticks))
-    axis.set_major_formatter(FuncFormatter(lambda v, _pos: _tick(v)))
+    axis.set_major_formatter(FuncFormatter(lambda v, _pos: format_short(v)))
     axis.set_minor_locator(NullLocator())
     axis.set_minor_formatter(NullFormatter())
 
@@ -209,16 +213,6 @@ def _apart(ticks: Sequence[float], labels: Sequence[str], length_in: float, span
         if gap < need:
             return False
     return True
-
-
-def _tick(v: float) -> str:
-    if v <= 0:
-        return ""
-    if v >= 1e6:
-        return f"{v / 1e6:g}M"
-    if v >= 1e3:
-        return f"{v / 1e3:g}k"
-    return f"{v:g}"
 
 
 def _log2_axis(ax: Any, values: Sequence[int], fmt: Callable[[int], str]) -> None:
@@ -260,7 +254,8 @@ def _series(points: Sequence[Row], x: Callable[[Row], Any], line: Callable[[Row]
     return {k: sorted(v, key=x) for k, v in out.items() if len({x(p) for p in v}) >= 2}
 
 
-def _draw_series(ax: Any, lines: list[tuple[str, int, list[float], list[float]]], norm: Any, cmap: Any) -> None:
+def _draw_series(ax: Any, lines: Sequence[tuple[str, int, Sequence[float], Sequence[float]]], norm: Any,
+                 cmap: Any) -> None:
     """Lines (label, colour value, xs, ys): with a legend's colours, or on the colour scale as one
     line collection and one marker collection per axes."""
     if norm is None:
@@ -280,6 +275,10 @@ def _draw_series(ax: Any, lines: list[tuple[str, int, list[float], list[float]]]
 def storage_vs_axis(points: Sequence[Row], plots_dir: Path, axis: str, jobs_split: bool = False,
                     page: int | None = None) -> list[Figure]:
     """Throughput and mean latency vs block size (axis="bs") or vs queue depth × jobs (axis="qd")."""
+    x: Callable[[Row], int]
+    line: Callable[[Row], tuple[Any, ...]]
+    legend: Callable[[Row], str]
+    value: Callable[[Row], int]
     if axis == "bs":
         x = lambda p: p.bs  # noqa: E731
         line = lambda p: (p.mix, p.inflight, p.iodepth, p.numjobs, p.rest)  # noqa: E731
@@ -343,12 +342,12 @@ def storage_vs_axis(points: Sequence[Row], plots_dir: Path, axis: str, jobs_spli
         if axis == "bs":
             figures.append(Figure(f"plots/{_page_name(name, i)}", _page_title("Throughput and latency vs block size", i, len(pages)),
                                   "Top: bandwidth (MB/s, 10^6 B/s); bottom: mean total latency (µs, log scale); one "
-                                  f"panel per access pattern, {legend_text}." + tail, "storage"))
+                                  f"panel per access pattern, {legend_text}." + tail, Kind.STORAGE))
         else:
             figures.append(Figure(f"plots/{_page_name(name, i)}", _page_title("Throughput and latency vs queue depth", i, len(pages)),
                                   "Top: IOPS (thousands); bottom: mean total latency (µs, log scale) against the I/Os "
                                   "kept outstanding (queue depth × jobs); one panel per access pattern, "
-                                  f"{legend_text}." + tail, "storage"))
+                                  f"{legend_text}." + tail, Kind.STORAGE))
     return figures
 
 
@@ -358,6 +357,12 @@ def jobs_split(points: Sequence[Row]) -> bool:
         key = (p.mix, p.bs, p.rest, p.inflight)
         seen.setdefault(key, set()).add(p.numjobs)
     return any(len(v) > 1 for v in seen.values())
+
+
+def _p99_line(c: Curve) -> list[tuple[float, float]]:
+    """(kIOPS, p99 µs) of a curve's points, or [] when a point has no p99 (no dotted line then)."""
+    line = [(p.iops / 1e3, p99 / 1e3) for p in c.points if (p99 := p.p99)]
+    return line if len(line) == len(c.points) else []
 
 
 def latency_throughput(curves: Sequence[Curve], plots_dir: Path, page: int | None = None) -> list[Figure]:
@@ -379,7 +384,8 @@ def latency_throughput(curves: Sequence[Curve], plots_dir: Path, page: int | Non
             continue
         plt = _plt()
         fig, panels = _grid(plt, len(mixes_here), w=3.6, h=3.0, right=1.0 if scale else 0.0)
-        norm = cmap = None
+        norm: Any = None
+        cmap: Any = None
         if scale:
             norm, cmap = _colour_scale(plt, fig, sorted({c.bs for c in curves}), "block size", format_size)
         for (ax,), mix in zip(panels, mixes_here):
@@ -392,11 +398,10 @@ def latency_throughput(curves: Sequence[Curve], plots_dir: Path, page: int | Non
                 colours = [cmap(norm(c.bs)) for c in here]
                 mean = [[(p.iops / 1e3, p.lat_mean / 1e3) for p in c.points] for c in here]
                 ax.add_collection(LineCollection(mean, colors=colours, linewidths=1.2))
-                p99 = [[(p.iops / 1e3, p.p99 / 1e3) for p in c.points] for c in here
-                       if all(p.p99 for p in c.points)]
-                p99c = [col for c, col in zip(here, colours) if all(p.p99 for p in c.points)]
-                if p99:
-                    ax.add_collection(LineCollection(p99, colors=p99c, linewidths=0.8, linestyles=":"))
+                dotted = [(line, col) for c, col in zip(here, colours) if (line := _p99_line(c))]
+                if dotted:
+                    ax.add_collection(LineCollection([ln for ln, _ in dotted], colors=[col for _, col in dotted],
+                                                     linewidths=0.8, linestyles=":"))
                 ax.scatter([xy[0] for m in mean for xy in m], [xy[1] for m in mean for xy in m],
                            c=[col for m, col in zip(mean, colours) for _ in m], s=6, linewidths=0, zorder=3)
                 knees = [(c.points[c.knee], col) for c, col in zip(here, colours) if c.knee is not None]
@@ -410,8 +415,8 @@ def latency_throughput(curves: Sequence[Curve], plots_dir: Path, page: int | Non
                     xs = [p.iops / 1e3 for p in c.points]
                     ys = [p.lat_mean / 1e3 for p in c.points]
                     (ln,) = ax.plot(xs, ys, marker="o", markersize=3, label=c.label.replace(mix + " ", "", 1))
-                    p99 = [(p.iops / 1e3, p.p99 / 1e3) for p in c.points if p.p99]
-                    if len(p99) == len(c.points):
+                    p99 = _p99_line(c)
+                    if p99:
                         ax.plot([a for a, _ in p99], [b for _, b in p99], linestyle=":", color=ln.get_color(),
                                 linewidth=1)
                     if c.knee is not None:
@@ -433,23 +438,30 @@ def latency_throughput(curves: Sequence[Curve], plots_dir: Path, page: int | Non
                               f"Each line is one workload at increasing queue depth ({colour}one panel per access "
                               "pattern); solid: mean latency, dotted: p99; the star marks the saturation knee "
                               "(farthest point from the chord, see Analysis). Log–log axes."
-                              + (note if i == len(pages) - 1 else ""), "storage"))
+                              + (note if i == len(pages) - 1 else ""), Kind.STORAGE))
     return figures
 
 
 def _heatmap_panels(points: Sequence[Row], rows_of: Callable[[Row], Any],
                     cols_of: Callable[[Row], Any], panel_of: Callable[[Row], Any]
                     ) -> list[tuple[Any, list[Any], list[Any], dict[tuple[Any, Any], Row]]]:
-    panels: dict[Any, dict[tuple[Any, Any], Row]] = {}
-    for p in points:
-        panels.setdefault(panel_of(p), {}).setdefault((rows_of(p), cols_of(p)), p)
+    """The heatmap panels the points fill: a frame of (panel, row, column) per point, the first
+    point of each cell kept, then :func:`_dense` per panel; panels of fewer than two rows or
+    columns are left out."""
+    import pandas as pd
+
+    panel_keys: dict[Any, int] = {}
+    frame = pd.DataFrame({"panel": [panel_keys.setdefault(panel_of(p), len(panel_keys)) for p in points],
+                          "r": pd.Series([rows_of(p) for p in points], dtype=object),
+                          "c": pd.Series([cols_of(p) for p in points], dtype=object)})
+    frame = frame.drop_duplicates(["panel", "r", "c"], keep="first")
     out = []
-    for key in sorted(panels, key=_sort_key):
-        cells = _dense(panels[key])
-        rows = sorted({r for r, _ in cells})
-        cols = sorted({c for _, c in cells})
+    for key in sorted(panel_keys, key=_sort_key):
+        cells = _dense(frame[frame["panel"] == panel_keys[key]])
+        rows = sorted(set(cells["r"]))
+        cols = sorted(set(cells["c"]))
         if len(rows) >= 2 and len(cols) >= 2:
-            out.append((key, rows, cols, cells))
+            out.append((key, rows, cols, {(r, c): points[int(i)] for i, r, c in zip(cells.index, cells["r"], cells["c"])}))
     return out
 
 
@@ -457,18 +469,12 @@ def _sort_key(k: Any) -> Any:
     return tuple(repr(x) if not isinstance(x, (int, float)) else x for x in k)
 
 
-def _dense(cells: dict[tuple[Any, Any], Row]) -> dict[tuple[Any, Any], Row]:
+def _dense(cells: pd.DataFrame) -> pd.DataFrame:
     """Drop rows and columns holding fewer than two measured cells, until none is left: a heatmap
     row with one value compares nothing (e.g. CrystalDiskMark-style presets, where each access
     pattern has its own block size)."""
-    cells = dict(cells)
     while True:
-        rows: dict[Any, int] = {}
-        cols: dict[Any, int] = {}
-        for r, c in cells:
-            rows[r] = rows.get(r, 0) + 1
-            cols[c] = cols.get(c, 0) + 1
-        keep = {k: v for k, v in cells.items() if rows[k[0]] >= 2 and cols[k[1]] >= 2}
+        keep = cells[(cells.groupby("r")["c"].transform("size") >= 2) & (cells.groupby("c")["r"].transform("size") >= 2)]
         if len(keep) == len(cells):
             return keep
         cells = keep
@@ -529,7 +535,7 @@ def heatmap(points: Sequence[Row], plots_dir: Path, kind: str, metrics: Sequence
                     for r_i, row in enumerate(grid_v):
                         for c_i, v in enumerate(row):
                             if not math.isnan(v):
-                                ax.text(c_i, r_i, _short(v), ha="center", va="center", fontsize=6,
+                                ax.text(c_i, r_i, format_short(v, fixed=True), ha="center", va="center", fontsize=6,
                                         color="black" if _bright(cmap, norm, v) else "white")
                 shown = _thin(list(range(len(cols))), _axis_len(ax), labels=[spec["col_label"](c) for c in cols])
                 ax.set_xticks(shown, labels=[spec["col_label"](cols[j]) for j in shown])
@@ -554,7 +560,7 @@ def heatmap(points: Sequence[Row], plots_dir: Path, kind: str, metrics: Sequence
                                   _page_title(f"Heatmap: {metric} over {what}", i, len(pages)),
                                   f"Cells: {values}, one log colour scale for every panel (printed in the cells where "
                                   f"they are wide enough); {per}; blank cells were not measured."
-                                  + (note if i == len(pages) - 1 else ""), "storage"))
+                                  + (note if i == len(pages) - 1 else ""), Kind.STORAGE))
     return figures
 
 
@@ -572,14 +578,6 @@ def _bright(cmap: Any, norm: Any, v: float) -> bool:
     x = norm(v) if v > 0 else 0.0
     r, g, b, _ = cmap(min(1.0, max(0.0, float(x))))
     return 0.299 * r + 0.587 * g + 0.114 * b > 0.5
-
-
-def _short(v: float) -> str:
-    if v >= 1000:
-        return f"{v / 1000:.1f}k"
-    if v >= 100:
-        return f"{v:.0f}"
-    return f"{v:.1f}" if v >= 10 else f"{v:.2f}"
 
 
 # --- memory ------------------------------------------------------------------------------------------------
@@ -600,11 +598,11 @@ def memory_figures(curves: Sequence[MemCurve], plots_dir: Path) -> list[Figure]:
             for c in with_bw:
                 if c.stride != stride:
                     continue
-                (ln,) = ax.plot([p.bandwidth / 1e3 for p in c.points], [p.latency for p in c.points],  # type: ignore
-                                marker="o", markersize=3, label=c.traffic + (f" {format_size(c.buffer)}" if c.buffer else ""))
+                (ln,) = ax.plot([(p.bandwidth or 0.0) / 1e3 for p in c.points], [p.latency for p in c.points],
+                                marker="o", markersize=3, label=c.legend)
                 if c.knee is not None:
                     k = c.points[c.knee]
-                    ax.plot([k.bandwidth / 1e3], [k.latency], marker="*", markersize=11, color=ln.get_color(),  # type: ignore
+                    ax.plot([(k.bandwidth or 0.0) / 1e3], [k.latency], marker="*", markersize=11, color=ln.get_color(),
                             markeredgecolor="black", linestyle="none")
             ax.set_title(f"stride {stride} B")
             ax.set_xlabel("bandwidth (GB/s, 10^9 B/s)")
@@ -614,7 +612,7 @@ def memory_figures(curves: Sequence[MemCurve], plots_dir: Path) -> list[Figure]:
         _save(plt, fig, plots_dir / "memory-latency-bandwidth.svg")
         figures.append(Figure("plots/memory-latency-bandwidth.svg", "Memory latency vs bandwidth",
                               "MLC-style loaded latency: each line is one traffic type, from the largest injection "
-                              "delay (left, light load) to none (right); the star marks the knee.", "memory"))
+                              "delay (left, light load) to none (right); the star marks the knee.", Kind.MEMORY))
     # latency and bandwidth vs injection delay
     from matplotlib.ticker import FuncFormatter, NullFormatter
 
@@ -624,14 +622,14 @@ def memory_figures(curves: Sequence[MemCurve], plots_dir: Path) -> list[Figure]:
             if c.stride != stride:
                 continue
             pts = sorted(c.points, key=lambda p: p.delay or 0)
-            label = c.traffic + (f" {format_size(c.buffer)}" if c.buffer else "")
+            label = c.legend
             top.plot([p.delay for p in pts], [p.latency for p in pts], marker="o", markersize=3, label=label)
             if all(p.bandwidth is not None for p in pts):
-                bottom.plot([p.delay for p in pts], [p.bandwidth / 1e3 for p in pts], marker="o", markersize=3,  # type: ignore
+                bottom.plot([p.delay for p in pts], [(p.bandwidth or 0.0) / 1e3 for p in pts], marker="o", markersize=3,
                             label=label)
         for ax in (top, bottom):
             ax.set_xscale("symlog", linthresh=10)
-            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: _tick(v) if v > 0 else "0"))
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: format_short(v) if v > 0 else "0"))
             ax.xaxis.set_minor_formatter(NullFormatter())
         top.set_title(f"stride {stride} B")
         top.set_ylabel("latency (ns)")
@@ -641,7 +639,7 @@ def memory_figures(curves: Sequence[MemCurve], plots_dir: Path) -> list[Figure]:
     _save(plt, fig, plots_dir / "memory-vs-delay.svg")
     figures.append(Figure("plots/memory-vs-delay.svg", "Memory latency and bandwidth vs injection delay",
                           "Top: latency of the pointer-chasing thread (ns); bottom: bandwidth of the load threads "
-                          "(GB/s); one panel per stride, one line per traffic type.", "memory"))
+                          "(GB/s); one panel per stride, one line per traffic type.", Kind.MEMORY))
     return figures
 
 
@@ -662,7 +660,7 @@ def _job(job: tuple[Any, ...]) -> list[Figure]:
     return memory_figures(d["mem_curves"], d["plots_dir"])
 
 
-def draw_all(storage: Sequence[StoragePoint], curves: Sequence[Curve], mem_curves: Sequence[MemCurve],
+def draw_all(storage: Sequence[StorageRow], curves: Sequence[Curve], mem_curves: Sequence[MemCurve],
              plots_dir: Path, parallel: bool = True) -> list[Figure]:
     """Draw every figure the data supports, in a fixed order.
 

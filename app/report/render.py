@@ -1,4 +1,4 @@
-"""report.md, plots/ and results.csv of a results directory (SPEC §8).
+"""report.md, plots/ and results.csv of a results directory.
 
 ``render_report(dir, out=None, p99_bound_us=1000)`` writes ``report.md`` (or ``out``) and,
 beside it, ``plots/*.svg`` and ``results.csv``; returns the report's path.  The text depends
@@ -8,8 +8,6 @@ rendering the same directory twice gives the same report.
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 import os
 import statistics
@@ -17,8 +15,10 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from app.errors import UsageError
+from app.points import Kind
 from app.report import analysis as an
-from app.report.model import TRAFFIC_DESCRIPTIONS, MemoryPoint, RunData, StoragePoint, load
+from app.report.model import TRAFFIC_DESCRIPTIONS, MemoryRow, RunData, StorageRow, load
+from app.textable import markdown_table
 from app.units import format_count, format_size
 
 MB = 1e6
@@ -26,18 +26,6 @@ MIB = float(1 << 20)
 
 
 # --- small formatting helpers ---------------------------------------------------------------------------
-
-
-def md_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], right: Sequence[int] | None = None) -> str:
-    right = set(range(1, len(headers)) if right is None else right)
-    cells = [[str(h) for h in headers]] + [["" if c is None else str(c) for c in r] for r in rows]
-    widths = [max(3, max(len(r[i]) for r in cells)) for i in range(len(headers))]
-
-    def line(r: list[str]) -> str:
-        return "| " + " | ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))) + " |"
-
-    sep = "|" + "|".join(("-" * (w + 1) + ":") if i in right else ("-" * (w + 2)) for i, w in enumerate(widths)) + "|"
-    return "\n".join([line(cells[0]), sep] + [line(r) for r in cells[1:]])
 
 
 def us(ns: float | None, digits: int = 2) -> str:
@@ -72,7 +60,7 @@ def cache_size(text: str) -> str:
     return str(text)
 
 
-def test_type(p: StoragePoint) -> str:
+def test_type(p: StorageRow) -> str:
     pattern = "Random" if p.random else "Sequential"
     if p.mixed:
         t = f"{pattern} {p.read_pct}% read {100 - p.read_pct}% write"
@@ -83,11 +71,11 @@ def test_type(p: StoragePoint) -> str:
     return f"{p.group}: {t}" if p.group else t
 
 
-def workload(p: StoragePoint) -> str:
+def workload(p: StorageRow) -> str:
     return f"{p.mix} {format_size(p.bs)} QD{p.iodepth}" + (f"×{p.numjobs}" if p.numjobs > 1 else "")
 
 
-def _p99_text(p: StoragePoint) -> str:
+def _p99_text(p: StorageRow) -> str:
     v = p.p99
     if v is None:
         return "n/a"
@@ -143,17 +131,17 @@ def _environment(data: RunData) -> list[str]:
                    "The machine was not recorded in run.json.")
         out.append("")
     if rows:
-        out.append(md_table(["Property", "Value"], rows, right=()))
+        out.append(markdown_table(["Property", "Value"], rows, right=()))
         out.append("")
     return out
 
 
-def _honest_target_notes(info: dict[str, Any], env: dict[str, Any], points: Sequence[StoragePoint]) -> list[str]:
+def _honest_target_notes(info: dict[str, Any], env: dict[str, Any], points: Sequence[StorageRow]) -> list[str]:
     notes = []
     virt = (env.get("system") or {}).get("virtualization")
     kind = info.get("type") or info.get("kind")
     source = str(info.get("source") or "")
-    device = info.get("device") if isinstance(info.get("device"), dict) else {}
+    device: dict[str, Any] = info["device"] if isinstance(info.get("device"), dict) else {}
     if kind == "file":
         if source.startswith("/dev/loop") or str(device.get("name", "")).startswith("loop"):
             notes.append("The file lives on a loop device, itself a file on another filesystem: the figures measure "
@@ -211,7 +199,7 @@ def _target(data: RunData) -> list[str]:
         rows.append(["Path", ", ".join(targets) if targets else "not recorded"])
         rows.append(["Details", "not probed (imported run: the path comes from the fio job options)" if data.imported
                      else "not recorded"])
-    out.append(md_table(["Property", "Value"], rows, right=()))
+    out.append(markdown_table(["Property", "Value"], rows, right=()))
     out.append("")
     for note in _honest_target_notes(info, env, data.storage):
         out.append(f"> {note}")
@@ -261,7 +249,7 @@ def _run(data: RunData) -> list[str]:
     failures = m.get("failures") or []
     if failures:
         rows.append(["Failed points", str(len(failures)) + " (see run.json)"])
-    out.append(md_table(["Property", "Value"], rows, right=()))
+    out.append(markdown_table(["Property", "Value"], rows, right=()))
     out.append("")
     warnings = data.warnings()
     if warnings:
@@ -271,7 +259,7 @@ def _run(data: RunData) -> list[str]:
     return out
 
 
-def _storage_table(points: Sequence[StoragePoint], heading: str = "## Storage results") -> list[str]:
+def _storage_table(points: Sequence[StorageRow], heading: str = "## Storage results") -> list[str]:
     out = [heading, ""]
     out.append("Latency is fio's total latency (`lat`: submission to completion) in microseconds; bandwidth in MB/s "
                "(10^6 B/s) with MiB/s (2^20 B/s) in brackets; CPU is fio's user/system share of one CPU.")
@@ -283,7 +271,7 @@ def _storage_table(points: Sequence[StoragePoint], heading: str = "## Storage re
                      format_count(p.iops), f"{p.bw / MB:.1f} ({p.bw / MIB:.1f})", us(p.lat("min"), 1),
                      us(p.lat("max"), 1), us(p.lat_mean), _p99_text(p), pct(p.usr), pct(p.sys), p.iodepth,
                      p.numjobs])
-    out.append(md_table(["Test Type", "Block Size", "IOPS", "Bandwidth MB/s (MiB/s)", "Latency min (µs)",
+    out.append(markdown_table(["Test Type", "Block Size", "IOPS", "Bandwidth MB/s (MiB/s)", "Latency min (µs)",
                          "Latency max (µs)", "Latency avg (µs)", "Latency p99 (µs)", "CPU usr", "CPU sys", "IO Depth",
                          "Jobs"], rows, right=range(2, 12)))
     out.append("")
@@ -310,7 +298,7 @@ def _storage_table(points: Sequence[StoragePoint], heading: str = "## Storage re
                          f"{float(p.metrics.get('read_bw_bytes') or 0) / MB:.1f}",
                          f"{float(p.metrics.get('write_bw_bytes') or 0) / MB:.1f}",
                          us(r.get("mean")), us(w.get("mean")), us(r.get("p99") or None), us(w.get("p99") or None)])
-        out.append(md_table(["Workload", "Read IOPS", "Write IOPS", "Read MB/s", "Write MB/s", "Read avg (µs)",
+        out.append(markdown_table(["Workload", "Read IOPS", "Write IOPS", "Read MB/s", "Write MB/s", "Read avg (µs)",
                              "Write avg (µs)", "Read p99 (µs)", "Write p99 (µs)"], rows))
         out.append("")
     return out
@@ -321,7 +309,7 @@ def _traffic_order(t: str) -> int:
     return keys.index(t) if t in keys else len(keys)
 
 
-def _memory_tables(points: Sequence[MemoryPoint]) -> list[str]:
+def _memory_tables(points: Sequence[MemoryRow]) -> list[str]:
     out = ["## Memory results", ""]
     idle = [p for p in points if p.mode == "idle"]
     loaded = [p for p in points if p.mode != "idle"]
@@ -330,10 +318,10 @@ def _memory_tables(points: Sequence[MemoryPoint]) -> list[str]:
         out.append("")
         rows = [[p.stride or "default", format_size(p.buffer) if p.buffer else "default",
                  f"{p.latency:.2f}" if p.latency is not None else "n/a", p.engine or "?"] for p in idle]
-        out.append(md_table(["Stride (B)", "Buffer", "Latency (ns)", "Engine"], rows))
+        out.append(markdown_table(["Stride (B)", "Buffer", "Latency (ns)", "Engine"], rows))
         out.append("")
         out += _chase_line(idle)
-    series: dict[tuple[Any, ...], list[MemoryPoint]] = {}
+    series: dict[tuple[Any, ...], list[MemoryRow]] = {}
     for p in loaded:
         series.setdefault(p.series, []).append(p)
     if series:
@@ -356,13 +344,13 @@ def _memory_tables(points: Sequence[MemoryPoint]) -> list[str]:
         for p in sorted(series[key], key=lambda p: p.delay or 0):
             rows.append([f"{p.delay:05d}", f"{p.latency:.2f}" if p.latency is not None else "-",
                          f"{p.bandwidth:.1f}" if p.bandwidth is not None else "-"])
-        out.append(md_table(["Inject", "Latency (ns)", "Bandwidth (MB/sec)"], rows, right=()))
+        out.append(markdown_table(["Inject", "Latency (ns)", "Bandwidth (MB/sec)"], rows, right=()))
         out.append("")
         out += _chase_line(series[key])
     return out
 
 
-def _chase_line(points: Sequence[MemoryPoint]) -> list[str]:
+def _chase_line(points: Sequence[MemoryRow]) -> list[str]:
     """One line under a memory table naming the chase its latency comes from (results lines' "chase",
     written by the memory runner; older results have none: "not recorded", or for MLC "chase as chosen by Intel MLC")."""
     texts: list[str] = []
@@ -378,7 +366,7 @@ def _chase_line(points: Sequence[MemoryPoint]) -> list[str]:
     return ["Chase: " + "; ".join(texts[:4]) + ("; …" if len(texts) > 4 else "") + ".", ""]
 
 
-def _figures(figs: Sequence[Any], section: str) -> list[str]:
+def _figures(figs: Sequence[Any], section: Kind) -> list[str]:
     out = []
     for f in figs:
         if f.section != section:
@@ -393,7 +381,7 @@ def _figures(figs: Sequence[Any], section: str) -> list[str]:
 # --- analysis sections ------------------------------------------------------------------------------------------
 
 
-def _littles_law(points: Sequence[StoragePoint], table: bool = True,
+def _littles_law(points: Sequence[StorageRow], table: bool = True,
                  heading: str = "### Little's law per point") -> list[str]:
     """With the per-point table (``table``) or, for a large run, the summary only (the table is
     then in the appendix)."""
@@ -414,7 +402,7 @@ def _littles_law(points: Sequence[StoragePoint], table: bool = True,
         ratios.append((ll.ratio, p))
         rows.append([workload(p), ll.n, format_count(p.iops), us(p.lat_mean), f"{ll.l:.2f}", f"{ll.ratio:.3f}"])
     if table:
-        out.append(md_table(["Workload", "N = QD × jobs", "IOPS", "Mean latency (µs)", "L = IOPS × latency", "L / N"],
+        out.append(markdown_table(["Workload", "N = QD × jobs", "IOPS", "Mean latency (µs)", "L = IOPS × latency", "L / N"],
                             rows))
     else:
         out.append(f"The table of all {len(points)} points is in the appendix (Little's law, every point).")
@@ -460,7 +448,7 @@ def _knees(curves: Sequence[an.Curve]) -> list[str]:
         rows.append([c.label, loads, c.load_label(k), format_count(k.iops), us(k.lat_mean), format_count(last.iops),
                      us(last.lat_mean), f"{gain:+.1f}%", f"×{growth:.2f}"])
     if rows:
-        out.append(md_table(["Workload", "Loads (QD × jobs)", "Knee", "IOPS at knee", "Mean lat. at knee (µs)",
+        out.append(markdown_table(["Workload", "Loads (QD × jobs)", "Knee", "IOPS at knee", "Mean lat. at knee (µs)",
                              "IOPS at max load", "Mean lat. at max load (µs)", "Throughput past knee",
                              "Latency past knee"], rows))
         out.append("")
@@ -471,7 +459,7 @@ def _knees(curves: Sequence[an.Curve]) -> list[str]:
     return out
 
 
-def _bound(points: Sequence[StoragePoint], bound_ns: float) -> list[str]:
+def _bound(points: Sequence[StorageRow], bound_ns: float) -> list[str]:
     out = [f"### Best operating point under p99 ≤ {bound_ns / 1e3:g} µs", ""]
     out.append(f"For each workload, the load with the most IOPS whose 99th-percentile total latency stays within "
                f"{bound_ns / 1e3:g} µs (`profiler-tui report --p99-bound-us N` changes the bound), and the next "
@@ -487,7 +475,7 @@ def _bound(points: Sequence[StoragePoint], bound_ns: float) -> list[str]:
         nxt = "—" if b.next_over is None else f"QD{b.next_over.iodepth}×{b.next_over.numjobs}: {us(b.next_over.p99)}"
         rows.append([b.label, f"QD{p.iodepth}×{p.numjobs}", format_count(p.iops), f"{p.bw / MB:.1f}", us(p.lat_mean),
                      us(p.p99), nxt])
-    out.append(md_table(["Workload", "Best load", "IOPS", "MB/s", "Mean (µs)", "p99 (µs)", "Next load: p99 (µs)"], rows))
+    out.append(markdown_table(["Workload", "Best load", "IOPS", "MB/s", "Mean (µs)", "p99 (µs)", "Next load: p99 (µs)"], rows))
     out.append("")
     ok = [p for p in points if p.p99 is not None and p.p99 <= bound_ns]
     if ok:
@@ -582,7 +570,7 @@ def _memory_analysis(curves: Sequence[an.MemCurve]) -> list[str]:
                      f"{heavy.latency:.2f}" if heavy.latency else "n/a",
                      f"{heavy.latency / light.latency:.2f}" if heavy.latency and light.latency else "n/a",
                      f"{mlp:.0f}" if mlp is not None else "n/a"])
-    out.append(md_table(["Traffic", "Latency at lightest load (ns)", "Knee delay", "Bandwidth at knee (MB/s)",
+    out.append(markdown_table(["Traffic", "Latency at lightest load (ns)", "Knee delay", "Bandwidth at knee (MB/s)",
                          "Latency at knee (ns)", f"Bandwidth at delay {loaded[0].points[-1].delay} (MB/s)",
                          "Latency there (ns)", "Latency growth", "Lines in flight"], rows))
     out.append("")
@@ -601,44 +589,11 @@ def _mem_storage(data: RunData) -> list[str]:
 
 # --- csv ------------------------------------------------------------------------------------------------------
 
-CSV_COLUMNS = [
-    "kind", "index", "group", "rw", "rwmixread", "bs", "iodepth", "numjobs", "ioengine", "direct", "runtime",
-    "iops", "read_iops", "write_iops", "bw_MBps", "read_bw_MBps", "write_bw_MBps",
-    "lat_min_us", "lat_mean_us", "lat_max_us", "lat_stddev_us", "lat_p50_us", "lat_p90_us", "lat_p99_us",
-    "lat_p99_9_us", "lat_p99_99_us", "usr_cpu_pct", "sys_cpu_pct", "littles_L", "littles_N", "littles_ratio",
-    "mode", "traffic", "stride", "delay", "buffer", "engine", "latency_ns", "bandwidth_MBps",
-]
-
-
 def results_csv(data: RunData) -> str:
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, lineterminator="\n")
-    w.writeheader()
+    """results.csv: the frame :func:`app.frame.load_results` gives, one row per point."""
+    from app.frame import frame_of_data, to_csv
 
-    def r6(x: Any) -> Any:
-        return "" if x is None else round(float(x), 6)
-
-    for p in data.storage:
-        lat = p.metrics.get("lat_ns") or {}
-        ll = an.littles_law(p)
-        row = {"kind": "storage", "index": p.index, "group": p.group or "", "rw": p.rw,
-               "rwmixread": p.point.get("rwmixread") if p.mixed else "", "bs": p.bs, "iodepth": p.iodepth,
-               "numjobs": p.numjobs, "ioengine": p.ioengine, "direct": p.point.get("direct", ""),
-               "runtime": p.point.get("runtime", ""), "iops": r6(p.iops),
-               "read_iops": r6(p.metrics.get("read_iops")), "write_iops": r6(p.metrics.get("write_iops")),
-               "bw_MBps": r6(p.bw / MB), "read_bw_MBps": r6(float(p.metrics.get("read_bw_bytes") or 0) / MB),
-               "write_bw_MBps": r6(float(p.metrics.get("write_bw_bytes") or 0) / MB),
-               "usr_cpu_pct": r6(p.usr), "sys_cpu_pct": r6(p.sys),
-               "littles_L": r6(ll.l) if ll else "", "littles_N": p.inflight, "littles_ratio": r6(ll.ratio) if ll else ""}
-        for key in ("min", "mean", "max", "stddev", "p50", "p90", "p99", "p99_9", "p99_99"):
-            v = lat.get(key)
-            row[f"lat_{key}_us"] = "" if v is None else r6(float(v) / 1e3)
-        w.writerow(row)
-    for p in data.memory:
-        w.writerow({"kind": "memory", "index": p.index, "mode": p.mode, "traffic": p.traffic or "",
-                    "stride": p.stride or "", "delay": "" if p.delay is None else p.delay, "buffer": p.buffer or "",
-                    "engine": p.engine, "latency_ns": r6(p.latency), "bandwidth_MBps": r6(p.bandwidth)})
-    return buf.getvalue()
+    return to_csv(frame_of_data(data))
 
 
 # --- the report -------------------------------------------------------------------------------------------------
@@ -646,7 +601,7 @@ def results_csv(data: RunData) -> str:
 
 def _title(data: RunData) -> str:
     preset = (data.meta.get("preset") or {}).get("name")
-    kinds = [k for k, pts in (("storage", data.storage), ("memory", data.memory)) if pts]
+    kinds = [k.value for k, pts in ((Kind.STORAGE, data.storage), (Kind.MEMORY, data.memory)) if pts]
     what = " and ".join(kinds) or "empty"
     if preset:
         return f"# Performance report: {preset} ({what})"
@@ -656,7 +611,7 @@ def _title(data: RunData) -> str:
 MAX_BODY_POINTS = 200  # above this, the body has a summary per workload and the per-point tables an appendix
 
 
-def _storage_summary(points: Sequence[StoragePoint], curves: Sequence[an.Curve], bound_ns: float) -> list[str]:
+def _storage_summary(points: Sequence[StorageRow], curves: Sequence[an.Curve], bound_ns: float) -> list[str]:
     """One row per workload (pattern, block size, other settings): its best point, knee and
     operating point under the p99 bound — the body of a report of more than MAX_BODY_POINTS points."""
     out = ["## Storage results", ""]
@@ -665,25 +620,18 @@ def _storage_summary(points: Sequence[StoragePoint], curves: Sequence[an.Curve],
                "appendix (Storage results, every point); results.csv has every point too. Latency is fio's total "
                "latency in microseconds; bandwidth in MB/s (10^6 B/s).")
     out.append("")
-    varying = an.varying_rest_keys(points)
-    groups: dict[tuple[Any, ...], list[StoragePoint]] = {}
-    for p in points:
-        groups.setdefault((p.mix, p.bs, p.rest), []).append(p)
-    knees: dict[tuple[Any, ...], StoragePoint] = {}
+    knees: dict[tuple[Any, ...], StorageRow] = {}
     for c in curves:
         if c.knee_point is not None:
             knees.setdefault((c.mix, c.bs, c.key[2]), c.knee_point)
-    ops = an.best_under_bound(points, bound_ns)  # one per group, in the groups' first-seen order
+    ops = an.best_under_bound(points, bound_ns)  # one per workload, in the same order
 
-    def load(p: StoragePoint) -> str:
+    def load(p: StorageRow) -> str:
         return f"QD{p.iodepth}" + (f"×{p.numjobs}" if p.numjobs > 1 else "")
 
     rows = []
-    for (key, pts), b in zip(groups.items(), ops):
-        mix, bs, rest = key
-        label = f"{mix} {format_size(bs)}"
-        extra = an.rest_label(rest, varying)
-        label += f" ({extra})" if extra else ""
+    for w, b in zip(an.workloads(points), ops):
+        key, pts, label = w.key, w.points, w.label
         top = max(pts, key=lambda p: p.iops)
         k = knees.get(key)
         knee_text = "—" if k is None else f"{load(k)}: {format_count(k.iops)} IOPS, {us(k.lat_mean)} µs"
@@ -694,7 +642,7 @@ def _storage_summary(points: Sequence[StoragePoint], curves: Sequence[an.Curve],
         loads = sorted({p.inflight for p in pts})
         rows.append([label, len(pts), f"{loads[0]}–{loads[-1]}" if len(loads) > 1 else str(loads[0]),
                      f"{load(top)}: {format_count(top.iops)} IOPS, {top.bw / MB:.1f} MB/s", knee_text, op])
-    out.append(md_table(["Workload", "Points", "Loads (QD × jobs)", "Best point (most IOPS)", "Knee",
+    out.append(markdown_table(["Workload", "Points", "Loads (QD × jobs)", "Best point (most IOPS)", "Knee",
                          f"Operating point (p99 ≤ {bound_ns / 1e3:g} µs)"], rows, right=(1,)))
     out.append("")
     return out
@@ -713,10 +661,10 @@ def render_markdown(data: RunData, figures: Sequence[Any], bound_ns: float,
     big = len(data.storage) > MAX_BODY_POINTS
     if data.storage:
         lines += _storage_summary(data.storage, curves, bound_ns) if big else _storage_table(data.storage)
-        lines += _figures(figures, "storage")
+        lines += _figures(figures, Kind.STORAGE)
     if data.memory:
         lines += _memory_tables(data.memory)
-        lines += _figures(figures, "memory")
+        lines += _figures(figures, Kind.MEMORY)
     lines += ["## Analysis", ""]
     if data.storage:
         lines += _littles_law(data.storage, table=not big)

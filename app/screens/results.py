@@ -13,6 +13,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, DataTable, Footer, Header, Input, Static
 from textual.worker import Worker, WorkerState
 
+from app.points import Kind
 from app.results import ResultsDir
 from app.screens import strings
 from app.screens.messages import ShowDevices
@@ -23,30 +24,42 @@ from app.units import format_count
 Column = tuple[str, Callable[[dict[str, Any]], Any], Callable[[Any], str]]
 
 
-def _lat(r: dict[str, Any], key: str) -> float:
-    return float(((r["metrics"].get("lat_ns") or {}).get(key)) or 0) / 1e3
+def _storage_label(r: dict[str, Any]) -> str:
+    point = {k: r[k] for k in ("rw", "rwmixread", "bs", "iodepth", "numjobs", "group") if r.get(k) is not None}
+    return point_label(Kind.STORAGE, point)
 
 
 STORAGE_COLUMNS: list[Column] = [
-    ("#", lambda r: r.get("index", 0), lambda v: str(v + 1)),
-    ("test", lambda r: point_label("storage", r["point"]), str),
-    ("IOPS", lambda r: float(r["metrics"].get("iops") or 0), format_count),
-    ("MB/s", lambda r: float(r["metrics"].get("bw_bytes") or 0) / 1e6, lambda v: f"{v:.1f}"),
-    ("avg µs", lambda r: _lat(r, "mean"), lambda v: f"{v:.1f}"),
-    ("p99 µs", lambda r: _lat(r, "p99"), lambda v: f"{v:.1f}"),
-    ("CPU %", lambda r: float(r["metrics"].get("usr_cpu") or 0) + float(r["metrics"].get("sys_cpu") or 0),
-     lambda v: f"{v:.1f}"),
+    ("#", lambda r: r["index"], lambda v: str(v + 1)),
+    ("test", _storage_label, str),
+    ("IOPS", lambda r: r["iops"] or 0.0, format_count),
+    ("MB/s", lambda r: r["bw_MBps"] or 0.0, lambda v: f"{v:.1f}"),
+    ("avg µs", lambda r: r["lat_mean_us"] or 0.0, lambda v: f"{v:.1f}"),
+    ("p99 µs", lambda r: r["lat_p99_us"] or 0.0, lambda v: f"{v:.1f}"),
+    ("CPU %", lambda r: (r["usr_cpu_pct"] or 0.0) + (r["sys_cpu_pct"] or 0.0), lambda v: f"{v:.1f}"),
 ]
 MEMORY_COLUMNS: list[Column] = [
-    ("#", lambda r: r.get("index", 0), lambda v: str(v + 1)),
-    ("traffic", lambda r: r["point"].get("traffic") or "idle", str),
-    ("stride", lambda r: r["point"].get("stride") or 0, str),
-    ("delay", lambda r: r["point"].get("delay") if r["point"].get("delay") is not None else -1,
-     lambda v: "-" if v == -1 else str(v)),
-    ("latency ns", lambda r: float(r["metrics"].get("latency_ns") or 0), lambda v: f"{v:.1f}"),
-    ("MB/s", lambda r: float(r["metrics"].get("bandwidth_mbps") or -1), lambda v: "-" if v < 0 else f"{v:.1f}"),
+    ("#", lambda r: r["index"], lambda v: str(v + 1)),
+    ("traffic", lambda r: r["traffic"] or "idle", str),
+    ("stride", lambda r: r["stride"] or 0, str),
+    ("delay", lambda r: r["delay"] if r["delay"] is not None else -1, lambda v: "-" if v == -1 else str(v)),
+    ("latency ns", lambda r: r["latency_ns"] or 0.0, lambda v: f"{v:.1f}"),
+    ("MB/s", lambda r: r["bandwidth_MBps"] or -1.0, lambda v: "-" if v < 0 else f"{v:.1f}"),
 ]
 RIGHT = {"#", "IOPS", "MB/s", "avg µs", "p99 µs", "CPU %", "stride", "delay", "latency ns"}
+
+
+def load_rows(path: Path) -> list[dict[str, Any]]:
+    """The table's rows: :func:`app.frame.load_results` (the columns of results.csv); a directory
+    whose run.json cannot be read still shows the points of its results.jsonl."""
+    from app.errors import UsageError
+    from app.frame import load_results, records_frame, rows
+
+    try:
+        frame = load_results(path)
+    except UsageError:
+        frame = records_frame(ResultsDir(path).records())
+    return rows(frame)
 
 
 def export_report(results: Path, destination: str) -> Path:
@@ -123,9 +136,9 @@ class ResultsScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.sub_title = strings.RESULTS_TITLE.format(path=self.path)
-        self.records = [dict(r, index=r.get("index", i)) for i, r in enumerate(ResultsDir(self.path).records())]
+        self.records = load_rows(self.path)
         kinds = {r.get("kind") for r in self.records}
-        self.columns = MEMORY_COLUMNS if kinds == {"memory"} else STORAGE_COLUMNS
+        self.columns = MEMORY_COLUMNS if kinds == {Kind.MEMORY} else STORAGE_COLUMNS
         table = self.query_one("#results", DataTable)
         for name, _, _ in self.columns:
             table.add_column(name, key=name)

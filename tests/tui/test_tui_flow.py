@@ -85,7 +85,7 @@ async def test_quick_preset_end_to_end_with_export(tmp_path: Path) -> None:
         assert isinstance(results, ResultsScreen)
         assert results.query_one("#results").row_count == 8
         await pilot.press("s", "s", "S")  # sort by IOPS, descending
-        iops = [r["metrics"]["iops"] for r in sorted(results.records, key=lambda r: -r["metrics"]["iops"])]
+        iops = [r["iops"] for r in sorted(results.records, key=lambda r: -r["iops"])]
         first = results.query_one("#results").get_row_at(0)
         assert str(first[2]) == __import__("app.units", fromlist=["x"]).format_count(iops[0])
 

@@ -1,0 +1,141 @@
+"""A results directory as one pandas DataFrame: one row per point, the columns of results.csv.
+
+``load_results(DIR)`` is the one loader the report (results.csv), ``compare`` and the TUI's
+results table read.  Rows: the storage points by plan index, then the memory points by plan
+index, as :func:`app.report.model.load` reads them (run.json checked, results.jsonl read and
+validated by :class:`app.results.ResultsDir`, lines outside the plan left out).  Values are
+those results.csv holds: throughputs in MB/s (10^6 B/s), latencies in µs for storage and ns for
+memory, rounded to 6 decimals; a value the point does not have is missing (<NA> / NaN).
+
+dtypes: ``kind`` and the text columns ``string``; whole-number columns ``Int64`` (nullable);
+measured values ``float64``; ``direct`` and ``runtime`` hold what the point gave (``object``).
+A whole-number column whose values do not fit 64 bits stays ``object`` (a results line may
+hold numbers up to 2^64).
+
+pandas is imported here only: the CLI's ``--help``, ``presets list`` and the TUI's first screen
+never import this module.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
+
+from app.points import Kind
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from app.report.model import MemoryRow, RunData, StorageRow
+
+MB = 1e6
+
+CSV_COLUMNS = [
+    "kind", "index", "group", "rw", "rwmixread", "bs", "iodepth", "numjobs", "ioengine", "direct", "runtime",
+    "iops", "read_iops", "write_iops", "bw_MBps", "read_bw_MBps", "write_bw_MBps",
+    "lat_min_us", "lat_mean_us", "lat_max_us", "lat_stddev_us", "lat_p50_us", "lat_p90_us", "lat_p99_us",
+    "lat_p99_9_us", "lat_p99_99_us", "usr_cpu_pct", "sys_cpu_pct", "littles_L", "littles_N", "littles_ratio",
+    "mode", "traffic", "stride", "delay", "buffer", "engine", "latency_ns", "bandwidth_MBps",
+]
+LAT_KEYS = ("min", "mean", "max", "stddev", "p50", "p90", "p99", "p99_9", "p99_99")
+TEXT_COLUMNS = ("kind", "group", "rw", "ioengine", "mode", "traffic", "engine")
+INT_COLUMNS = ("index", "rwmixread", "bs", "iodepth", "numjobs", "littles_N", "stride", "delay", "buffer")
+OBJECT_COLUMNS = ("direct", "runtime")
+FLOAT_COLUMNS = tuple(c for c in CSV_COLUMNS if c not in TEXT_COLUMNS + INT_COLUMNS + OBJECT_COLUMNS)
+
+
+def _r6(x: Any) -> float | None:
+    return None if x is None else round(float(x), 6)
+
+
+def storage_record(p: StorageRow) -> dict[str, Any]:
+    """The results.csv values of one storage point (None: the cell is empty)."""
+    from app.report.analysis import littles_law
+
+    lat = p.metrics.get("lat_ns") or {}
+    ll = littles_law(p)
+    row: dict[str, Any] = {
+        "kind": Kind.STORAGE.value, "index": p.index, "group": p.group or "", "rw": p.rw,
+        "rwmixread": p.point.get("rwmixread") if p.mixed else None, "bs": p.bs, "iodepth": p.iodepth,
+        "numjobs": p.numjobs, "ioengine": p.ioengine, "direct": p.point.get("direct", ""),
+        "runtime": p.point.get("runtime", ""), "iops": _r6(p.iops),
+        "read_iops": _r6(p.metrics.get("read_iops")), "write_iops": _r6(p.metrics.get("write_iops")),
+        "bw_MBps": _r6(p.bw / MB), "read_bw_MBps": _r6(float(p.metrics.get("read_bw_bytes") or 0) / MB),
+        "write_bw_MBps": _r6(float(p.metrics.get("write_bw_bytes") or 0) / MB),
+        "usr_cpu_pct": _r6(p.usr), "sys_cpu_pct": _r6(p.sys),
+        "littles_L": _r6(ll.l) if ll else None, "littles_N": p.inflight,
+        "littles_ratio": _r6(ll.ratio) if ll else None,
+    }
+    for key in LAT_KEYS:
+        v = lat.get(key)
+        row[f"lat_{key}_us"] = None if v is None else _r6(float(v) / 1e3)
+    return row
+
+
+def memory_record(p: MemoryRow) -> dict[str, Any]:
+    """The results.csv values of one memory point (stride and buffer 0 are written empty, as unset)."""
+    return {"kind": Kind.MEMORY.value, "index": p.index, "mode": p.mode, "traffic": p.traffic or "",
+            "stride": p.stride or None, "delay": p.delay, "buffer": p.buffer or None, "engine": p.engine,
+            "latency_ns": _r6(p.latency), "bandwidth_MBps": _r6(p.bandwidth)}
+
+
+def frame_of(storage: Sequence[StorageRow], memory: Sequence[MemoryRow]) -> pd.DataFrame:
+    """The DataFrame of these points (storage rows first), typed as the module docstring says."""
+    import pandas as pd
+
+    records = [storage_record(p) for p in storage] + [memory_record(p) for p in memory]
+    df = pd.DataFrame(records, columns=CSV_COLUMNS, dtype=object)  # no inference: each column is typed below
+    types: dict[str, str] = {c: "string" for c in TEXT_COLUMNS}
+    types.update({c: "float64" for c in FLOAT_COLUMNS})
+    types.update({c: "object" for c in OBJECT_COLUMNS})
+    for col, dtype in types.items():
+        df[col] = df[col].astype(dtype)  # type: ignore[call-overload]  # dtype names as strings
+    for col in INT_COLUMNS:
+        try:
+            df[col] = df[col].astype("Int64")
+        except (OverflowError, TypeError, ValueError):  # beyond 64 bits: keep the Python ints
+            df[col] = df[col].astype("object")
+    return df
+
+
+def frame_of_data(data: RunData) -> pd.DataFrame:
+    return frame_of(data.storage, data.memory)
+
+
+def load_results(directory: str | Path) -> pd.DataFrame:
+    """One row per point of a results directory, the columns (and values) of results.csv.
+
+    Errors are those of :func:`app.report.model.load`: a missing or ill-typed run.json is a
+    UsageError naming the key; unusable results.jsonl lines are left out (and counted there).
+    """
+    from app.report.model import load
+
+    return frame_of_data(load(directory))
+
+
+def records_frame(records: list[dict[str, Any]]) -> pd.DataFrame:
+    """The frame of results lines already read (no run.json, so no plan to check indexes against):
+    the TUI's results table of a directory whose run.json cannot be read."""
+    from app.report.model import split_records
+
+    storage, memory, _outside = split_records(records)
+    return frame_of(storage, memory)
+
+
+def rows(df: pd.DataFrame) -> list[dict[str, Any]]:
+    """The frame's rows as dicts of Python values, a missing value (<NA>, NaN) as None."""
+    import pandas as pd
+
+    def plain(v: Any) -> Any:
+        return None if v is pd.NA or (isinstance(v, float) and math.isnan(v)) else v
+
+    return [{str(k): plain(v) for k, v in r.items()} for r in df.astype(object).to_dict("records")]
+
+
+def to_csv(df: pd.DataFrame) -> str:
+    """results.csv: the frame as CSV, a missing value as an empty cell, ``\\n`` line ends."""
+    buf = io.StringIO()
+    df.to_csv(buf, index=False, lineterminator="\n", na_rep="")
+    return buf.getvalue()
