@@ -502,8 +502,6 @@ def _traffic(p: MemoryPoint) -> str:
 class Engine:
     """A memory engine's command lines: one process per idle point; loaded batches as the engine says."""
 
-    name: str
-
     def __init__(self, binary: str) -> None:
         self.binary = binary
 
@@ -527,8 +525,6 @@ class Engine:
 class MlcEngine(Engine):
     """Intel MLC: a loaded batch in one process when it is exactly MLC's own 19-delay sweep, else one
     process per delay (``-d N``)."""
-
-    name = "mlc"
 
     def loaded(self, points: list[MemoryPoint]) -> list[Invocation]:
         first = points[0]
@@ -575,8 +571,6 @@ class MlcEngine(Engine):
 
 class BuiltinEngine(Engine):
     """The built-in engine (native/memlat): one process per loaded batch (``-D d1,d2,…``)."""
-
-    name = "builtin"
 
     def idle_argv(self, p: MemoryPoint) -> list[str]:
         return [self.binary, "--idle_latency"] + self._common(p)
@@ -672,10 +666,6 @@ class MemoryRunner(Runner):
                         f"tlb_locality={format_size_human(point.tlb_locality)}: Intel MLC has no option to chase "
                         "within groups (it chooses its own chase); use --engine builtin, or tlb_locality=none.")
         check_memory(points)
-
-    def commands(self, points: list[MemoryPoint]) -> list[list[str]]:
-        """The command lines that measure a batch of points (same batch_key), in order."""
-        return [inv.argv for inv in self._impl.invocations(points)]
 
     async def run(self, items: list[tuple[int, Point]], ctx: Context) -> AsyncGenerator[Event, None]:
         batch = [(index, _memory_point(p)) for index, p in items]

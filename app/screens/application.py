@@ -124,15 +124,18 @@ class ProfilerApp(App[int]):
 
     def action_presets(self) -> None:
         if self.active_run() is None:
-            self.post_message(ShowPresets(TargetChoice.test_file(self.options.results_dir)))
+            self.push_presets(TargetChoice.test_file(self.options.results_dir))
 
     # --- what screens ask for -------------------------------------------------------------------
 
     @on(ShowPresets)
     def show_presets(self, message: ShowPresets) -> None:
+        self.push_presets(message.target)
+
+    def push_presets(self, target: TargetChoice) -> None:
         from app.screens.presets import PresetsScreen
 
-        self.push_screen(PresetsScreen(message.target))
+        self.push_screen(PresetsScreen(target))
 
     @on(ShowCustomSweep)
     def show_custom_sweep(self, message: ShowCustomSweep) -> None:
