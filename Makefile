@@ -8,7 +8,7 @@ APT_PKGS := fio util-linux fdisk e2fsprogs tmux librsvg2-bin
 MEMLAT := native/memlat/build/memlat
 
 # mypy: the type check of app/ (configured in pyproject.toml)
-.PHONY: typecheck setup system-deps venv native run test test-fast bench bench-fio bench-mem bench-report bench-tui native-asan container-test clean
+.PHONY: typecheck setup system-deps venv native run test test-fast bench bench-fio bench-mem bench-report bench-tui bench-steady native-asan container-test clean
 
 setup: system-deps venv native
 
@@ -53,7 +53,7 @@ test-fast: setup
 	$(BIN)/lint-imports
 	$(BIN)/mypy
 
-bench: bench-fio bench-mem bench-report bench-tui
+bench: bench-fio bench-mem bench-report bench-tui bench-steady
 
 bench-fio: setup
 	$(BIN)/python bench/fio_overhead.py
@@ -70,6 +70,11 @@ bench-report: setup
 # assert bounds about 5x looser, so the product figures are measured here
 bench-tui: setup
 	$(BIN)/python bench/tui_latency.py --starts 5
+
+# seed-p4600 fixed against steady-state (wall share, IOPS ratio) and qd-scaling against qd-knee (depth found,
+# wall share), on a RAM-backed loop device the script creates and removes; about 12 minutes
+bench-steady: setup
+	$(BIN)/python bench/steady.py
 
 typecheck: setup
 	$(BIN)/mypy

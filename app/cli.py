@@ -125,6 +125,8 @@ def presets_show(name: str, sets: tuple[str, ...], as_json: bool) -> int:
     click.echo("settings: " + d.settings_text)
     for key in d.axes:
         click.echo(f"axis {key}: " + d.axis_text(key))
+    for line in d.procedure:
+        click.echo(line)
     tables = [p.to_dict() for p in d.points]
     keys = [k for k in tables[0] if k in d.axes]
     rows = [[i + 1, point_label(d.kind, p)] + [setting_text(k, p.get(k)) for k in keys] for i, p in enumerate(tables)]
@@ -234,8 +236,10 @@ def _execute(session: Session) -> int:
     records = session.results.records()
     if records:
         click.echo(results_table(records))
+    skipped = len(session.skipped())
     click.echo(f"{finished.status}: {finished.done}/{finished.total} points"
                + (f", {finished.failed} failed (see run.json)" if finished.failed else "")
+               + (f", {skipped} skipped (see run.json)" if skipped else "")
                + f" — results in {session.path}")
     return 0 if finished.failed == 0 else 1
 
@@ -249,12 +253,16 @@ def _execute(session: Session) -> int:
 @click.option("--yes", is_flag=True, help="Confirm the target (needed for block devices).")
 @click.option("--allow-destructive", is_flag=True, help="Confirm destroying a filesystem or partition table on the device.")
 @click.option("--engine", type=ENGINE_CHOICE, default="auto", show_default=True, help="Memory engine.")
+@click.option("--adaptive", is_flag=True,
+              help="Skip the rest of a QD or numjobs axis once it saturates (same as --set adaptive=yes).")
 def run(preset: str, target: str | None, out: str | None, sets: tuple[str, ...], yes: bool,
-        allow_destructive: bool, engine: str) -> int:
+        allow_destructive: bool, engine: str, adaptive: bool) -> int:
     """Run PRESET (a shipped name or a TOML file) headlessly."""
     START_UP.install()
     from app.sweep import new_session
 
+    if adaptive:
+        sets = sets + ("adaptive=yes",)
     p = presets.apply_overrides(presets.load(preset), sets)
     session = new_session(p, target=target, out=out, yes=yes, allow_destructive=allow_destructive,
                           engine=engine, overrides=sets, on_created=START_UP.track)
@@ -278,7 +286,9 @@ def resume(directory: str, engine: str | None, yes: bool, allow_destructive: boo
     START_UP.track(session)
     try:
         if not session.pending():
-            click.echo(f"Nothing to resume: all {len(session.plan)} points of {directory} are complete.")
+            skipped = len(session.skipped())
+            click.echo(f"Nothing to resume: all {len(session.plan) - skipped} points of {directory} are complete"
+                       + (f" ({skipped} skipped)." if skipped else "."))
             return 0
         return _execute(session)
     finally:

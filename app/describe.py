@@ -6,9 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from app.points import Kind, Point
+from app.points import Kind, Point, StoragePoint
 from app.presets import Preset, describe_axes, summary
-from app.units import format_size
+from app.procedure import SEQUENTIAL_PRECONDITION_PASSES, SNIA_WINDOW, precondition_estimate_s, region_size
+from app.units import format_duration, format_size, format_us
 
 SIZE_KEYS = ("bs", "size", "buffer")  # shown as 4K, 1G …
 WRITES = "writes to the target"
@@ -23,7 +24,32 @@ def setting_text(key: str, value: Any) -> str:
         return format_size(value)
     if isinstance(value, bool):
         return "1" if value else "0"
+    if key == "latency_bound":
+        return format_us(value).replace(" ", "")
     return str(value)
+
+
+def procedure_lines(preset: Preset, points: list[Point]) -> list[str]:
+    """How the plan is run beyond its points, one line each (none for a plain plan)."""
+    proc = preset.procedure
+    lines = []
+    if proc.precondition != "none":
+        est = format_duration(precondition_estimate_s(proc, points))
+        if proc.precondition == "sequential":
+            size = region_size(points)
+            lines.append(f"precondition: sequential — 128 KiB sequential writes over {format_size(size)}, "
+                         f"{SEQUENTIAL_PRECONDITION_PASSES} passes ({format_size(size * SEQUENTIAL_PRECONDITION_PASSES)};"
+                         f" ~{est} at 500 MB/s)")
+        else:
+            lines.append(f"precondition: workload — the first write point until fio sees steady state, at most {est}")
+    if proc.rounds > 1:
+        track = " ".join(f"{k}={setting_text(k, v)}" for k, v in proc.track.items()) or "the first point"
+        lines.append(f"rounds: up to {proc.rounds}, stopping once {track} is steady by SNIA's rule "
+                     f"({SNIA_WINDOW}-round window, range ≤ 20% and slope excursion ≤ 10% of the mean)")
+    if proc.adaptive:
+        lines.append("adaptive: the rest of a QD or numjobs axis is skipped once IOPS grows < 3% while mean "
+                     "latency grows ≥ 1.5x on two consecutive steps")
+    return lines
 
 
 @dataclass(frozen=True)
@@ -37,6 +63,8 @@ class PlanDescription:
     settings: dict[str, Any]  # the keys every point shares
     estimated: str  # "1m 30s"
     writes: bool
+    procedure: list[str]  # how the plan is run beyond its points (preconditioning, rounds, adaptive)
+    bounded: bool  # the estimate is an upper bound (steady state, a latency search, rounds, adaptive axes)
 
     def axis_text(self, key: str) -> str:
         return ", ".join(setting_text(key, v) for v in self.axes[key])
@@ -47,7 +75,7 @@ class PlanDescription:
 
     @property
     def totals(self) -> str:
-        return f"{len(self.points)} points, estimated {self.estimated}"
+        return f"{len(self.points)} points, estimated {'at most ' if self.bounded else ''}{self.estimated}"
 
     @property
     def access(self) -> str:
@@ -61,6 +89,8 @@ def describe_plan(preset: Preset) -> PlanDescription:
     info = summary(preset)
     axes = describe_axes(preset)
     first = points[0].to_dict() if points else {}
-    settings = {k: v for k, v in first.items() if k not in axes and k != "group"}
+    settings = {k: v for k, v in first.items() if k not in axes and k not in ("group", "round")}
+    bounded = (preset.procedure.rounds > 1 or preset.procedure.adaptive or preset.procedure.precondition == "workload"
+               or any(isinstance(p, StoragePoint) and (p.steady or p.latency_bound) for p in points))
     return PlanDescription(preset.name, Kind(preset.kind), preset.description, preset.source, points, axes,
-                           settings, info["estimated"], info["writes"])
+                           settings, info["estimated"], info["writes"], procedure_lines(preset, points), bounded)

@@ -18,6 +18,10 @@ from enum import StrEnum
 from typing import Any, TypeAlias
 
 
+# storage modes that may write to the target (rw/randrw even at rwmixread=100: fio opens it for writing)
+WRITE_MODES = frozenset({"write", "randwrite", "rw", "randrw", "trim", "randtrim"})
+
+
 class Kind(StrEnum):
     STORAGE = "storage"
     MEMORY = "memory"
@@ -57,6 +61,14 @@ class StoragePoint:
     ramp_time: float | int
     size: int
     time_based: bool
+    # keys added later, each in a point's JSON table only when set (so older results keep their bytes):
+    steady: str | None = None  # fio steady-state criterion ("iops:2%"); runtime is then the cap
+    steady_window: float | int | None = None  # fio's ss_dur, seconds (set when steady is)
+    steady_ramp: float | int | None = None  # fio's ss_ramp, seconds (set when steady is)
+    latency_bound: int | None = None  # fio's latency_target, microseconds: search the deepest queue meeting it
+    latency_percentile: float | int | None = None  # share of I/Os that must meet the bound (set with the bound)
+    latency_window: float | int | None = None  # fio's latency_window, seconds per queue-depth trial
+    round: int | None = None  # the round of a preset run in rounds (1, 2, …); part of the point's identity
     group: str | None = None  # the preset group's label; not part of the point's identity
 
     kind = Kind.STORAGE
@@ -93,13 +105,14 @@ class MemoryPoint:
 Point: TypeAlias = StoragePoint | MemoryPoint
 POINT_TYPES: dict[Kind, type[StoragePoint] | type[MemoryPoint]] = {Kind.STORAGE: StoragePoint,
                                                                       Kind.MEMORY: MemoryPoint}
-# keys a point's JSON table may hold besides the settings, and only when set
-_OPTIONAL = ("group", "engine")
+# keys a point's JSON table holds only when set
+_OPTIONAL = ("group", "engine", "steady", "steady_window", "steady_ramp", "latency_bound", "latency_percentile",
+             "latency_window", "round")
 
 
 def _to_dict(point: Point) -> dict[str, Any]:
-    """The JSON table of a point, keys in declaration order; ``group``/``engine`` only when set
-    (so results.jsonl and run.json keep the bytes they had when points were dicts)."""
+    """The JSON table of a point, keys in declaration order; the :data:`_OPTIONAL` keys only when set
+    (so results.jsonl and run.json keep the bytes they had before those keys existed)."""
     out: dict[str, Any] = {}
     for f in fields(point):
         value = getattr(point, f.name)

@@ -39,7 +39,9 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, TypedDict
 
 from app.errors import UsageError
-from app.points import Kind, Point, StoragePoint, point_from_dict
+from app.points import WRITE_MODES, Kind, Point, StoragePoint, point_from_dict
+from app.procedure import (MAX_ROUNDS, PRECONDITION_MODES, WORKLOAD_PRECONDITION_CAP_S, Procedure, in_rounds,
+                           precondition_estimate_s)
 from app.units import format_duration, parse_duration, parse_size
 
 STORAGE = Kind.STORAGE
@@ -47,7 +49,6 @@ MEMORY = Kind.MEMORY
 KINDS = tuple(Kind)
 
 RW_MODES = ("read", "write", "randread", "randwrite", "rw", "randrw", "trim", "randtrim")
-WRITE_MODES = frozenset({"write", "randwrite", "rw", "randrw", "trim", "randtrim"})
 IOENGINES = ("libaio", "io_uring", "psync", "sync", "pvsync2", "posixaio")
 MLC_DELAYS = (0, 2, 8, 15, 50, 100, 200, 300, 400, 500, 700, 1000, 1300, 1700, 2500, 3500, 5000, 9000, 20000)
 TRAFFIC = ("R", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11", "W12")
@@ -264,6 +265,65 @@ def _cpus(v: Any) -> str:
     return v
 
 
+STEADY_METRICS = ("iops", "bw", "iops_slope", "bw_slope")
+MAX_STEADY_PERCENT = 100
+
+
+def _steady(v: Any) -> str:
+    """A fio steady-state criterion: METRIC:PERCENT% with METRIC one of STEADY_METRICS ("iops:2%",
+    "iops_slope:0.3%"); canonical as ``f"{metric}:{percent:g}%"``."""
+    shape = "a fio steady-state criterion such as iops:2%, iops_slope:0.3% or bw:2%"
+    if not isinstance(v, str):
+        raise ValueError(f"expected {shape}")
+    m = re.fullmatch(r" *([a-z_]+) *: *([0-9]{1,6}(?:\.[0-9]{1,6})?) *% *", v.lower())
+    if not m or m.group(1) not in STEADY_METRICS:
+        raise ValueError(f"expected {shape} (metric {', '.join(STEADY_METRICS)}, a percentage)")
+    percent = float(m.group(2))
+    if not 0 < percent <= MAX_STEADY_PERCENT:
+        raise ValueError(f"the percentage must be above 0 and at most {MAX_STEADY_PERCENT}")
+    return f"{m.group(1)}:{percent:g}%"
+
+
+MAX_LATENCY_BOUND_US = 60_000_000  # 60 s
+
+
+def _latency_bound(v: Any) -> int:
+    """A latency bound in whole microseconds: ``1ms``, ``500us``, ``800µs``, ``0.25s``; a bare number
+    is microseconds (as fio's latency_target reads it)."""
+    shape = "a latency such as 1ms or 500us"
+    if isinstance(v, bool):
+        raise ValueError(f"expected {shape}")
+    if isinstance(v, str):
+        m = re.fullmatch(r" *([0-9]{1,12}(?:\.[0-9]{1,6})?) *(us|µs|ms|s)? *", v.lower())
+        if not m:
+            raise ValueError(f"expected {shape}")
+        us = float(m.group(1)) * {"us": 1, "µs": 1, "ms": 1000, "s": 1_000_000, None: 1}[m.group(2)]
+    elif isinstance(v, (int, float)) and math.isfinite(v):
+        us = float(v)
+    else:
+        raise ValueError(f"expected {shape}")
+    if not us.is_integer():
+        raise ValueError("must be a whole number of microseconds")
+    if not 1 <= us <= MAX_LATENCY_BOUND_US:
+        raise ValueError("must be from 1us to 60s")
+    return int(us)
+
+
+def _percentile(v: Any) -> float | int:
+    """A percentile above 0 and at most 100 (99, 99.9); an int when whole."""
+    if isinstance(v, bool) or not isinstance(v, (int, float, str)):
+        raise ValueError("expected a percentile such as 99 or 99.9")
+    try:
+        p = float(v.strip(" ").rstrip("%")) if isinstance(v, str) else float(v)
+    except ValueError:
+        raise ValueError("expected a percentile such as 99 or 99.9") from None
+    if not (math.isfinite(p) and 0 < p <= 100):
+        raise ValueError("must be above 0 and at most 100")
+    if round(p, 4) != p:
+        raise ValueError("at most four decimals")
+    return int(p) if p.is_integer() else p
+
+
 def _no_control(parse: Callable[[Any], Any]) -> Callable[[Any], Any]:
     """Every key's parser refuses a string holding a control character before reading it."""
 
@@ -300,6 +360,29 @@ STORAGE_KEYS: dict[str, Key] = {
     "ramp_time": Key(_seconds(0, MAX_SECONDS), 0, "seconds run before measuring, 0 to 7 days, millisecond resolution"),
     "size": Key(_size(1, MAX_SIZE), 1 << 30, "file size, or the region of a device exercised, at most 1 PiB"),
     "time_based": Key(_bool, True, "run for runtime even when size is covered"),
+    "steady": Key(_optional(_steady), None,
+                  "stop the point when fio sees steady state: iops:2%, iops_slope:0.3%, bw:2% or bw_slope:…; "
+                  "runtime is then the cap (default: off)"),
+    "steady_window": Key(_optional(_seconds(1, MAX_SECONDS)), None,
+                         "seconds of the steady-state window (fio's ss_dur), with steady; default 5"),
+    "steady_ramp": Key(_optional(_seconds(0, MAX_SECONDS)), None,
+                       "seconds before the steady-state window starts collecting (fio's ss_ramp), with steady; "
+                       "default 2"),
+    "latency_bound": Key(_optional(_latency_bound), None,
+                         "search the deepest queue (up to iodepth) whose latency percentile meets this bound, "
+                         "with fio's latency_target: 1ms, 500us (default: off)"),
+    "latency_percentile": Key(_optional(_percentile), None,
+                              "share of I/Os that must meet latency_bound, in percent; default 99"),
+    "latency_window": Key(_optional(_seconds(0.1, 3600)), None,
+                          "seconds each queue depth is tried during the search (fio's latency_window); default 1"),
+}
+
+# settings that only take effect with another one, and their defaults then
+DEPENDENT_KEYS: dict[str, tuple[str, Any]] = {
+    "steady_window": ("steady", 5),
+    "steady_ramp": ("steady", 2),
+    "latency_percentile": ("latency_bound", 99),
+    "latency_window": ("latency_bound", 1),
 }
 
 MEMORY_KEYS: dict[str, Key] = {
@@ -317,9 +400,55 @@ MEMORY_KEYS: dict[str, Key] = {
                         "4 KiB to 1 GiB; none or 0 (default) chases the whole buffer; built-in engine only"),
 }
 
+def _track(v: Any) -> dict[str, Any]:
+    """The settings that pick a round's tracked point: "bs=4k rwmixread=0" (storage keys, space separated)."""
+    if isinstance(v, dict):
+        items = list(v.items())
+    elif isinstance(v, str):
+        items = []
+        for word in v.split():
+            key, eq, value = word.partition("=")
+            if not eq:
+                raise ValueError("expected KEY=VALUE pairs separated by spaces, e.g. \"bs=4k rwmixread=0\"")
+            items.append((key, value))
+    else:
+        raise ValueError("expected KEY=VALUE pairs separated by spaces, e.g. \"bs=4k rwmixread=0\"")
+    track: dict[str, Any] = {}
+    for key, value in items:
+        if key not in STORAGE_KEYS:
+            raise ValueError(f"{show_value(key)} is not a storage key")
+        try:
+            track[key] = STORAGE_KEYS[key].parse(value)
+        except ValueError as e:
+            raise ValueError(f"{key}={show_value(value)}: {e}") from None
+    return track
+
+
+# settings of how a storage plan is run rather than of its points (app/procedure.py); in [settings] or --set
+PROCEDURE_KEYS: dict[str, Key] = {
+    "precondition": Key(_choice(PRECONDITION_MODES), "none",
+                        "before the first point: none, sequential (128 KiB sequential writes over the region, twice) "
+                        "or workload (the first write point until steady); writes to the target"),
+    "adaptive": Key(_bool, False, "skip the rest of a QD or numjobs axis once it is saturated"),
+    "rounds": Key(_int(1, MAX_ROUNDS), 1,
+                  f"measure the plan in up to this many rounds, stopping once the tracked point is steady by "
+                  f"SNIA's rule; 1 to {MAX_ROUNDS}"),
+    "precondition_cap": Key(_seconds(1, MAX_SECONDS), WORKLOAD_PRECONDITION_CAP_S,
+                            "seconds a workload preconditioning pass may take if fio never sees steady state; "
+                            f"default {WORKLOAD_PRECONDITION_CAP_S}"),
+    "track": Key(_track, {}, "the point whose IOPS decides steady state in rounds: KEY=VALUE pairs "
+                             "(\"bs=4k rwmixread=0\"); default: the first point of a round"),
+}
+
 KEYS: dict[str, dict[str, Key]] = {STORAGE: STORAGE_KEYS, MEMORY: MEMORY_KEYS}
 # keys added after plans were first recorded in run.json: a plan without one had the key's default
-LATER_KEYS: dict[Kind, frozenset[str]] = {STORAGE: frozenset(), MEMORY: frozenset({"tlb_locality"})}
+LATER_KEYS: dict[Kind, frozenset[str]] = {
+    STORAGE: frozenset({"steady", "steady_window", "steady_ramp", "latency_bound", "latency_percentile",
+                        "latency_window"}),
+    MEMORY: frozenset({"tlb_locality"}),
+}
+# keys a point's JSON table holds only when set (app.points): an explicit null is not a stored form
+OMITTED_WHEN_UNSET: dict[Kind, frozenset[str]] = {STORAGE: LATER_KEYS[STORAGE], MEMORY: frozenset()}
 TOP_LEVEL = ("name", "kind", "description", "settings", "matrix", "group")
 
 
@@ -338,6 +467,7 @@ class Preset:
     settings: dict[str, Any] = field(default_factory=dict)
     groups: list[Group] = field(default_factory=list)
     overrides: dict[str, list[Any]] = field(default_factory=dict)
+    procedure: Procedure = field(default_factory=Procedure)
     # (fingerprint of kind/settings/groups/overrides, points): expand() is called several times per
     # command (plan, summary, axes), each call copies this list instead of expanding again
     _cache: tuple[str, list[Point]] | None = field(default=None, repr=False, compare=False)
@@ -377,13 +507,13 @@ class Preset:
     def plan_size(self) -> int:
         """Points before duplicates are merged: the sum over groups of the product of axis lengths.
         Cheap (no expansion), an upper bound of ``len(expand())``."""
-        return sum(math.prod(len(v) for v in axes.values()) for _, axes in self.group_axes())
+        return self.procedure.rounds * sum(math.prod(len(v) for v in axes.values()) for _, axes in self.group_axes())
 
     def check_plan_size(self) -> None:
         """UsageError naming the axes when the plan would exceed MAX_PLAN_POINTS."""
         groups = self.group_axes()
         sizes = [math.prod(len(v) for v in axes.values()) for _, axes in groups]
-        total = sum(sizes)
+        total = sum(sizes) * self.procedure.rounds
         if total <= MAX_PLAN_POINTS:
             return
         parts = []
@@ -392,12 +522,15 @@ class Preset:
             parts.append((f"group '{show_value(group.label)[1:-1]}': " if group.label and len(groups) > 1 else "")
                          + varying)
         more = f" and {len(groups) - 3} more groups" if len(groups) > 3 else ""
+        if self.procedure.rounds > 1:
+            more += f", in {self.procedure.rounds} rounds"
         raise _fail(self.source, f"the plan has {total:,} points ({'; '.join(parts)}{more}), more than the limit "
                                  f"of {MAX_PLAN_POINTS:,} points per run; use fewer values on an axis "
                                  "(--set KEY=V replaces one).")
 
     def _fingerprint(self) -> str:
-        return repr((self.kind, self.settings, [(g.label, g.axes) for g in self.groups], self.overrides))
+        return repr((self.kind, self.settings, [(g.label, g.axes) for g in self.groups], self.overrides,
+                     self.procedure))
 
     def _points(self) -> list[Point]:
         """The expanded plan, shared: callers must not modify the list (expand() gives a copy)."""
@@ -421,6 +554,8 @@ class Preset:
                 if key not in seen:
                     seen.add(key)
                     points.append(point_from_dict(self.kind, {**values, "group": group.label or None}))
+        if self.procedure.rounds > 1:
+            points = list(in_rounds([p for p in points if isinstance(p, StoragePoint)], self.procedure.rounds))
         self._cache = (fingerprint, points)
         return points
 
@@ -429,7 +564,8 @@ class Preset:
         return list(self._points())  # points are frozen: a copy of the list is a copy of the plan
 
     def writes(self) -> bool:
-        return plan_writes(self._points())
+        """True when the run may write to the target: a write point, or preconditioning."""
+        return plan_writes(self._points()) or self.procedure.precondition != "none"
 
 
 def _normalise(kind: Kind, values: dict[str, Any]) -> None:
@@ -439,6 +575,11 @@ def _normalise(kind: Kind, values: dict[str, Any]) -> None:
             values["rwmixread"] = None
         elif values.get("rwmixread") is None:
             values["rwmixread"] = 50
+        for key, (needs, default) in DEPENDENT_KEYS.items():
+            if values.get(needs) is None:
+                values[key] = None
+            elif values.get(key) is None:
+                values[key] = default
     elif values.get("mode") == "idle":
         values["delay"] = None
         values["traffic"] = None
@@ -449,9 +590,10 @@ def normalise_point(point: Point) -> Point:
     storage point's ``rwmixread`` only for rw/randrw (50 unless given), an idle memory point without
     ``delay`` and ``traffic``."""
     if isinstance(point, StoragePoint):
-        if point.rw not in ("rw", "randrw"):
-            return replace(point, rwmixread=None)
-        return point if point.rwmixread is not None else replace(point, rwmixread=50)
+        values = point.to_dict()
+        values.update({k: getattr(point, k) for k in DEPENDENT_KEYS})
+        _normalise(STORAGE, values)
+        return point_from_dict(STORAGE, values)
     if point.mode == "idle":
         return replace(point, delay=None, traffic=None)
     return point
@@ -490,9 +632,17 @@ def _shown_path(path: str | os.PathLike[str]) -> str:
 def _check_value(where: str, kind: str, key: str, value: Any) -> Any:
     keys = KEYS[kind]
     if key not in keys:
-        raise _fail(where, f"unknown key {show_value(key)} for a {kind} preset; known keys: {', '.join(keys)}.")
+        known = list(keys) + (list(PROCEDURE_KEYS) if kind == STORAGE else [])
+        raise _fail(where, f"unknown key {show_value(key)} for a {kind} preset; known keys: {', '.join(known)}.")
     try:
         return keys[key].parse(value)
+    except ValueError as e:
+        raise _fail(where, f"key '{key}' has invalid value {show_value(value)}: {e}.") from None
+
+
+def _check_procedure(where: str, key: str, value: Any) -> Any:
+    try:
+        return PROCEDURE_KEYS[key].parse(value)
     except ValueError as e:
         raise _fail(where, f"key '{key}' has invalid value {show_value(value)}: {e}.") from None
 
@@ -539,7 +689,11 @@ def parse_preset(data: dict[str, Any], source: str) -> Preset:
     if not isinstance(settings_raw, dict):
         raise _fail(source, "[settings] must be a table of key = value.")
     settings = {}
+    procedure: dict[str, Any] = {}
     for key, value in settings_raw.items():
+        if kind == STORAGE and key in PROCEDURE_KEYS:
+            procedure[key] = _check_procedure(source, key, value)
+            continue
         if isinstance(value, list):
             raise _fail(source, f"[settings] key {show_value(key)} is a list; put axes under [matrix] or [[group]].")
         settings[key] = _check_value(source, kind, key, value)
@@ -556,7 +710,8 @@ def parse_preset(data: dict[str, Any], source: str) -> Preset:
         label = _text(f"{source}: group {i + 1}", "label", raw.get("label"), MAX_NAME_CHARS, required=False) or None
         axes = {k: _axis(source, kind, k, v) for k, v in raw.items() if k != "label"}
         groups.append(Group(label, axes))
-    return Preset(name=name, kind=kind, description=description, source=source, settings=settings, groups=groups)
+    return Preset(name=name, kind=kind, description=description, source=source, settings=settings, groups=groups,
+                  procedure=Procedure(**procedure))
 
 
 _FILE_TYPES = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
@@ -669,7 +824,7 @@ def load_file(path: str | os.PathLike[str]) -> Preset:
 
 # --- plans read back from a results directory ---------------------------------------------------
 
-PLAN_EXTRAS: dict[Kind, tuple[str, ...]] = {STORAGE: ("group",), MEMORY: ("group", "engine")}
+PLAN_EXTRAS: dict[Kind, tuple[str, ...]] = {STORAGE: ("group", "round"), MEMORY: ("group", "engine")}
 RECORDED_ENGINES = ("mlc", "builtin")  # what the memory runner records in a point's "engine"
 
 
@@ -707,6 +862,10 @@ def validate_plan(kind: object, plan: object, source: str) -> list[Point]:
         if missing:
             raise UsageError(f"{where} lacks key{'s' if len(missing) > 1 else ''} "
                              f"{', '.join(repr(k) for k in missing)}.")
+        for key in OMITTED_WHEN_UNSET[kind]:
+            if key in entry and entry[key] is None:
+                raise UsageError(f"{where} key '{key}' has invalid value null: not the form the tool stores (the key "
+                                 "is left out when it is not set).")
         point: dict[str, Any] = {}  # the point being rebuilt: canonical values by key
         idle = kind == MEMORY and entry.get("mode") == "idle"
         for key, spec in keys.items():
@@ -739,12 +898,35 @@ def validate_plan(kind: object, plan: object, source: str) -> list[Point]:
                 raise UsageError(f"{where} key 'engine' has invalid value {show_value(entry['engine'])}: must be "
                                  f"one of {', '.join(RECORDED_ENGINES)}.")
             point["engine"] = entry["engine"]
-        identity = tuple(point[k] for k in keys)
+        if "round" in entry:
+            r = entry["round"]
+            if not isinstance(r, int) or isinstance(r, bool) or not 1 <= r <= MAX_ROUNDS:
+                raise UsageError(f"{where} key 'round' has invalid value {show_value(r)}: must be a whole number from "
+                                 f"1 to {MAX_ROUNDS}.")
+            point["round"] = r
+        identity = tuple(point[k] for k in keys) + (point.get("round"),)
         if identity in seen:
             raise UsageError(f"{where} repeats plan[{seen[identity]}] (the same settings twice).")
         seen[identity] = i
         points.append(point_from_dict(kind, point))
     return points
+
+
+def validate_procedure(kind: Kind, value: object, source: str) -> Procedure:
+    """The procedure a results directory's run.json records (untrusted), checked by the keys' parsers;
+    a run without one had the default."""
+    if value is None:
+        return Procedure()
+    if kind != STORAGE or not isinstance(value, dict):
+        raise _fail(source, f"key 'procedure' has invalid value {show_value(value)}: must be a table of "
+                            f"{', '.join(PROCEDURE_KEYS)} (storage runs only).")
+    parsed: dict[str, Any] = {}
+    for key, raw in value.items():
+        if key not in PROCEDURE_KEYS:
+            raise _fail(source, f"key 'procedure' has unknown key {show_value(key)}; known keys: "
+                                f"{', '.join(PROCEDURE_KEYS)}.")
+        parsed[key] = _check_procedure(f"{source}: procedure", key, raw)
+    return Procedure(**parsed)
 
 
 # --- where presets live -----------------------------------------------------------------------
@@ -809,6 +991,11 @@ def parse_overrides(kind: str, items: list[str] | tuple[str, ...]) -> dict[str, 
         key, _, value = item.partition("=")
         key = key.strip(" ")
         where = f"--set {shown}"
+        if kind == STORAGE and key in PROCEDURE_KEYS:  # one value, not an axis
+            if not value.strip(" "):
+                raise _fail(where, f"key {show_value(key)} has an empty value.")
+            result[key] = [_check_procedure(where, key, value.strip(" "))]
+            continue
         values = [v.strip(" ") for v in value.split(",")]
         if not value.strip(" ") or any(v == "" for v in values):
             raise _fail(where, f"key {show_value(key)} has an empty value.")
@@ -821,6 +1008,8 @@ def parse_overrides(kind: str, items: list[str] | tuple[str, ...]) -> dict[str, 
 
 def apply_overrides(preset: Preset, items: list[str] | tuple[str, ...]) -> Preset:
     overrides = parse_overrides(preset.kind, items)
+    for key in [k for k in overrides if preset.kind == STORAGE and k in PROCEDURE_KEYS]:
+        preset.procedure = replace(preset.procedure, **{key: overrides.pop(key)[0]})
     preset.overrides.update(overrides)
     for key in overrides:
         preset.settings.pop(key, None)
@@ -855,8 +1044,12 @@ def estimate_point_seconds(point: Point) -> float:
     return float(point.duration) + MEMORY_OVERHEAD_S
 
 
-def estimate_seconds(points: Iterable[Point]) -> float:
-    return sum(estimate_point_seconds(p) for p in points)
+def estimate_seconds(points: Iterable[Point], procedure: Procedure | None = None) -> float:
+    """Seconds a plan is expected to take: every point (a steady-state or latency-search point at its cap),
+    plus preconditioning."""
+    points = list(points)
+    extra = precondition_estimate_s(procedure, points) if procedure is not None else 0.0
+    return sum(estimate_point_seconds(p) for p in points) + extra
 
 
 def describe_axes(preset: Preset) -> dict[str, list[Any]]:
@@ -885,7 +1078,7 @@ class PlanSummary(TypedDict):
 
 def summary(preset: Preset) -> PlanSummary:
     points = preset._points()
-    seconds = estimate_seconds(points)
+    seconds = estimate_seconds(points, preset.procedure)
     return {
         "name": preset.name,
         "kind": preset.kind,
@@ -894,5 +1087,5 @@ def summary(preset: Preset) -> PlanSummary:
         "points": len(points),
         "estimated_seconds": seconds,
         "estimated": format_duration(seconds),
-        "writes": plan_writes(points),
+        "writes": preset.writes(),
     }

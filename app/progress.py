@@ -8,7 +8,7 @@ from typing import Any, TextIO
 
 from app.points import Kind
 from app.runners.base import Sample
-from app.summary import live_line, metrics_line, point_label
+from app.summary import live_line, metrics_line, outcome_line, point_label
 from app.units import format_duration
 
 
@@ -77,8 +77,25 @@ class ProgressPrinter:
             self._bar()
         elif isinstance(event, sweep.PointDone):
             self.done = event.done
+            self.total = event.total
+            outcome = outcome_line(event.record)
             self._print(f"[{event.index + 1}/{event.total}] {point_label(self.kind, event.point)}: "
-                        f"{metrics_line(self.kind, event.record['metrics'])}")
+                        f"{metrics_line(self.kind, event.record['metrics'])}" + (f" — {outcome}" if outcome else ""))
+        elif isinstance(event, sweep.PointSkipped):
+            self.total = max(self.done, self.total - 1)
+            self._print(f"[{event.index + 1}] {point_label(self.kind, event.point)} skipped: {event.reason}")
+        elif isinstance(event, sweep.PreconditionStarted):
+            self.label = "preconditioning"
+            self._print(f"Preconditioning ({event.mode}): {event.description}, estimated "
+                        f"{format_duration(event.estimate_s)} ...")
+        elif isinstance(event, sweep.PreconditionProgress):
+            self.live = live_line(self.kind, event.data)
+            self._bar()
+        elif isinstance(event, sweep.PreconditionDone):
+            r = event.record
+            self._print(f"Preconditioned in {format_duration(float(r.get('seconds') or 0))}: "
+                        f"{(r.get('io_bytes') or 0) / 1e9:.2f} GB written at {(r.get('bw_bytes') or 0) / 1e6:.0f} MB/s"
+                        + (f" — {outcome_line(r)}" if outcome_line(r) else ""))
         elif isinstance(event, sweep.PointFailed):
             self._print(f"[{event.index + 1}] {point_label(self.kind, event.point)} FAILED: {event.error}")
         elif isinstance(event, sweep.RunFinished):

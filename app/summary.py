@@ -6,7 +6,7 @@ from typing import Any
 
 from app.points import Kind, MemoryPoint, Point, StoragePoint
 from app.textable import format_table
-from app.units import format_count, format_size
+from app.units import format_count, format_size, format_us
 
 
 def point_label(kind: str, point: Point | dict[str, Any]) -> str:
@@ -20,7 +20,10 @@ def point_label(kind: str, point: Point | dict[str, Any]) -> str:
             rw = f"{rw} {point['rwmixread']}%R"
         bs = point.get("bs")
         size = format_size(bs) if isinstance(bs, int) else "?"
-        label = f"{rw} {size} QD{point.get('iodepth') or 1} T{point.get('numjobs') or 1}"
+        qd = point.get("iodepth") or 1
+        label = f"{rw} {size} QD{'≤' if point.get('latency_bound') else ''}{qd} T{point.get('numjobs') or 1}"
+        if point.get("round"):
+            label += f" round {point['round']}"
         return f"{point['group']}: {label}" if point.get("group") else label
     if point.get("mode") == "idle":
         return "idle latency"
@@ -45,7 +48,46 @@ def live_line(kind: str, sample: dict[str, Any]) -> str:
         return metrics_line(kind, sample)
     mean = sample.get("lat_mean_ns")
     return (f"{float(sample.get('iops') or 0):.0f} IOPS {float(sample.get('bw_bytes') or 0) / 1e6:.1f} MB/s"
-            + (f" lat {float(mean) / 1e3:.1f} µs" if mean else ""))
+            + (f" lat {float(mean) / 1e3:.1f} µs" if mean else "") + steady_live(sample.get("steady")))
+
+
+def steady_live(steady: Any) -> str:
+    """The steady-state window of a live sample: " · steady window 3/5 s" while it fills, then fio's verdict."""
+    if not isinstance(steady, dict):
+        return ""
+    if steady.get("attained"):
+        return " · steady"
+    window, filled = steady.get("window_s"), steady.get("filled_s")
+    if not isinstance(window, int) or not isinstance(filled, int):
+        return ""
+    if filled < window:
+        return f" · steady window {filled}/{window} s"
+    deviation = steady.get("deviation")
+    return " · not steady yet" + (f" ({deviation:.1f}%)" if isinstance(deviation, (int, float)) else "")
+
+
+def outcome_line(record: dict[str, Any]) -> str:
+    """What a steady-state or latency-search point found, in words ("" for a plain point); a results line
+    is untrusted: ill-typed fields are left out."""
+    parts = []
+    steady = record.get("steady")
+    if isinstance(steady, dict):
+        after = steady.get("after_s")
+        if steady.get("attained") and isinstance(after, (int, float)):
+            parts.append(f"steady after {after:.1f} s ({steady.get('criterion')})")
+        else:
+            dev = steady.get("deviation")
+            parts.append(f"not steady at the cap ({steady.get('criterion')}"
+                         + (f", {dev:.1f}% at the end)" if isinstance(dev, (int, float)) else ")"))
+    op = record.get("operating_point")
+    if isinstance(op, dict) and isinstance(op.get("depth"), int):
+        bound = op.get("bound_us")
+        text = f"deepest queue meeting p{op.get('percentile')} ≤ {format_us(bound)}: QD {op['depth']}"
+        if not op.get("converged"):
+            text += " (search not finished at the cap)"
+        parts.append(text)
+    return "; ".join(parts)
+
 
 
 def results_table(records: list[dict[str, Any]]) -> str:

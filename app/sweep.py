@@ -34,11 +34,13 @@ from app import envinfo, safety
 from app.errors import ProfilerError, UsageError
 from app.lock import DirLock
 from app.points import Kind, Point, RunStatus, StoragePoint, point_from_dict
-from app.presets import ENGINES, KINDS, Preset, estimate_point_seconds, plan_writes, point_key, table_key, validate_plan
-from app.results import ResultsDir, check_dir_path, make_dirs, new_run_dir, now_iso, remove_dirs
+from app.presets import (ENGINES, KINDS, Preset, estimate_point_seconds, estimate_seconds, plan_writes, point_key,
+                         table_key, validate_plan, validate_procedure)
+from app.procedure import Measured, Procedure, measured_from_record, skips
+from app.results import ResultsDir, write_new, check_dir_path, make_dirs, new_run_dir, now_iso, remove_dirs
 from app.runners import get_runner
 from app.runners.base import Context, Result, Runner, Sample
-from app.runners.fio import check_target_name
+from app.runners.fio import check_target_name, precondition_job
 from app.space import check_free_space
 
 DEFAULT_TARGET_NAME = "profiler-tui.testfile"
@@ -86,6 +88,32 @@ class PointFailed:
 
 
 @dataclass
+class PointSkipped:
+    """A point the procedure's rules decided not to measure (adaptive axis, rounds already steady)."""
+
+    index: int
+    point: Point
+    reason: str
+
+
+@dataclass
+class PreconditionStarted:
+    mode: str  # sequential | workload
+    description: str  # one line: what is written
+    estimate_s: float
+
+
+@dataclass
+class PreconditionProgress:
+    data: dict[str, Any]  # a live sample of the preconditioning job (t, iops, bw_bytes, steady …)
+
+
+@dataclass
+class PreconditionDone:
+    record: dict[str, Any]  # what run.json's "precondition" holds
+
+
+@dataclass
 class RunFinished:
     status: RunStatus  # complete | partial (some points failed) | interrupted | failed
     done: int
@@ -94,11 +122,16 @@ class RunFinished:
     path: Path
 
 
-Event = RunStarted | PointStarted | Sample | PointDone | PointFailed | RunFinished
+Event = (RunStarted | PointStarted | Sample | PointDone | PointFailed | PointSkipped | PreconditionStarted
+         | PreconditionProgress | PreconditionDone | RunFinished)
 
 
 class RunFailed(ProfilerError):
     """The run cannot go on (results directory not writable, no space for the test file); exit 1."""
+
+
+class _PreconditionFailed(Exception):
+    """The preconditioning pass failed: the points would measure a device in an unknown state."""
 
 
 class _NoSpace(Exception):
@@ -174,10 +207,12 @@ def resolve_target(target: str | None, out: Path) -> tuple[str, bool]:
     return path, False
 
 
-def check_storage_target(target: str, plan: Sequence[Point], *, yes: bool, allow_destructive: bool) -> None:
+def check_storage_target(target: str, plan: Sequence[Point], *, yes: bool, allow_destructive: bool,
+                         writes: bool | None = None) -> None:
     """Every check a storage target passes before a run and again before every point: the safety rules
-    with the user's confirmations, a name fio can take, and a size a read-only plan can read as it is."""
-    writes = plan_writes(plan)
+    with the user's confirmations, a name fio can take, and a size a read-only plan can read as it is.
+    ``writes``: the run writes (a write point, or preconditioning); by default, whether the plan does."""
+    writes = plan_writes(plan) if writes is None else writes
     safety.check_target(target, writes, yes=yes, allow_destructive=allow_destructive)
     check_target_name(target)
     if not writes:
@@ -197,6 +232,7 @@ class Session:
     target_is_ours: bool = False
     _meta: dict[str, Any] = field(default_factory=dict)
     lock: DirLock | None = None
+    procedure: Procedure = field(default_factory=Procedure)
 
     def close(self) -> None:
         """Release the results directory (``events()`` does it when it ends)."""
@@ -219,18 +255,32 @@ class Session:
 
     @property
     def writes(self) -> bool:
-        return plan_writes(self.plan)
+        """The run may write to the target: a write point, or preconditioning."""
+        return plan_writes(self.plan) or self.procedure.precondition != "none"
 
     def completed_keys(self) -> set[str]:
         return {table_key(r["point"]) for r in self.results.records()}
 
+    def skipped(self) -> dict[int, str]:
+        """Plan index → reason, for the points run.json says the procedure skipped (entries that do not name
+        a plan point are ignored)."""
+        entries = self.results.read_meta().get("skipped")
+        out: dict[int, str] = {}
+        for e in entries if isinstance(entries, list) else []:
+            index = e.get("index") if isinstance(e, dict) else None
+            if isinstance(index, int) and not isinstance(index, bool) and 0 <= index < len(self.plan):
+                out[index] = str(e.get("reason") or "skipped")
+        return out
+
     def pending(self) -> list[tuple[int, Point]]:
         done = self.completed_keys()
-        return [(i, p) for i, p in enumerate(self.plan) if point_key(p) not in done]
+        skipped = self.skipped()
+        return [(i, p) for i, p in enumerate(self.plan) if point_key(p) not in done and i not in skipped]
 
     def check_target(self) -> None:
         if self.kind == Kind.STORAGE and self.target is not None:
-            check_storage_target(self.target, self.plan, yes=self.yes, allow_destructive=self.allow_destructive)
+            check_storage_target(self.target, self.plan, yes=self.yes, allow_destructive=self.allow_destructive,
+                                 writes=self.writes)
 
     def _batches(self, pending: list[tuple[int, Point]]) -> list[list[tuple[int, Point]]]:
         batches: list[list[tuple[int, Point]]] = []
@@ -247,13 +297,15 @@ class Session:
     async def events(self) -> AsyncGenerator[Event, None]:
         try:
             pending = self.pending()
-            total = len(self.plan)
+            skipped = self.skipped()
+            total = len(self.plan) - len(skipped)
             done = total - len(pending)
             failed = 0
             remaining = sum(estimate_point_seconds(p) for _, p in pending)
             self.results.repair_tail()
             self.results.make_reserve()
             meta = self.results.update_meta(status=RunStatus.RUNNING, resumed_at=now_iso() if done else None)
+            measured = self._measured()
         except OSError as e:
             raise self._fail(_os_reason(e, self.path)) from None
         except BaseException as e:
@@ -262,8 +314,15 @@ class Session:
         yield RunStarted(total, len(pending), remaining, meta, self.path)
         ctx = Context(target=self.target, raw_dir=self.results.raw_dir, engine=self.engine, plan_writes=self.writes,
                       note=self._note)
+        failed_at: set[int] = set()
         try:
+            if self._needs_precondition(meta):
+                async for event in self._precondition(ctx):
+                    yield event
             for batch in self._batches(pending):
+                batch = [(i, p) for i, p in batch if i not in skipped]
+                if not batch:
+                    continue
                 # the device's state may have changed since planning; the check may probe the device
                 # (blkid), so it runs off the event loop and a TUI stays responsive
                 await asyncio.to_thread(self.check_target)
@@ -283,6 +342,7 @@ class Session:
                         remaining -= estimate_point_seconds(point)
                         if ev.error:
                             failed += 1
+                            failed_at.add(ev.index)
                             no_space = self.kind == Kind.STORAGE and NO_SPACE in ev.error
                             if no_space:  # fio filled the disk laying out our test file: free it first
                                 self._remove_scratch()
@@ -295,8 +355,16 @@ class Session:
                             record = self._record(ev, point, started_at.get(ev.index), t0)
                             self.results.append(record)
                             done += 1
+                            found = measured_from_record(record)
+                            if found is not None:
+                                measured[ev.index] = found
                             yield PointDone(ev.index, record, done, total)
-                        nxt = next((i for i in points if i > ev.index), None)
+                        for index, reason in self._new_skips(measured, skipped, failed_at).items():
+                            skipped[index] = reason
+                            total -= 1
+                            remaining -= estimate_point_seconds(self.plan[index])
+                            yield PointSkipped(index, self.plan[index], reason)
+                        nxt = next((i for i in points if i > ev.index and i not in skipped), None)
                         if nxt is not None:
                             started_at[nxt] = now_iso()
                             t0 = time.monotonic()
@@ -306,13 +374,83 @@ class Session:
             status = RunStatus.COMPLETE if failed == 0 else RunStatus.PARTIAL
         except OSError as e:  # writing the results directory: full, read-only, I/O error
             raise self._fail(_os_reason(e, self.path)) from None
-        except _NoSpace as e:
+        except (_NoSpace, _PreconditionFailed) as e:
             raise self._fail(str(e)) from None
         except BaseException as e:  # interrupt (cancel, ^C, consumer gone), a refusal, a bug
             self._finish(*_ending(e))
             raise
         self._finish(status, None)
         yield RunFinished(status, done, total, failed, self.path)
+
+    # --- the procedure: skipped points, preconditioning ---------------------------------------------
+
+    def _measured(self) -> dict[int, Measured]:
+        """Plan index → figures, for the points results.jsonl holds (earlier sessions included)."""
+        index_of = {point_key(p): i for i, p in enumerate(self.plan)}
+        out: dict[int, Measured] = {}
+        for record in self.results.records():
+            index = index_of.get(table_key(record["point"]))
+            found = measured_from_record(record)
+            if index is not None and found is not None:
+                out[index] = found
+        return out
+
+    def _new_skips(self, measured: dict[int, Measured], skipped: dict[int, str], failed: set[int]) -> dict[int, str]:
+        """Points the procedure's rules skip now (not measured, not skipped before), recorded in run.json
+        before the run goes on."""
+        if self.procedure.is_default:
+            return {}
+        found = skips(self.plan, self.procedure, measured, set(skipped) | failed)
+        new = {i: r for i, r in found.items() if i not in skipped and i not in measured}
+        if new:
+            meta = self.results.read_meta()
+            kept = meta.get("skipped")
+            entries = kept if isinstance(kept, list) else []
+            entries += [{"index": i, "point": self.plan[i].to_dict(), "reason": r, "at": now_iso()}
+                        for i, r in sorted(new.items())]
+            meta["skipped"] = entries
+            self.results.write_meta(meta)
+        return new
+
+    def _write_precondition_raw(self, suffix: str, content: str | bytes) -> str:
+        path = self.results.raw_dir / f"precondition{suffix}"
+        write_new(path, content if isinstance(content, bytes) else content.encode("utf-8"))
+        return str(path.relative_to(self.path))
+
+    def _needs_precondition(self, meta: dict[str, Any]) -> bool:
+        if self.kind != Kind.STORAGE or self.procedure.precondition == "none":
+            return False
+        done = meta.get("precondition")
+        return not (isinstance(done, dict) and done.get("status") == "done")  # a resumed run does not repeat it
+
+    async def _precondition(self, ctx: Context) -> AsyncGenerator[Event, None]:
+        """Run the preconditioning pass (safety checked first, as for a point); run.json records it."""
+        await asyncio.to_thread(self.check_target)
+        job = precondition_job(self.procedure, self.plan, ctx)
+        yield PreconditionStarted(self.procedure.precondition, job.description, job.estimate_s)
+        started, t0 = now_iso(), time.monotonic()
+        result: Result | None = None
+        async for ev in job.run(ctx):
+            if isinstance(ev, Sample):
+                yield PreconditionProgress(ev.data)
+            else:
+                result = ev
+        record: dict[str, Any] = {"mode": self.procedure.precondition, "description": job.description,
+                                  "started": started, "ended": now_iso(), "seconds": round(time.monotonic() - t0, 3)}
+        if result is not None:
+            record["raw"] = {suffix.lstrip("."): self._write_precondition_raw(suffix, content)
+                             for suffix, content in result.raw.items()}
+            record.update({k: v for k, v in result.extra.items() if k in ("steady", "wall_s")})
+            record["io_bytes"] = result.metrics.get("io_bytes")
+            record["bw_bytes"] = result.metrics.get("bw_bytes")
+        error = "fio gave no result" if result is None else result.error
+        record["status"] = "failed" if error else "done"
+        if error:
+            record["error"] = error
+        self.results.update_meta(precondition=record)
+        if error:
+            raise _PreconditionFailed(f"preconditioning failed: {error}")
+        yield PreconditionDone(record)
 
     def _remove_scratch(self) -> bool:
         """Remove the test file the tool created (not a result); True if there was one."""
@@ -367,8 +505,11 @@ class Session:
 
     def _write_raw(self, ev: Result, point: Point) -> dict[str, str]:
         stem = str(ev.extra.get("job") or point.group or "point")
-        return {suffix.lstrip("."): self.results.write_raw(ev.index, stem, suffix, content)
-                for suffix, content in ev.raw.items()}
+        written = {suffix.lstrip("."): self.results.write_raw(ev.index, stem, suffix, content)
+                   for suffix, content in ev.raw.items()}
+        for suffix, path in ev.files.items():
+            written[suffix.lstrip(".").split(".")[0]] = os.path.relpath(path, self.path)
+        return written
 
     def _record(self, ev: Result, point: Point, started: str | None, t0: float) -> dict[str, Any]:
         raw = self._write_raw(ev, point)
@@ -411,12 +552,13 @@ def _new_meta(preset: Preset, plan: list[Point], runner: Runner, target_path: st
         "plan": [p.to_dict() for p in plan],
         "points_total": len(plan),
         "points_done": 0,
-        "estimated_seconds": sum(estimate_point_seconds(p) for p in plan),
+        "estimated_seconds": estimate_seconds(plan, preset.procedure),
         "target": target_path,
         "target_created_by_tool": ours,
         "target_info": None,
         "confirmed": {"yes": yes, "allow_destructive": allow_destructive},
         "engine": engine,
+        **({"procedure": preset.procedure.to_dict()} if not preset.procedure.is_default else {}),
         "environment": envinfo.collect(),
         "tools": runner.tool_versions(),
         "started": now_iso(),
@@ -447,12 +589,13 @@ def new_session(
     runner.check_plan(plan)  # e.g. memory buffers larger than MemAvailable: UsageError before any file
     target_path: str | None = None
     ours = False
+    writes = preset.writes()
     if preset.kind == Kind.STORAGE:
         target_path, ours = resolve_target(target, out_dir)
-        check_storage_target(target_path, plan, yes=yes, allow_destructive=allow_destructive)
+        check_storage_target(target_path, plan, yes=yes, allow_destructive=allow_destructive, writes=writes)
     elif target is not None:
         raise UsageError(f"--target {target}: memory presets take no target.")
-    check_free_space(out_dir, target_path, plan, len(plan), plan_writes(plan))
+    check_free_space(out_dir, target_path, plan, len(plan), writes)
     meta = _new_meta(preset, plan, runner, target_path, ours, yes=yes, allow_destructive=allow_destructive,
                      engine=engine, overrides=overrides)
     if target_path is not None and _is_block_device(target_path):
@@ -475,7 +618,7 @@ def new_session(
                     meta["target_info"] = envinfo.target_info(target_path)  # a file: no probe, quick
             results.create(meta)
             session = Session(results, preset.kind, plan, target_path, runner, yes, allow_destructive, engine, ours,
-                              meta, lock=lock)
+                              meta, lock=lock, procedure=preset.procedure)
             if on_created is not None:
                 on_created(session)  # e.g. the CLI's ^C handler, told before a held-back ^C is delivered
     except BaseException as e:
@@ -523,12 +666,14 @@ def _open_session(results: ResultsDir, lock: DirLock | None, *, engine: str | No
                          "must be storage or memory.")
     kind = Kind(kind)
     plan = validate_plan(kind, meta.get("plan"), source)
+    procedure = validate_procedure(kind, meta.get("procedure"), source)
     chosen_engine = engine or meta.get("engine") or "auto"
     if chosen_engine not in ENGINES:
         raise UsageError(f"{source}: key 'engine' has invalid value {json.dumps(chosen_engine, default=str)[:80]}: "
                          f"must be one of {', '.join(ENGINES)}.")
     target = meta.get("target")
     ours = False
+    writes = plan_writes(plan) or procedure.precondition != "none"
     if kind == Kind.STORAGE:
         if not isinstance(target, str) or not target.startswith("/") or any(ord(c) < 32 or c == "\x7f" for c in target):
             raise UsageError(f"{source}: key 'target' has invalid value {json.dumps(target, default=str)[:200]}: "
@@ -536,10 +681,11 @@ def _open_session(results: ResultsDir, lock: DirLock | None, *, engine: str | No
         target = os.path.realpath(target)
         # the tool deletes a scratch file it created when the run completes: only ever its own name
         ours = meta.get("target_created_by_tool") is True and os.path.basename(target) == DEFAULT_TARGET_NAME
-        check_storage_target(target, plan, yes=yes, allow_destructive=allow_destructive)
+        check_storage_target(target, plan, yes=yes, allow_destructive=allow_destructive, writes=writes)
     elif target is not None:
         raise UsageError(f"{source}: key 'target' has invalid value {json.dumps(target, default=str)[:200]}: "
                          "a memory run has no target.")
-    check_free_space(results.path, target, plan, len(plan), plan_writes(plan))
+    check_free_space(results.path, target, plan, len(plan), writes)
     runner = get_runner(kind, chosen_engine)
-    return Session(results, kind, plan, target, runner, yes, allow_destructive, chosen_engine, ours, meta, lock=lock)
+    return Session(results, kind, plan, target, runner, yes, allow_destructive, chosen_engine, ours, meta, lock=lock,
+                   procedure=procedure)

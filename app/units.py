@@ -129,3 +129,14 @@ def format_short(x: float, fixed: bool = False) -> str:
     if x >= 1e3:
         return f"{x / 1e3:g}k"
     return f"{x:g}"
+
+
+def format_us(us: object) -> str:
+    """Microseconds as a latency bound reads: 500 µs, 1 ms, 2.5 s ("?" when not a number)."""
+    if not isinstance(us, (int, float)) or isinstance(us, bool):
+        return "?"
+    if us >= 1_000_000:
+        return f"{us / 1e6:g} s"
+    if us >= 1000:
+        return f"{us / 1000:g} ms"
+    return f"{us:g} µs"

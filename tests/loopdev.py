@@ -23,6 +23,7 @@ import contextlib
 import os
 import shutil
 import subprocess
+import tempfile
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -116,7 +117,7 @@ def _undo(*argv: str) -> None:
 @contextlib.contextmanager
 def loop_device(tmp_path: Path, *, size_mb: int = 64, partitions: list[str] | None = None,
                 part: int = 1, mkfs: str | None = None, mount: bool = False, swap: bool = False,
-                read_only: bool = False, name: str = "loop"):
+                read_only: bool = False, name: str = "loop", ram: bool = False):
     """Attach a loop device over a fresh image file in ``tmp_path``.
 
     partitions: sfdisk size fields for a DOS table, e.g. ``["32M", ""]`` (rest of disk).
@@ -125,13 +126,18 @@ def loop_device(tmp_path: Path, *, size_mb: int = 64, partitions: list[str] | No
     mount:      mount that filesystem on a directory in tmp_path.
     swap:       mkswap + swapon.
     read_only:  attach with ``losetup -r`` (mkfs then goes onto the image first).
+    ram:        the image lives in /dev/shm (RAM-backed: fast and steady), removed again on exit.
     """
     if LOOP_SKIP_REASON:
         pytest.skip(LOOP_SKIP_REASON)
     if read_only and (partitions or mount or swap):
         raise ValueError("a read-only loop device supports mkfs only")
     tmp_path = Path(tmp_path)
-    image = tmp_path / f"{name}.img"
+    if ram:
+        shm = Path(tempfile.mkdtemp(prefix="profiler-tui-test-", dir="/dev/shm"))
+        image = shm / f"{name}.img"
+    else:
+        image = tmp_path / f"{name}.img"
     with open(image, "wb") as f:
         f.truncate(size_mb * 1024 * 1024)
     if read_only and mkfs:
@@ -139,6 +145,8 @@ def loop_device(tmp_path: Path, *, size_mb: int = 64, partitions: list[str] | No
         sh(f"mkfs.{mkfs}", "-q", "-F", str(image))
 
     with contextlib.ExitStack() as undo:
+        if ram:
+            undo.callback(shutil.rmtree, image.parent, True)
         argv = ["losetup", "-f", "--show"] + (["-r"] if read_only else []) + [str(image)]
         path = sh(*argv).stdout.strip()
         if not path.startswith("/dev/loop"):

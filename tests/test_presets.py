@@ -53,7 +53,10 @@ def test_points_are_typed_and_keep_their_json_table() -> None:
     """expand() gives frozen points; their tables are run.json's plan, keys in the preset's key order."""
     quick = presets.load("quick").expand()
     assert all(isinstance(p, StoragePoint) and p.kind == Kind.STORAGE for p in quick)
-    assert list(quick[0].to_dict()) == list(presets.STORAGE_KEYS) + ["group"]
+    unset = presets.OMITTED_WHEN_UNSET[Kind.STORAGE]  # in a table only when set
+    assert list(quick[0].to_dict()) == [k for k in presets.STORAGE_KEYS if k not in unset] + ["group"]
+    steady = dataclasses.replace(quick[0], steady="iops:2%", steady_window=5, steady_ramp=2, round=3)
+    assert list(steady.to_dict())[-5:] == ["steady", "steady_window", "steady_ramp", "round", "group"]
     assert presets.point_key(quick[0]) == presets.table_key({**quick[0].to_dict(), "group": "other"})
     idle = presets.load("mem-idle").expand()[0]
     assert isinstance(idle, MemoryPoint) and "group" not in idle.to_dict() and "engine" not in idle.to_dict()

@@ -20,7 +20,8 @@ from app.results import ResultsDir, check_meta
 SYNC_ENGINES = frozenset({"psync", "sync", "pvsync", "pvsync2", "vsync"})
 # point keys that identify the workload; the others (runtime, size, ...) are run settings
 WORKLOAD_KEYS = ("rw", "rwmixread", "bs", "iodepth", "numjobs")
-SETTING_KEYS = ("group", "runtime", "ramp_time", "size", "time_based")
+SETTING_KEYS = ("group", "runtime", "ramp_time", "size", "time_based", "steady", "steady_window", "steady_ramp",
+                "latency_percentile", "latency_window", "round")
 
 TRAFFIC_DESCRIPTIONS = {
     "R": "all reads",
@@ -219,6 +220,7 @@ class RunData:
     unreadable: int = 0  # results.jsonl lines left out: not JSON, or not a well-formed record
     replaced: int = 0  # lines of a plan index measured again later (the last one is used)
     outside: int = 0  # records whose index is not in run.json's plan
+    measured: int = 0  # points measured, when ``storage`` holds fewer rows than that (a run in rounds): 0 = all
 
     @property
     def imported(self) -> bool:

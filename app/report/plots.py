@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 from app.points import Kind
 from app.report.analysis import Curve, MemCurve
 from app.report.model import StorageRow
-from app.units import format_short, format_size
+from app.summary import point_label
+from app.units import format_short, format_size, format_us
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -365,7 +366,20 @@ def _p99_line(c: Curve) -> list[tuple[float, float]]:
     return line if len(line) == len(c.points) else []
 
 
-def latency_throughput(curves: Sequence[Curve], plots_dir: Path, page: int | None = None) -> list[Figure]:
+@dataclass(frozen=True)
+class OperatingPoint:
+    """A latency-bound search's answer, drawn on the latency–throughput curve of the same workload."""
+
+    mix: str
+    bs: int
+    numjobs: int
+    iops: float
+    lat_mean: float
+    label: str  # "QD 83 (p99 ≤ 1 ms)"
+
+
+def latency_throughput(curves: Sequence[Curve], plots_dir: Path, page: int | None = None,
+                       ops: Sequence[OperatingPoint] = ()) -> list[Figure]:
     curves = [c for c in curves if len(c.points) >= 2]
     if not curves:
         return []
@@ -426,6 +440,12 @@ def latency_throughput(curves: Sequence[Curve], plots_dir: Path, page: int | Non
                         ax.annotate(c.load_label(k), (k.iops / 1e3, k.lat_mean / 1e3), textcoords="offset points",
                                     xytext=(4, -10), fontsize=7)
                 ax.legend(loc="upper left", fontsize=6, framealpha=0.7)
+            for op in ops:
+                if op.mix == mix and any(c.bs == op.bs for c in here) and op.iops > 0 and op.lat_mean > 0:
+                    ax.plot([op.iops / 1e3], [op.lat_mean / 1e3], marker="D", markersize=7, color="black",
+                            markerfacecolor="gold", linestyle="none", zorder=5)
+                    ax.annotate(op.label, (op.iops / 1e3, op.lat_mean / 1e3), textcoords="offset points",
+                                xytext=(-6, 8), fontsize=7, ha="right")
             _plain_log(ax, "x")
             _plain_log(ax, "y")
             ax.set_title(mix)
@@ -437,7 +457,49 @@ def latency_throughput(curves: Sequence[Curve], plots_dir: Path, page: int | Non
         figures.append(Figure(f"plots/{name}", _page_title("Latency–throughput curves", i, len(pages)),
                               f"Each line is one workload at increasing queue depth ({colour}one panel per access "
                               "pattern); solid: mean latency, dotted: p99; the star marks the saturation knee "
-                              "(farthest point from the chord, see Analysis). Log–log axes."
+                              "(farthest point from the chord, see Analysis)"
+                              + ("; the diamond is the operating point found by the latency-bound search "
+                                 "(see Operating point)" if any(op.mix in mixes_here for op in ops) else "")
+                              + ". Log–log axes." + (note if i == len(pages) - 1 else ""), Kind.STORAGE))
+    return figures
+
+
+@dataclass(frozen=True)
+class SteadyTrace:
+    """A steady-state point's IOPS per second (from its samples file) and fio's verdict."""
+
+    label: str
+    t: tuple[float, ...]
+    iops: tuple[float, ...]
+    window_s: float
+    attained: bool
+
+
+def steady_figure(traces: Sequence[SteadyTrace], plots_dir: Path) -> list[Figure]:
+    """IOPS per second of each steady-state point, the last window shaded (green: steady, red: not)."""
+    traces = [t for t in traces if len(t.t) >= 2]
+    if not traces:
+        return []
+    pages, note = _pages(list(traces), "points")
+    figures = []
+    for i, here in enumerate(pages):
+        plt = _plt()
+        fig, panels = _grid(plt, len(here), w=3.4, h=2.8)
+        for (ax,), tr in zip(panels, here):
+            ax.plot(tr.t, [v / 1e3 for v in tr.iops], marker="o", markersize=2, linewidth=1)
+            end = tr.t[-1]
+            ax.axvspan(max(tr.t[0], end - tr.window_s), end, color="tab:green" if tr.attained else "tab:red",
+                       alpha=0.15, linewidth=0)
+            ax.set_ylim(bottom=0)
+            ax.set_title(tr.label + ("" if tr.attained else " (not steady)"), fontsize=8)
+            ax.set_xlabel("time (s)")
+            ax.set_ylabel("kIOPS per second")
+        name = _page_name("steady-state", i)
+        _save(plt, fig, plots_dir / name)
+        figures.append(Figure(f"plots/{name}", _page_title("Steady state: IOPS per second", i, len(pages)),
+                              "One panel per steady-state point: IOPS in each one-second interval as measured live; "
+                              "the shaded band is fio's last steady-state window (green: the criterion held there and "
+                              "fio ended the point; red: it never held before the runtime cap)."
                               + (note if i == len(pages) - 1 else ""), Kind.STORAGE))
     return figures
 
@@ -654,14 +716,40 @@ def _job(job: tuple[Any, ...]) -> list[Figure]:
     if what == "vs":
         return storage_vs_axis(d["rows"], d["plots_dir"], extra, d["jobs_split"])
     if what == "lt":
-        return latency_throughput(d["curves"], d["plots_dir"])
+        return latency_throughput(d["curves"], d["plots_dir"], ops=d["ops"])
+    if what == "steady":
+        return steady_figure(d["steady"], d["plots_dir"])
     if what == "heat":
         return heatmap(d["rows"], d["plots_dir"], extra[0], (extra[1],), page=page)
     return memory_figures(d["mem_curves"], d["plots_dir"])
 
 
+def operating_points(searches: Sequence[StorageRow]) -> list[OperatingPoint]:
+    out = []
+    for p in searches:
+        op = p.record.get("operating_point")
+        if isinstance(op, dict) and isinstance(op.get("depth"), int):
+            label = f"QD {op['depth']} (p{op.get('percentile')} ≤ {format_us(op.get('bound_us'))})"
+            out.append(OperatingPoint(p.mix, p.bs, p.numjobs, p.iops, p.lat_mean, label))
+    return out
+
+
+def steady_traces(steady: Sequence[tuple[StorageRow, dict[str, Any], list[dict[str, Any]]]]) -> list[SteadyTrace]:
+    traces = []
+    for p, verdict, samples in steady:
+        window = verdict.get("window_s")
+        # the last dump of a job covers the few ms after the previous one: not a one-second figure
+        whole = [s for s in samples if not isinstance(s.get("interval_s"), (int, float)) or s["interval_s"] >= 0.5]
+        traces.append(SteadyTrace(point_label(Kind.STORAGE, p.point), tuple(float(s["t"]) for s in whole),
+                                  tuple(float(s["iops"]) for s in whole),
+                                  float(window) if isinstance(window, (int, float)) else 5.0,
+                                  verdict.get("attained") is True))
+    return traces
+
+
 def draw_all(storage: Sequence[StorageRow], curves: Sequence[Curve], mem_curves: Sequence[MemCurve],
-             plots_dir: Path, parallel: bool = True) -> list[Figure]:
+             plots_dir: Path, parallel: bool = True, searches: Sequence[StorageRow] = (),
+             steady: Sequence[tuple[StorageRow, dict[str, Any], list[dict[str, Any]]]] = ()) -> list[Figure]:
     """Draw every figure the data supports, in a fixed order.
 
     The points are reduced once to the fields the figures use; matplotlib then spends its time
@@ -672,10 +760,12 @@ def draw_all(storage: Sequence[StorageRow], curves: Sequence[Curve], mem_curves:
     rows = rows_of(storage)
     _DATA.clear()
     _DATA.update(rows=rows, curves=list(curves), mem_curves=list(mem_curves), plots_dir=plots_dir,
-                 jobs_split=jobs_split(rows))
+                 jobs_split=jobs_split(rows), ops=operating_points(searches), steady=steady_traces(steady))
     jobs: list[tuple[Any, ...]] = []
     if storage:
         jobs += [("vs", "bs", None), ("vs", "qd", None), ("lt", None, None)]
+        if steady:
+            jobs.append(("steady", None, None))
         for kind in ("bs", "qd"):
             _panels, pages = heatmap_plan(rows, kind)
             for metric in ("throughput", "latency"):

@@ -35,6 +35,7 @@ class Result:
     raw: dict[str, str | bytes] = field(default_factory=dict)  # file name suffix → content, written to raw/
     extra: dict[str, Any] = field(default_factory=dict)  # more fields for the results.jsonl line
     error: str | None = None  # set when the point failed: nothing is appended, resume retries it
+    files: dict[str, Path] = field(default_factory=dict)  # suffix → a raw file the runner wrote itself
 
 
 Event: TypeAlias = Sample | Result

@@ -13,15 +13,21 @@ import shutil
 import stat
 import subprocess
 import time
-from typing import Any, AsyncGenerator, AsyncIterator, Hashable
+from pathlib import Path
+from typing import IO, Any, AsyncGenerator, AsyncIterator, Hashable, Sequence
+
+from dataclasses import dataclass, replace
 
 from app.errors import ToolMissing, UsageError
-from app.points import Kind, Point, StoragePoint
-from app.presets import WRITE_MODES
+from app.points import WRITE_MODES, Kind, Point, StoragePoint
+from app.presets import MAX_SECONDS
+from app.procedure import (ASSUMED_PRECONDITION_BYTES_PER_S, SEQUENTIAL_PRECONDITION_BS, SEQUENTIAL_PRECONDITION_PASSES,
+                           SEQUENTIAL_PRECONDITION_QD, Procedure, first_write_point, region_size)
 from app.results import write_new
 from app.runners.base import Child, Context, Event, Result, Runner, Sample
-from app.runners.fio_parse import PERCENTILE_LIST, DocumentSplitter, SampleTracker, metrics
-from app.units import format_size
+from app.runners.fio_parse import (PERCENTILE_LIST, DocumentSplitter, SampleTracker, metrics, operating_point,
+                                   steady_progress, steady_result)
+from app.units import format_duration, format_size
 
 STATUS_INTERVAL_S = 1
 
@@ -45,7 +51,8 @@ def job_name(point: StoragePoint) -> str:
     rw = point.rw
     if rw in ("rw", "randrw") and point.rwmixread is not None:
         rw = f"{rw}{point.rwmixread}"
-    return f"{rw}-{format_size(point.bs).lower()}-qd{point.iodepth}-j{point.numjobs}"
+    name = f"{rw}-{format_size(point.bs).lower()}-qd{point.iodepth}-j{point.numjobs}"
+    return name if point.round is None else f"{name}-r{point.round}"
 
 
 def _existing_size(path: str) -> int | None:
@@ -131,7 +138,8 @@ def _check_types(point: StoragePoint) -> None:
             _ini(key, value)
 
 
-def job_file(point: StoragePoint, target: str, plan_writes: bool = True) -> str:
+def job_file(point: StoragePoint, target: str, plan_writes: bool = True,
+             more: list[tuple[str, Any]] | None = None) -> str:
     """The fio job file of a point (an INI text fio reads as is).
 
     On a target that exists (a block device, or a regular file the user named), a plan that only
@@ -170,11 +178,30 @@ def job_file(point: StoragePoint, target: str, plan_writes: bool = True) -> str:
     ]
     if point.rwmixread is not None and point.rw in ("rw", "randrw"):
         job.append(("rwmixread", point.rwmixread))
+    job += _steady_options(point) + _latency_options(point) + (more or [])
     flags = " ".join(fio_options(read_only))
     lines = [f"; written by profiler-tui; run with: fio {flags} THIS_FILE", "[global]"]
     lines += [_ini(k, v) for k, v in glob]
     lines += ["", f"[{_ini('name', job_name(point)).partition('=')[2]}]"] + [_ini(k, v) for k, v in job]
     return "\n".join(lines) + "\n"
+
+
+def _steady_options(point: StoragePoint) -> list[tuple[str, Any]]:
+    """fio's steady-state detection: the job ends once the criterion holds over the window (runtime caps it)."""
+    if point.steady is None:
+        return []
+    return [("steadystate", point.steady), ("steadystate_duration", _seconds(point.steady_window or 5)),
+            ("steadystate_ramp_time", _seconds(point.steady_ramp or 0))]
+
+
+def _latency_options(point: StoragePoint) -> list[tuple[str, Any]]:
+    """fio's latency_target search: the deepest queue (up to iodepth) whose latency percentile meets the bound;
+    fio then measures one more window at that depth and ends the job (runtime caps the search)."""
+    if point.latency_bound is None:
+        return []
+    window_ms = round(float(point.latency_window or 1) * 1000)
+    return [("latency_target", f"{point.latency_bound}us"), ("latency_window", f"{window_ms}ms"),
+            ("latency_percentile", point.latency_percentile or 99)]
 
 
 def fio_options(read_only: bool) -> list[str]:
@@ -207,43 +234,172 @@ class FioRunner(Runner):
         text = job_file(point, ctx.target, ctx.plan_writes)
         read_only = read_only_job(ctx.target, ctx.plan_writes)
         ctx.raw_dir.mkdir(parents=True, exist_ok=True)
-        job_path = ctx.raw_dir / f"{index:04d}-{job_name(point)}.fio"
+        stem = f"{index:04d}-{job_name(point)}"
+        job_path = ctx.raw_dir / f"{stem}.fio"
         write_new(job_path, text.encode())  # removed again if the disk is full
+        run = _FioRun(index, job_path, ctx.raw_dir / f"{stem}{SAMPLES_SUFFIX}")
+        async for sample in run.stream(fio_command(str(job_path), read_only)):
+            yield sample
+        raw: dict[str, str | bytes] = {".fio": text}
+        if run.stderr.strip() or run.noise:
+            raw[".stderr.txt"] = "\n".join(run.noise + [run.stderr])
+        extra: dict[str, Any] = {"wall_s": round(run.wall, 3), "job": job_name(point)}
+        files = {SAMPLES_SUFFIX: run.samples_path} if run.samples_path.exists() else {}
+        if run.last is None:
+            msg = _fio_message(run.stderr, run.noise) or f"fio exited with status {run.returncode} and no result"
+            yield Result(index, {}, raw, extra, error=msg, files=files)
+            return
+        raw[".json"] = json.dumps(run.last, indent=1)
+        m = metrics(run.last)
+        extra["fio_version"] = run.last.get("fio version")
+        if point.steady is not None:
+            extra["steady"] = steady_result(run.last, point.steady, point.steady_window or 5)
+        if point.latency_bound is not None:
+            extra["operating_point"] = operating_point(run.last, m, point.latency_bound,
+                                                       point.latency_percentile or 99, point.runtime)
+        if m.get("errors") or run.returncode:
+            msg = _fio_message(run.stderr, run.noise) or f"fio job error {m.get('errors')}"
+            yield Result(index, m, raw, extra, error=msg, files=files)
+            return
+        yield Result(index, m, raw, extra, files=files)
+
+
+SAMPLES_SUFFIX = ".samples.jsonl"
+WORKLOAD_PRECONDITION_STEADY = "iops:10%"  # a workload preconditioning pass without its own steady criterion
+
+
+@dataclass
+class PreconditionJob:
+    """The preconditioning pass before a run's first point: one fio job, its samples streamed like a point's."""
+
+    point: StoragePoint
+    more: list[tuple[str, Any]]  # job options beyond the point's (loops)
+    description: str
+    estimate_s: float
+
+    async def run(self, ctx: Context) -> AsyncIterator[Sample | Result]:
+        assert ctx.target is not None
+        text = job_file(self.point, ctx.target, True, self.more)
+        ctx.raw_dir.mkdir(parents=True, exist_ok=True)
+        job_path = ctx.raw_dir / "precondition.fio"
+        write_new(job_path, text.encode())
+        run = _FioRun(-1, job_path, ctx.raw_dir / f"precondition{SAMPLES_SUFFIX}")
+        async for sample in run.stream(fio_command(str(job_path))):
+            yield sample
+        raw: dict[str, str | bytes] = {".fio": text}
+        if run.stderr.strip() or run.noise:
+            raw[".stderr.txt"] = "\n".join(run.noise + [run.stderr])
+        extra: dict[str, Any] = {"wall_s": round(run.wall, 3)}
+        if run.last is None:
+            msg = _fio_message(run.stderr, run.noise) or f"fio exited with status {run.returncode} and no result"
+            yield Result(-1, {}, raw, extra, error=msg)
+            return
+        raw[".json"] = json.dumps(run.last, indent=1)
+        m = metrics(run.last)
+        if self.point.steady is not None:
+            extra["steady"] = steady_result(run.last, self.point.steady, self.point.steady_window or 5)
+        error = None
+        if m.get("errors") or run.returncode:
+            error = _fio_message(run.stderr, run.noise) or f"fio job error {m.get('errors')}"
+        yield Result(-1, m, raw, extra, error=error)
+
+
+def precondition_job(procedure: Procedure, plan: Sequence[Point], ctx: Context) -> PreconditionJob:
+    """``sequential``: 128 KiB sequential writes over the plan's region, twice (SNIA PTS's workload-independent
+    preconditioning); ``workload``: the plan's first write point until fio sees steady state (its own
+    criterion, else WORKLOAD_PRECONDITION_STEADY), at most ``precondition_cap`` seconds."""
+    storage = [p for p in plan if isinstance(p, StoragePoint)]
+    if procedure.precondition == "sequential":
+        size = region_size(storage)
+        if ctx.target is not None:
+            existing = _existing_size(ctx.target)
+            if existing is not None and stat.S_ISBLK(os.stat(ctx.target).st_mode):
+                size = min(size, existing)
+        point = StoragePoint(rw="write", bs=SEQUENTIAL_PRECONDITION_BS, rwmixread=None,
+                             iodepth=SEQUENTIAL_PRECONDITION_QD, numjobs=1, ioengine=storage[0].ioengine, direct=True,
+                             runtime=MAX_SECONDS, ramp_time=0, size=size, time_based=False)
+        total = size * SEQUENTIAL_PRECONDITION_PASSES
+        return PreconditionJob(point, [("loops", SEQUENTIAL_PRECONDITION_PASSES)],
+                               f"128 KiB sequential writes over {format_size(size)}, "
+                               f"{SEQUENTIAL_PRECONDITION_PASSES} passes ({format_size(total)})",
+                               total / ASSUMED_PRECONDITION_BYTES_PER_S)
+    first = first_write_point(storage)
+    if first is None:
+        raise UsageError("precondition = workload needs a write point in the plan (none of its points writes); "
+                         "use precondition = sequential.")
+    criterion = first.steady or WORKLOAD_PRECONDITION_STEADY
+    point = replace(first, steady=criterion, steady_window=first.steady_window or 5,
+                    steady_ramp=first.steady_ramp if first.steady_ramp is not None else 2,
+                    runtime=procedure.precondition_cap, time_based=True, ramp_time=0, latency_bound=None,
+                    latency_percentile=None, latency_window=None, round=None)
+    return PreconditionJob(point, [], f"{job_name(point)} until steady ({criterion}), at most "
+                                      f"{format_duration(float(procedure.precondition_cap))}",
+                           float(procedure.precondition_cap))
+
+
+class _FioRun:
+    """One fio process: its live samples (also appended, one JSON line each, to the point's samples file
+    as they come, so an interrupted point keeps what it measured), its last document, its stderr."""
+
+    def __init__(self, index: int, job_path: Path, samples_path: Path) -> None:
+        self.index = index
+        self.job_path = job_path
+        self.samples_path = samples_path
+        self.last: dict[str, Any] | None = None
+        self.noise: list[str] = []
+        self.stderr = ""
+        self.returncode: int | None = None
+        self.wall = 0.0
+
+    async def stream(self, argv: list[str]) -> AsyncIterator[Sample]:
         started = time.monotonic()
-        child = await Child.start(*fio_command(str(job_path), read_only))
-        proc = child.proc
+        child = await Child.start(*argv)
         splitter = DocumentSplitter()
         tracker = SampleTracker()
-        last: dict[str, Any] | None = None
+        series: IO[str] | None = None  # opened with the first sample: no empty file for a point that never ran
         try:
             async for chunk in child.chunks():
                 for doc in splitter.feed(chunk.decode("utf-8", "replace")):
-                    last = doc
+                    self.last = doc
                     sample = tracker.update(doc, time.monotonic() - started)
-                    if sample is not None:
-                        yield Sample(index, sample)
+                    if sample is None:
+                        continue
+                    steady = steady_progress(doc)
+                    if steady is not None:
+                        sample["steady"] = steady
+                    if series is None:
+                        series = open_samples(self.samples_path)
+                    append_sample(series, sample)
+                    yield Sample(self.index, sample)
             for doc in splitter.close():
-                last = doc
-            stderr = await child.finish()
+                self.last = doc
+            self.stderr = await child.finish()
         finally:
             await child.close()
-        wall = time.monotonic() - started
-        raw: dict[str, str | bytes] = {".fio": text}
-        if stderr.strip() or splitter.noise:
-            raw[".stderr.txt"] = "\n".join(splitter.noise + [stderr])
-        extra = {"wall_s": round(wall, 3), "job": job_name(point)}
-        if last is None:
-            msg = _fio_message(stderr, splitter.noise) or f"fio exited with status {proc.returncode} and no result"
-            yield Result(index, {}, raw, extra, error=msg)
-            return
-        raw[".json"] = json.dumps(last, indent=1)
-        m = metrics(last)
-        extra["fio_version"] = last.get("fio version")
-        if m.get("errors") or proc.returncode:
-            msg = _fio_message(stderr, splitter.noise) or f"fio job error {m.get('errors')}"
-            yield Result(index, m, raw, extra, error=msg)
-            return
-        yield Result(index, m, raw, extra)
+            if series is not None:
+                series.close()
+        self.noise = splitter.noise
+        self.returncode = child.proc.returncode
+        self.wall = time.monotonic() - started
+
+
+def open_samples(path: Path) -> IO[str] | None:
+    """The point's samples file, created or truncated (a rerun replaces an interrupted attempt's); None when
+    it cannot be written (the live view still gets every sample; the results line is what counts)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
+    except OSError:
+        return None
+    return os.fdopen(fd, "w", encoding="utf-8", buffering=1)
+
+
+def append_sample(series: IO[str] | None, sample: dict[str, Any]) -> None:
+    if series is None:
+        return
+    try:
+        series.write(json.dumps(sample, separators=(",", ":")) + "\n")
+    except (OSError, ValueError):
+        pass
 
 
 def _fio_message(stderr: str, noise: list[str]) -> str:

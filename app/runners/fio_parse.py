@@ -497,3 +497,86 @@ class SampleTracker:
             "lat_p99_ns": _percentile_from_bins(d_bins, 99.0) if d_bins else None,
         }
         return sample
+
+
+# --- steady state and the latency-target search, from a job's JSON ------------------------------
+
+
+def _first_job(doc: dict[str, Any]) -> dict[str, Any]:
+    jobs = doc.get("jobs")
+    return jobs[0] if isinstance(jobs, list) and jobs and isinstance(jobs[0], dict) else {}
+
+
+def _dict(v: Any) -> dict[str, Any]:
+    return v if isinstance(v, dict) else {}
+
+
+def _percent(text: Any) -> float | None:
+    """fio writes the measured criterion as "26.480814%"."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        return float(text) if math.isfinite(text) else None
+    if isinstance(text, str):
+        try:
+            value = float(text.strip().rstrip("%"))
+        except ValueError:
+            return None
+        return value if math.isfinite(value) else None
+    return None
+
+
+def _num(v: Any) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
+
+
+def steady_progress(doc: dict[str, Any]) -> dict[str, Any] | None:
+    """The steady-state window as fio reports it so far (in status dumps too): seconds collected of the
+    window, whether the criterion held, and its current value; None without steady-state detection."""
+    ss = _first_job(doc).get("steadystate")
+    if not isinstance(ss, dict):
+        return None
+    data = _dict(ss.get("data"))
+    series: list[Any] = data["iops"] if isinstance(data.get("iops"), list) else []
+    window = _num(ss.get("duration"))
+    return {
+        "window_s": int(window) if window is not None else len(series),
+        "filled_s": sum(1 for v in series if _num(v)),  # fio fills the window once a second after its ramp
+        "attained": bool(ss.get("attained")),
+        "deviation": _percent(ss.get("criterion")),
+    }
+
+
+def steady_result(doc: dict[str, Any], criterion: str, window_s: float | int) -> dict[str, Any]:
+    """What a results line records of a steady-state point: attained, after how many measured seconds
+    (fio ends the job then), the criterion asked for, its value and fio's slope."""
+    job = _first_job(doc)
+    ss = _dict(job.get("steadystate"))
+    attained = bool(ss.get("attained"))
+    runtime_ms = _num(job.get("job_runtime"))
+    return {
+        "attained": attained,
+        "after_s": round(runtime_ms / 1000, 3) if attained and runtime_ms is not None else None,
+        "criterion": criterion,
+        "deviation": _percent(ss.get("criterion")),
+        "slope": _num(ss.get("slope")),
+        "window_s": window_s,
+    }
+
+
+def operating_point(doc: dict[str, Any], m: dict[str, Any], bound_us: int, percentile: float | int,
+                    cap_s: float | int) -> dict[str, Any]:
+    """The latency-target search's answer: the depth fio settled on and what was measured there.  fio
+    resets its statistics for a final window at the depth it found, so the job's figures are that depth's;
+    ``converged`` is False when the runtime cap ended the search first (the figures then mix depths)."""
+    job = _first_job(doc)
+    depth = job.get("latency_depth")
+    runtime_ms = _num(job.get("job_runtime"))
+    lat = _dict(m.get("lat_ns"))
+    return {
+        "depth": depth if isinstance(depth, int) and not isinstance(depth, bool) else None,
+        "bound_us": bound_us,
+        "percentile": percentile,
+        "converged": runtime_ms is not None and runtime_ms < float(cap_s) * 1000 - 250,
+        "iops": m.get("iops"),
+        "lat_mean_ns": lat.get("mean"),
+        "lat_p99_ns": lat.get("p99"),
+    }

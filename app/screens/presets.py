@@ -35,6 +35,10 @@ def preview_text(preset: core.Preset, target: TargetChoice | None, engine: str, 
         text.append(f"{d.axis_text(key)}\n")
     text.append("settings: ", style="bold")
     text.append(d.settings_text + "\n")
+    for line in d.procedure:
+        name, _, rest = line.partition(": ")
+        text.append(f"{name}: ", style="bold")
+        text.append(rest + "\n")
     if overrides:
         text.append(strings.PREVIEW_OVERRIDES.format(overrides=" ".join(overrides)) + "\n")
     text.append("\n")

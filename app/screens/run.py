@@ -29,7 +29,7 @@ from app.widgets import TooSmall
 from app.screens.confirm import YesNo
 from app.screens.messages import ShowResults
 from app.screens.state import RunRequest, app_options, app_sessions
-from app.summary import live_line, metrics_line, point_label
+from app.summary import live_line, metrics_line, outcome_line, point_label
 from app.units import format_duration
 from app.widgets.charts import CurveChart, DelayChart, LatencyChart, ThroughputChart
 
@@ -58,6 +58,7 @@ class RunState:
     total: int = 0
     done: int = 0
     failed: int = 0
+    skipped: int = 0
     remaining_s: float = 0.0  # the estimate of the points not yet measured
     point_started: float = 0.0  # clock() when the current point started
     status: str = "starting"  # starting, running, then the run's ending (complete, partial, interrupted, failed)
@@ -250,8 +251,10 @@ class RunScreen(Screen[None]):
     def _on_point_done(self, ev: sweep.PointDone) -> None:
         self.state.done = ev.done
         label = point_label(self.kind, ev.record["point"])
+        outcome = outcome_line(ev.record)
         self.log_line(strings.RUN_POINT_DONE.format(n=ev.index + 1, total=ev.total, label=label,
-                                                    metrics=metrics_line(self.kind, ev.record["metrics"])))
+                                                    metrics=metrics_line(self.kind, ev.record["metrics"]))
+                      + (strings.RUN_OUTCOME.format(outcome=outcome) if outcome else ""))
         record = dict(ev.record, index=ev.index)
         for chart in self.query(CurveChart):
             chart.add_record(record)
@@ -266,6 +269,32 @@ class RunScreen(Screen[None]):
         self.log_line(strings.RUN_POINT_FAILED.format(n=ev.index + 1, total=self.state.total,
                                                       label=point_label(self.kind, ev.point), error=ev.error))
 
+    def _on_point_skipped(self, ev: sweep.PointSkipped) -> None:
+        self.state.skipped += 1
+        self.state.total = max(self.state.done, self.state.total - 1)
+        self.log_line(strings.RUN_POINT_SKIPPED.format(n=ev.index + 1, label=point_label(self.kind, ev.point),
+                                                       reason=ev.reason))
+
+    def _on_precondition_started(self, ev: sweep.PreconditionStarted) -> None:
+        st = self.state
+        st.current = strings.RUN_PRECONDITION_LABEL.format(mode=ev.mode)
+        st.live = ""
+        st.point_started = self.clock()
+        self.log_line(strings.RUN_PRECONDITION.format(mode=ev.mode, description=ev.description,
+                                                      estimate=format_duration(ev.estimate_s)))
+
+    def _on_precondition_progress(self, ev: sweep.PreconditionProgress) -> None:
+        self.add_sample(Sample(-1, ev.data))
+
+    def _on_precondition_done(self, ev: sweep.PreconditionDone) -> None:
+        r = ev.record
+        outcome = outcome_line(r)
+        self.state.current = ""
+        self.state.live = ""
+        self.log_line(strings.RUN_PRECONDITION_DONE.format(
+            seconds=format_duration(float(r.get("seconds") or 0)), written=float(r.get("io_bytes") or 0) / 1e9,
+            bw=float(r.get("bw_bytes") or 0) / 1e6, outcome=strings.RUN_OUTCOME.format(outcome=outcome) if outcome else ""))
+
     def _on_run_finished(self, ev: sweep.RunFinished) -> None:
         st = self.state
         st.finished = ev
@@ -273,6 +302,8 @@ class RunScreen(Screen[None]):
         st.remaining_s = 0
         st.current = ""
         failed = strings.RUN_FAILED_N.format(n=ev.failed) if ev.failed else ""
+        if st.skipped:
+            failed += strings.RUN_SKIPPED_N.format(n=st.skipped)
         self.log_line(strings.RUN_FINISHED.format(status=ev.status, done=ev.done, total=ev.total, failed=failed))
 
     def add_sample(self, ev: Sample) -> None:
@@ -297,6 +328,10 @@ class RunScreen(Screen[None]):
         Sample: add_sample,
         sweep.PointDone: _on_point_done,
         sweep.PointFailed: _on_point_failed,
+        sweep.PointSkipped: _on_point_skipped,
+        sweep.PreconditionStarted: _on_precondition_started,
+        sweep.PreconditionProgress: _on_precondition_progress,
+        sweep.PreconditionDone: _on_precondition_done,
         sweep.RunFinished: _on_run_finished,
     }
 
@@ -320,6 +355,8 @@ class RunScreen(Screen[None]):
             eta = strings.ETA.format(done=self.state.done, total=self.state.total, eta=format_duration(left))
         else:
             eta = ""
+        if eta and self.state.skipped:
+            eta += strings.ETA_SKIPPED.format(n=self.state.skipped)
         self.query_one("#eta", Static).update(eta)
         point = self.state.current + (f"  ·  {self.state.live}" if self.state.live else "") if self.state.current else ""
         if not point and self.state.status not in ("starting",):

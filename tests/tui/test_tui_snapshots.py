@@ -237,3 +237,59 @@ def test_confirm_destructive_below_the_smallest_size_refuses(snap_compare) -> No
     from app.widgets import MIN_HEIGHT, MIN_WIDTH
 
     assert snap_compare(app_(), press=CONFIRM_KEYS, terminal_size=(MIN_WIDTH - 1, MIN_HEIGHT - 1))
+
+
+def steady_events(plan: list[Any], completed: int, skip_from: int | None) -> list[Any]:
+    """A steady-state run of qd-scaling: each point's samples fill fio's window (5 s) and the finished points
+    record fio's verdict; from ``skip_from`` on, the adaptive rule skips the rest of the axis."""
+    total = len(plan)
+    events: list[Any] = [sweep.RunStarted(total, total, 10.0 * total, {}, RUN_DIR)]
+    for i, point in enumerate(plan[:completed + 1]):
+        if skip_from is not None and i >= skip_from:
+            break
+        events.append(sweep.PointStarted(i, point, i, total, 10.0 * (total - i)))
+        m = storage_metrics(i)
+        filled = 5 if i < completed else 3
+        for k in range(1, 3 + filled):
+            window = {"window_s": 5, "filled_s": max(0, min(5, k - 2)), "attained": i < completed and k == 2 + filled,
+                      "deviation": 1.5}
+            events.append(Sample(i, {"t": float(k), "iops": m["iops"], "read_iops": m["iops"], "write_iops": 0.0,
+                                     "bw_bytes": m["bw_bytes"], "lat_mean_ns": m["lat_ns"]["mean"],
+                                     "lat_p99_ns": m["lat_ns"]["p99"], "steady": window}))
+        if i < completed:
+            attained = i != 1
+            steady = {"attained": attained, "after_s": 7.0 + i if attained else None, "criterion": "iops:2%",
+                      "deviation": 1.5 if attained else 4.2, "slope": 10.0, "window_s": 5}
+            events.append(sweep.PointDone(i, {"kind": "storage", "index": i, "point": point.to_dict(), "metrics": m,
+                                              "steady": steady}, i + 1, total))
+    if skip_from is not None:
+        for j in range(skip_from, total):
+            events.append(sweep.PointSkipped(j, plan[j], f"saturated at QD {plan[skip_from - 3].iodepth}"))
+        events.append(sweep.RunFinished("complete", skip_from, skip_from, 0, RUN_DIR))
+    return events
+
+
+def steady_run(events: list[Any]) -> RunScreen:
+    screen = fake_run("qd-scaling", events)
+    core.apply_overrides(screen.request.preset, ["steady=iops:2%", "adaptive=yes"])
+    return screen
+
+
+def test_run_steady_state_window_filling(snap_compare) -> None:
+    plan = core.apply_overrides(core.load("qd-scaling"), ["steady=iops:2%", "runtime=30"]).expand()
+    events = steady_events(plan, completed=3, skip_from=None)
+
+    async def before(pilot) -> None:
+        await show_run(pilot, steady_run(events), len(events))
+
+    assert snap_compare(app_(), run_before=before, terminal_size=SIZE)
+
+
+def test_run_adaptive_skipped_points(snap_compare) -> None:
+    plan = core.apply_overrides(core.load("qd-scaling"), ["steady=iops:2%", "runtime=30"]).expand()
+    events = steady_events(plan, completed=6, skip_from=6)
+
+    async def before(pilot) -> None:
+        await show_run(pilot, steady_run(events), len(events))
+
+    assert snap_compare(app_(), run_before=before, terminal_size=SIZE)

@@ -1,0 +1,254 @@
+"""How a storage plan is run beyond its points: preconditioning first, rounds, and the rules that skip
+points no longer worth measuring (docs/presets.md, "Procedure").
+
+* ``precondition``: ``none``; ``sequential`` (SNIA PTS workload-independent preconditioning: 128 KiB
+  sequential writes over the whole region, twice); ``workload`` (the plan's first write point, run until
+  fio sees steady state, capped at :data:`WORKLOAD_PRECONDITION_CAP_S`).
+* ``rounds``: the plan is measured in up to this many rounds (the points carry ``round``); once the
+  tracked point's IOPS is steady by SNIA's rule over the last :data:`SNIA_WINDOW` rounds, the rounds
+  left are skipped.
+* ``adaptive``: on a queue-depth (or numjobs) axis, once IOPS grew less than 3 % while mean latency
+  grew at least 1.5x on two consecutive steps, the rest of that axis for that workload is skipped.
+
+A skipped point is not a failure: run.json lists it with the reason, ``resume`` does not run it and the
+report lists it.  The rules are pure functions of the plan and of the measured points, so a resumed run
+decides exactly as an uninterrupted one would.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Iterable, Mapping, Sequence
+
+from app.points import WRITE_MODES, Point, StoragePoint
+
+PRECONDITION_MODES = ("none", "sequential", "workload")
+MAX_ROUNDS = 100
+SNIA_WINDOW = 5  # rounds in the steady-state window
+SNIA_RANGE = 0.20  # max - min of the window within 20 % of its mean
+SNIA_EXCURSION = 0.10  # the best-fit line's excursion over the window within 10 % of the mean
+SATURATION_IOPS_GAIN = 0.03  # IOPS grew less than 3 % ...
+SATURATION_LATENCY_GROWTH = 1.5  # ... while mean latency grew at least 1.5x ...
+SATURATION_STEPS = 2  # ... on this many consecutive steps
+ADAPTIVE_AXES = {"iodepth": "QD", "numjobs": "numjobs"}
+SEQUENTIAL_PRECONDITION_BS = 128 << 10
+SEQUENTIAL_PRECONDITION_PASSES = 2
+SEQUENTIAL_PRECONDITION_QD = 32
+WORKLOAD_PRECONDITION_CAP_S = 1800  # a workload preconditioning pass stops here if fio never saw steady state
+ASSUMED_PRECONDITION_BYTES_PER_S = 500e6  # for the estimate only: the real time depends on the device
+
+
+@dataclass(frozen=True)
+class Procedure:
+    precondition: str = "none"
+    adaptive: bool = False
+    rounds: int = 1
+    # settings selecting the tracked point of each round (e.g. {"bs": 4096, "rwmixread": 0}); empty:
+    # the first point of the round
+    track: dict[str, Any] = field(default_factory=dict)
+    precondition_cap: float | int = WORKLOAD_PRECONDITION_CAP_S  # seconds: a workload pass stops here
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @property
+    def is_default(self) -> bool:
+        return self == Procedure()
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What the rules need of a measured point."""
+
+    iops: float
+    lat_mean_ns: float | None
+
+
+def measured_from_record(record: Mapping[str, Any]) -> Measured | None:
+    """The figures of a results line (untrusted: None when they are not numbers)."""
+    m = record.get("metrics")
+    if not isinstance(m, dict):
+        return None
+    iops = m.get("iops")
+    lat = m.get("lat_ns")
+    mean = lat.get("mean") if isinstance(lat, dict) else None
+    if not isinstance(iops, (int, float)) or isinstance(iops, bool):
+        return None
+    return Measured(float(iops), float(mean) if isinstance(mean, (int, float)) and not isinstance(mean, bool) else None)
+
+
+# --- adaptive axes --------------------------------------------------------------------------------
+
+
+def _flat_step(a: Measured, b: Measured) -> bool:
+    if a.lat_mean_ns is None or b.lat_mean_ns is None or a.lat_mean_ns <= 0:
+        return False
+    return b.iops < a.iops * (1 + SATURATION_IOPS_GAIN) and b.lat_mean_ns >= a.lat_mean_ns * SATURATION_LATENCY_GROWTH
+
+
+def saturation_skips(plan: Sequence[Point], measured: Mapping[int, Measured]) -> dict[int, str]:
+    """Plan index → reason, for the points after a saturated stretch of a QD or numjobs axis.
+
+    A family is the points that differ only in the axis key; it is walked in ascending axis order while
+    its points are measured.  Points searching a latency bound (iodepth is a ceiling there) are left out.
+    """
+    skips: dict[int, str] = {}
+    for axis, label in ADAPTIVE_AXES.items():
+        families: dict[tuple[Any, ...], list[tuple[int, int]]] = {}
+        for i, p in enumerate(plan):
+            if not isinstance(p, StoragePoint) or p.latency_bound is not None:
+                continue
+            identity = tuple(sorted((k, v) for k, v in p.to_dict().items() if k not in (axis, "group")))
+            families.setdefault(identity, []).append((getattr(p, axis), i))
+        for family in families.values():
+            if len(family) <= SATURATION_STEPS:
+                continue
+            family.sort()
+            flat = 0
+            for j in range(1, len(family)):
+                a, b = measured.get(family[j - 1][1]), measured.get(family[j][1])
+                if a is None or b is None:
+                    break
+                flat = flat + 1 if _flat_step(a, b) else 0
+                if flat == SATURATION_STEPS:
+                    knee = family[j - SATURATION_STEPS][0]
+                    for _, index in family[j + 1:]:
+                        skips.setdefault(index, f"saturated at {label} {knee}")
+                    break
+    return skips
+
+
+# --- rounds ---------------------------------------------------------------------------------------
+
+
+def matches(point: Point, track: Mapping[str, Any]) -> bool:
+    return all(getattr(point, k, None) == v for k, v in track.items())
+
+
+def tracked_indices(plan: Sequence[Point], track: Mapping[str, Any]) -> dict[int, int]:
+    """Round → plan index of its tracked point (the first point of the round matching ``track``)."""
+    out: dict[int, int] = {}
+    for i, p in enumerate(plan):
+        r = getattr(p, "round", None)
+        if r is not None and r not in out and matches(p, track):
+            out[r] = i
+    return out
+
+
+@dataclass(frozen=True)
+class SteadyCheck:
+    """SNIA's steady-state check of the tracked figure over a window of rounds."""
+
+    rounds: tuple[int, ...]
+    values: tuple[float, ...]
+    mean: float
+    range: float  # max - min
+    slope: float  # per round, of the least-squares line
+    intercept: float
+    excursion: float  # |slope| x (rounds in the window - 1)
+
+    @property
+    def range_ok(self) -> bool:
+        return self.range <= SNIA_RANGE * self.mean
+
+    @property
+    def slope_ok(self) -> bool:
+        return self.excursion <= SNIA_EXCURSION * self.mean
+
+    @property
+    def steady(self) -> bool:
+        return self.mean > 0 and self.range_ok and self.slope_ok
+
+
+def snia_check(rounds: Sequence[int], values: Sequence[float]) -> SteadyCheck:
+    n = len(values)
+    xs = [float(r) for r in rounds]
+    mx, my = sum(xs) / n, sum(values) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, values)) / sxx if sxx else 0.0
+    return SteadyCheck(tuple(rounds), tuple(values), my, max(values) - min(values), slope, my - slope * mx,
+                       abs(slope) * (n - 1))
+
+
+def rounds_series(plan: Sequence[Point], track: Mapping[str, Any],
+                  measured: Mapping[int, Measured]) -> list[tuple[int, float]]:
+    """(round, IOPS) of the tracked point, for the rounds measured so far, in round order."""
+    series = []
+    for r, index in sorted(tracked_indices(plan, track).items()):
+        if index in measured:
+            series.append((r, measured[index].iops))
+    return series
+
+
+def steady_window(plan: Sequence[Point], track: Mapping[str, Any],
+                  measured: Mapping[int, Measured]) -> SteadyCheck | None:
+    """:func:`first_steady_window` of the tracked point's IOPS per round."""
+    return first_steady_window(rounds_series(plan, track, measured))
+
+
+def first_steady_window(series: Sequence[tuple[int, float]]) -> SteadyCheck | None:
+    """The first window of SNIA_WINDOW consecutive measured rounds that is steady, else the last window
+    (None before SNIA_WINDOW consecutive rounds are measured).  ``series``: (round, value), round order."""
+    last = None
+    for end in range(SNIA_WINDOW, len(series) + 1):
+        part = series[end - SNIA_WINDOW:end]
+        if part[-1][0] - part[0][0] != SNIA_WINDOW - 1:
+            continue  # a round is missing (failed): the window is not consecutive
+        last = snia_check([r for r, _ in part], [v for _, v in part])
+        if last.steady:
+            return last
+    return last
+
+
+def round_skips(plan: Sequence[Point], procedure: Procedure, measured: Mapping[int, Measured],
+                skipped: Iterable[int] = ()) -> dict[int, str]:
+    """Plan index → reason, for the rounds after the round in which the tracked point became steady
+    (decided once that round is finished: every point of it measured or skipped)."""
+    if procedure.rounds <= 1:
+        return {}
+    check = steady_window(plan, procedure.track, measured)
+    if check is None or not check.steady:
+        return {}
+    last = check.rounds[-1]
+    gone = set(skipped) | set(measured)
+    if any(getattr(p, "round", None) == last and i not in gone for i, p in enumerate(plan)):
+        return {}  # the round is still running
+    reason = f"steady by round {last} (SNIA rule over rounds {check.rounds[0]}–{last})"
+    return {i: reason for i, p in enumerate(plan) if (getattr(p, "round", None) or 0) > last}
+
+
+def skips(plan: Sequence[Point], procedure: Procedure, measured: Mapping[int, Measured],
+          skipped: Iterable[int] = ()) -> dict[int, str]:
+    """Every point the procedure's rules skip, given what is measured (and already skipped)."""
+    out: dict[int, str] = {}
+    if procedure.adaptive:
+        out.update(saturation_skips(plan, measured))
+    for index, reason in round_skips(plan, procedure, measured, skipped).items():
+        out.setdefault(index, reason)
+    return out
+
+
+def in_rounds(points: Sequence[StoragePoint], rounds: int) -> list[StoragePoint]:
+    """The plan of a run in rounds: every point once per round, round after round."""
+    if rounds <= 1:
+        return list(points)
+    return [replace(p, round=r) for r in range(1, rounds + 1) for p in points]
+
+
+def region_size(plan: Sequence[Point]) -> int:
+    """The largest region the plan's points exercise (what sequential preconditioning writes over)."""
+    return max((p.size for p in plan if isinstance(p, StoragePoint)), default=0)
+
+
+def precondition_estimate_s(procedure: Procedure, plan: Sequence[Point]) -> float:
+    """Seconds the preconditioning pass is expected to take: the sequential pass at an assumed
+    ASSUMED_PRECONDITION_BYTES_PER_S (the device decides), a workload pass at its cap (an upper bound)."""
+    if procedure.precondition == "sequential":
+        return region_size(plan) * SEQUENTIAL_PRECONDITION_PASSES / ASSUMED_PRECONDITION_BYTES_PER_S
+    if procedure.precondition == "workload":
+        return float(procedure.precondition_cap)
+    return 0.0
+
+
+def first_write_point(plan: Sequence[Point]) -> StoragePoint | None:
+    return next((p for p in plan if isinstance(p, StoragePoint) and p.rw in WRITE_MODES), None)
