@@ -36,7 +36,7 @@ from app.lock import DirLock
 from app.points import Kind, Point, RunStatus, StoragePoint, point_from_dict
 from app.presets import (ENGINES, KINDS, Preset, estimate_point_seconds, estimate_seconds, plan_writes, point_key,
                          table_key, validate_plan, validate_procedure)
-from app.procedure import Measured, Procedure, measured_from_record, skips
+from app.procedure import Measured, Procedure, measured_from_record, precondition_estimate_s, skips
 from app.results import ResultsDir, write_new, check_dir_path, make_dirs, new_run_dir, now_iso, remove_dirs
 from app.runners import get_runner
 from app.runners.base import Context, Result, Runner, Sample
@@ -306,6 +306,8 @@ class Session:
             self.results.make_reserve()
             meta = self.results.update_meta(status=RunStatus.RUNNING, resumed_at=now_iso() if done else None)
             measured = self._measured()
+            if self._needs_precondition(meta):
+                remaining += precondition_estimate_s(self.procedure, self.plan)
         except OSError as e:
             raise self._fail(_os_reason(e, self.path)) from None
         except BaseException as e:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -34,6 +37,32 @@ def _isolated_user_config(tmp_path_factory: pytest.TempPathFactory, monkeypatch:
     """Never read or write the developer's own ~/.config/profiler-tui."""
     cfg = tmp_path_factory.mktemp("xdg-config")
     monkeypatch.setenv("XDG_CONFIG_HOME", str(cfg))
+
+
+def interrupt_run(args: list[str], out: Path, after_lines: int, settle_s: float = 0.0,
+                  preexec_fn: Callable[[], None] | None = None,
+                  check: Callable[[], None] | None = None) -> tuple[int, str]:
+    """Start ``python -m app ARGS``, wait until OUT/results.jsonl has ``after_lines`` lines (and ``settle_s``
+    more seconds; then ``check()``), send SIGINT; its exit code and stderr.  The process never outlives this."""
+    proc = subprocess.Popen([sys.executable, "-m", "app", *args], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, preexec_fn=preexec_fn)
+    results = out / "results.jsonl"
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if results.exists() and len(results.read_text().splitlines()) >= after_lines:
+                break
+            time.sleep(0.05)
+        time.sleep(settle_s)
+        if check is not None:
+            check()
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return proc.returncode, stderr
 
 
 def fio_processes(mentioning: str | Path) -> list[str]:

@@ -13,7 +13,7 @@ swapoff, ``partx -d``, ``losetup -d``.  Only devices this helper attached are
 ever touched.  Tests using it are skipped cleanly when not root or when
 losetup/loop devices are unavailable (``needs_loop``).
 
-Notes for this machine (see ANCHORS.md): there is no udev, ``losetup -P`` does
+Notes for this machine: there is no udev, ``losetup -P`` does
 not create partition nodes, ``partx -a`` does; ``sfdisk`` is in Debian's fdisk.
 """
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -19,7 +18,7 @@ from app.points import RunStatus, StoragePoint
 from app.runners.base import Context, Result, Sample
 from app.runners.fio import FioRunner, job_file
 from app.sweep import new_session
-from conftest import ROOT, fio_processes, run_cli
+from conftest import ROOT, fio_processes, interrupt_run, run_cli
 
 STORAGE_FIELDS = {"iops", "read_iops", "write_iops", "bw_bytes", "read_bw_bytes", "write_bw_bytes", "lat_ns",
                   "usr_cpu", "sys_cpu"}
@@ -102,24 +101,14 @@ def test_fio_job_error_is_recorded_with_fios_message(tmp_path: Path) -> None:
 
 def test_sigint_keeps_completed_points_and_resume_finishes_exactly_the_rest(tmp_path: Path) -> None:
     out = tmp_path / "int"
-    args = [sys.executable, "-m", "app", "run", "custom", "--target", str(tmp_path / "i.bin"), "--out", str(out),
+    args = ["run", "custom", "--target", str(tmp_path / "i.bin"), "--out", str(out),
             "--set", "iodepth=1,2,4,8", "--set", "runtime=2", "--set", "size=16m"]
-    proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            lines = (out / "results.jsonl").read_text().splitlines() if (out / "results.jsonl").exists() else []
-            if len(lines) >= 1:
-                break
-            time.sleep(0.1)
-        time.sleep(0.8)  # well inside the second point
+
+    def running() -> None:
         assert fio_processes(out), "fio should be running the second point"
-        proc.send_signal(signal.SIGINT)
-        _, stderr = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 130, stderr
+
+    returncode, stderr = interrupt_run(args, out, after_lines=1, settle_s=0.8, check=running)  # inside point 2
+    assert returncode == 130, stderr
     assert "resume" in stderr and "Traceback" not in stderr
     assert fio_processes(out) == []
     kept = _lines(out)

@@ -1,4 +1,4 @@
-"""Target safety (SPEC §5, issue 3).
+"""Target safety (docs/safety.md).
 
 Classifier tests build each situation for real with loop devices this test
 creates (tests/loopdev.py) and always detaches; the CLI tests (acceptance 1–5

@@ -1,4 +1,4 @@
-"""Target confirmation (SPEC §5) from the keyboard: no run starts here, and nothing touches a device
+"""Target confirmation (docs/safety.md) from the keyboard: no run starts here, and nothing touches a device
 (the device list is a fixed fake; /dev/sdz etc. do not exist)."""
 
 from __future__ import annotations
