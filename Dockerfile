@@ -93,7 +93,7 @@ FROM ${BASE_IMAGE}
 ARG DEBIAN_FRONTEND=noninteractive
 RUN apt-get update -qq \
  && apt-get install -y -qq --no-install-recommends \
-        python3 libaio1 liburing2 libnuma1 zlib1g util-linux e2fsprogs >/dev/null \
+        python3 libaio1 liburing2 libnuma1 zlib1g util-linux e2fsprogs nvme-cli smartmontools >/dev/null \
  && rm -rf /var/lib/apt/lists/* /var/cache/debconf/*-old /var/log/apt /var/log/dpkg.log
 COPY --from=fio /out/ /
 COPY --from=engine /out/ /

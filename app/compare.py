@@ -44,6 +44,7 @@ from app.report.model import MemoryRow, RunData, StorageRow, load
 from app.report.render import workload
 from app.textable import markdown_table
 from app.units import format_count, format_size, parse_size
+from app.validity import FLAGS, LEGEND, names
 
 METRICS = {
     "iops": ("IOPS", True),
@@ -294,6 +295,7 @@ def _storage_section(a: RunData, b: RunData) -> list[str]:
     lines = ["## Storage", ""]
     if common:
         rows = []
+        flagged = any(sa[k].flags or sb[k].flags for k in common)
         for k in common:
             pa, pb = sa[k], sb[k]
             p99a, p99b = metric_value(pa, "lat_p99_us"), metric_value(pb, "lat_p99_us")
@@ -301,10 +303,16 @@ def _storage_section(a: RunData, b: RunData) -> list[str]:
                          format_count(pa.iops), format_count(pb.iops), _ratio(pa.iops, pb.iops),
                          f"{pa.bw / 1e6:.1f}", f"{pb.bw / 1e6:.1f}", _ratio(pa.bw, pb.bw),
                          f"{pa.lat_mean / 1e3:.2f}", f"{pb.lat_mean / 1e3:.2f}", _ratio(pa.lat_mean, pb.lat_mean),
-                         _fmt("lat_p99_us", p99a), _fmt("lat_p99_us", p99b), _ratio(p99a, p99b)])
+                         _fmt("lat_p99_us", p99a), _fmt("lat_p99_us", p99b), _ratio(p99a, p99b)]
+                        + ([", ".join(names(pa.flags)) or "—", ", ".join(names(pb.flags)) or "—"] if flagged else []))
         lines.append(markdown_table(["Workload", "IOPS A", "IOPS B", "B/A", "MB/s A", "MB/s B", "B/A", "Mean µs A",
-                                     "Mean µs B", "B/A", "p99 µs A", "p99 µs B", "B/A"], rows))
+                                     "Mean µs B", "B/A", "p99 µs A", "p99 µs B", "B/A"]
+                                    + (["Flags A", "Flags B"] if flagged else []), rows))
         lines.append("")
+        if flagged:
+            shown = [n for n in FLAGS if any(n in names(sa[k].flags) + names(sb[k].flags) for k in common)]
+            lines += ["Flagged points' ratios compare figures at least one run doubts: "
+                      + "; ".join(f"**{n}**: {LEGEND[n]}" for n in shown) + ".", ""]
         ratios = [sb[k].iops / sa[k].iops for k in common if sa[k].iops > 0]
         ratios = [r for r in ratios if 0 < r < math.inf]  # a zero has no logarithm
         if ratios:

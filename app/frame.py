@@ -37,10 +37,10 @@ CSV_COLUMNS = [
     "iops", "read_iops", "write_iops", "bw_MBps", "read_bw_MBps", "write_bw_MBps",
     "lat_min_us", "lat_mean_us", "lat_max_us", "lat_stddev_us", "lat_p50_us", "lat_p90_us", "lat_p99_us",
     "lat_p99_9_us", "lat_p99_99_us", "usr_cpu_pct", "sys_cpu_pct", "littles_L", "littles_N", "littles_ratio",
-    "mode", "traffic", "stride", "delay", "buffer", "engine", "latency_ns", "bandwidth_MBps",
+    "mode", "traffic", "stride", "delay", "buffer", "engine", "latency_ns", "bandwidth_MBps", "flags",
 ]
 LAT_KEYS = ("min", "mean", "max", "stddev", "p50", "p90", "p99", "p99_9", "p99_99")
-TEXT_COLUMNS = ("kind", "group", "rw", "ioengine", "mode", "traffic", "engine")
+TEXT_COLUMNS = ("kind", "group", "rw", "ioengine", "mode", "traffic", "engine", "flags")
 INT_COLUMNS = ("index", "rwmixread", "bs", "iodepth", "numjobs", "littles_N", "stride", "delay", "buffer")
 OBJECT_COLUMNS = ("direct", "runtime")
 FLOAT_COLUMNS = tuple(c for c in CSV_COLUMNS if c not in TEXT_COLUMNS + INT_COLUMNS + OBJECT_COLUMNS)
@@ -67,6 +67,8 @@ def storage_record(p: StorageRow) -> dict[str, Any]:
         "usr_cpu_pct": _r6(p.usr), "sys_cpu_pct": _r6(p.sys),
         "littles_L": _r6(ll.l) if ll else None, "littles_N": p.inflight,
         "littles_ratio": _r6(ll.ratio) if ll else None,
+        # the validity flags, ';'-separated; empty when none was raised or the line predates the checks
+        "flags": ";".join(f["flag"] for f in p.flags) or None,
     }
     for key in LAT_KEYS:
         v = lat.get(key)

@@ -35,7 +35,7 @@ from typing import Any, Iterable, Iterator
 
 from app.errors import UsageError
 from app.points import Kind
-from app.results import ResultsDir, now_iso
+from app.results import SCHEMA_VERSION, ResultsDir, now_iso
 from app.runners import fio_parse
 from app.units import parse_duration, parse_size
 
@@ -563,7 +563,8 @@ def import_files(files: list[str], out: str | os.PathLike[str]) -> tuple[Path, l
             src["warnings"] = warnings
         sources.append(src)
         for pt in points:
-            rec = {"kind": pt.kind, "index": len(records), "point": pt.point, "metrics": pt.metrics}
+            rec = {"schema_version": SCHEMA_VERSION, "kind": pt.kind, "index": len(records), "point": pt.point,
+                   "metrics": pt.metrics}
             rec.update(pt.extra)
             rec["raw"] = {"source": src["raw"]}
             rec["imported_from"] = src["file"]
@@ -572,6 +573,7 @@ def import_files(files: list[str], out: str | os.PathLike[str]) -> tuple[Path, l
             records.append(rec)
             plan.append(pt.point)
     meta = {
+        "schema_version": SCHEMA_VERSION,
         "tool": "profiler-tui",
         "preset": {"name": "import", "kind": kind,
                    "description": f"Imported from {len(files)} file(s): " + ", ".join(os.path.basename(f) for f in files)},

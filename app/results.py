@@ -47,6 +47,9 @@ MAX_RESULTS_BYTES = 256 << 20
 MAX_LINE_BYTES = 4 << 20
 MAX_RECORDS = 100_000  # points kept from one results.jsonl (a plan has at most this many)
 MAX_NUMBER = float(1 << 64)
+# the version of the results format (docs/results-schema.md): written into run.json and every results line;
+# raised when a key changes meaning or type, not when one is added
+SCHEMA_VERSION = 1
 
 
 @dataclass
@@ -141,7 +144,7 @@ def record_problem(rec: Any) -> str | None:
 
 _STR, _INT, _DICT, _LIST = "a string", "a whole number", "an object", "a list"
 _META_SCHEMA: dict[str, Any] = {
-    "status": _STR, "kind": _STR, "tool": _STR, "started": _STR, "ended": _STR, "imported_at": _STR,
+    "schema_version": _INT, "status": _STR, "kind": _STR, "tool": _STR, "started": _STR, "ended": _STR, "imported_at": _STR,
     "target": _STR, "points_total": _INT, "points_done": _INT,
     "plan": _LIST, "failures": [_DICT], "warnings": [_STR],
     "preset": {"name": _STR, "kind": _STR, "description": _STR, "source": _STR, "overrides": [_STR]},

@@ -37,7 +37,10 @@ from app.points import Kind, Point, RunStatus, StoragePoint, point_from_dict
 from app.presets import (ENGINES, KINDS, Preset, estimate_point_seconds, estimate_seconds, plan_writes, point_key,
                          table_key, validate_plan, validate_procedure)
 from app.procedure import Measured, Procedure, measured_from_record, precondition_estimate_s, skips
-from app.results import ResultsDir, write_new, check_dir_path, make_dirs, new_run_dir, now_iso, remove_dirs
+from app.link import link_of
+from app.validity import TargetFacts, point_flags, target_facts
+from app.results import (SCHEMA_VERSION, ResultsDir, check_dir_path, make_dirs, new_run_dir, now_iso, remove_dirs,
+                         write_new)
 from app.runners import get_runner
 from app.runners.base import Context, Result, Runner, Sample
 from app.runners.fio import check_target_name, precondition_job
@@ -233,6 +236,7 @@ class Session:
     _meta: dict[str, Any] = field(default_factory=dict)
     lock: DirLock | None = None
     procedure: Procedure = field(default_factory=Procedure)
+    facts: TargetFacts = field(default_factory=TargetFacts)
 
     def close(self) -> None:
         """Release the results directory (``events()`` does it when it ends)."""
@@ -306,6 +310,8 @@ class Session:
             self.results.make_reserve()
             meta = self.results.update_meta(status=RunStatus.RUNNING, resumed_at=now_iso() if done else None)
             measured = self._measured()
+            if self.kind == Kind.STORAGE and self.target is not None:
+                meta = self._read_target_facts(meta)
             if self._needs_precondition(meta):
                 remaining += precondition_estimate_s(self.procedure, self.plan)
         except OSError as e:
@@ -383,6 +389,17 @@ class Session:
             raise
         self._finish(status, None)
         yield RunFinished(status, done, total, failed, self.path)
+
+    def _read_target_facts(self, meta: dict[str, Any]) -> dict[str, Any]:
+        """What the validity checks need of the target (its link, its filesystem), read now: a resumed run may
+        be on another machine or port.  The link goes into run.json's target_info."""
+        assert self.target is not None
+        link = link_of(self.target)
+        info = meta.get("target_info")
+        if isinstance(info, dict) and link is not None and info.get("link") != link:
+            meta = self.results.update_meta(target_info={**info, "link": link})
+        self.facts = target_facts(meta.get("target_info"), link)
+        return meta
 
     # --- the procedure: skipped points, preconditioning ---------------------------------------------
 
@@ -515,11 +532,13 @@ class Session:
 
     def _record(self, ev: Result, point: Point, started: str | None, t0: float) -> dict[str, Any]:
         raw = self._write_raw(ev, point)
-        record: dict[str, Any] = {"kind": self.kind, "index": ev.index, "point": point.to_dict(), "metrics": ev.metrics}
+        record: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "kind": self.kind, "index": ev.index,
+                                  "point": point.to_dict(), "metrics": ev.metrics}
         record.update(ev.extra)  # a memory runner's "point" names its engine
         record.update(raw=raw, started=started, ended=now_iso())
         if self.kind == Kind.STORAGE:
             record["target"] = self.target
+            record["flags"] = point_flags(record["point"], ev.metrics, ev.extra, self.facts)
         return record
 
     def _note(self, key: str, entry: dict[str, Any]) -> None:
@@ -547,6 +566,7 @@ def _new_meta(preset: Preset, plan: list[Point], runner: Runner, target_path: st
               ) -> dict[str, Any]:
     """run.json of a run about to start (``target_info`` is filled in by the caller)."""
     return {
+        "schema_version": SCHEMA_VERSION,
         "tool": "profiler-tui",
         "preset": {"name": preset.name, "kind": preset.kind, "description": preset.description,
                    "source": preset.source, "overrides": list(overrides)},

@@ -56,6 +56,15 @@ def format_size_human(nbytes: float) -> str:
     return f"{int(nbytes)} B"
 
 
+def format_bandwidth(bytes_per_s: float) -> str:
+    """``4.8e8`` → ``"480 MB/s"``, ``2.5e9`` → ``"2.50 GB/s"`` (decimal units, as drives and links are sold)."""
+    if bytes_per_s >= 1e9:
+        return f"{bytes_per_s / 1e9:.2f} GB/s"
+    if bytes_per_s >= 1e6:
+        return f"{bytes_per_s / 1e6:.0f} MB/s"
+    return f"{bytes_per_s / 1e3:.0f} kB/s"
+
+
 def parse_duration(value: object) -> float:
     """Seconds from ``10``, ``"10"``, ``"10s"``, ``"500ms"``, ``"2m"``.  Raises ValueError."""
     if isinstance(value, bool):

@@ -83,6 +83,7 @@ def test_a_point_that_never_settles_runs_to_its_cap_and_is_marked(tmp_path: Path
     assert proc.returncode == 0, proc.stderr
     (record,) = lines(out)
     assert record["steady"]["attained"] is False and record["steady"]["after_s"] is None
+    assert {"flag": "not-steady", "reason": "iops_slope:0.0001% never held before the cap"} in record["flags"]
     assert "not steady at the cap" in proc.stdout
     cli("report", str(out))
     text = (out / "report.md").read_text()

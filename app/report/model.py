@@ -16,8 +16,8 @@ from typing import Any
 from app.lock import effective_status
 from app.points import Kind
 from app.results import ResultsDir, check_meta
+from app.validity import SYNC_ENGINES, flags_of
 
-SYNC_ENGINES = frozenset({"psync", "sync", "pvsync", "pvsync2", "vsync"})
 # point keys that identify the workload; the others (runtime, size, ...) are run settings
 WORKLOAD_KEYS = ("rw", "rwmixread", "bs", "iodepth", "numjobs")
 SETTING_KEYS = ("group", "runtime", "ramp_time", "size", "time_based", "steady", "steady_window", "steady_ramp",
@@ -110,6 +110,16 @@ class StorageRow:
     def effective_depth(self) -> int:
         """I/Os one job can keep in flight: synchronous engines cap the queue depth at 1."""
         return 1 if self.ioengine in SYNC_ENGINES else self.iodepth
+
+    @cached_property
+    def flags(self) -> list[dict[str, str]]:
+        """The validity flags the run recorded for this point (app.validity), in their fixed order."""
+        return flags_of(self.record)
+
+    @property
+    def checked(self) -> bool:
+        """The line carries the validity checks (lines written before they existed do not)."""
+        return isinstance(self.record.get("flags"), list)
 
     @cached_property
     def inflight(self) -> int:

@@ -19,6 +19,7 @@ from app.errors import UsageError
 from app.points import Kind
 from app.report import analysis as an
 from app.report import procedure as rp
+from app.validity import FLAGS, LEGEND, names
 from app.report.model import TRAFFIC_DESCRIPTIONS, MemoryRow, RunData, StorageRow, load
 from app.textable import markdown_table
 from app.units import format_count, format_size
@@ -271,16 +272,18 @@ def _storage_table(points: Sequence[StorageRow], heading: str = "## Storage resu
                "(10^6 B/s) with MiB/s (2^20 B/s) in brackets; CPU is fio's user/system share of one CPU.")
     out.append("")
     rows = []
+    flagged = any(p.flags for p in points)
     for p in points:
         rows.append([test_type(p) + (" — *not steady*" if rp.not_steady(p) else ""), format_size(p.bs).replace("K", " KiB").replace("M", " MiB").replace("G", " GiB")
                      if p.bs % 1024 == 0 else f"{p.bs} B",
                      format_count(p.iops), f"{p.bw / MB:.1f} ({p.bw / MIB:.1f})", us(p.lat("min"), 1),
                      us(p.lat("max"), 1), us(p.lat_mean), _p99_text(p), pct(p.usr), pct(p.sys), p.iodepth,
-                     p.numjobs])
+                     p.numjobs] + ([", ".join(names(p.flags)) or "—"] if flagged else []))
     out.append(markdown_table(["Test Type", "Block Size", "IOPS", "Bandwidth MB/s (MiB/s)", "Latency min (µs)",
                          "Latency max (µs)", "Latency avg (µs)", "Latency p99 (µs)", "CPU usr", "CPU sys", "IO Depth",
-                         "Jobs"], rows, right=range(2, 12)))
+                         "Jobs"] + (["Flags"] if flagged else []), rows, right=range(2, 12)))
     out.append("")
+    out += _flags_legend(points)
     marks = []
     if any((p.metrics.get("lat_ns") or {}).get("percentiles_approx") for p in points):
         marks.append("≈ p99 of several jobs without json+ histograms: the I/O-weighted mean of their p99s.")
@@ -591,6 +594,19 @@ def _mem_storage(data: RunData) -> list[str]:
             f"The fastest storage point ({workload(r.storage)}) has a mean latency of {us(r.storage.lat_mean)} µs; the "
             f"{r.memory_what} is {r.memory_ns:.2f} ns. Storage is {r.ratio:,.0f}× slower per access "
             f"({math.log10(r.ratio):.1f} orders of magnitude).", ""]
+
+
+def _flags_legend(points: Sequence[StorageRow]) -> list[str]:
+    """What the Flags column means, for the flags it shows; one line when every point passed every check."""
+    shown = [name for name in FLAGS if any(name in names(p.flags) for p in points)]
+    if not shown:
+        if points and all(p.checked for p in points):
+            return [f"Validity checks ({', '.join(FLAGS)}): no point flagged.", ""]
+        return []
+    out = ["Flags — the tool's checks of each point's figures:", ""]
+    out += [f"- **{name}**: {LEGEND[name]}." for name in shown]
+    out.append("")
+    return out
 
 
 # --- csv ------------------------------------------------------------------------------------------------------

@@ -38,6 +38,8 @@ STORAGE_COLUMNS: list[Column] = [
     ("p99 µs", lambda r: r["lat_p99_us"] or 0.0, lambda v: f"{v:.1f}"),
     ("CPU %", lambda r: (r["usr_cpu_pct"] or 0.0) + (r["sys_cpu_pct"] or 0.0), lambda v: f"{v:.1f}"),
 ]
+# shown when a point of the run has a validity flag (app.validity)
+FLAGS_COLUMN: Column = ("flags", lambda r: r.get("flags") or "", lambda v: v.replace(";", " "))
 MEMORY_COLUMNS: list[Column] = [
     ("#", lambda r: r["index"], lambda v: str(v + 1)),
     ("traffic", lambda r: r["traffic"] or "idle", str),
@@ -139,6 +141,8 @@ class ResultsScreen(Screen[None]):
         self.records = load_rows(self.path)
         kinds = {r.get("kind") for r in self.records}
         self.columns = MEMORY_COLUMNS if kinds == {Kind.MEMORY} else STORAGE_COLUMNS
+        if any(r.get("flags") for r in self.records):
+            self.columns = self.columns + [FLAGS_COLUMN]
         table = self.query_one("#results", DataTable)
         for name, _, _ in self.columns:
             table.add_column(name, key=name)
