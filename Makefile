@@ -4,7 +4,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.stamp
-APT_PKGS := fio util-linux fdisk e2fsprogs tmux librsvg2-bin nvme-cli smartmontools
+APT_PKGS := fio util-linux fdisk e2fsprogs tmux librsvg2-bin nvme-cli smartmontools jq
 MEMLAT := native/memlat/build/memlat
 
 # mypy: the type check of app/ (configured in pyproject.toml)

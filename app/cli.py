@@ -18,6 +18,7 @@ from app.summary import point_label, results_table
 from app.textable import format_table
 
 if TYPE_CHECKING:  # imported where a run starts: `--help` and `presets` stay quick
+    from app.eventstream import EventWriter
     from app.sweep import RunFinished, Session
 
 ENGINE_CHOICE = click.Choice(list(presets.ENGINES))
@@ -186,8 +187,9 @@ class StartUpInterrupt:
 START_UP = StartUpInterrupt()
 
 
-async def _drive(session: Session, printer: ProgressPrinter) -> RunFinished:
-    """Iterate the run's events, printing them; the run's last event (events() ends with it or raises)."""
+async def _drive(session: Session, printer: ProgressPrinter, stream: EventWriter | None = None) -> RunFinished:
+    """Iterate the run's events, printing them (and writing them to the event stream); the run's last event
+    (events() ends with it or raises)."""
     from app.sweep import RunFinished
 
     loop = asyncio.get_running_loop()
@@ -200,6 +202,8 @@ async def _drive(session: Session, printer: ProgressPrinter) -> RunFinished:
     try:
         async for event in events:
             printer.handle(event)
+            if stream is not None:
+                stream.handle(event)
             if isinstance(event, RunFinished):
                 finished = event
     finally:
@@ -210,10 +214,14 @@ async def _drive(session: Session, printer: ProgressPrinter) -> RunFinished:
     return finished
 
 
-def _execute(session: Session) -> int:
-    """Run a session to its end; it holds the results directory's lock until then."""
+def _execute(session: Session, json_stream: bool = False) -> int:
+    """Run a session to its end; it holds the results directory's lock until then.  With ``json_stream`` the
+    events go to stdout as NDJSON (app.eventstream) and everything meant for a person to stderr."""
     from app.container import results_volume_warning
+    from app.eventstream import EventWriter, ended_object
 
+    human = sys.stderr if json_stream else sys.stdout
+    stream = EventWriter(sys.stdout) if json_stream else None
     lost = results_volume_warning(session.path)
     if lost:  # in a container without a /results volume, --rm throws the results away
         click.echo(f"Warning: {lost}", err=True)
@@ -221,26 +229,33 @@ def _execute(session: Session) -> int:
         notice = session.runner.notice
         if notice:  # e.g. --engine auto falling back to the built-in memory engine
             click.echo(notice, err=True)
-        printer = ProgressPrinter(session.kind, sys.stdout)
+        printer = ProgressPrinter(session.kind, human)
         try:
-            finished = asyncio.run(_drive(session, printer))
+            finished = asyncio.run(_drive(session, printer, stream))
         finally:
             printer.close()
     except (asyncio.CancelledError, KeyboardInterrupt):
         _ignore_sigint()  # a second ^C does not cut the clean-up short
         session.mark_interrupted()  # when the interrupt came before the run itself recorded it
-        click.echo(_interrupted_line(session), err=True)
+        line = _interrupted_line(session)
+        if stream is not None:
+            stream.write(ended_object("interrupted", line))
+        click.echo(line, err=True)
         return EXIT_INTERRUPTED
+    except ProfilerError as e:
+        if stream is not None:
+            stream.write(ended_object("failed", str(e)))
+        raise
     finally:
         session.close()
     records = session.results.records()
     if records:
-        click.echo(results_table(records))
+        click.echo(results_table(records), file=human)
     skipped = len(session.skipped())
     click.echo(f"{finished.status}: {finished.done}/{finished.total} points"
                + (f", {finished.failed} failed (see run.json)" if finished.failed else "")
                + (f", {skipped} skipped (see run.json)" if skipped else "")
-               + f" — results in {session.path}")
+               + f" — results in {session.path}", file=human)
     return 0 if finished.failed == 0 else 1
 
 
@@ -255,8 +270,10 @@ def _execute(session: Session) -> int:
 @click.option("--engine", type=ENGINE_CHOICE, default="auto", show_default=True, help="Memory engine.")
 @click.option("--adaptive", is_flag=True,
               help="Skip the rest of a QD or numjobs axis once it saturates (same as --set adaptive=yes).")
+@click.option("--json-stream", is_flag=True,
+              help="Write the run's events to stdout as NDJSON (one object per line); progress goes to stderr.")
 def run(preset: str, target: str | None, out: str | None, sets: tuple[str, ...], yes: bool,
-        allow_destructive: bool, engine: str, adaptive: bool) -> int:
+        allow_destructive: bool, engine: str, adaptive: bool, json_stream: bool) -> int:
     """Run PRESET (a shipped name or a TOML file) headlessly."""
     START_UP.install()
     from app.sweep import new_session
@@ -266,7 +283,7 @@ def run(preset: str, target: str | None, out: str | None, sets: tuple[str, ...],
     p = presets.apply_overrides(presets.load(preset), sets)
     session = new_session(p, target=target, out=out, yes=yes, allow_destructive=allow_destructive,
                           engine=engine, overrides=sets, on_created=START_UP.track)
-    return _execute(session)
+    return _execute(session, json_stream)
 
 
 @cli.command()
@@ -274,7 +291,8 @@ def run(preset: str, target: str | None, out: str | None, sets: tuple[str, ...],
 @click.option("--engine", type=ENGINE_CHOICE, default=None, help="Memory engine (default: the run's own).")
 @click.option("--yes", is_flag=True, help="Confirm the target again (needed for block devices, as for run).")
 @click.option("--allow-destructive", is_flag=True, help="Confirm again destroying a filesystem or partition table.")
-def resume(directory: str, engine: str | None, yes: bool, allow_destructive: bool) -> int:
+@click.option("--json-stream", is_flag=True, help="As for run: the events to stdout as NDJSON, progress to stderr.")
+def resume(directory: str, engine: str | None, yes: bool, allow_destructive: bool, json_stream: bool) -> int:
     """Finish an interrupted run without repeating completed points.
 
     The plan in DIR/run.json is validated again and the target checked again with the same rules and
@@ -290,7 +308,7 @@ def resume(directory: str, engine: str | None, yes: bool, allow_destructive: boo
             click.echo(f"Nothing to resume: all {len(session.plan) - skipped} points of {directory} are complete"
                        + (f" ({skipped} skipped)." if skipped else "."))
             return 0
-        return _execute(session)
+        return _execute(session, json_stream)
     finally:
         session.close()
 

@@ -41,9 +41,10 @@ def _isolated_user_config(tmp_path_factory: pytest.TempPathFactory, monkeypatch:
 
 def interrupt_run(args: list[str], out: Path, after_lines: int, settle_s: float = 0.0,
                   preexec_fn: Callable[[], None] | None = None,
-                  check: Callable[[], None] | None = None) -> tuple[int, str]:
+                  check: Callable[[], None] | None = None, stdout: list[str] | None = None) -> tuple[int, str]:
     """Start ``python -m app ARGS``, wait until OUT/results.jsonl has ``after_lines`` lines (and ``settle_s``
-    more seconds; then ``check()``), send SIGINT; its exit code and stderr.  The process never outlives this."""
+    more seconds; then ``check()``), send SIGINT; its exit code and stderr (its stdout appended to ``stdout``
+    when given).  The process never outlives this."""
     proc = subprocess.Popen([sys.executable, "-m", "app", *args], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, preexec_fn=preexec_fn)
     results = out / "results.jsonl"
@@ -57,7 +58,9 @@ def interrupt_run(args: list[str], out: Path, after_lines: int, settle_s: float 
         if check is not None:
             check()
         proc.send_signal(signal.SIGINT)
-        _, stderr = proc.communicate(timeout=30)
+        out_text, stderr = proc.communicate(timeout=30)
+        if stdout is not None:
+            stdout.append(out_text)
     finally:
         if proc.poll() is None:
             proc.kill()
