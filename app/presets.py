@@ -424,6 +424,29 @@ def _track(v: Any) -> dict[str, Any]:
     return track
 
 
+def _timeseries(v: Any) -> str:
+    """The points whose IOPS and p99 over time the report draws: "none" (the default; points with a write cliff
+    or a throttled flag are drawn anyway), "all", or KEY=VALUE pairs as for ``track``; kept as canonical text."""
+    if not isinstance(v, str):
+        raise ValueError('expected "none", "all" or KEY=VALUE pairs separated by spaces, e.g. "rw=write bs=128k"')
+    if v.strip() in ("", "none"):
+        return "none"
+    if v.strip() == "all":
+        return "all"
+    return " ".join(f"{k}={value}" for k, value in _track(v).items())
+
+
+def timeseries_filter(text: str) -> dict[str, Any] | None:
+    """The filter a ``timeseries`` setting means: None for none, {} for all (each point matches)."""
+    try:
+        canonical = _timeseries(text)
+    except ValueError:
+        return None
+    if canonical == "none":
+        return None
+    return {} if canonical == "all" else _track(canonical)
+
+
 # settings of how a storage plan is run rather than of its points (app/procedure.py); in [settings] or --set
 PROCEDURE_KEYS: dict[str, Key] = {
     "precondition": Key(_choice(PRECONDITION_MODES), "none",
@@ -438,6 +461,9 @@ PROCEDURE_KEYS: dict[str, Key] = {
                             f"default {WORKLOAD_PRECONDITION_CAP_S}"),
     "track": Key(_track, {}, "the point whose IOPS decides steady state in rounds: KEY=VALUE pairs "
                              "(\"bs=4k rwmixread=0\"); default: the first point of a round"),
+    "timeseries": Key(_timeseries, "none", "the points whose IOPS and p99 over time the report draws: none, all, "
+                                           "or KEY=VALUE pairs (\"rw=write bs=128k\"); points with a write cliff "
+                                           "or flagged throttled are always drawn"),
 }
 
 KEYS: dict[str, dict[str, Key]] = {STORAGE: STORAGE_KEYS, MEMORY: MEMORY_KEYS}

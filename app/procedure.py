@@ -47,9 +47,15 @@ class Procedure:
     # the first point of the round
     track: dict[str, Any] = field(default_factory=dict)
     precondition_cap: float | int = WORKLOAD_PRECONDITION_CAP_S  # seconds: a workload pass stops here
+    timeseries: str = "none"  # the points the report draws over time: none, all or "KEY=VALUE ..." (app.presets)
 
     def to_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        """run.json's ``procedure``; a key added later is left out at its default, so that the run.json of a
+        run that does not use it keeps the bytes it had."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        if out["timeseries"] == "none":
+            del out["timeseries"]
+        return out
 
     @property
     def is_default(self) -> bool:

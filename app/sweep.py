@@ -459,7 +459,9 @@ class Session:
         if result is not None:
             record["raw"] = {suffix.lstrip("."): self._write_precondition_raw(suffix, content)
                              for suffix, content in result.raw.items()}
-            record.update({k: v for k, v in result.extra.items() if k in ("steady", "wall_s")})
+            for suffix, path in result.files.items():
+                record["raw"][suffix.lstrip(".").split(".")[0]] = os.path.relpath(path, self.path)
+            record.update({k: v for k, v in result.extra.items() if k in ("steady", "wall_s", "write_cliff")})
             record["io_bytes"] = result.metrics.get("io_bytes")
             record["bw_bytes"] = result.metrics.get("bw_bytes")
         error = "fio gave no result" if result is None else result.error

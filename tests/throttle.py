@@ -56,21 +56,60 @@ def throttled(device: str, read_iops: int, write_iops: int) -> Iterator[Callable
             pytest.skip(f"io.max cannot be set here ({e})")
     else:
         pytest.skip("no blkio throttle (cgroup v1 blkio or v2 io controller) on this machine")
+    enter = _joiner(group)
+
+    try:
+        yield enter
+    finally:
+        _remove_group(group)
+
+
+@contextlib.contextmanager
+def write_bps_throttle(device: str, write_bps: int) -> Iterator[tuple[Callable[[], None], Callable[[int], None]]]:
+    """Like :func:`throttled`, for write bandwidth, and changeable while the test's processes run: yields the
+    child's ``preexec_fn`` and ``set_write_bps(n)`` — a device whose write speed falls mid-run, as a drive's
+    does when its write cache fills."""
+    numbers = _dev_numbers(device)
+    name = f"profiler-tui-test-bps-{os.getpid()}-{time.monotonic_ns()}"
+    if (V1 / "blkio.throttle.write_bps_device").exists():
+        group = V1 / name
+        group.mkdir()
+
+        def set_bps(n: int) -> None:
+            _write(group / "blkio.throttle.write_bps_device", f"{numbers} {n}")
+    elif (V2 / "cgroup.controllers").exists() and "io" in (V2 / "cgroup.controllers").read_text().split():
+        group = V2 / name
+        group.mkdir()
+
+        def set_bps(n: int) -> None:
+            _write(group / "io.max", f"{numbers} wbps={n}")
+    else:
+        pytest.skip("no blkio throttle (cgroup v1 blkio or v2 io controller) on this machine")
+    enter = _joiner(group)
+    try:
+        set_bps(write_bps)
+        yield enter, set_bps
+    finally:
+        _remove_group(group)
+
+
+def _joiner(group: Path) -> Callable[[], None]:
     procs = str(group / "cgroup.procs")
 
     def enter() -> None:  # in the child, between fork and exec
         with open(procs, "w") as f:
             f.write(str(os.getpid()))
 
-    try:
-        yield enter
-    finally:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                group.rmdir()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)  # its last process is still exiting
+    return enter
+
+
+def _remove_group(group: Path) -> None:
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            group.rmdir()
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)  # its last process is still exiting

@@ -504,6 +504,40 @@ def steady_figure(traces: Sequence[SteadyTrace], plots_dir: Path) -> list[Figure
     return figures
 
 
+def timeseries_figure(traces: Sequence[Any], plots_dir: Path) -> list[Figure]:
+    """IOPS (solid, left axis) and p99 latency (dotted, right axis) per second of the points drawn over time
+    (app.report.series.SeriesTrace); a dashed line marks a write cliff."""
+    if not traces:
+        return []
+    pages, note = _pages(list(traces), "points")
+    figures = []
+    for i, here in enumerate(pages):
+        plt = _plt()
+        fig, panels = _grid(plt, len(here), w=4.0, h=2.8, right=0.55, wspace=1.4)  # room for the right axis
+        for (ax,), tr in zip(panels, here):
+            ax.plot(tr.t, [v / 1e3 for v in tr.iops], linewidth=1, color="tab:blue")
+            ax.set_ylim(bottom=0)
+            ax.set_xlabel("time (s)")
+            ax.set_ylabel("kIOPS per second", color="tab:blue")
+            pts = [(t, v) for t, v in zip(tr.t, tr.p99_us) if v is not None]
+            if pts:
+                right = ax.twinx()
+                right.plot([t for t, _ in pts], [v for _, v in pts], linestyle=":", linewidth=1.2, color="tab:red")
+                right.set_ylim(bottom=0)
+                right.set_ylabel("p99 (µs)", color="tab:red")
+            if tr.cliff_s is not None:
+                ax.axvline(tr.cliff_s, color="black", linestyle="--", linewidth=1)
+            ax.set_title(f"{tr.label}\n({tr.why})", fontsize=7)
+        name = _page_name("timeseries", i)
+        _save(plt, fig, plots_dir / name)
+        figures.append(Figure(f"plots/{name}", _page_title("Over time: IOPS and p99 per second", i, len(pages)),
+                              "One panel per point with a write cliff, a throttled flag, or named by the run's "
+                              "timeseries setting: IOPS in each one-second interval (solid, left axis) and that "
+                              "interval's p99 latency from fio's histogram (dotted, right axis); the dashed line is "
+                              "where a write cliff began." + (note if i == len(pages) - 1 else ""), Kind.STORAGE))
+    return figures
+
+
 def _heatmap_panels(points: Sequence[Row], rows_of: Callable[[Row], Any],
                     cols_of: Callable[[Row], Any], panel_of: Callable[[Row], Any]
                     ) -> list[tuple[Any, list[Any], list[Any], dict[tuple[Any, Any], Row]]]:
@@ -719,6 +753,8 @@ def _job(job: tuple[Any, ...]) -> list[Figure]:
         return latency_throughput(d["curves"], d["plots_dir"], ops=d["ops"])
     if what == "steady":
         return steady_figure(d["steady"], d["plots_dir"])
+    if what == "series":
+        return timeseries_figure(d["series"], d["plots_dir"])
     if what == "heat":
         return heatmap(d["rows"], d["plots_dir"], extra[0], (extra[1],), page=page)
     return memory_figures(d["mem_curves"], d["plots_dir"])
@@ -749,7 +785,8 @@ def steady_traces(steady: Sequence[tuple[StorageRow, dict[str, Any], list[dict[s
 
 def draw_all(storage: Sequence[StorageRow], curves: Sequence[Curve], mem_curves: Sequence[MemCurve],
              plots_dir: Path, parallel: bool = True, searches: Sequence[StorageRow] = (),
-             steady: Sequence[tuple[StorageRow, dict[str, Any], list[dict[str, Any]]]] = ()) -> list[Figure]:
+             steady: Sequence[tuple[StorageRow, dict[str, Any], list[dict[str, Any]]]] = (),
+             series: Sequence[Any] = ()) -> list[Figure]:
     """Draw every figure the data supports, in a fixed order.
 
     The points are reduced once to the fields the figures use; matplotlib then spends its time
@@ -760,12 +797,16 @@ def draw_all(storage: Sequence[StorageRow], curves: Sequence[Curve], mem_curves:
     rows = rows_of(storage)
     _DATA.clear()
     _DATA.update(rows=rows, curves=list(curves), mem_curves=list(mem_curves), plots_dir=plots_dir,
-                 jobs_split=jobs_split(rows), ops=operating_points(searches), steady=steady_traces(steady))
+                 jobs_split=jobs_split(rows), ops=operating_points(searches), steady=steady_traces(steady),
+                 series=list(series))
     jobs: list[tuple[Any, ...]] = []
     if storage:
         jobs += [("vs", "bs", None), ("vs", "qd", None), ("lt", None, None)]
         if steady:
             jobs.append(("steady", None, None))
+    if series:
+        jobs.append(("series", None, None))
+    if storage:
         for kind in ("bs", "qd"):
             _panels, pages = heatmap_plan(rows, kind)
             for metric in ("throughput", "latency"):

@@ -19,6 +19,7 @@ from app.errors import UsageError
 from app.points import Kind
 from app.report import analysis as an
 from app.report import procedure as rp
+from app.report import series
 from app.validity import FLAGS, LEGEND, names
 from app.report.model import TRAFFIC_DESCRIPTIONS, MemoryRow, RunData, StorageRow, load
 from app.textable import markdown_table
@@ -688,6 +689,7 @@ def render_markdown(data: RunData, figures: Sequence[Any], bound_ns: float,
     if data.storage:
         lines += _storage_summary(data.storage, curves, bound_ns) if big else _storage_table(data.storage)
         lines += rp.steady_section(data.storage)
+        lines += series.cliff_section(data)
     lines += rp.skipped_section(data.meta)
     if data.storage or views.searches:
         lines += _figures(figures, Kind.STORAGE)
@@ -751,11 +753,18 @@ def render_report(directory: str | Path, out: str | Path | None = None,
 
         steady = [(p, rp.steady_of(p) or {}, rp.read_samples(data.path, p.record)) for p in data.storage
                   if rp.steady_of(p) is not None]
-        figures = draw_all(data.storage, curves, mem_curves, plots_dir, searches=views.searches, steady=steady)
+        traces = series.series_traces(data)
+        figures = draw_all(data.storage, curves, mem_curves, plots_dir, searches=views.searches, steady=steady,
+                           series=traces)
         text = render_markdown(replace(data, measured=measured), figures, float(p99_bound_us) * 1e3, curves,
                                mem_curves, views)
         report_path.write_text(text, encoding="utf-8")
         (base / "results.csv").write_text(results_csv(data), encoding="utf-8")
+        main_ids = {id(p) for p in views.main}
+        measured_storage = sorted(views.main + views.searches + [p for p in views.rounds if id(p) not in main_ids],
+                                  key=lambda p: p.index)
+        if measured_storage:
+            (base / "samples.csv").write_text(series.samples_csv_of(data, measured_storage), encoding="utf-8")
     except OSError as e:
         where = e.filename or base
         raise UsageError(f"{where}: cannot write the report there ({e.strerror or e}); choose another place with "

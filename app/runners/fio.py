@@ -27,6 +27,7 @@ from app.results import write_new
 from app.runners.base import Child, Context, Event, Result, Runner, Sample
 from app.runners.fio_parse import (PERCENTILE_LIST, DocumentSplitter, SampleTracker, metrics, operating_point,
                                    steady_progress, steady_result)
+from app.timeseries import MAX_SERIES, write_cliff
 from app.units import format_duration, format_size
 
 STATUS_INTERVAL_S = 1
@@ -257,6 +258,10 @@ class FioRunner(Runner):
         if point.latency_bound is not None:
             extra["operating_point"] = operating_point(run.last, m, point.latency_bound,
                                                        point.latency_percentile or 99, point.runtime)
+        if point.rw == "write":
+            cliff = write_cliff(run.samples)
+            if cliff is not None:
+                extra["write_cliff"] = cliff
         if m.get("errors") or run.returncode:
             msg = _fio_message(run.stderr, run.noise) or f"fio job error {m.get('errors')}"
             yield Result(index, m, raw, extra, error=msg, files=files)
@@ -298,10 +303,14 @@ class PreconditionJob:
         m = metrics(run.last)
         if self.point.steady is not None:
             extra["steady"] = steady_result(run.last, self.point.steady, self.point.steady_window or 5)
+        cliff = write_cliff(run.samples)
+        if cliff is not None:
+            extra["write_cliff"] = cliff
         error = None
         if m.get("errors") or run.returncode:
             error = _fio_message(run.stderr, run.noise) or f"fio job error {m.get('errors')}"
-        yield Result(-1, m, raw, extra, error=error)
+        files = {SAMPLES_SUFFIX: run.samples_path} if run.samples_path.exists() else {}
+        yield Result(-1, m, raw, extra, error=error, files=files)
 
 
 def precondition_job(procedure: Procedure, plan: Sequence[Point], ctx: Context) -> PreconditionJob:
@@ -350,6 +359,7 @@ class _FioRun:
         self.stderr = ""
         self.returncode: int | None = None
         self.wall = 0.0
+        self.samples: list[dict[str, Any]] = []  # kept for the write-cliff check (at most MAX_SERIES)
 
     async def stream(self, argv: list[str]) -> AsyncIterator[Sample]:
         started = time.monotonic()
@@ -370,6 +380,8 @@ class _FioRun:
                     if series is None:
                         series = open_samples(self.samples_path)
                     append_sample(series, sample)
+                    if len(self.samples) < MAX_SERIES:
+                        self.samples.append(sample)
                     yield Sample(self.index, sample)
             for doc in splitter.close():
                 self.last = doc
