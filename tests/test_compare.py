@@ -139,3 +139,27 @@ def test_compare_usage_errors(tmp_path: Path, args: list[str], fragment: str) ->
     run = _make(tmp_path / "run", rws=["read"], bss=[4096], qds=[1])
     proc = run_cli(*[str(run) if a == "RUN" else a for a in args])
     assert proc.returncode == 2 and fragment in proc.stderr and "Traceback" not in proc.stderr
+
+
+def _flag(directory: Path, index: int, flags: list[dict[str, str]]) -> None:
+    lines = []
+    for line in (directory / "results.jsonl").read_text().splitlines():
+        rec = json.loads(line)
+        rec["flags"] = flags if rec["index"] == index else []
+        lines.append(json.dumps(rec))
+    (directory / "results.jsonl").write_text("\n".join(lines) + "\n")
+
+
+def test_compare_shows_each_sides_validity_flags_and_explains_them(tmp_path: Path) -> None:
+    a = _make(tmp_path / "a", rws=["randread"], bss=[4096], qds=[1, 8])
+    b = _make(tmp_path / "b", rws=["randread"], bss=[4096], qds=[1, 8])
+    md = compare_runs(str(a), str(b))
+    assert "Flags A" not in md, "no flag, no column"
+    _flag(b, 1, [{"flag": "cpu-bound", "reason": "fio used 97 % of a CPU per job"},
+                 {"flag": "bogus", "reason": "an unknown flag of a hostile line is left out"}])
+    md = compare_runs(str(a), str(b))
+    rows = _rows(md)
+    header = rows[0]
+    assert header[-2:] == ["Flags A", "Flags B"]
+    assert rows[1][-2:] == ["—", "—"] and rows[2][-2:] == ["—", "cpu-bound"]
+    assert "**cpu-bound**: fio used ≥ 90 % of a CPU per job" in md and "bogus" not in md
