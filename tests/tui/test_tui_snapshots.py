@@ -98,12 +98,15 @@ async def show_run(pilot, screen: RunScreen, n_events: int) -> None:
     await pilot.pause()
 
 
-def write_results() -> None:
+def write_results(flags: dict[int, list[str]] | None = None) -> None:
     plan = core.apply_overrides(core.load("quick"), list(SMALL)).expand()
     rd = ResultsDir(RUN_DIR)
     rd.create({"kind": "storage", "plan": plan, "status": "complete"})
     for i, point in enumerate(plan):
-        rd.append({"kind": "storage", "index": i, "point": point, "metrics": storage_metrics(i)})
+        record = {"kind": "storage", "index": i, "point": point, "metrics": storage_metrics(i)}
+        if flags is not None:
+            record["flags"] = [{"flag": name, "reason": "a reason"} for name in flags.get(i, [])]
+        rd.append(record)
 
 
 def test_devices(snap_compare) -> None:
@@ -185,6 +188,16 @@ def test_results_sorted(snap_compare) -> None:
         await pilot.press("s", "s", "S")
 
     assert snap_compare(app_(), run_before=before, terminal_size=SIZE)
+
+
+def test_results_with_validity_flags(snap_compare) -> None:
+    """A run whose points carry validity flags: the table gets a flags column."""
+    async def before(pilot) -> None:
+        write_results({0: ["cpu-bound", "buffered"], 2: ["not-steady"]})
+        pilot.app.push_screen(ResultsScreen(RUN_DIR))
+        await pilot.pause()
+
+    assert snap_compare(app_(), run_before=before, terminal_size=(120, 24))
 
 
 def test_export_modal(snap_compare) -> None:
