@@ -6,12 +6,14 @@ from __future__ import annotations
 import csv
 import json
 import random
+import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from app.timeseries import samples_csv, write_cliff
@@ -103,3 +105,34 @@ def test_a_real_write_whose_device_slows_mid_run_has_a_cliff_in_results_report_a
     kept = [json.loads(ln) for ln in (out / record["raw"]["samples"]).read_text().splitlines()]
     assert len(rows) == len(kept) >= 8 and {r["index"] for r in rows} == {"0"}
     assert float(rows[1]["bw_MBps"]) > 150 and float(rows[-2]["bw_MBps"]) < 50
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
+def test_an_interrupted_points_samples_survive_with_every_completed_interval(tmp_path: Path, sig: int) -> None:
+    out = tmp_path / "stop"
+    proc = subprocess.Popen([sys.executable, "-m", "app", "run", "custom", "--target", str(tmp_path / "t.img"),
+                             "--yes", "--out", str(out), "--set", "size=16m", "--set", "runtime=60",
+                             "--set", "ramp_time=0"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        seen: list[str] = []
+        while time.monotonic() < deadline and len(seen) < 4:
+            found = list((out / "raw").glob("*.samples.jsonl")) if (out / "raw").is_dir() else []
+            text = found[0].read_text() if found else ""
+            seen = text.splitlines()[:text.count("\n")]  # whole lines only
+            time.sleep(0.05)
+        assert len(seen) >= 4
+        proc.send_signal(sig)
+        proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == (130 if sig == signal.SIGINT else -signal.SIGKILL)
+    (path,) = (out / "raw").glob("*.samples.jsonl")
+    text = path.read_text()
+    assert text.endswith("\n"), "no torn last line"
+    kept = text.splitlines()
+    assert kept[:len(seen)] == seen, "every interval seen before the signal is still there, unchanged"
+    ts = [json.loads(ln)["t"] for ln in kept]
+    assert ts == sorted(ts) and not (out / "results.jsonl").read_text().strip(), "the point itself did not complete"
