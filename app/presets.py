@@ -298,8 +298,12 @@ def _latency_bound(v: Any) -> int:
         if not m:
             raise ValueError(f"expected {shape}")
         us = float(m.group(1)) * {"us": 1, "µs": 1, "ms": 1000, "s": 1_000_000, None: 1}[m.group(2)]
-    elif isinstance(v, (int, float)) and math.isfinite(v):
+    elif isinstance(v, int):
+        if not 1 <= v <= MAX_LATENCY_BOUND_US:  # before float(): a huge int overflows it
+            raise ValueError("must be from 1us to 60s")
         us = float(v)
+    elif isinstance(v, float) and math.isfinite(v):
+        us = v
     else:
         raise ValueError(f"expected {shape}")
     if not us.is_integer():
@@ -313,6 +317,8 @@ def _percentile(v: Any) -> float | int:
     """A percentile above 0 and at most 100 (99, 99.9); an int when whole."""
     if isinstance(v, bool) or not isinstance(v, (int, float, str)):
         raise ValueError("expected a percentile such as 99 or 99.9")
+    if isinstance(v, int) and not 0 < v <= 100:  # before float(): a huge int overflows it
+        raise ValueError("must be above 0 and at most 100")
     try:
         p = float(v.strip(" ").rstrip("%")) if isinstance(v, str) else float(v)
     except ValueError:
