@@ -40,7 +40,8 @@ from typing import Any, Callable, Iterable, TypedDict
 
 from app.errors import UsageError
 from app.points import WRITE_MODES, Kind, Point, StoragePoint, point_from_dict
-from app.procedure import (MAX_ROUNDS, PRECONDITION_MODES, WORKLOAD_PRECONDITION_CAP_S, Procedure, in_rounds,
+from app.procedure import (MAX_ROUNDS, MAX_TELEMETRY_INTERVAL_S, PRECONDITION_MODES, TELEMETRY_INTERVAL_S,
+                           WORKLOAD_PRECONDITION_CAP_S, Procedure, in_rounds,
                            precondition_estimate_s)
 from app.units import format_duration, parse_duration, parse_size
 
@@ -470,6 +471,10 @@ PROCEDURE_KEYS: dict[str, Key] = {
     "timeseries": Key(_timeseries, "none", "the points whose IOPS and p99 over time the report draws: none, all, "
                                            "or KEY=VALUE pairs (\"rw=write bs=128k\"); points with a write cliff "
                                            "or flagged throttled are always drawn"),
+    "telemetry_interval": Key(_int(1, MAX_TELEMETRY_INTERVAL_S), TELEMETRY_INTERVAL_S,
+                              "seconds between readings of the drive's health log (NVMe, SATA/SAS) while a point "
+                              f"runs, besides one at each point's start and end; 1 to {MAX_TELEMETRY_INTERVAL_S}, "
+                              f"default {TELEMETRY_INTERVAL_S}"),
 }
 
 KEYS: dict[str, dict[str, Key]] = {STORAGE: STORAGE_KEYS, MEMORY: MEMORY_KEYS}

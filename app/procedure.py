@@ -36,6 +36,8 @@ SEQUENTIAL_PRECONDITION_PASSES = 2
 SEQUENTIAL_PRECONDITION_QD = 32
 WORKLOAD_PRECONDITION_CAP_S = 1800  # a workload preconditioning pass stops here if fio never saw steady state
 ASSUMED_PRECONDITION_BYTES_PER_S = 500e6  # for the estimate only: the real time depends on the device
+TELEMETRY_INTERVAL_S = 10  # seconds between drive telemetry readings while a point runs (app.telemetry)
+MAX_TELEMETRY_INTERVAL_S = 3600
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,7 @@ class Procedure:
     track: dict[str, Any] = field(default_factory=dict)
     precondition_cap: float | int = WORKLOAD_PRECONDITION_CAP_S  # seconds: a workload pass stops here
     timeseries: str = "none"  # the points the report draws over time: none, all or "KEY=VALUE ..." (app.presets)
+    telemetry_interval: int = TELEMETRY_INTERVAL_S  # seconds between drive health readings during a point
 
     def to_dict(self) -> dict[str, Any]:
         """run.json's ``procedure``; a key added later is left out at its default, so that the run.json of a
@@ -55,6 +58,8 @@ class Procedure:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         if out["timeseries"] == "none":
             del out["timeseries"]
+        if out["telemetry_interval"] == TELEMETRY_INTERVAL_S:
+            del out["telemetry_interval"]
         return out
 
     @property

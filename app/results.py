@@ -151,8 +151,9 @@ _META_SCHEMA: dict[str, Any] = {
     "sources": [{"file": _STR, "warnings": [_STR]}],
     "environment": {"cpu": {"caches": [_DICT]}, "memory": _DICT, "system": _DICT},
     "tools": _DICT, "target_info": _DICT,
-    "procedure": {"precondition": _STR, "rounds": _INT, "track": _DICT, "timeseries": _STR}, "precondition": _DICT,
-    "skipped": [_DICT],
+    "procedure": {"precondition": _STR, "rounds": _INT, "track": _DICT, "timeseries": _STR,
+                  "telemetry_interval": _INT}, "precondition": _DICT,
+    "skipped": [_DICT], "telemetry": _DICT,
 }
 
 

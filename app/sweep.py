@@ -38,6 +38,7 @@ from app.presets import (ENGINES, KINDS, Preset, estimate_point_seconds, estimat
                          table_key, validate_plan, validate_procedure)
 from app.procedure import Measured, Procedure, measured_from_record, precondition_estimate_s, skips
 from app.link import link_of
+from app import telemetry
 from app.validity import TargetFacts, point_flags, target_facts
 from app.results import (SCHEMA_VERSION, ResultsDir, check_dir_path, make_dirs, new_run_dir, now_iso, remove_dirs,
                          write_new)
@@ -237,6 +238,7 @@ class Session:
     lock: DirLock | None = None
     procedure: Procedure = field(default_factory=Procedure)
     facts: TargetFacts = field(default_factory=TargetFacts)
+    recorder: telemetry.Recorder | None = None  # the drive's health log, read while the run lasts
 
     def close(self) -> None:
         """Release the results directory (``events()`` does it when it ends)."""
@@ -312,6 +314,7 @@ class Session:
             measured = self._measured()
             if self.kind == Kind.STORAGE and self.target is not None:
                 meta = self._read_target_facts(meta)
+                meta = self._open_telemetry(meta)
             if self._needs_precondition(meta):
                 remaining += precondition_estimate_s(self.procedure, self.plan)
         except OSError as e:
@@ -323,7 +326,12 @@ class Session:
         ctx = Context(target=self.target, raw_dir=self.results.raw_dir, engine=self.engine, plan_writes=self.writes,
                       note=self._note)
         failed_at: set[int] = set()
+        rec = self.recorder
+        polling: asyncio.Future[None] | None = None
         try:
+            if rec is not None:
+                await rec.take("before", None)
+                polling = asyncio.ensure_future(rec.poll())
             if self._needs_precondition(meta):
                 async for event in self._precondition(ctx):
                     yield event
@@ -338,6 +346,8 @@ class Session:
                 t0 = time.monotonic()
                 points = dict(batch)
                 yield PointStarted(batch[0][0], batch[0][1], done, total, remaining)
+                if rec is not None:
+                    await rec.start_point(batch[0][0])
                 stream = self.runner.run(batch, ctx)
                 try:
                     async for ev in stream:
@@ -348,6 +358,9 @@ class Session:
                             continue
                         point = points[ev.index]
                         remaining -= estimate_point_seconds(point)
+                        seen: tuple[dict[str, Any], str | None] = ({}, None)
+                        if rec is not None:
+                            seen = await rec.end_point(ev.index)
                         if ev.error:
                             failed += 1
                             failed_at.add(ev.index)
@@ -360,7 +373,7 @@ class Session:
                             if no_space:  # every further point would fail the same way
                                 raise _NoSpace(f"fio found no space left on device for the test file {self.target}")
                         else:
-                            record = self._record(ev, point, started_at.get(ev.index), t0)
+                            record = self._record(ev, point, started_at.get(ev.index), t0, *seen)
                             self.results.append(record)
                             done += 1
                             found = measured_from_record(record)
@@ -377,8 +390,14 @@ class Session:
                             started_at[nxt] = now_iso()
                             t0 = time.monotonic()
                             yield PointStarted(nxt, points[nxt], done, total, remaining)
+                            if rec is not None:
+                                await rec.start_point(nxt)
                 finally:
                     await stream.aclose()  # the runner's finally stops its child when we leave early
+            if polling is not None:
+                polling.cancel()
+            if rec is not None:
+                await rec.take("after", None)
             status = RunStatus.COMPLETE if failed == 0 else RunStatus.PARTIAL
         except OSError as e:  # writing the results directory: full, read-only, I/O error
             raise self._fail(_os_reason(e, self.path)) from None
@@ -387,8 +406,26 @@ class Session:
         except BaseException as e:  # interrupt (cancel, ^C, consumer gone), a refusal, a bug
             self._finish(*_ending(e))
             raise
+        finally:
+            if polling is not None:
+                polling.cancel()
+            if rec is not None:
+                rec.close()
         self._finish(status, None)
         yield RunFinished(status, done, total, failed, self.path)
+
+    def _open_telemetry(self, meta: dict[str, Any]) -> dict[str, Any]:
+        """Find the target's drive and how to read its health log; run.json's ``telemetry`` says which, or why
+        there is none (a resumed run looks again: it may be on another machine)."""
+        assert self.target is not None
+        drive, why_not = telemetry.find_drive(self.target)
+        interval = self.procedure.telemetry_interval
+        entry = telemetry.run_entry(drive, why_not, interval)
+        if meta.get("telemetry") != entry:
+            meta = self.results.update_meta(telemetry=entry)
+        if drive is not None:
+            self.recorder = telemetry.Recorder(drive, self.results.raw_dir / telemetry.FILE_NAME, interval)
+        return meta
 
     def _read_target_facts(self, meta: dict[str, Any]) -> dict[str, Any]:
         """What the validity checks need of the target (its link, its filesystem), read now: a resumed run may
@@ -449,6 +486,8 @@ class Session:
         yield PreconditionStarted(self.procedure.precondition, job.description, job.estimate_s)
         started, t0 = now_iso(), time.monotonic()
         result: Result | None = None
+        if self.recorder is not None:
+            await self.recorder.start_point(None)
         async for ev in job.run(ctx):
             if isinstance(ev, Sample):
                 yield PreconditionProgress(ev.data)
@@ -456,6 +495,11 @@ class Session:
                 result = ev
         record: dict[str, Any] = {"mode": self.procedure.precondition, "description": job.description,
                                   "started": started, "ended": now_iso(), "seconds": round(time.monotonic() - t0, 3)}
+        if self.recorder is not None:
+            seen, throttled = await self.recorder.end_point(None)
+            record["telemetry"] = seen
+            if throttled:
+                record["throttled"] = throttled
         if result is not None:
             record["raw"] = {suffix.lstrip("."): self._write_precondition_raw(suffix, content)
                              for suffix, content in result.raw.items()}
@@ -532,7 +576,8 @@ class Session:
             written[suffix.lstrip(".").split(".")[0]] = os.path.relpath(path, self.path)
         return written
 
-    def _record(self, ev: Result, point: Point, started: str | None, t0: float) -> dict[str, Any]:
+    def _record(self, ev: Result, point: Point, started: str | None, t0: float,
+                drive: dict[str, Any] | None = None, throttled: str | None = None) -> dict[str, Any]:
         raw = self._write_raw(ev, point)
         record: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "kind": self.kind, "index": ev.index,
                                   "point": point.to_dict(), "metrics": ev.metrics}
@@ -540,7 +585,9 @@ class Session:
         record.update(raw=raw, started=started, ended=now_iso())
         if self.kind == Kind.STORAGE:
             record["target"] = self.target
-            record["flags"] = point_flags(record["point"], ev.metrics, ev.extra, self.facts)
+            if drive:
+                record["telemetry"] = drive
+            record["flags"] = point_flags(record["point"], ev.metrics, ev.extra, self.facts, throttled)
         return record
 
     def _note(self, key: str, entry: dict[str, Any]) -> None:

@@ -245,3 +245,27 @@ def test_the_cli_and_the_tui_do_not_import_pandas() -> None:
     code = ("import sys, app.cli, app.tui, app.frame, app.report, app.compare, app.screens.results; "
             "sys.exit('pandas' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], cwd=ROOT).returncode == 0
+
+
+TELEMETRY_RUN = DATA / "report" / "telemetry-run"
+TELEMETRY_MD = DATA / "report" / "golden" / "telemetry-report.md"
+
+
+def test_golden_report_of_a_run_with_drive_telemetry_and_a_write_cliff(tmp_path: Path) -> None:
+    """tests/data/report/telemetry-run/ is a real run (make_telemetry_run.py): a write point whose device slowed
+    mid-run while a replayed NVMe health log's thermal counter rose, then a read point.  Its report must equal
+    the golden file byte for byte, with the telemetry summary, the cliff sentence and the time-series figure."""
+    d = tmp_path / "telemetry-run"
+    shutil.copytree(TELEMETRY_RUN, d)
+    text = render_report(d).read_text(encoding="utf-8")
+    if os.environ.get("PROFILER_TUI_REGEN_GOLDEN"):
+        TELEMETRY_MD.write_text(text, encoding="utf-8")
+    assert text == TELEMETRY_MD.read_text(encoding="utf-8"), \
+        "report changed: review, then PROFILER_TUI_REGEN_GOLDEN=1 pytest tests/test_report.py -k golden"
+    assert "## Drive telemetry" in text and "`nvme smart-log /dev/nvme0 -o json`" in text
+    assert re.search(r"\| Thermal-management T1 transitions +\| \+4 ", text)
+    assert "A throttle counter rose while 1 point(s) ran, flagged **throttled**: write 128K QD8." in text
+    assert "- Point 1 (write 128K QD8 T1): throughput fell from 200 MB/s to 41 MB/s" in text
+    assert "![Over time: IOPS and p99 per second](plots/timeseries.svg)" in text
+    svg = (d / "plots" / "timeseries.svg").read_text()
+    assert "write cliff, throttled" in svg

@@ -19,7 +19,7 @@ from app.errors import UsageError
 from app.points import Kind
 from app.report import analysis as an
 from app.report import procedure as rp
-from app.report import series
+from app.report import drive, series
 from app.validity import FLAGS, LEGEND, names
 from app.report.model import TRAFFIC_DESCRIPTIONS, MemoryRow, RunData, StorageRow, load
 from app.textable import markdown_table
@@ -685,6 +685,7 @@ def render_markdown(data: RunData, figures: Sequence[Any], bound_ns: float,
     lines += _environment(data)
     lines += _run(data)
     lines += _target(data)
+    lines += drive.section(data, workload)
     big = len(data.storage) > MAX_BODY_POINTS
     if data.storage:
         lines += _storage_summary(data.storage, curves, bound_ns) if big else _storage_table(data.storage)

@@ -1,0 +1,84 @@
+"""The report's "Drive telemetry" section: what the drive's health log said over the run (app.telemetry).
+
+From run.json's ``telemetry`` (which drive, which tool, or why there is none) and the readings in
+``raw/telemetry.jsonl`` (read back bounded and validated: the file is untrusted).  A run without a
+``telemetry`` entry (memory, imported, or written before the tool read drives) gets no section.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+from app.report.model import RunData, StorageRow
+from app.telemetry import COUNTERS, DATA_UNIT_BYTES, THROTTLE_COUNTERS, load_readings, summarise
+from app.textable import markdown_table
+from app.units import format_duration
+
+
+def _delta_text(name: str, delta: int) -> str:
+    what, unit = COUNTERS[name]
+    if unit == "units":
+        n = delta * DATA_UNIT_BYTES
+        amount = f"{n / 1e9:,.2f} GB" if abs(n) >= 1e9 else f"{n / 1e6:,.1f} MB"
+        return f"+{amount} ({delta:,} data units of 512,000 B)"
+    sign = "+" if delta >= 0 else "−"
+    return f"{sign}{abs(delta):,}" + (f" {unit}" if unit else "")
+
+
+def _throttled_points(points: Sequence[StorageRow]) -> list[StorageRow]:
+    return [p for p in points if any(f["flag"] == "throttled" for f in p.flags)]
+
+
+def section(data: RunData, describe: Any) -> list[str]:
+    """``describe(point)``: how the report names a point (its workload)."""
+    entry = data.meta.get("telemetry")
+    if not isinstance(entry, Mapping):
+        return []
+    out = ["## Drive telemetry", ""]
+    if entry.get("available") is not True:
+        reason = " ".join(str(entry.get("reason") or "no drive health log was found").split())[:300]
+        return out + [f"None recorded: {reason}.", ""]
+    readings, bad = load_readings(data.path / "raw" / "telemetry.jsonl")
+    s = summarise(readings)
+    device = str(entry.get("device") or "?")[:100]
+    command = str(entry.get("command") or entry.get("tool") or "?")[:200]
+    interval = entry.get("interval_s")
+    every = f" and every {interval:g} s while a point ran" if isinstance(interval, (int, float)) else ""
+    span = f" over {format_duration(s.span_s)}" if s.span_s else ""
+    out.append(f"The drive's health log (`{command}`), read {s.readings} time(s){span}: before the run, at every "
+               f"point's start and end{every}, and after the run.")
+    out.append("")
+    if s.readings == 0:
+        why = f" ({s.first_error})" if s.first_error else ""
+        return out + [f"No reading succeeded{why}.", ""]
+    rows = [["Drive", device]]
+    if s.temperature is not None:
+        lo, hi, first, last = s.temperature
+        rows.append(["Temperature", f"{lo:.0f}–{hi:.0f} °C (first {first:.0f} °C, last {last:.0f} °C)"])
+    else:
+        rows.append(["Temperature", "not reported"])
+    for name in COUNTERS:
+        if name in s.deltas:
+            what = COUNTERS[name][0]
+            rows.append([what[0].upper() + what[1:], _delta_text(name, s.deltas[name])])
+    out.append(markdown_table(["Over the run", "Change from first to last reading"], rows, right=()))
+    out.append("")
+    notes = []
+    if s.failed:
+        notes.append(f"{s.failed} reading(s) failed (first: {s.first_error}).")
+    if bad:
+        notes.append(f"{bad} line(s) of raw/telemetry.jsonl could not be read and were left out.")
+    throttled = _throttled_points(data.storage)
+    rose = [n for n in THROTTLE_COUNTERS if s.deltas.get(n, 0) > 0]
+    if throttled:
+        names = ", ".join(describe(p) for p in throttled[:10]) + (" …" if len(throttled) > 10 else "")
+        notes.append(f"A throttle counter rose while {len(throttled)} point(s) ran, flagged **throttled**: {names}. "
+                     "Their figures may be the drive's thermally limited speed, not its sustained one.")
+    elif rose:
+        notes.append("A throttle counter rose during the run, but not while a point was being measured.")
+    elif any(n in s.deltas for n in THROTTLE_COUNTERS):
+        notes.append("No throttle counter rose: no point ran while the drive managed its temperature.")
+    for n in notes:
+        out.append(n)
+        out.append("")
+    return out

@@ -1,0 +1,277 @@
+"""Drive telemetry: finding the drive through sysfs, reading nvme-cli's and smartctl's JSON (real layouts,
+replayed), and a real fio run on a loop device that a fake sysfs presents as an NVMe namespace, read by a
+fake ``nvme`` on PATH whose thermal counter rises while one chosen point runs.  This machine has no NVMe
+or SATA drive: the tools' output is replayed, everything else is real."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from app import telemetry
+from app.telemetry import (Drive, find_drive, load_readings, parse_nvme_cli, parse_output, parse_smartctl,
+                           point_summary, read_drive, summarise)
+from loopdev import loop_device
+from test_procedure import cli, lines, meta
+from test_validity import ATA, PCI, fake_sysfs
+
+DATA = Path(__file__).resolve().parent / "data" / "telemetry"
+ROOT = Path(__file__).resolve().parents[1]
+NVME_DIR = f"{PCI}/nvme/nvme0/nvme0n1"
+SD_DIR = f"{ATA}/host2/target2:0:0/2:0:0:0/block/sda"
+
+
+def nvme_doc() -> dict[str, Any]:
+    return json.loads((DATA / "nvme-smart-log.json").read_text())
+
+
+# --- parsing ---------------------------------------------------------------------------------------------
+
+
+def test_nvme_cli_json_gives_celsius_and_every_counter() -> None:
+    r = parse_nvme_cli(nvme_doc())
+    assert r["temperature_c"] == pytest.approx(311 - 273.15)
+    assert r["critical_warning"] == 0
+    assert r["counters"]["data_units_written"] == 61021877 and r["counters"]["num_err_log_entries"] == 2
+    assert {k: r["counters"][k] for k in telemetry.THROTTLE_COUNTERS} == dict.fromkeys(telemetry.THROTTLE_COUNTERS, 0)
+
+
+@pytest.mark.parametrize("value, celsius", [(311, 37.85), ("311 K", 37.85), ("38 C", 38.0), ("38 °C", 38.0),
+                                            (38, 38.0), (-1, None), (99999, None), ("hot", None), (True, None),
+                                            (float("nan"), None)])
+def test_nvme_temperature_forms(value: Any, celsius: float | None) -> None:
+    doc = {**nvme_doc(), "temperature": value}
+    assert parse_nvme_cli(doc)["temperature_c"] == (pytest.approx(celsius) if celsius is not None else None)
+
+
+def test_later_nvme_cli_forms_big_counters_as_strings_and_warning_as_an_object() -> None:
+    doc = {**nvme_doc(), "data_units_written": "340282366920938463463374607431768211455",
+           "critical_warning": {"value": 2, "temperature": 1}, "media_errors": "12,345", "power_cycles": -1}
+    r = parse_nvme_cli(doc)
+    assert r["counters"]["data_units_written"] == (1 << 128) - 1
+    assert r["counters"]["media_errors"] == 12345 and r["critical_warning"] == 2
+
+
+def test_smartctl_ata_gives_temperature_and_error_attributes() -> None:
+    r = parse_smartctl(json.loads((DATA / "smartctl-ata.json").read_text()))
+    assert r["temperature_c"] == 34.0
+    assert r["counters"] == {"reallocated_sectors": 0, "pending_sectors": 0, "crc_errors": 3}
+
+
+def test_smartctl_nvme_log() -> None:
+    doc = {"temperature": {"current": 41}, "nvme_smart_health_information_log": {
+        "critical_warning": 0, "temperature": 41, "data_units_written": 100, "warning_temp_time": 5,
+        "critical_comp_time": 0, "media_errors": 0}}
+    r = parse_smartctl(doc)
+    assert r["temperature_c"] == 41.0 and r["counters"]["warning_temp_time"] == 5
+
+
+def test_smartctls_own_error_output_is_a_failed_reading_naming_its_message() -> None:
+    drive = Drive("/dev/sda", "scsi", ("/usr/sbin/smartctl", "-j", "-A", "/dev/sda"))
+    r = parse_output(drive, (DATA / "smartctl-loop-error.json").read_text())
+    assert r == {"error": "smartctl gave no temperature or counter (/dev/loop0: Unable to detect device type)"}
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.recursive(st.none() | st.booleans() | st.integers(-2**130, 2**130) | st.floats() | st.text(max_size=8),
+                    lambda kids: st.lists(kids, max_size=4)
+                    | st.dictionaries(st.sampled_from(sorted(telemetry.COUNTERS) + [
+                        "temperature", "critical_warning", "nvme_smart_health_information_log",
+                        "ata_smart_attributes", "table", "id", "raw", "value", "current", "smartctl", "messages",
+                        "string"]), kids, max_size=6), max_leaves=30),
+       st.sampled_from(["nvme", "smartctl"]))
+def test_hostile_tool_output_never_raises(doc: Any, tool: str) -> None:
+    argv = ("/x/nvme", "smart-log", "/dev/nvme0", "-o", "json") if tool == "nvme" else ("/x/smartctl", "-j", "-A", "/dev/sda")
+    for text in (json.dumps(doc, allow_nan=True), json.dumps(doc)[:-1] if doc is not None else "", "\x00" * 3):
+        r = parse_output(Drive("/dev/x", "nvme", argv), text)
+        if "error" not in r:
+            assert all(isinstance(v, int) and 0 <= v <= 1 << 128 for v in r["counters"].values())
+            t = r["temperature_c"]
+            assert t is None or -60 <= t <= 200
+
+
+def test_throttle_counters_that_rose_make_the_reason() -> None:
+    base = {"counters": {"thm_temp1_trans_count": 1, "warning_temp_time": 7, "data_units_written": 5},
+            "temperature_c": 40.0}
+    later = {"counters": {"thm_temp1_trans_count": 3, "warning_temp_time": 8, "data_units_written": 9},
+             "temperature_c": 71.5}
+    seen, reason = point_summary([base, later])  # type: ignore[list-item]
+    assert seen == {"readings": 2, "temperature_c": {"min": 40.0, "max": 71.5},
+                    "rose": {"thm_temp1_trans_count": 2, "warning_temp_time": 1}}
+    assert reason == ("while the point ran, the drive's thermal-management T1 transitions +2, time above the warning "
+                      "composite temperature +1 min")
+    assert point_summary([base, base])[1] is None  # type: ignore[list-item]
+
+
+# --- finding the drive -------------------------------------------------------------------------------------
+
+
+def fake_tool(bin_dir: Path, name: str, body: str) -> Path:
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    path = bin_dir / name
+    path.write_text(f"#!{sys.executable}\n" + textwrap.dedent(body))
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return path
+
+
+@pytest.mark.parametrize("device_dir, bus, device", [
+    (NVME_DIR, "nvme", "/dev/nvme0"),
+    (f"{NVME_DIR}/nvme0n1p2", "nvme", "/dev/nvme0"),
+    (f"{PCI}/nvme-subsystem/nvme-subsys0/nvme0c0n1", "nvme", "/dev/nvme0"),
+    (SD_DIR, "scsi", "/dev/sda"),
+    (f"{SD_DIR}/sda1", "scsi", "/dev/sda"),
+])
+def test_the_drive_is_found_through_sysfs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, device_dir: str, bus: str,
+                                           device: str) -> None:
+    target = tmp_path / "file"
+    target.write_bytes(b"x")
+    root = fake_sysfs(tmp_path / "sys", str(target), device_dir, {})
+    bin_dir = tmp_path / "bin"
+    fake_tool(bin_dir, "nvme", "print('{}')\n")
+    fake_tool(bin_dir, "smartctl", "print('{}')\n")
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    drive, why = find_drive(str(target), root)
+    assert drive is not None and why == ""
+    assert (drive.bus, drive.device) == (bus, device)
+    assert drive.argv[1:] == (("smart-log", device, "-o", "json") if bus == "nvme" else ("-j", "-A", device))
+
+
+def test_no_tool_or_no_drive_says_why(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = tmp_path / "file"
+    target.write_bytes(b"x")
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    drive, why = find_drive(str(target), fake_sysfs(tmp_path / "sys", str(target), NVME_DIR, {}))
+    assert drive is None and why == "/dev/nvme0 has a health log, but nvme-cli (or smartmontools) is not installed to read it"
+    drive, why = find_drive(str(target), fake_sysfs(tmp_path / "sys2", str(target), "virtual/block/loop3", {}))
+    assert drive is None and why.startswith("the target is on loop3, which is not an NVMe or SCSI/SATA drive")
+    drive, why = find_drive(str(target), tmp_path / "no-sysfs")
+    assert drive is None and "sysfs says nothing" in why
+
+
+def test_a_tool_that_fails_hangs_or_floods_is_a_failed_reading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bad = fake_tool(tmp_path, "nvme", "import sys; print('smart log: Invalid argument', file=sys.stderr); sys.exit(1)\n")
+    r = read_drive(Drive("/dev/nvme0", "nvme", (str(bad), "smart-log", "/dev/nvme0", "-o", "json")))
+    assert r == {"error": "nvme smart-log /dev/nvme0 -o json exited with status 1: smart log: Invalid argument"}
+    slow = fake_tool(tmp_path / "slow", "nvme", "import time; time.sleep(30)\n")
+    monkeypatch.setattr(telemetry, "TOOL_TIMEOUT_S", 0.5)
+    r = read_drive(Drive("/dev/nvme0", "nvme", (str(slow), "smart-log", "/dev/nvme0", "-o", "json")))
+    assert r == {"error": "nvme smart-log /dev/nvme0 -o json could not run or took more than 0.5 s"}
+    flood = fake_tool(tmp_path / "flood", "nvme", "print('{\"temperature\": 300, \"x\": \"' + 'a' * 2000000 + '\"}')\n")
+    r = read_drive(Drive("/dev/nvme0", "nvme", (str(flood), "smart-log", "/dev/nvme0", "-o", "json")))
+    assert r["error"].startswith("nvme printed more than")
+
+
+# --- the telemetry file, read back --------------------------------------------------------------------------
+
+
+def test_a_hostile_telemetry_file_keeps_only_well_formed_readings(tmp_path: Path) -> None:
+    good = {"t": 100.0, "phase": "start", "index": 0, "temperature_c": 40.0, "counters": {"thm_temp1_trans_count": 1}}
+    later = {**good, "t": 160.0, "temperature_c": 55.0, "counters": {"thm_temp1_trans_count": 4}}
+    path = tmp_path / "telemetry.jsonl"
+    path.write_text("\n".join([json.dumps(good), "not json", json.dumps([1]), "{" * 100000,
+                               json.dumps({**good, "error": "x\ny"}), json.dumps(later),
+                               json.dumps({**good, "index": True, "counters": {"thm_temp1_trans_count": -4}})]) + "\n")
+    readings, bad = load_readings(path)
+    assert bad == 3 and len(readings) == 4
+    s = summarise(readings)
+    assert (s.readings, s.failed, s.first_error) == (3, 1, "x y")
+    assert s.temperature == (40.0, 55.0, 40.0, 40.0) and s.span_s == 60.0
+    assert s.deltas == {}  # the last good reading has no counter that parses
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    assert load_readings(fifo) == ([], 0)
+
+
+# --- a real run, the drive replayed ---------------------------------------------------------------------------
+
+FAKE_NVME = """
+import json, os, subprocess, sys
+state_dir = os.environ["FAKE_NVME_STATE"]
+with open(os.path.join(state_dir, "calls.log"), "a") as log:
+    log.write(" ".join(sys.argv[1:]) + "\\n")
+path = os.path.join(state_dir, "state.json")
+state = json.load(open(path)) if os.path.exists(path) else {"calls": 0, "t1": 0, "t1_time": 0}
+state["calls"] += 1
+running = subprocess.run(["pgrep", "-a", "-x", "fio"], capture_output=True, text=True).stdout
+if any(os.environ["FAKE_NVME_HOT_JOB"] in line for line in running.splitlines()):
+    state["t1"] += 1
+    state["t1_time"] += 2
+json.dump(state, open(path, "w"))
+doc = json.load(open(os.environ["FAKE_NVME_DOC"]))
+doc.update(temperature=311 + state["calls"], thm_temp1_trans_count=state["t1"], thm_temp1_total_time=state["t1_time"],
+           data_units_written=doc["data_units_written"] + 10 * state["calls"])
+print(json.dumps(doc, indent="\\t"))
+"""
+
+
+def test_a_point_during_which_the_drives_thermal_counter_rose_is_flagged_throttled(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    state = tmp_path / "state"
+    state.mkdir()
+    fake_tool(tmp_path / "bin", "nvme", FAKE_NVME)
+    with loop_device(tmp_path, size_mb=32, ram=True) as dev:
+        root = fake_sysfs(tmp_path / "sys", dev.path, NVME_DIR, {})
+        env = {"PROFILER_TUI_SYSFS": str(root), "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}",
+               "FAKE_NVME_STATE": str(state), "FAKE_NVME_DOC": str(DATA / "nvme-smart-log.json"),
+               "FAKE_NVME_HOT_JOB": "/raw/0001-"}
+        proc = subprocess.run([sys.executable, "-m", "app", "run", "custom", "--target", dev.path, "--yes",
+                               "--out", str(out), "--set", "bs=4k,8k,16k", "--set", "runtime=3", "--set", "ramp_time=0",
+                               "--set", "size=16m", "--set", "telemetry_interval=1"],
+                              capture_output=True, text=True, timeout=300, cwd=ROOT, env={**os.environ, **env})
+    assert proc.returncode == 0, proc.stderr
+    recs = lines(out)
+    assert [r["index"] for r in recs] == [0, 1, 2]
+    throttled = [[f for f in r["flags"] if f["flag"] == "throttled"] for r in recs]
+    assert throttled[0] == [] and throttled[2] == [], throttled
+    (flag,) = throttled[1]
+    assert flag["reason"].startswith("while the point ran, the drive's thermal-management T1 transitions +")
+    assert recs[1]["telemetry"]["rose"]["thm_temp1_trans_count"] >= 1
+    assert all(r["telemetry"]["readings"] >= 2 and 30 < r["telemetry"]["temperature_c"]["min"] < 80 for r in recs)
+    m = meta(out)
+    assert m["telemetry"] == {"available": True, "device": "/dev/nvme0", "bus": "nvme", "tool": "nvme",
+                              "command": "nvme smart-log /dev/nvme0 -o json", "interval_s": 1,
+                              "file": "raw/telemetry.jsonl"}
+    calls = (state / "calls.log").read_text().splitlines()
+    assert set(calls) == {"smart-log /dev/nvme0 -o json"}
+    readings = [json.loads(x) for x in (out / "raw" / "telemetry.jsonl").read_text().splitlines()]
+    assert len(readings) == len(calls)
+    phases = [r["phase"] for r in readings]
+    assert phases[0] == "before" and phases[-1] == "after" and phases.count("start") == phases.count("end") == 3
+    assert "during" in phases
+    assert [r["index"] for r in readings if r["phase"] in ("start", "end")] == [0, 0, 1, 1, 2, 2]
+    report = cli("report", str(out))
+    assert report.returncode == 0, report.stderr
+    md = (out / "report.md").read_text()
+    assert "## Drive telemetry" in md and "`nvme smart-log /dev/nvme0 -o json`" in md
+    row = next(ln for ln in md.splitlines() if ln.startswith("| Thermal-management T1 transitions "))
+    assert row.split("|")[2].strip().startswith("+") and row.split("|")[2].strip() != "+0", row
+    assert "| Data written " in md and "data units of 512,000 B)" in md
+    assert "A throttle counter rose while 1 point(s) ran, flagged **throttled**: randread 8K QD1." in md
+    assert "plots/timeseries.svg" in md and (out / "plots" / "timeseries.svg").is_file()
+
+
+def test_a_target_without_a_drive_says_so_in_run_json_and_the_report(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    with loop_device(tmp_path, size_mb=16, ram=True) as dev:
+        proc = cli("run", "custom", "--target", dev.path, "--yes", "--out", str(out), "--set", "runtime=1",
+                   "--set", "ramp_time=0", "--set", "size=8m")
+        name = os.path.basename(dev.path)
+    assert proc.returncode == 0, proc.stderr
+    assert meta(out)["telemetry"] == {"available": False, "reason": (
+        f"the target is on {name}, which is not an NVMe or SCSI/SATA drive (a loop, virtual, device-mapper or RAID "
+        "device): no drive health log")}
+    assert "telemetry" not in lines(out)[0] and not (out / "raw" / "telemetry.jsonl").exists()
+    assert cli("report", str(out)).returncode == 0
+    md = (out / "report.md").read_text()
+    assert f"## Drive telemetry\n\nNone recorded: the target is on {name}, which is not an NVMe" in md
