@@ -17,6 +17,7 @@ import pytest
 from conftest import ROOT, fio_processes, interrupt_run
 from loopdev import loop_device, needs_loop
 from throttle import throttled
+from schema_check import validate_dir
 
 pytestmark = needs_loop
 
@@ -57,6 +58,7 @@ def test_steady_point_ends_when_fio_sees_steady_state_and_keeps_its_time_series(
     proc = run_custom(tmp_path, out, "iodepth=4", "steady=iops:60%", "steady_window=2", "steady_ramp=1", "runtime=40")
     wall = time.monotonic() - t0
     assert proc.returncode == 0, proc.stderr
+    validate_dir(out)  # every line written validates against the JSON Schemas
     (record,) = lines(out)
     steady = record["steady"]
     assert steady["attained"] is True and steady["criterion"] == "iops:60%"
@@ -81,6 +83,7 @@ def test_a_point_that_never_settles_runs_to_its_cap_and_is_marked(tmp_path: Path
     out = tmp_path / "never"
     proc = run_custom(tmp_path, out, "steady=iops_slope:0.0001%", "steady_window=1", "steady_ramp=0", "runtime=3")
     assert proc.returncode == 0, proc.stderr
+    validate_dir(out)  # every line written validates against the JSON Schemas
     (record,) = lines(out)
     assert record["steady"]["attained"] is False and record["steady"]["after_s"] is None
     assert {"flag": "not-steady", "reason": "iops_slope:0.0001% never held before the cap"} in record["flags"]
@@ -99,6 +102,7 @@ def test_adaptive_qd_scaling_skips_the_saturated_tail_and_resume_runs_none_of_it
         proc = cli("run", "qd-scaling", "--adaptive", "--target", dev.path, "--yes", "--out", str(out),
                    "--set", "runtime=1", "--set", "ramp_time=0", "--set", "size=64m", enter=enter)
         assert proc.returncode == 0, proc.stderr
+        validate_dir(out)  # every line written validates against the JSON Schemas
         done = sorted(r["point"]["iodepth"] for r in lines(out))
         skipped = meta(out)["skipped"]
         assert skipped, proc.stdout
@@ -127,6 +131,7 @@ def test_resume_of_an_adaptive_run_interrupted_mid_axis_decides_as_an_uninterrup
         assert fio_processes(out) == []
         resumed = cli("resume", str(out), "--yes", enter=enter)
     assert resumed.returncode == 0, resumed.stderr
+    validate_dir(out)  # every line written validates against the JSON Schemas
     final = lines(out)
     assert final[: len(kept)] == kept
     depths = sorted(r["point"]["iodepth"] for r in final)
@@ -160,6 +165,7 @@ runtime = 120
     with loop_device(tmp_path, size_mb=64, ram=True) as dev, throttled(dev.path, 20000, 20000) as enter:
         proc = cli("run", preset, "--target", dev.path, "--yes", "--out", str(out), enter=enter)
     assert proc.returncode == 0, proc.stderr
+    validate_dir(out)  # every line written validates against the JSON Schemas
     records = lines(out)
     search = [r for r in records if "operating_point" in r]
     assert len(search) == 1
@@ -208,6 +214,7 @@ def test_preconditioning_and_rounds_stop_once_snia_steady_with_the_verification_
     with loop_device(tmp_path, size_mb=64, ram=True) as dev, throttled(dev.path, 3000, 3000) as enter:
         proc = cli("run", preset, "--target", dev.path, "--yes", "--out", str(out), enter=enter)
     assert proc.returncode == 0, proc.stderr
+    validate_dir(out)  # every line written validates against the JSON Schemas
     m = meta(out)
     pre = m["precondition"]
     assert pre["status"] == "done" and pre["mode"] == "sequential" and pre["io_bytes"] == 128 << 20
@@ -229,6 +236,7 @@ def test_workload_preconditioning_runs_the_first_write_point_until_steady(tmp_pa
     out = tmp_path / "wl"
     proc = run_custom(tmp_path, out, "rw=randwrite", "runtime=1", "precondition=workload", "precondition_cap=4")
     assert proc.returncode == 0, proc.stderr
+    validate_dir(out)  # every line written validates against the JSON Schemas
     pre = meta(out)["precondition"]
     assert pre["status"] == "done" and pre["mode"] == "workload" and pre["seconds"] < 15
     assert "steady" in pre and pre["steady"]["criterion"] == "iops:10%"

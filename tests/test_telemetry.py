@@ -21,6 +21,7 @@ from app import telemetry
 from app.telemetry import (Drive, find_drive, load_readings, parse_nvme_cli, parse_output, parse_smartctl,
                            point_summary, read_drive, summarise)
 from loopdev import loop_device
+from schema_check import validate_dir
 from test_procedure import cli, lines, meta
 from test_validity import ATA, PCI, fake_sysfs
 
@@ -230,6 +231,7 @@ def test_a_point_during_which_the_drives_thermal_counter_rose_is_flagged_throttl
                                "--set", "size=16m", "--set", "telemetry_interval=1"],
                               capture_output=True, text=True, timeout=300, cwd=ROOT, env={**os.environ, **env})
     assert proc.returncode == 0, proc.stderr
+    validate_dir(out)  # every line written validates against the JSON Schemas
     recs = lines(out)
     assert [r["index"] for r in recs] == [0, 1, 2]
     throttled = [[f for f in r["flags"] if f["flag"] == "throttled"] for r in recs]
@@ -268,6 +270,7 @@ def test_a_target_without_a_drive_says_so_in_run_json_and_the_report(tmp_path: P
                    "--set", "ramp_time=0", "--set", "size=8m")
         name = os.path.basename(dev.path)
     assert proc.returncode == 0, proc.stderr
+    validate_dir(out)  # every line written validates against the JSON Schemas
     assert meta(out)["telemetry"] == {"available": False, "reason": (
         f"the target is on {name}, which is not an NVMe or SCSI/SATA drive (a loop, virtual, device-mapper or RAID "
         "device): no drive health log")}

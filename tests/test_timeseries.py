@@ -20,6 +20,7 @@ from app.timeseries import samples_csv, write_cliff
 from loopdev import loop_device
 from test_procedure import ROOT, cli, lines
 from throttle import write_bps_throttle
+from schema_check import validate_dir
 
 
 def series(levels: list[float], start: float = 1.0) -> list[dict[str, Any]]:
@@ -92,6 +93,7 @@ def test_a_real_write_whose_device_slows_mid_run_has_a_cliff_in_results_report_a
                 proc.kill()
                 proc.wait()
     assert proc.returncode == 0, stderr
+    validate_dir(out)  # every line written validates against the JSON Schemas
     (record,) = lines(out)
     c = record["write_cliff"]
     assert 150e6 < c["before_bw_bytes"] < 250e6 and 30e6 < c["after_bw_bytes"] < 50e6, c

@@ -19,6 +19,7 @@ from app.link import link_of
 from app.validity import FLAGS, LEGEND, TargetFacts, flags_of, point_flags
 from loopdev import loop_device
 from test_procedure import cli, lines, meta
+from schema_check import validate_dir
 
 POINT = {"rw": "randread", "bs": 4096, "iodepth": 8, "numjobs": 2, "ioengine": "libaio", "direct": True}
 
@@ -199,6 +200,7 @@ def test_a_memory_filesystem_with_a_synchronous_engine_is_cpu_bound_short_of_dep
     with tmpfs(tmp_path) as where:
         proc = run(str(where / "file"), out, "size=64m", "rw=randread", "ioengine=sync", "iodepth=1")
     assert proc.returncode == 0, proc.stderr
+    validate_dir(out)  # every line written validates against the JSON Schemas
     (record,) = lines(out)
     got = {f["flag"]: f["reason"] for f in record["flags"]}
     assert set(got) == {"cpu-bound", "depth-not-reached", "buffered"}, record["flags"]
@@ -212,6 +214,7 @@ def test_direct_0_is_buffered_on_a_real_filesystem(tmp_path: Path) -> None:
         assert dev.mountpoint is not None
         proc = run(str(Path(dev.mountpoint) / "file"), out, "size=32m", "rw=read", "bs=128k", "direct=0")
     assert proc.returncode == 0, proc.stderr
+    validate_dir(out)  # every line written validates against the JSON Schemas
     (record,) = lines(out)
     assert {"flag": "buffered", "reason": "direct=0: the I/O went through the page cache"} in record["flags"]
 
@@ -224,6 +227,7 @@ def test_a_loop_device_faster_than_its_fake_usb2_link_is_above_link(tmp_path: Pa
         proc = run(dev.path, out, "size=64m", "rw=read", "bs=128k", "iodepth=8",
                    env={"PROFILER_TUI_SYSFS": str(root)})
     assert proc.returncode == 0, proc.stderr
+    validate_dir(out)  # every line written validates against the JSON Schemas
     (record,) = lines(out)
     assert record["metrics"]["bw_bytes"] > 60e6, "a RAM-backed loop device reads faster than USB 2.0"
     (f,) = [f for f in record["flags"] if f["flag"] == "above-link"]
