@@ -7,7 +7,7 @@ import json
 import os
 import signal
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 import click
 
@@ -22,6 +22,18 @@ if TYPE_CHECKING:  # imported where a run starts: `--help` and `presets` stay qu
     from app.sweep import RunFinished, Session
 
 ENGINE_CHOICE = click.Choice(list(presets.ENGINES))
+
+
+def on_terminal(stream: TextIO) -> bool:
+    """Whether ``stream`` goes to a terminal that can redraw (a TTY, and TERM is not ``dumb``).  There the
+    CLI draws with rich (app.console, imported only then: the UI side of the import contract); anywhere
+    else — a pipe, a file, a CI log — it prints the core's plain text."""
+    if os.environ.get("TERM") == "dumb":
+        return False
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError, OSError):  # a closed or fileno-less stream
+        return False
 
 
 def tool_lines() -> list[str]:
@@ -79,7 +91,14 @@ def devices(as_json: bool) -> int:
     from app.container import device_access_problem
 
     devs = list_devices()
-    click.echo(json.dumps(devs, indent=2) if as_json else render_devices_table(devs))
+    if as_json:
+        click.echo(json.dumps(devs, indent=2))
+    elif on_terminal(sys.stdout):
+        from app.console import print_devices
+
+        print_devices(devs, sys.stdout)
+    else:
+        click.echo(render_devices_table(devs))
     problem = device_access_problem()
     if problem:  # in a container without --privileged / -v /dev:/dev: say which flag, not "no devices"
         click.echo(problem, err=True)
@@ -99,6 +118,11 @@ def presets_cmd(ctx: click.Context, as_json: bool) -> int | None:
     summaries = [presets.summary(p) for p in presets.load_all()]
     if as_json:
         click.echo(json.dumps(summaries, indent=2))
+        return 0
+    if on_terminal(sys.stdout):
+        from app.console import print_presets
+
+        print_presets(summaries, sys.stdout)
         return 0
     rows = [[s["name"], s["kind"], s["points"], s["estimated"], "yes" if s["writes"] else "no", s["description"]]
             for s in summaries]
@@ -214,6 +238,16 @@ async def _drive(session: Session, printer: ProgressPrinter, stream: EventWriter
     return finished
 
 
+def _progress_printer(session: Session, human: TextIO, json_stream: bool) -> ProgressPrinter:
+    """A live bar (app.console) when the person's stream is a terminal, plain lines otherwise.  With
+    ``--json-stream`` onto the same terminal the events' lines would tear the bar: plain lines then too."""
+    if on_terminal(human) and not (json_stream and on_terminal(sys.stdout)):
+        from app.console import RichProgress
+
+        return RichProgress(session.kind, human)
+    return ProgressPrinter(session.kind, human)
+
+
 def _execute(session: Session, json_stream: bool = False) -> int:
     """Run a session to its end; it holds the results directory's lock until then.  With ``json_stream`` the
     events go to stdout as NDJSON (app.eventstream) and everything meant for a person to stderr."""
@@ -229,7 +263,7 @@ def _execute(session: Session, json_stream: bool = False) -> int:
         notice = session.runner.notice
         if notice:  # e.g. --engine auto falling back to the built-in memory engine
             click.echo(notice, err=True)
-        printer = ProgressPrinter(session.kind, human)
+        printer = _progress_printer(session, human, json_stream)
         try:
             finished = asyncio.run(_drive(session, printer, stream))
         finally:
@@ -377,7 +411,12 @@ def compare(directory: str, other: str | None, reference: str | None, out: str |
         from app.compare import write_text
 
         write_text(out, text)
-    click.echo(text, nl=False)
+    if on_terminal(sys.stdout):
+        from app.console import print_markdown
+
+        print_markdown(text, sys.stdout)
+    else:
+        click.echo(text, nl=False)
     return 0
 
 

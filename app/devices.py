@@ -20,6 +20,7 @@ import json
 import os
 import shutil
 import stat
+from dataclasses import dataclass
 
 from app import safety
 from app.external import run_tool
@@ -222,30 +223,56 @@ def human_size(n: int | None) -> str:
     return f"{n}B"
 
 
+@dataclass(frozen=True)
+class DeviceRow:
+    """One line of ``profiler-tui devices`` (plain text here, a rich table on a terminal: app.console)."""
+
+    depth: int  # 0 for a disk, 1 for its partitions, …
+    name: str
+    size: str
+    type: str
+    transport: str
+    rota: str
+    fs: str
+    mounted: str
+    write: str  # the write plan's verdict as shown ("ok with --yes" for a block device)
+    write_verdict: str
+    read: str
+    read_verdict: str
+    reasons: list[str]  # "write: …" for each write reason, "read: …" when reads are not simply ok
+
+
+def device_rows(devs: list[dict]) -> list[DeviceRow]:
+    rows = []
+    for depth, d in iter_devices(devs):
+        fs = d.get("fstype") or (f"{d['pttype']} table" if d.get("pttype") else "-")
+        read = d["read"]["verdict"]
+        write = d["write"]["verdict"]
+        reasons = [f"write: {r}" for r in d["write"]["reasons"]]
+        if read != safety.OK:
+            reasons += [f"read: {r}" for r in d["read"]["reasons"]]
+        rows.append(DeviceRow(
+            depth, str(d.get("path") or d["name"]), human_size(d.get("size")), str(d.get("type") or "-"),
+            str(d.get("transport") or "-"), {True: "hdd", False: "ssd"}.get(d.get("rotational"), "-"), str(fs),
+            ",".join(d.get("mountpoints") or []) or "-",
+            "ok with --yes" if write == safety.OK and d["type"] != "file" else str(write), str(write),
+            "ok with --yes" if read == safety.OK and d["read"].get("needs_yes") else str(read), str(read), reasons))
+    return rows
+
+
+DEVICE_COLUMNS = ("DEVICE", "SIZE", "TYPE", "TRAN", "ROTA", "FS/PT", "MOUNTED", "WRITE PLAN", "READ PLAN")
+
+
 def render_devices_table(devs: list[dict]) -> str:
     """Plain-text table for ``profiler-tui devices``: one row per device, its
     reasons indented beneath it (the first reason for a write plan, and the
     read-only plan's verdict when it differs)."""
-    rows = [("DEVICE", "SIZE", "TYPE", "TRAN", "ROTA", "FS/PT", "MOUNTED", "WRITE PLAN", "READ PLAN")]
+    rows = [DEVICE_COLUMNS]
     reasons: list[list[str]] = [[]]
-    for depth, d in iter_devices(devs):
-        fs = d.get("fstype") or (f"{d['pttype']} table" if d.get("pttype") else "-")
-        mounted = ",".join(d.get("mountpoints") or []) or "-"
-        if len(mounted) > 18:
-            mounted = mounted[:17] + "…"
-        rota = {True: "hdd", False: "ssd", None: "-"}[d.get("rotational")]
-        read = d["read"]["verdict"]
-        if read == safety.OK and d["read"].get("needs_yes"):
-            read = "ok with --yes"
-        write = d["write"]["verdict"]
-        if write == safety.OK and d["type"] != "file":
-            write = "ok with --yes"
-        rows.append(("  " * depth + (d.get("path") or d["name"]), human_size(d.get("size")), d.get("type") or "-",
-                     d.get("transport") or "-", rota, fs, mounted, write, read))
-        lines = [f"write: {r}" for r in d["write"]["reasons"]]
-        if d["read"]["verdict"] != safety.OK:
-            lines += [f"read: {r}" for r in d["read"]["reasons"]]
-        reasons.append(["  " * depth + "    " + line for line in lines])
+    for r in device_rows(devs):
+        mounted = r.mounted if len(r.mounted) <= 18 else r.mounted[:17] + "…"
+        rows.append(("  " * r.depth + r.name, r.size, r.type, r.transport, r.rota, r.fs, mounted, r.write, r.read))
+        reasons.append(["  " * r.depth + "    " + line for line in r.reasons])
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     right = {1}
     out = []

@@ -1,8 +1,13 @@
-"""Headless progress output: a redrawn bar with ETA on a terminal, plain lines otherwise."""
+"""Headless progress output: a run's events as plain lines (CI logs, pipes, files).
+
+On a terminal the CLI draws the same lines above a live bar instead: ``app.console.RichProgress``, a
+subclass on the UI side (rich), overrides the hooks ``_print``, ``_point_started`` and ``_bar``; this
+module keeps the state both need (points done, the current point, its live sample, the ETA) and imports
+no UI library.
+"""
 
 from __future__ import annotations
 
-import shutil
 import time
 from typing import Any, TextIO
 
@@ -13,43 +18,54 @@ from app.units import format_duration
 
 
 class ProgressPrinter:
-    def __init__(self, kind: Kind, stream: TextIO, tty: bool | None = None) -> None:
+    def __init__(self, kind: Kind, stream: TextIO) -> None:
         self.kind = kind
         self.stream = stream
-        self.tty = stream.isatty() if tty is None else tty
         self.total = 0
         self.done = 0
         self.label = ""
         self.live = ""
+        self.sample: dict[str, Any] | None = None  # the current point's (or preconditioning's) last live sample
         self.remaining_s = 0.0
         self.point_started = time.monotonic()
         self.point_estimate = 0.0
-        self._bar_shown = False
+        self.finished = False  # RunFinished seen
+
+    # --- the hooks a live display overrides ------------------------------------------------------
 
     def _print(self, line: str) -> None:
-        self._clear()
+        """One line a person reads: every completed point, failure, skip, the run's first line."""
         self.stream.write(line + "\n")
         self.stream.flush()
 
-    def _clear(self) -> None:
-        if self.tty and self._bar_shown:
-            self.stream.write("\r\x1b[2K")
-            self._bar_shown = False
+    def _point_started(self, line: str) -> None:
+        """``[i/N] label ...``: a live display shows the point in its bar instead."""
+        self._print(line)
 
     def _bar(self) -> None:
-        if not self.tty or not self.total:
-            return
-        elapsed = time.monotonic() - self.point_started
-        eta = max(0.0, self.remaining_s - elapsed)
-        frac = min(1.0, (self.done + min(1.0, elapsed / self.point_estimate if self.point_estimate else 0)) / self.total)
-        width = 24
-        filled = int(frac * width)
-        text = (f"[{'#' * filled}{'-' * (width - filled)}] {self.done}/{self.total} {frac * 100:3.0f}% "
-                f"ETA {format_duration(eta)}  {self.label}  {self.live}")
-        cols = shutil.get_terminal_size((100, 24)).columns
-        self.stream.write("\r\x1b[2K" + text[: cols - 1])
-        self.stream.flush()
-        self._bar_shown = True
+        """Redraw the live display (there is none in plain output)."""
+
+    # --- figures for a live display ---------------------------------------------------------------
+
+    def elapsed_s(self) -> float:
+        """Seconds since the current point (or preconditioning) started."""
+        return time.monotonic() - self.point_started
+
+    def eta_s(self) -> float:
+        """The estimate of what is left; a point that overruns its estimate leaves the others' estimates."""
+        elapsed = self.elapsed_s()
+        if self.point_estimate:
+            elapsed = min(elapsed, self.point_estimate)
+        return max(0.0, self.remaining_s - elapsed)
+
+    def fraction(self) -> float:
+        """Points done over the total, the current point counted by its elapsed share of its estimate."""
+        if not self.total:
+            return 0.0
+        share = min(1.0, self.elapsed_s() / self.point_estimate) if self.point_estimate else 0.0
+        return min(1.0, (self.done + share) / self.total)
+
+    # --- events -----------------------------------------------------------------------------------
 
     def handle(self, event: Any) -> None:
         from app import sweep
@@ -65,19 +81,23 @@ class ProgressPrinter:
             self.remaining_s = event.remaining_s
             self.label = point_label(self.kind, event.point)
             self.live = ""
+            self.sample = None
             self.point_started = time.monotonic()
             from app.presets import estimate_point_seconds
 
             self.point_estimate = estimate_point_seconds(event.point)
-            if not self.tty:
-                self._print(f"[{event.index + 1}/{event.total}] {self.label} ...")
+            self._point_started(f"[{event.index + 1}/{event.total}] {self.label} ...")
             self._bar()
         elif isinstance(event, Sample):
             self.live = live_line(self.kind, event.data)
+            self.sample = event.data
             self._bar()
         elif isinstance(event, sweep.PointDone):
             self.done = event.done
             self.total = event.total
+            self.remaining_s = max(0.0, self.remaining_s - self.point_estimate)  # until the next PointStarted
+            self.point_estimate = 0.0
+            self.point_started = time.monotonic()
             outcome = outcome_line(event.record)
             self._print(f"[{event.index + 1}/{event.total}] {point_label(self.kind, event.point)}: "
                         f"{metrics_line(self.kind, event.record['metrics'])}" + (f" — {outcome}" if outcome else ""))
@@ -86,10 +106,15 @@ class ProgressPrinter:
             self._print(f"[{event.index + 1}] {point_label(self.kind, event.point)} skipped: {event.reason}")
         elif isinstance(event, sweep.PreconditionStarted):
             self.label = "preconditioning"
+            self.live = ""
+            self.sample = None
+            self.point_started = time.monotonic()  # the ETA counts down from here; no point is under way
+            self.point_estimate = 0.0
             self._print(f"Preconditioning ({event.mode}): {event.description}, estimated "
                         f"{format_duration(event.estimate_s)} ...")
         elif isinstance(event, sweep.PreconditionProgress):
             self.live = live_line(self.kind, event.data)
+            self.sample = event.data
             self._bar()
         elif isinstance(event, sweep.PreconditionDone):
             r = event.record
@@ -99,8 +124,9 @@ class ProgressPrinter:
         elif isinstance(event, sweep.PointFailed):
             self._print(f"[{event.index + 1}] {point_label(self.kind, event.point)} FAILED: {event.error}")
         elif isinstance(event, sweep.RunFinished):
-            self._clear()
+            self.done = event.done
+            self.total = event.total
+            self.finished = True
 
     def close(self) -> None:
-        self._clear()
         self.stream.flush()

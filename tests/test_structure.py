@@ -18,7 +18,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = ROOT / "app"
-UI_PACKAGES = ("app.screens", "app.widgets", "app.tui")
+UI_PACKAGES = ("app.screens", "app.widgets", "app.tui", "app.console")  # app.console: the CLI's rich output
 
 
 def module_name(path: Path) -> str:
@@ -115,6 +115,8 @@ def test_the_walk_sees_imports() -> None:
     """Control: the walk finds known imports, both kinds (a walk that sees nothing passes everything)."""
     assert any(e.target == "app.presets" and not e.in_function for e in GRAPH["app.cli"])
     assert any(e.target == "app.tui" and e.in_function for e in GRAPH["app.cli"])  # the default command
+    assert any(e.target == "app.console" and e.in_function for e in GRAPH["app.cli"])  # rich, on a terminal
+    assert not any(e.target == "app.console" and not e.in_function for e in GRAPH["app.cli"])
     assert len(MODULES) > 30
 
 

@@ -35,6 +35,11 @@ def test_core_modules_load_no_ui_package() -> None:
     probe = subprocess.run([sys.executable, "-c", "import app.screens.application, sys; "
                             "print('textual' in sys.modules)"], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert probe.stdout.strip() == "True", probe.stderr
+    # the CLI's rich output on a terminal is UI too: outside the core, and it does load rich
+    assert "app.console" not in present
+    probe = subprocess.run([sys.executable, "-c", "import app.console, sys; print('rich' in sys.modules)"],
+                           capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert probe.stdout.strip() == "True", probe.stderr
 
 
 def test_import_linter_contract_is_kept() -> None:
