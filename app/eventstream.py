@@ -5,6 +5,9 @@ the event's fields (docs/results-schema.md, "Event stream"; app/schemas/event.sc
 
 - ``run_started``: ``total``, ``pending``, ``estimate_s``, ``path``;
 - ``point_started``: ``index``, ``point`` (the point's JSON table), ``done``, ``total``, ``remaining_s``;
+- ``phase``: ``index`` (-1: the preconditioning pass), ``phase`` (``layout``, ``ramp``, ``measuring``, ``steady``),
+  ``done``, ``total`` (layout: bytes of the test file laid out and to lay out; ramp: seconds of ramp_time run and
+  asked; steady: seconds of the steady-state window collected and its length; null when unknown or measuring);
 - ``sample``: ``index``, ``sample`` (what raw/*.samples.jsonl holds: one interval's figures);
 - ``point_done``: ``index``, ``done``, ``total``, ``record`` (the results.jsonl line, byte for byte the same
   object);
@@ -25,7 +28,7 @@ from typing import Any, TextIO
 
 from app.points import Point
 from app.results import SCHEMA_VERSION, now_iso
-from app.runners.base import Sample
+from app.runners.base import Phase, Sample
 
 
 def _table(point: Point) -> dict[str, Any]:
@@ -43,6 +46,13 @@ def _clean(value: Any) -> Any:
     return value
 
 
+def _figure(value: float | None) -> float | int | None:
+    """A phase's figure: whole numbers (bytes, seconds) as integers, others to the millisecond."""
+    if value is None:
+        return None
+    return int(value) if float(value).is_integer() else round(value, 3)
+
+
 def event_object(event: Any) -> dict[str, Any] | None:
     """The stream's object for one session event (None for an event the stream does not carry)."""
     from app import sweep
@@ -56,6 +66,9 @@ def event_object(event: Any) -> dict[str, Any] | None:
                 "total": event.total, "remaining_s": round(event.remaining_s, 3)}
     elif isinstance(event, Sample):
         body = {"event": "sample", "index": event.index, "sample": event.data}
+    elif isinstance(event, Phase):
+        body = {"event": "phase", "index": event.index, "phase": event.phase, "done": _figure(event.done),
+                "total": _figure(event.total)}
     elif isinstance(event, sweep.PointDone):
         body = {"event": "point_done", "index": event.index, "done": event.done, "total": event.total,
                 "record": event.record}

@@ -4,7 +4,7 @@ The CLI and the TUI drive the same :class:`Session`::
 
     session = new_session(preset, target=..., out=..., yes=True)
     async for event in session.events():
-        ...   # RunStarted, PointStarted, Sample, PointDone, PointFailed, RunFinished
+        ...   # RunStarted, PointStarted, Phase, Sample, PointDone, PointFailed, RunFinished
 
 Cancelling the task that iterates ``events()`` stops the child process (the runner's
 ``finally``), marks the run ``interrupted`` and keeps every completed point.
@@ -25,7 +25,7 @@ import os
 import signal
 import stat
 import time
-from contextlib import contextmanager
+from contextlib import aclosing, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, AsyncGenerator, Callable, Iterator, Sequence
@@ -43,7 +43,7 @@ from app.validity import TargetFacts, point_flags, target_facts
 from app.results import (SCHEMA_VERSION, ResultsDir, check_dir_path, make_dirs, new_run_dir, now_iso, remove_dirs,
                          write_new)
 from app.runners import get_runner
-from app.runners.base import Context, Result, Runner, Sample
+from app.runners.base import Context, Phase, Result, Runner, Sample
 from app.runners.fio import check_target_name, precondition_job
 from app.space import check_free_space
 
@@ -126,7 +126,7 @@ class RunFinished:
     path: Path
 
 
-Event = (RunStarted | PointStarted | Sample | PointDone | PointFailed | PointSkipped | PreconditionStarted
+Event = (RunStarted | PointStarted | Phase | Sample | PointDone | PointFailed | PointSkipped | PreconditionStarted
          | PreconditionProgress | PreconditionDone | RunFinished)
 
 
@@ -333,8 +333,9 @@ class Session:
                 await rec.take("before", None)
                 polling = asyncio.ensure_future(rec.poll())
             if self._needs_precondition(meta):
-                async for event in self._precondition(ctx):
-                    yield event
+                async with aclosing(self._precondition(ctx)) as precondition:  # fio stopped when we leave
+                    async for event in precondition:
+                        yield event
             for batch in self._batches(pending):
                 batch = [(i, p) for i, p in batch if i not in skipped]
                 if not batch:
@@ -351,7 +352,7 @@ class Session:
                 stream = self.runner.run(batch, ctx)
                 try:
                     async for ev in stream:
-                        if isinstance(ev, Sample):
+                        if isinstance(ev, (Sample, Phase)):  # live figures; what fio is doing (layout, ramp …)
                             yield ev
                             continue
                         if not isinstance(ev, Result):
@@ -488,11 +489,14 @@ class Session:
         result: Result | None = None
         if self.recorder is not None:
             await self.recorder.start_point(None)
-        async for ev in job.run(ctx):
-            if isinstance(ev, Sample):
-                yield PreconditionProgress(ev.data)
-            else:
-                result = ev
+        async with aclosing(job.run(ctx)) as events:
+            async for ev in events:
+                if isinstance(ev, Sample):
+                    yield PreconditionProgress(ev.data)
+                elif isinstance(ev, Phase):  # index -1: the preconditioning pass
+                    yield ev
+                else:
+                    result = ev
         record: dict[str, Any] = {"mode": self.procedure.precondition, "description": job.description,
                                   "started": started, "ended": now_iso(), "seconds": round(time.monotonic() - t0, 3)}
         if self.recorder is not None:

@@ -103,3 +103,21 @@ def test_sample_tracker_differences_cumulative_dumps(tmp_path: Path) -> None:
     total_ios = sum(s["iops"] * s["interval_s"] for s in samples)
     assert total_ios == pytest.approx(final["total_ios"], rel=0.02)
     assert all(s["lat_p99_ns"] and s["lat_mean_ns"] for s in samples)
+
+
+def _dump(ts_ms: int, ios: int, runtime_ms: int) -> dict:
+    return {"timestamp_ms": ts_ms, "jobs": [{"read": {"total_ios": ios, "io_bytes": ios * 4096, "runtime": runtime_ms,
+                                                    "lat_ns": {"N": ios, "mean": 80000.0}}}]}
+
+
+def test_a_ramp_that_ends_between_two_dumps_restarts_the_differences() -> None:
+    """ramp_time=1 at 12,000 IOPS: the first dump 0.2 s into the ramp (2,400 I/Os), the next 0.9 s after the ramp
+    ended (10,800 I/Os counted again from zero).  The counters grew, so only the runtime falling behind fio's
+    clock shows the reset: the sample is 12,000 IOPS over 0.9 s, not 8,400 over 1 s."""
+    tracker = SampleTracker()
+    first = tracker.update(_dump(1_000_200, 2_400, 200), 0.2)
+    assert first is not None and first["iops"] == pytest.approx(12_000)
+    second = tracker.update(_dump(1_001_900, 10_800, 900), 1.9)
+    assert second is not None and second["iops"] == pytest.approx(12_000) and second["interval_s"] == 0.9
+    third = tracker.update(_dump(1_002_900, 22_800, 1_900), 2.9)  # measuring: plain differences again
+    assert third is not None and third["iops"] == pytest.approx(12_000) and third["interval_s"] == 1.0

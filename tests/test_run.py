@@ -76,7 +76,10 @@ def test_five_second_point_streams_live_samples(tmp_path: Path) -> None:
     async def collect() -> tuple[list[dict], list[Result]]:
         samples, results = [], []
         async for ev in FioRunner().run([(0, point)], ctx):
-            (samples.append(ev.data) if isinstance(ev, Sample) else results.append(ev))
+            if isinstance(ev, Sample):
+                samples.append(ev.data)
+            elif isinstance(ev, Result):  # (Phase events say what fio is doing: tests/test_phase.py)
+                results.append(ev)
         return samples, results
 
     samples, results = asyncio.run(collect())

@@ -2,9 +2,10 @@
 
 A runner executes one or more consecutive plan points (a *batch*: points whose
 ``batch_key`` is equal, e.g. the delays of one MLC invocation) and yields, as they
-happen, :class:`Sample` events (live figures) and one :class:`Result` per point; what it
-did to the machine that the run must remember goes to run.json through ``Context.note``
-(the sweep owns that file).
+happen, :class:`Sample` events (live figures), :class:`Phase` events (what the tool is doing:
+laying out the test file, ramp, measuring, the steady-state window) and one :class:`Result` per
+point; what it did to the machine that the run must remember goes to run.json through
+``Context.note`` (the sweep owns that file).
 Cancelling the consuming task must stop any child process in the runner's ``finally``.
 """
 
@@ -28,6 +29,28 @@ class Sample:
     data: dict[str, Any]  # storage: t, iops, bw_bytes, lat_mean_ns, lat_p99_ns; memory: delay, latency_ns, bandwidth_mbps
 
 
+PHASES = ("layout", "ramp", "measuring", "steady")
+
+
+@dataclass
+class Phase:
+    """What the measuring tool is doing in the point now (fio; the memory runner yields none):
+
+    - ``layout``: laying out the test file before any I/O, ``done`` of ``total`` bytes (``done`` is None when
+      the progress cannot be read);
+    - ``ramp``: ``done`` of ``total`` seconds of ``ramp_time`` run, not measured;
+    - ``measuring``: measuring (``done`` and ``total`` None);
+    - ``steady``: measuring a point with a steady criterion, ``done`` of ``total`` seconds of fio's
+      steady-state window collected.
+
+    A runner yields one when the phase or its figure changes."""
+
+    index: int  # plan index of the point; -1 for the preconditioning pass
+    phase: str  # one of PHASES
+    done: float | None = None
+    total: float | None = None
+
+
 @dataclass
 class Result:
     index: int
@@ -38,7 +61,7 @@ class Result:
     files: dict[str, Path] = field(default_factory=dict)  # suffix → a raw file the runner wrote itself
 
 
-Event: TypeAlias = Sample | Result
+Event: TypeAlias = Sample | Phase | Result
 
 
 def _forget(key: str, entry: dict[str, Any]) -> None:
@@ -125,6 +148,33 @@ class Child:
         assert self.proc.stdout is not None
         while chunk := await self.proc.stdout.read(size):
             yield chunk
+
+    async def chunks_ticking(self, every_s: float, ticking: Callable[[], bool],
+                             size: int = 1 << 16) -> AsyncGenerator[bytes | None, None]:
+        """``chunks()``, and ``None`` each time ``every_s`` seconds pass without output while ``ticking()`` is
+        true: the caller polls something between the child's outputs (fio laying out a file prints nothing
+        for seconds).  The pending read is cancelled when the generator is closed: no task outlives it."""
+        assert self.proc.stdout is not None
+        read: asyncio.Future[bytes] | None = None
+        try:
+            while True:
+                if read is None and not ticking():
+                    chunk = await self.proc.stdout.read(size)  # as chunks() does
+                else:
+                    if read is None:
+                        read = asyncio.ensure_future(self.proc.stdout.read(size))
+                    done, _ = await asyncio.wait({read}, timeout=every_s if ticking() else None)
+                    if not done:
+                        yield None
+                        continue
+                    chunk, read = read.result(), None
+                if not chunk:
+                    return
+                yield chunk
+        finally:
+            if read is not None and not read.done():
+                read.cancel()
+                await asyncio.wait({read})  # gone before the generator is
 
     async def lines(self, max_chars: int) -> AsyncIterator[str]:
         """The child's stdout decoded (UTF-8, errors replaced), one complete line at a time with its line

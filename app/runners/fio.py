@@ -13,8 +13,9 @@ import shutil
 import stat
 import subprocess
 import time
+from contextlib import aclosing
 from pathlib import Path
-from typing import IO, Any, AsyncGenerator, AsyncIterator, Hashable, Sequence
+from typing import IO, Any, AsyncGenerator, Hashable, Sequence
 
 from dataclasses import dataclass, replace
 
@@ -24,13 +25,15 @@ from app.presets import MAX_SECONDS
 from app.procedure import (ASSUMED_PRECONDITION_BYTES_PER_S, SEQUENTIAL_PRECONDITION_BS, SEQUENTIAL_PRECONDITION_PASSES,
                            SEQUENTIAL_PRECONDITION_QD, Procedure, first_write_point, region_size)
 from app.results import write_new
-from app.runners.base import Child, Context, Event, Result, Runner, Sample
-from app.runners.fio_parse import (PERCENTILE_LIST, DocumentSplitter, SampleTracker, metrics, operating_point,
-                                   steady_progress, steady_result)
+from app.runners.base import Child, Context, Event, Phase, Result, Runner, Sample
+from app.runners.fio_parse import (PERCENTILE_LIST, DocumentSplitter, PhaseTracker, SampleTracker, io_started,
+                                   metrics, operating_point, steady_progress, steady_result)
 from app.timeseries import MAX_SERIES, write_cliff
 from app.units import format_duration, format_size
 
 STATUS_INTERVAL_S = 1
+LAYOUT_POLL_S = 0.5  # how often fio's progress laying out the test file is read, until its first status dump
+READ_MODES = frozenset({"read", "randread", "rw", "randrw"})  # fio's td_read(): jobs that read the file
 
 
 def fio_binary() -> str:
@@ -71,6 +74,49 @@ def _existing_size(path: str) -> int | None:
             os.close(fd)
     except OSError:
         return None
+
+
+def layout_bytes(point: StoragePoint, target: str, read_only: bool) -> int | None:
+    """The bytes fio writes laying out the test file before the job's first I/O, or None when it lays out
+    nothing.  fio fills the whole file (``size``) when the target is a regular file (or none yet) smaller
+    than the job's size and the job reads; a write-only job gets a new file that is only allocated, a block
+    device or a read-only job (size clamped to the file) is never laid out.  Looks at the target with
+    ``os.stat`` only."""
+    if read_only or point.rw not in READ_MODES:
+        return None
+    try:
+        st = os.stat(target)
+    except FileNotFoundError:
+        return point.size
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode) or st.st_size >= point.size:
+        return None
+    return point.size
+
+
+def written_bytes(pid: int) -> int | None:
+    """What a process has written so far: ``wchar`` of /proc/PID/io (bytes passed to write calls, all its
+    threads), None when it cannot be read.  fio lays a file out with ftruncate and fallocate first (the
+    file has its full size and blocks at once) and then writes it in order, so its own write count is the
+    layout's progress; the file's size or blocks are not."""
+    try:
+        with open(f"/proc/{pid}/io", "rb") as f:
+            text = f.read(4096)
+    except OSError:
+        return None
+    for line in text.splitlines():
+        key, _, value = line.partition(b":")
+        if key == b"wchar":
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return None
+
+
+def phase_tracker(point: StoragePoint) -> PhaseTracker:
+    return PhaseTracker(float(point.ramp_time), float(point.steady_window or 5) if point.steady is not None else None)
 
 
 def point_writes(point: StoragePoint) -> bool:
@@ -227,10 +273,13 @@ class FioRunner(Runner):
         for index, point in items:
             if not isinstance(point, StoragePoint):
                 raise TypeError(f"the fio runner measures storage points, not {point!r}")
-            async for event in self.run_point(index, point, ctx):
-                yield event
+            # closed here, not by the garbage collector later: fio is stopped before our own close returns
+            async with aclosing(self.run_point(index, point, ctx)) as events:
+                async for event in events:
+                    yield event
 
-    async def run_point(self, index: int, point: StoragePoint, ctx: Context) -> AsyncIterator[Sample | Result]:
+    async def run_point(self, index: int, point: StoragePoint,
+                        ctx: Context) -> AsyncGenerator[Sample | Phase | Result, None]:
         assert ctx.target is not None
         text = job_file(point, ctx.target, ctx.plan_writes)
         read_only = read_only_job(ctx.target, ctx.plan_writes)
@@ -238,9 +287,11 @@ class FioRunner(Runner):
         stem = f"{index:04d}-{job_name(point)}"
         job_path = ctx.raw_dir / f"{stem}.fio"
         write_new(job_path, text.encode())  # removed again if the disk is full
-        run = _FioRun(index, job_path, ctx.raw_dir / f"{stem}{SAMPLES_SUFFIX}")
-        async for sample in run.stream(fio_command(str(job_path), read_only)):
-            yield sample
+        run = _FioRun(index, job_path, ctx.raw_dir / f"{stem}{SAMPLES_SUFFIX}", phase_tracker(point),
+                      layout_bytes(point, ctx.target, read_only))
+        async with aclosing(run.stream(fio_command(str(job_path), read_only))) as stream:
+            async for sample in stream:
+                yield sample
         raw: dict[str, str | bytes] = {".fio": text}
         if run.stderr.strip() or run.noise:
             raw[".stderr.txt"] = "\n".join(run.noise + [run.stderr])
@@ -282,15 +333,17 @@ class PreconditionJob:
     description: str
     estimate_s: float
 
-    async def run(self, ctx: Context) -> AsyncIterator[Sample | Result]:
+    async def run(self, ctx: Context) -> AsyncGenerator[Sample | Phase | Result, None]:
         assert ctx.target is not None
         text = job_file(self.point, ctx.target, True, self.more)
         ctx.raw_dir.mkdir(parents=True, exist_ok=True)
         job_path = ctx.raw_dir / "precondition.fio"
         write_new(job_path, text.encode())
-        run = _FioRun(-1, job_path, ctx.raw_dir / f"precondition{SAMPLES_SUFFIX}")
-        async for sample in run.stream(fio_command(str(job_path))):
-            yield sample
+        run = _FioRun(-1, job_path, ctx.raw_dir / f"precondition{SAMPLES_SUFFIX}", phase_tracker(self.point),
+                      layout_bytes(self.point, ctx.target, False))
+        async with aclosing(run.stream(fio_command(str(job_path)))) as stream:
+            async for sample in stream:
+                yield sample
         raw: dict[str, str | bytes] = {".fio": text}
         if run.stderr.strip() or run.noise:
             raw[".stderr.txt"] = "\n".join(run.noise + [run.stderr])
@@ -348,12 +401,16 @@ def precondition_job(procedure: Procedure, plan: Sequence[Point], ctx: Context) 
 
 class _FioRun:
     """One fio process: its live samples (also appended, one JSON line each, to the point's samples file
-    as they come, so an interrupted point keeps what it measured), its last document, its stderr."""
+    as they come, so an interrupted point keeps what it measured), its phases (:class:`Phase`), its last
+    document, its stderr."""
 
-    def __init__(self, index: int, job_path: Path, samples_path: Path) -> None:
+    def __init__(self, index: int, job_path: Path, samples_path: Path, phases: PhaseTracker | None = None,
+                 layout: int | None = None) -> None:
         self.index = index
         self.job_path = job_path
         self.samples_path = samples_path
+        self.phases = phases or PhaseTracker()
+        self.layout = layout  # bytes fio lays out before its first I/O (layout_bytes), None for none
         self.last: dict[str, Any] | None = None
         self.noise: list[str] = []
         self.stderr = ""
@@ -361,16 +418,60 @@ class _FioRun:
         self.wall = 0.0
         self.samples: list[dict[str, Any]] = []  # kept for the write-cliff check (at most MAX_SERIES)
 
-    async def stream(self, argv: list[str]) -> AsyncIterator[Sample]:
+    async def stream(self, argv: list[str]) -> AsyncGenerator[Sample | Phase, None]:
         started = time.monotonic()
         child = await Child.start(*argv)
         splitter = DocumentSplitter()
         tracker = SampleTracker()
         series: IO[str] | None = None  # opened with the first sample: no empty file for a point that never ran
+        shown: tuple[str, float | None, float | None] | None = None
+        started_io = False  # fio's dumps before its first I/O (while it lays out the file) are no samples
+        # until fio starts its I/O: the layout's progress, read at least every LAYOUT_POLL_S (a bounded read of
+        # /proc, never of the target); no polling once I/O started, the layout is complete or unreadable
+        polling = self.layout is not None
+
+        def phase(now: tuple[str, float | None, float | None]) -> Phase | None:
+            nonlocal shown
+            if now == shown:
+                return None
+            shown = now
+            return Phase(self.index, *now)
+
+        def layout_progress() -> Phase | None:
+            nonlocal polling
+            assert self.layout is not None
+            written = written_bytes(child.proc.pid)
+            done = None if written is None else float(min(written, self.layout))
+            polling = done is not None and done < self.layout
+            return phase(("layout", done, float(self.layout)))
+
+        first = phase(("layout", 0.0, float(self.layout)) if self.layout is not None else self.phases.start())
+        chunks = child.chunks_ticking(LAYOUT_POLL_S, lambda: polling)
         try:
-            async for chunk in child.chunks():
+            if first is not None:
+                yield first
+            async for chunk in chunks:
+                if chunk is None:
+                    ev = layout_progress()
+                    if ev is not None:
+                        yield ev
+                    continue
                 for doc in splitter.feed(chunk.decode("utf-8", "replace")):
                     self.last = doc
+                    if not started_io:
+                        if not io_started(doc):
+                            ev = layout_progress() if polling else None
+                            if ev is not None:
+                                yield ev
+                            continue
+                        started_io, polling = True, False
+                        if self.layout is not None and shown is not None and shown[0] == "layout":
+                            ev = phase(("layout", float(self.layout), float(self.layout)))  # I/O runs: laid out
+                            if ev is not None:
+                                yield ev
+                    ev = phase(self.phases.update(doc, time.monotonic() - started))
+                    if ev is not None:
+                        yield ev
                     sample = tracker.update(doc, time.monotonic() - started)
                     if sample is None:
                         continue
@@ -387,6 +488,7 @@ class _FioRun:
                 self.last = doc
             self.stderr = await child.finish()
         finally:
+            await chunks.aclose()  # its pending read of fio's output is cancelled: nothing outlives the point
             await child.close()
             if series is not None:
                 series.close()

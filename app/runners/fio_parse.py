@@ -460,6 +460,16 @@ def _totals(doc: dict[str, Any]) -> _Totals:
     return t
 
 
+RESET_JUMP_MS = 500  # fio's runtime fell this far behind its status clock between two dumps: counters reset
+
+
+def _runtime_reset(prev: _Totals, cur: _Totals) -> bool:
+    """fio's job runtime fell behind the dumps' own clock: its counters started again (the ramp ended)."""
+    if not (prev.timestamp_ms and cur.timestamp_ms and prev.runtime_ms and cur.runtime_ms):
+        return False
+    return (cur.timestamp_ms - cur.runtime_ms) - (prev.timestamp_ms - prev.runtime_ms) > RESET_JUMP_MS
+
+
 class SampleTracker:
     """Turns fio's cumulative status dumps into per-interval samples."""
 
@@ -476,7 +486,10 @@ class SampleTracker:
             dt = (cur.runtime_ms - prev.runtime_ms) / 1000.0
         else:
             dt = cur.runtime_ms / 1000.0
-        reset = prev is not None and sum(cur.ios.values()) < sum(prev.ios.values())  # ramp_time ended
+        # ramp_time ended between the two dumps: fio zeroed its counters and the job's runtime.  The counters
+        # dropping shows it when the ramp ended early in the interval; when they grew again past the last dump,
+        # the runtime falling behind the dumps' clock (by more than RESET_JUMP_MS) still does
+        reset = prev is not None and (sum(cur.ios.values()) < sum(prev.ios.values()) or _runtime_reset(prev, cur))
         if prev is None or reset:
             prev = _Totals()
             dt = cur.runtime_ms / 1000.0 if reset or dt <= 0 else dt
@@ -497,6 +510,77 @@ class SampleTracker:
             "lat_p99_ns": _percentile_from_bins(d_bins, 99.0) if d_bins else None,
         }
         return sample
+
+
+# --- what fio is doing: ramp, measuring, the steady-state window ---------------------------------
+
+RAMP_GRACE_S = 2.0  # past ramp_time by this much with no reset of the counters seen: measuring all the same
+
+
+def _progress_counters(doc: dict[str, Any]) -> tuple[int, int]:
+    """(runtime ms, I/Os) of a status dump over all jobs and directions: cheap (no histograms)."""
+    runtime, ios = 0, 0
+    for job in job_list(doc):
+        for d in DIRECTIONS:
+            part = job.get(d)
+            if isinstance(part, dict):
+                r, n = _num(part.get("runtime")), _num(part.get("total_ios"))
+                runtime = max(runtime, int(r or 0))
+                ios += int(n or 0)
+    return runtime, ios
+
+
+def io_started(doc: dict[str, Any]) -> bool:
+    """fio has started the job's I/O.  Its status dumps come from its start on, also while it lays out the
+    test file first (seconds for a large file): those show no I/O and no runtime, and are no measurement."""
+    return _progress_counters(doc) != (0, 0)
+
+
+class PhaseTracker:
+    """What fio is doing, from its status dumps (one a second): running its ``ramp_time``, then measuring —
+    or, for a point with a steady criterion, filling the steady-state window.  ``update`` gives (phase, done,
+    total) per dump; ``start`` the phase before the first dump.
+
+    fio counts the ramp's I/O and resets its counters (and runtime) when the ramp ends.  The reset is seen
+    as the job's runtime falling behind the time since its I/O started (from the dumps' ``timestamp_ms``)
+    by more than half the ramp; a drop of the counters alone misses it when the first dump came early in
+    the ramp and the next one late after it."""
+
+    def __init__(self, ramp_s: float = 0.0, steady_window_s: float | None = None) -> None:
+        self.ramp_s = float(ramp_s)
+        self.steady_window_s = steady_window_s
+        self.in_ramp = self.ramp_s > 0
+        self._prev: tuple[int, int] | None = None
+        self._io_start_ms: float | None = None  # when the job's I/O started, on the dumps' clock
+
+    def start(self) -> tuple[str, float | None, float | None]:
+        if self.in_ramp:
+            return "ramp", 0.0, self.ramp_s
+        if self.steady_window_s is not None:
+            return "steady", 0.0, float(self.steady_window_s)
+        return "measuring", None, None
+
+    def update(self, doc: dict[str, Any], elapsed_s: float = 0.0) -> tuple[str, float | None, float | None]:
+        """``elapsed_s``: seconds since fio started, the clock used when a dump has no ``timestamp_ms``."""
+        runtime_ms, ios = _progress_counters(doc)
+        prev, self._prev = self._prev, (runtime_ms, ios)
+        if self.in_ramp:
+            now_ms = _num(doc.get("timestamp_ms")) or elapsed_s * 1000
+            if self._io_start_ms is None:
+                self._io_start_ms = now_ms - runtime_ms
+            since_ms = now_ms - self._io_start_ms
+            dropped = prev is not None and (runtime_ms < prev[0] or ios < prev[1])
+            behind = since_ms - runtime_ms > self.ramp_s * 500
+            if dropped or behind or since_ms / 1000 > self.ramp_s + RAMP_GRACE_S:
+                self.in_ramp = False
+            else:
+                return "ramp", round(min(self.ramp_s, since_ms / 1000), 3), self.ramp_s
+        if self.steady_window_s is not None:
+            steady = steady_progress(doc)
+            if steady is not None:
+                return "steady", float(steady["filled_s"]), float(steady["window_s"])
+            return "steady", 0.0, float(self.steady_window_s)
+        return "measuring", None, None
 
 
 # --- steady state and the latency-target search, from a job's JSON ------------------------------

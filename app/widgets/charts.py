@@ -1,6 +1,7 @@
 """Live charts (textual-plotext).  Data arrives as events; drawing happens at most at the screen's
 redraw tick (1–2 Hz): ``add_*`` only appends to bounded deques and marks the chart dirty, ``redraw``
-clears the plot data and plots again."""
+clears the plot data and plots again.  Every tick label carries its unit ("2ms", "50k/s", "120MB/s",
+"10s"), so no axis needs a separate unit line."""
 
 from __future__ import annotations
 
@@ -14,6 +15,53 @@ from app.units import format_count
 
 MAX_SAMPLES = 600  # ten minutes of 1 s fio status dumps per series
 MAX_POINTS = 2000
+
+
+# Units of tick labels: a chart's data unit → (scale, suffix, from) rungs.  An axis is labelled in the
+# largest rung whose ``from`` its largest |value| reaches (a value v reads v / scale + suffix), every tick
+# of the axis in that rung; ZERO is the label of 0 where the rung's own would be odd ("0k/s").
+UNITS: dict[str, tuple[tuple[float, str, float], ...]] = {
+    "IOPS": ((1.0, "/s", 0.0), (1e3, "k/s", 1e4), (1e6, "M/s", 1e6)),  # as fio prints IOPS: 5513, 22.2k, 1.2M
+    "MB/s": ((1e-3, "kB/s", 0.0), (1.0, "MB/s", 1.0), (1e3, "GB/s", 1e3)),
+    "µs": ((1e-3, "ns", 0.0), (1.0, "µs", 1.0), (1e3, "ms", 1e3), (1e6, "s", 1e6)),
+    "ns": ((1.0, "ns", 0.0), (1e3, "µs", 1e3), (1e6, "ms", 1e6)),
+    "s": ((1.0, "s", 0.0), (60.0, "min", 300.0), (3600.0, "h", 3 * 3600.0)),
+}
+ZERO = {"IOPS": "0/s"}
+
+
+def unit_rung(unit: str, values: list[float]) -> tuple[float, str]:
+    """(scale, suffix) an axis of ``values`` in ``unit`` is labelled in."""
+    top = max((abs(v) for v in values), default=0.0)
+    scale, suffix = UNITS[unit][0][:2]
+    for s, suf, start in UNITS[unit]:
+        if top >= start:
+            scale, suffix = s, suf
+    return scale, suffix
+
+
+def _decimals(step: float) -> int:
+    """Decimals that write a tick step (and so every multiple of it) exactly: 0.25 → 2, 5 → 0."""
+    for d in range(7):
+        if abs(round(step, d) - step) <= 1e-9 * max(1.0, abs(step)):
+            return d
+    return 6
+
+
+def tick_labels(ticks: list[float], unit: str, suffix: str) -> list[str]:
+    """Tick values (in the rung's unit) as labels that each carry it: "500µs", "1.5ms", "50k/s"."""
+    step = ticks[1] - ticks[0] if len(ticks) > 1 else 1.0
+    d = _decimals(step)
+    labels = []
+    for t in ticks:
+        if abs(t) <= abs(step) * 1e-9:
+            labels.append(ZERO.get(unit, "0" + suffix))
+            continue
+        text = f"{t:.{d}f}"
+        if "." in text:
+            text = text.rstrip("0").rstrip(".")
+        labels.append(text + suffix)
+    return labels
 
 
 def nice_ticks(lo: float, hi: float, count: int = 4) -> list[float]:
@@ -37,6 +85,8 @@ class Chart(PlotextPlot):
     title = ""
     xlabel = ""
     ylabel = ""
+    xunit = ""  # a key of UNITS: every tick label of the axis carries its unit ("" for a bare number)
+    yunit = ""
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:  # noqa: A002
         super().__init__(id=id, classes=classes)
@@ -50,6 +100,11 @@ class Chart(PlotextPlot):
             self.plt.ylabel(self.ylabel)
         self.redraw()
 
+    def on_resize(self) -> None:
+        """Plotted again at the new size (tick labels that fit depend on it), not at the next tick."""
+        self.dirty = True
+        self.redraw()
+
     def redraw(self) -> None:
         if not self.dirty:
             return
@@ -61,21 +116,46 @@ class Chart(PlotextPlot):
     def draw(self) -> None:  # pragma: no cover - overridden
         raise NotImplementedError
 
-    def ticks(self, axis: str, values: list[float], side: str | None = None) -> None:
+    def ticks(self, axis: str, values: list[float], side: str | None = None, unit: str | None = None) -> None:
+        """Tick positions and labels of an axis covering ``values``; labels carry ``unit`` (by default the
+        chart's ``xunit``/``yunit``), in the rung that suits the values (µs → ms, IOPS → k/s)."""
         if not values:
             return
-        ticks = nice_ticks(min(values), max(values), 3 if axis == "y" else 4)
-        step = ticks[1] - ticks[0] if len(ticks) > 1 else 1.0
-        if step >= 1:
-            labels = [format_count(t, fractions=True) for t in ticks]
+        unit = (self.xunit if axis == "x" else self.yunit) if unit is None else unit
+        count = 3 if axis == "y" else 4
+        if unit:
+            scale, suffix = unit_rung(unit, values)
+            shown = nice_ticks(min(values) / scale, max(values) / scale, count)
+            labels = tick_labels(shown, unit, suffix)
+            ticks = [t * scale for t in shown]
         else:
-            digits = max(1, math.ceil(-math.log10(step)))
-            labels = [f"{t:.{digits}f}" for t in ticks]
+            ticks = nice_ticks(min(values), max(values), count)
+            step = ticks[1] - ticks[0] if len(ticks) > 1 else 1.0
+            if step >= 1:
+                labels = [format_count(t, fractions=True) for t in ticks]
+            else:
+                digits = max(1, math.ceil(-math.log10(step)))
+                labels = [f"{t:.{digits}f}" for t in ticks]
         if axis == "y":
             # plotext declares no types; mypy reads yside's from a default it cannot see through
             self.plt.yticks(ticks, labels, yside=cast(Any, side))
         else:
+            ticks, labels = self.fitting(ticks, labels, min(values), max(values))
             self.plt.xticks(ticks, labels)
+
+    def fitting(self, ticks: list[float], labels: list[str], lo: float, hi: float) -> tuple[list[float], list[str]]:
+        """The x ticks whose labels fit side by side at this width (each at least a column apart).  plotext
+        itself drops labels that collide, but which ones varies from one process to the next."""
+        usable = max(1, self.size.width - (16 if getattr(self, "right_axis", False) else 8))
+        span = hi - lo if hi > lo else 1.0
+        kept: list[tuple[float, str]] = []
+        end = -1.0
+        for t, label in zip(ticks, labels):
+            start = (t - lo) / span * usable - len(label) / 2
+            if start >= end + 1:
+                kept.append((t, label))
+                end = start + len(label)
+        return [t for t, _ in kept] or ticks[:1], [label for _, label in kept] or labels[:1]
 
 
 class TimeSeries(Chart):
@@ -83,6 +163,8 @@ class TimeSeries(Chart):
 
     series: tuple[str, str] = ("", "")
     right_axis = False
+    xunit = "s"
+    bunit = ""  # the right axis's unit (right_axis)
 
     def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)
@@ -106,25 +188,25 @@ class TimeSeries(Chart):
         self.ticks("x", t)
         if self.right_axis:
             self.ticks("y", a, "left")
-            self.ticks("y", b, "right")
+            self.ticks("y", b, "right", self.bunit)
         else:
             self.ticks("y", a + b, "left")
 
 
 class ThroughputChart(TimeSeries):
     title = "IOPS and MB/s"
-    xlabel = "s"
     series = ("IOPS", "MB/s")
     right_axis = True
+    yunit, bunit = "IOPS", "MB/s"
 
     def add_sample(self, t: float, data: dict[str, Any]) -> None:
         self.add(t, float(data.get("iops") or 0), float(data.get("bw_bytes") or 0) / 1e6)
 
 
 class LatencyChart(TimeSeries):
-    title = "latency µs"
-    xlabel = "s"
+    title = "latency"
     series = ("mean", "p99")
+    yunit = "µs"
 
     def add_sample(self, t: float, data: dict[str, Any]) -> None:
         self.add(t, float(data.get("lat_mean_ns") or 0) / 1e3, float(data.get("lat_p99_ns") or 0) / 1e3)
@@ -139,9 +221,9 @@ class CurveChart(Chart):
         self.kind = kind
         self.points: dict[int, tuple[float, float]] = {}
         if kind == "memory":
-            self.title, self.xlabel, self.ylabel = "loaded latency", "MB/s", "ns"
+            self.title, self.xunit, self.yunit = "loaded latency vs bandwidth", "MB/s", "ns"
         else:
-            self.title, self.xlabel, self.ylabel = "latency vs throughput", "IOPS", "µs"
+            self.title, self.xunit, self.yunit = "mean latency vs IOPS", "IOPS", "µs"
 
     def add_point(self, index: int, x: float, y: float) -> None:
         self.points[index] = (x, y)
@@ -175,8 +257,8 @@ class DelayChart(Chart):
     """Memory: latency against injection delay, point by point."""
 
     title = "latency vs delay"
-    xlabel = "delay"
-    ylabel = "ns"
+    xlabel = "delay"  # the engine's injection delay, in its own units: bare numbers
+    yunit = "ns"
 
     def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)

@@ -242,3 +242,40 @@ async def test_custom_form_past_the_point_cap_says_so_and_stays(tmp_path: Path) 
         assert "110,000 points" in plan_text and "limit" in plan_text, plan_text
         await pilot.press("ctrl+r")
         assert app.screen is form and not (tmp_path / "results").exists()
+
+
+async def test_the_live_screen_says_fio_lays_out_the_test_file_before_its_first_sample(tmp_path: Path) -> None:
+    """A 1 GiB test file that does not exist yet: fio writes it whole before its first I/O (seconds), and the
+    run screen says so, with how much is written, instead of charts sitting at 0; then that fio measures."""
+    import re
+
+    app = create_app(devices=DEVICES, results_dir=tmp_path / "results", overrides=["runtime=1", "size=1g"])
+    shown: list[tuple[str, int]] = []  # every phase line shown, with the live samples drawn by then
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("p")  # presets on the test file
+        await pick_preset(pilot, "custom")
+        await pilot.press("enter")
+        run = app.screen
+        assert isinstance(run, RunScreen)
+        phase = run.query_one("#run-phase")
+        chart = run.query_one(ThroughputChart)
+
+        def watch() -> bool:
+            text = str(phase.render())
+            if text and (not shown or shown[-1][0] != text):
+                shown.append((text, len(chart.t)))
+            return run.state.finished is not None or bool(run.state.error)
+
+        await wait_for(pilot, watch, 120, "the run to finish")
+        assert run.state.error is None and run.state.finished.status == "complete"
+        assert str(phase.render()) == "", "no phase once the run is over"
+    print("phase lines shown (with the samples drawn by then):", shown)
+    layout = [(text, n) for text, n in shown if text.startswith("Laying out")]
+    assert layout, shown
+    pattern = re.compile(r"Laying out the test file: ([\d.]+) (B|KiB|MiB|GiB) of 1 GiB \((\d+) %\)")
+    assert all(pattern.fullmatch(text) and n == 0 for text, n in layout), f"before any sample: {shown}"
+    figures = [int(pattern.fullmatch(text).group(3)) for text, _ in layout]  # type: ignore[union-attr]
+    assert figures == sorted(figures) and any(0 < f < 100 for f in figures), f"progress in between: {shown}"
+    after = [text for text, _ in shown[len(layout):]]
+    assert shown[:len(layout)] == layout and after and after[0] == "Measuring", shown
+    assert (tmp_path / "results").exists()

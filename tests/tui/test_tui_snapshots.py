@@ -13,7 +13,7 @@ import pytest
 from app import presets as core
 from app import sweep
 from app.results import ResultsDir
-from app.runners.base import Sample
+from app.runners.base import Phase, Sample
 from app.screens.results import ResultsScreen
 from app.screens.run import RunScreen
 from app.screens.state import RunRequest, TargetChoice
@@ -51,6 +51,7 @@ def storage_events(plan: list[dict[str, Any]], completed: int) -> list[Any]:
     t = 0
     for i, point in enumerate(plan[:completed + 1]):
         events.append(sweep.PointStarted(i, point, i, total, 1.5 * (total - i)))
+        events.append(Phase(i, "measuring"))
         m = storage_metrics(i)
         for k in range(1, 4):
             t += 1
@@ -266,6 +267,7 @@ def steady_events(plan: list[Any], completed: int, skip_from: int | None) -> lis
         for k in range(1, 3 + filled):
             window = {"window_s": 5, "filled_s": max(0, min(5, k - 2)), "attained": i < completed and k == 2 + filled,
                       "deviation": 1.5}
+            events.append(Phase(i, "steady", float(window["filled_s"]), 5.0))
             events.append(Sample(i, {"t": float(k), "iops": m["iops"], "read_iops": m["iops"], "write_iops": 0.0,
                                      "bw_bytes": m["bw_bytes"], "lat_mean_ns": m["lat_ns"]["mean"],
                                      "lat_p99_ns": m["lat_ns"]["p99"], "steady": window}))
@@ -304,5 +306,38 @@ def test_run_adaptive_skipped_points(snap_compare) -> None:
 
     async def before(pilot) -> None:
         await show_run(pilot, steady_run(events), len(events))
+
+    assert snap_compare(app_(), run_before=before, terminal_size=SIZE)
+
+
+def test_run_storage_laying_out_the_test_file(snap_compare) -> None:
+    """fio lays out a 1 GiB test file before its first I/O: no sample yet, the screen says what fio does and
+    how far it got (and the empty charts have no ticks to label)."""
+    plan = core.apply_overrides(core.load("quick"), list(SMALL)).expand()
+    events: list[Any] = [sweep.RunStarted(len(plan), len(plan), 1.5 * len(plan), {}, RUN_DIR),
+                         sweep.PointStarted(0, plan[0], 0, len(plan), 1.5 * len(plan)),
+                         Phase(0, "layout", 0.0, float(1 << 30)),
+                         Phase(0, "layout", float(412 << 20), float(1 << 30))]
+
+    async def before(pilot) -> None:
+        await show_run(pilot, fake_run("quick", events), len(events))
+
+    assert snap_compare(app_(), run_before=before, terminal_size=SIZE)
+
+
+def test_run_storage_ramp(snap_compare) -> None:
+    """Samples of the ramp are drawn, and the screen says they are not measured."""
+    plan = core.apply_overrides(core.load("quick"), list(SMALL)).expand()
+    m = storage_metrics(0)
+    events: list[Any] = [sweep.RunStarted(len(plan), len(plan), 1.5 * len(plan), {}, RUN_DIR),
+                         sweep.PointStarted(0, plan[0], 0, len(plan), 1.5 * len(plan)), Phase(0, "ramp", 0.0, 5.0)]
+    for k in (1, 2):
+        events.append(Phase(0, "ramp", k - 0.1, 5.0))
+        events.append(Sample(0, {"t": float(k), "iops": m["iops"] * k / 2, "read_iops": m["iops"], "write_iops": 0.0,
+                                 "bw_bytes": m["bw_bytes"] * k / 2, "lat_mean_ns": m["lat_ns"]["mean"] * 4 / k,
+                                 "lat_p99_ns": m["lat_ns"]["p99"] * 4 / k}))
+
+    async def before(pilot) -> None:
+        await show_run(pilot, fake_run("quick", events), len(events))
 
     assert snap_compare(app_(), run_before=before, terminal_size=SIZE)
