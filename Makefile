@@ -8,7 +8,7 @@ APT_PKGS := fio util-linux fdisk e2fsprogs tmux librsvg2-bin nvme-cli smartmonto
 MEMLAT := native/memlat/build/memlat
 
 # mypy: the type check of app/ (configured in pyproject.toml)
-.PHONY: typecheck setup system-deps venv native run test test-fast bench bench-fio bench-mem bench-report bench-tui bench-steady native-asan container-test clean
+.PHONY: typecheck setup system-deps venv native run test test-fast bench bench-fio bench-mem bench-report bench-tui bench-steady bench-runs native-asan container-test clean
 
 setup: system-deps venv native
 
@@ -53,7 +53,7 @@ test-fast: setup
 	$(BIN)/lint-imports
 	$(BIN)/mypy
 
-bench: bench-fio bench-mem bench-report bench-tui bench-steady
+bench: bench-fio bench-mem bench-report bench-tui bench-steady bench-runs
 
 bench-fio: setup
 	$(BIN)/python bench/fio_overhead.py
@@ -75,6 +75,11 @@ bench-tui: setup
 # wall share), on a RAM-backed loop device the script creates and removes; about 12 minutes
 bench-steady: setup
 	$(BIN)/python bench/steady.py
+
+# the runs browser listing 500 synthetic results directories: the core's scan and, in the TUI, key to full
+# table (target < 0.5 s)
+bench-runs: setup
+	$(BIN)/python bench/runs_browser.py
 
 typecheck: setup
 	$(BIN)/mypy

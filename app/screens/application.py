@@ -15,8 +15,9 @@ from textual.binding import Binding
 from textual.screen import Screen
 
 from app.screens import strings
-from app.screens.messages import ShowCustomSweep, ShowDevices, ShowPresets, ShowResults, StartRun
-from app.screens.state import Options, TargetChoice, run_request
+from app.screens.messages import (ResumeRun, ShowCompare, ShowCustomSweep, ShowDevices, ShowImport, ShowPresets,
+                                  ShowReport, ShowResults, ShowRuns, StartRun)
+from app.screens.state import Options, ResumeTarget, RunRequest, TargetChoice, resume_target, run_request
 from app.widgets import MIN_HEIGHT, MIN_WIDTH
 
 if TYPE_CHECKING:
@@ -37,6 +38,7 @@ class ProfilerApp(App[int]):
     VERTICAL_BREAKPOINTS = [(0, "-too-short"), (MIN_HEIGHT, "-short"), (20, "-tall")]
     BINDINGS = [
         Binding("question_mark", "help", "Help", key_display="?"),
+        Binding("h", "runs", "Runs"),
         Binding("q", "request_quit", "Quit"),
         # ctrl+c does what it does in a shell: quits, asking first while a run is in progress (a second
         # ctrl+c answers yes). Priority: also from a text field, where Textual would copy instead.
@@ -106,6 +108,9 @@ class ProfilerApp(App[int]):
         yield SystemCommand("Devices", "Back to the device list", self.action_devices)
         yield SystemCommand("Presets on the test file", "Pick a preset for the default test file",
                             self.action_presets)
+        yield SystemCommand("Runs", "Every results directory: open, report, resume, compare, import", self.action_runs)
+        yield SystemCommand("Import", "Import fio JSON or MLC text outputs into a results directory",
+                            self.action_import)
 
     def action_help(self) -> None:
         from app.screens.help import HelpScreen
@@ -126,7 +131,79 @@ class ProfilerApp(App[int]):
         if self.active_run() is None:
             self.push_presets(TargetChoice.test_file(self.options.results_dir))
 
+    def action_runs(self) -> None:
+        from app.screens.runs import RunsScreen
+
+        if isinstance(self.screen, RunsScreen):
+            return
+        for screen in self.screen_stack:  # one runs browser: back to it rather than a second one
+            if isinstance(screen, RunsScreen):
+                while self.screen is not screen and len(self.screen_stack) > 1:
+                    self.pop_screen()
+                return
+        self.push_screen(RunsScreen())
+
+    def action_import(self) -> None:
+        from app.screens.importer import ImportScreen
+
+        if not isinstance(self.screen, ImportScreen):
+            self.push_screen(ImportScreen())
+
     # --- what screens ask for -------------------------------------------------------------------
+
+    @on(ShowRuns)
+    def show_runs(self, message: ShowRuns) -> None:
+        self.action_runs()
+
+    @on(ShowImport)
+    def show_import(self, message: ShowImport) -> None:
+        self.action_import()
+
+    @on(ShowReport)
+    def show_report(self, message: ShowReport) -> None:
+        from app.screens.report import ReportScreen
+
+        self.push_screen(ReportScreen(message.path))
+
+    @on(ShowCompare)
+    def show_compare(self, message: ShowCompare) -> None:
+        from app.screens.compare import CompareScreen
+
+        self.push_screen(CompareScreen(message.a, message.b, message.reference))
+
+    @on(ResumeRun)
+    def resume_run(self, message: ResumeRun) -> None:
+        """Read the run again (off the event loop), confirm its target as for a new run, then the run screen."""
+        self.notify(strings.RUNS_RESUME_CHECKING.format(name=message.path.name), timeout=3)
+        self.run_worker(self._resume(message.path), group="resume", exclusive=True, exit_on_error=False)
+
+    async def _resume(self, path: Path) -> None:
+        found = await asyncio.to_thread(resume_target, path)
+        if isinstance(found, str):
+            self.notify(strings.RUNS_RESUME_REFUSED.format(name=path.name, error=found), severity="error", timeout=10)
+            return
+        if found.device is None:  # a file target (or memory): checked by the session itself, as for a new run
+            target = TargetChoice(label=found.target, path=found.target) if found.target else None
+            self._push_resume(found, target)
+            return
+        from app.screens.confirm import ConfirmTarget
+
+        def confirmed(choice: TargetChoice | None) -> None:
+            if choice is None:
+                return
+            if found.writes and not choice.allow_writes:
+                self.notify(strings.RUNS_RESUME_WRITES.format(name=path.name, target=found.target),
+                            severity="error", timeout=10)
+                return
+            self._push_resume(found, choice)
+
+        self.push_screen(ConfirmTarget(found.device), confirmed)
+
+    def _push_resume(self, found: ResumeTarget, target: TargetChoice | None) -> None:
+        from app.screens.run import RunScreen
+
+        request = RunRequest(preset=found.preset, target=target, out=found.path, resume=True)
+        self.push_screen(RunScreen(request))
 
     @on(ShowPresets)
     def show_presets(self, message: ShowPresets) -> None:

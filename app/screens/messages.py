@@ -47,3 +47,37 @@ class ShowResults(Message):
     def __init__(self, path: Path) -> None:
         super().__init__()
         self.path = path
+
+
+class ShowRuns(Message):
+    """The runs browser (every results directory)."""
+
+
+class ShowReport(Message):
+    """The report of a results directory, inside the TUI."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path
+
+
+class ShowCompare(Message):
+    """Run ``a`` against run ``b``, or against the reference sheet ``reference`` (``b`` None)."""
+
+    def __init__(self, a: Path, b: Path | None, reference: str | None = None) -> None:
+        super().__init__()
+        self.a = a
+        self.b = b
+        self.reference = reference
+
+
+class ShowImport(Message):
+    """The import form (fio JSON / MLC text files into a new results directory)."""
+
+
+class ResumeRun(Message):
+    """Finish the interrupted run in ``path``: its target confirmed again, then the run screen."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path

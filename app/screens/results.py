@@ -16,7 +16,7 @@ from textual.worker import Worker, WorkerState
 from app.points import Kind
 from app.results import ResultsDir
 from app.screens import strings
-from app.screens.messages import ShowDevices
+from app.screens.messages import ShowDevices, ShowReport
 from app.widgets import TooSmall
 from app.summary import point_label
 from app.units import format_count
@@ -81,13 +81,14 @@ def export_report(results: Path, destination: str) -> Path:
 class ExportModal(ModalScreen[str | None]):
     BINDINGS = [Binding("escape", "cancel", "Cancel"), Binding("enter", "noop", "Export", show=True)]
 
-    def __init__(self, default: str) -> None:
+    def __init__(self, default: str, prompt: str = strings.EXPORT_PROMPT) -> None:
         super().__init__()
         self.default = default
+        self.prompt = prompt
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="modal-box", id="export-box"):
-            yield Static(strings.EXPORT_PROMPT)
+            yield Static(self.prompt)
             yield Input(self.default, id="export-path")
             with Horizontal(classes="buttons"):
                 yield Button("Export", id="export", variant="primary")
@@ -115,6 +116,7 @@ class ResultsScreen(Screen[None]):
         Binding("s", "sort", "Sort"),
         Binding("S", "reverse", "Reverse"),
         Binding("e", "export", "Export"),
+        Binding("v", "report", "Report"),
         Binding("escape", "back", "Back"),
         Binding("d", "devices", "Devices"),
     ]
@@ -209,6 +211,9 @@ class ResultsScreen(Screen[None]):
 
     def action_back(self) -> None:
         self.app.pop_screen()
+
+    def action_report(self) -> None:
+        self.post_message(ShowReport(self.path))
 
     def action_devices(self) -> None:
         self.post_message(ShowDevices())

@@ -6,6 +6,7 @@ engine) and the session marks the run interrupted, keeping every completed point
 from __future__ import annotations
 
 import asyncio
+import math
 import threading
 from pathlib import Path
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from textual.worker import Worker, WorkerState
 from app import sweep
 from app.container import results_volume_warning
 from app.points import Kind
-from app.runners.base import Sample
+from app.runners.base import Phase, Sample
 from app.screens import strings
 from app.widgets import TooSmall
 from app.screens.confirm import YesNo
@@ -43,6 +44,39 @@ def describe_error(error: BaseException | None) -> str:
     if isinstance(error, OSError) and error.strerror:
         return f"{error.strerror}: {error.filename}" if error.filename else error.strerror
     return str(error) or type(error).__name__
+
+
+def _size(nbytes: float) -> str:
+    """Binary units, never rounded up: 412 MiB, 1 GiB, 1.5 GiB (a figure in progress must not read done)."""
+    for unit, mult in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if nbytes >= mult:
+            value = nbytes / mult
+            shown = math.floor(value) if value >= 10 else math.floor(value * 10) / 10
+            return f"{shown:g} {unit}"
+    return f"{max(0, int(nbytes))} B"
+
+
+def _seconds(value: float) -> str:
+    return f"{math.floor(value + 1e-9):d}" if value >= 1 or value == 0 else f"{value:.1f}"
+
+
+def phase_text(phase: Phase | None) -> str:
+    """What fio is doing, in words: "Laying out the test file: 412 MiB of 1 GiB (40 %)", "Ramp: 2 of 5 s, not
+    measured", "Measuring", "Steady-state window: 3 of 5 s" ("" with no phase)."""
+    if phase is None:
+        return ""
+    done, total = phase.done, phase.total
+    if phase.phase == "layout" and total:
+        if done is None:
+            return strings.PHASE_LAYOUT_UNKNOWN.format(total=_size(total))
+        return strings.PHASE_LAYOUT.format(done=_size(done), total=_size(total),
+                                           percent=math.floor(100 * min(done, total) / total))
+    if phase.phase == "ramp" and total:
+        return strings.PHASE_RAMP.format(done=_seconds(done or 0), total=f"{total:g}")
+    if phase.phase == "steady" and total:
+        text = strings.PHASE_PRECONDITION_STEADY if phase.index < 0 else strings.PHASE_STEADY
+        return text.format(done=_seconds(done or 0), total=f"{total:g}")
+    return strings.PHASE_PRECONDITIONING if phase.index < 0 else strings.PHASE_MEASURING
 
 
 def mark_interrupted(session: sweep.Session) -> None:
@@ -70,6 +104,7 @@ class RunState:
     finished: sweep.RunFinished | None = None
     error: str | None = None
     events_seen: int = 0
+    phase: Phase | None = None  # what fio is doing in the current point (layout, ramp, measuring, steady)
 
 
 class RunScreen(Screen[None]):
@@ -104,6 +139,8 @@ class RunScreen(Screen[None]):
             with Horizontal(id="run-progress"):
                 yield ProgressBar(total=None, show_eta=False, id="progress")
                 yield Static("", id="eta")
+            if self.kind != Kind.MEMORY:  # what fio is doing (the memory engines report no phases)
+                yield Static("", id="run-phase")
             with TabbedContent(initial="live", id="run-tabs"):
                 with TabPane("Live 1", id="live"):
                     with Horizontal(classes="charts"):
@@ -139,6 +176,8 @@ class RunScreen(Screen[None]):
     def _new_session(self) -> sweep.Session:
         r = self.request
         t = r.target
+        if r.resume:  # the run in r.out, its target checked again with the confirmations given now
+            return sweep.load_session(r.out, yes=bool(t and t.yes), allow_destructive=bool(t and t.allow_destructive))
         return sweep.new_session(r.preset, target=t.path if t else None, out=r.out, yes=bool(t and t.yes),
                                  allow_destructive=bool(t and t.allow_destructive), engine=r.engine,
                                  overrides=r.overrides)
@@ -207,6 +246,8 @@ class RunScreen(Screen[None]):
         if event.worker is not self.worker:
             return
         event.stop()
+        if event.state in (WorkerState.ERROR, WorkerState.CANCELLED, WorkerState.SUCCESS):
+            self.state.phase = None  # fio is no longer doing anything
         if event.state == WorkerState.ERROR:
             self.state.error = describe_error(event.worker.error)
             self.state.status = "failed"
@@ -246,10 +287,12 @@ class RunScreen(Screen[None]):
         st.t_offset = st.t_last
         st.current = point_label(self.kind, ev.point)
         st.live = ""
+        st.phase = None
         self.log_line(strings.RUN_POINT.format(n=ev.index + 1, total=ev.total, label=st.current), short=False)
 
     def _on_point_done(self, ev: sweep.PointDone) -> None:
         self.state.done = ev.done
+        self.state.phase = None
         label = point_label(self.kind, ev.record["point"])
         outcome = outcome_line(ev.record)
         self.log_line(strings.RUN_POINT_DONE.format(n=ev.index + 1, total=ev.total, label=label,
@@ -266,6 +309,7 @@ class RunScreen(Screen[None]):
 
     def _on_point_failed(self, ev: sweep.PointFailed) -> None:
         self.state.failed += 1
+        self.state.phase = None
         self.log_line(strings.RUN_POINT_FAILED.format(n=ev.index + 1, total=self.state.total,
                                                       label=point_label(self.kind, ev.point), error=ev.error))
 
@@ -279,6 +323,7 @@ class RunScreen(Screen[None]):
         st = self.state
         st.current = strings.RUN_PRECONDITION_LABEL.format(mode=ev.mode)
         st.live = ""
+        st.phase = None
         st.point_started = self.clock()
         self.log_line(strings.RUN_PRECONDITION.format(mode=ev.mode, description=ev.description,
                                                       estimate=format_duration(ev.estimate_s)))
@@ -291,6 +336,7 @@ class RunScreen(Screen[None]):
         outcome = outcome_line(r)
         self.state.current = ""
         self.state.live = ""
+        self.state.phase = None
         self.log_line(strings.RUN_PRECONDITION_DONE.format(
             seconds=format_duration(float(r.get("seconds") or 0)), written=float(r.get("io_bytes") or 0) / 1e9,
             bw=float(r.get("bw_bytes") or 0) / 1e6, outcome=strings.RUN_OUTCOME.format(outcome=outcome) if outcome else ""))
@@ -301,10 +347,14 @@ class RunScreen(Screen[None]):
         st.done, st.total, st.failed, st.status = ev.done, ev.total, ev.failed, ev.status
         st.remaining_s = 0
         st.current = ""
+        st.phase = None
         failed = strings.RUN_FAILED_N.format(n=ev.failed) if ev.failed else ""
         if st.skipped:
             failed += strings.RUN_SKIPPED_N.format(n=st.skipped)
         self.log_line(strings.RUN_FINISHED.format(status=ev.status, done=ev.done, total=ev.total, failed=failed))
+
+    def _on_phase(self, ev: Phase) -> None:
+        self.state.phase = ev
 
     def add_sample(self, ev: Sample) -> None:
         d = ev.data
@@ -325,6 +375,7 @@ class RunScreen(Screen[None]):
     HANDLERS: ClassVar[dict[type, Callable[[RunScreen, Any], None]]] = {
         sweep.RunStarted: _on_run_started,
         sweep.PointStarted: _on_point_started,
+        Phase: _on_phase,
         Sample: add_sample,
         sweep.PointDone: _on_point_done,
         sweep.PointFailed: _on_point_failed,
@@ -363,6 +414,8 @@ class RunScreen(Screen[None]):
             point = self.request.preset.name + f": {self.state.status}"
         if point:
             self.query_one("#run-point", Static).update(point)
+        for line in self.query("#run-phase").results(Static):
+            line.update(phase_text(self.state.phase))
 
     def tick(self) -> None:
         for chart in self.query(".charts > *, #curve-chart"):

@@ -76,6 +76,7 @@ class RunRequest:
     out: Path
     engine: str = "auto"
     overrides: list[str] = field(default_factory=list)
+    resume: bool = False  # finish the run already in ``out`` (app.sweep.load_session) instead of a new one
 
 
 def overrides_for(kind: str, overrides: tuple[str, ...] | list[str]) -> list[str]:
@@ -95,3 +96,56 @@ def run_request(options: Options, preset: Preset, target: TargetChoice | None,
         target = None
     return RunRequest(preset=preset, target=target, out=new_run_dir(options.results_dir, preset.name),
                       engine=engine or options.engine, overrides=overrides_for(preset.kind, options.overrides))
+
+
+@dataclass
+class ResumeTarget:
+    """What resuming a results directory needs to ask: its run's name and kind, its target, whether the rest of
+    the run writes, and for a block device the safety verdicts the confirmation shows (checked now)."""
+
+    path: Path
+    preset: Preset
+    target: str | None
+    writes: bool
+    device: dict[str, Any] | None = None
+
+
+def resume_target(path: Path) -> ResumeTarget | str:
+    """In a thread: run.json read and its plan validated as ``resume`` does (a sentence when it cannot be)."""
+    import stat as stat_
+
+    from app import safety
+    from app.errors import ProfilerError
+    from app.points import Kind
+    from app.results import ResultsDir
+
+    source = str(path / "run.json")
+    try:
+        meta = ResultsDir(path).read_meta()
+        kind = meta.get("kind")
+        if kind not in core.KINDS:
+            return f"{source}: key 'kind' is not storage or memory."
+        kind = Kind(kind)
+        plan = core.validate_plan(kind, meta.get("plan"), source)
+        procedure = core.validate_procedure(kind, meta.get("procedure"), source)
+    except ProfilerError as e:
+        return str(e)
+    writes = core.plan_writes(plan) or procedure.precondition != "none"
+    raw_preset = meta.get("preset")
+    preset_meta: dict[str, Any] = raw_preset if isinstance(raw_preset, dict) else {}
+    name = str(preset_meta.get("name") or path.name)[:80]
+    preset = Preset(name=name, kind=kind, description=str(preset_meta.get("description") or ""), source=source)
+    target = meta.get("target") if kind == Kind.STORAGE and isinstance(meta.get("target"), str) else None
+    device = None
+    if target is not None:
+        real = os.path.realpath(target)
+        try:
+            is_block = stat_.S_ISBLK(os.stat(real).st_mode)
+        except OSError:
+            is_block = False
+        if is_block:
+            write, read = safety.classify_block(real, True), safety.classify_block(real, False)
+            device = {"path": real, "name": os.path.basename(real),
+                      "write": {"verdict": write.verdict, "reasons": write.reasons},
+                      "read": {"verdict": read.verdict, "reasons": read.reasons}}
+    return ResumeTarget(path, preset, target, writes, device)

@@ -90,6 +90,55 @@ EXPORTED = "Report written: {path}"
 EXPORT_FAILED = "Export failed: {error}"
 EXPORT_MISSING = "Report export is not available in this build yet (app.report is missing)."
 
+# --- runs browser -----------------------------------------------------------------------------
+RUNS_TITLE = "Runs in {roots}"
+RUNS_LOADING = "Reading the results directories…"
+RUNS_NONE = "No runs yet under {roots}: a run, or an import (i), makes one."
+RUNS_SHOWN = "{shown} of {total} runs{filtered} · newest first · enter opens · / filters"
+RUNS_FILTERED = " matching “{words}”"
+RUNS_FILTER_PLACEHOLDER = "filter: type words (preset, target, status, date)…"
+RUNS_MARKED = "marked: {marks}"
+RUNS_MARK_FULL = "Two runs are marked already; unmark one (m) first."
+RUNS_COMPARE_HINT = "Mark two runs with m to compare them, or mark one and pick a reference sheet."
+RUNS_NOT_RESUMABLE = "{name} is {status}: there is nothing to resume."
+RUNS_RESUME_CHECKING = "Checking the target of {name} again…"
+RUNS_RESUME_REFUSED = "{name} cannot be resumed: {error}"
+RUNS_RESUME_WRITES = ("{name} writes to {target}, but it was confirmed for read-only plans only; type the device "
+                      "name to resume it.")
+RUNS_UNREADABLE = "{name} cannot be opened: {problem}"
+REFERENCE_TITLE = "Compare {name} with a reference sheet"
+REFERENCE_NONE = "No reference sheet is installed (presets/references/*.toml)."
+
+# --- compare ----------------------------------------------------------------------------------
+COMPARE_TITLE = "Compare: {a} vs {b}"
+COMPARE_WORKING = "Comparing…"
+COMPARE_FAILED = "The comparison failed: {error}"
+COMPARE_EXPORT_PROMPT = "Write the comparison (markdown) to:"
+COMPARE_EXPORTED = "Comparison written: {path}"
+COMPARE_LEGEND = "green: the better side of each figure (more IOPS or MB/s, less latency)"
+
+# --- report view ------------------------------------------------------------------------------
+REPORT_TITLE = "Report: {path}"
+REPORT_RENDERING = "Rendering report.md…"
+REPORT_FAILED = "The report cannot be shown: {error}"
+REPORT_FIGURE = "> **Figure: {title}** — an SVG the terminal cannot show: `{path}`"
+REPORT_NO_CURVES = "This run has no curve to draw: a QD sweep or a loaded-latency run has one."
+REPORT_CURVES_NOTE = ("Curves of the report drawn in the terminal from results.jsonl; the report's SVG "
+                      "figures are in {plots}.")
+
+# --- import -----------------------------------------------------------------------------------
+IMPORT_TITLE = "Import fio JSON or MLC text outputs"
+IMPORT_HINT = ("Paths separated by spaces (quote a path with spaces); → completes a path. "
+               "enter previews, ctrl+s imports into {root}.")
+IMPORT_PLACEHOLDER = "/path/to/fio-output.json /path/to/mlc-loaded-latency.txt"
+IMPORT_NOTHING = "Give at least one file to import."
+IMPORT_PREVIEWING = "Reading the files…"
+IMPORT_PREVIEW_FILE = "{file}: {kind}, {points} point(s){versions}"
+IMPORT_PREVIEW_ERROR = "{error}"
+IMPORT_PREVIEW_TOTAL = "{points} point(s) from {files} file(s) would be imported."
+IMPORT_DONE = "Imported {points} point(s) into {path}"
+IMPORT_FAILED = "Nothing imported: {error}"
+
 YES = "Yes"
 NO = "No"
 
@@ -125,5 +174,33 @@ supported terminal is 40×14.
 
 ## Results
 - `s` sort by the next column, `S` reverse the order, `e` export report.md and plots,
-  `escape` back, `d` devices.
+  `v` the report, `escape` back, `d` devices.
+
+## Runs (`h` on every screen)
+- Every results directory, newest first: preset, kind, target, start, points done/planned, status
+  (`running` only while a process holds the run).
+- `/` or any other letter filters (words match preset, target, status, date); `enter` opens the results;
+  `v` the report; `u` resumes an interrupted run (the target is checked and confirmed again);
+  `m` marks a run (A, then B) and `c` compares the two, or one run with a reference sheet;
+  `i` imports fio JSON / MLC text; `r` reloads; `escape` back.
+
+## Compare
+- Ratio tables as `profiler-tui compare` writes them, the better side in green; `↑/↓` scroll, `tab` moves to
+  a wide table and `←/→` scroll it; `e` exports the markdown, `escape` back.
+
+## Report
+- report.md with its table of contents (`t` shows or hides it); `1` the report, `2` its curves drawn in the
+  terminal; figures are listed with their paths. `escape` back.
+
+## Import
+- Type paths (→ completes), `enter` previews what is recognised, `ctrl+s` imports and opens the results.
 """
+
+# --- run: what fio is doing (live phase) -------------------------------------------------------
+PHASE_LAYOUT = "Laying out the test file: {done} of {total} ({percent} %)"
+PHASE_LAYOUT_UNKNOWN = "Laying out the test file ({total}) before measuring…"
+PHASE_RAMP = "Ramp: {done} of {total} s, not measured"
+PHASE_MEASURING = "Measuring"
+PHASE_STEADY = "Steady-state window: {done} of {total} s"
+PHASE_PRECONDITIONING = "Preconditioning the target, not measured"
+PHASE_PRECONDITION_STEADY = "Preconditioning until steady: window {done} of {total} s"

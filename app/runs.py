@@ -1,0 +1,172 @@
+"""The runs a results root holds: one summary per results directory, for the TUI's runs browser and its bench.
+
+A results root is ``$PROFILER_TUI_RESULTS`` (else ``results/``), plus the container's ``/results`` when it
+exists.  Each directory with a ``run.json`` directly under a root is a run; its summary comes from run.json
+(read bounded: a run.json larger than :data:`MAX_META_BYTES` or not a JSON object is listed as unreadable,
+never an error) and, for a run that did not end, the lines of results.jsonl counted as they are.  The status
+is :func:`app.lock.effective_status`: ``running`` only while a process holds the directory's lock.
+
+Headless: no UI library; the TUI calls :func:`list_runs` in a thread.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+from app.lock import effective_status
+
+MAX_META_BYTES = 64 << 20  # as app.results reads run.json
+MAX_RUNS = 5000  # directories looked at per root, newest names first
+COUNT_CHUNK = 1 << 20
+CONTAINER_RESULTS = Path("/results")
+RESUMABLE = frozenset({"interrupted", "partial", "failed", "planned"})
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    path: Path
+    preset: str
+    kind: str  # storage, memory, mixed, or "?" when run.json does not say
+    target: str  # the path measured, "memory" for a memory run, "" when unknown
+    started: str  # ISO-8601 as run.json has it ("" when unknown)
+    done: int
+    planned: int
+    status: str  # complete, partial, interrupted, running, failed, planned, imported, unreadable
+    problem: str = ""  # why run.json could not be read
+
+    @property
+    def resumable(self) -> bool:
+        return self.status in RESUMABLE
+
+    def matches(self, words: str) -> bool:
+        """Every word of ``words`` appears in one of the shown fields (case-insensitive)."""
+        hay = " ".join((self.path.name, self.preset, self.kind, self.target, self.started, self.status)).lower()
+        return all(w in hay for w in words.lower().split())
+
+
+def results_roots(configured: str | os.PathLike[str] | None = None) -> list[Path]:
+    """The roots to list: the configured one (or $PROFILER_TUI_RESULTS, else results/) and /results."""
+    first = Path(configured or os.environ.get("PROFILER_TUI_RESULTS") or "results")
+    roots = [first]
+    try:
+        if CONTAINER_RESULTS.is_dir() and CONTAINER_RESULTS.resolve() != first.resolve():
+            roots.append(CONTAINER_RESULTS)
+    except OSError:
+        pass
+    return roots
+
+
+def _read_meta(path: Path) -> tuple[dict[str, Any] | None, str]:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except OSError as e:
+        return None, e.strerror or str(e)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None, "run.json is not a regular file"
+        if st.st_size > MAX_META_BYTES:
+            return None, "run.json is too large"
+        chunks = []
+        got = 0
+        while got <= MAX_META_BYTES and (chunk := os.read(fd, max(st.st_size - got, 0) + 65536)):
+            chunks.append(chunk)
+            got += len(chunk)
+        data = b"".join(chunks)
+    except OSError as e:
+        return None, e.strerror or str(e)
+    finally:
+        os.close(fd)
+    try:
+        meta = json.loads(data)
+    except (ValueError, RecursionError):
+        return None, "run.json is not JSON"
+    if not isinstance(meta, dict):
+        return None, "run.json is not a JSON object"
+    return meta, ""
+
+
+def _count_lines(path: Path) -> int:
+    """Complete lines of results.jsonl (a point each; a torn last line is not one)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except OSError:
+        return 0
+    n = 0
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return 0
+        while chunk := os.read(fd, COUNT_CHUNK):
+            n += chunk.count(b"\n")
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+    return n
+
+
+def _int(v: Any) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 1 << 40 else None
+
+
+def _text(v: Any, limit: int = 200) -> str:
+    return " ".join(v.split())[:limit] if isinstance(v, str) else ""
+
+
+def summarise(path: Path) -> RunSummary:
+    """The summary of one results directory (never raises for what it finds there)."""
+    meta, problem = _read_meta(path / "run.json")
+    if meta is None:
+        return RunSummary(path, path.name, "?", "", "", 0, 0, "unreadable", problem)
+    preset = meta.get("preset")
+    name = _text(preset.get("name")) if isinstance(preset, dict) else ""
+    kind = _text(meta.get("kind"), 16) or "?"
+    target = _text(meta.get("target"), 400) or ("memory" if kind == "memory" else "")
+    plan = meta.get("plan")
+    planned = _int(meta.get("points_total")) or (len(plan) if isinstance(plan, list) else 0)
+    recorded = meta.get("status")
+    status = str(effective_status(path, recorded))[:16]
+    done = _int(meta.get("points_done")) or 0
+    if status not in ("complete", "imported") or not done:
+        done = _count_lines(path / "results.jsonl")
+    started = _text(meta.get("started"), 40) or _text(meta.get("imported_at"), 40)
+    return RunSummary(path, name or path.name, kind, target, started, done, planned, status)
+
+
+def _candidates(root: Path) -> Iterable[tuple[Path, tuple[int, int]]]:
+    """(directory, its device and inode) of each subdirectory of ``root`` holding a run.json."""
+    try:
+        with os.scandir(root) as it:
+            entries = [e for e in it if e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return []
+    entries.sort(key=lambda e: e.name, reverse=True)
+    out = []
+    for e in entries[:MAX_RUNS]:
+        try:
+            st = e.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if os.path.exists(os.path.join(e.path, "run.json")):
+            out.append((Path(e.path), (st.st_dev, st.st_ino)))
+    return out
+
+
+def list_runs(roots: Iterable[Path]) -> list[RunSummary]:
+    """Every run under the roots, newest first (by start time, then name); a directory reached from two
+    roots is listed once."""
+    seen: set[tuple[int, int]] = set()
+    runs: list[RunSummary] = []
+    for root in roots:
+        for path, identity in _candidates(root):
+            if identity in seen:
+                continue
+            seen.add(identity)
+            runs.append(summarise(path))
+    runs.sort(key=lambda r: (r.started, r.path.name), reverse=True)
+    return runs

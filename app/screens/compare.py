@@ -1,0 +1,185 @@
+"""Compare two runs, or a run with a reference sheet: the ratio tables ``profiler-tui compare`` writes
+(app.compare, the same markdown), shown as tables with the better side of each figure highlighted, and
+exported as that markdown."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Markdown, Static
+from textual.worker import Worker, WorkerState
+
+from app.screens import strings
+from app.screens.results import ExportModal
+from app.widgets import TooSmall
+
+BETTER = "bold green"
+RATIO = re.compile(r"^([0-9]+(?:\.[0-9]+)?)×$")
+
+
+@dataclass
+class Block:
+    """A part of the comparison: markdown text, or a table (header and rows of cell texts)."""
+
+    text: str = ""
+    header: list[str] | None = None
+    rows: list[list[str]] | None = None
+
+
+def split_markdown(text: str) -> list[Block]:
+    """The comparison's markdown as text blocks and tables (the tables app.textable writes: one row a line)."""
+    blocks: list[Block] = []
+    lines: list[str] = []
+    table: list[list[str]] = []
+
+    def flush_text() -> None:
+        if lines and any(ln.strip() for ln in lines):
+            blocks.append(Block(text="\n".join(lines).strip("\n")))
+        lines.clear()
+
+    def flush_table() -> None:
+        if table:
+            header, body = table[0], [r for r in table[1:] if not all(set(c) <= set("-: ") for c in r)]
+            blocks.append(Block(header=header, rows=body))
+        table.clear()
+
+    for line in text.splitlines():
+        if line.startswith("|") and line.rstrip().endswith("|"):
+            flush_text()
+            table.append([c.strip() for c in line.strip()[1:-1].split("|")])
+        else:
+            flush_table()
+            lines.append(line)
+    flush_table()
+    flush_text()
+    return blocks
+
+
+def _ratio(cell: str) -> float | None:
+    m = RATIO.match(cell.strip())
+    return float(m.group(1)) if m else None
+
+
+def _lower_is_better(metric: str) -> bool:
+    m = metric.lower()
+    return "µs" in m or "latency" in m or " ns" in m or m.endswith("ns")
+
+
+def better_cells(header: list[str], row: list[str]) -> set[int]:
+    """Indexes of the cells holding the better figure of each comparison in a row.
+
+    Run vs run: each ``B/A`` column follows its ``… A`` and ``… B`` columns; reference: ``Ratio`` (run /
+    reference) with the row's ``Metric`` deciding the direction."""
+    out: set[int] = set()
+    for i, name in enumerate(header):
+        if name == "B/A" and i >= 2 and i < len(row):
+            r = _ratio(row[i])
+            if r is None or abs(r - 1.0) < 0.005:
+                continue
+            metric = header[i - 2]
+            b_better = (r < 1.0) if _lower_is_better(metric) else (r > 1.0)
+            out.add(i - 1 if b_better else i - 2)
+    if "Ratio" in header and "Metric" in header and "This run" in header and "Reference" in header:
+        i = header.index("Ratio")
+        r = _ratio(row[i]) if i < len(row) else None
+        if r is not None and abs(r - 1.0) >= 0.005:
+            metric = row[header.index("Metric")]
+            run_better = (r < 1.0) if _lower_is_better(metric) else (r > 1.0)
+            out.add(header.index("This run") if run_better else header.index("Reference"))
+    return out
+
+
+def compute(a: Path, b: Path | None, reference: str | None) -> str:
+    """In a thread: the comparison's markdown (app.compare, exactly what the CLI writes)."""
+    from app.compare import compare_reference, compare_runs, load_reference
+
+    if b is not None:
+        return compare_runs(str(a), str(b))
+    assert reference is not None
+    return compare_reference(str(a), load_reference(reference))
+
+
+class CompareScreen(Screen[None]):
+    BINDINGS = [Binding("e", "export", "Export"), Binding("escape", "back", "Back")]
+
+    def __init__(self, a: Path, b: Path | None, reference: str | None = None) -> None:
+        super().__init__()
+        self.a, self.b, self.reference = a, b, reference
+        self.markdown: str | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Header(show_clock=False)
+        yield TooSmall()
+        with VerticalScroll(id="compare-body"):
+            yield Static(strings.COMPARE_WORKING, id="compare-status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = strings.COMPARE_TITLE.format(a=self.a.name, b=self.b.name if self.b else self.reference)
+        a, b, ref = self.a, self.b, self.reference
+        self.run_worker(lambda: compute(a, b, ref), thread=True, group="compare", exclusive=True,
+                        exit_on_error=False)
+        self.query_one("#compare-body").focus()
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker.group == "compare":
+            event.stop()
+            if event.state == WorkerState.SUCCESS:
+                self.markdown = str(event.worker.result)
+                self.show(self.markdown)
+            elif event.state == WorkerState.ERROR:
+                text = strings.COMPARE_FAILED.format(error=event.worker.error)
+                self.query_one("#compare-status", Static).update(Text(text, style="red"))
+        elif event.worker.group == "compare-export":
+            event.stop()
+            if event.state == WorkerState.SUCCESS:
+                self.notify(strings.COMPARE_EXPORTED.format(path=event.worker.result), timeout=8)
+            elif event.state == WorkerState.ERROR:
+                self.notify(str(event.worker.error), severity="error", timeout=10)
+
+    def show(self, markdown: str) -> None:
+        body = self.query_one("#compare-body", VerticalScroll)
+        self.query_one("#compare-status", Static).update(Text(strings.COMPARE_LEGEND, style="green"))
+        for n, block in enumerate(split_markdown(markdown)):
+            if block.header is None:
+                body.mount(Markdown(block.text, classes="compare-text"))
+                continue
+            table: DataTable[Text] = DataTable(classes="compare-table", cursor_type="none", zebra_stripes=True,
+                                               id=f"compare-table-{n}")
+            body.mount(table)
+            for name in block.header:
+                table.add_column(name)
+            for row in block.rows or []:
+                good = better_cells(block.header, row)
+                table.add_row(*[Text(c, style=BETTER if i in good else "",
+                                     justify="left" if i == 0 else "right") for i, c in enumerate(row)])
+
+    def action_export(self) -> None:
+        if self.markdown is None:
+            return
+        text = self.markdown
+        default = str(self.a / ("compare-" + (self.b.name if self.b else str(self.reference)) + ".md"))
+
+        def chosen(dest: str | None) -> None:
+            if dest:
+                self.run_worker(lambda: _write(dest, text), thread=True, group="compare-export", exit_on_error=False)
+
+        self.app.push_screen(ExportModal(default, strings.COMPARE_EXPORT_PROMPT), chosen)
+
+    def action_back(self) -> None:
+        self.app.pop_screen()
+
+
+def _write(dest: str, text: str) -> str:
+    from app.compare import write_text
+
+    path = str(Path(dest).expanduser())
+    write_text(path, text)
+    return path

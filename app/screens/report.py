@@ -1,0 +1,178 @@
+"""The report inside the TUI: report.md in a Markdown viewer with its table of contents, the figures (SVG,
+which a terminal cannot show) listed with their paths, and the report's curves drawn in the terminal from
+the same results (latency–throughput and IOPS against queue depth; memory's loaded-latency curve)."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Header, MarkdownViewer, Static, TabbedContent, TabPane
+from textual.worker import Worker, WorkerState
+
+from app.screens import strings
+from app.widgets import TooSmall
+from app.widgets.series import Series, SeriesPlot, legend
+
+FIGURE = re.compile(r"^!\[([^\]]*)\]\(([^)]+)\)\s*$")
+
+
+@dataclass
+class Curves:
+    latency_throughput: list[Series] = field(default_factory=list)  # IOPS → mean latency µs, per workload
+    queue_depth: list[Series] = field(default_factory=list)  # outstanding I/Os → IOPS, per workload
+    memory: list[Series] = field(default_factory=list)  # MB/s → latency ns, per traffic/stride
+
+
+@dataclass
+class Loaded:
+    markdown: str
+    curves: Curves
+    plots: Path
+
+
+def _stale(path: Path) -> bool:
+    """report.md missing, or older than what it is made from."""
+    try:
+        made = (path / "report.md").stat().st_mtime
+    except OSError:
+        return True
+    for name in ("run.json", "results.jsonl"):
+        try:
+            if (path / name).stat().st_mtime > made:
+                return True
+        except OSError:
+            pass
+    return False
+
+
+def terminal_markdown(text: str, base: Path) -> str:
+    """The report's markdown with each figure line replaced by a line naming the SVG's path."""
+    out = []
+    for line in text.splitlines():
+        m = FIGURE.match(line)
+        if m:
+            target = m.group(2)
+            path = target if os.path.isabs(target) else str(base / target)
+            out.append(strings.REPORT_FIGURE.format(title=m.group(1) or "figure", path=path))
+        else:
+            out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def curves_of(path: Path) -> Curves:
+    from app.report import analysis as an
+    from app.report import procedure as rp
+    from app.report.model import load
+
+    data = load(path)
+    main = rp.storage_views(data.storage).main
+    out = Curves()
+    for c in an.storage_curves(main):
+        if len(c.points) < 2:
+            continue
+        out.latency_throughput.append(Series(c.label, [p.iops for p in c.points], [p.lat_mean / 1e3 for p in c.points]))
+        out.queue_depth.append(Series(c.label, [float(p.inflight) for p in c.points], [p.iops for p in c.points]))
+    for mc in an.memory_curves(data.memory):
+        pts = [(p.bandwidth, p.latency) for p in mc.points if p.bandwidth is not None and p.latency is not None]
+        if len(pts) >= 2:
+            out.memory.append(Series(mc.label, [float(x) for x, _ in pts], [float(y) for _, y in pts]))
+    return out
+
+
+def load_report(path: Path) -> Loaded:
+    """In a thread: report.md (rendered first when missing or stale) and the curves."""
+    if _stale(path):
+        from app.report import render_report
+
+        render_report(path)
+    text = (path / "report.md").read_text(encoding="utf-8", errors="replace")
+    return Loaded(terminal_markdown(text, path), curves_of(path), path / "plots")
+
+
+class ReportScreen(Screen[None]):
+    BINDINGS = [
+        Binding("t", "toc", "Contents"),
+        Binding("1", "tab('report-text')", "Report", show=False),
+        Binding("2", "tab('report-curves')", "Curves", show=False),
+        Binding("escape", "back", "Back"),
+    ]
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = Path(path)
+        self.loaded: Loaded | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Header(show_clock=False)
+        yield TooSmall()
+        with Vertical(id="report-body"):
+            yield Static(strings.REPORT_RENDERING, id="report-status")
+            with TabbedContent(initial="report-text", id="report-tabs"):
+                with TabPane("Report 1", id="report-text"):
+                    yield MarkdownViewer("", show_table_of_contents=False, id="report-md")
+                with TabPane("Curves 2", id="report-curves"):
+                    yield VerticalScroll(id="report-plots")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = strings.REPORT_TITLE.format(path=self.path)
+        path = self.path
+        self.run_worker(lambda: load_report(path), thread=True, group="report", exclusive=True, exit_on_error=False)
+
+    async def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker.group != "report":
+            return
+        event.stop()
+        status = self.query_one("#report-status", Static)
+        if event.state == WorkerState.ERROR:
+            status.update(Text(strings.REPORT_FAILED.format(error=event.worker.error), style="red"))
+            return
+        if event.state != WorkerState.SUCCESS:
+            return
+        loaded = event.worker.result
+        if not isinstance(loaded, Loaded):
+            return
+        self.loaded = loaded
+        status.update(str(self.path / "report.md"))
+        viewer = self.query_one("#report-md", MarkdownViewer)
+        await viewer.document.update(loaded.markdown)
+        viewer.show_table_of_contents = self.size.width >= 100
+        await self.show_curves(loaded)
+        self.call_after_refresh(viewer.document.focus)  # ↑/↓/page keys scroll the report
+
+    async def show_curves(self, loaded: Loaded) -> None:
+        box = self.query_one("#report-plots", VerticalScroll)
+        c = loaded.curves
+        plots = []
+        if c.latency_throughput:
+            plots.append(SeriesPlot("mean latency vs IOPS", c.latency_throughput, "", "µs", xlog=True, ylog=True,
+                                    classes="report-plot"))
+            plots.append(SeriesPlot("IOPS vs I/Os in flight (QD × jobs)", c.queue_depth, "", "", xlog=True,
+                                    classes="report-plot"))
+        if c.memory:
+            plots.append(SeriesPlot("loaded latency: ns vs MB/s", c.memory, "MB/s", "ns", classes="report-plot"))
+        if not plots:
+            await box.mount(Static(strings.REPORT_NO_CURVES))
+            return
+        await box.mount(Static(strings.REPORT_CURVES_NOTE.format(plots=loaded.plots)))
+        for plot in plots:
+            await box.mount(plot)
+            await box.mount(Static(legend(plot.series), classes="report-legend"))
+
+    def action_toc(self) -> None:
+        viewer = self.query_one("#report-md", MarkdownViewer)
+        viewer.show_table_of_contents = not viewer.show_table_of_contents
+
+    def action_tab(self, tab: str) -> None:
+        self.query_one("#report-tabs", TabbedContent).active = tab
+
+    def action_back(self) -> None:
+        self.app.pop_screen()

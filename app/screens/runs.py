@@ -1,0 +1,274 @@
+"""The runs browser: every results directory under the results roots, newest first, filterable by typing.
+
+From here a run opens (its results table), shows its report, resumes (the target confirmed again, as for a
+new run), is marked for a comparison with another run or a reference sheet, and files are imported.  The
+directories are read in a thread (app.runs): the screen stays responsive with hundreds of runs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.text import Text
+from textual import events, on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen, Screen
+from textual.widgets import DataTable, Footer, Header, Input, OptionList, Static
+from textual.widgets.option_list import Option
+from textual.worker import Worker, WorkerState
+
+from app.runs import RunSummary, list_runs, results_roots
+from app.screens import strings
+from app.screens.messages import ShowCompare, ShowImport, ShowReport, ShowResults, ResumeRun
+from app.screens.state import app_options
+from app.widgets import TooSmall
+
+STATUS_STYLE = {"complete": "green", "imported": "green", "partial": "yellow", "interrupted": "yellow",
+                "running": "bold cyan", "failed": "red", "planned": "yellow", "unreadable": "red"}
+
+
+def _started(text: str) -> str:
+    """"2026-11-22T02:10:07+00:00" → "2026-11-22 02:10" (what fits a column)."""
+    return text[:16].replace("T", " ") if text else "—"
+
+
+def _target(text: str, width: int = 28) -> str:
+    return text if len(text) <= width else "…" + text[-(width - 1):]
+
+
+class ReferencePicker(ModalScreen[str | None]):
+    """A reference sheet to compare one run with (presets/references/*.toml)."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, run_name: str, names: list[str]) -> None:
+        super().__init__()
+        self.run_name = run_name
+        self.names = names
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="modal-box", id="reference-box"):
+            yield Static(strings.REFERENCE_TITLE.format(name=self.run_name), classes="modal-title")
+            yield OptionList(*[Option(n, id=n) for n in self.names], id="reference-list")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(OptionList).focus()
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        self.dismiss(event.option.id)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class RunsScreen(Screen[None]):
+    BINDINGS = [
+        Binding("enter", "open", "Open", show=True),
+        Binding("v", "report", "Report"),
+        Binding("u", "resume", "Resume"),
+        Binding("m", "mark", "Mark"),
+        Binding("c", "compare", "Compare"),
+        Binding("i", "import_files", "Import"),
+        Binding("slash", "filter", "Filter", key_display="/", show=False),
+        Binding("r", "reload", "Reload", show=False),
+        Binding("escape", "back", "Back"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.runs: list[RunSummary] = []
+        self.shown: list[RunSummary] = []
+        self.marks: list[Path] = []
+        self.loaded = False
+
+    @property
+    def roots(self) -> list[Path]:
+        return results_roots(app_options(self.app).results_dir)
+
+    def compose(self) -> ComposeResult:
+        yield Header(show_clock=False)
+        yield TooSmall()
+        with Vertical(id="runs-body"):
+            yield Input(placeholder=strings.RUNS_FILTER_PLACEHOLDER, id="runs-filter", compact=True, select_on_focus=False)
+            yield DataTable(id="runs", cursor_type="row", zebra_stripes=True)
+            yield Static(strings.RUNS_LOADING, id="runs-status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = strings.RUNS_TITLE.format(roots=", ".join(map(str, self.roots)))
+        table = self.query_one("#runs", DataTable)
+        # what tells runs apart first (the target, often long, last: it scrolls out at 80 columns)
+        for name in (" ", "started", "preset", "points", "status", "kind", "target"):
+            table.add_column(name, key=name)
+        table.focus()
+        self.load()
+
+    def load(self) -> None:
+        roots = self.roots
+        self.run_worker(lambda: list_runs(roots), thread=True, group="runs", exclusive=True, exit_on_error=False,
+                        name="runs")
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker.group == "runs":
+            event.stop()
+            if event.state == WorkerState.SUCCESS:
+                self.runs = list(event.worker.result or [])
+                self.loaded = True
+                self.marks = [m for m in self.marks if any(r.path == m for r in self.runs)]
+                self.render_rows()
+            elif event.state == WorkerState.ERROR:
+                self.query_one("#runs-status", Static).update(Text(str(event.worker.error), style="red"))
+
+    # --- the table -------------------------------------------------------------------------------------
+
+    def render_rows(self) -> None:
+        table = self.query_one("#runs", DataTable)
+        words = self.query_one("#runs-filter", Input).value.strip()
+        keep = table.cursor_row
+        table.clear()
+        self.shown = [r for r in self.runs if r.matches(words)]
+        for r in self.shown:
+            mark = "AB"[self.marks.index(r.path)] if r.path in self.marks else ""
+            table.add_row(Text(mark, style="bold magenta", justify="left"), _started(r.started), r.preset[:24],
+                          Text(f"{r.done}/{r.planned}", justify="right"),
+                          Text(r.status, style=STATUS_STYLE.get(r.status, ""), justify="left"), r.kind, _target(r.target),
+                          key=str(r.path))
+        if self.shown:
+            table.move_cursor(row=min(max(keep, 0), len(self.shown) - 1))
+        self.update_status(words)
+
+    def update_status(self, words: str = "") -> None:
+        roots = ", ".join(map(str, self.roots))
+        if not self.runs:
+            text = strings.RUNS_NONE.format(roots=roots) if self.loaded else strings.RUNS_LOADING
+        else:
+            text = strings.RUNS_SHOWN.format(shown=len(self.shown), total=len(self.runs),
+                                             filtered=strings.RUNS_FILTERED.format(words=words) if words else "")
+        if self.marks:
+            text += "  ·  " + strings.RUNS_MARKED.format(marks=", ".join(
+                f"{'AB'[i]}={p.name}" for i, p in enumerate(self.marks)))
+        self.query_one("#runs-status", Static).update(text)
+
+    def selected(self) -> RunSummary | None:
+        table = self.query_one("#runs", DataTable)
+        if not self.shown or table.cursor_row < 0 or table.cursor_row >= len(self.shown):
+            return None
+        return self.shown[table.cursor_row]
+
+    # --- filtering -----------------------------------------------------------------------------------
+
+    @on(Input.Changed, "#runs-filter")
+    def filter_changed(self, event: Input.Changed) -> None:
+        self.render_rows()
+
+    @on(Input.Submitted, "#runs-filter")
+    def filter_done(self, event: Input.Submitted) -> None:
+        self.query_one("#runs", DataTable).focus()
+
+    def on_key(self, event: events.Key) -> None:
+        """On the table, a letter that is not one of the screen's keys starts the filter with it; on the filter,
+        ↓ and escape go back to the table (escape clears the filter first)."""
+        field = self.query_one("#runs-filter", Input)
+        if self.focused is field:
+            if event.key == "down":
+                event.stop()
+                self.query_one("#runs", DataTable).focus()
+            elif event.key == "escape":
+                event.stop()
+                field.value = ""
+                self.query_one("#runs", DataTable).focus()
+            return
+        bound = {b.key for b in self.BINDINGS if isinstance(b, Binding)} | {"q", "h", "d", "question_mark"}
+        if event.is_printable and event.character and event.key not in bound and event.character.strip():
+            event.stop()
+            field.focus()
+            field.insert_text_at_cursor(event.character)
+
+    def action_filter(self) -> None:
+        self.query_one("#runs-filter", Input).focus()
+
+    def action_reload(self) -> None:
+        self.load()
+
+    # --- intents -------------------------------------------------------------------------------------
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        self.action_open()
+
+    def _usable(self) -> RunSummary | None:
+        run = self.selected()
+        if run is not None and run.status == "unreadable":
+            self.notify(strings.RUNS_UNREADABLE.format(name=run.path.name, problem=run.problem), severity="error")
+            return None
+        return run
+
+    def action_open(self) -> None:
+        run = self._usable()
+        if run is not None:
+            self.post_message(ShowResults(run.path))
+
+    def action_report(self) -> None:
+        run = self._usable()
+        if run is not None:
+            self.post_message(ShowReport(run.path))
+
+    def action_resume(self) -> None:
+        run = self._usable()
+        if run is None:
+            return
+        if not run.resumable:
+            self.notify(strings.RUNS_NOT_RESUMABLE.format(name=run.path.name, status=run.status), severity="warning")
+            return
+        self.post_message(ResumeRun(run.path))
+
+    def action_mark(self) -> None:
+        run = self._usable()
+        if run is None:
+            return
+        if run.path in self.marks:
+            self.marks.remove(run.path)
+        elif len(self.marks) >= 2:
+            self.notify(strings.RUNS_MARK_FULL, severity="warning")
+            return
+        else:
+            self.marks.append(run.path)
+        self.render_rows()
+
+    def action_compare(self) -> None:
+        if len(self.marks) == 2:
+            self.post_message(ShowCompare(self.marks[0], self.marks[1]))
+            return
+        current = self.selected()
+        run_path = self.marks[0] if self.marks else (current.path if current else None)
+        if run_path is None:
+            self.notify(strings.RUNS_COMPARE_HINT)
+            return
+        from app.compare import available_references
+
+        names = sorted(available_references())
+        if not names:
+            self.notify(strings.REFERENCE_NONE, severity="warning")
+            return
+
+        def picked(name: str | None) -> None:
+            if name:
+                self.post_message(ShowCompare(run_path, None, reference=name))
+
+        self.app.push_screen(ReferencePicker(run_path.name, names), picked)
+
+    def action_import_files(self) -> None:
+        self.post_message(ShowImport())
+
+    def action_back(self) -> None:
+        self.app.pop_screen()
+
+    def on_screen_resume(self, event: Any) -> None:
+        """Back from a run, a resume or an import: statuses and counts may have changed."""
+        if self.loaded:
+            self.load()

@@ -1,0 +1,116 @@
+"""A still plot of a few labelled series (textual-plotext): the report view's curves in the terminal.
+
+Every tick label carries its unit ("120µs", "45k IOPS" is written "45k" on an axis whose unit is in each
+label: "45kIO/s"), so a reader at 80 columns never has to guess what a bare "2000" means.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+from rich.text import Text
+from textual_plotext import PlotextPlot
+
+from app.units import format_short
+
+# RGB: plotext and rich draw the same colour (their colour names differ)
+COLORS = ((0, 200, 255), (255, 160, 0), (80, 220, 80), (230, 80, 230), (255, 80, 80), (240, 230, 60), (230, 230, 230))
+MAX_SERIES = len(COLORS)
+
+
+@dataclass(frozen=True)
+class Series:
+    label: str
+    xs: list[float]
+    ys: list[float]
+
+
+def _log_ticks(lo: float, hi: float) -> list[float]:
+    """Powers of ten, with 2 and 5 between them when the range is short, covering [lo, hi]."""
+    if lo <= 0 or hi <= 0:
+        return []
+    a, b = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+    steps = (1, 2, 5) if b - a <= 2 else (1,)
+    out = [m * 10.0 ** e for e in range(a, b + 1) for m in steps]
+    return [t for t in out if lo * 0.999 <= t <= hi * 1.001] or [lo, hi]
+
+
+def _lin_ticks(lo: float, hi: float, count: int = 4) -> list[float]:
+    """Round ticks inside [lo, hi] (plotext shows only those in the data's range)."""
+    if hi <= lo:
+        return [lo]
+    raw = (hi - lo) / count
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+    t = math.ceil(lo / step) * step
+    out = []
+    while t <= hi + step * 1e-9:
+        out.append(round(t, 10))
+        t += step
+    return out or [lo, hi]
+
+
+def tick_label(value: float, unit: str) -> str:
+    """"120µs", "2ms", "45k IO/s" → compact: the value and its unit in every label."""
+    if unit == "µs" and value >= 1000:
+        return format_short(value / 1000) + "ms"
+    if unit == "ns" and value >= 1000:
+        return format_short(value / 1000) + "µs"
+    return format_short(value) + unit
+
+
+def legend(series: Sequence[Series]) -> Text:
+    """The series' names in their plot colours, one line (wrapped by the widget showing it)."""
+    text = Text()
+    for color, s in zip(COLORS, list(series)[:MAX_SERIES]):
+        text.append("● ", style="rgb({},{},{})".format(*color))
+        text.append(s.label + "   ")
+    if len(series) > MAX_SERIES:
+        text.append(f"(+{len(series) - MAX_SERIES} more not drawn)")
+    return text
+
+
+class SeriesPlot(PlotextPlot):
+    """``series`` drawn as lines with markers; ``xunit``/``yunit`` written on every tick label."""
+
+    def __init__(self, title: str, series: Sequence[Series], xunit: str, yunit: str, *, xlog: bool = False,
+                 ylog: bool = False, id: str | None = None, classes: str | None = None) -> None:  # noqa: A002
+        super().__init__(id=id, classes=classes)
+        self.title_text = title
+        self.series = list(series)[:MAX_SERIES]
+        self.xunit, self.yunit = xunit, yunit
+        self.xlog, self.ylog = xlog, ylog
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.draw()
+
+    def on_resize(self) -> None:
+        """Plotted again at the new size: a plot first laid out hidden (another tab) keeps nothing otherwise."""
+        self.draw()
+
+    def draw(self) -> None:
+        plt = self.plt
+        plt.clear_data()
+        plt.title(self.title_text)
+        xs = [x for s in self.series for x in s.xs if x > 0 or not self.xlog]
+        ys = [y for s in self.series for y in s.ys if y > 0 or not self.ylog]
+        if not xs or not ys:
+            return
+        if self.xlog:
+            plt.xscale("log")
+        if self.ylog:
+            plt.yscale("log")
+        for color, s in zip(COLORS, self.series):
+            pts = [(x, y) for x, y in zip(s.xs, s.ys) if (x > 0 or not self.xlog) and (y > 0 or not self.ylog)]
+            if pts:
+                # no plotext label: its legend breaks on some markers; legend() gives the names below the plot
+                plt.plot([p[0] for p in pts], [p[1] for p in pts], color=color, marker="dot")
+        for axis, values, unit, log in (("x", xs, self.xunit, self.xlog), ("y", ys, self.yunit, self.ylog)):
+            lo, hi = min(values), max(values)
+            ticks = _log_ticks(lo, hi) if log else _lin_ticks(lo, hi)
+            labels = [tick_label(t, unit) for t in ticks]
+            (plt.xticks if axis == "x" else plt.yticks)(ticks, labels)
+        self.refresh()
