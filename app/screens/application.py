@@ -132,9 +132,11 @@ class ProfilerApp(App[int]):
             self.push_presets(TargetChoice.test_file(self.options.results_dir))
 
     def action_runs(self) -> None:
+        from textual.screen import ModalScreen
+
         from app.screens.runs import RunsScreen
 
-        if isinstance(self.screen, RunsScreen):
+        if isinstance(self.screen, (RunsScreen, ModalScreen)):  # a question or a form in a modal comes first
             return
         for screen in self.screen_stack:  # one runs browser: back to it rather than a second one
             if isinstance(screen, RunsScreen):
