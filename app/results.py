@@ -354,6 +354,28 @@ def remove_dirs(created: list[Path]) -> None:
             return
 
 
+class NotRegularFile(OSError):
+    """A path that is a FIFO, a device, a socket or a directory: not read."""
+
+
+def read_regular(path: str | os.PathLike[str], limit: int) -> bytes:
+    """At most ``limit + 1`` bytes of the regular file ``path`` (one more than the limit: the caller sees it was
+    longer), opened without following a last symlink, blocking on a FIFO or taking a terminal.  OSError when
+    it cannot be read, :class:`NotRegularFile` when it is no regular file."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotRegularFile(f"{path} is not a regular file")
+        chunks: list[bytes] = []
+        got = 0
+        while got <= limit and (chunk := os.read(fd, min(1 << 20, limit + 1 - got))):
+            chunks.append(chunk)
+            got += len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 def _open_regular(path: Path) -> Any:
     """``path`` opened for binary reading, without blocking on a FIFO; UsageError unless it is a
     regular file (OSError, e.g. FileNotFoundError, as open() raises it)."""

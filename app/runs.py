@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from app.lock import effective_status
+from app.results import NotRegularFile, read_regular
 
 MAX_META_BYTES = 64 << 20  # as app.results reads run.json
 MAX_RUNS = 5000  # directories looked at per root, newest names first
@@ -63,25 +64,13 @@ def results_roots(configured: str | os.PathLike[str] | None = None) -> list[Path
 
 def _read_meta(path: Path) -> tuple[dict[str, Any] | None, str]:
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW)
+        data = read_regular(path, MAX_META_BYTES)
+    except NotRegularFile:
+        return None, "run.json is not a regular file"
     except OSError as e:
         return None, e.strerror or str(e)
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            return None, "run.json is not a regular file"
-        if st.st_size > MAX_META_BYTES:
-            return None, "run.json is too large"
-        chunks = []
-        got = 0
-        while got <= MAX_META_BYTES and (chunk := os.read(fd, max(st.st_size - got, 0) + 65536)):
-            chunks.append(chunk)
-            got += len(chunk)
-        data = b"".join(chunks)
-    except OSError as e:
-        return None, e.strerror or str(e)
-    finally:
-        os.close(fd)
+    if len(data) > MAX_META_BYTES:
+        return None, "run.json is too large"
     try:
         meta = json.loads(data)
     except (ValueError, RecursionError):

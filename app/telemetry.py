@@ -36,13 +36,14 @@ from typing import IO, Any, Iterable, Mapping, TypedDict
 from app.external import run_tool
 from app.link import MAX_DEPTH, _device_number, sysfs_root
 from app.procedure import TELEMETRY_INTERVAL_S
-from app.results import SCHEMA_VERSION, now_iso
+from app.results import SCHEMA_VERSION, now_iso, read_regular
 
 TOOL_TIMEOUT_S = 10.0
 MAX_OUTPUT_CHARS = 1 << 20  # a health log is a few KiB; more is not a health log
 MAX_COUNTER = 1 << 128  # NVMe counters are 128-bit
 FILE_NAME = "telemetry.jsonl"
 MAX_READINGS_READ = 100_000  # lines of a telemetry file the report looks at
+MAX_READINGS_BYTES = 64 << 20  # and bytes (a reading is about 450)
 MAX_LINE_CHARS = 64 << 10
 DATA_UNIT_BYTES = 512_000  # an NVMe data unit: 1,000 blocks of 512 bytes
 
@@ -388,37 +389,26 @@ def _clean_reading(obj: Any) -> Reading | None:
 
 
 def load_readings(path: Path) -> tuple[list[Reading], int]:
-    """The usable readings of a telemetry file, and how many lines were not (bounded: MAX_READINGS_READ)."""
-    good: list[Reading] = []
-    bad = 0
+    """The usable readings of a telemetry file, and how many lines were not (bounded: MAX_READINGS_BYTES,
+    MAX_READINGS_READ lines)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW)
+        data = read_regular(path, MAX_READINGS_BYTES)[:MAX_READINGS_BYTES]
     except OSError:
         return [], 0
-    try:
-        import stat
-
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return [], 0
-        with os.fdopen(fd, "r", encoding="utf-8", errors="replace") as f:
-            fd = -1
-            for n, line in enumerate(f):
-                if n >= MAX_READINGS_READ:
-                    break
-                if len(line) > MAX_LINE_CHARS:
-                    bad += 1
-                    continue
-                try:
-                    r = _clean_reading(json.loads(line))
-                except (ValueError, RecursionError):
-                    r = None
-                if r is None:
-                    bad += 1
-                else:
-                    good.append(r)
-    finally:
-        if fd >= 0:
-            os.close(fd)
+    good: list[Reading] = []
+    bad = 0
+    for line in data.decode("utf-8", "replace").splitlines()[:MAX_READINGS_READ]:
+        if len(line) > MAX_LINE_CHARS:
+            bad += 1
+            continue
+        try:
+            r = _clean_reading(json.loads(line))
+        except (ValueError, RecursionError):
+            r = None
+        if r is None:
+            bad += 1
+        else:
+            good.append(r)
     return good, bad
 
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 import json
 import math
 import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
 from app.procedure import SNIA_EXCURSION, SNIA_RANGE, SNIA_WINDOW, SteadyCheck, first_steady_window
 from app.report.model import RunData, StorageRow
+from app.results import read_regular
 from app.summary import point_label
 from app.textable import markdown_table
 from app.units import format_count, format_duration, format_size, format_us
@@ -107,19 +107,10 @@ def read_samples(run_dir: Path, record: dict[str, Any]) -> list[dict[str, Any]]:
     rel = raw.get("samples") if isinstance(raw, dict) else None
     if not isinstance(rel, str) or not rel or os.path.isabs(rel) or ".." in Path(rel).parts or "\0" in rel:
         return []
-    path = run_dir / rel
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        data = read_regular(run_dir / rel, MAX_SAMPLES_BYTES)[:MAX_SAMPLES_BYTES]
     except OSError:
         return []
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return []
-        data = os.read(fd, MAX_SAMPLES_BYTES)
-    except OSError:
-        return []
-    finally:
-        os.close(fd)
     out = []
     for line in data.decode("utf-8", "replace").splitlines()[:MAX_SAMPLES]:
         try:
