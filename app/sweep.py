@@ -731,8 +731,23 @@ def load_session(path: str | os.PathLike[str], *, engine: str | None = None, yes
         raise
 
 
-def _open_session(results: ResultsDir, lock: DirLock | None, *, engine: str | None, yes: bool,
-                  allow_destructive: bool) -> Session:
+@dataclass(frozen=True)
+class RecordedPlan:
+    """What a results directory's run.json says was planned, every value checked by the presets' validators."""
+
+    meta: dict[str, Any]
+    kind: Kind
+    plan: list[Point]
+    procedure: Procedure
+
+    @property
+    def writes(self) -> bool:
+        """The rest of the run may write to the target: a write point, or preconditioning."""
+        return plan_writes(self.plan) or self.procedure.precondition != "none"
+
+
+def recorded_plan(results: ResultsDir) -> RecordedPlan:
+    """run.json's kind, plan and procedure, validated as a new run's are (UsageError naming the key)."""
     meta = results.read_meta()
     source = str(results.run_json)
     kind = meta.get("kind")
@@ -740,15 +755,22 @@ def _open_session(results: ResultsDir, lock: DirLock | None, *, engine: str | No
         raise UsageError(f"{source}: key 'kind' has invalid value {json.dumps(kind, default=str)[:80]}: "
                          "must be storage or memory.")
     kind = Kind(kind)
-    plan = validate_plan(kind, meta.get("plan"), source)
-    procedure = validate_procedure(kind, meta.get("procedure"), source)
+    return RecordedPlan(meta, kind, validate_plan(kind, meta.get("plan"), source),
+                        validate_procedure(kind, meta.get("procedure"), source))
+
+
+def _open_session(results: ResultsDir, lock: DirLock | None, *, engine: str | None, yes: bool,
+                  allow_destructive: bool) -> Session:
+    recorded = recorded_plan(results)
+    meta, kind, plan, procedure = recorded.meta, recorded.kind, recorded.plan, recorded.procedure
+    source = str(results.run_json)
     chosen_engine = engine or meta.get("engine") or "auto"
     if chosen_engine not in ENGINES:
         raise UsageError(f"{source}: key 'engine' has invalid value {json.dumps(chosen_engine, default=str)[:80]}: "
                          f"must be one of {', '.join(ENGINES)}.")
     target = meta.get("target")
     ours = False
-    writes = plan_writes(plan) or procedure.precondition != "none"
+    writes = recorded.writes
     if kind == Kind.STORAGE:
         if not isinstance(target, str) or not target.startswith("/") or any(ord(c) < 32 or c == "\x7f" for c in target):
             raise UsageError(f"{source}: key 'target' has invalid value {json.dumps(target, default=str)[:200]}: "

@@ -13,7 +13,7 @@ from app import presets as core
 from app.presets import Preset
 from app.results import new_run_dir
 from app.screens import strings
-from app.sweep import Session
+from app.sweep import Session, recorded_plan
 
 
 @dataclass
@@ -119,22 +119,16 @@ def resume_target(path: Path) -> ResumeTarget | str:
     from app.points import Kind
     from app.results import ResultsDir
 
-    source = str(path / "run.json")
     try:
-        meta = ResultsDir(path).read_meta()
-        kind = meta.get("kind")
-        if kind not in core.KINDS:
-            return f"{source}: key 'kind' is not storage or memory."
-        kind = Kind(kind)
-        plan = core.validate_plan(kind, meta.get("plan"), source)
-        procedure = core.validate_procedure(kind, meta.get("procedure"), source)
+        recorded = recorded_plan(ResultsDir(path))
     except ProfilerError as e:
         return str(e)
-    writes = core.plan_writes(plan) or procedure.precondition != "none"
+    meta, kind, writes = recorded.meta, recorded.kind, recorded.writes
     raw_preset = meta.get("preset")
     preset_meta: dict[str, Any] = raw_preset if isinstance(raw_preset, dict) else {}
     name = str(preset_meta.get("name") or path.name)[:80]
-    preset = Preset(name=name, kind=kind, description=str(preset_meta.get("description") or ""), source=source)
+    preset = Preset(name=name, kind=kind, description=str(preset_meta.get("description") or ""),
+                    source=str(path / "run.json"))
     target = meta.get("target") if kind == Kind.STORAGE and isinstance(meta.get("target"), str) else None
     device = None
     if target is not None:
