@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 import signal
 import time
-from typing import Any, Iterable, Iterator, Mapping, Sequence, TextIO
+from typing import Any, Iterable, Mapping, Sequence, TextIO
 
 from rich import box
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
@@ -31,6 +31,7 @@ from rich.text import Text
 from app.points import Kind
 from app.progress import ProgressPrinter
 from app.summary import metrics_line, steady_live
+from app.textable import ReadTable, read_markdown
 from app.units import format_count, format_duration
 
 REFRESH_PER_SECOND = 4  # the live display's redraws; the elapsed time and ETA move with it
@@ -274,13 +275,6 @@ def _prose(line: str) -> Text:
     return text
 
 
-def _cells(line: str) -> list[str]:
-    inner = line.strip()
-    inner = inner[1:] if inner.startswith("|") else inner
-    inner = inner[:-1] if inner.endswith("|") else inner
-    return [c.strip() for c in inner.split("|")]
-
-
 def _groups(headers: Sequence[str]) -> list[list[int]]:
     """Columns 1… in groups kept together when a table is cut: a comparison's ``A, B, B/A`` (or a sheet's
     ``…, Ratio``) columns end at their ratio; any other column stands alone."""
@@ -296,18 +290,10 @@ def _groups(headers: Sequence[str]) -> list[list[int]]:
     return groups
 
 
-def _markdown_table(console: Console, lines: list[str]) -> list[RenderableType] | None:
+def _markdown_table(console: Console, read: ReadTable) -> list[RenderableType]:
     """A markdown table (as app.textable.markdown_table writes it) as rich tables: one when it fits the
-    terminal with its figures whole (headers may wrap), else several, each repeating the first column.
-    None when it does not parse."""
-    if len(lines) < 2:
-        return None
-    headers = _cells(lines[0])
-    align = _cells(lines[1])
-    rows = [_cells(line) for line in lines[2:]]
-    if len(align) != len(headers) or any(len(r) != len(headers) for r in rows) or not headers:
-        return None
-    right = {i for i, a in enumerate(align) if a.endswith(":")}
+    terminal with its figures whole (headers may wrap), else several, each repeating the first column."""
+    headers, rows, right = read.header, read.rows, read.right
 
     def widest(texts: Iterable[str]) -> int:
         return max((cell_len(t) for t in texts), default=0)
@@ -371,33 +357,15 @@ def _markdown_table(console: Console, lines: list[str]) -> list[RenderableType] 
     return out
 
 
-def _blocks(text: str) -> Iterator[tuple[str, list[str]]]:
-    """The markdown's lines as ("table", lines) and ("line", [line]) blocks."""
-    table: list[str] = []
-    for line in text.splitlines():
-        if line.lstrip().startswith("|"):
-            table.append(line)
-            continue
-        if table:
-            yield "table", table
-            table = []
-        yield "line", [line]
-    if table:
-        yield "table", table
-
-
 def print_markdown(text: str, stream: TextIO) -> None:
     """``compare`` on a terminal: its markdown with the headings bold and the tables drawn as tables
     (the file ``--out`` writes keeps the markdown)."""
     console = terminal_console(stream)
     parts: list[RenderableType] = []
-    for kind, lines in _blocks(text):
-        if kind == "table":
-            drawn = _markdown_table(console, lines)
-            parts.extend(drawn if drawn is not None else [Text(line) for line in lines])
-            continue
-        line = lines[0]
-        if line.startswith("# "):
+    for line in read_markdown(text):
+        if isinstance(line, ReadTable):
+            parts.extend(_markdown_table(console, line))
+        elif line.startswith("# "):
             parts.append(Text(line[2:], style="bold underline"))
         elif line.startswith("## "):
             parts.append(Text(line[3:], style="bold"))

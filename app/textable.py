@@ -8,6 +8,7 @@ would change) and is about ten times slower (1,008 rows: ~100 ms against ~10 ms)
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 
@@ -35,3 +36,51 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], right:
 
     sep = "|" + "|".join(("-" * (w + 1) + ":") if i in align else ("-" * (w + 2)) for i, w in enumerate(widths)) + "|"
     return "\n".join([line(cells[0]), sep] + [line(r) for r in cells[1:]])
+
+
+@dataclass(frozen=True)
+class ReadTable:
+    """A markdown table read back: its header, the rows (every one as wide as the header) and the columns the
+    separator line marks right-aligned (``---:``)."""
+
+    header: list[str]
+    rows: list[list[str]]
+    right: frozenset[int]
+
+
+def _cells(line: str) -> list[str]:
+    inner = line.strip()
+    inner = inner[1:] if inner.startswith("|") else inner
+    inner = inner[:-1] if inner.endswith("|") else inner
+    return [c.strip() for c in inner.split("|")]
+
+
+def _read_table(lines: list[str]) -> ReadTable | None:
+    if len(lines) < 2:
+        return None
+    header, align, rows = _cells(lines[0]), _cells(lines[1]), [_cells(line) for line in lines[2:]]
+    if not header or len(align) != len(header) or any(len(r) != len(header) for r in rows):
+        return None
+    return ReadTable(header, rows, frozenset(i for i, a in enumerate(align) if a.endswith(":")))
+
+
+def read_markdown(text: str) -> list[str | ReadTable]:
+    """The lines of a markdown text (as report.md and compare write it), each run of table lines (``| … |``)
+    read into a :class:`ReadTable`; a run that does not read as one table stays lines."""
+    out: list[str | ReadTable] = []
+    table: list[str] = []
+
+    def flush() -> None:
+        if table:
+            read = _read_table(table)
+            out.extend([read] if read is not None else table)
+            table.clear()
+
+    for line in text.splitlines():
+        if line.lstrip().startswith("|"):
+            table.append(line)
+            continue
+        flush()
+        out.append(line)
+    flush()
+    return out

@@ -5,7 +5,6 @@ exported as that markdown."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 from rich.text import Text
@@ -18,48 +17,11 @@ from textual.worker import Worker, WorkerState
 
 from app.screens import strings
 from app.screens.results import ExportModal
+from app.textable import read_markdown
 from app.widgets import TooSmall
 
 BETTER = "bold green"
 RATIO = re.compile(r"^([0-9]+(?:\.[0-9]+)?)×$")
-
-
-@dataclass
-class Block:
-    """A part of the comparison: markdown text, or a table (header and rows of cell texts)."""
-
-    text: str = ""
-    header: list[str] | None = None
-    rows: list[list[str]] | None = None
-
-
-def split_markdown(text: str) -> list[Block]:
-    """The comparison's markdown as text blocks and tables (the tables app.textable writes: one row a line)."""
-    blocks: list[Block] = []
-    lines: list[str] = []
-    table: list[list[str]] = []
-
-    def flush_text() -> None:
-        if lines and any(ln.strip() for ln in lines):
-            blocks.append(Block(text="\n".join(lines).strip("\n")))
-        lines.clear()
-
-    def flush_table() -> None:
-        if table:
-            header, body = table[0], [r for r in table[1:] if not all(set(c) <= set("-: ") for c in r)]
-            blocks.append(Block(header=header, rows=body))
-        table.clear()
-
-    for line in text.splitlines():
-        if line.startswith("|") and line.rstrip().endswith("|"):
-            flush_text()
-            table.append([c.strip() for c in line.strip()[1:-1].split("|")])
-        else:
-            flush_table()
-            lines.append(line)
-    flush_table()
-    flush_text()
-    return blocks
 
 
 def _ratio(cell: str) -> float | None:
@@ -147,19 +109,29 @@ class CompareScreen(Screen[None]):
     def show(self, markdown: str) -> None:
         body = self.query_one("#compare-body", VerticalScroll)
         self.query_one("#compare-status", Static).update(Text(strings.COMPARE_LEGEND, style="green"))
-        for n, block in enumerate(split_markdown(markdown)):
-            if block.header is None:
-                body.mount(Markdown(block.text, classes="compare-text"))
+        text: list[str] = []
+        for n, part in enumerate(read_markdown(markdown)):
+            if isinstance(part, str):
+                text.append(part)
                 continue
+            self._text(body, text)
             table: DataTable[Text] = DataTable(classes="compare-table", cursor_type="none", zebra_stripes=True,
                                                id=f"compare-table-{n}")
             body.mount(table)
-            for name in block.header:
+            for name in part.header:
                 table.add_column(name)
-            for row in block.rows or []:
-                good = better_cells(block.header, row)
+            for row in part.rows:
+                good = better_cells(part.header, row)
                 table.add_row(*[Text(c, style=BETTER if i in good else "",
                                      justify="left" if i == 0 else "right") for i, c in enumerate(row)])
+        self._text(body, text)
+
+    @staticmethod
+    def _text(body: VerticalScroll, lines: list[str]) -> None:
+        """The lines gathered since the last table, as one markdown block (none when they are all blank)."""
+        if any(line.strip() for line in lines):
+            body.mount(Markdown("\n".join(lines).strip("\n"), classes="compare-text"))
+        lines.clear()
 
     def action_export(self) -> None:
         if self.markdown is None:
