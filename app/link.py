@@ -92,7 +92,7 @@ def _usb(d: Path) -> Link | None:
     return {"kind": "usb", "text": f"USB {mbps:g} Mb/s", "bytes_per_s": mbps * 1e6 * code / 8}
 
 
-def _device_number(target: str) -> tuple[int, int] | None:
+def device_number(target: str) -> tuple[int, int] | None:
     """The block device a target is (its st_rdev) or lives on (a file's st_dev; a path not created yet: its
     nearest existing parent's)."""
     probe = target
@@ -114,7 +114,7 @@ def link_of(target: str, sysfs: Path | None = None) -> Link | None:
     """The nearest link above the block device holding ``target``, None when there is none to read (a loop or
     virtio device, tmpfs, a container without sysfs) or sysfs says nothing that parses."""
     root = sysfs or sysfs_root()
-    number = _device_number(target)
+    number = device_number(target)
     if number is None or number[0] == 0:
         return None
     try:

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import IO, Any, Iterable, Mapping, TypedDict
 
 from app.external import run_tool
-from app.link import MAX_DEPTH, _device_number, sysfs_root
+from app.link import MAX_DEPTH, device_number, sysfs_root
 from app.procedure import TELEMETRY_INTERVAL_S
 from app.results import SCHEMA_VERSION, now_iso, read_regular
 
@@ -124,7 +124,7 @@ def _drive_name(resolved: Path) -> tuple[str, str] | None:
 
 def find_drive(target: str, sysfs: Path | None = None) -> tuple[Drive | None, str]:
     """The drive holding ``target`` and how to read it, or None and one sentence saying why there is none."""
-    number = _device_number(target)
+    number = device_number(target)
     if number is None or number[0] == 0:
         return None, f"{target} is on no block device (a memory or network filesystem): no drive health log"
     root = sysfs or sysfs_root()

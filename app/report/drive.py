@@ -7,7 +7,7 @@ From run.json's ``telemetry`` (which drive, which tool, or why there is none) an
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from app.report.model import RunData, StorageRow
 from app.telemetry import COUNTERS, DATA_UNIT_BYTES, THROTTLE_COUNTERS, load_readings, summarise
@@ -29,7 +29,7 @@ def _throttled_points(points: Sequence[StorageRow]) -> list[StorageRow]:
     return [p for p in points if any(f["flag"] == "throttled" for f in p.flags)]
 
 
-def section(data: RunData, describe: Any) -> list[str]:
+def section(data: RunData, describe: Callable[[StorageRow], str]) -> list[str]:
     """``describe(point)``: how the report names a point (its workload)."""
     entry = data.meta.get("telemetry")
     if not isinstance(entry, Mapping):
