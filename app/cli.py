@@ -84,16 +84,31 @@ def cli(ctx: click.Context) -> int | None:
 
 @cli.command()
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def devices(as_json: bool) -> int:
+@click.option("--target", metavar="PATH",
+              help="Also judge PATH (a file or block device) for a write and a read-only plan; with --json the "
+                   "output is then {\"devices\": [...], \"target\": {...}} (what a fleet controller reads).")
+def devices(as_json: bool, target: str | None) -> int:
     """Block devices with size, model, transport, mounts, filesystem and the safety verdict."""
     from app.devices import list_devices, render_devices_table
 
     from app.container import device_access_problem
 
     devs = list_devices()
+    about = None
+    if target is not None:
+        from app.fleet.inspect import describe_target
+
+        if not target.startswith("/") or any(ord(c) < 32 for c in target):
+            raise UsageError(f"--target {target[:120]!r}: expected an absolute path without control characters.")
+        about = describe_target(target)
     if as_json:
-        click.echo(json.dumps(devs, indent=2))
-    elif on_terminal(sys.stdout):
+        click.echo(json.dumps(devs if about is None else {"devices": devs, "target": about}, indent=2))
+        return 0
+    if about is not None:
+        for plan in ("write", "read"):
+            v = about[plan]
+            click.echo(f"{about['path']}, {plan} plan: {v['verdict']} ({'; '.join(v['reasons'])})")
+    if on_terminal(sys.stdout):
         from app.console import print_devices
 
         print_devices(devs, sys.stdout)
@@ -295,7 +310,14 @@ def _execute(session: Session, json_stream: bool = False) -> int:
 
 @cli.command()
 @click.argument("preset")
-@click.option("--target", metavar="PATH", help="A file (created if absent) or a block device. Default: a file in --out.")
+@click.option("--target", "targets", multiple=True, metavar="PATH",
+              help="A file (created if absent) or a block device. Default: a file in --out. With --host: the "
+                   "target on every host, or HOST=PATH for one host (HOST exactly as given to --host).")
+@click.option("--host", "hosts", multiple=True, metavar="ssh://[USER@]HOST[:PORT] | tcp://ADDR:PORT",
+              help="Run on this fleet host's agent (profiler-tui agent) too; repeat for each host. ssh:// tunnels "
+                   "to the agent on the host's loopback; tcp:// connects directly (trusted networks).")
+@click.option("--agent-port", type=click.IntRange(1, 65535), default=8765, show_default=True,
+              help="The agents' port on ssh:// hosts.")
 @click.option("--out", metavar="DIR", help="Results directory (default: results/PRESET-TIMESTAMP).")
 @click.option("--set", "sets", multiple=True, metavar="KEY=V[,V...]",
               help="Override a scalar or replace a matrix axis, e.g. --set bs=4k,64k --set runtime=3.")
@@ -306,17 +328,26 @@ def _execute(session: Session, json_stream: bool = False) -> int:
               help="Skip the rest of a QD or numjobs axis once it saturates (same as --set adaptive=yes).")
 @click.option("--json-stream", is_flag=True,
               help="Write the run's events to stdout as NDJSON (one object per line); progress goes to stderr.")
-def run(preset: str, target: str | None, out: str | None, sets: tuple[str, ...], yes: bool,
-        allow_destructive: bool, engine: str, adaptive: bool, json_stream: bool) -> int:
-    """Run PRESET (a shipped name or a TOML file) headlessly."""
+def run(preset: str, targets: tuple[str, ...], hosts: tuple[str, ...], agent_port: int, out: str | None,
+        sets: tuple[str, ...], yes: bool, allow_destructive: bool, engine: str, adaptive: bool,
+        json_stream: bool) -> int:
+    """Run PRESET (a shipped name or a TOML file) headlessly, here or on fleet hosts (--host)."""
     START_UP.install()
     from app.sweep import new_session
 
     if adaptive:
         sets = sets + ("adaptive=yes",)
     p = presets.apply_overrides(presets.load(preset), sets)
-    session = new_session(p, target=target, out=out, yes=yes, allow_destructive=allow_destructive,
-                          engine=engine, overrides=sets, on_created=START_UP.track)
+    fleet = None
+    if hosts:
+        from app.fleet.runner import open_fleet
+
+        fleet = open_fleet(hosts, targets, agent_port)
+    elif len(targets) > 1:
+        raise UsageError(f"--target was given {len(targets)} times; without --host a run has one target.")
+    session = new_session(p, target=None if fleet else (targets[0] if targets else None), out=out, yes=yes,
+                          allow_destructive=allow_destructive, engine=engine, overrides=sets,
+                          on_created=START_UP.track, fleet=fleet)
     return _execute(session, json_stream)
 
 
@@ -345,6 +376,20 @@ def resume(directory: str, engine: str | None, yes: bool, allow_destructive: boo
         return _execute(session, json_stream)
     finally:
         session.close()
+
+
+@cli.command()
+@click.option("--bind", default="127.0.0.1", show_default=True, metavar="ADDR",
+              help="The address fio's server listens on (loopback unless --allow-network).")
+@click.option("--port", type=click.IntRange(1, 65535), default=8765, show_default=True)
+@click.option("--allow-network", is_flag=True,
+              help="Allow a non-loopback --bind: fio's server has no authentication (anyone reaching it runs jobs "
+                   "as root).")
+def agent(bind: str, port: int, allow_network: bool) -> int:
+    """Serve fio jobs for a fleet controller (`run --host`): fio --server on this host, until SIGTERM."""
+    from app.fleet.agent import run_agent
+
+    return run_agent(bind, port, allow_network)
 
 
 # --- report / import / compare (docs/report.md) --------------------------------------------------

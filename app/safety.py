@@ -675,7 +675,12 @@ def check_target(target: str, writes: bool, *, yes: bool = False, allow_destruct
     """Raise SafetyError (exit 3) when the plan may not run on ``target``; else return the verdict.
 
     ``allow_destructive`` confirms destroying a signature and implies ``yes``."""
-    v = classify(target, writes)
+    return confirm(classify(target, writes), writes, yes=yes, allow_destructive=allow_destructive)
+
+
+def confirm(v: Verdict, writes: bool, *, yes: bool = False, allow_destructive: bool = False) -> Verdict:
+    """Apply the user's confirmations to a verdict (:func:`check_target`; a fleet host's verdict comes from
+    that host): SafetyError (exit 3) when the plan may not run, else the verdict with how it was confirmed."""
     what = "write to" if writes else "read"
     if v.verdict == REFUSED:
         raise SafetyError(f"Refusing to {what} {v.target}: {'; '.join(v.reasons)}.")

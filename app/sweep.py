@@ -28,7 +28,7 @@ import time
 from contextlib import aclosing, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, AsyncGenerator, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, AsyncGenerator, Callable, Iterator, Sequence
 
 from app import envinfo, safety
 from app.errors import ProfilerError, UsageError
@@ -46,6 +46,9 @@ from app.runners import get_runner
 from app.runners.base import Context, Phase, Result, Runner, Sample
 from app.runners.fio import check_target_name, precondition_job
 from app.space import check_free_space
+
+if TYPE_CHECKING:
+    from app.fleet.runner import Fleet
 
 DEFAULT_TARGET_NAME = "profiler-tui.testfile"
 
@@ -89,6 +92,7 @@ class PointFailed:
     index: int
     point: Point
     error: str
+    host: str | None = None  # a fleet run's host whose point failed
 
 
 @dataclass
@@ -239,9 +243,12 @@ class Session:
     procedure: Procedure = field(default_factory=Procedure)
     facts: TargetFacts = field(default_factory=TargetFacts)
     recorder: telemetry.Recorder | None = None  # the drive's health log, read while the run lasts
+    fleet: "Fleet | None" = None  # a fleet run: its hosts and their targets (``target`` is None)
 
     def close(self) -> None:
-        """Release the results directory (``events()`` does it when it ends)."""
+        """Release the results directory (``events()`` does it when it ends) and a fleet's connections."""
+        if self.fleet is not None:
+            self.fleet.close()
         if self.lock is not None:
             self.lock.release()
             self.lock = None
@@ -264,8 +271,16 @@ class Session:
         """The run may write to the target: a write point, or preconditioning."""
         return plan_writes(self.plan) or self.procedure.precondition != "none"
 
+    @property
+    def width(self) -> int:
+        """Results per plan point: the fleet's hosts, else one."""
+        return len(self.fleet.hosts) if self.fleet is not None else 1
+
     def completed_keys(self) -> set[str]:
-        return {table_key(r["point"]) for r in self.results.records()}
+        """The points (a fleet run: point@host) results.jsonl holds."""
+        if self.fleet is None:
+            return {table_key(r["point"]) for r in self.results.records()}
+        return {f"{table_key(r['point'])}@{r.get('host')}" for r in self.results.records()}
 
     def skipped(self) -> dict[int, str]:
         """Plan index → reason, for the points run.json says the procedure skipped (entries that do not name
@@ -279,11 +294,36 @@ class Session:
         return out
 
     def pending(self) -> list[tuple[int, Point]]:
+        """The points still to measure; a fleet run's runner learns which hosts each one still needs."""
         done = self.completed_keys()
         skipped = self.skipped()
-        return [(i, p) for i, p in enumerate(self.plan) if point_key(p) not in done and i not in skipped]
+        if self.fleet is None:
+            return [(i, p) for i, p in enumerate(self.plan) if point_key(p) not in done and i not in skipped]
+        missing = {i: [h.name for h in self.fleet.hosts if f"{point_key(p)}@{h.name}" not in done]
+                   for i, p in enumerate(self.plan) if i not in skipped}
+        missing = {i: names for i, names in missing.items() if names}
+        from app.fleet.runner import FleetRunner
+
+        if isinstance(self.runner, FleetRunner):
+            self.runner.missing = missing
+        return [(i, self.plan[i]) for i in sorted(missing)]
+
+    def _pending_units(self, pending: list[tuple[int, Point]]) -> int:
+        from app.fleet.runner import FleetRunner
+
+        if isinstance(self.runner, FleetRunner):
+            return sum(len(self.runner.missing.get(i, ())) for i, _ in pending)
+        return len(pending)
 
     def check_target(self) -> None:
+        if self.fleet is not None:  # every host, again: a host that cannot be asked now fails this point there
+            unreachable = self.fleet.check(self.writes, yes=self.yes, allow_destructive=self.allow_destructive,
+                                           strict=False)
+            from app.fleet.runner import FleetRunner
+
+            if isinstance(self.runner, FleetRunner):
+                self.runner.unreachable = unreachable
+            return
         if self.kind == Kind.STORAGE and self.target is not None:
             check_storage_target(self.target, self.plan, yes=self.yes, allow_destructive=self.allow_destructive,
                                  writes=self.writes)
@@ -304,8 +344,8 @@ class Session:
         try:
             pending = self.pending()
             skipped = self.skipped()
-            total = len(self.plan) - len(skipped)
-            done = total - len(pending)
+            total = (len(self.plan) - len(skipped)) * self.width
+            done = total - self._pending_units(pending)
             failed = 0
             remaining = sum(estimate_point_seconds(p) for _, p in pending)
             self.results.repair_tail()
@@ -358,7 +398,7 @@ class Session:
                         if not isinstance(ev, Result):
                             continue
                         point = points[ev.index]
-                        remaining -= estimate_point_seconds(point)
+                        remaining -= estimate_point_seconds(point) / self.width
                         seen: tuple[dict[str, Any], str | None] = ({}, None)
                         if rec is not None:
                             seen = await rec.end_point(ev.index)
@@ -369,8 +409,9 @@ class Session:
                             if no_space:  # fio filled the disk laying out our test file: free it first
                                 self._remove_scratch()
                             self._write_raw(ev, point)
-                            self._record_failure(ev.index, point, ev.error)
-                            yield PointFailed(ev.index, point, ev.error)
+                            host = ev.extra.get("host")
+                            self._record_failure(ev.index, point, ev.error, host)
+                            yield PointFailed(ev.index, point, ev.error, host)
                             if no_space:  # every further point would fail the same way
                                 raise _NoSpace(f"fio found no space left on device for the test file {self.target}")
                         else:
@@ -383,7 +424,7 @@ class Session:
                             yield PointDone(ev.index, record, done, total)
                         for index, reason in self._new_skips(measured, skipped, failed_at).items():
                             skipped[index] = reason
-                            total -= 1
+                            total -= self.width
                             remaining -= estimate_point_seconds(self.plan[index])
                             yield PointSkipped(index, self.plan[index], reason)
                         nxt = next((i for i in points if i > ev.index and i not in skipped), None)
@@ -588,7 +629,7 @@ class Session:
         record.update(ev.extra)  # a memory runner's "point" names its engine
         record.update(raw=raw, started=started, ended=now_iso())
         if self.kind == Kind.STORAGE:
-            record["target"] = self.target
+            record["target"] = ev.extra.get("target", self.target)  # a fleet host's own
             if drive:
                 record["telemetry"] = drive
             record["flags"] = point_flags(record["point"], ev.metrics, ev.extra, self.facts, throttled)
@@ -606,10 +647,11 @@ class Session:
         except (OSError, ProfilerError):
             pass
 
-    def _record_failure(self, index: int, point: Point, error: str) -> None:
+    def _record_failure(self, index: int, point: Point, error: str, host: str | None = None) -> None:
         meta = self.results.read_meta()
-        failures = [f for f in meta.get("failures", []) if f.get("index") != index]
-        failures.append({"index": index, "point": point.to_dict(), "error": error, "at": now_iso()})
+        failures = [f for f in meta.get("failures", []) if (f.get("index"), f.get("host")) != (index, host)]
+        failures.append({"index": index, "point": point.to_dict(), "error": error, "at": now_iso(),
+                         **({"host": host} if host is not None else {})})
         meta["failures"] = failures
         self.results.write_meta(meta)
 
@@ -652,14 +694,19 @@ def new_session(
     engine: str = "auto",
     overrides: list[str] | tuple[str, ...] = (),
     on_created: Callable[[Session], None] | None = None,
+    fleet: "Fleet | None" = None,
 ) -> Session:
     """Validate, check safety, create the results directory and run.json. Starts nothing.
-    ``on_created`` is called with the session as soon as run.json exists."""
+    ``on_created`` is called with the session as soon as run.json exists.  With ``fleet``, every point runs on
+    each of its hosts (their targets judged on each host before anything is created)."""
     plan = preset.expand()
     if not plan:
         raise UsageError(f"{preset.source}: the plan has no points.")
     out_dir = Path(out) if out else default_out_dir(preset.name)
     check_dir_path(out_dir)  # a file, a name too long, read-only: usage errors before the target is looked at
+    if fleet is not None:
+        return _new_fleet_session(preset, plan, out_dir, fleet, yes=yes, allow_destructive=allow_destructive,
+                                  overrides=overrides, on_created=on_created)
     runner = get_runner(preset.kind, engine)
     runner.check_plan(plan)  # e.g. memory buffers larger than MemAvailable: UsageError before any file
     target_path: str | None = None
@@ -679,21 +726,30 @@ def new_session(
     # held back until it is done): the directory, its lock, the check that it holds no run, run.json.
     # A refusal or error on the way removes everything it made (the lock file stays only in a directory
     # that existed before).
+    def make(results: ResultsDir, lock: DirLock) -> Session:
+        if target_path is not None:
+            created.extend(make_dirs(Path(target_path).parent))
+            if meta["target_info"] is None:
+                meta["target_info"] = envinfo.target_info(target_path)  # a file: no probe, quick
+        results.create(meta)
+        return Session(results, preset.kind, plan, target_path, runner, yes, allow_destructive, engine, ours,
+                       meta, lock=lock, procedure=preset.procedure)
+
+    created: list[Path] = []
+    return _create(out_dir, make, created, on_created)
+
+
+def _create(out_dir: Path, make: Callable[[ResultsDir, DirLock], Session], created: list[Path],
+            on_created: Callable[[Session], None] | None) -> Session:
+    """The results directory, its lock, the check that it holds no run, and ``make`` (run.json, the session)."""
     results = ResultsDir(out_dir)
     lock = DirLock(out_dir)
-    created: list[Path] = []
     try:
         with _sigint_deferred():
             created += make_dirs(out_dir)
             lock.acquire()
             results.check_empty()
-            if target_path is not None:
-                created += make_dirs(Path(target_path).parent)
-                if meta["target_info"] is None:
-                    meta["target_info"] = envinfo.target_info(target_path)  # a file: no probe, quick
-            results.create(meta)
-            session = Session(results, preset.kind, plan, target_path, runner, yes, allow_destructive, engine, ours,
-                              meta, lock=lock, procedure=preset.procedure)
+            session = make(results, lock)
             if on_created is not None:
                 on_created(session)  # e.g. the CLI's ^C handler, told before a held-back ^C is delivered
     except BaseException as e:
@@ -709,6 +765,50 @@ def new_session(
             raise UsageError(f"{out_dir}: {_os_reason(e)}.") from None
         raise
     return session
+
+
+def _check_fleet_plan(kind: Kind, procedure: Procedure, source: str) -> None:
+    if kind != Kind.STORAGE:
+        raise UsageError(f"{source}: a memory preset runs on this machine only; --host takes storage presets "
+                         "(run the memory preset on each host itself).")
+    if not procedure.is_default:
+        raise UsageError(f"{source}: a fleet run (--host) measures the plan as it is; its procedure settings "
+                         "(preconditioning, steady state, rounds, adaptive) are for one target at a time.")
+
+
+def _new_fleet_session(preset: Preset, plan: list[Point], out_dir: Path, fleet: "Fleet", *, yes: bool,
+                       allow_destructive: bool, overrides: Sequence[str],
+                       on_created: Callable[[Session], None] | None) -> Session:
+    """A fleet run: every host's target judged on that host (SafetyError, exit 3, before anything is created
+    anywhere), then the results directory and run.json with the hosts."""
+    from app.fleet.runner import FleetRunner
+
+    _check_fleet_plan(Kind(preset.kind), preset.procedure, preset.source)
+    runner = FleetRunner(fleet)
+    writes = preset.writes()
+    try:
+        fio_binary_check()
+        fleet.check(writes, yes=yes, allow_destructive=allow_destructive, strict=True)
+        check_free_space(out_dir, None, plan, len(plan) * len(fleet.hosts), writes)
+        meta = _new_meta(preset, plan, runner, None, False, yes=yes, allow_destructive=allow_destructive,
+                         engine="auto", overrides=list(overrides))
+        meta["fleet"] = fleet.to_meta()
+
+        def make(results: ResultsDir, lock: DirLock) -> Session:
+            results.create(meta)
+            return Session(results, Kind.STORAGE, plan, None, runner, yes, allow_destructive, "auto", False, meta,
+                           lock=lock, procedure=preset.procedure, fleet=fleet)
+
+        return _create(out_dir, make, [], on_created)
+    except BaseException:
+        fleet.close()
+        raise
+
+
+def fio_binary_check() -> None:
+    from app.runners.fio import fio_binary
+
+    fio_binary()  # ToolMissing (exit 4) before anything is created
 
 
 def load_session(path: str | os.PathLike[str], *, engine: str | None = None, yes: bool = False,
@@ -759,6 +859,30 @@ def recorded_plan(results: ResultsDir) -> RecordedPlan:
                         validate_procedure(kind, meta.get("procedure"), source))
 
 
+def _open_fleet_session(results: ResultsDir, lock: DirLock | None, recorded: RecordedPlan, *, yes: bool,
+                        allow_destructive: bool) -> Session:
+    """``resume`` of a fleet run: its hosts and targets read again from run.json (untrusted), every host's
+    target judged again with the confirmations given now."""
+    from app.fleet.runner import FleetRunner, fleet_from_meta
+
+    source = str(results.run_json)
+    meta = recorded.meta
+    _check_fleet_plan(recorded.kind, recorded.procedure, source)
+    if meta.get("target") is not None:
+        raise UsageError(f"{source}: key 'target' has invalid value {json.dumps(meta.get('target'), default=str)[:200]}: "
+                         "a fleet run names its targets under 'fleet'.")
+    fleet = fleet_from_meta(meta.get("fleet"), source)
+    try:
+        fio_binary_check()
+        fleet.check(recorded.writes, yes=yes, allow_destructive=allow_destructive, strict=True)
+        check_free_space(results.path, None, recorded.plan, len(recorded.plan) * len(fleet.hosts), recorded.writes)
+    except BaseException:
+        fleet.close()
+        raise
+    return Session(results, Kind.STORAGE, recorded.plan, None, FleetRunner(fleet), yes, allow_destructive, "auto",
+                   False, meta, lock=lock, procedure=recorded.procedure, fleet=fleet)
+
+
 def _open_session(results: ResultsDir, lock: DirLock | None, *, engine: str | None, yes: bool,
                   allow_destructive: bool) -> Session:
     recorded = recorded_plan(results)
@@ -771,6 +895,8 @@ def _open_session(results: ResultsDir, lock: DirLock | None, *, engine: str | No
     target = meta.get("target")
     ours = False
     writes = recorded.writes
+    if meta.get("fleet") is not None:
+        return _open_fleet_session(results, lock, recorded, yes=yes, allow_destructive=allow_destructive)
     if kind == Kind.STORAGE:
         if not isinstance(target, str) or not target.startswith("/") or any(ord(c) < 32 or c == "\x7f" for c in target):
             raise UsageError(f"{source}: key 'target' has invalid value {json.dumps(target, default=str)[:200]}: "

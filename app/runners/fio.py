@@ -186,7 +186,7 @@ def _check_types(point: StoragePoint) -> None:
 
 
 def job_file(point: StoragePoint, target: str, plan_writes: bool = True,
-             more: list[tuple[str, Any]] | None = None) -> str:
+             more: list[tuple[str, Any]] | None = None, shape: tuple[int | None, bool] | None = None) -> str:
     """The fio job file of a point (an INI text fio reads as is).
 
     On a target that exists (a block device, or a regular file the user named), a plan that only
@@ -195,9 +195,13 @@ def job_file(point: StoragePoint, target: str, plan_writes: bool = True,
     """
     _check_types(point)
     size = point.size
-    existing = _existing_size(target)
+    if shape is None:  # the target is on this machine
+        existing = _existing_size(target)
+        block = existing is not None and stat.S_ISBLK(os.stat(target).st_mode)
+    else:  # (size, is a block device) as a fleet host said of its target; size None: it does not exist
+        existing, block = shape
     read_only = existing is not None and not plan_writes
-    if existing is not None and (read_only or stat.S_ISBLK(os.stat(target).st_mode)):
+    if existing is not None and (read_only or block):
         size = min(size, existing)
         if read_only:
             size -= size % point.bs

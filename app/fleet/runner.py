@@ -1,0 +1,257 @@
+"""Fleet runs: every plan point runs on all hosts at once, in one ``fio --client`` invocation.
+
+For a point, each host that still lacks it gets its own job file in ``raw/`` (``NNNN-JOB@HOST.fio``: the
+host's target and shape), and one fio process runs them all::
+
+    fio --output-format=json+ --eta=never --client=ADDR1 JOB1 [--readonly] --client=ADDR2 JOB2 …
+
+fio's client writes one JSON document at the end, whose ``client_stats`` hold each host's group-reported job
+(``hostname`` and ``port`` as the client connected to them) and, for several hosts, an "All clients" sum.  That
+document is kept as ``NNNN-JOB.fleet.json``; each host's figures are computed from its own ``client_stats``
+entry alone (:func:`app.runners.fio_parse.metrics`), so they are exactly fio's.  A host without an entry (its
+agent unreachable or gone mid-point) or with a job error fails only its own host-point, with fio's message.
+
+fio's client reports nothing while the jobs run, so the live figures of a host come from its target's block
+device counters (:mod:`app.fleet.meter`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from typing import Any, AsyncGenerator, Hashable, Sequence
+
+from app import safety
+from app.fleet.hosts import DEFAULT_AGENT_PORT, Host
+from app.fleet.inspect import TargetShape
+from app.fleet.links import HostUnreachable, Link, close_links, open_links
+from app.points import Kind, Point, StoragePoint
+from app.results import write_new
+from app.runners.base import Child, Context, Event, Phase, Result, Runner, Sample
+from app.runners.fio import fio_binary, fio_version, job_file, job_name
+from app.runners.fio_parse import metrics, split_documents
+
+ALL_CLIENTS = "All clients"
+MAX_OUTPUT_BYTES = 256 << 20
+FLEET_SUFFIX = ".fleet.json"
+
+
+@dataclass
+class Fleet:
+    """The hosts of a fleet run, their targets, and the links that reach them."""
+
+    hosts: list[Host]
+    targets: dict[str, str]  # host name → target path on that host
+    agent_port: int = DEFAULT_AGENT_PORT
+    links: dict[str, Link] = field(default_factory=dict)
+    shapes: dict[str, TargetShape] = field(default_factory=dict)
+    verdicts: dict[str, safety.Verdict] = field(default_factory=dict)
+    devices: dict[str, tuple[int, int] | None] = field(default_factory=dict)  # host → its target's block device
+    meter: bool = True  # live figures from the targets' block devices
+
+    def open(self) -> "Fleet":
+        if not self.links:
+            self.links = {link.host.name: link for link in open_links(self.hosts, self.agent_port)}
+        return self
+
+    def close(self) -> None:
+        close_links(list(self.links.values()))
+        self.links = {}
+
+    def check(self, writes: bool, *, yes: bool, allow_destructive: bool, strict: bool = True) -> dict[str, str]:
+        """Judge every host's target for this plan with the user's confirmations.  SafetyError (exit 3) naming
+        the host when one may not run.  A host that cannot be asked: HostUnreachable when ``strict`` (before
+        the run), else its name → the reason (its host-points of this round fail)."""
+        self.open()
+        unreachable: dict[str, str] = {}
+        for h in self.hosts:
+            try:
+                judged = self.links[h.name].judge(self.targets[h.name], writes, yes=yes,
+                                                  allow_destructive=allow_destructive)
+            except HostUnreachable as e:
+                if strict:
+                    raise
+                unreachable[h.name] = str(e)
+                continue
+            self.shapes[h.name] = judged.shape
+            self.verdicts[h.name] = judged.verdict
+            self.devices[h.name] = judged.device
+        return unreachable
+
+    def to_meta(self) -> dict[str, Any]:
+        return {"hosts": [{**h.to_dict(), "target": self.targets[h.name]} for h in self.hosts],
+                "agent_port": self.agent_port}
+
+
+def client_entries(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    stats = doc.get("client_stats")
+    return [e for e in stats if isinstance(e, dict)] if isinstance(stats, list) else []
+
+
+def host_entry(doc: dict[str, Any], address: tuple[str, int]) -> dict[str, Any] | None:
+    """The ``client_stats`` entry of the host fio reached at ``address`` (hostname, port), not the sum."""
+    for e in client_entries(doc):
+        if e.get("jobname") != ALL_CLIENTS and e.get("hostname") == address[0] and e.get("port") == address[1]:
+            return e
+    return None
+
+
+def fleet_command(jobs: Sequence[tuple[str, str, bool]]) -> list[str]:
+    """fio's command line for (client address, job file, read-only) per host."""
+    argv = [fio_binary(), "--output-format=json+", "--eta=never"]
+    for client, path, read_only in jobs:
+        argv += [f"--client={client}", path] + (["--readonly"] if read_only else [])
+    return argv
+
+
+def _message(lines: list[str], returncode: int | None) -> str:
+    useful = [ln.strip() for ln in lines if ln.strip() and ("err" in ln.lower() or "fio:" in ln or "client" in ln
+                                                            or "fail" in ln.lower() or "refused" in ln.lower())]
+    if useful:
+        return "; ".join(dict.fromkeys(useful))[:600]
+    return f"fio exited with status {returncode} and gave no result for this host"
+
+
+class FleetRunner(Runner):
+    kind = Kind.STORAGE
+
+    def __init__(self, fleet: Fleet) -> None:
+        self.fleet = fleet
+        self.missing: dict[int, list[str]] = {}  # plan index → host names still to measure (set by the sweep)
+        self.unreachable: dict[str, str] = {}  # host → why it could not be asked before this point
+
+    def batch_key(self, point: Point) -> Hashable:
+        return object()
+
+    def tool_versions(self) -> dict[str, str]:
+        return {"fio": fio_version()}
+
+    async def run(self, items: list[tuple[int, Point]], ctx: Context) -> AsyncGenerator[Event, None]:
+        for index, point in items:
+            if not isinstance(point, StoragePoint):
+                raise TypeError(f"the fleet runner measures storage points, not {point!r}")
+            async with aclosing(self.run_point(index, point, ctx)) as events:
+                async for event in events:
+                    yield event
+
+    def _job(self, index: int, point: StoragePoint, host: Host, ctx: Context) -> tuple[str, str, bool, str]:
+        target = self.fleet.targets[host.name]
+        shape = self.fleet.shapes.get(host.name) or TargetShape(False, False, None)
+        text = job_file(point, target, ctx.plan_writes, shape=(shape.size if shape.exists else None, shape.block))
+        path = ctx.raw_dir / f"{index:04d}-{job_name(point)}@{host.slug}.fio"
+        write_new(path, text.encode())
+        read_only = not ctx.plan_writes and shape.exists
+        return self.fleet.links[host.name].fio_client, str(path), read_only, text
+
+    async def run_point(self, index: int, point: StoragePoint, ctx: Context) -> AsyncGenerator[Event, None]:
+        ctx.raw_dir.mkdir(parents=True, exist_ok=True)
+        wanted = self.missing.get(index, [h.name for h in self.fleet.hosts])
+        hosts = [h for h in self.fleet.hosts if h.name in wanted]
+        job = job_name(point)
+
+        def extra(h: Host, wall: float) -> dict[str, Any]:
+            return {"host": h.name, "target": self.fleet.targets[h.name], "wall_s": round(wall, 3),
+                    "job": f"{job}@{h.slug}"}
+
+        for h in [h for h in hosts if h.name in self.unreachable]:
+            yield Result(index, {}, {}, extra(h, 0.0), error=self.unreachable[h.name])
+        hosts = [h for h in hosts if h.name not in self.unreachable]
+        if not hosts:
+            return
+        jobs = {h.name: self._job(index, point, h, ctx) for h in hosts}
+        yield Phase(index, "measuring")
+        started = time.monotonic()
+        child = await Child.start(*fleet_command([(c, p, ro) for c, p, ro, _ in jobs.values()]))
+        out = bytearray()
+        meter = None
+        if self.fleet.meter:
+            from app.fleet.meter import FleetMeter
+
+            meter = FleetMeter(self.fleet, [h.name for h in hosts], index)
+        try:
+            reading = asyncio.ensure_future(self._read(child, out))
+            while not reading.done():
+                await asyncio.wait({reading}, timeout=1.0)
+                if meter is not None:
+                    for sample in meter.read(time.monotonic() - started):
+                        yield Sample(index, sample)
+            reading.result()
+            stderr = await child.finish()
+        finally:
+            await child.close()
+            if meter is not None:
+                meter.close()
+        wall = time.monotonic() - started
+        docs, noise = split_documents(out.decode("utf-8", "replace"))
+        doc = next((d for d in reversed(docs) if "client_stats" in d), None)
+        lines = noise + stderr.splitlines()
+        files: dict[str, Path] = {}
+        if doc is not None:
+            fleet_path = ctx.raw_dir / f"{index:04d}-{job}{FLEET_SUFFIX}"
+            write_new(fleet_path, json.dumps(doc, indent=1).encode())
+            files[FLEET_SUFFIX] = fleet_path
+        for h in hosts:
+            _, job_path, _, _ = jobs[h.name]
+            raw: dict[str, str | bytes] = {}
+            mine = {**files, ".fio": Path(job_path)}
+            if any(ln.strip() for ln in lines):
+                raw[".stderr.txt"] = "\n".join(lines)
+            entry = host_entry(doc, self.fleet.links[h.name].fio_address) if doc is not None else None
+            ex = extra(h, wall)
+            if entry is None:
+                why = _message(lines, child.proc.returncode)
+                yield Result(index, {}, raw, ex, error=f"host {h.name}: no result from fio ({why})", files=mine)
+                continue
+            one = {"fio version": doc.get("fio version") if doc else None, "client_stats": [entry]}
+            raw[".json"] = json.dumps(one, indent=1)
+            m = metrics(one, jobs=[entry])
+            ex["fio_version"] = one["fio version"]
+            if m.get("errors"):
+                yield Result(index, m, raw, ex, error=f"host {h.name}: fio job error {entry.get('error')} "
+                                                     f"({_message(lines, child.proc.returncode)})", files=mine)
+                continue
+            yield Result(index, m, raw, ex, files=mine)
+
+    @staticmethod
+    async def _read(child: Child, out: bytearray) -> None:
+        async for chunk in child.chunks():
+            if len(out) < MAX_OUTPUT_BYTES:
+                out += chunk
+
+
+def open_fleet(host_values: Sequence[str], target_values: Sequence[str], agent_port: int = DEFAULT_AGENT_PORT) -> Fleet:
+    """The fleet of ``--host``/``--target`` values, checked (UsageError) but not connected yet."""
+    from app.fleet.hosts import host_targets, parse_hosts
+
+    hosts = parse_hosts(host_values)
+    return Fleet(hosts, host_targets(hosts, target_values), agent_port)
+
+
+def fleet_from_meta(meta: Any, source: str) -> Fleet:
+    """The fleet run.json recorded (untrusted: every host and target is parsed again)."""
+    from app.errors import UsageError
+    from app.fleet.hosts import check_remote_path, parse_host
+
+    if not isinstance(meta, dict) or not isinstance(meta.get("hosts"), list) or not meta["hosts"]:
+        raise UsageError(f"{source}: key 'fleet' has invalid value: expected its hosts and targets.")
+    hosts, targets = [], {}
+    for i, entry in enumerate(meta["hosts"]):
+        if not isinstance(entry, dict):
+            raise UsageError(f"{source}: key 'fleet.hosts[{i}]' is not an object.")
+        h = parse_host(str(entry.get("host")), f"{source}: key 'fleet.hosts[{i}].host'")
+        hosts.append(h)
+        target = entry.get("target")
+        targets[h.name] = check_remote_path(target if isinstance(target, str) else "",
+                                            f"{source}: key 'fleet.hosts[{i}].target'")
+    from app.fleet.hosts import parse_hosts
+
+    parse_hosts([h.name for h in hosts])  # the same host twice
+    port = meta.get("agent_port", DEFAULT_AGENT_PORT)
+    if not isinstance(port, int) or isinstance(port, bool) or not 1 <= port <= 65535:
+        raise UsageError(f"{source}: key 'fleet.agent_port' has invalid value {str(port)[:40]!r}.")
+    return Fleet(hosts, targets, port)
+
