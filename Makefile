@@ -4,11 +4,11 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.stamp
-APT_PKGS := fio util-linux fdisk e2fsprogs tmux librsvg2-bin nvme-cli smartmontools jq
+APT_PKGS := fio util-linux fdisk e2fsprogs tmux librsvg2-bin nvme-cli smartmontools jq openssh-client openssh-server
 MEMLAT := native/memlat/build/memlat
 
 # mypy: the type check of app/ (configured in pyproject.toml)
-.PHONY: typecheck setup system-deps venv native run test test-fast bench bench-fio bench-mem bench-report bench-tui bench-steady bench-runs native-asan container-test clean
+.PHONY: typecheck setup system-deps venv native run test test-fast bench bench-fio bench-mem bench-report bench-tui bench-steady bench-runs bench-fleet native-asan container-test clean
 
 setup: system-deps venv native
 
@@ -53,7 +53,7 @@ test-fast: setup
 	$(BIN)/lint-imports
 	$(BIN)/mypy
 
-bench: bench-fio bench-mem bench-report bench-tui bench-steady bench-runs
+bench: bench-fio bench-mem bench-report bench-tui bench-steady bench-runs bench-fleet
 
 bench-fio: setup
 	$(BIN)/python bench/fio_overhead.py
@@ -80,6 +80,11 @@ bench-steady: setup
 # table (target < 0.5 s)
 bench-runs: setup
 	$(BIN)/python bench/runs_browser.py
+
+# quick (runtime 1) on 4 loopback agents against 1 (target: ≤ 1.3x the wall time), each host's figures, and the
+# check that they are fio's own client_stats figures; RAM-backed loop devices made and removed by the script
+bench-fleet: setup
+	$(BIN)/python bench/fleet.py
 
 typecheck: setup
 	$(BIN)/mypy

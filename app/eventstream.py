@@ -74,6 +74,8 @@ def event_object(event: Any) -> dict[str, Any] | None:
                 "record": event.record}
     elif isinstance(event, sweep.PointFailed):
         body = {"event": "point_failed", "index": event.index, "point": _table(event.point), "error": event.error}
+        if event.host is not None:
+            body["host"] = event.host
     elif isinstance(event, sweep.PointSkipped):
         body = {"event": "point_skipped", "index": event.index, "point": _table(event.point), "reason": event.reason}
     elif isinstance(event, sweep.PreconditionStarted):

@@ -89,6 +89,8 @@ class ProgressPrinter:
             self._point_started(f"[{event.index + 1}/{event.total}] {self.label} ...")
             self._bar()
         elif isinstance(event, Sample):
+            if event.data.get("host") is not None:  # a fleet host's own figures: the line shows the fleet total
+                return
             self.live = live_line(self.kind, event.data)
             self.sample = event.data
             self._bar()
@@ -99,7 +101,9 @@ class ProgressPrinter:
             self.point_estimate = 0.0
             self.point_started = time.monotonic()
             outcome = outcome_line(event.record)
-            self._print(f"[{event.index + 1}/{event.total}] {point_label(self.kind, event.point)}: "
+            host = event.record.get("host")
+            self._print(f"[{event.index + 1}/{event.total}] {point_label(self.kind, event.point)}"
+                        + (f" on {host}" if host else "") + ": "
                         f"{metrics_line(self.kind, event.record['metrics'])}" + (f" — {outcome}" if outcome else ""))
         elif isinstance(event, sweep.PointSkipped):
             self.total = max(self.done, self.total - 1)

@@ -111,6 +111,8 @@ def record_problem(rec: Any) -> str | None:
         return "keys 'point' and 'metrics' must be objects"
     if "index" in rec and not _is_int(rec["index"]):
         return "key 'index' is not a whole number"
+    if "host" in rec and not (isinstance(rec["host"], str) and 0 < len(rec["host"]) <= 255):
+        return "key 'host' is not a fleet host's name"
     if kind == Kind.STORAGE:
         for key in ("rw", "bs"):
             if key not in point:
@@ -492,10 +494,10 @@ class ResultsDir:
         return self.read_records().records
 
     def read_records(self) -> Records:
-        """Every complete, well-formed line; of lines with the same ``index`` the last; a torn,
+        """Every complete, well-formed line; of lines with the same ``index`` (and ``host``) the last; a torn,
         garbled or ill-typed line is left out and counted (``unreadable``)."""
         out = Records([])
-        by_index: dict[int, int] = {}  # index -> position in out.records
+        by_index: dict[tuple[int, str | None], int] = {}  # (index, fleet host) -> position in out.records
         try:
             f = _open_regular(self.results_jsonl)
         except FileNotFoundError:
@@ -528,15 +530,16 @@ class ResultsDir:
                     out.unreadable += 1
                     continue
                 index = rec.get("index")
-                if isinstance(index, int) and index in by_index:
-                    out.records[by_index[index]] = rec  # measured again: the later line wins
+                key = (index, rec.get("host"))  # a fleet run has a line per point and host
+                if isinstance(index, int) and key in by_index:
+                    out.records[by_index[key]] = rec  # measured again: the later line wins
                     out.replaced += 1
                     continue
                 if len(out.records) >= MAX_RECORDS:
                     raise UsageError(f"{self.results_jsonl}: holds more than {MAX_RECORDS:,} points, more than a "
                                      "plan can have.")
                 if isinstance(index, int):
-                    by_index[index] = len(out.records)
+                    by_index[key] = len(out.records)
                 out.records.append(rec)
         return out
 

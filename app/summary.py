@@ -95,16 +95,17 @@ def results_table(records: list[dict[str, Any]]) -> str:
     memory = [r for r in records if r.get("kind") == Kind.MEMORY]
     parts = []
     if storage:
+        fleet = any(r.get("host") for r in storage)  # a fleet run: a line per point and host
         rows = []
         for r in storage:
             p, m = r["point"], r["metrics"]
             lat = m.get("lat_ns") or {}
-            rows.append([point_label(Kind.STORAGE, p), format_count(m.get("iops") or 0),
-                         f"{(m.get('bw_bytes') or 0) / 1e6:.1f}",
-                         f"{(lat.get('mean') or 0) / 1e3:.1f}", f"{(lat.get('p99') or 0) / 1e3:.1f}",
-                         f"{m.get('usr_cpu') or 0:.1f}/{m.get('sys_cpu') or 0:.1f}"])
-        parts.append(format_table(["test", "IOPS", "MB/s", "lat avg µs", "p99 µs", "CPU usr/sys %"], rows,
-                                  right=(1, 2, 3, 4, 5)))
+            rows.append([point_label(Kind.STORAGE, p)] + ([str(r.get("host"))] if fleet else [])
+                        + [format_count(m.get("iops") or 0), f"{(m.get('bw_bytes') or 0) / 1e6:.1f}",
+                           f"{(lat.get('mean') or 0) / 1e3:.1f}", f"{(lat.get('p99') or 0) / 1e3:.1f}",
+                           f"{m.get('usr_cpu') or 0:.1f}/{m.get('sys_cpu') or 0:.1f}"])
+        head = ["test"] + (["host"] if fleet else []) + ["IOPS", "MB/s", "lat avg µs", "p99 µs", "CPU usr/sys %"]
+        parts.append(format_table(head, rows, right=tuple(range(len(head) - 5, len(head)))))
     if memory:
         rows = []
         for r in memory:

@@ -14,10 +14,9 @@ import os
 import shlex
 import subprocess
 from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any, Mapping
 
-if TYPE_CHECKING:
-    from app.fleet.runner import Fleet
+from app.fleet.links import Link
 
 SECTOR = 512
 MAX_LINE = 4096
@@ -104,12 +103,12 @@ class _Source:
 class FleetMeter:
     """Per-host samples (``host`` set) and the fleet total (``host`` None, ``hosts`` the count measured)."""
 
-    def __init__(self, fleet: "Fleet", names: list[str], index: int) -> None:
+    def __init__(self, links: Mapping[str, Link], devices: Mapping[str, tuple[int, int] | None], names: list[str]) -> None:
         self.sources: dict[str, _Source] = {}
         self.prev: dict[str, tuple[float, Counters]] = {}
         for name in names:
-            device = fleet.devices.get(name)
-            link = fleet.links.get(name)
+            device = devices.get(name)
+            link = links.get(name)
             if device is None or link is None:
                 continue
             stat_path = f"/sys/dev/block/{device[0]}:{device[1]}/stat"

@@ -171,7 +171,7 @@ class FleetRunner(Runner):
         if self.fleet.meter:
             from app.fleet.meter import FleetMeter
 
-            meter = FleetMeter(self.fleet, [h.name for h in hosts], index)
+            meter = FleetMeter(self.fleet.links, self.fleet.devices, [h.name for h in hosts])
         try:
             reading = asyncio.ensure_future(self._read(child, out))
             while not reading.done():

@@ -1,0 +1,251 @@
+"""Fleet runs for real: agents (`profiler-tui agent`, fio's server) on 127.0.0.1, each with its own loop device made
+here, one `fio --client` per point across them; a host that drops mid-run; a refused host stopping everything
+before anything runs; and one host reached through a real OpenSSH server started by the test."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from app.fleet.runner import ALL_CLIENTS
+from app.runners.fio_parse import metrics
+from tests import schema_check
+from tests.conftest import ROOT, run_cli
+from tests.fleet_agents import agents, fio_servers
+from tests.loopdev import loop_device, needs_loop
+
+pytestmark = needs_loop
+
+
+def _lines(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+
+
+def _client_stats(out: Path, record: dict) -> list[dict]:
+    return json.loads((out / record["raw"]["fleet"]).read_text())["client_stats"]
+
+
+def test_four_agents_run_quick_with_every_host_figure_fio_s_own(tmp_path: Path) -> None:
+    with agents(4) as running, loop_device(tmp_path, name="a", ram=True) as a, \
+            loop_device(tmp_path, name="b", ram=True) as b, loop_device(tmp_path, name="c", ram=True) as c, \
+            loop_device(tmp_path, name="d", ram=True) as d:
+        devs = [a, b, c, d]
+        args = ["run", "quick", "--set", "runtime=1", "--yes", "--out", str(tmp_path / "r")]
+        for agent, dev in zip(running, devs):
+            args += ["--host", agent.host, "--target", f"{agent.host}={dev.path}"]
+        proc = run_cli(*args)
+        assert proc.returncode == 0, proc.stderr
+        out = tmp_path / "r"
+        lines = _lines(out)
+        assert len(lines) == 4 * 8
+        by_host = {agent.host: dev.path for agent, dev in zip(running, devs)}
+        assert {r["host"] for r in lines} == set(by_host)
+        for r in lines:
+            assert r["target"] == by_host[r["host"]]
+            port = int(r["host"].rsplit(":", 1)[1])
+            stats = _client_stats(out, r)
+            mine = [e for e in stats if e["port"] == port and e["jobname"] != ALL_CLIENTS]
+            assert len(mine) == 1
+            entry = mine[0]
+            # exactly fio's own client_stats figures for this host
+            assert r["metrics"] == metrics({"client_stats": [entry]}, jobs=[entry])
+            assert r["metrics"]["read_iops"] == entry["read"]["iops"]
+            assert r["metrics"]["write_bw_bytes"] == entry["write"]["bw_bytes"]
+            assert r["metrics"]["lat_ns"]["mean"] > 0
+        # each point ran once, on all four hosts together: one fio document per point with all four hosts
+        for index in range(8):
+            stats = _client_stats(out, next(r for r in lines if r["index"] == index))
+            assert sorted(e["port"] for e in stats if e["jobname"] != ALL_CLIENTS) == sorted(a.port for a in running)
+        meta = json.loads((out / "run.json").read_text())
+        assert meta["status"] == "complete" and meta["target"] is None
+        assert [h["host"] for h in meta["fleet"]["hosts"]] == [a.host for a in running]
+        schema_check.validate_dir(out)
+        report = run_cli("report", str(out))
+        assert report.returncode == 0, report.stderr
+        text = (out / "report.md").read_text()
+        assert "Fleet" in text
+        for agent in running:
+            assert agent.host in text
+    for agent in running:
+        assert not fio_servers(agent.port)
+
+
+def test_a_host_that_drops_fails_only_its_points_and_resume_completes_them(tmp_path: Path) -> None:
+    out = tmp_path / "r"
+    with agents(2) as (keep, drop):
+        args = [sys.executable, "-m", "app", "run", "quick", "--set", "runtime=1", "--host", keep.host,
+                "--host", drop.host, "--target", str(tmp_path / "t.img"), "--target",
+                f"{drop.host}={tmp_path / 'u.img'}", "--set", "size=32m", "--out", str(out)]
+        proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:  # both hosts finished point 0 and 1
+                if (out / "results.jsonl").exists() and len(_lines(out)) >= 4:
+                    break
+                time.sleep(0.05)
+            drop.stop()  # the agent goes away (its fio server with it) while the run goes on
+            stdout, stderr = proc.communicate(timeout=180)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        assert proc.returncode == 1, stderr
+        lines = _lines(out)
+        assert sum(r["host"] == keep.host for r in lines) == 8
+        missing = 8 - sum(r["host"] == drop.host for r in lines)
+        assert missing >= 4
+        meta = json.loads((out / "run.json").read_text())
+        assert meta["status"] == "partial"
+        failures = meta["failures"]
+        assert len(failures) == missing and {f["host"] for f in failures} == {drop.host}
+        assert all(drop.host in f["error"] for f in failures)
+        assert "failed" in stdout
+        # the agent is back: resume measures exactly the missing host-points
+        drop.start()
+        resumed = run_cli("resume", str(out))
+        assert resumed.returncode == 0, resumed.stderr
+        after = _lines(out)
+        assert len(after) == 16
+        assert sum(r["host"] == drop.host for r in after) == 8
+        assert [r for r in after[:len(lines)]] == lines  # nothing measured again
+        new = after[len(lines):]
+        assert {r["host"] for r in new} == {drop.host}
+        assert json.loads((out / "run.json").read_text())["status"] == "complete"
+
+
+def test_a_host_whose_target_is_mounted_stops_a_write_run_before_anything_runs(tmp_path: Path) -> None:
+    with agents(2) as (ok, bad), loop_device(tmp_path, name="free", ram=True) as free, \
+            loop_device(tmp_path, name="mounted", mkfs="ext4", mount=True) as mounted:
+        out = tmp_path / "r"
+        proc = run_cli("run", "quick", "--set", "runtime=1", "--yes", "--allow-destructive", "--out", str(out),
+                       "--host", ok.host, "--host", bad.host, "--target", f"{ok.host}={free.path}",
+                       "--target", f"{bad.host}={mounted.path}")
+        assert proc.returncode == 3, proc.stderr
+        assert bad.host in proc.stderr and "mounted" in proc.stderr
+        assert len(proc.stderr.strip().splitlines()) <= 2
+        assert not out.exists()  # nothing was created, no job ran anywhere
+
+
+def test_the_agent_stops_on_sigterm_and_leaves_no_fio(tmp_path: Path) -> None:
+    with agents(1) as (agent,):
+        assert fio_servers(agent.port)
+        assert agent.stop() == 0
+        assert not fio_servers(agent.port)
+
+
+def test_the_agent_refuses_a_network_bind_without_the_flag() -> None:
+    proc = run_cli("agent", "--bind", "0.0.0.0", "--port", "18999")
+    assert proc.returncode == 2
+    assert "--allow-network" in proc.stderr and "authentication" in proc.stderr
+    assert not fio_servers(18999)
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--host", "ssh://-oProxyCommand=x"], "not a host name"),
+    (["--host", "tcp://127.0.0.1"], "needs the agent's port"),
+    (["--host", "tcp://127.0.0.1:70000"], "1 to 65535"),
+    (["--host", "tcp://127.0.0.1:1", "--host", "tcp://127.0.0.1:1"], "same host"),
+    (["--host", "tcp://127.0.0.1:1"], "has no target"),
+    (["--host", "tcp://127.0.0.1:1", "--target", "relative.img"], "absolute path"),
+    (["--host", "tcp://127.0.0.1:1", "--target", "tcp://127.0.0.2:1=/x"], "not one of the --host values"),
+])
+def test_bad_fleet_options_get_one_sentence_and_exit_2(tmp_path: Path, args: list[str], words: str) -> None:
+    proc = run_cli("run", "quick", "--out", str(tmp_path / "r"), *args)
+    assert proc.returncode == 2, proc.stderr
+    assert words in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "r").exists()
+
+
+# --- one host over SSH: a real OpenSSH server on 127.0.0.1 ----------------------------------------------
+
+
+SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
+
+
+def _keygen(path: Path) -> str:
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)], check=True)
+    return path.with_suffix(".pub").read_text().strip() if path.suffix else Path(str(path) + ".pub").read_text().strip()
+
+
+@pytest.fixture
+def sshd(tmp_path: Path):
+    """sshd on 127.0.0.1 at a free high port: its own host key, a key made here as the only authorised one; an
+    ssh_config for the controller that trusts exactly that host key.  Stopped afterwards, nothing left."""
+    if not os.path.exists(SSHD) or not shutil.which("ssh-keygen"):
+        pytest.skip("OpenSSH server not installed (Debian: openssh-server)")
+    from tests.fleet_agents import free_port, listening
+
+    d = tmp_path / "ssh"
+    d.mkdir()
+    host_pub = _keygen(d / "host_key")
+    client_pub = _keygen(d / "id")
+    (d / "authorized_keys").write_text(client_pub + "\n")
+    port = free_port()
+    (d / "sshd_config").write_text("\n".join([
+        f"Port {port}", "ListenAddress 127.0.0.1", f"HostKey {d / 'host_key'}", f"PidFile {d / 'sshd.pid'}",
+        f"AuthorizedKeysFile {d / 'authorized_keys'}", "PasswordAuthentication no", "KbdInteractiveAuthentication no",
+        "PubkeyAuthentication yes", "PermitRootLogin prohibit-password", "UsePAM no", "StrictModes no",
+        "AllowTcpForwarding yes", "X11Forwarding no", ""]))
+    (d / "known_hosts").write_text(f"[127.0.0.1]:{port} {host_pub}\n")
+    (d / "ssh_config").write_text("\n".join([
+        "Host 127.0.0.1", f"  IdentityFile {d / 'id'}", "  IdentitiesOnly yes", f"  UserKnownHostsFile {d / 'known_hosts'}",
+        "  StrictHostKeyChecking yes", "  GlobalKnownHostsFile /dev/null", ""]))
+    os.makedirs("/run/sshd", exist_ok=True)  # sshd's privilege separation directory
+    proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(d / "sshd_config")], stdout=subprocess.DEVNULL,
+                            stderr=open(d / "sshd.log", "w"))
+    try:
+        deadline = time.monotonic() + 15
+        while not listening(port):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"sshd did not start: {(d / 'sshd.log').read_text()}")
+            time.sleep(0.05)
+        yield port, d
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        out = subprocess.run(["pgrep", "-a", "-f", str(d / "sshd_config")], capture_output=True, text=True).stdout
+        for line in out.splitlines():  # session processes sshd forked
+            if "pgrep" not in line:
+                try:
+                    os.kill(int(line.split()[0]), signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+
+
+def test_one_host_end_to_end_over_ssh(tmp_path: Path, sshd) -> None:
+    port, d = sshd
+    env = {"PROFILER_TUI_SSH_CONFIG": str(d / "ssh_config"),
+           "PROFILER_TUI_REMOTE_COMMAND": str(Path(sys.executable).parent / "profiler-tui")}
+    host = f"ssh://root@127.0.0.1:{port}"
+    out = tmp_path / "r"
+    with agents(1) as (agent,), loop_device(tmp_path, name="s", ram=True) as dev:
+        proc = run_cli("run", "quick", "--set", "runtime=1", "--yes", "--out", str(out), "--host", host,
+                       "--agent-port", str(agent.port), "--target", dev.path, env=env)
+        assert proc.returncode == 0, proc.stderr
+        lines = _lines(out)
+        assert len(lines) == 8 and {r["host"] for r in lines} == {host}
+        for r in lines:
+            stats = [e for e in _client_stats(out, r) if e["jobname"] != ALL_CLIENTS]
+            assert len(stats) == 1
+            # fio reached the agent through the tunnel's local end, not the agent's own port
+            assert stats[0]["hostname"] == "127.0.0.1" and stats[0]["port"] != agent.port
+            assert r["metrics"]["iops"] > 0
+        # a refusal judged on the far side comes back as exit 3 naming the host
+        refused = run_cli("run", "quick", "--set", "runtime=1", "--yes", "--out", str(tmp_path / "r2"),
+                          "--host", host, "--agent-port", str(agent.port), "--target", "/dev/vda", env=env)
+        assert refused.returncode == 3, refused.stderr
+        assert host in refused.stderr
+    leftover = subprocess.run(["pgrep", "-a", "-f", "profiler-tui-ssh-"], capture_output=True, text=True).stdout
+    assert [ln for ln in leftover.splitlines() if "pgrep" not in ln] == []
