@@ -440,14 +440,22 @@ def import_cmd(files: tuple[str, ...], out: str) -> int:
 @click.argument("other", required=False, metavar="[DIR2]")
 @click.option("--reference", metavar="NAME_OR_TOML", help="Compare with a spec sheet (presets/references/NAME.toml "
               "or a TOML path) instead of a second run.")
+@click.option("--host", "hosts", multiple=True, metavar="HOST", help="Compare two hosts of the fleet run DIR: "
+              "give --host twice, each exactly as the run's --host named it.")
 @click.option("--out", metavar="FILE", help="Also write the tables (markdown) to FILE.")
-def compare(directory: str, other: str | None, reference: str | None, out: str | None) -> int:
-    """Ratio tables: two runs matched point by point, or a run against a spec sheet."""
-    from app.compare import compare_reference, compare_runs, load_reference
+def compare(directory: str, other: str | None, reference: str | None, hosts: tuple[str, ...], out: str | None) -> int:
+    """Ratio tables: two runs matched point by point, two hosts of a fleet run, or a run against a spec sheet."""
+    from app.compare import compare_hosts, compare_reference, compare_runs, load_reference
 
-    if (other is None) == (reference is None):
-        raise UsageError("compare: give a second results directory or --reference NAME_OR_TOML (exactly one).")
-    if other is not None:
+    if hosts and (other is not None or reference is not None):
+        raise UsageError("compare --host: --host compares two hosts of the one fleet run DIR; give no DIR2 and "
+                         "no --reference with it.")
+    if not hosts and (other is None) == (reference is None):
+        raise UsageError("compare: give a second results directory, --reference NAME_OR_TOML or two --host "
+                         "(exactly one of them).")
+    if hosts:
+        text = compare_hosts(directory, hosts)
+    elif other is not None:
         text = compare_runs(directory, other)
     else:
         assert reference is not None  # exactly one of the two, checked above

@@ -1,8 +1,11 @@
-"""`profiler-tui compare`: ratio tables of two runs, or of a run against a spec sheet.
+"""`profiler-tui compare`: ratio tables of two runs, of two hosts of one fleet run, or of a run against a spec
+sheet.
 
 Two runs are matched point by point on the workload: storage on (rw, rwmixread, bs,
 iodepth, numjobs) plus ioengine/direct when a side has several; memory on (mode, traffic,
-stride, delay, buffer).  Ratios are B / A (the second run over the first).
+stride, delay, buffer).  Ratios are B / A (the second run over the first).  Two hosts of a
+fleet run (``compare DIR --host A --host B``) are compared the same way, each host's lines
+one side.
 
 A spec sheet (``presets/references/NAME.toml``, or any TOML path) lists figures a vendor or a
 report quotes; each is matched to the run's points of the same access pattern and block size
@@ -33,7 +36,7 @@ import json
 import math
 import os
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence, TypeVar
 
@@ -211,8 +214,18 @@ def _ratio(a: float | None, b: float | None) -> str:
 # --- run vs reference --------------------------------------------------------------------------------------
 
 
+def _not_fleet(data: RunData, directory: str) -> RunData:
+    """A fleet run holds one line per point and host: matching its points to another run's would pick one
+    host's line at random, so it is refused (its hosts are compared with ``--host``)."""
+    if data.fleet is not None:
+        raise UsageError(f"compare: {directory} is a fleet run of {len(data.fleet.hosts)} hosts; compare two of its "
+                         "hosts with `compare DIR --host A --host B` (a fleet run is not compared with another run "
+                         "or a reference sheet).")
+    return data
+
+
 def compare_reference(run_dir: str, ref: Reference) -> str:
-    data = load(run_dir)
+    data = _not_fleet(load(run_dir), run_dir)
     lines = [f"# {Path(run_dir).name} vs {ref.name}", ""]
     lines += _warnings(data, "the run")
     lines.append(f"Reference: {ref.name} — {ref.source}" + (f" ({ref.url})" if ref.url else "") + ".")
@@ -347,7 +360,7 @@ def _memory_section(a: RunData, b: RunData) -> list[str]:
 
 
 def compare_runs(dir_a: str, dir_b: str) -> str:
-    a, b = load(dir_a), load(dir_b)
+    a, b = _not_fleet(load(dir_a), dir_a), _not_fleet(load(dir_b), dir_b)
     name_a, name_b = Path(dir_a).name or dir_a, Path(dir_b).name or dir_b
     if name_a == name_b:
         name_a, name_b = str(dir_a), str(dir_b)
@@ -359,4 +372,35 @@ def compare_runs(dir_a: str, dir_b: str) -> str:
         lines += _storage_section(a, b)
     if a.memory or b.memory:
         lines += _memory_section(a, b)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+# --- host vs host of one fleet run ------------------------------------------------------------------------------
+
+
+def _host_side(data: RunData, host: str, directory: str) -> RunData:
+    """The run as one host of its fleet measured it (UsageError when the host is not one of the fleet's)."""
+    assert data.fleet is not None
+    if host not in data.fleet.names:
+        raise UsageError(f"--host {host}: is not a host of the fleet run {directory}; its hosts are "
+                         f"{', '.join(data.fleet.names)}.")
+    return replace(data, storage=[p for p in data.storage if p.host == host])
+
+
+def compare_hosts(directory: str, hosts: Sequence[str]) -> str:
+    """Two hosts of one fleet run, side A the first ``--host``, side B the second: the tables two runs get."""
+    if len(hosts) != 2 or hosts[0] == hosts[1]:
+        raise UsageError(f"compare --host: give exactly two different hosts of the fleet run (got {len(hosts)}"
+                         f"{': the same host twice' if len(hosts) == 2 else ''}).")
+    data = load(directory)
+    if data.fleet is None:
+        raise UsageError(f"compare --host: {directory} is not a fleet run (its run.json has no 'fleet'); --host "
+                         "compares two hosts of one run made with `run --host … --host …`.")
+    a, b = (_host_side(data, h, directory) for h in hosts)
+    lines = [f"# {hosts[0]} (A) vs {hosts[1]} (B), fleet run {Path(directory).name or directory}", "",
+             "Both hosts ran each point at the same time; points are matched on the workload (pattern, mix, block "
+             "size, queue depth, jobs); ratio = B / A. For throughput above 1× means B is faster; for latency "
+             "below 1× means B is faster.", ""]
+    lines += _warnings(data, "the run")
+    lines += _storage_section(a, b)
     return "\n".join(lines).rstrip() + "\n"

@@ -71,9 +71,10 @@ def test_four_agents_run_quick_with_every_host_figure_fio_s_own(tmp_path: Path) 
         report = run_cli("report", str(out))
         assert report.returncode == 0, report.stderr
         text = (out / "report.md").read_text()
-        assert "Fleet" in text
+        assert "Fleet" in text and "fleet total (4 hosts)" in text and "fleet median" in text
         for agent in running:
             assert agent.host in text
+        assert (out / "plots" / "fleet-iops.svg").stat().st_size > 0 and "plots/fleet-iops.svg" in text
     for agent in running:
         assert not fio_servers(agent.port)
 

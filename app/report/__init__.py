@@ -7,6 +7,6 @@ Headless: never imports Textual, rich or plotext; matplotlib (Agg) only inside
 from __future__ import annotations
 
 from app.report.analysis import DEFAULT_P99_BOUND_US
-from app.report.render import render_report
+from app.report.write import render_report
 
 __all__ = ["render_report", "DEFAULT_P99_BOUND_US"]

@@ -15,6 +15,7 @@ from typing import Any
 
 from app.lock import effective_status
 from app.points import Kind
+from app.report.fleet_read import FleetHost, fleet_hosts, is_fleet
 from app.results import ResultsDir, check_meta
 from app.validity import SYNC_ENGINES, flags_of
 
@@ -166,6 +167,12 @@ class StorageRow:
         g = self.point.get("group")
         return str(g) if g else None
 
+    @property
+    def host(self) -> str | None:
+        """The fleet host that measured this point (a fleet run's lines carry it), else None."""
+        h = self.record.get("host")
+        return h if isinstance(h, str) else None
+
 
 @dataclass
 class MemoryRow:
@@ -222,6 +229,18 @@ class MemoryRow:
 
 
 @dataclass
+class FleetInfo:
+    """A fleet run's hosts (run.json's ``fleet``, in its order), and the lines naming none of them."""
+
+    hosts: list[FleetHost]
+    strangers: int = 0  # storage lines left out: their ``host`` is not one of ``hosts``
+
+    @property
+    def names(self) -> list[str]:
+        return [h.host for h in self.hosts]
+
+
+@dataclass
 class RunData:
     path: Path
     meta: dict[str, Any]
@@ -231,6 +250,7 @@ class RunData:
     replaced: int = 0  # lines of a plan index measured again later (the last one is used)
     outside: int = 0  # records whose index is not in run.json's plan
     measured: int = 0  # points measured, when ``storage`` holds fewer rows than that (a run in rounds): 0 = all
+    fleet: FleetInfo | None = None  # a fleet run: ``storage`` holds one row per (point, host)
 
     @property
     def imported(self) -> bool:
@@ -258,6 +278,10 @@ class RunData:
         if self.replaced:
             out.append(f"{self.replaced} point{'s were' if self.replaced != 1 else ' was'} measured more than once; "
                        "the last measurement is used.")
+        if self.fleet is not None and self.fleet.strangers:
+            n = self.fleet.strangers
+            out.append(f"{n} line{'s' if n != 1 else ''} of results.jsonl name{'s' if n == 1 else ''} no host of "
+                       f"run.json's fleet and {'were' if n != 1 else 'was'} left out.")
         return out
 
 
@@ -287,6 +311,20 @@ def load(path: str | Path) -> RunData:
     rd = ResultsDir(path)
     meta = rd.read_meta()
     check_meta(meta, rd.run_json)
+    if is_fleet(meta):
+        return _load_fleet(rd, meta)
     read = rd.read_records()
     storage, memory, outside = split_records(read.records, meta.get("plan"))
     return RunData(Path(path), meta, storage, memory, read.unreadable, read.replaced, outside)
+
+
+def _load_fleet(rd: ResultsDir, meta: dict[str, Any]) -> RunData:
+    """A fleet run: one storage row per (point, host) of run.json's hosts, by plan index then host order."""
+    fleet = FleetInfo(fleet_hosts(meta, rd.run_json))
+    read = rd.read_records()  # keyed by (index, host)
+    storage, memory, outside = split_records(read.records, meta.get("plan"))
+    order = {name: i for i, name in enumerate(fleet.names)}
+    kept = [p for p in storage if p.host in order]
+    fleet.strangers = len(storage) - len(kept)
+    kept.sort(key=lambda p: (p.index, order[p.host or ""]))
+    return RunData(rd.path, meta, kept, memory, read.unreadable, read.replaced, outside, fleet=fleet)

@@ -1,7 +1,6 @@
-"""report.md, plots/ and results.csv of a results directory.
+"""The text of report.md (its sections) and results.csv of a results directory.
 
-``render_report(dir, out=None, p99_bound_us=1000)`` writes ``report.md`` (or ``out``) and,
-beside it, ``plots/*.svg`` and ``results.csv``; returns the report's path.  The text depends
+:func:`app.report.write.render_report` writes them, with plots/, beside each other.  The text depends
 only on the directory's contents (no clock, no absolute path of the directory itself), so
 rendering the same directory twice gives the same report.
 """
@@ -9,19 +8,15 @@ rendering the same directory twice gives the same report.
 from __future__ import annotations
 
 import math
-import os
 import statistics
-from dataclasses import replace
-from pathlib import Path
 from typing import Any, Sequence
 
-from app.errors import UsageError
 from app.points import Kind
 from app.report import analysis as an
 from app.report import procedure as rp
 from app.report import drive, series
 from app.validity import FLAGS, LEGEND, names
-from app.report.model import TRAFFIC_DESCRIPTIONS, MemoryRow, RunData, StorageRow, load
+from app.report.model import TRAFFIC_DESCRIPTIONS, MemoryRow, RunData, StorageRow
 from app.textable import markdown_table
 from app.units import format_count, format_size
 
@@ -243,7 +238,7 @@ def _run(data: RunData) -> list[str]:
             rows.append(["Overrides", " ".join(f"--set {o}" for o in preset["overrides"])])
     rows.append(["Status", data.status])
     total = m.get("points_total") or len(m.get("plan") or []) or (len(data.storage) + len(data.memory))
-    rows.append(["Points", f"{data.measured or len(data.storage) + len(data.memory)} measured of {total} planned"])
+    rows.append(["Points", _points_text(data, total)])
     if m.get("started"):
         rows.append(["Started", str(m["started"])])
     if m.get("ended"):
@@ -267,11 +262,23 @@ def _run(data: RunData) -> list[str]:
     return out
 
 
-def _storage_table(points: Sequence[StorageRow], heading: str = "## Storage results") -> list[str]:
+STORAGE_UNITS = ("Latency is fio's total latency (`lat`: submission to completion) in microseconds; bandwidth in "
+                 "MB/s (10^6 B/s) with MiB/s (2^20 B/s) in brackets; CPU is fio's user/system share of one CPU.")
+
+
+def _points_text(data: RunData, total: int) -> str:
+    """The Run table's Points: measured of planned (a fleet run: host-points, each point once per host)."""
+    if data.fleet is None:
+        return f"{data.measured or len(data.storage) + len(data.memory)} measured of {total} planned"
+    n = len(data.fleet.hosts)
+    return (f"{len(data.storage)} host-points measured of {total * n} planned ({total} point{'s' if total != 1 else ''}"
+            f" × {n} host{'s' if n != 1 else ''})")
+
+
+def _storage_table(points: Sequence[StorageRow], heading: str = "## Storage results", intro: bool = True) -> list[str]:
     out = [heading, ""]
-    out.append("Latency is fio's total latency (`lat`: submission to completion) in microseconds; bandwidth in MB/s "
-               "(10^6 B/s) with MiB/s (2^20 B/s) in brackets; CPU is fio's user/system share of one CPU.")
-    out.append("")
+    if intro:
+        out += [STORAGE_UNITS, ""]
     rows = []
     flagged = any(p.flags for p in points)
     for p in points:
@@ -613,10 +620,16 @@ def _flags_legend(points: Sequence[StorageRow]) -> list[str]:
 # --- csv ------------------------------------------------------------------------------------------------------
 
 def results_csv(data: RunData) -> str:
-    """results.csv: the frame :func:`app.frame.load_results` gives, one row per point."""
+    """results.csv: the frame :func:`app.frame.load_results` gives, one row per point; a fleet run's has one
+    row per (point, host) and a ``host`` column after ``index``."""
     from app.frame import frame_of_data, to_csv
 
-    return to_csv(frame_of_data(data))
+    df = frame_of_data(data)
+    if data.fleet is not None:
+        hosts = [p.host for p in data.storage] + [None] * len(data.memory)
+        df.insert(list(df.columns).index("index") + 1, "host", hosts)
+        df["host"] = df["host"].astype("string")
+    return to_csv(df)
 
 
 # --- the report -------------------------------------------------------------------------------------------------
@@ -717,57 +730,3 @@ def render_markdown(data: RunData, figures: Sequence[Any], bound_ns: float,
     while lines and lines[-1] == "":
         lines.pop()
     return "\n".join(lines) + "\n"
-
-
-def _out_path(directory: str | Path, out: str | Path | None) -> Path:
-    """Where the report goes; ``--out`` must name a file (not a directory, nor end in /)."""
-    if not out:
-        return Path(directory) / "report.md"
-    text = str(out)
-    if text.endswith(("/", os.sep)) or Path(text).is_dir():
-        raise UsageError(f"--out {text}: is a directory; give the report's file name, e.g. "
-                         f"{os.path.join(text, 'report.md')}.")
-    if os.path.lexists(text) and not Path(text).is_file():
-        raise UsageError(f"--out {text}: exists and is not a regular file; give a new file name for the report.")
-    return Path(text)
-
-
-def render_report(directory: str | Path, out: str | Path | None = None,
-                  p99_bound_us: float = an.DEFAULT_P99_BOUND_US) -> Path:
-    """Write the report of a results directory; plots/ and results.csv go beside it."""
-    if not (isinstance(p99_bound_us, (int, float)) and math.isfinite(p99_bound_us) and p99_bound_us > 0):
-        raise UsageError(f"--p99-bound-us {p99_bound_us}: must be a positive finite number of microseconds.")
-    data = load(directory)
-    views = rp.storage_views(data.storage)
-    measured = len(data.storage) + len(data.memory)
-    data = replace(data, storage=views.main)
-    report_path = _out_path(directory, out)
-    base = report_path.parent
-    plots_dir = base / "plots"
-    curves = an.storage_curves(data.storage)
-    mem_curves = an.memory_curves(data.memory)
-    try:
-        plots_dir.mkdir(parents=True, exist_ok=True)
-        for old in plots_dir.glob("*.svg"):
-            old.unlink()
-        from app.report.plots import draw_all
-
-        steady = [(p, rp.steady_of(p) or {}, rp.read_samples(data.path, p.record)) for p in data.storage
-                  if rp.steady_of(p) is not None]
-        traces = series.series_traces(data)
-        figures = draw_all(data.storage, curves, mem_curves, plots_dir, searches=views.searches, steady=steady,
-                           series=traces)
-        text = render_markdown(replace(data, measured=measured), figures, float(p99_bound_us) * 1e3, curves,
-                               mem_curves, views)
-        report_path.write_text(text, encoding="utf-8")
-        (base / "results.csv").write_text(results_csv(data), encoding="utf-8")
-        main_ids = {id(p) for p in views.main}
-        measured_storage = sorted(views.main + views.searches + [p for p in views.rounds if id(p) not in main_ids],
-                                  key=lambda p: p.index)
-        if measured_storage:
-            (base / "samples.csv").write_text(series.samples_csv_of(data, measured_storage), encoding="utf-8")
-    except OSError as e:
-        where = e.filename or base
-        raise UsageError(f"{where}: cannot write the report there ({e.strerror or e}); choose another place with "
-                         "--out FILE.") from None
-    return report_path

@@ -1,0 +1,146 @@
+"""A fleet run's hosts side by side: each point's figures per host, the fleet's median and total, each host's
+deviation from the median and the outliers (docs/report.md, "Fleet runs").
+
+Outlier rule: for one point and one figure (IOPS, mean latency, p99 latency), with the fleet median ``m`` and
+the median absolute deviation ``MAD = median(|x_h − m|)`` over the hosts that measured the point, a host is an
+outlier when ``|x − m| > 3 · MAD`` (the raw MAD, not scaled to a normal's standard deviation).  No host is
+an outlier when MAD = 0 (more than half the hosts report the very same figure), nor with fewer than three
+hosts: with two, each lies exactly one MAD from their median, so the rule could never fire; with one there is
+nothing to compare.  MB/s is IOPS × block size at every point, so it deviates exactly as IOPS does and is not
+tested (nor called out) twice.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+from app.report.model import RunData, StorageRow
+
+OUTLIER_MADS = 3.0
+MIN_OUTLIER_HOSTS = 3
+
+
+# --- the maths ---------------------------------------------------------------------------------------------
+
+
+def median(values: Sequence[float]) -> float:
+    return float(statistics.median(values))
+
+
+def mad(values: Sequence[float], centre: float | None = None) -> float:
+    """Median absolute deviation from ``centre`` (default: the median of ``values``)."""
+    m = median(values) if centre is None else centre
+    return median([abs(v - m) for v in values])
+
+
+def deviation_pct(value: float, centre: float) -> float | None:
+    """``value`` above (+) or below (−) ``centre``, in percent of it; None when ``centre`` is 0."""
+    return None if centre == 0 else (value - centre) / centre * 100.0
+
+
+def outliers(values: Mapping[str, float], k: float = OUTLIER_MADS) -> dict[str, float]:
+    """The hosts whose value lies more than ``k`` MADs from the median, each with its signed distance in
+    MADs; none with fewer than MIN_OUTLIER_HOSTS values or with MAD = 0."""
+    if len(values) < MIN_OUTLIER_HOSTS:
+        return {}
+    m = median(list(values.values()))
+    spread = mad(list(values.values()), m)
+    if spread <= 0:
+        return {}
+    return {h: (v - m) / spread for h, v in values.items() if abs(v - m) > k * spread}
+
+
+# --- the figures compared -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Measure:
+    key: str  # iops | lat_mean | p99
+    name: str  # in a sentence
+    value: Callable[[StorageRow], float | None]
+
+
+MEASURES = (
+    Measure("iops", "IOPS", lambda p: p.iops),
+    Measure("lat_mean", "mean latency", lambda p: p.lat_mean or None),
+    Measure("p99", "p99 latency", lambda p: p.p99),
+)
+
+
+@dataclass
+class Outlier:
+    host: str
+    figure: Measure
+    value: float
+    median: float
+    mads: float  # signed distance from the median, in MADs
+
+
+@dataclass
+class FleetPoint:
+    """One plan point as the fleet measured it: a row per host that has a result."""
+
+    index: int
+    point: dict[str, Any]
+    rows: dict[str, StorageRow]  # host → its row, in the fleet's host order
+    medians: dict[str, float] = field(default_factory=dict)  # figure key → median over the hosts with it
+    outliers: list[Outlier] = field(default_factory=list)
+
+    def values(self, figure: Measure) -> dict[str, float]:
+        return {h: v for h, p in self.rows.items() if (v := figure.value(p)) is not None}
+
+    @property
+    def total_iops(self) -> float:
+        return sum(p.iops for p in self.rows.values())
+
+    @property
+    def total_bw(self) -> float:
+        return sum(p.bw for p in self.rows.values())
+
+    def deviation(self, host: str, figure: Measure) -> float | None:
+        v = figure.value(self.rows[host]) if host in self.rows else None
+        m = self.medians.get(figure.key)
+        return None if v is None or m is None else deviation_pct(v, m)
+
+    def is_outlier(self, host: str, figure: Measure) -> bool:
+        return any(o.host == host and o.figure.key == figure.key for o in self.outliers)
+
+
+def _judge(fp: FleetPoint) -> FleetPoint:
+    for fig in MEASURES:
+        values = fp.values(fig)
+        if not values:
+            continue
+        m = median(list(values.values()))
+        fp.medians[fig.key] = m
+        fp.outliers += [Outlier(h, fig, values[h], m, d) for h, d in outliers(values).items()]
+    return fp
+
+
+def fleet_points(data: RunData) -> list[FleetPoint]:
+    """The run's points by plan index, each with its hosts' rows (in the fleet's order), medians and outliers."""
+    names = data.fleet.names if data.fleet is not None else []
+    by_index: dict[int, FleetPoint] = {}
+    for p in data.storage:
+        if p.host is None:
+            continue
+        fp = by_index.setdefault(p.index, FleetPoint(p.index, p.point, {}))
+        fp.rows[p.host] = p
+    for fp in by_index.values():
+        fp.rows = {h: fp.rows[h] for h in names if h in fp.rows}
+    return [_judge(by_index[i]) for i in sorted(by_index)]
+
+
+def rows_of_host(data: RunData, host: str) -> list[StorageRow]:
+    return [p for p in data.storage if p.host == host]
+
+
+def failed_host_points(meta: Mapping[str, Any]) -> set[tuple[int, str]]:
+    """(plan index, host) of every failure run.json records for a host (untrusted: ill-typed entries skipped)."""
+    out = set()
+    for f in meta.get("failures") or []:
+        if isinstance(f, dict) and isinstance(f.get("index"), int) and isinstance(f.get("host"), str):
+            out.add((f["index"], f["host"]))
+    return out

@@ -1,0 +1,70 @@
+"""Reading a fleet run's results directory: its hosts from run.json's ``fleet`` and one results line per
+(point, host) from results.jsonl.
+
+A fleet run (``profiler-tui run PRESET --host … --host …``) writes one line per plan point *and host*: the
+lines of one point share its ``index`` and differ in ``host``; :meth:`app.results.ResultsDir.read_records`
+keeps the last line of each (``index``, ``host``) pair.
+
+Both files are untrusted: ``fleet`` must be an object whose ``hosts`` is a list of objects with a ``host``
+string (``target`` a string or null); anything else is a UsageError naming the key (exit 2).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from app.errors import UsageError
+from app.results import Records, ResultsDir
+
+MAX_HOST_CHARS = 255
+# a host as --host takes it (app/fleet/hosts.py): ssh://user@name:port, tcp://addr:port, [v6]; nothing that
+# could break a markdown table or heading
+_HOST = re.compile(r"[A-Za-z0-9._:/@\[\]-]{1,%d}" % MAX_HOST_CHARS)
+
+
+@dataclass(frozen=True)
+class FleetHost:
+    host: str  # exactly as given to --host: the ``host`` of its results lines
+    target: str  # the target path on that host ("" when run.json names none)
+
+
+def is_fleet(meta: dict[str, Any]) -> bool:
+    """run.json describes a fleet run (its ``fleet`` key is set)."""
+    return meta.get("fleet") is not None
+
+
+def _bad(path: Path, key: str, value: Any, why: str) -> UsageError:
+    shown = json.dumps(value, default=str)
+    shown = shown if len(shown) <= 60 else shown[:59] + "…"
+    return UsageError(f"{path}: key '{key}' has invalid value {shown}: {why}.")
+
+
+def fleet_hosts(meta: dict[str, Any], path: Path) -> list[FleetHost]:
+    """The hosts run.json's ``fleet`` names, in its order (UsageError naming the key when ill-typed)."""
+    fleet = meta.get("fleet")
+    if not isinstance(fleet, dict) or not isinstance(fleet.get("hosts"), list) or not fleet["hosts"]:
+        raise _bad(path, "fleet", fleet, "must be an object with a non-empty list 'hosts'")
+    hosts: list[FleetHost] = []
+    for i, entry in enumerate(fleet["hosts"]):
+        key = f"fleet.hosts[{i}]"
+        if not isinstance(entry, dict):
+            raise _bad(path, key, entry, "must be an object")
+        host, target = entry.get("host"), entry.get("target")
+        if not isinstance(host, str) or not _HOST.fullmatch(host):
+            raise _bad(path, f"{key}.host", host, "must be a host as --host takes it (1 to 255 letters, digits and "
+                       "'.', '_', '-', ':', '/', '@', '[', ']')")
+        if target is not None and not isinstance(target, str):
+            raise _bad(path, f"{key}.target", target, "must be a string")
+        if any(h.host == host for h in hosts):
+            raise _bad(path, f"{key}.host", host, "the fleet names this host twice")
+        hosts.append(FleetHost(host, target or ""))
+    return hosts
+
+
+def read_fleet_records(rd: ResultsDir) -> Records:
+    """Every usable line of results.jsonl; of lines with the same (``index``, ``host``) the last."""
+    return rd.read_records()
