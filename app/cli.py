@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -318,6 +319,13 @@ def _execute(session: Session, json_stream: bool = False) -> int:
                    "to the agent on the host's loopback; tcp:// connects directly (trusted networks).")
 @click.option("--agent-port", type=click.IntRange(1, 65535), default=8765, show_default=True,
               help="The agents' port on ssh:// hosts.")
+@click.option("--start-agent", is_flag=True,
+              help="Start each host's agent as a container of --agent-image through the host's Docker Engine API "
+                   "(reached over SSH; privileged, host network, /dev) for this run, and remove it when the run "
+                   "ends or is interrupted. The image must already be on the host. See docs/fleet.md.")
+@click.option("--agent-image", metavar="IMAGE",
+              help="The image --start-agent runs on each host (built or loaded there; nothing is pulled). "
+                   "Default: profiler-tui.")
 @click.option("--out", metavar="DIR", help="Results directory (default: results/PRESET-TIMESTAMP).")
 @click.option("--set", "sets", multiple=True, metavar="KEY=V[,V...]",
               help="Override a scalar or replace a matrix axis, e.g. --set bs=4k,64k --set runtime=3.")
@@ -328,9 +336,9 @@ def _execute(session: Session, json_stream: bool = False) -> int:
               help="Skip the rest of a QD or numjobs axis once it saturates (same as --set adaptive=yes).")
 @click.option("--json-stream", is_flag=True,
               help="Write the run's events to stdout as NDJSON (one object per line); progress goes to stderr.")
-def run(preset: str, targets: tuple[str, ...], hosts: tuple[str, ...], agent_port: int, out: str | None,
-        sets: tuple[str, ...], yes: bool, allow_destructive: bool, engine: str, adaptive: bool,
-        json_stream: bool) -> int:
+def run(preset: str, targets: tuple[str, ...], hosts: tuple[str, ...], agent_port: int, start_agent: bool,
+        agent_image: str | None, out: str | None, sets: tuple[str, ...], yes: bool, allow_destructive: bool,
+        engine: str, adaptive: bool, json_stream: bool) -> int:
     """Run PRESET (a shipped name or a TOML file) headlessly, here or on fleet hosts (--host)."""
     START_UP.install()
     from app.sweep import new_session
@@ -345,10 +353,19 @@ def run(preset: str, targets: tuple[str, ...], hosts: tuple[str, ...], agent_por
         fleet = open_fleet(hosts, targets, agent_port)
     elif len(targets) > 1:
         raise UsageError(f"--target was given {len(targets)} times; without --host a run has one target.")
-    session = new_session(p, target=None if fleet else (targets[0] if targets else None), out=out, yes=yes,
-                          allow_destructive=allow_destructive, engine=engine, overrides=sets,
-                          on_created=START_UP.track, fleet=fleet)
-    return _execute(session, json_stream)
+    if (start_agent or agent_image is not None) and fleet is None:
+        raise UsageError("--start-agent and --agent-image start the agents of fleet hosts: give --host too.")
+    if agent_image is not None and not start_agent:
+        raise UsageError(f"--agent-image {agent_image!r} is the image --start-agent runs: give --start-agent too.")
+    with contextlib.ExitStack() as agents:
+        if start_agent and fleet is not None:
+            from app.fleet.containers import started_agents  # loads the docker SDK: only when asked for
+
+            agents.enter_context(started_agents(fleet.hosts, image=agent_image or "profiler-tui", port=agent_port))
+        session = new_session(p, target=None if fleet else (targets[0] if targets else None), out=out, yes=yes,
+                              allow_destructive=allow_destructive, engine=engine, overrides=sets,
+                              on_created=START_UP.track, fleet=fleet)
+        return _execute(session, json_stream)
 
 
 @cli.command()

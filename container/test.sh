@@ -4,7 +4,9 @@
 #   a read-only run on a loop device made here; the memory engine's idle latency; no compiler in
 #   the image; MLC absent without a source and present from a stand-in vendor/ tarball, chosen by
 #   --engine auto (on AMD with huge pages reserved for the run and given back; unprivileged, the
-#   built-in engine); the TUI drawing its first screen in a pseudo-terminal.  Holds on AMD and Intel.
+#   built-in engine); the agent started as a container through a Docker Engine API (podman's, on a socket
+#   here) by app.fleet.containers and reached by fio --client (run --start-agent); the TUI drawing its
+#   first screen in a pseudo-terminal.  Holds on AMD and Intel.
 # Removes everything it made (loop device, containers, image tags, temp files), also on failure;
 # keeps the base image and the layer cache so the next run is quick.
 #   container/test.sh            (root; installs podman, runc, debootstrap when missing)
@@ -21,6 +23,7 @@ MLC_TAG=localhost/profiler-tui:test-mlc
 NAME="ptui-test-$$"
 tmp="$(mktemp -d /var/tmp/profiler-tui-ctest.XXXXXX)"
 loop=""
+svc_pid=""
 made_tags=()
 passed=0
 failed=0
@@ -36,6 +39,7 @@ cleanup() {
     podman ps -a --format '{{.Names}}' 2>/dev/null | grep "^$NAME" | while read -r c; do
         podman rm -f "$c" >/dev/null 2>&1
     done
+    stop_service
     if [ -n "$loop" ]; then
         losetup -d "$loop" && echo "detached $loop"
     fi
@@ -55,6 +59,15 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# The podman API service of the --start-agent step (stopped here and by the trap, its socket removed).
+stop_service() {
+    if [ -n "$svc_pid" ]; then
+        kill "$svc_pid" 2>/dev/null
+        wait "$svc_pid" 2>/dev/null || true
+        svc_pid=""
+    fi
+    rm -f "$tmp/podman.sock"
+}
 ok()   { passed=$((passed + 1)); echo "PASS  $*"; }
 bad()  { failed=$((failed + 1)); echo "FAIL  $*"; }
 step() { echo; echo "== [$(( $(date +%s) - t_start ))s] $*"; }
@@ -313,6 +326,38 @@ if [ "$rc" = 2 ] && grep -q 'not writable by uid 1000' "$tmp/user.log" && grep -
 else
     cat "$tmp/user.log"; ls -la "$tmp/rootowned"; bad "--user 1000 on a root-owned /results (exit $rc)"
 fi
+
+# --- agents started through the Docker Engine API (run --start-agent) ------------------------------
+# podman's Docker-compatible API on a socket here stands in for a fleet host's Docker Engine:
+# app.fleet.containers (the host's .venv, which has the docker SDK) starts the image's agent on a free
+# port of 127.0.0.1, fio --client runs a small job on it, and the container is removed again.
+step "run --start-agent: the image's agent through the Docker Engine API (podman system service)"
+command -v fio >/dev/null || { apt-get update -q >/dev/null;
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends fio >/dev/null; }
+# this machine's podman needs low ulimits for every container (lib.sh): the service takes them from here
+printf '[containers]\ndefault_ulimits = ["nofile=1024:1024", "nproc=1024:1024"]\n' >"$tmp/containers.conf"
+CONTAINERS_CONF="$tmp/containers.conf" podman --runtime=runc --cgroup-manager=cgroupfs system service --time=0 \
+    "unix://$tmp/podman.sock" >"$tmp/podman-service.log" 2>&1 &
+svc_pid=$!
+for _ in $(seq 200); do [ -S "$tmp/podman.sock" ] && break; sleep 0.1; done
+agent_port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+if [ ! -S "$tmp/podman.sock" ]; then
+    cat "$tmp/podman-service.log"; bad "podman system service did not start"
+elif ! "$repo/.venv/bin/python" -c 'import docker' 2>/dev/null; then
+    bad "the docker SDK is not in $repo/.venv (install the project there: .venv/bin/pip install -e '.[dev]')"
+else
+    rc=0; (cd "$repo" && PYTHONPATH="$repo" "$repo/.venv/bin/python" "$here/agent_check.py" "unix://$tmp/podman.sock" \
+        "$TAG" "$agent_port" "$NAME-agent" "$loop") >"$tmp/agent-check.log" 2>&1 || rc=$?
+    while IFS= read -r line; do
+        case "$line" in
+            ok:*) ok "${line#ok: }" ;;
+            bad:*) bad "${line#bad: }" ;;
+            *) echo "      $line" ;;
+        esac
+    done <"$tmp/agent-check.log"
+    if [ "$rc" != 0 ] && ! grep -q '^bad:' "$tmp/agent-check.log"; then bad "agent_check.py exited $rc"; fi
+fi
+stop_service
 
 # --- the TUI in a pseudo-terminal -----------------------------------------------------------------
 step "TUI in a pseudo-terminal (80x24)"

@@ -142,6 +142,14 @@ def test_the_agent_stops_on_sigterm_and_leaves_no_fio(tmp_path: Path) -> None:
         assert not fio_servers(agent.port)
 
 
+def test_a_second_agent_on_a_taken_port_is_refused() -> None:
+    # fio's server binds with SO_REUSEPORT: a second one would start and share the first one's connections
+    with agents(1) as (agent,):
+        proc = run_cli("agent", "--port", str(agent.port), timeout=30)
+        assert proc.returncode == 2 and "cannot be used" in proc.stderr
+        assert len(fio_servers(agent.port)) == 1
+
+
 def test_the_agent_refuses_a_network_bind_without_the_flag() -> None:
     proc = run_cli("agent", "--bind", "0.0.0.0", "--port", "18999")
     assert proc.returncode == 2

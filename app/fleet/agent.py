@@ -12,6 +12,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -62,8 +63,40 @@ def stop_group(proc: subprocess.Popen[bytes], grace: float = 3.0) -> None:
         pass
 
 
+def wait_listening(addr: ipaddress.IPv4Address | ipaddress.IPv6Address, port: int, proc: subprocess.Popen[bytes],
+                   stopping: list[int], timeout: float = 15.0) -> bool:
+    """Until fio's server accepts connections on the port (True), exits or is stopped (False)."""
+    probe = str(addr)
+    if addr.is_unspecified:
+        probe = "::1" if addr.version == 6 else "127.0.0.1"
+    deadline = time.monotonic() + timeout
+    while not stopping and proc.poll() is None and time.monotonic() < deadline:
+        try:
+            with socket.create_connection((probe, port), timeout=0.5):
+                pass
+            time.sleep(0.3)  # a port someone else holds answers too: fio, failing to bind it, has exited by now
+            return proc.poll() is None
+        except OSError:
+            time.sleep(0.05)
+    return False
+
+
+def check_port_free(addr: ipaddress.IPv4Address | ipaddress.IPv6Address, port: int) -> None:
+    """UsageError when something holds the port already.  fio's server binds with SO_REUSEPORT, so a second one
+    on the same port would start and share the connections with the first; a plain bind here fails instead."""
+    family = socket.AF_INET6 if addr.version == 6 else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # past connections in TIME_WAIT do not count
+        try:
+            s.bind((str(addr), port))
+        except OSError as e:
+            raise UsageError(f"--port {port}: {addr} port {port} cannot be used ({e.strerror}); another agent or "
+                             "program holds it — stop it or choose another port.") from None
+
+
 def run_agent(bind: str, port: int, allow_network: bool, err: TextIO = sys.stderr) -> int:
     addr = bind_address(bind, allow_network)
+    check_port_free(addr, port)
     argv = server_argv(addr, port)
     if not addr.is_loopback:
         print(WARNING.format(addr=addr, port=port), file=err, flush=True)
@@ -74,9 +107,10 @@ def run_agent(bind: str, port: int, allow_network: bool, err: TextIO = sys.stder
         stopping.append(signum)
 
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
-    print(f"profiler-tui agent: fio server on {addr} port {port} (pid {proc.pid}); stop with SIGTERM or ^C.",
-          file=err, flush=True)
     try:
+        if wait_listening(addr, port, proc, stopping):  # the line says the port takes connections now
+            print(f"profiler-tui agent: fio server on {addr} port {port} (pid {proc.pid}); stop with SIGTERM or ^C.",
+                  file=err, flush=True)
         while not stopping and proc.poll() is None:
             time.sleep(0.2)
     finally:
