@@ -74,9 +74,10 @@ def cli(ctx: click.Context) -> int | None:
     Without a command it opens the interactive TUI.
     """
     if ctx.invoked_subcommand is None:
+        from app.fleet.hosts import agent_port_from_env
         from app.tui import run_tui  # the UI is imported only when it is used
 
-        return run_tui()
+        return run_tui(agent_port=agent_port_from_env())
     return None
 
 
@@ -318,7 +319,7 @@ def _execute(session: Session, json_stream: bool = False) -> int:
               help="Run on this fleet host's agent (profiler-tui agent) too; repeat for each host. ssh:// tunnels "
                    "to the agent on the host's loopback; tcp:// connects directly (trusted networks).")
 @click.option("--agent-port", type=click.IntRange(1, 65535), default=8765, show_default=True,
-              help="The agents' port on ssh:// hosts.")
+              envvar="PROFILER_TUI_AGENT_PORT", help="The agents' port on ssh:// hosts (also PROFILER_TUI_AGENT_PORT).")
 @click.option("--start-agent", is_flag=True,
               help="Start each host's agent as a container of --agent-image through the host's Docker Engine API "
                    "(reached over SSH; privileged, host network, /dev) for this run, and remove it when the run "

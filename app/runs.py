@@ -118,6 +118,11 @@ def summarise(path: Path) -> RunSummary:
     target = _text(meta.get("target"), 400) or ("memory" if kind == "memory" else "")
     plan = meta.get("plan")
     planned = _int(meta.get("points_total")) or (len(plan) if isinstance(plan, list) else 0)
+    fleet = meta.get("fleet")
+    hosts = fleet.get("hosts") if isinstance(fleet, dict) else None
+    if isinstance(hosts, list) and 0 < len(hosts) <= 4096:  # a fleet run: a result per point and host
+        target = f"fleet of {len(hosts)} host{'s' if len(hosts) > 1 else ''}"
+        planned *= len(hosts)
     recorded = meta.get("status")
     status = str(effective_status(path, recorded))[:16]
     done = _int(meta.get("points_done")) or 0

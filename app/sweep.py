@@ -362,7 +362,7 @@ class Session:
         except BaseException as e:
             self._finish(*_ending(e))
             raise
-        yield RunStarted(total, len(pending), remaining, meta, self.path)
+        yield RunStarted(total, total - done, remaining, meta, self.path)  # fleet runs: host-points
         ctx = Context(target=self.target, raw_dir=self.results.raw_dir, engine=self.engine, plan_writes=self.writes,
                       note=self._note)
         failed_at: set[int] = set()

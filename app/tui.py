@@ -70,7 +70,7 @@ def crash_message(app: Any) -> str:
             "`profiler-tui resume DIR` finishes an interrupted run.")
 
 
-def run_tui() -> int:
+def run_tui(agent_port: int = 8765) -> int:
     future = _prefetch_devices()
     first: list[Future] = [future]
 
@@ -89,7 +89,8 @@ def run_tui() -> int:
 
         return environment_warnings(os.environ.get("PROFILER_TUI_RESULTS") or "results")
 
-    app = create_app(devices=devices, handle_signals=True, environment=environment)  # imports Textual
+    app = create_app(devices=devices, handle_signals=True, environment=environment,
+                     agent_port=agent_port)  # imports Textual
     # Until here ^C ends the process at once with one line (app.__main__: a KeyboardInterrupt raised
     # mid-import can surface as another exception); the running app gets Python's KeyboardInterrupt.
     try:

@@ -15,11 +15,13 @@ from pathlib import Path
 
 import pytest
 
+from app.fleet.hosts import parse_host
+from app.fleet.links import Link, agent_reachable
 from app.fleet.runner import ALL_CLIENTS
 from app.runners.fio_parse import metrics
 from tests import schema_check
 from tests.conftest import ROOT, run_cli
-from tests.fleet_agents import agents, fio_servers
+from tests.fleet_agents import agents, fio_servers, free_port
 from tests.loopdev import loop_device, needs_loop
 
 pytestmark = needs_loop
@@ -233,7 +235,7 @@ def sshd(tmp_path: Path):
                     pass
 
 
-def test_one_host_end_to_end_over_ssh(tmp_path: Path, sshd) -> None:
+def test_one_host_end_to_end_over_ssh(tmp_path: Path, sshd, monkeypatch: pytest.MonkeyPatch) -> None:
     port, d = sshd
     env = {"PROFILER_TUI_SSH_CONFIG": str(d / "ssh_config"),
            "PROFILER_TUI_REMOTE_COMMAND": str(Path(sys.executable).parent / "profiler-tui")}
@@ -251,6 +253,17 @@ def test_one_host_end_to_end_over_ssh(tmp_path: Path, sshd) -> None:
             # fio reached the agent through the tunnel's local end, not the agent's own port
             assert stats[0]["hostname"] == "127.0.0.1" and stats[0]["port"] != agent.port
             assert r["metrics"]["iops"] > 0
+        # the TUI's connection test: through the SSH connection, the agent answers; a port without one does not
+        with monkeypatch.context() as m:
+            for key, value in env.items():
+                m.setenv(key, value)
+            for port_, answers in ((agent.port, True), (free_port(), False)):
+                link = Link(parse_host(host), port_).open()
+                try:
+                    assert agent_reachable(link, timeout=2.0) is answers
+                    assert any(d.get("path") == dev.path for d in link.devices())
+                finally:
+                    link.close()
         # a refusal judged on the far side comes back as exit 3 naming the host
         refused = run_cli("run", "quick", "--set", "runtime=1", "--yes", "--out", str(tmp_path / "r2"),
                           "--host", host, "--agent-port", str(agent.port), "--target", "/dev/vda", env=env)

@@ -96,3 +96,11 @@ def test_any_run_json_gives_a_summary(tmp_path_factory, doc: dict[str, Any]) -> 
     r = summarise(d)
     assert isinstance(r.preset, str) and isinstance(r.status, str) and r.done >= 0 and r.planned >= 0
     assert len(r.target) <= 400 and len(r.status) <= 16
+
+
+def test_a_fleet_run_is_listed_with_its_hosts_and_host_points(tmp_path: Path) -> None:
+    hosts = [{"host": f"tcp://127.0.0.1:{p}", "target": "/dev/loop1"} for p in (1, 2, 3)]
+    d = make(tmp_path, "f", meta(target=None, fleet={"hosts": hosts}, points_done=24))
+    s = summarise(d)
+    assert s.target == "fleet of 3 hosts" and (s.done, s.planned) == (24, 24)
+    assert summarise(make(tmp_path, "g", meta(target=None, fleet={"hosts": "x"}))).planned == 8

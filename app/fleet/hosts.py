@@ -65,6 +65,21 @@ class Host:
                 "user": self.user}
 
 
+AGENT_PORT_ENV = "PROFILER_TUI_AGENT_PORT"
+
+
+def agent_port_from_env() -> int:
+    """The agents' port on ssh:// hosts: ``PROFILER_TUI_AGENT_PORT`` when set (the TUI's, and run's default)."""
+    import os
+
+    text = os.environ.get(AGENT_PORT_ENV, "").strip()
+    if not text:
+        return DEFAULT_AGENT_PORT
+    if not text.isascii() or not text.isdigit() or len(text) > 5 or not 1 <= int(text) <= 65535:
+        raise UsageError(f"{AGENT_PORT_ENV}={text[:40]!r}: expected the agents' port, a number from 1 to 65535.")
+    return int(text)
+
+
 def _bad(option: str, text: str, why: str) -> UsageError:
     return UsageError(f"{option} {text[:120]!r}: {why}")
 

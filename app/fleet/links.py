@@ -275,10 +275,36 @@ def close_links(links: Sequence[Link]) -> None:
 
 
 def agent_reachable(link: Link, timeout: float = 3.0) -> bool:
-    """Whether something accepts connections at the address fio will connect to."""
+    """Whether the host's agent accepts connections.  For an ssh host the tunnel's local end always accepts one
+    (ssh opens the channel only then), so the check asks the host itself: ``ssh -W 127.0.0.1:AGENT_PORT`` over
+    the master connection fails at once when nothing listens there, and stays open when the agent answered."""
+    if link.host.scheme == "ssh":
+        return _agent_answers_over_ssh(link, timeout)
     addr, port = link.fio_address
     try:
         with socket.create_connection((addr, port), timeout=timeout):
             return True
     except OSError:
         return False
+
+
+def _agent_answers_over_ssh(link: Link, timeout: float) -> bool:
+    if not link.alive or link._dir is None:
+        return False
+    argv = ssh_base(link.host) + ["-S", link._control(), "-W", f"127.0.0.1:{link.agent_port}", "--",
+                                  link.host.ssh_destination]
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    except OSError:
+        return False
+    try:
+        proc.wait(timeout)
+        return False  # ssh ended: the channel was refused ("connect failed"), or the connection is gone
+    except subprocess.TimeoutExpired:
+        return True  # the channel stayed open: something listens at the agent's port on the host
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if proc.stdin:
+            proc.stdin.close()

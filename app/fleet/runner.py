@@ -247,9 +247,8 @@ def fleet_from_meta(meta: Any, source: str) -> Fleet:
         target = entry.get("target")
         targets[h.name] = check_remote_path(target if isinstance(target, str) else "",
                                             f"{source}: key 'fleet.hosts[{i}].target'")
-    from app.fleet.hosts import parse_hosts
-
-    parse_hosts([h.name for h in hosts])  # the same host twice
+    if len({(h.scheme, h.address, h.port) for h in hosts}) < len(hosts):
+        raise UsageError(f"{source}: key 'fleet.hosts' names the same host twice.")
     port = meta.get("agent_port", DEFAULT_AGENT_PORT)
     if not isinstance(port, int) or isinstance(port, bool) or not 1 <= port <= 65535:
         raise UsageError(f"{source}: key 'fleet.agent_port' has invalid value {str(port)[:40]!r}.")

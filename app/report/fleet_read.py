@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from app.errors import UsageError
-from app.results import Records, ResultsDir
 
 MAX_HOST_CHARS = 255
 # a host as --host takes it (app/fleet/hosts.py): ssh://user@name:port, tcp://addr:port, [v6]; nothing that
@@ -63,8 +62,3 @@ def fleet_hosts(meta: dict[str, Any], path: Path) -> list[FleetHost]:
             raise _bad(path, f"{key}.host", host, "the fleet names this host twice")
         hosts.append(FleetHost(host, target or ""))
     return hosts
-
-
-def read_fleet_records(rd: ResultsDir) -> Records:
-    """Every usable line of results.jsonl; of lines with the same (``index``, ``host``) the last."""
-    return rd.read_records()

@@ -184,6 +184,16 @@ class ProfilerApp(App[int]):
         if isinstance(found, str):
             self.notify(strings.RUNS_RESUME_REFUSED.format(name=path.name, error=found), severity="error", timeout=10)
             return
+        if found.fleet is not None:  # every host's target confirmed again, as for a new fleet run
+            from app.screens.fleet import ConfirmFleet, FleetDraft
+
+            def fleet_confirmed(choice: TargetChoice | None) -> None:
+                if choice is not None:
+                    self._push_resume(found, choice)
+
+            draft = FleetDraft([h for h, _ in found.fleet], None, dict(found.fleet), found.agent_port)
+            self.push_screen(ConfirmFleet(draft), fleet_confirmed)
+            return
         if found.device is None:  # a file target (or memory): checked by the session itself, as for a new run
             target = TargetChoice(label=found.target, path=found.target) if found.target else None
             self._push_resume(found, target)

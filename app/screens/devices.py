@@ -9,31 +9,19 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Footer, Header, Input, Static
 from textual.worker import Worker, WorkerState
 
 from app.devices import human_size
 from app.screens import strings
 from app.widgets import TooSmall
+from app.widgets.verdicts import verdict_text, walk
 from app.screens.confirm import ConfirmTarget
+from app.screens.fleet import ConfirmFleet, FleetDraft, FleetHosts
 from app.screens.messages import ShowPresets
 from app.screens.state import TargetChoice, app_options
 
 TEST_FILE_KEY = "__test_file__"
-VERDICT_STYLE = {"ok": "green", "needs --allow-destructive": "yellow", "refused": "red"}
-
-
-def walk(devs: list[dict[str, Any]], depth: int = 0):
-    for d in devs:
-        yield depth, d
-        yield from walk(d.get("children") or [], depth + 1)
-
-
-def verdict_text(verdict: str, block: bool = True) -> Text:
-    shown = {"needs --allow-destructive": "type name"}.get(verdict, verdict)
-    if verdict == "ok" and block:
-        shown = "ok, confirm"
-    return Text(shown, style=VERDICT_STYLE.get(verdict, ""))
 
 
 def load_devices(source: Any) -> list[dict[str, Any]]:
@@ -49,18 +37,25 @@ class DevicesScreen(Screen[None]):
     BINDINGS = [
         Binding("enter", "pick", "Pick", priority=True),
         Binding("p", "presets", "Presets (test file)"),
+        Binding("p", "fleet_presets", "Presets"),  # instead of the one above once there are hosts
         Binding("r", "rescan", "Rescan"),
+        Binding("f", "fleet", "Fleet hosts", show=False),  # the status line names it (the footer is full at 80)
+        Binding("f,escape", "leave_fleet", "Devices"),  # the hosts shown: back to the devices
     ]
 
     def __init__(self) -> None:
         super().__init__()
         self.devices: dict[str, dict[str, Any]] = {}
+        self.no_devices = False  # lsblk listed none
+        self.fleet_view = False  # the fleet hosts are shown instead of this machine's devices (f)
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
         yield TooSmall()
         with Vertical(id="devices-body"):
             yield DataTable(id="devices", cursor_type="row", zebra_stripes=False)
+            options = app_options(self.app)
+            yield FleetHosts(options.agent_port, options.probe_host, id="fleet")
             yield Static(strings.SCANNING, id="devices-status")
             yield Static("", id="environment-warnings")
             yield Static("", id="device-reasons")
@@ -136,11 +131,21 @@ class DevicesScreen(Screen[None]):
             mounted = ",".join(d.get("mountpoints") or []) or "-"
             table.add_row(" " * depth + key, human_size(d.get("size")), d.get("type") or "-", fs, mounted,
                           verdict_text(d.get("verdict", "refused")), key=key)
-        status = self.query_one("#devices-status", Static)
-        status.update(strings.NO_DEVICES if devs == [] and not self._scanning() else strings.DEVICES_HINT)
+        self.no_devices = devs == [] and not self._scanning()
+        self._show_status()
         if 0 < keep < table.row_count:
             table.move_cursor(row=keep)
         self._show_reasons()
+
+    def _show_status(self) -> None:
+        status = self.query_one("#devices-status", Static)
+        hosts = len(self.query_one(FleetHosts).hosts)
+        if self.fleet_view:
+            status.update(strings.FLEET_HINT)
+        elif hosts:
+            status.update(Text(strings.FLEET_STATUS.format(n=hosts, s="" if hosts == 1 else "s"), style="bold"))
+        else:
+            status.update(strings.NO_DEVICES if self.no_devices else strings.DEVICES_HINT)
 
     def _scanning(self) -> bool:
         return any(w.group == "devices" and w.is_running for w in self.workers)
@@ -160,7 +165,11 @@ class DevicesScreen(Screen[None]):
             return
         key, d = current
         text = Text()
-        if key == TEST_FILE_KEY:
+        fleet = self.query_one(FleetHosts)
+        if key == TEST_FILE_KEY and fleet.hosts:  # a fleet host has no test file of ours: the hosts' target
+            text.append(strings.FLEET_TEST_FILE_REASON.format(
+                n=len(fleet.hosts), path=fleet.common_target or strings.FLEET_NO_TARGET_YET))
+        elif key == TEST_FILE_KEY:
             text.append(d["reasons"][0])
         else:
             model = " ".join(x for x in (d.get("vendor"), d.get("model"), d.get("transport")) if x)
@@ -175,17 +184,90 @@ class DevicesScreen(Screen[None]):
         panel.update(text)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        self._show_reasons()
+        if event.data_table.id == "devices":
+            self._show_reasons()
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        if event.data_table.id != "devices":
+            return
         event.stop()
         self.action_pick()
+
+    # --- fleet hosts --------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "pick" and self.fleet_view:
+            return False  # enter belongs to the hosts' fields and table
+        if action == "leave_fleet":
+            return self.fleet_view
+        if action in ("rescan", "fleet"):
+            return not self.fleet_view
+        hosts = bool(self.query(FleetHosts) and self.query_one(FleetHosts).hosts)
+        if action == "presets":
+            return not hosts
+        if action == "fleet_presets":
+            return hosts
+        return True
+
+    def action_fleet(self) -> None:
+        """Show the fleet hosts instead of this machine's devices, or back."""
+        self.fleet_view = not self.fleet_view
+        self._show_reasons()
+        self.set_class(self.fleet_view, "-fleet")
+        self.sub_title = strings.FLEET_SUBTITLE if self.fleet_view else strings.DEVICES_SUBTITLE
+        panel = self.query_one(FleetHosts)
+        if self.fleet_view:
+            panel.query_one("#hosts" if panel.hosts else "#host-input").focus()
+        else:
+            self.query_one("#devices", DataTable).focus()
+        self._show_status()
+        self.refresh_bindings()
+
+    def action_leave_fleet(self) -> None:
+        if self.fleet_view:
+            self.action_fleet()
+
+    def on_fleet_hosts_changed(self, event: FleetHosts.Changed) -> None:
+        self._show_status()
+        self._show_reasons()
+        self.refresh_bindings()
+
+    def action_fleet_presets(self) -> None:
+        self._run_on_fleet()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id == "fleet-target":  # the target on every host given: on to the presets
+            event.stop()
+            self.action_presets()
+
+    def _run_on_fleet(self, path: str | None = None) -> None:
+        """A fleet run: ``path`` (a device picked here), else the target field, on every host; confirmed first."""
+        panel = self.query_one(FleetHosts)
+        if path is not None:
+            panel.set_common_target(path)
+        draft = panel.draft()
+        if isinstance(draft, str):
+            if not self.fleet_view:
+                self.action_fleet()
+            panel.show_target_error(draft)
+            return
+        self._confirm_fleet(draft)
+
+    def _confirm_fleet(self, draft: FleetDraft) -> None:
+        def confirmed(choice: TargetChoice | None) -> None:
+            if choice is not None:
+                self.post_message(ShowPresets(choice))
+
+        self.app.push_screen(ConfirmFleet(draft), confirmed)
 
     def action_pick(self) -> None:
         current = self._current()
         if current is None:
             return
         key, d = current
+        if self.query_one(FleetHosts).hosts:  # with hosts, the target picked applies to every host
+            self._run_on_fleet(None if key == TEST_FILE_KEY else str(d.get("path") or key))
+            return
         if key == TEST_FILE_KEY:
             self.action_presets()
             return
@@ -197,4 +279,7 @@ class DevicesScreen(Screen[None]):
         self.app.push_screen(ConfirmTarget(d), confirmed)
 
     def action_presets(self) -> None:
+        if self.query_one(FleetHosts).hosts:
+            self._run_on_fleet()
+            return
         self.post_message(ShowPresets(TargetChoice.test_file(app_options(self.app).results_dir)))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -49,6 +50,144 @@ MEMORY_COLUMNS: list[Column] = [
     ("MB/s", lambda r: r["bandwidth_MBps"] or -1.0, lambda v: "-" if v < 0 else f"{v:.1f}"),
 ]
 RIGHT = {"#", "IOPS", "MB/s", "avg µs", "p99 µs", "CPU %", "stride", "delay", "latency ns"}
+
+
+# --- a fleet run: host × point (app.report.fleet: the same points, totals and outliers as the report) -----------
+
+
+@dataclass
+class FleetRow:
+    """One host's figures of a point, or (``host`` None) the point's total over its hosts."""
+
+    host: str | None
+    iops: float | None = None
+    mbps: float | None = None
+    mean_us: float | None = None
+    p99_us: float | None = None
+    failed: bool = False  # run.json records this host's point as failed
+    outliers: frozenset[str] = frozenset()  # the figures (iops, lat_mean, p99) that are the fleet's outliers
+
+
+@dataclass
+class FleetPoint:
+    index: int
+    label: str
+    hosts: list[FleetRow] = field(default_factory=list)  # in the run's host order
+    total: FleetRow = field(default_factory=lambda: FleetRow(None))
+
+
+@dataclass
+class FleetTable:
+    hosts: list[str]  # the run's hosts, as given to --host
+    points: list[FleetPoint]
+    failed: int = 0
+    outliers: int = 0
+
+
+def _fleet_label(point: dict[str, Any]) -> str:
+    """A short name of the point: its group and direction ("SEQ1M Q8T1 read"), or its settings."""
+    if point.get("group"):
+        return f"{point['group']} {point.get('rw', '?')}"
+    return point_label(Kind.STORAGE, point)
+
+
+def fleet_table(data: Any) -> FleetTable:
+    """Host × point of a fleet run (:class:`app.report.model.RunData`): each point's hosts in the fleet's order
+    (a failed host-point as such), then the total (IOPS and MB/s summed; latencies are not summed)."""
+    from app.report.fleet import failed_host_points, fleet_points
+
+    names = data.fleet.names if data.fleet is not None else []
+    failed = failed_host_points(data.meta)
+    plan = data.meta.get("plan") if isinstance(data.meta.get("plan"), list) else []
+    points: dict[int, FleetPoint] = {}
+    outliers = 0
+    for fp in fleet_points(data):
+        point = FleetPoint(fp.index, _fleet_label(fp.point))
+        for host in names:
+            row = fp.rows.get(host)
+            if row is None:
+                if (fp.index, host) in failed:
+                    point.hosts.append(FleetRow(host, failed=True))
+                continue
+            marked = frozenset(o.figure.key for o in fp.outliers if o.host == host)
+            outliers += len(marked)
+            point.hosts.append(FleetRow(host, row.iops, row.bw / 1e6, row.lat_mean / 1e3,
+                                        None if row.p99 is None else row.p99 / 1e3, outliers=marked))
+        point.total = FleetRow(None, fp.total_iops, fp.total_bw / 1e6)
+        points[fp.index] = point
+    for index, host in sorted(failed):  # a point no host measured
+        if index not in points and 0 <= index < len(plan) and isinstance(plan[index], dict) and host in names:
+            points[index] = FleetPoint(index, _fleet_label(plan[index]))
+        if index in points and not any(r.host == host for r in points[index].hosts) and host in names:
+            points[index].hosts.append(FleetRow(host, failed=True))
+            points[index].hosts.sort(key=lambda r: names.index(r.host or ""))
+    return FleetTable(names, [points[i] for i in sorted(points)], len(failed), outliers)
+
+
+def load_fleet(path: Path) -> FleetTable | None:
+    """The fleet table of a fleet run's directory (run.json names its hosts); None for any other run, or when
+    run.json cannot be read (the plain table shows what the results lines hold)."""
+    from app.errors import ProfilerError
+    from app.report.fleet_read import is_fleet
+    from app.report.model import load
+
+    try:
+        if not is_fleet(ResultsDir(path).read_meta()):
+            return None
+        return fleet_table(load(path))
+    except (ProfilerError, OSError, ValueError):
+        return None
+
+
+def host_names(hosts: list[str]) -> dict[str, str]:
+    """How the table writes each host: without ``tcp://``/``ssh://`` when that leaves them distinct."""
+    short = {h: h.split("://", 1)[-1] for h in hosts}
+    return short if len(set(short.values())) == len(short) else {h: h for h in hosts}
+
+
+FleetColumn = tuple[str, Callable[[FleetPoint], Any]]
+# what points (each with its hosts and total) sort by: the total's IOPS and MB/s, the slowest host's latency
+FLEET_COLUMNS: list[FleetColumn] = [
+    ("#", lambda p: p.index),
+    ("test", lambda p: p.label),
+    ("host", lambda p: p.index),
+    ("IOPS", lambda p: p.total.iops or 0.0),
+    ("MB/s", lambda p: p.total.mbps or 0.0),
+    ("avg µs", lambda p: max((r.mean_us or 0.0 for r in p.hosts), default=0.0)),
+    ("p99 µs", lambda p: max((r.p99_us or 0.0 for r in p.hosts), default=0.0)),
+]
+
+
+def _cell(value: float | None, fmt: Callable[[float], str], style: str = "") -> Text:
+    return Text("-" if value is None else fmt(value), justify="right", style=style)
+
+
+OUTLIER_STYLE = "bold yellow"
+
+
+def _one(v: float) -> str:
+    return f"{v:.1f}"
+
+
+def fleet_cells(p: FleetPoint, names: dict[str, str]) -> list[list[Any]]:
+    """The table rows of a point: one per host (the point's number and name on the first), then its total; a
+    figure that is the fleet's outlier at this point in yellow."""
+    out: list[list[Any]] = []
+    for i, r in enumerate(p.hosts):
+        head = [Text(str(p.index + 1), justify="right"), p.label] if i == 0 else ["", ""]
+        host = names.get(r.host or "", r.host or "")
+        if r.failed:
+            out.append(head + [host, Text(strings.RESULTS_FLEET_FAILED, style="red", justify="right"),
+                               "", "", ""])
+            continue
+        mark = {key: OUTLIER_STYLE if key in r.outliers else "" for key in ("iops", "lat_mean", "p99")}
+        out.append(head + [host, _cell(r.iops, format_count, mark["iops"]), _cell(r.mbps, _one, mark["iops"]),
+                           _cell(r.mean_us, _one, mark["lat_mean"]), _cell(r.p99_us, _one, mark["p99"])])
+    t = p.total
+    head = [Text(str(p.index + 1), justify="right"), p.label] if not p.hosts else ["", ""]
+    out.append(head + [Text(strings.RESULTS_FLEET_TOTAL, style="bold"), _cell(t.iops, format_count, "bold"),
+                       _cell(t.mbps, _one, "bold"), _cell(None, _one), _cell(None, _one)])
+    return out
 
 
 def load_rows(path: Path) -> list[dict[str, Any]]:
@@ -129,6 +268,7 @@ class ResultsScreen(Screen[None]):
         self.sort_column: int = 0
         self.reverse = False
         self.exported: Path | None = None
+        self.fleet: FleetTable | None = None  # a fleet run: host × point with a total per point
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
@@ -140,6 +280,15 @@ class ResultsScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.sub_title = strings.RESULTS_TITLE.format(path=self.path)
+        self.fleet = load_fleet(self.path)
+        if self.fleet is not None:
+            table = self.query_one("#results", DataTable)
+            table.add_class("-fleet")
+            for name, _ in FLEET_COLUMNS:
+                table.add_column(name, key=name)
+            self.render_rows()
+            table.focus()
+            return
         self.records = load_rows(self.path)
         kinds = {r.get("kind") for r in self.records}
         self.columns = MEMORY_COLUMNS if kinds == {Kind.MEMORY} else STORAGE_COLUMNS
@@ -151,7 +300,34 @@ class ResultsScreen(Screen[None]):
         self.render_rows()
         table.focus()
 
+    @property
+    def column_count(self) -> int:
+        return len(FLEET_COLUMNS) if self.fleet is not None else len(self.columns)
+
+    def render_fleet(self, fleet: FleetTable) -> None:
+        table = self.query_one("#results", DataTable)
+        table.clear()
+        name, key = FLEET_COLUMNS[self.sort_column]
+        names = host_names(fleet.hosts)
+        for p in sorted(fleet.points, key=key, reverse=self.reverse):
+            for cells in fleet_cells(p, names):
+                table.add_row(*cells)
+        status = strings.RESULTS_FLEET.format(n=len(fleet.hosts)) + "  ·  " + strings.SORTED_BY.format(
+            column=name, direction="descending" if self.reverse else "ascending")
+        if fleet.failed:
+            status += "  ·  " + strings.RESULTS_FLEET_FAILED_N.format(n=fleet.failed)
+        if fleet.outliers:
+            status += "  ·  " + strings.RESULTS_FLEET_OUTLIERS
+        if not fleet.points:
+            status = strings.RESULTS_EMPTY
+        if self.exported is not None:
+            status += "  ·  " + strings.EXPORTED.format(path=self.exported)
+        self.query_one("#results-status", Static).update(status)
+
     def render_rows(self) -> None:
+        if self.fleet is not None:
+            self.render_fleet(self.fleet)
+            return
         table = self.query_one("#results", DataTable)
         table.clear()
         _, key, _ = self.columns[self.sort_column]
@@ -171,7 +347,9 @@ class ResultsScreen(Screen[None]):
         self.query_one("#results-status", Static).update(status)
 
     def action_sort(self) -> None:
-        self.sort_column = (self.sort_column + 1) % len(self.columns)
+        self.sort_column = (self.sort_column + 1) % self.column_count
+        if self.fleet is not None and FLEET_COLUMNS[self.sort_column][0] == "host":  # points sort by their total
+            self.sort_column = (self.sort_column + 1) % self.column_count
         self.render_rows()
 
     def action_reverse(self) -> None:

@@ -32,7 +32,7 @@ from app.screens.messages import ShowResults
 from app.screens.state import RunRequest, app_options, app_sessions
 from app.summary import live_line, metrics_line, outcome_line, point_label
 from app.units import format_duration
-from app.widgets.charts import CurveChart, DelayChart, LatencyChart, ThroughputChart
+from app.widgets.charts import CurveChart, DelayChart, LatencyChart, ThroughputChart, TimeSeries
 
 EventSource = Callable[[], AsyncIterator[Any]]
 
@@ -77,6 +77,18 @@ def phase_text(phase: Phase | None) -> str:
         text = strings.PHASE_PRECONDITION_STEADY if phase.index < 0 else strings.PHASE_STEADY
         return text.format(done=_seconds(done or 0), total=f"{total:g}")
     return strings.PHASE_PRECONDITIONING if phase.index < 0 else strings.PHASE_MEASURING
+
+
+def fleet_legend(chart: TimeSeries) -> Text:
+    """"per host: ● tcp://a:1  ● ssh://b" in the colours of the hosts' lines."""
+    text = Text(strings.FLEET_LEGEND_PREFIX, style="bold")
+    drawn = chart.drawn_hosts()
+    for host, color in drawn:
+        text.append(" ● ", style="rgb({},{},{})".format(*color))
+        text.append(host)
+    if len(chart.hosts) > len(drawn):
+        text.append("  " + strings.FLEET_LEGEND_MORE.format(n=len(chart.hosts) - len(drawn)))
+    return text
 
 
 def mark_interrupted(session: sweep.Session) -> None:
@@ -150,6 +162,8 @@ class RunScreen(Screen[None]):
                         else:
                             yield ThroughputChart(id="throughput")
                             yield LatencyChart(id="latency")
+                    if self.fleet:  # the colour of each host's line
+                        yield Static(strings.FLEET_LEGEND_WAITING, id="fleet-legend")
                     yield RichLog(id="log-short", max_lines=200, wrap=True, markup=False, min_width=20)
                 with TabPane("Curve 2", id="curve"):
                     yield CurveChart(self.kind, id="curve-chart")
@@ -162,6 +176,16 @@ class RunScreen(Screen[None]):
             self.request.target.display if self.request.target else "memory")
         self.set_interval(app_options(self.app).chart_interval, self.tick)
         self.worker = self.run_session()
+
+    @property
+    def fleet(self) -> bool:
+        """A fleet run: every point runs on the request's hosts."""
+        return self.request.target is not None and self.request.target.fleet
+
+    def points_of(self, total: int) -> int:
+        """Plan points of a count of results: a fleet run counts one per host and point."""
+        hosts = len(self.request.target.hosts) if self.request.target is not None else 0
+        return total // hosts if hosts > 1 else total
 
     @property
     def clock(self) -> Callable[[], float]:
@@ -178,6 +202,13 @@ class RunScreen(Screen[None]):
         t = r.target
         if r.resume:  # the run in r.out, its target checked again with the confirmations given now
             return sweep.load_session(r.out, yes=bool(t and t.yes), allow_destructive=bool(t and t.allow_destructive))
+        if t is not None and t.fleet:  # every point on each host; new_session judges each host's target there
+            from app.fleet.runner import open_fleet
+
+            fleet = open_fleet(list(t.hosts), t.target_values(), t.agent_port)
+            return sweep.new_session(r.preset, target=None, out=r.out, yes=t.yes,
+                                     allow_destructive=t.allow_destructive, engine=r.engine, overrides=r.overrides,
+                                     fleet=fleet)
         return sweep.new_session(r.preset, target=t.path if t else None, out=r.out, yes=bool(t and t.yes),
                                  allow_destructive=bool(t and t.allow_destructive), engine=r.engine,
                                  overrides=r.overrides)
@@ -288,14 +319,17 @@ class RunScreen(Screen[None]):
         st.current = point_label(self.kind, ev.point)
         st.live = ""
         st.phase = None
-        self.log_line(strings.RUN_POINT.format(n=ev.index + 1, total=ev.total, label=st.current), short=False)
+        self.log_line(strings.RUN_POINT.format(n=ev.index + 1, total=self.points_of(ev.total), label=st.current),
+                      short=False)
 
     def _on_point_done(self, ev: sweep.PointDone) -> None:
         self.state.done = ev.done
         self.state.phase = None
         label = point_label(self.kind, ev.record["point"])
+        if ev.record.get("host") is not None:  # a fleet run: one PointDone per host
+            label = strings.RUN_FLEET_LABEL.format(label=label, host=ev.record["host"])
         outcome = outcome_line(ev.record)
-        self.log_line(strings.RUN_POINT_DONE.format(n=ev.index + 1, total=ev.total, label=label,
+        self.log_line(strings.RUN_POINT_DONE.format(n=ev.index + 1, total=self.points_of(ev.total), label=label,
                                                     metrics=metrics_line(self.kind, ev.record["metrics"]))
                       + (strings.RUN_OUTCOME.format(outcome=outcome) if outcome else ""))
         record = dict(ev.record, index=ev.index)
@@ -310,8 +344,11 @@ class RunScreen(Screen[None]):
     def _on_point_failed(self, ev: sweep.PointFailed) -> None:
         self.state.failed += 1
         self.state.phase = None
-        self.log_line(strings.RUN_POINT_FAILED.format(n=ev.index + 1, total=self.state.total,
-                                                      label=point_label(self.kind, ev.point), error=ev.error))
+        label = point_label(self.kind, ev.point)
+        if ev.host is not None:
+            label = strings.RUN_FLEET_LABEL.format(label=label, host=ev.host)
+        self.log_line(strings.RUN_POINT_FAILED.format(n=ev.index + 1, total=self.points_of(self.state.total),
+                                                      label=label, error=ev.error))
 
     def _on_point_skipped(self, ev: sweep.PointSkipped) -> None:
         self.state.skipped += 1
@@ -368,9 +405,13 @@ class RunScreen(Screen[None]):
             return
         t = self.state.t_offset + float(d.get("t") or 0)
         self.state.t_last = t
-        self.query_one(ThroughputChart).add_sample(t, d)
+        self.query_one(ThroughputChart).add_sample(t, d)  # a fleet host's sample (``host``) is its own line
         self.query_one(LatencyChart).add_sample(t, d)
+        if d.get("host") is not None:
+            return
         self.state.live = live_line(self.kind, d)
+        if d.get("hosts") is not None:  # the fleet total
+            self.state.live += strings.RUN_FLEET_HOSTS.format(n=d["hosts"])
 
     HANDLERS: ClassVar[dict[type, Callable[[RunScreen, Any], None]]] = {
         sweep.RunStarted: _on_run_started,
@@ -422,7 +463,15 @@ class RunScreen(Screen[None]):
             redraw = getattr(chart, "redraw", None)
             if redraw is not None:
                 redraw()
+        self.update_legend()
         self.update_progress()
+
+    def update_legend(self) -> None:
+        """A fleet run: the colour of each host's line in the live charts."""
+        for legend in self.query("#fleet-legend").results(Static):
+            chart = self.query_one(ThroughputChart)
+            if chart.hosts:
+                legend.update(fleet_legend(chart))
 
     # --- intents ------------------------------------------------------------------------------
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Callable, Protocol, cast
 
 from app import presets as core
+from app.fleet.hosts import DEFAULT_AGENT_PORT
 from app.presets import Preset
 from app.results import new_run_dir
 from app.screens import strings
@@ -30,6 +31,9 @@ class Options:
     # warnings about the container the app runs in (app.container.environment_warnings), computed in a
     # thread by the devices screen; None: not checked (tests)
     environment: Callable[[], list[str]] | list[str] | None = None
+    agent_port: int = DEFAULT_AGENT_PORT  # the fleet agents' port on ssh:// hosts (run --agent-port)
+    # tests: replaces app.screens.fleet.probe_host (a fleet host's connection test, run in a thread)
+    probe_host: Callable[[str, int], Any] | None = None
 
 
 class _ProfilerApp(Protocol):
@@ -59,13 +63,32 @@ class TargetChoice:
     yes: bool = False  # the plain confirmation every block-device plan needs
     allow_destructive: bool = False  # the device name was typed
     test_file_dir: Path | None = None
+    # a fleet run: the hosts (each as the user wrote it), ``path`` the target on every host (None when each
+    # host has its own) and the hosts' own targets (host, path)
+    hosts: tuple[str, ...] = ()
+    host_targets: tuple[tuple[str, str], ...] = ()
+    agent_port: int = DEFAULT_AGENT_PORT
 
     @classmethod
     def test_file(cls, results_dir: Path) -> "TargetChoice":
         return cls(label=strings.TEST_FILE_LABEL, path=None, allow_writes=True, test_file_dir=results_dir)
 
     @property
+    def fleet(self) -> bool:
+        return bool(self.hosts)
+
+    def target_values(self) -> list[str]:
+        """The ``--target`` values of a fleet run: ``PATH`` (every host) and ``HOST=PATH`` (one host's own)."""
+        return ([self.path] if self.path else []) + [f"{host}={path}" for host, path in self.host_targets]
+
+    @property
     def display(self) -> str:
+        if self.fleet:
+            own = len(dict(self.host_targets))
+            if self.path is None:
+                return strings.FLEET_OWN_TARGETS_DISPLAY.format(n=len(self.hosts))
+            shown = strings.FLEET_TARGET_DISPLAY.format(path=self.path, n=len(self.hosts))
+            return shown + (strings.FLEET_SOME_OWN_DISPLAY.format(own=own) if own else "")
         return self.path or f"{strings.TEST_FILE_LABEL} (under {self.test_file_dir or 'the results directory'})"
 
 
@@ -88,6 +111,8 @@ def overrides_for(kind: str, overrides: tuple[str, ...] | list[str]) -> list[str
 def run_request(options: Options, preset: Preset, target: TargetChoice | None,
                 engine: str | None = None) -> RunRequest | str:
     """What a run of ``preset`` (overrides applied) is asked to do, or why it may not run (a sentence)."""
+    if target is not None and target.fleet and preset.kind != core.STORAGE:
+        return strings.FLEET_MEMORY.format(preset=preset.name)
     if preset.kind == core.STORAGE:
         target = target or TargetChoice.test_file(options.results_dir)
         if preset.writes() and not target.allow_writes:
@@ -108,6 +133,8 @@ class ResumeTarget:
     target: str | None
     writes: bool
     device: dict[str, Any] | None = None
+    fleet: list[tuple[str, str]] | None = None  # a fleet run: each host and its target, as run.json names them
+    agent_port: int = DEFAULT_AGENT_PORT
 
 
 def resume_target(path: Path) -> ResumeTarget | str:
@@ -129,6 +156,15 @@ def resume_target(path: Path) -> ResumeTarget | str:
     name = str(preset_meta.get("name") or path.name)[:80]
     preset = Preset(name=name, kind=kind, description=str(preset_meta.get("description") or ""),
                     source=str(path / "run.json"))
+    if meta.get("fleet") is not None:  # its hosts and targets, checked as `resume` reads them
+        from app.fleet.runner import fleet_from_meta
+
+        try:
+            fleet = fleet_from_meta(meta.get("fleet"), str(path / "run.json"))
+        except ProfilerError as e:
+            return str(e)
+        return ResumeTarget(path, preset, None, writes, fleet=[(h.name, fleet.targets[h.name]) for h in fleet.hosts],
+                            agent_port=fleet.agent_port)
     target = meta.get("target") if kind == Kind.STORAGE and isinstance(meta.get("target"), str) else None
     device = None
     if target is not None:

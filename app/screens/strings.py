@@ -12,7 +12,56 @@ TEST_FILE_REASON = ("a scratch file created under the results directory ({path})
 SCANNING = "Scanning block devices…"
 NO_DEVICES = "No block devices found (lsblk and /sys list none); the test file is always available."
 DEVICES_FAILED = "Listing block devices failed: {error}. The test file is still available."
-DEVICES_HINT = "enter: pick the highlighted target   p: presets on the test file   ?: help"
+DEVICES_HINT = "enter: pick a target   p: presets on the test file   f: fleet hosts   ?: help"
+
+# --- fleet hosts (devices screen, f) -------------------------------------------------------------
+FLEET_SUBTITLE = "Fleet hosts: each point runs on all of them"
+FLEET_HOST_PLACEHOLDER = "ssh://[user@]host[:port] or tcp://ADDR:PORT, then optionally its own target path"
+FLEET_TARGET_PLACEHOLDER = "/path on every host: a file or a block device there"
+FLEET_HOST_LABEL = "add host"
+FLEET_TARGET_LABEL = "target"
+FLEET_NO_HOSTS = ("No fleet hosts: add one (ssh:// reaches `profiler-tui agent` on the host's loopback through "
+                  "SSH; tcp:// connects directly). Each point then runs on every host.")
+FLEET_HINT = "enter: add the host, or go on with the target · T: test all · escape: devices"
+FLEET_STATUS = "Fleet: {n} host{s} — the target you pick runs on every host (f: hosts)"
+FLEET_HOST_ADDED = "Added {host}."
+FLEET_HOST_TWICE = "{host} is in the list already (as {other}); give each host once."
+FLEET_HOST_TARGET_BAD = "{path!r} is not an absolute path: a host's own target is a file or block device there."
+FLEET_HOST_TOO_MANY = "A fleet run takes at most {n} hosts."
+FLEET_NEEDS_TARGET = ("Give the target path used on every host (a file or a block device there), or add each host "
+                      "with its own path.")
+FLEET_TARGET_BAD = "{path!r} is not an absolute path: the target on every host is a file or a block device there."
+FLEET_TARGET_DISPLAY = "{path} on {n} hosts"
+FLEET_TEST_FILE_REASON = ("With fleet hosts the run uses the target given with the hosts (f) on each of the {n} "
+                          "hosts: {path}. Picking a device here uses its path on every host instead.")
+FLEET_NO_TARGET_YET = "none given yet"
+FLEET_SOME_OWN_DISPLAY = " ({own} with its own)"
+FLEET_OWN_TARGETS_DISPLAY = "{n} hosts, each on its own target"
+FLEET_MEMORY = ("{preset} is a memory preset: it runs on this machine only. Remove the fleet hosts (f, x) to run it "
+                "here, or pick a storage preset.")
+FLEET_TEST_NONE = "not tested"
+FLEET_TESTING = "testing…"
+FLEET_AGENT_OK = "agent answers"
+FLEET_AGENT_NONE = "agent not answering"
+FLEET_UNREACHABLE = "unreachable"
+FLEET_TEST_HINT = "t tests the connection: the host's devices with their verdicts, and whether its agent answers."
+FLEET_TEST_RESULT = "{host}: {agent} at {address}; {n} device{s} listed"
+FLEET_TEST_AGENT_DOWN = ("{host}: nothing answers at {address}; start `profiler-tui agent` there "
+                         "(port {port}) before the run")
+FLEET_TEST_NO_DEVICES = "devices of a tcp:// host other than this machine cannot be listed from here; use ssh://"
+FLEET_TEST_DEVICES_FAILED = "its devices could not be listed: {error}"
+FLEET_TARGET_OWN = "own: {path}"
+FLEET_TARGET_COMMON = "(the target below)"
+FLEET_CONFIRM_TITLE = "Run on {n} fleet hosts"
+FLEET_CONFIRM_EXPLAIN = ("Each host judges its own target with the safety rules when the run starts; a host that "
+                         "refuses stops the run before anything runs anywhere (it is named). Confirming is the "
+                         "TUI's --yes, which a block device needs.")
+FLEET_CONFIRM_TYPE = ("To allow write plans on a device that carries a filesystem or partition table, type {name} "
+                      "below: it then applies on every host. Leave it empty otherwise.")
+FLEET_CONFIRM_MISMATCH = "That is not {name}; type it exactly, or leave the field empty."
+FLEET_LEGEND_PREFIX = "per host:"
+FLEET_LEGEND_WAITING = "per host: waiting for the hosts' first samples…"
+FLEET_LEGEND_MORE = "(+{n} more hosts not drawn)"
 
 # --- confirmation -----------------------------------------------------------------------------
 CONFIRM_TITLE = "Confirm the target {path}"
@@ -64,6 +113,8 @@ RUN_POINT_DONE = "[{n}/{total}] {label}: {metrics}"
 RUN_POINT_FAILED = "[{n}/{total}] {label} FAILED: {error}"
 RUN_POINT_SKIPPED = "[{n}] {label} skipped: {reason}"
 RUN_OUTCOME = " — {outcome}"
+RUN_FLEET_LABEL = "{label} @ {host}"
+RUN_FLEET_HOSTS = " · {n} hosts"
 RUN_PRECONDITION = "Preconditioning ({mode}): {description}, estimated {estimate} …"
 RUN_PRECONDITION_LABEL = "preconditioning ({mode})"
 RUN_PRECONDITION_DONE = "Preconditioned in {seconds}: {written:.2f} GB written at {bw:.0f} MB/s{outcome}"
@@ -83,6 +134,11 @@ WAITING_FOR_DATA = "waiting for the first sample…"
 # --- results / export -------------------------------------------------------------------------
 RESULTS_TITLE = "Results: {path}"
 RESULTS_EMPTY = "This results directory has no completed points yet."
+RESULTS_FLEET = "fleet run on {n} hosts: each point's hosts, then their total (IOPS and MB/s summed)"
+RESULTS_FLEET_TOTAL = "total"
+RESULTS_FLEET_FAILED = "failed"
+RESULTS_FLEET_FAILED_N = "{n} failed (run.json)"
+RESULTS_FLEET_OUTLIERS = "yellow: more than 3 MADs from the fleet median (the report's outliers)"
 SORTED_BY = "sorted by {column} ({direction})"
 EXPORT_PROMPT = "Export report.md, plots/ and results.csv to (a directory, or a .md file path):"
 EXPORTING = "Rendering the report…"
@@ -152,9 +208,15 @@ supported terminal is 40×14.
 
 ## Devices
 - `↑/↓` move, `enter` pick the highlighted target (the *test file* row is always safe)
-- `p` presets on the test file, `r` rescan devices
+- `p` presets on the test file, `r` rescan devices, `f` fleet hosts
 - The *write plan* column is the safety verdict for a plan that writes (*type name*: the device carries
   data and its name must be typed); the panel below lists the reasons for writes and reads.
+
+## Fleet hosts (`f` on the devices screen)
+- Add hosts (`ssh://[user@]host[:port]` or `tcp://ADDR:PORT`, optionally followed by that host's own
+  target path), `t` tests the highlighted host's connection (its devices and verdicts, whether its
+  agent answers), `T` tests all, `x` removes one. With hosts, a run is a fleet run: every point runs
+  on all hosts at once, on the target given here (or each host's own). `p` presets, `f` devices.
 
 ## Target confirmation
 - A device with a filesystem or partition table needs its name typed before write plans may run;

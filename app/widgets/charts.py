@@ -15,6 +15,13 @@ from app.units import format_count
 
 MAX_SAMPLES = 600  # ten minutes of 1 s fio status dumps per series
 MAX_POINTS = 2000
+# a fleet run: one line per host (samples with a ``host``), the fleet total (``host`` None) as the main line.
+# Series are kept for up to MAX_HOST_SERIES hosts (app.fleet.hosts.MAX_HOSTS); lines are drawn for the first
+# len(HOST_COLORS), in these colours (RGB: plotext and rich draw the same colour; none is blue or green, the
+# main lines' colours)
+MAX_HOST_SERIES = 64
+HOST_COLORS: tuple[tuple[int, int, int], ...] = ((255, 160, 0), (230, 80, 230), (255, 80, 80), (240, 230, 60),
+                                                 (0, 200, 255), (230, 230, 230), (255, 150, 200))
 
 
 # Units of tick labels: a chart's data unit → (scale, suffix, from) rungs.  An axis is labelled in the
@@ -158,10 +165,22 @@ class Chart(PlotextPlot):
         return [t for t, _ in kept] or ticks[:1], [label for _, label in kept] or labels[:1]
 
 
+class HostSeries:
+    """One fleet host's samples: time and the two values, bounded like the main series."""
+
+    def __init__(self) -> None:
+        self.t: deque[float] = deque(maxlen=MAX_SAMPLES)
+        self.a: deque[float] = deque(maxlen=MAX_SAMPLES)
+        self.b: deque[float] = deque(maxlen=MAX_SAMPLES)
+
+
 class TimeSeries(Chart):
-    """Two series over run time (seconds since the run started)."""
+    """Two series over run time (seconds since the run started).  A fleet run adds one line per host (its
+    first series, in the host's colour of HOST_COLORS, on the left axis); the main lines are the fleet total."""
 
     series: tuple[str, str] = ("", "")
+    fleet_series: tuple[str, str] = ("", "")  # the main lines' labels when they are a fleet's total
+    fleet_b = True  # whether a fleet run draws the second series of the total
     right_axis = False
     xunit = "s"
     bunit = ""  # the right axis's unit (right_axis)
@@ -171,6 +190,7 @@ class TimeSeries(Chart):
         self.t: deque[float] = deque(maxlen=MAX_SAMPLES)
         self.a: deque[float] = deque(maxlen=MAX_SAMPLES)
         self.b: deque[float] = deque(maxlen=MAX_SAMPLES)
+        self.hosts: dict[str, HostSeries] = {}  # host name → its series, in the order they first reported
 
     def add(self, t: float, a: float, b: float) -> None:
         self.t.append(t)
@@ -178,8 +198,27 @@ class TimeSeries(Chart):
         self.b.append(b)
         self.dirty = True
 
+    def add_host(self, host: str, t: float, a: float, b: float) -> None:
+        """A fleet host's sample (beyond MAX_HOST_SERIES hosts, a new host's samples are not kept)."""
+        series = self.hosts.get(host)
+        if series is None:
+            if len(self.hosts) >= MAX_HOST_SERIES:
+                return
+            series = self.hosts[host] = HostSeries()
+        series.t.append(t)
+        series.a.append(a)
+        series.b.append(b)
+        self.dirty = True
+
+    def drawn_hosts(self) -> list[tuple[str, tuple[int, int, int]]]:
+        """The hosts drawn as lines, with their colours (the legend under the charts names them)."""
+        return list(zip(self.hosts, HOST_COLORS))
+
     def draw(self) -> None:
-        if not self.t:
+        if not self.t and not self.hosts:
+            return
+        if self.hosts:
+            self.draw_fleet()
             return
         t, a, b = list(self.t), list(self.a), list(self.b)
         right = "right" if self.right_axis else "left"
@@ -192,24 +231,60 @@ class TimeSeries(Chart):
         else:
             self.ticks("y", a + b, "left")
 
+    def draw_fleet(self) -> None:
+        """The fleet total (main lines, labelled) and a line per host (the first series, unlabelled)."""
+        t, a, b = list(self.t), list(self.a), list(self.b)
+        times, left = list(t), list(a)
+        if t:
+            self.plt.plot(t, a, label=self.fleet_series[0], marker="braille")
+            if self.fleet_b:
+                self.plt.plot(t, b, label=self.fleet_series[1], marker="braille",
+                              yside="right" if self.right_axis else "left")
+                if not self.right_axis:
+                    left += b
+        for host, color in self.drawn_hosts():
+            series = self.hosts[host]
+            if series.t:
+                self.plt.plot(list(series.t), list(series.a), marker="braille", color=color)
+                times += series.t
+                left += series.a
+        self.ticks("x", times)
+        self.ticks("y", left, "left")
+        if self.right_axis and self.fleet_b and b:
+            self.ticks("y", b, "right", self.bunit)
+
 
 class ThroughputChart(TimeSeries):
     title = "IOPS and MB/s"
     series = ("IOPS", "MB/s")
+    fleet_series = ("total IOPS", "total MB/s")
     right_axis = True
     yunit, bunit = "IOPS", "MB/s"
 
     def add_sample(self, t: float, data: dict[str, Any]) -> None:
-        self.add(t, float(data.get("iops") or 0), float(data.get("bw_bytes") or 0) / 1e6)
+        """A sample; one with a ``host`` is that fleet host's (its line), else the run's (or the fleet total)."""
+        a, b = float(data.get("iops") or 0), float(data.get("bw_bytes") or 0) / 1e6
+        host = data.get("host")
+        if host is not None:
+            self.add_host(str(host), t, a, b)
+        else:
+            self.add(t, a, b)
 
 
 class LatencyChart(TimeSeries):
     title = "latency"
     series = ("mean", "p99")
+    fleet_series = ("total mean", "")
+    fleet_b = False  # a fleet's live figures are block-layer counters: no percentiles
     yunit = "µs"
 
     def add_sample(self, t: float, data: dict[str, Any]) -> None:
-        self.add(t, float(data.get("lat_mean_ns") or 0) / 1e3, float(data.get("lat_p99_ns") or 0) / 1e3)
+        a, b = float(data.get("lat_mean_ns") or 0) / 1e3, float(data.get("lat_p99_ns") or 0) / 1e3
+        host = data.get("host")
+        if host is not None:
+            self.add_host(str(host), t, a, b)
+        else:
+            self.add(t, a, b)
 
 
 class CurveChart(Chart):
@@ -219,13 +294,13 @@ class CurveChart(Chart):
     def __init__(self, kind: str = "storage", **kw: Any) -> None:
         super().__init__(**kw)
         self.kind = kind
-        self.points: dict[int, tuple[float, float]] = {}
+        self.points: dict[int | tuple[int, str], tuple[float, float]] = {}  # a fleet run: (index, host)
         if kind == "memory":
             self.title, self.xunit, self.yunit = "loaded latency vs bandwidth", "MB/s", "ns"
         else:
             self.title, self.xunit, self.yunit = "mean latency vs IOPS", "IOPS", "µs"
 
-    def add_point(self, index: int, x: float, y: float) -> None:
+    def add_point(self, index: int | tuple[int, str], x: float, y: float) -> None:
         self.points[index] = (x, y)
         while len(self.points) > MAX_POINTS:
             self.points.pop(next(iter(self.points)))
@@ -239,7 +314,9 @@ class CurveChart(Chart):
                                float(m.get("latency_ns") or 0))
         else:
             lat = (m.get("lat_ns") or {}).get("mean") or 0
-            self.add_point(record.get("index", len(self.points)), float(m.get("iops") or 0), float(lat) / 1e3)
+            index = record.get("index", len(self.points))
+            key = (index, str(record["host"])) if record.get("host") is not None else index  # a fleet host's point
+            self.add_point(key, float(m.get("iops") or 0), float(lat) / 1e3)
 
     def draw(self) -> None:
         if not self.points:
