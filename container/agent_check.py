@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -26,16 +25,9 @@ from pathlib import Path
 import docker
 
 from app.fleet.containers import AgentContainer, AgentContainerError, start_agent
+from tests.fleet_agents import listening
 
 JOB = "[global]\nioengine=null\nsize=16M\nbs=4k\n[read]\nrw=read\n"
-
-
-def listening(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-            return True
-    except OSError:
-        return False
 
 
 def report(good: bool, text: str) -> bool:

@@ -37,6 +37,27 @@ def listening(port: int) -> bool:
         return False
 
 
+def stop_process(proc: subprocess.Popen) -> int | None:
+    """SIGTERM, as a user would; SIGKILL after 10 s.  The exit status."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    return proc.returncode
+
+
+def kill_matching(pattern: str) -> None:
+    """SIGKILL every process whose command line holds ``pattern`` (a test's own path or port)."""
+    out = subprocess.run(["pgrep", "-a", "-f", pattern], capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        if "pgrep" not in line:
+            with contextlib.suppress(ProcessLookupError, ValueError):
+                os.kill(int(line.split()[0]), signal.SIGKILL)
+
+
 def fio_servers(port: int) -> list[str]:
     out = subprocess.run(["pgrep", "-a", "-f", f"fio --server=ip:127.0.0.1,{port}"], capture_output=True,
                          text=True).stdout
@@ -74,16 +95,10 @@ class Agent:
         proc, self.proc = self.proc, None
         if proc is None:
             return None
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        code = stop_process(proc)
         if proc.stderr:
             proc.stderr.close()
-        return proc.returncode
+        return code
 
 
 @contextlib.contextmanager
@@ -96,7 +111,5 @@ def agents(n: int) -> Iterator[list[Agent]]:
     finally:
         for a in running:
             a.stop()
-        for a in running:
-            for line in fio_servers(a.port):  # never leave a fio server behind, even when the test failed
-                with contextlib.suppress(ProcessLookupError, ValueError):
-                    os.kill(int(line.split()[0]), signal.SIGKILL)
+        for a in running:  # never leave a fio server behind, even when the test failed
+            kill_matching(f"fio --server=ip:127.0.0.1,{a.port}")

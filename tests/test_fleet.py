@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -21,7 +20,7 @@ from app.fleet.runner import ALL_CLIENTS
 from app.runners.fio_parse import metrics
 from tests import schema_check
 from tests.conftest import ROOT, run_cli
-from tests.fleet_agents import agents, fio_servers, free_port
+from tests.fleet_agents import agents, fio_servers, free_port, kill_matching, stop_process
 from tests.loopdev import loop_device, needs_loop
 
 pytestmark = needs_loop
@@ -220,19 +219,8 @@ def sshd(tmp_path: Path):
             time.sleep(0.05)
         yield port, d
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        out = subprocess.run(["pgrep", "-a", "-f", str(d / "sshd_config")], capture_output=True, text=True).stdout
-        for line in out.splitlines():  # session processes sshd forked
-            if "pgrep" not in line:
-                try:
-                    os.kill(int(line.split()[0]), signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+        stop_process(proc)
+        kill_matching(str(d / "sshd_config"))  # session processes sshd forked
 
 
 def test_one_host_end_to_end_over_ssh(tmp_path: Path, sshd, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -36,7 +36,7 @@ from docker.models.containers import Container
 
 from app.errors import ProfilerError, UsageError
 from app.fleet.hosts import DEFAULT_AGENT_PORT, Host, parse_host
-from app.fleet.links import CONNECT_TIMEOUT_S, ssh_base
+from app.fleet.links import CONNECT_TIMEOUT_S, end_process, ssh_base
 
 URL_ENV = "PROFILER_TUI_DOCKER_URL"
 SOCKET_ENV = "PROFILER_TUI_DOCKER_SOCKET"
@@ -176,15 +176,7 @@ class _Engine:
             with contextlib.suppress(Exception):
                 client.close()
         if ssh is not None:
-            if ssh.poll() is None:
-                ssh.terminate()
-                try:
-                    ssh.wait(5)
-                except subprocess.TimeoutExpired:
-                    ssh.kill()
-                    ssh.wait()
-            if ssh.stderr:
-                ssh.stderr.close()
+            end_process(ssh)
         if self._dir is not None:
             self._dir.cleanup()
             self._dir = None

@@ -42,6 +42,20 @@ class HostUnreachable(ProfilerError):
     """A fleet host cannot be reached (ssh fails, the tunnel does not come up); exit 1."""
 
 
+def end_process(proc: subprocess.Popen[bytes], grace: float = 5.0) -> None:
+    """SIGTERM a helper process (an ssh connection, a stream), SIGKILL it after ``grace`` s; close its pipes."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    for pipe in (proc.stdin, proc.stdout, proc.stderr):
+        if pipe:
+            pipe.close()
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on now (for a tunnel's local end)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -157,15 +171,7 @@ class Link:
         """End the SSH connection (its tunnel with it); nothing of it stays running."""
         master, self._master = self._master, None
         if master is not None:
-            if master.poll() is None:
-                master.terminate()
-                try:
-                    master.wait(5)
-                except subprocess.TimeoutExpired:
-                    master.kill()
-                    master.wait()
-            if master.stderr:
-                master.stderr.close()
+            end_process(master)
         if self._dir is not None:
             self._dir.cleanup()
             self._dir = None

@@ -16,7 +16,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import IO, Any, Mapping
 
-from app.fleet.links import Link
+from app.fleet.links import Link, end_process
 
 SECTOR = 512
 MAX_LINE = 4096
@@ -89,15 +89,8 @@ class _Source:
         return self.latest
 
     def close(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(3)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        if self.pipe is not None:
-            self.pipe.close()
+        if self.proc is not None:
+            end_process(self.proc, 3.0)
 
 
 class FleetMeter:

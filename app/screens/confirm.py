@@ -26,10 +26,32 @@ def device_name(path: str) -> str:
     return path.rsplit("/", 1)[-1]
 
 
-class ConfirmTarget(ModalScreen[TargetChoice | None]):
-    """Shows both verdicts with their reasons and returns the confirmed :class:`TargetChoice`."""
+class ConfirmModal(ModalScreen[TargetChoice | None]):
+    """A confirmation returning a :class:`TargetChoice` (None when cancelled): enter in its field or the
+    confirm button confirms (``action_confirm``), escape or the other button cancels."""
 
     BINDINGS = [Binding("enter", "confirm", "Confirm", show=True), Binding("escape", "cancel", "Cancel")]
+
+    def action_confirm(self) -> None:
+        raise NotImplementedError
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.action_confirm()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        if event.button.id == "confirm":
+            self.action_confirm()
+        else:
+            self.action_cancel()
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class ConfirmTarget(ConfirmModal):
+    """Shows both verdicts with their reasons and returns the confirmed :class:`TargetChoice`."""
 
     def __init__(self, device: dict[str, Any]) -> None:
         super().__init__()
@@ -119,20 +141,6 @@ class ConfirmTarget(ModalScreen[TargetChoice | None]):
         for r in self.read_reasons:
             text.append(f"  • {r}\n")
         return text
-
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        event.stop()
-        self.action_confirm()
-
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        event.stop()
-        if event.button.id == "confirm":
-            self.action_confirm()
-        else:
-            self.action_cancel()
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
 
     def action_confirm(self) -> None:
         if self.refused:

@@ -17,13 +17,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
-from textual.screen import ModalScreen
 from textual.widgets import Button, DataTable, Footer, Input, Label, Static
 from textual.worker import Worker, WorkerState
 
 from app.errors import ProfilerError, UsageError
 from app.fleet.hosts import MAX_HOSTS, Host, check_remote_path, parse_host
 from app.screens import strings
+from app.screens.confirm import ConfirmModal
 from app.screens.state import TargetChoice
 from app.widgets import ErrorLine, too_small
 from app.widgets.verdicts import verdict_text, walk
@@ -387,11 +387,9 @@ class FleetHosts(Vertical):
         self._fill(select=self.current())
 
 
-class ConfirmFleet(ModalScreen[TargetChoice | None]):
+class ConfirmFleet(ConfirmModal):
     """The hosts and their targets, what each host checks, and the confirmation (--yes; the device's name
     typed for destructive write plans)."""
-
-    BINDINGS = [Binding("enter", "confirm", "Confirm", show=True), Binding("escape", "cancel", "Cancel")]
 
     def __init__(self, draft: FleetDraft) -> None:
         super().__init__()
@@ -427,19 +425,6 @@ class ConfirmFleet(ModalScreen[TargetChoice | None]):
         else:
             self.query_one("#confirm", Button).focus()
 
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        event.stop()
-        self.action_confirm()
-
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        event.stop()
-        if event.button.id == "confirm":
-            self.action_confirm()
-        else:
-            self.action_cancel()
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "confirm" and too_small(self.app.size.width, self.app.size.height):

@@ -9,12 +9,6 @@ Update the snapshots after an intended change with ``pytest tests/tui/test_tui_f
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -32,9 +26,10 @@ from app.screens.run import RunScreen
 from app.screens.state import RunRequest, TargetChoice
 from app.tui import create_app
 from app.widgets.charts import HOST_COLORS, MAX_HOST_SERIES, CurveChart, LatencyChart, ThroughputChart
+from tests.fleet_agents import agents as fleet_agents
+from tests.fleet_agents import free_port, listening
 from tests.tui.helpers import DEVICES, FIXED_PRESETS, forever, wait_for
 
-ROOT = Path(__file__).resolve().parents[2]
 SIZE = (80, 24)
 WIDE = (160, 48)
 SMALL = ("runtime=1", "size=16m")
@@ -44,52 +39,12 @@ A, B = "tcp://127.0.0.1:18001", "tcp://127.0.0.1:18002"
 # --- agents ---------------------------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def listening(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-            return True
-    except OSError:
-        return False
-
-
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM (the agent stops its fio server and everything fio started), SIGKILL if that does not do."""
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
-
-
 @pytest.fixture
 def agents() -> Iterator[list[int]]:
-    """Two `profiler-tui agent` processes on free loopback ports; always stopped again."""
-    procs: list[subprocess.Popen[bytes]] = []
-    ports: list[int] = []
-    try:
-        for _ in range(2):
-            port = free_port()
-            procs.append(subprocess.Popen([sys.executable, "-m", "app", "agent", "--port", str(port)], cwd=ROOT,
-                                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                          stderr=subprocess.DEVNULL))
-            ports.append(port)
-        deadline = time.monotonic() + 20
-        while not all(listening(p) for p in ports):
-            if time.monotonic() > deadline or any(p.poll() is not None for p in procs):
-                pytest.fail("the fleet agents did not start listening within 20 s")
-            time.sleep(0.1)
-        yield ports
-    finally:
-        for proc in procs:
-            stop(proc)
+    """Two `profiler-tui agent` processes on free loopback ports; always stopped again (tests/fleet_agents.py)."""
+    with fleet_agents(2) as running:
+        yield [a.port for a in running]
+        ports = [a.port for a in running]
     for port in ports:  # nothing of the agents is left listening
         assert not listening(port), f"something still listens on 127.0.0.1:{port}"
 
