@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from app.errors import UsageError
 from app.points import Kind
 from app.report import render_report
-from app.report.fleet import MEASURES, deviation_pct, fleet_points, mad, median, outliers
+from app.report.fleet import MEASURES, deviation_pct, fleet_points, mad, median, outliers, spread
 from app.report.fleet_render import fleet_table, outlier_section
 from app.report.model import load
 from app.report.render import us
@@ -54,18 +54,23 @@ def test_median_and_mad() -> None:
 
 
 def test_outlier_rule() -> None:
-    values = {"a": 100.0, "b": 101.0, "c": 99.0, "d": 100.5, "e": 30.0}
+    values = {"a": 100.0, "b": 110.0, "c": 90.0, "d": 105.0, "e": 30.0}
     found = outliers(values)
     assert set(found) == {"e"}
-    assert found["e"] == pytest.approx((30.0 - 100.0) / 1.0)  # median 100, MAD 1 → 70 MADs below
+    assert found["e"] == pytest.approx((30.0 - 100.0) / 10.0)  # median 100, MAD 10 → 7 MADs below
     # exactly 3 MADs is not beyond 3 MADs
     assert outliers({"a": 0.0, "b": 1.0, "c": 2.0, "d": 3.0, "e": 5.0}) == {}
     assert set(outliers({"a": 0.0, "b": 1.0, "c": 2.0, "d": 3.0, "e": 5.5})) == {"e"}
 
 
-def test_mad_zero_one_and_two_hosts_have_no_outlier() -> None:
-    assert outliers({"a": 7.0, "b": 7.0, "c": 7.0, "d": 7.0}) == {}  # all equal: MAD 0
-    assert outliers({"a": 7.0, "b": 7.0, "c": 7.0, "d": 1.0}) == {}  # more than half equal: MAD 0, documented
+def test_the_noise_floor_and_one_and_two_hosts() -> None:
+    assert outliers({"a": 7.0, "b": 7.0, "c": 7.0, "d": 7.0}) == {}  # all equal
+    assert outliers({"a": 0.0, "b": 0.0, "c": 0.0}) == {}
+    # one slow host among identical ones (MAD 0): the spread is 2 % of the median, so it is an outlier
+    assert outliers({"a": 7.0, "b": 7.0, "c": 7.0, "d": 1.0}) == {"d": pytest.approx((1.0 - 7.0) / 0.14)}
+    # hosts agreeing to 0.1 %: one 2 % off is within 3 x 2 % of the median, not called out; 7 % off is
+    assert outliers({"a": 1000.0, "b": 1001.0, "c": 999.0, "d": 1020.0}) == {}
+    assert set(outliers({"a": 1000.0, "b": 1001.0, "c": 999.0, "d": 1070.0})) == {"d"}
     assert outliers({"a": 1.0, "b": 1000.0}) == {}  # two hosts: each exactly 1 MAD from their median
     assert outliers({"a": 1.0}) == {}
 
@@ -88,8 +93,8 @@ def test_scaling_every_host_equally_never_creates_or_removes_an_outlier(values: 
     """Any factor: the rule is scale-free (values a rounding away from exactly 3 MADs aside)."""
     if len(values) >= 3:
         m = median(list(values.values()))
-        spread = mad(list(values.values()), m)
-        assume(spread == 0 or all(abs(abs(v - m) / spread - 3.0) > 1e-6 for v in values.values()))
+        width = spread(list(values.values()), m)
+        assume(width == 0 or all(abs(abs(v - m) / width - 3.0) > 1e-6 for v in values.values()))
     assert set(outliers({h: v * k for h, v in values.items()})) == set(outliers(values))
 
 

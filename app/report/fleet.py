@@ -3,11 +3,12 @@ deviation from the median and the outliers (docs/report.md, "Fleet runs").
 
 Outlier rule: for one point and one figure (IOPS, mean latency, p99 latency), with the fleet median ``m`` and
 the median absolute deviation ``MAD = median(|x_h − m|)`` over the hosts that measured the point, a host is an
-outlier when ``|x − m| > 3 · MAD`` (the raw MAD, not scaled to a normal's standard deviation).  No host is
-an outlier when MAD = 0 (more than half the hosts report the very same figure), nor with fewer than three
-hosts: with two, each lies exactly one MAD from their median, so the rule could never fire; with one there is
-nothing to compare.  MB/s is IOPS × block size at every point, so it deviates exactly as IOPS does and is not
-tested (nor called out) twice.
+outlier when ``|x − m| > 3 · max(MAD, 2 % of m)`` (the raw MAD, not scaled to a normal's standard deviation).
+The floor of 2 % of the median is the run-to-run noise of a fio point: when the other hosts agree to a
+fraction of a percent (MAD near 0), a host 1 % off is not called out, while one host far from several equal
+ones (MAD exactly 0) is.  No host is an outlier with fewer than three hosts: with two, each lies exactly one
+MAD from their median, so the rule could never fire; with one there is nothing to compare.  MB/s is IOPS ×
+block size at every point, so it deviates exactly as IOPS does and is not tested (nor called out) twice.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from app.report.model import RunData, StorageRow
 
 OUTLIER_MADS = 3.0
 MIN_OUTLIER_HOSTS = 3
+NOISE_FLOOR = 0.02  # the spread is at least this share of the median: fio's run-to-run noise
 
 
 # --- the maths ---------------------------------------------------------------------------------------------
@@ -40,16 +42,21 @@ def deviation_pct(value: float, centre: float) -> float | None:
     return None if centre == 0 else (value - centre) / centre * 100.0
 
 
+def spread(values: Sequence[float], centre: float) -> float:
+    """The spread the outlier rule measures in: the MAD, at least NOISE_FLOOR of the median."""
+    return max(mad(values, centre), NOISE_FLOOR * abs(centre))
+
+
 def outliers(values: Mapping[str, float], k: float = OUTLIER_MADS) -> dict[str, float]:
-    """The hosts whose value lies more than ``k`` MADs from the median, each with its signed distance in
-    MADs; none with fewer than MIN_OUTLIER_HOSTS values or with MAD = 0."""
+    """The hosts whose value lies more than ``k`` spreads (:func:`spread`) from the median, each with its signed
+    distance in spreads; none with fewer than MIN_OUTLIER_HOSTS values, or when all are 0."""
     if len(values) < MIN_OUTLIER_HOSTS:
         return {}
     m = median(list(values.values()))
-    spread = mad(list(values.values()), m)
-    if spread <= 0:
+    spread_ = spread(list(values.values()), m)
+    if spread_ <= 0:
         return {}
-    return {h: (v - m) / spread for h, v in values.items() if abs(v - m) > k * spread}
+    return {h: (v - m) / spread_ for h, v in values.items() if abs(v - m) > k * spread_}
 
 
 # --- the figures compared -------------------------------------------------------------------------------------

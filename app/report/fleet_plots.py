@@ -14,7 +14,7 @@ import math
 from pathlib import Path
 from typing import Any, Sequence
 
-from app.report.fleet import MEASURES, MIN_OUTLIER_HOSTS, OUTLIER_MADS, FleetPoint, mad
+from app.report.fleet import MEASURES, MIN_OUTLIER_HOSTS, OUTLIER_MADS, FleetPoint, spread
 from app.report.plots import MAX_PAGES, Figure, _page_name, _page_title, _plain_log, _plt, _save
 from app.points import Kind
 from app.units import format_size
@@ -58,12 +58,13 @@ def _label(fp: FleetPoint) -> str:
 
 
 def _band(ax: Any, fp: FleetPoint, x0: float, x1: float) -> None:
-    """The ±3 MAD band of the point's IOPS, in percent of the median (none with too few hosts or MAD = 0)."""
+    """The outlier band of the point's IOPS (±3 spreads: MAD, at least 2 % of the median), in percent of the
+    median (none with too few hosts)."""
     values = list(fp.values(IOPS).values())
     m = fp.medians.get("iops") or 0.0
     if len(values) < MIN_OUTLIER_HOSTS or m <= 0:
         return
-    half = OUTLIER_MADS * mad(values, m) / m * 100
+    half = OUTLIER_MADS * spread(values, m) / m * 100
     if half > 0:
         ax.fill_between([x0, x1], [-half, -half], [half, half], color="grey", alpha=0.18, linewidth=0)
 

@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 from app.points import Kind
 from app.report import drive
-from app.report.fleet import MEASURES, MIN_OUTLIER_HOSTS, OUTLIER_MADS, FleetPoint, Measure, Outlier, \
+from app.report.fleet import MEASURES, MIN_OUTLIER_HOSTS, NOISE_FLOOR, OUTLIER_MADS, FleetPoint, Measure, Outlier, \
     failed_host_points, fleet_points, median, rows_of_host
 from app.report.model import RunData
 from app.report.render import MB, STORAGE_UNITS, _environment, _figures, _run, _storage_table, results_csv, us, \
@@ -140,8 +140,8 @@ def _comparison_intro(n: int) -> str:
             f"(IOPS and MB/s summed over the {n} hosts; latencies are not summed). \"vs median\" is the host's "
             "deviation from the fleet median of that point, in percent of the median; MB/s is IOPS × block size, "
             "so it deviates as IOPS does. **Bold**: an outlier — the host lies more than "
-            f"{OUTLIER_MADS:g} median absolute deviations (MAD = median of the hosts' |figure − median|) from the "
-            "median.")
+            f"{OUTLIER_MADS:g} median absolute deviations (MAD = median of the hosts' |figure − median|, taken as at "
+            f"least {NOISE_FLOOR:.0%} of the median: fio's run-to-run noise) from the median.")
 
 
 # --- outliers ----------------------------------------------------------------------------------------------------
