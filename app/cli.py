@@ -354,6 +354,9 @@ def run(preset: str, targets: tuple[str, ...], hosts: tuple[str, ...], agent_por
         fleet = open_fleet(hosts, targets, agent_port)
     elif len(targets) > 1:
         raise UsageError(f"--target was given {len(targets)} times; without --host a run has one target.")
+    elif targets and "://" in targets[0].split("=", 1)[0] and "=" in targets[0]:
+        raise UsageError(f"--target {targets[0][:120]!r} names a fleet host's target (HOST=PATH): give that host "
+                         "with --host too.")
     if (start_agent or agent_image is not None) and fleet is None:
         raise UsageError("--start-agent and --agent-image start the agents of fleet hosts: give --host too.")
     if agent_image is not None and not start_agent:

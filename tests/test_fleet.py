@@ -166,6 +166,9 @@ def test_the_agent_refuses_a_network_bind_without_the_flag() -> None:
     (["--host", "tcp://127.0.0.1:1"], "has no target"),
     (["--host", "tcp://127.0.0.1:1", "--target", "relative.img"], "absolute path"),
     (["--host", "tcp://127.0.0.1:1", "--target", "tcp://127.0.0.2:1=/x"], "not one of the --host values"),
+    (["--target", "tcp://127.0.0.1:1=/x"], "give that host with --host"),
+    (["--start-agent"], "give --host too"),
+    (["--host", "tcp://127.0.0.1:1", "--target", "/x", "--agent-image", "i"], "give --start-agent too"),
 ])
 def test_bad_fleet_options_get_one_sentence_and_exit_2(tmp_path: Path, args: list[str], words: str) -> None:
     proc = run_cli("run", "quick", "--out", str(tmp_path / "r"), *args)
