@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from app.errors import UsageError
 from app.points import Kind
 from app.report import render_report
-from app.report.fleet import MEASURES, deviation_pct, fleet_points, mad, median, outliers, spread
+from app.report.fleet import MEASURES, NOISE_FLOOR, deviation_pct, fleet_points, mad, median, outliers, spread
 from app.report.fleet_render import fleet_table, outlier_section
 from app.report.model import load
 from app.report.render import us
@@ -104,8 +104,10 @@ def test_scaling_every_host_equally_never_creates_or_removes_an_outlier(values: 
 def test_a_host_far_out_is_always_an_outlier(others: list[float], margin: float, below: bool) -> None:
     """Distinct other hosts (so MAD > 0) and one host more than 3 × their range beyond them: an outlier, and
     the only one that far."""
-    spread = max(others) - min(others)
-    far = (min(others) - 3 * spread - margin) if below else (max(others) + 3 * spread + margin)
+    # beyond 3 x the spread the rule measures in: at most the others' range (they are the majority), at least
+    # 2 % of the median (which lies within the others)
+    width = max(max(others) - min(others), NOISE_FLOOR * max(abs(v) for v in others))
+    far = (min(others) - 3 * width - margin) if below else (max(others) + 3 * width + margin)
     values = {f"h{i}": v for i, v in enumerate(others)} | {"far": far}
     found = outliers(values)
     assert "far" in found

@@ -96,7 +96,8 @@ class _Source:
 class FleetMeter:
     """Per-host samples (``host`` set) and the fleet total (``host`` None, ``hosts`` the count measured)."""
 
-    def __init__(self, links: Mapping[str, Link], devices: Mapping[str, tuple[int, int] | None], names: list[str]) -> None:
+    def __init__(self, links: Mapping[str, Link], devices: Mapping[str, tuple[int, int] | None],
+                 names: list[str]) -> None:
         self.sources: dict[str, _Source] = {}
         self.prev: dict[str, tuple[float, Counters]] = {}
         for name in names:

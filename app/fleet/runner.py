@@ -116,6 +116,24 @@ def _message(lines: list[str], returncode: int | None) -> str:
     return f"fio exited with status {returncode} and gave no result for this host"
 
 
+class _ClientRun:
+    """What one ``fio --client`` process gave: its last document with ``client_stats``, its other lines."""
+
+    def __init__(self, stdout: str, stderr: str, returncode: int | None, wall: float) -> None:
+        docs, noise = split_documents(stdout)
+        self.doc = next((d for d in reversed(docs) if "client_stats" in d), None)
+        self.lines = noise + stderr.splitlines()
+        self.message = _message(self.lines, returncode)
+        self.wall = wall
+
+    def keep(self, path: Path) -> dict[str, Path]:
+        """fio's whole document, written to ``path`` (the results lines name it ``raw.fleet``)."""
+        if self.doc is None:
+            return {}
+        write_new(path, json.dumps(self.doc, indent=1).encode())
+        return {FLEET_SUFFIX: path}
+
+
 class FleetRunner(Runner):
     kind = Kind.STORAGE
 
@@ -152,13 +170,8 @@ class FleetRunner(Runner):
         wanted = self.missing.get(index, [h.name for h in self.fleet.hosts])
         hosts = [h for h in self.fleet.hosts if h.name in wanted]
         job = job_name(point)
-
-        def extra(h: Host, wall: float) -> dict[str, Any]:
-            return {"host": h.name, "target": self.fleet.targets[h.name], "wall_s": round(wall, 3),
-                    "job": f"{job}@{h.slug}"}
-
         for h in [h for h in hosts if h.name in self.unreachable]:
-            yield Result(index, {}, {}, extra(h, 0.0), error=self.unreachable[h.name])
+            yield Result(index, {}, {}, self._extra(h, job, 0.0), error=self.unreachable[h.name])
         hosts = [h for h in hosts if h.name not in self.unreachable]
         if not hosts:
             return
@@ -185,36 +198,32 @@ class FleetRunner(Runner):
             await child.close()
             if meter is not None:
                 meter.close()
-        wall = time.monotonic() - started
-        docs, noise = split_documents(out.decode("utf-8", "replace"))
-        doc = next((d for d in reversed(docs) if "client_stats" in d), None)
-        lines = noise + stderr.splitlines()
-        files: dict[str, Path] = {}
-        if doc is not None:
-            fleet_path = ctx.raw_dir / f"{index:04d}-{job}{FLEET_SUFFIX}"
-            write_new(fleet_path, json.dumps(doc, indent=1).encode())
-            files[FLEET_SUFFIX] = fleet_path
+        run = _ClientRun(out.decode("utf-8", "replace"), stderr, child.proc.returncode, time.monotonic() - started)
+        files = run.keep(ctx.raw_dir / f"{index:04d}-{job}{FLEET_SUFFIX}")
         for h in hosts:
-            _, job_path, _, _ = jobs[h.name]
-            raw: dict[str, str | bytes] = {}
-            mine = {**files, ".fio": Path(job_path)}
-            if any(ln.strip() for ln in lines):
-                raw[".stderr.txt"] = "\n".join(lines)
-            entry = host_entry(doc, self.fleet.links[h.name].fio_address) if doc is not None else None
-            ex = extra(h, wall)
-            if entry is None:
-                why = _message(lines, child.proc.returncode)
-                yield Result(index, {}, raw, ex, error=f"host {h.name}: no result from fio ({why})", files=mine)
-                continue
-            one = {"fio version": doc.get("fio version") if doc else None, "client_stats": [entry]}
-            raw[".json"] = json.dumps(one, indent=1)
-            m = metrics(one, jobs=[entry])
-            ex["fio_version"] = one["fio version"]
-            if m.get("errors"):
-                yield Result(index, m, raw, ex, error=f"host {h.name}: fio job error {entry.get('error')} "
-                                                     f"({_message(lines, child.proc.returncode)})", files=mine)
-                continue
-            yield Result(index, m, raw, ex, files=mine)
+            yield self._host_result(index, h, job, run, {**files, ".fio": Path(jobs[h.name][1])})
+
+    def _extra(self, h: Host, job: str, wall: float) -> dict[str, Any]:
+        return {"host": h.name, "target": self.fleet.targets[h.name], "wall_s": round(wall, 3),
+                "job": f"{job}@{h.slug}"}
+
+    def _host_result(self, index: int, h: Host, job: str, run: "_ClientRun", files: dict[str, Path]) -> Result:
+        """One host's result of the point: its own ``client_stats`` entry, or why there is none."""
+        raw: dict[str, str | bytes] = {}
+        if any(ln.strip() for ln in run.lines):
+            raw[".stderr.txt"] = "\n".join(run.lines)
+        entry = host_entry(run.doc, self.fleet.links[h.name].fio_address) if run.doc is not None else None
+        ex = self._extra(h, job, run.wall)
+        if run.doc is None or entry is None:
+            return Result(index, {}, raw, ex, error=f"host {h.name}: no result from fio ({run.message})", files=files)
+        one = {"fio version": run.doc.get("fio version"), "client_stats": [entry]}
+        raw[".json"] = json.dumps(one, indent=1)
+        m = metrics(one, jobs=[entry])
+        ex["fio_version"] = one["fio version"]
+        if m.get("errors"):
+            return Result(index, m, raw, ex, error=f"host {h.name}: fio job error {entry.get('error')} ({run.message})",
+                          files=files)
+        return Result(index, m, raw, ex, files=files)
 
     @staticmethod
     async def _read(child: Child, out: bytearray) -> None:
