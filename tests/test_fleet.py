@@ -39,7 +39,7 @@ def test_four_agents_run_quick_with_every_host_figure_fio_s_own(tmp_path: Path) 
             loop_device(tmp_path, name="b", ram=True) as b, loop_device(tmp_path, name="c", ram=True) as c, \
             loop_device(tmp_path, name="d", ram=True) as d:
         devs = [a, b, c, d]
-        args = ["run", "quick", "--set", "runtime=1", "--yes", "--out", str(tmp_path / "r")]
+        args = ["run", "quick", "--set", "runtime=1", "--yes", "--json-stream", "--out", str(tmp_path / "r")]
         for agent, dev in zip(running, devs):
             args += ["--host", agent.host, "--target", f"{agent.host}={dev.path}"]
         proc = run_cli(*args)
@@ -69,6 +69,10 @@ def test_four_agents_run_quick_with_every_host_figure_fio_s_own(tmp_path: Path) 
         assert meta["status"] == "complete" and meta["target"] is None
         assert [h["host"] for h in meta["fleet"]["hosts"]] == [a.host for a in running]
         schema_check.validate_dir(out)
+        events = schema_check.validate_events(proc.stdout)
+        done = [e for e in events if e["event"] == "point_done"]
+        assert len(done) == 32 and {e["record"]["host"] for e in done} == set(by_host)
+        assert events[0]["event"] == "run_started" and events[0]["total"] == events[0]["pending"] == 32
         report = run_cli("report", str(out))
         assert report.returncode == 0, report.stderr
         text = (out / "report.md").read_text()

@@ -124,11 +124,12 @@ class FleetMeter:
                 continue
             r = rates(before[1], cur, t - before[0])
             if r is not None:
-                out.append({"t": round(t, 3), "host": name, **r})
+                out.append({"t": round(t, 3), "interval_s": round(t - before[0], 3), "host": name, **r})
         if out:
             lats = [(s["lat_mean_ns"], s["iops"]) for s in out if s["lat_mean_ns"] is not None]
             weight = sum(w for _, w in lats)
-            out.append({"t": round(t, 3), "host": None, "hosts": len(out),
+            out.append({"t": round(t, 3), "interval_s": max(s["interval_s"] for s in out), "host": None,
+                        "hosts": len(out),
                         "iops": sum(s["iops"] for s in out), "bw_bytes": sum(s["bw_bytes"] for s in out),
                         "lat_mean_ns": sum(v * w for v, w in lats) / weight if weight else None, "lat_p99_ns": None})
         return out
