@@ -241,9 +241,9 @@ def parse_output(drive: Drive, stdout: str) -> Reading:
         return {"error": f"{drive.tool} printed JSON that is not an object"}
     reading = parse_nvme_cli(doc) if drive.tool == "nvme" or "smart-log" in drive.argv else parse_smartctl(doc)
     if reading.get("temperature_c") is None and not reading.get("counters"):
-        messages = (doc.get("smartctl") or {}).get("messages") if isinstance(doc.get("smartctl"), dict) else None
-        said = next((str(m.get("string"))[:200] for m in messages or [] if isinstance(m, dict) and m.get("string")),
-                    None)
+        messages = doc["smartctl"].get("messages") if isinstance(doc.get("smartctl"), dict) else None
+        said = next((str(m.get("string"))[:200] for m in (messages if isinstance(messages, list) else [])
+                     if isinstance(m, dict) and m.get("string")), None)
         return {"error": f"{drive.tool} gave no temperature or counter" + (f" ({said})" if said else "")}
     return reading
 

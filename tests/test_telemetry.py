@@ -100,6 +100,16 @@ def test_hostile_tool_output_never_raises(doc: Any, tool: str) -> None:
             assert t is None or -60 <= t <= 200
 
 
+def test_smartctl_messages_that_are_not_a_list_are_no_message() -> None:
+    # found by the property above: "messages" a number raised TypeError instead of giving the error reading
+    argv = ("/x/smartctl", "-j", "-A", "/dev/sda")
+    for messages in (1.0, "text", {"string": "x"}, None):
+        r = parse_output(Drive("/dev/x", "smartctl", argv), json.dumps({"smartctl": {"messages": messages}}))
+        assert r == {"error": "smartctl gave no temperature or counter"}
+    said = {"smartctl": {"messages": [{"string": "Read Device Identity failed"}]}}
+    assert "(Read Device Identity failed)" in parse_output(Drive("/dev/x", "smartctl", argv), json.dumps(said))["error"]
+
+
 def test_throttle_counters_that_rose_make_the_reason() -> None:
     base = {"counters": {"thm_temp1_trans_count": 1, "warning_temp_time": 7, "data_units_written": 5},
             "temperature_c": 40.0}
