@@ -294,35 +294,25 @@ class Session:
         return out
 
     def pending(self) -> list[tuple[int, Point]]:
-        """The points still to measure; a fleet run's runner learns which hosts each one still needs."""
+        """The points still to measure; a fleet run's fleet learns which hosts each one still needs."""
         done = self.completed_keys()
         skipped = self.skipped()
         if self.fleet is None:
             return [(i, p) for i, p in enumerate(self.plan) if point_key(p) not in done and i not in skipped]
         missing = {i: [h.name for h in self.fleet.hosts if f"{point_key(p)}@{h.name}" not in done]
                    for i, p in enumerate(self.plan) if i not in skipped}
-        missing = {i: names for i, names in missing.items() if names}
-        from app.fleet.runner import FleetRunner
-
-        if isinstance(self.runner, FleetRunner):
-            self.runner.missing = missing
-        return [(i, self.plan[i]) for i in sorted(missing)]
+        self.fleet.missing = {i: names for i, names in missing.items() if names}
+        return [(i, self.plan[i]) for i in sorted(self.fleet.missing)]
 
     def _pending_units(self, pending: list[tuple[int, Point]]) -> int:
-        from app.fleet.runner import FleetRunner
-
-        if isinstance(self.runner, FleetRunner):
-            return sum(len(self.runner.missing.get(i, ())) for i, _ in pending)
-        return len(pending)
+        """Results still to come: the pending points (a fleet run: each times the hosts it still needs)."""
+        if self.fleet is None:
+            return len(pending)
+        return sum(len(self.fleet.missing.get(i, ())) for i, _ in pending)
 
     def check_target(self) -> None:
         if self.fleet is not None:  # every host, again: a host that cannot be asked now fails this point there
-            unreachable = self.fleet.check(self.writes, yes=self.yes, allow_destructive=self.allow_destructive,
-                                           strict=False)
-            from app.fleet.runner import FleetRunner
-
-            if isinstance(self.runner, FleetRunner):
-                self.runner.unreachable = unreachable
+            self.fleet.check(self.writes, yes=self.yes, allow_destructive=self.allow_destructive, strict=False)
             return
         if self.kind == Kind.STORAGE and self.target is not None:
             check_storage_target(self.target, self.plan, yes=self.yes, allow_destructive=self.allow_destructive,
@@ -784,10 +774,9 @@ def _new_fleet_session(preset: Preset, plan: list[Point], out_dir: Path, fleet: 
     from app.fleet.runner import FleetRunner
 
     _check_fleet_plan(Kind(preset.kind), preset.procedure, preset.source)
-    runner = FleetRunner(fleet)
     writes = preset.writes()
     try:
-        fio_binary_check()
+        runner = FleetRunner(fleet)  # ToolMissing (exit 4) without fio
         fleet.check(writes, yes=yes, allow_destructive=allow_destructive, strict=True)
         check_free_space(out_dir, None, plan, len(plan) * len(fleet.hosts), writes)
         meta = _new_meta(preset, plan, runner, None, False, yes=yes, allow_destructive=allow_destructive,
@@ -803,12 +792,6 @@ def _new_fleet_session(preset: Preset, plan: list[Point], out_dir: Path, fleet: 
     except BaseException:
         fleet.close()
         raise
-
-
-def fio_binary_check() -> None:
-    from app.runners.fio import fio_binary
-
-    fio_binary()  # ToolMissing (exit 4) before anything is created
 
 
 def load_session(path: str | os.PathLike[str], *, engine: str | None = None, yes: bool = False,
@@ -869,18 +852,19 @@ def _open_fleet_session(results: ResultsDir, lock: DirLock | None, recorded: Rec
     meta = recorded.meta
     _check_fleet_plan(recorded.kind, recorded.procedure, source)
     if meta.get("target") is not None:
-        raise UsageError(f"{source}: key 'target' has invalid value {json.dumps(meta.get('target'), default=str)[:200]}: "
-                         "a fleet run names its targets under 'fleet'.")
+        shown = json.dumps(meta.get("target"), default=str)[:200]
+        raise UsageError(f"{source}: key 'target' has invalid value {shown}: a fleet run names its targets under "
+                         "'fleet'.")
     fleet = fleet_from_meta(meta.get("fleet"), source)
     try:
-        fio_binary_check()
+        runner = FleetRunner(fleet)  # ToolMissing (exit 4) without fio
         fleet.check(recorded.writes, yes=yes, allow_destructive=allow_destructive, strict=True)
         check_free_space(results.path, None, recorded.plan, len(recorded.plan) * len(fleet.hosts), recorded.writes)
     except BaseException:
         fleet.close()
         raise
-    return Session(results, Kind.STORAGE, recorded.plan, None, FleetRunner(fleet), yes, allow_destructive, "auto",
-                   False, meta, lock=lock, procedure=recorded.procedure, fleet=fleet)
+    return Session(results, Kind.STORAGE, recorded.plan, None, runner, yes, allow_destructive, "auto", False, meta,
+                   lock=lock, procedure=recorded.procedure, fleet=fleet)
 
 
 def _open_session(results: ResultsDir, lock: DirLock | None, *, engine: str | None, yes: bool,

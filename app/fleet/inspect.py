@@ -9,43 +9,13 @@ user's confirmations, exactly as for a local target.
 
 from __future__ import annotations
 
-import os
-import stat
-from dataclasses import dataclass
 from typing import Any
 
 from app import points, safety
+from app.runners.fio import TargetShape, target_shape
 
 MAX_REASONS = 20
 MAX_REASON_CHARS = 1000
-
-
-@dataclass(frozen=True)
-class TargetShape:
-    """What the job file needs of a target: whether it exists, is a block device, and its size in bytes."""
-
-    exists: bool
-    block: bool
-    size: int | None
-
-
-def local_shape(path: str) -> TargetShape:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return TargetShape(False, False, None)
-    if stat.S_ISBLK(st.st_mode):
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-            try:
-                return TargetShape(True, True, os.lseek(fd, 0, os.SEEK_END))
-            finally:
-                os.close(fd)
-        except OSError:
-            return TargetShape(True, True, None)
-    if stat.S_ISREG(st.st_mode):
-        return TargetShape(True, False, st.st_size)
-    return TargetShape(True, False, None)
 
 
 def _verdict_dict(v: safety.Verdict) -> dict[str, Any]:
@@ -55,7 +25,7 @@ def _verdict_dict(v: safety.Verdict) -> dict[str, Any]:
 def describe_target(path: str) -> dict[str, Any]:
     """The JSON a host gives about ``path`` (``devices --json --target PATH``)."""
     real = safety.resolve(path)
-    shape = local_shape(real)
+    shape = target_shape(real)
     from app.link import device_number
 
     number = device_number(real)

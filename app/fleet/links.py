@@ -30,8 +30,8 @@ from typing import Any, Sequence
 from app import points, safety
 from app.errors import ProfilerError, SafetyError, ToolMissing, UsageError
 from app.fleet.hosts import DEFAULT_AGENT_PORT, Host
-from app.fleet.inspect import (BadAnswer, TargetShape, describe_target, device_of, local_shape, read_target, shape_of,
-                               verdict_of)
+from app.fleet.inspect import BadAnswer, describe_target, device_of, read_target, shape_of, verdict_of
+from app.runners.fio import TargetShape
 
 CONNECT_TIMEOUT_S = 15.0
 REMOTE_TIMEOUT_S = 60.0
@@ -244,8 +244,7 @@ class Link:
             confirmed = safety.confirm(verdict, writes, yes=yes, allow_destructive=allow_destructive)
         except SafetyError as e:
             raise SafetyError(f"host {self.host.name}: {e}") from None
-        shape = local_shape(target) if self.host.scheme == "tcp" and self.host.is_loopback else shape_of(answer)
-        return Judged(confirmed, shape, device_of(answer))
+        return Judged(confirmed, shape_of(answer), device_of(answer))
 
 
 def _is_ip(text: str) -> bool:

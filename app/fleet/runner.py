@@ -20,19 +20,17 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from pathlib import Path
-from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import Any, AsyncGenerator, Hashable, Sequence
+from pathlib import Path
+from typing import Any, AsyncGenerator, Sequence
 
-from app import safety
 from app.fleet.hosts import DEFAULT_AGENT_PORT, Host
-from app.fleet.inspect import TargetShape
 from app.fleet.links import HostUnreachable, Link, close_links, open_links
-from app.points import Kind, Point, StoragePoint
+from app.fleet.meter import FleetMeter
+from app.points import StoragePoint
 from app.results import write_new
-from app.runners.base import Child, Context, Event, Phase, Result, Runner, Sample
-from app.runners.fio import fio_binary, fio_version, job_file, job_name
+from app.runners.base import Child, Context, Event, Phase, Result, Sample
+from app.runners.fio import FioRunner, TargetShape, fio_binary, job_file, job_name
 from app.runners.fio_parse import metrics, split_documents
 
 ALL_CLIENTS = "All clients"
@@ -48,10 +46,12 @@ class Fleet:
     targets: dict[str, str]  # host name → target path on that host
     agent_port: int = DEFAULT_AGENT_PORT
     links: dict[str, Link] = field(default_factory=dict)
-    shapes: dict[str, TargetShape] = field(default_factory=dict)
-    verdicts: dict[str, safety.Verdict] = field(default_factory=dict)
+    shapes: dict[str, TargetShape] = field(default_factory=dict)  # host → its target, as the host said
     devices: dict[str, tuple[int, int] | None] = field(default_factory=dict)  # host → its target's block device
-    meter: bool = True  # live figures from the targets' block devices
+    # what the sweep learns before each point: plan index → hosts still to measure it, and host → why it could
+    # not be asked (its host-points of that round fail)
+    missing: dict[int, list[str]] = field(default_factory=dict)
+    unreachable: dict[str, str] = field(default_factory=dict)
 
     def open(self) -> "Fleet":
         if not self.links:
@@ -62,10 +62,10 @@ class Fleet:
         close_links(list(self.links.values()))
         self.links = {}
 
-    def check(self, writes: bool, *, yes: bool, allow_destructive: bool, strict: bool = True) -> dict[str, str]:
+    def check(self, writes: bool, *, yes: bool, allow_destructive: bool, strict: bool = True) -> None:
         """Judge every host's target for this plan with the user's confirmations.  SafetyError (exit 3) naming
         the host when one may not run.  A host that cannot be asked: HostUnreachable when ``strict`` (before
-        the run), else its name → the reason (its host-points of this round fail)."""
+        the run), else ``unreachable`` says why (its host-points of this round fail)."""
         self.open()
         unreachable: dict[str, str] = {}
         for h in self.hosts:
@@ -78,9 +78,8 @@ class Fleet:
                 unreachable[h.name] = str(e)
                 continue
             self.shapes[h.name] = judged.shape
-            self.verdicts[h.name] = judged.verdict
             self.devices[h.name] = judged.device
-        return unreachable
+        self.unreachable = unreachable
 
     def to_meta(self) -> dict[str, Any]:
         return {"hosts": [{**h.to_dict(), "target": self.targets[h.name]} for h in self.hosts],
@@ -134,70 +133,50 @@ class _ClientRun:
         return {FLEET_SUFFIX: path}
 
 
-class FleetRunner(Runner):
-    kind = Kind.STORAGE
+class FleetRunner(FioRunner):
+    """The fio runner's points (one at a time, fio's version), each measured on every host that lacks it."""
 
     def __init__(self, fleet: Fleet) -> None:
+        fio_binary()  # ToolMissing (exit 4) before anything is created
         self.fleet = fleet
-        self.missing: dict[int, list[str]] = {}  # plan index → host names still to measure (set by the sweep)
-        self.unreachable: dict[str, str] = {}  # host → why it could not be asked before this point
 
-    def batch_key(self, point: Point) -> Hashable:
-        return object()
-
-    def tool_versions(self) -> dict[str, str]:
-        return {"fio": fio_version()}
-
-    async def run(self, items: list[tuple[int, Point]], ctx: Context) -> AsyncGenerator[Event, None]:
-        for index, point in items:
-            if not isinstance(point, StoragePoint):
-                raise TypeError(f"the fleet runner measures storage points, not {point!r}")
-            async with aclosing(self.run_point(index, point, ctx)) as events:
-                async for event in events:
-                    yield event
-
-    def _job(self, index: int, point: StoragePoint, host: Host, ctx: Context) -> tuple[str, str, bool, str]:
-        target = self.fleet.targets[host.name]
+    def _job(self, index: int, point: StoragePoint, host: Host, ctx: Context) -> tuple[str, str, bool]:
+        """(fio's client address, job file, read-only) of the host's job, its file written to raw/."""
         shape = self.fleet.shapes.get(host.name) or TargetShape(False, False, None)
-        text = job_file(point, target, ctx.plan_writes, shape=(shape.size if shape.exists else None, shape.block))
+        text = job_file(point, self.fleet.targets[host.name], ctx.plan_writes, shape=shape)
         path = ctx.raw_dir / f"{index:04d}-{job_name(point)}@{host.slug}.fio"
         write_new(path, text.encode())
         read_only = not ctx.plan_writes and shape.exists
-        return self.fleet.links[host.name].fio_client, str(path), read_only, text
+        return self.fleet.links[host.name].fio_client, str(path), read_only
 
     async def run_point(self, index: int, point: StoragePoint, ctx: Context) -> AsyncGenerator[Event, None]:
         ctx.raw_dir.mkdir(parents=True, exist_ok=True)
-        wanted = self.missing.get(index, [h.name for h in self.fleet.hosts])
+        unreachable = self.fleet.unreachable
+        wanted = self.fleet.missing.get(index, [h.name for h in self.fleet.hosts])
         hosts = [h for h in self.fleet.hosts if h.name in wanted]
         job = job_name(point)
-        for h in [h for h in hosts if h.name in self.unreachable]:
-            yield Result(index, {}, {}, self._extra(h, job, 0.0), error=self.unreachable[h.name])
-        hosts = [h for h in hosts if h.name not in self.unreachable]
+        for h in [h for h in hosts if h.name in unreachable]:
+            yield Result(index, {}, {}, self._extra(h, job, 0.0), error=unreachable[h.name])
+        hosts = [h for h in hosts if h.name not in unreachable]
         if not hosts:
             return
         jobs = {h.name: self._job(index, point, h, ctx) for h in hosts}
         yield Phase(index, "measuring")
         started = time.monotonic()
-        child = await Child.start(*fleet_command([(c, p, ro) for c, p, ro, _ in jobs.values()]))
+        child = await Child.start(*fleet_command(list(jobs.values())))
         out = bytearray()
-        meter = None
-        if self.fleet.meter:
-            from app.fleet.meter import FleetMeter
-
-            meter = FleetMeter(self.fleet.links, self.fleet.devices, [h.name for h in hosts])
+        meter = FleetMeter(self.fleet.links, self.fleet.devices, [h.name for h in hosts])
         try:
             reading = asyncio.ensure_future(self._read(child, out))
             while not reading.done():
                 await asyncio.wait({reading}, timeout=1.0)
-                if meter is not None:
-                    for sample in meter.read(time.monotonic() - started):
-                        yield Sample(index, sample)
+                for sample in meter.read(time.monotonic() - started):
+                    yield Sample(index, sample)
             reading.result()
             stderr = await child.finish()
         finally:
             await child.close()
-            if meter is not None:
-                meter.close()
+            meter.close()
         run = _ClientRun(out.decode("utf-8", "replace"), stderr, child.proc.returncode, time.monotonic() - started)
         files = run.keep(ctx.raw_dir / f"{index:04d}-{job}{FLEET_SUFFIX}")
         for h in hosts:

@@ -59,21 +59,39 @@ def job_name(point: StoragePoint) -> str:
     return name if point.round is None else f"{name}-r{point.round}"
 
 
-def _existing_size(path: str) -> int | None:
-    """The size of an existing regular file or block device, None when the path does not exist yet."""
+@dataclass(frozen=True)
+class TargetShape:
+    """What the job file needs of a target: whether it exists, is a block device, and its size in bytes (None
+    when it does not exist, is neither a regular file nor a block device, or cannot be read)."""
+
+    exists: bool
+    block: bool
+    size: int | None
+
+
+def target_shape(path: str) -> TargetShape:
+    """The shape of a target on this machine (``os.stat``; a block device's size by seeking to its end)."""
     try:
         st = os.stat(path)
-        if stat.S_ISREG(st.st_mode):
-            return st.st_size
-        if not stat.S_ISBLK(st.st_mode):
-            return None
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-        try:
-            return os.lseek(fd, 0, os.SEEK_END)
-        finally:
-            os.close(fd)
     except OSError:
-        return None
+        return TargetShape(False, False, None)
+    if stat.S_ISBLK(st.st_mode):
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                return TargetShape(True, True, os.lseek(fd, 0, os.SEEK_END))
+            finally:
+                os.close(fd)
+        except OSError:
+            return TargetShape(True, True, None)
+    if stat.S_ISREG(st.st_mode):
+        return TargetShape(True, False, st.st_size)
+    return TargetShape(True, False, None)
+
+
+def _existing_size(path: str) -> int | None:
+    """The size of an existing regular file or block device, None when the path does not exist yet."""
+    return target_shape(path).size
 
 
 def layout_bytes(point: StoragePoint, target: str, read_only: bool) -> int | None:
@@ -186,22 +204,20 @@ def _check_types(point: StoragePoint) -> None:
 
 
 def job_file(point: StoragePoint, target: str, plan_writes: bool = True,
-             more: list[tuple[str, Any]] | None = None, shape: tuple[int | None, bool] | None = None) -> str:
+             more: list[tuple[str, Any]] | None = None, shape: TargetShape | None = None) -> str:
     """The fio job file of a point (an INI text fio reads as is).
 
     On a target that exists (a block device, or a regular file the user named), a plan that only
     reads never changes it: the region is clamped to what the target holds (whole blocks) and fio runs
-    with ``--readonly`` (:func:`read_only_job`; the file's first line says so).
+    with ``--readonly`` (:func:`read_only_job`; the file's first line says so).  ``shape``: what a fleet
+    host said of its target (else the target is looked at here).
     """
     _check_types(point)
     size = point.size
-    if shape is None:  # the target is on this machine
-        existing = _existing_size(target)
-        block = existing is not None and stat.S_ISBLK(os.stat(target).st_mode)
-    else:  # (size, is a block device) as a fleet host said of its target; size None: it does not exist
-        existing, block = shape
+    shape = shape or target_shape(target)  # given: what a fleet host said of its target
+    existing = shape.size
     read_only = existing is not None and not plan_writes
-    if existing is not None and (read_only or block):
+    if existing is not None and (read_only or shape.block):
         size = min(size, existing)
         if read_only:
             size -= size % point.bs
@@ -378,9 +394,9 @@ def precondition_job(procedure: Procedure, plan: Sequence[Point], ctx: Context) 
     if procedure.precondition == "sequential":
         size = region_size(storage)
         if ctx.target is not None:
-            existing = _existing_size(ctx.target)
-            if existing is not None and stat.S_ISBLK(os.stat(ctx.target).st_mode):
-                size = min(size, existing)
+            shape = target_shape(ctx.target)
+            if shape.block and shape.size is not None:
+                size = min(size, shape.size)
         point = StoragePoint(rw="write", bs=SEQUENTIAL_PRECONDITION_BS, rwmixread=None,
                              iodepth=SEQUENTIAL_PRECONDITION_QD, numjobs=1, ioengine=storage[0].ioengine, direct=True,
                              runtime=MAX_SECONDS, ramp_time=0, size=size, time_based=False)
