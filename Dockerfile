@@ -1,4 +1,4 @@
-# profiler-tui — the container of SPEC §10. Multi-stage: compilers live only in the build stages.
+# profiler-tui — the container (docs/container.md). Multi-stage: compilers live only in the build stages.
 #
 #   docker build -t profiler-tui .
 #   docker run --rm -it --privileged -v /dev:/dev -v "$PWD/results:/results" profiler-tui
@@ -45,7 +45,7 @@ RUN apt-get update -qq && apt-get source -qq --download-only fio >/dev/null && r
  && /out/usr/local/bin/fio --version
 
 # ---------------------------------------------------------------------------------------------
-# The built-in memory engine (SPEC §6).
+# The built-in memory engine (native/memlat/README.md).
 FROM build-base AS engine
 WORKDIR /src
 COPY native/memlat/ native/memlat/

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The container test (issue 7, SPEC §10): builds the image with podman and checks, inside it,
+# The container test (docs/container.md): builds the image with podman and checks, inside it,
 #   --version; devices --json; the quick preset on a file (results on the host through a volume);
 #   a read-only run on a loop device made here; the memory engine's idle latency; no compiler in
 #   the image; MLC absent without a source and present from a stand-in vendor/ tarball, chosen by
