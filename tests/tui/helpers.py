@@ -55,10 +55,43 @@ DEVICES: list[dict[str, Any]] = [
 ]
 
 
+def _where_things_are() -> str:
+    """What a timed-out wait leaves for the reader: every asyncio task's stack and this process's children."""
+    import asyncio
+    import io
+    import subprocess
+
+    out = io.StringIO()
+    try:
+        tasks = asyncio.all_tasks()
+    except RuntimeError:  # no running loop
+        tasks = set()
+    for task in tasks:
+        out.write(f"--- task {task.get_name()}\n")
+        aw: Any = task.get_coro()
+        for _ in range(40):  # down the chain of awaits: coroutines and async generators
+            frame = getattr(aw, "cr_frame", None) or getattr(aw, "ag_frame", None) or getattr(aw, "gi_frame", None)
+            if frame is not None:
+                out.write(f"    {frame.f_code.co_filename}:{frame.f_lineno} {frame.f_code.co_name}\n")
+            nxt = getattr(aw, "cr_await", None) or getattr(aw, "ag_await", None) or getattr(aw, "gi_yieldfrom", None)
+            if nxt is None:
+                out.write(f"    awaiting {aw!r}\n"[:300])
+                break
+            aw = nxt
+    tree = subprocess.run(["ps", "-eo", "pid,ppid,etimes,stat,wchan:24,args", "--forest"], capture_output=True,
+                          text=True).stdout
+    mine = [ln for ln in tree.splitlines() if any(w in ln for w in ("fio", "ssh", "profiler", "pytest", "PID"))]
+    return out.getvalue() + "\n".join(mine)
+
+
 def _checked(condition: Callable[[], Any], deadline: float, timeout: float, what: str) -> Any:
-    """``condition()``; an AssertionError naming ``what`` once it is still false after the deadline."""
+    """``condition()``; an AssertionError naming ``what`` once it is still false after the deadline (the
+    tasks' stacks and the process tree go to stderr, which pytest shows with the failure)."""
     value = condition()
     if not value and time.monotonic() > deadline:
+        import sys
+
+        print(_where_things_are(), file=sys.stderr)
         raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what or condition}")
     return value
 
