@@ -91,6 +91,15 @@ class Agent:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(int(line.split()[0]), signal.SIGKILL)
 
+    def freeze(self, sig: int = signal.SIGSTOP) -> None:
+        """SIGSTOP fio's server and its jobs: the host 'freezes' with its connections open (SIGCONT: thaw)."""
+        for line in fio_servers(self.port):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(line.split()[0]), sig)
+
+    def thaw(self) -> None:
+        self.freeze(signal.SIGCONT)
+
     def stop(self) -> int | None:
         proc, self.proc = self.proc, None
         if proc is None:
@@ -110,6 +119,7 @@ def agents(n: int) -> Iterator[list[Agent]]:
         yield running
     finally:
         for a in running:
+            a.thaw()  # a frozen server would not stop on SIGTERM
             a.stop()
         for a in running:  # never leave a fio server behind, even when the test failed
             kill_matching(f"fio --server=ip:127.0.0.1,{a.port}")

@@ -16,7 +16,7 @@ import pytest
 
 from app.fleet.hosts import parse_host
 from app.fleet.links import Link, agent_reachable
-from app.fleet.runner import ALL_CLIENTS
+from app.fleet.runner import ALL_CLIENTS, STALL_ENV
 from app.runners.fio_parse import metrics
 from tests import schema_check
 from tests.conftest import ROOT, run_cli
@@ -28,6 +28,14 @@ pytestmark = needs_loop
 
 def _lines(out: Path) -> list[dict]:
     return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+
+
+def _wait_for_lines(out: Path, n: int, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if (out / "results.jsonl").exists() and len(_lines(out)) >= n:
+            return
+        time.sleep(0.05)
 
 
 def _client_stats(out: Path, record: dict) -> list[dict]:
@@ -92,11 +100,7 @@ def test_a_host_that_drops_fails_only_its_points_and_resume_completes_them(tmp_p
                 "--target", f"{drop.host}={tmp_path / 'u.img'}", "--set", "size=32m", "--out", str(out)]
         proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
-            deadline = time.monotonic() + 120
-            while time.monotonic() < deadline:  # both hosts finished point 0
-                if (out / "results.jsonl").exists() and len(_lines(out)) >= 2:
-                    break
-                time.sleep(0.05)
+            _wait_for_lines(out, 2)  # both hosts finished point 0
             drop.stop()  # the agent goes away (its fio server with it) while the run goes on
             stdout, stderr = proc.communicate(timeout=180)
         finally:
@@ -127,6 +131,55 @@ def test_a_host_that_drops_fails_only_its_points_and_resume_completes_them(tmp_p
         assert json.loads((out / "run.json").read_text())["status"] == "complete"
 
 
+def test_a_frozen_host_is_stopped_after_the_grace_and_resume_completes_the_point(tmp_path: Path) -> None:
+    """fio's protocol has no keepalive: a host frozen with its connection open would hang the run for ever."""
+    out = tmp_path / "r"
+    env = {**os.environ, STALL_ENV: "2"}
+    # RAM loop devices: their I/O counters (which keep a late point alive) are the run's alone
+    with agents(2) as (keep, frozen), loop_device(tmp_path, name="a", ram=True) as a, \
+            loop_device(tmp_path, name="b", ram=True) as b:
+        args = [sys.executable, "-m", "app", "run", "custom", "--set", "runtime=1", "--set", "rw=read",
+                "--set", "bs=4k,64k", "--host", keep.host, "--host", frozen.host, "--target", a.path,
+                "--target", f"{frozen.host}={b.path}", "--set", "size=16m", "--yes", "--out", str(out)]
+        proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            _wait_for_lines(out, 2)  # both hosts finished point 0
+            frozen.freeze()  # it still accepts connections (the kernel does), but never answers
+            froze = time.monotonic()
+            stdout, stderr = proc.communicate(timeout=120)
+            took = time.monotonic() - froze
+        finally:
+            frozen.thaw()
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        assert proc.returncode == 1, stderr
+        meta = json.loads((out / "run.json").read_text())
+        assert meta["status"] == "partial"
+        assert took < 2 * 1.5 + 2 + 3 + 10, took  # twice the point's 1.5 s, the grace, fio's SIGINT; not the cap
+        failed = {(f["index"], f["host"]) for f in meta["failures"]}
+        assert (1, frozen.host) in failed and all(i == 1 for i, _ in failed)
+        assert all(f"host {f['host']}: " in f["error"] and "the point was stopped" in f["error"]
+                   and STALL_ENV in f["error"] for f in meta["failures"])
+        # the frozen host again: resume measures exactly the missing host-points
+        resumed = run_cli("resume", str(out), "--yes")
+        assert resumed.returncode == 0, resumed.stderr
+        after = _lines(out)
+        assert sorted((r["index"], r["host"]) for r in after) == sorted(
+            (i, h) for i in (0, 1) for h in (keep.host, frozen.host))
+        assert json.loads((out / "run.json").read_text())["status"] == "complete"
+
+
+def test_a_bad_stall_grace_is_one_sentence_before_anything_runs(tmp_path: Path) -> None:
+    for bad in ("0", "-3", "1.5", "ten", "9" * 40, "86401"):
+        proc = subprocess.run([sys.executable, "-m", "app", "run", "quick", "--host", "tcp://127.0.0.1:1",
+                               "--target", "/tmp/x", "--out", str(tmp_path / "r")], cwd=ROOT, capture_output=True,
+                              text=True, env={**os.environ, STALL_ENV: bad}, timeout=60)
+        assert proc.returncode == 2 and STALL_ENV in proc.stderr, (bad, proc.stderr)
+        assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+        assert not (tmp_path / "r").exists()
+
+
 def test_a_host_whose_target_is_mounted_stops_a_write_run_before_anything_runs(tmp_path: Path) -> None:
     with agents(2) as (ok, bad), loop_device(tmp_path, name="free", ram=True) as free, \
             loop_device(tmp_path, name="mounted", mkfs="ext4", mount=True) as mounted:
@@ -152,6 +205,10 @@ def test_a_second_agent_on_a_taken_port_is_refused() -> None:
     with agents(1) as (agent,):
         proc = run_cli("agent", "--port", str(agent.port), timeout=30)
         assert proc.returncode == 2 and "cannot be used" in proc.stderr
+        # fio's server forks a process per connection (the readiness probe's too): they end within moments
+        deadline = time.monotonic() + 15
+        while len(fio_servers(agent.port)) > 1 and time.monotonic() < deadline:
+            time.sleep(0.1)
         assert len(fio_servers(agent.port)) == 1
 
 

@@ -68,16 +68,22 @@ class Host:
 AGENT_PORT_ENV = "PROFILER_TUI_AGENT_PORT"
 
 
-def agent_port_from_env() -> int:
-    """The agents' port on ssh:// hosts: ``PROFILER_TUI_AGENT_PORT`` when set (the TUI's, and run's default)."""
+def whole_number_from_env(name: str, default: int, high: int, expected: str) -> int:
+    """The environment variable ``name`` as a whole number from 1 to ``high``, ``default`` when unset or
+    empty; another value is a UsageError (exit 2) naming the variable, the value and ``expected``."""
     import os
 
-    text = os.environ.get(AGENT_PORT_ENV, "").strip()
+    text = os.environ.get(name, "").strip()
     if not text:
-        return DEFAULT_AGENT_PORT
-    if not text.isascii() or not text.isdigit() or len(text) > 5 or not 1 <= int(text) <= 65535:
-        raise UsageError(f"{AGENT_PORT_ENV}={text[:40]!r}: expected the agents' port, a number from 1 to 65535.")
+        return default
+    if not text.isascii() or not text.isdigit() or len(text) > len(str(high)) or not 1 <= int(text) <= high:
+        raise UsageError(f"{name}={text[:40]!r}: expected {expected}, a whole number from 1 to {high}.")
     return int(text)
+
+
+def agent_port_from_env() -> int:
+    """The agents' port on ssh:// hosts: ``PROFILER_TUI_AGENT_PORT`` when set (the TUI's, and run's default)."""
+    return whole_number_from_env(AGENT_PORT_ENV, DEFAULT_AGENT_PORT, 65535, "the agents' port")
 
 
 def _bad(option: str, text: str, why: str) -> UsageError:

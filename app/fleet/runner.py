@@ -13,6 +13,14 @@ agent unreachable or gone mid-point) or with a job error fails only its own host
 
 fio's client reports nothing while the jobs run, so the live figures of a host come from its target's block
 device counters (:mod:`app.fleet.meter`).
+
+fio's protocol has no keepalive: a host that vanishes without closing its connection (power lost, a frozen
+machine, a cut network) would leave the client waiting for ever.  So a point that outlives twice its expected
+time plus a grace (``PROFILER_TUI_FLEET_STALL_S``, 120 s by default), and saw no I/O on any measured target
+for the last grace seconds (I/O keeps it alive for at most ten graces more: a file laid out slowly), is
+stopped: fio is interrupted, and every host without figures fails this point with a sentence saying so.  fio's
+client writes its JSON only when every host has answered, so the hosts that did answer lose this point too;
+``resume`` measures it again.
 """
 
 from __future__ import annotations
@@ -28,12 +36,16 @@ from app.fleet.hosts import DEFAULT_AGENT_PORT, Host
 from app.fleet.links import HostUnreachable, Link, close_links, open_links
 from app.fleet.meter import FleetMeter
 from app.points import StoragePoint
+from app.presets import estimate_point_seconds
 from app.results import write_new
-from app.runners.base import Child, Context, Event, Phase, Result, Sample
+from app.runners.base import Child, Context, Event, Phase, Result, Sample, stop_process
 from app.runners.fio import FioRunner, TargetShape, fio_binary, job_file, job_name
 from app.runners.fio_parse import metrics, split_documents
 
 ALL_CLIENTS = "All clients"
+STALL_ENV = "PROFILER_TUI_FLEET_STALL_S"
+DEFAULT_STALL_S = 120
+STALL_CAP_GRACES = 10  # I/O seen on a target keeps a late point alive for at most this many graces more
 MAX_OUTPUT_BYTES = 256 << 20
 FLEET_SUFFIX = ".fleet.json"
 
@@ -99,6 +111,13 @@ def host_entry(doc: dict[str, Any], address: tuple[str, int]) -> dict[str, Any] 
     return None
 
 
+def stall_grace_from_env() -> int:
+    """Seconds without an answer (or I/O) after which a fleet point is stopped: ``PROFILER_TUI_FLEET_STALL_S``."""
+    from app.fleet.hosts import whole_number_from_env
+
+    return whole_number_from_env(STALL_ENV, DEFAULT_STALL_S, 86400, "seconds")
+
+
 def fleet_command(jobs: Sequence[tuple[str, str, bool]]) -> list[str]:
     """fio's command line for (client address, job file, read-only) per host."""
     argv = [fio_binary(), "--output-format=json+", "--eta=never"]
@@ -118,11 +137,11 @@ def _message(lines: list[str], returncode: int | None) -> str:
 class _ClientRun:
     """What one ``fio --client`` process gave: its last document with ``client_stats``, its other lines."""
 
-    def __init__(self, stdout: str, stderr: str, returncode: int | None, wall: float) -> None:
+    def __init__(self, stdout: str, stderr: str, returncode: int | None, wall: float, stalled: str = "") -> None:
         docs, noise = split_documents(stdout)
         self.doc = next((d for d in reversed(docs) if "client_stats" in d), None)
         self.lines = noise + stderr.splitlines()
-        self.message = _message(self.lines, returncode)
+        self.message = stalled or _message(self.lines, returncode)
         self.wall = wall
 
     def keep(self, path: Path) -> dict[str, Path]:
@@ -139,6 +158,7 @@ class FleetRunner(FioRunner):
     def __init__(self, fleet: Fleet) -> None:
         fio_binary()  # ToolMissing (exit 4) before anything is created
         self.fleet = fleet
+        self.stall_s = stall_grace_from_env()  # a bad value: exit 2 before anything is created
 
     def _job(self, index: int, point: StoragePoint, host: Host, ctx: Context) -> tuple[str, str, bool]:
         """(fio's client address, job file, read-only) of the host's job, its file written to raw/."""
@@ -166,18 +186,36 @@ class FleetRunner(FioRunner):
         child = await Child.start(*fleet_command(list(jobs.values())))
         out = bytearray()
         meter = FleetMeter(self.fleet.links, self.fleet.devices, [h.name for h in hosts])
+        stalled = ""
         try:
             reading = asyncio.ensure_future(self._read(child, out))
+            # no keepalive in fio's protocol: past twice the expected time, a point stays alive only while
+            # some target still does I/O, for at most the grace after the last I/O seen
+            alive_until = started + 2 * estimate_point_seconds(point) + self.stall_s
+            cap = alive_until + STALL_CAP_GRACES * self.stall_s  # a target shared with other I/O: still an end
             while not reading.done():
                 await asyncio.wait({reading}, timeout=1.0)
-                for sample in meter.read(time.monotonic() - started):
+                now = time.monotonic()
+                for sample in meter.read(now - started):
+                    if sample["host"] is None and (sample["iops"] or sample["bw_bytes"]):
+                        alive_until = min(cap, max(alive_until, now + self.stall_s))
                     yield Sample(index, sample)
-            reading.result()
-            stderr = await child.finish()
+                if not reading.done() and now > alive_until:
+                    stalled = (f"fio was still waiting for a host after {now - started:.0f} s, the last "
+                               f"{self.stall_s} s with no I/O on any target ({STALL_ENV}); the point was stopped")
+                    await stop_process(child.proc)  # SIGINT: fio prints what it has; SIGKILL after 3 s
+                    await asyncio.wait({reading}, timeout=5.0)
+                    break
+            if reading.done():
+                reading.result()
+            else:
+                reading.cancel()
+            stderr = await child.finish() if not stalled else child.stderr_if_done()
         finally:
             await child.close()
             meter.close()
-        run = _ClientRun(out.decode("utf-8", "replace"), stderr, child.proc.returncode, time.monotonic() - started)
+        run = _ClientRun(out.decode("utf-8", "replace"), stderr, child.proc.returncode, time.monotonic() - started,
+                         stalled)
         files = run.keep(ctx.raw_dir / f"{index:04d}-{job}{FLEET_SUFFIX}")
         for h in hosts:
             yield self._host_result(index, h, job, run, {**files, ".fio": Path(jobs[h.name][1])})

@@ -206,6 +206,13 @@ class Child:
         await self.proc.wait()
         return (await self._stderr).decode("utf-8", "replace")
 
+    def stderr_if_done(self) -> str:
+        """The stderr text of a child that was stopped, if its reader has reached the end; else ""."""
+        task = self._stderr
+        if task.done() and not task.cancelled() and task.exception() is None:
+            return task.result().decode("utf-8", "replace")
+        return ""
+
     async def close(self) -> None:
         if self.proc.returncode is None:
             await stop_process(self.proc)
