@@ -12,10 +12,9 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Input, Static
 from textual.worker import Worker, WorkerState
 
-from app.devices import human_size
 from app.screens import strings
 from app.widgets import TooSmall
-from app.widgets.verdicts import verdict_text, walk
+from app.widgets.verdicts import add_device_columns, device_cells, verdict_text, walk
 from app.screens.confirm import ConfirmTarget
 from app.screens.fleet import ConfirmFleet, FleetDraft, FleetHosts
 from app.screens.messages import ShowPresets
@@ -64,12 +63,7 @@ class DevicesScreen(Screen[None]):
     def on_mount(self) -> None:
         self.sub_title = strings.DEVICES_SUBTITLE
         table = self.query_one("#devices", DataTable)
-        table.add_column("target", key="target", width=22)
-        table.add_column("size", key="size", width=7)
-        table.add_column("type", key="type", width=5)
-        table.add_column("fs/pt", key="fs", width=8)
-        table.add_column("mounted", key="mounted", width=11)
-        table.add_column("write plan", key="verdict", width=11)
+        add_device_columns(table, "target", fs=True)
         self._fill([])
         table.focus()
         self.query_one("#environment-warnings", Static).display = False
@@ -127,10 +121,7 @@ class DevicesScreen(Screen[None]):
             if not key or key in self.devices:
                 continue
             self.devices[key] = d
-            fs = d.get("fstype") or (f"{d['pttype']}" if d.get("pttype") else "-")
-            mounted = ",".join(d.get("mountpoints") or []) or "-"
-            table.add_row(" " * depth + key, human_size(d.get("size")), d.get("type") or "-", fs, mounted,
-                          verdict_text(d.get("verdict", "refused")), key=key)
+            table.add_row(*device_cells(depth, d, key, fs=True), key=key)
         self.no_devices = devs == [] and not self._scanning()
         self._show_status()
         if 0 < keep < table.row_count:

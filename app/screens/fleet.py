@@ -26,7 +26,7 @@ from app.screens import strings
 from app.screens.confirm import ConfirmModal
 from app.screens.state import TargetChoice
 from app.widgets import ErrorLine, too_small
-from app.widgets.verdicts import verdict_text, walk
+from app.widgets.verdicts import add_device_columns, device_cells, verdict_text, walk
 
 Probe = Callable[[str, int], "HostProbe"]
 
@@ -159,12 +159,7 @@ class FleetHosts(Vertical):
         table.add_column("host", key="host")
         table.add_column("target", key="target")
         table.add_column("connection", key="connection")
-        devices = self.query_one("#host-devices", DataTable)
-        devices.add_column("device", key="device", width=22)
-        devices.add_column("size", key="size", width=7)
-        devices.add_column("type", key="type", width=5)
-        devices.add_column("mounted", key="mounted", width=11)
-        devices.add_column("write plan", key="verdict", width=11)
+        add_device_columns(self.query_one("#host-devices", DataTable), "device", fs=False)
         self._fill()
 
     # --- the hosts ---------------------------------------------------------------------------------
@@ -271,8 +266,6 @@ class FleetHosts(Vertical):
         devices.display = bool(devices.row_count)
 
     def _fill_devices(self, devs: list[dict[str, Any]]) -> None:
-        from app.devices import human_size
-
         table = self.query_one("#host-devices", DataTable)
         seen: set[str] = set()
         for depth, d in walk(devs):
@@ -280,9 +273,7 @@ class FleetHosts(Vertical):
             if not key or key in seen:
                 continue
             seen.add(key)
-            mounted = ",".join(str(m) for m in d.get("mountpoints") or []) or "-"
-            table.add_row(" " * depth + key, human_size(d.get("size")), str(d.get("type") or "-"), mounted,
-                          verdict_text(str(d.get("verdict", "refused"))), key=key)
+            table.add_row(*device_cells(depth, d, key, fs=False), key=key)
 
     @on(DataTable.RowHighlighted, "#hosts")
     def host_highlighted(self, event: DataTable.RowHighlighted) -> None:

@@ -7,6 +7,8 @@ from typing import Any, Iterator
 
 from rich.text import Text
 
+from app.devices import human_size
+
 VERDICT_STYLE = {"ok": "green", "needs --allow-destructive": "yellow", "refused": "red"}
 
 
@@ -15,6 +17,28 @@ def walk(devs: list[dict[str, Any]], depth: int = 0) -> Iterator[tuple[int, dict
     for d in devs:
         yield depth, d
         yield from walk(d.get("children") or [], depth + 1)
+
+
+def add_device_columns(table: Any, first: str, *, fs: bool) -> None:
+    """The device table's columns (a DataTable): ``first`` (the device), size, type, fs/pt when ``fs``,
+    mounted and the write plan's verdict."""
+    table.add_column(first, key=first, width=22)
+    table.add_column("size", key="size", width=7)
+    table.add_column("type", key="type", width=5)
+    if fs:
+        table.add_column("fs/pt", key="fs", width=8)
+    table.add_column("mounted", key="mounted", width=11)
+    table.add_column("write plan", key="verdict", width=11)
+
+
+def device_cells(depth: int, d: dict[str, Any], key: str, *, fs: bool) -> tuple[Any, ...]:
+    """One device's cells for the columns of :func:`add_device_columns` (values from another host are
+    untrusted: every one is made text)."""
+    mounted = ",".join(str(m) for m in d.get("mountpoints") or []) or "-"
+    cells: list[Any] = [" " * depth + key, human_size(d.get("size")), str(d.get("type") or "-")]
+    if fs:
+        cells.append(str(d.get("fstype") or d.get("pttype") or "-"))
+    return (*cells, mounted, verdict_text(str(d.get("verdict", "refused"))))
 
 
 def verdict_text(verdict: str, block: bool = True) -> Text:
