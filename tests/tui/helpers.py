@@ -96,6 +96,22 @@ def _checked(condition: Callable[[], Any], deadline: float, timeout: float, what
     return value
 
 
+async def choose_preset(pilot: Any, name: str) -> Any:
+    """On the presets screen: the cursor down to preset ``name`` (failing if the list has none), then enter.
+    Returns the presets screen."""
+    from app.screens.presets import PresetsScreen
+
+    presets = pilot.app.screen
+    assert isinstance(presets, PresetsScreen)
+    seen: set[str] = set()
+    while (current := presets._current()) != name:
+        assert current not in seen, f"no preset {name!r} in the list"
+        seen.add(current)
+        await pilot.press("down")
+    await pilot.press("enter")
+    return presets
+
+
 async def wait_for(pilot: Any, condition: Callable[[], Any], timeout: float, what: str = "") -> Any:
     """Poll ``condition`` while the app keeps running; fail with ``what`` after ``timeout`` s."""
     deadline = time.monotonic() + timeout

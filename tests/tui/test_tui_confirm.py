@@ -11,7 +11,7 @@ from app.screens.confirm import ConfirmTarget
 from app.screens.presets import PresetsScreen
 from app.screens.run import RunScreen
 from app.tui import create_app
-from tests.tui.helpers import DEVICES, FIXED_PRESETS
+from tests.tui.helpers import DEVICES, FIXED_PRESETS, choose_preset
 
 
 @pytest.fixture(autouse=True)
@@ -46,9 +46,7 @@ async def test_empty_name_confirms_read_only_and_write_presets_are_refused(tmp_p
         presets = app.screen
         assert isinstance(presets, PresetsScreen)
         assert (presets.target.allow_writes, presets.target.allow_destructive) == (False, False)
-        while presets._current() != "quick":  # quick writes
-            await pilot.press("down")
-        await pilot.press("enter")
+        await choose_preset(pilot, "quick")  # quick writes
         assert app.screen is presets and not any(isinstance(s, RunScreen) for s in app.screen_stack)
         assert any("read-only" in str(n.message) for n in app._notifications)
 

@@ -28,7 +28,7 @@ from app.tui import create_app
 from app.widgets.charts import HOST_COLORS, MAX_HOST_SERIES, CurveChart, LatencyChart, ThroughputChart
 from tests.fleet_agents import agents as fleet_agents
 from tests.fleet_agents import free_port, listening
-from tests.tui.helpers import DEVICES, FIXED_PRESETS, forever, wait_for
+from tests.tui.helpers import DEVICES, FIXED_PRESETS, choose_preset, forever, wait_for
 
 SIZE = (80, 24)
 WIDE = (160, 48)
@@ -245,11 +245,7 @@ async def test_fleet_run_of_quick_on_two_agents_to_the_fleet_table(tmp_path: Pat
             await pilot.press("enter")
             assert isinstance(app.screen, ConfirmFleet)
             await pilot.press("enter")  # Confirm (the TUI's --yes)
-            presets = app.screen
-            assert isinstance(presets, PresetsScreen)
-            while presets._current() != "quick":
-                await pilot.press("down")
-            await pilot.press("enter")
+            await choose_preset(pilot, "quick")
             run = app.screen
             assert isinstance(run, RunScreen) and run.fleet
             await wait_for(pilot, lambda: run.state.finished is not None or run.state.error, 180,

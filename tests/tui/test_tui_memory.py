@@ -7,11 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from app.screens.presets import PresetsScreen
 from app.screens.run import RunScreen
 from app.tui import create_app
 from app.widgets.charts import CurveChart, DelayChart
-from tests.tui.helpers import DEVICES, FIXED_PRESETS, our_processes, wait_for
+from tests.tui.helpers import DEVICES, FIXED_PRESETS, choose_preset, our_processes, wait_for
 
 
 def engine_or_skip() -> None:
@@ -32,11 +31,7 @@ async def test_memory_preset_curve_fills_point_by_point(tmp_path: Path, monkeypa
     seen: list[int] = []
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("enter")
-        presets = app.screen
-        assert isinstance(presets, PresetsScreen)
-        while presets._current() != "mem-loaded":
-            await pilot.press("down")
-        await pilot.press("enter")
+        await choose_preset(pilot, "mem-loaded")
         run = app.screen
         assert isinstance(run, RunScreen) and run.kind == "memory"
         curve = run.query_one("#curve-live", CurveChart)
@@ -67,9 +62,7 @@ async def test_quitting_mid_memory_run_leaves_no_engine(tmp_path: Path, monkeypa
                      overrides=["duration=2", "delay=0,1000,20000"])
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("enter")
-        while app.screen._current() != "mem-loaded":
-            await pilot.press("down")
-        await pilot.press("enter")
+        await choose_preset(pilot, "mem-loaded")
         run = app.screen
         await wait_for(pilot, lambda: our_processes(("memlat", "mlc")), 30, "the memory engine to start")
         await pilot.press("ctrl+q")
