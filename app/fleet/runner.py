@@ -201,15 +201,18 @@ class FleetRunner(FioRunner):
                         alive_until = min(cap, max(alive_until, now + self.stall_s))
                     yield Sample(index, sample)
                 if not reading.done() and now > alive_until:
-                    stalled = (f"fio was still waiting for a host after {now - started:.0f} s, the last "
-                               f"{self.stall_s} s with no I/O on any target ({STALL_ENV}); the point was stopped")
+                    why = (f"the last {self.stall_s} s with no I/O on any target" if alive_until < cap else
+                           f"the cap of {STALL_CAP_GRACES} graces of {self.stall_s} s past its expected time")
+                    stalled = (f"fio was still waiting for a host after {now - started:.0f} s, {why} "
+                               f"({STALL_ENV}); the point was stopped")
                     await stop_process(child.proc)  # SIGINT: fio prints what it has; SIGKILL after 3 s
                     await asyncio.wait({reading}, timeout=5.0)
                     break
             if reading.done():
                 reading.result()
-            else:
+            else:  # a process that outlived fio still holds its stdout
                 reading.cancel()
+                await asyncio.wait({reading})
             stderr = await child.finish() if not stalled else child.stderr_if_done()
         finally:
             await child.close()
