@@ -323,3 +323,21 @@ def test_one_host_end_to_end_over_ssh(tmp_path: Path, sshd, monkeypatch: pytest.
         assert host in refused.stderr
     leftover = subprocess.run(["pgrep", "-a", "-f", "profiler-tui-ssh-"], capture_output=True, text=True).stdout
     assert [ln for ln in leftover.splitlines() if "pgrep" not in ln] == []
+
+
+def test_the_fleet_client_ignores_sigpipe_so_a_dropped_host_cannot_kill_it() -> None:
+    """CI once saw fio's client die of SIGPIPE (status -13) when a host dropped mid-point, with every host's
+    result of the point; the fleet's children keep SIG_IGN, other measuring children get the default."""
+    import asyncio
+
+    from app.runners.base import Child
+
+    async def sig_ign(ignore: bool) -> int:
+        child = await Child.start("sh", "-c", "grep SigIgn /proc/self/status", ignore_sigpipe=ignore)
+        out = b"".join([chunk async for chunk in child.chunks()])
+        await child.finish()
+        return int(out.split()[1], 16)
+
+    sigpipe = 1 << (13 - 1)
+    assert asyncio.run(sig_ign(True)) & sigpipe
+    assert not asyncio.run(sig_ign(False)) & sigpipe

@@ -183,7 +183,8 @@ class FleetRunner(FioRunner):
         jobs = {h.name: self._job(index, point, h, ctx) for h in hosts}
         yield Phase(index, "measuring")
         started = time.monotonic()
-        child = await Child.start(*fleet_command(list(jobs.values())))
+        # a host that drops mid-point must not kill the client (SIGPIPE) and the other hosts' results with it
+        child = await Child.start(*fleet_command(list(jobs.values())), ignore_sigpipe=True)
         out = bytearray()
         meter = FleetMeter(self.fleet.links, self.fleet.devices, [h.name for h in hosts])
         stalled = ""
