@@ -4,7 +4,10 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.stamp
-APT_PKGS := fio util-linux fdisk e2fsprogs tmux librsvg2-bin nvme-cli smartmontools jq openssh-client openssh-server
+# podman and runc: tests/test_fleet_containers.py drives podman's Docker-compatible API service
+# (tests/podman_service.py); debootstrap: container-test makes the base image with it (container/base-image.sh)
+APT_PKGS := fio util-linux fdisk e2fsprogs tmux librsvg2-bin nvme-cli smartmontools jq openssh-client openssh-server \
+            podman runc debootstrap
 MEMLAT := native/memlat/build/memlat
 
 # mypy: the type check of app/ (configured in pyproject.toml)

@@ -299,6 +299,8 @@ def _execute(session: Session, json_stream: bool = False) -> int:
         raise
     finally:
         session.close()
+        if stream is not None:  # waits for a reader that reads, never for one that stopped (app.eventstream)
+            stream.close()
     records = session.results.records()
     if records:
         click.echo(results_table(records), file=human)

@@ -9,24 +9,10 @@ from typing import Any
 from app.points import Kind, Point, StoragePoint
 from app.presets import Preset, describe_axes, summary
 from app.procedure import SEQUENTIAL_PRECONDITION_PASSES, SNIA_WINDOW, precondition_estimate_s, region_size
-from app.units import format_duration, format_size, format_us
+from app.units import format_duration, format_size, setting_text
 
-SIZE_KEYS = ("bs", "size", "buffer")  # shown as 4K, 1G …
 WRITES = "writes to the target"
 READS = "reads only"
-
-
-def setting_text(key: str, value: Any) -> str:
-    """A setting as a person reads it: sizes with a unit, booleans 1/0, no value "-"."""
-    if value is None:
-        return "-"
-    if key in SIZE_KEYS and isinstance(value, int) and not isinstance(value, bool):
-        return format_size(value)
-    if isinstance(value, bool):
-        return "1" if value else "0"
-    if key == "latency_bound":
-        return format_us(value).replace(" ", "")
-    return str(value)
 
 
 def procedure_lines(preset: Preset, points: list[Point]) -> list[str]:

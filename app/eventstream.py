@@ -15,16 +15,22 @@ the event's fields (docs/results-schema.md, "Event stream"; app/schemas/event.sc
 - ``precondition_started``: ``mode``, ``description``, ``estimate_s``; ``precondition_progress``: ``sample``;
   ``precondition_done``: ``record``;
 - ``run_finished``: ``status``, ``done``, ``total``, ``failed``, ``path``;
+- ``events_dropped``: ``count`` events (``point_done`` of them point_done) were left out just before this one:
+  the reader did not keep up (``EventWriter``);
 - ``run_ended``: written by the CLI when the run stopped without ``run_finished``: ``status``
   (``interrupted`` or ``failed``) and ``reason``.
 """
 
 from __future__ import annotations
 
+import collections
 import json
 import math
 import os
-from typing import Any, TextIO
+import sys
+import threading
+import time
+from typing import Any, Callable, TextIO
 
 from app.points import Point
 from app.results import SCHEMA_VERSION, now_iso
@@ -98,28 +104,150 @@ def ended_object(status: str, reason: str) -> dict[str, Any]:
             "reason": reason}
 
 
-class EventWriter:
-    """Writes each event as one line and flushes it: a reader sees an event as soon as it happens.  A reader
-    that went away (``| head``) stops the stream, not the run: the results directory is what counts."""
+#: What the stream keeps in memory for a reader that does not keep up; beyond it events are dropped
+#: (docs/results-schema.md, "Event stream").  Each point's record stays in results.jsonl regardless.
+QUEUE_BYTES = 4 << 20
+#: How long the end of a run waits for a reader that has stopped reading, counted from its last read.
+DRAIN_S = 2.0
 
-    def __init__(self, stream: TextIO) -> None:
+
+class EventWriter:
+    """Writes each event as one line as soon as it happens, from a thread of its own: a reader that stops
+    reading (a full pipe) holds up that thread only, never the run or its signals.
+
+    Lines wait in a queue of at most ``limit_bytes``; an event that would overflow it is dropped, counted,
+    and the reader gets one ``events_dropped`` line before the next event that fits; stderr says so once
+    (``notice``).  ``close`` waits for the queue to drain while the reader keeps reading, and gives up
+    ``drain_s`` after its last read.  A reader that went away (``| head``) stops the stream, not the run:
+    the results directory is what counts."""
+
+    def __init__(self, stream: TextIO, limit_bytes: int = QUEUE_BYTES, drain_s: float = DRAIN_S,
+                 notice: Callable[[str], None] | None = None) -> None:
         self.stream = stream
+        self.limit_bytes = limit_bytes
+        self.drain_s = drain_s
+        self.notice = notice or _to_stderr
         self.broken = False
+        self._queue: collections.deque[bytes] = collections.deque()
+        self._queued = 0  # bytes in _queue
+        self._writing = False  # a line is between the queue and the reader
+        self._progress = 0  # writes the reader took, for close() to tell a slow reader from a stalled one
+        self._dropped = 0  # events dropped since the last events_dropped line
+        self._dropped_done = 0  # of which point_done
+        self._dropped_total = 0
+        self._closed = False
+        self._cond = threading.Condition()
+        try:
+            stream.flush()  # nothing is expected there; were it, it comes before the events
+            self._fd: int | None = stream.fileno()
+        except (AttributeError, ValueError, OSError):  # an in-memory stream: nothing there can block
+            self._fd = None
+        self._thread: threading.Thread | None = None
 
     def write(self, obj: dict[str, Any] | None) -> None:
-        if obj is None or self.broken:
+        if obj is None or self.broken or self._closed:
             return
-        try:
-            self.stream.write(json.dumps(obj, separators=(",", ":"), default=str, allow_nan=False) + "\n")
-            self.stream.flush()
-        except (OSError, ValueError):
-            self.broken = True
-            try:  # what is still buffered would fail again at exit, with a message about a broken pipe
-                null = os.open(os.devnull, os.O_WRONLY)
-                os.dup2(null, self.stream.fileno())
-                os.close(null)
-            except (OSError, ValueError, AttributeError):
-                pass
+        line = _line(obj)
+        if self._fd is None:
+            self.stream.write(line.decode())
+            return
+        with self._cond:
+            fits = self._queued + len(line) <= self.limit_bytes
+            first_drop = not fits and not self._dropped_total
+            if not fits:
+                self._drop(obj)
+            else:
+                self._flush_dropped()
+                self._enqueue(line)
+        if first_drop:
+            self.notice("--json-stream: its reader is not keeping up; events are dropped until it does "
+                        "(results.jsonl has every completed point).")
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._pump, name="json-stream", daemon=True)
+            self._thread.start()
 
     def handle(self, event: Any) -> None:
         self.write(event_object(event))
+
+    def close(self) -> None:
+        """Hand the reader what is queued while it reads; a reader idle for ``drain_s`` is left behind (the
+        thread, blocked in its write, ends with the process), and stderr says how many events it missed."""
+        with self._cond:
+            if self._closed:
+                return
+            if not self.broken:
+                self._flush_dropped()
+            self._closed = True
+            seen, idle_since = self._progress, time.monotonic()
+            while (self._queue or self._writing) and not self.broken:
+                if self._progress != seen:
+                    seen, idle_since = self._progress, time.monotonic()
+                left = self.drain_s - (time.monotonic() - idle_since)
+                if left <= 0:
+                    break
+                self._cond.wait(min(left, 0.1))
+            missed = len(self._queue) + self._writing if not self.broken else 0
+            self._cond.notify_all()
+        if missed or self._dropped_total:
+            self.notice(f"--json-stream: {self._dropped_total + missed} events were not written because its reader "
+                        "did not read them; results.jsonl has every completed point.")
+
+    def _enqueue(self, line: bytes) -> None:
+        self._queue.append(line)
+        self._queued += len(line)
+        self._cond.notify_all()
+
+    def _flush_dropped(self) -> None:
+        """The reader learns of a gap before the next event it gets (the line may pass the limit a little)."""
+        if self._dropped:
+            self._enqueue(_line(dropped_object(self._dropped, self._dropped_done)))
+            self._dropped = self._dropped_done = 0
+
+    def _drop(self, obj: dict[str, Any]) -> None:
+        self._dropped += 1
+        self._dropped_total += 1
+        self._dropped_done += obj.get("event") == "point_done"
+
+    def _pump(self) -> None:
+        assert self._fd is not None
+        while True:
+            with self._cond:
+                while not self._queue and not self._closed:
+                    self._cond.wait()
+                if not self._queue:
+                    return
+                line = self._queue.popleft()
+                self._queued -= len(line)
+                self._writing = True
+            try:
+                view = memoryview(line)
+                while view:
+                    view = view[os.write(self._fd, view):]
+                    self._progress += 1
+            except OSError:  # the reader went away (EPIPE), or the stream failed: the run goes on without it
+                with self._cond:
+                    self.broken = True
+                    self._queue.clear()
+                    self._queued = 0
+            with self._cond:
+                self._writing = False
+                self._cond.notify_all()
+                if self.broken:
+                    return
+
+
+def dropped_object(count: int, point_done: int) -> dict[str, Any]:
+    return {"schema_version": SCHEMA_VERSION, "at": now_iso(), "event": "events_dropped", "count": count,
+            "point_done": point_done}
+
+
+def _line(obj: dict[str, Any]) -> bytes:
+    return (json.dumps(obj, separators=(",", ":"), default=str, allow_nan=False) + "\n").encode()
+
+
+def _to_stderr(text: str) -> None:
+    try:
+        sys.stderr.write(text + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass

@@ -41,9 +41,9 @@ from typing import Any, Callable, Iterable, TypedDict
 from app.errors import UsageError
 from app.points import WRITE_MODES, Kind, Point, StoragePoint, point_from_dict
 from app.procedure import (MAX_ROUNDS, MAX_TELEMETRY_INTERVAL_S, PRECONDITION_MODES, TELEMETRY_INTERVAL_S,
-                           WORKLOAD_PRECONDITION_CAP_S, Procedure, in_rounds,
+                           WORKLOAD_PRECONDITION_CAP_S, Procedure, in_rounds, matches,
                            precondition_estimate_s)
-from app.units import format_duration, parse_duration, parse_size
+from app.units import format_duration, parse_duration, parse_size, setting_text
 
 STORAGE = Kind.STORAGE
 MEMORY = Kind.MEMORY
@@ -505,6 +505,7 @@ class Preset:
     groups: list[Group] = field(default_factory=list)
     overrides: dict[str, list[Any]] = field(default_factory=dict)
     procedure: Procedure = field(default_factory=Procedure)
+    track_source: str = ""  # where procedure.track was given when not in the preset file (--set track=…)
     # (fingerprint of kind/settings/groups/overrides, points): expand() is called several times per
     # command (plan, summary, axes), each call copies this list instead of expanding again
     _cache: tuple[str, list[Point]] | None = field(default=None, repr=False, compare=False)
@@ -593,6 +594,7 @@ class Preset:
                     points.append(point_from_dict(self.kind, {**values, "group": group.label or None}))
         if self.procedure.rounds > 1:
             points = list(in_rounds([p for p in points if isinstance(p, StoragePoint)], self.procedure.rounds))
+        check_track(self.track_source or self.source, points, self.procedure.track)
         self._cache = (fingerprint, points)
         return points
 
@@ -949,6 +951,22 @@ def validate_plan(kind: object, plan: object, source: str) -> list[Point]:
     return points
 
 
+def check_track(where: str, plan: Iterable[Point], track: dict[str, Any]) -> None:
+    """A ``track`` that picks no point of the plan would leave rounds without a tracked figure, never steady:
+    refused, naming the values the plan has for its keys."""
+    points = list(plan)
+    if not track or any(matches(p, track) for p in points):
+        return
+    def values(key: str) -> str:
+        found = sorted({getattr(p, key, None) for p in points}, key=lambda v: (v is None, str(type(v)), v))
+        return ", ".join(setting_text(key, v) for v in found[:8]) + (" …" if len(found) > 8 else "")
+
+    shown = " ".join(f"{k}={setting_text(k, v)}" for k, v in track.items())
+    has = "; ".join(f"{k} {values(k)}" for k in track)
+    raise _fail(where, f"key 'track' has value {show_value(shown)}, which matches no point of the plan (the plan's "
+                       f"{has}).")
+
+
 def validate_procedure(kind: Kind, value: object, source: str) -> Procedure:
     """The procedure a results directory's run.json records (untrusted), checked by the keys' parsers;
     a run without one had the default."""
@@ -1050,6 +1068,9 @@ def apply_overrides(preset: Preset, items: list[str] | tuple[str, ...]) -> Prese
     preset.overrides.update(overrides)
     for key in overrides:
         preset.settings.pop(key, None)
+    given = [item for item in items if item.partition("=")[0].strip(" ") == "track"]
+    if given:  # a track that matches no point is refused naming the --set that chose it, not the preset file
+        preset.track_source = f"--set {given[-1]}"
     return preset
 
 

@@ -34,8 +34,8 @@ from app import envinfo, safety
 from app.errors import ProfilerError, UsageError
 from app.lock import DirLock
 from app.points import Kind, Point, RunStatus, StoragePoint, point_from_dict
-from app.presets import (ENGINES, KINDS, Preset, estimate_point_seconds, estimate_seconds, plan_writes, point_key,
-                         table_key, validate_plan, validate_procedure)
+from app.presets import (ENGINES, KINDS, Preset, check_track, estimate_point_seconds, estimate_seconds, plan_writes,
+                         point_key, table_key, validate_plan, validate_procedure)
 from app.procedure import Measured, Procedure, measured_from_record, precondition_estimate_s, skips
 from app.link import link_of
 from app import telemetry
@@ -838,8 +838,10 @@ def recorded_plan(results: ResultsDir) -> RecordedPlan:
         raise UsageError(f"{source}: key 'kind' has invalid value {json.dumps(kind, default=str)[:80]}: "
                          "must be storage or memory.")
     kind = Kind(kind)
-    return RecordedPlan(meta, kind, validate_plan(kind, meta.get("plan"), source),
-                        validate_procedure(kind, meta.get("procedure"), source))
+    plan = validate_plan(kind, meta.get("plan"), source)
+    procedure = validate_procedure(kind, meta.get("procedure"), source)
+    check_track(f"{source}: procedure", plan, procedure.track)
+    return RecordedPlan(meta, kind, plan, procedure)
 
 
 def _open_fleet_session(results: ResultsDir, lock: DirLock | None, recorded: RecordedPlan, *, yes: bool,

@@ -1,10 +1,12 @@
-"""Parsing and formatting of sizes, durations and lists used by presets and reports."""
+"""Parsing and formatting of sizes, durations and lists used by presets and reports, and a setting as a person
+reads it (setting_text)."""
 
 from __future__ import annotations
 
 import math
 import re
 from fractions import Fraction
+from typing import Any
 
 # ASCII only: "\d" would also match other scripts' digits, which int()/float() silently accept
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(i?b?)\s*$", re.IGNORECASE | re.ASCII)
@@ -149,3 +151,19 @@ def format_us(us: object) -> str:
     if us >= 1000:
         return f"{us / 1000:g} ms"
     return f"{us:g} µs"
+
+
+SIZE_KEYS = ("bs", "size", "buffer")  # shown as 4K, 1G …
+
+
+def setting_text(key: str, value: Any) -> str:
+    """A setting as a person reads it: sizes with a unit, booleans 1/0, no value "-"."""
+    if value is None:
+        return "-"
+    if key in SIZE_KEYS and isinstance(value, int) and not isinstance(value, bool):
+        return format_size(value)
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if key == "latency_bound":
+        return format_us(value).replace(" ", "")
+    return str(value)

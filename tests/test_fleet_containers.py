@@ -64,6 +64,8 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict
     why = podman_service.missing()
     if why:
         pytest.skip(f"no podman API service: {why}")
+    absent = podman_service.absent_tools()
+    assert not absent, f"{', '.join(absent)} not installed: `make setup` installs podman and runc"
     directory = tmp_path_factory.mktemp("podman")
     try:
         with podman_service.fake_agent_images(directory) as images, podman_service.service(directory) as url:

@@ -10,9 +10,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-from app.runners import mlc_parse
 from conftest import ROOT
 from readers_util import fio_json_plus
 
@@ -81,7 +78,6 @@ def test_one_40_mib_line_without_a_newline(tmp_path: Path) -> None:
     assert rss < RSS_LIMIT_MIB, f"{rss} MiB"
 
 
-@pytest.mark.skipif(not hasattr(mlc_parse, "MAX_ROWS"), reason="needs the bounded MLC parser (MAX_ROWS)")
 def test_a_64_mib_mlc_text(tmp_path: Path) -> None:
     f = tmp_path / "rows.txt"
     head = ("Intel(R) Memory Latency Checker - v3.10\nCommand line parameters: --loaded_latency\n\n"

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from app import presets
 from app.errors import UsageError
+from conftest import run_cli
 from app.points import StoragePoint
 from app.procedure import (Measured, Procedure, first_steady_window, round_skips, saturation_skips, skips,
                            snia_check)
@@ -293,3 +294,48 @@ def test_plan_preview_and_presets_show_state_the_procedure_and_a_bounded_estimat
     assert d.writes and any(line.startswith("adaptive: ") for line in d.procedure)
     knee = describe_plan(presets.load("qd-knee"))
     assert "latency_bound=1ms" in knee.settings_text and not knee.writes
+
+
+# --- track: the point that decides steady state in rounds --------------------------------------------------
+
+TRACKED = 'name = "tracked"\nkind = "storage"\n[settings]\nrw = "randrw"\nrounds = 2\ntrack = "{track}"\n' \
+          '[matrix]\nbs = ["64k", "4k"]\nrwmixread = [100, 0]\n'
+
+
+@pytest.mark.parametrize("args, where, value", [
+    (["FILE:bs=8k rwmixread=0"], "FILE", "'bs=8K rwmixread=0'"),
+    (["FILE:bs=4k rwmixread=0", "--set", "track=bs=8k"], "--set track=bs=8k", "'bs=8K'"),
+    (["FILE:bs=4k rwmixread=0", "--set", "bs=8k,16k"], "FILE", "'bs=4K rwmixread=0'"),
+    (["custom", "--set", "rounds=3", "--set", "track=rwmixread=30"], "--set track=rwmixread=30", "'rwmixread=30'"),
+])
+def test_a_track_that_matches_no_point_is_refused_naming_where_it_was_given(tmp_path: Path, args: list[str],
+                                                                             where: str, value: str) -> None:
+    preset = tmp_path / "tracked.toml"
+    if args[0].startswith("FILE:"):
+        preset.write_text(TRACKED.format(track=args[0][5:]))
+        args = [str(preset), *args[1:]]
+    out = tmp_path / "out"
+    proc = run_cli("run", *args, "--target", str(tmp_path / "t.img"), "--out", str(out))
+    assert proc.returncode == 2, proc.stderr
+    where = where.replace("FILE", str(preset))
+    assert proc.stderr.startswith(f"profiler-tui: {where}: key 'track' has value {value}, which matches no point of "
+                                  "the plan (the plan's "), proc.stderr
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert not out.exists() and not (tmp_path / "t.img").exists(), "refused before anything was created"
+
+
+def test_a_track_that_matches_is_accepted_and_a_recorded_one_that_does_not_is_refused(tmp_path: Path) -> None:
+    preset = tmp_path / "tracked.toml"
+    preset.write_text(TRACKED.format(track="bs=4k rwmixread=0"))
+    shown = run_cli("presets", "show", str(preset))
+    assert shown.returncode == 0 and "rounds: up to 2" in shown.stdout, shown.stderr
+    plan = [p.to_dict() for p in presets.load_file(preset).expand()]
+    run_json = tmp_path / "run" / "run.json"
+    run_json.parent.mkdir()
+    run_json.write_text(json.dumps({"kind": "storage", "plan": plan, "procedure": {"rounds": 2, "track": {"bs": 8192}}}))
+    from app.results import ResultsDir
+    from app.sweep import recorded_plan
+
+    with pytest.raises(UsageError) as e:
+        recorded_plan(ResultsDir(run_json.parent))
+    assert str(e.value).startswith(f"{run_json}: procedure: key 'track' has value 'bs=8K', which matches no point")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import importlib.util
+import json
 import os
 import re
 import shutil
@@ -269,3 +270,25 @@ def test_golden_report_of_a_run_with_drive_telemetry_and_a_write_cliff(tmp_path:
     assert "![Over time: IOPS and p99 per second](plots/timeseries.svg)" in text
     svg = (d / "plots" / "timeseries.svg").read_text()
     assert "write cliff, throttled" in svg
+
+
+def test_results_csv_of_a_run_in_rounds_has_every_round_with_its_round(tmp_path: Path) -> None:
+    """3 rounds of 2 points, too few rounds for SNIA's window of 5, so every round runs: 6 rows, not the last 2."""
+    out = tmp_path / "rounds"
+    run = run_cli("run", "custom", "--target", str(tmp_path / "t.img"), "--out", str(out), "--set", "size=16m",
+                  "--set", "runtime=1", "--set", "ramp_time=0", "--set", "rw=randread", "--set", "bs=4k,64k",
+                  "--set", "rounds=3", timeout=180)
+    assert run.returncode == 0, run.stderr
+    report = run_cli("report", str(out))
+    assert report.returncode == 0, report.stderr
+    lines = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    rows = list(csv.DictReader((out / "results.csv").open()))
+    assert len(rows) == len(lines) == 6
+    header = next(csv.reader((out / "results.csv").open()))
+    assert header[:3] == ["kind", "index", "round"]
+    assert [(int(r["index"]), int(r["round"]), int(r["bs"])) for r in rows] == \
+           [(x["index"], x["point"]["round"], x["point"]["bs"]) for x in lines]
+    assert sorted({int(r["round"]) for r in rows}) == [1, 2, 3]
+    assert [float(r["iops"]) for r in rows] == pytest.approx([x["metrics"]["iops"] for x in lines], rel=1e-6)
+    text = (out / "report.md").read_text()
+    assert "### Steady-state verification (SNIA PTS)" in text, "the report's own rounds section is unchanged"

@@ -620,8 +620,9 @@ def _flags_legend(points: Sequence[StorageRow]) -> list[str]:
 # --- csv ------------------------------------------------------------------------------------------------------
 
 def results_csv(data: RunData) -> str:
-    """results.csv: the frame :func:`app.frame.load_results` gives, one row per point; a fleet run's has one
-    row per (point, host) and a ``host`` column after ``index``."""
+    """results.csv: the frame :func:`app.frame.load_results` gives, one row per measured point (``data`` as
+    loaded: every round of a run in rounds, and the latency-bound searches); a fleet run's has one row per
+    (point, host) and a ``host`` column after ``index``, a run in rounds a ``round`` column after ``index``."""
     from app.frame import frame_of_data, to_csv
 
     df = frame_of_data(data)
@@ -629,6 +630,11 @@ def results_csv(data: RunData) -> str:
         hosts = [p.host for p in data.storage] + [None] * len(data.memory)
         df.insert(list(df.columns).index("index") + 1, "host", hosts)
         df["host"] = df["host"].astype("string")
+    rounds = [r if isinstance(r := p.point.get("round"), int) and not isinstance(r, bool) else None
+              for p in data.storage]
+    if any(r is not None for r in rounds):
+        df.insert(list(df.columns).index("index") + 1, "round", rounds + [None] * len(data.memory))
+        df["round"] = df["round"].astype("Int64")
     return to_csv(df)
 
 

@@ -48,7 +48,7 @@ def render_report(directory: str | Path, out: str | Path | None = None,
             raise _unwritable(e, report_path.parent) from None
     views = rp.storage_views(data.storage)
     measured = len(data.storage) + len(data.memory)
-    data = replace(data, storage=views.main)
+    loaded, data = data, replace(data, storage=views.main)
     base = report_path.parent
     plots_dir = base / "plots"
     curves = an.storage_curves(data.storage)
@@ -65,7 +65,7 @@ def render_report(directory: str | Path, out: str | Path | None = None,
         text = render_markdown(replace(data, measured=measured), figures, float(p99_bound_us) * 1e3, curves,
                                mem_curves, views)
         report_path.write_text(text, encoding="utf-8")
-        (base / "results.csv").write_text(results_csv(data), encoding="utf-8")
+        (base / "results.csv").write_text(results_csv(loaded), encoding="utf-8")  # every round, every search
         main_ids = {id(p) for p in views.main}
         measured_storage = sorted(views.main + views.searches + [p for p in views.rounds if id(p) not in main_ids],
                                   key=lambda p: p.index)

@@ -14,10 +14,8 @@ from tests.tui.helpers import DEVICES, FIXED_PRESETS, choose_preset, our_process
 
 
 def engine_or_skip() -> None:
-    try:
-        from app.runners.memory import find_engine
-    except ImportError:
-        pytest.skip("the memory runner (app/runners/memory.py) is not in this build yet")
+    from app.runners.memory import find_engine
+
     path, problem = find_engine()
     if path is None:
         pytest.skip(f"the built-in memory engine is not built ({problem or 'run make native'})")
