@@ -135,17 +135,16 @@ def test_under_tmp_the_tool_makes_its_own_fresh_directory(shared: Path) -> None:
 
 
 def test_under_umask_000_every_directory_is_0755_and_every_file_at_most_0644(shared: Path) -> None:
-    """A run (the scratch test file fio creates included), a preconditioned run with telemetry-free raw files, and
-    its report, all started with umask 000."""
+    """A preconditioned run (the test file fio creates included) and its report, both started with umask 000."""
     out = shared / "u" / "run"
-    proc = run_umask0("run", "custom", "--out", str(out), *RUN, "--set", "rw=randread,randwrite", "--set", "iodepth=1,2",
+    proc = run_umask0("run", "custom", "--out", str(out), "--target", str(shared / "u" / "target.bin"), *RUN, "--set", "rw=randread,randwrite", "--set", "iodepth=1,2",
                       "--set", "precondition=sequential")
     assert proc.returncode == 0, proc.stderr
     proc = run_umask0("report", str(out))
     assert proc.returncode == 0, proc.stderr
     entries = tree_entries(shared / "u")
     names = {p.name for p in entries}
-    assert {"run", "raw", "run.json", "results.jsonl", "report.md", "plots", ".lock"} <= names
+    assert {"run", "raw", "run.json", "results.jsonl", "report.md", "plots", ".lock", "target.bin"} <= names
     assert any(n.endswith(".fio") for n in names) and any(n.endswith(".svg") for n in names)
     for p in entries + [shared / "u"]:
         mode = stat.S_IMODE(p.lstat().st_mode)
@@ -394,3 +393,16 @@ def test_workload_preconditioning_of_a_read_only_plan_is_refused_before_any_dire
                    "--set", "precondition=workload")
     one_sentence(proc, "precondition", "workload", "none of its points writes")
     assert not out.exists() and not (shared / "t.bin").exists()
+
+
+def test_import_into_a_directory_nobody_owns_is_refused_and_its_own_is_0755(shared: Path) -> None:
+    sample = str(Path(__file__).parent / "data" / "mlc" / "v3.10-loaded-latency.txt")
+    theirs = shared / "theirs"
+    theirs.mkdir()
+    os.chown(theirs, NOBODY.pw_uid, NOBODY.pw_gid)
+    one_sentence(run_cli("import", sample, "--out", str(theirs)), str(theirs), "owned by another user")
+    assert list(theirs.iterdir()) == []
+    proc = run_umask0("import", sample, "--out", str(shared / "mine"))
+    assert proc.returncode == 0, proc.stderr
+    for p in tree_entries(shared / "mine"):
+        assert stat.S_IMODE(p.stat().st_mode) == (0o755 if p.is_dir() else 0o644), p
