@@ -363,6 +363,30 @@ def check_parents(path: Path, real: str, risk: str = RUN_RISK) -> None:
         parent = os.path.dirname(parent)
 
 
+MAX_LINKS = 40  # symbolic links followed in one path, as the kernel's limit
+
+
+def check_links(path: Path, risk: str = RUN_RISK, _shown: Path | None = None, _depth: int = 0) -> None:
+    """UsageError unless every symbolic link on the way to ``path`` (and on the way to their targets) belongs to
+    root or this user: a link another user made (in /tmp, say) would choose where root writes."""
+    shown = _shown or path
+    if _depth > MAX_LINKS:
+        raise UsageError(f"{shown}: too many levels of symbolic links.")
+    cur = Path("/")
+    for part in Path(os.path.abspath(path)).parts[1:]:
+        nxt = cur / part
+        try:
+            st = os.lstat(nxt)
+        except OSError:
+            return  # the rest does not exist (yet): nothing to follow
+        if stat.S_ISLNK(st.st_mode):
+            if st.st_uid not in (0, os.geteuid()):
+                raise _refusal(shown, str(nxt), f"is a symbolic link of another user (uid {st.st_uid})", risk)
+            check_links(cur / os.readlink(nxt), risk, shown, _depth + 1)
+            nxt = Path(os.path.realpath(nxt))
+        cur = nxt
+
+
 def held_path(fd: int, fallback: Path) -> Path:
     """A path to an open directory for this process and its children (fio, a worker): /proc/PID/fd/N, which
     stays the directory that was opened and checked whatever is renamed or swapped in later (``fallback``, its
@@ -385,6 +409,8 @@ def open_trusted_dir(path: Path, name: str | None = None, dir_fd: int | None = N
     and checked: it and every directory above it changeable only by root or this user (UsageError, exit 2,
     naming what and why, ``risk`` saying what that would allow; a sticky world-writable one only when
     ``sticky_ok``).  Everything in it is then opened relative to the descriptor."""
+    if dir_fd is None:
+        check_links(path, risk)
     try:
         if dir_fd is None:
             fd = os.open(os.path.realpath(path), _DIR_FLAGS)
@@ -411,7 +437,9 @@ def check_dir_path(path: Path, risk: str = RUN_RISK) -> list[Path]:
     one sentence): ``path`` or a parent is a file, the name is too long, the nearest existing directory
     is not writable (permission, read-only filesystem), or another user could change it or a directory
     above it (:func:`foreign`; a sticky world-writable parent such as /tmp is fine, the tool makes its own
-    directory in it).  Returns the missing directories, innermost first."""
+    directory in it), or a symbolic link on the way is another user's (:func:`check_links`).  Returns the
+    missing directories, innermost first."""
+    check_links(path, risk)
     missing: list[Path] = []
     p = path
     while True:

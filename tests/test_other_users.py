@@ -81,6 +81,23 @@ def test_out_owned_by_nobody_is_refused_and_nothing_is_written(shared: Path) -> 
     assert list(out.iterdir()) == [] and not (shared / "t.bin").exists()
 
 
+@pytest.mark.parametrize("below", [False, True])
+def test_a_symlink_nobody_made_in_tmp_does_not_choose_where_root_writes(shared: Path, below: bool) -> None:
+    """/tmp/o as nobody's link to a directory of root's (/etc, say): the results would go there."""
+    roots = shared / "roots"
+    roots.mkdir()
+    link = Path("/tmp") / f"ptui-link-{uuid.uuid4().hex[:8]}"
+    try:
+        assert as_nobody("ln", "-s", str(roots), str(link)).returncode == 0
+        out = link / "new" if below else link
+        proc = run_cli("run", "custom", "--target", str(shared / "t.bin"), "--out", str(out), *RUN)
+        one_sentence(proc, str(out), "is a symbolic link of another user (uid 65534)")
+        assert list(roots.iterdir()) == []
+        one_sentence(run_cli("resume", str(link)), "symbolic link of another user")
+    finally:
+        link.unlink(missing_ok=True)
+
+
 @pytest.mark.parametrize("under", [False, True])
 def test_world_writable_directory_without_sticky_bit_is_refused(shared: Path, under: bool) -> None:
     """0777 without the sticky bit: as --out itself, and as the parent the tool would create --out in."""
