@@ -432,14 +432,16 @@ def open_trusted_dir(path: Path, name: str | None = None, dir_fd: int | None = N
     return fd
 
 
-def check_dir_path(path: Path, risk: str = RUN_RISK) -> list[Path]:
+def check_dir_path(path: Path, risk: str | None = RUN_RISK) -> list[Path]:
     """Refuse, before anything is written, a results directory that cannot be one (UsageError, exit 2,
     one sentence): ``path`` or a parent is a file, the name is too long, the nearest existing directory
     is not writable (permission, read-only filesystem), or another user could change it or a directory
     above it (:func:`foreign`; a sticky world-writable parent such as /tmp is fine, the tool makes its own
     directory in it), or a symbolic link on the way is another user's (:func:`check_links`).  Returns the
-    missing directories, innermost first."""
-    check_links(path, risk)
+    missing directories, innermost first.  ``risk``: what another user's access would allow, None for a directory
+    that holds no results (a test file's), which gets only the first checks."""
+    if risk is not None:
+        check_links(path, risk)
     missing: list[Path] = []
     p = path
     while True:
@@ -462,11 +464,11 @@ def check_dir_path(path: Path, risk: str = RUN_RISK) -> list[Path]:
         if not stat.S_ISDIR(st.st_mode):
             what = "is not a directory" if p == path else f"cannot be created: {p} is not a directory"
             raise UsageError(f"{path}: {what}; choose a directory for the results.")
-        real = os.path.realpath(p)
         why = foreign(st, sticky_ok=p != path)  # the tool's own new directory goes into a sticky /tmp
-        if why:
+        if why and risk is not None:
             raise _refusal(path, str(p), why, risk)
-        check_parents(path, real, risk)
+        if risk is not None:
+            check_parents(path, os.path.realpath(p), risk)
         if not os.access(p, os.W_OK | os.X_OK):
             from app.container import unwritable_hint  # says which flag or permission to change
 
@@ -494,7 +496,7 @@ def make_dir(name: str | os.PathLike[str], dir_fd: int | None = None) -> None:
         os.close(fd)
 
 
-def make_dirs(path: Path, risk: str = RUN_RISK) -> list[Path]:
+def make_dirs(path: Path, risk: str | None = RUN_RISK) -> list[Path]:
     """Create ``path`` and its missing parents (DIR_MODE); the directories created, outermost first.
 
     Refusals are one sentence (UsageError, exit 2), see :func:`check_dir_path`.  Whatever this call

@@ -718,7 +718,7 @@ def new_session(
     # that existed before).
     def make(results: ResultsDir, lock: DirLock) -> Session:
         if target_path is not None:
-            created.extend(make_dirs(Path(target_path).parent))
+            created.extend(make_dirs(Path(target_path).parent, risk=None))  # a test file's: no results there
             if meta["target_info"] is None:
                 meta["target_info"] = envinfo.target_info(target_path)  # a file: no probe, quick
         results.create(meta)
