@@ -11,6 +11,10 @@ Every write cleans up after itself when it fails (full filesystem, I/O error, in
 reserve file (``.space-reserve``, :data:`RESERVE_MIN_BYTES` or more) while it runs, deleted to make room
 for the last ``run.json`` update when the filesystem fills up.
 
+Root's fio reads its job files in raw/, so a results directory that another user could change is refused, and a
+run, resume or import holds the directory and raw/ by descriptor (:meth:`ResultsDir.open`, :func:`foreign`;
+docs/safety.md, "The results directory"); directories are made 0755 and files 0644 whatever the umask.
+
 Reading is defensive (a results directory is untrusted input): :meth:`ResultsDir.read_records`
 keeps, of several lines with the same plan ``index``, the last one (a point measured again
 replaces the earlier measurement), and leaves out, counting them, the lines that are not a JSON
