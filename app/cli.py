@@ -507,6 +507,9 @@ INTERRUPTED_LINE = "profiler-tui: interrupted."
 
 
 def main(argv: list[str] | None = None) -> None:
+    # nothing the tool or its children (fio, matplotlib) create is writable by group or others, whatever the
+    # umask it was started with (a stricter umask is kept)
+    os.umask(os.umask(0o022) | 0o022)
     try:
         rv = cli.main(args=argv, prog_name="profiler-tui", standalone_mode=False)
     except click.exceptions.Abort as e:

@@ -35,7 +35,7 @@ from typing import Any, Iterable, Iterator
 
 from app.errors import UsageError
 from app.points import Kind
-from app.results import SCHEMA_VERSION, ResultsDir, now_iso
+from app.results import RAW, RESULTS_JSONL, SCHEMA_VERSION, ResultsDir, now_iso, open_file
 from app.runners import fio_parse
 from app.units import parse_duration, parse_size
 
@@ -399,9 +399,12 @@ def read_file(path: str) -> str:
     return "".join(text_chunks(path))
 
 
-def _copy(path: str, dest: Path) -> None:
-    """Copy an input file into raw/, within the same bounds as reading it."""
-    with open_regular(path) as src, open(dest, "wb") as out:
+def _copy(path: str, results: ResultsDir, name: str) -> None:
+    """Copy an input file into raw/NAME (opened in the held raw/, a last symbolic link not followed), within the
+    same bounds as reading it."""
+    assert results.raw_fd is not None  # results.create opened it
+    with open_regular(path) as src, os.fdopen(open_file(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, results.raw_fd),
+                                              "wb") as out:
         total = 0
         while True:
             try:
@@ -594,8 +597,9 @@ def import_files(files: list[str], out: str | os.PathLike[str]) -> tuple[Path, l
     try:
         results.create(meta)
         for (source_file, *_), src in zip(parsed, sources):
-            _copy(source_file, results.path / str(src["raw"]))
-        with open(results.results_jsonl, "a", encoding="utf-8") as out_file:  # all at once: one fsync, not one per point
+            _copy(source_file, results, str(src["raw"]).removeprefix(f"{RAW}/"))
+        with os.fdopen(open_file(RESULTS_JSONL, os.O_WRONLY | os.O_APPEND, results.fd), "a",
+                       encoding="utf-8") as out_file:  # all at once: one fsync, not one per point
             for rec in records:
                 out_file.write(json.dumps(rec, separators=(",", ":"), default=str) + "\n")
             out_file.flush()
@@ -604,4 +608,6 @@ def import_files(files: list[str], out: str | os.PathLike[str]) -> tuple[Path, l
         where = e.filename or results.path
         raise UsageError(f"{where}: cannot write the imported results there ({e.strerror or e}); choose another "
                          "--out directory.") from None
+    finally:
+        results.close()
     return results.path, sources

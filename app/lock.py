@@ -33,8 +33,9 @@ def _read_pid(fd: int) -> int | None:
 class DirLock:
     """The exclusive lock of one results directory (``with DirLock(path): ...``)."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], dir_fd: int | None = None) -> None:
         self.path = Path(path)
+        self.dir_fd = dir_fd  # the results directory, opened and checked (app.results.ResultsDir.open)
         self.fd: int | None = None
 
     @property
@@ -45,7 +46,8 @@ class DirLock:
         if self.fd is not None:
             return self
         try:
-            fd = os.open(self.file, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
+            fd = os.open(LOCK_NAME if self.dir_fd is not None else self.file,
+                         os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644, dir_fd=self.dir_fd)
         except OSError as e:
             if e.errno == errno.ELOOP:
                 raise UsageError(f"{self.file}: is a symbolic link; refusing to use it as the run's lock.") from None
@@ -67,6 +69,13 @@ class DirLock:
             pass  # the flock is what counts; the PID is only for the message
         self.fd = fd
         return self
+
+    def remove(self) -> None:
+        """Remove the lock file (from a directory the run made and is giving up)."""
+        try:
+            os.unlink(LOCK_NAME if self.dir_fd is not None else self.file, dir_fd=self.dir_fd)
+        except OSError:
+            pass
 
     def release(self) -> None:
         if self.fd is None:

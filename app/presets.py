@@ -43,6 +43,7 @@ from app.points import WRITE_MODES, Kind, Point, StoragePoint, point_from_dict
 from app.procedure import (MAX_ROUNDS, MAX_TELEMETRY_INTERVAL_S, PRECONDITION_MODES, TELEMETRY_INTERVAL_S,
                            WORKLOAD_PRECONDITION_CAP_S, Procedure, in_rounds, matches,
                            precondition_estimate_s)
+from app.results import is_plain_name
 from app.units import format_duration, parse_duration, parse_size, setting_text
 
 STORAGE = Kind.STORAGE
@@ -723,6 +724,9 @@ def parse_preset(data: dict[str, Any], source: str) -> Preset:
         raise _fail(source, f"key 'kind' has invalid value {shown}: must be storage or memory.")
     kind = Kind(kind)
     name = _text(source, "name", data.get("name"), MAX_NAME_CHARS, required=True)
+    if not is_plain_name(name):  # it names the run's results directory: one plain component, never a path
+        raise _fail(source, f"key 'name' has invalid value {show_value(name)}: a preset name may use letters, "
+                            "digits, '.', '-' and '_' only (not '.' or '..').")
     description = _text(source, "description", data.get("description"), MAX_DESCRIPTION_CHARS, required=False)
     settings_raw = data.get("settings", {})
     if not isinstance(settings_raw, dict):

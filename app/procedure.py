@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Iterable, Mapping, Sequence
 
+from app.errors import UsageError
 from app.points import WRITE_MODES, Point, StoragePoint
 
 PRECONDITION_MODES = ("none", "sequential", "workload")
@@ -263,3 +264,11 @@ def precondition_estimate_s(procedure: Procedure, plan: Sequence[Point]) -> floa
 
 def first_write_point(plan: Sequence[Point]) -> StoragePoint | None:
     return next((p for p in plan if isinstance(p, StoragePoint) and p.rw in WRITE_MODES), None)
+
+
+def check_precondition(procedure: Procedure, plan: Sequence[Point], source: str) -> None:
+    """UsageError, before anything is created, when the plan cannot give the preconditioning pass it asks for:
+    ``workload`` runs the plan's first write point, which a plan that only reads does not have."""
+    if procedure.precondition == "workload" and first_write_point(plan) is None:
+        raise UsageError(f"{source}: key 'precondition' has value \"workload\", which runs the plan's first write "
+                         "point, and none of its points writes; use precondition = \"sequential\" or \"none\".")

@@ -11,6 +11,10 @@ Every write cleans up after itself when it fails (full filesystem, I/O error, in
 reserve file (``.space-reserve``, :data:`RESERVE_MIN_BYTES` or more) while it runs, deleted to make room
 for the last ``run.json`` update when the filesystem fills up.
 
+Root's fio reads its job files in raw/, so a results directory that another user could change is refused, and a
+run, resume or import holds the directory and raw/ by descriptor (:meth:`ResultsDir.open`, :func:`foreign`;
+docs/safety.md, "The results directory"); directories are made 0755 and files 0644 whatever the umask.
+
 Reading is defensive (a results directory is untrusted input): :meth:`ResultsDir.read_records`
 keeps, of several lines with the same plan ``index``, the last one (a point measured again
 replaces the earlier measurement), and leaves out, counting them, the lines that are not a JSON
@@ -199,9 +203,22 @@ def check_meta(meta: dict[str, Any], path: Path) -> None:
     _check(meta, _META_SCHEMA, "", path)
 
 
+# what a run directory's name starts with: a preset's name, which names nothing outside the results base
+PLAIN_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}")
+
+
+def is_plain_name(name: str) -> bool:
+    """A name that is one path component inside its directory: letters, digits, '.', '-', '_', not '.' or '..'."""
+    return bool(PLAIN_NAME.fullmatch(name)) and name not in (".", "..")
+
+
 def new_run_dir(base: str | os.PathLike[str], preset_name: str) -> Path:
     """A fresh results directory for one run, ``BASE/PRESET-YYYYmmdd-HHMMSS``, unique even when two runs
-    start in the same second (``-2``, ``-3``, … appended)."""
+    start in the same second (``-2``, ``-3``, … appended).  The preset's name must be a plain name
+    (:func:`is_plain_name`), so the directory is always inside ``BASE``."""
+    if not is_plain_name(preset_name):
+        raise UsageError(f"preset name {preset_name[:100]!r}: a results directory is named after the preset, which "
+                         "must be a plain name (letters, digits, '.', '-', '_').")
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     first = Path(base) / f"{preset_name}-{stamp}"
     path, n = first, 1
@@ -215,7 +232,13 @@ def now_iso() -> str:
     return datetime.now(timezone.utc).astimezone().isoformat(timespec="seconds")
 
 
-def _fsync_dir(path: Path) -> None:
+def _fsync_dir(path: Path, dir_fd: int | None = None) -> None:
+    if dir_fd is not None:
+        try:
+            os.fsync(dir_fd)
+        except OSError:
+            pass
+        return
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:
@@ -239,10 +262,33 @@ def _named(e: OSError, path: Path) -> OSError:
     return e
 
 
-def write_new(path: Path, data: bytes, *, fsync: bool = False) -> None:
-    """Write ``path`` (created or truncated); when that fails, for whatever reason, remove it again.
-    An OSError names ``path``."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
+FILE_MODE = 0o644  # every file of a results directory, whatever the umask
+DIR_MODE = 0o755  # every directory of it
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def open_file(path: str | os.PathLike[str], flags: int, dir_fd: int | None = None) -> int:
+    """``path`` (a name in ``dir_fd`` when given) opened without following a last symbolic link; a file it
+    creates gets FILE_MODE whatever the umask."""
+    fd = os.open(path, flags | os.O_CLOEXEC | os.O_NOFOLLOW, FILE_MODE, dir_fd=dir_fd)
+    try:
+        if flags & (os.O_WRONLY | os.O_RDWR):
+            st = os.fstat(fd)
+            # a file someone else left there (in a sticky directory), or a second name of another file: not ours
+            if st.st_uid not in (0, os.geteuid()) or st.st_nlink > 1 or not stat.S_ISREG(st.st_mode):
+                raise OSError(errno.EPERM, "not a file of this tool's (another user's, or a hard link)", str(path))
+        if flags & os.O_CREAT:
+            os.fchmod(fd, FILE_MODE)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def write_new(path: str | os.PathLike[str], data: bytes, *, fsync: bool = False, dir_fd: int | None = None) -> None:
+    """Write ``path`` (created or truncated; a name in ``dir_fd`` when given, a last symbolic link not
+    followed); when that fails, for whatever reason, remove it again.  An OSError names ``path``."""
+    fd = open_file(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, dir_fd)
     try:
         try:
             _write_all(fd, data)
@@ -252,34 +298,154 @@ def write_new(path: Path, data: bytes, *, fsync: bool = False) -> None:
             os.close(fd)
     except BaseException as e:
         try:
-            os.unlink(path)
+            os.unlink(path, dir_fd=dir_fd)
         except OSError:
             pass
         if isinstance(e, OSError):
-            raise _named(e, path)
+            raise _named(e, Path(path))
         raise
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` all at once (temp file, fsync, rename).  On failure the temp file
-    is removed and ``path`` keeps its previous content."""
+def write_atomic(path: Path, text: str, dir_fd: int | None = None) -> None:
+    """Replace ``path`` (a name in ``dir_fd`` when given) with ``text`` all at once (temp file, fsync,
+    rename).  On failure the temp file is removed and ``path`` keeps its previous content."""
     tmp = path.with_name(f".{path.name}.tmp")
-    write_new(tmp, text.encode("utf-8"), fsync=True)
+    write_new(tmp, text.encode("utf-8"), fsync=True, dir_fd=dir_fd)
     try:
-        os.replace(tmp, path)
+        os.replace(tmp, path, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
         try:
-            os.unlink(tmp)
+            os.unlink(tmp, dir_fd=dir_fd)
         except OSError:
             pass
         raise
-    _fsync_dir(path.parent)
+    _fsync_dir(path.parent, dir_fd)
 
 
-def check_dir_path(path: Path) -> list[Path]:
+# --- who else can change a results directory -------------------------------------------------------
+#
+# root runs what it finds in raw/ (fio reads its job files there), so a results directory, raw/ and every
+# directory above them must be changeable by root (or the user the tool runs as) alone: owned by one of
+# them and not writable by group or others.  A directory above may be world-writable when it is sticky
+# (/tmp): others cannot rename or remove what they do not own in it.
+
+
+def foreign(st: os.stat_result, *, sticky_ok: bool = False) -> str | None:
+    """Why another user can change what is in the directory ``st`` describes (None when only root or this
+    process's user can): its owner, or its group/other write bit (allowed with the sticky bit when
+    ``sticky_ok``)."""
+    if st.st_uid not in (0, os.geteuid()):
+        return f"is owned by another user (uid {st.st_uid})"
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not (sticky_ok and st.st_mode & stat.S_ISVTX):
+        return "is writable by other users" if st.st_mode & stat.S_IWOTH else "is writable by its group"
+    return None
+
+
+RUN_RISK = ("root would run what another user puts there; choose a directory only root can write (or a new one "
+            "under it, or under /tmp)")
+
+
+def _refusal(path: Path, where: str, why: str, risk: str = RUN_RISK) -> UsageError:
+    whose = "it" if where == str(path) else where
+    return UsageError(f"{path}: {whose} {why}, so {risk}.")
+
+
+def check_parents(path: Path, real: str, risk: str = RUN_RISK) -> None:
+    """UsageError (exit 2) unless every directory above ``real`` (the resolved path of ``path``) is
+    changeable only by root or this user (a sticky world-writable one, like /tmp, is fine)."""
+    parent = os.path.dirname(real)
+    while True:
+        try:
+            st = os.lstat(parent)
+        except OSError as e:
+            raise UsageError(f"{path}: {parent} cannot be examined ({e.strerror}).") from None
+        why = foreign(st, sticky_ok=True)
+        if why:
+            raise _refusal(path, parent, why, risk)
+        if parent == os.path.dirname(parent):
+            return
+        parent = os.path.dirname(parent)
+
+
+MAX_LINKS = 40  # symbolic links followed in one path, as the kernel's limit
+
+
+def check_links(path: Path, risk: str = RUN_RISK, _shown: Path | None = None, _depth: int = 0) -> None:
+    """UsageError unless every symbolic link on the way to ``path`` (and on the way to their targets) belongs to
+    root or this user: a link another user made (in /tmp, say) would choose where root writes."""
+    shown = _shown or path
+    if _depth > MAX_LINKS:
+        raise UsageError(f"{shown}: too many levels of symbolic links.")
+    cur = Path("/")
+    for part in Path(os.path.abspath(path)).parts[1:]:
+        nxt = cur / part
+        try:
+            st = os.lstat(nxt)
+        except OSError:
+            return  # the rest does not exist (yet): nothing to follow
+        if stat.S_ISLNK(st.st_mode):
+            if st.st_uid not in (0, os.geteuid()):
+                raise _refusal(shown, str(nxt), f"is a symbolic link of another user (uid {st.st_uid})", risk)
+            check_links(cur / os.readlink(nxt), risk, shown, _depth + 1)
+            nxt = Path(os.path.realpath(nxt))
+        cur = nxt
+
+
+def held_path(fd: int, fallback: Path) -> Path:
+    """A path to an open directory for this process and its children (fio, a worker): /proc/PID/fd/N, which
+    stays the directory that was opened and checked whatever is renamed or swapped in later (``fallback``, its
+    own path, without /proc)."""
+    anchor = f"/proc/{os.getpid()}/fd"
+    return Path(f"{anchor}/{fd}") if os.path.isdir(anchor) else fallback
+
+
+def _fd_path(fd: int, fallback: str | os.PathLike[str]) -> str:
+    """The path the kernel has for an open directory (where it really is, whatever links led to it)."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return os.path.realpath(fallback)
+
+
+def open_trusted_dir(path: Path, name: str | None = None, dir_fd: int | None = None, *, sticky_ok: bool = False,
+                     risk: str = RUN_RISK) -> int:
+    """The directory ``path`` (``name`` in ``dir_fd`` when given) opened once, a symbolic link not followed,
+    and checked: it and every directory above it changeable only by root or this user (UsageError, exit 2,
+    naming what and why, ``risk`` saying what that would allow; a sticky world-writable one only when
+    ``sticky_ok``).  Everything in it is then opened relative to the descriptor."""
+    if dir_fd is None:
+        check_links(path, risk)
+    try:
+        if dir_fd is None:
+            fd = os.open(os.path.realpath(path), _DIR_FLAGS)
+        else:
+            fd = os.open(name or path.name, _DIR_FLAGS, dir_fd=dir_fd)
+    except OSError as e:
+        if e.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise UsageError(f"{path}: is not a directory (a symbolic link or a file); refusing to use it.") from None
+        raise UsageError(f"{path}: cannot be opened ({e.strerror}).") from None
+    try:
+        why = foreign(os.fstat(fd), sticky_ok=sticky_ok)
+        if why:
+            raise _refusal(path, str(path), why, risk)
+        if dir_fd is None:
+            check_parents(path, _fd_path(fd, path), risk)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def check_dir_path(path: Path, risk: str | None = RUN_RISK) -> list[Path]:
     """Refuse, before anything is written, a results directory that cannot be one (UsageError, exit 2,
     one sentence): ``path`` or a parent is a file, the name is too long, the nearest existing directory
-    is not writable (permission, read-only filesystem).  Returns the missing directories, innermost first."""
+    is not writable (permission, read-only filesystem), or another user could change it or a directory
+    above it (:func:`foreign`; a sticky world-writable parent such as /tmp is fine, the tool makes its own
+    directory in it), or a symbolic link on the way is another user's (:func:`check_links`).  Returns the
+    missing directories, innermost first.  ``risk``: what another user's access would allow, None for a directory
+    that holds no results (a test file's), which gets only the first checks."""
+    if risk is not None:
+        check_links(path, risk)
     missing: list[Path] = []
     p = path
     while True:
@@ -302,6 +468,11 @@ def check_dir_path(path: Path) -> list[Path]:
         if not stat.S_ISDIR(st.st_mode):
             what = "is not a directory" if p == path else f"cannot be created: {p} is not a directory"
             raise UsageError(f"{path}: {what}; choose a directory for the results.")
+        why = foreign(st, sticky_ok=p != path)  # the tool's own new directory goes into a sticky /tmp
+        if why and risk is not None:
+            raise _refusal(path, str(p), why, risk)
+        if risk is not None:
+            check_parents(path, os.path.realpath(p), risk)
         if not os.access(p, os.W_OK | os.X_OK):
             from app.container import unwritable_hint  # says which flag or permission to change
 
@@ -319,19 +490,30 @@ def _read_only(path: Path) -> bool:
         return False
 
 
-def make_dirs(path: Path) -> list[Path]:
-    """Create ``path`` and its missing parents; the directories created, outermost first.
+def make_dir(name: str | os.PathLike[str], dir_fd: int | None = None) -> None:
+    """mkdir, then DIR_MODE whatever the umask (FileExistsError when it exists: not ours)."""
+    os.mkdir(name, DIR_MODE, dir_fd=dir_fd)
+    fd = os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+    try:
+        os.fchmod(fd, DIR_MODE)
+    finally:
+        os.close(fd)
+
+
+def make_dirs(path: Path, risk: str | None = RUN_RISK) -> list[Path]:
+    """Create ``path`` and its missing parents (DIR_MODE); the directories created, outermost first.
 
     Refusals are one sentence (UsageError, exit 2), see :func:`check_dir_path`.  Whatever this call
-    created is removed again when it fails.
+    created is removed again when it fails.  A directory someone else made meanwhile is used only if
+    :func:`open_trusted_dir` accepts it later.
     """
-    missing = check_dir_path(path)
+    missing = check_dir_path(path, risk)
     created: list[Path] = []
     try:
         for d in reversed(missing):
             created.append(d)  # before mkdir: an interrupt right after it still finds it on the list
             try:
-                os.mkdir(d)
+                make_dir(d)
             except FileExistsError:
                 created.pop()  # made by someone else meanwhile: not ours to remove
                 if not os.path.isdir(d):
@@ -378,19 +560,27 @@ def read_regular(path: str | os.PathLike[str], limit: int) -> bytes:
         os.close(fd)
 
 
-def _open_regular(path: Path) -> Any:
-    """``path`` opened for binary reading, without blocking on a FIFO; UsageError unless it is a
-    regular file (OSError, e.g. FileNotFoundError, as open() raises it)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+def _open_regular(path: str | os.PathLike[str], dir_fd: int | None = None, shown: Path | None = None) -> Any:
+    """``path`` (a name in ``dir_fd`` when given) opened for binary reading, without following a last symbolic
+    link or blocking on a FIFO; UsageError naming ``shown`` unless it is a regular file (OSError, e.g.
+    FileNotFoundError, as open() raises it)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY | os.O_NOFOLLOW, dir_fd=dir_fd)
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
-        raise UsageError(f"{path}: is not a regular file.")
+        raise UsageError(f"{shown or path}: is not a regular file.")
     return os.fdopen(fd, "rb")
 
 
 class ResultsDir:
+    """One results directory.  A run, a resume or an import opens it once (:meth:`open`: the directory
+    and raw/, each checked and held by a descriptor); from then on every file is opened relative to those
+    descriptors without following a last symbolic link, so a directory or link swapped in later is never
+    used.  A reader that never opens it (report, compare) reads by path, files only."""
+
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
+        self.fd: int | None = None  # the directory, once opened
+        self.raw_fd: int | None = None  # raw/, once opened
 
     @property
     def run_json(self) -> Path:
@@ -402,47 +592,126 @@ class ResultsDir:
 
     @property
     def raw_dir(self) -> Path:
-        return self.path / RAW
+        """raw/ as a path for what writes into it, this process and its children (fio reads its job files
+        there): once opened, the path of the held descriptor (/proc/PID/fd/N), which stays the directory
+        that was checked whatever is renamed or swapped in later."""
+        return self.path / RAW if self.raw_fd is None else held_path(self.raw_fd, self.path / RAW)
+
+    def relative(self, path: str | os.PathLike[str]) -> str:
+        """A file's path relative to the directory, as results lines record it (``raw/NAME``)."""
+        if Path(path).parent == self.raw_dir:
+            return f"{RAW}/{Path(path).name}"
+        return os.path.relpath(path, self.path)
+
+    def _name(self, name: str) -> str | Path:
+        """What to open for ``name``: the name itself relative to :attr:`fd`, or its path before opening."""
+        return name if self.fd is not None else self.path / name
 
     def exists(self) -> bool:
-        return self.run_json.is_file()
+        try:
+            return stat.S_ISREG(os.stat(self._name(RUN_JSON), dir_fd=self.fd).st_mode)
+        except OSError:
+            return False
+
+    # --- the directory, opened once ----------------------------------------------------------
+
+    def open(self) -> "ResultsDir":
+        """Open the directory and its raw/ (when there) once, refusing (UsageError, exit 2, one sentence) a
+        directory, raw/ or a directory above them that another user owns or can write (:func:`foreign`), or a
+        raw/ that is a symbolic link: root's fio reads its job files there."""
+        if self.fd is not None:
+            return self
+        self.fd = open_trusted_dir(self.path)
+        try:
+            self.open_raw(create=False)
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def open_raw(self, create: bool = True) -> bool:
+        """Open raw/ (the directory must be open), made first when ``create``; True when this call made it."""
+        assert self.fd is not None
+        if self.raw_fd is not None:
+            return False
+        made = False
+        if create:
+            try:
+                make_dir(RAW, self.fd)
+                made = True
+            except FileExistsError:
+                pass
+        try:
+            os.stat(RAW, dir_fd=self.fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return False
+        self.raw_fd = open_trusted_dir(self.path / RAW, RAW, self.fd)
+        return made
+
+    def close(self) -> None:
+        """Let go of the descriptors (the object reads by path again)."""
+        for fd in (self.raw_fd, self.fd):
+            if fd is not None:
+                os.close(fd)
+        self.fd = self.raw_fd = None
+
+    def _unlink(self, name: str) -> None:
+        try:
+            if name == RAW:
+                os.rmdir(self._name(name), dir_fd=self.fd)
+            else:
+                os.unlink(self._name(name), dir_fd=self.fd)
+        except OSError:
+            pass  # not there (yet), or not empty
 
     # --- run.json -------------------------------------------------------------------------
 
+    def _size(self, name: str) -> int | None:
+        try:
+            return os.stat(self._name(name), dir_fd=self.fd, follow_symlinks=False).st_size
+        except OSError:
+            return None
+
     def check_empty(self) -> None:
         """UsageError when the directory already holds a run (call it holding the directory's lock)."""
-        if self.exists() or (self.results_jsonl.exists() and self.results_jsonl.stat().st_size):
+        if self.exists() or self._size(RESULTS_JSONL):
             raise UsageError(
                 f"{self.path} already holds a run; finish it with `profiler-tui resume {self.path}` "
                 "or choose another --out directory."
             )
 
     def create(self, meta: dict[str, Any]) -> None:
-        """The directory (with its parents) if missing, raw/, an empty results.jsonl and run.json.  When
-        this fails what it made is removed again, so a refused run leaves nothing behind.  (A run calls
-        it holding the directory's lock.)"""
-        made: list[Path] = make_dirs(self.path)
+        """The directory (with its parents) if missing, raw/, an empty results.jsonl and run.json, the directory
+        and raw/ opened (:meth:`open`).  When this fails what it made is removed again, so a refused run leaves
+        nothing behind.  (A run calls it holding the directory's lock.)"""
+        opened_here = self.fd is None
+        made_dirs: list[Path] = make_dirs(self.path) if opened_here else []
+        made: list[str] = []
         try:
+            self.open()
             self.check_empty()
-            if not self.raw_dir.is_dir():
-                self.raw_dir.mkdir()
-                made.append(self.raw_dir)
-            if not self.results_jsonl.exists():
-                write_new(self.results_jsonl, b"")
-                made.append(self.results_jsonl)
-            made.append(self.run_json)
+            if self.open_raw():
+                made.append(RAW)
+            if self._size(RESULTS_JSONL) is None:
+                made.append(RESULTS_JSONL)
+                write_new(self._name(RESULTS_JSONL), b"", dir_fd=self.fd)
+            made.append(RUN_JSON)
             self.write_meta(meta)
         except BaseException:
-            for p in reversed(made):
-                try:
-                    p.rmdir() if p.is_dir() else p.unlink()
-                except OSError:
-                    pass  # not there (yet), or not empty
+            if self.fd is not None:
+                for name in reversed(made):
+                    if name == RAW and self.raw_fd is not None:
+                        os.close(self.raw_fd)
+                        self.raw_fd = None
+                    self._unlink(name)
+            if opened_here:
+                self.close()
+                remove_dirs(made_dirs)
             raise
 
     def read_meta(self) -> dict[str, Any]:
         try:
-            with _open_regular(self.run_json) as f:
+            with _open_regular(self._name(RUN_JSON), self.fd, self.run_json) as f:
                 if os.fstat(f.fileno()).st_size > MAX_RUN_JSON_BYTES:
                     raise UsageError(f"{self.run_json}: is larger than {MAX_RUN_JSON_BYTES >> 20} MiB, more than a "
                                      "run.json can be.")
@@ -458,7 +727,7 @@ class ResultsDir:
         return meta
 
     def write_meta(self, meta: dict[str, Any]) -> None:
-        write_atomic(self.run_json, json.dumps(meta, indent=2, default=_json_default) + "\n")
+        write_atomic(Path(self._name(RUN_JSON)), json.dumps(meta, indent=2, default=_json_default) + "\n", self.fd)
 
     def update_meta(self, **changes: Any) -> dict[str, Any]:
         meta = self.read_meta()
@@ -472,7 +741,7 @@ class ResultsDir:
         """Append one line and fsync it; when that fails the file is cut back to its previous end, so it
         never keeps a partial line of a point that was not recorded."""
         line = json.dumps(record, separators=(",", ":"), default=_json_default) + "\n"
-        fd = os.open(self.results_jsonl, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = open_file(self._name(RESULTS_JSONL), os.O_WRONLY | os.O_APPEND | os.O_CREAT, self.fd)
         try:
             end = os.lseek(fd, 0, os.SEEK_END)
             try:
@@ -499,7 +768,7 @@ class ResultsDir:
         out = Records([])
         by_index: dict[tuple[int, str | None], int] = {}  # (index, fleet host) -> position in out.records
         try:
-            f = _open_regular(self.results_jsonl)
+            f = _open_regular(self._name(RESULTS_JSONL), self.fd, self.results_jsonl)
         except FileNotFoundError:
             return out
         except OSError as e:
@@ -546,7 +815,7 @@ class ResultsDir:
     def repair_tail(self) -> None:
         """Terminate a torn last line so the next append starts on a line of its own."""
         try:
-            with open(self.results_jsonl, "rb+") as f:
+            with os.fdopen(open_file(self._name(RESULTS_JSONL), os.O_RDWR, self.fd), "rb+") as f:
                 f.seek(0, os.SEEK_END)
                 if f.tell() == 0:
                     return
@@ -563,11 +832,20 @@ class ResultsDir:
     def write_raw(self, index: int, stem: str, suffix: str, content: str | bytes) -> str:
         """Write raw/NNNN-stem.suffix (removed again if the write fails); returns its path relative to
         the directory."""
-        self.raw_dir.mkdir(parents=True, exist_ok=True)
         safe = re.sub(r"[^A-Za-z0-9_.+-]", "_", stem)
-        path = self.raw_dir / f"{index:04d}-{safe}{suffix}"
-        write_new(path, content if isinstance(content, bytes) else content.encode("utf-8"))
-        return str(path.relative_to(self.path))
+        return self.write_raw_file(f"{index:04d}-{safe}{suffix}", content)
+
+    def write_raw_file(self, name: str, content: str | bytes) -> str:
+        """Write raw/NAME (removed again if the write fails); returns ``raw/NAME``."""
+        if self.fd is not None:
+            self.open_raw()
+        data = content if isinstance(content, bytes) else content.encode("utf-8")
+        if self.raw_fd is not None:
+            write_new(name, data, dir_fd=self.raw_fd)
+        else:
+            self.raw_dir.mkdir(parents=True, exist_ok=True)
+            write_new(self.raw_dir / name, data)
+        return f"{RAW}/{name}"
 
     # --- the space reserve ------------------------------------------------------------------------
 
@@ -578,12 +856,9 @@ class ResultsDir:
     def make_reserve(self) -> bool:
         """Set space aside for the final run.json update (best effort: False when the filesystem has
         no room even for that)."""
+        size = max(RESERVE_MIN_BYTES, 2 * (self._size(RUN_JSON) or 0))
         try:
-            size = max(RESERVE_MIN_BYTES, 2 * self.run_json.stat().st_size)
-        except OSError:
-            size = RESERVE_MIN_BYTES
-        try:
-            fd = os.open(self.reserve, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+            fd = open_file(self._name(RESERVE), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, self.fd)
         except OSError:
             return False
         try:
@@ -602,7 +877,4 @@ class ResultsDir:
             os.close(fd)
 
     def drop_reserve(self) -> None:
-        try:
-            os.unlink(self.reserve)
-        except OSError:
-            pass
+        self._unlink(RESERVE)

@@ -36,12 +36,12 @@ from app.lock import DirLock
 from app.points import Kind, Point, RunStatus, StoragePoint, point_from_dict
 from app.presets import (ENGINES, KINDS, Preset, check_track, estimate_point_seconds, estimate_seconds, plan_writes,
                          point_key, table_key, validate_plan, validate_procedure)
-from app.procedure import Measured, Procedure, measured_from_record, precondition_estimate_s, skips
+from app.procedure import (Measured, Procedure, check_precondition, measured_from_record, precondition_estimate_s,
+                           skips)
 from app.link import link_of
 from app import telemetry
 from app.validity import TargetFacts, point_flags, target_facts
-from app.results import (SCHEMA_VERSION, ResultsDir, check_dir_path, make_dirs, new_run_dir, now_iso, remove_dirs,
-                         write_new)
+from app.results import SCHEMA_VERSION, ResultsDir, check_dir_path, make_dirs, new_run_dir, now_iso, remove_dirs
 from app.runners import get_runner
 from app.runners.base import Context, Phase, Result, Runner, Sample
 from app.runners.fio import check_target_name, precondition_job
@@ -252,6 +252,7 @@ class Session:
         if self.lock is not None:
             self.lock.release()
             self.lock = None
+        self.results.close()
 
     def mark_interrupted(self) -> None:
         """An interrupt before ``events()`` took over: run.json says so (best effort), the lock is freed."""
@@ -501,9 +502,7 @@ class Session:
         return new
 
     def _write_precondition_raw(self, suffix: str, content: str | bytes) -> str:
-        path = self.results.raw_dir / f"precondition{suffix}"
-        write_new(path, content if isinstance(content, bytes) else content.encode("utf-8"))
-        return str(path.relative_to(self.path))
+        return self.results.write_raw_file(f"precondition{suffix}", content)
 
     def _needs_precondition(self, meta: dict[str, Any]) -> bool:
         if self.kind != Kind.STORAGE or self.procedure.precondition == "none":
@@ -539,7 +538,7 @@ class Session:
             record["raw"] = {suffix.lstrip("."): self._write_precondition_raw(suffix, content)
                              for suffix, content in result.raw.items()}
             for suffix, path in result.files.items():
-                record["raw"][suffix.lstrip(".").split(".")[0]] = os.path.relpath(path, self.path)
+                record["raw"][suffix.lstrip(".").split(".")[0]] = self.results.relative(path)
             record.update({k: v for k, v in result.extra.items() if k in ("steady", "wall_s", "write_cliff")})
             record["io_bytes"] = result.metrics.get("io_bytes")
             record["bw_bytes"] = result.metrics.get("bw_bytes")
@@ -608,7 +607,7 @@ class Session:
         written = {suffix.lstrip("."): self.results.write_raw(ev.index, stem, suffix, content)
                    for suffix, content in ev.raw.items()}
         for suffix, path in ev.files.items():
-            written[suffix.lstrip(".").split(".")[0]] = os.path.relpath(path, self.path)
+            written[suffix.lstrip(".").split(".")[0]] = self.results.relative(path)
         return written
 
     def _record(self, ev: Result, point: Point, started: str | None, t0: float,
@@ -692,6 +691,7 @@ def new_session(
     plan = preset.expand()
     if not plan:
         raise UsageError(f"{preset.source}: the plan has no points.")
+    check_precondition(preset.procedure, plan, preset.source)  # before any directory exists
     out_dir = Path(out) if out else default_out_dir(preset.name)
     check_dir_path(out_dir)  # a file, a name too long, read-only: usage errors before the target is looked at
     if fleet is not None:
@@ -718,7 +718,7 @@ def new_session(
     # that existed before).
     def make(results: ResultsDir, lock: DirLock) -> Session:
         if target_path is not None:
-            created.extend(make_dirs(Path(target_path).parent))
+            created.extend(make_dirs(Path(target_path).parent, risk=None))  # a test file's: no results there
             if meta["target_info"] is None:
                 meta["target_info"] = envinfo.target_info(target_path)  # a file: no probe, quick
         results.create(meta)
@@ -737,6 +737,8 @@ def _create(out_dir: Path, make: Callable[[ResultsDir, DirLock], Session], creat
     try:
         with _sigint_deferred():
             created += make_dirs(out_dir)
+            results.open()  # checked, held by a descriptor: nothing another user swaps in later is used
+            lock = DirLock(out_dir, results.fd)
             lock.acquire()
             results.check_empty()
             session = make(results, lock)
@@ -744,12 +746,10 @@ def _create(out_dir: Path, make: Callable[[ResultsDir, DirLock], Session], creat
                 on_created(session)  # e.g. the CLI's ^C handler, told before a held-back ^C is delivered
     except BaseException as e:
         with _sigint_deferred():
-            if out_dir in created and (lock.fd is not None or _try_lock(lock)):
-                try:
-                    lock.file.unlink()  # the directory is ours: nothing of this run stays
-                except OSError:
-                    pass
+            if out_dir in created and results.fd is not None and (lock.fd is not None or _try_lock(lock)):
+                lock.remove()  # the directory is ours: nothing of this run stays
             lock.release()
+            results.close()
             remove_dirs(created)
         if isinstance(e, OSError):
             raise UsageError(f"{out_dir}: {_os_reason(e)}.") from None
@@ -805,12 +805,20 @@ def load_session(path: str | os.PathLike[str], *, engine: str | None = None, yes
     rules and the confirmations given now (``yes``/``allow_destructive``), exactly as for a new run.
     Nothing in run.json confirms anything."""
     results = ResultsDir(path)
-    lock = DirLock(results.path).acquire() if results.exists() else None  # no run.json: read_meta says so
+    lock: DirLock | None = None
     try:
+        if os.path.isdir(path):
+            # the directory and raw/ checked (no other user can write them: fio reads its job files there)
+            # and held by a descriptor from here on
+            results.open()
+        if results.exists():  # no run.json: read_meta says so
+            lock = DirLock(results.path, results.fd).acquire()
+            results.open_raw()
         return _open_session(results, lock, engine=engine, yes=yes, allow_destructive=allow_destructive)
     except BaseException:
         if lock is not None:
             lock.release()
+        results.close()
         raise
 
 
@@ -874,6 +882,7 @@ def _open_session(results: ResultsDir, lock: DirLock | None, *, engine: str | No
     recorded = recorded_plan(results)
     meta, kind, plan, procedure = recorded.meta, recorded.kind, recorded.plan, recorded.procedure
     source = str(results.run_json)
+    check_precondition(procedure, plan, source)
     chosen_engine = engine or meta.get("engine") or "auto"
     if chosen_engine not in ENGINES:
         raise UsageError(f"{source}: key 'engine' has invalid value {json.dumps(chosen_engine, default=str)[:80]}: "

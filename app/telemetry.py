@@ -36,7 +36,7 @@ from typing import IO, Any, Iterable, Mapping, TypedDict
 from app.external import run_tool
 from app.link import MAX_DEPTH, device_number, sysfs_root
 from app.procedure import TELEMETRY_INTERVAL_S
-from app.results import SCHEMA_VERSION, now_iso, read_regular
+from app.results import SCHEMA_VERSION, now_iso, open_file, read_regular
 
 TOOL_TIMEOUT_S = 10.0
 MAX_OUTPUT_CHARS = 1 << 20  # a health log is a few KiB; more is not a health log
@@ -306,7 +306,7 @@ class Recorder:
         try:
             if self._file is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-                fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
+                fd = open_file(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
                 self._file = os.fdopen(fd, "a", encoding="utf-8", buffering=1)
             self._file.write(json.dumps(line, separators=(",", ":")) + "\n")
         except (OSError, ValueError):

@@ -74,7 +74,15 @@ def fio_processes(mentioning: str | Path) -> list[str]:
     Scoped to a path so that fio started by something else on the machine does not count.
     """
     out = subprocess.run(["pgrep", "-a", "-x", "fio"], capture_output=True, text=True).stdout
-    return [ln for ln in out.splitlines() if str(mentioning) in ln]
+    return [ln for ln in out.splitlines() if str(mentioning) in f"{ln} {_cwd(ln.partition(' ')[0])}"]
+
+
+def _cwd(pid: str) -> str:
+    """A process's working directory (fio runs in the results' raw/ and names its job file relative to it)."""
+    try:
+        return os.readlink(f"/proc/{pid}/cwd")
+    except OSError:
+        return ""
 
 
 def mem_point(**changes: object) -> MemoryPoint:

@@ -18,6 +18,7 @@ from app.report.fleet import MEASURES, MIN_OUTLIER_HOSTS, NOISE_FLOOR, OUTLIER_M
 from app.report.model import RunData
 from app.report.render import MB, STORAGE_UNITS, _environment, _figures, _run, _storage_table, results_csv, us, \
     workload
+from app.results import write_new
 from app.summary import point_label
 from app.textable import markdown_table
 from app.units import format_count
@@ -224,13 +225,14 @@ def fleet_markdown(data: RunData, points: Sequence[FleetPoint], figures: Sequenc
     return "\n".join(lines) + "\n"
 
 
-def write_fleet_report(data: RunData, report_path: Path, plots_dir: Path) -> Path:
-    """report.md (at ``report_path``), the hosts-side-by-side figures in ``plots_dir`` and results.csv beside
-    the report.  OSError when a file cannot be written (the caller words it)."""
+def write_fleet_report(data: RunData, report_path: Path, plots_dir: Path, base_fd: int) -> Path:
+    """report.md (at ``report_path``, whose directory ``base_fd`` holds), the hosts-side-by-side figures in
+    ``plots_dir`` and results.csv beside the report, each opened in ``base_fd`` without following a symbolic
+    link.  OSError when a file cannot be written (the caller words it)."""
     from app.report.fleet_plots import fleet_figures
 
     points = fleet_points(data)
     figures = fleet_figures(points, _hosts(data), plots_dir)
-    report_path.write_text(fleet_markdown(data, points, figures), encoding="utf-8")
-    (report_path.parent / "results.csv").write_text(results_csv(data), encoding="utf-8")
+    write_new(report_path.name, fleet_markdown(data, points, figures).encode("utf-8"), dir_fd=base_fd)
+    write_new("results.csv", results_csv(data).encode("utf-8"), dir_fd=base_fd)
     return report_path

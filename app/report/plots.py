@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 from app.points import Kind
 from app.report.analysis import Curve, MemCurve
 from app.report.model import StorageRow
+from app.results import open_file
 from app.summary import point_label
 from app.units import format_short, format_size, format_us
 
@@ -99,7 +100,9 @@ def _save(plt: Any, fig: Any, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     if CHECK is not None:
         CHECK(fig, path.name)
-    fig.savefig(path, format="svg", metadata={"Date": None})
+    # opened here without following a symbolic link, the file mode fixed (matplotlib would open the path itself)
+    with os.fdopen(open_file(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), "wb") as f:
+        fig.savefig(f, format="svg", metadata={"Date": None})
     plt.close(fig)
 
 

@@ -3,12 +3,19 @@
 report's path.  A fleet run's report is :mod:`app.report.fleet_render`'s, any other run's
 :mod:`app.report.render`'s.  Nothing in the text depends on the clock or on the directory's absolute path,
 so rendering the same directory twice gives the same report.
+
+The report is written by root into a directory that may not be its own: the directory it goes into must be
+changeable only by root (or the user the tool runs as), or be sticky like /tmp, and every file is opened relative
+to that directory's descriptor without following a symbolic link (plots/ too), so nothing another user prepared
+there redirects a write (docs/safety.md).
 """
 
 from __future__ import annotations
 
+import errno
 import math
 import os
+import stat
 from dataclasses import replace
 from pathlib import Path
 
@@ -17,8 +24,13 @@ from app.report import analysis as an
 from app.report import procedure as rp
 from app.report import series
 from app.report.fleet_render import write_fleet_report
-from app.report.model import load
+from app.report.model import RunData, load
 from app.report.render import render_markdown, results_csv
+from app.results import held_path, make_dir, make_dirs, open_trusted_dir, write_new
+
+# what another user's write access to the report's directory would allow
+REPORT_RISK = ("another user could redirect what root writes there; write the report elsewhere with --out FILE, in a "
+               "directory only root can write")
 
 
 def _out_path(directory: str | Path, out: str | Path | None) -> Path:
@@ -41,51 +53,80 @@ def render_report(directory: str | Path, out: str | Path | None = None,
         raise UsageError(f"--p99-bound-us {p99_bound_us}: must be a positive finite number of microseconds.")
     data = load(directory)
     report_path = _out_path(directory, out)
-    if data.fleet is not None:
-        try:
-            return write_fleet_report(data, report_path, _clean_plots(report_path.parent))
-        except OSError as e:
-            raise _unwritable(e, report_path.parent) from None
-    views = rp.storage_views(data.storage)
-    measured = len(data.storage) + len(data.memory)
-    loaded, data = data, replace(data, storage=views.main)
-    base = report_path.parent
-    plots_dir = base / "plots"
-    curves = an.storage_curves(data.storage)
-    mem_curves = an.memory_curves(data.memory)
     try:
-        _clean_plots(base)
-        from app.report.plots import draw_all
+        if not stat.S_ISDIR(os.stat(report_path.parent).st_mode):
+            raise OSError(errno.ENOTDIR, os.strerror(errno.ENOTDIR))
+    except FileNotFoundError:
+        make_dirs(report_path.parent, REPORT_RISK)  # as a results directory's are made: checked, fixed modes
+    except OSError as e:
+        raise _unwritable(e, report_path.parent) from None
+    base_fd = open_trusted_dir(report_path.parent, sticky_ok=True, risk=REPORT_RISK)
+    try:
+        return _render(data, report_path, base_fd, float(p99_bound_us))
+    finally:
+        os.close(base_fd)
 
-        steady = [(p, rp.steady_of(p) or {}, rp.read_samples(data.path, p.record)) for p in data.storage
-                  if rp.steady_of(p) is not None]
-        traces = series.series_traces(data)
-        figures = draw_all(data.storage, curves, mem_curves, plots_dir, searches=views.searches, steady=steady,
-                           series=traces)
-        text = render_markdown(replace(data, measured=measured), figures, float(p99_bound_us) * 1e3, curves,
-                               mem_curves, views)
-        report_path.write_text(text, encoding="utf-8")
-        (base / "results.csv").write_text(results_csv(loaded), encoding="utf-8")  # every round, every search
-        main_ids = {id(p) for p in views.main}
-        measured_storage = sorted(views.main + views.searches + [p for p in views.rounds if id(p) not in main_ids],
-                                  key=lambda p: p.index)
-        if measured_storage:
-            (base / "samples.csv").write_text(series.samples_csv_of(data, measured_storage), encoding="utf-8")
+
+def _render(data: RunData, report_path: Path, base_fd: int, p99_bound_us: float) -> Path:
+    """The report, results.csv, samples.csv and plots/ written into the directory ``base_fd`` holds."""
+    base = report_path.parent
+    try:
+        plots_fd = _clean_plots(base, base_fd)
+        try:
+            plots_dir = held_path(plots_fd, base / "plots")
+            if data.fleet is not None:
+                return write_fleet_report(data, report_path, plots_dir, base_fd)
+            _render_run(data, report_path.name, base_fd, plots_dir, p99_bound_us)
+        finally:
+            os.close(plots_fd)
     except OSError as e:
         raise _unwritable(e, base) from None
     return report_path
 
 
-def _clean_plots(base: Path) -> Path:
-    """``base/plots``, created, without the figures of an earlier rendering."""
-    plots_dir = base / "plots"
-    plots_dir.mkdir(parents=True, exist_ok=True)
-    for old in plots_dir.glob("*.svg"):
-        old.unlink()
-    return plots_dir
+def _render_run(data: RunData, name: str, base_fd: int, plots_dir: Path, p99_bound_us: float) -> None:
+    """A single-target run's report (file ``name``) and its CSV files in ``base_fd``, its figures in ``plots_dir``."""
+    views = rp.storage_views(data.storage)
+    measured = len(data.storage) + len(data.memory)
+    loaded, data = data, replace(data, storage=views.main)
+    curves = an.storage_curves(data.storage)
+    mem_curves = an.memory_curves(data.memory)
+    from app.report.plots import draw_all
+
+    steady = [(p, rp.steady_of(p) or {}, rp.read_samples(data.path, p.record)) for p in data.storage
+              if rp.steady_of(p) is not None]
+    traces = series.series_traces(data)
+    figures = draw_all(data.storage, curves, mem_curves, plots_dir, searches=views.searches, steady=steady,
+                       series=traces)
+    text = render_markdown(replace(data, measured=measured), figures, p99_bound_us * 1e3, curves, mem_curves, views)
+    write_new(name, text.encode("utf-8"), dir_fd=base_fd)
+    write_new("results.csv", results_csv(loaded).encode("utf-8"), dir_fd=base_fd)  # every round, every search
+    main_ids = {id(p) for p in views.main}
+    measured_storage = sorted(views.main + views.searches + [p for p in views.rounds if id(p) not in main_ids],
+                              key=lambda p: p.index)
+    if measured_storage:
+        write_new("samples.csv", series.samples_csv_of(data, measured_storage).encode("utf-8"), dir_fd=base_fd)
+
+
+def _clean_plots(base: Path, base_fd: int) -> int:
+    """``base/plots`` (in the directory ``base_fd`` holds), created, opened and checked like the report's directory
+    (a symbolic link or another user's directory is refused), without the figures of an earlier rendering."""
+    try:
+        make_dir("plots", base_fd)
+    except FileExistsError:
+        pass
+    plots_fd = open_trusted_dir(base / "plots", "plots", base_fd, risk=REPORT_RISK)
+    try:
+        for name in os.listdir(plots_fd):
+            if name.endswith(".svg"):
+                os.unlink(name, dir_fd=plots_fd)
+    except BaseException:
+        os.close(plots_fd)
+        raise
+    return plots_fd
 
 
 def _unwritable(e: OSError, base: Path) -> UsageError:
-    where = e.filename or base
+    where = base / os.path.basename(e.filename) if e.filename else base
     return UsageError(f"{where}: cannot write the report there ({e.strerror or e}); choose another place with "
                       "--out FILE.")

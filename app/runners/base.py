@@ -113,12 +113,14 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
         pass
 
 
-async def spawn(*argv: str, ignore_sigpipe: bool = False) -> asyncio.subprocess.Process:
+async def spawn(*argv: str, ignore_sigpipe: bool = False, cwd: str | os.PathLike[str] | None = None
+                ) -> asyncio.subprocess.Process:
     """Start a measuring child: stdout/stderr piped, in its own session (we stop it, a terminal's ^C
     does not reach it half-way), and killed by the kernel if profiler-tui itself dies (SIGKILL, crash),
     so no fio or engine outlives the tool.  ``ignore_sigpipe``: the child keeps Python's SIG_IGN for SIGPIPE,
     so a write to a peer that went away fails with EPIPE instead of killing it (fio's client, whose server
-    dropped mid-point, would otherwise die with every other host's result)."""
+    dropped mid-point, would otherwise die with every other host's result).  ``cwd``: the child's working
+    directory (fio's is the held raw/, where it reads its job file by name)."""
     return await asyncio.create_subprocess_exec(
         *argv,
         stdout=asyncio.subprocess.PIPE,
@@ -126,6 +128,7 @@ async def spawn(*argv: str, ignore_sigpipe: bool = False) -> asyncio.subprocess.
         stdin=asyncio.subprocess.DEVNULL,
         start_new_session=True,
         restore_signals=not ignore_sigpipe,
+        cwd=cwd,
         preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
     )
 
@@ -143,8 +146,9 @@ class Child:
         self._stderr = asyncio.ensure_future(proc.stderr.read())  # type: ignore[union-attr]
 
     @classmethod
-    async def start(cls, *argv: str, ignore_sigpipe: bool = False) -> "Child":
-        return cls(await spawn(*argv, ignore_sigpipe=ignore_sigpipe))
+    async def start(cls, *argv: str, ignore_sigpipe: bool = False,
+                    cwd: str | os.PathLike[str] | None = None) -> "Child":
+        return cls(await spawn(*argv, ignore_sigpipe=ignore_sigpipe, cwd=cwd))
 
     async def chunks(self, size: int = 1 << 16) -> AsyncIterator[bytes]:
         """The child's stdout as it arrives, until it closes."""

@@ -1,7 +1,9 @@
 """The fio runner: one plan point → one job file → one fio process, streamed live.
 
 The job file written to ``raw/`` is exactly what runs (``fio JOBFILE`` reproduces the job);
-output options stay on the command line: ``--output-format=json+ --status-interval=1``.
+output options stay on the command line: ``--output-format=json+ --status-interval=1``.  fio starts in raw/ as
+the sweep holds it open (``ctx.raw_dir``, /proc/PID/fd/N: the directory that was checked, which only root can
+write) and reads the job file there by name, so nothing renamed or swapped in for raw/ later changes what it runs.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from app.points import WRITE_MODES, Kind, Point, StoragePoint
 from app.presets import MAX_SECONDS
 from app.procedure import (ASSUMED_PRECONDITION_BYTES_PER_S, SEQUENTIAL_PRECONDITION_BS, SEQUENTIAL_PRECONDITION_PASSES,
                            SEQUENTIAL_PRECONDITION_QD, Procedure, first_write_point, region_size)
-from app.results import write_new
+from app.results import open_file, write_new
 from app.runners.base import Child, Context, Event, Phase, Result, Runner, Sample
 from app.runners.fio_parse import (PERCENTILE_LIST, DocumentSplitter, PhaseTracker, SampleTracker, io_started,
                                    metrics, operating_point, steady_progress, steady_result)
@@ -309,7 +311,7 @@ class FioRunner(Runner):
         write_new(job_path, text.encode())  # removed again if the disk is full
         run = _FioRun(index, job_path, ctx.raw_dir / f"{stem}{SAMPLES_SUFFIX}", phase_tracker(point),
                       layout_bytes(point, ctx.target, read_only))
-        async with aclosing(run.stream(fio_command(str(job_path), read_only))) as stream:
+        async with aclosing(run.stream(fio_command(job_path.name, read_only), cwd=ctx.raw_dir)) as stream:
             async for sample in stream:
                 yield sample
         raw: dict[str, str | bytes] = {".fio": text}
@@ -361,7 +363,7 @@ class PreconditionJob:
         write_new(job_path, text.encode())
         run = _FioRun(-1, job_path, ctx.raw_dir / f"precondition{SAMPLES_SUFFIX}", phase_tracker(self.point),
                       layout_bytes(self.point, ctx.target, False))
-        async with aclosing(run.stream(fio_command(str(job_path)))) as stream:
+        async with aclosing(run.stream(fio_command(job_path.name), cwd=ctx.raw_dir)) as stream:
             async for sample in stream:
                 yield sample
         raw: dict[str, str | bytes] = {".fio": text}
@@ -438,9 +440,10 @@ class _FioRun:
         self.wall = 0.0
         self.samples: list[dict[str, Any]] = []  # kept for the write-cliff check (at most MAX_SERIES)
 
-    async def stream(self, argv: list[str]) -> AsyncGenerator[Sample | Phase, None]:
+    async def stream(self, argv: list[str], cwd: Path | None = None) -> AsyncGenerator[Sample | Phase, None]:
+        """Run fio (``argv``; in ``cwd``, the raw/ it reads its job file from by name) and stream what it measures."""
         started = time.monotonic()
-        child = await Child.start(*argv)
+        child = await Child.start(*argv, cwd=cwd)
         splitter = DocumentSplitter()
         tracker = SampleTracker()
         series: IO[str] | None = None  # opened with the first sample: no empty file for a point that never ran
@@ -521,7 +524,7 @@ def open_samples(path: Path) -> IO[str] | None:
     """The point's samples file, created or truncated (a rerun replaces an interrupted attempt's); None when
     it cannot be written (the live view still gets every sample; the results line is what counts)."""
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
+        fd = open_file(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     except OSError:
         return None
     return os.fdopen(fd, "w", encoding="utf-8", buffering=1)

@@ -169,11 +169,11 @@ def fields_is_zombie(pid: int) -> bool:
 
 
 def fio_for(path: Path) -> list[str]:
-    """fio command lines (pgrep -a -x fio) that point into ``path`` — other tests' fio are not ours."""
-    import subprocess
+    """fio command lines (pgrep -a -x fio) that point into ``path`` (or run in it: fio reads its job file in raw/)
+    — other tests' fio are not ours."""
+    from conftest import fio_processes
 
-    out = subprocess.run(["pgrep", "-a", "-x", "fio"], capture_output=True, text=True).stdout
-    return [ln for ln in out.splitlines() if str(path) in ln]
+    return fio_processes(path)
 
 
 async def forever() -> None:
