@@ -62,7 +62,7 @@ def stop_process(proc: subprocess.Popen) -> int | None:
 
 def processes(pattern: str) -> list[tuple[int, str]]:
     """(pid, command line) of every process whose command line holds ``pattern`` (pgrep -f, itself left out)."""
-    out = subprocess.run(["pgrep", "-a", "-f", pattern], capture_output=True, text=True).stdout
+    out = subprocess.run(["pgrep", "-a", "-f", "--", pattern], capture_output=True, text=True).stdout
     found = []
     for line in out.splitlines():
         pid, _, cmd = line.partition(" ")

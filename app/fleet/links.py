@@ -332,10 +332,13 @@ def close_all() -> None:
 
 def agent_reachable(link: Link, timeout: float = 3.0) -> bool:
     """Whether the host's agent accepts connections.  For an ssh host the forward's local end always accepts one
-    (ssh opens the channel only then), so the check asks the host itself: ``ssh -W AGENT_SOCKET`` over the master
-    connection fails at once when nothing listens there, and stays open when the agent answered."""
+    (ssh opens the channel to the host's socket only then), so the check waits on it: ssh closes the connection
+    at once when nothing listens at the agent's socket there, and keeps it open when the agent accepted (fio's
+    server waits for the client to speak first)."""
     if link.host.scheme == "ssh":
-        return _agent_answers_over_ssh(link, timeout)
+        if not link.alive or link._dir is None:
+            return False
+        return _stays_open(link.local_socket, timeout)
     addr, port = link.fio_address
     family, where = (socket.AF_UNIX, addr) if port is None else (socket.AF_INET6 if ":" in addr else socket.AF_INET,
                                                                  (addr, port))
@@ -348,22 +351,13 @@ def agent_reachable(link: Link, timeout: float = 3.0) -> bool:
             return False
 
 
-def _agent_answers_over_ssh(link: Link, timeout: float) -> bool:
-    if not link.alive or link._dir is None:
-        return False
-    argv = ssh_base(link.host) + ["-S", link._control(), "-W", link.agent_socket, "--", link.host.ssh_destination]
-    try:
-        proc = start_ssh(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    except OSError:
-        return False
-    try:
-        proc.wait(timeout)
-        return False  # ssh ended: the channel was refused ("connect failed"), or the connection is gone
-    except subprocess.TimeoutExpired:
-        return True  # the channel stayed open: something listens at the agent's socket on the host
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        if proc.stdin:
-            proc.stdin.close()
+def _stays_open(path: str, timeout: float) -> bool:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(timeout)
+        try:
+            s.connect(path)
+            return s.recv(1) != b""  # EOF: ssh's channel to the host's socket was refused
+        except TimeoutError:
+            return True  # the channel stayed open: something listens at the agent's socket on the host
+        except OSError:
+            return False
