@@ -211,9 +211,10 @@ def _interrupted_line(session: Session) -> str:
 
 
 class StartUpInterrupt:
-    """The SIGINT handler of ``run`` and ``resume`` until their event loop takes over (``_drive``).
+    """The SIGINT and SIGTERM handler of ``run`` and ``resume`` until their event loop takes over (``_drive``).
 
-    Until then nothing has been measured, so ^C ends the process at once: exit 130 and one line.  It
+    Until then nothing has been measured, so ^C ends the process at once: exit 130 and one line, after a
+    fleet's ssh connections are closed (app.fleet.links.close_all).  It
     raises nothing into whatever Python is doing at that moment (a KeyboardInterrupt raised while a
     module is being imported can surface as another exception, with a traceback).  Once the session's
     run.json exists (``track``), it is first marked ``interrupted``.  The steps that create run.json
@@ -224,8 +225,9 @@ class StartUpInterrupt:
         self.session: Session | None = None
 
     def install(self) -> None:
-        try:
+        try:  # SIGTERM too: a fleet start-up's ssh connections and their directories go before the process
             signal.signal(signal.SIGINT, self)
+            signal.signal(signal.SIGTERM, self)
         except ValueError:  # not the main thread: nothing to install
             pass
 
@@ -234,6 +236,7 @@ class StartUpInterrupt:
 
     def __call__(self, signum: int, frame: Any) -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second ^C does not cut this short
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         line = "profiler-tui: interrupted."
         if self.session is not None:
             self.session.mark_interrupted()

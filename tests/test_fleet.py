@@ -9,8 +9,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
+import stat
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -22,7 +25,7 @@ from app.fleet.runner import ALL_CLIENTS, STALL_ENV
 from app.runners.fio_parse import metrics
 from tests import schema_check
 from tests.conftest import ROOT, run_cli
-from tests.fleet_agents import agents, fio_servers, kill_matching, stop_process
+from tests.fleet_agents import agents, fio_servers, kill_matching, processes, stop_process
 from tests.loopdev import loop_device, needs_loop
 
 pytestmark = needs_loop
@@ -351,3 +354,113 @@ def test_the_fleet_client_ignores_sigpipe_so_a_dropped_host_cannot_kill_it() -> 
     sigpipe = 1 << (13 - 1)
     assert asyncio.run(sig_ign(True)) & sigpipe
     assert not asyncio.run(sig_ign(False)) & sigpipe
+
+
+def _ssh_env(d: Path) -> dict[str, str]:
+    return {**os.environ, "PROFILER_TUI_SSH_CONFIG": str(d / "ssh_config"),
+            "PROFILER_TUI_REMOTE_COMMAND": str(Path(sys.executable).parent / "profiler-tui")}
+
+
+def _start_run(tmp_path: Path, port: int, d: Path, agent_socket: str, *extra: str) -> subprocess.Popen[str]:
+    args = [sys.executable, "-m", "app", "run", "custom", "--set", "rw=randread", "--set", "size=16m",
+            "--host", f"ssh://root@127.0.0.1:{port}", "--agent-socket", agent_socket,
+            "--target", str(tmp_path / "t.img"), *extra]
+    return subprocess.Popen(args, cwd=ROOT, env=_ssh_env(d), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def _links_of(pid: int) -> tuple[list[str], list[str]]:
+    """The ssh processes and the connection directories of controller ``pid``."""
+    import glob
+    import tempfile
+
+    mark = f"profiler-tui-ssh-{pid}-"
+    procs = [cmd for _, cmd in processes(mark)]
+    return procs, glob.glob(os.path.join(tempfile.gettempdir(), mark + "*"))
+
+
+def _wait_no_ssh(pid: int, timeout: float = 5) -> tuple[list[str], list[str]]:
+    deadline = time.monotonic() + timeout
+    while _links_of(pid)[0] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return _links_of(pid)
+
+
+def test_nobody_cannot_use_the_controller_forward_during_a_run(tmp_path: Path, sshd) -> None:
+    port, d = sshd
+    public = Path(tempfile.mkdtemp(prefix="profiler-tui-public-"))
+    public.chmod(0o755)
+    marker = public / "ran-as-root"
+    job = public / "job.fio"
+    job.write_text(f"[j]\nfilename={public / 'data'}\nsize=1m\nrw=write\nexec_prerun=touch {marker}\n")
+    job.chmod(0o644)
+    try:
+        with agents(1) as (agent,):
+            run = _start_run(tmp_path, port, d, agent.socket, "--set", "runtime=2", "--set", "bs=4k,64k",
+                             "--out", str(tmp_path / "r"))
+            try:
+                forward = None
+                deadline = time.monotonic() + 60
+                while forward is None and time.monotonic() < deadline and run.poll() is None:
+                    found = [p for p in _links_of(run.pid)[1] if os.path.exists(os.path.join(p, "agent.sock"))]
+                    forward = os.path.join(found[0], "agent.sock") if found else None
+                    time.sleep(0.05)
+                assert forward is not None, "the run's forward socket never appeared"
+                assert stat.S_IMODE(os.lstat(os.path.dirname(forward)).st_mode) == 0o700
+                assert stat.S_IMODE(os.lstat(forward).st_mode) == 0o600  # StreamLocalBindMask=0177
+                denied = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--", "fio",
+                                         f"--client=sock:{forward}", str(job)], capture_output=True, text=True,
+                                        timeout=60, cwd="/")
+                assert denied.returncode != 0 and "Permission denied" in denied.stderr, denied.stderr
+                assert not marker.exists()
+                stdout, stderr = run.communicate(timeout=120)
+            finally:
+                if run.poll() is None:
+                    run.kill()
+                    run.wait()
+            assert run.returncode == 0, stderr  # root's run went through the same forward, end to end
+            assert len(_lines(tmp_path / "r")) == 2
+            assert _wait_no_ssh(run.pid) == ([], [])
+    finally:
+        shutil.rmtree(public, ignore_errors=True)
+
+
+# moments after the start (s) at which the start-up is interrupted: Python's start, ssh connecting, the host
+# answering `devices --json --target`, run.json being made, the first point
+MOMENTS = (0.05, 0.2, 0.4, 0.6, 0.8, 1.0, 1.3, 1.6, 2.0, 2.5, 3.2)
+
+
+def test_interrupting_a_fleet_start_up_at_any_moment_leaves_no_ssh_and_no_forward(tmp_path: Path, sshd) -> None:
+    port, d = sshd
+    seen = set()
+    with agents(1) as (agent,):
+        for i, moment in enumerate(MOMENTS):
+            sig = signal.SIGTERM if i % 4 == 3 else signal.SIGINT
+            run = _start_run(tmp_path, port, d, agent.socket, "--set", "runtime=1", "--out", str(tmp_path / f"r{i}"))
+            try:
+                time.sleep(moment)
+                seen.add(bool(_links_of(run.pid)[0]))
+                run.send_signal(sig)
+                _, stderr = run.communicate(timeout=60)
+            finally:
+                if run.poll() is None:
+                    run.kill()
+                    run.wait()
+            assert run.returncode == 130, (moment, sig, run.returncode, stderr)
+            assert "Traceback" not in stderr
+            assert _wait_no_ssh(run.pid) == ([], []), (moment, sig)
+        # SIGKILL of the controller: the kernel ends its ssh (parent-death signal); its 0700 directory stays
+        run = _start_run(tmp_path, port, d, agent.socket, "--set", "runtime=1", "--out", str(tmp_path / "k"))
+        try:
+            deadline = time.monotonic() + 30
+            while not _links_of(run.pid)[0] and time.monotonic() < deadline:
+                time.sleep(0.02)
+            run.kill()
+            run.wait()
+            procs, dirs = _wait_no_ssh(run.pid)
+            assert procs == []
+            assert all(stat.S_IMODE(os.lstat(p).st_mode) == 0o700 and os.lstat(p).st_uid == 0 for p in dirs)
+        finally:
+            for p in _links_of(run.pid)[1]:
+                shutil.rmtree(p, ignore_errors=True)
+    assert seen == {True, False}  # some moments fell before the ssh connection, some while it was open
