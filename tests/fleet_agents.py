@@ -135,9 +135,12 @@ class Agent:
 
     def freeze(self, sig: int = signal.SIGSTOP) -> None:
         """SIGSTOP fio's server and its jobs: the host 'freezes' with its connections open (SIGCONT: thaw)."""
-        for pid in fio_pids(self.where):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, sig)
+        for _ in range(3 if sig == signal.SIGSTOP else 1):  # again: forks made while the first sweep ran
+            for pid in fio_pids(self.where):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, sig)
+            if sig == signal.SIGSTOP:
+                time.sleep(0.1)
 
     def thaw(self) -> None:
         self.freeze(signal.SIGCONT)
