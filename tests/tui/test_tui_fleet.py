@@ -518,7 +518,7 @@ def write_fleet_results(hosts: tuple[str, ...] = (A, B), outlier: tuple[int, str
     failures = [{"index": i, "host": h, "point": plan[i].to_dict(), "error": f"host {h}: no result from fio"}
                 for i, h in failed]
     rd.create({"kind": "storage", "plan": [p.to_dict() for p in plan], "status": "partial",
-               "fleet": {"hosts": targets, "agent_port": 8765}, "failures": failures})
+               "fleet": {"hosts": targets, "agent_socket": "/run/profiler-tui/agent.sock"}, "failures": failures})
     for i, point in enumerate(plan):
         for j, h in enumerate(targets):
             if (i, h["host"]) in failed:
