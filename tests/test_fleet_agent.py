@@ -198,6 +198,26 @@ def test_the_socket_directory_and_socket_rules(tmp_path: Path) -> None:
     (real / "a.sock").write_text("")
     _refused(real / "a.sock", "is not a socket")
     (real / "a.sock").unlink()
+    import socket
+
+    with socket.socket(socket.AF_UNIX) as left:  # a socket someone else left (nobody listens on it)
+        left.bind(str(real / "a.sock"))
+    os.chown(real / "a.sock", NOBODY, NOBODY)
+    _refused(real / "a.sock", f"is owned by uid {NOBODY}")
+    os.chown(real / "a.sock", 0, 0)
+    (real / "a.sock").chmod(0o777)  # fio binds with umask 0: one left before the agent narrowed it
+    _refused(real / "a.sock", "has mode 0777")
+    (real / "a.sock").chmod(0o600)  # one a killed agent left: removed, and the agent starts
+    proc = subprocess.Popen([sys.executable, "-m", "app", "agent", "--socket", str(real / "a.sock")], cwd=ROOT,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 20
+        while not fio_pids(str(real / "a.sock")) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert proc.poll() is None and fio_pids(str(real / "a.sock"))
+    finally:
+        stop_process(proc)
+        kill_matching(f"--server=sock:{real / 'a.sock'}")
     open_parent = tmp_path / "open"
     open_parent.mkdir()
     open_parent.chmod(0o777)  # not sticky: another user could swap the socket's directory
