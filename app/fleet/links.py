@@ -29,6 +29,7 @@ import secrets
 import shlex
 import shutil
 import socket
+import stat
 import subprocess
 import tempfile
 import time
@@ -124,10 +125,36 @@ class Judged:
 _OPEN: "weakref.WeakSet[Link]" = weakref.WeakSet()  # links with an ssh connection or its directory
 
 
+LINK_PREFIX = "profiler-tui-ssh-"
+
+
 def _link_dir() -> str:
     """A fresh path for a link's directory, not created yet (the link is registered first, so an interrupt
     at any moment finds what to remove)."""
-    return os.path.join(tempfile.gettempdir(), f"profiler-tui-ssh-{os.getpid()}-{secrets.token_hex(6)}")
+    _remove_dead_links()
+    return os.path.join(tempfile.gettempdir(), f"{LINK_PREFIX}{os.getpid()}-{secrets.token_hex(6)}")
+
+
+def _remove_dead_links() -> None:
+    """The directories of this user's controllers that were killed (SIGKILL leaves them: the kernel ended their
+    ssh, nothing could remove the directory): their process is gone."""
+    base = tempfile.gettempdir()
+    try:
+        names = [n for n in os.listdir(base) if n.startswith(LINK_PREFIX)]
+    except OSError:
+        return
+    for name in names:
+        pid = name[len(LINK_PREFIX):].split("-", 1)[0]
+        path = os.path.join(base, name)
+        try:
+            st = os.lstat(path)
+            if not pid.isdigit() or st.st_uid != os.geteuid() or not stat.S_ISDIR(st.st_mode):
+                continue
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(path, ignore_errors=True)
+        except OSError:
+            continue
 
 
 @dataclass(eq=False)
