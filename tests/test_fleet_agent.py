@@ -72,6 +72,7 @@ def test_nobody_cannot_reach_the_agent_but_root_can(public: Path) -> None:
                               timeout=60)
         assert done.returncode == 0, done.stdout + done.stderr
         assert marker.exists() and os.stat(marker).st_uid == 0
+        assert (Path(agent.directory) / "j.prerun.txt").exists()  # fio's cwd is the agent's private directory
 
 
 def test_the_agent_stops_on_sigterm_and_leaves_no_fio_nor_socket() -> None:
@@ -132,12 +133,20 @@ def _one_serves(procs: list[subprocess.Popen[str]], answers: Callable[[], bool])
     return err
 
 
+def _settle(where: str | int) -> int:
+    """fio's server processes once the readiness probes' connection forks have ended."""
+    deadline = time.monotonic() + 15
+    while len(fio_pids(where)) > 1 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return len(fio_pids(where))
+
+
 def test_two_agents_started_at_the_same_moment_on_one_socket_or_port(tmp_path: Path) -> None:
     agent = Agent()
     procs = _start_two(agent.argv())
     try:
         _one_serves(procs, agent.answers)
-        assert len([p for p in fio_pids(agent.socket)]) == 1  # one fio server
+        assert _settle(agent.socket) == 1  # one fio server
     finally:
         for p in procs:
             stop_process(p)
@@ -149,10 +158,7 @@ def test_two_agents_started_at_the_same_moment_on_one_socket_or_port(tmp_path: P
     try:
         # fio's server binds with SO_REUSEPORT: without the lock both would serve and share connections
         _one_serves(procs, lambda: listening(port))
-        deadline = time.monotonic() + 15
-        while len(fio_pids(port)) > 1 and time.monotonic() < deadline:  # the probes' connection forks end
-            time.sleep(0.1)
-        assert len(fio_pids(port)) == 1
+        assert _settle(port) == 1
     finally:
         for p in procs:
             stop_process(p)
@@ -267,3 +273,4 @@ def test_a_loopback_tcp_agent_is_open_to_nobody_which_is_why_it_needs_consent(pu
         done = as_nobody("fio", f"--client=127.0.0.1,{agent.port}", str(job))
         assert done.returncode == 0, done.stdout + done.stderr
         assert marker.exists() and os.stat(marker).st_uid == 0  # nobody's job ran as root: why TCP needs consent
+    Path("/run/profiler-tui/j.prerun.txt").unlink(missing_ok=True)  # fio's record of exec_prerun, in its cwd

@@ -195,25 +195,40 @@ def open_socket_dir(path: str) -> int:
 
 
 def take_lock(dir_fd: int, name: str, listen: Listen) -> int:
-    """The agent's exclusive lock on its socket or port (a descriptor held for its life); UsageError when another
-    agent holds it."""
+    """The agent's exclusive lock on its socket or port (a descriptor held for its life, see
+    :func:`release_lock`); UsageError when another agent holds it."""
     where = os.path.join(listen.directory, name)
-    try:
-        fd = os.open(name, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dir_fd)
-    except OSError as e:
-        raise UsageError(f"{where}: cannot open the agent's lock file ({e.strerror}).") from None
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+    while True:
+        try:
+            fd = os.open(name, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dir_fd)
+        except OSError as e:
+            raise UsageError(f"{where}: cannot open the agent's lock file ({e.strerror}).") from None
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+            os.close(fd)
+            raise UsageError(f"{where}: the agent's lock file is not a regular file of uid {os.geteuid()} with "
+                             "mode 0600; remove it.")
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise UsageError(f"{listen.described} cannot be used: another agent serves it (it holds {where}); "
+                             "stop it or choose another " + ("--socket." if listen.path else "--port.")) from None
+        try:  # the agent that held it may have removed the name meanwhile: then lock the new file
+            if os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_ino == st.st_ino:
+                return fd
+        except FileNotFoundError:
+            pass
         os.close(fd)
-        raise UsageError(f"{where}: the agent's lock file is not a regular file of uid {os.geteuid()} with mode "
-                         "0600; remove it.")
+
+
+def release_lock(dir_fd: int, name: str, fd: int) -> None:
+    """Remove the lock file, then let it go: an agent waiting on the old file sees its name gone and retries."""
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.unlink(name, dir_fd=dir_fd)
     except OSError:
-        os.close(fd)
-        raise UsageError(f"{listen.described} cannot be used: another agent serves it (it holds {where}); stop it "
-                         "or choose another " + ("--socket." if listen.path else "--port.")) from None
-    return fd
+        pass
+    os.close(fd)
 
 
 def connects(path: str) -> bool:
@@ -291,10 +306,12 @@ def check_port_free(addr: Address, port: int) -> None:
 # --- fio's server under its guard --------------------------------------------------------------------------
 
 
-def start_guarded(argv: list[str]) -> subprocess.Popen[bytes]:
-    """fio's server as the child of :data:`GUARD` (the agent's stdio), in a session of their own."""
+def start_guarded(argv: list[str], cwd: str) -> subprocess.Popen[bytes]:
+    """fio's server as the child of :data:`GUARD` (the agent's stdio), in a session of their own.  Its working
+    directory is the agent's own (0700): what fio writes there by a relative name (``JOB.prerun.txt``, the
+    output of a job's exec_prerun) stays root's, wherever the agent was started."""
     return subprocess.Popen([sys.executable, "-I", "-S", "-c", GUARD, str(os.getpid()), *argv],
-                            stdin=subprocess.DEVNULL, start_new_session=True)
+                            stdin=subprocess.DEVNULL, start_new_session=True, cwd=cwd)
 
 
 def stop_group(proc: subprocess.Popen[bytes], grace: float = 3.0) -> None:
@@ -343,7 +360,7 @@ def wait_listening(listen: Listen, proc: subprocess.Popen[bytes], stopping: list
 
 def _serve(listen: Listen, dir_fd: int, err: TextIO) -> int:
     """fio's server until it ends or a signal stops the agent; the exit status."""
-    proc = start_guarded(listen.server_argv())
+    proc = start_guarded(listen.server_argv(), listen.directory)
     stopping: list[int] = []
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -387,6 +404,6 @@ def run_agent(socket_path: str | None = None, bind: str | None = None, port: int
                 print(warning.format(addr=listen.addr, port=listen.port), file=err, flush=True)
             return _serve(listen, dir_fd, err)
         finally:
-            os.close(lock)
+            release_lock(dir_fd, listen.lock_name, lock)
     finally:
         os.close(dir_fd)
