@@ -16,6 +16,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -426,16 +427,33 @@ def _wait_no_ssh(pid: int, timeout: float = 5) -> tuple[list[str], list[str]]:
 MOMENTS = (0.05, 0.3, 0.6, 0.9, 1.3, 1.8, 2.5)
 
 
+def _ssh_started(pid: int) -> bool:
+    return bool(_links_of(pid)[0])
+
+
+def _judging(pid: int) -> bool:
+    """The host's target is being judged: `devices --json --target` runs over the connection."""
+    return any("devices --json --target" in cmd for cmd in _links_of(pid)[0])
+
+
 def test_interrupting_a_fleet_start_up_at_any_moment_leaves_no_ssh_and_no_forward(tmp_path: Path, sshd) -> None:
     port, d = sshd
-    seen = set()
+    # fixed moments, then the two states the start-up passes through whatever the machine's speed: the ssh
+    # connection just started, and the host's target being judged over it
+    moments: list[float | Callable[[int], bool]] = [*MOMENTS, _ssh_started, _judging, _judging]
+    hit = []
     with agents(1) as (agent,):
-        for i, moment in enumerate(MOMENTS):
+        for i, moment in enumerate(moments):
             sig = signal.SIGTERM if i % 3 == 2 else signal.SIGINT
             run = _start_run(tmp_path, port, d, agent.socket, "--set", "runtime=1", "--out", str(tmp_path / f"r{i}"))
             try:
-                time.sleep(moment)
-                seen.add(bool(_links_of(run.pid)[0]))
+                if callable(moment):
+                    deadline = time.monotonic() + 30
+                    while not moment(run.pid) and time.monotonic() < deadline:
+                        time.sleep(0.005)
+                    hit.append(moment(run.pid))
+                else:
+                    time.sleep(moment)
                 run.send_signal(sig)
                 _, stderr = run.communicate(timeout=60)
             finally:
@@ -445,6 +463,7 @@ def test_interrupting_a_fleet_start_up_at_any_moment_leaves_no_ssh_and_no_forwar
             assert run.returncode == 130, (moment, sig, run.returncode, stderr)
             assert "Traceback" not in stderr
             assert _wait_no_ssh(run.pid) == ([], []), (moment, sig)
+        assert all(hit), "a start-up state to interrupt in was never seen"
         # SIGKILL of the controller: the kernel ends its ssh (parent-death signal); its 0700 directory stays
         run = _start_run(tmp_path, port, d, agent.socket, "--set", "runtime=1", "--out", str(tmp_path / "k"))
         try:
@@ -464,4 +483,3 @@ def test_interrupting_a_fleet_start_up_at_any_moment_leaves_no_ssh_and_no_forwar
         finally:
             for p in _links_of(run.pid)[1]:
                 shutil.rmtree(p, ignore_errors=True)
-    assert seen == {True, False}  # some moments fell before the ssh connection, some while it was open
