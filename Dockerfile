@@ -2,6 +2,9 @@
 #
 #   docker build -t profiler-tui .
 #   docker run --rm -it --privileged -v /dev:/dev -v "$PWD/results:/results" profiler-tui
+#   docker run --rm --privileged --network none -v /dev:/dev \
+#       -v /run/profiler-tui:/run/profiler-tui profiler-tui agent     # a fleet agent (docs/fleet.md): its
+#       socket in the host's /run/profiler-tui (install -d -m 0700 /run/profiler-tui), no network needed
 #
 # Build arguments:
 #   MLC_URL   Intel MLC tarball fetched at build time (short timeouts; on failure the build goes on

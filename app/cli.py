@@ -74,10 +74,10 @@ def cli(ctx: click.Context) -> int | None:
     Without a command it opens the interactive TUI.
     """
     if ctx.invoked_subcommand is None:
-        from app.fleet.hosts import agent_port_from_env
+        from app.fleet.hosts import agent_socket_from_env
         from app.tui import run_tui  # the UI is imported only when it is used
 
-        return run_tui(agent_port=agent_port_from_env())
+        return run_tui(agent_socket=agent_socket_from_env())
     return None
 
 
@@ -180,6 +180,30 @@ def presets_show(name: str, sets: tuple[str, ...], as_json: bool) -> int:
 # --- run / resume -----------------------------------------------------------------------------
 
 
+_TCP_OPTIONS = (
+    click.option("--allow-network", is_flag=True,
+                 help="Allow tcp:// hosts on other machines: anyone who can reach such an agent's port runs jobs "
+                      "there as root."),
+    click.option("--allow-local-users", is_flag=True,
+                 help="Allow loopback tcp:// hosts: every user of this machine can run jobs as root on them."),
+)
+
+
+def _consent(allow_network: bool, allow_local_users: bool) -> None:
+    from app.fleet import hosts
+
+    hosts.CONSENT = hosts.TcpConsent(allow_network, allow_local_users)
+
+
+def _warn_tcp(hosts: Any) -> None:
+    from app.fleet import hosts as fleet_hosts
+
+    for h in hosts:
+        warning = fleet_hosts.CONSENT.warning(h)
+        if warning:
+            click.echo(warning, err=True)
+
+
 def _interrupted_line(session: Session) -> str:
     records = session.results.records()
     return (f"Interrupted: {len(records)} of {len(session.plan)} points are kept in {session.path}; "
@@ -187,9 +211,10 @@ def _interrupted_line(session: Session) -> str:
 
 
 class StartUpInterrupt:
-    """The SIGINT handler of ``run`` and ``resume`` until their event loop takes over (``_drive``).
+    """The SIGINT and SIGTERM handler of ``run`` and ``resume`` until their event loop takes over (``_drive``).
 
-    Until then nothing has been measured, so ^C ends the process at once: exit 130 and one line.  It
+    Until then nothing has been measured, so ^C ends the process at once: exit 130 and one line, after a
+    fleet's ssh connections are closed (app.fleet.links.close_all).  It
     raises nothing into whatever Python is doing at that moment (a KeyboardInterrupt raised while a
     module is being imported can surface as another exception, with a traceback).  Once the session's
     run.json exists (``track``), it is first marked ``interrupted``.  The steps that create run.json
@@ -200,8 +225,9 @@ class StartUpInterrupt:
         self.session: Session | None = None
 
     def install(self) -> None:
-        try:
+        try:  # SIGTERM too: a fleet start-up's ssh connections and their directories go before the process
             signal.signal(signal.SIGINT, self)
+            signal.signal(signal.SIGTERM, self)
         except ValueError:  # not the main thread: nothing to install
             pass
 
@@ -210,6 +236,7 @@ class StartUpInterrupt:
 
     def __call__(self, signum: int, frame: Any) -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second ^C does not cut this short
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         line = "profiler-tui: interrupted."
         if self.session is not None:
             self.session.mark_interrupted()
@@ -221,6 +248,12 @@ class StartUpInterrupt:
             sys.stdout.flush()
         except Exception:
             pass
+        links = sys.modules.get("app.fleet.links")
+        if links is not None:  # a fleet start-up: its ssh connections and forwards end before the process
+            try:
+                links.close_all()
+            except Exception:
+                pass
         os.write(2, (line + "\n").encode())
         os._exit(EXIT_INTERRUPTED)
 
@@ -317,15 +350,20 @@ def _execute(session: Session, json_stream: bool = False) -> int:
 @click.option("--target", "targets", multiple=True, metavar="PATH",
               help="A file (created if absent) or a block device. Default: a file in --out. With --host: the "
                    "target on every host, or HOST=PATH for one host (HOST exactly as given to --host).")
-@click.option("--host", "hosts", multiple=True, metavar="ssh://[USER@]HOST[:PORT] | tcp://ADDR:PORT",
-              help="Run on this fleet host's agent (profiler-tui agent) too; repeat for each host. ssh:// tunnels "
-                   "to the agent on the host's loopback; tcp:// connects directly (trusted networks).")
-@click.option("--agent-port", type=click.IntRange(1, 65535), default=8765, show_default=True,
-              envvar="PROFILER_TUI_AGENT_PORT", help="The agents' port on ssh:// hosts (also PROFILER_TUI_AGENT_PORT).")
+@click.option("--host", "hosts", multiple=True, metavar="ssh://[USER@]HOST[:PORT] | unix:///SOCKET | tcp://ADDR:PORT",
+              help="Run on this fleet host's agent (profiler-tui agent) too; repeat for each host. ssh:// forwards "
+                   "a socket of this run to the agent's socket on the host; unix:// is an agent's socket here; "
+                   "tcp:// connects directly (needs --allow-network or --allow-local-users).")
+@click.option("--agent-socket", default="/run/profiler-tui/agent.sock", show_default=True, metavar="PATH",
+              envvar="PROFILER_TUI_AGENT_SOCKET",
+              help="The agents' socket on ssh:// hosts (also PROFILER_TUI_AGENT_SOCKET).")
+@_TCP_OPTIONS[0]
+@_TCP_OPTIONS[1]
 @click.option("--start-agent", is_flag=True,
               help="Start each host's agent as a container of --agent-image through the host's Docker Engine API "
-                   "(reached over SSH; privileged, host network, /dev) for this run, and remove it when the run "
-                   "ends or is interrupted. The image must already be on the host. See docs/fleet.md.")
+                   "(reached over SSH; privileged, no network, /dev and the socket's directory) for this run, and "
+                   "remove it when the run ends or is interrupted. The image must already be on the host. See "
+                   "docs/fleet.md.")
 @click.option("--agent-image", metavar="IMAGE",
               help="The image --start-agent runs on each host (built or loaded there; nothing is pulled). "
                    "Default: profiler-tui.")
@@ -339,11 +377,12 @@ def _execute(session: Session, json_stream: bool = False) -> int:
               help="Skip the rest of a QD or numjobs axis once it saturates (same as --set adaptive=yes).")
 @click.option("--json-stream", is_flag=True,
               help="Write the run's events to stdout as NDJSON (one object per line); progress goes to stderr.")
-def run(preset: str, targets: tuple[str, ...], hosts: tuple[str, ...], agent_port: int, start_agent: bool,
-        agent_image: str | None, out: str | None, sets: tuple[str, ...], yes: bool, allow_destructive: bool,
-        engine: str, adaptive: bool, json_stream: bool) -> int:
+def run(preset: str, targets: tuple[str, ...], hosts: tuple[str, ...], agent_socket: str, allow_network: bool,
+        allow_local_users: bool, start_agent: bool, agent_image: str | None, out: str | None, sets: tuple[str, ...],
+        yes: bool, allow_destructive: bool, engine: str, adaptive: bool, json_stream: bool) -> int:
     """Run PRESET (a shipped name or a TOML file) headlessly, here or on fleet hosts (--host)."""
     START_UP.install()
+    _consent(allow_network, allow_local_users)
     from app.sweep import new_session
 
     if adaptive:
@@ -353,7 +392,8 @@ def run(preset: str, targets: tuple[str, ...], hosts: tuple[str, ...], agent_por
     if hosts:
         from app.fleet.runner import open_fleet
 
-        fleet = open_fleet(hosts, targets, agent_port)
+        fleet = open_fleet(hosts, targets, agent_socket)
+        _warn_tcp(fleet.hosts)
     elif len(targets) > 1:
         raise UsageError(f"--target was given {len(targets)} times; without --host a run has one target.")
     elif targets and "://" in targets[0].split("=", 1)[0] and "=" in targets[0]:
@@ -367,7 +407,8 @@ def run(preset: str, targets: tuple[str, ...], hosts: tuple[str, ...], agent_por
         if start_agent and fleet is not None:
             from app.fleet.containers import started_agents  # loads the docker SDK: only when asked for
 
-            agents.enter_context(started_agents(fleet.hosts, image=agent_image or "profiler-tui", port=agent_port))
+            agents.enter_context(started_agents(fleet.hosts, image=agent_image or "profiler-tui",
+                                                socket=fleet.agent_socket))
         session = new_session(p, target=None if fleet else (targets[0] if targets else None), out=out, yes=yes,
                               allow_destructive=allow_destructive, engine=engine, overrides=sets,
                               on_created=START_UP.track, fleet=fleet)
@@ -380,12 +421,16 @@ def run(preset: str, targets: tuple[str, ...], hosts: tuple[str, ...], agent_por
 @click.option("--yes", is_flag=True, help="Confirm the target again (needed for block devices, as for run).")
 @click.option("--allow-destructive", is_flag=True, help="Confirm again destroying a filesystem or partition table.")
 @click.option("--json-stream", is_flag=True, help="As for run: the events to stdout as NDJSON, progress to stderr.")
-def resume(directory: str, engine: str | None, yes: bool, allow_destructive: bool, json_stream: bool) -> int:
+@_TCP_OPTIONS[0]
+@_TCP_OPTIONS[1]
+def resume(directory: str, engine: str | None, yes: bool, allow_destructive: bool, json_stream: bool,
+           allow_network: bool, allow_local_users: bool) -> int:
     """Finish an interrupted run without repeating completed points.
 
     The plan in DIR/run.json is validated again and the target checked again with the same rules and
     confirmations as `run`: confirmations given to the first run are not carried over."""
     START_UP.install()
+    _consent(allow_network, allow_local_users)
     from app.sweep import load_session
 
     session = load_session(directory, engine=engine, yes=yes, allow_destructive=allow_destructive)
@@ -402,17 +447,23 @@ def resume(directory: str, engine: str | None, yes: bool, allow_destructive: boo
 
 
 @cli.command()
-@click.option("--bind", default="127.0.0.1", show_default=True, metavar="ADDR",
-              help="The address fio's server listens on (loopback unless --allow-network).")
-@click.option("--port", type=click.IntRange(1, 65535), default=8765, show_default=True)
+@click.option("--socket", "socket_path", metavar="PATH",
+              help="The Unix socket fio's server listens on (default /run/profiler-tui/agent.sock), in a directory "
+                   "of this user with mode 0700 (created if absent).")
+@click.option("--bind", metavar="ADDR", help="Listen on TCP at this address instead (needs --allow-local-users for "
+                                              "a loopback address, --allow-network for another).")
+@click.option("--port", type=click.IntRange(1, 65535), help="The TCP port (default 8765 with --bind).")
 @click.option("--allow-network", is_flag=True,
               help="Allow a non-loopback --bind: fio's server has no authentication (anyone reaching it runs jobs "
                    "as root).")
-def agent(bind: str, port: int, allow_network: bool) -> int:
+@click.option("--allow-local-users", is_flag=True,
+              help="Allow a loopback --bind: every user of this machine can then run jobs as root.")
+def agent(socket_path: str | None, bind: str | None, port: int | None, allow_network: bool,
+          allow_local_users: bool) -> int:
     """Serve fio jobs for a fleet controller (`run --host`): fio --server on this host, until SIGTERM."""
     from app.fleet.agent import run_agent
 
-    return run_agent(bind, port, allow_network)
+    return run_agent(socket_path, bind, port, allow_network, allow_local_users)
 
 
 # --- report / import / compare (docs/report.md) --------------------------------------------------

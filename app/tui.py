@@ -16,6 +16,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from app.fleet.hosts import DEFAULT_AGENT_SOCKET
+
 
 def create_app(**options: Any) -> Any:
     """The application (:class:`app.screens.application.ProfilerApp`); keyword arguments are
@@ -70,7 +72,7 @@ def crash_message(app: Any) -> str:
             "`profiler-tui resume DIR` finishes an interrupted run.")
 
 
-def run_tui(agent_port: int = 8765) -> int:
+def run_tui(agent_socket: str = DEFAULT_AGENT_SOCKET) -> int:
     future = _prefetch_devices()
     first: list[Future] = [future]
 
@@ -90,7 +92,7 @@ def run_tui(agent_port: int = 8765) -> int:
         return environment_warnings(os.environ.get("PROFILER_TUI_RESULTS") or "results")
 
     app = create_app(devices=devices, handle_signals=True, environment=environment,
-                     agent_port=agent_port)  # imports Textual
+                     agent_socket=agent_socket)  # imports Textual
     # Until here ^C ends the process at once with one line (app.__main__: a KeyboardInterrupt raised
     # mid-import can surface as another exception); the running app gets Python's KeyboardInterrupt.
     try:

@@ -1,7 +1,7 @@
-"""Benchmark: a fleet run on 4 loopback agents against the same run on 1 (the hosts really run at once).
+"""Benchmark: a fleet run on 4 local agents (Unix sockets) against the same run on 1 (the hosts really run at once).
 
-Makes 4 RAM-backed loop devices (images in /dev/shm) and starts 4 ``profiler-tui agent`` processes on free ports
-of 127.0.0.1, then runs ``quick`` with ``runtime=1`` (``--yes``) ``--repeat`` times on one agent and on all four,
+Makes 4 RAM-backed loop devices (images in /dev/shm) and starts 4 ``profiler-tui agent`` processes, each on
+its own Unix socket, then runs ``quick`` with ``runtime=1`` (``--yes``) ``--repeat`` times on one agent and on all four,
 alternating, and prints the median wall time of each, their ratio (target ≤ 1.3) and, for the last 4-host run,
 each host's figures per point.  It also checks that every host's figures in results.jsonl are exactly the
 figures fio's client reported for that host (``client_stats`` in raw/*.fleet.json) and that the fleet total is
@@ -71,8 +71,8 @@ def check_exact(out: Path) -> tuple[int, list[str]]:
     problems = []
     for r in lines:
         doc = json.loads((out / r["raw"]["fleet"]).read_text())
-        port = int(r["host"].rsplit(":", 1)[1])
-        entry = next(e for e in doc["client_stats"] if e["port"] == port and e["jobname"] != ALL_CLIENTS)
+        sock = r["host"].removeprefix("unix://")  # fio names a socket client by its path
+        entry = next(e for e in doc["client_stats"] if e["hostname"] == sock and e["jobname"] != ALL_CLIENTS)
         for direction in ("read", "write"):
             if r["metrics"][f"{direction}_iops"] != entry[direction]["iops"]:
                 problems.append(f"{r['host']} point {r['index']}: {direction} IOPS differ from fio's")

@@ -329,8 +329,9 @@ fi
 
 # --- agents started through the Docker Engine API (run --start-agent) ------------------------------
 # podman's Docker-compatible API on a socket here stands in for a fleet host's Docker Engine:
-# app.fleet.containers (the host's .venv, which has the docker SDK) starts the image's agent on a free
-# port of 127.0.0.1, fio --client runs a small job on it, and the container is removed again.
+# app.fleet.containers (the host's .venv, which has the docker SDK) starts the image's agent without a network,
+# on a socket in a 0700 directory bound into the container, fio --client runs a small job on it, and the
+# container is removed again.
 step "run --start-agent: the image's agent through the Docker Engine API (podman system service)"
 command -v fio >/dev/null || { apt-get update -q >/dev/null;
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends fio >/dev/null; }
@@ -340,14 +341,14 @@ CONTAINERS_CONF="$tmp/containers.conf" podman --runtime=runc --cgroup-manager=cg
     "unix://$tmp/podman.sock" >"$tmp/podman-service.log" 2>&1 &
 svc_pid=$!
 for _ in $(seq 200); do [ -S "$tmp/podman.sock" ] && break; sleep 0.1; done
-agent_port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+install -d -m 0700 "$tmp/agent"
 if [ ! -S "$tmp/podman.sock" ]; then
     cat "$tmp/podman-service.log"; bad "podman system service did not start"
 elif ! "$repo/.venv/bin/python" -c 'import docker' 2>/dev/null; then
     bad "the docker SDK is not in $repo/.venv (install the project there: .venv/bin/pip install -e '.[dev]')"
 else
     rc=0; (cd "$repo" && PYTHONPATH="$repo" "$repo/.venv/bin/python" "$here/agent_check.py" "unix://$tmp/podman.sock" \
-        "$TAG" "$agent_port" "$NAME-agent" "$loop") >"$tmp/agent-check.log" 2>&1 || rc=$?
+        "$TAG" "$tmp/agent/agent.sock" "$NAME-agent" "$loop") >"$tmp/agent-check.log" 2>&1 || rc=$?
     while IFS= read -r line; do
         case "$line" in
             ok:*) ok "${line#ok: }" ;;

@@ -60,7 +60,7 @@ def make_fleet_dir(path: Path, hosts: int | list[str] = 4, points: int = 3,
                 target=None, target_info=None, preset={"name": "fleet-test", "kind": "storage"},
                 fleet={"hosts": [{"host": h, "scheme": "tcp", "address": "127.0.0.1", "port": 18801 + i,
                                   "user": None, "target": f"/dev/loop{i}"} for i, h in enumerate(names)],
-                       "agent_port": 8765})
+                       "agent_socket": "/run/profiler-tui/agent.sock"})
     lines = [fleet_line(rec, i, h, f"/dev/loop{k}", factor(k, i))
              for i, rec in enumerate(source) for k, h in enumerate(names)]
     path.mkdir(parents=True, exist_ok=True)

@@ -23,14 +23,14 @@ from typing import Iterator
 
 CONF = '[containers]\ndefault_ulimits = ["nofile=1024:1024", "nproc=1024:1024"]\n'
 
-# The fake agent: `ENTRYPOINT ["/agent", MODE]` + `agent --port PORT` from start_agent.
+# The fake agent: `ENTRYPOINT ["/agent", MODE]` + `agent --socket PATH` from start_agent.
 #   ok    prints the agent's start line and sleeps until SIGTERM
 #   dies  exits at once with an error, as fio does when its port is taken
 #   late  prints the start line, then the error, and exits (the agent's line comes before fio binds)
 #   mute  prints nothing and sleeps
 FAKE_AGENT = b"""#!/bin/sh
 mode="$1"; shift
-line="profiler-tui agent: fio server on 127.0.0.1 port $3 (pid $$); stop with SIGTERM or ^C."
+line="profiler-tui agent: fio server on socket $3 (pid $$); stop with SIGTERM or ^C."
 trap 'echo "profiler-tui agent: stopped." >&2; exit 0' TERM INT
 case "$mode" in
 ok)   echo "$line" >&2; sleep 600 & wait; exit 0;;

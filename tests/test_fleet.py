@@ -1,16 +1,22 @@
-"""Fleet runs for real: agents (`profiler-tui agent`, fio's server) on 127.0.0.1, each with its own loop device made
-here, one `fio --client` per point across them; a host that drops mid-run; a refused host stopping everything
-before anything runs; and one host reached through a real OpenSSH server started by the test."""
+"""Fleet runs for real: agents (`profiler-tui agent`, fio's server) on Unix sockets of this machine, each with its own
+loop device made here, one `fio --client` per point across them; a host that drops mid-run; a refused host
+stopping everything before anything runs; one loopback TCP agent with its explicit flags; and one host reached
+through a real OpenSSH server started by the test.  The agent's own rules (socket directory, lock, no fio left
+after kill -9, nobody locked out) are in tests/test_fleet_agent.py."""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
+import signal
+import stat
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -20,7 +26,7 @@ from app.fleet.runner import ALL_CLIENTS, STALL_ENV
 from app.runners.fio_parse import metrics
 from tests import schema_check
 from tests.conftest import ROOT, run_cli
-from tests.fleet_agents import agents, fio_servers, free_port, kill_matching, stop_process
+from tests.fleet_agents import agents, fio_servers, kill_matching, processes, stop_process
 from tests.loopdev import loop_device, needs_loop
 
 pytestmark = needs_loop
@@ -59,9 +65,10 @@ def test_four_agents_run_quick_with_every_host_figure_fio_s_own(tmp_path: Path) 
         assert {r["host"] for r in lines} == set(by_host)
         for r in lines:
             assert r["target"] == by_host[r["host"]]
-            port = int(r["host"].rsplit(":", 1)[1])
+            sock = r["host"].removeprefix("unix://")
             stats = _client_stats(out, r)
-            mine = [e for e in stats if e["port"] == port and e["jobname"] != ALL_CLIENTS]
+            # fio names a socket client by its path: each host's entry is its own agent's
+            mine = [e for e in stats if e["hostname"] == sock and e["jobname"] != ALL_CLIENTS]
             assert len(mine) == 1
             entry = mine[0]
             # exactly fio's own client_stats figures for this host
@@ -72,7 +79,8 @@ def test_four_agents_run_quick_with_every_host_figure_fio_s_own(tmp_path: Path) 
         # each point ran once, on all four hosts together: one fio document per point with all four hosts
         for index in range(8):
             stats = _client_stats(out, next(r for r in lines if r["index"] == index))
-            assert sorted(e["port"] for e in stats if e["jobname"] != ALL_CLIENTS) == sorted(a.port for a in running)
+            assert sorted(e["hostname"] for e in stats if e["jobname"] != ALL_CLIENTS) == sorted(
+                a.socket for a in running)
         meta = json.loads((out / "run.json").read_text())
         assert meta["status"] == "complete" and meta["target"] is None
         assert [h["host"] for h in meta["fleet"]["hosts"]] == [a.host for a in running]
@@ -89,7 +97,7 @@ def test_four_agents_run_quick_with_every_host_figure_fio_s_own(tmp_path: Path) 
             assert agent.host in text
         assert (out / "plots" / "fleet-iops.svg").stat().st_size > 0 and "plots/fleet-iops.svg" in text
     for agent in running:
-        assert not fio_servers(agent.port)
+        assert not fio_servers(agent.socket)
 
 
 def test_a_host_that_drops_fails_only_its_points_and_resume_completes_them(tmp_path: Path) -> None:
@@ -172,7 +180,7 @@ def test_a_frozen_host_is_stopped_after_the_grace_and_resume_completes_the_point
 
 def test_a_bad_stall_grace_is_one_sentence_before_anything_runs(tmp_path: Path) -> None:
     for bad in ("0", "-3", "1.5", "ten", "9" * 40, "86401"):
-        proc = subprocess.run([sys.executable, "-m", "app", "run", "quick", "--host", "tcp://127.0.0.1:1",
+        proc = subprocess.run([sys.executable, "-m", "app", "run", "quick", "--host", "unix:///tmp/none.sock",
                                "--target", "/tmp/x", "--out", str(tmp_path / "r")], cwd=ROOT, capture_output=True,
                               text=True, env={**os.environ, STALL_ENV: bad}, timeout=60)
         assert proc.returncode == 2 and STALL_ENV in proc.stderr, (bad, proc.stderr)
@@ -193,43 +201,49 @@ def test_a_host_whose_target_is_mounted_stops_a_write_run_before_anything_runs(t
         assert not out.exists()  # nothing was created, no job ran anywhere
 
 
-def test_the_agent_stops_on_sigterm_and_leaves_no_fio(tmp_path: Path) -> None:
-    with agents(1) as (agent,):
-        assert fio_servers(agent.port)
-        assert agent.stop() == 0
-        assert not fio_servers(agent.port)
+def test_one_loopback_tcp_agent_runs_only_with_the_explicit_flags(tmp_path: Path) -> None:
+    """TCP stays possible with consent on both sides; each side says who can reach the agent."""
+    with agents(1, tcp=True) as (agent,):
+        args = ["run", "custom", "--set", "runtime=1", "--set", "rw=read", "--set", "size=8m", "--host", agent.host,
+                "--target", str(tmp_path / "t.img")]
+        refused = run_cli(*args, "--out", str(tmp_path / "no"))
+        assert refused.returncode == 2 and "--allow-local-users" in refused.stderr, refused.stderr
+        assert not (tmp_path / "no").exists()
+        proc = run_cli(*args, "--allow-local-users", "--out", str(tmp_path / "r"))
+        assert proc.returncode == 0, proc.stderr
+        assert "every user of this machine can run any fio job as root" in proc.stderr
+        line, = _lines(tmp_path / "r")
+        stats = [e for e in _client_stats(tmp_path / "r", line) if e["jobname"] != ALL_CLIENTS]
+        assert [(e["hostname"], e["port"]) for e in stats] == [("127.0.0.1", agent.port)]
+        # resume asks for the consent again, as for --yes
+        again = run_cli("resume", str(tmp_path / "r"))
+        assert again.returncode == 2 and "--allow-local-users" in again.stderr, again.stderr
+        again = run_cli("resume", str(tmp_path / "r"), "--allow-local-users")
+        assert again.returncode == 0 and "Nothing to resume" in again.stdout, again.stderr
+    assert not fio_servers(agent.port)
 
 
-def test_a_second_agent_on_a_taken_port_is_refused() -> None:
-    # fio's server binds with SO_REUSEPORT: a second one would start and share the first one's connections
-    with agents(1) as (agent,):
-        proc = run_cli("agent", "--port", str(agent.port), timeout=30)
-        assert proc.returncode == 2 and "cannot be used" in proc.stderr
-        # fio's server forks a process per connection (the readiness probe's too): they end within moments
-        deadline = time.monotonic() + 15
-        while len(fio_servers(agent.port)) > 1 and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert len(fio_servers(agent.port)) == 1
-
-
-def test_the_agent_refuses_a_network_bind_without_the_flag() -> None:
-    proc = run_cli("agent", "--bind", "0.0.0.0", "--port", "18999")
-    assert proc.returncode == 2
-    assert "--allow-network" in proc.stderr and "authentication" in proc.stderr
-    assert not fio_servers(18999)
+U = "unix:///tmp/a.sock"
 
 
 @pytest.mark.parametrize("args, words", [
     (["--host", "ssh://-oProxyCommand=x"], "not a host name"),
     (["--host", "tcp://127.0.0.1"], "needs the agent's port"),
     (["--host", "tcp://127.0.0.1:70000"], "1 to 65535"),
-    (["--host", "tcp://127.0.0.1:1", "--host", "tcp://127.0.0.1:1"], "same host"),
-    (["--host", "tcp://127.0.0.1:1"], "has no target"),
-    (["--host", "tcp://127.0.0.1:1", "--target", "relative.img"], "absolute path"),
-    (["--host", "tcp://127.0.0.1:1", "--target", "tcp://127.0.0.2:1=/x"], "not one of the --host values"),
-    (["--target", "tcp://127.0.0.1:1=/x"], "give that host with --host"),
+    (["--host", U, "--host", U], "same host"),
+    (["--host", U], "has no target"),
+    (["--host", U, "--target", "relative.img"], "absolute path"),
+    (["--host", U, "--target", "unix:///tmp/b.sock=/x"], "not one of the --host values"),
+    (["--host", "unix://relative.sock", "--target", "/x"], "an agent's socket is an absolute path"),
+    (["--host", "unix:///tmp/a b.sock", "--target", "/x"], "without spaces"),
+    (["--host", "ssh://h", "--agent-socket", "/tmp/x=y", "--target", "/x"], "an agent's socket"),
+    (["--target", "unix:///tmp/a.sock=/x"], "give that host with --host"),
     (["--start-agent"], "give --host too"),
-    (["--host", "tcp://127.0.0.1:1", "--target", "/x", "--agent-image", "i"], "give --start-agent too"),
+    (["--host", U, "--target", "/x", "--agent-image", "i"], "give --start-agent too"),
+    (["--host", "tcp://127.0.0.1:1", "--target", "/x"], "--allow-local-users"),
+    (["--host", "tcp://127.0.0.1:1", "--target", "/x", "--allow-network"], "--allow-local-users"),
+    (["--host", "tcp://192.0.2.1:1", "--target", "/x"], "--allow-network"),
+    (["--host", "tcp://192.0.2.1:1", "--target", "/x", "--allow-local-users"], "anyone who can reach that port"),
 ])
 def test_bad_fleet_options_get_one_sentence_and_exit_2(tmp_path: Path, args: list[str], words: str) -> None:
     proc = run_cli("run", "quick", "--out", str(tmp_path / "r"), *args)
@@ -287,30 +301,65 @@ def sshd(tmp_path: Path):
         kill_matching(str(d / "sshd_config"))  # session processes sshd forked
 
 
-def test_one_host_end_to_end_over_ssh(tmp_path: Path, sshd, monkeypatch: pytest.MonkeyPatch) -> None:
+def _nobody_tries(forward: str, public: Path) -> None:
+    """As user nobody, a job with exec_prerun through the run's forward socket: refused, the command never ran."""
+    marker = public / "ran-as-root"
+    job = public / "job.fio"
+    job.write_text(f"[j]\nfilename={public / 'data'}\nsize=1m\nrw=write\nexec_prerun=touch {marker}\n")
+    job.chmod(0o644)
+    assert stat.S_IMODE(os.lstat(os.path.dirname(forward)).st_mode) == 0o700
+    assert stat.S_IMODE(os.lstat(forward).st_mode) == 0o600  # StreamLocalBindMask=0177
+    denied = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--", "fio",
+                             f"--client=sock:{forward}", str(job)], capture_output=True, text=True, timeout=60, cwd="/")
+    assert denied.returncode != 0 and "Permission denied" in denied.stderr, denied.stderr
+    assert not marker.exists() and not (public / "data").exists()
+
+
+def test_one_host_end_to_end_over_ssh_and_nobody_cannot_use_its_forward(tmp_path: Path, sshd,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     port, d = sshd
     env = {"PROFILER_TUI_SSH_CONFIG": str(d / "ssh_config"),
            "PROFILER_TUI_REMOTE_COMMAND": str(Path(sys.executable).parent / "profiler-tui")}
     host = f"ssh://root@127.0.0.1:{port}"
     out = tmp_path / "r"
+    public = Path(tempfile.mkdtemp(prefix="profiler-tui-public-"))  # pytest's tmp_path is root's alone
+    public.chmod(0o755)
     with agents(1) as (agent,), loop_device(tmp_path, name="s", ram=True) as dev:
-        proc = run_cli("run", "custom", "--set", "runtime=1", "--set", "rw=randread,randwrite", "--yes", "--out",
-                       str(out), "--host", host, "--agent-port", str(agent.port), "--target", dev.path, env=env)
-        assert proc.returncode == 0, proc.stderr
+        run = subprocess.Popen([sys.executable, "-m", "app", "run", "custom", "--set", "runtime=1", "--set",
+                                "rw=randread,randwrite", "--yes", "--out", str(out), "--host", host,
+                                "--agent-socket", agent.socket, "--target", dev.path], cwd=ROOT,
+                               env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            forward = None
+            deadline = time.monotonic() + 60
+            while forward is None and time.monotonic() < deadline and run.poll() is None:
+                found = [p for p in _links_of(run.pid)[1] if os.path.exists(os.path.join(p, "agent.sock"))]
+                forward = os.path.join(found[0], "agent.sock") if found else None
+                time.sleep(0.05)
+            assert forward is not None, "the run's forward socket never appeared"
+            _nobody_tries(forward, public)
+            _, stderr = run.communicate(timeout=120)
+        finally:
+            shutil.rmtree(public, ignore_errors=True)
+            if run.poll() is None:
+                run.kill()
+                run.wait()
+        assert run.returncode == 0, stderr  # root's run went through the same forward, end to end
+        assert _wait_no_ssh(run.pid) == ([], [])
         lines = _lines(out)
         assert len(lines) == 2 and {r["host"] for r in lines} == {host}
         for r in lines:
             stats = [e for e in _client_stats(out, r) if e["jobname"] != ALL_CLIENTS]
             assert len(stats) == 1
-            # fio reached the agent through the tunnel's local end, not the agent's own port
-            assert stats[0]["hostname"] == "127.0.0.1" and stats[0]["port"] != agent.port
+            # fio reached the agent through the forward's local socket (this run's own directory), not the agent's
+            assert "/profiler-tui-ssh-" in stats[0]["hostname"] and stats[0]["hostname"] != agent.socket
             assert r["metrics"]["iops"] > 0
         # the TUI's connection test: through the SSH connection, the agent answers; a port without one does not
         with monkeypatch.context() as m:
             for key, value in env.items():
                 m.setenv(key, value)
-            for port_, answers in ((agent.port, True), (free_port(), False)):
-                link = Link(parse_host(host), port_).open()
+            for sock, answers in ((agent.socket, True), (str(tmp_path / "none.sock"), False)):
+                link = Link(parse_host(host), sock).open()
                 try:
                     assert agent_reachable(link, timeout=2.0) is answers
                     assert any(d.get("path") == dev.path for d in link.devices())
@@ -318,7 +367,7 @@ def test_one_host_end_to_end_over_ssh(tmp_path: Path, sshd, monkeypatch: pytest.
                     link.close()
         # a refusal judged on the far side comes back as exit 3 naming the host
         refused = run_cli("run", "quick", "--set", "runtime=1", "--yes", "--out", str(tmp_path / "r2"),
-                          "--host", host, "--agent-port", str(agent.port), "--target", "/dev/vda", env=env)
+                          "--host", host, "--agent-socket", agent.socket, "--target", "/dev/vda", env=env)
         assert refused.returncode == 3, refused.stderr
         assert host in refused.stderr
     leftover = subprocess.run(["pgrep", "-a", "-f", "profiler-tui-ssh-"], capture_output=True, text=True).stdout
@@ -341,3 +390,96 @@ def test_the_fleet_client_ignores_sigpipe_so_a_dropped_host_cannot_kill_it() -> 
     sigpipe = 1 << (13 - 1)
     assert asyncio.run(sig_ign(True)) & sigpipe
     assert not asyncio.run(sig_ign(False)) & sigpipe
+
+
+def _ssh_env(d: Path) -> dict[str, str]:
+    return {**os.environ, "PROFILER_TUI_SSH_CONFIG": str(d / "ssh_config"),
+            "PROFILER_TUI_REMOTE_COMMAND": str(Path(sys.executable).parent / "profiler-tui")}
+
+
+def _start_run(tmp_path: Path, port: int, d: Path, agent_socket: str, *extra: str) -> subprocess.Popen[str]:
+    args = [sys.executable, "-m", "app", "run", "custom", "--set", "rw=randread", "--set", "size=16m",
+            "--host", f"ssh://root@127.0.0.1:{port}", "--agent-socket", agent_socket,
+            "--target", str(tmp_path / "t.img"), *extra]
+    return subprocess.Popen(args, cwd=ROOT, env=_ssh_env(d), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def _links_of(pid: int) -> tuple[list[str], list[str]]:
+    """The ssh processes and the connection directories of controller ``pid``."""
+    import glob
+    import tempfile
+
+    mark = f"profiler-tui-ssh-{pid}-"
+    procs = [cmd for _, cmd in processes(mark)]
+    return procs, glob.glob(os.path.join(tempfile.gettempdir(), mark + "*"))
+
+
+def _wait_no_ssh(pid: int, timeout: float = 5) -> tuple[list[str], list[str]]:
+    deadline = time.monotonic() + timeout
+    while _links_of(pid)[0] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return _links_of(pid)
+
+
+# moments after the start (s) at which the start-up is interrupted: Python's start, ssh connecting, the host
+# answering `devices --json --target`, run.json being made, the first point
+MOMENTS = (0.05, 0.3, 0.6, 0.9, 1.3, 1.8, 2.5)
+
+
+def _ssh_started(pid: int) -> bool:
+    return bool(_links_of(pid)[0])
+
+
+def _judging(pid: int) -> bool:
+    """The host's target is being judged: `devices --json --target` runs over the connection."""
+    return any("devices --json --target" in cmd for cmd in _links_of(pid)[0])
+
+
+def test_interrupting_a_fleet_start_up_at_any_moment_leaves_no_ssh_and_no_forward(tmp_path: Path, sshd) -> None:
+    port, d = sshd
+    # fixed moments, then the two states the start-up passes through whatever the machine's speed: the ssh
+    # connection just started, and the host's target being judged over it
+    moments: list[float | Callable[[int], bool]] = [*MOMENTS, _ssh_started, _judging, _judging]
+    hit = []
+    with agents(1) as (agent,):
+        for i, moment in enumerate(moments):
+            sig = signal.SIGTERM if i % 3 == 2 else signal.SIGINT
+            run = _start_run(tmp_path, port, d, agent.socket, "--set", "runtime=1", "--out", str(tmp_path / f"r{i}"))
+            try:
+                if callable(moment):
+                    deadline = time.monotonic() + 30
+                    while not moment(run.pid) and time.monotonic() < deadline:
+                        time.sleep(0.005)
+                    hit.append(moment(run.pid))
+                else:
+                    time.sleep(moment)
+                run.send_signal(sig)
+                _, stderr = run.communicate(timeout=60)
+            finally:
+                if run.poll() is None:
+                    run.kill()
+                    run.wait()
+            assert run.returncode == 130, (moment, sig, run.returncode, stderr)
+            assert "Traceback" not in stderr
+            assert _wait_no_ssh(run.pid) == ([], []), (moment, sig)
+        assert all(hit), "a start-up state to interrupt in was never seen"
+        # SIGKILL of the controller: the kernel ends its ssh (parent-death signal); its 0700 directory stays
+        run = _start_run(tmp_path, port, d, agent.socket, "--set", "runtime=1", "--out", str(tmp_path / "k"))
+        try:
+            deadline = time.monotonic() + 30
+            while not _links_of(run.pid)[0] and time.monotonic() < deadline:
+                time.sleep(0.02)
+            run.kill()
+            run.wait()
+            procs, dirs = _wait_no_ssh(run.pid)
+            assert procs == [] and dirs  # nothing could remove the directory of a SIGKILLed controller
+            assert all(stat.S_IMODE(os.lstat(p).st_mode) == 0o700 and os.lstat(p).st_uid == 0 for p in dirs)
+            # the next controller's first connection removes the killed one's directory
+            from app.fleet.links import _link_dir
+
+            _link_dir()
+            assert _links_of(run.pid) == ([], [])
+        finally:
+            for p in _links_of(run.pid)[1]:
+                shutil.rmtree(p, ignore_errors=True)

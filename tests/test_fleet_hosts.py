@@ -26,6 +26,8 @@ from app.fleet.runner import fleet_from_meta, fleet_command, host_entry
     ("ssh://bob@node-1.lab:2222", Host("ssh://bob@node-1.lab:2222", "ssh", "node-1.lab", 2222, "bob")),
     ("tcp://[::1]:9000", Host("tcp://[::1]:9000", "tcp", "::1", 9000)),
     ("ssh://root@[fe80::1]", Host("ssh://root@[fe80::1]", "ssh", "fe80::1", 22, "root")),
+    ("unix:///run/profiler-tui/agent.sock", Host("unix:///run/profiler-tui/agent.sock", "unix",
+                                                 "/run/profiler-tui/agent.sock", 0)),
 ])
 def test_good_hosts(text: str, want: Host) -> None:
     assert parse_host(text) == want
@@ -36,6 +38,7 @@ def test_good_hosts(text: str, want: Host) -> None:
     "ssh://node1\n", "tcp://node1", "tcp://bob@node1:1", "tcp://node1:0", "tcp://node1:65536", "tcp://node1:+1",
     "ssh://node1:22/path", "ssh://node1?x=1", "ssh://-bob@node1", "tcp://[::1", "tcp://[zz]:1", "tcp://::1:80",
     "ssh://" + "a" * 300, "tcp://node1:٣", "ssh://node1:22:33",
+    "unix://rel.sock", "unix:///a/../b.sock", "unix:///a=b.sock", "unix:///" + "a" * 120, "unix:///a/", "unix://",
 ])
 def test_bad_hosts_get_one_sentence(text: str) -> None:
     with pytest.raises(UsageError) as e:
@@ -53,7 +56,7 @@ def test_any_host_text_parses_or_gets_a_usage_error(text: str) -> None:
     # what parses can go on an ssh or fio command line as one word that is not an option
     assert not h.address.startswith("-") and (h.user is None or not h.user.startswith("-"))
     assert all(c.isprintable() and not c.isspace() for c in h.name)
-    assert 1 <= h.port <= 65535
+    assert 1 <= h.port <= 65535 or (h.scheme == "unix" and h.address.startswith("/") and "=" not in h.address)
     assert h.slug and all(c.isalnum() or c in "._-" for c in h.slug)
 
 
@@ -72,6 +75,7 @@ def test_fio_addresses_and_command() -> None:
     assert Link(parse_host("tcp://127.0.0.1:9")).fio_client == "ip:127.0.0.1,9"
     assert Link(parse_host("tcp://[::1]:9")).fio_client == "ip6:::1,9"
     assert Link(parse_host("tcp://node1:9")).fio_client == "node1,9"
+    assert Link(parse_host("unix:///run/a.sock")).fio_client == "sock:/run/a.sock"
     argv = fleet_command([("ip:127.0.0.1,1", "/r/a.fio", False), ("ip:127.0.0.1,2", "/r/b.fio", True)])
     assert argv[1:] == ["--output-format=json+", "--eta=never", "--client=ip:127.0.0.1,1", "/r/a.fio",
                         "--client=ip:127.0.0.1,2", "/r/b.fio", "--readonly"]
@@ -84,6 +88,25 @@ def test_a_host_s_entry_is_found_by_address_never_the_sum() -> None:
     assert host_entry(doc, ("127.0.0.1", 2))["port"] == 2
     assert host_entry(doc, ("127.0.0.1", 3)) is None
     assert host_entry({"client_stats": "x"}, ("127.0.0.1", 1)) is None
+    # fio names a socket client by its path (and some port of its own): the path alone is the host's
+    socks = {"client_stats": [{"jobname": "j", "hostname": "/run/a.sock", "port": 8765},
+                              {"jobname": "j", "hostname": "/tmp/b/agent.sock", "port": 8765},
+                              {"jobname": "All clients", "hostname": "/run/c.sock", "port": 8765}]}
+    assert host_entry(socks, ("/tmp/b/agent.sock", None))["hostname"] == "/tmp/b/agent.sock"
+    assert host_entry(socks, ("/run/c.sock", None)) is None
+
+
+def test_tcp_hosts_need_the_user_s_consent() -> None:
+    from app.fleet.hosts import TcpConsent
+
+    local, remote, unix = parse_host("tcp://127.0.0.1:1"), parse_host("tcp://192.0.2.1:1"), parse_host("unix:///a.s")
+    assert "--allow-local-users" in TcpConsent().refusal(local)
+    assert "--allow-network" in TcpConsent(local_users=True).refusal(remote)
+    assert "--allow-local-users" in TcpConsent(network=True).refusal(local)  # the network is not the local users
+    assert TcpConsent(network=True).refusal(remote) is None and TcpConsent(local_users=True).refusal(local) is None
+    assert TcpConsent().refusal(unix) is None and TcpConsent().refusal(parse_host("ssh://h")) is None
+    with pytest.raises(UsageError):
+        TcpConsent(local_users=True).check([unix, remote])
 
 
 def test_a_local_answer_reads_back(tmp_path) -> None:
@@ -125,13 +148,59 @@ def test_a_verdict_from_a_host_cannot_claim_more_than_it_is() -> None:
 
 @pytest.mark.parametrize("meta", [None, [], {"hosts": []}, {"hosts": ["x"]}, {"hosts": [{"host": "ssh://-x"}]},
                                   {"hosts": [{"host": "tcp://127.0.0.1:1", "target": "rel"}]},
-                                  {"hosts": [{"host": "tcp://127.0.0.1:1", "target": "/a"}], "agent_port": "80"},
+                                  {"hosts": [{"host": "unix:///a.sock", "target": "/a"}], "agent_socket": "rel"},
+                                  {"hosts": [{"host": "unix:///a.sock", "target": "/a"}], "agent_socket": 8765},
+                                  {"hosts": [{"host": f"unix:///{i}.sock", "target": "/a"} for i in range(3000)]},
                                   {"hosts": [{"host": "tcp://127.0.0.1:1", "target": "/a"},
                                              {"host": "tcp://127.0.0.1:1", "target": "/b"}]}])
 def test_a_hostile_fleet_entry_in_run_json_is_refused(meta: Any) -> None:
     with pytest.raises(UsageError) as e:
         fleet_from_meta(meta, "/r/run.json")
     assert "/r/run.json" in str(e.value)
+
+
+def test_run_json_holds_at_most_64_hosts_as_host_does() -> None:
+    entry = {"hosts": [{"host": f"unix:///{i}.sock", "target": "/a"} for i in range(64)]}
+    assert len(fleet_from_meta(entry, "/r/run.json").hosts) == 64
+    entry["hosts"].append({"host": "unix:///64.sock", "target": "/a"})
+    with pytest.raises(UsageError) as e:
+        fleet_from_meta(entry, "/r/run.json")
+    assert str(e.value) == ("/r/run.json: key 'fleet.hosts' names 65 hosts; a fleet run takes at most 64 hosts.")
+
+
+def test_failures_of_many_hosts_give_the_event_loop_its_turn_between_them(tmp_path) -> None:
+    """A SIGTERM that arrives while a point's host failures are recorded reaches the run (exit 130): the runner
+    awaits between host results, so the event loop runs the signal's handler before the run can end."""
+    import asyncio
+
+    from app.fleet.runner import Fleet, FleetRunner
+    from app.runners.base import Context, Result
+
+    hosts = [parse_host(f"unix:///{i}.sock") for i in range(64)]
+    fleet = Fleet(hosts, {h.name: "/tmp/x" for h in hosts}, unreachable={h.name: f"host {h.name}: gone"
+                                                                          for h in hosts})
+    runner = FleetRunner(fleet)
+    from app.presets import STORAGE_KEYS
+
+    point = points.StoragePoint(**{k: spec.default for k, spec in STORAGE_KEYS.items()})
+    ctx = Context(target=None, raw_dir=tmp_path / "raw", plan_writes=False)
+
+    async def turns() -> list[int]:
+        ticks = [0]
+
+        def tick() -> None:
+            ticks[0] += 1
+            asyncio.get_running_loop().call_soon(tick)
+
+        asyncio.get_running_loop().call_soon(tick)
+        seen = []
+        async for event in runner.run_point(0, point, ctx):
+            assert isinstance(event, Result) and event.error
+            seen.append(ticks[0])
+        return seen
+
+    seen = asyncio.run(turns())
+    assert len(seen) == 64 and seen[-1] >= 63  # the loop ran between every two host results
 
 
 def test_block_counters() -> None:

@@ -1,15 +1,17 @@
 """``run --start-agent``: the agent of each fleet host started in a container for the run, and removed after it.
 
-The container (``docker run --rm --privileged --network host -v /dev:/dev IMAGE agent --port PORT``, see
-docs/fleet.md) is created and started through the Docker Engine API of the host with the ``docker`` SDK; a
+The container (``docker run --rm --privileged --network none -v /dev:/dev -v /run/profiler-tui:/run/profiler-tui
+IMAGE agent --socket /run/profiler-tui/agent.sock``, see docs/fleet.md) has no network at all: the agent listens
+on its Unix socket in the bind-mounted directory, which must exist on the host, owned by root with mode 0700
+(``install -d -m 0700 /run/profiler-tui``; the agent refuses another owner or mode).  It is created and started through the Docker Engine API of the host with the ``docker`` SDK; a
 ``podman system service`` answers that API as well.  Nothing is pulled: the image must be on the host already.
 
 * An ``ssh://[user@]host[:port]`` host's engine is reached through an OpenSSH forward of its socket
   (``ssh -N -L LOCAL.sock:/var/run/docker.sock``, with the options of every other ssh of a fleet run:
   BatchMode, the user's keys and known_hosts, ``PROFILER_TUI_SSH_CONFIG``).  ``PROFILER_TUI_DOCKER_SOCKET``
   names another socket on the hosts (podman: ``/run/podman/podman.sock``).
-* A ``tcp://`` host on this machine (a loopback address) uses this machine's engine (``DOCKER_HOST``, else
-  ``unix:///var/run/docker.sock``); other tcp hosts cannot have their agent started.
+* A ``unix:///PATH`` host (an agent on this machine) uses this machine's engine (``DOCKER_HOST``, else
+  ``unix:///var/run/docker.sock``), the socket's directory mounted; tcp hosts cannot have their agent started.
 * ``PROFILER_TUI_DOCKER_URL`` (``unix:///PATH``, ``tcp://ADDR:PORT``, ``ssh://…``) is the engine of every host.
 
 A container is ours when it carries the label ``io.profiler-tui.role=agent``; its name says which controller
@@ -35,8 +37,8 @@ from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.models.containers import Container
 
 from app.errors import ProfilerError, UsageError
-from app.fleet.hosts import DEFAULT_AGENT_PORT, Host, parse_host
-from app.fleet.links import CONNECT_TIMEOUT_S, end_process, ssh_base
+from app.fleet.hosts import DEFAULT_AGENT_SOCKET, Host, parse_host
+from app.fleet.links import CONNECT_TIMEOUT_S, end_process, ssh_base, start_ssh
 
 URL_ENV = "PROFILER_TUI_DOCKER_URL"
 SOCKET_ENV = "PROFILER_TUI_DOCKER_SOCKET"
@@ -45,7 +47,7 @@ LOCAL_ENGINE = "unix:///var/run/docker.sock"
 AGENT_LINE = "profiler-tui agent: fio server on"  # app.fleet.agent.run_agent prints it once fio's server runs
 ROLE_LABEL = "io.profiler-tui.role"
 START_TIMEOUT_S = 30.0
-SETTLE_S = 1.0  # the start line must stay true this long: fio's server exits at once when its port is taken
+SETTLE_S = 1.0  # the start line must stay true this long: an agent that fails right after it exits within it
 POLL_S = 0.2
 STOP_TIMEOUT_S = 5
 API_TIMEOUT_S = 60
@@ -76,15 +78,15 @@ def engine_url(host: Host) -> str:
     if host.scheme == "ssh":
         address = f"[{host.address}]" if host.is_ipv6 else host.address
         return f"ssh://{host.user + '@' if host.user else ''}{address}:{host.port}"
-    if host.is_loopback:
+    if host.scheme == "unix":
         return os.environ.get("DOCKER_HOST", "").strip() or LOCAL_ENGINE
-    raise UsageError(f"host {host.name}: --start-agent starts agents on ssh:// hosts (or on this machine); a "
-                     f"tcp:// host's engine cannot be reached (set {URL_ENV} to name it).")
+    raise UsageError(f"host {host.name}: --start-agent starts agents on ssh:// hosts and unix:// sockets here; a "
+                     f"tcp:// host's agent listens on TCP, which a started agent never does.")
 
 
-def agent_port(host: Host, port: int = DEFAULT_AGENT_PORT) -> int:
-    """The port the host's agent listens on: a tcp host names it, an ssh host's agent uses ``port``."""
-    return host.port if host.scheme == "tcp" else port
+def agent_socket(host: Host, socket: str = DEFAULT_AGENT_SOCKET) -> str:
+    """The socket the host's agent listens on: a unix host names it, an ssh host's agent uses ``socket``."""
+    return host.address if host.scheme == "unix" else socket
 
 
 def _clean(text: str, limit: int = 300) -> str:
@@ -153,10 +155,10 @@ class _Engine:
             raise UsageError(f"{SOCKET_ENV}={remote[:120]!r}: expected the absolute path of the engine's socket.")
         self._dir = tempfile.TemporaryDirectory(prefix="profiler-tui-engine-")
         local = os.path.join(self._dir.name, "engine.sock")
-        argv = ssh_base(host) + ["-N", "-o", "ExitOnForwardFailure=yes", "-L", f"{local}:{remote}",
+        argv = ssh_base(host) + ["-N", "-o", "ExitOnForwardFailure=yes", "-o", "StreamLocalBindMask=0177",
+                                 "-L", f"{local}:{remote}",
                                  "--", host.ssh_destination]
-        self._ssh = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, start_new_session=True)
+        self._ssh = start_ssh(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + CONNECT_TIMEOUT_S + 5
         while not os.path.exists(local):
             if self._ssh.poll() is not None:
@@ -189,7 +191,7 @@ class AgentContainer:
     host: str  # the host as named to the user (--host), or the engine URL
     url: str  # the engine's URL
     name: str
-    port: int
+    socket: str
     _engine: _Engine = field(repr=False)
     _container: Container = field(repr=False)
     removed: bool = False
@@ -253,13 +255,17 @@ def _wait_started(container: Container, timeout: float) -> None:
         time.sleep(POLL_S)
 
 
-def _create(engine: _Engine, image: str, port: int, name: str, who: str) -> Container:
+def _create(engine: _Engine, image: str, socket: str, name: str, who: str) -> Container:
+    """The agent's container: no network, /dev and the socket's directory (same path inside) bound.  The
+    directory is bound as an existing one: an engine that would create a missing bind source (mode 0755)
+    refuses instead, and so would the agent."""
     client = engine.open()
-    labels = {ROLE_LABEL: "agent", "io.profiler-tui.host": who, "io.profiler-tui.port": str(port),
+    labels = {ROLE_LABEL: "agent", "io.profiler-tui.host": who, "io.profiler-tui.socket": socket,
               "io.profiler-tui.controller-pid": str(os.getpid())}
-    return client.containers.create(image, ["agent", "--port", str(port)], name=name, detach=True,
-                                    network_mode="host", privileged=True, labels=labels,
-                                    volumes={"/dev": {"bind": "/dev", "mode": "rw"}})
+    directory = os.path.dirname(socket)
+    mounts = [docker.types.Mount("/dev", "/dev", type="bind"), docker.types.Mount(directory, directory, type="bind")]
+    return client.containers.create(image, ["agent", "--socket", socket], name=name, detach=True,
+                                    network_mode="none", privileged=True, labels=labels, mounts=mounts)
 
 
 def _remove_by_name(engine: _Engine, name: str) -> None:
@@ -270,17 +276,17 @@ def _remove_by_name(engine: _Engine, name: str) -> None:
     engine.close()
 
 
-def start_agent(url: str, image: str, port: int = DEFAULT_AGENT_PORT, name: str | None = None, *,
+def start_agent(url: str, image: str, socket: str = DEFAULT_AGENT_SOCKET, name: str | None = None, *,
                 host: str | None = None, timeout: float = START_TIMEOUT_S) -> AgentContainer:
-    """Start ``IMAGE agent --port PORT`` (privileged, host network, /dev bound) through the engine at ``url``
-    and wait until the agent runs.  AgentContainerError (one sentence naming ``host``, else the URL, and the
+    """Start ``IMAGE agent --socket SOCKET`` (privileged, no network, /dev and the socket's directory bound)
+    through the engine at ``url`` and wait until the agent runs.  AgentContainerError (one sentence naming ``host``, else the URL, and the
     engine) when it cannot; nothing is left running then, also when interrupted."""
     who = host or url
     name = name or container_name()
     engine = _Engine(url)
     agent: AgentContainer | None = None
     try:
-        agent = AgentContainer(who, url, name, port, engine, _create(engine, image, port, name, who))
+        agent = AgentContainer(who, url, name, socket, engine, _create(engine, image, socket, name, who))
         agent._container.start()
         _wait_started(agent._container, timeout)
         return agent
@@ -302,7 +308,7 @@ def _warn(text: str) -> None:
 
 
 @contextlib.contextmanager
-def started_agents(hosts: Sequence[Host], image: str, port: int = DEFAULT_AGENT_PORT,
+def started_agents(hosts: Sequence[Host], image: str, socket: str = DEFAULT_AGENT_SOCKET,
                    warn: Callable[[str], None] = _warn) -> Iterator[list[AgentContainer]]:
     """One agent container per host (in order) for the block; all of them removed when it ends, also on an
     error or ^C, and those already started when one cannot be (its AgentContainerError goes on).  A container
@@ -311,7 +317,7 @@ def started_agents(hosts: Sequence[Host], image: str, port: int = DEFAULT_AGENT_
     agents: list[AgentContainer] = []
     try:
         for h, url in engines:
-            agents.append(start_agent(url, image, agent_port(h, port), host=h.name))
+            agents.append(start_agent(url, image, agent_socket(h, socket), host=h.name))
         yield agents
     finally:
         for agent in reversed(agents):

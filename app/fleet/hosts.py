@@ -1,10 +1,14 @@
-"""Fleet hosts as the user names them: ``--host ssh://[user@]host[:port]`` or ``--host tcp://ADDR:PORT``, and
-``--target PATH`` / ``--target HOST=PATH``.
+"""Fleet hosts as the user names them: ``--host ssh://[user@]host[:port]``, ``--host unix:///PATH`` (an agent's
+socket on this machine) or ``--host tcp://ADDR:PORT``, and ``--target PATH`` / ``--target HOST=PATH``.
 
 A host's name is the text given to ``--host``, exactly: it is the ``host`` of the results lines and the key of
 ``--target HOST=PATH``.  Every part is checked before anything is started: a host name that could be read as an
 option by ssh or fio (``-oProxyCommand=…``), a control character, a port out of range or a path that is not
 absolute is refused with one sentence (exit 2).
+
+fio's server has no authentication, so a ``tcp://`` host is used only with the user's consent
+(:class:`TcpConsent`): ``--allow-network`` for another machine's address, ``--allow-local-users`` for a loopback
+one (every local user can reach a loopback port).
 """
 
 from __future__ import annotations
@@ -17,23 +21,28 @@ from typing import Any, Sequence
 from app.errors import UsageError
 
 DEFAULT_AGENT_PORT = 8765
+DEFAULT_AGENT_SOCKET = "/run/profiler-tui/agent.sock"
+AGENT_SOCKET_ENV = "PROFILER_TUI_AGENT_SOCKET"
 DEFAULT_SSH_PORT = 22
 MAX_HOSTS = 64
 MAX_HOST_CHARS = 255
-SCHEMES = ("ssh", "tcp")
+MAX_SOCKET_CHARS = 107  # sockaddr_un's sun_path holds 108 bytes with the final NUL
+SCHEMES = ("ssh", "tcp", "unix")
+HOST_FORMS = "ssh://[user@]host[:port], unix:///PATH or tcp://ADDR:PORT"
 
 # a DNS name or an IPv4 address: letters, digits, '.', '-' and '_' (never first: ssh would read '-' as an option)
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,252}")
 _USER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,63}")
 _BRACKETED = re.compile(r"\[([0-9A-Fa-f:.]+)\]")
+_SOCKET = re.compile(r"/[A-Za-z0-9._+/-]{0,%d}" % (MAX_SOCKET_CHARS - 1))
 
 
 @dataclass(frozen=True)
 class Host:
     name: str  # exactly as given to --host
-    scheme: str  # ssh | tcp
-    address: str  # host name or IP address (an IPv6 address without brackets)
-    port: int  # tcp: the agent's port; ssh: the SSH server's port
+    scheme: str  # ssh | tcp | unix
+    address: str  # host name or IP address (an IPv6 address without brackets); unix: the socket's path
+    port: int  # tcp: the agent's port; ssh: the SSH server's port; unix: 0
     user: str | None = None
 
     @property
@@ -51,21 +60,26 @@ class Host:
             return False
 
     @property
+    def is_local(self) -> bool:
+        """The agent runs on this machine (a unix:// socket, a loopback tcp:// address): its target is judged and
+        its live figures read here."""
+        return self.scheme == "unix" or (self.scheme == "tcp" and self.is_loopback)
+
+    @property
     def ssh_destination(self) -> str:
         return f"{self.user}@{self.address}" if self.user else self.address
 
     @property
     def slug(self) -> str:
         """The host in a file name: letters, digits, '.', '-' and '_' only."""
+        if self.scheme == "unix":
+            return "unix" + re.sub(r"[^A-Za-z0-9._-]", "_", self.address)
         text = f"{self.scheme}-{self.user + '@' if self.user else ''}{self.address}-{self.port}"
         return re.sub(r"[^A-Za-z0-9._-]", "_", text.replace("@", "_at_"))
 
     def to_dict(self) -> dict[str, Any]:
         return {"host": self.name, "scheme": self.scheme, "address": self.address, "port": self.port,
                 "user": self.user}
-
-
-AGENT_PORT_ENV = "PROFILER_TUI_AGENT_PORT"
 
 
 def whole_number_from_env(name: str, default: int, high: int, expected: str) -> int:
@@ -81,9 +95,59 @@ def whole_number_from_env(name: str, default: int, high: int, expected: str) -> 
     return int(text)
 
 
-def agent_port_from_env() -> int:
-    """The agents' port on ssh:// hosts: ``PROFILER_TUI_AGENT_PORT`` when set (the TUI's, and run's default)."""
-    return whole_number_from_env(AGENT_PORT_ENV, DEFAULT_AGENT_PORT, 65535, "the agents' port")
+def check_socket_path(path: str, option: str) -> str:
+    """An agent's socket path: absolute, at most 107 characters of letters, digits and ``._+/-`` (it goes into
+    fio's and ssh's command lines, and a ``--target HOST=PATH`` is split at its '=')."""
+    if not isinstance(path, str) or not _SOCKET.fullmatch(path) or "/../" in f"{path}/" or path.endswith("/"):
+        raise _bad(option, str(path), f"an agent's socket is an absolute path of at most {MAX_SOCKET_CHARS} "
+                                      "characters (letters, digits, '.', '_', '+', '-', '/'), without '..'.")
+    return path
+
+
+def agent_socket_from_env() -> str:
+    """The agents' socket on ssh:// hosts: ``PROFILER_TUI_AGENT_SOCKET`` when set (the TUI's, and run's default)."""
+    import os
+
+    text = os.environ.get(AGENT_SOCKET_ENV, "").strip()
+    return check_socket_path(text, AGENT_SOCKET_ENV) if text else DEFAULT_AGENT_SOCKET
+
+
+@dataclass(frozen=True)
+class TcpConsent:
+    """What the user allowed for tcp:// hosts (run/resume ``--allow-network``, ``--allow-local-users``)."""
+
+    network: bool = False
+    local_users: bool = False
+
+    def refusal(self, host: Host) -> str | None:
+        """Why ``host`` may not be used without more consent (None: it may)."""
+        if host.scheme != "tcp":
+            return None
+        if host.is_loopback and not self.local_users:
+            return (f"--host {host.name}: fio's server has no authentication and every user of this machine can "
+                    "reach a loopback port; use the agent's socket (unix:///run/profiler-tui/agent.sock) or give "
+                    "--allow-local-users.")
+        if not host.is_loopback and not self.network:
+            return (f"--host {host.name}: fio's server has no authentication, so anyone who can reach that port "
+                    "runs jobs as root there; use ssh:// or give --allow-network.")
+        return None
+
+    def warning(self, host: Host) -> str | None:
+        """What the user consented to, said once per run for each tcp:// host."""
+        if host.scheme != "tcp":
+            return None
+        who = "every user of this machine" if host.is_loopback else "anyone who can reach that port"
+        return f"warning: --host {host.name}: {who} can run any fio job as root on that agent during this run."
+
+    def check(self, hosts: Sequence[Host]) -> None:
+        for h in hosts:
+            why = self.refusal(h)
+            if why:
+                raise UsageError(why)
+
+
+# run's and resume's consent (app.cli sets it); a Fleet checks its hosts against it before connecting anything
+CONSENT = TcpConsent()
 
 
 def _bad(option: str, text: str, why: str) -> UsageError:
@@ -110,18 +174,19 @@ def _port(text: str, option: str, whole: str) -> int:
 
 
 def parse_host(text: str, option: str = "--host") -> Host:
-    """One ``--host`` value (UsageError, exit 2, naming it when it is not ``ssh://[user@]host[:port]`` or
-    ``tcp://ADDR:PORT``)."""
+    """One ``--host`` value (UsageError, exit 2, naming it when it is not one of :data:`HOST_FORMS`)."""
     if not isinstance(text, str):
-        raise UsageError(f"{option} {text!r}: expected ssh://[user@]host[:port] or tcp://ADDR:PORT.")
+        raise UsageError(f"{option} {text!r}: expected {HOST_FORMS}.")
     if len(text) > MAX_HOST_CHARS or any(ord(c) < 33 or c == "\x7f" for c in text):
         raise _bad(option, text, f"a host is at most {MAX_HOST_CHARS} characters, without spaces or control "
                                  "characters.")
     scheme, sep, rest = text.partition("://")
     if not sep or scheme not in SCHEMES:
-        raise _bad(option, text, "expected ssh://[user@]host[:port] or tcp://ADDR:PORT.")
+        raise _bad(option, text, f"expected {HOST_FORMS}.")
+    if scheme == "unix":
+        return Host(text, "unix", check_socket_path(rest, option), 0)
     if "/" in rest or "?" in rest or "#" in rest:
-        raise _bad(option, text, "a host has no path or query; expected ssh://[user@]host[:port] or tcp://ADDR:PORT.")
+        raise _bad(option, text, f"a host has no path or query; expected {HOST_FORMS}.")
     user = None
     if "@" in rest:
         if scheme != "ssh":

@@ -2,12 +2,20 @@
 target is judged (``devices --json --target PATH`` run on that host).
 
 * ``ssh://[user@]host[:port]``: one OpenSSH master connection per host (``ssh -M -N``, BatchMode: the user's
-  own keys and known_hosts, never a password prompt in the middle of a run) carries a local forward
-  ``127.0.0.1:LOCAL → 127.0.0.1:AGENT_PORT`` on the host (the agent listens on the host's loopback) and every
-  command run there (``profiler-tui devices --json --target PATH``) through the same connection.
-* ``tcp://ADDR:PORT``: fio connects directly.  When ADDR is a loopback address the agent runs on this machine
-  and the target is judged here; any other tcp host cannot be examined, so a plan that writes is refused for
-  it and a read-only plan needs ``--yes``.
+  own keys and known_hosts, never a password prompt in the middle of a run) carries a forward from a socket in
+  this process's own 0700 temporary directory to the agent's socket on the host
+  (``-L DIR/agent.sock:/run/profiler-tui/agent.sock``, the local socket bound 0600), and every command run there
+  (``profiler-tui devices --json --target PATH``) through the same connection.  fio connects to the local
+  socket, so no other user of either machine can reach the agent through the run.
+* ``unix:///PATH``: an agent on this machine, reached at its socket; the target is judged here.
+* ``tcp://ADDR:PORT`` (only with the user's consent, :class:`app.fleet.hosts.TcpConsent`): fio connects
+  directly.  When ADDR is a loopback address the agent runs on this machine and the target is judged here;
+  any other tcp host cannot be examined, so a plan that writes is refused for it and a read-only plan needs
+  ``--yes``.
+
+Every ssh the controller starts dies with it: the kernel SIGKILLs it when the controller dies (a parent-death
+signal, never ``ControlPersist``), and :func:`close_all` ends every open link at once (the CLI's ^C during
+start-up, before it exits).
 
 ``PROFILER_TUI_SSH_CONFIG`` names an ssh_config file passed to every ssh (``-F``); ``PROFILER_TUI_REMOTE_COMMAND``
 is the command that runs profiler-tui on an ssh host (default ``profiler-tui``).
@@ -17,20 +25,23 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shlex
 import shutil
 import socket
+import stat
 import subprocess
 import tempfile
 import time
+import weakref
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Sequence
 
 from app import points, safety
 from app.errors import ProfilerError, SafetyError, ToolMissing, UsageError
-from app.fleet.hosts import DEFAULT_AGENT_PORT, Host
+from app.fleet.hosts import DEFAULT_AGENT_SOCKET, Host
 from app.fleet.inspect import BadAnswer, describe_target, device_of, read_target, shape_of, verdict_of
+from app.runners.base import _die_with_parent
 from app.runners.fio import TargetShape
 
 CONNECT_TIMEOUT_S = 15.0
@@ -56,11 +67,22 @@ def end_process(proc: subprocess.Popen[bytes], grace: float = 5.0) -> None:
             pipe.close()
 
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on now (for a tunnel's local end)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def start_ssh(argv: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:
+    """An ssh process in its own session (a terminal's ^C goes to the controller, which ends it) that the kernel
+    kills when the controller dies."""
+    return subprocess.Popen(argv, start_new_session=True, preexec_fn=_die_with_parent, **kwargs)
+
+
+def run_ssh(argv: list[str], timeout: float, **kwargs: Any) -> subprocess.CompletedProcess[bytes]:
+    """:func:`start_ssh` to its end (killed after ``timeout`` s: TimeoutExpired)."""
+    with start_ssh(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs) as proc:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            raise
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
 def ssh_binary() -> str:
@@ -100,27 +122,71 @@ class Judged:
     device: tuple[int, int] | None = None  # the block device the target is or lives on (live figures)
 
 
-@dataclass
+_OPEN: "weakref.WeakSet[Link]" = weakref.WeakSet()  # links with an ssh connection or its directory
+
+
+LINK_PREFIX = "profiler-tui-ssh-"
+
+
+def _link_dir() -> str:
+    """A fresh path for a link's directory, not created yet (the link is registered first, so an interrupt
+    at any moment finds what to remove)."""
+    _remove_dead_links()
+    return os.path.join(tempfile.gettempdir(), f"{LINK_PREFIX}{os.getpid()}-{secrets.token_hex(6)}")
+
+
+def _remove_dead_links() -> None:
+    """The directories of this user's controllers that were killed (SIGKILL leaves them: the kernel ended their
+    ssh, nothing could remove the directory): their process is gone."""
+    base = tempfile.gettempdir()
+    try:
+        names = [n for n in os.listdir(base) if n.startswith(LINK_PREFIX)]
+    except OSError:
+        return
+    for name in names:
+        pid = name[len(LINK_PREFIX):].split("-", 1)[0]
+        path = os.path.join(base, name)
+        try:
+            st = os.lstat(path)
+            if not pid.isdigit() or st.st_uid != os.geteuid() or not stat.S_ISDIR(st.st_mode):
+                continue
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(path, ignore_errors=True)
+        except OSError:
+            continue
+
+
+@dataclass(eq=False)
 class Link:
     host: Host
-    agent_port: int = DEFAULT_AGENT_PORT
-    local_port: int | None = None  # the tunnel's local end (ssh)
+    agent_socket: str = DEFAULT_AGENT_SOCKET  # the agent's socket on an ssh host
     _master: subprocess.Popen[bytes] | None = field(default=None, repr=False)
-    _dir: tempfile.TemporaryDirectory[str] | None = field(default=None, repr=False)
+    _dir: str | None = field(default=None, repr=False)  # ssh: the control socket and the forward's local end
 
     # --- fio ---------------------------------------------------------------------------------
 
     @property
-    def fio_address(self) -> tuple[str, int]:
-        """(hostname, port) as fio connects to them, and as it writes them into client_stats."""
+    def local_socket(self) -> str:
+        """The forward's local end (ssh): fio connects here."""
+        assert self._dir is not None, "the connection is not open"
+        return os.path.join(self._dir, "agent.sock")
+
+    @property
+    def fio_address(self) -> tuple[str, int | None]:
+        """(hostname, port) as fio writes them into client_stats: a socket's path (its port is not meaningful
+        then: None), or the tcp host's address and port."""
         if self.host.scheme == "ssh":
-            assert self.local_port is not None, "the tunnel is not open"
-            return "127.0.0.1", self.local_port
+            return self.local_socket, None
+        if self.host.scheme == "unix":
+            return self.host.address, None
         return self.host.address, self.host.port
 
     @property
     def fio_client(self) -> str:
         addr, port = self.fio_address
+        if port is None:
+            return f"sock:{addr}"
         return f"ip6:{addr},{port}" if ":" in addr else f"{'ip:' if _is_ip(addr) else ''}{addr},{port}"
 
     # --- opening and closing -------------------------------------------------------------------
@@ -132,17 +198,23 @@ class Link:
 
     def _control(self) -> str:
         assert self._dir is not None
-        return str(Path(self._dir.name) / "ctl")
+        return os.path.join(self._dir, "ctl")
 
     def _open_ssh(self) -> None:
-        self._dir = tempfile.TemporaryDirectory(prefix="profiler-tui-ssh-")
-        self.local_port = free_port()
+        self._dir = _link_dir()
+        _OPEN.add(self)
+        try:
+            os.mkdir(self._dir, 0o700)  # a fresh random name: an existing one (someone else's) fails here
+        except OSError as e:
+            self._dir = None
+            raise HostUnreachable(f"host {self.host.name}: cannot make a directory for its connection "
+                                  f"({e.strerror}).") from None
         argv = ssh_base(self.host) + ["-M", "-S", self._control(), "-N", "-o", "ExitOnForwardFailure=yes",
-                                      "-o", "ControlPersist=no",
-                                      "-L", f"127.0.0.1:{self.local_port}:127.0.0.1:{self.agent_port}",
+                                      "-o", "ControlPersist=no", "-o", "StreamLocalBindMask=0177",
+                                      "-o", "StreamLocalBindUnlink=yes",
+                                      "-L", f"{self.local_socket}:{self.agent_socket}",
                                       "--", self.host.ssh_destination]
-        self._master = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                        stderr=subprocess.PIPE, start_new_session=True)
+        self._master = start_ssh(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + CONNECT_TIMEOUT_S + 5
         while time.monotonic() < deadline:
             if self._master.poll() is not None:
@@ -150,7 +222,7 @@ class Link:
                 self.close()
                 raise HostUnreachable(f"host {self.host.name}: ssh could not connect "
                                       f"({_first_line(err) or f'exit status {self._master.returncode}'}).")
-            if os.path.exists(self._control()) and self._check():
+            if os.path.exists(self._control()) and os.path.exists(self.local_socket) and self._check():
                 return
             time.sleep(0.1)
         self.close()
@@ -159,7 +231,7 @@ class Link:
     def _check(self) -> bool:
         argv = ssh_base(self.host) + ["-S", self._control(), "-O", "check", "--", self.host.ssh_destination]
         try:
-            return subprocess.run(argv, capture_output=True, timeout=10).returncode == 0
+            return run_ssh(argv, 10, stdin=subprocess.DEVNULL).returncode == 0
         except (OSError, subprocess.TimeoutExpired):
             return False
 
@@ -168,13 +240,14 @@ class Link:
         return self.host.scheme != "ssh" or (self._master is not None and self._master.poll() is None)
 
     def close(self) -> None:
-        """End the SSH connection (its tunnel with it); nothing of it stays running."""
+        """End the SSH connection (its forward with it) and remove its directory; nothing of it stays."""
         master, self._master = self._master, None
         if master is not None:
             end_process(master)
-        if self._dir is not None:
-            self._dir.cleanup()
-            self._dir = None
+        directory, self._dir = self._dir, None
+        if directory is not None:
+            shutil.rmtree(directory, ignore_errors=True)
+        _OPEN.discard(self)
 
     # --- commands on the host ------------------------------------------------------------------
 
@@ -191,7 +264,7 @@ class Link:
         words = remote_command() + list(args)
         argv = self.remote_argv(words)
         try:
-            cp = subprocess.run(argv, capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL)
+            cp = run_ssh(argv, timeout, stdin=subprocess.DEVNULL)
         except subprocess.TimeoutExpired:
             raise HostUnreachable(f"host {self.host.name}: `{' '.join(words)}` gave no answer within "
                                   f"{timeout:.0f} s.") from None
@@ -204,14 +277,14 @@ class Link:
         return cp.stdout.decode("utf-8", "replace")
 
     def devices(self) -> list[dict[str, Any]]:
-        """The host's `devices --json` listing (this machine's for a loopback tcp host; none for other tcp hosts)."""
+        """The host's `devices --json` listing (this machine's for an agent here; none for other tcp hosts)."""
         if self.host.scheme == "ssh":
             try:
                 doc = json.loads(self.run_remote(["devices", "--json"]))
             except json.JSONDecodeError:
                 raise HostUnreachable(f"host {self.host.name}: `devices --json` did not answer in JSON.") from None
             return [d for d in doc if isinstance(d, dict)] if isinstance(doc, list) else []
-        if self.host.is_loopback:
+        if self.host.is_local:
             from app.devices import list_devices
 
             return list_devices()
@@ -226,7 +299,7 @@ class Link:
             except (json.JSONDecodeError, BadAnswer) as e:
                 raise HostUnreachable(f"host {self.host.name}: its `devices --json --target` answer is not "
                                       f"usable ({e}).") from None
-        if self.host.is_loopback:
+        if self.host.is_local:
             return describe_target(target)
         why = (f"host {self.host.name} is reached over tcp:// and its devices cannot be examined from here; "
                "use ssh:// so the safety rules can be checked on that host")
@@ -262,12 +335,12 @@ def _first_line(text: str) -> str:
     return ""
 
 
-def open_links(hosts: Sequence[Host], agent_port: int = DEFAULT_AGENT_PORT) -> list[Link]:
+def open_links(hosts: Sequence[Host], agent_socket: str = DEFAULT_AGENT_SOCKET) -> list[Link]:
     """A link per host, every ssh connection opened (all closed again when one fails)."""
     links: list[Link] = []
     try:
         for h in hosts:
-            links.append(Link(h, agent_port).open())
+            links.append(Link(h, agent_socket).open())
     except BaseException:
         close_links(links)
         raise
@@ -279,37 +352,39 @@ def close_links(links: Sequence[Link]) -> None:
         link.close()
 
 
+def close_all() -> None:
+    """Close every link of this process (^C during start-up, before the process exits)."""
+    close_links(list(_OPEN))
+
+
 def agent_reachable(link: Link, timeout: float = 3.0) -> bool:
-    """Whether the host's agent accepts connections.  For an ssh host the tunnel's local end always accepts one
-    (ssh opens the channel only then), so the check asks the host itself: ``ssh -W 127.0.0.1:AGENT_PORT`` over
-    the master connection fails at once when nothing listens there, and stays open when the agent answered."""
+    """Whether the host's agent accepts connections.  For an ssh host the forward's local end always accepts one
+    (ssh opens the channel to the host's socket only then), so the check waits on it: ssh closes the connection
+    at once when nothing listens at the agent's socket there, and keeps it open when the agent accepted (fio's
+    server waits for the client to speak first)."""
     if link.host.scheme == "ssh":
-        return _agent_answers_over_ssh(link, timeout)
+        if not link.alive or link._dir is None:
+            return False
+        return _stays_open(link.local_socket, timeout)
     addr, port = link.fio_address
-    try:
-        with socket.create_connection((addr, port), timeout=timeout):
+    family, where = (socket.AF_UNIX, addr) if port is None else (socket.AF_INET6 if ":" in addr else socket.AF_INET,
+                                                                 (addr, port))
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.settimeout(timeout)
+        try:
+            s.connect(where)
             return True
-    except OSError:
-        return False
+        except OSError:
+            return False
 
 
-def _agent_answers_over_ssh(link: Link, timeout: float) -> bool:
-    if not link.alive or link._dir is None:
-        return False
-    argv = ssh_base(link.host) + ["-S", link._control(), "-W", f"127.0.0.1:{link.agent_port}", "--",
-                                  link.host.ssh_destination]
-    try:
-        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    except OSError:
-        return False
-    try:
-        proc.wait(timeout)
-        return False  # ssh ended: the channel was refused ("connect failed"), or the connection is gone
-    except subprocess.TimeoutExpired:
-        return True  # the channel stayed open: something listens at the agent's port on the host
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        if proc.stdin:
-            proc.stdin.close()
+def _stays_open(path: str, timeout: float) -> bool:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(timeout)
+        try:
+            s.connect(path)
+            return s.recv(1) != b""  # EOF: ssh's channel to the host's socket was refused
+        except TimeoutError:
+            return True  # the channel stayed open: something listens at the agent's socket on the host
+        except OSError:
+            return False

@@ -3,8 +3,8 @@
 fio's client mode returns each host's JSON only when the jobs end, so the live charts of a fleet run read the
 kernel's block-layer counters of each host's target device (``/sys/dev/block/MAJ:MIN/stat``: I/Os, sectors and
 milliseconds spent, per direction) once a second: IOPS, bandwidth and mean latency (time spent / I/Os) per
-host, and their fleet total.  They are live estimates; the results are fio's own figures.  A loopback tcp host
-is read here; an ssh host through its SSH connection (``cat`` in a loop, read-only); another tcp host has no
+host, and their fleet total.  They are live estimates; the results are fio's own figures.  An agent on this
+machine (unix://, loopback tcp://) is read here; an ssh host through its SSH connection (``cat`` in a loop, read-only); another tcp host has no
 live figures.  For a file target the counters are those of the file system's device (other I/O on it counts).
 """
 
@@ -16,7 +16,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import IO, Any, Mapping
 
-from app.fleet.links import Link, end_process
+from app.fleet.links import Link, end_process, start_ssh
 
 SECTOR = 512
 MAX_LINE = 4096
@@ -57,8 +57,8 @@ class _Source:
         self.latest: Counters | None = None
         if argv is not None:
             try:
-                self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                             stderr=subprocess.DEVNULL, start_new_session=True)
+                self.proc = start_ssh(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                      stderr=subprocess.DEVNULL)
                 self.pipe = self.proc.stdout
                 assert self.pipe is not None
                 os.set_blocking(self.pipe.fileno(), False)
@@ -106,7 +106,7 @@ class FleetMeter:
             if device is None or link is None:
                 continue
             stat_path = f"/sys/dev/block/{device[0]}:{device[1]}/stat"
-            if link.host.scheme == "tcp" and link.host.is_loopback:
+            if link.host.is_local:
                 self.sources[name] = _Source(stat_path, None)
             elif link.host.scheme == "ssh":
                 loop = f"while cat {shlex.quote(stat_path)}; do sleep 1; done"

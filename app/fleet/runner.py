@@ -32,7 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, AsyncGenerator, Sequence
 
-from app.fleet.hosts import DEFAULT_AGENT_PORT, Host
+from app.fleet import hosts as fleet_hosts
+from app.fleet.hosts import DEFAULT_AGENT_SOCKET, MAX_HOSTS, Host
 from app.fleet.links import HostUnreachable, Link, close_links, open_links
 from app.fleet.meter import FleetMeter
 from app.points import StoragePoint
@@ -56,7 +57,7 @@ class Fleet:
 
     hosts: list[Host]
     targets: dict[str, str]  # host name → target path on that host
-    agent_port: int = DEFAULT_AGENT_PORT
+    agent_socket: str = DEFAULT_AGENT_SOCKET  # the agents' socket on the ssh hosts
     links: dict[str, Link] = field(default_factory=dict)
     shapes: dict[str, TargetShape] = field(default_factory=dict)  # host → its target, as the host said
     devices: dict[str, tuple[int, int] | None] = field(default_factory=dict)  # host → its target's block device
@@ -67,7 +68,8 @@ class Fleet:
 
     def open(self) -> "Fleet":
         if not self.links:
-            self.links = {link.host.name: link for link in open_links(self.hosts, self.agent_port)}
+            fleet_hosts.CONSENT.check(self.hosts)  # nothing is connected to a tcp:// host the user did not allow
+            self.links = {link.host.name: link for link in open_links(self.hosts, self.agent_socket)}
         return self
 
     def close(self) -> None:
@@ -95,7 +97,7 @@ class Fleet:
 
     def to_meta(self) -> dict[str, Any]:
         return {"hosts": [{**h.to_dict(), "target": self.targets[h.name]} for h in self.hosts],
-                "agent_port": self.agent_port}
+                "agent_socket": self.agent_socket}
 
 
 def client_entries(doc: dict[str, Any]) -> list[dict[str, Any]]:
@@ -103,10 +105,12 @@ def client_entries(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return [e for e in stats if isinstance(e, dict)] if isinstance(stats, list) else []
 
 
-def host_entry(doc: dict[str, Any], address: tuple[str, int]) -> dict[str, Any] | None:
-    """The ``client_stats`` entry of the host fio reached at ``address`` (hostname, port), not the sum."""
+def host_entry(doc: dict[str, Any], address: tuple[str, int | None]) -> dict[str, Any] | None:
+    """The ``client_stats`` entry of the host fio reached at ``address`` (hostname, port; a socket's path and
+    None: fio names a socket client by its path, each host's own), not the sum."""
     for e in client_entries(doc):
-        if e.get("jobname") != ALL_CLIENTS and e.get("hostname") == address[0] and e.get("port") == address[1]:
+        if e.get("jobname") != ALL_CLIENTS and e.get("hostname") == address[0] and (
+                address[1] is None or e.get("port") == address[1]):
             return e
     return None
 
@@ -177,6 +181,7 @@ class FleetRunner(FioRunner):
         job = job_name(point)
         for h in [h for h in hosts if h.name in unreachable]:
             yield Result(index, {}, {}, self._extra(h, job, 0.0), error=unreachable[h.name])
+            await asyncio.sleep(0)  # the event loop handles a SIGTERM/^C between host results
         hosts = [h for h in hosts if h.name not in unreachable]
         if not hosts:
             return
@@ -223,6 +228,7 @@ class FleetRunner(FioRunner):
         files = run.keep(ctx.raw_dir / f"{index:04d}-{job}{FLEET_SUFFIX}")
         for h in hosts:
             yield self._host_result(index, h, job, run, {**files, ".fio": Path(jobs[h.name][1])})
+            await asyncio.sleep(0)  # the event loop handles a SIGTERM/^C between host results
 
     def _extra(self, h: Host, job: str, wall: float) -> dict[str, Any]:
         return {"host": h.name, "target": self.fleet.targets[h.name], "wall_s": round(wall, 3),
@@ -253,21 +259,27 @@ class FleetRunner(FioRunner):
                 out += chunk
 
 
-def open_fleet(host_values: Sequence[str], target_values: Sequence[str], agent_port: int = DEFAULT_AGENT_PORT) -> Fleet:
-    """The fleet of ``--host``/``--target`` values, checked (UsageError) but not connected yet."""
-    from app.fleet.hosts import host_targets, parse_hosts
+def open_fleet(host_values: Sequence[str], target_values: Sequence[str],
+               agent_socket: str = DEFAULT_AGENT_SOCKET) -> Fleet:
+    """The fleet of ``--host``/``--target`` values, checked (UsageError, also a tcp:// host without the consent
+    it needs) but not connected yet."""
+    from app.fleet.hosts import check_socket_path, host_targets, parse_hosts
 
     hosts = parse_hosts(host_values)
-    return Fleet(hosts, host_targets(hosts, target_values), agent_port)
+    fleet_hosts.CONSENT.check(hosts)
+    return Fleet(hosts, host_targets(hosts, target_values), check_socket_path(agent_socket, "--agent-socket"))
 
 
 def fleet_from_meta(meta: Any, source: str) -> Fleet:
     """The fleet run.json recorded (untrusted: every host and target is parsed again)."""
     from app.errors import UsageError
-    from app.fleet.hosts import check_remote_path, parse_host
+    from app.fleet.hosts import check_remote_path, check_socket_path, parse_host
 
     if not isinstance(meta, dict) or not isinstance(meta.get("hosts"), list) or not meta["hosts"]:
         raise UsageError(f"{source}: key 'fleet' has invalid value: expected its hosts and targets.")
+    if len(meta["hosts"]) > MAX_HOSTS:
+        raise UsageError(f"{source}: key 'fleet.hosts' names {len(meta['hosts'])} hosts; a fleet run takes at most "
+                         f"{MAX_HOSTS} hosts.")
     hosts, targets = [], {}
     for i, entry in enumerate(meta["hosts"]):
         if not isinstance(entry, dict):
@@ -279,8 +291,8 @@ def fleet_from_meta(meta: Any, source: str) -> Fleet:
                                             f"{source}: key 'fleet.hosts[{i}].target'")
     if len({(h.scheme, h.address, h.port) for h in hosts}) < len(hosts):
         raise UsageError(f"{source}: key 'fleet.hosts' names the same host twice.")
-    port = meta.get("agent_port", DEFAULT_AGENT_PORT)
-    if not isinstance(port, int) or isinstance(port, bool) or not 1 <= port <= 65535:
-        raise UsageError(f"{source}: key 'fleet.agent_port' has invalid value {str(port)[:40]!r}.")
-    return Fleet(hosts, targets, port)
+    agent_socket = meta.get("agent_socket", DEFAULT_AGENT_SOCKET)
+    check_socket_path(agent_socket if isinstance(agent_socket, str) else "",
+                      f"{source}: key 'fleet.agent_socket'")
+    return Fleet(hosts, targets, agent_socket)
 

@@ -191,7 +191,7 @@ class ProfilerApp(App[int]):
                 if choice is not None:
                     self._push_resume(found, choice)
 
-            draft = FleetDraft([h for h, _ in found.fleet], None, dict(found.fleet), found.agent_port)
+            draft = FleetDraft([h for h, _ in found.fleet], None, dict(found.fleet), found.agent_socket)
             self.push_screen(ConfirmFleet(draft), fleet_confirmed)
             return
         if found.device is None:  # a file target (or memory): checked by the session itself, as for a new run

@@ -54,7 +54,7 @@ class DevicesScreen(Screen[None]):
         with Vertical(id="devices-body"):
             yield DataTable(id="devices", cursor_type="row", zebra_stripes=False)
             options = app_options(self.app)
-            yield FleetHosts(options.agent_port, options.probe_host, id="fleet")
+            yield FleetHosts(options.agent_socket, options.probe_host, id="fleet")
             yield Static(strings.SCANNING, id="devices-status")
             yield Static("", id="environment-warnings")
             yield Static("", id="device-reasons")

@@ -21,14 +21,14 @@ from textual.widgets import Button, DataTable, Footer, Input, Label, Static
 from textual.worker import Worker, WorkerState
 
 from app.errors import ProfilerError, UsageError
-from app.fleet.hosts import MAX_HOSTS, Host, check_remote_path, parse_host
+from app.fleet.hosts import DEFAULT_AGENT_SOCKET, MAX_HOSTS, Host, check_remote_path, parse_host
 from app.screens import strings
 from app.screens.confirm import ConfirmModal
 from app.screens.state import TargetChoice
 from app.widgets import ErrorLine, too_small
 from app.widgets.verdicts import add_device_columns, device_cells, verdict_text, walk
 
-Probe = Callable[[str, int], "HostProbe"]
+Probe = Callable[[str, str], "HostProbe"]
 
 
 @dataclass
@@ -50,7 +50,7 @@ class HostProbe:
         return "ok" if self.agent else "agent-down"
 
 
-def probe_host(text: str, agent_port: int) -> HostProbe:
+def probe_host(text: str, agent_socket: str) -> HostProbe:
     """In a thread: open the host's link, list its devices, ask whether its agent answers, close the link."""
     from app.fleet.links import Link, agent_reachable
 
@@ -58,13 +58,13 @@ def probe_host(text: str, agent_port: int) -> HostProbe:
         host = parse_host(text, "host")
     except UsageError as e:
         return HostProbe(text, error=str(e))
-    link = Link(host, agent_port)
+    link = Link(host, agent_socket)
     probe = HostProbe(text)
     try:
         link.open()
         addr, port = link.fio_address
-        probe.address = (f"{host.address} port {agent_port} (through SSH)" if host.scheme == "ssh"
-                         else f"{addr}:{port}")
+        probe.address = (f"{host.address}:{agent_socket} (through SSH)" if host.scheme == "ssh"
+                         else addr if port is None else f"{addr}:{port}")
         probe.agent = agent_reachable(link)
         if host.scheme == "tcp" and not host.is_loopback:
             probe.devices_note = strings.FLEET_TEST_NO_DEVICES
@@ -106,7 +106,7 @@ class FleetDraft:
     hosts: list[str]
     path: str | None  # the target on every host
     own: dict[str, str] = field(default_factory=dict)  # a host's own target
-    agent_port: int = 8765
+    agent_socket: str = DEFAULT_AGENT_SOCKET
 
     def targets(self) -> list[tuple[str, str]]:
         return [(h, self.own.get(h) or self.path or "") for h in self.hosts]
@@ -115,7 +115,7 @@ class FleetDraft:
         return TargetChoice(label=self.path or "", path=self.path, allow_writes=True, yes=yes,
                             allow_destructive=allow_destructive, hosts=tuple(self.hosts),
                             host_targets=tuple((h, p) for h, p in self.own.items() if h in self.hosts),
-                            agent_port=self.agent_port)
+                            agent_socket=self.agent_socket)
 
 
 class FleetHosts(Vertical):
@@ -130,9 +130,9 @@ class FleetHosts(Vertical):
     class Changed(Message):
         """The hosts changed (the screen's status line says how many)."""
 
-    def __init__(self, agent_port: int, probe: Probe | None = None, *, id: str | None = None) -> None:  # noqa: A002
+    def __init__(self, agent_socket: str, probe: Probe | None = None, *, id: str | None = None) -> None:  # noqa: A002
         super().__init__(id=id)
-        self.agent_port = agent_port
+        self.agent_socket = agent_socket
         self.probe: Probe = probe or probe_host
         self.hosts: list[Host] = []
         self.own: dict[str, str] = {}
@@ -255,10 +255,7 @@ class FleetHosts(Vertical):
                                                              address=probe.address, n=n, s="" if n == 1 else "s"),
                             style="green")
             else:
-                host = next(h for h in self.hosts if h.name == name)
-                text.append(strings.FLEET_TEST_AGENT_DOWN.format(
-                    host=name, address=probe.address,
-                    port=self.agent_port if host.scheme == "ssh" else host.port), style="yellow")
+                text.append(strings.FLEET_TEST_AGENT_DOWN.format(host=name, address=probe.address), style="yellow")
             if probe.devices_note:
                 text.append("\n" + probe.devices_note, style="dim")
             line.update(text)
@@ -328,7 +325,7 @@ class FleetHosts(Vertical):
                 return strings.FLEET_TARGET_BAD.format(path=path)
         if any(path is None and h.name not in self.own for h in self.hosts):
             return strings.FLEET_NEEDS_TARGET
-        return FleetDraft(self.names, path, dict(self.own), self.agent_port)
+        return FleetDraft(self.names, path, dict(self.own), self.agent_socket)
 
     def show_target_error(self, text: str) -> None:
         self.query_one("#fleet-target-error", ErrorLine).show(text)
@@ -340,7 +337,7 @@ class FleetHosts(Vertical):
         if name in self.testing:
             return
         self.testing.add(name)
-        probe, port = self.probe, self.agent_port
+        probe, port = self.probe, self.agent_socket
         self.run_worker(lambda: probe(name, port), thread=True, group="probe", name=name, exit_on_error=False)
         self._fill(select=self.current())
 

@@ -205,7 +205,7 @@ class RunScreen(Screen[None]):
         if t is not None and t.fleet:  # every point on each host; new_session judges each host's target there
             from app.fleet.runner import open_fleet
 
-            fleet = open_fleet(list(t.hosts), t.target_values(), t.agent_port)
+            fleet = open_fleet(list(t.hosts), t.target_values(), t.agent_socket)
             return sweep.new_session(r.preset, target=None, out=r.out, yes=t.yes,
                                      allow_destructive=t.allow_destructive, engine=r.engine, overrides=r.overrides,
                                      fleet=fleet)

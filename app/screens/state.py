@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Callable, Protocol, cast
 
 from app import presets as core
-from app.fleet.hosts import DEFAULT_AGENT_PORT
+from app.fleet.hosts import DEFAULT_AGENT_SOCKET
 from app.presets import Preset
 from app.results import new_run_dir
 from app.screens import strings
@@ -31,9 +31,9 @@ class Options:
     # warnings about the container the app runs in (app.container.environment_warnings), computed in a
     # thread by the devices screen; None: not checked (tests)
     environment: Callable[[], list[str]] | list[str] | None = None
-    agent_port: int = DEFAULT_AGENT_PORT  # the fleet agents' port on ssh:// hosts (run --agent-port)
+    agent_socket: str = DEFAULT_AGENT_SOCKET  # the fleet agents' socket on ssh:// hosts (run --agent-socket)
     # tests: replaces app.screens.fleet.probe_host (a fleet host's connection test, run in a thread)
-    probe_host: Callable[[str, int], Any] | None = None
+    probe_host: Callable[[str, str], Any] | None = None
 
 
 class _ProfilerApp(Protocol):
@@ -67,7 +67,7 @@ class TargetChoice:
     # host has its own) and the hosts' own targets (host, path)
     hosts: tuple[str, ...] = ()
     host_targets: tuple[tuple[str, str], ...] = ()
-    agent_port: int = DEFAULT_AGENT_PORT
+    agent_socket: str = DEFAULT_AGENT_SOCKET
 
     @classmethod
     def test_file(cls, results_dir: Path) -> "TargetChoice":
@@ -134,7 +134,7 @@ class ResumeTarget:
     writes: bool
     device: dict[str, Any] | None = None
     fleet: list[tuple[str, str]] | None = None  # a fleet run: each host and its target, as run.json names them
-    agent_port: int = DEFAULT_AGENT_PORT
+    agent_socket: str = DEFAULT_AGENT_SOCKET
 
 
 def resume_target(path: Path) -> ResumeTarget | str:
@@ -164,7 +164,7 @@ def resume_target(path: Path) -> ResumeTarget | str:
         except ProfilerError as e:
             return str(e)
         return ResumeTarget(path, preset, None, writes, fleet=[(h.name, fleet.targets[h.name]) for h in fleet.hosts],
-                            agent_port=fleet.agent_port)
+                            agent_socket=fleet.agent_socket)
     target = meta.get("target") if kind == Kind.STORAGE and isinstance(meta.get("target"), str) else None
     device = None
     if target is not None:

@@ -16,7 +16,7 @@ DEVICES_HINT = "enter: pick a target   p: presets on the test file   f: fleet ho
 
 # --- fleet hosts (devices screen, f) -------------------------------------------------------------
 FLEET_SUBTITLE = "Fleet hosts: each point runs on all of them"
-FLEET_HOST_PLACEHOLDER = "ssh://[user@]host[:port] or tcp://ADDR:PORT, then optionally its own target path"
+FLEET_HOST_PLACEHOLDER = "ssh://[user@]host[:port] or unix:///SOCKET, then optionally its own target path"
 FLEET_TARGET_PLACEHOLDER = "/path on every host: a file or a block device there"
 FLEET_HOST_LABEL = "add host"
 FLEET_TARGET_LABEL = "target"
@@ -46,8 +46,7 @@ FLEET_AGENT_NONE = "agent not answering"
 FLEET_UNREACHABLE = "unreachable"
 FLEET_TEST_HINT = "t tests the connection: the host's devices with their verdicts, and whether its agent answers."
 FLEET_TEST_RESULT = "{host}: {agent} at {address}; {n} device{s} listed"
-FLEET_TEST_AGENT_DOWN = ("{host}: nothing answers at {address}; start `profiler-tui agent` there "
-                         "(port {port}) before the run")
+FLEET_TEST_AGENT_DOWN = "{host}: nothing answers at {address}; start `profiler-tui agent` there before the run"
 FLEET_TEST_NO_DEVICES = "devices of a tcp:// host other than this machine cannot be listed from here; use ssh://"
 FLEET_TEST_DEVICES_FAILED = "its devices could not be listed: {error}"
 FLEET_TARGET_OWN = "own: {path}"

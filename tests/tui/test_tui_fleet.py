@@ -1,9 +1,9 @@
 """Fleet runs in the TUI: the hosts on the devices screen (f), testing a host's connection, a fleet run of
-`quick` on two loopback agents driven to the fleet results table, per-host lines in the live charts, and
+`quick` on two local agents driven to the fleet results table, per-host lines in the live charts, and
 snapshots of the hosts and of the fleet table.
 
-Agents are real ``profiler-tui agent`` processes on 127.0.0.1 (free ports), stopped by the fixture whatever the
-test does; a loopback tcp:// host's devices are this machine's.
+Agents are real ``profiler-tui agent`` processes on Unix sockets here (``unix://`` hosts), stopped by the fixture
+whatever the test does; a local agent's devices are this machine's.
 
 Update the snapshots after an intended change with ``pytest tests/tui/test_tui_fleet.py --snapshot-update``."""
 
@@ -27,7 +27,7 @@ from app.screens.state import RunRequest, TargetChoice
 from app.tui import create_app
 from app.widgets.charts import HOST_COLORS, MAX_HOST_SERIES, CurveChart, LatencyChart, ThroughputChart
 from tests.fleet_agents import agents as fleet_agents
-from tests.fleet_agents import free_port, listening
+from tests.fleet_agents import answering
 from tests.tui.helpers import DEVICES, FIXED_PRESETS, choose_preset, forever, wait_for
 
 SIZE = (80, 24)
@@ -41,13 +41,14 @@ A, B = "tcp://127.0.0.1:18001", "tcp://127.0.0.1:18002"
 
 
 @pytest.fixture
-def agents() -> Iterator[list[int]]:
-    """Two `profiler-tui agent` processes on free loopback ports; always stopped again (tests/fleet_agents.py)."""
+def agents() -> Iterator[list[str]]:
+    """Two `profiler-tui agent` processes, each on its own socket (their unix:// hosts); always stopped again
+    (tests/fleet_agents.py)."""
     with fleet_agents(2) as running:
-        yield [a.port for a in running]
-        ports = [a.port for a in running]
-    for port in ports:  # nothing of the agents is left listening
-        assert not listening(port), f"something still listens on 127.0.0.1:{port}"
+        yield [a.host for a in running]
+        sockets = [a.socket for a in running]
+    for sock in sockets:  # nothing of the agents is left listening
+        assert not answering(sock), f"something still listens on {sock}"
 
 
 @pytest.fixture(autouse=True)
@@ -181,9 +182,9 @@ async def wait_probe(pilot: Any, panel: FleetHosts, name: str) -> HostProbe:
     return panel.probes[name]
 
 
-async def test_connection_to_a_loopback_agent_and_a_closed_port(tmp_path: Path, agents: list[int]) -> None:
-    up = f"tcp://127.0.0.1:{agents[0]}"
-    closed = f"tcp://127.0.0.1:{free_port()}"
+async def test_connection_to_a_local_agent_and_a_closed_socket(tmp_path: Path, agents: list[str]) -> None:
+    up = agents[0]
+    closed = f"unix://{tmp_path}/none.sock"
     app = create_app(devices=DEVICES, results_dir=tmp_path / "results")
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("f")
@@ -197,9 +198,9 @@ async def test_connection_to_a_loopback_agent_and_a_closed_port(tmp_path: Path, 
         await pilot.press("ctrl+home", "t")
         probe = await wait_probe(pilot, panel, up)
         assert probe.error is None and probe.agent is True and probe.state == "ok"
-        assert probe.address == f"127.0.0.1:{agents[0]}"
+        assert probe.address == up.removeprefix("unix://")
         after = {d.get("path") for d in list_devices()}
-        # a loopback tcp host's devices are this machine's, with their verdicts (other tests may attach loop
+        # a local agent's devices are this machine's, with their verdicts (other tests may attach loop
         # devices meanwhile: what was there all along is listed, nothing that never was)
         assert isinstance(probe.devices, list) and all(d.get("verdict") for d in probe.devices)
         assert before & after <= {d.get("path") for d in probe.devices} <= before | after
@@ -232,8 +233,8 @@ async def test_connection_to_a_loopback_agent_and_a_closed_port(tmp_path: Path, 
 # --- a real fleet run ---------------------------------------------------------------------------------------
 
 
-async def test_fleet_run_of_quick_on_two_agents_to_the_fleet_table(tmp_path: Path, agents: list[int]) -> None:
-    one, two = (f"tcp://127.0.0.1:{p}" for p in agents)
+async def test_fleet_run_of_quick_on_two_agents_to_the_fleet_table(tmp_path: Path, agents: list[str]) -> None:
+    one, two = agents
     common, own = tmp_path / "target-one", tmp_path / "target-two"
     app = create_app(devices=DEVICES, results_dir=tmp_path / "results", overrides=FLEET_SMALL)
     try:
@@ -288,13 +289,13 @@ async def test_fleet_run_of_quick_on_two_agents_to_the_fleet_table(tmp_path: Pat
             target.unlink(missing_ok=True)
 
 
-async def test_resuming_a_fleet_run_confirms_its_hosts_again(tmp_path: Path, agents: list[int]) -> None:
+async def test_resuming_a_fleet_run_confirms_its_hosts_again(tmp_path: Path, agents: list[str]) -> None:
     """An interrupted fleet run resumed from the runs browser: its hosts and targets (from run.json) are shown
     for confirmation, then the run finishes on every host."""
     from app.fleet.runner import open_fleet
     from app.screens.messages import ResumeRun
 
-    one, two = (f"tcp://127.0.0.1:{p}" for p in agents)
+    one, two = agents
     targets = tmp_path / "t1", tmp_path / "t2"
     preset = core.apply_overrides(core.load("quick"), list(FLEET_SMALL))
     fleet = open_fleet([one, two], [f"{one}={targets[0]}", f"{two}={targets[1]}"])
@@ -517,7 +518,7 @@ def write_fleet_results(hosts: tuple[str, ...] = (A, B), outlier: tuple[int, str
     failures = [{"index": i, "host": h, "point": plan[i].to_dict(), "error": f"host {h}: no result from fio"}
                 for i, h in failed]
     rd.create({"kind": "storage", "plan": [p.to_dict() for p in plan], "status": "partial",
-               "fleet": {"hosts": targets, "agent_port": 8765}, "failures": failures})
+               "fleet": {"hosts": targets, "agent_socket": "/run/profiler-tui/agent.sock"}, "failures": failures})
     for i, point in enumerate(plan):
         for j, h in enumerate(targets):
             if (i, h["host"]) in failed:
