@@ -275,7 +275,7 @@ def open_file(path: str | os.PathLike[str], flags: int, dir_fd: int | None = Non
         if flags & (os.O_WRONLY | os.O_RDWR):
             st = os.fstat(fd)
             # a file someone else left there (in a sticky directory), or a second name of another file: not ours
-            if st.st_uid not in (0, os.geteuid()) or st.st_nlink > 1 or not stat.S_ISREG(st.st_mode):
+            if st.st_uid not in trusted_uids() or st.st_nlink > 1 or not stat.S_ISREG(st.st_mode):
                 raise OSError(errno.EPERM, "not a file of this tool's (another user's, or a hard link)", str(path))
         if flags & os.O_CREAT:
             os.fchmod(fd, FILE_MODE)
@@ -330,11 +330,22 @@ def write_atomic(path: Path, text: str, dir_fd: int | None = None) -> None:
 # (/tmp): others cannot rename or remove what they do not own in it.
 
 
+def trusted_uids() -> frozenset[int]:
+    """Whose directories and links root may use: root's, this process's user's and, under ``sudo``, the
+    invoking user's (``SUDO_UID``, set by sudo), who can already run anything as root — so ``sudo profiler-tui
+    run …`` from one's own home directory writes ``./results`` there."""
+    uids = {0, os.geteuid()}
+    sudo = os.environ.get("SUDO_UID", "")
+    if os.geteuid() == 0 and sudo.isascii() and sudo.isdigit() and len(sudo) <= 10:
+        uids.add(int(sudo))
+    return frozenset(uids)
+
+
 def foreign(st: os.stat_result, *, sticky_ok: bool = False) -> str | None:
-    """Why another user can change what is in the directory ``st`` describes (None when only root or this
-    process's user can): its owner, or its group/other write bit (allowed with the sticky bit when
+    """Why another user can change what is in the directory ``st`` describes (None when only the
+    :func:`trusted_uids` can): its owner, or its group/other write bit (allowed with the sticky bit when
     ``sticky_ok``)."""
-    if st.st_uid not in (0, os.geteuid()):
+    if st.st_uid not in trusted_uids():
         return f"is owned by another user (uid {st.st_uid})"
     if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not (sticky_ok and st.st_mode & stat.S_ISVTX):
         return "is writable by other users" if st.st_mode & stat.S_IWOTH else "is writable by its group"
@@ -384,7 +395,7 @@ def check_links(path: Path, risk: str = RUN_RISK, _shown: Path | None = None, _d
         except OSError:
             return  # the rest does not exist (yet): nothing to follow
         if stat.S_ISLNK(st.st_mode):
-            if st.st_uid not in (0, os.geteuid()):
+            if st.st_uid not in trusted_uids():
                 raise _refusal(shown, str(nxt), f"is a symbolic link of another user (uid {st.st_uid})", risk)
             check_links(cur / os.readlink(nxt), risk, shown, _depth + 1)
             nxt = Path(os.path.realpath(nxt))

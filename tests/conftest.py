@@ -22,6 +22,7 @@ def run_cli(*args: str, timeout: float = 300, env: dict[str, str] | None = None,
             check: bool = False) -> subprocess.CompletedProcess[str]:
     """``python -m app ARGS`` in a subprocess, as a user would run it."""
     full_env = dict(os.environ)
+    full_env.pop("SUDO_UID", None)  # `sudo make test`: the tests' other users stay other users
     full_env.setdefault("XDG_CONFIG_HOME", str(Path(os.environ.get("TMPDIR", "/tmp")) / "profiler-tui-test-config"))
     if env:
         full_env.update(env)

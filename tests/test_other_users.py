@@ -81,6 +81,24 @@ def test_out_owned_by_nobody_is_refused_and_nothing_is_written(shared: Path) -> 
     assert list(out.iterdir()) == [] and not (shared / "t.bin").exists()
 
 
+def test_under_sudo_the_invoking_user_s_directory_is_trusted_and_no_one_else_s(shared: Path) -> None:
+    """sudo sets SUDO_UID to the user who ran it, who can already run anything as root: ``sudo profiler-tui run``
+    from that user's home writes there.  Another user's directory stays refused, and so does a group-writable one
+    of the invoking user's."""
+    out = shared / "o"
+    out.mkdir()
+    os.chown(out, NOBODY.pw_uid, NOBODY.pw_gid)
+    proc = run_cli("run", "custom", "--target", str(shared / "t.bin"), "--out", str(out / "r"), *RUN,
+                   env={"SUDO_UID": str(NOBODY.pw_uid)})
+    assert proc.returncode == 0, proc.stderr
+    assert (out / "r" / "results.jsonl").read_text().count("\n") == 1
+    one_sentence(run_cli("run", "custom", "--target", str(shared / "t.bin"), "--out", str(out / "s"), *RUN,
+                         env={"SUDO_UID": "1"}), "owned by another user (uid 65534)")
+    os.chmod(out, 0o775)
+    one_sentence(run_cli("run", "custom", "--target", str(shared / "t.bin"), "--out", str(out / "t"), *RUN,
+                         env={"SUDO_UID": str(NOBODY.pw_uid)}), "writable by its group")
+
+
 @pytest.mark.parametrize("below", [False, True])
 def test_a_symlink_nobody_made_in_tmp_does_not_choose_where_root_writes(shared: Path, below: bool) -> None:
     """/tmp/o as nobody's link to a directory of root's (/etc, say): the results would go there."""
