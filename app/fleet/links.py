@@ -190,18 +190,17 @@ class Link:
         self.open()
         words = remote_command() + list(args)
         argv = self.remote_argv(words)
-        try:
-            cp = subprocess.run(argv, capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL)
-        except subprocess.TimeoutExpired:
-            raise HostUnreachable(f"host {self.host.name}: `{' '.join(words)}` gave no answer within "
-                                  f"{timeout:.0f} s.") from None
-        if cp.returncode != 0:
-            err = cp.stderr.decode("utf-8", "replace")
-            raise HostUnreachable(f"host {self.host.name}: `{' '.join(words[:2])} …` failed "
-                                  f"({_first_line(err) or f'exit status {cp.returncode}'}).")
-        if len(cp.stdout) > MAX_ANSWER_BYTES:
+        outcome = run_bounded(argv, timeout, MAX_ANSWER_BYTES)
+        if outcome.failure == "too large":
             raise HostUnreachable(f"host {self.host.name}: its answer is larger than {MAX_ANSWER_BYTES} bytes.")
-        return cp.stdout.decode("utf-8", "replace")
+        if not outcome.ok:
+            raise HostUnreachable(f"host {self.host.name}: "
+                                  f"{describe_failure(outcome, clean_line(' '.join(words)), timeout)}.")
+        if outcome.returncode != 0:
+            err = outcome.stderr.decode("utf-8", "replace")
+            raise HostUnreachable(f"host {self.host.name}: `{clean_line(' '.join(words[:2]))} …` failed "
+                                  f"({_first_line(err) or f'exit status {outcome.returncode}'}).")
+        return outcome.stdout.decode("utf-8", "replace")
 
     def devices(self) -> list[dict[str, Any]]:
         """The host's `devices --json` listing (this machine's for a loopback tcp host; none for other tcp hosts)."""
