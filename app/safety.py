@@ -559,7 +559,6 @@ class _Block:
         if self._state is None:
             self._state = SystemState()
         return self._state
-        return self._devices[name]
 
     @cached_property
     def size(self) -> int:

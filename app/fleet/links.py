@@ -15,7 +15,6 @@ is the command that runs profiler-tui on an ssh host (default ``profiler-tui``).
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import shutil
@@ -30,7 +29,9 @@ from typing import Any, Sequence
 from app import points, safety
 from app.errors import ProfilerError, SafetyError, ToolMissing, UsageError
 from app.fleet.hosts import DEFAULT_AGENT_PORT, Host
-from app.fleet.inspect import BadAnswer, describe_target, device_of, read_target, shape_of, verdict_of
+from app.external import describe_failure, run_bounded
+from app.fleet.inspect import BadAnswer, Contradiction, describe_target, device_of, parse_answer, read_target, shape_of, verdict_of
+from app.sanitize import clean_line
 from app.runners.fio import TargetShape
 
 CONNECT_TIMEOUT_S = 15.0
@@ -206,9 +207,10 @@ class Link:
         """The host's `devices --json` listing (this machine's for a loopback tcp host; none for other tcp hosts)."""
         if self.host.scheme == "ssh":
             try:
-                doc = json.loads(self.run_remote(["devices", "--json"]))
-            except json.JSONDecodeError:
-                raise HostUnreachable(f"host {self.host.name}: `devices --json` did not answer in JSON.") from None
+                doc = parse_answer(self.run_remote(["devices", "--json"]))
+            except BadAnswer as e:
+                raise HostUnreachable(f"host {self.host.name}: its `devices --json` answer is not usable ({e}).") \
+                    from None
             return [d for d in doc if isinstance(d, dict)] if isinstance(doc, list) else []
         if self.host.is_loopback:
             from app.devices import list_devices
@@ -216,34 +218,44 @@ class Link:
             return list_devices()
         return []
 
-    def describe(self, target: str) -> dict[str, Any]:
-        """The host's answer about ``target`` (:func:`app.fleet.inspect.describe_target` there)."""
+    def describe(self, target: str) -> dict[str, Any] | None:
+        """The host's answer about ``target`` (:func:`app.fleet.inspect.describe_target` there), checked; None
+        for a tcp host that cannot be examined from here."""
         if self.host.scheme == "ssh":
             text = self.run_remote(["devices", "--json", "--target", target])
             try:
-                return read_target(json.loads(text))
-            except (json.JSONDecodeError, BadAnswer) as e:
+                return read_target(parse_answer(text))
+            except Contradiction as e:
+                raise SafetyError(f"host {self.host.name}: refusing its target {clean_line(target)}, because its "
+                                  f"`devices --json --target` answer contradicts itself ({e}).") from None
+            except BadAnswer as e:
                 raise HostUnreachable(f"host {self.host.name}: its `devices --json --target` answer is not "
                                       f"usable ({e}).") from None
         if self.host.is_loopback:
             return describe_target(target)
+        return None
+
+    def _unexamined(self, target: str, writes: bool) -> Judged:
+        """A tcp host's target, which the controller cannot examine: a write is refused, a read needs --yes."""
         why = (f"host {self.host.name} is reached over tcp:// and its devices cannot be examined from here; "
                "use ssh:// so the safety rules can be checked on that host")
-        reasons = {"verdict": str(points.Verdict.REFUSED), "reasons": [why], "needs_yes": True, "kind": "other"}
-        read = {"verdict": str(points.Verdict.OK), "reasons": [why + " (a read-only plan runs when confirmed)"],
-                "needs_yes": True, "kind": "other"}
-        return {"path": target, "exists": True, "block": False, "size": None, "write": reasons, "read": read}
+        verdict = (safety.Verdict(target, "other", points.Verdict.REFUSED, [why], True) if writes else
+                   safety.Verdict(target, "other", points.Verdict.OK,
+                                  [why + " (a read-only plan runs when confirmed)"], True))
+        return Judged(verdict, TargetShape(True, False, None))
 
     def judge(self, target: str, writes: bool, *, yes: bool, allow_destructive: bool) -> Judged:
-        """The host's verdict on ``target`` for this plan with the user's confirmations: SafetyError (exit 3)
-        naming the host when the plan may not run there."""
+        """The controller's verdict on the host's ``target`` for this plan, from the facts the host reported and
+        the controller's own rules, with the user's confirmations: SafetyError (exit 3) naming the host when the
+        plan may not run there."""
         answer = self.describe(target)
-        verdict = verdict_of(answer, writes)
+        judged = self._unexamined(target, writes) if answer is None else \
+            Judged(verdict_of(answer, writes), shape_of(answer), device_of(answer))
         try:
-            confirmed = safety.confirm(verdict, writes, yes=yes, allow_destructive=allow_destructive)
+            confirmed = safety.confirm(judged.verdict, writes, yes=yes, allow_destructive=allow_destructive)
         except SafetyError as e:
-            raise SafetyError(f"host {self.host.name}: {e}") from None
-        return Judged(confirmed, shape_of(answer), device_of(answer))
+            raise SafetyError(f"host {clean_line(self.host.name)}: {e}") from None
+        return Judged(confirmed, judged.shape, judged.device)
 
 
 def _is_ip(text: str) -> bool:
@@ -255,9 +267,10 @@ def _is_ip(text: str) -> bool:
 
 
 def _first_line(text: str) -> str:
+    """The first line of another program's words (ssh's stderr), cleaned of control sequences."""
     for line in text.splitlines():
         if line.strip():
-            return line.strip()[:300]
+            return clean_line(line)
     return ""
 
 
