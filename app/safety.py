@@ -45,6 +45,7 @@ from typing import Any, Literal
 from app import points
 from app.errors import SafetyError
 from app.external import run_tool
+from app.sanitize import clean_line
 
 # the verdicts under their old names (callers and tests compare with these)
 OK = points.Verdict.OK
@@ -288,6 +289,11 @@ class Probe:
 _USAGE = {"filesystem": "filesystem", "raid": "RAID/LVM member", "crypto": "encrypted volume", "other": "signature"}
 
 
+def _first_line(text: str) -> str:
+    """A tool's first non-empty line of stderr, cleaned of control sequences (it is shown as a reason)."""
+    return next((clean_line(ln) for ln in text.splitlines() if clean_line(ln)), "")
+
+
 def _probe_blkid(path: str) -> Probe | None:
     exe = shutil.which("blkid")
     if not exe:
@@ -299,7 +305,7 @@ def _probe_blkid(path: str) -> Probe | None:
     for line in cp.stdout.splitlines():
         key, sep, value = line.partition("=")
         if sep:
-            values[key.strip()] = value.strip()
+            values[key.strip()] = clean_line(value, 100)
     probe = Probe(tool="blkid", fstype=values.get("TYPE"), pttype=values.get("PTTYPE"), usage=values.get("USAGE"))
     if probe.fstype:
         probe.signatures.append(f"{probe.fstype} {_USAGE.get(probe.usage or '', 'signature')}")
@@ -308,9 +314,9 @@ def _probe_blkid(path: str) -> Probe | None:
     if cp.returncode == 8:  # ambivalent: several signatures
         probe.signatures.append("several signatures (blkid: ambivalent result)")
     elif cp.returncode not in (0, 2):
-        probe.error = (cp.stderr.strip() or f"blkid exited with {cp.returncode}").splitlines()[0]
+        probe.error = _first_line(cp.stderr) or f"blkid exited with {cp.returncode}"
     elif cp.returncode == 2 and cp.stderr.strip():  # 2 is also "nothing found"; stderr tells an error
-        probe.error = cp.stderr.strip().splitlines()[0]
+        probe.error = _first_line(cp.stderr)
     return probe
 
 
@@ -322,10 +328,10 @@ def _probe_wipefs(path: str) -> Probe | None:
     if cp is None:
         return Probe(tool="wipefs", error="wipefs could not be run")
     if cp.returncode != 0:
-        return Probe(tool="wipefs", error=(cp.stderr.strip() or f"wipefs exited with {cp.returncode}").splitlines()[0])
+        return Probe(tool="wipefs", error=_first_line(cp.stderr) or f"wipefs exited with {cp.returncode}")
     probe = Probe(tool="wipefs")
     for line in cp.stdout.splitlines():
-        parts = line.split()
+        parts = clean_line(line).split()
         if parts:
             probe.signatures.append(f"{parts[0]} at offset {parts[1] if len(parts) > 1 else '?'}")
             probe.fstype = probe.fstype or parts[0]
@@ -400,7 +406,7 @@ def _in_use(d: DeviceFacts, label: str) -> list[str]:
     if d.root:
         out.append(f"{label} holds the root filesystem")
     if d.mounts:
-        shown = ", ".join(d.mounts[:3]) + (" …" if len(d.mounts) > 3 else "")
+        shown = ", ".join(clean_line(m) for m in d.mounts[:3]) + (" …" if len(d.mounts) > 3 else "")
         out.append(f"{label} is mounted at {shown}")
     if d.swap:
         out.append(f"{label} is in use as swap")

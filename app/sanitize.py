@@ -22,7 +22,7 @@ _SEQUENCE = re.compile(
     r"|(?:\x1b[\]PX^_]|[\x9d\x90\x98\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
     r"|\x1b[\x20-\x7e]?"
 )
-_CONTROL_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
+_CONTROL_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn"})
 _SPACE_LIKE = {"\n": " ", "\r": " ", "\t": " ", "\v": " ", "\f": " "}
 _MARKDOWN = re.compile(r"([\\`*_\[\]{}<>#|!~])")
 
@@ -36,7 +36,10 @@ def _keep(ch: str, newlines: bool) -> str:
         return " "
     if ch.isascii():
         return ch if " " <= ch <= "~" else ""
-    return "" if unicodedata.category(ch) in _CONTROL_CATEGORIES else ch
+    category = unicodedata.category(ch)
+    if category.startswith("Z"):
+        return " "  # a no-break, ogham or line separator space: a plain space
+    return "" if category in _CONTROL_CATEGORIES else ch
 
 
 def clean_text(text: object, *, newlines: bool = False, limit: int | None = None) -> str:
@@ -63,3 +66,15 @@ def md_text(text: object, limit: int | None = None) -> str:
     Markdown's characters escaped (a '|' would open a new table column)."""
     return _MARKDOWN.sub(r"\\\1", clean_line(text, limit))
 
+
+
+def clean_json(value: object, limit: int = 4096) -> object:
+    """A parsed JSON value from elsewhere (a host's device listing) with every string, key included, cleaned to
+    one line; the nesting must already be bounded (app.fleet.inspect.parse_answer)."""
+    if isinstance(value, str):
+        return clean_line(value, limit)
+    if isinstance(value, list):
+        return [clean_json(v, limit) for v in value]
+    if isinstance(value, dict):
+        return {clean_line(k, 200): clean_json(v, limit) for k, v in value.items()}
+    return value

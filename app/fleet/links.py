@@ -31,7 +31,7 @@ from app.errors import ProfilerError, SafetyError, ToolMissing, UsageError
 from app.fleet.hosts import DEFAULT_AGENT_PORT, Host
 from app.external import describe_failure, run_bounded
 from app.fleet.inspect import BadAnswer, Contradiction, describe_target, device_of, parse_answer, read_target, shape_of, verdict_of
-from app.sanitize import clean_line
+from app.sanitize import clean_json, clean_line
 from app.runners.fio import TargetShape
 
 CONNECT_TIMEOUT_S = 15.0
@@ -211,7 +211,8 @@ class Link:
             except BadAnswer as e:
                 raise HostUnreachable(f"host {self.host.name}: its `devices --json` answer is not usable ({e}).") \
                     from None
-            return [d for d in doc if isinstance(d, dict)] if isinstance(doc, list) else []
+            cleaned = clean_json(doc)  # every string the TUI or the CLI shows, as the local listing's
+            return [d for d in cleaned if isinstance(d, dict)] if isinstance(cleaned, list) else []
         if self.host.is_loopback:
             from app.devices import list_devices
 

@@ -28,6 +28,7 @@ from app.results import write_new
 from app.runners.base import Child, Context, Event, Phase, Result, Runner, Sample
 from app.runners.fio_parse import (PERCENTILE_LIST, DocumentSplitter, PhaseTracker, SampleTracker, io_started,
                                    metrics, operating_point, steady_progress, steady_result)
+from app.sanitize import clean_line
 from app.timeseries import MAX_SERIES, write_cliff
 from app.units import format_duration, format_size
 
@@ -537,6 +538,6 @@ def append_sample(series: IO[str] | None, sample: dict[str, Any]) -> None:
 
 
 def _fio_message(stderr: str, noise: list[str]) -> str:
-    lines = [ln.strip() for ln in (stderr.splitlines() + noise) if ln.strip()]
+    lines = [clean_line(ln) for ln in (stderr.splitlines() + noise) if clean_line(ln)]  # shown and reported
     errs = [ln for ln in lines if "err" in ln.lower() or ln.startswith("fio:")]
     return "; ".join((errs or lines)[:3])
