@@ -615,7 +615,7 @@ class _Block:
     @cached_property
     def signatures(self) -> list[str]:
         sigs = list(self.probe.signatures)
-        sigs += [u for u in self.udev if u.split()[0] not in " ".join(self.probe.signatures)]
+        sigs += [u for u in self.udev if u.strip() and u.split()[0] not in " ".join(self.probe.signatures)]
         if self.parts:
             sigs.append(f"partitions {', '.join(dev_path(p) for p in self.parts)}")
         return sigs

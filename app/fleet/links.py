@@ -15,6 +15,7 @@ is the command that runs profiler-tui on an ssh host (default ``profiler-tui``).
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import shutil
@@ -222,19 +223,20 @@ class Link:
     def describe(self, target: str) -> dict[str, Any] | None:
         """The host's answer about ``target`` (:func:`app.fleet.inspect.describe_target` there), checked; None
         for a tcp host that cannot be examined from here."""
-        if self.host.scheme == "ssh":
-            text = self.run_remote(["devices", "--json", "--target", target])
-            try:
-                return read_target(parse_answer(text))
-            except Contradiction as e:
-                raise SafetyError(f"host {self.host.name}: refusing its target {clean_line(target)}, because its "
-                                  f"`devices --json --target` answer contradicts itself ({e}).") from None
-            except BadAnswer as e:
-                raise HostUnreachable(f"host {self.host.name}: its `devices --json --target` answer is not "
-                                      f"usable ({e}).") from None
-        if self.host.is_loopback:
-            return describe_target(target)
-        return None
+        if self.host.scheme != "ssh" and not self.host.is_loopback:
+            return None
+        try:
+            if self.host.scheme == "ssh":
+                doc = parse_answer(self.run_remote(["devices", "--json", "--target", target]))
+            else:  # the agent runs here: this machine's answer, read exactly as a remote host's
+                doc = json.loads(json.dumps({"target": describe_target(target)}))
+            return read_target(doc)
+        except Contradiction as e:
+            raise SafetyError(f"host {self.host.name}: refusing its target {clean_line(target)}, because its "
+                              f"`devices --json --target` answer contradicts itself ({e}).") from None
+        except BadAnswer as e:
+            raise HostUnreachable(f"host {self.host.name}: its `devices --json --target` answer is not "
+                                  f"usable ({e}).") from None
 
     def _unexamined(self, target: str, writes: bool) -> Judged:
         """A tcp host's target, which the controller cannot examine: a write is refused, a read needs --yes."""

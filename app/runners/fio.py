@@ -11,7 +11,6 @@ import os
 import re
 import shutil
 import stat
-import subprocess
 import time
 from contextlib import aclosing
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import IO, Any, AsyncGenerator, Hashable, Sequence
 from dataclasses import dataclass, replace
 
 from app.errors import ToolMissing, UsageError
+from app.external import run_tool
 from app.points import WRITE_MODES, Kind, Point, StoragePoint
 from app.presets import MAX_SECONDS
 from app.procedure import (ASSUMED_PRECONDITION_BYTES_PER_S, SEQUENTIAL_PRECONDITION_BS, SEQUENTIAL_PRECONDITION_PASSES,
@@ -45,11 +45,8 @@ def fio_binary() -> str:
 
 
 def fio_version() -> str:
-    try:
-        out = subprocess.run([fio_binary(), "--version"], capture_output=True, text=True, timeout=10).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return "unknown"
-    return out.strip()
+    cp = run_tool([fio_binary(), "--version"], 10, 64 << 10)
+    return clean_line(cp.stdout, 200) if cp is not None else "unknown"
 
 
 def job_name(point: StoragePoint) -> str:
