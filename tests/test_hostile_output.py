@@ -41,6 +41,21 @@ HOSTILE = "A\x1b]0;pwned title\x07B\x1b]52;c;ZWNobyBwd25lZA==\x1b\\C\x1b[31;1mD\
 MAX_RSS_KB = 200 * 1024
 
 
+def running(pattern: str) -> list[int]:
+    """Processes whose command line holds ``pattern`` that still run (a killed orphan is a zombie until this
+    machine's init reaps it)."""
+    out = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True).stdout.split()
+    alive = []
+    for pid in out:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state != "Z" and int(pid) != os.getpid():
+            alive.append(int(pid))
+    return alive
+
+
 def no_escape(data: bytes | str) -> bool:
     raw = data.encode("utf-8", "surrogateescape") if isinstance(data, str) else data
     return ESC not in raw and CSI8 not in raw and "\x9b".encode() not in raw and b"\x07" not in raw
@@ -110,11 +125,11 @@ def test_the_timeout_holds_when_the_child_closes_its_pipes_and_the_child_is_kill
     o = run_bounded(["sh", "-c", script], 0.5)
     assert o.failure == "timeout" and time.monotonic() - t < 3
     time.sleep(0.2)
-    assert subprocess.run(["pgrep", "-f", f"touch {marker}"], capture_output=True).returncode == 1  # group killed
+    assert running(f"touch {marker}") == []  # group killed
 
 
-def test_a_sigint_takes_effect_within_a_slice_and_leaves_no_child() -> None:
-    mark = "29.8731"
+def _reading_in_a_child(mark: str) -> subprocess.Popen[str]:
+    """A Python whose main thread reads ``sleep MARK`` through the bounded reader (20 s timeout)."""
     proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
         from app.external import run_bounded
         print("ready", flush=True)
@@ -122,13 +137,20 @@ def test_a_sigint_takes_effect_within_a_slice_and_leaves_no_child() -> None:
     """)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
     time.sleep(0.5)
+    assert running(f"sleep {mark}") != []
+    return proc
+
+
+def test_a_sigint_takes_effect_within_a_slice_and_leaves_no_child() -> None:
+    mark = "29.8731"
+    proc = _reading_in_a_child(mark)
     t = time.monotonic()
     proc.send_signal(signal.SIGINT)
     proc.wait(10)
     latency = time.monotonic() - t
     assert "KeyboardInterrupt" in (proc.stderr.read() if proc.stderr else "")
-    assert latency < 1.0, latency
-    assert subprocess.run(["pgrep", "-f", f"sleep {mark}"], capture_output=True).returncode == 1
+    assert latency < 2.0, latency  # (measured: about 0.02 s)
+    assert running(f"sleep {mark}") == []
 
 
 def test_a_reader_in_a_thread_stops_when_cancelled() -> None:
@@ -136,7 +158,7 @@ def test_a_reader_in_a_thread_stops_when_cancelled() -> None:
     threading.Timer(0.3, cancel.set).start()
     t = time.monotonic()
     o = run_bounded(["sleep", "30"], 20, cancel=cancel)
-    assert o.failure == "cancelled" and time.monotonic() - t < 1.0
+    assert o.failure == "cancelled" and time.monotonic() - t < 2.0
 
 
 # --- telemetry tools: flooding, hanging, interrupted ------------------------------------------------------------
@@ -201,8 +223,8 @@ def test_a_cancelled_reading_ends_the_tool_at_once(tmp_path: Path) -> None:
 
     t = time.monotonic()
     asyncio.run(interrupted())  # asyncio.run waits for the reading's thread: it must end with the tool
-    assert time.monotonic() - t < 1.5
-    assert subprocess.run(["pgrep", "-f", str(tool)], capture_output=True).returncode == 1
+    assert time.monotonic() - t < 2.0  # the reading's timeout is 3 s
+    assert running(str(tool)) == []
 
 
 def test_a_tool_s_stderr_reaches_no_reading_with_a_control_sequence(tmp_path: Path) -> None:
@@ -522,5 +544,26 @@ def test_a_sigint_during_a_hung_telemetry_reading_ends_the_run_at_once(tmp_path:
                 proc.wait()
         _, err = proc.communicate()
     assert proc.returncode == 130, err
-    assert latency < 1.5, latency
-    assert subprocess.run(["pgrep", "-f", str(tmp_path / "bin" / "nvme")], capture_output=True).returncode == 1
+    assert latency < 2.0, latency  # the reading's timeout is 3 s (measured: about 0.06 s)
+    assert running(str(tmp_path / "bin" / "nvme")) == []
+
+
+def test_a_tool_dies_with_the_tool_that_reads_it() -> None:
+    """A reader's child has its own session (a terminal's ^C does not reach it): the kernel kills it when
+    profiler-tui dies, e.g. by SIGKILL or the start-up interrupt's os._exit."""
+    mark = "29.8732"
+    proc = _reading_in_a_child(mark)
+    proc.kill()
+    proc.wait()
+    time.sleep(0.3)
+    assert running(f"sleep {mark}") == []
+
+
+@settings(max_examples=40, deadline=None)
+@given(size=st.integers(0, 300_000), cap=st.integers(1, 200_000), err=st.integers(0, 80_000))
+def test_the_reader_keeps_exactly_what_fits_and_refuses_the_rest(size: int, cap: int, err: int) -> None:
+    o = run_bounded(["sh", "-c", f"head -c {err} /dev/zero >&2; head -c {size} /dev/zero"], 10, cap)
+    if size > cap or err > min(cap, 64 << 10):
+        assert o.failure == "too large" and o.stdout == b""
+    else:
+        assert o.ok and o.returncode == 0 and o.stdout == bytes(size) and len(o.stderr) == err
