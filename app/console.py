@@ -168,7 +168,8 @@ class RichProgress(ProgressPrinter):
 
     def _print(self, line: str) -> None:
         self._show()
-        self.console.print(Text(clean_text(line, newlines=True)), soft_wrap=True)  # above the live display; the terminal wraps it
+        # above the live display; the terminal wraps it
+        self.console.print(Text(clean_text(line, newlines=True)), soft_wrap=True)
 
     def _point_started(self, line: str) -> None:
         pass  # the live display names the point

@@ -402,7 +402,8 @@ def _controller(tmp_path: Path, sshd_: tuple[int, Path], mode: str, target: str,
 
 
 def _fs_type(path: str) -> str:
-    return subprocess.run(["blkid", "-p", "-o", "value", "-s", "TYPE", path], capture_output=True, text=True).stdout.strip()
+    probe = subprocess.run(["blkid", "-p", "-o", "value", "-s", "TYPE", path], capture_output=True, text=True)
+    return probe.stdout.strip()
 
 
 @pytest.mark.parametrize("mode, extra, words", [

@@ -245,7 +245,8 @@ def _block_facts(d: Any, path: str) -> safety.BlockFacts:
         raise BadAnswer("'facts.exclusive' is not an exclusive open's outcome")
     facts = safety.BlockFacts(_path_of(d, path), name, _size(d.get("size"), "facts.size"), parent, parts, devices,
                               (exclusive[0], clean_line(exclusive[1], 100)), _probe(d.get("probe")),
-                              _texts(d.get("udev"), "facts.udev"), _names(d.get("root_siblings"), "facts.root_siblings"))
+                              _texts(d.get("udev"), "facts.udev"),
+                              _names(d.get("root_siblings"), "facts.root_siblings"))
     _block_agrees(facts)
     return facts
 
@@ -286,7 +287,8 @@ def _file_facts(d: dict[str, Any], path: str) -> safety.FileFacts:
         if not refusal:
             raise BadAnswer("the facts refuse the target without saying why")
         return safety.FileFacts(_path_of(d, path), "other", refusal=refusal)
-    exists, size, swap = _get(d, "exists", bool, "facts"), _size(d.get("size"), "facts.size"), _get(d, "swap", bool, "facts")
+    exists, swap = _get(d, "exists", bool, "facts"), _get(d, "swap", bool, "facts")
+    size = _size(d.get("size"), "facts.size")
     loop = d.get("backs_loop")
     loop = None if loop is None else _name(loop, "facts.backs_loop")
     if not exists and (size or swap or loop):

@@ -31,7 +31,8 @@ from app import points, safety
 from app.errors import ProfilerError, SafetyError, ToolMissing, UsageError
 from app.fleet.hosts import DEFAULT_AGENT_PORT, Host
 from app.external import describe_failure, run_bounded
-from app.fleet.inspect import BadAnswer, Contradiction, describe_target, device_of, parse_answer, read_target, shape_of, verdict_of
+from app.fleet.inspect import (BadAnswer, Contradiction, describe_target, device_of, parse_answer, read_target,
+                               shape_of, verdict_of)
 from app.sanitize import clean_json, clean_line
 from app.runners.fio import TargetShape
 

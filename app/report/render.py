@@ -232,7 +232,8 @@ def _run(data: RunData) -> list[str]:
     out = ["## Run", ""]
     rows = []
     if preset:
-        rows.append(["Preset", f"{md_text(preset.get('name', '?'))} ({md_text(preset.get('kind', m.get('kind', '?')))})"])
+        kind = preset.get("kind", m.get("kind", "?"))
+        rows.append(["Preset", f"{md_text(preset.get('name', '?'))} ({md_text(kind)})"])
         if preset.get("description"):
             rows.append(["Description", md_text(preset["description"])])
         if preset.get("overrides"):
