@@ -15,6 +15,7 @@ import click
 from app import __version__, presets
 from app.errors import EXIT_INTERRUPTED, ProfilerError, UsageError
 from app.progress import ProgressPrinter
+from app.sanitize import clean_line, clean_text
 from app.summary import point_label, results_table
 from app.textable import format_table
 
@@ -109,7 +110,7 @@ def devices(as_json: bool, target: str | None) -> int:
     if about is not None:
         for plan in ("write", "read"):
             v = about[plan]
-            click.echo(f"{about['path']}, {plan} plan: {v['verdict']} ({'; '.join(v['reasons'])})")
+            click.echo(clean_line(f"{about['path']}, {plan} plan: {v['verdict']} ({'; '.join(v['reasons'])})", None))
     if on_terminal(sys.stdout):
         from app.console import print_devices
 
@@ -163,7 +164,7 @@ def presets_show(name: str, sets: tuple[str, ...], as_json: bool) -> int:
         return 0
     d = describe_plan(preset)
     click.echo(f"{d.name} ({d.kind}) — {d.description}")
-    click.echo(f"source: {d.source}")
+    click.echo(f"source: {clean_line(d.source, None)}")  # a file name is anybody's text
     click.echo("settings: " + d.settings_text)
     for key in d.axes:
         click.echo(f"axis {key}: " + d.axis_text(key))
@@ -575,6 +576,6 @@ def main(argv: list[str] | None = None) -> None:
         e.show()
         sys.exit(e.exit_code)
     except ProfilerError as e:
-        click.echo(f"profiler-tui: {e}", err=True)
+        click.echo(f"profiler-tui: {clean_text(e, newlines=True)}", err=True)  # it may quote a host or a tool
         sys.exit(e.exit_code)
     sys.exit(rv if isinstance(rv, int) else 0)

@@ -45,6 +45,7 @@ from app.points import Kind
 from app.presets import RW_MODES, read_toml, shipped_dir
 from app.report.model import MemoryRow, RunData, StorageRow, load
 from app.report.render import workload
+from app.sanitize import clean_text
 from app.textable import markdown_table
 from app.units import format_count, format_size, parse_size
 from app.validity import FLAGS, LEGEND, names
@@ -372,7 +373,7 @@ def compare_runs(dir_a: str, dir_b: str) -> str:
         lines += _storage_section(a, b)
     if a.memory or b.memory:
         lines += _memory_section(a, b)
-    return "\n".join(lines).rstrip() + "\n"
+    return clean_text("\n".join(lines).rstrip() + "\n", newlines=True)
 
 
 # --- host vs host of one fleet run ------------------------------------------------------------------------------
@@ -403,4 +404,4 @@ def compare_hosts(directory: str, hosts: Sequence[str]) -> str:
              "below 1× means B is faster.", ""]
     lines += _warnings(data, "the run")
     lines += _storage_section(a, b)
-    return "\n".join(lines).rstrip() + "\n"
+    return clean_text("\n".join(lines).rstrip() + "\n", newlines=True)

@@ -30,6 +30,7 @@ from rich.text import Text
 
 from app.points import Kind
 from app.progress import ProgressPrinter
+from app.sanitize import clean_text
 from app.summary import metrics_line, steady_live
 from app.textable import ReadTable, read_markdown
 from app.units import format_count, format_duration
@@ -167,7 +168,8 @@ class RichProgress(ProgressPrinter):
 
     def _print(self, line: str) -> None:
         self._show()
-        self.console.print(Text(line), soft_wrap=True)  # above the live display; the terminal wraps it
+        # above the live display; the terminal wraps it
+        self.console.print(Text(clean_text(line, newlines=True)), soft_wrap=True)
 
     def _point_started(self, line: str) -> None:
         pass  # the live display names the point

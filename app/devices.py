@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from app import safety
 from app.external import run_tool
+from app.sanitize import clean_line
 
 LSBLK_COLUMNS = [
     "NAME", "PATH", "TYPE", "SIZE", "MODEL", "VENDOR", "SERIAL", "TRAN", "ROTA", "MOUNTPOINTS",
@@ -46,7 +47,7 @@ def _lsblk(extra: list[str] | None = None) -> list[dict] | None:
             continue
         try:
             return json.loads(cp.stdout).get("blockdevices", [])
-        except (ValueError, AttributeError):
+        except (ValueError, AttributeError, RecursionError):
             continue
     return None
 
@@ -69,7 +70,7 @@ def _int(value) -> int | None:
 def _str(value) -> str | None:
     if value is None:
         return None
-    value = str(value).strip()
+    value = clean_line(value, 4096)  # lsblk's words (a model, a label) go to the terminal and report.md
     return value or None
 
 
@@ -125,7 +126,7 @@ def _node(raw: dict, state: safety.SystemState, parent: str | None) -> dict:
     mountpoints = raw.get("mountpoints")
     if mountpoints is None:
         mountpoints = [raw.get("mountpoint")]
-    mountpoints = [m for m in mountpoints if m]
+    mountpoints = [clean_line(m, 4096) for m in mountpoints if isinstance(m, str) and m]
     if not mountpoints:
         dev = safety._devnum_of(kname)
         mountpoints = list(state.mounts.get(dev, [])) if dev is not None else []
@@ -297,11 +298,13 @@ def _nvme_identity(path: str) -> dict | None:
         return None
     try:
         data = json.loads(cp.stdout)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     keep = {"mn": "model", "sn": "serial", "fr": "firmware", "vid": "vendor_id", "tnvmcap": "total_capacity",
             "nn": "namespaces", "ver": "nvme_version"}
-    return {new: (data[old].strip() if isinstance(data[old], str) else data[old])
+    if not isinstance(data, dict):
+        return None
+    return {new: (clean_line(data[old], 200) if isinstance(data[old], str) else data[old])
             for old, new in keep.items() if old in data}
 
 
@@ -314,7 +317,9 @@ def _smart_identity(path: str) -> dict | None:
         return None
     try:
         data = json.loads(cp.stdout)
-    except ValueError:
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict):
         return None
     out = {}
     for key, new in (("model_family", "family"), ("model_name", "model"), ("serial_number", "serial"),
@@ -325,7 +330,7 @@ def _smart_identity(path: str) -> dict | None:
             value = value.get("name") or value.get("current", {}).get("string") if key != "form_factor" \
                 else value.get("name")
         if value not in (None, "", {}):
-            out[new] = value
+            out[new] = clean_line(value, 200) if isinstance(value, str) else value
     cap = data.get("user_capacity")
     if isinstance(cap, dict) and "bytes" in cap:
         out["capacity_bytes"] = cap["bytes"]

@@ -13,6 +13,7 @@ from typing import Any, TextIO
 
 from app.points import Kind
 from app.runners.base import Sample
+from app.sanitize import clean_text
 from app.summary import live_line, metrics_line, outcome_line, point_label
 from app.units import format_duration
 
@@ -35,7 +36,7 @@ class ProgressPrinter:
 
     def _print(self, line: str) -> None:
         """One line a person reads: every completed point, failure, skip, the run's first line."""
-        self.stream.write(line + "\n")
+        self.stream.write(clean_text(line, newlines=True) + "\n")  # a line may quote fio or a host
         self.stream.flush()
 
     def _point_started(self, line: str) -> None:

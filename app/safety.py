@@ -45,6 +45,7 @@ from typing import Any, Literal
 from app import points
 from app.errors import SafetyError
 from app.external import run_tool
+from app.sanitize import clean_line
 
 # the verdicts under their old names (callers and tests compare with these)
 OK = points.Verdict.OK
@@ -288,6 +289,11 @@ class Probe:
 _USAGE = {"filesystem": "filesystem", "raid": "RAID/LVM member", "crypto": "encrypted volume", "other": "signature"}
 
 
+def _first_line(text: str) -> str:
+    """A tool's first non-empty line of stderr, cleaned of control sequences (it is shown as a reason)."""
+    return next((clean_line(ln) for ln in text.splitlines() if clean_line(ln)), "")
+
+
 def _probe_blkid(path: str) -> Probe | None:
     exe = shutil.which("blkid")
     if not exe:
@@ -299,7 +305,7 @@ def _probe_blkid(path: str) -> Probe | None:
     for line in cp.stdout.splitlines():
         key, sep, value = line.partition("=")
         if sep:
-            values[key.strip()] = value.strip()
+            values[key.strip()] = clean_line(value, 100)
     probe = Probe(tool="blkid", fstype=values.get("TYPE"), pttype=values.get("PTTYPE"), usage=values.get("USAGE"))
     if probe.fstype:
         probe.signatures.append(f"{probe.fstype} {_USAGE.get(probe.usage or '', 'signature')}")
@@ -308,9 +314,9 @@ def _probe_blkid(path: str) -> Probe | None:
     if cp.returncode == 8:  # ambivalent: several signatures
         probe.signatures.append("several signatures (blkid: ambivalent result)")
     elif cp.returncode not in (0, 2):
-        probe.error = (cp.stderr.strip() or f"blkid exited with {cp.returncode}").splitlines()[0]
+        probe.error = _first_line(cp.stderr) or f"blkid exited with {cp.returncode}"
     elif cp.returncode == 2 and cp.stderr.strip():  # 2 is also "nothing found"; stderr tells an error
-        probe.error = cp.stderr.strip().splitlines()[0]
+        probe.error = _first_line(cp.stderr)
     return probe
 
 
@@ -322,10 +328,10 @@ def _probe_wipefs(path: str) -> Probe | None:
     if cp is None:
         return Probe(tool="wipefs", error="wipefs could not be run")
     if cp.returncode != 0:
-        return Probe(tool="wipefs", error=(cp.stderr.strip() or f"wipefs exited with {cp.returncode}").splitlines()[0])
+        return Probe(tool="wipefs", error=_first_line(cp.stderr) or f"wipefs exited with {cp.returncode}")
     probe = Probe(tool="wipefs")
     for line in cp.stdout.splitlines():
-        parts = line.split()
+        parts = clean_line(line).split()
         if parts:
             probe.signatures.append(f"{parts[0]} at offset {parts[1] if len(parts) > 1 else '?'}")
             probe.fstype = probe.fstype or parts[0]
@@ -373,43 +379,62 @@ def _label(name: str, target_name: str, relation: str = "") -> str:
     return path if name == target_name or not relation else f"{path} ({relation})"
 
 
-def _in_use(name: str, label: str, state: SystemState) -> list[str]:
-    """Blocking reasons that ``name`` itself is in use."""
-    out: list[str] = []
+@dataclass
+class DeviceFacts:
+    """How one device of a target's family (itself, its disk, its partitions, their holders) is in use."""
+
+    root: bool = False  # holds the root filesystem
+    mounts: list[str] = field(default_factory=list)
+    swap: bool = False
+    backs_loop: str | None = None  # the loop device (kernel name) it backs
+    holders: list[str] = field(default_factory=list)  # kernel names of its direct holders (dm, md, LVM)
+    read_only: bool = False
+
+
+def device_facts(name: str, state: SystemState) -> DeviceFacts:
     dev = _devnum_of(name)
-    if dev is None:
-        return out
-    if dev in state.root_devs:
+    facts = DeviceFacts(holders=holders(name), read_only=is_read_only(name))
+    if dev is not None:
+        facts.root, facts.mounts = dev in state.root_devs, list(state.mounts.get(dev, []))
+        facts.swap, facts.backs_loop = dev in state.swaps, state.loop_backing.get(dev)
+    return facts
+
+
+def _in_use(d: DeviceFacts, label: str) -> list[str]:
+    """Blocking reasons that a device itself is in use."""
+    out: list[str] = []
+    if d.root:
         out.append(f"{label} holds the root filesystem")
-    points = state.mounts.get(dev)
-    if points:
-        shown = ", ".join(points[:3]) + (" …" if len(points) > 3 else "")
+    if d.mounts:
+        shown = ", ".join(clean_line(m) for m in d.mounts[:3]) + (" …" if len(d.mounts) > 3 else "")
         out.append(f"{label} is mounted at {shown}")
-    if dev in state.swaps:
+    if d.swap:
         out.append(f"{label} is in use as swap")
-    loop = state.loop_backing.get(dev)
-    if loop:
-        out.append(f"{label} backs the loop device {dev_path(loop)}")
+    if d.backs_loop:
+        out.append(f"{label} backs the loop device {dev_path(d.backs_loop)}")
     return out
 
 
-def _all_holders(name: str, seen: set[str]) -> Iterator[str]:
-    for h in holders(name):
-        if h not in seen:
-            seen.add(h)
-            yield h
-            yield from _all_holders(h, seen)
+def _all_holders(b: "_Block", name: str, seen: set[str]) -> Iterator[str]:
+    """Every holder of ``name``, holders of holders included (iteratively: a host's answer may nest deep)."""
+    stack = [name]
+    while stack:
+        for h in b.device(stack.pop()).holders:
+            if h not in seen:
+                seen.add(h)
+                yield h
+                stack.append(h)
 
 
-def _holder_reasons(name: str, label: str, state: SystemState) -> list[str]:
+def _holder_reasons(b: "_Block", name: str, label: str) -> list[str]:
     """Blocking reasons that ``name`` is a member of a holder (dm, md, LVM), and
     whether those holders (recursively) are themselves in use."""
-    hs = holders(name)
+    hs = b.device(name).holders
     if not hs:
         return []
     out = [f"{label} is a member of {', '.join(dev_path(h) for h in hs)} (an LVM, RAID or device-mapper holder)"]
-    for h in _all_holders(name, {name}):
-        out += _in_use(h, f"{dev_path(h)} (holding {dev_path(name)})", state)
+    for h in _all_holders(b, name, {name}):
+        out += _in_use(b.device(h), f"{dev_path(h)} (holding {dev_path(name)})")
     return out
 
 
@@ -424,7 +449,22 @@ def _exclusive_open(path: str) -> OSError | None:
     return None
 
 
-def _classify_file(path: str, writes: bool, state: SystemState | None) -> Verdict:
+@dataclass
+class FileFacts:
+    """What the rules read about a target that is not a block device: a regular file (or a new one), or
+    something refused outright (``kind`` "other", ``refusal`` says why)."""
+
+    path: str
+    kind: Literal["file", "other"]
+    exists: bool = False
+    size: int = 0
+    swap: bool = False  # an active swap file
+    backs_loop: str | None = None  # the loop device (kernel name) it backs
+    loop: "BlockFacts | None" = None  # that device's facts (a fleet host's answer carries them)
+    refusal: str | None = None
+
+
+def file_facts(path: str, state: SystemState | None = None) -> FileFacts:
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -432,24 +472,34 @@ def _classify_file(path: str, writes: bool, state: SystemState | None) -> Verdic
             from app.container import missing_device_hint
 
             hint = missing_device_hint(path)
-            return Verdict(path, "other", REFUSED, [
+            return FileFacts(path, "other", refusal=(
                 f"{path} does not exist, and a missing path under /dev is never created as a file "
-                + (f"({hint})" if hint else "(check the device name with `profiler-tui devices`)")])
-        return Verdict(path, "file", OK, [f"{path} is a new regular file (created to the plan's size)"])
+                + (f"({hint})" if hint else "(check the device name with `profiler-tui devices`)")))
+        return FileFacts(path, "file")
     except OSError as e:
-        return Verdict(path, "other", REFUSED, [f"{path} cannot be examined: {e.strerror}"])
+        return FileFacts(path, "other", refusal=f"{path} cannot be examined: {e.strerror}")
     if stat.S_ISDIR(st.st_mode):
-        return Verdict(path, "other", REFUSED, [f"{path} is a directory; name a file inside it or a block device"])
+        return FileFacts(path, "other", True, refusal=f"{path} is a directory; name a file inside it or a block device")
     if stat.S_ISCHR(st.st_mode):
-        return Verdict(path, "other", REFUSED, [
-            f"{path} is a character device, not a block device (for NVMe use the namespace, e.g. /dev/nvme0n1)"])
+        return FileFacts(path, "other", True, refusal=(
+            f"{path} is a character device, not a block device (for NVMe use the namespace, e.g. /dev/nvme0n1)"))
     if not stat.S_ISREG(st.st_mode):
-        return Verdict(path, "other", REFUSED, [f"{path} is neither a regular file nor a block device"])
+        return FileFacts(path, "other", True, refusal=f"{path} is neither a regular file nor a block device")
     state = state or SystemState()
     key = (st.st_dev, st.st_ino)
-    loop = state.loop_backing.get(key)
+    return FileFacts(path, "file", True, st.st_size, key in state.swap_files, state.loop_backing.get(key))
+
+
+def judge_file(f: FileFacts, writes: bool, state: SystemState | None = None) -> Verdict:
+    """The rules for a target that is not a block device, applied to its facts."""
+    path = f.path
+    if f.kind == "other":
+        return Verdict(path, "other", REFUSED, [f.refusal or f"{path} is neither a regular file nor a block device"])
+    if not f.exists:
+        return Verdict(path, "file", OK, [f"{path} is a new regular file (created to the plan's size)"])
+    loop = f.backs_loop
     reasons: list[str] = []
-    if key in state.swap_files:
+    if f.swap:
         reasons.append(f"{path} is an active swap file")
     if loop:
         reasons.append(f"{path} backs the loop device {dev_path(loop)}"
@@ -460,19 +510,23 @@ def _classify_file(path: str, writes: bool, state: SystemState | None) -> Verdic
         if writes:
             return Verdict(path, "file", REFUSED, reasons)
         if loop:
-            device = classify_block(dev_path(loop), False, state)
+            device = judge_block(GivenBlock(f.loop, False)) if f.loop else classify_block(dev_path(loop), False, state)
             if device.verdict == REFUSED:
                 return Verdict(path, "file", REFUSED, reasons + device.reasons, confirm=True)
             reasons += device.reasons[1:]
         return Verdict(path, "file", OK, [
             f"a read-only plan reads {path} in place and never writes it; it needs confirmation (--yes) like "
             "the device it backs"] + reasons, confirm=True)
-    if writes and st.st_size:
+    if writes and f.size:
         return Verdict(path, "file", OK, [f"{path} is a regular file; a write plan overwrites its contents"])
-    if st.st_size:
+    if f.size:
         return Verdict(path, "file", OK, [f"{path} is a regular file; a read-only plan reads what it holds "
                                           "and never writes, grows or truncates it"])
     return Verdict(path, "file", OK, [f"{path} is a regular file"])
+
+
+def _classify_file(path: str, writes: bool, state: SystemState | None) -> Verdict:
+    return judge_file(file_facts(path, state), writes, state)
 
 
 def check_read_only_size(target: str, block: int) -> None:
@@ -492,12 +546,29 @@ def check_read_only_size(target: str, block: int) -> None:
 
 class _Block:
     """The facts about one block device that the rules read, each looked up once and only when a rule
-    asks (the signature probe, in particular, runs only when a write plan gets that far)."""
+    asks (the signature probe, in particular, runs only when a write plan gets that far).  A fleet host's
+    device is a :class:`GivenBlock`: the same facts, read from the host's answer."""
 
-    def __init__(self, path: str, name: str, writes: bool, state: SystemState, probe: Probe | None) -> None:
-        self.path, self.name, self.writes, self.state = path, name, writes, state
+    def __init__(self, path: str, name: str, writes: bool, state: SystemState | None, probe: Probe | None) -> None:
+        self.path, self.name, self.writes, self._state = path, name, writes, state
         self._given_probe = probe
+        self._devices: dict[str, DeviceFacts] = {}
         self.blockers: list[str] = []  # the refusal rules' reasons so far
+
+    def device(self, name: str) -> DeviceFacts:
+        if name not in self._devices:
+            self._devices[name] = device_facts(name, self.state)
+        return self._devices[name]
+
+    @property
+    def state(self) -> SystemState:
+        if self._state is None:
+            self._state = SystemState()
+        return self._state
+
+    @cached_property
+    def size(self) -> int:
+        return size_bytes(self.name)
 
     @cached_property
     def parent(self) -> str | None:
@@ -508,27 +579,98 @@ class _Block:
         return [] if self.parent else partitions(self.name)
 
     @cached_property
-    def notes(self) -> list[str]:
-        """Said after every verdict's reasons; they change no verdict."""
-        if not self.writes or not self.parent:
+    def root_siblings(self) -> list[str]:
+        """The other partitions of its disk that hold the root filesystem."""
+        if not self.parent:
             return []
-        siblings = [p for p in partitions(self.parent) if p != self.name and _devnum_of(p) in self.state.root_devs]
-        return [f"{self.path} shares its disk with the root filesystem ({dev_path(siblings[0])})"] if siblings else []
+        return [p for p in partitions(self.parent) if p != self.name and _devnum_of(p) in self.state.root_devs]
+
+    @cached_property
+    def exclusive(self) -> tuple[str, str]:
+        """("ok" | "busy" | "no-medium" | "error", the system's words) of an exclusive open."""
+        err = _exclusive_open(self.path)
+        if err is None:
+            return "ok", ""
+        if err.errno == errno.EBUSY:
+            return "busy", err.strerror or ""
+        if err.errno in (errno.ENOMEDIUM, errno.ENXIO, errno.ENODEV):
+            return "no-medium", err.strerror or ""
+        return "error", err.strerror or ""
 
     @cached_property
     def probe(self) -> Probe:
         return self._given_probe or probe_signatures(self.path)
 
     @cached_property
+    def udev(self) -> list[str]:
+        return udev_signatures(self.name)
+
+    @cached_property
+    def notes(self) -> list[str]:
+        """Said after every verdict's reasons; they change no verdict."""
+        if not self.writes or not self.root_siblings:
+            return []
+        return [f"{self.path} shares its disk with the root filesystem ({dev_path(self.root_siblings[0])})"]
+
+    @cached_property
     def signatures(self) -> list[str]:
         sigs = list(self.probe.signatures)
-        sigs += [u for u in udev_signatures(self.name) if u.split()[0] not in " ".join(self.probe.signatures)]
+        sigs += [u for u in self.udev if u.strip() and u.split()[0] not in " ".join(self.probe.signatures)]
         if self.parts:
             sigs.append(f"partitions {', '.join(dev_path(p) for p in self.parts)}")
         return sigs
 
     def partition_label(self, part: str) -> str:
         return f"{dev_path(part)} (a partition of {self.path})"
+
+    def family(self) -> list[str]:
+        """The kernel names whose facts the rules may read: itself, its disk, partitions and all their holders."""
+        names = [self.name] + ([self.parent] if self.parent else []) + self.parts
+        seen = set(names)
+        for n in list(names):
+            names += list(_all_holders(self, n, seen))
+        return names
+
+
+@dataclass
+class BlockFacts:
+    """Everything :data:`REFUSAL_RULES` and :data:`DECISION_RULES` read about a block device, as one value: what
+    a fleet host reports (``devices --json --target``) and the controller judges with its own rules."""
+
+    path: str
+    name: str
+    size: int
+    parent: str | None
+    parts: list[str]
+    devices: dict[str, DeviceFacts]
+    exclusive: tuple[str, str]
+    probe: Probe
+    udev: list[str]
+    root_siblings: list[str]
+
+
+def block_facts(path: str, state: SystemState | None = None) -> BlockFacts | None:
+    """The facts of the block device ``path`` (every one gathered, the signature probe too); None when the
+    kernel does not list it in /sys."""
+    name = sys_name(path)
+    if name is None:
+        return None
+    b = _Block(path, name, True, state or SystemState(), None)
+    return BlockFacts(path, name, b.size, b.parent, b.parts, {n: b.device(n) for n in b.family()}, b.exclusive,
+                      b.probe, b.udev, b.root_siblings)
+
+
+class GivenBlock(_Block):
+    """A block device known only by its facts (a fleet host's answer): the rules read these, nothing here."""
+
+    def __init__(self, facts: BlockFacts, writes: bool) -> None:
+        super().__init__(facts.path, facts.name, writes, None, facts.probe)
+        self.facts = facts
+        for attr in ("size", "parent", "parts", "exclusive", "udev", "root_siblings"):
+            self.__dict__[attr] = getattr(facts, attr)  # fills the cached properties: nothing is looked up
+
+    def device(self, name: str) -> DeviceFacts:
+        return self.facts.devices.get(name) or DeviceFacts()
 
 
 @dataclass(frozen=True)
@@ -546,18 +688,18 @@ class BlockRule:
 
 
 def _rule_empty(b: _Block) -> list[str]:
-    return [f"{b.path} has size 0 (no medium, or an unconfigured device)"] if size_bytes(b.name) == 0 else []
+    return [f"{b.path} has size 0 (no medium, or an unconfigured device)"] if b.size == 0 else []
 
 
 def _rule_in_use(b: _Block) -> list[str]:
-    return _in_use(b.name, b.path, b.state) + _holder_reasons(b.name, b.path, b.state)
+    return _in_use(b.device(b.name), b.path) + _holder_reasons(b, b.name, b.path)
 
 
 def _rule_partition_in_use(b: _Block) -> list[str]:
     out: list[str] = []
     for part in b.parts:
         label = b.partition_label(part)
-        out += _in_use(part, label, b.state) + _holder_reasons(part, label, b.state)
+        out += _in_use(b.device(part), label) + _holder_reasons(b, part, label)
     return out
 
 
@@ -565,30 +707,30 @@ def _rule_disk_in_use(b: _Block) -> list[str]:
     if not b.parent:
         return []
     label = f"{dev_path(b.parent)} (the disk holding {b.path})"
-    out = _in_use(b.parent, label, b.state) + _holder_reasons(b.parent, label, b.state)
-    if is_read_only(b.parent) and not is_read_only(b.name):
+    out = _in_use(b.device(b.parent), label) + _holder_reasons(b, b.parent, label)
+    if b.device(b.parent).read_only and not b.device(b.name).read_only:
         out.append(f"{label} is read-only")
     return out
 
 
 def _rule_read_only(b: _Block) -> list[str]:
-    return [f"{b.path} is read-only"] if is_read_only(b.name) else []
+    return [f"{b.path} is read-only"] if b.device(b.name).read_only else []
 
 
 def _rule_exclusive_open(b: _Block) -> list[str]:
     """The kernel's own answer: an exclusive open fails while anything holds the device.  Busy counts
     only against a write plan that no earlier rule refused (it would repeat their reason)."""
-    err = _exclusive_open(b.path)
-    if err is None:
+    state, words = b.exclusive
+    if state == "ok":
         return []
-    if err.errno == errno.EBUSY:
+    if state == "busy":
         if b.writes and not b.blockers:
             return [f"{b.path} is in use: the kernel refuses an exclusive open (mounted, swap "
                     "or held by another device or program, perhaps outside this container)"]
         return []
-    if err.errno in (errno.ENOMEDIUM, errno.ENXIO, errno.ENODEV):
-        return [f"{b.path} has no medium ({err.strerror})"]
-    return [f"{b.path} cannot be opened: {err.strerror}"]
+    if state == "no-medium":
+        return [f"{b.path} has no medium ({words})"]
+    return [f"{b.path} cannot be opened: {words}"]
 
 
 def _rule_signature(b: _Block) -> list[str]:
@@ -611,9 +753,9 @@ def _rule_blank(b: _Block) -> list[str]:
 
 
 def _rule_read(b: _Block) -> list[str]:
-    in_use = _in_use(b.name, b.path, b.state)
+    in_use = _in_use(b.device(b.name), b.path)
     for part in b.parts:
-        in_use += _in_use(part, b.partition_label(part), b.state)
+        in_use += _in_use(b.device(part), b.partition_label(part))
     return [f"a read-only plan never writes {b.path}; it needs confirmation (--yes)"] + [
         f"{r}; reads run regardless" for r in in_use]
 
@@ -644,17 +786,21 @@ def classify_block(path: str, writes: bool, state: SystemState | None = None,
     name = sys_name(path)
     if name is None:
         return Verdict(path, "block", REFUSED, [f"{path} is a block device the kernel does not list in /sys"])
-    b = _Block(path, name, writes, state or SystemState(), probe)
+    return judge_block(_Block(path, name, writes, state or SystemState(), probe))
+
+
+def judge_block(b: _Block) -> Verdict:
+    """The rules applied to one device's facts (looked up here, or given by a fleet host)."""
     for rule in REFUSAL_RULES:
-        if rule.applies(writes):
+        if rule.applies(b.writes):
             b.blockers += rule.check(b)
     if b.blockers:
-        return Verdict(path, "block", REFUSED, b.blockers + b.notes, confirm=True)
+        return Verdict(b.path, "block", REFUSED, b.blockers + b.notes, confirm=True)
     for rule in DECISION_RULES:
-        if rule.applies(writes):
+        if rule.applies(b.writes):
             reasons = rule.check(b)
             if reasons:
-                return Verdict(path, "block", rule.verdict, reasons + b.notes, confirm=True)
+                return Verdict(b.path, "block", rule.verdict, reasons + b.notes, confirm=True)
     raise AssertionError("the last decision rule for each plan always fires")
 
 

@@ -28,18 +28,20 @@ import math
 import os
 import re
 import shutil
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Iterable, Mapping, TypedDict
 
-from app.external import run_tool
+from app.external import describe_failure, run_bounded
 from app.link import MAX_DEPTH, device_number, sysfs_root
 from app.procedure import TELEMETRY_INTERVAL_S
 from app.results import SCHEMA_VERSION, now_iso, open_file, read_regular
+from app.sanitize import clean_line
 
-TOOL_TIMEOUT_S = 10.0
-MAX_OUTPUT_CHARS = 1 << 20  # a health log is a few KiB; more is not a health log
+TOOL_TIMEOUT_S = 3.0  # a health log takes well under a second; a tool that hangs this long is not asked again
+MAX_OUTPUT_CHARS = 1 << 20  # a health log is a few KiB; more is not a health log (the tool is stopped there)
 MAX_COUNTER = 1 << 128  # NVMe counters are 128-bit
 FILE_NAME = "telemetry.jsonl"
 MAX_READINGS_READ = 100_000  # lines of a telemetry file the report looks at
@@ -88,6 +90,7 @@ class Reading(TypedDict, total=False):
     critical_warning: int | None
     counters: dict[str, int]
     error: str  # the reading failed: why (no other figure then)
+    hung: bool  # read_drive's mark of a tool that timed out (never written)
 
 
 @dataclass(frozen=True)
@@ -244,20 +247,27 @@ def parse_output(drive: Drive, stdout: str) -> Reading:
         messages = doc["smartctl"].get("messages") if isinstance(doc.get("smartctl"), dict) else None
         said = next((str(m.get("string"))[:200] for m in (messages if isinstance(messages, list) else [])
                      if isinstance(m, dict) and m.get("string")), None)
-        return {"error": f"{drive.tool} gave no temperature or counter" + (f" ({said})" if said else "")}
+        return {"error": f"{drive.tool} gave no temperature or counter" + (f" ({clean_line(said)})" if said else "")}
     return reading
 
 
-def read_drive(drive: Drive) -> Reading:
-    """One reading (blocking, at most TOOL_TIMEOUT_S)."""
-    cp = run_tool(list(drive.argv), TOOL_TIMEOUT_S)
-    if cp is None:
-        return {"error": f"{drive.command} could not run or took more than {TOOL_TIMEOUT_S:g} s"}
-    reading = parse_output(drive, cp.stdout)
+def read_drive(drive: Drive, cancel: threading.Event | None = None) -> Reading:
+    """One reading (blocking, at most TOOL_TIMEOUT_S; ``cancel`` stops it at once).  A reading that timed out
+    has ``hung``: the recorder asks that tool no more."""
+    outcome = run_bounded(list(drive.argv), TOOL_TIMEOUT_S, MAX_OUTPUT_CHARS, cancel)
+    if outcome.failure == "too large":
+        return {"error": f"{drive.tool} printed more than {MAX_OUTPUT_CHARS} characters (stopped)"}
+    if not outcome.ok or outcome.returncode is None:
+        reading: Reading = {"error": describe_failure(outcome, drive.command, TOOL_TIMEOUT_S, MAX_OUTPUT_CHARS)}
+        if outcome.failure == "timeout":
+            reading["hung"] = True
+        return reading
+    stdout = outcome.stdout.decode("utf-8", "replace")
+    reading = parse_output(drive, stdout)
     # smartctl's exit code is a bit mask of drive conditions, set also with a good reading: only nvme's counts
-    if cp.returncode != 0 and (drive.tool == "nvme" or "error" in reading):
-        said = " ".join((cp.stderr or cp.stdout).split())[:200]
-        return {"error": f"{drive.command} exited with status {cp.returncode}" + (f": {said}" if said else "")}
+    if outcome.returncode != 0 and (drive.tool == "nvme" or "error" in reading):
+        said = clean_line(outcome.stderr.decode("utf-8", "replace") or stdout, 200)
+        return {"error": f"{drive.command} exited with status {outcome.returncode}" + (f": {said}" if said else "")}
     return reading
 
 
@@ -292,14 +302,27 @@ class Recorder:
     _point_start: int = 0  # position in readings of the running point's start reading
     _index: int | None = None  # the point running (None: the preconditioning pass)
     _active: bool = False  # a point or the preconditioning pass is running: poll() takes readings
+    _hung: Reading | None = None  # the reading that timed out: the tool hangs, it is asked no more
 
     async def take(self, phase: str, index: int | None) -> Reading:
         async with self._lock:
-            reading = await asyncio.to_thread(read_drive, self.drive)
+            if self._hung is not None:  # a tool that hung once is not asked again this run (said once, below)
+                return self._hung
+            cancel = threading.Event()
+            try:
+                reading = await asyncio.to_thread(read_drive, self.drive, cancel)
+            except asyncio.CancelledError:
+                cancel.set()  # the reader kills the tool within one slice: the run's end never waits for it
+                raise
+            hung = bool(reading.pop("hung", False))
+            if hung:
+                reading["error"] += "; it is not asked again during this run"
             line: Reading = {"schema_version": SCHEMA_VERSION, "at": now_iso(), "t": round(time.time(), 3),
                              "phase": phase, "index": index, **reading}
             self.readings.append(line)
             self._write(line)
+            if hung:
+                self._hung = line
             return line
 
     def _write(self, line: Reading) -> None:
@@ -315,7 +338,7 @@ class Recorder:
     async def start_point(self, index: int | None) -> None:
         """A point (None: the preconditioning pass) is about to start: the reading that opens its window."""
         await self.take("start", index)
-        self._point_start = len(self.readings) - 1
+        self._point_start = max(0, len(self.readings) - 1)
         self._index, self._active = index, True
 
     async def end_point(self, index: int | None) -> tuple[dict[str, Any], str | None]:

@@ -39,9 +39,12 @@ from typing import Any, Sequence
 
 from app import points, safety
 from app.errors import ProfilerError, SafetyError, ToolMissing, UsageError
+from app.external import describe_failure, run_bounded
 from app.fleet.hosts import DEFAULT_AGENT_SOCKET, Host
-from app.fleet.inspect import BadAnswer, describe_target, device_of, read_target, shape_of, verdict_of
+from app.fleet.inspect import (BadAnswer, Contradiction, describe_target, device_of, parse_answer, read_target,
+                               shape_of, verdict_of)
 from app.runners.base import _die_with_parent
+from app.sanitize import clean_json, clean_line
 from app.runners.fio import TargetShape
 
 CONNECT_TIMEOUT_S = 15.0
@@ -263,61 +266,73 @@ class Link:
         self.open()
         words = remote_command() + list(args)
         argv = self.remote_argv(words)
-        try:
-            cp = run_ssh(argv, timeout, stdin=subprocess.DEVNULL)
-        except subprocess.TimeoutExpired:
-            raise HostUnreachable(f"host {self.host.name}: `{' '.join(words)}` gave no answer within "
-                                  f"{timeout:.0f} s.") from None
-        if cp.returncode != 0:
-            err = cp.stderr.decode("utf-8", "replace")
-            raise HostUnreachable(f"host {self.host.name}: `{' '.join(words[:2])} …` failed "
-                                  f"({_first_line(err) or f'exit status {cp.returncode}'}).")
-        if len(cp.stdout) > MAX_ANSWER_BYTES:
+        outcome = run_bounded(argv, timeout, MAX_ANSWER_BYTES)
+        if outcome.failure == "too large":
             raise HostUnreachable(f"host {self.host.name}: its answer is larger than {MAX_ANSWER_BYTES} bytes.")
-        return cp.stdout.decode("utf-8", "replace")
+        if not outcome.ok:
+            raise HostUnreachable(f"host {self.host.name}: "
+                                  f"{describe_failure(outcome, clean_line(' '.join(words)), timeout)}.")
+        if outcome.returncode != 0:
+            err = outcome.stderr.decode("utf-8", "replace")
+            raise HostUnreachable(f"host {self.host.name}: `{clean_line(' '.join(words[:2]))} …` failed "
+                                  f"({_first_line(err) or f'exit status {outcome.returncode}'}).")
+        return outcome.stdout.decode("utf-8", "replace")
 
     def devices(self) -> list[dict[str, Any]]:
         """The host's `devices --json` listing (this machine's for an agent here; none for other tcp hosts)."""
         if self.host.scheme == "ssh":
             try:
-                doc = json.loads(self.run_remote(["devices", "--json"]))
-            except json.JSONDecodeError:
-                raise HostUnreachable(f"host {self.host.name}: `devices --json` did not answer in JSON.") from None
-            return [d for d in doc if isinstance(d, dict)] if isinstance(doc, list) else []
+                doc = parse_answer(self.run_remote(["devices", "--json"]))
+            except BadAnswer as e:
+                raise HostUnreachable(f"host {self.host.name}: its `devices --json` answer is not usable ({e}).") \
+                    from None
+            cleaned = clean_json(doc)  # every string the TUI or the CLI shows, as the local listing's
+            return [d for d in cleaned if isinstance(d, dict)] if isinstance(cleaned, list) else []
         if self.host.is_local:
             from app.devices import list_devices
 
             return list_devices()
         return []
 
-    def describe(self, target: str) -> dict[str, Any]:
-        """The host's answer about ``target`` (:func:`app.fleet.inspect.describe_target` there)."""
-        if self.host.scheme == "ssh":
-            text = self.run_remote(["devices", "--json", "--target", target])
-            try:
-                return read_target(json.loads(text))
-            except (json.JSONDecodeError, BadAnswer) as e:
-                raise HostUnreachable(f"host {self.host.name}: its `devices --json --target` answer is not "
-                                      f"usable ({e}).") from None
-        if self.host.is_local:
-            return describe_target(target)
+    def describe(self, target: str) -> dict[str, Any] | None:
+        """The host's answer about ``target`` (:func:`app.fleet.inspect.describe_target` there), checked; None
+        for a tcp host that cannot be examined from here."""
+        if self.host.scheme != "ssh" and not self.host.is_local:
+            return None
+        try:
+            if self.host.scheme == "ssh":
+                doc = parse_answer(self.run_remote(["devices", "--json", "--target", target]))
+            else:  # the agent runs here: this machine's answer, read exactly as a remote host's
+                doc = json.loads(json.dumps({"target": describe_target(target)}))
+            return read_target(doc)
+        except Contradiction as e:
+            raise SafetyError(f"host {self.host.name}: refusing its target {clean_line(target)}, because its "
+                              f"`devices --json --target` answer contradicts itself ({e}).") from None
+        except BadAnswer as e:
+            raise HostUnreachable(f"host {self.host.name}: its `devices --json --target` answer is not "
+                                  f"usable ({e}).") from None
+
+    def _unexamined(self, target: str, writes: bool) -> Judged:
+        """A tcp host's target, which the controller cannot examine: a write is refused, a read needs --yes."""
         why = (f"host {self.host.name} is reached over tcp:// and its devices cannot be examined from here; "
                "use ssh:// so the safety rules can be checked on that host")
-        reasons = {"verdict": str(points.Verdict.REFUSED), "reasons": [why], "needs_yes": True, "kind": "other"}
-        read = {"verdict": str(points.Verdict.OK), "reasons": [why + " (a read-only plan runs when confirmed)"],
-                "needs_yes": True, "kind": "other"}
-        return {"path": target, "exists": True, "block": False, "size": None, "write": reasons, "read": read}
+        verdict = (safety.Verdict(target, "other", points.Verdict.REFUSED, [why], True) if writes else
+                   safety.Verdict(target, "other", points.Verdict.OK,
+                                  [why + " (a read-only plan runs when confirmed)"], True))
+        return Judged(verdict, TargetShape(True, False, None))
 
     def judge(self, target: str, writes: bool, *, yes: bool, allow_destructive: bool) -> Judged:
-        """The host's verdict on ``target`` for this plan with the user's confirmations: SafetyError (exit 3)
-        naming the host when the plan may not run there."""
+        """The controller's verdict on the host's ``target`` for this plan, from the facts the host reported and
+        the controller's own rules, with the user's confirmations: SafetyError (exit 3) naming the host when the
+        plan may not run there."""
         answer = self.describe(target)
-        verdict = verdict_of(answer, writes)
+        judged = self._unexamined(target, writes) if answer is None else \
+            Judged(verdict_of(answer, writes), shape_of(answer), device_of(answer))
         try:
-            confirmed = safety.confirm(verdict, writes, yes=yes, allow_destructive=allow_destructive)
+            confirmed = safety.confirm(judged.verdict, writes, yes=yes, allow_destructive=allow_destructive)
         except SafetyError as e:
-            raise SafetyError(f"host {self.host.name}: {e}") from None
-        return Judged(confirmed, shape_of(answer), device_of(answer))
+            raise SafetyError(f"host {clean_line(self.host.name)}: {e}") from None
+        return Judged(confirmed, judged.shape, judged.device)
 
 
 def _is_ip(text: str) -> bool:
@@ -329,9 +344,10 @@ def _is_ip(text: str) -> bool:
 
 
 def _first_line(text: str) -> str:
+    """The first line of another program's words (ssh's stderr), cleaned of control sequences."""
     for line in text.splitlines():
         if line.strip():
-            return line.strip()[:300]
+            return clean_line(line)
     return ""
 
 

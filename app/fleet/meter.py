@@ -20,6 +20,7 @@ from app.fleet.links import Link, end_process, start_ssh
 
 SECTOR = 512
 MAX_LINE = 4096
+MAX_CHUNKS = 64  # 16 KiB reads per call at most: the stream prints a line a second
 
 
 @dataclass
@@ -75,7 +76,10 @@ class _Source:
         if self.pipe is None:
             return None
         try:
-            while chunk := self.pipe.read(1 << 14):
+            for _ in range(MAX_CHUNKS):  # a host streaming without pause cannot keep this call reading for ever
+                chunk = self.pipe.read(1 << 14)
+                if not chunk:
+                    break
                 self.pending = (self.pending + chunk)[-MAX_LINE * 4:]
         except (BlockingIOError, OSError, ValueError):
             pass

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Callable, Mapping, Sequence
 
 from app.report.model import RunData, StorageRow
+from app.sanitize import clean_line, md_text
 from app.telemetry import COUNTERS, DATA_UNIT_BYTES, THROTTLE_COUNTERS, load_readings, summarise
 from app.textable import markdown_table
 from app.units import format_duration
@@ -36,12 +37,12 @@ def section(data: RunData, describe: Callable[[StorageRow], str]) -> list[str]:
         return []
     out = ["## Drive telemetry", ""]
     if entry.get("available") is not True:
-        reason = " ".join(str(entry.get("reason") or "no drive health log was found").split())[:300]
+        reason = md_text(entry.get("reason") or "no drive health log was found", 300)
         return out + [f"None recorded: {reason}.", ""]
     readings, bad = load_readings(data.path / "raw" / "telemetry.jsonl")
     s = summarise(readings)
-    device = str(entry.get("device") or "?")[:100]
-    command = str(entry.get("command") or entry.get("tool") or "?")[:200]
+    device = md_text(entry.get("device") or "?", 100)
+    command = clean_line(entry.get("command") or entry.get("tool") or "?", 200).replace("`", "'")  # in a code span
     interval = entry.get("interval_s")
     every = f" and every {interval:g} s while a point ran" if isinstance(interval, (int, float)) else ""
     span = f" over {format_duration(s.span_s)}" if s.span_s else ""
@@ -49,7 +50,7 @@ def section(data: RunData, describe: Callable[[StorageRow], str]) -> list[str]:
                f"point's start and end{every}, and after the run.")
     out.append("")
     if s.readings == 0:
-        why = f" ({s.first_error})" if s.first_error else ""
+        why = f" ({md_text(s.first_error)})" if s.first_error else ""
         return out + [f"No reading succeeded{why}.", ""]
     rows = [["Drive", device]]
     if s.temperature is not None:
@@ -65,7 +66,7 @@ def section(data: RunData, describe: Callable[[StorageRow], str]) -> list[str]:
     out.append("")
     notes = []
     if s.failed:
-        notes.append(f"{s.failed} reading(s) failed (first: {s.first_error}).")
+        notes.append(f"{s.failed} reading(s) failed (first: {md_text(s.first_error)}).")
     if bad:
         notes.append(f"{bad} line(s) of raw/telemetry.jsonl could not be read and were left out.")
     throttled = _throttled_points(data.storage)

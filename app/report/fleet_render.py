@@ -16,6 +16,7 @@ from app.report import drive
 from app.report.fleet import MEASURES, MIN_OUTLIER_HOSTS, NOISE_FLOOR, OUTLIER_MADS, FleetPoint, Measure, Outlier, \
     failed_host_points, fleet_points, median, rows_of_host
 from app.report.model import RunData
+from app.sanitize import clean_text, md_text
 from app.report.render import MB, STORAGE_UNITS, _environment, _figures, _run, _storage_table, results_csv, us, \
     workload
 from app.results import write_new
@@ -27,8 +28,8 @@ MAX_OUTLIER_SENTENCES = 40  # host-points called out; past this many the rest ar
 
 
 def _md(text: str) -> str:
-    """Untrusted text (a target path) in a table cell or heading: no cell break, no line break."""
-    return " ".join(text.replace("|", "\\|").split())
+    """Untrusted text (a target path) in a table cell or heading: no control, cell or line break."""
+    return md_text(text)
 
 
 def _hosts(data: RunData) -> list[str]:
@@ -222,7 +223,7 @@ def fleet_markdown(data: RunData, points: Sequence[FleetPoint], figures: Sequenc
     lines += comparison_section(data, points, figures)
     while lines and lines[-1] == "":
         lines.pop()
-    return "\n".join(lines) + "\n"
+    return clean_text("\n".join(lines) + "\n", newlines=True)  # no terminal control reaches report.md
 
 
 def write_fleet_report(data: RunData, report_path: Path, plots_dir: Path, base_fd: int) -> Path:

@@ -17,6 +17,7 @@ from app.report import procedure as rp
 from app.report import drive, series
 from app.validity import FLAGS, LEGEND, names
 from app.report.model import TRAFFIC_DESCRIPTIONS, MemoryRow, RunData, StorageRow
+from app.sanitize import clean_text, md_text
 from app.textable import markdown_table
 from app.units import format_count, format_size
 
@@ -96,7 +97,7 @@ def _environment(data: RunData) -> list[str]:
     mem = env.get("memory") or {}
     system = env.get("system") or {}
     if cpu:
-        rows.append(["CPU model", str(cpu.get("model", "unknown"))])
+        rows.append(["CPU model", md_text(cpu.get("model", "unknown"))])
         rows.append(["Sockets / cores / threads",
                      f"{cpu.get('sockets', '?')} / {cpu.get('cores', '?')} / {cpu.get('threads', '?')}"])
         caches = cpu.get("caches") or []
@@ -208,20 +209,20 @@ def _target(data: RunData) -> list[str]:
 
 def _device_rows(d: dict[str, Any], prefix: str = "") -> list[list[str]]:
     rows = []
-    model = " ".join(str(x) for x in (d.get("vendor"), d.get("model")) if x) or "unknown"
+    model = md_text(" ".join(str(x) for x in (d.get("vendor"), d.get("model")) if x)) or "unknown"
     rows.append([f"{prefix}model", model])
     if d.get("name") or d.get("disk"):
-        rows.append([f"{prefix}name", str(d.get("name") or d.get("disk"))])
+        rows.append([f"{prefix}name", md_text(d.get("name") or d.get("disk"))])
     rows.append([f"{prefix}size", size_text(d.get("size_bytes"))])
-    rows.append([f"{prefix}transport", str(d.get("transport") or "unknown")])
+    rows.append([f"{prefix}transport", md_text(d.get("transport") or "unknown")])
     rot = d.get("rotational")
     rows.append([f"{prefix}rotational", "unknown" if rot is None else ("yes (spinning disk)" if rot else "no")])
-    rows.append([f"{prefix}I/O scheduler", str(d.get("scheduler") or "unknown")])
+    rows.append([f"{prefix}I/O scheduler", md_text(d.get("scheduler") or "unknown")])
     if d.get("logical_sector_size"):
         rows.append([f"{prefix}sector size (logical/physical)",
                      f"{d.get('logical_sector_size')} / {d.get('physical_sector_size') or '?'} B"])
     if d.get("backing_file"):
-        rows.append([f"{prefix}backing file", str(d["backing_file"])])
+        rows.append([f"{prefix}backing file", md_text(d["backing_file"])])
     return rows
 
 
@@ -231,9 +232,10 @@ def _run(data: RunData) -> list[str]:
     out = ["## Run", ""]
     rows = []
     if preset:
-        rows.append(["Preset", f"{preset.get('name', '?')} ({preset.get('kind', m.get('kind', '?'))})"])
+        kind = preset.get("kind", m.get("kind", "?"))
+        rows.append(["Preset", f"{md_text(preset.get('name', '?'))} ({md_text(kind)})"])
         if preset.get("description"):
-            rows.append(["Description", str(preset["description"])])
+            rows.append(["Description", md_text(preset["description"])])
         if preset.get("overrides"):
             rows.append(["Overrides", " ".join(f"--set {o}" for o in preset["overrides"])])
     rows.append(["Status", data.status])
@@ -735,4 +737,4 @@ def render_markdown(data: RunData, figures: Sequence[Any], bound_ns: float,
         lines += _littles_law(data.storage, heading="### Little's law, every point")
     while lines and lines[-1] == "":
         lines.pop()
-    return "\n".join(lines) + "\n"
+    return clean_text("\n".join(lines) + "\n", newlines=True)  # no terminal control reaches report.md

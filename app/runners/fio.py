@@ -13,7 +13,6 @@ import os
 import re
 import shutil
 import stat
-import subprocess
 import time
 from contextlib import aclosing
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import IO, Any, AsyncGenerator, Hashable, Sequence
 from dataclasses import dataclass, replace
 
 from app.errors import ToolMissing, UsageError
+from app.external import run_tool
 from app.points import WRITE_MODES, Kind, Point, StoragePoint
 from app.presets import MAX_SECONDS
 from app.procedure import (ASSUMED_PRECONDITION_BYTES_PER_S, SEQUENTIAL_PRECONDITION_BS, SEQUENTIAL_PRECONDITION_PASSES,
@@ -30,6 +30,7 @@ from app.results import open_file, write_new
 from app.runners.base import Child, Context, Event, Phase, Result, Runner, Sample
 from app.runners.fio_parse import (PERCENTILE_LIST, DocumentSplitter, PhaseTracker, SampleTracker, io_started,
                                    metrics, operating_point, steady_progress, steady_result)
+from app.sanitize import clean_line
 from app.timeseries import MAX_SERIES, write_cliff
 from app.units import format_duration, format_size
 
@@ -46,11 +47,8 @@ def fio_binary() -> str:
 
 
 def fio_version() -> str:
-    try:
-        out = subprocess.run([fio_binary(), "--version"], capture_output=True, text=True, timeout=10).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return "unknown"
-    return out.strip()
+    cp = run_tool([fio_binary(), "--version"], 10, 64 << 10)
+    return clean_line(cp.stdout, 200) if cp is not None else "unknown"
 
 
 def job_name(point: StoragePoint) -> str:
@@ -540,6 +538,6 @@ def append_sample(series: IO[str] | None, sample: dict[str, Any]) -> None:
 
 
 def _fio_message(stderr: str, noise: list[str]) -> str:
-    lines = [ln.strip() for ln in (stderr.splitlines() + noise) if ln.strip()]
+    lines = [clean_line(ln) for ln in (stderr.splitlines() + noise) if clean_line(ln)]  # shown and reported
     errs = [ln for ln in lines if "err" in ln.lower() or ln.startswith("fio:")]
     return "; ".join((errs or lines)[:3])

@@ -73,17 +73,18 @@ import os
 import platform
 import shlex
 import shutil
-import subprocess
 import time
 from pathlib import Path
 from dataclasses import dataclass, replace
 from typing import Any, AsyncGenerator, Hashable, Sequence, TypeAlias
 
 from app.errors import ToolMissing, UsageError
+from app.external import run_tool
 from app.points import Kind, MemoryPoint, Point
 from app.presets import ENGINES, MLC_DELAYS
 from app.runners.base import Child, Context, Event, Result, Runner, Sample
 from app.runners.mlc_parse import MAX_LINE_CHARS, LineParser, Row, idle_latency
+from app.sanitize import clean_line
 from app.units import format_size_human
 
 MLC_DEFAULT_PATH = "/opt/mlc/mlc"
@@ -816,9 +817,8 @@ class _Ended:
 
 
 def engine_version(binary: str) -> str:
-    try:
-        out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
+    out = run_tool([binary, "--version"], 10, 64 << 10)
+    if out is None:
         return "unknown"
-    return (out.stdout or out.stderr).strip() or "unknown"
+    return clean_line(out.stdout or out.stderr, 200) or "unknown"
 

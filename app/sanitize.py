@@ -1,0 +1,80 @@
+"""Text the tool did not write itself, made safe to print and to put into Markdown.
+
+A remote host's reasons, ssh's or a tool's stderr, fio's error messages, a drive's model string, a host's
+name: any of them may carry terminal control sequences (CSI, OSC — a window title, a clipboard write with
+OSC 52 —, DCS …) or Markdown that changes a report's table.  Every such text goes through
+:func:`clean_text` before it reaches a terminal or a file, and through :func:`md_text`
+before it goes into Markdown.  The TUI shows the strings the core hands it, already cleaned.
+
+Headless: no UI library is imported here.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+# Whole sequences first, so nothing of one ("[31m", "]0;title") is left behind: CSI (ESC [ or 0x9b) up to its
+# final byte; OSC, DCS, SOS, PM, APC (ESC ] P X ^ _ or 0x9d 0x90 0x98 0x9e 0x9f) up to BEL or ST
+# (ESC \ or 0x9c), or to the end of the text when unterminated; any other two-byte ESC sequence.
+_SEQUENCE = re.compile(
+    r"(?:\x1b\[|\x9b)[\x20-\x3f]*[\x40-\x7e]?"
+    r"|(?:\x1b[\]PX^_]|[\x9d\x90\x98\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+    r"|\x1b[\x20-\x7e]?"
+)
+_CONTROL_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn"})
+_SPACE_LIKE = {"\n": " ", "\r": " ", "\t": " ", "\v": " ", "\f": " "}
+_MARKDOWN = re.compile(r"([\\`*_\[\]{}<>#|!~])")
+
+
+def _keep(ch: str, newlines: bool) -> str:
+    if ch == "\n" and newlines:
+        return ch
+    if ch == "\t" and newlines:
+        return ch
+    if ch in _SPACE_LIKE:
+        return " "
+    if ch.isascii():
+        return ch if " " <= ch <= "~" else ""
+    category = unicodedata.category(ch)
+    if category.startswith("Z"):
+        return " "  # a no-break, ogham or line separator space: a plain space
+    return "" if category in _CONTROL_CATEGORIES else ch
+
+
+def clean_text(text: object, *, newlines: bool = False, limit: int | None = None) -> str:
+    """``text`` without control characters or escape sequences: newlines and tabs kept when ``newlines``,
+    otherwise turned into spaces; cut to ``limit`` characters (with "…") when given."""
+    s = text if isinstance(text, str) else str(text)
+    if s.isascii() and s.isprintable() and (limit is None or len(s) <= limit):
+        return s  # the common case: nothing to do
+    s = _SEQUENCE.sub("", s)
+    s = "".join(_keep(ch, newlines) for ch in s)
+    if limit is not None and len(s) > limit:
+        s = s[: max(0, limit - 1)] + "…"
+    return s
+
+
+def clean_line(text: object, limit: int | None = 300) -> str:
+    """One line of foreign text: cleaned, runs of white space made one space, cut to ``limit``."""
+    line = " ".join(clean_text(text).split())
+    return line if limit is None or len(line) <= limit else line[: max(0, limit - 1)] + "…"
+
+
+def md_text(text: object, limit: int | None = None) -> str:
+    """Foreign text as Markdown shows it literally, in prose or a table cell: cleaned to one line,
+    Markdown's characters escaped (a '|' would open a new table column)."""
+    return _MARKDOWN.sub(r"\\\1", clean_line(text, limit))
+
+
+
+def clean_json(value: object, limit: int = 4096) -> object:
+    """A parsed JSON value from elsewhere (a host's device listing) with every string, key included, cleaned to
+    one line; the nesting must already be bounded (app.fleet.inspect.parse_answer)."""
+    if isinstance(value, str):
+        return clean_line(value, limit)
+    if isinstance(value, list):
+        return [clean_json(v, limit) for v in value]
+    if isinstance(value, dict):
+        return {clean_line(k, 200): clean_json(v, limit) for k, v in value.items()}
+    return value
