@@ -382,13 +382,13 @@ def _remote(tmp_path: Path, mode: str) -> dict[str, str]:
 
 
 def _controller(tmp_path: Path, sshd_: tuple[int, Path], mode: str, target: str, *extra: str,
-                agent_port: int = 1) -> tuple[subprocess.CompletedProcess[str], float, int]:
+                agent_socket: str = "/nonexistent/agent.sock") -> tuple[subprocess.CompletedProcess[str], float, int]:
     """``run custom`` against the hostile host, in a wrapper that reports the controller's peak RSS (kB)."""
     port, d = sshd_
     env = {**os.environ, "PROFILER_TUI_SSH_CONFIG": str(d / "ssh_config"), **_remote(tmp_path, mode)}
     argv = [sys.executable, "-m", "app", "run", "custom", "--set", "runtime=1", "--set", "rw=randwrite",
             "--out", str(tmp_path / f"out-{mode}"), "--host", f"ssh://root@127.0.0.1:{port}",
-            "--agent-port", str(agent_port), "--target", target, *extra]
+            "--agent-socket", agent_socket, "--target", target, *extra]
     wrapper = ("import resource, subprocess, sys; p = subprocess.run(sys.argv[1:]); "
                "sys.stderr.write('PEAK %d\\n' % resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); "
                "sys.exit(p.returncode)")
@@ -415,7 +415,7 @@ def _fs_type(path: str) -> str:
 def test_a_host_that_says_no_confirmation_is_needed_gets_no_randwrite_on_its_ext4_device(
         tmp_path: Path, sshd, ext4, mode: str, extra: tuple[str, ...], words: str) -> None:  # noqa: F811
     with agents(1) as (agent,):
-        proc, _, _ = _controller(tmp_path, sshd, mode, ext4.path, *extra, agent_port=agent.port)
+        proc, _, _ = _controller(tmp_path, sshd, mode, ext4.path, *extra, agent_socket=agent.socket)
     assert proc.returncode in (1, 3), proc.stderr
     assert words in proc.stderr and f"127.0.0.1:{sshd[0]}" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
