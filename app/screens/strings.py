@@ -20,8 +20,9 @@ FLEET_HOST_PLACEHOLDER = "ssh://[user@]host[:port] or unix:///SOCKET, then optio
 FLEET_TARGET_PLACEHOLDER = "/path on every host: a file or a block device there"
 FLEET_HOST_LABEL = "add host"
 FLEET_TARGET_LABEL = "target"
-FLEET_NO_HOSTS = ("No fleet hosts: add one (ssh:// reaches `profiler-tui agent` on the host's loopback through "
-                  "SSH; tcp:// connects directly). Each point then runs on every host.")
+FLEET_NO_HOSTS = ("No fleet hosts: add one (ssh:// reaches `profiler-tui agent`'s socket on the host through SSH; "
+                  "unix:// is an agent on this machine; tcp:// runs only from the command line, with "
+                  "--allow-local-users or --allow-network). Each point then runs on every host.")
 FLEET_HINT = "enter: add the host, or go on with the target · T: test all · escape: devices"
 FLEET_STATUS = "Fleet: {n} host{s} — the target you pick runs on every host (f: hosts)"
 FLEET_HOST_ADDED = "Added {host}."
