@@ -67,7 +67,6 @@ def md_text(text: object, limit: int | None = None) -> str:
     return _MARKDOWN.sub(r"\\\1", clean_line(text, limit))
 
 
-
 def clean_json(value: object, limit: int = 4096) -> object:
     """A parsed JSON value from elsewhere (a host's device listing) with every string, key included, cleaned to
     one line; the nesting must already be bounded (app.fleet.inspect.parse_answer)."""

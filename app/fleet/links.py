@@ -76,18 +76,6 @@ def start_ssh(argv: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:
     return subprocess.Popen(argv, start_new_session=True, preexec_fn=_die_with_parent, **kwargs)
 
 
-def run_ssh(argv: list[str], timeout: float, **kwargs: Any) -> subprocess.CompletedProcess[bytes]:
-    """:func:`start_ssh` to its end (killed after ``timeout`` s: TimeoutExpired)."""
-    with start_ssh(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs) as proc:
-        try:
-            out, err = proc.communicate(timeout=timeout)
-        except BaseException:
-            proc.kill()
-            proc.wait()
-            raise
-    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
-
-
 def ssh_binary() -> str:
     path = shutil.which("ssh")
     if not path:
@@ -233,10 +221,8 @@ class Link:
 
     def _check(self) -> bool:
         argv = ssh_base(self.host) + ["-S", self._control(), "-O", "check", "--", self.host.ssh_destination]
-        try:
-            return run_ssh(argv, 10, stdin=subprocess.DEVNULL).returncode == 0
-        except (OSError, subprocess.TimeoutExpired):
-            return False
+        outcome = run_bounded(argv, 10)
+        return outcome.ok and outcome.returncode == 0
 
     @property
     def alive(self) -> bool:
