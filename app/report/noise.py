@@ -1,0 +1,92 @@
+"""How much a point's figures moved while it ran: the spread of its whole-second samples.
+
+fio prints a status dump every second; the runner keeps the difference of consecutive dumps as one
+sample (raw/NNNN-….samples.jsonl: IOPS, mean latency, p99 of that second).  A point's headline figure is
+its whole run; the samples show how far one second strayed from it.  The report uses them to say when a
+claim (a knee, an operating point under a bound, a trend) lies within that spread — "within noise".
+
+The interval is a Student-t 95 % interval of the mean of the per-second values.  Consecutive seconds of
+one device are correlated, so the interval is a lower bound of the true uncertainty; it is only computed
+from MIN_SAMPLES seconds or more, and never called more than it is.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from app.report.model import StorageRow
+from app.report.procedure import _num, read_samples
+
+MIN_SAMPLES = 3  # fewer whole seconds cannot give a spread worth a sentence
+WHOLE_INTERVAL_S = 0.5  # a job's last dump covers the few ms after the previous one: not a one-second figure
+
+# two-sided 95 % Student-t critical values by degrees of freedom (1..30); above 30, the normal 1.96
+_T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
+        2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
+        2.045, 2.042)
+
+# what a sample calls each figure
+SAMPLE_KEYS = {"iops": "iops", "lat_mean": "lat_mean_ns", "p99": "lat_p99_ns", "bw": "bw_bytes"}
+
+
+def t95(df: int) -> float:
+    """The two-sided 95 % Student-t critical value for ``df`` degrees of freedom (df ≥ 1)."""
+    return _T95[df - 1] if 1 <= df <= len(_T95) else 1.96
+
+
+@dataclass(frozen=True)
+class Spread:
+    """The per-second values of one figure of one point."""
+
+    n: int  # whole-second samples
+    mean: float
+    sd: float  # sample standard deviation (n − 1)
+    lo: float  # the lowest second
+    hi: float  # the highest second
+
+    @property
+    def half_width(self) -> float:
+        """Half-width of the 95 % interval of the mean (Student t, seconds taken as independent)."""
+        return t95(self.n - 1) * self.sd / math.sqrt(self.n)
+
+    @property
+    def cv(self) -> float:
+        """Coefficient of variation of one second: sd / mean (0 when the mean is 0)."""
+        return self.sd / self.mean if self.mean else 0.0
+
+    def straddles(self, bound: float) -> bool:
+        """Some seconds were on each side of ``bound``."""
+        return self.lo <= bound < self.hi or self.lo < bound <= self.hi
+
+
+def spread(values: Sequence[float]) -> Spread | None:
+    """The spread of finite ``values``; None with fewer than MIN_SAMPLES of them."""
+    xs = [float(v) for v in values if isinstance(v, (int, float)) and math.isfinite(v)]
+    if len(xs) < MIN_SAMPLES:
+        return None
+    return Spread(len(xs), statistics.fmean(xs), statistics.stdev(xs), min(xs), max(xs))
+
+
+def whole_samples(samples: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The samples that cover (about) a whole status interval."""
+    return [s for s in samples if (_num(s.get("interval_s")) or 1.0) >= WHOLE_INTERVAL_S]
+
+
+def samples_of(run_dir: Path, row: StorageRow) -> list[Mapping[str, Any]]:
+    """The whole-second samples of ``row`` (read once per row: several analyses ask for them)."""
+    cached = row.__dict__.get("_whole_samples")  # a StorageRow is read-only once loaded (app.report.model)
+    if cached is None:
+        cached = whole_samples(read_samples(run_dir, row.record))
+        row.__dict__["_whole_samples"] = cached
+    return cached
+
+
+def point_spread(run_dir: Path, row: StorageRow, figure: str) -> Spread | None:
+    """The per-second spread of one figure of a point (``iops``, ``lat_mean``, ``p99`` or ``bw``), in the
+    units of the results (IOPS, ns, bytes/s); None when the point kept fewer than MIN_SAMPLES whole seconds."""
+    key = SAMPLE_KEYS[figure]
+    return spread([v for s in samples_of(run_dir, row) if (v := _num(s.get(key))) is not None])
