@@ -14,7 +14,7 @@ from typing import Any, Sequence
 from app.points import Kind
 from app.report import analysis as an
 from app.report import procedure as rp
-from app.report import drive, series
+from app.report import drive, series, trends
 from app.validity import FLAGS, LEGEND, names
 from app.report.model import TRAFFIC_DESCRIPTIONS, MemoryRow, RunData, StorageRow
 from app.sanitize import clean_text, md_text
@@ -720,6 +720,7 @@ def render_markdown(data: RunData, figures: Sequence[Any], bound_ns: float,
         lines += _figures(figures, Kind.MEMORY)
     lines += ["## Analysis", ""]
     if data.storage:
+        lines += trends.summary_section(data.path, data.storage)
         lines += _littles_law(data.storage, table=not big)
         if curves:
             lines += _knees(curves)
