@@ -335,24 +335,39 @@ def storage_vs_axis(points: Sequence[Row], plots_dir: Path, axis: str, jobs_spli
             top.set_title(mix)
             top.set_ylabel("throughput (kIOPS)" if throughput_iops else "throughput (MB/s)")
             bottom.set_ylabel("mean latency (µs)")
-            _plain_log(bottom)
             bottom.set_xlabel("block size" if axis == "bs" else "outstanding I/Os (QD × jobs)")
             if not scale:
                 top.legend(loc="upper left", fontsize=6, framealpha=0.7)
+        _share_y([t for t, _ in panels], [b for _, b in panels])
         _save(plt, fig, plots_dir / _page_name(name, i))
         legend_text = ("one line per queue depth" if axis == "bs" else "one line per block size") + (
             ", coloured along the scale on the right" if scale else "")
         tail = note if i == len(pages) - 1 else ""
         if axis == "bs":
             figures.append(Figure(f"plots/{_page_name(name, i)}", _page_title("Throughput and latency vs block size", i, len(pages)),
-                                  "Top: bandwidth (MB/s, 10^6 B/s); bottom: mean total latency (µs, log scale); one "
-                                  f"panel per access pattern, {legend_text}." + tail, Kind.STORAGE))
+                                  "Top: bandwidth (MB/s, 10^6 B/s, from 0); bottom: mean total latency (µs, log scale); "
+                                  f"one panel per access pattern, {legend_text}; the panels share their y axes."
+                                  + tail, Kind.STORAGE))
         else:
             figures.append(Figure(f"plots/{_page_name(name, i)}", _page_title("Throughput and latency vs queue depth", i, len(pages)),
-                                  "Top: IOPS (thousands); bottom: mean total latency (µs, log scale) against the I/Os "
-                                  "kept outstanding (queue depth × jobs); one panel per access pattern, "
-                                  f"{legend_text}." + tail, Kind.STORAGE))
+                                  "Top: IOPS (thousands, from 0); bottom: mean total latency (µs, log scale) against "
+                                  "the I/Os kept outstanding (queue depth × jobs); one panel per access pattern, "
+                                  f"{legend_text}; the panels share their y axes." + tail, Kind.STORAGE))
     return figures
+
+
+def _share_y(tops: Sequence[Any], bottoms: Sequence[Any]) -> None:
+    """One y scale for the panels a reader compares side by side: throughput from 0 to the highest panel's
+    top (a bar of 1,870 MB/s must not look as tall as one of 2,250), latency (log) over every panel's range."""
+    hi = max(ax.get_ylim()[1] for ax in tops)
+    for ax in tops:
+        ax.set_ylim(0, hi)
+        ax.yaxis.set_major_formatter(_plain_formatter())  # "20k", not "20000" running into the axis label
+    lo_l = min(ax.get_ylim()[0] for ax in bottoms)
+    hi_l = max(ax.get_ylim()[1] for ax in bottoms)
+    for ax in bottoms:
+        ax.set_ylim(lo_l, hi_l)
+        _plain_log(ax)
 
 
 def jobs_split(points: Sequence[Row]) -> bool:
@@ -407,64 +422,132 @@ def latency_throughput(curves: Sequence[Curve], plots_dir: Path, page: int | Non
             norm, cmap = _colour_scale(plt, fig, sorted({c.bs for c in curves}), "block size", format_size)
         for (ax,), mix in zip(panels, mixes_here):
             here = [c for c in curves if c.mix == mix]
-            ax.set_xscale("log")
             ax.set_yscale("log")
+            colours = [cmap(norm(c.bs)) for c in here] if scale else _lt_lines(ax, here, mix)
             if scale:
-                from matplotlib.collections import LineCollection
-
-                colours = [cmap(norm(c.bs)) for c in here]
-                mean = [[(p.iops / 1e3, p.lat_mean / 1e3) for p in c.points] for c in here]
-                ax.add_collection(LineCollection(mean, colors=colours, linewidths=1.2))
-                dotted = [(line, col) for c, col in zip(here, colours) if (line := _p99_line(c))]
-                if dotted:
-                    ax.add_collection(LineCollection([ln for ln, _ in dotted], colors=[col for _, col in dotted],
-                                                     linewidths=0.8, linestyles=":"))
-                ax.scatter([xy[0] for m in mean for xy in m], [xy[1] for m in mean for xy in m],
-                           c=[col for m, col in zip(mean, colours) for _ in m], s=6, linewidths=0, zorder=3)
-                knees = [(c.points[c.knee], col) for c, col in zip(here, colours) if c.knee is not None]
-                if knees:
-                    ax.scatter([k.iops / 1e3 for k, _ in knees], [k.lat_mean / 1e3 for k, _ in knees],
-                               c=[col for _, col in knees], marker="*", s=90, edgecolors="black", linewidths=0.6,
-                               zorder=4)
-                ax.autoscale_view()
-            else:
-                for c in here:
-                    xs = [p.iops / 1e3 for p in c.points]
-                    ys = [p.lat_mean / 1e3 for p in c.points]
-                    (ln,) = ax.plot(xs, ys, marker="o", markersize=3, label=c.label.replace(mix + " ", "", 1))
-                    p99 = _p99_line(c)
-                    if p99:
-                        ax.plot([a for a, _ in p99], [b for _, b in p99], linestyle=":", color=ln.get_color(),
-                                linewidth=1)
-                    if c.knee is not None:
-                        k = c.points[c.knee]
-                        ax.plot([k.iops / 1e3], [k.lat_mean / 1e3], marker="*", markersize=11, color=ln.get_color(),
-                                markeredgecolor="black", linestyle="none")
-                        ax.annotate(c.load_label(k), (k.iops / 1e3, k.lat_mean / 1e3), textcoords="offset points",
-                                    xytext=(4, -10), fontsize=7)
-                ax.legend(loc="upper left", fontsize=6, framealpha=0.7)
+                _lt_collections(ax, here, colours)
             for op in ops:
                 if op.mix == mix and any(c.bs == op.bs for c in here) and op.iops > 0 and op.lat_mean > 0:
                     ax.plot([op.iops / 1e3], [op.lat_mean / 1e3], marker="D", markersize=7, color="black",
                             markerfacecolor="gold", linestyle="none", zorder=5)
                     ax.annotate(op.label, (op.iops / 1e3, op.lat_mean / 1e3), textcoords="offset points",
                                 xytext=(-6, 8), fontsize=7, ha="right")
-            _plain_log(ax, "x")
-            _plain_log(ax, "y")
-            ax.set_title(mix)
-            ax.set_xlabel("throughput (kIOPS)")
-            ax.set_ylabel("latency (µs): mean —, p99 ···")
+            _lt_axes(ax, mix)
+            _lt_legend(ax, scale)
+            _label_loads(ax, here, colours)
         name = _page_name("latency-throughput", i)
         _save(plt, fig, plots_dir / name)
         colour = "coloured by block size along the scale on the right; " if scale else ""
         figures.append(Figure(f"plots/{name}", _page_title("Latency–throughput curves", i, len(pages)),
                               f"Each line is one workload at increasing queue depth ({colour}one panel per access "
-                              "pattern); solid: mean latency, dotted: p99; the star marks the saturation knee "
+                              "pattern), each point labelled with its load (QDn; a label that would overlap another "
+                              "is left out); solid: mean latency, dotted: p99; the star marks the saturation knee "
                               "(farthest point from the chord, see Analysis)"
                               + ("; the diamond is the operating point found by the latency-bound search "
                                  "(see Operating point)" if any(op.mix in mixes_here for op in ops) else "")
-                              + ". Log–log axes." + (note if i == len(pages) - 1 else ""), Kind.STORAGE))
+                              + ". Throughput on a linear axis from 0, latency on a log axis."
+                              + (note if i == len(pages) - 1 else ""), Kind.STORAGE))
     return figures
+
+
+def _lt_lines(ax: Any, here: Sequence[Curve], mix: str) -> list[Any]:
+    """Each curve's mean (solid) and p99 (dotted) lines and its knee's star, in the legend's colours."""
+    colours = []
+    for c in here:
+        xs = [p.iops / 1e3 for p in c.points]
+        ys = [p.lat_mean / 1e3 for p in c.points]
+        (ln,) = ax.plot(xs, ys, marker="o", markersize=3, label=c.label.replace(mix + " ", "", 1))
+        colours.append(ln.get_color())
+        p99 = _p99_line(c)
+        if p99:
+            ax.plot([a for a, _ in p99], [b for _, b in p99], linestyle=":", color=ln.get_color(), linewidth=1)
+        if c.knee is not None:
+            k = c.points[c.knee]
+            ax.plot([k.iops / 1e3], [k.lat_mean / 1e3], marker="*", markersize=11, color=ln.get_color(),
+                    markeredgecolor="black", linestyle="none")
+    return colours
+
+
+def _lt_collections(ax: Any, here: Sequence[Curve], colours: Sequence[Any]) -> None:
+    """The same on a colour scale: one line collection per line style, one marker collection."""
+    from matplotlib.collections import LineCollection
+
+    mean = [[(p.iops / 1e3, p.lat_mean / 1e3) for p in c.points] for c in here]
+    ax.add_collection(LineCollection(mean, colors=colours, linewidths=1.2))
+    dotted = [(line, col) for c, col in zip(here, colours) if (line := _p99_line(c))]
+    if dotted:
+        ax.add_collection(LineCollection([ln for ln, _ in dotted], colors=[col for _, col in dotted],
+                                         linewidths=0.8, linestyles=":"))
+    ax.scatter([xy[0] for m in mean for xy in m], [xy[1] for m in mean for xy in m],
+               c=[col for m, col in zip(mean, colours) for _ in m], s=6, linewidths=0, zorder=3)
+    knees = [(c.points[c.knee], col) for c, col in zip(here, colours) if c.knee is not None]
+    if knees:
+        ax.scatter([k.iops / 1e3 for k, _ in knees], [k.lat_mean / 1e3 for k, _ in knees],
+                   c=[col for _, col in knees], marker="*", s=90, edgecolors="black", linewidths=0.6, zorder=4)
+    ax.autoscale_view()
+
+
+def _lt_axes(ax: Any, mix: str) -> None:
+    """Throughput linear from 0 with plain ticks across the whole range (a log axis squeezed 100–147k IOPS
+    into a sliver), latency log; the limits are final here: the load labels are placed against them."""
+    from matplotlib.ticker import MaxNLocator
+
+    ax.set_xlim(0, ax.get_xlim()[1])
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=6, steps=[1, 2, 2.5, 5, 10]))
+    ax.xaxis.set_major_formatter(_plain_formatter())
+    ax.set_xlim(0, ax.get_xlim()[1])
+    _plain_log(ax, "y")
+    ax.set_title(mix)
+    ax.set_xlabel("throughput (kIOPS)")
+    ax.set_ylabel("latency (µs): mean —, p99 ···")
+
+
+def _plain_formatter() -> Any:
+    from matplotlib.ticker import FuncFormatter
+
+    return FuncFormatter(lambda v, _pos: format_short(v) if v else "0")  # a linear axis labels its 0
+
+
+def _lt_legend(ax: Any, scale: bool) -> None:
+    """The curves (block sizes) when they fit a legend, and what the two line styles mean."""
+    from matplotlib.lines import Line2D
+
+    handles, labels = ax.get_legend_handles_labels() if not scale else ([], [])
+    styles = [Line2D([], [], color="dimgrey", linewidth=1.2, marker="o", markersize=3),
+              Line2D([], [], color="dimgrey", linewidth=1, linestyle=":")]
+    ax.legend(handles + styles, labels + ["mean", "p99"], loc="best", fontsize=6, framealpha=0.7)
+
+
+LOAD_OFFSETS = ((4, 3, "left"), (4, -9, "left"), (-4, 3, "right"), (-4, -9, "right"), (0, 7, "center"),
+                (0, -13, "center"))  # points from the marker: right-above first, then around it
+
+
+def _label_loads(ax: Any, here: Sequence[Curve], colours: Sequence[Any]) -> None:
+    """Every point labelled with its load (QDn), small, in its curve's colour, at the first offset where the label
+    stays inside the axes and clear of the legend, the lines' other labels and the tick labels; a label with
+    no such place is left out (dense sweeps)."""
+    from matplotlib.transforms import Bbox
+
+    renderer = ax.figure.canvas.get_renderer()
+    box = ax.get_window_extent(renderer)
+    legend = ax.get_legend()
+    taken = [legend.get_window_extent(renderer)] if legend is not None else []
+    half = 2.5 * ax.figure.dpi / 72  # a marker's half-width in pixels: labels keep off every point
+    taken += [Bbox.from_extents(x - half, y - half, x + half, y + half) for c in here for p in c.points
+              for x, y in [ax.transData.transform((p.iops / 1e3, p.lat_mean / 1e3))]]
+    for c, colour in zip(here, colours):
+        for p in c.points:
+            xy = (p.iops / 1e3, p.lat_mean / 1e3)
+            for dx, dy, ha in LOAD_OFFSETS:
+                t = ax.annotate(c.load_label(p), xy, textcoords="offset points", xytext=(dx, dy), fontsize=5.5,
+                                ha=ha, color=colour, zorder=6,
+                                bbox={"boxstyle": "square,pad=0.05", "fc": "white", "ec": "none", "alpha": 0.7})
+                ext = t.get_window_extent(renderer)
+                inside = box.x0 <= ext.x0 and ext.x1 <= box.x1 and box.y0 <= ext.y0 and ext.y1 <= box.y1
+                if inside and not any(ext.overlaps(o) for o in taken):
+                    taken.append(ext)
+                    break
+                t.remove()
 
 
 @dataclass(frozen=True)
