@@ -85,6 +85,9 @@ def test_block_size_bandwidth_rises_then_flattens(tmp_path: Path) -> None:
 
 def test_single_points_give_no_summary(tmp_path: Path) -> None:
     assert trends.summary_section(tmp_path, [row(tmp_path, 0, "randread", 4096, 16, 1000)]) == []
+    # a point that moved no data (a failed job's zeros) is no neighbour to compare with
+    assert trends.summary_section(tmp_path, [row(tmp_path, 0, "randread", 4096, 16, 1000),
+                                             row(tmp_path, 1, "randread", 4096, 32, 0)]) == []
 
 
 def test_junk_samples_fall_back_to_the_ten_percent_rule(tmp_path: Path) -> None:

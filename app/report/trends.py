@@ -264,6 +264,7 @@ def mix_trends(run_dir: Path, points: Sequence[StorageRow]) -> list[str]:
 
 def summary_section(run_dir: Path, points: Sequence[StorageRow]) -> list[str]:
     """### Summary of trends: the sentences above, or nothing when no point has a neighbour to compare."""
+    points = [p for p in points if p.iops > 0 and p.bw > 0]  # a point that moved no data has no trend to join
     parts = [("Block size", block_size_trends(run_dir, points)),
              ("Read/write mix", mix_trends(run_dir, points)),
              ("Queue depth", queue_depth_trends(run_dir, points))]
