@@ -518,36 +518,47 @@ def _lt_legend(ax: Any, scale: bool) -> None:
     ax.legend(handles + styles, labels + ["mean", "p99"], loc="best", fontsize=6, framealpha=0.7)
 
 
-LOAD_OFFSETS = ((4, 3, "left"), (4, -9, "left"), (-4, 3, "right"), (-4, -9, "right"), (0, 7, "center"),
-                (0, -13, "center"))  # points from the marker: right-above first, then around it
+LOAD_OFFSETS = ((4, 2, "left"), (4, -8, "left"), (-4, 2, "right"), (-4, -8, "right"), (0, 5, "center"),
+                (0, -11, "center"))  # label's bottom from the marker, in points: right-above first, then around it
+LOAD_FONT = 5.5
+
+Box = tuple[float, float, float, float]  # x0, y0, x1, y1 in display pixels
 
 
 def _label_loads(ax: Any, here: Sequence[Curve], colours: Sequence[Any]) -> None:
     """Every point labelled with its load (QDn), small, in its curve's colour, at the first offset where the label
-    stays inside the axes and clear of the legend, the lines' other labels and the tick labels; a label with
-    no such place is left out (dense sweeps)."""
-    from matplotlib.transforms import Bbox
-
+    stays inside the axes and clear of the legend, every point's marker and the labels placed before; a label
+    with no such place is left out (dense sweeps).  The places are found arithmetically, one text measured per
+    distinct label: trying each place as a matplotlib text costs seconds on a 1,000-point sweep."""
     renderer = ax.figure.canvas.get_renderer()
-    box = ax.get_window_extent(renderer)
+    frame = ax.get_window_extent(renderer)
+    px = ax.figure.dpi / 72
     legend = ax.get_legend()
-    taken = [legend.get_window_extent(renderer)] if legend is not None else []
-    half = 2.5 * ax.figure.dpi / 72  # a marker's half-width in pixels: labels keep off every point
-    taken += [Bbox.from_extents(x - half, y - half, x + half, y + half) for c in here for p in c.points
-              for x, y in [ax.transData.transform((p.iops / 1e3, p.lat_mean / 1e3))]]
+    taken: list[Box] = [tuple(legend.get_window_extent(renderer).extents)] if legend is not None else []
+    half = 2.5 * px  # a marker's half-width: labels keep off every point
+    xy = {id(p): ax.transData.transform((p.iops / 1e3, p.lat_mean / 1e3)) for c in here for p in c.points}
+    taken += [(x - half, y - half, x + half, y + half) for x, y in xy.values()]
+    sizes: dict[str, tuple[float, float]] = {}
     for c, colour in zip(here, colours):
         for p in c.points:
-            xy = (p.iops / 1e3, p.lat_mean / 1e3)
+            text = c.load_label(p)
+            if text not in sizes:
+                probe = ax.text(0, 0, text, fontsize=LOAD_FONT)
+                ext = probe.get_window_extent(renderer)
+                sizes[text] = (ext.width, ext.height)
+                probe.remove()
+            w, h = sizes[text]
+            x, y = xy[id(p)]
             for dx, dy, ha in LOAD_OFFSETS:
-                t = ax.annotate(c.load_label(p), xy, textcoords="offset points", xytext=(dx, dy), fontsize=5.5,
-                                ha=ha, color=colour, zorder=6,
+                x0 = x + dx * px - (w if ha == "right" else w / 2 if ha == "center" else 0)
+                b: Box = (x0, y + dy * px, x0 + w, y + dy * px + h)
+                if frame.x0 <= b[0] and b[2] <= frame.x1 and frame.y0 <= b[1] and b[3] <= frame.y1 and \
+                        not any(b[0] < o[2] and o[0] < b[2] and b[1] < o[3] and o[1] < b[3] for o in taken):
+                    taken.append(b)
+                    ax.annotate(text, (p.iops / 1e3, p.lat_mean / 1e3), textcoords="offset points", xytext=(dx, dy),
+                                fontsize=LOAD_FONT, ha=ha, va="bottom", color=colour, zorder=6,
                                 bbox={"boxstyle": "square,pad=0.05", "fc": "white", "ec": "none", "alpha": 0.7})
-                ext = t.get_window_extent(renderer)
-                inside = box.x0 <= ext.x0 and ext.x1 <= box.x1 and box.y0 <= ext.y0 and ext.y1 <= box.y1
-                if inside and not any(ext.overlaps(o) for o in taken):
-                    taken.append(ext)
                     break
-                t.remove()
 
 
 @dataclass(frozen=True)
