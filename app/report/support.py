@@ -34,6 +34,7 @@ RESAMPLES = 200
 SEED = 20240525  # fixed: the same directory gives the same bootstrap, byte for byte
 BOOTSTRAP_AGREE = 0.8  # share of resamples the knee must win to count as stable
 PLAUSIBLE = 1e18  # a per-second IOPS or ns latency beyond this is junk, not a measurement
+MAX_BOOT_SECONDS = 3600  # a longer point is bootstrapped from this many of its seconds, evenly spaced (time bound)
 
 
 # --- knee ----------------------------------------------------------------------------------------------
@@ -144,7 +145,8 @@ def _seconds(run_dir: Path, row: StorageRow) -> list[tuple[float, float]]:
         x, y = _num(s.get("iops")), _num(s.get("lat_mean_ns"))
         if x is not None and y is not None and 0 <= x <= PLAUSIBLE and 0 < y <= PLAUSIBLE:
             out.append((x, y))
-    return out
+    step = -(-len(out) // MAX_BOOT_SECONDS)  # ceiling division: 1 up to MAX_BOOT_SECONDS seconds
+    return out[::step]
 
 
 def bootstrap(run_dir: Path, points: Sequence[StorageRow], labels: Sequence[str]
@@ -164,8 +166,8 @@ def bootstrap(run_dir: Path, points: Sequence[StorageRow], labels: Sequence[str]
     means = []
     for s in seconds:
         arr = np.array(s, dtype=float)
-        picks = rng.randint(0, len(s), size=(RESAMPLES, len(s)))
-        means.append(arr[picks].mean(axis=1))  # (RESAMPLES, 2): mean IOPS, mean latency
+        # one resample at a time: memory stays at one point's seconds, however many a samples file holds
+        means.append(np.array([arr[rng.randint(0, len(s), size=len(s))].mean(axis=0) for _ in range(RESAMPLES)]))
     counts: dict[int | None, int] = {}
     for r in range(RESAMPLES):
         k = an.knee([float(m[r, 0]) for m in means], [float(m[r, 1]) for m in means])
