@@ -139,6 +139,10 @@ def test_hostile_samples_never_crash_and_short_points_are_named(tmp_path: Path) 
     pts[2]["seconds"] = junk + "".join(json.dumps(s) + "\n" for s in _seconds(pts[2]["iops"], pts[2]["lat_us"]))
     c, sup = _curve(_write(tmp_path / "run2", pts))
     assert sup.boot is not None and sup.verdict == "stable"  # the implausible seconds were left out
+    pts[2]["seconds"] = _seconds(pts[2]["iops"], pts[2]["lat_us"]) * 500  # 5000 seconds: 3600 of them are drawn
+    c, sup = _curve(_write(tmp_path / "run3", pts))
+    assert len(support._seconds(tmp_path / "run3", c.points[2])) <= support.MAX_BOOT_SECONDS
+    assert sup.boot is not None and sup.verdict == "stable"
 
 
 def test_memory_curves_keep_their_knee() -> None:

@@ -145,7 +145,7 @@ def _seconds(run_dir: Path, row: StorageRow) -> list[tuple[float, float]]:
         x, y = _num(s.get("iops")), _num(s.get("lat_mean_ns"))
         if x is not None and y is not None and 0 <= x <= PLAUSIBLE and 0 < y <= PLAUSIBLE:
             out.append((x, y))
-    step = -(-len(out) // MAX_BOOT_SECONDS)  # ceiling division: 1 up to MAX_BOOT_SECONDS seconds
+    step = max(1, -(-len(out) // MAX_BOOT_SECONDS))  # ceiling division: 1 up to MAX_BOOT_SECONDS seconds
     return out[::step]
 
 
