@@ -189,6 +189,7 @@ def test_operating_points_say_noise_single_load_and_the_binding_direction(tmp_pa
     assert "none (lowest p99 write 1646.59; read 610.30; both 880.64 µs)" in text
     assert "randrw 70/30" not in text.split("Across all workloads")[1]  # its write side breaks the bound
     assert "650.0–760.0" not in text  # QD32 is not the chosen point
+    assert "the most IOPS is 140k (randread 4K QD64, p99 read 962.56 µs, within noise of the bound)" in text
     summary = "\n".join(render._storage_summary(data.storage, an.storage_curves(data.storage), 1000e3, data.path))
     assert "p99 read 962.56 µs, within noise of the bound" in summary
     assert "only load measured" in summary and "none (lowest p99 write 1646.59" in summary

@@ -554,9 +554,12 @@ def _bound(points: Sequence[StorageRow], bound_ns: float, run_dir: Path) -> list
     if ok:
         by_bw = max(ok, key=lambda p: p.bw)
         by_iops = max(ok, key=lambda p: p.iops)
+        def noted(p: StorageRow) -> str:
+            near = support.bound_noise(run_dir, p, bound_ns).within_noise
+            return f"{workload(p)}, p99 {_binds(p)} µs" + (", within noise of the bound" if near else "")
+
         out.append(f"Across all workloads within the bound: the most bandwidth is {by_bw.bw / MB:.1f} MB/s "
-                   f"({workload(by_bw)}, p99 {_binds(by_bw)} µs); the most IOPS is {format_count(by_iops.iops)} "
-                   f"({workload(by_iops)}, p99 {_binds(by_iops)} µs).")
+                   f"({noted(by_bw)}); the most IOPS is {format_count(by_iops.iops)} ({noted(by_iops)}).")
     else:
         out.append("No point meets the bound.")
     out.append("")
