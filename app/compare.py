@@ -43,6 +43,9 @@ from typing import Any, Callable, Sequence, TypeVar
 from app.errors import UsageError
 from app.points import Kind
 from app.presets import RW_MODES, read_toml, shipped_dir
+from app.report import analysis as an
+from app.report import procedure as rp
+from app.report import support
 from app.report.model import MemoryRow, RunData, StorageRow, load
 from app.report.render import workload
 from app.sanitize import clean_text
@@ -340,6 +343,46 @@ def _storage_section(a: RunData, b: RunData) -> list[str]:
     return lines
 
 
+def _knee_verdict(name: str, sup: support.KneeSupport) -> str:
+    return f"{name} rates its knee {sup.verdict}" + (f" ({sup.verdict_text()})" if sup.verdict == "fragile" else "")
+
+
+def _knee_sentence(label: str, ka: support.KneeSupport, kb: support.KneeSupport) -> str:
+    """One curve's knee in both runs, and whether the runs' own checks put a difference within noise."""
+    na, nb = ka.name(ka.knee), kb.name(kb.knee)
+    va, vb = ka.verdict, kb.verdict
+    if na == nb:
+        return f"{label}: the knee is {na} in both runs (A {va}, B {vb})." if ka.knee is not None else \
+            f"{label}: no knee in either run."
+    head = f"{label}: the knee moved from {na} (A) to {nb} (B)"
+    if va == vb == "stable":
+        return f"{head}, and both runs rate their knee stable: a real difference (the device, its state or the host " \
+               "changed between the runs)."
+    if va == vb == "fragile":
+        return f"{head}, and both runs rate their knee fragile: the difference is within noise."
+    for name, sup, other in (("A", ka, nb), ("B", kb, na)):
+        if sup.verdict == "fragile" and other in sup.alternatives():
+            return f"{head}; {_knee_verdict(name, sup)}, which names {other} too: the difference is within noise."
+    return f"{head}; A rates its knee {va}, B {vb}: the runs' checks cannot tell whether the difference is noise."
+
+
+def _knee_section(a: RunData, b: RunData) -> list[str]:
+    """For each curve (workload over its loads) both runs measured at three loads or more: the knees."""
+    ca = {c.key: c for c in an.storage_curves(rp.storage_views(a.storage).main) if len(c.points) >= 3}
+    cb = {c.key: c for c in an.storage_curves(rp.storage_views(b.storage).main) if len(c.points) >= 3}
+    common = [k for k in ca if k in cb]
+    if not common:
+        return []
+    lines = ["## Knees", "",
+             "Each curve's saturation knee in each run, with the run's own checks of it (margin over the runner-up, "
+             "the curve without its last load, a bootstrap of its per-second samples; the report's knee section "
+             "explains them). A knee that differs between runs is within noise when the runs' checks call it "
+             "fragile.", ""]
+    lines += [f"- {_knee_sentence(ca[k].label, support.knee_support(a.path, ca[k]), support.knee_support(b.path, cb[k]))}"
+              for k in common]
+    return lines + [""]
+
+
 def _memory_section(a: RunData, b: RunData) -> list[str]:
     ma, mb, common = _match(a.memory, b.memory, _mkey)
     lines = ["## Memory", ""]
@@ -371,6 +414,7 @@ def compare_runs(dir_a: str, dir_b: str) -> str:
     lines += _warnings(a, "A") + _warnings(b, "B")
     if a.storage or b.storage:
         lines += _storage_section(a, b)
+        lines += _knee_section(a, b)
     if a.memory or b.memory:
         lines += _memory_section(a, b)
     return clean_text("\n".join(lines).rstrip() + "\n", newlines=True)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from app.report.model import MemoryRow, RunData, StorageRow
+from app.report.procedure import _num
 
 MIN_KNEE_DISTANCE = 0.05  # in the unit square; about 3.5 % of the chord's length
 DEFAULT_P99_BOUND_US = 1000.0
@@ -183,25 +184,62 @@ def storage_curves(points: Sequence[StorageRow]) -> list[Curve]:
 @dataclass
 class BoundChoice:
     label: str
-    best: StorageRow | None  # the highest-IOPS point meeting the bound
+    best: StorageRow | None  # the highest-IOPS point meeting the bound in every direction
     candidates: int  # points of this workload
-    lowest_p99: float | None  # when none meets it
+    lowest_p99: float | None  # when none meets it: the lowest worst-direction p99
     next_over: StorageRow | None  # the next heavier load, which breaks the bound
+    loads: int = 0  # distinct loads measured: with one, "best" is true by construction
+    lowest: StorageRow | None = None  # the point of lowest_p99
+
+    @property
+    def only_load(self) -> bool:
+        return self.loads == 1
+
+
+def direction_p99s(p: StorageRow) -> dict[str, float]:
+    """The p99 the bound is checked against, per direction: "read" and "write" of a mixed workload (fio's
+    read_lat_ns / write_lat_ns), else the point's own p99 under its direction."""
+    if p.mixed:
+        out = {}
+        for side in ("read", "write"):
+            lat = p.metrics.get(f"{side}_lat_ns")
+            v = _num(lat.get("p99")) if isinstance(lat, dict) else None
+            if v is not None and v > 0:
+                out[side] = v
+        if out:
+            return out
+    return {} if p.p99 is None else {"write" if p.read_pct == 0 else "read": p.p99}
+
+
+def binding(p: StorageRow) -> tuple[str, float] | None:
+    """The direction whose p99 is highest (the one the bound binds on first), with that p99."""
+    sides = direction_p99s(p)
+    if not sides:
+        return None
+    side = max(sides, key=lambda k: sides[k])
+    return side, sides[side]
+
+
+def meets_bound(p: StorageRow, bound_ns: float) -> bool:
+    """The point's p99 and, for a mixed workload, each direction's p99 are within the bound."""
+    b = binding(p)
+    return p.p99 is not None and p.p99 <= bound_ns and b is not None and b[1] <= bound_ns
 
 
 def best_under_bound(points: Sequence[StorageRow], bound_ns: float) -> list[BoundChoice]:
-    """For each workload (mix, block size, settings): the most IOPS with p99 ≤ bound."""
+    """For each workload (mix, block size, settings): the most IOPS with p99 ≤ bound in every direction."""
     out: list[BoundChoice] = []
     for w in workloads(points):
-        known = [(p, p99) for p in w.points if (p99 := p.p99) is not None]
-        ok = [p for p, p99 in known if p99 <= bound_ns]
+        known = [(p, max(b[1], p.p99 or 0.0)) for p in w.points if (b := binding(p)) is not None]
+        ok = [p for p, _ in known if meets_bound(p, bound_ns)]
         best = max(ok, key=lambda p: p.iops) if ok else None
         nxt = None
         if best is not None:
             heavier = sorted((p for p, _ in known if p.inflight > best.inflight), key=lambda p: p.inflight)
             nxt = heavier[0] if heavier else None
-        lowest = min((p99 for _, p99 in known), default=None)
-        out.append(BoundChoice(w.label, best, len(w.points), lowest, nxt))
+        low = min(known, key=lambda t: t[1], default=None)
+        out.append(BoundChoice(w.label, best, len(w.points), None if low is None else low[1], nxt,
+                               len({p.inflight for p in w.points}), None if low is None else low[0]))
     return out
 
 

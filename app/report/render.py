@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import math
 import statistics
+from pathlib import Path
 from typing import Any, Sequence
 
 from app.points import Kind
 from app.report import analysis as an
 from app.report import procedure as rp
-from app.report import drive, series, trends
+from app.report import drive, series, support, trends
 from app.validity import FLAGS, LEGEND, names
 from app.report.model import TRAFFIC_DESCRIPTIONS, MemoryRow, RunData, StorageRow
 from app.sanitize import clean_text, md_text
@@ -442,7 +443,7 @@ def _littles_law(points: Sequence[StorageRow], table: bool = True,
     return out
 
 
-def _knees(curves: Sequence[an.Curve]) -> list[str]:
+def _knees(curves: Sequence[an.Curve], run_dir: Path) -> list[str]:
     out = ["### Saturation knee of each latency–throughput curve", ""]
     out.append("Method: the points of one workload, taken by increasing load, give a curve of mean latency against "
                "IOPS. Both axes are scaled to [0, 1]; the knee is the point farthest from the straight line (chord) "
@@ -452,6 +453,7 @@ def _knees(curves: Sequence[an.Curve]) -> list[str]:
     out.append("")
     rows = []
     short = [c for c in curves if len(c.points) < 3]
+    supported = []
     for c in curves:
         if len(c.points) < 3:
             continue
@@ -462,15 +464,19 @@ def _knees(curves: Sequence[an.Curve]) -> list[str]:
             rows.append([c.label, loads, "none (nearly straight)", "", "", format_count(last.iops), us(last.lat_mean),
                          "", ""])
             continue
+        sup = support.knee_support(run_dir, c)
+        supported.append((c, sup))
         gain = (last.iops / k.iops - 1) * 100 if k.iops else math.nan
         growth = last.lat_mean / k.lat_mean if k.lat_mean else math.nan
-        rows.append([c.label, loads, c.load_label(k), format_count(k.iops), us(k.lat_mean), format_count(last.iops),
-                     us(last.lat_mean), f"{gain:+.1f}%", f"×{growth:.2f}"])
+        rows.append([c.label, loads, f"{c.load_label(k)} ({sup.verdict})", format_count(k.iops), us(k.lat_mean),
+                     format_count(last.iops), us(last.lat_mean), f"{gain:+.1f}%", f"×{growth:.2f}"])
     if rows:
         out.append(markdown_table(["Workload", "Loads (QD × jobs)", "Knee", "IOPS at knee", "Mean lat. at knee (µs)",
                              "IOPS at max load", "Mean lat. at max load (µs)", "Throughput past knee",
                              "Latency past knee"], rows))
         out.append("")
+    if supported:
+        out += _knee_support(supported)
     if short:
         out.append(f"{len(short)} workload(s) were measured at only two loads ({', '.join(c.label for c in short[:6])}"
                    f"{' …' if len(short) > 6 else ''}): a knee needs at least three.")
@@ -478,31 +484,82 @@ def _knees(curves: Sequence[an.Curve]) -> list[str]:
     return out
 
 
-def _bound(points: Sequence[StorageRow], bound_ns: float) -> list[str]:
+def _knee_support(supported: Sequence[tuple[an.Curve, support.KneeSupport]]) -> list[str]:
+    """How firmly each knee holds: margin over the runner-up, without the last load, bootstrap."""
+    out = [f"How firmly each knee holds. Margin: the knee's chord distance against the runner-up's (a margin below "
+           f"{support.MARGIN_CLEAR} is no clear winner). Without the last load: the knee of the curve cut one load "
+           f"short (the chord ends at the heaviest load, so the knee depends on where the sweep stopped). Bootstrap: "
+           f"{support.RESAMPLES} curves, each point's means recomputed from its whole seconds drawn with replacement "
+           f"(fixed seed {support.SEED}; consecutive seconds are correlated, so this is a lower bound of the spread). "
+           f"Stable: every check ran, the margin is clear, the cut curve agrees and the knee wins at least "
+           f"{support.BOOTSTRAP_AGREE * 100:.0f} % of the resamples; fragile: a check failed, and the alternatives "
+           f"are named; unconfirmed: none failed but one could not run.", ""]
+    rows = []
+    for c, sup in supported:
+        rows.append([c.label, sup.name(sup.knee), sup.margin_text(), sup.drop_last_text(), sup.boot_text(),
+                     sup.verdict_text()])
+    out.append(markdown_table(["Workload", "Knee", "Chord distance vs runner-up: margin",
+                               "Without the last load", "Bootstrap: knee found at", "Verdict"], rows))
+    out.append("")
+    return out
+
+
+def _load(p: StorageRow) -> str:
+    return f"QD{p.iodepth}×{p.numjobs}"
+
+
+def _binds(p: StorageRow) -> str:
+    """The p99 the bound binds on: "write 962.56" (with the other direction for a mixed workload)."""
+    sides = an.direction_p99s(p)
+    b = an.binding(p)
+    if b is None:
+        return "n/a"
+    others = [f"{k} {us(v)}" for k, v in sides.items() if k != b[0]]
+    return f"{b[0]} {us(b[1])}" + "".join(f"; {o}" for o in others) + (f"; both {us(p.p99)}" if others else "")
+
+
+def _bound(points: Sequence[StorageRow], bound_ns: float, run_dir: Path) -> list[str]:
     out = [f"### Best operating point under p99 ≤ {bound_ns / 1e3:g} µs", ""]
     out.append(f"For each workload, the load with the most IOPS whose 99th-percentile total latency stays within "
-               f"{bound_ns / 1e3:g} µs (`profiler-tui report --p99-bound-us N` changes the bound), and the next "
-               "heavier load that breaks it.")
+               f"{bound_ns / 1e3:g} µs (`profiler-tui report --p99-bound-us N` changes the bound) — for a mixed "
+               "workload in each direction, read and write, and the p99 column names the direction that binds — "
+               "and the next heavier load that breaks it. Per-second p99: the lowest and highest whole second of "
+               "that load (both directions together); when they lie on both sides of the bound the load is within "
+               "noise of it.")
     out.append("")
     rows = []
+    notes = []
     for b in an.best_under_bound(points, bound_ns):
         if b.best is None:
-            low = "no p99 recorded" if b.lowest_p99 is None else f"none (lowest p99 {us(b.lowest_p99)} µs)"
-            rows.append([b.label, low, "", "", "", "", ""])
+            low = "no p99 recorded" if b.lowest is None else f"none (lowest p99 {_binds(b.lowest)} µs)"
+            rows.append([b.label, low, "", "", "", "", "", ""])
             continue
         p = b.best
-        nxt = "—" if b.next_over is None else f"QD{b.next_over.iodepth}×{b.next_over.numjobs}: {us(b.next_over.p99)}"
-        rows.append([b.label, f"QD{p.iodepth}×{p.numjobs}", format_count(p.iops), f"{p.bw / MB:.1f}", us(p.lat_mean),
-                     us(p.p99), nxt])
-    out.append(markdown_table(["Workload", "Best load", "IOPS", "MB/s", "Mean (µs)", "p99 (µs)", "Next load: p99 (µs)"], rows))
+        noise = support.bound_noise(run_dir, p, bound_ns)
+        nxt = "—" if b.next_over is None else f"{_load(b.next_over)}: {_binds(b.next_over)}"
+        what = _load(p) + (" (only load measured)" if b.only_load else "")
+        rows.append([b.label, what, format_count(p.iops), f"{p.bw / MB:.1f}", us(p.lat_mean), _binds(p),
+                     noise.text(), nxt])
+        if noise.within_noise and noise.spread is not None:
+            notes.append(f"{b.label} {_load(p)}: p99 {us(p.p99)} ≤ {bound_ns / 1e3:g} µs, but its seconds ranged "
+                         f"{noise.spread.lo / 1e3:.1f}–{noise.spread.hi / 1e3:.1f} µs: within noise of the bound.")
+        if b.only_load:
+            notes.append(f"{b.label}: {_load(p)} is the only load measured, so it is the best by construction; a "
+                         "sweep of loads shows where the bound is met with the most IOPS.")
+    out.append(markdown_table(["Workload", "Best load", "IOPS", "MB/s", "Mean (µs)", "p99 (µs), binding direction",
+                               "Per-second p99 (µs)", "Next load: p99 (µs)"], rows))
     out.append("")
-    ok = [p for p in points if p.p99 is not None and p.p99 <= bound_ns]
+    out += [f"{n}  " for n in notes[:-1]] + notes[-1:] + ([""] if notes else [])
+    ok = [p for p in points if an.meets_bound(p, bound_ns)]
     if ok:
         by_bw = max(ok, key=lambda p: p.bw)
         by_iops = max(ok, key=lambda p: p.iops)
+        def noted(p: StorageRow) -> str:
+            near = support.bound_noise(run_dir, p, bound_ns).within_noise
+            return f"{workload(p)}, p99 {_binds(p)} µs" + (", within noise of the bound" if near else "")
+
         out.append(f"Across all workloads within the bound: the most bandwidth is {by_bw.bw / MB:.1f} MB/s "
-                   f"({workload(by_bw)}, p99 {us(by_bw.p99)} µs); the most IOPS is {format_count(by_iops.iops)} "
-                   f"({workload(by_iops)}, p99 {us(by_iops.p99)} µs).")
+                   f"({noted(by_bw)}); the most IOPS is {format_count(by_iops.iops)} ({noted(by_iops)}).")
     else:
         out.append("No point meets the bound.")
     out.append("")
@@ -655,7 +712,8 @@ def _title(data: RunData) -> str:
 MAX_BODY_POINTS = 200  # above this, the body has a summary per workload and the per-point tables an appendix
 
 
-def _storage_summary(points: Sequence[StorageRow], curves: Sequence[an.Curve], bound_ns: float) -> list[str]:
+def _storage_summary(points: Sequence[StorageRow], curves: Sequence[an.Curve], bound_ns: float,
+                     run_dir: Path) -> list[str]:
     """One row per workload (pattern, block size, other settings): its best point, knee and
     operating point under the p99 bound — the body of a report of more than MAX_BODY_POINTS points."""
     out = ["## Storage results", ""]
@@ -664,10 +722,10 @@ def _storage_summary(points: Sequence[StorageRow], curves: Sequence[an.Curve], b
                "appendix (Storage results, every point); results.csv has every point too. Latency is fio's total "
                "latency in microseconds; bandwidth in MB/s (10^6 B/s).")
     out.append("")
-    knees: dict[tuple[Any, ...], StorageRow] = {}
+    knees: dict[tuple[Any, ...], tuple[StorageRow, str]] = {}
     for c in curves:
-        if c.knee_point is not None:
-            knees.setdefault((c.mix, c.bs, c.key[2]), c.knee_point)
+        if c.knee_point is not None and len(c.points) >= 3:
+            knees.setdefault((c.mix, c.bs, c.key[2]), (c.knee_point, support.knee_support(run_dir, c).verdict))
     ops = an.best_under_bound(points, bound_ns)  # one per workload, in the same order
 
     def load(p: StorageRow) -> str:
@@ -677,12 +735,16 @@ def _storage_summary(points: Sequence[StorageRow], curves: Sequence[an.Curve], b
     for w, b in zip(an.workloads(points), ops):
         key, pts, label = w.key, w.points, w.label
         top = max(pts, key=lambda p: p.iops)
-        k = knees.get(key)
-        knee_text = "—" if k is None else f"{load(k)}: {format_count(k.iops)} IOPS, {us(k.lat_mean)} µs"
+        kv = knees.get(key)
+        knee_text = "—" if kv is None else f"{load(kv[0])}: {format_count(kv[0].iops)} IOPS, {us(kv[0].lat_mean)} µs ({kv[1]})"
         if b.best is None:
-            op = "none" if b.lowest_p99 is None else f"none (lowest p99 {us(b.lowest_p99)} µs)"
+            op = "none" if b.lowest is None else f"none (lowest p99 {_binds(b.lowest)} µs)"
         else:
-            op = f"{load(b.best)}: {format_count(b.best.iops)} IOPS, p99 {us(b.best.p99)} µs"
+            op = f"{load(b.best)}: {format_count(b.best.iops)} IOPS, p99 {_binds(b.best)} µs"
+            if b.only_load:
+                op += ", only load measured"
+            if support.bound_noise(run_dir, b.best, bound_ns).within_noise:
+                op += ", within noise of the bound"
         loads = sorted({p.inflight for p in pts})
         rows.append([label, len(pts), f"{loads[0]}–{loads[-1]}" if len(loads) > 1 else str(loads[0]),
                      f"{load(top)}: {format_count(top.iops)} IOPS, {top.bw / MB:.1f} MB/s", knee_text, op])
@@ -709,7 +771,7 @@ def render_markdown(data: RunData, figures: Sequence[Any], bound_ns: float,
     lines += drive.section(data, workload)
     big = len(data.storage) > MAX_BODY_POINTS
     if data.storage:
-        lines += _storage_summary(data.storage, curves, bound_ns) if big else _storage_table(data.storage)
+        lines += _storage_summary(data.storage, curves, bound_ns, data.path) if big else _storage_table(data.storage)
         lines += rp.steady_section(data.storage)
         lines += series.cliff_section(data)
     lines += rp.skipped_section(data.meta)
@@ -723,8 +785,8 @@ def render_markdown(data: RunData, figures: Sequence[Any], bound_ns: float,
         lines += trends.summary_section(data.path, data.storage)
         lines += _littles_law(data.storage, table=not big)
         if curves:
-            lines += _knees(curves)
-        lines += _bound(data.storage, bound_ns)
+            lines += _knees(curves, data.path)
+        lines += _bound(data.storage, bound_ns, data.path)
         lines += _queueing(curves)
     lines += rp.operating_point_section(views.searches, {f"{c.mix} {c.bs}" for c in curves if len(c.points) >= 2})
     lines += rp.rounds_section(data, views.rounds)
