@@ -770,7 +770,7 @@ class MemoryRunner(Runner):
             extra["engine_version"] = version
         sec = parser.sections[-1] if parser.sections else None
         params = {**parser.header, **(sec.params if sec else {})}
-        for key in ("buffer_bytes", "write_buffer_bytes", "huge_pages", "delay_unit_ns"):
+        for key in ("buffer_bytes", "write_buffer_bytes", "huge_pages", "delay_unit_ns", "load_threads"):
             if params.get(key) is not None:
                 extra[key] = params[key]
         warnings = params.get("warnings")

@@ -243,6 +243,7 @@ _RE_MATRIX_HEAD = re.compile(r"^(?:Numa node|Writer Numa Node)((?:\s+\d+)+)$", r
 _RE_MATRIX_ROW = re.compile(rf"^(\d{{1,15}})((?:\s+(?:{_NUM}|-))+)$")
 _RE_HUGE = re.compile(r"^Using huge pages:\s*(yes|no)\b\s*\(?(.*?)\)?$", re.IGNORECASE)  # the engine's
 _RE_THREADS = re.compile(r"^Using latency thread on CPU\s+(\d{1,15})\W+stride\s+(\d{1,15})\s+bytes", re.IGNORECASE)  # engine
+_RE_LOAD_THREADS = re.compile(r"\band (\d{1,6}) load thread", re.IGNORECASE)  # engine, on the latency-thread line
 _RE_CHASE = re.compile(r"random chase (?:over the whole buffer|within (\d{1,15}) KiB groups)", re.IGNORECASE)  # engine
 _RE_DELAY_UNIT = re.compile(rf"^Using injection delay unit of\s+({_NUM})\s*ns", re.IGNORECASE)  # the engine's
 _UNIT = {"kib": 1 << 10, "kb": 1 << 10, "mib": MIB, "mb": MIB, "gib": 1 << 30, "gb": 1 << 30}
@@ -508,6 +509,9 @@ class LineParser:
         c = _RE_CHASE.search(line)
         if c:  # the engine names its chase: over the whole buffer, or within groups of N KiB
             self.header["chase_kib"] = int(c.group(1)) if c.group(1) else 0
+        n = _RE_LOAD_THREADS.search(line)
+        if n:  # how many threads made the load (MLC does not say: it uses every CPU unless told)
+            self.header["load_threads"] = int(n.group(1))
 
     def _on_delay_unit(self, line: str, m: re.Match[str]) -> None:
         self.header["delay_unit_ns"] = float(m.group(1))
