@@ -304,6 +304,9 @@ def mlc_points(text: str | Iterable[str]) -> tuple[list[Imported], dict[str, Any
             for r in s.rows:
                 point = {"mode": "loaded", "traffic": p.get("traffic") or "R", "delay": r.delay, **base}
                 metrics: dict[str, Any] = {"latency_ns": r.latency_ns, "bandwidth_mbps": r.bandwidth_mbps}
+                load = s.values.get("load_mbps", {}).get(r.delay)
+                if load is not None:
+                    metrics["load_bandwidth_mbps"] = load
                 out.append(Imported(Kind.MEMORY, point, metrics, dict(extra)))
         elif s.kind == "idle" and "latency_ns" in s.values:
             point = {"mode": "idle", "traffic": None, "delay": None, **base}

@@ -23,6 +23,7 @@ class MemCurve(Protocol):
     knee: int | None
     rejected_knee: int | None
 
+MATERIAL = 0.10  # a knee's latency rise must exceed 10 % of the light-load latency: less is drift, not saturation
 LINE_BYTES = 64  # one latency-thread step reads one line (native/memlat/README.md, "How bytes are counted")
 
 
@@ -47,8 +48,13 @@ def latency_thread_mbps(p: MemoryRow) -> float | None:
 
 
 def load_mbps(p: MemoryRow) -> float | None:
-    """The load threads' bandwidth (MB/s): the whole figure when it counts them alone, else the whole minus
-    the latency thread's 64 B per step (never below 0); None when unknown."""
+    """The load threads' bandwidth (MB/s): as the built-in engine measured it (``load_bandwidth_mbps``), else
+    the whole figure when it counts them alone, else the whole minus the latency thread's 64 B per step
+    (an estimate: the chase's latency is per CPU second, its traffic per wall second; never below 0); None
+    when unknown."""
+    measured = _num(p.metrics.get("load_bandwidth_mbps"))
+    if measured is not None and measured >= 0:
+        return measured
     counts = counts_latency_thread(p)
     if p.bandwidth is None or counts is None:
         return None
@@ -66,6 +72,15 @@ def bandwidth_words(points: Sequence[MemoryRow]) -> str:
     if kinds == {False}:
         return "the load threads alone (recorded before the built-in engine counted the latency thread)"
     return "all traffic as the engine printed it (whether that counts the latency thread is not recorded)"
+
+
+def load_words(points: Sequence[MemoryRow]) -> str:
+    """How the load threads' part of these points' bandwidth is known, in words."""
+    measured = [_num(p.metrics.get("load_bandwidth_mbps")) is not None for p in points if p.bandwidth is not None]
+    if measured and all(measured):
+        return "as the built-in engine measured it"
+    how = "the whole minus the latency thread's 64 B per chase step (64 B / latency)"
+    return ("estimated as " + how) if not any(measured) else f"as the engine measured it, or estimated as {how}"
 
 
 # --- the injection delay ----------------------------------------------------------------------------------
@@ -125,11 +140,13 @@ def load_threads(points: Sequence[MemoryRow]) -> int | None:
 
 
 def rises_above(lighter: Sequence[float], heavy: float) -> bool:
-    """Does ``heavy`` rise above the band of ``lighter`` latencies by more than the band's own width?  One
-    figure per delay and no repeats: the spread of the light loads is the only noise the curve shows."""
+    """Does ``heavy`` rise above the band of ``lighter`` latencies by more than the band's own width and by
+    more than MATERIAL of it?  One figure per delay and no repeats: the spread of the light loads is the only
+    noise the curve shows, and a chase's latency drifts by several per cent on its own (native/memlat/README.md)."""
     if not lighter:
         return False
-    return heavy - max(lighter) > max(lighter) - min(lighter)
+    top = max(lighter)
+    return heavy - top > max(top - min(lighter), MATERIAL * top)
 
 
 def knee_supported(curve: MemCurve) -> bool:
@@ -189,10 +206,11 @@ def no_knee_reason(curve: MemCurve, cpus: int | None = None) -> str | None:
         band = [p.latency for p in pts[:curve.rejected_knee] if p.latency is not None]
         text += (f" The chord rule's bend at delay {pts[curve.rejected_knee].delay} is no knee: the heaviest load's "
                  f"{heavy.latency:.2f} ns does not rise above the lighter loads' {min(band):.2f}–{max(band):.2f} ns "
-                 "by more than their own spread.")
+                 f"by more than their own spread and {MATERIAL:.0%}.")
     if rises_above(lats[:-1], heavy.latency):
         return text + " Latency rose above the lighter loads' spread, but without a bend sharp enough to call a knee."
-    return text + (" The heaviest load's latency stays within the spread of the lighter loads', so nothing shows "
+    return text + (f" The heaviest load's latency is not above the lighter loads' by more than their spread and "
+                   f"{MATERIAL:.0%}, so nothing shows "
                    "that the load saturated memory: there is no knee to find. This run has no peak-bandwidth figure "
                    "to say how many load threads would saturate it; a run with more load threads would show it"
                    + _more_threads_hint(cpus) + ".")

@@ -706,8 +706,7 @@ def _memory_captions(curves: Sequence[MemCurve]) -> tuple[str, str]:
              f"light load) to none (right). x: bandwidth of {counted}. y: latency of the pointer-chasing thread, "
              f"from 0; {base}. The star marks the knee.")
     second = (f"Top: latency of the pointer-chasing thread (ns, from 0; {base}). Bottom: bandwidth of {counted}"
-              + (", solid; the load threads' share dashed (the whole minus the latency thread's 64 B per step)"
-                 if split else "")
+              + (f", solid; the load threads' share dashed ({mem.load_words(points)})" if split else "")
               + f". x: injection delay in {units}. One panel per stride, one line per traffic type.")
     return first, second
 

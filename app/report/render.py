@@ -598,7 +598,8 @@ def _memory_analysis(curves: Sequence[an.MemCurve], cpus: int | None = None) -> 
     out.append("Each traffic type's points, from the longest injection delay (lightest load) to none, form a "
                "latency–bandwidth curve; its knee is found as for storage, and kept only when the heaviest load's "
                "latency rises above the latencies of the loads lighter than the bend by more than their own spread "
-               "(one figure per delay, no repeats: that spread is the curve's noise). Little's law for memory: cache lines in "
+               f"(one figure per delay, no repeats: that spread is the curve's noise) and by more than "
+               f"{mem.MATERIAL:.0%} (a chase's latency drifts that much on its own). Little's law for memory: cache lines in "
                "flight = (bandwidth / 64 B) × latency, an estimate of the memory-level parallelism the traffic "
                "needs (it assumes the load threads see the chasing thread's latency).")
     out.append("")
@@ -628,9 +629,10 @@ def _memory_analysis(curves: Sequence[an.MemCurve], cpus: int | None = None) -> 
                          "Latency at knee (ns)", f"Bandwidth at delay {heavy_delay} (MB/s)",
                          "Load threads' part (MB/s)", "Latency there (ns)", "Latency growth", "Lines in flight"], rows))
     out.append("")
-    out.append("Bandwidth is " + mem.bandwidth_words([p for c in loaded for p in c.points]) + "; the load threads' "
-               "part is the whole minus the latency thread's 64 B per chase step (64 B / latency), or the whole "
-               "where it counts the load threads alone. Delays are in "
+    points = [p for c in loaded for p in c.points]
+    out.append("Bandwidth is " + mem.bandwidth_words(points) + "; the load threads' part: "
+               + (mem.load_words(points) if any(mem.counts_latency_thread(p) for p in points) else "is all of it")
+               + ". Delays are in "
                + "; ".join(mem.delay_unit_text(e, [p for c in loaded if c.engine == e for p in c.points])
                            for e in sorted({c.engine for c in loaded})) + ".")
     out.append("")
