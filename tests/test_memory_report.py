@@ -92,6 +92,7 @@ def test_memory_figures_say_what_they_plot_per_engine(tmp_path: Path, seen: Seen
     assert "built-in engine spin steps, ≈ 0.118 ns each" in captions and "MLC delay units" not in captions
     assert "idle latency, 190.50 ns" in captions
     assert "injection delay (built-in spin steps ≈ 0.118 ns, symlog)" in seen.xlabels
+    assert "bandwidth, all traffic (GB/s, 10^9 B/s)" in seen.xlabels
     assert seen.latency_ylim and all(y == 0 for y in seen.latency_ylim)  # 191–193.6 ns is not drawn as spikes
     assert "idle 190.5 ns" in seen.lines
 
@@ -110,7 +111,7 @@ def test_a_flat_curve_has_no_knee_and_the_report_says_why() -> None:
     assert ("Latency went from 191.00 ns at delay 20000 to 193.60 ns at delay 0 (+1.4%; every delay within "
             "191.00–193.60 ns) while bandwidth reached 14,300.0 MB/s of all traffic (13,969.4 MB/s from the load "
             "threads) with 1 load thread.") in text
-    assert "nothing shows that the load saturated memory" in text
+    assert "Nothing shows that the load saturated memory" in text
     assert "no run here can add a load thread" in text  # 2 CPUs: the latency thread takes one
     assert "spin steps, ≈ 0.118 ns each" in text
     many = "\n".join(_memory_analysis([curve], cpus=16))

@@ -83,6 +83,14 @@ def load_words(points: Sequence[MemoryRow]) -> str:
     return ("estimated as " + how) if not any(measured) else f"as the engine measured it, or estimated as {how}"
 
 
+def bandwidth_axis_words(curves: Sequence[MemCurve]) -> str:
+    """A bandwidth axis label's qualifier: ", all traffic", ", load threads" or nothing when they are mixed."""
+    kinds = {counts_latency_thread(p) for c in curves for p in c.points if p.bandwidth is not None}
+    if kinds == {True}:
+        return ", all traffic"
+    return ", load threads" if kinds == {False} else ""
+
+
 # --- the injection delay ----------------------------------------------------------------------------------
 
 
@@ -159,7 +167,7 @@ def knee_supported(curve: MemCurve) -> bool:
     return heavy is not None and rises_above(lighter, heavy)
 
 
-def _load_text(pts: Sequence[MemoryRow]) -> str:
+def _load_text(pts: Sequence[MemoryRow], cpus: int | None) -> str:
     """The heaviest load's bandwidth and who made it: "22,648.1 MB/s of all traffic (… from the load threads)
     with 1 load thread"."""
     heavy = pts[-1]
@@ -169,9 +177,12 @@ def _load_text(pts: Sequence[MemoryRow]) -> str:
     if load is not None and counts:
         bw += f" ({load:,.1f} MB/s from the load threads)"
     threads = load_threads(pts)
-    who = (f"{threads} load thread{'s' if threads != 1 else ''}" if threads else
-           "the load threads (their number is not in the output)")
-    return f"{bw} with {who}"
+    who = f"{threads} load thread{'s' if threads != 1 else ''}" if threads else ""
+    if not threads and pts[0].engine == "builtin" and not pts[0].point.get("cpus") and cpus and cpus > 1:
+        # results written before the engine's count was recorded: its default is every CPU but the latency thread's
+        who = (f"{cpus - 1} load thread{'s' if cpus > 2 else ''} (the engine's default on this {cpus}-CPU machine: "
+               "every CPU but the latency thread's)")
+    return f"{bw} with {who or 'the load threads (their number is not in the output)'}"
 
 
 def _more_threads_hint(cpus: int | None) -> str:
@@ -201,7 +212,7 @@ def no_knee_reason(curve: MemCurve, cpus: int | None = None) -> str | None:
         return "latency not recorded at the ends of the sweep."
     text = (f"Latency went from {light.latency:.2f} ns at delay {light.delay} to {heavy.latency:.2f} ns at delay "
             f"{heavy.delay} ({heavy.latency / light.latency - 1:+.1%}; every delay within {min(lats):.2f}–"
-            f"{max(lats):.2f} ns) while bandwidth reached {_load_text(pts)}.")
+            f"{max(lats):.2f} ns) while bandwidth reached {_load_text(pts, cpus)}.")
     if curve.rejected_knee is not None:
         band = [p.latency for p in pts[:curve.rejected_knee] if p.latency is not None]
         text += (f" The chord rule's bend at delay {pts[curve.rejected_knee].delay} is no knee: the heaviest load's "
@@ -209,11 +220,12 @@ def no_knee_reason(curve: MemCurve, cpus: int | None = None) -> str | None:
                  f"by more than their own spread and {MATERIAL:.0%}.")
     if rises_above(lats[:-1], heavy.latency):
         return text + " Latency rose above the lighter loads' spread, but without a bend sharp enough to call a knee."
-    return text + (f" The heaviest load's latency is not above the lighter loads' by more than their spread and "
-                   f"{MATERIAL:.0%}, so nothing shows "
-                   "that the load saturated memory: there is no knee to find. This run has no peak-bandwidth figure "
-                   "to say how many load threads would saturate it; a run with more load threads would show it"
-                   + _more_threads_hint(cpus) + ".")
+    if curve.rejected_knee is None:
+        text += (f" The heaviest load's latency is not above the lighter loads' by more than their spread and "
+                 f"{MATERIAL:.0%}.")
+    return text + (" Nothing shows that the load saturated memory: there is no knee to find. This run has no "
+                   "peak-bandwidth figure to say how many load threads would saturate it; a run with more load "
+                   "threads would show it" + _more_threads_hint(cpus) + ".")
 
 
 # --- the chase buffer against the caches and the TLB -----------------------------------------------------

@@ -737,7 +737,7 @@ def memory_figures(curves: Sequence[MemCurve], plots_dir: Path) -> list[Figure]:
             ax.set_ylim(bottom=0)
             ax.set_xlim(left=0)
             ax.set_title(f"stride {stride} B")
-            ax.set_xlabel("bandwidth, all traffic (GB/s, 10^9 B/s)")
+            ax.set_xlabel(f"bandwidth{mem.bandwidth_axis_words(with_bw)} (GB/s, 10^9 B/s)")
             ax.set_ylabel("latency (ns)")
             if ax.get_lines():
                 ax.legend(loc="lower right")
