@@ -575,7 +575,8 @@ def _queueing(curves: Sequence[an.Curve]) -> list[str]:
 
 def _machine_cpus(data: RunData) -> int | None:
     """CPUs of the machine that measured (run.json's environment); None for an import (not recorded)."""
-    cpu = (data.meta.get("environment") or {}).get("cpu") if not data.imported else None
+    env = data.meta.get("environment")
+    cpu = env.get("cpu") if isinstance(env, dict) and not data.imported else None
     n = rp._num(cpu.get("threads")) if isinstance(cpu, dict) else None
     return int(n) if n is not None and n >= 1 else None
 
@@ -589,6 +590,23 @@ def _delay_text(c: an.MemCurve, delay: int | None) -> str:
     return f"{delay} (≈ {t:.0f} ns)" if t < 1000 else f"{delay} (≈ {t / 1000:.3g} µs)"
 
 
+def _memory_row(c: an.MemCurve) -> list[str]:
+    """One curve's row of the memory analysis table."""
+    light, heavy = c.points[0], c.points[-1]
+    k = None if c.knee is None else c.points[c.knee]
+    mlp = an.lines_in_flight(heavy)
+    load = mem.load_mbps(heavy)
+    return [c.label, f"{light.latency:.2f}" if light.latency else "n/a",
+            "none" if k is None else _delay_text(c, k.delay),
+            "" if k is None or k.bandwidth is None else f"{k.bandwidth:.1f}",
+            "" if k is None or k.latency is None else f"{k.latency:.2f}",
+            f"{heavy.bandwidth:.1f}" if heavy.bandwidth is not None else "n/a",
+            f"{load:.1f}" if load is not None else "n/a",
+            f"{heavy.latency:.2f}" if heavy.latency else "n/a",
+            f"{heavy.latency / light.latency:.2f}" if heavy.latency and light.latency else "n/a",
+            f"{mlp:.0f}" if mlp is not None else "n/a"]
+
+
 def _memory_analysis(curves: Sequence[an.MemCurve], cpus: int | None = None) -> list[str]:
     """``cpus``: the measuring machine's CPU count, to say whether a run there could add load threads."""
     loaded = [c for c in curves if len(c.points) >= 2]
@@ -599,28 +617,14 @@ def _memory_analysis(curves: Sequence[an.MemCurve], cpus: int | None = None) -> 
                "latency–bandwidth curve; its knee is found as for storage, and kept only when the heaviest load's "
                "latency rises above the latencies of the loads lighter than the bend by more than their own spread "
                f"(one figure per delay, no repeats: that spread is the curve's noise) and by more than "
-               f"{mem.MATERIAL:.0%} (a chase's latency drifts that much on its own). Little's law for memory: cache lines in "
-               "flight = (bandwidth / 64 B) × latency, an estimate of the memory-level parallelism the traffic "
+               f"{mem.MATERIAL:.0%} (a chase's latency drifts that much on its own). Little's law for memory: cache "
+               "lines in flight = (bandwidth / 64 B) × latency, an estimate of the memory-level parallelism the traffic "
                "needs (it assumes the load threads see the chasing thread's latency).")
     out.append("")
     rows = []
     notes = []
-    ordered = sorted(loaded, key=lambda c: (c.stride, _traffic_order(c.traffic), c.buffer))
-    for c in ordered:
-        light = c.points[0]
-        heavy = c.points[-1]
-        k = None if c.knee is None else c.points[c.knee]
-        mlp = an.lines_in_flight(heavy)
-        load = mem.load_mbps(heavy)
-        rows.append([c.label, f"{light.latency:.2f}" if light.latency else "n/a",
-                     "none" if k is None else _delay_text(c, k.delay),
-                     "" if k is None or k.bandwidth is None else f"{k.bandwidth:.1f}",
-                     "" if k is None or k.latency is None else f"{k.latency:.2f}",
-                     f"{heavy.bandwidth:.1f}" if heavy.bandwidth is not None else "n/a",
-                     f"{load:.1f}" if load is not None else "n/a",
-                     f"{heavy.latency:.2f}" if heavy.latency else "n/a",
-                     f"{heavy.latency / light.latency:.2f}" if heavy.latency and light.latency else "n/a",
-                     f"{mlp:.0f}" if mlp is not None else "n/a"])
+    for c in sorted(loaded, key=lambda c: (c.stride, _traffic_order(c.traffic), c.buffer)):
+        rows.append(_memory_row(c))
         reason = mem.no_knee_reason(c, cpus)
         if reason:
             notes.append(f"- {c.label}, no knee: {reason}")
