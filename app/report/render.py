@@ -634,7 +634,7 @@ def _memory_analysis(curves: Sequence[an.MemCurve], cpus: int | None = None) -> 
                          "Load threads' part (MB/s)", "Latency there (ns)", "Latency growth", "Lines in flight"], rows))
     out.append("")
     points = [p for c in loaded for p in c.points]
-    part = (f"the load threads' part {mem.load_words(points)}" if any(mem.counts_latency_thread(p) for p in points)
+    part = (f"the load threads' part is {mem.load_words(points)}" if any(mem.counts_latency_thread(p) for p in points)
             else "the load threads' part is all of it")
     out.append("Bandwidth is " + mem.bandwidth_words(points) + "; " + part + ". Delays are in "
                + "; ".join(mem.delay_unit_text(e, [p for c in loaded if c.engine == e for p in c.points])
