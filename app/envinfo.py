@@ -17,6 +17,11 @@ class CacheInfo(TypedDict):
     shared_cpus: str | None  # CPU list: "0-3"
 
 
+class TlbInfo(TypedDict):
+    entries: int  # /proc/cpuinfo "TLB size: 3584 4K pages" (AMD; the kernel prints none for Intel)
+    page_bytes: int
+
+
 class CpuInfo(TypedDict):
     model: str
     sockets: int
@@ -24,6 +29,7 @@ class CpuInfo(TypedDict):
     threads: int
     caches: list[CacheInfo]
     arch: str
+    tlb: NotRequired[TlbInfo]
 
 
 class MemoryInfo(TypedDict):
@@ -73,11 +79,14 @@ def cpu_info() -> CpuInfo:
     cores_per_socket: dict[str, set[str]] = {}
     phys, core = None, None
     text = _read("/proc/cpuinfo") or ""
+    tlb: TlbInfo | None = None
     for line in text.splitlines():
         key, _, value = line.partition(":")
         key, value = key.strip(), value.strip()
         if key == "model name" and model is None:
             model = value
+        elif key == "TLB size" and tlb is None:
+            tlb = tlb_size(value)
         elif key == "physical id":
             phys = value
         elif key == "core id":
@@ -98,7 +107,7 @@ def cpu_info() -> CpuInfo:
         if level and size:
             name = f"L{level}" + ({"Data": "d", "Instruction": "i"}.get(ctype or "", ""))
             caches.append({"name": name, "size": size, "shared_cpus": _read(idx / "shared_cpu_list")})
-    return {
+    info: CpuInfo = {
         "model": model or platform.processor() or platform.machine(),
         "sockets": len(cores_per_socket) or 1,
         "cores": cores,
@@ -106,6 +115,18 @@ def cpu_info() -> CpuInfo:
         "caches": caches,
         "arch": platform.machine(),
     }
+    if tlb:
+        info["tlb"] = tlb
+    return info
+
+
+def tlb_size(value: str) -> TlbInfo | None:
+    """/proc/cpuinfo's "TLB size" value ("3584 4K pages": the L2 TLB's entries for 4 KiB pages) as numbers."""
+    parts = value.split()
+    units = {"4K": 4096, "2M": 2 << 20, "1G": 1 << 30}
+    if len(parts) >= 2 and parts[0].isdigit() and int(parts[0]) > 0 and parts[1].upper() in units:
+        return {"entries": int(parts[0]), "page_bytes": units[parts[1].upper()]}
+    return None
 
 
 def llc_bytes() -> int | None:

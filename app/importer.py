@@ -295,12 +295,18 @@ def mlc_points(text: str | Iterable[str]) -> tuple[list[Imported], dict[str, Any
         info["engine"] = engine
         base = {"stride": int(p.get("stride") or MLC_DEFAULT_STRIDE), "buffer": p.get("buffer_bytes"),
                 "duration": p.get("duration") or 2, "cpus": p.get("cpus"), "engine": engine}
-        extra = {"engine_version": p.get("version"), "command_line": p.get("command_line")}
+        extra = {"engine_version": p.get("version"), "command_line": p.get("command_line"),
+                 "delay_unit_ns": p.get("delay_unit_ns"), "load_threads": p.get("load_threads")}
         extra = {k: v for k, v in extra.items() if v}
+        if engine == "mlc" and s.kind == "loaded":  # MLC's bandwidth counts its latency thread's reads
+            extra["bandwidth_includes_latency_thread"] = True
         if s.kind == "loaded" and s.rows:
             for r in s.rows:
                 point = {"mode": "loaded", "traffic": p.get("traffic") or "R", "delay": r.delay, **base}
                 metrics: dict[str, Any] = {"latency_ns": r.latency_ns, "bandwidth_mbps": r.bandwidth_mbps}
+                load = s.values.get("load_mbps", {}).get(r.delay)
+                if load is not None:
+                    metrics["load_bandwidth_mbps"] = load
                 out.append(Imported(Kind.MEMORY, point, metrics, dict(extra)))
         elif s.kind == "idle" and "latency_ns" in s.values:
             point = {"mode": "idle", "traffic": None, "delay": None, **base}

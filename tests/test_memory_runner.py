@@ -440,6 +440,30 @@ def test_builtin_mem_loaded_writes_spec_memory_lines(builtin_runs: dict[str, Any
 
 
 @needs_engine
+def test_builtin_lines_record_the_measured_delay_unit_and_load_threads(builtin_runs: dict[str, Any]) -> None:
+    """Every loaded line carries the engine's spin step in ns (calibrated at its start), its load thread count
+    and the load threads' part of the bandwidth (the rest is the latency thread's 64 B per step); the step
+    agrees, loosely, with what the load thread itself shows: one line access per (delay + its own work), so
+    64 B / a load thread's bandwidth grows by about one step per delay unit."""
+    recs = records(builtin_runs["loaded"])
+    units = {r["delay_unit_ns"] for r in recs}
+    assert len(units) == 1, units  # one process, one calibration
+    (unit,) = units
+    assert isinstance(unit, float) and 0.01 < unit < 100  # finite, positive, a plausible spin step
+    threads = recs[0]["load_threads"]
+    assert all(r["load_threads"] == threads >= 1 for r in recs)
+    for r in recs:
+        m = r["metrics"]
+        assert 0 < m["load_bandwidth_mbps"] < m["bandwidth_mbps"], m  # the latency thread's share is the rest
+    per_access = {r["point"]["delay"]: 64 / (r["metrics"]["load_bandwidth_mbps"] / threads) * 1e3
+                  for r in recs}  # ns per line access of one load thread
+    slope = (per_access[20000] - per_access[200]) / (20000 - 200)
+    busy = [w for r in recs for w in r.get("warnings", []) if "busy machine" in w.lower()]
+    if not busy:  # a preempted load thread stretches its wall-clock access time (seen: 1.10 against 0.271 ns)
+        assert 0.3 * unit < slope < 3 * unit, (slope, unit)
+
+
+@needs_engine
 def test_builtin_curve_is_physical(builtin_runs: dict[str, Any]) -> None:
     """Bandwidth falls as the injection delay grows; with the load nearly idle the latency is the idle one."""
     recs = records(builtin_runs["loaded"])

@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from app.report import memory as mem
 from app.report.model import MemoryRow, RunData, StorageRow
 from app.report.procedure import _num
 
@@ -255,6 +256,8 @@ class MemCurve:
     engine: str
     points: list[MemoryRow]  # by increasing load: decreasing injection delay
     knee: int | None = None
+    rejected_knee: int | None = None  # a bend whose latency stays within the light-load spread (not a knee)
+    idle: MemoryRow | None = None  # the run's idle point of the same engine and stride (same buffer first)
 
     @property
     def label(self) -> str:
@@ -274,6 +277,7 @@ class MemCurve:
 
 
 def memory_curves(points: Sequence[MemoryRow]) -> list[MemCurve]:
+    idle = [p for p in points if p.mode == "idle" and p.latency]
     groups: dict[tuple[Any, ...], list[MemoryRow]] = {}
     for p in points:
         if p.mode != "loaded" or p.delay is None or p.latency is None:
@@ -288,6 +292,9 @@ def memory_curves(points: Sequence[MemoryRow]) -> list[MemCurve]:
         c = MemCurve(key, key[0], key[1], key[2], key[3], ordered)
         if len(ordered) >= 3 and all(p.bandwidth is not None for p in ordered):
             c.knee = knee([p.bandwidth or 0.0 for p in ordered], [p.latency or 0.0 for p in ordered])
+            if c.knee is not None and not mem.knee_supported(c):
+                c.rejected_knee, c.knee = c.knee, None
+        c.idle = mem.idle_baseline(ordered, idle)
         curves.append(c)
     return curves
 

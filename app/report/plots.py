@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from app.points import Kind
+from app.report import memory as mem
 from app.report.analysis import Curve, MemCurve
 from app.report.model import StorageRow
 from app.results import open_file
@@ -776,6 +777,34 @@ def _bright(cmap: Any, norm: Any, v: float) -> bool:
 # --- memory ------------------------------------------------------------------------------------------------
 
 
+def _idle_lines(ax: Any, curves: Sequence[MemCurve]) -> None:
+    """A dashed grey line at each idle latency the panel's curves have (their baseline), in the legend."""
+    limits = ax.get_xlim()
+    for ns in sorted({round(c.idle.latency, 2) for c in curves if c.idle is not None and c.idle.latency}):
+        ax.axhline(ns, color="0.45", linestyle="--", linewidth=0.9, zorder=0, label=f"idle {ns:.1f} ns")
+    ax.set_xlim(limits)  # a horizontal line must not widen a symlog axis into negative delays
+
+
+def _memory_captions(curves: Sequence[MemCurve]) -> tuple[str, str]:
+    """The two memory figures' captions: what each axis counts, for these curves."""
+    points = [p for c in curves for p in c.points]
+    counted = mem.bandwidth_words(points)
+    idle = sorted({round(c.idle.latency, 2) for c in curves if c.idle is not None and c.idle.latency})
+    base = (f"dashed grey line: the run's idle latency, {' and '.join(f'{v:.2f}' for v in idle)} ns" if idle
+            else "no idle latency was measured in this run")
+    split = any(mem.counts_latency_thread(p) for p in points)
+    engines = sorted({c.engine for c in curves})
+    units = "; ".join((f"{e}: " if len(engines) > 1 else "")
+                      + mem.delay_unit_text(e, [p for c in curves if c.engine == e for p in c.points]) for e in engines)
+    first = (f"MLC-style loaded latency: each line is one traffic type, from the largest injection delay (left, "
+             f"light load) to none (right). x: bandwidth of {counted}. y: latency of the pointer-chasing thread, "
+             f"from 0; {base}. The star marks the knee.")
+    second = (f"Top: latency of the pointer-chasing thread (ns, from 0; {base}). Bottom: bandwidth of {counted}"
+              + (f", solid; the load threads' share dashed ({mem.load_words(points)})" if split else "")
+              + f". x: injection delay in {units}. One panel per stride, one line per traffic type.")
+    return first, second
+
+
 def memory_figures(curves: Sequence[MemCurve], plots_dir: Path) -> list[Figure]:
     curves = [c for c in curves if len(c.points) >= 2]
     if not curves:
@@ -783,6 +812,7 @@ def memory_figures(curves: Sequence[MemCurve], plots_dir: Path) -> list[Figure]:
     strides = sorted({c.stride for c in curves})
     plt = _plt()
     figures = []
+    first, second = _memory_captions(curves)
     # latency vs bandwidth (the loaded-latency curve)
     with_bw = [c for c in curves if all(p.bandwidth is not None for p in c.points)]
     if with_bw:
@@ -797,42 +827,53 @@ def memory_figures(curves: Sequence[MemCurve], plots_dir: Path) -> list[Figure]:
                     k = c.points[c.knee]
                     ax.plot([(k.bandwidth or 0.0) / 1e3], [k.latency], marker="*", markersize=11, color=ln.get_color(),
                             markeredgecolor="black", linestyle="none")
+            _idle_lines(ax, [c for c in with_bw if c.stride == stride])
+            ax.set_ylim(bottom=0)
+            ax.set_xlim(left=0)
             ax.set_title(f"stride {stride} B")
-            ax.set_xlabel("bandwidth (GB/s, 10^9 B/s)")
+            ax.set_xlabel(f"bandwidth{mem.bandwidth_axis_words(with_bw)} (GB/s, 10^9 B/s)")
             ax.set_ylabel("latency (ns)")
             if ax.get_lines():
-                ax.legend(loc="upper left")
+                ax.legend(loc="lower right")
         _save(plt, fig, plots_dir / "memory-latency-bandwidth.svg")
-        figures.append(Figure("plots/memory-latency-bandwidth.svg", "Memory latency vs bandwidth",
-                              "MLC-style loaded latency: each line is one traffic type, from the largest injection "
-                              "delay (left, light load) to none (right); the star marks the knee.", Kind.MEMORY))
+        figures.append(Figure("plots/memory-latency-bandwidth.svg", "Memory latency vs bandwidth", first, Kind.MEMORY))
     # latency and bandwidth vs injection delay
+    from matplotlib.lines import Line2D
     from matplotlib.ticker import FuncFormatter, NullFormatter
 
     fig, panels = _grid(plt, len(strides), per_panel=2, w=3.8, h=2.6)
     for (top, bottom), stride in zip(panels, strides):
-        for c in curves:
-            if c.stride != stride:
-                continue
+        mine = [c for c in curves if c.stride == stride]
+        split = False
+        for c in mine:
             pts = sorted(c.points, key=lambda p: p.delay or 0)
-            label = c.legend
-            top.plot([p.delay for p in pts], [p.latency for p in pts], marker="o", markersize=3, label=label)
+            (ln,) = top.plot([p.delay for p in pts], [p.latency for p in pts], marker="o", markersize=3, label=c.legend)
             if all(p.bandwidth is not None for p in pts):
                 bottom.plot([p.delay for p in pts], [(p.bandwidth or 0.0) / 1e3 for p in pts], marker="o", markersize=3,
-                            label=label)
+                            color=ln.get_color())
+                load = [mem.load_mbps(p) for p in pts]
+                if all(v is not None for v in load) and any(mem.counts_latency_thread(p) for p in pts):
+                    split = True
+                    bottom.plot([p.delay for p in pts], [(v or 0.0) / 1e3 for v in load], linestyle="--",
+                                linewidth=1, color=ln.get_color())
         for ax in (top, bottom):
             ax.set_xscale("symlog", linthresh=10)
             ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: format_short(v) if v > 0 else "0"))
             ax.xaxis.set_minor_formatter(NullFormatter())
+            ax.set_ylim(bottom=0)
+        _idle_lines(top, mine)
         top.set_title(f"stride {stride} B")
         top.set_ylabel("latency (ns)")
         bottom.set_ylabel("bandwidth (GB/s)")
-        bottom.set_xlabel("injection delay (MLC delay units, symlog)")
-        top.legend(loc="upper right")
+        bottom.set_xlabel(mem.delay_axis_label(mine))
+        top.legend(loc="lower left")
+        if split:
+            bottom.legend(handles=[Line2D([], [], color="0.2", label="all traffic"),
+                                   Line2D([], [], color="0.2", linestyle="--", label="load threads")],
+                          loc="upper right", fontsize=7)
     _save(plt, fig, plots_dir / "memory-vs-delay.svg")
-    figures.append(Figure("plots/memory-vs-delay.svg", "Memory latency and bandwidth vs injection delay",
-                          "Top: latency of the pointer-chasing thread (ns); bottom: bandwidth of the load threads "
-                          "(GB/s); one panel per stride, one line per traffic type.", Kind.MEMORY))
+    figures.append(Figure("plots/memory-vs-delay.svg", "Memory latency and bandwidth vs injection delay", second,
+                          Kind.MEMORY))
     return figures
 
 

@@ -16,6 +16,7 @@ from app.points import Kind
 from app.report import analysis as an
 from app.report import procedure as rp
 from app.report import drive, series, support, trends
+from app.report import memory as mem
 from app.validity import FLAGS, LEGEND, names
 from app.report.model import TRAFFIC_DESCRIPTIONS, MemoryRow, RunData, StorageRow
 from app.sanitize import clean_text, md_text
@@ -329,7 +330,8 @@ def _traffic_order(t: str) -> int:
     return keys.index(t) if t in keys else len(keys)
 
 
-def _memory_tables(points: Sequence[MemoryRow]) -> list[str]:
+def _memory_tables(points: Sequence[MemoryRow], env: Any = None) -> list[str]:
+    """``env``: run.json's environment (caches, TLB) for the note under each table."""
     out = ["## Memory results", ""]
     idle = [p for p in points if p.mode == "idle"]
     loaded = [p for p in points if p.mode != "idle"]
@@ -341,13 +343,16 @@ def _memory_tables(points: Sequence[MemoryRow]) -> list[str]:
         out.append(markdown_table(["Stride (B)", "Buffer", "Latency (ns)", "Engine"], rows))
         out.append("")
         out += _chase_line(idle)
+        out += [mem.buffer_note(idle, env, None), ""]
     series: dict[tuple[Any, ...], list[MemoryRow]] = {}
     for p in loaded:
         series.setdefault(p.series, []).append(p)
     if series:
+        engines = sorted({p.engine for p in loaded})
+        units = "; ".join(mem.delay_unit_text(e, [p for p in loaded if p.engine == e]) for e in engines)
         out.append("Loaded latency, as MLC prints it: the latency of a pointer-chasing thread while the other CPUs "
-                   "generate traffic with the given injection delay between accesses (0 = as fast as possible); "
-                   "bandwidth in MB/sec (10^6 B/s) of all traffic.")
+                   "generate traffic with the given injection delay between accesses (0 = as fast as possible). "
+                   f"Delays in {units}. Bandwidth in MB/sec (10^6 B/s) of {mem.bandwidth_words(loaded)}.")
         out.append("")
     for key in sorted(series, key=lambda k: (k[1], _traffic_order(k[0]), k[2], k[3], k[4], k[5])):
         traffic, stride, buffer, engine, _source, groups = key
@@ -367,6 +372,9 @@ def _memory_tables(points: Sequence[MemoryRow]) -> list[str]:
         out.append(markdown_table(["Inject", "Latency (ns)", "Bandwidth (MB/sec)"], rows, right=()))
         out.append("")
         out += _chase_line(series[key])
+        out += [mem.buffer_note(series[key], env, idle), ""]
+    if idle or series:
+        out += mem.buffer_dependence(idle, [c for c in an.memory_curves(loaded)])
     return out
 
 
@@ -622,34 +630,75 @@ def _queueing(curves: Sequence[an.Curve]) -> list[str]:
     return out
 
 
-def _memory_analysis(curves: Sequence[an.MemCurve]) -> list[str]:
+def _machine_cpus(data: RunData) -> int | None:
+    """CPUs of the machine that measured (run.json's environment); None for an import (not recorded)."""
+    env = data.meta.get("environment")
+    cpu = env.get("cpu") if isinstance(env, dict) and not data.imported else None
+    n = rp._num(cpu.get("threads")) if isinstance(cpu, dict) else None
+    return int(n) if n is not None and n >= 1 else None
+
+
+def _delay_text(c: an.MemCurve, delay: int | None) -> str:
+    """A delay of the curve, with its time when the engine's unit was measured."""
+    unit = mem.delay_unit_ns(c.points) if c.engine == "builtin" else None
+    if delay is None or unit is None:
+        return f"{delay}"
+    t = delay * unit
+    return f"{delay} (≈ {t:.0f} ns)" if t < 1000 else f"{delay} (≈ {t / 1000:.3g} µs)"
+
+
+def _memory_row(c: an.MemCurve) -> list[str]:
+    """One curve's row of the memory analysis table."""
+    light, heavy = c.points[0], c.points[-1]
+    k = None if c.knee is None else c.points[c.knee]
+    mlp = an.lines_in_flight(heavy)
+    load = mem.load_mbps(heavy)
+    return [c.label, f"{light.latency:.2f}" if light.latency else "n/a",
+            "none" if k is None else _delay_text(c, k.delay),
+            "" if k is None or k.bandwidth is None else f"{k.bandwidth:.1f}",
+            "" if k is None or k.latency is None else f"{k.latency:.2f}",
+            f"{heavy.bandwidth:.1f}" if heavy.bandwidth is not None else "n/a",
+            f"{load:.1f}" if load is not None else "n/a",
+            f"{heavy.latency:.2f}" if heavy.latency else "n/a",
+            f"{heavy.latency / light.latency:.2f}" if heavy.latency and light.latency else "n/a",
+            f"{mlp:.0f}" if mlp is not None else "n/a"]
+
+
+def _memory_analysis(curves: Sequence[an.MemCurve], cpus: int | None = None) -> list[str]:
+    """``cpus``: the measuring machine's CPU count, to say whether a run there could add load threads."""
     loaded = [c for c in curves if len(c.points) >= 2]
     if not loaded:
         return []
     out = ["### Memory: loaded-latency knees and Little's law", ""]
     out.append("Each traffic type's points, from the longest injection delay (lightest load) to none, form a "
-               "latency–bandwidth curve; its knee is found as for storage. Little's law for memory: cache lines in "
-               "flight = (bandwidth / 64 B) × latency, an estimate of the memory-level parallelism the traffic "
+               "latency–bandwidth curve; its knee is found as for storage, and kept only when the heaviest load's "
+               "latency rises above the latencies of the loads lighter than the bend by more than their own spread "
+               f"(one figure per delay, no repeats: that spread is the curve's noise) and by more than "
+               f"{mem.MATERIAL:.0%} (a chase's latency drifts that much on its own). Little's law for memory: cache "
+               "lines in flight = (bandwidth / 64 B) × latency, an estimate of the memory-level parallelism the traffic "
                "needs (it assumes the load threads see the chasing thread's latency).")
     out.append("")
     rows = []
+    notes = []
     for c in sorted(loaded, key=lambda c: (c.stride, _traffic_order(c.traffic), c.buffer)):
-        light = c.points[0]
-        heavy = c.points[-1]
-        k = None if c.knee is None else c.points[c.knee]
-        mlp = an.lines_in_flight(heavy)
-        rows.append([c.label, f"{light.latency:.2f}" if light.latency else "n/a",
-                     "none" if k is None else f"{k.delay}",
-                     "" if k is None or k.bandwidth is None else f"{k.bandwidth:.1f}",
-                     "" if k is None or k.latency is None else f"{k.latency:.2f}",
-                     f"{heavy.bandwidth:.1f}" if heavy.bandwidth is not None else "n/a",
-                     f"{heavy.latency:.2f}" if heavy.latency else "n/a",
-                     f"{heavy.latency / light.latency:.2f}" if heavy.latency and light.latency else "n/a",
-                     f"{mlp:.0f}" if mlp is not None else "n/a"])
+        rows.append(_memory_row(c))
+        reason = mem.no_knee_reason(c, cpus)
+        if reason:
+            notes.append(f"- {c.label}, no knee: {reason}")
+    heavy_delay = loaded[0].points[-1].delay
     out.append(markdown_table(["Traffic", "Latency at lightest load (ns)", "Knee delay", "Bandwidth at knee (MB/s)",
-                         "Latency at knee (ns)", f"Bandwidth at delay {loaded[0].points[-1].delay} (MB/s)",
-                         "Latency there (ns)", "Latency growth", "Lines in flight"], rows))
+                         "Latency at knee (ns)", f"Bandwidth at delay {heavy_delay} (MB/s)",
+                         "Load threads' part (MB/s)", "Latency there (ns)", "Latency growth", "Lines in flight"], rows))
     out.append("")
+    points = [p for c in loaded for p in c.points]
+    part = (f"the load threads' part is {mem.load_words(points)}" if any(mem.counts_latency_thread(p) for p in points)
+            else "the load threads' part is all of it")
+    out.append("Bandwidth is " + mem.bandwidth_words(points) + "; " + part + ". Delays are in "
+               + "; ".join(mem.delay_unit_text(e, [p for c in loaded if c.engine == e for p in c.points])
+                           for e in sorted({c.engine for c in loaded})) + ".")
+    out.append("")
+    if notes:
+        out += notes + [""]
     return out
 
 
@@ -778,7 +827,7 @@ def render_markdown(data: RunData, figures: Sequence[Any], bound_ns: float,
     if data.storage or views.searches:
         lines += _figures(figures, Kind.STORAGE)
     if data.memory:
-        lines += _memory_tables(data.memory)
+        lines += _memory_tables(data.memory, data.meta.get("environment"))
         lines += _figures(figures, Kind.MEMORY)
     lines += ["## Analysis", ""]
     if data.storage:
@@ -790,7 +839,7 @@ def render_markdown(data: RunData, figures: Sequence[Any], bound_ns: float,
         lines += _queueing(curves)
     lines += rp.operating_point_section(views.searches, {f"{c.mix} {c.bs}" for c in curves if len(c.points) >= 2})
     lines += rp.rounds_section(data, views.rounds)
-    lines += _memory_analysis(mem_curves)
+    lines += _memory_analysis(mem_curves, _machine_cpus(data))
     lines += _mem_storage(data)
     if not data.storage and not data.memory and not views.searches:
         lines += ["No completed point: nothing to analyse.", ""]

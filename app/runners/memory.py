@@ -83,7 +83,7 @@ from app.external import run_tool
 from app.points import Kind, MemoryPoint, Point
 from app.presets import ENGINES, MLC_DELAYS
 from app.runners.base import Child, Context, Event, Result, Runner, Sample
-from app.runners.mlc_parse import MAX_LINE_CHARS, LineParser, Row, idle_latency
+from app.runners.mlc_parse import MAX_LINE_CHARS, LineParser, Row, idle_latency, load_mbps
 from app.sanitize import clean_line
 from app.units import format_size_human
 
@@ -749,6 +749,9 @@ class MemoryRunner(Runner):
     def _row_result(self, index: int, point: MemoryPoint, row: Row, cmd: list[str], parser: LineParser,
                     output: str, wall: float) -> Result:
         metrics: dict[str, Any] = {"latency_ns": row.latency_ns, "bandwidth_mbps": row.bandwidth_mbps}
+        load = load_mbps(parser, row)
+        if load is not None:  # the built-in engine's own split of the figure MLC-style counts as one
+            metrics["load_bandwidth_mbps"] = load
         return Result(index, metrics, {".txt": output}, self._extra(point, cmd, parser, wall))
 
     def _job(self, point: MemoryPoint) -> str:
@@ -770,7 +773,7 @@ class MemoryRunner(Runner):
             extra["engine_version"] = version
         sec = parser.sections[-1] if parser.sections else None
         params = {**parser.header, **(sec.params if sec else {})}
-        for key in ("buffer_bytes", "write_buffer_bytes", "huge_pages", "delay_unit_ns"):
+        for key in ("buffer_bytes", "write_buffer_bytes", "huge_pages", "delay_unit_ns", "load_threads"):
             if params.get(key) is not None:
                 extra[key] = params[key]
         warnings = params.get("warnings")

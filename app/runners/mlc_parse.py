@@ -243,7 +243,11 @@ _RE_MATRIX_HEAD = re.compile(r"^(?:Numa node|Writer Numa Node)((?:\s+\d+)+)$", r
 _RE_MATRIX_ROW = re.compile(rf"^(\d{{1,15}})((?:\s+(?:{_NUM}|-))+)$")
 _RE_HUGE = re.compile(r"^Using huge pages:\s*(yes|no)\b\s*\(?(.*?)\)?$", re.IGNORECASE)  # the engine's
 _RE_THREADS = re.compile(r"^Using latency thread on CPU\s+(\d{1,15})\W+stride\s+(\d{1,15})\s+bytes", re.IGNORECASE)  # engine
+_RE_LOAD_THREADS = re.compile(r"\band (\d{1,6}) load thread", re.IGNORECASE)  # engine, on the latency-thread line
 _RE_CHASE = re.compile(r"random chase (?:over the whole buffer|within (\d{1,15}) KiB groups)", re.IGNORECASE)  # engine
+# the engine's "Load threads at delay N: X MB/sec (latency thread Y MB/sec)" before each row: the load threads'
+# part of the row's bandwidth, kept in the section's values["load_mbps"][delay]
+_RE_LOAD_BW = re.compile(rf"^Load threads at delay (\d{{1,15}}):\s*({_NUM})\s*MB/sec", re.IGNORECASE)  # engine
 _RE_DELAY_UNIT = re.compile(rf"^Using injection delay unit of\s+({_NUM})\s*ns", re.IGNORECASE)  # the engine's
 _UNIT = {"kib": 1 << 10, "kb": 1 << 10, "mib": MIB, "mb": MIB, "gib": 1 << 30, "gb": 1 << 30}
 
@@ -297,6 +301,7 @@ class LineParser:
         self._row_shape: dict[int, tuple[int, ...]] = {}  # id(section) → shape of its last complete row
         self._rows = 0
         self._cells = 0
+        self._load_bw: tuple[int, float] | None = None  # (delay, MB/s) of the engine's line before a row
         self._full = False  # a limit was reached: the rest of the text is ignored
         self._closed = False
         self._noted: set[str] = set()
@@ -508,6 +513,12 @@ class LineParser:
         c = _RE_CHASE.search(line)
         if c:  # the engine names its chase: over the whole buffer, or within groups of N KiB
             self.header["chase_kib"] = int(c.group(1)) if c.group(1) else 0
+        n = _RE_LOAD_THREADS.search(line)
+        if n:  # how many threads made the load (MLC does not say: it uses every CPU unless told)
+            self.header["load_threads"] = int(n.group(1))
+
+    def _on_load_bandwidth(self, line: str, m: re.Match[str]) -> None:
+        self._load_bw = (int(m.group(1)), float(m.group(2)))  # for the row of that delay, which follows
 
     def _on_delay_unit(self, line: str, m: re.Match[str]) -> None:
         self.header["delay_unit_ns"] = float(m.group(1))
@@ -532,6 +543,9 @@ class LineParser:
         lat = None if m.group(2) == "-" else float(m.group(2))
         extra = [f[:MAX_EXTRA_CHARS] for f in m.group(4).split()[:MAX_EXTRA_COLUMNS]]
         row = Row(int(m.group(1)), lat, float(m.group(3)), extra)
+        if self._load_bw is not None and self._load_bw[0] == row.delay:  # one per row: bounded as the rows are
+            sec.values.setdefault("load_mbps", {})[row.delay] = self._load_bw[1]
+        self._load_bw = None
         sec.rows.append(row)
         self._row_shape[id(sec)] = _shape(line.split())
         return row
@@ -591,6 +605,7 @@ LINE_RULES: tuple[LineRule, ...] = (
     LineRule("huge pages (engine)", _RE_HUGE.match, LineParser._on_huge_pages),
     LineRule("latency thread and stride (engine)", _RE_THREADS.match, LineParser._on_latency_thread),
     LineRule("injection delay unit (engine)", _RE_DELAY_UNIT.match, LineParser._on_delay_unit),
+    LineRule("load threads' bandwidth before a row (engine)", _RE_LOAD_BW.match, LineParser._on_load_bandwidth),
     LineRule("traffic type", _RE_TRAFFIC.match, LineParser._on_traffic),
 )
 
@@ -636,3 +651,10 @@ def idle_latency(sections: list[Section]) -> float | None:
         if s.kind == "idle" and "latency_ns" in s.values:
             return float(s.values["latency_ns"])
     return None
+
+
+def load_mbps(parser: LineParser, row: Row) -> float | None:
+    """The load threads' part of ``row``'s bandwidth when the engine printed it before the row (MLC does not)."""
+    sec = parser.sections[-1] if parser.sections else None
+    value = sec.values.get("load_mbps", {}).get(row.delay) if sec is not None else None
+    return float(value) if value is not None else None

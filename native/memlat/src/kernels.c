@@ -54,8 +54,9 @@ void run_steps(const struct traffic *t, struct kstate *s, uint64_t steps, uint64
     run_impl(t, s, steps, delay);
 }
 
-/* One delay unit = one iteration of this loop: an increment kept in a register and a compare-and-branch,
- * a loop-carried dependency of about one core clock per iteration. Monotonic in `units` by construction. */
+/* One delay unit = one iteration of this loop: an increment kept in a register and a compare-and-branch (a
+ * loop-carried dependency). Its duration depends on the CPU and its clock, so calibrate_delay_unit_ns measures
+ * it rather than assuming a clock per iteration. Monotonic in `units` by construction. */
 __attribute__((noinline)) void spin_delay(uint64_t units)
 {
     for (uint64_t i = 0; i < units; i++)

@@ -268,6 +268,10 @@ static void loaded_row(const struct run *r, const struct point_result *p, uint64
 {
     (void)r;
     busy_line(p, delay);
+    /* the row's bandwidth counts the latency thread too (MLC's convention): its parts on a line of their own,
+     * before the row, so the table keeps MLC's three columns */
+    printf("Load threads at delay %05llu: %.1f MB/sec (latency thread %.1f MB/sec)\n", (unsigned long long)delay,
+           p->load_bandwidth_mbps, p->latency_mbps);
     printf(" %05llu\t%6.2f\t%9.1f\n", (unsigned long long)delay, p->latency_ns, p->bandwidth_mbps);
 }
 

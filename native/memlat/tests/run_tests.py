@@ -120,6 +120,9 @@ def test_output(binary, quick):
           "Delay\t(ns)\tMB/sec\n==========================\n" in text, "table header")
     rows = [ROW.match(x) for x in lines if ROW.match(x)]
     check([int(m.group(1)) for m in rows] == [0, 50, 500], f"rows {rows}")
+    split = [re.match(r"^Load threads at delay (\d{5}): [\d.]+ MB/sec \(latency thread [\d.]+ MB/sec\)$", x)
+             for x in lines if x.startswith("Load threads")]
+    check([int(m.group(1)) for m in split if m] == [0, 50, 500], f"one load-threads line per row: {split}")
     check(first_row_while_running is True, "first row must be printed (flushed) while the run goes on")
 
     rc, out, err = run(binary, "--idle_latency", "-t", t, "-b", "8192")
