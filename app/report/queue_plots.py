@@ -34,6 +34,8 @@ def queueing_figure(curves: Sequence[Curve], plots_dir: Path) -> list[QueueFigur
     shown = qcs[:MAX_PANELS]
     plt = _plt()
     fig, panels = _grid(plt, len(shown), per_panel=2, w=4.2, h=2.6)
+    rows = 2 * -(-len(shown) // 3)
+    fig.subplots_adjust(hspace=1.1 * rows / fig.get_figheight())  # a latency axis's label above the next title
     for (ax_x, ax_r), q in zip(panels, shown):
         _throughput(ax_x, q)
         _latency(ax_r, q)

@@ -255,6 +255,8 @@ def _check_job(job: Any, where: str, deep: bool) -> None:
 # fio's per-device statistics (disk_util): how many devices a document may list, and a device's name
 MAX_DISKS = 64
 MAX_DISK_NAME = 64
+# a device's counters beside its name and util (a client/server document adds the host's name, not read)
+DISK_COUNTERS = ("read_ios", "write_ios", "read_merges", "write_merges", "read_ticks", "write_ticks", "in_queue")
 
 
 def is_disk_name(v: Any) -> bool:
@@ -273,12 +275,10 @@ def _check_disk_util(disks: Any) -> None:
         if "name" in disk and not is_disk_name(disk["name"]):
             raise bad_value(f"{where}.name", disk["name"],
                             f"a device name must be 1 to {MAX_DISK_NAME} printable characters")
-        for key, v in disk.items():
-            if key == "name":
-                continue
-            if not is_number(v) or (key.endswith("util") and v > 100):  # fio caps util (and aggr_util) at 100 %
-                bound = "100" if key.endswith("util") else "2^64"
-                raise bad_value(f"{where}.{key}", v, f"must be a number from 0 to {bound}")
+        for key in DISK_COUNTERS:
+            _number(disk, key, where)
+        if "util" in disk and not (is_number(disk["util"]) and disk["util"] <= 100):  # fio caps util at 100 %
+            raise bad_value(f"{where}.util", disk["util"], "must be a number from 0 to 100")
 
 
 def is_fio_document(doc: dict[str, Any]) -> bool:
