@@ -185,3 +185,18 @@ def test_hostile_slat_is_refused_by_the_check() -> None:
         check_document(doc)
     with pytest.raises(FormatError, match="disk_util"):
         check_document({"jobs": [], "disk_util": {"name": "sda"}})
+
+
+def test_an_imported_document_of_several_points_keeps_no_disk_util() -> None:
+    """fio's disk_util covers the whole document: one point keeps it, several (different jobs) do not."""
+    from app.importer import fio_points
+
+    def job(name: str, depth: str) -> dict:
+        return {"jobname": name, "job options": {"rw": "randread", "bs": "4k", "iodepth": depth},
+                "read": {"iops": 10, "total_ios": 10, "io_bytes": 40960, "lat_ns": {"N": 10, "mean": 5e4}}}
+
+    disks = [{"name": "nvme0n1", "util": 96.8, "in_queue": 5}]
+    one = fio_points({"fio version": "fio-3.33", "disk_util": disks, "jobs": [job("a", "1")]})
+    two = fio_points({"fio version": "fio-3.33", "disk_util": disks, "jobs": [job("a", "1"), job("b", "16")]})
+    assert one[0].metrics["disk_util"] == [{"name": "nvme0n1", "util": 96.8}]
+    assert len(two) == 2 and not any("disk_util" in p.metrics for p in two)

@@ -37,14 +37,25 @@ def _metrics(iops: float, lat_us: float, util: float | None, slat_us: float | No
     return m
 
 
-def _run(d: Path, rows: list[tuple[int, float, float, float | None, float | None]]) -> Path:
+def _run(d: Path, rows: list[tuple[int, float, float, float | None, float | None]],
+         samples: dict[int, list[float]] | None = None) -> Path:
+    """A results directory of the rows; ``samples``: per-second IOPS of some loads (QD → values)."""
     d.mkdir(parents=True, exist_ok=True)
+    (d / "raw").mkdir(exist_ok=True)
     points = [{"rw": "randread", "bs": 4096, "iodepth": qd, "numjobs": 1, "ioengine": "libaio", "direct": 1}
               for qd, *_ in rows]
     (d / "run.json").write_text(json.dumps({"kind": "storage", "status": "complete", "plan": points}))
     lines = [json.dumps({"schema_version": 1, "kind": "storage", "index": i, "point": p,
                          "metrics": _metrics(iops, lat, util, slat)})
              for i, (p, (_qd, iops, lat, util, slat)) in enumerate(zip(points, rows))]
+    for i, (qd, *_rest) in enumerate(rows):
+        if qd in (samples or {}):
+            rel = f"raw/{i:04d}.samples.jsonl"
+            (d / rel).write_text("".join(json.dumps({"t": t + 1.0, "interval_s": 1.0, "iops": v}) + "\n"
+                                         for t, v in enumerate((samples or {})[qd])))
+            rec = json.loads(lines[i])
+            rec["raw"] = {"samples": rel}
+            lines[i] = json.dumps(rec)
     (d / "results.jsonl").write_text("\n".join(lines) + "\n")
     return d
 
@@ -171,3 +182,19 @@ def test_figure_caption_says_what_is_plotted(reviewed: tuple[Path, str]) -> None
     caption = re.search(r"\*\*Figure: Throughput and latency against the closed-system bounds\.\*\* (.*)",
                         reviewed[1])
     assert caption and "N* = S · X_max" in caption.group(1) and "log₂" in caption.group(1)
+
+
+@pytest.mark.parametrize(("spread", "says"), [
+    (1_000, "beyond the two loads' per-second 95 % intervals"),
+    (40_000, "within the two loads' per-second 95 % intervals"),
+])
+def test_the_growth_past_n_star_carries_its_noise(tmp_path: Path, spread: float, says: str) -> None:
+    """The rise QD16 → QD128 is judged against the loads' per-second spread (app/report/noise.py)."""
+    samples = {16: [103_000 - spread, 103_000, 103_000 + spread], 128: [146_617 - spread, 146_617, 146_617 + spread]}
+    text = _section(render_report(_run(tmp_path / "n", REVIEWED, samples)).read_text(encoding="utf-8"))
+    assert f"it rose 42.3 %, {says}" in text
+    assert ("not a measured growth" in text) == (spread > 10_000)
+
+
+def test_without_samples_the_growth_says_its_spread_is_unknown(reviewed: tuple[Path, str]) -> None:
+    assert "it rose 42.3 % (no per-second samples of both loads: their spread is unknown)." in reviewed[1]

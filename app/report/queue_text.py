@@ -4,10 +4,12 @@ system (the numbers from :mod:`app.report.queueing`), its table and its figure."
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any, Sequence
 
 from app.report import analysis as an
 from app.report import queueing as qm
+from app.report.noise import point_spread
 from app.sanitize import md_text
 from app.textable import markdown_table
 
@@ -31,7 +33,7 @@ UTIL_NOTE = ("Disk util is fio's `disk_util`: the share of the run the device ha
              "X / X_max. slat and clat are fio's submission and completion latency (means); R is their sum.")
 
 
-def section(curves: Sequence[an.Curve], figures: Sequence[Any] = ()) -> list[str]:
+def section(curves: Sequence[an.Curve], figures: Sequence[Any] = (), run_dir: Path | None = None) -> list[str]:
     out = ["### Queueing view (closed system)", ""]
     qcs = qm.queue_curves(curves)
     if not qcs:
@@ -43,7 +45,7 @@ def section(curves: Sequence[an.Curve], figures: Sequence[Any] = ()) -> list[str
         if getattr(f, "section", None) == SECTION:
             out += [f"**Figure: {f.title}.** {f.caption}", "", f"![{f.title}]({f.file})", ""]
     for q in qcs:
-        out += curve_text(q)
+        out += curve_text(q, run_dir)
     if any(p.disks is not None or p.slat is not None or p.clat is not None for q in qcs for p in q.points):
         out += [UTIL_NOTE, ""]
     else:
@@ -76,7 +78,19 @@ def _disks(disks: tuple[qm.Disk, ...] | None) -> str:
     return shown + (", …" if len(disks) > 2 else "")
 
 
-def curve_text(q: qm.QueueCurve) -> list[str]:
+def _growth_support(run_dir: Path | None, a: qm.QueuePoint, b: qm.QueuePoint) -> str:
+    """Whether the IOPS growth from ``a`` to ``b`` stands out of the two points' per-second spread."""
+    sa, sb = ((point_spread(run_dir, p.row, "iops") if run_dir is not None else None) for p in (a, b))
+    if sa is None or sb is None:
+        return " (no per-second samples of both loads: their spread is unknown)"
+    margin = sa.half_width + sb.half_width
+    if b.x - a.x <= margin:
+        return (f", within the two loads' per-second 95 % intervals (±{_iops(sa.half_width)} and "
+                f"±{_iops(sb.half_width)} IOPS): not a measured growth")
+    return f", beyond the two loads' per-second 95 % intervals (±{_iops(sa.half_width)} and ±{_iops(sb.half_width)} IOPS)"
+
+
+def curve_text(q: qm.QueueCurve, run_dir: Path | None = None) -> list[str]:
     c, first = q.curve, q.points[0]
     lo, hi = _load(q, first.row), _load(q, q.points[-1].row)
     ref = "the QD1 latency" if q.s_exact else f"the {lo} latency"
@@ -94,7 +108,7 @@ def curve_text(q: qm.QueueCurve) -> list[str]:
     if grew is not None:
         a, b, g = grew
         text.append(f"Throughput did not stop growing there: from {_load(q, a.row)} ({_iops(a.x)} IOPS) to "
-                    f"{_load(q, b.row)} ({_iops(b.x)} IOPS) it rose {g * 100:.1f} %.")
+                    f"{_load(q, b.row)} ({_iops(b.x)} IOPS) it rose {g * 100:.1f} %{_growth_support(run_dir, a, b)}.")
     worst = min(q.points, key=lambda p: p.x_ratio)
     if worst.x_ratio < 0.995:
         text.append(f"Farthest from the bounds: {_load(q, worst.row)}, X at {worst.x_ratio * 100:.0f} % of its bound "

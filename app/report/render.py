@@ -668,7 +668,7 @@ def render_markdown(data: RunData, figures: Sequence[Any], bound_ns: float,
         if curves:
             lines += _knees(curves)
         lines += _bound(data.storage, bound_ns)
-        lines += queue_text.section(curves, figures)
+        lines += queue_text.section(curves, figures, data.path)
     lines += rp.operating_point_section(views.searches, {f"{c.mix} {c.bs}" for c in curves if len(c.points) >= 2})
     lines += rp.rounds_section(data, views.rounds)
     lines += _memory_analysis(mem_curves)
