@@ -198,3 +198,20 @@ def test_the_growth_past_n_star_carries_its_noise(tmp_path: Path, spread: float,
 
 def test_without_samples_the_growth_says_its_spread_is_unknown(reviewed: tuple[Path, str]) -> None:
     assert "it rose 42.3 % (no per-second samples of both loads: their spread is unknown)." in reviewed[1]
+
+
+def test_the_gap_to_the_bounds_is_named_as_parallelism_lost(reviewed: tuple[Path, str]) -> None:
+    # QD8: X·S = 80,000 × 65.94 µs = 5.3 of the 8 I/Os served as fast as one alone; R 100 / 65.94 = 1.52× S
+    assert ("Farthest from the bounds: QD8, X at 66 % of its bound and R 1.52× its bound (effectively 5.3 of 8 I/Os "
+            "served at once).") in reviewed[1]
+
+
+def test_a_lightest_load_slower_than_a_busier_one_is_said_to_overstate_s(tmp_path: Path) -> None:
+    """A virtual disk answered QD1 in 396.61 µs and QD4 in 279.77 µs: X(4) = 14,237 IOPS > 4/S = 10,085, so
+    N/S is no bound there, and the report says so instead of a 'parallelism' above 100 %."""
+    rows = [(1, 1e6 / 396.61, 396.61, None, None), (4, 14_237, 4e6 / 14_237, None, None),
+            (16, 29_531, 16e6 / 29_531, None, None)]
+    text = _section(render_report(_run(tmp_path / "vm", rows)).read_text(encoding="utf-8"))
+    assert "X exceeds its bound at QD4: the lightest load's latency overstates the time of one I/O" in text
+    assert _row(text, "QD4")[3:5] == ["10,085 = N/S", "1.41"]
+    assert "Farthest from the bounds" not in text  # no load is 5 % or more below its bound

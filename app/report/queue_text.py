@@ -14,6 +14,7 @@ from app.sanitize import md_text
 from app.textable import markdown_table
 
 NA = "n/a"
+GAP = 0.05  # a distance from a bound below this (5 %) is not named: Little's L/N alone moves a ratio ~1 %
 SECTION = "queueing"  # the section of the queueing figure: drawn beside this text, not among the storage figures
 
 INTRO = ("fio at a fixed queue depth is a closed loop: it keeps N = QD × jobs I/Os outstanding and submits the "
@@ -109,13 +110,14 @@ def curve_text(q: qm.QueueCurve, run_dir: Path | None = None) -> list[str]:
         a, b, g = grew
         text.append(f"Throughput did not stop growing there: from {_load(q, a.row)} ({_iops(a.x)} IOPS) to "
                     f"{_load(q, b.row)} ({_iops(b.x)} IOPS) it rose {g * 100:.1f} %{_growth_support(run_dir, a, b)}.")
-    worst = min(q.points, key=lambda p: p.x_ratio)
-    if worst.x_ratio < 0.995:
+    # the lightest load defines S: its own ratio is 1 up to Little's L/N, no distance to report
+    worst = min(q.points[1:], key=lambda p: p.x_ratio)
+    if worst.x_ratio < 1 - GAP:
         text.append(f"Farthest from the bounds: {_load(q, worst.row)}, X at {worst.x_ratio * 100:.0f} % of its bound "
                     f"and R {worst.r_ratio:.2f}× its bound"
                     + (f" (effectively {worst.x * q.s * 1e-9:.1f} of {worst.n} I/Os served at once)"
                        if worst.x_bound_is_n_over_s else "") + ".")
-    over = [p for p in q.points if p.x_ratio > 1.005]
+    over = [p for p in q.points if p.x_ratio > 1 + GAP]
     if over:
         text.append(f"X exceeds its bound at {', '.join(_load(q, p.row) for p in over[:4])}: the lightest load's "
                     "latency overstates the time of one I/O (a device idle between I/Os, in a power state or "
