@@ -215,3 +215,27 @@ def test_a_lightest_load_slower_than_a_busier_one_is_said_to_overstate_s(tmp_pat
     assert "X exceeds its bound at QD4: the lightest load's latency overstates the time of one I/O" in text
     assert _row(text, "QD4")[3:5] == ["10,085 = N/S", "1.41"]
     assert "Farthest from the bounds" not in text  # no load is 5 % or more below its bound
+
+
+def test_more_curves_than_the_figure_draws_get_a_summary_row_each(tmp_path: Path) -> None:
+    """Eight block sizes of the reviewed curve: every curve has its row (S, X_max, N*, growth, farthest), the six
+    drawn in the figure their per-load table, and the caption names the two left out."""
+    d = tmp_path / "many"
+    d.mkdir()
+    points, lines = [], []
+    for k in range(8):
+        for qd, iops, lat, _u, _s in REVIEWED:
+            p = {"rw": "randread", "bs": 4096 << k, "iodepth": qd, "numjobs": 1, "ioengine": "libaio", "direct": 1}
+            lines.append(json.dumps({"schema_version": 1, "kind": "storage", "index": len(points), "point": p,
+                                     "metrics": _metrics(iops, lat, None, None)}))
+            points.append(p)
+    (d / "run.json").write_text(json.dumps({"kind": "storage", "status": "complete", "plan": points}))
+    (d / "results.jsonl").write_text("\n".join(lines) + "\n")
+    text = _section(render_report(d).read_text(encoding="utf-8"))
+    rows = [x for x in text.splitlines() if x.startswith("| randread ")]
+    assert len(rows) == 8
+    cells = [c.strip() for c in rows[0].strip("|").split("|")]
+    assert cells == ["randread 4K", "QD1–QD256", "65.94", "146,617 (QD128)", "9.67",
+                     "+42.3 % (QD16→QD128, spread unknown)", "QD8: 0.66, 1.52", "27.14"]
+    assert text.count("| Load ") == 6 and "**randread 128K**" in text and "**randread 256K**" not in text
+    assert "2 more curve(s) (randread 256K, randread 512K) are not drawn" in text

@@ -48,7 +48,7 @@ def queueing_figure(curves: Sequence[Curve], plots_dir: Path) -> list[QueueFigur
                "throughput on a linear axis from 0, latency on a log axis.")
     if left:
         caption += (f" {left} more curve(s) ({', '.join(q.curve.label for q in qcs[len(shown):][:6])}"
-                    f"{' …' if left > 6 else ''}) are not drawn; their tables are below.")
+                    f"{' …' if left > 6 else ''}) are not drawn; the queueing view's summary table has a row for each.")
     return [QueueFigure(f"plots/{NAME}", "Throughput and latency against the closed-system bounds", caption)]
 
 

@@ -14,6 +14,7 @@ from app.sanitize import md_text
 from app.textable import markdown_table
 
 NA = "n/a"
+MAX_DETAILED = 6  # curves with their own paragraph and per-load table (those the figure draws); more: a summary
 GAP = 0.05  # a distance from a bound below this (5 %) is not named: Little's L/N alone moves a ratio ~1 %
 SECTION = "queueing"  # the section of the queueing figure: drawn beside this text, not among the storage figures
 
@@ -45,13 +46,43 @@ def section(curves: Sequence[an.Curve], figures: Sequence[Any] = (), run_dir: Pa
     for f in figures:
         if getattr(f, "section", None) == SECTION:
             out += [f"**Figure: {f.title}.** {f.caption}", "", f"![{f.title}]({f.file})", ""]
-    for q in qcs:
+    if len(qcs) > MAX_DETAILED:
+        out += _summary(qcs, run_dir)
+    for q in qcs[:MAX_DETAILED]:
         out += curve_text(q, run_dir)
     if any(p.disks is not None or p.slat is not None or p.clat is not None for q in qcs for p in q.points):
         out += [UTIL_NOTE, ""]
     else:
         out += ["Disk util, slat and clat: not recorded (n/a) — results lines written before they were kept.", ""]
     return out
+
+
+def _farthest(q: qm.QueueCurve) -> qm.QueuePoint | None:
+    """The load farthest below its throughput bound, when 5 % or more below it; the lightest load defines S:
+    its own ratio is 1 up to Little's L/N, no distance to report."""
+    worst = min(q.points[1:], key=lambda p: p.x_ratio)
+    return worst if worst.x_ratio < 1 - GAP else None
+
+
+def _summary(qcs: Sequence[qm.QueueCurve], run_dir: Path | None) -> list[str]:
+    """One row per curve: its S, X_max, N* and distance from the bounds (the per-load tables of the first
+    MAX_DETAILED follow)."""
+    rows = []
+    for q in qcs:
+        first, last, worst = q.points[0], q.points[-1], _farthest(q)
+        grew = q.growth_past_n_star()
+        rows.append([md_text(q.curve.label), f"{_load(q, first.row)}–{_load(q, last.row)}",
+                     ("" if q.s_exact else "≈ ") + _us(q.s), f"{_iops(q.x_max)} ({_load(q, q.top)})",
+                     f"{q.n_star:.2f}", "—" if grew is None else f"{grew[2] * 100:+.1f} % ({_load(q, grew[0].row)}→"
+                     f"{_load(q, grew[1].row)}{_growth_support(run_dir, grew[0], grew[1], short=True)})",
+                     "—" if worst is None else f"{_load(q, worst.row)}: {_ratio(worst.x_ratio)}, {_ratio(worst.r_ratio)}",
+                     f"{last.r / q.s:.2f}"])
+    return [f"{len(qcs)} curves: one row each (S ≈: no QD1 point, R at the lightest load stands in; growth past N*: "
+            "IOPS from the first load above N* to X_max's load, against their per-second spread; farthest: the load farthest below its throughput "
+            f"bound, X / bound and R / bound). The first {MAX_DETAILED}, drawn in the figure, have their per-load "
+            "table below; every point's figures are in the storage results table and results.csv.", "",
+            markdown_table(["Curve", "Loads", "S (µs)", "X_max (IOPS)", "N*", "Growth past N*", "Farthest",
+                            "R at heaviest / S"], rows), ""]
 
 
 def _load(q: qm.QueueCurve, p: Any) -> str:
@@ -79,16 +110,25 @@ def _disks(disks: tuple[qm.Disk, ...] | None) -> str:
     return shown + (", …" if len(disks) > 2 else "")
 
 
-def _growth_support(run_dir: Path | None, a: qm.QueuePoint, b: qm.QueuePoint) -> str:
-    """Whether the IOPS growth from ``a`` to ``b`` stands out of the two points' per-second spread."""
+def _spreads(run_dir: Path | None, a: qm.QueuePoint, b: qm.QueuePoint) -> tuple[Any, Any] | None:
+    """The per-second IOPS spread of both loads, None unless both kept enough whole seconds."""
     sa, sb = ((point_spread(run_dir, p.row, "iops") if run_dir is not None else None) for p in (a, b))
-    if sa is None or sb is None:
-        return " (no per-second samples of both loads: their spread is unknown)"
-    margin = sa.half_width + sb.half_width
-    if b.x - a.x <= margin:
-        return (f", within the two loads' per-second 95 % intervals (±{_iops(sa.half_width)} and "
-                f"±{_iops(sb.half_width)} IOPS): not a measured growth")
-    return f", beyond the two loads' per-second 95 % intervals (±{_iops(sa.half_width)} and ±{_iops(sb.half_width)} IOPS)"
+    return None if sa is None or sb is None else (sa, sb)
+
+
+def _growth_support(run_dir: Path | None, a: qm.QueuePoint, b: qm.QueuePoint, short: bool = False) -> str:
+    """Whether the IOPS growth from ``a`` to ``b`` stands out of the two points' per-second spread."""
+    both = _spreads(run_dir, a, b)
+    if both is None:
+        return ", spread unknown" if short else " (no per-second samples of both loads: their spread is unknown)"
+    sa, sb = both
+    within = b.x - a.x <= sa.half_width + sb.half_width
+    if short:
+        return ", within noise" if within else ""
+    hw = f"(±{_iops(sa.half_width)} and ±{_iops(sb.half_width)} IOPS)"
+    if within:
+        return f", within the two loads' per-second 95 % intervals {hw}: not a measured growth"
+    return f", beyond the two loads' per-second 95 % intervals {hw}"
 
 
 def curve_text(q: qm.QueueCurve, run_dir: Path | None = None) -> list[str]:
@@ -110,9 +150,8 @@ def curve_text(q: qm.QueueCurve, run_dir: Path | None = None) -> list[str]:
         a, b, g = grew
         text.append(f"Throughput did not stop growing there: from {_load(q, a.row)} ({_iops(a.x)} IOPS) to "
                     f"{_load(q, b.row)} ({_iops(b.x)} IOPS) it rose {g * 100:.1f} %{_growth_support(run_dir, a, b)}.")
-    # the lightest load defines S: its own ratio is 1 up to Little's L/N, no distance to report
-    worst = min(q.points[1:], key=lambda p: p.x_ratio)
-    if worst.x_ratio < 1 - GAP:
+    worst = _farthest(q)
+    if worst is not None:
         text.append(f"Farthest from the bounds: {_load(q, worst.row)}, X at {worst.x_ratio * 100:.0f} % of its bound "
                     f"and R {worst.r_ratio:.2f}× its bound"
                     + (f" (effectively {worst.x * q.s * 1e-9:.1f} of {worst.n} I/Os served at once)"
