@@ -264,6 +264,8 @@ def fio_points(doc: dict[str, Any]) -> list[Imported]:
                                                                  "write and trim)"))
         if from_clat:
             m["percentiles_source"] = "clat_ns"
+        if len(groups) > 1:  # fio's device figures cover the whole document: not one of its several points
+            m.pop("disk_util", None)
         extra: dict[str, Any] = {"job": group[0].get("jobname"), "fio_version": doc.get("fio version")}
         opts = {**(doc.get("global options") or {}), **(group[0].get("job options") or {})}
         if opts.get("filename"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -121,3 +122,81 @@ def test_a_ramp_that_ends_between_two_dumps_restarts_the_differences() -> None:
     assert second is not None and second["iops"] == pytest.approx(12_000) and second["interval_s"] == 0.9
     third = tracker.update(_dump(1_002_900, 22_800, 1_900), 2.9)  # measuring: plain differences again
     assert third is not None and third["iops"] == pytest.approx(12_000) and third["interval_s"] == 1.0
+
+
+def test_submission_completion_split_and_disk_util_are_fios_own(tmp_path: Path) -> None:
+    """A real randrw run: slat and clat means are fio's, I/O-weighted over both directions like lat_ns; the
+    device's disk_util is kept as fio wrote it (name and util %), and the line validates against its schema."""
+    from jsonschema import Draft202012Validator
+    from schema_check import schema
+
+    doc = json.loads(_fio(tmp_path, "--name=s", "--rw=randrw", "--rwmixread=70", "--bs=4k", "--iodepth=4",
+                          "--runtime=0.5", "--output-format=json"))
+    job = doc["jobs"][0]
+    m = metrics(doc)
+    for key in ("slat_ns", "clat_ns"):
+        r, w = job["read"][key], job["write"][key]
+        assert m[key]["mean"] == pytest.approx((r["mean"] * r["N"] + w["mean"] * w["N"]) / (r["N"] + w["N"]))
+    # fio's total latency is submission + completion, per I/O and so in the mean
+    assert m["slat_ns"]["mean"] + m["clat_ns"]["mean"] == pytest.approx(m["lat_ns"]["mean"], rel=1e-3)
+    expected = [{"name": d["name"], "util": float(d["util"])} for d in doc.get("disk_util") or []]
+    assert m.get("disk_util", []) == expected  # a container without /sys/block stats has none: then no key
+    defs = schema("results-line")["$defs"]
+    assert not list(Draft202012Validator({"$ref": "#/$defs/storage_metrics", "$defs": defs}).iter_errors(m))
+
+
+def test_a_synchronous_engine_records_no_slat(tmp_path: Path) -> None:
+    """psync's submission is the syscall itself: fio does not time slat (N = 0), so the line has no slat_ns
+    rather than a 0 that would read as 'free submission'."""
+    doc = json.loads(_fio(tmp_path, "--name=p", "--rw=randread", "--bs=4k", "--ioengine=psync", "--runtime=0.3",
+                          "--output-format=json"))
+    m = metrics(doc)
+    assert "slat_ns" not in m and m["clat_ns"]["mean"] > 0
+
+
+@pytest.mark.parametrize(("disk", "key"), [
+    ({"name": "sda", "util": "96.8"}, "disk_util[0].util"),
+    ({"name": "sda", "util": float("nan")}, "disk_util[0].util"),
+    ({"name": "sda", "util": 1e30}, "disk_util[0].util"),
+    ({"name": "sda", "util": 100.5}, "disk_util[0].util"),
+    ({"name": "sda", "util": 50, "in_queue": -1}, "disk_util[0].in_queue"),
+    ({"name": "\x1b]0;owned\x07sda", "util": 50}, "disk_util[0].name"),
+    ({"name": "sda\nsdb", "util": 50}, "disk_util[0].name"),
+    ({"name": "x" * 65, "util": 50}, "disk_util[0].name"),
+    ({"name": 7, "util": 50}, "disk_util[0].name"),
+    ("sda", "disk_util[0]"),
+])
+def test_hostile_disk_util_is_refused_by_the_check_and_left_out_of_the_metrics(disk: object, key: str) -> None:
+    from app.runners.fio_parse import FormatError, check_document
+
+    doc = {"fio version": "fio-3.33", "disk_util": [disk],
+           "jobs": [{"jobname": "j", "read": {"iops": 1, "total_ios": 1, "lat_ns": {"N": 1, "mean": 5}}}]}
+    with pytest.raises(FormatError, match=re.escape(f"key '{key}'")):
+        check_document(doc)
+    # a run's own document is not checked: an entry with a bad name or util is dropped (other counters are not read)
+    assert ("disk_util" in metrics(doc)) == key.endswith("in_queue")
+
+
+def test_hostile_slat_is_refused_by_the_check() -> None:
+    from app.runners.fio_parse import FormatError, check_document
+
+    doc = {"jobs": [{"read": {"slat_ns": {"N": 1, "mean": "fast"}}}]}
+    with pytest.raises(FormatError, match=re.escape("key 'jobs[0].read.slat_ns.mean'")):
+        check_document(doc)
+    with pytest.raises(FormatError, match="disk_util"):
+        check_document({"jobs": [], "disk_util": {"name": "sda"}})
+
+
+def test_an_imported_document_of_several_points_keeps_no_disk_util() -> None:
+    """fio's disk_util covers the whole document: one point keeps it, several (different jobs) do not."""
+    from app.importer import fio_points
+
+    def job(name: str, depth: str) -> dict:
+        return {"jobname": name, "job options": {"rw": "randread", "bs": "4k", "iodepth": depth},
+                "read": {"iops": 10, "total_ios": 10, "io_bytes": 40960, "lat_ns": {"N": 10, "mean": 5e4}}}
+
+    disks = [{"name": "nvme0n1", "util": 96.8, "in_queue": 5}]
+    one = fio_points({"fio version": "fio-3.33", "disk_util": disks, "jobs": [job("a", "1")]})
+    two = fio_points({"fio version": "fio-3.33", "disk_util": disks, "jobs": [job("a", "1"), job("b", "16")]})
+    assert one[0].metrics["disk_util"] == [{"name": "nvme0n1", "util": 96.8}]
+    assert len(two) == 2 and not any("disk_util" in p.metrics for p in two)

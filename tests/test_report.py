@@ -160,7 +160,7 @@ def test_120_point_seed_matrix_report(tmp_path: Path) -> None:
     d = _bench().make_results_dir(tmp_path / "seed-matrix")  # type: ignore[attr-defined]
     md = render_report(d).read_text()
     assert md.count("\n| ") > 120 * 2
-    assert len(_figures(md)) == 7
+    assert len(_figures(md)) == 8 and "plots/queueing-bounds.svg" in _figures(md)
     knee_rows = md.split("### Saturation knee")[1].split("###")[0]
     assert knee_rows.count("| 1, 16, 64, 256, 1024 |") == 24  # 6 patterns × 4 block sizes
 

@@ -340,8 +340,3 @@ def memory_storage_ratio(data: RunData) -> MemStorageRatio | None:
         return None
     return MemStorageRatio(fastest, mem_ns, what, ratio)
 
-
-def utilisation(curve: Curve) -> list[float]:
-    """Operational utilisation estimate per point: throughput / the curve's highest throughput."""
-    top = max((p.iops for p in curve.points), default=0.0)
-    return [p.iops / top if top else 0.0 for p in curve.points]

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 from app.points import Kind
 from app.report import analysis as an
 from app.report import procedure as rp
-from app.report import drive, series, support, trends
+from app.report import drive, queue_text, series, support, trends
 from app.report import memory as mem
 from app.validity import FLAGS, LEGEND, names
 from app.report.model import TRAFFIC_DESCRIPTIONS, MemoryRow, RunData, StorageRow
@@ -574,96 +574,6 @@ def _bound(points: Sequence[StorageRow], bound_ns: float, run_dir: Path) -> list
     return out
 
 
-def _queueing(curves: Sequence[an.Curve]) -> list[str]:
-    out = ["### Queueing view", ""]
-    if not curves:
-        out.append("No workload was measured at more than one queue depth, so the data cannot show how latency and "
-                   "throughput trade against load; a queue-depth sweep (`qd-scaling`) does.")
-        out.append("")
-        return out
-    c = max(curves, key=lambda c: (len(c.points), max(p.iops for p in c.points)))
-    first, last = c.points[0], c.points[-1]
-    top = max(c.points, key=lambda p: p.iops)
-    s0 = first.lat_mean
-    util = an.utilisation(c)
-    text = [f"Take {c.label}, measured at {len(c.points)} loads. At the lightest load ({c.load_label(first)}) an I/O "
-            f"takes {us(s0)} µs: with almost nothing queued this is the service time S of the whole path "
-            f"(device, driver, fio). The highest throughput seen is {format_count(top.iops)} IOPS "
-            f"({c.load_label(top)}); taking it as the capacity X_max, utilisation at each load is ρ = X / X_max, "
-            f"from {util[0]:.2f} at {c.load_label(first)} to {util[-1]:.2f} at {c.load_label(last)}."]
-    k = c.knee_point
-    if k is not None:
-        ki = c.points.index(k)
-        text.append(f"The knee sits at {c.load_label(k)} (ρ = {util[ki]:.2f}, {format_count(k.iops)} IOPS at "
-                    f"{us(k.lat_mean)} µs).")
-    if s0 > 0 and last.lat_mean > 0:
-        in_service = last.iops * s0 * 1e-9
-        total = last.iops * last.lat_mean * 1e-9
-        waiting = max(0.0, total - in_service)
-        share = max(0.0, 1 - s0 / last.lat_mean) * 100
-        text.append(f"At {c.load_label(last)} Little's law gives L = X·R = {format_count(last.iops)} × "
-                    f"{us(last.lat_mean)} µs = {total:.1f} I/Os in the system; if each still needed only S, "
-                    f"X·S = {in_service:.1f} of them would be in service and {waiting:.1f} waiting, i.e. "
-                    f"{share:.0f} % of the {us(last.lat_mean)} µs is queueing.")
-        n_star = top.iops * s0 * 1e-9
-        text.append(f"The balanced-bound estimate of the best concurrency is N* = X_max · S = {n_star:.1f} outstanding "
-                    "I/Os: below it throughput grows with depth, above it only latency grows (R ≈ N / X_max).")
-        if k is not None and util[c.points.index(k)] < 1:
-            rho = util[c.points.index(k)]
-            mm1 = rho / (1 - rho)
-            seen = k.lat_mean / s0 - 1
-            if seen < 0:
-                text.append(f"At the knee an I/O took less time than at the lightest load ({us(k.lat_mean)} vs "
-                            f"{us(s0)} µs), so S measured at {c.load_label(first)} overstates the service time: "
-                            "lightly loaded storage that idles between I/Os (power states, timer-driven "
-                            "completion, a shared or virtual disk) answers more slowly than a busy one.")
-            else:
-                cmp = "less than" if seen < mm1 else "more than"
-                why = ("the device serves several I/Os in parallel, like a multi-server queue" if seen < mm1 else
-                       "something beyond one queue adds delay (background work such as garbage collection, or a "
-                       "shared device)")
-                text.append(f"For scale, a single-server M/M/1 queue at ρ = {rho:.2f} makes a request wait "
-                            f"ρ/(1−ρ) = {mm1:.2f} service times; at the knee the measured wait is {seen:.2f} service "
-                            f"times, {cmp} M/M/1: {why}.")
-    out.append(" ".join(text))
-    out.append("")
-    return out
-
-
-def _machine_cpus(data: RunData) -> int | None:
-    """CPUs of the machine that measured (run.json's environment); None for an import (not recorded)."""
-    env = data.meta.get("environment")
-    cpu = env.get("cpu") if isinstance(env, dict) and not data.imported else None
-    n = rp._num(cpu.get("threads")) if isinstance(cpu, dict) else None
-    return int(n) if n is not None and n >= 1 else None
-
-
-def _delay_text(c: an.MemCurve, delay: int | None) -> str:
-    """A delay of the curve, with its time when the engine's unit was measured."""
-    unit = mem.delay_unit_ns(c.points) if c.engine == "builtin" else None
-    if delay is None or unit is None:
-        return f"{delay}"
-    t = delay * unit
-    return f"{delay} (≈ {t:.0f} ns)" if t < 1000 else f"{delay} (≈ {t / 1000:.3g} µs)"
-
-
-def _memory_row(c: an.MemCurve) -> list[str]:
-    """One curve's row of the memory analysis table."""
-    light, heavy = c.points[0], c.points[-1]
-    k = None if c.knee is None else c.points[c.knee]
-    mlp = an.lines_in_flight(heavy)
-    load = mem.load_mbps(heavy)
-    return [c.label, f"{light.latency:.2f}" if light.latency else "n/a",
-            "none" if k is None else _delay_text(c, k.delay),
-            "" if k is None or k.bandwidth is None else f"{k.bandwidth:.1f}",
-            "" if k is None or k.latency is None else f"{k.latency:.2f}",
-            f"{heavy.bandwidth:.1f}" if heavy.bandwidth is not None else "n/a",
-            f"{load:.1f}" if load is not None else "n/a",
-            f"{heavy.latency:.2f}" if heavy.latency else "n/a",
-            f"{heavy.latency / light.latency:.2f}" if heavy.latency and light.latency else "n/a",
-            f"{mlp:.0f}" if mlp is not None else "n/a"]
-
-
 def _memory_analysis(curves: Sequence[an.MemCurve], cpus: int | None = None) -> list[str]:
     """``cpus``: the measuring machine's CPU count, to say whether a run there could add load threads."""
     loaded = [c for c in curves if len(c.points) >= 2]
@@ -836,7 +746,7 @@ def render_markdown(data: RunData, figures: Sequence[Any], bound_ns: float,
         if curves:
             lines += _knees(curves, data.path)
         lines += _bound(data.storage, bound_ns, data.path)
-        lines += _queueing(curves)
+        lines += queue_text.section(curves, figures, data.path)
     lines += rp.operating_point_section(views.searches, {f"{c.mix} {c.bs}" for c in curves if len(c.points) >= 2})
     lines += rp.rounds_section(data, views.rounds)
     lines += _memory_analysis(mem_curves, _machine_cpus(data))

@@ -18,6 +18,7 @@ import os
 import stat
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from app.errors import UsageError
 from app.report import analysis as an
@@ -92,12 +93,14 @@ def _render_run(data: RunData, name: str, base_fd: int, plots_dir: Path, p99_bou
     curves = an.storage_curves(data.storage)
     mem_curves = an.memory_curves(data.memory)
     from app.report.plots import draw_all
+    from app.report.queue_plots import queueing_figure
 
     steady = [(p, rp.steady_of(p) or {}, rp.read_samples(data.path, p.record)) for p in data.storage
               if rp.steady_of(p) is not None]
     traces = series.series_traces(data)
-    figures = draw_all(data.storage, curves, mem_curves, plots_dir, searches=views.searches, steady=steady,
-                       series=traces)
+    figures: list[Any] = draw_all(data.storage, curves, mem_curves, plots_dir, searches=views.searches, steady=steady,
+                                  series=traces)
+    figures += queueing_figure(curves, plots_dir)
     text = render_markdown(replace(data, measured=measured), figures, p99_bound_us * 1e3, curves, mem_curves, views)
     write_new(name, text.encode("utf-8"), dir_fd=base_fd)
     write_new("results.csv", results_csv(loaded).encode("utf-8"), dir_fd=base_fd)  # every round, every search

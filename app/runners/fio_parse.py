@@ -246,10 +246,39 @@ def _check_job(job: Any, where: str, deep: bool) -> None:
             _number(part, key, f"{where}.{d}")
         if not deep:
             continue
-        for key in ("lat_ns", "clat_ns"):
+        for key in ("lat_ns", "clat_ns", "slat_ns"):
             lat = _obj(part, key, f"{where}.{d}")
             if lat is not None:
                 _check_latency(lat, f"{where}.{d}.{key}")
+
+
+# fio's per-device statistics (disk_util): how many devices a document may list, and a device's name
+MAX_DISKS = 64
+MAX_DISK_NAME = 64
+# a device's counters beside its name and util (a client/server document adds the host's name, not read)
+DISK_COUNTERS = ("read_ios", "write_ios", "read_merges", "write_merges", "read_ticks", "write_ticks", "in_queue")
+
+
+def is_disk_name(v: Any) -> bool:
+    """A device name as fio prints it (the kernel's: nvme0n1, dm-0): a short printable string, so a name
+    never carries a terminal escape or a line break into the report."""
+    return isinstance(v, str) and 0 < len(v) <= MAX_DISK_NAME and v.isprintable()
+
+
+def _check_disk_util(disks: Any) -> None:
+    if not isinstance(disks, list) or len(disks) > MAX_DISKS:
+        raise bad_value("disk_util", disks, f"must be a list of at most {MAX_DISKS} devices")
+    for i, disk in enumerate(disks):
+        where = f"disk_util[{i}]"
+        if not isinstance(disk, dict):
+            raise bad_value(where, disk, "must be a JSON object (one device)")
+        if "name" in disk and not is_disk_name(disk["name"]):
+            raise bad_value(f"{where}.name", disk["name"],
+                            f"a device name must be 1 to {MAX_DISK_NAME} printable characters")
+        for key in DISK_COUNTERS:
+            _number(disk, key, where)
+        if "util" in disk and not (is_number(disk["util"]) and disk["util"] <= 100):  # fio caps util at 100 %
+            raise bad_value(f"{where}.util", disk["util"], "must be a number from 0 to 100")
 
 
 def is_fio_document(doc: dict[str, Any]) -> bool:
@@ -267,6 +296,8 @@ def check_document(doc: dict[str, Any], deep: bool = True) -> None:
     _number(doc, "timestamp_ms", "")
     if "global options" in doc:
         _check_options(doc["global options"], "global options")
+    if "disk_util" in doc:
+        _check_disk_util(doc["disk_util"])
     for key in ("jobs", "client_stats"):
         if key not in doc:
             continue
@@ -377,6 +408,34 @@ def _public_lat(lat: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def disk_util(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """fio's own utilisation of each device under the job (``disk_util``: the share of the run the device
+    had at least one I/O in flight, per cent), as ``[{"name", "util"}]``.  A run's document is fio's own but
+    not checked by :func:`check_document`, so an entry whose name or figure fio would not write is left out."""
+    raw = doc.get("disk_util")
+    out: list[dict[str, Any]] = []
+    for d in raw[:MAX_DISKS] if isinstance(raw, list) else []:
+        if isinstance(d, dict) and is_disk_name(d.get("name")) and is_number(d.get("util")) and d["util"] <= 100:
+            out.append({"name": d["name"], "util": float(d["util"])})
+    return out
+
+
+def _split_latency(jobs: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Submission (``slat_ns``) and completion (``clat_ns``) latency over directions and jobs, weighted by
+    I/O count like ``lat_ns``: the mean of each, and clat's p99 when fio reported clat percentiles.  A part
+    fio did not time (slat of a synchronous engine: N = 0) is left out."""
+    out: dict[str, dict[str, float]] = {}
+    for key in ("slat_ns", "clat_ns"):
+        parts = [(j.get(d) or {}).get(key) for j in jobs for d in DIRECTIONS]
+        lat = combine_latency([p for p in parts if isinstance(p, dict)])
+        if not lat["N"]:
+            continue
+        out[key] = {"mean": float(lat["mean"])}
+        if key == "clat_ns" and lat["p99"]:
+            out[key]["p99"] = float(lat["p99"])
+    return out
+
+
 def job_list(doc: dict[str, Any]) -> list[dict[str, Any]]:
     """The jobs of a result, from ``jobs[]`` or fio client/server ``client_stats[]``."""
     if doc.get("jobs"):
@@ -416,6 +475,10 @@ def metrics(doc: dict[str, Any], jobs: list[dict[str, Any]] | None = None) -> di
         "io_bytes": sum(d["io_bytes"] for d in dirs.values()),
         "jobs": len(jobs),
     }
+    m.update(_split_latency(jobs))
+    disks = disk_util(doc)
+    if disks:
+        m["disk_util"] = disks
     if dirs["trim"]["total_ios"]:
         m["trim_iops"] = dirs["trim"]["iops"]
         m["trim_bw_bytes"] = dirs["trim"]["bw_bytes"]
