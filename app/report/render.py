@@ -574,6 +574,40 @@ def _bound(points: Sequence[StorageRow], bound_ns: float, run_dir: Path) -> list
     return out
 
 
+def _machine_cpus(data: RunData) -> int | None:
+    """CPUs of the machine that measured (run.json's environment); None for an import (not recorded)."""
+    env = data.meta.get("environment")
+    cpu = env.get("cpu") if isinstance(env, dict) and not data.imported else None
+    n = rp._num(cpu.get("threads")) if isinstance(cpu, dict) else None
+    return int(n) if n is not None and n >= 1 else None
+
+
+def _delay_text(c: an.MemCurve, delay: int | None) -> str:
+    """A delay of the curve, with its time when the engine's unit was measured."""
+    unit = mem.delay_unit_ns(c.points) if c.engine == "builtin" else None
+    if delay is None or unit is None:
+        return f"{delay}"
+    t = delay * unit
+    return f"{delay} (≈ {t:.0f} ns)" if t < 1000 else f"{delay} (≈ {t / 1000:.3g} µs)"
+
+
+def _memory_row(c: an.MemCurve) -> list[str]:
+    """One curve's row of the memory analysis table."""
+    light, heavy = c.points[0], c.points[-1]
+    k = None if c.knee is None else c.points[c.knee]
+    mlp = an.lines_in_flight(heavy)
+    load = mem.load_mbps(heavy)
+    return [c.label, f"{light.latency:.2f}" if light.latency else "n/a",
+            "none" if k is None else _delay_text(c, k.delay),
+            "" if k is None or k.bandwidth is None else f"{k.bandwidth:.1f}",
+            "" if k is None or k.latency is None else f"{k.latency:.2f}",
+            f"{heavy.bandwidth:.1f}" if heavy.bandwidth is not None else "n/a",
+            f"{load:.1f}" if load is not None else "n/a",
+            f"{heavy.latency:.2f}" if heavy.latency else "n/a",
+            f"{heavy.latency / light.latency:.2f}" if heavy.latency and light.latency else "n/a",
+            f"{mlp:.0f}" if mlp is not None else "n/a"]
+
+
 def _memory_analysis(curves: Sequence[an.MemCurve], cpus: int | None = None) -> list[str]:
     """``cpus``: the measuring machine's CPU count, to say whether a run there could add load threads."""
     loaded = [c for c in curves if len(c.points) >= 2]
