@@ -67,6 +67,21 @@ def format_bandwidth(bytes_per_s: float) -> str:
     return f"{bytes_per_s / 1e3:.0f} kB/s"
 
 
+def size_text(n: Any) -> str:
+    """A byte count in binary units for a reader (``25274793984`` → ``"23.5 GiB"``), "unknown" for no number."""
+    try:
+        n = float(n) if isinstance(n, (int, float)) and not isinstance(n, bool) else math.nan
+    except OverflowError:  # a JSON integer beyond a float
+        n = math.nan
+    if not math.isfinite(n) or n <= 0:
+        return "unknown"
+    for unit, mult in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= mult:
+            v = n / mult
+            return f"{v:.0f} {unit}" if float(v).is_integer() else f"{v:.1f} {unit}"
+    return f"{int(n)} B"
+
+
 def parse_duration(value: object) -> float:
     """Seconds from ``10``, ``"10"``, ``"10s"``, ``"500ms"``, ``"2m"``.  Raises ValueError."""
     if isinstance(value, bool):

@@ -18,7 +18,7 @@ from app.report.model import RunData, StorageRow
 from app.report.procedure import _num
 from app.sanitize import md_text
 from app.textable import markdown_table
-from app.units import format_size
+from app.units import format_size, size_text
 
 SHORT_POINT_S = 2.0  # a point this short has few one-second samples and its first I/Os weigh in its figures
 MB = 1e6
@@ -29,8 +29,6 @@ def _mapping(v: Any) -> Mapping[str, Any]:
 
 
 def _bytes(n: float | None) -> str:
-    from app.report.render import size_text  # render imports this module
-
     return "not recorded" if n is None or n <= 0 else size_text(n)
 
 

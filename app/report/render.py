@@ -19,7 +19,7 @@ from app.validity import CHECKED, FLAGS, LEGEND, checks_of, names, recorded_fact
 from app.report.model import TRAFFIC_DESCRIPTIONS, MemoryRow, RunData, StorageRow
 from app.sanitize import clean_text, md_text
 from app.textable import markdown_table
-from app.units import format_count, format_size
+from app.units import format_count, format_size, size_text
 
 MB = 1e6
 MIB = float(1 << 20)
@@ -36,16 +36,6 @@ def us(ns: float | None, digits: int = 2) -> str:
 
 def pct(x: float) -> str:
     return f"{x:.2f}%"
-
-
-def size_text(n: Any) -> str:
-    if not isinstance(n, (int, float)) or n <= 0:
-        return "unknown"
-    for unit, mult in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= mult:
-            v = n / mult
-            return f"{v:.0f} {unit}" if float(v).is_integer() else f"{v:.1f} {unit}"
-    return f"{int(n)} B"
 
 
 def cache_size(text: str) -> str:
