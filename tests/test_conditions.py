@@ -143,15 +143,15 @@ def test_writes_beating_reads_beyond_noise_on_a_file_suspect_write_back(tmp_path
     samples = {0: [99e6, 100e6, 101e6, 100e6], 1: [299e6, 300e6, 301e6, 300e6],
                2: [400e6, 600e6, 450e6, 550e6], 3: [420e6, 590e6, 460e6, 550e6]}
     table, text = _conditions(_make(tmp_path / "run", points, samples=samples))
-    assert table["Host write-back caching"][0].startswith("suspected: writes beat reads beyond their per-second "
-                                                          "noise at 1 pattern(s)")
+    assert table["Host write-back caching"] == ["suspected: writes beat reads beyond their per-second noise in 1 of "
+                                                "the 2 read/write pairs"]
     assert "Host write-back caching suspected" in text and "random 4K QD16: write 300.0 vs read 100.0 MB/s (+200 %)" \
         in text
     assert "sequential 128K" not in text  # +1 % inside the spread of its seconds
     assert table["Engine (ioengine)"] == ["libaio"]
     assert table["Runtime per point"] == ["10 s"] and table["Ramp time (ramp_time)"] == ["2 s"]
     assert table["File or device state"][0].startswith("a new file the tool created")
-    assert table["Preconditioned"] == ["none recorded"] and table["TRIM before the run"] == ["not recorded"]
+    assert table["Preconditioned"] == ["no (precondition = none)"] and table["TRIM before the run"] == ["not recorded"]
     assert table["Host RAM"][0].startswith("16 GiB; the working set is 6.25% of it")
     assert "virtual machine" in table["Machine"][0] and "This machine is a virtual machine" in text
     assert "ramp_time = 0" not in text and "2 s or less" not in text
@@ -160,8 +160,15 @@ def test_writes_beating_reads_beyond_noise_on_a_file_suspect_write_back(tmp_path
 def test_write_back_without_samples_or_on_a_device_is_not_judged(tmp_path: Path) -> None:
     points = [(_point("randread"), 100e6), (_point("randwrite"), 300e6)]
     table, _ = _conditions(_make(tmp_path / "file", points))
-    assert table["Host write-back caching"][0].startswith("not judged: writes beat reads at 1 pattern(s)")
+    assert table["Host write-back caching"][0].startswith("not judged: writes beat reads in 1 of the 1 read/write "
+                                                          "pair (random 4K QD16: write 300.0 vs read 100.0 MB/s")
     assert "noise is unknown" in table["Host write-back caching"][0]
+    within = [(_point("read", 131072), 500e6), (_point("write", 131072), 505e6)]
+    table, text = _conditions(_make(tmp_path / "within", within, samples={0: [400e6, 600e6, 450e6, 550e6],
+                                                                          1: [420e6, 590e6, 460e6, 550e6]}))
+    assert table["Host write-back caching"] == ["not suspected: writes beat reads in 1 of the 1 read/write pair, "
+                                                "within their per-second noise"]
+    assert "suspected:" not in text.replace("not suspected:", "")
     device = {"type": "disk", "path": "/dev/sdz", "size_bytes": 4 << 40}
     table, _ = _conditions(_make(tmp_path / "dev", points, meta={"target_info": device, "precondition": {
         "mode": "sequential", "status": "done", "steady": {"attained": True}}}))
@@ -174,7 +181,8 @@ def test_write_back_without_samples_or_on_a_device_is_not_judged(tmp_path: Path)
 def test_short_points_without_ramp_are_warned_of(tmp_path: Path) -> None:
     points = [(_point("randread", runtime=2, ramp=0), 100e6), (_point("randread", qd=32, runtime=1, ramp=0), 100e6),
               (_point("randread", qd=64, runtime=30, ramp=5), 100e6)]
-    table, text = _conditions(_make(tmp_path / "run", points))
+    table, text = _conditions(_make(tmp_path / "run", points, meta={"procedure": {"precondition": "sequential"}}))
+    assert table["Preconditioned"] == ["sequential was asked; run.json records no pass"]
     assert table["Runtime per point"] == ["1 s, 2 s, 30 s"] and table["Ramp time (ramp_time)"] == ["0 s, 5 s"]
     assert "> 2 of 3 points ran for 2 s or less (runtime 1 s, 2 s)" in text
     assert "> 2 of 3 points had ramp_time = 0" in text

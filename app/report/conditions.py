@@ -95,10 +95,10 @@ def _state_rows(data: RunData) -> list[list[str]]:
         rows.append(["Preconditioned", f"yes: {mode} ({done}" + ("" if steady is None else
                                                                   ", steady" if steady is True else ", not steady at its cap")
                      + "; see Run)"])
-    elif proc.get("precondition") == "none":
+    elif proc.get("precondition") in (None, "none"):  # run.json keeps a procedure only when it is not the default
         rows.append(["Preconditioned", "no (precondition = none)"])
     else:
-        rows.append(["Preconditioned", "none recorded"])
+        rows.append(["Preconditioned", f"{md_text(proc.get('precondition'), 40)} was asked; run.json records no pass"])
     steady = [p for p in data.storage if p.point.get("steady")]
     if steady:
         held = sum(1 for p in steady if _mapping(p.record.get("steady")).get("attained") is True)
@@ -155,11 +155,15 @@ def _working_set_rows(data: RunData) -> list[list[str]]:
 
 @dataclass(frozen=True)
 class Pair:
-    """A pure read and a pure write point with the same pattern, block size and load."""
+    """A pure read and a pure write point with the same pattern, block size, load, engine and direct."""
 
     read: StorageRow
     write: StorageRow
-    beyond_noise: bool | None  # None: too few whole seconds to tell
+    beyond_noise: bool | None  # the write beat the read beyond both points' noise; None: too few seconds to tell
+
+    @property
+    def write_wins(self) -> bool:
+        return self.write.bw > self.read.bw > 0
 
 
 def _direction_pairs(data: RunData) -> list[Pair]:
@@ -173,7 +177,7 @@ def _direction_pairs(data: RunData) -> list[Pair]:
     out = []
     for key, r in reads.items():
         w = writes.get(key)
-        if w is None or not (w.bw > r.bw > 0):
+        if w is None:
             continue
         sr, sw = noise.point_spread(data.path, r, "bw"), noise.point_spread(data.path, w, "bw")
         beyond = None if sr is None or sw is None else sw.mean - sw.half_width > sr.mean + sr.half_width
@@ -188,39 +192,38 @@ def _pair_text(pair: Pair) -> str:
             f"(+{(w.bw / r.bw - 1) * 100:.0f} %)")
 
 
+def _shown(pairs: Sequence[Pair]) -> str:
+    return "; ".join(_pair_text(p) for p in pairs[:4]) + (" …" if len(pairs) > 4 else "")
+
+
 def _write_back_row(data: RunData) -> tuple[list[str], list[str]]:
     """The row on host write-back caching, and a warning when it is suspected."""
-    kind = _mapping(data.meta.get("target_info")).get("type") or _mapping(data.meta.get("target_info")).get("kind")
-    if kind != "file":
+    info = _mapping(data.meta.get("target_info"))
+    if (info.get("type") or info.get("kind")) != "file":
         return ["Host write-back caching", "not judged: it is looked for on file targets"], []
     pairs = _direction_pairs(data)
-    beyond = [p for p in pairs if p.beyond_noise]
-    unknown = [p for p in pairs if p.beyond_noise is None]
+    wins = [p for p in pairs if p.write_wins]
+    beyond = [p for p in wins if p.beyond_noise]
+    unknown = [p for p in wins if p.beyond_noise is None]
+    of = f"{{}} of the {len(pairs)} read/write pair{'s' if len(pairs) != 1 else ''}"
     if beyond:
-        shown = "; ".join(_pair_text(p) for p in beyond[:4]) + (" …" if len(beyond) > 4 else "")
-        return (["Host write-back caching", f"suspected: writes beat reads beyond their per-second noise at "
-                                            f"{len(beyond)} pattern(s)"],
+        return (["Host write-back caching", f"suspected: writes beat reads beyond their per-second noise in "
+                                            + of.format(len(beyond))],
                 [f"Host write-back caching suspected: on this file target writes beat reads of the same pattern, "
-                 f"block size and load by more than their per-second noise ({shown}). A write acknowledged from a "
-                 "cache (the host's page cache under a virtual disk, a RAID or drive cache) is faster than a read "
-                 "the medium must serve: the write figures measure that cache."])
+                 f"block size and load by more than their per-second noise ({_shown(beyond)}). A write acknowledged "
+                 "from a cache (the host's page cache under a virtual disk, a RAID or drive cache) is faster than a "
+                 "read the medium must serve: the write figures measure that cache."])
     if unknown:
-        shown = "; ".join(_pair_text(p) for p in unknown[:4]) + (" …" if len(unknown) > 4 else "")
-        return (["Host write-back caching", f"not judged: writes beat reads at {len(unknown)} pattern(s) ({shown}), "
-                                            f"but the points kept fewer than {noise.MIN_SAMPLES} whole seconds of "
-                                            "samples: their noise is unknown"], [])
-    if pairs:
-        verdict = "not suspected: where writes beat reads, it is within noise"
-    elif _has_both(data):
-        verdict = "not suspected: no write beat the read of the same pattern, block size and load"
+        return (["Host write-back caching", f"not judged: writes beat reads in {of.format(len(unknown))} "
+                                            f"({_shown(unknown)}), but the points kept fewer than {noise.MIN_SAMPLES} "
+                                            "whole seconds of samples: their noise is unknown"], [])
+    if wins:
+        verdict = f"not suspected: writes beat reads in {of.format(len(wins))}, within their per-second noise"
+    elif pairs:
+        verdict = f"not suspected: no write beat its read in the {len(pairs)} read/write pair(s)"
     else:
         verdict = "not judged: no read and write point of the same pattern, block size and load"
     return ["Host write-back caching", verdict], []
-
-
-def _has_both(data: RunData) -> bool:
-    pcts = {p.read_pct for p in data.storage if "trim" not in p.rw}
-    return 0 in pcts and 100 in pcts
 
 
 def _machine_row(data: RunData) -> list[str]:
