@@ -224,3 +224,21 @@ def test_a_direction_without_io_shows_n_a_in_the_mixed_table(tmp_path: Path) -> 
     assert write_only[4] == write_only[6] == "n/a"  # read avg, read p99
     assert write_only[5] != "n/a" and float(write_only[5]) > 0
     assert "n/a" not in table["randrw 70/30 4K QD16"]
+
+
+def test_a_hostile_run_json_renders_a_report_without_junk(tmp_path: Path) -> None:
+    """Through the reader: run.json values of the right JSON type but absurd — sizes past any device, control
+    characters, a list where a word is expected — give "not recorded"/"unknown" or escaped text, never a crash."""
+    env = {"memory": {"total_bytes": 10 ** 400, "available_bytes": -1},
+           "system": {"virtualization": "\x1b[31mvm|x", "container": True}}
+    info = {**VDA_FILE, "free_bytes": 1e308, "device": {"size_bytes": 1e300}}
+    meta = {"environment": env, "target_info": info, "precondition": {"mode": ["x"], "status": 5},
+            "procedure": {"precondition": "sequential\x1b[2J"}}
+    d = _make(tmp_path / "run", [(_point("randread"), 1e8), (_point("randwrite"), 2e8)], meta=meta, flags=[])
+    render_report(d)
+    md = (d / "report.md").read_text()
+    table = _table(md[md.index("## Test conditions"):md.index("## Storage results")].splitlines())
+    assert table["Host RAM"] == ["not recorded"] and table["Device size"] == ["not recorded"]
+    assert table["Preconditioned"] == ["yes: mode not recorded (failed; see Run)"]
+    assert "| a vm\\|x, inside a container" in md  # the '|' escaped: the cell stays one cell
+    assert not re.search(r"\d{25}", md) and "\x1b" not in md

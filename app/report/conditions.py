@@ -22,10 +22,21 @@ from app.units import format_size, size_text
 
 SHORT_POINT_S = 2.0  # a point this short has few one-second samples and its first I/Os weigh in its figures
 MB = 1e6
+MAX_BYTES = float(1 << 70)  # as app.units.size_text: no memory or device is that large
 
 
 def _mapping(v: Any) -> Mapping[str, Any]:
     return v if isinstance(v, Mapping) else {}
+
+
+def _size(v: Any) -> float | None:
+    """A byte count as recorded, None when it is no number or beyond any real memory or device (2^70 B)."""
+    n = _num(v)
+    return n if n is not None and 0 < n < MAX_BYTES else None
+
+
+def _text(v: Any, limit: int = 60) -> str | None:
+    return md_text(v, limit) if isinstance(v, str) and v.strip() else None
 
 
 def _bytes(n: float | None) -> str:
@@ -89,7 +100,7 @@ def _state_rows(data: RunData) -> list[list[str]]:
     pre = meta.get("precondition")
     proc = _mapping(meta.get("procedure"))
     if isinstance(pre, Mapping):
-        mode = md_text(pre.get("mode") or "?", 40)
+        mode = _text(pre.get("mode"), 40) or "mode not recorded"
         done = "done" if pre.get("status") == "done" else "failed"
         steady = _mapping(pre.get("steady")).get("attained")
         rows.append(["Preconditioned", f"yes: {mode} ({done}" + ("" if steady is None else
@@ -98,7 +109,7 @@ def _state_rows(data: RunData) -> list[list[str]]:
     elif proc.get("precondition") in (None, "none"):  # run.json keeps a procedure only when it is not the default
         rows.append(["Preconditioned", "no (precondition = none)"])
     else:
-        rows.append(["Preconditioned", f"{md_text(proc.get('precondition'), 40)} was asked; run.json records no pass"])
+        rows.append(["Preconditioned", f"{_text(proc.get('precondition'), 40)} was asked; run.json records no pass"])
     steady = [p for p in data.storage if p.point.get("steady")]
     if steady:
         held = sum(1 for p in steady if _mapping(p.record.get("steady")).get("attained") is True)
@@ -112,8 +123,8 @@ def _state_rows(data: RunData) -> list[list[str]]:
 
 def _device_size(info: Mapping[str, Any]) -> float | None:
     if (info.get("type") or info.get("kind")) == "file":
-        return _num(_mapping(info.get("device")).get("size_bytes"))
-    return _num(info.get("size_bytes"))
+        return _size(_mapping(info.get("device")).get("size_bytes"))
+    return _size(info.get("size_bytes"))
 
 
 def _working_set_rows(data: RunData) -> list[list[str]]:
@@ -122,7 +133,7 @@ def _working_set_rows(data: RunData) -> list[list[str]]:
     meta = data.meta
     info = _mapping(meta.get("target_info"))
     device = _device_size(info)
-    sizes = [s for p in data.storage if (s := _num(p.point.get("size"))) is not None and s > 0]
+    sizes = [s for p in data.storage if (s := _size(p.point.get("size"))) is not None]
     ws = max(sizes) if sizes else device
     if sizes:
         spread = sorted(set(sizes))
@@ -134,7 +145,7 @@ def _working_set_rows(data: RunData) -> list[list[str]]:
         text = "not recorded"
     rows = [["Working set", text]]
     memory = _mapping(_mapping(meta.get("environment")).get("memory"))
-    ram, free = _num(memory.get("total_bytes")), _num(memory.get("available_bytes"))
+    ram, free = _size(memory.get("total_bytes")), _size(memory.get("available_bytes"))
     if ram and ram > 0 and ws:
         fits = ws <= (free if free and free > 0 else ram)
         ram_text = f"{_bytes(ram)}; the working set is {ws / ram:.2%} of it"
@@ -148,7 +159,7 @@ def _working_set_rows(data: RunData) -> list[list[str]]:
     if device and ws:
         rows.append(["Device size", f"{_bytes(device)}; the working set is {min(ws / device, 1e6):.2%} of it"])
     else:
-        free = _num(info.get("free_bytes"))
+        free = _size(info.get("free_bytes"))
         rows.append(["Device size", _bytes(device) + (f" (the filesystem had {_bytes(free)} free)" if free else "")])
     return rows
 
@@ -231,7 +242,7 @@ def _machine_row(data: RunData) -> list[str]:
     if not system:
         return ["Machine", "not recorded"]
     virt, container = system.get("virtualization"), system.get("container")
-    parts = [f"a {md_text(virt, 60)}" if isinstance(virt, str) and virt else "bare metal (no hypervisor flag seen)"]
+    parts = [f"a {_text(virt)}" if _text(virt) else "bare metal (no hypervisor flag seen)"]
     if container is True:
         parts.append("inside a container: the target is seen through the container's mounts; cgroup I/O limits "
                      "are not recorded")
@@ -243,7 +254,7 @@ def target_notes(info: Mapping[str, Any], env: Mapping[str, Any]) -> list[str]:
     (which measures its filesystem too)."""
     notes = []
     virt = _mapping(env.get("system")).get("virtualization")
-    virt = md_text(virt, 60) if isinstance(virt, str) and virt else None
+    virt = _text(virt)
     kind = info.get("type") or info.get("kind")
     source = md_text(info.get("source") or "", 200)
     device = _mapping(info.get("device"))
