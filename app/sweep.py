@@ -40,7 +40,7 @@ from app.procedure import (Measured, Procedure, check_precondition, measured_fro
                            skips)
 from app.link import link_of
 from app import telemetry
-from app.validity import TargetFacts, point_checks, point_flags, target_facts
+from app.validity import NO_LINK, TargetFacts, point_checks, point_flags, target_facts
 from app.results import SCHEMA_VERSION, ResultsDir, check_dir_path, make_dirs, new_run_dir, now_iso, remove_dirs
 from app.runners import get_runner
 from app.runners.base import Context, Phase, Result, Runner, Sample
@@ -346,6 +346,9 @@ class Session:
             if self.kind == Kind.STORAGE and self.target is not None:
                 meta = self._read_target_facts(meta)
                 meta = self._open_telemetry(meta)
+            elif self.fleet is not None:  # the hosts' links and drives are not read: their checks cannot run
+                self.facts = TargetFacts(no_link=f"{NO_LINK}: a fleet run does not read its hosts' links",
+                                         no_telemetry="no drive telemetry: a fleet run does not read its hosts' drives")
             if self._needs_precondition(meta):
                 remaining += precondition_estimate_s(self.procedure, self.plan)
         except OSError as e:

@@ -44,7 +44,7 @@ CHECKED = {  # what a passed check verified, for the report's table of checks
     "cpu-bound": "fio's usr+sys CPU per job stayed below 90 % of one CPU",
     "depth-not-reached": "IOPS × mean latency held at least 90 % of the I/Os asked in flight",
     "above-link": "throughput stayed within the device link's capacity",
-    "buffered": "direct=1, and the target is on no filesystem that ignores O_DIRECT (tmpfs, ramfs, ZFS < 2.3, "
+    "buffered": "direct=1, and the target is on no filesystem known to ignore O_DIRECT (tmpfs, ramfs, ZFS < 2.3, "
                 "overlayfs)",
     "not-steady": "fio's steady-state criterion held before the runtime cap",
     "throttled": "no drive thermal-management counter rose while the point ran",
