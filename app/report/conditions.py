@@ -96,29 +96,31 @@ def _state_rows(data: RunData) -> list[list[str]]:
         state = "a block device: what was written to it before the run is not recorded"
     else:
         state = "not recorded"
-    rows = [["File or device state", state]]
-    pre = meta.get("precondition")
-    proc = _mapping(meta.get("procedure"))
-    if isinstance(pre, Mapping):
-        mode = _text(pre.get("mode"), 40) or "mode not recorded"
-        done = "done" if pre.get("status") == "done" else "failed"
-        steady = _mapping(pre.get("steady")).get("attained")
-        rows.append(["Preconditioned", f"yes: {mode} ({done}" + ("" if steady is None else
-                                                                  ", steady" if steady is True else ", not steady at its cap")
-                     + "; see Run)"])
-    elif proc.get("precondition") in (None, "none"):  # run.json keeps a procedure only when it is not the default
-        rows.append(["Preconditioned", "no (precondition = none)"])
-    else:
-        rows.append(["Preconditioned", f"{_text(proc.get('precondition'), 40)} was asked; run.json records no pass"])
+    rows = [["File or device state", state], ["Preconditioned", _preconditioned(meta)]]
     steady = [p for p in data.storage if p.point.get("steady")]
     if steady:
         held = sum(1 for p in steady if _mapping(p.record.get("steady")).get("attained") is True)
-        rows.append(["Steady state", f"{len(steady)} of {len(data.storage)} points ran to fio's steady-state criterion; "
-                                     f"{held} reached it (see Steady state)"])
+        rows.append(["Steady state", f"{len(steady)} of {len(data.storage)} points ran to fio's steady-state "
+                                     f"criterion; {held} reached it (see Steady state)"])
     else:
         rows.append(["Steady state", "no criterion: each point ran for its fixed runtime, steady or not"])
     rows.append(["TRIM before the run", "not recorded"])
     return rows
+
+
+def _preconditioned(meta: Mapping[str, Any]) -> str:
+    """run.json's ``precondition`` (the pass as it ran), else what its ``procedure`` asked."""
+    pre = meta.get("precondition")
+    if isinstance(pre, Mapping):
+        parts = [_text(pre.get("mode"), 40) or "mode not recorded", "done" if pre.get("status") == "done" else "failed"]
+        steady = _mapping(pre.get("steady")).get("attained")
+        if steady is not None:
+            parts.append("steady" if steady is True else "not steady at its cap")
+        return f"yes: {parts[0]} ({', '.join(parts[1:])}; see Run)"
+    asked = _mapping(meta.get("procedure")).get("precondition")
+    if asked in (None, "none"):  # run.json keeps a procedure only when it is not the default
+        return "no (precondition = none)"
+    return f"{_text(asked, 40) or 'a preconditioning pass'} was asked; run.json records no pass"
 
 
 def _device_size(info: Mapping[str, Any]) -> float | None:
@@ -272,7 +274,8 @@ def target_notes(info: Mapping[str, Any], env: Mapping[str, Any]) -> list[str]:
             notes.append("A file target measures the filesystem as well as the device under it (allocation, journal, "
                          "metadata); a partition or whole device isolates the device.")
     elif kind in ("block", "disk", "part", "loop"):
-        if str(info.get("name") or info.get("path") or "").startswith(("loop", "/dev/loop")) or info.get("backing_file"):
+        name = str(info.get("name") or info.get("path") or "")
+        if name.startswith(("loop", "/dev/loop")) or info.get("backing_file"):
             notes.append(f"A loop device (backed by {md_text(info.get('backing_file') or 'a file', 200)}) is not a "
                          "physical device: the figures measure the filesystem and caches holding its backing file.")
         elif virt:
