@@ -242,3 +242,17 @@ def test_a_hostile_run_json_renders_a_report_without_junk(tmp_path: Path) -> Non
     assert table["Preconditioned"] == ["yes: mode not recorded (failed; see Run)"]
     assert "| a vm\\|x, inside a container" in md  # the '|' escaped: the cell stays one cell
     assert not re.search(r"\d{25}", md) and "\x1b" not in md
+
+
+def test_steady_points_are_counted_and_their_check_applies(tmp_path: Path) -> None:
+    points = [(_point("randread", steady="iops:2%"), 1e8), (_point("randread", qd=32), 1e8)]
+    d = _make(tmp_path / "run", points, flags=[])
+    recs = [json.loads(x) for x in (d / "results.jsonl").read_text().splitlines()]
+    recs[0]["steady"] = {"attained": True, "criterion": "iops:2%", "after_s": 4.0}
+    (d / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    table, _ = _conditions(d)
+    assert table["Steady state"] == ["1 of 2 points ran to fio's steady-state criterion; 1 reached it (see Steady "
+                                     "state)"]
+    checks = _table("\n".join(_flags_legend(load(d).storage, {})).splitlines())
+    assert checks["not-steady"] == ["passed (1), not applicable (1)", "checked: fio's steady-state criterion held "
+                                    f"before the runtime cap; not applicable to 1: {NO_STEADY}"]
