@@ -228,6 +228,19 @@ def _not_fleet(data: RunData, directory: str) -> RunData:
     return data
 
 
+def _same_pattern(p: StorageRow, rw: str, rwmixread: int | None) -> bool:
+    """Whether point ``p`` ran the sheet's access pattern: the same ``rw`` (and mix, when the sheet gives one),
+    or a mixed job whose mix leaves one direction only — randrw at 100/0 issues only random reads, so it is a
+    random-read point, and 0/100 a random-write one (likewise rw/readwrite for sequential)."""
+    if rwmixread is not None:
+        return p.rw == rw and p.mixed and p.read_pct == rwmixread
+    if p.rw == rw:
+        return True
+    if not p.mixed or p.random != rw.startswith("rand"):
+        return False
+    return (p.read_pct == 100 and rw in ("read", "randread")) or (p.read_pct == 0 and rw in ("write", "randwrite"))
+
+
 def compare_reference(run_dir: str, ref: Reference) -> str:
     data = _not_fleet(load(run_dir), run_dir)
     lines = [f"# {Path(run_dir).name} vs {ref.name}", ""]
@@ -240,8 +253,7 @@ def compare_reference(run_dir: str, ref: Reference) -> str:
                   "reference; for latencies below 1× is better.", ""]
     rows = []
     for f in ref.figures:
-        cands = [p for p in data.storage if p.rw == f.rw and p.bs == f.bs
-                 and (f.rwmixread is None or (p.mixed and p.read_pct == f.rwmixread))]
+        cands = [p for p in data.storage if p.bs == f.bs and _same_pattern(p, f.rw, f.rwmixread)]
         exact = [p for p in cands if (f.iodepth is None or p.iodepth == f.iodepth)
                  and (f.numjobs is None or p.numjobs == f.numjobs)]
         higher_better = METRICS[f.metric][1]
@@ -258,6 +270,8 @@ def compare_reference(run_dir: str, ref: Reference) -> str:
             continue
         v, p = (max if higher_better else min)(valued, key=lambda t: t[0])
         how = workload(p) + ("" if exact or (f.iodepth is None and f.numjobs is None) else " (sheet's QD not run)")
+        if p.rw != f.rw:
+            how += f" (all {'reads' if p.read_pct == 100 else 'writes'}: counted as {f.rw})"
         if len(valued) > 1:
             how += f", best of {len(valued)}"
         rows.append([label, METRICS[f.metric][0], _fmt(f.metric, f.value), _fmt(f.metric, v),

@@ -26,7 +26,7 @@ import signal
 import stat
 import time
 from contextlib import aclosing, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, AsyncGenerator, Callable, Iterator, Sequence
 
@@ -40,7 +40,7 @@ from app.procedure import (Measured, Procedure, check_precondition, measured_fro
                            skips)
 from app.link import link_of
 from app import telemetry
-from app.validity import TargetFacts, point_flags, target_facts
+from app.validity import NO_LINK, TargetFacts, point_checks, point_flags, target_facts
 from app.results import SCHEMA_VERSION, ResultsDir, check_dir_path, make_dirs, new_run_dir, now_iso, remove_dirs
 from app.runners import get_runner
 from app.runners.base import Context, Phase, Result, Runner, Sample
@@ -346,6 +346,9 @@ class Session:
             if self.kind == Kind.STORAGE and self.target is not None:
                 meta = self._read_target_facts(meta)
                 meta = self._open_telemetry(meta)
+            elif self.fleet is not None:  # the hosts' links and drives are not read: their checks cannot run
+                self.facts = TargetFacts(no_link=f"{NO_LINK}: a fleet run does not read its hosts' links",
+                                         no_telemetry="no drive telemetry: a fleet run does not read its hosts' drives")
             if self._needs_precondition(meta):
                 remaining += precondition_estimate_s(self.procedure, self.plan)
         except OSError as e:
@@ -458,6 +461,8 @@ class Session:
             meta = self.results.update_meta(telemetry=entry)
         if drive is not None:
             self.recorder = telemetry.Recorder(drive, self.results.raw_dir / telemetry.FILE_NAME, interval)
+        self.facts = replace(self.facts, telemetry=drive is not None,
+                             no_telemetry=f"no drive telemetry: {why_not}" if why_not else self.facts.no_telemetry)
         return meta
 
     def _read_target_facts(self, meta: dict[str, Any]) -> dict[str, Any]:
@@ -468,7 +473,7 @@ class Session:
         info = meta.get("target_info")
         if isinstance(info, dict) and link is not None and info.get("link") != link:
             meta = self.results.update_meta(target_info={**info, "link": link})
-        self.facts = target_facts(meta.get("target_info"), link)
+        self.facts = target_facts(meta.get("target_info"), link, meta.get("environment"))
         return meta
 
     # --- the procedure: skipped points, preconditioning ---------------------------------------------
@@ -622,6 +627,7 @@ class Session:
             if drive:
                 record["telemetry"] = drive
             record["flags"] = point_flags(record["point"], ev.metrics, ev.extra, self.facts, throttled)
+            record["checks"] = point_checks(record["point"], ev.metrics, record, self.facts, record["flags"])
         return record
 
     def _note(self, key: str, entry: dict[str, Any]) -> None:

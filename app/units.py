@@ -67,6 +67,22 @@ def format_bandwidth(bytes_per_s: float) -> str:
     return f"{bytes_per_s / 1e3:.0f} kB/s"
 
 
+def size_text(n: Any) -> str:
+    """A byte count in binary units for a reader (``25274793984`` → ``"23.5 GiB"``), "unknown" for no number or
+    one beyond any real size."""
+    try:
+        n = float(n) if isinstance(n, (int, float)) and not isinstance(n, bool) else math.nan
+    except OverflowError:  # a JSON integer beyond a float
+        n = math.nan
+    if not math.isfinite(n) or not 0 < n < 1 << 70:  # past 1 ZiB no memory or device exists: junk
+        return "unknown"
+    for unit, mult in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= mult:
+            v = n / mult
+            return f"{v:.0f} {unit}" if float(v).is_integer() else f"{v:.1f} {unit}"
+    return f"{int(n)} B"
+
+
 def parse_duration(value: object) -> float:
     """Seconds from ``10``, ``"10"``, ``"10s"``, ``"500ms"``, ``"2m"``.  Raises ValueError."""
     if isinstance(value, bool):

@@ -12,6 +12,12 @@ storage table, the TUI's results table and ``compare`` show them (docs/results-s
   or ramfs (memory), ZFS before 2.3 (caches in its ARC anyway), overlayfs (a container's own layer);
 - ``not-steady``: a point with a steady-state criterion that fio never saw hold before the cap;
 - ``throttled``: a drive thermal-management counter rose while the point ran (app.telemetry).
+
+A check that cannot run on a point is not passed: :func:`point_checks` gives each check's result per point —
+``flagged``, ``passed`` or ``not-applicable`` with why (no link speed known, no drive telemetry, no steady-state
+criterion, an operating-point search, no CPU figures) — stored in the results line as ``checks``.  Lines
+written before ``checks`` existed get theirs from :func:`checks_of`, which derives the same from what the line
+and run.json record (``target_info.link``, ``telemetry``, the point's ``steady`` setting).
 """
 
 from __future__ import annotations
@@ -34,6 +40,20 @@ LEGEND = {
     "not-steady": "fio's steady-state criterion never held before the runtime cap",
     "throttled": "a drive thermal-management counter rose while the point ran",
 }
+CHECKED = {  # what a passed check verified, for the report's table of checks
+    "cpu-bound": "fio's usr+sys CPU per job stayed below 90 % of one CPU",
+    "depth-not-reached": "IOPS × mean latency held at least 90 % of the I/Os asked in flight",
+    "above-link": "throughput stayed within the device link's capacity",
+    "buffered": "direct=1, and the target is on no filesystem known to ignore O_DIRECT (tmpfs, ramfs, ZFS < 2.3, "
+                "overlayfs)",
+    "not-steady": "fio's steady-state criterion held before the runtime cap",
+    "throttled": "no drive thermal-management counter rose while the point ran",
+}
+RESULTS = ("flagged", "passed", "not-applicable")
+NO_LINK = "no link speed known"
+NO_TELEMETRY = "no drive telemetry (no NVMe/SMART counters)"
+NO_STEADY = "no steady-state criterion set"
+SEARCHED = "operating-point searches are not checked for depth: fio's latency_target search varies the depth"
 CPU_BOUND_PERCENT = 90.0
 DEPTH_RATIO = 0.9
 SYNC_ENGINES = frozenset({"psync", "sync", "pvsync", "pvsync2", "vsync"})
@@ -49,9 +69,33 @@ class TargetFacts:
     link: Link | None = None
     filesystem: str | None = None
     zfs_version: str | None = None
+    no_link: str = NO_LINK  # why there is no link, when ``link`` is None
+    telemetry: bool = False  # the drive's health log is read during the run (app.telemetry)
+    no_telemetry: str = NO_TELEMETRY  # why not, when ``telemetry`` is False
 
 
-def target_facts(target_info: Mapping[str, Any] | None, link: Link | None) -> TargetFacts:
+def no_link_why(target_info: Mapping[str, Any] | None, environment: Mapping[str, Any] | None) -> str:
+    """Why the above-link check has no link to compare with, from what run.json records of the target and
+    the machine: a memory filesystem, a loop device and a virtual disk have no SATA/USB/PCIe link in sysfs."""
+    info = target_info if isinstance(target_info, Mapping) else {}
+    env = environment if isinstance(environment, Mapping) else {}
+    system = env.get("system")
+    virt = system.get("virtualization") if isinstance(system, Mapping) else None
+    fs, kind = info.get("filesystem"), info.get("type") or info.get("kind")
+    names = " ".join(str(info.get(k) or "") for k in ("name", "path", "source"))
+    if not info:
+        return f"{NO_LINK}: the target's details are not recorded"
+    if fs in MEMORY_FILESYSTEMS:
+        return f"{NO_LINK}: the file is on {fs}, in memory"
+    if kind == "loop" or "loop" in names or info.get("backing_file"):
+        return f"{NO_LINK} for a loop device (a file on another filesystem)"
+    if virt:
+        return f"{NO_LINK} for a virtual disk"
+    return f"{NO_LINK}: sysfs shows no SATA, USB or PCIe link above the target"
+
+
+def target_facts(target_info: Mapping[str, Any] | None, link: Link | None,
+                 environment: Mapping[str, Any] | None = None) -> TargetFacts:
     info = target_info if isinstance(target_info, Mapping) else {}
     fs = info.get("filesystem") if info.get("type") == "file" or info.get("kind") == "file" else None
     fs = fs if isinstance(fs, str) else None
@@ -61,7 +105,7 @@ def target_facts(target_info: Mapping[str, Any] | None, link: Link | None) -> Ta
             zfs = (sysfs_root() / "module" / "zfs" / "version").read_text(errors="replace")[:64].strip() or None
         except OSError:
             zfs = None
-    return TargetFacts(link=link, filesystem=fs, zfs_version=zfs)
+    return TargetFacts(link=link, filesystem=fs, zfs_version=zfs, no_link=no_link_why(info, environment))
 
 
 def flag(name: str, reason: str) -> dict[str, str]:
@@ -70,7 +114,12 @@ def flag(name: str, reason: str) -> dict[str, str]:
 
 
 def _num(v: Any) -> float | None:
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+        return None
+    try:
+        return float(v)
+    except OverflowError:  # JSON integers have no size limit
+        return None
 
 
 def _in_flight(point: Mapping[str, Any]) -> int:
@@ -111,7 +160,7 @@ def point_flags(point: Mapping[str, Any], metrics: Mapping[str, Any], extra: Map
     iops = _num(metrics.get("iops")) or 0.0
     lat = metrics.get("lat_ns")
     mean = (_num(lat.get("mean")) if isinstance(lat, Mapping) else None) or 0.0
-    searched = "operating_point" in extra or point.get("latency_bound") is not None
+    searched = _searched(point, extra)
     if iops > 0 and mean > 0 and not searched:
         n = _in_flight(point)
         held = iops * mean * 1e-9
@@ -130,6 +179,91 @@ def point_flags(point: Mapping[str, Any], metrics: Mapping[str, Any], extra: Map
         out.append(flag("not-steady", f"{steady.get('criterion') or 'the criterion'} never held before the cap"))
     if throttled:
         out.append(flag("throttled", throttled))
+    return out
+
+
+def _searched(point: Mapping[str, Any], extra: Mapping[str, Any]) -> bool:
+    return "operating_point" in extra or point.get("latency_bound") is not None
+
+
+def _not_applicable(name: str, point: Mapping[str, Any], metrics: Mapping[str, Any], extra: Mapping[str, Any],
+                    facts: TargetFacts) -> str | None:
+    """Why check ``name`` cannot judge this point, or None when it can."""
+    if name == "cpu-bound" and _num(metrics.get("usr_cpu")) is None and _num(metrics.get("sys_cpu")) is None:
+        return "fio reported no CPU use"
+    if name == "depth-not-reached":
+        lat = metrics.get("lat_ns")
+        mean = _num(lat.get("mean")) if isinstance(lat, Mapping) else None
+        if _searched(point, extra):
+            return SEARCHED
+        if not (_num(metrics.get("iops")) or 0) > 0 or not (mean or 0) > 0:
+            return "no IOPS or mean latency to apply Little's law to"
+    if name == "above-link" and facts.link is None:
+        return facts.no_link
+    if name == "not-steady" and not point.get("steady") and not isinstance(extra.get("steady"), Mapping):
+        return NO_STEADY
+    if name == "throttled":
+        if not facts.telemetry:
+            return facts.no_telemetry
+        seen = extra.get("telemetry")
+        readings = _num(seen.get("readings")) if isinstance(seen, Mapping) else None
+        if readings is not None and readings < 2:
+            return "fewer than two drive health readings while the point ran"
+    return None
+
+
+def point_checks(point: Mapping[str, Any], metrics: Mapping[str, Any], extra: Mapping[str, Any],
+                 facts: TargetFacts, flags: Iterable[Mapping[str, str]]) -> dict[str, dict[str, str]]:
+    """The results line's ``checks``: every check's result for this point — ``{"result": "flagged"}``,
+    ``{"result": "passed"}`` or ``{"result": "not-applicable", "why": one line}``."""
+    raised = set(names(flags))
+    out: dict[str, dict[str, str]] = {}
+    for name in FLAGS:
+        why = None if name in raised else _not_applicable(name, point, metrics, extra, facts)
+        out[name] = ({"result": "flagged"} if name in raised else {"result": "passed"} if why is None
+                     else {"result": "not-applicable", "why": why})
+    return out
+
+
+def _line(v: Any, limit: int = 200) -> str | None:
+    return " ".join(v.split())[:limit] or None if isinstance(v, str) else None
+
+
+def recorded_facts(meta: Mapping[str, Any]) -> TargetFacts:
+    """The facts the checks had, as run.json records them (a hostile run.json: what is well-formed of it)."""
+    info = meta.get("target_info")
+    info = info if isinstance(info, Mapping) else {}
+    raw = info.get("link")
+    link = raw if isinstance(raw, Mapping) and (_num(raw.get("bytes_per_s")) or 0) > 0 else None
+    tele = meta.get("telemetry")
+    on = isinstance(tele, Mapping) and tele.get("available") is True
+    why = _line(tele.get("reason")) if isinstance(tele, Mapping) else None
+    return TargetFacts(link=link, no_link=no_link_why(info, meta.get("environment")),  # type: ignore[arg-type]
+                       telemetry=on, no_telemetry=f"no drive telemetry: {why}" if why else NO_TELEMETRY)
+
+
+def checks_of(record: Mapping[str, Any], facts: TargetFacts) -> dict[str, dict[str, str]] | None:
+    """A results line's check results (its ``checks``, each entry checked; what is missing or malformed derived
+    from the line and ``facts`` = :func:`recorded_facts` of run.json); None for a line written before the
+    checks existed (no ``flags``)."""
+    if not isinstance(record.get("flags"), list):
+        return None
+    point, metrics = record.get("point"), record.get("metrics")
+    derived = point_checks(point if isinstance(point, Mapping) else {}, metrics if isinstance(metrics, Mapping) else {},
+                           record, facts, flags_of(record))
+    stored = record.get("checks")
+    stored = stored if isinstance(stored, Mapping) else {}
+    out = {}
+    for name in FLAGS:
+        entry = stored.get(name)
+        result = entry.get("result") if isinstance(entry, Mapping) else None
+        # a flag in the line's flags is flagged whatever its checks say; a recorded result is trusted otherwise
+        if isinstance(entry, Mapping) and result in RESULTS and "flagged" not in (result, derived[name]["result"]):
+            why = _line(entry.get("why"), 300)
+            out[name] = ({"result": "not-applicable", "why": why or "not recorded"}
+                         if result == "not-applicable" else {"result": "passed"})
+        else:
+            out[name] = derived[name]
     return out
 
 

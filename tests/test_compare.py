@@ -66,6 +66,40 @@ def test_run_against_reference_ratio(tmp_path: Path) -> None:
     assert rows["Sequential read 128K"][3] == "not measured"
 
 
+def _set_mix(directory: Path, mix: int) -> None:
+    """Give every point of the run the read percentage ``mix`` (rwmixread), in run.json's plan and the lines."""
+    for name in ("run.json", "results.jsonl"):
+        text = (directory / name).read_text()
+        (directory / name).write_text(text.replace('"rwmixread": 50', f'"rwmixread": {mix}'))
+
+
+@pytest.mark.parametrize(("mix", "label", "other", "counted"), [
+    (100, "Random read 4K", "Random write 4K", "all reads: counted as randread"),
+    (0, "Random write 4K", "Random read 4K", "all writes: counted as randwrite"),
+])
+def test_one_sided_randrw_point_matches_the_pure_pattern(tmp_path: Path, mix: int, label: str, other: str,
+                                                          counted: str) -> None:
+    """A randrw job at 100/0 issues only random reads (0/100 only random writes): the sheet's random read
+    (write) figure is compared with it, the table names the point and says so, and the other pattern stays
+    not measured."""
+    d = _make(tmp_path / "run", rws=["randrw"], bss=[4096], qds=[16])
+    _set_mix(d, mix)
+    (rec,) = [json.loads(x) for x in (d / "results.jsonl").read_text().splitlines()]
+    md = compare_reference(str(d), load_reference("intel-d7-p5600"))
+    rows = {r[0]: r for r in _rows(md)}
+    assert rows[label][3] != "not measured"
+    sheet = {f.label: f.value for f in load_reference("intel-d7-p5600").figures}
+    assert rows[label][4] == f"{rec['metrics']['iops'] / sheet[label]:.2f}×"
+    assert rows[label][5].startswith(f"randrw {mix}/{100 - mix} 4K QD16") and counted in rows[label][5]
+    assert rows[other][3] == "not measured"
+
+
+def test_two_sided_randrw_point_is_no_pure_pattern(tmp_path: Path) -> None:
+    d = _make(tmp_path / "run", rws=["randrw"], bss=[4096], qds=[16])
+    rows = {r[0]: r for r in _rows(compare_reference(str(d), load_reference("intel-d7-p5600")))}
+    assert rows["Random read 4K"][3] == rows["Random write 4K"][3] == "not measured"
+
+
 def test_reference_figure_with_queue_depth_picks_that_point(tmp_path: Path) -> None:
     d = _make(tmp_path / "run", rws=["randread"], bss=[4096], qds=[1, 16, 64])
     sheet = tmp_path / "mine.toml"

@@ -83,6 +83,9 @@ def test_four_agents_run_quick_with_every_host_figure_fio_s_own(tmp_path: Path) 
                 a.socket for a in running)
         meta = json.loads((out / "run.json").read_text())
         assert meta["status"] == "complete" and meta["target"] is None
+        checks = lines[0]["checks"]  # the controller reads no host's link or drive: those checks cannot run
+        assert checks["above-link"]["result"] == checks["throttled"]["result"] == "not-applicable"
+        assert "a fleet run does not read its hosts' drives" in checks["throttled"]["why"]
         assert [h["host"] for h in meta["fleet"]["hosts"]] == [a.host for a in running]
         schema_check.validate_dir(out)
         events = schema_check.validate_events(proc.stdout)

@@ -68,8 +68,8 @@ def test_golden_report(golden_rendered: tuple[Path, str]) -> None:
 
 def test_golden_report_sections_and_units(golden_rendered: tuple[Path, str]) -> None:
     golden_copy, md = golden_rendered
-    for heading in ("## Environment", "## Run", "## Target", "## Storage results", "## Memory results",
-                    "## Analysis", "### Little's law per point", "### Saturation knee",
+    for heading in ("## Environment", "## Run", "## Target", "## Test conditions", "## Storage results",
+                    "## Memory results", "## Analysis", "### Little's law per point", "### Saturation knee",
                     "### Best operating point under p99 ≤ 1000 µs", "### Queueing view",
                     "### Memory vs storage latency"):
         assert heading in md

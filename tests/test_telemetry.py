@@ -249,6 +249,8 @@ def test_a_point_during_which_the_drives_thermal_counter_rose_is_flagged_throttl
     (flag,) = throttled[1]
     assert flag["reason"].startswith("while the point ran, the drive's thermal-management T1 transitions +")
     assert recs[1]["telemetry"]["rose"]["thm_temp1_trans_count"] >= 1
+    assert [r["checks"]["throttled"] for r in recs] == [{"result": "passed"}, {"result": "flagged"},
+                                                          {"result": "passed"}]
     assert all(r["telemetry"]["readings"] >= 2 and 30 < r["telemetry"]["temperature_c"]["min"] < 80 for r in recs)
     m = meta(out)
     assert m["telemetry"] == {"available": True, "device": "/dev/nvme0", "bus": "nvme", "tool": "nvme",
@@ -288,3 +290,9 @@ def test_a_target_without_a_drive_says_so_in_run_json_and_the_report(tmp_path: P
     assert cli("report", str(out)).returncode == 0
     md = (out / "report.md").read_text()
     assert f"## Drive telemetry\n\nNone recorded: the target is on {name}, which is not an NVMe" in md
+    # the throttled check could not run: the line says so, and the report's checks table with why
+    assert lines(out)[0]["checks"]["throttled"] == {"result": "not-applicable", "why": "no drive telemetry: "
+                                                    + meta(out)["telemetry"]["reason"]}
+    row = next(ln for ln in md.splitlines() if ln.startswith("| throttled "))
+    assert "| not applicable " in row and f"no drive telemetry: the target is on {name}" in row
+    assert "no point flagged" not in md

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from app.link import link_of
-from app.validity import FLAGS, LEGEND, TargetFacts, flags_of, point_flags
+from app.validity import FLAGS, LEGEND, NO_STEADY, RESULTS, TargetFacts, flags_of, point_checks, point_flags
 from loopdev import loop_device
 from test_procedure import cli, lines, meta
 from schema_check import validate_dir
@@ -93,8 +93,12 @@ def test_flags_of_a_hostile_line_keeps_only_well_formed_known_flags(value: Any) 
        st.dictionaries(st.sampled_from(["iodepth", "numjobs", "ioengine", "direct", "latency_bound"]),
                        st.none() | st.booleans() | st.integers(-5, 1 << 40) | st.text(max_size=5)))
 def test_point_flags_of_any_metrics_never_raises(m: dict[str, Any], p: dict[str, Any]) -> None:
-    for f in point_flags(p, m, {}):
+    flags = point_flags(p, m, {})
+    for f in flags:
         assert f["flag"] in FLAGS and f["reason"]
+    checks = point_checks(p, m, {}, TargetFacts(), flags)
+    assert list(checks) == list(FLAGS) and all(c["result"] in RESULTS for c in checks.values())
+    assert {n for n, c in checks.items() if c["result"] == "flagged"} == {f["flag"] for f in flags}
 
 
 # --- the link, from sysfs ----------------------------------------------------------------------------------
@@ -206,6 +210,13 @@ def test_a_memory_filesystem_with_a_synchronous_engine_is_cpu_bound_short_of_dep
     assert set(got) == {"cpu-bound", "depth-not-reached", "buffered"}, record["flags"]
     assert got["buffered"].startswith("the target file is on tmpfs")
     assert meta(out)["target_info"]["filesystem"] == "tmpfs"
+    checks = record["checks"]  # every check's result, those that could not run with why
+    assert checks["above-link"] == {"result": "not-applicable", "why": "no link speed known: the file is on tmpfs, "
+                                                                      "in memory"}
+    assert checks["throttled"]["result"] == "not-applicable" and checks["throttled"]["why"].startswith(
+        "no drive telemetry: ")
+    assert checks["not-steady"] == {"result": "not-applicable", "why": NO_STEADY}
+    assert checks["buffered"] == {"result": "flagged"}
 
 
 def test_direct_0_is_buffered_on_a_real_filesystem(tmp_path: Path) -> None:
@@ -232,5 +243,7 @@ def test_a_loop_device_faster_than_its_fake_usb2_link_is_above_link(tmp_path: Pa
     assert record["metrics"]["bw_bytes"] > 60e6, "a RAM-backed loop device reads faster than USB 2.0"
     (f,) = [f for f in record["flags"] if f["flag"] == "above-link"]
     assert "USB 480 Mb/s link's 60 MB/s" in f["reason"]
+    assert record["checks"]["above-link"] == {"result": "flagged"}
+    assert record["checks"]["cpu-bound"] in ({"result": "passed"}, {"result": "flagged"})
     assert meta(out)["target_info"]["link"] == {"kind": "usb", "text": "USB 480 Mb/s", "bytes_per_s": 60e6}
     assert json.loads(json.dumps(record["flags"])) == flags_of(record)

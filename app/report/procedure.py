@@ -27,7 +27,13 @@ MAX_SAMPLES = 100_000  # … and this many lines
 
 
 def _num(v: Any) -> float | None:
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+        return None
+    try:
+        f = float(v)
+    except OverflowError:  # JSON integers have no size limit
+        return None
+    return f if math.isfinite(f) else None
 
 
 # --- which rows go where ----------------------------------------------------------------------------

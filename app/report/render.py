@@ -15,13 +15,13 @@ from typing import Any, Sequence
 from app.points import Kind
 from app.report import analysis as an
 from app.report import procedure as rp
-from app.report import drive, queue_text, series, support, trends
+from app.report import conditions, drive, queue_text, series, support, trends
 from app.report import memory as mem
-from app.validity import FLAGS, LEGEND, names
+from app.validity import CHECKED, FLAGS, LEGEND, checks_of, names, recorded_facts
 from app.report.model import TRAFFIC_DESCRIPTIONS, MemoryRow, RunData, StorageRow
 from app.sanitize import clean_text, md_text
 from app.textable import markdown_table
-from app.units import format_count, format_size
+from app.units import format_count, format_size, size_text
 
 MB = 1e6
 MIB = float(1 << 20)
@@ -38,16 +38,6 @@ def us(ns: float | None, digits: int = 2) -> str:
 
 def pct(x: float) -> str:
     return f"{x:.2f}%"
-
-
-def size_text(n: Any) -> str:
-    if not isinstance(n, (int, float)) or n <= 0:
-        return "unknown"
-    for unit, mult in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= mult:
-            v = n / mult
-            return f"{v:.0f} {unit}" if float(v).is_integer() else f"{v:.1f} {unit}"
-    return f"{int(n)} B"
 
 
 def cache_size(text: str) -> str:
@@ -138,43 +128,9 @@ def _environment(data: RunData) -> list[str]:
     return out
 
 
-def _honest_target_notes(info: dict[str, Any], env: dict[str, Any], points: Sequence[StorageRow]) -> list[str]:
-    notes = []
-    virt = (env.get("system") or {}).get("virtualization")
-    kind = info.get("type") or info.get("kind")
-    source = str(info.get("source") or "")
-    device: dict[str, Any] = info["device"] if isinstance(info.get("device"), dict) else {}
-    if kind == "file":
-        if source.startswith("/dev/loop") or str(device.get("name", "")).startswith("loop"):
-            notes.append("The file lives on a loop device, itself a file on another filesystem: the figures measure "
-                         "that stack (two filesystems and the host's caches), not an SSD.")
-        if source in ("overlay", "tmpfs") or info.get("filesystem") in ("overlay", "tmpfs", "ramfs"):
-            notes.append(f"The filesystem is {info.get('filesystem')}: memory or a container layer answers the I/O, "
-                         "not a storage device.")
-        if virt:
-            notes.append(f"This machine is a {virt}: {source or 'the disk'} is a virtual disk whose figures include "
-                         "the hypervisor's I/O path and the host's caches; they say little about any physical SSD.")
-        elif not notes:
-            notes.append("A file target measures the filesystem as well as the device under it (allocation, journal, "
-                         "metadata); a partition or whole device isolates the device.")
-    elif kind in ("block", "disk", "part", "loop"):
-        if str(info.get("name") or info.get("path") or "").startswith(("loop", "/dev/loop")) or info.get("backing_file"):
-            notes.append(f"A loop device (backed by {info.get('backing_file') or 'a file'}) is not a physical device: "
-                         "the figures measure the filesystem and caches holding its backing file.")
-        elif virt:
-            notes.append(f"This machine is a {virt}: the device is virtual; its figures include the hypervisor's I/O "
-                         "path and say little about the physical drive behind it.")
-    buffered = [p for p in points if p.point.get("direct") is False]
-    if buffered:
-        notes.append(f"{len(buffered)} point(s) ran with direct=0: the page cache serves part of their I/O, so they "
-                     "may exceed what the device can do.")
-    return notes
-
-
 def _target(data: RunData) -> list[str]:
     info = data.meta.get("target_info") or {}
     target = data.meta.get("target")
-    env = data.meta.get("environment") or {}
     if not data.storage and not target:
         return []
     out = ["## Target", ""]
@@ -203,9 +159,6 @@ def _target(data: RunData) -> list[str]:
                      else "not recorded"])
     out.append(markdown_table(["Property", "Value"], rows, right=()))
     out.append("")
-    for note in _honest_target_notes(info, env, data.storage):
-        out.append(f"> {note}")
-        out.append("")
     return out
 
 
@@ -279,7 +232,8 @@ def _points_text(data: RunData, total: int) -> str:
             f" × {n} host{'s' if n != 1 else ''})")
 
 
-def _storage_table(points: Sequence[StorageRow], heading: str = "## Storage results", intro: bool = True) -> list[str]:
+def _storage_table(points: Sequence[StorageRow], heading: str = "## Storage results", intro: bool = True,
+                   meta: dict[str, Any] | None = None) -> list[str]:
     out = [heading, ""]
     if intro:
         out += [STORAGE_UNITS, ""]
@@ -295,7 +249,7 @@ def _storage_table(points: Sequence[StorageRow], heading: str = "## Storage resu
                          "Latency max (µs)", "Latency avg (µs)", "Latency p99 (µs)", "CPU usr", "CPU sys", "IO Depth",
                          "Jobs"] + (["Flags"] if flagged else []), rows, right=range(2, 12)))
     out.append("")
-    out += _flags_legend(points)
+    out += _flags_legend(points, meta)
     marks = []
     if any((p.metrics.get("lat_ns") or {}).get("percentiles_approx") for p in points):
         marks.append("≈ p99 of several jobs without json+ histograms: the I/O-weighted mean of their p99s.")
@@ -312,17 +266,25 @@ def _storage_table(points: Sequence[StorageRow], heading: str = "## Storage resu
         out.append("")
         rows = []
         for p in mixed:
-            r = p.metrics.get("read_lat_ns") or {}
-            w = p.metrics.get("write_lat_ns") or {}
             rows.append([workload(p), format_count(float(p.metrics.get("read_iops") or 0)),
                          format_count(float(p.metrics.get("write_iops") or 0)),
                          f"{float(p.metrics.get('read_bw_bytes') or 0) / MB:.1f}",
                          f"{float(p.metrics.get('write_bw_bytes') or 0) / MB:.1f}",
-                         us(r.get("mean")), us(w.get("mean")), us(r.get("p99") or None), us(w.get("p99") or None)])
+                         _side_us(p, "read", "mean"), _side_us(p, "write", "mean"), _side_us(p, "read", "p99"),
+                         _side_us(p, "write", "p99")])
         out.append(markdown_table(["Workload", "Read IOPS", "Write IOPS", "Read MB/s", "Write MB/s", "Read avg (µs)",
                              "Write avg (µs)", "Read p99 (µs)", "Write p99 (µs)"], rows))
         out.append("")
     return out
+
+
+def _side_us(p: StorageRow, side: str, key: str) -> str:
+    """A latency of one direction of a point in µs, "n/a" when that direction did no I/O (fio reports its
+    latencies as 0 then: a 0/100 mix has no read latency, not a read latency of 0.00 µs)."""
+    iops = rp._num(p.metrics.get(f"{side}_iops"))
+    lat = p.metrics.get(f"{side}_lat_ns")
+    value = rp._num(lat.get(key)) if isinstance(lat, dict) else None
+    return us(value) if iops and value else "n/a"
 
 
 def _traffic_order(t: str) -> int:
@@ -656,17 +618,44 @@ def _mem_storage(data: RunData) -> list[str]:
             f"({math.log10(r.ratio):.1f} orders of magnitude).", ""]
 
 
-def _flags_legend(points: Sequence[StorageRow]) -> list[str]:
-    """What the Flags column means, for the flags it shows; one line when every point passed every check."""
-    shown = [name for name in FLAGS if any(name in names(p.flags) for p in points)]
-    if not shown:
-        if points and all(p.checked for p in points):
-            return [f"Validity checks ({', '.join(FLAGS)}): no point flagged.", ""]
+def _flags_legend(points: Sequence[StorageRow], meta: dict[str, Any] | None = None) -> list[str]:
+    """The tool's checks of the points' figures, one row each: flagged (on how many points), passed, or not
+    applicable and why — a check that could not run is never counted as passed.  Lines without ``checks``
+    get theirs derived from ``meta`` (run.json); lines written before the checks existed are left out."""
+    facts = recorded_facts(meta or {})
+    results = [c for p in points if (c := checks_of(p.record, facts)) is not None]
+    if not results:
         return []
-    out = ["Flags — the tool's checks of each point's figures:", ""]
-    out += [f"- **{name}**: {LEGEND[name]}." for name in shown]
+    out = [f"Validity checks — each check's result over the {len(results)} point{'s' if len(results) != 1 else ''} "
+           "it was run on (the Flags column names the points a check flagged):", ""]
+    rows = [[name, *_check_row(name, [c[name] for c in results])] for name in FLAGS]
+    out.append(markdown_table(["Check", "Result", "Why"], rows, right=()))
     out.append("")
+    if len(results) < len(points):
+        n = len(points) - len(results)
+        out += [f"{n} point{'s were' if n != 1 else ' was'} recorded before the tool checked its points: not "
+                "counted above.", ""]
     return out
+
+
+def _check_row(name: str, entries: Sequence[dict[str, str]]) -> list[str]:
+    """The Result and Why of one check over its points' results."""
+    count = {r: sum(1 for e in entries if e["result"] == r) for r in ("flagged", "passed", "not-applicable")}
+    whys = list(dict.fromkeys(md_text(e.get("why") or "not recorded", 300) for e in entries
+                              if e["result"] == "not-applicable"))  # read from the results lines: foreign text
+    n_a = count["not-applicable"]
+    parts, why = [], []
+    if count["flagged"]:
+        parts.append(f"flagged ({count['flagged']} point{'s' if count['flagged'] != 1 else ''})")
+        why.append(LEGEND[name])
+    if count["passed"]:
+        parts.append(f"passed ({count['passed']})" if count["flagged"] or n_a else "passed")
+        why += [] if count["flagged"] else [f"checked: {CHECKED[name]}"]
+    if n_a:
+        parts.append("not applicable" + (f" ({n_a})" if len(parts) else ""))
+        shown = "; ".join(whys[:3]) + (" …" if len(whys) > 3 else "")
+        why.append(shown if len(parts) == 1 else f"not applicable to {n_a}: {shown}")
+    return [", ".join(parts), "; ".join(why)]
 
 
 # --- csv ------------------------------------------------------------------------------------------------------
@@ -761,10 +750,12 @@ def render_markdown(data: RunData, figures: Sequence[Any], bound_ns: float,
     lines += _environment(data)
     lines += _run(data)
     lines += _target(data)
+    lines += conditions.section(data)
     lines += drive.section(data, workload)
     big = len(data.storage) > MAX_BODY_POINTS
     if data.storage:
-        lines += _storage_summary(data.storage, curves, bound_ns, data.path) if big else _storage_table(data.storage)
+        lines += (_storage_summary(data.storage, curves, bound_ns, data.path) if big
+                  else _storage_table(data.storage, meta=data.meta))
         lines += rp.steady_section(data.storage)
         lines += series.cliff_section(data)
     lines += rp.skipped_section(data.meta)
@@ -789,7 +780,7 @@ def render_markdown(data: RunData, figures: Sequence[Any], bound_ns: float,
         lines += ["No completed point: nothing to analyse.", ""]
     if big:
         lines += ["## Appendix: every point", ""]
-        lines += _storage_table(data.storage, heading="### Storage results, every point")
+        lines += _storage_table(data.storage, heading="### Storage results, every point", meta=data.meta)
         lines += _littles_law(data.storage, heading="### Little's law, every point")
     while lines and lines[-1] == "":
         lines.pop()
