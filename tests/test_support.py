@@ -220,9 +220,14 @@ def test_compare_says_a_moved_fragile_knee_is_within_noise(tmp_path: Path) -> No
     assert re.search(r"\| randread 4K QD64 +\|", text)  # the point tables are still there
 
 
-def test_compare_says_a_moved_stable_knee_is_real(tmp_path: Path) -> None:
+def test_compare_says_when_two_stable_knees_disagree_beyond_each_runs_noise(tmp_path: Path) -> None:
+    """Each run's bootstrap sees only its own seconds: two runs on a virtual disk measured QD32 ×1.27 and QD64
+    ×0.81 apart and each called its (different) knee stable. Compare names the loads that moved and says
+    neither knee is reproducible, instead of blaming the device."""
     moved = {1: (0.0, 0.0), 2: (0.3, 0.0), 4: (0.90, 0.0), 8: (0.93, 0.4), 16: (0.97, 0.6), 32: (1.0, 1.0)}
     text = compare_runs(str(_write(tmp_path / "a", _sweep(CORNER))), str(_write(tmp_path / "b", _sweep(moved))))
-    assert "the knee moved from QD8 (A) to QD4 (B), and both runs rate their knee stable: a real difference" in text
+    assert "the knee moved from QD8 (A) to QD4 (B), though each run rates its own knee stable" in text
+    assert re.search(r"measured differently in the two runs \(QD4 ×[0-9.]+(, QD8 ×[0-9.]+)? IOPS B/A\)", text)
+    assert "neither knee is reproducible" in text and "real difference" not in text
     same = compare_runs(str(tmp_path / "a"), str(tmp_path / "a"))
     assert "randread 4K: the knee is QD8 in both runs (A stable, B stable)." in same
