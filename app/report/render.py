@@ -463,7 +463,9 @@ def _knee_support(supported: Sequence[tuple[an.Curve, support.KneeSupport]]) -> 
            f"(fixed seed {support.SEED}; consecutive seconds are correlated, so this is a lower bound of the spread). "
            f"Stable: every check ran, the margin is clear, the cut curve agrees and the knee wins at least "
            f"{support.BOOTSTRAP_AGREE * 100:.0f} % of the resamples; fragile: a check failed, and the alternatives "
-           f"are named; unconfirmed: none failed but one could not run.", ""]
+           f"are named; unconfirmed: none failed but one could not run. All three see only this run's seconds: "
+           f"whether another run finds the same knee (a virtual disk drifts ±20 % between runs) is what "
+           f"`profiler-tui compare` of two runs tells.", ""]
     rows = []
     for c, sup in supported:
         rows.append([c.label, sup.name(sup.knee), sup.margin_text(), sup.drop_last_text(), sup.boot_text(),
