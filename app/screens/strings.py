@@ -252,7 +252,7 @@ letters filter, so there only `ctrl+c` quits). The smallest supported terminal i
 ## Runs (`h` on every other screen)
 - Every results directory, newest first: preset, kind, target, start, points done/planned, status
   (`running` only while a process holds the run).
-- Typing filters: every letter (`q` and `h` too), digit or `/` goes to the filter (words match preset,
+- Typing filters: every letter (`q` and `h` too) or digit goes to the filter, as `/` does (words match preset,
   target, status, date); `↓`/`enter` back to the table, `escape` clears it. So the commands are ctrl keys:
   `enter` opens the results; `ctrl+r` the report; `ctrl+g` resumes an interrupted run (the target is
   checked and confirmed again); `ctrl+t` marks a run (A, then B) and `ctrl+s` compares the two side by
