@@ -61,7 +61,8 @@ class PlanDescription:
 
     @property
     def totals(self) -> str:
-        return f"{len(self.points)} points, estimated {'at most ' if self.bounded else ''}{self.estimated}"
+        n = len(self.points)
+        return f"{n} point{'' if n == 1 else 's'}, estimated {'at most ' if self.bounded else ''}{self.estimated}"
 
     @property
     def access(self) -> str:

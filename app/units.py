@@ -122,6 +122,20 @@ def format_duration(seconds: float) -> str:
     return f"{s}s"
 
 
+def format_duration_short(seconds: float) -> str:
+    """A duration in at most six characters, for a column: ``45s``, ``12m30s``, ``2h01m``, ``23h32m``,
+    ``3d4h`` (rounded to its last unit)."""
+    s = max(0, int(round(seconds)))
+    if s < 3600:
+        return format_duration(s)
+    minutes = int(round(s / 60))
+    if minutes < 24 * 60:
+        h, m = divmod(minutes, 60)
+        return f"{h}h{m:02d}m"
+    d, h = divmod(int(round(s / 3600)), 24)
+    return f"{d}d{h}h"
+
+
 def format_count(x: float, *, fractions: bool = False) -> str:
     """Counts the way fio prints IOPS: ``133k``, ``22.2k``, ``5513``.  With ``fractions`` (chart tick
     labels) a small value that is not whole keeps three significant digits: ``0.35``, ``2.5``."""

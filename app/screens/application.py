@@ -112,6 +112,13 @@ class ProfilerApp(App[int]):
         yield SystemCommand("Import", "Import fio JSON or MLC text outputs into a results directory",
                             self.action_import)
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """On a screen where letters filter (the runs browser), `h` and `q` are typed, not commands: hidden
+        from the footer too (escape goes back, ctrl+c quits)."""
+        if action in ("runs", "request_quit") and getattr(self.screen, "TYPING_FILTERS", False):
+            return False
+        return True
+
     def action_help(self) -> None:
         from app.screens.help import HelpScreen
 
@@ -230,7 +237,7 @@ class ProfilerApp(App[int]):
     def show_custom_sweep(self, message: ShowCustomSweep) -> None:
         from app.screens.custom import CustomSweepScreen
 
-        self.push_screen(CustomSweepScreen(message.target))
+        self.push_screen(CustomSweepScreen(message.target, start=message.start))
 
     @on(StartRun)
     def start_run(self, message: StartRun) -> None:

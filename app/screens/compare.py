@@ -58,6 +58,23 @@ def better_cells(header: list[str], row: list[str]) -> set[int]:
     return out
 
 
+def one_figure_a_row(header: list[str], rows: list[list[str]]) -> tuple[list[str], list[tuple[list[str], set[int]]]]:
+    """A run-vs-run table (``IOPS A | IOPS B | B/A`` for each figure, 13 columns, wider than 120) as one row
+    per workload and figure (``Workload | Figure | A | B | B/A``), which fits 80 columns; each row with the
+    indexes of its better cells. Any other table is returned as it is."""
+    groups = [i for i, name in enumerate(header) if name == "B/A" and i >= 3]
+    if not groups:
+        return header, [(row, better_cells(header, row)) for row in rows]
+    out: list[tuple[list[str], set[int]]] = []
+    for row in rows:
+        good = better_cells(header, row)
+        for n, i in enumerate(groups):
+            figure = header[i - 2].removesuffix(" A")
+            cells = [row[0] if n == 0 else "", figure, row[i - 2], row[i - 1], row[i]]
+            out.append((cells, {j - (i - 2) + 2 for j in good if i - 2 <= j < i}))
+    return ["Workload", "Figure", "A", "B", "B/A"], out
+
+
 def compute(a: Path, b: Path | None, reference: str | None) -> str:
     """In a thread: the comparison's markdown (app.compare, exactly what the CLI writes)."""
     from app.compare import compare_reference, compare_runs, load_reference
@@ -104,7 +121,8 @@ class CompareScreen(Screen[None]):
             if event.state == WorkerState.SUCCESS:
                 self.notify(strings.COMPARE_EXPORTED.format(path=event.worker.result), timeout=8)
             elif event.state == WorkerState.ERROR:
-                self.notify(str(event.worker.error), severity="error", timeout=10)
+                # the core's sentence names the path after the CLI's flag, which the TUI has not
+                self.notify(str(event.worker.error).removeprefix("--out "), severity="error", timeout=10)
 
     def show(self, markdown: str) -> None:
         body = self.query_one("#compare-body", VerticalScroll)
@@ -117,13 +135,15 @@ class CompareScreen(Screen[None]):
             self._text(body, text)
             table: DataTable[Text] = DataTable(classes="compare-table", cursor_type="none", zebra_stripes=True,
                                                id=f"compare-table-{n}")
+            # the page scrolls, not each table: ↑/↓/PgDn move through everything without tab first
+            table.can_focus = False
             body.mount(table)
-            for name in part.header:
+            header, rows = one_figure_a_row(part.header, part.rows)
+            for name in header:
                 table.add_column(name)
-            for row in part.rows:
-                good = better_cells(part.header, row)
+            for row, good in rows:
                 table.add_row(*[Text(c, style=BETTER if i in good else "",
-                                     justify="left" if i == 0 else "right") for i, c in enumerate(row)])
+                                     justify="left" if i < 2 else "right") for i, c in enumerate(row)])
         self._text(body, text)
 
     @staticmethod

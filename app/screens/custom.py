@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -17,6 +18,7 @@ from app import presets as core
 from app.errors import ProfilerError, UsageError
 from app.screens import strings
 from app.describe import describe_plan
+from app.units import setting_text
 from app.screens.confirm import YesNo
 from app.screens.messages import StartRun
 from app.screens.state import TargetChoice, app_options, overrides_for
@@ -88,6 +90,24 @@ def check_field(kind: str, key: str, raw: str, optional: bool) -> tuple[list[Any
         return None, text[len(prefix):] if text.startswith(prefix) else text
 
 
+def start_values(preset: core.Preset) -> dict[str, str]:
+    """The form's fields as ``preset`` (overrides applied) has them, written as a person types them; a value
+    the form's own check would refuse (none expected) is left to the field's default."""
+    d = describe_plan(preset)
+    found: dict[str, str] = {}
+    for f in FIELDS.get(preset.kind, ()):
+        if f.key in d.axes:
+            text = d.axis_text(f.key)
+        elif d.settings.get(f.key) is not None:
+            text = setting_text(f.key, d.settings[f.key])
+        else:
+            continue
+        text = text.replace(", ", ",")
+        if check_field(preset.kind, f.key, text, f.optional)[0] is not None:
+            found[f.key] = text
+    return found
+
+
 class CustomSweepScreen(Screen[None]):
     BINDINGS = [
         Binding("ctrl+r", "run", "Run", priority=True),
@@ -95,13 +115,18 @@ class CustomSweepScreen(Screen[None]):
         Binding("escape", "back", "Back"),
     ]
 
-    def __init__(self, target: TargetChoice, kind: str = core.STORAGE) -> None:
+    def __init__(self, target: TargetChoice, kind: str = core.STORAGE, start: core.Preset | None = None) -> None:
         super().__init__()
         self.target = target
-        self.initial_kind = kind
+        self.initial_kind = start.kind if start is not None else kind
+        self.start = start_values(start) if start is not None else {}
+        self.start_from = (start.name, len(start.expand())) if start is not None else None
 
     def _initial(self, kind: str, field: Field) -> str:
-        """The field's default, or the app-wide override for that key (e.g. runtime=1 in tests)."""
+        """The starting preset's value, else the field's default or the app-wide override for that key (e.g.
+        runtime=1 in tests)."""
+        if kind == self.initial_kind and field.key in self.start:
+            return self.start[field.key]
         value = field.default
         for item in overrides_for(kind, app_options(self.app).overrides):
             key, _, v = item.partition("=")
@@ -144,6 +169,18 @@ class CustomSweepScreen(Screen[None]):
         self._show_kind()
         first = FIELDS[self.kind][0]
         self.query_one(f"#{self.kind}-{first.key}", Input).focus()
+        if self.start_from is not None:
+            self.say_start(*self.start_from)
+
+    def say_start(self, name: str, points: int) -> None:
+        """Where the fields came from; a preset that pairs its values (quick: SEQ1M Q8T1, RND4K Q32T1, …)
+        becomes every combination here, and the count says so."""
+        self.sub_title = strings.CUSTOM_FROM.format(name=name) + " — " + self.target.display
+        values = self.validate()
+        n = len(describe_plan(self._preset(values)).points) if values is not None else points
+        if n != points:
+            self.notify(strings.CUSTOM_FROM_MATRIX.format(name=name, points=points, n=n), severity="warning",
+                        timeout=10)
 
     @property
     def kind(self) -> str:
@@ -154,6 +191,12 @@ class CustomSweepScreen(Screen[None]):
         for kind in FIELDS:
             self.query_one(f"#fields-{kind}").display = kind == self.kind
         self.validate()
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        """Marks the focused field's row (-focused, app/tui.tcss): its label shows in reverse video. A class,
+        since Textual leaves a :focus-within style on the label after the focus moves on."""
+        for row in self.query(".form-row"):
+            row.set_class(row is event.widget.parent, "-focused")
 
     def on_select_changed(self, event: Select.Changed) -> None:
         if event.select.id == "kind":

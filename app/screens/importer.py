@@ -26,16 +26,59 @@ from app.widgets import TooSmall
 MAX_LISTED = 2000  # directory entries looked at for one completion
 
 
+SHELL_SPECIAL = " \t\n'\"\\"  # what shlex.split (split_paths) would not take literally outside quotes
+
+
+def last_word(value: str) -> tuple[str, str | None] | None:
+    """The path being typed at the end of ``value`` as split_paths will read it (quotes and backslashes
+    undone), and the quote still open around it; None when the field ends between paths."""
+    word: list[str] = []
+    quote: str | None = None
+    escaped = in_word = False
+    for ch in value:
+        if escaped:
+            word.append(ch)
+            escaped = False
+        elif ch == "\\" and quote != "'":
+            escaped = in_word = True
+        elif quote:
+            if ch == quote:
+                quote = None
+            else:
+                word.append(ch)
+        elif ch in "'\"":
+            quote, in_word = ch, True
+        elif ch.isspace():
+            word, in_word = [], False
+        else:
+            word.append(ch)
+            in_word = True
+    return ("".join(word), quote) if in_word and not escaped else None
+
+
+def quoted_tail(tail: str, quote: str | None, finished: bool) -> str:
+    """``tail`` written so split_paths reads it back as is, continuing the word's quoting; a finished path
+    (a file, not a directory to go on into) closes its quote."""
+    if quote == "'":
+        return tail.replace("'", "'\\''") + ("'" if finished else "")
+    if quote == '"':
+        return "".join("\\" + c if c in '"\\$`' else c for c in tail) + ('"' if finished else "")
+    return "".join("\\" + c if c in SHELL_SPECIAL else c for c in tail)
+
+
 class PathSuggester(Suggester):
-    """Completes the last path of the field from the filesystem (the first entry that starts with it)."""
+    """Completes the last path of the field from the filesystem (the first entry that starts with it). The
+    completion only adds to what is typed and escapes what it adds (``my\\ fio\\ out.json``, or inside the
+    quote the path was opened with), so a name with spaces stays one path."""
 
     def __init__(self) -> None:
         super().__init__(use_cache=False, case_sensitive=True)
 
     async def get_suggestion(self, value: str) -> str | None:
-        head, sep, last = value.rpartition(" ")
-        if not last:
+        typed = last_word(value)
+        if typed is None or not typed[0]:
             return None
+        last, quote = typed
         directory, stem = os.path.split(os.path.expanduser(last))
         try:
             with os.scandir(directory or ".") as it:
@@ -44,7 +87,7 @@ class PathSuggester(Suggester):
             return None
         for name in names:
             if name.startswith(stem) and name != stem and (stem.startswith(".") or not name.startswith(".")):
-                return head + sep + last[:len(last) - len(stem)] + name
+                return value + quoted_tail(name[len(stem):], quote, finished=not name.endswith("/"))
         return None
 
 

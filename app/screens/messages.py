@@ -30,11 +30,12 @@ class ShowPresets(Message):
 
 
 class ShowCustomSweep(Message):
-    """The custom-sweep form for a target."""
+    """The custom-sweep form for a target, its fields filled from ``start`` (a preset) when given."""
 
-    def __init__(self, target: TargetChoice) -> None:
+    def __init__(self, target: TargetChoice, start: Preset | None = None) -> None:
         super().__init__()
         self.target = target
+        self.start = start
 
 
 class ShowDevices(Message):

@@ -7,7 +7,7 @@ from typing import Any
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, VerticalScroll
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
@@ -15,6 +15,7 @@ from app import presets as core
 from app.describe import describe_plan
 from app.errors import ProfilerError
 from app.screens import strings
+from app.units import format_duration_short
 from app.widgets import TooSmall
 from app.screens.messages import ShowCustomSweep, StartRun
 from app.screens.state import TargetChoice, app_options, overrides_for
@@ -25,7 +26,10 @@ def preview_text(preset: core.Preset, target: TargetChoice | None, engine: str, 
     text = Text()
     text.append(f"{d.name}", style="bold")
     text.append(f" ({d.kind})\n")
-    text.append(d.description + "\n\n")
+    text.append(d.description + "\n")
+    if "--set" in d.description:  # the preset file speaks to the command line; here fields are edited
+        text.append(strings.PREVIEW_SET_IN_TUI + "\n", style="italic")
+    text.append("\n")
     if d.kind == core.MEMORY:
         text.append(strings.PREVIEW_MEMORY.format(engine=engine) + "\n")
     elif target is not None:
@@ -60,12 +64,15 @@ class PresetsScreen(Screen[None]):
         self.target = target
         self.presets: dict[str, core.Preset] = {}
         self.errors: dict[str, str] = {}
+        self.shadowing: set[str] = set()  # user presets that replace a shipped one of the same name
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
         yield TooSmall()
         with Horizontal(id="presets-body"):
-            yield DataTable(id="presets", cursor_type="row")
+            with Vertical(id="presets-side"):
+                yield DataTable(id="presets", cursor_type="row")
+                yield Static("", id="presets-legend")
             with VerticalScroll(id="preview-scroll"):
                 yield Static("", id="preview")
         yield Footer()
@@ -86,6 +93,9 @@ class PresetsScreen(Screen[None]):
         table.clear()
         self.presets, self.errors = {}, {}
         overrides = app_options(self.app).overrides
+        shipped = core.shipped_dir()
+        self.shadowing = {name for name, path in core.available().items()
+                          if path.parent != shipped and (shipped / path.name).is_file()}
         for name, path in core.available().items():
             try:
                 preset = core.load_file(path)
@@ -97,7 +107,11 @@ class PresetsScreen(Screen[None]):
                 continue
             self.presets[name] = preset
             kind = "mem" if preset.kind == core.MEMORY else ("io W" if info["writes"] else "io")
-            table.add_row(name, kind, str(info["points"]), info["estimated"], key=name)
+            label = Text(name) + (Text("*", style="bold yellow") if name in self.shadowing else Text(""))
+            table.add_row(label, kind, str(info["points"]), format_duration_short(info["estimated_seconds"]),
+                          key=name)
+        legend = strings.PRESETS_LEGEND + (strings.PRESETS_LEGEND_SHADOW if self.shadowing else "")
+        self.query_one("#presets-legend", Static).update(legend)
         if current is not None and current in self.presets:
             table.move_cursor(row=table.get_row_index(current))
         self._preview()
@@ -118,8 +132,10 @@ class PresetsScreen(Screen[None]):
         else:
             preset = self.presets[name]
             options = app_options(self.app)
-            preview.update(preview_text(preset, self.target, options.engine,
-                                        overrides_for(preset.kind, options.overrides)))
+            text = preview_text(preset, self.target, options.engine, overrides_for(preset.kind, options.overrides))
+            if name in self.shadowing:
+                text.append("\n" + strings.PRESETS_SHADOWS.format(name=name, path=preset.source), style="yellow")
+            preview.update(text)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         self._preview()
@@ -142,7 +158,9 @@ class PresetsScreen(Screen[None]):
         self.post_message(StartRun(preset, self.target))
 
     def action_custom(self) -> None:
-        self.post_message(ShowCustomSweep(self.target))
+        """The custom form, filled from the highlighted preset's values (its rw modes, block sizes, …)."""
+        name = self._current()
+        self.post_message(ShowCustomSweep(self.target, self.presets.get(name) if name else None))
 
     def action_back(self) -> None:
         self.app.pop_screen()

@@ -217,6 +217,17 @@ def export_report(results: Path, destination: str) -> Path:
     return Path(render_report(results, out=dest))
 
 
+def export_failure(error: BaseException | None, destination: str) -> str:
+    """One sentence for a failed export: an OS error names the path that could not be written and why
+    (not Python's "[Errno 2] …")."""
+    if isinstance(error, RuntimeError):
+        return str(error)
+    if isinstance(error, OSError):
+        path = error.filename or destination
+        return strings.EXPORT_CANNOT_WRITE.format(path=path, reason=error.strerror or error)
+    return strings.EXPORT_FAILED.format(error=error)
+
+
 class ExportModal(ModalScreen[str | None]):
     BINDINGS = [Binding("escape", "cancel", "Cancel"), Binding("enter", "noop", "Export", show=True)]
 
@@ -268,6 +279,7 @@ class ResultsScreen(Screen[None]):
         self.sort_column: int = 0
         self.reverse = False
         self.exported: Path | None = None
+        self.export_dest = ""  # where the export in progress writes (named when it fails)
         self.fleet: FleetTable | None = None  # a fleet run: host × point with a total per point
 
     def compose(self) -> ComposeResult:
@@ -369,6 +381,7 @@ class ResultsScreen(Screen[None]):
             if dest is None:
                 return
             self.query_one("#results-status", Static).update(strings.EXPORTING)
+            self.export_dest = dest
             self.run_worker(lambda: export_report(self.path, dest), thread=True, group="export",
                             exclusive=True, exit_on_error=False, name="export")
 
@@ -382,8 +395,7 @@ class ResultsScreen(Screen[None]):
             self.render_rows()
             self.notify(strings.EXPORTED.format(path=self.exported), timeout=8)
         elif event.state == WorkerState.ERROR:
-            error = event.worker.error
-            text = str(error) if isinstance(error, RuntimeError) else strings.EXPORT_FAILED.format(error=error)
+            text = export_failure(event.worker.error, self.export_dest)
             self.query_one("#results-status", Static).update(Text(text, style="red"))
             self.notify(text, severity="error", timeout=10)
 

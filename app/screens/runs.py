@@ -35,7 +35,11 @@ def _started(text: str) -> str:
     return text[:16].replace("T", " ") if text else "—"
 
 
-def _target(text: str, width: int = 28) -> str:
+def _target(text: str, width: int = 24) -> str:
+    """The end of a target that tells it apart: a device's path (/dev/sdb), a file's name (its directory is
+    in the filter's words); a name longer than the column keeps its end."""
+    if "/" in text and not text.startswith("/dev/"):
+        text = text.rstrip("/").rpartition("/")[2] or text
     return text if len(text) <= width else "…" + text[-(width - 1):]
 
 
@@ -67,15 +71,20 @@ class ReferencePicker(ModalScreen[str | None]):
 
 
 class RunsScreen(Screen[None]):
+    # Every letter filters (q, h and d too: a preset or target is typed, not a command), so the commands are
+    # ctrl keys that work from the table and from the filter alike: none is a key the filter field uses
+    # (ctrl+a/e/d/k/u/w/x/c/v), a terminal takes (ctrl+h/i/j/m are backspace, tab and enter) or tmux
+    # takes (ctrl+b).
+    TYPING_FILTERS = True
     BINDINGS = [
         Binding("enter", "open", "Open", show=True),
-        Binding("v", "report", "Report"),
-        Binding("u", "resume", "Resume"),
-        Binding("m", "mark", "Mark"),
-        Binding("c", "compare", "Compare"),
-        Binding("i", "import_files", "Import"),
+        Binding("ctrl+r", "report", "Report"),
+        Binding("ctrl+g", "resume", "Resume"),
+        Binding("ctrl+t", "mark", "Mark"),
+        Binding("ctrl+s", "compare", "Compare"),
+        Binding("ctrl+o", "import_files", "Import"),
         Binding("slash", "filter", "Filter", key_display="/", show=False),
-        Binding("r", "reload", "Reload", show=False),
+        Binding("ctrl+l", "reload", "Reload", show=False),
         Binding("escape", "back", "Back"),
     ]
 
@@ -97,13 +106,14 @@ class RunsScreen(Screen[None]):
             yield Input(placeholder=strings.RUNS_FILTER_PLACEHOLDER, id="runs-filter", compact=True, select_on_focus=False)
             yield DataTable(id="runs", cursor_type="row", zebra_stripes=True)
             yield Static(strings.RUNS_LOADING, id="runs-status")
-        yield Footer()
+        yield Footer(compact=True)  # the ctrl keys all fit at 80 columns
 
     def on_mount(self) -> None:
         self.sub_title = strings.RUNS_TITLE.format(roots=", ".join(map(str, self.roots)))
         table = self.query_one("#runs", DataTable)
-        # what tells runs apart first (the target, often long, last: it scrolls out at 80 columns)
-        for name in (" ", "started", "preset", "points", "status", "kind", "target"):
+        # what tells runs apart first: kind, the least telling (the preset says it), last, where it scrolls
+        # out at 80 columns rather than the target
+        for name in (" ", "started", "preset", "points", "status", "target", "kind"):
             table.add_column(name, key=name)
         table.focus()
         self.load()
@@ -136,7 +146,7 @@ class RunsScreen(Screen[None]):
             mark = "AB"[self.marks.index(r.path)] if r.path in self.marks else ""
             table.add_row(Text(mark, style="bold magenta", justify="left"), _started(r.started), r.preset[:24],
                           Text(f"{r.done}/{r.planned}", justify="right"),
-                          Text(r.status, style=STATUS_STYLE.get(r.status, ""), justify="left"), r.kind, _target(r.target),
+                          Text(r.status, style=STATUS_STYLE.get(r.status, ""), justify="left"), _target(r.target), r.kind,
                           key=str(r.path))
         if self.shown:
             table.move_cursor(row=min(max(keep, 0), len(self.shown) - 1))
@@ -171,8 +181,8 @@ class RunsScreen(Screen[None]):
         self.query_one("#runs", DataTable).focus()
 
     def on_key(self, event: events.Key) -> None:
-        """On the table, a letter that is not one of the screen's keys starts the filter with it; on the filter,
-        ↓ and escape go back to the table (escape clears the filter first)."""
+        """On the table, any printable character but `?` (help) and `/` (the filter's own key) starts the filter
+        with it; on the filter, ↓ and escape go back to the table (escape clears the filter first)."""
         field = self.query_one("#runs-filter", Input)
         if self.focused is field:
             if event.key == "down":
@@ -183,8 +193,7 @@ class RunsScreen(Screen[None]):
                 field.value = ""
                 self.query_one("#runs", DataTable).focus()
             return
-        bound = {b.key for b in self.BINDINGS if isinstance(b, Binding)} | {"q", "h", "d", "question_mark"}
-        if event.is_printable and event.character and event.key not in bound and event.character.strip():
+        if event.is_printable and event.character and event.character.strip() and event.character not in "?/":
             event.stop()
             field.focus()
             field.insert_text_at_cursor(event.character)

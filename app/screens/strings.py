@@ -87,6 +87,12 @@ PREVIEW_WRITES = "writes to the target"
 PREVIEW_READS = "reads only"
 PREVIEW_MEMORY = "memory: no target (engine {engine})"
 PREVIEW_OVERRIDES = "overrides: {overrides}"
+PREVIEW_SET_IN_TUI = ("In the TUI, edit fields instead of --set: c opens the custom form filled from this "
+                      "preset (rw modes, block sizes, queue depths, jobs, mix, runtime, size); other keys are set "
+                      "with --set on the command line.")
+PRESETS_LEGEND = "io W: storage that writes to the target (io: reads only)"
+PRESETS_LEGEND_SHADOW = " · *: your preset, replacing the shipped one of that name"
+PRESETS_SHADOWS = "Your preset {name} ({path}) replaces the shipped {name}."
 WRITES_NOT_CONFIRMED = ("{preset} writes, but {target} is confirmed for read-only plans only; pick a read-only "
                         "preset or go back and confirm the device for writing.")
 
@@ -104,6 +110,8 @@ SAVE_SHADOW = ("{name} is a shipped preset. Save yours under the same name? It t
                "{name} in every list (delete your file to get it back).")
 SAVE_KEPT = "Not saved: {name} is unchanged; pick another name."
 CUSTOM_DESCRIPTION = "Custom sweep built in the TUI."
+CUSTOM_FROM = "Custom sweep from {name}"
+CUSTOM_FROM_MATRIX = "{name} pairs its values ({points} points); the form runs every combination ({n})."
 
 # --- run --------------------------------------------------------------------------------------
 RUN_STARTING = "Starting {preset}…"
@@ -144,18 +152,19 @@ EXPORT_PROMPT = "Export report.md, plots/ and results.csv to (a directory, or a 
 EXPORTING = "Rendering the report…"
 EXPORTED = "Report written: {path}"
 EXPORT_FAILED = "Export failed: {error}"
+EXPORT_CANNOT_WRITE = "Export failed: {path} cannot be written ({reason}); give another directory or .md path."
 EXPORT_MISSING = "Report export is not available in this build yet (app.report is missing)."
 
 # --- runs browser -----------------------------------------------------------------------------
 RUNS_TITLE = "Runs in {roots}"
 RUNS_LOADING = "Reading the results directories…"
-RUNS_NONE = "No runs yet under {roots}: a run, or an import (i), makes one."
-RUNS_SHOWN = "{shown} of {total} runs{filtered} · newest first · enter opens · / filters"
+RUNS_NONE = "No runs yet under {roots}: a run, or an import (ctrl+o), makes one."
+RUNS_SHOWN = "{shown} of {total} runs{filtered} · newest first · enter opens · type to filter"
 RUNS_FILTERED = " matching “{words}”"
 RUNS_FILTER_PLACEHOLDER = "filter: type words (preset, target, status, date)…"
 RUNS_MARKED = "marked: {marks}"
-RUNS_MARK_FULL = "Two runs are marked already; unmark one (m) first."
-RUNS_COMPARE_HINT = "Mark two runs with m to compare them, or mark one and pick a reference sheet."
+RUNS_MARK_FULL = "Two runs are marked already; unmark one (ctrl+t) first."
+RUNS_COMPARE_HINT = "Mark two runs with ctrl+t to compare them, or mark one and pick a reference sheet."
 RUNS_NOT_RESUMABLE = "{name} is {status}: there is nothing to resume."
 RUNS_RESUME_CHECKING = "Checking the target of {name} again…"
 RUNS_RESUME_REFUSED = "{name} cannot be resumed: {error}"
@@ -184,7 +193,7 @@ REPORT_CURVES_NOTE = ("Curves of the report drawn in the terminal from results.j
 
 # --- import -----------------------------------------------------------------------------------
 IMPORT_TITLE = "Import fio JSON or MLC text outputs"
-IMPORT_HINT = ("Paths separated by spaces (quote a path with spaces); → completes a path. "
+IMPORT_HINT = ("Paths separated by spaces (quote a path with spaces; → completes a path and escapes them). "
                "enter previews, ctrl+s imports into {root}.")
 IMPORT_PLACEHOLDER = "/path/to/fio-output.json /path/to/mlc-loaded-latency.txt"
 IMPORT_NOTHING = "Give at least one file to import."
@@ -203,8 +212,8 @@ HELP = """\
 
 Everything works from the keyboard; the footer shows the keys of the current screen.
 `ctrl+p` opens the command palette, `?` this help, `q` or `ctrl+c` quits (asking first
-while a sweep runs: it is stopped and its completed points are kept). The smallest
-supported terminal is 40×14.
+while a sweep runs: it is stopped and its completed points are kept; in the runs browser
+letters filter, so there only `ctrl+c` quits). The smallest supported terminal is 40×14.
 
 ## Devices
 - `↑/↓` move, `enter` pick the highlighted target (the *test file* row is always safe)
@@ -224,7 +233,9 @@ supported terminal is 40×14.
 
 ## Presets
 - `↑/↓` move (the preview shows axes, point count and estimated time), `enter` run,
-  `c` custom sweep, `escape` back.
+  `c` custom sweep filled from the highlighted preset, `escape` back.
+- Kind: `io` storage that only reads, `io W` storage that writes to the target, `mem` memory.
+  `*` after a name: your preset replaces the shipped one of that name.
 
 ## Custom sweep
 - `tab`/`shift+tab` between fields; comma-separated values make an axis.
@@ -238,24 +249,28 @@ supported terminal is 40×14.
 - `s` sort by the next column, `S` reverse the order, `e` export report.md and plots,
   `v` the report, `escape` back, `d` devices.
 
-## Runs (`h` on every screen)
+## Runs (`h` on every other screen)
 - Every results directory, newest first: preset, kind, target, start, points done/planned, status
   (`running` only while a process holds the run).
-- `/` or any other letter filters (words match preset, target, status, date); `enter` opens the results;
-  `v` the report; `u` resumes an interrupted run (the target is checked and confirmed again);
-  `m` marks a run (A, then B) and `c` compares the two, or one run with a reference sheet;
-  `i` imports fio JSON / MLC text; `r` reloads; `escape` back.
+- Typing filters: every letter (`q` and `h` too) or digit goes to the filter, as `/` does (words match preset,
+  target, status, date); `↓`/`enter` back to the table, `escape` clears it. So the commands are ctrl keys:
+  `enter` opens the results; `ctrl+r` the report; `ctrl+g` resumes an interrupted run (the target is
+  checked and confirmed again); `ctrl+t` marks a run (A, then B) and `ctrl+s` compares the two side by
+  side, or one run with a reference sheet; `ctrl+o` imports fio JSON / MLC text; `ctrl+l` reloads;
+  `escape` back (`ctrl+c` quits).
 
 ## Compare
-- Ratio tables as `profiler-tui compare` writes them, the better side in green; `↑/↓` scroll, `tab` moves to
-  a wide table and `←/→` scroll it; `e` exports the markdown, `escape` back.
+- Ratio tables as `profiler-tui compare` writes them, one row per workload and figure, the better side in
+  green; `↑/↓`/`PgUp`/`PgDn` scroll the page, `←/→` a table wider than the terminal; `e` exports the
+  markdown, `escape` back.
 
 ## Report
 - report.md with its table of contents (`t` shows or hides it); `1` the report, `2` its curves drawn in the
   terminal; figures are listed with their paths. `escape` back.
 
 ## Import
-- Type paths (→ completes), `enter` previews what is recognised, `ctrl+s` imports and opens the results.
+- Type paths (→ completes, escaping spaces: a name with spaces stays one path), `enter` previews what is
+  recognised, `ctrl+s` imports and opens the results.
 """
 
 # --- run: what fio is doing (live phase) -------------------------------------------------------

@@ -178,3 +178,43 @@ def fio_for(path: Path) -> list[str]:
 
 async def forever() -> None:
     await asyncio.Event().wait()
+
+
+def fixed_results(root: Path) -> None:
+    """Three results directories under ``root`` from tests/data/report: the golden run (57 points), the
+    telemetry run (a device target) and a cut copy of the golden run whose run.json says running with no
+    process holding it (listed as interrupted)."""
+    import json
+    import shutil
+
+    data = Path(__file__).resolve().parents[1] / "data" / "report"
+    shutil.copytree(data / "golden-run", root / "golden-20261122-021000")
+    shutil.copytree(data / "telemetry-run", root / "cliff-20261123-212547")
+    cut = root / "qd-scaling-20261123-230000"
+    cut.mkdir()
+    meta = json.loads((data / "golden-run" / "run.json").read_text())
+    meta.update(status="running", started="2026-11-23T23:00:00+00:00", points_done=0,
+                preset={"name": "qd-scaling", "kind": "storage"})
+    (cut / "run.json").write_text(json.dumps(meta))  # no process holds it: shown as interrupted
+    lines = (data / "golden-run" / "results.jsonl").read_text().splitlines()[:5]
+    (cut / "results.jsonl").write_text("\n".join(lines) + "\n")
+
+
+async def open_runs(pilot: Any) -> Any:
+    """The runs browser (h), once its directories are read."""
+    from app.screens.runs import RunsScreen
+
+    await pilot.press("h")
+    return await wait_for(pilot, lambda: isinstance(pilot.app.screen, RunsScreen) and pilot.app.screen.loaded
+                          and pilot.app.screen, 10, "the runs browser")
+
+
+async def open_import(pilot: Any) -> tuple[Any, Any]:
+    """The import form from the runs browser (ctrl+o): the screen and its paths field."""
+    from app.screens.importer import ImportScreen
+
+    await open_runs(pilot)
+    await pilot.press("ctrl+o")
+    form = await wait_for(pilot, lambda: isinstance(pilot.app.screen, ImportScreen) and pilot.app.screen, 5,
+                          "the import form")
+    return form, form.query_one("#import-paths")

@@ -19,7 +19,6 @@ from app.compare import compare_runs
 from app.runs import list_runs
 from app.screens.compare import CompareScreen, better_cells
 from app.screens.confirm import ConfirmTarget
-from app.screens.importer import ImportScreen
 from app.screens.report import ReportScreen
 from app.screens.results import ResultsScreen
 from app.screens.run import RunScreen
@@ -27,7 +26,7 @@ from app.screens.runs import RunsScreen
 from app.tui import create_app
 from app.widgets.series import SeriesPlot
 from tests.loopdev import loop_device
-from tests.tui.helpers import wait_for
+from tests.tui.helpers import open_import, open_runs, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 SIZE = (80, 24)
@@ -67,13 +66,6 @@ def interrupted_run(out: Path, target: str, *sets: str) -> None:
             proc.wait()
     assert proc.returncode == 130
     assert json.loads((out / "run.json").read_text())["status"] == "interrupted"
-
-
-async def open_runs(pilot) -> RunsScreen:
-    await pilot.press("h")
-    screen = await wait_for(pilot, lambda: isinstance(pilot.app.screen, RunsScreen) and pilot.app.screen.loaded
-                            and pilot.app.screen, 10, "the runs browser")
-    return screen
 
 
 def table_rows(screen: RunsScreen) -> list[list[str]]:
@@ -123,7 +115,7 @@ async def test_resume_an_interrupted_run_on_a_loop_device_from_the_browser(tmp_p
         async with app.run_test(size=SIZE) as pilot:
             screen = await open_runs(pilot)
             assert screen.shown[0].status == "interrupted"
-            await pilot.press("u")
+            await pilot.press("ctrl+g")
             confirm = await wait_for(pilot, lambda: isinstance(app.screen, ConfirmTarget) and app.screen, 15,
                                      "the target confirmation")
             assert confirm.path == os.path.realpath(dev.path) and confirm.write_verdict == "ok"
@@ -147,9 +139,9 @@ async def test_compare_two_runs_and_a_run_with_a_reference_sheet_then_export(tmp
         screen = await open_runs(pilot)
         table = screen.query_one("#runs", DataTable)
         table.move_cursor(row=[r.path for r in screen.shown].index(a))
-        await pilot.press("m")
+        await pilot.press("ctrl+t")
         table.move_cursor(row=[r.path for r in screen.shown].index(b))
-        await pilot.press("m", "c")
+        await pilot.press("ctrl+t", "ctrl+s")
         view = await wait_for(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.markdown
                               and app.screen, 30, "the comparison")
         assert view.markdown == compare_runs(str(a), str(b)), "the same markdown as profiler-tui compare"
@@ -170,9 +162,9 @@ async def test_compare_two_runs_and_a_run_with_a_reference_sheet_then_export(tmp
         await pilot.press("escape")
         await wait_for(pilot, lambda: app.screen is screen, 5, "back on the runs")
         # one run against a reference sheet
-        await pilot.press("m")  # the cursor is on B: unmarked; A alone is compared with a sheet
+        await pilot.press("ctrl+t")  # the cursor is on B: unmarked; A alone is compared with a sheet
         assert screen.marks == [a]
-        await pilot.press("c")
+        await pilot.press("ctrl+s")
         await wait_for(pilot, lambda: app.screen.query("#reference-list"), 5, "the reference sheets")
         await pilot.press("enter")
         ref = await wait_for(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.markdown
@@ -186,7 +178,7 @@ async def test_the_report_inside_the_tui_lists_figures_and_draws_the_curves(tmp_
     app = create_app(devices=[], results_dir=root, clock=lambda: 0.0)
     async with app.run_test(size=(100, 30)) as pilot:
         await open_runs(pilot)
-        await pilot.press("v")
+        await pilot.press("ctrl+r")
         view = await wait_for(pilot, lambda: isinstance(app.screen, ReportScreen) and app.screen.loaded
                               and app.screen, 60, "the report")
         assert (run / "report.md").exists(), "rendered when missing"
@@ -209,10 +201,7 @@ async def test_import_fio_json_with_a_preview_then_open_it(tmp_path: Path) -> No
     root = tmp_path / "results"
     app = create_app(devices=[], results_dir=root, clock=lambda: 0.0)
     async with app.run_test(size=SIZE) as pilot:
-        await open_runs(pilot)
-        await pilot.press("i")
-        form = await wait_for(pilot, lambda: isinstance(app.screen, ImportScreen) and app.screen, 5, "the import form")
-        field = form.query_one("#import-paths", Input)
+        form, field = await open_import(pilot)
         field.value = f"{fio_json} {tmp_path / 'missing.json'}"
         await pilot.press("enter")
         shown = form.query_one("#import-preview")

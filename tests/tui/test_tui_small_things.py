@@ -123,7 +123,7 @@ async def test_presets_preview_stacks_under_the_list_when_narrow(tmp_path: Path)
         table = app.screen.query_one("#presets")
         assert preview.region.width >= 36, preview.region  # was 1 column beside the list
         assert preview.region.y > table.region.y
-        assert "points, estimated" in str(app.screen.query_one("#preview").render()).replace("\n", " ")
+        assert "1 point, estimated" in str(app.screen.query_one("#preview").render()).replace("\n", " ")
         await pilot.resize_terminal(100, 24)
         await pilot.pause()
         assert preview.region.x > table.region.x and preview.region.y == table.region.y, "side by side again"

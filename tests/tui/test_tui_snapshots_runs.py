@@ -6,8 +6,6 @@ review the SVGs."""
 
 from __future__ import annotations
 
-import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -15,9 +13,8 @@ import pytest
 from app.screens.compare import CompareScreen
 from app.screens.report import ReportScreen
 from app.tui import create_app
-from tests.tui.helpers import wait_for
+from tests.tui.helpers import fixed_results, wait_for
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "report"
 SIZE = (80, 24)
 
 
@@ -26,17 +23,7 @@ def fixed_runs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.chdir(tmp_path)  # results/ is relative: the same text on every machine
     monkeypatch.delenv("NO_COLOR", raising=False)
     monkeypatch.delenv("PROFILER_TUI_RESULTS", raising=False)
-    root = Path("results")
-    shutil.copytree(DATA / "golden-run", root / "golden-20261122-021000")
-    shutil.copytree(DATA / "telemetry-run", root / "cliff-20261123-212547")
-    cut = root / "qd-scaling-20261123-230000"
-    cut.mkdir()
-    meta = json.loads((DATA / "golden-run" / "run.json").read_text())
-    meta.update(status="running", started="2026-11-23T23:00:00+00:00", points_done=0,
-                preset={"name": "qd-scaling", "kind": "storage"})
-    (cut / "run.json").write_text(json.dumps(meta))  # no process holds it: shown as interrupted
-    lines = (DATA / "golden-run" / "results.jsonl").read_text().splitlines()[:5]
-    (cut / "results.jsonl").write_text("\n".join(lines) + "\n")
+    fixed_results(Path("results"))
 
 
 def app_():
@@ -47,7 +34,7 @@ def test_runs_browser(snap_compare) -> None:
     async def before(pilot) -> None:
         await pilot.press("h")
         await wait_for(pilot, lambda: getattr(pilot.app.screen, "loaded", False), 10, "the runs")
-        await pilot.press("down", "m")
+        await pilot.press("down", "ctrl+t")
 
     assert snap_compare(app_(), run_before=before, terminal_size=SIZE)
 
