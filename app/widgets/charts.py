@@ -12,6 +12,7 @@ from typing import Any, cast
 from textual_plotext import PlotextPlot
 
 from app.units import format_count
+from app.widgets.series import spaced
 
 MAX_SAMPLES = 600  # ten minutes of 1 s fio status dumps per series
 MAX_POINTS = 2000
@@ -155,14 +156,7 @@ class Chart(PlotextPlot):
         itself drops labels that collide, but which ones varies from one process to the next."""
         usable = max(1, self.size.width - (16 if getattr(self, "right_axis", False) else 8))
         span = hi - lo if hi > lo else 1.0
-        kept: list[tuple[float, str]] = []
-        end = -1.0
-        for t, label in zip(ticks, labels):
-            start = (t - lo) / span * usable - len(label) / 2
-            if start >= end + 1:
-                kept.append((t, label))
-                end = start + len(label)
-        return [t for t, _ in kept] or ticks[:1], [label for _, label in kept] or labels[:1]
+        return spaced(ticks, labels, [(t - lo) / span * usable for t in ticks])
 
 
 class HostSeries:
