@@ -111,6 +111,7 @@ class Chart(PlotextPlot):
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:  # noqa: A002
         super().__init__(id=id, classes=classes)
         self.dirty = True
+        self.ylabel_width = 6  # the y tick labels' columns: set when the y ticks are (draw them before x's)
 
     def on_mount(self) -> None:
         super().on_mount()
@@ -157,6 +158,7 @@ class Chart(PlotextPlot):
                 digits = max(1, math.ceil(-math.log10(step)))
                 labels = [f"{t:.{digits}f}" for t in ticks]
         if axis == "y":
+            self.ylabel_width = max(len(label) for label in labels) + 1  # and the tick mark
             # plotext declares no types; mypy reads yside's from a default it cannot see through
             self.plt.yticks(ticks, labels, yside=cast(Any, side))
         else:
@@ -166,7 +168,7 @@ class Chart(PlotextPlot):
     def fitting(self, ticks: list[float], labels: list[str], lo: float, hi: float) -> tuple[list[float], list[str]]:
         """The x ticks whose labels fit side by side at this width (each at least a column apart).  plotext
         itself drops labels that collide, but which ones varies from one process to the next."""
-        usable = max(1, self.size.width - 8)
+        usable = max(1, self.size.width - self.ylabel_width - 2)  # beside the y labels, inside the frame
         span = hi - lo if hi > lo else 1.0
         return spaced(ticks, labels, [(t - lo) / span * usable for t in ticks])
 
@@ -272,8 +274,8 @@ class TimeSeries(Chart):
             values += self.line(list(series.t), list((series.a, series.b)[first]), color)
             times += series.t
         if values:
-            self.ticks("x", times)
             self.ticks("y", values, "left")
+            self.ticks("x", times)
 
     def line(self, t: list[float], values: list[float | None], color: tuple[int, int, int]) -> list[float]:
         """``values`` drawn as lines broken at each None; the values drawn."""
@@ -370,8 +372,8 @@ class CurveChart(Chart):
             return
         pts = sorted(self.points.values())
         xs, ys = [p[0] for p in pts], [p[1] for p in pts]
-        self.ticks("x", xs)
         self.ticks("y", ys)
+        self.ticks("x", xs)
         if self.kind == "memory":
             self.plt.plot(xs, ys, marker="braille")
         self.plt.scatter(xs, ys, marker="dot" if self.kind == "memory" else "x")
@@ -396,7 +398,7 @@ class DelayChart(Chart):
         if not self.points:
             return
         pts = sorted(self.points.values())
-        self.ticks("x", [p[0] for p in pts])
         self.ticks("y", [p[1] for p in pts])
+        self.ticks("x", [p[0] for p in pts])
         self.plt.plot([p[0] for p in pts], [p[1] for p in pts], marker="braille")
         self.plt.scatter([p[0] for p in pts], [p[1] for p in pts], marker="dot")

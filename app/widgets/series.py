@@ -54,13 +54,14 @@ def _lin_ticks(lo: float, hi: float, count: int = 4) -> list[float]:
 
 
 def spaced(ticks: list[float], labels: list[str], where: list[float]) -> tuple[list[float], list[str]]:
-    """The ticks whose labels fit side by side, each at least a column from the last; ``where`` is each
-    tick's column.  plotext itself drops labels that collide, but which ones varies from run to run."""
+    """The ticks whose labels fit side by side, each two columns from the last (plotext rounds positions);
+    ``where`` is each tick's column.  plotext itself drops labels that collide, but which ones varies from
+    run to run."""
     kept: list[tuple[float, str]] = []
     end = -1.0
     for t, label, column in zip(ticks, labels, where):
         start = column - len(label) / 2
-        if start >= end + 1:
+        if start >= end + 2:
             kept.append((t, label))
             end = start + len(label)
     return [t for t, _ in kept] or ticks[:1], [label for _, label in kept] or labels[:1]
