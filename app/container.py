@@ -126,6 +126,15 @@ def missing_device_hint(path: str, root: str = "/", engine: str | None = None) -
     return None
 
 
+def unlisted_device_hint(path: str, root: str = "/", engine: str | None = None) -> str | None:
+    """For a block-device node whose device the kernel's /sys does not list (as in a container started
+    without the flags): the flags to add, as ``devices`` says them; None outside a container."""
+    engine = engine if engine is not None else container_engine(root)
+    if engine is None:
+        return None
+    return f"this {engine} container does not reach the host's block devices such as {path}: run it with {RUN_FLAGS}"
+
+
 def _mount_of(path: str, mountinfo: str) -> tuple[str, str]:
     """(mount point, filesystem type) of the mount ``path`` lies on (longest matching mount point)."""
     best, fstype = "", ""
