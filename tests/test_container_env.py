@@ -116,3 +116,14 @@ def test_a_target_missing_from_sys_in_a_container_names_the_flags(monkeypatch):
     assert "does not list in /sys" in v.reasons[0] and "--privileged -v /dev:/dev" in v.reasons[0]
     monkeypatch.setattr(container, "container_engine", lambda root="/": None)  # not in a container: no flags
     assert "--privileged" not in safety.classify_block("/dev/loop0", True).reasons[0]
+
+
+def test_a_results_path_names_the_host_folder_the_launcher_passed(monkeypatch):
+    monkeypatch.setenv("PROFILER_TUI_RESULTS", "/results")
+    monkeypatch.setenv(container.HOST_RESULTS_ENV, "/home/me/results")
+    shown = container.shown_path("/results/quick-20261124-120000", engine="docker")
+    assert shown == "/results/quick-20261124-120000 (on the host: /home/me/results/quick-20261124-120000)"
+    assert container.shown_path("/data/elsewhere", engine="docker") == "/data/elsewhere"  # --out: not known
+    assert container.shown_path("/results/x", engine=None) == "/results/x"  # not in a container
+    monkeypatch.delenv(container.HOST_RESULTS_ENV)
+    assert container.shown_path("/results/x", engine="docker") == "/results/x"  # not passed: not guessed

@@ -22,7 +22,7 @@ from textual.widgets import Footer, Header, ProgressBar, RichLog, Static, Tabbed
 from textual.worker import Worker, WorkerState
 
 from app import sweep
-from app.container import results_volume_warning
+from app.container import results_volume_warning, shown_path
 from app.points import Kind
 from app.runners.base import Phase, Sample
 from app.screens import strings
@@ -310,7 +310,7 @@ class RunScreen(Screen[None]):
         st.status = "running"
         st.point_started = self.clock()
         self.log_line(strings.RUN_STARTED.format(pending=ev.pending, total=ev.total,
-                                                 estimate=format_duration(ev.estimate_s), path=ev.path))
+                                                 estimate=format_duration(ev.estimate_s), path=shown_path(ev.path)))
 
     def _on_point_started(self, ev: sweep.PointStarted) -> None:
         st = self.state

@@ -174,3 +174,21 @@ def test_a_series_with_gaps_is_drawn_in_segments() -> None:
 
     assert segments([1, 2, 3, 4, 5, 6], [1.0, None, 3.0, 4.0, None, None]) == [([1], [1.0]), ([3, 4], [3.0, 4.0])]
     assert segments([], []) == []
+
+
+async def test_the_run_log_names_the_host_folder_of_a_containers_results(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from app import container
+
+    monkeypatch.setenv("PROFILER_TUI_PRESETS", str(FIXED_PRESETS))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PROFILER_TUI_RESULTS", "/results")
+    monkeypatch.setenv(container.HOST_RESULTS_ENV, "/home/me/results")
+    monkeypatch.setattr(container, "container_engine", lambda root="/": "docker")
+    plan = core.apply_overrides(core.load("quick"), ["runtime=1", "size=16m"]).expand()
+    events = [sweep.RunStarted(len(plan), len(plan), 10.0, {}, Path("/results/quick-1"))]
+    app = create_app(devices=DEVICES, results_dir="results", clock=lambda: 0.0)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await live_run(app, pilot, events)
+        log = " ".join(" ".join(str(line.text) for line in screen.query_one("#log-short").lines).split())  # unwrapped
+        assert "/results/quick-1 (on the host: /home/me/results/quick-1)" in log
