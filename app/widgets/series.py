@@ -74,6 +74,8 @@ def tick_label(value: float, unit: str) -> str:
         return format_short(value / 1000) + "ms"
     if unit == "ns" and value >= 1000:
         return format_short(value / 1000) + "µs"
+    if unit == "MB/s" and value >= 1000:
+        return format_short(value / 1000) + "GB/s"  # not "2kMB/s"
     return format_short(value) + unit
 
 
