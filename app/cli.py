@@ -302,7 +302,7 @@ def _progress_printer(session: Session, human: TextIO, json_stream: bool) -> Pro
 def _execute(session: Session, json_stream: bool = False) -> int:
     """Run a session to its end; it holds the results directory's lock until then.  With ``json_stream`` the
     events go to stdout as NDJSON (app.eventstream) and everything meant for a person to stderr."""
-    from app.container import results_volume_warning
+    from app.container import results_volume_warning, shown_path
     from app.eventstream import EventWriter, ended_object
 
     human = sys.stderr if json_stream else sys.stdout
@@ -342,7 +342,7 @@ def _execute(session: Session, json_stream: bool = False) -> int:
     click.echo(f"{finished.status}: {finished.done}/{finished.total} points"
                + (f", {finished.failed} failed (see run.json)" if finished.failed else "")
                + (f", {skipped} skipped (see run.json)" if skipped else "")
-               + f" — results in {session.path}", file=human)
+               + f" — results in {shown_path(session.path)}", file=human)
     return 0 if finished.failed == 0 else 1
 
 

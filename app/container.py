@@ -23,6 +23,9 @@ from pathlib import Path
 
 RUN_FLAGS = '--privileged -v /dev:/dev'
 RESULTS_FLAG = '-v "$PWD/results:/results"'
+# the host folder mounted on the results root, as the launcher names it (-e PROFILER_TUI_HOST_RESULTS="$PWD/results"):
+# from inside, a bind mount's source on the host cannot be known
+HOST_RESULTS_ENV = "PROFILER_TUI_HOST_RESULTS"
 # filesystems a container engine builds its root from: writes there live in the container's own layer
 LAYERED_FS = ("overlay", "fuse-overlayfs", "fuse.fuse-overlayfs", "aufs", "vfs")
 
@@ -124,6 +127,30 @@ def missing_device_hint(path: str, root: str = "/", engine: str | None = None) -
     if os.path.isdir(os.path.join(root, "sys/class/block", name)) or os.path.isdir(os.path.join(root, "sys/block", name)):
         return f"the kernel has {name}, but this {engine} container has no {path}: run it with {RUN_FLAGS}"
     return None
+
+
+def unlisted_device_hint(path: str, root: str = "/", engine: str | None = None) -> str | None:
+    """For a block-device node whose device the kernel's /sys does not list (as in a container started
+    without the flags): the flags to add, as ``devices`` says them; None outside a container."""
+    engine = engine if engine is not None else container_engine(root)
+    if engine is None:
+        return None
+    return f"this {engine} container does not reach the host's block devices such as {path}: run it with {RUN_FLAGS}"
+
+
+def shown_path(path: str | os.PathLike[str], engine: str | None = "detect") -> str:
+    """A results path as its reader finds it: in a container whose launcher named the host folder mounted
+    on the results root ($PROFILER_TUI_HOST_RESULTS), the container's path and the host's
+    ("/results/quick-… (on the host: /home/me/results/quick-…)"); else the path alone."""
+    host, root = os.environ.get(HOST_RESULTS_ENV), os.environ.get("PROFILER_TUI_RESULTS")
+    engine = container_engine() if engine == "detect" and host and root else engine
+    if not host or not root or engine is None:
+        return str(path)
+    try:
+        inside = Path(os.path.abspath(path)).relative_to(os.path.abspath(root))
+    except ValueError:
+        return str(path)  # an --out elsewhere: its host path is not known
+    return f"{path} (on the host: {Path(host) / inside})"
 
 
 def _mount_of(path: str, mountinfo: str) -> tuple[str, str]:

@@ -785,7 +785,11 @@ def classify_block(path: str, writes: bool, state: SystemState | None = None,
     ``probe`` let a caller that classifies many devices (``devices``) share one snapshot and one probe."""
     name = sys_name(path)
     if name is None:
-        return Verdict(path, "block", REFUSED, [f"{path} is a block device the kernel does not list in /sys"])
+        from app.container import unlisted_device_hint
+
+        hint = unlisted_device_hint(path)
+        return Verdict(path, "block", REFUSED, [f"{path} is a block device the kernel does not list in /sys"
+                                                + (f" ({hint})" if hint else "")])
     return judge_block(_Block(path, name, writes, state or SystemState(), probe))
 
 

@@ -102,3 +102,28 @@ def test_unwritable_hints():
     assert "not writable by uid" in perm and "--user" in perm
     host = container.unwritable_hint("/x", OSError(errno.EACCES, os.strerror(errno.EACCES)), engine=None)
     assert "--out" in host
+
+
+def test_a_target_missing_from_sys_in_a_container_names_the_flags(monkeypatch):
+    """`run --target /dev/loop0` in a container started without the flags: the node is there, /sys has no
+    entry for its device number; the refusal says which flags to add, as `devices` does."""
+    from app import safety
+
+    monkeypatch.setattr(safety, "sys_name", lambda path: None)  # no /sys/dev/block entry for the node
+    monkeypatch.setattr(container, "container_engine", lambda root="/": "docker")
+    v = safety.classify_block("/dev/loop0", True)
+    assert v.verdict == safety.REFUSED
+    assert "does not list in /sys" in v.reasons[0] and "--privileged -v /dev:/dev" in v.reasons[0]
+    monkeypatch.setattr(container, "container_engine", lambda root="/": None)  # not in a container: no flags
+    assert "--privileged" not in safety.classify_block("/dev/loop0", True).reasons[0]
+
+
+def test_a_results_path_names_the_host_folder_the_launcher_passed(monkeypatch):
+    monkeypatch.setenv("PROFILER_TUI_RESULTS", "/results")
+    monkeypatch.setenv(container.HOST_RESULTS_ENV, "/home/me/results")
+    shown = container.shown_path("/results/quick-20261124-120000", engine="docker")
+    assert shown == "/results/quick-20261124-120000 (on the host: /home/me/results/quick-20261124-120000)"
+    assert container.shown_path("/data/elsewhere", engine="docker") == "/data/elsewhere"  # --out: not known
+    assert container.shown_path("/results/x", engine=None) == "/results/x"  # not in a container
+    monkeypatch.delenv(container.HOST_RESULTS_ENV)
+    assert container.shown_path("/results/x", engine="docker") == "/results/x"  # not passed: not guessed

@@ -113,6 +113,11 @@ class CustomSweepScreen(Screen[None]):
         Binding("ctrl+r", "run", "Run", priority=True),
         Binding("ctrl+s", "save", "Save preset", priority=True),
         Binding("escape", "back", "Back"),
+        # Priority: the focus moves as the app reads the key, before it hands the next keys on.  As an
+        # ordinary binding, tab ran only after bubbling up from the focused field, so the keys of a burst
+        # behind it (a paste, a laggy ssh link) had already been given to the field it left.
+        Binding("tab", "app.focus_next", "Next field", show=False, priority=True),
+        Binding("shift+tab", "app.focus_previous", "Previous field", show=False, priority=True),
     ]
 
     def __init__(self, target: TargetChoice, kind: str = core.STORAGE, start: core.Preset | None = None) -> None:

@@ -97,6 +97,12 @@ def load_report(path: Path) -> Loaded:
     return Loaded(terminal_markdown(text, path), curves_of(path), path / "plots")
 
 
+class CurvesScroll(VerticalScroll):
+    """The Curves tab: scrolls from the keyboard like the report text (space pages down as in a pager)."""
+
+    BINDINGS = [Binding("space", "page_down", "Page Down", show=False)]
+
+
 class ReportScreen(Screen[None]):
     BINDINGS = [
         Binding("t", "toc", "Contents"),
@@ -119,7 +125,7 @@ class ReportScreen(Screen[None]):
                 with TabPane("Report 1", id="report-text"):
                     yield MarkdownViewer("", show_table_of_contents=False, id="report-md")
                 with TabPane("Curves 2", id="report-curves"):
-                    yield VerticalScroll(id="report-plots")
+                    yield CurvesScroll(id="report-plots")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -140,23 +146,23 @@ class ReportScreen(Screen[None]):
         loaded = event.worker.result
         if not isinstance(loaded, Loaded):
             return
-        self.loaded = loaded
         status.update(str(self.path / "report.md"))
         viewer = self.query_one("#report-md", MarkdownViewer)
         await viewer.document.update(loaded.markdown)
         viewer.show_table_of_contents = self.size.width >= 100
         await self.show_curves(loaded)
-        self.call_after_refresh(viewer.document.focus)  # ↑/↓/page keys scroll the report
+        self.loaded = loaded  # all shown
+        self.focus_shown()
 
     async def show_curves(self, loaded: Loaded) -> None:
         box = self.query_one("#report-plots", VerticalScroll)
         c = loaded.curves
         plots = []
         if c.latency_throughput:
-            plots.append(SeriesPlot("mean latency vs IOPS", c.latency_throughput, "", "µs", xlog=True, ylog=True,
-                                    classes="report-plot"))
-            plots.append(SeriesPlot("IOPS vs I/Os in flight (QD × jobs)", c.queue_depth, "", "", xlog=True,
-                                    classes="report-plot"))
+            plots.append(SeriesPlot("mean latency vs IOPS", c.latency_throughput, " IOPS", "µs", xlog=True,
+                                    ylog=True, classes="report-plot"))
+            plots.append(SeriesPlot("IOPS vs I/Os in flight (QD × jobs)", c.queue_depth, " in flight", " IOPS",
+                                    xlog=True, classes="report-plot"))
         if c.memory:
             plots.append(SeriesPlot("loaded latency: ns vs MB/s", c.memory, "MB/s", "ns", classes="report-plot"))
         if not plots:
@@ -173,6 +179,23 @@ class ReportScreen(Screen[None]):
 
     def action_tab(self, tab: str) -> None:
         self.query_one("#report-tabs", TabbedContent).active = tab
+        self.focus_shown()
+
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        """A tab chosen with the mouse or the tab bar's arrows: its content takes the keys too."""
+        self.focus_shown()
+
+    def focus_shown(self) -> None:
+        """After the next refresh, the shown tab's scrolling part takes the focus, so ↑/↓, PgUp/PgDn,
+        Home/End and space scroll what is on screen (focus left in the hidden tab, or on the tab bar, would
+        swallow them).  The tab is read then, not now: a focus meant for a tab left since would switch back."""
+        self.call_after_refresh(self._focus_shown)
+
+    def _focus_shown(self) -> None:
+        if self.query_one("#report-tabs", TabbedContent).active == "report-curves":
+            self.query_one("#report-plots", VerticalScroll).focus()
+        else:
+            self.query_one("#report-md", MarkdownViewer).document.focus()
 
     def action_back(self) -> None:
         self.app.pop_screen()

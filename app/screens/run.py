@@ -22,7 +22,7 @@ from textual.widgets import Footer, Header, ProgressBar, RichLog, Static, Tabbed
 from textual.worker import Worker, WorkerState
 
 from app import sweep
-from app.container import results_volume_warning
+from app.container import results_volume_warning, shown_path
 from app.points import Kind
 from app.runners.base import Phase, Sample
 from app.screens import strings
@@ -32,7 +32,7 @@ from app.screens.messages import ShowResults
 from app.screens.state import RunRequest, app_options, app_sessions
 from app.summary import live_line, metrics_line, outcome_line, point_label
 from app.units import format_duration
-from app.widgets.charts import CurveChart, DelayChart, LatencyChart, ThroughputChart, TimeSeries
+from app.widgets.charts import BandwidthChart, CurveChart, DelayChart, LatencyChart, ThroughputChart, TimeSeries
 
 EventSource = Callable[[], AsyncIterator[Any]]
 
@@ -161,6 +161,7 @@ class RunScreen(Screen[None]):
                             yield DelayChart(id="delay")
                         else:
                             yield ThroughputChart(id="throughput")
+                            yield BandwidthChart(id="bandwidth")
                             yield LatencyChart(id="latency")
                     if self.fleet:  # the colour of each host's line
                         yield Static(strings.FLEET_LEGEND_WAITING, id="fleet-legend")
@@ -309,13 +310,15 @@ class RunScreen(Screen[None]):
         st.status = "running"
         st.point_started = self.clock()
         self.log_line(strings.RUN_STARTED.format(pending=ev.pending, total=ev.total,
-                                                 estimate=format_duration(ev.estimate_s), path=ev.path))
+                                                 estimate=format_duration(ev.estimate_s), path=shown_path(ev.path)))
 
     def _on_point_started(self, ev: sweep.PointStarted) -> None:
         st = self.state
         st.done, st.total, st.remaining_s = ev.done, ev.total, ev.remaining_s
         st.point_started = self.clock()
         st.t_offset = st.t_last
+        for chart in self.query(TimeSeries):
+            chart.gap()  # the lines of two points are not joined across what runs between them
         st.current = point_label(self.kind, ev.point)
         st.live = ""
         st.phase = None
@@ -405,8 +408,10 @@ class RunScreen(Screen[None]):
             return
         t = self.state.t_offset + float(d.get("t") or 0)
         self.state.t_last = t
-        self.query_one(ThroughputChart).add_sample(t, d)  # a fleet host's sample (``host``) is its own line
-        self.query_one(LatencyChart).add_sample(t, d)
+        if self.state.phase is not None and self.state.phase.phase == "ramp" and not d.get("iops"):
+            d = {**d, "iops": None, "bw_bytes": None}  # fio counts nothing in the ramp: no figure, not zero
+        for series in self.query(TimeSeries):  # a fleet host's sample (``host``) is its own line
+            series.add_sample(t, d)
         if d.get("host") is not None:
             return
         self.state.live = live_line(self.kind, d)

@@ -10,7 +10,9 @@ TEST_FILE_LABEL = "test file"
 TEST_FILE_REASON = ("a scratch file created under the results directory ({path}) and deleted after a complete "
                     "run; nothing else is touched")
 SCANNING = "Scanning block devices…"
-NO_DEVICES = "No block devices found (lsblk and /sys list none); the test file is always available."
+# one line at 80 columns; it does not say why (a container without device access has them in /sys: the
+# warning under it says so)
+NO_DEVICES = "No block device can be used here; the test file is always available."
 DEVICES_FAILED = "Listing block devices failed: {error}. The test file is still available."
 DEVICES_HINT = "enter: pick a target   p: presets on the test file   f: fleet hosts   ?: help"
 

@@ -12,6 +12,7 @@ from typing import Any, cast
 from textual_plotext import PlotextPlot
 
 from app.units import format_count
+from app.widgets.series import spaced
 
 MAX_SAMPLES = 600  # ten minutes of 1 s fio status dumps per series
 MAX_POINTS = 2000
@@ -22,6 +23,8 @@ MAX_POINTS = 2000
 MAX_HOST_SERIES = 64
 HOST_COLORS: tuple[tuple[int, int, int], ...] = ((255, 160, 0), (230, 80, 230), (255, 80, 80), (240, 230, 60),
                                                  (0, 200, 255), (230, 230, 230), (255, 150, 200))
+LINE_COLORS: tuple[tuple[int, int, int], ...] = ((60, 120, 255), (80, 220, 80))  # a time series' a and b lines
+LINE_NAMES = ("blue", "green")  # their colours as a title names them
 
 
 # Units of tick labels: a chart's data unit → (scale, suffix, from) rungs.  An axis is labelled in the
@@ -72,20 +75,30 @@ def tick_labels(ticks: list[float], unit: str, suffix: str) -> list[str]:
 
 
 def nice_ticks(lo: float, hi: float, count: int = 4) -> list[float]:
-    """Round tick positions covering [lo, hi]."""
+    """Round tick positions covering [lo, hi]: at least two inside it when the range is not empty (a step
+    of about (hi - lo) / count can leave a single tick: 1k..17.6k in steps of 10k has only 10k)."""
     if hi <= lo:
         hi = lo + 1
     raw = (hi - lo) / max(1, count)
     mag = 10 ** math.floor(math.log10(raw))
-    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
-    start = math.floor(lo / step) * step
+    steps = [m * mag for m in (0.1, 0.2, 0.25, 0.5, 1, 2, 2.5, 5, 10)]
+    first = next(i for i, step in enumerate(steps) if step >= raw)
+    ticks: list[float] = []
+    for step in steps[first::-1]:  # the round step that suits count, then finer ones until two fit
+        ticks = _ticks_within(lo, hi, step)
+        if len(ticks) >= 2:
+            break
+    return ticks or [lo]
+
+
+def _ticks_within(lo: float, hi: float, step: float) -> list[float]:
     ticks = []
-    t = start
+    t = math.floor(lo / step) * step
     while t <= hi + step * 1e-9:
         if t >= lo - step * 1e-9:
             ticks.append(round(t, 10))
         t += step
-    return ticks or [lo]
+    return ticks
 
 
 class Chart(PlotextPlot):
@@ -98,6 +111,7 @@ class Chart(PlotextPlot):
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:  # noqa: A002
         super().__init__(id=id, classes=classes)
         self.dirty = True
+        self.ylabel_width = 6  # the y tick labels' columns: set when the y ticks are (draw them before x's)
 
     def on_mount(self) -> None:
         super().on_mount()
@@ -129,7 +143,7 @@ class Chart(PlotextPlot):
         if not values:
             return
         unit = (self.xunit if axis == "x" else self.yunit) if unit is None else unit
-        count = 3 if axis == "y" else 4
+        count = max(3, self.size.height // 5) if axis == "y" else 4  # a taller chart, more labels
         if unit:
             scale, suffix = unit_rung(unit, values)
             shown = nice_ticks(min(values) / scale, max(values) / scale, count)
@@ -144,6 +158,7 @@ class Chart(PlotextPlot):
                 digits = max(1, math.ceil(-math.log10(step)))
                 labels = [f"{t:.{digits}f}" for t in ticks]
         if axis == "y":
+            self.ylabel_width = max(len(label) for label in labels) + 1  # and the tick mark
             # plotext declares no types; mypy reads yside's from a default it cannot see through
             self.plt.yticks(ticks, labels, yside=cast(Any, side))
         else:
@@ -153,16 +168,9 @@ class Chart(PlotextPlot):
     def fitting(self, ticks: list[float], labels: list[str], lo: float, hi: float) -> tuple[list[float], list[str]]:
         """The x ticks whose labels fit side by side at this width (each at least a column apart).  plotext
         itself drops labels that collide, but which ones varies from one process to the next."""
-        usable = max(1, self.size.width - (16 if getattr(self, "right_axis", False) else 8))
+        usable = max(1, self.size.width - self.ylabel_width - 2)  # beside the y labels, inside the frame
         span = hi - lo if hi > lo else 1.0
-        kept: list[tuple[float, str]] = []
-        end = -1.0
-        for t, label in zip(ticks, labels):
-            start = (t - lo) / span * usable - len(label) / 2
-            if start >= end + 1:
-                kept.append((t, label))
-                end = start + len(label)
-        return [t for t, _ in kept] or ticks[:1], [label for _, label in kept] or labels[:1]
+        return spaced(ticks, labels, [(t - lo) / span * usable for t in ticks])
 
 
 class HostSeries:
@@ -170,35 +178,69 @@ class HostSeries:
 
     def __init__(self) -> None:
         self.t: deque[float] = deque(maxlen=MAX_SAMPLES)
-        self.a: deque[float] = deque(maxlen=MAX_SAMPLES)
-        self.b: deque[float] = deque(maxlen=MAX_SAMPLES)
+        self.a: deque[float | None] = deque(maxlen=MAX_SAMPLES)
+        self.b: deque[float | None] = deque(maxlen=MAX_SAMPLES)
 
 
 class TimeSeries(Chart):
-    """Two series over run time (seconds since the run started).  A fleet run adds one line per host (its
-    first series, in the host's colour of HOST_COLORS, on the left axis); the main lines are the fleet total."""
+    """Up to two series over run time (seconds since the run started), each drawn in its colour of
+    LINE_COLORS on the left axis and named in the title (plotext's own legend sits on the data).  A value
+    that is missing (None) is a gap, never a zero: the line stops and starts again.  A fleet run adds one
+    line per host (the first drawn series, in the host's colour of HOST_COLORS); the main lines are the
+    fleet total."""
 
-    series: tuple[str, str] = ("", "")
+    series: tuple[str, str] = ("", "")  # the labels of a and b; an empty label: that series is not drawn
     fleet_series: tuple[str, str] = ("", "")  # the main lines' labels when they are a fleet's total
-    fleet_b = True  # whether a fleet run draws the second series of the total
-    right_axis = False
     xunit = "s"
-    bunit = ""  # the right axis's unit (right_axis)
 
     def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)
         self.t: deque[float] = deque(maxlen=MAX_SAMPLES)
-        self.a: deque[float] = deque(maxlen=MAX_SAMPLES)
-        self.b: deque[float] = deque(maxlen=MAX_SAMPLES)
+        self.a: deque[float | None] = deque(maxlen=MAX_SAMPLES)
+        self.b: deque[float | None] = deque(maxlen=MAX_SAMPLES)
         self.hosts: dict[str, HostSeries] = {}  # host name → its series, in the order they first reported
 
-    def add(self, t: float, a: float, b: float) -> None:
+    def on_mount(self) -> None:
+        self.title = self.titled(self.series)
+        super().on_mount()
+
+    def titled(self, labels: tuple[str, str]) -> str:
+        """"IOPS", or "mean blue, p99 green" when two lines share the chart: the title is the legend."""
+        drawn = [(label, name) for label, name in zip(labels, LINE_NAMES) if label]
+        if len(drawn) == 1:
+            return drawn[0][0]
+        return ", ".join(f"{label} {name}" for label, name in drawn)
+
+    def figures(self, data: dict[str, Any]) -> tuple[float | None, float | None]:  # pragma: no cover - overridden
+        """A live sample's a and b (None: the sample has no such figure)."""
+        raise NotImplementedError
+
+    def add_sample(self, t: float, data: dict[str, Any]) -> None:
+        """A sample; one with a ``host`` is that fleet host's (its line), else the run's (or the fleet total)."""
+        a, b = self.figures(data)
+        host = data.get("host")
+        if host is not None:
+            self.add_host(str(host), t, a, b)
+        else:
+            self.add(t, a, b)
+
+    def add(self, t: float, a: float | None, b: float | None) -> None:
         self.t.append(t)
         self.a.append(a)
         self.b.append(b)
         self.dirty = True
 
-    def add_host(self, host: str, t: float, a: float, b: float) -> None:
+    def gap(self) -> None:
+        """The line stops here (a new point begins: what comes next is another fio run, not a continuation)."""
+        if self.t and (self.a[-1] is not None or self.b[-1] is not None):
+            self.add(self.t[-1], None, None)
+        for series in self.hosts.values():
+            if series.t and series.a[-1] is not None:
+                series.t.append(series.t[-1])
+                series.a.append(None)
+                series.b.append(None)
+
+    def add_host(self, host: str, t: float, a: float | None, b: float | None) -> None:
         """A fleet host's sample (beyond MAX_HOST_SERIES hosts, a new host's samples are not kept)."""
         series = self.hosts.get(host)
         if series is None:
@@ -217,74 +259,81 @@ class TimeSeries(Chart):
     def draw(self) -> None:
         if not self.t and not self.hosts:
             return
-        if self.hosts:
-            self.draw_fleet()
-            return
-        t, a, b = list(self.t), list(self.a), list(self.b)
-        right = "right" if self.right_axis else "left"
-        self.plt.plot(t, a, label=self.series[0], marker="braille")
-        self.plt.plot(t, b, label=self.series[1], marker="braille", yside=right)
-        self.ticks("x", t)
-        if self.right_axis:
-            self.ticks("y", a, "left")
-            self.ticks("y", b, "right", self.bunit)
-        else:
-            self.ticks("y", a + b, "left")
-
-    def draw_fleet(self) -> None:
-        """The fleet total (main lines, labelled) and a line per host (the first series, unlabelled)."""
-        t, a, b = list(self.t), list(self.a), list(self.b)
-        times, left = list(t), list(a)
-        if t:
-            self.plt.plot(t, a, label=self.fleet_series[0], marker="braille")
-            if self.fleet_b:
-                self.plt.plot(t, b, label=self.fleet_series[1], marker="braille",
-                              yside="right" if self.right_axis else "left")
-                if not self.right_axis:
-                    left += b
+        if self.hosts and self.title != self.titled(self.fleet_series):
+            self.title = self.titled(self.fleet_series)
+            self.plt.title(self.title)
+        labels = self.fleet_series if self.hosts else self.series
+        times: list[float] = list(self.t)
+        values: list[float] = []
+        for values_of, label, color in zip((self.a, self.b), labels, LINE_COLORS):
+            if label:
+                values += self.line(list(self.t), list(values_of), color)
+        first = 0 if labels[0] else 1  # a host's line is its first drawn series
         for host, color in self.drawn_hosts():
             series = self.hosts[host]
-            if series.t:
-                self.plt.plot(list(series.t), list(series.a), marker="braille", color=color)
-                times += series.t
-                left += series.a
-        self.ticks("x", times)
-        self.ticks("y", left, "left")
-        if self.right_axis and self.fleet_b and b:
-            self.ticks("y", b, "right", self.bunit)
+            values += self.line(list(series.t), list((series.a, series.b)[first]), color)
+            times += series.t
+        if values:
+            self.ticks("y", values, "left")
+            self.ticks("x", times)
+
+    def line(self, t: list[float], values: list[float | None], color: tuple[int, int, int]) -> list[float]:
+        """``values`` drawn as lines broken at each None; the values drawn."""
+        drawn: list[float] = []
+        for times, segment in segments(t, values):
+            self.plt.plot(times, segment, marker="braille", color=color)
+            drawn += segment
+        return drawn
+
+
+def segments(t: list[float], values: list[float | None]) -> list[tuple[list[float], list[float]]]:
+    """The runs of ``values`` between Nones, with their times."""
+    out: list[tuple[list[float], list[float]]] = []
+    run: tuple[list[float], list[float]] = ([], [])
+    for x, v in zip(t, values):
+        if v is None:
+            if run[0]:
+                out.append(run)
+            run = ([], [])
+        else:
+            run[0].append(x)
+            run[1].append(v)
+    if run[0]:
+        out.append(run)
+    return out
+
+
+def number(data: dict[str, Any], key: str, per: float = 1.0) -> float | None:
+    """A sample's figure in units of ``per``, or None when the sample has none (a gap in the line, not a zero)."""
+    value = data.get(key)
+    return None if value is None else float(value) / per
 
 
 class ThroughputChart(TimeSeries):
-    title = "IOPS and MB/s"
-    series = ("IOPS", "MB/s")
-    fleet_series = ("total IOPS", "total MB/s")
-    right_axis = True
-    yunit, bunit = "IOPS", "MB/s"
+    """IOPS alone: MB/s is IOPS times the block size, so on a second axis its line lay exactly under IOPS."""
 
-    def add_sample(self, t: float, data: dict[str, Any]) -> None:
-        """A sample; one with a ``host`` is that fleet host's (its line), else the run's (or the fleet total)."""
-        a, b = float(data.get("iops") or 0), float(data.get("bw_bytes") or 0) / 1e6
-        host = data.get("host")
-        if host is not None:
-            self.add_host(str(host), t, a, b)
-        else:
-            self.add(t, a, b)
+    series = ("IOPS", "")
+    fleet_series = ("total IOPS", "")
+    yunit = "IOPS"
+
+    def figures(self, data: dict[str, Any]) -> tuple[float | None, float | None]:
+        """Both kept (a: IOPS, b: MB/s); each of the two charts draws its own."""
+        return number(data, "iops"), number(data, "bw_bytes", 1e6)
+
+
+class BandwidthChart(ThroughputChart):
+    series = ("", "MB/s")
+    fleet_series = ("", "total MB/s")
+    yunit = "MB/s"
 
 
 class LatencyChart(TimeSeries):
-    title = "latency"
     series = ("mean", "p99")
-    fleet_series = ("total mean", "")
-    fleet_b = False  # a fleet's live figures are block-layer counters: no percentiles
+    fleet_series = ("total mean", "")  # a fleet's live figures are block-layer counters: no percentiles
     yunit = "µs"
 
-    def add_sample(self, t: float, data: dict[str, Any]) -> None:
-        a, b = float(data.get("lat_mean_ns") or 0) / 1e3, float(data.get("lat_p99_ns") or 0) / 1e3
-        host = data.get("host")
-        if host is not None:
-            self.add_host(str(host), t, a, b)
-        else:
-            self.add(t, a, b)
+    def figures(self, data: dict[str, Any]) -> tuple[float | None, float | None]:
+        return number(data, "lat_mean_ns", 1e3), number(data, "lat_p99_ns", 1e3)
 
 
 class CurveChart(Chart):
@@ -323,8 +372,8 @@ class CurveChart(Chart):
             return
         pts = sorted(self.points.values())
         xs, ys = [p[0] for p in pts], [p[1] for p in pts]
-        self.ticks("x", xs)
         self.ticks("y", ys)
+        self.ticks("x", xs)
         if self.kind == "memory":
             self.plt.plot(xs, ys, marker="braille")
         self.plt.scatter(xs, ys, marker="dot" if self.kind == "memory" else "x")
@@ -349,7 +398,7 @@ class DelayChart(Chart):
         if not self.points:
             return
         pts = sorted(self.points.values())
-        self.ticks("x", [p[0] for p in pts])
         self.ticks("y", [p[1] for p in pts])
+        self.ticks("x", [p[0] for p in pts])
         self.plt.plot([p[0] for p in pts], [p[1] for p in pts], marker="braille")
         self.plt.scatter([p[0] for p in pts], [p[1] for p in pts], marker="dot")

@@ -1,7 +1,7 @@
 """A still plot of a few labelled series (textual-plotext): the report view's curves in the terminal.
 
-Every tick label carries its unit ("120µs", "45k IOPS" is written "45k" on an axis whose unit is in each
-label: "45kIO/s"), so a reader at 80 columns never has to guess what a bare "2000" means.
+Every tick label carries its unit ("120µs", "45k IOPS", "16 in flight"), so a reader at 80 columns never
+has to guess what a bare "2000" means.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from rich.text import Text
+from textual.app import RenderResult
 from textual_plotext import PlotextPlot
 
 from app.units import format_short
@@ -52,12 +53,29 @@ def _lin_ticks(lo: float, hi: float, count: int = 4) -> list[float]:
     return out or [lo, hi]
 
 
+def spaced(ticks: list[float], labels: list[str], where: list[float]) -> tuple[list[float], list[str]]:
+    """The ticks whose labels fit side by side, each two columns from the last (plotext rounds positions);
+    ``where`` is each tick's column.  plotext itself drops labels that collide, but which ones varies from
+    run to run."""
+    kept: list[tuple[float, str]] = []
+    end = -1.0
+    for t, label, column in zip(ticks, labels, where):
+        start = column - len(label) / 2
+        if start >= end + 2:
+            kept.append((t, label))
+            end = start + len(label)
+    return [t for t, _ in kept] or ticks[:1], [label for _, label in kept] or labels[:1]
+
+
 def tick_label(value: float, unit: str) -> str:
-    """"120µs", "2ms", "45k IO/s" → compact: the value and its unit in every label."""
+    """"120µs", "2ms", "45k IOPS" → compact: the value and its unit in every label (a unit that is a word
+    is given with its leading space: " IOPS")."""
     if unit == "µs" and value >= 1000:
         return format_short(value / 1000) + "ms"
     if unit == "ns" and value >= 1000:
         return format_short(value / 1000) + "µs"
+    if unit == "MB/s" and value >= 1000:
+        return format_short(value / 1000) + "GB/s"  # not "2kMB/s"
     return format_short(value) + unit
 
 
@@ -83,15 +101,14 @@ class SeriesPlot(PlotextPlot):
         self.xunit, self.yunit = xunit, yunit
         self.xlog, self.ylog = xlog, ylog
 
-    def on_mount(self) -> None:
-        super().on_mount()
-        self.draw()
+    def render(self) -> RenderResult:
+        """Plotted afresh at each rendering (a few dozen points): plotext's build takes the logarithm of a
+        log axis's data in place, so a second build of the same data (the tab shown again, a scroll, a
+        resize) drew an empty frame."""
+        self.plot_data()
+        return super().render()
 
-    def on_resize(self) -> None:
-        """Plotted again at the new size: a plot first laid out hidden (another tab) keeps nothing otherwise."""
-        self.draw()
-
-    def draw(self) -> None:
+    def plot_data(self) -> None:
         plt = self.plt
         plt.clear_data()
         plt.title(self.title_text)
@@ -108,9 +125,20 @@ class SeriesPlot(PlotextPlot):
             if pts:
                 # no plotext label: its legend breaks on some markers; legend() gives the names below the plot
                 plt.plot([p[0] for p in pts], [p[1] for p in pts], color=color, marker="dot")
-        for axis, values, unit, log in (("x", xs, self.xunit, self.xlog), ("y", ys, self.yunit, self.ylog)):
-            lo, hi = min(values), max(values)
-            ticks = _log_ticks(lo, hi) if log else _lin_ticks(lo, hi)
-            labels = [tick_label(t, unit) for t in ticks]
-            (plt.xticks if axis == "x" else plt.yticks)(ticks, labels)
-        self.refresh()
+        yticks, ylabels = self.axis(ys, self.yunit, self.ylog)
+        plt.yticks(yticks, ylabels)
+        xticks, xlabels = self.axis(xs, self.xunit, self.xlog)
+        width = self.size.width - max(map(len, ylabels), default=0) - 2  # the plot area beside the y labels
+        plt.xticks(*spaced(xticks, xlabels, [self.column(t, min(xs), max(xs), width) for t in xticks]))
+
+    @staticmethod
+    def axis(values: list[float], unit: str, log: bool) -> tuple[list[float], list[str]]:
+        lo, hi = min(values), max(values)
+        ticks = _log_ticks(lo, hi) if log else _lin_ticks(lo, hi)
+        return ticks, [tick_label(t, unit) for t in ticks]
+
+    def column(self, value: float, lo: float, hi: float, width: int) -> float:
+        """Where along an x axis ``width`` columns wide ``value`` is drawn."""
+        if self.xlog and lo > 0:
+            value, lo, hi = math.log10(value), math.log10(lo), math.log10(hi)
+        return (value - lo) / (hi - lo) * width if hi > lo else 0.0

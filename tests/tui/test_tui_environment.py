@@ -41,3 +41,18 @@ async def test_no_warning_no_panel(tmp_path: Path) -> None:
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         assert not app.screen.query_one("#environment-warnings", Static).display
+
+
+async def test_no_devices_line_fits_80_columns_and_agrees_with_the_container_warning(tmp_path: Path) -> None:
+    """In a container without device access the kernel lists devices in /sys: the status line under the
+    table must not say /sys lists none, and must not be cut at 80 columns."""
+    app = create_app(devices=[], results_dir=tmp_path, environment=[DEVICE_HINT])
+    async with app.run_test(size=(80, 24)) as pilot:
+        for _ in range(50):
+            await pilot.pause(0.05)
+            if app.screen.query_one("#environment-warnings", Static).display:
+                break
+        status = app.screen.query_one("#devices-status", Static)
+        text = str(status.render())
+        assert "test file" in text and "/sys" not in text
+        assert len(text) <= status.content_region.width, text

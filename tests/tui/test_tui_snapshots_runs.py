@@ -73,6 +73,7 @@ def test_report_view_curves(snap_compare) -> None:
         pilot.app.push_screen(ReportScreen(Path("results/golden-20261122-021000")))
         await wait_for(pilot, lambda: getattr(pilot.app.screen, "loaded", None), 60, "the report")
         await pilot.press("2")
+        await wait_for(pilot, lambda: getattr(pilot.app.focused, "id", None) == "report-plots", 5, "the curves")
         await pilot.pause(0.3)
 
     assert snap_compare(app_(), run_before=before, terminal_size=SIZE)
