@@ -80,7 +80,8 @@ def size(d: Diff) -> str:
 
 
 def signed(d: Diff) -> str:
-    return f"{(d.ratio - 1) * 100:+.0f} %"
+    pct = round((d.ratio - 1) * 100)
+    return f"{pct:+d} %" if pct else "±0 %"  # not "-0 %" for a change that rounds to nothing
 
 
 def share(d: Diff) -> str:
