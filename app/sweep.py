@@ -152,6 +152,15 @@ NO_SPACE = os.strerror(errno.ENOSPC)
 WRITE_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, errno.EFBIG)
 
 
+def _remove_files(ev: Result) -> None:
+    """Remove the files a runner streamed for a point whose record could not be written."""
+    for path in ev.files.values():
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
 def _os_reason(e: OSError, where: Path | None = None) -> str:
     """One clause naming the file: "cannot write F: No space left on device"."""
     what = e.strerror or str(e)
@@ -409,8 +418,12 @@ class Session:
                             if no_space:  # every further point would fail the same way
                                 raise _NoSpace(f"fio found no space left on device for the test file {self.target}")
                         else:
-                            record = self._record(ev, point, started_at.get(ev.index), t0, *seen)
-                            self.results.append(record)
+                            try:
+                                record = self._record(ev, point, started_at.get(ev.index), t0, *seen)
+                                self.results.append(record)
+                            except OSError:  # not recorded (disk full): the runner's files name no line
+                                _remove_files(ev)
+                                raise
                             done += 1
                             found = measured_from_record(record)
                             if found is not None:

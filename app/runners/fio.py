@@ -316,7 +316,7 @@ class FioRunner(Runner):
         if run.stderr.strip() or run.noise:
             raw[".stderr.txt"] = "\n".join(run.noise + [run.stderr])
         extra: dict[str, Any] = {"wall_s": round(run.wall, 3), "job": job_name(point)}
-        files = {SAMPLES_SUFFIX: run.samples_path} if run.samples_path.exists() else {}
+        files = kept_samples(run.samples_path)
         if run.last is None:
             msg = _fio_message(run.stderr, run.noise) or f"fio exited with status {run.returncode} and no result"
             yield Result(index, {}, raw, extra, error=msg, files=files)
@@ -382,7 +382,7 @@ class PreconditionJob:
         error = None
         if m.get("errors") or run.returncode:
             error = _fio_message(run.stderr, run.noise) or f"fio job error {m.get('errors')}"
-        files = {SAMPLES_SUFFIX: run.samples_path} if run.samples_path.exists() else {}
+        files = kept_samples(run.samples_path)
         yield Result(-1, m, raw, extra, error=error, files=files)
 
 
@@ -526,6 +526,18 @@ def open_samples(path: Path) -> IO[str] | None:
     except OSError:
         return None
     return os.fdopen(fd, "w", encoding="utf-8", buffering=1)
+
+
+def kept_samples(path: Path) -> dict[str, Path]:
+    """The point's samples file for its record, {} when there is none; an empty one (every write failed: the
+    disk filled while fio ran) is removed, so no results directory keeps a file that says nothing."""
+    try:
+        if os.stat(path).st_size > 0:
+            return {SAMPLES_SUFFIX: path}
+        os.unlink(path)
+    except OSError:
+        pass
+    return {}
 
 
 def append_sample(series: IO[str] | None, sample: dict[str, Any]) -> None:
