@@ -6,8 +6,9 @@
 * MLC is looked for in ``MLC_PATH`` (a file, or a directory holding ``mlc``), then ``mlc`` on
   ``PATH``, then ``/opt/mlc/mlc``.  ``--engine mlc`` without it is :class:`ToolMissing` (exit 4).
 * The built-in engine (``native/memlat``) is looked for in ``PROFILER_TUI_MEMLAT``, then the
-  repository's ``native/memlat/build/memlat``, then ``memlat`` on ``PATH`` (the container installs
-  it as ``/usr/local/bin/memlat``).
+  repository's ``native/memlat/build/memlat``, then the installed package's ``app/bin/memlat`` (setup.py
+  builds it into the wheel), then ``memlat`` on ``PATH`` (the container installs it as
+  ``/usr/local/bin/memlat``).
 * ``auto`` takes MLC when found and usable (x86; on AMD only when huge pages are reserved or this
   process may reserve them, below) and otherwise the built-in engine; the fallback is announced by
   :attr:`MemoryRunner.notice` (the CLI prints it) and recorded in run.json's tools and in every
@@ -101,11 +102,12 @@ HUGEPAGE_MAX_SHARE = 0.75  # of MemAvailable
 RAW_HEAD_CHARS = 256 * 1024
 RAW_TAIL_CHARS = 256 * 1024
 REPO_ENGINE = Path(__file__).resolve().parent.parent.parent / "native" / "memlat" / "build" / "memlat"
+PACKAGE_ENGINE = Path(__file__).resolve().parent.parent / "bin" / "memlat"  # built into the wheel by setup.py
 
 MLC_HOWTO = ("install Intel MLC (https://www.intel.com/content/www/us/en/download/736633/) and put `mlc` on PATH, "
              f"set MLC_PATH to the binary, or mount it at {MLC_DEFAULT_PATH}; or use --engine builtin")
-ENGINE_HOWTO = ("build it with `make setup` (or `make -C native/memlat`), or set PROFILER_TUI_MEMLAT to the "
-                "memlat binary")
+ENGINE_HOWTO = ("build it with `make setup` (or `make -C native/memlat`), reinstall the package where make and a "
+                "C compiler are present, or set PROFILER_TUI_MEMLAT to the memlat binary")
 
 
 def _executable(path: str | os.PathLike[str]) -> bool:
@@ -182,8 +184,9 @@ def find_engine() -> tuple[str | None, str | None]:
         if _executable(env):
             return os.path.abspath(env), None
         return None, f"PROFILER_TUI_MEMLAT={env} is not an executable file"
-    if _executable(REPO_ENGINE):
-        return str(REPO_ENGINE), None
+    for bundled in (REPO_ENGINE, PACKAGE_ENGINE):
+        if _executable(bundled):
+            return str(bundled), None
     found = shutil.which("memlat")
     if found:
         return found, None
