@@ -26,7 +26,7 @@ from app.runners import memory
 from app.points import MemoryPoint
 from app.runners.memory import HugePageReservation, hugepages_needed
 from conftest import mem_point
-from test_memory_runner import (ENGINE, ROOT, cli_argv, fake_meminfo, fake_mlc, fake_proc, records,  # noqa: F401
+from test_memory_runner import (ENGINE, ROOT, cli_argv, fake_meminfo, fake_mlc, fake_proc, records,  # noqa: F401 - fixtures
                                 run_cli, write_cpuinfo)
 
 AMD, INTEL = "AuthenticAMD", "GenuineIntel"

@@ -97,7 +97,7 @@ class ProfilerApp(App[int]):
             try:
                 if session.results.read_meta().get("status") in ("planned", "running"):
                     session.results.update_meta(status="interrupted", ended=now_iso())
-            except Exception:  # noqa: BLE001 - a broken results directory must not stop the exit
+            except Exception:  # any error: a broken results directory must not stop the exit
                 pass
 
     # --- commands -----------------------------------------------------------------------------

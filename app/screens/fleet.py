@@ -130,7 +130,7 @@ class FleetHosts(Vertical):
     class Changed(Message):
         """The hosts changed (the screen's status line says how many)."""
 
-    def __init__(self, agent_socket: str, probe: Probe | None = None, *, id: str | None = None) -> None:  # noqa: A002
+    def __init__(self, agent_socket: str, probe: Probe | None = None, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.agent_socket = agent_socket
         self.probe: Probe = probe or probe_host
