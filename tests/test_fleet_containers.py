@@ -176,7 +176,7 @@ def test_unreachable_engine(tmp_path: Path) -> None:
         start_agent(url, "localhost/whatever:1", host="ssh://bob@h")
     text = str(info.value)
     assert time.monotonic() - started < 10
-    assert f"host ssh://bob@h: cannot start the agent container" in text and f"Docker Engine API at {url} " in text
+    assert "host ssh://bob@h: cannot start the agent container" in text and f"Docker Engine API at {url} " in text
     assert "(cannot connect: No such file or directory); check that a Docker Engine or `podman system service` " \
            "runs there and that this user may use its socket." in text and "\n" not in text
 

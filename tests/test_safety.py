@@ -24,7 +24,7 @@ from app import safety
 from app.errors import EXIT_SAFETY, SafetyError
 
 try:
-    from tests.loopdev import LoopDevice, loop_factory, needs_loop, require_tools, sh  # noqa: F401 - loop_factory: a fixture
+    from tests.loopdev import LoopDevice, loop_factory, needs_loop, require_tools, sh
 except ImportError:  # tests/ is not a package: pytest put it on sys.path
     from loopdev import LoopDevice, loop_factory, needs_loop, require_tools, sh  # noqa: F401 - loop_factory: a fixture
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
@@ -15,8 +14,18 @@ from textual.binding import Binding
 from textual.screen import Screen
 
 from app.screens import strings
-from app.screens.messages import (ResumeRun, ShowCompare, ShowCustomSweep, ShowDevices, ShowImport, ShowPresets,
-                                  ShowReport, ShowResults, ShowRuns, StartRun)
+from app.screens.messages import (
+    ResumeRun,
+    ShowCompare,
+    ShowCustomSweep,
+    ShowDevices,
+    ShowImport,
+    ShowPresets,
+    ShowReport,
+    ShowResults,
+    ShowRuns,
+    StartRun,
+)
 from app.screens.state import Options, ResumeTarget, RunRequest, TargetChoice, resume_target, run_request
 from app.widgets import MIN_HEIGHT, MIN_WIDTH
 

@@ -26,7 +26,7 @@ from app.screens import strings
 from app.screens.confirm import ConfirmModal
 from app.screens.state import TargetChoice
 from app.widgets import ErrorLine, too_small
-from app.widgets.verdicts import add_device_columns, device_cells, verdict_text, walk
+from app.widgets.verdicts import add_device_columns, device_cells, walk
 
 Probe = Callable[[str, str], "HostProbe"]
 
