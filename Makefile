@@ -15,7 +15,7 @@ RUFF_PATHS := app tests bench
 # A file belongs here only when every test in it runs on a plain user account without fio.
 UNIT_TESTS := $(addprefix tests/,test_analysis.py test_conditions.py test_doc_paths.py test_engine_choice.py \
               test_fleet_hosts.py test_fleet_report.py test_memory_report.py test_mlc_parse.py test_mlc_properties.py \
-              test_mlc_recorded.py test_noise.py test_phase.py test_plan_validation.py test_presets_properties.py \
+              test_mlc_recorded.py test_noise.py test_plan_validation.py test_presets_properties.py \
               test_queueing.py test_readers_properties.py test_results_reader.py test_runs.py test_structure.py \
               test_support.py test_textable.py test_trends.py)
 
