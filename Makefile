@@ -9,9 +9,18 @@ STAMP := $(VENV)/.stamp
 APT_PKGS := fio util-linux fdisk e2fsprogs tmux librsvg2-bin nvme-cli smartmontools jq openssh-client openssh-server \
             podman runc debootstrap
 MEMLAT := native/memlat/build/memlat
+# ruff (lint and import order; configured in pyproject.toml) checks these
+RUFF_PATHS := app tests bench
+# `make check`'s tests: files that need no fio, no root and no loop device, so the inner loop takes about a minute.
+# A file belongs here only when every test in it runs on a plain user account without fio.
+UNIT_TESTS := $(addprefix tests/,test_analysis.py test_conditions.py test_doc_paths.py test_engine_choice.py \
+              test_fleet_hosts.py test_fleet_report.py test_memory_report.py test_mlc_parse.py test_mlc_properties.py \
+              test_mlc_recorded.py test_noise.py test_plan_validation.py test_presets_properties.py \
+              test_queueing.py test_readers_properties.py test_results_reader.py test_runs.py test_structure.py \
+              test_support.py test_textable.py test_trends.py)
 
 # mypy: the type check of app/ (configured in pyproject.toml)
-.PHONY: typecheck setup system-deps venv native run test test-fast bench bench-fio bench-mem bench-report bench-tui bench-steady bench-runs bench-fleet native-asan container-test clean
+.PHONY: typecheck lint check setup system-deps venv native run test test-fast bench bench-fio bench-mem bench-report bench-tui bench-steady bench-runs bench-fleet native-asan container-test clean
 
 setup: system-deps venv native
 
@@ -42,6 +51,7 @@ run: setup
 	$(BIN)/profiler-tui
 
 test: setup
+	$(BIN)/ruff check $(RUFF_PATHS)
 	$(MAKE) -C native/memlat test
 	$(MAKE) native-asan
 	$(BIN)/python -m pytest -q
@@ -51,6 +61,7 @@ test: setup
 
 # everything but the container build
 test-fast: setup
+	$(BIN)/ruff check $(RUFF_PATHS)
 	$(MAKE) -C native/memlat test
 	$(BIN)/python -m pytest -q
 	$(BIN)/lint-imports
@@ -91,6 +102,17 @@ bench-fleet: setup
 
 typecheck: setup
 	$(BIN)/mypy
+
+lint: setup
+	$(BIN)/ruff check $(RUFF_PATHS)
+
+# the inner loop: ruff, mypy, the import contract and the tests that need no fio and no root; prints its time
+check: setup
+	@start=$$(date +%s.%N); rc=0; \
+	$(BIN)/ruff check $(RUFF_PATHS) && $(BIN)/mypy && $(BIN)/lint-imports && \
+	  $(BIN)/python -m pytest -q $(UNIT_TESTS) || rc=$$?; \
+	$(BIN)/python -c 'import sys, time; print(f"make check: {time.time() - float(sys.argv[1]):.1f} s")' $$start; \
+	exit $$rc
 
 native-asan:
 	$(MAKE) -C native/memlat asan-test

@@ -92,9 +92,8 @@ def cli(ctx: click.Context) -> int | None:
                    "output is then {\"devices\": [...], \"target\": {...}} (what a fleet controller reads).")
 def devices(as_json: bool, target: str | None) -> int:
     """Block devices with size, model, transport, mounts, filesystem and the safety verdict."""
-    from app.devices import list_devices, render_devices_table
-
     from app.container import device_access_problem
+    from app.devices import list_devices, render_devices_table
 
     devs = list_devices()
     about = None

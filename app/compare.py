@@ -44,8 +44,8 @@ from app.errors import UsageError
 from app.points import Kind
 from app.presets import RW_MODES, read_toml, shipped_dir
 from app.report import analysis as an
-from app.report import procedure as rp
 from app.report import noise, support
+from app.report import procedure as rp
 from app.report.model import MemoryRow, RunData, StorageRow, load
 from app.report.render import workload
 from app.sanitize import clean_text

@@ -20,9 +20,9 @@ import time
 from typing import Any, Iterable, Mapping, Sequence, TextIO
 
 from rich import box
+from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.live import Live
-from rich.cells import cell_len
 from rich.measure import Measurement
 from rich.padding import Padding
 from rich.table import Table

@@ -1,8 +1,10 @@
 """A results directory as one pandas DataFrame: one row per point, the columns of results.csv.
 
-``load_results(DIR)`` is the one loader the report (results.csv), ``compare`` and the TUI's
-results table read.  Rows: the storage points by plan index, then the memory points by plan
-index, as :func:`app.report.model.load` reads them (run.json checked, results.jsonl read and
+The report and ``compare`` read a results directory through
+:func:`app.report.model.load`; this module turns what that gives into a frame: ``frame_of_data``
+for the report's results.csv, ``load_results(DIR)`` for the TUI's results table and pandas users.
+Rows: the storage points by plan index, then the memory points by plan index, as
+:func:`app.report.model.load` reads them (run.json checked, results.jsonl read and
 validated by :class:`app.results.ResultsDir`, lines outside the plan left out).  Values are
 those results.csv holds: throughputs in MB/s (10^6 B/s), latencies in µs for storage and ns for
 memory, rounded to 6 decimals; a value the point does not have is missing (<NA> / NaN).

@@ -17,7 +17,6 @@ from dataclasses import dataclass, fields
 from enum import StrEnum
 from typing import Any, TypeAlias
 
-
 # storage modes that may write to the target (rw/randrw even at rwmixread=100: fio opens it for writing)
 WRITE_MODES = frozenset({"write", "randwrite", "rw", "randrw", "trim", "randtrim"})
 

@@ -40,9 +40,17 @@ from typing import Any, Callable, Iterable, TypedDict
 
 from app.errors import UsageError
 from app.points import WRITE_MODES, Kind, Point, StoragePoint, point_from_dict
-from app.procedure import (MAX_ROUNDS, MAX_TELEMETRY_INTERVAL_S, PRECONDITION_MODES, TELEMETRY_INTERVAL_S,
-                           WORKLOAD_PRECONDITION_CAP_S, Procedure, in_rounds, matches,
-                           precondition_estimate_s)
+from app.procedure import (
+    MAX_ROUNDS,
+    MAX_TELEMETRY_INTERVAL_S,
+    PRECONDITION_MODES,
+    TELEMETRY_INTERVAL_S,
+    WORKLOAD_PRECONDITION_CAP_S,
+    Procedure,
+    in_rounds,
+    matches,
+    precondition_estimate_s,
+)
 from app.results import is_plain_name
 from app.units import format_duration, parse_duration, parse_size, setting_text
 

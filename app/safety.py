@@ -201,8 +201,8 @@ class SystemState:
             return
         if os.major(dev) != 0:
             self.root_devs.add(dev)
-        for dev_, points in self.mounts.items():
-            if "/" in points:
+        for dev_, mount_points in self.mounts.items():
+            if "/" in mount_points:
                 self.root_devs.add(dev_)
 
     def _read_loops(self) -> None:

@@ -30,22 +30,31 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, AsyncGenerator, Callable, Iterator, Sequence
 
-from app import envinfo, safety
+from app import envinfo, safety, telemetry
 from app.errors import ProfilerError, UsageError
+from app.link import link_of
 from app.lock import DirLock
 from app.points import Kind, Point, RunStatus, StoragePoint, point_from_dict
-from app.presets import (ENGINES, KINDS, Preset, check_track, estimate_point_seconds, estimate_seconds, plan_writes,
-                         point_key, table_key, validate_plan, validate_procedure)
-from app.procedure import (Measured, Procedure, check_precondition, measured_from_record, precondition_estimate_s,
-                           skips)
-from app.link import link_of
-from app import telemetry
-from app.validity import NO_LINK, TargetFacts, point_checks, point_flags, target_facts
+from app.presets import (
+    ENGINES,
+    KINDS,
+    Preset,
+    check_track,
+    estimate_point_seconds,
+    estimate_seconds,
+    plan_writes,
+    point_key,
+    table_key,
+    validate_plan,
+    validate_procedure,
+)
+from app.procedure import Measured, Procedure, check_precondition, measured_from_record, precondition_estimate_s, skips
 from app.results import SCHEMA_VERSION, ResultsDir, check_dir_path, make_dirs, new_run_dir, now_iso, remove_dirs
 from app.runners import get_runner
 from app.runners.base import Context, Phase, Result, Runner, Sample
 from app.runners.fio import check_target_name, precondition_job
 from app.space import check_free_space
+from app.validity import NO_LINK, TargetFacts, point_checks, point_flags, target_facts
 
 if TYPE_CHECKING:
     from app.fleet.runner import Fleet

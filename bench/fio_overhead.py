@@ -20,9 +20,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from app import presets  # noqa: E402
-from app.runners.fio import job_file  # noqa: E402
-from app.sweep import new_session  # noqa: E402
+from app import presets  # noqa: E402 - after the sys.path line above
+from app.runners.fio import job_file  # noqa: E402 - after the sys.path line above
+from app.sweep import new_session  # noqa: E402 - after the sys.path line above
 
 ROUNDS = 5
 RUNTIME = 3

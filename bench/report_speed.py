@@ -19,8 +19,8 @@ each, interleaved; the medians, the ratio 1,008 / 120 and the targets (1,008-poi
 from __future__ import annotations
 
 import argparse
-import resource
 import json
+import resource
 import shutil
 import statistics
 import subprocess

@@ -66,12 +66,11 @@ def core_times(root: Path, repeat: int) -> list[float]:
 
 
 async def tui_time(root: Path, expected: int) -> float:
+    from textual import events
     from textual.widgets import DataTable
 
     from app.screens.runs import RunsScreen
     from app.tui import create_app
-
-    from textual import events
 
     app = create_app(devices=[], results_dir=root, clock=lambda: 0.0)
     async with app.run_test(size=(80, 24)) as pilot:

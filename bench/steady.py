@@ -32,8 +32,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from app import presets  # noqa: E402
-from app.sweep import new_session  # noqa: E402
+from app import presets  # noqa: E402 - after the sys.path line above
+from app.sweep import new_session  # noqa: E402 - after the sys.path line above
 
 
 async def _drain(session: Any) -> None:

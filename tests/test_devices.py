@@ -18,9 +18,9 @@ import pytest
 from app import devices, safety
 
 try:
-    from tests.loopdev import loop_factory, needs_loop  # noqa: F401
+    from tests.loopdev import loop_factory, needs_loop
 except ImportError:  # tests/ is not a package: pytest put it on sys.path
-    from loopdev import loop_factory, needs_loop  # noqa: F401
+    from loopdev import loop_factory, needs_loop  # noqa: F401 - the fixture and the skip mark
 
 ROOT = Path(__file__).resolve().parent.parent
 VERDICTS = {safety.OK, safety.NEEDS_DESTRUCTIVE, safety.REFUSED}

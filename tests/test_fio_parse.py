@@ -128,6 +128,7 @@ def test_submission_completion_split_and_disk_util_are_fios_own(tmp_path: Path) 
     """A real randrw run: slat and clat means are fio's, I/O-weighted over both directions like lat_ns; the
     device's disk_util is kept as fio wrote it (name and util %), and the line validates against its schema."""
     from jsonschema import Draft202012Validator
+
     from schema_check import schema
 
     doc = json.loads(_fio(tmp_path, "--name=s", "--rw=randrw", "--rwmixread=70", "--bs=4k", "--iodepth=4",

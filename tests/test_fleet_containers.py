@@ -8,6 +8,7 @@ any container this process started (label io.profiler-tui.controller-pid) is rem
 
 from __future__ import annotations
 
+import ast
 import os
 import signal
 import socket
@@ -175,7 +176,7 @@ def test_unreachable_engine(tmp_path: Path) -> None:
         start_agent(url, "localhost/whatever:1", host="ssh://bob@h")
     text = str(info.value)
     assert time.monotonic() - started < 10
-    assert f"host ssh://bob@h: cannot start the agent container" in text and f"Docker Engine API at {url} " in text
+    assert "host ssh://bob@h: cannot start the agent container" in text and f"Docker Engine API at {url} " in text
     assert "(cannot connect: No such file or directory); check that a Docker Engine or `podman system service` " \
            "runs there and that this user may use its socket." in text and "\n" not in text
 
@@ -274,7 +275,7 @@ def test_ssh_engine_through_a_forwarded_socket(engine: tuple[str, dict[str, str]
     host = parse_host("ssh://bob@fleet-1:2222")
     with started_agents([host], images["ok"], sock) as agents:
         assert agents[0].url == "ssh://bob@fleet-1:2222" and exists(service_url, agents[0].name)
-        pid, *argv = eval(fake_ssh.read_text().splitlines()[0])  # noqa: S307 - the stand-in's own repr()
+        pid, *argv = ast.literal_eval(fake_ssh.read_text().splitlines()[0])  # the stand-in's own repr()
         assert "BatchMode=yes" in argv and "ExitOnForwardFailure=yes" in argv and "-N" in argv
         assert argv[argv.index("-p") + 1] == "2222" and argv[-2:] == ["--", "bob@fleet-1"]
         local, remote = argv[argv.index("-L") + 1].split(":", 1)
@@ -311,7 +312,7 @@ def test_remove_connects_again_when_the_forward_dropped(engine: tuple[str, dict[
     monkeypatch.setenv(containers.SOCKET_ENV, service_url.removeprefix("unix://"))
     agent = start_agent("ssh://bob@fleet-1:22", images["ok"], sock, host="ssh://bob@fleet-1")
     try:
-        first = eval(fake_ssh.read_text().splitlines()[0])[0]  # noqa: S307
+        first = ast.literal_eval(fake_ssh.read_text().splitlines()[0])[0]
         os.kill(first, signal.SIGKILL)  # the connection drops mid-run
         assert agent.remove() is None
         assert len(fake_ssh.read_text().splitlines()) == 2  # a second forward removed it
@@ -327,7 +328,7 @@ def test_remove_that_cannot_reach_the_engine_says_what_is_left(engine: tuple[str
     monkeypatch.setenv(containers.SOCKET_ENV, service_url.removeprefix("unix://"))
     try:
         agent = start_agent("ssh://bob@fleet-1:22", images["ok"], sock, host="ssh://bob@fleet-1")
-        os.kill(eval(fake_ssh.read_text().splitlines()[0])[0], signal.SIGKILL)  # noqa: S307
+        os.kill(ast.literal_eval(fake_ssh.read_text().splitlines()[0])[0], signal.SIGKILL)
         monkeypatch.setenv("FAKE_SSH_FAIL", "1")  # and the host stays unreachable
         problem = agent.remove()
         assert problem is not None and problem.startswith(

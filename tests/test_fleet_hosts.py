@@ -17,7 +17,7 @@ from app.fleet.hosts import Host, host_targets, parse_host, parse_hosts
 from app.fleet.inspect import BadAnswer, describe_target, device_of, read_target, verdict_of
 from app.fleet.links import Link
 from app.fleet.meter import Counters, parse_stat, rates
-from app.fleet.runner import fleet_from_meta, fleet_command, host_entry
+from app.fleet.runner import fleet_command, fleet_from_meta, host_entry
 
 
 @pytest.mark.parametrize("text, want", [

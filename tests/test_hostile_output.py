@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app import points, safety, telemetry
 from app.external import run_bounded
@@ -31,7 +32,7 @@ from app.telemetry import Drive, Recorder, read_drive
 from conftest import DATA, run_cli
 from fleet_agents import agents
 from loopdev import loop_device
-from test_fleet import sshd  # noqa: F401  (the fixture: sshd on 127.0.0.1 with its own keys)
+from test_fleet import sshd  # noqa: F401 - the fixture: sshd on 127.0.0.1 with its own keys)
 from test_telemetry import fake_tool
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -416,7 +417,7 @@ def _fs_type(path: str) -> str:
     ("old", ("--yes",), "older than this one"),
 ])
 def test_a_host_that_says_no_confirmation_is_needed_gets_no_randwrite_on_its_ext4_device(
-        tmp_path: Path, sshd, ext4, mode: str, extra: tuple[str, ...], words: str) -> None:  # noqa: F811
+        tmp_path: Path, sshd, ext4, mode: str, extra: tuple[str, ...], words: str) -> None:
     with agents(1) as (agent,):
         proc, _, _ = _controller(tmp_path, sshd, mode, ext4.path, *extra, agent_socket=agent.socket)
     assert proc.returncode in (1, 3), proc.stderr
@@ -426,7 +427,7 @@ def test_a_host_that_says_no_confirmation_is_needed_gets_no_randwrite_on_its_ext
     assert not (tmp_path / f"out-{mode}").exists()
 
 
-def test_a_deeply_nested_or_endless_answer_is_one_sentence_and_stays_small(tmp_path: Path, sshd) -> None:  # noqa: F811
+def test_a_deeply_nested_or_endless_answer_is_one_sentence_and_stays_small(tmp_path: Path, sshd) -> None:
     proc, _, peak = _controller(tmp_path, sshd, "nested", "/tmp/x.img")
     assert proc.returncode == 1 and "nests deeper than 16 levels" in proc.stderr, proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
@@ -437,7 +438,7 @@ def test_a_deeply_nested_or_endless_answer_is_one_sentence_and_stays_small(tmp_p
 
 @pytest.mark.parametrize("mode", ["stderr", "reasons"])
 def test_a_host_s_reasons_and_ssh_s_stderr_reach_the_terminal_without_control_sequences(
-        tmp_path: Path, sshd, mode: str) -> None:  # noqa: F811
+        tmp_path: Path, sshd, mode: str) -> None:
     proc, _, _ = _controller(tmp_path, sshd, mode, "/tmp/x.img", "--yes")
     assert proc.returncode in (1, 3), proc.stderr
     assert "ABCDEF" in proc.stderr

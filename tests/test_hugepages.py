@@ -15,19 +15,27 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from app.runners import memory
 from app.points import MemoryPoint
+from app.runners import memory
 from app.runners.memory import HugePageReservation, hugepages_needed
 from conftest import mem_point
-from test_memory_runner import (ENGINE, ROOT, cli_argv, fake_meminfo, fake_mlc, fake_proc, records,  # noqa: F401
-                                run_cli, write_cpuinfo)
+from test_memory_runner import (  # noqa: F401 - fixtures
+    ENGINE,
+    ROOT,
+    cli_argv,
+    fake_meminfo,
+    fake_mlc,
+    fake_proc,
+    records,
+    run_cli,
+    write_cpuinfo,
+)
 
 AMD, INTEL = "AuthenticAMD", "GenuineIntel"
 PAGE = 2 << 20

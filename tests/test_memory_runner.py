@@ -30,7 +30,6 @@ from app.runners.base import Context, Result, Sample
 from app.runners.memory import MemoryRunner, check_memory
 from app.runners.mlc_parse import idle_latency, loaded_rows, parse_text
 from conftest import ROOT, mem_point
-from conftest import run_cli as _run_cli
 
 MLC_DATA = Path(__file__).resolve().parent / "data" / "mlc"
 LOADED_SAMPLE = MLC_DATA / "v3.10-loaded-latency.txt"

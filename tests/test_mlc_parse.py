@@ -8,8 +8,15 @@ from pathlib import Path
 import pytest
 
 from app.presets import MLC_DELAYS
-from app.runners.mlc_parse import (LineParser, Row, idle_latency, loaded_rows, parse_command_line, parse_text,
-                                   traffic_from_text)
+from app.runners.mlc_parse import (
+    LineParser,
+    Row,
+    idle_latency,
+    loaded_rows,
+    parse_command_line,
+    parse_text,
+    traffic_from_text,
+)
 
 DATA = Path(__file__).resolve().parent / "data" / "mlc"
 FILES = sorted(DATA.glob("*.txt"))

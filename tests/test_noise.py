@@ -6,7 +6,8 @@ import json
 import math
 from pathlib import Path
 
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from app.report.model import StorageRow
 from app.report.noise import MIN_SAMPLES, point_spread, spread, t95

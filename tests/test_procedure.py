@@ -12,12 +12,10 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-import pytest
-
 from conftest import ROOT, fio_processes, interrupt_run
 from loopdev import loop_device, needs_loop
-from throttle import throttled
 from schema_check import validate_dir
+from throttle import throttled
 
 pytestmark = needs_loop
 

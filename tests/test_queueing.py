@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from app.report import render_report
 from app.report import analysis as an
 from app.report import queueing as qm
+from app.report import render_report
 from app.report.model import StorageRow
 
 # (QD, IOPS, mean latency µs, disk util %, slat µs): R = N/X where the review gave only one of them

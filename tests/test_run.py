@@ -16,7 +16,7 @@ import pytest
 from app import presets
 from app.points import RunStatus, StoragePoint
 from app.runners.base import Context, Result, Sample
-from app.runners.fio import FioRunner, job_file
+from app.runners.fio import FioRunner
 from app.sweep import new_session
 from conftest import ROOT, fio_processes, interrupt_run, run_cli
 

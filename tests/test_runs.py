@@ -8,7 +8,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app.lock import DirLock
 from app.runs import RunSummary, list_runs, results_roots, summarise

@@ -24,9 +24,9 @@ from app import safety
 from app.errors import EXIT_SAFETY, SafetyError
 
 try:
-    from tests.loopdev import LoopDevice, loop_factory, needs_loop, require_tools, sh  # noqa: F401
+    from tests.loopdev import LoopDevice, loop_factory, needs_loop, require_tools, sh
 except ImportError:  # tests/ is not a package: pytest put it on sys.path
-    from loopdev import LoopDevice, loop_factory, needs_loop, require_tools, sh  # noqa: F401
+    from loopdev import LoopDevice, loop_factory, needs_loop, require_tools, sh  # noqa: F401 - loop_factory: a fixture
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -36,8 +36,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _cli_available() -> str | None:
     try:
-        import app.cli  # noqa: F401
-    except Exception as e:  # noqa: BLE001 - the CLI is written concurrently
+        import app.cli  # noqa: F401 - imported only to see that it imports
+    except Exception as e:  # any error: the tests that need the CLI skip, naming it
         return f"app.cli not importable yet ({e})"
     if not shutil.which("fio"):
         return "fio not installed"

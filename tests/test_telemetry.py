@@ -15,11 +15,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app import telemetry
-from app.telemetry import (Drive, find_drive, load_readings, parse_nvme_cli, parse_output, parse_smartctl,
-                           point_summary, read_drive, summarise)
+from app.telemetry import (
+    Drive,
+    find_drive,
+    load_readings,
+    parse_nvme_cli,
+    parse_output,
+    parse_smartctl,
+    point_summary,
+    read_drive,
+    summarise,
+)
 from loopdev import loop_device
 from schema_check import validate_dir
 from test_procedure import cli, lines, meta

@@ -3,7 +3,8 @@ compare draw what compare writes)."""
 
 from __future__ import annotations
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app.textable import ReadTable, markdown_table, read_markdown
 

@@ -14,13 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app.timeseries import samples_csv, write_cliff
 from loopdev import loop_device
+from schema_check import validate_dir
 from test_procedure import ROOT, cli, lines
 from throttle import write_bps_throttle
-from schema_check import validate_dir
 
 
 def series(levels: list[float], start: float = 1.0) -> list[dict[str, Any]]:

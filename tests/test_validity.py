@@ -13,13 +13,14 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app.link import link_of
 from app.validity import FLAGS, LEGEND, NO_STEADY, RESULTS, TargetFacts, flags_of, point_checks, point_flags
 from loopdev import loop_device
-from test_procedure import cli, lines, meta
 from schema_check import validate_dir
+from test_procedure import cli, lines, meta
 
 POINT = {"rw": "randread", "bs": 4096, "iodepth": 8, "numjobs": 2, "ioengine": "libaio", "direct": True}
 

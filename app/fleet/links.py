@@ -41,11 +41,19 @@ from app import points, safety
 from app.errors import ProfilerError, SafetyError, ToolMissing, UsageError
 from app.external import describe_failure, run_bounded
 from app.fleet.hosts import DEFAULT_AGENT_SOCKET, Host
-from app.fleet.inspect import (BadAnswer, Contradiction, describe_target, device_of, parse_answer, read_target,
-                               shape_of, verdict_of)
+from app.fleet.inspect import (
+    BadAnswer,
+    Contradiction,
+    describe_target,
+    device_of,
+    parse_answer,
+    read_target,
+    shape_of,
+    verdict_of,
+)
 from app.runners.base import _die_with_parent
-from app.sanitize import clean_json, clean_line
 from app.runners.fio import TargetShape
+from app.sanitize import clean_json, clean_line
 
 CONNECT_TIMEOUT_S = 15.0
 REMOTE_TIMEOUT_S = 60.0

@@ -65,7 +65,7 @@ def knee(xs: Sequence[float], ys: Sequence[float], min_distance: float = MIN_KNE
 @dataclass
 class Little:
     n: int  # I/Os the workload keeps outstanding (effective depth × jobs)
-    l: float  # IOPS × mean latency
+    l: float  # noqa: E741 - Little's law's own letter: IOPS × mean latency
     ratio: float  # l / n
 
 

@@ -220,7 +220,7 @@ def _write_back_row(data: RunData) -> tuple[list[str], list[str]]:
     unknown = [p for p in wins if p.beyond_noise is None]
     of = f"{{}} of the {len(pairs)} read/write pair{'s' if len(pairs) != 1 else ''}"
     if beyond:
-        return (["Host write-back caching", f"suspected: writes beat reads beyond their per-second noise in "
+        return (["Host write-back caching", "suspected: writes beat reads beyond their per-second noise in "
                                             + of.format(len(beyond))],
                 [f"Host write-back caching suspected: on this file target writes beat reads of the same pattern, "
                  f"block size and load by more than their per-second noise ({_shown(beyond)}). A write acknowledged "

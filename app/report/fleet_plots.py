@@ -14,9 +14,9 @@ import math
 from pathlib import Path
 from typing import Any, Sequence
 
+from app.points import Kind
 from app.report.fleet import MEASURES, MIN_OUTLIER_HOSTS, OUTLIER_MADS, FleetPoint, spread
 from app.report.plots import MAX_PAGES, Figure, _page_name, _page_title, _plain_log, _plt, _save
-from app.points import Kind
 from app.units import format_size
 
 MAX_WIDTH_IN = 14.0

@@ -13,13 +13,23 @@ from typing import Any, Sequence
 
 from app.points import Kind
 from app.report import drive
-from app.report.fleet import MEASURES, MIN_OUTLIER_HOSTS, NOISE_FLOOR, OUTLIER_MADS, FleetPoint, Measure, Outlier, \
-    failed_host_points, fleet_points, median, rows_of_host
+from app.report.fleet import (
+    MEASURES,
+    MIN_OUTLIER_HOSTS,
+    NOISE_FLOOR,
+    OUTLIER_MADS,
+    FleetPoint,
+    Measure,
+    Outlier,
+    failed_host_points,
+    fleet_points,
+    median,
+    rows_of_host,
+)
 from app.report.model import RunData
-from app.sanitize import clean_text, md_text
-from app.report.render import MB, STORAGE_UNITS, _environment, _figures, _run, _storage_table, results_csv, us, \
-    workload
+from app.report.render import MB, STORAGE_UNITS, _environment, _figures, _run, _storage_table, results_csv, us, workload
 from app.results import write_new
+from app.sanitize import clean_text, md_text
 from app.summary import point_label
 from app.textable import markdown_table
 from app.units import format_count

@@ -285,17 +285,15 @@ def storage_vs_axis(points: Sequence[Row], plots_dir: Path, axis: str, jobs_spli
     legend: Callable[[Row], str]
     value: Callable[[Row], int]
     if axis == "bs":
-        x = lambda p: p.bs  # noqa: E731
-        line = lambda p: (p.mix, p.inflight, p.iodepth, p.numjobs, p.rest)  # noqa: E731
-        legend = lambda p: f"QD{p.iodepth}" + (f"×{p.numjobs}" if p.numjobs > 1 else "")  # noqa: E731
-        value = lambda p: p.inflight  # noqa: E731
-        xfmt: Callable[[int], str] = format_size
+        x = lambda p: p.bs  # noqa: E731 - typed slots filled per axis
+        line = lambda p: (p.mix, p.inflight, p.iodepth, p.numjobs, p.rest)  # noqa: E731 - typed slots filled per axis
+        legend = lambda p: f"QD{p.iodepth}" + (f"×{p.numjobs}" if p.numjobs > 1 else "")  # noqa: E731 - typed slots filled per axis
+        value = lambda p: p.inflight  # noqa: E731 - typed slots filled per axis
     else:
-        x = lambda p: p.inflight  # noqa: E731
-        line = lambda p: (p.mix, p.bs, p.rest, p.numjobs if jobs_split else 0)  # noqa: E731
-        legend = lambda p: format_size(p.bs) + (f" T{p.numjobs}" if jobs_split else "")  # noqa: E731
-        value = lambda p: p.bs  # noqa: E731
-        xfmt = str
+        x = lambda p: p.inflight  # noqa: E731 - typed slots filled per axis
+        line = lambda p: (p.mix, p.bs, p.rest, p.numjobs if jobs_split else 0)  # noqa: E731 - typed slots filled per axis
+        legend = lambda p: format_size(p.bs) + (f" T{p.numjobs}" if jobs_split else "")  # noqa: E731 - typed slots filled per axis
+        value = lambda p: p.bs  # noqa: E731 - typed slots filled per axis
     series = _series(points, x, line)
     if not series:
         return []

@@ -14,14 +14,14 @@ from typing import Any, Sequence
 
 from app.points import Kind
 from app.report import analysis as an
-from app.report import procedure as rp
 from app.report import conditions, drive, queue_text, series, support, trends
 from app.report import memory as mem
-from app.validity import CHECKED, FLAGS, LEGEND, checks_of, names, recorded_facts
+from app.report import procedure as rp
 from app.report.model import TRAFFIC_DESCRIPTIONS, MemoryRow, RunData, StorageRow
 from app.sanitize import clean_text, md_text
 from app.textable import markdown_table
 from app.units import format_count, format_size, size_text
+from app.validity import CHECKED, FLAGS, LEGEND, checks_of, names, recorded_facts
 
 MB = 1e6
 MIB = float(1 << 20)

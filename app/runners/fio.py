@@ -15,21 +15,36 @@ import shutil
 import stat
 import time
 from contextlib import aclosing
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any, AsyncGenerator, Hashable, Sequence
-
-from dataclasses import dataclass, replace
 
 from app.errors import ToolMissing, UsageError
 from app.external import run_tool
 from app.points import WRITE_MODES, Kind, Point, StoragePoint
 from app.presets import MAX_SECONDS
-from app.procedure import (ASSUMED_PRECONDITION_BYTES_PER_S, SEQUENTIAL_PRECONDITION_BS, SEQUENTIAL_PRECONDITION_PASSES,
-                           SEQUENTIAL_PRECONDITION_QD, Procedure, first_write_point, region_size)
+from app.procedure import (
+    ASSUMED_PRECONDITION_BYTES_PER_S,
+    SEQUENTIAL_PRECONDITION_BS,
+    SEQUENTIAL_PRECONDITION_PASSES,
+    SEQUENTIAL_PRECONDITION_QD,
+    Procedure,
+    first_write_point,
+    region_size,
+)
 from app.results import open_file, write_new
 from app.runners.base import Child, Context, Event, Phase, Result, Runner, Sample
-from app.runners.fio_parse import (PERCENTILE_LIST, DocumentSplitter, PhaseTracker, SampleTracker, io_started,
-                                   metrics, operating_point, steady_progress, steady_result)
+from app.runners.fio_parse import (
+    PERCENTILE_LIST,
+    DocumentSplitter,
+    PhaseTracker,
+    SampleTracker,
+    io_started,
+    metrics,
+    operating_point,
+    steady_progress,
+    steady_result,
+)
 from app.sanitize import clean_line
 from app.timeseries import MAX_SERIES, write_cliff
 from app.units import format_duration, format_size

@@ -75,8 +75,8 @@ import platform
 import shlex
 import shutil
 import time
-from pathlib import Path
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any, AsyncGenerator, Hashable, Sequence, TypeAlias
 
 from app.errors import ToolMissing, UsageError

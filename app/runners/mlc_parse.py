@@ -59,7 +59,6 @@ numbers MLC prints and do not match.
 
 from __future__ import annotations
 
-import math
 import re
 import shlex
 from dataclasses import dataclass, field

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
@@ -15,8 +14,18 @@ from textual.binding import Binding
 from textual.screen import Screen
 
 from app.screens import strings
-from app.screens.messages import (ResumeRun, ShowCompare, ShowCustomSweep, ShowDevices, ShowImport, ShowPresets,
-                                  ShowReport, ShowResults, ShowRuns, StartRun)
+from app.screens.messages import (
+    ResumeRun,
+    ShowCompare,
+    ShowCustomSweep,
+    ShowDevices,
+    ShowImport,
+    ShowPresets,
+    ShowReport,
+    ShowResults,
+    ShowRuns,
+    StartRun,
+)
 from app.screens.state import Options, ResumeTarget, RunRequest, TargetChoice, resume_target, run_request
 from app.widgets import MIN_HEIGHT, MIN_WIDTH
 
@@ -97,7 +106,7 @@ class ProfilerApp(App[int]):
             try:
                 if session.results.read_meta().get("status") in ("planned", "running"):
                     session.results.update_meta(status="interrupted", ended=now_iso())
-            except Exception:  # noqa: BLE001 - a broken results directory must not stop the exit
+            except Exception:  # any error: a broken results directory must not stop the exit
                 pass
 
     # --- commands -----------------------------------------------------------------------------

@@ -15,13 +15,13 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Label, Select, Static
 
 from app import presets as core
+from app.describe import describe_plan
 from app.errors import ProfilerError, UsageError
 from app.screens import strings
-from app.describe import describe_plan
-from app.units import setting_text
 from app.screens.confirm import YesNo
 from app.screens.messages import StartRun
 from app.screens.state import TargetChoice, app_options, overrides_for
+from app.units import setting_text
 from app.widgets import ErrorLine, TooSmall
 
 

@@ -13,12 +13,12 @@ from textual.widgets import DataTable, Footer, Header, Input, Static
 from textual.worker import Worker, WorkerState
 
 from app.screens import strings
-from app.widgets import TooSmall
-from app.widgets.verdicts import add_device_columns, device_cells, verdict_text, walk
 from app.screens.confirm import ConfirmTarget
 from app.screens.fleet import ConfirmFleet, FleetDraft, FleetHosts
 from app.screens.messages import ShowPresets
 from app.screens.state import TargetChoice, app_options
+from app.widgets import TooSmall
+from app.widgets.verdicts import add_device_columns, device_cells, verdict_text, walk
 
 TEST_FILE_KEY = "__test_file__"
 

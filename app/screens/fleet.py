@@ -26,7 +26,7 @@ from app.screens import strings
 from app.screens.confirm import ConfirmModal
 from app.screens.state import TargetChoice
 from app.widgets import ErrorLine, too_small
-from app.widgets.verdicts import add_device_columns, device_cells, verdict_text, walk
+from app.widgets.verdicts import add_device_columns, device_cells, walk
 
 Probe = Callable[[str, str], "HostProbe"]
 
@@ -130,7 +130,7 @@ class FleetHosts(Vertical):
     class Changed(Message):
         """The hosts changed (the screen's status line says how many)."""
 
-    def __init__(self, agent_socket: str, probe: Probe | None = None, *, id: str | None = None) -> None:  # noqa: A002
+    def __init__(self, agent_socket: str, probe: Probe | None = None, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.agent_socket = agent_socket
         self.probe: Probe = probe or probe_host

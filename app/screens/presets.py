@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -15,10 +13,10 @@ from app import presets as core
 from app.describe import describe_plan
 from app.errors import ProfilerError
 from app.screens import strings
-from app.units import format_duration_short
-from app.widgets import TooSmall
 from app.screens.messages import ShowCustomSweep, StartRun
 from app.screens.state import TargetChoice, app_options, overrides_for
+from app.units import format_duration_short
+from app.widgets import TooSmall
 
 
 def preview_text(preset: core.Preset, target: TargetChoice | None, engine: str, overrides: list[str]) -> Text:

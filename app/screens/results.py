@@ -18,9 +18,9 @@ from app.points import Kind
 from app.results import ResultsDir
 from app.screens import strings
 from app.screens.messages import ShowDevices, ShowReport
-from app.widgets import TooSmall
 from app.summary import point_label
 from app.units import format_count
+from app.widgets import TooSmall
 
 Column = tuple[str, Callable[[dict[str, Any]], Any], Callable[[Any], str]]
 

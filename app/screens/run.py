@@ -8,8 +8,8 @@ from __future__ import annotations
 import asyncio
 import math
 import threading
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, AsyncIterator, Callable, ClassVar
 
 from rich.text import Text
@@ -26,12 +26,12 @@ from app.container import results_volume_warning, shown_path
 from app.points import Kind
 from app.runners.base import Phase, Sample
 from app.screens import strings
-from app.widgets import TooSmall
 from app.screens.confirm import YesNo
 from app.screens.messages import ShowResults
 from app.screens.state import RunRequest, app_options, app_sessions
 from app.summary import live_line, metrics_line, outcome_line, point_label
 from app.units import format_duration
+from app.widgets import TooSmall
 from app.widgets.charts import BandwidthChart, CurveChart, DelayChart, LatencyChart, ThroughputChart, TimeSeries
 
 EventSource = Callable[[], AsyncIterator[Any]]

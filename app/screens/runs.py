@@ -22,7 +22,7 @@ from textual.worker import Worker, WorkerState
 
 from app.runs import RunSummary, list_runs, results_roots
 from app.screens import strings
-from app.screens.messages import ShowCompare, ShowImport, ShowReport, ShowResults, ResumeRun
+from app.screens.messages import ResumeRun, ShowCompare, ShowImport, ShowReport, ShowResults
 from app.screens.state import app_options
 from app.widgets import TooSmall
 

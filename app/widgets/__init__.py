@@ -8,7 +8,7 @@ from textual.widgets import Static
 class ErrorLine(Static):
     """A one-line inline error that takes no room while empty."""
 
-    def __init__(self, text: str = "", *, id: str | None = None) -> None:  # noqa: A002
+    def __init__(self, text: str = "", *, id: str | None = None) -> None:
         super().__init__(text, id=id, classes="error -empty" if not text else "error")
         self.text = str(text)
 

@@ -108,7 +108,7 @@ class Chart(PlotextPlot):
     xunit = ""  # a key of UNITS: every tick label of the axis carries its unit ("" for a bare number)
     yunit = ""
 
-    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:  # noqa: A002
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.dirty = True
         self.ylabel_width = 6  # the y tick labels' columns: set when the y ticks are (draw them before x's)

@@ -94,7 +94,7 @@ class SeriesPlot(PlotextPlot):
     """``series`` drawn as lines with markers; ``xunit``/``yunit`` written on every tick label."""
 
     def __init__(self, title: str, series: Sequence[Series], xunit: str, yunit: str, *, xlog: bool = False,
-                 ylog: bool = False, id: str | None = None, classes: str | None = None) -> None:  # noqa: A002
+                 ylog: bool = False, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.title_text = title
         self.series = list(series)[:MAX_SERIES]

@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 import shutil
 from pathlib import Path
-
 from typing import Any
 
 import pytest

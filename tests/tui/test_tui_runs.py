@@ -12,7 +12,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
 from textual.widgets import DataTable, Input, MarkdownViewer
 
 from app.compare import compare_runs

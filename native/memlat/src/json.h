@@ -1,7 +1,7 @@
 /* A tiny JSON writer for memlat's one-line outputs: objects of named fields, arrays of objects.
  * Strings are escaped ('"', '\\' and control characters as \u00XX); a number that is not finite
  * is written as null by json_num. Fields are separated by ", " and keys by ": ", so an object comes out
- * as {"a": 1, "b": "x"} — the layout the engine has always printed (app/memory_runner.py reads it). */
+ * as {"a": 1, "b": "x"} — the layout the engine has always printed (app/runners/memory.py reads it). */
 #ifndef MEMLAT_JSON_H
 #define MEMLAT_JSON_H
 #include <stdint.h>

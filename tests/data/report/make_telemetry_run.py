@@ -29,10 +29,10 @@ TESTS = HERE.parent.parent
 ROOT = TESTS.parent
 sys.path.insert(0, str(TESTS))
 
-from loopdev import loop_device  # noqa: E402
-from test_telemetry import FAKE_NVME, NVME_DIR, fake_tool  # noqa: E402
-from test_validity import fake_sysfs  # noqa: E402
-from throttle import write_bps_throttle  # noqa: E402
+from loopdev import loop_device  # noqa: E402 - after the sys.path line above
+from test_telemetry import FAKE_NVME, NVME_DIR, fake_tool  # noqa: E402 - after the sys.path line above
+from test_validity import fake_sysfs  # noqa: E402 - after the sys.path line above
+from throttle import write_bps_throttle  # noqa: E402 - after the sys.path line above
 
 FIXED_DEVICE = "/dev/nvme0n1"
 
