@@ -13,8 +13,9 @@ The rule, precisely:
   files (Makefile, README.md, Dockerfile, pyproject.toml).  Everything else is left alone: the results
   directory's layout (`raw/NNNN-…`, `plots/*.svg`), user paths (`~/.config/…`), devices (`/dev/…`).
 - A path with a placeholder (`*`, `…`, `<`, or an upper-case word such as NAME or NNNN as a name) is a
-  pattern: its folder must exist.  A path under `native/memlat/build/` is what `make native` builds,
-  not a file of the repository, and is left out.
+  pattern: its folder must exist.  A path under `native/memlat/build/` (what `make native` builds) or
+  `app/bin/` (where a wheel's build puts the memory engine) is built, not a file of the repository,
+  and is left out.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 TOP_FOLDERS = ("app/", "tests/", "native/", "presets/", "docs/", "bench/", "container/")
 TOP_FILES = ("Makefile", "README.md", "Dockerfile", "pyproject.toml")
-BUILT = "native/memlat/build/"
+BUILT = ("native/memlat/build/", "app/bin/")
 
 FENCE = re.compile(r"^\s*```.*?^\s*```", re.MULTILINE | re.DOTALL)
 CODE_SPAN = re.compile(r"(?<!`)`([^`\n]+)`(?!`)")
