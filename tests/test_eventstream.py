@@ -24,7 +24,9 @@ from conftest import interrupt_run
 from schema_check import check
 from test_procedure import ROOT, lines
 
-RUN = ["run", "custom", "--set", "size=16m", "--set", "runtime=2", "--set", "ramp_time=0", "--set", "rw=randread",
+# runtime=1: every point still streams live samples (the TUI's quick run counts one per point) and a few points
+# still fill a one-page pipe; each second more per point only lengthens the stalled-reader runs
+RUN = ["run", "custom", "--set", "size=16m", "--set", "runtime=1", "--set", "ramp_time=0", "--set", "rw=randread",
        "--set", "iodepth=1,4", "--yes", "--json-stream"]
 
 
@@ -63,7 +65,7 @@ def test_each_line_is_one_event_and_point_done_carries_the_results_line(tmp_path
 
 def test_an_interrupted_stream_ends_with_run_ended(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    args = [a if a != "runtime=2" else "runtime=30" for a in RUN] + ["--target", str(tmp_path / "t.img"),
+    args = [a if a != "runtime=1" else "runtime=30" for a in RUN] + ["--target", str(tmp_path / "t.img"),
                                                                      "--out", str(out)]
     stdout: list[str] = []
     code, _ = interrupt_run(args, out, after_lines=0, settle_s=2.0, stdout=stdout)
