@@ -155,10 +155,11 @@ def run_with_stalled_reader(tmp_path: Path, iodepths: str) -> Iterator[tuple[sub
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_a_reader_that_never_reads_neither_holds_the_run_nor_its_signals(tmp_path: Path, sig: signal.Signals) -> None:
-    """The run's events fill the pipe after two points; the run goes on, and a signal ends it at once."""
+    """The run's events (about 3 KB a point) fill the pipe in the second point; the run goes on past it (a
+    third point), and a signal ends it at once."""
     out = tmp_path / "run"
     with run_with_stalled_reader(tmp_path, "1,2,4,8,16,32,64,128") as (proc, r):
-        wait_for_lines(out, 4, proc)
+        wait_for_lines(out, 3, proc)
         assert unread_bytes(r) > 2048, "the reader's pipe is full: the run went on past it"
         sent = time.monotonic()
         proc.send_signal(sig)
@@ -167,7 +168,7 @@ def test_a_reader_that_never_reads_neither_holds_the_run_nor_its_signals(tmp_pat
         stream = drain(r)
     assert proc.returncode == 130, err.decode()
     assert took < 10, f"the signal took {took:.1f} s to end the run"
-    assert len(lines(out)) >= 4 and "Interrupted:" in err.decode()
+    assert len(lines(out)) >= 3 and "Interrupted:" in err.decode()
     assert "events were not written" in err.decode()
     assert json.loads(stream.splitlines()[0])["event"] == "run_started"
 
