@@ -168,7 +168,7 @@ def test_two_resumes_at_once_measure_each_point_once(tmp_path: Path) -> None:
 def test_a_sigkilled_holder_frees_the_lock_and_resume_finishes(tmp_path: Path) -> None:
     out = tmp_path / "killed"
     run = spawn("run", "custom", "--target", str(tmp_path / "k.bin"), "--out", str(out),
-                "--set", "iodepth=1,2", "--set", "runtime=2", "--set", "size=16m")
+                "--set", "iodepth=1,2", "--set", "runtime=1", "--set", "size=16m")
     try:
         wait_until(lambda: fio_processes(out), 60, "fio")
         run.kill()

@@ -247,7 +247,7 @@ def test_a_point_during_which_the_drives_thermal_counter_rose_is_flagged_throttl
                "FAKE_NVME_STATE": str(state), "FAKE_NVME_DOC": str(DATA / "nvme-smart-log.json"),
                "FAKE_NVME_HOT_JOB": " 0001-randread-8k"}  # fio names its job file in raw/, its cwd
         proc = subprocess.run([sys.executable, "-m", "app", "run", "custom", "--target", dev.path, "--yes",
-                               "--out", str(out), "--set", "bs=4k,8k,16k", "--set", "runtime=3", "--set", "ramp_time=0",
+                               "--out", str(out), "--set", "bs=4k,8k,16k", "--set", "runtime=2", "--set", "ramp_time=0",
                                "--set", "size=16m", "--set", "telemetry_interval=1"],
                               capture_output=True, text=True, timeout=300, cwd=ROOT, env={**os.environ, **env})
     assert proc.returncode == 0, proc.stderr

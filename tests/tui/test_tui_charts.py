@@ -35,11 +35,23 @@ def tick_labels(plot_text: str) -> tuple[list[str], str]:
     return ys, lines[bottom + 1].strip() if bottom + 1 < len(lines) else ""
 
 
+@pytest.fixture(scope="module")
+def golden_rendered(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The golden run with its report rendered once for the module: the tests here look at how the report is
+    shown, and rendering it cost each of them seconds (tests/tui/test_tui_runs.py covers rendering when missing)."""
+    from app.report import render_report
+
+    run = tmp_path_factory.mktemp("golden-rendered") / "golden"
+    shutil.copytree(REPORT_DATA / "golden-run", run)
+    render_report(run)
+    return run
+
+
 @pytest.fixture
-def golden(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def golden(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, golden_rendered: Path) -> Path:
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("PROFILER_TUI_RESULTS", raising=False)
-    shutil.copytree(REPORT_DATA / "golden-run", tmp_path / "results" / "golden")
+    shutil.copytree(golden_rendered, tmp_path / "results" / "golden")  # copy2 keeps report.md newer: not stale
     return Path("results/golden")
 
 
