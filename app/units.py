@@ -67,6 +67,13 @@ def format_bandwidth(bytes_per_s: float) -> str:
     return f"{bytes_per_s / 1e3:.0f} kB/s"
 
 
+def us(ns: float | None, digits: int = 2) -> str:
+    """Nanoseconds as microseconds with ``digits`` decimals (the report's latency unit); "n/a" for None."""
+    if ns is None:
+        return "n/a"
+    return f"{ns / 1e3:.{digits}f}"
+
+
 def size_text(n: Any) -> str:
     """A byte count in binary units for a reader (``25274793984`` → ``"23.5 GiB"``), "unknown" for no number or
     one beyond any real size."""

@@ -12,6 +12,7 @@ from app.report import queueing as qm
 from app.report.noise import point_spread
 from app.sanitize import md_text
 from app.textable import markdown_table
+from app.units import us
 
 NA = "n/a"
 MAX_DETAILED = 6  # curves with their own paragraph and per-load table (those the figure draws); more: a summary
@@ -72,7 +73,7 @@ def _summary(qcs: Sequence[qm.QueueCurve], run_dir: Path | None) -> list[str]:
         first, last, worst = q.points[0], q.points[-1], _farthest(q)
         grew = q.growth_past_n_star()
         rows.append([md_text(q.curve.label), f"{_load(q, first.row)}–{_load(q, last.row)}",
-                     ("" if q.s_exact else "≈ ") + _us(q.s), f"{_iops(q.x_max)} ({_load(q, q.top)})",
+                     ("" if q.s_exact else "≈ ") + us(q.s), f"{_iops(q.x_max)} ({_load(q, q.top)})",
                      f"{q.n_star:.2f}", "—" if grew is None else f"{grew[2] * 100:+.1f} % ({_load(q, grew[0].row)}→"
                      f"{_load(q, grew[1].row)}{_growth_support(run_dir, grew[0], grew[1], short=True)})",
                      "—" if worst is None else f"{_load(q, worst.row)}: {_ratio(worst.x_ratio)}, {_ratio(worst.r_ratio)}",
@@ -87,10 +88,6 @@ def _summary(qcs: Sequence[qm.QueueCurve], run_dir: Path | None) -> list[str]:
 
 def _load(q: qm.QueueCurve, p: Any) -> str:
     return q.curve.load_label(p)
-
-
-def _us(ns: float | None) -> str:
-    return NA if ns is None else f"{ns / 1e3:.2f}"
 
 
 def _iops(x: float) -> str:
@@ -136,9 +133,9 @@ def curve_text(q: qm.QueueCurve, run_dir: Path | None = None) -> list[str]:
     lo, hi = _load(q, first.row), _load(q, q.points[-1].row)
     ref = "the QD1 latency" if q.s_exact else f"the {lo} latency"
     if q.s_exact:
-        s_text = f"S = {_us(q.s)} µs, the mean latency at QD1 (one I/O alone)"
+        s_text = f"S = {us(q.s)} µs, the mean latency at QD1 (one I/O alone)"
     else:
-        s_text = (f"S ≈ {_us(q.s)} µs, the mean latency at the lightest load, {lo} (no QD1 point: with {q.n0} I/Os "
+        s_text = (f"S ≈ {us(q.s)} µs, the mean latency at the lightest load, {lo} (no QD1 point: with {q.n0} I/Os "
                   "in flight it is at least the true S, so the N/S bound is an approximation, tighter than the true "
                   "one)")
     text = [f"**{md_text(c.label)}** ({lo}–{hi}, {len(q.points)} loads): {s_text}.",
@@ -165,10 +162,10 @@ def curve_text(q: qm.QueueCurve, run_dir: Path | None = None) -> list[str]:
     if last.r > q.s:
         extra = last.r - q.s
         slat = first.slat
-        text.append(f"At {hi}, R = {_us(last.r)} µs is {last.r / q.s:.2f}× {ref}: {extra / last.r * 100:.0f} % of it "
-                    f"({_us(extra)} µs) is time more than {ref}. That is not time spent waiting in one queue: the "
+        text.append(f"At {hi}, R = {us(last.r)} µs is {last.r / q.s:.2f}× {ref}: {extra / last.r * 100:.0f} % of it "
+                    f"({us(extra)} µs) is time more than {ref}. That is not time spent waiting in one queue: the "
                     "device serves many I/Os at once, each possibly slower than alone"
-                    + (f", and {ref} itself includes {_us(slat)} µs of submission (slat)" if slat is not None else "")
+                    + (f", and {ref} itself includes {us(slat)} µs of submission (slat)" if slat is not None else "")
                     + ".")
     return [" ".join(text), "", _table(q), ""]
 
@@ -177,8 +174,8 @@ def _table(q: qm.QueueCurve) -> str:
     rows = []
     for p in q.points:
         xb = f"{_iops(p.x_bound)} = " + ("N/S" if p.x_bound_is_n_over_s else "X_max")
-        rb = f"{_us(p.r_bound)} = " + ("S" if p.r_bound_is_s else "N/X_max")
-        rows.append([_load(q, p.row), p.n, _iops(p.x), xb, _ratio(p.x_ratio), _us(p.r), rb, _ratio(p.r_ratio),
-                     _disks(p.disks), _us(p.slat), _us(p.clat)])
+        rb = f"{us(p.r_bound)} = " + ("S" if p.r_bound_is_s else "N/X_max")
+        rows.append([_load(q, p.row), p.n, _iops(p.x), xb, _ratio(p.x_ratio), us(p.r), rb, _ratio(p.r_ratio),
+                     _disks(p.disks), us(p.slat), us(p.clat)])
     return markdown_table(["Load", "N", "X (IOPS)", "X bound", "X / bound", "R (µs)", "R bound (µs)", "R / bound",
                            "Disk util %", "slat (µs)", "clat (µs)"], rows)

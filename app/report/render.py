@@ -20,7 +20,7 @@ from app.report import procedure as rp
 from app.report.model import TRAFFIC_DESCRIPTIONS, MemoryRow, RunData, StorageRow
 from app.sanitize import clean_text, md_text
 from app.textable import markdown_table
-from app.units import format_count, format_size, size_text
+from app.units import format_count, format_size, size_text, us
 from app.validity import CHECKED, FLAGS, LEGEND, checks_of, names, recorded_facts
 
 MB = 1e6
@@ -28,12 +28,6 @@ MIB = float(1 << 20)
 
 
 # --- small formatting helpers ---------------------------------------------------------------------------
-
-
-def us(ns: float | None, digits: int = 2) -> str:
-    if ns is None:
-        return "n/a"
-    return f"{ns / 1e3:.{digits}f}"
 
 
 def pct(x: float) -> str:
