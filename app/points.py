@@ -13,9 +13,29 @@ files keep their bytes and code comparing with a literal keeps working while it 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import Field, dataclass, field, fields
 from enum import StrEnum
-from typing import Any, TypeAlias
+from typing import Mapping, TypeAlias, get_type_hints
+
+from app import keys as parse
+from app.keys import (
+    IOENGINES,
+    KEY,
+    MAX_BS,
+    MAX_BUFFER,
+    MAX_DELAY,
+    MAX_MEMORY_SECONDS,
+    MAX_SECONDS,
+    MAX_SIZE,
+    MEMORY_MODES,
+    MIN_BUFFER,
+    ROLE,
+    RW_MODES,
+    Key,
+    Role,
+    key,
+    record,
+)
 
 # storage modes that may write to the target (rw/randrw even at rwmixread=100: fio opens it for writing)
 WRITE_MODES = frozenset({"write", "randwrite", "rw", "randrw", "trim", "randtrim"})
@@ -47,32 +67,63 @@ class Verdict(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class StoragePoint:
-    """One fio job.  Sizes in bytes, times in seconds (an int when whole)."""
+    """One fio job.  Sizes in bytes, times in seconds (an int when whole).
 
-    rw: str
-    bs: int
-    rwmixread: int | None
-    iodepth: int
-    numjobs: int
-    ioengine: str
-    direct: bool
-    runtime: float | int
-    ramp_time: float | int
-    size: int
-    time_based: bool
+    Each field declares its key (:func:`app.keys.key`: parser, preset default, help, role): the preset
+    tables, run.json's plan check, the results line's point and results.csv's columns are all read from
+    these declarations.  A field with a default of None is written in a point's JSON table only when set,
+    so results written before it existed keep their bytes.
+    """
+
+    rw: str = field(metadata=key(parse.choice(RW_MODES), "randread", "I/O pattern: " + ", ".join(RW_MODES),
+                                 Role.WORKLOAD, csv=1))
+    bs: int = field(metadata=key(parse.size(1, MAX_BS), 4096, "block size in bytes (4k, 128k, 1m), at most 64 MiB",
+                                 Role.WORKLOAD, csv=3))
+    rwmixread: int | None = field(metadata=key(parse.optional(parse.whole(0, 100)), None,
+                                               "percentage of reads in rw/randrw mixes, 0 to 100", Role.WORKLOAD,
+                                               csv=2))
+    iodepth: int = field(metadata=key(parse.whole(1, 65536), 1, "I/Os in flight per job, 1 to 65536", Role.WORKLOAD,
+                                      csv=4))
+    numjobs: int = field(metadata=key(parse.whole(1, 1024), 1, "parallel jobs (threads of I/O), 1 to 1024", Role.WORKLOAD,
+                                      csv=5))
+    ioengine: str = field(metadata=key(parse.choice(IOENGINES), "libaio", "fio ioengine: " + ", ".join(IOENGINES),
+                                       Role.DETAIL, csv=6))
+    direct: bool = field(metadata=key(parse.boolean, True, "O_DIRECT, bypassing the page cache", Role.DETAIL, csv=7))
+    runtime: float | int = field(metadata=key(
+        parse.seconds(1, MAX_SECONDS), 10,
+        "measured seconds per point (10, 1.5, 1500ms, 2m), 1 s to 7 days, millisecond resolution", csv=8))
+    ramp_time: float | int = field(metadata=key(parse.seconds(0, MAX_SECONDS), 0,
+                                                "seconds run before measuring, 0 to 7 days, millisecond resolution"))
+    size: int = field(metadata=key(parse.size(1, MAX_SIZE), 1 << 30,
+                                   "file size, or the region of a device exercised, at most 1 PiB"))
+    time_based: bool = field(metadata=key(parse.boolean, True, "run for runtime even when size is covered"))
     # keys added later, each in a point's JSON table only when set (so older results keep their bytes):
-    steady: str | None = None  # fio steady-state criterion ("iops:2%"); runtime is then the cap
-    steady_window: float | int | None = None  # fio's ss_dur, seconds (set when steady is)
-    steady_ramp: float | int | None = None  # fio's ss_ramp, seconds (set when steady is)
-    latency_bound: int | None = None  # fio's latency_target, microseconds: search the deepest queue meeting it
-    latency_percentile: float | int | None = None  # share of I/Os that must meet the bound (set with the bound)
-    latency_window: float | int | None = None  # fio's latency_window, seconds per queue-depth trial
-    round: int | None = None  # the round of a preset run in rounds (1, 2, …); part of the point's identity
-    group: str | None = None  # the preset group's label; not part of the point's identity
+    steady: str | None = field(default=None, metadata=key(
+        parse.optional(parse.steady), None, "stop the point when fio sees steady state: iops:2%, iops_slope:0.3%, bw:2% or "
+        "bw_slope:…; runtime is then the cap (default: off)", later=True))
+    steady_window: float | int | None = field(default=None, metadata=key(
+        parse.optional(parse.seconds(1, MAX_SECONDS)), None, "seconds of the steady-state window (fio's ss_dur), with steady; "
+        "default 5", needs="steady", implied=5, later=True))
+    steady_ramp: float | int | None = field(default=None, metadata=key(
+        parse.optional(parse.seconds(0, MAX_SECONDS)), None, "seconds before the steady-state window starts collecting (fio's "
+        "ss_ramp), with steady; default 2", needs="steady", implied=2, later=True))
+    latency_bound: int | None = field(default=None, metadata=key(
+        parse.optional(parse.latency_bound), None, "search the deepest queue (up to iodepth) whose latency percentile meets this "
+        "bound, with fio's latency_target: 1ms, 500us (default: off)", Role.DETAIL, later=True))
+    latency_percentile: float | int | None = field(default=None, metadata=key(
+        parse.optional(parse.percentile), None, "share of I/Os that must meet latency_bound, in percent; default 99",
+        needs="latency_bound", implied=99, later=True))
+    latency_window: float | int | None = field(default=None, metadata=key(
+        parse.optional(parse.seconds(0.1, 3600)), None, "seconds each queue depth is tried during the search (fio's "
+        "latency_window); default 1", needs="latency_bound", implied=1, later=True))
+    # the round of a preset run in rounds (1, 2, …); part of the point's identity
+    round: int | None = field(default=None, metadata=record(Role.SETTING))
+    # the preset group's label; not part of the point's identity
+    group: str | None = field(default=None, metadata=record(Role.SETTING))
 
     kind = Kind.STORAGE
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, PointValue]:
         return _to_dict(self)
 
 
@@ -81,46 +132,139 @@ class MemoryPoint:
     """One latency figure: an idle chase, or the chase beside load threads at one injection delay.
 
     ``delay`` and ``traffic`` are None for an idle point; ``engine`` is set on the points a runner
-    records (``mlc`` or ``builtin``), never on a planned point.
+    records (``mlc`` or ``builtin``), never on a planned point.  Fields declare their keys as
+    :class:`StoragePoint`'s do.
     """
 
-    mode: str
-    traffic: str | None
-    delay: int | None
-    stride: int
-    buffer: int | None
-    duration: float | int
-    cpus: str | None
-    tlb_locality: int | None
-    group: str | None = None
-    engine: str | None = None
+    mode: str = field(metadata=key(parse.choice(MEMORY_MODES), "loaded",
+                                   "idle (one latency figure) or loaded (latency under load)", Role.WORKLOAD, csv=1))
+    traffic: str | None = field(metadata=key(parse.traffic, "R", "R for all reads or an MLC -W code (W2 … W12)",
+                                             Role.WORKLOAD, csv=2))
+    delay: int | None = field(metadata=key(parse.whole(0, MAX_DELAY), 0,
+                                           "injection delay between load-thread accesses, 0 to 10000000",
+                                           Role.WORKLOAD, csv=4))
+    stride: int = field(metadata=key(parse.stride, 64, "bytes between accesses, a power of two from 64 to 4096",
+                                     Role.WORKLOAD, csv=3))
+    buffer: int | None = field(metadata=key(
+        parse.optional(parse.size(MIN_BUFFER, MAX_BUFFER, 1024)), None,
+        "buffer per thread, whole KiB from 1 KiB to 1 PiB (default: 2x the last-level cache)", Role.DETAIL, csv=5))
+    duration: float | int = field(metadata=key(
+        parse.seconds(1, MAX_MEMORY_SECONDS), 2,
+        "measured seconds per point, 1 to 3600, millisecond resolution (MLC -t rounds up to whole s)"))
+    cpus: str | None = field(metadata=key(
+        parse.optional(parse.cpus), None, "CPU list of CPUs 0 to 1023 (0-3, 0,2,4); the first runs the latency thread",
+        Role.DETAIL))
+    tlb_locality: int | None = field(metadata=key(
+        parse.tlb_locality, None, "latency chase within random groups of this size (256k, like multichase -T), whole KiB "
+        "from 4 KiB to 1 GiB; none or 0 (default) chases the whole buffer; built-in engine only", Role.DETAIL,
+        later=True))
+    group: str | None = field(default=None, metadata=record())
+    engine: str | None = field(default=None, metadata=record(csv=6))
 
     kind = Kind.MEMORY
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, PointValue]:
         return _to_dict(self)
 
 
 Point: TypeAlias = StoragePoint | MemoryPoint
-POINT_TYPES: dict[Kind, type[StoragePoint] | type[MemoryPoint]] = {Kind.STORAGE: StoragePoint,
-                                                                      Kind.MEMORY: MemoryPoint}
-# keys a point's JSON table holds only when set
-_OPTIONAL = ("group", "engine", "steady", "steady_window", "steady_ramp", "latency_bound", "latency_percentile",
-             "latency_window", "round")
+PointType: TypeAlias = type[StoragePoint] | type[MemoryPoint]
+PointValue: TypeAlias = str | int | float | bool | None  # what a point's field holds (bool: direct, time_based)
+POINT_TYPES: dict[Kind, PointType] = {Kind.STORAGE: StoragePoint, Kind.MEMORY: MemoryPoint}
 
 
-def _to_dict(point: Point) -> dict[str, Any]:
-    """The JSON table of a point, keys in declaration order; the :data:`_OPTIONAL` keys only when set
+def keys_of(cls: PointType) -> dict[str, Key]:
+    """The keys a preset may set on a point of this type, by name in declaration order."""
+    return {f.name: f.metadata[KEY] for f in fields(cls) if KEY in f.metadata}
+
+
+def records_of(cls: PointType) -> tuple[str, ...]:
+    """The fields the tool writes and no preset sets (a group's label, the round, the engine)."""
+    return tuple(f.name for f in fields(cls) if KEY not in f.metadata)
+
+
+def role_of(f: Field[object]) -> Role:
+    return f.metadata[KEY].role if KEY in f.metadata else f.metadata[ROLE]
+
+
+def with_role(cls: PointType, *roles: Role) -> tuple[str, ...]:
+    """The fields of these roles, in results.csv's column order where they have one, then declaration order."""
+    chosen = [f for f in fields(cls) if role_of(f) in roles]
+    return tuple(f.name for f in sorted(chosen, key=lambda f: csv_rank(f) or len(chosen) + 1))
+
+
+def csv_rank(f: Field[object]) -> int | None:
+    rank: int | None = f.metadata[KEY].csv if KEY in f.metadata else f.metadata.get("csv")
+    return rank
+
+
+def csv_columns(cls: PointType) -> tuple[str, ...]:
+    """The point's columns of results.csv, in their order."""
+    ranked = [(rank, f.name) for f in fields(cls) if (rank := csv_rank(f)) is not None]
+    return tuple(name for _, name in sorted(ranked))
+
+
+def omitted_when_unset(cls: PointType) -> frozenset[str]:
+    """Fields a point's JSON table holds only when set: the ones declared with a default of None."""
+    return frozenset(f.name for f in fields(cls) if f.default is None)
+
+
+def later_keys(cls: PointType) -> frozenset[str]:
+    """Keys added after plans were first recorded: a run.json plan without one had the key's default."""
+    return frozenset(name for name, k in keys_of(cls).items() if k.later)
+
+
+def implied(point: Point, name: str) -> PointValue:
+    """A key's value as the point runs: what it holds, else (for a key that ``needs`` another, that is set)
+    the value the key's declaration implies; fio's steady-state window is 5 s unless the point says."""
+    value: PointValue = getattr(point, name)
+    k = keys_of(type(point))[name]
+    if value is None and k.needs is not None and getattr(point, k.needs) is not None:
+        return k.implied  # type: ignore[return-value]  # an implied value is one of the key's own values
+    return value
+
+
+_JSON_TYPES: dict[object, tuple[type, ...]] = {str: (str,), int: (int,), bool: (bool,), float: (int, float)}
+
+
+def json_types(cls: PointType) -> dict[str, tuple[type, ...]]:
+    """Each field's Python types as JSON gives them back (``type(None)`` when it may be null): what a results
+    line's point may hold for it.  An int is not a bool here, though Python says so: check ``bool`` first."""
+    hints = get_type_hints(cls)
+    out: dict[str, tuple[type, ...]] = {}
+    for f in fields(cls):
+        parts = getattr(hints[f.name], "__args__", (hints[f.name],))
+        types: tuple[type, ...] = ()
+        for part in parts:
+            types += (type(None),) if part is type(None) else _JSON_TYPES[part]
+        out[f.name] = tuple(dict.fromkeys(types))
+    return out
+
+
+def value_fits(types: tuple[type, ...], value: object) -> bool:
+    """``value`` is one of ``types`` (from :func:`json_types`), a bool only where bool is meant."""
+    if isinstance(value, bool):
+        return bool in types
+    return isinstance(value, types)
+
+
+def _to_dict(point: Point) -> dict[str, PointValue]:
+    """The JSON table of a point, keys in declaration order; the :func:`omitted_when_unset` keys only when set
     (so results.jsonl and run.json keep the bytes they had before those keys existed)."""
-    out: dict[str, Any] = {}
+    optional = _OMITTED[point.kind]
+    out: dict[str, PointValue] = {}
     for f in fields(point):
         value = getattr(point, f.name)
-        if f.name in _OPTIONAL and value is None:
+        if value is None and f.name in optional:
             continue
         out[f.name] = value
     return out
 
 
-def point_from_dict(kind: str, data: dict[str, Any]) -> Point:
+_OMITTED = {kind: omitted_when_unset(cls) for kind, cls in POINT_TYPES.items()}
+
+
+def point_from_dict(kind: str, data: Mapping[str, object]) -> Point:
     """A point from its (already validated) JSON table; unknown keys are a TypeError."""
-    return POINT_TYPES[Kind(kind)](**data)
+    cls = POINT_TYPES[Kind(kind)]
+    return cls(**data)  # type: ignore[arg-type]  # each value was checked by its key's parser

@@ -33,13 +33,35 @@ import re
 import stat
 import sys
 import tomllib
-import unicodedata
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable, TypedDict
+from typing import Any, Iterable, TypedDict
 
 from app.errors import UsageError
-from app.points import WRITE_MODES, Kind, Point, StoragePoint, point_from_dict
+from app.keys import (
+    MAX_SECONDS,
+    Key,
+    boolean,
+    choice,
+    escape_controls,
+    has_control,
+    seconds,
+    show_value,
+    whole,
+)
+from app.keys import RW_MODES as RW_MODES  # the storage modes, named here too for the readers of presets
+from app.points import (
+    WRITE_MODES,
+    Kind,
+    MemoryPoint,
+    Point,
+    StoragePoint,
+    keys_of,
+    later_keys,
+    omitted_when_unset,
+    point_from_dict,
+    records_of,
+)
 from app.procedure import (
     MAX_ROUNDS,
     MAX_TELEMETRY_INTERVAL_S,
@@ -52,369 +74,32 @@ from app.procedure import (
     precondition_estimate_s,
 )
 from app.results import is_plain_name
-from app.units import format_duration, parse_duration, parse_size, setting_text
+from app.units import format_duration, setting_text
 
 STORAGE = Kind.STORAGE
 MEMORY = Kind.MEMORY
 KINDS = tuple(Kind)
 
-RW_MODES = ("read", "write", "randread", "randwrite", "rw", "randrw", "trim", "randtrim")
-IOENGINES = ("libaio", "io_uring", "psync", "sync", "pvsync2", "posixaio")
 MLC_DELAYS = (0, 2, 8, 15, 50, 100, 200, 300, 400, 500, 700, 1000, 1300, 1700, 2500, 3500, 5000, 9000, 20000)
-TRAFFIC = ("R", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11", "W12")
-MEMORY_MODES = ("loaded", "idle")
 ENGINES = ("auto", "mlc", "builtin")
 
-# --- limits (each documented in docs/presets.md) ------------------------------------------------
+# --- limits (each documented in docs/presets.md; the keys' own limits are in app/keys.py) ---------
 
 MAX_PRESET_BYTES = 1 << 20  # a preset (or any TOML file read by read_toml) is at most 1 MiB
 MAX_TOML_NESTING = 32  # brackets/braces nested, or segments of one dotted key (a.b.c) in a TOML file
 MAX_PLAN_POINTS = 100_000  # points of one plan, counted from the axes before expanding
 MAX_NAME_CHARS = 100  # name, and a group's label
 MAX_DESCRIPTION_CHARS = 2000
-MAX_SECONDS = 7 * 24 * 3600  # runtime and ramp_time: 7 days
-MAX_MEMORY_SECONDS = 3600  # memory duration: the built-in engine's limit (MLC's -t is whole seconds)
-MAX_BS = 64 << 20  # 64 MiB
-MAX_SIZE = 1 << 50  # 1 PiB
-MIN_BUFFER, MAX_BUFFER = 1 << 10, 1 << 50  # 1 KiB … 1 PiB per thread, whole KiB (-b takes KiB; memlat's limit)
-MAX_STRIDE = 4096  # the built-in engine's limit
-MIN_TLB_LOCALITY = 4 << 10  # tlb_locality groups: 4 KiB (one page; at least one slot at the largest stride) …
-MAX_TLB_LOCALITY = 1 << 30  # … to 1 GiB, in whole KiB (the engine's --tlb_locality takes KiB)
-MAX_DELAY = 10_000_000
-MAX_CPU = 1023  # CPU numbers 0 … 1023 (the built-in engine's limit)
-MAX_CPUS_CHARS = 4096
 
 
-# --- control characters: refused in every string a preset, --set or a plan carries ---------------
+# --- the keys of a point, as its fields declare them (app.points) --------------------------------
 
-_ASCII_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-_CONTROL_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
+STORAGE_KEYS = keys_of(StoragePoint)
+MEMORY_KEYS = keys_of(MemoryPoint)
+# settings that only take effect with another one, and their values then
+DEPENDENT_KEYS: dict[str, tuple[str, object]] = {name: (k.needs, k.implied) for name, k in STORAGE_KEYS.items()
+                                                 if k.needs is not None}
 
-
-def _is_control(ch: str) -> bool:
-    return unicodedata.category(ch) in _CONTROL_CATEGORIES
-
-
-def has_control(text: str) -> bool:
-    """True when ``text`` holds a control character: C0/C1 controls (newline, tab, NUL, ESC, DEL …),
-    format characters (e.g. bidi overrides, zero-width joiners) or line/paragraph separators."""
-    if text.isascii():
-        return _ASCII_CONTROL.search(text) is not None
-    return any(_is_control(ch) for ch in text)
-
-
-def _escape(text: str) -> str:
-    return "".join((f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}") if _is_control(ch) else ch
-                   for ch in text)
-
-
-def show_value(value: Any, limit: int = 60) -> str:
-    """A value as an error message shows it: strings quoted, control characters escaped, cut short."""
-    if isinstance(value, str):
-        text = f"'{_escape(value) if has_control(value) else value}'"
-    elif isinstance(value, float):
-        text = repr(value)  # inf, -inf, nan as TOML spells them
-    else:
-        try:
-            text = json.dumps(value, default=str)
-        except (TypeError, ValueError, RecursionError):
-            # str() of an int refuses more than 4300 digits
-            text = f"(an integer of {value.bit_length()} bits)" if isinstance(value, int) else object.__repr__(value)
-        if has_control(text):
-            text = _escape(text)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-# --- value parsers: each takes a TOML or command-line value, returns the canonical one ---------
-
-
-def _int(lo: int | None = None, hi: int | None = None) -> Callable[[Any], int]:
-    def parse(v: Any) -> int:
-        if isinstance(v, bool):
-            raise ValueError("expected a whole number")
-        if isinstance(v, str) and re.fullmatch(r" *-?[0-9]+ *", v):
-            if len(v.strip().lstrip("-")) > 18:  # beyond every bound (and int()'s 4300-digit limit)
-                raise ValueError(f"must be at least {lo}" if "-" in v else f"must be at most {hi}")
-            v = int(v)
-        if isinstance(v, float) and v.is_integer():
-            v = int(v)
-        if not isinstance(v, int):
-            raise ValueError("expected a whole number")
-        if lo is not None and v < lo:
-            raise ValueError(f"must be at least {lo}")
-        if hi is not None and v > hi:
-            raise ValueError(f"must be at most {hi}")
-        return v
-
-    return parse
-
-
-def _choice(options: tuple[str, ...], fold: Callable[[str], str] = str.lower) -> Callable[[Any], str]:
-    canon = {fold(o): o for o in options}
-
-    def parse(v: Any) -> str:
-        # only spaces are stripped: "randread\n" is refused (control characters), not read as randread
-        if not isinstance(v, str) or fold(v.strip(" ")) not in canon:
-            raise ValueError("must be one of " + ", ".join(options))
-        return canon[fold(v.strip(" "))]
-
-    return parse
-
-
-def _bool(v: Any) -> bool:
-    if isinstance(v, bool):
-        return v
-    if isinstance(v, int) and v in (0, 1):
-        return bool(v)
-    if isinstance(v, str) and v.strip(" ").lower() in ("1", "true", "yes", "on", "0", "false", "no", "off"):
-        return v.strip(" ").lower() in ("1", "true", "yes", "on")
-    raise ValueError("expected true or false")
-
-
-def _optional(parse: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    def wrapped(v: Any) -> Any:
-        if v is None or (isinstance(v, str) and v.strip(" ").lower() in ("", "none", "null", "default")):
-            return None
-        return parse(v)
-
-    return wrapped
-
-
-def _seconds(lo: float, hi: float) -> Callable[[Any], float | int]:
-    """Seconds with millisecond resolution: an int when whole (10), else a float of at most three
-    decimals (1.5 for "1.5" or "1500ms"); finer values are refused, not rounded."""
-
-    def parse(v: Any) -> float | int:
-        s = parse_duration(v)
-        if s < lo:
-            raise ValueError(f"must be at least {lo:g} s")
-        if s > hi:
-            raise ValueError(f"must be at most {hi:g} s")
-        ms = round(s * 1000)
-        if abs(s * 1000 - ms) > 1e-6 * max(1.0, ms):
-            raise ValueError("must be a whole number of milliseconds (e.g. 1.5 or 1500ms)")
-        return ms // 1000 if ms % 1000 == 0 else ms / 1000
-
-    return parse
-
-
-def _bytes_text(n: int) -> str:
-    for unit, mult in (("PiB", 1 << 50), ("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= mult and n % mult == 0:
-            return f"{n // mult} {unit}"
-    return f"{n} bytes"
-
-
-def _size(lo: int, hi: int, unit: int = 1) -> Callable[[Any], int]:
-    def parse(v: Any) -> int:
-        n = parse_size(v)
-        if n < lo:
-            raise ValueError(f"must be at least {_bytes_text(lo)}")
-        if n > hi:
-            raise ValueError(f"must be at most {_bytes_text(hi)}")
-        if n % unit:
-            raise ValueError(f"must be a whole number of {_bytes_text(unit)}")
-        return n
-
-    return parse
-
-
-def _stride(v: Any) -> int:
-    n = parse_size(v)
-    if n < 64 or n > MAX_STRIDE or n & (n - 1):
-        raise ValueError(f"must be a power of two from 64 to {MAX_STRIDE} bytes")
-    return n
-
-
-def _tlb_locality(v: Any) -> int | None:
-    """None (the default) chases the whole buffer in one random order; a size chases randomly within
-    groups of that many bytes, groups in random order (multichase's -T). 0, "0", "none", "whole" = None."""
-    if v is None or (isinstance(v, int) and not isinstance(v, bool) and v == 0):
-        return None
-    if isinstance(v, str) and v.strip(" ").lower() in ("", "0", "none", "null", "default", "whole", "whole-buffer"):
-        return None
-    if isinstance(v, bool):
-        raise ValueError("expected a size such as 256k, or none for the whole buffer")
-    return _size(MIN_TLB_LOCALITY, MAX_TLB_LOCALITY, 1024)(v)
-
-
-def _traffic(v: Any) -> str:
-    if isinstance(v, int) and not isinstance(v, bool):
-        v = f"W{v}"
-    if isinstance(v, str):
-        s = v.strip().upper()
-        if s in ("R", "READ", "READS", "ALL-READS", "-R"):
-            return "R"
-        s = s.lstrip("-")
-        if s.isdigit():
-            s = "W" + s
-        if s in TRAFFIC:
-            return s
-    raise ValueError("must be R (all reads) or an MLC traffic code W2 … W12")
-
-
-def _cpus(v: Any) -> str:
-    if isinstance(v, int) and not isinstance(v, bool):
-        v = str(v)
-    if isinstance(v, list) and all(isinstance(x, (int, str)) and not isinstance(x, bool) for x in v):
-        v = ",".join(str(x) for x in v)
-    if not isinstance(v, str) or len(v) > MAX_CPUS_CHARS:
-        raise ValueError("expected a CPU list such as 0-3 or 0,2,4")
-    v = v.replace(" ", "")
-    if not re.fullmatch(r"[0-9]{1,4}(-[0-9]{1,4})?(,[0-9]{1,4}(-[0-9]{1,4})?)*", v):
-        raise ValueError("expected a CPU list such as 0-3 or 0,2,4")
-    seen: set[int] = set()
-    for part in v.split(","):
-        a, _, b = part.partition("-")
-        first, last = int(a), int(b or a)
-        if last < first or last > MAX_CPU:
-            raise ValueError(f"expected a CPU list such as 0-3 or 0,2,4 with CPUs 0 to {MAX_CPU}, ranges ascending")
-        if seen.intersection(range(first, last + 1)):
-            raise ValueError("lists a CPU twice")
-        seen.update(range(first, last + 1))
-    return v
-
-
-STEADY_METRICS = ("iops", "bw", "iops_slope", "bw_slope")
-MAX_STEADY_PERCENT = 100
-
-
-def _steady(v: Any) -> str:
-    """A fio steady-state criterion: METRIC:PERCENT% with METRIC one of STEADY_METRICS ("iops:2%",
-    "iops_slope:0.3%"); canonical as ``f"{metric}:{percent:g}%"``."""
-    shape = "a fio steady-state criterion such as iops:2%, iops_slope:0.3% or bw:2%"
-    if not isinstance(v, str):
-        raise ValueError(f"expected {shape}")
-    m = re.fullmatch(r" *([a-z_]+) *: *([0-9]{1,6}(?:\.[0-9]{1,6})?) *% *", v.lower())
-    if not m or m.group(1) not in STEADY_METRICS:
-        raise ValueError(f"expected {shape} (metric {', '.join(STEADY_METRICS)}, a percentage)")
-    percent = float(m.group(2))
-    if not 0 < percent <= MAX_STEADY_PERCENT:
-        raise ValueError(f"the percentage must be above 0 and at most {MAX_STEADY_PERCENT}")
-    return f"{m.group(1)}:{percent:g}%"
-
-
-MAX_LATENCY_BOUND_US = 60_000_000  # 60 s
-
-
-def _latency_bound(v: Any) -> int:
-    """A latency bound in whole microseconds: ``1ms``, ``500us``, ``800µs``, ``0.25s``; a bare number
-    is microseconds (as fio's latency_target reads it)."""
-    shape = "a latency such as 1ms or 500us"
-    if isinstance(v, bool):
-        raise ValueError(f"expected {shape}")
-    if isinstance(v, str):
-        m = re.fullmatch(r" *([0-9]{1,12}(?:\.[0-9]{1,6})?) *(us|µs|ms|s)? *", v.lower())
-        if not m:
-            raise ValueError(f"expected {shape}")
-        us = float(m.group(1)) * {"us": 1, "µs": 1, "ms": 1000, "s": 1_000_000, None: 1}[m.group(2)]
-    elif isinstance(v, int):
-        if not 1 <= v <= MAX_LATENCY_BOUND_US:  # before float(): a huge int overflows it
-            raise ValueError("must be from 1us to 60s")
-        us = float(v)
-    elif isinstance(v, float) and math.isfinite(v):
-        us = v
-    else:
-        raise ValueError(f"expected {shape}")
-    if not us.is_integer():
-        raise ValueError("must be a whole number of microseconds")
-    if not 1 <= us <= MAX_LATENCY_BOUND_US:
-        raise ValueError("must be from 1us to 60s")
-    return int(us)
-
-
-def _percentile(v: Any) -> float | int:
-    """A percentile above 0 and at most 100 (99, 99.9); an int when whole."""
-    if isinstance(v, bool) or not isinstance(v, (int, float, str)):
-        raise ValueError("expected a percentile such as 99 or 99.9")
-    if isinstance(v, int) and not 0 < v <= 100:  # before float(): a huge int overflows it
-        raise ValueError("must be above 0 and at most 100")
-    try:
-        p = float(v.strip(" ").rstrip("%")) if isinstance(v, str) else float(v)
-    except ValueError:
-        raise ValueError("expected a percentile such as 99 or 99.9") from None
-    if not (math.isfinite(p) and 0 < p <= 100):
-        raise ValueError("must be above 0 and at most 100")
-    if round(p, 4) != p:
-        raise ValueError("at most four decimals")
-    return int(p) if p.is_integer() else p
-
-
-def _no_control(parse: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """Every key's parser refuses a string holding a control character before reading it."""
-
-    def guarded(v: Any) -> Any:
-        if isinstance(v, str) and has_control(v):
-            raise ValueError("contains a control character (newline, tab, NUL, escape …)")
-        if isinstance(v, list) and any(isinstance(x, str) and has_control(x) for x in v):
-            raise ValueError("contains a control character (newline, tab, NUL, escape …)")
-        return parse(v)
-
-    return guarded
-
-
-@dataclass(frozen=True)
-class Key:
-    parse: Callable[[Any], Any]
-    default: Any
-    help: str
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "parse", _no_control(self.parse))
-
-
-STORAGE_KEYS: dict[str, Key] = {
-    "rw": Key(_choice(RW_MODES), "randread", "I/O pattern: " + ", ".join(RW_MODES)),
-    "bs": Key(_size(1, MAX_BS), 4096, "block size in bytes (4k, 128k, 1m), at most 64 MiB"),
-    "rwmixread": Key(_optional(_int(0, 100)), None, "percentage of reads in rw/randrw mixes, 0 to 100"),
-    "iodepth": Key(_int(1, 65536), 1, "I/Os in flight per job, 1 to 65536"),
-    "numjobs": Key(_int(1, 1024), 1, "parallel jobs (threads of I/O), 1 to 1024"),
-    "ioengine": Key(_choice(IOENGINES), "libaio", "fio ioengine: " + ", ".join(IOENGINES)),
-    "direct": Key(_bool, True, "O_DIRECT, bypassing the page cache"),
-    "runtime": Key(_seconds(1, MAX_SECONDS), 10,
-                   "measured seconds per point (10, 1.5, 1500ms, 2m), 1 s to 7 days, millisecond resolution"),
-    "ramp_time": Key(_seconds(0, MAX_SECONDS), 0, "seconds run before measuring, 0 to 7 days, millisecond resolution"),
-    "size": Key(_size(1, MAX_SIZE), 1 << 30, "file size, or the region of a device exercised, at most 1 PiB"),
-    "time_based": Key(_bool, True, "run for runtime even when size is covered"),
-    "steady": Key(_optional(_steady), None,
-                  "stop the point when fio sees steady state: iops:2%, iops_slope:0.3%, bw:2% or bw_slope:…; "
-                  "runtime is then the cap (default: off)"),
-    "steady_window": Key(_optional(_seconds(1, MAX_SECONDS)), None,
-                         "seconds of the steady-state window (fio's ss_dur), with steady; default 5"),
-    "steady_ramp": Key(_optional(_seconds(0, MAX_SECONDS)), None,
-                       "seconds before the steady-state window starts collecting (fio's ss_ramp), with steady; "
-                       "default 2"),
-    "latency_bound": Key(_optional(_latency_bound), None,
-                         "search the deepest queue (up to iodepth) whose latency percentile meets this bound, "
-                         "with fio's latency_target: 1ms, 500us (default: off)"),
-    "latency_percentile": Key(_optional(_percentile), None,
-                              "share of I/Os that must meet latency_bound, in percent; default 99"),
-    "latency_window": Key(_optional(_seconds(0.1, 3600)), None,
-                          "seconds each queue depth is tried during the search (fio's latency_window); default 1"),
-}
-
-# settings that only take effect with another one, and their defaults then
-DEPENDENT_KEYS: dict[str, tuple[str, Any]] = {
-    "steady_window": ("steady", 5),
-    "steady_ramp": ("steady", 2),
-    "latency_percentile": ("latency_bound", 99),
-    "latency_window": ("latency_bound", 1),
-}
-
-MEMORY_KEYS: dict[str, Key] = {
-    "mode": Key(_choice(MEMORY_MODES), "loaded", "idle (one latency figure) or loaded (latency under load)"),
-    "traffic": Key(_traffic, "R", "R for all reads or an MLC -W code (W2 … W12)"),
-    "delay": Key(_int(0, MAX_DELAY), 0, "injection delay between load-thread accesses, 0 to 10000000"),
-    "stride": Key(_stride, 64, "bytes between accesses, a power of two from 64 to 4096"),
-    "buffer": Key(_optional(_size(MIN_BUFFER, MAX_BUFFER, 1024)), None,
-                  "buffer per thread, whole KiB from 1 KiB to 1 PiB (default: 2x the last-level cache)"),
-    "duration": Key(_seconds(1, MAX_MEMORY_SECONDS), 2,
-                    "measured seconds per point, 1 to 3600, millisecond resolution (MLC -t rounds up to whole s)"),
-    "cpus": Key(_optional(_cpus), None, "CPU list of CPUs 0 to 1023 (0-3, 0,2,4); the first runs the latency thread"),
-    "tlb_locality": Key(_tlb_locality, None,
-                        "latency chase within random groups of this size (256k, like multichase -T), whole KiB from "
-                        "4 KiB to 1 GiB; none or 0 (default) chases the whole buffer; built-in engine only"),
-}
 
 def _track(v: Any) -> dict[str, Any]:
     """The settings that pick a round's tracked point: "bs=4k rwmixread=0" (storage keys, space separated)."""
@@ -465,14 +150,14 @@ def timeseries_filter(text: str) -> dict[str, Any] | None:
 
 # settings of how a storage plan is run rather than of its points (app/procedure.py); in [settings] or --set
 PROCEDURE_KEYS: dict[str, Key] = {
-    "precondition": Key(_choice(PRECONDITION_MODES), "none",
+    "precondition": Key(choice(PRECONDITION_MODES), "none",
                         "before the first point: none, sequential (128 KiB sequential writes over the region, twice) "
                         "or workload (the first write point until steady); writes to the target"),
-    "adaptive": Key(_bool, False, "skip the rest of a QD or numjobs axis once it is saturated"),
-    "rounds": Key(_int(1, MAX_ROUNDS), 1,
+    "adaptive": Key(boolean, False, "skip the rest of a QD or numjobs axis once it is saturated"),
+    "rounds": Key(whole(1, MAX_ROUNDS), 1,
                   f"measure the plan in up to this many rounds, stopping once the tracked point is steady by "
                   f"SNIA's rule; 1 to {MAX_ROUNDS}"),
-    "precondition_cap": Key(_seconds(1, MAX_SECONDS), WORKLOAD_PRECONDITION_CAP_S,
+    "precondition_cap": Key(seconds(1, MAX_SECONDS), WORKLOAD_PRECONDITION_CAP_S,
                             "seconds a workload preconditioning pass may take if fio never sees steady state; "
                             f"default {WORKLOAD_PRECONDITION_CAP_S}"),
     "track": Key(_track, {}, "the point whose IOPS decides steady state in rounds: KEY=VALUE pairs "
@@ -480,7 +165,7 @@ PROCEDURE_KEYS: dict[str, Key] = {
     "timeseries": Key(_timeseries, "none", "the points whose IOPS and p99 over time the report draws: none, all, "
                                            "or KEY=VALUE pairs (\"rw=write bs=128k\"); points with a write cliff "
                                            "or flagged throttled are always drawn"),
-    "telemetry_interval": Key(_int(1, MAX_TELEMETRY_INTERVAL_S), TELEMETRY_INTERVAL_S,
+    "telemetry_interval": Key(whole(1, MAX_TELEMETRY_INTERVAL_S), TELEMETRY_INTERVAL_S,
                               "seconds between readings of the drive's health log (NVMe, SATA/SAS) while a point "
                               f"runs, besides one at each point's start and end; 1 to {MAX_TELEMETRY_INTERVAL_S}, "
                               f"default {TELEMETRY_INTERVAL_S}"),
@@ -488,13 +173,11 @@ PROCEDURE_KEYS: dict[str, Key] = {
 
 KEYS: dict[str, dict[str, Key]] = {STORAGE: STORAGE_KEYS, MEMORY: MEMORY_KEYS}
 # keys added after plans were first recorded in run.json: a plan without one had the key's default
-LATER_KEYS: dict[Kind, frozenset[str]] = {
-    STORAGE: frozenset({"steady", "steady_window", "steady_ramp", "latency_bound", "latency_percentile",
-                        "latency_window"}),
-    MEMORY: frozenset({"tlb_locality"}),
-}
+LATER_KEYS: dict[Kind, frozenset[str]] = {STORAGE: later_keys(StoragePoint), MEMORY: later_keys(MemoryPoint)}
 # keys a point's JSON table holds only when set (app.points): an explicit null is not a stored form
-OMITTED_WHEN_UNSET: dict[Kind, frozenset[str]] = {STORAGE: LATER_KEYS[STORAGE], MEMORY: frozenset()}
+OMITTED_WHEN_UNSET: dict[Kind, frozenset[str]] = {kind: frozenset(keys) & omitted_when_unset(cls)
+                                                  for kind, keys, cls in ((STORAGE, STORAGE_KEYS, StoragePoint),
+                                                                          (MEMORY, MEMORY_KEYS, MemoryPoint))}
 TOP_LEVEL = ("name", "kind", "description", "settings", "matrix", "group")
 
 
@@ -668,13 +351,13 @@ def plan_writes(points: Iterable[Point]) -> bool:
 
 
 def _fail(where: str, msg: str) -> UsageError:
-    return UsageError(f"{_escape(where) if has_control(where) else where}: {msg}")
+    return UsageError(f"{escape_controls(where) if has_control(where) else where}: {msg}")
 
 
 def _shown_path(path: str | os.PathLike[str]) -> str:
     text = os.fspath(path)
     text = text if isinstance(text, str) else os.fsdecode(text)
-    return _escape(text) if has_control(text) else text
+    return escape_controls(text) if has_control(text) else text
 
 
 def _check_value(where: str, kind: str, key: str, value: Any) -> Any:
@@ -875,7 +558,9 @@ def load_file(path: str | os.PathLike[str]) -> Preset:
 
 # --- plans read back from a results directory ---------------------------------------------------
 
-PLAN_EXTRAS: dict[Kind, tuple[str, ...]] = {STORAGE: ("group", "round"), MEMORY: ("group", "engine")}
+# the fields of a plan's point the tool writes, not a preset (checked one by one in validate_plan)
+PLAN_EXTRAS: dict[Kind, tuple[str, ...]] = {STORAGE: tuple(sorted(records_of(StoragePoint))),
+                                            MEMORY: tuple(sorted(records_of(MemoryPoint)))}
 RECORDED_ENGINES = ("mlc", "builtin")  # what the memory runner records in a point's "engine"
 
 
@@ -1052,7 +737,7 @@ def parse_overrides(kind: str, items: list[str] | tuple[str, ...]) -> dict[str, 
     error, so ``--set $'rw=randread\n'`` is refused rather than read as randread."""
     result: dict[str, list[Any]] = {}
     for item in items:
-        shown = _escape(item) if has_control(item) else item
+        shown = escape_controls(item) if has_control(item) else item
         if "=" not in item:
             raise UsageError(f"--set '{shown}' is not KEY=VALUE (for example --set bs=4k,64k).")
         key, _, value = item.partition("=")

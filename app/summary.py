@@ -27,7 +27,8 @@ def point_label(kind: str, point: Point | dict[str, Any]) -> str:
         return f"{point['group']}: {label}" if point.get("group") else label
     if point.get("mode") == "idle":
         return "idle latency"
-    buf = f" buf {format_size(point['buffer'])}" if point.get("buffer") else ""
+    buffer = point.get("buffer")
+    buf = f" buf {format_size(buffer)}" if isinstance(buffer, int) and buffer else ""
     return f"{point.get('traffic')} stride {point.get('stride')}{buf} delay {point.get('delay')}"
 
 
