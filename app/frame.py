@@ -25,7 +25,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
-from app.points import Kind
+from app.points import Kind, MemoryPoint, StoragePoint, csv_columns
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -35,11 +35,11 @@ if TYPE_CHECKING:
 MB = 1e6
 
 CSV_COLUMNS = [
-    "kind", "index", "group", "rw", "rwmixread", "bs", "iodepth", "numjobs", "ioengine", "direct", "runtime",
+    "kind", "index", "group", *csv_columns(StoragePoint),
     "iops", "read_iops", "write_iops", "bw_MBps", "read_bw_MBps", "write_bw_MBps",
     "lat_min_us", "lat_mean_us", "lat_max_us", "lat_stddev_us", "lat_p50_us", "lat_p90_us", "lat_p99_us",
     "lat_p99_9_us", "lat_p99_99_us", "usr_cpu_pct", "sys_cpu_pct", "littles_L", "littles_N", "littles_ratio",
-    "mode", "traffic", "stride", "delay", "buffer", "engine", "latency_ns", "bandwidth_MBps", "flags",
+    *csv_columns(MemoryPoint), "latency_ns", "bandwidth_MBps", "flags",
 ]
 LAT_KEYS = ("min", "mean", "max", "stddev", "p50", "p90", "p99", "p99_9", "p99_99")
 TEXT_COLUMNS = ("kind", "group", "rw", "ioengine", "mode", "traffic", "engine", "flags")

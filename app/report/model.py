@@ -13,16 +13,16 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from app.keys import Role
 from app.lock import effective_status
-from app.points import Kind
+from app.points import Kind, StoragePoint, with_role
 from app.report.fleet_read import FleetHost, fleet_hosts, is_fleet
 from app.results import ResultsDir, check_meta
 from app.validity import SYNC_ENGINES, flags_of
 
 # point keys that identify the workload; the others (runtime, size, ...) are run settings
-WORKLOAD_KEYS = ("rw", "rwmixread", "bs", "iodepth", "numjobs")
-SETTING_KEYS = ("group", "runtime", "ramp_time", "size", "time_based", "steady", "steady_window", "steady_ramp",
-                "latency_percentile", "latency_window", "round")
+WORKLOAD_KEYS = with_role(StoragePoint, Role.WORKLOAD)
+SETTING_KEYS = with_role(StoragePoint, Role.SETTING)
 
 TRAFFIC_DESCRIPTIONS = {
     "R": "all reads",

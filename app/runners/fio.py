@@ -21,7 +21,7 @@ from typing import IO, Any, AsyncGenerator, Hashable, Sequence
 
 from app.errors import ToolMissing, UsageError
 from app.external import run_tool
-from app.points import WRITE_MODES, Kind, Point, StoragePoint
+from app.points import WRITE_MODES, Kind, Point, StoragePoint, implied, json_types, keys_of
 from app.presets import MAX_SECONDS
 from app.procedure import (
     ASSUMED_PRECONDITION_BYTES_PER_S,
@@ -149,7 +149,8 @@ def written_bytes(pid: int) -> int | None:
 
 
 def phase_tracker(point: StoragePoint) -> PhaseTracker:
-    return PhaseTracker(float(point.ramp_time), float(point.steady_window or 5) if point.steady is not None else None)
+    window = float(_number(point, "steady_window")) if point.steady is not None else None
+    return PhaseTracker(float(point.ramp_time), window)
 
 
 def point_writes(point: StoragePoint) -> bool:
@@ -199,13 +200,11 @@ def read_only_job(target: str, plan_writes: bool) -> bool:
     return not plan_writes and _existing_size(target) is not None
 
 
-# field → type a plan point must hold before anything is written into a job file (a point is typed,
-# but nothing stops a caller from building one with other values)
-_TYPES: dict[str, tuple[type, ...]] = {
-    "rw": (str,), "bs": (int,), "iodepth": (int,), "numjobs": (int,), "ioengine": (str,), "direct": (bool, int),
-    "size": (int,), "time_based": (bool, int), "runtime": (int, float), "ramp_time": (int, float),
-    "rwmixread": (int, type(None)),
-}
+# key → types a plan point must hold before anything is written into a job file (a point is typed, but
+# nothing stops a caller from building one with other values); fio reads a flag's true as 1
+_TYPES: dict[str, tuple[type, ...]] = {name: types + ((int,) if bool in types else ())
+                                       for name, types in json_types(StoragePoint).items()
+                                       if name in keys_of(StoragePoint)}
 
 
 def _check_types(point: StoragePoint) -> None:
@@ -260,7 +259,7 @@ def job_file(point: StoragePoint, target: str, plan_writes: bool = True,
     ]
     if point.rwmixread is not None and point.rw in ("rw", "randrw"):
         job.append(("rwmixread", point.rwmixread))
-    job += _steady_options(point) + _latency_options(point) + (more or [])
+    job += _steady_options(point) + _latency_options(point) + _declared_options(point) + (more or [])
     flags = " ".join(fio_options(read_only))
     lines = [f"; written by profiler-tui; run with: fio {flags} THIS_FILE", "[global]"]
     lines += [_ini(k, v) for k, v in glob]
@@ -272,8 +271,8 @@ def _steady_options(point: StoragePoint) -> list[tuple[str, Any]]:
     """fio's steady-state detection: the job ends once the criterion holds over the window (runtime caps it)."""
     if point.steady is None:
         return []
-    return [("steadystate", point.steady), ("steadystate_duration", _seconds(point.steady_window or 5)),
-            ("steadystate_ramp_time", _seconds(point.steady_ramp or 0))]
+    return [("steadystate", point.steady), ("steadystate_duration", _seconds(_number(point, "steady_window"))),
+            ("steadystate_ramp_time", _seconds(_number(point, "steady_ramp")))]
 
 
 def _latency_options(point: StoragePoint) -> list[tuple[str, Any]]:
@@ -281,9 +280,25 @@ def _latency_options(point: StoragePoint) -> list[tuple[str, Any]]:
     fio then measures one more window at that depth and ends the job (runtime caps the search)."""
     if point.latency_bound is None:
         return []
-    window_ms = round(float(point.latency_window or 1) * 1000)
+    window_ms = round(_number(point, "latency_window") * 1000)
     return [("latency_target", f"{point.latency_bound}us"), ("latency_window", f"{window_ms}ms"),
-            ("latency_percentile", point.latency_percentile or 99)]
+            ("latency_percentile", _number(point, "latency_percentile"))]
+
+
+def _number(point: StoragePoint, name: str) -> float | int:
+    """A numeric key as the point runs (its declared value when it needs another key that is set)."""
+    value = implied(point, name)
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise UsageError(f"fio job option '{name}' has the value {value!r}, which is not a number fio can take.")
+    return value
+
+
+def _declared_options(point: StoragePoint) -> list[tuple[str, object]]:
+    """The keys whose declaration names their fio option (``key(..., fio="option")``), each ``option=value``
+    when set; a flag is written 0 or 1."""
+    return [(k.fio, int(value) if isinstance(value, bool) else value)
+            for name, k in keys_of(StoragePoint).items()
+            if k.fio is not None and (value := getattr(point, name)) is not None]
 
 
 def fio_options(read_only: bool) -> list[str]:
@@ -340,10 +355,10 @@ class FioRunner(Runner):
         m = metrics(run.last)
         extra["fio_version"] = run.last.get("fio version")
         if point.steady is not None:
-            extra["steady"] = steady_result(run.last, point.steady, point.steady_window or 5)
+            extra["steady"] = steady_result(run.last, point.steady, _number(point, "steady_window"))
         if point.latency_bound is not None:
             extra["operating_point"] = operating_point(run.last, m, point.latency_bound,
-                                                       point.latency_percentile or 99, point.runtime)
+                                                       _number(point, "latency_percentile"), point.runtime)
         if point.rw == "write":
             cliff = write_cliff(run.samples)
             if cliff is not None:
@@ -390,7 +405,7 @@ class PreconditionJob:
         raw[".json"] = json.dumps(run.last, indent=1)
         m = metrics(run.last)
         if self.point.steady is not None:
-            extra["steady"] = steady_result(run.last, self.point.steady, self.point.steady_window or 5)
+            extra["steady"] = steady_result(run.last, self.point.steady, _number(self.point, "steady_window"))
         cliff = write_cliff(run.samples)
         if cliff is not None:
             extra["write_cliff"] = cliff
@@ -425,8 +440,8 @@ def precondition_job(procedure: Procedure, plan: Sequence[Point], ctx: Context) 
         raise UsageError("precondition = workload needs a write point in the plan (none of its points writes); "
                          "use precondition = sequential.")
     criterion = first.steady or WORKLOAD_PRECONDITION_STEADY
-    point = replace(first, steady=criterion, steady_window=first.steady_window or 5,
-                    steady_ramp=first.steady_ramp if first.steady_ramp is not None else 2,
+    steady = replace(first, steady=criterion)
+    point = replace(steady, steady_window=_number(steady, "steady_window"), steady_ramp=_number(steady, "steady_ramp"),
                     runtime=procedure.precondition_cap, time_based=True, ramp_time=0, latency_bound=None,
                     latency_percentile=None, latency_window=None, round=None)
     return PreconditionJob(point, [], f"{job_name(point)} until steady ({criterion}), at most "
