@@ -14,12 +14,14 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Callable, Mapping, TypeVar
+from typing import Callable, Generic, Mapping, TypeAlias, TypeVar
 
 from app.units import parse_duration, parse_size
 
 T = TypeVar("T")
+V = TypeVar("V", covariant=True)
 Parser = Callable[[object], T]
+Value: TypeAlias = str | int | float | bool | None  # what a point's key holds (bool: direct, time_based)
 
 RW_MODES = ("read", "write", "randread", "randwrite", "rw", "randrw", "trim", "randtrim")
 IOENGINES = ("libaio", "io_uring", "psync", "sync", "pvsync2", "posixaio")
@@ -317,7 +319,7 @@ class Role(StrEnum):
 
 
 @dataclass(frozen=True)
-class Key:
+class Key(Generic[V]):
     """What one field of a plan point declares about itself; :func:`key` puts it in the field's metadata.
 
     ``default`` is the preset default; with ``needs`` the key only takes effect when that key is set, and
@@ -327,12 +329,12 @@ class Key:
     in the job's section (None: the runner writes the key itself, or it is no fio option).
     """
 
-    parse: Parser[object]
-    default: object
+    parse: Parser[V]
+    default: V
     help: str
     role: Role = Role.SETTING
     needs: str | None = None
-    implied: object = None
+    implied: V | None = None
     later: bool = False
     csv: int | None = None
     fio: str | None = None
@@ -345,9 +347,9 @@ KEY = "key"  # where a field's metadata holds its Key
 ROLE = "role"  # where a record field (no Key: the tool sets it) holds its Role
 
 
-def key(parse: Parser[object], default: object, help: str, role: Role = Role.SETTING, *, needs: str | None = None,
-        implied: object = None, later: bool = False, csv: int | None = None,
-        fio: str | None = None) -> Mapping[str, Key]:
+def key(parse: Parser[Value], default: Value, help: str, role: Role = Role.SETTING, *, needs: str | None = None,
+        implied: Value = None, later: bool = False, csv: int | None = None,
+        fio: str | None = None) -> Mapping[str, Key[Value]]:
     """The metadata of a point's field that a preset may set: ``field(metadata=key(parser, default, help))``."""
     return {KEY: Key(parse, default, help, role, needs=needs, implied=implied, later=later, csv=csv, fio=fio)}
 

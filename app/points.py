@@ -33,6 +33,7 @@ from app.keys import (
     RW_MODES,
     Key,
     Role,
+    Value,
     key,
     record,
 )
@@ -169,11 +170,11 @@ class MemoryPoint:
 
 Point: TypeAlias = StoragePoint | MemoryPoint
 PointType: TypeAlias = type[StoragePoint] | type[MemoryPoint]
-PointValue: TypeAlias = str | int | float | bool | None  # what a point's field holds (bool: direct, time_based)
+PointValue: TypeAlias = Value  # what a point's field holds
 POINT_TYPES: dict[Kind, PointType] = {Kind.STORAGE: StoragePoint, Kind.MEMORY: MemoryPoint}
 
 
-def keys_of(cls: PointType) -> dict[str, Key]:
+def keys_of(cls: PointType) -> dict[str, Key[PointValue]]:
     """The keys a preset may set on a point of this type, by name in declaration order."""
     return {f.name: f.metadata[KEY] for f in fields(cls) if KEY in f.metadata}
 
@@ -220,7 +221,7 @@ def implied(point: Point, name: str) -> PointValue:
     value: PointValue = getattr(point, name)
     k = keys_of(type(point))[name]
     if value is None and k.needs is not None and getattr(point, k.needs) is not None:
-        return k.implied  # type: ignore[return-value]  # an implied value is one of the key's own values
+        return k.implied
     return value
 
 

@@ -35,7 +35,7 @@ import sys
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterable, TypedDict
+from typing import Iterable, Mapping, TypeAlias, TypedDict
 
 from app.errors import UsageError
 from app.keys import (
@@ -55,6 +55,7 @@ from app.points import (
     Kind,
     MemoryPoint,
     Point,
+    PointValue,
     StoragePoint,
     keys_of,
     later_keys,
@@ -94,29 +95,32 @@ MAX_DESCRIPTION_CHARS = 2000
 
 # --- the keys of a point, as its fields declare them (app.points) --------------------------------
 
+Axes: TypeAlias = dict[str, list[PointValue]]  # key → the values a plan takes for it, in plan order
+
 STORAGE_KEYS = keys_of(StoragePoint)
 MEMORY_KEYS = keys_of(MemoryPoint)
 # settings that only take effect with another one, and their values then
-DEPENDENT_KEYS: dict[str, tuple[str, object]] = {name: (k.needs, k.implied) for name, k in STORAGE_KEYS.items()
+DEPENDENT_KEYS: dict[str, tuple[str, PointValue]] = {name: (k.needs, k.implied) for name, k in STORAGE_KEYS.items()
                                                  if k.needs is not None}
 
 
-def _track(v: Any) -> dict[str, Any]:
+def _track(v: object) -> dict[str, PointValue]:
     """The settings that pick a round's tracked point: "bs=4k rwmixread=0" (storage keys, space separated)."""
+    items: list[tuple[object, object]]
     if isinstance(v, dict):
         items = list(v.items())
     elif isinstance(v, str):
         items = []
         for word in v.split():
-            key, eq, value = word.partition("=")
+            name, eq, text = word.partition("=")
             if not eq:
                 raise ValueError("expected KEY=VALUE pairs separated by spaces, e.g. \"bs=4k rwmixread=0\"")
-            items.append((key, value))
+            items.append((name, text))
     else:
         raise ValueError("expected KEY=VALUE pairs separated by spaces, e.g. \"bs=4k rwmixread=0\"")
-    track: dict[str, Any] = {}
+    track: dict[str, PointValue] = {}
     for key, value in items:
-        if key not in STORAGE_KEYS:
+        if not isinstance(key, str) or key not in STORAGE_KEYS:
             raise ValueError(f"{show_value(key)} is not a storage key")
         try:
             track[key] = STORAGE_KEYS[key].parse(value)
@@ -125,7 +129,7 @@ def _track(v: Any) -> dict[str, Any]:
     return track
 
 
-def _timeseries(v: Any) -> str:
+def _timeseries(v: object) -> str:
     """The points whose IOPS and p99 over time the report draws: "none" (the default; points with a write cliff
     or a throttled flag are drawn anyway), "all", or KEY=VALUE pairs as for ``track``; kept as canonical text."""
     if not isinstance(v, str):
@@ -137,7 +141,7 @@ def _timeseries(v: Any) -> str:
     return " ".join(f"{k}={value}" for k, value in _track(v).items())
 
 
-def timeseries_filter(text: str) -> dict[str, Any] | None:
+def timeseries_filter(text: str) -> dict[str, PointValue] | None:
     """The filter a ``timeseries`` setting means: None for none, {} for all (each point matches)."""
     try:
         canonical = _timeseries(text)
@@ -184,7 +188,7 @@ TOP_LEVEL = ("name", "kind", "description", "settings", "matrix", "group")
 @dataclass
 class Group:
     label: str | None
-    axes: dict[str, list[Any]]
+    axes: dict[str, list[PointValue]]
 
 
 @dataclass
@@ -193,9 +197,9 @@ class Preset:
     kind: Kind
     description: str
     source: str
-    settings: dict[str, Any] = field(default_factory=dict)
+    settings: dict[str, PointValue] = field(default_factory=dict)
     groups: list[Group] = field(default_factory=list)
-    overrides: dict[str, list[Any]] = field(default_factory=dict)
+    overrides: dict[str, list[PointValue]] = field(default_factory=dict)
     procedure: Procedure = field(default_factory=Procedure)
     track_source: str = ""  # where procedure.track was given when not in the preset file (--set track=…)
     # (fingerprint of kind/settings/groups/overrides, points): expand() is called several times per
@@ -206,16 +210,16 @@ class Preset:
     def keys(self) -> dict[str, Key]:
         return KEYS[self.kind]
 
-    def _base(self) -> tuple[dict[str, Any], dict[str, list[Any]]]:
+    def _base(self) -> tuple[dict[str, PointValue], Axes]:
         base = {k: spec.default for k, spec in self.keys.items()}
         if self.kind == MEMORY and "delay" not in self.settings:
-            base_axes: dict[str, list[Any]] = {"delay": list(MLC_DELAYS)}
+            base_axes: Axes = {"delay": list(MLC_DELAYS)}
         else:
             base_axes = {}
         base.update(self.settings)
         return base, base_axes
 
-    def group_axes(self) -> list[tuple[Group, dict[str, list[Any]]]]:
+    def group_axes(self) -> list[tuple[Group, Axes]]:
         """Each group with the axes it expands over (overrides applied), in expansion order."""
         base, base_axes = self._base()
         result = []
@@ -271,7 +275,7 @@ class Preset:
         base, _ = self._base()
         order = list(base)  # every point has these keys; "group" is not part of a point's identity
         points: list[Point] = []
-        seen: set[tuple[Any, ...]] = set()
+        seen: set[tuple[PointValue, ...]] = set()
         for group, axes in self.group_axes():
             names = list(axes)
             for combo in itertools.product(*(axes[n] for n in names)):
@@ -299,7 +303,7 @@ class Preset:
         return plan_writes(self._points()) or self.procedure.precondition != "none"
 
 
-def _normalise(kind: Kind, values: dict[str, Any]) -> None:
+def _normalise(kind: Kind, values: dict[str, PointValue]) -> None:
     """:func:`normalise_point` on the settings of a point being built (by key)."""
     if kind == STORAGE:
         if values["rw"] not in ("rw", "randrw"):
@@ -335,7 +339,7 @@ def point_key(point: Point) -> str:
     return table_key(point.to_dict())
 
 
-def table_key(table: dict[str, Any]) -> str:
+def table_key(table: Mapping[str, object]) -> str:
     """:func:`point_key` of a point's JSON table as results.jsonl records it (untrusted, not re-typed)."""
     # "engine" is added to memory records by the runner (README.md, "Results"), never part of the plan
     return json.dumps({k: v for k, v in table.items() if k not in ("group", "engine")}, sort_keys=True)
@@ -360,7 +364,7 @@ def _shown_path(path: str | os.PathLike[str]) -> str:
     return escape_controls(text) if has_control(text) else text
 
 
-def _check_value(where: str, kind: str, key: str, value: Any) -> Any:
+def _check_value(where: str, kind: str, key: str, value: object) -> PointValue:
     keys = KEYS[kind]
     if key not in keys:
         known = list(keys) + (list(PROCEDURE_KEYS) if kind == STORAGE else [])
@@ -371,15 +375,20 @@ def _check_value(where: str, kind: str, key: str, value: Any) -> Any:
         raise _fail(where, f"key '{key}' has invalid value {show_value(value)}: {e}.") from None
 
 
-def _check_procedure(where: str, key: str, value: Any) -> Any:
+def _procedure(base: Procedure, values: Mapping[str, object]) -> Procedure:
+    """``base`` with the procedure settings ``values`` (each read by its key's parser, so of its field's type)."""
+    return replace(base, **values)  # type: ignore[arg-type]
+
+
+def _check_procedure(where: str, key: str, value: object) -> object:
     try:
         return PROCEDURE_KEYS[key].parse(value)
     except ValueError as e:
         raise _fail(where, f"key '{key}' has invalid value {show_value(value)}: {e}.") from None
 
 
-def _axis(where: str, kind: str, key: str, value: Any) -> list[Any]:
-    values = value if isinstance(value, list) else [value]
+def _axis(where: str, kind: str, key: str, value: object) -> list[PointValue]:
+    values: list[object] = value if isinstance(value, list) else [value]
     if not values:
         raise _fail(where, f"axis {show_value(key)} is an empty list.")
     if len(values) > MAX_PLAN_POINTS:
@@ -388,7 +397,7 @@ def _axis(where: str, kind: str, key: str, value: Any) -> list[Any]:
     return [_check_value(where, kind, key, v) for v in values]
 
 
-def _text(where: str, key: str, value: Any, limit: int, *, required: bool) -> str:
+def _text(where: str, key: str, value: object, limit: int, *, required: bool) -> str:
     """A name, description or label: a string of at most ``limit`` characters, no control characters."""
     if value is None and not required:
         return ""
@@ -403,7 +412,7 @@ def _text(where: str, key: str, value: Any, limit: int, *, required: bool) -> st
     return value
 
 
-def parse_preset(data: dict[str, Any], source: str) -> Preset:
+def parse_preset(data: object, source: str) -> Preset:
     if not isinstance(data, dict):
         raise _fail(source, "a preset must be a table of key = value.")
     for key in data:
@@ -422,8 +431,8 @@ def parse_preset(data: dict[str, Any], source: str) -> Preset:
     settings_raw = data.get("settings", {})
     if not isinstance(settings_raw, dict):
         raise _fail(source, "[settings] must be a table of key = value.")
-    settings = {}
-    procedure: dict[str, Any] = {}
+    settings: dict[str, PointValue] = {}
+    procedure: dict[str, object] = {}
     for key, value in settings_raw.items():
         if kind == STORAGE and key in PROCEDURE_KEYS:
             procedure[key] = _check_procedure(source, key, value)
@@ -445,7 +454,7 @@ def parse_preset(data: dict[str, Any], source: str) -> Preset:
         axes = {k: _axis(source, kind, k, v) for k, v in raw.items() if k != "label"}
         groups.append(Group(label, axes))
     return Preset(name=name, kind=kind, description=description, source=source, settings=settings, groups=groups,
-                  procedure=Procedure(**procedure))
+                  procedure=_procedure(Procedure(), procedure))
 
 
 _FILE_TYPES = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
@@ -503,7 +512,7 @@ def toml_nesting(text: str) -> int:
     return max(deepest, most_dots + 1)
 
 
-def _parse_toml(text: str, shown: str) -> dict[str, Any]:
+def _parse_toml(text: str, shown: str) -> dict[str, object]:
     if toml_nesting(text) > MAX_TOML_NESTING:
         raise UsageError(f"{shown}: TOML nested more than {MAX_TOML_NESTING} levels deep (brackets, braces or "
                          "the parts of a dotted key); a preset needs two.")
@@ -515,7 +524,7 @@ def _parse_toml(text: str, shown: str) -> dict[str, Any]:
         raise UsageError(f"{shown}: TOML cannot be read ({type(e).__name__}: {str(e)[:80]}).") from None
 
 
-def read_toml(path: str | os.PathLike[str], what: str = "preset file") -> dict[str, Any]:
+def read_toml(path: str | os.PathLike[str], what: str = "preset file") -> dict[str, object]:
     """A TOML file's table; a missing, unreadable, special (FIFO, device, socket, directory), larger
     than MAX_PRESET_BYTES or malformed file is a UsageError naming it.  A special file is refused
     before it is opened for reading: a FIFO without a writer would block, /dev/zero never ends."""
@@ -583,7 +592,7 @@ def validate_plan(kind: object, plan: object, source: str) -> list[Point]:
     kind = Kind(kind)
     keys = KEYS[kind]
     extras = PLAN_EXTRAS[kind]
-    seen: dict[tuple[Any, ...], int] = {}
+    seen: dict[tuple[PointValue, ...], int] = {}
     points: list[Point] = []
     for i, entry in enumerate(plan):
         where = f"{source}: plan[{i}]"
@@ -602,7 +611,7 @@ def validate_plan(kind: object, plan: object, source: str) -> list[Point]:
             if key in entry and entry[key] is None:
                 raise UsageError(f"{where} key '{key}' has invalid value null: not the form the tool stores (the key "
                                  "is left out when it is not set).")
-        point: dict[str, Any] = {}  # the point being rebuilt: canonical values by key
+        point: dict[str, PointValue] = {}  # the point being rebuilt: canonical values by key
         idle = kind == MEMORY and entry.get("mode") == "idle"
         for key, spec in keys.items():
             value = entry.get(key, keys[key].default)
@@ -648,7 +657,7 @@ def validate_plan(kind: object, plan: object, source: str) -> list[Point]:
     return points
 
 
-def check_track(where: str, plan: Iterable[Point], track: dict[str, Any]) -> None:
+def check_track(where: str, plan: Iterable[Point], track: Mapping[str, PointValue]) -> None:
     """A ``track`` that picks no point of the plan would leave rounds without a tracked figure, never steady:
     refused, naming the values the plan has for its keys."""
     points = list(plan)
@@ -672,13 +681,13 @@ def validate_procedure(kind: Kind, value: object, source: str) -> Procedure:
     if kind != STORAGE or not isinstance(value, dict):
         raise _fail(source, f"key 'procedure' has invalid value {show_value(value)}: must be a table of "
                             f"{', '.join(PROCEDURE_KEYS)} (storage runs only).")
-    parsed: dict[str, Any] = {}
+    parsed: dict[str, object] = {}
     for key, raw in value.items():
         if key not in PROCEDURE_KEYS:
             raise _fail(source, f"key 'procedure' has unknown key {show_value(key)}; known keys: "
                                 f"{', '.join(PROCEDURE_KEYS)}.")
         parsed[key] = _check_procedure(f"{source}: procedure", key, raw)
-    return Procedure(**parsed)
+    return _procedure(Procedure(), parsed)
 
 
 # --- where presets live -----------------------------------------------------------------------
@@ -730,12 +739,20 @@ def load_all() -> list[Preset]:
 # --- --set overrides --------------------------------------------------------------------------
 
 
-def parse_overrides(kind: str, items: list[str] | tuple[str, ...]) -> dict[str, list[Any]]:
+def parse_overrides(kind: str, items: list[str] | tuple[str, ...]) -> dict[str, list[object]]:
     """``["bs=4k,64k", "runtime=3"]`` → ``{"bs": [4096, 65536], "runtime": [3]}``.
 
     Spaces around keys and values are ignored; any other control character (tab, newline …) is an
     error, so ``--set $'rw=randread\n'`` is refused rather than read as randread."""
-    result: dict[str, list[Any]] = {}
+    axes, procedure = _overrides(kind, items)
+    result: dict[str, list[object]] = {key: list(values) for key, values in axes.items()}
+    return result | {key: [value] for key, value in procedure.items()}
+
+
+def _overrides(kind: str, items: list[str] | tuple[str, ...]) -> tuple[Axes, dict[str, object]]:
+    """:func:`parse_overrides`, the point keys' axes apart from the procedure's settings (storage only)."""
+    axes: Axes = {}
+    procedure: dict[str, object] = {}
     for item in items:
         shown = escape_controls(item) if has_control(item) else item
         if "=" not in item:
@@ -746,7 +763,7 @@ def parse_overrides(kind: str, items: list[str] | tuple[str, ...]) -> dict[str, 
         if kind == STORAGE and key in PROCEDURE_KEYS:  # one value, not an axis
             if not value.strip(" "):
                 raise _fail(where, f"key {show_value(key)} has an empty value.")
-            result[key] = [_check_procedure(where, key, value.strip(" "))]
+            procedure[key] = _check_procedure(where, key, value.strip(" "))
             continue
         values = [v.strip(" ") for v in value.split(",")]
         if not value.strip(" ") or any(v == "" for v in values):
@@ -754,14 +771,13 @@ def parse_overrides(kind: str, items: list[str] | tuple[str, ...]) -> dict[str, 
         if len(values) > MAX_PLAN_POINTS:
             raise _fail(where, f"key {show_value(key)} has {len(values):,} values, more than the limit of "
                                f"{MAX_PLAN_POINTS:,} points per run.")
-        result[key] = [_check_value(where, kind, key, v) for v in values]
-    return result
+        axes[key] = [_check_value(where, kind, key, v) for v in values]
+    return axes, procedure
 
 
 def apply_overrides(preset: Preset, items: list[str] | tuple[str, ...]) -> Preset:
-    overrides = parse_overrides(preset.kind, items)
-    for key in [k for k in overrides if preset.kind == STORAGE and k in PROCEDURE_KEYS]:
-        preset.procedure = replace(preset.procedure, **{key: overrides.pop(key)[0]})
+    overrides, procedure = _overrides(preset.kind, items)
+    preset.procedure = _procedure(preset.procedure, procedure)
     preset.overrides.update(overrides)
     for key in overrides:
         preset.settings.pop(key, None)
@@ -807,10 +823,10 @@ def estimate_seconds(points: Iterable[Point], procedure: Procedure | None = None
     return sum(estimate_point_seconds(p) for p in points) + extra
 
 
-def describe_axes(preset: Preset) -> dict[str, list[Any]]:
+def describe_axes(preset: Preset) -> Axes:
     """Every key that varies across the plan, with its values in plan order."""
     points = preset._points()
-    axes: dict[str, list[Any]] = {}
+    axes: Axes = {}
     for key in preset.keys:
         values = list(dict.fromkeys(getattr(p, key) for p in points))  # distinct, first-seen order, linear
         if len(values) > 1:
