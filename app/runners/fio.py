@@ -157,13 +157,16 @@ def point_writes(point: StoragePoint) -> bool:
     return point.rw in WRITE_MODES
 
 
+JobOptions = list[tuple[str, object]]  # a job file section's options, in order: (option, value written as str())
+
+
 # fio reads a job file line by line: a newline in a value starts a new option, ';' and '#' start
 # comments, and '$' starts fio's own substitutions (${VAR}, $ncpus, $mb_memory).  Values are
 # validated long before they get here; this refusal holds even if that validation is bypassed.
 _UNSAFE = re.compile(r"[\x00-\x1f\x7f;#$]")
 
 
-def _ini(key: str, value: Any) -> str:
+def _ini(key: str, value: object) -> str:
     text = str(value)
     bad = _UNSAFE.search(text)
     if bad or not text.strip():
@@ -218,7 +221,7 @@ def _check_types(point: StoragePoint) -> None:
 
 
 def job_file(point: StoragePoint, target: str, plan_writes: bool = True,
-             more: list[tuple[str, Any]] | None = None, shape: TargetShape | None = None) -> str:
+             more: JobOptions | None = None, shape: TargetShape | None = None) -> str:
     """The fio job file of a point (an INI text fio reads as is).
 
     On a target that exists (a block device, or a regular file the user named), a plan that only
@@ -235,7 +238,7 @@ def job_file(point: StoragePoint, target: str, plan_writes: bool = True,
         size = min(size, existing)
         if read_only:
             size -= size % point.bs
-    glob = [
+    glob: JobOptions = [
         ("filename", _filename(target)),
         ("ioengine", point.ioengine),
         ("direct", int(bool(point.direct))),
@@ -251,7 +254,7 @@ def job_file(point: StoragePoint, target: str, plan_writes: bool = True,
         # (PR_SET_PDEATHSIG); forked job processes would outlive it (each calls setsid)
         ("thread", 1),
     ]
-    job: list[tuple[str, Any]] = [
+    job: JobOptions = [
         ("rw", point.rw),
         ("bs", point.bs),
         ("iodepth", point.iodepth),
@@ -267,7 +270,7 @@ def job_file(point: StoragePoint, target: str, plan_writes: bool = True,
     return "\n".join(lines) + "\n"
 
 
-def _steady_options(point: StoragePoint) -> list[tuple[str, Any]]:
+def _steady_options(point: StoragePoint) -> JobOptions:
     """fio's steady-state detection: the job ends once the criterion holds over the window (runtime caps it)."""
     if point.steady is None:
         return []
@@ -275,7 +278,7 @@ def _steady_options(point: StoragePoint) -> list[tuple[str, Any]]:
             ("steadystate_ramp_time", _seconds(_number(point, "steady_ramp")))]
 
 
-def _latency_options(point: StoragePoint) -> list[tuple[str, Any]]:
+def _latency_options(point: StoragePoint) -> JobOptions:
     """fio's latency_target search: the deepest queue (up to iodepth) whose latency percentile meets the bound;
     fio then measures one more window at that depth and ends the job (runtime caps the search)."""
     if point.latency_bound is None:
@@ -293,7 +296,7 @@ def _number(point: StoragePoint, name: str) -> float | int:
     return value
 
 
-def _declared_options(point: StoragePoint) -> list[tuple[str, object]]:
+def _declared_options(point: StoragePoint) -> JobOptions:
     """The keys whose declaration names their fio option (``key(..., fio="option")``), each ``option=value``
     when set; a flag is written 0 or 1."""
     return [(k.fio, int(value) if isinstance(value, bool) else value)
@@ -379,7 +382,7 @@ class PreconditionJob:
     """The preconditioning pass before a run's first point: one fio job, its samples streamed like a point's."""
 
     point: StoragePoint
-    more: list[tuple[str, Any]]  # job options beyond the point's (loops)
+    more: JobOptions  # job options beyond the point's (loops)
     description: str
     estimate_s: float
 
