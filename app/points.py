@@ -249,6 +249,17 @@ def value_fits(types: tuple[type, ...], value: object) -> bool:
     return isinstance(value, types)
 
 
+def point_problem(kind: Kind, point: Mapping[str, object]) -> str | None:
+    """Why a results line's point table (untrusted) holds a value its field cannot (None when each fits): the
+    type check of a line's point, from the fields.  null passes (an imported point may not know a setting);
+    which keys a line must have and their ranges are the reader's to check."""
+    types = POINT_JSON_TYPES[kind]
+    for name, value in point.items():
+        if name in types and value is not None and not value_fits(types[name], value):
+            return f"key 'point.{name}' has the wrong type"
+    return None
+
+
 def _to_dict(point: Point) -> dict[str, PointValue]:
     """The JSON table of a point, keys in declaration order; the :func:`omitted_when_unset` keys only when set
     (so results.jsonl and run.json keep the bytes they had before those keys existed)."""
@@ -263,6 +274,8 @@ def _to_dict(point: Point) -> dict[str, PointValue]:
 
 
 _OMITTED = {kind: omitted_when_unset(cls) for kind, cls in POINT_TYPES.items()}
+# a results line's point: key → the JSON types its field holds (see point_problem)
+POINT_JSON_TYPES = {kind: json_types(cls) for kind, cls in POINT_TYPES.items()}
 
 
 def point_from_dict(kind: str, data: Mapping[str, object]) -> Point:

@@ -22,6 +22,7 @@ from app.points import (
     json_types,
     keys_of,
     omitted_when_unset,
+    point_problem,
     records_of,
     value_fits,
 )
@@ -138,3 +139,12 @@ def test_a_key_that_needs_another_runs_with_its_declared_value() -> None:
     assert (implied(bare, "steady_window"), implied(bare, "steady_ramp")) == (5, 2)
     assert job_file(bare, "/nonexistent/target") == job_file(planned, "/nonexistent/target")
     assert implied(replace(bare, steady=None), "steady_ramp") is None
+
+
+def test_a_results_line_point_is_type_checked_by_its_fields() -> None:
+    table = presets.load("quick").expand()[0].to_dict()
+    assert point_problem(presets.STORAGE, table) is None
+    assert point_problem(presets.STORAGE, {**table, "iodepth": None, "extra": "kept"}) is None  # unknown: imported
+    assert point_problem(presets.STORAGE, {**table, "direct": 1}) == "key 'point.direct' has the wrong type"
+    assert point_problem(presets.STORAGE, {**table, "bs": True}) == "key 'point.bs' has the wrong type"
+    assert point_problem(presets.MEMORY, {"mode": "idle", "buffer": "4k"}) == "key 'point.buffer' has the wrong type"
