@@ -76,47 +76,54 @@ class StoragePoint:
     so results written before it existed keep their bytes.
     """
 
-    rw: str = field(metadata=key(parse.choice(RW_MODES), "randread", "I/O pattern: " + ", ".join(RW_MODES),
-                                 Role.WORKLOAD, csv=1))
-    bs: int = field(metadata=key(parse.size(1, MAX_BS), 4096, "block size in bytes (4k, 128k, 1m), at most 64 MiB",
-                                 Role.WORKLOAD, csv=3))
-    rwmixread: int | None = field(metadata=key(parse.optional(parse.whole(0, 100)), None,
-                                               "percentage of reads in rw/randrw mixes, 0 to 100", Role.WORKLOAD,
-                                               csv=2))
-    iodepth: int = field(metadata=key(parse.whole(1, 65536), 1, "I/Os in flight per job, 1 to 65536", Role.WORKLOAD,
-                                      csv=4))
-    numjobs: int = field(metadata=key(parse.whole(1, 1024), 1, "parallel jobs (threads of I/O), 1 to 1024", Role.WORKLOAD,
-                                      csv=5))
-    ioengine: str = field(metadata=key(parse.choice(IOENGINES), "libaio", "fio ioengine: " + ", ".join(IOENGINES),
-                                       Role.DETAIL, csv=6))
-    direct: bool = field(metadata=key(parse.boolean, True, "O_DIRECT, bypassing the page cache", Role.DETAIL, csv=7))
+    rw: str = field(metadata=key(
+        parse.choice(RW_MODES), "randread", "I/O pattern: " + ", ".join(RW_MODES), Role.WORKLOAD, csv=1))
+    bs: int = field(metadata=key(
+        parse.size(1, MAX_BS), 4096, "block size in bytes (4k, 128k, 1m), at most 64 MiB", Role.WORKLOAD, csv=3))
+    rwmixread: int | None = field(metadata=key(
+        parse.optional(parse.whole(0, 100)), None, "percentage of reads in rw/randrw mixes, 0 to 100", Role.WORKLOAD,
+        csv=2))
+    iodepth: int = field(metadata=key(
+        parse.whole(1, 65536), 1, "I/Os in flight per job, 1 to 65536", Role.WORKLOAD, csv=4))
+    numjobs: int = field(metadata=key(
+        parse.whole(1, 1024), 1, "parallel jobs (threads of I/O), 1 to 1024", Role.WORKLOAD, csv=5))
+    ioengine: str = field(metadata=key(
+        parse.choice(IOENGINES), "libaio", "fio ioengine: " + ", ".join(IOENGINES), Role.DETAIL, csv=6))
+    direct: bool = field(metadata=key(
+        parse.boolean, True, "O_DIRECT, bypassing the page cache", Role.DETAIL, csv=7))
     runtime: float | int = field(metadata=key(
         parse.seconds(1, MAX_SECONDS), 10,
         "measured seconds per point (10, 1.5, 1500ms, 2m), 1 s to 7 days, millisecond resolution", csv=8))
-    ramp_time: float | int = field(metadata=key(parse.seconds(0, MAX_SECONDS), 0,
-                                                "seconds run before measuring, 0 to 7 days, millisecond resolution"))
-    size: int = field(metadata=key(parse.size(1, MAX_SIZE), 1 << 30,
-                                   "file size, or the region of a device exercised, at most 1 PiB"))
-    time_based: bool = field(metadata=key(parse.boolean, True, "run for runtime even when size is covered"))
+    ramp_time: float | int = field(metadata=key(
+        parse.seconds(0, MAX_SECONDS), 0, "seconds run before measuring, 0 to 7 days, millisecond resolution"))
+    size: int = field(metadata=key(
+        parse.size(1, MAX_SIZE), 1 << 30, "file size, or the region of a device exercised, at most 1 PiB"))
+    time_based: bool = field(metadata=key(
+        parse.boolean, True, "run for runtime even when size is covered"))
     # keys added later, each in a point's JSON table only when set (so older results keep their bytes):
     steady: str | None = field(default=None, metadata=key(
-        parse.optional(parse.steady), None, "stop the point when fio sees steady state: iops:2%, iops_slope:0.3%, bw:2% or "
-        "bw_slope:…; runtime is then the cap (default: off)", later=True))
+        parse.optional(parse.steady), None,
+        "stop the point when fio sees steady state: iops:2%, iops_slope:0.3%, bw:2% or bw_slope:…; "
+        "runtime is then the cap (default: off)", later=True))
     steady_window: float | int | None = field(default=None, metadata=key(
-        parse.optional(parse.seconds(1, MAX_SECONDS)), None, "seconds of the steady-state window (fio's ss_dur), with steady; "
-        "default 5", needs="steady", implied=5, later=True))
+        parse.optional(parse.seconds(1, MAX_SECONDS)), None,
+        "seconds of the steady-state window (fio's ss_dur), with steady; default 5",
+        needs="steady", implied=5, later=True))
     steady_ramp: float | int | None = field(default=None, metadata=key(
-        parse.optional(parse.seconds(0, MAX_SECONDS)), None, "seconds before the steady-state window starts collecting (fio's "
-        "ss_ramp), with steady; default 2", needs="steady", implied=2, later=True))
+        parse.optional(parse.seconds(0, MAX_SECONDS)), None,
+        "seconds before the steady-state window starts collecting (fio's ss_ramp), with steady; default 2",
+        needs="steady", implied=2, later=True))
     latency_bound: int | None = field(default=None, metadata=key(
-        parse.optional(parse.latency_bound), None, "search the deepest queue (up to iodepth) whose latency percentile meets this "
-        "bound, with fio's latency_target: 1ms, 500us (default: off)", Role.DETAIL, later=True))
+        parse.optional(parse.latency_bound), None,
+        "search the deepest queue (up to iodepth) whose latency percentile meets this bound, "
+        "with fio's latency_target: 1ms, 500us (default: off)", Role.DETAIL, later=True))
     latency_percentile: float | int | None = field(default=None, metadata=key(
         parse.optional(parse.percentile), None, "share of I/Os that must meet latency_bound, in percent; default 99",
         needs="latency_bound", implied=99, later=True))
     latency_window: float | int | None = field(default=None, metadata=key(
-        parse.optional(parse.seconds(0.1, 3600)), None, "seconds each queue depth is tried during the search (fio's "
-        "latency_window); default 1", needs="latency_bound", implied=1, later=True))
+        parse.optional(parse.seconds(0.1, 3600)), None,
+        "seconds each queue depth is tried during the search (fio's latency_window); default 1",
+        needs="latency_bound", implied=1, later=True))
     # the round of a preset run in rounds (1, 2, …); part of the point's identity
     round: int | None = field(default=None, metadata=record(Role.SETTING))
     # the preset group's label; not part of the point's identity
@@ -137,15 +144,16 @@ class MemoryPoint:
     :class:`StoragePoint`'s do.
     """
 
-    mode: str = field(metadata=key(parse.choice(MEMORY_MODES), "loaded",
-                                   "idle (one latency figure) or loaded (latency under load)", Role.WORKLOAD, csv=1))
-    traffic: str | None = field(metadata=key(parse.traffic, "R", "R for all reads or an MLC -W code (W2 … W12)",
-                                             Role.WORKLOAD, csv=2))
-    delay: int | None = field(metadata=key(parse.whole(0, MAX_DELAY), 0,
-                                           "injection delay between load-thread accesses, 0 to 10000000",
-                                           Role.WORKLOAD, csv=4))
-    stride: int = field(metadata=key(parse.stride, 64, "bytes between accesses, a power of two from 64 to 4096",
-                                     Role.WORKLOAD, csv=3))
+    mode: str = field(metadata=key(
+        parse.choice(MEMORY_MODES), "loaded", "idle (one latency figure) or loaded (latency under load)",
+        Role.WORKLOAD, csv=1))
+    traffic: str | None = field(metadata=key(
+        parse.traffic, "R", "R for all reads or an MLC -W code (W2 … W12)", Role.WORKLOAD, csv=2))
+    delay: int | None = field(metadata=key(
+        parse.whole(0, MAX_DELAY), 0, "injection delay between load-thread accesses, 0 to 10000000", Role.WORKLOAD,
+        csv=4))
+    stride: int = field(metadata=key(
+        parse.stride, 64, "bytes between accesses, a power of two from 64 to 4096", Role.WORKLOAD, csv=3))
     buffer: int | None = field(metadata=key(
         parse.optional(parse.size(MIN_BUFFER, MAX_BUFFER, 1024)), None,
         "buffer per thread, whole KiB from 1 KiB to 1 PiB (default: 2x the last-level cache)", Role.DETAIL, csv=5))
@@ -153,12 +161,12 @@ class MemoryPoint:
         parse.seconds(1, MAX_MEMORY_SECONDS), 2,
         "measured seconds per point, 1 to 3600, millisecond resolution (MLC -t rounds up to whole s)"))
     cpus: str | None = field(metadata=key(
-        parse.optional(parse.cpus), None, "CPU list of CPUs 0 to 1023 (0-3, 0,2,4); the first runs the latency thread",
-        Role.DETAIL))
+        parse.optional(parse.cpus), None,
+        "CPU list of CPUs 0 to 1023 (0-3, 0,2,4); the first runs the latency thread", Role.DETAIL))
     tlb_locality: int | None = field(metadata=key(
-        parse.tlb_locality, None, "latency chase within random groups of this size (256k, like multichase -T), whole KiB "
-        "from 4 KiB to 1 GiB; none or 0 (default) chases the whole buffer; built-in engine only", Role.DETAIL,
-        later=True))
+        parse.tlb_locality, None,
+        "latency chase within random groups of this size (256k, like multichase -T), whole KiB from 4 KiB to 1 GiB; "
+        "none or 0 (default) chases the whole buffer; built-in engine only", Role.DETAIL, later=True))
     group: str | None = field(default=None, metadata=record())
     engine: str | None = field(default=None, metadata=record(csv=6))
 
