@@ -35,7 +35,7 @@ import stat
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from app.errors import UsageError
 from app.points import Kind
@@ -511,7 +511,7 @@ def read_regular(path: str | os.PathLike[str], limit: int) -> bytes:
         os.close(fd)
 
 
-def _open_regular(path: str | os.PathLike[str], dir_fd: int | None = None, shown: Path | None = None) -> Any:
+def _open_regular(path: str | os.PathLike[str], dir_fd: int | None = None, shown: Path | None = None) -> BinaryIO:
     """``path`` (a name in ``dir_fd`` when given) opened for binary reading, without following a last symbolic
     link or blocking on a FIFO; UsageError naming ``shown`` unless it is a regular file (OSError, e.g.
     FileNotFoundError, as open() raises it)."""

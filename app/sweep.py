@@ -546,18 +546,19 @@ class Session:
                     yield ev
                 else:
                     result = ev
-        record: dict[str, Any] = {"mode": self.procedure.precondition, "description": job.description,
-                                  "started": started, "ended": now_iso(), "seconds": round(time.monotonic() - t0, 3)}
+        record: dict[str, object] = {"mode": self.procedure.precondition, "description": job.description,
+                                     "started": started, "ended": now_iso(), "seconds": round(time.monotonic() - t0, 3)}
         if self.recorder is not None:
             seen, throttled = await self.recorder.end_point(None)
             record["telemetry"] = seen
             if throttled:
                 record["throttled"] = throttled
         if result is not None:
-            record["raw"] = {suffix.lstrip("."): self._write_precondition_raw(suffix, content)
-                             for suffix, content in result.raw.items()}
+            raw = {suffix.lstrip("."): self._write_precondition_raw(suffix, content)
+                   for suffix, content in result.raw.items()}
             for suffix, path in result.files.items():
-                record["raw"][suffix.lstrip(".").split(".")[0]] = self.results.relative(path)
+                raw[suffix.lstrip(".").split(".")[0]] = self.results.relative(path)
+            record["raw"] = raw
             record.update({k: v for k, v in result.extra.items() if k in ("steady", "wall_s", "write_cliff")})
             record["io_bytes"] = result.metrics.get("io_bytes")
             record["bw_bytes"] = result.metrics.get("bw_bytes")
@@ -589,7 +590,7 @@ class Session:
             self.results.drop_reserve()  # room for this last update when the filesystem is full
             if status in (RunStatus.COMPLETE, RunStatus.FAILED):
                 self._remove_scratch()
-            changes: dict[str, Any] = {"status": status, "ended": now_iso()}
+            changes: dict[str, object] = {"status": status, "ended": now_iso()}
             try:
                 changes["points_done"] = len(self.completed_keys())
             except (OSError, ProfilerError):
@@ -644,7 +645,7 @@ class Session:
             record["checks"] = point_checks(record["point"], ev.metrics, record, self.facts, record["flags"])
         return record
 
-    def _note(self, key: str, entry: dict[str, Any]) -> None:
+    def _note(self, key: str, entry: dict[str, object]) -> None:
         """Context.note: append ``entry`` (with the time) to the list under ``key`` in run.json.  Called
         from a runner's finally, also while the run is being cancelled: never raises (what the entry says
         is in the results lines too)."""

@@ -18,7 +18,7 @@ from app.report import conditions, drive, queue_text, series, support, trends
 from app.report import memory as mem
 from app.report import procedure as rp
 from app.report.model import TRAFFIC_DESCRIPTIONS, MemoryRow, RunData, StorageRow
-from app.runmeta import Environment, RunMeta
+from app.runmeta import RunMeta
 from app.sanitize import clean_text, md_text
 from app.textable import markdown_table
 from app.units import format_count, format_size, size_text, us
@@ -286,9 +286,8 @@ def _traffic_order(t: str) -> int:
     return keys.index(t) if t in keys else len(keys)
 
 
-def _memory_tables(points: Sequence[MemoryRow], environment: Environment | None = None) -> list[str]:
-    """``environment``: run.json's (caches, TLB) for the note under each table."""
-    env = environment.entry if environment is not None else None
+def _memory_tables(points: Sequence[MemoryRow], env: Mapping[str, object] | None = None) -> list[str]:
+    """``env``: run.json's environment (caches, TLB) for the note under each table."""
     out = ["## Memory results", ""]
     idle = [p for p in points if p.mode == "idle"]
     loaded = [p for p in points if p.mode != "idle"]
@@ -759,7 +758,8 @@ def render_markdown(data: RunData, figures: Sequence[Any], bound_ns: float,
     if data.storage or views.searches:
         lines += _figures(figures, Kind.STORAGE)
     if data.memory:
-        lines += _memory_tables(data.memory, data.meta.environment)
+        env = data.meta.environment
+        lines += _memory_tables(data.memory, env.entry if env is not None else None)
         lines += _figures(figures, Kind.MEMORY)
     lines += ["## Analysis", ""]
     if data.storage:
