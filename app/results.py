@@ -141,8 +141,6 @@ def record_problem(rec: Any) -> str | None:
     return None
 
 
-# --- what run.json must look like to be read by report and compare ------------------------------------
-
 # what a run directory's name starts with: a preset's name, which names nothing outside the results base
 PLAIN_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}")
 
