@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from app import runmeta
 from app.errors import UsageError
 from app.points import Kind
 from app.results import RAW, RESULTS_JSONL, SCHEMA_VERSION, ResultsDir, now_iso, open_file
@@ -603,7 +604,7 @@ def import_files(files: list[str], out: str | os.PathLike[str]) -> tuple[Path, l
         "status": "imported",
     }
     try:
-        results.create(meta)
+        results.create(runmeta.new(meta, results.run_json))
         for (source_file, *_), src in zip(parsed, sources):
             _copy(source_file, results, str(src["raw"]).removeprefix(f"{RAW}/"))
         with os.fdopen(open_file(RESULTS_JSONL, os.O_WRONLY | os.O_APPEND, results.fd), "a",

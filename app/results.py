@@ -21,7 +21,7 @@ replaces the earlier measurement), and leaves out, counting them, the lines that
 object with ``kind`` storage/memory, ``point`` and ``metrics`` of the types the readers use
 (:func:`record_problem`).  At most ``MAX_RESULTS_BYTES`` are read, lines longer than
 ``MAX_LINE_BYTES`` are left out, and at most ``MAX_RECORDS`` points are kept.
-:func:`check_meta` checks the types of the run.json keys that report and compare read.
+run.json is read and written by :mod:`app.runmeta` (:meth:`ResultsDir.read_meta`, :meth:`ResultsDir.write_meta`).
 """
 
 from __future__ import annotations
@@ -35,10 +35,14 @@ import stat
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from app.errors import UsageError
-from app.points import Kind, MemoryPoint, StoragePoint
+from app.points import Kind
+from app.runmeta import RunMeta, RunMetaError
+from app.runmeta import dumps as dumps_run_json
+from app.runmeta import json_default as _json_default
+from app.runmeta import parse as parse_run_json
 
 RUN_JSON = "run.json"
 RESULTS_JSONL = "results.jsonl"
@@ -63,15 +67,6 @@ class Records:
     records: list[dict[str, Any]]
     unreadable: int = 0  # lines left out: not JSON, not an object, missing or ill-typed fields
     replaced: int = 0  # earlier lines of a plan index that a later line measured again
-
-
-def _json_default(value: object) -> object:
-    """What run.json and results.jsonl write for a value JSON has no type for: a plan point as its JSON
-    table (:meth:`app.points.StoragePoint.to_dict`, the bytes a dict of its keys gives), anything else
-    (a path) as its string."""
-    if isinstance(value, (StoragePoint, MemoryPoint)):
-        return value.to_dict()
-    return str(value)
 
 
 # --- what a results line must look like to be used ---------------------------------------------------
@@ -144,63 +139,6 @@ def record_problem(rec: Any) -> str | None:
             if metrics.get(key) is not None and not _is_num(metrics[key]):
                 return f"key 'metrics.{key}' is not a number"
     return None
-
-
-# --- what run.json must look like to be read by report and compare ------------------------------------
-
-_STR, _INT, _DICT, _LIST = "a string", "a whole number", "an object", "a list"
-_META_SCHEMA: dict[str, Any] = {
-    "schema_version": _INT, "status": _STR, "kind": _STR, "tool": _STR, "started": _STR, "ended": _STR, "imported_at": _STR,
-    "target": _STR, "points_total": _INT, "points_done": _INT,
-    "plan": _LIST, "failures": [_DICT], "warnings": [_STR],
-    "preset": {"name": _STR, "kind": _STR, "description": _STR, "source": _STR, "overrides": [_STR]},
-    "sources": [{"file": _STR, "warnings": [_STR]}],
-    "environment": {"cpu": {"caches": [_DICT]}, "memory": _DICT, "system": _DICT},
-    "tools": _DICT, "target_info": _DICT,
-    "procedure": {"precondition": _STR, "rounds": _INT, "track": _DICT, "timeseries": _STR,
-                  "telemetry_interval": _INT}, "precondition": _DICT,
-    "skipped": [_DICT], "telemetry": _DICT,
-}
-
-
-def _shown(v: Any) -> str:
-    try:
-        text = json.dumps(v, default=str)
-    except (ValueError, RecursionError):
-        text = type(v).__name__
-    if isinstance(v, str):
-        text = "'" + text[1:-1] + "'"
-    return text if len(text) <= 60 else text[:59] + "…"
-
-
-def _check(value: Any, spec: Any, key: str, path: Path, nullable: bool = True) -> None:
-    if value is None and nullable:
-        return  # null reads as absent, except as an item of a list
-    if isinstance(spec, dict):
-        if not isinstance(value, dict):
-            raise UsageError(f"{path}: key '{key}' has invalid value {_shown(value)}: must be {_DICT}.")
-        for k, sub in spec.items():
-            if k in value:
-                _check(value[k], sub, f"{key}.{k}" if key else k, path)
-        return
-    if isinstance(spec, list):
-        if not isinstance(value, list):
-            raise UsageError(f"{path}: key '{key}' has invalid value {_shown(value)}: must be {_LIST}.")
-        for i, item in enumerate(value):
-            _check(item, spec[0], f"{key}[{i}]", path, nullable=False)
-        return
-    if value is None:
-        raise UsageError(f"{path}: key '{key}' has invalid value null: must be {spec}.")
-    ok = {_STR: isinstance(value, str), _INT: _is_int(value), _DICT: isinstance(value, dict),
-          _LIST: isinstance(value, list)}[spec]
-    if not ok:
-        raise UsageError(f"{path}: key '{key}' has invalid value {_shown(value)}: must be {spec}.")
-
-
-def check_meta(meta: dict[str, Any], path: Path) -> None:
-    """UsageError naming the file, key and value unless every run.json key report and compare read
-    has its type (null counts as absent)."""
-    _check(meta, _META_SCHEMA, "", path)
 
 
 # what a run directory's name starts with: a preset's name, which names nothing outside the results base
@@ -571,7 +509,7 @@ def read_regular(path: str | os.PathLike[str], limit: int) -> bytes:
         os.close(fd)
 
 
-def _open_regular(path: str | os.PathLike[str], dir_fd: int | None = None, shown: Path | None = None) -> Any:
+def _open_regular(path: str | os.PathLike[str], dir_fd: int | None = None, shown: Path | None = None) -> BinaryIO:
     """``path`` (a name in ``dir_fd`` when given) opened for binary reading, without following a last symbolic
     link or blocking on a FIFO; UsageError naming ``shown`` unless it is a regular file (OSError, e.g.
     FileNotFoundError, as open() raises it)."""
@@ -691,7 +629,7 @@ class ResultsDir:
                 "or choose another --out directory."
             )
 
-    def create(self, meta: dict[str, Any]) -> None:
+    def create(self, meta: RunMeta) -> None:
         """The directory (with its parents) if missing, raw/, an empty results.jsonl and run.json, the directory
         and raw/ opened (:meth:`open`).  When this fails what it made is removed again, so a refused run leaves
         nothing behind.  (A run calls it holding the directory's lock.)"""
@@ -720,29 +658,28 @@ class ResultsDir:
                 remove_dirs(made_dirs)
             raise
 
-    def read_meta(self) -> dict[str, Any]:
+    def read_meta(self) -> RunMeta:
+        """run.json, read by :func:`app.runmeta.parse` (RunMetaError, exit 2, naming the file, key and value)."""
         try:
             with _open_regular(self._name(RUN_JSON), self.fd, self.run_json) as f:
                 if os.fstat(f.fileno()).st_size > MAX_RUN_JSON_BYTES:
-                    raise UsageError(f"{self.run_json}: is larger than {MAX_RUN_JSON_BYTES >> 20} MiB, more than a "
-                                     "run.json can be.")
-                meta = json.loads(f.read(MAX_RUN_JSON_BYTES + 1).decode("utf-8", "replace"))
+                    raise RunMetaError(f"{self.run_json}: is larger than {MAX_RUN_JSON_BYTES >> 20} MiB, more than a "
+                                       "run.json can be.")
+                data = f.read(MAX_RUN_JSON_BYTES + 1)
         except FileNotFoundError:
             raise UsageError(f"{self.path}: not a results directory (no {RUN_JSON}).") from None
         except NotADirectoryError:
             raise UsageError(f"{self.path}: not a results directory (not a directory).") from None
-        except (OSError, ValueError, RecursionError) as e:
-            raise UsageError(f"{self.run_json}: cannot be read ({getattr(e, 'strerror', None) or e}).") from None
-        if not isinstance(meta, dict):
-            raise UsageError(f"{self.run_json}: expected a JSON object.")
-        return meta
+        except OSError as e:
+            raise UsageError(f"{self.run_json}: cannot be read ({e.strerror or e}).") from None
+        return parse_run_json(data, self.run_json)
 
-    def write_meta(self, meta: dict[str, Any]) -> None:
-        write_atomic(Path(self._name(RUN_JSON)), json.dumps(meta, indent=2, default=_json_default) + "\n", self.fd)
+    def write_meta(self, meta: RunMeta) -> None:
+        write_atomic(Path(self._name(RUN_JSON)), dumps_run_json(meta), self.fd)
 
-    def update_meta(self, **changes: Any) -> dict[str, Any]:
-        meta = self.read_meta()
-        meta.update(changes)
+    def update_meta(self, **changes: object) -> RunMeta:
+        """run.json with ``changes`` (:meth:`app.runmeta.RunMeta.with_changes`), written atomically."""
+        meta = self.read_meta().with_changes(**changes)
         self.write_meta(meta)
         return meta
 

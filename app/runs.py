@@ -2,24 +2,26 @@
 
 A results root is ``$PROFILER_TUI_RESULTS`` (else ``results/``), plus the container's ``/results`` when it
 exists.  Each directory with a ``run.json`` directly under a root is a run; its summary comes from run.json
-(read bounded: a run.json larger than :data:`MAX_META_BYTES` or not a JSON object is listed as unreadable,
-never an error) and, for a run that did not end, the lines of results.jsonl counted as they are.  The status
-is :func:`app.lock.effective_status`: ``running`` only while a process holds the directory's lock.
+(read bounded, by :func:`app.runmeta.parse`: a run.json larger than :data:`MAX_META_BYTES`, not JSON, or with
+a key of the wrong type is listed as unreadable with that sentence, never an error) and, for a run that did
+not end, the lines of results.jsonl counted as they are.  The status is :func:`app.lock.effective_status`:
+``running`` only while a process holds the directory's lock.
 
 Headless: no UI library; the TUI calls :func:`list_runs` in a thread.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Iterable
 
 from app.lock import effective_status
 from app.results import NotRegularFile, read_regular
+from app.runmeta import RunMeta, RunMetaError
+from app.runmeta import parse as parse_run_json
 
 MAX_META_BYTES = 64 << 20  # as app.results reads run.json
 MAX_RUNS = 5000  # directories looked at per root, newest names first
@@ -62,22 +64,20 @@ def results_roots(configured: str | os.PathLike[str] | None = None) -> list[Path
     return roots
 
 
-def _read_meta(path: Path) -> tuple[dict[str, Any] | None, str]:
+def _read_meta(path: Path) -> RunMeta | str:
+    """run.json by :func:`app.runmeta.parse`, or why it cannot be read."""
     try:
         data = read_regular(path, MAX_META_BYTES)
     except NotRegularFile:
-        return None, "run.json is not a regular file"
+        return "run.json is not a regular file"
     except OSError as e:
-        return None, e.strerror or str(e)
+        return e.strerror or str(e)
     if len(data) > MAX_META_BYTES:
-        return None, "run.json is too large"
+        return "run.json is too large"
     try:
-        meta = json.loads(data)
-    except (ValueError, RecursionError):
-        return None, "run.json is not JSON"
-    if not isinstance(meta, dict):
-        return None, "run.json is not a JSON object"
-    return meta, ""
+        return parse_run_json(data, path)
+    except RunMetaError as e:
+        return str(e)
 
 
 def _count_lines(path: Path) -> int:
@@ -99,36 +99,28 @@ def _count_lines(path: Path) -> int:
     return n
 
 
-def _int(v: Any) -> int | None:
-    return v if isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 1 << 40 else None
-
-
-def _text(v: Any, limit: int = 200) -> str:
-    return " ".join(v.split())[:limit] if isinstance(v, str) else ""
+def _text(v: str | None, limit: int = 200) -> str:
+    return " ".join(v.split())[:limit] if v is not None else ""
 
 
 def summarise(path: Path) -> RunSummary:
     """The summary of one results directory (never raises for what it finds there)."""
-    meta, problem = _read_meta(path / "run.json")
-    if meta is None:
-        return RunSummary(path, path.name, "?", "", "", 0, 0, "unreadable", problem)
-    preset = meta.get("preset")
-    name = _text(preset.get("name")) if isinstance(preset, dict) else ""
-    kind = _text(meta.get("kind"), 16) or "?"
-    target = _text(meta.get("target"), 400) or ("memory" if kind == "memory" else "")
-    plan = meta.get("plan")
-    planned = _int(meta.get("points_total")) or (len(plan) if isinstance(plan, list) else 0)
-    fleet = meta.get("fleet")
-    hosts = fleet.get("hosts") if isinstance(fleet, dict) else None
+    meta = _read_meta(path / "run.json")
+    if isinstance(meta, str):
+        return RunSummary(path, path.name, "?", "", "", 0, 0, "unreadable", meta)
+    name = _text(meta.preset_name)
+    kind = _text(meta.kind, 16) or "?"
+    target = _text(meta.target, 400) or ("memory" if kind == "memory" else "")
+    planned = meta.points_total or len(meta.plan)
+    hosts = meta.fleet.get("hosts") if meta.fleet is not None else None
     if isinstance(hosts, list) and 0 < len(hosts) <= 4096:  # a fleet run: a result per point and host
         target = f"fleet of {len(hosts)} host{'s' if len(hosts) > 1 else ''}"
         planned *= len(hosts)
-    recorded = meta.get("status")
-    status = str(effective_status(path, recorded))[:16]
-    done = _int(meta.get("points_done")) or 0
+    status = str(effective_status(path, meta.status))[:16]
+    done = meta.points_done or 0
     if status not in ("complete", "imported") or not done:
         done = _count_lines(path / "results.jsonl")
-    started = _text(meta.get("started"), 40) or _text(meta.get("imported_at"), 40)
+    started = _text(meta.started, 40) or _text(meta.imported_at, 40)
     return RunSummary(path, name or path.name, kind, target, started, done, planned, status)
 
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, AsyncGenerator, Callable, Iterator, Sequence
 
-from app import envinfo, safety, telemetry
+from app import envinfo, runmeta, safety, telemetry
 from app.errors import ProfilerError, UsageError
 from app.link import link_of
 from app.lock import DirLock
@@ -50,6 +50,7 @@ from app.presets import (
 )
 from app.procedure import Measured, Procedure, check_precondition, measured_from_record, precondition_estimate_s, skips
 from app.results import SCHEMA_VERSION, ResultsDir, check_dir_path, make_dirs, new_run_dir, now_iso, remove_dirs
+from app.runmeta import RunMeta
 from app.runners import get_runner
 from app.runners.base import Context, Phase, Result, Runner, Sample
 from app.runners.fio import check_target_name, precondition_job
@@ -70,7 +71,7 @@ class RunStarted:
     total: int
     pending: int
     estimate_s: float
-    meta: dict[str, Any]
+    meta: RunMeta
     path: Path
 
 
@@ -256,7 +257,7 @@ class Session:
     allow_destructive: bool = False
     engine: str = "auto"
     target_is_ours: bool = False
-    _meta: dict[str, Any] = field(default_factory=dict)
+    _meta: RunMeta | None = None
     lock: DirLock | None = None
     procedure: Procedure = field(default_factory=Procedure)
     facts: TargetFacts = field(default_factory=TargetFacts)
@@ -275,7 +276,7 @@ class Session:
     def mark_interrupted(self) -> None:
         """An interrupt before ``events()`` took over: run.json says so (best effort), the lock is freed."""
         try:
-            if self.results.read_meta().get("status") in (RunStatus.PLANNED, RunStatus.RUNNING):
+            if self.results.read_meta().status in (RunStatus.PLANNED, RunStatus.RUNNING):
                 self.results.update_meta(status=RunStatus.INTERRUPTED, ended=now_iso())
         except (OSError, ProfilerError):
             pass
@@ -304,13 +305,8 @@ class Session:
     def skipped(self) -> dict[int, str]:
         """Plan index → reason, for the points run.json says the procedure skipped (entries that do not name
         a plan point are ignored)."""
-        entries = self.results.read_meta().get("skipped")
-        out: dict[int, str] = {}
-        for e in entries if isinstance(entries, list) else []:
-            index = e.get("index") if isinstance(e, dict) else None
-            if isinstance(index, int) and not isinstance(index, bool) and 0 <= index < len(self.plan):
-                out[index] = str(e.get("reason") or "skipped")
-        return out
+        return {e.index: e.reason or "skipped" for e in self.results.read_meta().skipped
+                if e.index is not None and e.index < len(self.plan)}
 
     def pending(self) -> list[tuple[int, Point]]:
         """The points still to measure; a fleet run's fleet learns which hosts each one still needs."""
@@ -472,14 +468,14 @@ class Session:
         self._finish(status, None)
         yield RunFinished(status, done, total, failed, self.path)
 
-    def _open_telemetry(self, meta: dict[str, Any]) -> dict[str, Any]:
+    def _open_telemetry(self, meta: RunMeta) -> RunMeta:
         """Find the target's drive and how to read its health log; run.json's ``telemetry`` says which, or why
         there is none (a resumed run looks again: it may be on another machine)."""
         assert self.target is not None
         drive, why_not = telemetry.find_drive(self.target)
         interval = self.procedure.telemetry_interval
         entry = telemetry.run_entry(drive, why_not, interval)
-        if meta.get("telemetry") != entry:
+        if meta.telemetry != entry:
             meta = self.results.update_meta(telemetry=entry)
         if drive is not None:
             self.recorder = telemetry.Recorder(drive, self.results.raw_dir / telemetry.FILE_NAME, interval)
@@ -487,15 +483,15 @@ class Session:
                              no_telemetry=f"no drive telemetry: {why_not}" if why_not else self.facts.no_telemetry)
         return meta
 
-    def _read_target_facts(self, meta: dict[str, Any]) -> dict[str, Any]:
+    def _read_target_facts(self, meta: RunMeta) -> RunMeta:
         """What the validity checks need of the target (its link, its filesystem), read now: a resumed run may
         be on another machine or port.  The link goes into run.json's target_info."""
         assert self.target is not None
         link = link_of(self.target)
-        info = meta.get("target_info")
-        if isinstance(info, dict) and link is not None and info.get("link") != link:
+        info = meta.target_info
+        if info is not None and link is not None and info.get("link") != link:
             meta = self.results.update_meta(target_info={**info, "link": link})
-        self.facts = target_facts(meta.get("target_info"), link, meta.get("environment"))
+        self.facts = target_facts(meta.target_info, link, meta.environment.entry if meta.environment else None)
         return meta
 
     # --- the procedure: skipped points, preconditioning ---------------------------------------------
@@ -520,22 +516,18 @@ class Session:
         new = {i: r for i, r in found.items() if i not in skipped and i not in measured}
         if new:
             meta = self.results.read_meta()
-            kept = meta.get("skipped")
-            entries = kept if isinstance(kept, list) else []
-            entries += [{"index": i, "point": self.plan[i].to_dict(), "reason": r, "at": now_iso()}
-                        for i, r in sorted(new.items())]
-            meta["skipped"] = entries
-            self.results.write_meta(meta)
+            entries = meta.listed("skipped") + [{"index": i, "point": self.plan[i].to_dict(), "reason": r,
+                                                 "at": now_iso()} for i, r in sorted(new.items())]
+            self.results.write_meta(meta.with_changes(skipped=entries))
         return new
 
     def _write_precondition_raw(self, suffix: str, content: str | bytes) -> str:
         return self.results.write_raw_file(f"precondition{suffix}", content)
 
-    def _needs_precondition(self, meta: dict[str, Any]) -> bool:
+    def _needs_precondition(self, meta: RunMeta) -> bool:
         if self.kind != Kind.STORAGE or self.procedure.precondition == "none":
             return False
-        done = meta.get("precondition")
-        return not (isinstance(done, dict) and done.get("status") == "done")  # a resumed run does not repeat it
+        return not meta.precondition_done  # a resumed run does not repeat it
 
     async def _precondition(self, ctx: Context) -> AsyncGenerator[Event, None]:
         """Run the preconditioning pass (safety checked first, as for a point); run.json records it."""
@@ -554,18 +546,19 @@ class Session:
                     yield ev
                 else:
                     result = ev
-        record: dict[str, Any] = {"mode": self.procedure.precondition, "description": job.description,
-                                  "started": started, "ended": now_iso(), "seconds": round(time.monotonic() - t0, 3)}
+        record: dict[str, object] = {"mode": self.procedure.precondition, "description": job.description,
+                                     "started": started, "ended": now_iso(), "seconds": round(time.monotonic() - t0, 3)}
         if self.recorder is not None:
             seen, throttled = await self.recorder.end_point(None)
             record["telemetry"] = seen
             if throttled:
                 record["throttled"] = throttled
         if result is not None:
-            record["raw"] = {suffix.lstrip("."): self._write_precondition_raw(suffix, content)
-                             for suffix, content in result.raw.items()}
+            raw = {suffix.lstrip("."): self._write_precondition_raw(suffix, content)
+                   for suffix, content in result.raw.items()}
             for suffix, path in result.files.items():
-                record["raw"][suffix.lstrip(".").split(".")[0]] = self.results.relative(path)
+                raw[suffix.lstrip(".").split(".")[0]] = self.results.relative(path)
+            record["raw"] = raw
             record.update({k: v for k, v in result.extra.items() if k in ("steady", "wall_s", "write_cliff")})
             record["io_bytes"] = result.metrics.get("io_bytes")
             record["bw_bytes"] = result.metrics.get("bw_bytes")
@@ -597,7 +590,7 @@ class Session:
             self.results.drop_reserve()  # room for this last update when the filesystem is full
             if status in (RunStatus.COMPLETE, RunStatus.FAILED):
                 self._remove_scratch()
-            changes: dict[str, Any] = {"status": status, "ended": now_iso()}
+            changes: dict[str, object] = {"status": status, "ended": now_iso()}
             try:
                 changes["points_done"] = len(self.completed_keys())
             except (OSError, ProfilerError):
@@ -652,30 +645,27 @@ class Session:
             record["checks"] = point_checks(record["point"], ev.metrics, record, self.facts, record["flags"])
         return record
 
-    def _note(self, key: str, entry: dict[str, Any]) -> None:
+    def _note(self, key: str, entry: dict[str, object]) -> None:
         """Context.note: append ``entry`` (with the time) to the list under ``key`` in run.json.  Called
         from a runner's finally, also while the run is being cancelled: never raises (what the entry says
         is in the results lines too)."""
         try:
             meta = self.results.read_meta()
-            kept = meta.get(key)
-            meta[key] = (kept if isinstance(kept, list) else []) + [{**entry, "at": now_iso()}]
-            self.results.write_meta(meta)
+            self.results.write_meta(meta.with_changes(**{key: meta.listed(key) + [{**entry, "at": now_iso()}]}))
         except (OSError, ProfilerError):
             pass
 
     def _record_failure(self, index: int, point: Point, error: str, host: str | None = None) -> None:
         meta = self.results.read_meta()
-        failures = [f for f in meta.get("failures", []) if (f.get("index"), f.get("host")) != (index, host)]
+        failures = [f.entry for f in meta.failures if (f.index, f.host) != (index, host)]
         failures.append({"index": index, "point": point.to_dict(), "error": error, "at": now_iso(),
                          **({"host": host} if host is not None else {})})
-        meta["failures"] = failures
-        self.results.write_meta(meta)
+        self.results.write_meta(meta.with_changes(failures=failures))
 
 
 def _new_meta(preset: Preset, plan: list[Point], runner: Runner, target_path: str | None, ours: bool, *,
               yes: bool, allow_destructive: bool, engine: str, overrides: list[str] | tuple[str, ...]
-              ) -> dict[str, Any]:
+              ) -> dict[str, object]:
     """run.json of a run about to start (``target_info`` is filled in by the caller)."""
     return {
         "schema_version": SCHEMA_VERSION,
@@ -749,9 +739,10 @@ def new_session(
             created.extend(make_dirs(Path(target_path).parent, risk=None))  # a test file's: no results there
             if meta["target_info"] is None:
                 meta["target_info"] = envinfo.target_info(target_path)  # a file: no probe, quick
-        results.create(meta)
+        made = runmeta.new(meta, results.run_json)
+        results.create(made)
         return Session(results, preset.kind, plan, target_path, runner, yes, allow_destructive, engine, ours,
-                       meta, lock=lock, procedure=preset.procedure)
+                       made, lock=lock, procedure=preset.procedure)
 
     created: list[Path] = []
     return _create(out_dir, make, created, on_created)
@@ -812,8 +803,9 @@ def _new_fleet_session(preset: Preset, plan: list[Point], out_dir: Path, fleet: 
         meta["fleet"] = fleet.to_meta()
 
         def make(results: ResultsDir, lock: DirLock) -> Session:
-            results.create(meta)
-            return Session(results, Kind.STORAGE, plan, None, runner, yes, allow_destructive, "auto", False, meta,
+            made = runmeta.new(meta, results.run_json)
+            results.create(made)
+            return Session(results, Kind.STORAGE, plan, None, runner, yes, allow_destructive, "auto", False, made,
                            lock=lock, procedure=preset.procedure, fleet=fleet)
 
         return _create(out_dir, make, [], on_created)
@@ -854,7 +846,7 @@ def load_session(path: str | os.PathLike[str], *, engine: str | None = None, yes
 class RecordedPlan:
     """What a results directory's run.json says was planned, every value checked by the presets' validators."""
 
-    meta: dict[str, Any]
+    meta: RunMeta
     kind: Kind
     plan: list[Point]
     procedure: Procedure
@@ -869,13 +861,12 @@ def recorded_plan(results: ResultsDir) -> RecordedPlan:
     """run.json's kind, plan and procedure, validated as a new run's are (UsageError naming the key)."""
     meta = results.read_meta()
     source = str(results.run_json)
-    kind = meta.get("kind")
-    if kind not in KINDS:
-        raise UsageError(f"{source}: key 'kind' has invalid value {json.dumps(kind, default=str)[:80]}: "
+    if meta.kind not in KINDS:
+        raise UsageError(f"{source}: key 'kind' has invalid value {json.dumps(meta.kind)[:80]}: "
                          "must be storage or memory.")
-    kind = Kind(kind)
-    plan = validate_plan(kind, meta.get("plan"), source)
-    procedure = validate_procedure(kind, meta.get("procedure"), source)
+    kind = Kind(meta.kind)
+    plan = validate_plan(kind, meta.doc.get("plan"), source)
+    procedure = validate_procedure(kind, meta.procedure.entry if meta.procedure else None, source)
     check_track(f"{source}: procedure", plan, procedure.track)
     return RecordedPlan(meta, kind, plan, procedure)
 
@@ -889,11 +880,10 @@ def _open_fleet_session(results: ResultsDir, lock: DirLock | None, recorded: Rec
     source = str(results.run_json)
     meta = recorded.meta
     _check_fleet_plan(recorded.kind, recorded.procedure, source)
-    if meta.get("target") is not None:
-        shown = json.dumps(meta.get("target"), default=str)[:200]
-        raise UsageError(f"{source}: key 'target' has invalid value {shown}: a fleet run names its targets under "
-                         "'fleet'.")
-    fleet = fleet_from_meta(meta.get("fleet"), source)
+    if meta.target is not None:
+        raise UsageError(f"{source}: key 'target' has invalid value {json.dumps(meta.target)[:200]}: a fleet run "
+                         "names its targets under 'fleet'.")
+    fleet = fleet_from_meta(meta.fleet, source)
     try:
         runner = FleetRunner(fleet)  # ToolMissing (exit 4) without fio
         fleet.check(recorded.writes, yes=yes, allow_destructive=allow_destructive, strict=True)
@@ -911,22 +901,22 @@ def _open_session(results: ResultsDir, lock: DirLock | None, *, engine: str | No
     meta, kind, plan, procedure = recorded.meta, recorded.kind, recorded.plan, recorded.procedure
     source = str(results.run_json)
     check_precondition(procedure, plan, source)
-    chosen_engine = engine or meta.get("engine") or "auto"
+    chosen_engine = engine or meta.engine or "auto"
     if chosen_engine not in ENGINES:
         raise UsageError(f"{source}: key 'engine' has invalid value {json.dumps(chosen_engine, default=str)[:80]}: "
                          f"must be one of {', '.join(ENGINES)}.")
-    target = meta.get("target")
+    target = meta.target
     ours = False
     writes = recorded.writes
-    if meta.get("fleet") is not None:
+    if meta.is_fleet:
         return _open_fleet_session(results, lock, recorded, yes=yes, allow_destructive=allow_destructive)
     if kind == Kind.STORAGE:
-        if not isinstance(target, str) or not target.startswith("/") or any(ord(c) < 32 or c == "\x7f" for c in target):
+        if target is None or not target.startswith("/") or any(ord(c) < 32 or c == "\x7f" for c in target):
             raise UsageError(f"{source}: key 'target' has invalid value {json.dumps(target, default=str)[:200]}: "
                              "expected the absolute path of the file or block device the run measured.")
         target = os.path.realpath(target)
         # the tool deletes a scratch file it created when the run completes: only ever its own name
-        ours = meta.get("target_created_by_tool") is True and os.path.basename(target) == DEFAULT_TARGET_NAME
+        ours = meta.target_created_by_tool is True and os.path.basename(target) == DEFAULT_TARGET_NAME
         check_storage_target(target, plan, yes=yes, allow_destructive=allow_destructive, writes=writes)
     elif target is not None:
         raise UsageError(f"{source}: key 'target' has invalid value {json.dumps(target, default=str)[:200]}: "

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from app.link import Link, sysfs_root
+from app.runmeta import RunMeta
 from app.units import format_bandwidth
 
 FLAGS = ("cpu-bound", "depth-not-reached", "above-link", "buffered", "not-steady", "throttled")
@@ -228,16 +229,16 @@ def _line(v: Any, limit: int = 200) -> str | None:
     return " ".join(v.split())[:limit] or None if isinstance(v, str) else None
 
 
-def recorded_facts(meta: Mapping[str, Any]) -> TargetFacts:
-    """The facts the checks had, as run.json records them (a hostile run.json: what is well-formed of it)."""
-    info = meta.get("target_info")
-    info = info if isinstance(info, Mapping) else {}
+def recorded_facts(meta: RunMeta | None) -> TargetFacts:
+    """The facts the checks had, as run.json records them (None: none recorded)."""
+    info = (meta.target_info if meta is not None else None) or {}
     raw = info.get("link")
     link = raw if isinstance(raw, Mapping) and (_num(raw.get("bytes_per_s")) or 0) > 0 else None
-    tele = meta.get("telemetry")
-    on = isinstance(tele, Mapping) and tele.get("available") is True
-    why = _line(tele.get("reason")) if isinstance(tele, Mapping) else None
-    return TargetFacts(link=link, no_link=no_link_why(info, meta.get("environment")),  # type: ignore[arg-type]
+    tele = meta.telemetry if meta is not None else None
+    on = tele is not None and tele.get("available") is True
+    why = _line(tele.get("reason")) if tele is not None else None
+    env = meta.environment.entry if meta is not None and meta.environment is not None else None
+    return TargetFacts(link=link, no_link=no_link_why(info, env),  # type: ignore[arg-type]
                        telemetry=on, no_telemetry=f"no drive telemetry: {why}" if why else NO_TELEMETRY)
 
 

@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from app import runmeta
 from app.report import analysis as an
 from app.report.model import MemoryRow, RunData, StorageRow
 
@@ -128,7 +129,7 @@ def test_memory_storage_ratio_uses_idle_latency() -> None:
     memory = [MemoryRow(0, {"mode": "idle", "stride": 64}, {"latency_ns": 100.0}),
               MemoryRow(1, {"mode": "loaded", "traffic": "R", "delay": 0, "stride": 64},
                           {"latency_ns": 90.0, "bandwidth_mbps": 1000.0})]
-    r = an.memory_storage_ratio(RunData(None, {}, storage, memory))  # type: ignore[arg-type]
+    r = an.memory_storage_ratio(RunData(None, runmeta.from_json({}, "run.json"), storage, memory))  # type: ignore[arg-type]
     assert r is not None
     assert r.storage is storage[0] and r.memory_ns == 100.0 and r.ratio == pytest.approx(500.0)
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from app import runmeta
 from app.report import conditions, render_report
 from app.report.model import RunData, StorageRow, load
 from app.report.render import _flags_legend, _storage_table
@@ -109,7 +110,7 @@ def test_recorded_checks_are_read_and_a_flag_always_wins(tmp_path: Path) -> None
               "checks": {"above-link": {"result": "passed"}, "cpu-bound": {"result": "bogus"},
                          "throttled": {"result": "not-applicable", "why": "no\x1b[31m drive   health log"},
                          "buffered": "passed", "not-steady": {"result": "passed"}}}
-    got = checks_of(record, recorded_facts({"telemetry": {"available": True}}))
+    got = checks_of(record, recorded_facts(runmeta.from_json({"telemetry": {"available": True}}, "run.json")))
     assert got is not None
     assert got["above-link"] == {"result": "flagged"}
     assert got["cpu-bound"] == {"result": "not-applicable", "why": "fio reported no CPU use"}  # derived: no figures
@@ -117,15 +118,15 @@ def test_recorded_checks_are_read_and_a_flag_always_wins(tmp_path: Path) -> None
     assert got["buffered"] == {"result": "passed"}
     assert checks_of({"point": {}, "metrics": {}}, TargetFacts()) is None  # before the checks existed
     rows = [StorageRow(0, record["point"], {}, record)]
-    text = "\n".join(_flags_legend(rows, {}))
+    text = "\n".join(_flags_legend(rows, None))
     assert "flagged (1 point)" in text and "\x1b" not in text
 
 
 def test_lines_before_the_checks_get_no_table_and_mixed_lines_say_so(tmp_path: Path) -> None:
     old = StorageRow(0, _point("read"), {}, {})
     new = StorageRow(1, _point("read"), {}, {"flags": []})
-    assert _flags_legend([old], {}) == []
-    text = "\n".join(_flags_legend([old, new], {}))
+    assert _flags_legend([old], None) == []
+    text = "\n".join(_flags_legend([old, new], None))
     assert "over the 1 point it was run on" in text and "1 point was recorded before the tool checked" in text
 
 
@@ -191,11 +192,11 @@ def test_short_points_without_ramp_are_warned_of(tmp_path: Path) -> None:
 HOSTILE: list[dict[str, Any]] = [
     {"environment": {"memory": {"total_bytes": "lots", "available_bytes": math.inf},
                      "system": {"virtualization": "\x1b[31mvm|x", "container": "yes"}}},
-    {"environment": {"memory": {"total_bytes": 10 ** 400, "available_bytes": -1}, "system": ["vm"]},
+    {"environment": {"memory": {"total_bytes": 10 ** 400, "available_bytes": -1}, "system": {"virtualization": ["vm"]}},
      "target_info": {"type": "file", "device": {"size_bytes": 1e308}, "free_bytes": "x", "source": 7}},
-    {"environment": "junk", "target_info": ["x"], "precondition": {"mode": ["x"], "steady": "no"},
-     "procedure": "none", "telemetry": {"available": "yes", "reason": 5}},
-    {"target_info": {"type": "loop", "backing_file": "\x07/img\n|", "size_bytes": True}, "precondition": "done"},
+    {"target_info": {"type": ["x"]}, "precondition": {"mode": ["x"], "steady": "no"},
+     "procedure": {"precondition": "\x1b[2Jx"}, "telemetry": {"available": "yes", "reason": 5}},
+    {"target_info": {"type": "loop", "backing_file": "\x07/img\n|", "size_bytes": True}, "precondition": {}},
 ]
 
 
@@ -203,8 +204,8 @@ HOSTILE: list[dict[str, Any]] = [
 def test_hostile_run_json_never_crashes_the_section(tmp_path: Path, meta: dict[str, Any]) -> None:
     points = [_point("randread", runtime="2", ramp=None), _point("randwrite", runtime=10 ** 30, ramp=-1),
               {**_point("randrw", mix=0), "ioengine": "\x1b]0;x\x07", "size": "big", "direct": "yes"}]
-    base = json.loads(json.dumps({"tool": "profiler-tui", "status": "complete", "target_created_by_tool": "yes"}))
-    data = RunData(tmp_path, {**base, **meta},
+    base = json.loads(json.dumps({"tool": "profiler-tui", "status": "complete", "target_created_by_tool": True}))
+    data = RunData(tmp_path, runmeta.from_json({**base, **meta}, tmp_path / "run.json"),
                    [StorageRow(i, p, _metrics({**p, "bs": 4096, "rwmixread": 0 if i == 2 else None,
                                                "iodepth": 16, "rw": p["rw"]}, 1e8), {"flags": [], "checks": "x"})
                     for i, p in enumerate(points)], [])
@@ -213,12 +214,22 @@ def test_hostile_run_json_never_crashes_the_section(tmp_path: Path, meta: dict[s
     assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f]", text)
 
 
+@pytest.mark.parametrize("meta, key", [({"environment": "junk"}, "environment"), ({"target_info": ["x"]}, "target_info"),
+                                       ({"procedure": "none"}, "procedure"), ({"precondition": "done"}, "precondition"),
+                                       ({"environment": {"system": ["vm"]}}, "environment.system"),
+                                       ({"target_created_by_tool": "yes"}, "target_created_by_tool"),
+                                       ({"telemetry": 5}, "telemetry")])
+def test_ill_typed_run_json_parts_the_section_reads_are_refused_naming_the_key(meta: dict[str, Any], key: str) -> None:
+    with pytest.raises(runmeta.RunMetaError, match=f"^run.json: key '{re.escape(key)}' has invalid value"):
+        runmeta.from_json({"tool": "profiler-tui", **meta}, "run.json")
+
+
 # --- a direction without I/O --------------------------------------------------------------------------------
 
 
 def test_a_direction_without_io_shows_n_a_in_the_mixed_table(tmp_path: Path) -> None:
     d = _make(tmp_path / "run", [(_point("randrw", mix=0), 100e6), (_point("randrw", mix=70), 100e6)])
-    text = "\n".join(_storage_table(load(d).storage, meta={}))
+    text = "\n".join(_storage_table(load(d).storage, meta=None))
     table = _table(text[text.index("Read and write sides of the mixed workloads:"):].splitlines()[2:])
     write_only = table["randrw 0/100 4K QD16"]
     assert write_only[4] == write_only[6] == "n/a"  # read avg, read p99
@@ -253,6 +264,6 @@ def test_steady_points_are_counted_and_their_check_applies(tmp_path: Path) -> No
     table, _ = _conditions(d)
     assert table["Steady state"] == ["1 of 2 points ran to fio's steady-state criterion; 1 reached it (see Steady "
                                      "state)"]
-    checks = _table("\n".join(_flags_legend(load(d).storage, {})).splitlines())
+    checks = _table("\n".join(_flags_legend(load(d).storage, None)).splitlines())
     assert checks["not-steady"] == ["passed (1), not applicable (1)", "checked: fio's steady-state criterion held "
                                     f"before the runtime cap; not applicable to 1: {NO_STEADY}"]

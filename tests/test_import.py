@@ -262,7 +262,7 @@ def test_import_several_files_copies_raw_and_records_sources(fio_outputs: dict[s
     proc = run_cli("import", *map(str, files), "--out", str(tmp_path / "imp"))
     assert proc.returncode == 0, proc.stderr
     rd = ResultsDir(tmp_path / "imp")
-    meta = rd.read_meta()
+    meta = rd.read_meta().doc
     assert meta["status"] == "imported" and meta["kind"] == "mixed"
     assert len(meta["plan"]) == len(rd.records()) == 1 + 1 + 19
     for src, f in zip(meta["sources"], files):

@@ -262,7 +262,7 @@ def test_mlc_warnings_are_kept_in_run_json_and_shown_by_the_report(tmp_path: Pat
     monkeypatch.setattr(importer, "mlc_points", with_warnings)
     out, sources = import_files([str(MLC_SAMPLE)], tmp_path / "imp")
     meta = ResultsDir(out).read_meta()
-    assert meta["sources"][0]["warnings"] == ["loaded-latency table has 9 of 19 delays (missing 700, 1000, …)"]
+    assert list(meta.sources[0].warnings) == ["loaded-latency table has 9 of 19 delays (missing 700, 1000, …)"]
     md = render_report(out).read_text()
     section = md.split("### Warnings\n\n", 1)[1].split("\n\n", 1)[0]
     assert section == f"- {MLC_SAMPLE.name}: loaded-latency table has 9 of 19 delays (missing 700, 1000, …)"
@@ -270,5 +270,5 @@ def test_mlc_warnings_are_kept_in_run_json_and_shown_by_the_report(tmp_path: Pat
 
 def test_a_clean_import_has_no_warnings_section(tmp_path: Path) -> None:
     out, _ = import_files([str(MLC_SAMPLE)], tmp_path / "imp")
-    assert "warnings" not in ResultsDir(out).read_meta()["sources"][0]
+    assert "warnings" not in ResultsDir(out).read_meta().doc["sources"][0]
     assert "### Warnings" not in render_report(out).read_text()

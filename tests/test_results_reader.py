@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from app import results as results_mod
+from app import runmeta
 from app.lock import DirLock
 from app.report import render_report
 from app.report.model import load
@@ -255,8 +256,9 @@ def test_a_typed_point_is_written_as_its_json_table(tmp_path: Path) -> None:
 
     plan = presets.load("quick").expand()
     typed, tables = ResultsDir(tmp_path / "typed"), ResultsDir(tmp_path / "tables")
-    typed.create({"kind": "storage", "plan": plan, "status": "complete"})
-    tables.create({"kind": "storage", "plan": [p.to_dict() for p in plan], "status": "complete"})
+    typed.create(runmeta.new({"kind": "storage", "plan": plan, "status": "complete"}, typed.run_json))
+    tables.create(runmeta.new({"kind": "storage", "plan": [p.to_dict() for p in plan], "status": "complete"},
+                              tables.run_json))
     typed.append({"kind": "storage", "index": 0, "point": plan[0], "metrics": {}})
     tables.append({"kind": "storage", "index": 0, "point": plan[0].to_dict(), "metrics": {}})
     assert typed.run_json.read_bytes() == tables.run_json.read_bytes()

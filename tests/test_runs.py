@@ -64,11 +64,13 @@ def test_hostile_run_json_is_listed_as_unreadable_never_raised(tmp_path: Path) -
     make(tmp_path, "types", {"preset": "x", "kind": 7, "target": ["a"], "plan": "p", "points_total": -1,
                              "points_done": True, "status": {"a": 1}, "started": 12})
     runs = {r.path.name: r for r in list_runs([tmp_path])}
-    assert {n: r.status for n, r in runs.items() if n != "types"} == dict.fromkeys(
-        ["notjson", "list", "deep", "fifo", "link"], "unreadable")
+    assert {n: r.status for n, r in runs.items()} == dict.fromkeys(
+        ["notjson", "list", "deep", "fifo", "link", "types"], "unreadable")
     assert runs["fifo"].problem == "run.json is not a regular file"
-    t = runs["types"]
-    assert (t.preset, t.kind, t.target, t.planned, t.done, t.started) == ("types", "?", "", 0, 0, "")
+    assert runs["list"].problem == f"{tmp_path / 'list' / 'run.json'}: expected a JSON object."
+    # run.json is read as report and resume read it: the first ill-typed key is named, with its value
+    assert runs["types"].problem == f"{tmp_path / 'types' / 'run.json'}: key 'preset' has invalid value 'x': must be an object."
+    assert runs["types"].preset == "types" and runs["types"].planned == 0
 
 
 def test_a_directory_reached_from_two_roots_is_listed_once(tmp_path: Path) -> None:

@@ -11,11 +11,12 @@ bool, NaN or infinity is no number), text through :func:`app.sanitize.md_text`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Mapping, Sequence
 
 from app.report import noise
 from app.report.model import RunData, StorageRow
 from app.report.procedure import _num
+from app.runmeta import RunMeta
 from app.sanitize import md_text
 from app.textable import markdown_table
 from app.units import format_size, size_text
@@ -25,17 +26,17 @@ MB = 1e6
 MAX_BYTES = float(1 << 70)  # as app.units.size_text: no memory or device is that large
 
 
-def _mapping(v: Any) -> Mapping[str, Any]:
+def _mapping(v: object) -> Mapping[str, object]:
     return v if isinstance(v, Mapping) else {}
 
 
-def _size(v: Any) -> float | None:
+def _size(v: object) -> float | None:
     """A byte count as recorded, None when it is no number or beyond any real memory or device (2^70 B)."""
     n = _num(v)
     return n if n is not None and 0 < n < MAX_BYTES else None
 
 
-def _text(v: Any, limit: int = 60) -> str | None:
+def _text(v: object, limit: int = 60) -> str | None:
     return md_text(v, limit) if isinstance(v, str) and v.strip() else None
 
 
@@ -43,16 +44,16 @@ def _bytes(n: float | None) -> str:
     return "not recorded" if n is None or n <= 0 else size_text(n)
 
 
-def _values(points: Sequence[StorageRow], key: str) -> list[Any]:
+def _values(points: Sequence[StorageRow], key: str) -> list[object]:
     """The distinct values of one point setting, in first-seen order (unhashable junk as its text)."""
-    seen: dict[str, Any] = {}
+    seen: dict[str, object] = {}
     for p in points:
         v = p.point.get(key)
         seen.setdefault(repr(v), v)
     return list(seen.values())
 
 
-def _seconds(values: Sequence[Any]) -> str:
+def _seconds(values: Sequence[object]) -> str:
     nums = sorted({n for v in values if (n := _num(v)) is not None})
     text = ", ".join(f"{n:g} s" for n in nums[:8]) + (" …" if len(nums) > 8 else "")
     if len(nums) < len(values):
@@ -86,9 +87,9 @@ def _direct_row(points: Sequence[StorageRow]) -> list[str]:
 
 def _state_rows(data: RunData) -> list[list[str]]:
     meta = data.meta
-    info = _mapping(meta.get("target_info"))
+    info = meta.target_info or {}
     kind = info.get("type") or info.get("kind")
-    if kind == "file" and meta.get("target_created_by_tool") is True:
+    if kind == "file" and meta.target_created_by_tool is True:
         state = "a new file the tool created for this run: fio laid it out (wrote it) before its first point"
     elif kind == "file":
         state = "an existing file: what was written to it before is not recorded"
@@ -108,22 +109,22 @@ def _state_rows(data: RunData) -> list[list[str]]:
     return rows
 
 
-def _preconditioned(meta: Mapping[str, Any]) -> str:
+def _preconditioned(meta: RunMeta) -> str:
     """run.json's ``precondition`` (the pass as it ran), else what its ``procedure`` asked."""
-    pre = meta.get("precondition")
-    if isinstance(pre, Mapping):
+    pre = meta.precondition
+    if pre is not None:
         parts = [_text(pre.get("mode"), 40) or "mode not recorded", "done" if pre.get("status") == "done" else "failed"]
         steady = _mapping(pre.get("steady")).get("attained")
         if steady is not None:
             parts.append("steady" if steady is True else "not steady at its cap")
         return f"yes: {parts[0]} ({', '.join(parts[1:])}; see Run)"
-    asked = _mapping(meta.get("procedure")).get("precondition")
+    asked = meta.procedure.precondition if meta.procedure is not None else None
     if asked in (None, "none"):  # run.json keeps a procedure only when it is not the default
         return "no (precondition = none)"
     return f"{_text(asked, 40) or 'a preconditioning pass'} was asked; run.json records no pass"
 
 
-def _device_size(info: Mapping[str, Any]) -> float | None:
+def _device_size(info: Mapping[str, object]) -> float | None:
     if (info.get("type") or info.get("kind")) == "file":
         return _size(_mapping(info.get("device")).get("size_bytes"))
     return _size(info.get("size_bytes"))
@@ -133,7 +134,7 @@ def _working_set_rows(data: RunData) -> list[list[str]]:
     """The region the points span against the host's memory and the device: a working set the page cache
     can hold is measured from memory whenever I/O goes through it."""
     meta = data.meta
-    info = _mapping(meta.get("target_info"))
+    info = meta.target_info or {}
     device = _device_size(info)
     sizes = [s for p in data.storage if (s := _size(p.point.get("size"))) is not None]
     ws = max(sizes) if sizes else device
@@ -146,7 +147,7 @@ def _working_set_rows(data: RunData) -> list[list[str]]:
     else:
         text = "not recorded"
     rows = [["Working set", text]]
-    memory = _mapping(_mapping(meta.get("environment")).get("memory"))
+    memory = (meta.environment.memory if meta.environment is not None else None) or {}
     ram, free = _size(memory.get("total_bytes")), _size(memory.get("available_bytes"))
     if ram and ram > 0 and ws:
         fits = ws <= (free if free and free > 0 else ram)
@@ -180,8 +181,8 @@ class Pair:
 
 
 def _direction_pairs(data: RunData) -> list[Pair]:
-    reads: dict[tuple[Any, ...], StorageRow] = {}
-    writes: dict[tuple[Any, ...], StorageRow] = {}
+    reads: dict[tuple[bool, int, int, int, str, str], StorageRow] = {}
+    writes: dict[tuple[bool, int, int, int, str, str], StorageRow] = {}
     for p in data.storage:
         if "trim" in p.rw or p.read_pct not in (0, 100):
             continue
@@ -211,7 +212,7 @@ def _shown(pairs: Sequence[Pair]) -> str:
 
 def _write_back_row(data: RunData) -> tuple[list[str], list[str]]:
     """The row on host write-back caching, and a warning when it is suspected."""
-    info = _mapping(data.meta.get("target_info"))
+    info = data.meta.target_info or {}
     if (info.get("type") or info.get("kind")) != "file":
         return ["Host write-back caching", "not judged: it is looked for on file targets"], []
     pairs = _direction_pairs(data)
@@ -240,7 +241,8 @@ def _write_back_row(data: RunData) -> tuple[list[str], list[str]]:
 
 
 def _machine_row(data: RunData) -> list[str]:
-    system = _mapping(_mapping(data.meta.get("environment")).get("system"))
+    env = data.meta.environment
+    system = (env.system if env is not None else None) or {}
     if not system:
         return ["Machine", "not recorded"]
     virt, container = system.get("virtualization"), system.get("container")
@@ -251,7 +253,7 @@ def _machine_row(data: RunData) -> list[str]:
     return ["Machine", ", ".join(parts)]
 
 
-def target_notes(info: Mapping[str, Any], env: Mapping[str, Any]) -> list[str]:
+def target_notes(info: Mapping[str, object], env: Mapping[str, object]) -> list[str]:
     """What the target is and is not: a loop device, a memory or container filesystem, a virtual disk, a file
     (which measures its filesystem too)."""
     notes = []
@@ -319,7 +321,8 @@ def section(data: RunData) -> list[str]:
     rows += [write_back, _machine_row(data)]
     out.append(markdown_table(["Condition", "Value"], rows, right=()))
     out.append("")
-    notes = [*target_notes(_mapping(data.meta.get("target_info")), _mapping(data.meta.get("environment"))),
+    env = data.meta.environment
+    notes = [*target_notes(data.meta.target_info or {}, env.entry if env is not None else {}),
              *suspected, *_warnings(points)]
     for note in notes:
         out += [f"> {note}", ""]

@@ -7,7 +7,7 @@ From run.json's ``telemetry`` (which drive, which tool, or why there is none) an
 
 from __future__ import annotations
 
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Sequence
 
 from app.report.model import RunData, StorageRow
 from app.sanitize import clean_line, md_text
@@ -32,8 +32,8 @@ def _throttled_points(points: Sequence[StorageRow]) -> list[StorageRow]:
 
 def section(data: RunData, describe: Callable[[StorageRow], str]) -> list[str]:
     """``describe(point)``: how the report names a point (its workload)."""
-    entry = data.meta.get("telemetry")
-    if not isinstance(entry, Mapping):
+    entry = data.meta.telemetry
+    if entry is None:
         return []
     out = ["## Drive telemetry", ""]
     if entry.get("available") is not True:

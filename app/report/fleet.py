@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from app.report.model import RunData, StorageRow
+from app.runmeta import RunMeta
 
 OUTLIER_MADS = 3.0
 MIN_OUTLIER_HOSTS = 3
@@ -144,10 +145,6 @@ def rows_of_host(data: RunData, host: str) -> list[StorageRow]:
     return [p for p in data.storage if p.host == host]
 
 
-def failed_host_points(meta: Mapping[str, Any]) -> set[tuple[int, str]]:
-    """(plan index, host) of every failure run.json records for a host (untrusted: ill-typed entries skipped)."""
-    out = set()
-    for f in meta.get("failures") or []:
-        if isinstance(f, dict) and isinstance(f.get("index"), int) and isinstance(f.get("host"), str):
-            out.add((f["index"], f["host"]))
-    return out
+def failed_host_points(meta: RunMeta) -> set[tuple[int, str]]:
+    """(plan index, host) of every failure run.json records for a host."""
+    return {(f.index, f.host) for f in meta.failures if f.index is not None and f.host is not None}

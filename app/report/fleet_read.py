@@ -11,13 +11,12 @@ string (``target`` a string or null); anything else is a UsageError naming the k
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from app.errors import UsageError
+from app.runmeta import RunMeta, shown
 
 MAX_HOST_CHARS = 255
 # a host as --host takes it (app/fleet/hosts.py): ssh://user@name:port, tcp://addr:port, [v6]; nothing that
@@ -31,24 +30,22 @@ class FleetHost:
     target: str  # the target path on that host ("" when run.json names none)
 
 
-def is_fleet(meta: dict[str, Any]) -> bool:
+def is_fleet(meta: RunMeta) -> bool:
     """run.json describes a fleet run (its ``fleet`` key is set)."""
-    return meta.get("fleet") is not None
+    return meta.is_fleet
 
 
-def _bad(path: Path, key: str, value: Any, why: str) -> UsageError:
-    shown = json.dumps(value, default=str)
-    shown = shown if len(shown) <= 60 else shown[:59] + "…"
-    return UsageError(f"{path}: key '{key}' has invalid value {shown}: {why}.")
+def _bad(path: Path, key: str, value: object, why: str) -> UsageError:
+    return UsageError(f"{path}: key '{key}' has invalid value {shown(value)}: {why}.")
 
 
-def fleet_hosts(meta: dict[str, Any], path: Path) -> list[FleetHost]:
+def fleet_hosts(meta: RunMeta, path: Path) -> list[FleetHost]:
     """The hosts run.json's ``fleet`` names, in its order (UsageError naming the key when ill-typed)."""
-    fleet = meta.get("fleet")
-    if not isinstance(fleet, dict) or not isinstance(fleet.get("hosts"), list) or not fleet["hosts"]:
-        raise _bad(path, "fleet", fleet, "must be an object with a non-empty list 'hosts'")
+    entries = meta.fleet.get("hosts") if meta.fleet is not None else None
+    if not isinstance(entries, list) or not entries:
+        raise _bad(path, "fleet", meta.fleet, "must be an object with a non-empty list 'hosts'")
     hosts: list[FleetHost] = []
-    for i, entry in enumerate(fleet["hosts"]):
+    for i, entry in enumerate(entries):
         key = f"fleet.hosts[{i}]"
         if not isinstance(entry, dict):
             raise _bad(path, key, entry, "must be an object")

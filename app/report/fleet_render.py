@@ -47,7 +47,7 @@ def _hosts(data: RunData) -> list[str]:
 
 
 def _title(data: RunData) -> str:
-    preset = (data.meta.get("preset") or {}).get("name")
+    preset = data.meta.preset_name
     n = len(_hosts(data))
     what = f"storage, fleet of {n} host{'s' if n != 1 else ''}"
     return f"# Performance report: {preset} ({what})" if preset else f"# Performance report ({what})"

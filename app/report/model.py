@@ -17,7 +17,8 @@ from app.keys import Role
 from app.lock import effective_status
 from app.points import Kind, StoragePoint, with_role
 from app.report.fleet_read import FleetHost, fleet_hosts, is_fleet
-from app.results import ResultsDir, check_meta
+from app.results import ResultsDir
+from app.runmeta import RunMeta
 from app.validity import SYNC_ENGINES, flags_of
 
 # point keys that identify the workload; the others (runtime, size, ...) are run settings
@@ -243,7 +244,7 @@ class FleetInfo:
 @dataclass
 class RunData:
     path: Path
-    meta: dict[str, Any]
+    meta: RunMeta
     storage: list[StorageRow]
     memory: list[MemoryRow]
     unreadable: int = 0  # results.jsonl lines left out: not JSON, or not a well-formed record
@@ -254,21 +255,20 @@ class RunData:
 
     @property
     def imported(self) -> bool:
-        return self.meta.get("status") == "imported"
+        return self.meta.imported
 
     @property
     def status(self) -> str:
         """The run's status as it is now: ``running`` or ``planned`` with no process holding the
         directory's lock means the process died, so the run is ``interrupted``."""
-        return effective_status(self.path, self.meta.get("status"))
+        return effective_status(self.path, self.meta.status)
 
     def warnings(self) -> list[str]:
         """Every warning the directory carries: run.json's ``warnings``, each source's ``warnings``
         (e.g. a truncated MLC table), and the lines of results.jsonl that were not used."""
-        out = [str(w) for w in self.meta.get("warnings") or []]
-        for src in self.meta.get("sources") or []:
-            for w in src.get("warnings") or []:
-                out.append(f"{src.get('file') or 'an imported file'}: {w}")
+        out = list(self.meta.warnings)
+        for src in self.meta.sources:
+            out += [f"{src.file or 'an imported file'}: {w}" for w in src.warnings]
         if self.unreadable:
             out.append(f"{self.unreadable} line{'s' if self.unreadable != 1 else ''} of results.jsonl could not be "
                        "read and " + ("were" if self.unreadable != 1 else "was") + " left out.")
@@ -306,23 +306,22 @@ def split_records(records: list[dict[str, Any]], plan: Any = None) -> tuple[list
 
 
 def load(path: str | Path) -> RunData:
-    """Read a results directory for the report and compare: run.json's types are checked (a wrong
-    type is a UsageError naming the key), results.jsonl is read by :meth:`ResultsDir.read_records`."""
+    """Read a results directory for the report and compare: run.json by :func:`app.runmeta.parse` (a wrong
+    type is a UsageError naming the key), results.jsonl by :meth:`ResultsDir.read_records`."""
     rd = ResultsDir(path)
     meta = rd.read_meta()
-    check_meta(meta, rd.run_json)
     if is_fleet(meta):
         return _load_fleet(rd, meta)
     read = rd.read_records()
-    storage, memory, outside = split_records(read.records, meta.get("plan"))
+    storage, memory, outside = split_records(read.records, list(meta.plan))
     return RunData(Path(path), meta, storage, memory, read.unreadable, read.replaced, outside)
 
 
-def _load_fleet(rd: ResultsDir, meta: dict[str, Any]) -> RunData:
+def _load_fleet(rd: ResultsDir, meta: RunMeta) -> RunData:
     """A fleet run: one storage row per (point, host) of run.json's hosts, by plan index then host order."""
     fleet = FleetInfo(fleet_hosts(meta, rd.run_json))
     read = rd.read_records()  # keyed by (index, host)
-    storage, memory, outside = split_records(read.records, meta.get("plan"))
+    storage, memory, outside = split_records(read.records, list(meta.plan))
     order = {name: i for i, name in enumerate(fleet.names)}
     kept = [p for p in storage if p.host in order]
     fleet.strangers = len(storage) - len(kept)

@@ -13,11 +13,12 @@ import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from app.procedure import SNIA_EXCURSION, SNIA_RANGE, SNIA_WINDOW, SteadyCheck, first_steady_window
 from app.report.model import RunData, StorageRow
 from app.results import read_regular
+from app.runmeta import RunMeta
 from app.summary import point_label
 from app.textable import markdown_table
 from app.units import format_count, format_duration, format_size, format_us
@@ -131,10 +132,10 @@ def read_samples(run_dir: Path, record: dict[str, Any]) -> list[dict[str, Any]]:
 # --- preconditioning and skipped points ------------------------------------------------------------
 
 
-def precondition_rows(meta: dict[str, Any]) -> list[list[str]]:
+def precondition_rows(meta: RunMeta) -> list[list[str]]:
     """The run table's row saying what preconditioning did (none when the run had none)."""
-    pre = meta.get("precondition")
-    if not isinstance(pre, dict):
+    pre = meta.precondition
+    if pre is None:
         return []
     seconds = _num(pre.get("seconds"))
     written = _num(pre.get("io_bytes"))
@@ -149,21 +150,18 @@ def precondition_rows(meta: dict[str, Any]) -> list[list[str]]:
         if bw is not None:
             text += f" at {bw / 1e6:.0f} MB/s"
         steady = pre.get("steady")
-        if isinstance(steady, dict):
+        if isinstance(steady, Mapping):
             text += "; steady" if steady.get("attained") is True else "; not steady at its cap"
     return [["Preconditioning", " ".join(text.split())]]
 
 
-def skipped_entries(meta: dict[str, Any]) -> list[tuple[str, str]]:
-    entries = meta.get("skipped")
-    out = []
-    for e in entries if isinstance(entries, list) else []:
-        if isinstance(e, dict) and isinstance(e.get("point"), dict):
-            out.append((point_label("storage", e["point"]), " ".join(str(e.get("reason") or "skipped").split())))
-    return out
+def skipped_entries(meta: RunMeta) -> list[tuple[str, str]]:
+    """(the point's label, why) of each skipped point run.json names."""
+    return [(point_label("storage", dict(s.point)), " ".join((s.reason or "skipped").split()))
+            for s in meta.skipped if s.point is not None]
 
 
-def skipped_section(meta: dict[str, Any]) -> list[str]:
+def skipped_section(meta: RunMeta) -> list[str]:
     entries = skipped_entries(meta)
     if not entries:
         return []
@@ -215,13 +213,11 @@ def operating_point_section(searches: Sequence[StorageRow], curves_here: set[str
 # --- rounds (SNIA PTS) ------------------------------------------------------------------------------------
 
 
-def _track(meta: dict[str, Any]) -> dict[str, Any]:
-    proc = meta.get("procedure")
-    track = proc.get("track") if isinstance(proc, dict) else None
-    return track if isinstance(track, dict) else {}
+def _track(meta: RunMeta) -> Mapping[str, object]:
+    return (meta.procedure.track if meta.procedure is not None else None) or {}
 
 
-def tracked_series(rounds: Sequence[StorageRow], track: dict[str, Any]) -> list[tuple[int, float]]:
+def tracked_series(rounds: Sequence[StorageRow], track: Mapping[str, object]) -> list[tuple[int, float]]:
     """(round, IOPS) of each round's tracked point (the first in plan order matching ``track``)."""
     by_round: dict[int, StorageRow] = {}
     for r in sorted(rounds, key=lambda r: r.index):
@@ -231,7 +227,7 @@ def tracked_series(rounds: Sequence[StorageRow], track: dict[str, Any]) -> list[
     return [(rnd, by_round[rnd].iops) for rnd in sorted(by_round)]
 
 
-def window_rounds(rounds: Sequence[StorageRow], meta: dict[str, Any]) -> tuple[SteadyCheck | None, list[int]]:
+def window_rounds(rounds: Sequence[StorageRow], meta: RunMeta) -> tuple[SteadyCheck | None, list[int]]:
     """The steady-state check and the rounds the IOPS table averages: the first steady window, else the
     last SNIA_WINDOW rounds measured."""
     series = tracked_series(rounds, _track(meta))

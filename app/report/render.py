@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import statistics
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from app.points import Kind
 from app.report import analysis as an
@@ -18,6 +18,7 @@ from app.report import conditions, drive, queue_text, series, support, trends
 from app.report import memory as mem
 from app.report import procedure as rp
 from app.report.model import TRAFFIC_DESCRIPTIONS, MemoryRow, RunData, StorageRow
+from app.runmeta import RunMeta
 from app.sanitize import clean_text, md_text
 from app.textable import markdown_table
 from app.units import format_count, format_size, size_text, us
@@ -34,7 +35,7 @@ def pct(x: float) -> str:
     return f"{x:.2f}%"
 
 
-def cache_size(text: str) -> str:
+def cache_size(text: object) -> str:
     t = str(text).strip().upper()
     try:
         if t.endswith("K"):
@@ -75,18 +76,18 @@ def _p99_text(p: StorageRow) -> str:
 
 
 def _environment(data: RunData) -> list[str]:
-    env = data.meta.get("environment") or {}
-    tools = data.meta.get("tools") or {}
+    env = data.meta.environment
+    tools = data.meta.tools or {}
     out = ["## Environment", ""]
     rows: list[list[str]] = []
-    cpu = env.get("cpu") or {}
-    mem = env.get("memory") or {}
-    system = env.get("system") or {}
+    cpu = (env.cpu if env else None) or {}
+    mem = (env.memory if env else None) or {}
+    system = (env.system if env else None) or {}
     if cpu:
         rows.append(["CPU model", md_text(cpu.get("model", "unknown"))])
         rows.append(["Sockets / cores / threads",
                      f"{cpu.get('sockets', '?')} / {cpu.get('cores', '?')} / {cpu.get('threads', '?')}"])
-        caches = cpu.get("caches") or []
+        caches = env.caches if env else ()
         if caches:
             rows.append(["Caches (CPU 0)", ", ".join(f"{c.get('name')} {cache_size(c.get('size', '?'))}" for c in caches)])
         if cpu.get("arch"):
@@ -111,7 +112,7 @@ def _environment(data: RunData) -> list[str]:
         if isinstance(value, dict):
             value = ", ".join(f"{k} {v}" for k, v in value.items())
         rows.append([f"Tool: {name}", str(value)])
-    if not env:
+    if env is None or not env.entry:
         out.append("The machine was not recorded: this directory was imported from tool outputs, which do not "
                    "describe the hardware they ran on." if data.imported else
                    "The machine was not recorded in run.json.")
@@ -123,8 +124,8 @@ def _environment(data: RunData) -> list[str]:
 
 
 def _target(data: RunData) -> list[str]:
-    info = data.meta.get("target_info") or {}
-    target = data.meta.get("target")
+    info = data.meta.target_info or {}
+    target = data.meta.target
     if not data.storage and not target:
         return []
     out = ["## Target", ""]
@@ -135,8 +136,8 @@ def _target(data: RunData) -> list[str]:
         rows.append(["Path", str(info.get("path") or target)])
         rows.append(["Filesystem", f"{info.get('filesystem', 'unknown')} mounted at {info.get('mount_point', '?')}"])
         rows.append(["Filesystem source", str(info.get("source", "unknown"))])
-        dev = info.get("device") if isinstance(info.get("device"), dict) else None
-        if dev:
+        dev = info.get("device")
+        if isinstance(dev, Mapping) and dev:
             rows += _device_rows(dev, prefix="Device ")
     elif info:
         rows.append(["Kind", f"block device ({info.get('type') or 'disk'})"])
@@ -156,7 +157,7 @@ def _target(data: RunData) -> list[str]:
     return out
 
 
-def _device_rows(d: dict[str, Any], prefix: str = "") -> list[list[str]]:
+def _device_rows(d: Mapping[str, object], prefix: str = "") -> list[list[str]]:
     rows = []
     model = md_text(" ".join(str(x) for x in (d.get("vendor"), d.get("model")) if x)) or "unknown"
     rows.append([f"{prefix}model", model])
@@ -177,28 +178,27 @@ def _device_rows(d: dict[str, Any], prefix: str = "") -> list[list[str]]:
 
 def _run(data: RunData) -> list[str]:
     m = data.meta
-    preset = m.get("preset") or {}
+    preset = m.preset
     out = ["## Run", ""]
     rows = []
     if preset:
-        kind = preset.get("kind", m.get("kind", "?"))
-        rows.append(["Preset", f"{md_text(preset.get('name', '?'))} ({md_text(kind)})"])
-        if preset.get("description"):
-            rows.append(["Description", md_text(preset["description"])])
-        if preset.get("overrides"):
-            rows.append(["Overrides", " ".join(f"--set {o}" for o in preset["overrides"])])
+        kind = preset.kind or m.kind or "?"
+        rows.append(["Preset", f"{md_text(preset.name or '?')} ({md_text(kind)})"])
+        if preset.description:
+            rows.append(["Description", md_text(preset.description)])
+        if preset.overrides:
+            rows.append(["Overrides", " ".join(f"--set {o}" for o in preset.overrides)])
     rows.append(["Status", data.status])
-    total = m.get("points_total") or len(m.get("plan") or []) or (len(data.storage) + len(data.memory))
+    total = m.points_total or len(m.plan) or (len(data.storage) + len(data.memory))
     rows.append(["Points", _points_text(data, total)])
-    if m.get("started"):
-        rows.append(["Started", str(m["started"])])
-    if m.get("ended"):
-        rows.append(["Ended", str(m["ended"])])
-    if m.get("sources"):
-        rows.append(["Imported from", ", ".join(str(s.get("file")) for s in m["sources"])])
-    failures = m.get("failures") or []
-    if failures:
-        rows.append(["Failed points", str(len(failures)) + " (see run.json)"])
+    if m.started:
+        rows.append(["Started", m.started])
+    if m.ended:
+        rows.append(["Ended", m.ended])
+    if m.sources:
+        rows.append(["Imported from", ", ".join(str(s.file) for s in m.sources)])
+    if m.failures:
+        rows.append(["Failed points", str(len(m.failures)) + " (see run.json)"])
     skipped = rp.skipped_entries(m)
     if skipped:
         rows.append(["Skipped points", f"{len(skipped)} (see Skipped points)"])
@@ -227,7 +227,7 @@ def _points_text(data: RunData, total: int) -> str:
 
 
 def _storage_table(points: Sequence[StorageRow], heading: str = "## Storage results", intro: bool = True,
-                   meta: dict[str, Any] | None = None) -> list[str]:
+                   meta: RunMeta | None = None) -> list[str]:
     out = [heading, ""]
     if intro:
         out += [STORAGE_UNITS, ""]
@@ -286,7 +286,7 @@ def _traffic_order(t: str) -> int:
     return keys.index(t) if t in keys else len(keys)
 
 
-def _memory_tables(points: Sequence[MemoryRow], env: Any = None) -> list[str]:
+def _memory_tables(points: Sequence[MemoryRow], env: Mapping[str, object] | None = None) -> list[str]:
     """``env``: run.json's environment (caches, TLB) for the note under each table."""
     out = ["## Memory results", ""]
     idle = [p for p in points if p.mode == "idle"]
@@ -534,9 +534,9 @@ def _bound(points: Sequence[StorageRow], bound_ns: float, run_dir: Path) -> list
 
 def _machine_cpus(data: RunData) -> int | None:
     """CPUs of the machine that measured (run.json's environment); None for an import (not recorded)."""
-    env = data.meta.get("environment")
-    cpu = env.get("cpu") if isinstance(env, dict) and not data.imported else None
-    n = rp._num(cpu.get("threads")) if isinstance(cpu, dict) else None
+    env = data.meta.environment
+    cpu = env.cpu if env is not None and not data.imported else None
+    n = rp._num(cpu.get("threads")) if cpu is not None else None
     return int(n) if n is not None and n >= 1 else None
 
 
@@ -614,11 +614,11 @@ def _mem_storage(data: RunData) -> list[str]:
             f"({math.log10(r.ratio):.1f} orders of magnitude).", ""]
 
 
-def _flags_legend(points: Sequence[StorageRow], meta: dict[str, Any] | None = None) -> list[str]:
+def _flags_legend(points: Sequence[StorageRow], meta: RunMeta | None = None) -> list[str]:
     """The tool's checks of the points' figures, one row each: flagged (on how many points), passed, or not
     applicable and why — a check that could not run is never counted as passed.  Lines without ``checks``
     get theirs derived from ``meta`` (run.json); lines written before the checks existed are left out."""
-    facts = recorded_facts(meta or {})
+    facts = recorded_facts(meta)
     results = [c for p in points if (c := checks_of(p.record, facts)) is not None]
     if not results:
         return []
@@ -679,7 +679,7 @@ def results_csv(data: RunData) -> str:
 
 
 def _title(data: RunData) -> str:
-    preset = (data.meta.get("preset") or {}).get("name")
+    preset = data.meta.preset_name
     kinds = [k.value for k, pts in ((Kind.STORAGE, data.storage), (Kind.MEMORY, data.memory)) if pts]
     what = " and ".join(kinds) or "empty"
     if preset:
@@ -758,7 +758,8 @@ def render_markdown(data: RunData, figures: Sequence[Any], bound_ns: float,
     if data.storage or views.searches:
         lines += _figures(figures, Kind.STORAGE)
     if data.memory:
-        lines += _memory_tables(data.memory, data.meta.get("environment"))
+        env = data.meta.environment
+        lines += _memory_tables(data.memory, env.entry if env is not None else None)
         lines += _figures(figures, Kind.MEMORY)
     lines += ["## Analysis", ""]
     if data.storage:

@@ -47,8 +47,8 @@ def _bytes(n: float) -> str:
 def cliff_section(data: RunData) -> list[str]:
     """One sentence per write cliff found (the preconditioning pass first), nothing when none was."""
     found: list[str] = []
-    pre = data.meta.get("precondition")
-    if isinstance(pre, Mapping):
+    pre = data.meta.precondition
+    if pre is not None:
         c = cliff_of(pre)
         if c is not None:
             found.append(cliff_sentence("Preconditioning", c))
@@ -96,12 +96,11 @@ def _trace(label: str, why: str, samples: Sequence[Mapping[str, Any]], cliff: Ma
 def series_traces(data: RunData) -> list[SeriesTrace]:
     """The points drawn over time: those with a write cliff or a ``throttled`` flag, those the run's
     ``timeseries`` setting names, and the preconditioning pass when it had a cliff; at most MAX_DRAWN."""
-    procedure = data.meta.get("procedure")
-    setting = procedure.get("timeseries") if isinstance(procedure, Mapping) else None
-    wanted = timeseries_filter(setting) if isinstance(setting, str) else None
+    setting = data.meta.procedure.timeseries if data.meta.procedure is not None else None
+    wanted = timeseries_filter(setting) if setting is not None else None
     traces: list[SeriesTrace] = []
-    pre = data.meta.get("precondition")
-    if isinstance(pre, Mapping) and cliff_of(pre) is not None:
+    pre = data.meta.precondition
+    if pre is not None and cliff_of(pre) is not None:
         t = _trace("Preconditioning", "write cliff", read_samples(data.path, dict(pre)), cliff_of(pre))
         if t is not None:
             traces.append(t)

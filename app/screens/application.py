@@ -104,7 +104,7 @@ class ProfilerApp(App[int]):
 
         for session in list(self.sessions):
             try:
-                if session.results.read_meta().get("status") in ("planned", "running"):
+                if session.results.read_meta().status in ("planned", "running"):
                     session.results.update_meta(status="interrupted", ended=now_iso())
             except Exception:  # any error: a broken results directory must not stop the exit
                 pass

@@ -98,7 +98,7 @@ def fleet_table(data: Any) -> FleetTable:
 
     names = data.fleet.names if data.fleet is not None else []
     failed = failed_host_points(data.meta)
-    plan = data.meta.get("plan") if isinstance(data.meta.get("plan"), list) else []
+    plan = data.meta.plan
     points: dict[int, FleetPoint] = {}
     outliers = 0
     for fp in fleet_points(data):

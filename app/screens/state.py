@@ -151,21 +151,19 @@ def resume_target(path: Path) -> ResumeTarget | str:
     except ProfilerError as e:
         return str(e)
     meta, kind, writes = recorded.meta, recorded.kind, recorded.writes
-    raw_preset = meta.get("preset")
-    preset_meta: dict[str, Any] = raw_preset if isinstance(raw_preset, dict) else {}
-    name = str(preset_meta.get("name") or path.name)[:80]
-    preset = Preset(name=name, kind=kind, description=str(preset_meta.get("description") or ""),
+    name = (meta.preset_name or path.name)[:80]
+    preset = Preset(name=name, kind=kind, description=(meta.preset.description if meta.preset else None) or "",
                     source=str(path / "run.json"))
-    if meta.get("fleet") is not None:  # its hosts and targets, checked as `resume` reads them
+    if meta.is_fleet:  # its hosts and targets, checked as `resume` reads them
         from app.fleet.runner import fleet_from_meta
 
         try:
-            fleet = fleet_from_meta(meta.get("fleet"), str(path / "run.json"))
+            fleet = fleet_from_meta(meta.fleet, str(path / "run.json"))
         except ProfilerError as e:
             return str(e)
         return ResumeTarget(path, preset, None, writes, fleet=[(h.name, fleet.targets[h.name]) for h in fleet.hosts],
                             agent_socket=fleet.agent_socket)
-    target = meta.get("target") if kind == Kind.STORAGE and isinstance(meta.get("target"), str) else None
+    target = meta.target if kind == Kind.STORAGE else None
     device = None
     if target is not None:
         real = os.path.realpath(target)

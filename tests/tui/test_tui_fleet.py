@@ -15,7 +15,7 @@ from typing import Any, Iterator
 import pytest
 
 from app import presets as core
-from app import sweep
+from app import runmeta, sweep
 from app.results import ResultsDir
 from app.runners.base import Phase, Sample
 from app.screens.devices import DevicesScreen
@@ -264,7 +264,7 @@ async def test_fleet_run_of_quick_on_two_agents_to_the_fleet_table(tmp_path: Pat
 
             path = run.state.path
             assert path is not None
-            meta = ResultsDir(path).read_meta()
+            meta = ResultsDir(path).read_meta().doc
             assert meta["fleet"]["hosts"][0]["host"] == one and meta["fleet"]["hosts"][0]["target"] == str(common)
             assert meta["fleet"]["hosts"][1]["target"] == str(own)
 
@@ -450,7 +450,8 @@ def test_fleet_table_totals_failures_and_outliers(snap_world) -> None:
 def test_a_plain_run_has_no_fleet_table(snap_world) -> None:
     plan = core.apply_overrides(core.load("quick"), list(SMALL)).expand()
     rd = ResultsDir(Path("results/plain"))
-    rd.create({"kind": "storage", "plan": [p.to_dict() for p in plan], "status": "complete"})
+    rd.create(runmeta.new({"kind": "storage", "plan": [p.to_dict() for p in plan], "status": "complete"},
+                          rd.run_json))
     rd.append({"kind": "storage", "index": 0, "point": plan[0].to_dict(), "metrics": {"iops": 1.0}})
     assert load_fleet(Path("results/plain")) is None
 
@@ -519,8 +520,9 @@ def write_fleet_results(hosts: tuple[str, ...] = (A, B), outlier: tuple[int, str
     targets = [{"host": h, "target": f"/data/{i}/profiler.testfile"} for i, h in enumerate(hosts)]
     failures = [{"index": i, "host": h, "point": plan[i].to_dict(), "error": f"host {h}: no result from fio"}
                 for i, h in failed]
-    rd.create({"kind": "storage", "plan": [p.to_dict() for p in plan], "status": "partial",
-               "fleet": {"hosts": targets, "agent_socket": "/run/profiler-tui/agent.sock"}, "failures": failures})
+    rd.create(runmeta.new({"kind": "storage", "plan": [p.to_dict() for p in plan], "status": "partial",
+                           "fleet": {"hosts": targets, "agent_socket": "/run/profiler-tui/agent.sock"},
+                           "failures": failures}, rd.run_json))
     for i, point in enumerate(plan):
         for j, h in enumerate(targets):
             if (i, h["host"]) in failed:

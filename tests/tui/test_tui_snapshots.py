@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from app import presets as core
-from app import sweep
+from app import runmeta, sweep
 from app.results import ResultsDir
 from app.runners.base import Phase, Sample
 from app.screens.results import ResultsScreen
@@ -102,7 +102,7 @@ async def show_run(pilot, screen: RunScreen, n_events: int) -> None:
 def write_results(flags: dict[int, list[str]] | None = None) -> None:
     plan = core.apply_overrides(core.load("quick"), list(SMALL)).expand()
     rd = ResultsDir(RUN_DIR)
-    rd.create({"kind": "storage", "plan": plan, "status": "complete"})
+    rd.create(runmeta.new({"kind": "storage", "plan": plan, "status": "complete"}, rd.run_json))
     for i, point in enumerate(plan):
         record = {"kind": "storage", "index": i, "point": point, "metrics": storage_metrics(i)}
         if flags is not None:
