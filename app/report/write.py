@@ -99,8 +99,7 @@ def _render_run(data: RunData, name: str, base_fd: int, plots_dir: Path, p99_bou
               if rp.steady_of(p) is not None]
     traces = series.series_traces(data)
     figures: list[Any] = draw_all(data.storage, curves, mem_curves, plots_dir, searches=views.searches, steady=steady,
-                                  series=traces)
-    figures += queueing_figure(curves, plots_dir)
+                                  series=traces, more=[lambda: queueing_figure(curves, plots_dir)])
     text = render_markdown(replace(data, measured=measured), figures, p99_bound_us * 1e3, curves, mem_curves, views)
     write_new(name, text.encode("utf-8"), dir_fd=base_fd)
     write_new("results.csv", results_csv(loaded).encode("utf-8"), dir_fd=base_fd)  # every round, every search
