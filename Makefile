@@ -4,20 +4,16 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.stamp
-# podman and runc: tests/test_fleet_containers.py drives podman's Docker-compatible API service
-# (tests/podman_service.py); debootstrap: container-test makes the base image with it (container/base-image.sh)
+# podman and runc: tests/integration/test_fleet_containers.py drives podman's Docker-compatible API service
+# (tests/helpers/podman_service.py); debootstrap: container-test makes the base image with it (container/base-image.sh)
 APT_PKGS := fio util-linux fdisk e2fsprogs tmux librsvg2-bin nvme-cli smartmontools jq openssh-client openssh-server \
             podman runc debootstrap
 MEMLAT := native/memlat/build/memlat
 # ruff (lint and import order; configured in pyproject.toml) checks these
 RUFF_PATHS := app tests bench
-# `make check`'s tests: files that need no fio, no root and no loop device, so the inner loop takes about a minute.
-# A file belongs here only when every test in it runs on a plain user account without fio.
-UNIT_TESTS := $(addprefix tests/,test_analysis.py test_conditions.py test_doc_paths.py test_engine_choice.py \
-              test_fleet_hosts.py test_fleet_report.py test_memory_report.py test_mlc_parse.py test_mlc_properties.py \
-              test_mlc_recorded.py test_noise.py test_plan_validation.py test_presets_properties.py \
-              test_queueing.py test_readers_properties.py test_results_reader.py test_runs.py test_structure.py \
-              test_support.py test_textable.py test_trends.py)
+# `make check`'s tests: tests/unit, the files that need no fio, no memory engine run, no root and no loop device
+# (tests/integration holds those), so the inner loop takes about a minute
+UNIT_TESTS := tests/unit
 
 # mypy: the type check of app/ (configured in pyproject.toml)
 .PHONY: typecheck lint check setup system-deps venv native run test test-fast bench bench-fio bench-mem bench-report bench-tui bench-steady bench-runs bench-fleet native-asan container-test clean

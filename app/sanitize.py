@@ -25,6 +25,7 @@ _SEQUENCE = re.compile(
 _CONTROL_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn"})
 _SPACE_LIKE = {"\n": " ", "\r": " ", "\t": " ", "\v": " ", "\f": " "}
 _MARKDOWN = re.compile(r"([\\`*_\[\]{}<>#|!~])")
+_NOT_PRINTABLE_ASCII = re.compile(r"[^\x20-\x7e]+")  # what _keep may change: printable ASCII it keeps as it is
 
 
 def _keep(ch: str, newlines: bool) -> str:
@@ -49,7 +50,8 @@ def clean_text(text: object, *, newlines: bool = False, limit: int | None = None
     if s.isascii() and s.isprintable() and (limit is None or len(s) <= limit):
         return s  # the common case: nothing to do
     s = _SEQUENCE.sub("", s)
-    s = "".join(_keep(ch, newlines) for ch in s)
+    # only the runs outside printable ASCII go through _keep: a whole report is mostly ASCII
+    s = _NOT_PRINTABLE_ASCII.sub(lambda m: "".join(_keep(ch, newlines) for ch in m.group()), s)
     if limit is not None and len(s) > limit:
         s = s[: max(0, limit - 1)] + "…"
     return s

@@ -26,7 +26,7 @@ from typing import Iterator
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.fleet_agents import agents  # noqa: E402 - after the sys.path line; the same agents the tests start)
+from tests.helpers.fleet_agents import agents  # noqa: E402 - after the sys.path line; the same agents the tests start)
 
 TARGET_RATIO = 1.3
 

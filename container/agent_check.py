@@ -27,7 +27,7 @@ from pathlib import Path
 import docker
 
 from app.fleet.containers import AgentContainer, AgentContainerError, start_agent
-from tests.fleet_agents import answering
+from tests.helpers.fleet_agents import answering
 
 JOB = "[global]\nioengine=null\nsize=16M\nbs=4k\n[read]\nrw=read\n"
 

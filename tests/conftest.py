@@ -16,6 +16,15 @@ from app.points import MemoryPoint
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"
+INTEGRATION = Path(__file__).resolve().parent / "integration"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test under tests/integration ``integration`` (the real tools, loop devices, root), so
+    ``-m "not integration"`` picks the others without a list of files to keep up to date."""
+    for item in items:
+        if item.path.is_relative_to(INTEGRATION):
+            item.add_marker(pytest.mark.integration)
 
 
 def run_cli(*args: str, timeout: float = 300, env: dict[str, str] | None = None,

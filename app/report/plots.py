@@ -14,7 +14,7 @@ import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar, cast
 
 from app.points import Kind
 from app.report import memory as mem
@@ -875,14 +875,20 @@ def memory_figures(curves: Sequence[MemCurve], plots_dir: Path) -> list[Figure]:
     return figures
 
 
+# how long a job's figure takes to draw, relative to the others (measured on 120- and 1,008-point sweeps):
+# the figures of several panels with many ticks first, heatmap pages last
+_WEIGHT = {"more": 4, "lt": 3, "vs": 3, "steady": 2, "series": 2, "mem": 2, "heat": 1}
+
 # the data of one report, set before the worker processes fork (they inherit it: nothing is pickled
 # but the small job tuples and the figures they return)
 _DATA: dict[str, Any] = {}
 
 
-def _job(job: tuple[Any, ...]) -> list[Figure]:
+def _job(job: tuple[Any, ...]) -> Sequence[object]:
     what, extra, page = job
     d = _DATA
+    if what == "more":
+        return d["more"][extra]()
     if what == "vs":
         return storage_vs_axis(d["rows"], d["plots_dir"], extra, d["jobs_split"])
     if what == "lt":
@@ -919,11 +925,15 @@ def steady_traces(steady: Sequence[tuple[StorageRow, dict[str, Any], list[dict[s
     return traces
 
 
+More = TypeVar("More")
+
+
 def draw_all(storage: Sequence[StorageRow], curves: Sequence[Curve], mem_curves: Sequence[MemCurve],
              plots_dir: Path, parallel: bool = True, searches: Sequence[StorageRow] = (),
              steady: Sequence[tuple[StorageRow, dict[str, Any], list[dict[str, Any]]]] = (),
-             series: Sequence[Any] = ()) -> list[Figure]:
-    """Draw every figure the data supports, in a fixed order.
+             series: Sequence[Any] = (), more: Sequence[Callable[[], Sequence[More]]] = ()) -> list[Figure | More]:
+    """Draw every figure the data supports, in a fixed order, then the figures ``more`` draws (another
+    module's, such as the queueing view's: drawn by the same workers, beside these).
 
     The points are reduced once to the fields the figures use; matplotlib then spends its time
     laying out text, one CPU per figure.  On a machine with several CPUs the figures are drawn by
@@ -934,7 +944,7 @@ def draw_all(storage: Sequence[StorageRow], curves: Sequence[Curve], mem_curves:
     _DATA.clear()
     _DATA.update(rows=rows, curves=list(curves), mem_curves=list(mem_curves), plots_dir=plots_dir,
                  jobs_split=jobs_split(rows), ops=operating_points(searches), steady=steady_traces(steady),
-                 series=list(series))
+                 series=list(series), more=list(more))
     jobs: list[tuple[Any, ...]] = []
     if storage:
         jobs += [("vs", "bs", None), ("vs", "qd", None), ("lt", None, None)]
@@ -949,14 +959,19 @@ def draw_all(storage: Sequence[StorageRow], curves: Sequence[Curve], mem_curves:
                 jobs += [("heat", (kind, metric), i) for i in range(pages)]
     if mem_curves:
         jobs.append(("mem", None, None))
+    jobs += [("more", i, None) for i in range(len(more))]
     _plt()  # import (and configure) matplotlib once, before any fork
     workers = min(len(jobs), os.cpu_count() or 1)
     try:
         if parallel and PARALLEL and workers > 1 and threading.active_count() == 1 and "fork" in mp.get_all_start_methods():
+            # the slowest figures first, so that no worker starts one when the others are about done
+            order = sorted(range(len(jobs)), key=lambda i: -_WEIGHT[jobs[i][0]])
             with mp.get_context("fork").Pool(workers) as pool:
-                results = pool.map(_job, jobs, chunksize=1)
+                drawn = dict(zip(order, pool.map(_job, [jobs[i] for i in order], chunksize=1)))
+            results = [drawn[i] for i in range(len(jobs))]
         else:
             results = [_job(j) for j in jobs]
     finally:
         _DATA.clear()
-    return [f for r in results for f in r]
+    # each job returns its own kind of figure: Figure, or what the callable in ``more`` returns
+    return cast("list[Figure | More]", [f for r in results for f in r])

@@ -26,8 +26,8 @@ from app.screens.run import RunScreen
 from app.screens.state import RunRequest, TargetChoice
 from app.tui import create_app
 from app.widgets.charts import HOST_COLORS, MAX_HOST_SERIES, CurveChart, LatencyChart, ThroughputChart
-from tests.fleet_agents import agents as fleet_agents
-from tests.fleet_agents import answering
+from tests.helpers.fleet_agents import agents as fleet_agents
+from tests.helpers.fleet_agents import answering
 from tests.tui.helpers import DEVICES, FIXED_PRESETS, choose_preset, forever, wait_for
 
 SIZE = (80, 24)
@@ -43,7 +43,7 @@ A, B = "tcp://127.0.0.1:18001", "tcp://127.0.0.1:18002"
 @pytest.fixture
 def agents() -> Iterator[list[str]]:
     """Two `profiler-tui agent` processes, each on its own socket (their unix:// hosts); always stopped again
-    (tests/fleet_agents.py)."""
+    (tests/helpers/fleet_agents.py)."""
     with fleet_agents(2) as running:
         yield [a.host for a in running]
         sockets = [a.socket for a in running]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_structure import core_modules
+from tests.unit.test_structure import core_modules
 
 ROOT = Path(__file__).resolve().parents[2]
 UI = ("textual", "rich", "plotext", "textual_plotext")

@@ -24,7 +24,7 @@ from app.screens.run import RunScreen
 from app.screens.runs import RunsScreen
 from app.tui import create_app
 from app.widgets.series import SeriesPlot
-from tests.loopdev import loop_device
+from tests.helpers.loopdev import loop_device
 from tests.tui.helpers import open_import, open_runs, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -27,7 +27,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 TESTS = HERE.parent.parent
 ROOT = TESTS.parent
-sys.path.insert(0, str(TESTS))
+sys.path[:0] = [str(TESTS / "helpers"), str(TESTS / "integration"), str(TESTS)]  # as under pytest
 
 from loopdev import loop_device  # noqa: E402 - after the sys.path line above
 from test_telemetry import FAKE_NVME, NVME_DIR, fake_tool  # noqa: E402 - after the sys.path line above

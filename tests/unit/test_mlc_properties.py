@@ -18,7 +18,7 @@ from app.importer import mlc_points
 from app.runners import mlc_parse
 from app.runners.mlc_parse import LineParser, Section, loaded_rows, parse
 
-DATA = Path(__file__).resolve().parent / "data" / "mlc"
+DATA = Path(__file__).resolve().parents[1] / "data" / "mlc"
 SAMPLES = [p.read_text() for p in sorted(DATA.glob("*.txt"))]
 TABLES = [t for t in SAMPLES if loaded_rows(parse(t).sections)]
 KINDS = {"idle", "loaded", "idle_matrix", "peak_bandwidth", "bandwidth_matrix", "c2c", "bandwidth", "other"}

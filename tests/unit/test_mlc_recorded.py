@@ -1,11 +1,11 @@
 """The MLC parser's results on recorded outputs and their mutations are the recorded ones
-(tests/mlc_recorded.py made the expectation file with the parser before its rules became a table)."""
+(tests/helpers/mlc_recorded.py made the expectation file with the parser before its rules became a table)."""
 
 from __future__ import annotations
 
 import json
 
-from tests.mlc_recorded import EXPECTED, results
+from tests.helpers.mlc_recorded import EXPECTED, results
 
 
 def test_parser_results_are_the_recorded_ones() -> None:

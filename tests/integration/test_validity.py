@@ -194,7 +194,7 @@ def run(target: str, out: Path, *sets: str, env: dict[str, str] | None = None) -
     if env is None:
         return cli(*args)
     return subprocess.run([sys.executable, "-m", "app", *args], capture_output=True, text=True, timeout=300,
-                          cwd=Path(__file__).resolve().parents[1], env={**os.environ, **env})
+                          cwd=Path(__file__).resolve().parents[2], env={**os.environ, **env})
 
 
 def test_a_memory_filesystem_with_a_synchronous_engine_is_cpu_bound_short_of_depth_and_buffered(

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 TOP_FOLDERS = ("app/", "tests/", "native/", "presets/", "docs/", "bench/", "container/")
 TOP_FILES = ("Makefile", "README.md", "Dockerfile", "pyproject.toml")
@@ -77,10 +77,10 @@ def test_the_rule_finds_what_it_should_and_leaves_the_rest() -> None:
     candidates; a pattern is checked by its folder; fenced blocks are skipped."""
     text = ("See `app/no_such.py` and [gone](../tests/gone.py), `app/frame.py`, `raw/0001-x.json`, "
             "`~/.config/profiler-tui/presets/NAME.toml`, `/dev/loop0`, `presets/references/NAME.toml`, "
-            "`tests/test_doc_paths.py::test_x`, [web](https://example.org/app/x.py), [top](#top),\n"
+            "`tests/unit/test_doc_paths.py::test_x`, [web](https://example.org/app/x.py), [top](#top),\n"
             "```\ncat app/fenced_only.py `app/fenced_only.py`\n```\n")
     paths = named_paths(text, ROOT / "docs")
     assert paths == {"app/no_such.py", "tests/gone.py", "app/frame.py", "presets/references/NAME.toml",
-                     "tests/test_doc_paths.py"}
+                     "tests/unit/test_doc_paths.py"}
     assert sorted(p for p in paths if missing(p)) == ["app/no_such.py", "tests/gone.py"]
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 # what the sdist is made from: a copy, so the build's egg-info and build/ folders never touch the checkout
 SOURCES = ("app", "presets", "native/memlat", "pyproject.toml", "setup.py", "MANIFEST.in", "README.md")
 SKIP = shutil.ignore_patterns("__pycache__", "build", "*.egg-info")

@@ -16,7 +16,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-SCHEMAS = Path(__file__).resolve().parents[1] / "app" / "schemas"
+SCHEMAS = Path(__file__).resolve().parents[2] / "app" / "schemas"
 
 
 @lru_cache(maxsize=None)

@@ -35,7 +35,7 @@ from loopdev import loop_device
 from test_fleet import sshd  # noqa: F401 - the fixture: sshd on 127.0.0.1 with its own keys)
 from test_telemetry import fake_tool
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ESC, CSI8 = b"\x1b", b"\x9b"
 # a window title (OSC 0), a clipboard write (OSC 52), colour (CSI), an 8-bit CSI, a bell
 HOSTILE = "A\x1b]0;pwned title\x07B\x1b]52;c;ZWNobyBwd25lZA==\x1b\\C\x1b[31;1mD\x9b2JE\x07F|*x*"
@@ -522,7 +522,7 @@ def test_a_sigint_during_a_hung_telemetry_reading_ends_the_run_at_once(tmp_path:
         n = len(open(calls).read()) if os.path.exists(calls) else 0
         open(calls, "a").write("x")
         if n == 0:
-            print(open({str(Path(__file__).parent / 'data' / 'telemetry' / 'nvme-smart-log.json')!r}).read())
+            print(open({str(Path(__file__).parents[1] / 'data' / 'telemetry' / 'nvme-smart-log.json')!r}).read())
             sys.exit(0)
         open({str(hanging)!r}, "w").close()
         time.sleep(60)

@@ -1,7 +1,7 @@
 """The report of a fleet run (docs/report.md, "Fleet runs"): the median / MAD / outlier maths, the fleet table
 against the results lines, the report's sections, figure and results.csv, and what is read from an untrusted
-fleet directory.  Synthetic fleet directories (tests/fleet_util.py) are built from the real fio lines of the
-golden run; a non-fleet run's report is the golden test's business (tests/test_report.py)."""
+fleet directory.  Synthetic fleet directories (tests/helpers/fleet_util.py) are built from the real fio lines of the
+golden run; a non-fleet run's report is the golden test's business (tests/integration/test_report.py)."""
 
 from __future__ import annotations
 

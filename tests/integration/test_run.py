@@ -79,7 +79,7 @@ def test_five_second_point_streams_live_samples(tmp_path: Path) -> None:
         async for ev in FioRunner().run([(0, point)], ctx):
             if isinstance(ev, Sample):
                 samples.append(ev.data)
-            elif isinstance(ev, Result):  # (Phase events say what fio is doing: tests/test_phase.py)
+            elif isinstance(ev, Result):  # (Phase events say what fio is doing: tests/integration/test_phase.py)
                 results.append(ev)
         return samples, results
 

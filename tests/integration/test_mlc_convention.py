@@ -24,7 +24,7 @@ import pytest
 
 from app.runners.mlc_parse import LineParser
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 MLC_DATA = ROOT / "tests" / "data" / "mlc"
 ENGINE = ROOT / "native" / "memlat" / "build" / "memlat"
 LINE = 64.0

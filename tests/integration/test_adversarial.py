@@ -21,7 +21,7 @@ from app.points import StoragePoint
 from app.presets import STORAGE_KEYS
 from app.runners.fio import job_file
 from tests.conftest import run_cli
-from tests.loopdev import loop_factory, needs_loop  # noqa: F401 - a fixture and the skip mark
+from tests.helpers.loopdev import loop_factory, needs_loop  # noqa: F401 - a fixture and the skip mark
 
 
 def digest(path: str | Path) -> tuple[str, int]:

@@ -35,8 +35,8 @@ from schema_check import validate_dir
 from test_procedure import cli, lines, meta
 from test_validity import ATA, PCI, fake_sysfs
 
-DATA = Path(__file__).resolve().parent / "data" / "telemetry"
-ROOT = Path(__file__).resolve().parents[1]
+DATA = Path(__file__).resolve().parents[1] / "data" / "telemetry"
+ROOT = Path(__file__).resolve().parents[2]
 NVME_DIR = f"{PCI}/nvme/nvme0/nvme0n1"
 SD_DIR = f"{ATA}/host2/target2:0:0/2:0:0:0/block/sda"
 

@@ -370,7 +370,7 @@ def test_ctrl_c_at_any_moment_of_start_up_is_one_line_and_130(tmp_path: Path) ->
 # --- item 5: the results directory fills up (ENOSPC) -----------------------------------------------
 
 
-# the free-space check refuses these runs up front (tests/test_free_space.py); here the disk fills
+# the free-space check refuses these runs up front (tests/integration/test_free_space.py); here the disk fills
 # during the run, as when another writer takes the space
 NO_SPACE_CHECK = {"PROFILER_TUI_NO_SPACE_CHECK": "1"}
 

@@ -1,6 +1,6 @@
 """Device discovery, the `devices` command and report details (issue 3, acceptance 8).
 
-Loop devices are built by the test (tests/loopdev.py) and always detached;
+Loop devices are built by the test (tests/helpers/loopdev.py) and always detached;
 pre-existing devices are only listed and classified, never opened for writing.
 """
 
@@ -18,11 +18,11 @@ import pytest
 from app import devices, safety
 
 try:
-    from tests.loopdev import loop_factory, needs_loop
+    from tests.helpers.loopdev import loop_factory, needs_loop
 except ImportError:  # tests/ is not a package: pytest put it on sys.path
     from loopdev import loop_factory, needs_loop  # noqa: F401 - the fixture and the skip mark
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 VERDICTS = {safety.OK, safety.NEEDS_DESTRUCTIVE, safety.REFUSED}
 KEYS = {"name", "path", "type", "size", "model", "transport", "rotational", "mountpoints", "fstype", "pttype",
         "read_only", "holders", "verdict", "reasons", "write", "read", "children"}

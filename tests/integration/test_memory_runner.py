@@ -31,7 +31,7 @@ from app.runners.memory import MemoryRunner, check_memory
 from app.runners.mlc_parse import idle_latency, loaded_rows, parse_text
 from conftest import ROOT, mem_point
 
-MLC_DATA = Path(__file__).resolve().parent / "data" / "mlc"
+MLC_DATA = Path(__file__).resolve().parents[1] / "data" / "mlc"
 LOADED_SAMPLE = MLC_DATA / "v3.10-loaded-latency.txt"
 IDLE_SAMPLE = MLC_DATA / "v3.7-idle-latency.txt"
 ENGINE = memory.find_engine()[0]

@@ -62,7 +62,7 @@ def as_nobody(*argv: str, timeout: float = 60) -> subprocess.CompletedProcess[st
 def run_umask0(*args: str) -> subprocess.CompletedProcess[str]:
     """``profiler-tui ARGS`` started with umask 000 (what it creates would be 0777/0666 if it kept it)."""
     return subprocess.run([sys.executable, "-m", "app", *args], capture_output=True, text=True, timeout=300,
-                          preexec_fn=lambda: os.umask(0), cwd=Path(__file__).parent.parent)
+                          preexec_fn=lambda: os.umask(0), cwd=Path(__file__).parents[2])
 
 
 def tree_entries(top: Path) -> list[Path]:
@@ -441,7 +441,7 @@ def test_workload_preconditioning_of_a_read_only_plan_is_refused_before_any_dire
 
 
 def test_import_into_a_directory_nobody_owns_is_refused_and_its_own_is_0755(shared: Path) -> None:
-    sample = str(Path(__file__).parent / "data" / "mlc" / "v3.10-loaded-latency.txt")
+    sample = str(Path(__file__).parents[1] / "data" / "mlc" / "v3.10-loaded-latency.txt")
     theirs = shared / "theirs"
     theirs.mkdir()
     os.chown(theirs, NOBODY.pw_uid, NOBODY.pw_gid)

@@ -1,6 +1,6 @@
 """What the MLC text parser made of the recorded MLC outputs in tests/data/mlc and of deterministic
 mutations of them (lines dropped, repeated, cut, re-indented with tabs, upper-cased), fed whole and in
-7-character pieces; and of a few command lines.  ``python -m tests.mlc_recorded`` rewrites the
+7-character pieces; and of a few command lines.  ``python -m tests.helpers.mlc_recorded`` rewrites the
 expectation file — only when a change of the parser's results is intended."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 from app.runners.mlc_parse import LineParser, parse_command_line
 
-DATA = Path(__file__).resolve().parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 EXPECTED = DATA / "mlc_expected" / "parsed.json"
 COMMAND_LINES = ("--loaded_latency -W6 -l256 -d0", "-R -b4k -t 2.5 -k1-3 -c0", "--idle_latency -b 2g -D 0,100,x",
                  "-W 6 -l", "--foo=bar -e -X -t inf", "'unterminated -W5", "-b zz -t -1 -c 1.5 -D 1,,2")

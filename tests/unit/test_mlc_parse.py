@@ -18,7 +18,7 @@ from app.runners.mlc_parse import (
     traffic_from_text,
 )
 
-DATA = Path(__file__).resolve().parent / "data" / "mlc"
+DATA = Path(__file__).resolve().parents[1] / "data" / "mlc"
 FILES = sorted(DATA.glob("*.txt"))
 LOADED_FILES = ["v3.10-loaded-latency.txt", "v3.5-loaded-latency-MB.txt", "v3.7-loaded-latency-spaces.txt",
                 "v3.10-default-run-2socket-skylake.txt"]
@@ -48,7 +48,7 @@ def test_every_reference_file_is_present_and_parses() -> None:
     assert names == {"v3.10-default-run-2socket-skylake.txt", "v3.10-loaded-latency.txt",
                      "v3.5-loaded-latency-MB.txt", "v3.7-idle-latency.txt", "v3.7-loaded-latency-spaces.txt",
                      "v3.7-peak-injection-bandwidth.txt"}
-    shared = Path(__file__).resolve().parents[2] / "shared" / "reference" / "mlc"
+    shared = Path(__file__).resolve().parents[3] / "shared" / "reference" / "mlc"
     for f in FILES:  # byte-for-byte copies of the reference outputs
         if (shared / f.name).exists():
             assert f.read_bytes() == (shared / f.name).read_bytes()

@@ -316,7 +316,7 @@ def test_every_numeric_key_has_a_documented_upper_bound(key: str) -> None:
         with pytest.raises(ValueError):
             spec.parse(huge)
     assert words in spec.help, spec.help
-    doc = (Path(__file__).resolve().parent.parent / "docs" / "presets.md").read_text()
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "presets.md").read_text()
     row = next(line for line in doc.splitlines() if line.startswith(f"| `{key}` |"))
     assert words.replace("at most ", "") in row or words in row, row
 

@@ -2,7 +2,7 @@
 loop device made here, one `fio --client` per point across them; a host that drops mid-run; a refused host
 stopping everything before anything runs; one loopback TCP agent with its explicit flags; and one host reached
 through a real OpenSSH server started by the test.  The agent's own rules (socket directory, lock, no fio left
-after kill -9, nobody locked out) are in tests/test_fleet_agent.py."""
+after kill -9, nobody locked out) are in tests/integration/test_fleet_agent.py."""
 
 from __future__ import annotations
 
@@ -24,10 +24,10 @@ from app.fleet.hosts import parse_host
 from app.fleet.links import Link, agent_reachable
 from app.fleet.runner import ALL_CLIENTS, STALL_ENV
 from app.runners.fio_parse import metrics
-from tests import schema_check
 from tests.conftest import ROOT, run_cli
-from tests.fleet_agents import agents, fio_servers, kill_matching, processes, stop_process
-from tests.loopdev import loop_device, needs_loop
+from tests.helpers import schema_check
+from tests.helpers.fleet_agents import agents, fio_servers, kill_matching, processes, stop_process
+from tests.helpers.loopdev import loop_device, needs_loop
 
 pytestmark = needs_loop
 
@@ -276,7 +276,7 @@ def sshd(tmp_path: Path):
     ssh_config for the controller that trusts exactly that host key.  Stopped afterwards, nothing left."""
     if not os.path.exists(SSHD) or not shutil.which("ssh-keygen"):
         pytest.skip("OpenSSH server not installed (Debian: openssh-server)")
-    from tests.fleet_agents import free_port, listening
+    from tests.helpers.fleet_agents import free_port, listening
 
     d = tmp_path / "ssh"
     d.mkdir()

@@ -1,7 +1,7 @@
 """Target safety (docs/safety.md).
 
 Classifier tests build each situation for real with loop devices this test
-creates (tests/loopdev.py) and always detaches; the CLI tests (acceptance 1–5
+creates (tests/helpers/loopdev.py) and always detaches; the CLI tests (acceptance 1–5
 and 7) run `profiler-tui run custom` on those loop devices with a 1 s, 16 MiB
 point.  Nothing here writes to a device the test did not create: the root
 device is only classified (acceptance 6).
@@ -24,11 +24,11 @@ from app import safety
 from app.errors import EXIT_SAFETY, SafetyError
 
 try:
-    from tests.loopdev import LoopDevice, loop_factory, needs_loop, require_tools, sh
+    from tests.helpers.loopdev import LoopDevice, loop_factory, needs_loop, require_tools, sh
 except ImportError:  # tests/ is not a package: pytest put it on sys.path
     from loopdev import LoopDevice, loop_factory, needs_loop, require_tools, sh  # noqa: F401 - loop_factory: a fixture
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 # --------------------------------------------------------------------------- helpers
@@ -519,7 +519,7 @@ def test_mount_in_another_mount_namespace_is_caught(loop_factory, tmp_path):
 @needs_loop
 def test_loop_helper_cleans_up_after_a_failed_step(tmp_path):
     try:
-        from tests.loopdev import loop_device
+        from tests.helpers.loopdev import loop_device
     except ImportError:
         from loopdev import loop_device
     with pytest.raises(RuntimeError):

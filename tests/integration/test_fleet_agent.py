@@ -18,7 +18,7 @@ from typing import Callable, Iterator
 import pytest
 
 from tests.conftest import ROOT, run_cli
-from tests.fleet_agents import Agent, agents, fio_pids, free_port, kill_matching, listening, stop_process
+from tests.helpers.fleet_agents import Agent, agents, fio_pids, free_port, kill_matching, listening, stop_process
 
 NOBODY = 65534
 

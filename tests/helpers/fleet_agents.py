@@ -26,7 +26,7 @@ from typing import Iterator
 
 from app.fleet.agent import connects
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def free_port() -> int:

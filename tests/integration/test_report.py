@@ -6,7 +6,7 @@ tests/data/report/make_golden_run.py); its rendered report must equal
 tests/data/report/golden/report.md byte for byte.  After an intended change to the report,
 regenerate the golden file and review the diff:
 
-    PROFILER_TUI_REGEN_GOLDEN=1 .venv/bin/pytest tests/test_report.py -k golden
+    PROFILER_TUI_REGEN_GOLDEN=1 .venv/bin/pytest tests/integration/test_report.py -k golden
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def test_golden_report(golden_rendered: tuple[Path, str]) -> None:
         GOLDEN_MD.parent.mkdir(parents=True, exist_ok=True)
         GOLDEN_MD.write_text(text, encoding="utf-8")
     assert text == GOLDEN_MD.read_text(encoding="utf-8"), \
-        "report changed: review, then PROFILER_TUI_REGEN_GOLDEN=1 pytest tests/test_report.py -k golden"
+        "report changed: review, then PROFILER_TUI_REGEN_GOLDEN=1 pytest tests/integration/test_report.py -k golden"
 
 
 def test_golden_report_sections_and_units(golden_rendered: tuple[Path, str]) -> None:
@@ -262,7 +262,7 @@ def test_golden_report_of_a_run_with_drive_telemetry_and_a_write_cliff(tmp_path:
     if os.environ.get("PROFILER_TUI_REGEN_GOLDEN"):
         TELEMETRY_MD.write_text(text, encoding="utf-8")
     assert text == TELEMETRY_MD.read_text(encoding="utf-8"), \
-        "report changed: review, then PROFILER_TUI_REGEN_GOLDEN=1 pytest tests/test_report.py -k golden"
+        "report changed: review, then PROFILER_TUI_REGEN_GOLDEN=1 pytest tests/integration/test_report.py -k golden"
     assert "## Drive telemetry" in text and "`nvme smart-log /dev/nvme0 -o json`" in text
     assert re.search(r"\| Thermal-management T1 transitions +\| \+4 ", text)
     assert "A throttle counter rose while 1 point(s) ran, flagged **throttled**: write 128K QD8." in text

@@ -1,6 +1,6 @@
 """Steady-state points, preconditioning, rounds, the latency-bound search and adaptive axes, for real: fio on
 RAM-backed loop devices the tests create (and detach), some behind the kernel's blkio throttle so that the
-device saturates at a known rate (tests/throttle.py)."""
+device saturates at a known rate (tests/helpers/throttle.py)."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 APP = ROOT / "app"
 UI_PACKAGES = ("app.screens", "app.widgets", "app.tui", "app.console")  # app.console: the CLI's rich output
 

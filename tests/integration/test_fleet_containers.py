@@ -1,5 +1,5 @@
 """app/fleet/containers.py (run --start-agent) against podman's Docker-compatible API on a local unix socket,
-with tiny local images whose entry point imitates ``profiler-tui agent`` (tests/podman_service.py).  The real
+with tiny local images whose entry point imitates ``profiler-tui agent`` (tests/helpers/podman_service.py).  The real
 image's agent, reached by ``fio --client``, is checked by container/test.sh.
 
 Every test leaves nothing behind: the service is stopped and its socket removed, the images are removed, and
@@ -24,7 +24,7 @@ from app.errors import ProfilerError, UsageError
 from app.fleet import containers
 from app.fleet.containers import AgentContainerError, agent_socket, engine_url, start_agent, started_agents
 from app.fleet.hosts import parse_host
-from tests import podman_service
+from tests.helpers import podman_service
 
 OURS = f"io.profiler-tui.controller-pid={os.getpid()}"
 
