@@ -20,6 +20,7 @@ from typing import Any, Mapping, Sequence
 
 from app.report.model import StorageRow
 from app.report.procedure import _num, read_samples
+from app.results import MAX_NUMBER
 
 MIN_SAMPLES = 3  # fewer whole seconds cannot give a spread worth a sentence
 WHOLE_INTERVAL_S = 0.5  # a job's last dump covers the few ms after the previous one: not a one-second figure
@@ -64,8 +65,10 @@ class Spread:
 
 
 def spread(values: Sequence[float]) -> Spread | None:
-    """The spread of finite ``values``; None with fewer than MIN_SAMPLES of them."""
-    xs = [float(v) for v in values if isinstance(v, (int, float)) and math.isfinite(v)]
+    """The spread of finite ``values``; None with fewer than MIN_SAMPLES of them.  A value beyond ±MAX_NUMBER
+    (2**64, the largest figure a results file may hold) is junk, not a sample: near the float limit the
+    standard deviation itself would overflow to infinity."""
+    xs = [float(v) for v in values if isinstance(v, (int, float)) and math.isfinite(v) and abs(v) <= MAX_NUMBER]
     if len(xs) < MIN_SAMPLES:
         return None
     return Spread(len(xs), statistics.fmean(xs), statistics.stdev(xs), min(xs), max(xs))

@@ -29,7 +29,7 @@ from app.points import (
 from app.runners.fio import job_file
 from schema_check import schema
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 JSON_NAMES = {str: "string", int: "integer", float: "number", bool: "boolean", type(None): "null"}
 POINTS = {"storage": StoragePoint, "memory": MemoryPoint}
 

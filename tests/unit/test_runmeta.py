@@ -15,7 +15,7 @@ from app import runmeta
 from app.points import RunStatus, StoragePoint
 from app.runmeta import RunMetaError
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 # every key the reader looks at, at any depth: arbitrary objects are made of these keys (and others)
 KEYS = ["schema_version", "tool", "status", "kind", "preset", "name", "description", "source", "overrides", "plan",
         "points_total", "points_done", "estimated_seconds", "target", "target_created_by_tool", "target_info",
