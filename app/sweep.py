@@ -247,18 +247,16 @@ def check_storage_target(target: str, plan: Sequence[Point], *, yes: bool, allow
 
 
 class Targets:
-    """What a session measures: one local target (a storage file or device; none for a memory run), or a fleet's
-    hosts (:class:`FleetTargets`).  It owns what differs between the two: the target check before every point,
-    the hosts each plan point runs on, and so which results are still to come."""
+    """What a session measures: one local target (:class:`LocalTarget`), or a fleet's hosts
+    (:class:`FleetTargets`).  It owns what differs between the two: the target check before every point, the
+    hosts each plan point runs on, and so which results are still to come."""
 
-    def __init__(self, path: str | None = None, *, ours: bool = False) -> None:
-        self.path = path  # None: a memory run, or a fleet run (its targets are on its hosts)
-        self.ours = ours  # the tool created the test file (only ever its own scratch name) and may delete it
+    path: str | None = None  # the local target (None: a memory run, or a fleet run: its targets are on its hosts)
 
     @property
     def hosts(self) -> Sequence[str | None]:
         """Where each plan point runs: the one local target (no host name), or every host of a fleet."""
-        return (None,)
+        raise NotImplementedError
 
     @property
     def width(self) -> int:
@@ -267,7 +265,7 @@ class Targets:
 
     def key(self, point_key: str, host: str | None) -> str:
         """Names one result of a plan point (``point_key``: :func:`app.presets.point_key`)."""
-        return point_key
+        raise NotImplementedError
 
     def missing(self, plan: Sequence[Point], done: set[str], skipped: Container[int]) -> dict[int, list[str | None]]:
         """Plan index → the hosts still to measure it, for every point neither skipped nor measured everywhere
@@ -284,8 +282,7 @@ class Targets:
 
     def check(self, plan: Sequence[Point], writes: bool, *, yes: bool, allow_destructive: bool) -> None:
         """The checks a target passes again before every point (the device may have changed since planning)."""
-        if self.path is not None:
-            check_storage_target(self.path, plan, yes=yes, allow_destructive=allow_destructive, writes=writes)
+        raise NotImplementedError
 
     def unread_facts(self) -> TargetFacts:
         """What the validity checks know of the target before it is read (a local target is read next)."""
@@ -293,6 +290,31 @@ class Targets:
 
     def remove_scratch(self) -> bool:
         """Remove the test file the tool created (not a result); True if there was one."""
+        return False
+
+    def close(self) -> None:
+        """Let go of what reaches the target (a fleet's connections)."""
+
+
+class LocalTarget(Targets):
+    """The file or block device of this machine a storage run measures; none (``path`` None) for a memory run."""
+
+    def __init__(self, path: str | None, *, ours: bool = False) -> None:
+        self.path = path
+        self.ours = ours  # the tool created the test file (only ever its own scratch name) and may delete it
+
+    @property
+    def hosts(self) -> Sequence[str | None]:
+        return (None,)
+
+    def key(self, point_key: str, host: str | None) -> str:
+        return point_key
+
+    def check(self, plan: Sequence[Point], writes: bool, *, yes: bool, allow_destructive: bool) -> None:
+        if self.path is not None:
+            check_storage_target(self.path, plan, yes=yes, allow_destructive=allow_destructive, writes=writes)
+
+    def remove_scratch(self) -> bool:
         if self.ours and self.path and os.path.isfile(self.path):
             try:
                 os.unlink(self.path)
@@ -301,15 +323,11 @@ class Targets:
                 pass
         return False
 
-    def close(self) -> None:
-        """Let go of what reaches the target (a fleet's connections)."""
-
 
 class FleetTargets(Targets):
     """A fleet run's targets: every plan point runs on each host that lacks it, all at once (the fleet runner)."""
 
     def __init__(self, fleet: "Fleet") -> None:
-        super().__init__()
         self.fleet = fleet
 
     @property
@@ -846,7 +864,7 @@ def new_session(
             if meta["target_info"] is None:
                 meta["target_info"] = envinfo.target_info(target_path)  # a file: no probe, quick
         results.create(meta)
-        return Session(results=results, kind=preset.kind, plan=plan, targets=Targets(target_path, ours=ours),
+        return Session(results=results, kind=preset.kind, plan=plan, targets=LocalTarget(target_path, ours=ours),
                        runner=runner, yes=yes, allow_destructive=allow_destructive, engine=engine, lock=lock,
                        procedure=preset.procedure)
 
@@ -1030,5 +1048,5 @@ def _open_session(results: ResultsDir, lock: DirLock | None, *, engine: str | No
                          "a memory run has no target.")
     check_free_space(results.path, target, plan, len(plan), writes)
     runner = get_runner(kind, chosen_engine)
-    return Session(results=results, kind=kind, plan=plan, targets=Targets(target, ours=ours), runner=runner, yes=yes,
+    return Session(results=results, kind=kind, plan=plan, targets=LocalTarget(target, ours=ours), runner=runner, yes=yes,
                    allow_destructive=allow_destructive, engine=chosen_engine, lock=lock, procedure=procedure)
