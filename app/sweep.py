@@ -28,7 +28,7 @@ import time
 from contextlib import aclosing, contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, AsyncGenerator, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, AsyncGenerator, Callable, Container, Hashable, Iterator, Mapping, Sequence
 
 from app import envinfo, runmeta, safety, telemetry
 from app.errors import ProfilerError, UsageError
@@ -140,8 +140,9 @@ class RunFinished:
     path: Path
 
 
-Event = (RunStarted | PointStarted | Phase | Sample | PointDone | PointFailed | PointSkipped | PreconditionStarted
-         | PreconditionProgress | PreconditionDone | RunFinished)
+#: what ``Session.events()`` yields (a runner's own events are :data:`app.runners.base.Event`)
+SessionEvent = (RunStarted | PointStarted | Phase | Sample | PointDone | PointFailed | PointSkipped
+                | PreconditionStarted | PreconditionProgress | PreconditionDone | RunFinished)
 
 
 class RunFailed(ProfilerError):
@@ -246,28 +247,144 @@ def check_storage_target(target: str, plan: Sequence[Point], *, yes: bool, allow
         safety.check_read_only_size(target, max((p.bs for p in plan if isinstance(p, StoragePoint)), default=0))
 
 
+class Targets:
+    """What a session measures: one local target (:class:`LocalTarget`), or a fleet's hosts
+    (:class:`FleetTargets`).  It owns what differs between the two: the target check before every point, the
+    hosts each plan point runs on, and so which results are still to come."""
+
+    path: str | None = None  # the local target (None: a memory run, or a fleet run: its targets are on its hosts)
+
+    @property
+    def hosts(self) -> Sequence[str | None]:
+        """Where each plan point runs: the one local target (no host name), or every host of a fleet."""
+        raise NotImplementedError
+
+    @property
+    def width(self) -> int:
+        """Results per plan point."""
+        return len(self.hosts)
+
+    def key(self, point_key: str, host: str | None) -> str:
+        """Names one result of a plan point (``point_key``: :func:`app.presets.point_key`)."""
+        raise NotImplementedError
+
+    def missing(self, plan: Sequence[Point], done: set[str], skipped: Container[int]) -> dict[int, list[str | None]]:
+        """Plan index → the hosts still to measure it, for every point neither skipped nor measured everywhere
+        (``done``: the keys of the results lines)."""
+        out: dict[int, list[str | None]] = {}
+        for i, p in enumerate(plan):
+            hosts = [h for h in self.hosts if self.key(point_key(p), h) not in done]
+            if hosts and i not in skipped:
+                out[i] = hosts
+        return out
+
+    def assign_missing(self, missing: Mapping[int, Sequence[str | None]]) -> None:
+        """Tell the runner which hosts still need each point (one local target: nothing to tell)."""
+
+    def check(self, plan: Sequence[Point], writes: bool, *, yes: bool, allow_destructive: bool) -> None:
+        """The checks a target passes again before every point (the device may have changed since planning)."""
+        raise NotImplementedError
+
+    def unread_facts(self) -> TargetFacts:
+        """What the validity checks know of the target before it is read (a local target is read next)."""
+        return TargetFacts()
+
+    def remove_scratch(self) -> bool:
+        """Remove the test file the tool created (not a result); True if there was one."""
+        return False
+
+    def close(self) -> None:
+        """Let go of what reaches the target (a fleet's connections)."""
+
+
+class LocalTarget(Targets):
+    """The file or block device of this machine a storage run measures; none (``path`` None) for a memory run."""
+
+    def __init__(self, path: str | None, *, ours: bool = False) -> None:
+        self.path = path
+        self.ours = ours  # the tool created the test file (only ever its own scratch name) and may delete it
+
+    @property
+    def hosts(self) -> Sequence[str | None]:
+        return (None,)
+
+    def key(self, point_key: str, host: str | None) -> str:
+        return point_key
+
+    def check(self, plan: Sequence[Point], writes: bool, *, yes: bool, allow_destructive: bool) -> None:
+        if self.path is not None:
+            check_storage_target(self.path, plan, yes=yes, allow_destructive=allow_destructive, writes=writes)
+
+    def remove_scratch(self) -> bool:
+        if self.ours and self.path and os.path.isfile(self.path):
+            try:
+                os.unlink(self.path)
+                return True
+            except OSError:
+                pass
+        return False
+
+
+class FleetTargets(Targets):
+    """A fleet run's targets: every plan point runs on each host that lacks it, all at once (the fleet runner)."""
+
+    def __init__(self, fleet: "Fleet") -> None:
+        self.fleet = fleet
+
+    @property
+    def hosts(self) -> Sequence[str | None]:
+        return [h.name for h in self.fleet.hosts]
+
+    def key(self, point_key: str, host: str | None) -> str:
+        return f"{point_key}@{host}"
+
+    def assign_missing(self, missing: Mapping[int, Sequence[str | None]]) -> None:
+        self.fleet.missing = {i: [h for h in hosts if h is not None] for i, hosts in missing.items()}
+
+    def check(self, plan: Sequence[Point], writes: bool, *, yes: bool, allow_destructive: bool) -> None:
+        # every host, again: a host that cannot be asked now fails this point there
+        self.fleet.check(writes, yes=yes, allow_destructive=allow_destructive, strict=False)
+
+    def unread_facts(self) -> TargetFacts:
+        # the hosts' links and drives are not read: their checks cannot run
+        return TargetFacts(no_link=f"{NO_LINK}: a fleet run does not read its hosts' links",
+                           no_telemetry="no drive telemetry: a fleet run does not read its hosts' drives")
+
+    def close(self) -> None:
+        self.fleet.close()
+
+
 @dataclass
+class _Progress:
+    """Where a run stands while ``events()`` goes: what its PointStarted and RunFinished events report."""
+
+    total: int  # results the run makes (a fleet run: host-points), skipped points left out
+    done: int
+    remaining_s: float  # estimated time left
+    skipped: dict[int, str]  # plan index → why the procedure skipped it
+    measured: dict[int, Measured]  # plan index → its figures, for the procedure's rules
+    failed: int = 0
+    failed_at: set[int] = field(default_factory=set)
+
+
+@dataclass(kw_only=True)
 class Session:
     results: ResultsDir
     kind: Kind
     plan: list[Point]
-    target: str | None
+    targets: Targets
     runner: Runner
     yes: bool = False
     allow_destructive: bool = False
     engine: str = "auto"
-    target_is_ours: bool = False
-    _meta: RunMeta | None = None
     lock: DirLock | None = None
     procedure: Procedure = field(default_factory=Procedure)
     facts: TargetFacts = field(default_factory=TargetFacts)
     recorder: telemetry.Recorder | None = None  # the drive's health log, read while the run lasts
-    fleet: "Fleet | None" = None  # a fleet run: its hosts and their targets (``target`` is None)
 
     def close(self) -> None:
         """Release the results directory (``events()`` does it when it ends) and a fleet's connections."""
-        if self.fleet is not None:
-            self.fleet.close()
+        self.targets.close()
         if self.lock is not None:
             self.lock.release()
             self.lock = None
@@ -287,20 +404,18 @@ class Session:
         return self.results.path
 
     @property
+    def target(self) -> str | None:
+        """The local target's path (None: a memory run, or a fleet run)."""
+        return self.targets.path
+
+    @property
     def writes(self) -> bool:
         """The run may write to the target: a write point, or preconditioning."""
         return plan_writes(self.plan) or self.procedure.precondition != "none"
 
-    @property
-    def width(self) -> int:
-        """Results per plan point: the fleet's hosts, else one."""
-        return len(self.fleet.hosts) if self.fleet is not None else 1
-
     def completed_keys(self) -> set[str]:
-        """The points (a fleet run: point@host) results.jsonl holds."""
-        if self.fleet is None:
-            return {table_key(r["point"]) for r in self.results.records()}
-        return {f"{table_key(r['point'])}@{r.get('host')}" for r in self.results.records()}
+        """The results results.jsonl holds, by :meth:`Targets.key` (a fleet run: point@host)."""
+        return {self.targets.key(table_key(r["point"]), r.get("host")) for r in self.results.records()}
 
     def skipped(self) -> dict[int, str]:
         """Plan index → reason, for the points run.json says the procedure skipped (entries that do not name
@@ -308,34 +423,20 @@ class Session:
         return {e.index: e.reason or "skipped" for e in self.results.read_meta().skipped
                 if e.index is not None and e.index < len(self.plan)}
 
-    def pending(self) -> list[tuple[int, Point]]:
-        """The points still to measure; a fleet run's fleet learns which hosts each one still needs."""
-        done = self.completed_keys()
-        skipped = self.skipped()
-        if self.fleet is None:
-            return [(i, p) for i, p in enumerate(self.plan) if point_key(p) not in done and i not in skipped]
-        missing = {i: [h.name for h in self.fleet.hosts if f"{point_key(p)}@{h.name}" not in done]
-                   for i, p in enumerate(self.plan) if i not in skipped}
-        self.fleet.missing = {i: names for i, names in missing.items() if names}
-        return [(i, self.plan[i]) for i in sorted(self.fleet.missing)]
+    def missing(self) -> dict[int, list[str | None]]:
+        """Plan index → the hosts (one local target: ``[None]``) still to measure it."""
+        return self.targets.missing(self.plan, self.completed_keys(), self.skipped())
 
-    def _pending_units(self, pending: list[tuple[int, Point]]) -> int:
-        """Results still to come: the pending points (a fleet run: each times the hosts it still needs)."""
-        if self.fleet is None:
-            return len(pending)
-        return sum(len(self.fleet.missing.get(i, ())) for i, _ in pending)
+    def pending(self) -> list[tuple[int, Point]]:
+        """The points still to measure (on at least one host)."""
+        return [(i, self.plan[i]) for i in sorted(self.missing())]
 
     def check_target(self) -> None:
-        if self.fleet is not None:  # every host, again: a host that cannot be asked now fails this point there
-            self.fleet.check(self.writes, yes=self.yes, allow_destructive=self.allow_destructive, strict=False)
-            return
-        if self.kind == Kind.STORAGE and self.target is not None:
-            check_storage_target(self.target, self.plan, yes=self.yes, allow_destructive=self.allow_destructive,
-                                 writes=self.writes)
+        self.targets.check(self.plan, self.writes, yes=self.yes, allow_destructive=self.allow_destructive)
 
     def _batches(self, pending: list[tuple[int, Point]]) -> list[list[tuple[int, Point]]]:
         batches: list[list[tuple[int, Point]]] = []
-        last_key: Any = None
+        last_key: Hashable = None
         for item in pending:
             key = self.runner.batch_key(item[1])
             if batches and key == last_key:
@@ -345,35 +446,18 @@ class Session:
             last_key = key
         return batches
 
-    async def events(self) -> AsyncGenerator[Event, None]:
+    async def events(self) -> AsyncGenerator[SessionEvent, None]:
         try:
-            pending = self.pending()
-            skipped = self.skipped()
-            total = (len(self.plan) - len(skipped)) * self.width
-            done = total - self._pending_units(pending)
-            failed = 0
-            remaining = sum(estimate_point_seconds(p) for _, p in pending)
-            self.results.repair_tail()
-            self.results.make_reserve()
-            meta = self.results.update_meta(status=RunStatus.RUNNING, resumed_at=now_iso() if done else None)
-            measured = self._measured()
-            if self.kind == Kind.STORAGE and self.target is not None:
-                meta = self._read_target_facts(meta)
-                meta = self._open_telemetry(meta)
-            elif self.fleet is not None:  # the hosts' links and drives are not read: their checks cannot run
-                self.facts = TargetFacts(no_link=f"{NO_LINK}: a fleet run does not read its hosts' links",
-                                         no_telemetry="no drive telemetry: a fleet run does not read its hosts' drives")
-            if self._needs_precondition(meta):
-                remaining += precondition_estimate_s(self.procedure, self.plan)
+            progress, pending, meta = self._begin()
         except OSError as e:
             raise self._fail(_os_reason(e, self.path)) from None
         except BaseException as e:
             self._finish(*_ending(e))
             raise
-        yield RunStarted(total, total - done, remaining, meta, self.path)  # fleet runs: host-points
+        # fleet runs: host-points
+        yield RunStarted(progress.total, progress.total - progress.done, progress.remaining_s, meta, self.path)
         ctx = Context(target=self.target, raw_dir=self.results.raw_dir, engine=self.engine, plan_writes=self.writes,
                       note=self._note)
-        failed_at: set[int] = set()
         rec = self.recorder
         polling: asyncio.Future[None] | None = None
         try:
@@ -385,74 +469,14 @@ class Session:
                     async for event in precondition:
                         yield event
             for batch in self._batches(pending):
-                batch = [(i, p) for i, p in batch if i not in skipped]
-                if not batch:
-                    continue
-                # the device's state may have changed since planning; the check may probe the device
-                # (blkid), so it runs off the event loop and a TUI stays responsive
-                await asyncio.to_thread(self.check_target)
-                started_at = {i: now_iso() for i, _ in batch[:1]}
-                t0 = time.monotonic()
-                points = dict(batch)
-                yield PointStarted(batch[0][0], batch[0][1], done, total, remaining)
-                if rec is not None:
-                    await rec.start_point(batch[0][0])
-                stream = self.runner.run(batch, ctx)
-                try:
-                    async for ev in stream:
-                        if isinstance(ev, (Sample, Phase)):  # live figures; what fio is doing (layout, ramp …)
-                            yield ev
-                            continue
-                        if not isinstance(ev, Result):
-                            continue
-                        point = points[ev.index]
-                        remaining -= estimate_point_seconds(point) / self.width
-                        seen: tuple[dict[str, Any], str | None] = ({}, None)
-                        if rec is not None:
-                            seen = await rec.end_point(ev.index)
-                        if ev.error:
-                            failed += 1
-                            failed_at.add(ev.index)
-                            no_space = self.kind == Kind.STORAGE and NO_SPACE in ev.error
-                            if no_space:  # fio filled the disk laying out our test file: free it first
-                                self._remove_scratch()
-                            self._write_raw(ev, point)
-                            host = ev.extra.get("host")
-                            self._record_failure(ev.index, point, ev.error, host)
-                            yield PointFailed(ev.index, point, ev.error, host)
-                            if no_space:  # every further point would fail the same way
-                                raise _NoSpace(f"fio found no space left on device for the test file {self.target}")
-                        else:
-                            try:
-                                record = self._record(ev, point, started_at.get(ev.index), t0, *seen)
-                                self.results.append(record)
-                            except OSError:  # not recorded (disk full): the runner's files name no line
-                                _remove_files(ev)
-                                raise
-                            done += 1
-                            found = measured_from_record(record)
-                            if found is not None:
-                                measured[ev.index] = found
-                            yield PointDone(ev.index, record, done, total)
-                        for index, reason in self._new_skips(measured, skipped, failed_at).items():
-                            skipped[index] = reason
-                            total -= self.width
-                            remaining -= estimate_point_seconds(self.plan[index])
-                            yield PointSkipped(index, self.plan[index], reason)
-                        nxt = next((i for i in points if i > ev.index and i not in skipped), None)
-                        if nxt is not None:
-                            started_at[nxt] = now_iso()
-                            t0 = time.monotonic()
-                            yield PointStarted(nxt, points[nxt], done, total, remaining)
-                            if rec is not None:
-                                await rec.start_point(nxt)
-                finally:
-                    await stream.aclose()  # the runner's finally stops its child when we leave early
+                async with aclosing(self._batch_events(batch, progress, ctx)) as events:  # the runner stopped too
+                    async for event in events:
+                        yield event
             if polling is not None:
                 polling.cancel()
             if rec is not None:
                 await rec.take("after", None)
-            status = RunStatus.COMPLETE if failed == 0 else RunStatus.PARTIAL
+            status = RunStatus.COMPLETE if progress.failed == 0 else RunStatus.PARTIAL
         except OSError as e:  # writing the results directory: full, read-only, I/O error
             raise self._fail(_os_reason(e, self.path)) from None
         except (_NoSpace, _PreconditionFailed) as e:
@@ -466,7 +490,104 @@ class Session:
             if rec is not None:
                 rec.close()
         self._finish(status, None)
-        yield RunFinished(status, done, total, failed, self.path)
+        yield RunFinished(status, progress.done, progress.total, progress.failed, self.path)
+
+    def _begin(self) -> tuple[_Progress, list[tuple[int, Point]], RunMeta]:
+        """The run marked running in run.json; where it stands (earlier sessions included), the points still to
+        measure, and run.json.  The target's facts and its drive's telemetry are read now."""
+        missing = self.missing()
+        self.targets.assign_missing(missing)
+        pending = [(i, self.plan[i]) for i in sorted(missing)]
+        skipped = self.skipped()
+        total = (len(self.plan) - len(skipped)) * self.targets.width
+        done = total - sum(len(hosts) for hosts in missing.values())
+        remaining = sum(estimate_point_seconds(p) for _, p in pending)
+        self.results.repair_tail()
+        self.results.make_reserve()
+        meta = self.results.update_meta(status=RunStatus.RUNNING, resumed_at=now_iso() if done else None)
+        measured = self._measured()
+        self.facts = self.targets.unread_facts()
+        if self.kind == Kind.STORAGE and self.target is not None:
+            meta = self._read_target_facts(meta)
+            meta = self._open_telemetry(meta)
+        if self._needs_precondition(meta):
+            remaining += precondition_estimate_s(self.procedure, self.plan)
+        return _Progress(total, done, remaining, skipped, measured), pending, meta
+
+    async def _batch_events(self, batch: list[tuple[int, Point]], progress: _Progress,
+                            ctx: Context) -> AsyncGenerator[SessionEvent, None]:
+        """One runner call: its points started in turn, their live figures passed on, each result recorded."""
+        batch = [(i, p) for i, p in batch if i not in progress.skipped]
+        if not batch:
+            return
+        # the device's state may have changed since planning; the check may probe the device
+        # (blkid), so it runs off the event loop and a TUI stays responsive
+        await asyncio.to_thread(self.check_target)
+        points = dict(batch)
+        started_at = {batch[0][0]: now_iso()}
+        t0 = time.monotonic()
+        yield PointStarted(batch[0][0], batch[0][1], progress.done, progress.total, progress.remaining_s)
+        if self.recorder is not None:  # its telemetry window opens
+            await self.recorder.start_point(batch[0][0])
+        async with aclosing(self.runner.run(batch, ctx)) as stream:  # the runner's finally stops its child
+            async for ev in stream:
+                if not isinstance(ev, Result):  # live figures; what fio is doing (layout, ramp …)
+                    yield ev
+                    continue
+                result = self._result_events(ev, points[ev.index], started_at.get(ev.index), t0, progress)
+                async with aclosing(result) as events:
+                    async for event in events:
+                        yield event
+                nxt = next((i for i in points if i > ev.index and i not in progress.skipped), None)
+                if nxt is not None:
+                    started_at[nxt] = now_iso()
+                    t0 = time.monotonic()
+                    yield PointStarted(nxt, points[nxt], progress.done, progress.total, progress.remaining_s)
+                    if self.recorder is not None:
+                        await self.recorder.start_point(nxt)
+
+    async def _result_events(self, ev: Result, point: Point, started: str | None, t0: float,
+                             progress: _Progress) -> AsyncGenerator[SessionEvent, None]:
+        """One result of a point: recorded (results.jsonl, or run.json's failures), then the points the
+        procedure's rules skip now."""
+        progress.remaining_s -= estimate_point_seconds(point) / self.targets.width
+        drive, throttled = await self.recorder.end_point(ev.index) if self.recorder is not None else ({}, None)
+        if ev.error:
+            no_space = self.kind == Kind.STORAGE and NO_SPACE in ev.error
+            yield self._point_failed(ev, point, ev.error, progress, no_space)
+            if no_space:  # every further point would fail the same way
+                raise _NoSpace(f"fio found no space left on device for the test file {self.target}")
+        else:
+            yield self._point_done(ev, point, started, t0, drive, throttled, progress)
+        for index, reason in self._new_skips(progress.measured, progress.skipped, progress.failed_at).items():
+            progress.skipped[index] = reason
+            progress.total -= self.targets.width
+            progress.remaining_s -= estimate_point_seconds(self.plan[index])
+            yield PointSkipped(index, self.plan[index], reason)
+
+    def _point_failed(self, ev: Result, point: Point, error: str, progress: _Progress, no_space: bool) -> PointFailed:
+        progress.failed += 1
+        progress.failed_at.add(ev.index)
+        if no_space:  # fio filled the disk laying out our test file: free it first
+            self._remove_scratch()
+        self._write_raw(ev, point)
+        host = ev.extra.get("host")
+        self._record_failure(ev.index, point, error, host)
+        return PointFailed(ev.index, point, error, host)
+
+    def _point_done(self, ev: Result, point: Point, started: str | None, t0: float, drive: dict[str, object],
+                    throttled: str | None, progress: _Progress) -> PointDone:
+        try:
+            record = self._record(ev, point, started, t0, drive, throttled)
+            self.results.append(record)
+        except OSError:  # not recorded (disk full): the runner's files name no line
+            _remove_files(ev)
+            raise
+        progress.done += 1
+        found = measured_from_record(record)
+        if found is not None:
+            progress.measured[ev.index] = found
+        return PointDone(ev.index, record, progress.done, progress.total)
 
     def _open_telemetry(self, meta: RunMeta) -> RunMeta:
         """Find the target's drive and how to read its health log; run.json's ``telemetry`` says which, or why
@@ -529,7 +650,7 @@ class Session:
             return False
         return not meta.precondition_done  # a resumed run does not repeat it
 
-    async def _precondition(self, ctx: Context) -> AsyncGenerator[Event, None]:
+    async def _precondition(self, ctx: Context) -> AsyncGenerator[SessionEvent, None]:
         """Run the preconditioning pass (safety checked first, as for a point); run.json records it."""
         await asyncio.to_thread(self.check_target)
         job = precondition_job(self.procedure, self.plan, ctx)
@@ -573,14 +694,7 @@ class Session:
 
     def _remove_scratch(self) -> bool:
         """Remove the test file the tool created (not a result); True if there was one."""
-        # target_is_ours is only ever set for the tool's own scratch name (new_session, load_session)
-        if self.target_is_ours and self.target and os.path.isfile(self.target):
-            try:
-                os.unlink(self.target)
-                return True
-            except OSError:
-                pass
-        return False
+        return self.targets.remove_scratch()
 
     def _finish(self, status: RunStatus, reason: str | None) -> str | None:
         """Record how the run ended and release the directory; never raises.  Returns why run.json
@@ -739,10 +853,10 @@ def new_session(
             created.extend(make_dirs(Path(target_path).parent, risk=None))  # a test file's: no results there
             if meta["target_info"] is None:
                 meta["target_info"] = envinfo.target_info(target_path)  # a file: no probe, quick
-        made = runmeta.new(meta, results.run_json)
-        results.create(made)
-        return Session(results, preset.kind, plan, target_path, runner, yes, allow_destructive, engine, ours,
-                       made, lock=lock, procedure=preset.procedure)
+        results.create(runmeta.new(meta, results.run_json))
+        return Session(results=results, kind=preset.kind, plan=plan, targets=LocalTarget(target_path, ours=ours),
+                       runner=runner, yes=yes, allow_destructive=allow_destructive, engine=engine, lock=lock,
+                       procedure=preset.procedure)
 
     created: list[Path] = []
     return _create(out_dir, make, created, on_created)
@@ -803,10 +917,9 @@ def _new_fleet_session(preset: Preset, plan: list[Point], out_dir: Path, fleet: 
         meta["fleet"] = fleet.to_meta()
 
         def make(results: ResultsDir, lock: DirLock) -> Session:
-            made = runmeta.new(meta, results.run_json)
-            results.create(made)
-            return Session(results, Kind.STORAGE, plan, None, runner, yes, allow_destructive, "auto", False, made,
-                           lock=lock, procedure=preset.procedure, fleet=fleet)
+            results.create(runmeta.new(meta, results.run_json))
+            return Session(results=results, kind=Kind.STORAGE, plan=plan, targets=FleetTargets(fleet), runner=runner,
+                           yes=yes, allow_destructive=allow_destructive, lock=lock, procedure=preset.procedure)
 
         return _create(out_dir, make, [], on_created)
     except BaseException:
@@ -891,8 +1004,8 @@ def _open_fleet_session(results: ResultsDir, lock: DirLock | None, recorded: Rec
     except BaseException:
         fleet.close()
         raise
-    return Session(results, Kind.STORAGE, recorded.plan, None, runner, yes, allow_destructive, "auto", False, meta,
-                   lock=lock, procedure=recorded.procedure, fleet=fleet)
+    return Session(results=results, kind=Kind.STORAGE, plan=recorded.plan, targets=FleetTargets(fleet), runner=runner,
+                   yes=yes, allow_destructive=allow_destructive, lock=lock, procedure=recorded.procedure)
 
 
 def _open_session(results: ResultsDir, lock: DirLock | None, *, engine: str | None, yes: bool,
@@ -923,5 +1036,5 @@ def _open_session(results: ResultsDir, lock: DirLock | None, *, engine: str | No
                          "a memory run has no target.")
     check_free_space(results.path, target, plan, len(plan), writes)
     runner = get_runner(kind, chosen_engine)
-    return Session(results, kind, plan, target, runner, yes, allow_destructive, chosen_engine, ours, meta, lock=lock,
-                   procedure=procedure)
+    return Session(results=results, kind=kind, plan=plan, targets=LocalTarget(target, ours=ours), runner=runner, yes=yes,
+                   allow_destructive=allow_destructive, engine=chosen_engine, lock=lock, procedure=procedure)

@@ -61,8 +61,8 @@ class Fleet:
     links: dict[str, Link] = field(default_factory=dict)
     shapes: dict[str, TargetShape] = field(default_factory=dict)  # host → its target, as the host said
     devices: dict[str, tuple[int, int] | None] = field(default_factory=dict)  # host → its target's block device
-    # what the sweep learns before each point: plan index → hosts still to measure it, and host → why it could
-    # not be asked (its host-points of that round fail)
+    # what the sweep tells before the run (sweep.FleetTargets.assign_missing): plan index → hosts still to
+    # measure it; and what each check learns: host → why it could not be asked (its host-points of that round fail)
     missing: dict[int, list[str]] = field(default_factory=dict)
     unreachable: dict[str, str] = field(default_factory=dict)
 
