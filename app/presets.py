@@ -33,7 +33,6 @@ import re
 import stat
 import sys
 import tomllib
-import unicodedata
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, TypedDict
@@ -52,6 +51,7 @@ from app.procedure import (
     precondition_estimate_s,
 )
 from app.results import is_plain_name
+from app.sanitize import escape_control, has_control, show_value
 from app.units import format_duration, parse_duration, parse_size, setting_text
 
 STORAGE = Kind.STORAGE
@@ -87,42 +87,7 @@ MAX_CPUS_CHARS = 4096
 
 # --- control characters: refused in every string a preset, --set or a plan carries ---------------
 
-_ASCII_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-_CONTROL_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
-
-
-def _is_control(ch: str) -> bool:
-    return unicodedata.category(ch) in _CONTROL_CATEGORIES
-
-
-def has_control(text: str) -> bool:
-    """True when ``text`` holds a control character: C0/C1 controls (newline, tab, NUL, ESC, DEL …),
-    format characters (e.g. bidi overrides, zero-width joiners) or line/paragraph separators."""
-    if text.isascii():
-        return _ASCII_CONTROL.search(text) is not None
-    return any(_is_control(ch) for ch in text)
-
-
-def _escape(text: str) -> str:
-    return "".join((f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}") if _is_control(ch) else ch
-                   for ch in text)
-
-
-def show_value(value: Any, limit: int = 60) -> str:
-    """A value as an error message shows it: strings quoted, control characters escaped, cut short."""
-    if isinstance(value, str):
-        text = f"'{_escape(value) if has_control(value) else value}'"
-    elif isinstance(value, float):
-        text = repr(value)  # inf, -inf, nan as TOML spells them
-    else:
-        try:
-            text = json.dumps(value, default=str)
-        except (TypeError, ValueError, RecursionError):
-            # str() of an int refuses more than 4300 digits
-            text = f"(an integer of {value.bit_length()} bits)" if isinstance(value, int) else object.__repr__(value)
-        if has_control(text):
-            text = _escape(text)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+# has_control and show_value live in app.sanitize (one way to show a value in an error, for every reader)
 
 
 # --- value parsers: each takes a TOML or command-line value, returns the canonical one ---------
@@ -668,13 +633,13 @@ def plan_writes(points: Iterable[Point]) -> bool:
 
 
 def _fail(where: str, msg: str) -> UsageError:
-    return UsageError(f"{_escape(where) if has_control(where) else where}: {msg}")
+    return UsageError(f"{escape_control(where) if has_control(where) else where}: {msg}")
 
 
 def _shown_path(path: str | os.PathLike[str]) -> str:
     text = os.fspath(path)
     text = text if isinstance(text, str) else os.fsdecode(text)
-    return _escape(text) if has_control(text) else text
+    return escape_control(text) if has_control(text) else text
 
 
 def _check_value(where: str, kind: str, key: str, value: Any) -> Any:
@@ -1052,7 +1017,7 @@ def parse_overrides(kind: str, items: list[str] | tuple[str, ...]) -> dict[str, 
     error, so ``--set $'rw=randread\n'`` is refused rather than read as randread."""
     result: dict[str, list[Any]] = {}
     for item in items:
-        shown = _escape(item) if has_control(item) else item
+        shown = escape_control(item) if has_control(item) else item
         if "=" not in item:
             raise UsageError(f"--set '{shown}' is not KEY=VALUE (for example --set bs=4k,64k).")
         key, _, value = item.partition("=")

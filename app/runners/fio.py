@@ -32,6 +32,7 @@ from app.procedure import (
     first_write_point,
     region_size,
 )
+from app.records import Parts, StorageMetrics
 from app.results import open_file, write_new
 from app.runners.base import Child, Context, Event, Phase, Result, Runner, Sample
 from app.runners.fio_parse import (
@@ -162,7 +163,7 @@ def point_writes(point: StoragePoint) -> bool:
 _UNSAFE = re.compile(r"[\x00-\x1f\x7f;#$]")
 
 
-def _ini(key: str, value: Any) -> str:
+def _ini(key: str, value: object) -> str:
     text = str(value)
     bad = _UNSAFE.search(text)
     if bad or not text.strip():
@@ -219,7 +220,7 @@ def _check_types(point: StoragePoint) -> None:
 
 
 def job_file(point: StoragePoint, target: str, plan_writes: bool = True,
-             more: list[tuple[str, Any]] | None = None, shape: TargetShape | None = None) -> str:
+             more: list[tuple[str, object]] | None = None, shape: TargetShape | None = None) -> str:
     """The fio job file of a point (an INI text fio reads as is).
 
     On a target that exists (a block device, or a regular file the user named), a plan that only
@@ -252,7 +253,7 @@ def job_file(point: StoragePoint, target: str, plan_writes: bool = True,
         # (PR_SET_PDEATHSIG); forked job processes would outlive it (each calls setsid)
         ("thread", 1),
     ]
-    job: list[tuple[str, Any]] = [
+    job: list[tuple[str, object]] = [
         ("rw", point.rw),
         ("bs", point.bs),
         ("iodepth", point.iodepth),
@@ -268,7 +269,7 @@ def job_file(point: StoragePoint, target: str, plan_writes: bool = True,
     return "\n".join(lines) + "\n"
 
 
-def _steady_options(point: StoragePoint) -> list[tuple[str, Any]]:
+def _steady_options(point: StoragePoint) -> list[tuple[str, object]]:
     """fio's steady-state detection: the job ends once the criterion holds over the window (runtime caps it)."""
     if point.steady is None:
         return []
@@ -276,7 +277,7 @@ def _steady_options(point: StoragePoint) -> list[tuple[str, Any]]:
             ("steadystate_ramp_time", _seconds(point.steady_ramp or 0))]
 
 
-def _latency_options(point: StoragePoint) -> list[tuple[str, Any]]:
+def _latency_options(point: StoragePoint) -> list[tuple[str, object]]:
     """fio's latency_target search: the deepest queue (up to iodepth) whose latency percentile meets the bound;
     fio then measures one more window at that depth and ends the job (runtime caps the search)."""
     if point.latency_bound is None:
@@ -330,29 +331,26 @@ class FioRunner(Runner):
         raw: dict[str, str | bytes] = {".fio": text}
         if run.stderr.strip() or run.noise:
             raw[".stderr.txt"] = "\n".join(run.noise + [run.stderr])
-        extra: dict[str, Any] = {"wall_s": round(run.wall, 3), "job": job_name(point)}
+        wall_s, job = round(run.wall, 3), job_name(point)
         files = kept_samples(run.samples_path)
         if run.last is None:
             msg = _fio_message(run.stderr, run.noise) or f"fio exited with status {run.returncode} and no result"
-            yield Result(index, {}, raw, extra, error=msg, files=files)
+            yield Result(index, None, raw, Parts(wall_s=wall_s, job=job), error=msg, files=files)
             return
         raw[".json"] = json.dumps(run.last, indent=1)
         m = metrics(run.last)
-        extra["fio_version"] = run.last.get("fio version")
-        if point.steady is not None:
-            extra["steady"] = steady_result(run.last, point.steady, point.steady_window or 5)
-        if point.latency_bound is not None:
-            extra["operating_point"] = operating_point(run.last, m, point.latency_bound,
-                                                       point.latency_percentile or 99, point.runtime)
-        if point.rw == "write":
-            cliff = write_cliff(run.samples)
-            if cliff is not None:
-                extra["write_cliff"] = cliff
+        steady = steady_result(run.last, point.steady, point.steady_window or 5) if point.steady is not None else None
+        op = (operating_point(run.last, m, point.latency_bound, point.latency_percentile or 99, point.runtime)
+              if point.latency_bound is not None else None)
+        cliff = write_cliff(run.samples) if point.rw == "write" else None
+        parts = Parts(wall_s=wall_s, job=job, fio_version=_version(run.last), steady=steady, operating_point=op,
+                      write_cliff=dict(cliff) if cliff is not None else None,
+                      keys=("wall_s", "job", "fio_version") + (("steady",) if steady is not None else ())
+                      + (("operating_point",) if op is not None else ()) + (("write_cliff",) if cliff is not None else ()))
+        error = None
         if m.get("errors") or run.returncode:
-            msg = _fio_message(run.stderr, run.noise) or f"fio job error {m.get('errors')}"
-            yield Result(index, m, raw, extra, error=msg, files=files)
-            return
-        yield Result(index, m, raw, extra, files=files)
+            error = _fio_message(run.stderr, run.noise) or f"fio job error {m.get('errors')}"
+        yield Result(index, StorageMetrics.of(m), raw, parts, error=error, files=files)
 
 
 SAMPLES_SUFFIX = ".samples.jsonl"
@@ -364,7 +362,7 @@ class PreconditionJob:
     """The preconditioning pass before a run's first point: one fio job, its samples streamed like a point's."""
 
     point: StoragePoint
-    more: list[tuple[str, Any]]  # job options beyond the point's (loops)
+    more: list[tuple[str, object]]  # job options beyond the point's (loops)
     description: str
     estimate_s: float
 
@@ -382,23 +380,28 @@ class PreconditionJob:
         raw: dict[str, str | bytes] = {".fio": text}
         if run.stderr.strip() or run.noise:
             raw[".stderr.txt"] = "\n".join(run.noise + [run.stderr])
-        extra: dict[str, Any] = {"wall_s": round(run.wall, 3)}
+        wall_s = round(run.wall, 3)
         if run.last is None:
             msg = _fio_message(run.stderr, run.noise) or f"fio exited with status {run.returncode} and no result"
-            yield Result(-1, {}, raw, extra, error=msg)
+            yield Result(-1, None, raw, Parts(wall_s=wall_s), error=msg)
             return
         raw[".json"] = json.dumps(run.last, indent=1)
         m = metrics(run.last)
-        if self.point.steady is not None:
-            extra["steady"] = steady_result(run.last, self.point.steady, self.point.steady_window or 5)
+        steady = (steady_result(run.last, self.point.steady, self.point.steady_window or 5)
+                  if self.point.steady is not None else None)
         cliff = write_cliff(run.samples)
-        if cliff is not None:
-            extra["write_cliff"] = cliff
         error = None
         if m.get("errors") or run.returncode:
             error = _fio_message(run.stderr, run.noise) or f"fio job error {m.get('errors')}"
         files = kept_samples(run.samples_path)
-        yield Result(-1, m, raw, extra, error=error, files=files)
+        parts = Parts(wall_s=wall_s, steady=steady, write_cliff=dict(cliff) if cliff is not None else None)
+        yield Result(-1, StorageMetrics.of(m), raw, parts, error=error, files=files)
+
+
+def _version(doc: dict[str, object]) -> str | None:
+    """fio's version as its JSON names it (a results line keeps the key, null when fio gave none)."""
+    v = doc.get("fio version")
+    return v if isinstance(v, str) else None
 
 
 def precondition_job(procedure: Procedure, plan: Sequence[Point], ctx: Context) -> PreconditionJob:
