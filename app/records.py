@@ -24,6 +24,7 @@ from typing import Callable, Mapping, TypeAlias, TypeVar
 
 from app.errors import UsageError
 from app.points import Kind
+from app.sanitize import show_value
 
 # a value of parsed JSON (what json.loads gives)
 JSONValue: TypeAlias = "None | bool | int | float | str | list[JSONValue] | dict[str, JSONValue]"
@@ -55,6 +56,8 @@ def number(v: object) -> float | None:
     """The one conversion of an untrusted JSON value to a figure: a finite number (not a bool) as a float, else
     None (a string, a bool, infinity, an integer beyond a float).  The readers of results lines, samples and
     run.json figures all use it."""
+    if type(v) is float:  # the common case first: a results file holds hundreds of thousands
+        return v if math.isfinite(v) else None
     if not isinstance(v, (int, float)) or isinstance(v, bool):
         return None
     try:
@@ -62,17 +65,6 @@ def number(v: object) -> float | None:
     except OverflowError:  # JSON integers have no size limit
         return None
     return f if math.isfinite(f) else None
-
-
-def shown(v: object) -> str:
-    """A value as one short piece of a sentence: its JSON, strings in single quotes, at most 60 characters."""
-    try:
-        text = json.dumps(v, default=str)
-    except (ValueError, RecursionError):
-        text = type(v).__name__
-    if isinstance(v, str):
-        text = "'" + text[1:-1] + "'"
-    return text if len(text) <= 60 else text[:59] + "…"
 
 
 class _Misfit:
@@ -146,7 +138,7 @@ def _emit(obj: object, keys: tuple[str, ...], more: Mapping[str, JSONValue],
     for k in keys:
         if k in more:
             out[k] = more[k]
-        elif parts is not None and not hasattr(obj, k):
+        elif parts is not None and k in PART_KEYS:  # a runner's part of a line
             out[k] = _json(getattr(parts, k))
         else:
             out[k] = _json(getattr(obj, k))
@@ -207,15 +199,25 @@ def _latency(v: object, check: Callable[[str, object], None] | None) -> Latency 
     """A latency summary; ``check`` refuses a value that is no number, bool or null (the checked summaries)."""
     if not isinstance(v, dict):
         return _MISFIT
-    for k, x in v.items():
-        if x is not None and not isinstance(x, bool) and not is_num(x):
-            if check is None:
-                return _MISFIT
-            check(k, x)
-    t = _Taker(v, _names(Latency))
-    nums = {k: t.take(k, _num) for k in ("min", "mean", "max", "stddev", "p50", "p90", "p99", "p99_9", "p99_99")}
-    return Latency(nums["min"], nums["mean"], nums["max"], nums["stddev"], nums["p50"], nums["p90"], nums["p99"],
-                   nums["p99_9"], nums["p99_99"], t.take("percentiles_approx", _bool), tuple(v), t.more)
+    nums: dict[str, float] = {}
+    more: JSONObject = {}
+    for k, x in v.items():  # one pass: a results file holds a few of these per line
+        if x is None or (isinstance(x, bool) and k == "percentiles_approx"):
+            continue  # the key order keeps a null; percentiles_approx is read below
+        if isinstance(x, bool) or not is_num(x):
+            if not isinstance(x, bool):
+                if check is None:
+                    return _MISFIT
+                check(k, x)
+            more[k] = _any(x)  # a bool where a figure belongs, or (unchecked) a misfit: kept as read
+        elif k in _LATENCY_KEYS:
+            nums[k] = x  # is_num checked it: a figure, as read
+        else:
+            more[k] = _any(x)
+    approx = v.get("percentiles_approx")
+    g = nums.get
+    return Latency(g("min"), g("mean"), g("max"), g("stddev"), g("p50"), g("p90"), g("p99"), g("p99_9"), g("p99_99"),
+                   approx if isinstance(approx, bool) else None, tuple(v), more)
 
 
 @dataclass(frozen=True)
@@ -265,6 +267,7 @@ class StorageMetrics:
         return _storage_metrics(m, None)
 
 
+_STORAGE_NAMES = _names(StorageMetrics)
 _STORAGE_NUMBERS = ("iops", "read_iops", "write_iops", "bw_bytes", "read_bw_bytes", "write_bw_bytes", "usr_cpu",
                     "sys_cpu")
 _STORAGE_FIGURES = set(_STORAGE_NUMBERS) | {"total_ios", "io_bytes", "trim_iops", "trim_bw_bytes"}
@@ -279,7 +282,7 @@ def _storage_metrics(m: Mapping[str, object], refuse: Callable[[str, object, str
         for key in _LATENCIES:
             if m.get(key) is not None and not isinstance(m[key], dict):
                 refuse(f"metrics.{key}", m[key], "an object")
-    t = _Taker(m, _names(StorageMetrics))
+    t = _Taker(m, _STORAGE_NAMES)
 
     def lat(key: str) -> Latency | None:
         if refuse is None or key not in _LATENCIES:
@@ -313,11 +316,14 @@ class MemoryMetrics:
         return _emit(self, self.keys, self.more)
 
 
+_MEMORY_NAMES = _names(MemoryMetrics)
+
+
 def _memory_metrics(m: Mapping[str, object], refuse: Callable[[str, object, str], None]) -> MemoryMetrics:
     for key in ("latency_ns", "bandwidth_mbps"):
         if m.get(key) is not None and not is_num(m[key]):
             refuse(f"metrics.{key}", m[key], "a number")
-    t = _Taker(m, _names(MemoryMetrics))
+    t = _Taker(m, _MEMORY_NAMES)
     return MemoryMetrics(t.take("latency_ns", _num), t.take("bandwidth_mbps", _num),
                          t.take("load_bandwidth_mbps", _num), tuple(m), t.more)
 
@@ -457,6 +463,7 @@ _MEMORY_POINT: dict[str, Callable[[object], bool]] = {
     "buffer": lambda v: v is None or is_whole(v), "engine": lambda v: v is None or isinstance(v, str),
     "source": lambda v: v is None or isinstance(v, str)}
 _LINE_KEYS = _names(ResultLine) - {"parts"}
+_ALL_LINE_KEYS = _LINE_KEYS | PART_KEYS
 
 
 def read_line(obj: object, path: str | Path = "results.jsonl", lineno: int = 0, *, check: bool = True) -> ResultLine:
@@ -468,7 +475,7 @@ def read_line(obj: object, path: str | Path = "results.jsonl", lineno: int = 0, 
 
     def refuse(key: str, value: object, must: str) -> None:
         if check:
-            raise LineError(f"{where}: key '{key}' has invalid value {shown(value)}: must be {must}.")
+            raise LineError(f"{where}: key '{key}' has invalid value {show_value(value)}: must be {must}.")
 
     if isinstance(obj, (str, bytes)):
         try:
@@ -476,13 +483,13 @@ def read_line(obj: object, path: str | Path = "results.jsonl", lineno: int = 0, 
         except (ValueError, RecursionError):
             raise LineError(f"{where}: is not JSON.") from None
     if not isinstance(obj, dict):
-        raise LineError(f"{where}: is not a JSON object but {shown(obj)}.")
+        raise LineError(f"{where}: is not a JSON object but {show_value(obj)}.")
     kind, point, metrics = obj.get("kind"), obj.get("point"), obj.get("metrics")
     if kind not in tuple(Kind):
-        raise LineError(f"{where}: key 'kind' has invalid value {shown(kind)}: must be storage or memory.")
+        raise LineError(f"{where}: key 'kind' has invalid value {show_value(kind)}: must be storage or memory.")
     for key, value in (("point", point), ("metrics", metrics)):
         if not isinstance(value, dict):
-            raise LineError(f"{where}: key '{key}' has invalid value {shown(value)}: must be an object.")
+            raise LineError(f"{where}: key '{key}' has invalid value {show_value(value)}: must be an object.")
     assert isinstance(point, dict) and isinstance(metrics, dict)
     if "index" in obj and not is_whole(obj["index"]):
         refuse("index", obj["index"], "a whole number ≥ 0")
@@ -498,7 +505,7 @@ def read_line(obj: object, path: str | Path = "results.jsonl", lineno: int = 0, 
     else:
         _check_point(point, _MEMORY_POINT, refuse)
         typed = _memory_metrics(metrics, refuse)
-    t = _Taker(obj, _LINE_KEYS | PART_KEYS)
+    t = _Taker(obj, _ALL_LINE_KEYS)
     return ResultLine(
         Kind(str(kind)), point, typed, index=t.take("index", _whole), schema_version=t.take("schema_version", _whole),
         parts=_parts(t, tuple(obj)), raw=t.take("raw", _strings), started=t.take("started", _str),

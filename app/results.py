@@ -38,7 +38,8 @@ from typing import Any, BinaryIO
 from app.errors import UsageError
 from app.points import MemoryPoint, StoragePoint
 from app.records import SCHEMA_VERSION as SCHEMA_VERSION  # run.json carries it too
-from app.records import JSONObject, LineError, ResultLine, is_whole, line_json, read_line, shown, write_line
+from app.records import JSONObject, LineError, ResultLine, is_whole, line_json, read_line, write_line
+from app.sanitize import show_value
 
 RUN_JSON = "run.json"
 RESULTS_JSONL = "results.jsonl"
@@ -92,14 +93,14 @@ def _check(value: object, spec: object, key: str, path: Path, nullable: bool = T
         return  # null reads as absent, except as an item of a list
     if isinstance(spec, dict):
         if not isinstance(value, dict):
-            raise UsageError(f"{path}: key '{key}' has invalid value {shown(value)}: must be {_DICT}.")
+            raise UsageError(f"{path}: key '{key}' has invalid value {show_value(value)}: must be {_DICT}.")
         for k, sub in spec.items():
             if k in value:
                 _check(value[k], sub, f"{key}.{k}" if key else k, path)
         return
     if isinstance(spec, list):
         if not isinstance(value, list):
-            raise UsageError(f"{path}: key '{key}' has invalid value {shown(value)}: must be {_LIST}.")
+            raise UsageError(f"{path}: key '{key}' has invalid value {show_value(value)}: must be {_LIST}.")
         for i, item in enumerate(value):
             _check(item, spec[0], f"{key}[{i}]", path, nullable=False)
         return
@@ -108,7 +109,7 @@ def _check(value: object, spec: object, key: str, path: Path, nullable: bool = T
     ok = {_STR: isinstance(value, str), _INT: is_whole(value), _DICT: isinstance(value, dict),
           _LIST: isinstance(value, list)}[str(spec)]
     if not ok:
-        raise UsageError(f"{path}: key '{key}' has invalid value {shown(value)}: must be {spec}.")
+        raise UsageError(f"{path}: key '{key}' has invalid value {show_value(value)}: must be {spec}.")
 
 
 def check_meta(meta: dict[str, Any], path: Path) -> None:

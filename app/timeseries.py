@@ -23,7 +23,7 @@ HELD_SHARE = 0.8
 MAX_SERIES = 200_000  # samples looked at (a day at one a second is 86,400)
 
 
-def _num(v: object) -> float | None:
+def _reading(v: object) -> float | None:
     """A sample's figure (:func:`app.records.number`); a negative one is no reading here."""
     f = number(v)
     return f if f is not None and f >= 0 else None
@@ -37,7 +37,7 @@ def _series(samples: Iterable[Mapping[str, object]]) -> list[tuple[float, float,
             break
         if not isinstance(s, Mapping):
             continue
-        t, dt, bw = _num(s.get("t")), _num(s.get("interval_s")), _num(s.get("bw_bytes"))
+        t, dt, bw = _reading(s.get("t")), _reading(s.get("interval_s")), _reading(s.get("bw_bytes"))
         if t is not None and dt is not None and dt > 0 and bw is not None:
             out.append((t, dt, bw))
     return out
@@ -94,7 +94,7 @@ def samples_csv(series: Iterable[tuple[int, Sequence[Mapping[str, object]]]]) ->
     w.writerow(SAMPLE_COLUMNS)
 
     def cell(v: object, scale: float = 1.0) -> str:
-        f = _num(v)
+        f = _reading(v)
         return "" if f is None else f"{f / scale:.6f}".rstrip("0").rstrip(".")
 
     for index, samples in series:
