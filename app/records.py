@@ -412,9 +412,6 @@ class ResultLine:
     def memory(self) -> MemoryMetrics:
         return self.metrics if isinstance(self.metrics, MemoryMetrics) else MemoryMetrics()
 
-    def files(self) -> dict[str, str]:
-        return dict(self.raw or {})
-
     def json(self) -> JSONObject:
         """The line as the JSON object the writer writes."""
         return _emit(self, self.keys or self._order(), self.more, self.parts)
