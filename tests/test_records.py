@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from app.errors import EXIT_USAGE
 from app.points import Kind
 from app.records import (
+    PART_KEYS,
     LineError,
     MemoryMetrics,
     Parts,
@@ -32,7 +33,7 @@ DATA = Path(__file__).parent / "data" / "report"
 # lines the tool wrote (the golden runs), compact as results.jsonl holds them
 WRITTEN = [write_json(json.loads(text)) for run in ("golden-run", "telemetry-run")
            for text in (DATA / run / "results.jsonl").read_text().splitlines() if text.strip()]
-SETTINGS = dict(deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = dict(derandomize=True, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 
 JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
                     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
@@ -126,3 +127,16 @@ def test_a_line_the_session_builds_reads_back_as_itself(iops: float | None, bw: 
         assert line_json(again) == line_json(line) == json.loads(text)
         assert (again.storage.iops, again.storage.bw_bytes, again.memory.latency_ns, again.parts.steady) == \
                (line.storage.iops, line.storage.bw_bytes, line.memory.latency_ns, line.parts.steady)
+
+
+def test_a_runner_s_parts_cannot_name_what_the_session_writes() -> None:
+    """A runner gives its metrics and its Parts; the point, target, files, times and validity are the session's
+    (the memory runner names its engine, and the session names it in the point)."""
+    session_keys = {"schema_version", "kind", "index", "point", "metrics", "target", "raw", "started", "ended",
+                    "telemetry", "flags", "checks"}
+    assert not session_keys & PART_KEYS
+    line = ResultLine(Kind.MEMORY, {"mode": "idle", "engine": "builtin"}, MemoryMetrics(latency_ns=90.5), 0, 1,
+                      Parts(engine="builtin", command="memlat", job="j", wall_s=1.0,
+                            keys=("engine", "command", "job", "wall_s")), {"txt": "raw/0000-j.txt"}, "s", "e")
+    assert list(line_json(line)) == ["schema_version", "kind", "index", "point", "metrics", "engine", "command", "job",
+                                     "wall_s", "raw", "started", "ended"]
