@@ -83,11 +83,13 @@ def clean_json(value: object, limit: int = 4096) -> object:
 # --- control characters, and a value as an error message shows it ----------------------------------------
 
 _ASCII_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-_CONTROL_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
+# what a preset, --set or a plan may not carry (and what an error message escapes): not the wider set above,
+# which clean_text drops from foreign output
+_REFUSED_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
 
 
 def _is_control(ch: str) -> bool:
-    return unicodedata.category(ch) in _CONTROL_CATEGORIES
+    return unicodedata.category(ch) in _REFUSED_CATEGORIES
 
 
 def has_control(text: str) -> bool:
