@@ -204,7 +204,7 @@ def _warn_tcp(hosts: Any) -> None:
 
 
 def _interrupted_line(session: Session) -> str:
-    records = session.results.records()
+    records = session.results.lines()
     return (f"Interrupted: {len(records)} of {len(session.plan)} points are kept in {session.path}; "
             f"finish with `profiler-tui resume {session.path}`.")
 
@@ -337,7 +337,7 @@ def _execute(session: Session, json_stream: bool = False) -> int:
         session.close()
         if stream is not None:  # waits for a reader that reads, never for one that stopped (app.eventstream)
             stream.close()
-    records = session.results.records()
+    records = session.results.lines()
     if records:
         click.echo(results_table(records), file=human)
     skipped = len(session.skipped())

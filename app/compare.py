@@ -98,7 +98,7 @@ def available_references() -> dict[str, Path]:
     return {p.stem: p for p in sorted(d.glob("*.toml"))} if d.is_dir() else {}
 
 
-def _bad(path: str, key: str, value: Any, why: str) -> UsageError:
+def _bad(path: str, key: str, value: object, why: str) -> UsageError:
     shown = f"'{value}'" if isinstance(value, str) else json.dumps(value, default=str)
     return UsageError(f"{path}: key '{key}' has invalid value {shown}: {why}.")
 
@@ -285,12 +285,12 @@ def compare_reference(run_dir: str, ref: Reference) -> str:
 # --- run vs run ------------------------------------------------------------------------------------------------
 
 
-def _skey(p: StorageRow, extra: bool) -> tuple[Any, ...]:
+def _skey(p: StorageRow, extra: bool) -> tuple[object, ...]:
     base = (p.rw, p.point.get("rwmixread") if p.mixed else None, p.bs, p.iodepth, p.numjobs)
     return base + ((p.ioengine, p.point.get("direct")) if extra else ())
 
 
-def _mkey(p: MemoryRow) -> tuple[Any, ...]:
+def _mkey(p: MemoryRow) -> tuple[object, ...]:
     return (p.mode, p.traffic, p.stride, p.delay, p.buffer)
 
 
@@ -305,8 +305,8 @@ def _warnings(data: RunData, name: str) -> list[str]:
 R = TypeVar("R", StorageRow, MemoryRow)
 
 
-def _match(left: Sequence[R], right: Sequence[R], key: Callable[[R], tuple[Any, ...]]
-           ) -> tuple[dict[tuple[Any, ...], R], dict[tuple[Any, ...], R], list[tuple[Any, ...]]]:
+def _match(left: Sequence[R], right: Sequence[R], key: Callable[[R], tuple[object, ...]]
+           ) -> tuple[dict[tuple[object, ...], R], dict[tuple[object, ...], R], list[tuple[object, ...]]]:
     """Both runs' rows by workload key (a later row of the same key wins) and the keys both have, in A's order."""
     ka = {key(p): p for p in left}
     kb = {key(p): p for p in right}

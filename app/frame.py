@@ -23,9 +23,10 @@ from __future__ import annotations
 import io
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from app.points import Kind, MemoryPoint, StoragePoint, csv_columns
+from app.records import Latency, ResultLine
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -48,24 +49,25 @@ OBJECT_COLUMNS = ("direct", "runtime")
 FLOAT_COLUMNS = tuple(c for c in CSV_COLUMNS if c not in TEXT_COLUMNS + INT_COLUMNS + OBJECT_COLUMNS)
 
 
-def _r6(x: Any) -> float | None:
+def _r6(x: float | None) -> float | None:
     return None if x is None else round(float(x), 6)
 
 
-def storage_record(p: StorageRow) -> dict[str, Any]:
+def storage_record(p: StorageRow) -> dict[str, object]:
     """The results.csv values of one storage point (None: the cell is empty)."""
     from app.report.analysis import littles_law
 
-    lat = p.metrics.get("lat_ns") or {}
+    m = p.metrics
+    lat = m.lat_ns or Latency()
     ll = littles_law(p)
-    row: dict[str, Any] = {
+    row: dict[str, object] = {
         "kind": Kind.STORAGE.value, "index": p.index, "group": p.group or "", "rw": p.rw,
         "rwmixread": p.point.get("rwmixread") if p.mixed else None, "bs": p.bs, "iodepth": p.iodepth,
         "numjobs": p.numjobs, "ioengine": p.ioengine, "direct": p.point.get("direct", ""),
         "runtime": p.point.get("runtime", ""), "iops": _r6(p.iops),
-        "read_iops": _r6(p.metrics.get("read_iops")), "write_iops": _r6(p.metrics.get("write_iops")),
-        "bw_MBps": _r6(p.bw / MB), "read_bw_MBps": _r6(float(p.metrics.get("read_bw_bytes") or 0) / MB),
-        "write_bw_MBps": _r6(float(p.metrics.get("write_bw_bytes") or 0) / MB),
+        "read_iops": _r6(m.read_iops), "write_iops": _r6(m.write_iops),
+        "bw_MBps": _r6(p.bw / MB), "read_bw_MBps": _r6(float(m.read_bw_bytes or 0) / MB),
+        "write_bw_MBps": _r6(float(m.write_bw_bytes or 0) / MB),
         "usr_cpu_pct": _r6(p.usr), "sys_cpu_pct": _r6(p.sys),
         "littles_L": _r6(ll.l) if ll else None, "littles_N": p.inflight,
         "littles_ratio": _r6(ll.ratio) if ll else None,
@@ -78,7 +80,7 @@ def storage_record(p: StorageRow) -> dict[str, Any]:
     return row
 
 
-def memory_record(p: MemoryRow) -> dict[str, Any]:
+def memory_record(p: MemoryRow) -> dict[str, object]:
     """The results.csv values of one memory point (stride and buffer 0 are written empty, as unset)."""
     return {"kind": Kind.MEMORY.value, "index": p.index, "mode": p.mode, "traffic": p.traffic or "",
             "stride": p.stride or None, "delay": p.delay, "buffer": p.buffer or None, "engine": p.engine,
@@ -119,20 +121,20 @@ def load_results(directory: str | Path) -> pd.DataFrame:
     return frame_of_data(load(directory))
 
 
-def records_frame(records: list[dict[str, Any]]) -> pd.DataFrame:
+def records_frame(lines: list[ResultLine]) -> pd.DataFrame:
     """The frame of results lines already read (no run.json, so no plan to check indexes against):
     the TUI's results table of a directory whose run.json cannot be read."""
     from app.report.model import split_records
 
-    storage, memory, _outside = split_records(records)
+    storage, memory, _outside = split_records(lines)
     return frame_of(storage, memory)
 
 
-def rows(df: pd.DataFrame) -> list[dict[str, Any]]:
+def rows(df: pd.DataFrame) -> list[dict[str, object]]:
     """The frame's rows as dicts of Python values, a missing value (<NA>, NaN) as None."""
     import pandas as pd
 
-    def plain(v: Any) -> Any:
+    def plain(v: object) -> object:
         return None if v is pd.NA or (isinstance(v, float) and math.isnan(v)) else v
 
     return [{str(k): plain(v) for k, v in r.items()} for r in df.astype(object).to_dict("records")]

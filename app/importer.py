@@ -36,6 +36,7 @@ from typing import Any, Iterable, Iterator
 from app import runmeta
 from app.errors import UsageError
 from app.points import Kind
+from app.records import write_json
 from app.results import RAW, RESULTS_JSONL, SCHEMA_VERSION, ResultsDir, now_iso, open_file
 from app.runners import fio_parse
 from app.units import parse_duration, parse_size
@@ -610,7 +611,7 @@ def import_files(files: list[str], out: str | os.PathLike[str]) -> tuple[Path, l
         with os.fdopen(open_file(RESULTS_JSONL, os.O_WRONLY | os.O_APPEND, results.fd), "a",
                        encoding="utf-8") as out_file:  # all at once: one fsync, not one per point
             for rec in records:
-                out_file.write(json.dumps(rec, separators=(",", ":"), default=str) + "\n")
+                out_file.write(write_json(rec))
             out_file.flush()
             os.fsync(out_file.fileno())
     except OSError as e:

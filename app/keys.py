@@ -8,14 +8,13 @@ canonical one, or raises ValueError with the reason (the caller names file, key 
 
 from __future__ import annotations
 
-import json
 import math
 import re
-import unicodedata
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Callable, Generic, Mapping, TypeAlias, TypeVar
 
+from app.sanitize import has_control
 from app.units import parse_duration, parse_size
 
 T = TypeVar("T")
@@ -40,46 +39,6 @@ MAX_TLB_LOCALITY = 1 << 30  # … to 1 GiB, in whole KiB (the engine's --tlb_loc
 MAX_DELAY = 10_000_000
 MAX_CPU = 1023  # CPU numbers 0 … 1023 (the built-in engine's limit)
 MAX_CPUS_CHARS = 4096
-
-# --- control characters: refused in every string a preset, --set or a plan carries ---------------
-
-_ASCII_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-_CONTROL_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
-
-
-def _is_control(ch: str) -> bool:
-    return unicodedata.category(ch) in _CONTROL_CATEGORIES
-
-
-def has_control(text: str) -> bool:
-    """True when ``text`` holds a control character: C0/C1 controls (newline, tab, NUL, ESC, DEL …),
-    format characters (e.g. bidi overrides, zero-width joiners) or line/paragraph separators."""
-    if text.isascii():
-        return _ASCII_CONTROL.search(text) is not None
-    return any(_is_control(ch) for ch in text)
-
-
-def escape_controls(text: str) -> str:
-    return "".join((f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}") if _is_control(ch) else ch
-                   for ch in text)
-
-
-def show_value(value: object, limit: int = 60) -> str:
-    """A value as an error message shows it: strings quoted, control characters escaped, cut short."""
-    if isinstance(value, str):
-        text = f"'{escape_controls(value) if has_control(value) else value}'"
-    elif isinstance(value, float):
-        text = repr(value)  # inf, -inf, nan as TOML spells them
-    else:
-        try:
-            text = json.dumps(value, default=str)
-        except (TypeError, ValueError, RecursionError):
-            # str() of an int refuses more than 4300 digits
-            text = f"(an integer of {value.bit_length()} bits)" if isinstance(value, int) else object.__repr__(value)
-        if has_control(text):
-            text = escape_controls(text)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
 
 # --- value parsers: each takes a TOML or command-line value, returns the canonical one ---------
 

@@ -43,10 +43,7 @@ from app.keys import (
     Key,
     boolean,
     choice,
-    escape_controls,
-    has_control,
     seconds,
-    show_value,
     whole,
 )
 from app.keys import RW_MODES as RW_MODES  # the storage modes, named here too for the readers of presets
@@ -75,6 +72,7 @@ from app.procedure import (
     precondition_estimate_s,
 )
 from app.results import is_plain_name
+from app.sanitize import escape_control, has_control, show_value
 from app.units import format_duration, setting_text
 
 STORAGE = Kind.STORAGE
@@ -355,13 +353,13 @@ def plan_writes(points: Iterable[Point]) -> bool:
 
 
 def _fail(where: str, msg: str) -> UsageError:
-    return UsageError(f"{escape_controls(where) if has_control(where) else where}: {msg}")
+    return UsageError(f"{escape_control(where) if has_control(where) else where}: {msg}")
 
 
 def _shown_path(path: str | os.PathLike[str]) -> str:
     text = os.fspath(path)
     text = text if isinstance(text, str) else os.fsdecode(text)
-    return escape_controls(text) if has_control(text) else text
+    return escape_control(text) if has_control(text) else text
 
 
 def _check_value(where: str, kind: str, key: str, value: object) -> PointValue:
@@ -754,7 +752,7 @@ def _overrides(kind: str, items: list[str] | tuple[str, ...]) -> tuple[Axes, dic
     axes: Axes = {}
     procedure: dict[str, object] = {}
     for item in items:
-        shown = escape_controls(item) if has_control(item) else item
+        shown = escape_control(item) if has_control(item) else item
         if "=" not in item:
             raise UsageError(f"--set '{shown}' is not KEY=VALUE (for example --set bs=4k,64k).")
         key, _, value = item.partition("=")

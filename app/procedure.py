@@ -22,6 +22,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from app.errors import UsageError
 from app.points import WRITE_MODES, Point, StoragePoint
+from app.records import ResultLine
 
 PRECONDITION_MODES = ("none", "sequential", "workload")
 MAX_ROUNDS = 100
@@ -76,17 +77,13 @@ class Measured:
     lat_mean_ns: float | None
 
 
-def measured_from_record(record: Mapping[str, Any]) -> Measured | None:
-    """The figures of a results line (untrusted: None when they are not numbers)."""
-    m = record.get("metrics")
-    if not isinstance(m, dict):
+def measured_from_line(line: ResultLine) -> Measured | None:
+    """The figures of a results line (None when it has no IOPS)."""
+    m = line.storage
+    if m.iops is None:
         return None
-    iops = m.get("iops")
-    lat = m.get("lat_ns")
-    mean = lat.get("mean") if isinstance(lat, dict) else None
-    if not isinstance(iops, (int, float)) or isinstance(iops, bool):
-        return None
-    return Measured(float(iops), float(mean) if isinstance(mean, (int, float)) and not isinstance(mean, bool) else None)
+    mean = m.lat_ns.get("mean") if m.lat_ns is not None else None
+    return Measured(float(m.iops), float(mean) if mean is not None else None)
 
 
 # --- adaptive axes --------------------------------------------------------------------------------

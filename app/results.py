@@ -17,9 +17,8 @@ docs/safety.md, "The results directory"); directories are made 0755 and files 06
 
 Reading is defensive (a results directory is untrusted input): :meth:`ResultsDir.read_records`
 keeps, of several lines with the same plan ``index``, the last one (a point measured again
-replaces the earlier measurement), and leaves out, counting them, the lines that are not a JSON
-object with ``kind`` storage/memory, ``point`` and ``metrics`` of the types the readers use
-(:func:`record_problem`).  At most ``MAX_RESULTS_BYTES`` are read, lines longer than
+replaces the earlier measurement), and leaves out, counting them, the lines that the one reader of a
+results line, :func:`app.records.read_line`, refuses.  At most ``MAX_RESULTS_BYTES`` are read, lines longer than
 ``MAX_LINE_BYTES`` are left out, and at most ``MAX_RECORDS`` points are kept.
 run.json is read and written by :mod:`app.runmeta` (:meth:`ResultsDir.read_meta`, :meth:`ResultsDir.write_meta`).
 """
@@ -27,21 +26,19 @@ run.json is read and written by :mod:`app.runmeta` (:meth:`ResultsDir.read_meta`
 from __future__ import annotations
 
 import errno
-import json
-import math
 import os
 import re
 import stat
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 from app.errors import UsageError
-from app.points import Kind
+from app.records import SCHEMA_VERSION as SCHEMA_VERSION  # run.json carries it too
+from app.records import JSONObject, LineError, ResultLine, line_json, read_line, write_line
 from app.runmeta import RunMeta, RunMetaError
 from app.runmeta import dumps as dumps_run_json
-from app.runmeta import json_default as _json_default
 from app.runmeta import parse as parse_run_json
 
 RUN_JSON = "run.json"
@@ -54,91 +51,17 @@ MAX_RUN_JSON_BYTES = 64 << 20
 MAX_RESULTS_BYTES = 256 << 20
 MAX_LINE_BYTES = 4 << 20
 MAX_RECORDS = 100_000  # points kept from one results.jsonl (a plan has at most this many)
-MAX_NUMBER = float(1 << 64)
-# the version of the results format (docs/results-schema.md): written into run.json and every results line;
-# raised when a key changes meaning or type, not when one is added
-SCHEMA_VERSION = 1
 
 
 @dataclass
 class Records:
     """What :meth:`ResultsDir.read_records` read: the records, and the lines it did not use."""
 
-    records: list[dict[str, Any]]
+    lines: list[ResultLine]
     unreadable: int = 0  # lines left out: not JSON, not an object, missing or ill-typed fields
     replaced: int = 0  # earlier lines of a plan index that a later line measured again
 
 
-# --- what a results line must look like to be used ---------------------------------------------------
-
-
-def _is_num(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and 0 <= v <= MAX_NUMBER
-
-
-def _is_int(v: Any, lo: int = 0, hi: float = MAX_NUMBER) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi
-
-
-_STORAGE_POINT = {"rw": lambda v: isinstance(v, str), "bs": lambda v: _is_int(v, 1),
-                  "iodepth": lambda v: v is None or _is_int(v, 1), "numjobs": lambda v: v is None or _is_int(v, 1),
-                  "rwmixread": lambda v: v is None or _is_int(v, 0, 100),
-                  "ioengine": lambda v: v is None or isinstance(v, str),
-                  "direct": lambda v: v is None or isinstance(v, (bool, int)),
-                  "group": lambda v: v is None or isinstance(v, str)}
-_MEMORY_POINT = {"mode": lambda v: v is None or isinstance(v, str), "traffic": lambda v: v is None or isinstance(v, str),
-                 "stride": lambda v: v is None or _is_int(v, 1), "delay": lambda v: v is None or _is_int(v),
-                 "buffer": lambda v: v is None or _is_int(v), "engine": lambda v: v is None or isinstance(v, str),
-                 "source": lambda v: v is None or isinstance(v, str)}
-_STORAGE_NUMBERS = ("iops", "read_iops", "write_iops", "bw_bytes", "read_bw_bytes", "write_bw_bytes", "usr_cpu",
-                    "sys_cpu")
-_LATENCIES = ("lat_ns", "read_lat_ns", "write_lat_ns")
-_MEMORY_NUMBERS = ("latency_ns", "bandwidth_mbps")
-
-
-def record_problem(rec: Any) -> str | None:
-    """Why a parsed results line cannot be used (None when it can): the line must be an object with
-    ``kind`` storage or memory, a ``point`` and ``metrics`` object, an optional whole ``index`` ≥ 0;
-    the point's workload keys and the metrics the report reads have their types (numbers finite,
-    0 … 2^64; null where a value may be unknown)."""
-    if not isinstance(rec, dict):
-        return "not a JSON object"
-    kind, point, metrics = rec.get("kind"), rec.get("point"), rec.get("metrics")
-    if kind not in tuple(Kind):
-        return "key 'kind' is not storage or memory"
-    if not isinstance(point, dict) or not isinstance(metrics, dict):
-        return "keys 'point' and 'metrics' must be objects"
-    if "index" in rec and not _is_int(rec["index"]):
-        return "key 'index' is not a whole number"
-    if "host" in rec and not (isinstance(rec["host"], str) and 0 < len(rec["host"]) <= 255):
-        return "key 'host' is not a fleet host's name"
-    if kind == Kind.STORAGE:
-        for key in ("rw", "bs"):
-            if key not in point:
-                return f"key 'point.{key}' is missing"
-        for key, ok in _STORAGE_POINT.items():
-            if key in point and not ok(point[key]):
-                return f"key 'point.{key}' has the wrong type"
-        for key in _STORAGE_NUMBERS:
-            if metrics.get(key) is not None and not _is_num(metrics[key]):
-                return f"key 'metrics.{key}' is not a number"
-        for key in _LATENCIES:
-            lat = metrics.get(key)
-            if lat is None:
-                continue
-            if not isinstance(lat, dict):
-                return f"key 'metrics.{key}' is not an object"
-            for k, v in lat.items():
-                if v is not None and not isinstance(v, bool) and not _is_num(v):
-                    return f"key 'metrics.{key}.{k}' is not a number"
-    else:
-        for key, ok in _MEMORY_POINT.items():
-            if key in point and not ok(point[key]):
-                return f"key 'point.{key}' has the wrong type"
-        for key in _MEMORY_NUMBERS:
-            if metrics.get(key) is not None and not _is_num(metrics[key]):
-                return f"key 'metrics.{key}' is not a number"
-    return None
 
 
 # what a run directory's name starts with: a preset's name, which names nothing outside the results base
@@ -685,10 +608,10 @@ class ResultsDir:
 
     # --- results.jsonl ----------------------------------------------------------------------
 
-    def append(self, record: dict[str, Any]) -> None:
-        """Append one line and fsync it; when that fails the file is cut back to its previous end, so it
-        never keeps a partial line of a point that was not recorded."""
-        line = json.dumps(record, separators=(",", ":"), default=_json_default) + "\n"
+    def append(self, record: ResultLine) -> None:
+        """Append one line (:func:`app.records.write_line`) and fsync it; when that fails the file is cut back
+        to its previous end, so it never keeps a partial line of a point that was not recorded."""
+        line = write_line(record)
         fd = open_file(self._name(RESULTS_JSONL), os.O_WRONLY | os.O_APPEND | os.O_CREAT, self.fd)
         try:
             end = os.lseek(fd, 0, os.SEEK_END)
@@ -706,15 +629,19 @@ class ResultsDir:
         finally:
             os.close(fd)
 
-    def records(self) -> list[dict[str, Any]]:
-        """The usable records (see :meth:`read_records`)."""
-        return self.read_records().records
+    def lines(self) -> list[ResultLine]:
+        """The usable lines (see :meth:`read_records`)."""
+        return self.read_records().lines
+
+    def records(self) -> list[JSONObject]:
+        """The usable lines as the JSON objects they were written as (tests and tools that look at the file)."""
+        return [line_json(line) for line in self.lines()]
 
     def read_records(self) -> Records:
         """Every complete, well-formed line; of lines with the same ``index`` (and ``host``) the last; a torn,
         garbled or ill-typed line is left out and counted (``unreadable``)."""
         out = Records([])
-        by_index: dict[tuple[int, str | None], int] = {}  # (index, fleet host) -> position in out.records
+        by_index: dict[tuple[int | None, str | None], int] = {}  # (index, fleet host) -> position in out.lines
         try:
             f = _open_regular(self._name(RESULTS_JSONL), self.fd, self.results_jsonl)
         except FileNotFoundError:
@@ -726,38 +653,37 @@ class ResultsDir:
             if st.st_size > MAX_RESULTS_BYTES:
                 raise UsageError(f"{self.results_jsonl}: is larger than {MAX_RESULTS_BYTES >> 20} MiB, more than a "
                                  "results file can be.")
+            lineno = 0
             while True:
                 raw = f.readline(MAX_LINE_BYTES + 1)
                 if not raw:
                     break
                 if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
                     out.unreadable += 1
+                    lineno += 1
                     while raw and not raw.endswith(b"\n"):  # the rest of the over-long line
                         raw = f.readline(MAX_LINE_BYTES)
                     continue
-                line = raw.decode("utf-8", "replace").strip()
-                if not line:
+                lineno += 1
+                text = raw.decode("utf-8", "replace").strip()
+                if not text:
                     continue
                 try:
-                    rec = json.loads(line)
-                except (ValueError, RecursionError):
+                    rec = read_line(text, self.results_jsonl, lineno)
+                except LineError:
                     out.unreadable += 1
                     continue
-                if record_problem(rec) is not None:
-                    out.unreadable += 1
-                    continue
-                index = rec.get("index")
-                key = (index, rec.get("host"))  # a fleet run has a line per point and host
-                if isinstance(index, int) and key in by_index:
-                    out.records[by_index[key]] = rec  # measured again: the later line wins
+                key = (rec.index, rec.host)  # a fleet run has a line per point and host
+                if rec.index is not None and key in by_index:
+                    out.lines[by_index[key]] = rec  # measured again: the later line wins
                     out.replaced += 1
                     continue
-                if len(out.records) >= MAX_RECORDS:
+                if len(out.lines) >= MAX_RECORDS:
                     raise UsageError(f"{self.results_jsonl}: holds more than {MAX_RECORDS:,} points, more than a "
                                      "plan can have.")
-                if isinstance(index, int):
-                    by_index[key] = len(out.records)
-                out.records.append(rec)
+                if rec.index is not None:
+                    by_index[key] = len(out.lines)
+                out.lines.append(rec)
         return out
 
     def repair_tail(self) -> None:

@@ -11,6 +11,7 @@ Headless: no UI library is imported here.
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
 
@@ -79,3 +80,45 @@ def clean_json(value: object, limit: int = 4096) -> object:
     if isinstance(value, dict):
         return {clean_line(k, 200): clean_json(v, limit) for k, v in value.items()}
     return value
+
+
+# --- control characters, and a value as an error message shows it ----------------------------------------
+
+_ASCII_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# what a preset, --set or a plan may not carry (and what an error message escapes): not the wider set above,
+# which clean_text drops from foreign output
+_REFUSED_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
+
+
+def _is_control(ch: str) -> bool:
+    return unicodedata.category(ch) in _REFUSED_CATEGORIES
+
+
+def has_control(text: str) -> bool:
+    """True when ``text`` holds a control character: C0/C1 controls (newline, tab, NUL, ESC, DEL …),
+    format characters (e.g. bidi overrides, zero-width joiners) or line/paragraph separators."""
+    if text.isascii():
+        return _ASCII_CONTROL.search(text) is not None
+    return any(_is_control(ch) for ch in text)
+
+
+def escape_control(text: str) -> str:
+    return "".join((f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}") if _is_control(ch) else ch
+                   for ch in text)
+
+
+def show_value(value: object, limit: int = 60) -> str:
+    """A value as an error message shows it: strings quoted, control characters escaped, cut short."""
+    if isinstance(value, str):
+        text = f"'{escape_control(value) if has_control(value) else value}'"
+    elif isinstance(value, float):
+        text = repr(value)  # inf, -inf, nan as TOML spells them
+    else:
+        try:
+            text = json.dumps(value, default=str)
+        except (TypeError, ValueError, RecursionError):
+            # str() of an int refuses more than 4300 digits
+            text = f"(an integer of {value.bit_length()} bits)" if isinstance(value, int) else object.__repr__(value)
+        if has_control(text):
+            text = escape_control(text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 from app.points import Kind, MemoryPoint, Point, StoragePoint
+from app.records import Latency, ResultLine
 from app.textable import format_table
 from app.units import format_count, format_size, format_us
 
 
-def point_label(kind: str, point: Point | dict[str, Any]) -> str:
+def point_label(kind: str, point: Point | Mapping[str, object]) -> str:
     """A point in a few words: a planned point, or a point's JSON table as a results line holds it
     (untrusted: a missing or ill-typed setting shows as ``?``/``None``)."""
     if isinstance(point, (StoragePoint, MemoryPoint)):
@@ -32,7 +33,7 @@ def point_label(kind: str, point: Point | dict[str, Any]) -> str:
     return f"{point.get('traffic')} stride {point.get('stride')}{buf} delay {point.get('delay')}"
 
 
-def metrics_line(kind: str, metrics: dict[str, Any]) -> str:
+def metrics_line(kind: str, metrics: Mapping[str, Any]) -> str:
     if kind == Kind.STORAGE:
         lat = metrics.get("lat_ns") or {}
         return (f"{format_count(metrics.get('iops') or 0)} IOPS, {(metrics.get('bw_bytes') or 0) / 1e6:.1f} MB/s, "
@@ -52,7 +53,7 @@ def live_line(kind: str, sample: dict[str, Any]) -> str:
             + (f" lat {float(mean) / 1e3:.1f} µs" if mean else "") + steady_live(sample.get("steady")))
 
 
-def steady_live(steady: Any) -> str:
+def steady_live(steady: object) -> str:
     """The steady-state window of a live sample: " · steady window 3/5 s" while it fills, then fio's verdict."""
     if not isinstance(steady, dict):
         return ""
@@ -67,7 +68,7 @@ def steady_live(steady: Any) -> str:
     return " · not steady yet" + (f" ({deviation:.1f}%)" if isinstance(deviation, (int, float)) else "")
 
 
-def outcome_line(record: dict[str, Any]) -> str:
+def outcome_line(record: Mapping[str, Any]) -> str:
     """What a steady-state or latency-search point found, in words ("" for a plain point); a results line
     is untrusted: ill-typed fields are left out."""
     parts = []
@@ -91,31 +92,30 @@ def outcome_line(record: dict[str, Any]) -> str:
 
 
 
-def results_table(records: list[dict[str, Any]]) -> str:
-    storage = [r for r in records if r.get("kind") == Kind.STORAGE]
-    memory = [r for r in records if r.get("kind") == Kind.MEMORY]
+def results_table(lines: list[ResultLine]) -> str:
+    storage = [r for r in lines if r.kind == Kind.STORAGE]
+    memory = [r for r in lines if r.kind == Kind.MEMORY]
     parts = []
     if storage:
-        fleet = any(r.get("host") for r in storage)  # a fleet run: a line per point and host
+        fleet = any(r.host for r in storage)  # a fleet run: a line per point and host
         rows = []
         for r in storage:
-            p, m = r["point"], r["metrics"]
-            lat = m.get("lat_ns") or {}
-            rows.append([point_label(Kind.STORAGE, p)] + ([str(r.get("host"))] if fleet else [])
-                        + [format_count(m.get("iops") or 0), f"{(m.get('bw_bytes') or 0) / 1e6:.1f}",
-                           f"{(lat.get('mean') or 0) / 1e3:.1f}", f"{(lat.get('p99') or 0) / 1e3:.1f}",
-                           f"{m.get('usr_cpu') or 0:.1f}/{m.get('sys_cpu') or 0:.1f}"])
+            m = r.storage
+            lat = m.lat_ns or Latency()
+            rows.append([point_label(Kind.STORAGE, r.point)] + ([str(r.host)] if fleet else [])
+                        + [format_count(m.iops or 0), f"{(m.bw_bytes or 0) / 1e6:.1f}",
+                           f"{(lat.mean or 0) / 1e3:.1f}", f"{(lat.p99 or 0) / 1e3:.1f}",
+                           f"{m.usr_cpu or 0:.1f}/{m.sys_cpu or 0:.1f}"])
         head = ["test"] + (["host"] if fleet else []) + ["IOPS", "MB/s", "lat avg µs", "p99 µs", "CPU usr/sys %"]
         parts.append(format_table(head, rows, right=tuple(range(len(head) - 5, len(head)))))
     if memory:
-        rows = []
+        cells: list[list[object]] = []
         for r in memory:
-            p, m = r["point"], r["metrics"]
-            bw = m.get("bandwidth_mbps")
-            lat_ns = m.get("latency_ns")
-            rows.append([p.get("traffic") or "idle", p.get("stride"), p.get("delay"),
+            p, mem = r.point, r.memory
+            bw, lat_ns = mem.bandwidth_mbps, mem.latency_ns
+            cells.append([p.get("traffic") or "idle", p.get("stride"), p.get("delay"),
                          "" if lat_ns is None else f"{lat_ns:.2f}",
                          "" if bw is None else f"{bw:.1f}"])
-        parts.append(format_table(["traffic", "stride", "inject delay", "latency ns", "bandwidth MB/s"], rows,
+        parts.append(format_table(["traffic", "stride", "inject delay", "latency ns", "bandwidth MB/s"], cells,
                                   right=(1, 2, 3, 4)))
     return "\n\n".join(parts)

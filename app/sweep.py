@@ -34,7 +34,7 @@ from app import envinfo, runmeta, safety, telemetry
 from app.errors import ProfilerError, UsageError
 from app.link import link_of
 from app.lock import DirLock
-from app.points import Kind, Point, RunStatus, StoragePoint, point_from_dict
+from app.points import Kind, MemoryPoint, Point, RunStatus, StoragePoint, point_from_dict
 from app.presets import (
     ENGINES,
     KINDS,
@@ -48,7 +48,8 @@ from app.presets import (
     validate_plan,
     validate_procedure,
 )
-from app.procedure import Measured, Procedure, check_precondition, measured_from_record, precondition_estimate_s, skips
+from app.procedure import Measured, Procedure, check_precondition, measured_from_line, precondition_estimate_s, skips
+from app.records import JSONValue, MemoryMetrics, ResultLine, StorageMetrics, line_json
 from app.results import SCHEMA_VERSION, ResultsDir, check_dir_path, make_dirs, new_run_dir, now_iso, remove_dirs
 from app.runmeta import RunMeta
 from app.runners import get_runner
@@ -281,6 +282,10 @@ class Targets:
     def assign_missing(self, missing: Mapping[int, Sequence[str | None]]) -> None:
         """Tell the runner which hosts still need each point (one local target: nothing to tell)."""
 
+    def target_of(self, host: str | None) -> str | None:
+        """The target a result of ``host`` measured (the session's own word, never the runner's)."""
+        return self.path
+
     def check(self, plan: Sequence[Point], writes: bool, *, yes: bool, allow_destructive: bool) -> None:
         """The checks a target passes again before every point (the device may have changed since planning)."""
         raise NotImplementedError
@@ -337,6 +342,9 @@ class FleetTargets(Targets):
 
     def key(self, point_key: str, host: str | None) -> str:
         return f"{point_key}@{host}"
+
+    def target_of(self, host: str | None) -> str | None:
+        return self.fleet.targets[host] if host is not None else None
 
     def assign_missing(self, missing: Mapping[int, Sequence[str | None]]) -> None:
         self.fleet.missing = {i: [h for h in hosts if h is not None] for i, hosts in missing.items()}
@@ -415,7 +423,7 @@ class Session:
 
     def completed_keys(self) -> set[str]:
         """The results results.jsonl holds, by :meth:`Targets.key` (a fleet run: point@host)."""
-        return {self.targets.key(table_key(r["point"]), r.get("host")) for r in self.results.records()}
+        return {self.targets.key(table_key(r.point), r.host) for r in self.results.lines()}
 
     def skipped(self) -> dict[int, str]:
         """Plan index → reason, for the points run.json says the procedure skipped (entries that do not name
@@ -571,11 +579,11 @@ class Session:
         if no_space:  # fio filled the disk laying out our test file: free it first
             self._remove_scratch()
         self._write_raw(ev, point)
-        host = ev.extra.get("host")
+        host = ev.parts.host
         self._record_failure(ev.index, point, error, host)
         return PointFailed(ev.index, point, error, host)
 
-    def _point_done(self, ev: Result, point: Point, started: str | None, t0: float, drive: dict[str, object],
+    def _point_done(self, ev: Result, point: Point, started: str | None, t0: float, drive: dict[str, JSONValue],
                     throttled: str | None, progress: _Progress) -> PointDone:
         try:
             record = self._record(ev, point, started, t0, drive, throttled)
@@ -584,10 +592,10 @@ class Session:
             _remove_files(ev)
             raise
         progress.done += 1
-        found = measured_from_record(record)
+        found = measured_from_line(record)
         if found is not None:
             progress.measured[ev.index] = found
-        return PointDone(ev.index, record, progress.done, progress.total)
+        return PointDone(ev.index, line_json(record), progress.done, progress.total)
 
     def _open_telemetry(self, meta: RunMeta) -> RunMeta:
         """Find the target's drive and how to read its health log; run.json's ``telemetry`` says which, or why
@@ -621,9 +629,9 @@ class Session:
         """Plan index → figures, for the points results.jsonl holds (earlier sessions included)."""
         index_of = {point_key(p): i for i, p in enumerate(self.plan)}
         out: dict[int, Measured] = {}
-        for record in self.results.records():
-            index = index_of.get(table_key(record["point"]))
-            found = measured_from_record(record)
+        for line in self.results.lines():
+            index = index_of.get(table_key(line.point))
+            found = measured_from_line(line)
             if index is not None and found is not None:
                 out[index] = found
         return out
@@ -680,9 +688,11 @@ class Session:
             for suffix, path in result.files.items():
                 raw[suffix.lstrip(".").split(".")[0]] = self.results.relative(path)
             record["raw"] = raw
-            record.update({k: v for k, v in result.extra.items() if k in ("steady", "wall_s", "write_cliff")})
-            record["io_bytes"] = result.metrics.get("io_bytes")
-            record["bw_bytes"] = result.metrics.get("bw_bytes")
+            parts = result.parts
+            record.update({k: v for k, v in parts.json().items() if k in ("wall_s", "steady", "write_cliff")})
+            written = result.metrics if isinstance(result.metrics, StorageMetrics) else StorageMetrics()
+            record["io_bytes"] = written.io_bytes
+            record["bw_bytes"] = written.bw_bytes
         error = "fio gave no result" if result is None else result.error
         record["status"] = "failed" if error else "done"
         if error:
@@ -737,7 +747,7 @@ class Session:
         return RunFailed(f"{reason}; the run stopped, {where} and run.json records it as failed.")
 
     def _write_raw(self, ev: Result, point: Point) -> dict[str, str]:
-        stem = str(ev.extra.get("job") or point.group or "point")
+        stem = str(ev.parts.job or point.group or "point")
         written = {suffix.lstrip("."): self.results.write_raw(ev.index, stem, suffix, content)
                    for suffix, content in ev.raw.items()}
         for suffix, path in ev.files.items():
@@ -745,19 +755,25 @@ class Session:
         return written
 
     def _record(self, ev: Result, point: Point, started: str | None, t0: float,
-                drive: dict[str, Any] | None = None, throttled: str | None = None) -> dict[str, Any]:
+                drive: dict[str, JSONValue] | None = None, throttled: str | None = None) -> ResultLine:
+        """The point's results line: the session's own parts (the point, its target, files, times, validity)
+        around the runner's metrics and parts, which name nothing else."""
         raw = self._write_raw(ev, point)
-        record: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "kind": self.kind, "index": ev.index,
-                                  "point": point.to_dict(), "metrics": ev.metrics}
-        record.update(ev.extra)  # a memory runner's "point" names its engine
-        record.update(raw=raw, started=started, ended=now_iso())
-        if self.kind == Kind.STORAGE:
-            record["target"] = ev.extra.get("target", self.target)  # a fleet host's own
-            if drive:
-                record["telemetry"] = drive
-            record["flags"] = point_flags(record["point"], ev.metrics, ev.extra, self.facts, throttled)
-            record["checks"] = point_checks(record["point"], ev.metrics, record, self.facts, record["flags"])
-        return record
+        if isinstance(point, MemoryPoint) and ev.parts.engine is not None:
+            point = replace(point, engine=ev.parts.engine)  # the engine that measured it
+        table: dict[str, JSONValue] = {**point.to_dict()}
+        if self.kind != Kind.STORAGE:
+            return ResultLine(self.kind, table, ev.metrics or MemoryMetrics(), ev.index, SCHEMA_VERSION, ev.parts,
+                              raw, started, now_iso())
+        metrics = ev.metrics if isinstance(ev.metrics, StorageMetrics) else StorageMetrics()
+        host = ev.parts.host
+        target = self.targets.target_of(host)
+        flags = point_flags(table, metrics, ev.parts, self.facts, throttled)
+        checks = point_checks(table, metrics, ev.parts, drive or None, self.facts, flags)
+        flags_json: list[JSONValue] = [{k: v for k, v in f.items()} for f in flags]
+        checks_json: dict[str, JSONValue] = {name: {k: v for k, v in c.items()} for name, c in checks.items()}
+        return ResultLine(self.kind, table, metrics, ev.index, SCHEMA_VERSION, ev.parts, raw, started, now_iso(),
+                          target, drive or None, flags_json, checks_json)
 
     def _note(self, key: str, entry: dict[str, object]) -> None:
         """Context.note: append ``entry`` (with the time) to the list under ``key`` in run.json.  Called

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import csv
 import io
-import math
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Iterable, Mapping, Sequence
+
+from app.records import number
 
 MIN_SIDE = 3
 CLIFF_RATIO = 0.6
@@ -22,14 +23,13 @@ HELD_SHARE = 0.8
 MAX_SERIES = 200_000  # samples looked at (a day at one a second is 86,400)
 
 
-def _num(v: Any) -> float | None:
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return None
-    f = float(v)
-    return f if math.isfinite(f) and f >= 0 else None
+def _reading(v: object) -> float | None:
+    """A sample's figure (:func:`app.records.number`); a negative one is no reading here."""
+    f = number(v)
+    return f if f is not None and f >= 0 else None
 
 
-def _series(samples: Iterable[Mapping[str, Any]]) -> list[tuple[float, float, float]]:
+def _series(samples: Iterable[Mapping[str, object]]) -> list[tuple[float, float, float]]:
     """(end time s, interval s, bytes/s) of the usable samples, in order."""
     out: list[tuple[float, float, float]] = []
     for s in samples:
@@ -37,13 +37,13 @@ def _series(samples: Iterable[Mapping[str, Any]]) -> list[tuple[float, float, fl
             break
         if not isinstance(s, Mapping):
             continue
-        t, dt, bw = _num(s.get("t")), _num(s.get("interval_s")), _num(s.get("bw_bytes"))
+        t, dt, bw = _reading(s.get("t")), _reading(s.get("interval_s")), _reading(s.get("bw_bytes"))
         if t is not None and dt is not None and dt > 0 and bw is not None:
             out.append((t, dt, bw))
     return out
 
 
-def write_cliff(samples: Iterable[Mapping[str, Any]]) -> dict[str, float | int] | None:
+def write_cliff(samples: Iterable[Mapping[str, object]]) -> dict[str, float | int] | None:
     """``{at_bytes, at_s, before_bw_bytes, after_bw_bytes}`` when the bandwidth series drops and stays down
     (module docstring), else None.  ``at_s`` is the sample time (seconds since the job started) at which the
     lower level begins; the levels are time-weighted means."""
@@ -86,15 +86,15 @@ SAMPLE_COLUMNS = ("index", "t", "interval_s", "iops", "read_iops", "write_iops",
                   "lat_p99_us")
 
 
-def samples_csv(series: Iterable[tuple[int, Sequence[Mapping[str, Any]]]]) -> str:
+def samples_csv(series: Iterable[tuple[int, Sequence[Mapping[str, object]]]]) -> str:
     """samples.csv: one row per sample of each point (``index`` is the point's plan index), bandwidth in MB/s
     and latency in µs like results.csv; a value a sample does not have is an empty cell."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(SAMPLE_COLUMNS)
 
-    def cell(v: Any, scale: float = 1.0) -> str:
-        f = _num(v)
+    def cell(v: object, scale: float = 1.0) -> str:
+        f = _reading(v)
         return "" if f is None else f"{f / scale:.6f}".rstrip("0").rstrip(".")
 
     for index, samples in series:

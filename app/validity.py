@@ -23,10 +23,11 @@ and run.json record (``target_info.link``, ``telemetry``, the point's ``steady``
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import Iterable, Mapping
 
 from app.link import Link, sysfs_root
+from app.records import Parts, ResultLine, StorageMetrics, number
 from app.runmeta import RunMeta
 from app.units import format_bandwidth
 
@@ -74,7 +75,7 @@ class TargetFacts:
     no_telemetry: str = NO_TELEMETRY  # why not, when ``telemetry`` is False
 
 
-def no_link_why(target_info: Mapping[str, Any] | None, environment: Mapping[str, Any] | None) -> str:
+def no_link_why(target_info: Mapping[str, object] | None, environment: Mapping[str, object] | None) -> str:
     """Why the above-link check has no link to compare with, from what run.json records of the target and
     the machine: a memory filesystem, a loop device and a virtual disk have no SATA/USB/PCIe link in sysfs."""
     info = target_info if isinstance(target_info, Mapping) else {}
@@ -94,8 +95,8 @@ def no_link_why(target_info: Mapping[str, Any] | None, environment: Mapping[str,
     return f"{NO_LINK}: sysfs shows no SATA, USB or PCIe link above the target"
 
 
-def target_facts(target_info: Mapping[str, Any] | None, link: Link | None,
-                 environment: Mapping[str, Any] | None = None) -> TargetFacts:
+def target_facts(target_info: Mapping[str, object] | None, link: Link | None,
+                 environment: Mapping[str, object] | None = None) -> TargetFacts:
     info = target_info if isinstance(target_info, Mapping) else {}
     fs = info.get("filesystem") if info.get("type") == "file" or info.get("kind") == "file" else None
     fs = fs if isinstance(fs, str) else None
@@ -113,16 +114,7 @@ def flag(name: str, reason: str) -> dict[str, str]:
     return {"flag": name, "reason": " ".join(reason.split())}
 
 
-def _num(v: Any) -> float | None:
-    if not isinstance(v, (int, float)) or isinstance(v, bool):
-        return None
-    try:
-        return float(v)
-    except OverflowError:  # JSON integers have no size limit
-        return None
-
-
-def _in_flight(point: Mapping[str, Any]) -> int:
+def _in_flight(point: Mapping[str, object]) -> int:
     depth, jobs = point.get("iodepth"), point.get("numjobs")
     depth = depth if isinstance(depth, int) and point.get("ioengine") not in SYNC_ENGINES else 1
     jobs = jobs if isinstance(jobs, int) else 1
@@ -134,7 +126,7 @@ def _zfs_before_direct(version: str) -> bool:
     return m is not None and (int(m.group(1)), int(m.group(2))) < ZFS_DIRECT_FROM
 
 
-def buffered_reason(point: Mapping[str, Any], facts: TargetFacts) -> str | None:
+def buffered_reason(point: Mapping[str, object], facts: TargetFacts) -> str | None:
     if point.get("direct") in (False, 0):
         return "direct=0: the I/O went through the page cache"
     fs = facts.filesystem
@@ -148,84 +140,84 @@ def buffered_reason(point: Mapping[str, Any], facts: TargetFacts) -> str | None:
     return None
 
 
-def point_flags(point: Mapping[str, Any], metrics: Mapping[str, Any], extra: Mapping[str, Any],
+def point_flags(point: Mapping[str, object], metrics: StorageMetrics, parts: Parts,
                 facts: TargetFacts = TargetFacts(), throttled: str | None = None) -> list[dict[str, str]]:
-    """The flags of one storage point from its JSON table, its metrics and the runner's extras (``steady``,
+    """The flags of one storage point from its JSON table, its metrics and the runner's parts (``steady``,
     ``operating_point``)."""
     out: list[dict[str, str]] = []
-    cpu = (_num(metrics.get("usr_cpu")) or 0.0) + (_num(metrics.get("sys_cpu")) or 0.0)
+    cpu = (metrics.usr_cpu or 0.0) + (metrics.sys_cpu or 0.0)
     if cpu >= CPU_BOUND_PERCENT:
         out.append(flag("cpu-bound", f"fio used {cpu:.0f} % of a CPU per job (usr+sys), at or above "
                                      f"{CPU_BOUND_PERCENT:.0f} %"))
-    iops = _num(metrics.get("iops")) or 0.0
-    lat = metrics.get("lat_ns")
-    mean = (_num(lat.get("mean")) if isinstance(lat, Mapping) else None) or 0.0
-    searched = _searched(point, extra)
-    if iops > 0 and mean > 0 and not searched:
+    iops = metrics.iops or 0.0
+    mean = _mean(metrics) or 0.0
+    if iops > 0 and mean > 0 and not _searched(point, parts):
         n = _in_flight(point)
         held = iops * mean * 1e-9
         if held / n < DEPTH_RATIO:
             out.append(flag("depth-not-reached", f"IOPS × mean latency = {held:.2f} I/Os in flight of {n} asked "
                                                  f"({held / n:.0%}, below {DEPTH_RATIO:.0%})"))
-    bw = _num(metrics.get("bw_bytes")) or 0.0
+    bw = metrics.bw_bytes or 0.0
     if facts.link is not None and bw > facts.link["bytes_per_s"]:
         out.append(flag("above-link", f"{format_bandwidth(bw)} is above the {facts.link['text']} link's "
                                       f"{format_bandwidth(facts.link['bytes_per_s'])}"))
     reason = buffered_reason(point, facts)
     if reason:
         out.append(flag("buffered", reason))
-    steady = extra.get("steady")
-    if isinstance(steady, Mapping) and steady.get("attained") is False:
+    steady = parts.steady
+    if steady is not None and steady.get("attained") is False:
         out.append(flag("not-steady", f"{steady.get('criterion') or 'the criterion'} never held before the cap"))
     if throttled:
         out.append(flag("throttled", throttled))
     return out
 
 
-def _searched(point: Mapping[str, Any], extra: Mapping[str, Any]) -> bool:
-    return "operating_point" in extra or point.get("latency_bound") is not None
+def _mean(metrics: StorageMetrics) -> float | None:
+    return metrics.lat_ns.get("mean") if metrics.lat_ns is not None else None
 
 
-def _not_applicable(name: str, point: Mapping[str, Any], metrics: Mapping[str, Any], extra: Mapping[str, Any],
-                    facts: TargetFacts) -> str | None:
+def _searched(point: Mapping[str, object], parts: Parts) -> bool:
+    return "operating_point" in parts.keys or point.get("latency_bound") is not None
+
+
+def _not_applicable(name: str, point: Mapping[str, object], metrics: StorageMetrics, parts: Parts,
+                    telemetry: Mapping[str, object] | None, facts: TargetFacts) -> str | None:
     """Why check ``name`` cannot judge this point, or None when it can."""
-    if name == "cpu-bound" and _num(metrics.get("usr_cpu")) is None and _num(metrics.get("sys_cpu")) is None:
+    if name == "cpu-bound" and metrics.usr_cpu is None and metrics.sys_cpu is None:
         return "fio reported no CPU use"
     if name == "depth-not-reached":
-        lat = metrics.get("lat_ns")
-        mean = _num(lat.get("mean")) if isinstance(lat, Mapping) else None
-        if _searched(point, extra):
+        if _searched(point, parts):
             return SEARCHED
-        if not (_num(metrics.get("iops")) or 0) > 0 or not (mean or 0) > 0:
+        if not (metrics.iops or 0) > 0 or not (_mean(metrics) or 0) > 0:
             return "no IOPS or mean latency to apply Little's law to"
     if name == "above-link" and facts.link is None:
         return facts.no_link
-    if name == "not-steady" and not point.get("steady") and not isinstance(extra.get("steady"), Mapping):
+    if name == "not-steady" and not point.get("steady") and parts.steady is None:
         return NO_STEADY
     if name == "throttled":
         if not facts.telemetry:
             return facts.no_telemetry
-        seen = extra.get("telemetry")
-        readings = _num(seen.get("readings")) if isinstance(seen, Mapping) else None
+        readings = number(telemetry.get("readings")) if telemetry is not None else None
         if readings is not None and readings < 2:
             return "fewer than two drive health readings while the point ran"
     return None
 
 
-def point_checks(point: Mapping[str, Any], metrics: Mapping[str, Any], extra: Mapping[str, Any],
-                 facts: TargetFacts, flags: Iterable[Mapping[str, str]]) -> dict[str, dict[str, str]]:
+def point_checks(point: Mapping[str, object], metrics: StorageMetrics, parts: Parts,
+                 telemetry: Mapping[str, object] | None, facts: TargetFacts,
+                 flags: Iterable[Mapping[str, str]]) -> dict[str, dict[str, str]]:
     """The results line's ``checks``: every check's result for this point — ``{"result": "flagged"}``,
     ``{"result": "passed"}`` or ``{"result": "not-applicable", "why": one line}``."""
     raised = set(names(flags))
     out: dict[str, dict[str, str]] = {}
     for name in FLAGS:
-        why = None if name in raised else _not_applicable(name, point, metrics, extra, facts)
+        why = None if name in raised else _not_applicable(name, point, metrics, parts, telemetry, facts)
         out[name] = ({"result": "flagged"} if name in raised else {"result": "passed"} if why is None
                      else {"result": "not-applicable", "why": why})
     return out
 
 
-def _line(v: Any, limit: int = 200) -> str | None:
+def _line(v: object, limit: int = 200) -> str | None:
     return " ".join(v.split())[:limit] or None if isinstance(v, str) else None
 
 
@@ -233,7 +225,7 @@ def recorded_facts(meta: RunMeta | None) -> TargetFacts:
     """The facts the checks had, as run.json records them (None: none recorded)."""
     info = (meta.target_info if meta is not None else None) or {}
     raw = info.get("link")
-    link = raw if isinstance(raw, Mapping) and (_num(raw.get("bytes_per_s")) or 0) > 0 else None
+    link = raw if isinstance(raw, Mapping) and (number(raw.get("bytes_per_s")) or 0) > 0 else None
     tele = meta.telemetry if meta is not None else None
     on = tele is not None and tele.get("available") is True
     why = _line(tele.get("reason")) if tele is not None else None
@@ -242,17 +234,14 @@ def recorded_facts(meta: RunMeta | None) -> TargetFacts:
                        telemetry=on, no_telemetry=f"no drive telemetry: {why}" if why else NO_TELEMETRY)
 
 
-def checks_of(record: Mapping[str, Any], facts: TargetFacts) -> dict[str, dict[str, str]] | None:
+def checks_of(line: ResultLine, facts: TargetFacts) -> dict[str, dict[str, str]] | None:
     """A results line's check results (its ``checks``, each entry checked; what is missing or malformed derived
     from the line and ``facts`` = :func:`recorded_facts` of run.json); None for a line written before the
     checks existed (no ``flags``)."""
-    if not isinstance(record.get("flags"), list):
+    if line.flags is None:
         return None
-    point, metrics = record.get("point"), record.get("metrics")
-    derived = point_checks(point if isinstance(point, Mapping) else {}, metrics if isinstance(metrics, Mapping) else {},
-                           record, facts, flags_of(record))
-    stored = record.get("checks")
-    stored = stored if isinstance(stored, Mapping) else {}
+    derived = point_checks(line.point, line.storage, _parts_of(line), line.telemetry, facts, flags_of(line))
+    stored = line.checks or {}
     out = {}
     for name in FLAGS:
         entry = stored.get(name)
@@ -267,11 +256,17 @@ def checks_of(record: Mapping[str, Any], facts: TargetFacts) -> dict[str, dict[s
     return out
 
 
-def flags_of(record: Mapping[str, Any]) -> list[dict[str, str]]:
+def _parts_of(line: ResultLine) -> Parts:
+    """The line's parts, ``operating_point`` among their keys when the line has that key (null included)."""
+    if "operating_point" in line.keys and "operating_point" not in line.parts.keys:
+        return replace(line.parts, keys=line.parts.keys + ("operating_point",))
+    return line.parts
+
+
+def flags_of(line: ResultLine) -> list[dict[str, str]]:
     """The well-formed flags of a results line (a hostile or old line: what can be used of it, in FLAGS order)."""
-    raw = record.get("flags")
     seen: dict[str, str] = {}
-    for f in raw if isinstance(raw, list) else []:
+    for f in line.flags or []:
         if isinstance(f, Mapping) and f.get("flag") in FLAGS and isinstance(f.get("reason"), str):
             seen.setdefault(str(f["flag"]), " ".join(str(f["reason"]).split())[:300])
     return [{"flag": name, "reason": seen[name]} for name in FLAGS if name in seen]

@@ -38,6 +38,7 @@ from app.fleet.links import HostUnreachable, Link, close_links, open_links
 from app.fleet.meter import FleetMeter
 from app.points import StoragePoint
 from app.presets import estimate_point_seconds
+from app.records import Parts, StorageMetrics
 from app.results import write_new
 from app.runners.base import Child, Context, Event, Phase, Result, Sample, stop_process
 from app.runners.fio import FioRunner, TargetShape, fio_binary, job_file, job_name
@@ -180,7 +181,7 @@ class FleetRunner(FioRunner):
         hosts = [h for h in self.fleet.hosts if h.name in wanted]
         job = job_name(point)
         for h in [h for h in hosts if h.name in unreachable]:
-            yield Result(index, {}, {}, self._extra(h, job, 0.0), error=unreachable[h.name])
+            yield Result(index, None, {}, self._extra(h, job, 0.0), error=unreachable[h.name])
             await asyncio.sleep(0)  # the event loop handles a SIGTERM/^C between host results
         hosts = [h for h in hosts if h.name not in unreachable]
         if not hosts:
@@ -230,9 +231,12 @@ class FleetRunner(FioRunner):
             yield self._host_result(index, h, job, run, {**files, ".fio": Path(jobs[h.name][1])})
             await asyncio.sleep(0)  # the event loop handles a SIGTERM/^C between host results
 
-    def _extra(self, h: Host, job: str, wall: float) -> dict[str, Any]:
-        return {"host": h.name, "target": self.fleet.targets[h.name], "wall_s": round(wall, 3),
-                "job": f"{job}@{h.slug}"}
+    @staticmethod
+    def _extra(h: Host, job: str, wall: float, fio_version: object = None, measured: bool = False) -> Parts:
+        """The host's parts of its line (the session adds the host's own target after ``host``)."""
+        return Parts(host=h.name, wall_s=round(wall, 3), job=f"{job}@{h.slug}",
+                     fio_version=fio_version if isinstance(fio_version, str) else None,
+                     keys=("host", "wall_s", "job") + (("fio_version",) if measured else ()))
 
     def _host_result(self, index: int, h: Host, job: str, run: "_ClientRun", files: dict[str, Path]) -> Result:
         """One host's result of the point: its own ``client_stats`` entry, or why there is none."""
@@ -240,17 +244,17 @@ class FleetRunner(FioRunner):
         if any(ln.strip() for ln in run.lines):
             raw[".stderr.txt"] = "\n".join(run.lines)
         entry = host_entry(run.doc, self.fleet.links[h.name].fio_address) if run.doc is not None else None
-        ex = self._extra(h, job, run.wall)
         if run.doc is None or entry is None:
-            return Result(index, {}, raw, ex, error=f"host {h.name}: no result from fio ({run.message})", files=files)
+            return Result(index, None, raw, self._extra(h, job, run.wall),
+                          error=f"host {h.name}: no result from fio ({run.message})", files=files)
         one = {"fio version": run.doc.get("fio version"), "client_stats": [entry]}
         raw[".json"] = json.dumps(one, indent=1)
         m = metrics(one, jobs=[entry])
-        ex["fio_version"] = one["fio version"]
+        ex = self._extra(h, job, run.wall, one["fio version"], measured=True)
         if m.get("errors"):
-            return Result(index, m, raw, ex, error=f"host {h.name}: fio job error {entry.get('error')} ({run.message})",
-                          files=files)
-        return Result(index, m, raw, ex, files=files)
+            return Result(index, StorageMetrics.of(m), raw, ex,
+                          error=f"host {h.name}: fio job error {entry.get('error')} ({run.message})", files=files)
+        return Result(index, StorageMetrics.of(m), raw, ex, files=files)
 
     @staticmethod
     async def _read(child: Child, out: bytearray) -> None:

@@ -15,9 +15,9 @@ import math
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from app.records import number
 from app.report import memory as mem
 from app.report.model import MemoryRow, RunData, StorageRow
-from app.report.procedure import _num
 
 MIN_KNEE_DISTANCE = 0.05  # in the unit square; about 3.5 % of the chord's length
 DEFAULT_P99_BOUND_US = 1000.0
@@ -203,8 +203,8 @@ def direction_p99s(p: StorageRow) -> dict[str, float]:
     if p.mixed:
         out = {}
         for side in ("read", "write"):
-            lat = p.metrics.get(f"{side}_lat_ns")
-            v = _num(lat.get("p99")) if isinstance(lat, dict) else None
+            lat = p.metrics.latency(f"{side}_lat_ns")
+            v = number(lat.get("p99")) if lat is not None else None
             if v is not None and v > 0:
                 out[side] = v
         if out:

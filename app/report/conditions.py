@@ -4,7 +4,7 @@ host's memory and the device, signs of host write-back caching, the machine's vi
 for each condition that weakens the figures (short points, no ramp).
 
 Only recorded facts are stated; a fact the directory does not record is said to be "not recorded".  run.json
-and results.jsonl are untrusted: numbers are read through :func:`app.report.procedure._num` (a string, a
+and results.jsonl are untrusted: numbers are read through :func:`app.records.number` (a string, a
 bool, NaN or infinity is no number), text through :func:`app.sanitize.md_text`.
 """
 
@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
+from app.records import number
 from app.report import noise
 from app.report.model import RunData, StorageRow
-from app.report.procedure import _num
 from app.runmeta import RunMeta
 from app.sanitize import md_text
 from app.textable import markdown_table
@@ -32,7 +32,7 @@ def _mapping(v: object) -> Mapping[str, object]:
 
 def _size(v: object) -> float | None:
     """A byte count as recorded, None when it is no number or beyond any real memory or device (2^70 B)."""
-    n = _num(v)
+    n = number(v)
     return n if n is not None and 0 < n < MAX_BYTES else None
 
 
@@ -54,7 +54,7 @@ def _values(points: Sequence[StorageRow], key: str) -> list[object]:
 
 
 def _seconds(values: Sequence[object]) -> str:
-    nums = sorted({n for v in values if (n := _num(v)) is not None})
+    nums = sorted({n for v in values if (n := number(v)) is not None})
     text = ", ".join(f"{n:g} s" for n in nums[:8]) + (" …" if len(nums) > 8 else "")
     if len(nums) < len(values):
         text += (", " if text else "") + "not recorded"
@@ -100,7 +100,7 @@ def _state_rows(data: RunData) -> list[list[str]]:
     rows = [["File or device state", state], ["Preconditioned", _preconditioned(meta)]]
     steady = [p for p in data.storage if p.point.get("steady")]
     if steady:
-        held = sum(1 for p in steady if _mapping(p.record.get("steady")).get("attained") is True)
+        held = sum(1 for p in steady if _mapping(p.line.parts.steady).get("attained") is True)
         rows.append(["Steady state", f"{len(steady)} of {len(data.storage)} points ran to fio's steady-state "
                                      f"criterion; {held} reached it (see Steady state)"])
     else:
@@ -291,12 +291,12 @@ def target_notes(info: Mapping[str, object], env: Mapping[str, object]) -> list[
 
 def _warnings(points: Sequence[StorageRow]) -> list[str]:
     out = []
-    short = [p for p in points if (r := _num(p.point.get("runtime"))) is not None and r <= SHORT_POINT_S]
+    short = [p for p in points if (r := number(p.point.get("runtime"))) is not None and r <= SHORT_POINT_S]
     if short:
         out.append(f"{len(short)} of {len(points)} points ran for {SHORT_POINT_S:g} s or less (runtime "
                    f"{_seconds(_values(short, 'runtime'))}): fewer than {noise.MIN_SAMPLES} one-second samples, so "
                    "the report cannot say how much their figures moved, and the first I/Os weigh in them.")
-    no_ramp = [p for p in points if _num(p.point.get("ramp_time")) == 0]
+    no_ramp = [p for p in points if number(p.point.get("ramp_time")) == 0]
     if no_ramp:
         out.append(f"{len(no_ramp)} of {len(points)} points had ramp_time = 0: their figures include the start of "
                    "the job (queues filling, caches and the device warming up).")

@@ -1,7 +1,7 @@
 """What the memory report says beside its numbers: which traffic a bandwidth counts, what an injection delay
 is in time, why a curve has no knee, and the chase buffer against the caches and the TLB.
 
-Every figure comes from the results lines or run.json (read through :func:`app.report.procedure._num`); a
+Every figure comes from the results lines or run.json (read through :func:`app.records.number`); a
 fact the run did not record is said to be unknown, never guessed.
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 import statistics
 from typing import Any, Protocol, Sequence
 
+from app.records import number
 from app.report.model import MemoryRow
-from app.report.procedure import _num
 from app.units import format_size_human
 
 
@@ -35,9 +35,9 @@ def counts_latency_thread(p: MemoryRow) -> bool | None:
     derived from its outputs in native/memlat/README.md); the built-in engine says so in its results lines
     since it counts them, and built-in results without that word counted the load threads alone; an imported
     built-in text does not say (None)."""
-    if p.record.get("bandwidth_includes_latency_thread") is True or p.engine == "mlc":
+    if p.line.parts.bandwidth_includes_latency_thread is True or p.engine == "mlc":
         return True
-    if p.engine == "builtin" and not p.record.get("imported_from"):
+    if p.engine == "builtin" and not p.line.imported_from:
         return False
     return None
 
@@ -52,7 +52,7 @@ def load_mbps(p: MemoryRow) -> float | None:
     the whole figure when it counts them alone, else the whole minus the latency thread's 64 B per step
     (an estimate: the chase's latency is per CPU second, its traffic per wall second; never below 0); None
     when unknown."""
-    measured = _num(p.metrics.get("load_bandwidth_mbps"))
+    measured = number(p.metrics.load_bandwidth_mbps)
     if measured is not None and measured >= 0:
         return measured
     counts = counts_latency_thread(p)
@@ -76,7 +76,7 @@ def bandwidth_words(points: Sequence[MemoryRow]) -> str:
 
 def load_words(points: Sequence[MemoryRow]) -> str:
     """How the load threads' part of these points' bandwidth is known, in words."""
-    measured = [_num(p.metrics.get("load_bandwidth_mbps")) is not None for p in points if p.bandwidth is not None]
+    measured = [number(p.metrics.load_bandwidth_mbps) is not None for p in points if p.bandwidth is not None]
     if measured and all(measured):
         return "as the built-in engine measured it"
     how = "the whole minus the latency thread's 64 B per chase step (64 B / latency)"
@@ -97,7 +97,7 @@ def bandwidth_axis_words(curves: Sequence[MemCurve]) -> str:
 def delay_unit_ns(points: Sequence[MemoryRow]) -> float | None:
     """The built-in engine's spin step in ns, as it calibrated it at the start of the run (median over
     the points that recorded one)."""
-    units = [u for u in (_num(p.record.get("delay_unit_ns")) for p in points) if u is not None and u > 0]
+    units = [u for u in (p.line.parts.delay_unit_ns for p in points) if u is not None and u > 0]
     return statistics.median(units) if units else None
 
 
@@ -132,7 +132,7 @@ def load_threads(points: Sequence[MemoryRow]) -> int | None:
     """How many threads made the load: as the engine printed it, else from the CPU list (its first CPU runs
     the latency thread); None when the run does not say (MLC uses every CPU unless told)."""
     for p in points:
-        n = _num(p.record.get("load_threads"))
+        n = p.line.parts.load_threads
         if n is not None and n >= 1:
             return int(n)
     cpus = points[0].point.get("cpus") if points else None
@@ -262,7 +262,7 @@ def tlb_reach(env: Any) -> tuple[int, int] | None:
     tlb = cpu.get("tlb") if isinstance(cpu, dict) else None
     if not isinstance(tlb, dict):
         return None
-    entries, page = _num(tlb.get("entries")), _num(tlb.get("page_bytes"))
+    entries, page = number(tlb.get("entries")), number(tlb.get("page_bytes"))
     if entries is None or page is None or entries < 1 or page < 1:
         return None
     return int(entries), int(page)
@@ -271,10 +271,9 @@ def tlb_reach(env: Any) -> tuple[int, int] | None:
 def chase_buffer(points: Sequence[MemoryRow]) -> int | None:
     """The latency thread's buffer in bytes: as the engine printed it, else as planned."""
     for p in points:
-        chase = p.record.get("chase")
-        for v in ((chase or {}).get("buffer_bytes") if isinstance(chase, dict) else None,
-                  p.record.get("buffer_bytes"), p.buffer):
-            n = _num(v)
+        chase = p.line.parts.chase
+        for v in (chase.get("buffer_bytes") if isinstance(chase, dict) else None, p.line.parts.buffer_bytes, p.buffer):
+            n = number(v)
             if n is not None and n > 0:
                 return int(n)
     return None
@@ -283,7 +282,7 @@ def chase_buffer(points: Sequence[MemoryRow]) -> int | None:
 def huge_pages(points: Sequence[MemoryRow]) -> bool | None:
     """Whether the chase ran on 2 MiB pages (the engine's word in ``chase``), None when not recorded."""
     for p in points:
-        chase = p.record.get("chase")
+        chase = p.line.parts.chase
         if isinstance(chase, dict) and isinstance(chase.get("huge_pages"), bool):
             return bool(chase["huge_pages"])
     return None

@@ -7,15 +7,15 @@ writes markdown, :mod:`app.report.plots` draws.  Units inside: bytes, bytes/s, n
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import ClassVar, Mapping, TypeVar
 
 from app.keys import Role
 from app.lock import effective_status
 from app.points import Kind, StoragePoint, with_role
+from app.records import JSONObject, JSONValue, MemoryMetrics, ResultLine, StorageMetrics, read_line
 from app.report.fleet_read import FleetHost, fleet_hosts, is_fleet
 from app.results import ResultsDir
 from app.runmeta import RunMeta
@@ -41,23 +41,49 @@ TRAFFIC_DESCRIPTIONS = {
 }
 
 
-def _num(v: Any, default: float = 0.0) -> float:
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return default
-    return f if math.isfinite(f) else default
+def _whole(v: JSONValue, default: int) -> int:
+    """A point key the reader checked as a whole number (or null)."""
+    return v if isinstance(v, int) and not isinstance(v, bool) else default
+
+
+def _float(v: float | None, default: float = 0.0) -> float:
+    return default if v is None else float(v)
+
+
+R = TypeVar("R", bound="_Row")
 
 
 @dataclass
-class StorageRow:
-    """One measured storage point (a results.jsonl line). The derived workload fields are computed
-    once (cached): a row is read-only once loaded."""
+class _Row:
+    """A measured line of results.jsonl by its plan index."""
 
     index: int
-    point: dict[str, Any]
-    metrics: dict[str, Any]
-    record: dict[str, Any] = field(repr=False, default_factory=dict)
+    line: ResultLine = field(repr=False)
+    kind: ClassVar[Kind]
+
+    @classmethod
+    def of(cls: type[R], index: int, point: JSONObject, metrics: JSONObject, more: JSONObject | None = None) -> R:
+        """A row from the JSON pieces of a line (``more``: its other keys), typed as the reader types them."""
+        return cls(index, read_line({**(more or {}), "kind": cls.kind.value, "point": point, "metrics": metrics},
+                                    check=False))
+
+    @property
+    def point(self) -> JSONObject:
+        return self.line.point
+
+
+@dataclass
+class StorageRow(_Row):
+    """One measured storage point (a results.jsonl line, :class:`app.records.ResultLine`). The derived workload
+    fields are computed once (cached): a row is read-only once loaded."""
+
+    kind: ClassVar[Kind] = Kind.STORAGE
+    # its whole-second samples once app.report.noise has read them (several analyses ask for them)
+    whole_samples: list[Mapping[str, object]] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def metrics(self) -> StorageMetrics:
+        return self.line.storage
 
     # -- workload ------------------------------------------------------------------------------
     @property
@@ -66,15 +92,15 @@ class StorageRow:
 
     @property
     def bs(self) -> int:
-        return int(self.point.get("bs") or 0)
+        return _whole(self.point.get("bs"), 0)
 
     @property
     def iodepth(self) -> int:
-        return int(self.point.get("iodepth") or 1)
+        return _whole(self.point.get("iodepth"), 0) or 1
 
     @property
     def numjobs(self) -> int:
-        return int(self.point.get("numjobs") or 1)
+        return _whole(self.point.get("numjobs"), 0) or 1
 
     @property
     def ioengine(self) -> str:
@@ -85,8 +111,7 @@ class StorageRow:
         """Percentage of reads the workload asks for."""
         rw = self.rw
         if rw in ("rw", "randrw", "readwrite"):
-            mix = self.point.get("rwmixread")
-            return 50 if mix is None else int(mix)
+            return _whole(self.point.get("rwmixread"), 50)
         return 0 if ("write" in rw or "trim" in rw) else 100
 
     @property
@@ -116,12 +141,12 @@ class StorageRow:
     @cached_property
     def flags(self) -> list[dict[str, str]]:
         """The validity flags the run recorded for this point (app.validity), in their fixed order."""
-        return flags_of(self.record)
+        return flags_of(self.line)
 
     @property
     def checked(self) -> bool:
         """The line carries the validity checks (lines written before they existed do not)."""
-        return isinstance(self.record.get("flags"), list)
+        return self.line.flags is not None
 
     @cached_property
     def inflight(self) -> int:
@@ -129,22 +154,23 @@ class StorageRow:
         return self.effective_depth * self.numjobs
 
     @cached_property
-    def rest(self) -> tuple[tuple[str, Any], ...]:
+    def rest(self) -> tuple[tuple[str, JSONValue], ...]:
         """Everything else that defines the workload (ioengine, direct, ...)."""
         skip = set(WORKLOAD_KEYS) | set(SETTING_KEYS)
-        return tuple(sorted((k, v) for k, v in self.point.items() if k not in skip and not isinstance(v, (dict, list))))
+        return tuple(sorted(((k, v) for k, v in self.point.items() if k not in skip and not isinstance(v, (dict, list))),
+                            key=lambda kv: kv[0]))
 
     # -- measurements ------------------------------------------------------------------------
     @property
     def iops(self) -> float:
-        return _num(self.metrics.get("iops"))
+        return _float(self.metrics.iops)
 
     @property
     def bw(self) -> float:
-        return _num(self.metrics.get("bw_bytes"))
+        return _float(self.metrics.bw_bytes)
 
     def lat(self, key: str) -> float:
-        return _num((self.metrics.get("lat_ns") or {}).get(key))
+        return _float(self.metrics.lat_ns.get(key) if self.metrics.lat_ns is not None else None)
 
     @property
     def lat_mean(self) -> float:
@@ -152,16 +178,22 @@ class StorageRow:
 
     @property
     def p99(self) -> float | None:
-        v = (self.metrics.get("lat_ns") or {}).get("p99")
-        return None if v in (None, 0) else _num(v)
+        v = self.metrics.lat_ns.get("p99") if self.metrics.lat_ns is not None else None
+        return None if v is None or v == 0 else float(v)
 
     @property
     def usr(self) -> float:
-        return _num(self.metrics.get("usr_cpu"))
+        return _float(self.metrics.usr_cpu)
 
     @property
     def sys(self) -> float:
-        return _num(self.metrics.get("sys_cpu"))
+        return _float(self.metrics.sys_cpu)
+
+    @property
+    def round(self) -> int | None:
+        """The round of a run in rounds that measured this row (a whole number), else None."""
+        r = self.point.get("round")
+        return r if isinstance(r, int) and not isinstance(r, bool) else None
 
     @property
     def group(self) -> str | None:
@@ -171,16 +203,16 @@ class StorageRow:
     @property
     def host(self) -> str | None:
         """The fleet host that measured this point (a fleet run's lines carry it), else None."""
-        h = self.record.get("host")
-        return h if isinstance(h, str) else None
+        return self.line.host
 
 
 @dataclass
-class MemoryRow:
-    index: int
-    point: dict[str, Any]
-    metrics: dict[str, Any]
-    record: dict[str, Any] = field(repr=False, default_factory=dict)
+class MemoryRow(_Row):
+    kind: ClassVar[Kind] = Kind.MEMORY
+
+    @property
+    def metrics(self) -> MemoryMetrics:
+        return self.line.memory
 
     @property
     def mode(self) -> str:
@@ -188,11 +220,12 @@ class MemoryRow:
 
     @property
     def traffic(self) -> str | None:
-        return self.point.get("traffic")
+        t = self.point.get("traffic")
+        return t if isinstance(t, str) else None
 
     def _int(self, key: str) -> int | None:
         v = self.point.get(key)
-        return None if v is None else int(v)
+        return v if isinstance(v, int) and not isinstance(v, bool) else None
 
     @property
     def stride(self) -> int | None:
@@ -210,22 +243,20 @@ class MemoryRow:
     def engine(self) -> str:
         return str(self.point.get("engine") or "")
 
-    def _measured(self, key: str) -> float | None:
-        v = self.metrics.get(key)
-        return None if v is None else _num(v)
-
     @property
     def latency(self) -> float | None:
-        return self._measured("latency_ns")
+        v = self.metrics.latency_ns
+        return None if v is None else float(v)
 
     @property
     def bandwidth(self) -> float | None:
-        return self._measured("bandwidth_mbps")
+        v = self.metrics.bandwidth_mbps
+        return None if v is None else float(v)
 
     @property
-    def series(self) -> tuple[Any, ...]:
+    def series(self) -> tuple[str, int, int, str, str, str]:
         """One MLC table: traffic, stride, buffer, engine, source, chase (the delays are its rows)."""
-        return (self.traffic or "R", self.stride or 0, self.buffer or 0, self.engine, self.point.get("source") or "",
+        return (self.traffic or "R", self.stride or 0, self.buffer or 0, self.engine, str(self.point.get("source") or ""),
                 str(self.point.get("tlb_locality") or ""))
 
 
@@ -285,21 +316,21 @@ class RunData:
         return out
 
 
-def split_records(records: list[dict[str, Any]], plan: Any = None) -> tuple[list[StorageRow], list[MemoryRow], int]:
-    """Validated results lines as storage and memory rows, each by plan index; lines whose index is
-    past the end of a non-empty ``plan`` are left out and counted (the third value)."""
+def split_records(lines: list[ResultLine], plan: object = None) -> tuple[list[StorageRow], list[MemoryRow], int]:
+    """Results lines as storage and memory rows, each by plan index; lines whose index is past the end of a
+    non-empty ``plan`` are left out and counted (the third value)."""
     storage: list[StorageRow] = []
     memory: list[MemoryRow] = []
     outside = 0
-    for i, rec in enumerate(records):
-        index = rec.get("index", i)
+    for i, line in enumerate(lines):
+        index = i if line.index is None else line.index
         if isinstance(plan, list) and plan and index >= len(plan):
             outside += 1
             continue
-        if rec["kind"] == Kind.MEMORY:
-            memory.append(MemoryRow(index, rec["point"], rec["metrics"], rec))
+        if line.kind == Kind.MEMORY:
+            memory.append(MemoryRow(index, line))
         else:
-            storage.append(StorageRow(index, rec["point"], rec["metrics"], rec))
+            storage.append(StorageRow(index, line))
     storage.sort(key=lambda p: p.index)
     memory.sort(key=lambda p: p.index)
     return storage, memory, outside
@@ -313,7 +344,7 @@ def load(path: str | Path) -> RunData:
     if is_fleet(meta):
         return _load_fleet(rd, meta)
     read = rd.read_records()
-    storage, memory, outside = split_records(read.records, list(meta.plan))
+    storage, memory, outside = split_records(read.lines, list(meta.plan))
     return RunData(Path(path), meta, storage, memory, read.unreadable, read.replaced, outside)
 
 
@@ -321,7 +352,7 @@ def _load_fleet(rd: ResultsDir, meta: RunMeta) -> RunData:
     """A fleet run: one storage row per (point, host) of run.json's hosts, by plan index then host order."""
     fleet = FleetInfo(fleet_hosts(meta, rd.run_json))
     read = rd.read_records()  # keyed by (index, host)
-    storage, memory, outside = split_records(read.records, list(meta.plan))
+    storage, memory, outside = split_records(read.lines, list(meta.plan))
     order = {name: i for i, name in enumerate(fleet.names)}
     kept = [p for p in storage if p.host in order]
     fleet.strangers = len(storage) - len(kept)

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from app.records import MAX_NUMBER, number
 from app.report.model import StorageRow
-from app.report.procedure import _num, read_samples
-from app.results import MAX_NUMBER
+from app.report.procedure import read_samples
 
 MIN_SAMPLES = 3  # fewer whole seconds cannot give a spread worth a sentence
 WHOLE_INTERVAL_S = 0.5  # a job's last dump covers the few ms after the previous one: not a one-second figure
@@ -76,20 +76,18 @@ def spread(values: Sequence[float]) -> Spread | None:
 
 def whole_samples(samples: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """The samples that cover (about) a whole status interval."""
-    return [s for s in samples if (_num(s.get("interval_s")) or 1.0) >= WHOLE_INTERVAL_S]
+    return [s for s in samples if (number(s.get("interval_s")) or 1.0) >= WHOLE_INTERVAL_S]
 
 
-def samples_of(run_dir: Path, row: StorageRow) -> list[Mapping[str, Any]]:
+def samples_of(run_dir: Path, row: StorageRow) -> list[Mapping[str, object]]:
     """The whole-second samples of ``row`` (read once per row: several analyses ask for them)."""
-    cached = row.__dict__.get("_whole_samples")  # a StorageRow is read-only once loaded (app.report.model)
-    if cached is None:
-        cached = whole_samples(read_samples(run_dir, row.record))
-        row.__dict__["_whole_samples"] = cached
-    return cached
+    if row.whole_samples is None:
+        row.whole_samples = whole_samples(read_samples(run_dir, row.line.raw))
+    return row.whole_samples
 
 
 def point_spread(run_dir: Path, row: StorageRow, figure: str) -> Spread | None:
     """The per-second spread of one figure of a point (``iops``, ``lat_mean``, ``p99`` or ``bw``), in the
     units of the results (IOPS, ns, bytes/s); None when the point kept fewer than MIN_SAMPLES whole seconds."""
     key = SAMPLE_KEYS[figure]
-    return spread([v for s in samples_of(run_dir, row) if (v := _num(s.get(key))) is not None])
+    return spread([v for s in samples_of(run_dir, row) if (v := number(s.get(key))) is not None])

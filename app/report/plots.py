@@ -905,7 +905,7 @@ def _job(job: tuple[Any, ...]) -> Sequence[object]:
 def operating_points(searches: Sequence[StorageRow]) -> list[OperatingPoint]:
     out = []
     for p in searches:
-        op = p.record.get("operating_point")
+        op = p.line.parts.operating_point
         if isinstance(op, dict) and isinstance(op.get("depth"), int):
             label = f"QD {op['depth']} (p{op.get('percentile')} ≤ {format_us(op.get('bound_us'))})"
             out.append(OperatingPoint(p.mix, p.bs, p.numjobs, p.iops, p.lat_mean, label))

@@ -9,13 +9,13 @@ field of the wrong type is left out, never trusted.
 from __future__ import annotations
 
 import json
-import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Mapping, Sequence
 
 from app.procedure import SNIA_EXCURSION, SNIA_RANGE, SNIA_WINDOW, SteadyCheck, first_steady_window
+from app.records import JSONObject, number
 from app.report.model import RunData, StorageRow
 from app.results import read_regular
 from app.runmeta import RunMeta
@@ -25,16 +25,6 @@ from app.units import format_count, format_duration, format_size, format_us
 
 MAX_SAMPLES_BYTES = 16 << 20  # a samples file read for a figure: at most 16 MiB …
 MAX_SAMPLES = 100_000  # … and this many lines
-
-
-def _num(v: Any) -> float | None:
-    if not isinstance(v, (int, float)) or isinstance(v, bool):
-        return None
-    try:
-        f = float(v)
-    except OverflowError:  # JSON integers have no size limit
-        return None
-    return f if math.isfinite(f) else None
 
 
 # --- which rows go where ----------------------------------------------------------------------------
@@ -60,7 +50,7 @@ def storage_views(rows: Sequence[StorageRow]) -> StorageViews:
     last: dict[str, StorageRow] = {}
     for r in rest:
         key = _identity(r)
-        if key not in last or int(last[key].point.get("round") or 0) <= int(r.point.get("round") or 0):
+        if key not in last or (last[key].round or 0) <= (r.round or 0):
             last[key] = r
     main = sorted(last.values(), key=lambda r: r.index)
     return StorageViews(main, searches, rounds)
@@ -69,8 +59,8 @@ def storage_views(rows: Sequence[StorageRow]) -> StorageViews:
 # --- steady-state points -----------------------------------------------------------------------------
 
 
-def steady_of(row: StorageRow) -> dict[str, Any] | None:
-    s = row.record.get("steady")
+def steady_of(row: StorageRow) -> JSONObject | None:
+    s = row.line.parts.steady
     return s if isinstance(s, dict) else None
 
 
@@ -95,8 +85,8 @@ def steady_section(rows: Sequence[StorageRow]) -> list[str]:
     out.append("")
     rows_out = []
     for r, s in steady:
-        after = _num(s.get("after_s"))
-        dev = _num(s.get("deviation"))
+        after = number(s.get("after_s"))
+        dev = number(s.get("deviation"))
         rows_out.append([point_label("storage", r.point), str(s.get("criterion", "?")),
                          "yes" if s.get("attained") is True else "no",
                          "—" if after is None else f"{after:.1f}", "—" if dev is None else f"{dev:.2f}%",
@@ -107,10 +97,10 @@ def steady_section(rows: Sequence[StorageRow]) -> list[str]:
     return out
 
 
-def read_samples(run_dir: Path, record: dict[str, Any]) -> list[dict[str, Any]]:
-    """The live samples a point kept in raw/ (its ``raw.samples`` path), [] when absent or not usable: the
-    path must stay inside the results directory and name a regular file; at most MAX_SAMPLES_BYTES are read."""
-    raw = record.get("raw")
+def read_samples(run_dir: Path, raw: object) -> list[JSONObject]:
+    """The live samples a point kept in raw/ (``raw``: its line's or run.json's precondition's ``raw`` object,
+    whose ``samples`` path is used), [] when absent or not usable: the path must stay inside the results
+    directory and name a regular file; at most MAX_SAMPLES_BYTES are read."""
     rel = raw.get("samples") if isinstance(raw, dict) else None
     if not isinstance(rel, str) or not rel or os.path.isabs(rel) or ".." in Path(rel).parts or "\0" in rel:
         return []
@@ -124,7 +114,7 @@ def read_samples(run_dir: Path, record: dict[str, Any]) -> list[dict[str, Any]]:
             sample = json.loads(line)
         except ValueError:
             continue
-        if isinstance(sample, dict) and _num(sample.get("t")) is not None and _num(sample.get("iops")) is not None:
+        if isinstance(sample, dict) and number(sample.get("t")) is not None and number(sample.get("iops")) is not None:
             out.append(sample)
     return out
 
@@ -137,9 +127,9 @@ def precondition_rows(meta: RunMeta) -> list[list[str]]:
     pre = meta.precondition
     if pre is None:
         return []
-    seconds = _num(pre.get("seconds"))
-    written = _num(pre.get("io_bytes"))
-    bw = _num(pre.get("bw_bytes"))
+    seconds = number(pre.get("seconds"))
+    written = number(pre.get("io_bytes"))
+    bw = number(pre.get("bw_bytes"))
     text = f"{pre.get('mode', '?')}: {pre.get('description', '')}"
     if pre.get("status") != "done":
         text += f" — failed ({pre.get('error', 'no reason recorded')})"
@@ -179,8 +169,8 @@ def skipped_section(meta: RunMeta) -> list[str]:
 # --- the latency-bound search -----------------------------------------------------------------------------
 
 
-def operating_point(row: StorageRow) -> dict[str, Any] | None:
-    op = row.record.get("operating_point")
+def operating_point(row: StorageRow) -> JSONObject | None:
+    op = row.line.parts.operating_point
     return op if isinstance(op, dict) and isinstance(op.get("depth"), int) else None
 
 
@@ -193,8 +183,8 @@ def operating_point_section(searches: Sequence[StorageRow], curves_here: set[str
     for r, op in found:
         bound = format_us(op.get("bound_us"))
         pct = op.get("percentile")
-        p99 = _num(op.get("lat_p99_ns"))
-        mean = _num(op.get("lat_mean_ns"))
+        p99 = number(op.get("lat_p99_ns"))
+        mean = number(op.get("lat_mean_ns"))
         text = (f"Under a p{pct} latency bound of {bound}, fio's `latency_target` search settled on **QD "
                 f"{op['depth']}** for {r.mix} {format_size(r.bs)}"
                 + (f" with {r.numjobs} jobs" if r.numjobs > 1 else "")
@@ -234,7 +224,7 @@ def window_rounds(rounds: Sequence[StorageRow], meta: RunMeta) -> tuple[SteadyCh
     check = first_steady_window(series)
     if check is not None:
         return check, list(check.rounds)
-    measured = sorted({int(r.point["round"]) for r in rounds})
+    measured = sorted({r.round or 0 for r in rounds})
     return None, measured[-SNIA_WINDOW:]
 
 
@@ -251,7 +241,7 @@ def rounds_section(data: RunData, rounds: Sequence[StorageRow]) -> list[str]:
     tracked = " ".join(f"{k}={format_size(v) if k == 'bs' and isinstance(v, int) else v}" for k, v in track.items())
     out = ["### Steady-state verification (SNIA PTS)", ""]
     series = tracked_series(rounds, track)
-    last_round = max(int(r.point["round"]) for r in rounds)
+    last_round = max(r.round or 0 for r in rounds)
     out.append(f"The plan ran in rounds ({last_round} measured); after each round the IOPS of the tracked point "
                f"({tracked or 'the first point of a round'}) was tested by SNIA's rule over a window of {SNIA_WINDOW} "
                f"rounds: max − min within {SNIA_RANGE:.0%} of the window's mean, and the excursion of the least-squares "

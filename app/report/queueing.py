@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Sequence
 
+from app.records import StorageMetrics, number
 from app.report.analysis import Curve
 from app.report.model import StorageRow
-from app.report.procedure import _num
 from app.runners.fio_parse import MAX_DISKS, is_disk_name
 
 
@@ -94,9 +94,9 @@ class QueueCurve:
         return past[0], top, top.x / past[0].x - 1
 
 
-def _lat(metrics: dict[str, Any], key: str) -> float | None:
-    v = metrics.get(key)
-    return _num(v.get("mean")) if isinstance(v, dict) else None
+def _lat(metrics: StorageMetrics, key: str) -> float | None:
+    v = metrics.latency(key)
+    return number(v.get("mean")) if v is not None else None
 
 
 def split_latency(p: StorageRow) -> tuple[float | None, float | None]:
@@ -109,14 +109,16 @@ def split_latency(p: StorageRow) -> tuple[float | None, float | None]:
 def disks_of(p: StorageRow) -> tuple[Disk, ...] | None:
     """fio's device utilisation as the results line recorded it, entries a run could not have written left out;
     None when the line has none (written before it was recorded, or by an import without it)."""
-    raw = p.metrics.get("disk_util")
+    raw = p.metrics.disk_util
     if not isinstance(raw, list):
         return None
     out = []
     for d in raw[:MAX_DISKS]:
-        util = _num(d.get("util")) if isinstance(d, dict) else None
-        if util is not None and 0 <= util <= 100 and is_disk_name(d.get("name")):
-            out.append(Disk(d["name"], util))
+        if not isinstance(d, dict):
+            continue
+        util, name = number(d.get("util")), d.get("name")
+        if util is not None and 0 <= util <= 100 and isinstance(name, str) and is_disk_name(name):
+            out.append(Disk(name, util))
     return tuple(out) if out else None
 
 

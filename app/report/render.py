@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from app.points import Kind
+from app.records import number
 from app.report import analysis as an
 from app.report import conditions, drive, queue_text, series, support, trends
 from app.report import memory as mem
@@ -66,9 +67,9 @@ def _p99_text(p: StorageRow) -> str:
     v = p.p99
     if v is None:
         return "n/a"
-    lat = p.metrics.get("lat_ns") or {}
-    mark = "≈" if lat.get("percentiles_approx") else ""
-    mark += "†" if p.metrics.get("percentiles_source") == "clat_ns" else ""
+    lat = p.metrics.lat_ns
+    mark = "≈" if lat is not None and lat.percentiles_approx else ""
+    mark += "†" if p.metrics.percentiles_source == "clat_ns" else ""
     return mark + us(v)
 
 
@@ -148,7 +149,7 @@ def _target(data: RunData) -> list[str]:
         rows.append(["Details", "not probed (imported run: the path comes from the fio job options)" if data.imported
                      else "not recorded"])
     else:
-        targets = sorted({str(p.record.get("target")) for p in data.storage if p.record.get("target")})
+        targets = sorted({p.line.target for p in data.storage if p.line.target})
         rows.append(["Path", ", ".join(targets) if targets else "not recorded"])
         rows.append(["Details", "not probed (imported run: the path comes from the fio job options)" if data.imported
                      else "not recorded"])
@@ -245,9 +246,9 @@ def _storage_table(points: Sequence[StorageRow], heading: str = "## Storage resu
     out.append("")
     out += _flags_legend(points, meta)
     marks = []
-    if any((p.metrics.get("lat_ns") or {}).get("percentiles_approx") for p in points):
+    if any(p.metrics.lat_ns is not None and p.metrics.lat_ns.percentiles_approx for p in points):
         marks.append("≈ p99 of several jobs without json+ histograms: the I/O-weighted mean of their p99s.")
-    if any(p.metrics.get("percentiles_source") == "clat_ns" for p in points):
+    if any(p.metrics.percentiles_source == "clat_ns" for p in points):
         marks.append("† the source file has no total-latency percentiles; this is fio's completion-latency (`clat`) "
                      "p99, which leaves out submission time.")
     for m in marks:
@@ -260,10 +261,9 @@ def _storage_table(points: Sequence[StorageRow], heading: str = "## Storage resu
         out.append("")
         rows = []
         for p in mixed:
-            rows.append([workload(p), format_count(float(p.metrics.get("read_iops") or 0)),
-                         format_count(float(p.metrics.get("write_iops") or 0)),
-                         f"{float(p.metrics.get('read_bw_bytes') or 0) / MB:.1f}",
-                         f"{float(p.metrics.get('write_bw_bytes') or 0) / MB:.1f}",
+            fig = p.metrics
+            rows.append([workload(p), format_count(float(fig.read_iops or 0)), format_count(float(fig.write_iops or 0)),
+                         f"{float(fig.read_bw_bytes or 0) / MB:.1f}", f"{float(fig.write_bw_bytes or 0) / MB:.1f}",
                          _side_us(p, "read", "mean"), _side_us(p, "write", "mean"), _side_us(p, "read", "p99"),
                          _side_us(p, "write", "p99")])
         out.append(markdown_table(["Workload", "Read IOPS", "Write IOPS", "Read MB/s", "Write MB/s", "Read avg (µs)",
@@ -275,9 +275,9 @@ def _storage_table(points: Sequence[StorageRow], heading: str = "## Storage resu
 def _side_us(p: StorageRow, side: str, key: str) -> str:
     """A latency of one direction of a point in µs, "n/a" when that direction did no I/O (fio reports its
     latencies as 0 then: a 0/100 mix has no read latency, not a read latency of 0.00 µs)."""
-    iops = rp._num(p.metrics.get(f"{side}_iops"))
-    lat = p.metrics.get(f"{side}_lat_ns")
-    value = rp._num(lat.get(key)) if isinstance(lat, dict) else None
+    iops = p.metrics.figure(f"{side}_iops")
+    lat = p.metrics.latency(f"{side}_lat_ns")
+    value = number(lat.get(key)) if lat is not None else None
     return us(value) if iops and value else "n/a"
 
 
@@ -323,7 +323,7 @@ def _memory_tables(points: Sequence[MemoryRow], env: Mapping[str, object] | None
         out.append("")
         rows = []
         for p in sorted(series[key], key=lambda p: p.delay or 0):
-            rows.append([f"{p.delay:05d}", f"{p.latency:.2f}" if p.latency is not None else "-",
+            rows.append([f"{p.delay:05d}" if p.delay is not None else "-", f"{p.latency:.2f}" if p.latency is not None else "-",
                          f"{p.bandwidth:.1f}" if p.bandwidth is not None else "-"])
         out.append(markdown_table(["Inject", "Latency (ns)", "Bandwidth (MB/sec)"], rows, right=()))
         out.append("")
@@ -339,7 +339,7 @@ def _chase_line(points: Sequence[MemoryRow]) -> list[str]:
     written by the memory runner; older results have none: "not recorded", or for MLC "chase as chosen by Intel MLC")."""
     texts: list[str] = []
     for p in points:
-        chase = p.record.get("chase") if isinstance(p.record, dict) else None
+        chase = p.line.parts.chase
         text = chase.get("text") if isinstance(chase, dict) else None
         if not (isinstance(text, str) and text.isprintable() and len(text) <= 200):
             text = "chase as chosen by Intel MLC" if p.engine == "mlc" else "not recorded"
@@ -536,7 +536,7 @@ def _machine_cpus(data: RunData) -> int | None:
     """CPUs of the machine that measured (run.json's environment); None for an import (not recorded)."""
     env = data.meta.environment
     cpu = env.cpu if env is not None and not data.imported else None
-    n = rp._num(cpu.get("threads")) if cpu is not None else None
+    n = number(cpu.get("threads")) if cpu is not None else None
     return int(n) if n is not None and n >= 1 else None
 
 
@@ -619,7 +619,7 @@ def _flags_legend(points: Sequence[StorageRow], meta: RunMeta | None = None) -> 
     applicable and why — a check that could not run is never counted as passed.  Lines without ``checks``
     get theirs derived from ``meta`` (run.json); lines written before the checks existed are left out."""
     facts = recorded_facts(meta)
-    results = [c for p in points if (c := checks_of(p.record, facts)) is not None]
+    results = [c for p in points if (c := checks_of(p.line, facts)) is not None]
     if not results:
         return []
     out = [f"Validity checks — each check's result over the {len(results)} point{'s' if len(results) != 1 else ''} "

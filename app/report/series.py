@@ -11,8 +11,9 @@ from typing import Any, Mapping, Sequence
 
 from app.points import Kind
 from app.presets import timeseries_filter
+from app.records import number
 from app.report.model import RunData, StorageRow
-from app.report.procedure import _num, read_samples
+from app.report.procedure import read_samples
 from app.summary import point_label
 from app.timeseries import samples_csv
 from app.units import format_bandwidth, format_size_human
@@ -25,7 +26,7 @@ def cliff_of(holder: Mapping[str, Any]) -> dict[str, float] | None:
     c = holder.get("write_cliff")
     if not isinstance(c, Mapping):
         return None
-    out = {k: _num(c.get(k)) for k in ("at_bytes", "at_s", "before_bw_bytes", "after_bw_bytes")}
+    out = {k: number(c.get(k)) for k in ("at_bytes", "at_s", "before_bw_bytes", "after_bw_bytes")}
     if any(v is None or v < 0 for v in out.values()):
         return None
     return {k: float(v) for k, v in out.items() if v is not None}
@@ -53,7 +54,7 @@ def cliff_section(data: RunData) -> list[str]:
         if c is not None:
             found.append(cliff_sentence("Preconditioning", c))
     for p in data.storage:
-        c = cliff_of(p.record)
+        c = cliff_of(p.line.parts.json())
         if c is not None:
             found.append(cliff_sentence(f"Point {p.index + 1} ({point_label(Kind.STORAGE, p.point)})", c))
     if not found:
@@ -85,10 +86,10 @@ def _matches(point: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
 def _trace(label: str, why: str, samples: Sequence[Mapping[str, Any]], cliff: Mapping[str, float] | None
            ) -> SeriesTrace | None:
     # the last dump of a job covers the few ms after the previous one: not a one-second figure
-    whole = [s for s in samples if (_num(s.get("interval_s")) or 1.0) >= 0.5]
+    whole = [s for s in samples if (number(s.get("interval_s")) or 1.0) >= 0.5]
     if len(whole) < 2:
         return None
-    p99 = tuple((v / 1e3 if (v := _num(s.get("lat_p99_ns"))) is not None else None) for s in whole)
+    p99 = tuple((v / 1e3 if (v := number(s.get("lat_p99_ns"))) is not None else None) for s in whole)
     return SeriesTrace(label, why, tuple(float(s["t"]) for s in whole), tuple(float(s["iops"]) for s in whole),
                        p99, cliff["at_s"] if cliff else None)
 
@@ -101,19 +102,19 @@ def series_traces(data: RunData) -> list[SeriesTrace]:
     traces: list[SeriesTrace] = []
     pre = data.meta.precondition
     if pre is not None and cliff_of(pre) is not None:
-        t = _trace("Preconditioning", "write cliff", read_samples(data.path, dict(pre)), cliff_of(pre))
+        t = _trace("Preconditioning", "write cliff", read_samples(data.path, pre.get("raw")), cliff_of(pre))
         if t is not None:
             traces.append(t)
     for p in data.storage:
         if len(traces) >= MAX_DRAWN:
             break
-        cliff = cliff_of(p.record)
+        cliff = cliff_of(p.line.parts.json())
         reasons = [r for r, hit in (("write cliff", cliff is not None),
                                     ("throttled", any(f["flag"] == "throttled" for f in p.flags)),
                                     ("named by the preset", wanted is not None and _matches(p.point, wanted))) if hit]
         if reasons:
             t = _trace(f"{p.index + 1}: {point_label(Kind.STORAGE, p.point)}", ", ".join(reasons),
-                       read_samples(data.path, p.record), cliff)
+                       read_samples(data.path, p.line.raw), cliff)
             if t is not None:
                 traces.append(t)
     return traces
@@ -121,4 +122,4 @@ def series_traces(data: RunData) -> list[SeriesTrace]:
 
 def samples_csv_of(data: RunData, points: Sequence[StorageRow]) -> str:
     """samples.csv: every sample each measured storage point kept (app.timeseries.samples_csv)."""
-    return samples_csv((p.index, read_samples(data.path, p.record)) for p in points)
+    return samples_csv((p.index, read_samples(data.path, p.line.raw)) for p in points)

@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from app.records import number
 from app.report import analysis as an
 from app.report.model import StorageRow
 from app.report.noise import MIN_SAMPLES, Spread, point_spread, samples_of
-from app.report.procedure import _num
 
 MARGIN_CLEAR = 0.05  # chord distance in the unit square, the scale of MIN_KNEE_DISTANCE
 RESAMPLES = 200
@@ -142,7 +142,7 @@ def _seconds(run_dir: Path, row: StorageRow) -> list[tuple[float, float]]:
     """(IOPS, mean latency ns) of each whole second of a point with both figures plausible."""
     out = []
     for s in samples_of(run_dir, row):
-        x, y = _num(s.get("iops")), _num(s.get("lat_mean_ns"))
+        x, y = number(s.get("iops")), number(s.get("lat_mean_ns"))
         if x is not None and y is not None and 0 <= x <= PLAUSIBLE and 0 < y <= PLAUSIBLE:
             out.append((x, y))
     step = max(1, -(-len(out) // MAX_BOOT_SECONDS))  # ceiling division: 1 up to MAX_BOOT_SECONDS seconds

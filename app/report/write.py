@@ -118,7 +118,7 @@ def _render_run(data: RunData, name: str, base_fd: int, plots_dir: Path, p99_bou
     from app.report.plots import draw_all
     from app.report.queue_plots import queueing_figure
 
-    steady = [(p, rp.steady_of(p) or {}, rp.read_samples(data.path, p.record)) for p in data.storage
+    steady = [(p, rp.steady_of(p) or {}, rp.read_samples(data.path, p.line.raw)) for p in data.storage
               if rp.steady_of(p) is not None]
     traces = series.series_traces(data)
     figures: list[Any] = draw_all(data.storage, curves, mem_curves, plots_dir, searches=views.searches, steady=steady,

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, AsyncGenerator, AsyncIterator, Callable, Hashable, Protocol, Sequence, TypeAlias
 
 from app.points import Kind, Point
+from app.records import MemoryMetrics, Parts, StorageMetrics
 
 
 @dataclass
@@ -53,10 +54,13 @@ class Phase:
 
 @dataclass
 class Result:
+    """One point measured (or failed).  The runner gives its metrics and its parts of the results line; the
+    session builds the line (app.records.ResultLine), so a runner cannot change the point, target or times."""
+
     index: int
-    metrics: dict[str, Any]
+    metrics: StorageMetrics | MemoryMetrics | None  # None: nothing was measured
     raw: dict[str, str | bytes] = field(default_factory=dict)  # file name suffix → content, written to raw/
-    extra: dict[str, Any] = field(default_factory=dict)  # more fields for the results.jsonl line
+    parts: Parts = field(default_factory=Parts)  # the runner's named parts of the results line
     error: str | None = None  # set when the point failed: nothing is appended, resume retries it
     files: dict[str, Path] = field(default_factory=dict)  # suffix → a raw file the runner wrote itself
 
@@ -64,7 +68,7 @@ class Result:
 Event: TypeAlias = Sample | Phase | Result
 
 
-def _forget(key: str, entry: dict[str, Any]) -> None:
+def _forget(key: str, entry: dict[str, object]) -> None:
     return None
 
 
@@ -77,7 +81,7 @@ class Context:
     # note(key, entry): append entry to the list under key in run.json, for what a runner did to the machine
     # that the run must remember (huge pages reserved and given back); the sweep owns run.json and writes it.
     # Safe to call in a runner's finally, also while the run is being cancelled.
-    note: Callable[[str, dict[str, Any]], None] = _forget
+    note: Callable[[str, dict[str, object]], None] = _forget
 
 
 class Runner(Protocol):

@@ -32,6 +32,7 @@ from app.procedure import (
     first_write_point,
     region_size,
 )
+from app.records import Parts, StorageMetrics
 from app.results import open_file, write_new
 from app.runners.base import Child, Context, Event, Phase, Result, Runner, Sample
 from app.runners.fio_parse import (
@@ -348,29 +349,27 @@ class FioRunner(Runner):
         raw: dict[str, str | bytes] = {".fio": text}
         if run.stderr.strip() or run.noise:
             raw[".stderr.txt"] = "\n".join(run.noise + [run.stderr])
-        extra: dict[str, Any] = {"wall_s": round(run.wall, 3), "job": job_name(point)}
+        wall_s, job = round(run.wall, 3), job_name(point)
         files = kept_samples(run.samples_path)
         if run.last is None:
             msg = _fio_message(run.stderr, run.noise) or f"fio exited with status {run.returncode} and no result"
-            yield Result(index, {}, raw, extra, error=msg, files=files)
+            yield Result(index, None, raw, Parts(wall_s=wall_s, job=job), error=msg, files=files)
             return
         raw[".json"] = json.dumps(run.last, indent=1)
         m = metrics(run.last)
-        extra["fio_version"] = run.last.get("fio version")
-        if point.steady is not None:
-            extra["steady"] = steady_result(run.last, point.steady, _number(point, "steady_window"))
-        if point.latency_bound is not None:
-            extra["operating_point"] = operating_point(run.last, m, point.latency_bound,
-                                                       _number(point, "latency_percentile"), point.runtime)
-        if point.rw == "write":
-            cliff = write_cliff(run.samples)
-            if cliff is not None:
-                extra["write_cliff"] = cliff
+        steady = (steady_result(run.last, point.steady, _number(point, "steady_window"))
+                  if point.steady is not None else None)
+        op = (operating_point(run.last, m, point.latency_bound, _number(point, "latency_percentile"), point.runtime)
+              if point.latency_bound is not None else None)
+        cliff = write_cliff(run.samples) if point.rw == "write" else None
+        parts = Parts(wall_s=wall_s, job=job, fio_version=_version(run.last), steady=steady, operating_point=op,
+                      write_cliff=dict(cliff) if cliff is not None else None,
+                      keys=("wall_s", "job", "fio_version") + (("steady",) if steady is not None else ())
+                      + (("operating_point",) if op is not None else ()) + (("write_cliff",) if cliff is not None else ()))
+        error = None
         if m.get("errors") or run.returncode:
-            msg = _fio_message(run.stderr, run.noise) or f"fio job error {m.get('errors')}"
-            yield Result(index, m, raw, extra, error=msg, files=files)
-            return
-        yield Result(index, m, raw, extra, files=files)
+            error = _fio_message(run.stderr, run.noise) or f"fio job error {m.get('errors')}"
+        yield Result(index, StorageMetrics.of(m), raw, parts, error=error, files=files)
 
 
 SAMPLES_SUFFIX = ".samples.jsonl"
@@ -400,23 +399,28 @@ class PreconditionJob:
         raw: dict[str, str | bytes] = {".fio": text}
         if run.stderr.strip() or run.noise:
             raw[".stderr.txt"] = "\n".join(run.noise + [run.stderr])
-        extra: dict[str, Any] = {"wall_s": round(run.wall, 3)}
+        wall_s = round(run.wall, 3)
         if run.last is None:
             msg = _fio_message(run.stderr, run.noise) or f"fio exited with status {run.returncode} and no result"
-            yield Result(-1, {}, raw, extra, error=msg)
+            yield Result(-1, None, raw, Parts(wall_s=wall_s), error=msg)
             return
         raw[".json"] = json.dumps(run.last, indent=1)
         m = metrics(run.last)
-        if self.point.steady is not None:
-            extra["steady"] = steady_result(run.last, self.point.steady, _number(self.point, "steady_window"))
+        steady = (steady_result(run.last, self.point.steady, _number(self.point, "steady_window"))
+                  if self.point.steady is not None else None)
         cliff = write_cliff(run.samples)
-        if cliff is not None:
-            extra["write_cliff"] = cliff
         error = None
         if m.get("errors") or run.returncode:
             error = _fio_message(run.stderr, run.noise) or f"fio job error {m.get('errors')}"
         files = kept_samples(run.samples_path)
-        yield Result(-1, m, raw, extra, error=error, files=files)
+        parts = Parts(wall_s=wall_s, steady=steady, write_cliff=dict(cliff) if cliff is not None else None)
+        yield Result(-1, StorageMetrics.of(m), raw, parts, error=error, files=files)
+
+
+def _version(doc: dict[str, object]) -> str | None:
+    """fio's version as its JSON names it (a results line keeps the key, null when fio gave none)."""
+    v = doc.get("fio version")
+    return v if isinstance(v, str) else None
 
 
 def precondition_job(procedure: Procedure, plan: Sequence[Point], ctx: Context) -> PreconditionJob:

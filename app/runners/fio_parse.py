@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.sanitize import show_value
+
 PERCENTILES = {"p50": 50.0, "p90": 90.0, "p99": 99.0, "p99_9": 99.9, "p99_99": 99.99}
 PERCENTILE_LIST = "50:90:99:99.9:99.99"
 DIRECTIONS = ("read", "write", "trim")
@@ -162,15 +164,7 @@ def bad_value(key: str, value: Any, why: str) -> FormatError:
     return FormatError(f"key '{key}' has invalid value {show_value(value)}: {why}")
 
 
-def show_value(v: Any, limit: int = 60) -> str:
-    """A value as an error message quotes it: JSON, cut to ``limit`` characters."""
-    try:
-        text = json.dumps(v, default=str, allow_nan=True)
-    except (ValueError, RecursionError):
-        text = type(v).__name__
-    if isinstance(v, str):
-        text = "'" + text[1:-1] + "'"
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+# show_value: one way to show a value in an error message, for every reader (app.sanitize)
 
 
 def is_number(v: Any) -> bool:

@@ -75,7 +75,7 @@ import platform
 import shlex
 import shutil
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, AsyncGenerator, Hashable, Sequence, TypeAlias
 
@@ -83,6 +83,7 @@ from app.errors import ToolMissing, UsageError
 from app.external import run_tool
 from app.points import Kind, MemoryPoint, Point
 from app.presets import ENGINES, MLC_DELAYS
+from app.records import MemoryMetrics, Parts
 from app.runners.base import Child, Context, Event, Result, Runner, Sample
 from app.runners.mlc_parse import MAX_LINE_CHARS, LineParser, Row, idle_latency, load_mbps
 from app.sanitize import clean_line
@@ -706,7 +707,7 @@ class MemoryRunner(Runner):
             child = await Child.start(*cmd)
         except OSError as e:
             for index, point in wanted.values():
-                yield Result(index, {}, {}, {"engine": self.engine, "command": shlex.join(cmd)},
+                yield Result(index, None, {}, Parts(engine=self.engine, command=shlex.join(cmd)),
                              error=f"cannot start {cmd[0]}: {e}")
             return
         parser = LineParser()
@@ -741,20 +742,20 @@ class MemoryRunner(Runner):
         lat = idle_latency(ended.parser.sections)
         extra = self._extra(point, ended.cmd, ended.parser, wall)
         if lat is None or ended.returncode:
-            return [Result(index, {}, ended.raw(), extra, error=self._failure(ended, None))]
+            return [Result(index, None, ended.raw(), extra, error=self._failure(ended, None))]
         return [Sample(index, {"delay": None, "latency_ns": lat, "engine": self.engine}),
-                Result(index, {"latency_ns": lat}, ended.raw(), extra)]
+                Result(index, MemoryMetrics(latency_ns=lat), ended.raw(), extra)]
 
     def _missing(self, index: int, point: MemoryPoint, ended: "_Ended", delay: int | None, wall: float) -> Result:
         extra = self._extra(point, ended.cmd, ended.parser, wall)
-        return Result(index, {}, ended.raw(), extra, error=self._failure(ended, delay))
+        return Result(index, None, ended.raw(), extra, error=self._failure(ended, delay))
 
     def _row_result(self, index: int, point: MemoryPoint, row: Row, cmd: list[str], parser: LineParser,
                     output: str, wall: float) -> Result:
-        metrics: dict[str, Any] = {"latency_ns": row.latency_ns, "bandwidth_mbps": row.bandwidth_mbps}
+        # load_bandwidth_mbps: the built-in engine's own split of the figure MLC-style counts as one
         load = load_mbps(parser, row)
-        if load is not None:  # the built-in engine's own split of the figure MLC-style counts as one
-            metrics["load_bandwidth_mbps"] = load
+        metrics = MemoryMetrics(row.latency_ns, row.bandwidth_mbps, load,
+                                keys=("latency_ns", "bandwidth_mbps") + (("load_bandwidth_mbps",) if load is not None else ()))
         return Result(index, metrics, {".txt": output}, self._extra(point, cmd, parser, wall))
 
     def _job(self, point: MemoryPoint) -> str:
@@ -762,32 +763,36 @@ class MemoryRunner(Runner):
             return f"{self.engine}-idle-l{point.stride}"
         return f"{self.engine}-{point.traffic}-l{point.stride}-d{point.delay}"
 
-    def _extra(self, point: MemoryPoint, cmd: list[str], parser: LineParser, wall: float) -> dict[str, Any]:
-        """The results line's fields beside the metrics: engine, command, what the engine printed."""
-        extra: dict[str, Any] = {
-            "point": replace(point, engine=self.engine).to_dict(),
-            "engine": self.engine,
-            "command": shlex.join(cmd),
-            "job": self._job(point),
-            "wall_s": round(wall, 3),
-        }
+    _ENGINE_PARAMS = ("buffer_bytes", "write_buffer_bytes", "huge_pages", "delay_unit_ns", "load_threads")
+
+    def _extra(self, point: MemoryPoint, cmd: list[str], parser: LineParser, wall: float) -> Parts:
+        """The results line's parts beside the metrics: engine, command, what the engine printed (the session
+        names the engine in the line's point)."""
+        keys = ["engine", "command", "job", "wall_s"]
         version = parser.header.get("version")
         if version:
-            extra["engine_version"] = version
+            keys.append("engine_version")
         sec = parser.sections[-1] if parser.sections else None
         params = {**parser.header, **(sec.params if sec else {})}
-        for key in ("buffer_bytes", "write_buffer_bytes", "huge_pages", "delay_unit_ns", "load_threads"):
-            if params.get(key) is not None:
-                extra[key] = params[key]
+        keys += [k for k in self._ENGINE_PARAMS if params.get(k) is not None]
         warnings = params.get("warnings")
         if warnings:
-            extra["warnings"] = warnings
-        extra["chase"] = self._impl.chase(point, params)
-        if point.mode != "idle":  # both engines' bandwidth counts the latency thread's 64 B per step
-            extra["bandwidth_includes_latency_thread"] = True
+            keys.append("warnings")
+        keys.append("chase")
+        loaded = point.mode != "idle"  # both engines' bandwidth counts the latency thread's 64 B per step
+        if loaded:
+            keys.append("bandwidth_includes_latency_thread")
+        huge_pages = params.get("huge_pages")
         if self._hugepages is not None:
-            extra["huge_pages"] = dict(self._hugepages.record)
-        return extra
+            huge_pages = dict(self._hugepages.record)
+            if "huge_pages" not in keys:
+                keys.append("huge_pages")
+        return Parts(engine=self.engine, command=shlex.join(cmd), job=self._job(point), wall_s=round(wall, 3),
+                     engine_version=str(version) if version else None, buffer_bytes=params.get("buffer_bytes"),
+                     write_buffer_bytes=params.get("write_buffer_bytes"), huge_pages=huge_pages,
+                     delay_unit_ns=params.get("delay_unit_ns"), load_threads=params.get("load_threads"),
+                     warnings=warnings or None, chase=self._impl.chase(point, params),
+                     bandwidth_includes_latency_thread=True if loaded else None, keys=tuple(keys))
 
     def _failure(self, ended: "_Ended", delay: int | None) -> str:
         name = os.path.basename(ended.cmd[0])

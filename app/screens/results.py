@@ -199,7 +199,7 @@ def load_rows(path: Path) -> list[dict[str, Any]]:
     try:
         frame = load_results(path)
     except UsageError:
-        frame = records_frame(ResultsDir(path).records())
+        frame = records_frame(ResultsDir(path).lines())
     return rows(frame)
 
 

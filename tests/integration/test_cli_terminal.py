@@ -24,6 +24,7 @@ from pathlib import Path
 from app import presets
 from app.compare import compare_runs
 from app.presets import estimate_point_seconds
+from app.records import read_line
 from app.summary import metrics_line, point_label, results_table
 from app.units import format_duration
 from conftest import DATA, ROOT, run_cli
@@ -234,7 +235,7 @@ def test_piped_run_prints_the_plain_lines_of_before_and_loads_no_rich(tmp_path: 
                 f" — results in {out}\n"
                 f"[1/2] {labels[0]} ...\n[1/2] {labels[0]}: {metrics_line('storage', records[0]['metrics'])}\n"
                 f"[2/2] {labels[1]} ...\n[2/2] {labels[1]}: {metrics_line('storage', records[1]['metrics'])}\n"
-                + results_table(records) + f"\ncomplete: 2/2 points — results in {out}\n")
+                + results_table([read_line(r) for r in records]) + f"\ncomplete: 2/2 points — results in {out}\n")
     assert proc.stdout == expected
     assert "\x1b" not in proc.stdout + proc.stderr
 

@@ -222,7 +222,7 @@ def test_random_results_directories_through_report_text_and_compare(scratch: Pat
     md = render_markdown(data, [], bound * 1e3, an.storage_curves(data.storage), an.memory_curves(data.memory))
     assert md.startswith("# ")
     results_csv(data)
-    results_table(ResultsDir(d).records())
+    results_table(ResultsDir(d).lines())
     compare_runs(str(GOLDEN_RUN), str(d))
     compare_runs(str(d), str(d))
     compare_reference(str(d), load_reference("intel-dc-p4600"))

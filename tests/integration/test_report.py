@@ -198,7 +198,7 @@ def test_every_memory_table_names_its_chase() -> None:
         p = {"mode": mode, "traffic": None if delay is None else "R", "delay": delay, "stride": 64, "buffer": None,
              "engine": engine}
         rec = {"engine": engine} if chase is None else {"engine": engine, "chase": chase}
-        return MemoryRow(i, p, {"latency_ns": 100.0, "bandwidth_mbps": 500.0}, rec)
+        return MemoryRow.of(i, p, {"latency_ns": 100.0, "bandwidth_mbps": 500.0}, rec)
 
     whole = {"text": "random chase over 1 GiB, 2 MiB pages, stride 64 B"}
     groups = {"text": "random chase within 256 KiB groups, 4 KiB pages, stride 256 B"}

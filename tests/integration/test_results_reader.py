@@ -15,6 +15,8 @@ import pytest
 from app import results as results_mod
 from app import runmeta
 from app.lock import DirLock
+from app.points import Kind
+from app.records import ResultLine, StorageMetrics, line_json
 from app.report import render_report
 from app.report.model import load
 from app.results import ResultsDir
@@ -56,8 +58,8 @@ def test_a_repeated_line_replaces_the_earlier_one(run_dir: Path) -> None:
     with open(run_dir / "results.jsonl", "a") as f:
         f.write(json.dumps(again) + "\n")
     read = ResultsDir(run_dir).read_records()
-    assert len(read.records) == len(lines) and read.replaced == 1 and read.unreadable == 0
-    assert [r for r in read.records if r["index"] == 0] == [again]  # the last line wins
+    assert len(read.lines) == len(lines) and read.replaced == 1 and read.unreadable == 0
+    assert [line_json(r) for r in read.lines if r.index == 0] == [again]  # the last line wins
     md = render_report(run_dir).read_text()
     assert f"{len(lines)} measured of {total} planned" in _run_row(md, "Points")
     assert "- 1 point was measured more than once; the last measurement is used." in md
@@ -86,7 +88,7 @@ def test_garbage_lines_are_left_out_and_the_report_says_how_many(run_dir: Path) 
     with open(run_dir / "results.jsonl", "a") as f:
         f.write("\n".join(GARBAGE[:6]) + "\n\n" + "\n".join(GARBAGE[6:]))  # the last one torn: no newline
     read = ResultsDir(run_dir).read_records()
-    assert len(read.records) == len(good) and read.unreadable == len(GARBAGE)
+    assert len(read.lines) == len(good) and read.unreadable == len(GARBAGE)
     md = render_report(run_dir).read_text()
     assert f"- {len(GARBAGE)} lines of results.jsonl could not be read and were left out." in md
     assert md.count("### Warnings") == 1
@@ -137,7 +139,7 @@ def test_an_over_long_line_is_skipped_and_counted(run_dir: Path, monkeypatch: py
     with open(run_dir / "results.jsonl", "a") as f:
         f.write('{"kind": "storage", "pad": "' + "x" * 10_000 + '"}\n' + good[0] + "\n")
     read = ResultsDir(run_dir).read_records()
-    assert read.unreadable == 1 and read.replaced == 1 and len(read.records) == len(good)
+    assert read.unreadable == 1 and read.replaced == 1 and len(read.lines) == len(good)
 
 
 def test_results_jsonl_that_is_a_fifo_is_refused_without_blocking(run_dir: Path) -> None:
@@ -259,8 +261,7 @@ def test_a_typed_point_is_written_as_its_json_table(tmp_path: Path) -> None:
     typed.create(runmeta.new({"kind": "storage", "plan": plan, "status": "complete"}, typed.run_json))
     tables.create(runmeta.new({"kind": "storage", "plan": [p.to_dict() for p in plan], "status": "complete"},
                               tables.run_json))
-    typed.append({"kind": "storage", "index": 0, "point": plan[0], "metrics": {}})
-    tables.append({"kind": "storage", "index": 0, "point": plan[0].to_dict(), "metrics": {}})
     assert typed.run_json.read_bytes() == tables.run_json.read_bytes()
-    assert typed.results_jsonl.read_bytes() == tables.results_jsonl.read_bytes()
+    # a results line holds the table by its type (ResultLine.point)
+    typed.append(ResultLine(Kind.STORAGE, plan[0].to_dict(), StorageMetrics(), 0))
     assert json.loads(typed.results_jsonl.read_text())["point"]["group"] == plan[0].group

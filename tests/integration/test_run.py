@@ -15,6 +15,7 @@ import pytest
 
 from app import presets
 from app.points import RunStatus, StoragePoint
+from app.records import StorageMetrics
 from app.runners.base import Context, Result, Sample
 from app.runners.fio import FioRunner
 from app.sweep import new_session
@@ -86,7 +87,8 @@ def test_five_second_point_streams_live_samples(tmp_path: Path) -> None:
     samples, results = asyncio.run(collect())
     assert len(results) == 1 and results[0].error is None
     assert len(samples) >= 4
-    final_iops = results[0].metrics["iops"]
+    assert isinstance(results[0].metrics, StorageMetrics) and results[0].metrics.iops
+    final_iops = results[0].metrics.iops
     for s in samples[:-1]:  # whole intervals (the last one may be a sliver before exit)
         assert 0.3 * final_iops < s["iops"] < 3 * final_iops
         assert s["lat_mean_ns"] and s["lat_mean_ns"] > 0 and s["lat_p99_ns"] >= s["lat_mean_ns"] * 0.5

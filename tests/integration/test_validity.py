@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.link import link_of
+from app.records import Parts, ResultLine, StorageMetrics, read_line
 from app.validity import FLAGS, LEGEND, NO_STEADY, RESULTS, TargetFacts, flags_of, point_checks, point_flags
 from loopdev import loop_device
 from schema_check import validate_dir
@@ -26,49 +27,54 @@ POINT = {"rw": "randread", "bs": 4096, "iodepth": 8, "numjobs": 2, "ioengine": "
 
 
 def metrics(iops: float = 1000.0, mean_ns: float = 16e6, usr: float = 10.0, sys: float = 20.0,
-            bw: float = 4096e3) -> dict[str, Any]:
-    return {"iops": iops, "bw_bytes": bw, "usr_cpu": usr, "sys_cpu": sys, "lat_ns": {"mean": mean_ns}}
+            bw: float = 4096e3) -> StorageMetrics:
+    return StorageMetrics.of({"iops": iops, "bw_bytes": bw, "usr_cpu": usr, "sys_cpu": sys, "lat_ns": {"mean": mean_ns}})
+
+
+def _line(record: dict[str, Any]) -> ResultLine:
+    """A storage line of these keys, typed as the reader types them."""
+    return read_line({"kind": "storage", "point": {}, "metrics": {}, **record}, check=False)
 
 
 # --- the rules ------------------------------------------------------------------------------------------
 
 
 def test_a_clean_point_has_no_flags() -> None:
-    assert point_flags(POINT, metrics(), {}) == []  # 1000 IOPS × 16 ms = 16 in flight of 8 × 2
+    assert point_flags(POINT, metrics(), Parts()) == []  # 1000 IOPS × 16 ms = 16 in flight of 8 × 2
 
 
 def test_cpu_bound_at_ninety_percent_of_one_cpu() -> None:
-    assert point_flags(POINT, metrics(usr=40, sys=49.9), {}) == []
-    (f,) = point_flags(POINT, metrics(usr=40, sys=50), {})
+    assert point_flags(POINT, metrics(usr=40, sys=49.9), Parts()) == []
+    (f,) = point_flags(POINT, metrics(usr=40, sys=50), Parts())
     assert f == {"flag": "cpu-bound", "reason": "fio used 90 % of a CPU per job (usr+sys), at or above 90 %"}
 
 
 def test_depth_not_reached_counts_jobs_and_one_per_job_for_synchronous_engines() -> None:
-    (f,) = point_flags(POINT, metrics(mean_ns=14e6), {})  # 14 of 16
+    (f,) = point_flags(POINT, metrics(mean_ns=14e6), Parts())  # 14 of 16
     assert f["flag"] == "depth-not-reached" and "14.00 I/Os in flight of 16 asked (88%" in f["reason"]
     sync = {**POINT, "ioengine": "psync", "iodepth": 32}
-    assert point_flags(sync, metrics(mean_ns=1.9e6), {}) == []  # 1.9 of 2 (1 per job)
+    assert point_flags(sync, metrics(mean_ns=1.9e6), Parts()) == []  # 1.9 of 2 (1 per job)
     # a latency-bound search changes its depth on purpose: not judged by the ceiling
-    assert point_flags({**POINT, "latency_bound": 1000}, metrics(mean_ns=1e6), {"operating_point": {}}) == []
+    assert point_flags({**POINT, "latency_bound": 1000}, metrics(mean_ns=1e6), Parts(operating_point={})) == []
 
 
 def test_above_link_and_buffered_and_not_steady_and_throttled() -> None:
     usb2 = TargetFacts(link={"kind": "usb", "text": "USB 480 Mb/s", "bytes_per_s": 60e6})
-    (f,) = point_flags(POINT, metrics(bw=61e6), {}, usb2)
+    (f,) = point_flags(POINT, metrics(bw=61e6), Parts(), usb2)
     assert f == {"flag": "above-link", "reason": "61 MB/s is above the USB 480 Mb/s link's 60 MB/s"}
-    assert point_flags(POINT, metrics(bw=59e6), {}, usb2) == []
-    assert [f["flag"] for f in point_flags({**POINT, "direct": False}, metrics(), {})] == ["buffered"]
+    assert point_flags(POINT, metrics(bw=59e6), Parts(), usb2) == []
+    assert [f["flag"] for f in point_flags({**POINT, "direct": False}, metrics(), Parts())] == ["buffered"]
     for fs in ("tmpfs", "ramfs", "overlay"):
-        (f,) = point_flags(POINT, metrics(), {}, TargetFacts(filesystem=fs))
+        (f,) = point_flags(POINT, metrics(), Parts(), TargetFacts(filesystem=fs))
         assert f["flag"] == "buffered" and fs[:4] in f["reason"]
-    assert point_flags(POINT, metrics(), {}, TargetFacts(filesystem="zfs", zfs_version="2.3.0-1")) == []
-    (f,) = point_flags(POINT, metrics(), {}, TargetFacts(filesystem="zfs", zfs_version="2.1.11-1"))
+    assert point_flags(POINT, metrics(), Parts(), TargetFacts(filesystem="zfs", zfs_version="2.3.0-1")) == []
+    (f,) = point_flags(POINT, metrics(), Parts(), TargetFacts(filesystem="zfs", zfs_version="2.1.11-1"))
     assert "ZFS 2.1.11-1" in f["reason"]
-    assert point_flags(POINT, metrics(), {}, TargetFacts(filesystem="ext4")) == []
-    (f,) = point_flags(POINT, metrics(), {"steady": {"attained": False, "criterion": "iops:2%"}})
+    assert point_flags(POINT, metrics(), Parts(), TargetFacts(filesystem="ext4")) == []
+    (f,) = point_flags(POINT, metrics(), Parts(steady={"attained": False, "criterion": "iops:2%"}))
     assert f == {"flag": "not-steady", "reason": "iops:2% never held before the cap"}
-    assert point_flags(POINT, metrics(), {"steady": {"attained": True}}) == []
-    (f,) = point_flags(POINT, metrics(), {}, throttled="thermal management transitions rose from 3 to 5")
+    assert point_flags(POINT, metrics(), Parts(steady={"attained": True})) == []
+    (f,) = point_flags(POINT, metrics(), Parts(), throttled="thermal management transitions rose from 3 to 5")
     assert f["flag"] == "throttled" and "3 to 5" in f["reason"]
 
 
@@ -82,7 +88,7 @@ def test_every_flag_has_a_legend_line() -> None:
                     max_leaves=20))
 def test_flags_of_a_hostile_line_keeps_only_well_formed_known_flags(value: Any) -> None:
     for record in ({"flags": value}, {"flags": [value]}, {"flags": [{"flag": "cpu-bound", "reason": value}]}):
-        out = flags_of(record)
+        out = flags_of(_line(record))
         assert [f["flag"] for f in out] == [n for n in FLAGS if n in {f["flag"] for f in out}]
         assert all(isinstance(f["reason"], str) and "\n" not in f["reason"] for f in out)
 
@@ -94,10 +100,11 @@ def test_flags_of_a_hostile_line_keeps_only_well_formed_known_flags(value: Any) 
        st.dictionaries(st.sampled_from(["iodepth", "numjobs", "ioengine", "direct", "latency_bound"]),
                        st.none() | st.booleans() | st.integers(-5, 1 << 40) | st.text(max_size=5)))
 def test_point_flags_of_any_metrics_never_raises(m: dict[str, Any], p: dict[str, Any]) -> None:
-    flags = point_flags(p, m, {})
+    typed = StorageMetrics.of(m)
+    flags = point_flags(p, typed, Parts())
     for f in flags:
         assert f["flag"] in FLAGS and f["reason"]
-    checks = point_checks(p, m, {}, TargetFacts(), flags)
+    checks = point_checks(p, typed, Parts(), None, TargetFacts(), flags)
     assert list(checks) == list(FLAGS) and all(c["result"] in RESULTS for c in checks.values())
     assert {n for n, c in checks.items() if c["result"] == "flagged"} == {f["flag"] for f in flags}
 
@@ -247,4 +254,4 @@ def test_a_loop_device_faster_than_its_fake_usb2_link_is_above_link(tmp_path: Pa
     assert record["checks"]["above-link"] == {"result": "flagged"}
     assert record["checks"]["cpu-bound"] in ({"result": "passed"}, {"result": "flagged"})
     assert meta(out)["target_info"]["link"] == {"kind": "usb", "text": "USB 480 Mb/s", "bytes_per_s": 60e6}
-    assert json.loads(json.dumps(record["flags"])) == flags_of(record)
+    assert json.loads(json.dumps(record["flags"])) == flags_of(_line(record))

@@ -16,6 +16,7 @@ import pytest
 
 from app import presets as core
 from app import runmeta, sweep
+from app.records import read_line
 from app.results import ResultsDir
 from app.runners.base import Phase, Sample
 from app.screens.devices import DevicesScreen
@@ -452,7 +453,7 @@ def test_a_plain_run_has_no_fleet_table(snap_world) -> None:
     rd = ResultsDir(Path("results/plain"))
     rd.create(runmeta.new({"kind": "storage", "plan": [p.to_dict() for p in plan], "status": "complete"},
                           rd.run_json))
-    rd.append({"kind": "storage", "index": 0, "point": plan[0].to_dict(), "metrics": {"iops": 1.0}})
+    rd.append(read_line({"kind": "storage", "index": 0, "point": plan[0].to_dict(), "metrics": {"iops": 1.0}}))
     assert load_fleet(Path("results/plain")) is None
 
 
@@ -529,10 +530,10 @@ def write_fleet_results(hosts: tuple[str, ...] = (A, B), outlier: tuple[int, str
                 continue
             iops = 1000.0 * (i + 1) ** 1.5 * (1 + 0.25 * j) * (5 if (i, h["host"]) == outlier else 1)
             mean = 50_000.0 * (i + 1) / (1 + 0.25 * j)
-            rd.append({"kind": "storage", "index": i, "point": point.to_dict(), "host": h["host"],
-                       "target": h["target"],
-                       "metrics": {"iops": iops, "bw_bytes": iops * point.bs,
-                                   "lat_ns": {"mean": mean, "p99": mean * 3}}})
+            rd.append(read_line({"kind": "storage", "index": i, "point": point.to_dict(), "host": h["host"],
+                                 "target": h["target"],
+                                 "metrics": {"iops": iops, "bw_bytes": iops * point.bs,
+                                             "lat_ns": {"mean": mean, "p99": mean * 3}}}))
 
 
 async def fleet_results_before(pilot: Any) -> None:

@@ -12,6 +12,7 @@ import pytest
 
 from app import presets as core
 from app import runmeta, sweep
+from app.records import read_line
 from app.results import ResultsDir
 from app.runners.base import Phase, Sample
 from app.screens.results import ResultsScreen
@@ -104,10 +105,10 @@ def write_results(flags: dict[int, list[str]] | None = None) -> None:
     rd = ResultsDir(RUN_DIR)
     rd.create(runmeta.new({"kind": "storage", "plan": plan, "status": "complete"}, rd.run_json))
     for i, point in enumerate(plan):
-        record = {"kind": "storage", "index": i, "point": point, "metrics": storage_metrics(i)}
+        record = {"kind": "storage", "index": i, "point": point.to_dict(), "metrics": storage_metrics(i)}
         if flags is not None:
             record["flags"] = [{"flag": name, "reason": "a reason"} for name in flags.get(i, [])]
-        rd.append(record)
+        rd.append(read_line(record))
 
 
 def test_devices(snap_compare) -> None:

@@ -17,7 +17,7 @@ def sp(index: int, iops: float, lat_us: float, *, rw: str = "randread", bs: int 
              "direct": True, "runtime": 1}
     lat = {"min": 1, "max": 2, "mean": lat_us * 1e3, "stddev": 0.0, "p50": 0, "p90": 0,
            "p99": int((p99_us if p99_us is not None else lat_us * 2) * 1e3), "p99_9": 0, "p99_99": 0}
-    return StorageRow(index, point, {"iops": iops, "bw_bytes": iops * bs, "lat_ns": lat})
+    return StorageRow.of(index, point, {"iops": iops, "bw_bytes": iops * bs, "lat_ns": lat})
 
 
 # --- knee ------------------------------------------------------------------------------------------
@@ -106,7 +106,7 @@ def test_littles_law_undefined_without_throughput() -> None:
 
 def test_memory_lines_in_flight() -> None:
     # 6400 MB/s of 64-byte lines = 1e8 lines/s; × 100 ns = 10 lines in flight
-    p = MemoryRow(0, {"mode": "loaded", "traffic": "R", "delay": 0, "stride": 64},
+    p = MemoryRow.of(0, {"mode": "loaded", "traffic": "R", "delay": 0, "stride": 64},
                     {"latency_ns": 100.0, "bandwidth_mbps": 6400.0})
     assert an.lines_in_flight(p) == pytest.approx(10.0)
 
@@ -126,8 +126,8 @@ def test_best_under_bound_picks_most_iops_within_p99() -> None:
 
 def test_memory_storage_ratio_uses_idle_latency() -> None:
     storage = [sp(0, 20_000, 50), sp(1, 5_000, 200)]
-    memory = [MemoryRow(0, {"mode": "idle", "stride": 64}, {"latency_ns": 100.0}),
-              MemoryRow(1, {"mode": "loaded", "traffic": "R", "delay": 0, "stride": 64},
+    memory = [MemoryRow.of(0, {"mode": "idle", "stride": 64}, {"latency_ns": 100.0}),
+              MemoryRow.of(1, {"mode": "loaded", "traffic": "R", "delay": 0, "stride": 64},
                           {"latency_ns": 90.0, "bandwidth_mbps": 1000.0})]
     r = an.memory_storage_ratio(RunData(None, runmeta.from_json({}, "run.json"), storage, memory))  # type: ignore[arg-type]
     assert r is not None
@@ -142,7 +142,7 @@ def test_memory_curve_knee_from_delay_sweep() -> None:
             (400, 79.79, 7936.6), (500, 78.85, 6541.1), (700, 78.16, 4919.9), (1000, 77.45, 3711.3),
             (1300, 77.29, 3052.4), (1700, 77.52, 2530.3), (2500, 77.15, 1991.7), (3500, 76.54, 1668.2),
             (5000, 76.32, 1420.6), (9000, 76.48, 1161.1), (20000, 76.17, 986.4)]
-    pts = [MemoryRow(i, {"mode": "loaded", "traffic": "W6", "delay": d, "stride": 64},
+    pts = [MemoryRow.of(i, {"mode": "loaded", "traffic": "W6", "delay": d, "stride": 64},
                        {"latency_ns": lat, "bandwidth_mbps": bw}) for i, (d, lat, bw) in enumerate(rows)]
     (c,) = an.memory_curves(pts)
     assert [p.delay for p in c.points][:2] == [20000, 9000]  # lightest load first

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from app import runmeta
+from app.records import Parts, StorageMetrics, read_line
 from app.report import conditions, render_report
 from app.report.model import RunData, StorageRow, load
 from app.report.render import _flags_legend, _storage_table
@@ -102,7 +103,8 @@ def test_checks_that_could_not_run_say_not_applicable_on_a_virtual_disk(tmp_path
 def test_recorded_checks_are_read_and_a_flag_always_wins(tmp_path: Path) -> None:
     facts = TargetFacts(link={"kind": "pcie", "text": "PCIe 8.0 GT/s x4", "bytes_per_s": 3.9e9}, telemetry=True)
     search = _point("randread", latency_bound=1000)
-    checks = point_checks(search, _metrics(search, 1e8), {"operating_point": {"depth": 4}}, facts, [])
+    checks = point_checks(search, StorageMetrics.of(_metrics(search, 1e8)), Parts(operating_point={"depth": 4}), None,
+                          facts, [])
     assert checks["depth-not-reached"] == {"result": "not-applicable", "why": SEARCHED}
     assert checks["above-link"] == checks["throttled"] == {"result": "passed"}
     flagged = [{"flag": "above-link", "reason": "5 GB/s is above the link"}]
@@ -110,21 +112,22 @@ def test_recorded_checks_are_read_and_a_flag_always_wins(tmp_path: Path) -> None
               "checks": {"above-link": {"result": "passed"}, "cpu-bound": {"result": "bogus"},
                          "throttled": {"result": "not-applicable", "why": "no\x1b[31m drive   health log"},
                          "buffered": "passed", "not-steady": {"result": "passed"}}}
-    got = checks_of(record, recorded_facts(runmeta.from_json({"telemetry": {"available": True}}, "run.json")))
+    got = checks_of(read_line({"kind": "storage", **record}, check=False),
+                    recorded_facts(runmeta.from_json({"telemetry": {"available": True}}, "run.json")))
     assert got is not None
     assert got["above-link"] == {"result": "flagged"}
     assert got["cpu-bound"] == {"result": "not-applicable", "why": "fio reported no CPU use"}  # derived: no figures
     assert got["throttled"]["result"] == "not-applicable" and "drive health log" in got["throttled"]["why"]
     assert got["buffered"] == {"result": "passed"}
-    assert checks_of({"point": {}, "metrics": {}}, TargetFacts()) is None  # before the checks existed
-    rows = [StorageRow(0, record["point"], {}, record)]
+    assert checks_of(read_line({"kind": "storage", "point": {}, "metrics": {}}, check=False), TargetFacts()) is None  # before the checks existed
+    rows = [StorageRow.of(0, record["point"], {}, record)]
     text = "\n".join(_flags_legend(rows, None))
     assert "flagged (1 point)" in text and "\x1b" not in text
 
 
 def test_lines_before_the_checks_get_no_table_and_mixed_lines_say_so(tmp_path: Path) -> None:
-    old = StorageRow(0, _point("read"), {}, {})
-    new = StorageRow(1, _point("read"), {}, {"flags": []})
+    old = StorageRow.of(0, _point("read"), {}, {})
+    new = StorageRow.of(1, _point("read"), {}, {"flags": []})
     assert _flags_legend([old], None) == []
     text = "\n".join(_flags_legend([old, new], None))
     assert "over the 1 point it was run on" in text and "1 point was recorded before the tool checked" in text
@@ -206,7 +209,7 @@ def test_hostile_run_json_never_crashes_the_section(tmp_path: Path, meta: dict[s
               {**_point("randrw", mix=0), "ioengine": "\x1b]0;x\x07", "size": "big", "direct": "yes"}]
     base = json.loads(json.dumps({"tool": "profiler-tui", "status": "complete", "target_created_by_tool": True}))
     data = RunData(tmp_path, runmeta.from_json({**base, **meta}, tmp_path / "run.json"),
-                   [StorageRow(i, p, _metrics({**p, "bs": 4096, "rwmixread": 0 if i == 2 else None,
+                   [StorageRow.of(i, p, _metrics({**p, "bs": 4096, "rwmixread": 0 if i == 2 else None,
                                                "iodepth": 16, "rw": p["rw"]}, 1e8), {"flags": [], "checks": "x"})
                     for i, p in enumerate(points)], [])
     text = "\n".join(conditions.section(data) + _flags_legend(data.storage, data.meta))

@@ -39,13 +39,13 @@ CHASE = {"by": "builtin", "mode": "whole_buffer", "buffer_bytes": 960 * MIB, "hu
 def loaded(engine: str = "builtin", curve: list[tuple[float, float]] = FLAT, **record: Any) -> list[MemoryRow]:
     rec = {"bandwidth_includes_latency_thread": True, "delay_unit_ns": 0.118, "load_threads": 1, "chase": CHASE,
            **record} if engine == "builtin" else record
-    return [MemoryRow(i, {"mode": "loaded", "traffic": "R", "delay": d, "stride": 64, "buffer": None, "engine": engine},
+    return [MemoryRow.of(i, {"mode": "loaded", "traffic": "R", "delay": d, "stride": 64, "buffer": None, "engine": engine},
                       {"latency_ns": lat, "bandwidth_mbps": bw}, {"engine": engine, **rec})
             for i, (d, (lat, bw)) in enumerate(zip(DELAYS, curve))]
 
 
 def idle(ns: float, buffer: int = 960 * MIB, index: int = 100) -> MemoryRow:
-    return MemoryRow(index, {"mode": "idle", "traffic": None, "delay": None, "stride": 64, "buffer": buffer,
+    return MemoryRow.of(index, {"mode": "idle", "traffic": None, "delay": None, "stride": 64, "buffer": buffer,
                              "engine": "builtin"}, {"latency_ns": ns},
                      {"engine": "builtin", "chase": {**CHASE, "buffer_bytes": buffer}})
 
@@ -77,7 +77,7 @@ def test_load_threads_share_is_the_whole_minus_the_latency_threads_line_per_step
     far = loaded()[-1]  # delay 20000: 360.2 MB/s, latency 191.0 ns
     assert mem.latency_thread_mbps(far) == pytest.approx(64 / 191.0 * 1e3)  # 335.1 MB/s: most of the 360.2
     assert mem.load_mbps(far) == pytest.approx(360.2 - 335.08, abs=0.01)
-    old = MemoryRow(0, far.point, far.metrics, {"engine": "builtin"})  # before the engine counted it
+    old = MemoryRow.of(0, far.point, far.metrics.json(), {"engine": "builtin"})  # before the engine counted it
     assert mem.load_mbps(old) == 360.2 and "load threads alone" in mem.bandwidth_words([old])
     assert mem.counts_latency_thread(loaded("mlc")[0]) is True  # MLC's convention
 
@@ -175,6 +175,6 @@ def test_the_engines_load_threads_line_is_kept_for_its_row_and_used_by_the_repor
     (sec,) = p.sections
     assert [r.delay for r in sec.rows] == [0, 20000] and sec.values["load_mbps"] == {0: 13969.4}
     row = loaded()[0]
-    exact = MemoryRow(0, row.point, {**row.metrics, "load_bandwidth_mbps": 13969.4}, row.record)
+    exact = MemoryRow.of(0, row.point, {**row.metrics.json(), "load_bandwidth_mbps": 13969.4}, row.line.json())
     assert mem.load_mbps(exact) == 13969.4 and mem.load_words([exact]) == "as the built-in engine measured it"
     assert mem.load_words(loaded()).startswith("estimated as the whole minus")

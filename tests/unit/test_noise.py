@@ -9,9 +9,9 @@ from pathlib import Path
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from app.records import MAX_NUMBER
 from app.report.model import StorageRow
 from app.report.noise import MIN_SAMPLES, point_spread, spread, t95
-from app.results import MAX_NUMBER
 
 
 def test_spread_needs_three_seconds_and_states_the_interval() -> None:
@@ -46,9 +46,9 @@ def test_point_spread_reads_whole_seconds_only_and_ignores_junk(tmp_path: Path) 
              {"t": 3.1, "interval_s": 0.1, "iops": 5, "lat_p99_ns": 5}]
     (tmp_path / "raw" / "p.samples.jsonl").write_text(
         "\n".join(x if isinstance(x, str) else json.dumps(x) for x in lines) + "\n")
-    row = StorageRow(0, {"rw": "randread"}, {"iops": 110}, {"raw": {"samples": "raw/p.samples.jsonl"}})
+    row = StorageRow.of(0, {"rw": "randread"}, {"iops": 110}, {"raw": {"samples": "raw/p.samples.jsonl"}})
     iops = point_spread(tmp_path, row, "iops")
     assert iops is not None and (iops.n, iops.lo, iops.hi) == (3, 100.0, 120.0)
     assert point_spread(tmp_path, row, "p99") is None  # two usable seconds
-    escape = StorageRow(1, {}, {}, {"raw": {"samples": "../p.samples.jsonl"}})
+    escape = StorageRow.of(1, {}, {}, {"raw": {"samples": "../p.samples.jsonl"}})
     assert point_spread(tmp_path, escape, "iops") is None

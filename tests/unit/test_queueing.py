@@ -161,7 +161,7 @@ def test_the_figure_is_drawn_and_listed_in_the_queueing_section(reviewed: tuple[
 
 
 def _sp(qd: int, iops: float, lat_us: float) -> StorageRow:
-    return StorageRow(qd, {"rw": "randread", "bs": 4096, "iodepth": qd, "numjobs": 1},
+    return StorageRow.of(qd, {"rw": "randread", "bs": 4096, "iodepth": qd, "numjobs": 1},
                       {"iops": iops, "lat_ns": {"mean": lat_us * 1e3}})
 
 

@@ -148,7 +148,7 @@ def test_hostile_samples_never_crash_and_short_points_are_named(tmp_path: Path) 
 def test_memory_curves_keep_their_knee() -> None:
     from app.report.model import MemoryRow
 
-    pts = [MemoryRow(i, {"mode": "loaded", "traffic": "R", "delay": d, "stride": 64},
+    pts = [MemoryRow.of(i, {"mode": "loaded", "traffic": "R", "delay": d, "stride": 64},
                      {"latency_ns": lat, "bandwidth_mbps": bw})
            for i, (d, lat, bw) in enumerate([(2000, 90, 1000), (500, 91, 4000), (100, 93, 8000), (50, 95, 9000),
                                               (0, 200, 9300)])]

@@ -32,7 +32,7 @@ def row(run_dir: Path, i: int, rw: str, bs: int, qd: int, iops: float, cv: float
         record["raw"] = {"samples": name}
     point = {"rw": rw, "bs": bs, "iodepth": qd, "numjobs": 1, "ioengine": "libaio", "rwmixread": rwmixread}
     metrics = {"iops": iops, "bw_bytes": iops * bs, "lat_ns": {"mean": mean_us * 1e3, "p99": p99_us * 1e3}}
-    return StorageRow(i, point, metrics, record)
+    return StorageRow.of(i, point, metrics, record)
 
 
 def test_queue_depth_growth_with_its_size_then_flat_within_noise(tmp_path: Path) -> None:
