@@ -216,3 +216,28 @@ def test_block_counters() -> None:
 def test_any_counter_text_parses_or_is_none(text: str) -> None:
     c = parse_stat(text)
     assert c is None or (c.ios >= 0 and c.sectors >= 0 and c.ticks_ms >= 0)
+
+
+def test_targets_say_which_hosts_still_miss_each_point_and_only_assign_missing_tells_the_fleet() -> None:
+    """The session's question (which host-points are still to measure) writes nothing; the fleet runner learns
+    the answer only through assign_missing.  A local target has one result per point, keyed without a host."""
+    from dataclasses import replace
+
+    from app import presets
+    from app.fleet.runner import Fleet
+    from app.presets import point_key
+    from app.sweep import FleetTargets, LocalTarget
+
+    base = presets.load("custom").expand()[0]
+    plan = [replace(base, iodepth=d) for d in (1, 4, 16)]
+    hosts = [parse_host(f"unix:///{n}.sock") for n in ("a", "b")]
+    a, b = (h.name for h in hosts)
+    fleet = FleetTargets(Fleet(hosts, {h.name: "/tmp/x" for h in hosts}))
+    done = {fleet.key(point_key(plan[0]), a), fleet.key(point_key(plan[0]), b), fleet.key(point_key(plan[1]), b)}
+    missing = fleet.missing(plan, done, skipped={2})
+    assert missing == {1: [a]} and fleet.width == 2
+    assert fleet.fleet.missing == {}, "asking wrote nothing"
+    fleet.assign_missing(missing)
+    assert fleet.fleet.missing == {1: [a]}
+    local = LocalTarget(None)
+    assert local.width == 1 and local.missing(plan, {point_key(plan[0])}, skipped=set()) == {1: [None], 2: [None]}
