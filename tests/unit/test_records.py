@@ -29,7 +29,7 @@ from app.records import (
     write_line,
 )
 
-DATA = Path(__file__).parent / "data" / "report"
+DATA = Path(__file__).resolve().parents[1] / "data" / "report"
 # lines the tool wrote (the golden runs), compact as results.jsonl holds them
 WRITTEN = [write_json(json.loads(text)) for run in ("golden-run", "telemetry-run")
            for text in (DATA / run / "results.jsonl").read_text().splitlines() if text.strip()]
