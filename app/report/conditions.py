@@ -11,7 +11,7 @@ bool, NaN or infinity is no number), text through :func:`app.sanitize.md_text`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Mapping, Sequence
 
 from app.report import noise
 from app.report.model import RunData, StorageRow
@@ -25,17 +25,17 @@ MB = 1e6
 MAX_BYTES = float(1 << 70)  # as app.units.size_text: no memory or device is that large
 
 
-def _mapping(v: Any) -> Mapping[str, Any]:
+def _mapping(v: object) -> Mapping[str, object]:
     return v if isinstance(v, Mapping) else {}
 
 
-def _size(v: Any) -> float | None:
+def _size(v: object) -> float | None:
     """A byte count as recorded, None when it is no number or beyond any real memory or device (2^70 B)."""
     n = _num(v)
     return n if n is not None and 0 < n < MAX_BYTES else None
 
 
-def _text(v: Any, limit: int = 60) -> str | None:
+def _text(v: object, limit: int = 60) -> str | None:
     return md_text(v, limit) if isinstance(v, str) and v.strip() else None
 
 
@@ -43,16 +43,16 @@ def _bytes(n: float | None) -> str:
     return "not recorded" if n is None or n <= 0 else size_text(n)
 
 
-def _values(points: Sequence[StorageRow], key: str) -> list[Any]:
+def _values(points: Sequence[StorageRow], key: str) -> list[object]:
     """The distinct values of one point setting, in first-seen order (unhashable junk as its text)."""
-    seen: dict[str, Any] = {}
+    seen: dict[str, object] = {}
     for p in points:
         v = p.point.get(key)
         seen.setdefault(repr(v), v)
     return list(seen.values())
 
 
-def _seconds(values: Sequence[Any]) -> str:
+def _seconds(values: Sequence[object]) -> str:
     nums = sorted({n for v in values if (n := _num(v)) is not None})
     text = ", ".join(f"{n:g} s" for n in nums[:8]) + (" …" if len(nums) > 8 else "")
     if len(nums) < len(values):
@@ -108,7 +108,7 @@ def _state_rows(data: RunData) -> list[list[str]]:
     return rows
 
 
-def _preconditioned(meta: Mapping[str, Any]) -> str:
+def _preconditioned(meta: Mapping[str, object]) -> str:
     """run.json's ``precondition`` (the pass as it ran), else what its ``procedure`` asked."""
     pre = meta.get("precondition")
     if isinstance(pre, Mapping):
@@ -123,7 +123,7 @@ def _preconditioned(meta: Mapping[str, Any]) -> str:
     return f"{_text(asked, 40) or 'a preconditioning pass'} was asked; run.json records no pass"
 
 
-def _device_size(info: Mapping[str, Any]) -> float | None:
+def _device_size(info: Mapping[str, object]) -> float | None:
     if (info.get("type") or info.get("kind")) == "file":
         return _size(_mapping(info.get("device")).get("size_bytes"))
     return _size(info.get("size_bytes"))
@@ -180,8 +180,9 @@ class Pair:
 
 
 def _direction_pairs(data: RunData) -> list[Pair]:
-    reads: dict[tuple[Any, ...], StorageRow] = {}
-    writes: dict[tuple[Any, ...], StorageRow] = {}
+    # (random, bs, iodepth, numjobs, ioengine, direct as written)
+    reads: dict[tuple[bool, int, int, int, str, str], StorageRow] = {}
+    writes: dict[tuple[bool, int, int, int, str, str], StorageRow] = {}
     for p in data.storage:
         if "trim" in p.rw or p.read_pct not in (0, 100):
             continue
@@ -251,7 +252,7 @@ def _machine_row(data: RunData) -> list[str]:
     return ["Machine", ", ".join(parts)]
 
 
-def target_notes(info: Mapping[str, Any], env: Mapping[str, Any]) -> list[str]:
+def target_notes(info: Mapping[str, object], env: Mapping[str, object]) -> list[str]:
     """What the target is and is not: a loop device, a memory or container filesystem, a virtual disk, a file
     (which measures its filesystem too)."""
     notes = []

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from app.report.model import RunData, StorageRow
 
@@ -90,7 +90,7 @@ class FleetPoint:
     """One plan point as the fleet measured it: a row per host that has a result."""
 
     index: int
-    point: dict[str, Any]
+    point: dict[str, object]
     rows: dict[str, StorageRow]  # host → its row, in the fleet's host order
     medians: dict[str, float] = field(default_factory=dict)  # figure key → median over the hosts with it
     outliers: list[Outlier] = field(default_factory=list)
@@ -144,10 +144,11 @@ def rows_of_host(data: RunData, host: str) -> list[StorageRow]:
     return [p for p in data.storage if p.host == host]
 
 
-def failed_host_points(meta: Mapping[str, Any]) -> set[tuple[int, str]]:
+def failed_host_points(meta: Mapping[str, object]) -> set[tuple[int, str]]:
     """(plan index, host) of every failure run.json records for a host (untrusted: ill-typed entries skipped)."""
     out = set()
-    for f in meta.get("failures") or []:
+    failures = meta.get("failures")
+    for f in failures if isinstance(failures, list) else []:
         if isinstance(f, dict) and isinstance(f.get("index"), int) and isinstance(f.get("host"), str):
             out.add((f["index"], f["host"]))
     return out

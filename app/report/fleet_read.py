@@ -15,7 +15,6 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from app.errors import UsageError
 
@@ -31,18 +30,18 @@ class FleetHost:
     target: str  # the target path on that host ("" when run.json names none)
 
 
-def is_fleet(meta: dict[str, Any]) -> bool:
+def is_fleet(meta: dict[str, object]) -> bool:
     """run.json describes a fleet run (its ``fleet`` key is set)."""
     return meta.get("fleet") is not None
 
 
-def _bad(path: Path, key: str, value: Any, why: str) -> UsageError:
+def _bad(path: Path, key: str, value: object, why: str) -> UsageError:
     shown = json.dumps(value, default=str)
     shown = shown if len(shown) <= 60 else shown[:59] + "…"
     return UsageError(f"{path}: key '{key}' has invalid value {shown}: {why}.")
 
 
-def fleet_hosts(meta: dict[str, Any], path: Path) -> list[FleetHost]:
+def fleet_hosts(meta: dict[str, object], path: Path) -> list[FleetHost]:
     """The hosts run.json's ``fleet`` names, in its order (UsageError naming the key when ill-typed)."""
     fleet = meta.get("fleet")
     if not isinstance(fleet, dict) or not isinstance(fleet.get("hosts"), list) or not fleet["hosts"]:

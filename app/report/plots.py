@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Callable, Mapping, Sequence, TypeVar, cast
 
 from app.points import Kind
 from app.report import memory as mem
-from app.report.analysis import Curve, MemCurve
+from app.report.analysis import Curve, MemCurve, Rest
 from app.report.model import StorageRow
+from app.report.series import sample_figure
 from app.results import open_file
 from app.summary import point_label
 from app.units import format_short, format_size, format_us
@@ -40,7 +41,6 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 K = TypeVar("K")
-Rest = tuple[tuple[str, object], ...]  # a point's other settings, (name, value) in a fixed order
 PanelKey = tuple[int, int, Rest]  # a heatmap panel: (queue depth, jobs, rest) or (block size, 0, rest)
 
 MAX_PANELS = 6  # panels per figure; more continue in NAME-2.svg, NAME-3.svg, ...
@@ -958,12 +958,6 @@ def operating_points(searches: Sequence[StorageRow]) -> list[OperatingPoint]:
     return out
 
 
-def _sample(v: object) -> float:
-    """A figure of a live sample, which ``read_samples`` checked is a number."""
-    assert isinstance(v, (int, float, str))
-    return float(v)
-
-
 Steady = tuple[StorageRow, Mapping[str, object], Sequence[Mapping[str, object]]]  # a point, fio's verdict, its samples
 
 
@@ -973,8 +967,8 @@ def steady_traces(steady: Sequence[Steady]) -> list[SteadyTrace]:
         window = verdict.get("window_s")
         # the last dump of a job covers the few ms after the previous one: not a one-second figure
         whole = [s for s in samples if not isinstance(iv := s.get("interval_s"), (int, float)) or iv >= 0.5]
-        traces.append(SteadyTrace(point_label(Kind.STORAGE, p.point), tuple(_sample(s["t"]) for s in whole),
-                                  tuple(_sample(s["iops"]) for s in whole),
+        traces.append(SteadyTrace(point_label(Kind.STORAGE, p.point), tuple(sample_figure(s["t"]) for s in whole),
+                                  tuple(sample_figure(s["iops"]) for s in whole),
                                   float(window) if isinstance(window, (int, float)) else 5.0,
                                   verdict.get("attained") is True))
     return traces

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import statistics
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from app.points import Kind
 from app.report import analysis as an
@@ -22,6 +22,9 @@ from app.sanitize import clean_text, md_text
 from app.textable import markdown_table
 from app.units import format_count, format_size, size_text, us
 from app.validity import CHECKED, FLAGS, LEGEND, checks_of, names, recorded_facts
+
+if TYPE_CHECKING:
+    from app.report.plots import Figure
 
 MB = 1e6
 MIB = float(1 << 20)
@@ -156,7 +159,7 @@ def _target(data: RunData) -> list[str]:
     return out
 
 
-def _device_rows(d: dict[str, Any], prefix: str = "") -> list[list[str]]:
+def _device_rows(d: dict[str, object], prefix: str = "") -> list[list[str]]:
     rows = []
     model = md_text(" ".join(str(x) for x in (d.get("vendor"), d.get("model")) if x)) or "unknown"
     rows.append([f"{prefix}model", model])
@@ -227,7 +230,7 @@ def _points_text(data: RunData, total: int) -> str:
 
 
 def _storage_table(points: Sequence[StorageRow], heading: str = "## Storage results", intro: bool = True,
-                   meta: dict[str, Any] | None = None) -> list[str]:
+                   meta: dict[str, object] | None = None) -> list[str]:
     out = [heading, ""]
     if intro:
         out += [STORAGE_UNITS, ""]
@@ -286,7 +289,7 @@ def _traffic_order(t: str) -> int:
     return keys.index(t) if t in keys else len(keys)
 
 
-def _memory_tables(points: Sequence[MemoryRow], env: Any = None) -> list[str]:
+def _memory_tables(points: Sequence[MemoryRow], env: object = None) -> list[str]:
     """``env``: run.json's environment (caches, TLB) for the note under each table."""
     out = ["## Memory results", ""]
     idle = [p for p in points if p.mode == "idle"]
@@ -300,7 +303,7 @@ def _memory_tables(points: Sequence[MemoryRow], env: Any = None) -> list[str]:
         out.append("")
         out += _chase_line(idle)
         out += [mem.buffer_note(idle, env, None), ""]
-    series: dict[tuple[Any, ...], list[MemoryRow]] = {}
+    series: dict[an.MemKey, list[MemoryRow]] = {}
     for p in loaded:
         series.setdefault(p.series, []).append(p)
     if series:
@@ -350,7 +353,7 @@ def _chase_line(points: Sequence[MemoryRow]) -> list[str]:
     return ["Chase: " + "; ".join(texts[:4]) + ("; …" if len(texts) > 4 else "") + ".", ""]
 
 
-def _figures(figs: Sequence[Any], section: Kind) -> list[str]:
+def _figures(figs: Sequence[Figure], section: Kind) -> list[str]:
     out = []
     for f in figs:
         if f.section != section:
@@ -614,7 +617,7 @@ def _mem_storage(data: RunData) -> list[str]:
             f"({math.log10(r.ratio):.1f} orders of magnitude).", ""]
 
 
-def _flags_legend(points: Sequence[StorageRow], meta: dict[str, Any] | None = None) -> list[str]:
+def _flags_legend(points: Sequence[StorageRow], meta: dict[str, object] | None = None) -> list[str]:
     """The tool's checks of the points' figures, one row each: flagged (on how many points), passed, or not
     applicable and why — a check that could not run is never counted as passed.  Lines without ``checks``
     get theirs derived from ``meta`` (run.json); lines written before the checks existed are left out."""
@@ -700,7 +703,7 @@ def _storage_summary(points: Sequence[StorageRow], curves: Sequence[an.Curve], b
                "appendix (Storage results, every point); results.csv has every point too. Latency is fio's total "
                "latency in microseconds; bandwidth in MB/s (10^6 B/s).")
     out.append("")
-    knees: dict[tuple[Any, ...], tuple[StorageRow, str]] = {}
+    knees: dict[tuple[object, ...], tuple[StorageRow, str]] = {}
     for c in curves:
         if c.knee_point is not None and len(c.points) >= 3:
             knees.setdefault((c.mix, c.bs, c.key[2]), (c.knee_point, support.knee_support(run_dir, c).verdict))
@@ -732,7 +735,7 @@ def _storage_summary(points: Sequence[StorageRow], curves: Sequence[an.Curve], b
     return out
 
 
-def render_markdown(data: RunData, figures: Sequence[Any], bound_ns: float,
+def render_markdown(data: RunData, figures: Sequence[Figure], bound_ns: float,
                     curves: Sequence[an.Curve], mem_curves: Sequence[an.MemCurve],
                     views: rp.StorageViews | None = None) -> str:
     """``data.storage``: the rows of the tables and figures (:func:`rp.storage_views`'s ``main``);
