@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -21,6 +21,9 @@ from app.screens.messages import ShowDevices, ShowReport
 from app.summary import point_label
 from app.units import format_count
 from app.widgets import TooSmall
+
+if TYPE_CHECKING:
+    from app.report.model import RunData
 
 Column = tuple[str, Callable[[dict[str, Any]], Any], Callable[[Any], str]]
 
@@ -91,14 +94,15 @@ def _fleet_label(point: dict[str, Any]) -> str:
     return point_label(Kind.STORAGE, point)
 
 
-def fleet_table(data: Any) -> FleetTable:
+def fleet_table(data: RunData) -> FleetTable:
     """Host × point of a fleet run (:class:`app.report.model.RunData`): each point's hosts in the fleet's order
     (a failed host-point as such), then the total (IOPS and MB/s summed; latencies are not summed)."""
     from app.report.fleet import failed_host_points, fleet_points
 
     names = data.fleet.names if data.fleet is not None else []
     failed = failed_host_points(data.meta)
-    plan = data.meta.get("plan") if isinstance(data.meta.get("plan"), list) else []
+    raw_plan = data.meta.get("plan")
+    plan = raw_plan if isinstance(raw_plan, list) else []
     points: dict[int, FleetPoint] = {}
     outliers = 0
     for fp in fleet_points(data):
@@ -145,7 +149,7 @@ def host_names(hosts: list[str]) -> dict[str, str]:
     return short if len(set(short.values())) == len(short) else {h: h for h in hosts}
 
 
-FleetColumn = tuple[str, Callable[[FleetPoint], Any]]
+FleetColumn = tuple[str, Callable[[FleetPoint], float | str]]
 # what points (each with its hosts and total) sort by: the total's IOPS and MB/s, the slowest host's latency
 FLEET_COLUMNS: list[FleetColumn] = [
     ("#", lambda p: p.index),
@@ -169,12 +173,12 @@ def _one(v: float) -> str:
     return f"{v:.1f}"
 
 
-def fleet_cells(p: FleetPoint, names: dict[str, str]) -> list[list[Any]]:
+def fleet_cells(p: FleetPoint, names: dict[str, str]) -> list[list[str | Text]]:
     """The table rows of a point: one per host (the point's number and name on the first), then its total; a
     figure that is the fleet's outlier at this point in yellow."""
-    out: list[list[Any]] = []
+    out: list[list[str | Text]] = []
     for i, r in enumerate(p.hosts):
-        head = [Text(str(p.index + 1), justify="right"), p.label] if i == 0 else ["", ""]
+        head: list[str | Text] = [Text(str(p.index + 1), justify="right"), p.label] if i == 0 else ["", ""]
         host = names.get(r.host or "", r.host or "")
         if r.failed:
             out.append(head + [host, Text(strings.RESULTS_FLEET_FAILED, style="red", justify="right"),

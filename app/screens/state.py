@@ -21,7 +21,7 @@ from app.sweep import Session, recorded_plan
 class Options:
     """What the app is started with; tests replace the parts that touch the machine."""
 
-    devices: list[dict[str, Any]] | Callable[[], list[dict[str, Any]]] | None = None  # None: app.devices
+    devices: list[dict[str, object]] | Callable[[], list[dict[str, object]]] | None = None  # None: app.devices
     results_dir: Path = field(default_factory=lambda: Path(os.environ.get("PROFILER_TUI_RESULTS") or "results"))
     overrides: tuple[str, ...] = ()  # --set equivalents applied to every run (keys the preset knows)
     engine: str = "auto"  # memory engine for presets
@@ -132,7 +132,7 @@ class ResumeTarget:
     preset: Preset
     target: str | None
     writes: bool
-    device: dict[str, Any] | None = None
+    device: dict[str, object] | None = None
     fleet: list[tuple[str, str]] | None = None  # a fleet run: each host and its target, as run.json names them
     agent_socket: str = DEFAULT_AGENT_SOCKET
 
@@ -152,7 +152,7 @@ def resume_target(path: Path) -> ResumeTarget | str:
         return str(e)
     meta, kind, writes = recorded.meta, recorded.kind, recorded.writes
     raw_preset = meta.get("preset")
-    preset_meta: dict[str, Any] = raw_preset if isinstance(raw_preset, dict) else {}
+    preset_meta: dict[str, object] = raw_preset if isinstance(raw_preset, dict) else {}
     name = str(preset_meta.get("name") or path.name)[:80]
     preset = Preset(name=name, kind=kind, description=str(preset_meta.get("description") or ""),
                     source=str(path / "run.json"))
