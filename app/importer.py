@@ -314,7 +314,7 @@ def mlc_points(text: str | Iterable[str]) -> tuple[list[Imported], FileInfo]:
     blocks: the parser keeps bounded state, see app.runners.mlc_parse).  ``info["warnings"]`` lists what
     the parser found wrong with the text (a cut last row dropped, a table with fewer delays than its run
     measures, a size limit reached), one sentence each."""
-    from app.runners.mlc_parse import parse
+    from app.runners.mlc_parse import parse, section_figure, section_load
 
     parser = parse(text)
     sections = parser.sections
@@ -326,7 +326,7 @@ def mlc_points(text: str | Iterable[str]) -> tuple[list[Imported], FileInfo]:
         engine = "builtin" if p.get("tool") == "memlat" else "mlc"
         info.setdefault("version", p.get("version"))
         info["engine"] = engine
-        base = {"stride": int(p.get("stride") or MLC_DEFAULT_STRIDE), "buffer": p.get("buffer_bytes"),
+        base = {"stride": int_of(p.get("stride") or MLC_DEFAULT_STRIDE), "buffer": p.get("buffer_bytes"),
                 "duration": p.get("duration") or 2, "cpus": p.get("cpus"), "engine": engine}
         extra = {"engine_version": p.get("version"), "command_line": p.get("command_line"),
                  "delay_unit_ns": p.get("delay_unit_ns"), "load_threads": p.get("load_threads")}
@@ -337,13 +337,13 @@ def mlc_points(text: str | Iterable[str]) -> tuple[list[Imported], FileInfo]:
             for r in s.rows:
                 point = {"mode": "loaded", "traffic": p.get("traffic") or "R", "delay": r.delay, **base}
                 metrics: dict[str, object] = {"latency_ns": r.latency_ns, "bandwidth_mbps": r.bandwidth_mbps}
-                load = s.values.get("load_mbps", {}).get(r.delay)
+                load = section_load(s, r.delay)
                 if load is not None:
                     metrics["load_bandwidth_mbps"] = load
                 out.append(Imported(Kind.MEMORY, point, metrics, dict(extra)))
         elif s.kind == "idle" and "latency_ns" in s.values:
             point = {"mode": "idle", "traffic": None, "delay": None, **base}
-            out.append(Imported(Kind.MEMORY, point, {"latency_ns": float(s.values["latency_ns"])}, dict(extra)))
+            out.append(Imported(Kind.MEMORY, point, {"latency_ns": section_figure(s, "latency_ns")}, dict(extra)))
         else:
             ignored.append(s.kind)
     return out, info
