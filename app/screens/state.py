@@ -7,7 +7,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Protocol, cast
+from typing import TYPE_CHECKING, Callable, Protocol, cast
 
 from app import presets as core
 from app.fleet.hosts import DEFAULT_AGENT_SOCKET
@@ -15,6 +15,9 @@ from app.presets import Preset
 from app.results import new_run_dir
 from app.screens import strings
 from app.sweep import Session, recorded_plan
+
+if TYPE_CHECKING:
+    from app.screens.fleet import Probe
 
 
 @dataclass
@@ -33,7 +36,7 @@ class Options:
     environment: Callable[[], list[str]] | list[str] | None = None
     agent_socket: str = DEFAULT_AGENT_SOCKET  # the fleet agents' socket on ssh:// hosts (run --agent-socket)
     # tests: replaces app.screens.fleet.probe_host (a fleet host's connection test, run in a thread)
-    probe_host: Callable[[str, str], Any] | None = None
+    probe_host: Probe | None = None
 
 
 class _ProfilerApp(Protocol):
