@@ -87,7 +87,7 @@ class FleetTable:
     outliers: int = 0
 
 
-def _fleet_label(point: dict[str, Any]) -> str:
+def _fleet_label(point: dict[str, object]) -> str:
     """A short name of the point: its group and direction ("SEQ1M Q8T1 read"), or its settings."""
     if point.get("group"):
         return f"{point['group']} {point.get('rw', '?')}"
