@@ -106,8 +106,7 @@ def devices(as_json: bool, target: str | None) -> int:
         click.echo(json.dumps(devs if about is None else {"devices": devs, "target": about}, indent=2))
         return 0
     if about is not None:
-        for plan in ("write", "read"):
-            v = about[plan]
+        for plan, v in (("write", about["write"]), ("read", about["read"])):
             click.echo(clean_line(f"{about['path']}, {plan} plan: {v['verdict']} ({'; '.join(v['reasons'])})", None))
     if on_terminal(sys.stdout):
         from app.console import print_devices

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 import signal
 import time
-from typing import Any, Iterable, Mapping, Sequence, TextIO
+from typing import Iterable, Mapping, Sequence, TextIO
 
 from rich import box
 from rich.cells import cell_len
@@ -70,7 +70,7 @@ class _Bar:
         yield text
 
 
-def _figures(kind: Kind, sample: dict[str, Any]) -> Text:
+def _figures(kind: Kind, sample: dict[str, object]) -> Text:
     """A live sample as the bar's last line: IOPS, MB/s, mean and p99 latency (a memory sample: its latency
     and bandwidth)."""
     if kind != Kind.STORAGE:
@@ -177,7 +177,7 @@ class RichProgress(ProgressPrinter):
     def _bar(self) -> None:
         self._show()
 
-    def handle(self, event: Any) -> None:
+    def handle(self, event: object) -> None:
         from app import sweep
 
         if isinstance(event, sweep.RunStarted):
@@ -218,7 +218,7 @@ def _table(headers: Sequence[str], right: Iterable[int] = (), no_wrap: Iterable[
     return table
 
 
-def print_presets(summaries: Sequence[Mapping[str, Any]], stream: TextIO) -> None:
+def print_presets(summaries: Sequence[Mapping[str, object]], stream: TextIO) -> None:
     """``profiler-tui presets`` on a terminal: the presets as a table (their descriptions wrap)."""
     table = _table(["preset", "kind", "points", "est.", "writes", "description"], right=(2, 3), no_wrap=(0, 2, 3))
     for s in summaries:
@@ -235,7 +235,7 @@ def _verdict(text: str, verdict: str) -> Text:
     return Text(text, style=VERDICT_STYLE.get(verdict, "yellow"))
 
 
-def print_devices(devs: list[dict[str, Any]], stream: TextIO) -> None:
+def print_devices(devs: list[dict[str, object]], stream: TextIO) -> None:
     """``profiler-tui devices`` on a terminal: the rows of ``app.devices.render_devices_table`` as a table,
     each verdict coloured, and the reasons under it, device by device."""
     from app.devices import DEVICE_COLUMNS, device_rows

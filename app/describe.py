@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Mapping, Sequence
 
 from app.points import Kind, Point, StoragePoint
 from app.presets import Preset, describe_axes, summary
@@ -45,8 +45,8 @@ class PlanDescription:
     description: str
     source: str
     points: list[Point]
-    axes: dict[str, list[Any]]  # the keys that vary, their values in plan order
-    settings: dict[str, Any]  # the keys every point shares
+    axes: Mapping[str, Sequence[object]]  # the keys that vary, their values in plan order
+    settings: Mapping[str, object]  # the keys every point shares
     estimated: str  # "1m 30s"
     writes: bool
     procedure: list[str]  # how the plan is run beyond its points (preconditioning, rounds, adaptive)

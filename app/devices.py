@@ -213,7 +213,7 @@ def iter_devices(devs: list[dict]):
 # --------------------------------------------------------------------------- rendering
 
 
-def human_size(n: int | None) -> str:
+def human_size(n: int | float | None) -> str:
     if n is None:
         return "-"
     value = float(n)

@@ -8,7 +8,7 @@ import socket
 import stat
 import sys
 from pathlib import Path
-from typing import Any, NotRequired, TypedDict
+from typing import NotRequired, TypedDict
 
 
 class CacheInfo(TypedDict):
@@ -214,7 +214,7 @@ def file_target_info(path: str) -> FileTargetInfo:
     return info
 
 
-def target_info(path: str) -> FileTargetInfo | dict[str, Any]:
+def target_info(path: str) -> FileTargetInfo | dict[str, object]:
     """run.json's ``target_info``: the filesystem of a file, or what app.devices tells of a block device."""
     try:
         is_block = stat.S_ISBLK(os.stat(path).st_mode)

@@ -30,26 +30,30 @@ import os
 import sys
 import threading
 import time
-from typing import Any, Callable, TextIO
+from typing import Callable, Mapping, TextIO
 
 from app.points import Point
 from app.results import SCHEMA_VERSION, now_iso
 from app.runners.base import Phase, Sample
 
 
-def _table(point: Point) -> dict[str, Any]:
-    return point.to_dict()
+def _table(point: Point) -> dict[str, object]:
+    return {**point.to_dict()}
 
 
-def _clean(value: Any) -> Any:
+def _clean(value: object) -> object:
     """JSON has no NaN or infinity: such a figure (never expected) is written as null."""
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
+        return _clean_dict(value)
     if isinstance(value, (list, tuple)):
         return [_clean(v) for v in value]
     return value
+
+
+def _clean_dict(d: Mapping[str, object]) -> dict[str, object]:
+    return {str(k): _clean(v) for k, v in d.items()}
 
 
 def _figure(value: float | None) -> float | int | None:
@@ -59,11 +63,11 @@ def _figure(value: float | None) -> float | int | None:
     return int(value) if float(value).is_integer() else round(value, 3)
 
 
-def event_object(event: Any) -> dict[str, Any] | None:
+def event_object(event: object) -> dict[str, object] | None:
     """The stream's object for one session event (None for an event the stream does not carry)."""
     from app import sweep
 
-    body: dict[str, Any]
+    body: dict[str, object]
     if isinstance(event, sweep.RunStarted):
         body = {"event": "run_started", "total": event.total, "pending": event.pending,
                 "estimate_s": round(event.estimate_s, 3), "path": str(event.path)}
@@ -96,10 +100,10 @@ def event_object(event: Any) -> dict[str, Any] | None:
                 "failed": event.failed, "path": str(event.path)}
     else:
         return None
-    return _clean({"schema_version": SCHEMA_VERSION, "at": now_iso(), **body})
+    return _clean_dict({"schema_version": SCHEMA_VERSION, "at": now_iso(), **body})
 
 
-def ended_object(status: str, reason: str) -> dict[str, Any]:
+def ended_object(status: str, reason: str) -> dict[str, object]:
     return {"schema_version": SCHEMA_VERSION, "at": now_iso(), "event": "run_ended", "status": status,
             "reason": reason}
 
@@ -144,7 +148,7 @@ class EventWriter:
             self._fd = None
         self._thread: threading.Thread | None = None
 
-    def write(self, obj: dict[str, Any] | None) -> None:
+    def write(self, obj: dict[str, object] | None) -> None:
         if obj is None or self.broken or self._closed:
             return
         line = _line(obj)
@@ -166,7 +170,7 @@ class EventWriter:
             self._thread = threading.Thread(target=self._pump, name="json-stream", daemon=True)
             self._thread.start()
 
-    def handle(self, event: Any) -> None:
+    def handle(self, event: object) -> None:
         self.write(event_object(event))
 
     def close(self) -> None:
@@ -203,7 +207,7 @@ class EventWriter:
             self._enqueue(_line(dropped_object(self._dropped, self._dropped_done)))
             self._dropped = self._dropped_done = 0
 
-    def _drop(self, obj: dict[str, Any]) -> None:
+    def _drop(self, obj: dict[str, object]) -> None:
         self._dropped += 1
         self._dropped_total += 1
         self._dropped_done += obj.get("event") == "point_done"
@@ -236,12 +240,12 @@ class EventWriter:
                     return
 
 
-def dropped_object(count: int, point_done: int) -> dict[str, Any]:
+def dropped_object(count: int, point_done: int) -> dict[str, object]:
     return {"schema_version": SCHEMA_VERSION, "at": now_iso(), "event": "events_dropped", "count": count,
             "point_done": point_done}
 
 
-def _line(obj: dict[str, Any]) -> bytes:
+def _line(obj: dict[str, object]) -> bytes:
     return (json.dumps(obj, separators=(",", ":"), default=str, allow_nan=False) + "\n").encode()
 
 

@@ -24,6 +24,7 @@ before it is used, and any fault is one sentence naming the file, the key and th
 from __future__ import annotations
 
 import codecs
+import io
 import json
 import math
 import os
@@ -31,7 +32,7 @@ import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Iterable, Iterator, TypedDict
 
 from app import runmeta
 from app.errors import UsageError
@@ -39,6 +40,7 @@ from app.points import Kind
 from app.records import write_json
 from app.results import RAW, RESULTS_JSONL, SCHEMA_VERSION, ResultsDir, now_iso, open_file
 from app.runners import fio_parse
+from app.runners.fio_parse import dict_of, int_of, list_of
 from app.units import parse_duration, parse_size
 
 FIO_RW = {"read": "read", "write": "write", "trim": "trim", "randread": "randread", "randwrite": "randwrite",
@@ -51,23 +53,51 @@ MAX_SECONDS = 1e9  # a runtime or ramp_time beyond ~31 years is not one fio ran
 _BAD_TEXT = re.compile(r"[\x00-\x1f\x7f]")
 
 
+class FileInfo(TypedDict, total=False):
+    """What reading one file found besides its points (fio: documents, runs, versions; MLC: engine, version,
+    ignored sections), and its warnings."""
+
+    documents: int
+    runs: int
+    fio_versions: list[str]
+    noise_lines: int
+    ignored_sections: list[str]
+    warnings: list[str]
+    version: object  # as the MLC file printed it
+    engine: str
+
+
+class Source(TypedDict, total=False):
+    """An imported file as run.json lists it under ``sources``."""
+
+    file: str
+    path: str
+    format: str
+    raw: str
+    points: int
+    documents: int
+    runs: int
+    ignored_sections: list[str]
+    warnings: list[str]
+
+
 @dataclass
 class Imported:
     kind: Kind
     # as results.jsonl records it: not a StoragePoint, fio's options need not fit one (host, trimwrite, no size)
-    point: dict[str, Any]
-    metrics: dict[str, Any]
-    extra: dict[str, Any] = field(default_factory=dict)
+    point: dict[str, object]
+    metrics: dict[str, object]
+    extra: dict[str, object] = field(default_factory=dict)
 
 
 # --- fio -----------------------------------------------------------------------------------------------
 
 
-def _opt_bool(v: Any) -> bool:
+def _opt_bool(v: object) -> bool:
     return str(v).strip().lower() not in ("0", "false", "no", "off")
 
 
-def _size(v: Any) -> int | None:
+def _size(v: object) -> int | None:
     if v is None:
         return None
     s = str(v).strip().split(",")[0].split(":")[0].split("-")[0]
@@ -78,7 +108,7 @@ def _size(v: Any) -> int | None:
     return n if n <= fio_parse.MAX_NUMBER else None
 
 
-def _seconds(v: Any) -> float | int | None:
+def _seconds(v: object) -> float | int | None:
     if v is None:
         return None
     s = str(v).strip().lower()
@@ -95,24 +125,24 @@ def _seconds(v: Any) -> float | int | None:
     return int(x) if float(x).is_integer() else x
 
 
-def _option(doc: dict[str, Any], job: dict[str, Any], where: str, *names: str) -> tuple[Any, str]:
+def _option(doc: dict[str, object], job: dict[str, object], where: str, *names: str) -> tuple[object, str]:
     """The first of ``names`` in the job's options, else in the global ones: (value, key path)."""
-    for opts, prefix in ((job.get("job options") or {}, f"{where}.job options"),
-                         (doc.get("global options") or {}, "global options")):
+    for opts, prefix in ((dict_of(job.get("job options")), f"{where}.job options"),
+                         (dict_of(doc.get("global options")), "global options")):
         for name in names:
             if name in opts:
                 return opts[name], f"{prefix}.{name}"
     return None, ""
 
 
-def _opt_int(value: Any, key: str, lo: int, hi: int) -> int:
+def _opt_int(value: object, key: str, lo: int, hi: int) -> int:
     s = str(value).strip()
     if not re.fullmatch(r"\d{1,12}", s) or not lo <= int(s) <= hi:
         raise fio_parse.bad_value(key, value, f"must be a whole number from {lo} to {hi}")
     return int(s)
 
 
-def fio_point(doc: dict[str, Any], jobs: list[dict[str, Any]], where: str = "jobs[0]") -> tuple[dict[str, Any], list[str]]:
+def fio_point(doc: dict[str, object], jobs: list[dict[str, object]], where: str = "jobs[0]") -> tuple[dict[str, object], list[str]]:
     """The plan point (as results.jsonl records it) of a group of jobs, and notes on what had to be
     assumed.
 
@@ -128,8 +158,8 @@ def fio_point(doc: dict[str, Any], jobs: list[dict[str, Any]], where: str = "job
     bs = _size(_option(doc, job, where, "bs", "blocksize")[0])
     if bs is None:
         for d in ("read", "write", "trim"):
-            part = job.get(d) or {}
-            ios, moved = int(part.get("total_ios") or 0), int(part.get("io_bytes") or 0)
+            part = dict_of(job.get(d))
+            ios, moved = int_of(part.get("total_ios") or 0), int_of(part.get("io_bytes") or 0)
             if ios > 0 and moved // ios > 0:
                 bs = moved // ios
                 notes.append(f"bs not in the job options: {bs} B from io_bytes / total_ios")
@@ -163,10 +193,10 @@ def fio_point(doc: dict[str, Any], jobs: list[dict[str, Any]], where: str = "job
                                                                else False)
     runtime = _seconds(_option(doc, job, where, "runtime")[0])
     if runtime is None:
-        ms = max(int(j.get("job_runtime") or 0) for j in jobs)
+        ms = max(int_of(j.get("job_runtime") or 0) for j in jobs)
         runtime = round(ms / 1000, 3) if ms else None
     time_based_v, time_based_key = _option(doc, job, where, "time_based")
-    point: dict[str, Any] = {
+    point: dict[str, object] = {
         "rw": rw,
         "bs": bs,
         "rwmixread": rwmixread,
@@ -176,25 +206,25 @@ def fio_point(doc: dict[str, Any], jobs: list[dict[str, Any]], where: str = "job
         "direct": direct,
         "runtime": runtime,
         "ramp_time": _seconds(_option(doc, job, where, "ramp_time")[0]) or 0,
-        "size": _size(_option(doc, job, where, "size")[0]),
+        "size": (size := _size(_option(doc, job, where, "size")[0])),
         "time_based": bool(time_based_key) and _opt_bool(time_based_v or "1"),
     }
-    if not time_based_key and point["size"]:
+    if not time_based_key and size:
         # fio leaves value-less flags out of its JSON options; a job that moved more than its size
         # can only have been time based (otherwise it stops once the size is covered)
-        moved = max(sum(int((j.get(d) or {}).get("io_bytes") or 0) for d in fio_parse.DIRECTIONS) for j in jobs)
-        if moved > point["size"]:
+        moved = max(sum(int_of(dict_of(j.get(d)).get("io_bytes") or 0) for d in fio_parse.DIRECTIONS) for j in jobs)
+        if moved > size:
             point["time_based"] = True
             notes.append("time_based inferred: the job moved more than its size")
     host = job.get("hostname")
-    if host:
+    if isinstance(host, str) and host:  # check_document: a string
         if len(host) > 256 or _BAD_TEXT.search(host):
             raise fio_parse.bad_value(f"{where}.hostname", host, "not a host name")
         point["host"] = host
     return point, notes
 
 
-def _with_lat_percentiles(jobs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], bool]:
+def _with_lat_percentiles(jobs: list[dict[str, object]]) -> tuple[list[dict[str, object]], bool]:
     """Jobs whose ``lat_ns`` lacks percentiles borrow them from ``clat_ns`` (fio prints total-latency
     percentiles only with ``lat_percentiles=1``); returns whether that happened.  The jobs given are
     not changed: a job that borrows is a shallow copy down to its ``lat_ns``."""
@@ -203,9 +233,9 @@ def _with_lat_percentiles(jobs: list[dict[str, Any]]) -> tuple[list[dict[str, An
     for job in jobs:
         j = job
         for d in fio_parse.DIRECTIONS:
-            part = job.get(d) or {}
-            lat, clat = part.get("lat_ns") or {}, part.get("clat_ns") or {}
-            if int(lat.get("N") or 0) and not lat.get("percentile") and clat.get("percentile"):
+            part = dict_of(job.get(d))
+            lat, clat = dict_of(part.get("lat_ns")), dict_of(part.get("clat_ns"))
+            if int_of(lat.get("N") or 0) and not lat.get("percentile") and clat.get("percentile"):
                 if j is job:
                     j = dict(job)
                 new = dict(lat)
@@ -218,19 +248,19 @@ def _with_lat_percentiles(jobs: list[dict[str, Any]]) -> tuple[list[dict[str, An
     return out, used
 
 
-def _signature(doc: dict[str, Any]) -> str:
+def _signature(doc: dict[str, object]) -> str:
     jobs = fio_parse.job_list(doc)
     return json.dumps([doc.get("global options"), [(j.get("jobname"), j.get("hostname"), j.get("job options"))
                                                    for j in jobs]], sort_keys=True, default=str)
 
 
-def _runtime(doc: dict[str, Any]) -> int:
-    return max([int(j.get("job_runtime") or 0) for j in fio_parse.job_list(doc)] or [0])
+def _runtime(doc: dict[str, object]) -> int:
+    return max([int_of(j.get("job_runtime") or 0) for j in fio_parse.job_list(doc)] or [0])
 
 
-def final_documents(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def final_documents(docs: list[dict[str, object]]) -> list[dict[str, object]]:
     """The result of each run: of consecutive status dumps of the same jobs, the last."""
-    runs: list[dict[str, Any]] = []
+    runs: list[dict[str, object]] = []
     for doc in docs:
         if not fio_parse.job_list(doc):
             continue
@@ -241,13 +271,13 @@ def final_documents(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return runs
 
 
-def fio_points(doc: dict[str, Any]) -> list[Imported]:
+def fio_points(doc: dict[str, object]) -> list[Imported]:
     """The points of one checked fio result document (:func:`fio_parse.check_document`); raises
     :class:`fio_parse.FormatError` for an option fio would not write or a point without any I/O."""
     jobs = fio_parse.job_list(doc)
     list_key = "jobs" if doc.get("jobs") else "client_stats"
-    where = {id(j): f"{list_key}[{i}]" for i, j in enumerate(doc.get(list_key) or [])}
-    groups: dict[str, list[dict[str, Any]]] = {}
+    where = {id(j): f"{list_key}[{i}]" for i, j in enumerate(list_of(doc.get(list_key)))}
+    groups: dict[str, list[dict[str, object]]] = {}
     for j in jobs:
         key = json.dumps([j.get("hostname"), j.get("jobname"), j.get("groupid"), j.get("job options")],
                          sort_keys=True, default=str)
@@ -268,8 +298,8 @@ def fio_points(doc: dict[str, Any]) -> list[Imported]:
             m["percentiles_source"] = "clat_ns"
         if len(groups) > 1:  # fio's device figures cover the whole document: not one of its several points
             m.pop("disk_util", None)
-        extra: dict[str, Any] = {"job": group[0].get("jobname"), "fio_version": doc.get("fio version")}
-        opts = {**(doc.get("global options") or {}), **(group[0].get("job options") or {})}
+        extra: dict[str, object] = {"job": group[0].get("jobname"), "fio_version": doc.get("fio version")}
+        opts = {**dict_of(doc.get("global options")), **dict_of(group[0].get("job options"))}
         if opts.get("filename"):
             extra["target"] = str(opts["filename"])
         if notes:
@@ -281,23 +311,24 @@ def fio_points(doc: dict[str, Any]) -> list[Imported]:
 # --- MLC -------------------------------------------------------------------------------------------------
 
 
-def mlc_points(text: str | Iterable[str]) -> tuple[list[Imported], dict[str, Any]]:
+def mlc_points(text: str | Iterable[str]) -> tuple[list[Imported], FileInfo]:
     """Points of an MLC (or built-in engine) text, given whole or as pieces in order (a file's lines or
     blocks: the parser keeps bounded state, see app.runners.mlc_parse).  ``info["warnings"]`` lists what
     the parser found wrong with the text (a cut last row dropped, a table with fewer delays than its run
     measures, a size limit reached), one sentence each."""
-    from app.runners.mlc_parse import parse
+    from app.runners.mlc_parse import parse, section_figure, section_load
 
     parser = parse(text)
     sections = parser.sections
     out: list[Imported] = []
-    info: dict[str, Any] = {"ignored_sections": [], "warnings": list(parser.warnings)}
+    ignored: list[str] = []
+    info: FileInfo = {"ignored_sections": ignored, "warnings": list(parser.warnings)}
     for s in sections:
         p = s.params
         engine = "builtin" if p.get("tool") == "memlat" else "mlc"
         info.setdefault("version", p.get("version"))
         info["engine"] = engine
-        base = {"stride": int(p.get("stride") or MLC_DEFAULT_STRIDE), "buffer": p.get("buffer_bytes"),
+        base = {"stride": int_of(p.get("stride") or MLC_DEFAULT_STRIDE), "buffer": p.get("buffer_bytes"),
                 "duration": p.get("duration") or 2, "cpus": p.get("cpus"), "engine": engine}
         extra = {"engine_version": p.get("version"), "command_line": p.get("command_line"),
                  "delay_unit_ns": p.get("delay_unit_ns"), "load_threads": p.get("load_threads")}
@@ -307,16 +338,16 @@ def mlc_points(text: str | Iterable[str]) -> tuple[list[Imported], dict[str, Any
         if s.kind == "loaded" and s.rows:
             for r in s.rows:
                 point = {"mode": "loaded", "traffic": p.get("traffic") or "R", "delay": r.delay, **base}
-                metrics: dict[str, Any] = {"latency_ns": r.latency_ns, "bandwidth_mbps": r.bandwidth_mbps}
-                load = s.values.get("load_mbps", {}).get(r.delay)
+                metrics: dict[str, object] = {"latency_ns": r.latency_ns, "bandwidth_mbps": r.bandwidth_mbps}
+                load = section_load(s, r.delay)
                 if load is not None:
                     metrics["load_bandwidth_mbps"] = load
                 out.append(Imported(Kind.MEMORY, point, metrics, dict(extra)))
         elif s.kind == "idle" and "latency_ns" in s.values:
             point = {"mode": "idle", "traffic": None, "delay": None, **base}
-            out.append(Imported(Kind.MEMORY, point, {"latency_ns": float(s.values["latency_ns"])}, dict(extra)))
+            out.append(Imported(Kind.MEMORY, point, {"latency_ns": section_figure(s, "latency_ns")}, dict(extra)))
         else:
-            info["ignored_sections"].append(s.kind)
+            ignored.append(s.kind)
     return out, info
 
 
@@ -353,7 +384,7 @@ def check_input(path: str) -> int:
     return st.st_size
 
 
-def open_regular(path: str) -> Any:
+def open_regular(path: str) -> io.BufferedReader:
     """The file opened for reading in binary, refused unless it is a regular file: opened without
     blocking (a FIFO swapped in after :func:`check_input` cannot hang us) and checked again."""
     try:
@@ -375,7 +406,7 @@ def text_chunks(path: str, limit: int = MAX_IMPORT_BYTES) -> Iterator[str]:
     ``limit`` bytes (a file that grew since it was checked) is an error."""
     with open_regular(path) as f:
         total = 0
-        decoder: Any = None
+        decoder: codecs.IncrementalDecoder | None = None
         carry = ""
         while True:
             try:
@@ -429,14 +460,14 @@ def _copy(path: str, results: ResultsDir, name: str) -> None:
             out.write(data)
 
 
-def _fio_file(path: str, budget: int) -> tuple[list[Imported], dict[str, Any]] | None:
+def _fio_file(path: str, budget: int) -> tuple[list[Imported], FileInfo] | None:
     """The fio points of a file, read as a stream (None when it holds no fio document).
 
     Of consecutive status dumps of the same jobs only the last is kept (the result of that run);
     no more than one document is held in memory at a time."""
     splitter = fio_parse.DocumentSplitter()
     points: list[Imported] = []
-    current: tuple[int, dict[str, Any]] | None = None
+    current: tuple[int, dict[str, object]] | None = None
     counts = {"documents": 0, "fio": 0, "runs": 0}
     versions: set[str] = set()
     has_brace = has_jobs = False
@@ -458,7 +489,7 @@ def _fio_file(path: str, budget: int) -> tuple[list[Imported], dict[str, Any]] |
             raise UsageError(f"{path}: more than {MAX_IMPORT_POINTS:,} points in this import; import the files in "
                              "smaller groups.")
 
-    def take(line: int, doc: dict[str, Any]) -> None:
+    def take(line: int, doc: dict[str, object]) -> None:
         nonlocal current
         counts["documents"] += 1
         if not fio_parse.is_fio_document(doc):
@@ -503,7 +534,7 @@ def _fio_file(path: str, budget: int) -> tuple[list[Imported], dict[str, Any]] |
     return None
 
 
-def parse_file(path: str, budget: int = MAX_IMPORT_POINTS) -> tuple[str, list[Imported], dict[str, Any]]:
+def parse_file(path: str, budget: int = MAX_IMPORT_POINTS) -> tuple[str, list[Imported], FileInfo]:
     """(kind of file, points, info) of one input; UsageError when it holds neither format.
 
     ``budget``: how many more points the import may take."""
@@ -535,7 +566,7 @@ def _mentions_mlc(path: str) -> bool:
     return False
 
 
-def import_files(files: list[str], out: str | os.PathLike[str]) -> tuple[Path, list[dict[str, Any]]]:
+def import_files(files: list[str], out: str | os.PathLike[str]) -> tuple[Path, list[Source]]:
     """Create the results directory ``out`` from the files; returns it and the source summaries."""
     if not files:
         raise UsageError("import: give at least one fio JSON or MLC text file.")
@@ -550,19 +581,19 @@ def import_files(files: list[str], out: str | os.PathLike[str]) -> tuple[Path, l
     results = ResultsDir(out)
     kinds = sorted({pt.kind for _, _, pts, _ in parsed for pt in pts})
     kind = kinds[0] if len(kinds) == 1 else "mixed"
-    plan: list[dict[str, Any]] = []
+    plan: list[dict[str, object]] = []
     tools: dict[str, str] = {}
-    sources: list[dict[str, Any]] = []
-    records: list[dict[str, Any]] = []
+    sources: list[Source] = []
+    records: list[dict[str, object]] = []
     targets: set[str] = set()
     for n, (f, ftype, points, info) in enumerate(parsed):
         raw_name = f"import-{n:02d}-{re.sub(r'[^A-Za-z0-9_.+-]', '_', os.path.basename(f))}"
-        src = {"file": os.path.basename(f), "path": os.path.abspath(f), "format": ftype, "raw": f"raw/{raw_name}",
+        src: Source = {"file": os.path.basename(f), "path": os.path.abspath(f), "format": ftype, "raw": f"raw/{raw_name}",
                "points": len(points)}
         if ftype == "fio":
-            src.update(documents=info["documents"], runs=info["runs"])
+            src["documents"], src["runs"] = info["documents"], info["runs"]
             if info["fio_versions"]:
-                tools["fio"] = ", ".join(sorted(set(filter(None, [tools.get("fio")] + info["fio_versions"]))))
+                tools["fio"] = ", ".join(sorted(set(filter(None, [tools.get("fio"), *info["fio_versions"]]))))
         else:
             if info.get("version"):
                 key = "mlc" if info.get("engine") == "mlc" else "memlat"

@@ -655,7 +655,7 @@ def validate_plan(kind: object, plan: object, source: str) -> list[Point]:
     return points
 
 
-def check_track(where: str, plan: Iterable[Point], track: Mapping[str, PointValue]) -> None:
+def check_track(where: str, plan: Iterable[Point], track: Mapping[str, object]) -> None:
     """A ``track`` that picks no point of the plan would leave rounds without a tracked figure, never steady:
     refused, naming the values the plan has for its keys."""
     points = list(plan)

@@ -18,7 +18,7 @@ decides exactly as an uninterrupted one would.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from app.errors import UsageError
 from app.points import WRITE_MODES, Point, StoragePoint
@@ -49,12 +49,12 @@ class Procedure:
     rounds: int = 1
     # settings selecting the tracked point of each round (e.g. {"bs": 4096, "rwmixread": 0}); empty:
     # the first point of the round
-    track: dict[str, Any] = field(default_factory=dict)
+    track: dict[str, object] = field(default_factory=dict)
     precondition_cap: float | int = WORKLOAD_PRECONDITION_CAP_S  # seconds: a workload pass stops here
     timeseries: str = "none"  # the points the report draws over time: none, all or "KEY=VALUE ..." (app.presets)
     telemetry_interval: int = TELEMETRY_INTERVAL_S  # seconds between drive health readings during a point
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """run.json's ``procedure``; a key added later is left out at its default, so that the run.json of a
         run that does not use it keeps the bytes it had."""
         out = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -103,7 +103,7 @@ def saturation_skips(plan: Sequence[Point], measured: Mapping[int, Measured]) ->
     """
     skips: dict[int, str] = {}
     for axis, label in ADAPTIVE_AXES.items():
-        families: dict[tuple[Any, ...], list[tuple[int, int]]] = {}
+        families: dict[tuple[object, ...], list[tuple[int, int]]] = {}
         for i, p in enumerate(plan):
             if not isinstance(p, StoragePoint) or p.latency_bound is not None:
                 continue
@@ -130,11 +130,11 @@ def saturation_skips(plan: Sequence[Point], measured: Mapping[int, Measured]) ->
 # --- rounds ---------------------------------------------------------------------------------------
 
 
-def matches(point: Point, track: Mapping[str, Any]) -> bool:
+def matches(point: Point, track: Mapping[str, object]) -> bool:
     return all(getattr(point, k, None) == v for k, v in track.items())
 
 
-def tracked_indices(plan: Sequence[Point], track: Mapping[str, Any]) -> dict[int, int]:
+def tracked_indices(plan: Sequence[Point], track: Mapping[str, object]) -> dict[int, int]:
     """Round → plan index of its tracked point (the first point of the round matching ``track``)."""
     out: dict[int, int] = {}
     for i, p in enumerate(plan):
@@ -179,7 +179,7 @@ def snia_check(rounds: Sequence[int], values: Sequence[float]) -> SteadyCheck:
                        abs(slope) * (n - 1))
 
 
-def rounds_series(plan: Sequence[Point], track: Mapping[str, Any],
+def rounds_series(plan: Sequence[Point], track: Mapping[str, object],
                   measured: Mapping[int, Measured]) -> list[tuple[int, float]]:
     """(round, IOPS) of the tracked point, for the rounds measured so far, in round order."""
     series = []
@@ -189,7 +189,7 @@ def rounds_series(plan: Sequence[Point], track: Mapping[str, Any],
     return series
 
 
-def steady_window(plan: Sequence[Point], track: Mapping[str, Any],
+def steady_window(plan: Sequence[Point], track: Mapping[str, object],
                   measured: Mapping[int, Measured]) -> SteadyCheck | None:
     """:func:`first_steady_window` of the tracked point's IOPS per round."""
     return first_steady_window(rounds_series(plan, track, measured))

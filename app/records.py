@@ -341,8 +341,8 @@ class Parts:
     fio_version: str | None = None
     engine_version: str | None = None
     command_line: str | None = None  # an imported MLC file's command line
-    steady: JSONObject | None = None  # fio's steady-state outcome
-    operating_point: JSONObject | None = None  # the latency-bound search's outcome
+    steady: Mapping[str, object] | None = None  # fio's steady-state outcome (JSON: fio_parse.steady_result)
+    operating_point: Mapping[str, object] | None = None  # the latency-bound search's outcome (JSON)
     write_cliff: JSONObject | None = None
     buffer_bytes: JSONValue = None  # what the memory engine printed about its run
     write_buffer_bytes: JSONValue = None

@@ -28,7 +28,7 @@ import time
 from contextlib import aclosing, contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, AsyncGenerator, Callable, Container, Hashable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, AsyncGenerator, Callable, Container, Hashable, Iterator, Mapping, Sequence, cast
 
 from app import envinfo, runmeta, safety, telemetry
 from app.errors import ProfilerError, UsageError
@@ -49,7 +49,7 @@ from app.presets import (
     validate_procedure,
 )
 from app.procedure import Measured, Procedure, check_precondition, measured_from_line, precondition_estimate_s, skips
-from app.records import JSONValue, MemoryMetrics, ResultLine, StorageMetrics, line_json
+from app.records import JSONObject, JSONValue, MemoryMetrics, ResultLine, StorageMetrics, line_json
 from app.results import SCHEMA_VERSION, ResultsDir, check_dir_path, make_dirs, new_run_dir, now_iso, remove_dirs
 from app.runmeta import RunMeta
 from app.runners import get_runner
@@ -583,7 +583,7 @@ class Session:
         self._record_failure(ev.index, point, error, host)
         return PointFailed(ev.index, point, error, host)
 
-    def _point_done(self, ev: Result, point: Point, started: str | None, t0: float, drive: dict[str, JSONValue],
+    def _point_done(self, ev: Result, point: Point, started: str | None, t0: float, drive: Mapping[str, object],
                     throttled: str | None, progress: _Progress) -> PointDone:
         try:
             record = self._record(ev, point, started, t0, drive, throttled)
@@ -755,7 +755,7 @@ class Session:
         return written
 
     def _record(self, ev: Result, point: Point, started: str | None, t0: float,
-                drive: dict[str, JSONValue] | None = None, throttled: str | None = None) -> ResultLine:
+                drive: Mapping[str, object] | None = None, throttled: str | None = None) -> ResultLine:
         """The point's results line: the session's own parts (the point, its target, files, times, validity)
         around the runner's metrics and parts, which name nothing else."""
         raw = self._write_raw(ev, point)
@@ -769,11 +769,13 @@ class Session:
         host = ev.parts.host
         target = self.targets.target_of(host)
         flags = point_flags(table, metrics, ev.parts, self.facts, throttled)
-        checks = point_checks(table, metrics, ev.parts, drive or None, self.facts, flags)
+        # the drive's telemetry entries are JSON: the recorder writes the same entries to run.json
+        telemetry_entry = cast("JSONObject | None", dict(drive) if drive else None)
+        checks = point_checks(table, metrics, ev.parts, telemetry_entry, self.facts, flags)
         flags_json: list[JSONValue] = [{k: v for k, v in f.items()} for f in flags]
         checks_json: dict[str, JSONValue] = {name: {k: v for k, v in c.items()} for name, c in checks.items()}
         return ResultLine(self.kind, table, metrics, ev.index, SCHEMA_VERSION, ev.parts, raw, started, now_iso(),
-                          target, drive or None, flags_json, checks_json)
+                          target, telemetry_entry, flags_json, checks_json)
 
     def _note(self, key: str, entry: dict[str, object]) -> None:
         """Context.note: append ``entry`` (with the time) to the list under ``key`` in run.json.  Called

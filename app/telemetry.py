@@ -32,7 +32,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Iterable, Mapping, TypedDict
+from typing import IO, Iterable, Mapping, TypedDict
 
 from app.external import describe_failure, run_bounded
 from app.link import MAX_DEPTH, device_number, sysfs_root
@@ -154,7 +154,7 @@ def find_drive(target: str, sysfs: Path | None = None) -> tuple[Drive | None, st
 # --- parsing (untrusted tool output) ---------------------------------------------------------------------
 
 
-def _count(v: Any) -> int | None:
+def _count(v: object) -> int | None:
     """A counter: a whole number from 0 to 2^128 (nvme-cli may print a big one as a float or a string)."""
     if isinstance(v, bool):
         return None
@@ -172,7 +172,7 @@ def _count(v: Any) -> int | None:
     return None
 
 
-def _celsius(v: Any, kelvin_default: bool) -> float | None:
+def _celsius(v: object, kelvin_default: bool) -> float | None:
     """A temperature: nvme-cli prints the NVMe log's Kelvin (a number; some versions "37 C" or "310 K");
     smartctl prints Celsius.  Kept when it lands between -60 and 200 °C."""
     unit = None
@@ -191,7 +191,7 @@ def _celsius(v: Any, kelvin_default: bool) -> float | None:
     return round(c, 2) if -60 <= c <= 200 else None
 
 
-def parse_nvme_cli(doc: Mapping[str, Any]) -> Reading:
+def parse_nvme_cli(doc: Mapping[str, object]) -> Reading:
     """A reading from ``nvme smart-log -o json`` (nvme-cli's key names)."""
     counters = {k: c for k in COUNTERS if (c := _count(doc.get(k))) is not None}
     warning = doc.get("critical_warning")
@@ -202,7 +202,7 @@ def parse_nvme_cli(doc: Mapping[str, Any]) -> Reading:
             "counters": counters}
 
 
-def parse_smartctl(doc: Mapping[str, Any]) -> Reading:
+def parse_smartctl(doc: Mapping[str, object]) -> Reading:
     """A reading from ``smartctl -j -A``: the NVMe log (``nvme_smart_health_information_log``), or an ATA/SCSI
     drive's current temperature and its error-count attributes."""
     temp = doc.get("temperature")
@@ -341,7 +341,7 @@ class Recorder:
         self._point_start = max(0, len(self.readings) - 1)
         self._index, self._active = index, True
 
-    async def end_point(self, index: int | None) -> tuple[dict[str, Any], str | None]:
+    async def end_point(self, index: int | None) -> tuple[dict[str, object], str | None]:
         """A point ended: the reading that closes its window; (its results line's ``telemetry``, the
         ``throttled`` reason or None)."""
         self._active = False
@@ -365,9 +365,9 @@ class Recorder:
             self._file = None
 
 
-def point_summary(window: list[Reading]) -> tuple[dict[str, Any], str | None]:
+def point_summary(window: list[Reading]) -> tuple[dict[str, object], str | None]:
     """A point's ``telemetry`` (temperature range, throttle counters that rose) and its throttled reason."""
-    out: dict[str, Any] = {"readings": len(window)}
+    out: dict[str, object] = {"readings": len(window)}
     temps = [t for r in window if isinstance(t := r.get("temperature_c"), (int, float))]
     if temps:
         out["temperature_c"] = {"min": min(temps), "max": max(temps)}
@@ -379,7 +379,7 @@ def point_summary(window: list[Reading]) -> tuple[dict[str, Any], str | None]:
     return out, throttle_reason(grew) if grew else None
 
 
-def run_entry(drive: Drive | None, why_not: str, interval_s: float) -> dict[str, Any]:
+def run_entry(drive: Drive | None, why_not: str, interval_s: float) -> dict[str, object]:
     """run.json's ``telemetry``."""
     if drive is None:
         return {"available": False, "reason": why_not}
@@ -390,7 +390,7 @@ def run_entry(drive: Drive | None, why_not: str, interval_s: float) -> dict[str,
 # --- reading it back (the report) -------------------------------------------------------------------------
 
 
-def _clean_reading(obj: Any) -> Reading | None:
+def _clean_reading(obj: object) -> Reading | None:
     """A telemetry line as the report may use it (hostile file: only well-typed fields survive)."""
     if not isinstance(obj, dict):
         return None

@@ -14,12 +14,15 @@ import signal
 import sys
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.fleet.hosts import DEFAULT_AGENT_SOCKET
 
+if TYPE_CHECKING:
+    from app.screens.application import ProfilerApp
 
-def create_app(**options: Any) -> Any:
+
+def create_app(**options: Any) -> ProfilerApp:  # Any: the tests pass Options fields of every type
     """The application (:class:`app.screens.application.ProfilerApp`); keyword arguments are
     :class:`app.screens.application.Options` fields: ``devices`` (a list, or a callable run in a
     thread), ``results_dir``, ``overrides`` (``["runtime=1", "size=16m"]``), ``engine``, ``clock``,
@@ -33,8 +36,8 @@ def create_app(**options: Any) -> Any:
     return ProfilerApp(Options(**options))
 
 
-def _prefetch_devices() -> Future:
-    def listing() -> list[dict[str, Any]]:
+def _prefetch_devices() -> Future[list[dict[str, object]]]:
+    def listing() -> list[dict[str, object]]:
         from app.devices import list_devices
 
         return list_devices()
@@ -57,7 +60,7 @@ def utf8_output() -> None:
                 pass
 
 
-def exit_status(app: Any) -> int:
+def exit_status(app: ProfilerApp) -> int:
     """The TUI's exit code: 1 after a crash, 130 when a run was interrupted (quit mid-run, a signal,
     a lost terminal), else 0."""
     if getattr(app, "_exception", None) is not None or app.return_code not in (None, 0):
@@ -65,7 +68,7 @@ def exit_status(app: Any) -> int:
     return 130 if app.exit_code == 130 or app.lost_terminal else int(app.exit_code or 0)
 
 
-def crash_message(app: Any) -> str:
+def crash_message(app: ProfilerApp) -> str:
     error = getattr(app, "_exception", None)
     what = f"{type(error).__name__}: {error}" if error is not None else "see the error above"
     return (f"profiler-tui: the TUI stopped on an internal error ({what}); completed points are kept, "
@@ -74,9 +77,9 @@ def crash_message(app: Any) -> str:
 
 def run_tui(agent_socket: str = DEFAULT_AGENT_SOCKET) -> int:
     future = _prefetch_devices()
-    first: list[Future] = [future]
+    first: list[Future[list[dict[str, object]]]] = [future]
 
-    def devices() -> list[dict[str, Any]]:
+    def devices() -> list[dict[str, object]]:
         if first:  # the prefetched listing once; a rescan lists again
             return first.pop().result()
         from app.devices import list_devices

@@ -16,7 +16,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Sequence
 
 from app.errors import UsageError
 
@@ -77,7 +77,7 @@ class Host:
         text = f"{self.scheme}-{self.user + '@' if self.user else ''}{self.address}-{self.port}"
         return re.sub(r"[^A-Za-z0-9._-]", "_", text.replace("@", "_at_"))
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"host": self.name, "scheme": self.scheme, "address": self.address, "port": self.port,
                 "user": self.user}
 

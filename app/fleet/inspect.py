@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import asdict
-from typing import Any
+from typing import TypedDict
 
 from app import points, safety
 from app.runners.fio import TargetShape, target_shape
@@ -30,11 +30,33 @@ MAX_LIST = 64
 _KERNEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9!._:+-]{0,63}")
 
 
-def _verdict_dict(v: safety.Verdict) -> dict[str, Any]:
+class VerdictAnswer(TypedDict):
+    """A host's verdict on its target for one kind of plan, as ``devices --json --target`` writes it."""
+
+    verdict: str
+    reasons: list[str]
+    needs_yes: bool
+    kind: str
+
+
+class TargetAnswer(TypedDict):
+    """What ``devices --json --target PATH`` writes about the target."""
+
+    path: str
+    exists: bool
+    block: bool
+    size: int | None
+    device: str | None  # "major:minor"
+    facts: dict[str, object]
+    write: VerdictAnswer
+    read: VerdictAnswer
+
+
+def _verdict_dict(v: safety.Verdict) -> VerdictAnswer:
     return {"verdict": str(v.verdict), "reasons": list(v.reasons), "needs_yes": v.confirm, "kind": v.kind}
 
 
-def target_facts(path: str) -> dict[str, Any]:
+def target_facts(path: str) -> dict[str, object]:
     """The facts the rules read about ``path`` (already resolved), as JSON."""
     if target_shape(path).block:
         block = safety.block_facts(path)
@@ -50,7 +72,7 @@ def target_facts(path: str) -> dict[str, Any]:
     return out
 
 
-def describe_target(path: str) -> dict[str, Any]:
+def describe_target(path: str) -> TargetAnswer:
     """The JSON a host gives about ``path`` (``devices --json --target PATH``)."""
     real = safety.resolve(path)
     shape = target_shape(real)
@@ -70,7 +92,7 @@ class Contradiction(BadAnswer):
     """A host's answer whose facts contradict each other, or the kind and confirmation of its own verdicts."""
 
 
-def _reasons(value: Any) -> list[str]:
+def _reasons(value: object) -> list[str]:
     if not isinstance(value, list) or not value or len(value) > MAX_REASONS:
         raise BadAnswer("'reasons' is not a list of 1 to 20 sentences")
     if not all(isinstance(r, str) for r in value):
@@ -78,7 +100,7 @@ def _reasons(value: Any) -> list[str]:
     return [clean_line(r, MAX_REASON_CHARS) for r in value]
 
 
-def _host_verdict(answer: dict[str, Any], writes: bool) -> tuple[str, bool]:
+def _host_verdict(answer: dict[str, object], writes: bool) -> tuple[str, bool]:
     """The kind and needs_yes of the host's own verdict (checked against the facts, never obeyed)."""
     entry = answer.get("write" if writes else "read")
     if not isinstance(entry, dict):
@@ -97,7 +119,7 @@ def _host_verdict(answer: dict[str, Any], writes: bool) -> tuple[str, bool]:
     return kind, needs_yes
 
 
-def verdict_of(answer: dict[str, Any], writes: bool) -> safety.Verdict:
+def verdict_of(answer: dict[str, object], writes: bool) -> safety.Verdict:
     """The controller's verdict on the host's target for a write (or read-only) plan: its own rules applied to
     the facts the host reported (checked by :func:`read_target`)."""
     facts = read_facts(answer)
@@ -106,7 +128,7 @@ def verdict_of(answer: dict[str, Any], writes: bool) -> safety.Verdict:
     return safety.judge_file(facts, writes)
 
 
-def device_of(answer: dict[str, Any]) -> tuple[int, int] | None:
+def device_of(answer: dict[str, object]) -> tuple[int, int] | None:
     """The block device (major, minor) the host's target is or lives on, None when unknown."""
     text = answer.get("device")
     if not isinstance(text, str) or len(text) > 24:
@@ -117,7 +139,7 @@ def device_of(answer: dict[str, Any]) -> tuple[int, int] | None:
     return int(major), int(minor)
 
 
-def shape_of(answer: dict[str, Any]) -> TargetShape:
+def shape_of(answer: dict[str, object]) -> TargetShape:
     exists, block, size = answer.get("exists"), answer.get("block"), answer.get("size")
     if not isinstance(exists, bool) or not isinstance(block, bool):
         raise BadAnswer("'exists' or 'block' is not true or false")
@@ -126,11 +148,11 @@ def shape_of(answer: dict[str, Any]) -> TargetShape:
     return TargetShape(exists, block, size)
 
 
-def read_target(doc: Any) -> dict[str, Any]:
+def read_target(doc: object) -> dict[str, object]:
     """The ``target`` object of a host's ``devices --json --target`` answer, checked (BadAnswer otherwise)."""
     if not isinstance(doc, dict) or not isinstance(doc.get("target"), dict):
         raise BadAnswer("the answer has no 'target' object")
-    answer: dict[str, Any] = doc["target"]
+    answer: dict[str, object] = doc["target"]
     path = answer.get("path")
     if not isinstance(path, str) or not path.startswith("/") or len(path) > 4096 or clean_line(path, None) != path:
         raise BadAnswer("'path' is not an absolute path")
@@ -140,7 +162,7 @@ def read_target(doc: Any) -> dict[str, Any]:
     return answer
 
 
-def parse_answer(text: str) -> Any:
+def parse_answer(text: str) -> object:
     """A host's JSON answer, refused (BadAnswer) when it is not JSON or nests deeper than MAX_DEPTH levels
     (json.loads recurses per level: a deep enough answer would end in a RecursionError)."""
     try:
@@ -162,44 +184,44 @@ def parse_answer(text: str) -> Any:
 # --- the facts, read as untrusted input ---------------------------------------------------------------------
 
 
-def _get(d: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
+def _flag(d: dict[str, object], key: str, where: str) -> bool:
     value = d.get(key)
-    if not isinstance(value, kind) or (isinstance(value, bool) and kind is int):
+    if not isinstance(value, bool):
         raise BadAnswer(f"'{where}.{key}' is missing or of the wrong type")
     return value
 
 
-def _name(value: Any, where: str) -> str:
+def _name(value: object, where: str) -> str:
     if not isinstance(value, str) or not _KERNEL_NAME.fullmatch(value):
         raise BadAnswer(f"'{where}' is not a device name")
     return value
 
 
-def _names(value: Any, where: str) -> list[str]:
+def _names(value: object, where: str) -> list[str]:
     if not isinstance(value, list) or len(value) > MAX_LIST:
         raise BadAnswer(f"'{where}' is not a list of device names")
     return [_name(v, where) for v in value]
 
 
-def _texts(value: Any, where: str) -> list[str]:
+def _texts(value: object, where: str) -> list[str]:
     if not isinstance(value, list) or len(value) > MAX_LIST or not all(isinstance(v, str) for v in value):
         raise BadAnswer(f"'{where}' is not a list of texts")
     return [clean_line(v, 300) for v in value]
 
 
-def _optional_text(value: Any, where: str) -> str | None:
+def _optional_text(value: object, where: str) -> str | None:
     if value is not None and not isinstance(value, str):
         raise BadAnswer(f"'{where}' is not text")
     return None if value is None else clean_line(value, 300)
 
 
-def _size(value: Any, where: str) -> int:
+def _size(value: object, where: str) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < 1 << 63:
         raise BadAnswer(f"'{where}' is not a byte count")
     return value
 
 
-def _device(value: Any, name: str) -> safety.DeviceFacts:
+def _device(value: object, name: str) -> safety.DeviceFacts:
     where = f"facts.devices.{name}"
     if not isinstance(value, dict):
         raise BadAnswer(f"'{where}' is not an object")
@@ -210,12 +232,12 @@ def _device(value: Any, name: str) -> safety.DeviceFacts:
     holders = _names(value.get("holders"), where + ".holders")
     if name in holders:
         raise Contradiction(f"'{where}' holds itself")
-    return safety.DeviceFacts(_get(value, "root", bool, where), mounts, _get(value, "swap", bool, where),
+    return safety.DeviceFacts(_flag(value, "root", where), mounts, _flag(value, "swap", where),
                               None if loop is None else _name(loop, where + ".backs_loop"), holders,
-                              _get(value, "read_only", bool, where))
+                              _flag(value, "read_only", where))
 
 
-def _probe(value: Any) -> safety.Probe:
+def _probe(value: object) -> safety.Probe:
     if not isinstance(value, dict):
         raise BadAnswer("'facts.probe' is not an object")
     tool = value.get("tool")
@@ -228,7 +250,7 @@ def _probe(value: Any) -> safety.Probe:
                         _optional_text(value.get("error"), "facts.probe.error"))
 
 
-def _block_facts(d: Any, path: str) -> safety.BlockFacts:
+def _block_facts(d: object, path: str) -> safety.BlockFacts:
     if not isinstance(d, dict) or d.get("kind") != "block":
         raise BadAnswer("the block device's facts are missing")
     name = _name(d.get("name"), "facts.name")
@@ -271,13 +293,13 @@ def _block_agrees(f: safety.BlockFacts) -> None:
         raise Contradiction("the facts name a filesystem type but no signature")
 
 
-def _path_of(d: dict[str, Any], path: str) -> str:
+def _path_of(d: dict[str, object], path: str) -> str:
     if d.get("path") != path:
         raise Contradiction("the facts are about another path than the answer")
     return path
 
 
-def _file_facts(d: dict[str, Any], path: str) -> safety.FileFacts:
+def _file_facts(d: dict[str, object], path: str) -> safety.FileFacts:
     kind = d.get("kind")
     for key in ("devices", "holders", "parts", "parent"):
         if key in d:
@@ -287,7 +309,7 @@ def _file_facts(d: dict[str, Any], path: str) -> safety.FileFacts:
         if not refusal:
             raise BadAnswer("the facts refuse the target without saying why")
         return safety.FileFacts(_path_of(d, path), "other", refusal=refusal)
-    exists, swap = _get(d, "exists", bool, "facts"), _get(d, "swap", bool, "facts")
+    exists, swap = _flag(d, "exists", "facts"), _flag(d, "swap", "facts")
     size = _size(d.get("size"), "facts.size")
     loop = d.get("backs_loop")
     loop = None if loop is None else _name(loop, "facts.backs_loop")
@@ -304,7 +326,7 @@ def _file_facts(d: dict[str, Any], path: str) -> safety.FileFacts:
     return safety.FileFacts(_path_of(d, path), "file", exists, size, swap, loop, block)
 
 
-def read_facts(answer: dict[str, Any]) -> safety.BlockFacts | safety.FileFacts:
+def read_facts(answer: dict[str, object]) -> safety.BlockFacts | safety.FileFacts:
     """The facts of a host's answer, checked: BadAnswer when they are missing, malformed or contradict each
     other."""
     facts, path = answer.get("facts"), answer.get("path")
@@ -320,7 +342,7 @@ def read_facts(answer: dict[str, Any]) -> safety.BlockFacts | safety.FileFacts:
     raise BadAnswer(f"unknown target kind {clean_line(kind, 40)!r}")
 
 
-def _agree(facts: safety.BlockFacts | safety.FileFacts, shape: TargetShape, answer: dict[str, Any]) -> None:
+def _agree(facts: safety.BlockFacts | safety.FileFacts, shape: TargetShape, answer: dict[str, object]) -> None:
     """BadAnswer when the facts contradict the answer's shape or the kind and confirmation of its verdicts."""
     block = isinstance(facts, safety.BlockFacts)
     kind = "block" if block else facts.kind  # type: ignore[union-attr]

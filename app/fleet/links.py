@@ -35,7 +35,7 @@ import tempfile
 import time
 import weakref
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Sequence
 
 from app import points, safety
 from app.errors import ProfilerError, SafetyError, ToolMissing, UsageError
@@ -78,10 +78,11 @@ def end_process(proc: subprocess.Popen[bytes], grace: float = 5.0) -> None:
             pipe.close()
 
 
-def start_ssh(argv: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:
+def start_ssh(argv: list[str], *, stdin: int, stdout: int, stderr: int) -> subprocess.Popen[bytes]:
     """An ssh process in its own session (a terminal's ^C goes to the controller, which ends it) that the kernel
     kills when the controller dies."""
-    return subprocess.Popen(argv, start_new_session=True, preexec_fn=_die_with_parent, **kwargs)
+    return subprocess.Popen(argv, start_new_session=True, preexec_fn=_die_with_parent, stdin=stdin, stdout=stdout,
+                            stderr=stderr)
 
 
 def ssh_binary() -> str:
@@ -272,7 +273,7 @@ class Link:
                                   f"({_first_line(err) or f'exit status {outcome.returncode}'}).")
         return outcome.stdout.decode("utf-8", "replace")
 
-    def devices(self) -> list[dict[str, Any]]:
+    def devices(self) -> list[dict[str, object]]:
         """The host's `devices --json` listing (this machine's for an agent here; none for other tcp hosts)."""
         if self.host.scheme == "ssh":
             try:
@@ -288,7 +289,7 @@ class Link:
             return list_devices()
         return []
 
-    def describe(self, target: str) -> dict[str, Any] | None:
+    def describe(self, target: str) -> dict[str, object] | None:
         """The host's answer about ``target`` (:func:`app.fleet.inspect.describe_target` there), checked; None
         for a tcp host that cannot be examined from here."""
         if self.host.scheme != "ssh" and not self.host.is_local:

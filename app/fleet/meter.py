@@ -14,7 +14,7 @@ import os
 import shlex
 import subprocess
 from dataclasses import dataclass
-from typing import IO, Any, Mapping
+from typing import IO, Mapping, TypedDict
 
 from app.fleet.links import Link, end_process, start_ssh
 
@@ -39,7 +39,16 @@ def parse_stat(text: str) -> Counters | None:
     return Counters(v[0] + v[4], v[2] + v[6], v[3] + v[7])
 
 
-def rates(prev: Counters, cur: Counters, dt: float) -> dict[str, Any] | None:
+class Rates(TypedDict):
+    """A host's figures over one interval (no p99: the counters have no histogram)."""
+
+    iops: float
+    bw_bytes: float
+    lat_mean_ns: float | None
+    lat_p99_ns: None
+
+
+def rates(prev: Counters, cur: Counters, dt: float) -> Rates | None:
     if dt <= 0 or cur.ios < prev.ios or cur.sectors < prev.sectors or cur.ticks_ms < prev.ticks_ms:
         return None
     ios = cur.ios - prev.ios
@@ -116,8 +125,9 @@ class FleetMeter:
                 loop = f"while cat {shlex.quote(stat_path)}; do sleep 1; done"
                 self.sources[name] = _Source(None, link.remote_argv(["sh", "-c", loop]))
 
-    def read(self, t: float) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
+    def read(self, t: float) -> list[dict[str, object]]:
+        out: list[dict[str, object]] = []
+        measured: list[tuple[float, Rates]] = []  # each host's interval and figures
         for name, source in self.sources.items():
             cur = source.read()
             if cur is None:
@@ -128,13 +138,14 @@ class FleetMeter:
                 continue
             r = rates(before[1], cur, t - before[0])
             if r is not None:
+                measured.append((round(t - before[0], 3), r))
                 out.append({"t": round(t, 3), "interval_s": round(t - before[0], 3), "host": name, **r})
         if out:
-            lats = [(s["lat_mean_ns"], s["iops"]) for s in out if s["lat_mean_ns"] is not None]
+            lats = [(v, r["iops"]) for _, r in measured if (v := r["lat_mean_ns"]) is not None]
             weight = sum(w for _, w in lats)
-            out.append({"t": round(t, 3), "interval_s": max(s["interval_s"] for s in out), "host": None,
+            out.append({"t": round(t, 3), "interval_s": max(dt for dt, _ in measured), "host": None,
                         "hosts": len(out),
-                        "iops": sum(s["iops"] for s in out), "bw_bytes": sum(s["bw_bytes"] for s in out),
+                        "iops": sum(r["iops"] for _, r in measured), "bw_bytes": sum(r["bw_bytes"] for _, r in measured),
                         "lat_mean_ns": sum(v * w for v, w in lats) / weight if weight else None, "lat_p99_ns": None})
         return out
 

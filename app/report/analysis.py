@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Sequence
 
 from app.records import number
 from app.report import memory as mem
@@ -79,11 +79,16 @@ def littles_law(p: StorageRow) -> Little | None:
 # --- storage curves ----------------------------------------------------------------------------------
 
 
+Rest = tuple[tuple[str, object], ...]  # a point's other settings, (name, value) in a fixed order
+# one memory table: traffic, stride, buffer, engine, source, chase (MemoryRow.series)
+MemKey = tuple[str, int, int, str, object, str]
+
+
 @dataclass
 class Curve:
     """Points of one workload (mix, block size, other settings) at increasing load."""
 
-    key: tuple[Any, ...]
+    key: tuple[str, int, Rest, tuple[str, int] | None]  # (mix, bs, rest, jobs split)
     mix: str
     bs: int
     label: str
@@ -106,12 +111,12 @@ class Curve:
         return None if self.knee is None else self.points[self.knee]
 
 
-def rest_label(rest: tuple[tuple[str, Any], ...], varying: set[str]) -> str:
+def rest_label(rest: Rest, varying: set[str]) -> str:
     return ", ".join(f"{k}={v}" for k, v in rest if k in varying)
 
 
 def varying_rest_keys(points: Sequence[StorageRow]) -> set[str]:
-    values: dict[str, set[Any]] = {}
+    values: dict[str, set[object]] = {}
     for p in points:
         for k, v in p.rest:
             values.setdefault(k, set()).add(v)
@@ -122,7 +127,7 @@ def varying_rest_keys(points: Sequence[StorageRow]) -> set[str]:
 class Workload:
     """The points of one workload: access pattern and mix, block size, other settings (any load)."""
 
-    key: tuple[Any, ...]  # (mix, bs, rest)
+    key: tuple[str, int, Rest]  # (mix, bs, rest)
     label: str  # "randread 4K", with the settings that vary between workloads: "randread 4K (ioengine=psync)"
     points: list[StorageRow]
 
@@ -158,7 +163,7 @@ def storage_curves(points: Sequence[StorageRow]) -> list[Curve]:
         by_n: dict[int, int] = {}
         for p in pts:
             by_n[p.inflight] = by_n.get(p.inflight, 0) + 1
-        splits: dict[Any, list[StorageRow]] = {}
+        splits: dict[tuple[str, int] | None, list[StorageRow]] = {}
         if any(c > 1 for c in by_n.values()):
             for p in pts:
                 splits.setdefault(("jobs", p.numjobs), []).append(p)
@@ -249,7 +254,7 @@ def best_under_bound(points: Sequence[StorageRow], bound_ns: float) -> list[Boun
 
 @dataclass
 class MemCurve:
-    key: tuple[Any, ...]
+    key: MemKey
     traffic: str
     stride: int
     buffer: int
@@ -278,7 +283,7 @@ class MemCurve:
 
 def memory_curves(points: Sequence[MemoryRow]) -> list[MemCurve]:
     idle = [p for p in points if p.mode == "idle" and p.latency]
-    groups: dict[tuple[Any, ...], list[MemoryRow]] = {}
+    groups: dict[MemKey, list[MemoryRow]] = {}
     for p in points:
         if p.mode != "loaded" or p.delay is None or p.latency is None:
             continue

@@ -181,6 +181,7 @@ class Pair:
 
 
 def _direction_pairs(data: RunData) -> list[Pair]:
+    # (random, bs, iodepth, numjobs, ioengine, direct as written)
     reads: dict[tuple[bool, int, int, int, str, str], StorageRow] = {}
     writes: dict[tuple[bool, int, int, int, str, str], StorageRow] = {}
     for p in data.storage:

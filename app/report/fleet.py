@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from app.report.model import RunData, StorageRow
 from app.runmeta import RunMeta
@@ -91,7 +91,7 @@ class FleetPoint:
     """One plan point as the fleet measured it: a row per host that has a result."""
 
     index: int
-    point: dict[str, Any]
+    point: Mapping[str, object]
     rows: dict[str, StorageRow]  # host → its row, in the fleet's host order
     medians: dict[str, float] = field(default_factory=dict)  # figure key → median over the hosts with it
     outliers: list[Outlier] = field(default_factory=list)

@@ -12,12 +12,20 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from app.points import Kind
 from app.report.fleet import MEASURES, MIN_OUTLIER_HOSTS, OUTLIER_MADS, FleetPoint, spread
 from app.report.plots import MAX_PAGES, Figure, _page_name, _page_title, _plain_log, _plt, _save
 from app.units import format_size
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    from matplotlib.artist import Artist
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure as MplFigure
+    from matplotlib.typing import ColorType
 
 MAX_WIDTH_IN = 14.0
 BAR_IN = 0.09  # one host's bar
@@ -43,7 +51,7 @@ def points_per_figure(hosts: Sequence[str]) -> int:
     return max(1, int(room // group_width(len(hosts))))
 
 
-def _colours(plt: Any, n: int) -> list[Any]:
+def _colours(plt: ModuleType, n: int) -> list[ColorType]:
     if n <= 10:
         return [plt.get_cmap("tab10")(i) for i in range(n)]
     if n <= 20:  # the ten dark shades first, then the light ones: neighbouring bars differ in hue
@@ -57,7 +65,7 @@ def _label(fp: FleetPoint) -> str:
     return f"{p.mix} {format_size(p.bs)}\nQD{p.iodepth} T{p.numjobs}"
 
 
-def _band(ax: Any, fp: FleetPoint, x0: float, x1: float) -> None:
+def _band(ax: Axes, fp: FleetPoint, x0: float, x1: float) -> None:
     """The outlier band of the point's IOPS (±3 spreads: MAD, at least 2 % of the median), in percent of the
     median (none with too few hosts)."""
     values = list(fp.values(IOPS).values())
@@ -69,7 +77,7 @@ def _band(ax: Any, fp: FleetPoint, x0: float, x1: float) -> None:
         ax.fill_between([x0, x1], [-half, -half], [half, half], color="grey", alpha=0.18, linewidth=0)
 
 
-def _draw_group(axes: tuple[Any, Any], x: float, fp: FleetPoint, hosts: Sequence[str], colours: Sequence[Any],
+def _draw_group(axes: tuple[Axes, Axes], x: float, fp: FleetPoint, hosts: Sequence[str], colours: Sequence[ColorType],
                 width: float) -> None:
     top, bottom = axes
     bar = width / len(hosts)
@@ -90,8 +98,8 @@ def _draw_group(axes: tuple[Any, Any], x: float, fp: FleetPoint, hosts: Sequence
             bottom.plot([cx], [d], marker="x", color="red", markersize=6, markeredgewidth=1.5, linestyle="none")
 
 
-def _legend(plt: Any, fig: Any, hosts: Sequence[str], colours: Sequence[Any], cols: int) -> None:
-    handles: list[Any] = [plt.Rectangle((0, 0), 1, 1, color=c, label=h) for h, c in zip(hosts, colours)]
+def _legend(plt: ModuleType, fig: MplFigure, hosts: Sequence[str], colours: Sequence[ColorType], cols: int) -> None:
+    handles: list[Artist] = [plt.Rectangle((0, 0), 1, 1, color=c, label=h) for h, c in zip(hosts, colours)]
     if len(hosts) >= MIN_OUTLIER_HOSTS:
         handles += [plt.Rectangle((0, 0), 1, 1, color="grey", alpha=0.18, label=f"±{OUTLIER_MADS:g} MAD"),
                     plt.Line2D([], [], marker="x", color="red", linestyle="none", label="outlier")]

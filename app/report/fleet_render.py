@@ -9,7 +9,7 @@ repeated once per host: ``compare DIR --host A --host B`` compares two hosts poi
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from app.points import Kind
 from app.report import drive
@@ -33,6 +33,9 @@ from app.sanitize import clean_text, md_text
 from app.summary import point_label
 from app.textable import markdown_table
 from app.units import format_count
+
+if TYPE_CHECKING:
+    from app.report.plots import Figure
 
 MAX_OUTLIER_SENTENCES = 40  # host-points called out; past this many the rest are counted (bold in the table)
 
@@ -119,10 +122,10 @@ def _dev(fp: FleetPoint, host: str, m: Measure) -> str:
     return f"**{text}**" if fp.is_outlier(host, m) else text
 
 
-def _point_rows(fp: FleetPoint, hosts: Sequence[str], failed: set[tuple[int, str]]) -> list[list[Any]]:
+def _point_rows(fp: FleetPoint, hosts: Sequence[str], failed: set[tuple[int, str]]) -> list[list[object]]:
     iops, mean, p99 = MEASURES
     label = point_label(Kind.STORAGE, fp.point)
-    rows: list[list[Any]] = []
+    rows: list[list[object]] = []
     for h in hosts:
         first = label if not rows else ""
         p = fp.rows.get(h)
@@ -206,7 +209,7 @@ def outlier_section(points: Sequence[FleetPoint], n_hosts: int) -> list[str]:
     return out
 
 
-def comparison_section(data: RunData, points: Sequence[FleetPoint], figures: Sequence[Any]) -> list[str]:
+def comparison_section(data: RunData, points: Sequence[FleetPoint], figures: Sequence[Figure]) -> list[str]:
     hosts = _hosts(data)
     out = ["## Fleet comparison", "", _comparison_intro(len(hosts)), ""]
     if not points:
@@ -223,7 +226,7 @@ def comparison_section(data: RunData, points: Sequence[FleetPoint], figures: Seq
 # --- the report --------------------------------------------------------------------------------------------------
 
 
-def fleet_markdown(data: RunData, points: Sequence[FleetPoint], figures: Sequence[Any]) -> str:
+def fleet_markdown(data: RunData, points: Sequence[FleetPoint], figures: Sequence[Figure]) -> str:
     lines = [_title(data), ""] + _intro()
     lines += _environment_note(data)
     lines += _run(data)

@@ -8,7 +8,7 @@ fact the run did not record is said to be unknown, never guessed.
 from __future__ import annotations
 
 import statistics
-from typing import Any, Protocol, Sequence
+from typing import Protocol, Sequence
 
 from app.records import number
 from app.report.model import MemoryRow
@@ -231,7 +231,7 @@ def no_knee_reason(curve: MemCurve, cpus: int | None = None) -> str | None:
 # --- the chase buffer against the caches and the TLB -----------------------------------------------------
 
 
-def _cache_bytes(size: Any) -> int | None:
+def _cache_bytes(size: object) -> int | None:
     """sysfs's cache size text ("32768K", "1M") in bytes."""
     if not isinstance(size, str) or len(size) > 20:
         return None
@@ -241,7 +241,7 @@ def _cache_bytes(size: Any) -> int | None:
     return int(digits) * mult if digits.isdigit() and int(digits) > 0 else None
 
 
-def llc(env: Any) -> tuple[str, int] | None:
+def llc(env: object) -> tuple[str, int] | None:
     """(name, bytes) of the last-level data or unified cache of CPU 0 in run.json's environment."""
     cpu = env.get("cpu") if isinstance(env, dict) else None
     caches = cpu.get("caches") if isinstance(cpu, dict) else None
@@ -255,7 +255,7 @@ def llc(env: Any) -> tuple[str, int] | None:
     return best
 
 
-def tlb_reach(env: Any) -> tuple[int, int] | None:
+def tlb_reach(env: object) -> tuple[int, int] | None:
     """(entries, page bytes) of the CPU's TLB as run.json's environment records it (AMD's /proc/cpuinfo
     "TLB size: 3584 4K pages"), or None."""
     cpu = env.get("cpu") if isinstance(env, dict) else None
@@ -305,7 +305,7 @@ def idle_baseline(points: Sequence[MemoryRow], idle: Sequence[MemoryRow]) -> Mem
     return pick[0] if pick else None
 
 
-def _buffer_text(buf: int | None, env: Any) -> str:
+def _buffer_text(buf: int | None, env: object) -> str:
     """The chase buffer against the last-level cache and the TLB reach of run.json's environment."""
     if not (isinstance(env, dict) and env):
         return (f"chase buffer {format_size_human(buf) if buf else 'size not recorded'} per thread; the caches and "
@@ -328,7 +328,7 @@ def _buffer_text(buf: int | None, env: Any) -> str:
     return text
 
 
-def _pages_text(huge: bool | None, env: Any) -> str:
+def _pages_text(huge: bool | None, env: object) -> str:
     system = env.get("system") if isinstance(env, dict) else None
     vm = isinstance(system, dict) and system.get("virtualization") == "virtual machine"
     if huge is True:
@@ -356,7 +356,7 @@ def _baseline_text(points: Sequence[MemoryRow], idle: Sequence[MemoryRow], buf: 
     return text
 
 
-def buffer_note(points: Sequence[MemoryRow], env: Any, idle: Sequence[MemoryRow] | None) -> str:
+def buffer_note(points: Sequence[MemoryRow], env: object, idle: Sequence[MemoryRow] | None) -> str:
     """One line under a memory table: the chase buffer against the LLC and the TLB reach, the pages, and
     the idle baseline (``idle`` None: the table is the idle one, it has no baseline to compare with)."""
     buf = chase_buffer(points)

@@ -14,18 +14,34 @@ import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar, cast
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence, TypeVar, cast
 
 from app.points import Kind
 from app.report import memory as mem
-from app.report.analysis import Curve, MemCurve
+from app.report.analysis import Curve, MemCurve, Rest
 from app.report.model import StorageRow
+from app.report.series import sample_figure
 from app.results import open_file
 from app.summary import point_label
 from app.units import format_short, format_size, format_us
 
 if TYPE_CHECKING:
+    from types import ModuleType
+
     import pandas as pd
+    from matplotlib.artist import Artist
+    from matplotlib.axes import Axes
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.colors import Colormap, Normalize
+    from matplotlib.figure import Figure as MplFigure
+    from matplotlib.ticker import FuncFormatter
+    from matplotlib.typing import ColorType
+
+    from app.report.series import SeriesTrace
+
+T = TypeVar("T")
+K = TypeVar("K")
+PanelKey = tuple[int, int, Rest]  # a heatmap panel: (queue depth, jobs, rest) or (block size, 0, rest)
 
 MAX_PANELS = 6  # panels per figure; more continue in NAME-2.svg, NAME-3.svg, ...
 MAX_COLS = 3  # panels per row
@@ -54,7 +70,7 @@ class Row:
     iodepth: int
     numjobs: int
     inflight: int
-    rest: tuple[tuple[str, Any], ...]
+    rest: Rest
     iops: float
     bw: float
     lat_mean: float
@@ -65,10 +81,10 @@ def rows_of(points: Sequence[StorageRow]) -> list[Row]:
                 p.lat_mean) for p in points]
 
 
-_PLT: Any = None
+_PLT: ModuleType | None = None
 
 
-def _plt() -> Any:
+def _plt() -> ModuleType:
     global _PLT
     if _PLT is not None:
         return _PLT
@@ -94,10 +110,10 @@ def _plt() -> Any:
 PARALLEL = True  # tests that inspect figures in this process turn the worker pool off
 
 # set by tests: called with each finished figure before it is saved (layout checks with the renderer)
-CHECK: Callable[[Any, str], None] | None = None
+CHECK: Callable[[MplFigure, str], None] | None = None
 
 
-def _save(plt: Any, fig: Any, path: Path) -> None:
+def _save(plt: ModuleType, fig: MplFigure, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     if CHECK is not None:
         CHECK(fig, path.name)
@@ -107,8 +123,8 @@ def _save(plt: Any, fig: Any, path: Path) -> None:
     plt.close(fig)
 
 
-def _grid(plt: Any, panels: int, per_panel: int = 1, w: float = 3.4, h: float = 2.7, left: float = 0.75,
-          right: float = 0.15, wspace: float = 0.85) -> tuple[Any, list[list[Any]]]:
+def _grid(plt: ModuleType, panels: int, per_panel: int = 1, w: float = 3.4, h: float = 2.7, left: float = 0.75,
+          right: float = 0.15, wspace: float = 0.85) -> tuple[MplFigure, list[list[Axes]]]:
     """A figure of ``panels`` panels, at most three per row, each ``per_panel`` axes high; fixed
     margins in inches (no tight-layout pass: it doubles the drawing time). ``right`` leaves room
     for a colour scale."""
@@ -132,8 +148,8 @@ def _grid(plt: Any, panels: int, per_panel: int = 1, w: float = 3.4, h: float = 
     return fig, out
 
 
-def _colour_scale(plt: Any, fig: Any, values: Sequence[int], label: str, fmt: Callable[[int], str],
-                  cmap_name: str = "viridis") -> tuple[Any, Any]:
+def _colour_scale(plt: ModuleType, fig: MplFigure, values: Sequence[int], label: str, fmt: Callable[[int], str],
+                  cmap_name: str = "viridis") -> tuple[Normalize, Colormap]:
     """A log₂ colour scale over the series' values, drawn as a colorbar at the figure's right edge."""
     from matplotlib.cm import ScalarMappable
     from matplotlib.colors import LogNorm
@@ -152,8 +168,8 @@ def _colour_scale(plt: Any, fig: Any, values: Sequence[int], label: str, fmt: Ca
     return norm, cmap
 
 
-def _thin(values: Sequence[Any], length_in: float, vertical: bool = False, labels: Sequence[str] | None = None,
-          fontsize: float = 8.0) -> list[Any]:
+def _thin(values: Sequence[T], length_in: float, vertical: bool = False, labels: Sequence[str] | None = None,
+          fontsize: float = 8.0) -> list[T]:
     """Every k-th of ``values`` (first included), k as small as keeps their labels apart along an
     axis ``length_in`` inches long."""
     n = len(values)
@@ -169,20 +185,20 @@ def _thin(values: Sequence[Any], length_in: float, vertical: bool = False, label
     return list(values[::step])
 
 
-def _axis_len(ax: Any, which: str = "x") -> float:
+def _axis_len(ax: Axes, which: str = "x") -> float:
     pos = ax.get_position()
-    fig = ax.figure
+    fig = cast("MplFigure", ax.figure)  # the report draws no subfigures
     return pos.width * fig.get_figwidth() if which == "x" else pos.height * fig.get_figheight()
 
 
-def _mix_order(points: Sequence[Any]) -> list[str]:
+def _mix_order(points: Sequence[Row]) -> list[str]:
     order: dict[str, tuple[int, int]] = {}
     for p in points:
         order.setdefault(p.mix, p.mix_order)
     return sorted(order, key=lambda m: (order[m], m))
 
 
-def _plain_log(ax: Any, which: str = "y") -> None:
+def _plain_log(ax: Axes, which: str = "y") -> None:
     """A log axis labelled with plain numbers (matplotlib's default 10^n labels go through the slow
     mathtext parser), as densely as its labels stay apart: 1…9, 1-2-3-4-5-6-8, 1-2-3-5-7, 1-2-5 and
     1-3 steps, then every decade, then
@@ -220,7 +236,7 @@ def _apart(ticks: Sequence[float], labels: Sequence[str], length_in: float, span
     return True
 
 
-def _log2_axis(ax: Any, values: Sequence[int], fmt: Callable[[int], str]) -> None:
+def _log2_axis(ax: Axes, values: Sequence[int], fmt: Callable[[int], str]) -> None:
     """A log₂ x axis with a tick at each measured value, labelled as many as fit."""
     ax.set_xscale("log", base=2)
     shown = _thin(list(values), _axis_len(ax), labels=[fmt(v) for v in values])
@@ -228,13 +244,13 @@ def _log2_axis(ax: Any, values: Sequence[int], fmt: Callable[[int], str]) -> Non
     ax.minorticks_off()
 
 
-def _pages(items: list[Any], what: str) -> tuple[list[list[Any]], str]:
+def _pages(items: list[T], what: str) -> tuple[list[list[T]], str]:
     """Items split into figures of MAX_PANELS; past MAX_PAGES figures, the note names what is left out."""
     pages = [items[i:i + MAX_PANELS] for i in range(0, len(items), MAX_PANELS)]
     note = ""
     if len(pages) > MAX_PAGES:
         left = [x for page in pages[MAX_PAGES:] for x in page]
-        shown = ", ".join(left[:8]) + (" …" if len(left) > 8 else "")
+        shown = ", ".join(str(x) for x in left[:8]) + (" …" if len(left) > 8 else "")
         note = (f" Not drawn: {len(left)} further panel(s) ({what}: {shown}) — at most {MAX_PAGES * MAX_PANELS} "
                 "panels per figure kind; their points are in the tables and results.csv.")
         pages = pages[:MAX_PAGES]
@@ -252,18 +268,18 @@ def _page_title(title: str, i: int, n: int) -> str:
 # --- storage -----------------------------------------------------------------------------------------
 
 
-def _series(points: Sequence[Row], x: Callable[[Row], Any], line: Callable[[Row], Any]) -> dict[Any, list[Row]]:
-    out: dict[Any, list[Row]] = {}
+def _series(points: Sequence[Row], x: Callable[[Row], int], line: Callable[[Row], K]) -> dict[K, list[Row]]:
+    out: dict[K, list[Row]] = {}
     for p in points:
         out.setdefault(line(p), []).append(p)
     return {k: sorted(v, key=x) for k, v in out.items() if len({x(p) for p in v}) >= 2}
 
 
-def _draw_series(ax: Any, lines: Sequence[tuple[str, int, Sequence[float], Sequence[float]]], norm: Any,
-                 cmap: Any) -> None:
+def _draw_series(ax: Axes, lines: Sequence[tuple[str, int, Sequence[float], Sequence[float]]], norm: Normalize | None,
+                 cmap: Colormap | None) -> None:
     """Lines (label, colour value, xs, ys): with a legend's colours, or on the colour scale as one
     line collection and one marker collection per axes."""
-    if norm is None:
+    if norm is None or cmap is None:
         for label, _v, xs, ys in lines:
             ax.plot(xs, ys, marker="o", markersize=3.5, label=label)
         return
@@ -281,7 +297,7 @@ def storage_vs_axis(points: Sequence[Row], plots_dir: Path, axis: str, jobs_spli
                     page: int | None = None) -> list[Figure]:
     """Throughput and mean latency vs block size (axis="bs") or vs queue depth × jobs (axis="qd")."""
     x: Callable[[Row], int]
-    line: Callable[[Row], tuple[Any, ...]]
+    line: Callable[[Row], tuple[str, *tuple[object, ...]]]  # (access pattern, what else tells the lines apart)
     legend: Callable[[Row], str]
     value: Callable[[Row], int]
     if axis == "bs":
@@ -300,7 +316,7 @@ def storage_vs_axis(points: Sequence[Row], plots_dir: Path, axis: str, jobs_spli
     mixes = [m for m in _mix_order(points) if any(k[0] == m for k in series)]
     pages, note = _pages(mixes, "access patterns")
     name = "storage-vs-block-size" if axis == "bs" else "storage-vs-queue-depth"
-    per_mix: dict[str, int] = {}
+    per_mix: dict[object, int] = {}
     for k in series:
         per_mix[k[0]] = per_mix.get(k[0], 0) + 1
     scale = max(per_mix.values()) > MAX_LEGEND
@@ -355,7 +371,7 @@ def storage_vs_axis(points: Sequence[Row], plots_dir: Path, axis: str, jobs_spli
     return figures
 
 
-def _share_y(tops: Sequence[Any], bottoms: Sequence[Any]) -> None:
+def _share_y(tops: Sequence[Axes], bottoms: Sequence[Axes]) -> None:
     """One y scale for the panels a reader compares side by side: throughput from 0 to the highest panel's
     top (a bar of 1,870 MB/s must not look as tall as one of 2,250), latency (log) over every panel's range."""
     hi = max(ax.get_ylim()[1] for ax in tops)
@@ -370,7 +386,7 @@ def _share_y(tops: Sequence[Any], bottoms: Sequence[Any]) -> None:
 
 
 def jobs_split(points: Sequence[Row]) -> bool:
-    seen: dict[tuple[Any, ...], set[int]] = {}
+    seen: dict[tuple[object, ...], set[int]] = {}
     for p in points:
         key = (p.mix, p.bs, p.rest, p.inflight)
         seen.setdefault(key, set()).add(p.numjobs)
@@ -415,14 +431,14 @@ def latency_throughput(curves: Sequence[Curve], plots_dir: Path, page: int | Non
             continue
         plt = _plt()
         fig, panels = _grid(plt, len(mixes_here), w=3.6, h=3.0, right=1.0 if scale else 0.0)
-        norm: Any = None
-        cmap: Any = None
+        norm: Normalize | None = None
+        cmap: Colormap | None = None
         if scale:
             norm, cmap = _colour_scale(plt, fig, sorted({c.bs for c in curves}), "block size", format_size)
         for (ax,), mix in zip(panels, mixes_here):
             here = [c for c in curves if c.mix == mix]
             ax.set_yscale("log")
-            colours = [cmap(norm(c.bs)) for c in here] if scale else _lt_lines(ax, here, mix)
+            colours = [cmap(norm(c.bs)) for c in here] if norm and cmap else _lt_lines(ax, here, mix)
             if scale:
                 _lt_collections(ax, here, colours)
             for op in ops:
@@ -449,7 +465,7 @@ def latency_throughput(curves: Sequence[Curve], plots_dir: Path, page: int | Non
     return figures
 
 
-def _lt_lines(ax: Any, here: Sequence[Curve], mix: str) -> list[Any]:
+def _lt_lines(ax: Axes, here: Sequence[Curve], mix: str) -> list[ColorType]:
     """Each curve's mean (solid) and p99 (dotted) lines and its knee's star, in the legend's colours."""
     colours = []
     for c in here:
@@ -467,7 +483,7 @@ def _lt_lines(ax: Any, here: Sequence[Curve], mix: str) -> list[Any]:
     return colours
 
 
-def _lt_collections(ax: Any, here: Sequence[Curve], colours: Sequence[Any]) -> None:
+def _lt_collections(ax: Axes, here: Sequence[Curve], colours: Sequence[ColorType]) -> None:
     """The same on a colour scale: one line collection per line style, one marker collection."""
     from matplotlib.collections import LineCollection
 
@@ -486,7 +502,7 @@ def _lt_collections(ax: Any, here: Sequence[Curve], colours: Sequence[Any]) -> N
     ax.autoscale_view()
 
 
-def _lt_axes(ax: Any, mix: str) -> None:
+def _lt_axes(ax: Axes, mix: str) -> None:
     """Throughput linear from 0 with plain ticks across the whole range (a log axis squeezed 100–147k IOPS
     into a sliver), latency log; the limits are final here: the load labels are placed against them."""
     from matplotlib.ticker import MaxNLocator
@@ -501,20 +517,23 @@ def _lt_axes(ax: Any, mix: str) -> None:
     ax.set_ylabel("latency (µs): mean —, p99 ···")
 
 
-def _plain_formatter() -> Any:
+def _plain_formatter() -> FuncFormatter:
     from matplotlib.ticker import FuncFormatter
 
     return FuncFormatter(lambda v, _pos: format_short(v) if v else "0")  # a linear axis labels its 0
 
 
-def _lt_legend(ax: Any, scale: bool) -> None:
+def _lt_legend(ax: Axes, scale: bool) -> None:
     """The curves (block sizes) when they fit a legend, and what the two line styles mean."""
     from matplotlib.lines import Line2D
 
+    handles: list[Artist]
+    labels: list[str]
     handles, labels = ax.get_legend_handles_labels() if not scale else ([], [])
     styles = [Line2D([], [], color="dimgrey", linewidth=1.2, marker="o", markersize=3),
               Line2D([], [], color="dimgrey", linewidth=1, linestyle=":")]
-    ax.legend(handles + styles, labels + ["mean", "p99"], loc="best", fontsize=6, framealpha=0.7)
+    shown: list[Artist] = [*handles, *styles]
+    ax.legend(shown, labels + ["mean", "p99"], loc="best", fontsize=6, framealpha=0.7)
 
 
 LOAD_OFFSETS = ((4, 2, "left"), (4, -8, "left"), (-4, 2, "right"), (-4, -8, "right"), (0, 5, "center"),
@@ -524,16 +543,19 @@ LOAD_FONT = 5.5
 Box = tuple[float, float, float, float]  # x0, y0, x1, y1 in display pixels
 
 
-def _label_loads(ax: Any, here: Sequence[Curve], colours: Sequence[Any]) -> None:
+def _label_loads(ax: Axes, here: Sequence[Curve], colours: Sequence[ColorType]) -> None:
     """Every point labelled with its load (QDn), small, in its curve's colour, at the first offset where the label
     stays inside the axes and clear of the legend, every point's marker and the labels placed before; a label
     with no such place is left out (dense sweeps).  The places are found arithmetically, one text measured per
     distinct label: trying each place as a matplotlib text costs seconds on a 1,000-point sweep."""
-    renderer = ax.figure.canvas.get_renderer()
+    renderer = cast("FigureCanvasAgg", ax.figure.canvas).get_renderer()  # the Agg backend (_plt)
     frame = ax.get_window_extent(renderer)
     px = ax.figure.dpi / 72
     legend = ax.get_legend()
-    taken: list[Box] = [tuple(legend.get_window_extent(renderer).extents)] if legend is not None else []
+    taken: list[Box] = []
+    if legend is not None:
+        x0, y0, x1, y1 = legend.get_window_extent(renderer).extents
+        taken.append((x0, y0, x1, y1))
     half = 2.5 * px  # a marker's half-width: labels keep off every point
     xy = {id(p): ax.transData.transform((p.iops / 1e3, p.lat_mean / 1e3)) for c in here for p in c.points}
     taken += [(x - half, y - half, x + half, y + half) for x, y in xy.values()]
@@ -600,7 +622,7 @@ def steady_figure(traces: Sequence[SteadyTrace], plots_dir: Path) -> list[Figure
     return figures
 
 
-def timeseries_figure(traces: Sequence[Any], plots_dir: Path) -> list[Figure]:
+def timeseries_figure(traces: Sequence[SeriesTrace], plots_dir: Path) -> list[Figure]:
     """IOPS (solid, left axis) and p99 latency (dotted, right axis) per second of the points drawn over time
     (app.report.series.SeriesTrace); a dashed line marks a write cliff."""
     if not traces:
@@ -634,15 +656,15 @@ def timeseries_figure(traces: Sequence[Any], plots_dir: Path) -> list[Figure]:
     return figures
 
 
-def _heatmap_panels(points: Sequence[Row], rows_of: Callable[[Row], Any],
-                    cols_of: Callable[[Row], Any], panel_of: Callable[[Row], Any]
-                    ) -> list[tuple[Any, list[Any], list[Any], dict[tuple[Any, Any], Row]]]:
+def _heatmap_panels(points: Sequence[Row], rows_of: Callable[[Row], int],
+                    cols_of: Callable[[Row], int], panel_of: Callable[[Row], PanelKey]
+                    ) -> list[tuple[PanelKey, list[int], list[int], dict[tuple[int, int], Row]]]:
     """The heatmap panels the points fill: a frame of (panel, row, column) per point, the first
     point of each cell kept, then :func:`_dense` per panel; panels of fewer than two rows or
     columns are left out."""
     import pandas as pd
 
-    panel_keys: dict[Any, int] = {}
+    panel_keys: dict[PanelKey, int] = {}
     frame = pd.DataFrame({"panel": [panel_keys.setdefault(panel_of(p), len(panel_keys)) for p in points],
                           "r": pd.Series([rows_of(p) for p in points], dtype=object),
                           "c": pd.Series([cols_of(p) for p in points], dtype=object)})
@@ -657,7 +679,7 @@ def _heatmap_panels(points: Sequence[Row], rows_of: Callable[[Row], Any],
     return out
 
 
-def _sort_key(k: Any) -> Any:
+def _sort_key(k: PanelKey) -> tuple[int | float | str, ...]:
     return tuple(repr(x) if not isinstance(x, (int, float)) else x for x in k)
 
 
@@ -672,23 +694,36 @@ def _dense(cells: pd.DataFrame) -> pd.DataFrame:
         cells = keep
 
 
-def heatmap_plan(points: Sequence[Row], kind: str) -> tuple[list[Any], int]:
+def heatmap_plan(points: Sequence[Row], kind: str
+                 ) -> tuple[list[tuple[PanelKey, list[int], list[int], dict[tuple[int, int], Row]]], int]:
     """The heatmap panels of a kind and how many figures they fill."""
     spec = _heatmap_spec(points, kind)
-    panels = _heatmap_panels(points, spec["rows_of"], spec["cols_of"], spec["panel_of"])
+    panels = _heatmap_panels(points, spec.rows_of, spec.cols_of, spec.panel_of)
     pages, _ = _pages(list(range(len(panels))), "")
     return panels, len(pages)
 
 
-def _heatmap_spec(points: Sequence[Row], kind: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class _HeatSpec:
+    """What a heatmap kind puts on its rows (access pattern), columns and panels, and how it labels them."""
+
+    order: dict[str, int]  # access pattern -> row
+    rows_of: Callable[[Row], int]
+    cols_of: Callable[[Row], int]
+    panel_of: Callable[[Row], PanelKey]
+    col_label: Callable[[int], str]
+    panel_label: Callable[[PanelKey], str]
+    xlabel: str
+
+
+def _heatmap_spec(points: Sequence[Row], kind: str) -> _HeatSpec:
     order = {m: i for i, m in enumerate(_mix_order(points))}
     if kind == "bs":
-        return {"order": order, "rows_of": lambda p: order[p.mix], "cols_of": lambda p: p.bs,
-                "panel_of": lambda p: (p.iodepth, p.numjobs, p.rest), "col_label": format_size,
-                "panel_label": lambda k: f"QD{k[0]}" + (f"×{k[1]}" if k[1] > 1 else ""), "xlabel": "block size"}
-    return {"order": order, "rows_of": lambda p: order[p.mix], "cols_of": lambda p: p.inflight,
-            "panel_of": lambda p: (p.bs, p.rest), "col_label": str, "panel_label": lambda k: format_size(k[0]),
-            "xlabel": "outstanding I/Os (QD × jobs)"}
+        return _HeatSpec(order, lambda p: order[p.mix], lambda p: p.bs, lambda p: (p.iodepth, p.numjobs, p.rest),
+                         format_size, lambda k: f"QD{k[0]}" + (f"×{k[1]}" if k[1] > 1 else ""), "block size")
+    # the panel's second place is constant here (0): panels are per block size and the other settings
+    return _HeatSpec(order, lambda p: order[p.mix], lambda p: p.inflight, lambda p: (p.bs, 0, p.rest), str,
+                     lambda k: format_size(k[0]), "outstanding I/Os (QD × jobs)")
 
 
 def heatmap(points: Sequence[Row], plots_dir: Path, kind: str, metrics: Sequence[str] = ("throughput", "latency"),
@@ -696,12 +731,12 @@ def heatmap(points: Sequence[Row], plots_dir: Path, kind: str, metrics: Sequence
     """Block size × mix (kind="bs") or queue depth × mix (kind="qd") heatmaps of MB/s and latency,
     six panels per figure; more continue in heatmap-…-2.svg and on."""
     spec = _heatmap_spec(points, kind)
-    panels = _heatmap_panels(points, spec["rows_of"], spec["cols_of"], spec["panel_of"])
+    panels = _heatmap_panels(points, spec.rows_of, spec.cols_of, spec.panel_of)
     if not panels:
         return []
-    labels = [spec["panel_label"](k) for k, _, _, _ in panels]
+    labels = [spec.panel_label(k) for k, _, _, _ in panels]
     pages, note = _pages(labels, "queue depths" if kind == "bs" else "block sizes")
-    mixes = {i: m for m, i in spec["order"].items()}
+    mixes = {i: m for m, i in spec.order.items()}
     figures = []
     plt = _plt()
     for metric, unit, value in (("throughput", "MB/s", lambda p: p.bw / 1e6),
@@ -729,15 +764,16 @@ def heatmap(points: Sequence[Row], plots_dir: Path, kind: str, metrics: Sequence
                             if not math.isnan(v):
                                 ax.text(c_i, r_i, format_short(v, fixed=True), ha="center", va="center", fontsize=6,
                                         color="black" if _bright(cmap, norm, v) else "white")
-                shown = _thin(list(range(len(cols))), _axis_len(ax), labels=[spec["col_label"](c) for c in cols])
-                ax.set_xticks(shown, labels=[spec["col_label"](cols[j]) for j in shown])
+                shown = _thin(list(range(len(cols))), _axis_len(ax), labels=[spec.col_label(c) for c in cols])
+                ax.set_xticks(shown, labels=[spec.col_label(cols[j]) for j in shown])
                 ax.set_yticks(range(len(rows)), labels=[mixes[r] for r in rows] if col % MAX_COLS == 0 else [])
-                ax.set_xlabel(spec["xlabel"])
-                ax.set_title(f"{spec['panel_label'](key)}: {unit}")
+                ax.set_xlabel(spec.xlabel)
+                ax.set_title(f"{spec.panel_label(key)}: {unit}")
                 ax.grid(False)
                 ax.minorticks_off()
             height, width = fig.get_figheight(), fig.get_figwidth()
             cax = fig.add_axes((1 - 0.85 / width, 0.5 / height, 0.12 / width, 1 - 0.8 / height))
+            assert image is not None  # a page has at least one panel
             bar = fig.colorbar(image, cax=cax)
             bar.set_label(f"{'bandwidth (MB/s)' if metric == 'throughput' else 'mean latency (µs)'}, log scale")
             _plain_log(bar.ax, "y")
@@ -756,7 +792,7 @@ def heatmap(points: Sequence[Row], plots_dir: Path, kind: str, metrics: Sequence
     return figures
 
 
-def _lognorm(values: Sequence[float]) -> Any:
+def _lognorm(values: Sequence[float]) -> Normalize:
     from matplotlib.colors import LogNorm, Normalize
 
     pos = [v for v in values if v > 0]
@@ -766,7 +802,7 @@ def _lognorm(values: Sequence[float]) -> Any:
     return LogNorm(vmin=lo, vmax=hi if hi > lo else lo * 2)
 
 
-def _bright(cmap: Any, norm: Any, v: float) -> bool:
+def _bright(cmap: Colormap, norm: Normalize, v: float) -> bool:
     x = norm(v) if v > 0 else 0.0
     r, g, b, _ = cmap(min(1.0, max(0.0, float(x))))
     return 0.299 * r + 0.587 * g + 0.114 * b > 0.5
@@ -775,7 +811,7 @@ def _bright(cmap: Any, norm: Any, v: float) -> bool:
 # --- memory ------------------------------------------------------------------------------------------------
 
 
-def _idle_lines(ax: Any, curves: Sequence[MemCurve]) -> None:
+def _idle_lines(ax: Axes, curves: Sequence[MemCurve]) -> None:
     """A dashed grey line at each idle latency the panel's curves have (their baseline), in the legend."""
     limits = ax.get_xlim()
     for ns in sorted({round(c.idle.latency, 2) for c in curves if c.idle is not None and c.idle.latency}):
@@ -813,17 +849,18 @@ def memory_figures(curves: Sequence[MemCurve], plots_dir: Path) -> list[Figure]:
     first, second = _memory_captions(curves)
     # latency vs bandwidth (the loaded-latency curve)
     with_bw = [c for c in curves if all(p.bandwidth is not None for p in c.points)]
+    # the ignores below: matplotlib draws a None (a figure not measured) as a gap, which its stubs do not allow
     if with_bw:
         fig, panels = _grid(plt, len(strides), w=3.8, h=3.0)
         for (ax,), stride in zip(panels, strides):
             for c in with_bw:
                 if c.stride != stride:
                     continue
-                (ln,) = ax.plot([(p.bandwidth or 0.0) / 1e3 for p in c.points], [p.latency for p in c.points],
+                (ln,) = ax.plot([(p.bandwidth or 0.0) / 1e3 for p in c.points], [p.latency for p in c.points],  # type: ignore[arg-type]
                                 marker="o", markersize=3, label=c.legend)
                 if c.knee is not None:
                     k = c.points[c.knee]
-                    ax.plot([(k.bandwidth or 0.0) / 1e3], [k.latency], marker="*", markersize=11, color=ln.get_color(),
+                    ax.plot([(k.bandwidth or 0.0) / 1e3], [k.latency], marker="*", markersize=11, color=ln.get_color(),  # type: ignore[arg-type]
                             markeredgecolor="black", linestyle="none")
             _idle_lines(ax, [c for c in with_bw if c.stride == stride])
             ax.set_ylim(bottom=0)
@@ -845,14 +882,14 @@ def memory_figures(curves: Sequence[MemCurve], plots_dir: Path) -> list[Figure]:
         split = False
         for c in mine:
             pts = sorted(c.points, key=lambda p: p.delay or 0)
-            (ln,) = top.plot([p.delay for p in pts], [p.latency for p in pts], marker="o", markersize=3, label=c.legend)
+            (ln,) = top.plot([p.delay for p in pts], [p.latency for p in pts], marker="o", markersize=3, label=c.legend)  # type: ignore[arg-type]
             if all(p.bandwidth is not None for p in pts):
-                bottom.plot([p.delay for p in pts], [(p.bandwidth or 0.0) / 1e3 for p in pts], marker="o", markersize=3,
+                bottom.plot([p.delay for p in pts], [(p.bandwidth or 0.0) / 1e3 for p in pts], marker="o", markersize=3,  # type: ignore[arg-type]
                             color=ln.get_color())
                 load = [mem.load_mbps(p) for p in pts]
                 if all(v is not None for v in load) and any(mem.counts_latency_thread(p) for p in pts):
                     split = True
-                    bottom.plot([p.delay for p in pts], [(v or 0.0) / 1e3 for v in load], linestyle="--",
+                    bottom.plot([p.delay for p in pts], [(v or 0.0) / 1e3 for v in load], linestyle="--",  # type: ignore[arg-type]
                                 linewidth=1, color=ln.get_color())
         for ax in (top, bottom):
             ax.set_xscale("symlog", linthresh=10)
@@ -881,25 +918,41 @@ _WEIGHT = {"more": 4, "lt": 3, "vs": 3, "steady": 2, "series": 2, "mem": 2, "hea
 
 # the data of one report, set before the worker processes fork (they inherit it: nothing is pickled
 # but the small job tuples and the figures they return)
-_DATA: dict[str, Any] = {}
+@dataclass(frozen=True)
+class _Data:
+    rows: list[Row]
+    curves: list[Curve]
+    mem_curves: list[MemCurve]
+    plots_dir: Path
+    jobs_split: bool
+    ops: list[OperatingPoint]
+    steady: list[SteadyTrace]
+    series: list[SeriesTrace]
+    more: list[Callable[[], Sequence[object]]]  # another module's figures (draw_all's ``more``)
 
 
-def _job(job: tuple[Any, ...]) -> Sequence[object]:
-    what, extra, page = job
-    d = _DATA
+_DATA: list[_Data] = []  # empty between reports
+
+# one figure file's work: (kind of figure, axis or heatmap kind, heatmap metric, heatmap page or ``more`` index)
+_Job = tuple[str, str, str, int]
+
+
+def _job(job: _Job) -> Sequence[object]:
+    what, extra, metric, page = job
+    d = _DATA[0]
     if what == "more":
-        return d["more"][extra]()
+        return d.more[page]()
     if what == "vs":
-        return storage_vs_axis(d["rows"], d["plots_dir"], extra, d["jobs_split"])
+        return storage_vs_axis(d.rows, d.plots_dir, extra, d.jobs_split)
     if what == "lt":
-        return latency_throughput(d["curves"], d["plots_dir"], ops=d["ops"])
+        return latency_throughput(d.curves, d.plots_dir, ops=d.ops)
     if what == "steady":
-        return steady_figure(d["steady"], d["plots_dir"])
+        return steady_figure(d.steady, d.plots_dir)
     if what == "series":
-        return timeseries_figure(d["series"], d["plots_dir"])
+        return timeseries_figure(d.series, d.plots_dir)
     if what == "heat":
-        return heatmap(d["rows"], d["plots_dir"], extra[0], (extra[1],), page=page)
-    return memory_figures(d["mem_curves"], d["plots_dir"])
+        return heatmap(d.rows, d.plots_dir, extra, (metric,), page=page)
+    return memory_figures(d.mem_curves, d.plots_dir)
 
 
 def operating_points(searches: Sequence[StorageRow]) -> list[OperatingPoint]:
@@ -912,14 +965,17 @@ def operating_points(searches: Sequence[StorageRow]) -> list[OperatingPoint]:
     return out
 
 
-def steady_traces(steady: Sequence[tuple[StorageRow, dict[str, Any], list[dict[str, Any]]]]) -> list[SteadyTrace]:
+Steady = tuple[StorageRow, Mapping[str, object], Sequence[Mapping[str, object]]]  # a point, fio's verdict, its samples
+
+
+def steady_traces(steady: Sequence[Steady]) -> list[SteadyTrace]:
     traces = []
     for p, verdict, samples in steady:
         window = verdict.get("window_s")
         # the last dump of a job covers the few ms after the previous one: not a one-second figure
-        whole = [s for s in samples if not isinstance(s.get("interval_s"), (int, float)) or s["interval_s"] >= 0.5]
-        traces.append(SteadyTrace(point_label(Kind.STORAGE, p.point), tuple(float(s["t"]) for s in whole),
-                                  tuple(float(s["iops"]) for s in whole),
+        whole = [s for s in samples if not isinstance(iv := s.get("interval_s"), (int, float)) or iv >= 0.5]
+        traces.append(SteadyTrace(point_label(Kind.STORAGE, p.point), tuple(sample_figure(s["t"]) for s in whole),
+                                  tuple(sample_figure(s["iops"]) for s in whole),
                                   float(window) if isinstance(window, (int, float)) else 5.0,
                                   verdict.get("attained") is True))
     return traces
@@ -930,8 +986,8 @@ More = TypeVar("More")
 
 def draw_all(storage: Sequence[StorageRow], curves: Sequence[Curve], mem_curves: Sequence[MemCurve],
              plots_dir: Path, parallel: bool = True, searches: Sequence[StorageRow] = (),
-             steady: Sequence[tuple[StorageRow, dict[str, Any], list[dict[str, Any]]]] = (),
-             series: Sequence[Any] = (), more: Sequence[Callable[[], Sequence[More]]] = ()) -> list[Figure | More]:
+             steady: Sequence[Steady] = (), series: Sequence[SeriesTrace] = (),
+             more: Sequence[Callable[[], Sequence[More]]] = ()) -> list[Figure | More]:
     """Draw every figure the data supports, in a fixed order, then the figures ``more`` draws (another
     module's, such as the queueing view's: drawn by the same workers, beside these).
 
@@ -942,24 +998,23 @@ def draw_all(storage: Sequence[StorageRow], curves: Sequence[Curve], mem_curves:
     """
     rows = rows_of(storage)
     _DATA.clear()
-    _DATA.update(rows=rows, curves=list(curves), mem_curves=list(mem_curves), plots_dir=plots_dir,
-                 jobs_split=jobs_split(rows), ops=operating_points(searches), steady=steady_traces(steady),
-                 series=list(series), more=list(more))
-    jobs: list[tuple[Any, ...]] = []
+    _DATA.append(_Data(rows, list(curves), list(mem_curves), plots_dir, jobs_split(rows), operating_points(searches),
+                       steady_traces(steady), list(series), list(more)))
+    jobs: list[_Job] = []
     if storage:
-        jobs += [("vs", "bs", None), ("vs", "qd", None), ("lt", None, None)]
+        jobs += [("vs", "bs", "", 0), ("vs", "qd", "", 0), ("lt", "", "", 0)]
         if steady:
-            jobs.append(("steady", None, None))
+            jobs.append(("steady", "", "", 0))
     if series:
-        jobs.append(("series", None, None))
+        jobs.append(("series", "", "", 0))
     if storage:
         for kind in ("bs", "qd"):
             _panels, pages = heatmap_plan(rows, kind)
             for metric in ("throughput", "latency"):
-                jobs += [("heat", (kind, metric), i) for i in range(pages)]
+                jobs += [("heat", kind, metric, i) for i in range(pages)]
     if mem_curves:
-        jobs.append(("mem", None, None))
-    jobs += [("more", i, None) for i in range(len(more))]
+        jobs.append(("mem", "", "", 0))
+    jobs += [("more", "", "", i) for i in range(len(more))]
     _plt()  # import (and configure) matplotlib once, before any fork
     workers = min(len(jobs), os.cpu_count() or 1)
     try:

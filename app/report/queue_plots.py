@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Sequence, TypedDict
 
 from app.report import queueing as qm
 from app.report.analysis import Curve
@@ -13,8 +13,16 @@ from app.report.plots import MAX_PANELS, _grid, _log2_axis, _plain_log, _plt, _s
 from app.report.queue_text import SECTION
 from app.sanitize import md_text
 
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
 NAME = "queueing-bounds.svg"
-BOUND = dict(color="0.45", linewidth=1.0)
+class _Line(TypedDict):
+    color: str
+    linewidth: float
+
+
+BOUND = _Line(color="0.45", linewidth=1.0)
 
 
 @dataclass
@@ -63,7 +71,7 @@ def _bound_ns(q: qm.QueueCurve, steps: int = 64) -> list[float]:
     return sorted(ns)
 
 
-def _n_star(ax: Any, q: qm.QueueCurve, label: bool) -> None:
+def _n_star(ax: Axes, q: qm.QueueCurve, label: bool) -> None:
     lo, hi = q.points[0].n, q.points[-1].n
     if not lo <= q.n_star <= hi:
         return
@@ -73,14 +81,14 @@ def _n_star(ax: Any, q: qm.QueueCurve, label: bool) -> None:
                     xytext=(3, 0), textcoords="offset points", fontsize=7, color="tab:red")
 
 
-def _ticks(ax: Any, q: qm.QueueCurve) -> None:
+def _ticks(ax: Axes, q: qm.QueueCurve) -> None:
     """A tick at every measured load, labelled as many as fit apart."""
     loads = [p.n for p in q.points]
     _log2_axis(ax, loads, str)
     ax.set_xticks(loads, minor=True)
 
 
-def _throughput(ax: Any, q: qm.QueueCurve) -> None:
+def _throughput(ax: Axes, q: qm.QueueCurve) -> None:
     ns = _bound_ns(q)
     s = q.s * 1e-9
     top = q.x_max / 1e3
@@ -96,7 +104,7 @@ def _throughput(ax: Any, q: qm.QueueCurve) -> None:
     ax.legend(loc="lower right", fontsize=6, framealpha=0.8)
 
 
-def _latency(ax: Any, q: qm.QueueCurve) -> None:
+def _latency(ax: Axes, q: qm.QueueCurve) -> None:
     ns = _bound_ns(q)
     ax.set_yscale("log")
     ax.axhline(q.s / 1e3, linestyle="--", label="S", **BOUND)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import statistics
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 from app.points import Kind
 from app.records import number
@@ -24,6 +24,9 @@ from app.sanitize import clean_text, md_text
 from app.textable import markdown_table
 from app.units import format_count, format_size, size_text, us
 from app.validity import CHECKED, FLAGS, LEGEND, checks_of, names, recorded_facts
+
+if TYPE_CHECKING:
+    from app.report.plots import Figure
 
 MB = 1e6
 MIB = float(1 << 20)
@@ -300,7 +303,7 @@ def _memory_tables(points: Sequence[MemoryRow], env: Mapping[str, object] | None
         out.append("")
         out += _chase_line(idle)
         out += [mem.buffer_note(idle, env, None), ""]
-    series: dict[tuple[Any, ...], list[MemoryRow]] = {}
+    series: dict[an.MemKey, list[MemoryRow]] = {}
     for p in loaded:
         series.setdefault(p.series, []).append(p)
     if series:
@@ -350,7 +353,7 @@ def _chase_line(points: Sequence[MemoryRow]) -> list[str]:
     return ["Chase: " + "; ".join(texts[:4]) + ("; …" if len(texts) > 4 else "") + ".", ""]
 
 
-def _figures(figs: Sequence[Any], section: Kind) -> list[str]:
+def _figures(figs: Sequence[Figure], section: Kind) -> list[str]:
     out = []
     for f in figs:
         if f.section != section:
@@ -700,7 +703,7 @@ def _storage_summary(points: Sequence[StorageRow], curves: Sequence[an.Curve], b
                "appendix (Storage results, every point); results.csv has every point too. Latency is fio's total "
                "latency in microseconds; bandwidth in MB/s (10^6 B/s).")
     out.append("")
-    knees: dict[tuple[Any, ...], tuple[StorageRow, str]] = {}
+    knees: dict[tuple[object, ...], tuple[StorageRow, str]] = {}
     for c in curves:
         if c.knee_point is not None and len(c.points) >= 3:
             knees.setdefault((c.mix, c.bs, c.key[2]), (c.knee_point, support.knee_support(run_dir, c).verdict))
@@ -732,7 +735,7 @@ def _storage_summary(points: Sequence[StorageRow], curves: Sequence[an.Curve], b
     return out
 
 
-def render_markdown(data: RunData, figures: Sequence[Any], bound_ns: float,
+def render_markdown(data: RunData, figures: Sequence[Figure], bound_ns: float,
                     curves: Sequence[an.Curve], mem_curves: Sequence[an.MemCurve],
                     views: rp.StorageViews | None = None) -> str:
     """``data.storage``: the rows of the tables and figures (:func:`rp.storage_views`'s ``main``);

@@ -7,7 +7,7 @@ number (:func:`cliff_of`), samples come through :func:`app.report.procedure.read
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Mapping, Sequence
 
 from app.points import Kind
 from app.presets import timeseries_filter
@@ -21,7 +21,7 @@ from app.units import format_bandwidth, format_size_human
 MAX_DRAWN = 24  # points drawn over time at most (the figure pages beyond a dozen)
 
 
-def cliff_of(holder: Mapping[str, Any]) -> dict[str, float] | None:
+def cliff_of(holder: Mapping[str, object]) -> dict[str, float] | None:
     """A line's (or the precondition record's) ``write_cliff``, when all four figures are numbers."""
     c = holder.get("write_cliff")
     if not isinstance(c, Mapping):
@@ -79,18 +79,25 @@ class SeriesTrace:
     cliff_s: float | None
 
 
-def _matches(point: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
+def _matches(point: Mapping[str, object], wanted: Mapping[str, object]) -> bool:
     return all(point.get(k) == v for k, v in wanted.items())
 
 
-def _trace(label: str, why: str, samples: Sequence[Mapping[str, Any]], cliff: Mapping[str, float] | None
+def sample_figure(v: object) -> float:
+    """A figure of a live sample, which ``read_samples`` checked is a number."""
+    assert isinstance(v, (int, float, str))
+    return float(v)
+
+
+def _trace(label: str, why: str, samples: Sequence[Mapping[str, object]], cliff: Mapping[str, float] | None
            ) -> SeriesTrace | None:
     # the last dump of a job covers the few ms after the previous one: not a one-second figure
     whole = [s for s in samples if (number(s.get("interval_s")) or 1.0) >= 0.5]
     if len(whole) < 2:
         return None
     p99 = tuple((v / 1e3 if (v := number(s.get("lat_p99_ns"))) is not None else None) for s in whole)
-    return SeriesTrace(label, why, tuple(float(s["t"]) for s in whole), tuple(float(s["iops"]) for s in whole),
+    return SeriesTrace(label, why, tuple(sample_figure(s["t"]) for s in whole),
+                       tuple(sample_figure(s["iops"]) for s in whole),
                        p99, cliff["at_s"] if cliff else None)
 
 

@@ -17,11 +17,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Callable, Hashable, Sequence, TypeVar
 
+from app.report.analysis import Rest
 from app.report.model import StorageRow
 from app.report.noise import Spread, point_spread
 from app.units import format_size
+
+K = TypeVar("K", bound=Hashable)  # what tells a family of points apart
 
 FALLBACK_EFFECT = 0.10  # without per-second samples, a smaller relative difference is not called a trend
 MAX_CLAUSES = 4  # block sizes listed in one read/write sentence
@@ -161,8 +164,8 @@ def growth(run_dir: Path, pts: Sequence[StorageRow], figure: str, what: str,
 # --- the three trends ------------------------------------------------------------------------------------
 
 
-def _families(points: Sequence[StorageRow], key: Callable[[StorageRow], Any]) -> dict[Any, list[StorageRow]]:
-    out: dict[Any, list[StorageRow]] = {}
+def _families(points: Sequence[StorageRow], key: Callable[[StorageRow], K]) -> dict[K, list[StorageRow]]:
+    out: dict[K, list[StorageRow]] = {}
     for p in points:
         out.setdefault(key(p), []).append(p)
     return out
@@ -176,8 +179,8 @@ def _first_each(pts: Sequence[StorageRow], axis: Callable[[StorageRow], int]) ->
     return [seen[k] for k in sorted(seen)]
 
 
-def _pick(families: dict[Any, list[StorageRow]], axis: Callable[[StorageRow], int],
-          prefer: Callable[[list[StorageRow]], Any]) -> dict[str, list[StorageRow]]:
+def _pick(families: dict[K, list[StorageRow]], axis: Callable[[StorageRow], int],
+          prefer: Callable[[list[StorageRow]], int]) -> dict[str, list[StorageRow]]:
     """Per access pattern, the family measured at the most values of ``axis`` (ties: ``prefer``)."""
     best: dict[str, list[StorageRow]] = {}
     for pts in families.values():
@@ -230,13 +233,13 @@ def _kind(p: StorageRow) -> str | None:
 def mix_trends(run_dir: Path, points: Sequence[StorageRow]) -> list[str]:
     """Writes and read/write mixes against pure reads of the same pattern (random or sequential), block size
     and settings, at the deepest load both were measured at; one sentence per pattern and kind."""
-    by: dict[tuple[Any, ...], dict[str, StorageRow]] = {}
+    by: dict[tuple[bool, int, Rest, int, int], dict[str, StorageRow]] = {}
     for p in points:
         kind = _kind(p)
         if kind is not None:
             by.setdefault((p.random, p.bs, p.rest, p.inflight, p.numjobs), {}).setdefault(kind, p)
     # per (pattern, kind, settings): block size -> the pair at the deepest common load
-    pairs: dict[tuple[Any, ...], dict[int, tuple[StorageRow, StorageRow]]] = {}
+    pairs: dict[tuple[bool, str, Rest], dict[int, tuple[StorageRow, StorageRow]]] = {}
     for (rnd, bs, rest, n, _jobs), kinds in sorted(by.items(), key=lambda kv: kv[0][3]):
         read = kinds.get("read")
         if read is None:

@@ -11,7 +11,7 @@ import json
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping, TypedDict
 
 from app.sanitize import show_value
 
@@ -51,15 +51,15 @@ class DocumentSplitter:
         self.noise_count = 0
         self.oversized: list[int] = []  # first line of every document dropped for its size
 
-    def feed(self, text: str) -> list[dict[str, Any]]:
+    def feed(self, text: str) -> list[dict[str, object]]:
         return [doc for _, doc in self.feed_numbered(text)]
 
-    def close(self) -> list[dict[str, Any]]:
+    def close(self) -> list[dict[str, object]]:
         return [doc for _, doc in self.close_numbered()]
 
-    def feed_numbered(self, text: str) -> list[tuple[int, dict[str, Any]]]:
+    def feed_numbered(self, text: str) -> list[tuple[int, dict[str, object]]]:
         """Like :meth:`feed`, each document with the number of its first line (from 1)."""
-        out: list[tuple[int, dict[str, Any]]] = []
+        out: list[tuple[int, dict[str, object]]] = []
         if self._skipping:
             nl = text.find("\n")
             if nl < 0:
@@ -84,8 +84,8 @@ class DocumentSplitter:
                 self._add_noise("")
         return out
 
-    def close_numbered(self) -> list[tuple[int, dict[str, Any]]]:
-        out = []
+    def close_numbered(self) -> list[tuple[int, dict[str, object]]]:
+        out: list[tuple[int, dict[str, object]]] = []
         if self._partial and not self._skipping:
             line, self._partial = self._partial, ""
             self.line_no += 1
@@ -110,7 +110,7 @@ class DocumentSplitter:
             self._doc = None
         self._in_oversized = True
 
-    def _line(self, line: str) -> dict[str, Any] | None:
+    def _line(self, line: str) -> dict[str, object] | None:
         if self._in_oversized:
             if line[:1] == "}" and line.rstrip() == "}":
                 self._in_oversized = False
@@ -133,7 +133,7 @@ class DocumentSplitter:
             self._drop_oversized()
         return None
 
-    def _finish(self) -> dict[str, Any] | None:
+    def _finish(self) -> dict[str, object] | None:
         lines, self._doc = self._doc or [], None
         text = "\n".join(lines)
         try:
@@ -145,7 +145,7 @@ class DocumentSplitter:
         return doc if isinstance(doc, dict) else None
 
 
-def split_documents(text: str) -> tuple[list[dict[str, Any]], list[str]]:
+def split_documents(text: str) -> tuple[list[dict[str, object]], list[str]]:
     s = DocumentSplitter()
     docs = s.feed(text) + s.close()
     return docs, s.noise
@@ -160,23 +160,23 @@ class FormatError(ValueError):
     number from 0 to 2^64"."""
 
 
-def bad_value(key: str, value: Any, why: str) -> FormatError:
+def bad_value(key: str, value: object, why: str) -> FormatError:
     return FormatError(f"key '{key}' has invalid value {show_value(value)}: {why}")
 
 
 # show_value: one way to show a value in an error message, for every reader (app.sanitize)
 
 
-def is_number(v: Any) -> bool:
+def is_number(v: object) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and 0 <= v <= MAX_NUMBER
 
 
-def _number(d: dict[str, Any], key: str, where: str) -> None:
+def _number(d: dict[str, object], key: str, where: str) -> None:
     if key in d and not is_number(d[key]):
         raise bad_value(f"{where}.{key}" if where else key, d[key], "must be a number from 0 to 2^64")
 
 
-def _obj(d: dict[str, Any], key: str, where: str) -> dict[str, Any] | None:
+def _obj(d: dict[str, object], key: str, where: str) -> dict[str, object] | None:
     if key not in d:
         return None
     v = d[key]
@@ -185,7 +185,7 @@ def _obj(d: dict[str, Any], key: str, where: str) -> dict[str, Any] | None:
     return v
 
 
-def _string(d: dict[str, Any], key: str, where: str) -> None:
+def _string(d: dict[str, object], key: str, where: str) -> None:
     if key in d and not isinstance(d[key], str):
         raise bad_value(f"{where}.{key}" if where else key, d[key], "must be a string")
 
@@ -194,7 +194,7 @@ _PCT_KEY = re.compile(r"\d{1,3}(\.\d{1,12})?")
 _BIN_KEY = re.compile(r"\d{1,20}")
 
 
-def _check_latency(lat: dict[str, Any], where: str) -> None:
+def _check_latency(lat: dict[str, object], where: str) -> None:
     for key in ("N", "min", "max", "mean", "stddev"):
         _number(lat, key, where)
     table = _obj(lat, "percentile", where)
@@ -214,7 +214,7 @@ def _check_latency(lat: dict[str, Any], where: str) -> None:
             raise bad_value(f"{where}.bins.{k}", v, "must be a number from 0 to 2^64")
 
 
-def _check_options(opts: Any, where: str) -> None:
+def _check_options(opts: object, where: str) -> None:
     if not isinstance(opts, dict):
         raise bad_value(where, opts, "must be a JSON object")
     for k, v in opts.items():
@@ -223,7 +223,7 @@ def _check_options(opts: Any, where: str) -> None:
         raise bad_value(f"{where}.{k}", v, "an fio option's value must be a string")
 
 
-def _check_job(job: Any, where: str, deep: bool) -> None:
+def _check_job(job: object, where: str, deep: bool) -> None:
     if not isinstance(job, dict):
         raise bad_value(where, job, "must be a JSON object (one fio job)")
     for key in ("jobname", "hostname"):
@@ -253,13 +253,13 @@ MAX_DISK_NAME = 64
 DISK_COUNTERS = ("read_ios", "write_ios", "read_merges", "write_merges", "read_ticks", "write_ticks", "in_queue")
 
 
-def is_disk_name(v: Any) -> bool:
+def is_disk_name(v: object) -> bool:
     """A device name as fio prints it (the kernel's: nvme0n1, dm-0): a short printable string, so a name
     never carries a terminal escape or a line break into the report."""
     return isinstance(v, str) and 0 < len(v) <= MAX_DISK_NAME and v.isprintable()
 
 
-def _check_disk_util(disks: Any) -> None:
+def _check_disk_util(disks: object) -> None:
     if not isinstance(disks, list) or len(disks) > MAX_DISKS:
         raise bad_value("disk_util", disks, f"must be a list of at most {MAX_DISKS} devices")
     for i, disk in enumerate(disks):
@@ -275,12 +275,12 @@ def _check_disk_util(disks: Any) -> None:
             raise bad_value(f"{where}.util", disk["util"], "must be a number from 0 to 100")
 
 
-def is_fio_document(doc: dict[str, Any]) -> bool:
+def is_fio_document(doc: dict[str, object]) -> bool:
     """A document fio wrote (or one claiming to be): it has jobs, client stats or a version."""
     return "jobs" in doc or "client_stats" in doc or "fio version" in doc
 
 
-def check_document(doc: dict[str, Any], deep: bool = True) -> None:
+def check_document(doc: dict[str, object], deep: bool = True) -> None:
     """Raise :class:`FormatError` unless every value this module and the importer read has the type
     and range fio writes; after it, :func:`metrics` and :func:`job_list` cannot fail on ``doc``.
 
@@ -319,45 +319,80 @@ def _percentile_from_bins(bins: dict[int, int], pct: float) -> int:
     return max(bins)
 
 
-def _bins(stat: dict[str, Any]) -> dict[int, int] | None:
+# --- reading a checked document: its values have the types check_document checked ---------------------
+
+
+def dict_of(v: object) -> dict[str, object]:
+    return v if isinstance(v, dict) else {}
+
+
+def list_of(v: object) -> list[object]:
+    return v if isinstance(v, list) else []
+
+
+def float_of(v: object) -> float:
+    """A number of the document as a float (fails as ``float()`` does on anything else)."""
+    if isinstance(v, (int, float, str)):
+        return float(v)
+    raise TypeError(f"not a number: {show_value(v)}")
+
+
+def int_of(v: object) -> int:
+    """A number of the document as an int (fails as ``int()`` does on anything else)."""
+    if isinstance(v, (int, float, str)):
+        return int(v)
+    raise TypeError(f"not a number: {show_value(v)}")
+
+
+def figure_of(v: object) -> float:
+    """A number of the document as it is (an int stays an int: the results line writes it so)."""
+    if isinstance(v, (int, float)):
+        return v
+    raise TypeError(f"not a number: {show_value(v)}")
+
+
+Latency = dict[str, float]  # min, max, mean, stddev, N, p50 … p99_99 (ints where fio wrote ints), percentiles_approx
+
+
+def _bins(stat: dict[str, object]) -> dict[int, int] | None:
     raw = stat.get("bins")
     if not isinstance(raw, dict):
         return None
     return {int(k): int(v) for k, v in raw.items()}
 
 
-def _percentiles(stat: dict[str, Any]) -> dict[str, float]:
-    table = stat.get("percentile") or {}
+def _percentiles(stat: dict[str, object]) -> dict[str, float]:
+    table = dict_of(stat.get("percentile"))
     out: dict[str, float] = {}
     for name, pct in PERCENTILES.items():
         for key, value in table.items():
             if abs(float(key) - pct) < 1e-6:
-                out[name] = value
+                out[name] = figure_of(value)
                 break
     return out
 
 
-def combine_latency(stats: list[dict[str, Any]]) -> dict[str, Any]:
+def combine_latency(stats: list[dict[str, object]]) -> Latency:
     """Combine fio latency objects (``lat_ns`` of several directions or jobs), weighted by count.
 
     min/max/mean/stddev are exact.  Percentiles are exact when every part carries json+ ``bins``
     (the histograms are merged, as fio's group reporting does); otherwise they are the
     count-weighted mean of the parts' percentiles, flagged ``percentiles_approx``.
     """
-    parts = [s for s in stats if s and int(s.get("N", 0) or 0) > 0]
-    result: dict[str, Any] = {"min": 0, "max": 0, "mean": 0.0, "stddev": 0.0, "N": 0}
+    parts = [s for s in stats if s and int_of(s.get("N", 0) or 0) > 0]
+    result: Latency = {"min": 0, "max": 0, "mean": 0.0, "stddev": 0.0, "N": 0}
     result.update({k: 0 for k in PERCENTILES})
     if not parts:
         return result
-    n_total = sum(int(s["N"]) for s in parts)
-    mean = sum(float(s.get("mean", 0.0)) * int(s["N"]) for s in parts) / n_total
-    second = sum(int(s["N"]) * (float(s.get("stddev", 0.0)) ** 2 + float(s.get("mean", 0.0)) ** 2)
+    n_total = sum(int_of(s["N"]) for s in parts)
+    mean = sum(float_of(s.get("mean", 0.0)) * int_of(s["N"]) for s in parts) / n_total
+    second = sum(int_of(s["N"]) * (float_of(s.get("stddev", 0.0)) ** 2 + float_of(s.get("mean", 0.0)) ** 2)
                  for s in parts) / n_total
     result.update(
-        min=min(int(s.get("min", 0)) for s in parts),
-        max=max(int(s.get("max", 0)) for s in parts),
+        min=min(int_of(s.get("min", 0)) for s in parts),
+        max=max(int_of(s.get("max", 0)) for s in parts),
         mean=mean,
-        stddev=math.sqrt(max(0.0, second - mean * mean)) if len(parts) > 1 else float(parts[0].get("stddev", 0.0)),
+        stddev=math.sqrt(max(0.0, second - mean * mean)) if len(parts) > 1 else float_of(parts[0].get("stddev", 0.0)),
         N=n_total,
     )
     if len(parts) == 1:
@@ -373,7 +408,7 @@ def combine_latency(stats: list[dict[str, Any]]) -> dict[str, Any]:
             result[name] = _percentile_from_bins(merged, pct)
     else:
         for name in PERCENTILES:
-            weighted = [(_percentiles(s).get(name), int(s["N"])) for s in parts]
+            weighted = [(_percentiles(s).get(name), int_of(s["N"])) for s in parts]
             known = [(v, n) for v, n in weighted if v is not None]
             if known:
                 result[name] = sum(v * n for v, n in known) / sum(n for _, n in known)
@@ -384,17 +419,27 @@ def combine_latency(stats: list[dict[str, Any]]) -> dict[str, Any]:
 # --- metrics of a result document ----------------------------------------------------------
 
 
-def _sum_direction(jobs: list[dict[str, Any]], direction: str) -> dict[str, Any]:
-    parts = [j.get(direction) or {} for j in jobs]
-    iops = sum(float(p.get("iops", 0.0)) for p in parts)
-    bw = sum(float(p.get("bw_bytes", 0.0)) for p in parts)
-    ios = sum(int(p.get("total_ios", 0)) for p in parts)
-    io_bytes = sum(int(p.get("io_bytes", 0)) for p in parts)
-    lat = combine_latency([p.get("lat_ns") or {} for p in parts])
+class _Direction(TypedDict):
+    """One direction (read, write, trim) summed over the jobs."""
+
+    iops: float
+    bw_bytes: float
+    total_ios: int
+    io_bytes: int
+    lat_ns: Latency
+
+
+def _sum_direction(jobs: list[dict[str, object]], direction: str) -> _Direction:
+    parts = [dict_of(j.get(direction)) for j in jobs]
+    iops = sum(float_of(p.get("iops", 0.0)) for p in parts)
+    bw = sum(float_of(p.get("bw_bytes", 0.0)) for p in parts)
+    ios = sum(int_of(p.get("total_ios", 0)) for p in parts)
+    io_bytes = sum(int_of(p.get("io_bytes", 0)) for p in parts)
+    lat = combine_latency([dict_of(p.get("lat_ns")) for p in parts])
     return {"iops": iops, "bw_bytes": bw, "total_ios": ios, "io_bytes": io_bytes, "lat_ns": lat}
 
 
-def _public_lat(lat: dict[str, Any]) -> dict[str, Any]:
+def _public_lat(lat: Latency) -> Latency:
     out = {k: lat[k] for k in ("min", "max", "mean", "stddev")}
     out.update({k: lat[k] for k in PERCENTILES})
     if lat.get("percentiles_approx"):
@@ -402,25 +447,25 @@ def _public_lat(lat: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def disk_util(doc: dict[str, Any]) -> list[dict[str, Any]]:
+def disk_util(doc: dict[str, object]) -> list[dict[str, object]]:
     """fio's own utilisation of each device under the job (``disk_util``: the share of the run the device
     had at least one I/O in flight, per cent), as ``[{"name", "util"}]``.  A run's document is fio's own but
     not checked by :func:`check_document`, so an entry whose name or figure fio would not write is left out."""
     raw = doc.get("disk_util")
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, object]] = []
     for d in raw[:MAX_DISKS] if isinstance(raw, list) else []:
         if isinstance(d, dict) and is_disk_name(d.get("name")) and is_number(d.get("util")) and d["util"] <= 100:
             out.append({"name": d["name"], "util": float(d["util"])})
     return out
 
 
-def _split_latency(jobs: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+def _split_latency(jobs: list[dict[str, object]]) -> dict[str, dict[str, float]]:
     """Submission (``slat_ns``) and completion (``clat_ns``) latency over directions and jobs, weighted by
     I/O count like ``lat_ns``: the mean of each, and clat's p99 when fio reported clat percentiles.  A part
     fio did not time (slat of a synchronous engine: N = 0) is left out."""
     out: dict[str, dict[str, float]] = {}
     for key in ("slat_ns", "clat_ns"):
-        parts = [(j.get(d) or {}).get(key) for j in jobs for d in DIRECTIONS]
+        parts = [dict_of(j.get(d)).get(key) for j in jobs for d in DIRECTIONS]
         lat = combine_latency([p for p in parts if isinstance(p, dict)])
         if not lat["N"]:
             continue
@@ -430,28 +475,30 @@ def _split_latency(jobs: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     return out
 
 
-def job_list(doc: dict[str, Any]) -> list[dict[str, Any]]:
-    """The jobs of a result, from ``jobs[]`` or fio client/server ``client_stats[]``."""
-    if doc.get("jobs"):
-        return list(doc["jobs"])
-    stats = doc.get("client_stats") or []
+def job_list(doc: dict[str, object]) -> list[dict[str, object]]:
+    """The jobs of a result, from ``jobs[]`` or fio client/server ``client_stats[]`` (each a JSON object, as
+    :func:`check_document` checked)."""
+    jobs = doc.get("jobs")
+    if jobs:
+        return [dict_of(j) for j in list_of(jobs)]
+    stats = [dict_of(j) for j in list_of(doc.get("client_stats"))]
     per_client = [j for j in stats if j.get("jobname") != "All clients"]
-    return per_client or list(stats)
+    return per_client or stats
 
 
-def metrics(doc: dict[str, Any], jobs: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def metrics(doc: dict[str, object], jobs: list[dict[str, object]] | None = None) -> dict[str, Any]:
     """The metrics of one fio result document, all of its jobs together (docs/architecture.md, "Metrics")."""
     jobs = job_list(doc) if jobs is None else jobs
     dirs = {d: _sum_direction(jobs, d) for d in DIRECTIONS}
-    total_lat = combine_latency([j.get(d, {}).get("lat_ns") or {} for j in jobs for d in DIRECTIONS])
-    weights = [float(j.get("job_runtime") or 0) for j in jobs]
+    total_lat = combine_latency([dict_of(dict_of(j.get(d, {})).get("lat_ns")) for j in jobs for d in DIRECTIONS])
+    weights = [float_of(j.get("job_runtime") or 0) for j in jobs]
     if sum(weights) <= 0:
         weights = [1.0] * len(jobs)
 
     def cpu(key: str) -> float:
         if not jobs:
             return 0.0
-        return sum(float(j.get(key, 0.0)) * w for j, w in zip(jobs, weights)) / sum(weights)
+        return sum(float_of(j.get(key, 0.0)) * w for j, w in zip(jobs, weights)) / sum(weights)
 
     m: dict[str, Any] = {
         "iops": sum(d["iops"] for d in dirs.values()),
@@ -498,22 +545,22 @@ class _Totals:
     timestamp_ms: int = 0
 
 
-def _totals(doc: dict[str, Any]) -> _Totals:
+def _totals(doc: dict[str, object]) -> _Totals:
     jobs = job_list(doc)
     t = _Totals()
     for d in DIRECTIONS:
-        parts = [j.get(d) or {} for j in jobs]
-        t.ios[d] = sum(int(p.get("total_ios", 0)) for p in parts)
-        t.bytes[d] = sum(int(p.get("io_bytes", 0)) for p in parts)
-        t.runtime_ms = max([t.runtime_ms] + [int(p.get("runtime", 0)) for p in parts])
+        parts = [dict_of(j.get(d)) for j in jobs]
+        t.ios[d] = sum(int_of(p.get("total_ios", 0)) for p in parts)
+        t.bytes[d] = sum(int_of(p.get("io_bytes", 0)) for p in parts)
+        t.runtime_ms = max([t.runtime_ms] + [int_of(p.get("runtime", 0)) for p in parts])
         for p in parts:
-            lat = p.get("lat_ns") or {}
-            n = int(lat.get("N", 0) or 0)
+            lat = dict_of(p.get("lat_ns"))
+            n = int_of(lat.get("N", 0) or 0)
             t.lat_n += n
-            t.lat_sum += float(lat.get("mean", 0.0)) * n
+            t.lat_sum += float_of(lat.get("mean", 0.0)) * n
             for value, count in (_bins(lat) or {}).items():
                 t.bins[value] = t.bins.get(value, 0) + count
-    t.timestamp_ms = int(doc.get("timestamp_ms") or 0)
+    t.timestamp_ms = int_of(doc.get("timestamp_ms") or 0)
     return t
 
 
@@ -533,7 +580,7 @@ class SampleTracker:
     def __init__(self) -> None:
         self._prev: _Totals | None = None
 
-    def update(self, doc: dict[str, Any], elapsed_s: float) -> dict[str, Any] | None:
+    def update(self, doc: dict[str, object], elapsed_s: float) -> dict[str, object] | None:
         cur = _totals(doc)
         prev = self._prev
         self._prev = cur
@@ -556,7 +603,7 @@ class SampleTracker:
         d_bytes = {d: cur.bytes[d] - prev.bytes[d] for d in DIRECTIONS}
         d_n = cur.lat_n - prev.lat_n
         d_bins = {v: c - prev.bins.get(v, 0) for v, c in cur.bins.items() if c - prev.bins.get(v, 0) > 0}
-        sample = {
+        sample: dict[str, object] = {
             "t": round(elapsed_s, 3),
             "interval_s": round(dt, 3),
             "iops": sum(d_ios.values()) / dt,
@@ -574,7 +621,7 @@ class SampleTracker:
 RAMP_GRACE_S = 2.0  # past ramp_time by this much with no reset of the counters seen: measuring all the same
 
 
-def _progress_counters(doc: dict[str, Any]) -> tuple[int, int]:
+def _progress_counters(doc: dict[str, object]) -> tuple[int, int]:
     """(runtime ms, I/Os) of a status dump over all jobs and directions: cheap (no histograms)."""
     runtime, ios = 0, 0
     for job in job_list(doc):
@@ -587,7 +634,7 @@ def _progress_counters(doc: dict[str, Any]) -> tuple[int, int]:
     return runtime, ios
 
 
-def io_started(doc: dict[str, Any]) -> bool:
+def io_started(doc: dict[str, object]) -> bool:
     """fio has started the job's I/O.  Its status dumps come from its start on, also while it lays out the
     test file first (seconds for a large file): those show no I/O and no runtime, and are no measurement."""
     return _progress_counters(doc) != (0, 0)
@@ -617,7 +664,7 @@ class PhaseTracker:
             return "steady", 0.0, float(self.steady_window_s)
         return "measuring", None, None
 
-    def update(self, doc: dict[str, Any], elapsed_s: float = 0.0) -> tuple[str, float | None, float | None]:
+    def update(self, doc: dict[str, object], elapsed_s: float = 0.0) -> tuple[str, float | None, float | None]:
         """``elapsed_s``: seconds since fio started, the clock used when a dump has no ``timestamp_ms``."""
         runtime_ms, ios = _progress_counters(doc)
         prev, self._prev = self._prev, (runtime_ms, ios)
@@ -643,16 +690,12 @@ class PhaseTracker:
 # --- steady state and the latency-target search, from a job's JSON ------------------------------
 
 
-def _first_job(doc: dict[str, Any]) -> dict[str, Any]:
+def _first_job(doc: dict[str, object]) -> dict[str, object]:
     jobs = doc.get("jobs")
     return jobs[0] if isinstance(jobs, list) and jobs and isinstance(jobs[0], dict) else {}
 
 
-def _dict(v: Any) -> dict[str, Any]:
-    return v if isinstance(v, dict) else {}
-
-
-def _percent(text: Any) -> float | None:
+def _percent(text: object) -> float | None:
     """fio writes the measured criterion as "26.480814%"."""
     if isinstance(text, (int, float)) and not isinstance(text, bool):
         return float(text) if math.isfinite(text) else None
@@ -665,18 +708,25 @@ def _percent(text: Any) -> float | None:
     return None
 
 
-def _num(v: Any) -> float | None:
+def _num(v: object) -> float | None:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
 
 
-def steady_progress(doc: dict[str, Any]) -> dict[str, Any] | None:
+class SteadyProgress(TypedDict):
+    window_s: int
+    filled_s: int
+    attained: bool
+    deviation: float | None
+
+
+def steady_progress(doc: dict[str, object]) -> SteadyProgress | None:
     """The steady-state window as fio reports it so far (in status dumps too): seconds collected of the
     window, whether the criterion held, and its current value; None without steady-state detection."""
     ss = _first_job(doc).get("steadystate")
     if not isinstance(ss, dict):
         return None
-    data = _dict(ss.get("data"))
-    series: list[Any] = data["iops"] if isinstance(data.get("iops"), list) else []
+    data = dict_of(ss.get("data"))
+    series = list_of(data.get("iops"))
     window = _num(ss.get("duration"))
     return {
         "window_s": int(window) if window is not None else len(series),
@@ -686,11 +736,11 @@ def steady_progress(doc: dict[str, Any]) -> dict[str, Any] | None:
     }
 
 
-def steady_result(doc: dict[str, Any], criterion: str, window_s: float | int) -> dict[str, Any]:
+def steady_result(doc: dict[str, object], criterion: str, window_s: float | int) -> dict[str, object]:
     """What a results line records of a steady-state point: attained, after how many measured seconds
     (fio ends the job then), the criterion asked for, its value and fio's slope."""
     job = _first_job(doc)
-    ss = _dict(job.get("steadystate"))
+    ss = dict_of(job.get("steadystate"))
     attained = bool(ss.get("attained"))
     runtime_ms = _num(job.get("job_runtime"))
     return {
@@ -703,15 +753,15 @@ def steady_result(doc: dict[str, Any], criterion: str, window_s: float | int) ->
     }
 
 
-def operating_point(doc: dict[str, Any], m: dict[str, Any], bound_us: int, percentile: float | int,
-                    cap_s: float | int) -> dict[str, Any]:
+def operating_point(doc: dict[str, object], m: Mapping[str, object], bound_us: int, percentile: float | int,
+                    cap_s: float | int) -> dict[str, object]:
     """The latency-target search's answer: the depth fio settled on and what was measured there.  fio
     resets its statistics for a final window at the depth it found, so the job's figures are that depth's;
     ``converged`` is False when the runtime cap ended the search first (the figures then mix depths)."""
     job = _first_job(doc)
     depth = job.get("latency_depth")
     runtime_ms = _num(job.get("job_runtime"))
-    lat = _dict(m.get("lat_ns"))
+    lat = dict_of(m.get("lat_ns"))
     return {
         "depth": depth if isinstance(depth, int) and not isinstance(depth, bool) else None,
         "bound_us": bound_us,

@@ -77,13 +77,13 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, AsyncGenerator, Hashable, Sequence, TypeAlias
+from typing import Any, AsyncGenerator, Hashable, Sequence, TypeAlias, cast
 
 from app.errors import ToolMissing, UsageError
 from app.external import run_tool
 from app.points import Kind, MemoryPoint, Point
 from app.presets import ENGINES, MLC_DELAYS
-from app.records import MemoryMetrics, Parts
+from app.records import JSONObject, MemoryMetrics, Parts
 from app.runners.base import Child, Context, Event, Result, Runner, Sample
 from app.runners.mlc_parse import MAX_LINE_CHARS, LineParser, Row, idle_latency, load_mbps
 from app.sanitize import clean_line
@@ -289,6 +289,11 @@ def _restore_at_exit() -> None:  # a run that ends without reaching a finally (e
     for r in list(_UNRESTORED.values()):
         r.restore()
 
+
+
+def _figure(v: object) -> float | None:
+    """A number the engine printed, as it printed it (an int stays an int: the results line writes it so)."""
+    return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 class HugePageReservation:
     """Raise nr_hugepages for one MLC batch and put it back (``record`` says what happened)."""
@@ -773,7 +778,8 @@ class MemoryRunner(Runner):
         if version:
             keys.append("engine_version")
         sec = parser.sections[-1] if parser.sections else None
-        params = {**parser.header, **(sec.params if sec else {})}
+        # the engine's header and section values are JSON by construction (numbers, strings, lists of them)
+        params = cast("JSONObject", {**parser.header, **(sec.params if sec else {})})
         keys += [k for k in self._ENGINE_PARAMS if params.get(k) is not None]
         warnings = params.get("warnings")
         if warnings:
@@ -790,7 +796,7 @@ class MemoryRunner(Runner):
         return Parts(engine=self.engine, command=shlex.join(cmd), job=self._job(point), wall_s=round(wall, 3),
                      engine_version=str(version) if version else None, buffer_bytes=params.get("buffer_bytes"),
                      write_buffer_bytes=params.get("write_buffer_bytes"), huge_pages=huge_pages,
-                     delay_unit_ns=params.get("delay_unit_ns"), load_threads=params.get("load_threads"),
+                     delay_unit_ns=_figure(params.get("delay_unit_ns")), load_threads=_figure(params.get("load_threads")),
                      warnings=warnings or None, chase=self._impl.chase(point, params),
                      bandwidth_includes_latency_thread=True if loaded else None, keys=tuple(keys))
 

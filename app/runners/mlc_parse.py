@@ -62,7 +62,7 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Callable, Generic, Iterable, TypeVar
 
 from app.presets import MLC_DELAYS
 
@@ -90,18 +90,40 @@ class Row:
     bandwidth_mbps: float
     extra: list[str] = field(default_factory=list)  # further columns, verbatim
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {"delay": self.delay, "latency_ns": self.latency_ns, "bandwidth_mbps": self.bandwidth_mbps}
 
 
 @dataclass
 class Section:
     kind: str
-    params: dict[str, Any] = field(default_factory=dict)
+    params: dict[str, object] = field(default_factory=dict)
     rows: list[Row] = field(default_factory=list)
-    values: dict[str, Any] = field(default_factory=dict)
+    values: dict[str, object] = field(default_factory=dict)  # figures; load_mbps by delay; c2c matrices
     matrix: dict[str, dict[str, float | None]] = field(default_factory=dict)
     title: str = ""
+
+
+def _as_list(v: object) -> list[object]:
+    return v if isinstance(v, list) else []
+
+
+def _as_dict(v: object) -> dict[object, object]:
+    return v if isinstance(v, dict) else {}
+
+
+def _sub_list(d: dict[str, object], key: str) -> list[object]:
+    """``d[key]``, an empty list put there first when absent (the parser's own entries: always a list)."""
+    v = d.setdefault(key, [])
+    assert isinstance(v, list)
+    return v
+
+
+def _sub_dict(d: dict[str, object], key: str) -> dict[object, object]:
+    """``d[key]``, an empty dict put there first when absent (the parser's own entries: always a dict)."""
+    v = d.setdefault(key, {})
+    assert isinstance(v, dict)
+    return v
 
 
 # --- the command line ----------------------------------------------------------------------
@@ -146,7 +168,7 @@ def _buffer(v: str) -> int:
 
 # MLC's options that take a value (attached, -W6, or the next argument, -W 6): flag → (key, reader);
 # a value the reader refuses (ValueError) is not recorded
-_VALUE_FLAGS: dict[str, tuple[str, Callable[[str], Any]]] = {
+_VALUE_FLAGS: dict[str, tuple[str, Callable[[str], object]]] = {
     "W": ("traffic", lambda v: f"W{_int(v)}"),
     "d": ("delays", lambda v: [_int(v)]),
     "D": ("delays", lambda v: [_int(x) for x in v.split(",") if x.strip()]),
@@ -166,10 +188,10 @@ def _split_args(text: str) -> list[str]:
         return text.split()
 
 
-def parse_command_line(text: str) -> dict[str, Any]:
+def parse_command_line(text: str) -> dict[str, object]:
     """Parameters from MLC's (or the engine's) arguments, e.g. ``"--loaded_latency -W6 -l256 -d0"``."""
     args = _split_args(text)
-    params: dict[str, Any] = {}
+    params: dict[str, object] = {}
     i = 0
     while i < len(args):
         a = args[i]
@@ -178,14 +200,14 @@ def parse_command_line(text: str) -> dict[str, Any]:
             params["mode"] = _MODES[a]
         elif a.startswith("--"):
             name, _, val = a[2:].partition("=")
-            params.setdefault("options", {})[name] = val or True
+            _sub_dict(params, "options")[name] = val or True
         elif len(a) < 2 or a[0] != "-":
             continue
         elif a[1] in _SWITCHES and len(a) == 2:
             if a[1] == "R":
                 params["traffic"] = "R"
             else:
-                params.setdefault("switches", []).append(a)
+                _sub_list(params, "switches").append(a)
         else:
             flag, value = a[1], a[2:]
             if not value:
@@ -289,7 +311,7 @@ class LineParser:
 
     def __init__(self) -> None:
         self.sections: list[Section] = []
-        self.header: dict[str, Any] = {}  # file-wide: version, command line, buffer, warnings
+        self.header: dict[str, object] = {}  # file-wide: version, command line, buffer, warnings
         self.warnings: list[str] = []  # the parser's own: cut last row, truncated tables, limits reached
         self._pending = ""
         self._cut_line = False  # the pending line reached MAX_LINE_CHARS: the rest up to its end is dropped
@@ -319,9 +341,13 @@ class LineParser:
         self._full = True
         self._warn(f"{what}: the text from line {self.lines} on is ignored.")
 
-    def _global_params(self) -> dict[str, Any]:
+    def _cmd(self) -> dict[object, object]:
+        """The parameters of the command line the text printed ({} before it or without one)."""
+        return _as_dict(self.header.get("cmd"))
+
+    def _global_params(self) -> dict[str, object]:
         params = {k: v for k, v in self.header.items() if k not in ("warnings", "cmd")}
-        params.update(self.header.get("cmd", {}))
+        params.update({str(k): v for k, v in self._cmd().items()})
         return params
 
     def _open(self, kind: str, title: str) -> Section | None:
@@ -330,7 +356,7 @@ class LineParser:
             return None
         sec = Section(kind=kind, params=self._global_params(), title=title)
         if self.header.get("warnings"):
-            sec.params["warnings"] = list(self.header["warnings"])
+            sec.params["warnings"] = list(_as_list(self.header["warnings"]))
         self.sections.append(sec)
         self._current = sec
         self._in_table = False
@@ -347,7 +373,7 @@ class LineParser:
 
     def _set_traffic(self, sec: Section, desc: str) -> None:
         sec.params["traffic_desc"] = desc
-        if "traffic" in self.header.get("cmd", {}):
+        if "traffic" in self._cmd():
             return  # the command line is explicit; the wording only describes it
         t = traffic_from_text(desc)
         if t is not None:
@@ -433,7 +459,7 @@ class LineParser:
             if not seen <= set(MLC_DELAYS):
                 return  # not MLC's default sweep, and no command line says which delays were run
             expected = MLC_DELAYS
-        want = list(dict.fromkeys(expected))
+        want = list(dict.fromkeys(expected if isinstance(expected, (list, tuple)) else ()))
         missing = [d for d in want if d not in seen]
         if missing:
             listed = ", ".join(str(d) for d in missing[:6]) + (", …" if len(missing) > 6 else "")
@@ -454,9 +480,7 @@ class LineParser:
         if self._full:
             return None
         for rule in LINE_RULES:
-            m = rule.match(line)
-            if m is not None:
-                rule.handle(self, line, m)
+            if rule.apply(self, line):
                 return None
         sec = self._current
         reader = BODY_READERS.get(sec.kind) if sec is not None else None
@@ -465,7 +489,7 @@ class LineParser:
     # -- lines that may appear anywhere (LINE_RULES)
     def _on_star(self, line: str, m: re.Match[str]) -> None:
         target = self._current.params if self._current is not None else self.header
-        kept = target.setdefault("warnings", [])
+        kept = _sub_list(target, "warnings")
         if len(kept) < MAX_STAR_LINES:
             kept.append(m.group(1).strip())
         else:
@@ -484,7 +508,7 @@ class LineParser:
 
     def _on_buffer(self, line: str, m: re.Match[str]) -> None:
         where = self._current.params if self._current is not None else self.header
-        if "buffer_bytes" not in self.header.get("cmd", {}):
+        if "buffer_bytes" not in self._cmd():
             where["buffer_bytes"] = _bytes(m.group(1), m.group(2))
         mw = _RE_BUFFER_W.search(m.group(3))
         if mw:
@@ -507,7 +531,7 @@ class LineParser:
 
     def _on_latency_thread(self, line: str, m: re.Match[str]) -> None:
         self.header["latency_cpu"] = int(m.group(1))
-        if "stride" not in self.header.get("cmd", {}):
+        if "stride" not in self._cmd():
             self.header["stride"] = int(m.group(2))
         c = _RE_CHASE.search(line)
         if c:  # the engine names its chase: over the whole buffer, or within groups of N KiB
@@ -543,7 +567,7 @@ class LineParser:
         extra = [f[:MAX_EXTRA_CHARS] for f in m.group(4).split()[:MAX_EXTRA_COLUMNS]]
         row = Row(int(m.group(1)), lat, float(m.group(3)), extra)
         if self._load_bw is not None and self._load_bw[0] == row.delay:  # one per row: bounded as the rows are
-            sec.values.setdefault("load_mbps", {})[row.delay] = self._load_bw[1]
+            _sub_dict(sec.values, "load_mbps")[row.delay] = self._load_bw[1]
         self._load_bw = None
         sec.rows.append(row)
         self._row_shape[id(sec)] = _shape(line.split())
@@ -554,14 +578,15 @@ class LineParser:
         if m:
             self._matrix_cols = m.group(1).split()
             if sec.kind == "c2c" and self._count_cells(1):
-                sec.values.setdefault("matrices", []).append({})
+                _sub_list(sec.values, "matrices").append({})
             return
         m = _RE_MATRIX_ROW.match(line)
         if m and self._matrix_cols:
             cells = m.group(2).split()
             if not self._count_cells(min(len(cells), len(self._matrix_cols))):
                 return
-            target = sec.matrix if sec.kind != "c2c" else sec.values["matrices"][-1]
+            target = sec.matrix if sec.kind != "c2c" else _as_list(sec.values["matrices"])[-1]
+            assert isinstance(target, dict)  # the c2c matrix opened by its header line
             target[m.group(1)] = {c: (None if v == "-" else float(v)) for c, v in zip(self._matrix_cols, cells)}
             return
         if sec.kind == "c2c":
@@ -584,17 +609,28 @@ def _banner(line: str) -> re.Match[str] | None:
     return m if m and "memory latency checker" in line.lower() else None
 
 
+T = TypeVar("T")
+
+
 @dataclass(frozen=True)
-class LineRule:
+class LineRule(Generic[T]):
     """A kind of line that may appear anywhere: ``match`` gives None, or what ``handle`` reads."""
 
     name: str
-    match: Callable[[str], Any]
-    handle: Callable[[LineParser, str, Any], None]
+    match: Callable[[str], T | None]
+    handle: Callable[[LineParser, str, T], None]
+
+    def apply(self, parser: LineParser, line: str) -> bool:
+        """Read ``line`` when it is of this kind; whether it was."""
+        m = self.match(line)
+        if m is None:
+            return False
+        self.handle(parser, line, m)
+        return True
 
 
 # in order: the first that matches reads the line (a title is a title before it is a "Using …" line)
-LINE_RULES: tuple[LineRule, ...] = (
+LINE_RULES: tuple[LineRule[re.Match[str]] | LineRule[str], ...] = (
     LineRule("MLC warning (* …)", _RE_STAR.match, LineParser._on_star),
     LineRule("banner with version", _banner, LineParser._on_banner),
     LineRule("command line", _RE_CMDLINE.match, LineParser._on_command_line),
@@ -648,12 +684,25 @@ def loaded_rows(sections: list[Section]) -> list[Row]:
 def idle_latency(sections: list[Section]) -> float | None:
     for s in sections:
         if s.kind == "idle" and "latency_ns" in s.values:
-            return float(s.values["latency_ns"])
+            return section_figure(s, "latency_ns")
     return None
 
 
 def load_mbps(parser: LineParser, row: Row) -> float | None:
     """The load threads' part of ``row``'s bandwidth when the engine printed it before the row (MLC does not)."""
     sec = parser.sections[-1] if parser.sections else None
-    value = sec.values.get("load_mbps", {}).get(row.delay) if sec is not None else None
-    return float(value) if value is not None else None
+    return section_load(sec, row.delay) if sec is not None else None
+
+
+def section_figure(sec: Section, key: str) -> float:
+    """One of a section's named figures (the parser stores each as a float)."""
+    value = sec.values[key]
+    assert isinstance(value, (int, float))
+    return float(value)
+
+
+def section_load(sec: Section, delay: int) -> float | None:
+    """The load threads' bandwidth the engine printed before the row of ``delay`` (None: it did not)."""
+    value = _as_dict(sec.values.get("load_mbps")).get(delay)
+    assert value is None or isinstance(value, (int, float))
+    return None if value is None else float(value)

@@ -6,7 +6,7 @@ import asyncio
 import os
 import signal
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from textual import on
 from textual.app import App, SystemCommand
@@ -30,6 +30,8 @@ from app.screens.state import Options, ResumeTarget, RunRequest, TargetChoice, r
 from app.widgets import MIN_HEIGHT, MIN_WIDTH
 
 if TYPE_CHECKING:
+    from textual.driver import Driver
+
     from app.screens.run import RunScreen
     from app.sweep import Session
 
@@ -62,7 +64,7 @@ class ProfilerApp(App[int]):
         self.sessions: list[Session] = []  # every session a run screen created
         self.lost_terminal = False
 
-    def get_driver_class(self) -> Any:
+    def get_driver_class(self) -> type[Driver]:
         if os.name == "posix" and not os.environ.get("TEXTUAL_DRIVER"):
             from app.screens.terminal import SafeLinuxDriver
 
@@ -111,7 +113,7 @@ class ProfilerApp(App[int]):
 
     # --- commands -----------------------------------------------------------------------------
 
-    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         yield SystemCommand("Help", "Show the keys of every screen", self.action_help)
         yield SystemCommand("Devices", "Back to the device list", self.action_devices)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
@@ -50,20 +48,30 @@ class ConfirmModal(ModalScreen[TargetChoice | None]):
         self.dismiss(None)
 
 
+def _plan(v: object) -> dict[str, object]:
+    """A device's verdict on one kind of plan ({} when it has none)."""
+    return v if isinstance(v, dict) else {}
+
+
+def _verdict(plan: dict[str, object]) -> tuple[str, list[str]]:
+    """The verdict and its reasons, as text (a device listed by another host is untrusted)."""
+    reasons = plan.get("reasons")
+    return str(plan.get("verdict") or REFUSED), [str(r) for r in reasons] if isinstance(reasons, list) else []
+
+
 class ConfirmTarget(ConfirmModal):
     """Shows both verdicts with their reasons and returns the confirmed :class:`TargetChoice`."""
 
-    def __init__(self, device: dict[str, Any]) -> None:
+    def __init__(self, device: dict[str, object]) -> None:
         super().__init__()
         self.device = device
-        self.path: str = device.get("path") or device.get("name") or "?"
+        self.path: str = str(device.get("path") or device.get("name") or "?")
         self.name_: str = device_name(self.path)
-        write = device.get("write") or {"verdict": device.get("verdict", REFUSED), "reasons": device.get("reasons", [])}
-        read = device.get("read") or write
-        self.write_verdict: str = write.get("verdict") or REFUSED
-        self.write_reasons: list[str] = list(write.get("reasons") or [])
-        self.read_verdict: str = read.get("verdict") or REFUSED
-        self.read_reasons: list[str] = list(read.get("reasons") or [])
+        write = _plan(device.get("write")) or {"verdict": device.get("verdict", REFUSED),
+                                               "reasons": device.get("reasons", [])}
+        read = _plan(device.get("read")) or write
+        self.write_verdict, self.write_reasons = _verdict(write)
+        self.read_verdict, self.read_reasons = _verdict(read)
 
     @property
     def refused(self) -> bool:

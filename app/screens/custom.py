@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
 
 from rich.text import Text
 from textual import events
@@ -51,7 +50,7 @@ MEMORY_FIELDS = (
 FIELDS: dict[str, tuple[Field, ...]] = {core.STORAGE: STORAGE_FIELDS, core.MEMORY: MEMORY_FIELDS}
 
 
-def toml_value(v: Any) -> str:
+def toml_value(v: object) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, (int, float)):
@@ -59,7 +58,7 @@ def toml_value(v: Any) -> str:
     return json.dumps(str(v))
 
 
-def build_toml(name: str, kind: str, values: dict[str, list[Any]], description: str = strings.CUSTOM_DESCRIPTION) -> str:
+def build_toml(name: str, kind: str, values: dict[str, list[object]], description: str = strings.CUSTOM_DESCRIPTION) -> str:
     """A preset file: one-value keys under [settings], the rest as [matrix] axes."""
     lines = [f"name = {toml_value(name)}", f"kind = {toml_value(kind)}", f"description = {toml_value(description)}",
              "", "[settings]"]
@@ -77,7 +76,7 @@ def build_toml(name: str, kind: str, values: dict[str, list[Any]], description: 
     return "\n".join(lines) + "\n"
 
 
-def check_field(kind: str, key: str, raw: str, optional: bool) -> tuple[list[Any] | None, str]:
+def check_field(kind: str, key: str, raw: str, optional: bool) -> tuple[list[object] | None, str]:
     """Parse a comma list with the core's parser: (values or None, error message or '')."""
     raw = raw.strip()
     if not raw:
@@ -214,10 +213,10 @@ class CustomSweepScreen(Screen[None]):
         self.validate(only=event.input.id)
         self.query_one("#form-status", ErrorLine).show("")
 
-    def validate(self, only: str | None = None) -> dict[str, list[Any]] | None:
+    def validate(self, only: str | None = None) -> dict[str, list[object]] | None:
         """Check every field of the current kind; show errors inline; the parsed values when all are valid."""
         kind = self.kind
-        values: dict[str, list[Any]] = {}
+        values: dict[str, list[object]] = {}
         ok = True
         for f in FIELDS[kind]:
             wid = f"{kind}-{f.key}"
@@ -243,7 +242,7 @@ class CustomSweepScreen(Screen[None]):
     def preset_name(self) -> str:
         return self.query_one("#name", Input).value.strip()
 
-    def _preset(self, values: dict[str, list[Any]]) -> core.Preset:
+    def _preset(self, values: dict[str, list[object]]) -> core.Preset:
         import tomllib
 
         text = build_toml(self.preset_name() or "custom-sweep", self.kind, values)
@@ -253,7 +252,7 @@ class CustomSweepScreen(Screen[None]):
         value = self.query_one("#engine", Select).value
         return value if isinstance(value, str) else "auto"
 
-    def _valid_values(self) -> dict[str, list[Any]] | None:
+    def _valid_values(self) -> dict[str, list[object]] | None:
         """The form's values when every field is valid; otherwise None, and the form says so."""
         values = self.validate()
         self.query_one("#form-status", ErrorLine).show(strings.FORM_INVALID if values is None else "")

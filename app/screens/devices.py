@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Callable
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -23,7 +23,21 @@ from app.widgets.verdicts import add_device_columns, device_cells, verdict_text,
 TEST_FILE_KEY = "__test_file__"
 
 
-def load_devices(source: Any) -> list[dict[str, Any]]:
+Devices = list[dict[str, object]]  # lsblk's devices with their verdicts (app.devices.list_devices)
+
+
+def _reasons(plan: dict[str, object]) -> list[str]:
+    reasons = plan.get("reasons")
+    return [str(r) for r in reasons] if isinstance(reasons, list) else []
+
+
+def _plan(d: dict[str, object], which: str, default: dict[str, object]) -> dict[str, object]:
+    """A device's verdict on a write (or read-only) plan, ``default`` when it has none."""
+    plan = d.get(which)
+    return plan if isinstance(plan, dict) and plan else default
+
+
+def load_devices(source: Callable[[], Devices] | Devices | None) -> Devices:
     """Runs in a thread: lsblk, /sys and short probes."""
     if callable(source):
         return source()
@@ -44,7 +58,7 @@ class DevicesScreen(Screen[None]):
 
     def __init__(self) -> None:
         super().__init__()
-        self.devices: dict[str, dict[str, Any]] = {}
+        self.devices: dict[str, dict[str, object]] = {}
         self.no_devices = False  # lsblk listed none
         self.fleet_view = False  # the fleet hosts are shown instead of this machine's devices (f)
 
@@ -104,7 +118,7 @@ class DevicesScreen(Screen[None]):
         elif event.state == WorkerState.ERROR:
             self.query_one("#devices-status", Static).update(strings.DEVICES_FAILED.format(error=event.worker.error))
 
-    def _fill(self, devs: list[dict[str, Any]]) -> None:
+    def _fill(self, devs: list[dict[str, object]]) -> None:
         table = self.query_one("#devices", DataTable)
         keep = table.cursor_row
         table.clear()
@@ -118,7 +132,7 @@ class DevicesScreen(Screen[None]):
         }
         for depth, d in walk(devs):
             key = d.get("path") or d.get("name")
-            if not key or key in self.devices:
+            if not isinstance(key, str) or not key or key in self.devices:
                 continue
             self.devices[key] = d
             table.add_row(*device_cells(depth, d, key, fs=True), key=key)
@@ -141,7 +155,7 @@ class DevicesScreen(Screen[None]):
     def _scanning(self) -> bool:
         return any(w.group == "devices" and w.is_running for w in self.workers)
 
-    def _current(self) -> tuple[str, dict[str, Any]] | None:
+    def _current(self) -> tuple[str, dict[str, object]] | None:
         table = self.query_one("#devices", DataTable)
         if not table.row_count:
             return None
@@ -161,17 +175,17 @@ class DevicesScreen(Screen[None]):
             text.append(strings.FLEET_TEST_FILE_REASON.format(
                 n=len(fleet.hosts), path=fleet.common_target or strings.FLEET_NO_TARGET_YET))
         elif key == TEST_FILE_KEY:
-            text.append(d["reasons"][0])
+            text.append(_reasons(d)[0])
         else:
-            model = " ".join(x for x in (d.get("vendor"), d.get("model"), d.get("transport")) if x)
+            model = " ".join(str(x) for x in (d.get("vendor"), d.get("model"), d.get("transport")) if x)
             if model:
                 text.append(model + "\n", style="bold")
-            write = d.get("write") or {"verdict": d.get("verdict"), "reasons": d.get("reasons", [])}
-            read = d.get("read") or write
+            write = _plan(d, "write", {"verdict": d.get("verdict"), "reasons": d.get("reasons", [])})
+            read = _plan(d, "read", write)
             text.append("write: ", style="bold")
-            text.append("; ".join(write.get("reasons") or ["-"]) + "\n")
+            text.append("; ".join(_reasons(write) or ["-"]) + "\n")
             text.append("read: ", style="bold")
-            text.append(f"{read.get('verdict')}" + (" — " + "; ".join(read["reasons"]) if read.get("reasons") else ""))
+            text.append(f"{read.get('verdict')}" + (" — " + "; ".join(_reasons(read)) if read.get("reasons") else ""))
         panel.update(text)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:

@@ -9,7 +9,7 @@ answers at its agent's address, then closes the link; all of it in a thread (ssh
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Callable
 
 from rich.text import Text
 from textual import on
@@ -38,7 +38,7 @@ class HostProbe:
     host: str
     address: str = ""  # where fio reaches the agent
     agent: bool | None = None  # something answers there (None: the host was not reached)
-    devices: list[dict[str, Any]] | None = None  # None: not listed (see ``devices_note``)
+    devices: list[dict[str, object]] | None = None  # None: not listed (see ``devices_note``)
     devices_note: str | None = None  # why the devices are not listed
     error: str | None = None
 
@@ -262,7 +262,7 @@ class FleetHosts(Vertical):
             self._fill_devices(probe.devices or [])
         devices.display = bool(devices.row_count)
 
-    def _fill_devices(self, devs: list[dict[str, Any]]) -> None:
+    def _fill_devices(self, devs: list[dict[str, object]]) -> None:
         table = self.query_one("#host-devices", DataTable)
         seen: set[str] = set()
         for depth, d in walk(devs):

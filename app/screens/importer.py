@@ -7,7 +7,6 @@ import os
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -124,7 +123,7 @@ def preview(paths: list[str]) -> Preview:
             out.errors.append(str(e))
             continue
         budget -= len(points)
-        versions = info.get("fio_versions") or ([info["version"]] if info.get("version") else [])
+        versions = info.get("fio_versions") or ([str(info["version"])] if info.get("version") else [])
         out.files.append((p, "fio JSON" if kind == "fio" else "MLC text", len(points),
                           f" ({', '.join(map(str, sorted(set(versions))))})" if versions else ""))
         out.warnings += [f"{os.path.basename(p)}: {w}" for w in info.get("warnings") or []]
@@ -185,7 +184,7 @@ class ImportScreen(Screen[None]):
         self.run_worker(lambda: do_import(paths, root), thread=True, group="import", exclusive=True,
                         exit_on_error=False)
 
-    def say(self, text: Any) -> None:
+    def say(self, text: str | Text) -> None:
         self.query_one("#import-preview", Static).update(text)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:

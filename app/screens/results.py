@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -21,6 +21,9 @@ from app.screens.messages import ShowDevices, ShowReport
 from app.summary import point_label
 from app.units import format_count
 from app.widgets import TooSmall
+
+if TYPE_CHECKING:
+    from app.report.model import RunData
 
 Column = tuple[str, Callable[[dict[str, Any]], Any], Callable[[Any], str]]
 
@@ -84,14 +87,14 @@ class FleetTable:
     outliers: int = 0
 
 
-def _fleet_label(point: dict[str, Any]) -> str:
+def _fleet_label(point: Mapping[str, object]) -> str:
     """A short name of the point: its group and direction ("SEQ1M Q8T1 read"), or its settings."""
     if point.get("group"):
         return f"{point['group']} {point.get('rw', '?')}"
     return point_label(Kind.STORAGE, point)
 
 
-def fleet_table(data: Any) -> FleetTable:
+def fleet_table(data: RunData) -> FleetTable:
     """Host × point of a fleet run (:class:`app.report.model.RunData`): each point's hosts in the fleet's order
     (a failed host-point as such), then the total (IOPS and MB/s summed; latencies are not summed)."""
     from app.report.fleet import failed_host_points, fleet_points
@@ -116,8 +119,9 @@ def fleet_table(data: Any) -> FleetTable:
         point.total = FleetRow(None, fp.total_iops, fp.total_bw / 1e6)
         points[fp.index] = point
     for index, host in sorted(failed):  # a point no host measured
-        if index not in points and 0 <= index < len(plan) and isinstance(plan[index], dict) and host in names:
-            points[index] = FleetPoint(index, _fleet_label(plan[index]))
+        planned = plan[index] if 0 <= index < len(plan) else None
+        if index not in points and isinstance(planned, dict) and host in names:
+            points[index] = FleetPoint(index, _fleet_label(planned))
         if index in points and not any(r.host == host for r in points[index].hosts) and host in names:
             points[index].hosts.append(FleetRow(host, failed=True))
             points[index].hosts.sort(key=lambda r: names.index(r.host or ""))
@@ -145,7 +149,7 @@ def host_names(hosts: list[str]) -> dict[str, str]:
     return short if len(set(short.values())) == len(short) else {h: h for h in hosts}
 
 
-FleetColumn = tuple[str, Callable[[FleetPoint], Any]]
+FleetColumn = tuple[str, Callable[[FleetPoint], float | str]]
 # what points (each with its hosts and total) sort by: the total's IOPS and MB/s, the slowest host's latency
 FLEET_COLUMNS: list[FleetColumn] = [
     ("#", lambda p: p.index),
@@ -169,12 +173,12 @@ def _one(v: float) -> str:
     return f"{v:.1f}"
 
 
-def fleet_cells(p: FleetPoint, names: dict[str, str]) -> list[list[Any]]:
+def fleet_cells(p: FleetPoint, names: dict[str, str]) -> list[list[str | Text]]:
     """The table rows of a point: one per host (the point's number and name on the first), then its total; a
     figure that is the fleet's outlier at this point in yellow."""
-    out: list[list[Any]] = []
+    out: list[list[str | Text]] = []
     for i, r in enumerate(p.hosts):
-        head = [Text(str(p.index + 1), justify="right"), p.label] if i == 0 else ["", ""]
+        head: list[str | Text] = [Text(str(p.index + 1), justify="right"), p.label] if i == 0 else ["", ""]
         host = names.get(r.host or "", r.host or "")
         if r.failed:
             out.append(head + [host, Text(strings.RESULTS_FLEET_FAILED, style="red", justify="right"),

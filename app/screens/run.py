@@ -34,7 +34,7 @@ from app.units import format_duration
 from app.widgets import TooSmall
 from app.widgets.charts import BandwidthChart, CurveChart, DelayChart, LatencyChart, ThroughputChart, TimeSeries
 
-EventSource = Callable[[], AsyncIterator[Any]]
+EventSource = Callable[[], AsyncIterator[object]]  # the session's events (app.sweep)
 
 
 def describe_error(error: BaseException | None) -> str:

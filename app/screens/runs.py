@@ -8,7 +8,6 @@ directories are read in a thread (app.runs): the screen stays responsive with hu
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from rich.text import Text
 from textual import events, on
@@ -277,7 +276,7 @@ class RunsScreen(Screen[None]):
     def action_back(self) -> None:
         self.app.pop_screen()
 
-    def on_screen_resume(self, event: Any) -> None:
+    def on_screen_resume(self, event: object) -> None:
         """Back from a run, a resume or an import: statuses and counts may have changed."""
         if self.loaded:
             self.load()

@@ -7,7 +7,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Protocol, cast
+from typing import TYPE_CHECKING, Callable, Protocol, cast
 
 from app import presets as core
 from app.fleet.hosts import DEFAULT_AGENT_SOCKET
@@ -16,12 +16,15 @@ from app.results import new_run_dir
 from app.screens import strings
 from app.sweep import Session, recorded_plan
 
+if TYPE_CHECKING:
+    from app.screens.fleet import Probe
+
 
 @dataclass
 class Options:
     """What the app is started with; tests replace the parts that touch the machine."""
 
-    devices: list[dict[str, Any]] | Callable[[], list[dict[str, Any]]] | None = None  # None: app.devices
+    devices: list[dict[str, object]] | Callable[[], list[dict[str, object]]] | None = None  # None: app.devices
     results_dir: Path = field(default_factory=lambda: Path(os.environ.get("PROFILER_TUI_RESULTS") or "results"))
     overrides: tuple[str, ...] = ()  # --set equivalents applied to every run (keys the preset knows)
     engine: str = "auto"  # memory engine for presets
@@ -33,7 +36,7 @@ class Options:
     environment: Callable[[], list[str]] | list[str] | None = None
     agent_socket: str = DEFAULT_AGENT_SOCKET  # the fleet agents' socket on ssh:// hosts (run --agent-socket)
     # tests: replaces app.screens.fleet.probe_host (a fleet host's connection test, run in a thread)
-    probe_host: Callable[[str, str], Any] | None = None
+    probe_host: Probe | None = None
 
 
 class _ProfilerApp(Protocol):
@@ -132,7 +135,7 @@ class ResumeTarget:
     preset: Preset
     target: str | None
     writes: bool
-    device: dict[str, Any] | None = None
+    device: dict[str, object] | None = None
     fleet: list[tuple[str, str]] | None = None  # a fleet run: each host and its target, as run.json names them
     agent_socket: str = DEFAULT_AGENT_SOCKET
 
@@ -164,7 +167,7 @@ def resume_target(path: Path) -> ResumeTarget | str:
         return ResumeTarget(path, preset, None, writes, fleet=[(h.name, fleet.targets[h.name]) for h in fleet.hosts],
                             agent_socket=fleet.agent_socket)
     target = meta.target if kind == Kind.STORAGE else None
-    device = None
+    device: dict[str, object] | None = None
     if target is not None:
         real = os.path.realpath(target)
         try:

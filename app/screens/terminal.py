@@ -27,9 +27,13 @@ import signal
 import threading
 import time
 from queue import Full
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 from textual.drivers.linux_driver import LinuxDriver
+
+if TYPE_CHECKING:
+    from textual.app import App
+    from textual.drivers._writer_thread import WriterThread
 
 DEADLINE_S = 3.0  # seconds from a hang-up or SIGTERM/SIGHUP/SIGINT to the forced exit
 PUT_WAIT_S = 0.5  # a full output queue is re-checked for a lost terminal this often
@@ -55,8 +59,9 @@ def point_at_dev_null(*fds: int) -> None:
 class SafeLinuxDriver(LinuxDriver):
     """Textual's Linux driver, made safe for a terminal that disappears (see the module docstring)."""
 
-    def __init__(self, app: Any, **kwargs: Any) -> None:
-        super().__init__(app, **kwargs)
+    def __init__(self, app: App[object], *, debug: bool = False, mouse: bool = True,
+                 size: tuple[int, int] | None = None) -> None:
+        super().__init__(app, debug=debug, mouse=mouse, size=size)
         self.terminal_lost = False
         self._suspended_by_app = False
         self._app_loop: asyncio.AbstractEventLoop | None = None  # the app's event loop, once started
@@ -88,7 +93,7 @@ class SafeLinuxDriver(LinuxDriver):
             self.write_end(writer)
             writer.join(timeout=DEADLINE_S)
 
-    def write_end(self, writer: Any) -> None:
+    def write_end(self, writer: WriterThread) -> None:
         """Ask the writer thread to finish (its ``stop()`` without the unbounded put)."""
         while writer.is_alive() and not self.terminal_lost:
             try:
@@ -117,11 +122,11 @@ class SafeLinuxDriver(LinuxDriver):
             return
         super().stop_application_mode()
 
-    def _sigtstp_application(self, *args: Any) -> None:
+    def _sigtstp_application(self, *args: object) -> None:
         self._suspended_by_app = True
         super()._sigtstp_application(*args)
 
-    def _sigcont_application(self, *args: Any) -> None:
+    def _sigcont_application(self, *args: object) -> None:
         # a hang-up comes with SIGCONT: starting application mode again would start a second writer
         if self._suspended_by_app and not self.terminal_lost:
             self._suspended_by_app = False

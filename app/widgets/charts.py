@@ -193,8 +193,8 @@ class TimeSeries(Chart):
     fleet_series: tuple[str, str] = ("", "")  # the main lines' labels when they are a fleet's total
     xunit = "s"
 
-    def __init__(self, **kw: Any) -> None:
-        super().__init__(**kw)
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
         self.t: deque[float] = deque(maxlen=MAX_SAMPLES)
         self.a: deque[float | None] = deque(maxlen=MAX_SAMPLES)
         self.b: deque[float | None] = deque(maxlen=MAX_SAMPLES)
@@ -211,11 +211,11 @@ class TimeSeries(Chart):
             return drawn[0][0]
         return ", ".join(f"{label} {name}" for label, name in drawn)
 
-    def figures(self, data: dict[str, Any]) -> tuple[float | None, float | None]:  # pragma: no cover - overridden
+    def figures(self, data: dict[str, object]) -> tuple[float | None, float | None]:  # pragma: no cover - overridden
         """A live sample's a and b (None: the sample has no such figure)."""
         raise NotImplementedError
 
-    def add_sample(self, t: float, data: dict[str, Any]) -> None:
+    def add_sample(self, t: float, data: dict[str, object]) -> None:
         """A sample; one with a ``host`` is that fleet host's (its line), else the run's (or the fleet total)."""
         a, b = self.figures(data)
         host = data.get("host")
@@ -303,10 +303,13 @@ def segments(t: list[float], values: list[float | None]) -> list[tuple[list[floa
     return out
 
 
-def number(data: dict[str, Any], key: str, per: float = 1.0) -> float | None:
+def number(data: dict[str, object], key: str, per: float = 1.0) -> float | None:
     """A sample's figure in units of ``per``, or None when the sample has none (a gap in the line, not a zero)."""
     value = data.get(key)
-    return None if value is None else float(value) / per
+    if value is None:
+        return None
+    assert isinstance(value, (int, float, str))  # the runners' samples carry numbers
+    return float(value) / per
 
 
 class ThroughputChart(TimeSeries):
@@ -316,7 +319,7 @@ class ThroughputChart(TimeSeries):
     fleet_series = ("total IOPS", "")
     yunit = "IOPS"
 
-    def figures(self, data: dict[str, Any]) -> tuple[float | None, float | None]:
+    def figures(self, data: dict[str, object]) -> tuple[float | None, float | None]:
         """Both kept (a: IOPS, b: MB/s); each of the two charts draws its own."""
         return number(data, "iops"), number(data, "bw_bytes", 1e6)
 
@@ -332,7 +335,7 @@ class LatencyChart(TimeSeries):
     fleet_series = ("total mean", "")  # a fleet's live figures are block-layer counters: no percentiles
     yunit = "µs"
 
-    def figures(self, data: dict[str, Any]) -> tuple[float | None, float | None]:
+    def figures(self, data: dict[str, object]) -> tuple[float | None, float | None]:
         return number(data, "lat_mean_ns", 1e3), number(data, "lat_p99_ns", 1e3)
 
 
@@ -340,8 +343,8 @@ class CurveChart(Chart):
     """One point per completed plan point: x throughput, y latency.  Storage: IOPS vs mean latency (µs);
     memory (MLC's loaded-latency curve): bandwidth MB/s vs latency ns."""
 
-    def __init__(self, kind: str = "storage", **kw: Any) -> None:
-        super().__init__(**kw)
+    def __init__(self, kind: str = "storage", *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
         self.kind = kind
         self.points: dict[int | tuple[int, str], tuple[float, float]] = {}  # a fleet run: (index, host)
         if kind == "memory":
@@ -355,7 +358,7 @@ class CurveChart(Chart):
             self.points.pop(next(iter(self.points)))
         self.dirty = True
 
-    def add_record(self, record: dict[str, Any]) -> None:
+    def add_record(self, record: dict[str, Any]) -> None:  # a results line (app.results checked it)
         m = record.get("metrics") or {}
         if self.kind == "memory":
             if m.get("bandwidth_mbps") is not None:
@@ -386,8 +389,8 @@ class DelayChart(Chart):
     xlabel = "delay"  # the engine's injection delay, in its own units: bare numbers
     yunit = "ns"
 
-    def __init__(self, **kw: Any) -> None:
-        super().__init__(**kw)
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
         self.points: dict[int, tuple[float, float]] = {}
 
     def add_point(self, index: int, delay: float, latency: float) -> None:
