@@ -9,7 +9,6 @@ answers at its agent's address, then closes the link; all of it in a thread (ssh
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
 
 from rich.text import Text
 from textual import on
@@ -24,30 +23,9 @@ from app.errors import ProfilerError, UsageError
 from app.fleet.hosts import DEFAULT_AGENT_SOCKET, MAX_HOSTS, Host, check_remote_path, parse_host
 from app.screens import strings
 from app.screens.confirm import ConfirmModal
-from app.screens.state import TargetChoice
+from app.screens.state import HostProbe, Probe, TargetChoice
 from app.widgets import ErrorLine, too_small
 from app.widgets.verdicts import add_device_columns, device_cells, walk
-
-Probe = Callable[[str, str], "HostProbe"]
-
-
-@dataclass
-class HostProbe:
-    """What testing a host's connection found.  ``error``: the host could not be reached (one sentence)."""
-
-    host: str
-    address: str = ""  # where fio reaches the agent
-    agent: bool | None = None  # something answers there (None: the host was not reached)
-    devices: list[dict[str, object]] | None = None  # None: not listed (see ``devices_note``)
-    devices_note: str | None = None  # why the devices are not listed
-    error: str | None = None
-
-    @property
-    def state(self) -> str:
-        """ok | agent-down | unreachable"""
-        if self.error is not None:
-            return "unreachable"
-        return "ok" if self.agent else "agent-down"
 
 
 def probe_host(text: str, agent_socket: str) -> HostProbe:

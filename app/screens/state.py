@@ -7,7 +7,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Protocol, cast
+from typing import Callable, Protocol, cast
 
 from app import presets as core
 from app.fleet.hosts import DEFAULT_AGENT_SOCKET
@@ -16,8 +16,27 @@ from app.results import new_run_dir
 from app.screens import strings
 from app.sweep import Session, recorded_plan
 
-if TYPE_CHECKING:
-    from app.screens.fleet import Probe
+# a fleet host's connection test (app.screens.fleet.probe_host; tests replace it)
+Probe = Callable[[str, str], "HostProbe"]
+
+
+@dataclass
+class HostProbe:
+    """What testing a host's connection found.  ``error``: the host could not be reached (one sentence)."""
+
+    host: str
+    address: str = ""  # where fio reaches the agent
+    agent: bool | None = None  # something answers there (None: the host was not reached)
+    devices: list[dict[str, object]] | None = None  # None: not listed (see ``devices_note``)
+    devices_note: str | None = None  # why the devices are not listed
+    error: str | None = None
+
+    @property
+    def state(self) -> str:
+        """ok | agent-down | unreachable"""
+        if self.error is not None:
+            return "unreachable"
+        return "ok" if self.agent else "agent-down"
 
 
 @dataclass
