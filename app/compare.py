@@ -420,8 +420,9 @@ def _knee_section(a: RunData, b: RunData) -> list[str]:
              "fragile; when both call it stable, the loads at the two knees are compared between the runs.", ""]
     for k in common:
         ka, kb = support.knee_support(a.path, ca[k]), support.knee_support(b.path, cb[k])
-        knees = sorted({ca[k].points[i].inflight for i in (ka.knee, kb.knee) if i is not None})
-        moved = _moved_points(a, b, ca[k], cb[k], knees) if ka.knee != kb.knee else []
+        # each knee indexes its own run's curve: the two runs may have measured different loads
+        knees = sorted({curve.points[i].inflight for curve, i in ((ca[k], ka.knee), (cb[k], kb.knee)) if i is not None})
+        moved = _moved_points(a, b, ca[k], cb[k], knees) if len(knees) > 1 else []
         lines.append(f"- {_knee_sentence(ca[k].label, ka, kb, moved)}")
     return lines + [""]
 

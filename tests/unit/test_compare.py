@@ -197,3 +197,13 @@ def test_compare_shows_each_sides_validity_flags_and_explains_them(tmp_path: Pat
     assert header[-2:] == ["Flags A", "Flags B"]
     assert rows[1][-2:] == ["—", "—"] and rows[2][-2:] == ["—", "cpu-bound"]
     assert "**cpu-bound**: fio used ≥ 90 % of a CPU per job" in md and "bogus" not in md
+
+
+def test_runs_that_measured_different_loads_name_each_runs_own_knee(tmp_path: Path) -> None:
+    """Each knee is a load of its own run's curve: with other queue depths in B (1 … 8192 against 1 … 1024),
+    B's knee is read from B's points, not by its position in A's (that raised IndexError)."""
+    a = _make(tmp_path / "a", rws=["randread"], bss=[4096], qds=[1, 16, 64, 256, 1024])
+    b = _make(tmp_path / "b", rws=["randread"], bss=[4096], qds=[1 << i for i in range(14)])
+    md = compare_runs(a, b)
+    knees = [line for line in md.splitlines() if line.startswith("- randread 4K:")]
+    assert len(knees) == 1 and re.search(r"QD\d+ \(A\) to QD\d+ \(B\)", knees[0]), knees
