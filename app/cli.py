@@ -373,7 +373,8 @@ def _execute(session: Session, json_stream: bool = False) -> int:
 @click.option("--set", "sets", multiple=True, metavar="KEY=V[,V...]",
               help="Override a scalar or replace a matrix axis, e.g. --set bs=4k,64k --set runtime=3.")
 @click.option("--yes", is_flag=True, help="Confirm the target (needed for block devices).")
-@click.option("--allow-destructive", is_flag=True, help="Confirm destroying a filesystem or partition table on the device.")
+@click.option("--allow-destructive", is_flag=True,
+              help="Confirm destroying a filesystem or partition table on the device.")
 @click.option("--engine", type=ENGINE_CHOICE, default="auto", show_default=True, help="Memory engine.")
 @click.option("--adaptive", is_flag=True,
               help="Skip the rest of a QD or numjobs axis once it saturates (same as --set adaptive=yes).")

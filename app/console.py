@@ -301,7 +301,8 @@ def _markdown_table(console: Console, read: ReadTable) -> list[RenderableType]:
         return max((cell_len(t) for t in texts), default=0)
 
     # the first column (when it is not too wide) and the figures are never wrapped; other text may be
-    whole = {i for i in range(len(headers)) if i in right or (i == 0 and widest(r[0] for r in rows) <= console.width // 2)}
+    whole = {i for i in range(len(headers))
+             if i in right or (i == 0 and widest(r[0] for r in rows) <= console.width // 2)}
     least = [max(widest(headers[i].split()),
                  widest(r[i] for r in rows) if i in whole else widest(w for r in rows for w in r[i].split()))
              for i in range(len(headers))]

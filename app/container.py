@@ -124,7 +124,8 @@ def missing_device_hint(path: str, root: str = "/", engine: str | None = None) -
     if engine is None or not path.startswith("/dev/"):
         return None
     name = os.path.basename(path)
-    if os.path.isdir(os.path.join(root, "sys/class/block", name)) or os.path.isdir(os.path.join(root, "sys/block", name)):
+    if (os.path.isdir(os.path.join(root, "sys/class/block", name))
+            or os.path.isdir(os.path.join(root, "sys/block", name))):
         return f"the kernel has {name}, but this {engine} container has no {path}: run it with {RUN_FLAGS}"
     return None
 

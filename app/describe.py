@@ -24,7 +24,8 @@ def procedure_lines(preset: Preset, points: list[Point]) -> list[str]:
         if proc.precondition == "sequential":
             size = region_size(points)
             lines.append(f"precondition: sequential — 128 KiB sequential writes over {format_size(size)}, "
-                         f"{SEQUENTIAL_PRECONDITION_PASSES} passes ({format_size(size * SEQUENTIAL_PRECONDITION_PASSES)};"
+                         f"{SEQUENTIAL_PRECONDITION_PASSES} passes "
+                         f"({format_size(size * SEQUENTIAL_PRECONDITION_PASSES)};"
                          f" ~{est} at 500 MB/s)")
         else:
             lines.append(f"precondition: workload — the first write point until fio sees steady state, at most {est}")

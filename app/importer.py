@@ -142,7 +142,8 @@ def _opt_int(value: object, key: str, lo: int, hi: int) -> int:
     return int(s)
 
 
-def fio_point(doc: dict[str, object], jobs: list[dict[str, object]], where: str = "jobs[0]") -> tuple[dict[str, object], list[str]]:
+def fio_point(doc: dict[str, object], jobs: list[dict[str, object]],
+              where: str = "jobs[0]") -> tuple[dict[str, object], list[str]]:
     """The plan point (as results.jsonl records it) of a group of jobs, and notes on what had to be
     assumed.
 
@@ -588,8 +589,8 @@ def import_files(files: list[str], out: str | os.PathLike[str]) -> tuple[Path, l
     targets: set[str] = set()
     for n, (f, ftype, points, info) in enumerate(parsed):
         raw_name = f"import-{n:02d}-{re.sub(r'[^A-Za-z0-9_.+-]', '_', os.path.basename(f))}"
-        src: Source = {"file": os.path.basename(f), "path": os.path.abspath(f), "format": ftype, "raw": f"raw/{raw_name}",
-               "points": len(points)}
+        src: Source = {"file": os.path.basename(f), "path": os.path.abspath(f), "format": ftype,
+                       "raw": f"raw/{raw_name}", "points": len(points)}
         if ftype == "fio":
             src["documents"], src["runs"] = info["documents"], info["runs"]
             if info["fio_versions"]:
@@ -620,7 +621,8 @@ def import_files(files: list[str], out: str | os.PathLike[str]) -> tuple[Path, l
         "schema_version": SCHEMA_VERSION,
         "tool": "profiler-tui",
         "preset": {"name": "import", "kind": kind,
-                   "description": f"Imported from {len(files)} file(s): " + ", ".join(os.path.basename(f) for f in files)},
+                   "description": f"Imported from {len(files)} file(s): "
+                                  + ", ".join(os.path.basename(f) for f in files)},
         "kind": kind,
         "plan": plan,
         "points_total": len(plan),

@@ -325,7 +325,8 @@ def check_dir_path(path: Path, risk: str | None = RUN_RISK) -> list[Path]:
             st = os.stat(p)
         except FileNotFoundError:
             if os.path.islink(p):
-                raise UsageError(f"{path}: {p} is a dangling symbolic link; choose a directory for the results.") from None
+                raise UsageError(f"{path}: {p} is a dangling symbolic link; "
+                                 "choose a directory for the results.") from None
             missing.append(p)
             if p.parent == p:
                 break

@@ -310,12 +310,14 @@ def from_json(obj: object, source: str | Path) -> RunMeta:
     preset, procedure, env = f.fields("preset"), f.fields("procedure"), f.fields("environment")
     return RunMeta(
         doc=obj, source=where, schema_version=f.whole("schema_version"), tool=f.text("tool"),
-        status=f.text("status"), kind=f.text("kind"), preset=PresetRef.read(preset) if preset is not None and preset.obj else None,
+        status=f.text("status"), kind=f.text("kind"),
+        preset=PresetRef.read(preset) if preset is not None and preset.obj else None,
         plan=tuple(f.items("plan")), points_total=f.whole("points_total"), points_done=f.whole("points_done"),
         estimated_seconds=f.number("estimated_seconds"), target=f.text("target"),
         target_created_by_tool=f.flag("target_created_by_tool"), target_info=f.mapping("target_info"),
         engine=f.text("engine"), procedure=RecordedProcedure.read(procedure) if procedure is not None else None,
-        environment=Environment.read(env) if env is not None else None, tools=f.mapping("tools"), started=f.text("started"),
+        environment=Environment.read(env) if env is not None else None, tools=f.mapping("tools"),
+        started=f.text("started"),
         ended=f.text("ended"), resumed_at=f.text("resumed_at"), imported_at=f.text("imported_at"),
         error=f.text("error"), failures=tuple(Failure.read(e) for e in f.objects("failures")),
         skipped=tuple(Skip.read(e) for e in f.objects("skipped")), warnings=f.texts("warnings"),

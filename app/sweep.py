@@ -1054,5 +1054,5 @@ def _open_session(results: ResultsDir, lock: DirLock | None, *, engine: str | No
                          "a memory run has no target.")
     check_free_space(results.path, target, plan, len(plan), writes)
     runner = get_runner(kind, chosen_engine)
-    return Session(results=results, kind=kind, plan=plan, targets=LocalTarget(target, ours=ours), runner=runner, yes=yes,
-                   allow_destructive=allow_destructive, engine=chosen_engine, lock=lock, procedure=procedure)
+    return Session(results=results, kind=kind, plan=plan, targets=LocalTarget(target, ours=ours), runner=runner,
+                   yes=yes, allow_destructive=allow_destructive, engine=chosen_engine, lock=lock, procedure=procedure)

@@ -32,7 +32,8 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], right:
     widths = [max(3, max(len(r[i]) for r in cells)) for i in range(len(headers))]
 
     def line(r: list[str]) -> str:
-        return "| " + " | ".join(c.rjust(w) if i in align else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))) + " |"
+        return "| " + " | ".join(c.rjust(w) if i in align else c.ljust(w)
+                                 for i, (c, w) in enumerate(zip(r, widths))) + " |"
 
     sep = "|" + "|".join(("-" * (w + 1) + ":") if i in align else ("-" * (w + 2)) for i, w in enumerate(widths)) + "|"
     return "\n".join([line(cells[0]), sep] + [line(r) for r in cells[1:]])

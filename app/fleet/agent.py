@@ -184,7 +184,8 @@ def open_socket_dir(path: str) -> int:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError as e:
-        raise _refuse(path, "it is a symlink or not a directory" if e.errno in (errno.ELOOP, errno.ENOTDIR) else str(e.strerror)) from None
+        raise _refuse(path, "it is a symlink or not a directory" if e.errno in (errno.ELOOP, errno.ENOTDIR)
+                      else str(e.strerror)) from None
     st = os.fstat(fd)
     problem = (f"owned by uid {st.st_uid}" if st.st_uid != os.geteuid() else
                f"mode {stat.S_IMODE(st.st_mode):04o} lets group or others in" if st.st_mode & 0o077 else "")

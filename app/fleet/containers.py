@@ -3,7 +3,8 @@
 The container (``docker run --rm --privileged --network none -v /dev:/dev -v /run/profiler-tui:/run/profiler-tui
 IMAGE agent --socket /run/profiler-tui/agent.sock``, see docs/fleet.md) has no network at all: the agent listens
 on its Unix socket in the bind-mounted directory, which must exist on the host, owned by root with mode 0700
-(``install -d -m 0700 /run/profiler-tui``; the agent refuses another owner or mode).  It is created and started through the Docker Engine API of the host with the ``docker`` SDK; a
+(``install -d -m 0700 /run/profiler-tui``; the agent refuses another owner or mode).  It is created and started
+through the Docker Engine API of the host with the ``docker`` SDK; a
 ``podman system service`` answers that API as well.  Nothing is pulled: the image must be on the host already.
 
 * An ``ssh://[user@]host[:port]`` host's engine is reached through an OpenSSH forward of its socket
@@ -279,8 +280,8 @@ def _remove_by_name(engine: _Engine, name: str) -> None:
 def start_agent(url: str, image: str, socket: str = DEFAULT_AGENT_SOCKET, name: str | None = None, *,
                 host: str | None = None, timeout: float = START_TIMEOUT_S) -> AgentContainer:
     """Start ``IMAGE agent --socket SOCKET`` (privileged, no network, /dev and the socket's directory bound)
-    through the engine at ``url`` and wait until the agent runs.  AgentContainerError (one sentence naming ``host``, else the URL, and the
-    engine) when it cannot; nothing is left running then, also when interrupted."""
+    through the engine at ``url`` and wait until the agent runs.  AgentContainerError (one sentence naming
+    ``host``, else the URL, and the engine) when it cannot; nothing is left running then, also when interrupted."""
     who = host or url
     name = name or container_name()
     engine = _Engine(url)

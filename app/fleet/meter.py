@@ -4,8 +4,9 @@ fio's client mode returns each host's JSON only when the jobs end, so the live c
 kernel's block-layer counters of each host's target device (``/sys/dev/block/MAJ:MIN/stat``: I/Os, sectors and
 milliseconds spent, per direction) once a second: IOPS, bandwidth and mean latency (time spent / I/Os) per
 host, and their fleet total.  They are live estimates; the results are fio's own figures.  An agent on this
-machine (unix://, loopback tcp://) is read here; an ssh host through its SSH connection (``cat`` in a loop, read-only); another tcp host has no
-live figures.  For a file target the counters are those of the file system's device (other I/O on it counts).
+machine (unix://, loopback tcp://) is read here; an ssh host through its SSH connection (``cat`` in a loop,
+read-only); another tcp host has no live figures.  For a file target the counters are those of the file
+system's device (other I/O on it counts).
 """
 
 from __future__ import annotations
@@ -145,7 +146,8 @@ class FleetMeter:
             weight = sum(w for _, w in lats)
             out.append({"t": round(t, 3), "interval_s": max(dt for dt, _ in measured), "host": None,
                         "hosts": len(out),
-                        "iops": sum(r["iops"] for _, r in measured), "bw_bytes": sum(r["bw_bytes"] for _, r in measured),
+                        "iops": sum(r["iops"] for _, r in measured),
+                        "bw_bytes": sum(r["bw_bytes"] for _, r in measured),
                         "lat_mean_ns": sum(v * w for v, w in lats) / weight if weight else None, "lat_p99_ns": None})
         return out
 

@@ -157,7 +157,8 @@ class StorageRow(_Row):
     def rest(self) -> tuple[tuple[str, JSONValue], ...]:
         """Everything else that defines the workload (ioengine, direct, ...)."""
         skip = set(WORKLOAD_KEYS) | set(SETTING_KEYS)
-        return tuple(sorted(((k, v) for k, v in self.point.items() if k not in skip and not isinstance(v, (dict, list))),
+        return tuple(sorted(((k, v) for k, v in self.point.items()
+                             if k not in skip and not isinstance(v, (dict, list))),
                             key=lambda kv: kv[0]))
 
     # -- measurements ------------------------------------------------------------------------
@@ -256,8 +257,8 @@ class MemoryRow(_Row):
     @property
     def series(self) -> tuple[str, int, int, str, str, str]:
         """One MLC table: traffic, stride, buffer, engine, source, chase (the delays are its rows)."""
-        return (self.traffic or "R", self.stride or 0, self.buffer or 0, self.engine, str(self.point.get("source") or ""),
-                str(self.point.get("tlb_locality") or ""))
+        return (self.traffic or "R", self.stride or 0, self.buffer or 0, self.engine,
+                str(self.point.get("source") or ""), str(self.point.get("tlb_locality") or ""))
 
 
 @dataclass

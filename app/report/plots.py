@@ -161,7 +161,8 @@ def _colour_scale(plt: ModuleType, fig: MplFigure, values: Sequence[int], label:
     width = fig.get_figwidth()
     cax = fig.add_axes((1 - 0.85 / width, 0.5 / height, 0.12 / width, 1 - 0.8 / height))
     bar = fig.colorbar(ScalarMappable(norm=norm, cmap=cmap), cax=cax)
-    ticks = _thin(sorted(set(values)), cax.get_position().height * height, vertical=True, labels=[fmt(v) for v in values])
+    ticks = _thin(sorted(set(values)), cax.get_position().height * height, vertical=True,
+                  labels=[fmt(v) for v in values])
     bar.set_ticks(ticks, labels=[fmt(v) for v in ticks])
     bar.ax.minorticks_off()
     bar.set_label(label)
@@ -359,12 +360,15 @@ def storage_vs_axis(points: Sequence[Row], plots_dir: Path, axis: str, jobs_spli
             ", coloured along the scale on the right" if scale else "")
         tail = note if i == len(pages) - 1 else ""
         if axis == "bs":
-            figures.append(Figure(f"plots/{_page_name(name, i)}", _page_title("Throughput and latency vs block size", i, len(pages)),
-                                  "Top: bandwidth (MB/s, 10^6 B/s, from 0); bottom: mean total latency (µs, log scale); "
+            figures.append(Figure(f"plots/{_page_name(name, i)}",
+                                  _page_title("Throughput and latency vs block size", i, len(pages)),
+                                  "Top: bandwidth (MB/s, 10^6 B/s, from 0); "
+                                  "bottom: mean total latency (µs, log scale); "
                                   f"one panel per access pattern, {legend_text}; the panels share their y axes."
                                   + tail, Kind.STORAGE))
         else:
-            figures.append(Figure(f"plots/{_page_name(name, i)}", _page_title("Throughput and latency vs queue depth", i, len(pages)),
+            figures.append(Figure(f"plots/{_page_name(name, i)}",
+                                  _page_title("Throughput and latency vs queue depth", i, len(pages)),
                                   "Top: IOPS (thousands, from 0); bottom: mean total latency (µs, log scale) against "
                                   "the I/Os kept outstanding (queue depth × jobs); one panel per access pattern, "
                                   f"{legend_text}; the panels share their y axes." + tail, Kind.STORAGE))
@@ -675,7 +679,8 @@ def _heatmap_panels(points: Sequence[Row], rows_of: Callable[[Row], int],
         rows = sorted(set(cells["r"]))
         cols = sorted(set(cells["c"]))
         if len(rows) >= 2 and len(cols) >= 2:
-            out.append((key, rows, cols, {(r, c): points[int(i)] for i, r, c in zip(cells.index, cells["r"], cells["c"])}))
+            out.append((key, rows, cols,
+                        {(r, c): points[int(i)] for i, r, c in zip(cells.index, cells["r"], cells["c"])}))
     return out
 
 
@@ -688,7 +693,8 @@ def _dense(cells: pd.DataFrame) -> pd.DataFrame:
     row with one value compares nothing (e.g. CrystalDiskMark-style presets, where each access
     pattern has its own block size)."""
     while True:
-        keep = cells[(cells.groupby("r")["c"].transform("size") >= 2) & (cells.groupby("c")["r"].transform("size") >= 2)]
+        keep = cells[(cells.groupby("r")["c"].transform("size") >= 2)
+                     & (cells.groupby("c")["r"].transform("size") >= 2)]
         if len(keep) == len(cells):
             return keep
         cells = keep
@@ -1018,7 +1024,8 @@ def draw_all(storage: Sequence[StorageRow], curves: Sequence[Curve], mem_curves:
     _plt()  # import (and configure) matplotlib once, before any fork
     workers = min(len(jobs), os.cpu_count() or 1)
     try:
-        if parallel and PARALLEL and workers > 1 and threading.active_count() == 1 and "fork" in mp.get_all_start_methods():
+        if (parallel and PARALLEL and workers > 1 and threading.active_count() == 1
+                and "fork" in mp.get_all_start_methods()):
             # the slowest figures first, so that no worker starts one when the others are about done
             order = sorted(range(len(jobs)), key=lambda i: -_WEIGHT[jobs[i][0]])
             with mp.get_context("fork").Pool(workers) as pool:

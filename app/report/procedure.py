@@ -156,7 +156,8 @@ def skipped_section(meta: RunMeta) -> list[str]:
     if not entries:
         return []
     out = ["### Skipped points", ""]
-    out.append(f"{len(entries)} planned point{'s were' if len(entries) != 1 else ' was'} not measured because the run's "
+    out.append(f"{len(entries)} planned point{'s were' if len(entries) != 1 else ' was'} not measured "
+               "because the run's "
                "procedure made them pointless (not failures): an adaptive queue-depth or numjobs axis stops once IOPS "
                "grew less than 3% while mean latency grew at least 1.5x on two consecutive steps; a run in rounds "
                "stops once its tracked point is steady.")
@@ -244,8 +245,8 @@ def rounds_section(data: RunData, rounds: Sequence[StorageRow]) -> list[str]:
     last_round = max(r.round or 0 for r in rounds)
     out.append(f"The plan ran in rounds ({last_round} measured); after each round the IOPS of the tracked point "
                f"({tracked or 'the first point of a round'}) was tested by SNIA's rule over a window of {SNIA_WINDOW} "
-               f"rounds: max − min within {SNIA_RANGE:.0%} of the window's mean, and the excursion of the least-squares "
-               f"line over the window within {SNIA_EXCURSION:.0%} of the mean.")
+               f"rounds: max − min within {SNIA_RANGE:.0%} of the window's mean, and the excursion of the "
+               f"least-squares line over the window within {SNIA_EXCURSION:.0%} of the mean.")
     out.append("")
     if check is None:
         out += [f"Fewer than {SNIA_WINDOW} consecutive rounds were measured: steady state cannot be judged.", ""]

@@ -76,10 +76,12 @@ def _summary(qcs: Sequence[qm.QueueCurve], run_dir: Path | None) -> list[str]:
                      ("" if q.s_exact else "≈ ") + us(q.s), f"{_iops(q.x_max)} ({_load(q, q.top)})",
                      f"{q.n_star:.2f}", "—" if grew is None else f"{grew[2] * 100:+.1f} % ({_load(q, grew[0].row)}→"
                      f"{_load(q, grew[1].row)}{_growth_support(run_dir, grew[0], grew[1], short=True)})",
-                     "—" if worst is None else f"{_load(q, worst.row)}: {_ratio(worst.x_ratio)}, {_ratio(worst.r_ratio)}",
+                     "—" if worst is None else f"{_load(q, worst.row)}: {_ratio(worst.x_ratio)}, "
+                     f"{_ratio(worst.r_ratio)}",
                      f"{last.r / q.s:.2f}"])
     return [f"{len(qcs)} curves: one row each (S ≈: no QD1 point, R at the lightest load stands in; growth past N*: "
-            "IOPS from the first load above N* to X_max's load, against their per-second spread; farthest: the load farthest below its throughput "
+            "IOPS from the first load above N* to X_max's load, against their per-second spread; farthest: the load "
+            "farthest below its throughput "
             f"bound, X / bound and R / bound). The first {MAX_DETAILED}, drawn in the figure, have their per-load "
             "table below; every point's figures are in the storage results table and results.csv.", "",
             markdown_table(["Curve", "Loads", "S (µs)", "X_max (IOPS)", "N*", "Growth past N*", "Farthest",
@@ -140,7 +142,8 @@ def curve_text(q: qm.QueueCurve, run_dir: Path | None = None) -> list[str]:
                   "one)")
     text = [f"**{md_text(c.label)}** ({lo}–{hi}, {len(q.points)} loads): {s_text}.",
             f"X_max = {_iops(q.x_max)} IOPS, the most measured ({_load(q, q.top)}), is a lower bound of the capacity"
-            + ("; it was measured at the heaviest load, so a deeper queue may give more." if q.top_is_heaviest else "."),
+            + ("; it was measured at the heaviest load, so a deeper queue may give more." if q.top_is_heaviest
+               else "."),
             f"The bounds cross at N* = S · X_max = {q.n_star:.2f} I/Os in flight."]
     grew = q.growth_past_n_star()
     if grew is not None:

@@ -93,7 +93,8 @@ def _environment(data: RunData) -> list[str]:
                      f"{cpu.get('sockets', '?')} / {cpu.get('cores', '?')} / {cpu.get('threads', '?')}"])
         caches = env.caches if env else ()
         if caches:
-            rows.append(["Caches (CPU 0)", ", ".join(f"{c.get('name')} {cache_size(c.get('size', '?'))}" for c in caches)])
+            rows.append(["Caches (CPU 0)",
+                         ", ".join(f"{c.get('name')} {cache_size(c.get('size', '?'))}" for c in caches)])
         if cpu.get("arch"):
             rows.append(["Architecture", str(cpu["arch"])])
     if mem:
@@ -238,7 +239,8 @@ def _storage_table(points: Sequence[StorageRow], heading: str = "## Storage resu
     rows = []
     flagged = any(p.flags for p in points)
     for p in points:
-        rows.append([test_type(p) + (" — *not steady*" if rp.not_steady(p) else ""), format_size(p.bs).replace("K", " KiB").replace("M", " MiB").replace("G", " GiB")
+        rows.append([test_type(p) + (" — *not steady*" if rp.not_steady(p) else ""),
+                     format_size(p.bs).replace("K", " KiB").replace("M", " MiB").replace("G", " GiB")
                      if p.bs % 1024 == 0 else f"{p.bs} B",
                      format_count(p.iops), f"{p.bw / MB:.1f} ({p.bw / MIB:.1f})", us(p.lat("min"), 1),
                      us(p.lat("max"), 1), us(p.lat_mean), _p99_text(p), pct(p.usr), pct(p.sys), p.iodepth,
@@ -326,7 +328,8 @@ def _memory_tables(points: Sequence[MemoryRow], env: Mapping[str, object] | None
         out.append("")
         rows = []
         for p in sorted(series[key], key=lambda p: p.delay or 0):
-            rows.append([f"{p.delay:05d}" if p.delay is not None else "-", f"{p.latency:.2f}" if p.latency is not None else "-",
+            rows.append([f"{p.delay:05d}" if p.delay is not None else "-",
+                         f"{p.latency:.2f}" if p.latency is not None else "-",
                          f"{p.bandwidth:.1f}" if p.bandwidth is not None else "-"])
         out.append(markdown_table(["Inject", "Latency (ns)", "Bandwidth (MB/sec)"], rows, right=()))
         out.append("")
@@ -339,7 +342,8 @@ def _memory_tables(points: Sequence[MemoryRow], env: Mapping[str, object] | None
 
 def _chase_line(points: Sequence[MemoryRow]) -> list[str]:
     """One line under a memory table naming the chase its latency comes from (results lines' "chase",
-    written by the memory runner; older results have none: "not recorded", or for MLC "chase as chosen by Intel MLC")."""
+    written by the memory runner; older results have none: "not recorded", or for MLC "chase as chosen by
+    Intel MLC")."""
     texts: list[str] = []
     for p in points:
         chase = p.line.parts.chase
@@ -389,8 +393,8 @@ def _littles_law(points: Sequence[StorageRow], table: bool = True,
         ratios.append((ll.ratio, p))
         rows.append([workload(p), ll.n, format_count(p.iops), us(p.lat_mean), f"{ll.l:.2f}", f"{ll.ratio:.3f}"])
     if table:
-        out.append(markdown_table(["Workload", "N = QD × jobs", "IOPS", "Mean latency (µs)", "L = IOPS × latency", "L / N"],
-                            rows))
+        out.append(markdown_table(["Workload", "N = QD × jobs", "IOPS", "Mean latency (µs)", "L = IOPS × latency",
+                                   "L / N"], rows))
     else:
         out.append(f"The table of all {len(points)} points is in the appendix (Little's law, every point).")
     out.append("")
@@ -580,8 +584,8 @@ def _memory_analysis(curves: Sequence[an.MemCurve], cpus: int | None = None) -> 
                "latency rises above the latencies of the loads lighter than the bend by more than their own spread "
                f"(one figure per delay, no repeats: that spread is the curve's noise) and by more than "
                f"{mem.MATERIAL:.0%} (a chase's latency drifts that much on its own). Little's law for memory: cache "
-               "lines in flight = (bandwidth / 64 B) × latency, an estimate of the memory-level parallelism the traffic "
-               "needs (it assumes the load threads see the chasing thread's latency).")
+               "lines in flight = (bandwidth / 64 B) × latency, an estimate of the memory-level parallelism the "
+               "traffic needs (it assumes the load threads see the chasing thread's latency).")
     out.append("")
     rows = []
     notes = []
@@ -717,7 +721,8 @@ def _storage_summary(points: Sequence[StorageRow], curves: Sequence[an.Curve], b
         key, pts, label = w.key, w.points, w.label
         top = max(pts, key=lambda p: p.iops)
         kv = knees.get(key)
-        knee_text = "—" if kv is None else f"{load(kv[0])}: {format_count(kv[0].iops)} IOPS, {us(kv[0].lat_mean)} µs ({kv[1]})"
+        knee_text = ("—" if kv is None
+                     else f"{load(kv[0])}: {format_count(kv[0].iops)} IOPS, {us(kv[0].lat_mean)} µs ({kv[1]})")
         if b.best is None:
             op = "none" if b.lowest is None else f"none (lowest p99 {_binds(b.lowest)} µs)"
         else:

@@ -160,7 +160,8 @@ def bootstrap(run_dir: Path, points: Sequence[StorageRow], labels: Sequence[str]
     if short:
         if len(short) == len(points) and not any(seconds):
             return None, "no per-second samples"
-        return None, f"{', '.join(short[:3])}{' …' if len(short) > 3 else ''} kept fewer than {MIN_SAMPLES} whole seconds"
+        return None, (f"{', '.join(short[:3])}{' …' if len(short) > 3 else ''} "
+                      f"kept fewer than {MIN_SAMPLES} whole seconds")
     # RandomState's stream is frozen by NumPy's compatibility policy: the same draws on every version
     rng = np.random.RandomState(SEED)
     means = []

@@ -27,7 +27,8 @@ from app.records import MemoryMetrics, Parts, StorageMetrics
 @dataclass
 class Sample:
     index: int  # plan index of the point being measured
-    data: dict[str, Any]  # storage: t, iops, bw_bytes, lat_mean_ns, lat_p99_ns; memory: delay, latency_ns, bandwidth_mbps
+    # storage: t, iops, bw_bytes, lat_mean_ns, lat_p99_ns; memory: delay, latency_ns, bandwidth_mbps
+    data: dict[str, Any]
 
 
 PHASES = ("layout", "ramp", "measuring", "steady")

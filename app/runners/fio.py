@@ -365,7 +365,8 @@ class FioRunner(Runner):
         parts = Parts(wall_s=wall_s, job=job, fio_version=_version(run.last), steady=steady, operating_point=op,
                       write_cliff=dict(cliff) if cliff is not None else None,
                       keys=("wall_s", "job", "fio_version") + (("steady",) if steady is not None else ())
-                      + (("operating_point",) if op is not None else ()) + (("write_cliff",) if cliff is not None else ()))
+                      + (("operating_point",) if op is not None else ())
+                      + (("write_cliff",) if cliff is not None else ()))
         error = None
         if m.get("errors") or run.returncode:
             error = _fio_message(run.stderr, run.noise) or f"fio job error {m.get('errors')}"

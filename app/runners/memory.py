@@ -29,8 +29,8 @@ for ``-R``, so a loaded point counts at least 2 buffers per thread.  Only what H
 is added, and at most 75 % of MemAvailable.  The kernel may grant fewer pages than asked (memory
 too fragmented): the value is read back and what was granted is what is recorded.  The record
 (``previous``, ``requested``, ``granted``, ``restored``…) goes into every results line of the batch
-(``huge_pages``) and into run.json (``huge_pages``, one entry per batch, through ``Context.note``).  The previous value is
-written back only if nr_hugepages still holds what this batch set (another process that changed
+(``huge_pages``) and into run.json (``huge_pages``, one entry per batch, through ``Context.note``).
+The previous value is written back only if nr_hugepages still holds what this batch set (another process that changed
 it meanwhile wins).  Without permission, ``auto`` keeps the built-in engine when no huge pages are
 reserved, and ``--engine mlc`` runs MLC as asked (it may fail).
 
@@ -760,7 +760,8 @@ class MemoryRunner(Runner):
         # load_bandwidth_mbps: the built-in engine's own split of the figure MLC-style counts as one
         load = load_mbps(parser, row)
         metrics = MemoryMetrics(row.latency_ns, row.bandwidth_mbps, load,
-                                keys=("latency_ns", "bandwidth_mbps") + (("load_bandwidth_mbps",) if load is not None else ()))
+                                keys=("latency_ns", "bandwidth_mbps")
+                                + (("load_bandwidth_mbps",) if load is not None else ()))
         return Result(index, metrics, {".txt": output}, self._extra(point, cmd, parser, wall))
 
     def _job(self, point: MemoryPoint) -> str:
@@ -796,7 +797,8 @@ class MemoryRunner(Runner):
         return Parts(engine=self.engine, command=shlex.join(cmd), job=self._job(point), wall_s=round(wall, 3),
                      engine_version=str(version) if version else None, buffer_bytes=params.get("buffer_bytes"),
                      write_buffer_bytes=params.get("write_buffer_bytes"), huge_pages=huge_pages,
-                     delay_unit_ns=_figure(params.get("delay_unit_ns")), load_threads=_figure(params.get("load_threads")),
+                     delay_unit_ns=_figure(params.get("delay_unit_ns")),
+                     load_threads=_figure(params.get("load_threads")),
                      warnings=warnings or None, chase=self._impl.chase(point, params),
                      bandwidth_includes_latency_thread=True if loaded else None, keys=tuple(keys))
 

@@ -263,7 +263,8 @@ _RE_C2C = re.compile(rf"^(.*?latency)\s+({_NUM})$", re.IGNORECASE)
 _RE_MATRIX_HEAD = re.compile(r"^(?:Numa node|Writer Numa Node)((?:\s+\d+)+)$", re.IGNORECASE)
 _RE_MATRIX_ROW = re.compile(rf"^(\d{{1,15}})((?:\s+(?:{_NUM}|-))+)$")
 _RE_HUGE = re.compile(r"^Using huge pages:\s*(yes|no)\b\s*\(?(.*?)\)?$", re.IGNORECASE)  # the engine's
-_RE_THREADS = re.compile(r"^Using latency thread on CPU\s+(\d{1,15})\W+stride\s+(\d{1,15})\s+bytes", re.IGNORECASE)  # engine
+_RE_THREADS = re.compile(r"^Using latency thread on CPU\s+(\d{1,15})\W+stride\s+(\d{1,15})\s+bytes",
+                         re.IGNORECASE)  # engine
 _RE_LOAD_THREADS = re.compile(r"\band (\d{1,6}) load thread", re.IGNORECASE)  # engine, on the latency-thread line
 _RE_CHASE = re.compile(r"random chase (?:over the whole buffer|within (\d{1,15}) KiB groups)", re.IGNORECASE)  # engine
 # the engine's "Load threads at delay N: X MB/sec (latency thread Y MB/sec)" before each row: the load threads'

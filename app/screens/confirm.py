@@ -142,7 +142,8 @@ class ConfirmTarget(ConfirmModal):
     def _verdicts(self) -> Text:
         text = Text()
         style: dict[str, str] = {OK: "green", NEEDS: "yellow", REFUSED: "red"}
-        text.append(strings.CONFIRM_WRITE.format(verdict=self.write_verdict) + "\n", style=style.get(self.write_verdict))
+        text.append(strings.CONFIRM_WRITE.format(verdict=self.write_verdict) + "\n",
+                    style=style.get(self.write_verdict))
         for r in self.write_reasons:
             text.append(f"  • {r}\n")
         text.append(strings.CONFIRM_READ.format(verdict=self.read_verdict) + "\n", style=style.get(self.read_verdict))
@@ -163,7 +164,8 @@ class ConfirmTarget(ConfirmModal):
             typed = self.query_one("#confirm-name", Input).value.strip()
             if typed:
                 if typed not in (self.name_, self.path):
-                    self.query_one("#confirm-error", ErrorLine).show(strings.CONFIRM_NAME_MISMATCH.format(name=self.name_))
+                    self.query_one("#confirm-error", ErrorLine).show(
+                        strings.CONFIRM_NAME_MISMATCH.format(name=self.name_))
                     self.call_after_refresh(self._fit)
                     return
                 allow_writes = destructive = True

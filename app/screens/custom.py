@@ -58,7 +58,8 @@ def toml_value(v: object) -> str:
     return json.dumps(str(v))
 
 
-def build_toml(name: str, kind: str, values: dict[str, list[object]], description: str = strings.CUSTOM_DESCRIPTION) -> str:
+def build_toml(name: str, kind: str, values: dict[str, list[object]],
+               description: str = strings.CUSTOM_DESCRIPTION) -> str:
     """A preset file: one-value keys under [settings], the rest as [matrix] axes."""
     lines = [f"name = {toml_value(name)}", f"kind = {toml_value(kind)}", f"description = {toml_value(description)}",
              "", "[settings]"]

@@ -379,7 +379,8 @@ class RunScreen(Screen[None]):
         self.state.phase = None
         self.log_line(strings.RUN_PRECONDITION_DONE.format(
             seconds=format_duration(float(r.get("seconds") or 0)), written=float(r.get("io_bytes") or 0) / 1e9,
-            bw=float(r.get("bw_bytes") or 0) / 1e6, outcome=strings.RUN_OUTCOME.format(outcome=outcome) if outcome else ""))
+            bw=float(r.get("bw_bytes") or 0) / 1e6,
+            outcome=strings.RUN_OUTCOME.format(outcome=outcome) if outcome else ""))
 
     def _on_run_finished(self, ev: sweep.RunFinished) -> None:
         st = self.state
@@ -455,7 +456,8 @@ class RunScreen(Screen[None]):
         if eta and self.state.skipped:
             eta += strings.ETA_SKIPPED.format(n=self.state.skipped)
         self.query_one("#eta", Static).update(eta)
-        point = self.state.current + (f"  ·  {self.state.live}" if self.state.live else "") if self.state.current else ""
+        point = (self.state.current + (f"  ·  {self.state.live}" if self.state.live else "")
+                 if self.state.current else "")
         if not point and self.state.status not in ("starting",):
             point = self.request.preset.name + f": {self.state.status}"
         if point:

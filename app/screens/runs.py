@@ -102,7 +102,8 @@ class RunsScreen(Screen[None]):
         yield Header(show_clock=False)
         yield TooSmall()
         with Vertical(id="runs-body"):
-            yield Input(placeholder=strings.RUNS_FILTER_PLACEHOLDER, id="runs-filter", compact=True, select_on_focus=False)
+            yield Input(placeholder=strings.RUNS_FILTER_PLACEHOLDER, id="runs-filter", compact=True,
+                        select_on_focus=False)
             yield DataTable(id="runs", cursor_type="row", zebra_stripes=True)
             yield Static(strings.RUNS_LOADING, id="runs-status")
         yield Footer(compact=True)  # the ctrl keys all fit at 80 columns
@@ -145,8 +146,8 @@ class RunsScreen(Screen[None]):
             mark = "AB"[self.marks.index(r.path)] if r.path in self.marks else ""
             table.add_row(Text(mark, style="bold magenta", justify="left"), _started(r.started), r.preset[:24],
                           Text(f"{r.done}/{r.planned}", justify="right"),
-                          Text(r.status, style=STATUS_STYLE.get(r.status, ""), justify="left"), _target(r.target), r.kind,
-                          key=str(r.path))
+                          Text(r.status, style=STATUS_STYLE.get(r.status, ""), justify="left"), _target(r.target),
+                          r.kind, key=str(r.path))
         if self.shown:
             table.move_cursor(row=min(max(keep, 0), len(self.shown) - 1))
         self.update_status(words)

@@ -49,7 +49,8 @@ class Options:
     engine: str = "auto"  # memory engine for presets
     clock: Callable[[], float] = time.monotonic
     chart_interval: float = 0.5  # chart redraw period (s): 2 Hz
-    handle_signals: bool = False  # SIGTERM/SIGHUP/SIGINT (docker stop, SSH hang-up, kill -INT) stop a run cleanly, then exit 130
+    # SIGTERM/SIGHUP/SIGINT (docker stop, SSH hang-up, kill -INT) stop a run cleanly, then exit 130
+    handle_signals: bool = False
     # warnings about the container the app runs in (app.container.environment_warnings), computed in a
     # thread by the devices screen; None: not checked (tests)
     environment: Callable[[], list[str]] | list[str] | None = None
