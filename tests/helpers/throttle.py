@@ -46,7 +46,8 @@ def throttled(device: str, read_iops: int, write_iops: int) -> Iterator[Callable
         except OSError as e:
             group.rmdir()
             pytest.skip(f"the blkio throttle cannot be set here ({e})")
-    elif "io" in (V2 / "cgroup.controllers").read_text(errors="replace").split() if (V2 / "cgroup.controllers").exists() else False:
+    elif ("io" in (V2 / "cgroup.controllers").read_text(errors="replace").split()
+          if (V2 / "cgroup.controllers").exists() else False):
         group = V2 / name
         group.mkdir()
         try:

@@ -205,7 +205,8 @@ def test_identity_tools_used_when_present_and_skipped_silently_when_absent(loop_
 
 def test_core_modules_import_no_ui_library():
     code = ("import sys, app.devices, app.safety; "
-            "bad = sorted(m for m in sys.modules if m.split('.')[0] in {'textual', 'rich', 'plotext', 'textual_plotext'}); "
+            "bad = sorted(m for m in sys.modules "
+            "if m.split('.')[0] in {'textual', 'rich', 'plotext', 'textual_plotext'}); "
             "print(bad); sys.exit(1 if bad else 0)")
     cp = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert cp.returncode == 0, cp.stdout + cp.stderr

@@ -63,7 +63,8 @@ def test_mixed_read_write_latency_is_weighted_by_io_count(tmp_path: Path) -> Non
     job = doc["jobs"][0]
     r, w = job["read"]["lat_ns"], job["write"]["lat_ns"]
     m = metrics(doc)
-    assert m["read_iops"] == pytest.approx(job["read"]["iops"]) and m["write_iops"] == pytest.approx(job["write"]["iops"])
+    assert (m["read_iops"] == pytest.approx(job["read"]["iops"])
+            and m["write_iops"] == pytest.approx(job["write"]["iops"]))
     assert m["iops"] == pytest.approx(job["read"]["iops"] + job["write"]["iops"])
     assert m["lat_ns"]["mean"] == pytest.approx((r["mean"] * r["N"] + w["mean"] * w["N"]) / (r["N"] + w["N"]))
     assert m["usr_cpu"] == pytest.approx(job["usr_cpu"]) and m["sys_cpu"] == pytest.approx(job["sys_cpu"])

@@ -292,7 +292,8 @@ def sshd(tmp_path: Path):
     (d / "known_hosts").write_text(f"[127.0.0.1]:{port} {host_pub}\n")
     (d / "ssh_config").write_text("\n".join([
         "Host 127.0.0.1", f"  IdentityFile {d / 'id'}", "  IdentitiesOnly yes",
-        f"  UserKnownHostsFile {d / 'known_hosts'}", "  StrictHostKeyChecking yes", "  GlobalKnownHostsFile /dev/null", ""]))
+        f"  UserKnownHostsFile {d / 'known_hosts'}", "  StrictHostKeyChecking yes",
+        "  GlobalKnownHostsFile /dev/null", ""]))
     os.makedirs("/run/sshd", exist_ok=True)  # sshd's privilege separation directory
     proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(d / "sshd_config")], stdout=subprocess.DEVNULL,
                             stderr=open(d / "sshd.log", "w"))

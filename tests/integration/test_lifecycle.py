@@ -284,7 +284,8 @@ def test_out_that_cannot_be_a_directory_is_one_sentence_and_exit_2(tmp_path: Pat
 def test_out_on_a_read_only_filesystem_is_refused_and_leaves_nothing(tmp_path: Path) -> None:
     ro = tmp_path / "ro"
     ro.mkdir()
-    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,ro", "tmpfs", str(ro)], capture_output=True, text=True)
+    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,ro", "tmpfs", str(ro)], capture_output=True,
+                          text=True)
     if proc.returncode:
         pytest.skip(f"cannot mount a tmpfs here: {proc.stderr.strip()}")
     try:
@@ -300,7 +301,8 @@ def test_a_refused_run_leaves_no_empty_results_directory(tmp_path: Path) -> None
     created on a read-only filesystem) removes that directory again; one that holds a run is untouched."""
     ro = tmp_path / "ro"
     ro.mkdir()
-    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,ro", "tmpfs", str(ro)], capture_output=True, text=True)
+    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,ro", "tmpfs", str(ro)], capture_output=True,
+                          text=True)
     if proc.returncode:
         pytest.skip(f"cannot mount a tmpfs here: {proc.stderr.strip()}")
     try:

@@ -242,7 +242,8 @@ def test_failed_mlc_point_carries_its_stderr_and_resume_runs_only_it(fake_mlc: d
     meta = json.loads((out / "run.json").read_text())
     assert meta["status"] == "partial"
     assert [f["point"]["delay"] for f in meta["failures"]] == [500]
-    assert "mlc exited with status 1 and printed no row for delay 500: Failed to allocate" in meta["failures"][0]["error"]
+    assert ("mlc exited with status 1 and printed no row for delay 500: Failed to allocate"
+            in meta["failures"][0]["error"])
     assert [r["point"]["delay"] for r in records(out)] == [0, 1300]
     fake_mlc["log"].unlink()
     proc = run_cli("resume", str(out), env=fake_mlc["env"])

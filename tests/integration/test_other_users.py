@@ -182,8 +182,8 @@ def test_a_test_file_in_tmp_is_still_a_target(shared: Path) -> None:
 def test_under_umask_000_every_directory_is_0755_and_every_file_at_most_0644(shared: Path) -> None:
     """A preconditioned run (the test file fio creates included) and its report, both started with umask 000."""
     out = shared / "u" / "run"
-    proc = run_umask0("run", "custom", "--out", str(out), "--target", str(shared / "u" / "target.bin"), *RUN, "--set", "rw=randread,randwrite", "--set", "iodepth=1,2",
-                      "--set", "precondition=sequential")
+    proc = run_umask0("run", "custom", "--out", str(out), "--target", str(shared / "u" / "target.bin"), *RUN,
+                      "--set", "rw=randread,randwrite", "--set", "iodepth=1,2", "--set", "precondition=sequential")
     assert proc.returncode == 0, proc.stderr
     proc = run_umask0("report", str(out))
     assert proc.returncode == 0, proc.stderr

@@ -243,7 +243,8 @@ def test_merging_65536_points_is_linear(tmp_path: Path) -> None:
     # two identical groups: 131,072 combinations merge into 32,768 points
     dup_axes = (f"bs = [{', '.join(str(4096 * (i + 1)) for i in range(256))}]\n"
                 f"iodepth = [{', '.join(str(i + 1) for i in range(128))}]\n")
-    dups = write(tmp_path, HEADER.format(kind="storage") + "[[group]]\n" + dup_axes + "[[group]]\n" + dup_axes, "d.toml")
+    dups = write(tmp_path, HEADER.format(kind="storage") + "[[group]]\n" + dup_axes + "[[group]]\n" + dup_axes,
+                 "d.toml")
     for f, n in ((sizes, 65536), (four, 65536), (dups, 32768)):
         t0 = time.monotonic()
         preset = presets.load(str(f))
@@ -411,12 +412,14 @@ def test_set_with_a_control_character_exits_2_with_one_escaped_line(tmp_path: Pa
     ('name = "a\\nb"\nkind = "storage"\n', "key 'name' has invalid value 'a\\x0ab': contains a control character"),
     ('name = "x\\u001b[2J"\nkind = "storage"\n', "key 'name' has invalid value 'x\\x1b[2J'"),
     ('name = "x"\nkind = "storage"\ndescription = "a\\tb"\n', "key 'description' has invalid value 'a\\x09b'"),
-    ('name = "x"\nkind = "storage"\n[[group]]\nlabel = "SEQ\\r"\n', "group 1: key 'label' has invalid value 'SEQ\\x0d'"),
+    ('name = "x"\nkind = "storage"\n[[group]]\nlabel = "SEQ\\r"\n',
+     "group 1: key 'label' has invalid value 'SEQ\\x0d'"),
     ('name = "x"\nkind = "storage"\n[[group]]\nlabel = 3\n', "group 1: key 'label' must be a string, not 3"),
     (f'name = "{"n" * 101}"\nkind = "storage"\n', "key 'name' is 101 characters long; at most 100 are allowed"),
     ('name = "x"\nkind = "storage\\n"\n', "key 'kind' has invalid value 'storage\\x0a': must be storage or memory"),
     ('name = "x"\nkind = "storage"\n[settings]\n"b\\ns" = 1\n', "unknown key 'b\\x0as' for a storage preset"),
-    ('name = "x"\nkind = "storage"\n[settings]\nruntime = 1979-05-27\n', "key 'runtime' has invalid value \"1979-05-27\""),
+    ('name = "x"\nkind = "storage"\n[settings]\nruntime = 1979-05-27\n',
+     "key 'runtime' has invalid value \"1979-05-27\""),
     ('name = "x"\nkind = "storage"\n[settings]\nbs = {a = 1}\n', "key 'bs' has invalid value {\"a\": 1}"),
 ])
 def test_names_labels_and_keys_with_control_characters_are_refused(tmp_path: Path, toml: str, needle: str) -> None:

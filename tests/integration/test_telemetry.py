@@ -101,7 +101,8 @@ def test_smartctls_own_error_output_is_a_failed_reading_naming_its_message() -> 
                         "string"]), kids, max_size=6), max_leaves=30),
        st.sampled_from(["nvme", "smartctl"]))
 def test_hostile_tool_output_never_raises(doc: Any, tool: str) -> None:
-    argv = ("/x/nvme", "smart-log", "/dev/nvme0", "-o", "json") if tool == "nvme" else ("/x/smartctl", "-j", "-A", "/dev/sda")
+    argv = (("/x/nvme", "smart-log", "/dev/nvme0", "-o", "json") if tool == "nvme"
+            else ("/x/smartctl", "-j", "-A", "/dev/sda"))
     for text in (json.dumps(doc, allow_nan=True), json.dumps(doc)[:-1] if doc is not None else "", "\x00" * 3):
         r = parse_output(Drive("/dev/x", "nvme", argv), text)
         if "error" not in r:
@@ -173,7 +174,8 @@ def test_no_tool_or_no_drive_says_why(tmp_path: Path, monkeypatch: pytest.Monkey
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))
     drive, why = find_drive(str(target), fake_sysfs(tmp_path / "sys", str(target), NVME_DIR, {}))
-    assert drive is None and why == "/dev/nvme0 has a health log, but nvme-cli (or smartmontools) is not installed to read it"
+    assert drive is None and why == ("/dev/nvme0 has a health log, but nvme-cli (or smartmontools) is not installed "
+                                     "to read it")
     drive, why = find_drive(str(target), fake_sysfs(tmp_path / "sys2", str(target), "virtual/block/loop3", {}))
     assert drive is None and why.startswith("the target is on loop3, which is not an NVMe or SCSI/SATA drive")
     drive, why = find_drive(str(target), tmp_path / "no-sysfs")
@@ -181,7 +183,8 @@ def test_no_tool_or_no_drive_says_why(tmp_path: Path, monkeypatch: pytest.Monkey
 
 
 def test_a_tool_that_fails_hangs_or_floods_is_a_failed_reading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    bad = fake_tool(tmp_path, "nvme", "import sys; print('smart log: Invalid argument', file=sys.stderr); sys.exit(1)\n")
+    bad = fake_tool(tmp_path, "nvme",
+                    "import sys; print('smart log: Invalid argument', file=sys.stderr); sys.exit(1)\n")
     r = read_drive(Drive("/dev/nvme0", "nvme", (str(bad), "smart-log", "/dev/nvme0", "-o", "json")))
     assert r == {"error": "nvme smart-log /dev/nvme0 -o json exited with status 1: smart log: Invalid argument"}
     slow = fake_tool(tmp_path / "slow", "nvme", "import time; time.sleep(30)\n")

@@ -61,7 +61,8 @@ def test_a_step_down_with_noise_is_found_where_it_is(before: int, after: int, fa
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.dictionaries(st.sampled_from(["t", "interval_s", "bw_bytes", "iops", "lat_p99_ns"]),
-                                st.none() | st.booleans() | st.integers(-10, 10**20) | st.floats() | st.text(max_size=4)),
+                                st.none() | st.booleans() | st.integers(-10, 10**20) | st.floats()
+                                | st.text(max_size=4)),
                 max_size=40))
 def test_hostile_samples_never_raise(samples: list[dict[str, Any]]) -> None:
     c = write_cliff(samples)
@@ -75,7 +76,8 @@ def test_a_real_write_whose_device_slows_mid_run_has_a_cliff_in_results_report_a
     """A RAM-backed loop device throttled to 200 MB/s of writes, lowered to 40 MB/s once fio has written for
     three seconds: what an SLC cache filling up looks like from the host."""
     out = tmp_path / "cliff"
-    with loop_device(tmp_path, size_mb=64, ram=True) as dev, write_bps_throttle(dev.path, 200_000_000) as (enter, set_bps):
+    with (loop_device(tmp_path, size_mb=64, ram=True) as dev,
+          write_bps_throttle(dev.path, 200_000_000) as (enter, set_bps)):
         proc = subprocess.Popen([sys.executable, "-m", "app", "run", "custom", "--target", dev.path, "--yes",
                                  "--out", str(out), "--set", "rw=write", "--set", "bs=128k", "--set", "iodepth=8",
                                  "--set", "size=64m", "--set", "runtime=9", "--set", "ramp_time=0"],

@@ -28,7 +28,8 @@ POINT = {"rw": "randread", "bs": 4096, "iodepth": 8, "numjobs": 2, "ioengine": "
 
 def metrics(iops: float = 1000.0, mean_ns: float = 16e6, usr: float = 10.0, sys: float = 20.0,
             bw: float = 4096e3) -> StorageMetrics:
-    return StorageMetrics.of({"iops": iops, "bw_bytes": bw, "usr_cpu": usr, "sys_cpu": sys, "lat_ns": {"mean": mean_ns}})
+    return StorageMetrics.of({"iops": iops, "bw_bytes": bw, "usr_cpu": usr, "sys_cpu": sys,
+                              "lat_ns": {"mean": mean_ns}})
 
 
 def _line(record: dict[str, Any]) -> ResultLine:
@@ -120,7 +121,8 @@ def fake_sysfs(root: Path, target: str, device_dir: str, attrs: dict[str, str]) 
     dev = root / "devices" / device_dir
     dev.mkdir(parents=True)
     (root / "dev" / "block").mkdir(parents=True)
-    os.symlink(os.path.relpath(dev, root / "dev" / "block"), root / "dev" / "block" / f"{os.major(number)}:{os.minor(number)}")
+    os.symlink(os.path.relpath(dev, root / "dev" / "block"),
+               root / "dev" / "block" / f"{os.major(number)}:{os.minor(number)}")
     for rel, text in attrs.items():
         (root / "devices" / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / "devices" / rel).write_text(text + "\n")
@@ -134,7 +136,8 @@ ATA = "pci0000:00/0000:00:17.0/ata3"
 
 @pytest.mark.parametrize("device_dir, attrs, kind, text, rate", [
     (f"{PCI}/nvme/nvme0/nvme0n1", {f"{PCI}/current_link_speed": "8.0 GT/s PCIe",
-                                   f"{PCI}/current_link_width": "4"}, "pcie", "PCIe 8 GT/s x4", 8e9 * 128 / 130 * 4 / 8),
+                                   f"{PCI}/current_link_width": "4"}, "pcie", "PCIe 8 GT/s x4",
+     8e9 * 128 / 130 * 4 / 8),
     (f"{PCI}/nvme/nvme0/nvme0n1", {f"{PCI}/current_link_speed": "2.5 GT/s",
                                    f"{PCI}/current_link_width": "1"}, "pcie", "PCIe 2.5 GT/s x1", 250e6),
     (f"{ATA}/host2/target2:0:0/2:0:0:0/block/sda", {f"{ATA}/link3/ata_link/link3/sata_spd": "6.0 Gbps"},

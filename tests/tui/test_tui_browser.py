@@ -56,7 +56,8 @@ async def test_the_runs_commands_are_ctrl_keys_from_the_table_and_the_filter(res
         screen = await open_runs(pilot)
         keys = {b.binding.key for b in screen.active_bindings.values() if b.binding.show and b.enabled}
         assert {"ctrl+r", "ctrl+g", "ctrl+t", "ctrl+s", "ctrl+o"} <= keys
-        shown = {k for k, b in screen.active_bindings.items() if b.binding.show and app.check_action(b.binding.action, ())}
+        shown = {k for k, b in screen.active_bindings.items()
+                 if b.binding.show and app.check_action(b.binding.action, ())}
         assert not {"q", "h"} & shown, "q and h are typed here, not shown as commands"
         await pilot.press(*"golden")  # the focus is in the filter now
         assert screen.focused is screen.query_one("#runs-filter", Input)

@@ -11,7 +11,8 @@ from tests.tui.helpers import DEVICES
 
 DEVICE_HINT = ("This podman container cannot see the host's block devices (vda are in /sys/block but not in "
                "/dev): run it with --privileged -v /dev:/dev.")
-LOST = 'Results in /results will be lost when the container exits: add -v "$PWD/results:/results" to the podman run command.'
+LOST = ('Results in /results will be lost when the container exits: add -v "$PWD/results:/results" to the podman '
+        'run command.')
 
 
 def panel_text(app) -> str:

@@ -179,7 +179,8 @@ async def test_cancel_keeps_completed_points_and_keys_stay_fast(tmp_path: Path) 
         assert max(latencies) < 1.0, latencies
 
         # (5) cancel mid-run: asks, stops fio, keeps completed points
-        await wait_for(pilot, lambda: run.state.done >= 1 and run.state.current, 30, "a completed point and the next started")
+        await wait_for(pilot, lambda: run.state.done >= 1 and run.state.current, 30,
+                       "a completed point and the next started")
         await pilot.press("c")
         await pilot.press("n")  # "no" keeps running
         assert run.running

@@ -47,8 +47,8 @@ def quick_run(root: Path, name: str, *sets: str, target: Path | str | None = Non
 def interrupted_run(out: Path, target: str, *sets: str) -> None:
     """``run custom`` of three 1 s points stopped with SIGINT once the first is in results.jsonl (polled every
     50 ms: the second point is still starting or running then)."""
-    proc = subprocess.Popen([sys.executable, "-m", "app", "run", "custom", "--yes", "--out", str(out), "--target", target,
-                             "--set", "runtime=1", "--set", "ramp_time=0", "--set", "size=16m",
+    proc = subprocess.Popen([sys.executable, "-m", "app", "run", "custom", "--yes", "--out", str(out),
+                             "--target", target, "--set", "runtime=1", "--set", "ramp_time=0", "--set", "size=16m",
                              "--set", "bs=4k,8k,16k", *[a for s in sets for a in ("--set", s)]],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

@@ -153,6 +153,7 @@ def test_workloads_group_in_first_seen_order_with_labels() -> None:
     pts = [sp(0, 100, 10, bs=8192), sp(1, 200, 10, rw="read"), sp(2, 150, 20, bs=8192, qd=2),
            sp(3, 300, 10, rw="read", engine="psync"), sp(4, 90, 30, bs=8192, qd=4)]
     ws = an.workloads(pts)
-    assert [w.label for w in ws] == ["randread 8K (ioengine=libaio)", "read 4K (ioengine=libaio)", "read 4K (ioengine=psync)"]
+    assert [w.label for w in ws] == ["randread 8K (ioengine=libaio)", "read 4K (ioengine=libaio)",
+                                     "read 4K (ioengine=psync)"]
     assert [[p.index for p in w.points] for w in ws] == [[0, 2, 4], [1], [3]]
     assert an.workloads([]) == []

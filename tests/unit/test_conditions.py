@@ -119,7 +119,8 @@ def test_recorded_checks_are_read_and_a_flag_always_wins(tmp_path: Path) -> None
     assert got["cpu-bound"] == {"result": "not-applicable", "why": "fio reported no CPU use"}  # derived: no figures
     assert got["throttled"]["result"] == "not-applicable" and "drive health log" in got["throttled"]["why"]
     assert got["buffered"] == {"result": "passed"}
-    assert checks_of(read_line({"kind": "storage", "point": {}, "metrics": {}}, check=False), TargetFacts()) is None  # before the checks existed
+    # before the checks existed
+    assert checks_of(read_line({"kind": "storage", "point": {}, "metrics": {}}, check=False), TargetFacts()) is None
     rows = [StorageRow.of(0, record["point"], {}, record)]
     text = "\n".join(_flags_legend(rows, None))
     assert "flagged (1 point)" in text and "\x1b" not in text
@@ -217,7 +218,8 @@ def test_hostile_run_json_never_crashes_the_section(tmp_path: Path, meta: dict[s
     assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f]", text)
 
 
-@pytest.mark.parametrize("meta, key", [({"environment": "junk"}, "environment"), ({"target_info": ["x"]}, "target_info"),
+@pytest.mark.parametrize("meta, key", [({"environment": "junk"}, "environment"),
+                                       ({"target_info": ["x"]}, "target_info"),
                                        ({"procedure": "none"}, "procedure"), ({"precondition": "done"}, "precondition"),
                                        ({"environment": {"system": ["vm"]}}, "environment.system"),
                                        ({"target_created_by_tool": "yes"}, "target_created_by_tool"),

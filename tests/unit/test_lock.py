@@ -27,7 +27,8 @@ def test_second_lock_names_the_holder(tmp_path):
 
 
 def test_lock_of_a_killed_process_is_free(tmp_path):
-    code = f"from app.lock import DirLock; DirLock({str(tmp_path)!r}).acquire(); print('locked', flush=True); import time; time.sleep(60)"
+    code = (f"from app.lock import DirLock; DirLock({str(tmp_path)!r}).acquire(); print('locked', flush=True); "
+            "import time; time.sleep(60)")
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
                             cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     try:

@@ -39,8 +39,9 @@ CHASE = {"by": "builtin", "mode": "whole_buffer", "buffer_bytes": 960 * MIB, "hu
 def loaded(engine: str = "builtin", curve: list[tuple[float, float]] = FLAT, **record: Any) -> list[MemoryRow]:
     rec = {"bandwidth_includes_latency_thread": True, "delay_unit_ns": 0.118, "load_threads": 1, "chase": CHASE,
            **record} if engine == "builtin" else record
-    return [MemoryRow.of(i, {"mode": "loaded", "traffic": "R", "delay": d, "stride": 64, "buffer": None, "engine": engine},
-                      {"latency_ns": lat, "bandwidth_mbps": bw}, {"engine": engine, **rec})
+    return [MemoryRow.of(i, {"mode": "loaded", "traffic": "R", "delay": d, "stride": 64, "buffer": None,
+                             "engine": engine},
+                         {"latency_ns": lat, "bandwidth_mbps": bw}, {"engine": engine, **rec})
             for i, (d, (lat, bw)) in enumerate(zip(DELAYS, curve))]
 
 

@@ -1,4 +1,5 @@
-"""The MLC text parser against every real MLC output in tests/data/mlc/ (real outputs of Intel MLC v3.5, v3.7 and v3.10)."""
+"""The MLC text parser against every real MLC output in tests/data/mlc/ (real outputs of Intel MLC v3.5, v3.7
+and v3.10)."""
 
 from __future__ import annotations
 

@@ -331,7 +331,8 @@ def test_a_track_that_matches_is_accepted_and_a_recorded_one_that_does_not_is_re
     plan = [p.to_dict() for p in presets.load_file(preset).expand()]
     run_json = tmp_path / "run" / "run.json"
     run_json.parent.mkdir()
-    run_json.write_text(json.dumps({"kind": "storage", "plan": plan, "procedure": {"rounds": 2, "track": {"bs": 8192}}}))
+    run_json.write_text(json.dumps({"kind": "storage", "plan": plan,
+                                    "procedure": {"rounds": 2, "track": {"bs": 8192}}}))
     from app.results import ResultsDir
     from app.sweep import recorded_plan
 

@@ -109,7 +109,8 @@ FIGURE = st.none() | st.integers(0, 1 << 40) | st.floats(0, 1e12, allow_nan=Fals
 
 @settings(max_examples=200, **SETTINGS)
 @given(iops=FIGURE, bw=FIGURE, wall=FIGURE, job=st.none() | st.text(max_size=10),
-       steady=st.none() | st.dictionaries(st.sampled_from(["attained", "criterion"]), st.booleans() | st.text(max_size=5)),
+       steady=st.none() | st.dictionaries(st.sampled_from(["attained", "criterion"]),
+                                          st.booleans() | st.text(max_size=5)),
        host=st.none() | st.text(min_size=1, max_size=8), latency=FIGURE)
 def test_a_line_the_session_builds_reads_back_as_itself(iops: float | None, bw: float | None, wall: float | None,
                                                         job: str | None, steady: dict[str, object] | None,

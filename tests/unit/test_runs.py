@@ -69,7 +69,8 @@ def test_hostile_run_json_is_listed_as_unreadable_never_raised(tmp_path: Path) -
     assert runs["fifo"].problem == "run.json is not a regular file"
     assert runs["list"].problem == f"{tmp_path / 'list' / 'run.json'}: expected a JSON object."
     # run.json is read as report and resume read it: the first ill-typed key is named, with its value
-    assert runs["types"].problem == f"{tmp_path / 'types' / 'run.json'}: key 'preset' has invalid value 'x': must be an object."
+    assert runs["types"].problem == (f"{tmp_path / 'types' / 'run.json'}: key 'preset' has invalid value 'x': "
+                                     "must be an object.")
     assert runs["types"].preset == "types" and runs["types"].planned == 0
 
 

@@ -41,7 +41,8 @@ def _write(path: Path, points: list[dict[str, Any]]) -> Path:
         point = {"rw": d["rw"], "bs": d.get("bs", 4096), "rwmixread": d.get("mix") if mixed else None,
                  "iodepth": d["qd"], "numjobs": 1, "ioengine": "libaio", "direct": True, "runtime": 10}
         p99 = d.get("p99_us", d["lat_us"] * 2)
-        metrics: dict[str, Any] = {"iops": d["iops"], "bw_bytes": d["iops"] * point["bs"], "lat_ns": _lat(d["lat_us"], p99)}
+        metrics: dict[str, Any] = {"iops": d["iops"], "bw_bytes": d["iops"] * point["bs"],
+                                   "lat_ns": _lat(d["lat_us"], p99)}
         if mixed:
             metrics["read_lat_ns"] = _lat(d["lat_us"], d["read_p99_us"])
             metrics["write_lat_ns"] = _lat(d["lat_us"], d["write_p99_us"])

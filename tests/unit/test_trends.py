@@ -36,7 +36,8 @@ def row(run_dir: Path, i: int, rw: str, bs: int, qd: int, iops: float, cv: float
 
 
 def test_queue_depth_growth_with_its_size_then_flat_within_noise(tmp_path: Path) -> None:
-    pts = [row(tmp_path, 0, "randread", 4096, 1, 10_000, cv=0.02), row(tmp_path, 1, "randread", 4096, 32, 98_000, cv=0.05),
+    pts = [row(tmp_path, 0, "randread", 4096, 1, 10_000, cv=0.02),
+           row(tmp_path, 1, "randread", 4096, 32, 98_000, cv=0.05),
            row(tmp_path, 2, "randread", 4096, 64, 102_000, cv=0.05)]
     (s,) = trends.queue_depth_trends(tmp_path, pts)
     # QD32 vs QD64: +4 % is below the 5 % per-second CV (and their intervals overlap): no growth claimed
@@ -50,8 +51,10 @@ def test_queue_depth_growth_with_its_size_then_flat_within_noise(tmp_path: Path)
 
 
 def test_read_write_share_is_stated_or_said_to_be_within_noise(tmp_path: Path) -> None:
-    noisy = [row(tmp_path, 0, "randread", 4096, 16, 100_000, cv=0.08), row(tmp_path, 1, "randwrite", 4096, 16, 95_000, cv=0.08),
-             row(tmp_path, 2, "randread", 65536, 16, 20_000, cv=0.01), row(tmp_path, 3, "randwrite", 65536, 16, 12_400, cv=0.01)]
+    noisy = [row(tmp_path, 0, "randread", 4096, 16, 100_000, cv=0.08),
+             row(tmp_path, 1, "randwrite", 4096, 16, 95_000, cv=0.08),
+             row(tmp_path, 2, "randread", 65536, 16, 20_000, cv=0.01),
+             row(tmp_path, 3, "randwrite", 65536, 16, 12_400, cv=0.01)]
     (s,) = trends.mix_trends(tmp_path, noisy)
     assert "no difference beyond noise at 4 KiB QD16 (95.0 vs 100.0 kIOPS)" in s, s
     assert "62 % at 64 KiB QD16 (12.4 vs 20.0 kIOPS)" in s, s
@@ -65,7 +68,8 @@ def test_without_samples_a_trend_needs_ten_percent_and_says_the_noise_is_unknown
     assert s.startswith("sequential writes as a share of sequential reads' IOPS: no difference beyond noise at "
                         "4 KiB QD16") and s.endswith("noise unknown."), s
     # the same 8 % gap with tight per-second samples is a measured difference
-    tight = [row(tmp_path, 4, "read", 4096, 16, 100_000, cv=0.005), row(tmp_path, 5, "write", 4096, 16, 92_000, cv=0.005)]
+    tight = [row(tmp_path, 4, "read", 4096, 16, 100_000, cv=0.005),
+             row(tmp_path, 5, "write", 4096, 16, 92_000, cv=0.005)]
     (s,) = trends.mix_trends(tmp_path, tight)
     assert "92 % at 4 KiB QD16 (92.0 vs 100.0 kIOPS); per-second CV ≤ 0.5 %." in s, s
 
@@ -133,7 +137,8 @@ def qd_curve(tmp_path: Path) -> list[StorageRow]:
     """A qd-scaling-shaped curve: 100–147k IOPS from QD8 on (squeezed into a sliver of a log axis before)."""
     loads = ((1, 15_000, 66, 90), (2, 28_000, 71, 100), (4, 52_000, 77, 120), (8, 88_000, 91, 160),
              (16, 103_000, 155, 260), (32, 123_000, 260, 480), (64, 139_600, 458, 962), (128, 146_600, 873, 1790))
-    return [row(tmp_path, i, "randread", 4096, qd, iops, mean_us=m, p99_us=p) for i, (qd, iops, m, p) in enumerate(loads)]
+    return [row(tmp_path, i, "randread", 4096, qd, iops, mean_us=m, p99_us=p)
+            for i, (qd, iops, m, p) in enumerate(loads)]
 
 
 def test_latency_throughput_labels_every_load_ticks_the_range_and_names_p99(tmp_path: Path,

@@ -50,10 +50,12 @@ def main() -> None:
                           '[settings]\nsize = "64m"\nramp_time = 0\n'
                           '[[group]]\nrw = "write"\nbs = "128k"\niodepth = 8\nruntime = 9\n'
                           '[[group]]\nrw = "randread"\nbs = "4k"\niodepth = 4\nruntime = 3\n')
-        with loop_device(tmp, size_mb=64, ram=True) as dev, write_bps_throttle(dev.path, 200_000_000) as (enter, set_bps):
+        with (loop_device(tmp, size_mb=64, ram=True) as dev,
+              write_bps_throttle(dev.path, 200_000_000) as (enter, set_bps)):
             root = fake_sysfs(tmp / "sys", dev.path, NVME_DIR, {})
             env = {**os.environ, "PROFILER_TUI_SYSFS": str(root), "PATH": f"{tmp / 'bin'}:{os.environ['PATH']}",
-                   "FAKE_NVME_STATE": str(state), "FAKE_NVME_DOC": str(TESTS / "data" / "telemetry" / "nvme-smart-log.json"),
+                   "FAKE_NVME_STATE": str(state),
+                   "FAKE_NVME_DOC": str(TESTS / "data" / "telemetry" / "nvme-smart-log.json"),
                    "FAKE_NVME_HOT_JOB": "/raw/0000-"}
             proc = subprocess.Popen([sys.executable, "-m", "app", "run", str(preset), "--target", dev.path, "--yes",
                                      "--out", str(out), "--set", "telemetry_interval=2"], cwd=ROOT, env=env,
