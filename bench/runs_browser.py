@@ -45,7 +45,8 @@ def make_runs(root: Path, runs: int, points: int) -> None:
         done = points // 2 if interrupted else points
         meta = {"schema_version": 1, "tool": "profiler-tui", "kind": "storage",
                 "preset": {"name": "custom", "kind": "storage"}, "plan": plan, "points_total": points,
-                "points_done": done, "target": f"/srv/t{i}.img", "started": f"2026-01-01T00:{i // 60 % 60:02d}:{i % 60:02d}+00:00",
+                "points_done": done, "target": f"/srv/t{i}.img",
+                "started": f"2026-01-01T00:{i // 60 % 60:02d}:{i % 60:02d}+00:00",
                 "status": "interrupted" if interrupted else "complete"}
         (d / "run.json").write_text(json.dumps(meta, indent=2))
         lines = [json.dumps({"schema_version": 1, "kind": "storage", "index": k, "point": plan[k], "metrics": metrics})

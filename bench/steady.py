@@ -67,7 +67,8 @@ def steady_bench(device: str, tmp: Path, runtime: int) -> None:
         ratio = s["metrics"]["iops"] / f["metrics"]["iops"] if f["metrics"]["iops"] else math.nan
         ratios.append(ratio)
         st = s.get("steady") or {}
-        verdict = f"after {st['after_s']:.1f} s" if st.get("attained") else f"no ({st.get('deviation') or 0:.1f}% at the cap)"
+        verdict = (f"after {st['after_s']:.1f} s" if st.get("attained")
+                   else f"no ({st.get('deviation') or 0:.1f}% at the cap)")
         print(f"{label(f):<22} {f['metrics']['iops']:>11,.0f} {s['metrics']['iops']:>12,.0f} {ratio:>6.3f} "
               f"{f['wall_s']:>8.1f} {s['wall_s']:>9.1f}  {verdict}")
     share = steady_wall / fixed_wall

@@ -80,7 +80,8 @@ def main() -> int:
         lat = asyncio.run(key_latencies(tmp))
         ok &= max(lat) < KEY_TARGET_S
         print(f"TUI key latency while fio runs: median {statistics.median(lat) * 1000:.0f} ms, "
-              f"max {max(lat) * 1000:.0f} ms over {len(lat)} presses (target every press < {KEY_TARGET_S * 1000:.0f} ms)")
+              f"max {max(lat) * 1000:.0f} ms over {len(lat)} presses "
+              f"(target every press < {KEY_TARGET_S * 1000:.0f} ms)")
         return 0 if ok else 1
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
