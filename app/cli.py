@@ -13,13 +13,13 @@ import click
 
 from app import __version__, presets
 from app.errors import EXIT_INTERRUPTED, ProfilerError, UsageError
-from app.progress import ProgressPrinter
 from app.sanitize import clean_line, clean_text
 from app.summary import point_label, results_table
 from app.textable import format_table
 
-if TYPE_CHECKING:  # imported where a run starts: `--help` and `presets` stay quick
+if TYPE_CHECKING:  # imported where a run starts: `--help`, `presets` and `report` stay quick (no asyncio)
     from app.eventstream import EventWriter
+    from app.progress import ProgressPrinter
     from app.sweep import RunFinished, Session
 
 ENGINE_CHOICE = click.Choice(list(presets.ENGINES))
@@ -295,6 +295,8 @@ def _progress_printer(session: Session, human: TextIO, json_stream: bool) -> Pro
         from app.console import RichProgress
 
         return RichProgress(session.kind, human)
+    from app.progress import ProgressPrinter
+
     return ProgressPrinter(session.kind, human)
 
 

@@ -1,8 +1,9 @@
-"""A results directory as one pandas DataFrame: one row per point, the columns of results.csv.
+"""A results directory's table: one row per point, the columns of results.csv, as CSV text or a pandas DataFrame.
 
-The report and ``compare`` read a results directory through
-:func:`app.report.model.load`; this module turns what that gives into a frame: ``frame_of_data``
-for the report's results.csv, ``load_results(DIR)`` for the TUI's results table and pandas users.
+The report and ``compare`` read a results directory through :func:`app.report.model.load`; this module
+turns what that gives into rows: :func:`records` (one dict per point, the one definition of a results.csv
+row), written by :func:`csv_text` for the report's results.csv (the csv module, no pandas), or typed as a
+frame by ``load_results(DIR)`` for the TUI's results table and pandas users.
 Rows: the storage points by plan index, then the memory points by plan index, as
 :func:`app.report.model.load` reads them (run.json checked, results.jsonl read and
 validated by :class:`app.results.ResultsDir`, lines outside the plan left out).  Values are
@@ -14,16 +15,19 @@ measured values ``float64``; ``direct`` and ``runtime`` hold what the point gave
 A whole-number column whose values do not fit 64 bits stays ``object`` (a results line may
 hold numbers up to 2^64).
 
-pandas is imported here only: the CLI's ``--help``, ``presets list`` and the TUI's first screen
-never import this module.
+pandas is imported only by the frame functions, which the report never calls: it costs ~0.3 s of a
+report's start-up.  results.csv holds the bytes ``to_csv`` writes of that frame (a float by its shortest
+repr; a missing value an empty cell; ``\\n`` line ends): tests/unit/test_frame_csv.py holds the two
+writers equal.
 """
 
 from __future__ import annotations
 
+import csv
 import io
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 from app.points import Kind, MemoryPoint, StoragePoint, csv_columns
 from app.records import Latency, ResultLine
@@ -87,12 +91,37 @@ def memory_record(p: MemoryRow) -> dict[str, object]:
             "latency_ns": _r6(p.latency), "bandwidth_MBps": _r6(p.bandwidth)}
 
 
+def records(storage: Sequence[StorageRow], memory: Sequence[MemoryRow]) -> list[dict[str, object]]:
+    """The results.csv rows of these points: the storage rows first."""
+    return [storage_record(p) for p in storage] + [memory_record(p) for p in memory]
+
+
+def _cell(v: object) -> object:
+    """A value as the csv module writes it: a missing one (None, NaN) as an empty cell; a float by its repr,
+    which is what pandas writes of a float64 column."""
+    return "" if v is None or (isinstance(v, float) and math.isnan(v)) else v
+
+
+def csv_text(columns: Sequence[str], rows: Iterable[Mapping[str, object]]) -> str:
+    """CSV of these rows in these columns (a key a row lacks is an empty cell), ``\\n`` line ends, quoted only
+    where a cell holds a comma, a quote or a line break: the bytes pandas' ``to_csv`` writes of their frame."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")  # pandas' dialect: ',', '"' doubled, minimal quoting
+    writer.writerow(columns)
+    writer.writerows([_cell(r.get(c)) for c in columns] for r in rows)
+    return buf.getvalue()
+
+
 def frame_of(storage: Sequence[StorageRow], memory: Sequence[MemoryRow]) -> pd.DataFrame:
     """The DataFrame of these points (storage rows first), typed as the module docstring says."""
+    return typed_frame(records(storage, memory))
+
+
+def typed_frame(rows: list[dict[str, object]]) -> pd.DataFrame:
+    """The frame of results.csv rows, each column typed as the module docstring says."""
     import pandas as pd
 
-    records = [storage_record(p) for p in storage] + [memory_record(p) for p in memory]
-    df = pd.DataFrame(records, columns=CSV_COLUMNS, dtype=object)  # no inference: each column is typed below
+    df = pd.DataFrame(rows, columns=CSV_COLUMNS, dtype=object)  # no inference: each column is typed below
     types: dict[str, str] = {c: "string" for c in TEXT_COLUMNS}
     types.update({c: "float64" for c in FLOAT_COLUMNS})
     types.update({c: "object" for c in OBJECT_COLUMNS})

@@ -133,21 +133,16 @@ class Workload:
 
 
 def workloads(points: Sequence[StorageRow]) -> list[Workload]:
-    """The points grouped by workload (a pandas groupby on mix, block size and other settings), in
-    first-seen order; each group's points in their order."""
-    import pandas as pd
-
+    """The points grouped by workload (mix, block size and other settings), in first-seen order; each group's
+    points in their order."""
     from app.units import format_size
 
-    if not points:
-        return []
     varying = varying_rest_keys(points)
-    keys = pd.DataFrame({"mix": [p.mix for p in points], "bs": [p.bs for p in points],
-                         "rest": pd.Series([p.rest for p in points], dtype=object)})
+    groups: dict[tuple[str, int, Rest], list[StorageRow]] = {}
+    for p in points:
+        groups.setdefault((p.mix, p.bs, p.rest), []).append(p)
     out = []
-    for where in keys.groupby(["mix", "bs", "rest"], sort=False, dropna=False).indices.values():
-        group = [points[i] for i in sorted(where)]
-        mix, bs, rest = group[0].mix, group[0].bs, group[0].rest
+    for (mix, bs, rest), group in groups.items():
         extra = rest_label(rest, varying)
         label = f"{mix} {format_size(bs)}" + (f" ({extra})" if extra else "")
         out.append(Workload((mix, bs, rest), label, group))

@@ -12,6 +12,7 @@ import math
 import multiprocessing as mp
 import os
 import threading
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Mapping, Sequence, TypeVar, cast
@@ -28,7 +29,6 @@ from app.units import format_short, format_size, format_us
 if TYPE_CHECKING:
     from types import ModuleType
 
-    import pandas as pd
     from matplotlib.artist import Artist
     from matplotlib.axes import Axes
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -663,24 +663,18 @@ def timeseries_figure(traces: Sequence[SeriesTrace], plots_dir: Path) -> list[Fi
 def _heatmap_panels(points: Sequence[Row], rows_of: Callable[[Row], int],
                     cols_of: Callable[[Row], int], panel_of: Callable[[Row], PanelKey]
                     ) -> list[tuple[PanelKey, list[int], list[int], dict[tuple[int, int], Row]]]:
-    """The heatmap panels the points fill: a frame of (panel, row, column) per point, the first
-    point of each cell kept, then :func:`_dense` per panel; panels of fewer than two rows or
-    columns are left out."""
-    import pandas as pd
-
-    panel_keys: dict[PanelKey, int] = {}
-    frame = pd.DataFrame({"panel": [panel_keys.setdefault(panel_of(p), len(panel_keys)) for p in points],
-                          "r": pd.Series([rows_of(p) for p in points], dtype=object),
-                          "c": pd.Series([cols_of(p) for p in points], dtype=object)})
-    frame = frame.drop_duplicates(["panel", "r", "c"], keep="first")
+    """The heatmap panels the points fill: the first point of each (row, column) cell of each panel,
+    then :func:`_dense` per panel; panels of fewer than two rows or columns are left out."""
+    panels: dict[PanelKey, dict[tuple[int, int], Row]] = {}
+    for p in points:
+        panels.setdefault(panel_of(p), {}).setdefault((rows_of(p), cols_of(p)), p)
     out = []
-    for key in sorted(panel_keys, key=_sort_key):
-        cells = _dense(frame[frame["panel"] == panel_keys[key]])
-        rows = sorted(set(cells["r"]))
-        cols = sorted(set(cells["c"]))
+    for key in sorted(panels, key=_sort_key):
+        cells = _dense(panels[key])
+        rows = sorted({r for r, _ in cells})
+        cols = sorted({c for _, c in cells})
         if len(rows) >= 2 and len(cols) >= 2:
-            out.append((key, rows, cols,
-                        {(r, c): points[int(i)] for i, r, c in zip(cells.index, cells["r"], cells["c"])}))
+            out.append((key, rows, cols, cells))
     return out
 
 
@@ -688,13 +682,14 @@ def _sort_key(k: PanelKey) -> tuple[int | float | str, ...]:
     return tuple(repr(x) if not isinstance(x, (int, float)) else x for x in k)
 
 
-def _dense(cells: pd.DataFrame) -> pd.DataFrame:
+def _dense(cells: dict[tuple[int, int], Row]) -> dict[tuple[int, int], Row]:
     """Drop rows and columns holding fewer than two measured cells, until none is left: a heatmap
     row with one value compares nothing (e.g. CrystalDiskMark-style presets, where each access
     pattern has its own block size)."""
     while True:
-        keep = cells[(cells.groupby("r")["c"].transform("size") >= 2)
-                     & (cells.groupby("c")["r"].transform("size") >= 2)]
+        in_row = Counter(r for r, _ in cells)
+        in_col = Counter(c for _, c in cells)
+        keep = {rc: p for rc, p in cells.items() if in_row[rc[0]] >= 2 and in_col[rc[1]] >= 2}
         if len(keep) == len(cells):
             return keep
         cells = keep

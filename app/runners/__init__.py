@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from app.errors import UsageError
 from app.points import Kind
-from app.runners.base import Runner
+
+if TYPE_CHECKING:  # the parsers (fio_parse, which the report reads) come without base's asyncio
+    from app.runners.base import Runner
 
 
 def get_runner(kind: str, engine: str = "auto") -> Runner:

@@ -1,0 +1,68 @@
+"""results.csv is written with the csv module (the report does not import pandas); these hold its bytes
+equal to what pandas' ``to_csv`` writes of the typed frame :func:`app.frame.load_results` gives."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from app.frame import (
+    CSV_COLUMNS,
+    INT_COLUMNS,
+    OBJECT_COLUMNS,
+    TEXT_COLUMNS,
+    csv_text,
+    load_results,
+    to_csv,
+    typed_frame,
+)
+
+GOLDEN_RUN = Path(__file__).resolve().parent.parent / "data" / "report" / "golden-run"
+
+FAST = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+# text with the characters CSV must quote (comma, quote, line breaks) and some it must not
+TEXT = st.text(alphabet=st.sampled_from(list('ab ,"\n\r;µ\t\'')) | st.characters(), max_size=12)
+INT = st.integers(min_value=-(2**63), max_value=2**64)  # beyond 64 bits the column stays object
+FLOAT = st.floats(allow_nan=False)  # any magnitude, infinities, -0.0
+
+
+def _value(column: str) -> st.SearchStrategy[object]:
+    if column in TEXT_COLUMNS:
+        return st.none() | TEXT
+    if column in INT_COLUMNS:
+        return st.none() | INT
+    if column in OBJECT_COLUMNS:  # what the point gave: direct is a bool or 0/1, runtime a number or a string
+        return st.none() | st.booleans() | st.integers(0, 10**6) | FLOAT | TEXT
+    return st.none() | FLOAT
+
+
+ROW = st.fixed_dictionaries({c: _value(c) for c in CSV_COLUMNS})
+
+
+@FAST
+@given(st.lists(ROW, max_size=6))
+def test_csv_text_is_pandas_to_csv_of_the_typed_frame(rows: list[dict[str, object]]) -> None:
+    assert csv_text(CSV_COLUMNS, rows) == to_csv(typed_frame(rows))
+
+
+def test_a_missing_key_and_nan_are_empty_cells() -> None:
+    rows: list[dict[str, object]] = [{"kind": "memory", "index": 3, "iops": float("nan"), "rw": 'a,"b"\nc'}]
+    assert csv_text(CSV_COLUMNS, rows) == to_csv(typed_frame(rows))
+    assert csv_text(["kind", "rw", "iops", "bs"], rows) == 'kind,rw,iops,bs\nmemory,"a,""b""\nc",,\n'
+
+
+def test_the_report_does_not_import_pandas(tmp_path: Path) -> None:
+    """A whole report (load, curves, heatmaps, results.csv) leaves pandas out: its import is ~0.3 s of it."""
+    run = shutil.copytree(GOLDEN_RUN, tmp_path / "run")
+    code = ("import runpy, sys; sys.argv = ['profiler-tui', 'report', sys.argv[1]]\n"
+            "try: runpy.run_module('app', run_name='__main__')\n"
+            "except SystemExit as e: assert not e.code, e.code\n"
+            "assert 'pandas' not in sys.modules, 'the report imported pandas'")
+    subprocess.run([sys.executable, "-c", code, str(run)], check=True, capture_output=True)
+    assert (run / "results.csv").read_text(encoding="utf-8") == to_csv(load_results(run))
