@@ -78,8 +78,8 @@ def _collector_paused() -> Iterator[None]:
     matplotlib makes and drops tens of thousands of objects per figure (ticks, texts, transforms), so the
     collector runs often, and each of its full passes walked the objects the imports made (matplotlib's;
     pandas' too when the report imported it): 15–20 % of a report's CPU time.  What the drawing leaves in
-    cycles waits for the collector once it is on again (a 1,008-point report drawn in one process peaks about 60 MB higher); the forked
-    figure workers inherit the pause and free theirs when they exit."""
+    cycles waits for the collector once it is on again (a 1,008-point report drawn in one process peaks about
+    60 MB higher); the forked figure workers inherit the pause and free theirs when they exit."""
     enabled = gc.isenabled()
     gc.freeze()
     gc.disable()
