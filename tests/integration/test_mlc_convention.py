@@ -132,8 +132,10 @@ def test_mem_loaded_builtin_at_delay_20000_counts_the_latency_thread(tmp_path: P
         seen.append((lat, bw, busy))
         print(f"attempt {attempt}: latency {lat} ns, bandwidth {bw} MB/s, 64 B / latency {want:.0f} MB/s, "
               f"busy {busy}; chase: {line['chase']['text']}")
-        # without the latency thread's bytes the figure is ~64 B / 8 us (~8 MB/s): far below even on a busy run
-        assert bw >= 0.5 * want, f"bandwidth {bw} MB/s at delay 20000 with a {lat} ns chase"
+        # without the latency thread's bytes the figure is ~64 B / 8 us (~8 MB/s), about a fiftieth of 64 B /
+        # latency: a tenth of it still tells the two apart on a run that lost much of its CPU (one CI run
+        # measured 0.35 of it while a thread was descheduled)
+        assert bw >= 0.1 * want, f"bandwidth {bw} MB/s at delay 20000 with a {lat} ns chase"
         if not busy:
             assert bw >= 0.9 * want, f"bandwidth {bw} MB/s < 0.9 x 64 B / {lat} ns = {0.9 * want:.0f} MB/s"
             return
