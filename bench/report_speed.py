@@ -95,8 +95,9 @@ def time_report(path: Path) -> tuple[float, float]:
     """Wall seconds `profiler-tui report DIR` takes as a fresh process (start-up included), and the
     CPU seconds it and its figure workers used (less sensitive to other load on the machine)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    exe = Path(sys.executable).parent / "profiler-tui"
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "app"]
+    # the checkout's own code (`-m app` from ROOT), not whatever the interpreter's `profiler-tui` script
+    # imports: a venv shared between checkouts would time another tree
+    cmd = [sys.executable, "-m", "app"]
     t0 = time.perf_counter()
     proc = subprocess.run(cmd + ["report", str(path)], cwd=ROOT, capture_output=True,
                           text=True)
