@@ -24,8 +24,7 @@ from typing import Mapping, NoReturn
 
 from app.errors import UsageError
 from app.points import MemoryPoint, StoragePoint
-
-MAX_NUMBER = float(1 << 64)  # no count in run.json is larger
+from app.records import MAX_NUMBER  # no count in run.json exceeds a results line's largest figure
 
 JSONObject = Mapping[str, object]  # a JSON object as read: every value still to be checked before use
 

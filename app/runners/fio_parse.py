@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, TypedDict
 
+from app.records import MAX_NUMBER
 from app.sanitize import show_value
 
 PERCENTILES = {"p50": 50.0, "p90": 90.0, "p99": 99.0, "p99_9": 99.9, "p99_99": 99.99}
@@ -28,7 +29,6 @@ MAX_NOISE_LINES = 1000
 MAX_NOISE_CHARS = 1000
 MAX_NOISE_LINE_CHARS = 1 << 20  # a line outside a document (one not starting with "{") is dropped past this
 # fio's counters are 64-bit: a number beyond this (or negative, NaN, infinite) is not one fio wrote
-MAX_NUMBER = float(1 << 64)
 
 
 class DocumentSplitter:
