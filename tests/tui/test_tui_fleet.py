@@ -489,6 +489,10 @@ async def hosts_before(pilot: Any) -> None:
     await pilot.press("T")
     await wait_for(pilot, lambda: len(panel.probes) == 2 and not panel.testing, 10, "the fake tests")
     await pilot.press("ctrl+home")
+    # The first host's test is shown by the handler of the table's RowHighlighted message, which a loaded
+    # machine may run after the key's pause (CI once pictured the first row with the second host's test).
+    await wait_for(pilot, lambda: panel.current() == A
+                   and str(panel.query_one("#host-test").render()).startswith(f"{A}: "), 10, "the first host's test")
     await pilot.pause()
 
 
