@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from app import safety
 from app.external import run_tool
+from app.link import link_of
 from app.sanitize import clean_line
 
 LSBLK_COLUMNS = [
@@ -168,6 +169,7 @@ def _node(raw: dict, state: safety.SystemState, parent: str | None) -> dict:
         "scheduler": scheduler,
         "logical_sector_size": _int(raw.get("log-sec")) or _int(_sys_attr(disk, "queue/logical_block_size")),
         "physical_sector_size": _int(raw.get("phy-sec")) or _int(_sys_attr(disk, "queue/physical_block_size")),
+        "link": link_of(path) if dev_type in ("disk", "part") else None,
         # The write-plan verdict is the one that matters for picking a target.
         "verdict": write.verdict,
         "reasons": write.reasons,
@@ -192,7 +194,8 @@ def list_devices() -> list[dict]:
     Keys: name, path, type, size (bytes), model, vendor, serial, transport,
     rotational, mountpoints, fstype, pttype, fs_source (lsblk/blkid/wipefs),
     read_only, removable, parent, holders, backing_file, scheduler,
-    logical_sector_size, physical_sector_size, verdict + reasons (write plan),
+    logical_sector_size, physical_sector_size, link (the PCIe, SATA or USB link above it: kind, text,
+    bytes_per_s, speed, width; None for a loop, virtio or device-mapper device), verdict + reasons (write plan),
     write {verdict, reasons}, read {verdict, reasons, needs_yes}, children."""
     raw = _lsblk()
     if raw is None:

@@ -21,7 +21,7 @@ import os
 import re
 import stat
 from pathlib import Path
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 SYSFS_ENV = "PROFILER_TUI_SYSFS"
 MAX_ATTR_BYTES = 128
@@ -34,6 +34,8 @@ class Link(TypedDict):
     kind: str  # "pcie", "sata" or "usb"
     text: str  # what a reader sees: "PCIe 8.0 GT/s x4", "SATA 6.0 Gb/s", "USB 480 Mb/s"
     bytes_per_s: float  # the line rate after the line code
+    speed: NotRequired[str]  # the rate as sysfs gives it, per lane: "2.5 GT/s", "6.0 Gb/s", "480 Mb/s"
+    width: NotRequired[int]  # lanes (PCIe)
 
 
 def sysfs_root() -> Path:
@@ -69,7 +71,8 @@ def _pcie(d: Path) -> Link | None:
     if gts is None or width is None or width > 64:
         return None
     code = 8 / 10 if gts <= 5 else 128 / 130
-    return {"kind": "pcie", "text": f"PCIe {gts:g} GT/s x{int(width)}", "bytes_per_s": gts * 1e9 * code * width / 8}
+    return {"kind": "pcie", "text": f"PCIe {gts:g} GT/s x{int(width)}", "bytes_per_s": gts * 1e9 * code * width / 8,
+            "speed": f"{gts:g} GT/s", "width": int(width)}
 
 
 def _sata(d: Path) -> Link | None:
@@ -78,7 +81,8 @@ def _sata(d: Path) -> Link | None:
     for spd in sorted(d.glob("link*/ata_link/link*/sata_spd"))[:4]:
         gbps = _number(_attr(spd), r"([0-9]+(?:\.[0-9]+)?) Gbps")
         if gbps is not None:
-            return {"kind": "sata", "text": f"SATA {gbps:g} Gb/s", "bytes_per_s": gbps * 1e9 * 0.8 / 8}
+            return {"kind": "sata", "text": f"SATA {gbps:g} Gb/s", "bytes_per_s": gbps * 1e9 * 0.8 / 8,
+                    "speed": f"{gbps:g} Gb/s"}
     return None
 
 
@@ -89,7 +93,7 @@ def _usb(d: Path) -> Link | None:
     if mbps is None:
         return None
     code = 1.0 if mbps <= 480 else 8 / 10 if mbps <= 5000 else 128 / 132
-    return {"kind": "usb", "text": f"USB {mbps:g} Mb/s", "bytes_per_s": mbps * 1e6 * code / 8}
+    return {"kind": "usb", "text": f"USB {mbps:g} Mb/s", "bytes_per_s": mbps * 1e6 * code / 8, "speed": f"{mbps:g} Mb/s"}
 
 
 def device_number(target: str) -> tuple[int, int] | None:

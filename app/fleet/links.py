@@ -128,17 +128,36 @@ _OPEN: "weakref.WeakSet[Link]" = weakref.WeakSet()  # links with an ssh connecti
 LINK_PREFIX = "profiler-tui-ssh-"
 
 
+SOCKET_PATH_MAX = 107  # a Unix socket's path: sun_path holds 108 bytes with the closing NUL
+# the longest name in a link's directory: ssh makes its control socket as ctl.<16 random characters>, then renames it
+LONGEST_NAME = len("/ctl.") + 16
+_LONGEST_DIR_NAME = f"{LINK_PREFIX}{2**22}-{'f' * 12}"  # a pid (at most 2^22 on Linux) and the random part
+
+
+def _link_base() -> str:
+    """Where links' directories go: TMPDIR, or /tmp when TMPDIR is too deep for the sockets in them (ssh would
+    refuse the forward with "Bad local forwarding specification")."""
+    base = tempfile.gettempdir()
+    if len(os.path.join(base, _LONGEST_DIR_NAME).encode()) + LONGEST_NAME > SOCKET_PATH_MAX:
+        return "/tmp"
+    return base
+
+
 def _link_dir() -> str:
     """A fresh path for a link's directory, not created yet (the link is registered first, so an interrupt
     at any moment finds what to remove)."""
     _remove_dead_links()
-    return os.path.join(tempfile.gettempdir(), f"{LINK_PREFIX}{os.getpid()}-{secrets.token_hex(6)}")
+    return os.path.join(_link_base(), f"{LINK_PREFIX}{os.getpid()}-{secrets.token_hex(6)}")
 
 
 def _remove_dead_links() -> None:
     """The directories of this user's controllers that were killed (SIGKILL leaves them: the kernel ended their
     ssh, nothing could remove the directory): their process is gone."""
-    base = tempfile.gettempdir()
+    for base in dict.fromkeys((tempfile.gettempdir(), _link_base())):
+        _remove_dead_links_in(base)
+
+
+def _remove_dead_links_in(base: str) -> None:
     try:
         names = [n for n in os.listdir(base) if n.startswith(LINK_PREFIX)]
     except OSError:

@@ -155,6 +155,8 @@ def test_link_of_reads_the_nearest_link(tmp_path: Path, device_dir: str, attrs: 
     link = link_of(str(target), root)
     assert link is not None and link["kind"] == kind and link["text"] == text
     assert link["bytes_per_s"] == pytest.approx(rate)
+    assert link.get("speed") and f" {link['speed']}" in link["text"]  # per lane, as sysfs gives it
+    assert link.get("width") == (int(text.rsplit("x", 1)[1]) if kind == "pcie" else None)
     assert link_of(str(target / "not-yet"), root) == link  # a path to be created: its directory's device
 
 
@@ -256,5 +258,6 @@ def test_a_loop_device_faster_than_its_fake_usb2_link_is_above_link(tmp_path: Pa
     assert "USB 480 Mb/s link's 60 MB/s" in f["reason"]
     assert record["checks"]["above-link"] == {"result": "flagged"}
     assert record["checks"]["cpu-bound"] in ({"result": "passed"}, {"result": "flagged"})
-    assert meta(out)["target_info"]["link"] == {"kind": "usb", "text": "USB 480 Mb/s", "bytes_per_s": 60e6}
+    assert meta(out)["target_info"]["link"] == {"kind": "usb", "text": "USB 480 Mb/s", "bytes_per_s": 60e6,
+                                                "speed": "480 Mb/s"}
     assert json.loads(json.dumps(record["flags"])) == flags_of(_line(record))

@@ -5,6 +5,7 @@ UsageError sentence (or a BadAnswer / None), never another exception."""
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 import pytest
@@ -241,3 +242,21 @@ def test_targets_say_which_hosts_still_miss_each_point_and_only_assign_missing_t
     assert fleet.fleet.missing == {1: [a]}
     local = LocalTarget(None)
     assert local.width == 1 and local.missing(plan, {point_key(plan[0])}, skipped=set()) == {1: [None], 2: [None]}
+
+
+def test_a_link_directory_leaves_room_for_its_sockets_under_a_deep_tmpdir(monkeypatch: pytest.MonkeyPatch,
+                                                                         tmp_path) -> None:
+    """ssh refuses a forward whose local socket path does not fit a sockaddr_un ("Bad local forwarding
+    specification"): under a TMPDIR too deep for that, links' directories go to /tmp."""
+    import tempfile
+
+    from app.fleet import links
+
+    monkeypatch.setattr(tempfile, "tempdir", "/run/user/0")
+    assert links._link_dir().startswith("/run/user/0/" + links.LINK_PREFIX)  # TMPDIR is kept where it fits
+    deep = tmp_path / ("d" * 80)
+    monkeypatch.setattr(tempfile, "tempdir", str(deep))
+    path = links._link_dir()
+    assert path.startswith("/tmp/" + links.LINK_PREFIX)
+    for name in ("agent.sock", "ctl.0123456789abcdef"):
+        assert len(os.path.join(path, name).encode()) <= links.SOCKET_PATH_MAX

@@ -95,7 +95,7 @@ class Guest:
 
     def _args(self) -> list[str]:
         s = self.spec
-        args = [QEMU, "-accel", "tcg", "-M", "q35", "-m", str(s.memory_mb), "-smp", "2",
+        args = [QEMU, "-accel", "tcg", "-cpu", "max", "-M", "q35", "-m", str(s.memory_mb), "-smp", "2",
                 "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
                 "-kernel", str(self.boot.kernel), "-initrd", str(self.boot.initrd),
                 "-append", " ".join(["console=ttyS0", "panic=-1", "quiet", f"ptinit={GUEST_INIT}",
