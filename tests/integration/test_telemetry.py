@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -36,6 +37,7 @@ from test_procedure import cli, lines, meta
 from test_validity import ATA, PCI, fake_sysfs
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "telemetry"
+TELEMETRY_RUN = Path(__file__).resolve().parents[1] / "data" / "report" / "telemetry-run"
 ROOT = Path(__file__).resolve().parents[2]
 NVME_DIR = f"{PCI}/nvme/nvme0/nvme0n1"
 SD_DIR = f"{ATA}/host2/target2:0:0/2:0:0:0/block/sda"
@@ -222,6 +224,33 @@ def test_other_critical_warning_bits_are_named_but_flag_nothing() -> None:
     assert seen["warnings"] == ["temperature", "volatile-backup"] and set(flags) == {"over-temperature"}
     assert telemetry.warning_names(0xFF) == ["spare", "temperature", "reliability", "read-only", "volatile-backup",
                                              "pmr-read-only", "bit 6", "bit 7"]
+
+
+def test_the_report_names_the_points_whose_drive_set_critical_warning_bits(tmp_path: Path) -> None:
+    """The recorded telemetry run, its drive's critical warning edited in: the temperature bit during point 1
+    (flagged over-temperature), the spare and read-only bits named by point 0's line, with foreign text."""
+    run = tmp_path / "run"
+    shutil.copytree(TELEMETRY_RUN, run)
+    path = run / "raw" / "telemetry.jsonl"
+    found = [json.loads(x) for x in path.read_text().splitlines()]
+    for r in found:
+        r["critical_warning"] = 0x02 if (r["phase"], r["index"]) == ("end", 1) else 0
+    path.write_text("".join(json.dumps(r) + "\n" for r in found))
+    recs = lines(run)
+    recs[0]["telemetry"]["warnings"] = ["spare", "read-only", "<b>x</b>", 7, "spare"]
+    recs[1]["flags"].append({"flag": "over-temperature", "reason": "the temperature bit"})
+    (run / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    assert cli("report", str(run)).returncode == 0
+    md = (run / "report.md").read_text()
+    section = md.split("## Drive telemetry", 1)[1].split("\n## ", 1)[0]
+    assert "| Critical warning " in section and "temperature (0x02) set in 1 of " in section
+    assert ("The drive reported its temperature past a threshold (critical warning, temperature bit 0x02) while 1 "
+            "point(s) ran, flagged **over-temperature**: randread 4K QD4. It may have throttled them.") in section
+    assert ("The drive's critical warning named spare, read-only while 1 point(s) ran: write 128K QD8. The drive "
+            "reports itself failing; its figures may not hold.") in section
+    assert "<b>" not in md
+    row = next(ln for ln in md.splitlines() if ln.startswith("| over-temperature "))
+    assert "flagged (1 point)" in row
 
 
 # --- finding the drive -------------------------------------------------------------------------------------
