@@ -51,15 +51,30 @@ def test_a_point_run_past_the_drives_temperature_threshold_is_flagged_over_tempe
     telemetry = out / "raw" / "telemetry.jsonl"
     quoted = " ".join(RUN)
     run = lab.spawn(f"exec {ROOT}/.venv/bin/profiler-tui {quoted}")
+    set_at: dict[str, float] = {}  # when the feature was set (Unix seconds): a timing failure says by how much
     try:
         wait_for(telemetry, "start", 1, timeout=60)
         lab.run(SET_THRESHOLD.format(LOW_THRESHOLD_K), timeout=30)
+        set_at["lowered"] = time.time()
         wait_for(telemetry, "end", 1, timeout=30)
-    finally:
+    finally:  # as found, and the run over (also when the test failed) before another test uses the guest
         lab.run(SET_THRESHOLD.format(DEFAULT_THRESHOLD_K), timeout=30)
-    done = lab.wait(run, timeout=90)
+        set_at["restored"] = time.time()
+        done = lab.wait(run, timeout=90)
     assert done.rc == 0, done.err[-3000:]
-    assert json.loads(lab.run("nvme smart-log /dev/nvme0 -o json").out)["critical_warning"] == 0  # as found
+    assert "(343 Kelvin)" in lab.run("nvme get-feature /dev/nvme0 -f 4 -H").out
+    assert json.loads(lab.run("nvme smart-log /dev/nvme0 -o json").out)["critical_warning"] == 0
+
+    lines = readings(telemetry)
+    assert all("error" not in r for r in lines), lines
+    assert {r["temperature_c"] for r in lines} == {49.85}  # 323 K
+    assert all(r["counters"][k] == 0 for r in lines for k in ("thm_temp1_trans_count", "thm_temp2_trans_count",
+                                                               "thm_temp1_total_time", "thm_temp2_total_time",
+                                                               "warning_temp_time", "critical_comp_time"))
+    by_phase = {(r["phase"], r["index"]): r["critical_warning"] for r in lines}
+    timing = f"threshold {set_at}, readings {[(r['t'], r['phase'], r['index']) for r in lines]}"
+    assert by_phase[("start", 1)] == 0 and by_phase[("end", 1)] == 2 and by_phase[("end", 2)] == 0, timing
+    assert by_phase[("before", None)] == by_phase[("end", 0)] == by_phase[("after", None)] == 0
 
     recs = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert [r["index"] for r in recs] == [0, 1, 2]
@@ -71,16 +86,6 @@ def test_a_point_run_past_the_drives_temperature_threshold_is_flagged_over_tempe
     assert "warnings" not in recs[0]["telemetry"] and "warnings" not in recs[2]["telemetry"]
     (flag,) = [f for f in recs[1]["flags"] if f["flag"] == "over-temperature"]
     assert "temperature bit (0x02)" in flag["reason"] and "50 °C" in flag["reason"]
-
-    lines = readings(telemetry)
-    assert all("error" not in r for r in lines), lines
-    assert {r["temperature_c"] for r in lines} == {49.85}  # 323 K
-    assert all(r["counters"][k] == 0 for r in lines for k in ("thm_temp1_trans_count", "thm_temp2_trans_count",
-                                                               "thm_temp1_total_time", "thm_temp2_total_time",
-                                                               "warning_temp_time", "critical_comp_time"))
-    by_phase = {(r["phase"], r["index"]): r["critical_warning"] for r in lines}
-    assert by_phase[("start", 1)] == 0 and by_phase[("end", 1)] == 2 and by_phase[("end", 2)] == 0
-    assert by_phase[("before", None)] == by_phase[("end", 0)] == by_phase[("after", None)] == 0
 
     # the report, made on the host from the guest's results (the same files, the same code)
     report = subprocess.run([sys.executable, "-m", "app", "report", str(out)], cwd=ROOT, capture_output=True,
