@@ -559,14 +559,14 @@ class Session:
         """One result of a point: recorded (results.jsonl, or run.json's failures), then the points the
         procedure's rules skip now."""
         progress.remaining_s -= estimate_point_seconds(point) / self.targets.width
-        drive, throttled = await self.recorder.end_point(ev.index) if self.recorder is not None else ({}, None)
+        drive, drive_flags = await self.recorder.end_point(ev.index) if self.recorder is not None else ({}, {})
         if ev.error:
             no_space = self.kind == Kind.STORAGE and NO_SPACE in ev.error
             yield self._point_failed(ev, point, ev.error, progress, no_space)
             if no_space:  # every further point would fail the same way
                 raise _NoSpace(f"fio found no space left on device for the test file {self.target}")
         else:
-            yield self._point_done(ev, point, started, t0, drive, throttled, progress)
+            yield self._point_done(ev, point, started, t0, drive, drive_flags, progress)
         for index, reason in self._new_skips(progress.measured, progress.skipped, progress.failed_at).items():
             progress.skipped[index] = reason
             progress.total -= self.targets.width
@@ -584,9 +584,9 @@ class Session:
         return PointFailed(ev.index, point, error, host)
 
     def _point_done(self, ev: Result, point: Point, started: str | None, t0: float, drive: Mapping[str, object],
-                    throttled: str | None, progress: _Progress) -> PointDone:
+                    drive_flags: Mapping[str, str], progress: _Progress) -> PointDone:
         try:
-            record = self._record(ev, point, started, t0, drive, throttled)
+            record = self._record(ev, point, started, t0, drive, drive_flags)
             self.results.append(record)
         except OSError:  # not recorded (disk full): the runner's files name no line
             _remove_files(ev)
@@ -678,10 +678,10 @@ class Session:
         record: dict[str, object] = {"mode": self.procedure.precondition, "description": job.description,
                                      "started": started, "ended": now_iso(), "seconds": round(time.monotonic() - t0, 3)}
         if self.recorder is not None:
-            seen, throttled = await self.recorder.end_point(None)
+            seen, drive_flags = await self.recorder.end_point(None)
             record["telemetry"] = seen
-            if throttled:
-                record["throttled"] = throttled
+            for name, reason in drive_flags.items():  # throttled, over_temperature
+                record[name.replace("-", "_")] = reason
         if result is not None:
             raw = {suffix.lstrip("."): self._write_precondition_raw(suffix, content)
                    for suffix, content in result.raw.items()}
@@ -755,7 +755,8 @@ class Session:
         return written
 
     def _record(self, ev: Result, point: Point, started: str | None, t0: float,
-                drive: Mapping[str, object] | None = None, throttled: str | None = None) -> ResultLine:
+                drive: Mapping[str, object] | None = None, drive_flags: Mapping[str, str] | None = None
+                ) -> ResultLine:
         """The point's results line: the session's own parts (the point, its target, files, times, validity)
         around the runner's metrics and parts, which name nothing else."""
         raw = self._write_raw(ev, point)
@@ -768,7 +769,8 @@ class Session:
         metrics = ev.metrics if isinstance(ev.metrics, StorageMetrics) else StorageMetrics()
         host = ev.parts.host
         target = self.targets.target_of(host)
-        flags = point_flags(table, metrics, ev.parts, self.facts, throttled)
+        flags = point_flags(table, metrics, ev.parts, self.facts, (drive_flags or {}).get("throttled"),
+                            (drive_flags or {}).get("over-temperature"))
         # the drive's telemetry entries are JSON: the recorder writes the same entries to run.json
         telemetry_entry = cast("JSONObject | None", dict(drive) if drive else None)
         checks = point_checks(table, metrics, ev.parts, telemetry_entry, self.facts, flags)

@@ -15,9 +15,23 @@ is killed keeps every reading; run.json's ``telemetry`` names the drive and the 
 
 A point during which a throttle counter rose (thermal-management transitions or time, warning or critical
 composite-temperature time) is flagged ``throttled`` (app.validity); its results line gets ``telemetry``:
-the temperature range and the counters that rose.  Tool output is untrusted: a missing tool, a timeout, a
-non-zero exit, output that is not a JSON object or a value that is not a sane number is "no reading" (or
-that field left out), never an error of the run.
+the temperature range and the counters that rose.
+
+Each reading also keeps the drive's critical-warning bit field (NVMe's ``critical_warning``, 0 to 255; an ATA
+drive has none). Some drives keep no throttle counters at all (QEMU's NVMe controller, for one) but still
+raise the field's temperature bit (0x02) while the composite temperature is past a threshold the drive or the
+host set. So: a point with the temperature bit set in any reading of its window but the one that opened it
+(taken as the point starts, right after the previous point's end reading: what it shows was there before the
+point's I/O, and belongs to the point before) is flagged ``over-temperature`` — the drive reported its
+temperature past a threshold while the point ran, and may have throttled. It is not called ``throttled``: no
+throttle counter moved, and a drive may run hot without slowing down. The other bits (spare below its
+threshold, reliability degraded, media read-only, volatile-memory backup failed, persistent memory region
+read-only) are no flag of their own: they say the drive is failing, not that a point's figures are in doubt.
+Every bit set in the point's window (past its opening reading) is named in the results line's
+``telemetry.warnings``, and the report names those points.
+
+Tool output is untrusted: a missing tool, a timeout, a non-zero exit, output that is not a JSON object or a
+value that is not a sane number is "no reading" (or that field left out), never an error of the run.
 """
 
 from __future__ import annotations
@@ -48,6 +62,18 @@ MAX_READINGS_READ = 100_000  # lines of a telemetry file the report looks at
 MAX_READINGS_BYTES = 64 << 20  # and bytes (a reading is about 450)
 MAX_LINE_CHARS = 64 << 10
 DATA_UNIT_BYTES = 512_000  # an NVMe data unit: 1,000 blocks of 512 bytes
+MAX_WARNING = 0xFF  # NVMe's critical warning is one byte
+
+# the critical-warning bits (NVMe base specification, SMART / health log byte 0): name, what a reader is told
+WARNING_BITS: dict[int, tuple[str, str]] = {
+    0x01: ("spare", "available spare below its threshold"),
+    0x02: ("temperature", "temperature past a threshold"),
+    0x04: ("reliability", "NVM subsystem reliability degraded"),
+    0x08: ("read-only", "media placed in read-only mode"),
+    0x10: ("volatile-backup", "volatile memory backup failed"),
+    0x20: ("pmr-read-only", "persistent memory region read-only"),
+}
+TEMPERATURE_BIT = 0x02
 
 # counters that rise when the drive throttles or runs hot: (name, what a reader is told, unit)
 THROTTLE_COUNTERS: dict[str, tuple[str, str]] = {
@@ -172,6 +198,17 @@ def _count(v: object) -> int | None:
     return None
 
 
+def _warning(v: object) -> int | None:
+    """The critical-warning bit field: a whole number from 0 to 255 (as :func:`_count` reads one)."""
+    c = _count(v)
+    return c if c is not None and c <= MAX_WARNING else None
+
+
+def warning_names(bits: int) -> list[str]:
+    """The names of the bits set in a critical-warning field, lowest first (``bit 6`` for a reserved one)."""
+    return [WARNING_BITS[1 << i][0] if 1 << i in WARNING_BITS else f"bit {i}" for i in range(8) if bits >> i & 1]
+
+
 def _celsius(v: object, kelvin_default: bool) -> float | None:
     """A temperature: nvme-cli prints the NVMe log's Kelvin (a number; some versions "37 C" or "310 K");
     smartctl prints Celsius.  Kept when it lands between -60 and 200 °C."""
@@ -198,7 +235,7 @@ def parse_nvme_cli(doc: Mapping[str, object]) -> Reading:
     if isinstance(warning, Mapping):  # later versions: {"value": N, <one key per bit>}
         warning = warning.get("value")
     temp = doc.get("temperature", doc.get("Temperature"))  # some versions capitalise it
-    return {"temperature_c": _celsius(temp, kelvin_default=True), "critical_warning": _count(warning),
+    return {"temperature_c": _celsius(temp, kelvin_default=True), "critical_warning": _warning(warning),
             "counters": counters}
 
 
@@ -217,7 +254,7 @@ def parse_smartctl(doc: Mapping[str, object]) -> Reading:
                                  (f"thermal_temp{i}_total_time", f"thm_temp{i}_total_time")):
                 if (c := _count(log.get(theirs))) is not None:
                     counters[ours] = c
-        warning = _count(log.get("critical_warning"))
+        warning = _warning(log.get("critical_warning"))
         if celsius is None:
             celsius = _celsius(log.get("temperature"), kelvin_default=False)
     attrs = doc.get("ata_smart_attributes")
@@ -341,9 +378,9 @@ class Recorder:
         self._point_start = max(0, len(self.readings) - 1)
         self._index, self._active = index, True
 
-    async def end_point(self, index: int | None) -> tuple[dict[str, object], str | None]:
-        """A point ended: the reading that closes its window; (its results line's ``telemetry``, the
-        ``throttled`` reason or None)."""
+    async def end_point(self, index: int | None) -> tuple[dict[str, object], dict[str, str]]:
+        """A point ended: the reading that closes its window; (its results line's ``telemetry``, the drive's
+        flags of the point: flag name → reason)."""
         self._active = False
         await self.take("end", index)
         window = [r for r in self.readings[self._point_start:] if "error" not in r]
@@ -365,18 +402,41 @@ class Recorder:
             self._file = None
 
 
-def point_summary(window: list[Reading]) -> tuple[dict[str, object], str | None]:
-    """A point's ``telemetry`` (temperature range, throttle counters that rose) and its throttled reason."""
+def warned(readings: Iterable[Reading]) -> int:
+    """The critical-warning bits set in any of ``readings``."""
+    bits = 0
+    for r in readings:
+        w = r.get("critical_warning")
+        bits |= w if isinstance(w, int) and not isinstance(w, bool) and 0 <= w <= MAX_WARNING else 0
+    return bits
+
+
+def over_temperature_reason(hottest: float | None) -> str:
+    at = f" (at up to {hottest:.0f} °C)" if hottest is not None else ""
+    return (f"while the point ran, the drive set its critical warning's temperature bit (0x02): its temperature "
+            f"was past a threshold{at}")
+
+
+def point_summary(window: list[Reading]) -> tuple[dict[str, object], dict[str, str]]:
+    """A point's ``telemetry`` (temperature range, throttle counters that rose, critical-warning bits set) and
+    the flags the drive gives it (``throttled``, ``over-temperature``: flag name → reason)."""
     out: dict[str, object] = {"readings": len(window)}
     temps = [t for r in window if isinstance(t := r.get("temperature_c"), (int, float))]
     if temps:
         out["temperature_c"] = {"min": min(temps), "max": max(temps)}
     if len(window) < 2:
-        return out, None
+        return out, {}
+    flags: dict[str, str] = {}
     grew = rose(window[0].get("counters") or {}, window[-1].get("counters") or {})
     if grew:
         out["rose"] = grew
-    return out, throttle_reason(grew) if grew else None
+        flags["throttled"] = throttle_reason(grew)
+    bits = warned(window[1:])  # what the opening reading shows was there before this point's I/O
+    if bits:
+        out["warnings"] = warning_names(bits)
+    if bits & TEMPERATURE_BIT:
+        flags["over-temperature"] = over_temperature_reason(max(temps) if temps else None)
+    return out, flags
 
 
 def run_entry(drive: Drive | None, why_not: str, interval_s: float) -> dict[str, object]:
@@ -406,6 +466,7 @@ def _clean_reading(obj: object) -> Reading | None:
         out["error"] = " ".join(obj["error"].split())[:300]
         return out
     out["temperature_c"] = _celsius(obj.get("temperature_c"), kelvin_default=False)
+    out["critical_warning"] = _warning(obj.get("critical_warning"))
     raw = obj.get("counters")
     out["counters"] = {k: c for k in COUNTERS if isinstance(raw, dict) and (c := _count(raw.get(k))) is not None}
     return out
@@ -443,6 +504,8 @@ class Summary:
     temperature: tuple[float, float, float, float] | None  # min, max, first, last
     deltas: dict[str, int]  # counter → last - first (every counter both ends have)
     first_error: str | None
+    warnings: int = 0  # the critical-warning bits set in any reading
+    warned: int = 0  # the readings with a critical-warning bit set
 
 
 def summarise(readings: Iterable[Reading]) -> Summary:
@@ -457,4 +520,4 @@ def summarise(readings: Iterable[Reading]) -> Summary:
         deltas = {k: last[k] - first[k] for k in COUNTERS if k in first and k in last}
     return Summary(len(good), len(errors), (max(times) - min(times)) if len(times) >= 2 else None,
                    (min(temps), max(temps), temps[0], temps[-1]) if temps else None, deltas,
-                   errors[0] if errors else None)
+                   errors[0] if errors else None, warned(good), sum(1 for r in good if warned([r])))

@@ -11,7 +11,10 @@ storage table, the TUI's results table and ``compare`` show them (docs/results-s
 - ``buffered``: direct=0, or a target file on a filesystem that does not honour O_DIRECT as asked: tmpfs
   or ramfs (memory), ZFS before 2.3 (caches in its ARC anyway), overlayfs (a container's own layer);
 - ``not-steady``: a point with a steady-state criterion that fio never saw hold before the cap;
-- ``throttled``: a drive thermal-management counter rose while the point ran (app.telemetry).
+- ``throttled``: a drive thermal-management counter rose while the point ran (app.telemetry);
+- ``over-temperature``: the drive set its critical warning's temperature bit while the point ran — its
+  temperature was past a threshold, and it may have throttled; for drives that keep no throttle counter
+  (app.telemetry says why this is not ``throttled``).
 
 A check that cannot run on a point is not passed: :func:`point_checks` gives each check's result per point —
 ``flagged``, ``passed`` or ``not-applicable`` with why (no link speed known, no drive telemetry, no steady-state
@@ -31,7 +34,7 @@ from app.records import Parts, ResultLine, StorageMetrics, number
 from app.runmeta import RunMeta
 from app.units import format_bandwidth
 
-FLAGS = ("cpu-bound", "depth-not-reached", "above-link", "buffered", "not-steady", "throttled")
+FLAGS = ("cpu-bound", "depth-not-reached", "above-link", "buffered", "not-steady", "throttled", "over-temperature")
 LEGEND = {
     "cpu-bound": "fio used ≥ 90 % of a CPU per job: the load generator, not the device, set the pace",
     "depth-not-reached": "IOPS × mean latency (Little's law) below 90 % of the I/Os the workload asks to keep "
@@ -40,6 +43,8 @@ LEGEND = {
     "buffered": "the page cache or a memory filesystem served the I/O (direct=0, tmpfs, ZFS < 2.3, overlayfs)",
     "not-steady": "fio's steady-state criterion never held before the runtime cap",
     "throttled": "a drive thermal-management counter rose while the point ran",
+    "over-temperature": "the drive reported its temperature past a threshold (critical warning, temperature bit) "
+                        "while the point ran: it may have throttled",
 }
 CHECKED = {  # what a passed check verified, for the report's table of checks
     "cpu-bound": "fio's usr+sys CPU per job stayed below 90 % of one CPU",
@@ -49,11 +54,15 @@ CHECKED = {  # what a passed check verified, for the report's table of checks
                 "overlayfs)",
     "not-steady": "fio's steady-state criterion held before the runtime cap",
     "throttled": "no drive thermal-management counter rose while the point ran",
+    "over-temperature": "the drive's critical warning never had its temperature bit set while the point ran",
 }
 RESULTS = ("flagged", "passed", "not-applicable")
 NO_LINK = "no link speed known"
 NO_TELEMETRY = "no drive telemetry (no NVMe/SMART counters)"
 NO_STEADY = "no steady-state criterion set"
+# checks added after results lines carried ``checks``: a line recorded before one has no result for it, and
+# its passing cannot be derived (nothing in the line says the drive's critical warning was looked at)
+ADDED_LATER = {"over-temperature": "the point was recorded before the tool checked the drive's critical warning"}
 SEARCHED = "operating-point searches are not checked for depth: fio's latency_target search varies the depth"
 CPU_BOUND_PERCENT = 90.0
 DEPTH_RATIO = 0.9
@@ -141,7 +150,8 @@ def buffered_reason(point: Mapping[str, object], facts: TargetFacts) -> str | No
 
 
 def point_flags(point: Mapping[str, object], metrics: StorageMetrics, parts: Parts,
-                facts: TargetFacts = TargetFacts(), throttled: str | None = None) -> list[dict[str, str]]:
+                facts: TargetFacts = TargetFacts(), throttled: str | None = None,
+                over_temperature: str | None = None) -> list[dict[str, str]]:
     """The flags of one storage point from its JSON table, its metrics and the runner's parts (``steady``,
     ``operating_point``)."""
     out: list[dict[str, str]] = []
@@ -169,6 +179,8 @@ def point_flags(point: Mapping[str, object], metrics: StorageMetrics, parts: Par
         out.append(flag("not-steady", f"{steady.get('criterion') or 'the criterion'} never held before the cap"))
     if throttled:
         out.append(flag("throttled", throttled))
+    if over_temperature:
+        out.append(flag("over-temperature", over_temperature))
     return out
 
 
@@ -194,7 +206,7 @@ def _not_applicable(name: str, point: Mapping[str, object], metrics: StorageMetr
         return facts.no_link
     if name == "not-steady" and not point.get("steady") and parts.steady is None:
         return NO_STEADY
-    if name == "throttled":
+    if name in ("throttled", "over-temperature"):
         if not facts.telemetry:
             return facts.no_telemetry
         readings = number(telemetry.get("readings")) if telemetry is not None else None
@@ -247,7 +259,9 @@ def checks_of(line: ResultLine, facts: TargetFacts) -> dict[str, dict[str, str]]
         entry = stored.get(name)
         result = entry.get("result") if isinstance(entry, Mapping) else None
         # a flag in the line's flags is flagged whatever its checks say; a recorded result is trusted otherwise
-        if isinstance(entry, Mapping) and result in RESULTS and "flagged" not in (result, derived[name]["result"]):
+        if name in ADDED_LATER and not isinstance(entry, Mapping) and derived[name]["result"] == "passed":
+            out[name] = {"result": "not-applicable", "why": ADDED_LATER[name]}
+        elif isinstance(entry, Mapping) and result in RESULTS and "flagged" not in (result, derived[name]["result"]):
             why = _line(entry.get("why"), 300)
             out[name] = ({"result": "not-applicable", "why": why or "not recorded"}
                          if result == "not-applicable" else {"result": "passed"})

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -36,6 +37,7 @@ from test_procedure import cli, lines, meta
 from test_validity import ATA, PCI, fake_sysfs
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "telemetry"
+TELEMETRY_RUN = Path(__file__).resolve().parents[1] / "data" / "report" / "telemetry-run"
 ROOT = Path(__file__).resolve().parents[2]
 NVME_DIR = f"{PCI}/nvme/nvme0/nvme0n1"
 SD_DIR = f"{ATA}/host2/target2:0:0/2:0:0:0/block/sda"
@@ -126,12 +128,129 @@ def test_throttle_counters_that_rose_make_the_reason() -> None:
             "temperature_c": 40.0}
     later = {"counters": {"thm_temp1_trans_count": 3, "warning_temp_time": 8, "data_units_written": 9},
              "temperature_c": 71.5}
-    seen, reason = point_summary([base, later])  # type: ignore[list-item]
+    seen, flags = point_summary([base, later])  # type: ignore[list-item]
     assert seen == {"readings": 2, "temperature_c": {"min": 40.0, "max": 71.5},
                     "rose": {"thm_temp1_trans_count": 2, "warning_temp_time": 1}}
-    assert reason == ("while the point ran, the drive's thermal-management T1 transitions +2, time above the warning "
-                      "composite temperature +1 min")
-    assert point_summary([base, base])[1] is None  # type: ignore[list-item]
+    assert flags == {"throttled": "while the point ran, the drive's thermal-management T1 transitions +2, time above "
+                                  "the warning composite temperature +1 min"}
+    assert point_summary([base, base])[1] == {}  # type: ignore[list-item]
+
+
+# nvme-cli 2.3's smart-log of QEMU 7.2's NVMe controller in the test guest, its temperature threshold (feature
+# 0x04) set to 300 K, below the controller's 323 K: the critical warning's temperature bit is set
+QEMU_SMART_LOG = """{
+  "critical_warning":2,
+  "temperature":323,
+  "avail_spare":0,
+  "spare_thresh":0,
+  "percent_used":0,
+  "endurance_grp_critical_warning_summary":0,
+  "data_units_read":"1",
+  "data_units_written":"0",
+  "host_read_commands":"4",
+  "host_write_commands":"0",
+  "controller_busy_time":"0",
+  "power_cycles":"0",
+  "power_on_hours":"0",
+  "unsafe_shutdowns":"0",
+  "media_errors":"0",
+  "num_err_log_entries":"0",
+  "warning_temp_time":0,
+  "critical_comp_time":0,
+  "thm_temp1_trans_count":0,
+  "thm_temp2_trans_count":0,
+  "thm_temp1_total_time":0,
+  "thm_temp2_total_time":0
+}"""
+NVME = Drive("/dev/nvme0", "nvme", ("/usr/sbin/nvme", "smart-log", "/dev/nvme0", "-o", "json"))
+
+
+def test_qemus_smart_log_keeps_the_critical_warning_temperature_bit() -> None:
+    r = parse_output(NVME, QEMU_SMART_LOG)
+    assert r["critical_warning"] == 2 and r["temperature_c"] == pytest.approx(49.85)
+    assert r["counters"]["thm_temp1_trans_count"] == 0 and r["counters"]["data_units_read"] == 1
+    smartctl = {"temperature": {"current": 50}, "nvme_smart_health_information_log": {"critical_warning": 2,
+                                                                                       "temperature": 50}}
+    assert parse_smartctl(smartctl)["critical_warning"] == 2
+    assert parse_smartctl(json.loads((DATA / "smartctl-ata.json").read_text()))["critical_warning"] is None
+
+
+@pytest.mark.parametrize("value, kept", [(0, 0), (2, 2), (255, 255), ("2", 2), (2.0, 2), (256, None), (300, None),
+                                         (-1, None), (-2, None), (True, None), (False, None), (2.5, None),
+                                         (float("nan"), None), (float("inf"), None), ("0x02", None), ("hot", None),
+                                         ("", None), (None, None), ([2], None), ({"value": 300}, None),
+                                         ({"value": 8, "read_only": 1}, 8)])
+def test_a_critical_warning_is_a_byte_or_none(value: Any, kept: int | None) -> None:
+    doc = json.loads(QEMU_SMART_LOG)
+    assert parse_nvme_cli({**doc, "critical_warning": value})["critical_warning"] == kept
+    log = {"critical_warning": value, "temperature": 50}
+    assert parse_smartctl({"nvme_smart_health_information_log": log})["critical_warning"] == (
+        kept if not isinstance(value, dict) else None)  # smartctl prints the byte, never an object
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats() | st.text(max_size=6)
+       | st.lists(st.integers(), max_size=2) | st.dictionaries(st.sampled_from(["value", "temperature"]),
+                                                                st.integers(-5, 500) | st.text(max_size=3), max_size=2))
+def test_any_critical_warning_value_reads_as_a_byte_or_none(value: Any) -> None:
+    for r in (parse_nvme_cli({"critical_warning": value, "temperature": 323}),
+              parse_smartctl({"nvme_smart_health_information_log": {"critical_warning": value, "temperature": 50}}),
+              telemetry._clean_reading({"t": 1.0, "critical_warning": value})):
+        w = r["critical_warning"] if r is not None else None
+        assert w is None or (type(w) is int and 0 <= w <= 255)
+
+
+def reading(warning: object, temp: float = 49.85) -> Any:
+    return {"temperature_c": temp, "critical_warning": warning,
+            "counters": dict.fromkeys(telemetry.THROTTLE_COUNTERS, 0)}
+
+
+def test_the_temperature_bit_past_the_opening_reading_flags_the_point_over_temperature() -> None:
+    seen, flags = point_summary([reading(0), reading(2), reading(2, 51.0)])
+    assert seen == {"readings": 3, "temperature_c": {"min": 49.85, "max": 51.0}, "warnings": ["temperature"]}
+    assert flags == {"over-temperature": "while the point ran, the drive set its critical warning's temperature bit "
+                                         "(0x02): its temperature was past a threshold (at up to 51 °C)"}
+    # the opening reading was taken before the point's I/O: its bit is the previous point's, no flag here
+    assert point_summary([reading(2), reading(0)]) == ({"readings": 2, "temperature_c": {"min": 49.85, "max": 49.85}},
+                                                        {})
+    # only in the closing reading still counts: the drive said so while (or as) the point ended
+    assert "over-temperature" in point_summary([reading(0), reading(0), reading(2)])[1]
+
+
+def test_other_critical_warning_bits_are_named_but_flag_nothing() -> None:
+    seen, flags = point_summary([reading(0), reading(0x01 | 0x08 | 0x40), reading(None), reading("x")])
+    assert seen["warnings"] == ["spare", "read-only", "bit 6"] and flags == {}
+    seen, flags = point_summary([reading(0), reading(0x12)])
+    assert seen["warnings"] == ["temperature", "volatile-backup"] and set(flags) == {"over-temperature"}
+    assert telemetry.warning_names(0xFF) == ["spare", "temperature", "reliability", "read-only", "volatile-backup",
+                                             "pmr-read-only", "bit 6", "bit 7"]
+
+
+def test_the_report_names_the_points_whose_drive_set_critical_warning_bits(tmp_path: Path) -> None:
+    """The recorded telemetry run, its drive's critical warning edited in: the temperature bit during point 1
+    (flagged over-temperature), the spare and read-only bits named by point 0's line, with foreign text."""
+    run = tmp_path / "run"
+    shutil.copytree(TELEMETRY_RUN, run)
+    path = run / "raw" / "telemetry.jsonl"
+    found = [json.loads(x) for x in path.read_text().splitlines()]
+    for r in found:
+        r["critical_warning"] = 0x02 if (r["phase"], r["index"]) == ("end", 1) else 0
+    path.write_text("".join(json.dumps(r) + "\n" for r in found))
+    recs = lines(run)
+    recs[0]["telemetry"]["warnings"] = ["spare", "read-only", "<b>x</b>", 7, "spare"]
+    recs[1]["flags"].append({"flag": "over-temperature", "reason": "the temperature bit"})
+    (run / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    assert cli("report", str(run)).returncode == 0
+    md = (run / "report.md").read_text()
+    section = md.split("## Drive telemetry", 1)[1].split("\n## ", 1)[0]
+    assert "| Critical warning " in section and "temperature (0x02) set in 1 of " in section
+    assert ("The drive reported its temperature past a threshold (critical warning, temperature bit 0x02) while 1 "
+            "point(s) ran, flagged **over-temperature**: randread 4K QD4. It may have throttled them.") in section
+    assert ("The drive's critical warning named spare, read-only while 1 point(s) ran: write 128K QD8. The drive "
+            "reports itself failing; its figures may not hold.") in section
+    assert "<b>" not in md
+    row = next(ln for ln in md.splitlines() if ln.startswith("| over-temperature "))
+    assert "flagged (1 point)" in row
 
 
 # --- finding the drive -------------------------------------------------------------------------------------
@@ -206,8 +325,13 @@ def test_a_hostile_telemetry_file_keeps_only_well_formed_readings(tmp_path: Path
     path.write_text("\n".join([json.dumps(good), "not json", json.dumps([1]), "{" * 100000,
                                json.dumps({**good, "error": "x\ny"}), json.dumps(later),
                                json.dumps({**good, "index": True, "counters": {"thm_temp1_trans_count": -4}})]) + "\n")
+    path.write_text(path.read_text() + "".join(json.dumps({**good, "critical_warning": w}) + "\n"
+                                                for w in (2, "2", -2, 300, True, 2.5, "0x02")))
     readings, bad = load_readings(path)
-    assert bad == 3 and len(readings) == 4
+    assert bad == 3 and len(readings) == 11
+    assert [r["critical_warning"] for r in readings[-7:]] == [2, 2, None, None, None, None, None]
+    assert readings[0]["critical_warning"] is None and "critical_warning" not in readings[1]  # no key; an error
+    readings = readings[:4]
     s = summarise(readings)
     assert (s.readings, s.failed, s.first_error) == (3, 1, "x y")
     assert s.temperature == (40.0, 55.0, 40.0, 40.0) and s.span_s == 60.0
@@ -233,6 +357,8 @@ if any(os.environ["FAKE_NVME_HOT_JOB"] in line for line in running.splitlines())
     state["t1_time"] += 2
 json.dump(state, open(path, "w"))
 doc = json.load(open(os.environ["FAKE_NVME_DOC"]))
+if any(os.environ["FAKE_NVME_WARM_JOB"] in line for line in running.splitlines()):
+    doc["critical_warning"] = 2  # the temperature bit, as a drive without throttle counters sets it
 doc.update(temperature=311 + state["calls"], thm_temp1_trans_count=state["t1"], thm_temp1_total_time=state["t1_time"],
            data_units_written=doc["data_units_written"] + 10 * state["calls"])
 print(json.dumps(doc, indent="\\t"))
@@ -248,7 +374,8 @@ def test_a_point_during_which_the_drives_thermal_counter_rose_is_flagged_throttl
         root = fake_sysfs(tmp_path / "sys", dev.path, NVME_DIR, {})
         env = {"PROFILER_TUI_SYSFS": str(root), "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}",
                "FAKE_NVME_STATE": str(state), "FAKE_NVME_DOC": str(DATA / "nvme-smart-log.json"),
-               "FAKE_NVME_HOT_JOB": " 0001-randread-8k"}  # fio names its job file in raw/, its cwd
+               "FAKE_NVME_HOT_JOB": " 0001-randread-8k",  # fio names its job file in raw/, its cwd
+               "FAKE_NVME_WARM_JOB": " 0002-randread-16k"}
         proc = subprocess.run([sys.executable, "-m", "app", "run", "custom", "--target", dev.path, "--yes",
                                "--out", str(out), "--set", "bs=4k,8k,16k", "--set", "runtime=2", "--set", "ramp_time=0",
                                "--set", "size=16m", "--set", "telemetry_interval=1"],
@@ -264,6 +391,10 @@ def test_a_point_during_which_the_drives_thermal_counter_rose_is_flagged_throttl
     assert recs[1]["telemetry"]["rose"]["thm_temp1_trans_count"] >= 1
     assert [r["checks"]["throttled"] for r in recs] == [{"result": "passed"}, {"result": "flagged"},
                                                           {"result": "passed"}]
+    # point 2's drive set the critical warning's temperature bit: over-temperature, not throttled
+    assert [[f["flag"] for f in r["flags"] if f["flag"] == "over-temperature"] for r in recs] == [[], [],
+                                                                                                  ["over-temperature"]]
+    assert [r["telemetry"].get("warnings") for r in recs] == [None, None, ["temperature"]]
     assert all(r["telemetry"]["readings"] >= 2 and 30 < r["telemetry"]["temperature_c"]["min"] < 80 for r in recs)
     m = meta(out)
     assert m["telemetry"] == {"available": True, "device": "/dev/nvme0", "bus": "nvme", "tool": "nvme",
@@ -285,6 +416,9 @@ def test_a_point_during_which_the_drives_thermal_counter_rose_is_flagged_throttl
     assert row.split("|")[2].strip().startswith("+") and row.split("|")[2].strip() != "+0", row
     assert "| Data written " in md and "data units of 512,000 B)" in md
     assert "A throttle counter rose while 1 point(s) ran, flagged **throttled**: randread 8K QD1." in md
+    assert ("while 1 point(s) ran, flagged **over-temperature**: randread 16K QD1. It may have throttled them."
+            in md)
+    assert "| Critical warning " in md and "temperature (0x02) set in " in md
     assert "plots/timeseries.svg" in md and (out / "plots" / "timeseries.svg").is_file()
 
 

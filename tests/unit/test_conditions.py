@@ -18,7 +18,15 @@ from app.records import Parts, StorageMetrics, read_line
 from app.report import conditions, render_report
 from app.report.model import RunData, StorageRow, load
 from app.report.render import _flags_legend, _storage_table
-from app.validity import NO_STEADY, SEARCHED, TargetFacts, checks_of, point_checks, recorded_facts
+from app.validity import (
+    ADDED_LATER,
+    NO_STEADY,
+    SEARCHED,
+    TargetFacts,
+    checks_of,
+    point_checks,
+    recorded_facts,
+)
 
 VDA_FILE = {"type": "file", "path": "/srv/t/testfile", "mount_point": "/", "source": "/dev/vda", "filesystem": "ext4",
             "free_bytes": 80 << 30}
@@ -124,6 +132,26 @@ def test_recorded_checks_are_read_and_a_flag_always_wins(tmp_path: Path) -> None
     rows = [StorageRow.of(0, record["point"], {}, record)]
     text = "\n".join(_flags_legend(rows, None))
     assert "flagged (1 point)" in text and "\x1b" not in text
+
+
+def test_the_over_temperature_check_is_never_passed_for_lines_recorded_before_it() -> None:
+    on = recorded_facts(runmeta.from_json({"telemetry": {"available": True}}, "run.json"))
+    telemetry = {"readings": 2, "temperature_c": {"min": 50, "max": 50}}
+    base = {"kind": "storage", "point": _point("randread"), "metrics": {}, "telemetry": telemetry}
+    before = {**base, "flags": [], "checks": {"throttled": {"result": "passed"}}}
+    got = checks_of(read_line(before, check=False), on)
+    assert got is not None and got["throttled"] == {"result": "passed"}
+    assert got["over-temperature"] == {"result": "not-applicable", "why": ADDED_LATER["over-temperature"]}
+    since = {**before, "checks": {"over-temperature": {"result": "passed"}}}
+    assert checks_of(read_line(since, check=False), on)["over-temperature"] == {"result": "passed"}  # type: ignore
+    hot = {**before, "flags": [{"flag": "over-temperature", "reason": "the temperature bit was set"}]}
+    assert checks_of(read_line(hot, check=False), on)["over-temperature"] == {"result": "flagged"}  # type: ignore
+    off = checks_of(read_line(before, check=False), TargetFacts())
+    assert off is not None and off["over-temperature"]["result"] == "not-applicable"
+    assert off["over-temperature"]["why"].startswith("no drive telemetry")  # nor a critical warning to check
+    # a line the tool writes now: the check ran
+    checks = point_checks(base["point"], StorageMetrics(), Parts(), telemetry, TargetFacts(telemetry=True), [])
+    assert checks["over-temperature"] == checks["throttled"] == {"result": "passed"}
 
 
 def test_lines_before_the_checks_get_no_table_and_mixed_lines_say_so(tmp_path: Path) -> None:
