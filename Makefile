@@ -8,6 +8,10 @@ STAMP := $(VENV)/.stamp
 # (tests/helpers/podman_service.py); debootstrap: container-test makes the base image with it (container/base-image.sh)
 APT_PKGS := fio util-linux fdisk e2fsprogs tmux librsvg2-bin nvme-cli smartmontools jq openssh-client openssh-server \
             podman runc debootstrap
+# tests/vm: QEMU boots Debian's kernel (fetched by the tests with apt-get download) on this machine's root, with
+# a static busybox in its initramfs and kmod's depmod/modprobe for its module tree.  Installed when missing and
+# possible; without them the VM tests skip with one sentence (docs/testing.md, "Tests in QEMU guests")
+VM_PKGS := qemu-system-x86 busybox-static kmod
 MEMLAT := native/memlat/build/memlat
 # ruff (lint and import order; configured in pyproject.toml) checks these
 RUFF_PATHS := app tests bench
@@ -16,9 +20,9 @@ RUFF_PATHS := app tests bench
 UNIT_TESTS := tests/unit
 
 # mypy: the type check of app/ (configured in pyproject.toml)
-.PHONY: typecheck lint check setup system-deps venv native run test test-fast bench bench-fio bench-mem bench-report bench-tui bench-steady bench-runs bench-fleet native-asan container-test clean
+.PHONY: typecheck lint check setup system-deps vm-deps venv native run test test-vm test-fast bench bench-fio bench-mem bench-report bench-tui bench-steady bench-runs bench-fleet native-asan container-test clean
 
-setup: system-deps venv native
+setup: system-deps vm-deps venv native
 
 # Debian packages the tool and its tests drive; installed only when missing.
 system-deps:
@@ -28,6 +32,16 @@ system-deps:
 	  echo "installing Debian packages:$$missing"; \
 	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
 	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q --no-install-recommends $$missing; \
+	fi
+
+vm-deps:
+	@missing=""; for p in $(VM_PKGS); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages for the VM tests:$$missing"; \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  { $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q --no-install-recommends \
+	    $$missing; } || echo "could not install$$missing: the VM tests (tests/vm) will skip"; \
 	fi
 
 # re-made when pyproject.toml changes or the interpreter is gone (a venv half-deleted is a venv to redo)
@@ -54,6 +68,10 @@ test: setup
 	$(BIN)/lint-imports
 	$(BIN)/mypy
 	$(MAKE) container-test
+
+# the tests in QEMU guests alone (`make test` runs them with the rest): real NVMe, SATA, two NUMA nodes, ssh://
+test-vm: setup
+	$(BIN)/python -m pytest -q tests/vm
 
 # everything but the container build
 test-fast: setup

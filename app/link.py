@@ -93,7 +93,8 @@ def _usb(d: Path) -> Link | None:
     if mbps is None:
         return None
     code = 1.0 if mbps <= 480 else 8 / 10 if mbps <= 5000 else 128 / 132
-    return {"kind": "usb", "text": f"USB {mbps:g} Mb/s", "bytes_per_s": mbps * 1e6 * code / 8, "speed": f"{mbps:g} Mb/s"}
+    return {"kind": "usb", "text": f"USB {mbps:g} Mb/s", "bytes_per_s": mbps * 1e6 * code / 8,
+            "speed": f"{mbps:g} Mb/s"}
 
 
 def device_number(target: str) -> tuple[int, int] | None:
