@@ -314,7 +314,12 @@ def _memory_tables(points: Sequence[MemoryRow], env: Mapping[str, object] | None
         out.append("")
         rows = [[p.stride or "default", format_size(p.buffer) if p.buffer else "default",
                  f"{p.latency:.2f}" if p.latency is not None else "n/a", p.engine or "?"] for p in idle]
-        out.append(markdown_table(["Stride (B)", "Buffer", "Latency (ns)", "Engine"], rows))
+        head = ["Stride (B)", "Buffer", "Latency (ns)", "Engine"]
+        nodes = [p.series[6] for p in idle]
+        if any(nodes):  # mem_node points: which node's memory each latency is of
+            head.append("NUMA node")
+            rows = [row + [node or "kernel's choice"] for row, node in zip(rows, nodes)]
+        out.append(markdown_table(head, rows))
         out.append("")
         out += _chase_line(idle)
         out += [mem.buffer_note(idle, env, None), ""]
