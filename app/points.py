@@ -173,6 +173,10 @@ class MemoryPoint:
         parse.optional(parse.whole(0, MAX_NODE)), None,
         "NUMA node (0 to 1023) every buffer is bound to before its first touch, each page's node verified; "
         "none (default) leaves placement to the kernel; built-in engine only", Role.DETAIL, later=True))
+    cpu_node: int | None = field(default=None, metadata=key(
+        parse.optional(parse.whole(0, MAX_NODE)), None,
+        "NUMA node (0 to 1023) whose CPUs run the threads, as cpus would list them (its first CPU runs the "
+        "latency thread); not with cpus; none (default): cpus decides", Role.DETAIL, later=True))
     group: str | None = field(default=None, metadata=record())
     engine: str | None = field(default=None, metadata=record(csv=6))
 

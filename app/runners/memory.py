@@ -59,7 +59,8 @@ is rounded up for MLC; ``cpus`` = latency CPU first, then the load CPUs)::
 
 NUMA: ``mem_node`` is the engine's ``--mem_node``: it binds every buffer to that node before the first touch and
 verifies each page's node (a page elsewhere fails the point); the placement it verified is the line's ``numa``
-part.  A node the machine lacks (sysfs) is refused before the run, and so is any ``mem_node`` for MLC.
+part.  ``cpu_node`` is that node's CPU list (sysfs) given as ``cpus`` (to either engine; not with ``cpus``).  A node
+the machine lacks is refused before the run, and so is any ``mem_node`` for MLC.
 
 The chase: ``tlb_locality`` (bytes, None = the whole buffer) is the engine's ``--tlb_locality`` in KiB;
 MLC has no such option, so a plan with it is refused for MLC (:meth:`MemoryRunner.check_plan`, exit 2).
@@ -79,13 +80,14 @@ import platform
 import shlex
 import shutil
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, AsyncGenerator, Hashable, Literal, Sequence, TypeAlias, cast
 
 from app import envinfo
 from app.errors import ToolMissing, UsageError
 from app.external import run_tool
+from app.keys import cpus as parse_cpus
 from app.points import Kind, MemoryPoint, Point
 from app.presets import ENGINES, MLC_DELAYS
 from app.records import JSONObject, MemoryMetrics, Parts
@@ -274,18 +276,42 @@ def check_memory(plan: Sequence[MemoryPoint], available: int | None = None) -> N
 
 
 def check_nodes(plan: Sequence[MemoryPoint], nodes: list[int] | None | Literal[False] = False) -> None:
-    """UsageError when a point's ``mem_node`` is not a NUMA node of this machine (sysfs; ``nodes`` for tests)."""
-    wanted = sorted({p.mem_node for p in plan if p.mem_node is not None})
+    """UsageError when a point's ``mem_node`` or ``cpu_node`` is not a NUMA node of this machine (sysfs; ``nodes``
+    for tests), or when a point sets both ``cpu_node`` and ``cpus``."""
+    for p in plan:
+        if p.cpu_node is not None and p.cpus:
+            raise UsageError(f"cpu_node={p.cpu_node} and cpus={p.cpus} both choose the CPUs; set one of them.")
+    wanted = sorted({(name, n) for p in plan for name, n in (("mem_node", p.mem_node), ("cpu_node", p.cpu_node))
+                     if n is not None}, key=lambda w: (w[0] != "mem_node", w[1]))
     if not wanted:
         return
     have = envinfo.node_ids() if nodes is False else nodes
     if have is None:
-        raise UsageError(f"mem_node={wanted[0]}: this machine reports no NUMA nodes (no /sys/devices/system/node), "
-                         "so no buffer can be bound to one; use mem_node=none.")
-    for node in wanted:
+        name, node = wanted[0]
+        raise UsageError(f"{name}={node}: this machine reports no NUMA nodes (no /sys/devices/system/node); "
+                         f"use {name}=none.")
+    for name, node in wanted:
         if node not in have:
-            raise UsageError(f"mem_node={node}: this machine has no NUMA node {node} (its nodes: "
+            raise UsageError(f"{name}={node}: this machine has no NUMA node {node} (its nodes: "
                              f"{', '.join(map(str, have))}).")
+
+
+def with_node_cpus(points: Sequence[MemoryPoint], numa: envinfo.NumaInfo | None = None) -> list[MemoryPoint]:
+    """The points with ``cpu_node`` turned into ``cpus``: that node's CPU list from sysfs (``numa`` for tests);
+    UsageError when the node has no CPU, or a list the engines cannot take."""
+    nodes = {n["node"]: n["cpus"] for n in (numa or envinfo.numa_info())["nodes"]}
+    out = []
+    for p in points:
+        if p.cpu_node is None:
+            out.append(p)
+            continue
+        cpus = nodes.get(p.cpu_node)
+        try:
+            out.append(replace(p, cpus=parse_cpus(cpus)))
+        except ValueError:
+            raise UsageError(f"cpu_node={p.cpu_node}: NUMA node {p.cpu_node} has no CPU this tool can run on "
+                             f"(its CPU list: {cpus if cpus else 'none'}).") from None
+    return out
 
 
 def mlc_buffer_pages(point: MemoryPoint, page: int) -> int:
@@ -675,8 +701,8 @@ class MemoryRunner(Runner):
     def batch_key(self, point: Point) -> Hashable:
         p = _memory_point(point)
         if p.mode == "idle":
-            return ("idle", p.stride, p.buffer, p.duration, p.cpus, p.tlb_locality, p.mem_node)
-        return ("loaded", p.traffic, p.stride, p.buffer, p.duration, p.cpus, p.tlb_locality, p.mem_node)
+            return ("idle", p.stride, p.buffer, p.duration, p.cpus, p.tlb_locality, p.mem_node, p.cpu_node)
+        return ("loaded", p.traffic, p.stride, p.buffer, p.duration, p.cpus, p.tlb_locality, p.mem_node, p.cpu_node)
 
     def tool_versions(self) -> dict[str, str]:
         tools = {"memory_engine": self.engine, "memory_engine_path": self.binary}
@@ -706,11 +732,11 @@ class MemoryRunner(Runner):
                         f"mem_node={point.mem_node}: Intel MLC has no option to place its buffers on a node and "
                         "verify them; use --engine builtin, or mem_node=none.")
         check_nodes(points)
-        check_memory(points)
+        check_memory(with_node_cpus(points))
 
     async def run(self, items: list[tuple[int, Point]], ctx: Context) -> AsyncGenerator[Event, None]:
         batch = [(index, _memory_point(p)) for index, p in items]
-        points = [p for _, p in batch]
+        points = with_node_cpus([p for _, p in batch])  # the engines take CPU lists
         reservation = None
         if self.engine == "mlc":  # off the event loop: the kernel may take a while to find the pages
             pending = asyncio.ensure_future(asyncio.to_thread(HugePageReservation.reserve, points))

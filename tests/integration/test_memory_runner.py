@@ -657,6 +657,23 @@ def test_a_node_this_machine_lacks_is_refused_before_the_run(tmp_path: Path) -> 
     assert not (out / "results.jsonl").exists() or not (out / "results.jsonl").read_text().strip()
 
 
+@needs_engine
+def test_cpu_node_runs_the_threads_on_that_nodes_cpus(tmp_path: Path) -> None:
+    numa = envinfo.numa_info()
+    if not numa["nodes"] or not numa["nodes"][0]["cpus"]:
+        pytest.skip("this kernel reports no NUMA node 0 with CPUs")
+    out = tmp_path / "out"
+    proc = run_cli("run", "mem-idle", "--engine", "builtin", "--set", "cpu_node=0", "--set", "buffer=16m",
+                   "--set", "duration=1", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    (r,) = records(out)
+    assert r["point"]["cpu_node"] == 0 and "cpus" in r["point"] and r["point"]["cpus"] is None  # as planned
+    assert r["command"].endswith(f"-k {numa['nodes'][0]['cpus']}")
+    proc = run_cli("run", "mem-idle", "--engine", "builtin", "--set", "cpu_node=0", "--set", "cpus=0",
+                   "--out", str(tmp_path / "both"))
+    assert proc.returncode == 2 and "cpu_node=0 and cpus=0 both choose the CPUs; set one of them." in proc.stderr
+
+
 def test_mem_node_is_refused_for_mlc_in_one_sentence(fake_mlc: dict[str, Any], tmp_path: Path) -> None:
     proc = run_cli("run", "mem-idle", "--engine", "mlc", "--set", "mem_node=0", "--out", str(tmp_path / "out"),
                    env=fake_mlc["env"])

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from app import envinfo, runmeta
 from app.errors import UsageError
 from app.report.render import _numa_rows
-from app.runners.memory import check_nodes
+from app.runners.memory import check_nodes, with_node_cpus
 from conftest import mem_point
 from schema_check import schema, validator
 
@@ -132,3 +132,20 @@ def test_mem_node_must_be_a_node_of_this_machine() -> None:
         check_nodes([mem_point(mem_node=0), mem_point(mem_node=5)], [0, 1])
     with pytest.raises(UsageError, match=r"^mem_node=0: this machine reports no NUMA nodes"):
         check_nodes([mem_point(mem_node=0)], None)
+
+
+def test_cpu_node_is_that_nodes_cpu_list_and_not_with_cpus() -> None:
+    numa: envinfo.NumaInfo = {"nodes": [{"node": 0, "cpus": "0-3,8", "memory_bytes": 1},
+                                        {"node": 1, "cpus": "", "memory_bytes": 1},
+                                        {"node": 2, "cpus": None, "memory_bytes": 1}]}
+    plain = mem_point(cpus="1")
+    assert with_node_cpus([mem_point(cpu_node=0), plain], numa) == [mem_point(cpu_node=0, cpus="0-3,8"), plain]
+    with pytest.raises(UsageError, match=r"^cpu_node=1: NUMA node 1 has no CPU this tool can run on \(its CPU list: "
+                                         r"none\)\.$"):
+        with_node_cpus([mem_point(cpu_node=1)], numa)
+    with pytest.raises(UsageError, match=r"^cpu_node=2: NUMA node 2 has no CPU"):
+        with_node_cpus([mem_point(cpu_node=2)], numa)
+    with pytest.raises(UsageError, match=r"^cpu_node=0 and cpus=1 both choose the CPUs; set one of them\.$"):
+        check_nodes([mem_point(cpu_node=0, cpus="1")], [0])
+    with pytest.raises(UsageError, match=r"^cpu_node=3: this machine has no NUMA node 3 \(its nodes: 0\)\.$"):
+        check_nodes([mem_point(cpu_node=3, mem_node=0)], [0])

@@ -19,12 +19,12 @@ from app.report.write import render_report
 BUFFER = 64 << 20
 PAGES = BUFFER // 4096  # the guest's pages are 4 KiB (numa_maps counts a huge page as its 4 KiB pages too)
 
-# One run of two points, mem_node=1 then mem_node=0 (one engine process each), in the background; each engine
-# process is found by its name (pgrep) and the first snapshot of its numa_maps that holds the whole touched buffer
-# is kept (one taken before the first touch lacks it) as numa.maps.PID.
+# One run of two points on node 0's CPU (cpu_node=0), mem_node=1 then mem_node=0, one engine process each, in the
+# background; each engine process is found by its name (pgrep) and the first snapshot of its numa_maps that holds
+# the whole touched buffer is kept (one taken before the first touch lacks it) as numa.maps.PID.
 WATCH = r"""
 out=/run/xchg/numa
-{tool} run mem-idle --engine builtin --set mem_node=1,0 --set cpus=0 --set buffer=64m --set duration=2 \
+{tool} run mem-idle --engine builtin --set mem_node=1,0 --set cpu_node=0 --set buffer=64m --set duration=2 \
     --out $out > $out.log 2>&1 &
 tool=$!
 while kill -0 $tool 2>/dev/null; do
@@ -80,7 +80,7 @@ def test_run_json_records_both_nodes_with_their_cpus_and_memory(run: dict[str, A
 @pytest.mark.parametrize("node", [1, 0])
 def test_the_engine_verifies_its_placement_and_numa_maps_agrees(run: dict[str, Any], node: int) -> None:
     line = run["lines"][node]
-    assert line["command"].endswith(f"-k 0 --mem_node {node}")
+    assert line["point"]["cpu_node"] == 0 and line["command"].endswith(f"-k 0 --mem_node {node}")  # node 0's CPU
     assert line["numa"] == {"node": node, "pages": {str(node): PAGES}, "page_bytes": 4096,
                             "verified_with": "move_pages"}
     assert 0 < line["metrics"]["latency_ns"] < 100_000
