@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import socket
 import stat
 import sys
 from pathlib import Path
 from typing import NotRequired, TypedDict
+
+from app.link import read_attr, sysfs_root
 
 
 class CacheInfo(TypedDict):
@@ -48,12 +51,26 @@ class OsInfo(TypedDict):
     virtualization: str | None
 
 
+class NumaNode(TypedDict):
+    node: int
+    cpus: str | None  # CPU list as sysfs writes it ("0-3,8"); "" for a node without CPUs; None: unreadable
+    memory_bytes: int | None  # the node's MemTotal; None: unreadable
+
+
+class NumaInfo(TypedDict):
+    """The machine's NUMA nodes from sysfs; ``nodes`` is empty and ``unknown`` says why when sysfs has none."""
+
+    nodes: list[NumaNode]
+    unknown: NotRequired[str]
+
+
 class Environment(TypedDict):
     """run.json's ``environment``."""
 
     cpu: CpuInfo
     memory: MemoryInfo
     system: OsInfo
+    numa: NotRequired[NumaInfo]
 
 
 class FileTargetInfo(TypedDict):
@@ -161,6 +178,48 @@ def memory_info() -> MemoryInfo:
     }
 
 
+MAX_NODES = 1024  # node numbers 0 … 1023: the kernel's largest MAX_NUMNODES
+MAX_CPULIST_CHARS = 8192
+MAX_NODE_MEMINFO_BYTES = 16 << 10
+_NODE_DIR = re.compile(r"node(0|[1-9][0-9]{0,3})")
+_CPULIST = re.compile(r"[0-9]{1,5}(-[0-9]{1,5})?(,[0-9]{1,5}(-[0-9]{1,5})?)*")
+
+
+def numa_info(root: Path | None = None) -> NumaInfo:
+    """The NUMA nodes of ``root``/devices/system/node (the sysfs root: /sys, or ``PROFILER_TUI_SYSFS``): each
+    node's CPU list and MemTotal.  Without that folder (a kernel built without NUMA) the layout is recorded as
+    unknown rather than guessed as one node.  Untrusted: at most 1024 nodes, bounded reads, a value that does
+    not parse is None."""
+    base = (root or sysfs_root()) / "devices" / "system" / "node"
+    try:
+        names = [e.name for e in os.scandir(base) if e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return {"nodes": [], "unknown": f"{base} is missing: the kernel reports no NUMA nodes"}
+    ids = sorted(int(m.group(1)) for name in names if (m := _NODE_DIR.fullmatch(name)))[:MAX_NODES]
+    if not ids:
+        return {"nodes": [], "unknown": f"{base} lists no node"}
+    return {"nodes": [_numa_node(base / f"node{n}", n) for n in ids]}
+
+
+def _numa_node(d: Path, node: int) -> NumaNode:
+    cpus = read_attr(d / "cpulist", MAX_CPULIST_CHARS + 1)
+    if cpus is not None and (len(cpus) > MAX_CPULIST_CHARS or not (cpus == "" or _CPULIST.fullmatch(cpus))):
+        cpus = None
+    memory = None
+    pattern = re.compile(rf"Node {node} MemTotal: +([0-9]{{1,15}}) kB")
+    for line in (read_attr(d / "meminfo", MAX_NODE_MEMINFO_BYTES) or "").splitlines():
+        if m := pattern.fullmatch(line.strip()):
+            memory = int(m.group(1)) * 1024
+            break
+    return {"node": node, "cpus": cpus, "memory_bytes": memory}
+
+
+def node_ids(root: Path | None = None) -> list[int] | None:
+    """The machine's NUMA node numbers, or None when sysfs does not say (see :func:`numa_info`)."""
+    info = numa_info(root)
+    return None if "unknown" in info else [n["node"] for n in info["nodes"]]
+
+
 def os_info() -> OsInfo:
     pretty = None
     for line in (_read("/etc/os-release") or "").splitlines():
@@ -190,7 +249,7 @@ def _virt() -> str | None:
 
 
 def collect() -> Environment:
-    return {"cpu": cpu_info(), "memory": memory_info(), "system": os_info()}
+    return {"cpu": cpu_info(), "memory": memory_info(), "system": os_info(), "numa": numa_info()}
 
 
 def file_target_info(path: str) -> FileTargetInfo:

@@ -38,6 +38,7 @@ MIN_TLB_LOCALITY = 4 << 10  # tlb_locality groups: 4 KiB (one page; at least one
 MAX_TLB_LOCALITY = 1 << 30  # … to 1 GiB, in whole KiB (the engine's --tlb_locality takes KiB)
 MAX_DELAY = 10_000_000
 MAX_CPU = 1023  # CPU numbers 0 … 1023 (the built-in engine's limit)
+MAX_NODE = 1023  # NUMA node numbers 0 … 1023 (the kernel's largest MAX_NUMNODES, the built-in engine's limit)
 MAX_CPUS_CHARS = 4096
 
 # --- value parsers: each takes a TOML or command-line value, returns the canonical one ---------

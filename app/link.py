@@ -43,6 +43,11 @@ def sysfs_root() -> Path:
 
 
 def _attr(path: Path) -> str | None:
+    return read_attr(path)
+
+
+def read_attr(path: Path, limit: int = MAX_ATTR_BYTES) -> str | None:
+    """The first ``limit`` bytes of a regular sysfs file, stripped; None when it is missing or not a file."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
@@ -50,7 +55,7 @@ def _attr(path: Path) -> str | None:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
-        return os.read(fd, MAX_ATTR_BYTES).decode("ascii", "replace").strip()
+        return os.read(fd, limit).decode("ascii", "replace").strip()
     except OSError:
         return None
     finally:

@@ -25,6 +25,7 @@ from app.keys import (
     MAX_BUFFER,
     MAX_DELAY,
     MAX_MEMORY_SECONDS,
+    MAX_NODE,
     MAX_SECONDS,
     MAX_SIZE,
     MEMORY_MODES,
@@ -167,6 +168,15 @@ class MemoryPoint:
         parse.tlb_locality, None,
         "latency chase within random groups of this size (256k, like multichase -T), whole KiB from 4 KiB to 1 GiB; "
         "none or 0 (default) chases the whole buffer; built-in engine only", Role.DETAIL, later=True))
+    # in a point's JSON table only when set, so the lines of runs without it keep their bytes
+    mem_node: int | None = field(default=None, metadata=key(
+        parse.optional(parse.whole(0, MAX_NODE)), None,
+        "NUMA node (0 to 1023) every buffer is bound to before its first touch, each page's node verified; "
+        "none (default) leaves placement to the kernel; built-in engine only", Role.DETAIL, later=True))
+    cpu_node: int | None = field(default=None, metadata=key(
+        parse.optional(parse.whole(0, MAX_NODE)), None,
+        "NUMA node (0 to 1023) whose CPUs run the threads, as cpus would list them (its first CPU runs the "
+        "latency thread); not with cpus; none (default): cpus decides", Role.DETAIL, later=True))
     group: str | None = field(default=None, metadata=record())
     engine: str | None = field(default=None, metadata=record(csv=6))
 

@@ -206,6 +206,31 @@ class Source:
 
 
 @dataclass(frozen=True)
+class NumaNode:
+    """One entry of ``environment.numa.nodes``: a node, its CPU list and its memory."""
+
+    node: int | None = None
+    cpus: str | None = None  # "0-3,8"; "" for a node without CPUs
+    memory_bytes: int | None = None
+
+    @classmethod
+    def read(cls, f: _Fields) -> NumaNode:
+        return cls(f.whole("node"), f.text("cpus"), f.whole("memory_bytes"))
+
+
+@dataclass(frozen=True)
+class Numa:
+    """``environment.numa``: the NUMA nodes, or (no nodes) why the layout is unknown; absent before it was recorded."""
+
+    nodes: tuple[NumaNode, ...] = ()
+    unknown: str | None = None
+
+    @classmethod
+    def read(cls, f: _Fields) -> Numa:
+        return cls(tuple(NumaNode.read(n) for n in f.objects("nodes")), f.text("unknown"))
+
+
+@dataclass(frozen=True)
 class Environment:
     """``environment``: the machine that measured (app.envinfo.collect); ``entry`` is the object as recorded."""
 
@@ -214,12 +239,15 @@ class Environment:
     caches: tuple[JSONObject, ...] = ()  # cpu.caches: CPU 0's caches, each with name, level, size
     memory: JSONObject | None = None  # total_bytes, hugepages_total, transparent_hugepages
     system: JSONObject | None = None  # os, kernel, virtualization, container
+    numa: Numa | None = None
 
     @classmethod
     def read(cls, f: _Fields) -> Environment:
         cpu = f.fields("cpu")
         caches = tuple(c.obj for c in cpu.objects("caches")) if cpu is not None else ()
-        return cls(f.obj, cpu.obj if cpu is not None else None, caches, f.mapping("memory"), f.mapping("system"))
+        numa = f.fields("numa")
+        return cls(f.obj, cpu.obj if cpu is not None else None, caches, f.mapping("memory"), f.mapping("system"),
+                   Numa.read(numa) if numa is not None else None)
 
 
 # --- run.json ------------------------------------------------------------------------------------------------

@@ -80,8 +80,8 @@ def littles_law(p: StorageRow) -> Little | None:
 
 
 Rest = tuple[tuple[str, object], ...]  # a point's other settings, (name, value) in a fixed order
-# one memory table: traffic, stride, buffer, engine, source, chase (MemoryRow.series)
-MemKey = tuple[str, int, int, str, object, str]
+# one memory table: traffic, stride, buffer, engine, source, chase, NUMA node ("": none) (MemoryRow.series)
+MemKey = tuple[str, int, int, str, object, str, str]
 
 
 @dataclass

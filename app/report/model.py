@@ -255,10 +255,12 @@ class MemoryRow(_Row):
         return None if v is None else float(v)
 
     @property
-    def series(self) -> tuple[str, int, int, str, str, str]:
-        """One MLC table: traffic, stride, buffer, engine, source, chase (the delays are its rows)."""
+    def series(self) -> tuple[str, int, int, str, str, str, str]:
+        """One MLC table: traffic, stride, buffer, engine, source, chase, NUMA node (the delays are its rows)."""
+        node = self.point.get("mem_node")
         return (self.traffic or "R", self.stride or 0, self.buffer or 0, self.engine,
-                str(self.point.get("source") or ""), str(self.point.get("tlb_locality") or ""))
+                str(self.point.get("source") or ""), str(self.point.get("tlb_locality") or ""),
+                str(node) if node is not None else "")
 
 
 @dataclass

@@ -19,7 +19,7 @@ from app.report import conditions, drive, queue_text, series, support, trends
 from app.report import memory as mem
 from app.report import procedure as rp
 from app.report.model import TRAFFIC_DESCRIPTIONS, MemoryRow, RunData, StorageRow
-from app.runmeta import RunMeta
+from app.runmeta import Numa, RunMeta
 from app.sanitize import clean_text, md_text
 from app.textable import markdown_table
 from app.units import format_count, format_size, size_text, us
@@ -79,6 +79,18 @@ def _p99_text(p: StorageRow) -> str:
 # --- sections -------------------------------------------------------------------------------------------
 
 
+def _numa_rows(numa: Numa | None) -> list[list[str]]:
+    """One row per NUMA node (its CPUs and memory), or one saying the layout is unknown; none for a run.json
+    written before the layout was recorded."""
+    if numa is None:
+        return []
+    if not numa.nodes:
+        return [["NUMA nodes", md_text(f"unknown ({numa.unknown})" if numa.unknown else "unknown")]]
+    return [[f"NUMA node {n.node if n.node is not None else '?'}",
+             f"CPUs {md_text(n.cpus) if n.cpus else 'none' if n.cpus == '' else 'unknown'}, "
+             f"memory {size_text(n.memory_bytes)}"] for n in numa.nodes]
+
+
 def _environment(data: RunData) -> list[str]:
     env = data.meta.environment
     tools = data.meta.tools or {}
@@ -103,6 +115,7 @@ def _environment(data: RunData) -> list[str]:
         thp = mem.get("transparent_hugepages")
         if hp is not None or thp:
             rows.append(["Huge pages", f"{hp if hp is not None else '?'} reserved; transparent: {thp or 'unknown'}"])
+    rows += _numa_rows(env.numa if env else None)
     if system:
         rows.append(["OS", str(system.get("os", "unknown"))])
         rows.append(["Kernel", str(system.get("kernel", "unknown"))])
@@ -301,7 +314,12 @@ def _memory_tables(points: Sequence[MemoryRow], env: Mapping[str, object] | None
         out.append("")
         rows = [[p.stride or "default", format_size(p.buffer) if p.buffer else "default",
                  f"{p.latency:.2f}" if p.latency is not None else "n/a", p.engine or "?"] for p in idle]
-        out.append(markdown_table(["Stride (B)", "Buffer", "Latency (ns)", "Engine"], rows))
+        head = ["Stride (B)", "Buffer", "Latency (ns)", "Engine"]
+        nodes = [p.series[6] for p in idle]
+        if any(nodes):  # mem_node points: which node's memory each latency is of
+            head.append("NUMA node")
+            rows = [row + [node or "kernel's choice"] for row, node in zip(rows, nodes)]
+        out.append(markdown_table(head, rows))
         out.append("")
         out += _chase_line(idle)
         out += [mem.buffer_note(idle, env, None), ""]
@@ -315,13 +333,15 @@ def _memory_tables(points: Sequence[MemoryRow], env: Mapping[str, object] | None
                    "generate traffic with the given injection delay between accesses (0 = as fast as possible). "
                    f"Delays in {units}. Bandwidth in MB/sec (10^6 B/s) of {mem.bandwidth_words(loaded)}.")
         out.append("")
-    for key in sorted(series, key=lambda k: (k[1], _traffic_order(k[0]), k[2], k[3], k[4], k[5])):
-        traffic, stride, buffer, engine, _source, groups = key
+    for key in sorted(series, key=lambda k: (k[1], _traffic_order(k[0]), k[2], k[3], k[4], k[5], k[6])):
+        traffic, stride, buffer, engine, _source, groups, node = key
         title = f"### {traffic} ({TRAFFIC_DESCRIPTIONS.get(traffic, 'traffic type ' + traffic)}), stride {stride} B"
         if buffer:
             title += f", buffer {format_size(buffer)}"
         if groups:
             title += f", chase within {format_size(int(groups))} groups"
+        if node:
+            title += f", memory on NUMA node {md_text(node)}"
         if engine:
             title += f" — {engine}"
         out.append(title)

@@ -54,8 +54,13 @@ is rounded up for MLC; ``cpus`` = latency CPU first, then the load CPUs)::
 
     mlc --idle_latency -l64 [-b KIB] [-c CPU]
     mlc --loaded_latency [-dN] -R|-WN -l64 [-b KIB] -tS [-c CPU -k LOAD_CPUS]
-    memlat --idle_latency -l 64 [-b KIB] -t S [-k CPUS] [--tlb_locality KIB]
-    memlat --loaded_latency -D d1,d2,… -R|-W N -l 64 [-b KIB] -t S [-k CPUS] [--tlb_locality KIB]
+    memlat --idle_latency -l 64 [-b KIB] -t S [-k CPUS] [--tlb_locality KIB] [--mem_node N]
+    memlat --loaded_latency -D d1,d2,… -R|-W N -l 64 [-b KIB] -t S [-k CPUS] [--tlb_locality KIB] [--mem_node N]
+
+NUMA: ``mem_node`` is the engine's ``--mem_node``: it binds every buffer to that node before the first touch and
+verifies each page's node (a page elsewhere fails the point); the placement it verified is the line's ``numa``
+part.  ``cpu_node`` is that node's CPU list (sysfs) given as ``cpus`` (to either engine; not with ``cpus``).  A node
+the machine lacks is refused before the run, and so is any ``mem_node`` for MLC.
 
 The chase: ``tlb_locality`` (bytes, None = the whole buffer) is the engine's ``--tlb_locality`` in KiB;
 MLC has no such option, so a plan with it is refused for MLC (:meth:`MemoryRunner.check_plan`, exit 2).
@@ -75,12 +80,14 @@ import platform
 import shlex
 import shutil
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, AsyncGenerator, Hashable, Sequence, TypeAlias, cast
+from typing import Any, AsyncGenerator, Hashable, Literal, Sequence, TypeAlias, cast
 
+from app import envinfo
 from app.errors import ToolMissing, UsageError
 from app.external import run_tool
+from app.keys import cpus as parse_cpus
 from app.points import Kind, MemoryPoint, Point
 from app.presets import ENGINES, MLC_DELAYS
 from app.records import JSONObject, MemoryMetrics, Parts
@@ -266,6 +273,45 @@ def check_memory(plan: Sequence[MemoryPoint], available: int | None = None) -> N
                 f"buffer={format_size_human(buf)}: {threads} thread(s) × {per} buffer(s) of {format_size_human(buf)} "
                 f"need {need / 2**30:.1f} GiB, more than the {available / 2**30:.1f} GiB available "
                 "(MemAvailable in /proc/meminfo); choose a smaller buffer, e.g. --set buffer=256m.")
+
+
+def check_nodes(plan: Sequence[MemoryPoint], nodes: list[int] | None | Literal[False] = False) -> None:
+    """UsageError when a point's ``mem_node`` or ``cpu_node`` is not a NUMA node of this machine (sysfs; ``nodes``
+    for tests), or when a point sets both ``cpu_node`` and ``cpus``."""
+    for p in plan:
+        if p.cpu_node is not None and p.cpus:
+            raise UsageError(f"cpu_node={p.cpu_node} and cpus={p.cpus} both choose the CPUs; set one of them.")
+    wanted = sorted({(name, n) for p in plan for name, n in (("mem_node", p.mem_node), ("cpu_node", p.cpu_node))
+                     if n is not None}, key=lambda w: (w[0] != "mem_node", w[1]))
+    if not wanted:
+        return
+    have = envinfo.node_ids() if nodes is False else nodes
+    if have is None:
+        name, node = wanted[0]
+        raise UsageError(f"{name}={node}: this machine reports no NUMA nodes (no /sys/devices/system/node); "
+                         f"use {name}=none.")
+    for name, node in wanted:
+        if node not in have:
+            raise UsageError(f"{name}={node}: this machine has no NUMA node {node} (its nodes: "
+                             f"{', '.join(map(str, have))}).")
+
+
+def with_node_cpus(points: Sequence[MemoryPoint], numa: envinfo.NumaInfo | None = None) -> list[MemoryPoint]:
+    """The points with ``cpu_node`` turned into ``cpus``: that node's CPU list from sysfs (``numa`` for tests);
+    UsageError when the node has no CPU, or a list the engines cannot take."""
+    nodes = {n["node"]: n["cpus"] for n in (numa or envinfo.numa_info())["nodes"]}
+    out = []
+    for p in points:
+        if p.cpu_node is None:
+            out.append(p)
+            continue
+        cpus = nodes.get(p.cpu_node)
+        try:
+            out.append(replace(p, cpus=parse_cpus(cpus)))
+        except ValueError:
+            raise UsageError(f"cpu_node={p.cpu_node}: NUMA node {p.cpu_node} has no CPU this tool can run on "
+                             f"(its CPU list: {cpus if cpus else 'none'}).") from None
+    return out
 
 
 def mlc_buffer_pages(point: MemoryPoint, page: int) -> int:
@@ -602,6 +648,8 @@ class BuiltinEngine(Engine):
             cmd += ["-k", p.cpus]
         if p.tlb_locality:
             cmd += ["--tlb_locality", str(_kib(p.tlb_locality))]
+        if p.mem_node is not None:
+            cmd += ["--mem_node", str(p.mem_node)]
         return cmd
 
     def chase(self, point: MemoryPoint, params: dict[str, Any]) -> dict[str, Any]:
@@ -618,6 +666,9 @@ class BuiltinEngine(Engine):
         text = f"random chase {where}, {pages}"
         if stride:
             text += f", stride {stride} B"
+        numa = params.get("numa")
+        if isinstance(numa, dict) and isinstance(numa.get("node"), int):  # only a verified placement is printed
+            text += f", memory on NUMA node {numa['node']} (every page verified)"
         return {"by": "builtin", "mode": "groups" if group else "whole_buffer", "group_bytes": group or None,
                 "stride": stride, "buffer_bytes": buf, "huge_pages": huge, "text": text}
 
@@ -650,8 +701,8 @@ class MemoryRunner(Runner):
     def batch_key(self, point: Point) -> Hashable:
         p = _memory_point(point)
         if p.mode == "idle":
-            return ("idle", p.stride, p.buffer, p.duration, p.cpus, p.tlb_locality)
-        return ("loaded", p.traffic, p.stride, p.buffer, p.duration, p.cpus, p.tlb_locality)
+            return ("idle", p.stride, p.buffer, p.duration, p.cpus, p.tlb_locality, p.mem_node, p.cpu_node)
+        return ("loaded", p.traffic, p.stride, p.buffer, p.duration, p.cpus, p.tlb_locality, p.mem_node, p.cpu_node)
 
     def tool_versions(self) -> dict[str, str]:
         tools = {"memory_engine": self.engine, "memory_engine_path": self.binary}
@@ -666,8 +717,9 @@ class MemoryRunner(Runner):
         return tools
 
     def check_plan(self, plan: Sequence[Point]) -> None:
-        """Refuse, before anything starts, a plan whose buffers do not fit in free memory, or that asks
-        MLC for a chase it cannot do (tlb_locality: MLC has no option for it)."""
+        """Refuse, before anything starts, a plan whose buffers do not fit in free memory, that asks MLC for
+        what it cannot do (tlb_locality, mem_node: MLC has no option for them), or for a NUMA node this
+        machine does not have."""
         points = [_memory_point(p) for p in plan]
         if self.engine == "mlc":
             for point in points:
@@ -675,11 +727,16 @@ class MemoryRunner(Runner):
                     raise UsageError(
                         f"tlb_locality={format_size_human(point.tlb_locality)}: Intel MLC has no option to chase "
                         "within groups (it chooses its own chase); use --engine builtin, or tlb_locality=none.")
-        check_memory(points)
+                if point.mem_node is not None:
+                    raise UsageError(
+                        f"mem_node={point.mem_node}: Intel MLC has no option to place its buffers on a node and "
+                        "verify them; use --engine builtin, or mem_node=none.")
+        check_nodes(points)
+        check_memory(with_node_cpus(points))
 
     async def run(self, items: list[tuple[int, Point]], ctx: Context) -> AsyncGenerator[Event, None]:
         batch = [(index, _memory_point(p)) for index, p in items]
-        points = [p for _, p in batch]
+        points = with_node_cpus([p for _, p in batch])  # the engines take CPU lists
         reservation = None
         if self.engine == "mlc":  # off the event loop: the kernel may take a while to find the pages
             pending = asyncio.ensure_future(asyncio.to_thread(HugePageReservation.reserve, points))
@@ -769,7 +826,7 @@ class MemoryRunner(Runner):
             return f"{self.engine}-idle-l{point.stride}"
         return f"{self.engine}-{point.traffic}-l{point.stride}-d{point.delay}"
 
-    _ENGINE_PARAMS = ("buffer_bytes", "write_buffer_bytes", "huge_pages", "delay_unit_ns", "load_threads")
+    _ENGINE_PARAMS = ("buffer_bytes", "write_buffer_bytes", "huge_pages", "delay_unit_ns", "load_threads", "numa")
 
     def _extra(self, point: MemoryPoint, cmd: list[str], parser: LineParser, wall: float) -> Parts:
         """The results line's parts beside the metrics: engine, command, what the engine printed (the session
@@ -799,7 +856,7 @@ class MemoryRunner(Runner):
                      write_buffer_bytes=params.get("write_buffer_bytes"), huge_pages=huge_pages,
                      delay_unit_ns=_figure(params.get("delay_unit_ns")),
                      load_threads=_figure(params.get("load_threads")),
-                     warnings=warnings or None, chase=self._impl.chase(point, params),
+                     warnings=warnings or None, chase=self._impl.chase(point, params), numa=params.get("numa"),
                      bandwidth_includes_latency_thread=True if loaded else None, keys=tuple(keys))
 
     def _failure(self, ended: "_Ended", delay: int | None) -> str:

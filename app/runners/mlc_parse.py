@@ -271,6 +271,9 @@ _RE_CHASE = re.compile(r"random chase (?:over the whole buffer|within (\d{1,15})
 # part of the row's bandwidth, kept in the section's values["load_mbps"][delay]
 _RE_LOAD_BW = re.compile(rf"^Load threads at delay (\d{{1,15}}):\s*({_NUM})\s*MB/sec", re.IGNORECASE)  # engine
 _RE_DELAY_UNIT = re.compile(rf"^Using injection delay unit of\s+({_NUM})\s*ns", re.IGNORECASE)  # the engine's
+# the engine's "Using memory on NUMA node 1: pages N1=16384 (4096-byte pages; …)" (--mem_node: verified placement)
+_RE_NUMA = re.compile(r"^Using memory on NUMA node (\d{1,4}): pages ((?:N\d{1,4}=\d{1,15} ){0,63}N\d{1,4}=\d{1,15}) "
+                      r"\((\d{1,9})-byte pages", re.IGNORECASE)
 _UNIT = {"kib": 1 << 10, "kb": 1 << 10, "mib": MIB, "mb": MIB, "gib": 1 << 30, "gb": 1 << 30}
 
 
@@ -544,6 +547,11 @@ class LineParser:
     def _on_load_bandwidth(self, line: str, m: re.Match[str]) -> None:
         self._load_bw = (int(m.group(1)), float(m.group(2)))  # for the row of that delay, which follows
 
+    def _on_numa(self, line: str, m: re.Match[str]) -> None:
+        pages = {n: int(c) for n, c in re.findall(r"N(\d{1,4})=(\d{1,15})", m.group(2))}
+        self.header["numa"] = {"node": int(m.group(1)), "pages": pages, "page_bytes": int(m.group(3)),
+                               "verified_with": "move_pages"}
+
     def _on_delay_unit(self, line: str, m: re.Match[str]) -> None:
         self.header["delay_unit_ns"] = float(m.group(1))
 
@@ -639,6 +647,7 @@ LINE_RULES: tuple[LineRule[re.Match[str]] | LineRule[str], ...] = (
     LineRule("section title (Measuring …)", _section_kind, LineParser._on_title),
     LineRule("idle latency (Each iteration took …)", _RE_IDLE.match, LineParser._on_idle),
     LineRule("huge pages (engine)", _RE_HUGE.match, LineParser._on_huge_pages),
+    LineRule("NUMA placement (engine)", _RE_NUMA.match, LineParser._on_numa),
     LineRule("latency thread and stride (engine)", _RE_THREADS.match, LineParser._on_latency_thread),
     LineRule("injection delay unit (engine)", _RE_DELAY_UNIT.match, LineParser._on_delay_unit),
     LineRule("load threads' bandwidth before a row (engine)", _RE_LOAD_BW.match, LineParser._on_load_bandwidth),

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from app import envinfo
 from app.errors import ToolMissing, UsageError
 from app.points import Point
 from app.presets import MLC_DELAYS
@@ -30,6 +31,7 @@ from app.runners.base import Context, Result, Sample
 from app.runners.memory import MemoryRunner, check_memory
 from app.runners.mlc_parse import idle_latency, loaded_rows, parse_text
 from conftest import ROOT, mem_point
+from schema_check import validate_dir
 
 MLC_DATA = Path(__file__).resolve().parents[1] / "data" / "mlc"
 LOADED_SAMPLE = MLC_DATA / "v3.10-loaded-latency.txt"
@@ -614,6 +616,70 @@ def test_tlb_locality_is_refused_for_mlc_in_one_sentence(fake_mlc: dict[str, Any
     assert ("tlb_locality=256 KiB: Intel MLC has no option to chase within groups (it chooses its own chase); "
             "use --engine builtin, or tlb_locality=none.") in proc.stderr
     assert not (out / "results.jsonl").exists() or not (out / "results.jsonl").read_text().strip()
+
+
+# --- NUMA: mem_node binds the buffers and the engine verifies every page -----------------------------
+
+@needs_engine
+def test_mem_node_0_places_every_page_there_and_the_line_records_it(tmp_path: Path) -> None:
+    """Node 0 exists on every NUMA kernel: the engine binds the buffers (mbind) and reads each page's node back
+    (move_pages); the line's numa part is what it verified, and the chase sentence says so."""
+    if envinfo.node_ids() is None:
+        pytest.skip("this kernel reports no NUMA nodes")
+    out = tmp_path / "out"
+    proc = run_cli("run", "mem-idle", "--engine", "builtin", "--set", "mem_node=0", "--set", "buffer=64m",
+                   "--set", "duration=1", "--set", "cpus=0", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    (r,) = records(out)
+    assert r["point"]["mem_node"] == 0 and r["command"].endswith("-k 0 --mem_node 0")
+    numa = r["numa"]
+    assert numa == {"node": 0, "pages": {"0": (64 << 20) // numa["page_bytes"]}, "page_bytes": numa["page_bytes"],
+                    "verified_with": "move_pages"}
+    assert r["chase"]["text"].endswith(", memory on NUMA node 0 (every page verified)")
+    assert "Using memory on NUMA node 0: pages N0=" in (out / r["raw"]["txt"]).read_text()
+    validate_dir(out)
+
+
+@needs_engine
+def test_a_node_this_machine_lacks_is_refused_before_the_run(tmp_path: Path) -> None:
+    nodes = envinfo.node_ids()
+    out = tmp_path / "out"
+    proc = run_cli("run", "mem-idle", "--engine", "builtin", "--set", "mem_node=1000", "--set", "duration=1",
+                   "--out", str(out))
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    if nodes is None:
+        assert lines[-1].startswith("profiler-tui: mem_node=1000: this machine reports no NUMA nodes")
+    else:
+        assert lines[-1] == (f"profiler-tui: mem_node=1000: this machine has no NUMA node 1000 (its nodes: "
+                             f"{', '.join(map(str, nodes))}).")
+    assert not (out / "results.jsonl").exists() or not (out / "results.jsonl").read_text().strip()
+
+
+@needs_engine
+def test_cpu_node_runs_the_threads_on_that_nodes_cpus(tmp_path: Path) -> None:
+    numa = envinfo.numa_info()
+    if not numa["nodes"] or not numa["nodes"][0]["cpus"]:
+        pytest.skip("this kernel reports no NUMA node 0 with CPUs")
+    out = tmp_path / "out"
+    proc = run_cli("run", "mem-idle", "--engine", "builtin", "--set", "cpu_node=0", "--set", "buffer=16m",
+                   "--set", "duration=1", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    (r,) = records(out)
+    assert r["point"]["cpu_node"] == 0 and "cpus" in r["point"] and r["point"]["cpus"] is None  # as planned
+    assert r["command"].endswith(f"-k {numa['nodes'][0]['cpus']}")
+    proc = run_cli("run", "mem-idle", "--engine", "builtin", "--set", "cpu_node=0", "--set", "cpus=0",
+                   "--out", str(tmp_path / "both"))
+    assert proc.returncode == 2 and "cpu_node=0 and cpus=0 both choose the CPUs; set one of them." in proc.stderr
+
+
+def test_mem_node_is_refused_for_mlc_in_one_sentence(fake_mlc: dict[str, Any], tmp_path: Path) -> None:
+    proc = run_cli("run", "mem-idle", "--engine", "mlc", "--set", "mem_node=0", "--out", str(tmp_path / "out"),
+                   env=fake_mlc["env"])
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert ("mem_node=0: Intel MLC has no option to place its buffers on a node and verify them; use --engine "
+            "builtin, or mem_node=none.") in proc.stderr
 
 
 def test_mlc_lines_say_the_chase_is_mlcs(fake_mlc: dict[str, Any], tmp_path: Path) -> None:

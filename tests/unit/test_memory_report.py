@@ -8,6 +8,7 @@ pages, an L3 of 32 MiB and /proc/cpuinfo's "TLB size: 3584 4K pages".
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -179,3 +180,16 @@ def test_the_engines_load_threads_line_is_kept_for_its_row_and_used_by_the_repor
     exact = MemoryRow.of(0, row.point, {**row.metrics.json(), "load_bandwidth_mbps": 13969.4}, row.line.json())
     assert mem.load_mbps(exact) == 13969.4 and mem.load_words([exact]) == "as the built-in engine measured it"
     assert mem.load_words(loaded()).startswith("estimated as the whole minus")
+
+
+def test_points_on_numa_nodes_get_a_table_per_node_and_an_idle_column() -> None:
+    """mem_node points: each node's loaded curve is a table of its own, and the idle table names each row's node."""
+    def on(node: int | None, rows: list[MemoryRow]) -> list[MemoryRow]:
+        return [MemoryRow.of(r.index, {**r.point, "mem_node": node} if node is not None else r.point,
+                             {"latency_ns": r.latency}, {"engine": "builtin", "chase": CHASE}) for r in rows]
+    text = "\n".join(_memory_tables(on(0, loaded()) + on(1, loaded()) + on(1, [idle(190.5)]) + [idle(200.0)], ENV))
+    assert text.count("### R (") == 2
+    assert "stride 64 B, memory on NUMA node 0 — builtin" in text and ", memory on NUMA node 1 — builtin" in text
+    assert re.search(r"\| +NUMA node \|\n.*\n\| 64 +\| +960M \| +190\.50 \| builtin \| +1 \|\n"
+                     r"\| 64 +\| +960M \| +200\.00 \| builtin \| kernel's choice \|", text), text
+    assert "NUMA" not in "\n".join(_memory_tables(loaded() + [idle(190.5)], ENV))

@@ -14,6 +14,7 @@ from app.runners.mlc_parse import (
     Row,
     idle_latency,
     loaded_rows,
+    parse,
     parse_command_line,
     parse_text,
     traffic_from_text,
@@ -361,3 +362,19 @@ def test_the_engines_chase_is_read_from_its_threads_line(line: str, kib: int | N
     parser = LineParser()
     list(parser.feed(line))
     assert parser.header.get("chase_kib") == kib and parser.header["stride"] in (64, 256)
+
+
+NUMA_LINE = ("Using memory on NUMA node 1: pages N1=16384 (4096-byte pages; bound with mbind MPOL_BIND before the "
+             "first touch, verified with move_pages)")
+
+
+@pytest.mark.parametrize("line, numa", [
+    (NUMA_LINE, {"node": 1, "pages": {"1": 16384}, "page_bytes": 4096, "verified_with": "move_pages"}),
+    (NUMA_LINE.replace("N1=16384", "N0=3 N1=16381"), {"node": 1, "pages": {"0": 3, "1": 16381}, "page_bytes": 4096,
+                                                      "verified_with": "move_pages"}),
+    (NUMA_LINE.replace("N1=16384", "N1=x"), None),  # not the engine's line: nothing read
+    (NUMA_LINE.replace("N1=16384", " ".join(f"N{n}=1" for n in range(65))), None),  # beyond 64 nodes: refused
+    (NUMA_LINE.replace("node 1", "node 12345"), None),
+])
+def test_the_engines_numa_line_is_read_bounded(line: str, numa: dict[str, object] | None) -> None:
+    assert parse(f"Using buffer size of 64.000MiB\n{line}\n").header.get("numa") == numa

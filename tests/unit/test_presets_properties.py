@@ -54,6 +54,7 @@ GOOD: dict[str, list[Any]] = {
     "delay": [0, 200, "2000", 10_000_000],
     "stride": [64, "128", 4096], "buffer": ["4k", "1m", "none", 1024], "duration": [1, "1.5", 3600],
     "cpus": ["0-1", "0,2", [0, 1], "none"], "tlb_locality": ["256k", "none", 0, "1g"],
+    "mem_node": [0, "1", "none", 1023], "cpu_node": [0, "1", "none", 1023],
     "steady": ["iops:2%", "iops_slope:0.3%", "BW:5%", "none", "iops:0%", "lat:2%"],
     "steady_window": [5, "10", "1500ms"],
     "steady_ramp": [2, 0, "1s"], "latency_bound": ["1ms", "500us", 800, "0.25s", "1.5us"],

@@ -73,7 +73,10 @@ def _tool_written() -> st.SearchStrategy[dict[str, Any]]:
         "engine": st.sampled_from(["auto", "mlc", "builtin"]),
         "environment": st.fixed_dictionaries({"cpu": st.fixed_dictionaries({"caches": st.lists(
             st.dictionaries(text, SCALARS, max_size=2), max_size=2)}), "memory": st.dictionaries(text, SCALARS),
-            "system": st.dictionaries(text, SCALARS)}),
+            "system": st.dictionaries(text, SCALARS),
+            "numa": st.fixed_dictionaries({"nodes": st.lists(st.fixed_dictionaries({
+                "node": st.integers(0, 1023), "cpus": st.none() | text,
+                "memory_bytes": st.none() | st.integers(0, 1 << 50)}), max_size=3)})}),
         "tools": st.dictionaries(text, text, max_size=2), "started": text, "ended": st.none() | text,
         "status": st.sampled_from(list(RunStatus)),
         "failures": st.lists(st.fixed_dictionaries({"index": st.integers(0, 9), "point": st.dictionaries(text, SCALARS),

@@ -38,6 +38,8 @@ void print_usage(FILE *f)
 "  --tlb_locality KIB    chase in random order within groups of KIB, groups in random order, like\n"
 "                        multichase -T (default 0: one random permutation of the whole buffer)\n"
 "  --seed N              seed of the random chase permutation (default 1)\n"
+"  --mem_node N          bind every buffer to NUMA node N (mbind MPOL_BIND before the first touch) and\n"
+"                        verify each page's node (move_pages); default: the kernel's policy, not checked\n"
 "  --json                print one JSON object with every row instead of the MLC-style table\n"
 "  -e, -r, -X            accepted for MLC compatibility; no effect (prefetchers are never changed,\n"
 "                        the chase is always random, one thread per listed CPU)\n"
@@ -204,6 +206,18 @@ static int opt_seed(struct opts *o, const char *v, char *err, size_t errlen)
     return 0;
 }
 
+static int opt_mem_node(struct opts *o, const char *v, char *err, size_t errlen)
+{
+    uint64_t n;
+    if (parse_u64(v, &n) < 0 || n >= MAX_NODES) {
+        snprintf(err, errlen, "invalid --mem_node '%s': expected a NUMA node number from 0 to %d", v ? v : "",
+                 MAX_NODES - 1);
+        return 2;
+    }
+    o->mem_node = (int)n;
+    return 0;
+}
+
 static int opt_tlb_locality(struct opts *o, const char *v, char *err, size_t errlen)
 {
     if (parse_u64(v, &o->tlb_locality_kib) < 0 || o->tlb_locality_kib > (1ULL << 30)) {
@@ -355,6 +369,7 @@ static const struct option_def {
     {"--no_huge_pages", 0, opt_no_huge_pages},
     {"--seed", 1, opt_seed},
     {"--tlb_locality", 1, opt_tlb_locality},
+    {"--mem_node", 1, opt_mem_node},
     {"--warmup", 1, opt_warmup},
     {"-h", 0, opt_help},
     {"-R", 0, opt_reads},
@@ -386,6 +401,7 @@ static void set_defaults(struct opts *o, int argc, char **argv)
     o->warmup = -1;
     o->huge_pages = 1;
     o->seed = 1;
+    o->mem_node = -1;
     o->ndelays = (int)(sizeof DEFAULT_DELAYS / sizeof DEFAULT_DELAYS[0]);
     memcpy(o->delays, DEFAULT_DELAYS, sizeof DEFAULT_DELAYS);
     size_t used = 0;

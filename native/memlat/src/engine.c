@@ -44,6 +44,22 @@ static void fill_ones(char *p, size_t bytes)
         q[i] = 1;
 }
 
+/* a new buffer, bound to the configured NUMA node before anything touches it */
+static char *worker_buffer(struct worker *w, size_t bytes, const char *what)
+{
+    const struct engine_cfg *c = &w->e->cfg;
+    char *p = alloc_buffer(bytes, c->huge_pages);
+    if (!p) {
+        snprintf(w->err, sizeof w->err, "cannot map %zu MiB for %s", bytes >> 20, what);
+        return NULL;
+    }
+    if (c->mem_node >= 0 && bind_to_node(p, bytes, c->mem_node, w->err, sizeof w->err) != 0) {
+        free_buffer(p, bytes);
+        return NULL;
+    }
+    return p;
+}
+
 static void worker_setup(struct worker *w)
 {
     const struct engine_cfg *c = &w->e->cfg;
@@ -53,11 +69,9 @@ static void worker_setup(struct worker *w)
     }
     if (w->is_lat) {
         w->bufsz[0] = c->lat_bytes;
-        w->buf[0] = alloc_buffer(w->bufsz[0], c->huge_pages);
-        if (!w->buf[0]) {
-            snprintf(w->err, sizeof w->err, "cannot map %zu MiB for the latency buffer", w->bufsz[0] >> 20);
+        w->buf[0] = worker_buffer(w, w->bufsz[0], "the latency buffer");
+        if (!w->buf[0])
             return;
-        }
         memset(w->buf[0], 0, w->bufsz[0]);   /* first touch, in order, by the pinned thread */
         w->p = build_chain_grouped(w->buf[0], w->bufsz[0] / (size_t)c->stride, (size_t)c->stride, c->group_lines,
                                    c->seed);
@@ -69,12 +83,10 @@ static void worker_setup(struct worker *w)
     for (int i = 0; i < 3; i++) {
         if (!need[i])
             continue;
-        w->bufsz[i] = need[i];
-        w->buf[i] = alloc_buffer(need[i], c->huge_pages);
-        if (!w->buf[i]) {
-            snprintf(w->err, sizeof w->err, "cannot map %zu MiB for a load buffer", need[i] >> 20);
+        w->buf[i] = worker_buffer(w, need[i], "a load buffer");
+        if (!w->buf[i])
             return;
-        }
+        w->bufsz[i] = need[i];
         if (i < 2)
             fill_ones(w->buf[i], need[i]);
         else
@@ -253,6 +265,15 @@ int engine_measure(struct engine *e, uint64_t delay, struct point_result *r)
     /* MLC's convention: the bandwidth column includes the latency thread's own reads */
     r->bandwidth_mbps = r->load_bandwidth_mbps + r->latency_mbps;
     r->bandwidth_mbps_cpu += lat_mbps_cpu;
+    return 0;
+}
+
+int engine_count_pages(struct engine *e, struct page_nodes *pn)
+{
+    for (int k = 0; k < e->nworkers; k++)
+        for (int i = 0; i < 3; i++)
+            if (e->w[k].buf[i] && count_page_nodes(e->w[k].buf[i], e->w[k].bufsz[i], pn) != 0)
+                return -1;
     return 0;
 }
 

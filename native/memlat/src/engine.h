@@ -12,6 +12,7 @@ struct engine_cfg {
     int nload;
     int huge_pages;
     uint64_t seed;
+    int mem_node;              /* bind every buffer to this NUMA node before its first touch; -1: no binding */
     size_t group_lines;        /* latency chain locality groups, 0 = global */
     double warmup, seconds;
 };
@@ -35,4 +36,6 @@ struct engine;
 struct engine *engine_start(const struct engine_cfg *cfg, char *err, size_t errlen);
 int engine_measure(struct engine *e, uint64_t delay, struct point_result *r);
 void engine_stop(struct engine *e);
+/* adds the node of every page of every buffer to pn (move_pages); 0 ok, -1 when the kernel refused */
+int engine_count_pages(struct engine *e, struct page_nodes *pn);
 #endif

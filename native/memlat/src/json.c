@@ -113,3 +113,10 @@ void json_array_end(struct json *j)
     fputc(']', j->f);
     j->first = 0;
 }
+
+void json_object_begin(struct json *j, const char *k)
+{
+    key(j, k);
+    fputc('{', j->f);
+    j->first = 1;
+}

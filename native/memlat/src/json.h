@@ -30,4 +30,6 @@ void json_int_list(struct json *j, const char *key, const int *v, int n);
 void json_array_begin(struct json *j, const char *key);
 void json_array_item(struct json *j);                    /* separator, then "{" */
 void json_array_end(struct json *j);                     /* "]" */
+/* "key": { ... }  closed by json_end() */
+void json_object_begin(struct json *j, const char *key);
 #endif

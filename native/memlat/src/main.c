@@ -177,6 +177,8 @@ struct run {
     char lat_cpu_s[16], load_s[1024], chase_s[96];
     struct point_result *rows;
     int nrows, low_share;
+    struct page_nodes placed;    /* --mem_node: the node of every page of every buffer, as verified */
+    char placed_s[256];          /* the same as numa_maps writes it: "N1=16384" */
 };
 
 struct mode_def {
@@ -198,6 +200,14 @@ static void header_top(const struct run *r)
 static void huge_pages_line(const struct run *r)
 {
     printf("Using huge pages: %s (%s)\n", r->huge ? "yes" : "no", r->hp_detail);
+}
+
+/* --mem_node only: where the buffers are, as verified page by page */
+static void numa_line(const struct run *r)
+{
+    if (r->o->mem_node >= 0)
+        printf("Using memory on NUMA node %d: pages %s (%zu-byte pages; bound with mbind MPOL_BIND before the first "
+               "touch, verified with move_pages)\n", r->o->mem_node, r->placed_s, r->placed.page_bytes);
 }
 
 static void load_buffers_line(const struct run *r)
@@ -232,6 +242,7 @@ static void idle_header(const struct run *r)
     header_top(r);
     printf("Using buffer size of %.3fMiB\n", r->per / MIB);
     huge_pages_line(r);
+    numa_line(r);
     printf("Using latency thread on CPU %s, stride %d bytes, %s\n", r->lat_cpu_s, r->o->stride, r->chase_s);
 }
 
@@ -257,6 +268,7 @@ static void loaded_header(const struct run *r)
     header_top(r);
     load_buffers_line(r);
     huge_pages_line(r);
+    numa_line(r);
     printf("Using latency thread on CPU %s (stride %d bytes, %s) and %d load thread(s) on CPU(s) %s\n",
            r->lat_cpu_s, r->o->stride, r->chase_s, r->cfg.nload, r->load_s);
     printf("Using injection delay unit of %.3f ns (one iteration of a spin loop)\n", r->unit_ns);
@@ -288,6 +300,7 @@ static void bandwidth_header(const struct run *r)
     header_top(r);
     load_buffers_line(r);
     huge_pages_line(r);
+    numa_line(r);
     printf("Using %d load thread(s) on CPU(s) %s, no latency thread\n", r->cfg.nload, r->load_s);
     printf("Using injection delay unit of %.3f ns (one iteration of a spin loop)\n", r->unit_ns);
     printf("\nMeasuring Memory Bandwidths for the system (no latency thread)\n");
@@ -376,6 +389,43 @@ static void size_buffers(struct run *r)
     r->cfg.load_bytes = r->per;
 }
 
+/* --mem_node must name a node this machine has online: a usage error before any buffer is mapped */
+static void check_mem_node(int node)
+{
+    int nodes[MAX_NODES], n = numa_nodes(nodes, MAX_NODES);
+    char err[512], list[256];
+    if (node < 0)
+        return;
+    if (n < 0)
+        die_usage("--mem_node needs NUMA support: this kernel has no /sys/devices/system/node/online");
+    for (int i = 0; i < n; i++)
+        if (nodes[i] == node)
+            return;
+    cpu_list_str(list, sizeof list, nodes, n);
+    snprintf(err, sizeof err, "NUMA node %d in --mem_node does not exist on this machine (online nodes: %s)", node,
+             list);
+    die_usage(err);
+}
+
+/* every page of every buffer must be on the --mem_node node, or the run measures another node's memory */
+static void verify_placement(struct run *r, struct engine *e)
+{
+    int node = r->o->mem_node;
+    char err[512];
+    if (node < 0)
+        return;
+    int rc = engine_count_pages(e, &r->placed);
+    placement_str(&r->placed, r->placed_s, sizeof r->placed_s);
+    if (rc == 0 && placement_ok(&r->placed, node))
+        return;
+    engine_stop(e);
+    if (rc != 0)
+        snprintf(err, sizeof err, "cannot verify the buffers' NUMA node (move_pages failed)");
+    else
+        snprintf(err, sizeof err, "the buffers are not all on NUMA node %d (pages: %s)", node, r->placed_s);
+    die_runtime(err);
+}
+
 static void configure(struct run *r, const int *cpus, int ncpus)
 {
     const struct opts *o = r->o;
@@ -385,6 +435,7 @@ static void configure(struct run *r, const int *cpus, int ncpus)
     cfg->stride = o->stride;
     cfg->huge_pages = o->huge_pages;
     cfg->seed = o->seed;
+    cfg->mem_node = o->mem_node;
     cfg->group_lines = (size_t)(o->tlb_locality_kib * 1024 / (uint64_t)o->stride);
     cfg->seconds = o->seconds;
     cfg->warmup = o->warmup >= 0 ? o->warmup : fmin(0.5, fmax(0.05, 0.2 * o->seconds));
@@ -469,6 +520,27 @@ static void json_row(struct json *j, const struct run *r, const struct point_res
     json_end(j);
 }
 
+/* "numa": {"node": 1, "page_bytes": 4096, "pages": {"1": 16384}, "pages_total": 16384, ...}: verified */
+static void json_numa(struct json *j, const struct run *r)
+{
+    char name[16];
+    json_object_begin(j, "numa");
+    json_int(j, "node", r->o->mem_node);
+    json_str(j, "bound_with", "mbind MPOL_BIND");
+    json_str(j, "verified_with", "move_pages");
+    json_u64(j, "page_bytes", r->placed.page_bytes);
+    json_object_begin(j, "pages");
+    for (int k = 0; k < MAX_NODES; k++) {
+        if (!r->placed.pages[k])
+            continue;
+        snprintf(name, sizeof name, "%d", k);
+        json_u64(j, name, r->placed.pages[k]);
+    }
+    json_end(j);
+    json_u64(j, "pages_total", r->placed.total);
+    json_end(j);
+}
+
 /* what was run: the settings, the machine and the buffers */
 static void json_setup(struct json *j, const struct run *r)
 {
@@ -491,6 +563,8 @@ static void json_setup(struct json *j, const struct run *r)
     json_str(j, "huge_pages_detail", r->hp_detail);
     json_str(j, "thp_mode", r->thp);
     json_u64(j, "anon_huge_kib", r->ahp);
+    if (o->mem_node >= 0)
+        json_numa(j, r);
 }
 
 static void print_json(const struct run *r)
@@ -537,12 +611,14 @@ static int measured_run(const struct opts *o)
     r.o = o;
     r.mode = mode_by_id(o->mode);
     r.t = traffic_by_code(o->traffic_code);
+    check_mem_node(o->mem_node);
     configure(&r, cpus, pick_cpus(o, cpus));
     r.unit_ns = calibrate_delay_unit_ns();
     r.ghz = tsc_ghz();
     struct engine *e = engine_start(&r.cfg, err, sizeof err);
     if (!e)
         die_runtime(err);
+    verify_placement(&r, e);
     describe(&r);
     if (!o->json) {
         r.mode->header(&r);

@@ -12,6 +12,7 @@
 #define MAX_OPS 6
 #define MAX_DELAYS 256
 #define MAX_CPUS 1024
+#define MAX_NODES 1024            /* NUMA nodes 0 … 1023 (the kernel's largest MAX_NUMNODES) */
 #define MAX_DELAY_VALUE 100000000ULL
 
 /* ---- traffic types (MLC's -R / -W codes) ---- */
@@ -63,6 +64,7 @@ struct opts {
     uint64_t seed;
     uint64_t tlb_locality_kib;  /* 0 = one global random permutation (default) */
     uint64_t count_steps;       /* --count_check N */
+    int mem_node;               /* --mem_node N: bind every buffer to node N; -1 = the kernel's default policy */
     char cmdline[2048];         /* argv[1..] as given, for "Command line parameters:" */
 };
 
@@ -81,6 +83,19 @@ double tsc_ghz(void);                      /* base-frequency clock (TSC) in GHz,
 double now_ns(void);                       /* CLOCK_MONOTONIC */
 double thread_cpu_ns(void);                /* CLOCK_THREAD_CPUTIME_ID */
 int pin_to_cpu(int cpu);
+
+/* ---- NUMA placement (numa.c): mbind before the first touch, move_pages to verify ---- */
+struct page_nodes {
+    uint64_t pages[MAX_NODES];  /* pages found on each node */
+    uint64_t absent;            /* pages not present (never touched) or not mapped */
+    uint64_t total;
+    size_t page_bytes;
+};
+int numa_nodes(int *nodes, int max);         /* the online nodes (/sys/devices/system/node/online), -1 if unknown */
+int bind_to_node(void *p, size_t bytes, int node, char *err, size_t errlen);  /* MPOL_BIND; 0 ok */
+int count_page_nodes(void *p, size_t bytes, struct page_nodes *pn);         /* adds to pn; 0 ok, -1 errno */
+int placement_ok(const struct page_nodes *pn, int node);                     /* every page on node */
+void placement_str(const struct page_nodes *pn, char *buf, size_t n);        /* "N0=12 N1=4", as numa_maps */
 
 /* ---- kernels ---- */
 struct kstate {

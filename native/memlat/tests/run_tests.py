@@ -48,7 +48,11 @@ def test_usage_errors(binary):
         (["--idle_latency", "-b", str(1 << 40)], "available"),
         (["--loaded_latency", "-k", "4000"], "cpu"),
         (["--loaded_latency", "-k", "0"], "two cpus"),
+        (["--idle_latency", "--mem_node", "x"], "numa node"),
+        (["--idle_latency", "--mem_node", "1024"], "numa node"),
     ]
+    if os.path.exists("/sys/devices/system/node/online"):  # a kernel without NUMA refuses every node
+        cases.append((["--idle_latency", "--mem_node", "1023"], "does not exist"))
     for args, word in cases:
         rc, out, err = run(binary, *args)
         lines = err.strip().splitlines()
@@ -159,6 +163,26 @@ def test_output(binary, quick):
     check(rc == 0 and json.loads(out)["latency_ns"] > 0 and json.loads(out)["mode"] == "idle", f"idle JSON: {out} {err}")
 
 
+def test_numa(binary):
+    """--mem_node 0 (every NUMA kernel has node 0): each buffer bound there and every page verified on it,
+    in the JSON and the text; without --mem_node neither says anything about nodes."""
+    if not os.path.exists("/sys/devices/system/node/online"):
+        print("numa: skipped (this kernel has no NUMA support)")
+        return
+    rc, out, err = run(binary, "--loaded_latency", "-W", "2", "-D", "0", "-t", "0.1", "-b", "8192", "--mem_node", "0",
+                       "--json")
+    check(rc == 0, f"--mem_node 0 exit {rc}: {err}")
+    if rc == 0:
+        numa = json.loads(out)["numa"]
+        pages = 3 * 8192 * 1024 // numa["page_bytes"]  # the latency buffer, a read and a write buffer
+        check(numa["node"] == 0 and numa["pages"] == {"0": pages} and numa["pages_total"] == pages, f"numa: {numa}")
+    rc, out, err = run(binary, "--idle_latency", "-t", "0.1", "-b", "4096", "--mem_node", "0")
+    line = [x for x in out.splitlines() if x.startswith("Using memory on NUMA node 0: pages N0=")]
+    check(rc == 0 and len(line) == 1 and "N0=1024 " in line[0], f"--mem_node text: {out} {err}")
+    rc, out, err = run(binary, "--idle_latency", "-t", "0.1", "-b", "4096", "--json")
+    check(rc == 0 and "numa" not in json.loads(out) and "NUMA" not in out, f"no --mem_node, no numa: {out}")
+
+
 def test_physics(binary):
     """Short run on the default buffer (2x LLC): bandwidth falls as delay grows; latency at the largest
     delay is within 15% of idle latency. A loaded machine can disturb one attempt: two attempts."""
@@ -192,6 +216,7 @@ def main():
     for name, fn in (("usage errors", lambda: test_usage_errors(a.binary)),
                      ("counting rule", lambda: test_counting(a.binary)),
                      ("output format", lambda: test_output(a.binary, a.sanitized)),
+                     ("numa placement", lambda: test_numa(a.binary)),
                      ("physics", None if a.sanitized else lambda: test_physics(a.binary))):
         if a.only and a.only not in name:
             continue

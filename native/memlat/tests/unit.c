@@ -127,13 +127,52 @@ static void test_json(void)
     json_array_end(&j);
     json_array_begin(&j, "empty");
     json_array_end(&j);
+    json_object_begin(&j, "o");
+    json_u64(&j, "1", 2);
+    json_end(&j);
     json_end(&j);
     fclose(f);
     const char *want = "{\"s\": \"a\\\"b\\\\c\\u000ad\\u0001\", \"u\": 18446744073709551615, \"n\": 2.5, "
                        "\"nan\": null, \"inf\": null, \"b\": false, \"cpus\": [0,2,3], \"none\": [], "
-                       "\"rows\": [{\"i\": 0, \"x\": null}, {\"i\": 1, \"x\": null}], \"empty\": []}";
+                       "\"rows\": [{\"i\": 0, \"x\": null}, {\"i\": 1, \"x\": null}], \"empty\": [], \"o\": {\"1\": 2}}";
     CHECK(!strcmp(buf, want), "json writer wrote %s\n want %s", buf, want);
     free(buf);
+}
+
+/* mbind to node 0 (present on every NUMA kernel), touch half the buffer, count: the touched pages are on
+ * node 0, the others not present; a placement with a page elsewhere is not ok; the text is numa_maps' */
+static void test_numa(void)
+{
+    int nodes[MAX_NODES];
+    if (numa_nodes(nodes, MAX_NODES) < 1) {
+        printf("numa: skipped (this kernel has no NUMA support)\n");
+        return;
+    }
+    size_t bytes = 64 * 4096;
+    char err[256], text[256];
+    char *p = alloc_buffer(bytes, 0);
+    CHECK(p && bind_to_node(p, bytes, 0, err, sizeof err) == 0, "bind to node 0: %s", err);
+    memset(p, 1, bytes / 2);
+    static struct page_nodes pn;
+    CHECK(count_page_nodes(p, bytes, &pn) == 0, "move_pages failed");
+    size_t half = bytes / 2 / pn.page_bytes;
+    CHECK(pn.pages[0] == half && pn.absent == pn.total - half, "node 0: %llu of %llu, absent %llu",
+          (unsigned long long)pn.pages[0], (unsigned long long)pn.total, (unsigned long long)pn.absent);
+    CHECK(!placement_ok(&pn, 0), "untouched pages must not pass");
+    memset(p, 1, bytes);
+    memset(&pn, 0, sizeof pn);
+    CHECK(count_page_nodes(p, bytes, &pn) == 0 && placement_ok(&pn, 0), "all pages on node 0");
+    placement_str(&pn, text, sizeof text);
+    snprintf(err, sizeof err, "N0=%zu", bytes / pn.page_bytes);
+    CHECK(!strcmp(text, err), "placement text %s, want %s", text, err);
+    pn.pages[3] = 2;
+    pn.total += 2;
+    CHECK(!placement_ok(&pn, 0), "a page on node 3 must fail node 0");
+    placement_str(&pn, text, sizeof text);
+    CHECK(strstr(text, " N3=2") != NULL, "placement text %s", text);
+    CHECK(bind_to_node(p, bytes, MAX_NODES - 1, err, sizeof err) != 0 && strstr(err, "mbind"),
+          "binding to a node that is not there must fail: %s", err);
+    free_buffer(p, bytes);
 }
 
 static void test_delay(void)
@@ -169,6 +208,7 @@ int main(void)
     test_chain(2, 64, 0);
     test_args();
     test_json();
+    test_numa();
     test_delay();
     printf("unit tests (%s kernels): %d checks, %d failures\n", kernel_isa, checks, failures);
     return failures ? 1 : 0;
