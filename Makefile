@@ -64,7 +64,7 @@ test: setup
 	$(BIN)/ruff check $(RUFF_PATHS)
 	$(MAKE) -C native/memlat test
 	$(MAKE) native-asan
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=25
 	$(BIN)/lint-imports
 	$(BIN)/mypy
 	$(MAKE) container-test

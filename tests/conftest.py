@@ -17,6 +17,8 @@ from app.points import MemoryPoint
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"
 INTEGRATION = Path(__file__).resolve().parent / "integration"
+VM = Path(__file__).resolve().parent / "vm"
+pytest_plugins = ["vm_fixtures"]  # the QEMU guests of tests/vm (tests/helpers/vm_fixtures.py)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -25,6 +27,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.path.is_relative_to(INTEGRATION):
             item.add_marker(pytest.mark.integration)
+        elif item.path.is_relative_to(VM):
+            item.add_marker(pytest.mark.vm)
 
 
 def run_cli(*args: str, timeout: float = 300, env: dict[str, str] | None = None,

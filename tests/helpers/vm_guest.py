@@ -30,7 +30,7 @@ from vm_image import ROOT, BootFiles
 
 # the emulator; the harness's own test names one that does not exist to see the suite skip
 QEMU = os.environ.get("PROFILER_TUI_TEST_QEMU", "qemu-system-x86_64")
-GUEST_INIT = Path(__file__).resolve().parent / "guest_init.sh"
+GUEST_INIT = Path(__file__).resolve().parents[1] / "vm" / "guest_init.sh"
 PR_SET_PDEATHSIG = 1
 
 

@@ -1,10 +1,13 @@
-"""Fixtures of the QEMU tests: the boot files, and one guest for the session ("the lab").
+"""Fixtures of the QEMU tests (tests/vm): the boot files, and one guest for the session ("the lab").
+
+A plugin of tests/conftest.py rather than a tests/vm/conftest.py: a second module named ``conftest`` would
+take the first one's place for the tests that import helpers from it.
 
 The lab is a q35 machine with two NUMA nodes (one CPU and 384 MiB each), an NVMe controller behind a PCIe
 root port with two namespaces (nvme0n1 256 MiB for runs, nvme0n2 128 MiB for partitions and filesystems),
 a 128 MiB SATA disk, and an sshd reached at 127.0.0.1:PORT (a key made here is the only one it accepts).
-Every test marked ``vm``; without qemu-system-x86_64 (or without the Debian archive for the kernel) they skip
-with one sentence.
+tests/conftest.py marks every test under tests/vm ``vm``; without qemu-system-x86_64 (or without the Debian
+archive for the kernel) they skip with one sentence.
 """
 
 from __future__ import annotations
@@ -14,19 +17,12 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
+
+from fleet_agents import free_port
 from vm_guest import Guest, Spec, qemu_missing
 from vm_image import BootFiles, ImageError, prepare
 
-from fleet_agents import free_port
-
-VM = Path(__file__).resolve().parent
 MIB = 1 << 20
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if item.path.is_relative_to(VM):
-            item.add_marker(pytest.mark.vm)
 
 
 @pytest.fixture(scope="session")

@@ -210,4 +210,4 @@ def prepare(cache: Path = CACHE) -> BootFiles:
 
 
 if __name__ == "__main__":
-    print(prepare())  # `python tests/vm/vm_image.py`: make the boot files now
+    print(prepare())  # `python tests/helpers/vm_image.py`: make the boot files now
