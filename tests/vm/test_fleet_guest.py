@@ -9,9 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from vm_guest import Guest
-
 from tests.conftest import ROOT
+from vm_guest import Guest
 
 AGENT = "/run/profiler-tui/agent.sock"
 

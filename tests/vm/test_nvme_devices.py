@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from vm_guest import Guest
 
 SCRATCH = "/dev/nvme0n2"  # the lab's namespace for partitions and filesystems

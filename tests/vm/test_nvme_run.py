@@ -10,9 +10,9 @@ import json
 from pathlib import Path
 
 import pytest
-from vm_guest import Guest
 
 from tests.conftest import run_cli
+from vm_guest import Guest
 
 
 def lines(out: Path) -> list[dict]:

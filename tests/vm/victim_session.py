@@ -9,10 +9,9 @@ import os
 import time
 from pathlib import Path
 
+from fleet_agents import free_port
 from vm_guest import Guest, Spec
 from vm_image import prepare
-
-from fleet_agents import free_port
 
 
 def test_victim(tmp_path: Path) -> None:
