@@ -27,6 +27,8 @@ from app.screens.state import HostProbe, Probe, TargetChoice
 from app.widgets import ErrorLine, too_small
 from app.widgets.verdicts import add_device_columns, device_cells, walk
 
+HOST_COLUMNS = ("host", "target", "connection")
+
 
 def probe_host(text: str, agent_socket: str) -> HostProbe:
     """In a thread: open the host's link, list its devices, ask whether its agent answers, close the link."""
@@ -133,10 +135,6 @@ class FleetHosts(Vertical):
         yield DataTable(id="host-devices", cursor_type="row", zebra_stripes=False)
 
     def on_mount(self) -> None:
-        table = self.query_one("#hosts", DataTable)
-        table.add_column("host", key="host")
-        table.add_column("target", key="target")
-        table.add_column("connection", key="connection")
         add_device_columns(self.query_one("#host-devices", DataTable), "device", fs=False)
         self._fill()
 
@@ -195,12 +193,19 @@ class FleetHosts(Vertical):
     def _fill(self, select: str | None = None) -> None:
         table = self.query_one("#hosts", DataTable)
         keep = table.cursor_row
-        table.clear()
+        rows = []
         for h in self.hosts:
             own = self.own.get(h.name)
             common = self.common_target
             target = (strings.FLEET_TARGET_OWN.format(path=own) if own else common or strings.FLEET_TARGET_COMMON)
-            table.add_row(h.name, target, self._connection(h.name), key=h.name)
+            rows.append((Text(h.name), Text(target), self._connection(h.name)))
+        # Columns sized from today's rows, every time: an auto-sized column only grows, and when the table drew
+        # before it measured new rows, the header kept the old widths (a snapshot failed on that, now and then).
+        table.clear(columns=True)
+        for n, label in enumerate(HOST_COLUMNS):
+            table.add_column(label, key=label, width=max([len(label), *(row[n].cell_len for row in rows)]))
+        for row in rows:
+            table.add_row(*row, key=row[0].plain)
         table.display = bool(self.hosts)
         if select is not None and select in self.names:
             table.move_cursor(row=self.names.index(select))
