@@ -343,9 +343,15 @@ class FioRunner(Runner):
         write_new(job_path, text.encode())  # removed again if the disk is full
         run = _FioRun(index, job_path, ctx.raw_dir / f"{stem}{SAMPLES_SUFFIX}", phase_tracker(point),
                       layout_bytes(point, ctx.target, read_only))
-        async with aclosing(run.stream(fio_command(job_path.name, read_only), cwd=ctx.raw_dir)) as stream:
-            async for sample in stream:
-                yield sample
+        try:
+            async with aclosing(run.stream(fio_command(job_path.name, read_only), cwd=ctx.raw_dir)) as stream:
+                async for sample in stream:
+                    yield sample
+        except BaseException:
+            # the run ended mid-point (the disk filled under run.json, ^C): a samples file with nothing in it
+            # yet says nothing, and no results directory keeps one
+            kept_samples(run.samples_path)
+            raise
         raw: dict[str, str | bytes] = {".fio": text}
         if run.stderr.strip() or run.noise:
             raw[".stderr.txt"] = "\n".join(run.noise + [run.stderr])
