@@ -42,10 +42,6 @@ def sysfs_root() -> Path:
     return Path(os.environ.get(SYSFS_ENV) or "/sys")
 
 
-def _attr(path: Path) -> str | None:
-    return read_attr(path)
-
-
 def read_attr(path: Path, limit: int = MAX_ATTR_BYTES) -> str | None:
     """The first ``limit`` bytes of a regular sysfs file, stripped; None when it is missing or not a file."""
     try:
@@ -71,8 +67,8 @@ def _number(text: str | None, pattern: str) -> float | None:
 
 
 def _pcie(d: Path) -> Link | None:
-    gts = _number(_attr(d / "current_link_speed"), r"([0-9]+(?:\.[0-9]+)?) GT/s(?: PCIe)?")
-    width = _number(_attr(d / "current_link_width"), r"([0-9]+)")
+    gts = _number(read_attr(d / "current_link_speed"), r"([0-9]+(?:\.[0-9]+)?) GT/s(?: PCIe)?")
+    width = _number(read_attr(d / "current_link_width"), r"([0-9]+)")
     if gts is None or width is None or width > 64:
         return None
     code = 8 / 10 if gts <= 5 else 128 / 130
@@ -84,7 +80,7 @@ def _sata(d: Path) -> Link | None:
     if not re.fullmatch(r"ata[0-9]+", d.name):
         return None
     for spd in sorted(d.glob("link*/ata_link/link*/sata_spd"))[:4]:
-        gbps = _number(_attr(spd), r"([0-9]+(?:\.[0-9]+)?) Gbps")
+        gbps = _number(read_attr(spd), r"([0-9]+(?:\.[0-9]+)?) Gbps")
         if gbps is not None:
             return {"kind": "sata", "text": f"SATA {gbps:g} Gb/s", "bytes_per_s": gbps * 1e9 * 0.8 / 8,
                     "speed": f"{gbps:g} Gb/s"}
@@ -94,7 +90,7 @@ def _sata(d: Path) -> Link | None:
 def _usb(d: Path) -> Link | None:
     if not (d / "idVendor").exists():
         return None
-    mbps = _number(_attr(d / "speed"), r"([0-9]+(?:\.[0-9]+)?)")
+    mbps = _number(read_attr(d / "speed"), r"([0-9]+(?:\.[0-9]+)?)")
     if mbps is None:
         return None
     code = 1.0 if mbps <= 480 else 8 / 10 if mbps <= 5000 else 128 / 132

@@ -406,8 +406,7 @@ def warned(readings: Iterable[Reading]) -> int:
     """The critical-warning bits set in any of ``readings``."""
     bits = 0
     for r in readings:
-        w = r.get("critical_warning")
-        bits |= w if isinstance(w, int) and not isinstance(w, bool) and 0 <= w <= MAX_WARNING else 0
+        bits |= _warning(r.get("critical_warning")) or 0
     return bits
 
 
