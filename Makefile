@@ -24,25 +24,25 @@ UNIT_TESTS := tests/unit
 
 setup: system-deps vm-deps venv native
 
+# $(call apt_install,PACKAGES,WHAT FOR,WHEN APT FAILS): install the packages dpkg does not list as installed;
+# when apt fails, the third argument runs (empty: the recipe fails)
+define apt_install
+@missing=""; for p in $(1); do \
+  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; done; \
+if [ -n "$$missing" ]; then \
+  echo "installing Debian packages$(2):$$missing"; \
+  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+  { $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q --no-install-recommends \
+    $$missing; } $(3); \
+fi
+endef
+
 # Debian packages the tool and its tests drive; installed only when missing.
 system-deps:
-	@missing=""; for p in $(APT_PKGS); do \
-	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; done; \
-	if [ -n "$$missing" ]; then \
-	  echo "installing Debian packages:$$missing"; \
-	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
-	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q --no-install-recommends $$missing; \
-	fi
+	$(call apt_install,$(APT_PKGS),,)
 
 vm-deps:
-	@missing=""; for p in $(VM_PKGS); do \
-	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; done; \
-	if [ -n "$$missing" ]; then \
-	  echo "installing Debian packages for the VM tests:$$missing"; \
-	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
-	  { $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q --no-install-recommends \
-	    $$missing; } || echo "could not install$$missing: the VM tests (tests/vm) will skip"; \
-	fi
+	$(call apt_install,$(VM_PKGS), for the VM tests,|| echo "could not install$$missing: the VM tests (tests/vm) will skip")
 
 # re-made when pyproject.toml changes or the interpreter is gone (a venv half-deleted is a venv to redo)
 venv:
