@@ -26,7 +26,12 @@ RW_MODES = ("read", "write", "randread", "randwrite", "rw", "randrw", "trim", "r
 IOENGINES = ("libaio", "io_uring", "psync", "sync", "pvsync2", "posixaio")
 MLC_DELAYS = (0, 2, 8, 15, 50, 100, 200, 300, 400, 500, 700, 1000, 1300, 1700, 2500, 3500, 5000, 9000, 20000)
 TRAFFIC = ("R", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11", "W12")
-MEMORY_MODES = ("loaded", "idle")
+# idle and loaded latency, then the suite beside them (one results line = one figure of one of these)
+MEMORY_MODES = ("loaded", "idle", "peak", "scaling", "latency_matrix", "bandwidth_matrix", "c2c", "working_set")
+PAGE_SIZES = ("2m", "4k")  # the memory engines' page sizes: huge pages where the kernel allows, or base pages
+C2C_KINDS = ("hitm", "hit")  # a cache-to-cache transfer of a modified line, or of a clean one
+C2C_HOMES = ("writer", "reader")  # the node a remote c2c line's memory is bound to
+MAX_THREADS = 1024
 
 MAX_SECONDS = 7 * 24 * 3600  # runtime and ramp_time: 7 days
 MAX_MEMORY_SECONDS = 3600  # memory duration: the built-in engine's limit (MLC's -t is whole seconds)

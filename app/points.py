@@ -19,6 +19,8 @@ from typing import Mapping, TypeAlias, get_type_hints
 
 from app import keys as parse
 from app.keys import (
+    C2C_HOMES,
+    C2C_KINDS,
     IOENGINES,
     KEY,
     MAX_BS,
@@ -28,8 +30,10 @@ from app.keys import (
     MAX_NODE,
     MAX_SECONDS,
     MAX_SIZE,
+    MAX_THREADS,
     MEMORY_MODES,
     MIN_BUFFER,
+    PAGE_SIZES,
     ROLE,
     RW_MODES,
     Key,
@@ -146,7 +150,10 @@ class MemoryPoint:
     """
 
     mode: str = field(metadata=key(
-        parse.choice(MEMORY_MODES), "loaded", "idle (one latency figure) or loaded (latency under load)",
+        parse.choice(MEMORY_MODES), "loaded",
+        "idle (one latency figure), loaded (latency under load), peak (peak injection bandwidth of one traffic), "
+        "scaling (bandwidth of N load threads), latency_matrix / bandwidth_matrix (CPU node x memory node), "
+        "c2c (cache-to-cache transfer latency) or working_set (idle latency of one buffer size)",
         Role.WORKLOAD, csv=1))
     traffic: str | None = field(metadata=key(
         parse.traffic, "R", "R for all reads or an MLC -W code (W2 … W12)", Role.WORKLOAD, csv=2))
@@ -177,6 +184,26 @@ class MemoryPoint:
         parse.optional(parse.whole(0, MAX_NODE)), None,
         "NUMA node (0 to 1023) whose CPUs run the threads, as cpus would list them (its first CPU runs the "
         "latency thread); not with cpus; none (default): cpus decides", Role.DETAIL, later=True))
+    threads: int | None = field(default=None, metadata=key(
+        parse.optional(parse.whole(1, MAX_THREADS)), None,
+        "load threads of a scaling point, 1 to 1024: the first N CPUs of cpus (scaling only)", Role.WORKLOAD,
+        later=True))
+    pages: str | None = field(default=None, metadata=key(
+        parse.optional(parse.choice(PAGE_SIZES)), None,
+        "page size of the buffers: 2m (huge pages where the kernel allows; the default) or 4k", Role.DETAIL,
+        later=True))
+    c2c: str | None = field(default=None, metadata=key(
+        parse.optional(parse.choice(C2C_KINDS)), None,
+        "cache-to-cache transfer of a modified line (hitm, the default) or of a clean one (hit); c2c only",
+        Role.WORKLOAD, later=True))
+    reader_node: int | None = field(default=None, metadata=key(
+        parse.optional(parse.whole(0, MAX_NODE)), None,
+        "NUMA node of the reader of a remote c2c point (cpu_node is the writer's); c2c only", Role.DETAIL,
+        later=True))
+    home: str | None = field(default=None, metadata=key(
+        parse.optional(parse.choice(C2C_HOMES)), None,
+        "node a remote c2c line's memory is bound to: the writer's (default) or the reader's; with reader_node",
+        Role.DETAIL, later=True))
     group: str | None = field(default=None, metadata=record())
     engine: str | None = field(default=None, metadata=record(csv=6))
 

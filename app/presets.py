@@ -230,8 +230,8 @@ class Preset:
             # them in one MLC/engine invocation (sweep batches consecutive points)
             if self.kind == MEMORY and "delay" in axes:
                 axes["delay"] = axes.pop("delay")
-            # an idle-latency point has no injection delay
-            if self.kind == MEMORY and axes.get("mode", [base["mode"]]) == ["idle"]:
+            # only a loaded-latency point has an injection delay
+            if self.kind == MEMORY and "loaded" not in axes.get("mode", [base["mode"]]):
                 axes.pop("delay", None)
             result.append((group, axes))
         return result
@@ -313,23 +313,55 @@ def _normalise(kind: Kind, values: dict[str, PointValue]) -> None:
                 values[key] = None
             elif values.get(key) is None:
                 values[key] = default
-    elif values.get("mode") == "idle":
-        values["delay"] = None
-        values["traffic"] = None
+    else:
+        _normalise_memory(values)
+
+
+# the memory keys that only some modes read, and the modes that read each (others hold None)
+MODE_ONLY_KEYS: dict[str, frozenset[str]] = {
+    "delay": frozenset({"loaded"}),
+    "traffic": frozenset({"loaded", "peak", "scaling", "bandwidth_matrix"}),
+    "threads": frozenset({"scaling"}),
+    "c2c": frozenset({"c2c"}),
+    "reader_node": frozenset({"c2c"}),
+    "home": frozenset({"c2c"}),
+}
+
+
+def _normalise_memory(values: dict[str, PointValue]) -> None:
+    mode = values.get("mode")
+    for name, modes in MODE_ONLY_KEYS.items():
+        if mode not in modes:
+            values[name] = None
+    if values.get("pages") == "2m":  # the engines' default: one identity for one setting
+        values["pages"] = None
+    if mode == "scaling" and values.get("threads") is None:
+        values["threads"] = 1
+    if mode == "c2c":
+        if values.get("c2c") is None:
+            values["c2c"] = "hitm"
+        if values.get("reader_node") is None:
+            values["home"] = None
+        elif values.get("home") is None:
+            values["home"] = "writer"
 
 
 def normalise_point(point: Point) -> Point:
     """The point with settings that have no effect made canonical, so equal jobs compare equal: a
-    storage point's ``rwmixread`` only for rw/randrw (50 unless given), an idle memory point without
-    ``delay`` and ``traffic``."""
+    storage point's ``rwmixread`` only for rw/randrw (50 unless given); a memory point holds None in the keys
+    its mode does not read (:data:`MODE_ONLY_KEYS`: an idle point has no ``delay`` or ``traffic``), ``pages``
+    None for the default 2m, a scaling point 1 thread and a c2c point ``hitm`` unless given, and a remote c2c
+    point's line homed at the writer unless given."""
     if isinstance(point, StoragePoint):
         values = point.to_dict()
         values.update({k: getattr(point, k) for k in DEPENDENT_KEYS})
         _normalise(STORAGE, values)
         return point_from_dict(STORAGE, values)
-    if point.mode == "idle":
-        return replace(point, delay=None, traffic=None)
-    return point
+    changes = {k: getattr(point, k) for k in (*MODE_ONLY_KEYS, "mode", "pages")}
+    _normalise_memory(changes)
+    return replace(point, delay=changes["delay"], traffic=changes["traffic"], threads=changes["threads"],
+                   c2c=changes["c2c"], reader_node=changes["reader_node"], home=changes["home"],
+                   pages=changes["pages"])
 
 
 def point_key(point: Point) -> str:
@@ -610,11 +642,11 @@ def validate_plan(kind: object, plan: object, source: str) -> list[Point]:
                 raise UsageError(f"{where} key '{key}' has invalid value null: not the form the tool stores (the key "
                                  "is left out when it is not set).")
         point: dict[str, PointValue] = {}  # the point being rebuilt: canonical values by key
-        idle = kind == MEMORY and entry.get("mode") == "idle"
+        mode = entry.get("mode") if kind == MEMORY else None
         for key, spec in keys.items():
             value = entry.get(key, keys[key].default)
-            if value is None and idle and key in ("delay", "traffic"):
-                point[key] = None  # an idle point has neither (normalise_point)
+            if value is None and key in MODE_ONLY_KEYS and mode not in MODE_ONLY_KEYS[key]:
+                point[key] = None  # a key this point's mode does not read (normalise_point)
                 continue
             try:
                 parsed = spec.parse(value)

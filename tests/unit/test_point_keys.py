@@ -118,7 +118,7 @@ def test_the_key_tables_are_the_fields() -> None:
 @pytest.mark.parametrize("doc, kinds", [("docs/presets.md", ("storage", "memory"))])
 def test_the_docs_have_a_row_for_every_key(doc: str, kinds: tuple[str, ...]) -> None:
     text = (ROOT / doc).read_text()
-    rows = set(re.findall(r"^\| `([a-z_]+)` \|", text, re.M))
+    rows = set(re.findall(r"^\| `([a-z0-9_]+)` \|", text, re.M))
     for kind in kinds:
         assert set(presets.KEYS[kind]) <= rows, set(presets.KEYS[kind]) - rows
 
@@ -128,7 +128,7 @@ def test_the_results_format_doc_names_every_field_of_a_point() -> None:
     storage = text.split("### Storage lines", 1)[1].split("`metrics`", 1)[0]
     memory = text.split("### Memory lines", 1)[1].split("`metrics`", 1)[0]
     for part, cls in ((storage, StoragePoint), (memory, MemoryPoint)):
-        named = set(re.findall(r"`([a-z_]+)`", part))
+        named = set(re.findall(r"`([a-z0-9_]+)`", part))
         assert {f.name for f in fields(cls)} <= named, {f.name for f in fields(cls)} - named
 
 

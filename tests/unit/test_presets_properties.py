@@ -50,7 +50,8 @@ GOOD: dict[str, list[Any]] = {
     "rwmixread": [0, 70, "none", 100], "iodepth": [1, "32", 65536, 4], "numjobs": [1, 4, "2"],
     "ioengine": ["libaio", "PSYNC", "io_uring"], "direct": [True, "no", 0], "time_based": [True, False, "on"],
     "runtime": [1, "1.5", "1500ms", 2.25, "2m", "1s"], "ramp_time": [0, "0.5", "250ms"], "size": ["1m", "1g", 1 << 20],
-    "mode": ["loaded", "idle", "loaded"], "traffic": ["R", "W6", 7, "-W5", "w12"],
+    "mode": ["loaded", "idle", "loaded", "peak", "scaling", "latency_matrix", "bandwidth_matrix", "c2c",
+             "working_set"], "traffic": ["R", "W6", 7, "-W5", "w12"],
     "delay": [0, 200, "2000", 10_000_000],
     "stride": [64, "128", 4096], "buffer": ["4k", "1m", "none", 1024], "duration": [1, "1.5", 3600],
     "cpus": ["0-1", "0,2", [0, 1], "none"], "tlb_locality": ["256k", "none", 0, "1g"],
@@ -59,6 +60,8 @@ GOOD: dict[str, list[Any]] = {
     "steady_window": [5, "10", "1500ms"],
     "steady_ramp": [2, 0, "1s"], "latency_bound": ["1ms", "500us", 800, "0.25s", "1.5us"],
     "latency_percentile": [99, "99.9", 100, 0], "latency_window": [1, "500ms", "2"],
+    "threads": [1, "2", 1024, "none"], "pages": ["2m", "4K", "none"], "c2c": ["hit", "HITM", "none"],
+    "reader_node": [0, "1", "none"], "home": ["writer", "reader", "none"],
 }
 
 
@@ -104,14 +107,13 @@ def strings_in(obj: Any) -> list[str]:
 def assert_canonical(kind: str, plan: list[dict[str, Any]]) -> None:
     """Every value is exactly what its key's parser makes of it; no control character anywhere."""
     for point in plan:
-        idle = point.get("mode") == "idle"
         for key, spec in presets.KEYS[kind].items():
             if key not in point:  # a key a point's table holds only when set (app.points._OPTIONAL)
                 assert key in presets.LATER_KEYS[presets.Kind(kind)], key
                 continue
             v = point[key]
-            if v is None and idle and key in ("delay", "traffic"):
-                continue
+            if v is None and point.get("mode") not in presets.MODE_ONLY_KEYS.get(key, (point.get("mode"),)):
+                continue  # a key the point's mode does not read
             parsed = spec.parse(v)
             assert parsed == v and type(parsed) is type(v), (key, v)
             if isinstance(v, float):
