@@ -354,6 +354,8 @@ class Parts:
     bandwidth_includes_latency_thread: bool | None = None
     notes: JSONValue = None  # an import's notes on the point
     numa: JSONValue = None  # the memory engine's verified placement: node, pages per node, page_bytes
+    caches: JSONValue = None  # a working-set curve's cache levels: [{name, level, type, size_bytes, shared_cpus}]
+    c2c_cpus: JSONValue = None  # a c2c figure's writer and reader CPUs: [writer, reader]
     keys: tuple[str, ...] = ()  # the order the runner gives them in; () = the fields that are set, as declared
 
     def __post_init__(self) -> None:
@@ -376,7 +378,7 @@ def _parts(t: _Taker, keys: tuple[str, ...]) -> Parts:
         t.take("write_cliff", _obj), t.take("buffer_bytes", _any), t.take("write_buffer_bytes", _any),
         t.take("huge_pages", _any), t.take("delay_unit_ns", _num), t.take("load_threads", _num),
         t.take("warnings", _any), t.take("chase", _any), t.take("bandwidth_includes_latency_thread", _bool),
-        t.take("notes", _any), t.take("numa", _any), keys=tuple(k for k in keys if k in PART_KEYS))
+        t.take("notes", _any), t.take("numa", _any), t.take("caches", _any), t.take("c2c_cpus", _any), keys=tuple(k for k in keys if k in PART_KEYS))
 
 
 @dataclass(frozen=True)
