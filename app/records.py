@@ -378,7 +378,8 @@ def _parts(t: _Taker, keys: tuple[str, ...]) -> Parts:
         t.take("write_cliff", _obj), t.take("buffer_bytes", _any), t.take("write_buffer_bytes", _any),
         t.take("huge_pages", _any), t.take("delay_unit_ns", _num), t.take("load_threads", _num),
         t.take("warnings", _any), t.take("chase", _any), t.take("bandwidth_includes_latency_thread", _bool),
-        t.take("notes", _any), t.take("numa", _any), t.take("caches", _any), t.take("c2c_cpus", _any), keys=tuple(k for k in keys if k in PART_KEYS))
+        t.take("notes", _any), t.take("numa", _any), t.take("caches", _any), t.take("c2c_cpus", _any),
+        keys=tuple(k for k in keys if k in PART_KEYS))
 
 
 @dataclass(frozen=True)
