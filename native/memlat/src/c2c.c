@@ -9,8 +9,9 @@
  *           line's transfer at a time), reads the counter again, and allows round k + 1.
  * A round's figure is (t1 - t0) / C2C_LINES: the time of one line transfer from the writer's cache to the reader,
  * with 1/C2C_LINES of the two counter reads included (nothing is subtracted). The run is a warm-up, then C2C_WINDOWS
- * windows of -t / C2C_WINDOWS seconds each; a window's figure is its total time / its transfers; the figure printed
- * is the median of the windows. */
+ * windows of -t / C2C_WINDOWS seconds each; a window's figure is its median round (a round in which the reader was
+ * preempted or interrupted is a long outlier that a mean would spread over every transfer); the figure printed is
+ * the median of the windows. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdatomic.h>
@@ -29,6 +30,7 @@
 
 #define C2C_LINES 16
 #define C2C_WINDOWS 5
+#define C2C_HIST 65536                /* ticks (or ns) per round, one bin each: a round's 16 transfers fit easily */
 #define C2C_REGION (64 * 1024)       /* with clflush: the lines are picked from this many bytes */
 #define C2C_BUFFER (2UL << 20)        /* one huge page's worth, so the region can be a huge page */
 /* without clflush a set must not be in the reader's caches when its turn comes again: 65536 sets in 64 MiB (more
@@ -51,14 +53,15 @@ struct c2c_job {
     uint32_t *first;                                         /* the chain's first line, per set: offset */
     int nsets;
     char err[256];
-    double window_ns[C2C_WINDOWS];                           /* per-transfer figure of each window */
+    double window_ns[C2C_WINDOWS];                           /* each window's median round, per transfer */
+    double window_mean_ns[C2C_WINDOWS];                      /* each window's mean round, per transfer */
     uint64_t transfers;
     struct page_nodes placed;
 };
 
 struct c2c_fig {
     int kind, remote, writer_node, reader_node, home_reader, writer_cpu, reader_cpu;
-    double latency_ns, window_ns[C2C_WINDOWS];
+    double latency_ns, window_ns[C2C_WINDOWS], window_mean_ns[C2C_WINDOWS];
     uint64_t transfers;
     struct page_nodes placed;
 };
@@ -192,18 +195,36 @@ static uint64_t reader_round(struct c2c_job *j, uint64_t k)
     return t1 - t0;
 }
 
+/* the median of the rounds counted in hist (ticks per round; the last bin holds every longer round) */
+static double hist_median(const uint32_t *hist, uint64_t rounds)
+{
+    uint64_t seen = 0;
+    for (size_t b = 0; b < C2C_HIST; b++) {
+        seen += hist[b];
+        if (2 * seen >= rounds)
+            return (double)b;
+    }
+    return (double)(C2C_HIST - 1);
+}
+
 static void reader_measure(struct c2c_job *j)
 {
+    static uint32_t hist[C2C_HIST];
     uint64_t k = 1;
     atomic_store_explicit(&j->go, 1, memory_order_release);
     for (double end = now_ns() + j->warmup * 1e9; now_ns() < end; k++)
         reader_round(j, k);
     for (int w = 0; w < C2C_WINDOWS; w++) {
         uint64_t ticks = 0, rounds = 0;
-        for (double end = now_ns() + j->seconds / C2C_WINDOWS * 1e9; now_ns() < end || rounds == 0; k++, rounds++)
-            ticks += reader_round(j, k);
-        double ns = HAVE_CLFLUSH ? (double)ticks / j->ghz : (double)ticks;
-        j->window_ns[w] = ns / (double)(rounds * C2C_LINES);
+        memset(hist, 0, sizeof hist);
+        for (double end = now_ns() + j->seconds / C2C_WINDOWS * 1e9; now_ns() < end || rounds == 0; k++, rounds++) {
+            uint64_t t = reader_round(j, k);
+            ticks += t;
+            hist[t < C2C_HIST ? t : C2C_HIST - 1]++;
+        }
+        double per_ns = HAVE_CLFLUSH ? 1 / j->ghz : 1.0;
+        j->window_ns[w] = hist_median(hist, rounds) * per_ns / C2C_LINES;
+        j->window_mean_ns[w] = (double)ticks * per_ns / (double)(rounds * C2C_LINES);
         j->transfers += rounds * C2C_LINES;
     }
 }
@@ -259,6 +280,7 @@ static void c2c_measure(struct c2c_job *j, struct c2c_fig *f)
     free_buffer(j->buf, j->bytes);
     free(j->first);
     memcpy(f->window_ns, j->window_ns, sizeof f->window_ns);
+    memcpy(f->window_mean_ns, j->window_mean_ns, sizeof f->window_mean_ns);
     double sorted[C2C_WINDOWS];
     memcpy(sorted, j->window_ns, sizeof sorted);
     qsort(sorted, C2C_WINDOWS, sizeof sorted[0], cmp_double);
@@ -387,7 +409,8 @@ static void c2c_header(const struct c2c_run *r, int w, int rd)
 {
     printf("Intel(R) Memory Latency Checker - compatible output: profiler-tui memlat v%s\n", MEMLAT_VERSION);
     printf("Command line parameters: %s\n\n", r->o->cmdline);
-    printf("Using %d lines per round (%s, chased in random order), %s, median of %d windows of %.3f s\n", C2C_LINES,
+    printf("Using %d lines per round (%s, chased in random order), %s, median of %d windows' median rounds, "
+           "windows of %.3f s\n", C2C_LINES,
            HAVE_CLFLUSH ? "random lines of a 64 KiB region" : "1 KiB sets", HAVE_CLFLUSH ?
            "flushed with clflush before each round" : "a fresh set each round from a 64 MiB pool", C2C_WINDOWS,
            r->o->seconds / C2C_WINDOWS);
@@ -411,6 +434,7 @@ static void c2c_json_fig(struct json *j, const struct c2c_fig *f)
     json_num(j, "latency_ns", f->latency_ns, 2);
     json_u64(j, "transfers", f->transfers);
     json_num_list(j, "window_ns", f->window_ns, C2C_WINDOWS, 2);
+    json_num_list(j, "window_mean_ns", f->window_mean_ns, C2C_WINDOWS, 2);
     if (f->remote) {
         json_object_begin(j, "numa");
         json_int(j, "node", f->home_reader ? f->reader_node : f->writer_node);
