@@ -523,9 +523,10 @@ def _check_value(where: str, kind: str, key: str, value: object) -> PointValue:
     if kind == MEMORY and word in (EACH, WORKING_SET):
         if SENTINELS.get(key) == word:
             return word
-        takers = " and ".join(k for k, w in SENTINELS.items() if w == word)
+        takers = [k for k, w in SENTINELS.items() if w == word]
+        takers_text = ", ".join(takers[:-1]) + " and " + takers[-1] if len(takers) > 1 else takers[0]
         raise _fail(where, f"key '{key}' has invalid value {show_value(value)}: {json.dumps(word)} is a value of "
-                           f"{takers} only, resolved from this machine when the plan is made.")
+                           f"{takers_text} only, resolved from this machine when the plan is made.")
     try:
         return keys[key].parse(value)
     except ValueError as e:
