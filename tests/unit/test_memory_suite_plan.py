@@ -116,7 +116,8 @@ def test_matrices_on_two_nodes_and_on_odd_nodes() -> None:
 
 
 def test_c2c_remote_points_skip_the_diagonal_and_vanish_on_one_node() -> None:
-    remote = [(p.c2c, p.cpu_node, p.reader_node, p.home) for p in plan("mem-c2c", TWO_NODES) if p.reader_node is not None]
+    remote = [(p.c2c, p.cpu_node, p.reader_node, p.home) for p in plan("mem-c2c", TWO_NODES)
+              if p.reader_node is not None]
     # MLC's order: the matrix of lines homed at the writer, then at the reader
     assert remote == [("hitm", 0, 1, "writer"), ("hitm", 1, 0, "writer"), ("hitm", 0, 1, "reader"),
                       ("hitm", 1, 0, "reader")]
