@@ -15,23 +15,14 @@ from typing import Any
 
 import pytest
 
-from app.external import run_tool
 from schema_check import validate_dir
-from test_memory_runner import ENGINE, fake_proc, records
+from test_memory_runner import fake_proc, needs_engine, records
 from test_memory_runner import run_cli as run_memory_cli
 
 __all__ = ["fake_proc"]  # autouse: the CLI sees fake /proc huge-page files (no real reservation on AMD)
 
 MLC_DEFAULT_RUN = Path(__file__).resolve().parents[1] / "data" / "mlc" / "v3.10-default-run-2socket-skylake.txt"
 
-
-def engine_has_suite() -> bool:
-    """The engine built here has the suite's modes (until both halves of the suite are in one tree)."""
-    out = run_tool([ENGINE, "--help"], 10, 1 << 16) if ENGINE is not None else None
-    return out is not None and "--working_set" in out.stdout + out.stderr
-
-
-needs_suite = pytest.mark.skipif(not engine_has_suite(), reason="the built-in engine lacks the suite's modes")
 
 SUITE = """name = "suite-smoke"
 kind = "memory"
@@ -60,7 +51,7 @@ mem_node = "each"
 """
 
 
-@needs_suite
+@needs_engine
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2 or not {0, 1} <= os.sched_getaffinity(0),
                     reason="c2c needs CPUs 0 and 1")
 def test_builtin_engine_measures_every_suite_mode(tmp_path: Path) -> None:
