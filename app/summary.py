@@ -138,7 +138,8 @@ def results_table(lines: list[ResultLine]) -> str:
         for r in memory:
             p, mem = r.point, r.memory
             bw, lat_ns = mem.bandwidth_mbps, mem.latency_ns
-            cells.append([p.get("traffic") or "idle", p.get("stride"), p.get("delay"),
+            what = p.get("traffic") or "idle" if p.get("mode") in (None, "idle", "loaded") else _suite_label(p)
+            cells.append([what, p.get("stride"), p.get("delay"),
                          "" if lat_ns is None else f"{lat_ns:.2f}",
                          "" if bw is None else f"{bw:.1f}"])
         parts.append(format_table(["traffic", "stride", "inject delay", "latency ns", "bandwidth MB/s"], cells,
