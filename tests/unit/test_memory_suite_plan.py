@@ -267,3 +267,15 @@ def test_mlc_command_lines(monkeypatch: pytest.MonkeyPatch) -> None:
                                      for k in ("0", "0-1", "0-2", "0-3")]
     ws = plan("mem-working-set", ONE_NODE, "buffer=4k,64m", "pages=2m")
     assert argvs(ws, "mlc") == [["--idle_latency", "-l64", "-b4"], ["--idle_latency", "-l64", "-b65536"]]
+
+
+def test_free_memory_counts_each_modes_threads_and_nodes_must_exist() -> None:
+    gib, available = 1 << 30, (3 << 30) - 1
+    memory.check_memory([point(mode="scaling", traffic="R", threads=2, buffer=gib)], available=available)
+    with pytest.raises(UsageError, match=r"3 thread\(s\) × 1 buffer\(s\) of 1 GiB"):
+        memory.check_memory([point(mode="scaling", traffic="R", threads=3, buffer=gib)], available=available)
+    with pytest.raises(UsageError, match=r"2 thread\(s\) × 3 buffer\(s\)"):  # a peak point loads every CPU
+        memory.check_memory([point(mode="peak", traffic="W10", cpus="0-1", buffer=gib)], available=available)
+    memory.check_memory([point(mode="working_set", buffer=2 * gib)], available=available)  # one chase thread
+    with pytest.raises(UsageError, match="reader_node=3: this machine has no NUMA node 3"):
+        memory.check_nodes([point(mode="c2c", cpu_node=0, reader_node=3)], [0, 1])
