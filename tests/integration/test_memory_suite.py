@@ -185,3 +185,22 @@ def test_mlc_scaling_and_working_set_command_lines(tmp_path: Path) -> None:
     assert [r["metrics"]["latency_ns"] for r in records(tmp_path / "ws")] == [80.0, 81.0]
     refused = run_memory_cli("run", "mem-working-set", "--engine", "mlc", "--out", str(tmp_path / "no"), env=env)
     assert refused.returncode == 2 and "pages=4k: Intel MLC has no option" in refused.stderr
+
+
+@needs_engine
+def test_resume_checks_a_suite_plan_again(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    proc = run_memory_cli("run", "mem-matrix", "--engine", "builtin", "--set", "duration=0.05", "--set", "buffer=1m",
+                          "--yes", "--out", str(out), timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (out / "results.jsonl").write_text("")  # nothing measured yet: resume runs the whole plan
+    meta = json.loads((out / "run.json").read_text())
+    for change, needle in ((lambda p: p.update(cpu_node=7), "cpu_node=7: this machine has no NUMA node 7"),
+                           (lambda p: p.update(cpu_node="each"), "plan[0] key 'cpu_node' has invalid value 'each'"),
+                           (lambda p: p.pop("mem_node"), "mode=latency_matrix needs cpu_node and mem_node")):
+        edited = json.loads(json.dumps(meta))
+        change(edited["plan"][0])
+        (out / "run.json").write_text(json.dumps(edited))
+        refused = run_memory_cli("resume", str(out), "--yes", timeout=60)
+        assert refused.returncode == 2 and needle in refused.stderr, refused.stderr
+        assert "Traceback" not in refused.stderr
