@@ -280,9 +280,11 @@ class Preset:
         topo = self.machine()
         if key == "buffer":
             return list(topo.working_set())
-        if key == "threads":
-            cpus = axes.get("cpus", [base.get("cpus")])
-            n = len(cpu_list(str(cpus[0]))) if len(cpus) == 1 and cpus[0] else len(topo.cpus)
+        if key == "threads":  # the CPUs of the group's one cpus list or cpu_node, else every allowed CPU
+            cpus, nodes = axes.get("cpus", [base.get("cpus")]), axes.get("cpu_node", [base.get("cpu_node")])
+            node = topo.node(nodes[0]) if len(nodes) == 1 and isinstance(nodes[0], int) else None
+            n = len(cpu_list(str(cpus[0]))) if len(cpus) == 1 and cpus[0] else \
+                len(node.cpus) if node is not None else len(topo.cpus)
             return list(range(1, max(1, n) + 1))
         return list(topo.memory_nodes() if key == "mem_node" else topo.cpu_nodes())
 

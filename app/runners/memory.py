@@ -57,6 +57,21 @@ is rounded up for MLC; ``cpus`` = latency CPU first, then the load CPUs)::
     memlat --idle_latency -l 64 [-b KIB] -t S [-k CPUS] [--tlb_locality KIB] [--mem_node N]
     memlat --loaded_latency -D d1,d2,… -R|-W N -l 64 [-b KIB] -t S [-k CPUS] [--tlb_locality KIB] [--mem_node N]
 
+The suite (peak, scaling, latency/bandwidth matrix, c2c, working set): one engine process measures a batch
+(:meth:`MemoryRunner.batch_key` leaves out what the mode's table varies) and the parser's streaming
+:class:`~app.runners.mlc_parse.Figure` s are matched to the points by :func:`figure_key`; each is that point's Sample
+and Result as it prints, with its placement (``numa``, a matrix cell's from ``Placement verified``), ``caches`` and
+``c2c_cpus``; a wanted figure the process did not print fails its point with the engine's error::
+
+    memlat --peak_injection_bandwidth [-R|-W N] …      memlat --bandwidth_scaling -R|-W N --threads 1,2,… …
+    memlat --latency_matrix …   memlat --bandwidth_matrix -R|-W N …   memlat --c2c_latency [-k W,R] …
+    memlat --working_set --sizes KIB,KIB,… [--no_huge_pages] …
+    mlc --latency_matrix -l64 [-bKIB]   mlc --bandwidth_matrix [-WN] -tS   mlc --peak_injection_bandwidth -tS [-kCPUS]
+    mlc --c2c_latency   mlc --idle_latency -l64 -bKIB (a working-set size)
+    mlc --peak_injection_bandwidth -tS -k<first N CPUs> (a scaling point: the row of its mix)
+
+What MLC has no option for (4 KiB pages, other mixes, a chosen c2c pair) is refused by :func:`check_suite`.
+
 NUMA: ``mem_node`` is the engine's ``--mem_node``: it binds every buffer to that node before the first touch and
 verifies each page's node (a page elsewhere fails the point); the placement it verified is the line's ``numa``
 part.  ``cpu_node`` is that node's CPU list (sysfs) given as ``cpus`` (to either engine; not with ``cpus``).  A node

@@ -137,6 +137,7 @@ def test_mlc_default_is_mlcs_order_and_threads_each_counts_cpus() -> None:
     scaling = plan("mem-bandwidth", ODD_NODES)
     assert [p.threads for p in scaling if p.mode == "scaling"] == [1, 2, 3, 4]
     assert [p.threads for p in plan("mem-bandwidth", ODD_NODES, "cpus=0-1") if p.mode == "scaling"] == [1, 2]
+    assert [p.threads for p in plan("mem-bandwidth", ODD_NODES, "cpu_node=2") if p.mode == "scaling"] == [1, 2]
 
 
 def test_working_set_plan_from_the_llc_with_both_page_sizes() -> None:
