@@ -5,6 +5,8 @@ faked two-node sysfs."""
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import json
 import os
 import re
@@ -15,6 +17,10 @@ from typing import Any
 
 import pytest
 
+from app import presets
+from app.points import Point
+from app.runners.base import Context, Result, Sample
+from app.runners.memory import MemoryRunner
 from schema_check import validate_dir
 from test_memory_runner import fake_proc, needs_engine, records
 from test_memory_runner import run_cli as run_memory_cli
@@ -204,3 +210,27 @@ def test_resume_checks_a_suite_plan_again(tmp_path: Path) -> None:
         refused = run_memory_cli("resume", str(out), "--yes", timeout=60)
         assert refused.returncode == 2 and needle in refused.stderr, refused.stderr
         assert "Traceback" not in refused.stderr
+
+
+@needs_engine
+def test_each_figure_streams_as_a_sample_then_its_result_and_a_missing_one_fails(tmp_path: Path) -> None:
+    """A working-set batch in one process: each size's Sample (mode, buffer, pages, latency) comes before its
+    Result; a point whose figure the engine never prints (a c2c pair on one CPU: the engine refuses) fails with
+    the engine's own error."""
+    preset = presets.apply_overrides(presets.load("mem-working-set"), ["buffer=4k,16k", "pages=4k",
+                                                                        "duration=0.05"])
+    items: list[tuple[int, Point]] = list(enumerate(preset.expand()))
+    runner = MemoryRunner("builtin")
+
+    async def go(items: list[tuple[int, Point]]) -> list[Any]:
+        return [ev async for ev in runner.run(items, Context(None, tmp_path, "builtin"))]
+
+    events = asyncio.run(go(items))
+    assert [type(e).__name__ for e in events] == ["Sample", "Result", "Sample", "Result"]
+    assert [e.data for e in events if isinstance(e, Sample)] == [
+        {"mode": "working_set", "engine": "builtin", "latency_ns": e.metrics.latency_ns, "buffer_bytes": b,
+         "pages": "4k"} for e, b in zip([e for e in events if isinstance(e, Result)], (4096, 16384))]
+    c2c = dataclasses.replace(items[0][1], mode="c2c", buffer=None, pages=None, cpus="0", c2c="hit")
+    (failed,) = asyncio.run(go([(0, c2c)]))
+    assert isinstance(failed, Result) and failed.metrics is None
+    assert "printed no c2c figure for hit" in (failed.error or "") and "memlat: error" in (failed.error or "")
