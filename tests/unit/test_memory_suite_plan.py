@@ -280,3 +280,12 @@ def test_free_memory_counts_each_modes_threads_and_nodes_must_exist() -> None:
     memory.check_memory([point(mode="working_set", buffer=2 * gib)], available=available)  # one chase thread
     with pytest.raises(UsageError, match="reader_node=3: this machine has no NUMA node 3"):
         memory.check_nodes([point(mode="c2c", cpu_node=0, reader_node=3)], [0, 1])
+
+
+def test_mlc_huge_pages_for_suite_points_count_their_threads_and_buffers() -> None:
+    """On AMD, MLC's batch reserves huge pages for its buffers: a peak point loads every CPU of its list (a
+    triad-like mix: 3 buffers each), a scaling point its N threads, a working-set size one chase buffer."""
+    page = 2 * MIB
+    assert memory.mlc_buffer_pages(point(mode="peak", traffic="W10", cpus="0-1", buffer=64 * MIB), page) == 2 * 3 * 32
+    assert memory.mlc_buffer_pages(point(mode="scaling", traffic="R", threads=1, buffer=64 * MIB), page) == 2 * 32
+    assert memory.mlc_buffer_pages(point(mode="working_set", buffer=4 * KIB), page) == 1
