@@ -632,8 +632,13 @@ class LineParser:
     def _on_huge_pages(self, line: str, m: re.Match[str]) -> None:
         self.header["huge_pages"] = m.group(1).lower() == "yes"
         self.header["huge_pages_detail"] = m.group(2).strip()
-        if self._current is not None:  # the working-set mode prints it in its section: that section's pages
-            self._current.params["huge_pages"] = self.header["huge_pages"]
+        self._in_figure_section(huge_pages=self.header["huge_pages"])
+
+    def _in_figure_section(self, **params: object) -> None:
+        """Also keep on the current section what the engine prints after a figure section's title (the
+        working-set mode's threads and pages lines): that section's own, not a later one's."""
+        if self._current is not None and self._current.kind in FIGURE_UNITS:
+            self._current.params.update(params)
 
     def _on_placement(self, line: str, m: re.Match[str]) -> None:
         sec = self._current
@@ -678,6 +683,8 @@ class LineParser:
         n = _RE_LOAD_THREADS.search(line)
         if n:  # how many threads made the load (MLC does not say: it uses every CPU unless told)
             self.header["load_threads"] = int(n.group(1))
+        self._in_figure_section(**{k: self.header[k] for k in ("latency_cpu", "stride", "chase_kib", "load_threads")
+                                   if k in self.header})
 
     def _on_load_bandwidth(self, line: str, m: re.Match[str]) -> None:
         self._load_bw = (int(m.group(1)), float(m.group(2)))  # for the row of that delay, which follows
