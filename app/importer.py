@@ -422,7 +422,7 @@ def _figure_points(s: Section, figures: list[Figure], engine: str) -> tuple[list
     the section for what it printed that gave no point."""
     p = s.params
     base, extra = _base(p, engine)
-    for k in ("huge_pages", "warnings", "caches", "c2c_cpus"):
+    for k in ("huge_pages", "caches", "c2c_cpus"):
         if p.get(k) is not None and (k != "caches" or s.kind == "working_set"):
             extra[k] = p[k]
     placement = s.values.get("placement")
@@ -437,6 +437,9 @@ def _figure_points(s: Section, figures: list[Figure], engine: str) -> tuple[list
         metrics: dict[str, object] = {"latency_ns" if f.kind in _LATENCY_KINDS else "bandwidth_mbps": f.value,
                                       **f.extra}
         parts = dict(extra)
+        warnings = _figure_warnings(f, figures)
+        if warnings:
+            parts["warnings"] = warnings
         if f.kind in ("idle_matrix", "bandwidth_matrix") and isinstance(placement, dict):
             cell = placement.get(f"{f.key[0]},{f.key[1]}")
             if cell is not None:
@@ -445,6 +448,13 @@ def _figure_points(s: Section, figures: list[Figure], engine: str) -> tuple[list
             parts.pop("c2c_cpus", None)  # the local pair's CPUs: not those of a remote figure
         out.append(Imported(Kind.MEMORY, point, metrics, parts))
     return out, _missing_figures(s, len(figures), bad)
+
+
+def _figure_warnings(f: Figure, figures: list[Figure]) -> list[str]:
+    """The section's '*' lines that concern this figure: those printed before it since the figure before, and
+    those about the whole section (the header's, the ones after its last figure), not another figure's."""
+    others = {w for g in figures if g is not f for w in g.warnings} - set(f.warnings)
+    return [str(w) for w in _list(f.section.params.get("warnings")) if w not in others]
 
 
 def _figure_keys(f: Figure, p: dict[str, object]) -> dict[str, object]:

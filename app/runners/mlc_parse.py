@@ -132,7 +132,8 @@ class Figure:
     c2c ``(c2c, writer_node, reader_node, home)``: ``("hitm", None, None, None)`` for the local figure,
     ``("hitm", 0, 1, "writer")`` for a cell of the remote matrix of lines homed in the writer's socket.
     ``value`` is the number printed (ns or MB/s); ``extra`` the engine's read/write split of a bandwidth
-    (``read_mbps``, ``write_mbps``) when it printed one for this figure's traffic."""
+    (``read_mbps``, ``write_mbps``) when it printed one for this figure's traffic; ``warnings`` the ``*`` lines
+    of its section printed since the figure before it (the engine's "Busy machine at …" about this one)."""
 
     kind: str
     key: tuple[object, ...]
@@ -140,6 +141,7 @@ class Figure:
     unit: str
     section: "Section" = field(compare=False, repr=False)
     extra: dict[str, float] = field(default_factory=dict, compare=False)
+    warnings: tuple[str, ...] = field(default=(), compare=False)
 
 
 # what each kind of section is called in messages (import names a section it could not read)
@@ -400,6 +402,7 @@ class LineParser:
         self._c2c_home: str | None = None  # the home named by the remote c2c title before a matrix
         self._last_open = False  # reading the text's last line, which had no line end (maybe cut)
         self.figures: list[Figure] = []  # figures of the matrix, peak, c2c, scaling and working-set sections
+        self._stars: list[str] = []  # a figure section's '*' lines since its last figure (bounded as they are)
         self._full = False  # a limit was reached: the rest of the text is ignored
         self._closed = False
         self._noted: set[str] = set()
@@ -438,6 +441,7 @@ class LineParser:
         self._current = sec
         self._in_table = False
         self._matrix_cols = None
+        self._stars = []
         return sec
 
     def _count_cells(self, n: int) -> bool:
@@ -472,7 +476,8 @@ class LineParser:
         if self._split is not None and traffic is not None and self._split[0] == traffic:
             split = self._split[1]
             self._split = None
-        self.figures.append(Figure(sec.kind, key, value, FIGURE_UNITS[sec.kind], sec, split))
+        self.figures.append(Figure(sec.kind, key, value, FIGURE_UNITS[sec.kind], sec, split, tuple(self._stars)))
+        self._stars = []
 
     def _set_traffic(self, sec: Section, desc: str) -> None:
         sec.params["traffic_desc"] = desc
@@ -595,7 +600,10 @@ class LineParser:
         target = self._current.params if self._current is not None else self.header
         kept = _sub_list(target, "warnings")
         if len(kept) < MAX_STAR_LINES:
-            kept.append(m.group(1).strip())
+            text = m.group(1).strip()
+            kept.append(text)
+            if self._current is not None and self._current.kind in FIGURE_UNITS:
+                self._stars.append(text)  # e.g. the engine's "Busy machine at …" about the figure that follows
         else:
             self._warn(f"more than {MAX_STAR_LINES} warning lines (starting with '*') in one place: the rest "
                        "are not kept.", once="stars")
@@ -761,12 +769,14 @@ class LineParser:
         home = _as_list(sec.values.get("homes"))[-1:] if sec.kind == "c2c" else [None]
         if sec.kind == "c2c" and home in ([], [None]):
             return
+        stars = list(self._stars)  # printed before the row: about its cells, each named in the line
         for col, value in cells.items():
             if value is None:
                 continue
             key: tuple[object, ...] = (row, int(col))
             if sec.kind == "c2c":
                 key = ("hitm", row, int(col), home[0])
+            self._stars = list(stars)
             self._figure(sec, key, value)
 
     def _read_peak(self, sec: Section, line: str) -> None:
