@@ -440,8 +440,8 @@ def _figure_points(s: Section, figures: list[Figure], engine: str) -> tuple[list
         warnings = _figure_warnings(f, figures)
         if warnings:
             parts["warnings"] = warnings
-        if f.kind in ("idle_matrix", "bandwidth_matrix") and isinstance(placement, dict):
-            cell = placement.get(f"{f.key[0]},{f.key[1]}")
+        if f.kind in ("idle_matrix", "bandwidth_matrix", "c2c") and isinstance(placement, dict):
+            cell = placement.get(",".join(str(k) for k in (f.key if f.kind != "c2c" else f.key[1:])))
             if cell is not None:
                 parts["numa"] = cell
         if f.kind == "c2c" and f.key[1] is not None:

@@ -31,7 +31,8 @@ Reads-Writes`` W3, ``2:1`` W2, ``1:1`` W5, ``Stream-triad like`` W10, ``W<N> tra
 HITM lines and the cells of a remote c2c matrix under a title naming its home (writer or reader socket), and
 the rows of the built-in engine's two-column tables (scaling: threads, MB/s; working set: KiB, ns; read
 after their ``===`` line).  The engine's other lines are kept on the section they appear in:
-``Placement verified: CPU node X, memory node Y: pages …`` in ``values["placement"]["X,Y"]``, ``Cache …``
+``Placement verified: CPU node X, memory node Y: pages …`` in ``values["placement"]["X,Y"]`` (a remote c2c
+cell's ``writer node W, reader node R, memory node M`` in ``["W,R,writer"]`` or ``["W,R,reader"]``), ``Cache …``
 lines in ``params["caches"]``, its writer/reader CPUs in ``params["c2c_cpus"]``, its load threads' CPUs in
 ``params["load_cpus"]`` and ``Traffic W3: reads …, writes …`` in ``values["split"]`` (and on the figure of
 that traffic that follows, ``Figure.extra``).
@@ -336,8 +337,10 @@ _RE_NUMA = re.compile(r"^Using memory on NUMA node (\d{1,4}): pages ((?:N\d{1,4}
                       r"\((\d{1,9})-byte pages", re.IGNORECASE)
 _UNIT = {"kib": 1 << 10, "kb": 1 << 10, "mib": MIB, "mb": MIB, "gib": 1 << 30, "gb": 1 << 30}
 # the engine's matrix modes: "Placement verified: CPU node 0, memory node 1: pages N1=32768 (4096-byte pages;
-# /proc/self/numa_maps)", one per cell before the row that holds it
-_RE_PLACEMENT = re.compile(r"^Placement verified: CPU node (\d{1,4}), memory node (\d{1,4}): pages "
+# /proc/self/numa_maps)", one per cell before the row that holds it; its remote c2c matrices "… writer node 0,
+# reader node 1, memory node 1: …"
+_RE_PLACEMENT = re.compile(r"^Placement verified: (?:CPU node (\d{1,4})|writer node (\d{1,4}), reader node (\d{1,4})), "
+                           r"memory node (\d{1,4}): pages "
                            r"((?:N\d{1,4}=\d{1,15} ){0,63}N\d{1,4}=\d{1,15}) "
                            r"\((\d{1,9})-byte pages(?:;\s*([^)]{0,64}))?", re.IGNORECASE)
 # the engine's working-set mode: "Cache L1d: 32 KiB (level 1, Data, shared by CPU(s) 0)"
@@ -652,11 +655,18 @@ class LineParser:
         sec = self._current
         if sec is None or not self._count_cells(1):
             return
-        pages = {n: int(c) for n, c in re.findall(r"N(\d{1,4})=(\d{1,15})", m.group(3))}
-        where = (m.group(5) or "").strip()
+        cpu, writer, reader, node = m.group(1, 2, 3, 4)
+        pages = {n: int(c) for n, c in re.findall(r"N(\d{1,4})=(\d{1,15})", m.group(5))}
+        where = (m.group(7) or "").strip()
         tool = next((t for t in ("numa_maps", "move_pages") if t in where), where[:32] or None)
-        cell = {"node": int(m.group(2)), "pages": pages, "page_bytes": int(m.group(4)), "verified_with": tool}
-        _sub_dict(sec.values, "placement")[f"{int(m.group(1))},{int(m.group(2))}"] = cell
+        cell = {"node": int(node), "pages": pages, "page_bytes": int(m.group(6)), "verified_with": tool}
+        # keyed as the figure it is about: "cpu_node,mem_node", or a remote c2c cell's "writer,reader,home"
+        if cpu is not None:
+            key = f"{int(cpu)},{int(node)}"
+        else:
+            home = "writer" if int(node) == int(writer) else "reader" if int(node) == int(reader) else node
+            key = f"{int(writer)},{int(reader)},{home}"
+        _sub_dict(sec.values, "placement")[key] = cell
 
     def _on_cache(self, line: str, m: re.Match[str]) -> None:
         caches = _sub_list(self._where(), "caches")

@@ -228,3 +228,30 @@ def test_engine_outputs_import_with_their_keys_and_parts() -> None:
     assert [(p["c2c"], p.get("cpu_node"), m["latency_ns"], x["c2c_cpus"]) for p, m, x in by_mode["c2c"]] == [
         ("hit", None, 50.5, [0, 1]), ("hitm", None, 49.9, [0, 1])]
     assert by_mode["c2c"][0][2]["warnings"] == ["One NUMA node: no remote cache-to-cache figures"]
+
+
+C2C_TWO_NODES = BANNER.format("--c2c_latency") + """\
+Measuring cache-to-cache transfer latency (in ns)...
+Using writer thread on CPU 0 and reader thread on CPU 1
+Local Socket L2->L2 HIT  latency\t50.5
+Local Socket L2->L2 HITM latency\t49.9
+Remote Socket L2->L2 HITM latency (data address homed in reader socket)
+\t\t\tReader Numa Node
+Writer Numa Node     0\t     1\t
+Placement verified: writer node 0, reader node 1, memory node 1: pages N1=1 (4096-byte pages; /proc/self/numa_maps)
+            0\t     -\t 114.0\t
+Placement verified: writer node 1, reader node 0, memory node 0: pages N0=1 (4096-byte pages; /proc/self/numa_maps)
+            1\t 123.2\t     -\t
+"""
+
+
+def test_remote_c2c_cells_and_their_placement() -> None:
+    from app.importer import mlc_points
+
+    p = parse(C2C_TWO_NODES)
+    assert [f.key for f in p.figures][2:] == [("hitm", 0, 1, "reader"), ("hitm", 1, 0, "reader")]
+    assert set(p.sections[0].values["placement"]) == {"0,1,reader", "1,0,reader"}
+    points, info = mlc_points(C2C_TWO_NODES)
+    remote = [(pt.point["cpu_node"], pt.point["reader_node"], pt.point["home"], pt.extra["numa"]["node"],
+               "c2c_cpus" in pt.extra) for pt in points if "reader_node" in pt.point]
+    assert remote == [(0, 1, "reader", 1, False), (1, 0, "reader", 0, False)] and not info["warnings"]

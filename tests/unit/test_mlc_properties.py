@@ -58,6 +58,7 @@ TOKENS = st.sampled_from([
     "Cache L1d: 32 KiB (level 1, Data, shared by CPU(s) 0)\n", " 48\t    3.50\n", "W12 traffic :\t10.5\n",
     "Placement verified: CPU node 0, memory node 1: pages N1=32768 (4096-byte pages; /proc/self/numa_maps)\n",
     "Using writer thread on CPU 0 and reader thread on CPU 1\n", "Writer Numa Node     0\t     1\n",
+    "Placement verified: writer node 0, reader node 1, memory node 1: pages N1=1 (4096-byte pages; x)\n",
     "Remote Socket L2->L2 HITM latency (data address homed in reader socket)\n", "1\t -\t 114.0\n",
 ])
 TEXT = st.lists(st.one_of(TOKENS, st.text(max_size=12)), max_size=40).map("".join)
