@@ -31,7 +31,8 @@ Reads-Writes`` W3, ``2:1`` W2, ``1:1`` W5, ``Stream-triad like`` W10, ``W<N> tra
 HITM lines and the cells of a remote c2c matrix under a title naming its home (writer or reader socket), and
 the rows of the built-in engine's two-column tables (scaling: threads, MB/s; working set: KiB, ns; read
 after their ``===`` line).  The engine's other lines are kept on the section they appear in:
-``Placement verified: CPU node X, memory node Y: pages …`` in ``values["placement"]["X,Y"]``, ``Cache …``
+``Placement verified: CPU node X, memory node Y: pages …`` in ``values["placement"]["X,Y"]`` (a remote c2c
+cell's ``writer node W, reader node R, memory node M`` in ``["W,R,writer"]`` or ``["W,R,reader"]``), ``Cache …``
 lines in ``params["caches"]``, its writer/reader CPUs in ``params["c2c_cpus"]``, its load threads' CPUs in
 ``params["load_cpus"]`` and ``Traffic W3: reads …, writes …`` in ``values["split"]`` (and on the figure of
 that traffic that follows, ``Figure.extra``).
@@ -132,7 +133,8 @@ class Figure:
     c2c ``(c2c, writer_node, reader_node, home)``: ``("hitm", None, None, None)`` for the local figure,
     ``("hitm", 0, 1, "writer")`` for a cell of the remote matrix of lines homed in the writer's socket.
     ``value`` is the number printed (ns or MB/s); ``extra`` the engine's read/write split of a bandwidth
-    (``read_mbps``, ``write_mbps``) when it printed one for this figure's traffic."""
+    (``read_mbps``, ``write_mbps``) when it printed one for this figure's traffic; ``warnings`` the ``*`` lines
+    of its section printed since the figure before it (the engine's "Busy machine at …" about this one)."""
 
     kind: str
     key: tuple[object, ...]
@@ -140,6 +142,7 @@ class Figure:
     unit: str
     section: "Section" = field(compare=False, repr=False)
     extra: dict[str, float] = field(default_factory=dict, compare=False)
+    warnings: tuple[str, ...] = field(default=(), compare=False)
 
 
 # what each kind of section is called in messages (import names a section it could not read)
@@ -334,8 +337,10 @@ _RE_NUMA = re.compile(r"^Using memory on NUMA node (\d{1,4}): pages ((?:N\d{1,4}
                       r"\((\d{1,9})-byte pages", re.IGNORECASE)
 _UNIT = {"kib": 1 << 10, "kb": 1 << 10, "mib": MIB, "mb": MIB, "gib": 1 << 30, "gb": 1 << 30}
 # the engine's matrix modes: "Placement verified: CPU node 0, memory node 1: pages N1=32768 (4096-byte pages;
-# /proc/self/numa_maps)", one per cell before the row that holds it
-_RE_PLACEMENT = re.compile(r"^Placement verified: CPU node (\d{1,4}), memory node (\d{1,4}): pages "
+# /proc/self/numa_maps)", one per cell before the row that holds it; its remote c2c matrices "… writer node 0,
+# reader node 1, memory node 1: …"
+_RE_PLACEMENT = re.compile(r"^Placement verified: (?:CPU node (\d{1,4})|writer node (\d{1,4}), reader node (\d{1,4})), "
+                           r"memory node (\d{1,4}): pages "
                            r"((?:N\d{1,4}=\d{1,15} ){0,63}N\d{1,4}=\d{1,15}) "
                            r"\((\d{1,9})-byte pages(?:;\s*([^)]{0,64}))?", re.IGNORECASE)
 # the engine's working-set mode: "Cache L1d: 32 KiB (level 1, Data, shared by CPU(s) 0)"
@@ -400,6 +405,7 @@ class LineParser:
         self._c2c_home: str | None = None  # the home named by the remote c2c title before a matrix
         self._last_open = False  # reading the text's last line, which had no line end (maybe cut)
         self.figures: list[Figure] = []  # figures of the matrix, peak, c2c, scaling and working-set sections
+        self._stars: list[str] = []  # a figure section's '*' lines since its last figure (bounded as they are)
         self._full = False  # a limit was reached: the rest of the text is ignored
         self._closed = False
         self._noted: set[str] = set()
@@ -438,6 +444,7 @@ class LineParser:
         self._current = sec
         self._in_table = False
         self._matrix_cols = None
+        self._stars = []
         return sec
 
     def _count_cells(self, n: int) -> bool:
@@ -472,7 +479,8 @@ class LineParser:
         if self._split is not None and traffic is not None and self._split[0] == traffic:
             split = self._split[1]
             self._split = None
-        self.figures.append(Figure(sec.kind, key, value, FIGURE_UNITS[sec.kind], sec, split))
+        self.figures.append(Figure(sec.kind, key, value, FIGURE_UNITS[sec.kind], sec, split, tuple(self._stars)))
+        self._stars = []
 
     def _set_traffic(self, sec: Section, desc: str) -> None:
         sec.params["traffic_desc"] = desc
@@ -595,7 +603,10 @@ class LineParser:
         target = self._current.params if self._current is not None else self.header
         kept = _sub_list(target, "warnings")
         if len(kept) < MAX_STAR_LINES:
-            kept.append(m.group(1).strip())
+            text = m.group(1).strip()
+            kept.append(text)
+            if self._current is not None and self._current.kind in FIGURE_UNITS:
+                self._stars.append(text)  # e.g. the engine's "Busy machine at …" about the figure that follows
         else:
             self._warn(f"more than {MAX_STAR_LINES} warning lines (starting with '*') in one place: the rest "
                        "are not kept.", once="stars")
@@ -632,18 +643,30 @@ class LineParser:
     def _on_huge_pages(self, line: str, m: re.Match[str]) -> None:
         self.header["huge_pages"] = m.group(1).lower() == "yes"
         self.header["huge_pages_detail"] = m.group(2).strip()
-        if self._current is not None:  # the working-set mode prints it in its section: that section's pages
-            self._current.params["huge_pages"] = self.header["huge_pages"]
+        self._in_figure_section(huge_pages=self.header["huge_pages"])
+
+    def _in_figure_section(self, **params: object) -> None:
+        """Also keep on the current section what the engine prints after a figure section's title (the
+        working-set mode's threads and pages lines): that section's own, not a later one's."""
+        if self._current is not None and self._current.kind in FIGURE_UNITS:
+            self._current.params.update(params)
 
     def _on_placement(self, line: str, m: re.Match[str]) -> None:
         sec = self._current
         if sec is None or not self._count_cells(1):
             return
-        pages = {n: int(c) for n, c in re.findall(r"N(\d{1,4})=(\d{1,15})", m.group(3))}
-        where = (m.group(5) or "").strip()
+        cpu, writer, reader, node = m.group(1, 2, 3, 4)
+        pages = {n: int(c) for n, c in re.findall(r"N(\d{1,4})=(\d{1,15})", m.group(5))}
+        where = (m.group(7) or "").strip()
         tool = next((t for t in ("numa_maps", "move_pages") if t in where), where[:32] or None)
-        cell = {"node": int(m.group(2)), "pages": pages, "page_bytes": int(m.group(4)), "verified_with": tool}
-        _sub_dict(sec.values, "placement")[f"{int(m.group(1))},{int(m.group(2))}"] = cell
+        cell = {"node": int(node), "pages": pages, "page_bytes": int(m.group(6)), "verified_with": tool}
+        # keyed as the figure it is about: "cpu_node,mem_node", or a remote c2c cell's "writer,reader,home"
+        if cpu is not None:
+            key = f"{int(cpu)},{int(node)}"
+        else:
+            home = "writer" if int(node) == int(writer) else "reader" if int(node) == int(reader) else node
+            key = f"{int(writer)},{int(reader)},{home}"
+        _sub_dict(sec.values, "placement")[key] = cell
 
     def _on_cache(self, line: str, m: re.Match[str]) -> None:
         caches = _sub_list(self._where(), "caches")
@@ -678,6 +701,8 @@ class LineParser:
         n = _RE_LOAD_THREADS.search(line)
         if n:  # how many threads made the load (MLC does not say: it uses every CPU unless told)
             self.header["load_threads"] = int(n.group(1))
+        self._in_figure_section(**{k: self.header[k] for k in ("latency_cpu", "stride", "chase_kib", "load_threads")
+                                   if k in self.header})
 
     def _on_load_bandwidth(self, line: str, m: re.Match[str]) -> None:
         self._load_bw = (int(m.group(1)), float(m.group(2)))  # for the row of that delay, which follows
@@ -754,12 +779,14 @@ class LineParser:
         home = _as_list(sec.values.get("homes"))[-1:] if sec.kind == "c2c" else [None]
         if sec.kind == "c2c" and home in ([], [None]):
             return
+        stars = list(self._stars)  # printed before the row: about its cells, each named in the line
         for col, value in cells.items():
             if value is None:
                 continue
             key: tuple[object, ...] = (row, int(col))
             if sec.kind == "c2c":
                 key = ("hitm", row, int(col), home[0])
+            self._stars = list(stars)
             self._figure(sec, key, value)
 
     def _read_peak(self, sec: Section, line: str) -> None:

@@ -189,3 +189,69 @@ def test_a_last_line_cut_mid_number_gives_no_figure_and_a_warning(text: str, cut
 def test_a_complete_last_line_without_line_end_is_read() -> None:
     assert len(parse(SCALING.rstrip("\n")).figures) == 2
     assert len(parse(MATRIX.rstrip("\n")).figures) == 3
+
+
+def test_star_lines_go_with_the_figure_they_precede() -> None:
+    text = SCALING.replace(" 2\t", "*** Busy machine at 2 threads: a thread got 26% of a CPU in its window\n 2\t")
+    f1, f2 = parse(text).figures
+    assert f1.warnings == () and f2.warnings == ("Busy machine at 2 threads: a thread got 26% of a CPU in its window",)
+
+
+# --- import of the engine's single-mode outputs (app.importer.mlc_points) ---------------------------------
+
+
+def test_engine_outputs_import_with_their_keys_and_parts() -> None:
+    from app.importer import mlc_points
+
+    points, info = mlc_points(PEAK + SCALING + MATRIX + WORKING_SET + C2C_ONE_NODE)
+    assert not info["warnings"] and info["sections"] == [
+        "peak injection bandwidth", "bandwidth scaling", "idle latency matrix", "working set", "cache-to-cache"]
+    by_mode: dict[str, list[tuple[dict, dict, dict]]] = {}
+    for pt in points:
+        assert pt.point["engine"] == "builtin"
+        by_mode.setdefault(str(pt.point["mode"]), []).append((pt.point, pt.metrics, pt.extra))
+    peak = by_mode["peak"]
+    assert [(p["traffic"], m["bandwidth_mbps"]) for p, m, _ in peak] == [
+        ("R", 21194.2), ("W3", 19422.5), ("W2", 19255.0), ("W5", 18555.1), ("W10", 17277.4), ("W7", 1000.5)]
+    assert peak[1][1] == {"bandwidth_mbps": 19422.5, "read_mbps": 15000.5, "write_mbps": 4422.0}
+    assert [(p["threads"], p["traffic"], m) for p, m, _ in by_mode["scaling"]] == [
+        (1, "W5", {"bandwidth_mbps": 28123.4, "read_mbps": 14000.0, "write_mbps": 14123.4}),
+        (2, "W5", {"bandwidth_mbps": 32001.9})]
+    matrix = by_mode["latency_matrix"]
+    assert [(p["cpu_node"], p["mem_node"], m["latency_ns"]) for p, m, _ in matrix] == [
+        (0, 0, 90.2), (0, 1, 144.3), (1, 0, 143.2)]
+    assert matrix[2][2]["numa"] == {"node": 0, "pages": {"0": 32000, "1": 768}, "page_bytes": 4096,
+                                    "verified_with": "numa_maps"}
+    ws = by_mode["working_set"]
+    assert [(p["buffer"], p["pages"], m["latency_ns"]) for p, m, _ in ws] == [(4096, "4k", 1.25), (49152, "4k", 3.5)]
+    assert [c["name"] for c in ws[0][2]["caches"]] == ["L1d", "L3"] and ws[0][2]["huge_pages"] is False
+    assert [(p["c2c"], p.get("cpu_node"), m["latency_ns"], x["c2c_cpus"]) for p, m, x in by_mode["c2c"]] == [
+        ("hit", None, 50.5, [0, 1]), ("hitm", None, 49.9, [0, 1])]
+    assert by_mode["c2c"][0][2]["warnings"] == ["One NUMA node: no remote cache-to-cache figures"]
+
+
+C2C_TWO_NODES = BANNER.format("--c2c_latency") + """\
+Measuring cache-to-cache transfer latency (in ns)...
+Using writer thread on CPU 0 and reader thread on CPU 1
+Local Socket L2->L2 HIT  latency\t50.5
+Local Socket L2->L2 HITM latency\t49.9
+Remote Socket L2->L2 HITM latency (data address homed in reader socket)
+\t\t\tReader Numa Node
+Writer Numa Node     0\t     1\t
+Placement verified: writer node 0, reader node 1, memory node 1: pages N1=1 (4096-byte pages; /proc/self/numa_maps)
+            0\t     -\t 114.0\t
+Placement verified: writer node 1, reader node 0, memory node 0: pages N0=1 (4096-byte pages; /proc/self/numa_maps)
+            1\t 123.2\t     -\t
+"""
+
+
+def test_remote_c2c_cells_and_their_placement() -> None:
+    from app.importer import mlc_points
+
+    p = parse(C2C_TWO_NODES)
+    assert [f.key for f in p.figures][2:] == [("hitm", 0, 1, "reader"), ("hitm", 1, 0, "reader")]
+    assert set(p.sections[0].values["placement"]) == {"0,1,reader", "1,0,reader"}
+    points, info = mlc_points(C2C_TWO_NODES)
+    remote = [(pt.point["cpu_node"], pt.point["reader_node"], pt.point["home"], pt.extra["numa"]["node"],
+               "c2c_cpus" in pt.extra) for pt in points if "reader_node" in pt.point]
+    assert remote == [(0, 1, "reader", 1, False), (1, 0, "reader", 0, False)] and not info["warnings"]

@@ -15,7 +15,9 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.importer import mlc_points
+from app.importer import MAX_FILE_WARNINGS, mlc_points
+from app.keys import MEMORY_MODES
+from app.points import MemoryPoint, keys_of
 from app.runners import mlc_parse
 from app.runners.mlc_parse import LineParser, Section, loaded_rows, parse
 
@@ -30,6 +32,7 @@ KEY_TYPES: dict[str, tuple[tuple[type, ...], ...]] = {
     "scaling": ((int,),), "working_set": ((int,),),
     "c2c": ((str,), (int, type(None)), (int, type(None)), (str, type(None))),
 }
+KEYS = keys_of(MemoryPoint)
 NUMBER = re.compile(r"\d{1,15}(?:\.\d{1,15})?")
 
 SETTINGS = settings(derandomize=True, deadline=None, max_examples=600,
@@ -55,6 +58,7 @@ TOKENS = st.sampled_from([
     "Cache L1d: 32 KiB (level 1, Data, shared by CPU(s) 0)\n", " 48\t    3.50\n", "W12 traffic :\t10.5\n",
     "Placement verified: CPU node 0, memory node 1: pages N1=32768 (4096-byte pages; /proc/self/numa_maps)\n",
     "Using writer thread on CPU 0 and reader thread on CPU 1\n", "Writer Numa Node     0\t     1\n",
+    "Placement verified: writer node 0, reader node 1, memory node 1: pages N1=1 (4096-byte pages; x)\n",
     "Remote Socket L2->L2 HITM latency (data address homed in reader socket)\n", "1\t -\t 114.0\n",
 ])
 TEXT = st.lists(st.one_of(TOKENS, st.text(max_size=12)), max_size=40).map("".join)
@@ -155,11 +159,17 @@ def test_figures_of_printed_tables_are_the_numbers_printed(row0: list[float], ws
 @given(ANY_TEXT)
 def test_mlc_points_of_any_text_are_strict_json(text: str) -> None:
     points, info = mlc_points(text)
-    assert isinstance(info["warnings"], list)
+    printed = {float(n) for n in NUMBER.findall(text)}
+    assert all(v is None or v in printed for pt in points for v in pt.metrics.values())  # each as printed
+    assert isinstance(info["warnings"], list) and len(info["warnings"]) <= MAX_FILE_WARNINGS + 1
+    assert all(isinstance(w, str) and w for w in info["warnings"])
     for pt in points:
-        assert pt.kind == "memory" and pt.point["mode"] in ("idle", "loaded")
+        assert pt.kind == "memory" and pt.point["mode"] in MEMORY_MODES
         assert all(v is None or finite(v) for v in pt.metrics.values())
         json.dumps([pt.point, pt.metrics, pt.extra], allow_nan=False)
+        for name in ("traffic", "buffer", "cpu_node", "mem_node", "threads", "c2c", "reader_node", "home", "pages"):
+            if pt.point.get(name) is not None and pt.point["mode"] != "loaded":  # as a plan would hold it
+                assert KEYS[name].parse(pt.point[name]) == pt.point[name]
 
 
 @SETTINGS
