@@ -1125,6 +1125,8 @@ def _suite_params(p: MemoryPoint, sec: Section | None) -> JSONObject:
     placement = sec.values.get("placement")
     if p.mode in ("latency_matrix", "bandwidth_matrix") and isinstance(placement, dict):
         out["numa"] = cast("JSONObject | None", placement.get(f"{p.cpu_node},{p.mem_node}"))
+    if p.mode == "c2c" and p.reader_node is not None and isinstance(placement, dict):  # the line's home node
+        out["numa"] = cast("JSONObject | None", placement.get(f"{p.cpu_node},{p.reader_node},{p.home}"))
     if p.mode == "working_set":
         out["buffer_bytes"] = p.buffer
     if p.mode != "c2c" or p.reader_node is not None:
