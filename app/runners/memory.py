@@ -254,6 +254,7 @@ def buffers_per_thread(traffic: str | None) -> int:
     return 2
 
 
+CHASE_MODES = ("idle", "loaded", "latency_matrix", "working_set")  # a figure of the latency thread's chase
 ONE_THREAD_MODES = ("idle", "latency_matrix", "c2c", "working_set")  # a chase (c2c: two threads, one line)
 
 
@@ -1068,7 +1069,8 @@ class MemoryRunner(Runner):
         warnings = params.get("warnings")
         if warnings:
             keys.append("warnings")
-        keys.append("chase")
+        if point.mode in CHASE_MODES:
+            keys.append("chase")
         loaded = point.mode == "loaded"  # both engines' bandwidth counts the latency thread's 64 B per step
         if loaded:
             keys.append("bandwidth_includes_latency_thread")
@@ -1082,7 +1084,8 @@ class MemoryRunner(Runner):
                      write_buffer_bytes=params.get("write_buffer_bytes"), huge_pages=huge_pages,
                      delay_unit_ns=_figure(params.get("delay_unit_ns")),
                      load_threads=_figure(params.get("load_threads")),
-                     warnings=warnings or None, chase=self._impl.chase(point, params), numa=params.get("numa"),
+                     warnings=warnings or None, numa=params.get("numa"),
+                     chase=self._impl.chase(point, params) if point.mode in CHASE_MODES else None,
                      caches=params.get("caches"), c2c_cpus=params.get("c2c_cpus"),
                      bandwidth_includes_latency_thread=True if loaded else None, keys=tuple(keys))
 
@@ -1129,6 +1132,13 @@ def _suite_params(p: MemoryPoint, sec: Section | None) -> JSONObject:
         out["numa"] = cast("JSONObject | None", placement.get(f"{p.cpu_node},{p.reader_node},{p.home}"))
     if p.mode == "working_set":
         out["buffer_bytes"] = p.buffer
+    load_cpus = sec.params.get("load_cpus")
+    if p.mode == "scaling":  # the figure's own thread count, not the list the engine printed for the batch
+        out["load_threads"] = p.threads or 1
+    elif p.mode in ("peak", "bandwidth_matrix") and isinstance(load_cpus, list):
+        out["load_threads"] = len(load_cpus)
+    elif p.mode == "peak":  # a load thread on every CPU of its list (every allowed CPU without one)
+        out["load_threads"] = len(cpu_list(p.cpus) if p.cpus else allowed_cpus())
     if p.mode != "c2c" or p.reader_node is not None:
         out["c2c_cpus"] = None
     if p.mode != "working_set":

@@ -84,6 +84,11 @@ def test_builtin_engine_measures_every_suite_mode(tmp_path: Path) -> None:
     assert [r["point"]["traffic"] for r in by_mode["peak"]] == ["R", "W3", "W2", "W5", "W10"]
     assert all(r["metrics"]["bandwidth_mbps"] > 0 and "read_mbps" in r["metrics"] for r in by_mode["peak"])
     assert [r["point"]["threads"] for r in by_mode["scaling"]] == list(range(1, len(os.sched_getaffinity(0)) + 1))
+    assert [r["load_threads"] for r in by_mode["scaling"]] == [r["point"]["threads"] for r in by_mode["scaling"]]
+    assert all(r["load_threads"] == len(os.sched_getaffinity(0)) for r in by_mode["peak"])
+    # a chase only where the figure is the latency thread's chase
+    assert all(("chase" in r) == (mode in ("working_set", "latency_matrix"))
+               for mode, rs in by_mode.items() for r in rs)
     c2c = by_mode["c2c"]
     assert sorted(r["point"]["c2c"] for r in c2c) == ["hit", "hitm"] and all(r["c2c_cpus"] == [0, 1] for r in c2c)
     for mode in ("latency_matrix", "bandwidth_matrix"):
