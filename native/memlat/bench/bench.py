@@ -12,6 +12,11 @@
   1 GB in all like likwid's S0:1GB:N) next to likwid-bench load_avx with the same threads, interleaved
   so both see the same machine (target: >= 80% of likwid), plus the loaded-latency layout (latency
   thread on CPU 0, one load thread on CPU 1).
+- peak injection bandwidth (--peak_injection_bandwidth, load threads on every CPU, 1 GB in all): the ALL Reads row
+  next to likwid-bench load_avx, and the Stream-triad like row (W10: two read streams, one non-temporal write
+  stream) next to likwid-bench triad_avx (three loads and an ordinary store: likwid counts 32 B per element, the bus
+  moves 40 with the store's write-allocate, so its figure is also shown x 40/32 in bus bytes) and stream_mem_avx
+  (two loads and a non-temporal store: W10's own mix, where both sides count bus bytes), interleaved.
 Medians of REPS runs are compared; every single figure is printed. likwid is installed with apt-get
 when missing; when it cannot run, a plain C read loop measured in the same run is the reference.
 """
@@ -65,6 +70,56 @@ def likwid(threads):
     return float(m.group(1)), None
 
 
+def likwid_kernel(kernel, threads, size="1GB"):
+    rc, out, _ = sh(["likwid-bench", "-t", kernel, "-w", f"S0:{size}:{threads}"])
+    m = re.search(r"^MByte/s:\s+([\d.]+)", out, re.M)
+    return float(m.group(1)) if rc == 0 and m else None
+
+
+# likwid counts its kernel's loads and stores (no write-allocate); the bus also reads a line before an ordinary
+# store writes it. triad_avx: 3 loads + 1 store of 8 B per element = 32 B counted, 40 B on the bus.
+TRIAD_BUS_FACTOR = 40 / 32
+
+
+def peak_vs_likwid(binary, reps, t, ncpu):
+    """ALL Reads vs load_avx, Stream-triad like (W10) vs triad_avx and stream_mem_avx; 1 GB in all on both sides.
+    likwid-bench allocates without MADV_HUGEPAGE, so with THP in madvise mode its buffers are in 4 KiB pages: the
+    engine runs both with 4 KiB pages (--no_huge_pages, the like-for-like figure) and with huge pages."""
+    cpus = f"0-{ncpu - 1}"
+    reads_kib = LIKWID_GB // ncpu // 1024            # one read buffer per thread
+    triad_kib = LIKWID_GB // ncpu // 3 // 1024       # W10: two read buffers and a write buffer per thread
+    runs = {k: [] for k in ("R 4k", "R THP", "load_avx", "W10 4k", "W10 THP", "triad_avx", "stream_mem_avx")}
+
+    def peak(code, kib, *extra):
+        return engine(binary, "--peak_injection_bandwidth", code, "-k", cpus, "-b", str(kib), "-t", t,
+                      *extra)["rows"][0]["bandwidth_mbps"]
+
+    for _ in range(reps):
+        runs["R 4k"].append(peak("-R", reads_kib, "--no_huge_pages"))
+        runs["load_avx"].append(likwid_kernel("load_avx", ncpu))
+        runs["R THP"].append(peak("-R", reads_kib))
+        runs["W10 4k"].append(peak("-W10", triad_kib, "--no_huge_pages"))
+        runs["triad_avx"].append(likwid_kernel("triad_avx", ncpu))
+        runs["stream_mem_avx"].append(likwid_kernel("stream_mem_avx", ncpu))
+        runs["W10 THP"].append(peak("-W10", triad_kib))
+    if any(x is None for k in ("load_avx", "triad_avx", "stream_mem_avx") for x in runs[k]):
+        print("  likwid-bench failed in some runs; no ratios")
+        return None
+    m = {k: med(v) for k, v in runs.items()}
+    for k, v in runs.items():
+        print(f"  {k:15s} runs {', '.join(f'{x:.0f}' for x in v)} MB/s; median {m[k]:.0f}")
+    r_read = m["R 4k"] / m["load_avx"]
+    r_stream = m["W10 4k"] / m["stream_mem_avx"]
+    print(f"  ALL Reads (4 KiB pages) / load_avx = {r_read:.3f} (target 0.95-1.05: "
+          f"{'met' if 0.95 <= r_read <= 1.05 else 'missed'}); with huge pages {m['R THP'] / m['load_avx']:.3f}")
+    print(f"  Stream-triad like (4 KiB pages) / triad_avx = {m['W10 4k'] / m['triad_avx']:.3f} as printed; in bus bytes"
+          f" (triad_avx x 40/32 for its write-allocate) {m['W10 4k'] / (m['triad_avx'] * TRIAD_BUS_FACTOR):.3f}")
+    print(f"  Stream-triad like (4 KiB pages) / stream_mem_avx (the same 2 loads + NT store mix, both bus bytes) = "
+          f"{r_stream:.3f} (target 0.9-1.1: {'met' if 0.9 <= r_stream <= 1.1 else 'missed'}); with huge pages "
+          f"{m['W10 THP'] / m['stream_mem_avx']:.3f}")
+    return 0.95 <= r_read <= 1.05 and 0.9 <= r_stream <= 1.1
+
+
 def ref_read(threads, build_dir):
     exe = os.path.join(build_dir, "ref_read")
     if not os.path.exists(exe):
@@ -84,6 +139,7 @@ def main():
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("-t", type=float, default=2.0, help="seconds per engine measurement")
     ap.add_argument("--latency-only", action="store_true", help="only the idle-latency part")
+    ap.add_argument("--peak-only", action="store_true", help="only peak injection bandwidth next to likwid-bench")
     a = ap.parse_args()
     b, t = a.binary, str(a.t)
     ncpu = len(os.sched_getaffinity(0))
@@ -91,6 +147,13 @@ def main():
         load_before = f.read().split()[0]
     model = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
     print(f"machine: {model}, {ncpu} CPUs, load average {load_before} at start")
+
+    if a.peak_only:
+        if not ensure_likwid():
+            sys.exit("likwid-bench is needed for the peak comparison")
+        print(f"\npeak injection bandwidth on CPUs 0-{ncpu - 1}, 1 GB in all, MB/s (10^6 B/s), beside likwid-bench")
+        peak_vs_likwid(b, a.reps, t, ncpu)
+        return
 
     # ---- idle latency, 1 GiB ----
     lat = {"whole buffer": [], "256 KiB groups": []}
@@ -160,12 +223,18 @@ def main():
         print(f"  loaded-latency layout (latency thread CPU 0 + 1 load thread CPU 1), delay 0: "
               f"{r0['bandwidth_mbps']:.0f} MB/s at {r0['latency_ns']:.1f} ns")
 
+    peak_ok = None
+    if have_likwid:
+        print(f"\npeak injection bandwidth on CPUs 0-{ncpu - 1}, 1 GB in all, MB/s (10^6 B/s), beside likwid-bench")
+        peak_ok = peak_vs_likwid(b, a.reps, t, ncpu)
+
     with open("/proc/loadavg") as f:
         load_after = f.read().split()[0]
     print(f"\nload average {load_before} -> {load_after} (other work on the machine disturbs every figure)")
     print(f"targets: idle latency within 5% of multichase's recorded figure (whole buffer: of its best-to-mean range): whole buffer "
           f"{'met' if lat_ok['whole buffer'] else 'missed'}, 256 KiB groups {'met' if lat_ok['256 KiB groups'] else 'missed'};"
-          f" bandwidth >= 80% of {ref_name}: {'met' if bw_ok else 'missed'}")
+          f" bandwidth >= 80% of {ref_name}: {'met' if bw_ok else 'missed'}; peak rows within their likwid targets: "
+          f"{'not run' if peak_ok is None else 'met' if peak_ok else 'missed'}")
 
 
 if __name__ == "__main__":
