@@ -7,7 +7,7 @@ import json
 import os
 import signal
 import sys
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, Mapping, TextIO
 
 import click
 
@@ -417,6 +417,8 @@ def run(preset: str, targets: tuple[str, ...], hosts: tuple[str, ...], agent_soc
         session = new_session(p, target=None if fleet else (targets[0] if targets else None), out=out, yes=yes,
                               allow_destructive=allow_destructive, engine=engine, overrides=sets,
                               on_created=START_UP.track, fleet=fleet)
+        for note in p.notes():  # what plan-time values came to here: one node's 1x1 matrices …
+            click.echo(f"Note: {note}.", err=True)
         return _execute(session, json_stream)
 
 
@@ -514,10 +516,20 @@ def import_cmd(files: tuple[str, ...], out: str) -> int:
 
     path, sources = import_files(list(files), out)
     for s in sources:
-        click.echo(f"{s['file']}: {s['format']}, {s['points']} point(s)")
+        click.echo(f"{s['file']}: {s['format']}, {_sections(s)}{s['points']} point(s)")
+        for warning in s.get("warnings", []):  # e.g. a section import could not read, by name
+            click.echo(f"  warning: {warning}")
     click.echo(f"imported {sum(s['points'] for s in sources)} point(s) into {path}; "
                f"`profiler-tui report {path}` renders the report")
     return 0
+
+
+def _sections(source: Mapping[str, object]) -> str:
+    """"5 sections (idle latency matrix, …), " for an MLC file: the sections its points came from."""
+    names = source.get("sections")
+    if not isinstance(names, list) or not names:
+        return ""
+    return f"{len(names)} section{'s' if len(names) > 1 else ''} ({', '.join(map(str, names))}), "
 
 
 @cli.command()

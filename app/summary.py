@@ -28,9 +28,34 @@ def point_label(kind: str, point: Point | Mapping[str, object]) -> str:
         return f"{point['group']}: {label}" if point.get("group") else label
     if point.get("mode") == "idle":
         return "idle latency"
+    if point.get("mode") not in (None, "loaded"):
+        return _suite_label(point)
     buffer = point.get("buffer")
     buf = f" buf {format_size(buffer)}" if isinstance(buffer, int) and buffer else ""
     return f"{point.get('traffic')} stride {point.get('stride')}{buf} delay {point.get('delay')}"
+
+
+def _suite_label(point: Mapping[str, object]) -> str:
+    """A memory-suite point (peak, scaling, matrices, c2c, working set) in a few words."""
+    mode, traffic = point.get("mode"), point.get("traffic")
+    cells = f"CPU node {point.get('cpu_node')} → memory node {point.get('mem_node')}"
+    if mode == "peak":
+        label = f"peak bandwidth {traffic}"
+    elif mode == "scaling":
+        label = f"bandwidth {traffic} {point.get('threads')} thread(s)"
+    elif mode == "latency_matrix":
+        label = f"idle latency {cells}"
+    elif mode == "bandwidth_matrix":
+        label = f"bandwidth {traffic} {cells}"
+    elif mode == "c2c":
+        label = f"c2c {point.get('c2c')}"
+        if point.get("reader_node") is not None:
+            label += (f" writer node {point.get('cpu_node')} reader node {point.get('reader_node')} "
+                      f"(line homed at the {point.get('home')})")
+    else:
+        buffer = point.get("buffer")
+        label = f"working set {format_size(buffer) if isinstance(buffer, int) else '?'}"
+    return label + (" 4k pages" if point.get("pages") == "4k" else "")
 
 
 def metrics_line(kind: str, metrics: Mapping[str, Any]) -> str:
@@ -113,7 +138,8 @@ def results_table(lines: list[ResultLine]) -> str:
         for r in memory:
             p, mem = r.point, r.memory
             bw, lat_ns = mem.bandwidth_mbps, mem.latency_ns
-            cells.append([p.get("traffic") or "idle", p.get("stride"), p.get("delay"),
+            what = p.get("traffic") or "idle" if p.get("mode") in (None, "idle", "loaded") else _suite_label(p)
+            cells.append([what, p.get("stride"), p.get("delay"),
                          "" if lat_ns is None else f"{lat_ns:.2f}",
                          "" if bw is None else f"{bw:.1f}"])
         parts.append(format_table(["traffic", "stride", "inject delay", "latency ns", "bandwidth MB/s"], cells,

@@ -1056,5 +1056,7 @@ def _open_session(results: ResultsDir, lock: DirLock | None, *, engine: str | No
                          "a memory run has no target.")
     check_free_space(results.path, target, plan, len(plan), writes)
     runner = get_runner(kind, chosen_engine)
+    if kind == Kind.MEMORY:  # as for run: nodes, CPUs, free memory and what the engine can do, on this machine now
+        runner.check_plan(plan)
     return Session(results=results, kind=kind, plan=plan, targets=LocalTarget(target, ours=ours), runner=runner,
                    yes=yes, allow_destructive=allow_destructive, engine=chosen_engine, lock=lock, procedure=procedure)
