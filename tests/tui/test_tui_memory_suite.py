@@ -17,10 +17,10 @@ from app import sweep
 from app.points import Kind, MemoryPoint, Point
 from app.records import MemoryMetrics
 from app.runners.base import Context, Event, Result, Runner, Sample
+from app.screens.report import ReportScreen
 from app.screens.results import ResultsScreen
 from app.screens.run import RunScreen
 from app.screens.state import RunRequest
-from app.summary import figure_line
 from app.tui import create_app
 from app.widgets.charts import CurveChart, DelayChart
 from app.widgets.suite import C2CPanel, GridPanel, MatrixPanel, PeakBars, ScalingChart, WorkingSetChart
@@ -104,21 +104,31 @@ def text_of(panel: Any) -> str:
 async def test_each_mode_fills_its_panel_as_figures_arrive(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sweep, "get_runner", lambda kind, engine: FakeMemoryRunner())
     app = create_app(devices=DEVICES, results_dir="results", clock=lambda: 0.0)
-    shown: list[str] = []  # the panel in view at each point, in order
     async with app.run_test(size=(100, 30)) as pilot:
         run = suite_run("mem-suite")
-        app.push_screen(run)
         assert run.panels == ["latency_matrix", "peak", "bandwidth_matrix", "loaded", "c2c", "scaling", "working_set"]
+        shown = [run.shown_panel]  # the panels brought into view, in order
+        counts: dict[str, dict[str, int]] = {}  # when each came into view: the figures each panel held
+        show_panel = run.show_panel
 
-        def progress() -> bool:
-            if not shown or shown[-1] != run.shown_panel:
-                shown.append(run.shown_panel)
-            return run.state.finished is not None or run.state.error is not None
+        def spy(mode: str) -> None:
+            shown.append(mode)
+            counts[mode] = {m: len(run.suite_panel(m).measured()) for m in run.panels if run.suite_panel(m)}
+            show_panel(mode)
 
-        await wait_for(pilot, progress, 20, "the fake memory run")
+        run.show_panel = spy  # type: ignore[method-assign]
+        app.push_screen(run)
+        await wait_for(pilot, lambda: run.state.finished is not None or run.state.error is not None, 20,
+                       "the fake memory run")
         assert run.state.error is None and run.state.finished.status == "complete", run.state
         # the panel in view followed the mode being measured, in the plan's order
         assert shown == run.panels, shown
+        # each panel filled while its mode ran: full when the next mode began, the later ones still empty
+        assert counts["peak"] == {"latency_matrix": 4, "peak": 0, "bandwidth_matrix": 0, "c2c": 0, "scaling": 0,
+                                  "working_set": 0}
+        assert counts["loaded"]["bandwidth_matrix"] == 4 and counts["loaded"]["c2c"] == 0
+        assert counts["working_set"] == {"latency_matrix": 4, "peak": 5, "bandwidth_matrix": 4, "c2c": 6,
+                                         "scaling": 2, "working_set": 0}
         run.tick()
 
         lat = run.query_one("#panel-latency_matrix", MatrixPanel)
@@ -176,19 +186,13 @@ async def test_each_mode_fills_its_panel_as_figures_arrive(monkeypatch: pytest.M
         assert ["2", "latency_matrix", "cpu 0 → mem 1", "144.3", "-"] == rows[1]
         assert ["5", "peak", "ALL Reads", "-", "211194.2"] == rows[4]
 
-
-def test_figure_lines_name_mode_keys_and_unit() -> None:
-    point = {"mode": "latency_matrix", "cpu_node": 0, "mem_node": 1}
-    assert figure_line(point, {"latency_ns": 144.31}) == "latency_matrix cpu 0 → mem 1: 144.3 ns"
-    assert figure_line({"mode": "peak", "traffic": "R"}, {"bandwidth_mbps": 211194.2}) == \
-        "peak ALL Reads: 211194.2 MB/s"
-    assert figure_line({"mode": "working_set", "buffer": 65536}, {"latency_ns": 1.3}) == \
-        "working_set 64 KiB (2m pages): 1.3 ns"
-    assert figure_line({"mode": "working_set", "buffer_bytes": 65536, "pages": "4k"}, {"latency_ns": 1.3}) == \
-        "working_set 64 KiB (4k pages): 1.3 ns"
-    assert figure_line({"mode": "peak", "traffic": "W7"}, {"bandwidth_mbps": 1.0}) == "peak W7: 1.0 MB/s"
-    # untrusted lines: an ill-typed key reads "?", never a traceback
-    assert figure_line({"mode": "latency_matrix", "cpu_node": "x"}, {}) == "latency_matrix cpu ? → mem ?: ?"
+        # the report view shows the report.md the report renders of these lines
+        await pilot.press("v")
+        report = await wait_for(pilot, lambda: isinstance(app.screen, ReportScreen) and app.screen, 10, "the report")
+        await wait_for(pilot, lambda: report.loaded is not None or "failed" in str(
+            report.query_one("#report-status").render()), 60, "the report to render")
+        assert report.loaded is not None, report.query_one("#report-status").render()
+        assert "144.3" in report.loaded.markdown and "211194.2" in report.loaded.markdown
 
 
 # --- fixed events: pending cells, and the snapshots ------------------------------------------------------------
