@@ -417,6 +417,8 @@ def run(preset: str, targets: tuple[str, ...], hosts: tuple[str, ...], agent_soc
         session = new_session(p, target=None if fleet else (targets[0] if targets else None), out=out, yes=yes,
                               allow_destructive=allow_destructive, engine=engine, overrides=sets,
                               on_created=START_UP.track, fleet=fleet)
+        for note in p.notes():  # what plan-time values came to here: one node's 1x1 matrices …
+            click.echo(f"Note: {note}.", err=True)
         return _execute(session, json_stream)
 
 

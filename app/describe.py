@@ -18,7 +18,7 @@ READS = "reads only"
 def procedure_lines(preset: Preset, points: list[Point]) -> list[str]:
     """How the plan is run beyond its points, one line each (none for a plain plan)."""
     proc = preset.procedure
-    lines = []
+    lines = [f"on this machine: {note}" for note in preset.notes()]
     if proc.precondition != "none":
         est = format_duration(precondition_estimate_s(proc, points))
         if proc.precondition == "sequential":

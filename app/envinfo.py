@@ -146,21 +146,6 @@ def tlb_size(value: str) -> TlbInfo | None:
     return None
 
 
-def llc_bytes() -> int | None:
-    """Size of the last-level cache of CPU 0, from sysfs."""
-    best = None
-    for idx in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
-        size = _read(idx / "size")
-        level = _read(idx / "level")
-        if not size or not level or (_read(idx / "type") == "Instruction"):
-            continue
-        mult = {"K": 1024, "M": 1 << 20, "G": 1 << 30}.get(size[-1].upper(), 1)
-        n = int(size.rstrip("KMGkmg")) * mult
-        if best is None or int(level) > best[0]:
-            best = (int(level), n)
-    return best[1] if best else None
-
-
 def memory_info() -> MemoryInfo:
     info: dict[str, int] = {}
     for line in (_read("/proc/meminfo") or "").splitlines():

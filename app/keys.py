@@ -35,6 +35,7 @@ MAX_THREADS = 1024
 
 MAX_SECONDS = 7 * 24 * 3600  # runtime and ramp_time: 7 days
 MAX_MEMORY_SECONDS = 3600  # memory duration: the built-in engine's limit (MLC's -t is whole seconds)
+MIN_MEMORY_SECONDS = 0.05  # a working-set point's window can be this short (MLC's -t rounds up to 1 s)
 MAX_BS = 64 << 20  # 64 MiB
 MAX_SIZE = 1 << 50  # 1 PiB
 MIN_BUFFER, MAX_BUFFER = 1 << 10, 1 << 50  # 1 KiB … 1 PiB per thread, whole KiB (-b takes KiB; memlat's limit)

@@ -33,6 +33,7 @@ from app.keys import (
     MAX_THREADS,
     MEMORY_MODES,
     MIN_BUFFER,
+    MIN_MEMORY_SECONDS,
     PAGE_SIZES,
     ROLE,
     RW_MODES,
@@ -166,8 +167,8 @@ class MemoryPoint:
         parse.optional(parse.size(MIN_BUFFER, MAX_BUFFER, 1024)), None,
         "buffer per thread, whole KiB from 1 KiB to 1 PiB (default: 2x the last-level cache)", Role.DETAIL, csv=5))
     duration: float | int = field(metadata=key(
-        parse.seconds(1, MAX_MEMORY_SECONDS), 2,
-        "measured seconds per point, 1 to 3600, millisecond resolution (MLC -t rounds up to whole s)"))
+        parse.seconds(MIN_MEMORY_SECONDS, MAX_MEMORY_SECONDS), 2,
+        "measured seconds per point, 0.05 to 3600, millisecond resolution (MLC -t rounds up to whole s)"))
     cpus: str | None = field(metadata=key(
         parse.optional(parse.cpus), None,
         "CPU list of CPUs 0 to 1023 (0-3, 0,2,4); the first runs the latency thread", Role.DETAIL))

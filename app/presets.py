@@ -37,6 +37,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterable, Mapping, TypeAlias, TypedDict
 
+from app import topology as machine
 from app.errors import UsageError
 from app.keys import (
     MAX_SECONDS,
@@ -73,7 +74,8 @@ from app.procedure import (
 )
 from app.results import is_plain_name
 from app.sanitize import escape_control, has_control, show_value
-from app.units import format_duration, setting_text
+from app.topology import Topology, cpu_list
+from app.units import format_duration, format_size_human, setting_text
 
 STORAGE = Kind.STORAGE
 MEMORY = Kind.MEMORY
@@ -182,6 +184,13 @@ OMITTED_WHEN_UNSET: dict[Kind, frozenset[str]] = {kind: frozenset(keys) & omitte
                                                                           (MEMORY, MEMORY_KEYS, MemoryPoint))}
 TOP_LEVEL = ("name", "kind", "description", "settings", "matrix", "group")
 
+# plan-time values: resolved by Preset.expand() from the machine's topology (app/topology.py), never stored in a
+# plan; each key takes only its own word.  In resolution order when several come from [settings].
+EACH = "each"
+WORKING_SET = "working-set"
+SENTINELS: dict[str, str] = {"threads": EACH, "buffer": WORKING_SET, "cpu_node": EACH, "reader_node": EACH,
+                             "mem_node": EACH}
+
 
 @dataclass
 class Group:
@@ -200,6 +209,8 @@ class Preset:
     overrides: dict[str, list[PointValue]] = field(default_factory=dict)
     procedure: Procedure = field(default_factory=Procedure)
     track_source: str = ""  # where procedure.track was given when not in the preset file (--set track=…)
+    # the machine plan-time values resolve on (app/topology.py); read on first need when None (tests set one)
+    topology: Topology | None = field(default=None, repr=False, compare=False)
     # (fingerprint of kind/settings/groups/overrides, points): expand() is called several times per
     # command (plan, summary, axes), each call copies this list instead of expanding again
     _cache: tuple[str, list[Point]] | None = field(default=None, repr=False, compare=False)
@@ -228,6 +239,8 @@ class Preset:
                 axes[key] = values
             # delay varies fastest: the delays of one curve are consecutive, so the runner measures
             # them in one MLC/engine invocation (sweep batches consecutive points)
+            if self.kind == MEMORY:
+                self._resolve(axes, base)
             if self.kind == MEMORY and "delay" in axes:
                 axes["delay"] = axes.pop("delay")
             # only a loaded-latency point has an injection delay
@@ -235,6 +248,80 @@ class Preset:
                 axes.pop("delay", None)
             result.append((group, axes))
         return result
+
+    def machine(self) -> Topology:
+        if self.topology is None:
+            self.topology = machine.read()
+        return self.topology
+
+    def uses_sentinels(self) -> bool:
+        """Some value of the plan is resolved from the machine (``cpu_node = "each"`` …)."""
+        values = [*self.settings.values(), *(v for g in self.groups for vs in g.axes.values() for v in vs),
+                  *(v for vs in self.overrides.values() for v in vs)]
+        return any(isinstance(v, str) and v in (EACH, WORKING_SET) for v in values)
+
+    def _resolve(self, axes: Axes, base: Mapping[str, PointValue]) -> None:
+        """Plan-time values in ``axes`` (or in [settings]: they become one-value axes) replaced by what they mean
+        on this machine, in place; an axis keeps its other values, in order, without repeats."""
+        for key, word in SENTINELS.items():
+            if key not in axes and base.get(key) == word:
+                axes[key] = [word]
+        for key, word in SENTINELS.items():
+            if word not in axes.get(key, []):
+                continue
+            values: list[PointValue] = []
+            for v in axes[key]:
+                values.extend(self._meaning(key, axes, base) if v == word else [v])
+            if not values:
+                raise _fail(self.source, f"{key} = {json.dumps(word)}: {self._nothing(key)}")
+            axes[key] = list(dict.fromkeys(values))
+
+    def _meaning(self, key: str, axes: Axes, base: Mapping[str, PointValue]) -> list[PointValue]:
+        topo = self.machine()
+        if key == "buffer":
+            return list(topo.working_set())
+        if key == "threads":
+            cpus = axes.get("cpus", [base.get("cpus")])
+            n = len(cpu_list(str(cpus[0]))) if len(cpus) == 1 and cpus[0] else len(topo.cpus)
+            return list(range(1, max(1, n) + 1))
+        return list(topo.memory_nodes() if key == "mem_node" else topo.cpu_nodes())
+
+    def _nothing(self, key: str) -> str:
+        topo = self.machine()
+        if topo.unknown:
+            return f"this machine reports no NUMA nodes ({topo.unknown}); give {key} a node number or none."
+        if key == "mem_node":
+            return "no NUMA node of this machine reports memory."
+        return "no NUMA node of this machine has a CPU this process may run on."
+
+    def notes(self) -> list[str]:
+        """What the plan-time values came to on this machine, when that changes what the plan measures (one
+        node: 1x1 matrices, no remote c2c points)."""
+        if self.kind != MEMORY or not self.uses_sentinels():
+            return []
+        points = [p for p in self._points() if isinstance(p, MemoryPoint)]
+        modes = {p.mode for p in points}
+        topo = self.machine()
+        notes = []
+        matrices = [p for p in points if p.mode in ("latency_matrix", "bandwidth_matrix")]
+        if matrices and len({p.cpu_node for p in matrices}) == 1 and len({p.mem_node for p in matrices}) == 1:
+            notes.append(f"one NUMA node (node {matrices[0].cpu_node}): the matrices are 1x1")
+        if self._remote_c2c_planned() and not any(p.reader_node is not None for p in points):
+            notes.append(f"{'no' if not topo.cpu_nodes() else 'only one'} NUMA node with CPUs: no remote "
+                         "cache-to-cache points (they need a writer and a reader on two nodes)")
+        if "working_set" in modes and topo.llc_bytes:
+            notes.append(f"working set: {len({p.buffer for p in points if p.mode == 'working_set'})} buffer sizes "
+                         f"up to {format_size_human(max(p.buffer or 0 for p in points))} "
+                         f"(4 x the {format_size_human(topo.llc_bytes)} last-level cache, at least 64 MiB)")
+        return notes
+
+    def _remote_c2c_planned(self) -> bool:
+        return any(v is not None for _, axes in self._raw_axes() for v in axes.get("reader_node", []))
+
+    def _raw_axes(self) -> list[tuple[Group, Axes]]:
+        """Each group's axes before plan-time values are resolved."""
+        return [(g, {**{k: [v] for k, v in self.settings.items()}, **g.axes, **self.overrides})
+                for g in self.groups or [Group(None, {})]]
 
     def plan_size(self) -> int:
         """Points before duplicates are merged: the sum over groups of the product of axis lengths.
@@ -280,6 +367,13 @@ class Preset:
                 values = dict(base)  # a point being built: its settings by key
                 values.update(zip(names, combo))
                 _normalise(self.kind, values)
+                if self.kind == MEMORY:
+                    problem = memory_problem(values)
+                    if problem:
+                        raise _fail(self.source, problem)
+                    if values["mode"] == "c2c" and values["reader_node"] is not None \
+                            and values["reader_node"] == values["cpu_node"]:
+                        continue  # a remote transfer needs two nodes: "each" x "each" meets itself on the diagonal
                 # the same identity as point_key(), in linear time: each key has one canonical type,
                 # so equal tuples mean equal JSON
                 key = tuple(values[k] for k in order)
@@ -335,6 +429,8 @@ def _normalise_memory(values: dict[str, PointValue]) -> None:
             values[name] = None
     if values.get("pages") == "2m":  # the engines' default: one identity for one setting
         values["pages"] = None
+    if mode in ("latency_matrix", "bandwidth_matrix") or (mode == "c2c" and values.get("reader_node") is not None):
+        values["cpus"] = None  # the engine runs these on their nodes' CPUs
     if mode == "scaling" and values.get("threads") is None:
         values["threads"] = 1
     if mode == "c2c":
@@ -346,10 +442,32 @@ def _normalise_memory(values: dict[str, PointValue]) -> None:
             values["home"] = "writer"
 
 
+def memory_problem(values: Mapping[str, PointValue]) -> str | None:
+    """Why a (normalised) memory point's keys contradict each other, in one sentence; None when they agree."""
+    mode, cpus = values.get("mode"), values.get("cpus")
+    if mode in ("latency_matrix", "bandwidth_matrix") and (values.get("cpu_node") is None
+                                                          or values.get("mem_node") is None):
+        return (f"mode={mode} needs cpu_node and mem_node (one matrix cell: the CPUs' node and the memory's node); "
+                'cpu_node = "each" and mem_node = "each" plan the whole matrix.')
+    if mode != "c2c":
+        return None
+    if values.get("reader_node") is not None:
+        if values.get("cpu_node") is None:
+            return (f"reader_node={values['reader_node']} needs cpu_node, the writer's node (a remote c2c point "
+                    "measures a writer on cpu_node and a reader on reader_node).")
+        if cpus:
+            return f"reader_node and cpus={cpus} both choose the c2c CPUs; a remote point takes them from the nodes."
+    elif isinstance(cpus, str) and cpus and len(cpu_list(cpus)) != 2:
+        return (f"mode=c2c with cpus={cpus}: a local cache-to-cache pair is exactly 2 CPUs, the writer then the "
+                "reader (e.g. cpus=0,1).")
+    return None
+
+
 def normalise_point(point: Point) -> Point:
     """The point with settings that have no effect made canonical, so equal jobs compare equal: a
     storage point's ``rwmixread`` only for rw/randrw (50 unless given); a memory point holds None in the keys
-    its mode does not read (:data:`MODE_ONLY_KEYS`: an idle point has no ``delay`` or ``traffic``), ``pages``
+    its mode does not read (:data:`MODE_ONLY_KEYS`: an idle point has no ``delay`` or ``traffic``; a matrix cell
+    or remote c2c point no ``cpus``, its nodes choose them), ``pages``
     None for the default 2m, a scaling point 1 thread and a c2c point ``hitm`` unless given, and a remote c2c
     point's line homed at the writer unless given."""
     if isinstance(point, StoragePoint):
@@ -357,11 +475,13 @@ def normalise_point(point: Point) -> Point:
         values.update({k: getattr(point, k) for k in DEPENDENT_KEYS})
         _normalise(STORAGE, values)
         return point_from_dict(STORAGE, values)
-    changes = {k: getattr(point, k) for k in (*MODE_ONLY_KEYS, "mode", "pages")}
+    changes = {k: getattr(point, k) for k in (*MODE_ONLY_KEYS, "mode", "pages", "cpus")}
     _normalise_memory(changes)
+    if all(changes[k] == getattr(point, k) for k in changes):
+        return point  # already canonical: the same point
     return replace(point, delay=changes["delay"], traffic=changes["traffic"], threads=changes["threads"],
                    c2c=changes["c2c"], reader_node=changes["reader_node"], home=changes["home"],
-                   pages=changes["pages"])
+                   pages=changes["pages"], cpus=changes["cpus"])
 
 
 def point_key(point: Point) -> str:
@@ -399,6 +519,14 @@ def _check_value(where: str, kind: str, key: str, value: object) -> PointValue:
     if key not in keys:
         known = list(keys) + (list(PROCEDURE_KEYS) if kind == STORAGE else [])
         raise _fail(where, f"unknown key {show_value(key)} for a {kind} preset; known keys: {', '.join(known)}.")
+    word = value.strip(" ").lower() if isinstance(value, str) else None
+    if kind == MEMORY and word in (EACH, WORKING_SET):
+        if SENTINELS.get(key) == word:
+            return word
+        takers = [k for k, w in SENTINELS.items() if w == word]
+        takers_text = ", ".join(takers[:-1]) + " and " + takers[-1] if len(takers) > 1 else takers[0]
+        raise _fail(where, f"key '{key}' has invalid value {show_value(value)}: {json.dumps(word)} is a value of "
+                           f"{takers_text} only, resolved from this machine when the plan is made.")
     try:
         return keys[key].parse(value)
     except ValueError as e:
@@ -662,6 +790,9 @@ def validate_plan(kind: object, plan: object, source: str) -> list[Point]:
             if type(normalised[key]) is not type(point[key]) or normalised[key] != point[key]:
                 raise UsageError(f"{where} key '{key}' has invalid value {show_value(point[key])}: this point "
                                  f"needs {show_value(normalised[key])} (as planned for its other keys).")
+        problem = memory_problem(normalised) if kind == MEMORY else None
+        if problem:
+            raise UsageError(f"{where}: {problem}")
         if "group" in entry:
             label = entry["group"]
             if not isinstance(label, str) or not label or has_control(label) or len(label) > MAX_NAME_CHARS:

@@ -92,8 +92,10 @@ from app.points import Kind, MemoryPoint, Point
 from app.presets import ENGINES, MLC_DELAYS
 from app.records import JSONObject, MemoryMetrics, Parts
 from app.runners.base import Child, Context, Event, Result, Runner, Sample
-from app.runners.mlc_parse import MAX_LINE_CHARS, LineParser, Row, idle_latency, load_mbps
+from app.runners.mlc_parse import MAX_LINE_CHARS, Figure, LineParser, Row, Section, idle_latency, load_mbps
 from app.sanitize import clean_line
+from app.topology import Topology, allowed_cpus, cpu_list, cpu_list_text
+from app.topology import read as read_topology
 from app.units import format_size_human
 
 MLC_DEFAULT_PATH = "/opt/mlc/mlc"
@@ -201,14 +203,6 @@ def find_engine() -> tuple[str | None, str | None]:
     return None, None
 
 
-def _cpu_list(spec: str) -> list[int]:
-    cpus: list[int] = []
-    for part in spec.split(","):
-        lo, _, hi = part.partition("-")
-        cpus.extend(range(int(lo), int(hi or lo) + 1))
-    return cpus
-
-
 def _kib(nbytes: int) -> int:
     return max(1, math.ceil(nbytes / 1024))
 
@@ -245,11 +239,17 @@ def buffers_per_thread(traffic: str | None) -> int:
     return 2
 
 
+ONE_THREAD_MODES = ("idle", "latency_matrix", "c2c", "working_set")  # a chase (c2c: two threads, one line)
+
+
 def point_threads(point: MemoryPoint) -> int:
-    if point.mode == "idle":
+    """Threads that hold a buffer: one chase, a scaling point's N, else a load thread on every CPU it runs on."""
+    if point.mode in ONE_THREAD_MODES:
         return 1
+    if point.mode == "scaling":
+        return point.threads or 1
     if point.cpus:
-        return len(_cpu_list(point.cpus))
+        return len(cpu_list(point.cpus))
     try:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
@@ -281,8 +281,9 @@ def check_nodes(plan: Sequence[MemoryPoint], nodes: list[int] | None | Literal[F
     for p in plan:
         if p.cpu_node is not None and p.cpus:
             raise UsageError(f"cpu_node={p.cpu_node} and cpus={p.cpus} both choose the CPUs; set one of them.")
-    wanted = sorted({(name, n) for p in plan for name, n in (("mem_node", p.mem_node), ("cpu_node", p.cpu_node))
-                     if n is not None}, key=lambda w: (w[0] != "mem_node", w[1]))
+    wanted_nodes = [(name, n) for p in plan for name, n in (("mem_node", p.mem_node), ("cpu_node", p.cpu_node),
+                                                            ("reader_node", p.reader_node)) if n is not None]
+    wanted = sorted(set(wanted_nodes), key=lambda w: (w[0] != "mem_node", w[0], w[1]))
     if not wanted:
         return
     have = envinfo.node_ids() if nodes is False else nodes
@@ -302,7 +303,7 @@ def with_node_cpus(points: Sequence[MemoryPoint], numa: envinfo.NumaInfo | None 
     nodes = {n["node"]: n["cpus"] for n in (numa or envinfo.numa_info())["nodes"]}
     out = []
     for p in points:
-        if p.cpu_node is None:
+        if p.cpu_node is None or _engine_places(p):
             out.append(p)
             continue
         cpus = nodes.get(p.cpu_node)
@@ -314,9 +315,65 @@ def with_node_cpus(points: Sequence[MemoryPoint], numa: envinfo.NumaInfo | None 
     return out
 
 
+def _engine_places(p: MemoryPoint) -> bool:
+    """A matrix cell or a remote c2c point: the engine runs it on its nodes' CPUs itself."""
+    return p.mode in ("latency_matrix", "bandwidth_matrix") or (p.mode == "c2c" and p.reader_node is not None)
+
+
+def check_suite(plan: Sequence[MemoryPoint], topo: Topology, engine: str) -> None:
+    """UsageError (exit 2) for a suite point this machine or engine cannot measure: more scaling threads than
+    CPUs, a c2c pair without two CPUs, and for Intel MLC what it has no option for."""
+    for p in plan:
+        node = topo.node(p.cpu_node) if p.cpu_node is not None else None
+        cpus = cpu_list(p.cpus) if p.cpus else node.cpus if node is not None else topo.cpus
+        if _engine_places(p):
+            _check_cell(p, topo)
+        if p.mode == "scaling" and (p.threads or 1) > len(cpus):
+            raise UsageError(f"threads={p.threads}: a scaling point runs one load thread per CPU and "
+                             f"{'cpus=' + str(p.cpus) if p.cpus else 'this process'} has {len(cpus)} CPU(s) "
+                             f"({cpu_list_text(cpus) or 'none'}); use threads=each or at most {len(cpus)}.")
+        if p.mode == "c2c" and p.reader_node is None and len(cpus) < 2:
+            raise UsageError(f"mode=c2c needs two CPUs, a writer and a reader on different cores, and "
+                             f"{'node ' + str(p.cpu_node) if p.cpu_node is not None else 'this process'} has "
+                             f"{len(cpus)} ({cpu_list_text(cpus) or 'none'}): cache-to-cache latency cannot be "
+                             "measured here.")
+        if engine == "mlc":
+            _check_mlc_suite(p)
+
+
+def _check_cell(p: MemoryPoint, topo: Topology) -> None:
+    """A matrix cell's CPU node must have a CPU this process may use, its memory node memory (the engine's rows
+    and columns); a remote c2c point's two nodes CPUs."""
+    for name, number in (("cpu_node", p.cpu_node), ("reader_node", p.reader_node)):
+        node = topo.node(number) if number is not None else None
+        if node is not None and not node.cpus:
+            raise UsageError(f"{name}={number}: NUMA node {number} has no CPU this process may run on, so it is "
+                             f"no row of a matrix or end of a c2c transfer (nodes with CPUs: "
+                             f"{', '.join(map(str, topo.cpu_nodes())) or 'none'}).")
+    mem = topo.node(p.mem_node) if p.mem_node is not None else None
+    if mem is not None and mem.memory_bytes == 0:
+        raise UsageError(f"mem_node={p.mem_node}: NUMA node {p.mem_node} has no memory (nodes with memory: "
+                         f"{', '.join(map(str, topo.memory_nodes())) or 'none'}).")
+
+
+def _check_mlc_suite(p: MemoryPoint) -> None:
+    if p.pages == "4k":
+        raise UsageError("pages=4k: Intel MLC has no option for 4 KiB pages (it chooses its own); use --engine "
+                         "builtin, or pages=2m.")
+    if p.mode in ("peak", "scaling") and _traffic(p) not in PEAK_MIXES:
+        raise UsageError(f"traffic={p.traffic} with mode={p.mode}: Intel MLC's --peak_injection_bandwidth measures "
+                         f"only {', '.join(PEAK_MIXES)}; use --engine builtin for other mixes.")
+    if p.mode == "c2c" and (p.cpus or p.cpu_node is not None) and p.reader_node is None:
+        raise UsageError("mode=c2c with cpus or cpu_node: Intel MLC chooses its own c2c pair of CPUs; use --engine "
+                         "builtin to choose them.")
+    if p.mode == "scaling" and (p.mem_node is not None or p.cpu_node is not None):
+        raise UsageError(f"mode=scaling with {'mem_node' if p.mem_node is not None else 'cpu_node'}: Intel MLC's "
+                         "scaling points are --peak_injection_bandwidth on the first N CPUs; use --engine builtin.")
+
+
 def mlc_buffer_pages(point: MemoryPoint, page: int) -> int:
     """Huge pages MLC's buffers take for one point (see the module docstring for the defaults)."""
-    idle = point.mode == "idle"
+    idle = point.mode in ONE_THREAD_MODES
     buf = point.buffer or (MLC_IDLE_BUFFER if idle else MLC_LOADED_BUFFER)
     per = 1 if idle else max(2, buffers_per_thread(point.traffic))
     return point_threads(point) * per * math.ceil(buf / page)
@@ -549,6 +606,37 @@ class Invocation:
 
     argv: list[str]
     measures: tuple[int, ...]
+    # the suite's figures: for each measured point, the (kind, key) of the parser's Figure that is its figure
+    # (app.runners.mlc_parse.Figure); None: the process's idle latency (MLC's working-set points)
+    figures: tuple[FigureKey | None, ...] = ()
+
+
+FigureKey: TypeAlias = tuple[str, tuple[object, ...]]
+SUITE_MODES = ("peak", "scaling", "latency_matrix", "bandwidth_matrix", "c2c", "working_set")
+PEAK_MIXES = ("R", "W3", "W2", "W5", "W10")  # what --peak_injection_bandwidth prints, in its order
+LATENCY_MODES = ("idle", "loaded", "latency_matrix", "c2c", "working_set")  # a figure in ns
+# the parser's section kind of each mode's figures
+FIGURE_KINDS = {"peak": "peak_bandwidth", "scaling": "scaling", "latency_matrix": "idle_matrix",
+                "bandwidth_matrix": "bandwidth_matrix", "c2c": "c2c", "working_set": "working_set"}
+
+
+def figure_key(p: MemoryPoint) -> FigureKey:
+    """The parser's (kind, key) of the figure a suite point is (design of app.runners.mlc_parse.Figure)."""
+    kind = FIGURE_KINDS[p.mode]
+    if p.mode == "peak":
+        return kind, (_traffic(p),)
+    if p.mode == "scaling":
+        return kind, (p.threads or 1,)
+    if p.mode in ("latency_matrix", "bandwidth_matrix"):
+        return kind, (p.cpu_node, p.mem_node)
+    if p.mode == "c2c":
+        remote = p.reader_node is not None
+        return kind, (p.c2c or "hitm", p.cpu_node if remote else None, p.reader_node, p.home if remote else None)
+    return kind, (p.buffer,)
+
+
+def _traffic_args(traffic: str) -> list[str]:
+    return ["-R"] if traffic == "R" else ["-W", traffic[1:]]
 
 
 def _traffic(p: MemoryPoint) -> str:
@@ -565,7 +653,13 @@ class Engine:
         """The processes that measure a batch of points (same batch_key), in order."""
         if points[0].mode == "idle":
             return [Invocation(self.idle_argv(p), (k,)) for k, p in enumerate(points)]
+        if points[0].mode in SUITE_MODES:
+            return self.suite(points)
         return self.loaded(points)
+
+    def suite(self, points: list[MemoryPoint]) -> list[Invocation]:
+        """The processes of a batch of one suite mode (peak, scaling, matrices, c2c, working set)."""
+        raise NotImplementedError
 
     def idle_argv(self, p: MemoryPoint) -> list[str]:
         raise NotImplementedError
@@ -589,12 +683,46 @@ class MlcEngine(Engine):
             return [Invocation(self._loaded(first, None), tuple(range(len(points))))]
         return [Invocation(self._loaded(first, d), (k,)) for k, d in enumerate(delays)]
 
+    def suite(self, points: list[MemoryPoint]) -> list[Invocation]:
+        """MLC's own modes: a matrix, the peak bandwidths or the c2c figures in one process; a working-set point
+        is ``--idle_latency -bKIB``, a scaling point ``--peak_injection_bandwidth`` with ``-k`` the first N CPUs
+        (one process each)."""
+        first, every = points[0], tuple(range(len(points)))
+        keys = tuple(figure_key(p) for p in points)
+        if first.mode == "working_set":
+            return [Invocation(self.idle_argv(p), (k,), (None,)) for k, p in enumerate(points)]
+        if first.mode == "scaling":
+            allowed = cpu_list(first.cpus) if first.cpus else allowed_cpus()
+            return [Invocation(self._bandwidth(p, "--peak_injection_bandwidth") + [
+                        "-k" + cpu_list_text(allowed[:p.threads or 1])], (k,), (("peak_bandwidth", (_traffic(p),)),))
+                    for k, p in enumerate(points)]
+        if first.mode == "latency_matrix":
+            cmd = [self.binary, "--latency_matrix", f"-l{first.stride}"] + self._buffer(first)
+        elif first.mode == "c2c":
+            cmd = [self.binary, "--c2c_latency"]
+        elif first.mode == "bandwidth_matrix":
+            cmd = self._bandwidth(first, "--bandwidth_matrix")
+            if _traffic(first) != "R":
+                cmd.append(f"-W{_traffic(first)[1:]}")
+        else:
+            cmd = self._bandwidth(first, "--peak_injection_bandwidth")
+            if first.cpus:
+                cmd.append(f"-k{first.cpus}")
+        return [Invocation(cmd, every, keys)]
+
+    def _bandwidth(self, p: MemoryPoint, mode: str) -> list[str]:
+        return [self.binary, mode] + self._buffer(p) + [f"-t{math.ceil(float(p.duration))}"]
+
+    @staticmethod
+    def _buffer(p: MemoryPoint) -> list[str]:
+        return [f"-b{_kib(p.buffer)}"] if p.buffer else []
+
     def idle_argv(self, p: MemoryPoint) -> list[str]:
         cmd = [self.binary, "--idle_latency", f"-l{p.stride}"]
         if p.buffer:
             cmd.append(f"-b{_kib(p.buffer)}")
         if p.cpus:
-            cmd.append(f"-c{_cpu_list(p.cpus)[0]}")
+            cmd.append(f"-c{cpu_list(p.cpus)[0]}")
         return cmd
 
     def _loaded(self, p: MemoryPoint, delay: int | None) -> list[str]:
@@ -607,7 +735,7 @@ class MlcEngine(Engine):
             cmd.append(f"-b{_kib(p.buffer)}")
         cmd.append(f"-t{math.ceil(float(p.duration))}")
         if p.cpus:
-            cpus = _cpu_list(p.cpus)
+            cpus = cpu_list(p.cpus)
             cmd.append(f"-c{cpus[0]}")
             if len(cpus) > 1:
                 cmd.append("-k" + ",".join(str(c) for c in cpus[1:]))
@@ -637,9 +765,36 @@ class BuiltinEngine(Engine):
         cmd += ["-R"] if _traffic(first) == "R" else ["-W", _traffic(first)[1:]]
         return [Invocation(cmd + self._common(first), tuple(range(len(points))))]
 
+    def suite(self, points: list[MemoryPoint]) -> list[Invocation]:
+        """One process per batch: every figure of a mode it prints is one point (a peak batch of a mix outside
+        the five, or of one mix, asks for that mix alone with -R/-W N)."""
+        first, every = points[0], tuple(range(len(points)))
+        keys = tuple(figure_key(p) for p in points)
+        mode = first.mode
+        if mode == "peak":
+            mixes = [_traffic(p) for p in points]
+            if len(mixes) > 1 and set(mixes) <= set(PEAK_MIXES):
+                return [Invocation([self.binary, "--peak_injection_bandwidth"] + self._common(first), every, keys)]
+            return [Invocation([self.binary, "--peak_injection_bandwidth"] + _traffic_args(_traffic(p))
+                               + self._common(p), (k,), (keys[k],)) for k, p in enumerate(points)]
+        if mode == "scaling":
+            cmd = [self.binary, "--bandwidth_scaling"] + _traffic_args(_traffic(first))
+            cmd += ["--threads", ",".join(str(p.threads or 1) for p in points)] + self._common(first)
+        elif mode in ("latency_matrix", "bandwidth_matrix"):  # the engine places each cell's CPUs and memory
+            cmd = [self.binary, f"--{mode}"]
+            if mode == "bandwidth_matrix":
+                cmd += _traffic_args(_traffic(first))
+            cmd += self._common(replace(first, cpus=None, cpu_node=None, mem_node=None))
+        elif mode == "c2c":
+            cmd = [self.binary, "--c2c_latency"] + self._common(replace(first, buffer=None))
+        else:
+            cmd = [self.binary, "--working_set", "--sizes", ",".join(str(_kib(p.buffer or 0)) for p in points)]
+            cmd += self._common(replace(first, buffer=None))
+        return [Invocation(cmd, every, keys)]
+
     @staticmethod
     def _common(p: MemoryPoint) -> list[str]:
-        """The stride, buffer, duration, CPU and chase arguments."""
+        """The stride, buffer, duration, CPU, chase, placement and page-size arguments."""
         cmd = ["-l", str(p.stride)]
         if p.buffer:
             cmd += ["-b", str(_kib(p.buffer))]
@@ -650,6 +805,8 @@ class BuiltinEngine(Engine):
             cmd += ["--tlb_locality", str(_kib(p.tlb_locality))]
         if p.mem_node is not None:
             cmd += ["--mem_node", str(p.mem_node)]
+        if p.pages == "4k":
+            cmd.append("--no_huge_pages")
         return cmd
 
     def chase(self, point: MemoryPoint, params: dict[str, Any]) -> dict[str, Any]:
@@ -681,7 +838,8 @@ def _memory_point(point: Point) -> MemoryPoint:
 
 # --- the runner ------------------------------------------------------------------------------------
 
-Wanted: TypeAlias = dict[int | None, tuple[int, MemoryPoint]]  # a row's delay (None: idle) → (index, point)
+# a loaded row's delay or a suite figure's (kind, key); None: the process's idle latency → (index, point)
+Wanted: TypeAlias = dict[Hashable, tuple[int, MemoryPoint]]
 
 
 class MemoryRunner(Runner):
@@ -702,7 +860,23 @@ class MemoryRunner(Runner):
         p = _memory_point(point)
         if p.mode == "idle":
             return ("idle", p.stride, p.buffer, p.duration, p.cpus, p.tlb_locality, p.mem_node, p.cpu_node)
+        if p.mode in SUITE_MODES:  # one engine process measures the batch: the key leaves out what varies in it
+            return (p.mode, *self._suite_key(p), p.stride, p.duration, p.pages, p.tlb_locality)
         return ("loaded", p.traffic, p.stride, p.buffer, p.duration, p.cpus, p.tlb_locality, p.mem_node, p.cpu_node)
+
+    @staticmethod
+    def _suite_key(p: MemoryPoint) -> tuple[Hashable, ...]:
+        """What a suite batch shares beside stride, duration, pages and chase: peak batches vary the traffic,
+        scaling the threads, matrices their cells, c2c the kind and the remote cells, working set the buffer."""
+        if p.mode == "peak":
+            return p.buffer, p.cpus, p.cpu_node, p.mem_node
+        if p.mode == "scaling":
+            return p.traffic, p.buffer, p.cpus, p.cpu_node, p.mem_node
+        if p.mode in ("latency_matrix", "bandwidth_matrix"):
+            return p.traffic, p.buffer
+        if p.mode == "c2c":  # remote cells come from the same process as the local pair (no cpus of their own)
+            return p.cpus, p.cpu_node if p.reader_node is None else None
+        return p.cpus, p.cpu_node, p.mem_node
 
     def tool_versions(self) -> dict[str, str]:
         tools = {"memory_engine": self.engine, "memory_engine_path": self.binary}
@@ -727,11 +901,13 @@ class MemoryRunner(Runner):
                     raise UsageError(
                         f"tlb_locality={format_size_human(point.tlb_locality)}: Intel MLC has no option to chase "
                         "within groups (it chooses its own chase); use --engine builtin, or tlb_locality=none.")
-                if point.mem_node is not None:
+                if point.mem_node is not None and not _engine_places(point):
                     raise UsageError(
                         f"mem_node={point.mem_node}: Intel MLC has no option to place its buffers on a node and "
                         "verify them; use --engine builtin, or mem_node=none.")
         check_nodes(points)
+        if any(p.mode in SUITE_MODES for p in points):
+            check_suite(points, read_topology(), self.engine)
         check_memory(with_node_cpus(points))
 
     async def run(self, items: list[tuple[int, Point]], ctx: Context) -> AsyncGenerator[Event, None]:
@@ -748,8 +924,8 @@ class MemoryRunner(Runner):
         self._hugepages = reservation
         try:
             for inv in self._impl.invocations(points):
-                wanted: Wanted = {None if batch[k][1].mode == "idle" else batch[k][1].delay: batch[k]
-                                  for k in inv.measures}
+                wanted: Wanted = {key: batch[k] for k, key in zip(inv.measures, inv.figures)} if inv.figures else {
+                    None if batch[k][1].mode == "idle" else batch[k][1].delay: batch[k] for k in inv.measures}
                 # aclosing: the process is stopped (its finally) before the huge pages are given back (ours)
                 async with contextlib.aclosing(self._run_process(inv.argv, wanted)) as events:
                     async for ev in events:
@@ -763,7 +939,9 @@ class MemoryRunner(Runner):
     # --- one process -------------------------------------------------------------------------------
 
     async def _run_process(self, cmd: list[str], wanted: Wanted) -> AsyncGenerator[Event, None]:
-        """Run one process and stream its rows: each is a Sample and its point's Result as it prints."""
+        """Run one process and stream what it prints: each loaded-latency row (keyed by delay) or suite figure
+        (keyed by :func:`figure_key`) a point wants is that point's Sample and Result at once; the key None is
+        the process's idle latency figure; a wanted row or figure the process never printed fails its point."""
         started = last = time.monotonic()
         try:
             child = await Child.start(*cmd)
@@ -774,43 +952,69 @@ class MemoryRunner(Runner):
             return
         parser = LineParser()
         text = _RawText()
-        done: set[int | None] = set()
+        done: set[Hashable] = set()
         try:
             async for line in child.lines(MAX_LINE_CHARS):  # line by line: a point's raw text ends with its row
                 text.add(line)
-                for row in parser.feed(line):
-                    if row.delay not in wanted or row.delay in done or None in wanted:
+                rows: list[tuple[Hashable, Row | Figure]] = [(row.delay, row) for row in parser.feed(line)]
+                rows += [((fig.kind, tuple(fig.key)), fig) for fig in self._new_figures(parser)]
+                for key, row in rows:
+                    if key not in wanted or key in done or None in wanted:
                         continue
-                    done.add(row.delay)
-                    index, point = wanted[row.delay]
+                    done.add(key)
                     now = time.monotonic()
-                    yield Sample(index, {**row.as_dict(), "engine": self.engine})
-                    yield self._row_result(index, point, row, cmd, parser, text.text(), now - last)
+                    for ev in self._row_events(*wanted[key], row, cmd, parser, text.text(), now - last):
+                        yield ev
                     last = now
             parser.close()
             stderr = await child.finish()
         finally:
             await child.close()
         ended = _Ended(cmd, child.proc.returncode, stderr, text.text(), parser)
-        if None in wanted:  # idle latency: one figure for the whole process
+        if None in wanted:  # idle latency (or MLC's working-set point): one figure for the whole process
             for ev in self._idle_result(*wanted[None], ended, time.monotonic() - started):
                 yield ev
             return
-        for delay, (index, point) in wanted.items():
-            if delay not in done:
-                yield self._missing(index, point, ended, delay, time.monotonic() - last)
+        for key, (index, point) in wanted.items():
+            if key not in done:
+                delay = key if isinstance(key, int) else None
+                what = _figure_text(point) if point.mode in SUITE_MODES else None
+                yield self._missing(index, point, ended, delay, time.monotonic() - last, what)
+
+    @staticmethod
+    def _new_figures(parser: LineParser) -> list[Figure]:
+        """The figures completed since the last call (taken out of the parser, so its list stays short)."""
+        figures = list(parser.figures)
+        parser.figures.clear()
+        return figures
+
+    def _row_events(self, index: int, point: MemoryPoint, row: Row | Figure, cmd: list[str], parser: LineParser,
+                    output: str, wall: float) -> list[Event]:
+        if isinstance(row, Row):
+            return [Sample(index, {**row.as_dict(), "engine": self.engine}),
+                    self._row_result(index, point, row, cmd, parser, output, wall)]
+        fig = row
+        metric = "latency_ns" if fig.unit == "ns" else "bandwidth_mbps"
+        split: JSONObject = {k: v for k, v in fig.extra.items() if k in ("read_mbps", "write_mbps")}
+        value = {"latency_ns": fig.value} if metric == "latency_ns" else {"bandwidth_mbps": fig.value}
+        metrics = MemoryMetrics(**value, keys=(metric, *split), more=split)
+        sample = {"mode": point.mode, "engine": self.engine, metric: fig.value, **_identity(point)}
+        extra = self._extra(point, cmd, parser, wall, fig.section)
+        return [Sample(index, sample), Result(index, metrics, {".txt": output}, extra)]
 
     def _idle_result(self, index: int, point: MemoryPoint, ended: "_Ended", wall: float) -> list[Event]:
         lat = idle_latency(ended.parser.sections)
         extra = self._extra(point, ended.cmd, ended.parser, wall)
         if lat is None or ended.returncode:
             return [Result(index, None, ended.raw(), extra, error=self._failure(ended, None))]
-        return [Sample(index, {"delay": None, "latency_ns": lat, "engine": self.engine}),
+        sample = {"delay": None} if point.mode == "idle" else {"mode": point.mode, **_identity(point)}
+        return [Sample(index, {**sample, "latency_ns": lat, "engine": self.engine}),
                 Result(index, MemoryMetrics(latency_ns=lat), ended.raw(), extra)]
 
-    def _missing(self, index: int, point: MemoryPoint, ended: "_Ended", delay: int | None, wall: float) -> Result:
+    def _missing(self, index: int, point: MemoryPoint, ended: "_Ended", delay: int | None, wall: float,
+                 what: str | None = None) -> Result:
         extra = self._extra(point, ended.cmd, ended.parser, wall)
-        return Result(index, None, ended.raw(), extra, error=self._failure(ended, delay))
+        return Result(index, None, ended.raw(), extra, error=self._failure(ended, delay, what))
 
     def _row_result(self, index: int, point: MemoryPoint, row: Row, cmd: list[str], parser: LineParser,
                     output: str, wall: float) -> Result:
@@ -824,26 +1028,33 @@ class MemoryRunner(Runner):
     def _job(self, point: MemoryPoint) -> str:
         if point.mode == "idle":
             return f"{self.engine}-idle-l{point.stride}"
+        if point.mode in SUITE_MODES:
+            kind, key = figure_key(point)
+            parts = [str(v) for v in key if v is not None]
+            return "-".join([self.engine, point.mode.replace("_", "-"), *parts] + (["4k"] if point.pages else []))
         return f"{self.engine}-{point.traffic}-l{point.stride}-d{point.delay}"
 
-    _ENGINE_PARAMS = ("buffer_bytes", "write_buffer_bytes", "huge_pages", "delay_unit_ns", "load_threads", "numa")
+    _ENGINE_PARAMS = ("buffer_bytes", "write_buffer_bytes", "huge_pages", "delay_unit_ns", "load_threads", "numa",
+                      "caches", "c2c_cpus")
 
-    def _extra(self, point: MemoryPoint, cmd: list[str], parser: LineParser, wall: float) -> Parts:
+    def _extra(self, point: MemoryPoint, cmd: list[str], parser: LineParser, wall: float,
+               section: Section | None = None) -> Parts:
         """The results line's parts beside the metrics: engine, command, what the engine printed (the session
-        names the engine in the line's point)."""
+        names the engine in the line's point); ``section``: the one a suite figure came from."""
         keys = ["engine", "command", "job", "wall_s"]
         version = parser.header.get("version")
         if version:
             keys.append("engine_version")
-        sec = parser.sections[-1] if parser.sections else None
+        sec = section or (parser.sections[-1] if parser.sections else None)
         # the engine's header and section values are JSON by construction (numbers, strings, lists of them)
         params = cast("JSONObject", {**parser.header, **(sec.params if sec else {})})
+        params.update(_suite_params(point, sec))
         keys += [k for k in self._ENGINE_PARAMS if params.get(k) is not None]
         warnings = params.get("warnings")
         if warnings:
             keys.append("warnings")
         keys.append("chase")
-        loaded = point.mode != "idle"  # both engines' bandwidth counts the latency thread's 64 B per step
+        loaded = point.mode == "loaded"  # both engines' bandwidth counts the latency thread's 64 B per step
         if loaded:
             keys.append("bandwidth_includes_latency_thread")
         huge_pages = params.get("huge_pages")
@@ -857,14 +1068,15 @@ class MemoryRunner(Runner):
                      delay_unit_ns=_figure(params.get("delay_unit_ns")),
                      load_threads=_figure(params.get("load_threads")),
                      warnings=warnings or None, chase=self._impl.chase(point, params), numa=params.get("numa"),
+                     caches=params.get("caches"), c2c_cpus=params.get("c2c_cpus"),
                      bandwidth_includes_latency_thread=True if loaded else None, keys=tuple(keys))
 
-    def _failure(self, ended: "_Ended", delay: int | None) -> str:
+    def _failure(self, ended: "_Ended", delay: int | None, what: str | None = None) -> str:
         name = os.path.basename(ended.cmd[0])
         lines = [ln.strip() for ln in ended.stderr.splitlines() if ln.strip()]
         if not lines:  # MLC prints some errors on stdout
             lines = [ln.strip() for ln in ended.output.splitlines()[-3:] if ln.strip() and not ln.startswith("*")]
-        what = "no idle latency figure" if delay is None else f"no row for delay {delay}"
+        what = what or ("no idle latency figure" if delay is None else f"no row for delay {delay}")
         rc = ended.returncode
         status = f"exited with status {rc}" if rc else "finished"
         msg = f"{name} {status} and printed {what}"
@@ -873,6 +1085,38 @@ class MemoryRunner(Runner):
         if hp is not None and hp.record.get("error"):
             msg += f" ({hp.short})"
         return msg
+
+
+def _identity(p: MemoryPoint) -> dict[str, object]:
+    """The keys that name a suite figure in a live sample (traffic, threads, nodes, c2c, buffer, pages)."""
+    keys = {"traffic": p.traffic, "threads": p.threads, "cpu_node": p.cpu_node, "mem_node": p.mem_node,
+            "reader_node": p.reader_node, "home": p.home, "c2c": p.c2c, "buffer_bytes": p.buffer,
+            "pages": p.pages or "2m"}
+    return {k: v for k, v in keys.items() if v is not None}
+
+
+def _figure_text(p: MemoryPoint) -> str:
+    """The figure a point wanted, for the message when the engine did not print it."""
+    kind, key = figure_key(p)
+    return f"no {kind.replace('_', ' ')} figure for {', '.join(str(v) for v in key if v is not None)}"
+
+
+def _suite_params(p: MemoryPoint, sec: Section | None) -> JSONObject:
+    """A suite figure's own values: a matrix cell's verified placement (``numa``), a working-set size's buffer,
+    the CPUs of a c2c pair.  Only what the engine printed is kept (the parser's values are typed and bounded)."""
+    if sec is None or p.mode not in SUITE_MODES:
+        return {}
+    out: JSONObject = {}
+    placement = sec.values.get("placement")
+    if p.mode in ("latency_matrix", "bandwidth_matrix") and isinstance(placement, dict):
+        out["numa"] = cast("JSONObject | None", placement.get(f"{p.cpu_node},{p.mem_node}"))
+    if p.mode == "working_set":
+        out["buffer_bytes"] = p.buffer
+    if p.mode != "c2c" or p.reader_node is not None:
+        out["c2c_cpus"] = None
+    if p.mode != "working_set":
+        out["caches"] = None
+    return out
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ UPPER_BOUNDS: dict[str, tuple[Any, Any, str]] = {
     "delay": (10_000_000, 10_000_001, "0 to 10000000"),
     "stride": (4096, 8192, "64 to 4096"),
     "buffer": ("1p", 2**50 + 1024, "1 PiB"),
-    "duration": (3600, 3600.5, "1 to 3600"),
+    "duration": (3600, 3600.5, "0.05 to 3600"),
 }
 
 

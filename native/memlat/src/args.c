@@ -21,6 +21,15 @@ void print_usage(FILE *f)
 "                        one row per injection delay\n"
 "  --bandwidth_only      load threads on every CPU of -k, no latency thread (bandwidth per delay)\n"
 "  --count_check N       run exactly N steps of the traffic in one thread and verify the byte count\n"
+"  --peak_injection_bandwidth (or --max_bandwidth)\n"
+"                        MLC's five traffic mixes (R, W3, W2, W5, W10), load threads on every CPU of -k,\n"
+"                        delay 0; -R or -W N: only that row\n"
+"  --bandwidth_scaling   bandwidth with 1..N load threads (--threads LIST, e.g. 1,2,4)\n"
+"  --latency_matrix      idle latency per CPU node x memory node (buffers bound with mbind, verified)\n"
+"  --bandwidth_matrix    bandwidth per CPU node x memory node (-R default, -W N allowed)\n"
+"  --c2c_latency         cache-to-cache HIT and HITM latency between two CPUs (and between nodes)\n"
+"  --working_set         idle latency against buffer size (--sizes KIB,KIB,... or 4 KiB to\n"
+"                        max(4 x LLC, 64 MiB) at 4 points per octave, or up to -b KiB)\n"
 "\n"
 "options:\n"
 "  -R                    all-reads traffic (default)\n"
@@ -40,6 +49,9 @@ void print_usage(FILE *f)
 "  --seed N              seed of the random chase permutation (default 1)\n"
 "  --mem_node N          bind every buffer to NUMA node N (mbind MPOL_BIND before the first touch) and\n"
 "                        verify each page's node (move_pages); default: the kernel's policy, not checked\n"
+"  --threads LIST        --bandwidth_scaling: load-thread counts, the first N CPUs of -k\n"
+"  --sizes LIST          --working_set: buffer sizes in KiB (at least 4)\n"
+"  --plan_only           suite modes: print the figures that would be measured (nodes, CPUs), measure nothing\n"
 "  --json                print one JSON object with every row instead of the MLC-style table\n"
 "  -e, -r, -X            accepted for MLC compatibility; no effect (prefetchers are never changed,\n"
 "                        the chase is always random, one thread per listed CPU)\n"
@@ -152,30 +164,75 @@ static int opt_version(struct opts *o, const char *v, char *err, size_t errlen)
     return 1;
 }
 
-static int opt_idle(struct opts *o, const char *v, char *err, size_t errlen)
+static int opt_plan_only(struct opts *o, const char *v, char *err, size_t errlen)
 {
     (void)v, (void)err, (void)errlen;
-    o->mode = MODE_IDLE;
+    o->plan_only = 1;
     return 0;
 }
 
-static int opt_loaded(struct opts *o, const char *v, char *err, size_t errlen)
+/* "1,2,4": integers in [lo, hi], each once, no empty item; the count, or -1 with err set */
+int parse_u64_list(const char *v, uint64_t *out, int max, uint64_t lo, uint64_t hi, const char *what, char *err,
+                   size_t errlen)
 {
-    (void)v, (void)err, (void)errlen;
-    o->mode = MODE_LOADED;
+    int n = 0;
+    const char *p = v;
+    if (!v || !*v)
+        goto bad;
+    while (*p) {
+        char tok[32];
+        size_t len = strcspn(p, ",");
+        if (len == 0 || len >= sizeof tok)
+            goto bad;
+        memcpy(tok, p, len);
+        tok[len] = 0;
+        uint64_t x;
+        if (parse_u64(tok, &x) < 0 || x < lo || x > hi)
+            goto bad;
+        for (int i = 0; i < n; i++)
+            if (out[i] == x) {
+                snprintf(err, errlen, "invalid %s '%s': %llu listed twice", what, v, (unsigned long long)x);
+                return -1;
+            }
+        if (n >= max) {
+            snprintf(err, errlen, "invalid %s '%s': at most %d values", what, v, max);
+            return -1;
+        }
+        out[n++] = x;
+        p += len;
+        if (*p == ',' && !*++p)
+            goto bad;   /* a trailing comma */
+    }
+    return n;
+bad:
+    snprintf(err, errlen, "invalid %s '%s': expected a comma-separated list of integers from %llu to %llu", what,
+             v ? v : "", (unsigned long long)lo, (unsigned long long)hi);
+    return -1;
+}
+
+static int opt_threads(struct opts *o, const char *v, char *err, size_t errlen)
+{
+    uint64_t t[MAX_CPUS];
+    int n = parse_u64_list(v, t, MAX_CPUS, 1, MAX_CPUS, "--threads", err, errlen);
+    if (n < 0)
+        return 2;
+    for (int i = 0; i < n; i++)
+        o->threads_list[i] = (int)t[i];
+    o->nthreads = n;
     return 0;
 }
 
-static int opt_bandwidth(struct opts *o, const char *v, char *err, size_t errlen)
+static int opt_sizes(struct opts *o, const char *v, char *err, size_t errlen)
 {
-    (void)v, (void)err, (void)errlen;
-    o->mode = MODE_BANDWIDTH;
+    int n = parse_u64_list(v, o->sizes_kib, MAX_SIZES, 4, 1ULL << 30, "--sizes (KiB)", err, errlen);
+    if (n < 0)
+        return 2;
+    o->nsizes = n;
     return 0;
 }
 
 static int opt_count_check(struct opts *o, const char *v, char *err, size_t errlen)
 {
-    o->mode = MODE_COUNT_CHECK;
     if (parse_u64(v, &o->count_steps) < 0 || o->count_steps == 0 || o->count_steps > (1u << 24)) {
         snprintf(err, errlen, "invalid --count_check '%s': expected a step count from 1 to %u", v ? v : "", 1u << 24);
         return 2;
@@ -252,6 +309,7 @@ static int opt_reads(struct opts *o, const char *v, char *err, size_t errlen)
 {
     (void)v, (void)err, (void)errlen;
     o->traffic_code = 0;
+    o->traffic_given = 1;
     return 0;
 }
 
@@ -272,6 +330,7 @@ static int opt_traffic(struct opts *o, const char *v, char *err, size_t errlen)
         return 2;
     }
     o->traffic_code = (int)c;
+    o->traffic_given = 1;
     return 0;
 }
 
@@ -280,6 +339,7 @@ static int opt_delay(struct opts *o, const char *v, char *err, size_t errlen)
     if (parse_delay(v, &o->delays[0], err, errlen) < 0)
         return 2;
     o->ndelays = 1;
+    o->delays_given = 1;
     return 0;
 }
 
@@ -307,6 +367,7 @@ static int opt_delay_list(struct opts *o, const char *v, char *err, size_t errle
         return 2;
     }
     o->ndelays = n;
+    o->delays_given = 1;
     return 0;
 }
 
@@ -351,38 +412,49 @@ static int opt_cpus(struct opts *o, const char *v, char *err, size_t errlen)
     return 0;
 }
 
-/* Every option. Long options take their value attached ("--seed=3") or as the next argument; a long
+/* Every option; a mode flag has no handler, only its mode (and --count_check both). Long options take their value attached ("--seed=3") or as the next argument; a long
  * option without a value ignores anything attached ("--json=x" is --json). A one-letter option with a
  * value takes it attached ("-d0") or next ("-d 0"); one without a value must stand alone ("-Rx" is refused). */
 static const struct option_def {
     const char *name;
     int has_value;
     opt_fn apply;
+    enum mode mode;
 } OPTIONS[] = {
-    {"--help", 0, opt_help},
-    {"--version", 0, opt_version},
-    {"--idle_latency", 0, opt_idle},
-    {"--loaded_latency", 0, opt_loaded},
-    {"--bandwidth_only", 0, opt_bandwidth},
-    {"--count_check", 1, opt_count_check},
-    {"--json", 0, opt_json},
-    {"--no_huge_pages", 0, opt_no_huge_pages},
-    {"--seed", 1, opt_seed},
-    {"--tlb_locality", 1, opt_tlb_locality},
-    {"--mem_node", 1, opt_mem_node},
-    {"--warmup", 1, opt_warmup},
-    {"-h", 0, opt_help},
-    {"-R", 0, opt_reads},
-    {"-e", 0, opt_ignored},
-    {"-r", 0, opt_ignored},
-    {"-X", 0, opt_ignored},
-    {"-W", 1, opt_traffic},
-    {"-d", 1, opt_delay},
-    {"-D", 1, opt_delay_list},
-    {"-l", 1, opt_stride},
-    {"-b", 1, opt_buffer},
-    {"-t", 1, opt_duration},
-    {"-k", 1, opt_cpus},
+    {"--help", 0, opt_help, MODE_NONE},
+    {"--version", 0, opt_version, MODE_NONE},
+    {"--idle_latency", 0, NULL, MODE_IDLE},
+    {"--loaded_latency", 0, NULL, MODE_LOADED},
+    {"--bandwidth_only", 0, NULL, MODE_BANDWIDTH},
+    {"--count_check", 1, opt_count_check, MODE_COUNT_CHECK},
+    {"--peak_injection_bandwidth", 0, NULL, MODE_PEAK},
+    {"--max_bandwidth", 0, NULL, MODE_PEAK},
+    {"--bandwidth_scaling", 0, NULL, MODE_SCALING},
+    {"--latency_matrix", 0, NULL, MODE_LAT_MATRIX},
+    {"--bandwidth_matrix", 0, NULL, MODE_BW_MATRIX},
+    {"--c2c_latency", 0, NULL, MODE_C2C},
+    {"--working_set", 0, NULL, MODE_WSET},
+    {"--threads", 1, opt_threads, MODE_NONE},
+    {"--sizes", 1, opt_sizes, MODE_NONE},
+    {"--plan_only", 0, opt_plan_only, MODE_NONE},
+    {"--json", 0, opt_json, MODE_NONE},
+    {"--no_huge_pages", 0, opt_no_huge_pages, MODE_NONE},
+    {"--seed", 1, opt_seed, MODE_NONE},
+    {"--tlb_locality", 1, opt_tlb_locality, MODE_NONE},
+    {"--mem_node", 1, opt_mem_node, MODE_NONE},
+    {"--warmup", 1, opt_warmup, MODE_NONE},
+    {"-h", 0, opt_help, MODE_NONE},
+    {"-R", 0, opt_reads, MODE_NONE},
+    {"-e", 0, opt_ignored, MODE_NONE},
+    {"-r", 0, opt_ignored, MODE_NONE},
+    {"-X", 0, opt_ignored, MODE_NONE},
+    {"-W", 1, opt_traffic, MODE_NONE},
+    {"-d", 1, opt_delay, MODE_NONE},
+    {"-D", 1, opt_delay_list, MODE_NONE},
+    {"-l", 1, opt_stride, MODE_NONE},
+    {"-b", 1, opt_buffer, MODE_NONE},
+    {"-t", 1, opt_duration, MODE_NONE},
+    {"-k", 1, opt_cpus, MODE_NONE},
 };
 
 static const struct option_def *find_option(const char *name, size_t len)
@@ -434,7 +506,49 @@ static int parse_one(int argc, char **argv, int *i, struct opts *o, char *err, s
         snprintf(err, errlen, "unknown option '%s' (see --help)", a);
         return 2;
     }
-    return def->apply(o, def->has_value ? optval(argc, argv, i, att) : NULL, err, errlen);
+    if (def->mode)
+        o->mode = def->mode;
+    return def->apply ? def->apply(o, def->has_value ? optval(argc, argv, i, att) : NULL, err, errlen) : 0;
+}
+
+static const char *mode_flag(enum mode m)
+{
+    static const char *names[] = {"", "--idle_latency", "--loaded_latency", "--bandwidth_only", "--count_check",
+                                  "--peak_injection_bandwidth", "--bandwidth_scaling", "--latency_matrix",
+                                  "--bandwidth_matrix", "--c2c_latency", "--working_set"};
+    return names[m];
+}
+
+/* options that belong to one mode, and the suite modes' limits: a usage error, not silently ignored */
+static int check_combination(const struct opts *o, char *err, size_t errlen)
+{
+    int suite = o->mode >= MODE_PEAK;
+    const char *m = mode_flag(o->mode);
+    if (o->nthreads && o->mode != MODE_SCALING)
+        snprintf(err, errlen, "--threads belongs to --bandwidth_scaling, not %s", m);
+    else if (o->nsizes && o->mode != MODE_WSET)
+        snprintf(err, errlen, "--sizes belongs to --working_set, not %s", m);
+    else if (o->plan_only && !suite)
+        snprintf(err, errlen, "--plan_only belongs to the suite modes (--peak_injection_bandwidth .. --working_set), "
+                 "not %s", m);
+    else if (suite && o->seconds < MIN_WINDOW_NEW_MODES)
+        snprintf(err, errlen, "invalid duration -t %g for %s: at least %.2f seconds", o->seconds, m,
+                 MIN_WINDOW_NEW_MODES);
+    else if (suite && o->delays_given)
+        snprintf(err, errlen, "-d/-D do not apply to %s (it runs its load threads at delay 0)", m);
+    else if (suite && o->mem_node >= 0)
+        snprintf(err, errlen, "--mem_node does not apply to %s (it places its buffers itself)", m);
+    else if (suite && o->tlb_locality_kib)
+        snprintf(err, errlen, "--tlb_locality does not apply to %s", m);
+    else if (o->mode == MODE_C2C && o->buffer_kib)
+        snprintf(err, errlen, "-b does not apply to --c2c_latency (its lines lie in a 64 KiB region)");
+    else if (o->mode == MODE_WSET && o->buffer_kib && o->nsizes)
+        snprintf(err, errlen, "give either --sizes or -b (the largest size of the default range) to --working_set");
+    else if ((o->mode == MODE_C2C || o->mode == MODE_WSET || o->mode == MODE_LAT_MATRIX) && o->traffic_given)
+        snprintf(err, errlen, "-R/-W do not apply to %s (it runs no load threads)", m);
+    else
+        return 0;
+    return 2;
 }
 
 int parse_args(int argc, char **argv, struct opts *o, char *err, size_t errlen)
@@ -449,5 +563,5 @@ int parse_args(int argc, char **argv, struct opts *o, char *err, size_t errlen)
         snprintf(err, errlen, "no mode given: use --idle_latency, --loaded_latency or --bandwidth_only (see --help)");
         return 2;
     }
-    return 0;
+    return check_combination(o, err, errlen);
 }

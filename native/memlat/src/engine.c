@@ -277,6 +277,15 @@ int engine_count_pages(struct engine *e, struct page_nodes *pn)
     return 0;
 }
 
+int engine_verify_node(struct engine *e, int node, struct page_nodes *pn, char *err, size_t errlen)
+{
+    for (int k = 0; k < e->nworkers; k++)
+        for (int i = 0; i < 3; i++)
+            if (e->w[k].buf[i] && verify_node(e->w[k].buf[i], e->w[k].bufsz[i], node, pn, err, errlen) != 0)
+                return -1;
+    return 0;
+}
+
 void engine_stop(struct engine *e)
 {
     if (!e)

@@ -38,4 +38,6 @@ int engine_measure(struct engine *e, uint64_t delay, struct point_result *r);
 void engine_stop(struct engine *e);
 /* adds the node of every page of every buffer to pn (move_pages); 0 ok, -1 when the kernel refused */
 int engine_count_pages(struct engine *e, struct page_nodes *pn);
+/* every buffer on `node` by /proc/self/numa_maps and move_pages; adds the numa_maps counts to pn; 0 ok */
+int engine_verify_node(struct engine *e, int node, struct page_nodes *pn, char *err, size_t errlen);
 #endif

@@ -93,6 +93,19 @@ void json_int_list(struct json *j, const char *k, const int *v, int n)
     fputc(']', j->f);
 }
 
+void json_num_list(struct json *j, const char *k, const double *v, int n, int decimals)
+{
+    key(j, k);
+    fputc('[', j->f);
+    for (int i = 0; i < n; i++) {
+        if (isfinite(v[i]))
+            fprintf(j->f, "%s%.*f", i ? "," : "", decimals, v[i]);
+        else
+            fprintf(j->f, "%snull", i ? "," : "");
+    }
+    fputc(']', j->f);
+}
+
 void json_array_begin(struct json *j, const char *k)
 {
     key(j, k);

@@ -26,6 +26,8 @@ void json_num(struct json *j, const char *key, double v, int decimals);
 void json_fixed(struct json *j, const char *key, double v, int decimals);
 /* [1,2,3]: integers joined by "," without spaces */
 void json_int_list(struct json *j, const char *key, const int *v, int n);
+/* [1.5,2.25]: numbers with `decimals` digits (null when not finite), no spaces */
+void json_num_list(struct json *j, const char *key, const double *v, int n, int decimals);
 /* "key": [ ... ]  with objects inside: json_array_item() before each, then json_array_end() */
 void json_array_begin(struct json *j, const char *key);
 void json_array_item(struct json *j);                    /* separator, then "{" */

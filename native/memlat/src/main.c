@@ -12,24 +12,24 @@
 #include "memlat.h"
 #include "engine.h"
 #include "json.h"
+#include "run.h"
 
-#define MIB (1024.0 * 1024.0)
 
-static void die_usage(const char *msg)
+__attribute__((noreturn)) void die_usage(const char *msg)
 {
     fprintf(stderr, "memlat: error: %s\n", msg);
     exit(2);
 }
 
-static void die_runtime(const char *msg)
+__attribute__((noreturn)) void die_runtime(const char *msg)
 {
     fprintf(stderr, "memlat: error: %s\n", msg);
     exit(1);
 }
 
-static size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
-static void cpu_list_str(char *buf, size_t n, const int *cpus, int k)
+void cpu_list_str(char *buf, size_t n, const int *cpus, int k)
 {
     size_t used = 0;
     buf[0] = 0;
@@ -162,34 +162,7 @@ static int count_check(const struct opts *o)
 
 /* ---- a measured run (idle, loaded, bandwidth) ---- */
 
-struct run {
-    const struct opts *o;
-    const struct mode_def *mode;
-    const struct traffic *t;
-    struct engine_cfg cfg;
-    int l0, l1, st, nt;          /* traffic lines per step by kind */
-    size_t per, nbufs;           /* bytes per buffer, buffers in all */
-    int shrunk;                  /* the default buffer was made smaller to fit the memory available */
-    uint64_t llc, ahp;           /* last-level cache bytes, AnonHugePages KiB */
-    double unit_ns, ghz;
-    int huge;                    /* the kernel gave some huge pages */
-    char thp[32], hp_detail[256];
-    char lat_cpu_s[16], load_s[1024], chase_s[96];
-    struct point_result *rows;
-    int nrows, low_share;
-    struct page_nodes placed;    /* --mem_node: the node of every page of every buffer, as verified */
-    char placed_s[256];          /* the same as numa_maps writes it: "N1=16384" */
-};
-
-struct mode_def {
-    enum mode mode;
-    const char *name;                                          /* "mode" in the JSON */
-    void (*threads)(struct engine_cfg *cfg, const int *cpus, int ncpus);
-    void (*header)(const struct run *r);                       /* the text lines before the rows */
-    void (*row)(const struct run *r, const struct point_result *p, uint64_t delay);
-};
-
-static void header_top(const struct run *r)
+void header_top(const struct run *r)
 {
     printf("Intel(R) Memory Latency Checker - compatible output: profiler-tui memlat v%s\n", MEMLAT_VERSION);
     printf("Command line parameters: %s\n\n", r->o->cmdline);
@@ -197,7 +170,7 @@ static void header_top(const struct run *r)
         printf("*** Default buffer reduced to %.3fMiB/thread to fit the available memory\n", r->per / MIB);
 }
 
-static void huge_pages_line(const struct run *r)
+void huge_pages_line(const struct run *r)
 {
     printf("Using huge pages: %s (%s)\n", r->huge ? "yes" : "no", r->hp_detail);
 }
@@ -210,7 +183,7 @@ static void numa_line(const struct run *r)
                "touch, verified with move_pages)\n", r->o->mem_node, r->placed_s, r->placed.page_bytes);
 }
 
-static void load_buffers_line(const struct run *r)
+void load_buffers_line(const struct run *r)
 {
     printf("Using buffer size of %.3fMiB/thread for reads and an additional %.3fMiB/thread for writes\n",
            (double)r->per * (r->l1 ? 2 : 1) / MIB, (r->st + r->nt) ? r->per / MIB : 0.0);
@@ -321,7 +294,7 @@ static const struct mode_def modes[] = {
     {MODE_BANDWIDTH, "bandwidth", bandwidth_threads, bandwidth_header, bandwidth_row},
 };
 
-static const struct mode_def *mode_by_id(enum mode m)
+const struct mode_def *mode_by_id(enum mode m)
 {
     for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
         if (modes[i].mode == m)
@@ -330,7 +303,7 @@ static const struct mode_def *mode_by_id(enum mode m)
 }
 
 /* the CPUs of -k (each must be in this process' affinity mask), or every CPU it may use */
-static int pick_cpus(const struct opts *o, int *cpus)
+int pick_cpus(const struct opts *o, int *cpus)
 {
     int allowed[MAX_CPUS], nallowed = allowed_cpus(allowed, MAX_CPUS);
     if (!o->ncpus) {
@@ -426,7 +399,7 @@ static void verify_placement(struct run *r, struct engine *e)
     die_runtime(err);
 }
 
-static void configure(struct run *r, const int *cpus, int ncpus)
+void configure(struct run *r, const int *cpus, int ncpus)
 {
     const struct opts *o = r->o;
     struct engine_cfg *cfg = &r->cfg;
@@ -446,7 +419,7 @@ static void configure(struct run *r, const int *cpus, int ncpus)
 }
 
 /* what the run looks like once the engine has its buffers: huge pages granted, CPUs and chase as text */
-static void describe(struct run *r)
+void describe(struct run *r)
 {
     thp_mode(r->thp, sizeof r->thp);
     r->ahp = anon_huge_kib();
@@ -520,25 +493,40 @@ static void json_row(struct json *j, const struct run *r, const struct point_res
     json_end(j);
 }
 
+/* "page_bytes", "pages": {"1": 16384} and "pages_total" of a verified placement */
+void json_page_nodes(struct json *j, const struct page_nodes *pn)
+{
+    char name[16];
+    json_u64(j, "page_bytes", pn->page_bytes);
+    json_object_begin(j, "pages");
+    for (int k = 0; k < MAX_NODES; k++) {
+        if (!pn->pages[k])
+            continue;
+        snprintf(name, sizeof name, "%d", k);
+        json_u64(j, name, pn->pages[k]);
+    }
+    json_end(j);
+    json_u64(j, "pages_total", pn->total);
+}
+
 /* "numa": {"node": 1, "page_bytes": 4096, "pages": {"1": 16384}, "pages_total": 16384, ...}: verified */
 static void json_numa(struct json *j, const struct run *r)
 {
-    char name[16];
     json_object_begin(j, "numa");
     json_int(j, "node", r->o->mem_node);
     json_str(j, "bound_with", "mbind MPOL_BIND");
     json_str(j, "verified_with", "move_pages");
-    json_u64(j, "page_bytes", r->placed.page_bytes);
-    json_object_begin(j, "pages");
-    for (int k = 0; k < MAX_NODES; k++) {
-        if (!r->placed.pages[k])
-            continue;
-        snprintf(name, sizeof name, "%d", k);
-        json_u64(j, name, r->placed.pages[k]);
-    }
+    json_page_nodes(j, &r->placed);
     json_end(j);
-    json_u64(j, "pages_total", r->placed.total);
-    json_end(j);
+}
+
+/* the first fields of every JSON object: the tool, its version, the mode and the command line */
+void json_head(struct json *j, const char *mode, const struct opts *o)
+{
+    json_str(j, "tool", "profiler-tui memlat");
+    json_str(j, "version", MEMLAT_VERSION);
+    json_str(j, "mode", mode);
+    json_str(j, "command_line", o->cmdline);
 }
 
 /* what was run: the settings, the machine and the buffers */
@@ -547,10 +535,7 @@ static void json_setup(struct json *j, const struct run *r)
     const struct opts *o = r->o;
     const struct traffic *t = r->t;
     int idle = o->mode == MODE_IDLE;
-    json_str(j, "tool", "profiler-tui memlat");
-    json_str(j, "version", MEMLAT_VERSION);
-    json_str(j, "mode", r->mode->name);
-    json_str(j, "command_line", o->cmdline);
+    json_head(j, r->mode->name, o);
     json_str(j, "traffic", t->name);
     json_int(j, "traffic_code", t->code);
     json_str(j, "traffic_desc", t->desc);
@@ -647,5 +632,11 @@ int main(int argc, char **argv)
     kernels_init();
     if (o.mode == MODE_COUNT_CHECK)
         return count_check(&o);
+    if (o.mode == MODE_C2C)
+        return c2c_run(&o);
+    if (o.mode == MODE_WSET)
+        return wset_run(&o);
+    if (o.mode >= MODE_PEAK)
+        return suite_run(&o);
     return measured_run(&o);
 }

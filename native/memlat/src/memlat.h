@@ -14,6 +14,8 @@
 #define MAX_CPUS 1024
 #define MAX_NODES 1024            /* NUMA nodes 0 … 1023 (the kernel's largest MAX_NUMNODES) */
 #define MAX_DELAY_VALUE 100000000ULL
+#define MAX_SIZES 256             /* --sizes entries, and the default working-set points */
+#define MIN_WINDOW_NEW_MODES 0.05 /* -t floor of the suite modes (peak .. working set) */
 
 /* ---- traffic types (MLC's -R / -W codes) ---- */
 enum op {
@@ -46,7 +48,9 @@ uint64_t chase_bytes(uint64_t hops, int stride);
 void traffic_lines(const struct traffic *t, int *loads0, int *loads1, int *stores, int *nts);
 
 /* ---- command line ---- */
-enum mode { MODE_NONE = 0, MODE_IDLE, MODE_LOADED, MODE_BANDWIDTH, MODE_COUNT_CHECK };
+enum mode { MODE_NONE = 0, MODE_IDLE, MODE_LOADED, MODE_BANDWIDTH, MODE_COUNT_CHECK,
+            /* the suite modes (suite.c, c2c.c, wset.c) */
+            MODE_PEAK, MODE_SCALING, MODE_LAT_MATRIX, MODE_BW_MATRIX, MODE_C2C, MODE_WSET };
 
 struct opts {
     enum mode mode;
@@ -65,6 +69,13 @@ struct opts {
     uint64_t tlb_locality_kib;  /* 0 = one global random permutation (default) */
     uint64_t count_steps;       /* --count_check N */
     int mem_node;               /* --mem_node N: bind every buffer to node N; -1 = the kernel's default policy */
+    int traffic_given;          /* -R or -W appeared (peak: only that row) */
+    int delays_given;           /* -d or -D appeared */
+    int threads_list[MAX_CPUS]; /* --threads: load-thread counts of --bandwidth_scaling */
+    int nthreads;
+    uint64_t sizes_kib[MAX_SIZES];  /* --sizes: working-set buffer sizes */
+    int nsizes;
+    int plan_only;              /* --plan_only: print what would be measured (topology, cells), measure nothing */
     char cmdline[2048];         /* argv[1..] as given, for "Command line parameters:" */
 };
 
@@ -72,6 +83,9 @@ struct opts {
 int parse_args(int argc, char **argv, struct opts *o, char *err, size_t errlen);
 void print_usage(FILE *f);
 int parse_cpu_list(const char *s, int *cpus, int max, char *err, size_t errlen);
+/* "1,2,4": integers in [lo, hi], no duplicates; the count, or -1 with a message naming `what` in err */
+int parse_u64_list(const char *v, uint64_t *out, int max, uint64_t lo, uint64_t hi, const char *what, char *err,
+                   size_t errlen);
 
 /* ---- system facts ---- */
 uint64_t llc_bytes(void);                  /* largest cache of cpu0 from sysfs, 0 if unknown */
@@ -79,6 +93,17 @@ uint64_t mem_available_bytes(void);        /* MemAvailable, 0 if unknown */
 int allowed_cpus(int *cpus, int max);      /* CPUs in this process' affinity mask */
 void thp_mode(char *buf, size_t n);        /* e.g. "madvise" (the bracketed word), or "unavailable" */
 uint64_t anon_huge_kib(void);              /* AnonHugePages of this process */
+#define MAX_CACHES 16
+struct cache {
+    int level;              /* 1..9 */
+    char type[16];          /* Data, Instruction, Unified */
+    uint64_t bytes;
+    char shared[128];       /* shared_cpu_list, "?" when unreadable */
+};
+/* the caches of `cpu` from sysfs_root()/devices/system/cpu/cpuN/cache (an entry that does not parse is skipped) */
+int read_caches(int cpu, struct cache *c, int max);
+/* working-set sizes in KiB: 4 to top_kib, four per octave rounded to whole KiB; the count */
+int default_sizes(uint64_t top_kib, uint64_t *kib, int max);
 double tsc_ghz(void);                      /* base-frequency clock (TSC) in GHz, 0 if unknown */
 double now_ns(void);                       /* CLOCK_MONOTONIC */
 double thread_cpu_ns(void);                /* CLOCK_THREAD_CPUTIME_ID */
@@ -91,11 +116,26 @@ struct page_nodes {
     uint64_t total;
     size_t page_bytes;
 };
+const char *sysfs_root(void);                /* /sys, or $MEMLAT_SYSFS_ROOT (tests fake a topology) */
+int sysfs_line(const char *rel, char *buf, size_t n);   /* first line of sysfs_root()/rel; -1 if unreadable */
 int numa_nodes(int *nodes, int max);         /* the online nodes (/sys/devices/system/node/online), -1 if unknown */
 int bind_to_node(void *p, size_t bytes, int node, char *err, size_t errlen);  /* MPOL_BIND; 0 ok */
 int count_page_nodes(void *p, size_t bytes, struct page_nodes *pn);         /* adds to pn; 0 ok, -1 errno */
 int placement_ok(const struct page_nodes *pn, int node);                     /* every page on node */
 void placement_str(const struct page_nodes *pn, char *buf, size_t n);        /* "N0=12 N1=4", as numa_maps */
+/* the machine's nodes: online ones, which have memory, the node of each CPU (-1: none) */
+struct topo {
+    int nodes[MAX_NODES];
+    int nnodes;
+    unsigned char has_memory[MAX_NODES];
+    int cpu_node[MAX_CPUS];
+};
+int topo_read(struct topo *t, char *err, size_t errlen);                    /* 0 ok, -1 (message in err) */
+int parse_numa_maps_line(const char *line, uintptr_t *start, struct page_nodes *pn);   /* 0 ok, -1 malformed */
+/* adds the pages /proc/self/numa_maps reports for the mapping that is exactly [p, p+bytes); 0 ok */
+int numa_maps_pages(const void *p, size_t bytes, struct page_nodes *pn, char *err, size_t errlen);
+/* every page of [p, p+bytes) on `node`, by numa_maps and by move_pages; adds the numa_maps counts to pn */
+int verify_node(const void *p, size_t bytes, int node, struct page_nodes *pn, char *err, size_t errlen);
 
 /* ---- kernels ---- */
 struct kstate {

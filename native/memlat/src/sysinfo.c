@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -183,11 +184,14 @@ void *alloc_buffer(size_t bytes, int huge)
     size_t head = start - (uintptr_t)raw;
     if (head)
         munmap(raw, head);
-    size_t tail = len - head - bytes;
+    size_t tail = len - head - bytes;   /* at least one page: head < HUGE_ALIGN */
     size_t pg = (size_t)sysconf(_SC_PAGESIZE);
     tail -= tail % pg;   /* bytes is a multiple of the page size, so this keeps [start, start+bytes) */
-    if (tail)
-        munmap((char *)start + (len - head - tail), tail);
+    /* the page after the buffer stays mapped PROT_NONE: the buffer is then never merged with a neighbouring
+     * mapping, so /proc/self/numa_maps has a line for exactly this buffer (the placement check reads it) */
+    mprotect((char *)start + bytes, pg, PROT_NONE);
+    if (tail > pg)
+        munmap((char *)start + bytes + pg, tail - pg);
 #ifdef MADV_HUGEPAGE
     if (huge)
         madvise((void *)start, bytes, MADV_HUGEPAGE);
@@ -204,5 +208,69 @@ void *alloc_buffer(size_t bytes, int huge)
 void free_buffer(void *p, size_t bytes)
 {
     if (p)
-        munmap(p, bytes);
+        munmap(p, bytes + (size_t)sysconf(_SC_PAGESIZE));   /* with its guard page */
 }
+
+/* "32K" / "1024K" / "32M", bounded; 0 when malformed */
+static uint64_t cache_size(const char *s)
+{
+    char *end;
+    if (!isdigit((unsigned char)s[0]))
+        return 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    uint64_t mul = *end == 'K' ? 1024 : *end == 'M' ? 1 << 20 : *end == 'G' ? 1 << 30 : *end == 0 ? 1 : 0;
+    if (!mul || (*end && end[1]) || v > (1ULL << 32))
+        return 0;
+    return v * mul;
+}
+
+static int list_chars_ok(const char *s)
+{
+    for (; *s; s++)
+        if (!isdigit((unsigned char)*s) && *s != ',' && *s != '-')
+            return 0;
+    return 1;
+}
+
+/* the caches of `cpu` from sysfs (hostile input: an entry that does not parse is skipped) */
+int read_caches(int cpu, struct cache *c, int max)
+{
+    int n = 0;
+    for (int i = 0; i < 16 && n < max; i++) {
+        char rel[128], buf[256];
+        struct cache x;
+        memset(&x, 0, sizeof x);
+        snprintf(rel, sizeof rel, "devices/system/cpu/cpu%d/cache/index%d/level", cpu, i);
+        if (sysfs_line(rel, buf, sizeof buf) < 0)
+            continue;
+        x.level = atoi(buf);
+        snprintf(rel, sizeof rel, "devices/system/cpu/cpu%d/cache/index%d/type", cpu, i);
+        if (x.level < 1 || x.level > 9 || sysfs_line(rel, x.type, sizeof x.type) < 0 ||
+            (strcmp(x.type, "Data") && strcmp(x.type, "Instruction") && strcmp(x.type, "Unified")))
+            continue;
+        snprintf(rel, sizeof rel, "devices/system/cpu/cpu%d/cache/index%d/size", cpu, i);
+        if (sysfs_line(rel, buf, sizeof buf) < 0 || !(x.bytes = cache_size(buf)))
+            continue;
+        snprintf(rel, sizeof rel, "devices/system/cpu/cpu%d/cache/index%d/shared_cpu_list", cpu, i);
+        if (sysfs_line(rel, x.shared, sizeof x.shared) < 0 || !list_chars_ok(x.shared))
+            snprintf(x.shared, sizeof x.shared, "?");
+        c[n++] = x;
+    }
+    return n;
+}
+
+/* 4 KiB to top_kib, four points per octave (rounded to whole KiB) */
+int default_sizes(uint64_t top_kib, uint64_t *kib, int max)
+{
+    uint64_t top = top_kib;
+    int n = 0;
+    for (int i = 0; n < max; i++) {
+        uint64_t k = (uint64_t)llround(4.0 * pow(2.0, i / 4.0));
+        if (k > top)
+            break;
+        if (!n || kib[n - 1] != k)
+            kib[n++] = k;
+    }
+    return n;
+}
+

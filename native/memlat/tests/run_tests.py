@@ -6,7 +6,10 @@
    lines it really read and wrote), for every traffic type, with and without injection delay;
 3. the output: MLC-style table rows streamed one by one, JSON schema, NT types report write traffic;
 4. physics (skipped with --sanitized): the load threads' bandwidth falls as delay grows, and latency at the largest delay
-   is within 15% of the idle latency.
+   is within 15% of the idle latency;
+5. the suite modes (peak, scaling, matrices, c2c, working set): bad arguments, text layout, JSON, byte counts, the
+   plan on a faked two-node sysfs (MEMLAT_SYSFS_ROOT) and a short real run of each; their physics (working-set
+   plateaus, c2c range) is skipped with --sanitized.
 Standard library only, so it runs before the project's venv exists.
 """
 import argparse
@@ -17,6 +20,7 @@ import platform
 import re
 import subprocess
 import sys
+import tempfile
 import time
 
 FAILS = []
@@ -31,6 +35,21 @@ def check(cond, msg):
 def run(binary, *args, timeout=120, env=None):
     p = subprocess.run([binary, *args], capture_output=True, text=True, timeout=timeout, env=env)
     return p.returncode, p.stdout, p.stderr
+
+
+def check_error(args, rc, out, err, word, want_rc=2):
+    """one line 'memlat: error: ...' naming `word`, the exit code wanted"""
+    lines = err.strip().splitlines()
+    check(rc == want_rc, f"{args}: exit {rc}, want {want_rc}")
+    check(len(lines) == 1 and word.lower() in lines[0].lower() and lines[0].startswith("memlat: error:"),
+          f"{args}: stderr {err!r} should be one line mentioning {word!r}")
+
+
+def usage_errors(binary, cases):
+    for args, word in cases:
+        rc, out, err = run(binary, *args)
+        check_error(args, rc, out, err, word)
+        check(out == "", f"{args}: nothing on stdout, got {out!r}")
 
 
 def test_usage_errors(binary):
@@ -53,13 +72,7 @@ def test_usage_errors(binary):
     ]
     if os.path.exists("/sys/devices/system/node/online"):  # a kernel without NUMA refuses every node
         cases.append((["--idle_latency", "--mem_node", "1023"], "does not exist"))
-    for args, word in cases:
-        rc, out, err = run(binary, *args)
-        lines = err.strip().splitlines()
-        check(rc == 2, f"{args}: exit {rc}, want 2")
-        check(len(lines) == 1 and word in lines[0].lower() and lines[0].startswith("memlat: error:"),
-              f"{args}: stderr {err!r} should be one line mentioning {word!r}")
-        check(out == "", f"{args}: nothing on stdout, got {out!r}")
+    usage_errors(binary, cases)
     rc, out, _ = run(binary, "--help")
     check(rc == 0 and "--loaded_latency" in out and "-W" in out, "--help")
 
@@ -207,6 +220,180 @@ def test_physics(binary):
     check(close, f"latency at delay {delays[-1]} ({lat[-1]:.1f} ns) must be within 15% of idle ({idle:.1f} ns)")
 
 
+SUITE_BAD = [
+    (["--bandwidth_scaling", "--threads", "0"], "--threads"),
+    (["--bandwidth_scaling", "--threads", "-1"], "--threads"),
+    (["--bandwidth_scaling", "--threads", "1,,2"], "--threads"),
+    (["--bandwidth_scaling", "--threads", "1,1"], "twice"),
+    (["--bandwidth_scaling", "--threads", "9" * 30], "--threads"),
+    (["--bandwidth_scaling", "--threads", "1024"], "needs 1024 cpus"),
+    (["--bandwidth_scaling", "--threads", "x"], "--threads"),
+    (["--working_set", "--sizes", "2"], "--sizes"),
+    (["--working_set", "--sizes", "4,4"], "twice"),
+    (["--working_set", "--sizes", "-4"], "--sizes"),
+    (["--working_set", "--sizes", "1073741824"], "memory available"),
+    (["--working_set", "--sizes", "4", "-l", "4096"], "16 chase slots"),
+    (["--peak_injection_bandwidth", "-t", "0.01"], "at least 0.05"),
+    (["--max_bandwidth", "-W", "13"], "traffic type"),
+    (["--peak_injection_bandwidth", "-d", "0"], "do not apply"),
+    (["--c2c_latency", "-k", "0"], "two cpus"),
+    (["--c2c_latency", "-R"], "do not apply"),
+    (["--c2c_latency", "-b", "64"], "does not apply"),
+    (["--latency_matrix", "--mem_node", "0"], "does not apply"),
+    (["--latency_matrix", "-k", "4000"], "cpu"),
+    (["--bandwidth_matrix", "--threads", "1"], "belongs to --bandwidth_scaling"),
+    (["--idle_latency", "--plan_only"], "belongs to the suite"),
+    (["--working_set", "--bogus"], "unknown option"),
+]
+
+
+
+
+def fake_sysfs(root):
+    """the lab's topology: node0 with CPU 0, node1 with CPU 1, both with memory"""
+    for rel, text in (("online", "0-1"), ("has_memory", "0-1"), ("node0/cpulist", "0"), ("node1/cpulist", "1")):
+        path = os.path.join(root, "devices/system/node", rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(text + "\n")
+
+
+PEAK = [("ALL Reads", "R", 1, 0), ("3:1 Reads-Writes", "W3", 3, 1), ("2:1 Reads-Writes", "W2", 2, 1),
+        ("1:1 Reads-Writes", "W5", 1, 1), ("Stream-triad like", "W10", 2, 1)]
+SHORT = ["-t", "0.05", "--warmup", "0.02"]
+
+
+def test_suite_peak_scaling(binary):
+    rc, out, err = run(binary, "--peak_injection_bandwidth", *SHORT, "-b", "4096")
+    check(rc == 0, f"peak exit {rc}: {err}")
+    check("Measuring Peak Injection Memory Bandwidths for the system\nBandwidths are in MB/sec (1 MB/sec = "
+          "1,000,000 Bytes/sec)\nUsing all the threads from each core if Hyper-threading is enabled\nUsing traffic "
+          "with the following read-write ratios\n" in out, f"peak header: {out}")
+    rows = re.findall(r"^(.{17}):\t(\d+\.\d)\t$", out, re.M)
+    check([r[0].rstrip() for r in rows] == [p[0] for p in PEAK] and all(float(r[1]) > 0 for r in rows),
+          f"peak rows in MLC's order: {rows}")
+    traffic = re.findall(r"^Traffic (\w+): reads [\d.]+ MB/sec, writes [\d.]+ MB/sec$", out, re.M)
+    check(traffic == [p[1] for p in PEAK], f"one traffic line per row: {traffic}")
+    rc, out, err = run(binary, "--max_bandwidth", "-W7", *SHORT, "-b", "4096")
+    check(rc == 0 and re.findall(r"^W7 traffic       :\t[\d.]+\t$", out, re.M) and out.count(":\t") == 1,
+          f"-W7: one row labelled 'W7 traffic': {out} {err}")
+    rc, out, err = run(binary, "--peak_injection_bandwidth", *SHORT, "-b", "4096", "--json")
+    check(rc == 0, f"peak JSON exit {rc}: {err}")
+    if rc == 0:
+        d = json.loads(out)
+        check(d["mode"] == "peak" and d["latency_thread"] is False and d["delay"] == 0, f"peak JSON head {d}")
+        check([(r["label"], r["traffic"]) for r in d["rows"]] == [(p[0], p[1]) for p in PEAK], "peak JSON rows")
+        for r, (_, name, rd, wr) in zip(d["rows"], PEAK):
+            # the counting rule: bus bytes read : written per step, and bandwidth = both
+            check(r["read_bytes"] * wr == r["write_bytes"] * rd and r["threads"] == len(d["cpus"]),
+                  f"{name}: read:write bytes {rd}:{wr}: {r}")
+            check(abs(r["bandwidth_mbps"] - r["read_mbps"] - r["write_mbps"]) <= 0.11, f"{name}: sum {r}")
+    ncpu = len(os.sched_getaffinity(0))
+    rc, out, err = run(binary, "--bandwidth_scaling", "-W2", *SHORT, "-b", "4096")
+    rows = re.findall(r"^ (\d+)\t([ \d.]{9,})$", out, re.M)
+    check(rc == 0 and [int(r[0]) for r in rows] == list(range(1, ncpu + 1)), f"scaling rows 1..{ncpu}: {out} {err}")
+    check("Using 2:1 Reads-Writes traffic type\n" in out and "Threads\tBandwidth\n\tMB/sec\n==========================\n"
+          in out, "scaling header")
+    rc, out, err = run(binary, "--bandwidth_scaling", "--threads", "1", *SHORT, "-b", "4096", "--json")
+    check(rc == 0 and [r["threads"] for r in json.loads(out)["rows"]] == [1] and json.loads(out)["mode"] == "scaling",
+          f"scaling JSON: {out} {err}")
+
+
+def test_suite_matrices(binary):
+    for mode, word in (("--latency_matrix", "Measuring idle latencies for random access (in ns)..."),
+                       ("--bandwidth_matrix", "Measuring Memory Bandwidths between nodes within system ")):
+        rc, out, err = run(binary, mode, *SHORT, "-b", "4096")
+        check(rc == 0 and word in out, f"{mode}: exit {rc} {err}")
+        lines = out.splitlines()
+        if rc or "\t\tNuma node" not in lines:
+            continue
+        i = lines.index("\t\tNuma node")
+        cols = [int(x) for x in lines[i + 1].split("\t")[1:-1]]
+        placed = [x for x in lines if x.startswith("Placement verified: ")]
+        rows = [x for x in lines[i + 2:] if re.match(r"^ {0,7}\d+\t", x)]
+        check(lines[i + 1].startswith("Numa node\t") and cols, f"{mode}: header row {lines[i + 1]!r}")
+        check(len(placed) == len(rows) * len(cols) and all(
+            re.match(r"^Placement verified: CPU node \d+, memory node \d+: pages (N\d+=\d+ ?)+ \(\d+-byte pages; "
+                     r"/proc/self/numa_maps\)$", x) for x in placed), f"{mode}: one placement line per cell: {placed}")
+        check(all(len(r.split("\t")) == len(cols) + 2 for r in rows), f"{mode}: rows {rows}")
+        if len(cols) == 1:
+            check("*** One NUMA node: the matrix is 1x1" in lines, f"{mode}: one-node line")
+        rc, out, err = run(binary, mode, *SHORT, "-b", "4096", "--json")
+        if rc == 0:
+            d = json.loads(out)
+            cell = d["rows"][0]
+            pages = cell["numa"]["pages"][str(cell["mem_node"])]
+            nbuf = 1 if mode == "--latency_matrix" else cell["threads"]
+            check(cell["numa"]["pages_total"] == pages == nbuf * 4096 * 1024 // cell["numa"]["page_bytes"]
+                  and cell["numa"]["verified_with"] == "numa_maps", f"{mode}: JSON placement {cell}")
+            check(len(d["rows"]) == len(d["cpu_nodes"]) * len(d["mem_nodes"]), f"{mode}: JSON cells")
+    with tempfile.TemporaryDirectory() as root:
+        fake_sysfs(root)
+        env = dict(os.environ, MEMLAT_SYSFS_ROOT=root)
+        for mode in ("--latency_matrix", "--bandwidth_matrix"):
+            rc, out, err = run(binary, mode, "--plan_only", env=env)
+            cells = re.findall(r"^Plan: CPU node (\d) \(CPU\(s\) (\d)\), memory node (\d)$", out, re.M)
+            check(rc == 0 and cells == [("0", "0", "0"), ("0", "0", "1"), ("1", "1", "0"), ("1", "1", "1")],
+                  f"{mode} plan on two faked nodes: {out} {err}")
+        rc, out, err = run(binary, "--c2c_latency", "--plan_only", env=env)
+        remote = re.findall(r"^Plan: c2c hitm, writer node (\d) \(CPU \d\), reader node (\d) \(CPU \d\), memory on "
+                            r"node (\d) \((\w+)\)$", out, re.M)
+        check(rc == 0 and sorted(remote) == [("0", "1", "0", "writer"), ("0", "1", "1", "reader"),
+                                             ("1", "0", "0", "reader"), ("1", "0", "1", "writer")],
+              f"c2c remote plan: {out} {err}")
+        if not os.path.exists("/sys/devices/system/node/node1"):
+            # node 1 is faked: binding a buffer there fails, and that is an error, never a figure
+            rc, out, err = run(binary, "--latency_matrix", *SHORT, "-b", "4096", env=env)
+            check_error("fake node 1", rc, out, err, "node 1", want_rc=1)
+            check(not re.search(r"^ {7}1\t", out, re.M), f"no row for a node that could not be bound: {out}")
+
+
+def test_suite_c2c_wset(binary, sanitized):
+    rc, out, err = run(binary, "--c2c_latency", *SHORT)
+    check(rc == 0, f"c2c exit {rc}: {err}")
+    hit = re.search(r"^Local Socket L2->L2 HIT  latency\t(\d+\.\d)$", out, re.M)
+    hitm = re.search(r"^Local Socket L2->L2 HITM latency\t(\d+\.\d)$", out, re.M)
+    check(hit and hitm and "Measuring cache-to-cache transfer latency (in ns)...\nUsing writer thread on CPU " in out,
+          f"c2c layout: {out}")
+    multi = os.path.exists("/sys/devices/system/node/node1")
+    check(multi or "*** One NUMA node: no remote cache-to-cache figures" in out, "c2c one-node line")
+    rc, out, err = run(binary, "--c2c_latency", *SHORT, "--json")
+    if rc == 0:
+        d = json.loads(out)
+        local = [r for r in d["rows"] if r["scope"] == "local"]
+        check([r["c2c"] for r in local] == ["hit", "hitm"] and all(
+            r["transfers"] >= d["windows"] * d["lines_per_round"] and len(r["window_ns"]) == d["windows"]
+            for r in local), f"c2c JSON: {d}")
+        if not sanitized:
+            check(all(5 < r["latency_ns"] < 1000 for r in local), f"c2c latencies in range: {local}")
+    sizes = "4,512,65536"
+    rc, out, err = run(binary, "--working_set", "--sizes", sizes, *SHORT)
+    rows = re.findall(r"^ (\d+)\t([ \d.]{8,})$", out, re.M)
+    check(rc == 0 and [r[0] for r in rows] == sizes.split(","), f"working-set rows: {out} {err}")
+    check(re.search(r"^Using huge pages: (yes|no) \(", out, re.M) and "Buffer\tLatency\n(KiB)\t(ns)\n" in out,
+          "working-set header")
+    check(re.search(r"^Cache L1d: \d+ KiB \(level 1, Data, shared by CPU\(s\) [\d,-]+\)$", out, re.M)
+          or not os.path.exists("/sys/devices/system/cpu/cpu0/cache"), f"cache lines: {out}")
+    rc, out, err = run(binary, "--working_set", "--sizes", sizes, "--no_huge_pages", *SHORT, "--json")
+    if rc == 0:
+        d = json.loads(out)
+        lat = [r["latency_ns"] for r in d["rows"]]
+        check(d["pages"] == "4k" and d["huge_pages"] is False and [r["buffer_kib"] for r in d["rows"]] == [4, 512, 65536],
+              f"working-set JSON: {d}")
+        # an L1-resident chase, an L2-sized one and a DRAM-sized one: loose physics only
+        check(sanitized or (lat[0] < 5 and lat[0] < lat[1] < lat[2] and lat[2] > 40), f"working-set curve {lat}")
+    rc, out, err = run(binary, "--working_set", "--plan_only")
+    plan = re.findall(r"^Plan: working set (\d+) KiB", out, re.M)
+    check(rc == 0 and plan[:5] == ["4", "5", "6", "7", "8"] and int(plan[-1]) >= 65536, f"default sizes: {plan[:6]}")
+
+
+def test_suite(binary, sanitized):
+    usage_errors(binary, SUITE_BAD)
+    test_suite_peak_scaling(binary)
+    test_suite_matrices(binary)
+    test_suite_c2c_wset(binary, sanitized)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--binary", default="build/memlat")
@@ -217,6 +404,7 @@ def main():
                      ("counting rule", lambda: test_counting(a.binary)),
                      ("output format", lambda: test_output(a.binary, a.sanitized)),
                      ("numa placement", lambda: test_numa(a.binary)),
+                     ("suite modes", lambda: test_suite(a.binary, a.sanitized)),
                      ("physics", None if a.sanitized else lambda: test_physics(a.binary))):
         if a.only and a.only not in name:
             continue

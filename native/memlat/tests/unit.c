@@ -101,6 +101,160 @@ static void test_args(void)
         CHECK(parse(bad[i], &o) == 2, "'%s' should be a usage error", bad[i]);
 }
 
+static void test_suite_args(void)
+{
+    struct opts o;
+    CHECK(parse("--max_bandwidth", &o) == 0 && o.mode == MODE_PEAK && !o.traffic_given, "--max_bandwidth alias");
+    CHECK(parse("--peak_injection_bandwidth -W5 -t 0.05", &o) == 0 && o.traffic_given && o.traffic_code == 5,
+          "peak with one traffic");
+    CHECK(parse("--bandwidth_scaling --threads 4,1,2", &o) == 0 && o.nthreads == 3 && o.threads_list[0] == 4 &&
+          o.threads_list[2] == 2, "--threads list in the given order");
+    CHECK(parse("--working_set --sizes 4,48,1024 --no_huge_pages", &o) == 0 && o.nsizes == 3 &&
+          o.sizes_kib[1] == 48 && !o.huge_pages, "--sizes list");
+    CHECK(parse("--latency_matrix --plan_only", &o) == 0 && o.plan_only && o.mode == MODE_LAT_MATRIX, "plan only");
+    CHECK(parse("--c2c_latency -k 0,1", &o) == 0 && o.mode == MODE_C2C, "c2c");
+    const char *bad[] = {"--bandwidth_scaling --threads 0", "--bandwidth_scaling --threads -2",
+                         "--bandwidth_scaling --threads 1,,2", "--bandwidth_scaling --threads 2,2",
+                         "--bandwidth_scaling --threads 1025", "--bandwidth_scaling --threads ,1",
+                         "--bandwidth_scaling --threads 1,", "--bandwidth_scaling --threads 18446744073709551616",
+                         "--working_set --sizes 3", "--working_set --sizes 8,8", "--working_set --sizes 4;8",
+                         "--working_set --sizes 1073741825", "--working_set --sizes 4 -b 64",
+                         "--idle_latency --sizes 4", "--peak_injection_bandwidth --threads 1",
+                         "--loaded_latency --plan_only", "--peak_injection_bandwidth -t 0.04",
+                         "--bandwidth_scaling -D 0,100", "--latency_matrix -d 0", "--bandwidth_matrix --mem_node 0",
+                         "--working_set --tlb_locality 64", "--c2c_latency -W 5", "--latency_matrix -R",
+                         "--working_set -W 2", "--c2c_latency -b 64"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        CHECK(parse(bad[i], &o) == 2, "'%s' should be a usage error", bad[i]);
+    uint64_t v[4];
+    char err[256];
+    CHECK(parse_u64_list("1,2,3,4,5", v, 4, 1, 9, "x", err, sizeof err) == -1 && strstr(err, "at most 4"),
+          "list longer than its room: %s", err);
+    CHECK(parse_u64_list("7", v, 4, 1, 9, "x", err, sizeof err) == 1 && v[0] == 7, "one item");
+    CHECK(parse_u64_list("123456789012345678901234567890", v, 4, 1, 9, "x", err, sizeof err) == -1, "huge item");
+}
+
+/* numa_maps lines as the kernel writes them, and hostile ones */
+static void test_numa_maps_line(void)
+{
+    static struct page_nodes pn;
+    uintptr_t start = 0;
+    memset(&pn, 0, sizeof pn);
+    CHECK(parse_numa_maps_line("7f1200000000 bind:1 anon=512 dirty=512 active=0 N1=500 N0=12 kernelpagesize_kB=4\n",
+                               &start, &pn) == 0 && start == 0x7f1200000000 && pn.pages[1] == 500 && pn.pages[0] == 12 &&
+          pn.total == 512 && pn.page_bytes == 4096, "numa_maps line");
+    const char *bad[] = {"", "zz bind:0 N0=1 kernelpagesize_kB=4", "7f00 bind:0 N0=1",
+                         "7f00 bind:0 N1024=1 kernelpagesize_kB=4", "7f00 N0=1 kernelpagesize_kB=0",
+                         "7f00 N0=99999999999999 kernelpagesize_kB=4", "7f00x N0=1 kernelpagesize_kB=4",
+                         "7f00 N0=1 kernelpagesize_kB=99999999999"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        memset(&pn, 0, sizeof pn);
+        CHECK(parse_numa_maps_line(bad[i], &start, &pn) == -1, "'%s' must be refused", bad[i]);
+    }
+    memset(&pn, 0, sizeof pn);
+    CHECK(parse_numa_maps_line("7f00 default file=/x\\ N0=3 kernelpagesize_kB=2048 Nx=1 N2=", &start, &pn) == 0 &&
+          pn.pages[0] == 3 && pn.total == 3 && pn.page_bytes == 2048 * 1024, "odd tokens are skipped");
+}
+
+/* a bound, touched buffer verifies on node 0 from numa_maps and move_pages; the same buffer checked against another
+ * node, or only half touched, is refused (the placement check a matrix cell must pass) */
+static void test_verify_node(void)
+{
+    int nodes[MAX_NODES];
+    if (numa_nodes(nodes, MAX_NODES) < 1) {
+        printf("verify_node: skipped (this kernel has no NUMA support)\n");
+        return;
+    }
+    static struct page_nodes pn;
+    char err[256] = "";
+    size_t bytes = 4u << 20;
+    for (int huge = 0; huge < 2; huge++) {
+        char *p = alloc_buffer(bytes, huge);
+        CHECK(p && bind_to_node(p, bytes, 0, err, sizeof err) == 0, "bind: %s", err);
+        memset(p, 1, bytes / 2);
+        memset(&pn, 0, sizeof pn);
+        CHECK(verify_node(p, bytes, 0, &pn, err, sizeof err) == -1 && strstr(err, "not all on NUMA node 0"),
+              "half-touched buffer must fail: %s", err);
+        memset(p, 1, bytes);
+        memset(&pn, 0, sizeof pn);
+        CHECK(verify_node(p, bytes, 0, &pn, err, sizeof err) == 0 && pn.pages[0] * pn.page_bytes == bytes &&
+              pn.total == pn.pages[0], "bound buffer on node 0 (huge=%d): %s", huge, err);
+        CHECK(verify_node(p, bytes, 1, &pn, err, sizeof err) == -1 && strstr(err, "node 1"),
+              "the same buffer is not on node 1: %s", err);
+        CHECK(verify_node(p + 4096, bytes - 4096, 0, &pn, err, sizeof err) == -1 && strstr(err, "one mapping"),
+              "a part of a mapping is refused: %s", err);
+        free_buffer(p, bytes);
+    }
+}
+
+static void write_file(const char *root, const char *rel, const char *text)
+{
+    char path[512], cmd[600];
+    snprintf(path, sizeof path, "%s/%s", root, rel);
+    snprintf(cmd, sizeof cmd, "mkdir -p \"$(dirname '%s')\"", path);
+    if (system(cmd) != 0)
+        return;
+    FILE *f = fopen(path, "w");
+    if (f) {
+        fputs(text, f);
+        fclose(f);
+    }
+}
+
+/* a faked sysfs: two nodes with CPUs, a memory-only node, caches; then broken files */
+static void test_fake_sysfs(void)
+{
+    char root[] = "/tmp/memlat-sysfs-XXXXXX", err[256], cmd[128];
+    if (!mkdtemp(root))
+        return;
+    setenv("MEMLAT_SYSFS_ROOT", root, 1);
+    write_file(root, "devices/system/node/online", "0-2\n");
+    write_file(root, "devices/system/node/has_memory", "0,2\n");
+    write_file(root, "devices/system/node/node0/cpulist", "0\n");
+    write_file(root, "devices/system/node/node1/cpulist", "1\n");
+    write_file(root, "devices/system/node/node2/cpulist", "\n");
+    static struct topo t;
+    CHECK(topo_read(&t, err, sizeof err) == 0 && t.nnodes == 3 && t.has_memory[0] && !t.has_memory[1] &&
+          t.has_memory[2] && t.cpu_node[0] == 0 && t.cpu_node[1] == 1 && t.cpu_node[2] == -1, "fake topology: %s", err);
+    write_file(root, "devices/system/node/node1/cpulist", "1-0\n");
+    CHECK(topo_read(&t, err, sizeof err) == -1 && strstr(err, "node1/cpulist"), "malformed cpulist: %s", err);
+    write_file(root, "devices/system/node/online", "garbage\n");
+    CHECK(topo_read(&t, err, sizeof err) == -1 && strstr(err, "online"), "malformed online: %s", err);
+
+    const char *c = "devices/system/cpu/cpu0/cache/index";
+    char rel[128];
+    static const char *files[][5] = {{"0", "1", "Data", "32K", "0"}, {"1", "2", "Unified", "1024K", "0"},
+                                     {"2", "3", "Unified", "32M", "0-1"}, {"3", "99", "Data", "8K", "0"},
+                                     {"4", "2", "Bogus", "8K", "0"}, {"5", "2", "Data", "8Q", "0"},
+                                     {"6", "2", "Data", "K", "0"}, {"7", "4", "Unified", "64M", "0;rm"}};
+    static const char *names[] = {"level", "type", "size", "shared_cpu_list"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+        for (int k = 0; k < 4; k++) {
+            snprintf(rel, sizeof rel, "%s%s/%s", c, files[i][0], names[k]);
+            write_file(root, rel, files[i][k + 1]);
+        }
+    struct cache caches[MAX_CACHES];
+    int n = read_caches(0, caches, MAX_CACHES);
+    CHECK(n == 4 && caches[0].bytes == 32768 && caches[2].bytes == 32u << 20 && !strcmp(caches[2].shared, "0-1") &&
+          caches[3].level == 4 && !strcmp(caches[3].shared, "?"), "fake caches: %d read", n);
+    unsetenv("MEMLAT_SYSFS_ROOT");
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+    CHECK(system(cmd) == 0, "cleanup");
+}
+
+static void test_default_sizes(void)
+{
+    uint64_t kib[MAX_SIZES];
+    int n = default_sizes(64 * 1024, kib, MAX_SIZES);
+    CHECK(n == 57 && kib[0] == 4 && kib[1] == 5 && kib[2] == 6 && kib[3] == 7 && kib[4] == 8 && kib[n - 1] == 65536,
+          "4 KiB .. 64 MiB at 4 per octave: %d points, last %llu", n, (unsigned long long)kib[n - 1]);
+    int up = 1;
+    for (int i = 1; i < n; i++)
+        up &= kib[i] > kib[i - 1];
+    CHECK(up, "sizes strictly increasing");
+    CHECK(default_sizes(4, kib, MAX_SIZES) == 1 && default_sizes(1ULL << 30, kib, 10) == 10, "bounds");
+}
+
 static void test_json(void)
 {
     char *buf = NULL;
@@ -207,6 +361,11 @@ int main(void)
     test_chain(1000, 256, 64);
     test_chain(2, 64, 0);
     test_args();
+    test_suite_args();
+    test_numa_maps_line();
+    test_verify_node();
+    test_fake_sysfs();
+    test_default_sizes();
     test_json();
     test_numa();
     test_delay();
