@@ -105,11 +105,17 @@ def figure_label(figure: Mapping[str, object]) -> str:
     return f"{figure.get('mode')} {figure_keys(figure)}"
 
 
+def latency_text(ns: float) -> str:
+    """A latency in ns with the digits it needs: "144.3", and below 10 ns two decimals ("1.25": an L1 hit
+    against a 1.1 ns one)."""
+    return f"{ns:.2f}" if abs(ns) < 10 else f"{ns:.1f}"
+
+
 def figure_value(metrics: Mapping[str, Any]) -> str:
-    """A figure's value with its unit: "144.3 ns", "211194.2 MB/s" ("?" when it has none)."""
+    """A figure's value with its unit: "144.3 ns", "1.25 ns", "211194.2 MB/s" ("?" when it has none)."""
     lat, bw = metrics.get("latency_ns"), metrics.get("bandwidth_mbps")
     if isinstance(lat, (int, float)) and not isinstance(lat, bool):
-        return f"{lat:.1f} ns"
+        return f"{latency_text(lat)} ns"
     if isinstance(bw, (int, float)) and not isinstance(bw, bool):
         return f"{bw:.1f} MB/s"
     return "?"

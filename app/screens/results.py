@@ -18,7 +18,7 @@ from app.points import Kind
 from app.results import ResultsDir
 from app.screens import strings
 from app.screens.messages import ShowDevices, ShowReport
-from app.summary import SUITE_MODES, figure_keys, point_label
+from app.summary import SUITE_MODES, figure_keys, latency_text, point_label
 from app.units import format_count
 from app.widgets import TooSmall
 
@@ -58,7 +58,7 @@ SUITE_COLUMNS: list[Column] = [
     ("mode", lambda r: r["mode"] or "", str),
     ("figure", lambda r: r.get("figure") or "", str),
     ("latency ns", lambda r: r["latency_ns"] if r["latency_ns"] is not None else -1.0,
-     lambda v: "-" if v < 0 else f"{v:.1f}"),
+     lambda v: "-" if v < 0 else latency_text(v)),
     ("MB/s", lambda r: r["bandwidth_MBps"] or -1.0, lambda v: "-" if v < 0 else f"{v:.1f}"),
 ]
 RIGHT = {"#", "IOPS", "MB/s", "avg µs", "p99 µs", "CPU %", "stride", "delay", "latency ns"}

@@ -43,7 +43,7 @@ from app.widgets.suite import (
     ScalingChart,
     SuitePanel,
     WorkingSetChart,
-    figure_value,
+    figure_number,
 )
 
 EventSource = Callable[[], AsyncIterator[object]]  # the session's events (app.sweep)
@@ -409,7 +409,7 @@ class RunScreen(Screen[None]):
         record = dict(ev.record, index=ev.index)
         panel = self.suite_panel(ev.record["point"].get("mode"))
         if panel is not None:  # a memory-suite figure: its panel, not the loaded-latency curve
-            panel.add(ev.record["point"], figure_value(ev.record["metrics"]))
+            panel.add(ev.record["point"], figure_number(ev.record["metrics"]))
             return
         for chart in self.query(CurveChart):
             chart.add_record(record)
@@ -479,7 +479,7 @@ class RunScreen(Screen[None]):
             if d.get("mode") in SUITE_MODES:  # the suite's figure: its panel (when the plan has one)
                 panel = self.suite_panel(d["mode"])
                 if panel is not None:
-                    panel.add(d, figure_value(d))
+                    panel.add(d, figure_number(d))
                 return
             if d.get("bandwidth_mbps") is not None:
                 for chart in self.query(CurveChart):

@@ -33,7 +33,7 @@ MODE_NAMES = {"loaded": "loaded", "idle": "idle", "peak": "peak", "scaling": "sc
               "working_set": "working set"}
 
 
-def figure_value(data: Mapping[str, object]) -> float | None:
+def figure_number(data: Mapping[str, object]) -> float | None:
     """A live sample's (or results line's metrics') figure: its latency or bandwidth, None when it has none."""
     for key in ("latency_ns", "bandwidth_mbps"):
         value = data.get(key)
@@ -239,7 +239,7 @@ class PeakBars(SuitePanel, Widget):
         return [(str(k), self.figures.values[k]) for k in keys]
 
     def render(self) -> RenderResult:
-        text = Text("peak injection bandwidth, MB/s (all CPUs loading)\n", style="bold")
+        text = Text("peak injection bandwidth, MB/s\n", style="bold")
         rows = self.rows()
         top = max((v for _, v in rows if v is not None), default=0.0)
         label_w = max((len(traffic_label(t)) for t, _ in rows), default=0)
