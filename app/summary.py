@@ -7,7 +7,12 @@ from typing import Any, Mapping
 from app.points import Kind, MemoryPoint, Point, StoragePoint
 from app.records import Latency, ResultLine
 from app.textable import format_table
-from app.units import format_count, format_size, format_us
+from app.units import format_count, format_size, format_size_human, format_us
+
+# the memory suite's modes beside the idle and loaded latency: one figure per results line
+SUITE_MODES = ("peak", "scaling", "latency_matrix", "bandwidth_matrix", "c2c", "working_set")
+# MLC's short names of its peak-injection traffic mixes ("3:1 Reads-Writes" and so on); another code reads as itself
+TRAFFIC_LABELS = {"R": "ALL Reads", "W3": "3:1", "W2": "2:1", "W5": "1:1", "W10": "Triad"}
 
 
 def point_label(kind: str, point: Point | Mapping[str, object]) -> str:
@@ -28,34 +33,11 @@ def point_label(kind: str, point: Point | Mapping[str, object]) -> str:
         return f"{point['group']}: {label}" if point.get("group") else label
     if point.get("mode") == "idle":
         return "idle latency"
-    if point.get("mode") not in (None, "loaded"):
-        return _suite_label(point)
+    if point.get("mode") in SUITE_MODES:
+        return figure_label(point)
     buffer = point.get("buffer")
     buf = f" buf {format_size(buffer)}" if isinstance(buffer, int) and buffer else ""
     return f"{point.get('traffic')} stride {point.get('stride')}{buf} delay {point.get('delay')}"
-
-
-def _suite_label(point: Mapping[str, object]) -> str:
-    """A memory-suite point (peak, scaling, matrices, c2c, working set) in a few words."""
-    mode, traffic = point.get("mode"), point.get("traffic")
-    cells = f"CPU node {point.get('cpu_node')} → memory node {point.get('mem_node')}"
-    if mode == "peak":
-        label = f"peak bandwidth {traffic}"
-    elif mode == "scaling":
-        label = f"bandwidth {traffic} {point.get('threads')} thread(s)"
-    elif mode == "latency_matrix":
-        label = f"idle latency {cells}"
-    elif mode == "bandwidth_matrix":
-        label = f"bandwidth {traffic} {cells}"
-    elif mode == "c2c":
-        label = f"c2c {point.get('c2c')}"
-        if point.get("reader_node") is not None:
-            label += (f" writer node {point.get('cpu_node')} reader node {point.get('reader_node')} "
-                      f"(line homed at the {point.get('home')})")
-    else:
-        buffer = point.get("buffer")
-        label = f"working set {format_size(buffer) if isinstance(buffer, int) else '?'}"
-    return label + (" 4k pages" if point.get("pages") == "4k" else "")
 
 
 def metrics_line(kind: str, metrics: Mapping[str, Any]) -> str:
@@ -63,10 +45,85 @@ def metrics_line(kind: str, metrics: Mapping[str, Any]) -> str:
         lat = metrics.get("lat_ns") or {}
         return (f"{format_count(metrics.get('iops') or 0)} IOPS, {(metrics.get('bw_bytes') or 0) / 1e6:.1f} MB/s, "
                 f"lat mean {(lat.get('mean') or 0) / 1e3:.1f} µs p99 {(lat.get('p99') or 0) / 1e3:.1f} µs")
+    if metrics.get("latency_ns") is None and metrics.get("bandwidth_mbps") is not None:  # a bandwidth figure
+        return f"bandwidth {metrics['bandwidth_mbps']:.1f} MB/s"
     line = f"latency {metrics.get('latency_ns') or 0:.1f} ns"
     if metrics.get("bandwidth_mbps") is not None:
         line += f", bandwidth {metrics['bandwidth_mbps']:.1f} MB/s"
     return line
+
+
+def traffic_label(traffic: object) -> str:
+    """A traffic code as MLC's peak-bandwidth table names it: "ALL Reads", "3:1", … ("W7" stays "W7")."""
+    return TRAFFIC_LABELS.get(str(traffic), str(traffic))
+
+
+def _node(value: object) -> str:
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else "?"
+
+
+def figure_buffer(figure: Mapping[str, object]) -> int | None:
+    """The buffer of a working-set figure: a point's ``buffer``, a live sample's ``buffer_bytes``."""
+    value = figure.get("buffer_bytes", figure.get("buffer"))
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def figure_pages(figure: Mapping[str, object]) -> str:
+    """The page size of a figure's buffers: "2m" (huge pages where the kernel allows: the engines' default) or
+    "4k"."""
+    return "4k" if figure.get("pages") == "4k" else "2m"
+
+
+def figure_keys(figure: Mapping[str, object]) -> str:
+    """What identifies a memory figure among its mode's, in words: "cpu 0 → mem 1", "ALL Reads", "64 KiB (2m
+    pages)", "hitm writer 0 → reader 1, line homed at the writer".  ``figure`` is a point's JSON table or a live
+    sample's data (app.runners.base.Sample); untrusted: a missing or ill-typed key shows as ``?``."""
+    mode = figure.get("mode")
+    traffic = figure.get("traffic")
+    if mode == "peak":
+        return traffic_label(traffic)
+    if mode == "scaling":
+        return f"{traffic} {_node(figure.get('threads'))} threads"
+    if mode in ("latency_matrix", "bandwidth_matrix"):
+        cells = f"cpu {_node(figure.get('cpu_node'))} → mem {_node(figure.get('mem_node'))}"
+        return f"{traffic} {cells}" if mode == "bandwidth_matrix" else cells
+    if mode == "c2c":
+        kind = str(figure.get("c2c") or "hitm").upper()
+        if figure.get("reader_node") is None:
+            cpus = figure.get("cpus")
+            return f"{kind} local" + (f" (CPUs {cpus})" if isinstance(cpus, str) else "")
+        return (f"{kind} writer {_node(figure.get('cpu_node'))} → reader {_node(figure.get('reader_node'))}, "
+                f"line homed at the {figure.get('home') or 'writer'}")
+    if mode == "working_set":
+        buffer = figure_buffer(figure)
+        return f"{'?' if buffer is None else format_size_human(buffer)} ({figure_pages(figure)} pages)"
+    return point_label(Kind.MEMORY, figure)
+
+
+def figure_label(figure: Mapping[str, object]) -> str:
+    """A memory-suite figure's mode and keys: "latency_matrix cpu 0 → mem 1", "peak ALL Reads"."""
+    return f"{figure.get('mode')} {figure_keys(figure)}"
+
+
+def latency_text(ns: float) -> str:
+    """A latency in ns with the digits it needs: "144.3", and below 10 ns two decimals ("1.25": an L1 hit
+    against a 1.1 ns one)."""
+    return f"{ns:.2f}" if abs(ns) < 10 else f"{ns:.1f}"
+
+
+def figure_value(metrics: Mapping[str, Any]) -> str:
+    """A figure's value with its unit: "144.3 ns", "1.25 ns", "211194.2 MB/s" ("?" when it has none)."""
+    lat, bw = metrics.get("latency_ns"), metrics.get("bandwidth_mbps")
+    if isinstance(lat, (int, float)) and not isinstance(lat, bool):
+        return f"{latency_text(lat)} ns"
+    if isinstance(bw, (int, float)) and not isinstance(bw, bool):
+        return f"{bw:.1f} MB/s"
+    return "?"
+
+
+def figure_line(point: Mapping[str, object], metrics: Mapping[str, Any]) -> str:
+    """One results line of the memory suite: "latency_matrix cpu 0 → mem 1: 144.3 ns"."""
+    return f"{figure_label(point)}: {figure_value(metrics)}"
 
 
 def live_line(kind: str, sample: dict[str, Any]) -> str:
@@ -133,7 +190,9 @@ def results_table(lines: list[ResultLine]) -> str:
                            f"{m.usr_cpu or 0:.1f}/{m.sys_cpu or 0:.1f}"])
         head = ["test"] + (["host"] if fleet else []) + ["IOPS", "MB/s", "lat avg µs", "p99 µs", "CPU usr/sys %"]
         parts.append(format_table(head, rows, right=tuple(range(len(head) - 5, len(head)))))
-    if memory:
+    if any(r.point.get("mode") in SUITE_MODES for r in memory):
+        parts.append(suite_table(memory))
+    elif memory:
         cells: list[list[object]] = []
         for r in memory:
             p, mem = r.point, r.memory
@@ -145,3 +204,14 @@ def results_table(lines: list[ResultLine]) -> str:
         parts.append(format_table(["traffic", "stride", "inject delay", "latency ns", "bandwidth MB/s"], cells,
                                   right=(1, 2, 3, 4)))
     return "\n\n".join(parts)
+
+
+def suite_table(memory: list[ResultLine]) -> str:
+    """The memory lines of a run that measured the suite's modes: each figure's mode, keys and value."""
+    rows: list[list[object]] = []
+    for r in memory:
+        m = r.memory
+        keys = figure_keys(r.point) if r.point.get("mode") in SUITE_MODES else point_label(Kind.MEMORY, r.point)
+        rows.append([r.point.get("mode") or "", keys, "" if m.latency_ns is None else f"{m.latency_ns:.2f}",
+                     "" if m.bandwidth_mbps is None else f"{m.bandwidth_mbps:.1f}"])
+    return format_table(["mode", "figure", "latency ns", "bandwidth MB/s"], rows, right=(2, 3))

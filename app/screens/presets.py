@@ -78,7 +78,7 @@ class PresetsScreen(Screen[None]):
     def on_mount(self) -> None:
         self.sub_title = strings.PRESETS_SUBTITLE.format(target=self.target.display)
         table = self.query_one("#presets", DataTable)
-        table.add_column("preset", key="name", width=13)
+        table.add_column("preset", key="name", width=15)  # mem-mlc-default, mem-working-set
         table.add_column("kind", key="kind", width=4)
         table.add_column("pts", key="points", width=4)
         table.add_column("est.", key="est", width=7)

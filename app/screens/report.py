@@ -23,6 +23,8 @@ from app.widgets.series import Series, SeriesPlot, legend
 
 FIGURE = re.compile(r"^!\[([^\]]*)\]\(([^)]+)\)\s*$")
 
+TOC_WIDTH = 120  # the terminal columns from which the contents are shown beside the report
+
 
 @dataclass
 class Curves:
@@ -149,7 +151,9 @@ class ReportScreen(Screen[None]):
         status.update(str(self.path / "report.md"))
         viewer = self.query_one("#report-md", MarkdownViewer)
         await viewer.document.update(loaded.markdown)
-        viewer.show_table_of_contents = self.size.width >= 100
+        # beside the report from 120 columns: narrower, the report's six-column tables (the memory suite's peak
+        # bandwidths) would have their numbers cut ("91104…")
+        viewer.show_table_of_contents = self.size.width >= TOC_WIDTH
         await self.show_curves(loaded)
         self.loaded = loaded  # all shown
         self.focus_shown()

@@ -18,7 +18,7 @@ from app.points import Kind
 from app.results import ResultsDir
 from app.screens import strings
 from app.screens.messages import ShowDevices, ShowReport
-from app.summary import point_label
+from app.summary import SUITE_MODES, figure_keys, latency_text, point_label
 from app.units import format_count
 from app.widgets import TooSmall
 
@@ -50,6 +50,15 @@ MEMORY_COLUMNS: list[Column] = [
     ("stride", lambda r: r["stride"] or 0, str),
     ("delay", lambda r: r["delay"] if r["delay"] is not None else -1, lambda v: "-" if v == -1 else str(v)),
     ("latency ns", lambda r: r["latency_ns"] or 0.0, lambda v: f"{v:.1f}"),
+    ("MB/s", lambda r: r["bandwidth_MBps"] or -1.0, lambda v: "-" if v < 0 else f"{v:.1f}"),
+]
+# a memory run that measured the suite's modes: each figure's mode and what identifies it (app.summary.figure_keys)
+SUITE_COLUMNS: list[Column] = [
+    ("#", lambda r: r["index"], lambda v: str(v + 1)),
+    ("mode", lambda r: r["mode"] or "", str),
+    ("figure", lambda r: r.get("figure") or "", str),
+    ("latency ns", lambda r: r["latency_ns"] if r["latency_ns"] is not None else -1.0,
+     lambda v: "-" if v < 0 else latency_text(v)),
     ("MB/s", lambda r: r["bandwidth_MBps"] or -1.0, lambda v: "-" if v < 0 else f"{v:.1f}"),
 ]
 RIGHT = {"#", "IOPS", "MB/s", "avg µs", "p99 µs", "CPU %", "stride", "delay", "latency ns"}
@@ -207,6 +216,19 @@ def load_rows(path: Path) -> list[dict[str, Any]]:
     return rows(frame)
 
 
+def with_figures(path: Path, rows: list[dict[str, Any]]) -> bool:
+    """Memory rows of a run with the suite's modes get ``figure``, the keys that identify each figure (results.csv
+    has no column for most of them: they are read from the results lines); False for any other run."""
+    if not any(r.get("kind") == Kind.MEMORY and r.get("mode") in SUITE_MODES for r in rows):
+        return False
+    points = {line.index: line.point for line in ResultsDir(path).lines()}
+    for r in rows:
+        point = points.get(r["index"])
+        if r.get("kind") == Kind.MEMORY and point is not None:
+            r["figure"] = figure_keys(point) if r.get("mode") in SUITE_MODES else point_label(Kind.MEMORY, point)
+    return True
+
+
 def export_report(results: Path, destination: str) -> Path:
     """Runs in a thread: the core's report renderer, into ``destination`` (a directory or a .md path)."""
     try:
@@ -308,6 +330,8 @@ class ResultsScreen(Screen[None]):
         self.records = load_rows(self.path)
         kinds = {r.get("kind") for r in self.records}
         self.columns = MEMORY_COLUMNS if kinds == {Kind.MEMORY} else STORAGE_COLUMNS
+        if kinds == {Kind.MEMORY} and with_figures(self.path, self.records):
+            self.columns = SUITE_COLUMNS
         if any(r.get("flags") for r in self.records):
             self.columns = self.columns + [FLAGS_COLUMN]
         table = self.query_one("#results", DataTable)

@@ -18,9 +18,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Header, ProgressBar, RichLog, Static, TabbedContent, TabPane
+from textual.widget import Widget
+from textual.widgets import ContentSwitcher, Footer, Header, ProgressBar, RichLog, Static, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState
 
+from app import presets as core
 from app import sweep
 from app.container import results_volume_warning, shown_path
 from app.points import Kind
@@ -29,10 +31,20 @@ from app.screens import strings
 from app.screens.confirm import YesNo
 from app.screens.messages import ShowResults
 from app.screens.state import RunRequest, app_options, app_sessions
-from app.summary import live_line, metrics_line, outcome_line, point_label
+from app.summary import SUITE_MODES, live_line, metrics_line, outcome_line, point_label
 from app.units import format_duration
 from app.widgets import TooSmall
 from app.widgets.charts import BandwidthChart, CurveChart, DelayChart, LatencyChart, ThroughputChart, TimeSeries
+from app.widgets.suite import (
+    MODE_NAMES,
+    C2CPanel,
+    MatrixPanel,
+    PeakBars,
+    ScalingChart,
+    SuitePanel,
+    WorkingSetChart,
+    figure_number,
+)
 
 EventSource = Callable[[], AsyncIterator[object]]  # the session's events (app.sweep)
 
@@ -91,6 +103,44 @@ def fleet_legend(chart: TimeSeries) -> Text:
     return text
 
 
+def panel_modes(preset: core.Preset) -> list[str]:
+    """The live panels a memory plan needs, in the order its modes come in the plan: the idle and loaded
+    points share the loaded-latency charts.  Read from the preset's axes (cheap: the plan is not expanded)."""
+    default = preset.settings.get("mode", preset.keys["mode"].default)
+    modes: list[str] = []
+    for _, axes in preset.group_axes():
+        for mode in axes.get("mode", [default]):
+            panel = "loaded" if mode in ("idle", "loaded") else str(mode)
+            if panel not in modes:
+                modes.append(panel)
+    return modes
+
+
+def suite_panel(mode: str) -> Widget:
+    """The live panel of a memory-suite mode (app.summary.SUITE_MODES)."""
+    classes = "mem-panel"
+    if mode == "working_set":
+        return WorkingSetChart(id=f"panel-{mode}", classes=classes)
+    if mode == "scaling":
+        return ScalingChart(id=f"panel-{mode}", classes=classes)
+    if mode == "peak":
+        return PeakBars(id=f"panel-{mode}", classes=classes)
+    if mode == "c2c":
+        return C2CPanel(id=f"panel-{mode}", classes=classes)
+    return MatrixPanel(mode, id=f"panel-{mode}", classes=classes)
+
+
+def panel_bar(modes: list[str], shown: str, measuring: str) -> Text:
+    """"● lat matrix  peak  bw matrix  loaded  c2c": the panel shown in reverse video, the mode being measured
+    marked ● (the footer says that m shows the next)."""
+    text = Text()
+    for mode in modes:
+        text.append("● " if mode == measuring else "  ", style="bold")
+        text.append(MODE_NAMES.get(mode, mode), style="bold reverse" if mode == shown else "")
+        text.append(" ")
+    return text
+
+
 def mark_interrupted(session: sweep.Session) -> None:
     """A session that never started its events: run.json goes from ``planned`` to ``interrupted`` and the
     results directory's lock is released."""
@@ -127,6 +177,7 @@ class RunScreen(Screen[None]):
         Binding("1", "tab('live')", "Live", show=False),
         Binding("2", "tab('curve')", "Curve", show=False),
         Binding("3", "tab('log')", "Log", show=False),
+        Binding("m", "panel", "Panel"),
     ]
 
     def __init__(self, request: RunRequest, source: EventSource | None = None) -> None:
@@ -140,6 +191,10 @@ class RunScreen(Screen[None]):
         self.state = RunState()
         self._start_lock = threading.Lock()
         self._start_abandoned = False  # the run was stopped while its session was being created
+        # a memory plan with the suite's modes: one live panel per mode, the one being measured shown
+        modes = panel_modes(request.preset) if self.kind == Kind.MEMORY else []
+        self.panels: list[str] = modes if any(m in SUITE_MODES for m in modes) else []
+        self.shown_panel = self.measuring = self.panels[0] if self.panels else ""
 
     # --- layout -------------------------------------------------------------------------------
 
@@ -155,11 +210,15 @@ class RunScreen(Screen[None]):
                 yield Static("", id="run-phase")
             with TabbedContent(initial="live", id="run-tabs"):
                 with TabPane("Live 1", id="live"):
-                    with Horizontal(classes="charts"):
-                        if self.kind == Kind.MEMORY:
-                            yield CurveChart("memory", id="curve-live")
-                            yield DelayChart(id="delay")
-                        else:
+                    if self.panels:
+                        yield Static(panel_bar(self.panels, self.shown_panel, self.measuring), id="mem-panel-bar")
+                        with ContentSwitcher(initial=f"panel-{self.shown_panel}", id="mem-panels"):
+                            for mode in self.panels:
+                                yield from self.memory_charts() if mode == "loaded" else [suite_panel(mode)]
+                    elif self.kind == Kind.MEMORY:
+                        yield from self.memory_charts()
+                    else:
+                        with Horizontal(classes="charts"):
                             yield ThroughputChart(id="throughput")
                             yield BandwidthChart(id="bandwidth")
                             yield LatencyChart(id="latency")
@@ -171,6 +230,12 @@ class RunScreen(Screen[None]):
                 with TabPane("Log 3", id="log"):
                     yield RichLog(id="log-full", max_lines=2000, wrap=True, markup=False, min_width=20)
         yield Footer()
+
+    def memory_charts(self) -> ComposeResult:
+        """The loaded-latency charts: the curve and latency against delay."""
+        with Horizontal(classes="charts", id="panel-loaded"):
+            yield CurveChart("memory", id="curve-live")
+            yield DelayChart(id="delay")
 
     def on_mount(self) -> None:
         self.sub_title = f"{self.request.preset.name} — " + (
@@ -309,6 +374,10 @@ class RunScreen(Screen[None]):
         st.path = Path(ev.path)
         st.status = "running"
         st.point_started = self.clock()
+        for point in getattr(ev.meta, "plan", ()):  # the suite's figures of the plan, pending until measured
+            panel = self.suite_panel(point.get("mode")) if isinstance(point, dict) else None
+            if panel is not None:
+                panel.expect(point)
         self.log_line(strings.RUN_STARTED.format(pending=ev.pending, total=ev.total,
                                                  estimate=format_duration(ev.estimate_s), path=shown_path(ev.path)))
 
@@ -321,6 +390,8 @@ class RunScreen(Screen[None]):
             chart.gap()  # the lines of two points are not joined across what runs between them
         st.current = point_label(self.kind, ev.point)
         st.live = ""
+        if self.kind == Kind.MEMORY:
+            self.follow(ev.point.to_dict())
         st.phase = None
         self.log_line(strings.RUN_POINT.format(n=ev.index + 1, total=self.points_of(ev.total), label=st.current),
                       short=False)
@@ -336,6 +407,10 @@ class RunScreen(Screen[None]):
                                                     metrics=metrics_line(self.kind, ev.record["metrics"]))
                       + (strings.RUN_OUTCOME.format(outcome=outcome) if outcome else ""))
         record = dict(ev.record, index=ev.index)
+        panel = self.suite_panel(ev.record["point"].get("mode"))
+        if panel is not None:  # a memory-suite figure: its panel, not the loaded-latency curve
+            panel.add(ev.record["point"], figure_number(ev.record["metrics"]))
+            return
         for chart in self.query(CurveChart):
             chart.add_record(record)
         if self.kind == Kind.MEMORY:
@@ -400,12 +475,17 @@ class RunScreen(Screen[None]):
     def add_sample(self, ev: Sample) -> None:
         d = ev.data
         if self.kind == Kind.MEMORY:
+            self.state.live = live_line(self.kind, d)
+            if d.get("mode") in SUITE_MODES:  # the suite's figure: its panel (when the plan has one)
+                panel = self.suite_panel(d["mode"])
+                if panel is not None:
+                    panel.add(d, figure_number(d))
+                return
             if d.get("bandwidth_mbps") is not None:
                 for chart in self.query(CurveChart):
                     chart.add_point(ev.index, float(d["bandwidth_mbps"]), float(d.get("latency_ns") or 0))
             if d.get("delay") is not None and d.get("latency_ns") is not None:
                 self.query_one(DelayChart).add_point(ev.index, float(d["delay"]), float(d["latency_ns"]))
-            self.state.live = live_line(self.kind, d)
             return
         t = self.state.t_offset + float(d.get("t") or 0)
         self.state.t_last = t
@@ -432,6 +512,36 @@ class RunScreen(Screen[None]):
         sweep.PreconditionDone: _on_precondition_done,
         sweep.RunFinished: _on_run_finished,
     }
+
+    # --- the memory suite's panels -------------------------------------------------------------
+
+    def suite_panel(self, mode: object) -> SuitePanel | None:
+        """The live panel of a memory-suite mode; None for another mode, or a plan without that panel."""
+        if mode not in SUITE_MODES or mode not in self.panels:
+            return None
+        panel = self.query_one(f"#panel-{mode}")
+        return panel if isinstance(panel, SuitePanel) else None
+
+    def follow(self, point: dict[str, Any]) -> None:
+        """A point starts: its figure is the one being measured; a new mode brings its panel into view."""
+        mode = point.get("mode")
+        panel = self.suite_panel(mode)
+        if panel is not None:
+            panel.begin(point)
+        mode = "loaded" if mode in ("idle", "loaded") else str(mode)
+        if mode in self.panels and mode != self.measuring:
+            self.measuring = mode
+            self.show_panel(mode)
+
+    def show_panel(self, mode: str) -> None:
+        self.shown_panel = mode
+        self.query_one("#mem-panels", ContentSwitcher).current = f"panel-{mode}"
+        self.query_one("#mem-panel-bar", Static).update(panel_bar(self.panels, mode, self.measuring))
+
+    def action_panel(self) -> None:
+        """The next mode's panel (until the next mode starts, which brings its own into view)."""
+        if self.panels:
+            self.show_panel(self.panels[(self.panels.index(self.shown_panel) + 1) % len(self.panels)])
 
     # --- rendering ----------------------------------------------------------------------------
 
@@ -466,7 +576,7 @@ class RunScreen(Screen[None]):
             line.update(phase_text(self.state.phase))
 
     def tick(self) -> None:
-        for chart in self.query(".charts > *, #curve-chart"):
+        for chart in self.query(".charts > *, #curve-chart, .mem-panel"):
             redraw = getattr(chart, "redraw", None)
             if redraw is not None:
                 redraw()
@@ -487,6 +597,8 @@ class RunScreen(Screen[None]):
             return self.running
         if action == "results":
             return not self.running and self.state.path is not None
+        if action == "panel":
+            return len(self.panels) > 1
         return True
 
     def action_tab(self, tab: str) -> None:

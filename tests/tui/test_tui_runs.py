@@ -181,7 +181,7 @@ async def test_the_report_inside_the_tui_lists_figures_and_draws_the_curves(tmp_
     root = tmp_path / "results"
     run = quick_run(root, "qd-20261101-100000", "rw=randread", "iodepth=1,4,16")
     app = create_app(devices=[], results_dir=root, clock=lambda: 0.0)
-    async with app.run_test(size=(100, 30)) as pilot:
+    async with app.run_test(size=(120, 30)) as pilot:
         await open_runs(pilot)
         await pilot.press("ctrl+r")
         view = await wait_for(pilot, lambda: isinstance(app.screen, ReportScreen) and app.screen.loaded
@@ -192,7 +192,7 @@ async def test_the_report_inside_the_tui_lists_figures_and_draws_the_curves(tmp_
         assert f"`{run}/plots/latency-throughput.svg`" in md
         viewer = view.query_one("#report-md", MarkdownViewer)
         assert viewer.document.source == md
-        assert viewer.show_table_of_contents is True, "shown from 100 columns on"
+        assert viewer.show_table_of_contents is True, "shown from 120 columns on"
         await pilot.press("t")
         assert viewer.show_table_of_contents is False
         await pilot.press("2")
