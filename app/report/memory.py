@@ -228,6 +228,24 @@ def no_knee_reason(curve: MemCurve, cpus: int | None = None) -> str | None:
                    "threads would show it" + _more_threads_hint(cpus) + ".")
 
 
+# --- the chase a latency comes from ----------------------------------------------------------------------
+
+
+def chase_texts(points: Sequence[MemoryRow]) -> list[str]:
+    """The chases the points' latencies come from, each once, in words: the results lines' "chase" sentence,
+    written by the memory runner; older results have none: "not recorded", or for MLC "chase as chosen by
+    Intel MLC"."""
+    texts: list[str] = []
+    for p in points:
+        chase = p.line.parts.chase
+        text = chase.get("text") if isinstance(chase, dict) else None
+        if not (isinstance(text, str) and text.isprintable() and len(text) <= 200):
+            text = "chase as chosen by Intel MLC" if p.engine == "mlc" else "not recorded"
+        if text not in texts:
+            texts.append(text)
+    return texts
+
+
 # --- the chase buffer against the caches and the TLB -----------------------------------------------------
 
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 from app.points import Kind
 from app.records import number
 from app.report import analysis as an
-from app.report import conditions, drive, queue_text, series, support, trends
+from app.report import conditions, drive, queue_text, series, suite, support, trends
 from app.report import memory as mem
 from app.report import procedure as rp
 from app.report.model import TRAFFIC_DESCRIPTIONS, MemoryRow, RunData, StorageRow
@@ -308,7 +308,7 @@ def _memory_tables(points: Sequence[MemoryRow], env: Mapping[str, object] | None
     """``env``: run.json's environment (caches, TLB) for the note under each table."""
     out = ["## Memory results", ""]
     idle = [p for p in points if p.mode == "idle"]
-    loaded = [p for p in points if p.mode != "idle"]
+    loaded = [p for p in points if p.mode == "loaded"]  # the suite's modes have their own sections (suite.py)
     if idle:
         out.append("Idle latency (one pointer-chasing thread, no load):")
         out.append("")
@@ -361,17 +361,8 @@ def _memory_tables(points: Sequence[MemoryRow], env: Mapping[str, object] | None
 
 
 def _chase_line(points: Sequence[MemoryRow]) -> list[str]:
-    """One line under a memory table naming the chase its latency comes from (results lines' "chase",
-    written by the memory runner; older results have none: "not recorded", or for MLC "chase as chosen by
-    Intel MLC")."""
-    texts: list[str] = []
-    for p in points:
-        chase = p.line.parts.chase
-        text = chase.get("text") if isinstance(chase, dict) else None
-        if not (isinstance(text, str) and text.isprintable() and len(text) <= 200):
-            text = "chase as chosen by Intel MLC" if p.engine == "mlc" else "not recorded"
-        if text not in texts:
-            texts.append(text)
+    """One line under a memory table naming the chase its latency comes from (:func:`mem.chase_texts`)."""
+    texts = mem.chase_texts(points)
     if not texts:
         return []
     return ["Chase: " + "; ".join(texts[:4]) + ("; …" if len(texts) > 4 else "") + ".", ""]
@@ -785,10 +776,12 @@ def render_markdown(data: RunData, figures: Sequence[Figure], bound_ns: float,
     lines += rp.skipped_section(data.meta)
     if data.storage or views.searches:
         lines += _figures(figures, Kind.STORAGE)
-    if data.memory:
+    suite_rows = suite.rows(data)
+    if data.memory or suite_rows:
         env = data.meta.environment
         lines += _memory_tables(data.memory, env.entry if env is not None else None)
-        lines += _figures(figures, Kind.MEMORY)
+        lines += suite.section(data, figures)
+        lines += _figures([f for f in figures if not suite.owns(f)], Kind.MEMORY)
     lines += ["## Analysis", ""]
     if data.storage:
         lines += trends.summary_section(data.path, data.storage)
