@@ -1,0 +1,208 @@
+"""The memory suite's report sections and figures, on results lines built with the project's writer
+(tests/helpers/suite_runs.py): MLC's layout and numbers, the plateaus of a working-set curve found from the
+curve itself, and figures that say what they cannot claim."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.report import plateaus as pl
+from app.report import plots, suite, suite_plots
+from app.report.model import load
+from tests.helpers.suite_runs import (
+    CACHES,
+    KIB,
+    MIB,
+    MLC_BW,
+    MLC_C2C_LOCAL,
+    MLC_IDLE,
+    MLC_PEAK,
+    line,
+    mlc_default_lines,
+    octave_sizes,
+    point,
+    stepped_curve,
+    working_set_lines,
+    write_run,
+)
+
+L1D, L2, L3 = (pl.Cache("L1d", 32 * KIB), pl.Cache("L2", 1 * MIB), pl.Cache("L3", 32 * MIB))
+TRUE_LEVELS = [1.2, 4.0, 14.0, 95.0]  # stepped_curve's plateaus
+
+
+def section_text(tmp_path: Path, lines: list[Any], **run: Any) -> str:
+    return "\n".join(suite.section(load(write_run(tmp_path / "run", lines, **run)), []))
+
+
+# --- plateau detection ---------------------------------------------------------------------------------------
+
+
+def test_plateaus_of_a_curve_with_known_steps_and_their_cache_boundaries() -> None:
+    found = pl.detect(stepped_curve(octave_sizes()))
+    assert found is not None and [p.latency for p in found] == pytest.approx(TRUE_LEVELS)
+    assert [(p.first, p.last) for p in found[:2]] == [(4 * KIB, 23 * KIB), (38 * KIB, 724 * KIB)]
+    matches, strays = pl.compare(found, [L1D, L2, L3])
+    assert [m.agrees for m in matches] == [True, True, True] and strays == []
+    assert [pl.level_of(p.middle, [L1D, L2, L3]) for p in found] == ["L1d", "L2", "L3", "memory"]
+
+
+def test_plateaus_of_a_noisy_curve_with_a_disturbed_size() -> None:
+    curve = stepped_curve(octave_sizes(), noise=0.06, seed=3)
+    i = next(k for k, (s, _) in enumerate(curve) if s == 256 * KIB)
+    curve[i] = (curve[i][0], curve[i][1] * 1.6)  # one window disturbed: 6.4 ns inside the 4 ns plateau
+    found = pl.detect(curve)
+    assert found is not None and len(found) == 4
+    assert [p.latency for p in found] == pytest.approx(TRUE_LEVELS, rel=0.04)
+    assert found[1].outliers == 1 and 256 * KIB in found[1].sizes
+    assert all(m.agrees for m in pl.compare(found, [L1D, L2, L3])[0])
+
+
+def test_a_short_curve_claims_no_plateau() -> None:
+    assert pl.detect([(4 * KIB, 1.2), (64 * KIB, 4.0), (64 * MIB, 95.0)]) is None
+    assert pl.detect(stepped_curve(octave_sizes(4 * KIB, 16 * KIB))) is not None  # 9 sizes: one plateau
+    assert len(pl.detect(stepped_curve(octave_sizes(4 * KIB, 16 * KIB))) or []) == 1
+
+
+# --- MLC's sections ------------------------------------------------------------------------------------------
+
+
+def test_every_number_of_mlcs_suite_sections_appears_as_printed(tmp_path: Path) -> None:
+    text = section_text(tmp_path, mlc_default_lines())
+    mlc = (Path(__file__).parents[1] / "data" / "mlc" / "v3.10-default-run-2socket-skylake.txt").read_text()
+    loaded = mlc[mlc.index("Measuring Loaded Latencies"):mlc.index("Measuring cache-to-cache")]
+    numbers = re.findall(r"\b\d+\.\d\b", mlc.replace(loaded, ""))
+    assert len(numbers) == 4 + 5 + 4 + 2 + 4
+    for n in numbers:
+        assert re.search(rf"\| +{re.escape(n)} \|", text), n  # a table cell, unchanged
+    assert "| 0                           |  90.2 | 144.3 |" in text  # row CPU node 0, columns memory node 0, 1
+    assert "| 1                           | 143.2 |  89.1 |" in text
+    assert "| 0                           | 104362.2 |  34290.6 |" in text
+    for label, v in (("ALL Reads", MLC_PEAK["R"]), ("Stream-triad like", MLC_PEAK["W10"])):
+        assert re.search(rf"\| {label} +\| \w+ +\| +{v:.1f} \|", text)
+    assert "Local Socket L2->L2 HIT  latency |         50.5 |" in text
+    assert "Remote Socket L2->L2 HITM latency (data address homed in writer socket):" in text
+    assert "| 0                                      |     - | 114.0 |" in text
+    assert "| 1                                      | 123.2 |     - |" in text  # homed in reader
+    assert "one NUMA node" not in text.lower()
+    assert text.count("Measured with: engine: Intel MLC") == 6  # every table names its engine
+    assert "page size as Intel MLC chose it (not in its output)" in text
+    assert len(MLC_IDLE) + len(MLC_BW) + len(MLC_C2C_LOCAL) == 10
+
+
+def test_a_one_node_matrix_says_so_and_a_failed_cell_is_a_dash_with_its_error(tmp_path: Path) -> None:
+    lines = [line(0, point("latency_matrix", cpu_node=0, mem_node=0, pages="4k"), {"latency_ns": 101.37},
+                  engine="builtin", chase={"text": "random chase over 256 MiB, 4 KiB pages, stride 64 B"},
+                  numa={"node": 0, "pages": {"0": 65536}, "page_bytes": 4096, "verified_with": "numa_maps"})]
+    failed = point("bandwidth_matrix", traffic="R", cpu_node=0, mem_node=0, pages="4k")
+    text = section_text(tmp_path, lines, plan=[lines[0].point, failed],
+                        failures=[{"index": 1, "point": failed, "error": "memlat: error: mbind failed"}])
+    assert "| 0                           | 101.4 |" in text  # MLC's one decimal
+    assert "One NUMA node: the matrix is 1×1" in text
+    assert ("Measured with: engine: built-in (memlat); chase: random chase over 256 MiB, 4 KiB pages, stride 64 B; "
+            "4 KiB pages; threads: one latency thread") in text
+    assert "every cell's buffer verified page by page on its node" in text
+    assert "| 0                           |   — |" in text  # the bandwidth cell that failed
+    assert "— 1 planned figure not measured" in text and "memlat: error: mbind failed" in text
+
+
+def test_peak_and_scaling_tables_name_traffic_bytes_and_threads(tmp_path: Path) -> None:
+    lines = [line(i, point("peak", traffic=t, cpus="0-1", pages="2m"),
+                  {"bandwidth_mbps": v, "read_mbps": v * 0.75, "write_mbps": v * 0.25}, engine="builtin",
+                  load_threads=2)
+             for i, (t, v) in enumerate([("W10", 20000.04), ("R", 28123.44)])]
+    lines += [line(1 + n, point("scaling", traffic="R", threads=n, cpus="0-1"), {"bandwidth_mbps": 14000.0 * n},
+                   engine="builtin") for n in (1, 2)]
+    text = section_text(tmp_path, lines)
+    assert text.index("| ALL Reads ") < text.index("| Stream-triad like ")  # MLC's order, not the run's
+    assert "|            28123.4 |        21092.6 |          7030.9 | loads only" in text
+    assert "non-temporal store (64 B written once, nothing read)" in text
+    assert "threads: 2 load threads, no latency thread" in text and "2 MiB huge pages" in text
+    assert "| 2       |       28000.0 |" in text and "N load threads on the first N CPUs of 0-1" in text
+
+
+# --- the working-set section ---------------------------------------------------------------------------------
+
+
+def test_working_set_section_tables_plateaus_and_says_where_sysfs_disagrees(tmp_path: Path) -> None:
+    sizes = octave_sizes()
+    caches = [dict(c) for c in CACHES]
+    caches[2]["size_bytes"] = 4 * MIB  # sysfs says L2 is 4 MiB; the curve steps at 1 MiB
+    text = section_text(tmp_path, working_set_lines(0, sizes, "2m", caches=caches)
+                        + working_set_lines(len(sizes), sizes, "4k", scale=1.1, caches=caches))
+    assert "built-in (memlat), 2 MiB pages: 4 plateaus detected over 65 sizes." in text
+    assert "| L1d    | 4 KiB – 23 KiB     |                 1.20 |    11 |" in text
+    assert "| memory | 38.1 MiB – 256 MiB |                95.00 |    12 |" in text
+    assert "| memory | 38.1 MiB – 256 MiB |               104.50 |    12 |" in text  # the 4 KiB pages curve
+    assert "L1d (32 KiB, sysfs): the latency leaves the 1.20 ns plateau between 23 KiB and 38 KiB — agrees" in text
+    assert "L2 (4 MiB, sysfs): disagrees — the nearest detected boundary is between 724 KiB and 1.2 MiB" in text
+    assert "no latency step shows at 4 MiB" in text
+    assert "A boundary detected between 724 KiB and 1.2 MiB (4.00 → 14.00 ns) matches no sysfs cache" in text
+    assert "| 64 MiB     |                               95.00 |                              104.50 |" in text
+    assert text.count("Measured with:") == 2 and "chase: random chase within each buffer, 4 KiB pages" in text
+
+
+def test_a_three_size_curve_says_it_is_too_short(tmp_path: Path) -> None:
+    text = section_text(tmp_path, working_set_lines(0, [4 * KIB, 64 * KIB, 64 * MIB], "4k"))
+    assert "3 buffer sizes measured — too few to detect plateaus (the rule needs at least 6); no plateau" in text
+    assert "| Level" not in text
+
+
+# --- figures -------------------------------------------------------------------------------------------------
+
+
+class Drawn:
+    """plots.CHECK: every text and line label of each saved figure, by file name."""
+
+    def __init__(self) -> None:
+        self.texts: dict[str, list[str]] = {}
+
+    def __call__(self, fig: Any, name: str) -> None:
+        out = self.texts.setdefault(name, [])
+        for ax in fig.axes:
+            out += [t.get_text() for t in ax.texts] + [ln.get_label() for ln in ax.get_lines()]
+            out += [ax.get_title(), ax.get_xlabel(), ax.get_ylabel()]
+            out += [t.get_text() for t in ax.get_xticklabels() + ax.get_yticklabels()]
+
+
+@pytest.fixture
+def drawn(monkeypatch: pytest.MonkeyPatch) -> Drawn:
+    d = Drawn()
+    monkeypatch.setattr(plots, "CHECK", d)
+    return d
+
+
+def test_figures_draw_the_tables_numbers_caches_and_plateaus(tmp_path: Path, drawn: Drawn) -> None:
+    sizes = octave_sizes()
+    n = len(mlc_default_lines())
+    lines = (mlc_default_lines() + working_set_lines(n, sizes, "2m")
+             + working_set_lines(n + len(sizes), sizes, "4k", 1.15))
+    data = load(write_run(tmp_path / "run", lines))
+    figs = suite_plots.figures(data.memory, tmp_path / "plots")
+    assert [f.file for f in figs] == [f"plots/memory-suite-{n}.svg"
+                                      for n in ("latency-matrix", "bandwidth-matrix", "peak", "working-set")]
+    assert all((tmp_path / f.file).is_file() for f in figs)
+    assert {"90.2", "144.3", "143.2", "89.1"} <= set(drawn.texts["memory-suite-latency-matrix.svg"])
+    assert "104362.2" in drawn.texts["memory-suite-bandwidth-matrix.svg"]
+    peak = drawn.texts["memory-suite-peak.svg"]
+    assert " 211194.2" in peak and "Stream-triad like" in peak
+    ws = drawn.texts["memory-suite-working-set.svg"]
+    assert {" L1d 32K", " L2 1M", " L3 32M"} <= set(ws)  # sysfs caches as vertical lines
+    assert {"1.20 ns", "4.00 ns", "14.00 ns", "95.00 ns", "1.38 ns", "109.25 ns"} <= set(ws)  # both page sizes
+    assert "buffer size (bytes, log₂)" in ws and "latency (ns, log)" in ws
+    text = "\n".join(suite.section(data, figs))
+    for f in figs:  # each figure placed in its own section
+        assert f"![{f.title}]({f.file})" in text
+    assert "plateaus detected from the curve" in figs[-1].caption
+
+
+def test_a_short_curve_figure_says_so(tmp_path: Path, drawn: Drawn) -> None:
+    rows = load(write_run(tmp_path / "run", working_set_lines(0, [4 * KIB, 64 * KIB, 64 * MIB], "4k"))).memory
+    (fig,) = suite_plots.working_set_figure(rows, tmp_path)
+    ws = drawn.texts["memory-suite-working-set.svg"]
+    assert "4 KiB pages: 3 sizes, too few to detect plateaus" in ws
+    assert not any(t.endswith(" ns") for t in ws)  # no plateau label
+    assert "too few to detect plateaus" in fig.caption
