@@ -191,7 +191,7 @@ def _curves(ax: Axes, grouped: dict[tuple[str, ...], list[MemoryRow]]) -> list[s
         points = suite.curve(group)
         if not points:
             continue
-        label = f"{suite.page_words(key[1])}" + (f" ({suite.engine_text(group)})" if len(grouped) > 1 else "")
+        label = suite.page_words(key[1]) + (f", {suite.engine_text(group)}" if len({k[0] for k in grouped}) > 1 else "")
         (ln,) = ax.plot([s for s, _ in points], [v for _, v in points], marker="o", markersize=2.5, linewidth=1.2,
                         label=label)
         found = pl.detect(points)
