@@ -95,7 +95,7 @@ def figure_file(mode: str, key: tuple[str, ...], several: bool) -> str:
 def engine_text(points: Sequence[MemoryRow]) -> str:
     names = sorted({p.engine for p in points if p.engine})
     words = {"builtin": "built-in (memlat)", "mlc": "Intel MLC"}
-    return ", ".join(words.get(n, n) for n in names) or "not recorded"
+    return ", ".join(words.get(n) or _md(n) for n in names) or "not recorded"
 
 
 def pages_text(points: Sequence[MemoryRow]) -> str:
@@ -391,7 +391,7 @@ def sysfs_caches(points: Sequence[MemoryRow]) -> list[pl.Cache]:
             if size is None or not 0 < size < 1 << 42 or level is None or not 0 < level < 10:
                 continue
             name = c.get("name")
-            ok = isinstance(name, str) and name.isprintable() and 0 < len(name) <= 8
+            ok = isinstance(name, str) and name.isascii() and name.isalnum() and len(name) <= 8
             out.append(pl.Cache(name if ok else f"L{int(level)}", int(size)))  # type: ignore[arg-type]
         if out:
             return sorted(set(out), key=lambda c: c.size)

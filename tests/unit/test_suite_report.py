@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app.report import plateaus as pl
 from app.report import plots, suite, suite_plots
@@ -231,3 +233,31 @@ def test_a_short_curve_figure_says_so(tmp_path: Path, drawn: Drawn) -> None:
     assert "4 KiB pages: 3 sizes, too few to detect plateaus" in ws
     assert not any(t.endswith(" ns") for t in ws)  # no plateau label
     assert "too few to detect plateaus" in fig.caption
+
+
+# --- hostile results lines -------------------------------------------------------------------------------------
+
+JUNK = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=12),
+                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+                    max_leaves=12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(mode=st.sampled_from(suite.MODES), keys=st.dictionaries(
+    st.sampled_from(["cpu_node", "mem_node", "reader_node", "threads", "buffer", "traffic", "pages", "c2c", "home",
+                     "cpus", "engine"]), JUNK, max_size=6),
+       parts=st.dictionaries(st.sampled_from(["caches", "c2c_cpus", "numa", "chase", "load_threads", "huge_pages"]),
+                             JUNK, max_size=4),
+       metric=JUNK)
+def test_hostile_lines_give_a_section_not_a_traceback(mode: str, keys: dict[str, Any], parts: dict[str, Any],
+                                                      metric: Any) -> None:
+    from app.records import read_line
+    from app.report.model import MemoryRow, RunData
+    from app.runmeta import new
+
+    pt = {"mode": mode, **keys}
+    row = MemoryRow(0, read_line({"kind": "memory", "index": 0, "point": pt,
+                                  "metrics": {"latency_ns": metric, "bandwidth_mbps": metric}, **parts}, check=False))
+    meta = new({"schema_version": 1, "kind": "memory", "plan": [pt], "status": "complete"}, "run.json")
+    text = "\n".join(suite.section(RunData(Path("."), meta, [], [row]), []))
+    assert text.startswith("### ") and "\x1b" not in text
