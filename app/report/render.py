@@ -584,8 +584,10 @@ def _memory_row(c: an.MemCurve) -> list[str]:
             f"{mlp:.0f}" if mlp is not None else "n/a"]
 
 
-def _memory_analysis(curves: Sequence[an.MemCurve], cpus: int | None = None) -> list[str]:
-    """``cpus``: the measuring machine's CPU count, to say whether a run there could add load threads."""
+def _memory_analysis(curves: Sequence[an.MemCurve], cpus: int | None = None,
+                     peaks: Sequence[MemoryRow] = ()) -> list[str]:
+    """``cpus``: the measuring machine's CPU count, to say whether a run there could add load threads;
+    ``peaks``: the run's peak injection bandwidths, to set a curve without a knee against."""
     loaded = [c for c in curves if len(c.points) >= 2]
     if not loaded:
         return []
@@ -602,7 +604,9 @@ def _memory_analysis(curves: Sequence[an.MemCurve], cpus: int | None = None) -> 
     notes = []
     for c in sorted(loaded, key=lambda c: (c.stride, _traffic_order(c.traffic), c.buffer)):
         rows.append(_memory_row(c))
-        reason = mem.no_knee_reason(c, cpus)
+        peak = next((p for p in peaks if p.engine == c.engine and (p.traffic or "R") == c.traffic and p.bandwidth),
+                    None)
+        reason = mem.no_knee_reason(c, cpus, peak)
         if reason:
             notes.append(f"- {c.label}, no knee: {reason}")
     heavy_delay = loaded[0].points[-1].delay
@@ -792,7 +796,7 @@ def render_markdown(data: RunData, figures: Sequence[Figure], bound_ns: float,
         lines += queue_text.section(curves, figures, data.path)
     lines += rp.operating_point_section(views.searches, {f"{c.mix} {c.bs}" for c in curves if len(c.points) >= 2})
     lines += rp.rounds_section(data, views.rounds)
-    lines += _memory_analysis(mem_curves, _machine_cpus(data))
+    lines += _memory_analysis(mem_curves, _machine_cpus(data), [p for p in data.memory if p.mode == "peak"])
     lines += _mem_storage(data)
     if not data.storage and not data.memory and not views.searches:
         lines += ["No completed point: nothing to analyse.", ""]

@@ -261,3 +261,16 @@ def test_hostile_lines_give_a_section_not_a_traceback(mode: str, keys: dict[str,
     meta = new({"schema_version": 1, "kind": "memory", "plan": [pt], "status": "complete"}, "run.json")
     text = "\n".join(suite.section(RunData(Path("."), meta, [], [row]), []))
     assert text.startswith("### ") and "\x1b" not in text
+
+
+def test_a_loaded_curve_without_a_knee_is_set_against_the_runs_peak(tmp_path: Path) -> None:
+    from app.report import analysis as an
+    from app.report.render import _memory_analysis
+
+    lines = [line(i, point("loaded", "mlc", traffic="R", delay=d), {"latency_ns": ns, "bandwidth_mbps": bw})
+             for i, (d, ns, bw) in enumerate([(0, 92.5, 105597.1), (200, 91.9, 60000.0), (20000, 91.7, 2027.6)])]
+    lines.append(line(3, point("peak", "mlc", traffic="R"), {"bandwidth_mbps": 211194.2}))
+    rows = load(write_run(tmp_path / "run", lines)).memory
+    text = "\n".join(_memory_analysis(an.memory_curves(rows), None, [p for p in rows if p.mode == "peak"]))
+    assert "The heaviest load reached 50% of this run's peak injection bandwidth (211194.2 MB/s" in text
+    assert "This run has no peak-bandwidth figure" not in text
