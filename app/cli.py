@@ -7,7 +7,7 @@ import json
 import os
 import signal
 import sys
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, Mapping, TextIO
 
 import click
 
@@ -514,10 +514,20 @@ def import_cmd(files: tuple[str, ...], out: str) -> int:
 
     path, sources = import_files(list(files), out)
     for s in sources:
-        click.echo(f"{s['file']}: {s['format']}, {s['points']} point(s)")
+        click.echo(f"{s['file']}: {s['format']}, {_sections(s)}{s['points']} point(s)")
+        for warning in s.get("warnings", []):  # e.g. a section import could not read, by name
+            click.echo(f"  warning: {warning}")
     click.echo(f"imported {sum(s['points'] for s in sources)} point(s) into {path}; "
                f"`profiler-tui report {path}` renders the report")
     return 0
+
+
+def _sections(source: Mapping[str, object]) -> str:
+    """"5 sections (idle latency matrix, …), " for an MLC file: the sections its points came from."""
+    names = source.get("sections")
+    if not isinstance(names, list) or not names:
+        return ""
+    return f"{len(names)} section{'s' if len(names) > 1 else ''} ({', '.join(map(str, names))}), "
 
 
 @cli.command()

@@ -9,8 +9,15 @@ Parameters come from the job's ``job options`` over the document's ``global opti
 fio's defaults (rw=read, bs=4k, iodepth=1, numjobs=1, ioengine=psync, direct=0) where absent.
 
 MLC: text of ``mlc`` / ``mlc.exe`` (CRLF too) or the built-in engine, read by
-:mod:`app.runners.mlc_parse`; loaded-latency tables become one memory point per delay,
-idle latency one idle point; parameters from the ``Command line parameters`` line.
+:mod:`app.runners.mlc_parse`: every figure of every section becomes one results line — loaded-latency
+tables one point per delay, idle latency one idle point, the idle latency matrix ``latency_matrix`` points
+(cpu_node, mem_node), peak injection bandwidth ``peak`` points (traffic), the bandwidth matrix
+``bandwidth_matrix`` points, cache-to-cache ``c2c`` points (hit/hitm; the remote matrices with cpu_node =
+the writer's node, reader_node, home), the built-in engine's scaling (threads) and working-set (buffer)
+tables; each value is the number printed.  Parameters from the ``Command line parameters`` line; what the
+engine printed about a figure (placement, caches, CPUs) in its line's parts.  A section that gives nothing
+(an unknown title, an empty table) or fewer figures than its numbers (a cut matrix, an unknown label) is
+named in the file's warnings.
 
 The directory gets run.json (status ``imported``, plan = the imported points, the warnings of
 every source), results.jsonl and a copy of every input file in raw/.
@@ -32,16 +39,19 @@ import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator, TypedDict
+from typing import TYPE_CHECKING, Iterable, Iterator, TypedDict
 
 from app import runmeta
 from app.errors import UsageError
-from app.points import Kind
+from app.points import Kind, MemoryPoint, keys_of
 from app.records import write_json
 from app.results import RAW, RESULTS_JSONL, SCHEMA_VERSION, ResultsDir, now_iso, open_file
 from app.runners import fio_parse
 from app.runners.fio_parse import dict_of, int_of, list_of
 from app.units import parse_duration, parse_size
+
+if TYPE_CHECKING:
+    from app.runners.mlc_parse import Figure, Section
 
 FIO_RW = {"read": "read", "write": "write", "trim": "trim", "randread": "randread", "randwrite": "randwrite",
           "randtrim": "randtrim", "rw": "rw", "readwrite": "rw", "randrw": "randrw", "trimwrite": "trimwrite"}
@@ -49,18 +59,20 @@ MLC_DEFAULT_STRIDE = 64
 MAX_IMPORT_BYTES = 256 << 20  # per input file
 MAX_IMPORT_POINTS = 20_000  # per import, all files together
 CHUNK_BYTES = 1 << 20
+MAX_FILE_WARNINGS = 100  # per MLC file, kept in run.json
 MAX_SECONDS = 1e9  # a runtime or ramp_time beyond ~31 years is not one fio ran
 _BAD_TEXT = re.compile(r"[\x00-\x1f\x7f]")
 
 
 class FileInfo(TypedDict, total=False):
     """What reading one file found besides its points (fio: documents, runs, versions; MLC: engine, version,
-    ignored sections), and its warnings."""
+    the sections read and those ignored), and its warnings."""
 
     documents: int
     runs: int
     fio_versions: list[str]
     noise_lines: int
+    sections: list[str]
     ignored_sections: list[str]
     warnings: list[str]
     version: object  # as the MLC file printed it
@@ -77,6 +89,7 @@ class Source(TypedDict, total=False):
     points: int
     documents: int
     runs: int
+    sections: list[str]
     ignored_sections: list[str]
     warnings: list[str]
 
@@ -312,44 +325,221 @@ def fio_points(doc: dict[str, object]) -> list[Imported]:
 # --- MLC -------------------------------------------------------------------------------------------------
 
 
-def mlc_points(text: str | Iterable[str]) -> tuple[list[Imported], FileInfo]:
+# the results-line mode of each kind of figure the parser streams, and its metric
+FIGURE_MODES = {"idle_matrix": "latency_matrix", "bandwidth_matrix": "bandwidth_matrix", "peak_bandwidth": "peak",
+                "c2c": "c2c", "scaling": "scaling", "working_set": "working_set"}
+_LATENCY_KINDS = ("idle_matrix", "c2c", "working_set")
+_MEMORY_KEYS = keys_of(MemoryPoint)
+
+
+def mlc_points(text: str | Iterable[str], limit: int = MAX_IMPORT_POINTS) -> tuple[list[Imported], FileInfo]:
     """Points of an MLC (or built-in engine) text, given whole or as pieces in order (a file's lines or
-    blocks: the parser keeps bounded state, see app.runners.mlc_parse).  ``info["warnings"]`` lists what
-    the parser found wrong with the text (a cut last row dropped, a table with fewer delays than its run
-    measures, a size limit reached), one sentence each."""
-    from app.runners.mlc_parse import parse, section_figure, section_load
+    blocks: the parser keeps bounded state, see app.runners.mlc_parse): one per figure.  ``info["warnings"]``
+    lists what the parser found wrong with the text (a cut last row dropped, a table with fewer delays than its
+    run measures, a size limit reached) and every section that gave fewer figures than it printed, by name,
+    one sentence each.  ``info["sections"]``: the names of the sections that gave points, in order.  Stops
+    after ``limit`` + 1 points (the caller refuses more than its limit)."""
+    from app.runners.mlc_parse import parse
 
     parser = parse(text)
-    sections = parser.sections
+    figures: dict[int, list[Figure]] = {}
+    for f in parser.figures:
+        figures.setdefault(id(f.section), []).append(f)
     out: list[Imported] = []
+    read: list[str] = []
     ignored: list[str] = []
-    info: FileInfo = {"ignored_sections": ignored, "warnings": list(parser.warnings)}
-    for s in sections:
-        p = s.params
-        engine = "builtin" if p.get("tool") == "memlat" else "mlc"
-        info.setdefault("version", p.get("version"))
+    info: FileInfo = {"sections": read, "ignored_sections": ignored, "warnings": list(parser.warnings)}
+    for s in parser.sections:
+        engine = "builtin" if s.params.get("tool") == "memlat" else "mlc"
+        info.setdefault("version", s.params.get("version"))
         info["engine"] = engine
-        base = {"stride": int_of(p.get("stride") or MLC_DEFAULT_STRIDE), "buffer": p.get("buffer_bytes"),
-                "duration": p.get("duration") or 2, "cpus": p.get("cpus"), "engine": engine}
-        extra = {"engine_version": p.get("version"), "command_line": p.get("command_line"),
-                 "delay_unit_ns": p.get("delay_unit_ns"), "load_threads": p.get("load_threads")}
-        extra = {k: v for k, v in extra.items() if v}
-        if engine == "mlc" and s.kind == "loaded":  # MLC's bandwidth counts its latency thread's reads
-            extra["bandwidth_includes_latency_thread"] = True
-        if s.kind == "loaded" and s.rows:
-            for r in s.rows:
-                point = {"mode": "loaded", "traffic": p.get("traffic") or "R", "delay": r.delay, **base}
-                metrics: dict[str, object] = {"latency_ns": r.latency_ns, "bandwidth_mbps": r.bandwidth_mbps}
-                load = section_load(s, r.delay)
-                if load is not None:
-                    metrics["load_bandwidth_mbps"] = load
-                out.append(Imported(Kind.MEMORY, point, metrics, dict(extra)))
-        elif s.kind == "idle" and "latency_ns" in s.values:
-            point = {"mode": "idle", "traffic": None, "delay": None, **base}
-            out.append(Imported(Kind.MEMORY, point, {"latency_ns": section_figure(s, "latency_ns")}, dict(extra)))
+        if s.kind in ("loaded", "idle"):
+            new = _table_points(s, engine)
         else:
-            ignored.append(s.kind)
+            new, notes = _figure_points(s, figures.get(id(s), []), engine)
+            info["warnings"] += notes
+        name = _section_name(s)
+        (read if new else ignored).append(name)
+        if not new and s.kind == "loaded":
+            info["warnings"].append(_unread(s, name))
+        out += new
+        if len(out) > limit:
+            break
+    warnings = info["warnings"]
+    if len(warnings) > MAX_FILE_WARNINGS:  # a text of a thousand broken sections: the first ones say enough
+        info["warnings"] = warnings[:MAX_FILE_WARNINGS] + [f"… and {len(warnings) - MAX_FILE_WARNINGS} more warnings."]
     return out, info
+
+
+def _section_name(s: Section) -> str:
+    from app.runners.mlc_parse import SECTION_NAMES
+
+    if s.kind in ("other", "bandwidth"):  # named by its own title
+        return repr(s.title.strip()[:80])
+    return SECTION_NAMES.get(s.kind, s.kind)
+
+
+def _unread(s: Section, name: str) -> str:
+    if s.kind in ("other", "bandwidth"):
+        return f"section {name}: not a section import knows; nothing imported from it."
+    return f"the {name} section has no figures (an empty table, or the text ends before its first row)."
+
+
+def _base(p: dict[str, object], engine: str) -> tuple[dict[str, object], dict[str, object]]:
+    """The keys every memory point of a section shares (``p``: its parameters), and its line's parts."""
+    base = {"stride": int_of(p.get("stride") or MLC_DEFAULT_STRIDE), "buffer": p.get("buffer_bytes"),
+            "duration": p.get("duration") or 2, "cpus": p.get("cpus"), "engine": engine}
+    extra = {"engine_version": p.get("version"), "command_line": p.get("command_line"),
+             "delay_unit_ns": p.get("delay_unit_ns"), "load_threads": p.get("load_threads")}
+    return base, {k: v for k, v in extra.items() if v}
+
+
+def _table_points(s: Section, engine: str) -> list[Imported]:
+    """A loaded-latency table (one point per delay) or an idle latency (one point)."""
+    from app.runners.mlc_parse import section_figure, section_load
+
+    p = s.params
+    base, extra = _base(p, engine)
+    if engine == "mlc" and s.kind == "loaded":  # MLC's bandwidth counts its latency thread's reads
+        extra["bandwidth_includes_latency_thread"] = True
+    out = []
+    if s.kind == "loaded":
+        for r in s.rows:
+            point = {"mode": "loaded", "traffic": p.get("traffic") or "R", "delay": r.delay, **base}
+            metrics: dict[str, object] = {"latency_ns": r.latency_ns, "bandwidth_mbps": r.bandwidth_mbps}
+            load = section_load(s, r.delay)
+            if load is not None:
+                metrics["load_bandwidth_mbps"] = load
+            out.append(Imported(Kind.MEMORY, point, metrics, dict(extra)))
+    elif "latency_ns" in s.values:
+        point = {"mode": "idle", "traffic": None, "delay": None, **base}
+        out.append(Imported(Kind.MEMORY, point, {"latency_ns": section_figure(s, "latency_ns")}, dict(extra)))
+    return out
+
+
+def _figure_points(s: Section, figures: list[Figure], engine: str) -> tuple[list[Imported], list[str]]:
+    """The points of a matrix, peak, c2c, scaling or working-set section (one per figure), and warnings naming
+    the section for what it printed that gave no point."""
+    p = s.params
+    base, extra = _base(p, engine)
+    for k in ("huge_pages", "caches", "c2c_cpus"):
+        if p.get(k) is not None and (k != "caches" or s.kind == "working_set"):
+            extra[k] = p[k]
+    placement = s.values.get("placement")
+    out, bad = [], []
+    for f in figures:
+        point: dict[str, object] = {"mode": FIGURE_MODES[f.kind], "traffic": None, "delay": None, **base}
+        try:
+            point.update(_figure_keys(f, p))
+        except ValueError as e:
+            bad.append(f"{_figure_label(f)}: {e}")
+            continue
+        metrics: dict[str, object] = {"latency_ns" if f.kind in _LATENCY_KINDS else "bandwidth_mbps": f.value,
+                                      **f.extra}
+        parts = dict(extra)
+        warnings = _figure_warnings(f, figures)
+        if warnings:
+            parts["warnings"] = warnings
+        if f.kind in ("idle_matrix", "bandwidth_matrix") and isinstance(placement, dict):
+            cell = placement.get(f"{f.key[0]},{f.key[1]}")
+            if cell is not None:
+                parts["numa"] = cell
+        if f.kind == "c2c" and f.key[1] is not None:
+            parts.pop("c2c_cpus", None)  # the local pair's CPUs: not those of a remote figure
+        out.append(Imported(Kind.MEMORY, point, metrics, parts))
+    return out, _missing_figures(s, len(figures), bad)
+
+
+def _figure_warnings(f: Figure, figures: list[Figure]) -> list[str]:
+    """The section's '*' lines that concern this figure: those printed before it since the figure before, and
+    those about the whole section (the header's, the ones after its last figure), not another figure's."""
+    others = {w for g in figures if g is not f for w in g.warnings} - set(f.warnings)
+    return [str(w) for w in _list(f.section.params.get("warnings")) if w not in others]
+
+
+def _figure_keys(f: Figure, p: dict[str, object]) -> dict[str, object]:
+    """The point keys that identify a figure, each checked as a plan's value would be (ValueError: out of range)."""
+    traffic = p.get("traffic") or "R"
+    if f.kind in ("idle_matrix", "bandwidth_matrix"):
+        keys: dict[str, object] = {"cpu_node": f.key[0], "mem_node": f.key[1]}
+        if f.kind == "bandwidth_matrix":
+            keys["traffic"] = traffic
+    elif f.kind == "peak_bandwidth":
+        keys = {"traffic": f.key[0]}
+    elif f.kind == "scaling":
+        keys = {"traffic": traffic, "threads": f.key[0]}
+    elif f.kind == "working_set":
+        keys = {"buffer": f.key[0]}
+        if p.get("huge_pages") is False:
+            keys["pages"] = "4k"
+    else:  # c2c: local, or remote with the writer's node, the reader's and the line's home
+        keys = {"c2c": f.key[0]}
+        if f.key[1] is not None:
+            keys.update(cpu_node=f.key[1], reader_node=f.key[2], home=f.key[3])
+    for name, value in keys.items():
+        try:
+            keys[name] = _MEMORY_KEYS[name].parse(value)
+        except ValueError as e:
+            raise ValueError(f"{name} {value}: {e}") from None
+    return keys
+
+
+def _figure_label(f: Figure) -> str:
+    return " ".join(str(k) for k in f.key if k is not None) or f.kind
+
+
+def _printed_numbers(s: Section) -> int:
+    """How many figures a section printed, as the parser kept them (matrix cells, named values, table rows)."""
+    cells = [s.matrix] + [m for m in _list(s.values.get("matrices")) if isinstance(m, dict)]
+    n = sum(v is not None for m in cells for row in m.values() if isinstance(row, dict) for v in row.values())
+    n += sum(isinstance(v, float) for v in s.values.values())
+    return n + len(_list(s.values.get("table")))
+
+
+def _list(v: object) -> list[object]:
+    return v if isinstance(v, list) else []
+
+
+def _missing_figures(s: Section, got: int, bad: list[str]) -> list[str]:
+    """Warnings naming the section: no figures at all, fewer than it printed (and why, where it can tell), figures
+    out of range."""
+    name = _section_name(s)
+    if not got and not bad:
+        return [_unread(s, name)]
+    printed = _printed_numbers(s)
+    why = _unread_reasons(s)
+    notes = []
+    reasons = "; ".join(why[:4])
+    if got + len(bad) < printed:
+        notes.append(f"the {name} section printed {printed} figure(s), only {got + len(bad)} could be read ("
+                     + (reasons or "a line cut short?") + "): the others are not imported.")
+    elif why:
+        notes.append(f"the {name} section looks incomplete ({reasons}); its {got} figure(s) are imported.")
+    if bad:
+        notes.append(f"the {name} section has {len(bad)} figure(s) out of range, not imported: "
+                     + "; ".join(bad[:3]) + ("; …" if len(bad) > 3 else "") + ".")
+    return notes
+
+
+def _unread_reasons(s: Section) -> list[str]:
+    """What in a section's text gave no figure: a matrix row short of cells, a label no figure has, a remote
+    c2c matrix without the title naming where its line is homed."""
+    from app.runners.mlc_parse import peak_traffic
+
+    why = []
+    for m in [s.matrix] + [m for m in _list(s.values.get("matrices")) if isinstance(m, dict)]:
+        cols = max((len(row) for row in m.values() if isinstance(row, dict)), default=0)
+        why += [f"row {r} has {len(row)} of {cols} cells, cut?" for r, row in m.items()
+                if isinstance(row, dict) and len(row) < cols]
+    labels = [k for k, v in s.values.items() if isinstance(v, float)]
+    if s.kind == "peak_bandwidth":
+        why += [f"{k!r} is not a traffic mix import knows" for k in labels if peak_traffic(k) is None]
+    if s.kind == "c2c":
+        why += [f"{k!r} is not a local HIT or HITM latency" for k in labels
+                if "remote" in k.lower() or not re.search(r"\bhitm?\b", k, re.IGNORECASE)]
+        if None in _list(s.values.get("homes")):
+            why.append("a remote matrix without the title that says where its line is homed")
+    return why
 
 
 # --- files -------------------------------------------------------------------------------------------------
@@ -543,16 +733,16 @@ def parse_file(path: str, budget: int = MAX_IMPORT_POINTS) -> tuple[str, list[Im
     fio = _fio_file(path, budget)
     if fio is not None:
         return ("fio",) + fio
-    points, info = mlc_points(text_chunks(path))
+    points, info = mlc_points(text_chunks(path), budget)
     if len(points) > budget:
         raise UsageError(f"{path}: more than {MAX_IMPORT_POINTS:,} points in this import; import the files in "
                          "smaller groups.")
     if points:
         return "mlc", points, info
     if info.get("ignored_sections") or _mentions_mlc(path):
-        raise UsageError(f"{path}: MLC output without a loaded-latency table or an idle latency (sections found: "
-                         f"{', '.join(map(str, info.get('ignored_sections') or [])) or 'none'}); import takes "
-                         "--loaded_latency and --idle_latency outputs.")
+        raise UsageError(f"{path}: MLC output without a figure import can read (sections found: "
+                         f"{', '.join(map(str, info.get('ignored_sections') or [])) or 'none'}); import takes the "
+                         "tables of plain mlc and of its single modes.")
     raise UsageError(f"{path}: neither fio JSON (--output-format=json or json+) nor Intel MLC text output was found "
                      "in it.")
 
@@ -601,6 +791,7 @@ def import_files(files: list[str], out: str | os.PathLike[str]) -> tuple[Path, l
                 version = f"v{info['version']}" if key == "mlc" else str(info["version"])
                 known = tools[key].split(", ") if tools.get(key) else []
                 tools[key] = ", ".join(sorted(set(known + [version])))
+            src["sections"] = list(info.get("sections") or [])
             if info.get("ignored_sections"):
                 src["ignored_sections"] = info["ignored_sections"]
         warnings = [str(w) for w in info.get("warnings") or []]

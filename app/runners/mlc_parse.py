@@ -7,19 +7,34 @@ Public API (also used by ``profiler-tui import``)::
     sections = parse_text(open("mlc.txt").read())       # list[Section]
     for s in sections:
         s.kind      # "idle" | "loaded" | "idle_matrix" | "peak_bandwidth" | "bandwidth_matrix" | "c2c"
+                    # | "scaling" | "working_set" (the built-in engine's) | "bandwidth" | "other"
         s.params    # dict: version, mode, traffic ("R", "W6", …), stride (bytes), buffer_bytes,
                     #       write_buffer_bytes, delays, duration, cpus, command_line, warnings, …
         s.rows      # loaded: list[Row(delay, latency_ns, bandwidth_mbps, extra)]
         s.values    # idle: {"latency_ns", "clocks", "clock"};  peak_bandwidth: {"ALL Reads": MB/s, …};
-                    # c2c: {"Local Socket L2->L2 HIT latency": ns, …}
+                    # c2c: {"Local Socket L2->L2 HIT latency": ns, …, "matrices": [{row: {col: ns}}],
+                    #       "homes": ["writer", "reader"]};  scaling / working_set: {"table": [[n, figure]]}
         s.matrix    # idle_matrix / bandwidth_matrix: {"0": {"0": 90.2, "1": 144.3}, …}
 
     p = LineParser()                    # incremental, for live streaming
     for chunk in stream:                # any pieces of text (partial lines are buffered)
         for row in p.feed(chunk):       # loaded-latency rows, each as soon as its line is complete
             ...
+        p.figures                       # every Figure of the matrix, peak, c2c, scaling and working-set
+                                        # sections so far, appended as each one's line completes
     sections = p.close()
     p.warnings                          # the parser's own findings about the text (below)
+
+Figures (:class:`Figure`: kind, key, value as printed, unit, its section): a matrix row's numeric cells
+(``-`` gives none), each peak-bandwidth row whose label is a known traffic (``ALL Reads`` R, ``3:1
+Reads-Writes`` W3, ``2:1`` W2, ``1:1`` W5, ``Stream-triad like`` W10, ``W<N> traffic``), the local c2c HIT and
+HITM lines and the cells of a remote c2c matrix under a title naming its home (writer or reader socket), and
+the rows of the built-in engine's two-column tables (scaling: threads, MB/s; working set: KiB, ns; read
+after their ``===`` line).  The engine's other lines are kept on the section they appear in:
+``Placement verified: CPU node X, memory node Y: pages …`` in ``values["placement"]["X,Y"]``, ``Cache …``
+lines in ``params["caches"]``, its writer/reader CPUs in ``params["c2c_cpus"]``, its load threads' CPUs in
+``params["load_cpus"]`` and ``Traffic W3: reads …, writes …`` in ``values["split"]`` (and on the figure of
+that traffic that follows, ``Figure.extra``).
 
 What the parser accepts (every variant in ``tests/data/mlc/``): tabs or runs of spaces as
 column separators; leading and trailing whitespace (documentation pages indent the output);
@@ -38,6 +53,9 @@ reads as ``None``.  Numbers are never invented: a field the text does not show i
 Cut and truncated text (``LineParser.warnings``, a list of sentences; MLC's own ``*`` lines stay in
 ``params["warnings"]``):
 
+* A last line with no line end in a matrix, peak-bandwidth, c2c, scaling or working-set section whose
+  numbers lack the decimal places of the section's complete lines (or, with none before it, a decimal
+  point) is kept in the section's values but gives no figure, and a warning names the section.
 * A last line with no line end that is a table row but lacks the shape of the complete rows
   before it (the same number of columns, the same number of decimal places in each number; with no
   complete row before it, a bandwidth with a decimal point, as MLC prints it) is a row cut
@@ -66,8 +84,8 @@ from typing import Callable, Generic, Iterable, TypeVar
 
 from app.presets import MLC_DELAYS
 
-__all__ = ["Row", "Section", "LineParser", "parse", "parse_text", "parse_command_line", "traffic_from_text",
-           "loaded_rows", "idle_latency"]
+__all__ = ["Row", "Section", "Figure", "LineParser", "parse", "parse_text", "parse_command_line",
+           "traffic_from_text", "loaded_rows", "idle_latency", "PEAK_LABELS", "SECTION_NAMES"]
 
 MIB = 1 << 20
 MAX_LINE_CHARS = 4096
@@ -79,6 +97,7 @@ MAX_STAR_LINES = 100
 MAX_WARNINGS = 50
 MAX_EXTRA_COLUMNS = 8
 MAX_EXTRA_CHARS = 32
+MAX_CACHES = 16  # cache lines kept per section (a CPU has 4 or 5 levels and types)
 
 
 @dataclass
@@ -102,6 +121,47 @@ class Section:
     values: dict[str, object] = field(default_factory=dict)  # figures; load_mbps by delay; c2c matrices
     matrix: dict[str, dict[str, float | None]] = field(default_factory=dict)
     title: str = ""
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One figure of a matrix, peak-bandwidth, c2c, scaling or working-set section, as its line completes.
+
+    ``key`` identifies it within its kind: idle_matrix / bandwidth_matrix ``(cpu_node, mem_node)``;
+    peak_bandwidth ``(traffic,)`` e.g. ``("W3",)``; scaling ``(threads,)``; working_set ``(buffer_bytes,)``;
+    c2c ``(c2c, writer_node, reader_node, home)``: ``("hitm", None, None, None)`` for the local figure,
+    ``("hitm", 0, 1, "writer")`` for a cell of the remote matrix of lines homed in the writer's socket.
+    ``value`` is the number printed (ns or MB/s); ``extra`` the engine's read/write split of a bandwidth
+    (``read_mbps``, ``write_mbps``) when it printed one for this figure's traffic; ``warnings`` the ``*`` lines
+    of its section printed since the figure before it (the engine's "Busy machine at …" about this one)."""
+
+    kind: str
+    key: tuple[object, ...]
+    value: float
+    unit: str
+    section: "Section" = field(compare=False, repr=False)
+    extra: dict[str, float] = field(default_factory=dict, compare=False)
+    warnings: tuple[str, ...] = field(default=(), compare=False)
+
+
+# what each kind of section is called in messages (import names a section it could not read)
+SECTION_NAMES = {
+    "idle": "idle latency", "loaded": "loaded latency", "idle_matrix": "idle latency matrix",
+    "peak_bandwidth": "peak injection bandwidth", "bandwidth_matrix": "bandwidth matrix", "c2c": "cache-to-cache",
+    "scaling": "bandwidth scaling", "working_set": "working set", "bandwidth": "bandwidth", "other": "unknown section",
+}
+FIGURE_UNITS = {"idle_matrix": "ns", "bandwidth_matrix": "MB/s", "peak_bandwidth": "MB/s", "c2c": "ns",
+                "scaling": "MB/s", "working_set": "ns"}
+# MLC's peak-bandwidth labels (lower case, single spaces) and the traffic codes they measure
+PEAK_LABELS = {"all reads": "R", "3:1 reads-writes": "W3", "2:1 reads-writes": "W2", "1:1 reads-writes": "W5",
+               "stream-triad like": "W10"}
+
+
+def peak_traffic(label: str) -> str | None:
+    """The traffic code of a peak-bandwidth row's label (``ALL Reads`` → R, ``W7 traffic`` → W7), or None."""
+    t = re.sub(r"\s+", " ", label.strip().lower())
+    m = re.fullmatch(r"w(\d{1,2}) traffic", t)
+    return f"W{int(m.group(1))}" if m else PEAK_LABELS.get(t)
 
 
 def _as_list(v: object) -> list[object]:
@@ -275,25 +335,36 @@ _RE_DELAY_UNIT = re.compile(rf"^Using injection delay unit of\s+({_NUM})\s*ns", 
 _RE_NUMA = re.compile(r"^Using memory on NUMA node (\d{1,4}): pages ((?:N\d{1,4}=\d{1,15} ){0,63}N\d{1,4}=\d{1,15}) "
                       r"\((\d{1,9})-byte pages", re.IGNORECASE)
 _UNIT = {"kib": 1 << 10, "kb": 1 << 10, "mib": MIB, "mb": MIB, "gib": 1 << 30, "gb": 1 << 30}
+# the engine's matrix modes: "Placement verified: CPU node 0, memory node 1: pages N1=32768 (4096-byte pages;
+# /proc/self/numa_maps)", one per cell before the row that holds it
+_RE_PLACEMENT = re.compile(r"^Placement verified: CPU node (\d{1,4}), memory node (\d{1,4}): pages "
+                           r"((?:N\d{1,4}=\d{1,15} ){0,63}N\d{1,4}=\d{1,15}) "
+                           r"\((\d{1,9})-byte pages(?:;\s*([^)]{0,64}))?", re.IGNORECASE)
+# the engine's working-set mode: "Cache L1d: 32 KiB (level 1, Data, shared by CPU(s) 0)"
+_RE_CACHE = re.compile(rf"^Cache (\w{{1,16}}):\s*({_NUM})\s*(KiB|MiB|GiB|KB|MB|GB)\s*\(level (\d{{1,2}}),\s*"
+                       r"([\w ]{1,32}?),\s*shared by CPU\(s\)\s*([\d,\-]{1,256})\)", re.IGNORECASE)
+_RE_C2C_CPUS = re.compile(r"^Using writer thread on CPU (\d{1,4}) and reader thread on CPU (\d{1,4})\b", re.IGNORECASE)
+_RE_LOAD_CPUS = re.compile(r"^Using load threads on CPU\(s\)\s*(\d{1,4}(?:,\d{1,4}){0,1023})(?!\d)", re.IGNORECASE)
+# the engine's bandwidth modes, before a figure: "Traffic W3: reads 1234.5 MB/sec, writes 456.7 MB/sec"
+_RE_SPLIT = re.compile(rf"^Traffic (R|W\d{{1,2}}):\s*reads\s+({_NUM})\s*MB/sec,\s*writes\s+({_NUM})\s*MB/sec",
+                       re.IGNORECASE)
+_RE_PAIR_ROW = re.compile(rf"^(\d{{1,15}})\s+({_NUM})$")  # scaling and working-set rows: two columns
+_RE_C2C_HOME = re.compile(r"homed in (writer|reader) socket", re.IGNORECASE)
+_RE_HITM = re.compile(r"\b(hitm?)\b", re.IGNORECASE)
+
+
+# a section title's words → its kind, the first that the (lower-case) title contains
+_TITLE_KINDS = (("loaded latenc", "loaded"), ("against buffer size", "working_set"), ("idle latenc", "idle_matrix"),
+                ("peak injection", "peak_bandwidth"), ("maximum memory bandwidth", "peak_bandwidth"),
+                ("cache-to-cache", "c2c"), ("bandwidths between nodes", "bandwidth_matrix"),
+                ("against the number of load threads", "scaling"), ("bandwidth", "bandwidth"))
 
 
 def _section_kind(title: str) -> str | None:
     t = title.lower()
     if not t.startswith("measuring"):
         return None
-    if "loaded latenc" in t:
-        return "loaded"
-    if "idle latenc" in t:
-        return "idle_matrix"
-    if "peak injection" in t:
-        return "peak_bandwidth"
-    if "cache-to-cache" in t:
-        return "c2c"
-    if "bandwidths between nodes" in t:
-        return "bandwidth_matrix"
-    if "bandwidth" in t:
-        return "bandwidth"
-    return "other"
+    return next((kind for words, kind in _TITLE_KINDS if words in t), "other")
 
 
 _RE_EOL = re.compile(r"\r\n|\n|\r")
@@ -327,6 +398,11 @@ class LineParser:
         self._rows = 0
         self._cells = 0
         self._load_bw: tuple[int, float] | None = None  # (delay, MB/s) of the engine's line before a row
+        self._split: tuple[str, dict[str, float]] | None = None  # the engine's read/write split before a figure
+        self._c2c_home: str | None = None  # the home named by the remote c2c title before a matrix
+        self._last_open = False  # reading the text's last line, which had no line end (maybe cut)
+        self.figures: list[Figure] = []  # figures of the matrix, peak, c2c, scaling and working-set sections
+        self._stars: list[str] = []  # a figure section's '*' lines since its last figure (bounded as they are)
         self._full = False  # a limit was reached: the rest of the text is ignored
         self._closed = False
         self._noted: set[str] = set()
@@ -365,6 +441,7 @@ class LineParser:
         self._current = sec
         self._in_table = False
         self._matrix_cols = None
+        self._stars = []
         return sec
 
     def _count_cells(self, n: int) -> bool:
@@ -374,6 +451,33 @@ class LineParser:
             return False
         self._cells += n
         return True
+
+    def _where(self) -> dict[str, object]:
+        """The params of the current section, or the file-wide header before the first."""
+        return self._current.params if self._current is not None else self.header
+
+    def _complete(self, sec: Section, fields: list[str]) -> bool:
+        """Whether a line's numbers may be read as figures: not the text's last line cut mid-number (its
+        numbers have the decimal places of the section's complete lines before it, or each a decimal point
+        as MLC and the engine print them)."""
+        shape, ref = _shape(fields), self._row_shape.get(id(sec))
+        if self._last_open:
+            whole = _same_shape(shape, ref) if ref and len(ref) == len(shape) else all(
+                "." in f or f == "-" for f in fields)
+            if not whole:
+                self._warn(f"the last line of the {SECTION_NAMES.get(sec.kind, sec.kind)} section has no line end "
+                           "and is shorter than a complete line (cut mid-number?): its figures are not read.")
+                return False
+        self._row_shape[id(sec)] = shape
+        return True
+
+    def _figure(self, sec: Section, key: tuple[object, ...], value: float, traffic: object = None) -> None:
+        split: dict[str, float] = {}
+        if self._split is not None and traffic is not None and self._split[0] == traffic:
+            split = self._split[1]
+            self._split = None
+        self.figures.append(Figure(sec.kind, key, value, FIGURE_UNITS[sec.kind], sec, split, tuple(self._stars)))
+        self._stars = []
 
     def _set_traffic(self, sec: Section, desc: str) -> None:
         sec.params["traffic_desc"] = desc
@@ -439,6 +543,7 @@ class LineParser:
         if self._pending and not self._full:
             line = self._pending.strip()
             sec = self._current
+            self._last_open = True
             m = _RE_ROW.match(line)
             if sec is not None and sec.kind == "loaded" and self._in_table and m:
                 fields = line.split()
@@ -495,7 +600,10 @@ class LineParser:
         target = self._current.params if self._current is not None else self.header
         kept = _sub_list(target, "warnings")
         if len(kept) < MAX_STAR_LINES:
-            kept.append(m.group(1).strip())
+            text = m.group(1).strip()
+            kept.append(text)
+            if self._current is not None and self._current.kind in FIGURE_UNITS:
+                self._stars.append(text)  # e.g. the engine's "Busy machine at …" about the figure that follows
         else:
             self._warn(f"more than {MAX_STAR_LINES} warning lines (starting with '*') in one place: the rest "
                        "are not kept.", once="stars")
@@ -532,6 +640,46 @@ class LineParser:
     def _on_huge_pages(self, line: str, m: re.Match[str]) -> None:
         self.header["huge_pages"] = m.group(1).lower() == "yes"
         self.header["huge_pages_detail"] = m.group(2).strip()
+        self._in_figure_section(huge_pages=self.header["huge_pages"])
+
+    def _in_figure_section(self, **params: object) -> None:
+        """Also keep on the current section what the engine prints after a figure section's title (the
+        working-set mode's threads and pages lines): that section's own, not a later one's."""
+        if self._current is not None and self._current.kind in FIGURE_UNITS:
+            self._current.params.update(params)
+
+    def _on_placement(self, line: str, m: re.Match[str]) -> None:
+        sec = self._current
+        if sec is None or not self._count_cells(1):
+            return
+        pages = {n: int(c) for n, c in re.findall(r"N(\d{1,4})=(\d{1,15})", m.group(3))}
+        where = (m.group(5) or "").strip()
+        tool = next((t for t in ("numa_maps", "move_pages") if t in where), where[:32] or None)
+        cell = {"node": int(m.group(2)), "pages": pages, "page_bytes": int(m.group(4)), "verified_with": tool}
+        _sub_dict(sec.values, "placement")[f"{int(m.group(1))},{int(m.group(2))}"] = cell
+
+    def _on_cache(self, line: str, m: re.Match[str]) -> None:
+        caches = _sub_list(self._where(), "caches")
+        if len(caches) >= MAX_CACHES:
+            self._warn(f"more than {MAX_CACHES} cache lines in one section: the rest are not kept.", once="caches")
+            return
+        caches.append({"name": m.group(1), "level": int(m.group(4)), "type": m.group(5).strip(),
+                       "size_bytes": _bytes(m.group(2), m.group(3)), "shared_cpus": m.group(6)})
+
+    def _on_c2c_cpus(self, line: str, m: re.Match[str]) -> None:
+        self._where()["c2c_cpus"] = [int(m.group(1)), int(m.group(2))]
+
+    def _on_load_cpus(self, line: str, m: re.Match[str]) -> None:
+        self._where()["load_cpus"] = [int(c) for c in m.group(1).split(",")]
+
+    def _on_split(self, line: str, m: re.Match[str]) -> None:
+        sec = self._current
+        if sec is None or not self._count_cells(1):
+            return
+        code = m.group(1).upper()
+        split = {"read_mbps": float(m.group(2)), "write_mbps": float(m.group(3))}
+        _sub_dict(sec.values, "split")[code] = split
+        self._split = (code, split)  # for the figure of that traffic, which follows
 
     def _on_latency_thread(self, line: str, m: re.Match[str]) -> None:
         self.header["latency_cpu"] = int(m.group(1))
@@ -543,6 +691,8 @@ class LineParser:
         n = _RE_LOAD_THREADS.search(line)
         if n:  # how many threads made the load (MLC does not say: it uses every CPU unless told)
             self.header["load_threads"] = int(n.group(1))
+        self._in_figure_section(**{k: self.header[k] for k in ("latency_cpu", "stride", "chase_kib", "load_threads")
+                                   if k in self.header})
 
     def _on_load_bandwidth(self, line: str, m: re.Match[str]) -> None:
         self._load_bw = (int(m.group(1)), float(m.group(2)))  # for the row of that delay, which follows
@@ -588,6 +738,8 @@ class LineParser:
             self._matrix_cols = m.group(1).split()
             if sec.kind == "c2c" and self._count_cells(1):
                 _sub_list(sec.values, "matrices").append({})
+                _sub_list(sec.values, "homes").append(self._c2c_home)  # the home of each remote matrix
+                self._c2c_home = None
             return
         m = _RE_MATRIX_ROW.match(line)
         if m and self._matrix_cols:
@@ -596,17 +748,71 @@ class LineParser:
                 return
             target = sec.matrix if sec.kind != "c2c" else _as_list(sec.values["matrices"])[-1]
             assert isinstance(target, dict)  # the c2c matrix opened by its header line
-            target[m.group(1)] = {c: (None if v == "-" else float(v)) for c, v in zip(self._matrix_cols, cells)}
+            row = {c: (None if v == "-" else float(v)) for c, v in zip(self._matrix_cols, cells)}
+            target[m.group(1)] = row
+            if self._complete(sec, cells):
+                self._matrix_figures(sec, int(m.group(1)), row)
             return
         if sec.kind == "c2c":
-            self._read_named_value(sec, _RE_C2C.match(line))
+            home = _RE_C2C_HOME.search(line)
+            if home:
+                self._c2c_home = home.group(1).lower()
+                return
+            label = self._read_named_value(sec, _RE_C2C.match(line))
+            hit = _RE_HITM.search(label or "")
+            if hit and "remote" not in (label or "").lower():
+                self._figure(sec, (hit.group(1).lower(), None, None, None), section_figure(sec, str(label)))
+
+    def _matrix_figures(self, sec: Section, row: int, cells: dict[str, float | None]) -> None:
+        """The figures of a matrix row: one per printed number; a c2c cell only under a remote title naming
+        the line's home (writer or reader socket)."""
+        home = _as_list(sec.values.get("homes"))[-1:] if sec.kind == "c2c" else [None]
+        if sec.kind == "c2c" and home in ([], [None]):
+            return
+        stars = list(self._stars)  # printed before the row: about its cells, each named in the line
+        for col, value in cells.items():
+            if value is None:
+                continue
+            key: tuple[object, ...] = (row, int(col))
+            if sec.kind == "c2c":
+                key = ("hitm", row, int(col), home[0])
+            self._stars = list(stars)
+            self._figure(sec, key, value)
 
     def _read_peak(self, sec: Section, line: str) -> None:
-        self._read_named_value(sec, _RE_PEAK.match(line))
+        label = self._read_named_value(sec, _RE_PEAK.match(line))
+        traffic = peak_traffic(label) if label is not None else None
+        if traffic is not None:
+            self._figure(sec, (traffic,), section_figure(sec, str(label)), traffic)
 
-    def _read_named_value(self, sec: Section, m: re.Match[str] | None) -> None:
+    def _read_named_value(self, sec: Section, m: re.Match[str] | None) -> str | None:
+        """Store ``label: number``; the label when it is one whose number may be read as a figure."""
         if m and self._count_cells(1):
-            sec.values[re.sub(r"\s+", " ", m.group(1))] = float(m.group(2))
+            label = re.sub(r"\s+", " ", m.group(1))
+            sec.values[label] = float(m.group(2))
+            return label if self._complete(sec, [m.group(2)]) else None
+        return None
+
+    def _read_pairs(self, sec: Section, line: str) -> None:
+        """A row of the engine's two-column tables: scaling (threads, MB/s), working set (KiB, ns)."""
+        if line.startswith("==="):
+            self._in_table = True
+            return
+        m = _RE_PAIR_ROW.match(line)
+        if not (m and self._in_table):
+            return
+        if self._rows >= MAX_ROWS:
+            self._stop(f"more than {MAX_ROWS} table rows")
+            return
+        self._rows += 1
+        first, value = int(m.group(1)), float(m.group(2))
+        _sub_list(sec.values, "table").append([first, value])
+        if not self._complete(sec, [m.group(2)]):
+            return
+        if sec.kind == "scaling":
+            self._figure(sec, (first,), value, sec.params.get("traffic"))
+        else:
+            self._figure(sec, (first * 1024,), value)  # the table gives KiB
 
 
 def _bytes(number: str, unit: str) -> int:
@@ -652,6 +858,11 @@ LINE_RULES: tuple[LineRule[re.Match[str]] | LineRule[str], ...] = (
     LineRule("injection delay unit (engine)", _RE_DELAY_UNIT.match, LineParser._on_delay_unit),
     LineRule("load threads' bandwidth before a row (engine)", _RE_LOAD_BW.match, LineParser._on_load_bandwidth),
     LineRule("traffic type", _RE_TRAFFIC.match, LineParser._on_traffic),
+    LineRule("verified placement of a matrix cell (engine)", _RE_PLACEMENT.match, LineParser._on_placement),
+    LineRule("cache level (engine)", _RE_CACHE.match, LineParser._on_cache),
+    LineRule("c2c writer and reader CPUs (engine)", _RE_C2C_CPUS.match, LineParser._on_c2c_cpus),
+    LineRule("load threads' CPUs (engine)", _RE_LOAD_CPUS.match, LineParser._on_load_cpus),
+    LineRule("read/write split of a bandwidth (engine)", _RE_SPLIT.match, LineParser._on_split),
 )
 
 # the reader of the other lines, by the kind of the section they are in
@@ -661,6 +872,8 @@ BODY_READERS: dict[str, Callable[[LineParser, Section, str], Row | None]] = {
     "bandwidth_matrix": LineParser._read_matrix,
     "c2c": LineParser._read_matrix,
     "peak_bandwidth": LineParser._read_peak,
+    "scaling": LineParser._read_pairs,
+    "working_set": LineParser._read_pairs,
 }
 
 

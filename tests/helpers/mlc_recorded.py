@@ -1,7 +1,8 @@
 """What the MLC text parser made of the recorded MLC outputs in tests/data/mlc and of deterministic
 mutations of them (lines dropped, repeated, cut, re-indented with tabs, upper-cased), fed whole and in
-7-character pieces; and of a few command lines.  ``python -m tests.helpers.mlc_recorded`` rewrites the
-expectation file — only when a change of the parser's results is intended."""
+7-character pieces (sections, rows, the streamed figures, warnings); and of a few command lines.
+``python -m tests.helpers.mlc_recorded`` rewrites the expectation file — only when a change of the parser's
+results is intended."""
 
 from __future__ import annotations
 
@@ -49,8 +50,9 @@ def parsed(text: str, piece: int) -> dict[str, Any]:
     for i in range(0, len(text), piece):
         rows += [dataclasses.asdict(r) for r in p.feed(text[i:i + piece])]
     sections = p.close()
+    figures = [[f.kind, list(f.key), f.value, f.unit, p.sections.index(f.section), f.extra] for f in p.figures]
     return {"rows": rows, "sections": [dataclasses.asdict(s) for s in sections], "warnings": p.warnings,
-            "header": p.header, "lines": p.lines}
+            "header": p.header, "lines": p.lines, "figures": figures}
 
 
 def results() -> dict[str, Any]:

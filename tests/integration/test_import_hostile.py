@@ -253,8 +253,8 @@ def test_mlc_warnings_are_kept_in_run_json_and_shown_by_the_report(tmp_path: Pat
     """Whatever warnings the MLC parser gives (e.g. a truncated table) reach run.json and the report."""
     real = importer.mlc_points
 
-    def with_warnings(text: Any) -> tuple[list[Any], dict[str, Any]]:
-        points, info = real(text)
+    def with_warnings(text: Any, *limit: Any) -> tuple[list[Any], dict[str, Any]]:
+        points, info = real(text, *limit)
         points = points[:9]
         info = dict(info, warnings=["loaded-latency table has 9 of 19 delays (missing 700, 1000, …)"])
         return points, info

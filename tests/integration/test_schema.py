@@ -72,10 +72,10 @@ def test_memory_and_imported_runs_validate(tmp_path: Path) -> None:
     assert cli("run", "mem-idle", "--out", str(idle), "--set", "duration=1").returncode == 0
     validate_dir(idle)
     imported = tmp_path / "imported"
-    mlc = [p for p in sorted((DATA / "mlc").glob("*.txt")) if "peak-injection" not in p.name]
+    mlc = sorted((DATA / "mlc").glob("*.txt"))  # every section of each: matrices, peak, c2c too
     proc = cli("import", *map(str, mlc), "--out", str(imported))
     assert proc.returncode == 0, proc.stderr
-    assert validate_dir(imported)["results-line"] > 10
+    assert validate_dir(imported)["results-line"] == 38 + 19 * 3 + 1 + 5
     fio = tmp_path / "fio-imported"
     src = tmp_path / "src"
     proc = cli("run", "custom", "--target", str(tmp_path / "t.img"), "--yes", "--out", str(src), "--set", "size=8m",

@@ -8,20 +8,32 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.importer import mlc_points
+from app.importer import MAX_FILE_WARNINGS, mlc_points
+from app.keys import MEMORY_MODES
+from app.points import MemoryPoint, keys_of
 from app.runners import mlc_parse
 from app.runners.mlc_parse import LineParser, Section, loaded_rows, parse
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "mlc"
 SAMPLES = [p.read_text() for p in sorted(DATA.glob("*.txt"))]
 TABLES = [t for t in SAMPLES if loaded_rows(parse(t).sections)]
-KINDS = {"idle", "loaded", "idle_matrix", "peak_bandwidth", "bandwidth_matrix", "c2c", "bandwidth", "other"}
+KINDS = {"idle", "loaded", "idle_matrix", "peak_bandwidth", "bandwidth_matrix", "c2c", "bandwidth", "other", "scaling",
+         "working_set"}
+# the shape of a figure's key by kind: a type (or None allowed) per position
+KEY_TYPES: dict[str, tuple[tuple[type, ...], ...]] = {
+    "idle_matrix": ((int,), (int,)), "bandwidth_matrix": ((int,), (int,)), "peak_bandwidth": ((str,),),
+    "scaling": ((int,),), "working_set": ((int,),),
+    "c2c": ((str,), (int, type(None)), (int, type(None)), (str, type(None))),
+}
+KEYS = keys_of(MemoryPoint)
+NUMBER = re.compile(r"\d{1,15}(?:\.\d{1,15})?")
 
 SETTINGS = settings(derandomize=True, deadline=None, max_examples=600,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -39,6 +51,14 @@ TOKENS = st.sampled_from([
     "Using injection delay unit of 0.4 ns\n", "ALL Reads  :  1234.5\n", "Local Socket L2->L2 HIT latency\t50.5\n",
     " 00000\t282.55\t  135345.6\n", " 00002\t     -\t  55398.7\n", "0\t90.2\t144.3\n", "\t", " ", "\n", "\r",
     "\r\n", "\x00", "\u2028", "\x85", "\u0663\u0664", "\ufeff", ".", ":",
+    # the built-in engine's sections
+    "Measuring Maximum Memory Bandwidths for the system\n", "Traffic W3: reads 12.5 MB/sec, writes 3.5 MB/sec\n",
+    "Measuring Memory Bandwidth against the number of load threads\n", "Threads\tBandwidth\n", " 2\t  32001.9\n",
+    "Using load threads on CPU(s) 0,1 in this order\n", "Measuring idle latency against buffer size (working set)\n",
+    "Cache L1d: 32 KiB (level 1, Data, shared by CPU(s) 0)\n", " 48\t    3.50\n", "W12 traffic :\t10.5\n",
+    "Placement verified: CPU node 0, memory node 1: pages N1=32768 (4096-byte pages; /proc/self/numa_maps)\n",
+    "Using writer thread on CPU 0 and reader thread on CPU 1\n", "Writer Numa Node     0\t     1\n",
+    "Remote Socket L2->L2 HITM latency (data address homed in reader socket)\n", "1\t -\t 114.0\n",
 ])
 TEXT = st.lists(st.one_of(TOKENS, st.text(max_size=12)), max_size=40).map("".join)
 
@@ -91,10 +111,18 @@ def check_sane(p: LineParser) -> None:
         json.dumps(s.params, allow_nan=False)  # strict JSON: no inf or nan anywhere
         json.dumps(s.values, allow_nan=False)
         json.dumps(s.matrix, allow_nan=False)
+    assert len(p.figures) <= mlc_parse.MAX_ROWS + mlc_parse.MAX_CELLS
+    for f in p.figures:
+        assert f.kind == f.section.kind and any(f.section is s for s in p.sections)
+        assert f.unit == mlc_parse.FIGURE_UNITS[f.kind] and finite(f.value)
+        types = KEY_TYPES[f.kind]
+        assert len(f.key) == len(types) and all(isinstance(k, t) for k, t in zip(f.key, types))
+        assert all(finite(v) for v in f.extra.values())
 
 
 def snapshot(p: LineParser) -> Any:
-    return ([(s.kind, s.title, s.params, s.rows, s.values, s.matrix) for s in p.sections], p.warnings, p.header)
+    return ([(s.kind, s.title, s.params, s.rows, s.values, s.matrix) for s in p.sections], p.warnings, p.header,
+            p.figures)
 
 
 @SETTINGS
@@ -105,13 +133,42 @@ def test_any_text_parses_to_sane_sections(text: str) -> None:
 
 @SETTINGS
 @given(ANY_TEXT)
+def test_every_figure_is_a_number_the_text_printed(text: str) -> None:
+    printed = {float(n) for n in NUMBER.findall(text)}
+    assert all(f.value in printed for f in parse(text).figures)
+
+
+@SETTINGS
+@given(st.lists(st.floats(0, 1e6), min_size=1, max_size=6), st.lists(st.floats(0, 1e6), min_size=1, max_size=6))
+def test_figures_of_printed_tables_are_the_numbers_printed(row0: list[float], ws: list[float]) -> None:
+    """Tables as the engine prints them: a matrix row and a working-set table give back each number as printed."""
+    cols = "".join(f"\t{i:6d}" for i in range(len(row0)))
+    text = ("Measuring Memory Bandwidths between nodes within system\n\t\tNuma node\nNuma node" + cols + "\t\n"
+            + "       0" + "".join(f"\t{x:6.1f}" for x in row0) + "\t\n"
+            + "Measuring idle latency against buffer size (working set)\nBuffer\tLatency\n(KiB)\t(ns)\n" + "=" * 26
+            + "\n" + "".join(f" {4 * (i + 1)}\t{x:8.2f}\n" for i, x in enumerate(ws)))
+    p = parse(text)
+    assert [(f.key, f.value) for f in p.figures if f.kind == "bandwidth_matrix"] == [
+        ((0, i), float(f"{x:.1f}")) for i, x in enumerate(row0)]
+    assert [(f.key, f.value) for f in p.figures if f.kind == "working_set"] == [
+        ((4096 * (i + 1),), float(f"{x:.2f}")) for i, x in enumerate(ws)]
+
+
+@SETTINGS
+@given(ANY_TEXT)
 def test_mlc_points_of_any_text_are_strict_json(text: str) -> None:
     points, info = mlc_points(text)
-    assert isinstance(info["warnings"], list)
+    printed = {float(n) for n in NUMBER.findall(text)}
+    assert all(v is None or v in printed for pt in points for v in pt.metrics.values())  # each as printed
+    assert isinstance(info["warnings"], list) and len(info["warnings"]) <= MAX_FILE_WARNINGS + 1
+    assert all(isinstance(w, str) and w for w in info["warnings"])
     for pt in points:
-        assert pt.kind == "memory" and pt.point["mode"] in ("idle", "loaded")
+        assert pt.kind == "memory" and pt.point["mode"] in MEMORY_MODES
         assert all(v is None or finite(v) for v in pt.metrics.values())
         json.dumps([pt.point, pt.metrics, pt.extra], allow_nan=False)
+        for name in ("traffic", "buffer", "cpu_node", "mem_node", "threads", "c2c", "reader_node", "home", "pages"):
+            if pt.point.get(name) is not None and pt.point["mode"] != "loaded":  # as a plan would hold it
+                assert KEYS[name].parse(pt.point[name]) == pt.point[name]
 
 
 @SETTINGS
