@@ -304,9 +304,11 @@ def _traffic_order(t: str) -> int:
     return keys.index(t) if t in keys else len(keys)
 
 
-def _memory_tables(points: Sequence[MemoryRow], env: Mapping[str, object] | None = None) -> list[str]:
-    """``env``: run.json's environment (caches, TLB) for the note under each table."""
-    out = ["## Memory results", ""]
+def _memory_tables(points: Sequence[MemoryRow], env: Mapping[str, object] | None = None,
+                   before: Sequence[str] = ()) -> list[str]:
+    """``env``: run.json's environment (caches, TLB) for the note under each table; ``before``: the sections
+    plain `mlc` prints before its loaded latencies (suite.py)."""
+    out = ["## Memory results", "", *before]
     idle = [p for p in points if p.mode == "idle"]
     loaded = [p for p in points if p.mode == "loaded"]  # the suite's modes have their own sections (suite.py)
     if idle:
@@ -783,9 +785,10 @@ def render_markdown(data: RunData, figures: Sequence[Figure], bound_ns: float,
     suite_rows = suite.rows(data)
     if data.memory or suite_rows:
         env = data.meta.environment
-        lines += _memory_tables(data.memory, env.entry if env is not None else None)
-        lines += suite.section(data, figures)
+        lines += _memory_tables(data.memory, env.entry if env is not None else None,
+                                suite.section(data, figures, suite.BEFORE_LOADED))
         lines += _figures([f for f in figures if not suite.owns(f)], Kind.MEMORY)
+        lines += suite.section(data, figures, suite.AFTER_LOADED)
     lines += ["## Analysis", ""]
     if data.storage:
         lines += trends.summary_section(data.path, data.storage)

@@ -506,8 +506,12 @@ def _curve_table(grouped: Mapping[tuple[str, ...], Sequence[MemoryRow]]) -> str:
 Section = Callable[[RunData, Sequence[MemoryRow], Sequence[object]], list[str]]
 
 
-def section(data: RunData, figures: Sequence[object]) -> list[str]:
-    """Every suite section the run has points of, in MLC's order (working set last)."""
+BEFORE_LOADED = ("latency_matrix", "peak", "bandwidth_matrix")  # plain `mlc` prints these before loaded latencies
+AFTER_LOADED = ("c2c", "scaling", "working_set")
+
+
+def section(data: RunData, figures: Sequence[object], modes: Sequence[str] = MODES) -> list[str]:
+    """The suite sections of ``modes`` the run has points of, in MLC's order (working set last)."""
     by_mode: dict[str, list[MemoryRow]] = {}
     for p in rows(data):
         by_mode.setdefault(p.mode, []).append(p)
@@ -515,12 +519,12 @@ def section(data: RunData, figures: Sequence[object]) -> list[str]:
         ("latency_matrix", lambda d, p, f: _matrix_section(d, p, f, "latency_matrix")),
         ("peak", _peak_section),
         ("bandwidth_matrix", lambda d, p, f: _matrix_section(d, p, f, "bandwidth_matrix")),
-        ("scaling", _scaling_section),
         ("c2c", lambda d, p, f: _c2c_section(d, p)),
+        ("scaling", _scaling_section),
         ("working_set", _working_set_section),
     ]
     out: list[str] = []
     for mode, write in parts:
-        if by_mode.get(mode):
+        if mode in modes and by_mode.get(mode):
             out += write(data, by_mode[mode], figures)
     return out
