@@ -70,11 +70,21 @@ def _str(p: MemoryRow, key: str) -> str:
     return v if isinstance(v, str) else ""
 
 
+def page_key(p: MemoryRow) -> str:
+    """The point's page size: its ``pages`` key, else what the engine printed (huge pages yes or no)."""
+    pages = _str(p, "pages")
+    if pages:
+        return pages
+    huge = p.line.parts.huge_pages
+    huge = huge if isinstance(huge, bool) else mem.huge_pages([p])
+    return "" if huge is None else "2m" if huge else "4k"
+
+
 def groups(points: Iterable[MemoryRow], *keys: str) -> dict[tuple[str, ...], list[MemoryRow]]:
     """The points by engine, page size and ``keys`` (one table or figure each), in a fixed order."""
     out: dict[tuple[str, ...], list[MemoryRow]] = {}
     for p in points:
-        out.setdefault((p.engine, _str(p, "pages"), *(_str(p, k) for k in keys)), []).append(p)
+        out.setdefault((p.engine, page_key(p), *(_str(p, k) for k in keys)), []).append(p)
     return dict(sorted(out.items()))
 
 
@@ -99,14 +109,13 @@ def engine_text(points: Sequence[MemoryRow]) -> str:
 
 
 def pages_text(points: Sequence[MemoryRow]) -> str:
-    kinds = {_str(p, "pages") for p in points}
+    kinds = {page_key(p) for p in points}
     if kinds == {"4k"}:
         return "4 KiB pages"
     if kinds == {"2m"}:
         return "2 MiB huge pages where the kernel allows"
-    huge = mem.huge_pages(points)
-    if huge is not None:
-        return "2 MiB pages" if huge else "4 KiB pages"
+    if len(kinds - {""}) > 1:
+        return "2 MiB and 4 KiB pages"
     if points and all(p.engine == "mlc" for p in points):
         return "page size as Intel MLC chose it (not in its output)"
     return "page size not recorded"
@@ -158,7 +167,22 @@ def measured_with(points: Sequence[MemoryRow], threads: str, chase: bool = True)
     if chase:
         parts.append("chase: " + ", ".join(mem.chase_texts(done)[:3]))
     parts += [pages_text(done), f"threads: {threads}"]
-    return ["Measured with: " + "; ".join(parts) + ".", ""]
+    return ["Measured with: " + "; ".join(parts) + ".", ""] + warnings_line(done)
+
+
+def warnings_line(points: Sequence[MemoryRow]) -> list[str]:
+    """The engine's warnings about these figures (a busy machine, a misplaced page), how many figures had one."""
+    texts: list[str] = []
+    warned = 0
+    for p in points:
+        got = p.line.parts.warnings
+        mine = [w for w in got[:8] if isinstance(w, str)] if isinstance(got, list) else []
+        warned += bool(mine)
+        texts += [t for w in mine if (t := _md(w)) not in texts]
+    if not warned:
+        return []
+    shown = "; ".join(texts[:3]) + (f"; … ({len(texts)} different)" if len(texts) > 3 else "")
+    return [f"Engine warnings on {warned} of {len(points)} figure{'s' if len(points) != 1 else ''}: {shown}.", ""]
 
 
 def footnote(points: Sequence[MemoryRow], data: RunData) -> list[str]:

@@ -274,3 +274,14 @@ def test_a_loaded_curve_without_a_knee_is_set_against_the_runs_peak(tmp_path: Pa
     text = "\n".join(_memory_analysis(an.memory_curves(rows), None, [p for p in rows if p.mode == "peak"]))
     assert "The heaviest load reached 50% of this run's peak injection bandwidth (211194.2 MB/s" in text
     assert "This run has no peak-bandwidth figure" not in text
+
+
+def test_an_imported_curve_takes_its_page_size_and_warnings_from_what_the_engine_printed(tmp_path: Path) -> None:
+    sizes = octave_sizes(4 * KIB, 64 * KIB)
+    lines = [line(i, point("working_set", buffer=s), {"latency_ns": ns}, engine="builtin", huge_pages=True,
+                  warnings=[f"Busy machine at {s // KIB} KiB: the thread got 48% of a CPU in its window"] if i < 2 else [])
+             for i, (s, ns) in enumerate(stepped_curve(sizes))]
+    text = section_text(tmp_path, lines)
+    assert f"built-in (memlat), 2 MiB pages: 2 plateaus detected over {len(sizes)} sizes." in text
+    assert (f"Engine warnings on 2 of {len(sizes)} figures: Busy machine at 4 KiB: the thread got 48% of a CPU in its "
+            "window; Busy machine at 5 KiB") in text
