@@ -278,9 +278,9 @@ def test_a_loaded_curve_without_a_knee_is_set_against_the_runs_peak(tmp_path: Pa
 
 def test_an_imported_curve_takes_its_page_size_and_warnings_from_what_the_engine_printed(tmp_path: Path) -> None:
     sizes = octave_sizes(4 * KIB, 64 * KIB)
+    busy = "Busy machine at {} KiB: the thread got 48% of a CPU in its window"
     lines = [line(i, point("working_set", buffer=s), {"latency_ns": ns}, engine="builtin", huge_pages=True,
-                  warnings=[f"Busy machine at {s // KIB} KiB: the thread got 48% of a CPU in its window"] if i < 2 else [])
-             for i, (s, ns) in enumerate(stepped_curve(sizes))]
+                  warnings=[busy.format(s // KIB)] if i < 2 else []) for i, (s, ns) in enumerate(stepped_curve(sizes))]
     text = section_text(tmp_path, lines)
     assert f"built-in (memlat), 2 MiB pages: 2 plateaus detected over {len(sizes)} sizes." in text
     assert (f"Engine warnings on 2 of {len(sizes)} figures: Busy machine at 4 KiB: the thread got 48% of a CPU in its "
