@@ -479,8 +479,8 @@ def _working_set_curve(label: str, pts: Sequence[MemoryRow], caches: Sequence[pl
                 f"(the rule needs at least {pl.MIN_SIZES}); no plateau is claimed.", ""]
     out = [f"{label}: {len(found)} plateau{'s' if len(found) != 1 else ''} detected over {len(c)} sizes.", ""]
     if found:
-        out += [markdown_table(["Level", "Buffer range", "Latency (ns, median)", "Sizes"], plateau_rows(found, caches),
-                               right=(2, 3)), ""]
+        head = ["Fits in (sysfs)", "Buffer range", "Latency (ns, median)", "Sizes"]
+        out += [markdown_table(head, plateau_rows(found, caches), right=(2, 3)), ""]
     out += ["- " + s for s in comparison(found, caches)] + [""]
     return out
 

@@ -161,9 +161,9 @@ def test_working_set_section_tables_plateaus_and_says_where_sysfs_disagrees(tmp_
     text = section_text(tmp_path, working_set_lines(0, sizes, "2m", caches=caches)
                         + working_set_lines(len(sizes), sizes, "4k", scale=1.1, caches=caches))
     assert "built-in (memlat), 2 MiB pages: 4 plateaus detected over 65 sizes." in text
-    assert "| L1d    | 4 KiB – 23 KiB     |                 1.20 |    11 |" in text
-    assert "| memory | 38.1 MiB – 256 MiB |                95.00 |    12 |" in text
-    assert "| memory | 38.1 MiB – 256 MiB |               104.50 |    12 |" in text  # the 4 KiB pages curve
+    assert "| L1d             | 4 KiB – 23 KiB     |                 1.20 |    11 |" in text
+    assert "| memory          | 38.1 MiB – 256 MiB |                95.00 |    12 |" in text
+    assert "| memory          | 38.1 MiB – 256 MiB |               104.50 |    12 |" in text  # the 4 KiB pages curve
     assert "L1d (32 KiB, sysfs): the latency leaves the 1.20 ns plateau between 23 KiB and 38 KiB — agrees" in text
     assert "L2 (4 MiB, sysfs): disagrees — the nearest detected boundary is between 724 KiB and 1.2 MiB" in text
     assert "no latency step shows at 4 MiB" in text
@@ -175,7 +175,7 @@ def test_working_set_section_tables_plateaus_and_says_where_sysfs_disagrees(tmp_
 def test_a_three_size_curve_says_it_is_too_short(tmp_path: Path) -> None:
     text = section_text(tmp_path, working_set_lines(0, [4 * KIB, 64 * KIB, 64 * MIB], "4k"))
     assert "3 buffer sizes measured — too few to detect plateaus (the rule needs at least 6); no plateau" in text
-    assert "| Level" not in text
+    assert "| Fits in" not in text
 
 
 # --- figures -------------------------------------------------------------------------------------------------
