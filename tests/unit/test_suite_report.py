@@ -285,3 +285,52 @@ def test_an_imported_curve_takes_its_page_size_and_warnings_from_what_the_engine
     assert f"built-in (memlat), 2 MiB pages: 2 plateaus detected over {len(sizes)} sizes." in text
     assert (f"Engine warnings on 2 of {len(sizes)} figures: Busy machine at 4 KiB: the thread got 48% of a CPU in its "
             "window; Busy machine at 5 KiB") in text
+
+
+def shown_ticks(axis: Any) -> list[Any]:
+    """The tick labels inside the axis' view (matplotlib keeps, but does not draw, the others)."""
+    lo, hi = sorted(axis.get_view_interval())
+    span = (hi - lo) * 1e-9
+    return [t for loc, t in zip(axis.get_majorticklocs(), axis.get_majorticklabels()) if lo - span <= loc <= hi + span]
+
+
+class Overlaps:
+    """plots.CHECK: pairs of texts that overlap, and texts that leave the canvas, in each figure as drawn."""
+
+    def __init__(self) -> None:
+        self.found: list[str] = []
+        self.names: list[str] = []
+
+    def __call__(self, fig: Any, name: str) -> None:
+        self.names.append(name)
+        fig.draw_without_rendering()
+        renderer = fig.canvas.get_renderer()
+        canvas = fig.bbox
+        texts = []
+        for ax in fig.axes:
+            ticks = [t for axis in (ax.xaxis, ax.yaxis) for t in shown_ticks(axis) if t.get_visible() and t.get_text()]
+            for t in ticks + [ax.xaxis.label, ax.yaxis.label, ax.title] + list(ax.texts):
+                if t.get_text().strip():
+                    texts.append((t.get_text(), t.get_window_extent(renderer)))
+        for i, (a, ba) in enumerate(texts):
+            if not (canvas.x0 - 1 <= ba.x0 and ba.x1 <= canvas.x1 + 1 and canvas.y0 - 1 <= ba.y0
+                    and ba.y1 <= canvas.y1 + 1):
+                self.found.append(f"{name}: {a!r} leaves the figure")
+            self.found += [f"{name}: {a!r} overlaps {b!r}" for b, bb in texts[i + 1:] if ba.overlaps(bb)]
+
+
+def test_an_8x8_matrix_and_a_60_size_curve_of_two_page_sizes_draw_without_overlaps(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    check = Overlaps()
+    monkeypatch.setattr(plots, "CHECK", check)
+    cells = [(c, m) for c in range(8) for m in range(8)]
+    lines = [line(i, point("bandwidth_matrix", traffic="R", cpu_node=c, mem_node=m),
+                  {"bandwidth_mbps": 104362.2 / (1 + abs(c - m))}) for i, (c, m) in enumerate(cells)]
+    lines += [line(64 + i, point("latency_matrix", cpu_node=c, mem_node=m), {"latency_ns": 90.2 + 20 * abs(c - m)})
+              for i, (c, m) in enumerate(cells)]
+    sizes = octave_sizes(4 * KIB, 128 * MIB)[:60]
+    lines += working_set_lines(128, sizes, "2m", noise=0.04) + working_set_lines(188, sizes, "4k", 1.15, 0.05)
+    suite_plots.figures(load(write_run(tmp_path / "run", lines)).memory, tmp_path / "plots")
+    assert check.names == ["memory-suite-latency-matrix.svg", "memory-suite-bandwidth-matrix.svg",
+                           "memory-suite-working-set.svg"]
+    assert check.found == []
