@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from app.report import plateaus as pl
 from app.report import plots, suite, suite_plots
 from app.report.model import load
+from tests.helpers.figure_text import shown_ticklabels
 from tests.helpers.suite_runs import (
     CACHES,
     KIB,
@@ -287,13 +288,6 @@ def test_an_imported_curve_takes_its_page_size_and_warnings_from_what_the_engine
             "window; Busy machine at 5 KiB") in text
 
 
-def shown_ticks(axis: Any) -> list[Any]:
-    """The tick labels inside the axis' view (matplotlib keeps, but does not draw, the others)."""
-    lo, hi = sorted(axis.get_view_interval())
-    span = (hi - lo) * 1e-9
-    return [t for loc, t in zip(axis.get_majorticklocs(), axis.get_majorticklabels()) if lo - span <= loc <= hi + span]
-
-
 class Overlaps:
     """plots.CHECK: pairs of texts that overlap, and texts that leave the canvas, in each figure as drawn."""
 
@@ -308,7 +302,7 @@ class Overlaps:
         canvas = fig.bbox
         texts = []
         for ax in fig.axes:
-            ticks = [t for axis in (ax.xaxis, ax.yaxis) for t in shown_ticks(axis) if t.get_visible() and t.get_text()]
+            ticks = [t for axis in (ax.xaxis, ax.yaxis) for t in shown_ticklabels(axis) if t.get_visible()]
             for t in ticks + [ax.xaxis.label, ax.yaxis.label, ax.title] + list(ax.texts):
                 if t.get_text().strip():
                     texts.append((t.get_text(), t.get_window_extent(renderer)))
