@@ -165,7 +165,11 @@ def measured_with(points: Sequence[MemoryRow], threads: str, chase: bool = True)
     done = [p for p in points if value(p) is not None] or list(points)
     parts = [f"engine: {engine_text(done)}"]
     if chase:
-        parts.append("chase: " + ", ".join(mem.chase_texts(done)[:3]))
+        texts = mem.chase_texts(done)[:3]
+        strides = sorted({p.stride for p in done if p.stride})
+        if texts == ["not recorded"] and strides:  # the plan still says how far apart the chase's steps were
+            texts = [f"not recorded (stride {', '.join(map(str, strides))} B as planned)"]
+        parts.append("chase: " + ", ".join(texts))
     parts += [pages_text(done), f"threads: {threads}"]
     return ["Measured with: " + "; ".join(parts) + ".", ""] + warnings_line(done)
 
