@@ -327,7 +327,7 @@ def memory_storage_ratio(data: RunData) -> MemStorageRatio | None:
         m = min(idle, key=lambda p: p.latency or 0.0)
         what = "idle memory latency"
     else:
-        loaded = [p for p in data.memory if p.latency]
+        loaded = [p for p in data.memory if p.mode == "loaded" and p.latency]
         if not loaded:
             return None
         m = min(loaded, key=lambda p: p.latency or 0.0)

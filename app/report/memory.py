@@ -196,9 +196,10 @@ def _more_threads_hint(cpus: int | None) -> str:
     return " (`--set cpus=…`: the first CPU runs the latency thread, the others load threads)"
 
 
-def no_knee_reason(curve: MemCurve, cpus: int | None = None) -> str | None:
+def no_knee_reason(curve: MemCurve, cpus: int | None = None, peak: MemoryRow | None = None) -> str | None:
     """Why ``curve`` has no knee, from its own numbers; None when it has one.  ``cpus``: the CPUs of the
-    machine that ran it (None for an import: that machine was not recorded)."""
+    machine that ran it (None for an import: that machine was not recorded); ``peak``: the run's peak
+    injection bandwidth of the same engine and traffic, when it measured one."""
     if curve.knee is not None:
         return None
     pts = curve.points
@@ -223,9 +224,31 @@ def no_knee_reason(curve: MemCurve, cpus: int | None = None) -> str | None:
     if curve.rejected_knee is None:
         text += (f" The heaviest load's latency is not above the lighter loads' by more than their spread and "
                  f"{MATERIAL:.0%}.")
+    if peak is not None and peak.bandwidth and heavy.bandwidth is not None:
+        return text + (f" Nothing shows that the load saturated memory: there is no knee to find. The heaviest load "
+                       f"reached {heavy.bandwidth / peak.bandwidth:.0%} of this run's peak injection bandwidth "
+                       f"({peak.bandwidth:.1f} MB/s, every load thread at full speed and no latency thread).")
     return text + (" Nothing shows that the load saturated memory: there is no knee to find. This run has no "
                    "peak-bandwidth figure to say how many load threads would saturate it; a run with more load "
                    "threads would show it" + _more_threads_hint(cpus) + ".")
+
+
+# --- the chase a latency comes from ----------------------------------------------------------------------
+
+
+def chase_texts(points: Sequence[MemoryRow]) -> list[str]:
+    """The chases the points' latencies come from, each once, in words: the results lines' "chase" sentence,
+    written by the memory runner; older results have none: "not recorded", or for MLC "chase as chosen by
+    Intel MLC"."""
+    texts: list[str] = []
+    for p in points:
+        chase = p.line.parts.chase
+        text = chase.get("text") if isinstance(chase, dict) else None
+        if not (isinstance(text, str) and text.isprintable() and len(text) <= 200):
+            text = "chase as chosen by Intel MLC" if p.engine == "mlc" else "not recorded"
+        if text not in texts:
+            texts.append(text)
+    return texts
 
 
 # --- the chase buffer against the caches and the TLB -----------------------------------------------------

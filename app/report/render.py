@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 from app.points import Kind
 from app.records import number
 from app.report import analysis as an
-from app.report import conditions, drive, queue_text, series, support, trends
+from app.report import conditions, drive, queue_text, series, suite, support, trends
 from app.report import memory as mem
 from app.report import procedure as rp
 from app.report.model import TRAFFIC_DESCRIPTIONS, MemoryRow, RunData, StorageRow
@@ -304,11 +304,13 @@ def _traffic_order(t: str) -> int:
     return keys.index(t) if t in keys else len(keys)
 
 
-def _memory_tables(points: Sequence[MemoryRow], env: Mapping[str, object] | None = None) -> list[str]:
-    """``env``: run.json's environment (caches, TLB) for the note under each table."""
-    out = ["## Memory results", ""]
+def _memory_tables(points: Sequence[MemoryRow], env: Mapping[str, object] | None = None,
+                   before: Sequence[str] = ()) -> list[str]:
+    """``env``: run.json's environment (caches, TLB) for the note under each table; ``before``: the sections
+    plain `mlc` prints before its loaded latencies (suite.py)."""
+    out = ["## Memory results", "", *before]
     idle = [p for p in points if p.mode == "idle"]
-    loaded = [p for p in points if p.mode != "idle"]
+    loaded = [p for p in points if p.mode == "loaded"]  # the suite's modes have their own sections (suite.py)
     if idle:
         out.append("Idle latency (one pointer-chasing thread, no load):")
         out.append("")
@@ -361,17 +363,8 @@ def _memory_tables(points: Sequence[MemoryRow], env: Mapping[str, object] | None
 
 
 def _chase_line(points: Sequence[MemoryRow]) -> list[str]:
-    """One line under a memory table naming the chase its latency comes from (results lines' "chase",
-    written by the memory runner; older results have none: "not recorded", or for MLC "chase as chosen by
-    Intel MLC")."""
-    texts: list[str] = []
-    for p in points:
-        chase = p.line.parts.chase
-        text = chase.get("text") if isinstance(chase, dict) else None
-        if not (isinstance(text, str) and text.isprintable() and len(text) <= 200):
-            text = "chase as chosen by Intel MLC" if p.engine == "mlc" else "not recorded"
-        if text not in texts:
-            texts.append(text)
+    """One line under a memory table naming the chase its latency comes from (:func:`mem.chase_texts`)."""
+    texts = mem.chase_texts(points)
     if not texts:
         return []
     return ["Chase: " + "; ".join(texts[:4]) + ("; …" if len(texts) > 4 else "") + ".", ""]
@@ -593,8 +586,10 @@ def _memory_row(c: an.MemCurve) -> list[str]:
             f"{mlp:.0f}" if mlp is not None else "n/a"]
 
 
-def _memory_analysis(curves: Sequence[an.MemCurve], cpus: int | None = None) -> list[str]:
-    """``cpus``: the measuring machine's CPU count, to say whether a run there could add load threads."""
+def _memory_analysis(curves: Sequence[an.MemCurve], cpus: int | None = None,
+                     peaks: Sequence[MemoryRow] = ()) -> list[str]:
+    """``cpus``: the measuring machine's CPU count, to say whether a run there could add load threads;
+    ``peaks``: the run's peak injection bandwidths, to set a curve without a knee against."""
     loaded = [c for c in curves if len(c.points) >= 2]
     if not loaded:
         return []
@@ -611,7 +606,9 @@ def _memory_analysis(curves: Sequence[an.MemCurve], cpus: int | None = None) -> 
     notes = []
     for c in sorted(loaded, key=lambda c: (c.stride, _traffic_order(c.traffic), c.buffer)):
         rows.append(_memory_row(c))
-        reason = mem.no_knee_reason(c, cpus)
+        peak = next((p for p in peaks if p.engine == c.engine and (p.traffic or "R") == c.traffic and p.bandwidth),
+                    None)
+        reason = mem.no_knee_reason(c, cpus, peak)
         if reason:
             notes.append(f"- {c.label}, no knee: {reason}")
     heavy_delay = loaded[0].points[-1].delay
@@ -785,10 +782,13 @@ def render_markdown(data: RunData, figures: Sequence[Figure], bound_ns: float,
     lines += rp.skipped_section(data.meta)
     if data.storage or views.searches:
         lines += _figures(figures, Kind.STORAGE)
-    if data.memory:
+    suite_rows = suite.rows(data)
+    if data.memory or suite_rows:
         env = data.meta.environment
-        lines += _memory_tables(data.memory, env.entry if env is not None else None)
-        lines += _figures(figures, Kind.MEMORY)
+        lines += _memory_tables(data.memory, env.entry if env is not None else None,
+                                suite.section(data, figures, suite.BEFORE_LOADED))
+        lines += _figures([f for f in figures if not suite.owns(f)], Kind.MEMORY)
+        lines += suite.section(data, figures, suite.AFTER_LOADED)
     lines += ["## Analysis", ""]
     if data.storage:
         lines += trends.summary_section(data.path, data.storage)
@@ -799,7 +799,7 @@ def render_markdown(data: RunData, figures: Sequence[Figure], bound_ns: float,
         lines += queue_text.section(curves, figures, data.path)
     lines += rp.operating_point_section(views.searches, {f"{c.mix} {c.bs}" for c in curves if len(c.points) >= 2})
     lines += rp.rounds_section(data, views.rounds)
-    lines += _memory_analysis(mem_curves, _machine_cpus(data))
+    lines += _memory_analysis(mem_curves, _machine_cpus(data), [p for p in data.memory if p.mode == "peak"])
     lines += _mem_storage(data)
     if not data.storage and not data.memory and not views.searches:
         lines += ["No completed point: nothing to analyse.", ""]

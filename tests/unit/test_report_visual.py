@@ -21,6 +21,7 @@ import pytest
 
 from app.report import plots, render_report
 from conftest import ROOT
+from tests.helpers.figure_text import shown_ticklabels as _shown_ticklabels
 
 
 def _bench() -> Any:
@@ -28,13 +29,6 @@ def _bench() -> Any:
     mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
     spec.loader.exec_module(mod)  # type: ignore[union-attr]
     return mod
-
-
-def _shown_ticklabels(axis: Any) -> list[Any]:
-    """Major tick labels inside the axis' view (matplotlib keeps, but does not draw, the others)."""
-    lo, hi = sorted(axis.get_view_interval())
-    span = (hi - lo) * 1e-9
-    return [t for loc, t in zip(axis.get_majorticklocs(), axis.get_majorticklabels()) if lo - span <= loc <= hi + span]
 
 
 class Checker:
