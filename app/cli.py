@@ -525,7 +525,8 @@ def import_cmd(files: tuple[str, ...], out: str) -> int:
 
 
 def _sections(source: Mapping[str, object]) -> str:
-    """"5 sections (idle latency matrix, …), " for an MLC file: the sections its points came from."""
+    """The sections an MLC file's points came from, as the import line shows them: ``5 sections (idle latency
+    matrix, …), ``; nothing for a fio file."""
     names = source.get("sections")
     if not isinstance(names, list) or not names:
         return ""

@@ -426,6 +426,7 @@ def _figure_points(s: Section, figures: list[Figure], engine: str) -> tuple[list
         if p.get(k) is not None and (k != "caches" or s.kind == "working_set"):
             extra[k] = p[k]
     placement = s.values.get("placement")
+    attached = {w for f in figures for w in f.warnings}  # '*' lines about one figure (at most 100 per section)
     out, bad = [], []
     for f in figures:
         point: dict[str, object] = {"mode": FIGURE_MODES[f.kind], "traffic": None, "delay": None, **base}
@@ -437,7 +438,7 @@ def _figure_points(s: Section, figures: list[Figure], engine: str) -> tuple[list
         metrics: dict[str, object] = {"latency_ns" if f.kind in _LATENCY_KINDS else "bandwidth_mbps": f.value,
                                       **f.extra}
         parts = dict(extra)
-        warnings = _figure_warnings(f, figures)
+        warnings = _figure_warnings(f, attached)
         if warnings:
             parts["warnings"] = warnings
         if f.kind in ("idle_matrix", "bandwidth_matrix", "c2c") and isinstance(placement, dict):
@@ -450,11 +451,11 @@ def _figure_points(s: Section, figures: list[Figure], engine: str) -> tuple[list
     return out, _missing_figures(s, len(figures), bad)
 
 
-def _figure_warnings(f: Figure, figures: list[Figure]) -> list[str]:
+def _figure_warnings(f: Figure, attached: set[str]) -> list[str]:
     """The section's '*' lines that concern this figure: those printed before it since the figure before, and
-    those about the whole section (the header's, the ones after its last figure), not another figure's."""
-    others = {w for g in figures if g is not f for w in g.warnings} - set(f.warnings)
-    return [str(w) for w in _list(f.section.params.get("warnings")) if w not in others]
+    those about the whole section (the header's, the ones after its last figure), not another figure's
+    (``attached``: every line printed before one of the section's figures)."""
+    return [str(w) for w in _list(f.section.params.get("warnings")) if w not in attached or w in f.warnings]
 
 
 def _figure_keys(f: Figure, p: dict[str, object]) -> dict[str, object]:

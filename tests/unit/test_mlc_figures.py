@@ -4,6 +4,7 @@ the number printed, its key, and what the engine said about it (placement, cache
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -255,3 +256,20 @@ def test_remote_c2c_cells_and_their_placement() -> None:
     remote = [(pt.point["cpu_node"], pt.point["reader_node"], pt.point["home"], pt.extra["numa"]["node"],
                "c2c_cpus" in pt.extra) for pt in points if "reader_node" in pt.point]
     assert remote == [(0, 1, "reader", 1, False), (1, 0, "reader", 0, False)] and not info["warnings"]
+
+
+def test_a_large_matrix_with_star_lines_imports_in_linear_time() -> None:
+    """90 x 250 cells, a '*' line before each row: each figure's warnings are found without comparing it with
+    every other figure (that took minutes)."""
+    from app.importer import mlc_points
+
+    n, m = 90, 250
+    rows = "".join(f"*** Busy machine at CPU node {r}\n{r}" + "".join(f"\t{r + c}.5" for c in range(m)) + "\n"
+                   for r in range(n))
+    text = "Measuring idle latencies for random access (in ns)...\nNuma node" + "".join(
+        f"\t{c}" for c in range(m)) + "\n" + rows
+    started = time.monotonic()
+    points, info = mlc_points(text)
+    assert time.monotonic() - started < 30  # loose: about 1 s on a busy 2-core machine
+    assert len(points) == n * m and not info["warnings"]
+    assert points[m + 1].extra["warnings"] == ["Busy machine at CPU node 1"]
