@@ -197,7 +197,7 @@ def results_table(lines: list[ResultLine]) -> str:
         for r in memory:
             p, mem = r.point, r.memory
             bw, lat_ns = mem.bandwidth_mbps, mem.latency_ns
-            what = p.get("traffic") or "idle" if p.get("mode") in (None, "idle", "loaded") else _suite_label(p)
+            what = p.get("traffic") or "idle"  # only idle and loaded lines here: the suite has its own table
             cells.append([what, p.get("stride"), p.get("delay"),
                          "" if lat_ns is None else f"{lat_ns:.2f}",
                          "" if bw is None else f"{bw:.1f}"])

@@ -308,7 +308,11 @@ def test_validate_plan_of_any_mutation_is_a_canonical_plan_or_a_usage_error(name
         return
     event("accepted" + (" after mutation" if ops else ""))
     accepted = [p.to_dict() for p in points]
-    assert isinstance(accepted, list) and accepted and accepted == plan
+    # a key added after a run was recorded may be absent from its plan: it is read back with its default
+    later = presets.LATER_KEYS[presets.Kind(kind)]
+    recorded = [{**p, **{k: presets.KEYS[kind][k].default for k in later if k in a and k not in p}}
+                for p, a in zip(plan, accepted)]
+    assert isinstance(accepted, list) and accepted and accepted == recorded
     assert not any(presets.has_control(x) for x in strings_in(plan)), plan
     assert_canonical(kind, accepted)
     assert len({presets.point_key(p) for p in points}) == len(accepted)
