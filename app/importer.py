@@ -387,11 +387,22 @@ def _unread(s: Section, name: str) -> str:
 
 def _base(p: dict[str, object], engine: str) -> tuple[dict[str, object], dict[str, object]]:
     """The keys every memory point of a section shares (``p``: its parameters), and its line's parts."""
-    base = {"stride": int_of(p.get("stride") or MLC_DEFAULT_STRIDE), "buffer": p.get("buffer_bytes"),
+    buffer = p.get("buffer_bytes")
+    base = {"stride": int_of(p.get("stride") or MLC_DEFAULT_STRIDE), "buffer": _plan_value("buffer", buffer),
             "duration": p.get("duration") or 2, "cpus": p.get("cpus"), "engine": engine}
     extra = {"engine_version": p.get("version"), "command_line": p.get("command_line"),
              "delay_unit_ns": p.get("delay_unit_ns"), "load_threads": p.get("load_threads")}
+    if buffer is not None and base["buffer"] is None:  # e.g. "Using buffer size of 0KB": not a buffer a plan holds
+        extra["notes"] = [f"the text's buffer size ({buffer} bytes) is not one a plan can hold: recorded as unknown"]
     return base, {k: v for k, v in extra.items() if v}
+
+
+def _plan_value(name: str, value: object) -> object:
+    """``value`` when it is a memory key's value as a plan holds it, else None (not recorded)."""
+    try:
+        return value if _MEMORY_KEYS[name].parse(value) == value else None
+    except ValueError:
+        return None
 
 
 def _table_points(s: Section, engine: str) -> list[Imported]:

@@ -199,3 +199,10 @@ def test_a_table_cut_anywhere_keeps_only_true_rows(text: str, data: st.DataObjec
     assert rows == full[:len(rows)]  # a prefix of the true rows: never "97" for "97362.0"
     if rows and len(rows) < len(full):
         assert any(f"{len(rows)} of 19 delays" in w for w in p.warnings), p.warnings
+
+
+def test_a_buffer_size_no_plan_can_hold_is_recorded_as_unknown_with_a_note() -> None:
+    """Hypothesis found it: "Using buffer size of 0KB" made an idle point of buffer 0, which no plan holds."""
+    points, _ = mlc_points("Using buffer size of 0KB\nEach iteration took 0 clocks (0 ns)\n")
+    assert [pt.point["buffer"] for pt in points] == [None]
+    assert "0 bytes" in points[0].extra["notes"][0]
