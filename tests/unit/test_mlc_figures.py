@@ -192,6 +192,19 @@ def test_a_complete_last_line_without_line_end_is_read() -> None:
     assert len(parse(MATRIX.rstrip("\n")).figures) == 3
 
 
+def test_an_unsteady_c2c_figure_keeps_the_engines_warning() -> None:
+    note = ("Unsteady c2c figure (HITM): its 5 windows ranged from 30.1 to 125.2 ns; the cores behind CPUs 0 and 1 "
+            "may have changed during the run (a hypervisor moving vCPUs)")
+    text = C2C_ONE_NODE.replace("Local Socket L2->L2 HITM", f"*** {note}\nLocal Socket L2->L2 HITM")
+    hit, hitm = parse(text).figures
+    assert (hit.warnings, hitm.warnings) == ((), (note,))
+    from app.importer import mlc_points
+
+    points, _ = mlc_points(text)
+    hit_line, hitm_line = (pt.extra.get("warnings", []) for pt in points)
+    assert note in hitm_line and note not in hit_line
+
+
 def test_star_lines_go_with_the_figure_they_precede() -> None:
     text = SCALING.replace(" 2\t", "*** Busy machine at 2 threads: a thread got 26% of a CPU in its window\n 2\t")
     f1, f2 = parse(text).figures

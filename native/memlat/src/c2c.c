@@ -289,6 +289,23 @@ static void c2c_measure(struct c2c_job *j, struct c2c_fig *f)
     f->placed = j->placed;
 }
 
+/* A figure whose windows disagree by more than C2C_STEADY: said on a '***' line just before the figure (readers
+ * attach it to that figure).  The threads stay pinned, so a jump between windows means the cores behind the CPUs
+ * changed: in a VM the hypervisor may move vCPUs between cores of one L3 and cores of different dies. */
+#define C2C_STEADY 1.10
+static void unsteady_note(const struct c2c_fig *f, const char *what)
+{
+    double lo = f->window_ns[0], hi = f->window_ns[0];
+    for (int i = 1; i < C2C_WINDOWS; i++) {
+        lo = f->window_ns[i] < lo ? f->window_ns[i] : lo;
+        hi = f->window_ns[i] > hi ? f->window_ns[i] : hi;
+    }
+    if (hi > lo * C2C_STEADY)
+        printf("*** Unsteady c2c figure (%s): its %d windows ranged from %.1f to %.1f ns; the cores behind CPUs %d and "
+               "%d may have changed during the run (a hypervisor moving vCPUs)\n", what, C2C_WINDOWS, lo, hi,
+               f->writer_cpu, f->reader_cpu);
+}
+
 struct c2c_run {
     const struct opts *o;
     int cpus[MAX_CPUS], ncpus;
@@ -394,6 +411,9 @@ static void remote_matrix(struct c2c_run *r, int home_reader)
                    "/proc/self/numa_maps)\n", row[b]->writer_node, row[b]->reader_node, home_reader ? row[b]->reader_node
                    : row[b]->writer_node, pages, row[b]->placed.page_bytes);
         }
+        for (int b = 0; b < r->nwnodes; b++)
+            if (row[b])
+                unsteady_note(row[b], "remote HITM");
         printf("%13d\t", r->wnodes[a]);
         for (int b = 0; b < r->nwnodes; b++)
             if (row[b])
@@ -494,11 +514,13 @@ int c2c_run(const struct opts *o)
             c2c_header(&r, w, rd);
         struct c2c_fig *hit = figure(&r, HIT, w, rd, -1);
         if (!o->json) {
+            unsteady_note(hit, "HIT");
             printf("Local Socket L2->L2 HIT  latency\t%.1f\n", hit->latency_ns);
             fflush(stdout);
         }
         struct c2c_fig *hitm = figure(&r, HITM, w, rd, -1);
         if (!o->json) {
+            unsteady_note(hitm, "HITM");
             printf("Local Socket L2->L2 HITM latency\t%.1f\n", hitm->latency_ns);
             fflush(stdout);
         }
