@@ -39,16 +39,21 @@ if TYPE_CHECKING:
 
 MB = 1e6
 
+SUITE_KEYS = ("cpu_node", "mem_node", "threads", "pages", "c2c", "reader_node", "home")
 CSV_COLUMNS = [
     "kind", "index", "group", *csv_columns(StoragePoint),
     "iops", "read_iops", "write_iops", "bw_MBps", "read_bw_MBps", "write_bw_MBps",
     "lat_min_us", "lat_mean_us", "lat_max_us", "lat_stddev_us", "lat_p50_us", "lat_p90_us", "lat_p99_us",
     "lat_p99_9_us", "lat_p99_99_us", "usr_cpu_pct", "sys_cpu_pct", "littles_L", "littles_N", "littles_ratio",
     *csv_columns(MemoryPoint), "latency_ns", "bandwidth_MBps", "flags",
+    # the memory suite's keys, after the columns older results.csv files have (scripts that read those by
+    # position keep working): which matrix cell, how many load threads, which c2c figure, which page size
+    *SUITE_KEYS,
 ]
 LAT_KEYS = ("min", "mean", "max", "stddev", "p50", "p90", "p99", "p99_9", "p99_99")
-TEXT_COLUMNS = ("kind", "group", "rw", "ioengine", "mode", "traffic", "engine", "flags")
-INT_COLUMNS = ("index", "rwmixread", "bs", "iodepth", "numjobs", "littles_N", "stride", "delay", "buffer")
+TEXT_COLUMNS = ("kind", "group", "rw", "ioengine", "mode", "traffic", "engine", "flags", "pages", "c2c", "home")
+INT_COLUMNS = ("index", "rwmixread", "bs", "iodepth", "numjobs", "littles_N", "stride", "delay", "buffer", "cpu_node",
+               "mem_node", "threads", "reader_node")
 OBJECT_COLUMNS = ("direct", "runtime")
 FLOAT_COLUMNS = tuple(c for c in CSV_COLUMNS if c not in TEXT_COLUMNS + INT_COLUMNS + OBJECT_COLUMNS)
 
@@ -88,7 +93,15 @@ def memory_record(p: MemoryRow) -> dict[str, object]:
     """The results.csv values of one memory point (stride and buffer 0 are written empty, as unset)."""
     return {"kind": Kind.MEMORY.value, "index": p.index, "mode": p.mode, "traffic": p.traffic or "",
             "stride": p.stride or None, "delay": p.delay, "buffer": p.buffer or None, "engine": p.engine,
-            "latency_ns": _r6(p.latency), "bandwidth_MBps": _r6(p.bandwidth)}
+            "latency_ns": _r6(p.latency), "bandwidth_MBps": _r6(p.bandwidth),
+            **{k: _suite_value(p.point.get(k)) for k in SUITE_KEYS}}
+
+
+def _suite_value(v: object) -> object:
+    """A suite key's value from an untrusted line: a whole number or a short word, else an empty cell."""
+    if isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 1 << 20:
+        return v
+    return v if isinstance(v, str) and v.isalnum() and len(v) <= 8 else None
 
 
 def records(storage: Sequence[StorageRow], memory: Sequence[MemoryRow]) -> list[dict[str, object]]:

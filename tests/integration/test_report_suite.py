@@ -3,6 +3,7 @@ and figure written, placed in its section, and the same bytes when rendered twic
 
 from __future__ import annotations
 
+import csv as csv_module
 import re
 from pathlib import Path
 
@@ -36,6 +37,13 @@ def test_report_of_a_suite_run_has_every_section_and_figure_and_is_reproducible(
     assert md.index("(plots/memory-suite-peak.svg)") < md.index("### Memory bandwidth matrix")
     csv = (run / "results.csv").read_text(encoding="utf-8")
     assert csv.count("\n") == len(lines) + 1 and "working_set" in csv
+    rows = list(csv_module.DictReader(csv.splitlines()))
+    assert list(rows[0])[-7:] == ["cpu_node", "mem_node", "threads", "pages", "c2c", "reader_node", "home"]
+    cells = {(r["mode"], r["cpu_node"], r["mem_node"]) for r in rows if r["mode"] == "latency_matrix"}
+    assert cells == {("latency_matrix", a, b) for a in "01" for b in "01"}  # each matrix row names its cell
+    assert {(r["c2c"], r["reader_node"], r["home"]) for r in rows if r["mode"] == "c2c" and r["reader_node"]} == {
+        ("hitm", r, h) for r in "01" for h in ("writer", "reader")}
+    assert {r["pages"] for r in rows if r["mode"] == "working_set"} == {"4k"}
     first = {p.name: p.read_bytes() for p in (run / "plots").iterdir()}
     render_report(run)
     assert (run / "report.md").read_text(encoding="utf-8") == md
