@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Sequence
 
 from app.records import MAX_NUMBER
@@ -125,6 +126,7 @@ def batch_means_interval(values: Sequence[float], level: float = 0.95,
                       f"of the {len(kept)} samples after the warm-up")
 
 
+@lru_cache(maxsize=256)  # a series of runs asks for the same few df again and again
 def student_t_quantile(p: float, df: float) -> float:
     """The ``p`` quantile of Student's t distribution with ``df`` degrees of freedom (a whole number ≥ 1, or
     ``math.inf`` for the normal distribution), to about 1e-12.
