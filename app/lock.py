@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import time
 from pathlib import Path
 
 from app.errors import UsageError
@@ -28,6 +29,30 @@ def _read_pid(fd: int) -> int | None:
     except OSError:
         return None
     return int(text) if text.isdigit() else None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # it exists (EPERM: another user's)
+    return True
+
+
+def _holder_pid(fd: int, wait: float = 0.5) -> int | None:
+    """The PID the lock's holder writes right after it locks: a moment may pass between its flock and its
+    write, during which the file is empty or still names the previous, dead holder; so read until a live
+    process is named, for at most ``wait`` seconds (None: unknown)."""
+    deadline = time.monotonic() + wait
+    while True:
+        pid = _read_pid(fd)
+        if pid and _alive(pid):
+            return pid
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(0.01)
 
 
 class DirLock:
@@ -55,7 +80,7 @@ class DirLock:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            pid = _read_pid(fd)
+            pid = _holder_pid(fd)
             os.close(fd)
             who = f"process {pid}" if pid else "another process"
             raise UsageError(f"{self.path} is in use by {who}; wait for it to finish or stop it first.") from None

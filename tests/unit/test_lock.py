@@ -57,3 +57,25 @@ def test_symlinked_lock_file_is_refused(tmp_path):
     with pytest.raises(UsageError, match="symbolic link"):
         DirLock(d).acquire()
     assert victim.read_text() == "keep me"
+
+
+def test_a_holder_that_has_not_yet_written_its_pid_is_still_named(tmp_path):
+    """The holder flocks, then writes its PID: a second process that looks in between saw an empty file, or the
+    PID of the previous (dead) holder, and said "another process" (a resume race in CI)."""
+    import fcntl
+    import threading
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    lock = tmp_path / ".lock"
+    lock.write_text(f"{dead}\n")  # the previous holder's PID, a process that has exited
+    fd = os.open(lock, os.O_RDWR)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    writer = threading.Timer(0.1, lambda: (os.ftruncate(fd, 0), os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)))
+    writer.start()
+    try:
+        with pytest.raises(UsageError, match=f"in use by process {os.getpid()};"):
+            DirLock(tmp_path).acquire()
+    finally:
+        writer.join()
+        os.close(fd)
