@@ -132,6 +132,8 @@ class StoragePoint:
         needs="latency_bound", implied=1, later=True))
     # the round of a preset run in rounds (1, 2, …); part of the point's identity
     round: int | None = field(default=None, metadata=record(Role.SETTING))
+    # the replicate of a point a preset repeats (1, 2, …; procedure key ``repeat``); part of its identity
+    replicate: int | None = field(default=None, metadata=record(Role.SETTING))
     # the preset group's label; not part of the point's identity
     group: str | None = field(default=None, metadata=record(Role.SETTING))
 
@@ -205,6 +207,8 @@ class MemoryPoint:
         parse.optional(parse.choice(C2C_HOMES)), None,
         "node a remote c2c line's memory is bound to: the writer's (default) or the reader's; with reader_node",
         Role.DETAIL, later=True))
+    # the replicate of a point a preset repeats (1, 2, …; procedure key ``repeat``); part of its identity
+    replicate: int | None = field(default=None, metadata=record(Role.SETTING))
     group: str | None = field(default=None, metadata=record())
     engine: str | None = field(default=None, metadata=record(csv=6))
 

@@ -497,6 +497,11 @@ def table_key(table: Mapping[str, object]) -> str:
     return json.dumps({k: v for k, v in table.items() if k not in ("group", "engine")}, sort_keys=True)
 
 
+def base_key(table: Mapping[str, object]) -> str:
+    """:func:`table_key` less the replicate: the replicates of one repeated point share it."""
+    return table_key({k: v for k, v in table.items() if k != "replicate"})
+
+
 def plan_writes(points: Iterable[Point]) -> bool:
     """True when a point may write to the storage target (a memory plan never does).
     rw/randrw count as writes even at rwmixread=100: fio opens the target for writing."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Callable, Mapping, TypeAlias, TypeVar
 
@@ -102,6 +102,32 @@ def _list(v: object) -> list[JSONValue] | _Misfit:
 
 def _any(v: object) -> JSONValue:
     return v  # type: ignore[return-value]  # a value json.loads gave
+
+
+def _ci95(v: object) -> JSONObject | _Misfit:
+    """An interval record: figure → [low, high], two numbers with low ≤ high (else kept as read, unused)."""
+    if isinstance(v, dict) and all(_ci_pair(x) for x in v.values()):
+        return v
+    return _MISFIT
+
+
+def _ci_pair(x: object) -> bool:
+    return (isinstance(x, list) and len(x) == 2 and is_num(x[0]) and is_num(x[1])
+            and x[0] <= x[1])
+
+
+def ci_of(ci95: JSONObject | None, key: str) -> tuple[float, float] | None:
+    """``key``'s [low, high] of a checked interval record (:func:`_ci95`) as floats; None when it has none."""
+    pair = ci95.get(key) if ci95 is not None else None
+    if not isinstance(pair, list):
+        return None
+    return float(pair[0]), float(pair[1])  # type: ignore[arg-type]  # _ci95 checked both are numbers
+
+
+def _keys_with(keys: tuple[str, ...], *add: tuple[str, ...] | str) -> tuple[str, ...]:
+    """``keys`` less any interval keys, then the ``add``ed ones: a record's interval keys go last, once."""
+    new = tuple(k for a in add for k in ((a,) if isinstance(a, str) else a))
+    return tuple(k for k in keys if k not in ("ci95", "ci_method")) + new
 
 
 def _strings(v: object) -> dict[str, str] | _Misfit:
@@ -245,11 +271,22 @@ class StorageMetrics:
     trim_bw_bytes: float | None = None
     errors: list[JSONValue] | None = None
     percentiles_source: str | None = None  # "clat_ns": fio gave no total-latency percentiles
+    ci95: JSONObject | None = None  # figure → [low, high]: the 95 % interval of its mean (app.uncertainty)
+    ci_method: JSONObject | None = None  # how ci95 was computed, or why a figure has none
     keys: tuple[str, ...] = ()
     more: JSONObject = field(default_factory=dict)
 
     def json(self) -> JSONObject:
         return _emit(self, self.keys, self.more)
+
+    def interval(self, key: str) -> tuple[float, float] | None:
+        """The 95 % interval of a figure's mean (``iops``, ``bw_bytes``, ``lat_mean_ns``), None when absent."""
+        return ci_of(self.ci95, key)
+
+    def with_ci(self, ci95: JSONObject, ci_method: JSONObject) -> "StorageMetrics":
+        """These metrics with an interval record (app.uncertainty.Uncertainty.json), its keys last."""
+        return replace(self, ci95=ci95 or None, ci_method=ci_method,
+                       keys=_keys_with(self.keys, ("ci95",) if ci95 else (), "ci_method"))
 
     def latency(self, key: str) -> Latency | None:
         """``lat_ns``, ``read_lat_ns``, ``write_lat_ns``, ``slat_ns`` or ``clat_ns``."""
@@ -295,7 +332,7 @@ def _storage_metrics(m: Mapping[str, object], refuse: Callable[[str, object, str
         lat("lat_ns"), n["usr_cpu"], n["sys_cpu"], lat("read_lat_ns"), lat("write_lat_ns"), n["total_ios"],
         n["io_bytes"], t.take("jobs", _whole), lat("slat_ns"), lat("clat_ns"), t.take("disk_util", _list),
         n["trim_iops"], n["trim_bw_bytes"], t.take("errors", _list), t.take("percentiles_source", _str),
-        tuple(m), t.more)
+        t.take("ci95", _ci95), t.take("ci_method", _obj), tuple(m), t.more)
 
 
 @dataclass(frozen=True)
@@ -305,15 +342,27 @@ class MemoryMetrics:
     latency_ns: float | None = None
     bandwidth_mbps: float | None = None
     load_bandwidth_mbps: float | None = None  # the load threads' own bandwidth, where the engine reports it
+    ci95: JSONObject | None = None  # figure → [low, high]: the 95 % interval of its mean (app.uncertainty)
+    ci_method: JSONObject | None = None  # how ci95 was computed, or why a figure has none
     keys: tuple[str, ...] = ()
     more: JSONObject = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.keys and not self.more:  # built in code: its keys are the fields that are set
-            object.__setattr__(self, "keys", _present(self, ["latency_ns", "bandwidth_mbps", "load_bandwidth_mbps"]))
+            object.__setattr__(self, "keys", _present(self, ["latency_ns", "bandwidth_mbps", "load_bandwidth_mbps",
+                                                             "ci95", "ci_method"]))
 
     def json(self) -> JSONObject:
         return _emit(self, self.keys, self.more)
+
+    def interval(self, key: str) -> tuple[float, float] | None:
+        """The 95 % interval of a figure's mean (``latency_ns``, ``bandwidth_mbps``), None when absent."""
+        return ci_of(self.ci95, key)
+
+    def with_ci(self, ci95: JSONObject, ci_method: JSONObject) -> "MemoryMetrics":
+        """These metrics with an interval record (app.uncertainty.Uncertainty.json), its keys last."""
+        return replace(self, ci95=ci95 or None, ci_method=ci_method,
+                       keys=_keys_with(self.keys, ("ci95",) if ci95 else (), "ci_method"))
 
 
 _MEMORY_NAMES = _names(MemoryMetrics)
@@ -325,7 +374,8 @@ def _memory_metrics(m: Mapping[str, object], refuse: Callable[[str, object, str]
             refuse(f"metrics.{key}", m[key], "a number")
     t = _Taker(m, _MEMORY_NAMES)
     return MemoryMetrics(t.take("latency_ns", _num), t.take("bandwidth_mbps", _num),
-                         t.take("load_bandwidth_mbps", _num), tuple(m), t.more)
+                         t.take("load_bandwidth_mbps", _num), t.take("ci95", _ci95), t.take("ci_method", _obj),
+                         tuple(m), t.more)
 
 
 @dataclass(frozen=True)

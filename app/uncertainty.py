@@ -26,9 +26,9 @@ import math
 import statistics
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Sequence
+from typing import Mapping, Sequence
 
-from app.records import MAX_NUMBER
+from app.records import MAX_NUMBER, number
 
 MSER_BATCH = 5  # MSER-5: the statistic is computed on means of 5 consecutive samples
 # the lag-1 autocorrelation of k independent batch means, corrected for its bias, is about N(0, 1/k): above
@@ -207,3 +207,145 @@ def _interval(means: list[float], level: float, m: int, cut: int, offset: float)
     r1 = min(max(_unbiased_lag1(means), 0.0), 0.9)  # the test keeps it below 2/√k: the bound is for min_batches < 5
     half = student_t_quantile((1 + level) / 2, k - 1) * sd / math.sqrt(k) * math.sqrt((1 + r1) / (1 - r1))
     return Interval(offset + (centre - half), offset + (centre + half), offset + centre, k, m, cut)
+
+
+# --- the interval record of a results line --------------------------------------------------------------
+
+LEVEL = 0.95
+MIN_BATCHES = 10  # batch means an interval is computed from, at least
+WHOLE_INTERVAL_S = 0.5  # a sample covering less (fio's last dump, a few ms after the one before) is no second
+STORAGE_SERIES = ("iops", "bw_bytes", "lat_mean_ns")  # what a storage sample calls each figure
+
+
+@dataclass(frozen=True)
+class Uncertainty:
+    """The interval record of one point: ``ci95`` (figure → [low, high]) and ``ci_method`` (how, or why not),
+    as a results line's ``metrics`` holds them (docs/results-schema.md)."""
+
+    intervals: dict[str, Interval]
+    reasons: dict[str, str]  # figure → why it has no interval
+    samples: int
+    reason: str | None = None  # why no figure has one (no samples at all, an imported file …)
+
+    @property
+    def ci95(self) -> dict[str, list[float]]:
+        return {k: [iv.low, iv.high] for k, iv in self.intervals.items()}
+
+    @property
+    def ci_method(self) -> dict[str, object]:
+        if not self.intervals:
+            reasons = list(dict.fromkeys(self.reasons.values()))
+            return {"method": "none", "reason": self.reason or "; ".join(reasons) or "no samples"}
+        series: dict[str, object] = {}
+        for k, iv in self.intervals.items():
+            series[k] = {"batch_size": iv.batch_size, "batches": iv.batches, "warmup": iv.truncated}
+        for k, why in self.reasons.items():
+            series[k] = {"reason": why}
+        return {"method": "batch-means", "level": LEVEL, "samples": self.samples, "series": series}
+
+
+def none_because(reason: str) -> Uncertainty:
+    """The record of a point that has no samples to compute an interval from (one sentence why)."""
+    return Uncertainty({}, {}, 0, reason)
+
+
+def intervals_of(series: Mapping[str, Sequence[float]], min_batches: int = MIN_BATCHES) -> Uncertainty:
+    """The 95 % batch-means interval of each named series (:func:`batch_means_interval`)."""
+    intervals: dict[str, Interval] = {}
+    reasons: dict[str, str] = {}
+    for name, values in series.items():
+        got = batch_means_interval(values, LEVEL, min_batches)
+        if isinstance(got, Interval):
+            intervals[name] = got
+        else:
+            reasons[name] = got.reason
+    return Uncertainty(intervals, reasons, max((len(v) for v in series.values()), default=0))
+
+
+def storage_series(samples: Sequence[Mapping[str, object]]) -> dict[str, list[float]]:
+    """A storage point's per-second samples (raw/…samples.jsonl, untrusted) as one series per figure: whole
+    seconds only (``interval_s`` ≥ 0.5 where given), a sample without a usable figure skipped for that figure."""
+    out: dict[str, list[float]] = {k: [] for k in STORAGE_SERIES}
+    for s in samples:
+        span = number(s.get("interval_s"))
+        if span is not None and span < WHOLE_INTERVAL_S:
+            continue
+        for k in STORAGE_SERIES:
+            v = number(s.get(k))
+            if v is not None and 0 <= v <= MAX_NUMBER:
+                out[k].append(v)
+    return {k: v for k, v in out.items() if v}
+
+
+def half_width(ci: tuple[float, float]) -> float:
+    return (ci[1] - ci[0]) / 2
+
+
+# --- replicates and differences ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Replicates:
+    """A figure over the replicates of one point: their mean, standard deviation, coefficient of variation
+    (sd / mean; None for a mean of 0) and the Student-t 95 % interval of the mean (None for one replicate)."""
+
+    n: int
+    mean: float
+    sd: float
+    cv: float | None
+    ci: tuple[float, float] | None
+
+
+def replicate_spread(values: Sequence[float]) -> Replicates:
+    """The spread of one figure over ``values``, one per replicate (at least one; independent runs, so a plain
+    t interval: the runs were interleaved over the plan, so drift shows up as their variation)."""
+    if not values:
+        raise ValueError("no replicates")
+    n = len(values)
+    mean = math.fsum(values) / n
+    sd = statistics.stdev(values) if n > 1 else 0.0
+    cv = sd / abs(mean) if mean else None
+    ci = None
+    if n > 1:
+        half = student_t_quantile((1 + LEVEL) / 2, n - 1) * sd / math.sqrt(n)
+        ci = (mean - half, mean + half)
+    return Replicates(n, mean, sd, cv, ci)
+
+
+@dataclass(frozen=True)
+class Difference:
+    """``b − a`` with its 95 % interval; ``method``: ``welch`` (replicates) or ``intervals`` (two points'
+    batch-means intervals).  Within noise when the interval contains 0."""
+
+    diff: float
+    low: float
+    high: float
+    method: str
+
+    @property
+    def within_noise(self) -> bool:
+        return self.low <= 0 <= self.high
+
+
+def welch_difference(a: Sequence[float], b: Sequence[float]) -> Difference | None:
+    """Welch's interval of mean(b) − mean(a) from two runs' replicates (at least 2 each; None otherwise), with
+    the Welch–Satterthwaite degrees of freedom rounded down (a whole df ≥ 1: conservative)."""
+    if len(a) < 2 or len(b) < 2:
+        return None
+    va, vb = statistics.variance(a) / len(a), statistics.variance(b) / len(b)
+    diff = statistics.fmean(b) - statistics.fmean(a)
+    se = math.sqrt(va + vb)
+    if se == 0:
+        return Difference(diff, diff, diff, "welch")
+    df = (va + vb) ** 2 / ((va ** 2 / (len(a) - 1) if va else 0.0) + (vb ** 2 / (len(b) - 1) if vb else 0.0))
+    half = student_t_quantile((1 + LEVEL) / 2, max(1, math.floor(df))) * se
+    return Difference(diff, diff - half, diff + half, "welch")
+
+
+def interval_difference(a_mean: float, a_ci: tuple[float, float], b_mean: float,
+                        b_ci: tuple[float, float]) -> Difference:
+    """b_mean − a_mean from two points' 95 % intervals: the half-widths add in quadrature (each interval is
+    about ±1.96 standard errors of its mean; the two runs are independent)."""
+    diff = b_mean - a_mean
+    half = math.hypot(half_width(a_ci), half_width(b_ci))
+    return Difference(diff, diff - half, diff + half, "intervals")

@@ -1012,8 +1012,8 @@ class MemoryRunner(Runner):
         fig = row
         metric = "latency_ns" if fig.unit == "ns" else "bandwidth_mbps"
         split: JSONObject = {k: v for k, v in fig.extra.items() if k in ("read_mbps", "write_mbps")}
-        value = {"latency_ns": fig.value} if metric == "latency_ns" else {"bandwidth_mbps": fig.value}
-        metrics = MemoryMetrics(**value, keys=(metric, *split), more=split)
+        metrics = MemoryMetrics(fig.value if metric == "latency_ns" else None,
+                                fig.value if metric == "bandwidth_mbps" else None, keys=(metric, *split), more=split)
         sample = {"mode": point.mode, "engine": self.engine, metric: fig.value, **_identity(point)}
         extra = self._extra(point, cmd, parser, wall, fig.section)
         return [Sample(index, sample), Result(index, metrics, {".txt": output}, extra)]
