@@ -82,7 +82,8 @@ def test_repeat_auto_stops_on_a_steady_target_and_a_resumed_run_decides_the_same
             [(1, 4), (1, 5), (4, 4), (4, 5)]
         for s in skipped:
             cv = replicate_spread(by_depth[s["point"]["iodepth"]]).cv
-            assert cv is not None and s["reason"] == f"IOPS CV {cv * 100:.1f} % < 3 % over 3 replicates (by replicate 3)"
+            assert cv is not None
+            assert s["reason"] == f"IOPS CV {cv * 100:.1f} % < 3 % over 3 replicates (by replicate 3)"
         assert "skipped: IOPS CV" in resumed.stdout and meta(out)["status"] == "complete"
         again = resume(out, enter)
     assert "Nothing to resume" in again.stdout and "(4 skipped)" in again.stdout
