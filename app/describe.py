@@ -52,7 +52,8 @@ def repeat_lines(proc: Procedure, kind: Kind) -> list[str]:
     """``repeat``: how many replicates of every point, in which order, and when "auto" stops."""
     if proc.repeat == AUTO:
         figure = "IOPS" if kind == Kind.STORAGE else "latency (bandwidth where a point has no latency)"
-        return [f"repeat: auto: {MIN_AUTO_REPLICATES}–{proc.repeat_max} replicates until {figure} CV < "
+        span = f"{MIN_AUTO_REPLICATES}–{proc.repeat_max}" if proc.repeat_max > MIN_AUTO_REPLICATES else proc.repeat_max
+        return [f"repeat: auto: {span} replicates until {figure} CV < "
                 f"{proc.repeat_cv:g} %, interleaved"]
     if proc.replicates > 1:
         return [f"repeat: ×{proc.replicates} replicates, interleaved (every point once, then again)"]
