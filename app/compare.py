@@ -36,13 +36,13 @@ import json
 import math
 import os
 import statistics
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence, TypeVar
 
 from app.errors import UsageError
 from app.points import Kind
-from app.presets import RW_MODES, read_toml, shipped_dir
+from app.presets import RW_MODES, base_key, read_toml, shipped_dir
 from app.report import analysis as an
 from app.report import noise, support
 from app.report import procedure as rp
@@ -50,6 +50,15 @@ from app.report.model import MemoryRow, RunData, StorageRow, load
 from app.report.render import workload
 from app.sanitize import clean_text
 from app.textable import markdown_table
+from app.uncertainty import (
+    Difference,
+    half_width,
+    interval_difference,
+    intervals_of,
+    replicate_spread,
+    storage_series,
+    welch_difference,
+)
 from app.units import format_count, format_size, parse_size
 from app.validity import FLAGS, LEGEND, names
 
@@ -187,18 +196,6 @@ def write_text(out: str, text: str) -> None:
 # --- values -----------------------------------------------------------------------------------------------
 
 
-def metric_value(p: StorageRow, metric: str) -> float | None:
-    if metric == "iops":
-        return p.iops
-    if metric == "bw_mbps":
-        return p.bw / 1e6
-    if metric == "lat_mean_us":
-        return p.lat_mean / 1e3 if p.lat_mean else None
-    if metric == "lat_p99_us":
-        return None if p.p99 is None else p.p99 / 1e3
-    raise KeyError(metric)
-
-
 def _fmt(metric: str, v: float | None) -> str:
     if v is None:
         return "n/a"
@@ -213,6 +210,232 @@ def _ratio(a: float | None, b: float | None) -> str:
     if not a or b is None:
         return "n/a"
     return f"{b / a:.2f}×"
+
+
+R = TypeVar("R", StorageRow, MemoryRow)
+
+
+# --- noise: each difference with its 95 % interval ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A figure of a compared point: its name in the tables, how a row gives it (in the results' units), its key
+    in a line's ``ci95`` (None: it has no per-second interval, as a percentile of the whole run), the factor
+    to the unit shown, its formatting (a METRICS key) and whether more of it is better."""
+
+    name: str
+    get: Callable[[Any], float | None]
+    ci_key: str | None
+    scale: float
+    fmt: str
+    higher_better: bool
+
+
+STORAGE_FIGURES = (
+    Figure("IOPS", lambda r: r.iops, "iops", 1.0, "iops", True),
+    Figure("MB/s", lambda r: r.bw, "bw_bytes", 1e-6, "bw_mbps", True),
+    Figure("Mean µs", lambda r: r.lat_mean or None, "lat_mean_ns", 1e-3, "lat_mean_us", False),
+    Figure("p99 µs", lambda r: r.p99, None, 1e-3, "lat_p99_us", False),
+)
+MEMORY_FIGURES = (
+    Figure("Latency ns", lambda r: r.latency or None, "latency_ns", 1.0, "lat_ns", False),
+    Figure("MB/s", lambda r: r.bandwidth, "bandwidth_mbps", 1.0, "bw_mbps", True),
+)
+REAL, WITHIN, NO_INTERVAL = "real", "within noise", "no interval"
+NOISE_NOTE = ("A repeated point's figure is the mean of its replicates. Each difference B − A carries its 95 % "
+              "interval: Welch's on the replicates when both runs repeated the point, else the two points' own "
+              "intervals (batch means of their per-second samples; a repeated side: its replicates' interval) "
+              "added in quadrature. It is **real** when the interval excludes 0, **within noise** when it "
+              "contains 0; without an interval it is not judged.")
+NO_SAMPLES = "no ci95 and no per-second samples"
+
+
+@dataclass
+class Measured:
+    """One run's measurement of one point: the rows of its replicates (one row for a point measured once),
+    from the results directory ``run_dir`` (where its per-second samples are)."""
+
+    run_dir: Path
+    rows: list[Any]
+
+    @property
+    def first(self) -> Any:
+        return self.rows[0]
+
+    @property
+    def flags(self) -> list[str]:
+        return [n for n in FLAGS if any(n in names(r.flags) for r in self.rows)] if hasattr(self.first, "flags") \
+            else []
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A figure of one side: its value per replicate, their mean, the 95 % interval of that mean (None, with
+    ``why``, when there is none)."""
+
+    values: tuple[float, ...]
+    mean: float
+    ci: tuple[float, float] | None
+    why: str = ""
+
+
+def measured(run_dir: Path, rows: Sequence[R], key: Callable[[R], tuple[object, ...]]
+             ) -> dict[tuple[object, ...], Measured]:
+    """A run's rows by workload ``key``, the replicates of a repeated point (one ``base_key``) together; of two
+    points with one workload key (rounds of a run in rounds) the later wins."""
+    by_base: dict[str, list[R]] = {}
+    for r in rows:
+        by_base.setdefault(base_key(r.point), []).append(r)
+    return {key(g[0]): Measured(run_dir, g) for g in by_base.values()}
+
+
+def _recorded_reason(ci_method: object, key: str) -> str | None:
+    """Why a line's ``ci_method`` says the figure ``key`` has no interval (None: the line records no
+    ``ci_method``, it predates intervals)."""
+    if not isinstance(ci_method, dict):
+        return None
+    series = ci_method.get("series")
+    one = series.get(key) if isinstance(series, dict) else None
+    why = one.get("reason") if isinstance(one, dict) else None
+    why = why if isinstance(why, str) and why.strip() else ci_method.get("reason")
+    return why if isinstance(why, str) and why.strip() else "the line records no interval of it"
+
+
+def line_interval(run_dir: Path, row: Any, key: str | None) -> tuple[float, float] | str:
+    """The 95 % interval of one line's figure ``key``: its ``ci95``, else (a storage line written before
+    intervals were recorded) computed from its kept per-second samples; else why there is none."""
+    if key is None:
+        return "a percentile of the whole run has no per-second interval"
+    got = row.metrics.interval(key)
+    if got is not None:
+        return tuple(got)
+    why = _recorded_reason(row.metrics.ci_method, key)
+    if why is not None:
+        return why
+    if not isinstance(row, StorageRow):
+        return "no ci95 in the line (measured before intervals were recorded)"
+    series = storage_series(noise.samples_of(run_dir, row)).get(key)
+    if not series:
+        return NO_SAMPLES
+    u = intervals_of({key: series})
+    iv = u.intervals.get(key)
+    return (iv.low, iv.high) if iv is not None else u.reasons.get(key, NO_SAMPLES)
+
+
+def estimate(m: Measured, fig: Figure) -> Estimate | None:
+    """One side's figure: the mean over its replicates with their Student-t interval, or the one line's
+    value with its batch-means interval; None when no row has the figure."""
+    valued = [(v, r) for r in m.rows if (v := fig.get(r)) is not None]
+    if not valued:
+        return None
+    values = tuple(float(v) for v, _ in valued)
+    if len(values) > 1:
+        spread = replicate_spread(values)
+        return Estimate(values, spread.mean, spread.ci)
+    got = line_interval(m.run_dir, valued[0][1], fig.ci_key)
+    return Estimate(values, values[0], got, "") if isinstance(got, tuple) else Estimate(values, values[0], None, got)
+
+
+def difference(a: Estimate, b: Estimate) -> Difference | None:
+    """b − a with its 95 % interval: Welch's on the replicates when both sides have two or more, else from the
+    two sides' intervals in quadrature; None when a side has no interval."""
+    if len(a.values) > 1 and len(b.values) > 1:
+        return welch_difference(a.values, b.values)
+    if a.ci is not None and b.ci is not None:
+        return interval_difference(a.mean, a.ci, b.mean, b.ci)
+    return None
+
+
+def _short(why: str) -> str:
+    """A reason as a table cell: its first clause, without the table's column bar."""
+    head = why.split(":")[0].split(";")[0].replace("|", "/").strip()
+    return head if len(head) <= 48 else head[:47] + "…"
+
+
+@dataclass
+class Tally:
+    """The verdicts of one table: how many differences are real, within noise, not judged (and why)."""
+
+    real: int = 0
+    within: int = 0
+    unjudged: int = 0
+    reasons: dict[str, int] = field(default_factory=dict)
+
+    def add(self, verdict: str, whys: Sequence[str] = ()) -> None:
+        if verdict == REAL:
+            self.real += 1
+        elif verdict == WITHIN:
+            self.within += 1
+        else:
+            self.unjudged += 1
+            for why in whys:
+                self.reasons[why] = self.reasons.get(why, 0) + 1
+
+    @property
+    def total(self) -> int:
+        return self.real + self.within + self.unjudged
+
+    def sentences(self, what: str) -> list[str]:
+        """The summary under a table: the counts, then each distinct reason a difference was not judged."""
+        if not self.total:
+            return []
+        out = [f"Differences B − A of the {what}, each with its 95 % interval: **{self.real} real** (the interval "
+               f"excludes 0), {self.within} within noise (it contains 0), {self.unjudged} without an interval (not "
+               f"judged, never counted as real), of {self.total}.", ""]
+        if self.reasons:
+            out += ["No interval because:", ""]
+            out += [f"- {why} ({n}×)" for why, n in sorted(self.reasons.items(), key=lambda t: -t[1])] + [""]
+        return out
+
+
+def _signed(fig: Figure, v: float) -> str:
+    text = _fmt(fig.fmt, abs(v))
+    return ("-" if v < 0 and text.strip("0.") else "+") + text
+
+
+def _method(d: Difference, a: Estimate, b: Estimate) -> str:
+    if d.method == "welch":
+        return f"Welch, {len(a.values)} + {len(b.values)} runs"
+    reps = [f"{side} {len(e.values)} runs" for side, e in (("A", a), ("B", b)) if len(e.values) > 1]
+    return "intervals" + (f" ({', '.join(reps)})" if reps else "")
+
+
+def judge_cells(fig: Figure, a: Estimate | None, b: Estimate | None, tally: Tally | None) -> list[str]:
+    """The ``B − A (95 %)``, ``Noise`` and ``How`` cells of one figure of a matched pair, counted in ``tally``
+    (None: the figure is shown but not counted, as p99 without replicates)."""
+    if a is None or b is None:
+        return ["", "", "measured by one run only"]
+    d = difference(a, b)
+    if d is None:
+        whys = [f"{side}: {e.why}" for side, e in (("A", a), ("B", b)) if e.ci is None and e.why]
+        if tally is not None:
+            tally.add(NO_INTERVAL, whys)
+        sides = [side for side, e in (("A", a), ("B", b)) if e.ci is None]
+        return ["", NO_INTERVAL, ", ".join(sides) + ": " + _short(a.why if a.ci is None else b.why)]
+    verdict = WITHIN if d.within_noise else REAL
+    if tally is not None:
+        tally.add(verdict)
+    return [f"{_signed(fig, d.diff * fig.scale)} ± {_fmt(fig.fmt, half_width((d.low, d.high)) * fig.scale)}",
+            verdict, _method(d, a, b)]
+
+
+def pair_rows(label: str, ga: Measured, gb: Measured, figures: Sequence[Figure], tally: Tally) -> list[list[str]]:
+    """One table row per figure of a matched point: A, B, B/A, B − A ± its interval, the verdict, the method.
+    A figure without a per-second interval (p99) is judged on replicates only, and counted only then."""
+    rows = []
+    for fig in figures:
+        a, b = estimate(ga, fig), estimate(gb, fig)
+        if a is None and b is None:
+            continue
+        va = None if a is None else a.mean * fig.scale
+        vb = None if b is None else b.mean * fig.scale
+        counted = fig.ci_key is not None or (a is not None and b is not None and min(len(a.values), len(b.values)) > 1)
+        cells = judge_cells(fig, a, b, tally if counted else None)
+        if not counted and cells[1] == NO_INTERVAL:
+            cells = ["", "", "no interval for a percentile"]
+        rows.append([label, fig.name, _fmt(fig.fmt, va), _fmt(fig.fmt, vb), _ratio(va, vb)] + cells)
+    return rows
 
 
 # --- run vs reference --------------------------------------------------------------------------------------
@@ -241,6 +464,55 @@ def _same_pattern(p: StorageRow, rw: str, rwmixread: int | None) -> bool:
     return (p.read_pct == 100 and rw in ("read", "randread")) or (p.read_pct == 0 and rw in ("write", "randwrite"))
 
 
+FIGURE_OF = {f.fmt: f for f in STORAGE_FIGURES}
+AS_SPECIFIED = "as specified"
+
+
+def _sheet_verdict(sheet: float, e: Estimate, fig: Figure) -> str:
+    """The run's figure against the sheet's: as specified when its 95 % interval contains the sheet's figure,
+    else above or below it; no interval when it has none."""
+    if e.ci is None:
+        return f"{NO_INTERVAL}: {_short(e.why)}" if e.why else NO_INTERVAL
+    low, high = e.ci[0] * fig.scale, e.ci[1] * fig.scale
+    if low <= sheet <= high:
+        return AS_SPECIFIED
+    return "above" if low > sheet else "below"
+
+
+def _with_interval(fig: Figure, e: Estimate) -> str:
+    text = _fmt(fig.fmt, e.mean * fig.scale)
+    return text if e.ci is None else f"{text} ± {_fmt(fig.fmt, half_width(e.ci) * fig.scale)}"
+
+
+def _reference_row(f: RefFigure, groups: Sequence[Measured], counts: dict[str, int], reasons: Tally) -> list[str]:
+    """One sheet figure against the best matching point of the run (its replicates' mean when repeated)."""
+    cands = [g for g in groups if g.first.bs == f.bs and _same_pattern(g.first, f.rw, f.rwmixread)]
+    exact = [g for g in cands if (f.iodepth is None or g.first.iodepth == f.iodepth)
+             and (f.numjobs is None or g.first.numjobs == f.numjobs)]
+    fig = FIGURE_OF[f.metric]
+    cond = ([f"QD{f.iodepth}"] if f.iodepth else []) + ([f"T{f.numjobs}"] if f.numjobs else [])
+    label = f.label + (f" ({' '.join(cond)})" if cond else "")
+    valued = [(e, g) for g in exact or cands if (e := estimate(g, fig)) is not None]
+    if not valued:
+        return [label, METRICS[f.metric][0], _fmt(f.metric, f.value), "not measured", "", "", "", f.note or ""]
+    e, g = (max if fig.higher_better else min)(valued, key=lambda t: t[0].mean)
+    p = g.first
+    how = workload(p) + ("" if exact or (f.iodepth is None and f.numjobs is None) else " (sheet's QD not run)")
+    if p.rw != f.rw:
+        how += f" (all {'reads' if p.read_pct == 100 else 'writes'}: counted as {f.rw})"
+    if len(e.values) > 1:
+        how += f", mean of {len(e.values)} runs"
+    if len(valued) > 1:
+        how += f", best of {len(valued)}"
+    verdict = _sheet_verdict(f.value, e, fig)
+    key = verdict if verdict in (AS_SPECIFIED, "above", "below") else NO_INTERVAL
+    counts[key] = counts.get(key, 0) + 1
+    if key == NO_INTERVAL:
+        reasons.add(NO_INTERVAL, [e.why or "no interval"])
+    return [label, METRICS[f.metric][0], _fmt(f.metric, f.value), _with_interval(fig, e),
+            _ratio(f.value, e.mean * fig.scale), verdict, how, f.note or ""]
+
+
 def compare_reference(run_dir: str, ref: Reference) -> str:
     data = _not_fleet(load(run_dir), run_dir)
     lines = [f"# {Path(run_dir).name} vs {ref.name}", ""]
@@ -250,35 +522,23 @@ def compare_reference(run_dir: str, ref: Reference) -> str:
         lines += ["", ref.description]
     lines += ["", "Each reference figure is compared with the best matching point of the run (same access pattern "
                   "and block size, and the sheet's queue depth and jobs when it states them). Ratio = run / "
-                  "reference; for latencies below 1× is better.", ""]
-    rows = []
-    for f in ref.figures:
-        cands = [p for p in data.storage if p.bs == f.bs and _same_pattern(p, f.rw, f.rwmixread)]
-        exact = [p for p in cands if (f.iodepth is None or p.iodepth == f.iodepth)
-                 and (f.numjobs is None or p.numjobs == f.numjobs)]
-        higher_better = METRICS[f.metric][1]
-        pool = exact or cands
-        cond = []
-        if f.iodepth:
-            cond.append(f"QD{f.iodepth}")
-        if f.numjobs:
-            cond.append(f"T{f.numjobs}")
-        label = f.label + (f" ({' '.join(cond)})" if cond else "")
-        valued = [(v, p) for p in pool if (v := metric_value(p, f.metric)) is not None]
-        if not valued:
-            rows.append([label, METRICS[f.metric][0], _fmt(f.metric, f.value), "not measured", "", "", f.note or ""])
-            continue
-        v, p = (max if higher_better else min)(valued, key=lambda t: t[0])
-        how = workload(p) + ("" if exact or (f.iodepth is None and f.numjobs is None) else " (sheet's QD not run)")
-        if p.rw != f.rw:
-            how += f" (all {'reads' if p.read_pct == 100 else 'writes'}: counted as {f.rw})"
-        if len(valued) > 1:
-            how += f", best of {len(valued)}"
-        rows.append([label, METRICS[f.metric][0], _fmt(f.metric, f.value), _fmt(f.metric, v),
-                     _ratio(f.value, v), how, f.note or ""])
-    lines.append(markdown_table(["Figure", "Metric", "Reference", "This run", "Ratio", "Run point", "Note"], rows,
-                          right=(2, 3, 4)))
+                  "reference; for latencies below 1× is better. The run's figure is shown ± its 95 % interval; "
+                  "it is **as specified** when that interval contains the sheet's figure, else above or below it.",
+              ""]
+    groups = list(measured(data.path, data.storage, lambda p: (base_key(p.point),)).values())
+    counts: dict[str, int] = {}
+    reasons = Tally()
+    rows = [_reference_row(f, groups, counts, reasons) for f in ref.figures]
+    lines.append(markdown_table(["Figure", "Metric", "Reference", "This run", "Ratio", "Verdict", "Run point",
+                                 "Note"], rows, right=(2, 3, 4)))
     lines.append("")
+    if counts:
+        lines += [f"Of {sum(counts.values())} figures measured: **{counts.get(AS_SPECIFIED, 0)} as specified**, "
+                  f"{counts.get('above', 0)} above, {counts.get('below', 0)} below the sheet, "
+                  f"{counts.get(NO_INTERVAL, 0)} without an interval (not judged).", ""]
+        if reasons.reasons:
+            lines += ["No interval because:", ""]
+            lines += [f"- {why} ({n}×)" for why, n in reasons.reasons.items()] + [""]
     return "\n".join(lines)
 
 
@@ -302,16 +562,6 @@ def _warnings(data: RunData, name: str) -> list[str]:
     return [f"Warnings of {name}:", ""] + ["- " + " ".join(w.split()) for w in ws] + [""]
 
 
-R = TypeVar("R", StorageRow, MemoryRow)
-
-
-def _match(left: Sequence[R], right: Sequence[R], key: Callable[[R], tuple[object, ...]]
-           ) -> tuple[dict[tuple[object, ...], R], dict[tuple[object, ...], R], list[tuple[object, ...]]]:
-    """Both runs' rows by workload key (a later row of the same key wins) and the keys both have, in A's order."""
-    ka = {key(p): p for p in left}
-    kb = {key(p): p for p in right}
-    return ka, kb, [k for k in ka if k in kb]
-
 
 def _only(side: str, names: list[str]) -> list[str]:
     if not names:
@@ -319,32 +569,34 @@ def _only(side: str, names: list[str]) -> list[str]:
     return [f"Only in {side} ({len(names)}): " + ", ".join(names[:12]) + (" …" if len(names) > 12 else ""), ""]
 
 
+TABLE_HEAD = ["Figure", "A", "B", "B/A", "B − A (95 %)", "Noise", "How"]
+
+
 def _storage_section(a: RunData, b: RunData) -> list[str]:
     engines = {(p.ioengine, p.point.get("direct")) for p in a.storage + b.storage}
     extra = len(engines) > 1
-    sa, sb, common = _match(a.storage, b.storage, lambda p: _skey(p, extra))
+    sa = measured(a.path, a.storage, lambda p: _skey(p, extra))
+    sb = measured(b.path, b.storage, lambda p: _skey(p, extra))
+    common = [k for k in sa if k in sb]
     lines = ["## Storage", ""]
     if common:
-        rows = []
+        rows, tally = [], Tally()
         flagged = any(sa[k].flags or sb[k].flags for k in common)
         for k in common:
-            pa, pb = sa[k], sb[k]
-            p99a, p99b = metric_value(pa, "lat_p99_us"), metric_value(pb, "lat_p99_us")
-            rows.append([workload(pa) + (f" {pa.ioengine}" if extra else ""),
-                         format_count(pa.iops), format_count(pb.iops), _ratio(pa.iops, pb.iops),
-                         f"{pa.bw / 1e6:.1f}", f"{pb.bw / 1e6:.1f}", _ratio(pa.bw, pb.bw),
-                         f"{pa.lat_mean / 1e3:.2f}", f"{pb.lat_mean / 1e3:.2f}", _ratio(pa.lat_mean, pb.lat_mean),
-                         _fmt("lat_p99_us", p99a), _fmt("lat_p99_us", p99b), _ratio(p99a, p99b)]
-                        + ([", ".join(names(pa.flags)) or "—", ", ".join(names(pb.flags)) or "—"] if flagged else []))
-        lines.append(markdown_table(["Workload", "IOPS A", "IOPS B", "B/A", "MB/s A", "MB/s B", "B/A", "Mean µs A",
-                                     "Mean µs B", "B/A", "p99 µs A", "p99 µs B", "B/A"]
-                                    + (["Flags A", "Flags B"] if flagged else []), rows))
+            label = workload(sa[k].first) + (f" {sa[k].first.ioengine}" if extra else "")
+            more = [", ".join(sa[k].flags) or "—", ", ".join(sb[k].flags) or "—"] if flagged else []
+            rows += [r + more for r in pair_rows(label, sa[k], sb[k], STORAGE_FIGURES, tally)]
+        lines.append(markdown_table(["Workload"] + TABLE_HEAD + (["Flags A", "Flags B"] if flagged else []), rows,
+                                    right=(2, 3, 4, 5)))
         lines.append("")
+        lines += tally.sentences("IOPS, MB/s and mean latency (p99 only between replicates: a percentile of the "
+                                 "whole run has no per-second interval)")
         if flagged:
-            shown = [n for n in FLAGS if any(n in names(sa[k].flags) + names(sb[k].flags) for k in common)]
+            shown = [n for n in FLAGS if any(n in sa[k].flags + sb[k].flags for k in common)]
             lines += ["Flagged points' ratios compare figures at least one run doubts: "
                       + "; ".join(f"**{n}**: {LEGEND[n]}" for n in shown) + ".", ""]
-        ratios = [sb[k].iops / sa[k].iops for k in common if sa[k].iops > 0]
+        iops = [(estimate(sa[k], STORAGE_FIGURES[0]), estimate(sb[k], STORAGE_FIGURES[0])) for k in common]
+        ratios = [eb.mean / ea.mean for ea, eb in iops if ea is not None and eb is not None and ea.mean > 0]
         ratios = [r for r in ratios if 0 < r < math.inf]  # a zero has no logarithm
         if ratios:
             lines.append(f"Geometric mean of the IOPS ratios over {len(ratios)} matched points: "
@@ -352,8 +604,8 @@ def _storage_section(a: RunData, b: RunData) -> list[str]:
             lines.append("")
     else:
         lines += ["No storage point of one run matches a point of the other.", ""]
-    lines += _only("A", [workload(sa[k]) for k in sa if k not in sb])
-    lines += _only("B", [workload(sb[k]) for k in sb if k not in sa])
+    lines += _only("A", [workload(sa[k].first) for k in sa if k not in sb])
+    lines += _only("B", [workload(sb[k].first) for k in sb if k not in sa])
     return lines
 
 
@@ -427,24 +679,23 @@ def _knee_section(a: RunData, b: RunData) -> list[str]:
     return lines + [""]
 
 
+def _memory_label(p: MemoryRow) -> str:
+    what = "idle" if p.mode == "idle" else f"{p.traffic} stride {p.stride} delay {p.delay}"
+    return what + (f" buffer {format_size(p.buffer)}" if p.buffer else "")
+
+
 def _memory_section(a: RunData, b: RunData) -> list[str]:
-    ma, mb, common = _match(a.memory, b.memory, _mkey)
+    ma, mb = measured(a.path, a.memory, _mkey), measured(b.path, b.memory, _mkey)
+    common = [k for k in ma if k in mb]
     lines = ["## Memory", ""]
     if not common:
         return lines + ["No memory point of one run matches a point of the other.", ""]
-    rows = []
+    rows, tally = [], Tally()
     for k in common:
-        pa, pb = ma[k], mb[k]
-        what = "idle" if pa.mode == "idle" else f"{pa.traffic} stride {pa.stride} delay {pa.delay}"
-        if pa.buffer:
-            what += f" buffer {format_size(pa.buffer)}"
-        rows.append([what, f"{pa.latency:.2f}" if pa.latency else "n/a",
-                     f"{pb.latency:.2f}" if pb.latency else "n/a", _ratio(pa.latency, pb.latency),
-                     "" if pa.bandwidth is None else f"{pa.bandwidth:.1f}",
-                     "" if pb.bandwidth is None else f"{pb.bandwidth:.1f}", _ratio(pa.bandwidth, pb.bandwidth)])
-    lines.append(markdown_table(["Point", "Latency ns A", "Latency ns B", "B/A", "MB/s A", "MB/s B", "B/A"], rows))
+        rows += pair_rows(_memory_label(ma[k].first), ma[k], mb[k], MEMORY_FIGURES, tally)
+    lines.append(markdown_table(["Point"] + TABLE_HEAD, rows, right=(2, 3, 4, 5)))
     lines.append("")
-    return lines
+    return lines + tally.sentences("latency and bandwidth")
 
 
 def compare_runs(dir_a: str, dir_b: str) -> str:
@@ -454,7 +705,7 @@ def compare_runs(dir_a: str, dir_b: str) -> str:
         name_a, name_b = str(dir_a), str(dir_b)
     lines = [f"# {name_a} (A) vs {name_b} (B)", "",
              "Points are matched on the workload (pattern, mix, block size, queue depth, jobs); ratio = B / A. "
-             "For throughput above 1× means B is faster; for latency below 1× means B is faster.", ""]
+             "For throughput above 1× means B is faster; for latency below 1× means B is faster. " + NOISE_NOTE, ""]
     lines += _warnings(a, "A") + _warnings(b, "B")
     if a.storage or b.storage:
         lines += _storage_section(a, b)
@@ -489,7 +740,7 @@ def compare_hosts(directory: str, hosts: Sequence[str]) -> str:
     lines = [f"# {hosts[0]} (A) vs {hosts[1]} (B), fleet run {Path(directory).name or directory}", "",
              "Both hosts ran each point at the same time; points are matched on the workload (pattern, mix, block "
              "size, queue depth, jobs); ratio = B / A. For throughput above 1× means B is faster; for latency "
-             "below 1× means B is faster.", ""]
+             "below 1× means B is faster. " + NOISE_NOTE, ""]
     lines += _warnings(data, "the run")
     lines += _storage_section(a, b)
     return clean_text("\n".join(lines).rstrip() + "\n", newlines=True)

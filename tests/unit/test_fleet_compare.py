@@ -29,14 +29,16 @@ def test_two_hosts_side_by_side(fleet: Path) -> None:
     md = compare_hosts(str(fleet), [a, b])
     assert md.startswith(f"# {a} (A) vs {b} (B), fleet run fleet\n")
     rows = _rows(md)
-    assert rows[0][:4] == ["Workload", "IOPS A", "IOPS B", "B/A"]
+    assert rows[0][:5] == ["Workload", "Figure", "A", "B", "B/A"]
     lines = read_lines(fleet)
-    assert len(rows) - 1 == 4
-    for row, index in zip(rows[1:], range(4)):
+    iops = [r for r in rows[1:] if r[1] == "IOPS"]
+    bw = [r for r in rows[1:] if r[1] == "MB/s"]
+    assert len(iops) == len(bw) == 4
+    for i_row, b_row, index in zip(iops, bw, range(4)):
         la = next(x for x in lines if x["index"] == index and x["host"] == a)["metrics"]
         lb = next(x for x in lines if x["index"] == index and x["host"] == b)["metrics"]
-        assert row[4:6] == [f"{la['bw_bytes'] / 1e6:.1f}", f"{lb['bw_bytes'] / 1e6:.1f}"]
-        assert row[3] == f"{lb['iops'] / la['iops']:.2f}×" == "0.50×"
+        assert b_row[2:4] == [f"{la['bw_bytes'] / 1e6:.1f}", f"{lb['bw_bytes'] / 1e6:.1f}"]
+        assert i_row[4] == f"{lb['iops'] / la['iops']:.2f}×" == "0.50×"
     assert "Geometric mean of the IOPS ratios over 4 matched points: 0.50×." in md
 
 
