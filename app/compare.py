@@ -243,11 +243,9 @@ MEMORY_FIGURES = (
     Figure("MB/s", lambda r: r.bandwidth, "bandwidth_mbps", 1.0, "bw_mbps", True),
 )
 REAL, WITHIN, NO_INTERVAL = "real", "within noise", "no interval"
-NOISE_NOTE = ("A repeated point's figure is the mean of its replicates. Each difference B − A carries its 95 % "
-              "interval: Welch's on the replicates when both runs repeated the point, else the two points' own "
-              "intervals (batch means of their per-second samples; a repeated side: its replicates' interval) "
-              "added in quadrature. It is **real** when the interval excludes 0, **within noise** when it "
-              "contains 0; without an interval it is not judged.")
+NOISE_NOTE = ("Each difference B − A has its 95 % interval (Welch's on the replicates when both runs repeated the "
+              "point, else the two points' intervals in quadrature): **real** when it excludes 0, **within "
+              "noise** when it contains 0, not judged without one. A repeated point shows its replicates' mean.")
 NO_SAMPLES = "no ci95 and no per-second samples"
 
 
@@ -347,10 +345,13 @@ def difference(a: Estimate, b: Estimate) -> Difference | None:
     return None
 
 
-def _short(why: str) -> str:
-    """A reason as a table cell: its first clause, without the table's column bar."""
+def _short(why: str, width: int = 48) -> str:
+    """A reason as a table cell: its first clause, without the table's column bar (the whole reason is listed
+    under the table)."""
+    if why == NO_SAMPLES:
+        return "no samples"
     head = why.split(":")[0].split(";")[0].replace("|", "/").strip()
-    return head if len(head) <= 48 else head[:47] + "…"
+    return head if len(head) <= width else head[:width - 1] + "…"
 
 
 @dataclass
@@ -401,6 +402,14 @@ def _method(d: Difference, a: Estimate, b: Estimate) -> str:
     return "intervals" + (f" ({', '.join(reps)})" if reps else "")
 
 
+def _why_cell(a: Estimate, b: Estimate) -> str:
+    """Which side has no interval, and why in a few words: ``A: too few samples``, ``A, B: no samples``."""
+    missing = [(side, _short(e.why, 28)) for side, e in (("A", a), ("B", b)) if e.ci is None]
+    if len({why for _, why in missing}) == 1:
+        return ", ".join(side for side, _ in missing) + ": " + missing[0][1]
+    return "; ".join(f"{side}: {why}" for side, why in missing)
+
+
 def judge_cells(fig: Figure, a: Estimate | None, b: Estimate | None, tally: Tally | None) -> list[str]:
     """The ``B − A (95 %)``, ``Noise`` and ``How`` cells of one figure of a matched pair, counted in ``tally``
     (None: the figure is shown but not counted, as p99 without replicates)."""
@@ -411,8 +420,7 @@ def judge_cells(fig: Figure, a: Estimate | None, b: Estimate | None, tally: Tall
         whys = [f"{side}: {e.why}" for side, e in (("A", a), ("B", b)) if e.ci is None and e.why]
         if tally is not None:
             tally.add(NO_INTERVAL, whys)
-        sides = [side for side, e in (("A", a), ("B", b)) if e.ci is None]
-        return ["", NO_INTERVAL, ", ".join(sides) + ": " + _short(a.why if a.ci is None else b.why)]
+        return ["", NO_INTERVAL, _why_cell(a, b)]
     verdict = WITHIN if d.within_noise else REAL
     if tally is not None:
         tally.add(verdict)

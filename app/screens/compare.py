@@ -1,6 +1,6 @@
-"""Compare two runs, or a run with a reference sheet: the ratio tables ``profiler-tui compare`` writes
-(app.compare, the same markdown), shown as tables with the better side of each figure highlighted, and
-exported as that markdown."""
+"""Compare two runs, or a run with a reference sheet: the tables ``profiler-tui compare`` writes (app.compare,
+the same markdown), shown as tables with the better side of each real difference highlighted (within noise or
+without an interval: plain), and exported as that markdown."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from app.textable import read_markdown
 from app.widgets import TooSmall
 
 BETTER = "bold green"
+NUMBERS = {"A", "B", "B/A", "B − A (95 %)", "Reference", "This run", "Ratio"}  # right-aligned columns
 RATIO = re.compile(r"^([0-9]+(?:\.[0-9]+)?)×$")
 
 
@@ -35,44 +36,41 @@ def _lower_is_better(metric: str) -> bool:
 
 
 def better_cells(header: list[str], row: list[str]) -> set[int]:
-    """Indexes of the cells holding the better figure of each comparison in a row.
+    """Indexes of the cells holding the better figure of a row, when its difference is real.
 
-    Run vs run: each ``B/A`` column follows its ``… A`` and ``… B`` columns; reference: ``Ratio`` (run /
-    reference) with the row's ``Metric`` deciding the direction."""
-    out: set[int] = set()
-    for i, name in enumerate(header):
-        if name == "B/A" and i >= 2 and i < len(row):
-            r = _ratio(row[i])
-            if r is None or abs(r - 1.0) < 0.005:
-                continue
-            metric = header[i - 2]
-            b_better = (r < 1.0) if _lower_is_better(metric) else (r > 1.0)
-            out.add(i - 1 if b_better else i - 2)
-    if "Ratio" in header and "Metric" in header and "This run" in header and "Reference" in header:
-        i = header.index("Ratio")
-        r = _ratio(row[i]) if i < len(row) else None
-        if r is not None and abs(r - 1.0) >= 0.005:
-            metric = row[header.index("Metric")]
-            run_better = (r < 1.0) if _lower_is_better(metric) else (r > 1.0)
-            out.add(header.index("This run") if run_better else header.index("Reference"))
-    return out
+    Run vs run (one row per point and figure): ``A`` or ``B`` by the row's ``Figure`` and ``B/A``, only when
+    its ``Noise`` says real — a difference within noise or without an interval is no better side. Reference:
+    ``This run`` or ``Reference`` by ``Ratio`` and the row's ``Metric``, only when its ``Verdict`` is above or
+    below (a figure as specified, or without an interval, is no better side)."""
+    cell = dict(zip(header, row))
+    if {"Figure", "A", "B", "B/A", "Noise"} <= cell.keys():
+        r = _ratio(cell["B/A"])
+        if cell["Noise"] != "real" or r is None or r == 1.0:
+            return set()
+        b_better = (r < 1.0) if _lower_is_better(cell["Figure"]) else (r > 1.0)
+        return {header.index("B" if b_better else "A")}
+    if {"Ratio", "Metric", "This run", "Reference", "Verdict"} <= cell.keys():
+        r = _ratio(cell["Ratio"])
+        if cell["Verdict"] not in ("above", "below") or r is None or r == 1.0:
+            return set()
+        run_better = (r < 1.0) if _lower_is_better(cell["Metric"]) else (r > 1.0)
+        return {header.index("This run" if run_better else "Reference")}
+    return set()
 
 
-def one_figure_a_row(header: list[str], rows: list[list[str]]) -> tuple[list[str], list[tuple[list[str], set[int]]]]:
-    """A run-vs-run table (``IOPS A | IOPS B | B/A`` for each figure, 13 columns, wider than 120) as one row
-    per workload and figure (``Workload | Figure | A | B | B/A``), which fits 80 columns; each row with the
-    indexes of its better cells. Any other table is returned as it is."""
-    groups = [i for i, name in enumerate(header) if name == "B/A" and i >= 3]
-    if not groups:
-        return header, [(row, better_cells(header, row)) for row in rows]
+def grouped(header: list[str], rows: list[list[str]]) -> list[tuple[list[str], set[int]]]:
+    """Each row with its better cells; a run-vs-run table's point named on its first figure's row only (the
+    markdown repeats it on each), so each point reads as one group."""
     out: list[tuple[list[str], set[int]]] = []
+    previous = None
     for row in rows:
         good = better_cells(header, row)
-        for n, i in enumerate(groups):
-            figure = header[i - 2].removesuffix(" A")
-            cells = [row[0] if n == 0 else "", figure, row[i - 2], row[i - 1], row[i]]
-            out.append((cells, {j - (i - 2) + 2 for j in good if i - 2 <= j < i}))
-    return ["Workload", "Figure", "A", "B", "B/A"], out
+        if "Figure" in header[1:2] and row and row[0] == previous:
+            row = [""] + row[1:]
+        else:
+            previous = row[0] if row else None
+        out.append((row, good))
+    return out
 
 
 def compute(a: Path, b: Path | None, reference: str | None) -> str:
@@ -138,12 +136,14 @@ class CompareScreen(Screen[None]):
             # the page scrolls, not each table: ↑/↓/PgDn move through everything without tab first
             table.can_focus = False
             body.mount(table)
-            header, rows = one_figure_a_row(part.header, part.rows)
+            header = part.header
             for name in header:
                 table.add_column(name)
-            for row, good in rows:
+            right = [name in NUMBERS for name in header]
+            for row, good in grouped(header, part.rows):
                 table.add_row(*[Text(c, style=BETTER if i in good else "",
-                                     justify="left" if i < 2 else "right") for i, c in enumerate(row)])
+                                     justify="right" if i < len(right) and right[i] else "left")
+                                for i, c in enumerate(row)])
         self._text(body, text)
 
     @staticmethod

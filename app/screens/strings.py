@@ -182,7 +182,8 @@ COMPARE_WORKING = "Comparing…"
 COMPARE_FAILED = "The comparison failed: {error}"
 COMPARE_EXPORT_PROMPT = "Write the comparison (markdown) to:"
 COMPARE_EXPORTED = "Comparison written: {path}"
-COMPARE_LEGEND = "green: the better side of each figure (more IOPS or MB/s, less latency)"
+COMPARE_LEGEND = ("green: the better side of each real difference (more IOPS or MB/s, less latency; its 95 % "
+                  "interval excludes 0); differences within noise or without an interval stay plain")
 
 # --- report view ------------------------------------------------------------------------------
 REPORT_TITLE = "Report: {path}"

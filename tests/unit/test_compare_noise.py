@@ -5,54 +5,13 @@ Hand-made results directories, so each method is forced."""
 
 from __future__ import annotations
 
-import json
 import math
 import random
 import re
 from pathlib import Path
-from typing import Any
 
 from app.compare import compare_reference, compare_runs, load_reference
-
-POINT = {"rw": "randread", "bs": 4096, "rwmixread": None, "iodepth": 16, "numjobs": 1, "ioengine": "libaio",
-         "direct": True, "runtime": 30, "ramp_time": 0, "size": 1 << 30, "time_based": True}
-
-
-def _metrics(iops: float, ci: tuple[float, float] | None = None) -> dict[str, Any]:
-    m: dict[str, Any] = {"iops": iops, "bw_bytes": iops * 4096, "lat_ns": {"mean": 16e9 / iops, "p99": 4e9 / iops * 8}}
-    if ci is not None:
-        m["ci95"] = {"iops": list(ci)}
-        m["ci_method"] = {"method": "batch-means", "level": 0.95, "samples": 30,
-                          "series": {"iops": {"batch_size": 1, "batches": 28, "warmup": 2},
-                                     "bw_bytes": {"reason": "left out by this test"},
-                                     "lat_mean_ns": {"reason": "left out by this test"}}}
-    return m
-
-
-def _run(path: Path, lines: list[dict[str, Any]], kind: str = "storage") -> Path:
-    """A results directory of ``lines`` (each: ``point`` overrides, ``metrics``, optional ``samples``)."""
-    (path / "raw").mkdir(parents=True)
-    plan, records = [], []
-    for i, spec in enumerate(lines):
-        point = {**POINT, **spec.get("point", {})} if kind == "storage" else spec["point"]
-        rec: dict[str, Any] = {"kind": kind, "index": i, "point": point, "metrics": spec["metrics"]}
-        if "samples" in spec:
-            name = f"raw/{i:04d}.samples.jsonl"
-            (path / name).write_text("".join(json.dumps({"t": t + 1.0, "interval_s": 1.0, "iops": v,
-                                                         "bw_bytes": v * 4096, "lat_mean_ns": 16e9 / v}) + "\n"
-                                             for t, v in enumerate(spec["samples"])))
-            rec["raw"] = {"samples": name}
-        plan.append(point)
-        records.append(rec)
-    meta = {"tool": "profiler-tui", "preset": {"name": "t", "kind": kind}, "kind": kind, "plan": plan,
-            "points_total": len(plan), "points_done": len(plan), "status": "complete"}
-    (path / "run.json").write_text(json.dumps(meta))
-    (path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
-    return path
-
-
-def _replicates(iops: list[float], **point: object) -> list[dict[str, Any]]:
-    return [{"point": {**point, "replicate": k}, "metrics": _metrics(v)} for k, v in enumerate(iops, 1)]
+from compare_util import make_run, metrics, replicates
 
 
 def _rows(md: str) -> list[dict[str, str]]:
@@ -68,9 +27,9 @@ def _figure(md: str, figure: str) -> list[dict[str, str]]:
 def test_replicates_on_both_sides_use_welch_and_pair_the_groups(tmp_path: Path) -> None:
     """Three replicates a side (three lines of one point each): the shown figure is their mean, the difference
     Welch's; 100/102/98 against 101/99/103 is within noise, against 200/205/195 real."""
-    a = _run(tmp_path / "a", _replicates([100, 102, 98]))
-    same = _run(tmp_path / "same", _replicates([101, 99, 103]))
-    faster = _run(tmp_path / "faster", _replicates([200, 205, 195]))
+    a = make_run(tmp_path / "a", replicates([100, 102, 98]))
+    same = make_run(tmp_path / "same", replicates([101, 99, 103]))
+    faster = make_run(tmp_path / "faster", replicates([200, 205, 195]))
     (row,) = _figure(compare_runs(str(a), str(same)), "IOPS")
     assert row["A"] == "100" and row["B"] == "101" and row["How"] == "Welch, 3 + 3 runs"
     assert row["Noise"] == "within noise"
@@ -85,9 +44,9 @@ def test_replicates_on_both_sides_use_welch_and_pair_the_groups(tmp_path: Path) 
 
 
 def test_lines_with_intervals_only_add_them_in_quadrature(tmp_path: Path) -> None:
-    a = _run(tmp_path / "a", [{"metrics": _metrics(1000, (990, 1010))}])
-    near = _run(tmp_path / "near", [{"metrics": _metrics(1010, (1000, 1020))}])
-    far = _run(tmp_path / "far", [{"metrics": _metrics(1030, (1020, 1040))}])
+    a = make_run(tmp_path / "a", [{"metrics": metrics(1000, (990, 1010))}])
+    near = make_run(tmp_path / "near", [{"metrics": metrics(1010, (1000, 1020))}])
+    far = make_run(tmp_path / "far", [{"metrics": metrics(1030, (1020, 1040))}])
     (row,) = _figure(compare_runs(str(a), str(near)), "IOPS")
     assert row["How"] == "intervals" and row["Noise"] == "within noise"
     assert row["B − A (95 %)"] == f"+10 ± {math.hypot(10, 10):.0f}"
@@ -103,9 +62,9 @@ def test_lines_with_intervals_only_add_them_in_quadrature(tmp_path: Path) -> Non
 def test_a_line_without_ci95_gets_its_interval_from_its_kept_samples(tmp_path: Path) -> None:
     """A run from before intervals were recorded: the interval comes from raw/…samples.jsonl (batch means)."""
     rng = random.Random(7)
-    a = _run(tmp_path / "a", [{"metrics": _metrics(1000), "samples": [1000 + rng.gauss(0, 20) for _ in range(40)]}])
-    b = _run(tmp_path / "b", [{"metrics": _metrics(1001), "samples": [1001 + rng.gauss(0, 20) for _ in range(40)]}])
-    c = _run(tmp_path / "c", [{"metrics": _metrics(1200), "samples": [1200 + rng.gauss(0, 20) for _ in range(40)]}])
+    a = make_run(tmp_path / "a", [{"metrics": metrics(1000), "samples": [1000 + rng.gauss(0, 20) for _ in range(40)]}])
+    b = make_run(tmp_path / "b", [{"metrics": metrics(1001), "samples": [1001 + rng.gauss(0, 20) for _ in range(40)]}])
+    c = make_run(tmp_path / "c", [{"metrics": metrics(1200), "samples": [1200 + rng.gauss(0, 20) for _ in range(40)]}])
     md = compare_runs(str(a), str(b))
     assert {r["Figure"]: r["Noise"] for r in _rows(md)} == {"IOPS": "within noise", "MB/s": "within noise",
                                                             "Mean µs": "within noise", "p99 µs": ""}
@@ -115,18 +74,18 @@ def test_a_line_without_ci95_gets_its_interval_from_its_kept_samples(tmp_path: P
 
 
 def test_neither_replicates_nor_intervals_nor_samples_is_no_interval_and_never_real(tmp_path: Path) -> None:
-    a = _run(tmp_path / "a", [{"metrics": _metrics(1000)}])
-    b = _run(tmp_path / "b", [{"metrics": _metrics(3000)}])
+    a = make_run(tmp_path / "a", [{"metrics": metrics(1000)}])
+    b = make_run(tmp_path / "b", [{"metrics": metrics(3000)}])
     md = compare_runs(str(a), str(b))
     (row,) = _figure(md, "IOPS")
     assert row["B/A"] == "3.00×" and row["Noise"] == "no interval" and row["B − A (95 %)"] == ""
-    assert row["How"] == "A, B: no ci95 and no per-second samples"
+    assert row["How"] == "A, B: no samples"
     assert "**0 real**" in md and "3 without an interval" in md
 
 
 def test_one_side_repeated_uses_its_replicates_interval(tmp_path: Path) -> None:
-    a = _run(tmp_path / "a", _replicates([1000, 1010, 990]))
-    b = _run(tmp_path / "b", [{"metrics": _metrics(1100, (1090, 1110))}])
+    a = make_run(tmp_path / "a", replicates([1000, 1010, 990]))
+    b = make_run(tmp_path / "b", [{"metrics": metrics(1100, (1090, 1110))}])
     (row,) = _figure(compare_runs(str(a), str(b)), "IOPS")
     assert row["How"] == "intervals (A 3 runs)" and row["Noise"] == "real"
 
@@ -135,10 +94,10 @@ def test_memory_points_judged_on_their_ci95_else_no_interval(tmp_path: Path) -> 
     point = {"mode": "idle", "stride": 64, "buffer": 1 << 28}
     idle = {"latency_ns": 90.0, "ci95": {"latency_ns": [89.0, 91.0]},
             "ci_method": {"method": "batch-means", "level": 0.95, "samples": 20, "series": {}}}
-    a = _run(tmp_path / "a", [{"point": point, "metrics": idle}], "memory")
-    b = _run(tmp_path / "b", [{"point": point, "metrics": {**idle, "latency_ns": 95.0,
+    a = make_run(tmp_path / "a", [{"point": point, "metrics": idle}], "memory")
+    b = make_run(tmp_path / "b", [{"point": point, "metrics": {**idle, "latency_ns": 95.0,
                                                            "ci95": {"latency_ns": [94.0, 96.0]}}}], "memory")
-    old = _run(tmp_path / "old", [{"point": point, "metrics": {"latency_ns": 90.5}}], "memory")
+    old = make_run(tmp_path / "old", [{"point": point, "metrics": {"latency_ns": 90.5}}], "memory")
     (row,) = _figure(compare_runs(str(a), str(b)), "Latency ns")
     assert row["Noise"] == "real" and row["B − A (95 %)"] == "+5.00 ± 1.41"
     (row,) = _figure(compare_runs(str(a), str(old)), "Latency ns")
@@ -146,7 +105,7 @@ def test_memory_points_judged_on_their_ci95_else_no_interval(tmp_path: Path) -> 
 
 
 def test_spec_sheet_figure_inside_the_interval_is_as_specified(tmp_path: Path) -> None:
-    run = _run(tmp_path / "run", [{"metrics": _metrics(1000, (990, 1010))}])
+    run = make_run(tmp_path / "run", [{"metrics": metrics(1000, (990, 1010))}])
     for value, verdict in ((1005, "as specified"), (900, "above"), (1100, "below")):
         sheet = tmp_path / f"s{value}.toml"
         sheet.write_text(f'name = "s"\nsource = "test"\n[[figure]]\nlabel = "r"\nrw = "randread"\nbs = "4k"\n'
