@@ -247,6 +247,7 @@ NOISE_NOTE = ("Each difference B − A has its 95 % interval (Welch's on the rep
               "point, else the two points' intervals in quadrature): **real** when it excludes 0, **within "
               "noise** when it contains 0, not judged without one. A repeated point shows its replicates' mean.")
 NO_SAMPLES = "no ci95 and no per-second samples"
+MAX_REASON = 200  # characters of a line's own reason shown
 
 
 @dataclass
@@ -297,7 +298,11 @@ def _recorded_reason(ci_method: object, key: str) -> str | None:
     one = series.get(key) if isinstance(series, dict) else None
     why = one.get("reason") if isinstance(one, dict) else None
     why = why if isinstance(why, str) and why.strip() else ci_method.get("reason")
-    return why if isinstance(why, str) and why.strip() else "the line records no interval of it"
+    if not isinstance(why, str) or not why.strip():
+        return "the line records no interval of it"
+    # a results line is untrusted: one line of text, bounded (the output is cleaned of control characters)
+    why = " ".join(why.split())
+    return why if len(why) <= MAX_REASON else why[:MAX_REASON - 1] + "…"
 
 
 def line_interval(run_dir: Path, row: Any, key: str | None) -> tuple[float, float] | str:
@@ -547,7 +552,7 @@ def compare_reference(run_dir: str, ref: Reference) -> str:
         if reasons.reasons:
             lines += ["No interval because:", ""]
             lines += [f"- {why} ({n}×)" for why, n in reasons.reasons.items()] + [""]
-    return "\n".join(lines)
+    return clean_text("\n".join(lines), newlines=True)
 
 
 # --- run vs run ------------------------------------------------------------------------------------------------
