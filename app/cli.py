@@ -541,7 +541,10 @@ def _sections(source: Mapping[str, object]) -> str:
 @click.option("--host", "hosts", multiple=True, metavar="HOST", help="Compare two hosts of the fleet run DIR: "
               "give --host twice, each exactly as the run's --host named it.")
 @click.option("--out", metavar="FILE", help="Also write the tables (markdown) to FILE.")
-def compare(directory: str, other: str | None, reference: str | None, hosts: tuple[str, ...], out: str | None) -> int:
+@click.option("--json", "as_json", is_flag=True, help="Print each difference (diff, low, high, method, "
+              "within_noise) and the counts as JSON instead of the tables.")
+def compare(directory: str, other: str | None, reference: str | None, hosts: tuple[str, ...], out: str | None,
+            as_json: bool) -> int:
     """Ratio tables: two runs matched point by point, two hosts of a fleet run, or a run against a spec sheet."""
     from app.compare import compare_hosts, compare_reference, compare_runs, load_reference
 
@@ -551,18 +554,21 @@ def compare(directory: str, other: str | None, reference: str | None, hosts: tup
     if not hosts and (other is None) == (reference is None):
         raise UsageError("compare: give a second results directory, --reference NAME_OR_TOML or two --host "
                          "(exactly one of them).")
+    found: dict[str, object] = {}
     if hosts:
-        text = compare_hosts(directory, hosts)
+        text = compare_hosts(directory, hosts, found)
     elif other is not None:
-        text = compare_runs(directory, other)
+        text = compare_runs(directory, other, found)
     else:
         assert reference is not None  # exactly one of the two, checked above
-        text = compare_reference(directory, load_reference(reference))
+        text = compare_reference(directory, load_reference(reference), found)
     if out:
         from app.compare import write_text
 
         write_text(out, text)
-    if on_terminal(sys.stdout):
+    if as_json:
+        click.echo(json.dumps(found, ensure_ascii=False, allow_nan=False))
+    elif on_terminal(sys.stdout):
         from app.console import print_markdown
 
         print_markdown(text, sys.stdout)

@@ -367,6 +367,7 @@ class Tally:
     within: int = 0
     unjudged: int = 0
     reasons: dict[str, int] = field(default_factory=dict)
+    records: list[dict[str, object]] = field(default_factory=list)  # each row, for ``compare --json``
 
     def add(self, verdict: str, whys: Sequence[str] = ()) -> None:
         if verdict == REAL:
@@ -381,6 +382,10 @@ class Tally:
     @property
     def total(self) -> int:
         return self.real + self.within + self.unjudged
+
+    def json(self) -> dict[str, object]:
+        return {"real": self.real, "within_noise": self.within, "not_judged": self.unjudged,
+                "reasons": dict(self.reasons), "differences": self.records}
 
     def sentences(self, what: str) -> list[str]:
         """The summary under a table: the counts, then each distinct reason a difference was not judged."""
@@ -448,7 +453,23 @@ def pair_rows(label: str, ga: Measured, gb: Measured, figures: Sequence[Figure],
         if not counted and cells[1] == NO_INTERVAL:
             cells = ["", "", "no interval for a percentile"]
         rows.append([label, fig.name, _fmt(fig.fmt, va), _fmt(fig.fmt, vb), _ratio(va, vb)] + cells)
+        tally.records.append(_record(label, fig, a, b, cells, counted))
     return rows
+
+
+def _record(label: str, fig: Figure, a: Estimate | None, b: Estimate | None, cells: list[str],
+            counted: bool) -> dict[str, object]:
+    """One row of a table as ``compare --json`` gives it, in the unit the table shows."""
+    d = difference(a, b) if a is not None and b is not None else None
+    rec: dict[str, object] = {"point": label, "figure": fig.name,
+                              "a": None if a is None else a.mean * fig.scale,
+                              "b": None if b is None else b.mean * fig.scale,
+                              "replicates": [0 if a is None else len(a.values), 0 if b is None else len(b.values)],
+                              "verdict": cells[1] or None, "counted": counted, "how": cells[2]}
+    if d is not None and cells[1] in (REAL, WITHIN):
+        rec.update(diff=d.diff * fig.scale, low=d.low * fig.scale, high=d.high * fig.scale, method=d.method,
+                   within_noise=d.within_noise)
+    return rec
 
 
 # --- run vs reference --------------------------------------------------------------------------------------
@@ -522,11 +543,15 @@ def _reference_row(f: RefFigure, groups: Sequence[Measured], counts: dict[str, i
     counts[key] = counts.get(key, 0) + 1
     if key == NO_INTERVAL:
         reasons.add(NO_INTERVAL, [e.why or "no interval"])
+    reasons.records.append({"figure": label, "metric": f.metric, "reference": f.value, "run": e.mean * fig.scale,
+                            "low": None if e.ci is None else e.ci[0] * fig.scale,
+                            "high": None if e.ci is None else e.ci[1] * fig.scale,
+                            "replicates": len(e.values), "verdict": key, "point": how})
     return [label, METRICS[f.metric][0], _fmt(f.metric, f.value), _with_interval(fig, e),
             _ratio(f.value, e.mean * fig.scale), verdict, how, f.note or ""]
 
 
-def compare_reference(run_dir: str, ref: Reference) -> str:
+def compare_reference(run_dir: str, ref: Reference, out: dict[str, object] | None = None) -> str:
     data = _not_fleet(load(run_dir), run_dir)
     lines = [f"# {Path(run_dir).name} vs {ref.name}", ""]
     lines += _warnings(data, "the run")
@@ -542,6 +567,8 @@ def compare_reference(run_dir: str, ref: Reference) -> str:
     counts: dict[str, int] = {}
     reasons = Tally()
     rows = [_reference_row(f, groups, counts, reasons) for f in ref.figures]
+    if out is not None:
+        out["reference"] = {"figures": reasons.records, "counts": counts, "reasons": dict(reasons.reasons)}
     lines.append(markdown_table(["Figure", "Metric", "Reference", "This run", "Ratio", "Verdict", "Run point",
                                  "Note"], rows, right=(2, 3, 4)))
     lines.append("")
@@ -585,7 +612,7 @@ def _only(side: str, names: list[str]) -> list[str]:
 TABLE_HEAD = ["Figure", "A", "B", "B/A", "B − A (95 %)", "Noise", "How"]
 
 
-def _storage_section(a: RunData, b: RunData) -> list[str]:
+def _storage_section(a: RunData, b: RunData, out: dict[str, object] | None = None) -> list[str]:
     engines = {(p.ioengine, p.point.get("direct")) for p in a.storage + b.storage}
     extra = len(engines) > 1
     sa = measured(a.path, a.storage, lambda p: _skey(p, extra))
@@ -602,6 +629,8 @@ def _storage_section(a: RunData, b: RunData) -> list[str]:
         lines.append(markdown_table(["Workload"] + TABLE_HEAD + (["Flags A", "Flags B"] if flagged else []), rows,
                                     right=(2, 3, 4, 5)))
         lines.append("")
+        if out is not None:
+            out["storage"] = tally.json()
         lines += tally.sentences("IOPS, MB/s and mean latency (p99 only between replicates: a percentile of the "
                                  "whole run has no per-second interval)")
         if flagged:
@@ -697,7 +726,7 @@ def _memory_label(p: MemoryRow) -> str:
     return what + (f" buffer {format_size(p.buffer)}" if p.buffer else "")
 
 
-def _memory_section(a: RunData, b: RunData) -> list[str]:
+def _memory_section(a: RunData, b: RunData, out: dict[str, object] | None = None) -> list[str]:
     ma, mb = measured(a.path, a.memory, _mkey), measured(b.path, b.memory, _mkey)
     common = [k for k in ma if k in mb]
     lines = ["## Memory", ""]
@@ -708,10 +737,14 @@ def _memory_section(a: RunData, b: RunData) -> list[str]:
         rows += pair_rows(_memory_label(ma[k].first), ma[k], mb[k], MEMORY_FIGURES, tally)
     lines.append(markdown_table(["Point"] + TABLE_HEAD, rows, right=(2, 3, 4, 5)))
     lines.append("")
+    if out is not None:
+        out["memory"] = tally.json()
     return lines + tally.sentences("latency and bandwidth")
 
 
-def compare_runs(dir_a: str, dir_b: str) -> str:
+def compare_runs(dir_a: str, dir_b: str, out: dict[str, object] | None = None) -> str:
+    """The markdown of two runs compared; ``out`` (``compare --json``), when given, gets each table's
+    differences and counts (``storage``, ``memory``)."""
     a, b = _not_fleet(load(dir_a), dir_a), _not_fleet(load(dir_b), dir_b)
     name_a, name_b = Path(dir_a).name or dir_a, Path(dir_b).name or dir_b
     if name_a == name_b:
@@ -721,10 +754,10 @@ def compare_runs(dir_a: str, dir_b: str) -> str:
              "For throughput above 1× means B is faster; for latency below 1× means B is faster. " + NOISE_NOTE, ""]
     lines += _warnings(a, "A") + _warnings(b, "B")
     if a.storage or b.storage:
-        lines += _storage_section(a, b)
+        lines += _storage_section(a, b, out)
         lines += _knee_section(a, b)
     if a.memory or b.memory:
-        lines += _memory_section(a, b)
+        lines += _memory_section(a, b, out)
     return clean_text("\n".join(lines).rstrip() + "\n", newlines=True)
 
 
@@ -740,7 +773,7 @@ def _host_side(data: RunData, host: str, directory: str) -> RunData:
     return replace(data, storage=[p for p in data.storage if p.host == host])
 
 
-def compare_hosts(directory: str, hosts: Sequence[str]) -> str:
+def compare_hosts(directory: str, hosts: Sequence[str], out: dict[str, object] | None = None) -> str:
     """Two hosts of one fleet run, side A the first ``--host``, side B the second: the tables two runs get."""
     if len(hosts) != 2 or hosts[0] == hosts[1]:
         raise UsageError(f"compare --host: give exactly two different hosts of the fleet run (got {len(hosts)}"
@@ -755,5 +788,5 @@ def compare_hosts(directory: str, hosts: Sequence[str]) -> str:
              "size, queue depth, jobs); ratio = B / A. For throughput above 1× means B is faster; for latency "
              "below 1× means B is faster. " + NOISE_NOTE, ""]
     lines += _warnings(data, "the run")
-    lines += _storage_section(a, b)
+    lines += _storage_section(a, b, out)
     return clean_text("\n".join(lines).rstrip() + "\n", newlines=True)

@@ -5,6 +5,7 @@ Hand-made results directories, so each method is forced."""
 
 from __future__ import annotations
 
+import json
 import math
 import random
 import re
@@ -12,6 +13,7 @@ from pathlib import Path
 
 from app.compare import compare_reference, compare_runs, load_reference
 from compare_util import make_run, metrics, replicates
+from conftest import run_cli
 
 
 def _rows(md: str) -> list[dict[str, str]]:
@@ -120,3 +122,23 @@ def test_spec_sheet_figure_inside_the_interval_is_as_specified(tmp_path: Path) -
                      'metric = "bw_mbps"\nvalue = 4\n')
     (row,) = _rows(compare_reference(str(run), load_reference(str(sheet))))
     assert row["Verdict"] == "no interval: left out by this test"
+
+
+def test_compare_json_carries_each_difference_and_the_counts(tmp_path: Path) -> None:
+    a = make_run(tmp_path / "a", [{"metrics": metrics(1000, (990, 1010))}])
+    b = make_run(tmp_path / "b", [{"metrics": metrics(1030, (1020, 1040))}])
+    proc = run_cli("compare", str(a), str(b), "--json")
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)["storage"]
+    assert (got["real"], got["within_noise"], got["not_judged"]) == (1, 0, 2)
+    iops = next(d for d in got["differences"] if d["figure"] == "IOPS")
+    assert iops["method"] == "intervals" and iops["within_noise"] is False and iops["verdict"] == "real"
+    assert iops["diff"] == 30 and math.isclose(iops["high"] - iops["diff"], math.hypot(10, 10))
+    bw = next(d for d in got["differences"] if d["figure"] == "MB/s")
+    assert bw["verdict"] == "no interval" and "diff" not in bw
+    sheet = tmp_path / "s.toml"
+    sheet.write_text('name = "s"\nsource = "test"\n[[figure]]\nlabel = "r"\nrw = "randread"\nbs = "4k"\n'
+                     'metric = "iops"\nvalue = 1005\n')
+    proc = run_cli("compare", str(a), "--reference", str(sheet), "--json")
+    (fig,) = json.loads(proc.stdout)["reference"]["figures"]
+    assert (fig["low"], fig["high"], fig["verdict"]) == (990, 1010, "as specified")
