@@ -1,13 +1,13 @@
 """`compare` knows noise, with real fio: two runs of one plan on one file target differ only within noise, and
 their 4K points against their 128K points differ for real in every figure.
 
-Each run is repeated three times (replicates 1, 2, 3 of every point, interleaved as `repeat` plans them), so
-each difference is judged by Welch's interval on the replicates.  A single point's batch-means interval is not
-enough here: on a shared virtual disk the device drifts in steps of 20 % within a minute (seen while writing
-this test: 4.0k → 3.1k IOPS at 128K from one second to the next), and then its per-second means stay
-correlated and no interval is given for a point shorter than a minute or so — the honest answer, but not a
-test that fits in a minute.  The two runs' replicates are measured side by side (A's replicate k at the same
-time as B's), so that drift affects both alike; the replicates' spread still carries it.
+Each run repeats its points (`repeat=3`: replicates 1, 2, 3, interleaved over the plan), so each difference is
+judged by Welch's interval on the replicates.  A single point's batch-means interval is not enough here: on
+a shared virtual disk the device drifts in steps of 20 % within a minute (seen while writing this test:
+4.0k → 3.1k IOPS at 128K from one second to the next), and then its per-second means stay correlated and no
+interval is given for a point shorter than a minute or so — the honest answer, but not a test that fits in a
+minute.  The two runs are made side by side (both at once, on the one file), so that drift affects both
+alike; the replicates' spread still carries it.
 """
 
 from __future__ import annotations
@@ -22,41 +22,27 @@ from app.report.model import load
 from conftest import ROOT
 
 REPLICATES = 3
-RUNTIME = 5  # per point: 3 rounds × 2 points × 5 s, the two runs side by side: about 40 s in all
+RUNTIME = 5  # per point: 2 points × 3 replicates × 5 s, the two runs side by side: about 40 s in all
 
 
-def _round(tmp_path: Path, target: Path, k: int) -> list[Path]:
-    """Replicate ``k`` of both runs (A's and B's at the same time), each a `run custom` of two points."""
-    outs = [tmp_path / f"a{k}", tmp_path / f"b{k}"]
+def _runs_side_by_side(tmp_path: Path) -> list[Path]:
+    target = tmp_path / "t.img"
+    with open("/dev/urandom", "rb") as src, open(target, "wb") as f:
+        f.write(src.read(64 << 20))
+    outs = [tmp_path / "a", tmp_path / "b"]
     procs = [subprocess.Popen([sys.executable, "-m", "app", "run", "custom", "--yes", "--out", str(out),
                                "--target", str(target), "--set", f"runtime={RUNTIME}", "--set", "ramp_time=0",
-                               "--set", "size=64m", "--set", "bs=4k,128k", "--set", "iodepth=4"],
+                               "--set", "size=64m", "--set", "bs=4k,128k", "--set", "iodepth=4",
+                               "--set", f"repeat={REPLICATES}"],
                               cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for out in outs]
     for proc in procs:
-        _, err = proc.communicate(timeout=120)
+        _, err = proc.communicate(timeout=180)
         assert proc.returncode == 0, err
+    for out in outs:
+        lines = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+        assert sorted(x["point"]["replicate"] for x in lines) == [1, 1, 2, 2, 3, 3]
     return outs
-
-
-def _repeated(rounds: list[Path], out: Path) -> Path:
-    """One results directory of the rounds' real lines, each point's replicate k from round k, in the
-    interleaved order a repeated plan has (every point's replicate 1, then every point's replicate 2 …)."""
-    meta = json.loads((rounds[0] / "run.json").read_text())
-    lines = []
-    for k, rnd in enumerate(rounds, 1):
-        for text in (rnd / "results.jsonl").read_text().splitlines():
-            line = json.loads(text)
-            line["point"]["replicate"] = k
-            line["index"] = len(lines)
-            line.pop("raw", None)  # Welch needs the replicates' figures, not their samples
-            lines.append(line)
-    meta["plan"] = [line["point"] for line in lines]
-    meta["points_total"] = meta["points_done"] = len(lines)
-    out.mkdir()
-    (out / "run.json").write_text(json.dumps(meta))
-    (out / "results.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
-    return out
 
 
 def _table(md: str) -> list[dict[str, str]]:
@@ -65,12 +51,7 @@ def _table(md: str) -> list[dict[str, str]]:
 
 
 def test_same_plan_twice_is_within_noise_and_4k_against_128k_is_real(tmp_path: Path) -> None:
-    target = tmp_path / "t.img"
-    with open("/dev/urandom", "rb") as src, open(target, "wb") as f:
-        f.write(src.read(64 << 20))
-    rounds = [_round(tmp_path, target, k) for k in range(1, REPLICATES + 1)]
-    a = _repeated([r[0] for r in rounds], tmp_path / "A")
-    b = _repeated([r[1] for r in rounds], tmp_path / "B")
+    a, b = _runs_side_by_side(tmp_path)
     md = compare_runs(str(a), str(b))
     rows = _table(md)
     assert len(rows) == 8, md  # two points × four figures, each point's three replicates paired as one
