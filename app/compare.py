@@ -264,8 +264,9 @@ class Measured:
 
     @property
     def flags(self) -> list[str]:
-        return [n for n in FLAGS if any(n in names(r.flags) for r in self.rows)] if hasattr(self.first, "flags") \
-            else []
+        """The validity flags any replicate carries (storage rows carry them), in their fixed order."""
+        flagged = [names(r.flags) for r in self.rows if isinstance(r, StorageRow)]
+        return [n for n in FLAGS if any(n in f for f in flagged)]
 
 
 @dataclass(frozen=True)
