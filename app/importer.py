@@ -48,6 +48,7 @@ from app.records import write_json
 from app.results import RAW, RESULTS_JSONL, SCHEMA_VERSION, ResultsDir, now_iso, open_file
 from app.runners import fio_parse
 from app.runners.fio_parse import dict_of, int_of, list_of
+from app.uncertainty import none_because
 from app.units import parse_duration, parse_size
 
 if TYPE_CHECKING:
@@ -101,6 +102,22 @@ class Imported:
     point: dict[str, object]
     metrics: dict[str, object]
     extra: dict[str, object] = field(default_factory=dict)
+
+
+# --- no interval: an imported file keeps one figure per point, not the samples an interval needs -------------
+
+FIO_NO_SAMPLES = "imported fio JSON has no per-second samples"
+MLC_NO_WINDOWS = "Intel MLC prints one figure per row"
+ENGINE_TEXT_NO_WINDOWS = "imported engine text keeps one figure per row, not its windows"
+
+
+def no_interval(reason: str) -> dict[str, object]:
+    """The ``ci_method`` of an imported point's metrics (no ``ci95``): why it has no interval."""
+    return {"ci_method": none_because(reason).ci_method}
+
+
+def text_no_interval(engine: str) -> dict[str, object]:
+    return no_interval(MLC_NO_WINDOWS if engine == "mlc" else ENGINE_TEXT_NO_WINDOWS)
 
 
 # --- fio -----------------------------------------------------------------------------------------------
@@ -312,6 +329,7 @@ def fio_points(doc: dict[str, object]) -> list[Imported]:
             m["percentiles_source"] = "clat_ns"
         if len(groups) > 1:  # fio's device figures cover the whole document: not one of its several points
             m.pop("disk_util", None)
+        m.update(no_interval(FIO_NO_SAMPLES))
         extra: dict[str, object] = {"job": group[0].get("jobname"), "fio_version": doc.get("fio version")}
         opts = {**dict_of(doc.get("global options")), **dict_of(group[0].get("job options"))}
         if opts.get("filename"):
@@ -421,10 +439,11 @@ def _table_points(s: Section, engine: str) -> list[Imported]:
             load = section_load(s, r.delay)
             if load is not None:
                 metrics["load_bandwidth_mbps"] = load
-            out.append(Imported(Kind.MEMORY, point, metrics, dict(extra)))
+            out.append(Imported(Kind.MEMORY, point, {**metrics, **text_no_interval(engine)}, dict(extra)))
     elif "latency_ns" in s.values:
         point = {"mode": "idle", "traffic": None, "delay": None, **base}
-        out.append(Imported(Kind.MEMORY, point, {"latency_ns": section_figure(s, "latency_ns")}, dict(extra)))
+        metrics = {"latency_ns": section_figure(s, "latency_ns"), **text_no_interval(engine)}
+        out.append(Imported(Kind.MEMORY, point, metrics, dict(extra)))
     return out
 
 
@@ -447,7 +466,7 @@ def _figure_points(s: Section, figures: list[Figure], engine: str) -> tuple[list
             bad.append(f"{_figure_label(f)}: {e}")
             continue
         metrics: dict[str, object] = {"latency_ns" if f.kind in _LATENCY_KINDS else "bandwidth_mbps": f.value,
-                                      **f.extra}
+                                      **f.extra, **text_no_interval(engine)}
         parts = dict(extra)
         warnings = _figure_warnings(f, attached)
         if warnings:
