@@ -1,4 +1,5 @@
-"""A real fio point's results line carries the 95 % interval of its mean IOPS, bandwidth and latency (or why not)."""
+"""A real fio point's results line (and its ``--json-stream`` point_done record) carries the 95 % interval of its
+mean IOPS, bandwidth and latency, or says why it has none."""
 
 from __future__ import annotations
 
@@ -7,33 +8,28 @@ import math
 import statistics
 from pathlib import Path
 
-from jsonschema import Draft202012Validator
-
 from app.records import StorageMetrics
-from app.runners.base import Result
 from app.uncertainty import half_width, intervals_of, storage_series
-from schema_check import schema
-from test_phase import point, run_point
-
-
-def _check_schema(m: StorageMetrics) -> None:
-    """``ci95`` and ``ci_method`` as results-line.schema.json describes them."""
-    defs = schema("results-line")["$defs"]
-    for key in ("ci95", "ci_method"):
-        if key in m.json():
-            Draft202012Validator({"$ref": f"#/$defs/{key}", "$defs": defs}).validate(m.json()[key])
+from conftest import run_cli
+from schema_check import validate_events
+from test_procedure import lines
 
 
 def _measure(tmp_path: Path, runtime: int) -> tuple[StorageMetrics, list[dict[str, object]]]:
+    """One randread point run by the CLI with ``--json-stream``: its metrics, as the line and the stream's record
+    both hold them (checked against the schemas), and its kept samples."""
     target = tmp_path / "t.img"
     if not target.exists():
         target.write_bytes(b"\x5a" * (32 << 20))  # laid out beforehand: every second of the point is measured I/O
-    raw = tmp_path / f"raw{runtime}"
-    events = run_point(point("size=32m", "rw=randread", "bs=4k", "iodepth=4", f"runtime={runtime}"), target, raw)
-    result = events[-1]
-    assert isinstance(result, Result) and result.error is None and isinstance(result.metrics, StorageMetrics)
-    (samples_file,) = raw.glob("*.samples.jsonl")
-    return result.metrics, [json.loads(ln) for ln in samples_file.read_text().splitlines()]
+    out = tmp_path / f"run{runtime}"
+    proc = run_cli("run", "custom", "--set", "size=32m", "--set", "rw=randread", "--set", "bs=4k", "--set", "iodepth=4",
+                   "--set", f"runtime={runtime}", "--set", "ramp_time=0", "--yes", "--json-stream",
+                   "--target", str(target), "--out", str(out), check=True)
+    events = validate_events(proc.stdout)  # a point_done record against results-line.schema.json: ci95 too
+    (line,) = lines(out)
+    assert [e["record"] for e in events if e["event"] == "point_done"] == [line]
+    (samples_file,) = (out / "raw").glob("*.samples.jsonl")
+    return StorageMetrics.of(line["metrics"]), [json.loads(ln) for ln in samples_file.read_text().splitlines()]
 
 
 def test_a_20_s_point_gets_the_interval_of_its_kept_samples_whose_mean_is_fios_iops(tmp_path: Path) -> None:
@@ -46,7 +42,6 @@ def test_a_20_s_point_gets_the_interval_of_its_kept_samples_whose_mean_is_fios_i
     ios = math.fsum(float(s["iops"]) * float(s["interval_s"]) for s in samples)  # type: ignore[arg-type]
     seconds = math.fsum(float(s["interval_s"]) for s in samples)  # type: ignore[arg-type]
     assert m.iops is not None and abs(m.iops - ios / seconds) <= 0.02 * m.iops, (m.iops, ios / seconds)
-    _check_schema(m)
     method = m.ci_method
     assert method is not None and len(series["iops"]) >= 19
     if m.ci95 is None:  # on a machine shared with other work 20 s of IOPS can drift so much that no batch size
@@ -70,4 +65,3 @@ def test_a_3_s_point_says_too_few_samples(tmp_path: Path) -> None:
     assert m.ci95 is None and m.ci_method is not None and m.ci_method["method"] == "none"
     assert "too few samples" in str(m.ci_method["reason"]) and "10 needed" in str(m.ci_method["reason"])
     assert list(m.json())[-1] == "ci_method"
-    _check_schema(m)
