@@ -1,4 +1,5 @@
-"""The fio runner's interval of a point (app.runners.fio.point_uncertainty) from synthetic per-second samples."""
+"""A new line's interval record: the fio runner's from synthetic per-second samples
+(app.runners.fio.point_uncertainty), an imported memory text's from the engine's sub-windows or why none."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from app.importer import mlc_points
 from app.records import StorageMetrics
 from app.runners import fio
 from app.runners.fio import point_uncertainty
@@ -69,3 +71,22 @@ def test_a_point_longer_than_the_samples_kept_in_memory_is_read_from_its_samples
     assert from_file.ci_method["samples"] == 60
     assert from_file.ci95 == intervals_of(storage_series(samples)).ci95 != {}
     assert point_uncertainty(samples[:25], tmp_path / "gone.jsonl").ci_method["method"] == "none"
+
+
+ENGINE_IDLE = ("Intel(R) Memory Latency Checker - compatible output: profiler-tui memlat v0.1\n{windows}"
+               "Each iteration took 414.1 base frequency clocks (\t159.5\tns)\n")
+
+
+def test_an_imported_engine_text_gets_the_interval_of_its_windows_and_mlc_says_why_not() -> None:
+    values = " ".join(f"{159.5 + (-1) ** i * 0.5:.3f}" for i in range(20))
+    ((pt,), _) = mlc_points(ENGINE_IDLE.format(windows=f"Windows of 0.0250 s, latency_ns: {values}\n"))
+    assert list(pt.metrics) == ["latency_ns", "ci95", "ci_method"]
+    low, high = pt.metrics["ci95"]["latency_ns"]  # type: ignore[index]
+    assert low < 159.5 < high and pt.metrics["ci_method"]["method"] == "batch-means"  # type: ignore[index]
+    ((bare,), _) = mlc_points(ENGINE_IDLE.format(windows=""))  # an older engine: no sub-windows
+    assert bare.metrics["ci_method"] == {"method": "none",
+                                         "reason": "the engine printed no sub-window figures for this row"}
+    mlc = ENGINE_IDLE.format(windows="").replace("compatible output: profiler-tui memlat v0.1", "v3.11")
+    ((row,), _) = mlc_points(mlc)
+    assert row.metrics == {"latency_ns": 159.5,
+                           "ci_method": {"method": "none", "reason": "Intel MLC prints one figure per row"}}
