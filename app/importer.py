@@ -44,10 +44,11 @@ from typing import TYPE_CHECKING, Iterable, Iterator, TypedDict
 from app import runmeta
 from app.errors import UsageError
 from app.points import Kind, MemoryPoint, keys_of
-from app.records import write_json
+from app.records import MemoryMetrics, write_json
 from app.results import RAW, RESULTS_JSONL, SCHEMA_VERSION, ResultsDir, now_iso, open_file
 from app.runners import fio_parse
 from app.runners.fio_parse import dict_of, int_of, list_of
+from app.uncertainty import none_because
 from app.units import parse_duration, parse_size
 
 if TYPE_CHECKING:
@@ -101,6 +102,32 @@ class Imported:
     point: dict[str, object]
     metrics: dict[str, object]
     extra: dict[str, object] = field(default_factory=dict)
+
+
+# --- no interval: an imported file keeps one figure per point, not the samples an interval needs -------------
+
+FIO_NO_SAMPLES = "imported fio JSON has no per-second samples"
+
+
+def no_interval(reason: str) -> dict[str, object]:
+    """The ``ci_method`` of an imported point's metrics (no ``ci95``): why it has no interval."""
+    return {"ci_method": none_because(reason).ci_method}
+
+
+def text_interval(engine: str, mode: str, windows: dict[str, tuple[float, ...]],
+                  metrics: dict[str, object]) -> dict[str, object]:
+    """``ci95``/``ci_method`` of an imported memory figure, as the memory runner gives them: from the built-in
+    engine's sub-windows printed before it, else why there is none (Intel MLC prints one figure per row)."""
+    from app.runners.memory import window_uncertainty
+
+    figures = MemoryMetrics(latency_ns=_float(metrics.get("latency_ns")),
+                            bandwidth_mbps=_float(metrics.get("bandwidth_mbps")))
+    done = window_uncertainty(engine, mode, windows, figures).json()
+    return {k: done[k] for k in ("ci95", "ci_method") if k in done}
+
+
+def _float(v: object) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
 # --- fio -----------------------------------------------------------------------------------------------
@@ -312,6 +339,7 @@ def fio_points(doc: dict[str, object]) -> list[Imported]:
             m["percentiles_source"] = "clat_ns"
         if len(groups) > 1:  # fio's device figures cover the whole document: not one of its several points
             m.pop("disk_util", None)
+        m.update(no_interval(FIO_NO_SAMPLES))
         extra: dict[str, object] = {"job": group[0].get("jobname"), "fio_version": doc.get("fio version")}
         opts = {**dict_of(doc.get("global options")), **dict_of(group[0].get("job options"))}
         if opts.get("filename"):
@@ -407,7 +435,7 @@ def _plan_value(name: str, value: object) -> object:
 
 def _table_points(s: Section, engine: str) -> list[Imported]:
     """A loaded-latency table (one point per delay) or an idle latency (one point)."""
-    from app.runners.mlc_parse import section_figure, section_load
+    from app.runners.mlc_parse import idle_windows, section_figure, section_load
 
     p = s.params
     base, extra = _base(p, engine)
@@ -421,10 +449,13 @@ def _table_points(s: Section, engine: str) -> list[Imported]:
             load = section_load(s, r.delay)
             if load is not None:
                 metrics["load_bandwidth_mbps"] = load
+            metrics.update(text_interval(engine, "loaded", r.windows, metrics))
             out.append(Imported(Kind.MEMORY, point, metrics, dict(extra)))
     elif "latency_ns" in s.values:
         point = {"mode": "idle", "traffic": None, "delay": None, **base}
-        out.append(Imported(Kind.MEMORY, point, {"latency_ns": section_figure(s, "latency_ns")}, dict(extra)))
+        metrics = {"latency_ns": section_figure(s, "latency_ns")}
+        metrics.update(text_interval(engine, "idle", idle_windows([s]), metrics))
+        out.append(Imported(Kind.MEMORY, point, metrics, dict(extra)))
     return out
 
 
@@ -448,6 +479,7 @@ def _figure_points(s: Section, figures: list[Figure], engine: str) -> tuple[list
             continue
         metrics: dict[str, object] = {"latency_ns" if f.kind in _LATENCY_KINDS else "bandwidth_mbps": f.value,
                                       **f.extra}
+        metrics.update(text_interval(engine, FIGURE_MODES[f.kind], f.windows, metrics))
         parts = dict(extra)
         warnings = _figure_warnings(f, attached)
         if warnings:

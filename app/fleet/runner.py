@@ -41,8 +41,9 @@ from app.presets import estimate_point_seconds
 from app.records import Parts, StorageMetrics
 from app.results import write_new
 from app.runners.base import Child, Context, Event, Phase, Result, Sample, stop_process
-from app.runners.fio import FioRunner, TargetShape, fio_binary, job_file, job_name
+from app.runners.fio import FioRunner, TargetShape, fio_binary, job_file, job_name, with_interval
 from app.runners.fio_parse import metrics, split_documents
+from app.uncertainty import none_because
 
 ALL_CLIENTS = "All clients"
 STALL_ENV = "PROFILER_TUI_FLEET_STALL_S"
@@ -50,6 +51,10 @@ DEFAULT_STALL_S = 120
 STALL_CAP_GRACES = 10  # I/O seen on a target keeps a late point alive for at most this many graces more
 MAX_OUTPUT_BYTES = 256 << 20
 FLEET_SUFFIX = ".fleet.json"
+# the live figures are the target device's block counters (other I/O counts, merges differ): no series of fio's
+# own figures to compute an interval of their mean from
+NO_HOST_SAMPLES = none_because("fio's client reports a host's figures only when the point ends, so there are no "
+                               "per-second samples of them")
 
 
 @dataclass
@@ -250,11 +255,12 @@ class FleetRunner(FioRunner):
         one = {"fio version": run.doc.get("fio version"), "client_stats": [entry]}
         raw[".json"] = json.dumps(one, indent=1)
         m = metrics(one, jobs=[entry])
+        sm = with_interval(StorageMetrics.of(m), NO_HOST_SAMPLES)
         ex = self._extra(h, job, run.wall, one["fio version"], measured=True)
         if m.get("errors"):
-            return Result(index, StorageMetrics.of(m), raw, ex,
+            return Result(index, sm, raw, ex,
                           error=f"host {h.name}: fio job error {entry.get('error')} ({run.message})", files=files)
-        return Result(index, StorageMetrics.of(m), raw, ex, files=files)
+        return Result(index, sm, raw, ex, files=files)
 
     @staticmethod
     async def _read(child: Child, out: bytearray) -> None:

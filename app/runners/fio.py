@@ -17,7 +17,7 @@ import time
 from contextlib import aclosing
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import IO, Any, AsyncGenerator, Hashable, Sequence
+from typing import IO, Any, AsyncGenerator, Hashable, Mapping, Sequence, cast
 
 from app.errors import ToolMissing, UsageError
 from app.external import run_tool
@@ -32,7 +32,7 @@ from app.procedure import (
     first_write_point,
     region_size,
 )
-from app.records import Parts, StorageMetrics
+from app.records import JSONObject, Parts, StorageMetrics
 from app.results import open_file, write_new
 from app.runners.base import Child, Context, Event, Phase, Result, Runner, Sample
 from app.runners.fio_parse import (
@@ -48,6 +48,7 @@ from app.runners.fio_parse import (
 )
 from app.sanitize import clean_line
 from app.timeseries import MAX_SERIES, write_cliff
+from app.uncertainty import Uncertainty, intervals_of, none_because, storage_series
 from app.units import format_duration, format_size
 
 STATUS_INTERVAL_S = 1
@@ -376,7 +377,51 @@ class FioRunner(Runner):
         error = None
         if m.get("errors") or run.returncode:
             error = _fio_message(run.stderr, run.noise) or f"fio job error {m.get('errors')}"
-        yield Result(index, StorageMetrics.of(m), raw, parts, error=error, files=files)
+        u = point_uncertainty(run.samples, run.samples_path)
+        yield Result(index, with_interval(StorageMetrics.of(m), u), raw, parts, error=error, files=files)
+
+
+def with_interval(m: StorageMetrics, u: Uncertainty) -> StorageMetrics:
+    """``m`` with the point's interval record (``ci95`` when a figure has one, ``ci_method`` always)."""
+    return m.with_ci(cast(JSONObject, u.ci95), cast(JSONObject, u.ci_method))
+
+
+def point_uncertainty(samples: Sequence[Mapping[str, object]], path: Path) -> Uncertainty:
+    """The 95 % intervals of a point's mean IOPS, bandwidth and mean latency from its per-second samples (its
+    live ``samples``; from its samples file at ``path`` when the point outran the MAX_SERIES kept in memory, so
+    the interval is always of the whole point).  fio's headline figures stay its own whole-run means."""
+    series = storage_series(samples) if len(samples) < MAX_SERIES else _file_series(path)
+    if not series:
+        return none_because("fio gave no whole-second samples for this point")
+    return intervals_of(series)
+
+
+def _file_series(path: Path, chunk: int = 10_000) -> dict[str, list[float]]:
+    """:func:`storage_series` of a samples file, read a chunk of lines at a time (a week of seconds in dicts
+    would not fit in memory; three lists of floats do)."""
+    out: dict[str, list[float]] = {}
+    batch: list[Mapping[str, object]] = []
+
+    def flush() -> None:
+        for k, values in storage_series(batch).items():
+            out.setdefault(k, []).extend(values)
+        batch.clear()
+
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                try:
+                    sample = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(sample, dict):
+                    batch.append(sample)
+                if len(batch) >= chunk:
+                    flush()
+    except OSError:
+        return {}
+    flush()
+    return out
 
 
 SAMPLES_SUFFIX = ".samples.jsonl"

@@ -57,6 +57,10 @@ def test_each_line_is_one_event_and_point_done_carries_the_results_line(tmp_path
     assert all(e["schema_version"] == 1 and e["at"].endswith("+00:00") for e in events)
     done = [e["record"] for e in events if e["event"] == "point_done"]
     assert done == lines(out), "the stream's records are the results.jsonl lines"
+    # each point's interval record rides in its line: a 1 s point has too few samples for one, and says so
+    methods = [r["metrics"]["ci_method"] for r in done]
+    assert all(m["method"] == "none" and "too few samples" in m["reason"] for m in methods)
+    assert not any("ci95" in r["metrics"] for r in done)
     samples = [e for e in events if e["event"] == "sample"]
     assert all(set(e["sample"]) >= {"t", "iops", "bw_bytes"} for e in samples)
     finished = events[-1]

@@ -22,7 +22,7 @@ import pytest
 
 from app.fleet.hosts import parse_host
 from app.fleet.links import Link, agent_reachable
-from app.fleet.runner import ALL_CLIENTS, STALL_ENV
+from app.fleet.runner import ALL_CLIENTS, NO_HOST_SAMPLES, STALL_ENV
 from app.runners.fio_parse import metrics
 from tests.conftest import ROOT, run_cli
 from tests.helpers import schema_check
@@ -75,7 +75,10 @@ def test_four_agents_run_quick_with_every_host_figure_fio_s_own(tmp_path: Path) 
             assert len(mine) == 1
             entry = mine[0]
             # exactly fio's own client_stats figures for this host
-            assert r["metrics"] == metrics({"client_stats": [entry]}, jobs=[entry])
+            # and why a host's figure has no interval: fio's client gives no per-second figures
+            assert r["metrics"] == {**metrics({"client_stats": [entry]}, jobs=[entry]),
+                                    "ci_method": NO_HOST_SAMPLES.ci_method}
+            assert r["metrics"]["ci_method"]["method"] == "none" and "per-second" in r["metrics"]["ci_method"]["reason"]
             assert r["metrics"]["read_iops"] == entry["read"]["iops"]
             assert r["metrics"]["write_bw_bytes"] == entry["write"]["bw_bytes"]
             assert r["metrics"]["lat_ns"]["mean"] > 0

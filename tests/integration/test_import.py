@@ -120,6 +120,8 @@ def test_plain_json(fio_outputs: dict[str, Path], tmp_path: Path) -> None:
     assert m["lat_ns"]["mean"] == pytest.approx(job["read"]["lat_ns"]["mean"])
     assert m["usr_cpu"] == pytest.approx(job["usr_cpu"]) and m["sys_cpu"] == pytest.approx(job["sys_cpu"])
     assert "percentiles_source" not in m
+    assert m["ci_method"] == {"method": "none", "reason": "imported fio JSON has no per-second samples"}
+    assert "ci95" not in m and list(m)[-1] == "ci_method"
     p = rec["point"]
     assert (p["rw"], p["bs"], p["iodepth"], p["numjobs"], p["ioengine"], p["direct"], p["runtime"]) \
         == ("randread", 4096, 4, 1, "libaio", True, 1)
@@ -313,7 +315,8 @@ def test_mlc_parameters_from_the_command_line(tmp_path: Path) -> None:
 
 def test_mlc_idle_latency(tmp_path: Path) -> None:
     (rec,) = _import_one(MLC_SAMPLES / "v3.7-idle-latency.txt", tmp_path)
-    assert rec["point"]["mode"] == "idle" and rec["metrics"] == {"latency_ns": 80.9}
+    assert rec["point"]["mode"] == "idle" and rec["metrics"] == {
+        "latency_ns": 80.9, "ci_method": {"method": "none", "reason": "Intel MLC prints one figure per row"}}
 
 
 def test_seed000_appendix_reproduced_by_import_and_report(tmp_path: Path) -> None:
