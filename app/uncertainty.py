@@ -64,23 +64,37 @@ def mser5_truncation(values: Sequence[float]) -> int:
     2008): average the series in ``b`` batches of 5 (a remainder at the end is left out of the statistic);
     for each ``d`` drop the first ``d`` batches and compute the marginal standard error
     ``MSER(d) = Σ_{j>d} (Z_j − Z̄_d)² / (b − d)²`` of the ``b − d`` batch means ``Z_j`` left; the warm-up is
-    ``5·d`` for the ``d`` minimising it.  The search stops at half the batches (past that the statistic
-    rewards throwing data away); of equal minima (within rounding) the earliest wins, so a flat series
-    keeps all its samples.  A series of fewer than two batches has no warm-up.
+    ``5·d`` for the ``d`` minimising it.  The search stops at half the batches and always keeps two (past
+    that the statistic rewards throwing data away: one batch left has no spread at all); of equal minima
+    (within rounding) the earliest wins, so a flat series keeps all its samples.  A series of fewer than
+    three batches has no warm-up.  The statistics of every ``d`` come from one backward pass (Welford's
+    update), so a day of per-second samples costs milliseconds.
     """
     xs = _centred(values)
     b = len(xs) // MSER_BATCH
-    if b < 2:
+    last = min(b // 2, b - 2)  # the largest cut tried
+    if last < 1:
         return 0
     z = [math.fsum(xs[j * MSER_BATCH:(j + 1) * MSER_BATCH]) / MSER_BATCH for j in range(b)]
+    stats = _suffix_mser(z)
     best_d, best = 0, math.inf
-    for d in range(b // 2 + 1):
-        rest = z[d:]
-        mean = math.fsum(rest) / len(rest)
-        stat = math.fsum((v - mean) ** 2 for v in rest) / len(rest) ** 2
-        if stat < best * (1 - 1e-9):  # strictly better beyond rounding: ties keep the earlier, smaller cut
-            best_d, best = d, stat
+    for d in range(last + 1):
+        if stats[d] < best * (1 - 1e-9):  # strictly better beyond rounding: ties keep the earlier, smaller cut
+            best_d, best = d, stats[d]
     return best_d * MSER_BATCH
+
+
+def _suffix_mser(z: Sequence[float]) -> list[float]:
+    """``Σ_{j≥d} (z_j − mean)² / (b − d)²`` for every ``d``: the suffixes' sums of squares by Welford's update,
+    accumulated from the end (stable where a sum of squares less a squared sum would cancel)."""
+    out = [0.0] * len(z)
+    mean = m2 = 0.0
+    for n, d in enumerate(range(len(z) - 1, -1, -1), start=1):
+        delta = z[d] - mean
+        mean += delta / n
+        m2 += delta * (z[d] - mean)
+        out[d] = max(m2, 0.0) / (n * n)
+    return out
 
 
 def batch_means_interval(values: Sequence[float], level: float = 0.95,

@@ -139,3 +139,31 @@ def test_coverage_with_strong_correlation() -> None:
     assert 0.78 <= short < 0.90 and 50 <= refused <= 150
     long_, refused = coverage(0.9, 1200, 200)
     assert 0.90 <= long_ <= 0.98 and refused <= 20
+
+
+def _mser5_by_definition(values: list[float]) -> int:
+    """MSER-5 written out as its definition (quadratic): the one-pass version must agree."""
+    b = len(values) // 5
+    z = [sum(values[j * 5:(j + 1) * 5]) / 5 for j in range(b)]
+    best_d, best = 0, math.inf
+    for d in range(min(b // 2, b - 2) + 1):
+        rest = z[d:]
+        mean = sum(rest) / len(rest)
+        stat = sum((v - mean) ** 2 for v in rest) / len(rest) ** 2
+        if stat < best * (1 - 1e-9):
+            best_d, best = d, stat
+    return best_d * 5
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 1000), min_size=0, max_size=120))
+def test_one_pass_mser5_agrees_with_its_definition(values: list[int]) -> None:
+    xs = [float(v) for v in values]
+    assert mser5_truncation(xs) == _mser5_by_definition([v - xs[0] for v in xs] if xs else [])
+
+
+def test_two_batches_keep_both_so_a_12_s_point_can_have_an_interval() -> None:
+    rng = np.random.default_rng(3)
+    values = list(1000 + rng.normal(0, 5, 12))
+    assert mser5_truncation(values) == 0
+    assert isinstance(batch_means_interval(values), Interval)
