@@ -71,6 +71,12 @@ class _Row:
     def point(self) -> JSONObject:
         return self.line.point
 
+    @property
+    def replicate(self) -> int | None:
+        """The replicate of a repeated point (1-based, a whole number), else None."""
+        r = self.point.get("replicate")
+        return r if isinstance(r, int) and not isinstance(r, bool) else None
+
 
 @dataclass
 class StorageRow(_Row):
@@ -80,6 +86,9 @@ class StorageRow(_Row):
     kind: ClassVar[Kind] = Kind.STORAGE
     # its whole-second samples once app.report.noise has read them (several analyses ask for them)
     whole_samples: list[Mapping[str, object]] | None = field(default=None, repr=False, compare=False)
+    # figure → (low, high) once app.report.intervals has found them (recorded, or computed from the samples), and
+    # why the headline figure has none
+    computed_ci: tuple[dict[str, tuple[float, float]], str] | None = field(default=None, repr=False, compare=False)
 
     @property
     def metrics(self) -> StorageMetrics:

@@ -12,10 +12,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
 from app.points import Kind
+from app.report import intervals as ci
 from app.report import plateaus as pl
 from app.report import suite
 from app.report.model import TRAFFIC_DESCRIPTIONS, MemoryRow
-from app.report.plots import Figure, _bright, _plain_log, _plt, _save
+from app.report.plots import BARS, Figure, _bright, _plain_log, _plt, _save
 from app.units import format_size
 
 if TYPE_CHECKING:
@@ -110,7 +111,12 @@ def peak_figure(key: tuple[str, ...], pts: Sequence[MemoryRow], several: bool, p
     width, height = fig.get_figwidth(), fig.get_figheight()
     ax = fig.add_axes((1.5 / width, 0.55 / height, 1 - 2.3 / width, 1 - 0.85 / height))
     vals = [(suite.value(p) or 0.0) / 1e3 for p in by]
-    ax.barh(range(len(by)), vals, color="#3b75af")
+    errs = [ci.half(ci.memory_intervals(p).get("bandwidth_mbps")) for p in by]
+    if any(e is not None for e in errs):  # the 95 % interval of each bar's mean, where the engine measured one
+        ax.barh(range(len(by)), vals, color="#3b75af", xerr=[(e or 0.0) / 1e3 for e in errs], capsize=3,
+                error_kw={"elinewidth": 0.8, "capthick": 0.8})
+    else:
+        ax.barh(range(len(by)), vals, color="#3b75af")
     ax.set_yticks(range(len(by)), labels=[suite.peak_label(p.traffic or "R") for p in by])
     ax.invert_yaxis()  # MLC's order from the top
     for i, p in enumerate(by):
@@ -122,8 +128,8 @@ def peak_figure(key: tuple[str, ...], pts: Sequence[MemoryRow], several: bool, p
     _save(plt, fig, _file(plots_dir, file))
     return [Figure(file, "Peak injection bandwidth",
                    f"One bar per traffic mix in MLC's order, every load thread at full speed; "
-                   f"{suite.load_threads_text(pts)}; {suite.engine_text(pts)}, {suite.pages_text(pts)}.",
-                   Kind.MEMORY)]
+                   f"{suite.load_threads_text(pts)}; {suite.engine_text(pts)}, {suite.pages_text(pts)}."
+                   + (BARS if any(e is not None for e in errs) else ""), Kind.MEMORY)]
 
 
 def scaling_figure(key: tuple[str, ...], pts: Sequence[MemoryRow], several: bool, plots_dir: Path) -> list[Figure]:
