@@ -93,7 +93,7 @@ def storage_record(p: StorageRow, run_dir: Path | None = None) -> dict[str, obje
         "littles_L": _r6(ll.l) if ll else None, "littles_N": p.inflight,
         "littles_ratio": _r6(ll.ratio) if ll else None,
         # the validity flags, ';'-separated; empty when none was raised or the line predates the checks
-        "flags": ";".join(f["flag"] for f in p.flags) or None,
+        "flags": ";".join(f["flag"] for f in [*p.flags, *p.other_flags]) or None,
     }
     for key in LAT_KEYS:
         v = lat.get(key)

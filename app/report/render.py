@@ -253,7 +253,7 @@ def _storage_table(points: Sequence[StorageRow], heading: str = "## Storage resu
     if intro:
         out += [STORAGE_UNITS, ""]
     rows = []
-    flagged = any(p.flags for p in points)
+    flagged = any(p.flags or p.other_flags for p in points)
     cis = [ci.storage_intervals(run_dir, p) for p in points]
     for p, c in zip(points, cis):
         rows.append([test_type(p) + (f", replicate {p.replicate}" if p.replicate is not None else "")
@@ -263,7 +263,7 @@ def _storage_table(points: Sequence[StorageRow], heading: str = "## Storage resu
                      ci.pm_count(p.iops, ci.half(c.get("iops"))), _bw_text(p.bw, c.get("bw_bytes")),
                      us(p.lat("min"), 1), us(p.lat("max"), 1), _us_pm(p.lat_mean, c.get("lat_mean_ns")), _p99_text(p),
                      pct(p.usr), pct(p.sys), p.iodepth,
-                     p.numjobs] + ([", ".join(names(p.flags)) or "—"] if flagged else []))
+                     p.numjobs] + ([", ".join(names(p.flags) + names(p.other_flags)) or "—"] if flagged else []))
     out.append(markdown_table(["Test Type", "Block Size", "IOPS", "Bandwidth MB/s (MiB/s)", "Latency min (µs)",
                          "Latency max (µs)", "Latency avg (µs)", "Latency p99 (µs)", "CPU usr", "CPU sys", "IO Depth",
                          "Jobs"] + (["Flags"] if flagged else []), rows, right=range(2, 12)))
@@ -678,11 +678,12 @@ def _flags_legend(points: Sequence[StorageRow], meta: RunMeta | None = None) -> 
     get theirs derived from ``meta`` (run.json); lines written before the checks existed are left out."""
     facts = recorded_facts(meta)
     results = [c for p in points if (c := checks_of(p.line, facts)) is not None]
-    if not results:
+    if not results:  # a line with flags (those of another version too) has checks: none means none were run
         return []
     out = [f"Validity checks — each check's result over the {len(results)} point{'s' if len(results) != 1 else ''} "
            "it was run on (the Flags column names the points a check flagged):", ""]
     rows = [[name, *_check_row(name, [c[name] for c in results])] for name in FLAGS]
+    rows += _other_flag_rows(points)
     out.append(markdown_table(["Check", "Result", "Why"], rows, right=()))
     out.append("")
     if len(results) < len(points):
@@ -690,6 +691,25 @@ def _flags_legend(points: Sequence[StorageRow], meta: RunMeta | None = None) -> 
         out += [f"{n} point{'s were' if n != 1 else ' was'} recorded before the tool checked its points: not "
                 "counted above.", ""]
     return out
+
+
+# flags another part of the tool raises that the checks above may not list yet: what each means
+OTHER_FLAGS = {"imprecise": "the point hit its runtime before its interval reached the precision asked"}
+
+
+def _other_flag_rows(points: Sequence[StorageRow]) -> list[list[str]]:
+    """One row per flag outside FLAGS: on how many points, what it means (when known) and the first reasons."""
+    seen: dict[str, list[str]] = {}
+    for p in points:
+        for f in p.other_flags:
+            seen.setdefault(f["flag"], []).append(md_text(f["reason"], 300))  # read from a results line: foreign
+    rows = []
+    for name, reasons in seen.items():
+        shown = "; ".join(list(dict.fromkeys(reasons))[:3]) + (" …" if len(set(reasons)) > 3 else "")
+        meaning = OTHER_FLAGS.get(name, "a flag this version of the report does not describe")
+        rows.append([name, f"flagged ({len(reasons)} point{'s' if len(reasons) != 1 else ''})",
+                     f"{meaning}: {shown}"])
+    return rows
 
 
 def _check_row(name: str, entries: Sequence[dict[str, str]]) -> list[str]:
