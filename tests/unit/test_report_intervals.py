@@ -146,3 +146,23 @@ def test_figures_draw_error_bars_only_where_points_have_intervals(tmp_path: Path
         plots.CHECK = None
     assert bars == [2, 0]  # IOPS (top) and mean latency (bottom) of the one line; none without intervals
     assert "Bars: the 95 % interval" in with_ci[0].caption and "Bars:" not in without[0].caption
+
+
+def test_the_live_interval_narrows_as_seconds_arrive() -> None:
+    """The run screen's running interval of IOPS: none before 10 whole seconds, then narrower with more."""
+    from app.summary import live_interval
+
+    secs = samples(30000.0, 4096, 4, seconds=120, wobble=0.05)
+    assert live_interval(secs[:9]) == "± — (needs 10 s)"
+    assert live_interval([{**s, "interval_s": 0.2} for s in secs[:30]]) == "± — (needs 10 s)"  # no whole seconds
+    texts = [live_interval(secs[:n]) for n in (20, 120)]
+    pcts = [float(t.split()[1]) for t in texts]
+    assert texts[0].endswith("(95 %, 20 s)") and texts[1].endswith("(95 %, 120 s)") and pcts[1] < pcts[0] / 2
+
+
+def test_the_results_tables_plus_minus_is_the_half_width_in_per_cent() -> None:
+    from app.summary import ci_pct, pm_pct
+
+    assert ci_pct(1000.0, 980.0, 1020.0) == pytest.approx(2.0) and pm_pct(2.0) == "±2.0%"
+    assert pm_pct(ci_pct(1000.0, 999.0, 1001.0)) == "±0.1%" and pm_pct(ci_pct(100.0, 70.0, 130.0)) == "±30%"
+    assert ci_pct(1000.0, float("nan"), float("nan")) is None and pm_pct(None) == ""
