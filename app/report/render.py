@@ -268,9 +268,8 @@ def _storage_table(points: Sequence[StorageRow], heading: str = "## Storage resu
                          "Latency max (µs)", "Latency avg (µs)", "Latency p99 (µs)", "CPU usr", "CPU sys", "IO Depth",
                          "Jobs"] + (["Flags"] if flagged else []), rows, right=range(2, 12)))
     out.append("")
-    if any(cis):
-        out += [ci.interval_note(), ""]
-    out += ci.missing_note(points, [bool(c) for c in cis])
+    if intro:  # what ± is, and which points have none: once (a fleet report says it once for all its hosts)
+        out += interval_notes(points, cis)
     out += _flags_legend(points, meta)
     marks = []
     if any(p.metrics.lat_ns is not None and p.metrics.lat_ns.percentiles_approx for p in points):
@@ -297,6 +296,11 @@ def _storage_table(points: Sequence[StorageRow], heading: str = "## Storage resu
                              "Write avg (µs)", "Read p99 (µs)", "Write p99 (µs)"], rows))
         out.append("")
     return out
+
+
+def interval_notes(points: Sequence[StorageRow], cis: Sequence[Mapping[str, object]]) -> list[str]:
+    """Under a storage table: what ± is (when a point has one) and which points have none, and why."""
+    return ([ci.interval_note(), ""] if any(cis) else []) + ci.missing_note(points, [bool(c) for c in cis])
 
 
 def _bw_text(bw: float, iv: tuple[float, float] | None) -> str:
