@@ -39,6 +39,8 @@ if TYPE_CHECKING:
 
 MB = 1e6
 
+CI_FIGURES = ("iops", "bw_bytes", "lat_mean_ns", "latency_ns", "bandwidth_mbps")
+CI_COLUMNS = tuple(f"{f}_ci_{end}" for f in CI_FIGURES for end in ("low", "high"))
 SUITE_KEYS = ("cpu_node", "mem_node", "threads", "pages", "c2c", "reader_node", "home")
 CSV_COLUMNS = [
     "kind", "index", "group", *csv_columns(StoragePoint),
@@ -49,6 +51,9 @@ CSV_COLUMNS = [
     # the memory suite's keys, after the columns older results.csv files have (scripts that read those by
     # position keep working): which matrix cell, how many load threads, which c2c figure, which page size
     *SUITE_KEYS,
+    # the 95 % interval of each figure's mean (app.report.intervals), in the units the names say: storage IOPS,
+    # bytes/s and ns; memory ns and MB/s; empty where a point has none
+    *CI_COLUMNS,
 ]
 LAT_KEYS = ("min", "mean", "max", "stddev", "p50", "p90", "p99", "p99_9", "p99_99")
 TEXT_COLUMNS = ("kind", "group", "rw", "ioengine", "mode", "traffic", "engine", "flags", "pages", "c2c", "home")
@@ -62,9 +67,16 @@ def _r6(x: float | None) -> float | None:
     return None if x is None else round(float(x), 6)
 
 
-def storage_record(p: StorageRow) -> dict[str, object]:
-    """The results.csv values of one storage point (None: the cell is empty)."""
+def _ci_cells(intervals: Mapping[str, tuple[float, float]]) -> dict[str, object]:
+    """The ``*_ci_low``/``*_ci_high`` cells of a point's intervals (figure → (low, high))."""
+    return {f"{k}_ci_{end}": _r6(iv[i]) for k, iv in intervals.items() for i, end in enumerate(("low", "high"))}
+
+
+def storage_record(p: StorageRow, run_dir: Path | None = None) -> dict[str, object]:
+    """The results.csv values of one storage point (None: the cell is empty); ``run_dir``: where its samples are,
+    for the interval of a line that records none."""
     from app.report.analysis import littles_law
+    from app.report.intervals import storage_intervals
 
     m = p.metrics
     lat = m.lat_ns or Latency()
@@ -81,20 +93,23 @@ def storage_record(p: StorageRow) -> dict[str, object]:
         "littles_L": _r6(ll.l) if ll else None, "littles_N": p.inflight,
         "littles_ratio": _r6(ll.ratio) if ll else None,
         # the validity flags, ';'-separated; empty when none was raised or the line predates the checks
-        "flags": ";".join(f["flag"] for f in p.flags) or None,
+        "flags": ";".join(f["flag"] for f in [*p.flags, *p.other_flags]) or None,
     }
     for key in LAT_KEYS:
         v = lat.get(key)
         row[f"lat_{key}_us"] = None if v is None else _r6(float(v) / 1e3)
+    row.update(_ci_cells(storage_intervals(run_dir, p)))
     return row
 
 
 def memory_record(p: MemoryRow) -> dict[str, object]:
     """The results.csv values of one memory point (stride and buffer 0 are written empty, as unset)."""
+    from app.report.intervals import memory_intervals
+
     return {"kind": Kind.MEMORY.value, "index": p.index, "mode": p.mode, "traffic": p.traffic or "",
             "stride": p.stride or None, "delay": p.delay, "buffer": p.buffer or None, "engine": p.engine,
             "latency_ns": _r6(p.latency), "bandwidth_MBps": _r6(p.bandwidth),
-            **{k: _suite_value(p.point.get(k)) for k in SUITE_KEYS}}
+            **{k: _suite_value(p.point.get(k)) for k in SUITE_KEYS}, **_ci_cells(memory_intervals(p))}
 
 
 def _suite_value(v: object) -> object:
@@ -104,9 +119,10 @@ def _suite_value(v: object) -> object:
     return v if isinstance(v, str) and v.isalnum() and len(v) <= 8 else None
 
 
-def records(storage: Sequence[StorageRow], memory: Sequence[MemoryRow]) -> list[dict[str, object]]:
-    """The results.csv rows of these points: the storage rows first."""
-    return [storage_record(p) for p in storage] + [memory_record(p) for p in memory]
+def records(storage: Sequence[StorageRow], memory: Sequence[MemoryRow],
+            run_dir: Path | None = None) -> list[dict[str, object]]:
+    """The results.csv rows of these points: the storage rows first (``run_dir``: see :func:`storage_record`)."""
+    return [storage_record(p, run_dir) for p in storage] + [memory_record(p) for p in memory]
 
 
 def _cell(v: object) -> object:
@@ -125,9 +141,10 @@ def csv_text(columns: Sequence[str], rows: Iterable[Mapping[str, object]]) -> st
     return buf.getvalue()
 
 
-def frame_of(storage: Sequence[StorageRow], memory: Sequence[MemoryRow]) -> pd.DataFrame:
+def frame_of(storage: Sequence[StorageRow], memory: Sequence[MemoryRow],
+             run_dir: Path | None = None) -> pd.DataFrame:
     """The DataFrame of these points (storage rows first), typed as the module docstring says."""
-    return typed_frame(records(storage, memory))
+    return typed_frame(records(storage, memory, run_dir))
 
 
 def typed_frame(rows: list[dict[str, object]]) -> pd.DataFrame:
@@ -149,7 +166,7 @@ def typed_frame(rows: list[dict[str, object]]) -> pd.DataFrame:
 
 
 def frame_of_data(data: RunData) -> pd.DataFrame:
-    return frame_of(data.storage, data.memory)
+    return frame_of(data.storage, data.memory, data.path)
 
 
 def load_results(directory: str | Path) -> pd.DataFrame:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+import math
+from typing import Any, Mapping, Sequence
 
 from app.points import Kind, MemoryPoint, Point, StoragePoint
 from app.records import Latency, ResultLine
 from app.textable import format_table
+from app.uncertainty import MIN_BATCHES, intervals_of, storage_series
 from app.units import format_count, format_size, format_size_human, format_us
 
 # the memory suite's modes beside the idle and loaded latency: one figure per results line
@@ -126,13 +128,48 @@ def figure_line(point: Mapping[str, object], metrics: Mapping[str, Any]) -> str:
     return f"{figure_label(point)}: {figure_value(metrics)}"
 
 
-def live_line(kind: str, sample: dict[str, Any]) -> str:
-    """A live sample (runners.base.Sample.data) in one line, as the CLI's progress bar and the TUI show it."""
+def live_line(kind: str, sample: dict[str, Any], interval: str = "") -> str:
+    """A live sample (runners.base.Sample.data) in one line, as the CLI's progress bar and the TUI show it;
+    ``interval``: the running interval of the point's IOPS (:func:`live_interval`), after the IOPS."""
     if kind != Kind.STORAGE:
         return metrics_line(kind, sample)
     mean = sample.get("lat_mean_ns")
-    return (f"{float(sample.get('iops') or 0):.0f} IOPS {float(sample.get('bw_bytes') or 0) / 1e6:.1f} MB/s"
+    return (f"{float(sample.get('iops') or 0):.0f} IOPS{' ' + interval if interval else ''} "
+            f"{float(sample.get('bw_bytes') or 0) / 1e6:.1f} MB/s"
             + (f" lat {float(mean) / 1e3:.1f} µs" if mean else "") + steady_live(sample.get("steady")))
+
+
+def live_interval(samples: Sequence[Mapping[str, object]]) -> str:
+    """The running 95 % interval of a point's mean IOPS from the whole seconds seen so far (the method a results
+    line's ``ci95`` uses, app.uncertainty): "± 1.8 % (95 %, 24 s)", "± — (needs 10 s)" before there are
+    enough seconds, "± — (needs more than 14 s)" while the warm-up or correlated seconds leave too few."""
+    iops = storage_series(samples).get("iops", [])
+    if len(iops) < MIN_BATCHES:
+        return f"± — (needs {MIN_BATCHES} s)"
+    iv = intervals_of({"iops": iops}).intervals.get("iops")
+    if iv is None or not iv.mean:
+        return f"± — (needs more than {len(iops)} s)"
+    return f"± {pct_text(100 * (iv.high - iv.low) / 2 / abs(iv.mean))} (95 %, {len(iops)} s)"
+
+
+def pct_text(pct: float) -> str:
+    """A relative half-width: "1.8 %", "0.35 %", "12 %"."""
+    return f"{pct:.2g} %" if pct < 1 else f"{pct:.1f} %" if pct < 10 else f"{pct:.0f} %"
+
+
+def ci_pct(value: object, low: object, high: object) -> float | None:
+    """A figure's 95 % interval as its half-width in per cent of the figure; None when it has none (a
+    results.csv row's value and ``*_ci_low``/``*_ci_high`` cells: untrusted, NaN where empty)."""
+    nums = [float(v) for v in (value, low, high)
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)]
+    if len(nums) < 3 or not nums[0]:
+        return None
+    return 100 * (nums[2] - nums[1]) / 2 / abs(nums[0])
+
+
+def pm_pct(pct: float | None) -> str:
+    """:func:`ci_pct` for a column: "±1.8%", "" for none."""
+    return "" if pct is None else "±" + pct_text(pct).replace(" ", "")
 
 
 def steady_live(steady: object) -> str:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from app.points import Kind
 from app.report import drive
+from app.report import intervals as ci
 from app.report.fleet import (
     MEASURES,
     MIN_OUTLIER_HOSTS,
@@ -27,7 +28,18 @@ from app.report.fleet import (
     rows_of_host,
 )
 from app.report.model import RunData
-from app.report.render import MB, STORAGE_UNITS, _environment, _figures, _run, _storage_table, results_csv, us, workload
+from app.report.render import (
+    MB,
+    STORAGE_UNITS,
+    _environment,
+    _figures,
+    _run,
+    _storage_table,
+    interval_notes,
+    results_csv,
+    us,
+    workload,
+)
 from app.results import write_new
 from app.sanitize import clean_text, md_text
 from app.summary import point_label
@@ -99,10 +111,10 @@ def _host_sections(data: RunData) -> list[str]:
         heading = f"### {h.host} — target {_md(h.target) or 'not recorded'}"
         rows = rows_of_host(data, h.host)
         if rows:
-            out += _storage_table(rows, heading=heading, intro=False)
+            out += _storage_table(rows, heading=heading, intro=False, run_dir=data.path)
         else:
             out += [heading, "", "No point was measured on this host (see run.json's failures).", ""]
-    return out
+    return out + interval_notes(data.storage, [ci.storage_intervals(data.path, p) for p in data.storage])
 
 
 # --- the fleet table -------------------------------------------------------------------------------------------

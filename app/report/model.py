@@ -7,6 +7,7 @@ writes markdown, :mod:`app.report.plots` draws.  Units inside: bytes, bytes/s, n
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -19,7 +20,7 @@ from app.records import JSONObject, JSONValue, MemoryMetrics, ResultLine, Storag
 from app.report.fleet_read import FleetHost, fleet_hosts, is_fleet
 from app.results import ResultsDir
 from app.runmeta import RunMeta
-from app.validity import SYNC_ENGINES, flags_of
+from app.validity import FLAGS, SYNC_ENGINES, flags_of
 
 # point keys that identify the workload; the others (runtime, size, ...) are run settings
 WORKLOAD_KEYS = with_role(StoragePoint, Role.WORKLOAD)
@@ -51,6 +52,7 @@ def _float(v: float | None, default: float = 0.0) -> float:
 
 
 R = TypeVar("R", bound="_Row")
+FLAG_NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,39}")  # a flag's name as the tool writes them
 
 
 @dataclass
@@ -71,6 +73,12 @@ class _Row:
     def point(self) -> JSONObject:
         return self.line.point
 
+    @property
+    def replicate(self) -> int | None:
+        """The replicate of a repeated point (1-based, a whole number), else None."""
+        r = self.point.get("replicate")
+        return r if isinstance(r, int) and not isinstance(r, bool) else None
+
 
 @dataclass
 class StorageRow(_Row):
@@ -80,6 +88,9 @@ class StorageRow(_Row):
     kind: ClassVar[Kind] = Kind.STORAGE
     # its whole-second samples once app.report.noise has read them (several analyses ask for them)
     whole_samples: list[Mapping[str, object]] | None = field(default=None, repr=False, compare=False)
+    # figure → (low, high) once app.report.intervals has found them (recorded, or computed from the samples), and
+    # why the headline figure has none
+    computed_ci: tuple[dict[str, tuple[float, float]], str] | None = field(default=None, repr=False, compare=False)
 
     @property
     def metrics(self) -> StorageMetrics:
@@ -142,6 +153,18 @@ class StorageRow(_Row):
     def flags(self) -> list[dict[str, str]]:
         """The validity flags the run recorded for this point (app.validity), in their fixed order."""
         return flags_of(self.line)
+
+    @cached_property
+    def other_flags(self) -> list[dict[str, str]]:
+        """The well-formed flags of the line that are not among this version's checks (FLAGS): a flag a newer
+        version raised, shown by its name and the line's reason (whitespace folded, at most 300 characters)."""
+        out: dict[str, str] = {}
+        for f in self.line.flags or []:
+            name = f.get("flag") if isinstance(f, dict) else None
+            reason = f.get("reason") if isinstance(f, dict) else None
+            if isinstance(name, str) and name not in FLAGS and FLAG_NAME.fullmatch(name) and isinstance(reason, str):
+                out.setdefault(name, " ".join(reason.split())[:300])
+        return [{"flag": k, "reason": v} for k, v in out.items()]
 
     @property
     def checked(self) -> bool:

@@ -21,22 +21,18 @@ from typing import Any, Mapping, Sequence
 from app.records import MAX_NUMBER, number
 from app.report.model import StorageRow
 from app.report.procedure import read_samples
+from app.uncertainty import student_t_quantile
 
 MIN_SAMPLES = 3  # fewer whole seconds cannot give a spread worth a sentence
 WHOLE_INTERVAL_S = 0.5  # a job's last dump covers the few ms after the previous one: not a one-second figure
-
-# two-sided 95 % Student-t critical values by degrees of freedom (1..30); above 30, the normal 1.96
-_T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
-        2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
-        2.045, 2.042)
 
 # what a sample calls each figure
 SAMPLE_KEYS = {"iops": "iops", "lat_mean": "lat_mean_ns", "p99": "lat_p99_ns", "bw": "bw_bytes"}
 
 
 def t95(df: int) -> float:
-    """The two-sided 95 % Student-t critical value for ``df`` degrees of freedom (df ≥ 1)."""
-    return _T95[df - 1] if 1 <= df <= len(_T95) else 1.96
+    """The two-sided 95 % Student-t critical value for ``df`` degrees of freedom (df ≥ 1; below, the normal's)."""
+    return student_t_quantile(0.975, df if df >= 1 else math.inf)
 
 
 @dataclass(frozen=True)

@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Mapping, Sequence, TypeVar, cast
 
 from app.points import Kind
+from app.report import intervals as ci
 from app.report import memory as mem
 from app.report.analysis import Curve, MemCurve, Rest
-from app.report.model import StorageRow
+from app.report.model import MemoryRow, StorageRow
 from app.report.series import sample_figure
 from app.results import open_file
 from app.summary import point_label
@@ -74,11 +75,40 @@ class Row:
     iops: float
     bw: float
     lat_mean: float
+    # half-widths of the 95 % intervals (app.report.intervals), units of the figure; None where there is none
+    iops_err: float | None = None
+    bw_err: float | None = None
+    lat_err: float | None = None
 
 
 def rows_of(points: Sequence[StorageRow]) -> list[Row]:
-    return [Row(p.index, p.mix, p.mix_order, p.bs, p.iodepth, p.numjobs, p.inflight, p.rest, p.iops, p.bw,
-                p.lat_mean) for p in points]
+    """The rows of ``points``, with the intervals :func:`ci.storage_intervals` found for them (the report
+    computes them, with the run's directory, before it draws)."""
+    out = []
+    for p in points:
+        iv = ci.storage_intervals(None, p)
+        out.append(Row(p.index, p.mix, p.mix_order, p.bs, p.iodepth, p.numjobs, p.inflight, p.rest, p.iops, p.bw,
+                       p.lat_mean, ci.half(iv.get("iops")), ci.half(iv.get("bw_bytes")),
+                       ci.half(iv.get("lat_mean_ns"))))
+    return out
+
+
+def _errs(values: Sequence[float | None], scale: float) -> list[float] | None:
+    """Error-bar half-widths in a plot's unit (``1/scale`` of the figure's), 0 where a point has none; None when
+    no point has one (then the line is drawn as before, without bars)."""
+    if all(v is None for v in values):
+        return None
+    return [(v or 0.0) / scale for v in values]
+
+
+
+
+def _bars(ax: Axes, xs: Sequence[float], ys: Sequence[float], colour: ColorType,
+          xerr: Sequence[float] | None = None, yerr: Sequence[float] | None = None) -> None:
+    """95 % interval bars around points already drawn: thin, short caps, no line or marker of their own."""
+    ax.errorbar(xs, ys, xerr=xerr, yerr=yerr, fmt="none", ecolor=colour, capsize=2, elinewidth=0.8, capthick=0.8)
+
+BARS = " Bars: the 95 % interval of each point's mean, where it has one (often narrower than the marker)."
 
 
 _PLT: ModuleType | None = None
@@ -276,21 +306,28 @@ def _series(points: Sequence[Row], x: Callable[[Row], int], line: Callable[[Row]
     return {k: sorted(v, key=x) for k, v in out.items() if len({x(p) for p in v}) >= 2}
 
 
-def _draw_series(ax: Axes, lines: Sequence[tuple[str, int, Sequence[float], Sequence[float]]], norm: Normalize | None,
-                 cmap: Colormap | None) -> None:
-    """Lines (label, colour value, xs, ys): with a legend's colours, or on the colour scale as one
-    line collection and one marker collection per axes."""
+SeriesLine = tuple[str, int, Sequence[float], Sequence[float], Sequence[float] | None]  # label, colour, xs, ys, errs
+
+
+def _draw_series(ax: Axes, lines: Sequence[SeriesLine], norm: Normalize | None, cmap: Colormap | None) -> None:
+    """Lines (label, colour value, xs, ys, 95 % half-widths or None): with a legend's colours, or on the colour
+    scale as one line collection and one marker collection per axes; error bars where a point has an interval."""
     if norm is None or cmap is None:
-        for label, _v, xs, ys in lines:
-            ax.plot(xs, ys, marker="o", markersize=3.5, label=label)
+        for label, _v, xs, ys, errs in lines:
+            (ln,) = ax.plot(xs, ys, marker="o", markersize=3.5, label=label)
+            if errs is not None:
+                _bars(ax, xs, ys, ln.get_color(), yerr=errs)
         return
     from matplotlib.collections import LineCollection
 
-    segs = [list(zip(xs, ys)) for _l, _v, xs, ys in lines]
-    colours = [cmap(norm(v)) for _l, v, _x, _y in lines]
+    segs = [list(zip(xs, ys)) for _l, _v, xs, ys, _e in lines]
+    colours = [cmap(norm(v)) for _l, v, _x, _y, _e in lines]
     ax.add_collection(LineCollection(segs, colors=colours, linewidths=1.2))
-    ax.scatter([x for _l, _v, xs, _y in lines for x in xs], [y for _l, _v, _x, ys in lines for y in ys],
-               c=[c for (_l, _v, xs, _y), c in zip(lines, colours) for _ in xs], s=7, zorder=3, linewidths=0)
+    ax.scatter([x for _l, _v, xs, _y, _e in lines for x in xs], [y for _l, _v, _x, ys, _e in lines for y in ys],
+               c=[c for (_l, _v, xs, _y, _e), c in zip(lines, colours) for _ in xs], s=7, zorder=3, linewidths=0)
+    for (_l, _v, xs, ys, errs), colour in zip(lines, colours):
+        if errs is not None:
+            _bars(ax, xs, ys, colour, yerr=errs)
     ax.autoscale_view()
 
 
@@ -342,8 +379,10 @@ def storage_vs_axis(points: Sequence[Row], plots_dir: Path, axis: str, jobs_spli
                 xs = [x(p) for p in pts]
                 xs_all.update(xs)
                 label, v = legend(pts[0]), value(pts[0])
-                tops.append((label, v, xs, [p.iops / 1e3 if throughput_iops else p.bw / 1e6 for p in pts]))
-                bottoms.append((label, v, xs, [p.lat_mean / 1e3 for p in pts]))
+                tops.append((label, v, xs, [p.iops / 1e3 if throughput_iops else p.bw / 1e6 for p in pts],
+                             _errs([p.iops_err for p in pts], 1e3) if throughput_iops
+                             else _errs([p.bw_err for p in pts], 1e6)))
+                bottoms.append((label, v, xs, [p.lat_mean / 1e3 for p in pts], _errs([p.lat_err for p in pts], 1e3)))
             bottom.set_yscale("log")
             for ax, lines in ((top, tops), (bottom, bottoms)):
                 _log2_axis(ax, sorted(xs_all), format_size if axis == "bs" else str)
@@ -359,6 +398,8 @@ def storage_vs_axis(points: Sequence[Row], plots_dir: Path, axis: str, jobs_spli
         legend_text = ("one line per queue depth" if axis == "bs" else "one line per block size") + (
             ", coloured along the scale on the right" if scale else "")
         tail = note if i == len(pages) - 1 else ""
+        if any(p.iops_err is not None or p.lat_err is not None for p in points):
+            tail = BARS + tail
         if axis == "bs":
             figures.append(Figure(f"plots/{_page_name(name, i)}",
                                   _page_title("Throughput and latency vs block size", i, len(pages)),
@@ -465,6 +506,7 @@ def latency_throughput(curves: Sequence[Curve], plots_dir: Path, page: int | Non
                               + ("; the diamond is the operating point found by the latency-bound search "
                                  "(see Operating point)" if any(op.mix in mixes_here for op in ops) else "")
                               + ". Throughput on a linear axis from 0, latency on a log axis."
+                              + (BARS if any(ci.storage_intervals(None, p) for c in curves for p in c.points) else "")
                               + (note if i == len(pages) - 1 else ""), Kind.STORAGE))
     return figures
 
@@ -477,6 +519,7 @@ def _lt_lines(ax: Axes, here: Sequence[Curve], mix: str) -> list[ColorType]:
         ys = [p.lat_mean / 1e3 for p in c.points]
         (ln,) = ax.plot(xs, ys, marker="o", markersize=3, label=c.label.replace(mix + " ", "", 1))
         colours.append(ln.get_color())
+        _lt_errorbars(ax, c, ln.get_color())
         p99 = _p99_line(c)
         if p99:
             ax.plot([a for a, _ in p99], [b for _, b in p99], linestyle=":", color=ln.get_color(), linewidth=1)
@@ -485,6 +528,15 @@ def _lt_lines(ax: Axes, here: Sequence[Curve], mix: str) -> list[ColorType]:
             ax.plot([k.iops / 1e3], [k.lat_mean / 1e3], marker="*", markersize=11, color=ln.get_color(),
                     markeredgecolor="black", linestyle="none")
     return colours
+
+
+def _lt_errorbars(ax: Axes, c: Curve, colour: ColorType) -> None:
+    """A curve's 95 % intervals: IOPS across, mean latency up and down (none drawn where no point has one)."""
+    ivs = [ci.storage_intervals(None, p) for p in c.points]
+    xerr = _errs([ci.half(iv.get("iops")) for iv in ivs], 1e3)
+    yerr = _errs([ci.half(iv.get("lat_mean_ns")) for iv in ivs], 1e3)
+    if xerr is not None or yerr is not None:
+        _bars(ax, [p.iops / 1e3 for p in c.points], [p.lat_mean / 1e3 for p in c.points], colour, xerr, yerr)
 
 
 def _lt_collections(ax: Axes, here: Sequence[Curve], colours: Sequence[ColorType]) -> None:
@@ -499,6 +551,8 @@ def _lt_collections(ax: Axes, here: Sequence[Curve], colours: Sequence[ColorType
                                          linewidths=0.8, linestyles=":"))
     ax.scatter([xy[0] for m in mean for xy in m], [xy[1] for m in mean for xy in m],
                c=[col for m, col in zip(mean, colours) for _ in m], s=6, linewidths=0, zorder=3)
+    for c, col in zip(here, colours):
+        _lt_errorbars(ax, c, col)
     knees = [(c.points[c.knee], col) for c, col in zip(here, colours) if c.knee is not None]
     if knees:
         ax.scatter([k.iops / 1e3 for k, _ in knees], [k.lat_mean / 1e3 for k, _ in knees],
@@ -837,7 +891,23 @@ def _memory_captions(curves: Sequence[MemCurve]) -> tuple[str, str]:
     second = (f"Top: latency of the pointer-chasing thread (ns, from 0; {base}). Bottom: bandwidth of {counted}"
               + (f", solid; the load threads' share dashed ({mem.load_words(points)})" if split else "")
               + f". x: injection delay in {units}. One panel per stride, one line per traffic type.")
+    if any(ci.memory_intervals(p) for p in points):
+        first, second = first + BARS, second + BARS
     return first, second
+
+
+def _mem_errorbars(ax: Axes, pts: Sequence[MemoryRow], x: Callable[[MemoryRow], float], colour: ColorType,
+                   figure: str = "latency_ns", across: bool = False) -> None:
+    """The 95 % intervals of memory points that record one: ``figure`` up and down (latency in ns, bandwidth in
+    GB/s), and with ``across`` the bandwidth across too (the latency–bandwidth curve)."""
+    ivs = [ci.memory_intervals(p) for p in pts]
+    scale = 1e3 if figure == "bandwidth_mbps" else 1.0
+    yerr = _errs([ci.half(iv.get(figure)) for iv in ivs], scale)
+    xerr = _errs([ci.half(iv.get("bandwidth_mbps")) for iv in ivs], 1e3) if across else None
+    if yerr is None and xerr is None:
+        return
+    value = (lambda p: (p.bandwidth or 0.0) / 1e3) if figure == "bandwidth_mbps" else (lambda p: p.latency or 0.0)
+    _bars(ax, [x(p) for p in pts], [value(p) for p in pts], colour, xerr, yerr)
 
 
 def memory_figures(curves: Sequence[MemCurve], plots_dir: Path) -> list[Figure]:
@@ -859,6 +929,7 @@ def memory_figures(curves: Sequence[MemCurve], plots_dir: Path) -> list[Figure]:
                     continue
                 (ln,) = ax.plot([(p.bandwidth or 0.0) / 1e3 for p in c.points], [p.latency for p in c.points],  # type: ignore[arg-type]
                                 marker="o", markersize=3, label=c.legend)
+                _mem_errorbars(ax, c.points, lambda p: (p.bandwidth or 0.0) / 1e3, ln.get_color(), across=True)
                 if c.knee is not None:
                     k = c.points[c.knee]
                     ax.plot([(k.bandwidth or 0.0) / 1e3], [k.latency], marker="*", markersize=11, color=ln.get_color(),  # type: ignore[arg-type]
@@ -884,9 +955,11 @@ def memory_figures(curves: Sequence[MemCurve], plots_dir: Path) -> list[Figure]:
         for c in mine:
             pts = sorted(c.points, key=lambda p: p.delay or 0)
             (ln,) = top.plot([p.delay for p in pts], [p.latency for p in pts], marker="o", markersize=3, label=c.legend)  # type: ignore[arg-type]
+            _mem_errorbars(top, pts, lambda p: float(p.delay or 0), ln.get_color())
             if all(p.bandwidth is not None for p in pts):
                 bottom.plot([p.delay for p in pts], [(p.bandwidth or 0.0) / 1e3 for p in pts], marker="o", markersize=3,  # type: ignore[arg-type]
                             color=ln.get_color())
+                _mem_errorbars(bottom, pts, lambda p: float(p.delay or 0), ln.get_color(), figure="bandwidth_mbps")
                 load = [mem.load_mbps(p) for p in pts]
                 if all(v is not None for v in load) and any(mem.counts_latency_thread(p) for p in pts):
                     split = True

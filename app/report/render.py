@@ -16,8 +16,10 @@ from app.points import Kind
 from app.records import number
 from app.report import analysis as an
 from app.report import conditions, drive, queue_text, series, suite, support, trends
+from app.report import intervals as ci
 from app.report import memory as mem
 from app.report import procedure as rp
+from app.report import replicates as rep
 from app.report.model import TRAFFIC_DESCRIPTIONS, MemoryRow, RunData, StorageRow
 from app.runmeta import Numa, RunMeta
 from app.sanitize import clean_text, md_text
@@ -245,23 +247,29 @@ def _points_text(data: RunData, total: int) -> str:
 
 
 def _storage_table(points: Sequence[StorageRow], heading: str = "## Storage results", intro: bool = True,
-                   meta: RunMeta | None = None) -> list[str]:
+                   meta: RunMeta | None = None, run_dir: Path | None = None) -> list[str]:
+    """``run_dir``: where the points' samples are, to compute the interval of a line that records none."""
     out = [heading, ""]
     if intro:
         out += [STORAGE_UNITS, ""]
     rows = []
-    flagged = any(p.flags for p in points)
-    for p in points:
-        rows.append([test_type(p) + (" — *not steady*" if rp.not_steady(p) else ""),
+    flagged = any(p.flags or p.other_flags for p in points)
+    cis = [ci.storage_intervals(run_dir, p) for p in points]
+    for p, c in zip(points, cis):
+        rows.append([test_type(p) + (f", replicate {p.replicate}" if p.replicate is not None else "")
+                     + (" — *not steady*" if rp.not_steady(p) else ""),
                      format_size(p.bs).replace("K", " KiB").replace("M", " MiB").replace("G", " GiB")
                      if p.bs % 1024 == 0 else f"{p.bs} B",
-                     format_count(p.iops), f"{p.bw / MB:.1f} ({p.bw / MIB:.1f})", us(p.lat("min"), 1),
-                     us(p.lat("max"), 1), us(p.lat_mean), _p99_text(p), pct(p.usr), pct(p.sys), p.iodepth,
-                     p.numjobs] + ([", ".join(names(p.flags)) or "—"] if flagged else []))
+                     ci.pm_count(p.iops, ci.half(c.get("iops"))), _bw_text(p.bw, c.get("bw_bytes")),
+                     us(p.lat("min"), 1), us(p.lat("max"), 1), _us_pm(p.lat_mean, c.get("lat_mean_ns")), _p99_text(p),
+                     pct(p.usr), pct(p.sys), p.iodepth,
+                     p.numjobs] + ([", ".join(names(p.flags) + names(p.other_flags)) or "—"] if flagged else []))
     out.append(markdown_table(["Test Type", "Block Size", "IOPS", "Bandwidth MB/s (MiB/s)", "Latency min (µs)",
                          "Latency max (µs)", "Latency avg (µs)", "Latency p99 (µs)", "CPU usr", "CPU sys", "IO Depth",
                          "Jobs"] + (["Flags"] if flagged else []), rows, right=range(2, 12)))
     out.append("")
+    if intro:  # what ± is, and which points have none: once (a fleet report says it once for all its hosts)
+        out += interval_notes(points, cis)
     out += _flags_legend(points, meta)
     marks = []
     if any(p.metrics.lat_ns is not None and p.metrics.lat_ns.percentiles_approx for p in points):
@@ -290,6 +298,21 @@ def _storage_table(points: Sequence[StorageRow], heading: str = "## Storage resu
     return out
 
 
+def interval_notes(points: Sequence[StorageRow], cis: Sequence[Mapping[str, object]]) -> list[str]:
+    """Under a storage table: what ± is (when a point has one) and which points have none, and why."""
+    return ([ci.interval_note(), ""] if any(cis) else []) + ci.missing_note(points, [bool(c) for c in cis])
+
+
+def _bw_text(bw: float, iv: tuple[float, float] | None) -> str:
+    """Bandwidth in MB/s with its ± (MB/s), and MiB/s in brackets."""
+    return f"{ci.pm_fixed(bw / MB, ci.half(iv, MB), 1)} ({bw / MIB:.1f})"
+
+
+def _us_pm(ns: float, iv: tuple[float, float] | None) -> str:
+    """A latency in µs (two decimals) with its ± in µs."""
+    return ci.pm_fixed(ns / 1e3, ci.half(iv, 1e3), 2)
+
+
 def _side_us(p: StorageRow, side: str, key: str) -> str:
     """A latency of one direction of a point in µs, "n/a" when that direction did no I/O (fio reports its
     latencies as 0 then: a 0/100 mix has no read latency, not a read latency of 0.00 µs)."""
@@ -315,7 +338,7 @@ def _memory_tables(points: Sequence[MemoryRow], env: Mapping[str, object] | None
         out.append("Idle latency (one pointer-chasing thread, no load):")
         out.append("")
         rows = [[p.stride or "default", format_size(p.buffer) if p.buffer else "default",
-                 f"{p.latency:.2f}" if p.latency is not None else "n/a", p.engine or "?"] for p in idle]
+                 _mem_pm(p, "latency_ns", p.latency, 2, "n/a"), p.engine or "?"] for p in idle]
         head = ["Stride (B)", "Buffer", "Latency (ns)", "Engine"]
         nodes = [p.series[6] for p in idle]
         if any(nodes):  # mem_node points: which node's memory each latency is of
@@ -351,15 +374,30 @@ def _memory_tables(points: Sequence[MemoryRow], env: Mapping[str, object] | None
         rows = []
         for p in sorted(series[key], key=lambda p: p.delay or 0):
             rows.append([f"{p.delay:05d}" if p.delay is not None else "-",
-                         f"{p.latency:.2f}" if p.latency is not None else "-",
-                         f"{p.bandwidth:.1f}" if p.bandwidth is not None else "-"])
+                         _mem_pm(p, "latency_ns", p.latency, 2, "-"),
+                         _mem_pm(p, "bandwidth_mbps", p.bandwidth, 1, "-")])
         out.append(markdown_table(["Inject", "Latency (ns)", "Bandwidth (MB/sec)"], rows, right=()))
         out.append("")
         out += _chase_line(series[key])
         out += [mem.buffer_note(series[key], env, idle), ""]
     if idle or series:
+        out += _memory_interval_note([*idle, *loaded])
         out += mem.buffer_dependence(idle, [c for c in an.memory_curves(loaded)])
     return out
+
+
+def _mem_pm(p: MemoryRow, key: str, value: float | None, digits: int, none: str) -> str:
+    """A memory figure with its ± where the line records an interval."""
+    return none if value is None else ci.pm_fixed(value, ci.half(ci.memory_intervals(p).get(key)), digits)
+
+
+def _memory_interval_note(points: Sequence[MemoryRow]) -> list[str]:
+    """What ± means under the memory tables, and (once) which points have none and why."""
+    shown = [bool(ci.memory_intervals(p)) for p in points]
+    if not any(shown):
+        return ci.missing_note(points, shown)
+    return ["± is the 95 % confidence interval of the figure's mean over the engine's windows of that row (batch "
+            "means, docs/uncertainty.md).", "", *ci.missing_note(points, shown)]
 
 
 def _chase_line(points: Sequence[MemoryRow]) -> list[str]:
@@ -644,11 +682,12 @@ def _flags_legend(points: Sequence[StorageRow], meta: RunMeta | None = None) -> 
     get theirs derived from ``meta`` (run.json); lines written before the checks existed are left out."""
     facts = recorded_facts(meta)
     results = [c for p in points if (c := checks_of(p.line, facts)) is not None]
-    if not results:
+    if not results:  # a line with flags (those of another version too) has checks: none means none were run
         return []
     out = [f"Validity checks — each check's result over the {len(results)} point{'s' if len(results) != 1 else ''} "
            "it was run on (the Flags column names the points a check flagged):", ""]
     rows = [[name, *_check_row(name, [c[name] for c in results])] for name in FLAGS]
+    rows += _other_flag_rows(points)
     out.append(markdown_table(["Check", "Result", "Why"], rows, right=()))
     out.append("")
     if len(results) < len(points):
@@ -656,6 +695,25 @@ def _flags_legend(points: Sequence[StorageRow], meta: RunMeta | None = None) -> 
         out += [f"{n} point{'s were' if n != 1 else ' was'} recorded before the tool checked its points: not "
                 "counted above.", ""]
     return out
+
+
+# flags another part of the tool raises that the checks above may not list yet: what each means
+OTHER_FLAGS = {"imprecise": "the point hit its runtime before its interval reached the precision asked"}
+
+
+def _other_flag_rows(points: Sequence[StorageRow]) -> list[list[str]]:
+    """One row per flag outside FLAGS: on how many points, what it means (when known) and the first reasons."""
+    seen: dict[str, list[str]] = {}
+    for p in points:
+        for f in p.other_flags:
+            seen.setdefault(f["flag"], []).append(md_text(f["reason"], 300))  # read from a results line: foreign
+    rows = []
+    for name, reasons in seen.items():
+        shown = "; ".join(list(dict.fromkeys(reasons))[:3]) + (" …" if len(set(reasons)) > 3 else "")
+        meaning = OTHER_FLAGS.get(name, "a flag this version of the report does not describe")
+        rows.append([name, f"flagged ({len(reasons)} point{'s' if len(reasons) != 1 else ''})",
+                     f"{meaning}: {shown}"])
+    return rows
 
 
 def _check_row(name: str, entries: Sequence[dict[str, str]]) -> list[str]:
@@ -683,18 +741,23 @@ def _check_row(name: str, entries: Sequence[dict[str, str]]) -> list[str]:
 def results_csv(data: RunData) -> str:
     """results.csv: the rows :func:`app.frame.load_results` gives, one per measured point (``data`` as loaded:
     every round of a run in rounds, and the latency-bound searches); a fleet run's has one row per (point, host)
-    and a ``host`` column after ``index``, a run in rounds a ``round`` column after ``index`` (before ``host``).
+    and a ``host`` column after ``index``, a run in rounds a ``round`` column after ``index``, a run with repeats
+    a ``replicate`` column after that (both before ``host``).
     Written with the csv module: pandas' import would cost the report ~0.3 s."""
     from app.frame import CSV_COLUMNS, csv_text, records
 
-    rows = records(data.storage, data.memory)
+    rows = records(data.storage, data.memory, data.path)
     extra = []
     if any(p.round is not None for p in data.storage):
         extra.append("round")
+    if any(p.replicate is not None for p in [*data.storage, *data.memory]):
+        extra.append("replicate")
     if data.fleet is not None:
         extra.append("host")
-    for row, p in zip(rows, data.storage):  # the memory rows leave both empty
+    for row, p in zip(rows, data.storage):  # the memory rows leave round and host empty
         row.update({"round": p.round, "host": p.host})
+    for row, q in zip(rows, [*data.storage, *data.memory]):
+        row["replicate"] = q.replicate
     at = CSV_COLUMNS.index("index") + 1
     return csv_text(CSV_COLUMNS[:at] + extra + CSV_COLUMNS[at:], rows)
 
@@ -776,8 +839,9 @@ def render_markdown(data: RunData, figures: Sequence[Figure], bound_ns: float,
     big = len(data.storage) > MAX_BODY_POINTS
     if data.storage:
         lines += (_storage_summary(data.storage, curves, bound_ns, data.path) if big
-                  else _storage_table(data.storage, meta=data.meta))
+                  else _storage_table(data.storage, meta=data.meta, run_dir=data.path))
         lines += rp.steady_section(data.storage)
+        lines += rep.storage_section(data.path, data.storage, workload)
         lines += series.cliff_section(data)
     lines += rp.skipped_section(data.meta)
     if data.storage or views.searches:
@@ -787,6 +851,7 @@ def render_markdown(data: RunData, figures: Sequence[Figure], bound_ns: float,
         env = data.meta.environment
         lines += _memory_tables(data.memory, env.entry if env is not None else None,
                                 suite.section(data, figures, suite.BEFORE_LOADED))
+        lines += rep.memory_section(data.memory)
         lines += _figures([f for f in figures if not suite.owns(f)], Kind.MEMORY)
         lines += suite.section(data, figures, suite.AFTER_LOADED)
     lines += ["## Analysis", ""]
@@ -805,7 +870,8 @@ def render_markdown(data: RunData, figures: Sequence[Figure], bound_ns: float,
         lines += ["No completed point: nothing to analyse.", ""]
     if big:
         lines += ["## Appendix: every point", ""]
-        lines += _storage_table(data.storage, heading="### Storage results, every point", meta=data.meta)
+        lines += _storage_table(data.storage, heading="### Storage results, every point", meta=data.meta,
+                                 run_dir=data.path)
         lines += _littles_law(data.storage, heading="### Little's law, every point")
     while lines and lines[-1] == "":
         lines.pop()

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Sequence
 
 from app.records import number
+from app.report import intervals as ci
 from app.report import memory as mem
 from app.report import plateaus as pl
 from app.report.model import TRAFFIC_DESCRIPTIONS, MemoryRow, RunData
@@ -58,6 +59,14 @@ def value(p: MemoryRow) -> float | None:
 def mlc_number(v: float | None) -> str:
     """A figure as MLC prints it (one decimal), "—" when not measured."""
     return NOT_MEASURED if v is None else f"{v:.1f}"
+
+
+def mlc_pm(p: MemoryRow) -> str:
+    """The point's figure as MLC prints it, with ± the half-width of its 95 % interval where the line records
+    one (the built-in engine's windows)."""
+    v = value(p)
+    figure = "bandwidth_mbps" if p.mode in ("peak", "scaling", "bandwidth_matrix") else "latency_ns"
+    return mlc_number(v) if v is None else ci.pm_fixed(v, ci.half(ci.memory_intervals(p).get(figure)), 1)
 
 
 def _int(p: MemoryRow, key: str) -> int | None:
@@ -331,7 +340,7 @@ def _per_group(data: RunData, points: Sequence[MemoryRow], figures: Sequence[obj
 def _peak_table(pts: list[MemoryRow]) -> list[str]:
     by = sorted(pts, key=lambda p: peak_order(p.traffic or "R"))
     split = any(_extra(p, "read_mbps") or _extra(p, "write_mbps") for p in by)
-    body = [[peak_label(p.traffic or "R"), p.traffic or "R", mlc_number(value(p))]
+    body = [[peak_label(p.traffic or "R"), p.traffic or "R", mlc_pm(p)]
             + ([_extra(p, "read_mbps"), _extra(p, "write_mbps")] if split else [])
             + [PEAK_BYTES.get(p.traffic or "R", TRAFFIC_DESCRIPTIONS.get(p.traffic or "", "traffic type"))]
             for p in by]
@@ -382,7 +391,7 @@ def _c2c_section(data: RunData, points: Sequence[MemoryRow]) -> list[str]:
     remote = [p for p in points if _int(p, "reader_node") is not None]
     if local:
         by = sorted(local, key=lambda p: (_str(p, "c2c") != "hit", p.index))
-        body = [[C2C_LOCAL.get(_str(p, "c2c") or "hitm", _str(p, "c2c")), mlc_number(value(p)),
+        body = [[C2C_LOCAL.get(_str(p, "c2c") or "hitm", _str(p, "c2c")), mlc_pm(p),
                  c2c_cpus_text([p])] for p in by]
         out += [markdown_table(["Local Socket", "Latency (ns)", "CPUs"], body, right=(1,)), ""]
         out += measured_with(local, c2c_cpus_text(local), chase=False)

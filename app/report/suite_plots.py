@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
 from app.points import Kind
+from app.report import intervals as ci
 from app.report import plateaus as pl
 from app.report import suite
 from app.report.model import TRAFFIC_DESCRIPTIONS, MemoryRow
@@ -110,11 +111,16 @@ def peak_figure(key: tuple[str, ...], pts: Sequence[MemoryRow], several: bool, p
     width, height = fig.get_figwidth(), fig.get_figheight()
     ax = fig.add_axes((1.5 / width, 0.55 / height, 1 - 2.3 / width, 1 - 0.85 / height))
     vals = [(suite.value(p) or 0.0) / 1e3 for p in by]
-    ax.barh(range(len(by)), vals, color="#3b75af")
+    errs = [(h or 0.0) / 1e3 for h in (ci.half(ci.memory_intervals(p).get("bandwidth_mbps")) for p in by)]
+    if any(errs):  # the 95 % interval of each bar's mean, where the engine measured one
+        ax.barh(range(len(by)), vals, color="#3b75af", xerr=errs, capsize=3,
+                error_kw={"elinewidth": 0.8, "capthick": 0.8})
+    else:
+        ax.barh(range(len(by)), vals, color="#3b75af")
     ax.set_yticks(range(len(by)), labels=[suite.peak_label(p.traffic or "R") for p in by])
     ax.invert_yaxis()  # MLC's order from the top
-    for i, p in enumerate(by):
-        ax.text(vals[i], i, " " + suite.mlc_number(suite.value(p)), va="center", ha="left", fontsize=7)
+    for i, p in enumerate(by):  # the label past the whisker, not on it
+        ax.text(vals[i] + errs[i], i, " " + suite.mlc_number(suite.value(p)), va="center", ha="left", fontsize=7)
     ax.set_xlim(0, max(vals) * 1.25 if max(vals) > 0 else 1)
     ax.set_xlabel("bandwidth (GB/s, 10^9 B/s); labels in MB/sec as the table")
     ax.grid(axis="y", visible=False)
@@ -122,8 +128,8 @@ def peak_figure(key: tuple[str, ...], pts: Sequence[MemoryRow], several: bool, p
     _save(plt, fig, _file(plots_dir, file))
     return [Figure(file, "Peak injection bandwidth",
                    f"One bar per traffic mix in MLC's order, every load thread at full speed; "
-                   f"{suite.load_threads_text(pts)}; {suite.engine_text(pts)}, {suite.pages_text(pts)}.",
-                   Kind.MEMORY)]
+                   f"{suite.load_threads_text(pts)}; {suite.engine_text(pts)}, {suite.pages_text(pts)}."
+                   + (" Whiskers: the 95 % interval of each bar's mean." if any(errs) else ""), Kind.MEMORY)]
 
 
 def scaling_figure(key: tuple[str, ...], pts: Sequence[MemoryRow], several: bool, plots_dir: Path) -> list[Figure]:

@@ -24,6 +24,7 @@ from typing import Any, Iterator
 
 from app.errors import UsageError
 from app.report import analysis as an
+from app.report import intervals as ci
 from app.report import procedure as rp
 from app.report import series
 from app.report.fleet_render import write_fleet_report
@@ -115,6 +116,8 @@ def _render_run(data: RunData, name: str, base_fd: int, plots_dir: Path, p99_bou
     loaded, data = data, replace(data, storage=views.main)
     curves = an.storage_curves(data.storage)
     mem_curves = an.memory_curves(data.memory)
+    for p in loaded.storage:  # every point's interval, computed once before the figures' workers fork
+        ci.storage_intervals(data.path, p)
     from app.report.plots import draw_all
     from app.report.queue_plots import queueing_figure
     from app.report.suite_plots import figures as suite_figures

@@ -18,7 +18,7 @@ from app.points import Kind
 from app.results import ResultsDir
 from app.screens import strings
 from app.screens.messages import ShowDevices, ShowReport
-from app.summary import SUITE_MODES, figure_keys, latency_text, point_label
+from app.summary import SUITE_MODES, ci_pct, figure_keys, latency_text, pm_pct, point_label
 from app.units import format_count
 from app.widgets import TooSmall
 
@@ -42,6 +42,36 @@ STORAGE_COLUMNS: list[Column] = [
     ("p99 µs", lambda r: r["lat_p99_us"] or 0.0, lambda v: f"{v:.1f}"),
     ("CPU %", lambda r: (r["usr_cpu_pct"] or 0.0) + (r["sys_cpu_pct"] or 0.0), lambda v: f"{v:.1f}"),
 ]
+# shown when a point of the run has a 95 % interval of its headline figure (results.csv's *_ci_low/high)
+def _storage_ci(r: dict[str, Any]) -> float:
+    """A storage row's interval of its IOPS in per cent; -1 for none (sorts first)."""
+    pct = ci_pct(r["iops"], r.get("iops_ci_low"), r.get("iops_ci_high"))
+    return -1.0 if pct is None else pct
+
+
+def _memory_ci(r: dict[str, Any]) -> float:
+    """A memory row's interval of its latency, or of its bandwidth when it has no latency, in per cent; -1 for
+    none."""
+    if r.get("latency_ns") is not None and r["latency_ns"] == r["latency_ns"]:  # not NaN
+        pct = ci_pct(r["latency_ns"], r.get("latency_ns_ci_low"), r.get("latency_ns_ci_high"))
+    else:
+        pct = ci_pct(r.get("bandwidth_MBps"), r.get("bandwidth_mbps_ci_low"), r.get("bandwidth_mbps_ci_high"))
+    return -1.0 if pct is None else pct
+
+
+STORAGE_CI_COLUMN: Column = ("±", _storage_ci, lambda v: pm_pct(None if v < 0 else v))
+MEMORY_CI_COLUMN: Column = ("±", _memory_ci, lambda v: pm_pct(None if v < 0 else v))
+
+
+def with_ci_column(columns: list[Column], records: list[dict[str, Any]], memory: bool) -> list[Column]:
+    """The columns with ± after the figure it belongs to (IOPS; latency or bandwidth) when a row has one."""
+    column = MEMORY_CI_COLUMN if memory else STORAGE_CI_COLUMN
+    if not any(column[1](r) >= 0 for r in records):
+        return columns
+    after = next(i for i, c in enumerate(columns) if c[0] in ("IOPS", "latency ns", "MB/s")) + 1
+    return columns[:after] + [column] + columns[after:]
+
+
 # shown when a point of the run has a validity flag (app.validity)
 FLAGS_COLUMN: Column = ("flags", lambda r: r.get("flags") or "", lambda v: v.replace(";", " "))
 MEMORY_COLUMNS: list[Column] = [
@@ -61,7 +91,7 @@ SUITE_COLUMNS: list[Column] = [
      lambda v: "-" if v < 0 else latency_text(v)),
     ("MB/s", lambda r: r["bandwidth_MBps"] or -1.0, lambda v: "-" if v < 0 else f"{v:.1f}"),
 ]
-RIGHT = {"#", "IOPS", "MB/s", "avg µs", "p99 µs", "CPU %", "stride", "delay", "latency ns"}
+RIGHT = {"#", "IOPS", "±", "MB/s", "avg µs", "p99 µs", "CPU %", "stride", "delay", "latency ns"}
 
 
 # --- a fleet run: host × point (app.report.fleet: the same points, totals and outliers as the report) -----------
@@ -332,6 +362,7 @@ class ResultsScreen(Screen[None]):
         self.columns = MEMORY_COLUMNS if kinds == {Kind.MEMORY} else STORAGE_COLUMNS
         if kinds == {Kind.MEMORY} and with_figures(self.path, self.records):
             self.columns = SUITE_COLUMNS
+        self.columns = with_ci_column(self.columns, self.records, kinds == {Kind.MEMORY})
         if any(r.get("flags") for r in self.records):
             self.columns = self.columns + [FLAGS_COLUMN]
         table = self.query_one("#results", DataTable)

@@ -8,7 +8,8 @@ from __future__ import annotations
 import asyncio
 import math
 import threading
-from dataclasses import dataclass
+from collections import deque
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, AsyncIterator, Callable, ClassVar
 
@@ -31,7 +32,7 @@ from app.screens import strings
 from app.screens.confirm import YesNo
 from app.screens.messages import ShowResults
 from app.screens.state import RunRequest, app_options, app_sessions
-from app.summary import SUITE_MODES, live_line, metrics_line, outcome_line, point_label
+from app.summary import SUITE_MODES, live_interval, live_line, metrics_line, outcome_line, point_label
 from app.units import format_duration
 from app.widgets import TooSmall
 from app.widgets.charts import BandwidthChart, CurveChart, DelayChart, LatencyChart, ThroughputChart, TimeSeries
@@ -147,6 +148,9 @@ def mark_interrupted(session: sweep.Session) -> None:
     session.mark_interrupted()
 
 
+MAX_SECONDS = 3600  # samples of one point kept for its running interval (an hour of seconds)
+
+
 @dataclass
 class RunState:
     """What the run screen shows, updated by the run's events (one handler per event type)."""
@@ -167,6 +171,9 @@ class RunState:
     error: str | None = None
     events_seen: int = 0
     phase: Phase | None = None  # what fio is doing in the current point (layout, ramp, measuring, steady)
+    # the current storage point's samples (its whole seconds give the running interval of its IOPS)
+    seconds: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=MAX_SECONDS))
+    interval: str = ""  # the running interval of its IOPS (app.summary.live_interval), on the phase line
 
 
 class RunScreen(Screen[None]):
@@ -389,7 +396,8 @@ class RunScreen(Screen[None]):
         for chart in self.query(TimeSeries):
             chart.gap()  # the lines of two points are not joined across what runs between them
         st.current = point_label(self.kind, ev.point)
-        st.live = ""
+        st.live = st.interval = ""
+        st.seconds.clear()
         if self.kind == Kind.MEMORY:
             self.follow(ev.point.to_dict())
         st.phase = None
@@ -495,7 +503,10 @@ class RunScreen(Screen[None]):
             series.add_sample(t, d)
         if d.get("host") is not None:
             return
+        self.state.seconds.append(d)
         self.state.live = live_line(self.kind, d)
+        if d.get("hosts") is None and not (self.state.phase is not None and self.state.phase.index < 0):
+            self.state.interval = live_interval(self.state.seconds)  # a point's (not the fleet's, not a fill's)
         if d.get("hosts") is not None:  # the fleet total
             self.state.live += strings.RUN_FLEET_HOSTS.format(n=d["hosts"])
 
@@ -573,7 +584,10 @@ class RunScreen(Screen[None]):
         if point:
             self.query_one("#run-point", Static).update(point)
         for line in self.query("#run-phase").results(Static):
-            line.update(phase_text(self.state.phase))
+            phase = phase_text(self.state.phase)
+            measuring = self.state.phase is not None and self.state.phase.phase in ("measuring", "steady")
+            line.update(phase + strings.PHASE_INTERVAL.format(interval=self.state.interval)
+                        if phase and measuring and self.state.interval else phase)
 
     def tick(self) -> None:
         for chart in self.query(".charts > *, #curve-chart, .mem-panel"):

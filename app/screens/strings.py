@@ -281,6 +281,8 @@ PHASE_LAYOUT = "Laying out the test file: {done} of {total} ({percent} %)"
 PHASE_LAYOUT_UNKNOWN = "Laying out the test file ({total}) before measuring…"
 PHASE_RAMP = "Ramp: {done} of {total} s, not measured"
 PHASE_MEASURING = "Measuring"
+# after the phase while a point measures: the running 95 % interval of its mean IOPS (app.summary.live_interval)
+PHASE_INTERVAL = "  ·  IOPS {interval}"
 PHASE_STEADY = "Steady-state window: {done} of {total} s"
 PHASE_PRECONDITIONING = "Preconditioning the target, not measured"
 PHASE_PRECONDITION_STEADY = "Preconditioning until steady: window {done} of {total} s"

@@ -278,5 +278,7 @@ async def test_the_live_screen_says_fio_lays_out_the_test_file_before_its_first_
     figures = [int(pattern.fullmatch(text).group(3)) for text, _ in layout]  # type: ignore[union-attr]
     assert figures == sorted(figures) and any(0 < f < 100 for f in figures), f"progress in between: {shown}"
     after = [text for text, _ in shown[len(layout):]]
-    assert shown[:len(layout)] == layout and after and after[0] == "Measuring", shown
+    # then "Measuring", followed by the running interval of IOPS once a sample came in
+    assert shown[:len(layout)] == layout and after and after[0].startswith("Measuring"), shown
+    assert all(t in ("Measuring", "Measuring  ·  IOPS ± — (needs 10 s)") for t in after), shown  # a 1 s runtime
     assert (tmp_path / "results").exists()

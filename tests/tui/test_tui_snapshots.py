@@ -46,7 +46,7 @@ def storage_metrics(i: int) -> dict[str, Any]:
                                               "p99_99": mean * 5}, "usr_cpu": 2.5, "sys_cpu": 10.0 + i}
 
 
-def storage_events(plan: list[dict[str, Any]], completed: int) -> list[Any]:
+def storage_events(plan: list[dict[str, Any]], completed: int, seconds: int = 3) -> list[Any]:
     total = len(plan)
     events: list[Any] = [sweep.RunStarted(total, total, 1.5 * total, {}, RUN_DIR)]
     t = 0
@@ -54,7 +54,7 @@ def storage_events(plan: list[dict[str, Any]], completed: int) -> list[Any]:
         events.append(sweep.PointStarted(i, point, i, total, 1.5 * (total - i)))
         events.append(Phase(i, "measuring"))
         m = storage_metrics(i)
-        for k in range(1, 4):
+        for k in range(1, seconds + 1):
             t += 1
             f = 1 + 0.1 * ((k + i) % 3)
             events.append(Sample(i, {"t": float(k), "iops": m["iops"] * f, "read_iops": m["iops"], "write_iops": 0.0,
@@ -100,12 +100,17 @@ async def show_run(pilot, screen: RunScreen, n_events: int) -> None:
     await pilot.pause()
 
 
-def write_results(flags: dict[int, list[str]] | None = None) -> None:
+def write_results(flags: dict[int, list[str]] | None = None, ci: bool = False) -> None:
+    """``ci``: the points record a 95 % interval of IOPS of ±(1 + i) %, but the last none."""
     plan = core.apply_overrides(core.load("quick"), list(SMALL)).expand()
     rd = ResultsDir(RUN_DIR)
     rd.create(runmeta.new({"kind": "storage", "plan": plan, "status": "complete"}, rd.run_json))
     for i, point in enumerate(plan):
         record = {"kind": "storage", "index": i, "point": point.to_dict(), "metrics": storage_metrics(i)}
+        if ci and i < len(plan) - 1:
+            iops = record["metrics"]["iops"]
+            record["metrics"]["ci95"] = {"iops": [iops * (0.99 - 0.01 * i), iops * (1.01 + 0.01 * i)]}
+            record["metrics"]["ci_method"] = {"method": "batch-means"}
         if flags is not None:
             record["flags"] = [{"flag": name, "reason": "a reason"} for name in flags.get(i, [])]
         rd.append(read_line(record))
@@ -200,6 +205,28 @@ def test_results_with_validity_flags(snap_compare) -> None:
         await pilot.pause()
 
     assert snap_compare(app_(), run_before=before, terminal_size=(120, 24))
+
+
+def test_results_with_intervals(snap_compare) -> None:
+    """A ± column after IOPS (the half-width of each point's 95 % interval in per cent); empty for the point
+    without one."""
+    async def before(pilot) -> None:
+        write_results(ci=True)
+        pilot.app.push_screen(ResultsScreen(RUN_DIR))
+        await pilot.pause()
+
+    assert snap_compare(app_(), run_before=before, terminal_size=SIZE)
+
+
+def test_run_storage_live_interval(snap_compare) -> None:
+    """24 seconds into a point: its running interval of IOPS beside the live figures."""
+    plan = core.apply_overrides(core.load("quick"), list(SMALL)).expand()
+    events = storage_events(plan, completed=1, seconds=24)
+
+    async def before(pilot) -> None:
+        await show_run(pilot, fake_run("quick", events), len(events))
+
+    assert snap_compare(app_(), run_before=before, terminal_size=SIZE)
 
 
 def test_export_modal(snap_compare) -> None:

@@ -19,12 +19,14 @@ def test_spread_needs_three_seconds_and_states_the_interval() -> None:
     s = spread([100.0, 110.0, 90.0, 100.0])
     assert s is not None and s.n == 4 and s.mean == 100.0 and (s.lo, s.hi) == (90.0, 110.0)
     # sd = sqrt(200/3) = 8.165; half-width = t(3) 3.182 × 8.165 / 2 = 12.99
-    assert math.isclose(s.half_width, 3.182 * math.sqrt(200 / 3) / 2, rel_tol=1e-9)
+    assert math.isclose(s.half_width, 3.1824463 * math.sqrt(200 / 3) / 2, rel_tol=1e-6)  # t(0.975, 3) = 3.18245
     assert s.straddles(105.0) and not s.straddles(120.0) and not s.straddles(80.0)
 
 
-def test_t95_falls_to_the_normal_value() -> None:
-    assert t95(1) == 12.706 and t95(30) == 2.042 and t95(500) == 1.96
+def test_t95_is_the_t_quantile_at_every_df() -> None:
+    """Printed-table values (1, 30) and beyond the old 30-row table (500: 1.965, not the normal 1.96)."""
+    assert round(t95(1), 3) == 12.706 and round(t95(30), 3) == 2.042 and round(t95(500), 3) == 1.965
+    assert round(t95(0), 3) == 1.960  # no degrees of freedom: the normal value, as before
 
 
 @given(st.lists(st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-10**6, 10**6)), max_size=40))
