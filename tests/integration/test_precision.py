@@ -28,12 +28,12 @@ def test_a_point_stops_once_precise_and_keeps_fio_s_figures(tmp_path: Path) -> N
     (record,) = lines(out)
     p = record["precision"]
     assert p["stop"] == "precise" and p["target_pct"] == 5.0 and p["figure"] == "iops", p
-    assert p["reached_pct"] <= 5.0 and 10 <= p["after_s"] < 20, p
+    assert p["reached_pct"] <= 5.0 and 10 <= p["after_s"] < 25, p
     assert record["point"]["precision"] == "5%" and "error" not in record
     assert record["checks"]["imprecise"] == {"result": "passed"}
     assert "imprecise" not in [f["flag"] for f in record["flags"]]
     fio = json.loads((out / record["raw"]["json"]).read_text())  # fio's final document, written as at its end
-    assert fio["jobs"][0]["job_runtime"] < 20_000 and record["metrics"]["iops"] > 0
+    assert fio["jobs"][0]["job_runtime"] < 25_000 and record["metrics"]["iops"] > 0
     assert took < 28, took  # well before the 30 s cap, setup included
 
 
