@@ -325,6 +325,13 @@ class FioRunner(Runner):
     def tool_versions(self) -> dict[str, str]:
         return {"fio": fio_version()}
 
+    def check_plan(self, plan: Sequence[Point]) -> None:
+        """A latency-bound search changes its queue depth as it goes: its IOPS have no one mean to be precise
+        about, and stopping it early would cut the search short."""
+        if any(isinstance(p, StoragePoint) and p.precision is not None and p.latency_bound is not None for p in plan):
+            raise UsageError("key 'precision' cannot be used with latency_bound: fio's latency_target search varies "
+                             "the queue depth, so its IOPS have no one mean to stop at.")
+
     async def run(self, items: list[tuple[int, Point]], ctx: Context) -> AsyncGenerator[Event, None]:
         for index, point in items:
             if not isinstance(point, StoragePoint):

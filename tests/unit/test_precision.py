@@ -22,6 +22,7 @@ from app.precision import (
     reached_percent,
 )
 from app.records import Parts, StorageMetrics
+from app.runners.fio import FioRunner
 from app.validity import NO_PRECISION, TargetFacts, point_checks, point_flags
 
 
@@ -58,6 +59,13 @@ def test_the_key_is_set_like_any_other_left_out_when_unset_and_refused_with_one_
         with pytest.raises(UsageError) as e:
             presets.apply_overrides(preset, [bad]).expand()
         assert "precision" in str(e.value) and "\n" not in str(e.value).strip()
+
+
+def test_a_precision_with_a_latency_bound_search_is_refused() -> None:
+    plan = presets.apply_overrides(presets.load("qd-knee"), ["latency_bound=1ms", "precision=2%"]).expand()
+    with pytest.raises(UsageError, match="'precision' cannot be used with latency_bound"):
+        FioRunner().check_plan(plan)
+    FioRunner().check_plan(presets.apply_overrides(presets.load("quick"), ["precision=2%"]).expand())
 
 
 def noisy(n: int, sd: float, seed: int = 1, mean: float = 10_000.0) -> list[float]:
