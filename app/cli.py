@@ -168,7 +168,7 @@ def presets_show(name: str, sets: tuple[str, ...], as_json: bool) -> int:
     for line in d.procedure:
         click.echo(line)
     tables = [p.to_dict() for p in d.points]
-    keys = [k for k in tables[0] if k in d.axes]
+    keys = [k for k in tables[0] if k in d.axes or k == "replicate"]
     rows = [[i + 1, point_label(d.kind, p)] + [setting_text(k, p.get(k)) for k in keys] for i, p in enumerate(tables)]
     click.echo(format_table(["#", "point"] + keys, rows, right=(0,)))
     click.echo(f"{d.totals} — {d.access}")

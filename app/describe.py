@@ -8,7 +8,15 @@ from typing import Mapping, Sequence
 
 from app.points import Kind, Point, StoragePoint
 from app.presets import Preset, describe_axes, summary
-from app.procedure import SEQUENTIAL_PRECONDITION_PASSES, SNIA_WINDOW, precondition_estimate_s, region_size
+from app.procedure import (
+    AUTO,
+    MIN_AUTO_REPLICATES,
+    SEQUENTIAL_PRECONDITION_PASSES,
+    SNIA_WINDOW,
+    Procedure,
+    precondition_estimate_s,
+    region_size,
+)
 from app.units import format_duration, format_size, setting_text
 
 WRITES = "writes to the target"
@@ -33,10 +41,23 @@ def procedure_lines(preset: Preset, points: list[Point]) -> list[str]:
         track = " ".join(f"{k}={setting_text(k, v)}" for k, v in proc.track.items()) or "the first point"
         lines.append(f"rounds: up to {proc.rounds}, stopping once {track} is steady by SNIA's rule "
                      f"({SNIA_WINDOW}-round window, range ≤ 20% and slope excursion ≤ 10% of the mean)")
+    lines.extend(repeat_lines(proc, preset.kind))
     if proc.adaptive:
         lines.append("adaptive: the rest of a QD or numjobs axis is skipped once IOPS grows < 3% while mean "
                      "latency grows ≥ 1.5x on two consecutive steps")
     return lines
+
+
+def repeat_lines(proc: Procedure, kind: Kind) -> list[str]:
+    """``repeat``: how many replicates of every point, in which order, and when "auto" stops."""
+    if proc.repeat == AUTO:
+        figure = "IOPS" if kind == Kind.STORAGE else "latency (bandwidth where a point has no latency)"
+        span = f"{MIN_AUTO_REPLICATES}–{proc.repeat_max}" if proc.repeat_max > MIN_AUTO_REPLICATES else proc.repeat_max
+        return [f"repeat: auto: {span} replicates until {figure} CV < "
+                f"{proc.repeat_cv:g} %, interleaved"]
+    if proc.replicates > 1:
+        return [f"repeat: ×{proc.replicates} replicates, interleaved (every point once, then again)"]
+    return []
 
 
 @dataclass(frozen=True)
@@ -77,8 +98,9 @@ def describe_plan(preset: Preset) -> PlanDescription:
     info = summary(preset)
     axes = describe_axes(preset)
     first = points[0].to_dict() if points else {}
-    settings = {k: v for k, v in first.items() if k not in axes and k not in ("group", "round")}
-    bounded = (preset.procedure.rounds > 1 or preset.procedure.adaptive or preset.procedure.precondition == "workload"
+    settings = {k: v for k, v in first.items() if k not in axes and k not in ("group", "round", "replicate")}
+    proc = preset.procedure
+    bounded = (proc.rounds > 1 or proc.repeat == AUTO or proc.adaptive or proc.precondition == "workload"
                or any(isinstance(p, StoragePoint) and (p.steady or p.latency_bound or p.precision) for p in points))
     return PlanDescription(preset.name, Kind(preset.kind), preset.description, preset.source, points, axes,
                            settings, info["estimated"], info["writes"], procedure_lines(preset, points), bounded)

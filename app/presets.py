@@ -62,12 +62,19 @@ from app.points import (
     records_of,
 )
 from app.procedure import (
+    AUTO,
+    MAX_REPEAT,
     MAX_ROUNDS,
     MAX_TELEMETRY_INTERVAL_S,
+    MIN_AUTO_REPLICATES,
     PRECONDITION_MODES,
+    REPEAT_CV_PCT,
+    REPEAT_MAX,
     TELEMETRY_INTERVAL_S,
     WORKLOAD_PRECONDITION_CAP_S,
     Procedure,
+    check_repeat,
+    in_replicates,
     in_rounds,
     matches,
     precondition_estimate_s,
@@ -152,6 +159,32 @@ def timeseries_filter(text: str) -> dict[str, PointValue] | None:
     return {} if canonical == "all" else _track(canonical)
 
 
+def _repeat(v: object) -> int | str:
+    """Replicates of every point: a whole number from 1 to MAX_REPEAT, or "auto"."""
+    if isinstance(v, str) and v.strip(" ").lower() == AUTO:
+        return AUTO
+    try:
+        return whole(1, MAX_REPEAT)(v)
+    except ValueError:
+        raise ValueError(f"expected \"auto\" or a whole number from 1 to {MAX_REPEAT}") from None
+
+
+MAX_REPEAT_CV_PCT = 50.0
+
+
+def _repeat_cv(v: object) -> float:
+    """A coefficient of variation in per cent, "3%" or 3: above 0, at most MAX_REPEAT_CV_PCT."""
+    shape = f"expected a percentage above 0 and at most {MAX_REPEAT_CV_PCT:g}, e.g. \"3%\""
+    if isinstance(v, str):
+        m = re.fullmatch(r" *([0-9]{1,6}(?:\.[0-9]{1,6})?) *%? *", v)
+        if m is None:
+            raise ValueError(shape)
+        v = float(m.group(1))
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= MAX_REPEAT_CV_PCT:
+        raise ValueError(shape)
+    return float(v)
+
+
 # settings of how a storage plan is run rather than of its points (app/procedure.py); in [settings] or --set
 PROCEDURE_KEYS: dict[str, Key] = {
     "precondition": Key(choice(PRECONDITION_MODES), "none",
@@ -173,7 +206,21 @@ PROCEDURE_KEYS: dict[str, Key] = {
                               "seconds between readings of the drive's health log (NVMe, SATA/SAS) while a point "
                               f"runs, besides one at each point's start and end; 1 to {MAX_TELEMETRY_INTERVAL_S}, "
                               f"default {TELEMETRY_INTERVAL_S}"),
+    "repeat": Key(_repeat, 1, f"measure every point this many times, interleaved (every point once, then again …), "
+                              f"1 to {MAX_REPEAT}; or \"auto\": until the replicates' IOPS CV is under repeat_cv"),
+    "repeat_cv": Key(_repeat_cv, REPEAT_CV_PCT, "repeat = \"auto\" stops a point's replicates once their coefficient "
+                                               f"of variation is under this per cent; default {REPEAT_CV_PCT:g}"),
+    "repeat_max": Key(whole(MIN_AUTO_REPLICATES, MAX_REPEAT), REPEAT_MAX,
+                      f"repeat = \"auto\" measures a point at most this many times, {MIN_AUTO_REPLICATES} to "
+                      f"{MAX_REPEAT}; default {REPEAT_MAX}"),
 }
+# the procedure settings a memory plan takes (the others are about a storage target)
+MEMORY_PROCEDURE_KEYS = ("repeat", "repeat_cv", "repeat_max")
+
+
+def procedure_keys(kind: str) -> tuple[str, ...]:
+    """The procedure settings a plan of ``kind`` takes, in [settings] or --set."""
+    return tuple(PROCEDURE_KEYS) if kind == STORAGE else MEMORY_PROCEDURE_KEYS
 
 KEYS: dict[str, dict[str, Key]] = {STORAGE: STORAGE_KEYS, MEMORY: MEMORY_KEYS}
 # keys added after plans were first recorded in run.json: a plan without one had the key's default
@@ -328,13 +375,17 @@ class Preset:
     def plan_size(self) -> int:
         """Points before duplicates are merged: the sum over groups of the product of axis lengths.
         Cheap (no expansion), an upper bound of ``len(expand())``."""
-        return self.procedure.rounds * sum(math.prod(len(v) for v in axes.values()) for _, axes in self.group_axes())
+        return self._copies() * sum(math.prod(len(v) for v in axes.values()) for _, axes in self.group_axes())
+
+    def _copies(self) -> int:
+        """How many times the plan's points are measured: rounds, or replicates."""
+        return self.procedure.rounds * self.procedure.replicates
 
     def check_plan_size(self) -> None:
         """UsageError naming the axes when the plan would exceed MAX_PLAN_POINTS."""
         groups = self.group_axes()
         sizes = [math.prod(len(v) for v in axes.values()) for _, axes in groups]
-        total = sum(sizes) * self.procedure.rounds
+        total = sum(sizes) * self._copies()
         if total <= MAX_PLAN_POINTS:
             return
         parts = []
@@ -345,6 +396,8 @@ class Preset:
         more = f" and {len(groups) - 3} more groups" if len(groups) > 3 else ""
         if self.procedure.rounds > 1:
             more += f", in {self.procedure.rounds} rounds"
+        if self.procedure.replicates > 1:
+            more += f", × {self.procedure.replicates} replicates"
         raise _fail(self.source, f"the plan has {total:,} points ({'; '.join(parts)}{more}), more than the limit "
                                  f"of {MAX_PLAN_POINTS:,} points per run; use fewer values on an axis "
                                  "(--set KEY=V replaces one).")
@@ -358,6 +411,7 @@ class Preset:
         fingerprint = self._fingerprint()
         if self._cache is not None and self._cache[0] == fingerprint:
             return self._cache[1]
+        check_repeat(self.procedure, self.source)
         self.check_plan_size()
         base, _ = self._base()
         order = list(base)  # every point has these keys; "group" is not part of a point's identity
@@ -384,6 +438,7 @@ class Preset:
                     points.append(point_from_dict(self.kind, {**values, "group": group.label or None}))
         if self.procedure.rounds > 1:
             points = list(in_rounds([p for p in points if isinstance(p, StoragePoint)], self.procedure.rounds))
+        points = in_replicates(points, self.procedure.replicates)
         check_track(self.track_source or self.source, points, self.procedure.track)
         self._cache = (fingerprint, points)
         return points
@@ -524,7 +579,7 @@ def _shown_path(path: str | os.PathLike[str]) -> str:
 def _check_value(where: str, kind: str, key: str, value: object) -> PointValue:
     keys = KEYS[kind]
     if key not in keys:
-        known = list(keys) + (list(PROCEDURE_KEYS) if kind == STORAGE else [])
+        known = list(keys) + list(procedure_keys(kind))
         raise _fail(where, f"unknown key {show_value(key)} for a {kind} preset; known keys: {', '.join(known)}.")
     word = value.strip(" ").lower() if isinstance(value, str) else None
     if kind == MEMORY and word in (EACH, WORKING_SET):
@@ -599,7 +654,7 @@ def parse_preset(data: object, source: str) -> Preset:
     settings: dict[str, PointValue] = {}
     procedure: dict[str, object] = {}
     for key, value in settings_raw.items():
-        if kind == STORAGE and key in PROCEDURE_KEYS:
+        if key in procedure_keys(kind):
             procedure[key] = _check_procedure(source, key, value)
             continue
         if isinstance(value, list):
@@ -811,13 +866,14 @@ def validate_plan(kind: object, plan: object, source: str) -> list[Point]:
                 raise UsageError(f"{where} key 'engine' has invalid value {show_value(entry['engine'])}: must be "
                                  f"one of {', '.join(RECORDED_ENGINES)}.")
             point["engine"] = entry["engine"]
-        if "round" in entry:
-            r = entry["round"]
-            if not isinstance(r, int) or isinstance(r, bool) or not 1 <= r <= MAX_ROUNDS:
-                raise UsageError(f"{where} key 'round' has invalid value {show_value(r)}: must be a whole number from "
-                                 f"1 to {MAX_ROUNDS}.")
-            point["round"] = r
-        identity = tuple(point[k] for k in keys) + (point.get("round"),)
+        for key, limit in (("round", MAX_ROUNDS), ("replicate", MAX_REPEAT)):
+            if key in entry:
+                n = entry[key]
+                if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= limit:
+                    raise UsageError(f"{where} key '{key}' has invalid value {show_value(n)}: must be a whole number "
+                                     f"from 1 to {limit}.")
+                point[key] = n
+        identity = tuple(point[k] for k in keys) + (point.get("round"), point.get("replicate"))
         if identity in seen:
             raise UsageError(f"{where} repeats plan[{seen[identity]}] (the same settings twice).")
         seen[identity] = i
@@ -841,21 +897,29 @@ def check_track(where: str, plan: Iterable[Point], track: Mapping[str, object]) 
                        f"{has}).")
 
 
+def procedure_entry(kind: str, procedure: Procedure) -> dict[str, object]:
+    """run.json's ``procedure`` of a run of ``kind``: the settings such a run takes (a memory run: its repeats)."""
+    return {k: v for k, v in procedure.to_dict().items() if k in procedure_keys(kind)}
+
+
 def validate_procedure(kind: Kind, value: object, source: str) -> Procedure:
     """The procedure a results directory's run.json records (untrusted), checked by the keys' parsers;
     a run without one had the default."""
     if value is None:
         return Procedure()
-    if kind != STORAGE or not isinstance(value, dict):
+    known = procedure_keys(kind)
+    if not isinstance(value, dict):
         raise _fail(source, f"key 'procedure' has invalid value {show_value(value)}: must be a table of "
-                            f"{', '.join(PROCEDURE_KEYS)} (storage runs only).")
+                            f"{', '.join(known)}.")
     parsed: dict[str, object] = {}
     for key, raw in value.items():
-        if key not in PROCEDURE_KEYS:
-            raise _fail(source, f"key 'procedure' has unknown key {show_value(key)}; known keys: "
-                                f"{', '.join(PROCEDURE_KEYS)}.")
+        if key not in known:
+            raise _fail(source, f"key 'procedure' has unknown key {show_value(key)}; known keys for a {kind} run: "
+                                f"{', '.join(known)}.")
         parsed[key] = _check_procedure(f"{source}: procedure", key, raw)
-    return _procedure(Procedure(), parsed)
+    procedure = _procedure(Procedure(), parsed)
+    check_repeat(procedure, f"{source}: procedure")
+    return procedure
 
 
 # --- where presets live -----------------------------------------------------------------------
@@ -928,7 +992,7 @@ def _overrides(kind: str, items: list[str] | tuple[str, ...]) -> tuple[Axes, dic
         key, _, value = item.partition("=")
         key = key.strip(" ")
         where = f"--set {shown}"
-        if kind == STORAGE and key in PROCEDURE_KEYS:  # one value, not an axis
+        if key in procedure_keys(kind):  # one value, not an axis
             if not value.strip(" "):
                 raise _fail(where, f"key {show_value(key)} has an empty value.")
             procedure[key] = _check_procedure(where, key, value.strip(" "))

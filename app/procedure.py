@@ -9,6 +9,11 @@ points no longer worth measuring (docs/presets.md, "Procedure").
   left are skipped.
 * ``adaptive``: on a queue-depth (or numjobs) axis, once IOPS grew less than 3 % while mean latency
   grew at least 1.5x on two consecutive steps, the rest of that axis for that workload is skipped.
+* ``repeat``: every point is measured this many times (the points carry ``replicate``), interleaved: every
+  point's first replicate, then every point's second …, so that drift over the run shows up as variation
+  between replicates.  ``"auto"`` plans ``repeat_max`` replicates and skips a point's later ones once at
+  least :data:`MIN_AUTO_REPLICATES` of them have a coefficient of variation of IOPS (a memory point: of its
+  latency, or of its bandwidth when it measures only that) under ``repeat_cv`` per cent.  Storage and memory.
 
 A skipped point is not a failure: run.json lists it with the reason, ``resume`` does not run it and the
 report lists it.  The rules are pure functions of the plan and of the measured points, so a resumed run
@@ -21,8 +26,9 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Iterable, Mapping, Sequence
 
 from app.errors import UsageError
-from app.points import WRITE_MODES, Point, StoragePoint
+from app.points import WRITE_MODES, Kind, Point, StoragePoint
 from app.records import ResultLine
+from app.uncertainty import replicate_spread
 
 PRECONDITION_MODES = ("none", "sequential", "workload")
 MAX_ROUNDS = 100
@@ -40,6 +46,11 @@ WORKLOAD_PRECONDITION_CAP_S = 1800  # a workload preconditioning pass stops here
 ASSUMED_PRECONDITION_BYTES_PER_S = 500e6  # for the estimate only: the real time depends on the device
 TELEMETRY_INTERVAL_S = 10  # seconds between drive telemetry readings while a point runs (app.telemetry)
 MAX_TELEMETRY_INTERVAL_S = 3600
+AUTO = "auto"  # repeat = "auto": replicates until their spread is small (repeat_cv), at most repeat_max
+MAX_REPEAT = 50
+MIN_AUTO_REPLICATES = 3  # a coefficient of variation of fewer runs says little
+REPEAT_CV_PCT = 3.0  # PTS's dynamic run count stops near this (3.5 %)
+REPEAT_MAX = 10
 
 
 @dataclass(frozen=True)
@@ -53,6 +64,9 @@ class Procedure:
     precondition_cap: float | int = WORKLOAD_PRECONDITION_CAP_S  # seconds: a workload pass stops here
     timeseries: str = "none"  # the points the report draws over time: none, all or "KEY=VALUE ..." (app.presets)
     telemetry_interval: int = TELEMETRY_INTERVAL_S  # seconds between drive health readings during a point
+    repeat: int | str = 1  # replicates of every point, or AUTO
+    repeat_cv: float = REPEAT_CV_PCT  # per cent: AUTO stops a point's replicates once their CV is under this
+    repeat_max: int = REPEAT_MAX  # AUTO's replicates at most
 
     def to_dict(self) -> dict[str, object]:
         """run.json's ``procedure``; a key added later is left out at its default, so that the run.json of a
@@ -62,7 +76,15 @@ class Procedure:
             del out["timeseries"]
         if out["telemetry_interval"] == TELEMETRY_INTERVAL_S:
             del out["telemetry_interval"]
+        for key, default in (("repeat", 1), ("repeat_cv", REPEAT_CV_PCT), ("repeat_max", REPEAT_MAX)):
+            if out[key] == default:
+                del out[key]
         return out
+
+    @property
+    def replicates(self) -> int:
+        """Replicates planned of every point (AUTO: its cap; the skip rule ends a point's earlier)."""
+        return self.repeat_max if self.repeat == AUTO else int(self.repeat)
 
     @property
     def is_default(self) -> bool:
@@ -71,14 +93,34 @@ class Procedure:
 
 @dataclass(frozen=True)
 class Measured:
-    """What the rules need of a measured point."""
+    """What the rules need of a measured point: a storage point's IOPS and mean latency, a memory point's
+    latency and bandwidth (``iops`` None)."""
 
-    iops: float
+    iops: float | None
     lat_mean_ns: float | None
+    latency_ns: float | None = None
+    bandwidth_mbps: float | None = None
+
+    @property
+    def repeat_figure(self) -> tuple[str, float] | None:
+        """The figure whose spread over replicates ends ``repeat = "auto"``, by name: IOPS; a memory point's
+        latency, or its bandwidth when it measures only that."""
+        if self.iops is not None:
+            return "IOPS", self.iops
+        if self.latency_ns is not None:
+            return "latency", self.latency_ns
+        if self.bandwidth_mbps is not None:
+            return "bandwidth", self.bandwidth_mbps
+        return None
 
 
 def measured_from_line(line: ResultLine) -> Measured | None:
-    """The figures of a results line (None when it has no IOPS)."""
+    """The figures of a results line (None when it has none the rules read)."""
+    if line.kind == Kind.MEMORY:
+        mem = line.memory
+        if mem.latency_ns is None and mem.bandwidth_mbps is None:
+            return None
+        return Measured(None, None, mem.latency_ns, mem.bandwidth_mbps)
     m = line.storage
     if m.iops is None:
         return None
@@ -90,7 +132,7 @@ def measured_from_line(line: ResultLine) -> Measured | None:
 
 
 def _flat_step(a: Measured, b: Measured) -> bool:
-    if a.lat_mean_ns is None or b.lat_mean_ns is None or a.lat_mean_ns <= 0:
+    if a.lat_mean_ns is None or b.lat_mean_ns is None or a.lat_mean_ns <= 0 or a.iops is None or b.iops is None:
         return False
     return b.iops < a.iops * (1 + SATURATION_IOPS_GAIN) and b.lat_mean_ns >= a.lat_mean_ns * SATURATION_LATENCY_GROWTH
 
@@ -184,8 +226,9 @@ def rounds_series(plan: Sequence[Point], track: Mapping[str, object],
     """(round, IOPS) of the tracked point, for the rounds measured so far, in round order."""
     series = []
     for r, index in sorted(tracked_indices(plan, track).items()):
-        if index in measured:
-            series.append((r, measured[index].iops))
+        iops = measured[index].iops if index in measured else None
+        if iops is not None:
+            series.append((r, iops))
     return series
 
 
@@ -234,6 +277,8 @@ def skips(plan: Sequence[Point], procedure: Procedure, measured: Mapping[int, Me
         out.update(saturation_skips(plan, measured))
     for index, reason in round_skips(plan, procedure, measured, skipped).items():
         out.setdefault(index, reason)
+    for index, reason in replicate_skips(plan, procedure, measured).items():
+        out.setdefault(index, reason)
     return out
 
 
@@ -242,6 +287,54 @@ def in_rounds(points: Sequence[StoragePoint], rounds: int) -> list[StoragePoint]
     if rounds <= 1:
         return list(points)
     return [replace(p, round=r) for r in range(1, rounds + 1) for p in points]
+
+
+# --- replicates -----------------------------------------------------------------------------------
+
+
+def in_replicates(points: Sequence[Point], replicates: int) -> list[Point]:
+    """The plan of a repeated run, interleaved: every point's replicate 1, then every point's replicate 2 …
+    (one replicate: the points as they are, without a ``replicate``)."""
+    if replicates <= 1:
+        return list(points)
+    return [replace(p, replicate=k) for k in range(1, replicates + 1) for p in points]
+
+
+def replicate_skips(plan: Sequence[Point], procedure: Procedure, measured: Mapping[int, Measured]) -> dict[int, str]:
+    """Plan index → reason, for ``repeat = "auto"``: a point's replicates after the first one at which its
+    measured replicates so far (at least MIN_AUTO_REPLICATES) have a coefficient of variation under
+    ``repeat_cv``.  Walked in replicate order, so the same measured points give the same answer whenever
+    it is asked (a resumed run decides as an uninterrupted one)."""
+    if procedure.repeat != AUTO:
+        return {}
+    families: dict[Point, list[tuple[int, int]]] = {}
+    for i, p in enumerate(plan):
+        if p.replicate is not None:
+            families.setdefault(replace(p, replicate=None), []).append((p.replicate, i))
+    out: dict[int, str] = {}
+    for family in families.values():
+        family.sort()
+        values: list[float] = []
+        for position, (replicate, index) in enumerate(family):
+            figure = measured[index].repeat_figure if index in measured else None
+            if figure is None:
+                continue  # not measured (failed, or still to come)
+            values.append(figure[1])
+            cv = replicate_spread(values).cv if len(values) >= MIN_AUTO_REPLICATES else None
+            if cv is not None and cv * 100 < procedure.repeat_cv:
+                reason = (f"{figure[0]} CV {cv * 100:.1f} % < {procedure.repeat_cv:g} % over "
+                          f"{len(values)} replicates (by replicate {replicate})")
+                out.update({i: reason for _, i in family[position + 1:] if i not in measured})
+                break
+    return out
+
+
+def check_repeat(procedure: Procedure, where: str) -> None:
+    """UsageError for a procedure that both repeats points and runs rounds: a round is already a repeat of the
+    plan, and the steady-state rule reads one figure per round."""
+    if procedure.repeat != 1 and procedure.rounds > 1:
+        raise UsageError(f"{where}: repeat = {procedure.repeat} cannot be combined with rounds = {procedure.rounds} "
+                         "(a round already measures the whole plan again); use one of them.")
 
 
 def region_size(plan: Sequence[Point]) -> int:

@@ -44,6 +44,7 @@ from app.presets import (
     estimate_seconds,
     plan_writes,
     point_key,
+    procedure_entry,
     table_key,
     validate_plan,
     validate_procedure,
@@ -446,7 +447,9 @@ class Session:
         batches: list[list[tuple[int, Point]]] = []
         last_key: Hashable = None
         for item in pending:
-            key = self.runner.batch_key(item[1])
+            # replicates never share a runner call: each is its own measurement (and a memory suite batch
+            # names each figure once)
+            key = (item[1].replicate, self.runner.batch_key(item[1]))
             if batches and key == last_key:
                 batches[-1].append(item)
             else:
@@ -816,7 +819,7 @@ def _new_meta(preset: Preset, plan: list[Point], runner: Runner, target_path: st
         "target_info": None,
         "confirmed": {"yes": yes, "allow_destructive": allow_destructive},
         "engine": engine,
-        **({"procedure": preset.procedure.to_dict()} if not preset.procedure.is_default else {}),
+        **({"procedure": procedure_entry(preset.kind, preset.procedure)} if not preset.procedure.is_default else {}),
         "environment": envinfo.collect(),
         "tools": runner.tool_versions(),
         "started": now_iso(),
@@ -916,7 +919,7 @@ def _check_fleet_plan(kind: Kind, procedure: Procedure, plan: Sequence[Point], s
                          "(run the memory preset on each host itself).")
     if not procedure.is_default:
         raise UsageError(f"{source}: a fleet run (--host) measures the plan as it is; its procedure settings "
-                         "(preconditioning, steady state, rounds, adaptive) are for one target at a time.")
+                         "(preconditioning, steady state, rounds, adaptive, repeat) are for one target at a time.")
     if any(isinstance(p, StoragePoint) and p.precision is not None for p in plan):
         raise UsageError(f"{source}: key 'precision' cannot be used in a fleet run (--host): fio's client reports "
                          "nothing per second while its hosts run, so no host's point can be stopped on its own.")

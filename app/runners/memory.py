@@ -44,6 +44,12 @@ every row becomes a :class:`Sample` and its point's :class:`Result` at once, so 
 curve live.  The raw text of a point (``raw/NNNN-….txt``) is the output up to and including its
 row: it parses on its own.
 
+Uncertainty: the built-in engine measures each idle, loaded, bandwidth-only, peak and scaling figure also in 20
+equal sub-windows of its window (``--windows``; native/memlat/README.md) and prints them before the row; each
+figure's results line gets the 95 % batch-means interval of the mean of its sub-window values
+(:func:`window_uncertainty`: ``metrics.ci95`` and ``ci_method``, docs/uncertainty.md).  MLC rows, c2c figures
+(medians of 5 windows), working-set sizes (one window each) and matrix cells say why they have none.
+
 Bounded memory: a point's raw text keeps the first 256 KiB (``RAW_HEAD_CHARS``) and the last
 256 KiB (``RAW_TAIL_CHARS``) of the output, with a line saying how much was left out between them;
 a line longer than 4096 characters is cut there (MLC's are under 200).  The parser's state is
@@ -107,10 +113,20 @@ from app.points import Kind, MemoryPoint, Point
 from app.presets import ENGINES, MLC_DELAYS
 from app.records import JSONObject, MemoryMetrics, Parts
 from app.runners.base import Child, Context, Event, Result, Runner, Sample
-from app.runners.mlc_parse import MAX_LINE_CHARS, Figure, LineParser, Row, Section, idle_latency, load_mbps
+from app.runners.mlc_parse import (
+    MAX_LINE_CHARS,
+    Figure,
+    LineParser,
+    Row,
+    Section,
+    idle_latency,
+    idle_windows,
+    load_mbps,
+)
 from app.sanitize import clean_line
 from app.topology import Topology, allowed_cpus, cpu_list, cpu_list_text
 from app.topology import read as read_topology
+from app.uncertainty import Uncertainty, intervals_of, none_because
 from app.units import format_size_human
 
 MLC_DEFAULT_PATH = "/opt/mlc/mlc"
@@ -1014,6 +1030,7 @@ class MemoryRunner(Runner):
         split: JSONObject = {k: v for k, v in fig.extra.items() if k in ("read_mbps", "write_mbps")}
         metrics = MemoryMetrics(fig.value if metric == "latency_ns" else None,
                                 fig.value if metric == "bandwidth_mbps" else None, keys=(metric, *split), more=split)
+        metrics = window_uncertainty(self.engine, point.mode, fig.windows, metrics)
         sample = {"mode": point.mode, "engine": self.engine, metric: fig.value, **_identity(point)}
         extra = self._extra(point, cmd, parser, wall, fig.section)
         return [Sample(index, sample), Result(index, metrics, {".txt": output}, extra)]
@@ -1024,8 +1041,10 @@ class MemoryRunner(Runner):
         if lat is None or ended.returncode:
             return [Result(index, None, ended.raw(), extra, error=self._failure(ended, None))]
         sample = {"delay": None} if point.mode == "idle" else {"mode": point.mode, **_identity(point)}
+        metrics = window_uncertainty(self.engine, point.mode, idle_windows(ended.parser.sections),
+                                     MemoryMetrics(latency_ns=lat))
         return [Sample(index, {**sample, "latency_ns": lat, "engine": self.engine}),
-                Result(index, MemoryMetrics(latency_ns=lat), ended.raw(), extra)]
+                Result(index, metrics, ended.raw(), extra)]
 
     def _missing(self, index: int, point: MemoryPoint, ended: "_Ended", delay: int | None, wall: float,
                  what: str | None = None) -> Result:
@@ -1039,6 +1058,7 @@ class MemoryRunner(Runner):
         metrics = MemoryMetrics(row.latency_ns, row.bandwidth_mbps, load,
                                 keys=("latency_ns", "bandwidth_mbps")
                                 + (("load_bandwidth_mbps",) if load is not None else ()))
+        metrics = window_uncertainty(self.engine, point.mode, row.windows, metrics)
         return Result(index, metrics, {".txt": output}, self._extra(point, cmd, parser, wall))
 
     def _job(self, point: MemoryPoint) -> str:
@@ -1111,6 +1131,34 @@ def _identity(p: MemoryPoint) -> dict[str, object]:
             "reader_node": p.reader_node, "home": p.home, "c2c": p.c2c, "buffer_bytes": p.buffer,
             "pages": p.pages or "2m"}
     return {k: v for k, v in keys.items() if v is not None}
+
+
+# why a figure of the built-in engine has no sub-windows to compute an interval from, by mode
+NO_WINDOWS = {
+    "c2c": "a cache-to-cache figure is the median of 5 windows, not a mean: 5 windows are too few for an interval "
+           "of it",
+    "working_set": "each working-set size is measured in one window",
+    "latency_matrix": "the engine prints no sub-windows for the cells of a matrix",
+    "bandwidth_matrix": "the engine prints no sub-windows for the cells of a matrix",
+}
+MLC_NO_WINDOWS = "Intel MLC prints one figure per row"
+
+
+def window_uncertainty(engine: str, mode: str, windows: dict[str, tuple[float, ...]],
+                       metrics: MemoryMetrics) -> MemoryMetrics:
+    """``metrics`` with the 95 % interval of the mean of each of its figures' sub-window values (the built-in
+    engine's ``--windows``; only the figures the row has), or the reason why there is none."""
+    figures = {"latency_ns": metrics.latency_ns, "bandwidth_mbps": metrics.bandwidth_mbps}
+    series = {k: list(v) for k, v in windows.items() if figures.get(k) is not None and v}
+    u: Uncertainty
+    if engine == "mlc":
+        u = none_because(MLC_NO_WINDOWS)
+    elif series:
+        u = intervals_of(series)
+    else:
+        u = none_because(NO_WINDOWS.get(mode, "the engine printed no sub-window figures for this row"))
+    # the record is JSON by construction (numbers, strings and lists of them)
+    return metrics.with_ci(cast("JSONObject", u.ci95), cast("JSONObject", u.ci_method))
 
 
 def _figure_text(p: MemoryPoint) -> str:

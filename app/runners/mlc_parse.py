@@ -51,6 +51,13 @@ Where parameters come from, strongest first: the ``Command line parameters:`` li
 A delay column in the table is an integer; a latency of ``-`` (the engine's bandwidth-only mode)
 reads as ``None``.  Numbers are never invented: a field the text does not show is absent.
 
+The built-in engine's sub-windows: ``Windows of 0.0250 s, latency_ns: 150.123 149.870 …`` (or
+``bandwidth_mbps``; a figure's values may span several such lines) just before a loaded-latency row, a peak or
+scaling figure or the idle line belong to it: ``Row.windows`` / ``Figure.windows`` (``{"latency_ns": (…)}``),
+an idle section's ``values["windows"]``.  Intel MLC prints no such line.  At most ``MAX_WINDOWS`` (1,000) values
+per figure are kept; a value that is not a plain number (finite, ≥ 0) makes the line malformed: that figure
+gets no windows (a warning says so) and its row is read as ever.
+
 Cut and truncated text (``LineParser.warnings``, a list of sentences; MLC's own ``*`` lines stay in
 ``params["warnings"]``):
 
@@ -86,7 +93,7 @@ from typing import Callable, Generic, Iterable, TypeVar
 from app.presets import MLC_DELAYS
 
 __all__ = ["Row", "Section", "Figure", "LineParser", "parse", "parse_text", "parse_command_line",
-           "traffic_from_text", "loaded_rows", "idle_latency", "PEAK_LABELS", "SECTION_NAMES"]
+           "traffic_from_text", "loaded_rows", "idle_latency", "idle_windows", "PEAK_LABELS", "SECTION_NAMES"]
 
 MIB = 1 << 20
 MAX_LINE_CHARS = 4096
@@ -99,6 +106,8 @@ MAX_WARNINGS = 50
 MAX_EXTRA_COLUMNS = 8
 MAX_EXTRA_CHARS = 32
 MAX_CACHES = 16  # cache lines kept per section (a CPU has 4 or 5 levels and types)
+MAX_WINDOWS = 1000  # sub-window values kept per figure (the engine's --windows cap)
+WINDOW_FIGURES = ("latency_ns", "bandwidth_mbps")
 
 
 @dataclass
@@ -109,6 +118,7 @@ class Row:
     latency_ns: float | None
     bandwidth_mbps: float
     extra: list[str] = field(default_factory=list)  # further columns, verbatim
+    windows: dict[str, tuple[float, ...]] = field(default_factory=dict)  # the engine's sub-window figures
 
     def as_dict(self) -> dict[str, object]:
         return {"delay": self.delay, "latency_ns": self.latency_ns, "bandwidth_mbps": self.bandwidth_mbps}
@@ -134,7 +144,8 @@ class Figure:
     ``("hitm", 0, 1, "writer")`` for a cell of the remote matrix of lines homed in the writer's socket.
     ``value`` is the number printed (ns or MB/s); ``extra`` the engine's read/write split of a bandwidth
     (``read_mbps``, ``write_mbps``) when it printed one for this figure's traffic; ``warnings`` the ``*`` lines
-    of its section printed since the figure before it (the engine's "Busy machine at …" about this one)."""
+    of its section printed since the figure before it (the engine's "Busy machine at …" about this one);
+    ``windows`` the engine's sub-window figures printed just before it (``{"bandwidth_mbps": (…)}``)."""
 
     kind: str
     key: tuple[object, ...]
@@ -143,6 +154,7 @@ class Figure:
     section: "Section" = field(compare=False, repr=False)
     extra: dict[str, float] = field(default_factory=dict, compare=False)
     warnings: tuple[str, ...] = field(default=(), compare=False)
+    windows: dict[str, tuple[float, ...]] = field(default_factory=dict, compare=False)  # sub-window figures
 
 
 # what each kind of section is called in messages (import names a section it could not read)
@@ -351,6 +363,10 @@ _RE_LOAD_CPUS = re.compile(r"^Using load threads on CPU\(s\)\s*(\d{1,4}(?:,\d{1,
 # the engine's bandwidth modes, before a figure: "Traffic W3: reads 1234.5 MB/sec, writes 456.7 MB/sec"
 _RE_SPLIT = re.compile(rf"^Traffic (R|W\d{{1,2}}):\s*reads\s+({_NUM})\s*MB/sec,\s*writes\s+({_NUM})\s*MB/sec",
                        re.IGNORECASE)
+# the engine's sub-windows, before the row or figure they belong to (Intel MLC prints no line starting "Windows of"):
+# "Windows of 0.0250 s, latency_ns: 150.123 149.870 …" (a figure's values may span several lines)
+_RE_WINDOWS_ANY = re.compile(r"^Windows of\b", re.IGNORECASE)
+_RE_WINDOWS = re.compile(rf"^Windows of\s+{_NUM}\s*s,\s*({'|'.join(WINDOW_FIGURES)}):((?:\s+{_NUM})+)$")
 _RE_PAIR_ROW = re.compile(rf"^(\d{{1,15}})\s+({_NUM})$")  # scaling and working-set rows: two columns
 _RE_C2C_HOME = re.compile(r"homed in (writer|reader) socket", re.IGNORECASE)
 _RE_HITM = re.compile(r"\b(hitm?)\b", re.IGNORECASE)
@@ -403,6 +419,8 @@ class LineParser:
         self._load_bw: tuple[int, float] | None = None  # (delay, MB/s) of the engine's line before a row
         self._split: tuple[str, dict[str, float]] | None = None  # the engine's read/write split before a figure
         self._c2c_home: str | None = None  # the home named by the remote c2c title before a matrix
+        # the engine's sub-window values since the last row or figure (None: a malformed line, the figure gets none)
+        self._windows: dict[str, list[float] | None] = {}
         self._last_open = False  # reading the text's last line, which had no line end (maybe cut)
         self.figures: list[Figure] = []  # figures of the matrix, peak, c2c, scaling and working-set sections
         self._stars: list[str] = []  # a figure section's '*' lines since its last figure (bounded as they are)
@@ -445,6 +463,7 @@ class LineParser:
         self._in_table = False
         self._matrix_cols = None
         self._stars = []
+        self._windows = {}
         return sec
 
     def _count_cells(self, n: int) -> bool:
@@ -479,8 +498,15 @@ class LineParser:
         if self._split is not None and traffic is not None and self._split[0] == traffic:
             split = self._split[1]
             self._split = None
-        self.figures.append(Figure(sec.kind, key, value, FIGURE_UNITS[sec.kind], sec, split, tuple(self._stars)))
+        self.figures.append(Figure(sec.kind, key, value, FIGURE_UNITS[sec.kind], sec, split, tuple(self._stars),
+                                   self._take_windows()))
         self._stars = []
+
+    def _take_windows(self) -> dict[str, tuple[float, ...]]:
+        """The sub-window values printed since the last row or figure (each figure that read whole), now taken."""
+        got = {k: tuple(v) for k, v in self._windows.items() if v}
+        self._windows = {}
+        return got
 
     def _set_traffic(self, sec: Section, desc: str) -> None:
         sec.params["traffic_desc"] = desc
@@ -633,12 +659,15 @@ class LineParser:
         self._open(kind, line)
 
     def _on_idle(self, line: str, m: re.Match[str]) -> None:
+        windows = self._take_windows()  # printed before the line, maybe before the section it opens
         sec = self._current
         if sec is None or sec.kind != "idle" or "latency_ns" in sec.values:
             sec = self._open("idle", "Idle latency")
             if sec is None:
                 return
         sec.values.update(latency_ns=float(m.group(3)), clocks=float(m.group(1)), clock=m.group(2).strip().lower())
+        if windows:
+            sec.values["windows"] = {k: list(v) for k, v in windows.items()}
 
     def _on_huge_pages(self, line: str, m: re.Match[str]) -> None:
         self.header["huge_pages"] = m.group(1).lower() == "yes"
@@ -712,6 +741,27 @@ class LineParser:
         self.header["numa"] = {"node": int(m.group(1)), "pages": pages, "page_bytes": int(m.group(3)),
                                "verified_with": "move_pages"}
 
+    def _on_windows(self, line: str, m: re.Match[str]) -> None:
+        """The engine's sub-window values of the next row or figure: at most MAX_WINDOWS per figure, each a plain
+        number (finite, ≥ 0, as ``_NUM`` reads them); a malformed line leaves that figure without windows."""
+        w = _RE_WINDOWS.match(line)
+        name = w.group(1) if w else next((f for f in WINDOW_FIGURES if f in line), None)
+        if name is None:
+            self._warn(f"line {self.lines} {line[:60]!r} names no sub-window figure: it is ignored.", once="windows?")
+            return
+        kept = self._windows.get(name, [])
+        if w is None or kept is None:
+            if w is None:
+                self._warn(f"line {self.lines} {line[:60]!r} is not a list of sub-window figures: that figure gets "
+                           "no windows.", once="windows bad")
+            self._windows[name] = None
+            return
+        values = [float(v) for v in w.group(2).split()]
+        if len(kept) + len(values) > MAX_WINDOWS:
+            self._warn(f"more than {MAX_WINDOWS} sub-window values for one figure: the rest are not kept.",
+                       once="windows max")
+        self._windows[name] = kept + values[:max(0, MAX_WINDOWS - len(kept))]
+
     def _on_delay_unit(self, line: str, m: re.Match[str]) -> None:
         self.header["delay_unit_ns"] = float(m.group(1))
 
@@ -734,7 +784,7 @@ class LineParser:
         self._rows += 1
         lat = None if m.group(2) == "-" else float(m.group(2))
         extra = [f[:MAX_EXTRA_CHARS] for f in m.group(4).split()[:MAX_EXTRA_COLUMNS]]
-        row = Row(int(m.group(1)), lat, float(m.group(3)), extra)
+        row = Row(int(m.group(1)), lat, float(m.group(3)), extra, self._take_windows())
         if self._load_bw is not None and self._load_bw[0] == row.delay:  # one per row: bounded as the rows are
             _sub_dict(sec.values, "load_mbps")[row.delay] = self._load_bw[1]
         self._load_bw = None
@@ -794,6 +844,8 @@ class LineParser:
         traffic = peak_traffic(label) if label is not None else None
         if traffic is not None:
             self._figure(sec, (traffic,), section_figure(sec, str(label)), traffic)
+        else:
+            self._take_windows()  # a row that is no figure: its windows are nobody's
 
     def _read_named_value(self, sec: Section, m: re.Match[str] | None) -> str | None:
         """Store ``label: number``; the label when it is one whose number may be read as a figure."""
@@ -818,6 +870,7 @@ class LineParser:
         first, value = int(m.group(1)), float(m.group(2))
         _sub_list(sec.values, "table").append([first, value])
         if not self._complete(sec, [m.group(2)]):
+            self._take_windows()
             return
         if sec.kind == "scaling":
             self._figure(sec, (first,), value, sec.params.get("traffic"))
@@ -866,6 +919,7 @@ LINE_RULES: tuple[LineRule[re.Match[str]] | LineRule[str], ...] = (
     LineRule("NUMA placement (engine)", _RE_NUMA.match, LineParser._on_numa),
     LineRule("latency thread and stride (engine)", _RE_THREADS.match, LineParser._on_latency_thread),
     LineRule("injection delay unit (engine)", _RE_DELAY_UNIT.match, LineParser._on_delay_unit),
+    LineRule("sub-window figures (engine)", _RE_WINDOWS_ANY.match, LineParser._on_windows),
     LineRule("load threads' bandwidth before a row (engine)", _RE_LOAD_BW.match, LineParser._on_load_bandwidth),
     LineRule("traffic type", _RE_TRAFFIC.match, LineParser._on_traffic),
     LineRule("verified placement of a matrix cell (engine)", _RE_PLACEMENT.match, LineParser._on_placement),
@@ -919,6 +973,15 @@ def idle_latency(sections: list[Section]) -> float | None:
         if s.kind == "idle" and "latency_ns" in s.values:
             return section_figure(s, "latency_ns")
     return None
+
+
+def idle_windows(sections: list[Section]) -> dict[str, tuple[float, ...]]:
+    """The engine's sub-window figures of the idle latency :func:`idle_latency` reads ({} when it printed none)."""
+    for s in sections:
+        if s.kind == "idle" and "latency_ns" in s.values:
+            windows = _as_dict(s.values.get("windows"))
+            return {str(k): tuple(float(x) for x in _as_list(v) if isinstance(x, float)) for k, v in windows.items()}
+    return {}
 
 
 def load_mbps(parser: LineParser, row: Row) -> float | None:

@@ -44,14 +44,24 @@ def texts() -> dict[str, str]:
     return out
 
 
+def _recorded(obj: Any) -> Any:
+    """A dataclass as the file records it: a row without the engine's sub-window figures (MLC prints none) as
+    before they were read."""
+    d = dataclasses.asdict(obj)
+    for row in [d] + d.get("rows", []):
+        if row.get("windows") == {}:
+            del row["windows"]
+    return d
+
+
 def parsed(text: str, piece: int) -> dict[str, Any]:
     p = LineParser()
     rows = []
     for i in range(0, len(text), piece):
-        rows += [dataclasses.asdict(r) for r in p.feed(text[i:i + piece])]
+        rows += [_recorded(r) for r in p.feed(text[i:i + piece])]
     sections = p.close()
     figures = [[f.kind, list(f.key), f.value, f.unit, p.sections.index(f.section), f.extra] for f in p.figures]
-    return {"rows": rows, "sections": [dataclasses.asdict(s) for s in sections], "warnings": p.warnings,
+    return {"rows": rows, "sections": [_recorded(s) for s in sections], "warnings": p.warnings,
             "header": p.header, "lines": p.lines, "figures": figures}
 
 

@@ -37,6 +37,7 @@ MLC_DATA = Path(__file__).resolve().parents[1] / "data" / "mlc"
 LOADED_SAMPLE = MLC_DATA / "v3.10-loaded-latency.txt"
 IDLE_SAMPLE = MLC_DATA / "v3.7-idle-latency.txt"
 ENGINE = memory.find_engine()[0]
+MLC_NO_CI = {"method": "none", "reason": "Intel MLC prints one figure per row"}  # MLC prints no sub-windows
 needs_engine = pytest.mark.skipif(ENGINE is None, reason="the built-in engine is not built (make setup)")
 
 # A stand-in for Intel MLC: records its argv, then replays a real MLC output the way MLC prints it
@@ -186,11 +187,11 @@ def test_fake_mlc_replays_each_memory_preset(preset: str, fake_mlc: dict[str, An
         assert (out / rec["raw"]["txt"]).exists()
         if preset == "mem-idle":
             assert p["mode"] == "idle" and p["delay"] is None and p["traffic"] is None
-            assert m == {"latency_ns": 80.9}  # the v3.7 sample's "( 80.9    ns)"
+            assert m == {"latency_ns": 80.9, "ci_method": MLC_NO_CI}  # the v3.7 sample's "( 80.9    ns)"
             assert rec["engine_version"] == "3.7"
             continue
         assert p["mode"] == "loaded" and p["stride"] in (64, 256) and rec["engine_version"] == "3.10"
-        assert m == {"latency_ns": rows[p["delay"]][0], "bandwidth_mbps": rows[p["delay"]][1]}
+        assert m == {"latency_ns": rows[p["delay"]][0], "bandwidth_mbps": rows[p["delay"]][1], "ci_method": MLC_NO_CI}
         cmd = shlex.split(rec["command"])
         assert os.path.basename(cmd[0]) == "mlc" and mlc_flag(p["traffic"]) in cmd and f"-l{p['stride']}" in cmd
         # the raw file of a point parses on its own and ends with that point's row
@@ -350,7 +351,8 @@ def test_auto_falls_back_to_the_builtin_engine_and_says_so(tmp_path: Path) -> No
     assert "Intel MLC not found: using the built-in memory engine" in proc.stderr
     (rec,) = records(out)
     assert rec["point"]["engine"] == "builtin" and rec["engine"] == "builtin"
-    assert rec["point"]["mode"] == "idle" and set(rec["metrics"]) == {"latency_ns"}
+    assert rec["point"]["mode"] == "idle" and {"latency_ns", "ci_method"} <= set(rec["metrics"]) <= \
+        {"latency_ns", "ci95", "ci_method"}
     tools = json.loads((out / "run.json").read_text())["tools"]
     assert tools["memory_engine"] == "builtin" and tools["memlat"].startswith("profiler-tui memlat")
     assert "falls back" in tools["memory_engine_note"]
@@ -435,10 +437,46 @@ def test_builtin_mem_loaded_writes_spec_memory_lines(builtin_runs: dict[str, Any
         assert 20 < m["latency_ns"] < 2000  # DRAM, not cache and not a stall
         assert 0 < m["bandwidth_mbps"] < 1_000_000
         assert "--loaded_latency -D 0,200,20000 -R -l 64 -t 1" in r["command"]
+        # both figures of every row get the interval of their 20 sub-windows (or say why not)
+        assert set(m["ci_method"].get("series", {"latency_ns": 0, "bandwidth_mbps": 0})) == \
+            {"latency_ns", "bandwidth_mbps"}, m
         raw = (builtin_runs["loaded"] / r["raw"]["txt"]).read_text()
         assert loaded_rows(parse_text(raw))[-1].delay == r["point"]["delay"]
     (idle,) = records(builtin_runs["idle"])
     assert idle["point"]["mode"] == "idle" and 20 < idle["metrics"]["latency_ns"] < 2000
+
+
+@needs_engine
+def test_builtin_idle_line_carries_the_interval_of_its_windows(tmp_path: Path) -> None:
+    """A short idle point of the real engine: 20 sub-windows of 0.5 s give the 95 % interval of the mean latency.
+    The windows' mean lies close to the line's own figure (the same work: the figure is CPU time over hops, the
+    hop-weighted mean of the windows), and the interval holds that figure.  A 95 % interval of the mean after the
+    warm-up misses a drifting figure now and then, and 20 windows may leave too few uncorrelated ones: up to three
+    runs, one must hold its figure."""
+    held = []
+    for attempt in range(3):
+        out = tmp_path / f"out{attempt}"
+        proc = run_cli("run", "mem-idle", "--engine", "builtin", "--set", "duration=0.5", "--set", "buffer=64m",
+                       "--out", str(out))
+        assert proc.returncode == 0, proc.stderr
+        (r,) = records(out)
+        validate_dir(out)
+        m, method = r["metrics"], r["metrics"]["ci_method"]
+        windows = parse_text((out / r["raw"]["txt"]).read_text())[-1].values["windows"]["latency_ns"]
+        assert 15 <= len(windows) <= 20 and all(v > 0 for v in windows)
+        mean = sum(windows) / len(windows)
+        assert abs(mean / m["latency_ns"] - 1) < 0.1, (mean, m["latency_ns"], windows)
+        if method["method"] == "none":  # the two ways 20 windows can fall short, said in the line
+            assert re.match(r"too few samples|batch means stay correlated", method["reason"]), method
+            continue
+        assert method["method"] == "batch-means" and method["level"] == 0.95 and method["samples"] == len(windows)
+        assert set(method["series"]) == {"latency_ns"}  # idle: no bandwidth
+        low, high = m["ci95"]["latency_ns"]
+        assert 0 < high - low < 0.5 * m["latency_ns"], (low, high)
+        held.append((low, m["latency_ns"], high))
+        if low <= m["latency_ns"] <= high:
+            return
+    pytest.fail(f"no run's interval held its figure: {held}")
 
 
 @needs_engine
@@ -568,7 +606,7 @@ def test_runaway_output_keeps_memory_and_raw_text_bounded(tmp_path: Path) -> Non
     assert max_rss_kib < 120 * 1024, f"the CLI grew to {max_rss_kib // 1024} MiB"  # 30 MiB measured; 199 before
     recs = records(out)
     assert [r["point"]["delay"] for r in recs] == [0, 20000]
-    assert recs[1]["metrics"] == {"latency_ns": 105.48, "bandwidth_mbps": 1148.7}
+    assert recs[1]["metrics"] == {"latency_ns": 105.48, "bandwidth_mbps": 1148.7, "ci_method": MLC_NO_CI}
     raw = (out / recs[1]["raw"]["txt"]).read_text()
     assert len(raw) < memory.RAW_HEAD_CHARS + memory.RAW_TAIL_CHARS + 1000
     assert re.search(r"^\[profiler-tui: \d+ lines \(\d+ characters\) left out here", raw, re.M)

@@ -60,6 +60,8 @@ TOKENS = st.sampled_from([
     "Using writer thread on CPU 0 and reader thread on CPU 1\n", "Writer Numa Node     0\t     1\n",
     "Placement verified: writer node 0, reader node 1, memory node 1: pages N1=1 (4096-byte pages; x)\n",
     "Remote Socket L2->L2 HITM latency (data address homed in reader socket)\n", "1\t -\t 114.0\n",
+    "Windows of 0.0250 s, latency_ns: 150.123 149.870\n", "Windows of 0.0250 s, bandwidth_mbps: 3046.6\n",
+    "Windows of 0.1 s, latency_ns:", " 1e9", " -4.5",
 ])
 TEXT = st.lists(st.one_of(TOKENS, st.text(max_size=12)), max_size=40).map("".join)
 
@@ -109,6 +111,7 @@ def check_sane(p: LineParser) -> None:
             assert r.latency_ns is None or finite(r.latency_ns)
             assert finite(r.bandwidth_mbps)
             assert len(r.extra) <= mlc_parse.MAX_EXTRA_COLUMNS
+            check_windows(r.windows)
         json.dumps(s.params, allow_nan=False)  # strict JSON: no inf or nan anywhere
         json.dumps(s.values, allow_nan=False)
         json.dumps(s.matrix, allow_nan=False)
@@ -119,6 +122,14 @@ def check_sane(p: LineParser) -> None:
         types = KEY_TYPES[f.kind]
         assert len(f.key) == len(types) and all(isinstance(k, t) for k, t in zip(f.key, types))
         assert all(finite(v) for v in f.extra.values())
+        check_windows(f.windows)
+
+
+def check_windows(windows: dict[str, tuple[float, ...]]) -> None:
+    """The engine's sub-window values as kept: known figures, at most MAX_WINDOWS each, finite and ≥ 0."""
+    assert set(windows) <= set(mlc_parse.WINDOW_FIGURES)
+    for values in windows.values():
+        assert 0 < len(values) <= mlc_parse.MAX_WINDOWS and all(finite(v) and v >= 0 for v in values)
 
 
 def snapshot(p: LineParser) -> Any:

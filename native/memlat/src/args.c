@@ -42,6 +42,8 @@ void print_usage(FILE *f)
 "  -b KIB                buffer per thread in KiB (default 2x the last-level cache)\n"
 "  -t SECONDS            measurement window per point (default 2; fractions allowed)\n"
 "  --warmup SECONDS      warm-up before each window (default 0.2 x -t, between 0.05 and 0.5)\n"
+"  --windows N           also measure each figure in N equal sub-windows of -t, printed as `Windows of ...`\n"
+"                        lines (1..1000, default 20; 1 = none; not for --c2c_latency, --working_set)\n"
 "  -k LIST               CPUs, e.g. 0-3,6 (default: all CPUs this process may use)\n"
 "  --no_huge_pages       do not ask for transparent huge pages (MADV_NOHUGEPAGE)\n"
 "  --tlb_locality KIB    chase in random order within groups of KIB, groups in random order, like\n"
@@ -237,6 +239,19 @@ static int opt_count_check(struct opts *o, const char *v, char *err, size_t errl
         snprintf(err, errlen, "invalid --count_check '%s': expected a step count from 1 to %u", v ? v : "", 1u << 24);
         return 2;
     }
+    return 0;
+}
+
+static int opt_windows(struct opts *o, const char *v, char *err, size_t errlen)
+{
+    uint64_t n;
+    if (parse_u64(v, &n) < 0 || n < 1 || n > MAX_WINDOWS) {
+        snprintf(err, errlen, "invalid --windows '%s': expected a number of sub-windows from 1 to %d", v ? v : "",
+                 MAX_WINDOWS);
+        return 2;
+    }
+    o->windows = (int)n;
+    o->windows_given = 1;
     return 0;
 }
 
@@ -443,6 +458,7 @@ static const struct option_def {
     {"--tlb_locality", 1, opt_tlb_locality, MODE_NONE},
     {"--mem_node", 1, opt_mem_node, MODE_NONE},
     {"--warmup", 1, opt_warmup, MODE_NONE},
+    {"--windows", 1, opt_windows, MODE_NONE},
     {"-h", 0, opt_help, MODE_NONE},
     {"-R", 0, opt_reads, MODE_NONE},
     {"-e", 0, opt_ignored, MODE_NONE},
@@ -471,6 +487,7 @@ static void set_defaults(struct opts *o, int argc, char **argv)
     o->stride = 64;
     o->seconds = 2.0;
     o->warmup = -1;
+    o->windows = DEFAULT_WINDOWS;
     o->huge_pages = 1;
     o->seed = 1;
     o->mem_node = -1;
@@ -544,6 +561,10 @@ static int check_combination(const struct opts *o, char *err, size_t errlen)
         snprintf(err, errlen, "-b does not apply to --c2c_latency (its lines lie in a 64 KiB region)");
     else if (o->mode == MODE_WSET && o->buffer_kib && o->nsizes)
         snprintf(err, errlen, "give either --sizes or -b (the largest size of the default range) to --working_set");
+    else if (o->windows_given && (o->mode == MODE_C2C || o->mode == MODE_WSET || o->mode == MODE_COUNT_CHECK))
+        snprintf(err, errlen, "--windows does not apply to %s (%s)", m, o->mode == MODE_C2C ?
+                 "it always takes the median of 5 windows" : o->mode == MODE_WSET ?
+                 "each size is one window" : "it measures nothing over time");
     else if ((o->mode == MODE_C2C || o->mode == MODE_WSET || o->mode == MODE_LAT_MATRIX) && o->traffic_given)
         snprintf(err, errlen, "-R/-W do not apply to %s (it runs no load threads)", m);
     else

@@ -1,6 +1,9 @@
 /* Threads and measurement: a pinned latency thread and pinned load threads, each first-touching its own
  * buffers, a common start barrier per point, a warm-up, then a fixed window that every thread measures
- * with its own clocks (wall and thread CPU time) at the moment it sees the phase change. */
+ * with its own clocks (wall and thread CPU time) at the moment it sees the phase change.  The window is cut
+ * into cfg.windows equal sub-windows: the main thread moves a boundary counter at each cut, and every thread
+ * reads its own counters and clocks when it sees the counter move (between two chunks of work, as it checks
+ * the phase): nothing pauses, and the whole window's figures are exactly those without sub-windows. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdatomic.h>
@@ -12,6 +15,12 @@
 #include "engine.h"
 
 enum { PH_WARMUP = 0, PH_MEASURE = 1, PH_STOP = 2 };
+
+/* a thread's counters at a sub-window boundary */
+struct mark {
+    uint64_t cnt;
+    double cpu, wall;
+};
 
 struct worker {
     struct engine *e;
@@ -25,6 +34,7 @@ struct worker {
     _Atomic int in_window;     /* set once the worker started its measurement window */
     uint64_t cnt0, cnt1;
     double cpu0, cpu1, wall0, wall1;
+    struct mark *marks;        /* cfg.windows + 1: the window's start, each boundary, its end */
 } __attribute__((aligned(64)));
 
 struct engine {
@@ -33,6 +43,7 @@ struct engine {
     struct worker *w;
     pthread_barrier_t bar;
     _Atomic int phase;
+    _Atomic int boundary;      /* sub-window boundaries passed in the current window */
     _Atomic int quit;
     uint64_t delay;
 };
@@ -99,6 +110,18 @@ static void worker_setup(struct worker *w)
     w->ks.wsize = c->load_bytes;
 }
 
+/* boundaries marked+1 .. upto passed: one reading of the clocks for all of them (two boundaries seen at once leave
+ * an empty sub-window, which engine_measure leaves out); the last boundary marked */
+static int mark_boundaries(struct worker *w, int marked, int upto, uint64_t count)
+{
+    if (upto >= w->e->cfg.windows)   /* the window's end is the thread's own STOP reading */
+        upto = w->e->cfg.windows - 1;
+    struct mark m = {count, thread_cpu_ns(), now_ns()};
+    while (marked < upto)
+        w->marks[++marked] = m;
+    return marked;
+}
+
 static void *worker_main(void *arg)
 {
     struct worker *w = arg;
@@ -120,20 +143,26 @@ static void *worker_main(void *arg)
             if (chunk > 256) chunk = 256;
             if (chunk < 1) chunk = 1;
         }
-        int state = PH_WARMUP;
+        int state = PH_WARMUP, marked = 0;
         for (;;) {
             if (w->is_lat)
                 w->p = chase(w->p, chunk);
             else
                 run_steps(t, &w->ks, chunk, delay);
             count += chunk;
-            int ph = atomic_load_explicit(&e->phase, memory_order_relaxed);
+            /* acquire: a thread that sees STOP also sees every boundary the main thread moved before it */
+            int ph = atomic_load_explicit(&e->phase, memory_order_acquire);
+            int passed = atomic_load_explicit(&e->boundary, memory_order_relaxed);
+            if (state == PH_MEASURE && marked < passed)
+                marked = mark_boundaries(w, marked, passed, count);
             if (ph == state)
                 continue;
             if (state == PH_WARMUP) {     /* window starts (even if this thread was starved until STOP) */
                 w->cnt0 = count;
                 w->cpu0 = thread_cpu_ns();
                 w->wall0 = now_ns();
+                w->marks[0] = (struct mark){w->cnt0, w->cpu0, w->wall0};
+                marked = 0;
                 state = PH_MEASURE;
                 atomic_store(&w->in_window, 1);
                 continue;
@@ -142,6 +171,8 @@ static void *worker_main(void *arg)
                 w->cnt1 = count;
                 w->cpu1 = thread_cpu_ns();
                 w->wall1 = now_ns();
+                for (int b = marked + 1; b <= e->cfg.windows; b++)   /* boundaries not seen: empty sub-windows */
+                    w->marks[b] = (struct mark){w->cnt1, w->cpu1, w->wall1};
                 break;
             }
         }
@@ -183,6 +214,19 @@ struct engine *engine_start(const struct engine_cfg *cfg, char *err, size_t errl
     }
     for (int i = 0; i < cfg->nload; i++, k++)
         e->w[k].cpu = cfg->load_cpus[i];
+    if (e->cfg.windows < 1 || e->cfg.windows > MAX_WINDOWS)
+        e->cfg.windows = 1;
+    for (k = 0; k < e->nworkers; k++) {
+        e->w[k].marks = calloc((size_t)e->cfg.windows + 1, sizeof(struct mark));
+        if (!e->w[k].marks) {
+            for (int i = 0; i < k; i++)
+                free(e->w[i].marks);
+            free(e->w);
+            free(e);
+            snprintf(err, errlen, "out of memory");
+            return NULL;
+        }
+    }
     pthread_barrier_init(&e->bar, NULL, (unsigned)e->nworkers + 1);
     atomic_store(&e->quit, 0);
     int started = 0;
@@ -208,15 +252,56 @@ struct engine *engine_start(const struct engine_cfg *cfg, char *err, size_t errl
     return e;
 }
 
+/* the bytes a thread moved between two marks: a load thread's traffic, or the latency thread's chase */
+static uint64_t bytes_between(const struct engine *e, const struct worker *w, const struct mark *a,
+                              const struct mark *b)
+{
+    uint64_t rb, wb;
+    if (w->is_lat)
+        return chase_bytes(b->cnt - a->cnt, e->cfg.stride);
+    traffic_bytes(e->cfg.traffic, b->cnt - a->cnt, &rb, &wb);
+    return rb + wb;
+}
+
+/* each sub-window's figures, computed as the whole window's: latency = the latency thread's CPU time / hops;
+ * bandwidth (when there are load threads) = the sum over every thread of its bytes / its wall time */
+static void sub_windows(const struct engine *e, struct point_result *r)
+{
+    int load = e->cfg.nload > 0;
+    for (int b = 0; b < e->cfg.windows; b++) {
+        double bw = 0;
+        int bw_ok = load;
+        for (int k = 0; k < e->nworkers; k++) {
+            const struct worker *w = &e->w[k];
+            const struct mark *a = &w->marks[b], *z = &w->marks[b + 1];
+            double cpu = z->cpu - a->cpu, wall = z->wall - a->wall;
+            if (w->is_lat && z->cnt > a->cnt && cpu > 0)
+                r->win_latency_ns[r->nwin_latency++] = cpu / (double)(z->cnt - a->cnt);
+            if (wall > 0)
+                bw += (double)bytes_between(e, w, a, z) / wall * 1e3;
+            else
+                bw_ok = 0;   /* a thread without this sub-window: no figure for it */
+        }
+        if (bw_ok)
+            r->win_bandwidth_mbps[r->nwin_bandwidth++] = bw;
+    }
+}
+
 int engine_measure(struct engine *e, uint64_t delay, struct point_result *r)
 {
     memset(r, 0, sizeof *r);
     e->delay = delay;
     atomic_store(&e->phase, PH_WARMUP);
+    atomic_store(&e->boundary, 0);
     pthread_barrier_wait(&e->bar);
     sleep_s(e->cfg.warmup);
     atomic_store(&e->phase, PH_MEASURE);
-    sleep_s(e->cfg.seconds);
+    double start = now_ns();
+    for (int b = 1; b < e->cfg.windows; b++) {   /* cut the window into equal sub-windows, by the clock */
+        sleep_s((start + e->cfg.seconds * 1e9 * b / e->cfg.windows - now_ns()) / 1e9);
+        atomic_store(&e->boundary, b);
+    }
+    sleep_s((start + e->cfg.seconds * 1e9 - now_ns()) / 1e9);
     /* on a busy machine a thread may not have run yet: give it up to 10 s more to enter its window */
     for (int waited = 0; waited < 10000; waited++) {
         int all = 1;
@@ -265,6 +350,8 @@ int engine_measure(struct engine *e, uint64_t delay, struct point_result *r)
     /* MLC's convention: the bandwidth column includes the latency thread's own reads */
     r->bandwidth_mbps = r->load_bandwidth_mbps + r->latency_mbps;
     r->bandwidth_mbps_cpu += lat_mbps_cpu;
+    if (e->cfg.windows > 1)
+        sub_windows(e, r);
     return 0;
 }
 
@@ -296,6 +383,7 @@ void engine_stop(struct engine *e)
         pthread_join(e->w[k].th, NULL);
         for (int i = 0; i < 3; i++)
             free_buffer(e->w[k].buf[i], e->w[k].bufsz[i]);
+        free(e->w[k].marks);
     }
     pthread_barrier_destroy(&e->bar);
     free(e->w);

@@ -15,6 +15,7 @@ struct engine_cfg {
     int mem_node;              /* bind every buffer to this NUMA node before its first touch; -1: no binding */
     size_t group_lines;        /* latency chain locality groups, 0 = global */
     double warmup, seconds;
+    int windows;               /* sub-windows of each window, 1..MAX_WINDOWS (1: the whole window only) */
 };
 
 struct point_result {
@@ -30,6 +31,11 @@ struct point_result {
     uint64_t latency_bytes;     /* chase_bytes(hops, stride) */
     double window_s;
     double min_cpu_share;       /* lowest CPU time / wall time of any thread in the window */
+    /* the same figures in each sub-window (cfg.windows > 1), in order; a sub-window in which a thread did no work
+     * (its boundaries fell in one chunk of it) is left out, so there may be fewer than cfg.windows */
+    double win_latency_ns[MAX_WINDOWS];
+    double win_bandwidth_mbps[MAX_WINDOWS];
+    int nwin_latency, nwin_bandwidth;
 };
 
 struct engine;

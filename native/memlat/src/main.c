@@ -195,6 +195,42 @@ static void load_table_head(const struct run *r)
     printf("Inject\tLatency\tBandwidth\nDelay\t(ns)\tMB/sec\n==========================\n");
 }
 
+/* One figure's sub-window values, WINDOWS_PER_LINE to a line (a line stays far below the 4096 characters a reader
+ * keeps): "Windows of 0.0250 s, latency_ns: 150.123 149.870 ...".  Intel MLC prints no such line; each comes just
+ * before the row (or figure, or idle line) it belongs to. */
+#define WINDOWS_PER_LINE 50
+static void window_lines(const char *name, const double *v, int n, int decimals, double window_s)
+{
+    for (int i = 0; i < n; i += WINDOWS_PER_LINE) {
+        printf("Windows of %.4f s, %s:", window_s, name);
+        for (int k = i; k < n && k < i + WINDOWS_PER_LINE; k++)
+            printf(" %.*f", decimals, v[k]);
+        printf("\n");
+    }
+}
+
+void windows_lines(const struct run *r, const struct point_result *p)
+{
+    double sub = r->cfg.seconds / r->cfg.windows;
+    if (r->cfg.windows < 2)
+        return;
+    if (r->cfg.lat_cpu >= 0)
+        window_lines("latency_ns", p->win_latency_ns, p->nwin_latency, 3, sub);
+    if (r->cfg.nload > 0)
+        window_lines("bandwidth_mbps", p->win_bandwidth_mbps, p->nwin_bandwidth, 1, sub);
+}
+
+/* "window_latency_ns": [...], "window_bandwidth_mbps": [...] (the figures the row has) with sub-windows */
+void json_windows(struct json *j, const struct run *r, const struct point_result *p)
+{
+    if (r->cfg.windows < 2)
+        return;
+    if (r->cfg.lat_cpu >= 0)
+        json_num_list(j, "window_latency_ns", p->win_latency_ns, p->nwin_latency, 3);
+    if (r->cfg.nload > 0)
+        json_num_list(j, "window_bandwidth_mbps", p->win_bandwidth_mbps, p->nwin_bandwidth, 1);
+}
+
 static void busy_line(const struct point_result *p, uint64_t delay)
 {
     if (p->min_cpu_share < 0.9)   /* before its row, so a reader of the row sees it */
@@ -222,6 +258,7 @@ static void idle_header(const struct run *r)
 static void idle_row(const struct run *r, const struct point_result *p, uint64_t delay)
 {
     (void)delay;
+    windows_lines(r, p);
     printf("Each iteration took %.1f base frequency clocks (\t%5.1f\tns)\n", p->latency_ns * r->ghz, p->latency_ns);
 }
 
@@ -251,12 +288,12 @@ static void loaded_header(const struct run *r)
 
 static void loaded_row(const struct run *r, const struct point_result *p, uint64_t delay)
 {
-    (void)r;
     busy_line(p, delay);
     /* the row's bandwidth counts the latency thread too (MLC's convention): its parts on a line of their own,
      * before the row, so the table keeps MLC's three columns */
     printf("Load threads at delay %05llu: %.1f MB/sec (latency thread %.1f MB/sec)\n", (unsigned long long)delay,
            p->load_bandwidth_mbps, p->latency_mbps);
+    windows_lines(r, p);
     printf(" %05llu\t%6.2f\t%9.1f\n", (unsigned long long)delay, p->latency_ns, p->bandwidth_mbps);
 }
 
@@ -283,8 +320,8 @@ static void bandwidth_header(const struct run *r)
 
 static void bandwidth_row(const struct run *r, const struct point_result *p, uint64_t delay)
 {
-    (void)r;
     busy_line(p, delay);
+    windows_lines(r, p);
     printf(" %05llu\t%6s\t%9.1f\n", (unsigned long long)delay, "-", p->bandwidth_mbps);
 }
 
@@ -411,6 +448,7 @@ void configure(struct run *r, const int *cpus, int ncpus)
     cfg->mem_node = o->mem_node;
     cfg->group_lines = (size_t)(o->tlb_locality_kib * 1024 / (uint64_t)o->stride);
     cfg->seconds = o->seconds;
+    cfg->windows = o->windows;
     cfg->warmup = o->warmup >= 0 ? o->warmup : fmin(0.5, fmax(0.05, 0.2 * o->seconds));
     r->mode->threads(cfg, cpus, ncpus);
     r->llc = llc_bytes();
@@ -490,6 +528,7 @@ static void json_row(struct json *j, const struct run *r, const struct point_res
     json_u64(j, "hops", p->hops);
     json_fixed(j, "window_s", p->window_s, 4);
     json_fixed(j, "min_cpu_share", p->min_cpu_share, 3);
+    json_windows(j, r, p);
     json_end(j);
 }
 
@@ -567,6 +606,7 @@ static void print_json(const struct run *r)
     json_int_list(&j, "load_cpus", cfg->load_cpus, cfg->nload);
     json_fixed(&j, "duration_s", cfg->seconds, 3);
     json_fixed(&j, "warmup_s", cfg->warmup, 3);
+    json_int(&j, "windows", cfg->windows);
     json_fixed(&j, "delay_unit_ns", r->unit_ns, 4);
     json_str(&j, "delay_unit", "one iteration of a calibrated spin loop");
     json_fixed(&j, "tsc_ghz", r->ghz, 4);

@@ -16,6 +16,8 @@
 #define MAX_DELAY_VALUE 100000000ULL
 #define MAX_SIZES 256             /* --sizes entries, and the default working-set points */
 #define MIN_WINDOW_NEW_MODES 0.05 /* -t floor of the suite modes (peak .. working set) */
+#define MAX_WINDOWS 1000          /* --windows: sub-windows of a point's -t window */
+#define DEFAULT_WINDOWS 20
 
 /* ---- traffic types (MLC's -R / -W codes) ---- */
 enum op {
@@ -76,6 +78,8 @@ struct opts {
     uint64_t sizes_kib[MAX_SIZES];  /* --sizes: working-set buffer sizes */
     int nsizes;
     int plan_only;              /* --plan_only: print what would be measured (topology, cells), measure nothing */
+    int windows;                /* --windows N: each figure also measured in N equal sub-windows of -t (1: none) */
+    int windows_given;
     char cmdline[2048];         /* argv[1..] as given, for "Command line parameters:" */
 };
 

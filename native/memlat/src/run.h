@@ -48,6 +48,9 @@ int pick_cpus(const struct opts *o, int *cpus); /* -k (checked against the affin
 void configure(struct run *r, const int *cpus, int ncpus);   /* r->o, r->mode, r->t set first */
 void describe(struct run *r);                   /* after engine_start: huge pages, CPUs and chase as text */
 
+/* a figure's sub-window values (cfg.windows > 1): text lines before its row, JSON arrays in its row */
+void windows_lines(const struct run *r, const struct point_result *p);
+void json_windows(struct json *j, const struct run *r, const struct point_result *p);
 void json_head(struct json *j, const char *mode, const struct opts *o);   /* tool, version, mode, command_line */
 void json_page_nodes(struct json *j, const struct page_nodes *pn);      /* page_bytes, pages {...}, pages_total */
 

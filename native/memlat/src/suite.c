@@ -114,6 +114,7 @@ static void bandwidth_figure(struct suite *s, struct cell *c, struct engine *e, 
         return;
     busy_row(&c->p, what);
     traffic_line(s->r.t, &c->p);
+    windows_lines(&s->r, &c->p);
 }
 
 /* ---- --peak_injection_bandwidth ---- */
@@ -403,6 +404,7 @@ static void json_cell(struct json *j, const struct suite *s, const struct cell *
     json_bool(j, "huge_pages", c->huge);
     json_fixed(j, "window_s", c->p.window_s, 4);
     json_fixed(j, "min_cpu_share", c->p.min_cpu_share, 3);
+    json_windows(j, &s->r, &c->p);   /* every cell of a run has the same threads' layout as the last */
     if (c->mem_node >= 0)
         json_placed(j, c);
     json_end(j);
@@ -427,6 +429,7 @@ static void print_json(const struct suite *s)
     json_int_list(&j, "cpus", s->cpus, s->ncpus);
     json_fixed(&j, "duration_s", s->r.cfg.seconds, 3);
     json_fixed(&j, "warmup_s", s->r.cfg.warmup, 3);
+    json_int(&j, "windows", o->windows);
     json_str(&j, "kernel_isa", kernel_isa);
     json_str(&j, "thp_mode", s->r.thp);
     json_str(&j, "huge_pages_detail", s->r.hp_detail);

@@ -176,6 +176,67 @@ def test_output(binary, quick):
     check(rc == 0 and json.loads(out)["latency_ns"] > 0 and json.loads(out)["mode"] == "idle", f"idle JSON: {out} {err}")
 
 
+WINDOWS = re.compile(r"^Windows of (\d+\.\d{4}) s, (latency_ns|bandwidth_mbps):((?: \d+\.\d+)+)$")
+
+
+def window_values(lines, name):
+    """the sub-window values of one figure in a block of lines (a figure's values may span lines)"""
+    out = []
+    for line in lines:
+        m = WINDOWS.match(line)
+        if m and m.group(2) == name:
+            out += [float(v) for v in m.group(3).split()]
+    return out
+
+
+def test_windows(binary, quick):
+    """--windows N: each figure also in N sub-windows of -t, printed just before its row and in JSON; their mean
+    is the row's figure within what the sub-windows' own spread allows (the same work, cut in pieces)"""
+    t = "0.1" if quick else "0.4"
+    rc, out, err = run(binary, "--idle_latency", "-t", t, "-b", "8192", "--windows", "8")
+    lines = out.splitlines()
+    idle = [i for i, x in enumerate(lines) if x.startswith("Each iteration took")]
+    lat = window_values(lines, "latency_ns")
+    check(rc == 0 and idle and WINDOWS.match(lines[idle[0] - 1]) and 1 <= len(lat) <= 8 and all(v > 0 for v in lat),
+          f"idle: the window line just before the figure: {out} {err}")
+    check(all(WINDOWS.match(x).group(1) == f"{float(t) / 8:.4f}" for x in lines if WINDOWS.match(x)),
+          "sub-window length -t / N")
+    check(not window_values(lines, "bandwidth_mbps"), "idle: no bandwidth windows")
+    rc, out, err = run(binary, "--idle_latency", "-t", "0.05", "-b", "8192", "--windows", "1")
+    check(rc == 0 and "Windows of" not in out, f"--windows 1: no window line: {out}")
+    rc, out, err = run(binary, "--idle_latency", "-t", "0.2", "-b", "8192", "--windows", "120")
+    check(rc == 0 and all(len(x) < 4096 for x in out.splitlines())
+          and len(window_values(out.splitlines(), "latency_ns")) > 50, f"many windows: lines of 50 values: {err}")
+    rc, out, err = run(binary, "--loaded_latency", "-D", "0,500", "-t", t, "-b", "8192", "--windows", "6")
+    blocks, block = [], []
+    for line in out.splitlines():
+        block.append(line)
+        if ROW.match(line):
+            blocks.append((ROW.match(line), block))
+            block = []
+    check(rc == 0 and len(blocks) == 2, f"loaded rows: {out} {err}")
+    for m, b in blocks:
+        lat, bw = window_values(b, "latency_ns"), window_values(b, "bandwidth_mbps")
+        check(1 <= len(lat) <= 6 and 1 <= len(bw) <= 6, f"loaded delay {m.group(1)}: windows {lat} {bw}")
+        if lat and bw:  # loose: the pieces against the whole (a noisy shared machine)
+            # the whole is CPU time / hops: the hop-weighted, i.e. harmonic, mean of windows of equal CPU time
+            harmonic = len(lat) / sum(1 / v for v in lat)
+            check(abs(harmonic / float(m.group(2)) - 1) < 0.25, f"latency windows {lat} vs {m.group(2)}")
+            check(abs(sum(bw) / len(bw) / float(m.group(3)) - 1) < 0.25, f"bandwidth windows {bw} vs {m.group(3)}")
+    rc, out, err = run(binary, "--bandwidth_only", "-d", "0", "-t", t, "-b", "8192", "--windows", "5", "--json")
+    row = json.loads(out)["rows"][0] if rc == 0 else {}
+    check(json.loads(out)["windows"] == 5 and 1 <= len(row.get("window_bandwidth_mbps", [])) <= 5
+          and "window_latency_ns" not in row, f"bandwidth-only JSON windows: {out} {err}")
+    rc, out, err = run(binary, "--loaded_latency", "-d", "0", "-t", t, "-b", "8192", "--json")
+    row = json.loads(out)["rows"][0] if rc == 0 else {}
+    check(json.loads(out)["windows"] == 20 and 1 <= len(row.get("window_latency_ns", [])) <= 20
+          and 1 <= len(row.get("window_bandwidth_mbps", [])) <= 20, f"loaded JSON: 20 windows by default: {out}")
+    rc, out, err = run(binary, "--peak_injection_bandwidth", "-R", "-t", "0.1", "-b", "4096", "--windows", "4")
+    peak = [i for i, x in enumerate(out.splitlines()) if x.startswith("ALL Reads")]
+    check(rc == 0 and peak and out.splitlines()[peak[0] - 1].startswith("Windows of 0.0250 s, bandwidth_mbps:"),
+          f"peak: window line just before the row: {out} {err}")
+
+
 def test_numa(binary):
     """--mem_node 0 (every NUMA kernel has node 0): each buffer bound there and every page verified on it,
     in the JSON and the text; without --mem_node neither says anything about nodes."""
@@ -244,6 +305,12 @@ SUITE_BAD = [
     (["--bandwidth_matrix", "--threads", "1"], "belongs to --bandwidth_scaling"),
     (["--idle_latency", "--plan_only"], "belongs to the suite"),
     (["--working_set", "--bogus"], "unknown option"),
+    (["--idle_latency", "--windows", "0"], "--windows"),
+    (["--loaded_latency", "--windows", "1001"], "--windows"),
+    (["--idle_latency", "--windows", "2.5"], "--windows"),
+    (["--idle_latency", "--windows"], "--windows"),
+    (["--c2c_latency", "--windows", "5"], "does not apply"),
+    (["--working_set", "--windows", "5"], "does not apply"),
 ]
 
 
@@ -403,6 +470,7 @@ def main():
     for name, fn in (("usage errors", lambda: test_usage_errors(a.binary)),
                      ("counting rule", lambda: test_counting(a.binary)),
                      ("output format", lambda: test_output(a.binary, a.sanitized)),
+                     ("sub-windows", lambda: test_windows(a.binary, a.sanitized)),
                      ("numa placement", lambda: test_numa(a.binary)),
                      ("suite modes", lambda: test_suite(a.binary, a.sanitized)),
                      ("physics", None if a.sanitized else lambda: test_physics(a.binary))):

@@ -88,6 +88,9 @@ static void test_args(void)
           o.ndelays == 1 && o.delays[0] == 100 && o.seconds == 0.5, "attached and separate values");
     CHECK(parse("--loaded_latency -D 0,100,1000", &o) == 0 && o.ndelays == 3 && o.delays[2] == 1000, "-D list");
     CHECK(parse("--loaded_latency -k 0-2,5", &o) == 0 && o.ncpus == 4 && o.cpus[3] == 5, "-k list");
+    CHECK(parse("--idle_latency", &o) == 0 && o.windows == 20 && !o.windows_given, "20 sub-windows by default");
+    CHECK(parse("--loaded_latency --windows 1", &o) == 0 && o.windows == 1, "--windows 1: the whole window only");
+    CHECK(parse("--peak_injection_bandwidth --windows=1000", &o) == 0 && o.windows == 1000, "--windows at its cap");
     CHECK(parse("--idle_latency -b 1048576 -e -r -X", &o) == 0 && o.buffer_kib == 1048576 && o.mode == MODE_IDLE,
           "MLC no-op flags");
     const char *bad[] = {"--loaded_latency -d -5", "--loaded_latency -d abc", "--loaded_latency -D 0,-1",
@@ -96,7 +99,10 @@ static void test_args(void)
                          "--loaded_latency -l 8192", "--loaded_latency --bogus", "--loaded_latency -Q",
                          "--loaded_latency -t 0", "--loaded_latency -t -1", "--loaded_latency -b 2",
                          "--loaded_latency -k 3-1", "--loaded_latency -k 1,1", "-R", "--loaded_latency stray",
-                         "--loaded_latency -Rx", "--loaded_latency -d"};
+                         "--loaded_latency -Rx", "--loaded_latency -d", "--idle_latency --windows 0",
+                         "--idle_latency --windows 1001", "--idle_latency --windows -3", "--idle_latency --windows x",
+                         "--idle_latency --windows", "--c2c_latency --windows 5", "--working_set --windows 4",
+                         "--count_check 100 --windows 2"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         CHECK(parse(bad[i], &o) == 2, "'%s' should be a usage error", bad[i]);
 }
