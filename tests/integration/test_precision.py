@@ -47,6 +47,7 @@ def test_a_precision_out_of_reach_is_flagged_imprecise_at_the_cap(tmp_path: Path
     (flag,) = [f for f in record["flags"] if f["flag"] == "imprecise"]
     assert flag["reason"].startswith("no interval of mean IOPS") and "±0.1 % asked" in flag["reason"]
     assert record["checks"]["imprecise"] == {"result": "flagged"}
+    assert "no interval of mean IOPS at the cap after" in proc.stdout
 
 
 def test_the_user_s_interrupt_still_interrupts_a_point_with_a_precision(tmp_path: Path) -> None:

@@ -23,6 +23,7 @@ from app.precision import (
 )
 from app.records import Parts, StorageMetrics
 from app.runners.fio import FioRunner
+from app.summary import outcome_line
 from app.validity import NO_PRECISION, TargetFacts, point_checks, point_flags
 
 
@@ -162,6 +163,14 @@ def test_a_point_that_missed_its_precision_is_flagged_imprecise_with_what_it_rea
     assert none is not None and none.startswith("no interval of mean IOPS")
     assert "steady state" in str(imprecise_reason({"target_pct": 1, "reached_pct": 5, "stop": "steady"}))
     assert imprecise_reason({"target_pct": "x"}) is None  # a hostile line's part: nothing to judge
+
+
+def test_the_point_s_outcome_line_says_the_precision_reached() -> None:
+    done = {"target_pct": 2.0, "reached_pct": 1.734, "figure": "iops", "stop": "precise", "after_s": 14.9}
+    assert outcome_line({"precision": done}) == "±1.7 % of mean IOPS after 14.9 s, ±2 % asked"
+    capped = {**done, "reached_pct": 3.14, "stop": "runtime", "after_s": 30.0}
+    assert outcome_line({"precision": capped}) == "±3.1 % of mean IOPS at the cap after 30.0 s, ±2 % asked"
+    assert outcome_line({"precision": {"target_pct": "2%"}}) == ""  # a hostile line: nothing said
 
 
 def test_the_imprecise_check_is_not_applicable_without_a_precision() -> None:
