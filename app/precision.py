@@ -19,6 +19,7 @@ not reached, whatever ended it, is flagged ``imprecise`` (app.validity).
 from __future__ import annotations
 
 import math
+from array import array
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
@@ -83,7 +84,8 @@ class PrecisionWatch:
 
     target_pct: float
     steady: bool = False  # the point has a steady criterion: fio's steady state must have held too
-    iops: list[float] = field(default_factory=list)
+    # 8 bytes a second (a 7-day cap: 5 MB); a check reads them all, grouped (_grouped)
+    iops: array[float] = field(default_factory=lambda: array("d"))
     reached_pct: float | None = None
     checked: int = 0  # samples at the last check
     stopped: bool = False  # the point was told to stop for precision
