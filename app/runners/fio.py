@@ -43,6 +43,7 @@ from app.runners.fio_parse import (
     PhaseTracker,
     SampleTracker,
     io_started,
+    job_list,
     metrics,
     operating_point,
     steady_progress,
@@ -445,9 +446,8 @@ def precision_watch(point: StoragePoint) -> PrecisionWatch | None:
 
 def _measured_s(doc: dict[str, Any]) -> float | None:
     """The seconds fio measured the job for (its ``job_runtime``, after ramp_time), None when it gave none."""
-    jobs = doc.get("jobs")
-    job = jobs[0] if isinstance(jobs, list) and jobs and isinstance(jobs[0], dict) else {}
-    ms = job.get("job_runtime")
+    jobs = job_list(doc)
+    ms = jobs[0].get("job_runtime") if jobs else None
     return round(ms / 1000, 3) if isinstance(ms, (int, float)) and not isinstance(ms, bool) else None
 
 

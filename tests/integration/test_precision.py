@@ -44,6 +44,7 @@ def test_a_precision_out_of_reach_is_flagged_imprecise_at_the_cap(tmp_path: Path
     validate_dir(out)
     (record,) = lines(out)
     assert record["precision"]["stop"] == "runtime" and record["precision"]["reached_pct"] is None
+    assert 3.5 <= record["precision"]["after_s"] <= 4.5  # fio's measured seconds: the 4 s cap
     (flag,) = [f for f in record["flags"] if f["flag"] == "imprecise"]
     assert flag["reason"].startswith("no interval of mean IOPS") and "±0.1 % asked" in flag["reason"]
     assert record["checks"]["imprecise"] == {"result": "flagged"}
