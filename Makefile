@@ -20,7 +20,7 @@ RUFF_PATHS := app tests bench
 UNIT_TESTS := tests/unit
 
 # mypy: the type check of app/ (configured in pyproject.toml)
-.PHONY: typecheck lint check setup system-deps vm-deps venv native run test test-vm test-fast bench bench-fio bench-mem bench-report bench-tui bench-steady bench-runs bench-fleet native-asan container-test clean
+.PHONY: typecheck lint check setup system-deps vm-deps venv native run test test-vm test-fast bench bench-fio bench-mem bench-report bench-tui bench-steady bench-precision bench-runs bench-fleet native-asan container-test clean
 
 setup: system-deps vm-deps venv native
 
@@ -103,6 +103,13 @@ bench-tui: setup
 # wall share), on a RAM-backed loop device the script creates and removes; about 12 minutes
 bench-steady: setup
 	$(BIN)/python bench/steady.py
+
+# the 95 % intervals' coverage (20 x 10 s 4K randread QD16 runs against a 120 s interleaved reference; the
+# built-in engine's idle latency likewise) and seed-p4600 fixed runtime=30 against precision=2% (IOPS ratio,
+# wall share, precision reached), on a RAM-backed loop device the script creates and removes; about 20 minutes.
+# Not part of `make bench` or `make test`; `bench/precision.py --quick` is a few-minute smoke test
+bench-precision: setup
+	$(BIN)/python bench/precision.py
 
 # the runs browser listing 500 synthetic results directories: the core's scan and, in the TUI, key to full
 # table (target < 0.5 s)

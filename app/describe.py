@@ -101,6 +101,6 @@ def describe_plan(preset: Preset) -> PlanDescription:
     settings = {k: v for k, v in first.items() if k not in axes and k not in ("group", "round", "replicate")}
     proc = preset.procedure
     bounded = (proc.rounds > 1 or proc.repeat == AUTO or proc.adaptive or proc.precondition == "workload"
-               or any(isinstance(p, StoragePoint) and (p.steady or p.latency_bound) for p in points))
+               or any(isinstance(p, StoragePoint) and (p.steady or p.latency_bound or p.precision) for p in points))
     return PlanDescription(preset.name, Kind(preset.kind), preset.description, preset.source, points, axes,
                            settings, info["estimated"], info["writes"], procedure_lines(preset, points), bounded)

@@ -216,6 +216,31 @@ def steady(v: object) -> str:
     return f"{m.group(1)}:{percent:g}%"
 
 
+MIN_PRECISION_PERCENT, MAX_PRECISION_PERCENT = 0.1, 50
+
+
+def precision(v: object) -> str:
+    """A relative precision of mean IOPS, in percent of the mean, 0.1 to 50 with at most three decimals: "2%",
+    "2 %", "0.5%" or a bare number (2, 2.5); canonical as ``f"{percent:g}%"`` ("2%")."""
+    shape = "a precision in percent of the mean such as 2% or 0.5%"
+    if isinstance(v, bool) or not isinstance(v, (int, float, str)):
+        raise ValueError(f"expected {shape}")
+    if isinstance(v, str):
+        m = re.fullmatch(r" *([0-9]{1,6}(?:\.[0-9]{1,6})?) *%? *", v)
+        if not m:
+            raise ValueError(f"expected {shape}")
+        p = float(m.group(1))
+    elif isinstance(v, int) and not 0 < v <= MAX_PRECISION_PERCENT:  # before float(): a huge int overflows it
+        raise ValueError(f"must be from {MIN_PRECISION_PERCENT:g}% to {MAX_PRECISION_PERCENT:g}%")
+    else:
+        p = float(v)
+    if not (math.isfinite(p) and MIN_PRECISION_PERCENT <= p <= MAX_PRECISION_PERCENT):
+        raise ValueError(f"must be from {MIN_PRECISION_PERCENT:g}% to {MAX_PRECISION_PERCENT:g}%")
+    if round(p, 3) != p:
+        raise ValueError("at most three decimals")
+    return f"{p:g}%"
+
+
 MAX_LATENCY_BOUND_US = 60_000_000  # 60 s
 
 

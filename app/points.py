@@ -130,6 +130,10 @@ class StoragePoint:
         parse.optional(parse.seconds(0.1, 3600)), None,
         "seconds each queue depth is tried during the search (fio's latency_window); default 1",
         needs="latency_bound", implied=1, later=True))
+    precision: str | None = field(default=None, metadata=key(
+        parse.optional(parse.precision), None,
+        "stop the point once the 95 % interval of mean IOPS is within this share of the mean (0.1% to 50%), "
+        "after at least 10 measured seconds; runtime is then the cap (default: off)", later=True))
     # the round of a preset run in rounds (1, 2, …); part of the point's identity
     round: int | None = field(default=None, metadata=record(Role.SETTING))
     # the replicate of a point a preset repeats (1, 2, …; procedure key ``repeat``); part of its identity

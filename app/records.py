@@ -392,6 +392,7 @@ class Parts:
     engine_version: str | None = None
     command_line: str | None = None  # an imported MLC file's command line
     steady: Mapping[str, object] | None = None  # fio's steady-state outcome (JSON: fio_parse.steady_result)
+    precision: Mapping[str, object] | None = None  # a point stopped at a precision (JSON: precision.precision_part)
     operating_point: Mapping[str, object] | None = None  # the latency-bound search's outcome (JSON)
     write_cliff: JSONObject | None = None
     buffer_bytes: JSONValue = None  # what the memory engine printed about its run
@@ -424,7 +425,8 @@ def _parts(t: _Taker, keys: tuple[str, ...]) -> Parts:
     return Parts(
         t.take("host", _str), t.take("engine", _str), t.take("command", _str), t.take("wall_s", _num),
         t.take("job", _str), t.take("fio_version", _str), t.take("engine_version", _str),
-        t.take("command_line", _str), t.take("steady", _obj), t.take("operating_point", _obj),
+        t.take("command_line", _str), t.take("steady", _obj), t.take("precision", _obj),
+        t.take("operating_point", _obj),
         t.take("write_cliff", _obj), t.take("buffer_bytes", _any), t.take("write_buffer_bytes", _any),
         t.take("huge_pages", _any), t.take("delay_unit_ns", _num), t.take("load_threads", _num),
         t.take("warnings", _any), t.take("chase", _any), t.take("bandwidth_includes_latency_thread", _bool),

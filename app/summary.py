@@ -187,6 +187,15 @@ def steady_live(steady: object) -> str:
     return " · not steady yet" + (f" ({deviation:.1f}%)" if isinstance(deviation, (int, float)) else "")
 
 
+def precision_words(p: Mapping[str, Any]) -> str:
+    """A point with a precision: "±1.7 % of mean IOPS after 14.9 s, ±2 % asked", or what it reached and why not."""
+    reached, after = p.get("reached_pct"), p.get("after_s")
+    got = f"±{reached:.2g} % of mean IOPS" if isinstance(reached, (int, float)) else "no interval of mean IOPS"
+    secs = f" after {after:.1f} s" if isinstance(after, (int, float)) else ""
+    why = {"runtime": " at the cap", "steady": " when fio's steady state ended the point"}.get(str(p.get("stop")), "")
+    return f"{got}{why}{secs}, ±{p['target_pct']:g} % asked"
+
+
 def outcome_line(record: Mapping[str, Any]) -> str:
     """What a steady-state or latency-search point found, in words ("" for a plain point); a results line
     is untrusted: ill-typed fields are left out."""
@@ -200,6 +209,9 @@ def outcome_line(record: Mapping[str, Any]) -> str:
             dev = steady.get("deviation")
             parts.append(f"not steady at the cap ({steady.get('criterion')}"
                          + (f", {dev:.1f}% at the end)" if isinstance(dev, (int, float)) else ")"))
+    precision = record.get("precision")
+    if isinstance(precision, dict) and isinstance(precision.get("target_pct"), (int, float)):
+        parts.append(precision_words(precision))
     op = record.get("operating_point")
     if isinstance(op, dict) and isinstance(op.get("depth"), int):
         bound = op.get("bound_us")

@@ -913,13 +913,16 @@ def _create(out_dir: Path, make: Callable[[ResultsDir, DirLock], Session], creat
     return session
 
 
-def _check_fleet_plan(kind: Kind, procedure: Procedure, source: str) -> None:
+def _check_fleet_plan(kind: Kind, procedure: Procedure, plan: Sequence[Point], source: str) -> None:
     if kind != Kind.STORAGE:
         raise UsageError(f"{source}: a memory preset runs on this machine only; --host takes storage presets "
                          "(run the memory preset on each host itself).")
     if not procedure.is_default:
         raise UsageError(f"{source}: a fleet run (--host) measures the plan as it is; its procedure settings "
                          "(preconditioning, steady state, rounds, adaptive, repeat) are for one target at a time.")
+    if any(isinstance(p, StoragePoint) and p.precision is not None for p in plan):
+        raise UsageError(f"{source}: key 'precision' cannot be used in a fleet run (--host): fio's client reports "
+                         "nothing per second while its hosts run, so no host's point can be stopped on its own.")
 
 
 def _new_fleet_session(preset: Preset, plan: list[Point], out_dir: Path, fleet: "Fleet", *, yes: bool,
@@ -929,7 +932,7 @@ def _new_fleet_session(preset: Preset, plan: list[Point], out_dir: Path, fleet: 
     anywhere), then the results directory and run.json with the hosts."""
     from app.fleet.runner import FleetRunner
 
-    _check_fleet_plan(Kind(preset.kind), preset.procedure, preset.source)
+    _check_fleet_plan(Kind(preset.kind), preset.procedure, plan, preset.source)
     writes = preset.writes()
     try:
         runner = FleetRunner(fleet)  # ToolMissing (exit 4) without fio
@@ -1015,7 +1018,7 @@ def _open_fleet_session(results: ResultsDir, lock: DirLock | None, recorded: Rec
 
     source = str(results.run_json)
     meta = recorded.meta
-    _check_fleet_plan(recorded.kind, recorded.procedure, source)
+    _check_fleet_plan(recorded.kind, recorded.procedure, recorded.plan, source)
     if meta.target is not None:
         raise UsageError(f"{source}: key 'target' has invalid value {json.dumps(meta.target)[:200]}: a fleet run "
                          "names its targets under 'fleet'.")

@@ -11,6 +11,8 @@ storage table, the TUI's results table and ``compare`` show them (docs/results-s
 - ``buffered``: direct=0, or a target file on a filesystem that does not honour O_DIRECT as asked: tmpfs
   or ramfs (memory), ZFS before 2.3 (caches in its ARC anyway), overlayfs (a container's own layer);
 - ``not-steady``: a point with a steady-state criterion that fio never saw hold before the cap;
+- ``imprecise``: a point with a ``precision`` whose 95 % interval of mean IOPS was still wider than asked when
+  the runtime cap (or fio's steady state) ended it (app.precision);
 - ``throttled``: a drive thermal-management counter rose while the point ran (app.telemetry);
 - ``over-temperature``: the drive set its critical warning's temperature bit while the point ran — its
   temperature was past a threshold, and it may have throttled; for drives that keep no throttle counter
@@ -30,11 +32,13 @@ from dataclasses import dataclass, replace
 from typing import Iterable, Mapping
 
 from app.link import Link, sysfs_root
+from app.precision import imprecise_reason
 from app.records import Parts, ResultLine, StorageMetrics, number
 from app.runmeta import RunMeta
 from app.units import format_bandwidth
 
-FLAGS = ("cpu-bound", "depth-not-reached", "above-link", "buffered", "not-steady", "throttled", "over-temperature")
+FLAGS = ("cpu-bound", "depth-not-reached", "above-link", "buffered", "not-steady", "imprecise", "throttled",
+         "over-temperature")
 LEGEND = {
     "cpu-bound": "fio used ≥ 90 % of a CPU per job: the load generator, not the device, set the pace",
     "depth-not-reached": "IOPS × mean latency (Little's law) below 90 % of the I/Os the workload asks to keep "
@@ -42,6 +46,7 @@ LEGEND = {
     "above-link": "throughput above what the device's link can carry: a cache answered, not the medium",
     "buffered": "the page cache or a memory filesystem served the I/O (direct=0, tmpfs, ZFS < 2.3, overlayfs)",
     "not-steady": "fio's steady-state criterion never held before the runtime cap",
+    "imprecise": "the 95 % interval of mean IOPS was wider than the precision asked when the point ended",
     "throttled": "a drive thermal-management counter rose while the point ran",
     "over-temperature": "the drive reported its temperature past a threshold (critical warning, temperature bit) "
                         "while the point ran: it may have throttled",
@@ -53,6 +58,7 @@ CHECKED = {  # what a passed check verified, for the report's table of checks
     "buffered": "direct=1, and the target is on no filesystem known to ignore O_DIRECT (tmpfs, ramfs, ZFS < 2.3, "
                 "overlayfs)",
     "not-steady": "fio's steady-state criterion held before the runtime cap",
+    "imprecise": "the 95 % interval of mean IOPS reached the precision asked",
     "throttled": "no drive thermal-management counter rose while the point ran",
     "over-temperature": "the drive's critical warning never had its temperature bit set while the point ran",
 }
@@ -60,9 +66,11 @@ RESULTS = ("flagged", "passed", "not-applicable")
 NO_LINK = "no link speed known"
 NO_TELEMETRY = "no drive telemetry (no NVMe/SMART counters)"
 NO_STEADY = "no steady-state criterion set"
+NO_PRECISION = "no precision asked"
 # checks added after results lines carried ``checks``: a line recorded before one has no result for it, and
 # its passing cannot be derived (nothing in the line says the drive's critical warning was looked at)
 ADDED_LATER = {"over-temperature": "the point was recorded before the tool checked the drive's critical warning"}
+
 SEARCHED = "operating-point searches are not checked for depth: fio's latency_target search varies the depth"
 CPU_BOUND_PERCENT = 90.0
 DEPTH_RATIO = 0.9
@@ -177,6 +185,9 @@ def point_flags(point: Mapping[str, object], metrics: StorageMetrics, parts: Par
     steady = parts.steady
     if steady is not None and steady.get("attained") is False:
         out.append(flag("not-steady", f"{steady.get('criterion') or 'the criterion'} never held before the cap"))
+    imprecise = imprecise_reason(parts.precision) if parts.precision is not None else None
+    if imprecise:
+        out.append(flag("imprecise", imprecise))
     if throttled:
         out.append(flag("throttled", throttled))
     if over_temperature:
@@ -206,6 +217,8 @@ def _not_applicable(name: str, point: Mapping[str, object], metrics: StorageMetr
         return facts.no_link
     if name == "not-steady" and not point.get("steady") and parts.steady is None:
         return NO_STEADY
+    if name == "imprecise" and not point.get("precision") and parts.precision is None:
+        return NO_PRECISION
     if name in ("throttled", "over-temperature"):
         if not facts.telemetry:
             return facts.no_telemetry

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import math
 import os
 import shutil
@@ -27,7 +28,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -36,7 +37,7 @@ from app import presets  # noqa: E402 - after the sys.path line above
 from app.sweep import new_session  # noqa: E402 - after the sys.path line above
 
 
-async def _drain(session: Any) -> None:
+async def drain(session: Any) -> None:
     async for _ in session.events():
         pass
 
@@ -45,7 +46,7 @@ def run(preset: str, device: str, out: Path, sets: list[str]) -> tuple[list[dict
     p = presets.apply_overrides(presets.load(preset), sets)
     session = new_session(p, target=device, out=out, yes=True, overrides=sets)
     t0 = time.monotonic()
-    asyncio.run(_drain(session))
+    asyncio.run(drain(session))
     wall = time.monotonic() - t0
     records = sorted(session.results.records(), key=lambda r: r["index"])
     return records, wall
@@ -108,6 +109,27 @@ def knee_bench(device: str, tmp: Path) -> None:
           f"(target ≤ 50%: {'met' if search_wall <= 0.5 * sweep_wall else 'NOT met'})")
 
 
+@contextlib.contextmanager
+def ram_loop_device(size_mb: int, prefix: str) -> Iterator[str]:
+    """A loop device over a file of ``size_mb`` MiB in /dev/shm, written once (so reads meet allocated pages, as
+    on a used drive); detached and removed on exit."""
+    shm = Path(tempfile.mkdtemp(prefix=prefix, dir="/dev/shm"))
+    device = None
+    try:
+        image = shm / "ram.img"
+        with open(image, "wb") as f:
+            f.truncate(size_mb << 20)
+        device = subprocess.run(["losetup", "-f", "--show", str(image)], capture_output=True, text=True,
+                                check=True).stdout.strip()
+        subprocess.run(["dd", "if=/dev/zero", f"of={device}", "bs=1M", f"count={size_mb}", "oflag=direct",
+                        "status=none"], check=True)
+        yield device
+    finally:
+        if device:
+            subprocess.run(["losetup", "-d", device], check=False)
+        shutil.rmtree(shm, ignore_errors=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runtime", type=int, default=30)
@@ -115,27 +137,13 @@ def main() -> None:
     ap.add_argument("--skip-steady", action="store_true")
     ap.add_argument("--skip-knee", action="store_true")
     args = ap.parse_args()
-    shm = Path(tempfile.mkdtemp(prefix="bench-steady-", dir="/dev/shm"))
-    device = None
-    try:
-        image = shm / "ram.img"
-        with open(image, "wb") as f:
-            f.truncate(args.size_mb << 20)
-        device = subprocess.run(["losetup", "-f", "--show", str(image)], capture_output=True, text=True,
-                                check=True).stdout.strip()
-        # write it once so that reads and writes meet allocated pages, as on a used drive
-        subprocess.run(["dd", "if=/dev/zero", f"of={device}", "bs=1M", f"count={args.size_mb}", "oflag=direct",
-                        "status=none"], check=True)
+    with ram_loop_device(args.size_mb, "bench-steady-") as device:
         print(f"RAM-backed loop device {device} ({args.size_mb} MiB), {os.cpu_count()} CPUs")
         with tempfile.TemporaryDirectory(prefix="bench-steady-") as d:
             if not args.skip_steady:
                 steady_bench(device, Path(d), args.runtime)
             if not args.skip_knee:
                 knee_bench(device, Path(d))
-    finally:
-        if device:
-            subprocess.run(["losetup", "-d", device], check=False)
-        shutil.rmtree(shm, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import stat
 import time
 from contextlib import aclosing
@@ -22,6 +23,7 @@ from typing import IO, Any, AsyncGenerator, Hashable, Mapping, Sequence, cast
 from app.errors import ToolMissing, UsageError
 from app.external import run_tool
 from app.points import WRITE_MODES, Kind, Point, StoragePoint, implied, json_types, keys_of
+from app.precision import PrecisionWatch, precision_part, target_percent
 from app.presets import MAX_SECONDS
 from app.procedure import (
     ASSUMED_PRECONDITION_BYTES_PER_S,
@@ -41,6 +43,7 @@ from app.runners.fio_parse import (
     PhaseTracker,
     SampleTracker,
     io_started,
+    job_list,
     metrics,
     operating_point,
     steady_progress,
@@ -324,6 +327,13 @@ class FioRunner(Runner):
     def tool_versions(self) -> dict[str, str]:
         return {"fio": fio_version()}
 
+    def check_plan(self, plan: Sequence[Point]) -> None:
+        """A latency-bound search changes its queue depth as it goes: its IOPS have no one mean to be precise
+        about, and stopping it early would cut the search short."""
+        if any(isinstance(p, StoragePoint) and p.precision is not None and p.latency_bound is not None for p in plan):
+            raise UsageError("key 'precision' cannot be used with latency_bound: fio's latency_target search varies "
+                             "the queue depth, so its IOPS have no one mean to stop at.")
+
     async def run(self, items: list[tuple[int, Point]], ctx: Context) -> AsyncGenerator[Event, None]:
         for index, point in items:
             if not isinstance(point, StoragePoint):
@@ -343,7 +353,7 @@ class FioRunner(Runner):
         job_path = ctx.raw_dir / f"{stem}.fio"
         write_new(job_path, text.encode())  # removed again if the disk is full
         run = _FioRun(index, job_path, ctx.raw_dir / f"{stem}{SAMPLES_SUFFIX}", phase_tracker(point),
-                      layout_bytes(point, ctx.target, read_only))
+                      layout_bytes(point, ctx.target, read_only), precision_watch(point))
         try:
             async with aclosing(run.stream(fio_command(job_path.name, read_only), cwd=ctx.raw_dir)) as stream:
                 async for sample in stream:
@@ -369,13 +379,16 @@ class FioRunner(Runner):
         op = (operating_point(run.last, m, point.latency_bound, _number(point, "latency_percentile"), point.runtime)
               if point.latency_bound is not None else None)
         cliff = write_cliff(run.samples) if point.rw == "write" else None
-        parts = Parts(wall_s=wall_s, job=job, fio_version=_version(run.last), steady=steady, operating_point=op,
-                      write_cliff=dict(cliff) if cliff is not None else None,
+        precision = (precision_part(run.watch, _measured_s(run.last), bool(steady and steady.get("attained")))
+                     if run.watch is not None else None)
+        parts = Parts(wall_s=wall_s, job=job, fio_version=_version(run.last), steady=steady, precision=precision,
+                      operating_point=op, write_cliff=dict(cliff) if cliff is not None else None,
                       keys=("wall_s", "job", "fio_version") + (("steady",) if steady is not None else ())
+                      + (("precision",) if precision is not None else ())
                       + (("operating_point",) if op is not None else ())
                       + (("write_cliff",) if cliff is not None else ()))
         error = None
-        if m.get("errors") or run.returncode:
+        if m.get("errors") or run.failed:
             error = _fio_message(run.stderr, run.noise) or f"fio job error {m.get('errors')}"
         u = point_uncertainty(run.samples, run.samples_path)
         yield Result(index, with_interval(StorageMetrics.of(m), u), raw, parts, error=error, files=files)
@@ -469,6 +482,20 @@ class PreconditionJob:
         yield Result(-1, StorageMetrics.of(m), raw, parts, error=error, files=files)
 
 
+def precision_watch(point: StoragePoint) -> PrecisionWatch | None:
+    """The live precision check of a point with ``precision`` (app.precision), None without."""
+    if point.precision is None:
+        return None
+    return PrecisionWatch(target_percent(point.precision), steady=point.steady is not None)
+
+
+def _measured_s(doc: dict[str, Any]) -> float | None:
+    """The seconds fio measured the job for (its ``job_runtime``, after ramp_time), None when it gave none."""
+    jobs = job_list(doc)
+    ms = jobs[0].get("job_runtime") if jobs else None
+    return round(ms / 1000, 3) if isinstance(ms, (int, float)) and not isinstance(ms, bool) else None
+
+
 def _version(doc: dict[str, object]) -> str | None:
     """fio's version as its JSON names it (a results line keeps the key, null when fio gave none)."""
     v = doc.get("fio version")
@@ -514,7 +541,7 @@ class _FioRun:
     document, its stderr."""
 
     def __init__(self, index: int, job_path: Path, samples_path: Path, phases: PhaseTracker | None = None,
-                 layout: int | None = None) -> None:
+                 layout: int | None = None, watch: PrecisionWatch | None = None) -> None:
         self.index = index
         self.job_path = job_path
         self.samples_path = samples_path
@@ -526,6 +553,7 @@ class _FioRun:
         self.returncode: int | None = None
         self.wall = 0.0
         self.samples: list[dict[str, Any]] = []  # kept for the write-cliff check (at most MAX_SERIES)
+        self.watch = watch  # a point with ``precision``: told to stop (SIGINT to fio) once it is reached
 
     async def stream(self, argv: list[str], cwd: Path | None = None) -> AsyncGenerator[Sample | Phase, None]:
         """Run fio (``argv``; in ``cwd``, the raw/ it reads its job file from by name) and stream what it measures."""
@@ -594,6 +622,8 @@ class _FioRun:
                     if len(self.samples) < MAX_SERIES:
                         self.samples.append(sample)
                     yield Sample(self.index, sample)
+                    if self.watch is not None and self.watch.feed(sample, not self.phases.in_ramp):
+                        _end_job(child)
             for doc in splitter.close():
                 self.last = doc
             self.stderr = await child.finish()
@@ -605,6 +635,26 @@ class _FioRun:
         self.noise = splitter.noise
         self.returncode = child.proc.returncode
         self.wall = time.monotonic() - started
+
+    @property
+    def failed(self) -> bool:
+        """fio exited with a status that says it failed: not the one it exits with when it was told to end
+        its job at the precision asked (FIO_SIGINT_STATUS)."""
+        stopped = self.watch is not None and self.watch.stopped
+        return bool(self.returncode) and not (stopped and self.returncode == FIO_SIGINT_STATUS)
+
+
+# fio ends its jobs on SIGINT as at the end of their runtime (final JSON with every figure) and then exits 128
+FIO_SIGINT_STATUS = 128
+
+
+def _end_job(child: Child) -> None:
+    """End fio's job now, keeping its figures: SIGINT to fio alone (its jobs are threads of the one process).
+    The tool's own ^C is another path: the sweep cancels the point and nothing of it is recorded."""
+    try:
+        os.kill(child.proc.pid, signal.SIGINT)
+    except ProcessLookupError:
+        pass
 
 
 def open_samples(path: Path) -> IO[str] | None:

@@ -62,6 +62,7 @@ GOOD: dict[str, list[Any]] = {
     "latency_percentile": [99, "99.9", 100, 0], "latency_window": [1, "500ms", "2"],
     "threads": [1, "2", 1024, "none"], "pages": ["2m", "4K", "none"], "c2c": ["hit", "HITM", "none"],
     "reader_node": [0, "1", "none"], "home": ["writer", "reader", "none"],
+    "precision": ["2%", "0.5 %", 5, "none", "0%", "51%"],
 }
 
 
