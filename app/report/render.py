@@ -697,8 +697,8 @@ def _flags_legend(points: Sequence[StorageRow], meta: RunMeta | None = None) -> 
     return out
 
 
-# flags another part of the tool raises that the checks above may not list yet: what each means
-OTHER_FLAGS = {"imprecise": "the point hit its runtime before its interval reached the precision asked"}
+# flags a newer version may raise that the checks above do not list: what each means, where known
+OTHER_FLAGS: dict[str, str] = {}
 
 
 def _other_flag_rows(points: Sequence[StorageRow]) -> list[list[str]]:
