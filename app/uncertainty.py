@@ -278,11 +278,12 @@ def intervals_of(series: Mapping[str, Sequence[float]], min_batches: int = MIN_B
 
 def storage_series(samples: Sequence[Mapping[str, object]]) -> dict[str, list[float]]:
     """A storage point's per-second samples (raw/…samples.jsonl, untrusted) as one series per figure: whole
-    seconds only (``interval_s`` ≥ 0.5 where given), a sample without a usable figure skipped for that figure."""
+    seconds only (``interval_s`` ≥ 0.5 where given), measured ones only (not marked ``ramp``: fio's
+    ``ramp_time``, which its own figures leave out), a sample without a usable figure skipped for that figure."""
     out: dict[str, list[float]] = {k: [] for k in STORAGE_SERIES}
     for s in samples:
         span = number(s.get("interval_s"))
-        if span is not None and span < WHOLE_INTERVAL_S:
+        if (span is not None and span < WHOLE_INTERVAL_S) or s.get("ramp") is True:
             continue
         for k in STORAGE_SERIES:
             v = number(s.get(k))

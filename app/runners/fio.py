@@ -613,6 +613,8 @@ class _FioRun:
                     sample = tracker.update(doc, time.monotonic() - started)
                     if sample is None:
                         continue
+                    if self.phases.in_ramp:  # fio's ramp_time: counted by fio's dumps, left out of its figures
+                        sample["ramp"] = True
                     steady = steady_progress(doc)
                     if steady is not None:
                         sample["steady"] = steady

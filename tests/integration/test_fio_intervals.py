@@ -15,7 +15,7 @@ from schema_check import validate_events
 from test_procedure import lines
 
 
-def _measure(tmp_path: Path, runtime: int) -> tuple[StorageMetrics, list[dict[str, object]]]:
+def _measure(tmp_path: Path, runtime: int, ramp: int = 0) -> tuple[StorageMetrics, list[dict[str, object]]]:
     """One randread point run by the CLI with ``--json-stream``: its metrics, as the line and the stream's record
     both hold them (checked against the schemas), and its kept samples."""
     target = tmp_path / "t.img"
@@ -23,7 +23,7 @@ def _measure(tmp_path: Path, runtime: int) -> tuple[StorageMetrics, list[dict[st
         target.write_bytes(b"\x5a" * (32 << 20))  # laid out beforehand: every second of the point is measured I/O
     out = tmp_path / f"run{runtime}"
     proc = run_cli("run", "custom", "--set", "size=32m", "--set", "rw=randread", "--set", "bs=4k", "--set", "iodepth=4",
-                   "--set", f"runtime={runtime}", "--set", "ramp_time=0", "--yes", "--json-stream",
+                   "--set", f"runtime={runtime}", "--set", f"ramp_time={ramp}", "--yes", "--json-stream",
                    "--target", str(target), "--out", str(out), check=True)
     events = validate_events(proc.stdout)  # a point_done record against results-line.schema.json: ci95 too
     (line,) = lines(out)
@@ -60,8 +60,11 @@ def test_a_20_s_point_gets_the_interval_of_its_kept_samples_whose_mean_is_fios_i
         assert math.isclose((ci[0] + ci[1]) / 2, statistics.fmean(used)) and half_width(ci) > 0
 
 
-def test_a_3_s_point_says_too_few_samples(tmp_path: Path) -> None:
-    m, samples = _measure(tmp_path, 3)
+def test_a_3_s_point_says_too_few_samples_and_its_ramp_seconds_are_marked(tmp_path: Path) -> None:
+    m, samples = _measure(tmp_path, 3, ramp=2)
+    ramp = [s for s in samples if s.get("ramp") is True]
+    assert ramp and samples[0].get("ramp") is True and len(ramp) <= 3  # fio's 2 s ramp (its dumps arrive late)
+    assert all(s.get("ramp") is True for s in samples[:len(ramp)])  # the first seconds, none after them
     assert m.ci95 is None and m.ci_method is not None and m.ci_method["method"] == "none"
     assert "too few samples" in str(m.ci_method["reason"]) and "10 needed" in str(m.ci_method["reason"])
     assert list(m.json())[-1] == "ci_method"

@@ -55,6 +55,12 @@ def test_fios_last_dump_a_few_ms_after_the_one_before_is_no_second(tmp_path: Pat
     assert u.ci_method["samples"] == 20 and u.ci95["iops"][0] > 40_000
 
 
+def test_the_seconds_of_ramp_time_are_left_out_as_fio_leaves_them_out(tmp_path: Path) -> None:
+    ramp = [{**s, "iops": 5.0, "ramp": True} for s in _samples(5, seed=4)]
+    u = point_uncertainty(ramp + _samples(20), tmp_path / "none.jsonl")
+    assert u.ci_method["samples"] == 20 and u.ci95["iops"][0] > 40_000
+
+
 def test_no_whole_second_sample_is_said_in_one_sentence(tmp_path: Path) -> None:
     for samples in ([], [{"t": 0.3, "interval_s": 0.3, "iops": 10.0}]):
         u = point_uncertainty(samples, tmp_path / "none.jsonl")
