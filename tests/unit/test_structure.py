@@ -171,3 +171,12 @@ def test_contract_covers_every_headless_module() -> None:
 @pytest.mark.parametrize("module", ["app.sweep", "app.report", "app.cli"])
 def test_core_modules_are_in_the_contract(module: str) -> None:
     assert module in core_modules()
+
+
+def test_every_test_module_has_its_own_basename() -> None:
+    # pytest collects tests/unit and tests/integration in one session with rootdir-relative imports: two
+    # test files of one name make the second an "import file mismatch" that stops the whole run
+    seen: dict[str, Path] = {}
+    for path in sorted((ROOT / "tests").rglob("test_*.py")):
+        assert path.name not in seen, f"{path} and {seen[path.name]} share a basename"
+        seen[path.name] = path
