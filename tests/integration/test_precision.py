@@ -13,22 +13,31 @@ import time
 from pathlib import Path
 
 from conftest import ROOT
-from loopdev import loop_device
+from loopdev import loop_device, needs_loop
 from schema_check import validate_dir
 from test_procedure import lines, meta, run_custom
+from throttle import throttled
 
 
+@needs_loop
 def test_a_point_stops_once_precise_and_keeps_fio_s_figures(tmp_path: Path) -> None:
+    """A RAM-backed loop device throttled by the kernel to 2000 IOPS: every second measures the throttle, so the
+    interval is narrow from the first check on (an unthrottled device on a shared 2-vCPU machine swings 10–30 %
+    a second and may keep its batch means correlated for the whole 30 s: the bench measures that case)."""
     out = tmp_path / "precise"
-    started = time.monotonic()
-    proc = run_custom(tmp_path, out, "precision=5 %", "runtime=30", "iodepth=16")
-    took = time.monotonic() - started
+    with loop_device(tmp_path, size_mb=64, ram=True) as dev, throttled(dev.path, 2000, 2000) as enter:
+        args = ["run", "custom", "--target", dev.path, "--yes", "--out", str(out), "--set", "size=64m",
+                "--set", "precision=5 %", "--set", "runtime=30", "--set", "iodepth=4"]
+        started = time.monotonic()
+        proc = subprocess.run([sys.executable, "-m", "app", *args], capture_output=True, text=True, timeout=120,
+                              cwd=ROOT, preexec_fn=enter, env=dict(os.environ))
+        took = time.monotonic() - started
     assert proc.returncode == 0, proc.stderr
     validate_dir(out)
     (record,) = lines(out)
     p = record["precision"]
     assert p["stop"] == "precise" and p["target_pct"] == 5.0 and p["figure"] == "iops", p
-    assert p["reached_pct"] <= 5.0 and 10 <= p["after_s"] < 25, p
+    assert p["reached_pct"] <= 5.0 and 9.5 <= p["after_s"] < 25, p  # the minimum: 10 samples (fio's clock: 9.9 s)
     assert record["point"]["precision"] == "5%" and "error" not in record
     assert record["checks"]["imprecise"] == {"result": "passed"}
     assert "imprecise" not in [f["flag"] for f in record["flags"]]
