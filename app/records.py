@@ -25,6 +25,7 @@ from typing import Callable, Mapping, TypeAlias, TypeVar
 from app.errors import UsageError
 from app.points import Kind
 from app.sanitize import show_value
+from app.tails import Hist, hist_of_record
 
 # a value of parsed JSON (what json.loads gives)
 JSONValue: TypeAlias = "None | bool | int | float | str | list[JSONValue] | dict[str, JSONValue]"
@@ -200,6 +201,7 @@ class Latency:
     p99: float | None = None
     p99_9: float | None = None
     p99_99: float | None = None
+    p99_999: float | None = None
     percentiles_approx: bool | None = None  # several jobs without json+ histograms: the weighted mean of theirs
     keys: tuple[str, ...] = ()
     more: JSONObject = field(default_factory=dict)
@@ -243,7 +245,7 @@ def _latency(v: object, check: Callable[[str, object], None] | None) -> Latency 
     approx = v.get("percentiles_approx")
     g = nums.get
     return Latency(g("min"), g("mean"), g("max"), g("stddev"), g("p50"), g("p90"), g("p99"), g("p99_9"), g("p99_99"),
-                   approx if isinstance(approx, bool) else None, tuple(v), more)
+                   g("p99_999"), approx if isinstance(approx, bool) else None, tuple(v), more)
 
 
 @dataclass(frozen=True)
@@ -273,11 +275,18 @@ class StorageMetrics:
     percentiles_source: str | None = None  # "clat_ns": fio gave no total-latency percentiles
     ci95: JSONObject | None = None  # figure → [low, high]: the 95 % interval of its mean (app.uncertainty)
     ci_method: JSONObject | None = None  # how ci95 was computed, or why a figure has none
+    # fio's json+ latency histogram, merged: [[ns, count], …] (app.tails); checked when read by hist(), not before:
+    # a results file may hold many lines and few readers need it
+    lat_hist: list[JSONValue] | None = None
     keys: tuple[str, ...] = ()
     more: JSONObject = field(default_factory=dict)
 
     def json(self) -> JSONObject:
         return _emit(self, self.keys, self.more)
+
+    def hist(self) -> Hist | None:
+        """The point's latency histogram (app.tails.Hist), None when the line has none or a malformed one."""
+        return hist_of_record(self.lat_hist) if self.lat_hist is not None else None
 
     def interval(self, key: str) -> tuple[float, float] | None:
         """The 95 % interval of a figure's mean (``iops``, ``bw_bytes``, ``lat_mean_ns``), None when absent."""
@@ -332,7 +341,7 @@ def _storage_metrics(m: Mapping[str, object], refuse: Callable[[str, object, str
         lat("lat_ns"), n["usr_cpu"], n["sys_cpu"], lat("read_lat_ns"), lat("write_lat_ns"), n["total_ios"],
         n["io_bytes"], t.take("jobs", _whole), lat("slat_ns"), lat("clat_ns"), t.take("disk_util", _list),
         n["trim_iops"], n["trim_bw_bytes"], t.take("errors", _list), t.take("percentiles_source", _str),
-        t.take("ci95", _ci95), t.take("ci_method", _obj), tuple(m), t.more)
+        t.take("ci95", _ci95), t.take("ci_method", _obj), t.take("lat_hist", _list), tuple(m), t.more)
 
 
 @dataclass(frozen=True)
@@ -407,6 +416,8 @@ class Parts:
     numa: JSONValue = None  # the memory engine's verified placement: node, pages per node, page_bytes
     caches: JSONValue = None  # a working-set curve's cache levels: [{name, level, type, size_bytes, shared_cpus}]
     c2c_cpus: JSONValue = None  # a c2c figure's writer and reader CPUs: [writer, reader]
+    device: JSONObject | None = None  # the target device's own counters around the point (app.devstat)
+    tail: JSONObject | None = None  # the per-second p99 over the point: its median, worst second (app.tails)
     keys: tuple[str, ...] = ()  # the order the runner gives them in; () = the fields that are set, as declared
 
     def __post_init__(self) -> None:
@@ -431,7 +442,7 @@ def _parts(t: _Taker, keys: tuple[str, ...]) -> Parts:
         t.take("huge_pages", _any), t.take("delay_unit_ns", _num), t.take("load_threads", _num),
         t.take("warnings", _any), t.take("chase", _any), t.take("bandwidth_includes_latency_thread", _bool),
         t.take("notes", _any), t.take("numa", _any), t.take("caches", _any), t.take("c2c_cpus", _any),
-        keys=tuple(k for k in keys if k in PART_KEYS))
+        t.take("device", _obj), t.take("tail", _obj), keys=tuple(k for k in keys if k in PART_KEYS))
 
 
 @dataclass(frozen=True)

@@ -35,10 +35,11 @@ from app.link import Link, sysfs_root
 from app.precision import imprecise_reason
 from app.records import Parts, ResultLine, StorageMetrics, number
 from app.runmeta import RunMeta
+from app.tails import TAIL_UNSTABLE_FACTOR
 from app.units import format_bandwidth
 
 FLAGS = ("cpu-bound", "depth-not-reached", "above-link", "buffered", "not-steady", "imprecise", "throttled",
-         "over-temperature")
+         "over-temperature", "not-on-device", "amplified", "tail-unstable")
 LEGEND = {
     "cpu-bound": "fio used ≥ 90 % of a CPU per job: the load generator, not the device, set the pace",
     "depth-not-reached": "IOPS × mean latency (Little's law) below 90 % of the I/Os the workload asks to keep "
@@ -50,6 +51,13 @@ LEGEND = {
     "throttled": "a drive thermal-management counter rose while the point ran",
     "over-temperature": "the drive reported its temperature past a threshold (critical warning, temperature bit) "
                         "while the point ran: it may have throttled",
+    "not-on-device": "the device's own counters moved less than 90 % of the bytes fio reports: a page cache, a "
+                     "cache in the stack, compression, dedupe or a sparse file answered — the figure is not the "
+                     "device's",
+    "amplified": "the device's own counters moved more than 110 % of the bytes fio reports: read-modify-write, "
+                 "misaligned blocks, filesystem journal or metadata, or other I/O on the device",
+    "tail-unstable": "one second's p99 latency was more than 4× the point's median second's: the tail changed "
+                     "while the point ran",
 }
 CHECKED = {  # what a passed check verified, for the report's table of checks
     "cpu-bound": "fio's usr+sys CPU per job stayed below 90 % of one CPU",
@@ -61,6 +69,9 @@ CHECKED = {  # what a passed check verified, for the report's table of checks
     "imprecise": "the 95 % interval of mean IOPS reached the precision asked",
     "throttled": "no drive thermal-management counter rose while the point ran",
     "over-temperature": "the drive's critical warning never had its temperature bit set while the point ran",
+    "not-on-device": "the device's counters moved at least 90 % of the bytes fio reports, in each direction",
+    "amplified": "the device's counters moved at most 110 % of the bytes fio reports, in each direction",
+    "tail-unstable": "every measured second's p99 stayed within 4× of the point's median second's",
 }
 RESULTS = ("flagged", "passed", "not-applicable")
 NO_LINK = "no link speed known"
@@ -69,7 +80,13 @@ NO_STEADY = "no steady-state criterion set"
 NO_PRECISION = "no precision asked"
 # checks added after results lines carried ``checks``: a line recorded before one has no result for it, and
 # its passing cannot be derived (nothing in the line says the drive's critical warning was looked at)
-ADDED_LATER = {"over-temperature": "the point was recorded before the tool checked the drive's critical warning"}
+ADDED_LATER = {"over-temperature": "the point was recorded before the tool checked the drive's critical warning",
+               "not-on-device": "the point was recorded before the tool read the device's counters",
+               "amplified": "the point was recorded before the tool read the device's counters",
+               "tail-unstable": "the point was recorded before the tool checked its tail over time"}
+DEVICE_LOW, DEVICE_HIGH = 0.9, 1.1  # device bytes / fio bytes outside these: not-on-device, amplified
+MIN_DEVICE_BYTES = 1 << 20  # a direction in which fio moved less is not judged (other I/O would dominate it)
+DIRECTION_WORDS = {"read": ("read", "reads"), "write": ("wrote", "writes")}
 
 SEARCHED = "operating-point searches are not checked for depth: fio's latency_target search varies the depth"
 CPU_BOUND_PERCENT = 90.0
@@ -192,7 +209,60 @@ def point_flags(point: Mapping[str, object], metrics: StorageMetrics, parts: Par
         out.append(flag("throttled", throttled))
     if over_temperature:
         out.append(flag("over-temperature", over_temperature))
+    low, high = device_reasons(parts.device)
+    if low:
+        out.append(flag("not-on-device", low))
+    if high:
+        out.append(flag("amplified", high))
+    unstable = tail_reason(parts.tail)
+    if unstable:
+        out.append(flag("tail-unstable", unstable))
     return out
+
+
+def _mb(v: float) -> str:
+    return f"{v / 1e6:,.1f} MB"
+
+
+def judged_directions(device: Mapping[str, object] | None) -> list[tuple[str, float, float]]:
+    """(direction, device bytes / fio bytes, fio bytes) of each direction of the ``device`` part in which fio
+    moved at least MIN_DEVICE_BYTES and the ratio is known."""
+    if not isinstance(device, Mapping) or "unavailable" in device:
+        return []
+    out = []
+    for d in DIRECTION_WORDS:
+        fio_b, ratio = number(device.get(f"fio_{d}_bytes")), number(device.get(f"{d}_ratio"))
+        if fio_b is not None and ratio is not None and fio_b >= MIN_DEVICE_BYTES and ratio >= 0:
+            out.append((d, ratio, fio_b))
+    return out
+
+
+def device_reasons(device: Mapping[str, object] | None) -> tuple[str | None, str | None]:
+    """The reasons of ``not-on-device`` and ``amplified`` from the ``device`` part (None: not raised)."""
+    name = device.get("name") if isinstance(device, Mapping) else None
+    dev = f"{name}" if isinstance(name, str) and name else "the device"
+    low, high = [], []
+    for d, ratio, fio_b in judged_directions(device):
+        verb, noun = DIRECTION_WORDS[d]
+        text = f"{noun}: {dev} {verb} {ratio:.2f}× the bytes fio {verb} ({_mb(ratio * fio_b)} of {_mb(fio_b)})"
+        if ratio < DEVICE_LOW:
+            low.append(text)
+        elif ratio > DEVICE_HIGH:
+            high.append(text)
+    return "; ".join(low) or None, "; ".join(high) or None
+
+
+def tail_reason(tail: Mapping[str, object] | None) -> str | None:
+    """The reason of ``tail-unstable`` from the ``tail`` part (None: not raised)."""
+    if not isinstance(tail, Mapping):
+        return None
+    ratio, factor = number(tail.get("ratio")), number(tail.get("factor")) or TAIL_UNSTABLE_FACTOR
+    worst, median, at = number(tail.get("worst_p99_ns")), number(tail.get("median_p99_ns")), number(tail.get("worst_t"))
+    if ratio is None or worst is None or median is None or ratio <= factor:
+        return None
+    when = f"the second ending at {at:g} s" if at is not None else "its worst second"
+    return (f"p99 of {when} was {worst / 1e3:,.0f} µs, {ratio:.1f}× the median second's {median / 1e3:,.0f} µs "
+            f"(above {factor:g}×)")
 
 
 def _mean(metrics: StorageMetrics) -> float | None:
@@ -219,12 +289,38 @@ def _not_applicable(name: str, point: Mapping[str, object], metrics: StorageMetr
         return NO_STEADY
     if name == "imprecise" and not point.get("precision") and parts.precision is None:
         return NO_PRECISION
+    if name in ("not-on-device", "amplified"):
+        return _device_not_applicable(parts.device)
+    if name == "tail-unstable":
+        return _tail_not_applicable(parts.tail)
     if name in ("throttled", "over-temperature"):
         if not facts.telemetry:
             return facts.no_telemetry
         readings = number(telemetry.get("readings")) if telemetry is not None else None
         if readings is not None and readings < 2:
             return "fewer than two drive health readings while the point ran"
+    return None
+
+
+def _device_not_applicable(device: Mapping[str, object] | None) -> str | None:
+    if not isinstance(device, Mapping):
+        return "the device's counters were not read"
+    why = device.get("unavailable")
+    if why is not None:
+        return _line(why) or "the device's counters were not read"
+    if not judged_directions(device):
+        return f"fio moved less than {MIN_DEVICE_BYTES >> 20} MiB in each direction, or no byte ratio is known"
+    return None
+
+
+def _tail_not_applicable(tail: Mapping[str, object] | None) -> str | None:
+    if not isinstance(tail, Mapping):
+        return "no per-second samples of the point's p99"
+    why = tail.get("unavailable")
+    if why is not None:
+        return _line(why) or "no per-second samples of the point's p99"
+    if number(tail.get("ratio")) is None:
+        return "no per-second samples of the point's p99"
     return None
 
 

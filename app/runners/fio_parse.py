@@ -15,9 +15,12 @@ from typing import Any, Mapping, TypedDict
 
 from app.records import MAX_NUMBER
 from app.sanitize import show_value
+from app.tails import Hist, hist_of_bins, hist_record, merge
 
-PERCENTILES = {"p50": 50.0, "p90": 90.0, "p99": 99.0, "p99_9": 99.9, "p99_99": 99.99}
-PERCENTILE_LIST = "50:90:99:99.9:99.99"
+PERCENTILES = {"p50": 50.0, "p90": 90.0, "p99": 99.0, "p99_9": 99.9, "p99_99": 99.99, "p99_999": 99.999}
+# percentiles a summary always has (0 when fio reported none, as before p99_999 existed); p99_999 only when known
+ZERO_FILLED = ("p50", "p90", "p99", "p99_9", "p99_99")
+PERCENTILE_LIST = "50:90:99:99.9:99.99:99.999"
 DIRECTIONS = ("read", "write", "trim")
 
 # Bounds of the splitter, whatever the input: a document (or a one-line document) longer than
@@ -381,7 +384,7 @@ def combine_latency(stats: list[dict[str, object]]) -> Latency:
     """
     parts = [s for s in stats if s and int_of(s.get("N", 0) or 0) > 0]
     result: Latency = {"min": 0, "max": 0, "mean": 0.0, "stddev": 0.0, "N": 0}
-    result.update({k: 0 for k in PERCENTILES})
+    result.update({k: 0 for k in ZERO_FILLED})
     if not parts:
         return result
     n_total = sum(int_of(s["N"]) for s in parts)
@@ -397,6 +400,9 @@ def combine_latency(stats: list[dict[str, object]]) -> Latency:
     )
     if len(parts) == 1:
         result.update(_percentiles(parts[0]))
+        one = _bins(parts[0])
+        if "p99_999" not in result and one:  # a json+ document written without 99.999 in its percentile list
+            result["p99_999"] = _percentile_from_bins(one, PERCENTILES["p99_999"])
         return result
     all_bins = [_bins(s) for s in parts]
     if all(b is not None for b in all_bins):
@@ -441,7 +447,7 @@ def _sum_direction(jobs: list[dict[str, object]], direction: str) -> _Direction:
 
 def _public_lat(lat: Latency) -> Latency:
     out = {k: lat[k] for k in ("min", "max", "mean", "stddev")}
-    out.update({k: lat[k] for k in PERCENTILES})
+    out.update({k: lat[k] for k in PERCENTILES if k in lat})
     if lat.get("percentiles_approx"):
         out["percentiles_approx"] = True
     return out
@@ -526,7 +532,21 @@ def metrics(doc: dict[str, object], jobs: list[dict[str, object]] | None = None)
     errors = [(j.get("jobname"), j.get("error")) for j in jobs if j.get("error")]
     if errors:
         m["errors"] = [{"job": name, "error": code} for name, code in errors]
+    hist = latency_hist(jobs)
+    if hist:
+        m["lat_hist"] = hist_record(hist)
     return m
+
+
+def latency_hist(jobs: list[dict[str, object]]) -> Hist | None:
+    """The jobs' total-latency json+ histograms (``lat_ns.bins``, with fio's lat_percentiles=1) merged over jobs
+    and directions; None when a part that completed I/O has none (plain JSON, or clat bins only)."""
+    parts = [lat for j in jobs for d in DIRECTIONS
+             if int_of((lat := dict_of(dict_of(j.get(d)).get("lat_ns"))).get("N", 0) or 0) > 0]
+    bins = [_bins(lat) for lat in parts]
+    if not parts or any(b is None for b in bins):
+        return None
+    return merge(hist_of_bins(b) for b in bins if b is not None)
 
 
 # --- live samples: the difference of two cumulative dumps -----------------------------------
@@ -612,6 +632,8 @@ class SampleTracker:
             "bw_bytes": sum(d_bytes.values()) / dt,
             "lat_mean_ns": (cur.lat_sum - prev.lat_sum) / d_n if d_n > 0 else None,
             "lat_p99_ns": _percentile_from_bins(d_bins, 99.0) if d_bins else None,
+            "lat_p50_ns": _percentile_from_bins(d_bins, 50.0) if d_bins else None,
+            "lat_p99_9_ns": _percentile_from_bins(d_bins, 99.9) if d_bins else None,
         }
         return sample
 
