@@ -84,6 +84,8 @@ ADDED_LATER = {"over-temperature": "the point was recorded before the tool check
                "not-on-device": "the point was recorded before the tool read the device's counters",
                "amplified": "the point was recorded before the tool read the device's counters",
                "tail-unstable": "the point was recorded before the tool checked its tail over time"}
+# of these, a line without a stored result predates the check whatever the line holds (its parts were not recorded)
+PARTS_LATER = frozenset({"not-on-device", "amplified", "tail-unstable"})
 DEVICE_LOW, DEVICE_HIGH = 0.9, 1.1  # device bytes / fio bytes outside these: not-on-device, amplified
 MIN_DEVICE_BYTES = 1 << 20  # a direction in which fio moved less is not judged (other I/O would dominate it)
 DIRECTION_WORDS = {"read": ("read", "reads"), "write": ("wrote", "writes")}
@@ -368,7 +370,8 @@ def checks_of(line: ResultLine, facts: TargetFacts) -> dict[str, dict[str, str]]
         entry = stored.get(name)
         result = entry.get("result") if isinstance(entry, Mapping) else None
         # a flag in the line's flags is flagged whatever its checks say; a recorded result is trusted otherwise
-        if name in ADDED_LATER and not isinstance(entry, Mapping) and derived[name]["result"] == "passed":
+        if name in ADDED_LATER and not isinstance(entry, Mapping) and (
+                derived[name]["result"] == "passed" or (name in PARTS_LATER and derived[name]["result"] != "flagged")):
             out[name] = {"result": "not-applicable", "why": ADDED_LATER[name]}
         elif isinstance(entry, Mapping) and result in RESULTS and "flagged" not in (result, derived[name]["result"]):
             why = _line(entry.get("why"), 300)
