@@ -243,7 +243,9 @@ class Uncertainty:
 
     @property
     def ci95(self) -> dict[str, list[float]]:
-        return {k: [iv.low, iv.high] for k, iv in self.intervals.items()}
+        # every figure is ≥ 0: a heavy-tailed series (one second of 190 ms latency among 100 µs ones) can give a
+        # half-width wider than the mean, and the interval then says "at least 0", not a negative latency
+        return {k: [max(0.0, iv.low), iv.high] for k, iv in self.intervals.items()}
 
     @property
     def ci_method(self) -> dict[str, object]:

@@ -84,3 +84,15 @@ def test_interval_difference_adds_half_widths_in_quadrature() -> None:
     d = interval_difference(100, (97, 103), 110, (106, 114))
     assert d.diff == 10 and d.high - d.diff == pytest.approx(5) and not d.within_noise
     assert interval_difference(100, (97, 103), 101, (98, 104)).within_noise
+
+
+def test_a_heavy_tailed_series_gets_an_interval_that_starts_at_zero_not_below() -> None:
+    """Seen on a shared disk: 20 seconds of 100 µs mean latency, one of them 190 ms; the t interval's low end
+    fell below 0, and the record then read as malformed (no interval at all)."""
+    lat = [100_000.0] * 19 + [190_000_000.0]
+    u = intervals_of({"lat_mean_ns": lat})
+    assert "lat_mean_ns" in u.intervals and u.intervals["lat_mean_ns"].low < 0
+    low, high = u.ci95["lat_mean_ns"]
+    assert low == 0.0 and high > 190_000_000 / 20
+    line = _line({"iops": 1.0, "ci95": u.ci95, "ci_method": u.ci_method})
+    assert read_line(json.dumps(line)).storage.interval("lat_mean_ns") == (0.0, high)
