@@ -36,6 +36,7 @@ MAX_MOUNTINFO_BYTES = 4 << 20
 MAX_FIELD_DIGITS = 20  # 2**64 has 20 digits: the kernel's counters are unsigned long
 FIELD_COUNTS = (11, 15)  # before 4.18: 11 fields; 4.18: + 4 discard fields; 5.5: + 2 flush fields (17)
 MIN_FIELDS_NOW = 17  # later kernels may add more: the first 17 keep their meaning
+MAX_FIELDS = 64
 _WHOLE = re.compile(rb"[0-9]{1,%d}" % MAX_FIELD_DIGITS)
 MAX_NAME = 64
 
@@ -55,11 +56,12 @@ class Stat:
 
 
 def parse_stat(data: bytes) -> Stat | None:
-    """The counters of a stat file's text, None unless it is 11, 15 or at least 17 whole numbers below 2**64."""
-    if len(data) > MAX_STAT_BYTES:
+    """The counters of a stat file's text, None unless it is one line of 11, 15 or 17 to 64 whole numbers below
+    2**64."""
+    if len(data) > MAX_STAT_BYTES or b"\n" in data.rstrip(b"\n"):
         return None
     fields = data.split()
-    if not (len(fields) in FIELD_COUNTS or len(fields) >= MIN_FIELDS_NOW):
+    if not (len(fields) in FIELD_COUNTS or MIN_FIELDS_NOW <= len(fields) <= MAX_FIELDS):
         return None
     if not all(_WHOLE.fullmatch(f) for f in fields):
         return None
