@@ -134,6 +134,11 @@ class StoragePoint:
         parse.optional(parse.precision), None,
         "stop the point once the 95 % interval of mean IOPS is within this share of the mean (0.1% to 50%), "
         "after at least 10 measured seconds; runtime is then the cap (default: off)", later=True))
+    invalidate: bool | None = field(default=None, metadata=key(
+        parse.optional(parse.boolean), None,
+        "drop the file's pages from the page cache before the point (fio's invalidate; default true); false with "
+        "direct=false lets a read be answered from what an earlier point left cached", Role.DETAIL, later=True,
+        fio="invalidate"))
     # the round of a preset run in rounds (1, 2, …); part of the point's identity
     round: int | None = field(default=None, metadata=record(Role.SETTING))
     # the replicate of a point a preset repeats (1, 2, …; procedure key ``repeat``); part of its identity

@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any, AsyncGenerator, Hashable, Mapping, Sequence, cast
 
+from app.devstat import DeviceWindow, open_counters
 from app.errors import ToolMissing, UsageError
 from app.external import run_tool
 from app.points import WRITE_MODES, Kind, Point, StoragePoint, implied, json_types, keys_of
@@ -42,6 +43,7 @@ from app.runners.fio_parse import (
     DocumentSplitter,
     PhaseTracker,
     SampleTracker,
+    direction_bytes,
     io_started,
     job_list,
     metrics,
@@ -353,7 +355,8 @@ class FioRunner(Runner):
         job_path = ctx.raw_dir / f"{stem}.fio"
         write_new(job_path, text.encode())  # removed again if the disk is full
         run = _FioRun(index, job_path, ctx.raw_dir / f"{stem}{SAMPLES_SUFFIX}", phase_tracker(point),
-                      layout_bytes(point, ctx.target, read_only), precision_watch(point))
+                      layout_bytes(point, ctx.target, read_only), precision_watch(point),
+                      DeviceWindow(open_counters(ctx.target), ramp=point.ramp_time > 0))
         try:
             async with aclosing(run.stream(fio_command(job_path.name, read_only), cwd=ctx.raw_dir)) as stream:
                 async for sample in stream:
@@ -383,10 +386,12 @@ class FioRunner(Runner):
                      if run.watch is not None else None)
         parts = Parts(wall_s=wall_s, job=job, fio_version=_version(run.last), steady=steady, precision=precision,
                       operating_point=op, write_cliff=dict(cliff) if cliff is not None else None,
+                      device=run.device_part,
                       keys=("wall_s", "job", "fio_version") + (("steady",) if steady is not None else ())
                       + (("precision",) if precision is not None else ())
                       + (("operating_point",) if op is not None else ())
-                      + (("write_cliff",) if cliff is not None else ()))
+                      + (("write_cliff",) if cliff is not None else ())
+                      + (("device",) if run.device_part is not None else ()))
         error = None
         if m.get("errors") or run.failed:
             error = _fio_message(run.stderr, run.noise) or f"fio job error {m.get('errors')}"
@@ -541,7 +546,8 @@ class _FioRun:
     document, its stderr."""
 
     def __init__(self, index: int, job_path: Path, samples_path: Path, phases: PhaseTracker | None = None,
-                 layout: int | None = None, watch: PrecisionWatch | None = None) -> None:
+                 layout: int | None = None, watch: PrecisionWatch | None = None,
+                 device: DeviceWindow | None = None) -> None:
         self.index = index
         self.job_path = job_path
         self.samples_path = samples_path
@@ -554,6 +560,8 @@ class _FioRun:
         self.wall = 0.0
         self.samples: list[dict[str, Any]] = []  # kept for the write-cliff check (at most MAX_SERIES)
         self.watch = watch  # a point with ``precision``: told to stop (SIGINT to fio) once it is reached
+        self.device = device  # the target device's counters over fio's measured window (app.devstat)
+        self.device_part: JSONObject | None = None  # the results line's ``device`` part, once fio exited
 
     async def stream(self, argv: list[str], cwd: Path | None = None) -> AsyncGenerator[Sample | Phase, None]:
         """Run fio (``argv``; in ``cwd``, the raw/ it reads its job file from by name) and stream what it measures."""
@@ -567,6 +575,7 @@ class _FioRun:
         # until fio starts its I/O: the layout's progress, read at least every LAYOUT_POLL_S (a bounded read of
         # /proc, never of the target); no polling once I/O started, the layout is complete or unreadable
         polling = self.layout is not None
+        opened = False  # the device window has its start
 
         def phase(now: tuple[str, float | None, float | None]) -> Phase | None:
             nonlocal shown
@@ -594,6 +603,8 @@ class _FioRun:
                     if ev is not None:
                         yield ev
                     continue
+                # the device's counters as fio's output arrives, nearest the dump it ends (a pread of sysfs)
+                counters, read_at = self.device.reading() if self.device else None, time.monotonic()
                 for doc in splitter.feed(chunk.decode("utf-8", "replace")):
                     self.last = doc
                     if not started_io:
@@ -611,6 +622,11 @@ class _FioRun:
                     if ev is not None:
                         yield ev
                     sample = tracker.update(doc, time.monotonic() - started)
+                    if self.device is not None and (opened is False or tracker.reset):
+                        # the window opens at fio's first dump with I/O, and again where its counters restart
+                        done = direction_bytes(doc)
+                        self.device.start(counters, read_at, done["read"], done["write"], tracker.reset)
+                        opened = True
                     if sample is None:
                         continue
                     if self.phases.in_ramp:  # fio's ramp_time: counted by fio's dumps, left out of its figures
@@ -629,7 +645,12 @@ class _FioRun:
             for doc in splitter.close():
                 self.last = doc
             self.stderr = await child.finish()
+            if self.device is not None and self.last is not None:
+                done = direction_bytes(self.last)  # fio's final figures: its measured window's bytes
+                self.device_part = self.device.finish(time.monotonic(), done["read"], done["write"])
         finally:
+            if self.device is not None:
+                self.device.close()
             await chunks.aclose()  # its pending read of fio's output is cancelled: nothing outlives the point
             await child.close()
             if series is not None:

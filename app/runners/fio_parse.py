@@ -584,6 +584,12 @@ def _totals(doc: dict[str, object]) -> _Totals:
     return t
 
 
+def direction_bytes(doc: dict[str, object]) -> dict[str, int]:
+    """fio's cumulative bytes per direction in one document, over all jobs (no histograms read)."""
+    jobs = job_list(doc)
+    return {d: sum(int_of(dict_of(j.get(d)).get("io_bytes", 0)) for j in jobs) for d in DIRECTIONS}
+
+
 RESET_JUMP_MS = 500  # fio's runtime fell this far behind its status clock between two dumps: counters reset
 
 
@@ -599,6 +605,7 @@ class SampleTracker:
 
     def __init__(self) -> None:
         self._prev: _Totals | None = None
+        self.reset = False  # the last dump showed fio's counters restarted (the ramp ended)
 
     def update(self, doc: dict[str, object], elapsed_s: float) -> dict[str, object] | None:
         cur = _totals(doc)
@@ -614,6 +621,7 @@ class SampleTracker:
         # dropping shows it when the ramp ended early in the interval; when they grew again past the last dump,
         # the runtime falling behind the dumps' clock (by more than RESET_JUMP_MS) still does
         reset = prev is not None and (sum(cur.ios.values()) < sum(prev.ios.values()) or _runtime_reset(prev, cur))
+        self.reset = reset
         if prev is None or reset:
             prev = _Totals()
             dt = cur.runtime_ms / 1000.0 if reset or dt <= 0 else dt
