@@ -51,8 +51,8 @@ from app.units import format_count, us
 if TYPE_CHECKING:
     from app.report.plots import Figure
 
-MAX_OUTLIER_SENTENCES = 40
-MAX_NAMED_HOSTS = 8  # hosts named in one sentence; past this many the rest are counted  # host-points called out; past this many the rest are counted (bold in the table)
+MAX_OUTLIER_SENTENCES = 40  # host-points called out; past this many the rest are counted (bold in the table)
+MAX_NAMED_HOSTS = 8  # hosts named in one sentence; past this many the rest are counted
 
 
 def _md(text: str) -> str:
@@ -171,7 +171,8 @@ def _comparison_intro(n: int) -> str:
             "deviation from the fleet median of that point, in percent of the median; MB/s is IOPS × block size, "
             "so it deviates as IOPS does. The fleet median row's p99 is only the centre the hosts' p99 deviations are "
             "measured from, not the fleet's p99: the fleet's percentiles are read from the hosts' merged histograms "
-            "(Fleet tail percentiles below), never a mean or median of the hosts' percentiles. **Bold**: an outlier — the host lies more than "
+            "(Fleet tail percentiles below), never a mean or median of the hosts' percentiles. **Bold**: an outlier — "
+            "the host lies more than "
             f"{OUTLIER_MADS:g} median absolute deviations (MAD = median of the hosts' |figure − median|, taken as at "
             f"least {NOISE_FLOOR:.0%} of the median: fio's run-to-run noise) from the median.")
 
