@@ -15,6 +15,7 @@ from textual.widgets import Button, DataTable, Footer, Header, Input, Static
 from textual.worker import Worker, WorkerState
 
 from app.points import Kind
+from app.records import number
 from app.results import ResultsDir
 from app.screens import strings
 from app.screens.messages import ShowDevices, ShowReport
@@ -72,6 +73,49 @@ def with_ci_column(columns: list[Column], records: list[dict[str, Any]], memory:
     return columns[:after] + [column] + columns[after:]
 
 
+# the device/fio byte ratio of a point (its line's ``device`` part, app.devstat): shown when a point of the run
+# has the part; the direction(s) the workload moves, "—" when the counters were unavailable or fio moved nothing
+DEVICE_FLAGS = ("not-on-device", "amplified")
+DEVICE_MARK = "!"  # after the ratio: the point carries one of DEVICE_FLAGS
+
+
+def _ratio(device: Mapping[str, object], key: str) -> float | None:
+    v = number(device.get(key))
+    return v if v is not None and 0 <= v < 1e6 else None  # an untrusted line: a ratio, not any number
+
+
+def device_ratio(rw: str, device: object, flags: str) -> tuple[float, str]:
+    """(sort key, cell) of a point's device/fio byte ratio: the read ratio of a read point, the write ratio of a
+    write point, "read/write" of a mixed one; DEVICE_MARK after it when the point is flagged for it."""
+    if not isinstance(device, dict) or "unavailable" in device:
+        return -1.0, "—"
+    mixed = rw in ("rw", "randrw", "readwrite")
+    keys = ("read_ratio", "write_ratio") if mixed else (("write_ratio",) if "write" in rw else ("read_ratio",))
+    ratios = [_ratio(device, k) for k in keys]
+    if all(r is None for r in ratios):
+        return -1.0, "—"
+    text = "/".join("—" if r is None else f"{r:.2f}" for r in ratios)
+    marked = any(f in DEVICE_FLAGS for f in flags.split(";"))
+    return min(r for r in ratios if r is not None), text + (DEVICE_MARK if marked else "")
+
+
+DEVICE_COLUMN: Column = ("dev/fio", lambda r: r["dev_fio"], lambda v: v[1])
+
+
+def with_device_column(path: Path, columns: list[Column], records: list[dict[str, Any]]) -> list[Column]:
+    """The columns with dev/fio before CPU % when a storage line of the run has a ``device`` part (set on each
+    row as ``dev_fio``); unchanged for a run written before the counters were read."""
+    if not any(r.get("kind") == Kind.STORAGE for r in records):
+        return columns
+    device = {line.index: line.parts.device for line in ResultsDir(path).lines() if line.parts.device is not None}
+    if not device:
+        return columns
+    for r in records:
+        r["dev_fio"] = device_ratio(str(r.get("rw") or "read"), device.get(r["index"]), r.get("flags") or "")
+    at = next((i for i, c in enumerate(columns) if c[0] == "CPU %"), len(columns))
+    return columns[:at] + [DEVICE_COLUMN] + columns[at:]
+
+
 # shown when a point of the run has a validity flag (app.validity)
 FLAGS_COLUMN: Column = ("flags", lambda r: r.get("flags") or "", lambda v: v.replace(";", " "))
 MEMORY_COLUMNS: list[Column] = [
@@ -91,7 +135,7 @@ SUITE_COLUMNS: list[Column] = [
      lambda v: "-" if v < 0 else latency_text(v)),
     ("MB/s", lambda r: r["bandwidth_MBps"] or -1.0, lambda v: "-" if v < 0 else f"{v:.1f}"),
 ]
-RIGHT = {"#", "IOPS", "±", "MB/s", "avg µs", "p99 µs", "CPU %", "stride", "delay", "latency ns"}
+RIGHT = {"#", "IOPS", "±", "MB/s", "avg µs", "p99 µs", "dev/fio", "CPU %", "stride", "delay", "latency ns"}
 
 
 # --- a fleet run: host × point (app.report.fleet: the same points, totals and outliers as the report) -----------
@@ -363,6 +407,8 @@ class ResultsScreen(Screen[None]):
         if kinds == {Kind.MEMORY} and with_figures(self.path, self.records):
             self.columns = SUITE_COLUMNS
         self.columns = with_ci_column(self.columns, self.records, kinds == {Kind.MEMORY})
+        if kinds != {Kind.MEMORY}:
+            self.columns = with_device_column(self.path, self.columns, self.records)
         if any(r.get("flags") for r in self.records):
             self.columns = self.columns + [FLAGS_COLUMN]
         table = self.query_one("#results", DataTable)

@@ -247,6 +247,9 @@ letters filter, so there only `ctrl+c` quits). The smallest supported terminal i
 ## Run
 - `1` live charts, `2` latency–throughput curve, `3` log; `c`/`escape` stops the run
   (asks first; completed points are kept); `r` results when it is over.
+- `t` switches the latency chart between mean and p99 and the tail view, p99 (green) and p99.9 (red):
+  each second's own percentiles, from the histogram bins of that second (a second with few I/Os has a coarse
+  p99.9); `t` again goes back.
 
 ## Results
 - `s` sort by the next column, `S` reverse the order, `e` export report.md and plots,
