@@ -254,6 +254,8 @@ letters filter, so there only `ctrl+c` quits). The smallest supported terminal i
 ## Results
 - `s` sort by the next column, `S` reverse the order, `e` export report.md and plots,
   `v` the report, `escape` back, `d` devices.
+- `dev/fio`: the bytes the device moved over fio's, in the point's direction (read/write for a mix);
+  `!` after it: flagged not-on-device or amplified; `—`: no counters or no I/O that way.
 
 ## Runs (`h` on every other screen)
 - Every results directory, newest first: preset, kind, target, start, points done/planned, status
