@@ -168,6 +168,7 @@ class FleetTable:
     points: list[FleetPoint]
     failed: int = 0
     outliers: int = 0
+    merged_p99: bool = False  # a total has a p99: the hosts' merged histograms' (app.report.fleet.fleet_tail)
 
 
 def _fleet_label(point: Mapping[str, object]) -> str:
@@ -180,7 +181,7 @@ def _fleet_label(point: Mapping[str, object]) -> str:
 def fleet_table(data: RunData) -> FleetTable:
     """Host × point of a fleet run (:class:`app.report.model.RunData`): each point's hosts in the fleet's order
     (a failed host-point as such), then the total (IOPS and MB/s summed; latencies are not summed)."""
-    from app.report.fleet import failed_host_points, fleet_points
+    from app.report.fleet import failed_host_points, fleet_points, fleet_tail
 
     names = data.fleet.names if data.fleet is not None else []
     failed = failed_host_points(data.meta)
@@ -199,7 +200,8 @@ def fleet_table(data: RunData) -> FleetTable:
             outliers += len(marked)
             point.hosts.append(FleetRow(host, row.iops, row.bw / 1e6, row.lat_mean / 1e3,
                                         None if row.p99 is None else row.p99 / 1e3, outliers=marked))
-        point.total = FleetRow(None, fp.total_iops, fp.total_bw / 1e6)
+        p99 = fleet_tail(fp).values.get("p99")  # never a mean or median of the hosts' p99s
+        point.total = FleetRow(None, fp.total_iops, fp.total_bw / 1e6, p99_us=None if p99 is None else p99 / 1e3)
         points[fp.index] = point
     for index, host in sorted(failed):  # a point no host measured
         planned = plan[index] if 0 <= index < len(plan) else None
@@ -208,7 +210,8 @@ def fleet_table(data: RunData) -> FleetTable:
         if index in points and not any(r.host == host for r in points[index].hosts) and host in names:
             points[index].hosts.append(FleetRow(host, failed=True))
             points[index].hosts.sort(key=lambda r: names.index(r.host or ""))
-    return FleetTable(names, [points[i] for i in sorted(points)], len(failed), outliers)
+    merged = any(p.total.p99_us is not None for p in points.values())
+    return FleetTable(names, [points[i] for i in sorted(points)], len(failed), outliers, merged)
 
 
 def load_fleet(path: Path) -> FleetTable | None:
@@ -273,7 +276,8 @@ def fleet_cells(p: FleetPoint, names: dict[str, str]) -> list[list[str | Text]]:
     t = p.total
     head = [Text(str(p.index + 1), justify="right"), p.label] if not p.hosts else ["", ""]
     out.append(head + [Text(strings.RESULTS_FLEET_TOTAL, style="bold"), _cell(t.iops, format_count, "bold"),
-                       _cell(t.mbps, _one, "bold"), _cell(None, _one), _cell(None, _one)])
+                       _cell(t.mbps, _one, "bold"), _cell(None, _one),
+                       _cell(t.p99_us, _one, "" if t.p99_us is None else "bold")])
     return out
 
 
@@ -433,6 +437,8 @@ class ResultsScreen(Screen[None]):
             column=name, direction="descending" if self.reverse else "ascending")
         if fleet.failed:
             status += "  ·  " + strings.RESULTS_FLEET_FAILED_N.format(n=fleet.failed)
+        if fleet.merged_p99:
+            status += "  ·  " + strings.RESULTS_FLEET_P99
         if fleet.outliers:
             status += "  ·  " + strings.RESULTS_FLEET_OUTLIERS
         if not fleet.points:
