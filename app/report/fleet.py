@@ -19,6 +19,7 @@ from typing import Callable, Mapping, Sequence
 
 from app.report.model import RunData, StorageRow
 from app.runmeta import RunMeta
+from app.tails import TAIL_PERCENTILES, Hist, count, merge, percentile, supported
 
 OUTLIER_MADS = 3.0
 MIN_OUTLIER_HOSTS = 3
@@ -148,3 +149,69 @@ def rows_of_host(data: RunData, host: str) -> list[StorageRow]:
 def failed_host_points(meta: RunMeta) -> set[tuple[int, str]]:
     """(plan index, host) of every failure run.json records for a host."""
     return {(f.index, f.host) for f in meta.failures if f.index is not None and f.host is not None}
+
+
+# --- the fleet's tail: percentiles of the hosts' merged histograms ------------------------------------------------
+#
+# A fleet percentile is read from the hosts' json+ histograms added bucket by bucket (app.tails.merge): the exact
+# percentile of every I/O the fleet completed.  A mean or median of the hosts' percentiles is not a percentile of
+# anything (one slow host's tail is diluted by the others), so none is computed here.
+
+
+@dataclass(frozen=True)
+class FleetTail:
+    """One point's fleet percentiles, or why there are none."""
+
+    ios: int  # I/Os in the merged histogram (0 when it was not computed)
+    values: dict[str, int | None]  # TAIL_PERCENTILES key → ns; None where the count does not support it
+    missing: tuple[str, ...] = ()  # hosts whose line has no (or a malformed) latency histogram: nothing computed
+
+    @property
+    def computed(self) -> bool:
+        return not self.missing and self.ios > 0
+
+
+@dataclass(frozen=True)
+class SlowestTail:
+    """The host with the highest tail at one point, at the highest percentile every host supports."""
+
+    host: str
+    label: str  # "p99.9" or "p99"
+    value: int  # that host's percentile, ns (from its own histogram)
+    fleet: int | None  # the fleet's merged percentile, ns (None when the merged one is not computed)
+
+
+def host_hists(fp: FleetPoint) -> dict[str, Hist | None]:
+    return {h: p.metrics.hist() for h, p in fp.rows.items()}
+
+
+def fleet_tail(fp: FleetPoint) -> FleetTail:
+    """The point's fleet percentiles from its hosts' merged histograms; none when a host has no histogram (a
+    percentile of the other hosts alone is not the fleet's)."""
+    hists = host_hists(fp)
+    missing = tuple(h for h, hist in hists.items() if hist is None)
+    if missing or not hists:
+        return FleetTail(0, {}, missing)
+    merged = merge(h for h in hists.values() if h is not None)
+    n = count(merged)
+    return FleetTail(n, {key: percentile(merged, pct) if supported(pct, n) else None
+                         for key, pct, _ in TAIL_PERCENTILES})
+
+
+SLOWEST_LEVELS = (("p99_9", 99.9, "p99.9"), ("p99", 99.0, "p99"))
+
+
+def slowest_tail(fp: FleetPoint, tail: FleetTail | None = None) -> SlowestTail | None:
+    """The host whose own histogram has the highest p99.9 (p99 when a host's count does not support p99.9),
+    with the fleet's merged figure at the same percentile; None when a host has no histogram or none supports
+    p99."""
+    hists = host_hists(fp)
+    if not hists or any(h is None for h in hists.values()):
+        return None
+    tail = fleet_tail(fp) if tail is None else tail
+    for key, pct, label in SLOWEST_LEVELS:
+        if all(h is not None and supported(pct, count(h)) for h in hists.values()):
+            values = {host: percentile(h, pct) or 0 for host, h in hists.items() if h is not None}
+            host = max(values, key=lambda k: values[k])  # the first of equals, in the fleet's order
+            return SlowestTail(host, label, values[host], tail.values.get(key))
+    return None

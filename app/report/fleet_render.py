@@ -24,8 +24,10 @@ from app.report.fleet import (
     Outlier,
     failed_host_points,
     fleet_points,
+    fleet_tail,
     median,
     rows_of_host,
+    slowest_tail,
 )
 from app.report.model import RunData
 from app.report.render import (
@@ -37,19 +39,20 @@ from app.report.render import (
     _storage_table,
     interval_notes,
     results_csv,
-    us,
     workload,
 )
 from app.results import write_new
 from app.sanitize import clean_text, md_text
 from app.summary import point_label
+from app.tails import TAIL_PERCENTILES, min_ios
 from app.textable import markdown_table
-from app.units import format_count
+from app.units import format_count, us
 
 if TYPE_CHECKING:
     from app.report.plots import Figure
 
 MAX_OUTLIER_SENTENCES = 40  # host-points called out; past this many the rest are counted (bold in the table)
+MAX_NAMED_HOSTS = 8  # hosts named in one sentence; past this many the rest are counted
 
 
 def _md(text: str) -> str:
@@ -166,7 +169,10 @@ def _comparison_intro(n: int) -> str:
     return (f"Each point's figures per host, in the fleet's host order, then the fleet median and the fleet total "
             f"(IOPS and MB/s summed over the {n} hosts; latencies are not summed). \"vs median\" is the host's "
             "deviation from the fleet median of that point, in percent of the median; MB/s is IOPS × block size, "
-            "so it deviates as IOPS does. **Bold**: an outlier — the host lies more than "
+            "so it deviates as IOPS does. The fleet median row's p99 is only the centre the hosts' p99 deviations are "
+            "measured from, not the fleet's p99: the fleet's percentiles are read from the hosts' merged histograms "
+            "(Fleet tail percentiles below), never a mean or median of the hosts' percentiles. **Bold**: an outlier — "
+            "the host lies more than "
             f"{OUTLIER_MADS:g} median absolute deviations (MAD = median of the hosts' |figure − median|, taken as at "
             f"least {NOISE_FLOOR:.0%} of the median: fio's run-to-run noise) from the median.")
 
@@ -228,11 +234,89 @@ def comparison_section(data: RunData, points: Sequence[FleetPoint], figures: Seq
         return out + ["No point was measured on any host.", ""]
     out += [fleet_table(points, hosts, failed_host_points(data.meta)), ""]
     out += outlier_section(points, len(hosts))
+    out += tail_section(points)
     out += _figures(figures, Kind.STORAGE)
     out += ["The single-host analysis (Little's law, saturation knees, the p99 bound, the queueing view) is not "
             "repeated for each host of a fleet run: `profiler-tui compare DIR --host A --host B` compares two "
             "hosts point by point.", ""]
     return out
+
+
+# --- the fleet's tail ---------------------------------------------------------------------------------------------
+
+
+def _hosts_text(hosts: Sequence[str]) -> str:
+    named = ", ".join(hosts[:MAX_NAMED_HOSTS])
+    more = len(hosts) - MAX_NAMED_HOSTS
+    return named + (f" and {more} more" if more > 0 else "")
+
+
+def _tail_row(fp: FleetPoint) -> tuple[list[object], bool]:
+    """The point's row of the tail table, and whether a percentile in it is unsupported ("—")."""
+    label = point_label(Kind.STORAGE, fp.point)
+    tail = fleet_tail(fp)
+    if not tail.computed:
+        return [label, "not computed", *[""] * len(TAIL_PERCENTILES), ""], False
+    cells = [us(tail.values[key]) if tail.values.get(key) is not None else "—" for key, _, _ in TAIL_PERCENTILES]
+    slow = slowest_tail(fp, tail)
+    slow_text = "—" if slow is None else (
+        f"{slow.host}: {slow.label} {us(slow.value)} µs vs fleet {us(slow.fleet)} µs")
+    return [label, f"{tail.ios:,}", *cells, slow_text], "—" in cells
+
+
+def _missing_sentence(points: Sequence[FleetPoint]) -> list[str]:
+    missing: dict[str, int] = {}
+    n = 0
+    for fp in points:
+        hosts = fleet_tail(fp).missing
+        n += bool(hosts)
+        for h in hosts:
+            missing[h] = missing.get(h, 0) + 1
+    if not n:
+        return []
+    return [f"Not computed at {n} point{'s' if n != 1 else ''}: {_hosts_text(list(missing))} "
+            f"{'has' if len(missing) == 1 else 'have'} no latency histogram there (a line without fio's json+ "
+            "`metrics.lat_hist`: written before the tool kept it, or imported from plain JSON). A percentile of "
+            "the other hosts alone would not be the fleet's, so none is shown.", ""]
+
+
+def _slowest_summary(points: Sequence[FleetPoint]) -> list[str]:
+    """Which host had the slowest tail how often: one sentence however many points."""
+    times: dict[str, int] = {}
+    for fp in points:
+        slow = slowest_tail(fp)
+        if slow is not None:
+            times[slow.host] = times.get(slow.host, 0) + 1
+    if not times:
+        return []
+    ranked = sorted(times.items(), key=lambda kv: -kv[1])
+    named = [f"{h} at {n} point{'s' if n != 1 else ''}" for h, n in ranked[:MAX_NAMED_HOSTS]]
+    more = len(ranked) - MAX_NAMED_HOSTS
+    return ["Slowest tail: " + "; ".join(named) + (f"; {more} more hosts at fewer" if more > 0 else "") + ".", ""]
+
+
+def tail_section(points: Sequence[FleetPoint]) -> list[str]:
+    """The fleet's p99 … p99.999 per point from the hosts' merged histograms, and the host with the slowest tail."""
+    out = ["### Fleet tail percentiles", "",
+           "The fleet's percentiles of each point, read from the hosts' json+ latency histograms added bucket by "
+           "bucket: the exact percentiles of every I/O the fleet completed (total latency, µs). They are never a "
+           "mean or median of the hosts' percentiles, which is not a percentile of anything. Each is shown only "
+           "where the fleet's I/O count supports it. Slowest host: the host whose own histogram has the highest "
+           "p99.9 (p99 where a host completed too few I/Os for p99.9), against the fleet's merged figure.", ""]
+    if not any(fleet_tail(fp).computed for fp in points):  # e.g. a run written before the histograms were kept
+        return out + _missing_sentence(points)
+    rows, unsupported = [], False
+    for fp in points:
+        row, dash = _tail_row(fp)
+        rows.append(row)
+        unsupported |= dash
+    heads = ["Point", "I/Os"] + [f"{label} (µs)" for _, _, label in TAIL_PERCENTILES] + ["Slowest host's tail"]
+    out += [markdown_table(heads, rows, right=range(1, 2 + len(TAIL_PERCENTILES))), ""]
+    if unsupported:
+        needs = ", ".join(f"{label} {min_ios(pct):,}" for _, pct, label in TAIL_PERCENTILES)
+        out += [f"—: the point's I/O count (the I/Os column) does not support the percentile: it needs at least "
+                f"10 / (1 − p) I/Os, so that ten lie beyond it ({needs}).", ""]
+    return out + _missing_sentence(points) + _slowest_summary(points)
 
 
 # --- the report --------------------------------------------------------------------------------------------------

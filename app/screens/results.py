@@ -15,6 +15,7 @@ from textual.widgets import Button, DataTable, Footer, Header, Input, Static
 from textual.worker import Worker, WorkerState
 
 from app.points import Kind
+from app.records import number
 from app.results import ResultsDir
 from app.screens import strings
 from app.screens.messages import ShowDevices, ShowReport
@@ -72,6 +73,49 @@ def with_ci_column(columns: list[Column], records: list[dict[str, Any]], memory:
     return columns[:after] + [column] + columns[after:]
 
 
+# the device/fio byte ratio of a point (its line's ``device`` part, app.devstat): shown when a point of the run
+# has the part; the direction(s) the workload moves, "—" when the counters were unavailable or fio moved nothing
+DEVICE_FLAGS = ("not-on-device", "amplified")
+DEVICE_MARK = "!"  # after the ratio: the point carries one of DEVICE_FLAGS
+
+
+def _ratio(device: Mapping[str, object], key: str) -> float | None:
+    v = number(device.get(key))
+    return v if v is not None and 0 <= v < 1e6 else None  # an untrusted line: a ratio, not any number
+
+
+def device_ratio(rw: str, device: object, flags: str) -> tuple[float, str]:
+    """(sort key, cell) of a point's device/fio byte ratio: the read ratio of a read point, the write ratio of a
+    write point, "read/write" of a mixed one; DEVICE_MARK after it when the point is flagged for it."""
+    if not isinstance(device, dict) or "unavailable" in device:
+        return -1.0, "—"
+    mixed = rw in ("rw", "randrw", "readwrite")
+    keys = ("read_ratio", "write_ratio") if mixed else (("write_ratio",) if "write" in rw else ("read_ratio",))
+    ratios = [_ratio(device, k) for k in keys]
+    if all(r is None for r in ratios):
+        return -1.0, "—"
+    text = "/".join("—" if r is None else f"{r:.2f}" for r in ratios)
+    marked = any(f in DEVICE_FLAGS for f in flags.split(";"))
+    return min(r for r in ratios if r is not None), text + (DEVICE_MARK if marked else "")
+
+
+DEVICE_COLUMN: Column = ("dev/fio", lambda r: r["dev_fio"], lambda v: v[1])
+
+
+def with_device_column(path: Path, columns: list[Column], records: list[dict[str, Any]]) -> list[Column]:
+    """The columns with dev/fio before CPU % when a storage line of the run has a ``device`` part (set on each
+    row as ``dev_fio``); unchanged for a run written before the counters were read."""
+    if not any(r.get("kind") == Kind.STORAGE for r in records):
+        return columns
+    device = {line.index: line.parts.device for line in ResultsDir(path).lines() if line.parts.device is not None}
+    if not device:
+        return columns
+    for r in records:
+        r["dev_fio"] = device_ratio(str(r.get("rw") or "read"), device.get(r["index"]), r.get("flags") or "")
+    at = next((i for i, c in enumerate(columns) if c[0] == "CPU %"), len(columns))
+    return columns[:at] + [DEVICE_COLUMN] + columns[at:]
+
+
 # shown when a point of the run has a validity flag (app.validity)
 FLAGS_COLUMN: Column = ("flags", lambda r: r.get("flags") or "", lambda v: v.replace(";", " "))
 MEMORY_COLUMNS: list[Column] = [
@@ -91,7 +135,7 @@ SUITE_COLUMNS: list[Column] = [
      lambda v: "-" if v < 0 else latency_text(v)),
     ("MB/s", lambda r: r["bandwidth_MBps"] or -1.0, lambda v: "-" if v < 0 else f"{v:.1f}"),
 ]
-RIGHT = {"#", "IOPS", "±", "MB/s", "avg µs", "p99 µs", "CPU %", "stride", "delay", "latency ns"}
+RIGHT = {"#", "IOPS", "±", "MB/s", "avg µs", "p99 µs", "dev/fio", "CPU %", "stride", "delay", "latency ns"}
 
 
 # --- a fleet run: host × point (app.report.fleet: the same points, totals and outliers as the report) -----------
@@ -124,6 +168,7 @@ class FleetTable:
     points: list[FleetPoint]
     failed: int = 0
     outliers: int = 0
+    merged_p99: bool = False  # a total has a p99: the hosts' merged histograms' (app.report.fleet.fleet_tail)
 
 
 def _fleet_label(point: Mapping[str, object]) -> str:
@@ -136,7 +181,7 @@ def _fleet_label(point: Mapping[str, object]) -> str:
 def fleet_table(data: RunData) -> FleetTable:
     """Host × point of a fleet run (:class:`app.report.model.RunData`): each point's hosts in the fleet's order
     (a failed host-point as such), then the total (IOPS and MB/s summed; latencies are not summed)."""
-    from app.report.fleet import failed_host_points, fleet_points
+    from app.report.fleet import failed_host_points, fleet_points, fleet_tail
 
     names = data.fleet.names if data.fleet is not None else []
     failed = failed_host_points(data.meta)
@@ -155,7 +200,8 @@ def fleet_table(data: RunData) -> FleetTable:
             outliers += len(marked)
             point.hosts.append(FleetRow(host, row.iops, row.bw / 1e6, row.lat_mean / 1e3,
                                         None if row.p99 is None else row.p99 / 1e3, outliers=marked))
-        point.total = FleetRow(None, fp.total_iops, fp.total_bw / 1e6)
+        p99 = fleet_tail(fp).values.get("p99")  # never a mean or median of the hosts' p99s
+        point.total = FleetRow(None, fp.total_iops, fp.total_bw / 1e6, p99_us=None if p99 is None else p99 / 1e3)
         points[fp.index] = point
     for index, host in sorted(failed):  # a point no host measured
         planned = plan[index] if 0 <= index < len(plan) else None
@@ -164,7 +210,8 @@ def fleet_table(data: RunData) -> FleetTable:
         if index in points and not any(r.host == host for r in points[index].hosts) and host in names:
             points[index].hosts.append(FleetRow(host, failed=True))
             points[index].hosts.sort(key=lambda r: names.index(r.host or ""))
-    return FleetTable(names, [points[i] for i in sorted(points)], len(failed), outliers)
+    merged = any(p.total.p99_us is not None for p in points.values())
+    return FleetTable(names, [points[i] for i in sorted(points)], len(failed), outliers, merged)
 
 
 def load_fleet(path: Path) -> FleetTable | None:
@@ -229,7 +276,8 @@ def fleet_cells(p: FleetPoint, names: dict[str, str]) -> list[list[str | Text]]:
     t = p.total
     head = [Text(str(p.index + 1), justify="right"), p.label] if not p.hosts else ["", ""]
     out.append(head + [Text(strings.RESULTS_FLEET_TOTAL, style="bold"), _cell(t.iops, format_count, "bold"),
-                       _cell(t.mbps, _one, "bold"), _cell(None, _one), _cell(None, _one)])
+                       _cell(t.mbps, _one, "bold"), _cell(None, _one),
+                       _cell(t.p99_us, _one, "" if t.p99_us is None else "bold")])
     return out
 
 
@@ -363,6 +411,8 @@ class ResultsScreen(Screen[None]):
         if kinds == {Kind.MEMORY} and with_figures(self.path, self.records):
             self.columns = SUITE_COLUMNS
         self.columns = with_ci_column(self.columns, self.records, kinds == {Kind.MEMORY})
+        if kinds != {Kind.MEMORY}:
+            self.columns = with_device_column(self.path, self.columns, self.records)
         if any(r.get("flags") for r in self.records):
             self.columns = self.columns + [FLAGS_COLUMN]
         table = self.query_one("#results", DataTable)
@@ -387,6 +437,8 @@ class ResultsScreen(Screen[None]):
             column=name, direction="descending" if self.reverse else "ascending")
         if fleet.failed:
             status += "  ·  " + strings.RESULTS_FLEET_FAILED_N.format(n=fleet.failed)
+        if fleet.merged_p99:
+            status += "  ·  " + strings.RESULTS_FLEET_P99
         if fleet.outliers:
             status += "  ·  " + strings.RESULTS_FLEET_OUTLIERS
         if not fleet.points:

@@ -185,6 +185,7 @@ class RunScreen(Screen[None]):
         Binding("2", "tab('curve')", "Curve", show=False),
         Binding("3", "tab('log')", "Log", show=False),
         Binding("m", "panel", "Panel"),
+        Binding("t", "tail", "p99.9"),
     ]
 
     def __init__(self, request: RunRequest, source: EventSource | None = None) -> None:
@@ -549,6 +550,11 @@ class RunScreen(Screen[None]):
         self.query_one("#mem-panels", ContentSwitcher).current = f"panel-{mode}"
         self.query_one("#mem-panel-bar", Static).update(panel_bar(self.panels, mode, self.measuring))
 
+    def action_tail(self) -> None:
+        """The latency chart's p99.9 line shown or hidden (a memory run has no such chart)."""
+        for chart in self.query(LatencyChart):
+            chart.toggle_third()
+
     def action_panel(self) -> None:
         """The next mode's panel (until the next mode starts, which brings its own into view)."""
         if self.panels:
@@ -613,6 +619,8 @@ class RunScreen(Screen[None]):
             return not self.running and self.state.path is not None
         if action == "panel":
             return len(self.panels) > 1
+        if action == "tail":  # a fleet's live latency is the block layer's mean: it has no percentiles
+            return self.kind != Kind.MEMORY and not self.fleet
         return True
 
     def action_tab(self, tab: str) -> None:

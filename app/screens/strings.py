@@ -146,6 +146,7 @@ RESULTS_TITLE = "Results: {path}"
 RESULTS_EMPTY = "This results directory has no completed points yet."
 RESULTS_FLEET = "fleet run on {n} hosts: each point's hosts, then their total (IOPS and MB/s summed)"
 RESULTS_FLEET_TOTAL = "total"
+RESULTS_FLEET_P99 = "total p99: of the hosts' merged histograms"
 RESULTS_FLEET_FAILED = "failed"
 RESULTS_FLEET_FAILED_N = "{n} failed (run.json)"
 RESULTS_FLEET_OUTLIERS = "yellow: more than 3 MADs from the fleet median (the report's outliers)"
@@ -247,10 +248,15 @@ letters filter, so there only `ctrl+c` quits). The smallest supported terminal i
 ## Run
 - `1` live charts, `2` latency–throughput curve, `3` log; `c`/`escape` stops the run
   (asks first; completed points are kept); `r` results when it is over.
+- `t` switches the latency chart between mean and p99 and the tail view, p99 (green) and p99.9 (red):
+  each second's own percentiles, from the histogram bins of that second (a second with few I/Os has a coarse
+  p99.9); `t` again goes back.
 
 ## Results
 - `s` sort by the next column, `S` reverse the order, `e` export report.md and plots,
   `v` the report, `escape` back, `d` devices.
+- `dev/fio`: the bytes the device moved over fio's, in the point's direction (read/write for a mix);
+  `!` after it: flagged not-on-device or amplified; `—`: no counters or no I/O that way.
 
 ## Runs (`h` on every other screen)
 - Every results directory, newest first: preset, kind, target, start, points done/planned, status

@@ -23,8 +23,9 @@ MAX_POINTS = 2000
 MAX_HOST_SERIES = 64
 HOST_COLORS: tuple[tuple[int, int, int], ...] = ((255, 160, 0), (230, 80, 230), (255, 80, 80), (240, 230, 60),
                                                  (0, 200, 255), (230, 230, 230), (255, 150, 200))
-LINE_COLORS: tuple[tuple[int, int, int], ...] = ((60, 120, 255), (80, 220, 80))  # a time series' a and b lines
-LINE_NAMES = ("blue", "green")  # their colours as a title names them
+# a time series' a and b lines, and the third a chart may add on request (the latency chart's p99.9)
+LINE_COLORS: tuple[tuple[int, int, int], ...] = ((60, 120, 255), (80, 220, 80), (255, 60, 60))
+LINE_NAMES = ("blue", "green", "red")  # their colours as a title names them
 
 
 # Units of tick labels: a chart's data unit → (scale, suffix, from) rungs.  An axis is labelled in the
@@ -190,6 +191,9 @@ class TimeSeries(Chart):
     fleet total."""
 
     series: tuple[str, str] = ("", "")  # the labels of a and b; an empty label: that series is not drawn
+    # the label of c; while ``show_third`` (a key toggles it) the chart draws b and c instead of a and b, so that
+    # its title, the legend, still fits a third of 80 columns; "" for none
+    third: str = ""
     fleet_series: tuple[str, str] = ("", "")  # the main lines' labels when they are a fleet's total
     xunit = "s"
 
@@ -198,14 +202,34 @@ class TimeSeries(Chart):
         self.t: deque[float] = deque(maxlen=MAX_SAMPLES)
         self.a: deque[float | None] = deque(maxlen=MAX_SAMPLES)
         self.b: deque[float | None] = deque(maxlen=MAX_SAMPLES)
+        self.c: deque[float | None] = deque(maxlen=MAX_SAMPLES)  # kept while hidden: shown, it has the history
+        self.show_third = False
         self.hosts: dict[str, HostSeries] = {}  # host name → its series, in the order they first reported
 
     def on_mount(self) -> None:
-        self.title = self.titled(self.series)
+        self.title = self.titled(self.labels())
         super().on_mount()
 
-    def titled(self, labels: tuple[str, str]) -> str:
-        """"IOPS", or "mean blue, p99 green" when two lines share the chart: the title is the legend."""
+    def labels(self) -> tuple[str, str, str]:
+        """The labels of a, b and c as drawn now ("": not drawn): a fleet's total lines, a and b, or b and c."""
+        if self.hosts:
+            return (*self.fleet_series, "")
+        if self.show_third and self.third:
+            return ("", self.series[1], self.third)
+        return (*self.series, "")
+
+    def toggle_third(self) -> bool:
+        """b and c instead of a and b, or back (no-op for a chart without c); whether c is shown now."""
+        if self.third:
+            self.show_third = not self.show_third
+            self.title = self.titled(self.labels())
+            self.plt.title(self.title)
+            self.dirty = True
+            self.redraw()
+        return self.show_third
+
+    def titled(self, labels: tuple[str, ...]) -> str:
+        """"IOPS", or "mean blue, p99 green" when lines share the chart: the title is the legend."""
         drawn = [(label, name) for label, name in zip(labels, LINE_NAMES) if label]
         if len(drawn) == 1:
             return drawn[0][0]
@@ -215,6 +239,10 @@ class TimeSeries(Chart):
         """A live sample's a and b (None: the sample has no such figure)."""
         raise NotImplementedError
 
+    def figure_c(self, data: dict[str, object]) -> float | None:
+        """A live sample's c (charts with a ``third`` series say which figure)."""
+        return None
+
     def add_sample(self, t: float, data: dict[str, object]) -> None:
         """A sample; one with a ``host`` is that fleet host's (its line), else the run's (or the fleet total)."""
         a, b = self.figures(data)
@@ -222,17 +250,18 @@ class TimeSeries(Chart):
         if host is not None:
             self.add_host(str(host), t, a, b)
         else:
-            self.add(t, a, b)
+            self.add(t, a, b, self.figure_c(data))
 
-    def add(self, t: float, a: float | None, b: float | None) -> None:
+    def add(self, t: float, a: float | None, b: float | None, c: float | None = None) -> None:
         self.t.append(t)
         self.a.append(a)
         self.b.append(b)
+        self.c.append(c)
         self.dirty = True
 
     def gap(self) -> None:
         """The line stops here (a new point begins: what comes next is another fio run, not a continuation)."""
-        if self.t and (self.a[-1] is not None or self.b[-1] is not None):
+        if self.t and (self.a[-1] is not None or self.b[-1] is not None or self.c[-1] is not None):
             self.add(self.t[-1], None, None)
         for series in self.hosts.values():
             if series.t and series.a[-1] is not None:
@@ -259,13 +288,13 @@ class TimeSeries(Chart):
     def draw(self) -> None:
         if not self.t and not self.hosts:
             return
-        if self.hosts and self.title != self.titled(self.fleet_series):
-            self.title = self.titled(self.fleet_series)
+        labels = self.labels()
+        if self.title != self.titled(labels):
+            self.title = self.titled(labels)
             self.plt.title(self.title)
-        labels = self.fleet_series if self.hosts else self.series
         times: list[float] = list(self.t)
         values: list[float] = []
-        for values_of, label, color in zip((self.a, self.b), labels, LINE_COLORS):
+        for values_of, label, color in zip((self.a, self.b, self.c), labels, LINE_COLORS):
             if label:
                 values += self.line(list(self.t), list(values_of), color)
         first = 0 if labels[0] else 1  # a host's line is its first drawn series
@@ -331,12 +360,19 @@ class BandwidthChart(ThroughputChart):
 
 
 class LatencyChart(TimeSeries):
+    """Mean and p99 per second, or (the run screen's ``t``) p99 and p99.9: each second's own percentiles, from the
+    histogram bins that changed in that second, not running figures."""
+
     series = ("mean", "p99")
+    third = "p99.9"
     fleet_series = ("total mean", "")  # a fleet's live figures are block-layer counters: no percentiles
     yunit = "µs"
 
     def figures(self, data: dict[str, object]) -> tuple[float | None, float | None]:
         return number(data, "lat_mean_ns", 1e3), number(data, "lat_p99_ns", 1e3)
+
+    def figure_c(self, data: dict[str, object]) -> float | None:
+        return number(data, "lat_p99_9_ns", 1e3)
 
 
 class CurveChart(Chart):

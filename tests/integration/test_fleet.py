@@ -82,6 +82,9 @@ def test_four_agents_run_quick_with_every_host_figure_fio_s_own(tmp_path: Path) 
             assert r["metrics"]["read_iops"] == entry["read"]["iops"]
             assert r["metrics"]["write_bw_bytes"] == entry["write"]["bw_bytes"]
             assert r["metrics"]["lat_ns"]["mean"] > 0
+            # fio's client passes each host's json+ bins on: the fleet's percentiles merge them (app.report.fleet)
+            hist = r["metrics"]["lat_hist"]
+            assert sum(c for _, c in hist) == entry["read"]["total_ios"] + entry["write"]["total_ios"] > 0
         # each point ran once, on all four hosts together: one fio document per point with all four hosts
         for index in range(4):
             stats = _client_stats(out, next(r for r in lines if r["index"] == index))
@@ -102,6 +105,8 @@ def test_four_agents_run_quick_with_every_host_figure_fio_s_own(tmp_path: Path) 
         assert report.returncode == 0, report.stderr
         text = (out / "report.md").read_text()
         assert "Fleet" in text and "fleet total (4 hosts)" in text and "fleet median" in text
+        tails = text.split("### Fleet tail percentiles", 1)[1].split("**Figure", 1)[0]
+        assert "not computed" not in tails.lower() and "Slowest tail: " in tails
         for agent in running:
             assert agent.host in text
         assert (out / "plots" / "fleet-iops.svg").stat().st_size > 0 and "plots/fleet-iops.svg" in text

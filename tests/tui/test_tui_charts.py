@@ -18,7 +18,7 @@ from app.screens.report import ReportScreen
 from app.screens.run import RunScreen
 from app.screens.state import RunRequest, TargetChoice
 from app.tui import create_app
-from app.widgets.charts import TimeSeries
+from app.widgets.charts import LatencyChart, TimeSeries
 from app.widgets.series import SeriesPlot
 from tests.tui.helpers import DEVICES, FIXED_PRESETS, forever, wait_for
 
@@ -121,7 +121,8 @@ def live_events(plan: list[Any]) -> list[Any]:
     def sample(index: int, t: float, iops: float, lat_us: float | None) -> Sample:
         lat = None if lat_us is None else lat_us * 1e3
         return Sample(index, {"t": t, "iops": iops, "bw_bytes": iops * 4096,
-                              "lat_mean_ns": lat, "lat_p99_ns": None if lat is None else lat * 3})
+                              "lat_mean_ns": lat, "lat_p99_ns": None if lat is None else lat * 3,
+                              "lat_p99_9_ns": None if lat is None else lat * 10})
 
     events += [sample(0, 1, 21000, 180), sample(0, 2, 22000, 175), sample(0, 3, 23500, None),
                sample(0, 4, 22500, 178)]
@@ -178,6 +179,37 @@ async def test_live_charts_draw_gaps_as_gaps_and_their_labels_never_touch(size, 
             for before, label in zip(words, words[1:]):
                 if label.endswith("┤"):  # a y label: what precedes it is no other chart's label
                     assert not re.search(r"\d", before), row
+
+
+def _top_label_us(chart: LatencyChart) -> float:
+    """The largest y tick label of a latency chart, in µs."""
+    scale = {"ns": 1e-3, "µs": 1.0, "ms": 1e3, "s": 1e6}
+    labels = [line.split("┤")[0].strip() for line in chart.render().plain.splitlines() if "┤" in line]
+    values = [float(m[1]) * scale[m[2]] for x in labels if (m := re.fullmatch(r"([\d.]+)(ns|µs|ms|s)", x))]
+    assert values, chart.render().plain
+    return max(values)
+
+
+async def test_t_shows_p99_and_p99_9_with_their_history_and_back(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PROFILER_TUI_PRESETS", str(FIXED_PRESETS))
+    monkeypatch.chdir(tmp_path)
+    plan = core.apply_overrides(core.load("quick"), ["runtime=1", "size=16m"]).expand()
+    app = create_app(devices=DEVICES, results_dir="results", clock=lambda: 0.0)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await live_run(app, pilot, live_events(plan))
+        chart = screen.query_one(LatencyChart)
+        assert chart.title == "mean blue, p99 green" and _top_label_us(chart) < 1000  # p99 tops at 3 × 180 µs
+        # kept while hidden, with the interval without I/O a gap (None), not a zero
+        assert list(chart.c)[:4] == [1800.0, 1750.0, None, 1780.0]
+        await pilot.press("t")
+        await pilot.pause()
+        assert chart.title == "p99 green, p99.9 red"  # the tail view: mean gives way, so the legend fits
+        assert _top_label_us(chart) >= 1500  # the axis now reaches p99.9 (10 × 180 µs)
+        assert "p99 green, p99.9 red" in "\n".join(screen_rows(app))  # the title, the legend, is on screen
+        await pilot.press("t")
+        await pilot.pause()
+        assert chart.title == "mean blue, p99 green" and _top_label_us(chart) < 1000
 
 
 def test_a_series_with_gaps_is_drawn_in_segments() -> None:

@@ -22,7 +22,7 @@ from app.runners.base import Phase, Sample
 from app.screens.devices import DevicesScreen
 from app.screens.fleet import ConfirmFleet, FleetHosts, HostProbe
 from app.screens.presets import PresetsScreen
-from app.screens.results import ResultsScreen, load_fleet
+from app.screens.results import ResultsScreen, fleet_cells, host_names, load_fleet
 from app.screens.run import RunScreen
 from app.screens.state import RunRequest, TargetChoice
 from app.tui import create_app
@@ -448,6 +448,23 @@ def test_fleet_table_totals_failures_and_outliers(snap_world) -> None:
     assert load_fleet(Path("results/not-there")) is None
 
 
+async def test_the_total_s_p99_is_the_hosts_merged_histograms(snap_world) -> None:
+    """Host A: 9,800 I/Os at 100 µs and 200 at 2 ms (p99 2 ms); B: 10,000 at 300 µs (p99 300 µs). Merged, the
+    200 slow I/Os are 1 % of 20,000: the fleet's p99 is 300 µs, not their mean (1150 µs) nor median."""
+    write_fleet_results(failed=[], hists=[[[100_000, 9_800], [2_000_000, 200]], [[300_000, 10_000]]])
+    table = load_fleet(FLEET_DIR)
+    assert table is not None and table.merged_p99
+    assert all(p.total.p99_us == pytest.approx(300.0) for p in table.points)
+    app = snap_app()
+    async with app.run_test(size=SIZE) as pilot:
+        app.push_screen(ResultsScreen(FLEET_DIR))
+        await pilot.pause()
+        status = str(app.screen.query_one("#results-status").render())
+        assert "total p99: of the hosts' merged histograms" in status
+        cells = [c.plain for c in fleet_cells(table.points[0], host_names(table.hosts))[-1] if hasattr(c, "plain")]
+        assert cells[-1] == "300.0"
+
+
 def test_a_plain_run_has_no_fleet_table(snap_world) -> None:
     plan = core.apply_overrides(core.load("quick"), list(SMALL)).expand()
     rd = ResultsDir(Path("results/plain"))
@@ -516,9 +533,11 @@ FLEET_DIR = Path("results/quick-fleet-snap")
 
 
 def write_fleet_results(hosts: tuple[str, ...] = (A, B), outlier: tuple[int, str] | None = None,
-                        failed: list[tuple[int, str]] | None = None) -> None:
+                        failed: list[tuple[int, str]] | None = None,
+                        hists: list[list[list[int]]] | None = None) -> None:
     """A fleet run's directory as the session writes it (run.json's ``fleet`` and ``failures``, a results line
-    per point and host); the ``failed`` host-points have no line, the ``outlier`` measured 5× the IOPS."""
+    per point and host); the ``failed`` host-points have no line, the ``outlier`` measured 5× the IOPS; host j's
+    lines carry ``hists[j]`` as their latency histogram."""
     plan = core.apply_overrides(core.load("quick"), list(SMALL)).expand()
     failed = [(7, B)] if failed is None else failed
     rd = ResultsDir(FLEET_DIR)
@@ -537,7 +556,8 @@ def write_fleet_results(hosts: tuple[str, ...] = (A, B), outlier: tuple[int, str
             rd.append(read_line({"kind": "storage", "index": i, "point": point.to_dict(), "host": h["host"],
                                  "target": h["target"],
                                  "metrics": {"iops": iops, "bw_bytes": iops * point.bs,
-                                             "lat_ns": {"mean": mean, "p99": mean * 3}}}))
+                                             "lat_ns": {"mean": mean, "p99": mean * 3},
+                                             **({"lat_hist": hists[j]} if hists else {})}}))
 
 
 async def fleet_results_before(pilot: Any) -> None:

@@ -59,7 +59,8 @@ def storage_events(plan: list[dict[str, Any]], completed: int, seconds: int = 3)
             f = 1 + 0.1 * ((k + i) % 3)
             events.append(Sample(i, {"t": float(k), "iops": m["iops"] * f, "read_iops": m["iops"], "write_iops": 0.0,
                                      "bw_bytes": m["bw_bytes"] * f, "lat_mean_ns": m["lat_ns"]["mean"] / f,
-                                     "lat_p99_ns": m["lat_ns"]["p99"] / f}))
+                                     "lat_p99_ns": m["lat_ns"]["p99"] / f,
+                                     "lat_p99_9_ns": m["lat_ns"]["p99_9"] * f}))
         if i < completed:
             events.append(sweep.PointDone(i, {"kind": "storage", "index": i, "point": point.to_dict(), "metrics": m},
                                           i + 1, total))
@@ -100,8 +101,22 @@ async def show_run(pilot, screen: RunScreen, n_events: int) -> None:
     await pilot.pause()
 
 
-def write_results(flags: dict[int, list[str]] | None = None, ci: bool = False) -> None:
-    """``ci``: the points record a 95 % interval of IOPS of ±(1 + i) %, but the last none."""
+def device_part(read: float | None, write: float | None) -> dict[str, Any]:
+    """A line's ``device`` part with these device/fio byte ratios (None: fio moved nothing that way)."""
+    return {"name": "loop3", "source": "target", "read_bytes": 0, "write_bytes": 0, "window_s": 1.0,
+            "read_ratio": read, "write_ratio": write, "lat_mean_ns": None}
+
+
+# quick's points: read, write, read, write, randread, randwrite, randread, randwrite
+DEVICES_OF_POINTS = {0: device_part(1.0, None), 1: device_part(0.0, 1.01), 2: device_part(0.04, None),
+                     3: device_part(None, 1.6), 4: {"unavailable": "the target is a file on tmpfs"},
+                     5: device_part(0.0, 0.99), 6: device_part(0.995, None)}  # 7: a line without the part
+
+
+def write_results(flags: dict[int, list[str]] | None = None, ci: bool = False,
+                  devices: dict[int, dict[str, Any]] | None = None) -> None:
+    """``ci``: the points record a 95 % interval of IOPS of ±(1 + i) %, but the last none; ``devices``: the
+    points' ``device`` parts."""
     plan = core.apply_overrides(core.load("quick"), list(SMALL)).expand()
     rd = ResultsDir(RUN_DIR)
     rd.create(runmeta.new({"kind": "storage", "plan": plan, "status": "complete"}, rd.run_json))
@@ -113,6 +128,8 @@ def write_results(flags: dict[int, list[str]] | None = None, ci: bool = False) -
             record["metrics"]["ci_method"] = {"method": "batch-means"}
         if flags is not None:
             record["flags"] = [{"flag": name, "reason": "a reason"} for name in flags.get(i, [])]
+        if devices is not None and i in devices:
+            record["device"] = devices[i]
         rd.append(read_line(record))
 
 
@@ -205,6 +222,32 @@ def test_results_with_validity_flags(snap_compare) -> None:
         await pilot.pause()
 
     assert snap_compare(app_(), run_before=before, terminal_size=(120, 24))
+
+
+def test_results_with_device_ratios(snap_compare) -> None:
+    """A dev/fio column before CPU %: the device's bytes over fio's in the point's direction, ! where the point is
+    flagged not-on-device or amplified, — where the counters were unavailable or the line has none; at 80
+    columns with the flags column too."""
+    async def before(pilot) -> None:
+        write_results({2: ["not-on-device"], 3: ["amplified"]}, devices=DEVICES_OF_POINTS)
+        pilot.app.push_screen(ResultsScreen(RUN_DIR))
+        await pilot.pause()
+
+    assert snap_compare(app_(), run_before=before, terminal_size=SIZE)
+
+
+def test_run_storage_live_p99_9(snap_compare) -> None:
+    """``t`` on the run screen: the latency chart draws each second's p99 (green) and p99.9 (red), its title (the
+    legend) whole at 80 columns."""
+    plan = core.apply_overrides(core.load("quick"), list(SMALL)).expand()
+    events = storage_events(plan, completed=5)
+
+    async def before(pilot) -> None:
+        await show_run(pilot, fake_run("quick", events), len(events))
+        await pilot.press("t")
+        await pilot.pause()
+
+    assert snap_compare(app_(), run_before=before, terminal_size=SIZE)
 
 
 def test_results_with_intervals(snap_compare) -> None:
