@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from app.points import Kind
 from app.report.analysis import rest_label, varying_rest_keys
+from app.report.fleet_plots import _colours, _legend_width
 from app.report.model import StorageRow
 from app.report.plots import Figure, _colour_scale, _grid, _page_name, _page_title, _pages, _plain_log, _plt, _save
 from app.tails import EXCEEDANCE_FLOOR, Hist, count, exceedance
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 
 NAME = "exceedance"  # app.report.tails.FIGURE_PREFIX names the same files
 MAX_LINES = 8  # lines per panel
+MAX_PANEL_LEGEND = 6  # hosts a panel's own legend names; more get one legend at the figure's right
 DECADES = 6  # the y axis: 1 down to 10^-6 (EXCEEDANCE_FLOOR)
 SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
@@ -158,23 +160,35 @@ def _scale_ticks(loads: Sequence[int]) -> list[int]:
     return out + ([hi] if hi >= 1.5 * out[-1] else [])
 
 
-def _figures(panels: list[Panel], plots_dir: Path, by_load: bool, title: str, caption: str) -> list[Figure]:
+def _figures(panels: list[Panel], plots_dir: Path, by_load: bool, title: str, caption: str,
+             hosts: Sequence[str] = ()) -> list[Figure]:
+    """The pages of panels: lines coloured by load on a colour scale (``by_load``), by host in the fleet
+    figure's colours (``hosts``: a line's ``load`` is its host's place), else one colour per line."""
     pages, note = _pages(panels, "panels")
     out = []
     loads = sorted({ln.load for pn in panels for ln in pn.lines})
+    side = len(hosts) > MAX_PANEL_LEGEND  # many hosts: one legend at the figure's right, not one per panel
     for i, here in enumerate(pages):
         plt = _plt()
-        fig, axes = _grid(plt, len(here), w=3.6, h=3.0, right=1.0 if by_load else 0.15)
+        right = 1.0 if by_load else _legend_width(hosts)[0] if side else 0.15
+        fig, axes = _grid(plt, len(here), w=3.6, h=3.0, right=right)
         norm = cmap = None
         if by_load:
             norm, cmap = _colour_scale(plt, fig, _scale_ticks(loads), "outstanding I/Os (QD × jobs)", str)
+        host_colours = _colours(plt, len(hosts)) if hosts else []
         for (ax,), panel in zip(axes, here):
             if norm is not None and cmap is not None:
                 colours: list[ColorType] = [cmap(norm(ln.load)) for ln in panel.lines]
+            elif hosts:
+                colours = [host_colours[ln.load] for ln in panel.lines]
             else:
                 tab = plt.get_cmap("tab10")
                 colours = [tab(k % 10) for k in range(len(panel.lines))]
-            _draw_panel(ax, panel, colours, legend=not by_load)
+            _draw_panel(ax, panel, colours, legend=not by_load and not side)
+        if side:
+            handles = [plt.Line2D([], [], color=c, label=h) for h, c in zip(hosts, host_colours)]
+            fig.legend(handles=handles, loc="center right", ncols=_legend_width(hosts)[1], frameon=False,
+                       fontsize=7)
         name = _page_name(NAME, i)
         _save(plt, fig, plots_dir / name)
         out.append(Figure(f"plots/{name}", _page_title(title, i, len(pages)),
@@ -212,5 +226,5 @@ def fleet_exceedance_figures(points: Sequence[StorageRow], hosts: Sequence[str],
     if not panels:
         return []
     return _figures(panels, plots_dir, False, "Latency distribution per host: fraction of I/Os slower than x",
-                    "One panel per point, one line per host (in the legend), each that host's own histogram. "
-                    + CURVE)
+                    "One panel per point, one line per host (in the legend; the colours of the hosts' IOPS "
+                    "figure), each that host's own histogram. " + CURVE, hosts)

@@ -179,3 +179,21 @@ def test_owns_only_its_figures() -> None:
     fig = plots.Figure("plots/exceedance-2.svg", "t", "c", plots.Kind.STORAGE)
     assert tails.owns(fig) and not tails.owns(plots.Figure("plots/latency-throughput.svg", "t", "c",
                                                             plots.Kind.STORAGE))
+
+
+def test_big_run_keeps_the_body_bounded(small: tuple[Path, str]) -> None:
+    from app.report.render import workload
+
+    points = load(small[0]).storage
+    body = "\n".join(tails.section(points, [], workload, table=False))
+    assert "| Workload" not in body and "in the appendix (Latency distribution, every point)" in body
+    appendix = "\n".join(tails.appendix(points, workload))
+    assert appendix.startswith("### Latency distribution, every point") and "| randwrite 64K QD4 " in appendix
+
+
+def test_many_hosts_share_one_legend(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    hosts = [host_name(i) for i in range(tail_plots.MAX_PANEL_LEGEND + 2)]
+    lines = [storage_line(0, 2_000, 60_000 * (1 + k / 10), host=h) for k, h in enumerate(hosts)]
+    _draw(tmp_path, monkeypatch, lines, hosts)
+    svg = (tmp_path / "exceedance.svg").read_text()
+    assert all(svg.count(h) == 1 for h in hosts)  # named once, in the figure's legend
