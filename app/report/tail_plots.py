@@ -196,7 +196,7 @@ def _figures(panels: list[Panel], plots_dir: Path, by_load: bool, title: str, ca
     return out
 
 
-CURVE = ("Each line is one point's fio completion latencies (json+ histogram, merged over its jobs and "
+CURVE = ("Each line is one point's total latencies (fio's json+ histogram of `lat`, merged over its jobs and "
          "directions): at latency x, the fraction of its I/Os slower than x, log–log, down to 10⁻⁶. A line crosses "
          "10⁻² at the point's p99, 10⁻³ at its p99.9, and so on; a dot marks where it ends, at its slowest I/O "
          "(fraction 1/N of its N I/Os): below that the point says nothing. A line without a dot has more than 10⁶ "

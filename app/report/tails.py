@@ -107,7 +107,7 @@ def device_row(p: StorageRow, label: Label) -> list[str] | None:
     if d is None or "unavailable" in d:
         return None
     name = md_text(d.get("name") or "?", 40)
-    where = " (filesystem's)" if d.get("source") == "filesystem" else ""
+    where = " (under the filesystem)" if d.get("source") == "filesystem" else ""
     dev = number(d.get("lat_mean_ns"))
     fio = p.metrics.lat_ns.get("mean") if p.metrics.lat_ns is not None else None
     soft = us(fio - dev) if dev is not None and fio is not None else "n/a"
@@ -142,10 +142,13 @@ def device_section(points: Sequence[StorageRow], label: Label) -> list[str]:
            "The target's block-device counters (/sys/block/…/stat) read before and after each point: the bytes the "
            "device moved against the bytes fio reports (1.00: every byte reached the device; below 0.90 the point is "
            "flagged not-on-device, above 1.10 amplified), and the device's mean time per request, Δ(read + write "
-           "ticks) / Δ(requests), beside fio's mean total latency. Software time = fio's mean − the device's mean: "
-           "the time above the block layer (submission, completion, the filesystem). Means only: a mean difference "
-           "says nothing of the tails. The counters cover the whole device, so other I/O on it during the point "
-           "counts too; —: fio moved no bytes in that direction.", ""]
+           "ticks) / Δ(requests), as the kernel counts it from the block layer's queue to completion (the I/O "
+           "scheduler's queueing is in it), beside fio's mean total latency. Software time = fio's mean − the "
+           "device's mean: the time above the block layer (submission, completion, the filesystem). Means only: a "
+           "mean difference says nothing of the tails. It can come out negative: the kernel counts requests after "
+           "merging adjacent I/Os (one merged request takes longer than one of fio's). The counters cover the "
+           "whole device, so other I/O on it during the point counts too; —: fio moved no bytes in that direction.",
+           ""]
     rows = [r for p in points if (r := device_row(p, label)) is not None]
     if rows:
         out += [markdown_table(["Workload", "Device", "Read bytes device/fio", "Write bytes device/fio",
@@ -175,9 +178,9 @@ def _figure_lines(figures: Sequence[Figure], points: Sequence[StorageRow]) -> li
 
 JSON_PLUS = ("fio's json+ histogram (`--output-format=json+`), which newer runs keep as `lat_hist`; older runs and "
              "imports of plain json give the table only")
-INTRO = ("fio's completion latencies, merged over the point's jobs and directions: the exceedance figure shows, "
-         "for every latency x, the fraction of I/Os slower than x; the table its p99 to p99.999, each only where the "
-         "point completed enough I/Os to support it.")
+INTRO = ("fio's total latencies (submission to completion, `lat`), merged over the point's jobs and directions: "
+         "the exceedance figure shows, for every latency x, the fraction of I/Os slower than x; the table its p99 "
+         "to p99.999, each only where the point completed enough I/Os to support it.")
 
 
 def section(points: Sequence[StorageRow], figures: Sequence[Figure], label: Label, table: bool = True,
