@@ -41,6 +41,7 @@ MB = 1e6
 
 CI_FIGURES = ("iops", "bw_bytes", "lat_mean_ns", "latency_ns", "bandwidth_mbps")
 CI_COLUMNS = tuple(f"{f}_ci_{end}" for f in CI_FIGURES for end in ("low", "high"))
+TAIL_COLUMNS = ("lat_p99_999_us", "device_read_ratio", "device_write_ratio", "device_lat_mean_us")
 SUITE_KEYS = ("cpu_node", "mem_node", "threads", "pages", "c2c", "reader_node", "home")
 CSV_COLUMNS = [
     "kind", "index", "group", *csv_columns(StoragePoint),
@@ -54,8 +55,10 @@ CSV_COLUMNS = [
     # the 95 % interval of each figure's mean (app.report.intervals), in the units the names say: storage IOPS,
     # bytes/s and ns; memory ns and MB/s; empty where a point has none
     *CI_COLUMNS,
+    # the deepest tail percentile and the device's own counters (docs/tails.md), after the older columns
+    *TAIL_COLUMNS,
 ]
-LAT_KEYS = ("min", "mean", "max", "stddev", "p50", "p90", "p99", "p99_9", "p99_99")
+LAT_KEYS = ("min", "mean", "max", "stddev", "p50", "p90", "p99")
 TEXT_COLUMNS = ("kind", "group", "rw", "ioengine", "mode", "traffic", "engine", "flags", "pages", "c2c", "home")
 INT_COLUMNS = ("index", "rwmixread", "bs", "iodepth", "numjobs", "littles_N", "stride", "delay", "buffer", "cpu_node",
                "mem_node", "threads", "reader_node")
@@ -98,7 +101,29 @@ def storage_record(p: StorageRow, run_dir: Path | None = None) -> dict[str, obje
     for key in LAT_KEYS:
         v = lat.get(key)
         row[f"lat_{key}_us"] = None if v is None else _r6(float(v) / 1e3)
+    row.update(_tail_cells(p))
     row.update(_ci_cells(storage_intervals(run_dir, p)))
+    return row
+
+
+def _tail_cells(p: StorageRow) -> dict[str, object]:
+    """p99.9 … p99.999 in µs, each empty where the point's I/O count does not support it (app.tails.supported),
+    and the device check's ratios and mean latency (µs), empty without the device's counters."""
+    from app.records import number
+    from app.report.tails import ios_of, tail_value
+    from app.tails import TAIL_PERCENTILES, supported
+
+    ios = ios_of(p)
+    row: dict[str, object] = {}
+    for key, pct, _label in TAIL_PERCENTILES[1:]:  # p99 stays as fio gave it, as it always was
+        v = tail_value(p, key, pct)
+        row[f"lat_{key}_us"] = _r6(v / 1e3) if v is not None and supported(pct, ios) else None
+    d = p.line.parts.device
+    if isinstance(d, Mapping) and "unavailable" not in d:
+        lat = number(d.get("lat_mean_ns"))
+        row.update(device_read_ratio=_r6(number(d.get("read_ratio"))),
+                   device_write_ratio=_r6(number(d.get("write_ratio"))),
+                   device_lat_mean_us=None if lat is None else _r6(lat / 1e3))
     return row
 
 

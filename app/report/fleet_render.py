@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
 from app.points import Kind
-from app.report import drive
+from app.report import drive, tails
 from app.report import intervals as ci
 from app.report.fleet import (
     MEASURES,
@@ -235,7 +235,7 @@ def comparison_section(data: RunData, points: Sequence[FleetPoint], figures: Seq
     out += [fleet_table(points, hosts, failed_host_points(data.meta)), ""]
     out += outlier_section(points, len(hosts))
     out += tail_section(points)
-    out += _figures(figures, Kind.STORAGE)
+    out += _figures([f for f in figures if not tails.owns(f)], Kind.STORAGE)
     out += ["The single-host analysis (Little's law, saturation knees, the p99 bound, the queueing view) is not "
             "repeated for each host of a fleet run: `profiler-tui compare DIR --host A --host B` compares two "
             "hosts point by point.", ""]
@@ -330,6 +330,7 @@ def fleet_markdown(data: RunData, points: Sequence[FleetPoint], figures: Sequenc
     lines += drive.section(data, workload)
     lines += _host_sections(data)
     lines += comparison_section(data, points, figures)
+    lines += tails.fleet_section(data.storage, figures, workload)
     while lines and lines[-1] == "":
         lines.pop()
     return clean_text("\n".join(lines) + "\n", newlines=True)  # no terminal control reaches report.md
@@ -340,9 +341,11 @@ def write_fleet_report(data: RunData, report_path: Path, plots_dir: Path, base_f
     ``plots_dir`` and results.csv beside the report, each opened in ``base_fd`` without following a symbolic
     link.  OSError when a file cannot be written (the caller words it)."""
     from app.report.fleet_plots import fleet_figures
+    from app.report.tail_plots import fleet_exceedance_figures
 
     points = fleet_points(data)
     figures = fleet_figures(points, _hosts(data), plots_dir)
+    figures += fleet_exceedance_figures(data.storage, _hosts(data), plots_dir)
     write_new(report_path.name, fleet_markdown(data, points, figures).encode("utf-8"), dir_fd=base_fd)
     write_new("results.csv", results_csv(data).encode("utf-8"), dir_fd=base_fd)
     return report_path

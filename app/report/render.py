@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 from app.points import Kind
 from app.records import number
 from app.report import analysis as an
-from app.report import conditions, drive, queue_text, series, suite, support, trends
+from app.report import conditions, drive, queue_text, series, suite, support, tails, trends
 from app.report import intervals as ci
 from app.report import memory as mem
 from app.report import procedure as rp
@@ -843,9 +843,10 @@ def render_markdown(data: RunData, figures: Sequence[Figure], bound_ns: float,
         lines += rp.steady_section(data.storage)
         lines += rep.storage_section(data.path, data.storage, workload)
         lines += series.cliff_section(data)
+        lines += tails.section(data.storage, figures, workload, table=not big)
     lines += rp.skipped_section(data.meta)
     if data.storage or views.searches:
-        lines += _figures(figures, Kind.STORAGE)
+        lines += _figures([f for f in figures if not tails.owns(f)], Kind.STORAGE)
     suite_rows = suite.rows(data)
     if data.memory or suite_rows:
         env = data.meta.environment
@@ -873,6 +874,7 @@ def render_markdown(data: RunData, figures: Sequence[Figure], bound_ns: float,
         lines += _storage_table(data.storage, heading="### Storage results, every point", meta=data.meta,
                                  run_dir=data.path)
         lines += _littles_law(data.storage, heading="### Little's law, every point")
+        lines += tails.appendix(data.storage, workload)
     while lines and lines[-1] == "":
         lines.pop()
     return clean_text("\n".join(lines) + "\n", newlines=True)  # no terminal control reaches report.md

@@ -121,13 +121,15 @@ def _render_run(data: RunData, name: str, base_fd: int, plots_dir: Path, p99_bou
     from app.report.plots import draw_all
     from app.report.queue_plots import queueing_figure
     from app.report.suite_plots import figures as suite_figures
+    from app.report.tail_plots import exceedance_figures
 
     steady = [(p, rp.steady_of(p) or {}, rp.read_samples(data.path, p.line.raw)) for p in data.storage
               if rp.steady_of(p) is not None]
     traces = series.series_traces(data)
     figures: list[Any] = draw_all(data.storage, curves, mem_curves, plots_dir, searches=views.searches, steady=steady,
                                   series=traces, more=[lambda: queueing_figure(curves, plots_dir),
-                                        lambda: suite_figures(data.memory, plots_dir)])
+                                        lambda: suite_figures(data.memory, plots_dir),
+                                        lambda: exceedance_figures(data.storage, plots_dir)])
     text = render_markdown(replace(data, measured=measured), figures, p99_bound_us * 1e3, curves, mem_curves, views)
     write_new(name, text.encode("utf-8"), dir_fd=base_fd)
     write_new("results.csv", results_csv(loaded).encode("utf-8"), dir_fd=base_fd)  # every round, every search

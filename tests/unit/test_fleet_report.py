@@ -184,7 +184,8 @@ def test_report_has_host_sections_fleet_table_outlier_and_figure(fleet_report: t
     for i in range(4):
         assert f"### {host_name(i)} — target /dev/loop{i}\n" in md
     headings = [ln for ln in md.splitlines() if ln.startswith("## ")]
-    assert headings == ["## Environment", "## Run", "## Fleet", "## Storage results by host", "## Fleet comparison"]
+    assert headings == ["## Environment", "## Run", "## Fleet", "## Storage results by host", "## Fleet comparison",
+                        "## Latency distribution"]
     assert re.search(r"\| Points +\| 12 host-points measured of 12 planned \(3 points × 4 hosts\) +\|", md)
     assert "| Point " in md and "fleet total (4 hosts)" in md and "fleet median" in md
     outlier = [ln for ln in md.splitlines() if ln.startswith(f"- {host_name(2)} at ")]
