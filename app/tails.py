@@ -135,7 +135,8 @@ def tail_stability(samples: Iterable[Mapping[str, object]]) -> dict[str, object]
     need = min_ios(TAIL_PERCENTILE)
     for s in samples:
         t, dt, iops, p99 = (_figure(s.get(k)) for k in ("t", "interval_s", "iops", "lat_p99_ns"))
-        if s.get("ramp") is True or t is None or dt is None or dt < 0.5 or iops is None or p99 is None or p99 <= 0:
+        if (s.get("ramp") is True or t is None or t < 0 or dt is None or dt < 0.5 or iops is None or p99 is None
+                or p99 <= 0):
             continue
         if iops * dt >= need:
             kept.append((t, p99))
