@@ -3,6 +3,8 @@ factor's boundary, and hostile sample values."""
 
 from __future__ import annotations
 
+import csv
+import io
 import math
 from typing import Any, cast
 
@@ -13,6 +15,7 @@ from hypothesis import strategies as st
 from app import presets
 from app.records import JSONObject, Parts, StorageMetrics
 from app.tails import MIN_TAIL_INTERVALS, TAIL_UNSTABLE_FACTOR, tail_stability
+from app.timeseries import samples_csv
 from app.validity import point_flags
 
 
@@ -83,3 +86,12 @@ def test_any_samples_give_a_tail_part_or_a_reason(samples: list[dict[str, Any]])
     tail = tail_stability(samples)
     if "unavailable" not in tail:
         assert isinstance(tail["ratio"], float) and tail["ratio"] >= 1.0 and math.isfinite(tail["ratio"])
+
+
+def test_samples_csv_has_the_seconds_p50_and_p99_9_in_us_and_empty_cells_for_older_samples() -> None:
+    new = {"t": 1.0, "interval_s": 1.0, "iops": 5000.0, "lat_p50_ns": 42752, "lat_p99_ns": 85504,
+           "lat_p99_9_ns": 150528}
+    old = {"t": 2.0, "interval_s": 1.0, "iops": 5000.0, "lat_p99_ns": 85504}  # written before p50/p99.9 were kept
+    rows = list(csv.DictReader(io.StringIO(samples_csv([(3, [new, old])]))))
+    assert (rows[0]["lat_p50_us"], rows[0]["lat_p99_us"], rows[0]["lat_p99_9_us"]) == ("42.752", "85.504", "150.528")
+    assert (rows[1]["lat_p50_us"], rows[1]["lat_p99_9_us"]) == ("", "")
