@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import math
+from pathlib import Path
 from typing import Any, cast
 
 import pytest
@@ -14,8 +16,9 @@ from hypothesis import strategies as st
 
 from app import presets
 from app.records import JSONObject, Parts, StorageMetrics
+from app.runners.fio import point_tail
 from app.tails import MIN_TAIL_INTERVALS, TAIL_UNSTABLE_FACTOR, tail_stability
-from app.timeseries import samples_csv
+from app.timeseries import MAX_SERIES, samples_csv
 from app.validity import point_flags
 
 
@@ -95,3 +98,13 @@ def test_samples_csv_has_the_seconds_p50_and_p99_9_in_us_and_empty_cells_for_old
     rows = list(csv.DictReader(io.StringIO(samples_csv([(3, [new, old])]))))
     assert (rows[0]["lat_p50_us"], rows[0]["lat_p99_us"], rows[0]["lat_p99_9_us"]) == ("42.752", "85.504", "150.528")
     assert (rows[1]["lat_p50_us"], rows[1]["lat_p99_9_us"]) == ("", "")
+
+
+def test_a_point_that_outran_the_samples_kept_in_memory_is_judged_from_its_samples_file(tmp_path: Path) -> None:
+    path = tmp_path / "0000-randread.samples.jsonl"
+    on_file = seconds([100e3] * 6 + [5000e3])
+    path.write_text("not json\n[1]\n" + "".join(json.dumps(s) + "\n" for s in on_file))
+    assert point_tail(seconds([100e3] * 6), path)["ratio"] == 1.0  # in memory: the samples in hand
+    kept = [{}] * MAX_SERIES  # as many as memory keeps: the file has them all
+    assert point_tail(kept, path)["worst_p99_ns"] == 5000e3
+    assert "0 measured seconds" in point_tail(kept, tmp_path / "gone.jsonl")["unavailable"]
