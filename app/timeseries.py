@@ -83,7 +83,7 @@ def write_cliff(samples: Iterable[Mapping[str, object]]) -> dict[str, float | in
 
 
 SAMPLE_COLUMNS = ("index", "t", "interval_s", "iops", "read_iops", "write_iops", "bw_MBps", "lat_mean_us",
-                  "lat_p99_us")
+                  "lat_p99_us", "lat_p50_us", "lat_p99_9_us")
 
 
 def samples_csv(series: Iterable[tuple[int, Sequence[Mapping[str, object]]]]) -> str:
@@ -101,5 +101,6 @@ def samples_csv(series: Iterable[tuple[int, Sequence[Mapping[str, object]]]]) ->
         for s in samples:
             w.writerow([index, cell(s.get("t")), cell(s.get("interval_s")), cell(s.get("iops")),
                         cell(s.get("read_iops")), cell(s.get("write_iops")), cell(s.get("bw_bytes"), 1e6),
-                        cell(s.get("lat_mean_ns"), 1e3), cell(s.get("lat_p99_ns"), 1e3)])
+                        cell(s.get("lat_mean_ns"), 1e3), cell(s.get("lat_p99_ns"), 1e3), cell(s.get("lat_p50_ns"), 1e3),
+                        cell(s.get("lat_p99_9_ns"), 1e3)])
     return buf.getvalue()

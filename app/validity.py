@@ -56,8 +56,8 @@ LEGEND = {
                      "device's",
     "amplified": "the device's own counters moved more than 110 % of the bytes fio reports: read-modify-write, "
                  "misaligned blocks, filesystem journal or metadata, or other I/O on the device",
-    "tail-unstable": "one second's p99 latency was more than 4× the point's median second's: the tail changed "
-                     "while the point ran",
+    "tail-unstable": f"one second's p99 latency was more than {TAIL_UNSTABLE_FACTOR:g}× the point's median "
+                     "second's: the tail changed while the point ran",
 }
 CHECKED = {  # what a passed check verified, for the report's table of checks
     "cpu-bound": "fio's usr+sys CPU per job stayed below 90 % of one CPU",
@@ -71,7 +71,8 @@ CHECKED = {  # what a passed check verified, for the report's table of checks
     "over-temperature": "the drive's critical warning never had its temperature bit set while the point ran",
     "not-on-device": "the device's counters moved at least 90 % of the bytes fio reports, in each direction",
     "amplified": "the device's counters moved at most 110 % of the bytes fio reports, in each direction",
-    "tail-unstable": "every measured second's p99 stayed within 4× of the point's median second's",
+    "tail-unstable": f"every measured second's p99 stayed within {TAIL_UNSTABLE_FACTOR:g}× of the point's median "
+                     "second's",
 }
 RESULTS = ("flagged", "passed", "not-applicable")
 NO_LINK = "no link speed known"

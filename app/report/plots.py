@@ -695,23 +695,45 @@ def timeseries_figure(traces: Sequence[SeriesTrace], plots_dir: Path) -> list[Fi
             ax.set_ylim(bottom=0)
             ax.set_xlabel("time (s)")
             ax.set_ylabel("kIOPS per second", color="tab:blue")
-            pts = [(t, v) for t, v in zip(tr.t, tr.p99_us) if v is not None]
-            if pts:
-                right = ax.twinx()
-                right.plot([t for t, _ in pts], [v for _, v in pts], linestyle=":", linewidth=1.2, color="tab:red")
-                right.set_ylim(bottom=0)
-                right.set_ylabel("p99 (µs)", color="tab:red")
+            if any(v is not None for v in tr.p99_us):
+                _latency_lines(ax.twinx(), tr)
             if tr.cliff_s is not None:
                 ax.axvline(tr.cliff_s, color="black", linestyle="--", linewidth=1)
             ax.set_title(f"{tr.label}\n({tr.why})", fontsize=7)
         name = _page_name("timeseries", i)
         _save(plt, fig, plots_dir / name)
-        figures.append(Figure(f"plots/{name}", _page_title("Over time: IOPS and p99 per second", i, len(pages)),
-                              "One panel per point with a write cliff, a throttled flag, or named by the run's "
-                              "timeseries setting: IOPS in each one-second interval (solid, left axis) and that "
-                              "interval's p99 latency from fio's histogram (dotted, right axis); the dashed line is "
-                              "where a write cliff began." + (note if i == len(pages) - 1 else ""), Kind.STORAGE))
+        figures.append(Figure(f"plots/{name}", _page_title("Over time: IOPS and latency percentiles per second", i,
+                                                           len(pages)),
+                              "One panel per point with a write cliff, a throttled or tail-unstable flag, or named by "
+                              "the run's timeseries setting: IOPS in each one-second interval (solid blue, left axis) "
+                              "and that interval's p50, p99 and p99.9 latency from fio's histogram (right axis, "
+                              "log scale: p50 thin solid, p99 dotted, p99.9 dashed, the band between p50 and p99.9 "
+                              "shaded); a second of fewer than 1,000 I/Os has a p99 that is its slowest I/Os, and "
+                              "of fewer than 10,000 a p99.9 that is. The black dashed line is where a write cliff "
+                              "began." + (note if i == len(pages) - 1 else ""), Kind.STORAGE))
     return figures
+
+
+def _latency_lines(right: Axes, tr: SeriesTrace) -> None:
+    """p50, p99 and p99.9 per second on the latency axis (log: p99.9 of a stalled second can be 100 × p50), with
+    the band between p50 and p99.9 shaded where a second has both."""
+    drawn = []
+    for values, style, width, label in ((tr.p50_us, "-", 0.8, "p50"), (tr.p99_us, ":", 1.2, "p99"),
+                                        (tr.p99_9_us, "--", 0.9, "p99.9")):
+        pts = [(t, v) for t, v in zip(tr.t, values) if v is not None and v > 0]
+        if pts:
+            right.plot([t for t, _ in pts], [v for _, v in pts], linestyle=style, linewidth=width, color="tab:red",
+                       label=label)
+            drawn.append(label)
+    band = [(t, lo, hi) for t, lo, hi in zip(tr.t, tr.p50_us, tr.p99_9_us)
+            if lo is not None and hi is not None and 0 < lo <= hi]
+    if band:
+        right.fill_between([t for t, _, _ in band], [lo for _, lo, _ in band], [hi for _, _, hi in band],
+                           color="tab:red", alpha=0.12, linewidth=0)
+    right.set_yscale("log")
+    _plain_log(right)
+    right.set_ylabel(f"{' / '.join(drawn)} (µs)", color="tab:red")
+    right.legend(loc="upper right", fontsize=6, frameon=False)
 
 
 def _heatmap_panels(points: Sequence[Row], rows_of: Callable[[Row], int],

@@ -77,6 +77,8 @@ class SeriesTrace:
     iops: tuple[float, ...]
     p99_us: tuple[float | None, ...]
     cliff_s: float | None
+    p50_us: tuple[float | None, ...] = ()  # per second, like p99_us; () when the samples carry none
+    p99_9_us: tuple[float | None, ...] = ()
 
 
 def _matches(point: Mapping[str, object], wanted: Mapping[str, object]) -> bool:
@@ -95,14 +97,19 @@ def _trace(label: str, why: str, samples: Sequence[Mapping[str, object]], cliff:
     whole = [s for s in samples if (number(s.get("interval_s")) or 1.0) >= 0.5]
     if len(whole) < 2:
         return None
-    p99 = tuple((v / 1e3 if (v := number(s.get("lat_p99_ns"))) is not None else None) for s in whole)
     return SeriesTrace(label, why, tuple(sample_figure(s["t"]) for s in whole),
                        tuple(sample_figure(s["iops"]) for s in whole),
-                       p99, cliff["at_s"] if cliff else None)
+                       _us(whole, "lat_p99_ns"), cliff["at_s"] if cliff else None,
+                       _us(whole, "lat_p50_ns"), _us(whole, "lat_p99_9_ns"))
+
+
+def _us(samples: Sequence[Mapping[str, object]], key: str) -> tuple[float | None, ...]:
+    """The samples' ``key`` (ns) in µs, None where a sample has none."""
+    return tuple((v / 1e3 if (v := number(s.get(key))) is not None else None) for s in samples)
 
 
 def series_traces(data: RunData) -> list[SeriesTrace]:
-    """The points drawn over time: those with a write cliff or a ``throttled`` flag, those the run's
+    """The points drawn over time: those with a write cliff, a ``throttled`` or ``tail-unstable`` flag, those the run's
     ``timeseries`` setting names, and the preconditioning pass when it had a cliff; at most MAX_DRAWN."""
     setting = data.meta.procedure.timeseries if data.meta.procedure is not None else None
     wanted = timeseries_filter(setting) if setting is not None else None
@@ -118,6 +125,7 @@ def series_traces(data: RunData) -> list[SeriesTrace]:
         cliff = cliff_of(p.line.parts.json())
         reasons = [r for r, hit in (("write cliff", cliff is not None),
                                     ("throttled", any(f["flag"] == "throttled" for f in p.flags)),
+                                    ("tail unstable", any(f["flag"] == "tail-unstable" for f in p.flags)),
                                     ("named by the preset", wanted is not None and _matches(p.point, wanted))) if hit]
         if reasons:
             t = _trace(f"{p.index + 1}: {point_label(Kind.STORAGE, p.point)}", ", ".join(reasons),

@@ -18,7 +18,7 @@ import time
 from contextlib import aclosing
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import IO, Any, AsyncGenerator, Hashable, Mapping, Sequence, cast
+from typing import IO, Any, AsyncGenerator, Hashable, Iterator, Mapping, Sequence, cast
 
 from app.devstat import DeviceWindow, open_counters
 from app.errors import ToolMissing, UsageError
@@ -52,6 +52,7 @@ from app.runners.fio_parse import (
     steady_result,
 )
 from app.sanitize import clean_line
+from app.tails import tail_stability
 from app.timeseries import MAX_SERIES, write_cliff
 from app.uncertainty import Uncertainty, intervals_of, none_because, storage_series
 from app.units import format_duration, format_size
@@ -384,14 +385,15 @@ class FioRunner(Runner):
         cliff = write_cliff(run.samples) if point.rw == "write" else None
         precision = (precision_part(run.watch, _measured_s(run.last), bool(steady and steady.get("attained")))
                      if run.watch is not None else None)
+        tail = point_tail(run.samples, run.samples_path)
         parts = Parts(wall_s=wall_s, job=job, fio_version=_version(run.last), steady=steady, precision=precision,
                       operating_point=op, write_cliff=dict(cliff) if cliff is not None else None,
-                      device=run.device_part,
+                      device=run.device_part, tail=cast(JSONObject, tail),
                       keys=("wall_s", "job", "fio_version") + (("steady",) if steady is not None else ())
                       + (("precision",) if precision is not None else ())
                       + (("operating_point",) if op is not None else ())
                       + (("write_cliff",) if cliff is not None else ())
-                      + (("device",) if run.device_part is not None else ()))
+                      + (("device",) if run.device_part is not None else ()) + ("tail",))
         error = None
         if m.get("errors") or run.failed:
             error = _fio_message(run.stderr, run.noise) or f"fio job error {m.get('errors')}"
@@ -425,6 +427,17 @@ def _file_series(path: Path, chunk: int = 10_000) -> dict[str, list[float]]:
             out.setdefault(k, []).extend(values)
         batch.clear()
 
+    for sample in _file_samples(path):
+        batch.append(sample)
+        if len(batch) >= chunk:
+            flush()
+    flush()
+    return out
+
+
+def _file_samples(path: Path) -> Iterator[dict[str, Any]]:
+    """The samples of a samples file one at a time (lines that are not a JSON object skipped; an unreadable
+    file gives none)."""
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             for line in f:
@@ -433,13 +446,15 @@ def _file_series(path: Path, chunk: int = 10_000) -> dict[str, list[float]]:
                 except ValueError:
                     continue
                 if isinstance(sample, dict):
-                    batch.append(sample)
-                if len(batch) >= chunk:
-                    flush()
+                    yield sample
     except OSError:
-        return {}
-    flush()
-    return out
+        return
+
+
+def point_tail(samples: Sequence[Mapping[str, object]], path: Path) -> dict[str, object]:
+    """The ``tail`` part of a point: :func:`app.tails.tail_stability` over all its seconds (from the samples
+    file when the point outran the MAX_SERIES kept in memory, as :func:`point_uncertainty`)."""
+    return tail_stability(samples if len(samples) < MAX_SERIES else _file_samples(path))
 
 
 SAMPLES_SUFFIX = ".samples.jsonl"

@@ -94,6 +94,35 @@ def write_bps_throttle(device: str, write_bps: int) -> Iterator[tuple[Callable[[
         _remove_group(group)
 
 
+@contextlib.contextmanager
+def iops_throttle(device: str) -> Iterator[tuple[Callable[[], None], Callable[[int], None]]]:
+    """A cgroup with no limit yet whose read and write IOPS limit can be set and lifted while the test's
+    processes run: yields the child's ``preexec_fn`` and ``set_iops(n)`` (0 lifts the limit) — a device that
+    stalls for a few seconds mid-point."""
+    numbers = _dev_numbers(device)
+    name = f"profiler-tui-test-iops-{os.getpid()}-{time.monotonic_ns()}"
+    if (V1 / "blkio.throttle.read_iops_device").exists():
+        group = V1 / name
+        group.mkdir()
+
+        def set_iops(n: int) -> None:  # v1: a limit of 0 removes the rule
+            _write(group / "blkio.throttle.read_iops_device", f"{numbers} {n}")
+            _write(group / "blkio.throttle.write_iops_device", f"{numbers} {n}")
+    elif (V2 / "cgroup.controllers").exists() and "io" in (V2 / "cgroup.controllers").read_text().split():
+        group = V2 / name
+        group.mkdir()
+
+        def set_iops(n: int) -> None:
+            limit = n or "max"
+            _write(group / "io.max", f"{numbers} riops={limit} wiops={limit}")
+    else:
+        pytest.skip("no blkio throttle (cgroup v1 blkio or v2 io controller) on this machine")
+    try:
+        yield _joiner(group), set_iops
+    finally:
+        _remove_group(group)
+
+
 def _joiner(group: Path) -> Callable[[], None]:
     procs = str(group / "cgroup.procs")
 

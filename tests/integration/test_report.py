@@ -267,7 +267,7 @@ def test_golden_report_of_a_run_with_drive_telemetry_and_a_write_cliff(tmp_path:
     assert re.search(r"\| Thermal-management T1 transitions +\| \+4 ", text)
     assert "A throttle counter rose while 1 point(s) ran, flagged **throttled**: write 128K QD8." in text
     assert "- Point 1 (write 128K QD8 T1): throughput fell from 200 MB/s to 41 MB/s" in text
-    assert "![Over time: IOPS and p99 per second](plots/timeseries.svg)" in text
+    assert "![Over time: IOPS and latency percentiles per second](plots/timeseries.svg)" in text
     svg = (d / "plots" / "timeseries.svg").read_text()
     assert "write cliff, throttled" in svg
 
