@@ -48,7 +48,8 @@ keys = st.one_of(st.sampled_from(ALL_KEYS + ["label", "blocksize", "group", "eng
 GOOD: dict[str, list[Any]] = {
     "rw": ["read", "randwrite", "randrw", " RW ", "trim"], "bs": ["4k", 4096, "1m", 512, "64m", "1.5k"],
     "rwmixread": [0, 70, "none", 100], "iodepth": [1, "32", 65536, 4], "numjobs": [1, 4, "2"],
-    "ioengine": ["libaio", "PSYNC", "io_uring"], "direct": [True, "no", 0], "invalidate": [False, "yes", "none", 2], "time_based": [True, False, "on"],
+    "ioengine": ["libaio", "PSYNC", "io_uring"], "direct": [True, "no", 0], "time_based": [True, False, "on"],
+    "invalidate": [False, "yes", "none", 2],
     "runtime": [1, "1.5", "1500ms", 2.25, "2m", "1s"], "ramp_time": [0, "0.5", "250ms"], "size": ["1m", "1g", 1 << 20],
     "mode": ["loaded", "idle", "loaded", "peak", "scaling", "latency_matrix", "bandwidth_matrix", "c2c",
              "working_set"], "traffic": ["R", "W6", 7, "-W5", "w12"],
