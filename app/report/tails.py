@@ -140,7 +140,8 @@ def device_section(points: Sequence[StorageRow], label: Label) -> list[str]:
         return []
     out = ["### Device check", "",
            "The target's block-device counters (/sys/block/…/stat) read over the window fio measured (from its "
-           "first status after any ramp to its exit): the bytes the device moved against the bytes fio reports (1.00: every byte reached the device; below 0.90 the point is "
+           "first status after any ramp to its exit): the bytes the device moved against the bytes fio reports "
+           "(1.00: every byte reached the device; below 0.90 the point is "
            "flagged not-on-device, above 1.10 amplified), and the device's mean time per request, Δ(read + write "
            "ticks) / Δ(requests), as the kernel counts it from the block layer's queue to completion (the I/O "
            "scheduler's queueing is in it), beside fio's mean total latency. Software time = fio's mean − the "
