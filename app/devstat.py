@@ -276,3 +276,4 @@ class DeviceWindow:
     def close(self) -> None:
         if isinstance(self.counters, StatFile):
             self.counters.close()
+

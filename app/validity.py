@@ -33,7 +33,7 @@ from typing import Iterable, Mapping
 
 from app.link import Link, sysfs_root
 from app.precision import imprecise_reason
-from app.records import Parts, ResultLine, StorageMetrics, number
+from app.records import Parts, ResultLine, StorageMetrics, is_num, number
 from app.runmeta import RunMeta
 from app.tails import TAIL_UNSTABLE_FACTOR
 from app.units import format_bandwidth
@@ -227,6 +227,26 @@ def _mb(v: float) -> str:
     return f"{v / 1e6:,.1f} MB"
 
 
+MAX_RATIO = 1e6  # a recorded ratio beyond this is no measurement (a device moved a million times fio's bytes)
+
+
+def recorded_ratio(device: Mapping[str, object] | None, key: str) -> float | None:
+    """A ``device`` part's ``read_ratio``/``write_ratio`` as recorded, None when absent or out of range: the
+    report, the TUI and the checks read a results line from anywhere."""
+    if not isinstance(device, Mapping) or "unavailable" in device:
+        return None
+    v = number(device.get(key))
+    return v if v is not None and 0 <= v < MAX_RATIO else None
+
+
+def recorded_ns(device: Mapping[str, object] | None, key: str = "lat_mean_ns") -> float | None:
+    """A ``device`` part's nanoseconds (the device-side mean), None when absent or not a figure (0 … 2^64)."""
+    if not isinstance(device, Mapping) or "unavailable" in device:
+        return None
+    v = device.get(key)
+    return number(v) if is_num(v) else None
+
+
 def judged_directions(device: Mapping[str, object] | None) -> list[tuple[str, float, float]]:
     """(direction, device bytes / fio bytes, fio bytes) of each direction of the ``device`` part in which fio
     moved at least MIN_DEVICE_BYTES and the ratio is known."""
@@ -234,8 +254,8 @@ def judged_directions(device: Mapping[str, object] | None) -> list[tuple[str, fl
         return []
     out = []
     for d in DIRECTION_WORDS:
-        fio_b, ratio = number(device.get(f"fio_{d}_bytes")), number(device.get(f"{d}_ratio"))
-        if fio_b is not None and ratio is not None and fio_b >= MIN_DEVICE_BYTES and ratio >= 0:
+        fio_b, ratio = number(device.get(f"fio_{d}_bytes")), recorded_ratio(device, f"{d}_ratio")
+        if fio_b is not None and ratio is not None and fio_b >= MIN_DEVICE_BYTES:
             out.append((d, ratio, fio_b))
     return out
 

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
-from app.records import number
 from app.report.model import StorageRow
 from app.sanitize import md_text
 from app.tails import TAIL_PERCENTILES, count, min_ios, percentile, supported
 from app.textable import markdown_table
 from app.units import us
+from app.validity import recorded_ns, recorded_ratio
 
 if TYPE_CHECKING:
     from app.report.plots import Figure
@@ -96,8 +96,8 @@ def _device(p: StorageRow) -> Mapping[str, object] | None:
     return d if isinstance(d, Mapping) else None
 
 
-def _ratio(v: object) -> str:
-    r = number(v)
+def _ratio(d: Mapping[str, object], key: str) -> str:
+    r = recorded_ratio(d, key)
     return "—" if r is None else f"{r:.2f}"
 
 
@@ -106,12 +106,12 @@ def device_row(p: StorageRow, label: Label) -> list[str] | None:
     d = _device(p)
     if d is None or "unavailable" in d:
         return None
-    name = md_text(d.get("name") or "?", 40)
+    name = md_text(d.get("name") or "?", 40) or "?"
     where = " (under the filesystem)" if d.get("source") == "filesystem" else ""
-    dev = number(d.get("lat_mean_ns"))
+    dev = recorded_ns(d)
     fio = p.metrics.lat_ns.get("mean") if p.metrics.lat_ns is not None else None
     soft = us(fio - dev) if dev is not None and fio is not None else "n/a"
-    return [label(p), name + where, _ratio(d.get("read_ratio")), _ratio(d.get("write_ratio")), us(dev), us(fio),
+    return [label(p), name + where, _ratio(d, "read_ratio"), _ratio(d, "write_ratio"), us(dev), us(fio),
             soft]
 
 

@@ -15,12 +15,12 @@ from textual.widgets import Button, DataTable, Footer, Header, Input, Static
 from textual.worker import Worker, WorkerState
 
 from app.points import Kind
-from app.records import number
 from app.results import ResultsDir
 from app.screens import strings
 from app.screens.messages import ShowDevices, ShowReport
 from app.summary import SUITE_MODES, ci_pct, figure_keys, latency_text, pm_pct, point_label
 from app.units import format_count
+from app.validity import recorded_ratio
 from app.widgets import TooSmall
 
 if TYPE_CHECKING:
@@ -79,11 +79,6 @@ DEVICE_FLAGS = ("not-on-device", "amplified")
 DEVICE_MARK = "!"  # after the ratio: the point carries one of DEVICE_FLAGS
 
 
-def _ratio(device: Mapping[str, object], key: str) -> float | None:
-    v = number(device.get(key))
-    return v if v is not None and 0 <= v < 1e6 else None  # an untrusted line: a ratio, not any number
-
-
 def device_ratio(rw: str, device: object, flags: str) -> tuple[float, str]:
     """(sort key, cell) of a point's device/fio byte ratio: the read ratio of a read point, the write ratio of a
     write point, "read/write" of a mixed one; DEVICE_MARK after it when the point is flagged for it."""
@@ -91,7 +86,7 @@ def device_ratio(rw: str, device: object, flags: str) -> tuple[float, str]:
         return -1.0, "—"
     mixed = rw in ("rw", "randrw", "readwrite")
     keys = ("read_ratio", "write_ratio") if mixed else (("write_ratio",) if "write" in rw else ("read_ratio",))
-    ratios = [_ratio(device, k) for k in keys]
+    ratios = [recorded_ratio(device, k) for k in keys]
     if all(r is None for r in ratios):
         return -1.0, "—"
     text = "/".join("—" if r is None else f"{r:.2f}" for r in ratios)

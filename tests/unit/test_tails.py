@@ -151,3 +151,15 @@ def test_tail_flag_and_the_checks_of_a_point() -> None:
 def test_tail_stability_of_hostile_samples_is_a_record(samples: list[dict[str, object]]) -> None:
     got = tails.tail_stability(samples)
     assert "unavailable" in got or (got["ratio"] >= 1 and got["intervals"] >= tails.MIN_TAIL_INTERVALS)  # type: ignore[operator]
+
+
+def test_a_recorded_ratio_or_device_mean_out_of_range_reads_as_absent() -> None:
+    """A results line from anywhere: 1e308 or a negative ratio is no measurement, and is not printed."""
+    from app.validity import recorded_ns, recorded_ratio
+
+    for bad in (1e308, -1, "1.0", True, None, float("nan")):
+        assert recorded_ratio({"read_ratio": bad}, "read_ratio") is None
+    assert recorded_ratio({"read_ratio": 0.04}, "read_ratio") == 0.04
+    assert recorded_ratio({"unavailable": "x", "read_ratio": 1.0}, "read_ratio") is None
+    assert recorded_ns({"lat_mean_ns": 1e308}) is None and recorded_ns({"lat_mean_ns": 14_200}) == 14_200
+    assert device_reasons(_device(1e308)) == (None, None)
