@@ -42,6 +42,7 @@ MB = 1e6
 CI_FIGURES = ("iops", "bw_bytes", "lat_mean_ns", "latency_ns", "bandwidth_mbps")
 CI_COLUMNS = tuple(f"{f}_ci_{end}" for f in CI_FIGURES for end in ("low", "high"))
 TAIL_COLUMNS = ("lat_p99_999_us", "device_read_ratio", "device_write_ratio", "device_lat_mean_us")
+CPU_COLUMNS = ("iops_per_cpu",)
 SUITE_KEYS = ("cpu_node", "mem_node", "threads", "pages", "c2c", "reader_node", "home")
 CSV_COLUMNS = [
     "kind", "index", "group", *csv_columns(StoragePoint),
@@ -57,6 +58,8 @@ CSV_COLUMNS = [
     *CI_COLUMNS,
     # the deepest tail percentile and the device's own counters (docs/tails.md), after the older columns
     *TAIL_COLUMNS,
+    # I/Os per CPU-second of fio's job threads (docs/results-schema.md), empty for lines that predate it
+    *CPU_COLUMNS,
 ]
 LAT_KEYS = ("min", "mean", "max", "stddev", "p50", "p90", "p99")
 TEXT_COLUMNS = ("kind", "group", "rw", "ioengine", "mode", "traffic", "engine", "flags", "pages", "c2c", "home")
@@ -92,7 +95,7 @@ def storage_record(p: StorageRow, run_dir: Path | None = None) -> dict[str, obje
         "read_iops": _r6(m.read_iops), "write_iops": _r6(m.write_iops),
         "bw_MBps": _r6(p.bw / MB), "read_bw_MBps": _r6(float(m.read_bw_bytes or 0) / MB),
         "write_bw_MBps": _r6(float(m.write_bw_bytes or 0) / MB),
-        "usr_cpu_pct": _r6(p.usr), "sys_cpu_pct": _r6(p.sys),
+        "usr_cpu_pct": _r6(p.usr), "sys_cpu_pct": _r6(p.sys), "iops_per_cpu": _r6(m.iops_per_cpu),
         "littles_L": _r6(ll.l) if ll else None, "littles_N": p.inflight,
         "littles_ratio": _r6(ll.ratio) if ll else None,
         # the validity flags, ';'-separated; empty when none was raised or the line predates the checks

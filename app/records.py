@@ -278,6 +278,7 @@ class StorageMetrics:
     # fio's json+ latency histogram, merged: [[ns, count], …] (app.tails); checked when read by hist(), not before:
     # a results file may hold many lines and few readers need it
     lat_hist: list[JSONValue] | None = None
+    iops_per_cpu: float | None = None  # I/Os per CPU-second of fio's job threads (app.runners.fio_parse)
     keys: tuple[str, ...] = ()
     more: JSONObject = field(default_factory=dict)
 
@@ -316,7 +317,7 @@ class StorageMetrics:
 _STORAGE_NAMES = _names(StorageMetrics)
 _STORAGE_NUMBERS = ("iops", "read_iops", "write_iops", "bw_bytes", "read_bw_bytes", "write_bw_bytes", "usr_cpu",
                     "sys_cpu")
-_STORAGE_FIGURES = set(_STORAGE_NUMBERS) | {"total_ios", "io_bytes", "trim_iops", "trim_bw_bytes"}
+_STORAGE_FIGURES = set(_STORAGE_NUMBERS) | {"total_ios", "io_bytes", "trim_iops", "trim_bw_bytes", "iops_per_cpu"}
 _LATENCIES = ("lat_ns", "read_lat_ns", "write_lat_ns")
 
 
@@ -341,7 +342,8 @@ def _storage_metrics(m: Mapping[str, object], refuse: Callable[[str, object, str
         lat("lat_ns"), n["usr_cpu"], n["sys_cpu"], lat("read_lat_ns"), lat("write_lat_ns"), n["total_ios"],
         n["io_bytes"], t.take("jobs", _whole), lat("slat_ns"), lat("clat_ns"), t.take("disk_util", _list),
         n["trim_iops"], n["trim_bw_bytes"], t.take("errors", _list), t.take("percentiles_source", _str),
-        t.take("ci95", _ci95), t.take("ci_method", _obj), t.take("lat_hist", _list), tuple(m), t.more)
+        t.take("ci95", _ci95), t.take("ci_method", _obj), t.take("lat_hist", _list), t.take("iops_per_cpu", _num),
+        tuple(m), t.more)
 
 
 @dataclass(frozen=True)

@@ -535,7 +535,29 @@ def metrics(doc: dict[str, object], jobs: list[dict[str, object]] | None = None)
     hist = latency_hist(jobs)
     if hist:
         m["lat_hist"] = hist_record(hist)
+    per_cpu = iops_per_cpu(jobs, m["total_ios"])
+    if per_cpu is not None:
+        m["iops_per_cpu"] = per_cpu
     return m
+
+
+def cpu_seconds(jobs: list[dict[str, object]]) -> float:
+    """The CPU time fio's job threads used, in seconds: each entry's usr+sys (per cent of one CPU, the mean over
+    the threads it reports for) times its ``job_runtime`` (the threads' measured runtimes added up, ms)."""
+    return sum((float_of(j.get("usr_cpu") or 0.0) + float_of(j.get("sys_cpu") or 0.0)) / 100.0
+               * float_of(j.get("job_runtime") or 0) / 1000.0 for j in jobs)
+
+
+MIN_CPU_SECONDS = 0.01  # less CPU time than this (a few ms) gives a ratio of rounding, not of work
+
+
+def iops_per_cpu(jobs: list[dict[str, object]], total_ios: int) -> float | None:
+    """I/Os per CPU-second of fio's own threads (IOPS ÷ CPUs busy); None without the CPU figures.  The threads'
+    usr+sys leaves out what the kernel does elsewhere (interrupts, io_uring's SQ-poll thread)."""
+    secs = cpu_seconds(jobs)
+    if secs < MIN_CPU_SECONDS or total_ios <= 0:
+        return None
+    return round(total_ios / secs, 1)
 
 
 def latency_hist(jobs: list[dict[str, object]]) -> Hist | None:
