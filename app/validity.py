@@ -325,25 +325,31 @@ def _not_applicable(name: str, point: Mapping[str, object], metrics: StorageMetr
     return None
 
 
+def _part_missing(part: Mapping[str, object] | None, missing: str) -> str | None:
+    """Why a runner's part (``device``, ``tail``) cannot be judged: ``missing`` when the line has none, its own
+    ``unavailable`` sentence (or ``missing``) when the runner said why; None when it has figures."""
+    if not isinstance(part, Mapping):
+        return missing
+    why = part.get("unavailable")
+    return None if why is None else _line(why) or missing
+
+
 def _device_not_applicable(device: Mapping[str, object] | None) -> str | None:
-    if not isinstance(device, Mapping):
-        return "the device's counters were not read"
-    why = device.get("unavailable")
-    if why is not None:
-        return _line(why) or "the device's counters were not read"
+    why = _part_missing(device, "the device's counters were not read")
+    if why is not None or device is None:
+        return why
     if not judged_directions(device):
         return f"fio moved less than {MIN_DEVICE_BYTES >> 20} MiB in each direction, or no byte ratio is known"
     return None
 
 
 def _tail_not_applicable(tail: Mapping[str, object] | None) -> str | None:
-    if not isinstance(tail, Mapping):
-        return "no per-second samples of the point's p99"
-    why = tail.get("unavailable")
-    if why is not None:
-        return _line(why) or "no per-second samples of the point's p99"
+    missing = "no per-second samples of the point's p99"
+    why = _part_missing(tail, missing)
+    if why is not None or tail is None:
+        return why
     if number(tail.get("ratio")) is None:
-        return "no per-second samples of the point's p99"
+        return missing
     return None
 
 

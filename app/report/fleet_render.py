@@ -44,7 +44,7 @@ from app.report.render import (
 from app.results import write_new
 from app.sanitize import clean_text, md_text
 from app.summary import point_label
-from app.tails import TAIL_PERCENTILES, min_ios
+from app.tails import TAIL_PERCENTILES
 from app.textable import markdown_table
 from app.units import format_count, us
 
@@ -313,9 +313,8 @@ def tail_section(points: Sequence[FleetPoint]) -> list[str]:
     heads = ["Point", "I/Os"] + [f"{label} (µs)" for _, _, label in TAIL_PERCENTILES] + ["Slowest host's tail"]
     out += [markdown_table(heads, rows, right=range(1, 2 + len(TAIL_PERCENTILES))), ""]
     if unsupported:
-        needs = ", ".join(f"{label} {min_ios(pct):,}" for _, pct, label in TAIL_PERCENTILES)
         out += [f"—: the point's I/O count (the I/Os column) does not support the percentile: it needs at least "
-                f"10 / (1 − p) I/Os, so that ten lie beyond it ({needs}).", ""]
+                f"10 / (1 − p) I/Os, so that ten lie beyond it ({tails.needs_text()}).", ""]
     return out + _missing_sentence(points) + _slowest_summary(points)
 
 

@@ -60,7 +60,8 @@ def tail_cells(p: StorageRow) -> list[str]:
     return out
 
 
-def _needs_text() -> str:
+def needs_text() -> str:
+    """The I/Os each tail percentile needs: "p99 1,000, p99.9 10,000, …" (the fleet's table says it too)."""
     return ", ".join(f"{label} {min_ios(pct):,}" for _k, pct, label in TAIL_PERCENTILES)
 
 
@@ -81,7 +82,7 @@ def tail_table(points: Sequence[StorageRow], label: Label, host: bool = False) -
     if short:
         notes.append(f"{UNSUPPORTED}: the point completed too few I/Os to support that percentile ({short} "
                      f"point{'s' if short != 1 else ''}; each point's count is in the I/Os column). A percentile p "
-                     f"needs at least 10 / (1 − p) I/Os, so that ten lie beyond it: {_needs_text()}.")
+                     f"needs at least 10 / (1 − p) I/Os, so that ten lie beyond it: {needs_text()}.")
     if absent:
         notes.append("n/a: the line records no such percentile and no histogram to compute it from (fio ran "
                      "without it, or an import lacks it).")
