@@ -287,6 +287,8 @@ class RunMeta:
     precondition: JSONObject | None = None  # the preconditioning pass as it ran
     telemetry: JSONObject | None = None  # the drive's health log: where it is read, or why there is none
     fleet: JSONObject | None = None  # a fleet run's hosts (checked by app.report.fleet_read / app.fleet.runner)
+    audit: JSONObject | None = None  # the host settings read before the first point (app.audit)
+    tune: JSONObject | None = None  # settings --tune changed, their previous values and whether restored (app.tune)
 
     @property
     def is_fleet(self) -> bool:
@@ -349,7 +351,7 @@ def from_json(obj: object, source: str | Path) -> RunMeta:
         error=f.text("error"), failures=tuple(Failure.read(e) for e in f.objects("failures")),
         skipped=tuple(Skip.read(e) for e in f.objects("skipped")), warnings=f.texts("warnings"),
         sources=_sources(f), precondition=f.mapping("precondition"), telemetry=f.mapping("telemetry"),
-        fleet=f.mapping("fleet"),
+        fleet=f.mapping("fleet"), audit=f.mapping("audit"), tune=f.mapping("tune"),
     )
 
 

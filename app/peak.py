@@ -1,0 +1,1 @@
+"""The peak of a peak run: the best point, the configuration that reached it, and what ran out (filled in)."""
