@@ -120,6 +120,65 @@ def devices(as_json: bool, target: str | None) -> int:
     return 0
 
 
+# --- audit ------------------------------------------------------------------------------------
+
+
+def _audit_target(target: str) -> None:
+    """A TARGET audit can read: a block device, a regular file, or a file not made yet in an existing folder."""
+    import stat
+
+    if any(ord(c) < 32 for c in target):
+        raise UsageError(f"audit {target[:120]!r}: a TARGET has no control characters.")
+    try:
+        mode = os.stat(target).st_mode
+    except FileNotFoundError:
+        if os.path.isdir(os.path.dirname(os.path.abspath(target))):
+            return  # a file a run would create: its folder's filesystem is audited
+        raise UsageError(f"audit {clean_line(target, 120)}: no such file, and its folder does not exist.") from None
+    except OSError as e:
+        raise UsageError(f"audit {clean_line(target, 120)}: cannot be looked at ({e.strerror}).") from None
+    if not (stat.S_ISBLK(mode) or stat.S_ISREG(mode)):
+        raise UsageError(f"audit {clean_line(target, 120)}: not a block device or a regular file (a run's target "
+                         "is one of these).")
+
+
+@cli.command()
+@click.argument("target", required=False, metavar="[TARGET]")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (run.json's audit object).")
+@click.option("--cpus", metavar="LIST", help="The CPUs the run will use, e.g. 0-3,8 (default: every CPU this "
+                                             "process may run on).")
+def audit(target: str | None, as_json: bool, cpus: str | None) -> int:
+    """The host settings that bend results, for TARGET's device and the run's CPUs: value, what a benchmark
+    wants, and why (docs/audit.md). A report: exits 0 whatever it finds."""
+    from app.audit import audit as read_audit
+    from app.audit import render, to_json
+    from app.topology import allowed_cpus, cpu_list
+
+    chosen = None
+    if cpus is not None:
+        chosen = cpu_list(cpus)
+        allowed = set(allowed_cpus())
+        if not chosen:
+            raise UsageError(f"--cpus {cpus[:60]!r}: expected a CPU list such as 0-3,8.")
+        if not set(chosen) <= allowed:
+            from app.topology import cpu_list_text
+
+            raise UsageError(f"--cpus {cpus[:60]!r}: CPU {min(set(chosen) - allowed)} is not one this process may "
+                             f"run on ({cpu_list_text(sorted(allowed))}).")
+    if target is not None:
+        _audit_target(target)
+    found = read_audit(target, chosen)
+    if as_json:
+        click.echo(json.dumps({**to_json(found), "about": found.about}, indent=2, ensure_ascii=False))
+    elif on_terminal(sys.stdout):
+        from app.console import print_audit
+
+        print_audit(found, sys.stdout)
+    else:
+        click.echo(render(found))
+    return 0
+
+
 # --- presets ----------------------------------------------------------------------------------
 
 

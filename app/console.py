@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 import signal
 import time
-from typing import Iterable, Mapping, Sequence, TextIO
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence, TextIO
 
 from rich import box
 from rich.cells import cell_len
@@ -34,6 +34,9 @@ from app.sanitize import clean_text
 from app.summary import metrics_line, steady_live
 from app.textable import ReadTable, read_markdown
 from app.units import format_count, format_duration
+
+if TYPE_CHECKING:
+    from app.audit import Audit
 
 REFRESH_PER_SECOND = 4  # the live display's redraws; the elapsed time and ETA move with it
 
@@ -257,6 +260,23 @@ def print_devices(devs: list[dict[str, object]], stream: TextIO) -> None:
         console.print(Text(name, style="bold"))
         for line in why:
             console.print(Padding(Text(line), (0, 0, 0, 4), expand=False))
+
+
+def print_audit(found: Audit, stream: TextIO) -> None:
+    """``profiler-tui audit`` on a terminal: every item with its value, what a benchmark wants and why; a warning
+    in yellow, an item not available here dimmed."""
+    from app.audit import TABLE_HEADERS, WARNINGS, heading, shown_value
+
+    console = terminal_console(stream)
+    for line in heading(found):
+        console.print(Text(line))
+    table = _table(list(TABLE_HEADERS), no_wrap=(0,))
+    for i in found.items:
+        style = {"warn": "yellow", "unavailable": "dim", "ok": "green"}.get(i.status, "")
+        table.add_row(Text(i.label, style="bold"), Text(shown_value(i), style=style), Text(i.want), Text(i.why))
+    console.print(table)
+    for i in found.warnings:
+        console.print(Text(f"warning {i.warning}: {WARNINGS.get(i.warning or '', '')}", style="yellow"))
 
 
 # --- compare: its markdown drawn as tables --------------------------------------------------------------------

@@ -116,6 +116,21 @@ def device_number(target: str) -> tuple[int, int] | None:
     return None
 
 
+def ancestors(here: Path, root: Path) -> list[Path]:
+    """A resolved sysfs device directory and the directories above it, nearest first, stopping below the sysfs
+    root (at most :data:`MAX_DEPTH`): where a device's link, NUMA node or PCIe function is looked for."""
+    try:
+        top = root.resolve()
+    except (OSError, RuntimeError):
+        return []
+    out = []
+    for d in [here, *here.parents][:MAX_DEPTH]:
+        if d == top or d == top.parent:
+            break
+        out.append(d)
+    return out
+
+
 def link_of(target: str, sysfs: Path | None = None) -> Link | None:
     """The nearest link above the block device holding ``target``, None when there is none to read (a loop or
     virtio device, tmpfs, a container without sysfs) or sysfs says nothing that parses."""
@@ -124,13 +139,10 @@ def link_of(target: str, sysfs: Path | None = None) -> Link | None:
     if number is None or number[0] == 0:
         return None
     try:
-        top = root.resolve()
         here = (root / "dev" / "block" / f"{number[0]}:{number[1]}").resolve(strict=True)
     except (OSError, RuntimeError):
         return None
-    for d in [here, *here.parents][:MAX_DEPTH]:
-        if d == top or d == top.parent:
-            break
+    for d in ancestors(here, root):
         for probe in (_sata, _usb, _pcie):
             found = probe(d)
             if found is not None:
