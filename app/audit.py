@@ -481,8 +481,8 @@ def _pcie_link(c: Context) -> Item:
     dev = c.need_device()
     function = next((d for d in ancestors(dev.sysdir, c.sys) if (d / "current_link_speed").exists()), None)
     if function is None:
-        raise Unreadable(f"no PCIe function with link attributes above {dev.name} ({dev.about}; a conventional "
-                         "PCI bus, as a virtual machine's virtio disk has, reports no link)")
+        raise Unreadable(f"no PCIe function with link attributes above {dev.name}: a loop or other virtual device "
+                         "has none, and a conventional PCI bus (a virtual machine's virtio disk) reports no link")
     speed_text = read_line(function / "current_link_speed")
     cur_speed, max_speed = _GTS.fullmatch(speed_text), _GTS.fullmatch(read_line(function / "max_link_speed"))
     cur_width = read_int(function / "current_link_width", 0, 64)
@@ -502,7 +502,8 @@ def _numa_node(c: Context) -> Item:
     dev = c.need_device()
     holder = next((d for d in ancestors(dev.sysdir, c.sys) if (d / "numa_node").exists()), None)
     if holder is None:
-        raise Unreadable(f"no device above {dev.name} names a NUMA node ({dev.about})")
+        raise Unreadable(f"no device above {dev.name} names a NUMA node (a loop or other virtual device has none "
+                         "of its own)")
     node = read_int(holder / "numa_node", -1, 1 << 16)
     several = len(c.nodes) > 1
     if node < 0:

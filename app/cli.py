@@ -137,6 +137,9 @@ def _audit_target(target: str) -> None:
         raise UsageError(f"audit {clean_line(target, 120)}: no such file, and its folder does not exist.") from None
     except OSError as e:
         raise UsageError(f"audit {clean_line(target, 120)}: cannot be looked at ({e.strerror}).") from None
+    if stat.S_ISDIR(mode):
+        raise UsageError(f"audit {clean_line(target, 120)}: a directory; give a file in it (one a run would create "
+                         "will do) or a block device.")
     if not (stat.S_ISBLK(mode) or stat.S_ISREG(mode)):
         raise UsageError(f"audit {clean_line(target, 120)}: not a block device or a regular file (a run's target "
                          "is one of these).")

@@ -270,7 +270,7 @@ def print_audit(found: Audit, stream: TextIO) -> None:
     console = terminal_console(stream)
     for line in heading(found):
         console.print(Text(line))
-    table = _table(list(TABLE_HEADERS), no_wrap=(0,))
+    table = _table(list(TABLE_HEADERS))
     for i in found.items:
         style = {"warn": "yellow", "unavailable": "dim", "ok": "green"}.get(i.status, "")
         table.add_row(Text(i.label, style="bold"), Text(shown_value(i), style=style), Text(i.want), Text(i.why))

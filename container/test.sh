@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The container test (docs/container.md): builds the image with podman and checks, inside it,
 #   --version; devices --json; the quick preset on a file (results on the host through a volume);
-#   a read-only run on a loop device made here; the memory engine's idle latency; no compiler in
+#   a read-only run on a loop device made here; audit --json reading the host's scheduler of that loop
+#   device; the memory engine's idle latency; no compiler in
 #   the image; MLC absent without a source and present from a stand-in vendor/ tarball, chosen by
 #   --engine auto (on AMD with huge pages reserved for the run and given back; unprivileged, the
 #   built-in engine); the agent started as a container through a Docker Engine API (podman's, on a socket
@@ -203,6 +204,29 @@ else
     tail -n 20 "$tmp/loop.log"; bad "read-only run on $loop"
 fi
 if [ "$(md5sum <"$tmp/loop.img")" = "$sum_before" ]; then ok "$loop unchanged by the read-only run"; else bad "$loop was written to"; fi
+
+# The audit reads the host kernel's sysfs from inside: the loop device's scheduler is switched here, on the host,
+# to the other one it offers, and the container must report that one (its own choice would be the default).
+step "profiler-tui audit --json $loop (the host's sysfs, seen from the container)"
+sched="/sys/block/${loop#/dev/}/queue/scheduler"
+sched_before="$(sed -n 's/.*\[\(.*\)\].*/\1/p' "$sched")"
+sched_set="$(tr -d '[]' <"$sched" | tr ' ' '\n' | grep -v -x -e "$sched_before" -e '' | head -n 1 || true)"
+if [ -n "$sched_set" ] && echo "$sched_set" >"$sched" \
+   && prun "$TAG" audit "$loop" --json >"$tmp/audit.json" 2>"$tmp/audit.err" \
+   && python3 - "$tmp/audit.json" "$sched_set" "${loop#/dev/}" <<'PY'
+import json, sys
+data, want, name = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3]
+items = {i["key"]: i for i in data["items"]}
+assert data["device"] == name and items["scheduler"]["value"] == want, (data["device"], items["scheduler"])
+assert "container" in (data["container"] or "") and "host kernel's sysfs" in data["container"], data["container"]
+for i in items.values():  # every item: a value, or why it is not available in this container
+    assert i["value"] if i["status"] != "unavailable" else i["note"], i
+print(f"audit in the container: {name} scheduler {want}; {data['container']}")
+PY
+then ok "audit --json in the container reads the host's scheduler ($sched_set) of $loop"
+else cat "$tmp/audit.err" 2>/dev/null; bad "audit --json in the container (scheduler offered: $(cat "$sched"))"
+fi
+if [ -n "$sched_before" ]; then echo "$sched_before" >"$sched" || true; fi
 
 # --- memory engine --------------------------------------------------------------------------------
 step "memory engine idle latency"

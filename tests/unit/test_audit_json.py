@@ -125,6 +125,7 @@ def test_audit_table_shows_values_wants_and_the_warning(fake_host: Path, capsys:
 @pytest.mark.parametrize("args,said", [
     (("/dev/null",), "not a block device or a regular file"),
     (("/nonexistent-dir/file",), "its folder does not exist"),
+    (("/",), "a directory; give a file in it"),
     (("--cpus", "x-y"), "expected a CPU list"),
     (("--cpus", "60000"), "is not one this process may run on"),
 ])
@@ -132,3 +133,16 @@ def test_a_bad_target_or_cpu_list_exits_2_with_one_sentence(capsys: pytest.Captu
                                                             said: str) -> None:
     rc, out, err = cli(capsys, *args)
     assert rc == 2 and out == "" and said in err and len(err.strip().splitlines()) == 1
+
+
+def test_on_a_terminal_the_rich_table_holds_the_items_and_the_warning(fake_host: Path) -> None:
+    import io
+
+    from app.audit import audit
+    from app.console import print_audit
+
+    stream = io.StringIO()
+    print_audit(audit(str(fake_host / "new-file"), (0,), swap_interval=0, engine=None), stream)
+    text = stream.getvalue()
+    assert "─" in text and "WARNING" in text and "warning wbt-on" in text  # rich's table, the warning named
+    assert all(word in text for word in ("scheduler", "governor", "swap"))
