@@ -26,7 +26,7 @@ from app.container import RUN_FLAGS, container_engine
 from app.devstat import locate
 from app.envinfo import numa_info
 from app.external import run_bounded
-from app.link import ancestors, sysfs_root
+from app.link import ancestors, device_number, sysfs_root
 from app.sanitize import clean_line, show_value
 from app.textable import format_table
 from app.topology import allowed_cpus, cpu_list, cpu_list_text
@@ -710,14 +710,21 @@ def _sys_read_only(proc: Path, sys: Path) -> bool:
     return ro
 
 
-def container_note(engine: str | None, sys: Path, proc: Path, device: Device | None, no_device: str) -> str | None:
-    """In a container: whose sysfs the audit read, and why some items may be unavailable; None outside one."""
+def _unlisted(target: str | None, sys: Path) -> bool:
+    """Whether ``target`` has a device number this sysfs does not list (/sys/dev/block/MAJ:MIN)."""
+    number = device_number(target) if target is not None else None
+    return number is not None and number[0] != 0 and not (sys / "dev" / "block" / f"{number[0]}:{number[1]}").exists()
+
+
+def container_note(engine: str | None, sys: Path, proc: Path, unlisted: bool) -> str | None:
+    """In a container: whose sysfs the audit read, and why some items may be unavailable; None outside one.
+    ``unlisted``: the target's device is missing from this sysfs."""
     if engine is None:
         return None
     note = f"in a {engine} container: {sys} is the host kernel's sysfs (a container shares the host's kernel)"
     if _sys_read_only(proc, sys):
         note += "; it is mounted read-only (an unprivileged container): it is read all the same, --tune cannot write it"
-    if device is None and "sysfs knows" in no_device:
+    if unlisted:
         note += (f"; the target's device is not in this container's {sys}/dev/block, so the device's items are "
                  f"unavailable: run it with {RUN_FLAGS}")
     return note
@@ -725,10 +732,11 @@ def container_note(engine: str | None, sys: Path, proc: Path, device: Device | N
 
 def audit(target: str | None, cpus: Sequence[int] | None = None, *, sys_root: Path | None = None,
           proc_root: Path | None = None, nvme: NvmeRunner | None = None, swap_interval: float = SWAP_INTERVAL_S,
-          engine: str | None | bool = True) -> Audit:
+          engine: str | None = "detect") -> Audit:
     """Read every item of :data:`ITEMS` for ``target``'s device and ``cpus`` (None: the CPUs this process may
     run on).  Never raises for what it reads; an item it cannot read is ``unavailable`` with the reason.
-    ``nvme`` runs nvme-cli (tests give a fake); ``engine``: the container engine (True: detect it)."""
+    ``nvme`` runs nvme-cli (tests give a fake); ``engine``: the container engine, None outside one ("detect":
+    app.container finds out)."""
     sys = sys_root or sysfs_root()
     proc = proc_root or procfs_root()
     device: Device | None = None
@@ -746,9 +754,12 @@ def audit(target: str | None, cpus: Sequence[int] | None = None, *, sys_root: Pa
         nodes = []
     c = Context(sys, proc, device, no_device, run_cpus, nvme or run_nvme, swap_interval, nodes)
     items = tuple(_read_item(key, c) for key in ITEMS)
-    if engine is True:
-        engine = container_engine()
-    note = container_note(engine or None, sys, proc, device, no_device) if isinstance(engine, str) else None
+    engine = container_engine() if engine == "detect" else engine
+    try:
+        unlisted = device is None and _unlisted(target, sys)
+    except Exception:
+        unlisted = False
+    note = container_note(engine, sys, proc, unlisted)
     return Audit(target, device.name if device else None, run_cpus, items, note,
                  read_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                  about=device.about if device else no_device)

@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Sequence
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import app.audit as audit_mod
 import app.devstat
@@ -43,18 +45,18 @@ class Host:
         self.cpu = self.sys / "devices/system/cpu"
         self.nvme = FakeNvme()
 
-    def audit(self, cpus: Sequence[int] = (0, 1), target: str | None = "", **kw: object) -> Audit:
+    def audit(self, cpus: Sequence[int] = (0, 1), target: str | None = "", engine: str | None = None) -> Audit:
         return audit(self.target if target == "" else target, cpus, sys_root=self.sys, proc_root=self.proc,
-                     nvme=self.nvme, swap_interval=0, engine=kw.pop("engine", None), **kw)  # type: ignore[arg-type]
+                     nvme=self.nvme, swap_interval=0, engine=engine)
 
-    def item(self, key: str, **kw: object) -> Item:
-        found = {i.key: i for i in self.audit(**kw).items}  # type: ignore[arg-type]
-        return found[key]
+    def item(self, key: str, cpus: Sequence[int] = (0, 1)) -> Item:
+        return next(i for i in self.audit(cpus).items if i.key == key)
 
 
 @pytest.fixture
 def host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Host:
     monkeypatch.setattr(app.devstat, "device_number", lambda target: NUMBER)
+    monkeypatch.setattr(audit_mod, "device_number", lambda target: NUMBER)
     return Host(tmp_path)
 
 
@@ -311,3 +313,26 @@ def test_a_reader_that_fails_unexpectedly_makes_its_item_unavailable(host: Host,
     monkeypatch.setitem(audit_mod.READERS, "thp", broken)
     i = host.item("thp")
     assert i.status == "unavailable" and "ZeroDivisionError" in (i.note or "")
+
+
+@settings(max_examples=80, deadline=None)
+@given(data=st.binary(max_size=300) | st.text(max_size=80).map(str.encode))
+def test_any_bytes_in_an_attribute_or_a_tools_answer_parse_or_are_unreadable(data: bytes,
+                                                                            tmp_path_factory: pytest.TempPathFactory
+                                                                            ) -> None:
+    path = tmp_path_factory.getbasetemp() / "attribute"
+    path.write_bytes(data)
+    for parse in (audit_mod.read_line, audit_mod.read_int, audit_mod._bracketed):
+        try:
+            got = parse(path)
+        except audit_mod.Unreadable as e:
+            assert str(e).isprintable() or str(path) in str(e)
+            continue
+        texts = [got] if isinstance(got, (str, int)) else [got[0], *got[1]]
+        assert all(str(t).isprintable() and len(str(t)) <= audit_mod.MAX_ATTR_BYTES for t in texts)
+    text = data.decode("utf-8", "replace")
+    for parse_answer in (lambda: audit_mod._feature(text, "x"), lambda: audit_mod._id_ctrl_field(text, "apsta")):
+        try:
+            assert 0 <= parse_answer() < 1 << 64
+        except audit_mod.Unreadable:
+            pass

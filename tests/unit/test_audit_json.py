@@ -90,6 +90,7 @@ def fake_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("PROFILER_TUI_SYSFS", str(sys))
     monkeypatch.setenv("PROFILER_TUI_PROCFS", str(proc))
     monkeypatch.setattr(app.devstat, "device_number", lambda target: NUMBER)
+    monkeypatch.setattr(audit_mod, "device_number", lambda target: NUMBER)
     monkeypatch.setattr(audit_mod, "_pause", lambda s: None)
     monkeypatch.setattr(audit_mod, "run_nvme", lambda args: "apsta : 0\nCurrent value:0x0\n")
     monkeypatch.setattr(audit_mod, "container_engine", lambda: None)
