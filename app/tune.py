@@ -110,7 +110,7 @@ def write_setting(path: str, value: str) -> None:
     fd = os.open(path, _WRITE_FLAGS)
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_uid != 0 or st.st_nlink > 1:
+        if not stat.S_ISREG(st.st_mode) or st.st_uid not in (0, os.geteuid()) or st.st_nlink > 1:
             raise OSError(errno.EPERM, "not a kernel setting (no regular file of root's)", path)
         os.ftruncate(fd, 0)  # sysfs ignores it; a plain file (a fake root) must not keep a longer old value
         os.write(fd, f"{value}\n".encode())
@@ -242,6 +242,10 @@ def open_record_dir(create: bool) -> int | None:
                 fd = os.open(d.name if fds else d, _DIR_FLAGS, dir_fd=fds[-1] if fds else None)
             except FileNotFoundError:
                 return None
+            except PermissionError:  # another user's /run/profiler-tui (root's, 0700): nothing of ours there
+                if not create:
+                    return None
+                raise SafetyError(f"{d}: cannot be opened by uid {os.geteuid()}; --tune needs root.") from None
             except OSError as e:
                 if e.errno in (errno.ELOOP, errno.ENOTDIR):
                     raise SafetyError(f"{d}: is a symlink or not a directory; --tune's restore records are kept "
@@ -457,8 +461,6 @@ def restore_leftovers() -> tuple[list[Leftover], list[str]]:
     """Restore every record whose process is gone (a live run's is left alone) and remove it: what was restored,
     and a sentence for each record or directory refused.  Without access to the directory (not root) there is
     nothing this process could restore: nothing is done."""
-    if os.geteuid() != 0:
-        return [], []
     try:
         dir_fd = open_record_dir(create=False)
     except SafetyError as e:

@@ -18,6 +18,7 @@ from typing import Iterator
 from app import tune
 from conftest import ROOT, fio_processes
 from loopdev import loop_device
+from schema_check import validate_dir
 from tune_run import TUNE_ENV
 
 HELPER = ROOT / "tests" / "helpers" / "tune_run.py"
@@ -109,6 +110,7 @@ def test_values_are_tuned_during_the_run_and_restored_after_it(tmp_path: Path) -
         assert t["requested"] is True and "restored_at" in t
         assert [(c["path"], c["previous"], c["value"], c["applied"], c["restored"]) for c in t["changes"]] == [
             (str(q / n), BEFORE[n], TUNED[n], True, True) for n in TUNED]
+        validate_dir(out)
 
 
 def test_sigint_restores(tmp_path: Path) -> None:
@@ -164,6 +166,7 @@ def test_sigkill_then_resume_restores_then_tunes_again(tmp_path: Path) -> None:
         assert [(c["previous"], c["applied"], c["restored"]) for c in m["tune"]["changes"]] == [
             (BEFORE[n], True, True) for n in TUNED]
         assert not record_path(tune_dir, out).exists()
+        validate_dir(out)
 
 
 def test_sigkill_then_the_next_run_restores(tmp_path: Path) -> None:
