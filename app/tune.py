@@ -212,12 +212,16 @@ def process_start(pid: int) -> int | None:
         return None
 
 
-def _refusal(path: Path, st: os.stat_result) -> str | None:
-    euid = os.geteuid()
-    if st.st_uid not in (0, euid):
+def _refusal(path: Path, fd: int, private: bool) -> str | None:
+    """Why the directory ``path`` (open as ``fd``) could let another user in; ``private``: it must be 0700."""
+    st = os.fstat(fd)
+    mode = stat.S_IMODE(st.st_mode)
+    if st.st_uid not in (0, os.geteuid()):
         return f"{path} is owned by uid {st.st_uid}"
-    if st.st_mode & 0o022:
-        return f"{path} is writable by other users (mode {stat.S_IMODE(st.st_mode):04o})"
+    if mode & 0o022:
+        return f"{path} is writable by other users (mode {mode:04o})"
+    if private and mode & 0o077:
+        return f"{path} has mode {mode:04o}, not 0700"
     return None
 
 
@@ -252,9 +256,7 @@ def open_record_dir(create: bool) -> int | None:
                                       "only in a directory of root's: remove it.") from None
                 raise SafetyError(f"{d}: cannot be opened ({_reason(e)}).") from None
             fds.append(fd)
-            problem = _refusal(d, os.fstat(fd))
-            if problem is None and d == where and os.fstat(fd).st_mode & 0o077:
-                problem = f"{d} has mode {stat.S_IMODE(os.fstat(fd).st_mode):04o}, not 0700"
+            problem = _refusal(d, fd, private=d == where)
             if problem:
                 raise SafetyError(f"{problem}: --tune's restore records are kept only in a directory of root's that "
                                   "no other user can write; remove it.")
@@ -441,13 +443,21 @@ class Leftover:
 
     @property
     def line(self) -> str:
-        done = [c for c in self.changes if c.restored]
-        left = [c for c in self.changes if c.restored is False]
+        """One line: how many were restored and how many left, naming the first few of each."""
+        done = [f"{c.path} → {c.previous}" for c in self.changes if c.restored]
+        left = [f"{c.path}: {c.restore_error}" for c in self.changes if c.restored is False]
         text = (f"profiler-tui: a killed --tune run ({self.run_dir[:300]}) left settings changed: {len(done)} restored"
-                + (f" ({'; '.join(c.path + ' → ' + c.previous for c in done)})" if done else ""))
+                + _first_few(done))
         if left:
-            text += f", {len(left)} left as they are ({'; '.join(f'{c.path}: {c.restore_error}' for c in left)})"
+            text += f", {len(left)} left as they are" + _first_few(left)
         return text + "."
+
+
+def _first_few(texts: list[str], n: int = 3) -> str:
+    if not texts:
+        return ""
+    more = f"; and {len(texts) - n} more" if len(texts) > n else ""
+    return f" ({'; '.join(t[:300] for t in texts[:n])}{more})"
 
 
 def _alive(record: dict[str, Any]) -> bool:

@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 from typing import Iterator
 
+import pytest
+
 from app import tune
 from conftest import ROOT, fio_processes
 from loopdev import loop_device
@@ -64,9 +66,10 @@ def spawned(env: dict[str, str], *args: str) -> Iterator[subprocess.Popen[str]]:
             proc.communicate(timeout=10)
 
 
-def run_args(dev: str, out: Path, points: str = "1") -> list[str]:
+def run_args(dev: str, out: Path) -> list[str]:
+    """One 2 s point: long enough to be seen tuned, interrupted or killed in it."""
     return ["run", "custom", "--target", dev, "--yes", "--out", str(out), "--tune", "--set", "size=16m",
-            "--set", "runtime=2", "--set", f"iodepth={points}"]
+            "--set", "runtime=2"]
 
 
 def wait_tuned_and_running(proc: subprocess.Popen[str], q: Path, out: Path) -> dict[str, str]:
@@ -113,10 +116,11 @@ def test_values_are_tuned_during_the_run_and_restored_after_it(tmp_path: Path) -
         validate_dir(out)
 
 
-def test_sigint_restores(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_an_interrupt_restores(tmp_path: Path, sig: signal.Signals) -> None:
     out, tune_dir = tmp_path / "i", tmp_path / "records" / "tune"
     with queue(tmp_path) as (dev, q):
-        with spawned(env_for(q, tune_dir), *run_args(dev, out, "1,2")) as proc:
+        with spawned(env_for(q, tune_dir), *run_args(dev, out)) as proc:
             during = wait_tuned_and_running(proc, q, out)
             os.environ[tune.TUNE_DIR_ENV] = str(tune_dir)  # a live run's record is left alone
             try:
@@ -124,10 +128,10 @@ def test_sigint_restores(tmp_path: Path) -> None:
             finally:
                 del os.environ[tune.TUNE_DIR_ENV]
             assert values(q) == TUNED and record_path(tune_dir, out).exists()
-            proc.send_signal(signal.SIGINT)
+            proc.send_signal(sig)
             _, err = proc.communicate(timeout=60)
         after = values(q)
-        print(f"\nbefore {BEFORE}\nduring {during}\nafter SIGINT {after}")
+        print(f"\nbefore {BEFORE}\nduring {during}\nafter {sig.name} {after}")
         assert proc.returncode == 130, err
         assert after == BEFORE
         assert not record_path(tune_dir, out).exists()
@@ -137,7 +141,7 @@ def test_sigint_restores(tmp_path: Path) -> None:
 
 
 def killed_run(tmp_path: Path, dev: str, q: Path, out: Path, tune_dir: Path) -> None:
-    with spawned(env_for(q, tune_dir), *run_args(dev, out, "1,2")) as proc:
+    with spawned(env_for(q, tune_dir), *run_args(dev, out)) as proc:
         wait_tuned_and_running(proc, q, out)
         proc.kill()
         proc.communicate(timeout=10)
