@@ -44,9 +44,9 @@ def values(q: Path) -> dict[str, str]:
     return {name: tune.read_setting(str(q / name)) for name in BEFORE}
 
 
-def env_for(q: Path, tune_dir: Path | None) -> dict[str, str]:
+def env_for(q: Path, tune_dir: Path | None, *extra: list[str]) -> dict[str, str]:
     env = dict(os.environ)
-    env[TUNE_ENV] = json.dumps([[KEYS[n], str(q / n), v] for n, v in TUNED.items()])
+    env[TUNE_ENV] = json.dumps([[KEYS[n], str(q / n), v] for n, v in TUNED.items()] + list(extra))
     env.pop(tune.TUNE_DIR_ENV, None)
     if tune_dir is not None:
         env[tune.TUNE_DIR_ENV] = str(tune_dir)
@@ -94,10 +94,13 @@ def meta(out: Path) -> dict:
 
 
 def test_values_are_tuned_during_the_run_and_restored_after_it(tmp_path: Path) -> None:
-    """The machine's own record directory (/run/profiler-tui/tune) is used."""
+    """The machine's own record directory (/run/profiler-tui/tune) is used.  A value the kernel refuses (a
+    read-ahead of "many") is recorded and the other changes go on."""
     out = tmp_path / "r"
     with queue(tmp_path) as (dev, q):
-        with spawned(env_for(q, None), *run_args(dev, out)) as proc:
+        read_ahead = tune.read_setting(str(q / "read_ahead_kb"))
+        refused = ["read_ahead", str(q / "read_ahead_kb"), "many"]
+        with spawned(env_for(q, None, refused), *run_args(dev, out)) as proc:
             during = wait_tuned_and_running(proc, q, out)
             record = record_path(Path(tune.TUNE_DIR), out)
             assert record.is_file() and record.stat().st_mode & 0o777 == 0o600
@@ -112,7 +115,10 @@ def test_values_are_tuned_during_the_run_and_restored_after_it(tmp_path: Path) -
         t = meta(out)["tune"]
         assert t["requested"] is True and "restored_at" in t
         assert [(c["path"], c["previous"], c["value"], c["applied"], c["restored"]) for c in t["changes"]] == [
-            (str(q / n), BEFORE[n], TUNED[n], True, True) for n in TUNED]
+            (str(q / n), BEFORE[n], TUNED[n], True, True) for n in TUNED] + [
+            (str(q / "read_ahead_kb"), read_ahead, "many", False, None)]
+        assert t["changes"][-1]["error"] == "writing many failed: Invalid argument"
+        assert tune.read_setting(str(q / "read_ahead_kb")) == read_ahead
         validate_dir(out)
 
 

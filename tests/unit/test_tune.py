@@ -114,6 +114,18 @@ def test_a_value_the_kernel_refuses_is_recorded_and_the_rest_goes_on(sysfs: Path
     assert first.restored is None and all(c.restored for c in t.changes[1:])
 
 
+def test_a_file_changed_since_the_plan_is_left_alone(sysfs: Path, tmp_path: Path) -> None:
+    changes = tune.plan_changes(host_audit(sysfs))[0]
+    put(sysfs / GOV.format(n=0), "ondemand")  # between the plan (recorded) and the write
+    t = tune.Tuning(tmp_path / "out", changes, lambda _: None)
+    t.apply()
+    assert (changes[0].applied, changes[0].error) == (False, "changed to ondemand by another process since it was "
+                                                             "read: left as it is")
+    assert value(sysfs, GOV.format(n=0)) == "ondemand" and changes[1].applied
+    t.restore()
+    assert value(sysfs, GOV.format(n=0)) == "ondemand" and changes[0].restored is None
+
+
 def test_paths_from_data_stay_in_the_root_and_are_never_followed(sysfs: Path, tmp_path: Path) -> None:
     victim = tmp_path / "victim"
     victim.write_text("keep\n")
