@@ -444,9 +444,13 @@ def _execute(session: Session, json_stream: bool = False) -> int:
               help="Skip the rest of a QD or numjobs axis once it saturates (same as --set adaptive=yes).")
 @click.option("--json-stream", is_flag=True,
               help="Write the run's events to stdout as NDJSON (one object per line); progress goes to stderr.")
+@click.option("--tune", is_flag=True,
+              help="Set the benchmark values the audit names (I/O scheduler none, write-back throttling off, CPU "
+                   "governor performance, deep idle states off) for the run and restore them when it ends; root "
+                   "only. See docs/tune.md.")
 def run(preset: str, targets: tuple[str, ...], hosts: tuple[str, ...], agent_socket: str, allow_network: bool,
         allow_local_users: bool, start_agent: bool, agent_image: str | None, out: str | None, sets: tuple[str, ...],
-        yes: bool, allow_destructive: bool, engine: str, adaptive: bool, json_stream: bool) -> int:
+        yes: bool, allow_destructive: bool, engine: str, adaptive: bool, json_stream: bool, tune: bool) -> int:
     """Run PRESET (a shipped name or a TOML file) headlessly, here or on fleet hosts (--host)."""
     START_UP.install()
     _consent(allow_network, allow_local_users)
@@ -478,10 +482,17 @@ def run(preset: str, targets: tuple[str, ...], hosts: tuple[str, ...], agent_soc
                                                 socket=fleet.agent_socket))
         session = new_session(p, target=None if fleet else (targets[0] if targets else None), out=out, yes=yes,
                               allow_destructive=allow_destructive, engine=engine, overrides=sets,
-                              on_created=START_UP.track, fleet=fleet)
+                              on_created=START_UP.track, fleet=fleet, tune_settings=tune)
         for note in p.notes():  # what plan-time values came to here: one node's 1x1 matrices …
             click.echo(f"Note: {note}.", err=True)
+        _tune_lines(session)
         return _execute(session, json_stream)
+
+
+def _tune_lines(session: Session, preview: bool = True) -> None:
+    """What the session restored of a killed --tune run, and what --tune will change (stderr)."""
+    for line in session.notes + (session.tune_preview() if preview else []):
+        click.echo(clean_line(line, None), err=True)
 
 
 @cli.command()
@@ -506,10 +517,12 @@ def resume(directory: str, engine: str | None, yes: bool, allow_destructive: boo
     START_UP.track(session)
     try:
         if not session.pending():
+            _tune_lines(session, preview=False)
             skipped = len(session.skipped())
             click.echo(f"Nothing to resume: all {len(session.plan) - skipped} points of {directory} are complete"
                        + (f" ({skipped} skipped)." if skipped else "."))
             return 0
+        _tune_lines(session)
         return _execute(session, json_stream)
     finally:
         session.close()

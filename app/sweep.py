@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, AsyncGenerator, Callable, Container, Hashable, Iterator, Mapping, Sequence, cast
 
-from app import envinfo, runmeta, safety, telemetry
+from app import envinfo, runmeta, safety, telemetry, tune
 from app.errors import ProfilerError, UsageError
 from app.link import link_of
 from app.lock import DirLock
@@ -390,6 +390,9 @@ class Session:
     procedure: Procedure = field(default_factory=Procedure)
     facts: TargetFacts = field(default_factory=TargetFacts)
     recorder: telemetry.Recorder | None = None  # the drive's health log, read while the run lasts
+    tune_settings: bool = False  # --tune: the audit's benchmark values set for the run, restored at its end
+    tuning: tune.Tuning | None = None  # app.tune: what --tune changed, while the run lasts
+    notes: list[str] = field(default_factory=list)  # what the session did before its run (leftover --tune records)
 
     def close(self) -> None:
         """Release the results directory (``events()`` does it when it ends) and a fleet's connections."""
@@ -472,6 +475,7 @@ class Session:
         rec = self.recorder
         polling: asyncio.Future[None] | None = None
         try:
+            self._start_tuning()
             if rec is not None:
                 await rec.take("before", None)
                 polling = asyncio.ensure_future(rec.poll())
@@ -500,6 +504,7 @@ class Session:
                 polling.cancel()
             if rec is not None:
                 rec.close()
+            self._end_tuning()  # _finish did it, unless the run ended another way
         self._finish(status, None)
         yield RunFinished(status, progress.done, progress.total, progress.failed, self.path)
 
@@ -715,6 +720,7 @@ class Session:
         problem = None
         try:
             self.results.drop_reserve()  # room for this last update when the filesystem is full
+            self._end_tuning()  # while run.json can still record what was restored
             if status in (RunStatus.COMPLETE, RunStatus.FAILED):
                 self._remove_scratch()
             changes: dict[str, object] = {"status": status, "ended": now_iso()}
@@ -782,6 +788,26 @@ class Session:
         return ResultLine(self.kind, table, metrics, ev.index, SCHEMA_VERSION, ev.parts, raw, started, now_iso(),
                           target, telemetry_entry, flags_json, checks_json)
 
+    def _start_tuning(self) -> None:
+        """--tune: the audit read now, its changes recorded and made (app.tune)."""
+        if self.tune_settings:
+            from app import audit
+
+            self.tuning = tune.start(audit.audit(self.target), self.path,
+                                     lambda obj: self.results.update_meta(tune=obj))
+
+    def tune_preview(self) -> list[str]:
+        """What --tune will change, as the audit reads this machine now (app.tune.describe); [] without --tune."""
+        if not self.tune_settings:
+            return []
+        from app import audit
+
+        return tune.describe(audit.audit(self.target))
+
+    def _end_tuning(self) -> None:
+        if self.tuning is not None:
+            self.tuning.restore()
+
     def _note(self, key: str, entry: dict[str, object]) -> None:
         """Context.note: append ``entry`` (with the time) to the list under ``key`` in run.json.  Called
         from a runner's finally, also while the run is being cancelled: never raises (what the entry says
@@ -839,16 +865,20 @@ def new_session(
     overrides: list[str] | tuple[str, ...] = (),
     on_created: Callable[[Session], None] | None = None,
     fleet: "Fleet | None" = None,
+    tune_settings: bool = False,
 ) -> Session:
     """Validate, check safety, create the results directory and run.json. Starts nothing.
     ``on_created`` is called with the session as soon as run.json exists.  With ``fleet``, every point runs on
-    each of its hosts (their targets judged on each host before anything is created)."""
+    each of its hosts (their targets judged on each host before anything is created).  ``tune_settings``: --tune
+    (root only, this machine only)."""
     plan = preset.expand()
     if not plan:
         raise UsageError(f"{preset.source}: the plan has no points.")
     check_precondition(preset.procedure, plan, preset.source)  # before any directory exists
     out_dir = Path(out) if out else default_out_dir(preset.name)
     check_dir_path(out_dir)  # a file, a name too long, read-only: usage errors before the target is looked at
+    if tune_settings:
+        check_tune(fleet is not None)
     if fleet is not None:
         return _new_fleet_session(preset, plan, out_dir, fleet, yes=yes, allow_destructive=allow_destructive,
                                   overrides=overrides, on_created=on_created)
@@ -867,6 +897,11 @@ def new_session(
                      engine=engine, overrides=overrides)
     if target_path is not None and _is_block_device(target_path):
         meta["target_info"] = envinfo.target_info(target_path)  # may probe the device: before the steps below
+    notes = restore_tune_leftovers()  # the run is going ahead: a killed --tune run's settings go back first
+    if notes:
+        meta["warnings"] = notes
+    if tune_settings:
+        meta["tune"] = {"requested": True, "changes": []}
     # Nothing is written before this point.  Then, as one step that a ^C cannot cut in half (SIGINT is
     # held back until it is done): the directory, its lock, the check that it holds no run, run.json.
     # A refusal or error on the way removes everything it made (the lock file stays only in a directory
@@ -879,7 +914,7 @@ def new_session(
         results.create(runmeta.new(meta, results.run_json))
         return Session(results=results, kind=preset.kind, plan=plan, targets=LocalTarget(target_path, ours=ours),
                        runner=runner, yes=yes, allow_destructive=allow_destructive, engine=engine, lock=lock,
-                       procedure=preset.procedure)
+                       procedure=preset.procedure, tune_settings=tune_settings, notes=notes)
 
     created: list[Path] = []
     return _create(out_dir, make, created, on_created)
@@ -1064,5 +1099,37 @@ def _open_session(results: ResultsDir, lock: DirLock | None, *, engine: str | No
     runner = get_runner(kind, chosen_engine)
     if kind == Kind.MEMORY:  # as for run: nodes, CPUs, free memory and what the engine can do, on this machine now
         runner.check_plan(plan)
+    tune_settings = bool(meta.tune and meta.tune.get("requested") is True)
+    if tune_settings:
+        check_tune(False)
+    notes = _resume_tune_leftovers(results)
     return Session(results=results, kind=kind, plan=plan, targets=LocalTarget(target, ours=ours), runner=runner,
-                   yes=yes, allow_destructive=allow_destructive, engine=chosen_engine, lock=lock, procedure=procedure)
+                   yes=yes, allow_destructive=allow_destructive, engine=chosen_engine, lock=lock, procedure=procedure,
+                   tune_settings=tune_settings, notes=notes)
+
+
+def check_tune(fleet: bool) -> None:
+    """--tune is for this machine, as root (UsageError otherwise, before anything is made or changed)."""
+    if fleet:
+        raise UsageError("--tune changes this machine's settings, not a fleet host's: run without --host, or "
+                         "without --tune.")
+    if os.geteuid() != 0:
+        raise UsageError(tune.NEEDS_ROOT)
+
+
+def restore_tune_leftovers(own: ResultsDir | None = None) -> list[str]:
+    """Every --tune restore record a killed run left (app.tune.restore_leftovers) acted on; one line each for
+    run.json's warnings.  ``own``: a resumed run, whose run.json ``tune`` records what was restored of its own."""
+    found, refused = tune.restore_leftovers()
+    for left in found:
+        if own is not None and left.run_dir == os.path.realpath(own.path):
+            meta = own.read_meta()
+            own.write_meta(meta.with_changes(tune=tune.merge_restored(meta.tune, left.changes)))
+    return [left.line for left in found] + refused
+
+
+def _resume_tune_leftovers(results: ResultsDir) -> list[str]:
+    notes = restore_tune_leftovers(results)
+    if notes:
+        results.update_meta(warnings=list(results.read_meta().warnings) + notes)
+    return notes

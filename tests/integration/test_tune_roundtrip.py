@@ -1,0 +1,197 @@
+"""--tune round trips on the real sysfs of a loop device the test makes (scheduler, wbt_lat_usec, nomerges of its
+queue): the values are changed while a point runs and restored after a normal end, after SIGINT, and after a
+SIGKILL by the ``resume`` of that run or by the next ``run``.  The audit's reading is replaced by one naming those
+files (tests/helpers/tune_run.py); the changes, the restore record and the signals are the tool's own."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from app import tune
+from conftest import ROOT, fio_processes
+from loopdev import loop_device
+from schema_check import validate_dir
+from tune_run import TUNE_ENV
+
+HELPER = ROOT / "tests" / "helpers" / "tune_run.py"
+BEFORE = {"scheduler": "mq-deadline", "wbt_lat_usec": "2000", "nomerges": "0"}
+TUNED = {"scheduler": "none", "wbt_lat_usec": "0", "nomerges": "2"}
+KEYS = {"scheduler": "scheduler", "wbt_lat_usec": "wbt", "nomerges": "nomerges"}
+
+
+@contextlib.contextmanager
+def queue(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """A RAM-backed loop device (detached at the end, also on failure) with its queue set to BEFORE."""
+    with loop_device(tmp_path, size_mb=32, ram=True) as dev:
+        q = Path(f"/sys/block/{dev.name}/queue")
+        for name, value in BEFORE.items():
+            (q / name).write_text(value + "\n")
+        assert values(q) == BEFORE
+        yield dev.path, q
+
+
+def values(q: Path) -> dict[str, str]:
+    return {name: tune.read_setting(str(q / name)) for name in BEFORE}
+
+
+def env_for(q: Path, tune_dir: Path | None, *extra: list[str]) -> dict[str, str]:
+    env = dict(os.environ)
+    env[TUNE_ENV] = json.dumps([[KEYS[n], str(q / n), v] for n, v in TUNED.items()] + list(extra))
+    env.pop(tune.TUNE_DIR_ENV, None)
+    if tune_dir is not None:
+        env[tune.TUNE_DIR_ENV] = str(tune_dir)
+    return env
+
+
+@contextlib.contextmanager
+def spawned(env: dict[str, str], *args: str) -> Iterator[subprocess.Popen[str]]:
+    """The tool with the test's audit, in the background; killed if the test leaves it running."""
+    proc = subprocess.Popen([sys.executable, str(HELPER), *args], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=10)
+
+
+def run_args(dev: str, out: Path) -> list[str]:
+    """One 2 s point: long enough to be seen tuned, interrupted or killed in it."""
+    return ["run", "custom", "--target", dev, "--yes", "--out", str(out), "--tune", "--set", "size=16m",
+            "--set", "runtime=2"]
+
+
+def wait_tuned_and_running(proc: subprocess.Popen[str], q: Path, out: Path) -> dict[str, str]:
+    """The queue's values seen while fio runs a point (asserted tuned)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        if fio_processes(out):
+            seen = values(q)
+            if seen == TUNED:
+                return seen
+        time.sleep(0.05)
+    raise AssertionError(f"no tuned point seen: {values(q)}")
+
+
+def record_path(tune_dir: Path, out: Path) -> Path:
+    return tune_dir / f"{tune.run_id(out)}.json"
+
+
+def meta(out: Path) -> dict:
+    return json.loads((out / "run.json").read_text())
+
+
+def test_values_are_tuned_during_the_run_and_restored_after_it(tmp_path: Path) -> None:
+    """The machine's own record directory (/run/profiler-tui/tune) is used.  A value the kernel refuses (a
+    read-ahead of "many") is recorded and the other changes go on."""
+    out = tmp_path / "r"
+    with queue(tmp_path) as (dev, q):
+        read_ahead = tune.read_setting(str(q / "read_ahead_kb"))
+        refused = ["read_ahead", str(q / "read_ahead_kb"), "many"]
+        with spawned(env_for(q, None, refused), *run_args(dev, out)) as proc:
+            during = wait_tuned_and_running(proc, q, out)
+            record = record_path(Path(tune.TUNE_DIR), out)
+            assert record.is_file() and record.stat().st_mode & 0o777 == 0o600
+            assert record.parent.stat().st_mode & 0o777 == 0o700 and record.parent.stat().st_uid == 0
+            _, err = proc.communicate(timeout=60)
+        after = values(q)
+        print(f"\nbefore {BEFORE}\nduring {during}\nafter {after}")
+        assert proc.returncode == 0, err
+        assert after == BEFORE
+        assert not record.exists()
+        assert f"tune: scheduler: {q}/scheduler: mq-deadline → none" in err
+        t = meta(out)["tune"]
+        assert t["requested"] is True and "restored_at" in t
+        assert [(c["path"], c["previous"], c["value"], c["applied"], c["restored"]) for c in t["changes"]] == [
+            (str(q / n), BEFORE[n], TUNED[n], True, True) for n in TUNED] + [
+            (str(q / "read_ahead_kb"), read_ahead, "many", False, None)]
+        assert t["changes"][-1]["error"] == "writing many failed: Invalid argument"
+        assert tune.read_setting(str(q / "read_ahead_kb")) == read_ahead
+        validate_dir(out)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_an_interrupt_restores(tmp_path: Path, sig: signal.Signals) -> None:
+    out, tune_dir = tmp_path / "i", tmp_path / "records" / "tune"
+    with queue(tmp_path) as (dev, q):
+        with spawned(env_for(q, tune_dir), *run_args(dev, out)) as proc:
+            during = wait_tuned_and_running(proc, q, out)
+            os.environ[tune.TUNE_DIR_ENV] = str(tune_dir)  # a live run's record is left alone
+            try:
+                assert tune.restore_leftovers() == ([], [])
+            finally:
+                del os.environ[tune.TUNE_DIR_ENV]
+            assert values(q) == TUNED and record_path(tune_dir, out).exists()
+            proc.send_signal(sig)
+            _, err = proc.communicate(timeout=60)
+        after = values(q)
+        print(f"\nbefore {BEFORE}\nduring {during}\nafter {sig.name} {after}")
+        assert proc.returncode == 130, err
+        assert after == BEFORE
+        assert not record_path(tune_dir, out).exists()
+        m = meta(out)
+        assert m["status"] == "interrupted"
+        assert all(c["restored"] is True for c in m["tune"]["changes"])
+
+
+def killed_run(tmp_path: Path, dev: str, q: Path, out: Path, tune_dir: Path) -> None:
+    with spawned(env_for(q, tune_dir), *run_args(dev, out)) as proc:
+        wait_tuned_and_running(proc, q, out)
+        proc.kill()
+        proc.communicate(timeout=10)
+    deadline = time.monotonic() + 10
+    while fio_processes(out) and time.monotonic() < deadline:  # fio dies with its parent
+        time.sleep(0.05)
+    assert values(q) == TUNED, "SIGKILL leaves the values set"
+    assert record_path(tune_dir, out).exists(), "and the restore record"
+
+
+def test_sigkill_then_resume_restores_then_tunes_again(tmp_path: Path) -> None:
+    out, tune_dir = tmp_path / "k", tmp_path / "records" / "tune"
+    with queue(tmp_path) as (dev, q):
+        killed_run(tmp_path, dev, q, out, tune_dir)
+        resumed = subprocess.run([sys.executable, str(HELPER), "resume", str(out), "--yes"], cwd=ROOT,
+                                 env=env_for(q, tune_dir), capture_output=True, text=True, timeout=120)
+        after = values(q)
+        print(f"\nafter SIGKILL {TUNED}\nafter resume {after}\n{resumed.stderr}")
+        assert resumed.returncode == 0, resumed.stderr
+        assert after == BEFORE
+        assert "a killed --tune run" in resumed.stderr and "3 restored" in resumed.stderr
+        m = meta(out)
+        assert any("3 restored" in w for w in m["warnings"])
+        assert m["status"] == "complete"
+        # the resume tuned again (the run asked --tune) and restored at its end
+        assert [(c["previous"], c["applied"], c["restored"]) for c in m["tune"]["changes"]] == [
+            (BEFORE[n], True, True) for n in TUNED]
+        assert not record_path(tune_dir, out).exists()
+        validate_dir(out)
+
+
+def test_sigkill_then_the_next_run_restores(tmp_path: Path) -> None:
+    out, tune_dir = tmp_path / "k", tmp_path / "records" / "tune"
+    with queue(tmp_path) as (dev, q):
+        killed_run(tmp_path, dev, q, out, tune_dir)
+        env = env_for(q, tune_dir)
+        del env[TUNE_ENV]
+        nxt = subprocess.run([sys.executable, "-m", "app", "run", "custom", "--target", str(tmp_path / "t.bin"),
+                              "--out", str(tmp_path / "next"), "--set", "runtime=1", "--set", "size=4m"],
+                             cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+        assert nxt.returncode == 0, nxt.stderr
+        assert values(q) == BEFORE
+        assert not record_path(tune_dir, out).exists()
+        lines = [ln for ln in nxt.stderr.splitlines() if "a killed --tune run" in ln]
+        assert len(lines) == 1 and str(out) in lines[0], nxt.stderr
+        assert meta(tmp_path / "next")["warnings"] == lines
+
