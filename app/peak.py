@@ -140,10 +140,12 @@ def _fio_share(line: ResultLine) -> float | None:
 
 @dataclass(frozen=True)
 class CpuLoad:
-    """How busy the point's CPUs were: the highest of the shares known, with the words that say it."""
+    """How busy the point's CPUs were: the highest of the shares known, with the words that say it (``other``:
+    the other view's words, when both are known)."""
 
     share: float
     text: str
+    other: str = ""
 
 
 def cpu_load(line: ResultLine) -> CpuLoad | None:
@@ -153,11 +155,15 @@ def cpu_load(line: ResultLine) -> CpuLoad | None:
     if isinstance(host, HostCpu):
         loads.append(CpuLoad(host.share, f"{host.busy_cpus:.2f} of the {host.count} CPU{'s' if host.count != 1 else ''}"
                                          f" counted ({host.cpus}) busy, {host.share:.0%}, over {host.window_s:.1f} s "
-                                         "(/proc/stat)"))
+                                         "(/proc/stat: every process on them, the kernel's threads and interrupts)"))
     share = _fio_share(line)
     if share is not None:
         loads.append(CpuLoad(share, f"fio's job threads {share:.0%} busy each (usr+sys)"))
-    return max(loads, key=lambda c: c.share) if loads else None
+    if not loads:
+        return None
+    top = max(loads, key=lambda c: c.share)
+    other = [c.text for c in loads if c is not top]
+    return CpuLoad(top.share, top.text, other[0] if other else "")
 
 
 # --- configurations ------------------------------------------------------------------------------------------
@@ -293,8 +299,9 @@ def limit(peak: ResultLine, points: Sequence[ResultLine]) -> Limit:
     """What ran out at ``peak``, one of ``points`` (its configuration's measured points)."""
     cpu = cpu_load(peak)
     if cpu is not None and cpu.share >= CPU_BUSY_SHARE:
-        return Limit("CPU", f"at the peak {cpu.text}: at least {CPU_BUSY_SHARE:.0%} busy, so more load could not "
-                            "be submitted faster.")
+        also = f"; {cpu.other}" if cpu.other else ""
+        return Limit("CPU", f"at the peak {cpu.text}{also}: at least {CPU_BUSY_SHARE:.0%} busy, so more load could "
+                            "not be submitted faster.")
     before, after = _neighbours(peak, points)
     if not before and not after:
         return Limit("not known", "its configuration measured one load only: no step to tell whether IOPS stopped "

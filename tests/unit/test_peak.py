@@ -49,6 +49,7 @@ def test_cpu_bound_by_busy_cpus_or_by_fio_per_job() -> None:
     peak = find_peak(busy)
     assert peak is not None and peak.limit.resource == "CPU"
     assert "1.90 of the 2 CPUs counted (0-1) busy, 95%" in peak.limit.evidence
+    assert "; fio's job threads 40% busy each" in peak.limit.evidence  # the rest: the kernel or other processes
     fio = lines_of(qd_sweep(0, LIBAIO, [100e3, 150e3, 151e3], [50, 70, 140], qds=(8, 16, 32), cpu_pct=97.0))
     peak = find_peak(fio)
     assert peak is not None and peak.limit.resource == "CPU"
