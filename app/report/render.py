@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 from app.points import Kind
 from app.records import number
 from app.report import analysis as an
-from app.report import conditions, drive, queue_text, series, suite, support, tails, trends
+from app.report import conditions, drive, peak_text, queue_text, series, suite, support, tails, trends
 from app.report import intervals as ci
 from app.report import memory as mem
 from app.report import procedure as rp
@@ -836,10 +836,12 @@ def render_markdown(data: RunData, figures: Sequence[Figure], bound_ns: float,
     lines += _target(data)
     lines += conditions.section(data)
     lines += drive.section(data, workload)
+    lines += peak_text.section(data)
     big = len(data.storage) > MAX_BODY_POINTS
     if data.storage:
         lines += (_storage_summary(data.storage, curves, bound_ns, data.path) if big
-                  else _storage_table(data.storage, meta=data.meta, run_dir=data.path))
+                  else _storage_table(data.storage, meta=data.meta, run_dir=data.path)
+                  + peak_text.cpu_cost_section(data.storage, workload))
         lines += rp.steady_section(data.storage)
         lines += rep.storage_section(data.path, data.storage, workload)
         lines += series.cliff_section(data)
@@ -874,6 +876,7 @@ def render_markdown(data: RunData, figures: Sequence[Figure], bound_ns: float,
         lines += _storage_table(data.storage, heading="### Storage results, every point", meta=data.meta,
                                  run_dir=data.path)
         lines += _littles_law(data.storage, heading="### Little's law, every point")
+        lines += peak_text.cpu_cost_section(data.storage, workload)
         lines += tails.appendix(data.storage, workload)
     while lines and lines[-1] == "":
         lines.pop()

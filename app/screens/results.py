@@ -14,7 +14,9 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, DataTable, Footer, Header, Input, Static
 from textual.worker import Worker, WorkerState
 
+from app.peak import CpuCost, cpu_cost
 from app.points import Kind
+from app.records import ResultLine
 from app.results import ResultsDir
 from app.screens import strings
 from app.screens.messages import ShowDevices, ShowReport
@@ -97,18 +99,60 @@ def device_ratio(rw: str, device: object, flags: str) -> tuple[float, str]:
 DEVICE_COLUMN: Column = ("dev/fio", lambda r: r["dev_fio"], lambda v: v[1])
 
 
-def with_device_column(path: Path, columns: list[Column], records: list[dict[str, Any]]) -> list[Column]:
+def storage_lines(path: Path, records: list[dict[str, Any]]) -> dict[int | None, ResultLine]:
+    """The storage lines of the run by plan index (read once for the columns that need more than results.csv)."""
+    if not any(r.get("kind") == Kind.STORAGE for r in records):
+        return {}
+    return {line.index: line for line in ResultsDir(path).lines() if line.kind == Kind.STORAGE}
+
+
+def with_device_column(lines: Mapping[int | None, ResultLine], columns: list[Column],
+                       records: list[dict[str, Any]]) -> list[Column]:
     """The columns with dev/fio before CPU % when a storage line of the run has a ``device`` part (set on each
     row as ``dev_fio``); unchanged for a run written before the counters were read."""
-    if not any(r.get("kind") == Kind.STORAGE for r in records):
-        return columns
-    device = {line.index: line.parts.device for line in ResultsDir(path).lines() if line.parts.device is not None}
+    device = {i: line.parts.device for i, line in lines.items() if line.parts.device is not None}
     if not device:
         return columns
     for r in records:
         r["dev_fio"] = device_ratio(str(r.get("rw") or "read"), device.get(r["index"]), r.get("flags") or "")
     at = next((i for i, c in enumerate(columns) if c[0] == "CPU %"), len(columns))
     return columns[:at] + [DEVICE_COLUMN] + columns[at:]
+
+
+# IOPS per CPU of a point (app.peak.cpu_cost): per busy CPU (/proc/stat over the measured window) where its line
+# has the host_cpu part's figure, else per CPU-second of fio's job threads; shown when a storage line has either
+CPU_FIO_MARK = "*"  # after a fio-threads figure in a run that also has busy-CPU figures
+CPU_FEW_MARK = "!"  # after a figure computed from too little busy time (app.peak.MIN_BUSY_S)
+
+
+def cpu_cell(cost: CpuCost, mixed: bool) -> tuple[float, str]:
+    """(sort key, cell) of a point's IOPS per CPU: k-formatted, "—" without the figure (sorts first)."""
+    if cost.value is None:
+        return -1.0, "—"
+    return cost.value, (format_count(cost.value) + (CPU_FIO_MARK if mixed and not cost.busy else "")
+                        + (CPU_FEW_MARK if cost.few else ""))
+
+
+CPU_COLUMN: Column = ("IOPS/CPU", lambda r: r["iops_cpu"], lambda v: v[1])
+
+
+def with_cpu_column(lines: Mapping[int | None, ResultLine], columns: list[Column],
+                    records: list[dict[str, Any]]) -> tuple[list[Column], str | None]:
+    """The columns with IOPS/CPU after CPU % when a storage line has a CPU figure (set on each row as
+    ``iops_cpu``), and the status line's words for what it counts; unchanged (None) otherwise."""
+    costs = {i: cpu_cost(line) for i, line in lines.items()}
+    kinds = {c.busy for c in costs.values() if c.value is not None}
+    if not kinds:
+        return columns, None
+    none = CpuCost(None)
+    for r in records:
+        r["iops_cpu"] = cpu_cell(costs.get(r["index"], none), len(kinds) > 1)
+    at = next((i + 1 for i, c in enumerate(columns) if c[0] == "CPU %"), len(columns))
+    note = (strings.RESULTS_CPU_MIXED if len(kinds) > 1 else
+            strings.RESULTS_CPU_BUSY if True in kinds else strings.RESULTS_CPU_FIO)
+    if any(c.few for c in costs.values()):
+        note += strings.RESULTS_CPU_FEW
+    return columns[:at] + [CPU_COLUMN] + columns[at:], note
 
 
 # shown when a point of the run has a validity flag (app.validity)
@@ -130,7 +174,7 @@ SUITE_COLUMNS: list[Column] = [
      lambda v: "-" if v < 0 else latency_text(v)),
     ("MB/s", lambda r: r["bandwidth_MBps"] or -1.0, lambda v: "-" if v < 0 else f"{v:.1f}"),
 ]
-RIGHT = {"#", "IOPS", "±", "MB/s", "avg µs", "p99 µs", "dev/fio", "CPU %", "stride", "delay", "latency ns"}
+RIGHT = {"#", "IOPS", "±", "MB/s", "avg µs", "p99 µs", "dev/fio", "CPU %", "IOPS/CPU", "stride", "delay", "latency ns"}
 
 
 # --- a fleet run: host × point (app.report.fleet: the same points, totals and outliers as the report) -----------
@@ -380,6 +424,7 @@ class ResultsScreen(Screen[None]):
         self.exported: Path | None = None
         self.export_dest = ""  # where the export in progress writes (named when it fails)
         self.fleet: FleetTable | None = None  # a fleet run: host × point with a total per point
+        self.cpu_note: str | None = None  # what the IOPS/CPU column counts, when it is shown
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
@@ -407,7 +452,9 @@ class ResultsScreen(Screen[None]):
             self.columns = SUITE_COLUMNS
         self.columns = with_ci_column(self.columns, self.records, kinds == {Kind.MEMORY})
         if kinds != {Kind.MEMORY}:
-            self.columns = with_device_column(self.path, self.columns, self.records)
+            lines = storage_lines(self.path, self.records)
+            self.columns = with_device_column(lines, self.columns, self.records)
+            self.columns, self.cpu_note = with_cpu_column(lines, self.columns, self.records)
         if any(r.get("flags") for r in self.records):
             self.columns = self.columns + [FLAGS_COLUMN]
         table = self.query_one("#results", DataTable)
@@ -458,6 +505,8 @@ class ResultsScreen(Screen[None]):
             table.add_row(*cells)
         status = strings.SORTED_BY.format(column=self.columns[self.sort_column][0],
                                       direction="descending" if self.reverse else "ascending")
+        if self.cpu_note:
+            status += "  ·  " + self.cpu_note
         if not self.records:
             status = strings.RESULTS_EMPTY
         if self.exported is not None:

@@ -113,10 +113,21 @@ DEVICES_OF_POINTS = {0: device_part(1.0, None), 1: device_part(0.0, 1.01), 2: de
                      5: device_part(0.0, 0.99), 6: device_part(0.995, None)}  # 7: a line without the part
 
 
+# the points' CPU figures: fio's iops_per_cpu (None: none) and a host_cpu part (None: none); point 5's busy time
+# too short for a bare figure, point 7's part unavailable and point 6 without either figure
+CPU_OF_POINTS: dict[int, tuple[float | None, dict[str, Any] | None]] = {
+    i: (float(90_000 + 40_000 * i), {"cpus": "0-1", "window_s": 10.0, "busy_s": 8.0 + i, "steal_s": 0.0,
+                                     "busy_cpus": 0.8 + i / 10, "iops_per_busy_cpu": 60_000.0 + 25_000 * i})
+    for i in range(5)} | {5: (212_400.0, {"cpus": "0", "window_s": 0.6, "busy_s": 0.3, "steal_s": 0.0,
+                                          "busy_cpus": 0.5, "iops_per_busy_cpu": 150_000.0}),
+                          6: (None, None), 7: (1_250_000.0, {"unavailable": "no /proc/stat"})}
+
+
 def write_results(flags: dict[int, list[str]] | None = None, ci: bool = False,
-                  devices: dict[int, dict[str, Any]] | None = None) -> None:
+                  devices: dict[int, dict[str, Any]] | None = None,
+                  cpu: dict[int, tuple[float | None, dict[str, Any] | None]] | None = None) -> None:
     """``ci``: the points record a 95 % interval of IOPS of ±(1 + i) %, but the last none; ``devices``: the
-    points' ``device`` parts."""
+    points' ``device`` parts; ``cpu``: their fio iops_per_cpu and host_cpu part."""
     plan = core.apply_overrides(core.load("quick"), list(SMALL)).expand()
     rd = ResultsDir(RUN_DIR)
     rd.create(runmeta.new({"kind": "storage", "plan": plan, "status": "complete"}, rd.run_json))
@@ -130,6 +141,12 @@ def write_results(flags: dict[int, list[str]] | None = None, ci: bool = False,
             record["flags"] = [{"flag": name, "reason": "a reason"} for name in flags.get(i, [])]
         if devices is not None and i in devices:
             record["device"] = devices[i]
+        if cpu is not None and i in cpu:
+            fio, host = cpu[i]
+            if fio is not None:
+                record["metrics"]["iops_per_cpu"] = fio
+            if host is not None:
+                record["host_cpu"] = host
         rd.append(read_line(record))
 
 
@@ -234,6 +251,19 @@ def test_results_with_device_ratios(snap_compare) -> None:
         await pilot.pause()
 
     assert snap_compare(app_(), run_before=before, terminal_size=SIZE)
+
+
+@pytest.mark.parametrize("size", [SIZE, (132, 24)])
+def test_results_with_iops_per_cpu(snap_compare, size: tuple[int, int]) -> None:
+    """An IOPS/CPU column after CPU %: per busy CPU where the line has a host_cpu figure, fio's threads' figure
+    marked * where it has not, ! on a figure from too little busy time, — without either; the status line says
+    what the column counts."""
+    async def before(pilot) -> None:
+        write_results(cpu=CPU_OF_POINTS)
+        pilot.app.push_screen(ResultsScreen(RUN_DIR))
+        await pilot.pause()
+
+    assert snap_compare(app_(), run_before=before, terminal_size=size)
 
 
 def test_run_storage_live_p99_9(snap_compare) -> None:
