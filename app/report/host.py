@@ -18,6 +18,7 @@ from app.report.model import MemoryRow, RunData, StorageRow
 from app.sanitize import md_text
 from app.textable import markdown_table
 from app.topology import cpu_list_text
+from app.units import count_text
 from app.validity import AUDIT_FLAGS, FLEET_NOT_AUDITED, LOW_LOAD, NOT_AUDITED
 
 # the memory modes whose figure is a latency: a CPU saving power between accesses bends them (memory points
@@ -30,10 +31,6 @@ FLAG_OF = {w: name for name, warnings in AUDIT_FLAGS.items() for w in warnings}
 SCOPE = {"link-degraded": "every storage point", "numa-remote": "every storage point",
          "power-saving": f"storage points with at most {LOW_LOAD} I/Os in flight",
          "write-throttled": "storage points that write with direct=0"}
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'s' if n != 1 else ''}"
 
 
 def _value(i: Item) -> str:
@@ -51,7 +48,7 @@ def _row(i: Item) -> list[str]:
 
 def _storage_affected(name: str, points: Sequence[StorageRow]) -> str:
     flagged = sum(1 for p in points if any(f["flag"] == name for f in p.flags))
-    return (f"`{name}` on {flagged} of {_plural(len(points), 'storage point')} ({SCOPE[name]})" if points
+    return (f"`{name}` on {flagged} of {count_text(len(points), 'storage point')} ({SCOPE[name]})" if points
             else f"`{name}` would mark {SCOPE[name]}; the run has none")
 
 
@@ -59,7 +56,7 @@ def _memory_affected(warning: str | None, memory: Sequence[MemoryRow]) -> str | 
     latency = sum(1 for p in memory if p.mode in LATENCY_MODES)
     if warning not in CPU_POWER_WARNINGS or not latency:
         return None
-    return (f"the {_plural(latency, 'memory latency point')} (idle, loaded, working-set, matrix and c2c latencies; "
+    return (f"the {count_text(latency, 'memory latency point')} (idle, loaded, working-set, matrix and c2c latencies; "
             "memory results carry no flags)")
 
 
@@ -98,7 +95,7 @@ def _intro(a: Audit, data: RunData) -> str:
     when = f" at {md_text(read_at, 40)}" if isinstance(read_at, str) and read_at.strip() else ""
     cpus = cpu_list_text(a.cpus) or "not recorded"
     return (f"Read before the run's first point{when} (`profiler-tui audit`, run.json `audit`) for {where} and "
-            f"CPUs {cpus}: {_plural(len(a.items), 'setting')} checked, {_plural(len(a.warnings), 'warning')}. "
+            f"CPUs {cpus}: {count_text(len(a.items), 'setting')} checked, {count_text(len(a.warnings), 'warning')}. "
             "A setting that bends a result is a warning, and a flag on the points it bends.")
 
 
