@@ -461,6 +461,8 @@ class Session:
     async def events(self) -> AsyncGenerator[SessionEvent, None]:
         try:
             progress, pending, meta = self._begin()
+            # sysfs, nvme-cli and a look at swap activity over half a second: off the event loop (a TUI stays live)
+            meta = await asyncio.to_thread(self._audit, meta)
         except OSError as e:
             raise self._fail(_os_reason(e, self.path)) from None
         except BaseException as e:
@@ -506,7 +508,8 @@ class Session:
 
     def _begin(self) -> tuple[_Progress, list[tuple[int, Point]], RunMeta]:
         """The run marked running in run.json; where it stands (earlier sessions included), the points still to
-        measure, and run.json.  The target's facts and its drive's telemetry are read now."""
+        measure, and run.json.  The target's facts and its drive's telemetry are read now (the host's settings
+        next, :meth:`_audit`)."""
         missing = self.missing()
         self.targets.assign_missing(missing)
         pending = [(i, self.plan[i]) for i in sorted(missing)]
@@ -522,7 +525,6 @@ class Session:
         if self.kind == Kind.STORAGE and self.target is not None:
             meta = self._read_target_facts(meta)
             meta = self._open_telemetry(meta)
-        meta = self._audit(meta)
         if self._needs_precondition(meta):
             remaining += precondition_estimate_s(self.procedure, self.plan)
         return _Progress(total, done, remaining, skipped, measured), pending, meta
