@@ -35,8 +35,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Iterable, Mapping
+from typing import Iterable, Mapping
 
+from app.audit import ITEMS, Audit, Item, from_json
+from app.devstat import MIN_DEVICE_BYTES
 from app.link import Link, sysfs_root
 from app.points import WRITE_MODES
 from app.precision import imprecise_reason
@@ -44,9 +46,6 @@ from app.records import Parts, ResultLine, StorageMetrics, is_num, number
 from app.runmeta import RunMeta
 from app.tails import TAIL_UNSTABLE_FACTOR
 from app.units import format_bandwidth
-
-if TYPE_CHECKING:  # app.audit reads devstat, which reads this module: imported where it is used
-    from app.audit import Audit, Item
 
 FLAGS = ("cpu-bound", "depth-not-reached", "above-link", "buffered", "not-steady", "imprecise", "throttled",
          "over-temperature", "not-on-device", "amplified", "tail-unstable", "link-degraded", "numa-remote",
@@ -112,7 +111,6 @@ ADDED_LATER = {"over-temperature": "the point was recorded before the tool check
 # of these, a line without a stored result predates the check whatever the line holds (its parts were not recorded)
 PARTS_LATER = frozenset({"not-on-device", "amplified", "tail-unstable"})
 DEVICE_LOW, DEVICE_HIGH = 0.9, 1.1  # device bytes / fio bytes outside these: not-on-device, amplified
-MIN_DEVICE_BYTES = 1 << 20  # a direction in which fio moved less is not judged (other I/O would dominate it)
 DIRECTION_WORDS = {"read": ("read", "reads"), "write": ("wrote", "writes")}
 
 LOW_LOAD = 4  # I/Os in flight at or below which a CPU or drive idles between I/Os (power-saving)
@@ -384,8 +382,6 @@ def _audit_not_applicable(name: str, point: Mapping[str, object], facts: TargetF
     items = [i for key in AUDIT_ITEMS[name] if (i := _audit_item(facts.audit, key)) is not None]
     if any(i.status in ("ok", "warn") for i in items):
         return None
-    from app.audit import ITEMS
-
     whys = [f"{i.label}: {_line(i.note, 160) or _line(i.value, 80) or 'not available here'}" for i in items]
     return "; ".join(whys) or "the audit did not read " + " or ".join(ITEMS[k] for k in AUDIT_ITEMS[name])
 
@@ -477,8 +473,6 @@ def _line(v: object, limit: int = 200) -> str | None:
 
 def recorded_facts(meta: RunMeta | None) -> TargetFacts:
     """The facts the checks had, as run.json records them (None: none recorded)."""
-    from app.audit import from_json
-
     info = (meta.target_info if meta is not None else None) or {}
     raw = info.get("link")
     link = raw if isinstance(raw, Mapping) and (number(raw.get("bytes_per_s")) or 0) > 0 else None
