@@ -43,7 +43,7 @@ def _row(i: Item) -> list[str]:
     if i.status == "warn" and i.warning:
         status += f" ({md_text(i.warning, 40)})"
     return [md_text(i.label, 80), _value(i) + (f" ({note})" if note and i.status != "ok" else ""), status,
-            md_text(i.want, 80), md_text(i.why, 300)]
+            md_text(i.want, 160), md_text(i.why, 300)]
 
 
 def _storage_affected(name: str, points: Sequence[StorageRow]) -> str:
@@ -74,7 +74,7 @@ def _warning_line(i: Item, data: RunData) -> str:
     what = audit.WARNINGS.get(i.warning or "", "")
     why = md_text(what or i.why, 300)
     return (f"- **{md_text(i.warning or i.key, 40)}** — {md_text(i.label, 80)}: {_value(i)}{note}, a benchmark wants "
-            f"{md_text(i.want, 80)}: {why}. Affects: {affected(i, data)}.")
+            f"{md_text(i.want, 160)}: {why}. Affects: {affected(i, data)}.")
 
 
 def _no_audit(data: RunData) -> str:
