@@ -19,10 +19,10 @@ storage table, the TUI's results table and ``compare`` show them (docs/results-s
   (app.telemetry says why this is not ``throttled``);
 - ``link-degraded``, ``numa-remote``, ``power-saving``, ``write-throttled``: a host setting that bends this point's
   result, as the audit read before the run's first point (run.json ``audit``, app.audit) — the PCIe link trained
-  below the device's maximum (every point), the run's CPUs off the device's NUMA node (every point), a frequency
-  governor, deep C-states or NVMe APST saving power (points with at most :data:`LOW_LOAD` I/Os in flight, where a
-  CPU or drive idles between I/Os), write-back throttling on (points that write through the page cache: it does
-  not delay O_DIRECT writes).
+  below the device's maximum (every point), the CPUs all off the device's NUMA node (a pinned point's own
+  ``cpus``, else the run's), a frequency governor, deep C-states or NVMe APST saving power (points with at most
+  :data:`LOW_LOAD` I/Os in flight, where a CPU or drive idles between I/Os), write-back throttling on (points that
+  write through the page cache: it does not delay O_DIRECT writes).
 
 A check that cannot run on a point is not passed: :func:`point_checks` gives each check's result per point —
 ``flagged``, ``passed`` or ``not-applicable`` with why (no link speed known, no drive telemetry, no steady-state
@@ -45,6 +45,7 @@ from app.precision import imprecise_reason
 from app.records import Parts, ResultLine, StorageMetrics, is_num, number
 from app.runmeta import RunMeta
 from app.tails import TAIL_UNSTABLE_FACTOR
+from app.topology import cpu_list, cpu_list_text
 from app.units import format_bandwidth
 
 FLAGS = ("cpu-bound", "depth-not-reached", "above-link", "buffered", "not-steady", "imprecise", "throttled",
@@ -121,6 +122,7 @@ AUDIT_FLAGS: dict[str, tuple[str, ...]] = {"link-degraded": ("link-degraded",), 
 AUDIT_ITEMS: dict[str, tuple[str, ...]] = {"link-degraded": ("pcie_link",), "numa-remote": ("numa_node",),
                                            "power-saving": ("governor", "cstates", "apst"),
                                            "write-throttled": ("wbt",)}
+_NODE_CPUS = re.compile(r"node ([0-9]{1,5}) \(CPUs ([0-9,-]{1,200})\)")  # the audit's numa_node value
 BUFFERED_WRITES = WRITE_MODES - {"trim", "randtrim"}  # modes whose writes go through the page cache at direct=0
 SEARCHED = "operating-point searches are not checked for depth: fio's latency_target search varies the depth"
 CPU_BOUND_PERCENT = 90.0
@@ -362,13 +364,30 @@ def audit_reasons(point: Mapping[str, object], facts: TargetFacts) -> dict[str, 
     out = {}
     for name, warnings in AUDIT_FLAGS.items():
         found = [i for w in warnings if (i := a.warned(w)) is not None]
-        if not found or _audit_scope(name, point) is not None:
+        if _audit_scope(name, point) is not None:
             continue
-        reason = "; ".join(setting_text(i) for i in found)
-        if name == "power-saving":
+        reason = _numa_reason(point, a) if name == "numa-remote" else "; ".join(setting_text(i) for i in found)
+        if reason and name == "power-saving":
             reason += f"; {_in_flight(point)} I/O{'s' if _in_flight(point) != 1 else ''} in flight"
-        out[name] = reason
+        if reason:
+            out[name] = reason
     return out
+
+
+def _numa_reason(point: Mapping[str, object], a: Audit) -> str | None:
+    """``numa-remote`` of one point: a point pinned to CPUs (its ``cpus``) is judged by them against the device's
+    node as the audit read it ("node 1 (CPUs 2-3)"); any other point by the audit's warning on the run's CPUs."""
+    item = _audit_item(a, "numa_node")
+    cpus = point.get("cpus")
+    pinned = cpu_list(cpus) if isinstance(cpus, str) else ()
+    node = _NODE_CPUS.fullmatch(item.value or "") if item is not None and item.status in ("ok", "warn") else None
+    if pinned and node is not None:
+        if set(pinned) & set(cpu_list(node.group(2))):
+            return None
+        return (f"the point's CPUs {cpu_list_text(pinned)} are all off the device's NUMA node {node.group(1)} "
+                f"(CPUs {node.group(2)})")
+    warned = a.warned("numa-remote")
+    return setting_text(warned) if warned is not None else None
 
 
 def _audit_not_applicable(name: str, point: Mapping[str, object], facts: TargetFacts) -> str | None:

@@ -28,7 +28,8 @@ CPU_POWER_WARNINGS = ("governor", "cstates")  # of power-saving's warnings, thos
 STATUS_WORDS = {"ok": "ok", "warn": "warning", "info": "reported", "unavailable": "not available here"}
 # the point flag each audit warning raises (app.validity), and which points it concerns
 FLAG_OF = {w: name for name, warnings in AUDIT_FLAGS.items() for w in warnings}
-SCOPE = {"link-degraded": "every storage point", "numa-remote": "every storage point",
+SCOPE = {"link-degraded": "every storage point",
+         "numa-remote": "storage points whose CPUs are all off the device's node",
          "power-saving": f"storage points with at most {LOW_LOAD} I/Os in flight",
          "write-throttled": "storage points that write with direct=0"}
 
@@ -94,8 +95,10 @@ def _intro(a: Audit, data: RunData) -> str:
              if a.target else "the system (no target)")
     when = f" at {md_text(read_at, 40)}" if isinstance(read_at, str) and read_at.strip() else ""
     cpus = cpu_list_text(a.cpus) or "not recorded"
+    unread = sum(1 for i in a.items if i.status == "unavailable")
     return (f"Read before the run's first point{when} (`profiler-tui audit`, run.json `audit`) for {where} and "
-            f"CPUs {cpus}: {count_text(len(a.items), 'setting')} checked, {count_text(len(a.warnings), 'warning')}. "
+            f"CPUs {cpus}: {count_text(len(a.items), 'setting')} checked ({unread} not available here), "
+            f"{count_text(len(a.warnings), 'warning')}. "
             "A setting that bends a result is a warning, and a flag on the points it bends.")
 
 

@@ -167,3 +167,20 @@ def test_a_line_recorded_before_the_audit_checks_says_so() -> None:
     assert resumed["link-degraded"] == {"result": "not-applicable", "why": NOT_AUDITED}
     assert resumed["write-throttled"] == {"result": "not-applicable", "why": "the point does not write"}
     assert names(point_flags(READ, M, Parts(), facts(CLEAN))) == []
+
+
+def test_a_pinned_point_is_judged_by_its_own_cpus_against_the_devices_node() -> None:
+    """The audit warns when all the run's CPUs are off the device's node; a plan whose points pin different CPUs
+    (storage ``cpus``) has each point judged by its own, from the node the audit read."""
+    on_two = facts((item("numa_node", "ok", "node 1 (CPUs 2-3)"),))  # the run's CPUs 0-3: partly on node 1
+    assert "numa-remote" not in raised({**READ, "cpus": "2-3"}, on_two)
+    assert "numa-remote" not in raised({**READ, "cpus": "1-2"}, on_two)  # one job on the node
+    assert raised({**READ, "cpus": "0-1"}, on_two)["numa-remote"] == (
+        "the point's CPUs 0-1 are all off the device's NUMA node 1 (CPUs 2-3)")
+    assert "numa-remote" not in raised(READ, on_two)  # not pinned: the run's CPUs, not all off the node
+    assert results({**READ, "cpus": "2"}, on_two)["numa-remote"] == {"result": "passed"}
+    # a node value the checks cannot parse: the audit's own warning decides
+    remote = facts((item("numa_node", "warn", "node one", "numa-remote"),))
+    assert "numa-remote" in raised({**READ, "cpus": "2-3"}, remote)
+    single = facts((item("numa_node", "info", "node 0 (CPUs 0-3)", note="one NUMA node"),))
+    assert "numa-remote" not in raised({**READ, "cpus": "0"}, single)

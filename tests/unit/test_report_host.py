@@ -58,7 +58,8 @@ def test_every_setting_is_a_row_and_warnings_come_first_with_the_points_they_ben
     memory = [MemoryRow.of(2, {"mode": "idle"}, {}), MemoryRow.of(3, {"mode": "peak"}, {})]
     md = "\n".join(host.section(data({"items": [1], "read_at": "2026-11-25T08:00:00Z"}, points, memory)))
     assert md.startswith("## Host settings\n\nRead before the run's first point at 2026-11-25T08:00:00Z")
-    assert "for target /dev/nvme0n1 (device nvme0n1) and CPUs 0-3: 16 settings checked, 3 warnings." in md
+    assert ("for target /dev/nvme0n1 (device nvme0n1) and CPUs 0-3: 16 settings checked (1 not available here), "
+            "3 warnings.") in md
     warnings, table = md.split("| Setting")
     assert warnings.index("**scheduler**") < warnings.index("**link-degraded**") < warnings.index("**governor**")
     assert ("- **link-degraded** — PCIe link (current vs maximum): 8.0 GT/s x2 (maximum 16.0 GT/s x4), a benchmark "
@@ -77,7 +78,7 @@ def test_every_setting_is_a_row_and_warnings_come_first_with_the_points_they_ben
 def test_a_clean_audit_has_no_warnings_list(recorded: list[Audit]) -> None:
     recorded.append(Audit(None, None, (0,), every_item()))
     md = "\n".join(host.section(data({"items": [1]}, memory=[MemoryRow.of(0, {"mode": "idle"}, {})])))
-    assert "for the system (no target) and CPUs 0: 16 settings checked, 0 warnings." in md
+    assert "for the system (no target) and CPUs 0: 16 settings checked (0 not available here), 0 warnings." in md
     assert "Warnings:" not in md
 
 
