@@ -28,8 +28,9 @@ from pathlib import Path
 
 from app.link import device_number, sysfs_root
 from app.records import JSONObject
-from app.validity import MIN_DEVICE_BYTES
 
+# a direction in which fio moved less is not judged (other I/O would dominate it): the device checks' floor
+MIN_DEVICE_BYTES = 1 << 20
 SECTOR = 512  # the stat file counts 512-byte sectors, whatever the device's logical block size
 MAX_STAT_BYTES = 4096  # a stat line is under 200 bytes; a file longer than this is not one
 MAX_MOUNTINFO_BYTES = 4 << 20

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, AsyncGenerator, Callable, Container, Hashable, Iterator, Mapping, Sequence, cast
 
-from app import envinfo, runmeta, safety, telemetry, tune
+from app import audit, envinfo, runmeta, safety, telemetry, topology, tune
 from app.errors import ProfilerError, UsageError
 from app.link import link_of
 from app.lock import DirLock
@@ -57,7 +57,7 @@ from app.runners import get_runner
 from app.runners.base import Context, Phase, Result, Runner, Sample
 from app.runners.fio import check_target_name, precondition_job
 from app.space import check_free_space
-from app.validity import NO_LINK, TargetFacts, point_checks, point_flags, target_facts
+from app.validity import FLEET_NOT_AUDITED, NO_LINK, TargetFacts, point_checks, point_flags, target_facts
 
 if TYPE_CHECKING:
     from app.fleet.runner import Fleet
@@ -357,7 +357,8 @@ class FleetTargets(Targets):
     def unread_facts(self) -> TargetFacts:
         # the hosts' links and drives are not read: their checks cannot run
         return TargetFacts(no_link=f"{NO_LINK}: a fleet run does not read its hosts' links",
-                           no_telemetry="no drive telemetry: a fleet run does not read its hosts' drives")
+                           no_telemetry="no drive telemetry: a fleet run does not read its hosts' drives",
+                           no_audit=FLEET_NOT_AUDITED)
 
     def close(self) -> None:
         self.fleet.close()
@@ -463,6 +464,8 @@ class Session:
     async def events(self) -> AsyncGenerator[SessionEvent, None]:
         try:
             progress, pending, meta = self._begin()
+            # sysfs, nvme-cli and a look at swap activity over half a second: off the event loop (a TUI stays live)
+            meta = await asyncio.to_thread(self._audit, meta)
         except OSError as e:
             raise self._fail(_os_reason(e, self.path)) from None
         except BaseException as e:
@@ -510,7 +513,8 @@ class Session:
 
     def _begin(self) -> tuple[_Progress, list[tuple[int, Point]], RunMeta]:
         """The run marked running in run.json; where it stands (earlier sessions included), the points still to
-        measure, and run.json.  The target's facts and its drive's telemetry are read now."""
+        measure, and run.json.  The target's facts and its drive's telemetry are read now (the host's settings
+        next, :meth:`_audit`)."""
         missing = self.missing()
         self.targets.assign_missing(missing)
         pending = [(i, self.plan[i]) for i in sorted(missing)]
@@ -618,6 +622,19 @@ class Session:
             self.recorder = telemetry.Recorder(drive, self.results.raw_dir / telemetry.FILE_NAME, interval)
         self.facts = replace(self.facts, telemetry=drive is not None,
                              no_telemetry=f"no drive telemetry: {why_not}" if why_not else self.facts.no_telemetry)
+        return meta
+
+    def _audit(self, meta: RunMeta) -> RunMeta:
+        """The host's settings (app.audit) for the target and the CPUs the run will use, read once before the
+        run's first point into run.json's ``audit``; a resumed run keeps the first reading (its points were
+        measured under it).  A fleet run reads none: its hosts' settings are on its hosts."""
+        if isinstance(self.targets, FleetTargets):  # its facts say why there is no audit
+            return meta
+        found = audit.from_json(meta.audit) if meta.audit is not None else None
+        if found is None:
+            found = audit.audit(self.target, run_cpus(self.plan))
+            meta = self.results.update_meta(audit=audit.to_json(found))
+        self.facts = replace(self.facts, audit=found)
         return meta
 
     def _read_target_facts(self, meta: RunMeta) -> RunMeta:
@@ -824,6 +841,37 @@ class Session:
         failures.append({"index": index, "point": point.to_dict(), "error": error, "at": now_iso(),
                          **({"host": host} if host is not None else {})})
         self.results.write_meta(meta.with_changes(failures=failures))
+
+
+def _pinned(point: Point, topo: Callable[[], topology.Topology]) -> set[int]:
+    """The CPUs a plan point is pinned to (empty: not pinned, it may run on any CPU the process may use)."""
+    if isinstance(point, MemoryPoint):
+        cpus = set(topology.cpu_list(point.cpus))
+        for node in (point.cpu_node, point.reader_node):
+            found = topo().node(node) if node is not None else None
+            cpus |= set(found.cpus) if found is not None else set()
+        return cpus
+    pinned = getattr(point, "cpus", None)  # a storage point's fio cpus_allowed, resolved to a list by planning
+    return set(topology.cpu_list(pinned)) if isinstance(pinned, str) else set()
+
+
+def run_cpus(plan: Sequence[Point]) -> tuple[int, ...]:
+    """The CPUs a run will use, as the audit reads them: every point's pinned CPUs when each point is pinned,
+    else every CPU this process may run on."""
+    topo: list[topology.Topology] = []
+
+    def read() -> topology.Topology:
+        if not topo:
+            topo.append(topology.read())
+        return topo[0]
+
+    used: set[int] = set()
+    for point in plan:
+        cpus = _pinned(point, read)
+        if not cpus:
+            return topology.allowed_cpus()
+        used |= cpus
+    return tuple(sorted(used))
 
 
 def _new_meta(preset: Preset, plan: list[Point], runner: Runner, target_path: str | None, ours: bool, *,

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from app.fleet.hosts import DEFAULT_AGENT_SOCKET
 
 if TYPE_CHECKING:
+    from app.audit import Audit
     from app.screens.application import ProfilerApp
 
 
@@ -94,7 +95,12 @@ def run_tui(agent_socket: str = DEFAULT_AGENT_SOCKET) -> int:
 
         return environment_warnings(os.environ.get("PROFILER_TUI_RESULTS") or "results")
 
-    app = create_app(devices=devices, handle_signals=True, environment=environment,
+    def host_settings(target: str) -> Audit:
+        from app.audit import audit
+
+        return audit(target)
+
+    app = create_app(devices=devices, handle_signals=True, environment=environment, audit=host_settings,
                      agent_socket=agent_socket)  # imports Textual
     # Until here ^C ends the process at once with one line (app.__main__: a KeyboardInterrupt raised
     # mid-import can surface as another exception); the running app gets Python's KeyboardInterrupt.

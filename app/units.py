@@ -156,6 +156,11 @@ def format_count(x: float, *, fractions: bool = False) -> str:
     return f"{x:.0f}"
 
 
+def count_text(n: int, word: str) -> str:
+    """"1 warning", "3 warnings": a count and its noun (plural with an s)."""
+    return f"{n} {word}{'s' if n != 1 else ''}"
+
+
 def format_short(x: float, fixed: bool = False) -> str:
     """A number for a figure, in a few characters.
 

@@ -16,7 +16,13 @@ storage table, the TUI's results table and ``compare`` show them (docs/results-s
 - ``throttled``: a drive thermal-management counter rose while the point ran (app.telemetry);
 - ``over-temperature``: the drive set its critical warning's temperature bit while the point ran — its
   temperature was past a threshold, and it may have throttled; for drives that keep no throttle counter
-  (app.telemetry says why this is not ``throttled``).
+  (app.telemetry says why this is not ``throttled``);
+- ``link-degraded``, ``numa-remote``, ``power-saving``, ``write-throttled``: a host setting that bends this point's
+  result, as the audit read before the run's first point (run.json ``audit``, app.audit) — the PCIe link trained
+  below the device's maximum (every point), the CPUs all off the device's NUMA node (a pinned point's own
+  ``cpus``, else the run's), a frequency governor, deep C-states or NVMe APST saving power (points with at most
+  :data:`LOW_LOAD` I/Os in flight, where a CPU or drive idles between I/Os), write-back throttling on (points that
+  write through the page cache: it does not delay O_DIRECT writes).
 
 A check that cannot run on a point is not passed: :func:`point_checks` gives each check's result per point —
 ``flagged``, ``passed`` or ``not-applicable`` with why (no link speed known, no drive telemetry, no steady-state
@@ -31,15 +37,20 @@ import re
 from dataclasses import dataclass, replace
 from typing import Iterable, Mapping
 
+from app.audit import ITEMS, Audit, Item, from_json
+from app.devstat import MIN_DEVICE_BYTES
 from app.link import Link, sysfs_root
+from app.points import WRITE_MODES
 from app.precision import imprecise_reason
 from app.records import Parts, ResultLine, StorageMetrics, is_num, number
 from app.runmeta import RunMeta
 from app.tails import TAIL_UNSTABLE_FACTOR
+from app.topology import cpu_list, cpu_list_text
 from app.units import format_bandwidth
 
 FLAGS = ("cpu-bound", "depth-not-reached", "above-link", "buffered", "not-steady", "imprecise", "throttled",
-         "over-temperature", "not-on-device", "amplified", "tail-unstable")
+         "over-temperature", "not-on-device", "amplified", "tail-unstable", "link-degraded", "numa-remote",
+         "power-saving", "write-throttled")
 LEGEND = {
     "cpu-bound": "fio used ≥ 90 % of a CPU per job: the load generator, not the device, set the pace",
     "depth-not-reached": "IOPS × mean latency (Little's law) below 90 % of the I/Os the workload asks to keep "
@@ -58,6 +69,12 @@ LEGEND = {
                  "misaligned blocks, filesystem journal or metadata, or other I/O on the device",
     "tail-unstable": f"one second's p99 latency was more than {TAIL_UNSTABLE_FACTOR:g}× the point's median "
                      "second's: the tail changed while the point ran",
+    "link-degraded": "the device's PCIe link trained below its maximum speed or width: bandwidth is capped",
+    "numa-remote": "the run's CPUs are not on the device's NUMA node: every I/O crosses the interconnect",
+    "power-saving": "a CPU frequency governor, deep CPU idle states or NVMe APST saved power at a load of at most "
+                    "4 I/Os in flight: waking the CPU or the drive adds latency to each I/O",
+    "write-throttled": "write-back throttling was on for buffered writes (direct=0): the kernel delayed them to keep "
+                       "reads fast",
 }
 CHECKED = {  # what a passed check verified, for the report's table of checks
     "cpu-bound": "fio's usr+sys CPU per job stayed below 90 % of one CPU",
@@ -73,8 +90,14 @@ CHECKED = {  # what a passed check verified, for the report's table of checks
     "amplified": "the device's counters moved at most 110 % of the bytes fio reports, in each direction",
     "tail-unstable": f"every measured second's p99 stayed within {TAIL_UNSTABLE_FACTOR:g}× of the point's median "
                      "second's",
+    "link-degraded": "the device's PCIe link ran at its maximum speed and width",
+    "numa-remote": "the run's CPUs were on the device's NUMA node",
+    "power-saving": "none of the CPU frequency governor, CPU idle states and NVMe APST that could be read saved power",
+    "write-throttled": "write-back throttling was off for the device",
 }
 RESULTS = ("flagged", "passed", "not-applicable")
+NOT_AUDITED = "the run was recorded before the tool audited the host's settings"
+FLEET_NOT_AUDITED = "a fleet run does not audit its hosts' settings"
 NO_LINK = "no link speed known"
 NO_TELEMETRY = "no drive telemetry (no NVMe/SMART counters)"
 NO_STEADY = "no steady-state criterion set"
@@ -84,13 +107,23 @@ NO_PRECISION = "no precision asked"
 ADDED_LATER = {"over-temperature": "the point was recorded before the tool checked the drive's critical warning",
                "not-on-device": "the point was recorded before the tool read the device's counters",
                "amplified": "the point was recorded before the tool read the device's counters",
-               "tail-unstable": "the point was recorded before the tool checked its tail over time"}
+               "tail-unstable": "the point was recorded before the tool checked its tail over time",
+               **dict.fromkeys(("link-degraded", "numa-remote", "power-saving", "write-throttled"), NOT_AUDITED)}
 # of these, a line without a stored result predates the check whatever the line holds (its parts were not recorded)
 PARTS_LATER = frozenset({"not-on-device", "amplified", "tail-unstable"})
 DEVICE_LOW, DEVICE_HIGH = 0.9, 1.1  # device bytes / fio bytes outside these: not-on-device, amplified
-MIN_DEVICE_BYTES = 1 << 20  # a direction in which fio moved less is not judged (other I/O would dominate it)
 DIRECTION_WORDS = {"read": ("read", "reads"), "write": ("wrote", "writes")}
 
+LOW_LOAD = 4  # I/Os in flight at or below which a CPU or drive idles between I/Os (power-saving)
+# the audit's warnings behind each point flag, and the audit items each flag's check reads
+AUDIT_FLAGS: dict[str, tuple[str, ...]] = {"link-degraded": ("link-degraded",), "numa-remote": ("numa-remote",),
+                                           "power-saving": ("governor", "cstates", "apst-on"),
+                                           "write-throttled": ("wbt-on",)}
+AUDIT_ITEMS: dict[str, tuple[str, ...]] = {"link-degraded": ("pcie_link",), "numa-remote": ("numa_node",),
+                                           "power-saving": ("governor", "cstates", "apst"),
+                                           "write-throttled": ("wbt",)}
+_NODE_CPUS = re.compile(r"node ([0-9]{1,5}) \(CPUs ([0-9,-]{1,200})\)")  # the audit's numa_node value
+BUFFERED_WRITES = WRITE_MODES - {"trim", "randtrim"}  # modes whose writes go through the page cache at direct=0
 SEARCHED = "operating-point searches are not checked for depth: fio's latency_target search varies the depth"
 CPU_BOUND_PERCENT = 90.0
 DEPTH_RATIO = 0.9
@@ -110,6 +143,8 @@ class TargetFacts:
     no_link: str = NO_LINK  # why there is no link, when ``link`` is None
     telemetry: bool = False  # the drive's health log is read during the run (app.telemetry)
     no_telemetry: str = NO_TELEMETRY  # why not, when ``telemetry`` is False
+    audit: Audit | None = None  # the host's settings read before the run's first point (run.json ``audit``)
+    no_audit: str = NOT_AUDITED  # why there is none, when ``audit`` is None
 
 
 def no_link_why(target_info: Mapping[str, object] | None, environment: Mapping[str, object] | None) -> str:
@@ -220,6 +255,7 @@ def point_flags(point: Mapping[str, object], metrics: StorageMetrics, parts: Par
     unstable = tail_reason(parts.tail)
     if unstable:
         out.append(flag("tail-unstable", unstable))
+    out += [flag(name, reason) for name, reason in audit_reasons(point, facts).items()]
     return out
 
 
@@ -288,6 +324,87 @@ def tail_reason(tail: Mapping[str, object] | None) -> str | None:
             f"(above {factor:g}×)")
 
 
+def _audit_item(a: Audit, key: str) -> Item | None:
+    return next((i for i in a.items if i.key == key), None)
+
+
+def setting_text(i: Item) -> str:
+    """One audited setting as a flag's reason states it: what, its value, what a benchmark wants, what was found."""
+    value = _line(i.value, 80) or "not available here"
+    text = f"{i.label}: {value} (a benchmark wants {_line(i.want, 80) or 'not recorded'})"
+    note = _line(i.note, 160)
+    return f"{text}, {note}" if note else text
+
+
+def _writes_buffered(point: Mapping[str, object]) -> str | None:
+    """Why the point's writes do not go through the page cache (None: some do), for ``write-throttled``."""
+    if point.get("rw") not in BUFFERED_WRITES or point.get("rwmixread") == 100:
+        return "the point does not write"
+    if point.get("direct") not in (False, 0):
+        return "direct=1: write-back throttling does not delay O_DIRECT writes"
+    return None
+
+
+def _audit_scope(name: str, point: Mapping[str, object]) -> str | None:
+    """Why the audit's flag ``name`` does not concern this point whatever the host's settings (None: it does)."""
+    if name == "power-saving" and (n := _in_flight(point)) > LOW_LOAD:
+        return (f"{n} I/Os in flight: a CPU or drive saving power idles between I/Os only at {LOW_LOAD} or fewer "
+                "in flight")
+    if name == "write-throttled":
+        return _writes_buffered(point)
+    return None
+
+
+def audit_reasons(point: Mapping[str, object], facts: TargetFacts) -> dict[str, str]:
+    """The flags the run's audit (``facts.audit``) raises on one storage point: flag name → reason, in FLAGS
+    order ({} without an audit)."""
+    a = facts.audit
+    if a is None:
+        return {}
+    out = {}
+    for name, warnings in AUDIT_FLAGS.items():
+        found = [i for w in warnings if (i := a.warned(w)) is not None]
+        if _audit_scope(name, point) is not None:
+            continue
+        reason = _numa_reason(point, a) if name == "numa-remote" else "; ".join(setting_text(i) for i in found)
+        if reason and name == "power-saving":
+            reason += f"; {_in_flight(point)} I/O{'s' if _in_flight(point) != 1 else ''} in flight"
+        if reason:
+            out[name] = reason
+    return out
+
+
+def _numa_reason(point: Mapping[str, object], a: Audit) -> str | None:
+    """``numa-remote`` of one point: a point pinned to CPUs (its ``cpus``) is judged by them against the device's
+    node as the audit read it ("node 1 (CPUs 2-3)"); any other point by the audit's warning on the run's CPUs."""
+    item = _audit_item(a, "numa_node")
+    cpus = point.get("cpus")
+    pinned = cpu_list(cpus) if isinstance(cpus, str) else ()
+    node = _NODE_CPUS.fullmatch(item.value or "") if item is not None and item.status in ("ok", "warn") else None
+    if pinned and node is not None:
+        if set(pinned) & set(cpu_list(node.group(2))):
+            return None
+        return (f"the point's CPUs {cpu_list_text(pinned)} are all off the device's NUMA node {node.group(1)} "
+                f"(CPUs {node.group(2)})")
+    warned = a.warned("numa-remote")
+    return setting_text(warned) if warned is not None else None
+
+
+def _audit_not_applicable(name: str, point: Mapping[str, object], facts: TargetFacts) -> str | None:
+    """Why the audit's check ``name`` cannot judge this point: no audit, a point it does not concern, or none of
+    the settings it reads was judged (each unavailable here, or only reported)."""
+    if facts.audit is None:
+        return facts.no_audit
+    scope = _audit_scope(name, point)
+    if scope is not None:
+        return scope
+    items = [i for key in AUDIT_ITEMS[name] if (i := _audit_item(facts.audit, key)) is not None]
+    if any(i.status in ("ok", "warn") for i in items):
+        return None
+    whys = [f"{i.label}: {_line(i.note, 160) or _line(i.value, 80) or 'not available here'}" for i in items]
+    return "; ".join(whys) or "the audit did not read " + " or ".join(ITEMS[k] for k in AUDIT_ITEMS[name])
+
+
 def _mean(metrics: StorageMetrics) -> float | None:
     return metrics.lat_ns.get("mean") if metrics.lat_ns is not None else None
 
@@ -316,6 +433,8 @@ def _not_applicable(name: str, point: Mapping[str, object], metrics: StorageMetr
         return _device_not_applicable(parts.device)
     if name == "tail-unstable":
         return _tail_not_applicable(parts.tail)
+    if name in AUDIT_FLAGS:
+        return _audit_not_applicable(name, point, facts)
     if name in ("throttled", "over-temperature"):
         if not facts.telemetry:
             return facts.no_telemetry
@@ -380,8 +499,11 @@ def recorded_facts(meta: RunMeta | None) -> TargetFacts:
     on = tele is not None and tele.get("available") is True
     why = _line(tele.get("reason")) if tele is not None else None
     env = meta.environment.entry if meta is not None and meta.environment is not None else None
+    recorded = from_json(meta.audit) if meta is not None and meta.audit is not None else None
     return TargetFacts(link=link, no_link=no_link_why(info, env),  # type: ignore[arg-type]
-                       telemetry=on, no_telemetry=f"no drive telemetry: {why}" if why else NO_TELEMETRY)
+                       telemetry=on, no_telemetry=f"no drive telemetry: {why}" if why else NO_TELEMETRY,
+                       audit=recorded,
+                       no_audit=FLEET_NOT_AUDITED if meta is not None and meta.is_fleet else NOT_AUDITED)
 
 
 def checks_of(line: ResultLine, facts: TargetFacts) -> dict[str, dict[str, str]] | None:

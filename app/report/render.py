@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 from app.points import Kind
 from app.records import number
 from app.report import analysis as an
-from app.report import conditions, drive, peak_text, queue_text, series, suite, support, tails, trends
+from app.report import conditions, drive, host, peak_text, queue_text, series, suite, support, tails, trends
 from app.report import intervals as ci
 from app.report import memory as mem
 from app.report import procedure as rp
@@ -835,6 +835,7 @@ def render_markdown(data: RunData, figures: Sequence[Figure], bound_ns: float,
     lines += _run(data)
     lines += _target(data)
     lines += conditions.section(data)
+    lines += host.section(data)
     lines += drive.section(data, workload)
     lines += peak_text.section(data)
     big = len(data.storage) > MAX_BODY_POINTS

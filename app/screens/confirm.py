@@ -9,10 +9,14 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Input, Label, Static
+from textual.worker import Worker, WorkerState
 
+from app.audit import WARNINGS, Audit
 from app.points import Verdict
+from app.sanitize import clean_line
 from app.screens import strings
-from app.screens.state import TargetChoice
+from app.screens.state import TargetChoice, app_options
+from app.units import count_text
 from app.widgets import MIN_HEIGHT, MIN_WIDTH, ErrorLine, too_small
 
 OK, NEEDS, REFUSED = Verdict.OK, Verdict.NEEDS_DESTRUCTIVE, Verdict.REFUSED
@@ -59,6 +63,21 @@ def _verdict(plan: dict[str, object]) -> tuple[str, list[str]]:
     return str(plan.get("verdict") or REFUSED), [str(r) for r in reasons] if isinstance(reasons, list) else []
 
 
+def audit_text(found: Audit, target: str) -> Text:
+    """The audit's warnings, one line each (what, value, why), and how many settings it checked: what the user
+    sees of the host's settings before confirming a target (the text is read from sysfs: cleaned, bounded)."""
+    # the count first: the reasons above may leave room for a line or two before the box scrolls
+    text = Text(strings.CONFIRM_AUDIT_SUMMARY.format(settings=count_text(len(found.items), "setting"),
+                                                     warnings=count_text(len(found.warnings), "warning"),
+                                                     target=clean_line(target, 200)))
+    for i in found.warnings:
+        why = WARNINGS.get(i.warning or "") or i.why
+        text.append("\n" + strings.CONFIRM_AUDIT_WARNING.format(
+            what=clean_line(i.label, 60), value=clean_line(i.value or "not available here", 60),
+            why=clean_line(why, 200)), style="yellow")
+    return text
+
+
 class ConfirmTarget(ConfirmModal):
     """Shows both verdicts with their reasons and returns the confirmed :class:`TargetChoice`."""
 
@@ -83,6 +102,8 @@ class ConfirmTarget(ConfirmModal):
             # the reasons scroll; what to do, the name field and the buttons always stay in view
             with VerticalScroll(id="confirm-info"):
                 yield Static(self._verdicts(), id="confirm-verdicts")
+                if app_options(self.app).audit is not None and not self.refused:
+                    yield Static(strings.CONFIRM_AUDIT_READING, id="confirm-audit")
             if self.refused:
                 yield Static(Text(strings.CONFIRM_REFUSED.format(path=self.path, reasons="; ".join(
                     self.write_reasons or self.read_reasons)), style="bold red"), id="confirm-refused")
@@ -138,6 +159,21 @@ class ConfirmTarget(ConfirmModal):
             self.query_one("#confirm-name", Input).focus()
         else:
             self.query_one("#confirm" if not self.refused else "#cancel", Button).focus()
+        read = app_options(self.app).audit
+        if read is not None and self.query("#confirm-audit"):  # sysfs, maybe a drive's log page: off the UI thread
+            self.run_worker(lambda: read(self.path), thread=True, group="audit", exit_on_error=False, name="audit")
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker.group != "audit" or event.state not in (WorkerState.SUCCESS, WorkerState.ERROR):
+            return
+        found = event.worker.result
+        if event.state == WorkerState.SUCCESS and isinstance(found, Audit):
+            shown = audit_text(found, self.path)
+        else:
+            shown = Text(strings.CONFIRM_AUDIT_FAILED.format(error=clean_line(str(event.worker.error), 200),
+                                                             target=clean_line(self.path, 200)), style="yellow")
+        self.query_one("#confirm-audit", Static).update(shown)
+        self.call_after_refresh(self._fit)
 
     def _verdicts(self) -> Text:
         text = Text()

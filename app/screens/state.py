@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Callable, Protocol, cast
 
 from app import presets as core
+from app.audit import Audit
 from app.fleet.hosts import DEFAULT_AGENT_SOCKET
 from app.presets import Preset
 from app.results import new_run_dir
@@ -57,6 +58,9 @@ class Options:
     agent_socket: str = DEFAULT_AGENT_SOCKET  # the fleet agents' socket on ssh:// hosts (run --agent-socket)
     # tests: replaces app.screens.fleet.probe_host (a fleet host's connection test, run in a thread)
     probe_host: Probe | None = None
+    # the host's settings for a target (app.audit.audit), read in a thread while the target confirmation is shown;
+    # None: not read (tests)
+    audit: Callable[[str], Audit] | None = None
 
 
 class _ProfilerApp(Protocol):

@@ -78,6 +78,10 @@ CONFIRM_OK_BLOCK = "Every plan on a block device needs this confirmation (the TU
 CONFIRM_TOO_SMALL = ("Enlarge the terminal to at least {w}×{h} to confirm a device: at this size what you "
                      "confirm might not all be visible.")
 CONFIRM_BUTTON = "Confirm"
+CONFIRM_AUDIT_READING = "Reading the host's settings…"
+CONFIRM_AUDIT_WARNING = "! {what}: {value} — {why}"
+CONFIRM_AUDIT_SUMMARY = "{settings} checked, {warnings}; `profiler-tui audit {target}` lists them"
+CONFIRM_AUDIT_FAILED = "The host's settings could not be read ({error}); `profiler-tui audit {target}` lists them"
 CANCEL_BUTTON = "Cancel"
 CLOSE_BUTTON = "Close"
 

@@ -8,6 +8,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from app.audit import ITEMS, Audit, Item
+
 TUI_DATA = Path(__file__).resolve().parent / "data"
 FIXED_PRESETS = TUI_DATA / "presets"
 
@@ -218,3 +220,10 @@ async def open_import(pilot: Any) -> tuple[Any, Any]:
     form = await wait_for(pilot, lambda: isinstance(pilot.app.screen, ImportScreen) and pilot.app.screen, 5,
                           "the import form")
     return form, form.query_one("#import-paths")
+
+
+def host_audit(target: str) -> Audit:
+    """An audit as app.audit.audit gives one: two warnings among 16 settings, one with hostile text."""
+    warned = {"scheduler": Item("scheduler", "mq-deadline", "none", "why", "warn", "scheduler"),
+              "pcie_link": Item("pcie_link", "8.0 GT/s x2\x1b[2J", "16.0 GT/s x4", "why", "warn", "link-degraded")}
+    return Audit(target, "sdz", (0, 1), tuple(warned.get(k, Item(k, "v", "w", "why", "ok")) for k in ITEMS))

@@ -3,15 +3,17 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
 
+from app.audit import WARNINGS, Audit
 from app.screens.confirm import ConfirmTarget
 from app.screens.presets import PresetsScreen
 from app.screens.run import RunScreen
 from app.tui import create_app
-from tests.tui.helpers import DEVICES, FIXED_PRESETS, choose_preset
+from tests.tui.helpers import DEVICES, FIXED_PRESETS, choose_preset, host_audit
 
 
 @pytest.fixture(autouse=True)
@@ -157,3 +159,45 @@ async def test_other_screens_say_when_the_terminal_is_too_small(tmp_path: Path) 
             assert banner.display and banner.region.y == 0 and TOO_SMALL[:30] in str(banner.render())
             await pilot.resize_terminal(80, 24)
             await pilot.pause()
+
+
+# --- the host's settings before confirming ---------------------------------------------------------------
+
+
+async def test_the_confirmation_lists_the_audit_warnings_read_off_the_ui_thread(tmp_path: Path) -> None:
+    asked: list[tuple[str, str]] = []
+
+    def audit(target: str) -> Audit:
+        asked.append((target, threading.current_thread().name))
+        return host_audit(target)
+
+    app = create_app(devices=DEVICES, results_dir=tmp_path, audit=audit)
+    async with app.run_test(size=(80, 24)) as pilot:
+        modal = await open_confirm(pilot, 1)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        shown = str(modal.query_one("#confirm-audit").render())
+        assert asked == [("/dev/sdz", asked[0][1])] and asked[0][1] != threading.main_thread().name
+        lines = shown.splitlines()
+        assert lines == ["16 settings checked, 2 warnings; `profiler-tui audit /dev/sdz` lists them",
+                         f"! I/O scheduler: mq-deadline — {WARNINGS['scheduler']}",
+                         f"! PCIe link (current vs maximum): 8.0 GT/s x2 — {WARNINGS['link-degraded']}"]
+        await pilot.press("backspace", "enter")  # the field is empty: read-only plans; the audit blocks nothing
+        assert isinstance(app.screen, PresetsScreen)
+
+
+async def test_an_audit_that_fails_says_so_and_a_refused_device_reads_none(tmp_path: Path) -> None:
+    def broken(target: str) -> Audit:
+        raise OSError(5, "Input/output error")
+
+    app = create_app(devices=DEVICES, results_dir=tmp_path, audit=broken)
+    async with app.run_test(size=(80, 24)) as pilot:
+        modal = await open_confirm(pilot, 1)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert str(modal.query_one("#confirm-audit").render()) == (
+            "The host's settings could not be read ([Errno 5] Input/output error); `profiler-tui audit /dev/sdz` "
+            "lists them")
+        await pilot.press("escape")
+        refused = await open_confirm(pilot, 4)
+        assert refused.refused and not refused.query("#confirm-audit")

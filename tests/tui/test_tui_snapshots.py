@@ -19,7 +19,7 @@ from app.screens.results import ResultsScreen
 from app.screens.run import RunScreen
 from app.screens.state import RunRequest, TargetChoice
 from app.tui import create_app
-from tests.tui.helpers import DEVICES, FIXED_PRESETS, forever, wait_for
+from tests.tui.helpers import DEVICES, FIXED_PRESETS, forever, host_audit, wait_for
 
 SIZE = (80, 24)
 SMALL = ("runtime=1", "size=16m")
@@ -164,6 +164,16 @@ def test_confirm_destructive_asks_for_the_name(snap_compare) -> None:
 
 def test_confirm_refused_shows_reasons(snap_compare) -> None:
     assert snap_compare(app_(), press=["down", "down", "down", "down", "enter"], terminal_size=SIZE)
+
+
+def test_confirm_shows_the_host_settings_warnings(snap_compare) -> None:
+    async def before(pilot) -> None:
+        await pilot.press("down", "enter")
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+
+    app = create_app(devices=DEVICES, results_dir="results", overrides=SMALL, clock=lambda: 0.0, audit=host_audit)
+    assert snap_compare(app, run_before=before, terminal_size=SIZE)
 
 
 def test_presets_preview(snap_compare) -> None:
