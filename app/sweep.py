@@ -465,7 +465,7 @@ class Session:
         try:
             progress, pending, meta = self._begin()
             # sysfs, nvme-cli and a look at swap activity over half a second: off the event loop (a TUI stays live)
-            meta = await asyncio.to_thread(self._audit, meta)
+            meta = await asyncio.to_thread(self._host_settings, meta)
         except OSError as e:
             raise self._fail(_os_reason(e, self.path)) from None
         except BaseException as e:
@@ -478,7 +478,6 @@ class Session:
         rec = self.recorder
         polling: asyncio.Future[None] | None = None
         try:
-            self._start_tuning()
             if rec is not None:
                 await rec.take("before", None)
                 polling = asyncio.ensure_future(rec.poll())
@@ -805,21 +804,23 @@ class Session:
         return ResultLine(self.kind, table, metrics, ev.index, SCHEMA_VERSION, ev.parts, raw, started, now_iso(),
                           target, telemetry_entry, flags_json, checks_json)
 
+    def _host_settings(self, meta: RunMeta) -> RunMeta:
+        """--tune's changes made first, then the audit recorded: run.json's ``audit`` holds the settings the points
+        ran under (a tuned run's warnings are the ones tuning left), ``tune`` what they were before."""
+        self._start_tuning()
+        return self._audit(meta)
+
     def _start_tuning(self) -> None:
         """--tune: the audit read now, its changes recorded and made (app.tune)."""
         if self.tune_settings:
-            from app import audit
-
-            self.tuning = tune.start(audit.audit(self.target), self.path,
+            self.tuning = tune.start(audit.audit(self.target, run_cpus(self.plan)), self.path,
                                      lambda obj: self.results.update_meta(tune=obj))
 
     def tune_preview(self) -> list[str]:
         """What --tune will change, as the audit reads this machine now (app.tune.describe); [] without --tune."""
         if not self.tune_settings:
             return []
-        from app import audit
-
-        return tune.describe(audit.audit(self.target))
+        return tune.describe(audit.audit(self.target, run_cpus(self.plan)))
 
     def _end_tuning(self) -> None:
         if self.tuning is not None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Sequence
 
@@ -22,7 +23,7 @@ def fake_audit(target: str | None, cpus: Sequence[int] | None = None, **_: objec
     pairs = json.loads(os.environ.get(TUNE_ENV, "[]"))
     items = tuple(Item(key, None, value, "a test's setting", "warn", tune=((path, value),))
                   for key, path, value in pairs)
-    return Audit(target, None, (), items)
+    return Audit(target, None, (0,), items, read_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
 
 
 if __name__ == "__main__":
