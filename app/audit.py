@@ -28,7 +28,6 @@ from app.envinfo import numa_info
 from app.external import run_bounded
 from app.link import ancestors, device_number, sysfs_root
 from app.sanitize import clean_line, show_value
-from app.textable import format_table
 from app.topology import allowed_cpus, cpu_list, cpu_list_text
 
 STATUSES = ("ok", "warn", "info", "unavailable")
@@ -846,7 +845,10 @@ def heading(a: Audit) -> list[str]:
 
 
 def render(a: Audit) -> str:
-    """The plain-text audit (not on a terminal)."""
-    rows = [[i.label, shown_value(i), i.want, i.why] for i in a.items]
+    """The plain-text audit (not on a terminal): one block per setting, so a pipe into a pager or a mail stays
+    readable at any width (a four-column table of sentences is hundreds of characters wide)."""
+    lines = [*heading(a), ""]
+    for i in a.items:
+        lines += [f"{i.label}: {shown_value(i)}", f"    a benchmark wants: {i.want}", f"    why: {i.why}"]
     warned = [f"warning {i.warning}: {WARNINGS.get(i.warning or '', '')}" for i in a.warnings]
-    return "\n".join([*heading(a), format_table(TABLE_HEADERS, rows), *warned])
+    return "\n".join([*lines, *(["", *warned] if warned else [])])
