@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from typing import Callable
+
 from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
@@ -11,6 +14,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Input, Label, Static
 from textual.worker import Worker, WorkerState
 
+from app import tune
 from app.audit import WARNINGS, Audit
 from app.points import Verdict
 from app.sanitize import clean_line
@@ -78,8 +82,27 @@ def audit_text(found: Audit, target: str) -> Text:
     return text
 
 
+def tune_text(changes: int, on: bool) -> Text:
+    """The --tune toggle's line: how many settings it would change, and whether it is on."""
+    return Text("\n" + strings.CONFIRM_TUNE.format(
+        state=strings.CONFIRM_TUNE_ON if on else strings.CONFIRM_TUNE_OFF,
+        changes=count_text(changes, "setting")), style="bold" if on else "")
+
+
+def read_for_confirm(read: Callable[[str], Audit], path: str) -> tuple[Audit, int]:
+    """In the worker: the audit, and how many files --tune would change (0 unless root: only root may)."""
+    found = read(path)
+    if os.geteuid() != 0:
+        return found, 0
+    changes, _ = tune.plan_changes(found)
+    return found, len(changes)
+
+
 class ConfirmTarget(ConfirmModal):
-    """Shows both verdicts with their reasons and returns the confirmed :class:`TargetChoice`."""
+    """Shows both verdicts with their reasons and returns the confirmed :class:`TargetChoice`.  When the audit
+    finds settings --tune would change (root only), ctrl+t (or t outside the name field) toggles tuning them."""
+
+    BINDINGS = [Binding("t,ctrl+t", "toggle_tune", "Tune", show=False)]
 
     def __init__(self, device: dict[str, object]) -> None:
         super().__init__()
@@ -91,6 +114,9 @@ class ConfirmTarget(ConfirmModal):
         read = _plan(device.get("read")) or write
         self.write_verdict, self.write_reasons = _verdict(write)
         self.read_verdict, self.read_reasons = _verdict(read)
+        self.audit_shown: Text | None = None
+        self.tunable = 0  # files --tune would change, from the audit
+        self.tune = False
 
     @property
     def refused(self) -> bool:
@@ -161,19 +187,36 @@ class ConfirmTarget(ConfirmModal):
             self.query_one("#confirm" if not self.refused else "#cancel", Button).focus()
         read = app_options(self.app).audit
         if read is not None and self.query("#confirm-audit"):  # sysfs, maybe a drive's log page: off the UI thread
-            self.run_worker(lambda: read(self.path), thread=True, group="audit", exit_on_error=False, name="audit")
+            self.run_worker(lambda: read_for_confirm(read, self.path), thread=True, group="audit",
+                            exit_on_error=False, name="audit")
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.worker.group != "audit" or event.state not in (WorkerState.SUCCESS, WorkerState.ERROR):
             return
-        found = event.worker.result
-        if event.state == WorkerState.SUCCESS and isinstance(found, Audit):
-            shown = audit_text(found, self.path)
+        result = event.worker.result
+        if event.state == WorkerState.SUCCESS and isinstance(result, tuple) and isinstance(result[0], Audit):
+            shown = audit_text(result[0], self.path)
+            self.tunable = result[1] if not self.refused else 0
         else:
             shown = Text(strings.CONFIRM_AUDIT_FAILED.format(error=clean_line(str(event.worker.error), 200),
                                                              target=clean_line(self.path, 200)), style="yellow")
+        self.audit_shown = shown
+        self._show_audit()
+
+    def _show_audit(self) -> None:
+        if self.audit_shown is None:
+            return
+        shown = self.audit_shown.copy()
+        if self.tunable:
+            shown.append_text(tune_text(self.tunable, self.tune))
         self.query_one("#confirm-audit", Static).update(shown)
         self.call_after_refresh(self._fit)
+
+    def action_toggle_tune(self) -> None:
+        if not self.tunable:
+            return
+        self.tune = not self.tune
+        self._show_audit()
 
     def _verdicts(self) -> Text:
         text = Text()
@@ -206,7 +249,7 @@ class ConfirmTarget(ConfirmModal):
                     return
                 allow_writes = destructive = True
         self.dismiss(TargetChoice(label=self.path, path=self.path, allow_writes=allow_writes, yes=True,
-                                  allow_destructive=destructive))
+                                  allow_destructive=destructive, tune=self.tune))
 
 
 class YesNo(ModalScreen[bool]):

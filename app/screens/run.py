@@ -285,7 +285,7 @@ class RunScreen(Screen[None]):
                                      fleet=fleet)
         return sweep.new_session(r.preset, target=t.path if t else None, out=r.out, yes=bool(t and t.yes),
                                  allow_destructive=bool(t and t.allow_destructive), engine=r.engine,
-                                 overrides=r.overrides)
+                                 overrides=r.overrides, tune_settings=bool(t and t.tune))
 
     def _start_session(self, sessions: list[sweep.Session]) -> sweep.Session:
         """In a thread: create the session; if the run was stopped meanwhile, its run.json says so."""

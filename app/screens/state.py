@@ -89,6 +89,7 @@ class TargetChoice:
     allow_writes: bool = True
     yes: bool = False  # the plain confirmation every block-device plan needs
     allow_destructive: bool = False  # the device name was typed
+    tune: bool = False  # the host's settings the audit names set for the run and put back after it (--tune)
     test_file_dir: Path | None = None
     # a fleet run: the hosts (each as the user wrote it), ``path`` the target on every host (None when each
     # host has its own) and the hosts' own targets (host, path)
