@@ -188,7 +188,8 @@ def test_a_window_that_cannot_be_matched_says_why(tmp_path: Path) -> None:
     ramp = DeviceWindow(counters, ramp=True)
     ramp.start(s, 1.0, FioDone(MIB, 0, 0), reset=False)
     assert ramp.finish(3.0, FioDone(9 * MIB, 0, 0)) == {"unavailable": NO_RESET}
-    assert DeviceWindow(held(tmp_path, stat_text())[0], ramp=False).finish(1.0, FioDone(MIB, 0, 0)) == {"unavailable": NO_DUMP}
+    no_dump = DeviceWindow(held(tmp_path, stat_text())[0], ramp=False)
+    assert no_dump.finish(1.0, FioDone(MIB, 0, 0)) == {"unavailable": NO_DUMP}
     unread = DeviceWindow(held(tmp_path, stat_text())[0], ramp=False)
     unread.start(None, 1.0, FioDone(0, 0, 0), reset=False)
     assert "could not be read at the window's start" in str(unread.finish(2.0, FioDone(MIB, 0, 0))["unavailable"])
