@@ -20,7 +20,7 @@ RUFF_PATHS := app tests bench
 UNIT_TESTS := tests/unit
 
 # mypy: the type check of app/ (configured in pyproject.toml)
-.PHONY: typecheck lint check setup system-deps vm-deps venv native run test test-vm test-fast bench bench-fio bench-mem bench-report bench-tui bench-steady bench-precision bench-runs bench-fleet native-asan container-test clean
+.PHONY: typecheck lint check setup system-deps vm-deps venv native run test test-vm test-fast bench bench-fio bench-mem bench-report bench-tui bench-steady bench-precision bench-runs bench-fleet bench-peak native-asan container-test clean
 
 setup: system-deps vm-deps venv native
 
@@ -120,6 +120,12 @@ bench-runs: setup
 # check that they are fio's own client_stats figures; RAM-backed loop devices made and removed by the script
 bench-fleet: setup
 	$(BIN)/python bench/fleet.py
+
+# the peak preset against fio io_uring (registered files, fixed buffers, QD128, one job per CPU) and libaio, run in
+# turn on a RAM-backed loop device the script creates and removes: IOPS, IOPS per busy CPU (/proc/stat) and
+# peak / best reference (acceptance: at least 0.9); about 15 minutes on 2 CPUs.  Not part of `make bench`
+bench-peak: setup
+	$(BIN)/python bench/peak.py
 
 typecheck: setup
 	$(BIN)/mypy

@@ -25,8 +25,9 @@ import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Generic, TypeVar
 
-from app.link import device_number, sysfs_root
+from app.link import device_number, read_attr, sysfs_root
 from app.records import JSONObject
 
 # a direction in which fio moved less is not judged (other I/O would dominate it): the device checks' floor
@@ -227,43 +228,64 @@ NO_DUMP = "fio gave no status dump while its I/O ran, so the window it measured 
 NO_RESET = ("ramp_time was asked but fio's counters were not seen to restart when it ended, so the window fio "
             "measured cannot be matched")
 
+C = TypeVar("C")  # one reading of a window's counters
 
-class DeviceWindow:
-    """The device's counters over fio's measured window, in one point.
 
-    :meth:`start` at fio's first status dump after its I/O starts, and again at every restart of its counters
-    (the end of ramp_time), each with fio's cumulative bytes in that dump; :meth:`finish` after fio exits, with
-    its final bytes. File layout and ramp I/O fall before the last start: they never count."""
+@dataclass(frozen=True)
+class FioDone:
+    """fio's cumulative figures in one status dump (or its final document), over all jobs."""
 
-    def __init__(self, counters: StatFile | str, ramp: bool) -> None:
-        self.counters = counters
+    read_bytes: int
+    write_bytes: int
+    ios: int
+
+
+class CounterWindow(Generic[C]):
+    """Counters read over fio's measured window, in one point: :meth:`start` at fio's first status dump after its
+    I/O starts, and again at every restart of its counters (the end of ramp_time), each with fio's cumulative
+    figures in that dump; :meth:`finish` after fio exits, with its final figures.  File layout and ramp I/O fall
+    before the last start: they never count.  A subclass reads its counters (:meth:`reading`, taken as soon as
+    fio's output arrives) and makes its part of the two ends (:meth:`part`)."""
+
+    what = "the counters"  # named in the sentences of an unavailable part
+
+    def __init__(self, ramp: bool) -> None:
         self.ramp = ramp
-        self.begin: Mark | None = None
+        self.begin: tuple[float, C, FioDone] | None = None
         self.restarted = False
         self.failed: str | None = None
 
-    def reading(self) -> Stat | None:
-        """The counters now (None without a device); taken as soon as fio's output arrives."""
-        return self.counters.read() if isinstance(self.counters, StatFile) else None
+    def unavailable(self) -> str | None:
+        """Why there are no counters to read at all (None: there are)."""
+        return None
 
-    def start(self, now: Stat | None, t: float, fio_read: int, fio_write: int, reset: bool) -> None:
-        if not isinstance(self.counters, StatFile):
+    def reading(self) -> C | None:
+        raise NotImplementedError
+
+    def part(self, begin: tuple[float, C, FioDone], end: tuple[float, C, FioDone]) -> JSONObject:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+    def start(self, now: C | None, t: float, done: FioDone, reset: bool) -> None:
+        if self.unavailable() is not None:
             return
         if now is None:
-            self.failed = f"the counters of {self.counters.where.name} could not be read at the window's start"
+            self.failed = f"{self.what} could not be read at the window's start"
             return
-        self.begin = Mark(t, now, fio_read, fio_write)
+        self.begin = (t, now, done)
         self.restarted = self.restarted or reset
 
-    def finish(self, t: float, fio_read: int, fio_write: int) -> JSONObject:
-        """The ``device`` part (``{"unavailable": why}`` when the window cannot be matched); closes the file."""
-        counters = self.counters
-        if isinstance(counters, str):
-            return {"unavailable": counters}
+    def finish(self, t: float, done: FioDone) -> JSONObject:
+        """The window's part (``{"unavailable": why}`` when the window cannot be matched); closes what it holds."""
+        why = self.unavailable()
+        if why is not None:
+            return {"unavailable": why}
         try:
-            now = counters.read()
+            now = self.reading()
         finally:
-            counters.close()
+            self.close()
         if self.failed:
             return {"unavailable": self.failed}
         if self.begin is None:
@@ -271,10 +293,53 @@ class DeviceWindow:
         if self.ramp and not self.restarted:
             return {"unavailable": NO_RESET}
         if now is None:
-            return {"unavailable": f"the counters of {counters.where.name} could not be read after fio exited"}
-        return device_part(counters.where, self.begin, Mark(t, now, fio_read, fio_write))
+            return {"unavailable": f"{self.what} could not be read after fio exited"}
+        return self.part(self.begin, (t, now, done))
+
+
+class DeviceWindow(CounterWindow[Stat]):
+    """The device's counters over fio's measured window (the ``device`` part)."""
+
+    def __init__(self, counters: StatFile | str, ramp: bool) -> None:
+        super().__init__(ramp)
+        self.counters = counters
+        if isinstance(counters, StatFile):
+            self.what = f"the counters of {counters.where.name}"
+
+    def unavailable(self) -> str | None:
+        return self.counters if isinstance(self.counters, str) else None
+
+    def reading(self) -> Stat | None:
+        """The counters now (None without a device)."""
+        return self.counters.read() if isinstance(self.counters, StatFile) else None
+
+    def part(self, begin: tuple[float, Stat, FioDone], end: tuple[float, Stat, FioDone]) -> JSONObject:
+        assert isinstance(self.counters, StatFile)
+        (t0, a, d0), (t1, b, d1) = begin, end
+        return device_part(self.counters.where, Mark(t0, a, d0.read_bytes, d0.write_bytes),
+                           Mark(t1, b, d1.read_bytes, d1.write_bytes))
 
     def close(self) -> None:
         if isinstance(self.counters, StatFile):
             self.counters.close()
 
+
+NO_POLL_QUEUES = "the device has no poll queues (queue/io_poll is 0): polled completions would not be measured"
+
+
+def poll_problem(target: str, sysfs: Path | None = None) -> str | None:
+    """Why a polled point (fio's hipri) is not run on ``target``, None when its device's queue has poll queues
+    (``queue/io_poll`` is 1; a partition's is its disk's).  fio with hipri on a queue without poll queues runs, and
+    its figures are not those of polled completions: such a point is skipped, never measured."""
+    where = locate(target, sysfs)
+    if isinstance(where, str):
+        return f"{where}, so its poll queues cannot be read: polled completions would not be measured"
+    device = where.stat_path.parent
+    for d in (device, device.parent):  # a partition's queue is its disk's
+        text = read_attr(d / "queue" / "io_poll", 8)
+        if text == "1":
+            return None
+        if text == "0":
+            return NO_POLL_QUEUES
+    return (f"{where.name} has no readable queue/io_poll, so its poll queues are unknown: polled completions would "
+            "not be measured")

@@ -42,7 +42,7 @@ MB = 1e6
 CI_FIGURES = ("iops", "bw_bytes", "lat_mean_ns", "latency_ns", "bandwidth_mbps")
 CI_COLUMNS = tuple(f"{f}_ci_{end}" for f in CI_FIGURES for end in ("low", "high"))
 TAIL_COLUMNS = ("lat_p99_999_us", "device_read_ratio", "device_write_ratio", "device_lat_mean_us")
-CPU_COLUMNS = ("iops_per_cpu",)
+CPU_COLUMNS = ("iops_per_cpu", "busy_cpus", "iops_per_busy_cpu")
 SUITE_KEYS = ("cpu_node", "mem_node", "threads", "pages", "c2c", "reader_node", "home")
 CSV_COLUMNS = [
     "kind", "index", "group", *csv_columns(StoragePoint),
@@ -58,7 +58,8 @@ CSV_COLUMNS = [
     *CI_COLUMNS,
     # the deepest tail percentile and the device's own counters (docs/tails.md), after the older columns
     *TAIL_COLUMNS,
-    # I/Os per CPU-second of fio's job threads (docs/results-schema.md), empty for lines that predate it
+    # I/Os per CPU-second of fio's job threads, then the CPUs busy over the point by /proc/stat and fio's I/Os per
+    # busy CPU-second (the line's host_cpu part; docs/results-schema.md), empty for lines that predate them
     *CPU_COLUMNS,
 ]
 LAT_KEYS = ("min", "mean", "max", "stddev", "p50", "p90", "p99")
@@ -105,8 +106,26 @@ def storage_record(p: StorageRow, run_dir: Path | None = None) -> dict[str, obje
         v = lat.get(key)
         row[f"lat_{key}_us"] = None if v is None else _r6(float(v) / 1e3)
     row.update(_tail_cells(p))
+    row.update(_host_cpu_cells(p))
     row.update(_ci_cells(storage_intervals(run_dir, p)))
     return row
+
+
+MAX_BUSY_CPUS = 1 << 16  # beyond any machine: an old or foreign line's figure is not shown
+MAX_IOPS_PER_BUSY_CPU = 1e12
+
+
+def _host_cpu_cells(p: StorageRow) -> dict[str, object]:
+    """The CPUs busy over the point (/proc/stat) and fio's I/Os per busy CPU-second, empty without the line's
+    ``host_cpu`` part or where its figures are not a machine's."""
+    from app.records import number
+
+    h = p.line.parts.host_cpu
+    if not isinstance(h, Mapping) or "unavailable" in h:
+        return {}
+    busy, per = number(h.get("busy_cpus")), number(h.get("iops_per_busy_cpu"))
+    return {"busy_cpus": _r6(busy) if busy is not None and 0 <= busy <= MAX_BUSY_CPUS else None,
+            "iops_per_busy_cpu": _r6(per) if per is not None and 0 <= per <= MAX_IOPS_PER_BUSY_CPU else None}
 
 
 def _tail_cells(p: StorageRow) -> dict[str, object]:

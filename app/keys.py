@@ -197,6 +197,22 @@ def cpus(v: object) -> str:
     return v
 
 
+NODE = "node"  # a storage point's cpus: the CPUs of the target device's NUMA node, resolved for a target
+
+
+def cpus_or_node(v: object) -> str:
+    """A storage point's ``cpus``: a CPU list (:func:`cpus`) or the word ``node``, which the plan made for a
+    target replaces by the CPUs of that device's NUMA node (app.sweep)."""
+    if isinstance(v, str) and v.strip(" ").lower() == NODE:
+        return NODE
+    try:
+        return cpus(v)
+    except ValueError as e:
+        if str(e).startswith("expected a CPU list such as 0-3 or 0,2,4") and "CPUs 0 to" not in str(e):
+            raise ValueError(f"{e}, or node (the CPUs of the target device's NUMA node)") from None
+        raise
+
+
 STEADY_METRICS = ("iops", "bw", "iops_slope", "bw_slope")
 MAX_STEADY_PERCENT = 100
 

@@ -46,6 +46,9 @@ from app.keys import (
 
 # storage modes that may write to the target (rw/randrw even at rwmixread=100: fio opens it for writing)
 WRITE_MODES = frozenset({"write", "randwrite", "rw", "randrw", "trim", "randtrim"})
+# fio's engine options a storage point may set, and the ioengines that take each (fio refuses them elsewhere)
+ENGINE_FLAGS: dict[str, tuple[str, ...]] = {"registerfiles": ("io_uring",), "fixedbufs": ("io_uring",),
+                                            "sqthread_poll": ("io_uring",), "hipri": ("io_uring", "pvsync2")}
 
 
 class Kind(StrEnum):
@@ -139,6 +142,28 @@ class StoragePoint:
         "drop the file's pages from the page cache before the point (fio's invalidate; default true); false with "
         "direct=false lets a read be answered from what an earlier point left cached", Role.DETAIL, later=True,
         fio="invalidate"))
+    # io_uring's ways of spending less CPU per I/O (false is fio's default and is stored as unset)
+    registerfiles: bool | None = field(default=None, metadata=key(
+        parse.optional(parse.boolean), None,
+        "register the file with io_uring once, not per I/O (fio's registerfiles); io_uring only", Role.DETAIL,
+        later=True, fio="registerfiles"))
+    fixedbufs: bool | None = field(default=None, metadata=key(
+        parse.optional(parse.boolean), None,
+        "register the I/O buffers with io_uring once, not mapped per I/O (fio's fixedbufs); io_uring only",
+        Role.DETAIL, later=True, fio="fixedbufs"))
+    sqthread_poll: bool | None = field(default=None, metadata=key(
+        parse.optional(parse.boolean), None,
+        "a kernel thread polls io_uring's submission queue, no system call per submission (fio's sqthread_poll; "
+        "its CPU time is not in fio's usr+sys); io_uring only", Role.DETAIL, later=True, fio="sqthread_poll"))
+    hipri: bool | None = field(default=None, metadata=key(
+        parse.optional(parse.boolean), None,
+        "polled completions (fio's hipri); io_uring or pvsync2; a point on a device without poll queues "
+        "(queue/io_poll 0) is skipped", Role.DETAIL, later=True, fio="hipri"))
+    cpus: str | None = field(default=None, metadata=key(
+        parse.optional(parse.cpus_or_node), None,
+        "CPUs the jobs run on, one job per CPU (fio's cpus_allowed, cpus_allowed_policy=split): a CPU list (0-3, "
+        "0,2) or node, the CPUs of the target device's NUMA node (every allowed CPU when it has none)",
+        Role.DETAIL, later=True))
     # the round of a preset run in rounds (1, 2, …); part of the point's identity
     round: int | None = field(default=None, metadata=record(Role.SETTING))
     # the replicate of a point a preset repeats (1, 2, …; procedure key ``repeat``); part of its identity

@@ -41,6 +41,7 @@ from app import topology as machine
 from app.errors import UsageError
 from app.keys import (
     MAX_SECONDS,
+    NODE,
     Key,
     boolean,
     choice,
@@ -49,6 +50,7 @@ from app.keys import (
 )
 from app.keys import RW_MODES as RW_MODES  # the storage modes, named here too for the readers of presets
 from app.points import (
+    ENGINE_FLAGS,
     WRITE_MODES,
     Kind,
     MemoryPoint,
@@ -423,10 +425,10 @@ class Preset:
                 values = dict(base)  # a point being built: its settings by key
                 values.update(zip(names, combo))
                 _normalise(self.kind, values)
+                problem = memory_problem(values) if self.kind == MEMORY else storage_problem(values)
+                if problem:
+                    raise _fail(self.source, problem)
                 if self.kind == MEMORY:
-                    problem = memory_problem(values)
-                    if problem:
-                        raise _fail(self.source, problem)
                     if values["mode"] == "c2c" and values["reader_node"] is not None \
                             and values["reader_node"] == values["cpu_node"]:
                         continue  # a remote transfer needs two nodes: "each" x "each" meets itself on the diagonal
@@ -464,6 +466,9 @@ def _normalise(kind: Kind, values: dict[str, PointValue]) -> None:
                 values[key] = None
             elif values.get(key) is None:
                 values[key] = default
+        for key in ENGINE_FLAGS:
+            if values.get(key) is False:  # fio's default: one identity for one job
+                values[key] = None
     else:
         _normalise_memory(values)
 
@@ -497,6 +502,16 @@ def _normalise_memory(values: dict[str, PointValue]) -> None:
             values["home"] = None
         elif values.get("home") is None:
             values["home"] = "writer"
+
+
+def storage_problem(values: Mapping[str, PointValue]) -> str | None:
+    """Why a (normalised) storage point's keys contradict each other, in one sentence; None when they agree."""
+    engine = values.get("ioengine")
+    for key, engines in ENGINE_FLAGS.items():
+        if values.get(key) and engine not in engines:
+            return (f"key '{key}' has value true, which needs ioengine {' or '.join(engines)} (this point's ioengine "
+                    f"is {engine}).")
+    return None
 
 
 def memory_problem(values: Mapping[str, PointValue]) -> str | None:
@@ -852,7 +867,10 @@ def validate_plan(kind: object, plan: object, source: str) -> list[Point]:
             if type(normalised[key]) is not type(point[key]) or normalised[key] != point[key]:
                 raise UsageError(f"{where} key '{key}' has invalid value {show_value(point[key])}: this point "
                                  f"needs {show_value(normalised[key])} (as planned for its other keys).")
-        problem = memory_problem(normalised) if kind == MEMORY else None
+        if kind == STORAGE and point.get("cpus") == NODE:
+            raise UsageError(f"{where} key 'cpus' has invalid value \"node\": a recorded plan holds the CPU list the "
+                             "word was resolved to for its target.")
+        problem = memory_problem(normalised) if kind == MEMORY else storage_problem(normalised)
         if problem:
             raise UsageError(f"{where}: {problem}")
         if "group" in entry:

@@ -31,7 +31,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, AsyncGenerator, Callable, Container, Hashable, Iterator, Mapping, Sequence, cast
 
 from app import audit, envinfo, runmeta, safety, telemetry, topology, tune
+from app.devstat import poll_problem
 from app.errors import ProfilerError, UsageError
+from app.keys import NODE
 from app.link import link_of
 from app.lock import DirLock
 from app.points import Kind, MemoryPoint, Point, RunStatus, StoragePoint, point_from_dict
@@ -57,6 +59,7 @@ from app.runners import get_runner
 from app.runners.base import Context, Phase, Result, Runner, Sample
 from app.runners.fio import check_target_name, precondition_job
 from app.space import check_free_space
+from app.topology import cpu_list_text, device_cpus
 from app.validity import FLEET_NOT_AUDITED, NO_LINK, TargetFacts, point_checks, point_flags, target_facts
 
 if TYPE_CHECKING:
@@ -247,6 +250,28 @@ def check_storage_target(target: str, plan: Sequence[Point], *, yes: bool, allow
     check_target_name(target)
     if not writes:
         safety.check_read_only_size(target, max((p.bs for p in plan if isinstance(p, StoragePoint)), default=0))
+
+
+def plan_for_target(plan: Sequence[Point], target: str, sysfs: Path | None = None,
+                    allowed: tuple[int, ...] | None = None) -> list[Point]:
+    """The plan as it runs on ``target`` (the CLI's and the TUI's runs both make it here, so run.json's plan holds
+    what ran): ``cpus = "node"`` becomes the CPUs of the target device's NUMA node (app.topology.device_cpus), and
+    such a point is dropped when its numjobs is above that many CPUs while the plan holds the same point with a
+    numjobs that fits (the jobs would share CPUs: the numjobs axis is cut at the node's CPUs, never emptied)."""
+    if not any(isinstance(p, StoragePoint) and p.cpus == NODE for p in plan):
+        return list(plan)
+    cpus, _ = device_cpus(target, sysfs, allowed)
+    text, count = cpu_list_text(cpus), len(cpus)
+    fits = {replace(p, numjobs=1) for p in plan if isinstance(p, StoragePoint) and p.cpus == NODE
+            and p.numjobs <= count}
+    out: list[Point] = []
+    for p in plan:
+        if isinstance(p, StoragePoint) and p.cpus == NODE:
+            if p.numjobs > count and replace(p, numjobs=1) in fits:
+                continue
+            p = replace(p, cpus=text)
+        out.append(p)
+    return list(dict.fromkeys(out))
 
 
 class Targets:
@@ -537,6 +562,9 @@ class Session:
                             ctx: Context) -> AsyncGenerator[SessionEvent, None]:
         """One runner call: its points started in turn, their live figures passed on, each result recorded."""
         batch = [(i, p) for i, p in batch if i not in progress.skipped]
+        for skip in self._skip_events(self._target_skips(batch), progress):
+            yield skip
+        batch = [(i, p) for i, p in batch if i not in progress.skipped]
         if not batch:
             return
         # the device's state may have changed since planning; the check may probe the device
@@ -578,11 +606,19 @@ class Session:
                 raise _NoSpace(f"fio found no space left on device for the test file {self.target}")
         else:
             yield self._point_done(ev, point, started, t0, drive, drive_flags, progress)
-        for index, reason in self._new_skips(progress.measured, progress.skipped, progress.failed_at).items():
+        for skip in self._skip_events(self._new_skips(progress.measured, progress.skipped, progress.failed_at),
+                                      progress):
+            yield skip
+
+    def _skip_events(self, new: Mapping[int, str], progress: _Progress) -> list[PointSkipped]:
+        """Points just skipped (already in run.json) taken off the run's progress, one event each."""
+        events = []
+        for index, reason in new.items():
             progress.skipped[index] = reason
             progress.total -= self.targets.width
             progress.remaining_s -= estimate_point_seconds(self.plan[index])
-            yield PointSkipped(index, self.plan[index], reason)
+            events.append(PointSkipped(index, self.plan[index], reason))
+        return events
 
     def _point_failed(self, ev: Result, point: Point, error: str, progress: _Progress, no_space: bool) -> PointFailed:
         progress.failed += 1
@@ -666,7 +702,17 @@ class Session:
         if self.procedure.is_default:
             return {}
         found = skips(self.plan, self.procedure, measured, set(skipped) | failed)
-        new = {i: r for i, r in found.items() if i not in skipped and i not in measured}
+        return self._record_skips({i: r for i, r in found.items() if i not in skipped and i not in measured})
+
+    def _target_skips(self, batch: Sequence[tuple[int, Point]]) -> dict[int, str]:
+        """Points the target cannot measure, found as they come up (recorded in run.json): a polled point
+        (hipri) on a device without poll queues, whose figures would not be those of polled completions."""
+        polled = [i for i, p in batch if isinstance(p, StoragePoint) and p.hipri]
+        why = poll_problem(self.target) if polled and self.target is not None else None
+        return self._record_skips({i: why for i in polled} if why else {})
+
+    def _record_skips(self, new: dict[int, str]) -> dict[int, str]:
+        """``new`` (plan index → reason) added to run.json's skipped points before the run goes on."""
         if new:
             meta = self.results.read_meta()
             entries = meta.listed("skipped") + [{"index": i, "point": self.plan[i].to_dict(), "reason": r,
@@ -939,6 +985,7 @@ def new_session(
     if preset.kind == Kind.STORAGE:
         target_path, ours = resolve_target(target, out_dir)
         check_storage_target(target_path, plan, yes=yes, allow_destructive=allow_destructive, writes=writes)
+        plan = plan_for_target(plan, target_path)
     elif target is not None:
         raise UsageError(f"--target {target}: memory presets take no target.")
     check_free_space(out_dir, target_path, plan, len(plan), writes)
@@ -1007,6 +1054,11 @@ def _check_fleet_plan(kind: Kind, procedure: Procedure, plan: Sequence[Point], s
     if any(isinstance(p, StoragePoint) and p.precision is not None for p in plan):
         raise UsageError(f"{source}: key 'precision' cannot be used in a fleet run (--host): fio's client reports "
                          "nothing per second while its hosts run, so no host's point can be stopped on its own.")
+    for key, value in (("cpus", NODE), ("hipri", True)):
+        if any(isinstance(p, StoragePoint) and getattr(p, key) == value for p in plan):
+            raise UsageError(f"{source}: key '{key}' has value {json.dumps(value)}, which needs the target's device "
+                             "on this machine (its NUMA node, its poll queues); a fleet run (--host) cannot read its "
+                             "hosts' devices.")
 
 
 def _new_fleet_session(preset: Preset, plan: list[Point], out_dir: Path, fleet: "Fleet", *, yes: bool,

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.envinfo import MAX_CPULIST_CHARS, numa_info
-from app.link import read_attr, sysfs_root
+from app.keys import MAX_NODE
+from app.link import MAX_DEPTH, device_number, read_attr, sysfs_root
 
 KIB = 1 << 10
 MIB = 1 << 20
@@ -166,3 +167,44 @@ def read(root: Path | None = None, allowed: tuple[int, ...] | None = None) -> To
     nodes = tuple(Node(n["node"], tuple(c for c in cpu_list(n["cpus"]) if c in mine), n["memory_bytes"])
                   for n in info["nodes"])
     return Topology(nodes, cpus, tuple(caches(root)), info.get("unknown"))
+
+
+MAX_NODE_TEXT = 16  # numa_node holds "-1" or a node number
+
+
+def device_node(target: str, root: Path | None = None) -> int | None:
+    """The NUMA node of the device holding ``target`` (a block device, or a file's filesystem's device): the first
+    ``numa_node`` up its sysfs path (the PCI function, an NVMe controller); None when it reports -1 or has none
+    (a loop or virtual device)."""
+    sysfs = root or sysfs_root()
+    number = device_number(target)
+    if number is None or number[0] == 0:
+        return None
+    try:
+        top = sysfs.resolve()
+        here = (sysfs / "dev" / "block" / f"{number[0]}:{number[1]}").resolve(strict=True)
+    except (OSError, RuntimeError):
+        return None
+    for d in [here, *here.parents][:MAX_DEPTH]:
+        if d == top or d == top.parent:
+            break
+        for probe in (d / "device" / "numa_node", d / "numa_node"):
+            text = read_attr(probe, MAX_NODE_TEXT)
+            if text is not None:
+                return int(text) if re.fullmatch(r"[0-9]{1,4}", text) and int(text) <= MAX_NODE else None
+    return None
+
+
+def device_cpus(target: str, root: Path | None = None,
+                allowed: tuple[int, ...] | None = None) -> tuple[tuple[int, ...], str]:
+    """The CPUs a ``cpus = "node"`` point runs on for ``target``, and what they are in words: the CPUs of its
+    device's NUMA node this process may use; every allowed CPU when the device reports no node or the node has
+    none of them."""
+    topo = read(root, allowed)
+    node = device_node(target, root)
+    if node is None:
+        return topo.cpus, "every allowed CPU (the device reports no NUMA node)"
+    found = topo.node(node)
+    if found is None or not found.cpus:
+        return topo.cpus, f"every allowed CPU (the device's NUMA node {node} has none this process may use)"
+    return found.cpus, f"the CPUs of the device's NUMA node {node}"

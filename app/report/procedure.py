@@ -158,9 +158,10 @@ def skipped_section(meta: RunMeta) -> list[str]:
     out = ["### Skipped points", ""]
     out.append(f"{len(entries)} planned point{'s were' if len(entries) != 1 else ' was'} not measured "
                "because the run's "
-               "procedure made them pointless (not failures): an adaptive queue-depth or numjobs axis stops once IOPS "
+               "procedure made them pointless or the target could not measure them (not failures): an adaptive "
+               "queue-depth or numjobs axis stops once IOPS "
                "grew less than 3% while mean latency grew at least 1.5x on two consecutive steps; a run in rounds "
-               "stops once its tracked point is steady.")
+               "stops once its tracked point is steady; a polled point (hipri) needs a device with poll queues.")
     out.append("")
     out.append(markdown_table(["Point", "Reason"], [[a, b] for a, b in entries], right=()))
     out.append("")

@@ -20,9 +20,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any, AsyncGenerator, Hashable, Iterator, Mapping, Sequence, cast
 
-from app.devstat import DeviceWindow, open_counters
+from app.cpustat import CpuWindow
+from app.devstat import CounterWindow, DeviceWindow, open_counters
 from app.errors import ToolMissing, UsageError
 from app.external import run_tool
+from app.keys import NODE
 from app.points import WRITE_MODES, Kind, Point, StoragePoint, implied, json_types, keys_of
 from app.precision import PrecisionWatch, precision_part, target_percent
 from app.presets import MAX_SECONDS
@@ -43,7 +45,7 @@ from app.runners.fio_parse import (
     DocumentSplitter,
     PhaseTracker,
     SampleTracker,
-    direction_bytes,
+    fio_done,
     io_started,
     job_list,
     metrics,
@@ -270,7 +272,8 @@ def job_file(point: StoragePoint, target: str, plan_writes: bool = True,
     ]
     if point.rwmixread is not None and point.rw in ("rw", "randrw"):
         job.append(("rwmixread", point.rwmixread))
-    job += _steady_options(point) + _latency_options(point) + _declared_options(point) + (more or [])
+    job += (_steady_options(point) + _latency_options(point) + _declared_options(point) + _cpu_options(point)
+            + (more or []))
     flags = " ".join(fio_options(read_only))
     lines = [f"; written by profiler-tui; run with: fio {flags} THIS_FILE", "[global]"]
     lines += [_ini(k, v) for k, v in glob]
@@ -294,6 +297,16 @@ def _latency_options(point: StoragePoint) -> JobOptions:
     window_ms = round(_number(point, "latency_window") * 1000)
     return [("latency_target", f"{point.latency_bound}us"), ("latency_window", f"{window_ms}ms"),
             ("latency_percentile", _number(point, "latency_percentile"))]
+
+
+def _cpu_options(point: StoragePoint) -> JobOptions:
+    """The point's CPUs, one job per CPU in list order (fio's ``split`` policy; job N runs on CPU N mod count)."""
+    if point.cpus is None:
+        return []
+    if point.cpus == NODE:
+        raise UsageError("key 'cpus' has value node, which is replaced by the CPUs of the target device's NUMA node "
+                         "when the plan is made for a target; this point was not (give a CPU list).")
+    return [("cpus_allowed", point.cpus), ("cpus_allowed_policy", "split")]
 
 
 def _number(point: StoragePoint, name: str) -> float | int:
@@ -357,7 +370,8 @@ class FioRunner(Runner):
         write_new(job_path, text.encode())  # removed again if the disk is full
         run = _FioRun(index, job_path, ctx.raw_dir / f"{stem}{SAMPLES_SUFFIX}", phase_tracker(point),
                       layout_bytes(point, ctx.target, read_only), precision_watch(point),
-                      DeviceWindow(open_counters(ctx.target), ramp=point.ramp_time > 0))
+                      DeviceWindow(open_counters(ctx.target), ramp=point.ramp_time > 0),
+                      CpuWindow(point.cpus, ramp=point.ramp_time > 0))
         try:
             async with aclosing(run.stream(fio_command(job_path.name, read_only), cwd=ctx.raw_dir)) as stream:
                 async for sample in stream:
@@ -393,7 +407,9 @@ class FioRunner(Runner):
                       + (("precision",) if precision is not None else ())
                       + (("operating_point",) if op is not None else ())
                       + (("write_cliff",) if cliff is not None else ())
-                      + (("device",) if run.device_part is not None else ()) + ("tail",))
+                      + (("device",) if run.device_part is not None else ()) + ("tail",)
+                      + (("host_cpu",) if run.cpu_part is not None else ()),
+                      host_cpu=run.cpu_part)
         error = None
         if m.get("errors") or run.failed:
             error = _fio_message(run.stderr, run.noise) or f"fio job error {m.get('errors')}"
@@ -562,7 +578,7 @@ class _FioRun:
 
     def __init__(self, index: int, job_path: Path, samples_path: Path, phases: PhaseTracker | None = None,
                  layout: int | None = None, watch: PrecisionWatch | None = None,
-                 device: DeviceWindow | None = None) -> None:
+                 device: DeviceWindow | None = None, cpu: CpuWindow | None = None) -> None:
         self.index = index
         self.job_path = job_path
         self.samples_path = samples_path
@@ -577,6 +593,8 @@ class _FioRun:
         self.watch = watch  # a point with ``precision``: told to stop (SIGINT to fio) once it is reached
         self.device = device  # the target device's counters over fio's measured window (app.devstat)
         self.device_part: JSONObject | None = None  # the results line's ``device`` part, once fio exited
+        self.cpu = cpu  # the CPUs' busy time over the same window (app.cpustat)
+        self.cpu_part: JSONObject | None = None  # the results line's ``host_cpu`` part, once fio exited
 
     async def stream(self, argv: list[str], cwd: Path | None = None) -> AsyncGenerator[Sample | Phase, None]:
         """Run fio (``argv``; in ``cwd``, the raw/ it reads its job file from by name) and stream what it measures."""
@@ -590,7 +608,8 @@ class _FioRun:
         # until fio starts its I/O: the layout's progress, read at least every LAYOUT_POLL_S (a bounded read of
         # /proc, never of the target); no polling once I/O started, the layout is complete or unreadable
         polling = self.layout is not None
-        opened = False  # the device window has its start
+        opened = False  # the windows have their start
+        windows: list[CounterWindow[Any]] = [w for w in (self.device, self.cpu) if w is not None]
 
         def phase(now: tuple[str, float | None, float | None]) -> Phase | None:
             nonlocal shown
@@ -618,8 +637,8 @@ class _FioRun:
                     if ev is not None:
                         yield ev
                     continue
-                # the device's counters as fio's output arrives, nearest the dump it ends (a pread of sysfs)
-                counters, read_at = self.device.reading() if self.device else None, time.monotonic()
+                # the counters as fio's output arrives, nearest the dump it ends (a pread of sysfs, /proc/stat)
+                readings, read_at = [w.reading() for w in windows], time.monotonic()
                 for doc in splitter.feed(chunk.decode("utf-8", "replace")):
                     self.last = doc
                     if not started_io:
@@ -637,10 +656,10 @@ class _FioRun:
                     if ev is not None:
                         yield ev
                     sample = tracker.update(doc, time.monotonic() - started)
-                    if self.device is not None and (opened is False or tracker.reset):
+                    if windows and (opened is False or tracker.reset):
                         # the window opens at fio's first dump with I/O, and again where its counters restart
-                        done = direction_bytes(doc)
-                        self.device.start(counters, read_at, done["read"], done["write"], tracker.reset)
+                        for window, now in zip(windows, readings):
+                            window.start(now, read_at, fio_done(doc), tracker.reset)
                         opened = True
                     if sample is None:
                         continue
@@ -660,12 +679,13 @@ class _FioRun:
             for doc in splitter.close():
                 self.last = doc
             self.stderr = await child.finish()
-            if self.device is not None and self.last is not None:
-                done = direction_bytes(self.last)  # fio's final figures: its measured window's bytes
-                self.device_part = self.device.finish(time.monotonic(), done["read"], done["write"])
+            if self.last is not None:  # fio's final figures: its measured window's end
+                ended, done = time.monotonic(), fio_done(self.last)
+                self.device_part = self.device.finish(ended, done) if self.device is not None else None
+                self.cpu_part = self.cpu.finish(ended, done) if self.cpu is not None else None
         finally:
-            if self.device is not None:
-                self.device.close()
+            for window in windows:
+                window.close()
             await chunks.aclose()  # its pending read of fio's output is cancelled: nothing outlives the point
             await child.close()
             if series is not None:

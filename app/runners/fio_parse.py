@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, TypedDict
 
+from app.devstat import FioDone
 from app.records import MAX_NUMBER
 from app.sanitize import show_value
 from app.tails import Hist, hist_of_bins, hist_record, merge
@@ -610,6 +611,15 @@ def direction_bytes(doc: dict[str, object]) -> dict[str, int]:
     """fio's cumulative bytes per direction in one document, over all jobs (no histograms read)."""
     jobs = job_list(doc)
     return {d: sum(int_of(dict_of(j.get(d)).get("io_bytes", 0)) for j in jobs) for d in DIRECTIONS}
+
+
+def fio_done(doc: dict[str, object]) -> FioDone:
+    """fio's cumulative bytes per direction and I/Os in one document, over all jobs: where a counter window
+    (app.devstat) stands against fio's own figures."""
+    jobs = job_list(doc)
+    parts = [dict_of(j.get(d)) for j in jobs for d in DIRECTIONS]
+    done = direction_bytes(doc)
+    return FioDone(done["read"], done["write"], sum(int_of(p.get("total_ios", 0)) for p in parts))
 
 
 RESET_JUMP_MS = 500  # fio's runtime fell this far behind its status clock between two dumps: counters reset

@@ -23,6 +23,8 @@ EXPECTED_POINTS = {
     "seed-matrix": 120,
     "seed-mix": 36,
     "qd-scaling": 9,
+    "peak": 5 * 7 * 6,  # before numjobs is cut at the target's node's CPUs (app.sweep.plan_for_target)
+    "peak-write": 5 * 7 * 6,
     "mem-idle": 1,
     "mem-loaded": 19,
     "mem-seed-w": 8 * 19,

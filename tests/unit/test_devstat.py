@@ -15,6 +15,7 @@ from app.devstat import (
     NO_DUMP,
     NO_RESET,
     DeviceWindow,
+    FioDone,
     Located,
     Mark,
     Stat,
@@ -165,10 +166,12 @@ def test_the_window_restarts_where_fios_counters_restart(tmp_path: Path) -> None
     """Layout and ramp I/O fall before the last start: only what follows fio's counter restart counts."""
     counters, path = held(tmp_path, b"")
     window = DeviceWindow(counters, ramp=True)
-    window.start(parse_stat(stat_text(2048 * 100)), 1.0, 100 * MIB, 0, reset=False)  # first dump, in the ramp
-    window.start(parse_stat(stat_text(2048 * 150, ios=(12800, 0))), 2.0, 5 * MIB, 0, reset=True)  # ramp ended
+    # first dump, in the ramp
+    window.start(parse_stat(stat_text(2048 * 100)), 1.0, FioDone(100 * MIB, 0, 0), reset=False)
+    # the ramp ended
+    window.start(parse_stat(stat_text(2048 * 150, ios=(12800, 0))), 2.0, FioDone(5 * MIB, 0, 0), reset=True)
     path.write_bytes(stat_text(2048 * 195, 2048, ios=(24320, 3), ms=(500, 12), busy=900, queue=1400))
-    part = window.finish(5.5, 50 * MIB, 0)
+    part = window.finish(5.5, FioDone(50 * MIB, 0, 0))
     assert part == {"name": "loop9", "source": "target", "read_bytes": 45 * MIB, "write_bytes": MIB,
                     "read_ios": 11520, "write_ios": 3, "ios": 11523, "read_ms": 500, "write_ms": 12, "busy_ms": 900,
                     "in_queue_ms": 1400, "window_s": 3.5, "fio_read_bytes": 45 * MIB, "fio_write_bytes": 0,
@@ -183,13 +186,14 @@ def test_a_window_that_cannot_be_matched_says_why(tmp_path: Path) -> None:
     s = parse_stat(stat_text())
     counters, _ = held(tmp_path, stat_text(4096))
     ramp = DeviceWindow(counters, ramp=True)
-    ramp.start(s, 1.0, MIB, 0, reset=False)
-    assert ramp.finish(3.0, 9 * MIB, 0) == {"unavailable": NO_RESET}
-    assert DeviceWindow(held(tmp_path, stat_text())[0], ramp=False).finish(1.0, MIB, 0) == {"unavailable": NO_DUMP}
+    ramp.start(s, 1.0, FioDone(MIB, 0, 0), reset=False)
+    assert ramp.finish(3.0, FioDone(9 * MIB, 0, 0)) == {"unavailable": NO_RESET}
+    no_dump = DeviceWindow(held(tmp_path, stat_text())[0], ramp=False)
+    assert no_dump.finish(1.0, FioDone(MIB, 0, 0)) == {"unavailable": NO_DUMP}
     unread = DeviceWindow(held(tmp_path, stat_text())[0], ramp=False)
-    unread.start(None, 1.0, 0, 0, reset=False)
-    assert "could not be read at the window's start" in str(unread.finish(2.0, MIB, 0)["unavailable"])
-    assert DeviceWindow("no device here", ramp=False).finish(1.0, 0, 0) == {"unavailable": "no device here"}
+    unread.start(None, 1.0, FioDone(0, 0, 0), reset=False)
+    assert "could not be read at the window's start" in str(unread.finish(2.0, FioDone(MIB, 0, 0))["unavailable"])
+    assert DeviceWindow("no device here", ramp=False).finish(1.0, FioDone(0, 0, 0)) == {"unavailable": "no device here"}
     where = Located("sdz", "target", tmp_path / "stat")
     back = device_part(where, Mark(0, parse_stat(stat_text(100)), 0, 0), Mark(1, parse_stat(stat_text(50)), MIB, 0))
     assert "went backwards" in str(back["unavailable"])

@@ -13,13 +13,15 @@ import pytest
 
 from app import presets
 from app.errors import UsageError
+from app.sweep import plan_for_target
 
 SRC = "results/x/run.json"
 
 
 def plan_of(name: str, *sets: str) -> tuple[str, list[dict[str, Any]]]:
     preset = presets.apply_overrides(presets.load(name), list(sets))
-    return preset.kind, json.loads(json.dumps([p.to_dict() for p in preset.expand()]))  # exactly what run.json holds
+    plan = plan_for_target(preset.expand(), "/dev/null")  # cpus = "node" as a run resolves it for its target
+    return preset.kind, json.loads(json.dumps([p.to_dict() for p in plan]))  # exactly what run.json holds
 
 
 def validated(kind: str, plan: Any) -> list[dict[str, Any]]:
