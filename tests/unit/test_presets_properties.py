@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from app import presets
 from app.errors import ProfilerError
+from app.sweep import plan_for_target
 
 SETTINGS = dict(derandomize=True, deadline=None, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
@@ -128,17 +129,20 @@ def assert_canonical(kind: str, plan: list[dict[str, Any]]) -> None:
 def check_preset_outcome(preset: presets.Preset) -> None:
     """A loaded preset expands (or is refused for its size) into a plan validate_plan accepts as is."""
     try:
-        plan = [p.to_dict() for p in preset.expand()]  # as run.json holds them
+        expanded = preset.expand()
     except ProfilerError:
         event("refused: plan too large")
         return
     event("accepted")
-    assert plan, "a preset always has at least one point"
+    assert expanded, "a preset always has at least one point"
+    # as run.json holds them: cpus = "node" resolved for the run's target, as every run does
+    plan = [p.to_dict() for p in plan_for_target(expanded, "/dev/null")]
+    assert plan
     stored = json.loads(json.dumps(plan))  # what run.json holds
     assert [p.to_dict() for p in presets.validate_plan(preset.kind, stored, "run.json")] == plan
     assert_canonical(preset.kind, plan)
     info = presets.summary(preset)
-    assert info["points"] == len(plan) and math.isfinite(info["estimated_seconds"])
+    assert info["points"] == len(expanded) and math.isfinite(info["estimated_seconds"])
     presets.describe_axes(preset)
 
 
