@@ -16,9 +16,11 @@ import os
 import re
 import shutil
 import stat
+import threading
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
@@ -273,12 +275,13 @@ def _nvme_controller(dev: Device) -> str | None:
 NvmeRunner = Callable[[Sequence[str]], str]
 
 
-def run_nvme(args: Sequence[str]) -> str:
-    """nvme-cli's output for ``args`` (bounded in size and time), or :class:`Unreadable` saying why not."""
+def run_nvme(args: Sequence[str], cancel: threading.Event | None = None) -> str:
+    """nvme-cli's output for ``args`` (bounded in size and time; ``cancel`` kills it at once), or
+    :class:`Unreadable` saying why not."""
     exe = shutil.which("nvme")
     if not exe:
         raise Unreadable("nvme-cli is not installed (no nvme command on PATH)")
-    done = run_bounded([exe, *args], NVME_TIMEOUT_S, MAX_TOOL_BYTES)
+    done = run_bounded([exe, *args], NVME_TIMEOUT_S, MAX_TOOL_BYTES, cancel)
     if not done.ok:
         raise Unreadable(f"nvme {' '.join(args)} failed ({done.failure})")
     if done.returncode != 0:
@@ -316,6 +319,7 @@ class Context:
     nvme: NvmeRunner
     swap_interval: float
     nodes: list[tuple[int, tuple[int, ...]]] = field(default_factory=list)  # (node, its CPUs)
+    cancel: threading.Event | None = None  # set: the reading is abandoned (a run's ^C), waits and tools end at once
 
     def cpu_dir(self, cpu: int) -> Path:
         return self.sys / "devices" / "system" / "cpu" / f"cpu{cpu}"
@@ -656,7 +660,10 @@ def _swap(c: Context) -> Item:
     if total is None or free is None:
         raise Unreadable(f"{c.proc / 'meminfo'} has no SwapTotal and SwapFree lines")
     before = _table_values(read_lines(c.proc / "vmstat"))
-    _pause(c.swap_interval)
+    if c.cancel is not None:
+        c.cancel.wait(c.swap_interval)
+    else:
+        _pause(c.swap_interval)
     after = _table_values(read_lines(c.proc / "vmstat"))
     if not all(k in d for d in (before, after) for k in ("pswpin", "pswpout")):
         raise Unreadable(f"{c.proc / 'vmstat'} has no pswpin and pswpout lines")
@@ -731,11 +738,12 @@ def container_note(engine: str | None, sys: Path, proc: Path, unlisted: bool) ->
 
 def audit(target: str | None, cpus: Sequence[int] | None = None, *, sys_root: Path | None = None,
           proc_root: Path | None = None, nvme: NvmeRunner | None = None, swap_interval: float = SWAP_INTERVAL_S,
-          engine: str | None = "detect") -> Audit:
+          engine: str | None = "detect", cancel: threading.Event | None = None) -> Audit:
     """Read every item of :data:`ITEMS` for ``target``'s device and ``cpus`` (None: the CPUs this process may
     run on).  Never raises for what it reads; an item it cannot read is ``unavailable`` with the reason.
     ``nvme`` runs nvme-cli (tests give a fake); ``engine``: the container engine, None outside one ("detect":
-    app.container finds out)."""
+    app.container finds out); ``cancel``: set by another thread to end the reading at once (a run interrupted
+    while it reads: nvme-cli is killed, the swap watch ends; what is left reads as it can)."""
     sys = sys_root or sysfs_root()
     proc = proc_root or procfs_root()
     device: Device | None = None
@@ -751,7 +759,9 @@ def audit(target: str | None, cpus: Sequence[int] | None = None, *, sys_root: Pa
         nodes = _nodes(sys)
     except Exception:
         nodes = []
-    c = Context(sys, proc, device, no_device, run_cpus, nvme or run_nvme, swap_interval, nodes)
+    if nvme is None:
+        nvme = run_nvme if cancel is None else partial(run_nvme, cancel=cancel)
+    c = Context(sys, proc, device, no_device, run_cpus, nvme, swap_interval, nodes, cancel)
     items = tuple(_read_item(key, c) for key in ITEMS)
     engine = container_engine() if engine == "detect" else engine
     try:

@@ -24,6 +24,7 @@ import json
 import os
 import signal
 import stat
+import threading
 import time
 from contextlib import aclosing, contextmanager
 from dataclasses import dataclass, field, replace
@@ -490,7 +491,13 @@ class Session:
         try:
             progress, pending, meta = self._begin()
             # sysfs, nvme-cli and a look at swap activity over half a second: off the event loop (a TUI stays live)
-            meta = await asyncio.to_thread(self._host_settings, meta)
+            cancel = threading.Event()
+            try:
+                read = await asyncio.to_thread(self._host_settings, meta, cancel)
+            except asyncio.CancelledError:
+                cancel.set()  # nvme-cli killed, the swap watch ended: an interrupt never waits for the reading
+                raise
+            meta = self._audit(meta, read)  # written here, never by the thread a ^C leaves behind
         except OSError as e:
             raise self._fail(_os_reason(e, self.path)) from None
         except BaseException as e:
@@ -659,17 +666,19 @@ class Session:
                              no_telemetry=f"no drive telemetry: {why_not}" if why_not else self.facts.no_telemetry)
         return meta
 
-    def _audit(self, meta: RunMeta) -> RunMeta:
+    def _audit(self, meta: RunMeta, read: audit.Audit | None) -> RunMeta:
         """The host's settings (app.audit) for the target and the CPUs the run will use, read once before the
-        run's first point into run.json's ``audit``; a resumed run keeps the first reading (its points were
-        measured under it).  A fleet run reads none: its hosts' settings are on its hosts."""
+        run's first point (``read``, by :meth:`_host_settings`) into run.json's ``audit``; a resumed run keeps the
+        first reading (its points were measured under it).  A fleet run reads none: its hosts' settings are on
+        its hosts."""
         if isinstance(self.targets, FleetTargets):  # its facts say why there is no audit
             return meta
         found = audit.from_json(meta.audit) if meta.audit is not None else None
-        if found is None:
-            found = audit.audit(self.target, run_cpus(self.plan))
+        if found is None and read is not None:
+            found = read
             meta = self.results.update_meta(audit=audit.to_json(found))
-        self.facts = replace(self.facts, audit=found)
+        if found is not None:
+            self.facts = replace(self.facts, audit=found)
         return meta
 
     def _read_target_facts(self, meta: RunMeta) -> RunMeta:
@@ -850,17 +859,24 @@ class Session:
         return ResultLine(self.kind, table, metrics, ev.index, SCHEMA_VERSION, ev.parts, raw, started, now_iso(),
                           target, telemetry_entry, flags_json, checks_json)
 
-    def _host_settings(self, meta: RunMeta) -> RunMeta:
-        """--tune's changes made first, then the audit recorded: run.json's ``audit`` holds the settings the points
-        ran under (a tuned run's warnings are the ones tuning left), ``tune`` what they were before."""
-        self._start_tuning()
-        return self._audit(meta)
+    def _host_settings(self, meta: RunMeta, cancel: threading.Event) -> audit.Audit | None:
+        """In a thread: --tune's changes made first, then the audit read (:meth:`_audit` records it), so run.json's
+        ``audit`` holds the settings the points ran under (a tuned run's warnings are the ones tuning left) and
+        ``tune`` what they were before.  None: nothing to read (a fleet run, a resumed run's first reading)."""
+        self._start_tuning(cancel)
+        if isinstance(self.targets, FleetTargets) or cancel.is_set():  # a fleet's facts say why there is none
+            return None
+        if meta.audit is not None and audit.from_json(meta.audit) is not None:
+            return None
+        return audit.audit(self.target, run_cpus(self.plan), cancel=cancel)
 
-    def _start_tuning(self) -> None:
-        """--tune: the audit read now, its changes recorded and made (app.tune)."""
-        if self.tune_settings:
-            self.tuning = tune.start(audit.audit(self.target, run_cpus(self.plan)), self.path,
-                                     lambda obj: self.results.update_meta(tune=obj))
+    def _start_tuning(self, cancel: threading.Event | None = None) -> None:
+        """--tune: the audit read now, its changes recorded and made (app.tune); not once the run is interrupted."""
+        if not self.tune_settings:
+            return
+        found = audit.audit(self.target, run_cpus(self.plan), cancel=cancel)
+        if cancel is None or not cancel.is_set():
+            self.tuning = tune.start(found, self.path, lambda obj: self.results.update_meta(tune=obj))
 
     def tune_preview(self) -> list[str]:
         """What --tune will change, as the audit reads this machine now (app.tune.describe); [] without --tune."""

@@ -4,6 +4,7 @@ itself is a fake here (app.audit's readers have their own tests); the session's 
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -76,6 +77,11 @@ def session(targets: sweep.Targets, kind: Kind, plan: list[Any], recorded: objec
     return s, results
 
 
+def audit_of(s: sweep.Session, meta: Any) -> Any:
+    """What a run does before its first point: the reading in its thread, the recording after it."""
+    return s._audit(meta, s._host_settings(meta, threading.Event()))
+
+
 @pytest.fixture
 def fake_audit(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, Any]]:
     calls: list[tuple[Any, Any]] = []
@@ -93,23 +99,23 @@ def fake_audit(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, Any]]:
 
 def test_a_new_run_reads_the_audit_once_for_its_target_and_cpus(fake_audit: list[tuple[Any, Any]]) -> None:
     s, results = session(sweep.LocalTarget("/dev/loop9"), Kind.STORAGE, [STORAGE])
-    meta = s._audit(results.meta)
+    meta = audit_of(s, results.meta)
     assert fake_audit == [("/dev/loop9", (0, 1, 2, 3))]
     assert results.writes == [{"audit": {"target": "/dev/loop9", "items": ["as written"]}}]
     assert meta.audit == {"target": "/dev/loop9", "items": ["as written"]} and s.facts.audit is READ
     mem_session, mem_results = session(sweep.LocalTarget(None), Kind.MEMORY, [mem(cpus="2")])
-    mem_session._audit(mem_results.meta)
+    audit_of(mem_session, mem_results.meta)
     assert fake_audit[1] == (None, (2,))  # a memory run: the system and the CPUs its points use
 
 
 def test_a_resumed_run_keeps_its_first_audit_and_a_run_without_one_reads_it(
         fake_audit: list[tuple[Any, Any]]) -> None:
     s, results = session(sweep.LocalTarget("/dev/loop9"), Kind.STORAGE, [STORAGE], {"items": ["first"]})
-    s._audit(results.meta)
+    audit_of(s, results.meta)
     assert fake_audit == [] and results.writes == [] and s.facts.audit is READ
     # run.json's audit unreadable (edited): read again rather than flag points from nothing
     s, results = session(sweep.LocalTarget("/dev/loop9"), Kind.STORAGE, [STORAGE], {"junk": 1})
-    s._audit(results.meta)
+    audit_of(s, results.meta)
     assert len(fake_audit) == 1 and results.writes and s.facts.audit is READ
 
 
@@ -119,6 +125,6 @@ def test_a_fleet_run_reads_no_audit_and_its_checks_say_why(fake_audit: list[tupl
             pass
 
     s, results = session(Fleet(), Kind.STORAGE, [STORAGE])
-    s._audit(results.meta)
+    audit_of(s, results.meta)
     assert fake_audit == [] and results.writes == [] and s.facts.audit is None
     assert s.facts.no_audit == FLEET_NOT_AUDITED and sweep.TargetFacts().no_audit == NOT_AUDITED
