@@ -117,6 +117,8 @@ MAX_IDLE_STATES = 16  # cpuidle state0 … state15: CPUIDLE_STATE_MAX is 10
 MAX_TOOL_BYTES = 64 << 10  # nvme-cli's answer to one get-feature or id-ctrl is under 8 KiB
 NVME_TIMEOUT_S = 5.0
 SWAP_INTERVAL_S = 0.5
+# seconds the swap watch lasts, when set (0.01 to 10; the test suite shortens it: every run starts with an audit)
+SWAP_WATCH_ENV = "PROFILER_TUI_SWAP_WATCH_S"
 # the exit latency above which an enabled idle state warns (`cstates`): 10 µs is about what one 4K read on a fast
 # NVMe drive takes, so waking from a deeper state adds a visible share to every I/O at low queue depth; POLL
 # (0 µs), C1/halt (1-2 µs) and a guest's haltpoll stay below it, C6 and package states (tens to hundreds) above
@@ -736,8 +738,18 @@ def container_note(engine: str | None, sys: Path, proc: Path, unlisted: bool) ->
     return note
 
 
+def swap_watch_seconds() -> float:
+    """How long the audit watches /proc/vmstat: SWAP_WATCH_ENV when it holds a number from 0.01 to 10, else
+    SWAP_INTERVAL_S."""
+    try:
+        seconds = float(os.environ.get(SWAP_WATCH_ENV, "")[:16])
+    except ValueError:
+        return SWAP_INTERVAL_S
+    return seconds if 0.01 <= seconds <= 10 else SWAP_INTERVAL_S
+
+
 def audit(target: str | None, cpus: Sequence[int] | None = None, *, sys_root: Path | None = None,
-          proc_root: Path | None = None, nvme: NvmeRunner | None = None, swap_interval: float = SWAP_INTERVAL_S,
+          proc_root: Path | None = None, nvme: NvmeRunner | None = None, swap_interval: float | None = None,
           engine: str | None = "detect", cancel: threading.Event | None = None) -> Audit:
     """Read every item of :data:`ITEMS` for ``target``'s device and ``cpus`` (None: the CPUs this process may
     run on).  Never raises for what it reads; an item it cannot read is ``unavailable`` with the reason.
@@ -759,6 +771,8 @@ def audit(target: str | None, cpus: Sequence[int] | None = None, *, sys_root: Pa
         nodes = _nodes(sys)
     except Exception:
         nodes = []
+    if swap_interval is None:
+        swap_interval = swap_watch_seconds()
     if nvme is None:
         nvme = run_nvme if cancel is None else partial(run_nvme, cancel=cancel)
     c = Context(sys, proc, device, no_device, run_cpus, nvme, swap_interval, nodes, cancel)

@@ -147,3 +147,12 @@ def test_on_a_terminal_the_rich_table_holds_the_items_and_the_warning(fake_host:
     text = stream.getvalue()
     assert "─" in text and "WARNING" in text and "warning wbt-on" in text  # rich's table, the warning named
     assert all(word in text for word in ("scheduler", "governor", "swap"))
+
+
+def test_the_swap_watch_lasts_what_the_environment_says_within_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    from app.audit import SWAP_INTERVAL_S, SWAP_WATCH_ENV, swap_watch_seconds
+
+    for text, seconds in (("0.05", 0.05), ("2", 2.0), ("0", SWAP_INTERVAL_S), ("11", SWAP_INTERVAL_S),
+                          ("nan", SWAP_INTERVAL_S), ("x" * 10_000, SWAP_INTERVAL_S), ("", SWAP_INTERVAL_S)):
+        monkeypatch.setenv(SWAP_WATCH_ENV, text)
+        assert swap_watch_seconds() == seconds, text
