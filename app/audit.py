@@ -15,7 +15,6 @@ import errno
 import os
 import re
 import shutil
-import stat
 import threading
 import time
 from dataclasses import dataclass, field
@@ -29,6 +28,7 @@ from app.devstat import locate
 from app.envinfo import numa_info
 from app.external import run_bounded
 from app.link import ancestors, device_number, sysfs_root
+from app.results import NotRegularFile, read_regular
 from app.sanitize import clean_line, show_value
 from app.topology import allowed_cpus, cpu_list, cpu_list_text
 
@@ -135,27 +135,20 @@ def procfs_root() -> Path:
 
 
 def _open_read(path: Path, limit: int) -> bytes:
-    """At most ``limit`` + 1 bytes of the regular file ``path`` (the last component is never followed)."""
+    """At most ``limit`` + 1 bytes of the regular file ``path`` (app.results.read_regular: the last component is
+    never followed), or :class:`Unreadable` with the sentence saying why."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW)
+        return read_regular(path, limit)
     except FileNotFoundError:
         raise Unreadable(f"{path} does not exist") from None
     except PermissionError:
         raise Unreadable(f"{path} may be read by root only (run as root)") from None
+    except NotRegularFile:
+        raise Unreadable(f"{path} is not a regular file") from None
     except OSError as e:
         if e.errno == errno.ELOOP:
             raise Unreadable(f"{path} is a symbolic link, not the kernel's file") from None
-        raise Unreadable(f"{path} cannot be opened ({e.strerror or e})") from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise Unreadable(f"{path} is not a regular file")
-        return os.read(fd, limit + 1)
-    except PermissionError:
-        raise Unreadable(f"{path} may be read by root only (run as root)") from None
-    except OSError as e:
         raise Unreadable(f"{path} cannot be read ({e.strerror or e})") from None
-    finally:
-        os.close(fd)
 
 
 def read_line(path: Path, limit: int = MAX_ATTR_BYTES) -> str:

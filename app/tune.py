@@ -40,11 +40,11 @@ from typing import Any, Callable, Iterable, Mapping
 
 from app.audit import Audit
 from app.errors import SafetyError, UsageError
+from app.link import sysfs_root
 from app.results import now_iso, read_regular
 
 TUNE_DIR = "/run/profiler-tui/tune"
 TUNE_DIR_ENV = "PROFILER_TUI_TUNE_DIR"
-SYSFS_ENV = "PROFILER_TUI_SYSFS"  # the audit's fake sysfs root in tests: tuning stays inside it too
 TUNED_STATUSES = ("warn", "info")
 MAX_VALUE_BYTES = 4096  # a sysfs attribute is at most a page
 MAX_RECORD_BYTES = 1 << 20
@@ -55,10 +55,6 @@ _WRITE_FLAGS = os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NOCTTY | os.O_N
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 NEEDS_ROOT = "--tune changes kernel settings in /sys and needs root: run as root, or without --tune."
-
-
-def sys_root() -> Path:
-    return Path(os.environ.get(SYSFS_ENV) or "/sys")
 
 
 def tune_dir() -> Path:
@@ -92,7 +88,7 @@ def path_problem(path: str, root: Path | None = None) -> str | None:
     """Why ``path`` (from data) may not be written by --tune, or None: it must be absolute, normalized and under
     the sysfs root, also once its directories are resolved (sysfs's own links, /sys/block/X → /sys/devices/…,
     stay inside)."""
-    base = os.path.normpath(str(root or sys_root()))
+    base = os.path.normpath(str(root or sysfs_root()))
     if not path.startswith("/") or os.path.normpath(path) != path or any(ord(c) < 32 for c in path):
         return "not an absolute, normalized path"
     if os.path.commonpath([base, path]) != base:

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from app import tune
 from app.audit import Audit, Item
 from app.errors import SafetyError, UsageError
+from app.link import SYSFS_ENV
 
 GOV = "devices/system/cpu/cpu{n}/cpufreq/scaling_governor"
 IDLE = "devices/system/cpu/cpu{n}/cpuidle/state{s}/disable"
@@ -38,7 +39,7 @@ def sysfs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         for s in (2, 3):
             put(root / IDLE.format(n=n, s=s), "0")
     put(root / SCHED, "none [mq-deadline] kyber")
-    monkeypatch.setenv(tune.SYSFS_ENV, str(root))
+    monkeypatch.setenv(SYSFS_ENV, str(root))
     monkeypatch.setenv(tune.TUNE_DIR_ENV, str(tmp_path / "run" / "tune"))
     return root
 
