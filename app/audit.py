@@ -27,7 +27,7 @@ from app.container import RUN_FLAGS, container_engine
 from app.devstat import locate
 from app.envinfo import numa_info
 from app.external import run_bounded
-from app.link import ancestors, device_number, sysfs_root
+from app.link import device_number, nearest_with, sysfs_root
 from app.results import NotRegularFile, read_regular
 from app.sanitize import clean_line, show_value
 from app.topology import allowed_cpus, cpu_list, cpu_list_text
@@ -477,7 +477,7 @@ _GTS = re.compile(r"([0-9]{1,3}(?:\.[0-9]{1,3})?) GT/s(?: PCIe)?")
 
 def _pcie_link(c: Context) -> Item:
     dev = c.need_device()
-    function = next((d for d in ancestors(dev.sysdir, c.sys) if (d / "current_link_speed").exists()), None)
+    function = nearest_with(dev.sysdir, c.sys, "current_link_speed")
     if function is None:
         raise Unreadable(f"no PCIe function with link attributes above {dev.name}: a loop or other virtual device "
                          "has none, and a conventional PCI bus (a virtual machine's virtio disk) reports no link")
@@ -498,7 +498,7 @@ def _pcie_link(c: Context) -> Item:
 
 def _numa_node(c: Context) -> Item:
     dev = c.need_device()
-    holder = next((d for d in ancestors(dev.sysdir, c.sys) if (d / "numa_node").exists()), None)
+    holder = nearest_with(dev.sysdir, c.sys, "numa_node")
     if holder is None:
         raise Unreadable(f"no device above {dev.name} names a NUMA node (a loop or other virtual device has none "
                          "of its own)")

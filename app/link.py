@@ -116,6 +116,11 @@ def device_number(target: str) -> tuple[int, int] | None:
     return None
 
 
+def nearest_with(here: Path, root: Path, name: str) -> Path | None:
+    """The nearest of :func:`ancestors` that has the attribute ``name`` (None: none has)."""
+    return next((d for d in ancestors(here, root) if (d / name).exists()), None)
+
+
 def ancestors(here: Path, root: Path) -> list[Path]:
     """A resolved sysfs device directory and the directories above it, nearest first, stopping below the sysfs
     root (at most :data:`MAX_DEPTH`): where a device's link, NUMA node or PCIe function is looked for."""

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from app.envinfo import MAX_CPULIST_CHARS, numa_info
 from app.keys import MAX_NODE
-from app.link import MAX_DEPTH, device_number, read_attr, sysfs_root
+from app.link import ancestors, device_number, read_attr, sysfs_root
 
 KIB = 1 << 10
 MIB = 1 << 20
@@ -181,13 +181,10 @@ def device_node(target: str, root: Path | None = None) -> int | None:
     if number is None or number[0] == 0:
         return None
     try:
-        top = sysfs.resolve()
         here = (sysfs / "dev" / "block" / f"{number[0]}:{number[1]}").resolve(strict=True)
     except (OSError, RuntimeError):
         return None
-    for d in [here, *here.parents][:MAX_DEPTH]:
-        if d == top or d == top.parent:
-            break
+    for d in ancestors(here, sysfs):
         for probe in (d / "device" / "numa_node", d / "numa_node"):
             text = read_attr(probe, MAX_NODE_TEXT)
             if text is not None:
