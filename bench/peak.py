@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import statistics
 import subprocess
 import sys
@@ -29,6 +28,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from steady import ram_loop_device  # noqa: E402 - bench/, this script's directory
 
 from app.cpustat import read_proc_stat, ticks_per_second  # noqa: E402 - after the sys.path line above
 from app.topology import cpu_list_text, device_cpus  # noqa: E402 - after the sys.path line above
@@ -80,16 +81,10 @@ def main() -> None:
     args.add_argument("--rounds", type=int, default=ROUNDS)
     args.add_argument("--runtime", type=int, default=RUNTIME)
     opts = args.parse_args()
-    shm = Path(tempfile.mkdtemp(prefix="bench-peak-", dir="/dev/shm"))
-    loop = None
-    try:
-        image = shm / "peak.img"
-        with open(image, "wb") as f:
-            f.truncate(IMAGE_MB << 20)
-        loop = subprocess.run(["losetup", "-f", "--show", str(image)], capture_output=True, text=True,
-                              check=True).stdout.strip()
-        subprocess.run(["dd", "if=/dev/urandom", f"of={loop}", "bs=1M", f"count={IMAGE_MB}", "oflag=direct"],
-                       check=True, capture_output=True)  # written: reads of a hole would cost nothing
+    # written from urandom: reads of a hole would cost nothing
+    with ram_loop_device(IMAGE_MB, "bench-peak-", source="/dev/urandom") as loop, \
+            tempfile.TemporaryDirectory(prefix="bench-peak-out-", dir="/dev/shm") as scratch:
+        shm = Path(scratch)
         cpus, what = device_cpus(loop)
         print(f"{loop} ({IMAGE_MB} MiB in /dev/shm); CPUs {cpu_list_text(cpus)}: {what}; {opts.runtime} s + {RAMP} s "
               f"ramp per point and per reference run")
@@ -114,10 +109,6 @@ def main() -> None:
         best = max(("io_uring", "libaio"), key=lambda k: med[k])
         ratio = med["peak"] / med[best]
         print(f"peak / best reference (fio {best}): {ratio:.3f} ({'meets' if ratio >= ACCEPT else 'BELOW'} {ACCEPT})")
-    finally:
-        if loop is not None:
-            subprocess.run(["losetup", "-d", loop], check=False)
-        shutil.rmtree(shm, ignore_errors=True)
 
 
 if __name__ == "__main__":

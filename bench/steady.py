@@ -110,9 +110,9 @@ def knee_bench(device: str, tmp: Path) -> None:
 
 
 @contextlib.contextmanager
-def ram_loop_device(size_mb: int, prefix: str) -> Iterator[str]:
-    """A loop device over a file of ``size_mb`` MiB in /dev/shm, written once (so reads meet allocated pages, as
-    on a used drive); detached and removed on exit."""
+def ram_loop_device(size_mb: int, prefix: str, source: str = "/dev/zero") -> Iterator[str]:
+    """A loop device over a file of ``size_mb`` MiB in /dev/shm, written once from ``source`` (so reads meet
+    allocated pages, as on a used drive); detached and removed on exit."""
     shm = Path(tempfile.mkdtemp(prefix=prefix, dir="/dev/shm"))
     device = None
     try:
@@ -121,7 +121,7 @@ def ram_loop_device(size_mb: int, prefix: str) -> Iterator[str]:
             f.truncate(size_mb << 20)
         device = subprocess.run(["losetup", "-f", "--show", str(image)], capture_output=True, text=True,
                                 check=True).stdout.strip()
-        subprocess.run(["dd", "if=/dev/zero", f"of={device}", "bs=1M", f"count={size_mb}", "oflag=direct",
+        subprocess.run(["dd", f"if={source}", f"of={device}", "bs=1M", f"count={size_mb}", "oflag=direct",
                         "status=none"], check=True)
         yield device
     finally:
