@@ -563,12 +563,14 @@ def _finite(value: float, name: str) -> float:
 @cli.command()
 @click.argument("directory", metavar="DIR")
 @click.option("--out", metavar="FILE", help="Write the report here (default: DIR/report.md); plots/ and results.csv "
-              "go beside it.")
+              "go beside it.  FILE ending in .html: the HTML report there, the Markdown one beside it as .md.")
 @click.option("--p99-bound-us", type=click.FloatRange(min=0, min_open=True), default=1000.0, show_default=True,
               callback=lambda _ctx, _param, v: _finite(v, "--p99-bound-us"),
               help="Latency bound for the best operating point: p99 at most this many µs.")
-def report(directory: str, out: str | None, p99_bound_us: float) -> int:
-    """(Re)render report.md, plots/ and results.csv from a results directory."""
+@click.option("--html", "html", is_flag=True, help="Also write report.html (beside the report, same name): one "
+              "self-contained file with the figures inlined, to share; nothing in it is fetched or run.")
+def report(directory: str, out: str | None, p99_bound_us: float, html: bool) -> int:
+    """(Re)render report.md, plots/ and results.csv (and with --html report.html) from a results directory."""
     import atexit
     import gc
 
@@ -577,8 +579,12 @@ def report(directory: str, out: str | None, p99_bound_us: float) -> int:
     # at exit the interpreter's last collection would walk the million objects matplotlib's and pandas' imports
     # made, only to free them as the process ends (a quarter of a second of CPU): frozen, they are not walked
     atexit.register(gc.freeze)
-    path = render_report(directory, out, p99_bound_us=p99_bound_us)
+    path = render_report(directory, out, p99_bound_us=p99_bound_us, html=html)
     click.echo(f"report: {path}")
+    if html or (out or "").lower().endswith(".html"):
+        from app.report.html import html_path
+
+        click.echo(f"html: {html_path(path)}")
     return 0
 
 

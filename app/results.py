@@ -415,11 +415,11 @@ class NotRegularFile(OSError):
     """A path that is a FIFO, a device, a socket or a directory: not read."""
 
 
-def read_regular(path: str | os.PathLike[str], limit: int) -> bytes:
-    """At most ``limit + 1`` bytes of the regular file ``path`` (one more than the limit: the caller sees it was
-    longer), opened without following a last symlink, blocking on a FIFO or taking a terminal.  OSError when
-    it cannot be read, :class:`NotRegularFile` when it is no regular file."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+def read_regular(path: str | os.PathLike[str], limit: int, *, dir_fd: int | None = None) -> bytes:
+    """At most ``limit + 1`` bytes of the regular file ``path`` (a name in ``dir_fd`` when given; one more than the
+    limit: the caller sees it was longer), opened without following a last symlink, blocking on a FIFO or taking a
+    terminal.  OSError when it cannot be read, :class:`NotRegularFile` when it is no regular file."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY, dir_fd=dir_fd)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise NotRegularFile(f"{path} is not a regular file")

@@ -28,6 +28,7 @@ from app.report import intervals as ci
 from app.report import procedure as rp
 from app.report import series
 from app.report.fleet_render import write_fleet_report
+from app.report.html import html_path, write_html
 from app.report.model import RunData, load
 from app.report.render import render_markdown, results_csv
 from app.results import held_path, make_dir, make_dirs, open_trusted_dir, write_new
@@ -51,12 +52,16 @@ def _out_path(directory: str | Path, out: str | Path | None) -> Path:
 
 
 def render_report(directory: str | Path, out: str | Path | None = None,
-                  p99_bound_us: float = an.DEFAULT_P99_BOUND_US) -> Path:
-    """Write the report of a results directory; plots/ and results.csv go beside it."""
+                  p99_bound_us: float = an.DEFAULT_P99_BOUND_US, html: bool = False) -> Path:
+    """Write the report of a results directory; plots/ and results.csv go beside it, and with ``html`` the
+    one-file page (:mod:`app.report.html`) too, named as the report with ``.html``.  ``out`` ending in ``.html``
+    names that page: the Markdown report then goes beside it with ``.md``."""
     if not (isinstance(p99_bound_us, (int, float)) and math.isfinite(p99_bound_us) and p99_bound_us > 0):
         raise UsageError(f"--p99-bound-us {p99_bound_us}: must be a positive finite number of microseconds.")
     data = load(directory)
     report_path = _out_path(directory, out)
+    if report_path.suffix.lower() == ".html":  # --out page.html: the page, and page.md beside it
+        html, report_path = True, _out_path(directory, report_path.with_suffix(".md"))
     try:
         if not stat.S_ISDIR(os.stat(report_path.parent).st_mode):
             raise OSError(errno.ENOTDIR, os.strerror(errno.ENOTDIR))
@@ -67,7 +72,7 @@ def render_report(directory: str | Path, out: str | Path | None = None,
     base_fd = open_trusted_dir(report_path.parent, sticky_ok=True, risk=REPORT_RISK)
     try:
         with _collector_paused():
-            return _render(data, report_path, base_fd, float(p99_bound_us))
+            return _render(data, report_path, base_fd, float(p99_bound_us), html)
     finally:
         os.close(base_fd)
 
@@ -92,16 +97,20 @@ def _collector_paused() -> Iterator[None]:
         gc.unfreeze()
 
 
-def _render(data: RunData, report_path: Path, base_fd: int, p99_bound_us: float) -> Path:
-    """The report, results.csv, samples.csv and plots/ written into the directory ``base_fd`` holds."""
+def _render(data: RunData, report_path: Path, base_fd: int, p99_bound_us: float, html: bool = False) -> Path:
+    """The report, results.csv, samples.csv and plots/ (and with ``html`` the page) written into the directory
+    ``base_fd`` holds."""
     base = report_path.parent
     try:
         plots_fd = _clean_plots(base, base_fd)
         try:
             plots_dir = held_path(plots_fd, base / "plots")
             if data.fleet is not None:
-                return write_fleet_report(data, report_path, plots_dir, base_fd)
-            _render_run(data, report_path.name, base_fd, plots_dir, p99_bound_us)
+                write_fleet_report(data, report_path, plots_dir, base_fd)
+            else:
+                _render_run(data, report_path.name, base_fd, plots_dir, p99_bound_us)
+            if html:  # from what was just written, through the same checked descriptors
+                write_html(report_path, base_fd, plots_fd, html_path(report_path).name)
         finally:
             os.close(plots_fd)
     except OSError as e:
