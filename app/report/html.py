@@ -52,7 +52,8 @@ pre code { background: none; padding: 0; }
 blockquote { margin: 0; padding: .1em 1em; border-left: 4px solid #d0d7de; color: #444c56; }
 table { display: block; overflow-x: auto; border-collapse: collapse; margin: .8em 0; font-size: .88rem;
         font-variant-numeric: tabular-nums; }
-th, td { border: 1px solid #d0d7de; padding: .25em .55em; white-space: nowrap; }
+th, td { border: 1px solid #d0d7de; padding: .25em .55em; vertical-align: top; }
+td[style*="right"], th[style*="right"] { white-space: nowrap; }  /* numbers stay whole; text columns wrap */
 th { background: #f3f4f6; position: sticky; top: 0; }
 tbody tr:nth-child(even) { background: #f8f9fb; }
 .figure { display: block; margin: .6em 0; overflow-x: auto; }
@@ -80,6 +81,7 @@ _HANDLER = re.compile(r"\son[a-z]+\s*=", re.IGNORECASE)
 _HREF = re.compile(r"\bhref\s*=\s*(\"[^\"]*\"|'[^']*')", re.IGNORECASE)
 _URL = re.compile(r"url\(\s*([^)]*)\)", re.IGNORECASE)
 _SVG_START = re.compile(r"<svg\b")
+_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 _METADATA = re.compile(r"\s*<metadata>.*?</metadata>", re.DOTALL)
 _ID = re.compile(r"\bid=\"([^\"]+)\"")
 _REF = re.compile(r"(url\(#|href=\"#)([^\")]+)")
@@ -97,6 +99,7 @@ def inline_svg(text: str, prefix: str) -> str:
     if start is None or end < start.start():
         raise FigureRefused("it holds no <svg> element")
     body = _METADATA.sub("", text[start.start(): end + len("</svg>")], count=1)  # matplotlib's credit: not drawn
+    body = _COMMENT.sub("", body)  # mathtext's source of a label; whatever follows a first "-->" is checked below
     if body.count("<svg") != 1 or body.count("</svg>") != 1:  # matplotlib draws one, never nested
         raise FigureRefused("it holds more than one <svg> element")
     for tag in _TAG.findall(body):

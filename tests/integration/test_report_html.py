@@ -1,0 +1,144 @@
+"""report.html in a real browser: Debian's Chromium, headless, driven over the DevTools pipe
+(tests/helpers/headless_chromium.py; no TCP port).
+
+Three reports, each rendered once (module fixtures) and opened once: a real `quick` run (fio, runtime 1, a 16 MiB
+file), a real fleet run (two agents on Unix sockets, each with its own RAM loop device) and the synthetic
+1,008-point sweep of bench/report_speed.py.  Each must open with every figure of its report.md drawn (as many
+<svg> elements as figures, each with a non-zero box and content), no script, nothing that loads, and no request
+but the file itself (the browser's network log).  A fourth page holds hostile strings from run.json: they show
+as text, and nothing runs.  Screenshots go to the test's temporary directory (or PROFILER_TUI_HTML_SHOTS)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import DATA, ROOT, run_cli
+from tests.helpers.fleet_agents import agents
+from tests.helpers.headless_chromium import PageReport, chromium, open_page
+from tests.helpers.loopdev import loop_device, needs_loop
+
+pytestmark = pytest.mark.skipif(chromium() is None, reason="chromium is not installed (`make setup` installs it "
+                                "from Debian's chromium package)")
+
+FIGURE = re.compile(r"^!\[[^\]]*\]\(plots/[^)]+\.svg\)$", re.MULTILINE)
+
+
+def _bench() -> object:
+    spec = importlib.util.spec_from_file_location("report_speed", ROOT / "bench" / "report_speed.py")
+    mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    return mod
+
+
+def _render(directory: Path) -> tuple[Path, int]:
+    """`profiler-tui report DIR --html`; the page and the number of figures report.md shows."""
+    proc = run_cli("report", str(directory), "--html")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == f"html: {directory / 'report.html'}"
+    figures = len(FIGURE.findall((directory / "report.md").read_text(encoding="utf-8")))
+    return directory / "report.html", figures
+
+
+def _shots(tmp: Path) -> Path:
+    where = Path(os.environ.get("PROFILER_TUI_HTML_SHOTS") or tmp)
+    where.mkdir(parents=True, exist_ok=True)
+    return where
+
+
+def _open(page: Path, tmp: Path, name: str) -> PageReport:
+    return open_page(page, tmp / f"profile-{name}", _shots(tmp) / f"{name}.png")
+
+
+def _assert_renders(report: PageReport, figures: int) -> None:
+    # nothing but the page itself: matplotlib's rasters are data: URIs inside the SVGs (no fetch)
+    assert [u for u in report.requests if not u.startswith("data:")] == [report.url], report.requests
+    assert not [e for e in report.log if e.get("level") in ("error", "warning")], report.log
+    dom = report.dom
+    assert figures > 0 and len(dom["svgs"]) == figures, (len(dom["svgs"]), figures)
+    for width, height, elements in dom["svgs"]:
+        assert width > 100 and height > 50 and elements > 20  # drawn, with its axes and marks
+    assert dom["scripts"] == 0 and dom["loaders"] == 0
+    assert dom["tables"] > 0 and dom["title"].startswith("Performance report")
+    assert report.screenshot is not None and report.screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def quick_page(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
+    tmp = tmp_path_factory.mktemp("quick")
+    out = tmp / "r"
+    proc = run_cli("run", "quick", "--set", "runtime=1", "--set", "size=16m", "--yes", "--target",
+                   str(tmp / "target.img"), "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    return _render(out)
+
+
+@pytest.fixture(scope="module")
+def fleet_page(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
+    tmp = tmp_path_factory.mktemp("fleet")
+    with agents(2) as running, loop_device(tmp, name="a", ram=True) as a, loop_device(tmp, name="b", ram=True) as b:
+        args = ["run", "quick", "--set", "runtime=1", "--set", "bs=4k", "--set", "iodepth=1", "--yes",
+                "--out", str(tmp / "r")]
+        for agent, dev in zip(running, (a, b)):
+            args += ["--host", agent.host, "--target", f"{agent.host}={dev.path}"]
+        proc = run_cli(*args)
+        assert proc.returncode == 0, proc.stderr
+    return _render(tmp / "r")
+
+
+@pytest.fixture(scope="module")
+def big_page(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
+    bench = _bench()
+    out = bench.make_results_dir(tmp_path_factory.mktemp("big") / "r", bench.RW, bench.BIG_BS,  # type: ignore[attr-defined]
+                                 bench.BIG_QD)  # type: ignore[attr-defined]
+    assert len((out / "results.jsonl").read_text().splitlines()) == 1008
+    return _render(out)
+
+
+def test_a_quick_run_s_page_opens_with_every_figure_and_fetches_nothing(quick_page: tuple[Path, int],
+                                                                        tmp_path: Path) -> None:
+    page, figures = quick_page
+    report = _open(page, tmp_path, "quick")
+    _assert_renders(report, figures)
+
+
+@needs_loop
+def test_a_fleet_run_s_page_opens_with_every_figure_and_fetches_nothing(fleet_page: tuple[Path, int],
+                                                                        tmp_path: Path) -> None:
+    page, figures = fleet_page
+    report = _open(page, tmp_path, "fleet")
+    _assert_renders(report, figures)
+    assert report.dom["title"] == "Performance report: quick (storage, fleet of 2 hosts)"
+
+
+def test_the_1008_point_page_opens_with_every_figure_and_fetches_nothing(big_page: tuple[Path, int],
+                                                                         tmp_path: Path) -> None:
+    page, figures = big_page
+    report = _open(page, tmp_path, "big")
+    _assert_renders(report, figures)
+
+
+def test_hostile_strings_in_run_json_stay_text_in_the_browser(tmp_path: Path) -> None:
+    """A CPU model, a hostname and a target path that would be markup (or end the figure's SVG) if pasted: the
+    page shows them as text, runs no script and still draws every figure."""
+    out = tmp_path / "hostile"
+    shutil.copytree(DATA / "report" / "golden-run", out)
+    meta = json.loads((out / "run.json").read_text())
+    evil = '<script>document.title="pwned"</script></svg><img src=x onerror=alert(1)>\x1b]0;t\x07'
+    meta["environment"]["cpu"]["model"] = evil
+    meta["environment"]["system"]["hostname"] = meta["environment"]["system"]["os"] = \
+        "</table><iframe src=http://127.0.0.1:9/>"
+    meta["target"] = meta["target_info"]["path"] = "/srv/![x](http://127.0.0.1:9/x.png)"
+    (out / "run.json").write_text(json.dumps(meta))
+    page, figures = _render(out)
+    report = _open(page, tmp_path, "hostile")
+    _assert_renders(report, figures)
+    text = page.read_text(encoding="utf-8")
+    assert "&lt;script&gt;" in text and "<script" not in text and "<iframe" not in text and "\x1b" not in text
+    assert report.dom["title"] != "pwned"
