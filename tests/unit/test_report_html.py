@@ -88,7 +88,8 @@ def test_an_embedded_raster_is_allowed_as_a_png_data_uri_only() -> None:
 HOSTILE = st.lists(st.one_of(
     st.sampled_from(list("<>&\"'![]()/:=` |-#*\n\\ascriptvgonlerhfjmdx0123456789")),
     st.sampled_from(["<script>", "</svg>", "<img src=x onerror=alert(1)>", "javascript:", "](",
-                     "\n| a | b |\n|---|--:|\n", "![a](plots/x.svg)", "![b](http://h/x.png)", "\x1b[31m", "<!--", "data:", "[r]: plots/x.svg\n"])),
+                     "\n| a | b |\n|---|--:|\n", "![a](plots/x.svg)", "![b](http://h/x.png)", "\x1b[31m",
+                     "<!--", "data:", "[r]: plots/x.svg\n"])),
     max_size=80).map("".join)
 
 
