@@ -1,4 +1,4 @@
-"""Results of a run: a sortable table and the export of report.md, plots and results.csv."""
+"""Results of a run: a sortable table and the export of report.md, report.html, plots and results.csv."""
 
 from __future__ import annotations
 
@@ -347,17 +347,25 @@ def with_figures(path: Path, rows: list[dict[str, Any]]) -> bool:
 
 
 def export_report(results: Path, destination: str) -> Path:
-    """Runs in a thread: the core's report renderer, into ``destination`` (a directory or a .md path)."""
+    """Runs in a thread: the core's report renderer, into ``destination`` (a directory, a .md or a .html path);
+    report.html, the one file to share, is always written beside report.md.  The Markdown report's path."""
     try:
         from app.report import render_report
     except ImportError:
         raise RuntimeError(strings.EXPORT_MISSING) from None
     dest = Path(destination).expanduser() if destination.strip() else None
-    if dest is not None and dest.suffix.lower() != ".md":
+    if dest is not None and dest.suffix.lower() not in (".md", ".html"):
         dest = dest / "report.md"
     if dest is not None:
         dest.parent.mkdir(parents=True, exist_ok=True)
-    return Path(render_report(results, out=dest))
+    return Path(render_report(results, out=dest, html=True))
+
+
+def exported_text(report: Path) -> str:
+    """The line that says where an export went: the Markdown report and its HTML page."""
+    from app.report.html import html_path
+
+    return strings.EXPORTED.format(path=report) + strings.EXPORTED_HTML.format(html=html_path(report).name)
 
 
 def export_failure(error: BaseException | None, destination: str) -> str:
@@ -486,7 +494,7 @@ class ResultsScreen(Screen[None]):
         if not fleet.points:
             status = strings.RESULTS_EMPTY
         if self.exported is not None:
-            status += "  ·  " + strings.EXPORTED.format(path=self.exported)
+            status += "  ·  " + exported_text(self.exported)
         self.query_one("#results-status", Static).update(status)
 
     def render_rows(self) -> None:
@@ -510,7 +518,7 @@ class ResultsScreen(Screen[None]):
         if not self.records:
             status = strings.RESULTS_EMPTY
         if self.exported is not None:
-            status += "  ·  " + strings.EXPORTED.format(path=self.exported)
+            status += "  ·  " + exported_text(self.exported)
         self.query_one("#results-status", Static).update(status)
 
     def action_sort(self) -> None:
@@ -548,7 +556,7 @@ class ResultsScreen(Screen[None]):
         if event.state == WorkerState.SUCCESS:
             self.exported = event.worker.result
             self.render_rows()
-            self.notify(strings.EXPORTED.format(path=self.exported), timeout=8)
+            self.notify(exported_text(self.exported), timeout=8)
         elif event.state == WorkerState.ERROR:
             text = export_failure(event.worker.error, self.export_dest)
             self.query_one("#results-status", Static).update(Text(text, style="red"))
