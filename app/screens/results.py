@@ -554,9 +554,9 @@ class ResultsScreen(Screen[None]):
         if event.worker.group != "export":
             return
         if event.state == WorkerState.SUCCESS:
-            self.exported = event.worker.result
+            self.exported = report = Path(event.worker.result)
             self.render_rows()
-            self.notify(exported_text(self.exported), timeout=8)
+            self.notify(exported_text(report), timeout=8)
         elif event.state == WorkerState.ERROR:
             text = export_failure(event.worker.error, self.export_dest)
             self.query_one("#results-status", Static).update(Text(text, style="red"))
