@@ -554,7 +554,8 @@ class ResultsScreen(Screen[None]):
         if event.worker.group != "export":
             return
         if event.state == WorkerState.SUCCESS:
-            self.exported = report = Path(event.worker.result)
+            report: Path = event.worker.result
+            self.exported = report
             self.render_rows()
             self.notify(exported_text(report), timeout=8)
         elif event.state == WorkerState.ERROR:
