@@ -553,8 +553,7 @@ class ResultsScreen(Screen[None]):
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.worker.group != "export":
             return
-        if event.state == WorkerState.SUCCESS:
-            report: Path = event.worker.result
+        if event.state == WorkerState.SUCCESS and isinstance(report := event.worker.result, Path):
             self.exported = report
             self.render_rows()
             self.notify(exported_text(report), timeout=8)
