@@ -54,7 +54,7 @@ table { display: block; overflow-x: auto; border-collapse: collapse; margin: .8e
         font-variant-numeric: tabular-nums; }
 th, td { border: 1px solid #d0d7de; padding: .25em .55em; vertical-align: top; }
 td[style*="right"], th[style*="right"] { white-space: nowrap; }  /* numbers stay whole; text columns wrap */
-th { background: #f3f4f6; position: sticky; top: 0; }
+th { background: #f3f4f6; }
 tbody tr:nth-child(even) { background: #f8f9fb; }
 .figure { display: block; margin: .6em 0; overflow-x: auto; }
 .figure svg { display: block; max-width: 100%; height: auto; }
@@ -64,7 +64,6 @@ tbody tr:nth-child(even) { background: #f8f9fb; }
   body { font-size: 10pt; max-width: none; padding: 0; }
   h1, h2, h3 { break-after: avoid; }
   table { display: table; font-size: 7.5pt; break-inside: auto; }
-  th { position: static; }
   tr, .figure, pre, blockquote { break-inside: avoid; }
   .figure svg { max-height: 24cm; width: auto; max-width: 100%; }
   a { color: inherit; text-decoration: none; }
