@@ -64,6 +64,8 @@ tbody tr:nth-child(even) { background: #f8f9fb; }
   body { font-size: 10pt; max-width: none; padding: 0; }
   h1, h2, h3 { break-after: avoid; }
   table { display: table; font-size: 7.5pt; break-inside: auto; }
+  th, td { padding: .15em .3em; }
+  th { white-space: normal !important; }  /* long headers wrap so a wide table fits the page */
   tr, .figure, pre, blockquote { break-inside: avoid; }
   .figure svg { max-height: 24cm; width: auto; max-width: 100%; }
   a { color: inherit; text-decoration: none; }
