@@ -51,4 +51,4 @@ async def test_the_export_writes_the_html_report_and_says_so(results: Path, tmp_
     text = (tmp_path / page).read_text(encoding="utf-8")
     figures = report.read_text(encoding="utf-8").count("](plots/")
     assert figures > 0 and text.count("<svg ") == figures and "<script" not in text
-    assert f"Report written: {tmp_path / md} and {Path(page).name} (one file to share)" in status.replace("\n", "")
+    assert f"Report written: {tmp_path / md} and {Path(page).name}" in status.replace("\n", "")
