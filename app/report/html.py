@@ -148,8 +148,14 @@ def render_html(markdown: str, figure: Callable[[str], str | None]) -> str:
         return html.escape(f"![{alt}]({src})")  # never an <img>: nothing is fetched, whatever the text says
 
     md.add_render_rule("image", image)
-    body = md.render(markdown)
-    title = next((line[2:].strip() for line in markdown.splitlines() if line.startswith("# ")), "profiler-tui report")
+    env: dict[str, Any] = {}
+    tokens = md.parse(markdown, env)
+    renderer: Any = md.renderer  # markdown-it's HTML renderer (its protocol type lacks renderInlineAsText)
+    body = renderer.render(tokens, md.options, env)
+    # the first level-1 heading as plain text (Markdown's escapes undone), else a fixed name
+    title = next((renderer.renderInlineAsText(inline.children or [], md.options, env)
+                  for head, inline in zip(tokens, tokens[1:]) if head.type == "heading_open" and head.tag == "h1"),
+                 "profiler-tui report")
     return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
             f"<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">\n"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
