@@ -30,7 +30,7 @@ from typing import Any, Callable, Sequence
 from app.errors import UsageError
 from app.results import NotRegularFile, read_regular, write_new
 
-MAX_FIGURE_BYTES = 16 << 20  # one figure; the 1,008-point report's largest is a few MB
+MAX_FIGURE_BYTES = 16 << 20  # one figure; the 1,008-point report's largest is about 0.5 MB
 MAX_REPORT_BYTES = 64 << 20  # report.md read back
 FIGURE_SRC = re.compile(r"plots/([A-Za-z0-9][A-Za-z0-9._+-]*\.svg)")
 
