@@ -1,6 +1,6 @@
 """report.html without a browser (docs/report.md, "The HTML report"): what markdown-it makes of any report text,
 which SVGs are inlined and which refused, and what the writer refuses to read or to follow.  The page opened in
-headless Chromium is tests/integration/test_report_html.py."""
+headless Chromium is tests/integration/test_report_html_browser.py."""
 
 from __future__ import annotations
 
