@@ -8,7 +8,8 @@ STAMP := $(VENV)/.stamp
 # (tests/helpers/podman_service.py); debootstrap: container-test makes the base image with it (container/base-image.sh)
 APT_PKGS := fio util-linux fdisk e2fsprogs tmux librsvg2-bin nvme-cli smartmontools jq openssh-client openssh-server \
             podman runc debootstrap
-# chromium: tests/integration/test_report_html_browser.py opens report.html in it, headless (tests/helpers/headless_chromium.py)
+# chromium: tests/integration/test_report_html_browser.py opens report.html in it, headless
+# (tests/helpers/headless_chromium.py)
 APT_PKGS += chromium
 # tests/vm: QEMU boots Debian's kernel (fetched by the tests with apt-get download) on this machine's root, with
 # a static busybox in its initramfs and kmod's depmod/modprobe for its module tree.  Installed when missing and
