@@ -9,6 +9,7 @@ group with a throwaway profile, killed (the whole group) whatever happens; every
 from __future__ import annotations
 
 import base64
+import fcntl
 import json
 import os
 import select
@@ -110,8 +111,9 @@ def open_page(path: Path, profile: Path, screenshot: Path | None = None, timeout
     url = path.resolve().as_uri()
     cmd_r, cmd_w = os.pipe()
     res_r, res_w = os.pipe()
-    # out of the way of 3 and 4, so the child's dup2 onto them cannot overwrite one it still needs
-    high = [os.dup2(fd, 100 + i, inheritable=False) for i, fd in enumerate((cmd_r, res_w))]
+    # copies above 9 (the lowest free ones: nothing open is replaced), so the child's dup2 onto 3 and 4 cannot
+    # overwrite one it still needs
+    high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10) for fd in (cmd_r, res_w)]
     for fd in (cmd_r, res_w):
         os.close(fd)
 

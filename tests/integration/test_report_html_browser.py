@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from conftest import DATA, ROOT, run_cli
-from tests.helpers.fleet_agents import agents
+from tests.helpers.fleet_agents import agents, processes
 from tests.helpers.headless_chromium import PageReport, chromium, open_page
 from tests.helpers.loopdev import loop_device, needs_loop
 
@@ -142,3 +142,14 @@ def test_hostile_strings_in_run_json_stay_text_in_the_browser(tmp_path: Path) ->
     text = page.read_text(encoding="utf-8")
     assert "&lt;script&gt;" in text and "<script" not in text and "<iframe" not in text and "\x1b" not in text
     assert report.dom["title"] != "pwned"
+
+
+def test_the_browser_is_killed_when_it_does_not_answer_in_time(tmp_path: Path) -> None:
+    """The helper's bound: a browser that has not answered by the deadline is a TimeoutError, and none of its
+    processes (all started with this test's profile directory) is left running."""
+    page = tmp_path / "page.html"
+    page.write_text("<p>x</p>")
+    profile = tmp_path / "profile"
+    with pytest.raises(TimeoutError):
+        open_page(page, profile, timeout=0.05)
+    assert not processes(str(profile))
