@@ -1,8 +1,8 @@
 """Writing a results directory's report: ``render_report(dir, out=None, p99_bound_us=1000)`` writes
 ``report.md`` (or ``out``) and, beside it, ``plots/*.svg``, ``results.csv`` and ``samples.csv`` (and with
 ``html=True`` ``report.html``: :mod:`app.report.html`); returns the report's path.  A fleet run's report is
-:mod:`app.report.fleet_render`'s, any other run's :mod:`app.report.render`'s.  Nothing in the text depends on the clock or on the directory's absolute path,
-so rendering the same directory twice gives the same report.
+:mod:`app.report.fleet_render`'s, any other run's :mod:`app.report.render`'s.  Nothing in the text depends on
+the clock or on the directory's absolute path, so rendering the same directory twice gives the same report.
 
 The report is written by root into a directory that may not be its own: the directory it goes into must be
 changeable only by root (or the user the tool runs as), or be sticky like /tmp, and every file is opened relative
