@@ -412,6 +412,7 @@ class ResultsScreen(Screen[None]):
         Binding("v", "report", "Report"),
         Binding("escape", "back", "Back"),
         Binding("d", "devices", "Devices"),
+        Binding("f", "figures", "Figures"),
     ]
 
     def __init__(self, path: str | Path) -> None:
@@ -562,3 +563,9 @@ class ResultsScreen(Screen[None]):
 
     def action_devices(self) -> None:
         self.post_message(ShowDevices())
+
+    def action_figures(self) -> None:
+        """The report's figures as pictures (drawn from the results, whether or not report.md was written)."""
+        from app.screens.figures import FiguresScreen
+
+        self.app.push_screen(FiguresScreen(self.path))
