@@ -19,7 +19,7 @@ from app.points import Kind
 from app.records import ResultLine
 from app.results import ResultsDir
 from app.screens import strings
-from app.screens.messages import ShowDevices, ShowReport
+from app.screens.messages import ShowDevices, ShowFigures, ShowReport
 from app.summary import SUITE_MODES, ci_pct, figure_keys, latency_text, pm_pct, point_label
 from app.units import format_count
 from app.validity import recorded_ratio
@@ -412,7 +412,7 @@ class ResultsScreen(Screen[None]):
         Binding("v", "report", "Report"),
         Binding("escape", "back", "Back"),
         Binding("d", "devices", "Devices"),
-        Binding("f", "figures", "Figures"),
+        Binding("f", "figures", "Figures", show=False),  # in the help: the footer is full at 80 columns
     ]
 
     def __init__(self, path: str | Path) -> None:
@@ -566,6 +566,4 @@ class ResultsScreen(Screen[None]):
 
     def action_figures(self) -> None:
         """The report's figures as pictures (drawn from the results, whether or not report.md was written)."""
-        from app.screens.figures import FiguresScreen
-
-        self.app.push_screen(FiguresScreen(self.path))
+        self.post_message(ShowFigures(self.path))

@@ -265,7 +265,7 @@ letters filter, so there only `ctrl+c` quits). The smallest supported terminal i
 
 ## Results
 - `s` sort by the next column, `S` reverse the order, `e` export report.md and plots,
-  `v` the report, `escape` back, `d` devices.
+  `v` the report, `escape` back, `d` devices, `f` the report's figures as pictures (as the report's `3`).
 - `dev/fio`: the bytes the device moved over fio's, in the point's direction (read/write for a mix);
   `!` after it: flagged not-on-device or amplified; `—`: no counters or no I/O that way.
 
@@ -286,7 +286,12 @@ letters filter, so there only `ctrl+c` quits). The smallest supported terminal i
 
 ## Report
 - report.md with its table of contents (`t` shows or hides it); `1` the report, `2` its curves drawn in the
-  terminal; figures are listed with their paths. `escape` back.
+  terminal, `3` its figures as pictures (each figure line of the report names its number). `escape` back.
+
+## Figures (`3` in the report, `f` in the results)
+- The report's figures drawn in the terminal: Kitty graphics or Sixel where the terminal answers that it can,
+  half-block characters otherwise (`PROFILER_TUI_IMAGES=kitty|sixel|halfblock|none` decides instead).
+  `←/→` the previous or next figure, `o` writes it as PNG beside its SVG (plots/NAME.png).
 
 ## Import
 - Type paths (→ completes, escaping spaces: a name with spaces stays one path), `enter` previews what is

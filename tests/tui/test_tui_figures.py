@@ -134,3 +134,18 @@ async def test_report_view_figures_tab(run: Path) -> None:
         assert str(app.screen.query_one("#figure-head").render()).startswith("figure 1 of 10 · ")
         markdown = app.screen.loaded.markdown
         assert "> **Figure 1: Throughput and latency vs block size** — press 3 (Figures) to see it" in markdown
+
+
+async def test_f_on_the_results_screen_opens_the_figures(run: Path) -> None:
+    from app.screens.results import ResultsScreen
+
+    app = app_()
+    async with app.run_test(size=SIZE) as pilot:
+        await app.push_screen(ResultsScreen(run))
+        await pilot.pause()
+        await pilot.press("f")
+        await settled(pilot)
+        assert isinstance(app.screen, FiguresScreen)
+        assert str(app.screen.query_one("#figure-head").render()).startswith("figure 1 of 10 · ")
+        await pilot.press("escape")
+        assert isinstance(app.screen, ResultsScreen)
