@@ -124,7 +124,7 @@ class FigureView(Vertical, can_focus=True):
     FigureView #figure-box { height: 1fr; align: center middle; }
     FigureView #figure-box > .figure-image { width: auto; height: auto; }
     FigureView #figure-caption { height: auto; max-height: 3; color: $text-muted; }
-    FigureView #figure-status { height: 1; }
+    FigureView #figure-status { height: auto; max-height: 2; }
     """
     BINDINGS = [
         Binding("left", "step(-1)", "Prev figure"),
@@ -182,7 +182,8 @@ class FigureView(Vertical, can_focus=True):
             self.query_one("#figure-head", Static).update(Text(FAILED.format(error=text), style="red"))
 
     def _status(self, text: str, error: bool = False) -> None:
-        self.query_one("#figure-status", Static).update(Text(text, style="red" if error else ""))
+        # folded, not wrapped at spaces: a long path stays on the line it starts on
+        self.query_one("#figure-status", Static).update(Text(text, style="red" if error else "", overflow="fold"))
 
     def action_step(self, step: int) -> None:
         if self.figures is None or not len(self.figures):
