@@ -64,10 +64,6 @@ class ReportFigures:
     def __len__(self) -> int:
         return len(self.shown)
 
-    def pixel_size(self, index: int, width: int, height: int) -> tuple[int, int]:
-        """The size of figure ``index``'s picture that fits ``width`` × ``height`` pixels with its proportions."""
-        return _fit(self._figures[index], width, height)[1:]
-
     def png(self, index: int, width: int, height: int) -> bytes:
         """Figure ``index`` as PNG fitting ``width`` × ``height`` pixels (see :func:`_fit`)."""
         key = (index, max(1, width), max(1, height))
@@ -76,7 +72,7 @@ class ReportFigures:
             if cached is not None:
                 self._cache.move_to_end(key)
                 return cached
-            dpi = _fit(self._figures[index], *key[1:])[0]
+            dpi = _fit(self._figures[index], *key[1:])
             data = _png(self._figures[index], dpi)
             self._cache[key] = data
             while len(self._cache) > CACHE:
@@ -121,14 +117,14 @@ class ReportFigures:
             self._cache.clear()
 
 
-def _fit(fig: MplFigure, width: int, height: int) -> tuple[float, int, int]:
-    """(dpi, width, height): the resolution at which ``fig`` is as large as fits ``width`` × ``height`` pixels,
-    and its picture's size then (at least :data:`MIN_DPI`, at most :data:`MAX_SIDE` pixels a side)."""
+def _fit(fig: MplFigure, width: int, height: int) -> float:
+    """The resolution (dots per inch) at which ``fig`` is as large as fits ``width`` × ``height`` pixels (at least
+    :data:`MIN_DPI`, and at most :data:`MAX_SIDE` pixels a side)."""
     w_in, h_in = fig.get_size_inches()
     width, height = min(max(1, width), MAX_SIDE), min(max(1, height), MAX_SIDE)
     dpi = max(MIN_DPI, min(width / w_in, height / h_in))
     dpi = min(dpi, MAX_SIDE / w_in, MAX_SIDE / h_in)
-    return dpi, int(w_in * dpi), int(h_in * dpi)
+    return float(dpi)
 
 
 def _png(fig: MplFigure, dpi: float) -> bytes:
