@@ -135,7 +135,7 @@ class ReportScreen(Screen[None]):
                 with TabPane("Curves 2", id="report-curves"):
                     yield CurvesScroll(id="report-plots")
                 with TabPane("Figures 3", id="report-figures"):
-                    pass  # the FigureView, once report.md is current (its figures follow report.md's order)
+                    pass  # the FigureView, made when first shown (show_figures)
         yield Footer()
 
     def on_mount(self) -> None:
@@ -163,7 +163,6 @@ class ReportScreen(Screen[None]):
         # bandwidths) would have their numbers cut ("91104…")
         viewer.show_table_of_contents = self.size.width >= TOC_WIDTH
         await self.show_curves(loaded)
-        await self.query_one("#report-figures", TabPane).mount(FigureView(self.path, id="report-figure-view"))
         self.loaded = loaded  # all shown
         self.focus_shown()
 
@@ -209,10 +208,23 @@ class ReportScreen(Screen[None]):
         if active == "report-curves":
             self.query_one("#report-plots", VerticalScroll).focus()
         elif active == "report-figures":
-            for view in self.query("#report-figure-view").results(FigureView):
-                view.focus()
+            self.show_figures()
         else:
             self.query_one("#report-md", MarkdownViewer).document.focus()
+
+    def show_figures(self) -> None:
+        """The Figures tab's view, made the first time the tab is shown once report.md is current (its figures
+        follow report.md's order; drawing them all takes a second or more, not spent for a reader who never
+        looks)."""
+        if self.loaded is None:
+            return  # made when the report has loaded (focus_shown then)
+        views = list(self.query("#report-figure-view").results(FigureView))
+        if views:
+            views[0].focus()
+            return
+        view = FigureView(self.path, id="report-figure-view")
+        self.query_one("#report-figures", TabPane).mount(view)
+        self.call_after_refresh(view.focus)
 
     def action_back(self) -> None:
         self.app.pop_screen()

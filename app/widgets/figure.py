@@ -144,7 +144,7 @@ class FigureView(Vertical, can_focus=True):
         yield Static(LOADING, id="figure-head")
         yield Center(id="figure-box")
         yield Static("", id="figure-caption")
-        yield Static(KEYS, id="figure-status")
+        yield Static(Text(self.keys, overflow="fold"), id="figure-status")
 
     def on_mount(self) -> None:
         directory = self.directory
@@ -238,6 +238,12 @@ class FigureView(Vertical, can_focus=True):
         if cls is None or self.figures is None:
             path = self.directory / self.figures.shown[index].file if self.figures else self.directory
             box.mount(Static(NO_PICTURES.format(why=self.caps.why or "none", path=path)))
+            self._status(self.keys)
             return
         box.mount(cls(picture(png, self.caps), classes="figure-image"))
-        self._status(KEYS)
+        self._status(self.keys)
+
+    @property
+    def keys(self) -> str:
+        """The status line's key hint, after the sentence about a PROFILER_TUI_IMAGES value that names nothing."""
+        return f"{self.caps.warning} {KEYS}" if self.caps.warning else KEYS

@@ -46,6 +46,7 @@ class Caps:
     cell: tuple[int, int] = DEFAULT_CELL  # pixels of one cell (width, height)
     tmux: bool = False  # inside tmux, pictures of the Kitty protocol go through its passthrough
     why: str = ""  # how the renderer was chosen, in a few words (shown in the figure view)
+    warning: str = ""  # a PROFILER_TUI_IMAGES value that names no renderer, in one sentence (shown there too)
 
 
 def parse_answer(data: bytes) -> tuple[bool, bool, bool]:
@@ -126,7 +127,7 @@ def forced(env: Mapping[str, str]) -> tuple[str | None, str]:
         return None, ""
     if value in RENDERERS:
         return value, ""
-    return None, f"{ENV}={env.get(ENV, '')[:40]!r} is not one of {', '.join(RENDERERS)}; asked the terminal instead"
+    return None, f"{ENV}={env.get(ENV, '')[:40]!r} is not one of {', '.join(RENDERERS)}: the terminal decides."
 
 
 def detect(env: Mapping[str, str] | None = None, fd_in: int = 0, fd_out: int = 1) -> Caps:
@@ -138,11 +139,10 @@ def detect(env: Mapping[str, str] | None = None, fd_in: int = 0, fd_out: int = 1
     tmux = bool(env.get("TMUX"))
     if choice is not None:
         return Caps(choice, cell, tmux and choice == "kitty", f"{ENV}={choice}")
-    note = f"{bad}; " if bad else ""
     if not tty:
-        return Caps("halfblock", cell, False, note + "not a terminal: half-blocks")
+        return Caps("halfblock", cell, False, "not a terminal: half-blocks", bad)
     if env.get("TERM", "") in NO_QUERY_TERMS:
-        return Caps("halfblock", cell, False, note + f"TERM={env.get('TERM', '')!r}: half-blocks")
+        return Caps("halfblock", cell, False, f"TERM={env.get('TERM', '')!r}: half-blocks", bad)
     through = tmux and tmux_passthrough()
     try:
         answer = query(fd_in, fd_out, tmux=through)
@@ -150,12 +150,12 @@ def detect(env: Mapping[str, str] | None = None, fd_in: int = 0, fd_out: int = 1
         answer = b""
     kitty, sixel, da1 = parse_answer(answer)
     if sixel:
-        return Caps("sixel", cell, False, note + "the terminal lists Sixel")
+        return Caps("sixel", cell, False, "the terminal lists Sixel", bad)
     if kitty and (through or not tmux):
-        return Caps("kitty", cell, through, note + "the terminal answers the Kitty graphics query")
+        return Caps("kitty", cell, through, "the terminal answers the Kitty graphics query", bad)
     where = "tmux without passthrough" if tmux and not through else "the terminal"
     said = "answers neither Kitty nor Sixel" if da1 else "did not answer in time"
-    return Caps("halfblock", cell, False, note + f"{where} {said}: half-blocks")
+    return Caps("halfblock", cell, False, f"{where} {said}: half-blocks", bad)
 
 
 CAPS: Caps | None = None  # set once by :func:`prepare` before the app starts; None in tests that run no terminal
@@ -175,4 +175,4 @@ def current(env: Mapping[str, str] | None = None) -> Caps:
     if CAPS is not None:
         return CAPS
     choice, bad = forced(os.environ if env is None else env)
-    return Caps(choice or "halfblock", DEFAULT_CELL, False, bad or ("" if choice is None else f"{ENV}={choice}"))
+    return Caps(choice or "halfblock", DEFAULT_CELL, False, "" if choice is None else f"{ENV}={choice}", bad)

@@ -129,6 +129,7 @@ async def test_report_view_figures_tab(run: Path) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await app.push_screen(ReportScreen(run))
         await settled(pilot)
+        assert not app.screen.query("#report-figure-view")  # nothing drawn for a reader who does not look
         await pilot.press("3")
         await settled(pilot)
         assert str(app.screen.query_one("#figure-head").render()).startswith("figure 1 of 10 · ")
@@ -149,3 +150,21 @@ async def test_f_on_the_results_screen_opens_the_figures(run: Path) -> None:
         assert str(app.screen.query_one("#figure-head").render()).startswith("figure 1 of 10 · ")
         await pilot.press("escape")
         assert isinstance(app.screen, ResultsScreen)
+
+
+async def test_pictures_off_and_a_bad_variable_in_one_sentence(run: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PROFILER_TUI_IMAGES", "none")
+    app = app_()
+    async with app.run_test(size=SIZE) as pilot:
+        await figures_view(run)(pilot)
+        box = str(app.screen.query_one("#figure-box Static").render())
+        svg = run / "plots" / "storage-vs-block-size.svg"
+        assert box == f"Pictures are off (PROFILER_TUI_IMAGES=none); the figure is {svg}."
+    monkeypatch.setenv("PROFILER_TUI_IMAGES", "svg")
+    app = app_()
+    async with app.run_test(size=SIZE) as pilot:
+        await figures_view(run)(pilot)
+        status = str(app.screen.query_one("#figure-status").render())
+        assert status.startswith("PROFILER_TUI_IMAGES='svg' is not one of kitty, sixel, halfblock, none: the terminal "
+                                 "decides.")
+        assert app.screen.query(".figure-image")  # half-blocks meanwhile: Pilot has no terminal to ask
