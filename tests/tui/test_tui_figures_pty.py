@@ -78,3 +78,10 @@ def test_forced_renderer_asks_nothing(tmp_path: Path, run: Path) -> None:
     out = figure_output(tmp_path, run, None, env={"PROFILER_TUI_IMAGES": "sixel"})
     assert DA1 not in out and KITTY_QUERY not in out
     assert SIXEL_IMAGE in out
+
+
+def test_kitty_inside_tmux_goes_through_its_passthrough(tmp_path: Path, run: Path) -> None:
+    out = figure_output(tmp_path, run, None, env={"PROFILER_TUI_IMAGES": "kitty", "TMUX": "/tmp/none,1,0"})
+    wrapped = "\x1bPtmux;\x1b\x1b_G"
+    assert out.count(wrapped + "i=") >= 1 and out.count(wrapped + "a=p,") == 1  # the picture and its placement
+    assert "\x1b_G" not in out.replace("\x1b\x1b_G", "")  # no command sent bare
