@@ -43,8 +43,10 @@ def run(tmp_path: Path) -> Path:
     return path
 
 
-def figure_output(tmp_path: Path, run: Path, answer: str | None, env: dict[str, str] | None = None) -> str:
-    """What the app wrote to the terminal until the first figure was on screen (and a second more)."""
+def figure_output(tmp_path: Path, run: Path, answer: str | None, picture: str,
+                  env: dict[str, str] | None = None) -> str:
+    """What the app wrote to the terminal until the first figure's ``picture`` bytes came (the picture follows
+    the title: it is drawn in a worker)."""
     with PtyApp(tmp_path, code=CODE, env={"FIGURES_DIR": str(run), **(env or {})}) as app:
         if answer is not None:
             deadline = time.monotonic() + 20
@@ -52,7 +54,11 @@ def figure_output(tmp_path: Path, run: Path, answer: str | None, env: dict[str, 
                 time.sleep(0.02)
             app.send(answer, pause=0)
         app.wait_for("figure 1 of 10", timeout=60)
-        time.sleep(1.5)  # the picture follows the title (drawn in a worker)
+        deadline = time.monotonic() + 30
+        while picture not in app.raw().split("figure 1 of 10", 1)[-1]:
+            assert time.monotonic() < deadline, f"no {picture!r} after the title:\n" + app.text()[-2000:]
+            time.sleep(0.05)
+        time.sleep(0.2)  # the rest of that frame
         return app.raw()
 
 
@@ -64,7 +70,8 @@ def figure_output(tmp_path: Path, run: Path, answer: str | None, env: dict[str, 
 ])
 def test_the_answer_decides_the_escape_sequences(tmp_path: Path, run: Path, answer: str | None, kitty: bool,
                                                  sixel: bool) -> None:
-    out = figure_output(tmp_path, run, answer, env={"PROFILER_TUI_IMAGES": ""})
+    picture = "f=100" if kitty else SIXEL_IMAGE if sixel else "▀"
+    out = figure_output(tmp_path, run, answer, picture, env={"PROFILER_TUI_IMAGES": ""})
     assert out.count(KITTY_QUERY) == 1 and out.count(DA1) == 1  # asked once, before anything else was drawn
     assert out.index(DA1) < out.index("\x1b[?1049h")  # before Textual took the screen
     after = out.replace(KITTY_QUERY, "")
@@ -75,13 +82,13 @@ def test_the_answer_decides_the_escape_sequences(tmp_path: Path, run: Path, answ
 
 
 def test_forced_renderer_asks_nothing(tmp_path: Path, run: Path) -> None:
-    out = figure_output(tmp_path, run, None, env={"PROFILER_TUI_IMAGES": "sixel"})
+    out = figure_output(tmp_path, run, None, SIXEL_IMAGE, env={"PROFILER_TUI_IMAGES": "sixel"})
     assert DA1 not in out and KITTY_QUERY not in out
     assert SIXEL_IMAGE in out
 
 
 def test_kitty_inside_tmux_goes_through_its_passthrough(tmp_path: Path, run: Path) -> None:
-    out = figure_output(tmp_path, run, None, env={"PROFILER_TUI_IMAGES": "kitty", "TMUX": "/tmp/none,1,0"})
+    out = figure_output(tmp_path, run, None, "a=p,", env={"PROFILER_TUI_IMAGES": "kitty", "TMUX": "/tmp/none,1,0"})
     wrapped = "\x1bPtmux;\x1b\x1b_G"
     assert out.count(wrapped + "i=") >= 1 and out.count(wrapped + "a=p,") == 1  # the picture and its placement
     assert "\x1b_G" not in out.replace("\x1b\x1b_G", "")  # no command sent bare
