@@ -108,6 +108,9 @@ def run_tui(agent_socket: str = DEFAULT_AGENT_SOCKET) -> int:
         signal.signal(signal.SIGINT, signal.default_int_handler)
     except ValueError:  # not the main thread
         pass
+    from app.widgets.termcaps import prepare
+
+    prepare()  # which pictures the terminal draws: asked once, bounded, before Textual reads the terminal's input
     try:
         app.run()
     finally:

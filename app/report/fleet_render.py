@@ -335,16 +335,23 @@ def fleet_markdown(data: RunData, points: Sequence[FleetPoint], figures: Sequenc
     return clean_text("\n".join(lines) + "\n", newlines=True)  # no terminal control reaches report.md
 
 
+def draw_fleet_figures(data: RunData, plots_dir: Path, points: list[FleetPoint] | None = None) -> list[Figure]:
+    """The fleet report's figures (hosts side by side, then the merged tails), drawn into ``plots_dir``."""
+    from app.report.fleet_plots import fleet_figures
+    from app.report.tail_plots import fleet_exceedance_figures
+
+    points = fleet_points(data) if points is None else points
+    figures = fleet_figures(points, _hosts(data), plots_dir)
+    figures += fleet_exceedance_figures(data.storage, _hosts(data), plots_dir)
+    return figures
+
+
 def write_fleet_report(data: RunData, report_path: Path, plots_dir: Path, base_fd: int) -> Path:
     """report.md (at ``report_path``, whose directory ``base_fd`` holds), the hosts-side-by-side figures in
     ``plots_dir`` and results.csv beside the report, each opened in ``base_fd`` without following a symbolic
     link.  OSError when a file cannot be written (the caller words it)."""
-    from app.report.fleet_plots import fleet_figures
-    from app.report.tail_plots import fleet_exceedance_figures
-
     points = fleet_points(data)
-    figures = fleet_figures(points, _hosts(data), plots_dir)
-    figures += fleet_exceedance_figures(data.storage, _hosts(data), plots_dir)
+    figures = draw_fleet_figures(data, plots_dir, points)
     write_new(report_path.name, fleet_markdown(data, points, figures).encode("utf-8"), dir_fd=base_fd)
     write_new("results.csv", results_csv(data).encode("utf-8"), dir_fd=base_fd)
     return report_path

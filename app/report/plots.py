@@ -143,7 +143,20 @@ PARALLEL = True  # tests that inspect figures in this process turn the worker po
 CHECK: Callable[[MplFigure, str], None] | None = None
 
 
+# app.report.raster draws a report's figures for the screen in a thread: there each finished figure is handed to
+# ``taken.sink`` (with its file name) instead of being written, while a report written meanwhile in another thread
+# still saves its SVGs
+TAKEN = threading.local()
+# one report's figures at a time in this process: draw_all keeps the data its jobs read in _DATA
+DRAWING = threading.Lock()
+
+
 def _save(plt: ModuleType, fig: MplFigure, path: Path) -> None:
+    sink: Callable[[MplFigure, str], None] | None = getattr(TAKEN, "sink", None)
+    if sink is not None:
+        plt.close(fig)  # out of pyplot's list; the figure itself stays whole for the sink to draw again
+        sink(fig, path.name)
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     if CHECK is not None:
         CHECK(fig, path.name)
@@ -1092,6 +1105,13 @@ def draw_all(storage: Sequence[StorageRow], curves: Sequence[Curve], mem_curves:
     one pool of forked worker processes (only when this process runs a single thread, where fork
     is safe), fed one whole figure (file) per job.
     """
+    with DRAWING:
+        return _draw_all(storage, curves, mem_curves, plots_dir, parallel, searches, steady, series, more)
+
+
+def _draw_all(storage: Sequence[StorageRow], curves: Sequence[Curve], mem_curves: Sequence[MemCurve],
+              plots_dir: Path, parallel: bool, searches: Sequence[StorageRow], steady: Sequence[Steady],
+              series: Sequence[SeriesTrace], more: Sequence[Callable[[], Sequence[More]]]) -> list[Figure | More]:
     rows = rows_of(storage)
     _DATA.clear()
     _DATA.append(_Data(rows, list(curves), list(mem_curves), plots_dir, jobs_split(rows), operating_points(searches),
@@ -1115,6 +1135,7 @@ def draw_all(storage: Sequence[StorageRow], curves: Sequence[Curve], mem_curves:
     workers = min(len(jobs), os.cpu_count() or 1)
     try:
         if (parallel and PARALLEL and workers > 1 and threading.active_count() == 1
+                and getattr(TAKEN, "sink", None) is None  # kept figures must stay in this process
                 and "fork" in mp.get_all_start_methods()):
             # the slowest figures first, so that no worker starts one when the others are about done
             order = sorted(range(len(jobs)), key=lambda i: -_WEIGHT[jobs[i][0]])

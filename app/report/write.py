@@ -20,7 +20,7 @@ import os
 import stat
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 from app.errors import UsageError
 from app.report import analysis as an
@@ -125,6 +125,21 @@ def _render_run(data: RunData, name: str, base_fd: int, plots_dir: Path, p99_bou
     loaded, data = data, replace(data, storage=views.main)
     curves = an.storage_curves(data.storage)
     mem_curves = an.memory_curves(data.memory)
+    figures = draw_run_figures(loaded, data, views, curves, mem_curves, plots_dir)
+    text = render_markdown(replace(data, measured=measured), figures, p99_bound_us * 1e3, curves, mem_curves, views)
+    write_new(name, text.encode("utf-8"), dir_fd=base_fd)
+    write_new("results.csv", results_csv(loaded).encode("utf-8"), dir_fd=base_fd)  # every round, every search
+    main_ids = {id(p) for p in views.main}
+    measured_storage = sorted(views.main + views.searches + [p for p in views.rounds if id(p) not in main_ids],
+                              key=lambda p: p.index)
+    if measured_storage:
+        write_new("samples.csv", series.samples_csv_of(data, measured_storage).encode("utf-8"), dir_fd=base_fd)
+
+
+def draw_run_figures(loaded: RunData, data: RunData, views: rp.StorageViews, curves: list[an.Curve],
+                     mem_curves: list[an.MemCurve], plots_dir: Path) -> list[Any]:
+    """Every figure of a single-target run's report (``data``: ``loaded`` with only its main points), drawn by
+    :mod:`app.report.plots` into ``plots_dir``; the report's :class:`~app.report.plots.Figure` list."""
     for p in loaded.storage:  # every point's interval, computed once before the figures' workers fork
         ci.storage_intervals(data.path, p)
     from app.report.plots import draw_all
@@ -135,18 +150,23 @@ def _render_run(data: RunData, name: str, base_fd: int, plots_dir: Path, p99_bou
     steady = [(p, rp.steady_of(p) or {}, rp.read_samples(data.path, p.line.raw)) for p in data.storage
               if rp.steady_of(p) is not None]
     traces = series.series_traces(data)
-    figures: list[Any] = draw_all(data.storage, curves, mem_curves, plots_dir, searches=views.searches, steady=steady,
-                                  series=traces, more=[lambda: queueing_figure(curves, plots_dir),
-                                        lambda: suite_figures(data.memory, plots_dir),
-                                        lambda: exceedance_figures(data.storage, plots_dir)])
-    text = render_markdown(replace(data, measured=measured), figures, p99_bound_us * 1e3, curves, mem_curves, views)
-    write_new(name, text.encode("utf-8"), dir_fd=base_fd)
-    write_new("results.csv", results_csv(loaded).encode("utf-8"), dir_fd=base_fd)  # every round, every search
-    main_ids = {id(p) for p in views.main}
-    measured_storage = sorted(views.main + views.searches + [p for p in views.rounds if id(p) not in main_ids],
-                              key=lambda p: p.index)
-    if measured_storage:
-        write_new("samples.csv", series.samples_csv_of(data, measured_storage).encode("utf-8"), dir_fd=base_fd)
+    more: list[Callable[[], Sequence[Any]]] = [lambda: queueing_figure(curves, plots_dir),
+                                               lambda: suite_figures(data.memory, plots_dir),
+                                               lambda: exceedance_figures(data.storage, plots_dir)]
+    return list(draw_all(data.storage, curves, mem_curves, plots_dir, searches=views.searches, steady=steady,
+                         series=traces, more=more))
+
+
+def draw_figures(data: RunData, plots_dir: Path) -> list[Any]:
+    """The figures of ``data``'s report, as :func:`render_report` draws them (a fleet run's or another's)."""
+    if data.fleet is not None:
+        from app.report.fleet_render import draw_fleet_figures
+
+        return draw_fleet_figures(data, plots_dir)
+    views = rp.storage_views(data.storage)
+    main = replace(data, storage=views.main)
+    return draw_run_figures(data, main, views, an.storage_curves(main.storage), an.memory_curves(main.memory),
+                            plots_dir)
 
 
 def _clean_plots(base: Path, base_fd: int) -> int:

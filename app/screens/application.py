@@ -19,6 +19,7 @@ from app.screens.messages import (
     ShowCompare,
     ShowCustomSweep,
     ShowDevices,
+    ShowFigures,
     ShowImport,
     ShowPresets,
     ShowReport,
@@ -184,6 +185,12 @@ class ProfilerApp(App[int]):
         from app.screens.report import ReportScreen
 
         self.push_screen(ReportScreen(message.path))
+
+    @on(ShowFigures)
+    def show_figures(self, message: ShowFigures) -> None:
+        from app.screens.figures import FiguresScreen
+
+        self.push_screen(FiguresScreen(message.path))
 
     @on(ShowCompare)
     def show_compare(self, message: ShowCompare) -> None:

@@ -62,6 +62,14 @@ class ShowReport(Message):
         self.path = path
 
 
+class ShowFigures(Message):
+    """The report's figures of a results directory as pictures (app.screens.figures)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path
+
+
 class ShowCompare(Message):
     """Run ``a`` against run ``b``, or against the reference sheet ``reference`` (``b`` None)."""
 

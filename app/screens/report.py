@@ -1,6 +1,7 @@
-"""The report inside the TUI: report.md in a Markdown viewer with its table of contents, the figures (SVG,
-which a terminal cannot show) listed with their paths, and the report's curves drawn in the terminal from
-the same results (latency–throughput and IOPS against queue depth; memory's loaded-latency curve)."""
+"""The report inside the TUI: report.md in a Markdown viewer with its table of contents (each figure a line naming
+its number and SVG), the report's figures as pictures (the Figures tab, app.widgets.figure), and its curves drawn
+in the terminal from the same results (latency–throughput and IOPS against queue depth; memory's loaded-latency
+curve)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from textual.worker import Worker, WorkerState
 
 from app.screens import strings
 from app.widgets import TooSmall
+from app.widgets.figure import FigureView
 from app.widgets.series import Series, SeriesPlot, legend
 
 FIGURE = re.compile(r"^!\[([^\]]*)\]\(([^)]+)\)\s*$")
@@ -56,14 +58,17 @@ def _stale(path: Path) -> bool:
 
 
 def terminal_markdown(text: str, base: Path) -> str:
-    """The report's markdown with each figure line replaced by a line naming the SVG's path."""
+    """The report's markdown with each figure line replaced by a line naming its number (as the Figures tab counts
+    them) and the SVG's path."""
     out = []
+    n = 0
     for line in text.splitlines():
         m = FIGURE.match(line)
         if m:
             target = m.group(2)
             path = target if os.path.isabs(target) else str(base / target)
-            out.append(strings.REPORT_FIGURE.format(title=m.group(1) or "figure", path=path))
+            n += 1
+            out.append(strings.REPORT_FIGURE.format(n=n, title=m.group(1) or "figure", path=path))
         else:
             out.append(line)
     return "\n".join(out) + "\n"
@@ -110,6 +115,7 @@ class ReportScreen(Screen[None]):
         Binding("t", "toc", "Contents"),
         Binding("1", "tab('report-text')", "Report", show=False),
         Binding("2", "tab('report-curves')", "Curves", show=False),
+        Binding("3", "tab('report-figures')", "Figures", show=False),
         Binding("escape", "back", "Back"),
     ]
 
@@ -128,6 +134,8 @@ class ReportScreen(Screen[None]):
                     yield MarkdownViewer("", show_table_of_contents=False, id="report-md")
                 with TabPane("Curves 2", id="report-curves"):
                     yield CurvesScroll(id="report-plots")
+                with TabPane("Figures 3", id="report-figures"):
+                    pass  # the FigureView, made when first shown (show_figures)
         yield Footer()
 
     def on_mount(self) -> None:
@@ -196,10 +204,27 @@ class ReportScreen(Screen[None]):
         self.call_after_refresh(self._focus_shown)
 
     def _focus_shown(self) -> None:
-        if self.query_one("#report-tabs", TabbedContent).active == "report-curves":
+        active = self.query_one("#report-tabs", TabbedContent).active
+        if active == "report-curves":
             self.query_one("#report-plots", VerticalScroll).focus()
+        elif active == "report-figures":
+            self.show_figures()
         else:
             self.query_one("#report-md", MarkdownViewer).document.focus()
+
+    def show_figures(self) -> None:
+        """The Figures tab's view, made the first time the tab is shown once report.md is current (its figures
+        follow report.md's order; drawing them all takes a second or more, not spent for a reader who never
+        looks)."""
+        if self.loaded is None:
+            return  # made when the report has loaded (focus_shown then)
+        views = list(self.query("#report-figure-view").results(FigureView))
+        if views:
+            views[0].focus()
+            return
+        view = FigureView(self.path, id="report-figure-view")
+        self.query_one("#report-figures", TabPane).mount(view)
+        self.call_after_refresh(view.focus)
 
     def action_back(self) -> None:
         self.app.pop_screen()

@@ -19,7 +19,7 @@ from app.points import Kind
 from app.records import ResultLine
 from app.results import ResultsDir
 from app.screens import strings
-from app.screens.messages import ShowDevices, ShowReport
+from app.screens.messages import ShowDevices, ShowFigures, ShowReport
 from app.summary import SUITE_MODES, ci_pct, figure_keys, latency_text, pm_pct, point_label
 from app.units import format_count
 from app.validity import recorded_ratio
@@ -420,6 +420,7 @@ class ResultsScreen(Screen[None]):
         Binding("v", "report", "Report"),
         Binding("escape", "back", "Back"),
         Binding("d", "devices", "Devices"),
+        Binding("f", "figures", "Figures", show=False),  # in the help: the footer is full at 80 columns
     ]
 
     def __init__(self, path: str | Path) -> None:
@@ -570,3 +571,7 @@ class ResultsScreen(Screen[None]):
 
     def action_devices(self) -> None:
         self.post_message(ShowDevices())
+
+    def action_figures(self) -> None:
+        """The report's figures as pictures (drawn from the results, whether or not report.md was written)."""
+        self.post_message(ShowFigures(self.path))

@@ -202,7 +202,7 @@ COMPARE_LEGEND = ("green: the better side of each real difference (more IOPS or 
 REPORT_TITLE = "Report: {path}"
 REPORT_RENDERING = "Rendering report.md…"
 REPORT_FAILED = "The report cannot be shown: {error}"
-REPORT_FIGURE = "> **Figure: {title}** — an SVG the terminal cannot show: `{path}`"
+REPORT_FIGURE = "> **Figure {n}: {title}** — press 3 (Figures) to see it: `{path}`"
 REPORT_NO_CURVES = "This run has no curve to draw: a QD sweep or a loaded-latency run has one."
 REPORT_CURVES_NOTE = ("Curves of the report drawn in the terminal from results.jsonl; the report's SVG "
                       "figures are in {plots}.")
@@ -266,7 +266,7 @@ letters filter, so there only `ctrl+c` quits). The smallest supported terminal i
 
 ## Results
 - `s` sort by the next column, `S` reverse the order, `e` export report.md and plots,
-  `v` the report, `escape` back, `d` devices.
+  `v` the report, `escape` back, `d` devices, `f` the report's figures as pictures (as the report's `3`).
 - `dev/fio`: the bytes the device moved over fio's, in the point's direction (read/write for a mix);
   `!` after it: flagged not-on-device or amplified; `—`: no counters or no I/O that way.
 
@@ -287,7 +287,12 @@ letters filter, so there only `ctrl+c` quits). The smallest supported terminal i
 
 ## Report
 - report.md with its table of contents (`t` shows or hides it); `1` the report, `2` its curves drawn in the
-  terminal; figures are listed with their paths. `escape` back.
+  terminal, `3` its figures as pictures (each figure line of the report names its number). `escape` back.
+
+## Figures (`3` in the report, `f` in the results)
+- The report's figures drawn in the terminal: Kitty graphics or Sixel where the terminal answers that it can,
+  half-block characters otherwise (`PROFILER_TUI_IMAGES=kitty|sixel|halfblock|none` decides instead).
+  `←/→` the previous or next figure, `o` writes it as PNG beside its SVG (plots/NAME.png).
 
 ## Import
 - Type paths (→ completes, escaping spaces: a name with spaces stays one path), `enter` previews what is
