@@ -175,7 +175,7 @@ class ReportScreen(Screen[None]):
         await box.mount(Static(strings.REPORT_CURVES_NOTE.format(plots=loaded.plots)))
         for plot in plots:
             await box.mount(plot)
-            await box.mount(Static(legend(plot.series), classes="report-legend"))
+            await box.mount(Static(legend(plot.series, plot.markers()), classes="report-legend"))
 
     def action_toc(self) -> None:
         viewer = self.query_one("#report-md", MarkdownViewer)

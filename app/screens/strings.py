@@ -303,3 +303,8 @@ PHASE_INTERVAL = "  ·  IOPS {interval}"
 PHASE_STEADY = "Steady-state window: {done} of {total} s"
 PHASE_PRECONDITIONING = "Preconditioning the target, not measured"
 PHASE_PRECONDITION_STEADY = "Preconditioning until steady: window {done} of {total} s"
+
+# --- the units toggle (u) and the settings file ---
+UNITS_BINARY = "Bandwidths in MiB/s (binary: 2^20 bytes per second); u: MB/s"
+UNITS_DECIMAL = "Bandwidths in MB/s (decimal: 10^6 bytes per second); u: MiB/s"
+UNITS_NOT_SAVED = "The units could not be remembered: {path}: {reason}"
