@@ -21,7 +21,6 @@ from pathlib import Path
 
 import pytest
 
-from app.screens import strings
 from tests.tui.helpers import DEVICES
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (apt-get install tmux)")
