@@ -18,8 +18,15 @@ from app.tui import create_app
 from app.units import MIB_PER_MB
 from app.widgets.charts import BandwidthChart
 from tests.tui.helpers import DEVICES, FIXED_PRESETS, wait_for
-from tests.tui.test_tui_snapshots import RUN_DIR, SMALL, fake_run, show_run, storage_events, storage_metrics, \
-    write_results
+from tests.tui.test_tui_snapshots import (
+    RUN_DIR,
+    SMALL,
+    fake_run,
+    show_run,
+    storage_events,
+    storage_metrics,
+    write_results,
+)
 
 SIZE = (100, 24)
 
