@@ -16,7 +16,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.results import NotRegularFile, foreign, read_regular, trusted_uids, write_atomic
+from app.results import foreign, trusted_uids, write_atomic
 from app.sanitize import show_value
 
 CONFIG_NAME = "config.toml"
@@ -66,24 +66,30 @@ class _Refused(Exception):
 
 
 def _read(path: Path) -> bytes:
+    """At most MAX_BYTES + 1 bytes of ``path``, checked on the descriptor that reads it: a regular file (a last
+    symbolic link not followed, a FIFO not waited on) that only root or this user can change."""
     why = foreign(os.stat(path.parent))  # FileNotFoundError: no settings yet
     if why:
         raise _Refused(f"its directory {why}")
     try:
-        data = read_regular(path, MAX_BYTES)
-    except NotRegularFile:
-        raise _Refused("is not a regular file") from None
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
     except OSError as e:
         if e.errno == errno.ELOOP:
             raise _Refused("is a symbolic link, which is not followed") from None
         raise
-    st = os.lstat(path)  # read_regular opened it without following a link: this is the same file unless swapped
-    if not stat.S_ISREG(st.st_mode):
-        raise _Refused("changed while it was read")
-    if st.st_uid not in trusted_uids():
-        raise _Refused(f"is owned by another user (uid {st.st_uid})")
-    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        raise _Refused("is writable by other users" if st.st_mode & stat.S_IWOTH else "is writable by its group")
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise _Refused("is not a regular file")
+        if st.st_uid not in trusted_uids():
+            raise _Refused(f"is owned by another user (uid {st.st_uid})")
+        if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            raise _Refused("is writable by other users" if st.st_mode & stat.S_IWOTH else "is writable by its group")
+        data = b""
+        while len(data) <= MAX_BYTES and (chunk := os.read(fd, MAX_BYTES + 1 - len(data))):
+            data += chunk
+    finally:
+        os.close(fd)
     if len(data) > MAX_BYTES:
         raise _Refused(f"is larger than {MAX_BYTES // 1024} KiB, too large for a settings file")
     return data
