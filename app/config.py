@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.results import foreign, trusted_uids, write_atomic
-from app.sanitize import show_value
+from app.sanitize import clean_text, show_value
 
 CONFIG_NAME = "config.toml"
 MAX_BYTES = 64 * 1024  # a settings file of a few lines; anything larger is not one
@@ -47,16 +47,17 @@ def load_config(path: Path | None = None) -> tuple[Config, str | None]:
     """The settings and, when the file cannot be used, one sentence saying why (the defaults are returned
     then).  A missing file is no problem: the defaults, silently."""
     path = config_path() if path is None else path
+    shown = clean_text(path)  # $XDG_CONFIG_HOME is named in the sentence: no control character from it
     try:
         data = _read(path)
     except FileNotFoundError:
         return Config(), None
     except _Refused as e:
-        return Config(), f"{path}: {e}; using the defaults."
+        return Config(), f"{shown}: {e}; using the defaults."
     except OSError as e:
-        return Config(), f"{path}: cannot be read ({e.strerror or e}); using the defaults."
+        return Config(), f"{shown}: cannot be read ({clean_text(e.strerror or e)}); using the defaults."
     try:
-        return parse_config(data, path), None
+        return parse_config(data, Path(shown)), None
     except ValueError as e:
         return Config(), f"{e}; using the defaults."
 

@@ -13,6 +13,7 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
+from app.sanitize import clean_text
 from app.screens import strings
 from app.screens.messages import (
     ResumeRun,
@@ -124,8 +125,8 @@ class ProfilerApp(App[int]):
         try:
             await asyncio.to_thread(save_config, Config(units="binary" if binary else "decimal"), path)
         except OSError as e:
-            self.notify(strings.UNITS_NOT_SAVED.format(path=path, reason=e.strerror or e), severity="warning",
-                        timeout=8)
+            self.notify(strings.UNITS_NOT_SAVED.format(path=clean_text(path), reason=clean_text(e.strerror or e)),
+                        severity="warning", timeout=8, markup=False)
 
     def get_driver_class(self) -> type[Driver]:
         if os.name == "posix" and not os.environ.get("TEXTUAL_DRIVER"):
@@ -146,7 +147,7 @@ class ProfilerApp(App[int]):
                     pass
         self.push_screen(DevicesScreen())
         if self.settings_problem:
-            self.notify(self.settings_problem, severity="warning", timeout=10)
+            self.notify(self.settings_problem, severity="warning", timeout=10, markup=False)  # it quotes the file
 
     def _on_signal(self) -> None:
         self._end_interrupted()

@@ -122,6 +122,7 @@ async def test_u_is_typed_in_the_runs_filter(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("content", "said"), [
     ('units = "bin', "is not valid TOML"),
     ("units = true", "units = true is neither"),
+    ('units = ["[bold]binary"]', 'units = ["[bold]binary"] is neither'),  # shown as written, not as markup
 ])
 async def test_a_bad_settings_file_is_one_notice_and_the_defaults(tmp_path: Path, content: str, said: str) -> None:
     path = settings_file(tmp_path)

@@ -160,3 +160,12 @@ def test_any_units_value_is_checked(value: str) -> None:
 @given(st.sampled_from(["decimal", "binary"]))
 def test_what_is_written_reads_back(units: str) -> None:
     assert parse_config(config_text(Config(units=units)).encode(), Path("c.toml")) == Config(units=units)
+
+
+def test_a_control_character_in_the_path_is_not_sent(tmp_path: Path) -> None:
+    directory = tmp_path / "x\x1b[2Jy"
+    directory.mkdir()
+    path = directory / "config.toml"
+    write(path, "units = 1")
+    config, problem = load_config(path)
+    assert config == Config() and problem is not None and "\x1b" not in problem and "units = 1" in problem
