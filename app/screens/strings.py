@@ -265,7 +265,7 @@ letters filter, so there only `ctrl+c` quits). The smallest supported terminal i
 
 ## Results
 - `s` sort by the next column, `S` reverse the order, `e` export report.md and plots,
-  `v` the report, `escape` back, `d` devices.
+  `v` the report, `escape` back, `d` devices; `u` MB/s or MiB/s anywhere.
 - `dev/fio`: the bytes the device moved over fio's, in the point's direction (read/write for a mix);
   `!` after it: flagged not-on-device or amplified; `—`: no counters or no I/O that way.
 
