@@ -171,11 +171,13 @@ def test_term_linux_alone_gives_ascii(tmp_path: Path) -> None:
 
 
 def test_without_ascii_mode_the_scan_sees_unicode(tmp_path: Path) -> None:
-    """The control: the same first screens on xterm-256color draw boxes and a model outside ASCII."""
+    """The control: the same first screens on xterm-256color draw boxes and a model outside ASCII, in colours beyond
+    the 16 standard ones."""
     pane = Pane(tmp_path, [], "xterm-256color")
     try:
         walk_to_confirm_and_presets(pane)
         with pytest.raises(AssertionError, match="outside ASCII"):
             pane.assert_ascii()
+        assert any(RICH_COLOUR.search(escaped) for _, _, escaped in pane.captures)
     finally:
         pane.close()
