@@ -13,7 +13,7 @@ from textual.widgets import DataTable, Static
 from app import presets as core
 from app.config import Config, load_config
 from app.screens.ascii import AsciiFilter
-from app.screens.results import ResultsScreen
+from app.screens.results import ResultsScreen, load_fleet
 from app.tui import create_app
 from app.units import MIB_PER_MB
 from app.widgets.charts import BandwidthChart
@@ -158,3 +158,21 @@ def test_ascii_mode_draws_in_16_colours_with_its_filter_last(monkeypatch: pytest
     monkeypatch.setenv("NO_COLOR", "1")
     filters = app_(None, ascii=True).get_line_filters()
     assert isinstance(filters[-1], AsciiFilter) and any(isinstance(f, (Monochrome, NoColor)) for f in filters)
+
+
+async def test_u_switches_a_fleet_table_too(tmp_path: Path) -> None:
+    from tests.tui.test_tui_fleet import FLEET_DIR, write_fleet_results
+
+    write_fleet_results(failed=[])
+    total_mb = load_fleet(FLEET_DIR).points[0].total.mbps  # type: ignore[union-attr]
+    async with app_(settings_file(tmp_path)).run_test(size=SIZE) as pilot:
+        pilot.app.push_screen(ResultsScreen(FLEET_DIR))
+        await pilot.pause()
+        headers, rows = table_text(pilot.app.screen)
+        col = headers.index("MB/s")
+        totals = [row[col] for row in rows if "total" in row[2]]
+        assert totals[0] == f"{total_mb:.1f}"
+        await pilot.press("u")
+        headers, rows = table_text(pilot.app.screen)
+        assert headers[col] == "MiB/s"
+        assert [row[col] for row in rows if "total" in row[2]][0] == f"{total_mb * MIB_PER_MB:.1f}"
