@@ -66,6 +66,8 @@ _LOOKALIKE: dict[str, str] = {
     "£": "L", "§": "S", "¶": "P", "©": "c", "®": "r", "™": "T", "\u00a0": " ", "\u2009": " ", "\u202f": " ",
     # shades
     "░": ".", "▒": ":", "▓": "#",
+    # wide symbols Textual draws (the command palette's search icon): the look-alike, then a space
+    "🔎": ">", "🔍": ">",
 }
 # block elements: left/right partial blocks are vertical edges (Textual's "tall" and "outer" borders), lower and
 # upper eighths horizontal ones, fuller blocks and quadrants solid
@@ -112,7 +114,9 @@ def lookalike(char: str) -> str:
         found = base[:1] or "?"
     if width <= 0:
         return ""
-    return (found * width)[:width] if len(found) < width else found[:width]
+    if found == "?":  # no look-alike: a "?" in each cell
+        return "?" * width
+    return found.ljust(width)[:width]
 
 
 def to_ascii(text: str) -> str:

@@ -26,6 +26,7 @@ def test_lookalikes(text: str, shown: str) -> None:
 def test_wide_characters_keep_their_two_cells() -> None:
     assert to_ascii("漢字") == "????"
     assert to_ascii("a🙂b") == "a??b"
+    assert to_ascii("🔎 Search") == ">  Search"
 
 
 def test_zero_width_characters_take_no_cell() -> None:
