@@ -37,7 +37,7 @@ from app.summary import SUITE_MODES, live_interval, live_line, metrics_line, out
 from app.units import format_duration
 from app.widgets import TooSmall
 from app.widgets.charts import BandwidthChart, CurveChart, DelayChart, LatencyChart, ThroughputChart, TimeSeries
-from app.widgets.glyphs import ascii_mode, binary_units
+from app.widgets.glyphs import ASCII_HOST_MARKERS, ascii_mode, binary_units
 from app.widgets.suite import (
     MODE_NAMES,
     C2CPanel,
@@ -98,8 +98,10 @@ def fleet_legend(chart: TimeSeries) -> Text:
     """"per host: ● tcp://a:1  ● ssh://b" in the colours of the hosts' lines."""
     text = Text(strings.FLEET_LEGEND_PREFIX, style="bold")
     drawn = chart.drawn_hosts()
-    for host, color in drawn:
-        text.append(" ● ", style="rgb({},{},{})".format(*color))
+    for i, (host, color) in enumerate(drawn):
+        # ASCII mode: the character the host's line is drawn with (16 colours may not tell 7 hosts apart)
+        mark = ASCII_HOST_MARKERS[i % len(ASCII_HOST_MARKERS)] if ascii_mode(chart) else "●"
+        text.append(f" {mark} ", style="rgb({},{},{})".format(*color))
         text.append(host)
     if len(chart.hosts) > len(drawn):
         text.append("  " + strings.FLEET_LEGEND_MORE.format(n=len(chart.hosts) - len(drawn)))

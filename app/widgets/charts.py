@@ -13,7 +13,7 @@ from textual_plotext import PlotextPlot
 
 from app.units import format_count
 from app.widgets.glyphs import (
-    ASCII_HOST_MARKER,
+    ASCII_HOST_MARKERS,
     ascii_mode,
     binary_units,
     line_marker,
@@ -317,10 +317,10 @@ class TimeSeries(Chart):
                 values += self.line(list(self.t), list(values_of), color, line_marker(self, index))
                 index += 1
         first = 0 if labels[0] else 1  # a host's line is its first drawn series
-        host_marker = ASCII_HOST_MARKER if ascii_mode(self) else "braille"
-        for host, color in self.drawn_hosts():
+        for i, (host, color) in enumerate(self.drawn_hosts()):
             series = self.hosts[host]
-            values += self.line(list(series.t), list((series.a, series.b)[first]), color, host_marker)
+            marker = ASCII_HOST_MARKERS[i % len(ASCII_HOST_MARKERS)] if ascii_mode(self) else "braille"
+            values += self.line(list(series.t), list((series.a, series.b)[first]), color, marker)
             times += series.t
         if values:
             self.ticks("y", values, "left")

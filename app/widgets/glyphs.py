@@ -12,7 +12,7 @@ from app.units import MIB_PER_MB, rate_unit
 # a chart's lines in ASCII mode: a marker each, named in the title instead of the colour (16 colours, or none
 # with NO_COLOR, do not tell three lines apart)
 ASCII_LINE_MARKERS = ("*", "+", "o")
-ASCII_HOST_MARKER = "."
+ASCII_HOST_MARKERS = "ox#@%=~"  # a fleet host's line each (charts.HOST_COLORS: as many), apart from the total's
 
 
 def ascii_mode(node: DOMNode) -> bool:

@@ -4,6 +4,7 @@ sentence and the defaults.  Also ASCII mode's colour system and filters (the tmu
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from app.screens.ascii import AsciiFilter
 from app.screens.results import ResultsScreen, load_fleet
 from app.tui import create_app
 from app.units import MIB_PER_MB
-from app.widgets.charts import BandwidthChart
+from app.widgets.charts import BandwidthChart, ThroughputChart
 from tests.tui.helpers import DEVICES, FIXED_PRESETS, wait_for
 from tests.tui.test_tui_snapshots import (
     RUN_DIR,
@@ -176,3 +177,22 @@ async def test_u_switches_a_fleet_table_too(tmp_path: Path) -> None:
         headers, rows = table_text(pilot.app.screen)
         assert headers[col] == "MiB/s"
         assert [row[col] for row in rows if "total" in row[2]][0] == f"{total_mb * MIB_PER_MB:.1f}"
+
+
+async def test_ascii_fleet_hosts_get_their_own_markers(tmp_path: Path) -> None:
+    """In ASCII mode each host's line is drawn with its own character and the legend names it (16 colours may not
+    tell the hosts apart); the live figure names the fleet's hosts as before."""
+    from tests.tui.test_tui_fleet import A, B, fleet_events, fleet_run_screen, show
+
+    plan = core.apply_overrides(core.load("quick"), list(SMALL)).expand()
+    events = fleet_events(plan, (A, B), completed=2, run_dir=tmp_path / "run")
+    async with app_(None, ascii=True).run_test(size=(120, 30)) as pilot:
+        screen = fleet_run_screen(events)
+        await show(pilot, screen, len(events))
+        screen.tick()
+        legend = str(screen.query_one("#fleet-legend").render())
+        assert f" o {A}" in legend and f" x {B}" in legend, legend
+        drawn = re.sub(r"\x1b\[[0-9;]*m", "", screen.query_one(ThroughputChart).plt.build())
+        plot = "\n".join(drawn.splitlines()[1:])  # under the title ("total IOPS"); tick labels hold no o, x or *
+        assert "o" in plot and "x" in plot and "*" in plot, drawn  # A, B and the fleet total
+        assert not any(0x2800 <= ord(c) <= 0x28FF for c in drawn)  # no braille
