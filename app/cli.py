@@ -67,8 +67,11 @@ def _version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_version,
               help="Show the version and which fio and memory engine are active.")
+@click.option("--ascii", "ascii_mode", is_flag=True,
+              help="The TUI in ASCII only, 16 colours at most (automatic for TERM=linux, vt100, vt220, dumb and "
+                   "other consoles; PROFILER_TUI_ASCII=1 too).")
 @click.pass_context
-def cli(ctx: click.Context) -> int | None:
+def cli(ctx: click.Context, ascii_mode: bool) -> int | None:
     """A terminal profiler for memory and storage: fio sweeps, loaded memory latency, reports.
 
     Without a command it opens the interactive TUI.
@@ -77,7 +80,7 @@ def cli(ctx: click.Context) -> int | None:
         from app.fleet.hosts import agent_socket_from_env
         from app.tui import run_tui  # the UI is imported only when it is used
 
-        return run_tui(agent_socket=agent_socket_from_env())
+        return run_tui(agent_socket=agent_socket_from_env(), ascii=ascii_mode)
     return None
 
 

@@ -9,7 +9,7 @@ from app.points import Kind, MemoryPoint, Point, StoragePoint
 from app.records import Latency, ResultLine
 from app.textable import format_table
 from app.uncertainty import MIN_BATCHES, intervals_of, storage_series
-from app.units import format_count, format_size, format_size_human, format_us
+from app.units import format_count, format_size, format_size_human, format_us, rate_text
 
 # the memory suite's modes beside the idle and loaded latency: one figure per results line
 SUITE_MODES = ("peak", "scaling", "latency_matrix", "bandwidth_matrix", "c2c", "working_set")
@@ -42,16 +42,18 @@ def point_label(kind: str, point: Point | Mapping[str, object]) -> str:
     return f"{point.get('traffic')} stride {point.get('stride')}{buf} delay {point.get('delay')}"
 
 
-def metrics_line(kind: str, metrics: Mapping[str, Any]) -> str:
+def metrics_line(kind: str, metrics: Mapping[str, Any], binary: bool = False) -> str:
+    """A point's figures in one line; ``binary``: bandwidths in MiB/s (the TUI's units toggle), else MB/s."""
     if kind == Kind.STORAGE:
         lat = metrics.get("lat_ns") or {}
-        return (f"{format_count(metrics.get('iops') or 0)} IOPS, {(metrics.get('bw_bytes') or 0) / 1e6:.1f} MB/s, "
+        bw = rate_text((metrics.get("bw_bytes") or 0) / 1e6, binary)
+        return (f"{format_count(metrics.get('iops') or 0)} IOPS, {bw}, "
                 f"lat mean {(lat.get('mean') or 0) / 1e3:.1f} µs p99 {(lat.get('p99') or 0) / 1e3:.1f} µs")
     if metrics.get("latency_ns") is None and metrics.get("bandwidth_mbps") is not None:  # a bandwidth figure
-        return f"bandwidth {metrics['bandwidth_mbps']:.1f} MB/s"
+        return f"bandwidth {rate_text(metrics['bandwidth_mbps'], binary)}"
     line = f"latency {metrics.get('latency_ns') or 0:.1f} ns"
     if metrics.get("bandwidth_mbps") is not None:
-        line += f", bandwidth {metrics['bandwidth_mbps']:.1f} MB/s"
+        line += f", bandwidth {rate_text(metrics['bandwidth_mbps'], binary)}"
     return line
 
 
@@ -128,14 +130,15 @@ def figure_line(point: Mapping[str, object], metrics: Mapping[str, Any]) -> str:
     return f"{figure_label(point)}: {figure_value(metrics)}"
 
 
-def live_line(kind: str, sample: dict[str, Any], interval: str = "") -> str:
+def live_line(kind: str, sample: dict[str, Any], interval: str = "", binary: bool = False) -> str:
     """A live sample (runners.base.Sample.data) in one line, as the CLI's progress bar and the TUI show it;
-    ``interval``: the running interval of the point's IOPS (:func:`live_interval`), after the IOPS."""
+    ``interval``: the running interval of the point's IOPS (:func:`live_interval`), after the IOPS; ``binary``:
+    the bandwidth in MiB/s."""
     if kind != Kind.STORAGE:
-        return metrics_line(kind, sample)
+        return metrics_line(kind, sample, binary)
     mean = sample.get("lat_mean_ns")
     return (f"{float(sample.get('iops') or 0):.0f} IOPS{' ' + interval if interval else ''} "
-            f"{float(sample.get('bw_bytes') or 0) / 1e6:.1f} MB/s"
+            f"{rate_text(float(sample.get('bw_bytes') or 0) / 1e6, binary)}"
             + (f" lat {float(mean) / 1e3:.1f} µs" if mean else "") + steady_live(sample.get("steady")))
 
 

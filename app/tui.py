@@ -76,7 +76,9 @@ def crash_message(app: ProfilerApp) -> str:
             "`profiler-tui resume DIR` finishes an interrupted run.")
 
 
-def run_tui(agent_socket: str = DEFAULT_AGENT_SOCKET) -> int:
+def run_tui(agent_socket: str = DEFAULT_AGENT_SOCKET, ascii: bool = False) -> int:
+    """The TUI until it ends; its exit code.  ``ascii`` (``--ascii``): ASCII mode, as PROFILER_TUI_ASCII=1 or a
+    console TERM gives it (app.screens.ascii)."""
     future = _prefetch_devices()
     first: list[Future[list[dict[str, object]]]] = [future]
 
@@ -100,8 +102,13 @@ def run_tui(agent_socket: str = DEFAULT_AGENT_SOCKET) -> int:
 
         return audit(target)
 
+    import os
+
+    from app.config import config_path
+    from app.screens.ascii import ascii_terminal  # imports Textual (the filter), as create_app would anyway
+
     app = create_app(devices=devices, handle_signals=True, environment=environment, audit=host_settings,
-                     agent_socket=agent_socket)  # imports Textual
+                     agent_socket=agent_socket, ascii=ascii or ascii_terminal(os.environ), settings=config_path())
     # Until here ^C ends the process at once with one line (app.__main__: a KeyboardInterrupt raised
     # mid-import can surface as another exception); the running app gets Python's KeyboardInterrupt.
     try:

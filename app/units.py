@@ -209,3 +209,22 @@ def setting_text(key: str, value: Any) -> str:
     if key == "latency_bound":
         return format_us(value).replace(" ", "")
     return str(value)
+
+
+# --- the TUI's units toggle: bandwidths in decimal (MB/s, 10^6 B/s) or binary (MiB/s, 2^20 B/s) units -------------
+# Figures are kept in MB/s (fio's bw_bytes / 1e6, MLC's MB/s); only their display changes.
+MIB_PER_MB = 1e6 / (1 << 20)
+
+
+def rate_unit(binary: bool) -> str:
+    return "MiB/s" if binary else "MB/s"
+
+
+def rate_value(mb_per_s: float, binary: bool) -> float:
+    """A bandwidth in MB/s in the unit of :func:`rate_unit`."""
+    return mb_per_s * MIB_PER_MB if binary else mb_per_s
+
+
+def rate_text(mb_per_s: float, binary: bool = False, digits: int = 1) -> str:
+    """``480.0`` MB/s → ``"480.0 MB/s"``, or ``"457.8 MiB/s"`` in binary units."""
+    return f"{rate_value(mb_per_s, binary):.{digits}f} {rate_unit(binary)}"

@@ -6,13 +6,14 @@ import asyncio
 import os
 import signal
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 from textual import on
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
+from app.sanitize import clean_text
 from app.screens import strings
 from app.screens.messages import (
     ResumeRun,
@@ -31,7 +32,9 @@ from app.screens.state import Options, ResumeTarget, RunRequest, TargetChoice, r
 from app.widgets import MIN_HEIGHT, MIN_WIDTH
 
 if TYPE_CHECKING:
+    from textual.binding import Binding as BindingType
     from textual.driver import Driver
+    from textual.filter import LineFilter
 
     from app.screens.run import RunScreen
     from app.sweep import Session
@@ -56,6 +59,8 @@ class ProfilerApp(App[int]):
         # ctrl+c answers yes). Priority: also from a text field, where Textual would copy instead.
         Binding("ctrl+c", "interrupt", "Quit", show=False, priority=True),
         Binding("ctrl+q", "quit_now", "Quit", show=False, priority=True),
+        # bandwidths in MB/s or MiB/s on every screen at once, remembered in the settings file (app.config)
+        Binding("u", "units", "Units", show=False),
     ]
 
     def __init__(self, options: Options) -> None:
@@ -64,6 +69,65 @@ class ProfilerApp(App[int]):
         self.exit_code = 0  # 130 once a run was stopped by quitting, a signal or a lost terminal
         self.sessions: list[Session] = []  # every session a run screen created
         self.lost_terminal = False
+        self.ascii = options.ascii
+        self.ascii_filter: LineFilter | None = None
+        if options.ascii:
+            self.use_ascii()
+        self.binary_units = False  # bandwidths in MiB/s (the u key), else MB/s
+        self.settings_problem: str | None = None
+        if options.settings is not None:
+            from app.config import load_config
+
+            config, self.settings_problem = load_config(options.settings)
+            self.binary_units = config.binary
+
+    # --- ASCII mode and the units toggle ----------------------------------------------------------------------
+
+    def use_ascii(self) -> None:
+        """16 colours (Rich's "standard" system: Textual's console is built with the environment's, so it is built
+        again) and the ASCII filter last, after Textual's own (NO_COLOR's monochrome one among them)."""
+        from rich.console import Console
+
+        from app.screens.ascii import AsciiFilter
+
+        old = self.console
+        self.console = Console(color_system="standard", file=old.file, markup=True, highlight=False, emoji=False,
+                               legacy_windows=False, force_terminal=True, safe_box=True, soft_wrap=False,
+                               _environ={k: v for k, v in os.environ.items() if k != "NO_COLOR"})
+        self.ascii_filter = AsciiFilter()
+
+    def get_line_filters(self) -> Sequence[LineFilter]:
+        filters = super().get_line_filters()
+        return [*filters, self.ascii_filter] if self.ascii_filter is not None else filters
+
+    def get_key_display(self, binding: BindingType) -> str:
+        """Key hints in words where Textual would draw a symbol (⏎, ↑) in ASCII mode."""
+        shown = super().get_key_display(binding)
+        if not self.ascii or shown.isascii():
+            return shown
+        from app.screens.ascii import to_ascii
+
+        names = {"⏎": "enter", "↑": "up", "↓": "down", "←": "left", "→": "right", "⇥": "tab"}
+        return "".join(names.get(c, to_ascii(c)) for c in shown)
+
+    def action_units(self) -> None:
+        self.binary_units = not self.binary_units
+        for screen in self.screen_stack:
+            changed = getattr(screen, "units_changed", None)
+            if changed is not None:
+                changed()
+        self.notify(strings.UNITS_BINARY if self.binary_units else strings.UNITS_DECIMAL, timeout=3)
+        if self.options.settings is not None:
+            self.run_worker(self._save_units(self.options.settings, self.binary_units), group="settings")
+
+    async def _save_units(self, path: Path, binary: bool) -> None:
+        from app.config import Config, save_config
+
+        try:
+            await asyncio.to_thread(save_config, Config(units="binary" if binary else "decimal"), path)
+        except OSError as e:
+            self.notify(strings.UNITS_NOT_SAVED.format(path=clean_text(path), reason=clean_text(e.strerror or e)),
+                        severity="warning", timeout=8, markup=False)
 
     def get_driver_class(self) -> type[Driver]:
         if os.name == "posix" and not os.environ.get("TEXTUAL_DRIVER"):
@@ -83,6 +147,8 @@ class ProfilerApp(App[int]):
                 except (NotImplementedError, RuntimeError, ValueError):
                     pass
         self.push_screen(DevicesScreen())
+        if self.settings_problem:
+            self.notify(self.settings_problem, severity="warning", timeout=10, markup=False)  # it quotes the file
 
     def _on_signal(self) -> None:
         self._end_interrupted()
@@ -123,11 +189,12 @@ class ProfilerApp(App[int]):
         yield SystemCommand("Runs", "Every results directory: open, report, resume, compare, import", self.action_runs)
         yield SystemCommand("Import", "Import fio JSON or MLC text outputs into a results directory",
                             self.action_import)
+        yield SystemCommand("Units", "Bandwidths in MB/s (decimal) or MiB/s (binary) (u)", self.action_units)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """On a screen where letters filter (the runs browser), `h` and `q` are typed, not commands: hidden
         from the footer too (escape goes back, ctrl+c quits)."""
-        if action in ("runs", "request_quit") and getattr(self.screen, "TYPING_FILTERS", False):
+        if action in ("runs", "request_quit", "units") and getattr(self.screen, "TYPING_FILTERS", False):
             return False
         return True
 

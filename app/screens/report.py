@@ -183,7 +183,13 @@ class ReportScreen(Screen[None]):
         await box.mount(Static(strings.REPORT_CURVES_NOTE.format(plots=loaded.plots)))
         for plot in plots:
             await box.mount(plot)
-            await box.mount(Static(legend(plot.series), classes="report-legend"))
+            await box.mount(Static(legend(plot.series, plot.markers()), classes="report-legend"))
+
+    def units_changed(self) -> None:
+        """The units toggle: the curves' bandwidth axes in the new unit (each plot is drawn afresh when rendered;
+        report.md itself stays as written, in the units it states)."""
+        for plot in self.query(SeriesPlot):
+            plot.refresh()
 
     def action_toc(self) -> None:
         viewer = self.query_one("#report-md", MarkdownViewer)

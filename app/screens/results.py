@@ -24,6 +24,7 @@ from app.summary import SUITE_MODES, ci_pct, figure_keys, latency_text, pm_pct, 
 from app.units import format_count
 from app.validity import recorded_ratio
 from app.widgets import TooSmall
+from app.widgets.glyphs import mbps, mbps_unit
 
 if TYPE_CHECKING:
     from app.report.model import RunData
@@ -298,9 +299,13 @@ def _one(v: float) -> str:
     return f"{v:.1f}"
 
 
-def fleet_cells(p: FleetPoint, names: dict[str, str]) -> list[list[str | Text]]:
+def fleet_cells(p: FleetPoint, names: dict[str, str], scale: float = 1.0) -> list[list[str | Text]]:
     """The table rows of a point: one per host (the point's number and name on the first), then its total; a
-    figure that is the fleet's outlier at this point in yellow."""
+    figure that is the fleet's outlier at this point in yellow.  Bandwidths (MB/s) are multiplied by ``scale``
+    (MiB/s)."""
+    def bw(value: float | None) -> float | None:
+        return None if value is None else value * scale
+
     out: list[list[str | Text]] = []
     for i, r in enumerate(p.hosts):
         head: list[str | Text] = [Text(str(p.index + 1), justify="right"), p.label] if i == 0 else ["", ""]
@@ -310,12 +315,12 @@ def fleet_cells(p: FleetPoint, names: dict[str, str]) -> list[list[str | Text]]:
                                "", "", ""])
             continue
         mark = {key: OUTLIER_STYLE if key in r.outliers else "" for key in ("iops", "lat_mean", "p99")}
-        out.append(head + [host, _cell(r.iops, format_count, mark["iops"]), _cell(r.mbps, _one, mark["iops"]),
+        out.append(head + [host, _cell(r.iops, format_count, mark["iops"]), _cell(bw(r.mbps), _one, mark["iops"]),
                            _cell(r.mean_us, _one, mark["lat_mean"]), _cell(r.p99_us, _one, mark["p99"])])
     t = p.total
     head = [Text(str(p.index + 1), justify="right"), p.label] if not p.hosts else ["", ""]
     out.append(head + [Text(strings.RESULTS_FLEET_TOTAL, style="bold"), _cell(t.iops, format_count, "bold"),
-                       _cell(t.mbps, _one, "bold"), _cell(None, _one),
+                       _cell(bw(t.mbps), _one, "bold"), _cell(None, _one),
                        _cell(t.p99_us, _one, "" if t.p99_us is None else "bold")])
     return out
 
@@ -449,8 +454,7 @@ class ResultsScreen(Screen[None]):
         if self.fleet is not None:
             table = self.query_one("#results", DataTable)
             table.add_class("-fleet")
-            for name, _ in FLEET_COLUMNS:
-                table.add_column(name, key=name)
+            self.add_columns()
             self.render_rows()
             table.focus()
             return
@@ -467,10 +471,27 @@ class ResultsScreen(Screen[None]):
         if any(r.get("flags") for r in self.records):
             self.columns = self.columns + [FLAGS_COLUMN]
         table = self.query_one("#results", DataTable)
-        for name, _, _ in self.columns:
-            table.add_column(name, key=name)
+        self.add_columns()
         self.render_rows()
         table.focus()
+
+    def column_label(self, name: str) -> str:
+        """A column's header: MB/s says MiB/s while the app shows binary units."""
+        return mbps_unit(self) if name == "MB/s" else name
+
+    def add_columns(self) -> None:
+        table = self.query_one("#results", DataTable)
+        for name in [c[0] for c in FLEET_COLUMNS] if self.fleet is not None else [c[0] for c in self.columns]:
+            table.add_column(self.column_label(name), key=name)
+
+    def units_changed(self) -> None:
+        """The units toggle: bandwidths again in the app's unit, the cursor where it was."""
+        table = self.query_one("#results", DataTable)
+        row = table.cursor_row
+        table.clear(columns=True)
+        self.add_columns()
+        self.render_rows()
+        table.move_cursor(row=row)
 
     @property
     def column_count(self) -> int:
@@ -481,11 +502,12 @@ class ResultsScreen(Screen[None]):
         table.clear()
         name, key = FLEET_COLUMNS[self.sort_column]
         names = host_names(fleet.hosts)
+        scale = mbps(self, 1.0)
         for p in sorted(fleet.points, key=key, reverse=self.reverse):
-            for cells in fleet_cells(p, names):
+            for cells in fleet_cells(p, names, scale):
                 table.add_row(*cells)
         status = strings.RESULTS_FLEET.format(n=len(fleet.hosts)) + "  ·  " + strings.SORTED_BY.format(
-            column=name, direction="descending" if self.reverse else "ascending")
+            column=self.column_label(name), direction="descending" if self.reverse else "ascending")
         if fleet.failed:
             status += "  ·  " + strings.RESULTS_FLEET_FAILED_N.format(n=fleet.failed)
         if fleet.merged_p99:
@@ -506,13 +528,14 @@ class ResultsScreen(Screen[None]):
         table.clear()
         _, key, _ = self.columns[self.sort_column]
         rows = sorted(self.records, key=key, reverse=self.reverse)
+        scale = mbps(self, 1.0)
         for r in rows:
             cells = []
             for name, get, fmt in self.columns:
-                text = fmt(get(r))
+                text = fmt(get(r) * scale) if name == "MB/s" else fmt(get(r))
                 cells.append(Text(text, justify="right") if name in RIGHT else text)
             table.add_row(*cells)
-        status = strings.SORTED_BY.format(column=self.columns[self.sort_column][0],
+        status = strings.SORTED_BY.format(column=self.column_label(self.columns[self.sort_column][0]),
                                       direction="descending" if self.reverse else "ascending")
         if self.cpu_note:
             status += "  ·  " + self.cpu_note

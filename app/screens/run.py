@@ -29,6 +29,7 @@ from app.container import results_volume_warning, shown_path
 from app.points import Kind
 from app.runners.base import Phase, Sample
 from app.screens import strings
+from app.screens.ascii import AsciiProgressBar
 from app.screens.confirm import YesNo
 from app.screens.messages import ShowResults
 from app.screens.state import RunRequest, app_options, app_sessions
@@ -36,6 +37,7 @@ from app.summary import SUITE_MODES, live_interval, live_line, metrics_line, out
 from app.units import format_duration
 from app.widgets import TooSmall
 from app.widgets.charts import BandwidthChart, CurveChart, DelayChart, LatencyChart, ThroughputChart, TimeSeries
+from app.widgets.glyphs import ASCII_HOST_MARKERS, ascii_mode, binary_units
 from app.widgets.suite import (
     MODE_NAMES,
     C2CPanel,
@@ -96,8 +98,10 @@ def fleet_legend(chart: TimeSeries) -> Text:
     """"per host: ● tcp://a:1  ● ssh://b" in the colours of the hosts' lines."""
     text = Text(strings.FLEET_LEGEND_PREFIX, style="bold")
     drawn = chart.drawn_hosts()
-    for host, color in drawn:
-        text.append(" ● ", style="rgb({},{},{})".format(*color))
+    for i, (host, color) in enumerate(drawn):
+        # ASCII mode: the character the host's line is drawn with (16 colours may not tell 7 hosts apart)
+        mark = ASCII_HOST_MARKERS[i % len(ASCII_HOST_MARKERS)] if ascii_mode(chart) else "●"
+        text.append(f" {mark} ", style="rgb({},{},{})".format(*color))
         text.append(host)
     if len(chart.hosts) > len(drawn):
         text.append("  " + strings.FLEET_LEGEND_MORE.format(n=len(chart.hosts) - len(drawn)))
@@ -167,6 +171,7 @@ class RunState:
     t_last: float = 0.0
     current: str = ""  # the current point's label
     live: str = ""  # its latest figures
+    live_sample: dict[str, Any] | None = None  # the sample they are from (written again when the units change)
     finished: sweep.RunFinished | None = None
     error: str | None = None
     events_seen: int = 0
@@ -212,7 +217,7 @@ class RunScreen(Screen[None]):
         with Vertical(id="run-body"):
             yield Static(strings.RUN_STARTING.format(preset=self.request.preset.name), id="run-point")
             with Horizontal(id="run-progress"):
-                yield ProgressBar(total=None, show_eta=False, id="progress")
+                yield (AsciiProgressBar if ascii_mode(self) else ProgressBar)(total=None, show_eta=False, id="progress")
                 yield Static("", id="eta")
             if self.kind != Kind.MEMORY:  # what fio is doing (the memory engines report no phases)
                 yield Static("", id="run-phase")
@@ -484,7 +489,7 @@ class RunScreen(Screen[None]):
     def add_sample(self, ev: Sample) -> None:
         d = ev.data
         if self.kind == Kind.MEMORY:
-            self.state.live = live_line(self.kind, d)
+            self.state.live = self.live_of(d)
             if d.get("mode") in SUITE_MODES:  # the suite's figure: its panel (when the plan has one)
                 panel = self.suite_panel(d["mode"])
                 if panel is not None:
@@ -505,11 +510,28 @@ class RunScreen(Screen[None]):
         if d.get("host") is not None:
             return
         self.state.seconds.append(d)
-        self.state.live = live_line(self.kind, d)
+        self.state.live = self.live_of(d)
         if d.get("hosts") is None and not (self.state.phase is not None and self.state.phase.index < 0):
             self.state.interval = live_interval(self.state.seconds)  # a point's (not the fleet's, not a fill's)
-        if d.get("hosts") is not None:  # the fleet total
-            self.state.live += strings.RUN_FLEET_HOSTS.format(n=d["hosts"])
+
+    def live_of(self, d: dict[str, Any]) -> str:
+        """A sample's live figures in one line, bandwidths in the app's units (kept to write them again)."""
+        self.state.live_sample = d
+        line = live_line(self.kind, d, binary=binary_units(self))
+        if self.kind != Kind.MEMORY and d.get("hosts") is not None:  # the fleet total
+            line += strings.RUN_FLEET_HOSTS.format(n=d["hosts"])
+        return line
+
+    def units_changed(self) -> None:
+        """The units toggle: the live figures and every chart's bandwidth axis in the new unit, now."""
+        if self.state.live and self.state.live_sample is not None:
+            self.state.live = self.live_of(self.state.live_sample)
+        for chart in self.query(".charts > *, #curve-chart, .mem-panel, CurveChart"):
+            redraw = getattr(chart, "redraw", None)
+            if redraw is not None:
+                chart.dirty = True  # type: ignore[attr-defined]  # every widget with redraw() keeps a dirty flag
+                redraw()
+        self.update_progress()
 
     HANDLERS: ClassVar[dict[type, Callable[[RunScreen, Any], None]]] = {
         sweep.RunStarted: _on_run_started,

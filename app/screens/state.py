@@ -61,6 +61,10 @@ class Options:
     # the host's settings for a target (app.audit.audit), read in a thread while the target confirmation is shown;
     # None: not read (tests)
     audit: Callable[[str], Audit] | None = None
+    # ASCII mode (app.screens.ascii): nothing but ASCII on screen, 16 colours at most
+    ascii: bool = False
+    # the settings file the units toggle is remembered in (app.config); None: neither read nor written (tests)
+    settings: Path | None = None
 
 
 class _ProfilerApp(Protocol):

@@ -266,7 +266,8 @@ letters filter, so there only `ctrl+c` quits). The smallest supported terminal i
 
 ## Results
 - `s` sort by the next column, `S` reverse the order, `e` export report.md and plots,
-  `v` the report, `escape` back, `d` devices, `f` the report's figures as pictures (as the report's `3`).
+  `v` the report, `escape` back, `d` devices, `f` the report's figures as pictures (as the report's `3`);
+  `u` MB/s or MiB/s anywhere.
 - `dev/fio`: the bytes the device moved over fio's, in the point's direction (read/write for a mix);
   `!` after it: flagged not-on-device or amplified; `—`: no counters or no I/O that way.
 
@@ -309,3 +310,8 @@ PHASE_INTERVAL = "  ·  IOPS {interval}"
 PHASE_STEADY = "Steady-state window: {done} of {total} s"
 PHASE_PRECONDITIONING = "Preconditioning the target, not measured"
 PHASE_PRECONDITION_STEADY = "Preconditioning until steady: window {done} of {total} s"
+
+# --- the units toggle (u) and the settings file ---
+UNITS_BINARY = "Bandwidths in MiB/s (binary: 2^20 bytes per second); u: MB/s"
+UNITS_DECIMAL = "Bandwidths in MB/s (decimal: 10^6 bytes per second); u: MiB/s"
+UNITS_NOT_SAVED = "The units could not be remembered: {path}: {reason}"

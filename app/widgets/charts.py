@@ -12,6 +12,15 @@ from typing import Any, cast
 from textual_plotext import PlotextPlot
 
 from app.units import format_count
+from app.widgets.glyphs import (
+    ASCII_HOST_MARKERS,
+    ascii_mode,
+    binary_units,
+    line_marker,
+    line_name,
+    mbps_unit,
+    point_marker,
+)
 from app.widgets.series import spaced
 
 MAX_SAMPLES = 600  # ten minutes of 1 s fio status dumps per series
@@ -34,6 +43,9 @@ LINE_NAMES = ("blue", "green", "red")  # their colours as a title names them
 UNITS: dict[str, tuple[tuple[float, str, float], ...]] = {
     "IOPS": ((1.0, "/s", 0.0), (1e3, "k/s", 1e4), (1e6, "M/s", 1e6)),  # as fio prints IOPS: 5513, 22.2k, 1.2M
     "MB/s": ((1e-3, "kB/s", 0.0), (1.0, "MB/s", 1.0), (1e3, "GB/s", 1e3)),
+    # the same data (MB/s) labelled in binary units (the units toggle): ticks fall on round MiB/s
+    "MiB/s": ((1024 / 1e6, "KiB/s", 0.0), ((1 << 20) / 1e6, "MiB/s", (1 << 20) / 1e6),
+              ((1 << 30) / 1e6, "GiB/s", (1 << 30) / 1e6)),
     "µs": ((1e-3, "ns", 0.0), (1.0, "µs", 1.0), (1e3, "ms", 1e3), (1e6, "s", 1e6)),
     "ns": ((1.0, "ns", 0.0), (1e3, "µs", 1e3), (1e6, "ms", 1e6)),
     "s": ((1.0, "s", 0.0), (60.0, "min", 300.0), (3600.0, "h", 3 * 3600.0)),
@@ -144,6 +156,8 @@ class Chart(PlotextPlot):
         if not values:
             return
         unit = (self.xunit if axis == "x" else self.yunit) if unit is None else unit
+        if unit == "MB/s" and binary_units(self):
+            unit = "MiB/s"
         count = max(3, self.size.height // 5) if axis == "y" else 4  # a taller chart, more labels
         if unit:
             scale, suffix = unit_rung(unit, values)
@@ -230,7 +244,10 @@ class TimeSeries(Chart):
 
     def titled(self, labels: tuple[str, ...]) -> str:
         """"IOPS", or "mean blue, p99 green" when lines share the chart: the title is the legend."""
+        unit = mbps_unit(self)
         drawn = [(label, name) for label, name in zip(labels, LINE_NAMES) if label]
+        # ASCII mode names a line by its marker, by its place among the lines drawn (as draw() gives them)
+        drawn = [(label.replace("MB/s", unit), line_name(self, i, name)) for i, (label, name) in enumerate(drawn)]
         if len(drawn) == 1:
             return drawn[0][0]
         return ", ".join(f"{label} {name}" for label, name in drawn)
@@ -294,23 +311,27 @@ class TimeSeries(Chart):
             self.plt.title(self.title)
         times: list[float] = list(self.t)
         values: list[float] = []
+        index = 0  # among the lines drawn
         for values_of, label, color in zip((self.a, self.b, self.c), labels, LINE_COLORS):
             if label:
-                values += self.line(list(self.t), list(values_of), color)
+                values += self.line(list(self.t), list(values_of), color, line_marker(self, index))
+                index += 1
         first = 0 if labels[0] else 1  # a host's line is its first drawn series
-        for host, color in self.drawn_hosts():
+        for i, (host, color) in enumerate(self.drawn_hosts()):
             series = self.hosts[host]
-            values += self.line(list(series.t), list((series.a, series.b)[first]), color)
+            marker = ASCII_HOST_MARKERS[i % len(ASCII_HOST_MARKERS)] if ascii_mode(self) else "braille"
+            values += self.line(list(series.t), list((series.a, series.b)[first]), color, marker)
             times += series.t
         if values:
             self.ticks("y", values, "left")
             self.ticks("x", times)
 
-    def line(self, t: list[float], values: list[float | None], color: tuple[int, int, int]) -> list[float]:
+    def line(self, t: list[float], values: list[float | None], color: tuple[int, int, int],
+             marker: str = "braille") -> list[float]:
         """``values`` drawn as lines broken at each None; the values drawn."""
         drawn: list[float] = []
         for times, segment in segments(t, values):
-            self.plt.plot(times, segment, marker="braille", color=color)
+            self.plt.plot(times, segment, marker=marker, color=color)
             drawn += segment
         return drawn
 
@@ -414,8 +435,8 @@ class CurveChart(Chart):
         self.ticks("y", ys)
         self.ticks("x", xs)
         if self.kind == "memory":
-            self.plt.plot(xs, ys, marker="braille")
-        self.plt.scatter(xs, ys, marker="dot" if self.kind == "memory" else "x")
+            self.plt.plot(xs, ys, marker=line_marker(self))
+        self.plt.scatter(xs, ys, marker=point_marker(self) if self.kind == "memory" else "x")
 
 
 class DelayChart(Chart):
@@ -439,5 +460,5 @@ class DelayChart(Chart):
         pts = sorted(self.points.values())
         self.ticks("y", [p[1] for p in pts])
         self.ticks("x", [p[0] for p in pts])
-        self.plt.plot([p[0] for p in pts], [p[1] for p in pts], marker="braille")
-        self.plt.scatter([p[0] for p in pts], [p[1] for p in pts], marker="dot")
+        self.plt.plot([p[0] for p in pts], [p[1] for p in pts], marker=line_marker(self))
+        self.plt.scatter([p[0] for p in pts], [p[1] for p in pts], marker=point_marker(self))

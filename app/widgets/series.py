@@ -14,11 +14,13 @@ from rich.text import Text
 from textual.app import RenderResult
 from textual_plotext import PlotextPlot
 
-from app.units import format_short
+from app.units import MIB_PER_MB, format_short
+from app.widgets.glyphs import ascii_mode, binary_units
 
 # RGB: plotext and rich draw the same colour (their colour names differ)
 COLORS = ((0, 200, 255), (255, 160, 0), (80, 220, 80), (230, 80, 230), (255, 80, 80), (240, 230, 60), (230, 230, 230))
 MAX_SERIES = len(COLORS)
+ASCII_MARKERS = "*+ox#@%"  # ASCII mode: a character per series (its colour alone may not show)
 
 
 @dataclass(frozen=True)
@@ -76,14 +78,17 @@ def tick_label(value: float, unit: str) -> str:
         return format_short(value / 1000) + "µs"
     if unit == "MB/s" and value >= 1000:
         return format_short(value / 1000) + "GB/s"  # not "2kMB/s"
+    if unit == "MiB/s" and value >= 1024:
+        return format_short(value / 1024) + "GiB/s"
     return format_short(value) + unit
 
 
-def legend(series: Sequence[Series]) -> Text:
-    """The series' names in their plot colours, one line (wrapped by the widget showing it)."""
+def legend(series: Sequence[Series], markers: str | None = None) -> Text:
+    """The series' names in their plot colours, one line (wrapped by the widget showing it); ``markers``: each
+    series' plot character (ASCII mode), else a coloured dot."""
     text = Text()
-    for color, s in zip(COLORS, list(series)[:MAX_SERIES]):
-        text.append("● ", style="rgb({},{},{})".format(*color))
+    for i, (color, s) in enumerate(zip(COLORS, list(series)[:MAX_SERIES])):
+        text.append(f"{markers[i]} " if markers else "● ", style="rgb({},{},{})".format(*color))
         text.append(s.label + "   ")
     if len(series) > MAX_SERIES:
         text.append(f"(+{len(series) - MAX_SERIES} more not drawn)")
@@ -101,6 +106,10 @@ class SeriesPlot(PlotextPlot):
         self.xunit, self.yunit = xunit, yunit
         self.xlog, self.ylog = xlog, ylog
 
+    def markers(self) -> str | None:
+        """Each series' plot character in ASCII mode (None: coloured dots)."""
+        return ASCII_MARKERS if ascii_mode(self) else None
+
     def render(self) -> RenderResult:
         """Plotted afresh at each rendering (a few dozen points): plotext's build takes the logarithm of a
         log axis's data in place, so a second build of the same data (the tab shown again, a scroll, a
@@ -111,7 +120,11 @@ class SeriesPlot(PlotextPlot):
     def plot_data(self) -> None:
         plt = self.plt
         plt.clear_data()
-        plt.title(self.title_text)
+        # bandwidths in the unit of the app's toggle: the data stay in MB/s, ticks fall on round MiB/s
+        xscale = MIB_PER_MB if self.xunit == "MB/s" and binary_units(self) else 1.0
+        xunit = "MiB/s" if xscale != 1.0 else self.xunit
+        plt.title(self.title_text.replace("MB/s", xunit) if xscale != 1.0 else self.title_text)
+        markers = self.markers()
         xs = [x for s in self.series for x in s.xs if x > 0 or not self.xlog]
         ys = [y for s in self.series for y in s.ys if y > 0 or not self.ylog]
         if not xs or not ys:
@@ -120,14 +133,15 @@ class SeriesPlot(PlotextPlot):
             plt.xscale("log")
         if self.ylog:
             plt.yscale("log")
-        for color, s in zip(COLORS, self.series):
+        for i, (color, s) in enumerate(zip(COLORS, self.series)):
             pts = [(x, y) for x, y in zip(s.xs, s.ys) if (x > 0 or not self.xlog) and (y > 0 or not self.ylog)]
             if pts:
                 # no plotext label: its legend breaks on some markers; legend() gives the names below the plot
-                plt.plot([p[0] for p in pts], [p[1] for p in pts], color=color, marker="dot")
+                plt.plot([p[0] for p in pts], [p[1] for p in pts], color=color, marker=markers[i] if markers else "dot")
         yticks, ylabels = self.axis(ys, self.yunit, self.ylog)
         plt.yticks(yticks, ylabels)
-        xticks, xlabels = self.axis(xs, self.xunit, self.xlog)
+        xticks, xlabels = self.axis([x * xscale for x in xs], xunit, self.xlog)
+        xticks = [t / xscale for t in xticks]
         width = self.size.width - max(map(len, ylabels), default=0) - 2  # the plot area beside the y labels
         plt.xticks(*spaced(xticks, xlabels, [self.column(t, min(xs), max(xs), width) for t in xticks]))
 

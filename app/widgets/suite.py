@@ -24,6 +24,7 @@ from textual.widgets import Static
 from app.summary import TRAFFIC_LABELS, figure_buffer, figure_pages, traffic_label
 from app.units import format_size
 from app.widgets.charts import LINE_COLORS, LINE_NAMES, Chart, nice_ticks
+from app.widgets.glyphs import ascii_mode, line_marker, line_name, mbps, mbps_unit, point_marker
 
 MAX_FIGURES = 4096  # figures kept per panel: a 64-node matrix, or a working-set curve of any length
 PENDING = "…"
@@ -155,7 +156,8 @@ class WorkingSetChart(SuiteChart):
 
     def draw(self) -> None:
         series = self.series()
-        title = ("latency vs buffer: " + ", ".join(f"{p} pages {c}" for p, c in zip(series, LINE_NAMES))
+        title = ("latency vs buffer: " + ", ".join(f"{p} pages {line_name(self, i, c)}"
+                                                   for i, (p, c) in enumerate(zip(series, LINE_NAMES)))
                  if len(series) > 1 else f"latency vs buffer ({next(iter(series))} pages)" if series
                  else "latency vs buffer")
         self.plt.title(title)
@@ -163,10 +165,10 @@ class WorkingSetChart(SuiteChart):
             return
         xs = [math.log2(b) for points in series.values() for b, _ in points]
         ys = [v for points in series.values() for _, v in points]
-        for (pages, points), color in zip(series.items(), LINE_COLORS):
+        for index, ((pages, points), color) in enumerate(zip(series.items(), LINE_COLORS)):
             px, py = [math.log2(b) for b, _ in points], [math.log10(v) for _, v in points]
-            self.plt.plot(px, py, marker="braille", color=color)
-            self.plt.scatter(px, py, marker="dot", color=color)
+            self.plt.plot(px, py, marker=line_marker(self, index), color=color)
+            self.plt.scatter(px, py, marker=point_marker(self, index), color=color)
         yticks = _log10_ticks(min(ys), max(ys))
         ylabels = [_ns(t) for t in yticks]
         self.ylabel_width = max(map(len, ylabels)) + 1
@@ -193,14 +195,16 @@ class ScalingChart(SuiteChart):
         for key, value in self.measured().items():
             traffic, threads = cast("tuple[str, int]", key)
             series.setdefault(traffic, []).append((threads, value))
-        self.plt.title("bandwidth vs threads" + (": " + ", ".join(f"{t} {c}" for t, c in zip(series, LINE_NAMES))
+        self.plt.title("bandwidth vs threads" + (": " + ", ".join(f"{t} {line_name(self, i, c)}"
+                                                                  for i, (t, c) in enumerate(zip(series, LINE_NAMES)))
                                                  if series else ""))
         if not series:
             return
-        for points, color in zip(series.values(), LINE_COLORS):
+        for index, (points, color) in enumerate(zip(series.values(), LINE_COLORS)):
             points.sort()
-            self.plt.plot([p[0] for p in points], [p[1] for p in points], marker="braille", color=color)
-            self.plt.scatter([p[0] for p in points], [p[1] for p in points], marker="dot", color=color)
+            self.plt.plot([p[0] for p in points], [p[1] for p in points], marker=line_marker(self, index), color=color)
+            self.plt.scatter([p[0] for p in points], [p[1] for p in points], marker=point_marker(self, index),
+                             color=color)
         counts = sorted({p[0] for points in series.values() for p in points})
         self.ticks("y", [p[1] for points in series.values() for p in points])
         # whole thread counts: each count up to 8, else round steps (never "1.5 threads")
@@ -239,8 +243,8 @@ class PeakBars(SuitePanel, Widget):
         return [(str(k), self.figures.values[k]) for k in keys]
 
     def render(self) -> RenderResult:
-        text = Text("peak injection bandwidth, MB/s\n", style="bold")
-        rows = self.rows()
+        text = Text(f"peak injection bandwidth, {mbps_unit(self)}\n", style="bold")
+        rows = [(traffic, None if value is None else mbps(self, value)) for traffic, value in self.rows()]
         top = max((v for _, v in rows if v is not None), default=0.0)
         label_w = max((len(traffic_label(t)) for t, _ in rows), default=0)
         value_w = max((len(f"{v:.1f}") for _, v in rows if v is not None), default=1)
@@ -253,7 +257,10 @@ class PeakBars(SuitePanel, Widget):
                 text.append("\n")
                 continue
             eighths = round(8 * width * value / top) if top > 0 else 0
-            bar = "█" * (eighths // 8) + ("", "▏", "▎", "▍", "▌", "▋", "▊", "▉")[eighths % 8]
+            if ascii_mode(self):  # whole cells only: a partial block has no ASCII look-alike
+                bar = "#" * round(eighths / 8)
+            else:
+                bar = "█" * (eighths // 8) + ("", "▏", "▎", "▍", "▌", "▋", "▊", "▉")[eighths % 8]
             text.append(bar.ljust(width), style="rgb(60,120,255)")
             text.append(f" {value:>{value_w}.1f}\n")
         if not rows:
@@ -270,7 +277,8 @@ class Grid:
         self.cols: list[object] = []
         self.cells: dict[tuple[object, object], float | None] = {}
 
-    def table(self, unit_digits: int, current: tuple[object, object] | None) -> Table:
+    def table(self, unit_digits: int, current: tuple[object, object] | None, scale: float = 1.0) -> Table:
+        """The table; each figure times ``scale`` (a bandwidth in MiB/s)."""
         table = Table(title=self.title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
                       title_style="bold", min_width=len(self.title))  # the title on one line
         table.add_column(self.corner, style="bold")
@@ -286,7 +294,7 @@ class Grid:
                 if value is None:
                     cells.append(Text(PENDING, style="bold reverse" if (row, col) == current else "dim"))
                 else:
-                    cells.append(f"{value:.{unit_digits}f}")
+                    cells.append(f"{value * scale:.{unit_digits}f}")
             table.add_row(*cells)
         return table
 
@@ -323,13 +331,20 @@ class GridPanel(SuitePanel, VerticalScroll):
             grid.cols.sort(key=str)
         return list(grids.items())
 
+    def heading_text(self) -> str:
+        return self.heading
+
+    def cell_scale(self) -> float:
+        """What a cell's figure is multiplied by when shown (1: as measured)."""
+        return 1.0
+
     def renderable(self) -> RenderableType:
         current = self.current
         tables = [grid.table(1, (current[1], current[2]) if isinstance(current, tuple) and current[0] == name
-                             else None) for name, grid in self.grids()]
+                             else None, self.cell_scale()) for name, grid in self.grids()]
         if not tables:
-            return Text(self.heading + "\nwaiting for the first figure", style="dim")
-        return Group(Text(self.heading, style="bold"), Columns(tables, padding=(0, 3)))
+            return Text(self.heading_text() + "\nwaiting for the first figure", style="dim")
+        return Group(Text(self.heading_text(), style="bold"), Columns(tables, padding=(0, 3)))
 
     def redraw(self) -> None:
         if self.dirty and self.is_mounted:
@@ -345,6 +360,12 @@ class MatrixPanel(GridPanel):
         self.heading = ("idle latency, ns" if mode == "latency_matrix" else "bandwidth, MB/s") + \
             ": rows CPU node, columns memory node"
         super().__init__(id=id, classes=classes)
+
+    def heading_text(self) -> str:
+        return self.heading.replace("MB/s", mbps_unit(self))
+
+    def cell_scale(self) -> float:
+        return 1.0 if self.mode == "latency_matrix" else mbps(self, 1.0)
 
     def key(self, figure: Mapping[str, object]) -> Hashable | None:
         cpu, mem = _int(figure, "cpu_node"), _int(figure, "mem_node")
