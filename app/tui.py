@@ -115,9 +115,10 @@ def run_tui(agent_socket: str = DEFAULT_AGENT_SOCKET, ascii: bool = False) -> in
         signal.signal(signal.SIGINT, signal.default_int_handler)
     except ValueError:  # not the main thread
         pass
-    from app.widgets.termcaps import prepare
+    if not app.ascii:  # ASCII mode draws no pictures: a console is not asked (it might print the query)
+        from app.widgets.termcaps import prepare
 
-    prepare()  # which pictures the terminal draws: asked once, bounded, before Textual reads the terminal's input
+        prepare()  # which pictures the terminal draws: asked once, bounded, before Textual reads the terminal's input
     try:
         app.run()
     finally:

@@ -147,6 +147,8 @@ class FigureView(Vertical, can_focus=True):
         yield Static(Text(self.keys, overflow="fold"), id="figure-status")
 
     def on_mount(self) -> None:
+        if getattr(self.app, "ascii", False):  # a console that takes only ASCII draws no picture of any kind
+            self.caps = termcaps.Caps("none", self.caps.cell, False, "ASCII mode")
         directory = self.directory
         self.run_worker(lambda: draw_report_figures(directory), thread=True, group="figures-draw", exclusive=True,
                         exit_on_error=False)
