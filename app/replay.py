@@ -348,6 +348,12 @@ def load(path: str | os.PathLike[str]) -> Replay:
         except FileNotFoundError:
             pass
         return _build(results, meta, lines, sweep)
+    except ReplayError:
+        raise
+    except UsageError as e:  # the directory's own refusals (another user's, a link, run.json unreadable)
+        raise ReplayError(str(e)) from None
+    except OSError as e:
+        raise ReplayError(f"{results.path}: cannot be read ({e.strerror or e}).") from None
     finally:
         results.close()
 

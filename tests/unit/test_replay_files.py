@@ -1,0 +1,131 @@
+"""app.replay.load on a results directory: what it builds, and what it refuses (links, other users' files, a
+FIFO, a path out of raw/, a run still running) — one sentence each, nothing written, the lock left alone."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from app import sweep
+from app.lock import DirLock
+from app.replay import ReplayError, load
+from app.runners.base import Phase, Sample
+
+RUN = Path(__file__).resolve().parents[1] / "data" / "report" / "telemetry-run"
+FIRST = "0000-write-128k-qd8-j1.samples.jsonl"
+
+
+@pytest.fixture
+def run(tmp_path: Path) -> Path:
+    path = tmp_path / "run"
+    shutil.copytree(RUN, path)
+    return path
+
+
+def tree(path: Path) -> dict[str, tuple[int, int, int]]:
+    """Every entry under ``path``: size, mode, mtime (what a write would change)."""
+    out = {}
+    for p in sorted(path.rglob("*")):
+        st = p.lstat()
+        out[str(p.relative_to(path))] = (st.st_size, st.st_mode, st.st_mtime_ns)
+    st = path.lstat()
+    out["."] = (0, st.st_mode, st.st_mtime_ns)
+    return out
+
+
+def test_the_run_comes_back_as_the_sessions_events_and_nothing_is_written(run: Path) -> None:
+    before = tree(run)
+    r = load(run)
+    assert tree(run) == before  # not even a lock file
+    kinds = [type(s.event).__name__ for s in r.steps]
+    assert kinds[0] == "RunStarted" and kinds[-1] == "RunFinished"
+    assert kinds.count("PointStarted") == kinds.count("PointDone") == 2
+    samples = [s.event.data for s in r.steps if isinstance(s.event, Sample)]
+    on_disk = [json.loads(line) for f in sorted((run / "raw").glob("*.samples.jsonl")) for line in f.open()]
+    assert len(samples) == len(on_disk) == r.samples
+    for got, want in zip(samples, on_disk):
+        assert got["t"] == want["t"] and got.get("iops") == want.get("iops")
+        assert got.get("lat_p99_ns") == want.get("lat_p99_ns") and got.get("bw_bytes") == want.get("bw_bytes")
+    assert all(isinstance(s.event, Phase) for s in r.steps if type(s.event).__name__ == "Phase")
+    ats = [s.at for s in r.steps]
+    assert ats == sorted(ats) and r.duration_s == ats[-1]
+    done = [s.event for s in r.steps if isinstance(s.event, sweep.PointDone)]
+    assert [d.record["index"] for d in done] == [0, 1] and done[-1].done == 2
+    assert r.problems == []
+
+
+def test_a_bad_line_is_named_and_the_rest_replayed(run: Path) -> None:
+    f = run / "raw" / FIRST
+    good = f.read_text().splitlines()
+    f.write_text("\n".join([good[0], '{"t": 1.5, "iops": "lots"}', *good[1:]]) + "\n")
+    r = load(run)
+    assert r.samples == 14
+    assert r.problems == [f"{f}, line 2, key 'iops': has value \"lots\", not a number ≥ 0; the line is skipped."]
+
+
+def refused(run: Path) -> str:
+    with pytest.raises(ReplayError) as e:
+        load(run)
+    text = str(e.value)
+    assert "\n" not in text and "Traceback" not in text
+    return text
+
+
+def test_a_symlinked_samples_file_is_not_followed(run: Path, tmp_path: Path) -> None:
+    secret = tmp_path / "elsewhere.jsonl"
+    secret.write_text('{"t": 1, "iops": 1}\n')
+    (run / "raw" / FIRST).unlink()
+    (run / "raw" / FIRST).symlink_to(secret)
+    assert refused(run).startswith(f"{run / 'raw' / FIRST}: cannot be read")
+
+
+def test_a_symlinked_raw_directory_is_refused(run: Path, tmp_path: Path) -> None:
+    shutil.move(run / "raw", tmp_path / "raw-elsewhere")
+    (run / "raw").symlink_to(tmp_path / "raw-elsewhere")
+    assert "raw" in refused(run)
+
+
+def test_a_file_other_users_can_write_is_not_read(run: Path) -> None:
+    os.chmod(run / "raw" / FIRST, 0o666)
+    assert refused(run) == (f"{run / 'raw' / FIRST}: is writable by other users, so what it holds could be changed by "
+                            "another user while it is read; replay a run only you or root can write.")
+
+
+def test_a_directory_other_users_can_write_is_refused(run: Path) -> None:
+    os.chmod(run, 0o777)
+    assert "writable by other users" in refused(run)
+
+
+def test_a_fifo_is_not_waited_on(run: Path) -> None:
+    (run / "raw" / FIRST).unlink()
+    os.mkfifo(run / "raw" / FIRST)
+    assert refused(run) == f"{run / 'raw' / FIRST}: is not a regular file."
+
+
+def test_a_samples_path_out_of_raw_is_refused(run: Path) -> None:
+    lines = (run / "results.jsonl").read_text().splitlines()
+    rec = json.loads(lines[0])
+    rec["raw"]["samples"] = "raw/../run.json"
+    (run / "results.jsonl").write_text("\n".join([json.dumps(rec), *lines[1:]]) + "\n")
+    assert "key 'raw.samples'" in refused(run)
+
+
+def test_a_run_still_running_is_refused_and_its_lock_stays_with_it(run: Path) -> None:
+    meta = json.loads((run / "run.json").read_text())
+    (run / "run.json").write_text(json.dumps({**meta, "status": "running"}))
+    with DirLock(run) as lock:
+        assert "still running" in refused(run)
+        assert lock.fd is not None
+        with pytest.raises(Exception, match="in use by"):
+            DirLock(run).acquire()  # still held by its run
+    # its process gone (the lock free), the same directory is an interrupted run: replayed
+    assert load(run).samples == 14
+
+
+def test_a_run_without_samples_says_so(run: Path) -> None:
+    shutil.rmtree(run / "raw")
+    assert refused(run) == f"{run}: kept no per-second samples (raw/*.samples.jsonl); there is nothing to replay."
