@@ -79,7 +79,8 @@ class ReplayScreen(RunScreen):
         for line in self.replay.problems:
             self.log_line(line, short=False)
         if self.replay.problems:
-            self.notify(strings.REPLAY_PROBLEMS.format(n=len(self.replay.problems)), severity="warning", timeout=8)
+            n = len(self.replay.problems)
+            self.notify(strings.REPLAY_PROBLEMS.format(n=n), severity="warning", timeout=8)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("cancel", "results"):  # nothing to stop, and the runs browser opens the results

@@ -169,3 +169,26 @@ async def test_a_running_run_is_refused_and_keeps_its_lock(quick_run: tuple[Path
         assert lock.fd is not None
         with pytest.raises(Exception, match="in use by"):
             DirLock(copy).acquire()
+
+
+async def test_a_bad_samples_line_is_named_in_the_log_and_the_rest_replayed(quick_run: tuple[Path, float],
+                                                                          tmp_path: Path) -> None:
+    out, _ = quick_run
+    copy = tmp_path / "results" / "quick-bad"
+    shutil.copytree(out, copy)
+    first = sorted((copy / "raw").glob("0000-*.samples.jsonl"))[0]
+    lines = first.read_text().splitlines()
+    bad = json.loads(lines[0])
+    bad["iops"] = "\x1b[31mlots"  # an escape sequence in the file: named, never sent to the terminal
+    first.write_text("\n".join([json.dumps(bad), *lines[1:]]) + "\n")
+    app = create_app(devices=DEVICES, results_dir=copy.parent)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await start_replay(pilot)
+        await wait_for(pilot, lambda: any("left out" in str(n.message) for n in app._notifications), 10, "the notice")
+        await wait_for(pilot, lambda: screen.state.finished is not None, 60, "the replay's end")
+        await pilot.press("3")  # the log tab: a RichLog lays out its lines once shown
+        await pilot.pause(0.2)
+        log = "".join(strip.text for strip in screen.query_one("#log-full").lines)
+        squeezed = "".join(log.split())  # however the log wrapped the sentence
+        assert "".join(f"{first.name}, line 1, key 'iops': has value".split()) in squeezed and "\x1b" not in log
+        assert len(received(screen.query_one(ThroughputChart))) == len(file_seconds(out)) - 1
