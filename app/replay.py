@@ -51,6 +51,7 @@ MAX_INTERVAL_S = 60.0  # a sample's own interval counted at most this long (fio 
 MAX_SAMPLES_BYTES = 16 << 20  # a samples file: at most this much is read …
 MAX_SAMPLE_LINE = 64 << 10  # … no line longer than this is parsed …
 MAX_SAMPLES = 100_000  # … and at most this many samples kept (a day of seconds is 86,400)
+MAX_RUN_SAMPLES = 200_000  # samples of the whole run kept (two days of seconds); later points replay without
 MAX_PROBLEMS = 20  # problems named one by one; beyond, only counted
 EARLY_S = 0.001  # an event this close to its time is shown now (a float's rounding never spins the loop)
 TICK_S = 0.05  # the longest the player sleeps before it looks at the clock again (speed or pause changed)
@@ -362,13 +363,21 @@ def _build(results: ResultsDir, meta: RunMeta, lines: Sequence[Any], sweep: Any)
     path = results.path
     problems: list[str] = []
 
+    kept = 0
+
     def samples(raw: object) -> list[dict[str, Any]]:
+        nonlocal kept
         name = sample_file_name(raw, path)
-        if name is None or results.raw_fd is None:
+        if name is None or results.raw_fd is None or kept >= MAX_RUN_SAMPLES:
             return []
         read = read_samples_file(results.raw_fd, name, f"{path / RAW / name}")
         problems.extend(read.problems)
-        return read.samples
+        out = read.samples[:MAX_RUN_SAMPLES - kept]
+        kept += len(out)
+        if kept >= MAX_RUN_SAMPLES:
+            problems.append(f"{path}: holds more than {MAX_RUN_SAMPLES:,} samples; the points after "
+                            f"{path / RAW / name} replay without theirs.")
+        return out
 
     skipped = {s.index: s for s in meta.skipped if s.index is not None}
     failed = {f.index: f for f in meta.failures if f.index is not None}

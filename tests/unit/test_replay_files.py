@@ -129,3 +129,29 @@ def test_a_run_still_running_is_refused_and_its_lock_stays_with_it(run: Path) ->
 def test_a_run_without_samples_says_so(run: Path) -> None:
     shutil.rmtree(run / "raw")
     assert refused(run) == f"{run}: kept no per-second samples (raw/*.samples.jsonl); there is nothing to replay."
+
+
+def test_the_preconditioning_pass_replays_before_the_first_point(run: Path) -> None:
+    meta = json.loads((run / "run.json").read_text())
+    meta["precondition"] = {"mode": "sequential", "description": "2x the target\x1b[2J sequentially", "status": "done",
+                            "seconds": 3.0, "io_bytes": 3e9, "bw_bytes": 1e9,
+                            "raw": {"samples": "raw/precondition.samples.jsonl"}}
+    (run / "run.json").write_text(json.dumps(meta))
+    (run / "raw" / "precondition.samples.jsonl").write_text(
+        "".join(json.dumps({"t": t, "interval_s": 1.0, "iops": 100.0, "bw_bytes": 1e9}) + "\n" for t in (1, 2, 3)))
+    r = load(run)
+    kinds = [type(s.event).__name__ for s in r.steps]
+    assert kinds[:6] == ["RunStarted", "PreconditionStarted", "PreconditionProgress", "PreconditionProgress",
+                         "PreconditionProgress", "PreconditionDone"]
+    started = r.steps[1].event
+    assert isinstance(started, sweep.PreconditionStarted) and "\x1b" not in started.description
+    assert [s.at for s in r.steps[2:5]] == [1.0, 2.0, 3.0]
+    assert r.samples == 14 + 3
+
+
+def test_the_samples_a_replay_keeps_are_bounded(run: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("app.replay.MAX_RUN_SAMPLES", 12)
+    r = load(run)
+    assert r.samples == 12
+    second = run / "raw" / "0001-randread-4k-qd4-j1.samples.jsonl"
+    assert r.problems == [f"{run}: holds more than 12 samples; the points after {second} replay without theirs."]
