@@ -22,8 +22,7 @@ from textual.worker import Worker, WorkerState
 from app.errors import UsageError
 from app.runs import RunSummary, list_runs, results_roots
 from app.screens import strings
-from app.screens.messages import ResumeRun, ShowCompare, ShowImport, ShowReport, ShowResults
-from app.screens.replay import ReplayScreen
+from app.screens.messages import ResumeRun, ShowCompare, ShowImport, ShowReplay, ShowReport, ShowResults
 from app.screens.state import app_options
 from app.widgets import TooSmall
 
@@ -290,7 +289,7 @@ class RunsScreen(Screen[None]):
 
     def replay_loaded(self, event: Worker.StateChanged) -> None:
         if event.state == WorkerState.SUCCESS and event.worker.result is not None:
-            self.app.push_screen(ReplayScreen(event.worker.result))
+            self.post_message(ShowReplay(event.worker.result))
         elif event.state == WorkerState.ERROR:
             error = event.worker.error
             # a refusal is one sentence of the core's; anything else (a bug) is named, never a traceback
