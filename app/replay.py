@@ -6,11 +6,13 @@ The run screen draws a run from its session's events (app.sweep: ``RunStarted``,
 same events from those files, each placed on the run's own timeline (:class:`Step`), and :func:`play` hands
 them out in time with a :class:`ReplayClock` whose speed (1× to 60×) changes, and which pauses, while it plays.
 
-**Time.**  Within a point the samples' own timing is kept: a sample comes ``interval_s`` (its own length, at
-most :data:`MAX_INTERVAL_S`) after the one before it.  What the samples do not cover — fio starting and laying
-out its test file before its first measured second, the time between two points, the preconditioning pass's
-end — is compressed to at most :data:`GAP_S` of run time each, and a jump in ``t`` beyond a sample's own
-interval (a line left out) likewise.  The replay at speed N shows each run second in 1/N of a wall second.
+**Time.**  Within a point the samples' own timestamps are kept: a sample comes ``t`` minus the previous
+sample's ``t`` after it (its ``t`` after the point's start for the first).  What the samples do not cover —
+fio starting and laying out its test file before its first measured second, a jump in ``t`` beyond a sample's
+own ``interval_s`` (a line left out, a stall between dumps) — is shortened: a sample comes at most its own
+interval (at most :data:`MAX_INTERVAL_S`) plus :data:`GAP_S` after the one before it.  Between two points
+(fio's exit, the results line, the next fio's start) no time passes.  The replay at speed N shows each run
+second in 1/N of a wall second.
 
 **Hostile input.**  The directory and raw/ are opened once, checked like a run's (:func:`app.results.open_trusted_dir`:
 no directory another user can change, no symbolic link followed), every file in them is opened relative to
@@ -286,9 +288,9 @@ class _Timeline:
             shown = (first.phase, first.done, first.total)
         before: float | None = None
         for sample in samples:
-            own = min(float(sample.get("interval_s") or 1.0), MAX_INTERVAL_S)
+            own = min(float(sample.get("interval_s") or 1.0), MAX_INTERVAL_S)  # the second it measured
             since = sample["t"] - (before if before is not None else 0.0)  # since the last sample, or fio's start
-            self.at += own + min(max(0.0, since - own), GAP_S)
+            self.at += min(since, own + GAP_S)  # the samples' own time, what they do not cover shortened
             before = sample["t"]
             if wrap is None:
                 phase = _phase(index, sample, ramp_s)

@@ -313,8 +313,8 @@ REPLAY_TITLE = "replay {speed} · {preset} — {target}"
 REPLAY_PAUSED = "paused"
 REPLAY_SPEED = "{speed:g}×"
 REPLAY_STARTED = ("Replay of {path}: {points} points, {samples} one-second samples, {run} of run time shown in "
-                  "about {wall} at {speed:g}× (gaps without samples shortened to {gap:g} s). Nothing is measured or "
-                  "written.")
+                  "about {wall} at {speed:g}× (time without samples shortened to at most {gap:g} s a gap). Nothing is "
+                  "measured or written.")
 REPLAY_PROBLEMS = "Lines of the samples files were left out; the log (3) names them ({n} notes)."
 REPLAY_FINISHED = "The run ended {status}: {done}/{total} points{failed} (its results: enter in the runs browser)"
 REPLAY_DONE = "Replay over: {run} of run time in {wall}."

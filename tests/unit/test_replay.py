@@ -7,6 +7,7 @@ import json
 import math
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -127,6 +128,18 @@ def test_samples_keep_their_own_pace_and_gaps_are_compressed() -> None:
     assert at == [1.0 + replay.GAP_S, 2.0 + replay.GAP_S, 3.0 + 2 * replay.GAP_S]
     phases = [s.event for s in tl.steps if isinstance(s.event, Phase)]
     assert [p.phase for p in phases] == ["measuring"]  # said once, at the point's start
+
+
+def test_the_samples_own_timestamps_set_the_pace_and_a_hostile_interval_is_bounded() -> None:
+    tl = replay._Timeline()
+    # as fio wrote them: a first interval shorter than a second, a last one cut short at the runtime's end;
+    # then a line claiming a billion-second interval after a billion-second jump
+    samples = [{"t": 1.161, "interval_s": 0.858}, {"t": 2.161, "interval_s": 1.0}, {"t": 2.35, "interval_s": 0.188},
+               {"t": 1e9, "interval_s": 1e9}]
+    tl.samples_of(0, samples, 0.0)
+    at = [s.at for s in tl.steps if isinstance(s.event, Sample)]
+    assert at[:3] == pytest.approx([1.161, 2.161, 2.35])
+    assert at[3] - at[2] == pytest.approx(replay.MAX_INTERVAL_S + replay.GAP_S)
 
 
 def test_ramp_seconds_replay_as_the_ramp_phase() -> None:
