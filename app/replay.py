@@ -344,13 +344,21 @@ def load(path: str | os.PathLike[str]) -> Replay:
         _check_file(results, RESULTS_JSONL)
         meta = results.read_meta()
         _refuse_unless_replayable(results.path, meta)
-        lines = sorted(results.read_records().lines, key=lambda line: line.index if line.index is not None else -1)
+        records = results.read_records()
+        lines = sorted(records.lines, key=lambda line: line.index if line.index is not None else -1)
         try:
             os.stat(RAW, dir_fd=results.fd, follow_symlinks=False)
             results.raw_fd = open_trusted_dir(results.path / RAW, RAW, results.fd, risk=REPLAY_RISK)
         except FileNotFoundError:
             pass
-        return _build(results, meta, lines, sweep)
+        replay = _build(results, meta, lines, sweep)
+        # the results lines left out, each named (file, line, key), before the samples' own notes
+        more = records.unreadable - len(records.problems)
+        named = [f"{p} Its point is not replayed." for p in records.problems]
+        if more:
+            named.append(f"{results.results_jsonl}: {more} more lines cannot be read; their points are not replayed.")
+        replay.problems[:0] = named
+        return replay
     except ReplayError:
         raise
     except UsageError as e:  # the directory's own refusals (another user's, a link, run.json unreadable)

@@ -155,3 +155,16 @@ def test_the_samples_a_replay_keeps_are_bounded(run: Path, monkeypatch: pytest.M
     assert r.samples == 12
     second = run / "raw" / "0001-randread-4k-qd4-j1.samples.jsonl"
     assert r.problems == [f"{run}: holds more than 12 samples; the points after {second} replay without theirs."]
+
+
+def test_a_bad_results_line_is_named_and_its_point_not_replayed(run: Path) -> None:
+    lines = (run / "results.jsonl").read_text().splitlines()
+    rec = json.loads(lines[1])
+    rec["metrics"]["iops"] = "\x1b[31mfast"
+    (run / "results.jsonl").write_text("\n".join([lines[0], json.dumps(rec)]) + "\n")
+    r = load(run)
+    assert r.samples == 10  # the first point's
+    assert len(r.problems) == 1
+    problem = r.problems[0]
+    assert problem.startswith(f"{run / 'results.jsonl'}, line 2: key 'metrics.iops' has invalid value")
+    assert problem.endswith("Its point is not replayed.") and "\x1b" not in problem
