@@ -326,8 +326,8 @@ def _refuse_unless_replayable(path: Path, meta: RunMeta) -> None:
         raise ReplayError(f"{path}: its run is still {status} (another process holds its lock); replay it once it has "
                           "finished.")
     if meta.kind != Kind.STORAGE:
-        raise ReplayError(f"{path}: a {meta.kind or 'unknown'} run keeps no per-second samples; only storage runs "
-                          "can be replayed.")
+        kind = clean_line(meta.kind or "unknown", 20)
+        raise ReplayError(f"{path}: a {kind} run keeps no per-second samples; only storage runs can be replayed.")
     if meta.is_fleet:
         raise ReplayError(f"{path}: a fleet run keeps no per-second samples of its hosts; it cannot be replayed.")
 
@@ -390,7 +390,9 @@ def _build(results: ResultsDir, meta: RunMeta, lines: Sequence[Any], sweep: Any)
         return out
 
     skipped = {s.index: s for s in meta.skipped if s.index is not None}
-    failed = {f.index: f for f in meta.failures if f.index is not None}
+    measured = {line.index for line in lines}
+    # a point that failed and was measured again by a resume: its results line, not the failure
+    failed = {f.index: f for f in meta.failures if f.index is not None and f.index not in measured}
     total = max(len(meta.plan) - len(skipped), len(lines))
     tl = _Timeline()
     tl.add(sweep.RunStarted(total, total, 0.0, meta, path))  # estimate_s set below, once the timeline is known

@@ -168,3 +168,27 @@ def test_a_bad_results_line_is_named_and_its_point_not_replayed(run: Path) -> No
     problem = r.problems[0]
     assert problem.startswith(f"{run / 'results.jsonl'}, line 2: key 'metrics.iops' has invalid value")
     assert problem.endswith("Its point is not replayed.") and "\x1b" not in problem
+
+
+def test_failed_points_replay_as_failed_unless_a_resume_measured_them(run: Path) -> None:
+    meta = json.loads((run / "run.json").read_text())
+    plan = meta["plan"]
+    meta["failures"] = [{"index": 0, "point": plan[0], "error": "fio said no"},  # measured again: its line counts
+                        {"index": 1, "point": plan[1], "error": "fio said no\x1b]0;x\x07"}]
+    (run / "run.json").write_text(json.dumps(meta))
+    lines = (run / "results.jsonl").read_text().splitlines()
+    (run / "results.jsonl").write_text(lines[0] + "\n")  # point 1 never measured
+    r = load(run)
+    kinds = [type(s.event).__name__ for s in r.steps]
+    assert kinds.count("PointDone") == 1 and kinds.count("PointStarted") == 2
+    failed = [s.event for s in r.steps if isinstance(s.event, sweep.PointFailed)]
+    assert [f.index for f in failed] == [1] and failed[0].error == "fio said no"
+    finished = r.steps[-1].event
+    assert isinstance(finished, sweep.RunFinished) and (finished.done, finished.failed, finished.total) == (1, 1, 2)
+
+
+def test_a_memory_run_is_refused_in_one_clean_sentence(run: Path) -> None:
+    meta = json.loads((run / "run.json").read_text())
+    (run / "run.json").write_text(json.dumps({**meta, "kind": "memory"}))
+    assert refused(run) == (f"{run}: a memory run keeps no per-second samples; only storage runs can be "
+                            "replayed.")
