@@ -192,3 +192,30 @@ async def test_a_bad_samples_line_is_named_in_the_log_and_the_rest_replayed(quic
         squeezed = "".join(log.split())  # however the log wrapped the sentence
         assert "".join(f"{first.name}, line 1, key 'iops': has value".split()) in squeezed and "\x1b" not in log
         assert len(received(screen.query_one(ThroughputChart))) == len(file_seconds(out)) - 1
+
+
+def test_replay_screen_mid_run_at_80x24(snap_compare, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The replay of the fixed telemetry run (tests/data/report) 8 s in at 10×, its wall clock held still: the
+    run screen's charts, phase line and log as the live run showed them at that second."""
+    from app.replay import load
+    from tests.tui.helpers import fixed_results
+
+    monkeypatch.chdir(tmp_path)  # results/ is relative: the same text on every machine
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.delenv("PROFILER_TUI_RESULTS", raising=False)
+    fixed_results(Path("results"))
+    wall = [0.0]
+
+    async def before(pilot: Any) -> None:
+        replay = load(Path("results/cliff-20261123-212547"))
+        screen = ReplayScreen(replay, now=lambda: wall[0])
+        await pilot.app.push_screen(screen)
+        await wait_for(pilot, lambda: screen.started_wall is not None, 5, "the replay's start")
+        wall[0] = 0.8  # 8 s of the run's time at 10×
+        due = sum(1 for s in replay.steps if s.at <= 8.0)
+        await wait_for(pilot, lambda: screen.state.events_seen == due, 5, "the events due at 8 s")
+        screen.tick()
+        await pilot.pause(0.1)
+
+    assert snap_compare(create_app(devices=[], results_dir="results", clock=lambda: 0.0), run_before=before,
+                        terminal_size=SIZE)
