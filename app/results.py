@@ -29,7 +29,7 @@ import errno
 import os
 import re
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import BinaryIO
@@ -51,6 +51,7 @@ MAX_RUN_JSON_BYTES = 64 << 20
 MAX_RESULTS_BYTES = 256 << 20
 MAX_LINE_BYTES = 4 << 20
 MAX_RECORDS = 100_000  # points kept from one results.jsonl (a plan has at most this many)
+MAX_PROBLEMS = 20  # lines left out that Records names one by one
 
 
 @dataclass
@@ -60,6 +61,13 @@ class Records:
     lines: list[ResultLine]
     unreadable: int = 0  # lines left out: not JSON, not an object, missing or ill-typed fields
     replaced: int = 0  # earlier lines of a plan index that a later line measured again
+    # why, for the first MAX_PROBLEMS of them: one sentence each naming the file, line and key (app.replay shows them)
+    problems: list[str] = field(default_factory=list)
+
+    def left_out(self, why: str) -> None:
+        self.unreadable += 1
+        if len(self.problems) < MAX_PROBLEMS:
+            self.problems.append(why)
 
 
 
@@ -660,8 +668,8 @@ class ResultsDir:
                 if not raw:
                     break
                 if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
-                    out.unreadable += 1
                     lineno += 1
+                    out.left_out(f"{self.results_jsonl}, line {lineno}: is longer than {MAX_LINE_BYTES >> 20} MiB.")
                     while raw and not raw.endswith(b"\n"):  # the rest of the over-long line
                         raw = f.readline(MAX_LINE_BYTES)
                     continue
@@ -671,8 +679,8 @@ class ResultsDir:
                     continue
                 try:
                     rec = read_line(text, self.results_jsonl, lineno)
-                except LineError:
-                    out.unreadable += 1
+                except LineError as e:
+                    out.left_out(str(e))
                     continue
                 key = (rec.index, rec.host)  # a fleet run has a line per point and host
                 if rec.index is not None and key in by_index:

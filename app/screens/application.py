@@ -23,6 +23,7 @@ from app.screens.messages import (
     ShowFigures,
     ShowImport,
     ShowPresets,
+    ShowReplay,
     ShowReport,
     ShowResults,
     ShowRuns,
@@ -344,6 +345,12 @@ class ProfilerApp(App[int]):
         from app.screens.results import ResultsScreen
 
         self.push_screen(ResultsScreen(message.path))
+
+    @on(ShowReplay)
+    def show_replay(self, message: ShowReplay) -> None:
+        from app.screens.replay import ReplayScreen
+
+        self.push_screen(ReplayScreen(message.replay))
 
     # --- quitting: a run is stopped (and fio with it) before the app exits -------------------
 

@@ -4,11 +4,15 @@ handles each (``@on``) and pushes the screen, so no screen imports another one t
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual.message import Message
 
 from app.presets import Preset
 from app.screens.state import TargetChoice
+
+if TYPE_CHECKING:  # loaded with the runs browser's ctrl+y, not at start-up
+    from app.replay import Replay
 
 
 class StartRun(Message):
@@ -90,3 +94,11 @@ class ResumeRun(Message):
     def __init__(self, path: Path) -> None:
         super().__init__()
         self.path = path
+
+
+class ShowReplay(Message):
+    """A finished run's live view again (app.replay: its events, already read from its directory)."""
+
+    def __init__(self, replay: Replay) -> None:
+        super().__init__()
+        self.replay = replay

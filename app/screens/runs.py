@@ -19,9 +19,10 @@ from textual.widgets import DataTable, Footer, Header, Input, OptionList, Static
 from textual.widgets.option_list import Option
 from textual.worker import Worker, WorkerState
 
+from app.errors import UsageError
 from app.runs import RunSummary, list_runs, results_roots
 from app.screens import strings
-from app.screens.messages import ResumeRun, ShowCompare, ShowImport, ShowReport, ShowResults
+from app.screens.messages import ResumeRun, ShowCompare, ShowImport, ShowReplay, ShowReport, ShowResults
 from app.screens.state import app_options
 from app.widgets import TooSmall
 
@@ -82,6 +83,7 @@ class RunsScreen(Screen[None]):
         Binding("ctrl+t", "mark", "Mark"),
         Binding("ctrl+s", "compare", "Compare"),
         Binding("ctrl+o", "import_files", "Import"),
+        Binding("ctrl+y", "replay", "Replay"),
         Binding("slash", "filter", "Filter", key_display="/", show=False),
         Binding("ctrl+l", "reload", "Reload", show=False),
         Binding("escape", "back", "Back"),
@@ -133,6 +135,9 @@ class RunsScreen(Screen[None]):
                 self.render_rows()
             elif event.state == WorkerState.ERROR:
                 self.query_one("#runs-status", Static).update(Text(str(event.worker.error), style="red"))
+        elif event.worker.group == "replay":
+            event.stop()
+            self.replay_loaded(event)
 
     # --- the table -------------------------------------------------------------------------------------
 
@@ -270,6 +275,27 @@ class RunsScreen(Screen[None]):
                 self.post_message(ShowCompare(run_path, None, reference=name))
 
         self.app.push_screen(ReferencePicker(run_path.name, names), picked)
+
+    def action_replay(self) -> None:
+        """The run's live view again from its kept samples (app.replay), read off the event loop."""
+        run = self._usable()
+        if run is None:
+            return
+        from app.replay import load
+
+        self.notify(strings.REPLAY_LOADING.format(name=run.path.name), timeout=2)
+        self.run_worker(lambda: load(run.path), thread=True, group="replay", exclusive=True, exit_on_error=False,
+                        name=run.path.name)
+
+    def replay_loaded(self, event: Worker.StateChanged) -> None:
+        if event.state == WorkerState.SUCCESS and event.worker.result is not None:
+            self.post_message(ShowReplay(event.worker.result))
+        elif event.state == WorkerState.ERROR:
+            error = event.worker.error
+            # a refusal is one sentence of the core's; anything else (a bug) is named, never a traceback
+            text = str(error) if isinstance(error, UsageError) else f"{type(error).__name__}: {error}"
+            self.notify(strings.REPLAY_REFUSED.format(name=event.worker.name, error=text), severity="error",
+                        timeout=10)
 
     def action_import_files(self) -> None:
         self.post_message(ShowImport())

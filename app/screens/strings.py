@@ -280,6 +280,8 @@ letters filter, so there only `ctrl+c` quits). The smallest supported terminal i
   checked and confirmed again); `ctrl+t` marks a run (A, then B) and `ctrl+s` compares the two side by
   side, or one run with a reference sheet; `ctrl+o` imports fio JSON / MLC text; `ctrl+l` reloads;
   `escape` back (`ctrl+c` quits).
+- `ctrl+y` replays a finished storage run's live view from its kept per-second samples, with the run's charts:
+  `+`/`-` change the speed (1, 2, 5, 10, 30, 60×; 10× to begin), `space` pauses, `escape` ends it.
 
 ## Compare
 - Ratio tables as `profiler-tui compare` writes them, one row per workload and figure, the better side in
@@ -315,3 +317,16 @@ PHASE_PRECONDITION_STEADY = "Preconditioning until steady: window {done} of {tot
 UNITS_BINARY = "Bandwidths in MiB/s (binary: 2^20 bytes per second); u: MB/s"
 UNITS_DECIMAL = "Bandwidths in MB/s (decimal: 10^6 bytes per second); u: MiB/s"
 UNITS_NOT_SAVED = "The units could not be remembered: {path}: {reason}"
+
+# --- replay: a finished run's live view again, from its kept samples (app.replay) -----------------------
+REPLAY_LOADING = "Reading the samples of {name}…"
+REPLAY_REFUSED = "{name} cannot be replayed: {error}"
+REPLAY_TITLE = "replay {speed} · {preset} — {target}"
+REPLAY_PAUSED = "paused"
+REPLAY_SPEED = "{speed:g}×"
+REPLAY_STARTED = ("Replay of {path}: {points} points, {samples} one-second samples, {run} of run time shown in "
+                  "about {wall} at {speed:g}× (time without samples shortened to at most {gap:g} s a gap). Nothing is "
+                  "measured or written.")
+REPLAY_PROBLEMS = "Lines of the samples files were left out; the log (3) names them ({n} notes)."
+REPLAY_FINISHED = "The run ended {status}: {done}/{total} points{failed} (its results: enter in the runs browser)"
+REPLAY_DONE = "Replay over: {run} of run time in {wall}."
