@@ -115,16 +115,7 @@ class ReplayScreen(RunScreen):
 
     def _on_replay_finished(self, ev: sweep.RunFinished) -> None:
         """The run's ending, as the run screen shows it, but no "press r": the results open from the runs browser."""
-        st = self.state
-        st.finished = ev
-        st.done, st.total, st.failed, st.status = ev.done, ev.total, ev.failed, ev.status
-        st.remaining_s = 0
-        st.current = ""
-        st.phase = None
-        failed = strings.RUN_FAILED_N.format(n=ev.failed) if ev.failed else ""
-        if st.skipped:
-            failed += strings.RUN_SKIPPED_N.format(n=st.skipped)
-        self.log_line(strings.REPLAY_FINISHED.format(status=ev.status, done=ev.done, total=ev.total, failed=failed))
+        self.log_line(strings.REPLAY_FINISHED.format(**self.finish(ev)))
 
     HANDLERS: ClassVar[dict[type, Callable[[RunScreen, Any], None]]] = {
         **RunScreen.HANDLERS,

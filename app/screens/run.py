@@ -472,6 +472,10 @@ class RunScreen(Screen[None]):
             outcome=strings.RUN_OUTCOME.format(outcome=outcome) if outcome else ""))
 
     def _on_run_finished(self, ev: sweep.RunFinished) -> None:
+        self.log_line(strings.RUN_FINISHED.format(**self.finish(ev)))
+
+    def finish(self, ev: sweep.RunFinished) -> dict[str, object]:
+        """The state of a run that ended (live or replayed); the fields of its closing log line."""
         st = self.state
         st.finished = ev
         st.done, st.total, st.failed, st.status = ev.done, ev.total, ev.failed, ev.status
@@ -481,7 +485,7 @@ class RunScreen(Screen[None]):
         failed = strings.RUN_FAILED_N.format(n=ev.failed) if ev.failed else ""
         if st.skipped:
             failed += strings.RUN_SKIPPED_N.format(n=st.skipped)
-        self.log_line(strings.RUN_FINISHED.format(status=ev.status, done=ev.done, total=ev.total, failed=failed))
+        return {"status": ev.status, "done": ev.done, "total": ev.total, "failed": failed}
 
     def _on_phase(self, ev: Phase) -> None:
         self.state.phase = ev
