@@ -4,24 +4,21 @@ characters; these keep what they look like.  Update with ``--snapshot-update`` a
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pytest
-
 from app import presets as core
 from app.screens.results import ResultsScreen
 from app.tui import create_app
-from tests.tui.helpers import DEVICES, FIXED_PRESETS
-from tests.tui.test_tui_snapshots import RUN_DIR, SMALL, fake_run, show_run, storage_events, write_results
+from tests.tui.helpers import DEVICES
+from tests.tui.test_tui_snapshots import (
+    RUN_DIR,
+    SMALL,
+    fake_run,
+    fixed_world,  # noqa: F401  the snapshots' autouse fixture: fixed presets, the test's folder, colours on
+    show_run,
+    storage_events,
+    write_results,
+)
 
 SIZE = (80, 24)
-
-
-@pytest.fixture(autouse=True)
-def fixed_world(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("PROFILER_TUI_PRESETS", str(FIXED_PRESETS))
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("NO_COLOR", raising=False)
 
 
 def ascii_app():

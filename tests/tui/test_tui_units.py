@@ -18,11 +18,12 @@ from app.screens.results import ResultsScreen, load_fleet
 from app.tui import create_app
 from app.units import MIB_PER_MB
 from app.widgets.charts import BandwidthChart, ThroughputChart
-from tests.tui.helpers import DEVICES, FIXED_PRESETS, wait_for
+from tests.tui.helpers import DEVICES, wait_for
 from tests.tui.test_tui_snapshots import (
     RUN_DIR,
     SMALL,
     fake_run,
+    fixed_world,  # noqa: F401  the snapshots' autouse fixture: fixed presets, the test's folder, colours on
     show_run,
     storage_events,
     storage_metrics,
@@ -30,13 +31,6 @@ from tests.tui.test_tui_snapshots import (
 )
 
 SIZE = (100, 24)
-
-
-@pytest.fixture(autouse=True)
-def fixed_world(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("PROFILER_TUI_PRESETS", str(FIXED_PRESETS))
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("NO_COLOR", raising=False)
 
 
 def settings_file(tmp_path: Path) -> Path:
