@@ -16,7 +16,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.results import foreign, trusted_uids, write_atomic
+from app.results import NotRegularFile, foreign, read_regular, trusted_uids, write_atomic
 from app.sanitize import clean_text, show_value
 
 CONFIG_NAME = "config.toml"
@@ -72,25 +72,21 @@ def _read(path: Path) -> bytes:
     why = foreign(os.stat(path.parent))  # FileNotFoundError: no settings yet
     if why:
         raise _Refused(f"its directory {why}")
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
-    except OSError as e:
-        if e.errno == errno.ELOOP:
-            raise _Refused("is a symbolic link, which is not followed") from None
-        raise
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise _Refused("is not a regular file")
+
+    def ours(st: os.stat_result) -> None:
         if st.st_uid not in trusted_uids():
             raise _Refused(f"is owned by another user (uid {st.st_uid})")
         if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
             raise _Refused("is writable by other users" if st.st_mode & stat.S_IWOTH else "is writable by its group")
-        data = b""
-        while len(data) <= MAX_BYTES and (chunk := os.read(fd, MAX_BYTES + 1 - len(data))):
-            data += chunk
-    finally:
-        os.close(fd)
+
+    try:
+        data = read_regular(path, MAX_BYTES, check=ours)
+    except NotRegularFile:
+        raise _Refused("is not a regular file") from None
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise _Refused("is a symbolic link, which is not followed") from None
+        raise
     if len(data) > MAX_BYTES:
         raise _Refused(f"is larger than {MAX_BYTES // 1024} KiB, too large for a settings file")
     return data

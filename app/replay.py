@@ -41,7 +41,16 @@ from app.errors import UsageError
 from app.lock import effective_status
 from app.points import Kind, RunStatus, point_from_dict
 from app.records import line_json, number
-from app.results import RAW, RESULTS_JSONL, RUN_JSON, ResultsDir, foreign, open_trusted_dir
+from app.results import (
+    RAW,
+    RESULTS_JSONL,
+    RUN_JSON,
+    NotRegularFile,
+    ResultsDir,
+    foreign,
+    open_trusted_dir,
+    read_regular,
+)
 from app.runmeta import RunMeta
 from app.runners.base import Phase, Sample
 from app.sanitize import clean_json, clean_line
@@ -177,40 +186,21 @@ def parse_samples(data: bytes, shown: str) -> SamplesRead:
     return out
 
 
-def _open_checked(name: str, dir_fd: int, shown: str) -> int:
-    """``name`` in ``dir_fd`` opened for reading, no symbolic link followed, no FIFO waited on: a regular file
-    no other user can write (ReplayError otherwise)."""
-    try:
-        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY, dir_fd=dir_fd)
-    except OSError as e:
-        raise ReplayError(f"{shown}: cannot be read ({e.strerror or e}).") from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise ReplayError(f"{shown}: is not a regular file.")
+def read_samples_file(raw_fd: int, name: str, shown: str) -> SamplesRead:
+    """A point's samples file (``name`` in raw/, no symbolic link followed, no FIFO waited on): a regular file no
+    other user can write (ReplayError otherwise), at most :data:`MAX_SAMPLES_BYTES` of it."""
+
+    def ours(st: os.stat_result) -> None:
         why = foreign(st)
         if why:
             raise ReplayError(f"{shown}: {why}, so {REPLAY_RISK}.")
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
 
-
-def read_samples_file(raw_fd: int, name: str, shown: str) -> SamplesRead:
-    """A point's samples file (``name`` in raw/), at most :data:`MAX_SAMPLES_BYTES` of it."""
-    fd = _open_checked(name, raw_fd, shown)
     try:
-        chunks: list[bytes] = []
-        got = 0
-        while got <= MAX_SAMPLES_BYTES and (chunk := os.read(fd, min(1 << 20, MAX_SAMPLES_BYTES + 1 - got))):
-            chunks.append(chunk)
-            got += len(chunk)
+        data = read_regular(name, MAX_SAMPLES_BYTES, dir_fd=raw_fd, check=ours)
+    except NotRegularFile:
+        raise ReplayError(f"{shown}: is not a regular file.") from None
     except OSError as e:
         raise ReplayError(f"{shown}: cannot be read ({e.strerror or e}).") from None
-    finally:
-        os.close(fd)
-    data = b"".join(chunks)
     if len(data) <= MAX_SAMPLES_BYTES:
         return parse_samples(data, shown)
     cut = data[:MAX_SAMPLES_BYTES]

@@ -32,7 +32,7 @@ import stat
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Callable
 
 from app.errors import UsageError
 from app.records import SCHEMA_VERSION as SCHEMA_VERSION  # run.json carries it too
@@ -423,14 +423,20 @@ class NotRegularFile(OSError):
     """A path that is a FIFO, a device, a socket or a directory: not read."""
 
 
-def read_regular(path: str | os.PathLike[str], limit: int, *, dir_fd: int | None = None) -> bytes:
+def read_regular(path: str | os.PathLike[str], limit: int, *, dir_fd: int | None = None,
+                 check: Callable[[os.stat_result], None] | None = None) -> bytes:
     """At most ``limit + 1`` bytes of the regular file ``path`` (a name in ``dir_fd`` when given; one more than the
     limit: the caller sees it was longer), opened without following a last symlink, blocking on a FIFO or taking a
-    terminal.  OSError when it cannot be read, :class:`NotRegularFile` when it is no regular file."""
+    terminal.  OSError when it cannot be read, :class:`NotRegularFile` when it is no regular file.  ``check`` is
+    given the status of the file opened (not of a path that could change meanwhile) before anything is read, and
+    raises to refuse it (its owner, its mode)."""
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY, dir_fd=dir_fd)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
             raise NotRegularFile(f"{path} is not a regular file")
+        if check is not None:
+            check(st)
         chunks: list[bytes] = []
         got = 0
         while got <= limit and (chunk := os.read(fd, min(1 << 20, limit + 1 - got))):
