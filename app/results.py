@@ -138,14 +138,22 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 def open_file(path: str | os.PathLike[str], flags: int, dir_fd: int | None = None) -> int:
     """``path`` (a name in ``dir_fd`` when given) opened without following a last symbolic link; a file it
-    creates gets FILE_MODE whatever the umask."""
-    fd = os.open(path, flags | os.O_CLOEXEC | os.O_NOFOLLOW, FILE_MODE, dir_fd=dir_fd)
+    creates gets FILE_MODE whatever the umask.  For writing, the file must be the tool's own, and it is checked
+    before it is changed: O_TRUNC is applied only after the check (opened with it, another user's file left in a
+    sticky directory, or a hard link to any file, would be emptied before it was refused), and the open does not
+    block (a FIFO left under the name would wait for a reader forever; it is refused as not a regular file)."""
+    writes = bool(flags & (os.O_WRONLY | os.O_RDWR))
+    extra = os.O_NONBLOCK if writes else 0
+    fd = os.open(path, (flags & ~os.O_TRUNC) | extra | os.O_CLOEXEC | os.O_NOFOLLOW, FILE_MODE, dir_fd=dir_fd)
     try:
-        if flags & (os.O_WRONLY | os.O_RDWR):
+        if writes:
             st = os.fstat(fd)
             # a file someone else left there (in a sticky directory), or a second name of another file: not ours
             if st.st_uid not in trusted_uids() or st.st_nlink > 1 or not stat.S_ISREG(st.st_mode):
                 raise OSError(errno.EPERM, "not a file of this tool's (another user's, or a hard link)", str(path))
+            os.set_blocking(fd, True)
+            if flags & os.O_TRUNC:
+                os.ftruncate(fd, 0)
         if flags & os.O_CREAT:
             os.fchmod(fd, FILE_MODE)
     except BaseException:
