@@ -35,6 +35,8 @@ from pathlib import Path
 from typing import BinaryIO, Callable
 
 from app.errors import UsageError
+from app.owners import foreign as foreign
+from app.owners import trusted_uids as trusted_uids
 from app.records import SCHEMA_VERSION as SCHEMA_VERSION  # run.json carries it too
 from app.records import JSONObject, LineError, ResultLine, line_json, read_line, write_line
 from app.runmeta import RunMeta, RunMetaError
@@ -205,28 +207,6 @@ def write_atomic(path: Path, text: str, dir_fd: int | None = None) -> None:
 # directory above them must be changeable by root (or the user the tool runs as) alone: owned by one of
 # them and not writable by group or others.  A directory above may be world-writable when it is sticky
 # (/tmp): others cannot rename or remove what they do not own in it.
-
-
-def trusted_uids() -> frozenset[int]:
-    """Whose directories and links root may use: root's, this process's user's and, under ``sudo``, the
-    invoking user's (``SUDO_UID``, set by sudo), who can already run anything as root — so ``sudo profiler-tui
-    run …`` from one's own home directory writes ``./results`` there."""
-    uids = {0, os.geteuid()}
-    sudo = os.environ.get("SUDO_UID", "")
-    if os.geteuid() == 0 and sudo.isascii() and sudo.isdigit() and len(sudo) <= 10:
-        uids.add(int(sudo))
-    return frozenset(uids)
-
-
-def foreign(st: os.stat_result, *, sticky_ok: bool = False) -> str | None:
-    """Why another user can change what is in the directory ``st`` describes (None when only the
-    :func:`trusted_uids` can): its owner, or its group/other write bit (allowed with the sticky bit when
-    ``sticky_ok``)."""
-    if st.st_uid not in trusted_uids():
-        return f"is owned by another user (uid {st.st_uid})"
-    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not (sticky_ok and st.st_mode & stat.S_ISVTX):
-        return "is writable by other users" if st.st_mode & stat.S_IWOTH else "is writable by its group"
-    return None
 
 
 RUN_RISK = ("root would run what another user puts there; choose a directory only root can write (or a new one "
