@@ -435,6 +435,24 @@ def read_regular(path: str | os.PathLike[str], limit: int, *, dir_fd: int | None
         os.close(fd)
 
 
+def read_beneath(base: Path, rel: str, limit: int) -> bytes:
+    """:func:`read_regular` of ``rel``, a relative path inside the directory ``base`` (a results directory's
+    ``raw/NAME``), no symbolic link followed below ``base``: a ``raw/`` that another user swapped for a link to one
+    of root's directories is an OSError (ELOOP, ENOTDIR), never read.  ``rel`` may not be absolute or hold '..'."""
+    parts = Path(rel).parts
+    if not parts or os.path.isabs(rel) or ".." in parts or "\0" in rel:
+        raise OSError(errno.EINVAL, "not a path inside the results directory", rel)
+    fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for part in parts[:-1]:
+            inner = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        return read_regular(parts[-1], limit, dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
 def _open_regular(path: str | os.PathLike[str], dir_fd: int | None = None, shown: Path | None = None) -> BinaryIO:
     """``path`` (a name in ``dir_fd`` when given) opened for binary reading, without following a last symbolic
     link or blocking on a FIFO; UsageError naming ``shown`` unless it is a regular file (OSError, e.g.

@@ -144,3 +144,32 @@ def test_import_never_follows_another_users_link(shared: Path) -> None:
     own = shared / "own-link.txt"  # root's own link is followed as before
     own.symlink_to(target)
     assert run_cli("import", str(own), "--out", str(out)).returncode == 0
+
+
+def test_report_never_reads_through_a_raw_link_another_user_made(shared: Path) -> None:
+    """A run directory of nobody's (reported with --out elsewhere): its raw/ is a link to a directory of root's that
+    holds a samples file; the report reads nothing through it (samples.csv would carry root's figures, 0644)."""
+    from app.report.procedure import read_samples
+    from app.telemetry import load_readings
+
+    private = shared / "private"
+    private.mkdir(mode=0o700)
+    (private / "p.samples.jsonl").write_text('{"t": 1, "iops": 424242.0, "mean_ns": 1, "p99_ns": 1}\n')
+    (private / "telemetry.jsonl").write_text('{"t": 1}\n')
+    run = shared / "sticky" / "theirs"
+    shutil.copytree(shared / "run", run)
+    lines = (run / "results.jsonl").read_text().splitlines()
+    lines[0] = lines[0].replace('"raw":{', '"raw":{"samples":"raw/p.samples.jsonl",', 1)
+    (run / "results.jsonl").write_text("\n".join(lines) + "\n")
+    (run / "raw").symlink_to(private)
+    subprocess.run(["chown", "-hR", "nobody", str(run)], check=True)
+    assert read_samples(run, {"samples": "raw/p.samples.jsonl"}) == []
+    assert load_readings(Path("raw/telemetry.jsonl"), beneath=run) == ([], 0)
+    out = shared / "report" / "r.md"
+    proc = run_cli("report", str(run), "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "424242" not in "".join(p.read_text() for p in out.parent.glob("*.csv")) + out.read_text()
+    (run / "raw").unlink()  # the same file, really inside the run directory, is read
+    (run / "raw").mkdir()
+    shutil.copy(private / "p.samples.jsonl", run / "raw")
+    assert read_samples(run, {"samples": "raw/p.samples.jsonl"})[0]["iops"] == 424242.0
