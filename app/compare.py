@@ -48,6 +48,7 @@ from app.report import noise, support
 from app.report import procedure as rp
 from app.report.model import MemoryRow, RunData, StorageRow, load
 from app.report.render import workload
+from app.results import open_trusted_dir, write_new
 from app.sanitize import clean_text
 from app.textable import markdown_table
 from app.uncertainty import (
@@ -180,17 +181,30 @@ def load_reference(name_or_path: str) -> Reference:
     return parse_reference(read_toml(path, "reference sheet"), str(path))
 
 
+# what another user's write access to the directory of ``compare --out`` would allow
+COMPARE_RISK = ("another user could redirect what root writes there; give --out a file in a directory only root can "
+                "write")
+
+
 def write_text(out: str, text: str) -> None:
-    """``compare --out FILE``: one sentence (UsageError) when FILE is a directory or cannot be written."""
+    """``compare --out FILE``: one sentence (UsageError) when FILE is a directory or cannot be written.  FILE is
+    written as the report is: in a directory opened once and checked (no other user can change it, or it is sticky
+    like /tmp), a last symbolic link never followed and a file that is not the tool's own (another user's, a hard
+    link) never written through."""
     if out.endswith(("/", os.sep)) or os.path.isdir(out):
         raise UsageError(f"--out {out}: is a directory; give a file name for the tables, e.g. "
                          f"{os.path.join(out, 'compare.md')}.")
-    if os.path.lexists(out) and not os.path.isfile(out):
-        raise UsageError(f"--out {out}: exists and is not a regular file; give a new file name.")
+    if os.path.islink(out) or (os.path.lexists(out) and not os.path.isfile(out)):
+        raise UsageError(f"--out {out}: exists and is not a regular file (a symbolic link is not followed); give a "
+                         "new file name.")
+    path = Path(os.path.abspath(out))
+    fd = open_trusted_dir(path.parent, sticky_ok=True, risk=COMPARE_RISK)
     try:
-        Path(out).write_text(text, encoding="utf-8")
+        write_new(path.name, text.encode("utf-8"), dir_fd=fd)
     except OSError as e:
         raise UsageError(f"--out {out}: cannot be written ({e.strerror or e}).") from None
+    finally:
+        os.close(fd)
 
 
 # --- values -----------------------------------------------------------------------------------------------

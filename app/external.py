@@ -25,6 +25,7 @@ import threading
 import time
 from dataclasses import dataclass
 
+from app.programs import which_trusted
 from app.runners.base import _die_with_parent
 
 SLICE_S = 0.05  # how long one wait for output lasts: the longest a ^C or a cancel waits
@@ -64,6 +65,11 @@ def run_bounded(argv: list[str], timeout: float, limit: int = DEFAULT_LIMIT,
     """Run ``argv`` (stdin /dev/null, its own process group) and collect at most ``limit`` bytes of stdout
     and :data:`STDERR_LIMIT` of stderr within ``timeout`` seconds.  Never raises for the tool's sake; a
     KeyboardInterrupt (^C in the main thread) kills the child and propagates."""
+    path, why = which_trusted(argv[0]) if argv else (None, None)
+    if why:
+        return Outcome(None, failure=f"cannot start: {why}")
+    if path:
+        argv = [path, *argv[1:]]
     try:
         # its own session, so the group can be killed whole; and killed by the kernel when profiler-tui dies
         # (an exit through os._exit at start-up, SIGKILL), so no tool outlives the reader

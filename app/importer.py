@@ -31,6 +31,7 @@ before it is used, and any fault is one sentence naming the file, the key and th
 from __future__ import annotations
 
 import codecs
+import errno
 import io
 import json
 import math
@@ -45,7 +46,7 @@ from app import runmeta
 from app.errors import UsageError
 from app.points import Kind, MemoryPoint, keys_of
 from app.records import MemoryMetrics, write_json
-from app.results import RAW, RESULTS_JSONL, SCHEMA_VERSION, ResultsDir, now_iso, open_file
+from app.results import RAW, RESULTS_JSONL, SCHEMA_VERSION, ResultsDir, check_links, now_iso, open_file
 from app.runners import fio_parse
 from app.runners.fio_parse import dict_of, int_of, list_of
 from app.uncertainty import none_because
@@ -59,6 +60,7 @@ FIO_RW = {"read": "read", "write": "write", "trim": "trim", "randread": "randrea
 MLC_DEFAULT_STRIDE = 64
 MAX_IMPORT_BYTES = 256 << 20  # per input file
 MAX_IMPORT_POINTS = 20_000  # per import, all files together
+IMPORT_RISK = "root would read whichever file that user points it at; import the file itself"
 CHUNK_BYTES = 1 << 20
 MAX_FILE_WARNINGS = 100  # per MLC file, kept in run.json
 MAX_SECONDS = 1e9  # a runtime or ramp_time beyond ~31 years is not one fio ran
@@ -604,7 +606,10 @@ def _mib(n: int) -> str:
 
 
 def check_input(path: str) -> int:
-    """Refuse, before anything is opened, what import must not read; returns the file's size."""
+    """Refuse, before anything is opened, what import must not read; returns the file's size.  A symbolic link
+    on the way that another user made is refused: it would choose which of root's files import reads (and copies
+    into raw/, which every user may read)."""
+    check_links(Path(path), IMPORT_RISK)
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -619,14 +624,24 @@ def check_input(path: str) -> int:
     return st.st_size
 
 
+def _unlinked(path: str) -> str:
+    """``path`` with the links check_input accepted resolved, but a last name that is no link now kept as it is:
+    opened with O_NOFOLLOW, a file another user swapped for a link since the check is refused."""
+    if os.path.islink(path):
+        return os.path.realpath(path)
+    return os.path.join(os.path.realpath(os.path.dirname(os.path.abspath(path))), os.path.basename(path))
+
+
 def open_regular(path: str) -> io.BufferedReader:
     """The file opened for reading in binary, refused unless it is a regular file: opened without
     blocking (a FIFO swapped in after :func:`check_input` cannot hang us) and checked again."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+        fd = os.open(_unlinked(path), os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY | os.O_NOFOLLOW)
     except FileNotFoundError:
         raise UsageError(f"{path}: no such file.") from None
     except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise UsageError(f"{path}: became a symbolic link after it was checked; refusing to read it.") from None
         raise UsageError(f"{path}: cannot be read ({e.strerror}).") from None
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode):

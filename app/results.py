@@ -35,6 +35,8 @@ from pathlib import Path
 from typing import BinaryIO, Callable
 
 from app.errors import UsageError
+from app.owners import foreign as foreign
+from app.owners import trusted_uids as trusted_uids
 from app.records import SCHEMA_VERSION as SCHEMA_VERSION  # run.json carries it too
 from app.records import JSONObject, LineError, ResultLine, line_json, read_line, write_line
 from app.runmeta import RunMeta, RunMetaError
@@ -138,14 +140,22 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 def open_file(path: str | os.PathLike[str], flags: int, dir_fd: int | None = None) -> int:
     """``path`` (a name in ``dir_fd`` when given) opened without following a last symbolic link; a file it
-    creates gets FILE_MODE whatever the umask."""
-    fd = os.open(path, flags | os.O_CLOEXEC | os.O_NOFOLLOW, FILE_MODE, dir_fd=dir_fd)
+    creates gets FILE_MODE whatever the umask.  For writing, the file must be the tool's own, and it is checked
+    before it is changed: O_TRUNC is applied only after the check (opened with it, another user's file left in a
+    sticky directory, or a hard link to any file, would be emptied before it was refused), and the open does not
+    block (a FIFO left under the name would wait for a reader forever; it is refused as not a regular file)."""
+    writes = bool(flags & (os.O_WRONLY | os.O_RDWR))
+    extra = os.O_NONBLOCK if writes else 0
+    fd = os.open(path, (flags & ~os.O_TRUNC) | extra | os.O_CLOEXEC | os.O_NOFOLLOW, FILE_MODE, dir_fd=dir_fd)
     try:
-        if flags & (os.O_WRONLY | os.O_RDWR):
+        if writes:
             st = os.fstat(fd)
             # a file someone else left there (in a sticky directory), or a second name of another file: not ours
             if st.st_uid not in trusted_uids() or st.st_nlink > 1 or not stat.S_ISREG(st.st_mode):
                 raise OSError(errno.EPERM, "not a file of this tool's (another user's, or a hard link)", str(path))
+            os.set_blocking(fd, True)
+            if flags & os.O_TRUNC:
+                os.ftruncate(fd, 0)
         if flags & os.O_CREAT:
             os.fchmod(fd, FILE_MODE)
     except BaseException:
@@ -197,28 +207,6 @@ def write_atomic(path: Path, text: str, dir_fd: int | None = None) -> None:
 # directory above them must be changeable by root (or the user the tool runs as) alone: owned by one of
 # them and not writable by group or others.  A directory above may be world-writable when it is sticky
 # (/tmp): others cannot rename or remove what they do not own in it.
-
-
-def trusted_uids() -> frozenset[int]:
-    """Whose directories and links root may use: root's, this process's user's and, under ``sudo``, the
-    invoking user's (``SUDO_UID``, set by sudo), who can already run anything as root — so ``sudo profiler-tui
-    run …`` from one's own home directory writes ``./results`` there."""
-    uids = {0, os.geteuid()}
-    sudo = os.environ.get("SUDO_UID", "")
-    if os.geteuid() == 0 and sudo.isascii() and sudo.isdigit() and len(sudo) <= 10:
-        uids.add(int(sudo))
-    return frozenset(uids)
-
-
-def foreign(st: os.stat_result, *, sticky_ok: bool = False) -> str | None:
-    """Why another user can change what is in the directory ``st`` describes (None when only the
-    :func:`trusted_uids` can): its owner, or its group/other write bit (allowed with the sticky bit when
-    ``sticky_ok``)."""
-    if st.st_uid not in trusted_uids():
-        return f"is owned by another user (uid {st.st_uid})"
-    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not (sticky_ok and st.st_mode & stat.S_ISVTX):
-        return "is writable by other users" if st.st_mode & stat.S_IWOTH else "is writable by its group"
-    return None
 
 
 RUN_RISK = ("root would run what another user puts there; choose a directory only root can write (or a new one "
@@ -443,6 +431,24 @@ def read_regular(path: str | os.PathLike[str], limit: int, *, dir_fd: int | None
             chunks.append(chunk)
             got += len(chunk)
         return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def read_beneath(base: Path, rel: str, limit: int) -> bytes:
+    """:func:`read_regular` of ``rel``, a relative path inside the directory ``base`` (a results directory's
+    ``raw/NAME``), no symbolic link followed below ``base``: a ``raw/`` that another user swapped for a link to one
+    of root's directories is an OSError (ELOOP, ENOTDIR), never read.  ``rel`` may not be absolute or hold '..'."""
+    parts = Path(rel).parts
+    if not parts or os.path.isabs(rel) or ".." in parts or "\0" in rel:
+        raise OSError(errno.EINVAL, "not a path inside the results directory", rel)
+    fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for part in parts[:-1]:
+            inner = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        return read_regular(parts[-1], limit, dir_fd=fd)
     finally:
         os.close(fd)
 

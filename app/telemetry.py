@@ -51,7 +51,7 @@ from typing import IO, Iterable, Mapping, TypedDict
 from app.external import describe_failure, run_bounded
 from app.link import MAX_DEPTH, device_number, sysfs_root
 from app.procedure import TELEMETRY_INTERVAL_S
-from app.results import SCHEMA_VERSION, now_iso, open_file, read_regular
+from app.results import SCHEMA_VERSION, now_iso, open_file, read_beneath, read_regular
 from app.sanitize import clean_line
 
 TOOL_TIMEOUT_S = 3.0  # a health log takes well under a second; a tool that hangs this long is not asked again
@@ -471,11 +471,13 @@ def _clean_reading(obj: object) -> Reading | None:
     return out
 
 
-def load_readings(path: Path) -> tuple[list[Reading], int]:
+def load_readings(path: Path, beneath: Path | None = None) -> tuple[list[Reading], int]:
     """The usable readings of a telemetry file, and how many lines were not (bounded: MAX_READINGS_BYTES,
-    MAX_READINGS_READ lines)."""
+    MAX_READINGS_READ lines).  ``beneath``: ``path`` is relative to that directory (a results directory), and no
+    link below it is followed."""
     try:
-        data = read_regular(path, MAX_READINGS_BYTES)[:MAX_READINGS_BYTES]
+        data = (read_beneath(beneath, str(path), MAX_READINGS_BYTES) if beneath is not None
+                else read_regular(path, MAX_READINGS_BYTES))[:MAX_READINGS_BYTES]
     except OSError:
         return [], 0
     good: list[Reading] = []

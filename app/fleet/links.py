@@ -51,6 +51,7 @@ from app.fleet.inspect import (
     shape_of,
     verdict_of,
 )
+from app.programs import which_trusted
 from app.runners.base import _die_with_parent
 from app.runners.fio import TargetShape
 from app.sanitize import clean_json, clean_line
@@ -86,7 +87,9 @@ def start_ssh(argv: list[str], *, stdin: int, stdout: int, stderr: int) -> subpr
 
 
 def ssh_binary() -> str:
-    path = shutil.which("ssh")
+    path, why = which_trusted("ssh")
+    if why:
+        raise SafetyError(f"{why}.")
     if not path:
         raise ToolMissing("ssh is not installed; install the OpenSSH client (Debian: apt-get install openssh-client) "
                           "to reach ssh:// hosts.")

@@ -9,6 +9,7 @@ warning's temperature bit was set), and those whose results line names other cri
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Callable, Sequence
 
 from app.report.model import RunData, StorageRow
@@ -88,7 +89,7 @@ def section(data: RunData, describe: Callable[[StorageRow], str]) -> list[str]:
     if entry.get("available") is not True:
         reason = md_text(entry.get("reason") or "no drive health log was found", 300)
         return out + [f"None recorded: {reason}.", ""]
-    readings, bad = load_readings(data.path / "raw" / "telemetry.jsonl")
+    readings, bad = load_readings(Path("raw") / "telemetry.jsonl", beneath=data.path)
     s = summarise(readings)
     device = md_text(entry.get("device") or "?", 100)
     command = clean_line(entry.get("command") or entry.get("tool") or "?", 200).replace("`", "'")  # in a code span

@@ -9,7 +9,6 @@ field of the wrong type is left out, never trusted.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -17,7 +16,7 @@ from typing import Mapping, Sequence
 from app.procedure import SNIA_EXCURSION, SNIA_RANGE, SNIA_WINDOW, SteadyCheck, first_steady_window
 from app.records import JSONObject, number
 from app.report.model import RunData, StorageRow
-from app.results import read_regular
+from app.results import read_beneath
 from app.runmeta import RunMeta
 from app.summary import point_label
 from app.textable import markdown_table
@@ -102,10 +101,10 @@ def read_samples(run_dir: Path, raw: object) -> list[JSONObject]:
     whose ``samples`` path is used), [] when absent or not usable: the path must stay inside the results
     directory and name a regular file; at most MAX_SAMPLES_BYTES are read."""
     rel = raw.get("samples") if isinstance(raw, dict) else None
-    if not isinstance(rel, str) or not rel or os.path.isabs(rel) or ".." in Path(rel).parts or "\0" in rel:
+    if not isinstance(rel, str) or not rel:
         return []
     try:
-        data = read_regular(run_dir / rel, MAX_SAMPLES_BYTES)[:MAX_SAMPLES_BYTES]
+        data = read_beneath(run_dir, rel, MAX_SAMPLES_BYTES)[:MAX_SAMPLES_BYTES]
     except OSError:
         return []
     out = []

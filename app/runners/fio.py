@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import signal
 import stat
 import time
@@ -22,7 +21,7 @@ from typing import IO, Any, AsyncGenerator, Hashable, Iterator, Mapping, Sequenc
 
 from app.cpustat import CpuWindow
 from app.devstat import CounterWindow, DeviceWindow, open_counters
-from app.errors import ToolMissing, UsageError
+from app.errors import SafetyError, ToolMissing, UsageError
 from app.external import run_tool
 from app.keys import NODE
 from app.points import WRITE_MODES, Kind, Point, StoragePoint, implied, json_types, keys_of
@@ -37,6 +36,7 @@ from app.procedure import (
     first_write_point,
     region_size,
 )
+from app.programs import which_trusted
 from app.records import JSONObject, Parts, StorageMetrics
 from app.results import open_file, write_new
 from app.runners.base import Child, Context, Event, Phase, Result, Runner, Sample
@@ -65,7 +65,10 @@ READ_MODES = frozenset({"read", "randread", "rw", "randrw"})  # fio's td_read():
 
 
 def fio_binary() -> str:
-    path = os.environ.get("FIO") or shutil.which("fio")
+    """fio's resolved path (``$FIO`` or fio on PATH); SafetyError (exit 3) when another user could change it."""
+    path, why = which_trusted(os.environ.get("FIO") or "fio")
+    if why:
+        raise SafetyError(f"{why}.")
     if not path:
         raise ToolMissing("fio is not installed; install it (Debian: apt-get install fio) or run `make setup`.")
     return path

@@ -99,7 +99,6 @@ import math
 import os
 import platform
 import shlex
-import shutil
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -111,6 +110,7 @@ from app.external import run_tool
 from app.keys import cpus as parse_cpus
 from app.points import Kind, MemoryPoint, Point
 from app.presets import ENGINES, MLC_DELAYS
+from app.programs import refusal, untrusted, which_trusted
 from app.records import JSONObject, MemoryMetrics, Parts
 from app.runners.base import Child, Context, Event, Result, Runner, Sample
 from app.runners.mlc_parse import (
@@ -155,20 +155,27 @@ def _executable(path: str | os.PathLike[str]) -> bool:
     return os.path.isfile(path) and os.access(path, os.X_OK)
 
 
+def _trusted(name: str, path: str) -> tuple[str | None, str | None]:
+    """(path, None) when only trusted users can change the program at ``path`` (app.programs); else (None, why)."""
+    why = untrusted(path)
+    return (None, refusal(name, path, why)) if why else (os.path.realpath(path), None)
+
+
 def find_mlc() -> tuple[str | None, str | None]:
-    """(path, problem): MLC's binary, or None and why an explicit MLC_PATH was not usable."""
+    """(path, problem): MLC's binary, or None and why an explicit MLC_PATH, or an MLC another user could change,
+    was not usable."""
     env = os.environ.get("MLC_PATH")
     problem = None
     if env:
         candidate = os.path.join(env, "mlc") if os.path.isdir(env) else env
         if _executable(candidate):
-            return os.path.abspath(candidate), None
+            return _trusted("MLC", os.path.abspath(candidate))
         problem = f"MLC_PATH={env} is not an executable file"
-    found = shutil.which("mlc")
-    if found:
-        return found, None
+    found, why = which_trusted("mlc")
+    if found or why:
+        return found, why
     if _executable(MLC_DEFAULT_PATH):
-        return MLC_DEFAULT_PATH, None
+        return _trusted("MLC", MLC_DEFAULT_PATH)
     return None, problem
 
 
@@ -223,15 +230,12 @@ def find_engine() -> tuple[str | None, str | None]:
     env = os.environ.get("PROFILER_TUI_MEMLAT")
     if env:
         if _executable(env):
-            return os.path.abspath(env), None
+            return _trusted("the memory engine", os.path.abspath(env))
         return None, f"PROFILER_TUI_MEMLAT={env} is not an executable file"
     for bundled in (REPO_ENGINE, PACKAGE_ENGINE):
         if _executable(bundled):
-            return str(bundled), None
-    found = shutil.which("memlat")
-    if found:
-        return found, None
-    return None, None
+            return _trusted("the memory engine", str(bundled))
+    return which_trusted("memlat")
 
 
 def _kib(nbytes: int) -> int:
