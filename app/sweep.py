@@ -263,6 +263,12 @@ def resolve_target(target: str | None, out: Path, writes: bool = True) -> "Local
     return LocalTarget(path, ours=not os.path.lexists(path), own_dir=own_dir)
 
 
+def _device_size(path: str) -> int:
+    """A block device's size in bytes as the kernel lists it now (0: no medium, detached, or not listed)."""
+    name = safety.sys_name(path)
+    return safety.size_bytes(name) if name is not None else 0
+
+
 def check_storage_target(target: str, plan: Sequence[Point], *, yes: bool, allow_destructive: bool,
                          writes: bool | None = None) -> None:
     """Every check a storage target passes before a run and again before every point: the safety rules
@@ -352,8 +358,27 @@ class Targets:
         when that changed, else None."""
         return None
 
+    def snapshot(self, point: Point, writes: bool) -> "TargetState | None":
+        """What says, after ``point``, that the target is still the one it started on (None: nothing to compare)."""
+        return None
+
+    def vanished(self, before: "TargetState | None") -> str | None:
+        """Why the target is not the one ``before`` describes any more (removed, replaced, detached), None when it
+        is: a point whose target went away measured something else, or nothing."""
+        return None
+
     def close(self) -> None:
         """Let go of what reaches the target (a fleet's connections)."""
+
+
+@dataclass(frozen=True)
+class TargetState:
+    """A local target as a point starts: a block device's number and size, or a file's device and inode."""
+
+    block: bool
+    ident: tuple[int, ...]  # (st_rdev,) of a block device, (st_dev, st_ino) of a file
+    size: int  # a block device's size in bytes
+    kept: bool  # a file fio will not lay out again for the point (it removes and re-creates a smaller one)
 
 
 class LocalTarget(Targets):
@@ -378,6 +403,37 @@ class LocalTarget(Targets):
     def check(self, plan: Sequence[Point], writes: bool, *, yes: bool, allow_destructive: bool) -> None:
         if self.path is not None:
             check_storage_target(self.path, plan, yes=yes, allow_destructive=allow_destructive, writes=writes)
+
+    def snapshot(self, point: Point, writes: bool) -> TargetState | None:
+        if self.path is None or not isinstance(point, StoragePoint):
+            return None
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return None  # a file fio creates: nothing to compare with
+        if stat.S_ISBLK(st.st_mode):
+            return TargetState(True, (st.st_rdev,), _device_size(self.path), True)
+        # a read-only plan reads an existing file as it is (--readonly); a write plan's fio lays out a smaller one anew
+        return TargetState(False, (st.st_dev, st.st_ino), st.st_size, not writes or st.st_size >= point.size)
+
+    def vanished(self, before: TargetState | None) -> str | None:
+        if before is None or self.path is None:
+            return None
+        try:
+            st = os.stat(self.path)
+        except OSError as e:
+            return f"{self.path} went away during the point ({e.strerror})"
+        if before.block:
+            if not stat.S_ISBLK(st.st_mode) or (st.st_rdev,) != before.ident:
+                return f"{self.path} is no longer the block device it was when the point started"
+            size = _device_size(self.path)
+            if size != before.size:
+                return (f"{self.path} changed size during the point ({before.size:,} to {size:,} bytes: detached or "
+                        "resized), so the point did not measure the device it started on")
+            return None
+        if not stat.S_ISREG(st.st_mode) or (before.kept and (st.st_dev, st.st_ino) != before.ident):
+            return f"{self.path} was removed or replaced during the point, so the point did not measure that file"
+        return None
 
     @classmethod
     def recorded(cls, path: str, meta: RunMeta) -> "LocalTarget":
@@ -682,6 +738,7 @@ class Session:
         # the device's state may have changed since planning; the check may probe the device
         # (blkid), so it runs off the event loop and a TUI stays responsive
         await asyncio.to_thread(self.check_target)
+        before = self.targets.snapshot(batch[0][1], self.writes)
         points = dict(batch)
         started_at = {batch[0][0]: now_iso()}
         t0 = time.monotonic()
@@ -693,6 +750,9 @@ class Session:
                 if not isinstance(ev, Result):  # live figures; what fio is doing (layout, ramp …)
                     yield ev
                     continue
+                gone = self.targets.vanished(before)
+                if gone is not None:  # what fio measured was not this target: a failed point, measured again by resume
+                    ev = replace(ev, error="; ".join(filter(None, (gone, ev.error))))
                 result = self._result_events(ev, points[ev.index], started_at.get(ev.index), t0, progress)
                 async with aclosing(result) as events:
                     async for event in events:
@@ -847,6 +907,7 @@ class Session:
         """Run the preconditioning pass (safety checked first, as for a point); run.json records it."""
         await asyncio.to_thread(self.check_target)
         job = precondition_job(self.procedure, self.plan, ctx)
+        before = self.targets.snapshot(job.point, True)
         yield PreconditionStarted(self.procedure.precondition, job.description, job.estimate_s)
         started, t0 = now_iso(), time.monotonic()
         result: Result | None = None
@@ -879,7 +940,8 @@ class Session:
             written = result.metrics if isinstance(result.metrics, StorageMetrics) else StorageMetrics()
             record["io_bytes"] = written.io_bytes
             record["bw_bytes"] = written.bw_bytes
-        error = "fio gave no result" if result is None else result.error
+        error = "; ".join(filter(None, (self.targets.vanished(before),
+                                        "fio gave no result" if result is None else result.error)))
         record["status"] = "failed" if error else "done"
         if error:
             record["error"] = error

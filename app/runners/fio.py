@@ -52,6 +52,7 @@ from app.runners.fio_parse import (
     operating_point,
     steady_progress,
     steady_result,
+    unserved,
 )
 from app.sanitize import clean_line
 from app.tails import tail_stability
@@ -413,6 +414,8 @@ class FioRunner(Runner):
         error = None
         if m.get("errors") or run.failed:
             error = _fio_message(run.stderr, run.noise) or f"fio job error {m.get('errors')}"
+        else:
+            error = unserved(m)  # a point the target never served is no measurement of it
         u = point_uncertainty(run.samples, run.samples_path)
         yield Result(index, with_interval(StorageMetrics.of(m), u), raw, parts, error=error, files=files)
 
@@ -513,6 +516,8 @@ class PreconditionJob:
         error = None
         if m.get("errors") or run.returncode:
             error = _fio_message(run.stderr, run.noise) or f"fio job error {m.get('errors')}"
+        else:
+            error = unserved(m)
         files = kept_samples(run.samples_path)
         parts = Parts(wall_s=wall_s, steady=steady, write_cliff=dict(cliff) if cliff is not None else None)
         yield Result(-1, StorageMetrics.of(m), raw, parts, error=error, files=files)
