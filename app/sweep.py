@@ -1400,8 +1400,7 @@ def _open_session(results: ResultsDir, lock: DirLock | None, *, engine: str | No
                          "a memory run has no target.")
     check_free_space(results.path, target, plan, len(plan), writes)
     runner = get_runner(kind, chosen_engine)
-    if kind == Kind.MEMORY:  # as for run: nodes, CPUs, free memory and what the engine can do, on this machine now
-        runner.check_plan(plan)
+    runner.check_plan(plan)  # as for run: nodes, CPUs, free memory and what the engine can do, on this machine now
     tune_settings = bool(meta.tune and meta.tune.get("requested") is True)
     if tune_settings:
         check_tune(False)

@@ -57,6 +57,7 @@ from app.runners.fio_parse import (
 from app.sanitize import clean_line
 from app.tails import tail_stability
 from app.timeseries import MAX_SERIES, write_cliff
+from app.topology import check_cpus
 from app.uncertainty import Uncertainty, intervals_of, none_because, storage_series
 from app.units import format_duration, format_size
 
@@ -345,8 +346,10 @@ class FioRunner(Runner):
         return {"fio": fio_version()}
 
     def check_plan(self, plan: Sequence[Point]) -> None:
-        """A latency-bound search changes its queue depth as it goes: its IOPS have no one mean to be precise
-        about, and stopping it early would cut the search short."""
+        """CPUs this process may run on (fio would fail the point), and no precision with a latency bound: a
+        latency-bound search changes its queue depth as it goes, its IOPS have no one mean to be precise about, and
+        stopping it early would cut the search short."""
+        check_cpus(plan)
         if any(isinstance(p, StoragePoint) and p.precision is not None and p.latency_bound is not None for p in plan):
             raise UsageError("key 'precision' cannot be used with latency_bound: fio's latency_target search varies "
                              "the queue depth, so its IOPS have no one mean to stop at.")
