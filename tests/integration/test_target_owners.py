@@ -151,9 +151,12 @@ def test_a_file_directly_in_tmp_is_refused_and_tmp_itself_gets_the_tool_s_own_di
     directory the tool makes in /tmp, and removes both when the run completes.  nobody's link at
     /tmp/profiler-tui.testfile is never followed, nor removed."""
     target = Path("/tmp") / f"ptui-target-{uuid.uuid4().hex[:8]}.bin"
-    proc = run_cli("run", "custom", "--target", str(target), "--out", str(shared / "r"), *RUN)
-    refused(proc, str(target), "/tmp is writable by other users (a sticky directory like /tmp)", "or /tmp itself")
-    assert not target.exists() and not (shared / "r").exists()
+    try:
+        proc = run_cli("run", "custom", "--target", str(target), "--out", str(shared / "r"), *RUN)
+        refused(proc, str(target), "/tmp is writable by other users (a sticky directory like /tmp)", "or /tmp itself")
+        assert not target.exists() and not (shared / "r").exists()
+    finally:
+        target.unlink(missing_ok=True)
     planted = Path("/tmp/profiler-tui.testfile")
     if planted.exists() or planted.is_symlink():
         pytest.skip(f"{planted} exists already on this machine")
