@@ -83,7 +83,7 @@ from app.procedure import (
 )
 from app.results import is_plain_name
 from app.sanitize import escape_control, has_control, show_value
-from app.topology import Topology, cpu_list
+from app.topology import Topology, cpu_list, cpu_list_text
 from app.units import format_duration, format_size_human, setting_text
 
 STORAGE = Kind.STORAGE
@@ -531,7 +531,7 @@ def memory_problem(values: Mapping[str, PointValue]) -> str | None:
             return f"reader_node and cpus={cpus} both choose the c2c CPUs; a remote point takes them from the nodes."
     elif isinstance(cpus, str) and cpus and len(cpu_list(cpus)) != 2:
         return (f"mode=c2c with cpus={cpus}: a local cache-to-cache pair is exactly 2 CPUs, the writer then the "
-                "reader (e.g. cpus=0,1).")
+                "reader (e.g. cpus = \"0,1\"; on the command line --set 'cpus=\"0,1\"').")
     return None
 
 
@@ -999,6 +999,36 @@ def parse_overrides(kind: str, items: list[str] | tuple[str, ...]) -> dict[str, 
     return result | {key: [value] for key, value in procedure.items()}
 
 
+_CPU_AXIS = ("key 'cpus' has value {value}, which --set reads as an axis of {n} points, each on one CPU; for one "
+             "point on CPUs {listed} write the list in quotes, --set 'cpus=\"{listed}\"'{ranges}, and for the axis "
+             "quote each CPU, --set 'cpus={quoted}'.")
+
+
+def _split_values(value: str) -> list[tuple[str, bool]] | None:
+    """The values of a ``--set`` item, each stripped and whether it was quoted: split at commas, except inside
+    double or single quotes (a quoted value is one value, commas and all: the CPU list ``"0,2"``); None when a quote
+    is not closed."""
+    out: list[tuple[str, bool]] = []
+    text: list[str] = []
+    quote, quoted = "", False
+    for ch in value:
+        if quote:
+            if ch == quote:
+                quote = ""
+            else:
+                text.append(ch)
+        elif ch in "\"'":
+            quote, quoted = ch, True
+        elif ch == ",":
+            out.append(("".join(text).strip(" "), quoted))
+            text, quoted = [], False
+        else:
+            text.append(ch)
+    if quote:
+        return None
+    return out + [("".join(text).strip(" "), quoted)]
+
+
 def _overrides(kind: str, items: list[str] | tuple[str, ...]) -> tuple[Axes, dict[str, object]]:
     """:func:`parse_overrides`, the point keys' axes apart from the procedure's settings (storage only)."""
     axes: Axes = {}
@@ -1015,9 +1045,19 @@ def _overrides(kind: str, items: list[str] | tuple[str, ...]) -> tuple[Axes, dic
                 raise _fail(where, f"key {show_value(key)} has an empty value.")
             procedure[key] = _check_procedure(where, key, value.strip(" "))
             continue
-        values = [v.strip(" ") for v in value.split(",")]
+        split = _split_values(value)
+        if split is None:
+            raise _fail(where, f"key {show_value(key)} has a value whose quote is not closed.")
+        values = [v for v, _ in split]
         if not value.strip(" ") or any(v == "" for v in values):
             raise _fail(where, f"key {show_value(key)} has an empty value.")
+        if key == "cpus" and len(split) > 1 and all(v.isdigit() and not quoted for v, quoted in split):
+            cpus = [int(v) for v in values]
+            ranges = cpu_list_text(cpus) if cpus == sorted(set(cpus)) else None  # the same list, in the same order
+            raise _fail(where, _CPU_AXIS.format(
+                value=value.strip(" "), n=len(values), listed=",".join(values),
+                ranges=f" (or as ranges, --set cpus={ranges})" if ranges and "-" in ranges else "",
+                quoted=",".join(f'"{v}"' for v in values)))
         if len(values) > MAX_PLAN_POINTS:
             raise _fail(where, f"key {show_value(key)} has {len(values):,} values, more than the limit of "
                                f"{MAX_PLAN_POINTS:,} points per run.")

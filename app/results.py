@@ -218,45 +218,69 @@ def _refusal(path: Path, where: str, why: str, risk: str = RUN_RISK) -> UsageErr
     return UsageError(f"{path}: {whose} {why}, so {risk}.")
 
 
+def foreign_above(real: str) -> tuple[str, str] | None:
+    """The first directory above ``real`` (a resolved path) that another user can change, as (the directory,
+    why: :func:`foreign`), None when there is none; a sticky world-writable one, like /tmp, is fine.  OSError
+    naming the directory when one cannot be examined."""
+    parent = os.path.dirname(real)
+    while True:
+        why = foreign(os.lstat(parent), sticky_ok=True)
+        if why:
+            return parent, why
+        if parent == os.path.dirname(parent):
+            return None
+        parent = os.path.dirname(parent)
+
+
 def check_parents(path: Path, real: str, risk: str = RUN_RISK) -> None:
     """UsageError (exit 2) unless every directory above ``real`` (the resolved path of ``path``) is
     changeable only by root or this user (a sticky world-writable one, like /tmp, is fine)."""
-    parent = os.path.dirname(real)
-    while True:
-        try:
-            st = os.lstat(parent)
-        except OSError as e:
-            raise UsageError(f"{path}: {parent} cannot be examined ({e.strerror}).") from None
-        why = foreign(st, sticky_ok=True)
-        if why:
-            raise _refusal(path, parent, why, risk)
-        if parent == os.path.dirname(parent):
-            return
-        parent = os.path.dirname(parent)
+    try:
+        found = foreign_above(real)
+    except OSError as e:
+        raise UsageError(f"{path}: {e.filename} cannot be examined ({e.strerror}).") from None
+    if found:
+        raise _refusal(path, *found, risk)
 
 
 MAX_LINKS = 40  # symbolic links followed in one path, as the kernel's limit
 
 
-def check_links(path: Path, risk: str = RUN_RISK, _shown: Path | None = None, _depth: int = 0) -> None:
-    """UsageError unless every symbolic link on the way to ``path`` (and on the way to their targets) belongs to
-    root or this user: a link another user made (in /tmp, say) would choose where root writes."""
-    shown = _shown or path
+TOO_MANY_LINKS = "has too many levels of symbolic links"
+
+
+def foreign_link(path: str | os.PathLike[str], _depth: int = 0) -> tuple[str, str] | None:
+    """The first symbolic link on the way to ``path`` (and on the way to their targets) that belongs to neither
+    root nor this user, as (the link, why), None when there is none: a link another user made (in /tmp, say) would
+    choose where root writes.  More than MAX_LINKS links: (``path``, TOO_MANY_LINKS)."""
     if _depth > MAX_LINKS:
-        raise UsageError(f"{shown}: too many levels of symbolic links.")
+        return str(path), TOO_MANY_LINKS
     cur = Path("/")
     for part in Path(os.path.abspath(path)).parts[1:]:
         nxt = cur / part
         try:
             st = os.lstat(nxt)
         except OSError:
-            return  # the rest does not exist (yet): nothing to follow
+            return None  # the rest does not exist (yet): nothing to follow
         if stat.S_ISLNK(st.st_mode):
             if st.st_uid not in trusted_uids():
-                raise _refusal(shown, str(nxt), f"is a symbolic link of another user (uid {st.st_uid})", risk)
-            check_links(cur / os.readlink(nxt), risk, shown, _depth + 1)
+                return str(nxt), f"is a symbolic link of another user (uid {st.st_uid})"
+            found = foreign_link(cur / os.readlink(nxt), _depth + 1)
+            if found:
+                return found
             nxt = Path(os.path.realpath(nxt))
         cur = nxt
+    return None
+
+
+def check_links(path: Path, risk: str = RUN_RISK) -> None:
+    """UsageError unless every symbolic link on the way to ``path`` (and on the way to their targets) belongs to
+    root or this user (:func:`foreign_link`)."""
+    found = foreign_link(path)
+    if found and found[1] == TOO_MANY_LINKS:
+        raise UsageError(f"{path}: too many levels of symbolic links.")
+    if found:
+        raise _refusal(path, *found, risk)
 
 
 def held_path(fd: int, fallback: Path) -> Path:

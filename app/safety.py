@@ -45,6 +45,7 @@ from typing import Any, Literal
 from app import points
 from app.errors import SafetyError
 from app.external import run_tool
+from app.results import TOO_MANY_LINKS, foreign, foreign_above, foreign_link
 from app.sanitize import clean_line
 
 # the verdicts under their old names (callers and tests compare with these)
@@ -808,6 +809,97 @@ def judge_block(b: _Block) -> Verdict:
     raise AssertionError("the last decision rule for each plan always fires")
 
 
+# --------------------------------------------------------------------------- who else can steer the path
+#
+# root's fio opens the target by name, and a file it lays out (a new one, or one smaller than the job) it first
+# removes and then creates again, following a symbolic link put there meanwhile.  So no one but root (or the user
+# the tool runs as, or under sudo the user who ran it: app.results.trusted_uids) may own a link on the way to the
+# target or be able to change the directory it is in; docs/safety.md, "Regular files".
+
+STEERS = "another user could choose what root's fio opens"
+
+
+def shared_sticky(path: str) -> bool:
+    """``path`` is a directory of root's (or this user's) that others may write but not rename or remove in:
+    sticky and group- or world-writable, like /tmp."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and foreign(st) is not None and foreign(st, sticky_ok=True) is None
+
+
+def link_reasons(target: str) -> list[str]:
+    """Why a symbolic link on the way to ``target`` (the target itself included) steers root: another user's."""
+    found = foreign_link(os.path.abspath(os.path.expanduser(target)))
+    if found is None:
+        return []
+    where, why = found
+    return [f"{where} {why}" + ("" if why == TOO_MANY_LINKS else ", so that user chooses what root's fio opens")]
+
+
+def _nearest_dir(real: str) -> tuple[str, os.stat_result | None, bool]:
+    """The directory ``real`` is in, or the nearest one above it that exists (the tool makes the rest, 0755, its
+    own): (its path, its status or None when it cannot be examined, whether it is ``real``'s own directory)."""
+    here, direct = os.path.dirname(real), True
+    while True:
+        try:
+            return here, os.lstat(here), direct
+        except FileNotFoundError:
+            if here == os.path.dirname(here):
+                return here, None, direct
+            here, direct = os.path.dirname(here), False
+        except OSError:
+            return here, None, direct
+
+
+def place_reasons(real: str) -> list[str]:
+    """Why another user could change what root's fio opens at the resolved path ``real``: the directory it is in
+    (or will be created in) is another user's or writable by others (a sticky one like /tmp too: a name in it is
+    free until root's fio takes it), a directory above it is (sticky ones are fine there: nothing root made in them
+    can be renamed by others), or the file that is there is another user's or writable by others.  A block
+    device's node is root's (group disk): its owner and mode are not judged."""
+    here, st, direct = _nearest_dir(real)
+    if st is None:
+        return [f"{here} cannot be examined"]
+    if not stat.S_ISDIR(st.st_mode):
+        return []  # nothing can be created there: the checks of the target say so
+    why = foreign(st, sticky_ok=not direct)
+    if why and foreign(st, sticky_ok=True) is None:  # sticky and shared, like /tmp
+        return [f"{here} {why} (a sticky directory like /tmp), and fio removes and creates again, by name, a file it "
+                f"lays out: another user could put a symbolic link at {real} first; name a file in a directory only "
+                f"root can write, or {here} itself (the tool then makes its own directory in it)"]
+    if why:
+        return [f"{here} {why}, so {STEERS} (a symbolic link put at {real})"]
+    try:
+        found = foreign_above(here)
+    except OSError as e:
+        return [f"{e.filename} cannot be examined ({e.strerror})"]
+    if found:
+        return [f"{found[0]} {found[1]}, so {STEERS}"]
+    try:
+        st = os.lstat(real)
+    except OSError:
+        return []
+    why = foreign(st) if stat.S_ISREG(st.st_mode) else None
+    return [f"{real} {why}: root's fio neither writes nor reads a file another user can change"] if why else []
+
+
+def trust_reasons(target: str) -> list[str]:
+    """Why another user could steer what root's fio opens for ``target`` ([] when no one can): a link of theirs
+    on the way (:func:`link_reasons`), or the place it resolves to (:func:`place_reasons`)."""
+    return link_reasons(target) or place_reasons(resolve(target))
+
+
+def check_trust(target: str, writes: bool, *, links_only: bool = False) -> None:
+    """SafetyError (exit 3) when another user could steer what root's fio opens for ``target``
+    (:func:`trust_reasons`); ``links_only``: only a link on the way, checked before a target is resolved (its
+    resolved path names no link)."""
+    reasons = link_reasons(target) if links_only else trust_reasons(target)
+    if reasons:
+        confirm(Verdict(os.path.abspath(os.path.expanduser(target)), "file", REFUSED, reasons), writes)
+
+
 def classify(target: str, writes: bool) -> Verdict:
     """The verdict for running a plan (``writes`` or read-only) on ``target``,
     before any confirmation by the user.  Every verdict has reasons."""
@@ -816,6 +908,10 @@ def classify(target: str, writes: bool) -> Verdict:
         mode = os.stat(path).st_mode
     except OSError:
         mode = 0
+    steered = trust_reasons(target)
+    if steered:  # named as given: a link of another user's is not followed, not even in a sentence
+        kind = "block" if stat.S_ISBLK(mode) else "file" if not mode or stat.S_ISREG(mode) else "other"
+        return Verdict(os.path.abspath(os.path.expanduser(target)), kind, REFUSED, steered, confirm=kind == "block")
     if stat.S_ISBLK(mode):
         return classify_block(path, writes)
     return _classify_file(path, writes, None)

@@ -22,6 +22,7 @@ import asyncio
 import errno
 import json
 import os
+import secrets
 import signal
 import stat
 import threading
@@ -54,7 +55,17 @@ from app.presets import (
 )
 from app.procedure import Measured, Procedure, check_precondition, measured_from_line, precondition_estimate_s, skips
 from app.records import JSONObject, JSONValue, MemoryMetrics, ResultLine, StorageMetrics, line_json
-from app.results import SCHEMA_VERSION, ResultsDir, check_dir_path, make_dirs, new_run_dir, now_iso, remove_dirs
+from app.results import (
+    SCHEMA_VERSION,
+    ResultsDir,
+    check_dir_path,
+    foreign,
+    make_dirs,
+    new_run_dir,
+    now_iso,
+    remove_dirs,
+    trusted_uids,
+)
 from app.runmeta import RunMeta
 from app.runners import get_runner
 from app.runners.base import Context, Phase, Result, Runner, Sample
@@ -67,6 +78,7 @@ if TYPE_CHECKING:
     from app.fleet.runner import Fleet
 
 DEFAULT_TARGET_NAME = "profiler-tui.testfile"
+SCRATCH_DIR_PREFIX = "profiler-tui-"  # the directory the tool makes for its test file in a sticky one like /tmp
 
 
 # --- events ---------------------------------------------------------------------------------
@@ -231,14 +243,30 @@ def default_out_dir(preset_name: str) -> Path:
     return new_run_dir(os.environ.get("PROFILER_TUI_RESULTS") or "results", preset_name)
 
 
-def resolve_target(target: str | None, out: Path) -> tuple[str, bool]:
-    """The storage target path and whether the tool chooses (and may delete) the file."""
+def resolve_target(target: str | None, out: Path, writes: bool = True) -> "LocalTarget":
+    """The storage target: the path named (resolved), or the tool's scratch test file ``profiler-tui.testfile``
+    in the results directory (no target) or in the directory named — in a directory of the tool's own made in it
+    when others may write there (sticky, like /tmp), as ``--out`` does.  The scratch file is the tool's (it removes
+    it when the run completes) only when the name is free now.  A symbolic link of another user on the way is
+    refused (SafetyError, exit 3) before anything is resolved."""
     if target is None:
-        return str((out / DEFAULT_TARGET_NAME).resolve()), True
+        path = str((out / DEFAULT_TARGET_NAME).resolve())
+        return LocalTarget(path, ours=not os.path.lexists(path))
+    safety.check_trust(target, writes, links_only=True)
     path = os.path.realpath(target)
-    if os.path.isdir(path):
-        return os.path.join(path, DEFAULT_TARGET_NAME), True
-    return path, False
+    if not os.path.isdir(path):
+        return LocalTarget(path)
+    own_dir = safety.shared_sticky(path)
+    if own_dir:
+        path = os.path.join(path, f"{SCRATCH_DIR_PREFIX}{secrets.token_hex(4)}")
+    path = os.path.join(path, DEFAULT_TARGET_NAME)
+    return LocalTarget(path, ours=not os.path.lexists(path), own_dir=own_dir)
+
+
+def _device_size(path: str) -> int:
+    """A block device's size in bytes as the kernel lists it now (0: no medium, detached, or not listed)."""
+    name = safety.sys_name(path)
+    return safety.size_bytes(name) if name is not None else 0
 
 
 def check_storage_target(target: str, plan: Sequence[Point], *, yes: bool, allow_destructive: bool,
@@ -325,16 +353,45 @@ class Targets:
         """Remove the test file the tool created (not a result); True if there was one."""
         return False
 
+    def seen(self) -> JSONObject | None:
+        """After a fio of the tool's ended: run.json's record of the test file it made (``target_info.scratch``)
+        when that changed, else None."""
+        return None
+
+    def snapshot(self, point: Point, writes: bool) -> "TargetState | None":
+        """What says, after ``point``, that the target is still the one it started on (None: nothing to compare)."""
+        return None
+
+    def vanished(self, before: "TargetState | None") -> str | None:
+        """Why the target is not the one ``before`` describes any more (removed, replaced, detached), None when it
+        is: a point whose target went away measured something else, or nothing."""
+        return None
+
     def close(self) -> None:
         """Let go of what reaches the target (a fleet's connections)."""
+
+
+@dataclass(frozen=True)
+class TargetState:
+    """A local target as a point starts: a block device's number and size, or a file's device and inode."""
+
+    block: bool
+    ident: tuple[int, ...]  # (st_rdev,) of a block device, (st_dev, st_ino) of a file
+    size: int  # a block device's size in bytes
+    kept: bool  # a file fio will not lay out again for the point (it removes and re-creates a smaller one)
 
 
 class LocalTarget(Targets):
     """The file or block device of this machine a storage run measures; none (``path`` None) for a memory run."""
 
-    def __init__(self, path: str | None, *, ours: bool = False) -> None:
+    def __init__(self, path: str | None, *, ours: bool = False, own_dir: bool = False,
+                 made: tuple[int, int] | None = None) -> None:
         self.path = path
-        self.ours = ours  # the tool created the test file (only ever its own scratch name) and may delete it
+        # the test file is the tool's: its scratch name, free when the run was planned, in a directory no other user
+        # can change (the checks before every point): the tool's fio makes it, and the tool removes it
+        self.ours = ours
+        self.own_dir = own_dir  # and in a directory the tool made for it (in a sticky one like /tmp), removed too
+        self.made = made  # (st_dev, st_ino) of that file as the tool saw it after its last fio: what it removes
 
     @property
     def hosts(self) -> Sequence[str | None]:
@@ -347,14 +404,118 @@ class LocalTarget(Targets):
         if self.path is not None:
             check_storage_target(self.path, plan, yes=yes, allow_destructive=allow_destructive, writes=writes)
 
+    def snapshot(self, point: Point, writes: bool) -> TargetState | None:
+        if self.path is None or not isinstance(point, StoragePoint):
+            return None
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return None  # a file fio creates: nothing to compare with
+        if stat.S_ISBLK(st.st_mode):
+            return TargetState(True, (st.st_rdev,), _device_size(self.path), True)
+        # a read-only plan reads an existing file as it is (--readonly); a write plan's fio lays out a smaller one anew
+        return TargetState(False, (st.st_dev, st.st_ino), st.st_size, not writes or st.st_size >= point.size)
+
+    def vanished(self, before: TargetState | None) -> str | None:
+        if before is None or self.path is None:
+            return None
+        try:
+            st = os.stat(self.path)
+        except OSError as e:
+            return f"{self.path} went away during the point ({e.strerror})"
+        if before.block:
+            if not stat.S_ISBLK(st.st_mode) or (st.st_rdev,) != before.ident:
+                return f"{self.path} is no longer the block device it was when the point started"
+            size = _device_size(self.path)
+            if size != before.size:
+                return (f"{self.path} changed size during the point ({before.size:,} to {size:,} bytes: detached or "
+                        "resized), so the point did not measure the device it started on")
+            return None
+        if not stat.S_ISREG(st.st_mode) or (before.kept and (st.st_dev, st.st_ino) != before.ident):
+            return f"{self.path} was removed or replaced during the point, so the point did not measure that file"
+        return None
+
+    @classmethod
+    def recorded(cls, path: str, meta: RunMeta) -> "LocalTarget":
+        """The target of a run.json (its ``target`` checked and resolved): the test file is the tool's when run.json
+        says the tool made it under its scratch name, and what the tool last saw of it is ``target_info.scratch``."""
+        ours = meta.target_created_by_tool is True and os.path.basename(path) == DEFAULT_TARGET_NAME
+        entry = (meta.target_info or {}).get("scratch")
+        entry = entry if isinstance(entry, dict) else {}
+        dev, ino = entry.get("dev"), entry.get("ino")
+        made = (dev, ino) if type(dev) is int and type(ino) is int else None
+        own_dir = entry.get("dir") is True and os.path.basename(os.path.dirname(path)).startswith(SCRATCH_DIR_PREFIX)
+        return cls(path, ours=ours, own_dir=own_dir, made=made)
+
+    def _scratch_dir(self) -> int | None:
+        """The test file's directory opened (a symbolic link not followed), when no other user can change it."""
+        assert self.path is not None
+        try:
+            fd = os.open(os.path.dirname(self.path), os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            return None
+        if foreign(os.fstat(fd)) is None:
+            return fd
+        os.close(fd)
+        return None
+
+    def _scratch_id(self) -> tuple[int, int] | None:
+        """(st_dev, st_ino) of the regular file at the test file's name (never a link followed), one link, root's."""
+        fd = self._scratch_dir()
+        if fd is None:
+            return None
+        try:
+            st = os.stat(os.path.basename(str(self.path)), dir_fd=fd, follow_symlinks=False)
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1 or st.st_uid not in trusted_uids():
+            return None
+        return st.st_dev, st.st_ino
+
+    def seen(self) -> JSONObject | None:
+        if not self.ours or self.path is None:
+            return None
+        found = self._scratch_id()
+        if found is None or found == self.made:
+            return None
+        self.made = found
+        return self.scratch_entry()
+
+    def scratch_entry(self) -> JSONObject:
+        """run.json's ``target_info.scratch``: whether the tool made the test file's directory, and the file's
+        device and inode as the tool last saw it."""
+        entry: JSONObject = {"dir": self.own_dir}
+        if self.made is not None:
+            entry.update(dev=self.made[0], ino=self.made[1])
+        return entry
+
     def remove_scratch(self) -> bool:
-        if self.ours and self.path and os.path.isfile(self.path):
+        """Only the file the tool made (its device and inode as seen after its last fio), unlinked in its directory
+        opened without following a link; then the directory the tool made for it, when it did."""
+        if not self.ours or self.path is None or self.made is None:
+            return False
+        fd = self._scratch_dir()
+        if fd is None:
+            return False
+        name = os.path.basename(self.path)
+        try:
+            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            if (st.st_dev, st.st_ino) != self.made or not stat.S_ISREG(st.st_mode):
+                return False
+            os.unlink(name, dir_fd=fd)
+        except OSError:
+            return False
+        finally:
+            os.close(fd)
+        self.made = None
+        if self.own_dir:
             try:
-                os.unlink(self.path)
-                return True
+                os.rmdir(os.path.dirname(self.path))
             except OSError:
                 pass
-        return False
+        return True
 
 
 class FleetTargets(Targets):
@@ -577,6 +738,7 @@ class Session:
         # the device's state may have changed since planning; the check may probe the device
         # (blkid), so it runs off the event loop and a TUI stays responsive
         await asyncio.to_thread(self.check_target)
+        before = self.targets.snapshot(batch[0][1], self.writes)
         points = dict(batch)
         started_at = {batch[0][0]: now_iso()}
         t0 = time.monotonic()
@@ -588,6 +750,9 @@ class Session:
                 if not isinstance(ev, Result):  # live figures; what fio is doing (layout, ramp …)
                     yield ev
                     continue
+                gone = self.targets.vanished(before)
+                if gone is not None:  # what fio measured was not this target: a failed point, measured again by resume
+                    ev = replace(ev, error="; ".join(filter(None, (gone, ev.error))))
                 result = self._result_events(ev, points[ev.index], started_at.get(ev.index), t0, progress)
                 async with aclosing(result) as events:
                     async for event in events:
@@ -605,6 +770,7 @@ class Session:
         """One result of a point: recorded (results.jsonl, or run.json's failures), then the points the
         procedure's rules skip now."""
         progress.remaining_s -= estimate_point_seconds(point) / self.targets.width
+        self._scratch_seen()
         drive, drive_flags = await self.recorder.end_point(ev.index) if self.recorder is not None else ({}, {})
         if ev.error:
             no_space = self.kind == Kind.STORAGE and NO_SPACE in ev.error
@@ -741,6 +907,7 @@ class Session:
         """Run the preconditioning pass (safety checked first, as for a point); run.json records it."""
         await asyncio.to_thread(self.check_target)
         job = precondition_job(self.procedure, self.plan, ctx)
+        before = self.targets.snapshot(job.point, True)
         yield PreconditionStarted(self.procedure.precondition, job.description, job.estimate_s)
         started, t0 = now_iso(), time.monotonic()
         result: Result | None = None
@@ -761,6 +928,7 @@ class Session:
             record["telemetry"] = seen
             for name, reason in drive_flags.items():  # throttled, over_temperature
                 record[name.replace("-", "_")] = reason
+        self._scratch_seen()
         if result is not None:
             raw = {suffix.lstrip("."): self._write_precondition_raw(suffix, content)
                    for suffix, content in result.raw.items()}
@@ -772,7 +940,8 @@ class Session:
             written = result.metrics if isinstance(result.metrics, StorageMetrics) else StorageMetrics()
             record["io_bytes"] = written.io_bytes
             record["bw_bytes"] = written.bw_bytes
-        error = "fio gave no result" if result is None else result.error
+        error = "; ".join(filter(None, (self.targets.vanished(before),
+                                        "fio gave no result" if result is None else result.error)))
         record["status"] = "failed" if error else "done"
         if error:
             record["error"] = error
@@ -784,6 +953,18 @@ class Session:
     def _remove_scratch(self) -> bool:
         """Remove the test file the tool created (not a result); True if there was one."""
         return self.targets.remove_scratch()
+
+    def _scratch_seen(self) -> None:
+        """After a fio of the tool's ended: the test file it made, as it is now, recorded in run.json's
+        ``target_info.scratch`` (so a resume removes only that file; best effort, the session holds it too)."""
+        entry = self.targets.seen()
+        if entry is None:
+            return
+        try:
+            meta = self.results.read_meta()
+            self.results.write_meta(meta.with_changes(target_info={**(meta.target_info or {}), "scratch": entry}))
+        except (OSError, ProfilerError):
+            pass
 
     def _finish(self, status: RunStatus, reason: str | None) -> str | None:
         """Record how the run ended and release the directory; never raises.  Returns why run.json
@@ -995,17 +1176,19 @@ def new_session(
                                   overrides=overrides, on_created=on_created)
     runner = get_runner(preset.kind, engine)
     runner.check_plan(plan)  # e.g. memory buffers larger than MemAvailable: UsageError before any file
+    local = LocalTarget(None)
     target_path: str | None = None
-    ours = False
     writes = preset.writes()
     if preset.kind == Kind.STORAGE:
-        target_path, ours = resolve_target(target, out_dir)
+        local = resolve_target(target, out_dir, writes)
+        target_path = local.path
+        assert target_path is not None
         check_storage_target(target_path, plan, yes=yes, allow_destructive=allow_destructive, writes=writes)
         plan = plan_for_target(plan, target_path)
     elif target is not None:
         raise UsageError(f"--target {target}: memory presets take no target.")
     check_free_space(out_dir, target_path, plan, len(plan), writes)
-    meta = _new_meta(preset, plan, runner, target_path, ours, yes=yes, allow_destructive=allow_destructive,
+    meta = _new_meta(preset, plan, runner, target_path, local.ours, yes=yes, allow_destructive=allow_destructive,
                      engine=engine, overrides=overrides)
     if target_path is not None and _is_block_device(target_path):
         meta["target_info"] = envinfo.target_info(target_path)  # may probe the device: before the steps below
@@ -1021,10 +1204,13 @@ def new_session(
     def make(results: ResultsDir, lock: DirLock) -> Session:
         if target_path is not None:
             created.extend(make_dirs(Path(target_path).parent, risk=None))  # a test file's: no results there
+            safety.check_trust(target_path, writes)  # a directory another user made first on the way is not used
             if meta["target_info"] is None:
                 meta["target_info"] = envinfo.target_info(target_path)  # a file: no probe, quick
+            if local.ours:
+                meta["target_info"] = {**cast(dict[str, object], meta["target_info"]), "scratch": local.scratch_entry()}
         results.create(runmeta.new(meta, results.run_json))
-        return Session(results=results, kind=preset.kind, plan=plan, targets=LocalTarget(target_path, ours=ours),
+        return Session(results=results, kind=preset.kind, plan=plan, targets=local,
                        runner=runner, yes=yes, allow_destructive=allow_destructive, engine=engine, lock=lock,
                        procedure=preset.procedure, tune_settings=tune_settings, notes=notes)
 
@@ -1197,7 +1383,7 @@ def _open_session(results: ResultsDir, lock: DirLock | None, *, engine: str | No
         raise UsageError(f"{source}: key 'engine' has invalid value {json.dumps(chosen_engine, default=str)[:80]}: "
                          f"must be one of {', '.join(ENGINES)}.")
     target = meta.target
-    ours = False
+    local = LocalTarget(None)
     writes = recorded.writes
     if meta.is_fleet:
         return _open_fleet_session(results, lock, recorded, yes=yes, allow_destructive=allow_destructive)
@@ -1205,22 +1391,21 @@ def _open_session(results: ResultsDir, lock: DirLock | None, *, engine: str | No
         if target is None or not target.startswith("/") or any(ord(c) < 32 or c == "\x7f" for c in target):
             raise UsageError(f"{source}: key 'target' has invalid value {json.dumps(target, default=str)[:200]}: "
                              "expected the absolute path of the file or block device the run measured.")
+        safety.check_trust(target, writes, links_only=True)
         target = os.path.realpath(target)
-        # the tool deletes a scratch file it created when the run completes: only ever its own name
-        ours = meta.target_created_by_tool is True and os.path.basename(target) == DEFAULT_TARGET_NAME
+        local = LocalTarget.recorded(target, meta)
         check_storage_target(target, plan, yes=yes, allow_destructive=allow_destructive, writes=writes)
     elif target is not None:
         raise UsageError(f"{source}: key 'target' has invalid value {json.dumps(target, default=str)[:200]}: "
                          "a memory run has no target.")
     check_free_space(results.path, target, plan, len(plan), writes)
     runner = get_runner(kind, chosen_engine)
-    if kind == Kind.MEMORY:  # as for run: nodes, CPUs, free memory and what the engine can do, on this machine now
-        runner.check_plan(plan)
+    runner.check_plan(plan)  # as for run: nodes, CPUs, free memory and what the engine can do, on this machine now
     tune_settings = bool(meta.tune and meta.tune.get("requested") is True)
     if tune_settings:
         check_tune(False)
     notes = _resume_tune_leftovers(results)
-    return Session(results=results, kind=kind, plan=plan, targets=LocalTarget(target, ours=ours), runner=runner,
+    return Session(results=results, kind=kind, plan=plan, targets=local, runner=runner,
                    yes=yes, allow_destructive=allow_destructive, engine=chosen_engine, lock=lock, procedure=procedure,
                    tune_settings=tune_settings, notes=notes)
 

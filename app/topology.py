@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from app.envinfo import MAX_CPULIST_CHARS, numa_info
+from app.errors import UsageError
 from app.keys import MAX_NODE
 from app.link import ancestors, device_number, read_attr, sysfs_root
 
@@ -157,6 +159,29 @@ def allowed_cpus() -> tuple[int, ...]:
         return tuple(sorted(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
         return tuple(range(os.cpu_count() or 1))
+
+
+def present_cpus(root: Path | None = None) -> tuple[int, ...]:
+    """The CPUs this machine has (sysfs ``devices/system/cpu/present``; ``root`` for tests); () when unknown."""
+    return cpu_list(read_attr((root or sysfs_root()) / "devices" / "system" / "cpu" / "present", MAX_CPULIST_CHARS))
+
+
+def check_cpus(plan: Iterable[object], allowed: tuple[int, ...] | None = None, root: Path | None = None) -> None:
+    """UsageError (exit 2) when a point's ``cpus`` names a CPU this process may not run on — one the machine does not
+    have, or one outside its affinity (taskset, a cgroup's cpuset): fio and the memory engines would fail the point —
+    before anything is made.  ``allowed`` and ``root`` for tests."""
+    mine = set(allowed_cpus() if allowed is None else allowed)
+    for point in plan:
+        text = getattr(point, "cpus", None)
+        bad = [c for c in cpu_list(text if isinstance(text, str) else None) if c not in mine]
+        if not bad:
+            continue
+        present = set(present_cpus(root)) | mine
+        absent = [c for c in bad if c not in present]
+        why = (f"this machine has no CPU {absent[0]} (its CPUs: {cpu_list_text(sorted(present))})" if absent else
+               f"CPU {bad[0]} is not one this process may run on (taskset or a cgroup's cpuset allows CPUs "
+               f"{cpu_list_text(sorted(mine))})")
+        raise UsageError(f"key 'cpus' has value {text}: {why}.")
 
 
 def read(root: Path | None = None, allowed: tuple[int, ...] | None = None) -> Topology:

@@ -42,7 +42,7 @@ from app.records import Parts, StorageMetrics
 from app.results import write_new
 from app.runners.base import Child, Context, Event, Phase, Result, Sample, stop_process
 from app.runners.fio import FioRunner, TargetShape, fio_binary, job_file, job_name, with_interval
-from app.runners.fio_parse import metrics, split_documents
+from app.runners.fio_parse import metrics, split_documents, unserved
 from app.uncertainty import none_because
 
 ALL_CLIENTS = "All clients"
@@ -260,7 +260,8 @@ class FleetRunner(FioRunner):
         if m.get("errors"):
             return Result(index, sm, raw, ex,
                           error=f"host {h.name}: fio job error {entry.get('error')} ({run.message})", files=files)
-        return Result(index, sm, raw, ex, files=files)
+        why = unserved(m)
+        return Result(index, sm, raw, ex, error=f"host {h.name}: {why}" if why else None, files=files)
 
     @staticmethod
     async def _read(child: Child, out: bytearray) -> None:

@@ -52,10 +52,12 @@ from app.runners.fio_parse import (
     operating_point,
     steady_progress,
     steady_result,
+    unserved,
 )
 from app.sanitize import clean_line
 from app.tails import tail_stability
 from app.timeseries import MAX_SERIES, write_cliff
+from app.topology import check_cpus
 from app.uncertainty import Uncertainty, intervals_of, none_because, storage_series
 from app.units import format_duration, format_size
 
@@ -347,8 +349,10 @@ class FioRunner(Runner):
         return {"fio": fio_version()}
 
     def check_plan(self, plan: Sequence[Point]) -> None:
-        """A latency-bound search changes its queue depth as it goes: its IOPS have no one mean to be precise
-        about, and stopping it early would cut the search short."""
+        """CPUs this process may run on (fio would fail the point), and no precision with a latency bound: a
+        latency-bound search changes its queue depth as it goes, its IOPS have no one mean to be precise about, and
+        stopping it early would cut the search short."""
+        check_cpus(plan)
         if any(isinstance(p, StoragePoint) and p.precision is not None and p.latency_bound is not None for p in plan):
             raise UsageError("key 'precision' cannot be used with latency_bound: fio's latency_target search varies "
                              "the queue depth, so its IOPS have no one mean to stop at.")
@@ -416,6 +420,8 @@ class FioRunner(Runner):
         error = None
         if m.get("errors") or run.failed:
             error = _fio_message(run.stderr, run.noise) or f"fio job error {m.get('errors')}"
+        else:
+            error = unserved(m)  # a point the target never served is no measurement of it
         u = point_uncertainty(run.samples, run.samples_path)
         yield Result(index, with_interval(StorageMetrics.of(m), u), raw, parts, error=error, files=files)
 
@@ -516,6 +522,8 @@ class PreconditionJob:
         error = None
         if m.get("errors") or run.returncode:
             error = _fio_message(run.stderr, run.noise) or f"fio job error {m.get('errors')}"
+        else:
+            error = unserved(m)
         files = kept_samples(run.samples_path)
         parts = Parts(wall_s=wall_s, steady=steady, write_cliff=dict(cliff) if cliff is not None else None)
         yield Result(-1, StorageMetrics.of(m), raw, parts, error=error, files=files)

@@ -542,6 +542,20 @@ def metrics(doc: dict[str, object], jobs: list[dict[str, object]] | None = None)
     return m
 
 
+def unserved(m: Mapping[str, Any]) -> str | None:
+    """Why the figures of a point that fio ended without an error still say nothing of the target (None when
+    its I/O moved bytes): I/Os that moved no bytes — fio counts a read that returns 0 bytes as an I/O done, and a
+    block device that went away between fio's look at its size and its open (a loop device detached) reads as
+    empty, hundreds of thousands of times a second — or no I/O at all."""
+    ios, moved = m.get("total_ios") or 0, m.get("io_bytes") or 0
+    if moved > 0:
+        return None
+    if ios > 0:
+        return (f"fio counted {ios:,} I/Os that moved no bytes: the target served none of them (a device that went "
+                "away as the point started reads as empty)")
+    return "fio completed no I/O: the point measured nothing"
+
+
 def cpu_seconds(jobs: list[dict[str, object]]) -> float:
     """The CPU time fio's job threads used, in seconds: each entry's usr+sys (per cent of one CPU, the mean over
     the threads it reports for) times its ``job_runtime`` (the threads' measured runtimes added up, ms)."""

@@ -124,7 +124,7 @@ from app.runners.mlc_parse import (
     load_mbps,
 )
 from app.sanitize import clean_line
-from app.topology import Topology, allowed_cpus, cpu_list, cpu_list_text
+from app.topology import Topology, allowed_cpus, check_cpus, cpu_list, cpu_list_text
 from app.topology import read as read_topology
 from app.uncertainty import Uncertainty, intervals_of, none_because
 from app.units import format_size_human
@@ -928,8 +928,8 @@ class MemoryRunner(Runner):
 
     def check_plan(self, plan: Sequence[Point]) -> None:
         """Refuse, before anything starts, a plan whose buffers do not fit in free memory, that asks MLC for
-        what it cannot do (tlb_locality, mem_node: MLC has no option for them), or for a NUMA node this
-        machine does not have."""
+        what it cannot do (tlb_locality, mem_node: MLC has no option for them), or for a NUMA node or a CPU this
+        machine does not have (or this process may not use)."""
         points = [_memory_point(p) for p in plan]
         if self.engine == "mlc":
             for point in points:
@@ -942,6 +942,7 @@ class MemoryRunner(Runner):
                         f"mem_node={point.mem_node}: Intel MLC has no option to place its buffers on a node and "
                         "verify them; use --engine builtin, or mem_node=none.")
         check_nodes(points)
+        check_cpus(points)
         if any(p.mode in SUITE_MODES for p in points):
             check_suite(points, read_topology(), self.engine)
         check_memory(with_node_cpus(points))

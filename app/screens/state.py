@@ -204,7 +204,7 @@ def resume_target(path: Path) -> ResumeTarget | str:
         except OSError:
             is_block = False
         if is_block:
-            write, read = safety.classify_block(real, True), safety.classify_block(real, False)
+            write, read = safety.classify(target, True), safety.classify(target, False)  # the trust rules too
             device = {"path": real, "name": os.path.basename(real),
                       "write": {"verdict": write.verdict, "reasons": write.reasons},
                       "read": {"verdict": read.verdict, "reasons": read.reasons}}

@@ -17,10 +17,11 @@ from tests.conftest import fio_processes, run_cli
 
 @contextlib.contextmanager
 def small_tmpfs(path: Path, size: str):
+    """A tmpfs of ``size`` at ``path``, 0755 (a tmpfs root is 1777 otherwise: no file target of root's there)."""
     if os.geteuid() != 0:
         pytest.skip("needs root to mount a tmpfs")
     path.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], check=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=755", "tmpfs", str(path)], check=True)
     try:
         yield path
     finally:

@@ -207,12 +207,12 @@ def test_fake_mlc_replays_each_memory_preset(preset: str, fake_mlc: dict[str, An
 
 def test_mlc_single_delays_cpus_buffer_and_rounded_duration(fake_mlc: dict[str, Any], tmp_path: Path) -> None:
     out = tmp_path / "out"
-    proc = run_cli("run", "mem-loaded", "--engine", "mlc", "--set", "delay=0,500", "--set", "cpus=0-2",
+    proc = run_cli("run", "mem-loaded", "--engine", "mlc", "--set", "delay=0,500", "--set", "cpus=0-1",
                    "--set", "buffer=1m", "--set", "traffic=W7", "--set", "stride=128", "--set", "duration=1.5",
                    "--out", str(out), env=fake_mlc["env"])
     assert proc.returncode == 0, proc.stderr
     assert fake_mlc["argv"]() == [
-        ["--loaded_latency", f"-d{d}", "-W7", "-l128", "-b1024", "-t2", "-c0", "-k1,2"] for d in (0, 500)]
+        ["--loaded_latency", f"-d{d}", "-W7", "-l128", "-b1024", "-t2", "-c0", "-k1"] for d in (0, 500)]
     recs = records(out)
     assert [(r["point"]["delay"], r["point"]["traffic"], r["point"]["stride"]) for r in recs] == \
         [(0, "W7", 128), (500, "W7", 128)]

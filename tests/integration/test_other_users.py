@@ -166,16 +166,6 @@ def test_under_tmp_the_tool_makes_its_own_fresh_directory(shared: Path) -> None:
             shutil.rmtree(p, ignore_errors=True)
 
 
-def test_a_test_file_in_tmp_is_still_a_target(shared: Path) -> None:
-    """The checks are for results directories: a --target in /tmp (world-writable, sticky) runs as before."""
-    target = Path("/tmp") / f"ptui-target-{uuid.uuid4().hex[:8]}.bin"
-    try:
-        run_cli("run", "custom", "--target", str(target), "--out", str(shared / "r"), *RUN, check=True)
-        assert target.stat().st_size == 4 << 20
-    finally:
-        target.unlink(missing_ok=True)
-
-
 # --- modes whatever the umask ---------------------------------------------------------------------------------
 
 

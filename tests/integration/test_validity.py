@@ -190,9 +190,10 @@ def test_link_of_special_files_and_loops_is_no_link(tmp_path: Path) -> None:
 
 @contextlib.contextmanager
 def tmpfs(tmp_path: Path) -> Iterator[Path]:
+    """A tmpfs, 0755 (a tmpfs root is 1777 otherwise: no file target of root's there)."""
     where = tmp_path / "tmpfs"
     where.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=128m", "tmpfs", str(where)], check=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=128m,mode=755", "tmpfs", str(where)], check=True)
     try:
         yield where
     finally:
