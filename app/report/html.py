@@ -6,8 +6,9 @@ beside the report.  :func:`render_html` is the pure part: Markdown in, HTML out.
 
 What makes the page safe to open and to share:
 
-- the Markdown is rendered by markdown-it-py with raw HTML disabled, so a device model, hostname or fio
-  message that reached the report as text (``<script>``, ``</svg>``) stays text: every ``<`` is escaped;
+- the Markdown is rendered by markdown-it-py with raw HTML and links disabled, so a device model, hostname or fio
+  message that reached the report as text (``<script>``, ``</svg>``, ``[a](http://…)``) stays text: every ``<`` is
+  escaped and no ``<a>`` is made (report.md escapes foreign text already: app.sanitize.md_text);
 - an image is never an ``<img>``: a ``plots/NAME.svg`` the report names becomes that figure's SVG, inlined;
   anything else (a hostile string that looks like Markdown's image syntax) is shown as its text;
 - an inlined SVG must look like matplotlib's: no script, no event handler, no foreign object, no entity, no
@@ -128,12 +129,20 @@ def _check_markup(markup: str, what: str) -> None:
             raise FigureRefused(f"it refers to url({m.group(1)[:40]})")
 
 
+def markdown_parser() -> Any:
+    """markdown-it as the page reads report.md: CommonMark with tables; no raw HTML, and no link of any kind
+    (``[a](b)``, ``<http://…>``, a reference, a bare URL): the report writes none, so any is foreign text, shown as
+    it is written."""
+    from markdown_it import MarkdownIt
+
+    return (MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False}).enable("table")
+            .disable(["link", "autolink", "reference"]))
+
+
 def render_html(markdown: str, figure: Callable[[str], str | None]) -> str:
     """The page for ``markdown``: ``figure(NAME)`` gives the inlined ``<svg>`` of ``plots/NAME`` (None: not there,
     shown as a line saying so)."""
-    from markdown_it import MarkdownIt
-
-    md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False}).enable("table")
+    md = markdown_parser()
 
     def image(renderer: Any, tokens: Sequence[Any], idx: int, options: Any, env: Any) -> str:
         token = tokens[idx]
