@@ -397,7 +397,8 @@ class Tally:
                f"judged, never counted as real), of {self.total}.", ""]
         if self.reasons:
             out += ["No interval because:", ""]
-            out += [f"- {why} ({n}×)" for why, n in sorted(self.reasons.items(), key=lambda t: -t[1])] + [""]
+            out += [f"- {md_text(why)} ({n}×)" for why, n in sorted(self.reasons.items(), key=lambda t: -t[1])]
+            out.append("")
         return out
 
 

@@ -28,6 +28,7 @@ import pytest
 from markdown_it import MarkdownIt
 
 from app.audit import ITEMS, Audit, Item, to_json
+from app.compare import Reference, compare_reference, compare_runs, parse_reference
 from app.report import render_report
 from app.sanitize import FOREIGN_LIMIT
 from app.textable import markdown_cells
@@ -480,3 +481,33 @@ def test_every_long_string_of_run_json_stays_bounded(tmp_path: Path) -> None:
     md = render_report(_golden_with(tmp_path, change)).read_text()
     assert len(md) < normal + (512 << 10), len(md)
     assert max(len(line) for line in md.splitlines()) < 16 * FOREIGN_LIMIT
+
+
+# --- compare's Markdown ----------------------------------------------------------------------------------------------
+
+
+def _sheet(payload: str) -> Reference:
+    """A reference sheet whose every text is the payload (a user's TOML file is text from elsewhere too)."""
+    text = payload.format(n=0)
+    return parse_reference({"name": "sheet" + text, "source": "a datasheet" + text, "url": "https://x.example/" + text,
+                            "description": "about" + text,
+                            "figure": [{"label": "4K read" + text, "rw": "randread", "bs": "4k", "metric": "iops",
+                                        "value": 20000, "note": "a note" + text}]}, "sheet.toml")
+
+
+def test_compare_s_markdown_never_becomes_markup(tmp_path: Path) -> None:
+    """Two runs and a run against a reference sheet, every text of them with the payload: compare's Markdown has
+    the shape it has with the benign payload, and no link, HTML or heading of theirs."""
+    def run(name: str, payload: str) -> str:
+        d = golden(tmp_path / name)
+        _mutate_dir(d, Mutator(frozenset(), payload))
+        return str(d)
+
+    hostile = compare_runs(run("a", PAYLOAD), run("b", PAYLOAD))
+    plain = compare_runs(run("pa", benign(PAYLOAD)), run("pb", benign(PAYLOAD)))
+    vs_sheet = compare_reference(str(tmp_path / "a"), _sheet(PAYLOAD))
+    vs_plain_sheet = compare_reference(str(tmp_path / "pa"), _sheet(benign(PAYLOAD)))
+    for md, clean in ((hostile, plain), (vs_sheet, vs_plain_sheet)):
+        assert "PWNED" in md
+        check_markdown(md)
+        assert structure(md) == structure(clean)
