@@ -49,7 +49,7 @@ from app.report import procedure as rp
 from app.report.model import MemoryRow, RunData, StorageRow, load
 from app.report.render import workload
 from app.results import open_trusted_dir, write_new
-from app.sanitize import clean_text
+from app.sanitize import clean_text, md_text
 from app.textable import markdown_table
 from app.uncertainty import (
     Difference,
@@ -411,7 +411,8 @@ class Tally:
                f"judged, never counted as real), of {self.total}.", ""]
         if self.reasons:
             out += ["No interval because:", ""]
-            out += [f"- {why} ({n}×)" for why, n in sorted(self.reasons.items(), key=lambda t: -t[1])] + [""]
+            out += [f"- {md_text(why)} ({n}×)" for why, n in sorted(self.reasons.items(), key=lambda t: -t[1])]
+            out.append("")
         return out
 
 
@@ -568,11 +569,12 @@ def _reference_row(f: RefFigure, groups: Sequence[Measured], counts: dict[str, i
 
 def compare_reference(run_dir: str, ref: Reference, out: dict[str, object] | None = None) -> str:
     data = _not_fleet(load(run_dir), run_dir)
-    lines = [f"# {Path(run_dir).name} vs {ref.name}", ""]
+    lines = [f"# {md_text(Path(run_dir).name)} vs {md_text(ref.name)}", ""]
     lines += _warnings(data, "the run")
-    lines.append(f"Reference: {ref.name} — {ref.source}" + (f" ({ref.url})" if ref.url else "") + ".")
+    url = f" ({md_text(ref.url)})" if ref.url else ""
+    lines.append(f"Reference: {md_text(ref.name)} — {md_text(ref.source)}{url}.")
     if ref.description:
-        lines += ["", ref.description]
+        lines += ["", md_text(ref.description)]
     lines += ["", "Each reference figure is compared with the best matching point of the run (same access pattern "
                   "and block size, and the sheet's queue depth and jobs when it states them). Ratio = run / "
                   "reference; for latencies below 1× is better. The run's figure is shown ± its 95 % interval; "
@@ -593,7 +595,7 @@ def compare_reference(run_dir: str, ref: Reference, out: dict[str, object] | Non
                   f"{counts.get(NO_INTERVAL, 0)} without an interval (not judged).", ""]
         if reasons.reasons:
             lines += ["No interval because:", ""]
-            lines += [f"- {why} ({n}×)" for why, n in reasons.reasons.items()] + [""]
+            lines += [f"- {md_text(why)} ({n}×)" for why, n in reasons.reasons.items()] + [""]
     return clean_text("\n".join(lines), newlines=True)
 
 
@@ -614,14 +616,15 @@ def _warnings(data: RunData, name: str) -> list[str]:
     ws = data.warnings()
     if not ws:
         return []
-    return [f"Warnings of {name}:", ""] + ["- " + " ".join(w.split()) for w in ws] + [""]
+    return [f"Warnings of {name}:", ""] + ["- " + md_text(w) for w in ws] + [""]
 
 
 
 def _only(side: str, names: list[str]) -> list[str]:
     if not names:
         return []
-    return [f"Only in {side} ({len(names)}): " + ", ".join(names[:12]) + (" …" if len(names) > 12 else ""), ""]
+    return [f"Only in {side} ({len(names)}): " + ", ".join(md_text(n) for n in names[:12])
+            + (" …" if len(names) > 12 else ""), ""]
 
 
 TABLE_HEAD = ["Figure", "A", "B", "B/A", "B − A (95 %)", "Noise", "How"]
@@ -732,7 +735,7 @@ def _knee_section(a: RunData, b: RunData) -> list[str]:
         # each knee indexes its own run's curve: the two runs may have measured different loads
         knees = sorted({curve.points[i].inflight for curve, i in ((ca[k], ka.knee), (cb[k], kb.knee)) if i is not None})
         moved = _moved_points(a, b, ca[k], cb[k], knees) if len(knees) > 1 else []
-        lines.append(f"- {_knee_sentence(ca[k].label, ka, kb, moved)}")
+        lines.append(f"- {_knee_sentence(md_text(ca[k].label), ka, kb, moved)}")
     return lines + [""]
 
 
@@ -764,7 +767,7 @@ def compare_runs(dir_a: str, dir_b: str, out: dict[str, object] | None = None) -
     name_a, name_b = Path(dir_a).name or dir_a, Path(dir_b).name or dir_b
     if name_a == name_b:
         name_a, name_b = str(dir_a), str(dir_b)
-    lines = [f"# {name_a} (A) vs {name_b} (B)", "",
+    lines = [f"# {md_text(name_a)} (A) vs {md_text(name_b)} (B)", "",
              "Points are matched on the workload (pattern, mix, block size, queue depth, jobs); ratio = B / A. "
              "For throughput above 1× means B is faster; for latency below 1× means B is faster. " + NOISE_NOTE, ""]
     lines += _warnings(a, "A") + _warnings(b, "B")
@@ -798,7 +801,8 @@ def compare_hosts(directory: str, hosts: Sequence[str], out: dict[str, object] |
         raise UsageError(f"compare --host: {directory} is not a fleet run (its run.json has no 'fleet'); --host "
                          "compares two hosts of one run made with `run --host … --host …`.")
     a, b = (_host_side(data, h, directory) for h in hosts)
-    lines = [f"# {hosts[0]} (A) vs {hosts[1]} (B), fleet run {Path(directory).name or directory}", "",
+    run = md_text(Path(directory).name or directory)
+    lines = [f"# {md_text(hosts[0])} (A) vs {md_text(hosts[1])} (B), fleet run {run}", "",
              "Both hosts ran each point at the same time; points are matched on the workload (pattern, mix, block "
              "size, queue depth, jobs); ratio = B / A. For throughput above 1× means B is faster; for latency "
              "below 1× means B is faster. " + NOISE_NOTE, ""]

@@ -6,6 +6,10 @@ OSC 52 —, DCS …) or Markdown that changes a report's table.  Every such text
 :func:`clean_text` before it reaches a terminal or a file, and through :func:`md_text`
 before it goes into Markdown.  The TUI shows the strings the core hands it, already cleaned.
 
+In Markdown the type says which is which: :class:`Markup` is Markdown the tool wrote (or foreign text that
+:func:`md_text` made literal), any other ``str`` is text, and app.textable's tables escape every cell that is
+not Markup — a new field put into a table is shown as written without anyone having to remember to escape it.
+
 Headless: no UI library is imported here.
 """
 
@@ -25,7 +29,17 @@ _SEQUENCE = re.compile(
 )
 _CONTROL_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn"})
 _SPACE_LIKE = {"\n": " ", "\r": " ", "\t": " ", "\v": " ", "\f": " "}
-_MARKDOWN = re.compile(r"([\\`*_\[\]{}<>#|!~])")
+# what Markdown (CommonMark with tables) reads as markup in a line: emphasis, code, links and images, autolinks and
+# raw HTML, entities (&amp;), headings, table columns; and what GitHub and the TUI's Markdown viewer make links of: a
+# bare http://, https:// or ftp:// URL (its ':'), a "//host/…" after a space, "www." and an e-mail address's "@"
+# (tcp://host or ssh://user@host is no link: left as it is).  An '_' between two letters or digits (x86_64, O_DIRECT)
+# is no emphasis in CommonMark: left as it is, readable
+_MARKDOWN = re.compile(r"[\\`*\[\]{}<>#|!~&]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])"
+                       r"|(?:(?<=\bhttp)|(?<=\bhttps)|(?<=\bftp)):(?=//)|(?<![\w:/])/(?=/)|(?<=\bwww)\.|(?<=\w)@(?=[\w-]+(?:\.[\w-]+)+)",
+                       re.IGNORECASE)
+# and at the start of a line (foreign text in prose may start one): a list item's, a thematic break's or a setext
+# heading's marker ("- ", "+ ", "1. ", "---", "===")
+_LINE_START = re.compile(r"^[-+](?=\s|$)|^[-=](?=[-=\s]*$)|^(\d{1,9})([.)])(?=\s|$)")
 _NOT_PRINTABLE_ASCII = re.compile(r"[^\x20-\x7e]+")  # what _keep may change: printable ASCII it keeps as it is
 
 
@@ -64,10 +78,28 @@ def clean_line(text: object, limit: int | None = 300) -> str:
     return line if limit is None or len(line) <= limit else line[: max(0, limit - 1)] + "…"
 
 
-def md_text(text: object, limit: int | None = None) -> str:
-    """Foreign text as Markdown shows it literally, in prose or a table cell: cleaned to one line,
-    Markdown's characters escaped (a '|' would open a new table column)."""
-    return _MARKDOWN.sub(r"\\\1", clean_line(text, limit))
+FOREIGN_LIMIT = 1000  # characters of one foreign string in a report (a preset's description is at most ~640)
+
+
+class Markup(str):
+    """Markdown to be put into a report as it is: the tool's own markup, or foreign text :func:`md_text` escaped.
+    Only this type passes a report's table unescaped (app.textable.markdown_table); an f-string or a join of
+    Markup is a plain ``str`` again, so a cell composed of markup and foreign parts is marked by its maker."""
+
+    __slots__ = ()
+
+
+def _escape_start(m: re.Match[str]) -> str:
+    return f"{m.group(1)}\\{m.group(2)}" if m.group(1) else f"\\{m.group()}"  # "1. " is "1\. "
+
+
+def md_text(text: object, limit: int | None = FOREIGN_LIMIT, *, cell: bool = False) -> Markup:
+    """Foreign text as Markdown shows it literally, in prose or (``cell``) a table cell: cleaned to one line, cut to
+    ``limit`` characters, and everything Markdown would read as markup escaped (a '|' would open a new table
+    column, a newline a heading, "[a](b)" a link, "&amp;" an entity; a bare URL stays text on GitHub too).  In a
+    cell no line starts, so "- " and "1. " stay as they are."""
+    text = _MARKDOWN.sub(r"\\\g<0>", clean_line(text, limit))
+    return Markup(text if cell else _LINE_START.sub(_escape_start, text))
 
 
 def clean_json(value: object, limit: int = 4096) -> object:

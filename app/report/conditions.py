@@ -5,7 +5,8 @@ for each condition that weakens the figures (short points, no ramp).
 
 Only recorded facts are stated; a fact the directory does not record is said to be "not recorded".  run.json
 and results.jsonl are untrusted: numbers are read through :func:`app.records.number` (a string, a
-bool, NaN or infinity is no number), text through :func:`app.sanitize.md_text`.
+bool, NaN or infinity is no number); text is bounded (:func:`_text`), and escaped by the table it goes into or,
+in a note, by :func:`app.sanitize.md_text`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from app.records import number
 from app.report import noise
 from app.report.model import RunData, StorageRow
 from app.runmeta import RunMeta
-from app.sanitize import md_text
+from app.sanitize import clean_line, md_text
 from app.textable import markdown_table
 from app.units import format_size, size_text
 
@@ -37,7 +38,8 @@ def _size(v: object) -> float | None:
 
 
 def _text(v: object, limit: int = 60) -> str | None:
-    return md_text(v, limit) if isinstance(v, str) and v.strip() else None
+    """A recorded string cut to ``limit`` (the table escapes it), None when it is none."""
+    return clean_line(v, limit) if isinstance(v, str) and v.strip() else None
 
 
 def _bytes(n: float | None) -> str:
@@ -65,7 +67,7 @@ def _seconds(values: Sequence[object]) -> str:
 
 
 def _engine_row(points: Sequence[StorageRow]) -> list[str]:
-    engines = [md_text(v, 40) if isinstance(v, str) and v else "not recorded" for v in _values(points, "ioengine")]
+    engines = [clean_line(v, 40) if isinstance(v, str) and v else "not recorded" for v in _values(points, "ioengine")]
     return ["Engine (ioengine)", ", ".join(dict.fromkeys(engines))]
 
 
@@ -259,7 +261,7 @@ def target_notes(info: Mapping[str, object], env: Mapping[str, object]) -> list[
     (which measures its filesystem too)."""
     notes = []
     virt = _mapping(env.get("system")).get("virtualization")
-    virt = _text(virt)
+    virt = md_text(virt, 60) if _text(virt) else None
     kind = info.get("type") or info.get("kind")
     source = md_text(info.get("source") or "", 200)
     device = _mapping(info.get("device"))

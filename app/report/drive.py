@@ -44,7 +44,7 @@ def _flagged(points: Sequence[StorageRow], name: str) -> list[StorageRow]:
 
 
 def _named(points: Sequence[StorageRow], describe: Callable[[StorageRow], str]) -> str:
-    return ", ".join(describe(p) for p in points[:10]) + (" …" if len(points) > 10 else "")
+    return ", ".join(md_text(describe(p)) for p in points[:10]) + (" …" if len(points) > 10 else "")
 
 
 _OTHER_BITS = {name for bit, (name, _) in WARNING_BITS.items() if bit != TEMPERATURE_BIT}

@@ -42,7 +42,7 @@ from app.report.render import (
     workload,
 )
 from app.results import write_new
-from app.sanitize import clean_text, md_text
+from app.sanitize import Markup, clean_text, md_text
 from app.summary import point_label
 from app.tails import TAIL_PERCENTILES
 from app.textable import markdown_table
@@ -56,7 +56,7 @@ MAX_NAMED_HOSTS = 8  # hosts named in one sentence; past this many the rest are 
 
 
 def _md(text: str) -> str:
-    """Untrusted text (a target path) in a table cell or heading: no control, cell or line break."""
+    """Untrusted text (a host, a target path, a point's label) in a heading or a sentence: shown as written."""
     return md_text(text)
 
 
@@ -68,7 +68,7 @@ def _title(data: RunData) -> str:
     preset = data.meta.preset_name
     n = len(_hosts(data))
     what = f"storage, fleet of {n} host{'s' if n != 1 else ''}"
-    return f"# Performance report: {preset} ({what})" if preset else f"# Performance report ({what})"
+    return f"# Performance report: {md_text(preset)} ({what})" if preset else f"# Performance report ({what})"
 
 
 def _intro() -> list[str]:
@@ -111,7 +111,7 @@ def _host_sections(data: RunData) -> list[str]:
     out = ["## Storage results by host", "", STORAGE_UNITS, ""]
     assert data.fleet is not None
     for h in data.fleet.hosts:
-        heading = f"### {h.host} — target {_md(h.target) or 'not recorded'}"
+        heading = f"### {_md(h.host)} — target {_md(h.target) or 'not recorded'}"
         rows = rows_of_host(data, h.host)
         if rows:
             out += _storage_table(rows, heading=heading, intro=False, run_dir=data.path)
@@ -134,7 +134,7 @@ def _dev(fp: FleetPoint, host: str, m: Measure) -> str:
     if d is None:
         return "n/a"
     text = f"{d:+.1f}%" if round(d, 1) != 0 else "0.0%"
-    return f"**{text}**" if fp.is_outlier(host, m) else text
+    return Markup(f"**{text}**") if fp.is_outlier(host, m) else text
 
 
 def _point_rows(fp: FleetPoint, hosts: Sequence[str], failed: set[tuple[int, str]]) -> list[list[object]]:
@@ -194,7 +194,7 @@ def outlier_sentences(fp: FleetPoint) -> list[str]:
     for o in fp.outliers:
         by_host.setdefault(o.host, []).append(o)
     label = point_label(Kind.STORAGE, fp.point)
-    return [f"{host} at {label}: " + "; ".join(_figure_text(o, fp) for o in found) + "."
+    return [f"{_md(host)} at {_md(label)}: " + "; ".join(_figure_text(o, fp) for o in found) + "."
             for host, found in by_host.items()]
 
 
@@ -223,7 +223,8 @@ def outlier_section(points: Sequence[FleetPoint], n_hosts: int) -> list[str]:
     for fp in points:
         for host in dict.fromkeys(o.host for o in fp.outliers):
             per_host[host] = per_host.get(host, 0) + 1
-    out += ["Points where a host is an outlier: " + ", ".join(f"{h} {n}" for h, n in per_host.items()) + ".", ""]
+    out += ["Points where a host is an outlier: " + ", ".join(f"{_md(h)} {n}" for h, n in per_host.items()) + ".",
+            ""]
     return out
 
 
@@ -246,7 +247,7 @@ def comparison_section(data: RunData, points: Sequence[FleetPoint], figures: Seq
 
 
 def _hosts_text(hosts: Sequence[str]) -> str:
-    named = ", ".join(hosts[:MAX_NAMED_HOSTS])
+    named = ", ".join(_md(h) for h in hosts[:MAX_NAMED_HOSTS])
     more = len(hosts) - MAX_NAMED_HOSTS
     return named + (f" and {more} more" if more > 0 else "")
 
@@ -290,7 +291,7 @@ def _slowest_summary(points: Sequence[FleetPoint]) -> list[str]:
     if not times:
         return []
     ranked = sorted(times.items(), key=lambda kv: -kv[1])
-    named = [f"{h} at {n} point{'s' if n != 1 else ''}" for h, n in ranked[:MAX_NAMED_HOSTS]]
+    named = [f"{_md(h)} at {n} point{'s' if n != 1 else ''}" for h, n in ranked[:MAX_NAMED_HOSTS]]
     more = len(ranked) - MAX_NAMED_HOSTS
     return ["Slowest tail: " + "; ".join(named) + (f"; {more} more hosts at fewer" if more > 0 else "") + ".", ""]
 

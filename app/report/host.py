@@ -15,7 +15,7 @@ from typing import Sequence
 from app import audit
 from app.audit import Audit, Item
 from app.report.model import MemoryRow, RunData, StorageRow
-from app.sanitize import md_text
+from app.sanitize import Markup, md_text
 from app.textable import markdown_table
 from app.topology import cpu_list_text
 from app.units import count_text
@@ -39,12 +39,13 @@ def _value(i: Item) -> str:
 
 
 def _row(i: Item) -> list[str]:
-    status = STATUS_WORDS.get(i.status, md_text(i.status, 20))
+    """A setting's row: its parts escaped one by one (Markup, as the table puts it)."""
+    status = STATUS_WORDS.get(i.status) or md_text(i.status, 20)
     note = md_text(i.note, 200) if i.note else ""
     if i.status == "warn" and i.warning:
         status += f" ({md_text(i.warning, 40)})"
-    return [md_text(i.label, 80), _value(i) + (f" ({note})" if note and i.status != "ok" else ""), status,
-            md_text(i.want, 160), md_text(i.why, 300)]
+    return [md_text(i.label, 80), Markup(_value(i) + (f" ({note})" if note and i.status != "ok" else "")),
+            Markup(status), md_text(i.want, 160), md_text(i.why, 300)]
 
 
 def _storage_affected(name: str, points: Sequence[StorageRow]) -> str:

@@ -6,13 +6,16 @@ beside the report.  :func:`render_html` is the pure part: Markdown in, HTML out.
 
 What makes the page safe to open and to share:
 
-- the Markdown is rendered by markdown-it-py with raw HTML disabled, so a device model, hostname or fio
-  message that reached the report as text (``<script>``, ``</svg>``) stays text: every ``<`` is escaped;
+- the Markdown is rendered by markdown-it-py with raw HTML and links disabled, so a device model, hostname or fio
+  message that reached the report as text (``<script>``, ``</svg>``, ``[a](http://…)``) stays text: every ``<`` is
+  escaped and no ``<a>`` is made (report.md escapes foreign text already: app.sanitize.md_text);
 - an image is never an ``<img>``: a ``plots/NAME.svg`` the report names becomes that figure's SVG, inlined;
   anything else (a hostile string that looks like Markdown's image syntax) is shown as its text;
-- an inlined SVG must look like matplotlib's: no script, no event handler, no foreign object, no entity, no
-  reference outside itself (``href``/``url()`` only to ``#id``, or a ``data:image/png`` a raster is embedded
-  as); its ids get a per-figure prefix so two figures' clip paths cannot collide in one document;
+- an inlined SVG is parsed (XML, no declaration or entity of its own: only matplotlib's prolog precedes it) and
+  checked against an allow-list of what matplotlib's SVG backend writes — its elements, their attributes, references
+  only to ``#id`` (or a ``data:image/png`` a raster is embedded as), styles of a CSS subset (its properties; words,
+  numbers, colours and ``url(#id)``: no escape, no at-rule) — then written again from the checked tree, so what is
+  inlined is what was checked; its ids get a per-figure prefix so two figures' clip paths cannot collide;
 - a Content-Security-Policy allows no fetch and no script at all, so even a mistake here loads nothing.
 
 No JavaScript: tables are plain HTML tables (sorting them would need script), and the stylesheet, with its
@@ -26,6 +29,7 @@ import html
 import re
 from pathlib import Path
 from typing import Any, Callable, Sequence
+from xml.etree import ElementTree
 
 from app.errors import UsageError
 from app.results import NotRegularFile, read_regular, write_new
@@ -72,20 +76,38 @@ tbody tr:nth-child(even) { background: #f8f9fb; }
 }
 """
 
-# what matplotlib's SVG never holds: anything that runs, loads or declares.  Checked in the markup only (tags and
-# the stylesheet): text is escaped there, so a label such as "url(x) onload=" drawn from a device model is not markup
-_TAG = re.compile(r"<[^>]*>")
-_STYLE = re.compile(r"<style\b[^>]*>(.*?)</style>", re.IGNORECASE | re.DOTALL)
-_BAD_TAG = re.compile(r"<\s*/?\s*(script|foreignObject|iframe|object|embed|animate|set|handler|a)\b|<[!?]",
-                      re.IGNORECASE)
-_HANDLER = re.compile(r"\son[a-z]+\s*=", re.IGNORECASE)
-_HREF = re.compile(r"\bhref\s*=\s*(\"[^\"]*\"|'[^']*')", re.IGNORECASE)
-_URL = re.compile(r"url\(\s*([^)]*)\)", re.IGNORECASE)
-_SVG_START = re.compile(r"<svg\b")
-_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
-_METADATA = re.compile(r"\s*<metadata>.*?</metadata>", re.DOTALL)
-_ID = re.compile(r"\bid=\"([^\"]+)\"")
-_REF = re.compile(r"(url\(#|href=\"#)([^\")]+)")
+# --- the figures: an SVG is parsed, checked against what matplotlib writes, and written again -------------------
+
+SVG = "{http://www.w3.org/2000/svg}"
+XLINK = "{http://www.w3.org/1999/xlink}"
+XML = "{http://www.w3.org/XML/1998/namespace}"
+# matplotlib's prolog, the only text allowed before <svg: its XML declaration and the SVG 1.1 DOCTYPE (a public
+# identifier, no internal subset: no entity is declared)
+_PROLOG = re.compile(r'\s*(?:<\?xml version="1\.0" encoding="utf-8"(?: standalone="no")?\?>\s*)?'
+                     r'(?:<!DOCTYPE svg PUBLIC "-//W3C//DTD SVG 1\.1//EN"\s+'
+                     r'"http://www\.w3\.org/Graphics/SVG/1\.1/DTD/svg11\.dtd">\s*)?')
+# a declaration after the prolog (<!DOCTYPE, <!ENTITY …): only comments and CDATA may start with "<!"
+_DECLARATION = re.compile(r"<!(?!--|\[CDATA\[)")
+# the elements matplotlib's SVG backend writes for the report's figures (not <a>, which it writes for a URL the
+# report never sets, nor its gradients and filters, which only Gouraud shading uses); <metadata> is dropped
+ELEMENTS = frozenset({"svg", "g", "defs", "style", "path", "use", "clipPath", "rect", "text", "tspan", "image",
+                      "pattern", "title", "desc"})
+METADATA = f"{SVG}metadata"
+# their attributes; CSS properties (in a style attribute or the stylesheet, or as presentation attributes)
+ATTRIBUTES = frozenset({"id", "d", "style", "transform", "x", "y", "dx", "dy", "width", "height", "viewBox", "version",
+                        "type", "patternUnits", "xlink:href", "href", "xml:space", "clip-path", "opacity"})
+CSS_PROPERTIES = frozenset({
+    "fill", "fill-opacity", "fill-rule", "stroke", "stroke-width", "stroke-linecap", "stroke-linejoin",
+    "stroke-dasharray", "stroke-dashoffset", "stroke-opacity", "stroke-miterlimit", "opacity", "clip-path",
+    "font-size", "font-family", "font-style", "font-weight", "font-variant", "font-stretch", "text-anchor",
+    "dominant-baseline", "image-rendering", "letter-spacing", "white-space"})
+_ID_TEXT = re.compile(r"[A-Za-z_][\w.:-]{0,127}")
+_CSS_VALUE = re.compile(r"(?:url\(#[A-Za-z_][\w.:-]{0,127}\)|[-\w\s.,#%'\"])*")  # no function but url(#id)
+_GEOMETRY = re.compile(r"[-+\w\s.,()]*")  # a number, a path, a transform (rotate(…), matrix(…)), a word
+_DECLARATION_LIST = re.compile(r"\s*([a-z-]+)\s*:([^;]*)")
+_RULE = re.compile(r"\s*([\w\s.#*,:>-]+?)\s*\{([^{}]*)\}\s*")  # a selector and its declarations
+_PNG = re.compile(r"data:image/png;base64,[A-Za-z0-9+/=\s]*")
+_URL_ID = re.compile(r"url\(#([^)]*)\)")
 
 
 class FigureRefused(ValueError):
@@ -93,47 +115,127 @@ class FigureRefused(ValueError):
 
 
 def inline_svg(text: str, prefix: str) -> str:
-    """The ``<svg>…</svg>`` element of a matplotlib SVG file, checked and with every id (and every reference to
-    one) prefixed with ``prefix``; :class:`FigureRefused` naming why when it is not such a file."""
-    start = _SVG_START.search(text)
-    end = text.rfind("</svg>")
-    if start is None or end < start.start():
+    """The ``<svg>…</svg>`` element of a matplotlib SVG file, parsed, checked against what matplotlib writes (its
+    elements and attributes, references to ``#id`` only, a CSS subset, a PNG as the only image) and written again
+    from the checked tree — so what is inlined is what was checked — with every id (and every reference to one)
+    prefixed with ``prefix``; :class:`FigureRefused` naming why when it is not such a file."""
+    start = text.find("<svg")
+    if start < 0:
         raise FigureRefused("it holds no <svg> element")
-    body = _METADATA.sub("", text[start.start(): end + len("</svg>")], count=1)  # matplotlib's credit: not drawn
-    body = _COMMENT.sub("", body)  # mathtext's source of a label; whatever follows a first "-->" is checked below
-    if body.count("<svg") != 1 or body.count("</svg>") != 1:  # matplotlib draws one, never nested
-        raise FigureRefused("it holds more than one <svg> element")
-    for tag in _TAG.findall(body):
-        _check_markup(tag, tag)
-    for style in _STYLE.findall(body):
-        if "@import" in style.lower():
-            raise FigureRefused("its stylesheet imports another")
-        _check_markup(style, "its stylesheet")
-    body = _ID.sub(lambda m: f'id="{prefix}{m.group(1)}"', body)
-    return _REF.sub(lambda m: f"{m.group(1)}{prefix}{m.group(2)}", body)
+    if not _PROLOG.fullmatch(text[:start]):
+        raise FigureRefused("what precedes its <svg> element is not the SVG prolog matplotlib writes")
+    body = text[start:]
+    if m := _DECLARATION.search(body):
+        raise FigureRefused(f"it declares something ({body[m.start():m.start() + 24]!r})")
+    try:
+        root = ElementTree.fromstring(body)  # comments and processing instructions are not kept
+    except ElementTree.ParseError as e:
+        raise FigureRefused(f"it is not well-formed XML ({e})") from None
+    if root.tag != f"{SVG}svg":
+        raise FigureRefused("its root element is not <svg>")
+    for parent in root.iter():
+        for child in [c for c in parent if c.tag == METADATA]:  # matplotlib's credit: not drawn
+            parent.remove(child)
+    for element in root.iter():
+        _check_element(element)
+    return _write(root, prefix, top=True)
 
 
-def _check_markup(markup: str, what: str) -> None:
-    """FigureRefused when ``markup`` (a tag, or the stylesheet) runs or loads something."""
-    if m := _BAD_TAG.search(markup):
-        raise FigureRefused(f"it holds {m.group()[:24]!r}")
-    if _HANDLER.search(markup):
-        raise FigureRefused(f"it holds an event handler in {what[:40]!r}")
-    for m in _HREF.finditer(markup):
-        target = m.group(1)[1:-1].strip()
-        if not (target.startswith("#") or target.startswith("data:image/png;base64,")):
-            raise FigureRefused(f"it refers to {target[:40]!r}")
-    for m in _URL.finditer(markup):
-        if not m.group(1).strip().strip("'\"").startswith("#"):
-            raise FigureRefused(f"it refers to url({m.group(1)[:40]})")
+def _name(tag: str) -> str:
+    """An element's or attribute's name as SVG in HTML spells it ("clipPath", "xlink:href"); the namespace
+    URI kept in braces for one the figures do not use."""
+    for uri, prefix in ((SVG, ""), (XLINK, "xlink:"), (XML, "xml:")):
+        if tag.startswith(uri):
+            return prefix + tag[len(uri):]
+    return tag
+
+
+def _check_element(element: ElementTree.Element) -> None:
+    tag = _name(element.tag)
+    if tag not in ELEMENTS or tag.startswith(("xlink:", "xml:")):
+        raise FigureRefused(f"it holds the element <{tag[:40]}>")
+    for key, value in element.attrib.items():
+        name = _name(key)
+        if name not in ATTRIBUTES and name not in CSS_PROPERTIES:
+            raise FigureRefused(f"it holds the attribute {name[:40]!r} on <{tag}>")
+        if name in ("href", "xlink:href"):
+            if not (value.startswith("#") and _ID_TEXT.fullmatch(value[1:])
+                    or tag == "image" and _PNG.fullmatch(value)):
+                raise FigureRefused(f"it refers to {value[:40]!r}")
+        elif name == "id":
+            if not _ID_TEXT.fullmatch(value):
+                raise FigureRefused(f"it holds the id {value[:40]!r}")
+        elif name == "style":
+            _check_declarations(value)
+        elif name == "type":
+            if value != "text/css":
+                raise FigureRefused(f"it holds a stylesheet of type {value[:40]!r}")
+        elif not (_CSS_VALUE if name in CSS_PROPERTIES else _GEOMETRY).fullmatch(value):
+            raise FigureRefused(f"it holds {name}={value[:40]!r}")
+    if tag == "style":
+        _check_stylesheet(element.text or "")
+    elif len(element) and tag in ("text", "tspan", "title", "desc") and any(_name(c.tag) != "tspan" for c in element):
+        raise FigureRefused(f"it holds an element in <{tag}>")
+
+
+def _check_declarations(css: str) -> None:
+    """FigureRefused unless ``css`` is declarations of the properties matplotlib writes, with values of words,
+    numbers, colours and url(#id) only (no escape, no at-rule, no function that loads)."""
+    for part in css.split(";"):
+        if not part.strip():
+            continue
+        m = _DECLARATION_LIST.fullmatch(part)
+        if m is None or m.group(1) not in CSS_PROPERTIES or not _CSS_VALUE.fullmatch(m.group(2)):
+            raise FigureRefused(f"its style holds {part.strip()[:40]!r}")
+
+
+def _check_stylesheet(css: str) -> None:
+    rest = css
+    while rest.strip():
+        m = _RULE.match(rest)
+        if m is None:
+            raise FigureRefused(f"its stylesheet holds {rest.strip()[:40]!r}")
+        _check_declarations(m.group(2))
+        rest = rest[m.end():]
+
+
+def _quoted(value: str) -> str:
+    """An attribute's value between double quotes: '&', '<', '>' and '"' escaped (a font list keeps its "'")."""
+    return html.escape(value, quote=False).replace('"', "&quot;")
+
+
+def _write(element: ElementTree.Element, prefix: str, top: bool = False) -> str:
+    """The checked element as SVG in HTML, its ids and references prefixed; text and attribute values escaped."""
+    tag = _name(element.tag)
+    attrs = ' xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink"' if top else ""
+    for key, value in element.attrib.items():
+        name = _name(key)
+        if name == "id":
+            value = prefix + value
+        elif name in ("href", "xlink:href") and value.startswith("#"):
+            value = "#" + prefix + value[1:]
+        else:
+            value = _URL_ID.sub(lambda m: f"url(#{prefix}{m.group(1)})", value)
+        attrs += f' {name}="{_quoted(value)}"'
+    inner = html.escape(element.text or "", quote=False) + "".join(_write(c, prefix) for c in element)
+    tail = "" if top else html.escape(element.tail or "", quote=False)
+    return (f"<{tag}{attrs}>{inner}</{tag}>" if inner else f"<{tag}{attrs}/>") + tail
+
+
+def markdown_parser() -> Any:
+    """markdown-it as the page reads report.md: CommonMark with tables; no raw HTML, and no link of any kind
+    (``[a](b)``, ``<http://…>``, a reference, a bare URL): the report writes none, so any is foreign text, shown as
+    it is written."""
+    from markdown_it import MarkdownIt
+
+    return (MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False}).enable("table")
+            .disable(["link", "autolink", "reference"]))
 
 
 def render_html(markdown: str, figure: Callable[[str], str | None]) -> str:
     """The page for ``markdown``: ``figure(NAME)`` gives the inlined ``<svg>`` of ``plots/NAME`` (None: not there,
     shown as a line saying so)."""
-    from markdown_it import MarkdownIt
-
-    md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False}).enable("table")
+    md = markdown_parser()
 
     def image(renderer: Any, tokens: Sequence[Any], idx: int, options: Any, env: Any) -> str:
         token = tokens[idx]

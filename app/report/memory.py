@@ -12,6 +12,7 @@ from typing import Protocol, Sequence
 
 from app.records import number
 from app.report.model import MemoryRow
+from app.sanitize import md_text
 from app.units import format_size_human
 
 
@@ -237,15 +238,16 @@ def no_knee_reason(curve: MemCurve, cpus: int | None = None, peak: MemoryRow | N
 
 
 def chase_texts(points: Sequence[MemoryRow]) -> list[str]:
-    """The chases the points' latencies come from, each once, in words: the results lines' "chase" sentence,
-    written by the memory runner; older results have none: "not recorded", or for MLC "chase as chosen by
-    Intel MLC"."""
+    """The chases the points' latencies come from, each once, in words (Markdown: the lines' text escaped): the
+    results lines' "chase" sentence, written by the memory runner; older results have none: "not recorded", or
+    for MLC "chase as chosen by Intel MLC"."""
     texts: list[str] = []
     for p in points:
         chase = p.line.parts.chase
         text = chase.get("text") if isinstance(chase, dict) else None
         if not (isinstance(text, str) and text.isprintable() and len(text) <= 200):
             text = "chase as chosen by Intel MLC" if p.engine == "mlc" else "not recorded"
+        text = md_text(text)
         if text not in texts:
             texts.append(text)
     return texts
@@ -338,7 +340,8 @@ def _buffer_text(buf: int | None, env: object) -> str:
     text = f"chase buffer {format_size_human(buf)} per thread"
     cache = llc(env)
     if cache:
-        text += f" = {_ratio(buf, cache[1])} the {format_size_human(cache[1])} {cache[0]} (last-level cache of CPU 0)"
+        text += (f" = {_ratio(buf, cache[1])} the {format_size_human(cache[1])} {md_text(cache[0])} (last-level cache "
+                 "of CPU 0)")
     else:
         text += " (last-level cache not recorded)"
     tlb = tlb_reach(env)

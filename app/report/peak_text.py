@@ -26,7 +26,7 @@ from app.peak import (
 )
 from app.report import intervals as ci
 from app.report.model import RunData, StorageRow
-from app.sanitize import md_text
+from app.sanitize import Markup, clean_line, md_text
 from app.textable import markdown_table
 from app.units import format_count, format_size, us
 
@@ -49,15 +49,15 @@ def _peak_rows(peak: Peak, row: StorageRow | None, run_dir: Path) -> list[list[s
     figure += " IOPS" + (" (± the 95 % interval of its mean)" if iv is not None else "")
     cost = peak.cost
     per_cpu = (f"{cost_text(cost)} ({BUSY_SOURCE if cost.busy else FIO_SOURCE})" if cost.value is not None
-               else f"n/a: {md_text(cost.why, 300)}")
+               else f"n/a: {clean_line(cost.why, 300)}")
     lat = peak.line.storage.lat_ns
     mean = lat.get("mean") if lat is not None else None
     return [["Peak", figure],
-            ["Reached by", f"{md_text(peak.config.label)}, {load_text(load_of(peak.line))}, "
-                           f"{md_text(peak.config.rw)} {format_size(peak.config.bs)}"
+            ["Reached by", f"{peak.config.label}, {load_text(load_of(peak.line))}, "
+                           f"{peak.config.rw} {format_size(peak.config.bs)}"
                            + (f", mean latency {us(mean)} µs" if mean else "")],
             ["IOPS per CPU", per_cpu],
-            ["Ran out", f"**{peak.limit.resource}**: {md_text(peak.limit.evidence, 600)}"]]
+            ["Ran out", Markup(f"**{md_text(peak.limit.resource, 20)}**: {md_text(peak.limit.evidence, 600)}")]]
 
 
 def _config_rows(peak: Peak) -> list[list[str]]:
@@ -109,8 +109,8 @@ def _busy_text(p: StorageRow) -> tuple[str, str]:
     if host is None:
         return "—", "—"
     if not isinstance(host, HostCpu):
-        return f"n/a: {md_text(host, 200)}", "—"
-    busy = f"{host.busy_cpus:.2f} of {host.count} ({md_text(host.cpus, 40)})"
+        return f"n/a: {clean_line(host, 200)}", "—"
+    busy = f"{host.busy_cpus:.2f} of {host.count} ({clean_line(host.cpus, 40)})"
     if host.iops_per_busy_cpu is None:
         return busy, "—"
     per = format_count(host.iops_per_busy_cpu)
@@ -133,8 +133,8 @@ def cpu_cost_section(points: Sequence[StorageRow], describe: Callable[[StorageRo
     for p in points:
         fio = p.metrics.iops_per_cpu
         busy, per_busy = _busy_text(p)
-        name = (f"{md_text(p.group, 60)}: " if p.group else
-                f"{md_text(Config.of(p.point).engine_label)}: " if engines else "") + describe(p)
+        name = (f"{clean_line(p.group, 60)}: " if p.group else
+                f"{Config.of(p.point).engine_label}: " if engines else "") + describe(p)
         rows.append([name, format_count(p.iops), f"{p.usr + p.sys:.1f}%",
                      format_count(float(fio)) if fio is not None else "n/a", busy, per_busy])
     out.append(markdown_table(["Workload", "IOPS", "fio CPU per job", "IOPS per CPU-second (fio)", "Busy CPUs",

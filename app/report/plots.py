@@ -8,6 +8,7 @@ reproducible (fixed hash salt, no date) so re-rendering the same directory gives
 
 from __future__ import annotations
 
+import io
 import math
 import multiprocessing as mp
 import os
@@ -24,6 +25,7 @@ from app.report.analysis import Curve, MemCurve, Rest
 from app.report.model import MemoryRow, StorageRow
 from app.report.series import sample_figure
 from app.results import open_file
+from app.sanitize import clean_text
 from app.summary import point_label
 from app.units import format_short, format_size, format_us
 
@@ -126,6 +128,7 @@ def _plt() -> ModuleType:
     matplotlib.rcParams.update({
         "svg.hashsalt": "profiler-tui",
         "svg.fonttype": "none",
+        "text.parse_math": False,  # labels are text from the results directory: a "$x$" in one is no formula
         "figure.dpi": 100,
         "font.size": 8,
         "axes.titlesize": 9,
@@ -161,9 +164,13 @@ def _save(plt: ModuleType, fig: MplFigure, path: Path) -> None:
     if CHECK is not None:
         CHECK(fig, path.name)
     # opened here without following a symbolic link, the file mode fixed (matplotlib would open the path itself)
-    with os.fdopen(open_file(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), "wb") as f:
-        fig.savefig(f, format="svg", metadata={"Date": None})
+    svg = io.StringIO()
+    fig.savefig(svg, format="svg", metadata={"Date": None})
     plt.close(fig)
+    # a label from the results directory may hold control characters, which no SVG (XML) may: dropped
+    text = clean_text(svg.getvalue(), newlines=True)
+    with os.fdopen(open_file(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), "wb") as f:
+        f.write(text.encode("utf-8"))
 
 
 def _grid(plt: ModuleType, panels: int, per_panel: int = 1, w: float = 3.4, h: float = 2.7, left: float = 0.75,

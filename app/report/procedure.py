@@ -18,6 +18,7 @@ from app.records import JSONObject, number
 from app.report.model import RunData, StorageRow
 from app.results import read_beneath
 from app.runmeta import RunMeta
+from app.sanitize import md_text
 from app.summary import point_label
 from app.textable import markdown_table
 from app.units import format_count, format_duration, format_size, format_us
@@ -186,8 +187,8 @@ def operating_point_section(searches: Sequence[StorageRow], curves_here: set[str
         pct = op.get("percentile")
         p99 = number(op.get("lat_p99_ns"))
         mean = number(op.get("lat_mean_ns"))
-        text = (f"Under a p{pct} latency bound of {bound}, fio's `latency_target` search settled on **QD "
-                f"{op['depth']}** for {r.mix} {format_size(r.bs)}"
+        text = (f"Under a p{md_text(pct, 20)} latency bound of {bound}, fio's `latency_target` search settled on "
+                f"**QD {op['depth']}** for {md_text(r.mix)} {format_size(r.bs)}"
                 + (f" with {r.numjobs} jobs" if r.numjobs > 1 else "")
                 + f" (searched up to QD {r.iodepth}): {format_count(r.iops)} IOPS, {r.bw / 1e6:.1f} MB/s, mean "
                   f"{'n/a' if mean is None else f'{mean / 1e3:.1f}'} µs, p99 "
@@ -239,7 +240,8 @@ def rounds_section(data: RunData, rounds: Sequence[StorageRow]) -> list[str]:
     meta = data.meta
     check, window = window_rounds(rounds, meta)
     track = _track(meta)
-    tracked = " ".join(f"{k}={format_size(v) if k == 'bs' and isinstance(v, int) else v}" for k, v in track.items())
+    tracked = md_text(" ".join(f"{k}={format_size(v) if k == 'bs' and isinstance(v, int) else v}"
+                               for k, v in track.items()))
     out = ["### Steady-state verification (SNIA PTS)", ""]
     series = tracked_series(rounds, track)
     last_round = max(r.round or 0 for r in rounds)

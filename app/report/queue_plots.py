@@ -11,7 +11,6 @@ from app.report import queueing as qm
 from app.report.analysis import Curve
 from app.report.plots import MAX_PANELS, _grid, _log2_axis, _plain_log, _plt, _save
 from app.report.queue_text import SECTION
-from app.sanitize import md_text
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -56,7 +55,7 @@ def queueing_figure(curves: Sequence[Curve], plots_dir: Path) -> list[QueueFigur
                "vertical line marks N* = S · X_max, where the bounds cross. x: outstanding I/Os N = QD × jobs, log₂; "
                "throughput on a linear axis from 0, latency on a log axis.")
     if left:
-        caption += (f" {left} more curve(s) ({', '.join(md_text(q.curve.label) for q in qcs[len(shown):][:6])}"
+        caption += (f" {left} more curve(s) ({', '.join(q.curve.label for q in qcs[len(shown):][:6])}"
                     f"{' …' if left > 6 else ''}) are not drawn; the queueing view's summary table has a row for each.")
     return [QueueFigure(f"plots/{NAME}", "Throughput and latency against the closed-system bounds", caption)]
 

@@ -10,8 +10,8 @@ from typing import Any, Sequence
 from app.report import analysis as an
 from app.report import queueing as qm
 from app.report.noise import point_spread
-from app.sanitize import md_text
-from app.textable import markdown_table
+from app.sanitize import clean_line, md_text
+from app.textable import markdown_figure, markdown_table
 from app.units import us
 
 NA = "n/a"
@@ -46,7 +46,7 @@ def section(curves: Sequence[an.Curve], figures: Sequence[Any] = (), run_dir: Pa
     out += [INTRO, ""]
     for f in figures:
         if getattr(f, "section", None) == SECTION:
-            out += [f"**Figure: {f.title}.** {f.caption}", "", f"![{f.title}]({f.file})", ""]
+            out += markdown_figure(f.title, f.caption, f.file)
     if len(qcs) > MAX_DETAILED:
         out += _summary(qcs, run_dir)
     for q in qcs[:MAX_DETAILED]:
@@ -105,7 +105,7 @@ def _disks(disks: tuple[qm.Disk, ...] | None) -> str:
         return NA
     if len(disks) == 1:
         return f"{disks[0].util:.1f}"
-    shown = ", ".join(f"{md_text(d.name)} {d.util:.1f}" for d in disks[:2])
+    shown = ", ".join(f"{clean_line(d.name, 40)} {d.util:.1f}" for d in disks[:2])  # a cell: the table escapes it
     return shown + (", …" if len(disks) > 2 else "")
 
 

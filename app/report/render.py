@@ -22,8 +22,8 @@ from app.report import procedure as rp
 from app.report import replicates as rep
 from app.report.model import TRAFFIC_DESCRIPTIONS, MemoryRow, RunData, StorageRow
 from app.runmeta import Numa, RunMeta
-from app.sanitize import clean_text, md_text
-from app.textable import markdown_table
+from app.sanitize import Markup, clean_line, clean_text, md_text
+from app.textable import markdown_figure, markdown_table
 from app.units import format_count, format_size, size_text, us
 from app.validity import CHECKED, FLAGS, LEGEND, checks_of, names, recorded_facts
 
@@ -87,9 +87,9 @@ def _numa_rows(numa: Numa | None) -> list[list[str]]:
     if numa is None:
         return []
     if not numa.nodes:
-        return [["NUMA nodes", md_text(f"unknown ({numa.unknown})" if numa.unknown else "unknown")]]
+        return [["NUMA nodes", f"unknown ({clean_line(numa.unknown)})" if numa.unknown else "unknown"]]
     return [[f"NUMA node {n.node if n.node is not None else '?'}",
-             f"CPUs {md_text(n.cpus) if n.cpus else 'none' if n.cpus == '' else 'unknown'}, "
+             f"CPUs {clean_line(n.cpus) if n.cpus else 'none' if n.cpus == '' else 'unknown'}, "
              f"memory {size_text(n.memory_bytes)}"] for n in numa.nodes]
 
 
@@ -102,13 +102,14 @@ def _environment(data: RunData) -> list[str]:
     mem = (env.memory if env else None) or {}
     system = (env.system if env else None) or {}
     if cpu:
-        rows.append(["CPU model", md_text(cpu.get("model", "unknown"))])
+        rows.append(["CPU model", clean_line(cpu.get("model", "unknown"))])
         rows.append(["Sockets / cores / threads",
                      f"{cpu.get('sockets', '?')} / {cpu.get('cores', '?')} / {cpu.get('threads', '?')}"])
         caches = env.caches if env else ()
         if caches:
-            rows.append(["Caches (CPU 0)",
-                         ", ".join(f"{c.get('name')} {cache_size(c.get('size', '?'))}" for c in caches)])
+            rows.append(["Caches (CPU 0)", ", ".join(f"{clean_line(c.get('name'), 40)} "
+                                                     f"{clean_line(cache_size(c.get('size', '?')), 40)}"
+                                                     for c in caches[:16]) + (", …" if len(caches) > 16 else "")])
         if cpu.get("arch"):
             rows.append(["Architecture", str(cpu["arch"])])
     if mem:
@@ -178,21 +179,22 @@ def _target(data: RunData) -> list[str]:
 
 
 def _device_rows(d: Mapping[str, object], prefix: str = "") -> list[list[str]]:
+    """The rows of a device's details: text as recorded (one line, bounded), which the table escapes."""
     rows = []
-    model = md_text(" ".join(str(x) for x in (d.get("vendor"), d.get("model")) if x)) or "unknown"
+    model = " ".join(str(x) for x in (d.get("vendor"), d.get("model")) if x) or "unknown"
     rows.append([f"{prefix}model", model])
     if d.get("name") or d.get("disk"):
-        rows.append([f"{prefix}name", md_text(d.get("name") or d.get("disk"))])
+        rows.append([f"{prefix}name", clean_line(d.get("name") or d.get("disk"))])
     rows.append([f"{prefix}size", size_text(d.get("size_bytes"))])
-    rows.append([f"{prefix}transport", md_text(d.get("transport") or "unknown")])
+    rows.append([f"{prefix}transport", clean_line(d.get("transport") or "unknown")])
     rot = d.get("rotational")
     rows.append([f"{prefix}rotational", "unknown" if rot is None else ("yes (spinning disk)" if rot else "no")])
-    rows.append([f"{prefix}I/O scheduler", md_text(d.get("scheduler") or "unknown")])
+    rows.append([f"{prefix}I/O scheduler", clean_line(d.get("scheduler") or "unknown")])
     if d.get("logical_sector_size"):
         rows.append([f"{prefix}sector size (logical/physical)",
                      f"{d.get('logical_sector_size')} / {d.get('physical_sector_size') or '?'} B"])
     if d.get("backing_file"):
-        rows.append([f"{prefix}backing file", md_text(d["backing_file"])])
+        rows.append([f"{prefix}backing file", clean_line(d["backing_file"])])
     return rows
 
 
@@ -203,9 +205,9 @@ def _run(data: RunData) -> list[str]:
     rows = []
     if preset:
         kind = preset.kind or m.kind or "?"
-        rows.append(["Preset", f"{md_text(preset.name or '?')} ({md_text(kind)})"])
+        rows.append(["Preset", f"{clean_line(preset.name or '?')} ({clean_line(kind)})"])
         if preset.description:
-            rows.append(["Description", md_text(preset.description)])
+            rows.append(["Description", preset.description])
         if preset.overrides:
             rows.append(["Overrides", " ".join(f"--set {o}" for o in preset.overrides)])
     rows.append(["Status", data.status])
@@ -216,7 +218,8 @@ def _run(data: RunData) -> list[str]:
     if m.ended:
         rows.append(["Ended", m.ended])
     if m.sources:
-        rows.append(["Imported from", ", ".join(str(s.file) for s in m.sources)])
+        rows.append(["Imported from", ", ".join(clean_line(s.file, 200) for s in m.sources[:20])
+                     + (", …" if len(m.sources) > 20 else "")])
     if m.failures:
         rows.append(["Failed points", str(len(m.failures)) + " (see run.json)"])
     skipped = rp.skipped_entries(m)
@@ -228,7 +231,7 @@ def _run(data: RunData) -> list[str]:
     warnings = data.warnings()
     if warnings:
         out += ["### Warnings", ""]
-        out += ["- " + " ".join(w.split()) for w in warnings]
+        out += ["- " + md_text(w) for w in warnings]  # run.json's and the imported files' own: foreign text
         out.append("")
     return out
 
@@ -256,8 +259,8 @@ def _storage_table(points: Sequence[StorageRow], heading: str = "## Storage resu
     flagged = any(p.flags or p.other_flags for p in points)
     cis = [ci.storage_intervals(run_dir, p) for p in points]
     for p, c in zip(points, cis):
-        rows.append([test_type(p) + (f", replicate {p.replicate}" if p.replicate is not None else "")
-                     + (" — *not steady*" if rp.not_steady(p) else ""),
+        name = test_type(p) + (f", replicate {p.replicate}" if p.replicate is not None else "")
+        rows.append([Markup(md_text(name, cell=True) + " — *not steady*") if rp.not_steady(p) else name,
                      format_size(p.bs).replace("K", " KiB").replace("M", " MiB").replace("G", " GiB")
                      if p.bs % 1024 == 0 else f"{p.bs} B",
                      ci.pm_count(p.iops, ci.half(c.get("iops"))), _bw_text(p.bw, c.get("bw_bytes")),
@@ -360,7 +363,8 @@ def _memory_tables(points: Sequence[MemoryRow], env: Mapping[str, object] | None
         out.append("")
     for key in sorted(series, key=lambda k: (k[1], _traffic_order(k[0]), k[2], k[3], k[4], k[5], k[6])):
         traffic, stride, buffer, engine, _source, groups, node = key
-        title = f"### {traffic} ({TRAFFIC_DESCRIPTIONS.get(traffic, 'traffic type ' + traffic)}), stride {stride} B"
+        title = (f"### {md_text(traffic)} ({TRAFFIC_DESCRIPTIONS.get(traffic) or 'traffic type ' + md_text(traffic)}), "
+                 f"stride {stride} B")
         if buffer:
             title += f", buffer {format_size(buffer)}"
         if groups:
@@ -368,7 +372,7 @@ def _memory_tables(points: Sequence[MemoryRow], env: Mapping[str, object] | None
         if node:
             title += f", memory on NUMA node {md_text(node)}"
         if engine:
-            title += f" — {engine}"
+            title += f" — {md_text(engine)}"
         out.append(title)
         out.append("")
         rows = []
@@ -413,10 +417,7 @@ def _figures(figs: Sequence[Figure], section: Kind) -> list[str]:
     for f in figs:
         if f.section != section:
             continue
-        out.append(f"**Figure: {f.title}.** {f.caption}")
-        out.append("")
-        out.append(f"![{f.title}]({f.file})")
-        out.append("")
+        out += markdown_figure(f.title, f.caption, f.file)
     return out
 
 
@@ -454,7 +455,7 @@ def _littles_law(points: Sequence[StorageRow], table: bool = True,
         low = [p for r, p in ratios if r < 0.9]
         line = f"Median L/N = {med:.3f} over {len(ratios)} points."
         if low:
-            shown = ", ".join(workload(p) for p in low[:6]) + (" …" if len(low) > 6 else "")
+            shown = ", ".join(md_text(workload(p)) for p in low[:6]) + (" …" if len(low) > 6 else "")
             line += (f" {len(low)} point(s) stay below 0.9 ({shown}): there the submitting side, not the device, "
                      "limited the I/Os in flight.")
         else:
@@ -500,7 +501,8 @@ def _knees(curves: Sequence[an.Curve], run_dir: Path) -> list[str]:
     if supported:
         out += _knee_support(supported)
     if short:
-        out.append(f"{len(short)} workload(s) were measured at only two loads ({', '.join(c.label for c in short[:6])}"
+        out.append(f"{len(short)} workload(s) were measured at only two loads "
+                   f"({', '.join(md_text(c.label) for c in short[:6])}"
                    f"{' …' if len(short) > 6 else ''}): a knee needs at least three.")
         out.append("")
     return out
@@ -562,13 +564,14 @@ def _bound(points: Sequence[StorageRow], bound_ns: float, run_dir: Path) -> list
         noise = support.bound_noise(run_dir, p, bound_ns)
         nxt = "—" if b.next_over is None else f"{_load(b.next_over)}: {_binds(b.next_over)}"
         what = _load(p) + (" (only load measured)" if b.only_load else "")
+        name = md_text(b.label)
         rows.append([b.label, what, format_count(p.iops), f"{p.bw / MB:.1f}", us(p.lat_mean), _binds(p),
                      noise.text(), nxt])
         if noise.within_noise and noise.spread is not None:
-            notes.append(f"{b.label} {_load(p)}: p99 {us(p.p99)} ≤ {bound_ns / 1e3:g} µs, but its seconds ranged "
+            notes.append(f"{name} {_load(p)}: p99 {us(p.p99)} ≤ {bound_ns / 1e3:g} µs, but its seconds ranged "
                          f"{noise.spread.lo / 1e3:.1f}–{noise.spread.hi / 1e3:.1f} µs: within noise of the bound.")
         if b.only_load:
-            notes.append(f"{b.label}: {_load(p)} is the only load measured, so it is the best by construction; a "
+            notes.append(f"{name}: {_load(p)} is the only load measured, so it is the best by construction; a "
                          "sweep of loads shows where the bound is met with the most IOPS.")
     out.append(markdown_table(["Workload", "Best load", "IOPS", "MB/s", "Mean (µs)", "p99 (µs), binding direction",
                                "Per-second p99 (µs)", "Next load: p99 (µs)"], rows))
@@ -580,7 +583,7 @@ def _bound(points: Sequence[StorageRow], bound_ns: float, run_dir: Path) -> list
         by_iops = max(ok, key=lambda p: p.iops)
         def noted(p: StorageRow) -> str:
             near = support.bound_noise(run_dir, p, bound_ns).within_noise
-            return f"{workload(p)}, p99 {_binds(p)} µs" + (", within noise of the bound" if near else "")
+            return f"{md_text(workload(p))}, p99 {_binds(p)} µs" + (", within noise of the bound" if near else "")
 
         out.append(f"Across all workloads within the bound: the most bandwidth is {by_bw.bw / MB:.1f} MB/s "
                    f"({noted(by_bw)}); the most IOPS is {format_count(by_iops.iops)} ({noted(by_iops)}).")
@@ -648,7 +651,7 @@ def _memory_analysis(curves: Sequence[an.MemCurve], cpus: int | None = None,
                     None)
         reason = mem.no_knee_reason(c, cpus, peak)
         if reason:
-            notes.append(f"- {c.label}, no knee: {reason}")
+            notes.append(f"- {md_text(c.label)}, no knee: {reason}")
     heavy_delay = loaded[0].points[-1].delay
     out.append(markdown_table(["Traffic", "Latency at lightest load (ns)", "Knee delay", "Bandwidth at knee (MB/s)",
                          "Latency at knee (ns)", f"Bandwidth at delay {heavy_delay} (MB/s)",
@@ -671,9 +674,9 @@ def _mem_storage(data: RunData) -> list[str]:
     if r is None:
         return []
     return ["### Memory vs storage latency", "",
-            f"The fastest storage point ({workload(r.storage)}) has a mean latency of {us(r.storage.lat_mean)} µs; the "
-            f"{r.memory_what} is {r.memory_ns:.2f} ns. Storage is {r.ratio:,.0f}× slower per access "
-            f"({math.log10(r.ratio):.1f} orders of magnitude).", ""]
+            f"The fastest storage point ({md_text(workload(r.storage))}) has a mean latency of "
+            f"{us(r.storage.lat_mean)} µs; the {md_text(r.memory_what)} is {r.memory_ns:.2f} ns. Storage is "
+            f"{r.ratio:,.0f}× slower per access ({math.log10(r.ratio):.1f} orders of magnitude).", ""]
 
 
 def _flags_legend(points: Sequence[StorageRow], meta: RunMeta | None = None) -> list[str]:
@@ -706,7 +709,7 @@ def _other_flag_rows(points: Sequence[StorageRow]) -> list[list[str]]:
     seen: dict[str, list[str]] = {}
     for p in points:
         for f in p.other_flags:
-            seen.setdefault(f["flag"], []).append(md_text(f["reason"], 300))  # read from a results line: foreign
+            seen.setdefault(f["flag"], []).append(clean_line(f["reason"], 300))  # foreign: the table escapes it
     rows = []
     for name, reasons in seen.items():
         shown = "; ".join(list(dict.fromkeys(reasons))[:3]) + (" …" if len(set(reasons)) > 3 else "")
@@ -719,8 +722,8 @@ def _other_flag_rows(points: Sequence[StorageRow]) -> list[list[str]]:
 def _check_row(name: str, entries: Sequence[dict[str, str]]) -> list[str]:
     """The Result and Why of one check over its points' results."""
     count = {r: sum(1 for e in entries if e["result"] == r) for r in ("flagged", "passed", "not-applicable")}
-    whys = list(dict.fromkeys(md_text(e.get("why") or "not recorded", 300) for e in entries
-                              if e["result"] == "not-applicable"))  # read from the results lines: foreign text
+    whys = list(dict.fromkeys(clean_line(e.get("why") or "not recorded", 300) for e in entries
+                              if e["result"] == "not-applicable"))  # foreign text, bounded: the table escapes it
     n_a = count["not-applicable"]
     parts, why = [], []
     if count["flagged"]:
@@ -770,7 +773,7 @@ def _title(data: RunData) -> str:
     kinds = [k.value for k, pts in ((Kind.STORAGE, data.storage), (Kind.MEMORY, data.memory)) if pts]
     what = " and ".join(kinds) or "empty"
     if preset:
-        return f"# Performance report: {preset} ({what})"
+        return f"# Performance report: {md_text(preset)} ({what})"
     return f"# Performance report ({what}{', imported' if data.imported else ''})"
 
 

@@ -23,6 +23,7 @@ from typing import Callable, Sequence
 from app.presets import base_key
 from app.report import intervals as ci
 from app.report.model import MemoryRow, StorageRow
+from app.sanitize import md_text
 from app.textable import markdown_table
 from app.uncertainty import Replicates, replicate_spread
 
@@ -186,7 +187,7 @@ def advice(groups: Sequence[Group], figure: str) -> list[str]:
             return [f"The replicates vary no more than their within-run intervals allow ({figure}): on this device a "
                     "single run's ± holds.", ""]
         return []
-    names = ", ".join(g.label for g in bad[:4]) + (" …" if len(bad) > 4 else "")
+    names = ", ".join(md_text(g.label) for g in bad[:4]) + (" …" if len(bad) > 4 else "")
     worst = max(g.ratio or 0.0 for g in bad)
     return [f"**Repeats recommended.** On {len(bad)} of {len(groups)} points ({names}) the replicates' {figure} "
             f"varies up to {worst:.1f}× more than their within-run intervals allow: the within-run interval "

@@ -14,6 +14,7 @@ from app.presets import timeseries_filter
 from app.records import number
 from app.report.model import RunData, StorageRow
 from app.report.procedure import read_samples
+from app.sanitize import md_text
 from app.summary import point_label
 from app.timeseries import samples_csv
 from app.units import format_bandwidth, format_size_human
@@ -56,7 +57,7 @@ def cliff_section(data: RunData) -> list[str]:
     for p in data.storage:
         c = cliff_of(p.line.parts.json())
         if c is not None:
-            found.append(cliff_sentence(f"Point {p.index + 1} ({point_label(Kind.STORAGE, p.point)})", c))
+            found.append(cliff_sentence(f"Point {p.index + 1} ({md_text(point_label(Kind.STORAGE, p.point))})", c))
     if not found:
         return []
     out = ["### Write cliff", "",

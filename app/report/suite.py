@@ -18,7 +18,8 @@ from app.report import intervals as ci
 from app.report import memory as mem
 from app.report import plateaus as pl
 from app.report.model import TRAFFIC_DESCRIPTIONS, MemoryRow, RunData
-from app.textable import markdown_table
+from app.sanitize import Markup, md_text
+from app.textable import markdown_figure, markdown_table
 from app.units import format_size_human, size_text
 
 MODES = ("latency_matrix", "bandwidth_matrix", "peak", "scaling", "c2c", "working_set")
@@ -34,7 +35,8 @@ PEAK_BYTES = {
     "W5": "ordinary stores only: each a read-for-ownership (64 B read) and a write-back (64 B written)",
     "W10": "2 loads + 1 non-temporal store (64 B written once, nothing read): like STREAM's triad",
 }
-C2C_LOCAL = {"hit": "Local Socket L2->L2 HIT  latency", "hitm": "Local Socket L2->L2 HITM latency"}
+C2C_LOCAL = {"hit": Markup("Local Socket L2->L2 HIT  latency"),  # MLC's words, its two spaces kept in the table
+             "hitm": Markup("Local Socket L2->L2 HITM latency")}
 C2C_REMOTE = "Remote Socket L2->L2 HITM latency (data address homed in {} socket)"
 
 
@@ -149,7 +151,7 @@ def load_threads_text(points: Sequence[MemoryRow]) -> str:
     cpus = next((c for p in points if (c := _str(p, "cpus"))), "")
     count = _cpus_count(cpus) if cpus else None
     if count:
-        return f"{count} load thread{'s' if count != 1 else ''} (CPUs {cpus}), no latency thread"
+        return f"{count} load thread{'s' if count != 1 else ''} (CPUs {_md(cpus)}), no latency thread"
     if points and all(p.engine == "mlc" for p in points):
         return "all the threads of each core (Intel MLC's default; their number is not in its output)"
     return "a load thread on every allowed CPU (their number was not recorded)"
@@ -212,8 +214,6 @@ def footnote(points: Sequence[MemoryRow], data: RunData) -> list[str]:
 
 
 def _md(text: str) -> str:
-    from app.sanitize import md_text
-
     return md_text(text, 160)
 
 
@@ -221,8 +221,7 @@ def _figure(file: str, figures: Sequence[object]) -> list[str]:
     """The figure drawn for ``file`` (if it was drawn), as the report shows a figure."""
     for f in figures:
         if getattr(f, "file", None) == file:
-            title = getattr(f, "title")
-            return [f"**Figure: {title}.** {getattr(f, 'caption')}", "", f"![{title}]({file})", ""]
+            return markdown_figure(getattr(f, "title"), getattr(f, "caption"), file)
     return []
 
 
@@ -294,7 +293,8 @@ def _matrix_section(data: RunData, points: Sequence[MemoryRow], figures: Sequenc
         if len(grouped) > 1 or not latency:
             traffic = key[2] if not latency else ""
             out += [f"#### {engine_text(pts)}, {pages_text(pts)}"
-                    + (f", traffic {traffic} ({TRAFFIC_DESCRIPTIONS.get(traffic, traffic)})" if traffic else ""), ""]
+                    + (f", traffic {_md(traffic)} ({TRAFFIC_DESCRIPTIONS.get(traffic) or _md(traffic)})" if traffic
+                       else ""), ""]
         out += [matrix_table(m, "Numa node (CPU ↓, memory →)"), ""]
         out += _one_node(m)
         threads = ("one latency thread on the first allowed CPU of the row's node, no load" if latency
@@ -369,7 +369,8 @@ def _scaling_table(pts: list[MemoryRow]) -> list[str]:
     body = [[str(n)] + [mlc_number(value(cell[(n, t)])) if (n, t) in cell else "" for t in traffics] for n in counts]
     cpus = next((c for p in pts if (c := _str(p, "cpus"))), "")
     return ([markdown_table(["Threads"] + [f"{t} ({TRAFFIC_DESCRIPTIONS.get(t, t)})" for t in traffics], body), ""]
-            + measured_with(pts, f"N load threads on the first N CPUs of {cpus or 'the allowed CPUs'}", chase=False))
+            + measured_with(pts, f"N load threads on the first N CPUs of {_md(cpus) or 'the allowed CPUs'}",
+                            chase=False))
 
 
 def _scaling_section(data: RunData, points: Sequence[MemoryRow], figures: Sequence[object]) -> list[str]:
@@ -518,7 +519,7 @@ def _working_set_section(data: RunData, points: Sequence[MemoryRow], figures: Se
     if table:
         out += [table, ""]
     for key, pts in grouped.items():
-        out += measured_with(pts, "one latency thread" + (f" on CPU {_str(pts[0], 'cpus').split(',')[0]}"
+        out += measured_with(pts, "one latency thread" + (f" on CPU {_md(_str(pts[0], 'cpus').split(',')[0])}"
                                                           if _str(pts[0], "cpus") else ""))
     out += footnote(points, data)
     out += _figure(figure_file("working_set", (), False), figures)
@@ -531,7 +532,7 @@ def _curve_table(grouped: Mapping[tuple[str, ...], Sequence[MemoryRow]]) -> str:
     if not sizes:
         return ""
     cols = [{p.buffer: p for p in pts} for pts in grouped.values()]
-    head = ["Buffer"] + [f"{engine_text(pts)}, {page_words(k[1])} (ns)" for k, pts in grouped.items()]
+    head = ["Buffer"] + [Markup(f"{engine_text(pts)}, {page_words(k[1])} (ns)") for k, pts in grouped.items()]
     body = [[size(s)] + [("" if s not in c else NOT_MEASURED if c[s].latency is None else f"{c[s].latency:.2f}")
                          for c in cols] for s in sizes]
     return markdown_table(head, body)

@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 from app.report.model import StorageRow
-from app.sanitize import md_text
+from app.sanitize import clean_line, md_text
 from app.tails import TAIL_PERCENTILES, count, min_ios, percentile, supported
-from app.textable import markdown_table
+from app.textable import markdown_figure, markdown_table
 from app.units import us
 from app.validity import recorded_ns, recorded_ratio
 
@@ -74,7 +74,7 @@ def tail_table(points: Sequence[StorageRow], label: Label, host: bool = False) -
         cells = tail_cells(p)
         short += UNSUPPORTED in cells
         absent += "n/a" in cells
-        rows.append([label(p), *([md_text(p.host or "?")] if host else []),
+        rows.append([label(p), *([p.host or "?"] if host else []),
                      "not recorded" if ios is None else f"{ios:,}", *cells])
     head = ["Workload", *(["Host"] if host else []), "I/Os", *(f"{lab} (µs)" for _k, _p, lab in TAIL_PERCENTILES)]
     out = [markdown_table(head, rows, right=range(2 if host else 1, len(head))), ""]
@@ -107,7 +107,7 @@ def device_row(p: StorageRow, label: Label) -> list[str] | None:
     d = _device(p)
     if d is None or "unavailable" in d:
         return None
-    name = md_text(d.get("name") or "?", 40) or "?"
+    name = clean_line(d.get("name") or "?", 40) or "?"
     where = " (under the filesystem)" if d.get("source") == "filesystem" else ""
     dev = recorded_ns(d)
     fio = p.metrics.lat_ns.get("mean") if p.metrics.lat_ns is not None else None
@@ -128,7 +128,7 @@ def device_notes(points: Sequence[StorageRow], label: Label) -> list[str]:
             reason = md_text(d.get("unavailable"), 300)
             why[reason] = why.get(reason, 0) + 1
         elif d.get("note"):
-            notes.append(f"- {label(p)}: {md_text(d.get('note'), 300)}")
+            notes.append(f"- {md_text(label(p))}: {md_text(d.get('note'), 300)}")
     out = [f"- Counters not read on {n} point{'s' if n != 1 else ''}: {r}" for r, n in why.items()]
     if len(notes) > MAX_NOTES:
         notes = notes[:MAX_NOTES] + [f"- … and {len(notes) - MAX_NOTES} more notes."]
@@ -166,7 +166,7 @@ def _figure_lines(figures: Sequence[Figure], points: Sequence[StorageRow]) -> li
     mine = [f for f in figures if owns(f)]
     out = []
     for f in mine:
-        out += [f"**Figure: {f.title}.** {f.caption}", "", f"![{f.title}]({f.file})", ""]
+        out += markdown_figure(f.title, f.caption, f.file)
     missing = sum(1 for p in points if p.metrics.hist() is None)
     if missing == len(points):
         out.append("No point of this run records fio's latency histogram, so there is no exceedance figure: it "
@@ -216,4 +216,4 @@ def fleet_section(points: Sequence[StorageRow], figures: Sequence[Figure], label
 
 
 def _host_label(label: Label) -> Label:
-    return lambda p: f"{label(p)} on {md_text(p.host or '?')}"
+    return lambda p: f"{label(p)} on {p.host or '?'}"

@@ -22,6 +22,7 @@ from typing import Callable, Hashable, Sequence, TypeVar
 from app.report.analysis import Rest
 from app.report.model import StorageRow
 from app.report.noise import Spread, point_spread
+from app.sanitize import md_text
 from app.units import format_size
 
 K = TypeVar("K", bound=Hashable)  # what tells a family of points apart
@@ -205,7 +206,7 @@ def block_size_trends(run_dir: Path, points: Sequence[StorageRow]) -> list[str]:
     out = []
     for mix in sorted(picked, key=lambda m: (order[m], m)):
         line = picked[mix]
-        out.append(growth(run_dir, line, "bw", f"{mix} bandwidth at {load(line[0])}", lambda p: kib(p.bs)))
+        out.append(growth(run_dir, line, "bw", f"{md_text(mix)} bandwidth at {load(line[0])}", lambda p: kib(p.bs)))
     return out
 
 
@@ -217,7 +218,7 @@ def queue_depth_trends(run_dir: Path, points: Sequence[StorageRow]) -> list[str]
     out = []
     for mix in sorted(picked, key=lambda m: (order[m], m)):
         line = picked[mix]
-        out.append(growth(run_dir, line, "iops", f"{mix} {kib(line[0].bs)} IOPS", load))
+        out.append(growth(run_dir, line, "iops", f"{md_text(mix)} {kib(line[0].bs)} IOPS", load))
     return out
 
 

@@ -18,6 +18,7 @@ from PIL import Image
 from app.errors import UsageError
 from app.report import render_report
 from app.report.raster import draw_report_figures, report_order
+from app.textable import markdown_figure
 from fleet_util import GOLDEN_RUN, make_fleet_dir
 
 
@@ -38,8 +39,7 @@ def test_the_figures_are_the_reports_in_its_order(golden: Path, figures) -> None
     md = (golden / "report.md").read_text(encoding="utf-8")
     assert [s.file for s in figures.shown] == report_order(md)
     for s in figures.shown:
-        assert f"![{s.title}]({s.file})" in md
-        assert s.caption and s.caption in md
+        assert s.caption and "\n".join(markdown_figure(s.title, s.caption, s.file)) in md  # as the report writes it
 
 
 def test_a_picture_fits_the_box_with_the_figures_proportions(figures) -> None:

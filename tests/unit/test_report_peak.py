@@ -32,17 +32,17 @@ def test_peak_section_of_a_peak_run(tmp_path: Path) -> None:
     assert lines[0] == "## Peak"
     rows = {r[0]: r[1] for r in _rows(lines, "") if len(r) == 2}
     assert rows["Peak"] == "362.0k ± 4.0k IOPS (± the 95 % interval of its mean)"
-    assert rows["Reached by"] == ("io\\_uring +registerfiles +fixedbufs, CPUs 0-1, QD128 × 1 job, randread 4K, mean "
+    assert rows["Reached by"] == ("io_uring +registerfiles +fixedbufs, CPUs 0-1, QD128 × 1 job, randread 4K, mean "
                                   "latency 350.00 µs")
     assert rows["IOPS per CPU"] == "362k (per busy CPU from /proc/stat, counting kernel threads and interrupts)"
     assert rows["Ran out"].startswith("**device**: IOPS stopped growing (360k IOPS at QD64 × 1 job → 362k")
-    configs = _rows(lines, "io\\_uring") + _rows(lines, "libaio")
-    assert [r[0] for r in configs] == ["io\\_uring +registerfiles +fixedbufs, CPUs 0-1",
-                                       "io\\_uring +registerfiles +fixedbufs +sqthread\\_poll, CPUs 0-1",
-                                       "io\\_uring, CPUs 0-1", "io\\_uring +registerfiles +fixedbufs +hipri, CPUs 0-1",
+    configs = _rows(lines, "io_uring") + _rows(lines, "libaio")
+    assert [r[0] for r in configs] == ["io_uring +registerfiles +fixedbufs, CPUs 0-1",
+                                       "io_uring +registerfiles +fixedbufs +sqthread_poll, CPUs 0-1",
+                                       "io_uring, CPUs 0-1", "io_uring +registerfiles +fixedbufs +hipri, CPUs 0-1",
                                        "libaio, CPUs 0-1"]
     assert configs[1][2:6] == ["352k", "QD128 × 1 job", "220k", "/proc/stat"]
-    assert configs[3][1:] == ["0", "skipped", "—", "—", "hipri needs poll queues: loop9's queue/io\\_poll is 0"]
+    assert configs[3][1:] == ["0", "skipped", "—", "—", "hipri needs poll queues: loop9's queue/io_poll is 0"]
 
 
 def test_only_peak_runs_get_the_section_and_the_figures_fall_back_to_fio(tmp_path: Path) -> None:
@@ -52,8 +52,8 @@ def test_only_peak_runs_get_the_section_and_the_figures_fall_back_to_fio(tmp_pat
     md = peak_text.section(load(write_run(tmp_path / "b", two, preset="custom")))
     assert md[0] == "## Peak"
     assert any("IOPS per CPU | 567k (per CPU-second of fio's job threads (usr+sys))" in x for x in md)
-    assert ["io\\_uring +registerfiles +fixedbufs +sqthread\\_poll, CPUs 0-1", "2", "170k", "QD16 × 1 job", "567k",
-            "fio usr+sys"] in _rows(md, "io\\_uring")
+    assert ["io_uring +registerfiles +fixedbufs +sqthread_poll, CPUs 0-1", "2", "170k", "QD16 × 1 job", "567k",
+            "fio usr+sys"] in _rows(md, "io_uring")
 
 
 def test_cpu_cost_table(tmp_path: Path) -> None:
