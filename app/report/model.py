@@ -88,9 +88,10 @@ class StorageRow(_Row):
     kind: ClassVar[Kind] = Kind.STORAGE
     # its whole-second samples once app.report.noise has read them (several analyses ask for them)
     whole_samples: list[Mapping[str, object]] | None = field(default=None, repr=False, compare=False)
-    # figure → (low, high) once app.report.intervals has found them (recorded, or computed from the samples), and
-    # why the headline figure has none
-    computed_ci: tuple[dict[str, tuple[float, float]], str] | None = field(default=None, repr=False, compare=False)
+    # figure → (low, high) once app.report.intervals has found them (recorded, or computed from the samples), why
+    # the headline figure has none, and figure → why what the line records (or its samples give) is no interval
+    computed_ci: tuple[dict[str, tuple[float, float]], str, dict[str, str]] | None = field(
+        default=None, repr=False, compare=False)
 
     @property
     def metrics(self) -> StorageMetrics:
