@@ -268,7 +268,7 @@ def _warn_tcp(hosts: Any) -> None:
 
 
 def _interrupted_line(session: Session) -> str:
-    records = session.results.lines()
+    records = session.measured_lines()
     return (f"Interrupted: {len(records)} of {len(session.plan)} points are kept in {session.path}; "
             f"finish with `profiler-tui resume {session.path}`.")
 
@@ -403,7 +403,7 @@ def _execute(session: Session, json_stream: bool = False) -> int:
         session.close()
         if stream is not None:  # waits for a reader that reads, never for one that stopped (app.eventstream)
             stream.close()
-    records = session.results.lines()
+    records = session.measured_lines()
     if records:
         click.echo(results_table(records), file=human)
     skipped = len(session.skipped())

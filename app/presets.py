@@ -81,6 +81,7 @@ from app.procedure import (
     matches,
     precondition_estimate_s,
 )
+from app.records import table_key as table_key  # a point's identity: the results reader needs it too
 from app.results import is_plain_name
 from app.sanitize import escape_control, has_control, show_value
 from app.topology import Topology, cpu_list
@@ -559,12 +560,6 @@ def normalise_point(point: Point) -> Point:
 def point_key(point: Point) -> str:
     """A stable identity of a point, used to merge duplicates and to resume."""
     return table_key(point.to_dict())
-
-
-def table_key(table: Mapping[str, object]) -> str:
-    """:func:`point_key` of a point's JSON table as results.jsonl records it (untrusted, not re-typed)."""
-    # "engine" is added to memory records by the runner (README.md, "Results"), never part of the plan
-    return json.dumps({k: v for k, v in table.items() if k not in ("group", "engine")}, sort_keys=True)
 
 
 def base_key(table: Mapping[str, object]) -> str:

@@ -20,7 +20,7 @@ import json
 import math
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Callable, Mapping, TypeAlias, TypeVar
+from typing import Callable, Mapping, Sequence, TypeAlias, TypeVar
 
 from app.errors import UsageError
 from app.points import Kind
@@ -567,6 +567,39 @@ def write_line(line: ResultLine) -> str:
 def write_json(obj: Mapping[str, object]) -> str:
     """A results line's bytes from its JSON object (the importer writes what it read this way)."""
     return json.dumps(obj, separators=(",", ":"), default=str) + "\n"
+
+
+# --- which plan point a line measures ---------------------------------------------------------------------
+
+
+def table_key(table: Mapping[str, object]) -> str:
+    """A stable identity of a point's JSON table as run.json's plan and results.jsonl record it (untrusted, not
+    re-typed): ``app.presets.point_key`` of a typed point is this of its table."""
+    # "engine" is added to memory records by the runner (README.md, "Results"), never part of the plan
+    return json.dumps({k: v for k, v in table.items() if k not in ("group", "engine")}, sort_keys=True)
+
+
+def plan_keys(plan: Sequence[object]) -> tuple[str, ...]:
+    """:func:`table_key` of each point of a plan (run.json's ``plan`` tables, by index; "" for one that is no
+    table, which no line matches)."""
+    return tuple(table_key(t) if isinstance(t, Mapping) else "" for t in plan)
+
+
+def plan_mismatch(line: "ResultLine", keys: Sequence[str]) -> str | None:
+    """Why ``line`` is a measurement of no point of the plan whose :func:`plan_keys` are ``keys``; None when it
+    measures ``plan[line.index]``.
+
+    The one identity of a measurement, for resume, the report, compare, the runs browser and the TUI: a line
+    measures plan point ``i`` when its ``index`` is ``i`` and its ``point`` is that plan point's (by
+    :func:`table_key`).  A line whose index and point disagree with the plan measures neither the point at its
+    index nor the point it names: it is left out (and named), and resume measures both again."""
+    if line.index is None:
+        return "has no index"
+    if line.index >= len(keys):
+        return f"names plan index {line.index}, past the plan's {len(keys)} points"
+    if table_key(line.point) != keys[line.index]:
+        return f"its point is not plan[{line.index}]'s"
+    return None
 
 
 # --- the reader -----------------------------------------------------------------------------------------
