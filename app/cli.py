@@ -195,7 +195,10 @@ def presets_cmd(ctx: click.Context, as_json: bool) -> int | None:
     """List the presets (shipped and your own in ~/.config/profiler-tui/presets)."""
     if ctx.invoked_subcommand is not None:
         return None
-    summaries = [presets.summary(p) for p in presets.load_all()]
+    user = presets.user_presets()
+    for note in user.notes:  # a user preset another user can change is not listed (nor run): said, not fatal
+        click.echo(f"Note: {note}", err=True)
+    summaries = [presets.summary(p) for p in presets.load_all(user)]
     if as_json:
         click.echo(json.dumps(summaries, indent=2))
         return 0
