@@ -308,9 +308,9 @@ class RunData:
     unreadable: int = 0  # results.jsonl lines left out: not JSON, or not a well-formed record
     replaced: int = 0  # lines of a plan index measured again later (the last one is used)
     outside: int = 0  # records that measure no point of run.json's plan (app.records.plan_mismatch)
-    outside_lines: list[int] = field(default_factory=list)  # their line numbers in results.jsonl (the first few)
     measured: int = 0  # points measured, when ``storage`` holds fewer rows than that (a run in rounds): 0 = all
     fleet: FleetInfo | None = None  # a fleet run: ``storage`` holds one row per (point, host)
+    outside_lines: list[int] = field(default_factory=list)  # the outside lines' numbers in results.jsonl (first few)
 
     @property
     def imported(self) -> bool:
@@ -378,7 +378,7 @@ def load(path: str | Path) -> RunData:
     read = rd.read_records(meta.plan)
     storage, memory, outside = split_records(read.lines, list(meta.plan))
     return RunData(Path(path), meta, storage, memory, read.unreadable, read.replaced, read.outside + outside,
-                   read.outside_lines)
+                   outside_lines=read.outside_lines)
 
 
 def _load_fleet(rd: ResultsDir, meta: RunMeta) -> RunData:
@@ -391,4 +391,4 @@ def _load_fleet(rd: ResultsDir, meta: RunMeta) -> RunData:
     fleet.strangers = len(storage) - len(kept)
     kept.sort(key=lambda p: (p.index, order[p.host or ""]))
     return RunData(rd.path, meta, kept, memory, read.unreadable, read.replaced, read.outside + outside,
-                   read.outside_lines, fleet=fleet)
+                   fleet=fleet, outside_lines=read.outside_lines)
