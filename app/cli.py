@@ -195,7 +195,10 @@ def presets_cmd(ctx: click.Context, as_json: bool) -> int | None:
     """List the presets (shipped and your own in ~/.config/profiler-tui/presets)."""
     if ctx.invoked_subcommand is not None:
         return None
-    summaries = [presets.summary(p) for p in presets.load_all()]
+    user = presets.user_presets()
+    for note in user.notes:  # a user preset another user can change is not listed (nor run): said, not fatal
+        click.echo(f"Note: {note}", err=True)
+    summaries = [presets.summary(p) for p in presets.load_all(user)]
     if as_json:
         click.echo(json.dumps(summaries, indent=2))
         return 0
@@ -268,7 +271,7 @@ def _warn_tcp(hosts: Any) -> None:
 
 
 def _interrupted_line(session: Session) -> str:
-    records = session.results.lines()
+    records = session.measured_lines()
     return (f"Interrupted: {len(records)} of {len(session.plan)} points are kept in {session.path}; "
             f"finish with `profiler-tui resume {session.path}`.")
 
@@ -403,7 +406,7 @@ def _execute(session: Session, json_stream: bool = False) -> int:
         session.close()
         if stream is not None:  # waits for a reader that reads, never for one that stopped (app.eventstream)
             stream.close()
-    records = session.results.lines()
+    records = session.measured_lines()
     if records:
         click.echo(results_table(records), file=human)
     skipped = len(session.skipped())

@@ -43,6 +43,7 @@ from typing import Any, Callable, Sequence, TypeVar
 from app.errors import UsageError
 from app.points import Kind
 from app.presets import RW_MODES, base_key, read_toml, shipped_dir
+from app.records import interval_problem
 from app.report import analysis as an
 from app.report import noise, support
 from app.report import procedure as rp
@@ -315,7 +316,12 @@ def _recorded_reason(ci_method: object, key: str) -> str | None:
     why = why if isinstance(why, str) and why.strip() else ci_method.get("reason")
     if not isinstance(why, str) or not why.strip():
         return "the line records no interval of it"
-    # a results line is untrusted: one line of text, bounded (the output is cleaned of control characters)
+    return _one_line(why)
+
+
+def _one_line(why: str) -> str:
+    """A reason from a results line (untrusted) as one line of text, bounded (the output is cleaned of control
+    characters)."""
     why = " ".join(why.split())
     return why if len(why) <= MAX_REASON else why[:MAX_REASON - 1] + "…"
 
@@ -325,9 +331,11 @@ def line_interval(run_dir: Path, row: Any, key: str | None) -> tuple[float, floa
     intervals were recorded) computed from its kept per-second samples; else why there is none."""
     if key is None:
         return "a percentile of the whole run has no per-second interval"
-    got = row.metrics.interval(key)
-    if got is not None:
-        return tuple(got)
+    got = row.metrics.interval_or_why(key)
+    if isinstance(got, tuple):
+        return got
+    if isinstance(got, str):  # what the line records is no interval of the figure (app.records.interval_problem)
+        return _one_line(got)
     why = _recorded_reason(row.metrics.ci_method, key)
     if why is not None:
         return why
@@ -338,7 +346,11 @@ def line_interval(run_dir: Path, row: Any, key: str | None) -> tuple[float, floa
         return NO_SAMPLES
     u = intervals_of({key: series})
     iv = u.intervals.get(key)
-    return (iv.low, iv.high) if iv is not None else u.reasons.get(key, NO_SAMPLES)
+    if iv is None:
+        return u.reasons.get(key, NO_SAMPLES)
+    figure = row.lat_mean if key == "lat_mean_ns" else row.metrics.figure(key)
+    problem = interval_problem(figure, iv.low, iv.high)
+    return (iv.low, iv.high) if problem is None else f"from its samples: {problem}"
 
 
 def estimate(m: Measured, fig: Figure) -> Estimate | None:

@@ -38,7 +38,10 @@ MAX_MEMORY_SECONDS = 3600  # memory duration: the built-in engine's limit (MLC's
 MIN_MEMORY_SECONDS = 0.05  # a working-set point's window can be this short (MLC's -t rounds up to 1 s)
 MAX_BS = 64 << 20  # 64 MiB
 MAX_SIZE = 1 << 50  # 1 PiB
-MIN_BUFFER, MAX_BUFFER = 1 << 10, 1 << 50  # 1 KiB … 1 PiB per thread, whole KiB (-b takes KiB; memlat's limit)
+# 1 KiB … 4 GiB per thread, whole KiB (-b takes KiB).  4 GiB is the built-in engine's cap (native/memlat/src/memlat.h):
+# 8 times the largest last-level cache one thread fills on current server CPUs (about 0.5 GiB), past every cache and
+# the TLB reach of huge pages; a larger buffer measures nothing more, it only takes longer and more memory
+MIN_BUFFER, MAX_BUFFER = 1 << 10, 4 << 30
 MAX_STRIDE = 4096  # the built-in engine's limit
 MIN_TLB_LOCALITY = 4 << 10  # tlb_locality groups: 4 KiB (one page; at least one slot at the largest stride) …
 MAX_TLB_LOCALITY = 1 << 30  # … to 1 GiB, in whole KiB (the engine's --tlb_locality takes KiB)

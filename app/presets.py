@@ -25,6 +25,7 @@ numeric key has an upper bound named in its help text.
 
 from __future__ import annotations
 
+import errno
 import itertools
 import json
 import math
@@ -81,7 +82,17 @@ from app.procedure import (
     matches,
     precondition_estimate_s,
 )
-from app.results import is_plain_name
+from app.records import table_key as table_key  # a point's identity: the results reader needs it too
+from app.results import (
+    NotRegularFile,
+    check_links,
+    is_plain_name,
+    make_dirs,
+    open_trusted_dir,
+    read_regular,
+    trusted_uids,
+    write_atomic,
+)
 from app.sanitize import escape_control, has_control, show_value
 from app.topology import Topology, cpu_list, cpu_list_text
 from app.units import format_duration, format_size_human, setting_text
@@ -561,12 +572,6 @@ def point_key(point: Point) -> str:
     return table_key(point.to_dict())
 
 
-def table_key(table: Mapping[str, object]) -> str:
-    """:func:`point_key` of a point's JSON table as results.jsonl records it (untrusted, not re-typed)."""
-    # "engine" is added to memory records by the runner (README.md, "Results"), never part of the plan
-    return json.dumps({k: v for k, v in table.items() if k not in ("group", "engine")}, sort_keys=True)
-
-
 def base_key(table: Mapping[str, object]) -> str:
     """:func:`table_key` less the replicate: the replicates of one repeated point share it."""
     return table_key({k: v for k, v in table.items() if k != "replicate"})
@@ -786,7 +791,10 @@ def read_toml(path: str | os.PathLike[str], what: str = "preset file") -> dict[s
         raise UsageError(f"{shown}: cannot be read ({e.strerror or e}).") from None
     finally:
         os.close(fd)
-    data = b"".join(chunks)
+    return _toml_of(b"".join(chunks), shown, what)
+
+
+def _toml_of(data: bytes, shown: str, what: str) -> dict[str, object]:
     if len(data) > MAX_PRESET_BYTES:
         raise UsageError(f"{shown}: larger than {MAX_PRESET_BYTES // (1 << 20)} MiB, the limit for a {what}.")
     try:
@@ -796,8 +804,62 @@ def read_toml(path: str | os.PathLike[str], what: str = "preset file") -> dict[s
     return _parse_toml(text, shown)
 
 
-def load_file(path: str | os.PathLike[str]) -> Preset:
-    return parse_preset(read_toml(path), str(path))
+# what a preset file another user can change would let them do (app.results: the same rules as --out)
+PRESET_RISK = ("root would run the plan another user wrote; a preset is read only from a file (and a user preset "
+               "only from a directory) that no one but root or this user can change")
+
+
+def _file_problem(st: os.stat_result) -> str | None:
+    """Why root does not read the preset file ``st`` describes (None: only root or this user can change it):
+    another user's file, or one its group or others can write."""
+    if st.st_uid not in trusted_uids():
+        return f"is owned by another user (uid {st.st_uid})"
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return "is writable by other users" if st.st_mode & stat.S_IWOTH else "is writable by its group"
+    return None
+
+
+class _NotOurs(Exception):
+    """A preset file another user can change (the message says why)."""
+
+
+def read_preset(path: str | os.PathLike[str], dir_fd: int | None = None) -> dict[str, object]:
+    """A preset file's table, read once from one descriptor and checked on it: a regular file (a special file
+    refused before it is opened), opened without following a last symbolic link, that only root or this user
+    can change (:func:`_file_problem`; another user's file could be changed between a check and the read, and
+    root runs what it says).  ``dir_fd``: ``path`` is a name in that (checked) directory; else every symbolic
+    link on the way must be root's or this user's (:func:`app.results.check_links`) and the file the one they
+    lead to.  One sentence (UsageError, exit 2) naming the file otherwise."""
+    shown = _shown_path(path)
+    what = "preset file"
+    if dir_fd is None:
+        check_links(Path(path), PRESET_RISK)
+        path = os.path.realpath(path)
+
+    def ours(st: os.stat_result) -> None:
+        why = _file_problem(st)
+        if why:
+            raise _NotOurs(why)
+
+    try:
+        _require_regular(shown, os.stat(path, dir_fd=dir_fd, follow_symlinks=False).st_mode, what)
+        data = read_regular(path, MAX_PRESET_BYTES, dir_fd=dir_fd, check=ours)
+    except FileNotFoundError:
+        raise UsageError(f"{shown}: no such {what}.") from None
+    except NotRegularFile:  # swapped for a special file after the first look
+        raise UsageError(f"{shown}: is not a regular file, not a {what}; give a regular file.") from None
+    except _NotOurs as e:
+        raise UsageError(f"{shown}: {e}, so {PRESET_RISK}.") from None
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise UsageError(f"{shown}: is a symbolic link, which is not followed here, so {PRESET_RISK}.") from None
+        raise UsageError(f"{shown}: cannot be read ({e.strerror or e}).") from None
+    return _toml_of(data, shown, what)
+
+
+def load_file(path: str | os.PathLike[str], dir_fd: int | None = None) -> Preset:
+    """The preset in ``path`` (a name in ``dir_fd`` when given), read by :func:`read_preset`."""
+    return parse_preset(read_preset(path, dir_fd), str(path))
 
 
 # --- plans read back from a results directory ---------------------------------------------------
@@ -959,31 +1021,118 @@ def user_dir() -> Path:
     return Path(base) / "profiler-tui" / "presets"
 
 
-def available() -> dict[str, Path]:
-    """Preset name → file; a user preset of the same name shadows a shipped one."""
-    found: dict[str, Path] = {}
-    for directory in (shipped_dir(), user_dir()):
-        if directory.is_dir():
-            for f in sorted(directory.glob("*.toml")):
-                found[f.stem] = f
-    return found
+MAX_USER_PRESETS = 10_000  # names looked at in the user presets directory
+
+
+@dataclass(frozen=True)
+class UserPresets:
+    """The user presets directory as root may use it: the files it may read (each checked again when read), the
+    names it refuses (one sentence each), and the notes a listing shows (what was refused, and why)."""
+
+    files: dict[str, Path] = field(default_factory=dict)
+    refused: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def _preset_names(names: Iterable[str]) -> list[str]:
+    """The preset names among a directory's entries (``NAME.toml``, not hidden; a name with a control character,
+    which would reach the terminal, is none), sorted."""
+    out = [n[:-5] for n in itertools.islice(names, MAX_USER_PRESETS) if n.endswith(".toml")]
+    return sorted(n for n in out if n and not n.startswith(".") and not has_control(n))
+
+
+def user_presets() -> UserPresets:
+    """The user presets (:func:`user_dir`), under the rules root reads them by: the directory and every
+    directory above it changeable only by root or this user (no other user's symbolic link on the way:
+    :func:`app.results.open_trusted_dir`, as for ``--out``), and each file a regular file, not a symbolic link,
+    that only root or this user can change.  What breaks a rule is refused by name, never read."""
+    directory = user_dir()
+    try:
+        os.lstat(directory)
+    except OSError:
+        return UserPresets()  # no user presets (or none to be seen)
+    try:
+        fd = open_trusted_dir(directory, risk=PRESET_RISK)
+    except UsageError as e:
+        try:  # the names only, to refuse them by name rather than fall back to a shipped preset of that name
+            with os.scandir(directory) as it:
+                names = _preset_names(entry.name for entry in it)
+        except OSError:
+            names = []
+        return UserPresets({}, dict.fromkeys(names, str(e)), [str(e)])
+    out = UserPresets()
+    try:
+        for name in _preset_names(os.listdir(fd)):
+            path = directory / f"{name}.toml"
+            try:
+                st = os.stat(f"{name}.toml", dir_fd=fd, follow_symlinks=False)
+            except OSError:
+                continue
+            why = "is a symbolic link, which is not followed here" if stat.S_ISLNK(st.st_mode) else _file_problem(st)
+            if why:
+                out.refused[name] = f"{_shown_path(path)}: {why}, so {PRESET_RISK}."
+                out.notes.append(out.refused[name])
+            else:
+                out.files[name] = path
+    finally:
+        os.close(fd)
+    return out
+
+
+def _shipped() -> dict[str, Path]:
+    d = shipped_dir()
+    return {f.stem: f for f in sorted(d.glob("*.toml"))} if d.is_dir() else {}
+
+
+def available(user: UserPresets | None = None) -> dict[str, Path]:
+    """Preset name → file; a user preset of the same name shadows a shipped one, and a refused user preset
+    (:func:`user_presets`) hides it: the name is not run from either."""
+    user = user_presets() if user is None else user
+    found = {name: path for name, path in _shipped().items() if name not in user.refused}
+    return found | user.files
 
 
 def load(name_or_path: str) -> Preset:
-    """A shipped or user preset by name, or a TOML file by path."""
+    """A shipped or user preset by name, or a TOML file by path (:func:`read_preset`: root reads only a file that
+    no other user can change)."""
     if name_or_path.endswith(".toml") or os.sep in name_or_path:
         return load_file(name_or_path)
-    table = available()
+    user = user_presets()
+    if name_or_path in user.refused:
+        raise UsageError(user.refused[name_or_path])
+    if name_or_path in user.files:
+        return _load_user(name_or_path)
+    table = available(user)
     if name_or_path not in table:
+        not_read = f" The user presets were not read: {user.notes[0]}" if user.notes and not user.files else ""
         raise UsageError(
             f"Unknown preset {show_value(name_or_path, 200)}; available: {', '.join(sorted(table))} "
-            "(or give a path to a .toml file)."
+            "(or give a path to a .toml file)." + not_read
         )
     return load_file(table[name_or_path])
 
 
-def load_all() -> list[Preset]:
-    return [load_file(p) for p in available().values()]
+def _load_user(name: str) -> Preset:
+    """A user preset, read relative to its directory opened and checked again (it may have changed since it was
+    listed)."""
+    directory = user_dir()
+    fd = open_trusted_dir(directory, risk=PRESET_RISK)
+    try:
+        return parse_preset(read_preset(f"{name}.toml", fd), str(directory / f"{name}.toml"))
+    finally:
+        os.close(fd)
+
+
+def load_listed(name: str, path: Path) -> Preset:
+    """The preset ``available()`` listed as ``name`` at ``path``: a user preset read as :func:`load` reads it."""
+    if path.parent == user_dir() and path.name == f"{name}.toml":
+        return _load_user(name)
+    return load_file(path)
+
+
+def load_all(user: UserPresets | None = None) -> list[Preset]:
+    user = user_presets() if user is None else user
+    return [load_listed(name, path) for name, path in available(user).items()]
 
 
 # --- --set overrides --------------------------------------------------------------------------
@@ -1077,17 +1226,29 @@ def apply_overrides(preset: Preset, items: list[str] | tuple[str, ...]) -> Prese
     return preset
 
 
+PRESET_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+
 def save_user_preset(preset_toml: str, name: str) -> Path:
-    """Write a user preset (validated first) into the user directory."""
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
+    """Write a user preset (validated first) into the user directory: the directory (and those above it) made or
+    checked under the rules :func:`user_presets` reads by, then the file replaced atomically relative to the
+    directory's descriptor (a temp file opened without following a link, then renamed: nothing is written
+    through a symbolic link or into another user's directory).  UsageError (exit 2) naming the file otherwise."""
+    if not PRESET_NAME.fullmatch(name):
         raise UsageError(f"Preset name '{name}' may use letters, digits, '-', '_' and '.' only.")
     directory = user_dir()
     path = directory / f"{name}.toml"
     if len(preset_toml.encode("utf-8")) > MAX_PRESET_BYTES:
         raise UsageError(f"{path}: larger than {MAX_PRESET_BYTES // (1 << 20)} MiB, the limit for a preset file.")
     parse_preset(_parse_toml(preset_toml, str(path)), str(path))
-    directory.mkdir(parents=True, exist_ok=True)
-    path.write_text(preset_toml, encoding="utf-8")
+    make_dirs(directory, PRESET_RISK)
+    fd = open_trusted_dir(directory, risk=PRESET_RISK)
+    try:
+        write_atomic(Path(path.name), preset_toml, dir_fd=fd)
+    except OSError as e:
+        raise UsageError(f"{_shown_path(path)}: cannot be written ({e.strerror or e}).") from None
+    finally:
+        os.close(fd)
     return path
 
 

@@ -20,7 +20,7 @@ import json
 import math
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Callable, Mapping, TypeAlias, TypeVar
+from typing import Callable, Mapping, Sequence, TypeAlias, TypeVar
 
 from app.errors import UsageError
 from app.points import Kind
@@ -106,23 +106,59 @@ def _any(v: object) -> JSONValue:
 
 
 def _ci95(v: object) -> JSONObject | _Misfit:
-    """An interval record: figure → [low, high], two numbers with low ≤ high (else kept as read, unused)."""
-    if isinstance(v, dict) and all(_ci_pair(x) for x in v.values()):
-        return v
-    return _MISFIT
+    """An interval record: figure → [low, high] (else kept as read, unused).  Each pair is checked against its
+    figure when it is asked for (:func:`checked_interval`): a pair that is no interval of its figure is kept as
+    read and reads as no interval, with the reason."""
+    return v if isinstance(v, dict) else _MISFIT
 
 
-def _ci_pair(x: object) -> bool:
-    return (isinstance(x, list) and len(x) == 2 and is_num(x[0]) and is_num(x[1])
-            and x[0] <= x[1])
+def _g(x: float) -> str:
+    """A bound or figure in a sentence: whole above 10^5 (``30,424,777``), else six significant digits."""
+    return f"{x:,.0f}" if 1e5 <= abs(x) < 1e15 else f"{x:,.6g}"
 
 
-def ci_of(ci95: JSONObject | None, key: str) -> tuple[float, float] | None:
-    """``key``'s [low, high] of a checked interval record (:func:`_ci95`) as floats; None when it has none."""
+def interval_problem(figure: float | None, low: float, high: float) -> str | None:
+    """Why ``[low, high]`` is no 95 % interval of the non-negative ``figure`` (None: it is one), one clause.
+
+    It is none when it is degenerate (not finite, its lower bound above the upper, or zero width: a one-value
+    interval claims a mean known exactly), when it does not contain its own figure, or when it is implausibly
+    wide: a half-width larger than the figure itself, which for a figure that cannot be negative reaches below
+    zero and bounds nothing (the tool's writer clips such an interval at 0, so its ``[0, high]`` is refused
+    too).  The report, results.csv, the TUI and ``compare`` then show the figure without ± and judge nothing by
+    it.  The same rule applies to an interval computed from a line's kept per-second samples."""
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return "its interval is not finite"
+    shown = f"[{_g(low)}, {_g(high)}]"
+    if low > high:
+        return f"its interval {shown} has its lower bound above the upper"
+    if low == high:
+        return f"its interval {shown} has zero width"
+    if figure is None or not math.isfinite(figure):
+        return f"its interval {shown} has no figure"
+    if not low <= figure <= high:
+        return f"its interval {shown} does not contain the figure {_g(figure)}"
+    if (high - low) / 2 > abs(figure):
+        return f"its interval {shown} is wider than the figure {_g(figure)} itself"
+    return None
+
+
+def checked_interval(ci95: JSONObject | None, key: str, figure: float | None) -> tuple[float, float] | str | None:
+    """``key``'s [low, high] of an interval record as floats when it is an interval of ``figure``; the reason
+    (one clause) when the record holds something else for ``key`` (:func:`interval_problem`); None when it
+    holds nothing for it."""
     pair = ci95.get(key) if ci95 is not None else None
-    if not isinstance(pair, list):
+    if pair is None:
         return None
-    return float(pair[0]), float(pair[1])  # type: ignore[arg-type]  # _ci95 checked both are numbers
+    if not (isinstance(pair, list) and len(pair) == 2
+            and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in pair)):
+        return "its interval is not two numbers"
+    low, high = (number(x) for x in pair)
+    if low is None or high is None:
+        return "its interval is not finite"
+    if not (0 <= low <= MAX_NUMBER and 0 <= high <= MAX_NUMBER):
+        return "its interval is not within 0 … 2^64"
+    why = interval_problem(figure, low, high)
+    return why if why is not None else (low, high)
 
 
 def _keys_with(keys: tuple[str, ...], *add: tuple[str, ...] | str) -> tuple[str, ...]:
@@ -290,8 +326,16 @@ class StorageMetrics:
         return hist_of_record(self.lat_hist) if self.lat_hist is not None else None
 
     def interval(self, key: str) -> tuple[float, float] | None:
-        """The 95 % interval of a figure's mean (``iops``, ``bw_bytes``, ``lat_mean_ns``), None when absent."""
-        return ci_of(self.ci95, key)
+        """The 95 % interval of a figure's mean (``iops``, ``bw_bytes``, ``lat_mean_ns``), None when absent or no
+        interval of the figure (:meth:`interval_or_why`)."""
+        got = self.interval_or_why(key)
+        return got if isinstance(got, tuple) else None
+
+    def interval_or_why(self, key: str) -> tuple[float, float] | str | None:
+        """The 95 % interval of a figure's mean; why the line's ``ci95`` holds no interval of the figure
+        (:func:`checked_interval`); None when it records none."""
+        figure = self.lat_ns.mean if key == "lat_mean_ns" and self.lat_ns is not None else self.figure(key)
+        return checked_interval(self.ci95, key, figure)
 
     def with_ci(self, ci95: JSONObject, ci_method: JSONObject) -> "StorageMetrics":
         """These metrics with an interval record (app.uncertainty.Uncertainty.json), its keys last."""
@@ -367,8 +411,15 @@ class MemoryMetrics:
         return _emit(self, self.keys, self.more)
 
     def interval(self, key: str) -> tuple[float, float] | None:
-        """The 95 % interval of a figure's mean (``latency_ns``, ``bandwidth_mbps``), None when absent."""
-        return ci_of(self.ci95, key)
+        """The 95 % interval of a figure's mean (``latency_ns``, ``bandwidth_mbps``), None when absent or no
+        interval of the figure (:meth:`interval_or_why`)."""
+        got = self.interval_or_why(key)
+        return got if isinstance(got, tuple) else None
+
+    def interval_or_why(self, key: str) -> tuple[float, float] | str | None:
+        """As :meth:`StorageMetrics.interval_or_why`."""
+        figure = {"latency_ns": self.latency_ns, "bandwidth_mbps": self.bandwidth_mbps}.get(key)
+        return checked_interval(self.ci95, key, figure)
 
     def with_ci(self, ci95: JSONObject, ci_method: JSONObject) -> "MemoryMetrics":
         """These metrics with an interval record (app.uncertainty.Uncertainty.json), its keys last."""
@@ -516,6 +567,39 @@ def write_line(line: ResultLine) -> str:
 def write_json(obj: Mapping[str, object]) -> str:
     """A results line's bytes from its JSON object (the importer writes what it read this way)."""
     return json.dumps(obj, separators=(",", ":"), default=str) + "\n"
+
+
+# --- which plan point a line measures ---------------------------------------------------------------------
+
+
+def table_key(table: Mapping[str, object]) -> str:
+    """A stable identity of a point's JSON table as run.json's plan and results.jsonl record it (untrusted, not
+    re-typed): ``app.presets.point_key`` of a typed point is this of its table."""
+    # "engine" is added to memory records by the runner (README.md, "Results"), never part of the plan
+    return json.dumps({k: v for k, v in table.items() if k not in ("group", "engine")}, sort_keys=True)
+
+
+def plan_keys(plan: Sequence[object]) -> tuple[str, ...]:
+    """:func:`table_key` of each point of a plan (run.json's ``plan`` tables, by index; "" for one that is no
+    table, which no line matches)."""
+    return tuple(table_key(t) if isinstance(t, Mapping) else "" for t in plan)
+
+
+def plan_mismatch(line: "ResultLine", keys: Sequence[str]) -> str | None:
+    """Why ``line`` is a measurement of no point of the plan whose :func:`plan_keys` are ``keys``; None when it
+    measures ``plan[line.index]``.
+
+    The one identity of a measurement, for resume, the report, compare, the runs browser and the TUI: a line
+    measures plan point ``i`` when its ``index`` is ``i`` and its ``point`` is that plan point's (by
+    :func:`table_key`).  A line whose index and point disagree with the plan measures neither the point at its
+    index nor the point it names: it is left out (and named), and resume measures both again."""
+    if line.index is None:
+        return "has no index"
+    if line.index >= len(keys):
+        return f"names plan index {line.index}, past the plan's {len(keys)} points"
+    if table_key(line.point) != keys[line.index]:
+        return f"its point is not plan[{line.index}]'s"
+    return None
 
 
 # --- the reader -----------------------------------------------------------------------------------------

@@ -334,7 +334,7 @@ def load(path: str | os.PathLike[str]) -> Replay:
         _check_file(results, RESULTS_JSONL)
         meta = results.read_meta()
         _refuse_unless_replayable(results.path, meta)
-        records = results.read_records()
+        records = results.read_records(meta.plan)
         lines = sorted(records.lines, key=lambda line: line.index if line.index is not None else -1)
         try:
             os.stat(RAW, dir_fd=results.fd, follow_symlinks=False)
@@ -343,7 +343,7 @@ def load(path: str | os.PathLike[str]) -> Replay:
             pass
         replay = _build(results, meta, lines, sweep)
         # the results lines left out, each named (file, line, key), before the samples' own notes
-        more = records.unreadable - len(records.problems)
+        more = records.unreadable + records.outside - len(records.problems)
         named = [f"{p} Its point is not replayed." for p in records.problems]
         if more:
             named.append(f"{results.results_jsonl}: {more} more lines cannot be read; their points are not replayed.")

@@ -32,13 +32,22 @@ import stat
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import BinaryIO, Callable
+from typing import BinaryIO, Callable, Sequence
 
-from app.errors import UsageError
+from app.errors import ProfilerError, UsageError
 from app.owners import foreign as foreign
 from app.owners import trusted_uids as trusted_uids
 from app.records import SCHEMA_VERSION as SCHEMA_VERSION  # run.json carries it too
-from app.records import JSONObject, LineError, ResultLine, line_json, read_line, write_line
+from app.records import (
+    JSONObject,
+    LineError,
+    ResultLine,
+    line_json,
+    plan_keys,
+    plan_mismatch,
+    read_line,
+    write_line,
+)
 from app.runmeta import RunMeta, RunMetaError
 from app.runmeta import dumps as dumps_run_json
 from app.runmeta import parse as parse_run_json
@@ -65,9 +74,20 @@ class Records:
     replaced: int = 0  # earlier lines of a plan index that a later line measured again
     # why, for the first MAX_PROBLEMS of them: one sentence each naming the file, line and key (app.replay shows them)
     problems: list[str] = field(default_factory=list)
+    outside: int = 0  # lines left out as a measurement of no plan point (app.records.plan_mismatch)
+    outside_lines: list[int] = field(default_factory=list)  # their line numbers, the first MAX_PROBLEMS
 
     def left_out(self, why: str) -> None:
         self.unreadable += 1
+        self._name(why)
+
+    def not_in_plan(self, why: str, lineno: int) -> None:
+        self.outside += 1
+        if len(self.outside_lines) < MAX_PROBLEMS:
+            self.outside_lines.append(lineno)
+        self._name(why)
+
+    def _name(self, why: str) -> None:
         if len(self.problems) < MAX_PROBLEMS:
             self.problems.append(why)
 
@@ -674,17 +694,31 @@ class ResultsDir:
         finally:
             os.close(fd)
 
-    def lines(self) -> list[ResultLine]:
+    def lines(self, plan: Sequence[object] | None = None) -> list[ResultLine]:
         """The usable lines (see :meth:`read_records`)."""
-        return self.read_records().lines
+        return self.read_records(plan).lines
+
+    def plan_lines(self) -> list[ResultLine]:
+        """The lines that measure a point of run.json's plan (:meth:`read_records` with that plan); every usable
+        line when run.json cannot be read (a reader that shows what there is)."""
+        try:
+            plan: Sequence[object] | None = self.read_meta().plan
+        except ProfilerError:
+            plan = None
+        return self.lines(plan)
 
     def records(self) -> list[JSONObject]:
         """The usable lines as the JSON objects they were written as (tests and tools that look at the file)."""
         return [line_json(line) for line in self.lines()]
 
-    def read_records(self) -> Records:
+    def read_records(self, plan: Sequence[object] | None = None) -> Records:
         """Every complete, well-formed line; of lines with the same ``index`` (and ``host``) the last; a torn,
-        garbled or ill-typed line is left out and counted (``unreadable``)."""
+        garbled or ill-typed line is left out and counted (``unreadable``).  With a ``plan`` (run.json's plan
+        tables; an empty one checks nothing) a line that measures none of its points — no index, an index past
+        its end, or a point other than the plan's at its index (:func:`app.records.plan_mismatch`) — is left out
+        and counted (``outside``) before the later line of an index replaces an earlier one, so it never
+        replaces a measurement."""
+        keys = plan_keys(plan) if plan else None
         out = Records([])
         by_index: dict[tuple[int | None, str | None], int] = {}  # (index, fleet host) -> position in out.lines
         try:
@@ -717,6 +751,10 @@ class ResultsDir:
                     rec = read_line(text, self.results_jsonl, lineno)
                 except LineError as e:
                     out.left_out(str(e))
+                    continue
+                if keys is not None and (why := plan_mismatch(rec, keys)) is not None:
+                    out.not_in_plan(f"{self.results_jsonl}, line {lineno}: {why}: it measures no point of the plan "
+                                    "and is left out.", lineno)
                     continue
                 key = (rec.index, rec.host)  # a fleet run has a line per point and host
                 if rec.index is not None and key in by_index:

@@ -4,8 +4,8 @@ A results root is ``$PROFILER_TUI_RESULTS`` (else ``results/``), plus the contai
 exists.  Each directory with a ``run.json`` directly under a root is a run; its summary comes from run.json
 (read bounded, by :func:`app.runmeta.parse`: a run.json larger than :data:`MAX_META_BYTES`, not JSON, or with
 a key of the wrong type is listed as unreadable with that sentence, never an error) and, for a run that did
-not end, the lines of results.jsonl counted as they are.  The status is :func:`app.lock.effective_status`:
-``running`` only while a process holds the directory's lock.
+not end, the lines of results.jsonl that measure a point of its plan, counted as resume counts them.  The
+status is :func:`app.lock.effective_status`: ``running`` only while a process holds the directory's lock.
 
 Headless: no UI library; the TUI calls :func:`list_runs` in a thread.
 """
@@ -13,19 +13,18 @@ Headless: no UI library; the TUI calls :func:`list_runs` in a thread.
 from __future__ import annotations
 
 import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
+from app.errors import ProfilerError
 from app.lock import effective_status
-from app.results import NotRegularFile, read_regular
+from app.results import NotRegularFile, ResultsDir, read_regular
 from app.runmeta import RunMeta, RunMetaError
 from app.runmeta import parse as parse_run_json
 
 MAX_META_BYTES = 64 << 20  # as app.results reads run.json
 MAX_RUNS = 5000  # directories looked at per root, newest names first
-COUNT_CHUNK = 1 << 20
 CONTAINER_RESULTS = Path("/results")
 RESUMABLE = frozenset({"interrupted", "partial", "failed", "planned"})
 
@@ -80,23 +79,14 @@ def _read_meta(path: Path) -> RunMeta | str:
         return str(e)
 
 
-def _count_lines(path: Path) -> int:
-    """Complete lines of results.jsonl (a point each; a torn last line is not one)."""
+def _count_measured(path: Path, meta: RunMeta) -> int:
+    """The lines of results.jsonl that measure a point of run.json's plan, counted as resume and the report count
+    them (:meth:`app.results.ResultsDir.read_records` with the plan: a torn last line, a line whose index and
+    point disagree with the plan are not one); 0 when it cannot be read."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW)
-    except OSError:
+        return len(ResultsDir(path).lines(meta.plan))
+    except (ProfilerError, OSError):
         return 0
-    n = 0
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return 0
-        while chunk := os.read(fd, COUNT_CHUNK):
-            n += chunk.count(b"\n")
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-    return n
 
 
 def _text(v: str | None, limit: int = 200) -> str:
@@ -119,7 +109,7 @@ def summarise(path: Path) -> RunSummary:
     status = str(effective_status(path, meta.status))[:16]
     done = meta.points_done or 0
     if status not in ("complete", "imported") or not done:
-        done = _count_lines(path / "results.jsonl")
+        done = _count_measured(path, meta)
     started = _text(meta.started, 40) or _text(meta.imported_at, 40)
     return RunSummary(path, name or path.name, kind, target, started, done, planned, status)
 

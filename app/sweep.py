@@ -613,9 +613,14 @@ class Session:
         """The run may write to the target: a write point, or preconditioning."""
         return plan_writes(self.plan) or self.procedure.precondition != "none"
 
+    def measured_lines(self) -> list[ResultLine]:
+        """The lines of results.jsonl that measure a point of the plan: their index and point agree with it
+        (app.records.plan_mismatch, the identity the report and the runs browser use too)."""
+        return self.results.lines([p.to_dict() for p in self.plan])
+
     def completed_keys(self) -> set[str]:
         """The results results.jsonl holds, by :meth:`Targets.key` (a fleet run: point@host)."""
-        return {self.targets.key(table_key(r.point), r.host) for r in self.results.lines()}
+        return {self.targets.key(table_key(r.point), r.host) for r in self.measured_lines()}
 
     def skipped(self) -> dict[int, str]:
         """Plan index → reason, for the points run.json says the procedure skipped (entries that do not name
@@ -862,13 +867,11 @@ class Session:
 
     def _measured(self) -> dict[int, Measured]:
         """Plan index → figures, for the points results.jsonl holds (earlier sessions included)."""
-        index_of = {point_key(p): i for i, p in enumerate(self.plan)}
         out: dict[int, Measured] = {}
-        for line in self.results.lines():
-            index = index_of.get(table_key(line.point))
+        for line in self.measured_lines():
             found = measured_from_line(line)
-            if index is not None and found is not None:
-                out[index] = found
+            if line.index is not None and found is not None:
+                out[line.index] = found
         return out
 
     def _new_skips(self, measured: dict[int, Measured], skipped: dict[int, str], failed: set[int]) -> dict[int, str]:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from app.envinfo import MAX_CPULIST_CHARS, numa_info
 from app.errors import UsageError
-from app.keys import MAX_NODE
+from app.keys import MAX_BUFFER, MAX_NODE
 from app.link import ancestors, device_number, read_attr, sysfs_root
 
 KIB = 1 << 10
@@ -106,12 +106,13 @@ class Topology:
         return max(caches, key=lambda c: (c.level, c.size_bytes)).size_bytes if caches else None
 
     def working_set(self) -> list[int]:
-        """The working-set ladder in bytes: 4 KiB to max(4 x LLC, 64 MiB), 4 points per octave, whole KiB."""
+        """The working-set ladder in bytes: 4 KiB to max(4 x LLC, 64 MiB) (at most a buffer's 4 GiB cap), 4 points per
+        octave, whole KiB."""
         return working_set_sizes(self.llc_bytes)
 
 
 def working_set_sizes(llc_bytes: int | None) -> list[int]:
-    top = max(4 * (llc_bytes or 0), WORKING_SET_FLOOR)
+    top = min(max(4 * (llc_bytes or 0), WORKING_SET_FLOOR), MAX_BUFFER)  # a buffer's cap (app.keys)
     sizes: list[int] = []
     step = 0
     while True:

@@ -15,13 +15,14 @@ import math
 from pathlib import Path
 from typing import Callable, Sequence
 
-from app.records import JSONObject
+from app.records import JSONObject, interval_problem
 from app.report.model import MemoryRow, StorageRow
 from app.report.noise import samples_of
 from app.uncertainty import intervals_of, storage_series
 
 Pair = tuple[float, float]
 STORAGE_FIGURES = ("iops", "bw_bytes", "lat_mean_ns")
+HEADLINE = "iops"  # a storage point's headline figure: the one the report's notes on missing intervals are about
 MEMORY_FIGURES = ("latency_ns", "bandwidth_mbps")
 NO_SAMPLES = "the line records no interval and kept no per-second samples"
 NO_WINDOWS = "the line records no interval (the engine's windows were not kept)"
@@ -29,23 +30,30 @@ NO_WINDOWS = "the line records no interval (the engine's windows were not kept)"
 
 def storage_intervals(run_dir: Path | None, row: StorageRow) -> dict[str, Pair]:
     """The 95 % interval of each figure of ``row`` that has one: the line's own ``ci95``, or, for a line
-    written before the tool recorded intervals (no ``ci_method``), computed from its kept samples."""
+    written before the tool recorded intervals (no ``ci_method``), computed from its kept samples.  An interval
+    that is no interval of its figure (:func:`app.records.interval_problem`) is left out (:func:`refused_note`)."""
     if row.computed_ci is None:
         row.computed_ci = _storage_intervals(run_dir, row)
     return row.computed_ci[0]
 
 
-def _storage_intervals(run_dir: Path | None, row: StorageRow) -> tuple[dict[str, Pair], str]:
+def _storage_intervals(run_dir: Path | None, row: StorageRow) -> tuple[dict[str, Pair], str, dict[str, str]]:
     m = row.metrics
     if m.ci95 is not None or m.ci_method is not None or run_dir is None:
-        return {k: iv for k in STORAGE_FIGURES if (iv := m.interval(k)) is not None}, _recorded_reason(m.ci_method)
+        got = {k: m.interval_or_why(k) for k in STORAGE_FIGURES}
+        refused = {k: why for k, why in got.items() if isinstance(why, str)}
+        return ({k: iv for k, iv in got.items() if isinstance(iv, tuple)},
+                refused.get(HEADLINE) or _recorded_reason(m.ci_method), refused)
     samples = samples_of(run_dir, row)
     if not samples:
-        return {}, NO_SAMPLES
+        return {}, NO_SAMPLES, {}
     u = intervals_of(storage_series(samples))
     method = u.ci_method
-    why = u.reasons.get("iops") or str(method.get("reason") or NO_SAMPLES)
-    return {k: (iv.low, iv.high) for k, iv in u.intervals.items()}, why
+    figures = {"iops": m.iops, "bw_bytes": m.bw_bytes, "lat_mean_ns": m.lat_ns.mean if m.lat_ns else None}
+    refused = {k: f"from its samples: {why}" for k, iv in u.intervals.items()
+               if (why := interval_problem(figures[k], iv.low, iv.high)) is not None}
+    why = refused.get(HEADLINE) or u.reasons.get(HEADLINE) or str(method.get("reason") or NO_SAMPLES)
+    return {k: (iv.low, iv.high) for k, iv in u.intervals.items() if k not in refused}, why, refused
 
 
 def _recorded_reason(method: JSONObject | None) -> str:
@@ -63,12 +71,44 @@ def memory_intervals(row: MemoryRow) -> dict[str, Pair]:
     return {k: iv for k in MEMORY_FIGURES if (iv := row.metrics.interval(k)) is not None}
 
 
+def memory_headline(row: MemoryRow) -> str:
+    """A memory point's headline figure: its latency, else its bandwidth."""
+    return "latency_ns" if row.metrics.latency_ns is not None else "bandwidth_mbps"
+
+
 def why_none(row: StorageRow | MemoryRow) -> str:
-    """Why a line shows no interval (of its headline figure), one clause."""
+    """Why a line shows no interval of its headline figure, one clause."""
     if isinstance(row, StorageRow):
         return row.computed_ci[1] if row.computed_ci is not None else _recorded_reason(row.metrics.ci_method)
+    got = row.metrics.interval_or_why(memory_headline(row))
+    if isinstance(got, str):  # what the line records is no interval of the figure
+        return got
     method = row.metrics.ci_method
     return _recorded_reason(method) if method is not None else NO_WINDOWS
+
+
+FIGURE_NAMES = {"iops": "IOPS", "bw_bytes": "MB/s", "lat_mean_ns": "mean latency", "latency_ns": "latency",
+                "bandwidth_mbps": "bandwidth"}
+
+
+def refused_note(rows: Sequence[StorageRow | MemoryRow]) -> list[str]:
+    """One sentence (with a blank line) naming the intervals a line records (or its samples give) that are no
+    interval of their figure, so that figure shows no ±; [] when there are none.  Call it after the rows'
+    intervals were looked up (:func:`storage_intervals`)."""
+    found: list[str] = []
+    for r in rows:
+        if isinstance(r, StorageRow):
+            refused = r.computed_ci[2] if r.computed_ci is not None else {}
+        else:
+            refused = {k: why for k in MEMORY_FIGURES if isinstance(why := r.metrics.interval_or_why(k), str)}
+        found += [f"point {r.index} {FIGURE_NAMES[k]}: {why}" for k, why in refused.items()]
+    if not found:
+        return []
+    from app.sanitize import md_text
+
+    shown = [md_text(x, 200) for x in found[:3]]
+    return ["Not used, as no interval of its figure (docs/uncertainty.md): " + "; ".join(shown)
+            + (f" and {len(found) - 3} more" if len(found) > 3 else "") + ".", ""]
 
 
 def missing_note(rows: Sequence[StorageRow | MemoryRow], shown: Sequence[bool]) -> list[str]:

@@ -88,9 +88,10 @@ class StorageRow(_Row):
     kind: ClassVar[Kind] = Kind.STORAGE
     # its whole-second samples once app.report.noise has read them (several analyses ask for them)
     whole_samples: list[Mapping[str, object]] | None = field(default=None, repr=False, compare=False)
-    # figure → (low, high) once app.report.intervals has found them (recorded, or computed from the samples), and
-    # why the headline figure has none
-    computed_ci: tuple[dict[str, tuple[float, float]], str] | None = field(default=None, repr=False, compare=False)
+    # figure → (low, high) once app.report.intervals has found them (recorded, or computed from the samples), why
+    # the headline figure has none, and figure → why what the line records (or its samples give) is no interval
+    computed_ci: tuple[dict[str, tuple[float, float]], str, dict[str, str]] | None = field(
+        default=None, repr=False, compare=False)
 
     @property
     def metrics(self) -> StorageMetrics:
@@ -306,9 +307,10 @@ class RunData:
     memory: list[MemoryRow]
     unreadable: int = 0  # results.jsonl lines left out: not JSON, or not a well-formed record
     replaced: int = 0  # lines of a plan index measured again later (the last one is used)
-    outside: int = 0  # records whose index is not in run.json's plan
+    outside: int = 0  # records that measure no point of run.json's plan (app.records.plan_mismatch)
     measured: int = 0  # points measured, when ``storage`` holds fewer rows than that (a run in rounds): 0 = all
     fleet: FleetInfo | None = None  # a fleet run: ``storage`` holds one row per (point, host)
+    outside_lines: list[int] = field(default_factory=list)  # the outside lines' numbers in results.jsonl (first few)
 
     @property
     def imported(self) -> bool:
@@ -330,8 +332,12 @@ class RunData:
             out.append(f"{self.unreadable} line{'s' if self.unreadable != 1 else ''} of results.jsonl could not be "
                        "read and " + ("were" if self.unreadable != 1 else "was") + " left out.")
         if self.outside:
-            out.append(f"{self.outside} line{'s' if self.outside != 1 else ''} of results.jsonl name a point that "
-                       "is not in run.json's plan and " + ("were" if self.outside != 1 else "was") + " left out.")
+            n = self.outside
+            where = ", ".join(str(x) for x in self.outside_lines) + (" …" if n > len(self.outside_lines) else "")
+            out.append(f"{n} line{'s' if n != 1 else ''} of results.jsonl name{'s' if n == 1 else ''} a point that "
+                       f"is not in run.json's plan at {'their' if n != 1 else 'its'} index (no index, one past the "
+                       "plan, or another point than the plan's there: a measurement of neither) and "
+                       + ("were" if n != 1 else "was") + " left out" + (f" (line {where})." if where else "."))
         if self.replaced:
             out.append(f"{self.replaced} point{'s were' if self.replaced != 1 else ' was'} measured more than once; "
                        "the last measurement is used.")
@@ -369,18 +375,20 @@ def load(path: str | Path) -> RunData:
     meta = rd.read_meta()
     if is_fleet(meta):
         return _load_fleet(rd, meta)
-    read = rd.read_records()
+    read = rd.read_records(meta.plan)
     storage, memory, outside = split_records(read.lines, list(meta.plan))
-    return RunData(Path(path), meta, storage, memory, read.unreadable, read.replaced, outside)
+    return RunData(Path(path), meta, storage, memory, read.unreadable, read.replaced, read.outside + outside,
+                   outside_lines=read.outside_lines)
 
 
 def _load_fleet(rd: ResultsDir, meta: RunMeta) -> RunData:
     """A fleet run: one storage row per (point, host) of run.json's hosts, by plan index then host order."""
     fleet = FleetInfo(fleet_hosts(meta, rd.run_json))
-    read = rd.read_records()  # keyed by (index, host)
+    read = rd.read_records(meta.plan)  # keyed by (index, host)
     storage, memory, outside = split_records(read.lines, list(meta.plan))
     order = {name: i for i, name in enumerate(fleet.names)}
     kept = [p for p in storage if p.host in order]
     fleet.strangers = len(storage) - len(kept)
     kept.sort(key=lambda p: (p.index, order[p.host or ""]))
-    return RunData(rd.path, meta, kept, memory, read.unreadable, read.replaced, outside, fleet=fleet)
+    return RunData(rd.path, meta, kept, memory, read.unreadable, read.replaced, read.outside + outside,
+                   fleet=fleet, outside_lines=read.outside_lines)

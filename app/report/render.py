@@ -303,7 +303,8 @@ def _storage_table(points: Sequence[StorageRow], heading: str = "## Storage resu
 
 def interval_notes(points: Sequence[StorageRow], cis: Sequence[Mapping[str, object]]) -> list[str]:
     """Under a storage table: what ± is (when a point has one) and which points have none, and why."""
-    return ([ci.interval_note(), ""] if any(cis) else []) + ci.missing_note(points, [bool(c) for c in cis])
+    return (([ci.interval_note(), ""] if any(cis) else []) + ci.missing_note(points, [bool(c) for c in cis])
+            + ci.refused_note(points))
 
 
 def _bw_text(bw: float, iv: tuple[float, float] | None) -> str:
@@ -399,9 +400,9 @@ def _memory_interval_note(points: Sequence[MemoryRow]) -> list[str]:
     """What ± means under the memory tables, and (once) which points have none and why."""
     shown = [bool(ci.memory_intervals(p)) for p in points]
     if not any(shown):
-        return ci.missing_note(points, shown)
+        return ci.missing_note(points, shown) + ci.refused_note(points)
     return ["± is the 95 % confidence interval of the figure's mean over the engine's windows of that row (batch "
-            "means, docs/uncertainty.md).", "", *ci.missing_note(points, shown)]
+            "means, docs/uncertainty.md).", "", *ci.missing_note(points, shown), *ci.refused_note(points)]
 
 
 def _chase_line(points: Sequence[MemoryRow]) -> list[str]:

@@ -77,10 +77,16 @@ Bounded memory whatever the input (every limit is counted per parser and announc
 once when reached): lines longer than 4096 characters (``MAX_LINE_CHARS``) are cut there (MLC's
 lines are under 200); at most 8 extra table columns of 32 characters are kept per row; after 10,000
 table rows (``MAX_ROWS``, about 500 full MLC tables), 1,000 sections (``MAX_SECTIONS``), 100,000
-matrix cells and named values (``MAX_CELLS``) or 200,000 lines (``MAX_LINES``; one MLC run prints
+matrix cells and named values (``MAX_CELLS``) or 200,000 lines read (``MAX_LINES``; one MLC run prints
 under 100; this also bounds the time, a few seconds), the rest of the text is ignored; at most 100
 ``*`` lines are kept per section and 50 parser warnings in all.  Numbers longer than 15 digits are not
 numbers MLC prints and do not match.
+
+Where the output starts does not matter: before the text's first section, the lines that no line rule can read
+(no banner, command line, "Using …", title … — and '*' lines once 100 are kept) are skipped in C-speed searches
+(``_skip_unread``), counted as lines but not read one by one and not against ``MAX_LINES``; so an output after
+200,000 '*' lines or a long log is found, in time linear in the text (about 0.4 s per million skipped lines; the
+import's own bound, 256 MiB per file, bounds it).  Such a line is never warned of, however long.
 """
 
 from __future__ import annotations
@@ -387,6 +393,22 @@ def _section_kind(title: str) -> str | None:
 
 
 _RE_EOL = re.compile(r"\r\n|\n|\r")
+# Lines a LINE_RULE may read (a superset): the first words of every rule but the banner's (after blanks at the
+# line's start), ``*`` too while '*' lines are still kept, and the banner's words anywhere in a line.  Before the
+# text's first section no body reader reads a line, so the lines between two such lines read as nothing and are
+# skipped at the speed of these searches (LineParser._skip_unread).  The patterns start with the line end before
+# the line (the regular expression engine then skips to the next line end in C).
+_RULE_WORDS = (r"command line parameters:|using\s|measuring|each iteration took|windows of|load threads at delay|"
+               r"placement verified:|cache\s|traffic\s")
+_MAY_READ = {star: (re.compile(rf"[^\S\r\n]*(?:{words})", re.IGNORECASE),  # at the line start given
+                    re.compile(rf"(\r\n|\r|\n)[^\S\r\n]*(?:{words})", re.IGNORECASE))  # at a later line's start
+             for star, words in ((False, _RULE_WORDS), (True, rf"\*|{_RULE_WORDS}"))}
+_RE_BANNER_WORDS = re.compile(r"memory latency checker", re.IGNORECASE)
+
+
+def _line_ends(text: str, start: int, end: int) -> int:
+    """The line ends in ``text[start:end]`` (CRLF, LF or CR each one)."""
+    return text.count("\n", start, end) + text.count("\r", start, end) - text.count("\r\n", start, end)
 
 
 def _shape(fields: list[str]) -> tuple[int, ...]:
@@ -427,7 +449,8 @@ class LineParser:
         self._full = False  # a limit was reached: the rest of the text is ignored
         self._closed = False
         self._noted: set[str] = set()
-        self.lines = 0
+        self.lines = 0  # lines of the text so far (a line's number in a warning)
+        self.read = 0  # of them, the lines read one by one (MAX_LINES counts these; see _skip_unread)
 
     # -- helpers
     def _warn(self, msg: str, once: str | None = None) -> None:
@@ -524,16 +547,45 @@ class LineParser:
         if end - start > room:
             end = start + room
             self._cut_line = True
-            self._warn(f"line {self.lines + 1} is longer than {MAX_LINE_CHARS} characters: only its start is "
-                       "read.", once="long line")
         self._pending += chunk[start:end]
 
     def _end_line(self) -> Row | None:
-        line, self._pending, self._cut_line = self._pending, "", False
-        if self.lines >= MAX_LINES:
+        line, cut, self._pending, self._cut_line = self._pending, self._cut_line, "", False
+        if cut and self._may_be_read(line):  # a line skipped whole before the first section is not warned of
+            self._warn(f"line {self.lines + 1} is longer than {MAX_LINE_CHARS} characters: only its start is "
+                       "read.", once="long line")
+        if self.read >= MAX_LINES:
             self._stop(f"more than {MAX_LINES} lines")
             return None
+        self.read += 1
         return self.feed_line(line)
+
+    def _may_read(self) -> tuple[re.Pattern[str], re.Pattern[str]]:
+        """The patterns of the lines a rule may read before the first section (:data:`_MAY_READ`)."""
+        return _MAY_READ[len(_as_list(self.header.get("warnings"))) < MAX_STAR_LINES or "stars" not in self._noted]
+
+    def _may_be_read(self, line: str) -> bool:
+        """Whether a line :meth:`_skip_unread` would not skip (a rule may read it)."""
+        return self._current is not None or bool(self._may_read()[0].match(line) or _RE_BANNER_WORDS.search(line))
+
+    def _skip_unread(self, chunk: str, pos: int) -> int:
+        """From ``pos``, a line start before the text's first section: the whole lines that no line rule can read
+        (:data:`_RE_MAY_READ`), skipped — counted as lines, not read one by one, so output that follows pages of
+        other text (200,000 '*' lines, a log) is still found, and in time linear in the text.  Returns where
+        reading goes on: the next line a rule may read, or the start of the chunk's last, unfinished line."""
+        here, later = self._may_read()
+        if here.match(chunk, pos):
+            return pos
+        m = later.search(chunk, pos)
+        end = m.end(1) if m is not None else max(chunk.rfind("\n"), chunk.rfind("\r")) + 1
+        banner = _RE_BANNER_WORDS.search(chunk, pos, end)
+        if banner is not None:  # the start of the line it is in
+            end = max(chunk.rfind("\n", pos, banner.start()), chunk.rfind("\r", pos, banner.start()), pos - 1) + 1
+        if end > pos:
+            self.lines += _line_ends(chunk, pos, end)
+            if end == len(chunk) and chunk[-1] == "\r":
+                self._after_cr = True
+        return max(end, pos)
 
     # -- public
     @property
@@ -551,7 +603,12 @@ class LineParser:
             self._after_cr = False
             if chunk[0] == "\n":
                 pos = 1
-        for m in _RE_EOL.finditer(chunk, pos):
+        while True:
+            if self._current is None and not self._pending and not self._cut_line:
+                pos = self._skip_unread(chunk, pos)
+            m = _RE_EOL.search(chunk, pos)
+            if m is None:
+                break
             self._take(chunk, pos, m.start())
             pos = m.end()
             if m.end() == len(chunk) and chunk[-1] == "\r":

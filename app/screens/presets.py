@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -92,11 +94,16 @@ class PresetsScreen(Screen[None]):
         self.presets, self.errors = {}, {}
         overrides = app_options(self.app).overrides
         shipped = core.shipped_dir()
-        self.shadowing = {name for name, path in core.available().items()
+        user = core.user_presets()
+        listed = core.available(user)
+        self.shadowing = {name for name, path in listed.items()
                           if path.parent != shipped and (shipped / path.name).is_file()}
-        for name, path in core.available().items():
+        for name in sorted(user.refused):  # another user's preset: listed with why, never read
+            self.errors[name] = user.refused[name]
+            table.add_row(Text(name, style="red"), "?", "-", "-", key=name)
+        for name, path in listed.items():
             try:
-                preset = core.load_file(path)
+                preset = core.load_listed(name, path)
                 core.apply_overrides(preset, overrides_for(preset.kind, overrides))
                 info = core.summary(preset)
             except ProfilerError as e:
@@ -150,8 +157,13 @@ class PresetsScreen(Screen[None]):
         name = self._current()
         if name is None or name not in self.presets:
             return
-        # a fresh copy: the run owns its preset
-        preset = core.load_file(self.presets[name].source)
+        # a fresh copy: the run owns its preset (read again under the same rules: it may have changed)
+        try:
+            preset = core.load_listed(name, Path(self.presets[name].source))
+        except ProfilerError as e:
+            self.errors[name] = str(e)
+            self._preview()
+            return
         core.apply_overrides(preset, overrides_for(preset.kind, app_options(self.app).overrides))
         self.post_message(StartRun(preset, self.target))
 

@@ -104,7 +104,7 @@ def storage_lines(path: Path, records: list[dict[str, Any]]) -> dict[int | None,
     """The storage lines of the run by plan index (read once for the columns that need more than results.csv)."""
     if not any(r.get("kind") == Kind.STORAGE for r in records):
         return {}
-    return {line.index: line for line in ResultsDir(path).lines() if line.kind == Kind.STORAGE}
+    return {line.index: line for line in ResultsDir(path).plan_lines() if line.kind == Kind.STORAGE}
 
 
 def with_device_column(lines: Mapping[int | None, ResultLine], columns: list[Column],
@@ -343,7 +343,7 @@ def with_figures(path: Path, rows: list[dict[str, Any]]) -> bool:
     has no column for most of them: they are read from the results lines); False for any other run."""
     if not any(r.get("kind") == Kind.MEMORY and r.get("mode") in SUITE_MODES for r in rows):
         return False
-    points = {line.index: line.point for line in ResultsDir(path).lines()}
+    points = {line.index: line.point for line in ResultsDir(path).plan_lines()}
     for r in rows:
         point = points.get(r["index"])
         if r.get("kind") == Kind.MEMORY and point is not None:

@@ -91,3 +91,21 @@ def test_a_64_mib_mlc_text(tmp_path: Path) -> None:
     rss, code, err = _import_rss(str(f), "--out", str(tmp_path / "out"))
     assert code == 0, err
     assert rss < RSS_LIMIT_MIB, f"{rss} MiB"
+
+
+def test_mlc_output_after_200k_star_lines_is_recognised(tmp_path: Path) -> None:
+    """200,000 '***' lines before a real MLC output made the file "neither fio JSON nor Intel MLC text": the
+    parser stopped after MAX_LINES lines before the output began.  It is imported as the output alone is."""
+    from app.results import ResultsDir
+    from conftest import DATA, run_cli
+
+    source = DATA / "mlc" / "v3.10-default-run-2socket-skylake.txt"
+    stars = tmp_path / "stars.txt"
+    with open(stars, "w") as out:
+        out.write("***\n" * 200_000)
+        out.write(source.read_text())
+    for name, path in (("alone", source), ("stars", stars)):
+        proc = run_cli("import", str(path), "--out", str(tmp_path / name))
+        assert proc.returncode == 0, proc.stderr
+    alone, after = (ResultsDir(tmp_path / n).records() for n in ("alone", "stars"))
+    assert after and [(r["point"], r["metrics"]) for r in after] == [(r["point"], r["metrics"]) for r in alone]

@@ -38,7 +38,7 @@ UPPER_BOUNDS: dict[str, tuple[Any, Any, str]] = {
     "ramp_time": (604800, 604801, "7 days"),
     "delay": (10_000_000, 10_000_001, "0 to 10000000"),
     "stride": (4096, 8192, "64 to 4096"),
-    "buffer": ("1p", 2**50 + 1024, "1 PiB"),
+    "buffer": ("4g", 4 * 2**30 + 1024, "4 GiB"),
     "duration": (3600, 3600.5, "0.05 to 3600"),
 }
 
@@ -346,9 +346,10 @@ def test_bs_of_1e35_and_runtime_of_1e30_are_refused_from_toml(tmp_path: Path) ->
 
 def test_memory_buffer_is_whole_kib_and_cpus_are_checked() -> None:
     buffer = presets.MEMORY_KEYS["buffer"].parse
-    assert buffer("4k") == 4096 and buffer(None) is None and buffer("1t") == 2**40 and buffer("1k") == 1024
+    assert buffer("4k") == 4096 and buffer(None) is None and buffer("4g") == 2**32 and buffer("1k") == 1024
+    # at most 4 GiB, the engine's cap: memlat -b 20000000 (19 GiB) started allocating
     for bad, reason in ((5000, "whole number of 1 KiB"), ("0.5k", "at least 1 KiB"), ("5.5k", "whole number of 1 KiB"),
-                        ("2p", "at most 1 PiB")):
+                        ("2p", "at most 4 GiB"), ("20000000k", "at most 4 GiB"), (2**32 + 1024, "at most 4 GiB")):
         with pytest.raises(ValueError, match=reason):
             buffer(bad)
     cpus = presets.MEMORY_KEYS["cpus"].parse

@@ -133,6 +133,24 @@ def test_records_outside_the_plan_are_left_out(run_dir: Path) -> None:
     assert "is not in run.json's plan" in render_report(run_dir).read_text()
 
 
+def test_a_line_whose_point_is_not_the_plans_at_its_index_measures_neither(run_dir: Path) -> None:
+    """Index 0 with plan[1]'s point, after plan[0]'s own line: it is not a measurement of either point, so it
+    neither replaces index 0's line nor stands for plan[1]; the report names its line."""
+    lines = _lines(run_dir)
+    first, second = json.loads(lines[0]), json.loads(lines[1])
+    with open(run_dir / "results.jsonl", "a") as f:
+        f.write(json.dumps({**second, "index": 0, "metrics": {**second["metrics"], "iops": 1.0}}) + "\n")
+    data = load(run_dir)
+    assert data.outside == 1 and data.outside_lines == [len(lines) + 1] and data.replaced == 0
+    assert data.storage[0].point == first["point"] and data.storage[0].iops == first["metrics"]["iops"]
+    assert f"index (no index, one past the plan, or another point than the plan's there: a measurement of " \
+           f"neither) and was left out (line {len(lines) + 1})." in render_report(run_dir).read_text()
+    read = ResultsDir(run_dir).read_records(json.loads((run_dir / "run.json").read_text())["plan"])
+    assert read.outside == 1 and read.problems == [
+        f"{run_dir / 'results.jsonl'}, line {len(lines) + 1}: its point is not plan[0]'s: it measures no point of "
+        "the plan and is left out."]
+
+
 def test_an_over_long_line_is_skipped_and_counted(run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(results_mod, "MAX_LINE_BYTES", 2000)
     good = _lines(run_dir)

@@ -141,6 +141,31 @@ def test_torn_last_line_is_ignored_and_rerun(tmp_path: Path) -> None:
     assert sorted(r["point"]["iodepth"] for r in final) == [1, 2]
 
 
+def test_a_line_whose_index_and_point_disagree_is_no_measurement_for_resume(tmp_path: Path) -> None:
+    """A results.jsonl holding only a line with index 0 and plan[1]'s point: resume measured plan[0] again, never
+    plan[1], and marked the run complete while the report said 1 measured of 2.  The line measures neither:
+    resume measures both, and the report and the runs browser count what resume counts."""
+    from app.report import render_report
+    from app.runs import summarise
+
+    out = tmp_path / "mixed"
+    run_cli("run", "custom", "--target", str(tmp_path / "m.bin"), "--out", str(out), "--set", "iodepth=1,2",
+            "--set", "runtime=1", "--set", "size=4m", check=True)
+    second = _lines(out)[1]
+    (out / "results.jsonl").write_text(json.dumps({**second, "index": 0}) + "\n")
+    meta = json.loads((out / "run.json").read_text())
+    (out / "run.json").write_text(json.dumps({**meta, "status": "interrupted", "points_done": 1}))
+    assert summarise(out).done == 0
+    resumed = run_cli("resume", str(out), check=True)
+    assert "2 of 2 points to run" in resumed.stdout
+    final = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    assert [(r["index"], r["point"]["iodepth"]) for r in final] == [(0, 2), (0, 1), (1, 2)]
+    meta = json.loads((out / "run.json").read_text())
+    assert meta["status"] == "complete" and meta["points_done"] == 2 and summarise(out).done == 2
+    report = render_report(out).read_text()
+    assert "2 measured of 2 planned" in report and "left out (line 1)." in report
+
+
 def _lines_tolerant(path: Path) -> list[dict]:
     from app.results import ResultsDir
 

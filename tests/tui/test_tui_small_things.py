@@ -4,6 +4,8 @@ terminals, and the output encoding."""
 from __future__ import annotations
 
 import json
+import os
+import pwd
 import threading
 import time
 from pathlib import Path
@@ -109,6 +111,40 @@ async def test_saving_under_a_shipped_or_existing_name_asks(tmp_path: Path) -> N
         await pilot.press("ctrl+s")
         assert app.screen is form, "a new name saves without asking"
         assert (core.user_dir() / "brand-new.toml").exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user needs root")
+async def test_ctrl_s_never_saves_through_another_users_link(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With XDG_CONFIG_HOME in a directory nobody owns, nobody's presets/evil.toml as a link to a root-only file:
+    ctrl+s wrote root's form into that file.  The presets list shows evil refused (red, with why) and does not read
+    it; saving is refused with the sentence, and the root-only file keeps its bytes."""
+    nobody = pwd.getpwnam("nobody")
+    secret = tmp_path / "secret"
+    secret.write_text("root only\n")
+    secret.chmod(0o600)
+    cfg = tmp_path / "cfg"
+    user = cfg / "profiler-tui" / "presets"
+    user.mkdir(parents=True)
+    (user / "evil.toml").symlink_to(secret)
+    for p in (cfg, cfg / "profiler-tui", user, user / "evil.toml"):
+        os.lchown(p, nobody.pw_uid, nobody.pw_gid)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(cfg))
+    app = create_app(devices=DEVICES, results_dir=tmp_path / "results", overrides=SMALL)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("p")
+        listed = await wait_for(pilot, lambda: getattr(app.screen, "errors", None) is not None
+                                and "evil" in app.screen.errors and app.screen, 5, "the presets list")
+        assert "owned by another user (uid 65534)" in listed.errors["evil"]
+        await pilot.press("c")
+        form = app.screen
+        assert isinstance(form, CustomSweepScreen)
+        await type_into(pilot, "#name", "evil")
+        await pilot.press("ctrl+s")
+        if isinstance(app.screen, YesNo):  # the link's target exists: "overwrite?" is asked first
+            await pilot.press("y")
+        await wait_for(pilot, lambda: "Not saved" in form.query_one("#err-name").text, 5, "the refusal")
+        assert f"{user}: it is owned by another user (uid 65534)" in form.query_one("#err-name").text
+    assert secret.read_text() == "root only\n" and (user / "evil.toml").is_symlink()
 
 
 # --- narrow terminals --------------------------------------------------------------------------------

@@ -142,3 +142,25 @@ def test_compare_json_carries_each_difference_and_the_counts(tmp_path: Path) -> 
     proc = run_cli("compare", str(a), "--reference", str(sheet), "--json")
     (fig,) = json.loads(proc.stdout)["reference"]["figures"]
     assert (fig["low"], fig["high"], fig["verdict"]) == (990, 1010, "as specified")
+
+
+def test_a_bogus_interval_never_makes_a_run_as_specified(tmp_path: Path) -> None:
+    """A run of 1,041 IOPS against a sheet of 5,205 (0.20×) whose ``ci95`` was widened to hold the sheet's
+    figure is not judged (its interval is wider than the figure); a one-value interval is none either."""
+    sheet = tmp_path / "s.toml"
+    sheet.write_text('name = "s"\nsource = "test"\n[[figure]]\nlabel = "r"\nrw = "randread"\nbs = "4k"\n'
+                     'metric = "iops"\nvalue = 5205\n')
+    wide = make_run(tmp_path / "wide", [{"metrics": metrics(1041, (900, 5300))}])
+    md = compare_reference(str(wide), load_reference(str(sheet)))
+    (row,) = _rows(md)
+    assert row["This run"] == "1041" and row["Ratio"] == "0.20×"
+    assert row["Verdict"].startswith("no interval: its interval [900, 5,300] is wider")
+    assert "**0 as specified**" in md and "1 without an interval (not judged)" in md
+    assert "- its interval [900, 5,300] is wider than the figure 1,041 itself (1×)" in md
+    one = make_run(tmp_path / "one", [{"metrics": metrics(924, (924, 924))}])
+    (row,) = _rows(compare_reference(str(one), load_reference(str(sheet))))
+    assert row["This run"] == "924" and row["Verdict"] == "no interval: its interval [924, 924] has zero width"
+    # against another run: not "within noise" either
+    other = make_run(tmp_path / "other", [{"metrics": metrics(5205, (5100, 5300))}])
+    (row,) = _figure(compare_runs(str(wide), str(other)), "IOPS")
+    assert row["Noise"] == "no interval" and row["How"].startswith("A: its interval [900, 5,300]")

@@ -96,6 +96,9 @@ def test_working_set_ladder_is_4_per_octave_in_whole_kib() -> None:
     assert sizes[-1] == 128 * MIB and len(sizes) == 15 * 4 + 1  # 4 KiB … 128 MiB: 15 octaves
     assert all(s % KIB == 0 for s in sizes) and sizes == sorted(set(sizes))
     assert topology.working_set_sizes(None)[-1] == topology.working_set_sizes(MIB)[-1] == 64 * MIB
+    # a 2 GiB last-level cache would ask for 8 GiB: the ladder stops at a buffer's 4 GiB cap, which the key accepts
+    top = topology.working_set_sizes(2048 * MIB)[-1]
+    assert top == 4096 * MIB and presets.MEMORY_KEYS["buffer"].parse(top) == top
 
 
 # --- plan-time values ----------------------------------------------------------------------------

@@ -331,6 +331,7 @@ def test_limits_bound_the_parser_and_are_announced() -> None:
     assert any(w.startswith(f"more than {mp.MAX_ROWS} loaded-latency rows") for w in p.warnings)
     # a line with no end: only its first MAX_LINE_CHARS characters are kept, whatever the chunks
     p = LineParser()
+    p.feed("Using ")
     for _ in range(1000):
         p.feed("x" * 10_000)
     assert len(p._pending) == mp.MAX_LINE_CHARS
@@ -338,6 +339,13 @@ def test_limits_bound_the_parser_and_are_announced() -> None:
     p.close()
     assert p.header["warnings"] == ["short"] and p.warnings == [
         f"line 1 is longer than {mp.MAX_LINE_CHARS} characters: only its start is read."]
+    # before the first section, a line no rule reads is skipped whole, however long: nothing to warn of
+    for chunks in (["x" * 10_000 + "\n* short\n"], ["x" * 5_000, "x" * 5_000 + "\n* short\n"]):
+        p = LineParser()
+        for c in chunks:
+            p.feed(c)
+        p.close()
+        assert p.header["warnings"] == ["short"] and p.warnings == [] and p.lines == 2
     # sections, '*' lines, extra columns
     p = parsed("Measuring Peak Injection Memory Bandwidths for the system\n" * (mp.MAX_SECTIONS + 5))
     assert len(p.sections) == mp.MAX_SECTIONS and p.full
@@ -378,3 +386,30 @@ NUMA_LINE = ("Using memory on NUMA node 1: pages N1=16384 (4096-byte pages; boun
 ])
 def test_the_engines_numa_line_is_read_bounded(line: str, numa: dict[str, object] | None) -> None:
     assert parse(f"Using buffer size of 64.000MiB\n{line}\n").header.get("numa") == numa
+
+
+NOISE = {"stars": "***\n", "log": "kernel: some other tool's line, using 4 threads\n", "blank": "\n"}
+
+
+@pytest.mark.parametrize("noise", sorted(NOISE))
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_output_after_200k_other_lines_is_read_as_without_them(path: Path, noise: str) -> None:
+    """200,000 '*' lines (or lines of another program, or blank lines) before real MLC output made the parser stop
+    at MAX_LINES before the output began: the file was not recognised.  Lines before the first section that no
+    rule reads are skipped, not counted: the same sections, rows and figures as the output alone."""
+    from app.runners import mlc_parse as mp
+
+    text = path.read_text()
+    alone = parsed(text)
+    prefixed = LineParser()
+    prefix = NOISE[noise] * 200_000
+    for i in range(0, len(prefix), 1 << 16):  # as the importer feeds a file: in pieces
+        prefixed.feed(prefix[i:i + (1 << 16)])
+    prefixed.feed(text)
+    prefixed.close()
+    assert prefixed.read < mp.MAX_LINES and not prefixed.full
+    assert prefixed.lines == 200_000 + alone.lines
+    assert [(s.kind, s.title, s.rows, s.values, s.matrix) for s in prefixed.sections] == \
+        [(s.kind, s.title, s.rows, s.values, s.matrix) for s in alone.sections]
+    assert [(f.kind, f.key, f.value) for f in prefixed.figures] == [(f.kind, f.key, f.value) for f in alone.figures]
+    assert alone.sections and all(w in prefixed.warnings for w in alone.warnings)

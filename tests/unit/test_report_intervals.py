@@ -15,6 +15,7 @@ from app.report import intervals as ci
 from app.report import plots
 from app.report.model import load
 from app.report.render import render_markdown, results_csv
+from app.sanitize import md_text
 from app.uncertainty import intervals_of, storage_series
 from tests.helpers.interval_runs import samples, storage_point, write_storage_run
 from tests.helpers.suite_runs import line, point, write_run
@@ -189,3 +190,24 @@ def test_memory_replicates_are_judged_by_their_latency(tmp_path: Path) -> None:
     # mean 91.0, sd √57 = 7.55, t(2) 4.303: ± 18.75; CV 8.3 % against a within-run SE of 0.28 %: undercovers
     assert "| latency ns |   3 | 91.00 ± 18.75 | 8.3% |                 ±0.6% | undercovers" in row
     assert "Repeats recommended" in md and [r["replicate"] for r in rows] == ["1", "2", "3"]
+
+
+@pytest.mark.parametrize("ci95,why", [
+    ([924.0, 924.0], "its interval [924, 924] has zero width"),
+    ([1000.0, 900.0], "its interval [1,000, 900] has its lower bound above the upper"),
+    ([950.0, 2000.0], "its interval [950, 2,000] does not contain the figure 924"),
+    ([0.0, 5205.0], "its interval [0, 5,205] is wider than the figure 924 itself"),
+    (["x", 1], "its interval is not two numbers")])
+def test_a_recorded_interval_that_is_no_interval_of_its_figure_shows_none(tmp_path: Path, ci95: list[object],
+                                                                         why: str) -> None:
+    """A line's ``ci95`` that is degenerate, misses its own figure or is wider than it is treated as absent: no
+    ± (never "924 ± 0"), empty interval cells in results.csv, and the report says why."""
+    run = write_storage_run(tmp_path / "bogus", [(storage_point(), 924.0, 0.03)], ci95=True)
+    jl = run / "results.jsonl"
+    rec = json.loads(jl.read_text())
+    rec["metrics"]["ci95"]["iops"] = ci95
+    jl.write_text(json.dumps(rec) + "\n")
+    md, rows = _report(run)
+    assert "924 ± " not in md and "± 0 " not in md
+    assert rows[0]["iops_ci_low"] == rows[0]["iops_ci_high"] == ""
+    assert f"Not used, as no interval of its figure (docs/uncertainty.md): point 0 IOPS: {md_text(why)}." in md

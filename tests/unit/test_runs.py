@@ -14,21 +14,35 @@ from hypothesis import strategies as st
 from app.lock import DirLock
 from app.runs import RunSummary, list_runs, results_roots, summarise
 
+PLAN = [{"rw": "randread", "bs": 4096, "iodepth": 1 << k} for k in range(8)]
+
+
+def line(index: int, point: dict[str, Any] | None = None) -> str:
+    return json.dumps({"kind": "storage", "index": index, "point": point or PLAN[index], "metrics": {}}) + "\n"
+
 
 def make(root: Path, name: str, meta: Any, lines: int = 0) -> Path:
     d = root / name
     d.mkdir(parents=True)
     (d / "run.json").write_text(meta if isinstance(meta, str) else json.dumps(meta))
     if lines:
-        (d / "results.jsonl").write_text("{}\n" * lines + '{"torn')
+        (d / "results.jsonl").write_text("".join(line(i) for i in range(lines)) + '{"torn')
     return d
 
 
 def meta(**changes: Any) -> dict[str, Any]:
     base = {"preset": {"name": "quick", "kind": "storage"}, "kind": "storage", "target": "/srv/t.img",
-            "plan": [{}] * 8, "points_total": 8, "points_done": 8, "status": "complete",
+            "plan": PLAN, "points_total": 8, "points_done": 8, "status": "complete",
             "started": "2026-11-20T10:00:00+00:00"}
     return {**base, **changes}
+
+
+def test_a_line_whose_index_and_point_disagree_with_the_plan_is_not_counted(tmp_path: Path) -> None:
+    """Index 0 with plan[1]'s point measures neither: the runs browser counts what resume and the report count
+    (garbage lines and a torn last line are none either)."""
+    d = make(tmp_path, "r", meta(status="interrupted", points_done=None))
+    (d / "results.jsonl").write_text(line(0, PLAN[1]) + "{}\n" + line(2) + line(9, PLAN[1]))
+    assert summarise(d).done == 1
 
 
 def test_summaries_newest_first_with_counts_and_statuses(tmp_path: Path) -> None:

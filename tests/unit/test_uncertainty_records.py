@@ -88,11 +88,33 @@ def test_interval_difference_adds_half_widths_in_quadrature() -> None:
 
 def test_a_heavy_tailed_series_gets_an_interval_that_starts_at_zero_not_below() -> None:
     """Seen on a shared disk: 20 seconds of 100 µs mean latency, one of them 190 ms; the t interval's low end
-    fell below 0, and the record then read as malformed (no interval at all)."""
+    fell below 0, and the record then read as malformed (no interval at all).  It is written from 0, and read
+    back it is no interval of the figure (its half-width is larger than the mean: it bounds nothing), said as
+    such, while the record and the other figures' intervals stand."""
     lat = [100_000.0] * 19 + [190_000_000.0]
-    u = intervals_of({"lat_mean_ns": lat})
+    u = intervals_of({"lat_mean_ns": lat, "iops": [1000.0 + (i % 3) for i in range(20)]})
     assert "lat_mean_ns" in u.intervals and u.intervals["lat_mean_ns"].low < 0
     low, high = u.ci95["lat_mean_ns"]
     assert low == 0.0 and high > 190_000_000 / 20
-    line = _line({"iops": 1.0, "ci95": u.ci95, "ci_method": u.ci_method})
-    assert read_line(json.dumps(line)).storage.interval("lat_mean_ns") == (0.0, high)
+    line = _line({"iops": 1001.0, "lat_ns": {"mean": sum(lat) / 20}, "ci95": u.ci95, "ci_method": u.ci_method})
+    m = read_line(json.dumps(line)).storage
+    assert m.interval("lat_mean_ns") is None and m.interval("iops") is not None
+    assert str(m.interval_or_why("lat_mean_ns")).endswith("is wider than the figure 9,595,000 itself")
+
+
+@pytest.mark.parametrize("pair,why", [
+    ([1041.0, 1041.0], "its interval [1,041, 1,041] has zero width"),
+    ([1100.0, 1000.0], "its interval [1,100, 1,000] has its lower bound above the upper"),
+    ([1100.0, 5300.0], "its interval [1,100, 5,300] does not contain the figure 1,041"),
+    ([0.0, 5205.0], "its interval [0, 5,205] is wider than the figure 1,041 itself"),
+    ([1.0, float("inf")], "its interval is not finite"), ([-1.0, 2000.0], "its interval is not within 0 … 2^64"),
+    ([1000.0], "its interval is not two numbers")])
+def test_an_interval_that_is_no_interval_of_its_figure_reads_as_none_with_why(pair: list[float], why: str) -> None:
+    """The reader's rule (app.records.interval_problem): degenerate, missing its own figure, or a half-width
+    larger than the figure; the line itself is kept byte for byte."""
+    text = json.dumps(_line({"iops": 1041.0, "ci95": {"iops": pair}}))
+    line = read_line(text)
+    assert line.storage.interval("iops") is None and line.storage.interval_or_why("iops") == why
+    assert json.loads(write_line(line)) == json.loads(text)
+    ok = read_line(json.dumps(_line({"iops": 1041.0, "ci95": {"iops": [1000.0, 1082.0]}})))
+    assert ok.storage.interval("iops") == (1000.0, 1082.0)

@@ -39,8 +39,9 @@ void print_usage(FILE *f)
 "  -d N                  one injection delay, in iterations of a spin loop (calibrated: delay_unit_ns)\n"
 "  -D LIST               explicit delays, e.g. -D 0,100,1000 (default: MLC's 19 delays 0..20000)\n"
 "  -l BYTES              stride of the latency chase: a power of two >= 64 (default 64)\n"
-"  -b KIB                buffer per thread in KiB (default 2x the last-level cache)\n"
-"  -t SECONDS            measurement window per point (default 2; fractions allowed)\n"
+"  -b KIB                buffer per thread in KiB, 4 to 4194304 (default 2x the last-level cache; at most\n"
+"                        4 GiB: 8x the largest cache a thread fills today, a larger one measures nothing more)\n"
+"  -t SECONDS            measurement window per point, plain decimal seconds (default 2; fractions allowed)\n"
 "  --warmup SECONDS      warm-up before each window (default 0.2 x -t, between 0.05 and 0.5)\n"
 "  --windows N           also measure each figure in N equal sub-windows of -t, printed as `Windows of ...`\n"
 "                        lines (1..1000, default 20; 1 = none; not for --c2c_latency, --working_set)\n"
@@ -52,7 +53,7 @@ void print_usage(FILE *f)
 "  --mem_node N          bind every buffer to NUMA node N (mbind MPOL_BIND before the first touch) and\n"
 "                        verify each page's node (move_pages); default: the kernel's policy, not checked\n"
 "  --threads LIST        --bandwidth_scaling: load-thread counts, the first N CPUs of -k\n"
-"  --sizes LIST          --working_set: buffer sizes in KiB (at least 4)\n"
+"  --sizes LIST          --working_set: buffer sizes in KiB (4 to 4194304, as -b)\n"
 "  --plan_only           suite modes: print the figures that would be measured (nodes, CPUs), measure nothing\n"
 "  --json                print one JSON object with every row instead of the MLC-style table\n"
 "  -e, -r, -X            accepted for MLC compatibility; no effect (prefetchers are never changed,\n"
@@ -226,7 +227,8 @@ static int opt_threads(struct opts *o, const char *v, char *err, size_t errlen)
 
 static int opt_sizes(struct opts *o, const char *v, char *err, size_t errlen)
 {
-    int n = parse_u64_list(v, o->sizes_kib, MAX_SIZES, 4, 1ULL << 30, "--sizes (KiB)", err, errlen);
+    int n = parse_u64_list(v, o->sizes_kib, MAX_SIZES, 4, MAX_BUFFER_KIB, "--sizes (KiB, at most 4 GiB as -b)", err,
+                           errlen);
     if (n < 0)
         return 2;
     o->nsizes = n;
@@ -299,12 +301,26 @@ static int opt_tlb_locality(struct opts *o, const char *v, char *err, size_t err
     return 0;
 }
 
-/* seconds in [lo, hi]; -1 when v is not a number in that range */
+/* seconds in [lo, hi], written as plain decimal ("2", "0.25", ".5"); -1 for anything else.  strtod alone would
+ * also take "0x10" (16 s), "1e1", "inf", "nan" and leading blanks: the digits are checked first. */
 static double parse_seconds(const char *v, double lo, double hi)
 {
+    if (!v || !*v)
+        return -1;
+    int digits = 0, dots = 0;
+    for (const char *p = v; *p; p++) {
+        if (*p >= '0' && *p <= '9')
+            digits++;
+        else if (*p == '.' && !dots++)
+            continue;
+        else
+            return -1;
+    }
+    if (!digits || strlen(v) > 32)
+        return -1;
     char *end = NULL;
-    double s = v ? strtod(v, &end) : -1;
-    if (!v || end == v || *end || !(s >= lo && s <= hi))
+    double s = strtod(v, &end);
+    if (end == v || *end || !(s >= lo && s <= hi))
         return -1;
     return s;
 }
@@ -313,7 +329,7 @@ static int opt_warmup(struct opts *o, const char *v, char *err, size_t errlen)
 {
     double w = parse_seconds(v, 0, 600);
     if (w < 0) {
-        snprintf(err, errlen, "invalid --warmup '%s': expected seconds from 0 to 600", v ? v : "");
+        snprintf(err, errlen, "invalid --warmup '%s': expected plain decimal seconds from 0 to 600", v ? v : "");
         return 2;
     }
     o->warmup = w;
@@ -400,8 +416,10 @@ static int opt_stride(struct opts *o, const char *v, char *err, size_t errlen)
 
 static int opt_buffer(struct opts *o, const char *v, char *err, size_t errlen)
 {
-    if (parse_u64(v, &o->buffer_kib) < 0 || o->buffer_kib < 4 || o->buffer_kib > (1ULL << 40)) {
-        snprintf(err, errlen, "invalid buffer size -b '%s': expected KiB per thread, at least 4", v ? v : "");
+    if (parse_u64(v, &o->buffer_kib) < 0 || o->buffer_kib < 4 || o->buffer_kib > MAX_BUFFER_KIB) {
+        snprintf(err, errlen, "invalid buffer size -b '%s': expected KiB per thread from 4 to %llu (4 GiB: 8x the "
+                 "largest last-level cache a thread fills today; a larger buffer measures nothing more)", v ? v : "",
+                 MAX_BUFFER_KIB);
         return 2;
     }
     return 0;
@@ -411,7 +429,7 @@ static int opt_duration(struct opts *o, const char *v, char *err, size_t errlen)
 {
     double t = parse_seconds(v, 0.01, 3600);
     if (t < 0) {
-        snprintf(err, errlen, "invalid duration -t '%s': expected seconds from 0.01 to 3600", v ? v : "");
+        snprintf(err, errlen, "invalid duration -t '%s': expected plain decimal seconds from 0.01 to 3600", v ? v : "");
         return 2;
     }
     o->seconds = t;

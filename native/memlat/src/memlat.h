@@ -17,6 +17,10 @@
 #define MAX_SIZES 256             /* --sizes entries, and the default working-set points */
 #define MIN_WINDOW_NEW_MODES 0.05 /* -t floor of the suite modes (peak .. working set) */
 #define MAX_WINDOWS 1000          /* --windows: sub-windows of a point's -t window */
+/* -b and --sizes: at most 4 GiB per buffer.  The largest last-level cache one thread can fill on current server
+ * CPUs is about 0.5 GiB, so 4 GiB is 8 times past every cache (and the TLB reach of 2 MiB pages): a larger
+ * buffer measures nothing more, it only takes longer to lay out and more of the machine's memory per thread. */
+#define MAX_BUFFER_KIB (4ULL << 20)
 #define DEFAULT_WINDOWS 20
 
 /* ---- traffic types (MLC's -R / -W codes) ---- */

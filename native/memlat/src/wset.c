@@ -39,7 +39,8 @@ static uint64_t largest_cache(const struct cache *c, int n)
 static uint64_t default_top_kib(uint64_t llc)
 {
     uint64_t top = 4 * (llc >> 10);
-    return top < 64 * 1024 ? 64 * 1024 : top;
+    top = top < 64 * 1024 ? 64 * 1024 : top;
+    return top > MAX_BUFFER_KIB ? MAX_BUFFER_KIB : top;   /* -b's cap (memlat.h) */
 }
 
 static void measure_size(void *p, double warmup, double seconds, struct wrow *w)

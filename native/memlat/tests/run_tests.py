@@ -64,7 +64,10 @@ def test_usage_errors(binary):
         (["--loaded_latency", "-Q"], "unknown option"),
         (["--loaded_latency", "-t", "0"], "duration"),
         (["-R"], "no mode"),
-        (["--idle_latency", "-b", str(1 << 40)], "available"),
+        (["--idle_latency", "-b", str(1 << 40)], "4 GiB"),
+        (["--idle_latency", "-b", "20000000"], "4 GiB"),  # 19 GiB: refused before anything is allocated
+        (["--idle_latency", "-t", "0x10"], "plain decimal"),  # not 16 s
+        (["--loaded_latency", "--warmup", "1e-1"], "plain decimal"),
         (["--loaded_latency", "-k", "4000"], "cpu"),
         (["--loaded_latency", "-k", "0"], "two cpus"),
         (["--idle_latency", "--mem_node", "x"], "numa node"),
@@ -292,7 +295,7 @@ SUITE_BAD = [
     (["--working_set", "--sizes", "2"], "--sizes"),
     (["--working_set", "--sizes", "4,4"], "twice"),
     (["--working_set", "--sizes", "-4"], "--sizes"),
-    (["--working_set", "--sizes", "1073741824"], "memory available"),
+    (["--working_set", "--sizes", "1073741824"], "4 GiB"),  # past the cap of -b
     (["--working_set", "--sizes", "4", "-l", "4096"], "16 chase slots"),
     (["--peak_injection_bandwidth", "-t", "0.01"], "at least 0.05"),
     (["--max_bandwidth", "-W", "13"], "traffic type"),

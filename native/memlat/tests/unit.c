@@ -102,9 +102,18 @@ static void test_args(void)
                          "--loaded_latency -Rx", "--loaded_latency -d", "--idle_latency --windows 0",
                          "--idle_latency --windows 1001", "--idle_latency --windows -3", "--idle_latency --windows x",
                          "--idle_latency --windows", "--c2c_latency --windows 5", "--working_set --windows 4",
-                         "--count_check 100 --windows 2"};
+                         "--count_check 100 --windows 2",
+                         /* a buffer past the 4 GiB cap (19 GiB used to start allocating) */
+                         "--idle_latency -b 4194305", "--idle_latency -b 20000000", "--working_set --sizes 4194305",
+                         /* seconds are plain decimal: strtod alone read 0x10 as 16 s */
+                         "--idle_latency -t 0x10", "--idle_latency -t 1e1", "--idle_latency -t inf",
+                         "--idle_latency -t nan", "--idle_latency -t 1.2.3", "--idle_latency -t .",
+                         "--idle_latency -t +2", "--idle_latency --warmup 0x1", "--idle_latency --warmup 1e-1"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         CHECK(parse(bad[i], &o) == 2, "'%s' should be a usage error", bad[i]);
+    CHECK(parse("--idle_latency -b 4194304 -t .5 --warmup 0.25", &o) == 0 && o.buffer_kib == 4194304 &&
+          o.seconds == 0.5 && o.warmup == 0.25, "the cap itself and decimal fractions");
+    CHECK(parse("--idle_latency -t 2.", &o) == 0 && o.seconds == 2.0, "a trailing point");
 }
 
 static void test_suite_args(void)
