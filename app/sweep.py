@@ -26,14 +26,14 @@ import signal
 import stat
 import threading
 import time
-from contextlib import aclosing, contextmanager
+from contextlib import aclosing, contextmanager, suppress
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, AsyncGenerator, Callable, Container, Hashable, Iterator, Mapping, Sequence, cast
 
 from app import audit, envinfo, runmeta, safety, telemetry, topology, tune
 from app.devstat import poll_problem
-from app.errors import ProfilerError, UsageError
+from app.errors import ENDING_SIGNALS, ProfilerError, UsageError
 from app.keys import NODE
 from app.link import link_of
 from app.lock import DirLock
@@ -67,6 +67,7 @@ if TYPE_CHECKING:
     from app.fleet.runner import Fleet
 
 DEFAULT_TARGET_NAME = "profiler-tui.testfile"
+TUNING_WAIT_S = 10.0  # an interrupted run waits this long at most for the thread making --tune's changes
 
 
 # --- events ---------------------------------------------------------------------------------
@@ -188,10 +189,10 @@ def _os_reason(e: OSError, where: Path | None = None) -> str:
 
 @contextmanager
 def _sigint_deferred() -> Iterator[None]:
-    """Hold back SIGINT (this thread) for a few quick file-system steps, so a ^C cannot leave them half
-    done; a ^C that came meanwhile is delivered when the block ends."""
+    """Hold back SIGINT and every other signal that ends a run (this thread) for a few quick file-system steps, so a
+    ^C or a SIGHUP cannot leave them half done; one that came meanwhile is delivered when the block ends."""
     try:
-        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, set(ENDING_SIGNALS))
     except (AttributeError, OSError, ValueError):
         old = None
     try:
@@ -429,13 +430,21 @@ class Session:
             self.lock = None
         self.results.close()
 
-    def mark_interrupted(self) -> None:
-        """An interrupt before ``events()`` took over: run.json says so (best effort), the lock is freed."""
+    def abandon(self) -> None:
+        """The last resort of a process that must end before ``events()`` could (any thread; the session is left
+        open for whoever still uses it): the settings --tune changed go back, ``.space-reserve`` goes, run.json
+        says ``interrupted`` (best effort).  Nothing of it is done twice."""
+        self._end_tuning()
+        self.results.drop_reserve()
         try:
             if self.results.read_meta().status in (RunStatus.PLANNED, RunStatus.RUNNING):
                 self.results.update_meta(status=RunStatus.INTERRUPTED, ended=now_iso())
         except (OSError, ProfilerError):
             pass
+
+    def mark_interrupted(self) -> None:
+        """An interrupt before ``events()`` took over, or after it: :meth:`abandon`, then the locks are freed."""
+        self.abandon()
         self.close()
 
     @property
@@ -492,10 +501,13 @@ class Session:
             progress, pending, meta = self._begin()
             # sysfs, nvme-cli and a look at swap activity over half a second: off the event loop (a TUI stays live)
             cancel = threading.Event()
+            reading = asyncio.ensure_future(asyncio.to_thread(self._host_settings, meta, cancel))
             try:
-                read = await asyncio.to_thread(self._host_settings, meta, cancel)
+                read = await asyncio.shield(reading)
             except asyncio.CancelledError:
-                cancel.set()  # nvme-cli killed, the swap watch ended: an interrupt never waits for the reading
+                cancel.set()  # nvme-cli killed, the swap watch ended: an interrupt never waits for the reading …
+                with suppress(BaseException):  # … but --tune's changes, made in that thread, are known before the end
+                    await asyncio.wait_for(reading, TUNING_WAIT_S)
                 raise
             meta = self._audit(meta, read)  # written here, never by the thread a ^C leaves behind
         except OSError as e:
