@@ -1,9 +1,10 @@
 """--tune round trips on the real sysfs of a loop device the test makes (scheduler, wbt_lat_usec, nomerges of its
 queue): the values are changed while a point runs and restored after a normal end, after every signal that would
 end the process (the CLI, a terminal that hangs up under its progress bar, the TUI, a closed output pipe), and
-after a SIGKILL by the ``resume`` of that run or by the next ``run``.  The audit's reading is replaced by one
-naming those files (tests/helpers/tune_run.py); the changes, the restore record and the signals are the tool's
-own."""
+after a SIGKILL by the ``resume`` of that run or by the next ``run``; a second --tune run on the device is refused
+while the first tunes, and an untuned run says its audit read the first one's values.  The audit's reading is
+replaced by one naming those files (tests/helpers/tune_run.py); the changes, the restore record, the locks and
+the signals are the tool's own."""
 
 from __future__ import annotations
 
@@ -267,6 +268,43 @@ def wait_running(proc: subprocess.Popen[str], out: Path, done: int) -> None:
     while not (results.exists() and len(results.read_text().splitlines()) >= done and fio_processes(out)):
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
         time.sleep(0.05)
+
+
+def test_one_tune_run_at_a_time_and_an_untuned_run_says_its_audit_is_not_the_hosts(tmp_path: Path) -> None:
+    """Run A tunes a loop device.  A second --tune run B on it once started, planned nothing (the values were already
+    A's), recorded wbt "ok", and measured on while A put 2000 back: it is refused now (exit 3, nothing created), naming
+    A's process and the device.  A run C without --tune on it measures, but its run.json says another run was tuning:
+    its audit holds A's values, not the host's, so its buffered writes are not judged 'write-throttled: passed'."""
+    a_out, b_out, c_out, tune_dir = tmp_path / "a", tmp_path / "b", tmp_path / "c", tmp_path / "records" / "tune"
+    with queue(tmp_path) as (dev, q):
+        env = env_for(q, tune_dir)
+        tuned = ["run", "custom", "--target", dev, "--yes", "--tune", "--set", "size=4m"]
+        with spawned(env, *tuned, "--out", str(a_out), "--set", "runtime=20") as a:
+            wait_tuned_and_running(a, q, a_out)
+            b = subprocess.run([sys.executable, str(HELPER), *tuned, "--out", str(b_out), "--set", "runtime=1"],
+                               cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+            print(f"\nB: exit {b.returncode}: {b.stderr}")
+            assert b.returncode == 3, b.stderr
+            lines = [ln for ln in b.stderr.splitlines() if not ln.startswith("Note:")]
+            assert len(lines) == 1 and f"process {a.pid}, results in {a_out}" in lines[0], b.stderr
+            assert f"the queue settings of {dev}" in lines[0], b.stderr
+            assert not b_out.exists() and values(q) == TUNED and record_path(tune_dir, a_out).exists()
+            c = subprocess.run([sys.executable, "-m", "app", "run", "custom", "--target", dev, "--yes", "--out",
+                                str(c_out), "--set", "rw=write", "--set", "direct=0", "--set", "size=4m", "--set",
+                                "runtime=1"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+            assert c.returncode == 0, c.stderr
+            a.send_signal(signal.SIGINT)
+            _, err = a.communicate(timeout=60)
+        assert a.returncode == 130, err
+        assert values(q) == BEFORE
+    m = meta(c_out)
+    print("\n" + "\n".join(m["warnings"]))
+    said = m["audit"]["tuned_by"]
+    assert f"another run (process {a.pid}, results in {a_out}) was tuning the queue settings of {dev}" in said
+    assert m["warnings"] == [f"profiler-tui: {said}."]
+    [line] = [json.loads(ln) for ln in (c_out / "results.jsonl").read_text().splitlines()]
+    assert line["checks"]["write-throttled"] == {"result": "not-applicable", "why": said}
+    validate_dir(c_out)
 
 
 def killed_run(tmp_path: Path, dev: str, q: Path, out: Path, tune_dir: Path) -> None:
