@@ -375,15 +375,16 @@ async def _drive(session: Session, printer: ProgressPrinter, stream: EventWriter
     events = session.events()
     try:
         async for event in events:
+            if isinstance(event, RunFinished):
+                finished = event
             try:
                 printer.handle(event)
             except OSError:  # the terminal or the pipe the progress goes to is gone: nobody follows the run now
                 drop_lost_output()
-                raise asyncio.CancelledError() from None
+                if finished is None:
+                    raise asyncio.CancelledError() from None
             if stream is not None:
                 stream.handle(event)
-            if isinstance(event, RunFinished):
-                finished = event
     finally:
         await events.aclose()  # the run's own clean-up, when it is left early, still under the handlers above
         for sig in ENDING_SIGNALS:
