@@ -837,6 +837,15 @@ def from_json(obj: object) -> Audit | None:
                  _text(obj, "container"), read_at=read_at)
 
 
+MAX_TUNED_BY = 1000
+
+
+def tuned_by(obj: object) -> str | None:
+    """run.json ``audit.tuned_by``: why the reading is not the host's own — another run was tuning these settings
+    with --tune when it was taken (app.tune.tuned_elsewhere) — or None."""
+    return (_text(obj, "tuned_by", MAX_TUNED_BY) or None) if isinstance(obj, dict) else None
+
+
 # --- the table `profiler-tui audit` prints -------------------------------------------------------------------
 
 TABLE_HEADERS = ("setting", "value", "a benchmark wants", "why")

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Mapping, TextIO
 import click
 
 from app import __version__, presets
-from app.errors import EXIT_INTERRUPTED, ProfilerError, UsageError
+from app.errors import ENDING_SIGNALS, EXIT_INTERRUPTED, ProfilerError, UsageError
 from app.sanitize import clean_line, clean_text
 from app.summary import point_label, results_table
 from app.textable import format_table
@@ -276,33 +276,57 @@ def _interrupted_line(session: Session) -> str:
             f"finish with `profiler-tui resume {session.path}`.")
 
 
-class StartUpInterrupt:
-    """The SIGINT and SIGTERM handler of ``run`` and ``resume`` until their event loop takes over (``_drive``).
+def _ignore_endings() -> None:
+    """From here on no signal cuts the clean-up short (app.errors.ENDING_SIGNALS ignored)."""
+    for sig in ENDING_SIGNALS:
+        try:
+            signal.signal(sig, signal.SIG_IGN)
+        except (ValueError, OSError):  # not the main thread
+            return
 
-    Until then nothing has been measured, so ^C ends the process at once: exit 130 and one line, after a
-    fleet's ssh connections are closed (app.fleet.links.close_all).  It
-    raises nothing into whatever Python is doing at that moment (a KeyboardInterrupt raised while a
-    module is being imported can surface as another exception, with a traceback).  Once the session's
-    run.json exists (``track``), it is first marked ``interrupted``.  The steps that create run.json
-    hold SIGINT back (app.sweep), so the handler never runs half-way through them.
+
+def drop_lost_output() -> None:
+    """app.progress.drop_lost_output, imported where a run is under way (app.progress loads asyncio)."""
+    from app.progress import drop_lost_output as drop
+
+    drop()
+
+
+def _say(line: str) -> None:
+    """One line on stderr while the run ends: output that cannot be written is dropped."""
+    try:
+        click.echo(line, err=True)
+    except OSError:
+        drop_lost_output()
+
+
+class StartUpInterrupt:
+    """The handler of every signal that ends the process (app.errors.ENDING_SIGNALS: SIGINT, SIGTERM, SIGHUP, …)
+    for ``run`` and ``resume`` outside their event loop (``_drive``), which handles them while the run goes.
+
+    Before the loop nothing has been measured and nothing changed, so a signal ends the process at once: exit
+    130 and one line, after a fleet's ssh connections are closed (app.fleet.links.close_all); after the loop the
+    run has already ended and recorded how.  It raises nothing into whatever Python is doing at that moment (a
+    KeyboardInterrupt raised while a module is being imported can surface as another exception, with a
+    traceback).  Once the session's run.json exists (``track``), it is first marked ``interrupted``.  The steps
+    that create run.json hold these signals back (app.sweep), so the handler never runs half-way through them.
     """
 
     def __init__(self) -> None:
         self.session: Session | None = None
 
     def install(self) -> None:
-        try:  # SIGTERM too: a fleet start-up's ssh connections and their directories go before the process
-            signal.signal(signal.SIGINT, self)
-            signal.signal(signal.SIGTERM, self)
-        except ValueError:  # not the main thread: nothing to install
-            pass
+        for sig in ENDING_SIGNALS:  # SIGTERM too: a fleet start-up's ssh connections and directories go first
+            try:
+                signal.signal(sig, self)
+            except ValueError:  # not the main thread: nothing to install
+                return
 
     def track(self, session: Session) -> None:
         self.session = session
 
     def __call__(self, signum: int, frame: Any) -> None:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second ^C does not cut this short
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        _ignore_endings()  # a second ^C does not cut this short
         line = "profiler-tui: interrupted."
         if self.session is not None:
             self.session.mark_interrupted()
@@ -320,7 +344,10 @@ class StartUpInterrupt:
                 links.close_all()
             except Exception:
                 pass
-        os.write(2, (line + "\n").encode())
+        try:
+            os.write(2, (line + "\n").encode())
+        except OSError:
+            pass
         os._exit(EXIT_INTERRUPTED)
 
 
@@ -337,21 +364,35 @@ async def _drive(session: Session, printer: ProgressPrinter, stream: EventWriter
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
     assert task is not None
-    for sig in (signal.SIGINT, signal.SIGTERM):  # from here ^C stops the run cleanly (replaces START_UP)
-        loop.add_signal_handler(sig, task.cancel)
+    stopping: list[int] = []
+
+    def interrupt(sig: int) -> None:
+        if not stopping:  # the first signal stops the run; none after it cuts the run's clean-up short
+            stopping.append(sig)
+            drop_lost_output()
+            task.cancel()
+
+    for sig in ENDING_SIGNALS:  # from here a signal stops the run cleanly (replaces START_UP)
+        loop.add_signal_handler(sig, interrupt, sig)
     finished: RunFinished | None = None
     events = session.events()
     try:
         async for event in events:
-            printer.handle(event)
-            if stream is not None:
-                stream.handle(event)
             if isinstance(event, RunFinished):
                 finished = event
+            try:
+                printer.handle(event)
+            except OSError:  # the terminal or the pipe the progress goes to is gone: nobody follows the run now
+                drop_lost_output()
+                if finished is None:
+                    raise asyncio.CancelledError() from None
+            if stream is not None:
+                stream.handle(event)
     finally:
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        await events.aclose()  # the run's own clean-up, when it is left early, still under the handlers above
+        for sig in ENDING_SIGNALS:
             loop.remove_signal_handler(sig)
-        await events.aclose()
+        START_UP.install()
     assert finished is not None, "Session.events() ended without RunFinished"
     return finished
 
@@ -389,14 +430,17 @@ def _execute(session: Session, json_stream: bool = False) -> int:
         try:
             finished = asyncio.run(_drive(session, printer, stream))
         finally:
-            printer.close()
+            try:
+                printer.close()
+            except OSError:  # the terminal went away meanwhile
+                drop_lost_output()
     except (asyncio.CancelledError, KeyboardInterrupt):
-        _ignore_sigint()  # a second ^C does not cut the clean-up short
+        _ignore_endings()  # a second ^C does not cut the clean-up short
         session.mark_interrupted()  # when the interrupt came before the run itself recorded it
         line = _interrupted_line(session)
         if stream is not None:
             stream.write(ended_object("interrupted", line))
-        click.echo(line, err=True)
+        _say(line)
         return EXIT_INTERRUPTED
     except ProfilerError as e:
         if stream is not None:
@@ -664,13 +708,6 @@ def compare(directory: str, other: str | None, reference: str | None, hosts: tup
     return 0
 
 
-def _ignore_sigint() -> None:
-    try:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-    except ValueError:  # not the main thread
-        pass
-
-
 INTERRUPTED_LINE = "profiler-tui: interrupted."
 
 
@@ -681,11 +718,11 @@ def main(argv: list[str] | None = None) -> None:
     try:
         rv = cli.main(args=argv, prog_name="profiler-tui", standalone_mode=False)
     except click.exceptions.Abort as e:
-        _ignore_sigint()
+        _ignore_endings()
         click.echo(INTERRUPTED_LINE if isinstance(e.__cause__, KeyboardInterrupt) else "Aborted.", err=True)
         sys.exit(EXIT_INTERRUPTED)
     except KeyboardInterrupt:
-        _ignore_sigint()
+        _ignore_endings()
         click.echo(INTERRUPTED_LINE, err=True)
         sys.exit(EXIT_INTERRUPTED)
     except click.ClickException as e:

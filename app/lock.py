@@ -5,6 +5,10 @@ releases it when the process ends, however it ends (exit, crash, SIGKILL), so a 
 stale.  A second run or resume of the same directory is refused at once with the holder's PID
 (exit 2), and readers (report, resume, the TUI) tell a run whose ``run.json`` still says
 ``running`` but whose lock is free — its process died — as ``interrupted``.
+
+The steps of such a lock — :func:`take` it or learn who holds it, :func:`claim` it (the holder's PID, and a line
+of note, for whoever is refused), :func:`peek` at it, :func:`let_go` of it — serve the locks of --tune too
+(app.tune: one run at a time changes a device's or the CPUs' settings).
 """
 
 from __future__ import annotations
@@ -21,14 +25,26 @@ from app.points import RunStatus
 LOCK_NAME = ".lock"
 # statuses a live process writes; without a lock holder they mean the process died
 LIVE_STATUSES = (RunStatus.PLANNED, RunStatus.RUNNING)
+MAX_NOTE = 4096  # bytes of a lock file read for its note
+
+
+def _lines(fd: int, size: int) -> list[str]:
+    try:
+        return os.pread(fd, size, 0).decode("utf-8", "replace").split("\n")
+    except OSError:
+        return [""]
 
 
 def _read_pid(fd: int) -> int | None:
-    try:
-        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
-    except OSError:
-        return None
+    """The PID on the lock file's first line (its holder writes it there, :func:`claim`)."""
+    text = _lines(fd, 32)[0].strip()
     return int(text) if text.isdigit() else None
+
+
+def note(fd: int) -> str:
+    """What the lock's holder wrote after its PID (:func:`claim`): one line, or ""."""
+    lines = _lines(fd, MAX_NOTE)
+    return lines[1] if len(lines) > 2 else ""  # a complete line only
 
 
 def _alive(pid: int) -> bool:
@@ -41,18 +57,54 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _holder_pid(fd: int, wait: float = 0.5) -> int | None:
-    """The PID the lock's holder writes right after it locks: a moment may pass between its flock and its
-    write, during which the file is empty or still names the previous, dead holder; so read until a live
-    process is named, for at most ``wait`` seconds (None: unknown)."""
+def take(fd: int, wait: float = 0.5) -> int | None:
+    """The exclusive flock on the lock file ``fd``: None once it is taken, or the PID of the process that holds it
+    (0: unknown).  A moment may pass between a holder's flock and its :func:`claim`, during which the file is empty
+    or still names the previous, dead holder, and a look by :func:`peek` holds the lock for a moment only: so the
+    lock is tried again until a live holder is named, for at most ``wait`` seconds."""
     deadline = time.monotonic() + wait
     while True:
-        pid = _read_pid(fd)
-        if pid and _alive(pid):
-            return pid
-        if time.monotonic() >= deadline:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             return None
-        time.sleep(0.01)
+        except BlockingIOError:
+            pid = _read_pid(fd)
+            if pid and _alive(pid):
+                return pid
+            if time.monotonic() >= deadline:
+                return 0
+            time.sleep(0.01)
+
+
+def claim(fd: int, text: str = "") -> None:
+    """Write this process's PID (and ``text``, one line) into the lock file it holds, for whoever is refused."""
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, (f"{os.getpid()}\n" + (f"{text}\n" if text else "")).encode(), 0)
+    except OSError:
+        pass  # the flock is what counts; the PID is only for the message
+
+
+def let_go(fd: int) -> None:
+    """Empty the lock file (it names no holder any more) and close it, which drops the flock."""
+    try:
+        os.ftruncate(fd, 0)
+    except OSError:
+        pass
+    os.close(fd)
+
+
+def peek(fd: int) -> int | None:
+    """The PID holding the lock file ``fd``'s lock (0 when held but the PID is unknown), or None when it is free: a
+    shared lock is tried and let go at once."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return _read_pid(fd) or 0
+    except OSError:
+        return None
+    fcntl.flock(fd, fcntl.LOCK_UN)
+    return None
 
 
 class DirLock:
@@ -78,20 +130,15 @@ class DirLock:
                 raise UsageError(f"{self.file}: is a symbolic link; refusing to use it as the run's lock.") from None
             raise UsageError(f"{self.path}: cannot create its lock file {LOCK_NAME} ({e.strerror}).") from None
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            pid = _holder_pid(fd)
-            os.close(fd)
-            who = f"process {pid}" if pid else "another process"
-            raise UsageError(f"{self.path} is in use by {who}; wait for it to finish or stop it first.") from None
+            pid = take(fd)
         except OSError as e:
             os.close(fd)
             raise UsageError(f"{self.path}: cannot lock {LOCK_NAME} ({e.strerror}).") from None
-        try:
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        except OSError:
-            pass  # the flock is what counts; the PID is only for the message
+        if pid is not None:
+            os.close(fd)
+            who = f"process {pid}" if pid else "another process"
+            raise UsageError(f"{self.path} is in use by {who}; wait for it to finish or stop it first.")
+        claim(fd)
         self.fd = fd
         return self
 
@@ -105,11 +152,7 @@ class DirLock:
     def release(self) -> None:
         if self.fd is None:
             return
-        try:
-            os.ftruncate(self.fd, 0)
-        except OSError:
-            pass
-        os.close(self.fd)  # closing the descriptor drops the flock
+        let_go(self.fd)
         self.fd = None
 
     def __enter__(self) -> "DirLock":
@@ -126,14 +169,7 @@ def holder(path: str | os.PathLike[str]) -> int | None:
     except OSError:
         return None
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return _read_pid(fd) or 0
-        except OSError:
-            return None
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return None
+        return peek(fd)
     finally:
         os.close(fd)
 

@@ -8,6 +8,8 @@ no UI library.
 
 from __future__ import annotations
 
+import os
+import select
 import time
 from typing import Any, TextIO
 
@@ -16,6 +18,38 @@ from app.runners.base import Sample
 from app.sanitize import clean_text
 from app.summary import live_line, metrics_line, outcome_line, point_label
 from app.units import format_duration
+
+
+def point_at_dev_null(*fds: int) -> None:
+    """Make writes to ``fds`` succeed and go nowhere (the terminal behind them is gone)."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        for fd in fds:
+            try:
+                os.dup2(null, fd)
+            except OSError:
+                pass
+    finally:
+        os.close(null)
+
+
+def _gone(fd: int) -> bool:
+    """Whether what ``fd`` writes to is gone: a terminal that hung up, a pipe whose reader closed it."""
+    try:
+        poll = select.poll()
+        poll.register(fd, select.POLLOUT)
+        return any(ev & (select.POLLHUP | select.POLLERR | select.POLLNVAL) for _, ev in poll.poll(0))
+    except (OSError, ValueError):
+        return False
+
+
+def drop_lost_output() -> None:
+    """Point stdout and stderr at /dev/null when what they lead to is gone (an SSH drop's terminal, a closed
+    pipe): a run's last lines then go nowhere instead of failing half-way through its ending."""
+    point_at_dev_null(*(fd for fd in (1, 2) if _gone(fd)))
 
 
 class ProgressPrinter:

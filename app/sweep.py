@@ -27,14 +27,14 @@ import signal
 import stat
 import threading
 import time
-from contextlib import aclosing, contextmanager
+from contextlib import aclosing, contextmanager, suppress
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, AsyncGenerator, Callable, Container, Hashable, Iterator, Mapping, Sequence, cast
 
 from app import audit, envinfo, runmeta, safety, telemetry, topology, tune
 from app.devstat import poll_problem
-from app.errors import ProfilerError, UsageError
+from app.errors import ENDING_SIGNALS, ProfilerError, UsageError
 from app.keys import NODE
 from app.link import link_of
 from app.lock import DirLock
@@ -79,6 +79,7 @@ if TYPE_CHECKING:
 
 DEFAULT_TARGET_NAME = "profiler-tui.testfile"
 SCRATCH_DIR_PREFIX = "profiler-tui-"  # the directory the tool makes for its test file in a sticky one like /tmp
+TUNING_WAIT_S = 10.0  # an interrupted run waits this long at most for the thread making --tune's changes
 
 
 # --- events ---------------------------------------------------------------------------------
@@ -200,10 +201,10 @@ def _os_reason(e: OSError, where: Path | None = None) -> str:
 
 @contextmanager
 def _sigint_deferred() -> Iterator[None]:
-    """Hold back SIGINT (this thread) for a few quick file-system steps, so a ^C cannot leave them half
-    done; a ^C that came meanwhile is delivered when the block ends."""
+    """Hold back SIGINT and every other signal that ends a run (this thread) for a few quick file-system steps, so a
+    ^C or a SIGHUP cannot leave them half done; one that came meanwhile is delivered when the block ends."""
     try:
-        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, set(ENDING_SIGNALS))
     except (AttributeError, OSError, ValueError):
         old = None
     try:
@@ -581,22 +582,38 @@ class Session:
     tune_settings: bool = False  # --tune: the audit's benchmark values set for the run, restored at its end
     tuning: tune.Tuning | None = None  # app.tune: what --tune changed, while the run lasts
     notes: list[str] = field(default_factory=list)  # what the session did before its run (leftover --tune records)
+    # --tune: the locks of what it may change, held by the session (app.tune.lock_settings)
+    settings_lock: tune.SettingsLock | None = field(default=None, init=False)
+    # a run without --tune: why its audit is not the host's own (another run was tuning), when it was read
+    tuned_elsewhere: str | None = field(default=None, init=False)
 
     def close(self) -> None:
-        """Release the results directory (``events()`` does it when it ends) and a fleet's connections."""
+        """Release the results directory (``events()`` does it when it ends), the locks of --tune and a fleet's
+        connections."""
         self.targets.close()
         if self.lock is not None:
             self.lock.release()
             self.lock = None
+        if self.settings_lock is not None:
+            self.settings_lock.release()
+            self.settings_lock = None
         self.results.close()
 
-    def mark_interrupted(self) -> None:
-        """An interrupt before ``events()`` took over: run.json says so (best effort), the lock is freed."""
+    def abandon(self) -> None:
+        """The last resort of a process that must end before ``events()`` could (any thread; the session is left
+        open for whoever still uses it): the settings --tune changed go back, ``.space-reserve`` goes, run.json
+        says ``interrupted`` (best effort).  Nothing of it is done twice."""
+        self._end_tuning()
+        self.results.drop_reserve()
         try:
             if self.results.read_meta().status in (RunStatus.PLANNED, RunStatus.RUNNING):
                 self.results.update_meta(status=RunStatus.INTERRUPTED, ended=now_iso())
         except (OSError, ProfilerError):
             pass
+
+    def mark_interrupted(self) -> None:
+        """An interrupt before ``events()`` took over, or after it: :meth:`abandon`, then the locks are freed."""
+        self.abandon()
         self.close()
 
     @property
@@ -658,10 +675,13 @@ class Session:
             progress, pending, meta = self._begin()
             # sysfs, nvme-cli and a look at swap activity over half a second: off the event loop (a TUI stays live)
             cancel = threading.Event()
+            reading = asyncio.ensure_future(asyncio.to_thread(self._host_settings, meta, cancel))
             try:
-                read = await asyncio.to_thread(self._host_settings, meta, cancel)
+                read = await asyncio.shield(reading)
             except asyncio.CancelledError:
-                cancel.set()  # nvme-cli killed, the swap watch ended: an interrupt never waits for the reading
+                cancel.set()  # nvme-cli killed, the swap watch ended: an interrupt never waits for the reading …
+                with suppress(BaseException):  # … but --tune's changes, made in that thread, are known before the end
+                    await asyncio.wait_for(reading, TUNING_WAIT_S)
                 raise
             meta = self._audit(meta, read)  # written here, never by the thread a ^C leaves behind
         except OSError as e:
@@ -845,10 +865,17 @@ class Session:
         if isinstance(self.targets, FleetTargets):  # its facts say why there is no audit
             return meta
         found = audit.from_json(meta.audit) if meta.audit is not None else None
+        elsewhere = self.tuned_elsewhere
         if found is None and read is not None:
             found = read
-            meta = self.results.update_meta(audit=audit.to_json(found))
-        if found is not None:
+            meta = self.results.update_meta(audit={**audit.to_json(found),
+                                                   **({"tuned_by": elsewhere} if elsewhere else {})})
+        if elsewhere:  # said once per session: the first run's, and a resume's that found another run tuning
+            meta = self.results.update_meta(warnings=[*meta.warnings, f"profiler-tui: {elsewhere}."])
+        why_not = elsewhere or audit.tuned_by(meta.audit)
+        if why_not:  # the settings read are another run's: the checks that read them cannot judge a point
+            self.facts = replace(self.facts, audit=None, no_audit=why_not)
+        elif found is not None:
             self.facts = replace(self.facts, audit=found)
         return meta
 
@@ -1050,6 +1077,8 @@ class Session:
         self._start_tuning(cancel)
         if isinstance(self.targets, FleetTargets) or cancel.is_set():  # a fleet's facts say why there is none
             return None
+        if not self.tune_settings:
+            self.tuned_elsewhere = tune.tuned_elsewhere(self.target)
         if meta.audit is not None and audit.from_json(meta.audit) is not None:
             return None
         return audit.audit(self.target, run_cpus(self.plan), cancel=cancel)
@@ -1218,12 +1247,16 @@ def new_session(
                        procedure=preset.procedure, tune_settings=tune_settings, notes=notes)
 
     created: list[Path] = []
-    return _create(out_dir, make, created, on_created)
+    settings = (lambda: tune.lock_settings(target_path, out_dir)) if tune_settings else None
+    return _create(out_dir, make, created, on_created, settings)
 
 
 def _create(out_dir: Path, make: Callable[[ResultsDir, DirLock], Session], created: list[Path],
-            on_created: Callable[[Session], None] | None) -> Session:
-    """The results directory, its lock, the check that it holds no run, and ``make`` (run.json, the session)."""
+            on_created: Callable[[Session], None] | None,
+            settings: Callable[[], tune.SettingsLock] | None = None) -> Session:
+    """``settings``' locks (--tune: SafetyError when another run holds one, before anything is made), then the
+    results directory, its lock, the check that it holds no run, and ``make`` (run.json, the session)."""
+    held = settings() if settings is not None else None
     results = ResultsDir(out_dir)
     lock = DirLock(out_dir)
     try:
@@ -1234,9 +1267,12 @@ def _create(out_dir: Path, make: Callable[[ResultsDir, DirLock], Session], creat
             lock.acquire()
             results.check_empty()
             session = make(results, lock)
+            session.settings_lock = held
             if on_created is not None:
                 on_created(session)  # e.g. the CLI's ^C handler, told before a held-back ^C is delivered
     except BaseException as e:
+        if held is not None:
+            held.release()
         with _sigint_deferred():
             if out_dir in created and results.fd is not None and (lock.fd is not None or _try_lock(lock)):
                 lock.remove()  # the directory is ours: nothing of this run stays
@@ -1314,7 +1350,10 @@ def load_session(path: str | os.PathLike[str], *, engine: str | None = None, yes
         if results.exists():  # no run.json: read_meta says so
             lock = DirLock(results.path, results.fd).acquire()
             results.open_raw()
-        return _open_session(results, lock, engine=engine, yes=yes, allow_destructive=allow_destructive)
+        session = _open_session(results, lock, engine=engine, yes=yes, allow_destructive=allow_destructive)
+        if session.tune_settings:  # SafetyError when another --tune run holds what this one changes
+            session.settings_lock = tune.lock_settings(session.target, session.path)
+        return session
     except BaseException:
         if lock is not None:
             lock.release()

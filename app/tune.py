@@ -17,8 +17,14 @@ session's ``finally``, with an ``atexit`` fallback; only SIGKILL skips both) wri
 in reverse order, only if the file still holds what the run set — another process that changed it meanwhile
 wins — records ``restored`` per change and removes the restore record.
 
+One --tune run at a time: from before it plans its changes until it has put them back, a run holds an exclusive
+``flock`` per thing it may change (:func:`lock_scopes`: its device's queue, the CPU settings) in the records'
+directory, so a second --tune run is refused (SafetyError, exit 3) naming the first; a run without --tune learns
+from the same locks that what its audit reads is another run's (:func:`tuned_elsewhere`).
+
 The restore record is what a SIGKILLed run leaves: it names the run's process (PID and start time, so a live
-run is told from a dead one whose PID was reused) and its results directory.  Every local ``run`` and
+run is told from a dead one whose PID was reused) and its results directory; its run holds it locked while it
+lives, which tells a live run's record from a dead one's in any PID namespace.  Every local ``run`` and
 ``resume`` first restores every record whose process is gone (:func:`restore_leftovers`).  The record's
 directory is made by root, mode 0700; a directory or record that another user owns or can write is refused
 (never read, never acted on); records are created with O_CREAT|O_EXCL|O_NOFOLLOW.  /run is emptied at boot, as
@@ -29,6 +35,7 @@ from __future__ import annotations
 
 import atexit
 import errno
+import fcntl
 import hashlib
 import json
 import os
@@ -38,10 +45,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
-from app.audit import Audit
+from app.audit import Audit, Device, find_device
 from app.errors import SafetyError, UsageError
 from app.link import sysfs_root
+from app.lock import claim, let_go, note, peek, take
 from app.results import now_iso, read_regular
+from app.sanitize import clean_line
 
 TUNE_DIR = "/run/profiler-tui/tune"
 TUNE_DIR_ENV = "PROFILER_TUI_TUNE_DIR"
@@ -262,30 +271,37 @@ def open_record_dir(create: bool) -> int | None:
             os.close(fd)
 
 
-def _write_record(dir_fd: int, name: str, record: dict[str, object]) -> None:
+def _write_record(dir_fd: int, name: str, record: dict[str, object]) -> int:
+    """The restore record, created and locked: the run holds it open and locked for its life, which tells it from
+    the record of a run that is gone (:func:`restore_leftovers`), whatever its PID says."""
     fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dir_fd)
     try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
         os.write(fd, json.dumps(record, ensure_ascii=False).encode())
         os.fsync(fd)
-    finally:
+    except BaseException:
         os.close(fd)
+        raise
+    return fd
 
 
-def _read_record(dir_fd: int, name: str) -> dict[str, Any] | str:
-    """A restore record, or why it is refused."""
-    try:
-        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
-    except OSError as e:
-        return f"cannot be opened ({_reason(e)})"
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
-            return "is not a regular file with one name"
-        if st.st_uid != os.geteuid() or st.st_mode & 0o077:
-            return f"is owned by uid {st.st_uid} with mode {stat.S_IMODE(st.st_mode):04o}, not this user's 0600"
-        data = os.read(fd, MAX_RECORD_BYTES + 1)
-    finally:
+def _open_own(dir_fd: int, name: str, flags: int) -> int:
+    """``name`` in the records' directory, opened without following a link: OSError (EPERM) when it is not a
+    regular file of this user, mode 0600 at most, with one name."""
+    fd = os.open(name, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o600, dir_fd=dir_fd)
+    st = os.fstat(fd)
+    problem = ("is not a regular file with one name" if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1 else
+               f"is owned by uid {st.st_uid} with mode {stat.S_IMODE(st.st_mode):04o}, not this user's 0600"
+               if st.st_uid != os.geteuid() or st.st_mode & 0o077 else None)
+    if problem:
         os.close(fd)
+        raise OSError(errno.EPERM, problem, name)
+    return fd
+
+
+def _read_record(fd: int) -> dict[str, Any] | str:
+    """The restore record open as ``fd`` (:func:`_open_own`), or why it is refused."""
+    data = os.read(fd, MAX_RECORD_BYTES + 1)
     try:
         obj = json.loads(data) if len(data) <= MAX_RECORD_BYTES else None
     except ValueError:
@@ -316,6 +332,7 @@ class Tuning:
         self.record = record
         self.restored_at: str | None = None
         self._dir_fd: int | None = None
+        self._record_fd: int | None = None  # the restore record, locked while the run lives
         self._name = run_id(run_dir) + ".json"
 
     def to_json(self) -> dict[str, object]:
@@ -340,7 +357,7 @@ class Tuning:
             raise SafetyError(f"{tune_dir()}: vanished while it was made: nothing was changed.")
         pid = os.getpid()
         try:
-            _write_record(dir_fd, self._name, {
+            self._record_fd = _write_record(dir_fd, self._name, {
                 "pid": pid, "pid_start": process_start(pid), "run_dir": os.path.realpath(self.run_dir),
                 "created": now_iso(),
                 "changes": [{k: c.to_json()[k] for k in ("key", "path", "previous", "value")} for c in self.changes]})
@@ -370,9 +387,10 @@ class Tuning:
         except OSError:
             pass
         finally:
-            if self._dir_fd is not None:
-                os.close(self._dir_fd)
-                self._dir_fd = None
+            for fd in (self._record_fd, self._dir_fd):
+                if fd is not None:
+                    os.close(fd)
+            self._record_fd = self._dir_fd = None
 
 
 def _apply_one(c: Change) -> None:
@@ -427,6 +445,114 @@ def start(audit: Audit, run_dir: Path, record: Callable[[dict[str, object]], obj
     return tuning
 
 
+# --- one --tune run at a time on what it changes --------------------------------------------------------------
+
+CPU_LOCK = ("cpus.lock", "the CPU settings (frequency governor, idle states)")
+
+
+def lock_scopes(target: str | None) -> list[tuple[str, str]]:
+    """The lock files of what a --tune run on ``target`` may change, each with what it guards in words: the queue
+    of the target's device (a partition's is its disk's; a file's, the device under its filesystem), and the CPU
+    settings, which are the machine's — every run uses CPUs, so two --tune runs never overlap on one machine."""
+    scopes: list[tuple[str, str]] = []
+    try:
+        device = find_device(target, sysfs_root()) if target is not None else None
+    except Exception:  # the audit reads the same as it can (app.audit.audit): its device is then unknown
+        device = None
+    if isinstance(device, Device):
+        queue = os.path.realpath(device.queue).encode(errors="surrogateescape")
+        scopes.append((f"device-{hashlib.sha256(queue).hexdigest()[:20]}.lock",
+                       f"the queue settings of /dev/{clean_line(device.name, 64)}"))
+    return scopes + [CPU_LOCK]
+
+
+def _holder(pid: int, fd: int) -> str:
+    run = clean_line(note(fd), 300)
+    return (f"process {pid}" if pid else "another process") + (f", results in {run}" if run else "")
+
+
+class SettingsLock:
+    """The locks a --tune run holds on what it may change (:func:`lock_settings`), from before it plans its changes
+    until it has put them back; the kernel drops them when the process ends, however it ends."""
+
+    def __init__(self) -> None:
+        self.fds: list[int] = []
+
+    def release(self) -> None:
+        while self.fds:
+            let_go(self.fds.pop())
+
+
+def lock_settings(target: str | None, run_dir: str | os.PathLike[str]) -> SettingsLock:
+    """Lock what a --tune run on ``target`` may change (:func:`lock_scopes`), in the restore records' directory
+    (root's, 0700), so that no other --tune run changes it — or reads the values this one set as the host's own —
+    until this run ends.  SafetyError (exit 3), nothing held, when another run holds one (the sentence names what,
+    the other run's process and its results directory), or when the directory is not root's alone."""
+    dir_fd = open_record_dir(create=True)
+    if dir_fd is None:  # removed again between its creation and its opening
+        raise SafetyError(f"{tune_dir()}: vanished while it was made: nothing was changed.")
+    held = SettingsLock()
+    try:
+        for name, what in lock_scopes(target):
+            try:
+                fd = _open_own(dir_fd, name, os.O_RDWR | os.O_CREAT)
+            except OSError as e:
+                raise SafetyError(f"{tune_dir() / name}: cannot lock {what} for --tune ({_reason(e)}): nothing was "
+                                  "changed.") from None
+            try:
+                pid = take(fd)
+                if pid is not None:
+                    raise SafetyError(f"--tune refused: {what} are being tuned by another run ({_holder(pid, fd)}); "
+                                      "two --tune runs would change them under each other and read each other's "
+                                      "values as the host's own. Wait for it to end, or stop it.")
+            except BaseException:
+                os.close(fd)  # another run's lock: its file is left as it is
+                raise
+            claim(fd, os.path.realpath(run_dir))
+            held.fds.append(fd)
+    except BaseException:
+        held.release()
+        raise
+    finally:
+        os.close(dir_fd)
+    return held
+
+
+def tuned_elsewhere(target: str | None) -> str | None:
+    """For a run without --tune: one sentence when another run is tuning what this run's audit reads (the queue of
+    its device, the CPU settings) — the values read are then that run's, not the host's own, and that run puts the
+    host's back when it ends, maybe while this one measures — else None.  Without access to the restore records'
+    directory (not root) nothing can be known: None."""
+    try:
+        dir_fd = open_record_dir(create=False)
+    except SafetyError:  # the leftover scan says why the directory is refused
+        return None
+    if dir_fd is None:
+        return None
+    busy: list[str] = []
+    who = ""
+    try:
+        for name, what in lock_scopes(target):
+            try:
+                fd = _open_own(dir_fd, name, os.O_RDONLY)
+            except OSError:
+                continue
+            try:
+                pid = peek(fd)
+                if pid is not None:
+                    busy.append(what)
+                    who = who or _holder(pid, fd)
+            finally:
+                os.close(fd)
+    finally:
+        os.close(dir_fd)
+    if not busy:
+        return None
+    return (f"another run ({who}) was tuning {' and '.join(busy)} with --tune when this run read the host's settings: "
+            "the audit holds that run's values, not the host's own, and that run puts the host's back when it ends, "
+            "maybe while this one measures")
+
+
 # --- records a killed run left --------------------------------------------------------------------------------
 
 
@@ -479,17 +605,27 @@ def restore_leftovers() -> tuple[list[Leftover], list[str]]:
         for name in sorted(os.listdir(dir_fd))[:1000]:
             if not RECORD_NAME.fullmatch(name):
                 continue
-            record = _read_record(dir_fd, name)
-            if isinstance(record, str):
-                refused.append(f"{tune_dir() / name}: {record}: not acted on.")
-                continue
-            if _alive(record):
-                continue
-            found.append(_restore_record(record))
             try:
-                os.unlink(name, dir_fd=dir_fd)
-            except OSError:
-                pass
+                fd = _open_own(dir_fd, name, os.O_RDONLY)
+            except OSError as e:
+                refused.append(f"{tune_dir() / name}: {_reason(e)}: not acted on.")
+                continue
+            try:
+                if take(fd, wait=0) is not None:  # its run holds it: alive (in any PID namespace)
+                    continue
+                record = _read_record(fd)
+                if isinstance(record, str):
+                    refused.append(f"{tune_dir() / name}: {record}: not acted on.")
+                    continue
+                if _alive(record):
+                    continue
+                found.append(_restore_record(record))
+                try:
+                    os.unlink(name, dir_fd=dir_fd)
+                except OSError:
+                    pass
+            finally:
+                os.close(fd)
     except OSError:
         pass
     finally:

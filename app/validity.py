@@ -37,7 +37,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Iterable, Mapping
 
-from app.audit import ITEMS, Audit, Item, from_json
+from app.audit import ITEMS, Audit, Item, from_json, tuned_by
 from app.devstat import MIN_DEVICE_BYTES
 from app.link import Link, sysfs_root
 from app.points import WRITE_MODES
@@ -500,10 +500,11 @@ def recorded_facts(meta: RunMeta | None) -> TargetFacts:
     why = _line(tele.get("reason")) if tele is not None else None
     env = meta.environment.entry if meta is not None and meta.environment is not None else None
     recorded = from_json(meta.audit) if meta is not None and meta.audit is not None else None
+    elsewhere = tuned_by(meta.audit) if meta is not None else None  # another run's values: no judge of a point
     return TargetFacts(link=link, no_link=no_link_why(info, env),  # type: ignore[arg-type]
                        telemetry=on, no_telemetry=f"no drive telemetry: {why}" if why else NO_TELEMETRY,
-                       audit=recorded,
-                       no_audit=FLEET_NOT_AUDITED if meta is not None and meta.is_fleet else NOT_AUDITED)
+                       audit=None if elsewhere else recorded,
+                       no_audit=elsewhere or (FLEET_NOT_AUDITED if meta is not None and meta.is_fleet else NOT_AUDITED))
 
 
 def checks_of(line: ResultLine, facts: TargetFacts) -> dict[str, dict[str, str]] | None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Sequence
 
@@ -13,6 +12,7 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
+from app.errors import ENDING_SIGNALS
 from app.sanitize import clean_text
 from app.screens import strings
 from app.screens.messages import (
@@ -142,7 +142,7 @@ class ProfilerApp(App[int]):
 
         if self.options.handle_signals:
             loop = asyncio.get_running_loop()
-            for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+            for sig in ENDING_SIGNALS:  # SIGTERM, SIGHUP, SIGINT, SIGQUIT, SIGUSR1, …
                 try:
                     loop.add_signal_handler(sig, self._on_signal)
                 except (NotImplementedError, RuntimeError, ValueError):
@@ -169,13 +169,11 @@ class ProfilerApp(App[int]):
         self.run_worker(self.stop_runs_and_exit(), group="quit", exclusive=True)
 
     def mark_sessions_interrupted(self) -> None:
-        """run.json of every run that did not end says ``interrupted`` (any thread; the last resort)."""
-        from app.results import now_iso
-
+        """Every run that did not end: the settings --tune changed go back and run.json says ``interrupted`` (any
+        thread; the last resort, app.sweep.Session.abandon)."""
         for session in list(self.sessions):
             try:
-                if session.results.read_meta().status in ("planned", "running"):
-                    session.results.update_meta(status="interrupted", ended=now_iso())
+                session.abandon()
             except Exception:  # any error: a broken results directory must not stop the exit
                 pass
 

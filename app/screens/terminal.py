@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING, Callable
 
 from textual.drivers.linux_driver import LinuxDriver
 
+from app.progress import point_at_dev_null
+
 if TYPE_CHECKING:
     from textual.app import App
     from textual.drivers._writer_thread import WriterThread
@@ -38,22 +40,6 @@ if TYPE_CHECKING:
 DEADLINE_S = 3.0  # seconds from a hang-up or SIGTERM/SIGHUP/SIGINT to the forced exit
 PUT_WAIT_S = 0.5  # a full output queue is re-checked for a lost terminal this often
 EXIT_INTERRUPTED = 130
-
-
-def point_at_dev_null(*fds: int) -> None:
-    """Make writes to ``fds`` succeed and go nowhere (the terminal behind them is gone)."""
-    try:
-        null = os.open(os.devnull, os.O_WRONLY)
-    except OSError:
-        return
-    try:
-        for fd in fds:
-            try:
-                os.dup2(null, fd)
-            except OSError:
-                pass
-    finally:
-        os.close(null)
 
 
 class SafeLinuxDriver(LinuxDriver):

@@ -156,6 +156,19 @@ def test_recorded_facts_read_the_audit_of_run_json(monkeypatch: pytest.MonkeyPat
     assert recorded_facts(_run_json(None, fleet=True)).no_audit == FLEET_NOT_AUDITED
 
 
+def test_an_audit_read_while_another_run_tuned_judges_no_point() -> None:
+    """A run without --tune whose audit was read while another run tuned (run.json ``audit.tuned_by``): the values
+    are that run's, so no audit check passes or flags on them; the sentence is why."""
+    said = "another run (process 7, results in /r/a) was tuning the CPU settings with --tune when …"
+    clean = {"target": "/dev/sdb", "device": "sdb", "cpus": "0", "read_at": "t", "items": [
+        {"key": "wbt", "value": "0 (off)", "want": "0", "why": "w", "status": "ok"}]}
+    f = recorded_facts(_run_json({**clean, "tuned_by": "\x1b[2J" + said}))
+    assert f.audit is None and f.no_audit == said
+    assert results(BUFFERED_WRITE, f) == dict.fromkeys(AUDIT_FLAGS, {"result": "not-applicable", "why": said})
+    assert recorded_facts(_run_json(clean)).audit is not None
+    assert recorded_facts(_run_json({**clean, "tuned_by": 7})).audit is not None, "not a sentence: not one"
+
+
 def test_a_line_recorded_before_the_audit_checks_says_so() -> None:
     line = read_line({"kind": "storage", "point": READ, "metrics": {"iops": 1000.0, "lat_ns": {"mean": 1e6}},
                       "flags": [], "checks": {"cpu-bound": {"result": "passed"}}}, check=False)

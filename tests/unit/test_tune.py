@@ -260,3 +260,95 @@ def test_the_chosen_word_of_a_list() -> None:
                                  {"key": "k", "path": "/p\n", "previous": "a", "value": "v"}])
 def test_a_hostile_record_entry_is_dropped(obj: object) -> None:
     assert tune.Change.from_json(obj) is None
+
+
+# --- one --tune run at a time ---------------------------------------------------------------------------------
+
+
+def test_a_second_tune_run_is_refused_naming_the_first_and_an_untuned_run_is_told(sysfs: Path, tmp_path: Path) -> None:
+    """Two --tune runs on one machine would each read the other's values as the host's and put back under each
+    other: the second is refused (SafetyError, exit 3) with the first's process and results directory; a run
+    without --tune learns that its audit reads another run's values."""
+    assert tune.tuned_elsewhere(None) is None, "no directory yet: nothing is tuning"
+    first = tune.lock_settings(None, tmp_path / "first")
+    try:
+        with pytest.raises(SafetyError) as refused:
+            tune.lock_settings(None, tmp_path / "second")
+        assert str(refused.value).startswith(
+            f"--tune refused: the CPU settings (frequency governor, idle states) are being tuned by another run "
+            f"(process {os.getpid()}, results in {tmp_path / 'first'}); ")
+        said = tune.tuned_elsewhere(None)
+        assert said is not None and said.startswith(
+            f"another run (process {os.getpid()}, results in {tmp_path / 'first'}) was tuning the CPU settings")
+        lock = tune.tune_dir() / tune.CPU_LOCK[0]
+        assert lock.stat().st_mode & 0o777 == 0o600 and lock.parent.stat().st_mode & 0o777 == 0o700
+    finally:
+        first.release()
+    assert tune.tuned_elsewhere(None) is None
+    tune.lock_settings(None, tmp_path / "second").release()
+
+
+def test_a_lock_file_that_is_a_link_is_refused(sysfs: Path, tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.write_text("keep me")
+    d = tune.tune_dir()
+    d.parent.mkdir(mode=0o700)
+    d.mkdir(mode=0o700)
+    (d / tune.CPU_LOCK[0]).symlink_to(victim)
+    with pytest.raises(SafetyError, match="cannot lock the CPU settings"):
+        tune.lock_settings(None, tmp_path / "run")
+    assert victim.read_text() == "keep me"
+    assert tune.tuned_elsewhere(None) is None
+
+
+def test_a_record_its_run_holds_is_left_whatever_its_pid_says(sysfs: Path, tmp_path: Path) -> None:
+    """A run's restore record is locked while the run lives: a record whose PID means nothing here (another PID
+    namespace, a container sharing /run) is not taken for a dead run's while it is held."""
+    import fcntl
+
+    path = leftover(sysfs, tmp_path)  # a PID that no process has
+    fd = os.open(path, os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        assert tune.restore_leftovers() == ([], []) and path.exists()
+        assert value(sysfs, GOV.format(n=0)) == "performance"
+    finally:
+        os.close(fd)
+    found, _ = tune.restore_leftovers()
+    assert len(found) == 1 and not path.exists() and value(sysfs, GOV.format(n=0)) == "schedutil"
+
+
+def test_a_runs_record_is_locked_until_it_restores(sysfs: Path, tmp_path: Path) -> None:
+    import fcntl
+
+    t = tune.Tuning(tmp_path / "out", tune.plan_changes(host_audit(sysfs))[0], lambda _: None)
+    t.apply()
+    record = tune.tune_dir() / (tune.run_id(tmp_path / "out") + ".json")
+    fd = os.open(record, os.O_RDONLY)
+    try:
+        with pytest.raises(BlockingIOError):
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    finally:
+        os.close(fd)
+    t.restore()
+    assert not record.exists() and value(sysfs, GOV.format(n=0)) == "schedutil"
+
+
+@root_only
+def test_nobody_cannot_hold_or_plant_a_tune_lock(sysfs: Path, tmp_path: Path, shared: Path) -> None:
+    """The locks lie in the records' directory (root's, 0700): another user can neither hold one (and so refuse
+    root's run as if a --tune run went on) nor put one there; where it could make the directory first, the
+    directory itself is refused."""
+    tune.lock_settings(None, tmp_path / "run").release()
+    lock = tune.tune_dir() / tune.CPU_LOCK[0]
+    hold = f"exec 9<{lock} && flock -n 9 && echo held"
+    cp = subprocess.run(["runuser", "-u", "nobody", "--", "sh", "-c", hold], capture_output=True, text=True)
+    assert cp.returncode != 0 and "Permission denied" in cp.stderr
+    shutil.rmtree(tune.tune_dir())
+    tune.tune_dir().parent.chmod(0o1777)
+    make = f"mkdir -m 700 {tune.tune_dir()} && : > {lock}"
+    cp = subprocess.run(["runuser", "-u", "nobody", "--", "sh", "-c", make], capture_output=True, text=True)
+    assert cp.returncode == 0, cp.stderr
+    with pytest.raises(SafetyError, match="writable by other users"):
+        tune.lock_settings(None, tmp_path / "run")
+    assert tune.tuned_elsewhere(None) is None
