@@ -20,7 +20,7 @@ from textual.widgets import Footer, Header, MarkdownViewer, Static, TabbedConten
 from textual.worker import Worker, WorkerState
 
 from app.errors import UsageError
-from app.sanitize import clean_line, clean_text
+from app.sanitize import clean_text
 from app.screens import strings
 from app.widgets import TooSmall
 from app.widgets.figure import FigureView
@@ -92,13 +92,13 @@ def curves_of(path: Path) -> Curves:
     for c in an.storage_curves(main):
         if len(c.points) < 2:
             continue
-        label = clean_line(c.label, 80)  # a preset group's label, from the results: shown in the legend
+        label = clean_text(c.label)  # a preset group's label, from the results: shown in the legend
         out.latency_throughput.append(Series(label, [p.iops for p in c.points], [p.lat_mean / 1e3 for p in c.points]))
         out.queue_depth.append(Series(label, [float(p.inflight) for p in c.points], [p.iops for p in c.points]))
     for mc in an.memory_curves(data.memory):
         pts = [(p.bandwidth, p.latency) for p in mc.points if p.bandwidth is not None and p.latency is not None]
         if len(pts) >= 2:
-            out.memory.append(Series(clean_line(mc.label, 80), [float(x) for x, _ in pts], [float(y) for _, y in pts]))
+            out.memory.append(Series(clean_text(mc.label), [float(x) for x, _ in pts], [float(y) for _, y in pts]))
     return out
 
 

@@ -21,7 +21,7 @@ from textual.worker import Worker, WorkerState
 
 from app.errors import UsageError
 from app.runs import RunSummary, list_runs, results_roots
-from app.sanitize import clean_line
+from app.sanitize import clean_line, clean_text
 from app.screens import strings
 from app.screens.messages import ResumeRun, ShowCompare, ShowImport, ShowReplay, ShowReport, ShowResults
 from app.screens.state import app_options
@@ -135,7 +135,7 @@ class RunsScreen(Screen[None]):
                 self.marks = [m for m in self.marks if any(r.path == m for r in self.runs)]
                 self.render_rows()
             elif event.state == WorkerState.ERROR:
-                self.query_one("#runs-status", Static).update(Text(str(event.worker.error), style="red"))
+                self.query_one("#runs-status", Static).update(Text(clean_text(event.worker.error), style="red"))
         elif event.worker.group == "replay":
             event.stop()
             self.replay_loaded(event)
