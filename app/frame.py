@@ -168,8 +168,25 @@ def _suite_value(v: object) -> object:
 
 def records(storage: Sequence[StorageRow], memory: Sequence[MemoryRow],
             run_dir: Path | None = None) -> list[dict[str, object]]:
-    """The results.csv rows of these points: the storage rows first (``run_dir``: see :func:`storage_record`)."""
-    return [storage_record(p, run_dir) for p in storage] + [memory_record(p) for p in memory]
+    """The results.csv rows of these points: the storage rows first (``run_dir``: see :func:`storage_record`),
+    their text cells cleaned (:func:`cleaned`)."""
+    return [cleaned(storage_record(p, run_dir)) for p in storage] + [cleaned(memory_record(p)) for p in memory]
+
+
+MAX_TEXT_CELL = 200  # characters of a text cell
+
+
+def cleaned(row: dict[str, object]) -> dict[str, object]:
+    """A row whose text cells (a group's label, rw, flags …: whatever a results line from anywhere holds) have no
+    control character or escape sequence (a line break is a space) and at most :data:`MAX_TEXT_CELL` characters
+    (:func:`app.sanitize.clean_text`): what results.csv, the frame and the TUI's results table hold."""
+    from app.sanitize import clean_text
+
+    for col in TEXT_COLUMNS:
+        v = row.get(col)
+        if isinstance(v, str):
+            row[col] = clean_text(v, limit=MAX_TEXT_CELL)
+    return row
 
 
 def _cell(v: object) -> object:

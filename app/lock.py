@@ -16,6 +16,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import stat
 import time
 from pathlib import Path
 
@@ -165,10 +166,13 @@ class DirLock:
 def holder(path: str | os.PathLike[str]) -> int | None:
     """The PID holding ``path``'s lock (0 when held but the PID is unknown), or None when free."""
     try:
-        fd = os.open(Path(path) / LOCK_NAME, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+        # never waits: a FIFO left under the name is not opened for a writer (the runs browser's thread would hang)
+        fd = os.open(Path(path) / LOCK_NAME, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY)
     except OSError:
         return None
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
         return peek(fd)
     finally:
         os.close(fd)

@@ -69,6 +69,8 @@ TICK_S = 0.05  # the longest the player sleeps before it looks at the clock agai
 
 REPLAY_RISK = "what it holds could be changed by another user while it is read; replay a run only you or root can write"
 
+MAX_FIGURE = 1e15  # a sample's figure above this is no device's (10^15 IOPS, B/s, ns: 11 days): the line is skipped
+
 #: the figures a sample may hold (docs/results-schema.md, "raw/NNNN-JOB.samples.jsonl")
 FIGURES = ("interval_s", "iops", "read_iops", "write_iops", "bw_bytes", "lat_mean_ns", "lat_p50_ns", "lat_p99_ns",
            "lat_p99_9_ns")
@@ -105,7 +107,8 @@ def _quoted(value: object) -> str:
 def sample_of(obj: object, shown: str, lineno: int, after_t: float | None) -> tuple[dict[str, Any] | None, str | None]:
     """One samples line's object checked: (the sample with only its known keys, None) or (None, the problem).
     ``t`` must be a finite number of seconds ≥ 0 not before ``after_t`` (the line before); each figure a finite
-    number ≥ 0 or null; ``ramp`` a boolean; ``steady`` an object of such figures and ``attained``."""
+    number from 0 to :data:`MAX_FIGURE` or null; ``ramp`` a boolean; ``steady`` an object of such figures and
+    ``attained``."""
     if not isinstance(obj, dict):
         return None, _bad(shown, lineno, None, "is not a JSON object")
     t = number(obj.get("t"))
@@ -120,6 +123,9 @@ def sample_of(obj: object, shown: str, lineno: int, after_t: float | None) -> tu
         v = number(obj[key])
         if v is None or v < 0:
             return None, _bad(shown, lineno, key, f"has value {_quoted(obj[key])}, not a number ≥ 0")
+        if v > MAX_FIGURE:
+            return None, _bad(shown, lineno, key, f"has value {_quoted(obj[key])}, more than any device's figure "
+                                                  f"(at most {MAX_FIGURE:g})")
         sample[key] = v
     ramp = obj.get("ramp")
     if ramp is not None:
@@ -136,8 +142,9 @@ def sample_of(obj: object, shown: str, lineno: int, after_t: float | None) -> tu
             if steady.get(key) is None:
                 continue
             v = number(steady[key])
-            if v is None or v < 0:
-                return None, _bad(shown, lineno, f"steady.{key}", f"has value {_quoted(steady[key])}, not a number ≥ 0")
+            if v is None or v < 0 or v > MAX_FIGURE:
+                return None, _bad(shown, lineno, f"steady.{key}",
+                                  f"has value {_quoted(steady[key])}, not a number from 0 to {MAX_FIGURE:g}")
             kept[key] = v
         if isinstance(steady.get("attained"), bool):
             kept["attained"] = steady["attained"]

@@ -34,8 +34,10 @@ from app.widgets import MIN_HEIGHT, MIN_WIDTH
 
 if TYPE_CHECKING:
     from textual.binding import Binding as BindingType
+    from textual.content import Content
     from textual.driver import Driver
     from textual.filter import LineFilter
+    from textual.notifications import SeverityLevel
 
     from app.screens.run import RunScreen
     from app.sweep import Session
@@ -129,6 +131,21 @@ class ProfilerApp(App[int]):
         except OSError as e:
             self.notify(strings.UNITS_NOT_SAVED.format(path=clean_text(path), reason=clean_text(e.strerror or e)),
                         severity="warning", timeout=8, markup=False)
+
+    # --- what reaches the terminal: every notice and title cleaned (they quote paths and names from anywhere) ---
+
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = True) -> None:
+        """Every notice of every screen (Widget.notify comes here): the text without control characters or escape
+        sequences (a results directory's name, a preset's, an error quoting a file — any may carry them), and
+        never read as markup, whose ``[link=…]`` would write a hyperlink sequence of its own."""
+        super().notify(clean_text(message, newlines=True, limit=2000), title=clean_text(title, limit=200),
+                       severity=severity, timeout=timeout, markup=False)
+
+    def format_title(self, title: str, sub_title: str) -> Content:
+        """The header's title and sub-title (a screen's sub-title names the run's directory, preset and target),
+        cleaned to one line each."""
+        return super().format_title(clean_text(title, limit=200), clean_text(sub_title, limit=400))
 
     def get_driver_class(self) -> type[Driver]:
         if os.name == "posix" and not os.environ.get("TEXTUAL_DRIVER"):
@@ -246,23 +263,39 @@ class ProfilerApp(App[int]):
     def show_import(self, message: ShowImport) -> None:
         self.action_import()
 
+    def refused(self, *paths: Path | None) -> bool:
+        """Whether a run to be shown is one another user can change (app.runs.view_problem: its directory, one
+        above it, or a symbolic link on the way is another user's, or writable by others): then the notice says
+        so in one sentence and no screen reads it."""
+        from app.runs import view_problem
+
+        for path in paths:
+            problem = view_problem(path) if path is not None else None
+            if problem:
+                self.notify(problem, severity="error", timeout=10)
+                return True
+        return False
+
     @on(ShowReport)
     def show_report(self, message: ShowReport) -> None:
         from app.screens.report import ReportScreen
 
-        self.push_screen(ReportScreen(message.path))
+        if not self.refused(message.path):
+            self.push_screen(ReportScreen(message.path))
 
     @on(ShowFigures)
     def show_figures(self, message: ShowFigures) -> None:
         from app.screens.figures import FiguresScreen
 
-        self.push_screen(FiguresScreen(message.path))
+        if not self.refused(message.path):
+            self.push_screen(FiguresScreen(message.path))
 
     @on(ShowCompare)
     def show_compare(self, message: ShowCompare) -> None:
         from app.screens.compare import CompareScreen
 
-        self.push_screen(CompareScreen(message.a, message.b, message.reference))
+        if not self.refused(message.a, message.b):
+            self.push_screen(CompareScreen(message.a, message.b, message.reference))
 
     @on(ResumeRun)
     def resume_run(self, message: ResumeRun) -> None:
@@ -342,7 +375,8 @@ class ProfilerApp(App[int]):
     def show_results(self, message: ShowResults) -> None:
         from app.screens.results import ResultsScreen
 
-        self.push_screen(ResultsScreen(message.path))
+        if not self.refused(message.path):
+            self.push_screen(ResultsScreen(message.path))
 
     @on(ShowReplay)
     def show_replay(self, message: ShowReplay) -> None:

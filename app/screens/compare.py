@@ -15,6 +15,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Markdown, Static
 from textual.worker import Worker, WorkerState
 
+from app.sanitize import clean_text
 from app.screens import strings
 from app.screens.results import ExportModal
 from app.textable import read_markdown
@@ -112,7 +113,7 @@ class CompareScreen(Screen[None]):
                 self.markdown = str(event.worker.result)
                 self.show(self.markdown)
             elif event.state == WorkerState.ERROR:
-                text = strings.COMPARE_FAILED.format(error=event.worker.error)
+                text = clean_text(strings.COMPARE_FAILED.format(error=event.worker.error))
                 self.query_one("#compare-status", Static).update(Text(text, style="red"))
         elif event.worker.group == "compare-export":
             event.stop()
@@ -123,6 +124,9 @@ class CompareScreen(Screen[None]):
                 self.notify(str(event.worker.error).removeprefix("--out "), severity="error", timeout=10)
 
     def show(self, markdown: str) -> None:
+        """The comparison's tables and text; what it quotes of the runs (names, labels, paths) without control
+        characters or escape sequences (the export writes the core's markdown as it is)."""
+        markdown = clean_text(markdown, newlines=True)
         body = self.query_one("#compare-body", VerticalScroll)
         self.query_one("#compare-status", Static).update(Text(strings.COMPARE_LEGEND, style="green"))
         text: list[str] = []

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,6 +19,8 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, MarkdownViewer, Static, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState
 
+from app.errors import UsageError
+from app.sanitize import clean_text
 from app.screens import strings
 from app.widgets import TooSmall
 from app.widgets.figure import FigureView
@@ -43,11 +46,15 @@ class Loaded:
 
 
 def _stale(path: Path) -> bool:
-    """report.md missing, or older than what it is made from."""
+    """report.md missing, or older than what it is made from.  A report.md that is no regular file (a symbolic
+    link, a FIFO, a device) is not written over: its reader (app.runs.read_report) refuses it with a sentence."""
     try:
-        made = (path / "report.md").stat().st_mtime
+        st = (path / "report.md").lstat()
     except OSError:
         return True
+    if not stat.S_ISREG(st.st_mode):
+        return False
+    made = st.st_mtime
     for name in ("run.json", "results.jsonl"):
         try:
             if (path / name).stat().st_mtime > made:
@@ -85,22 +92,31 @@ def curves_of(path: Path) -> Curves:
     for c in an.storage_curves(main):
         if len(c.points) < 2:
             continue
-        out.latency_throughput.append(Series(c.label, [p.iops for p in c.points], [p.lat_mean / 1e3 for p in c.points]))
-        out.queue_depth.append(Series(c.label, [float(p.inflight) for p in c.points], [p.iops for p in c.points]))
+        label = clean_text(c.label)  # a preset group's label, from the results: shown in the legend
+        out.latency_throughput.append(Series(label, [p.iops for p in c.points], [p.lat_mean / 1e3 for p in c.points]))
+        out.queue_depth.append(Series(label, [float(p.inflight) for p in c.points], [p.iops for p in c.points]))
     for mc in an.memory_curves(data.memory):
         pts = [(p.bandwidth, p.latency) for p in mc.points if p.bandwidth is not None and p.latency is not None]
         if len(pts) >= 2:
-            out.memory.append(Series(mc.label, [float(x) for x, _ in pts], [float(y) for _, y in pts]))
+            out.memory.append(Series(clean_text(mc.label), [float(x) for x, _ in pts], [float(y) for _, y in pts]))
     return out
 
 
 def load_report(path: Path) -> Loaded:
-    """In a thread: report.md (rendered first when missing or stale) and the curves."""
+    """In a thread: report.md (rendered first when missing or stale) and the curves.  The directory must be one
+    no other user can change, and report.md is read bounded, never through a link or from a FIFO or device, its
+    text cleaned (app.runs.read_report): nothing here can make the thread wait, so quitting never waits on it.
+    UsageError, one sentence, otherwise."""
+    from app.runs import read_report, view_problem
+
+    problem = view_problem(path)
+    if problem:
+        raise UsageError(problem)
     if _stale(path):
         from app.report import render_report
 
         render_report(path)
-    text = (path / "report.md").read_text(encoding="utf-8", errors="replace")
+    text = read_report(path)
     return Loaded(terminal_markdown(text, path), curves_of(path), path / "plots")
 
 
@@ -149,14 +165,17 @@ class ReportScreen(Screen[None]):
         event.stop()
         status = self.query_one("#report-status", Static)
         if event.state == WorkerState.ERROR:
-            status.update(Text(strings.REPORT_FAILED.format(error=event.worker.error), style="red"))
+            error = event.worker.error
+            # a refusal is one sentence of the core's; anything else (a bug) is named, never a traceback
+            text = str(error) if isinstance(error, (UsageError, OSError)) else f"{type(error).__name__}: {error}"
+            status.update(Text(clean_text(strings.REPORT_FAILED.format(error=text)), style="red"))
             return
         if event.state != WorkerState.SUCCESS:
             return
         loaded = event.worker.result
         if not isinstance(loaded, Loaded):
             return
-        status.update(str(self.path / "report.md"))
+        status.update(Text(clean_text(self.path / "report.md")))
         viewer = self.query_one("#report-md", MarkdownViewer)
         await viewer.document.update(loaded.markdown)
         # beside the report from 120 columns: narrower, the report's six-column tables (the memory suite's peak
@@ -180,7 +199,7 @@ class ReportScreen(Screen[None]):
         if not plots:
             await box.mount(Static(strings.REPORT_NO_CURVES))
             return
-        await box.mount(Static(strings.REPORT_CURVES_NOTE.format(plots=loaded.plots)))
+        await box.mount(Static(Text(clean_text(strings.REPORT_CURVES_NOTE.format(plots=loaded.plots)))))
         for plot in plots:
             await box.mount(plot)
             await box.mount(Static(legend(plot.series, plot.markers()), classes="report-legend"))

@@ -14,10 +14,12 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, DataTable, Footer, Header, Input, Static
 from textual.worker import Worker, WorkerState
 
+from app.frame import MAX_TEXT_CELL
 from app.peak import CpuCost, cpu_cost
 from app.points import Kind
 from app.records import ResultLine
 from app.results import ResultsDir
+from app.sanitize import clean_text
 from app.screens import strings
 from app.screens.messages import ShowDevices, ShowFigures, ShowReport
 from app.summary import SUITE_MODES, ci_pct, figure_keys, latency_text, pm_pct, point_label
@@ -27,6 +29,8 @@ from app.widgets import TooSmall
 from app.widgets.glyphs import mbps, mbps_unit
 
 if TYPE_CHECKING:
+    from rich.console import JustifyMethod
+
     from app.report.model import RunData
 
 Column = tuple[str, Callable[[dict[str, Any]], Any], Callable[[Any], str]]
@@ -288,6 +292,12 @@ FLEET_COLUMNS: list[FleetColumn] = [
 ]
 
 
+def shown(text: object, justify: JustifyMethod | None = None) -> Text:
+    """A cell or line of text from a results directory (a group's label, a host's name, a flag, a path) as the
+    screen draws it: one line without control characters or escape sequences, never read as markup."""
+    return Text(clean_text(text, limit=MAX_TEXT_CELL), justify=justify)
+
+
 def _cell(value: float | None, fmt: Callable[[float], str], style: str = "") -> Text:
     return Text("-" if value is None else fmt(value), justify="right", style=style)
 
@@ -307,9 +317,10 @@ def fleet_cells(p: FleetPoint, names: dict[str, str], scale: float = 1.0) -> lis
         return None if value is None else value * scale
 
     out: list[list[str | Text]] = []
+    label = shown(p.label)
     for i, r in enumerate(p.hosts):
-        head: list[str | Text] = [Text(str(p.index + 1), justify="right"), p.label] if i == 0 else ["", ""]
-        host = names.get(r.host or "", r.host or "")
+        head: list[str | Text] = [Text(str(p.index + 1), justify="right"), label] if i == 0 else ["", ""]
+        host = shown(names.get(r.host or "", r.host or ""))
         if r.failed:
             out.append(head + [host, Text(strings.RESULTS_FLEET_FAILED, style="red", justify="right"),
                                "", "", ""])
@@ -318,7 +329,7 @@ def fleet_cells(p: FleetPoint, names: dict[str, str], scale: float = 1.0) -> lis
         out.append(head + [host, _cell(r.iops, format_count, mark["iops"]), _cell(bw(r.mbps), _one, mark["iops"]),
                            _cell(r.mean_us, _one, mark["lat_mean"]), _cell(r.p99_us, _one, mark["p99"])])
     t = p.total
-    head = [Text(str(p.index + 1), justify="right"), p.label] if not p.hosts else ["", ""]
+    head = [Text(str(p.index + 1), justify="right"), label] if not p.hosts else ["", ""]
     out.append(head + [Text(strings.RESULTS_FLEET_TOTAL, style="bold"), _cell(t.iops, format_count, "bold"),
                        _cell(bw(t.mbps), _one, "bold"), _cell(None, _one),
                        _cell(t.p99_us, _one, "" if t.p99_us is None else "bold")])
@@ -518,7 +529,7 @@ class ResultsScreen(Screen[None]):
             status = strings.RESULTS_EMPTY
         if self.exported is not None:
             status += "  ·  " + exported_text(self.exported)
-        self.query_one("#results-status", Static).update(status)
+        self.query_one("#results-status", Static).update(Text(clean_text(status)))
 
     def render_rows(self) -> None:
         if self.fleet is not None:
@@ -533,7 +544,7 @@ class ResultsScreen(Screen[None]):
             cells = []
             for name, get, fmt in self.columns:
                 text = fmt(get(r) * scale) if name == "MB/s" else fmt(get(r))
-                cells.append(Text(text, justify="right") if name in RIGHT else text)
+                cells.append(shown(text, "right" if name in RIGHT else None))
             table.add_row(*cells)
         status = strings.SORTED_BY.format(column=self.column_label(self.columns[self.sort_column][0]),
                                       direction="descending" if self.reverse else "ascending")
@@ -543,7 +554,7 @@ class ResultsScreen(Screen[None]):
             status = strings.RESULTS_EMPTY
         if self.exported is not None:
             status += "  ·  " + exported_text(self.exported)
-        self.query_one("#results-status", Static).update(status)
+        self.query_one("#results-status", Static).update(Text(clean_text(status)))
 
     def action_sort(self) -> None:
         self.sort_column = (self.sort_column + 1) % self.column_count
@@ -583,7 +594,7 @@ class ResultsScreen(Screen[None]):
             self.notify(exported_text(report), timeout=8)
         elif event.state == WorkerState.ERROR:
             text = export_failure(event.worker.error, self.export_dest)
-            self.query_one("#results-status", Static).update(Text(text, style="red"))
+            self.query_one("#results-status", Static).update(Text(clean_text(text), style="red"))
             self.notify(text, severity="error", timeout=10)
 
     def action_back(self) -> None:

@@ -28,6 +28,7 @@ from app import sweep
 from app.container import results_volume_warning, shown_path
 from app.points import Kind
 from app.runners.base import Phase, Sample
+from app.sanitize import clean_text
 from app.screens import strings
 from app.screens.ascii import AsciiProgressBar
 from app.screens.confirm import YesNo
@@ -215,7 +216,8 @@ class RunScreen(Screen[None]):
         yield Header(show_clock=False)
         yield TooSmall()
         with Vertical(id="run-body"):
-            yield Static(strings.RUN_STARTING.format(preset=self.request.preset.name), id="run-point")
+            yield Static(Text(clean_text(strings.RUN_STARTING.format(preset=self.request.preset.name))),
+                         id="run-point")
             with Horizontal(id="run-progress"):
                 yield (AsciiProgressBar if ascii_mode(self) else ProgressBar)(total=None, show_eta=False, id="progress")
                 yield Static("", id="eta")
@@ -589,8 +591,9 @@ class RunScreen(Screen[None]):
     # --- rendering ----------------------------------------------------------------------------
 
     def log_line(self, line: str, short: bool = True) -> None:
-        # wrapped, and a long path folded rather than cut: the resume hint must stay readable
-        text = Text(line, overflow="fold")
+        # wrapped, and a long path folded rather than cut: the resume hint must stay readable; what a line quotes
+        # (fio's errors, a replayed run's labels and paths) without control characters or escape sequences
+        text = Text(clean_text(line, newlines=True), overflow="fold")
         self.query_one("#log-full", RichLog).write(text)
         if short:
             self.query_one("#log-short", RichLog).write(text)
@@ -614,7 +617,7 @@ class RunScreen(Screen[None]):
         if not point and self.state.status not in ("starting",):
             point = self.request.preset.name + f": {self.state.status}"
         if point:
-            self.query_one("#run-point", Static).update(point)
+            self.query_one("#run-point", Static).update(Text(clean_text(point)))
         for line in self.query("#run-phase").results(Static):
             phase = phase_text(self.state.phase)
             measuring = self.state.phase is not None and self.state.phase.phase in ("measuring", "steady")

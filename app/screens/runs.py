@@ -21,13 +21,14 @@ from textual.worker import Worker, WorkerState
 
 from app.errors import UsageError
 from app.runs import RunSummary, list_runs, results_roots
+from app.sanitize import clean_line, clean_text
 from app.screens import strings
 from app.screens.messages import ResumeRun, ShowCompare, ShowImport, ShowReplay, ShowReport, ShowResults
 from app.screens.state import app_options
 from app.widgets import TooSmall
 
 STATUS_STYLE = {"complete": "green", "imported": "green", "partial": "yellow", "interrupted": "yellow",
-                "running": "bold cyan", "failed": "red", "planned": "yellow", "unreadable": "red"}
+                "running": "bold cyan", "failed": "red", "planned": "yellow", "unreadable": "red", "foreign": "red"}
 
 
 def _started(text: str) -> str:
@@ -55,7 +56,7 @@ class ReferencePicker(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="modal-box", id="reference-box"):
-            yield Static(strings.REFERENCE_TITLE.format(name=self.run_name), classes="modal-title")
+            yield Static(Text(strings.REFERENCE_TITLE.format(name=self.run_name)), classes="modal-title")
             yield OptionList(*[Option(n, id=n) for n in self.names], id="reference-list")
         yield Footer()
 
@@ -134,7 +135,7 @@ class RunsScreen(Screen[None]):
                 self.marks = [m for m in self.marks if any(r.path == m for r in self.runs)]
                 self.render_rows()
             elif event.state == WorkerState.ERROR:
-                self.query_one("#runs-status", Static).update(Text(str(event.worker.error), style="red"))
+                self.query_one("#runs-status", Static).update(Text(clean_text(event.worker.error), style="red"))
         elif event.worker.group == "replay":
             event.stop()
             self.replay_loaded(event)
@@ -149,10 +150,11 @@ class RunsScreen(Screen[None]):
         self.shown = [r for r in self.runs if r.matches(words)]
         for r in self.shown:
             mark = "AB"[self.marks.index(r.path)] if r.path in self.marks else ""
-            table.add_row(Text(mark, style="bold magenta", justify="left"), _started(r.started), r.preset[:24],
-                          Text(f"{r.done}/{r.planned}", justify="right"),
-                          Text(r.status, style=STATUS_STYLE.get(r.status, ""), justify="left"), _target(r.target),
-                          r.kind, key=str(r.path))
+            # Text, never markup: the summary's strings (app.runs, already cleaned) are whatever run.json said
+            table.add_row(Text(mark, style="bold magenta", justify="left"), Text(_started(r.started)),
+                          Text(r.preset[:24]), Text(f"{r.done}/{r.planned}", justify="right"),
+                          Text(r.status, style=STATUS_STYLE.get(r.status, ""), justify="left"),
+                          Text(_target(r.target)), Text(r.kind), key=str(r.path))
         if self.shown:
             table.move_cursor(row=min(max(keep, 0), len(self.shown) - 1))
         self.update_status(words)
@@ -166,8 +168,8 @@ class RunsScreen(Screen[None]):
                                              filtered=strings.RUNS_FILTERED.format(words=words) if words else "")
         if self.marks:
             text += "  ·  " + strings.RUNS_MARKED.format(marks=", ".join(
-                f"{'AB'[i]}={p.name}" for i, p in enumerate(self.marks)))
-        self.query_one("#runs-status", Static).update(text)
+                f"{'AB'[i]}={clean_line(p.name, 60)}" for i, p in enumerate(self.marks)))
+        self.query_one("#runs-status", Static).update(Text(text))
 
     def selected(self) -> RunSummary | None:
         table = self.query_one("#runs", DataTable)
@@ -216,9 +218,12 @@ class RunsScreen(Screen[None]):
         self.action_open()
 
     def _usable(self) -> RunSummary | None:
+        """The highlighted run, unless its run.json cannot be read or another user can change it (app.runs): then
+        the notice says why, and nothing of it is opened."""
         run = self.selected()
-        if run is not None and run.status == "unreadable":
-            self.notify(strings.RUNS_UNREADABLE.format(name=run.path.name, problem=run.problem), severity="error")
+        if run is not None and not run.usable:
+            self.notify(strings.RUNS_UNREADABLE.format(name=run.name, problem=run.problem), severity="error",
+                        timeout=10)
             return None
         return run
 
@@ -237,7 +242,7 @@ class RunsScreen(Screen[None]):
         if run is None:
             return
         if not run.resumable:
-            self.notify(strings.RUNS_NOT_RESUMABLE.format(name=run.path.name, status=run.status), severity="warning")
+            self.notify(strings.RUNS_NOT_RESUMABLE.format(name=run.name, status=run.status), severity="warning")
             return
         self.post_message(ResumeRun(run.path))
 
@@ -274,7 +279,7 @@ class RunsScreen(Screen[None]):
             if name:
                 self.post_message(ShowCompare(run_path, None, reference=name))
 
-        self.app.push_screen(ReferencePicker(run_path.name, names), picked)
+        self.app.push_screen(ReferencePicker(clean_line(run_path.name, 60), names), picked)
 
     def action_replay(self) -> None:
         """The run's live view again from its kept samples (app.replay), read off the event loop."""
@@ -283,9 +288,9 @@ class RunsScreen(Screen[None]):
             return
         from app.replay import load
 
-        self.notify(strings.REPLAY_LOADING.format(name=run.path.name), timeout=2)
+        self.notify(strings.REPLAY_LOADING.format(name=run.name), timeout=2)
         self.run_worker(lambda: load(run.path), thread=True, group="replay", exclusive=True, exit_on_error=False,
-                        name=run.path.name)
+                        name=run.name)
 
     def replay_loaded(self, event: Worker.StateChanged) -> None:
         if event.state == WorkerState.SUCCESS and event.worker.result is not None:

@@ -21,7 +21,7 @@ from app.widgets.glyphs import (
     mbps_unit,
     point_marker,
 )
-from app.widgets.series import spaced
+from app.widgets.series import plottable, spaced
 
 MAX_SAMPLES = 600  # ten minutes of 1 s fio status dumps per series
 MAX_POINTS = 2000
@@ -270,10 +270,14 @@ class TimeSeries(Chart):
             self.add(t, a, b, self.figure_c(data))
 
     def add(self, t: float, a: float | None, b: float | None, c: float | None = None) -> None:
+        """A sample's values at ``t``; a value no chart can draw (app.widgets.series.plottable) is a gap, a
+        sample at such a time is not kept."""
+        if plottable(t) is None:
+            return
         self.t.append(t)
-        self.a.append(a)
-        self.b.append(b)
-        self.c.append(c)
+        self.a.append(plottable(a))
+        self.b.append(plottable(b))
+        self.c.append(plottable(c))
         self.dirty = True
 
     def gap(self) -> None:
@@ -289,13 +293,15 @@ class TimeSeries(Chart):
     def add_host(self, host: str, t: float, a: float | None, b: float | None) -> None:
         """A fleet host's sample (beyond MAX_HOST_SERIES hosts, a new host's samples are not kept)."""
         series = self.hosts.get(host)
+        if plottable(t) is None:
+            return
         if series is None:
             if len(self.hosts) >= MAX_HOST_SERIES:
                 return
             series = self.hosts[host] = HostSeries()
         series.t.append(t)
-        series.a.append(a)
-        series.b.append(b)
+        series.a.append(plottable(a))
+        series.b.append(plottable(b))
         self.dirty = True
 
     def drawn_hosts(self) -> list[tuple[str, tuple[int, int, int]]]:
@@ -354,12 +360,15 @@ def segments(t: list[float], values: list[float | None]) -> list[tuple[list[floa
 
 
 def number(data: dict[str, object], key: str, per: float = 1.0) -> float | None:
-    """A sample's figure in units of ``per``, or None when the sample has none (a gap in the line, not a zero)."""
+    """A sample's figure in units of ``per``, or None when the sample has none or none a chart can draw (a gap in
+    the line, not a zero)."""
     value = data.get(key)
-    if value is None:
+    if not isinstance(value, (int, float, str)) or isinstance(value, bool):
+        return None  # the runners' samples carry numbers
+    try:
+        return plottable(float(value) / per)
+    except (OverflowError, ValueError):  # an integer beyond a float, a word
         return None
-    assert isinstance(value, (int, float, str))  # the runners' samples carry numbers
-    return float(value) / per
 
 
 class ThroughputChart(TimeSeries):
@@ -410,7 +419,12 @@ class CurveChart(Chart):
             self.title, self.xunit, self.yunit = "mean latency vs IOPS", "IOPS", "µs"
 
     def add_point(self, index: int | tuple[int, str], x: float, y: float) -> None:
-        self.points[index] = (x, y)
+        """A completed point's figures; one a chart cannot draw (app.widgets.series.plottable) is left out."""
+        px, py = plottable(x), plottable(y)
+        if px is None or py is None:
+            self.points.pop(index, None)
+            return
+        self.points[index] = (px, py)
         while len(self.points) > MAX_POINTS:
             self.points.pop(next(iter(self.points)))
         self.dirty = True
@@ -451,7 +465,11 @@ class DelayChart(Chart):
         self.points: dict[int, tuple[float, float]] = {}
 
     def add_point(self, index: int, delay: float, latency: float) -> None:
-        self.points[index] = (delay, latency)
+        px, py = plottable(delay), plottable(latency)
+        if px is None or py is None:  # a figure no chart can draw: left out
+            self.points.pop(index, None)
+            return
+        self.points[index] = (px, py)
         self.dirty = True
 
     def draw(self) -> None:

@@ -23,6 +23,7 @@ from textual.worker import Worker, WorkerState
 
 from app.errors import ProfilerError
 from app.report.raster import ReportFigures, draw_report_figures
+from app.sanitize import clean_text
 from app.widgets import termcaps
 
 _IMPORT = threading.Lock()
@@ -181,11 +182,13 @@ class FigureView(Vertical, can_focus=True):
             self._status(text, error=True)
             self.notify(text, severity="error", timeout=10)
         else:
-            self.query_one("#figure-head", Static).update(Text(FAILED.format(error=text), style="red"))
+            head = Text(clean_text(FAILED.format(error=text)), style="red")
+            self.query_one("#figure-head", Static).update(head)
 
     def _status(self, text: str, error: bool = False) -> None:
         # folded, not wrapped at spaces: a long path stays on the line it starts on
-        self.query_one("#figure-status", Static).update(Text(text, style="red" if error else "", overflow="fold"))
+        self.query_one("#figure-status", Static).update(Text(clean_text(text), style="red" if error else "",
+                                                             overflow="fold"))
 
     def action_step(self, step: int) -> None:
         if self.figures is None or not len(self.figures):
@@ -213,9 +216,10 @@ class FigureView(Vertical, can_focus=True):
             head.update(NO_FIGURES)
             return
         shown = figures.shown[self.index]
-        head.update(Text(HEAD.format(n=self.index + 1, total=len(figures), title=shown.title), no_wrap=True,
-                         overflow="ellipsis"))
-        self.query_one("#figure-caption", Static).update(Text(shown.caption))
+        # a figure's title and caption name a preset group's label, a host: text from the results, cleaned
+        head.update(Text(HEAD.format(n=self.index + 1, total=len(figures), title=clean_text(shown.title)),
+                         no_wrap=True, overflow="ellipsis"))
+        self.query_one("#figure-caption", Static).update(Text(clean_text(shown.caption, newlines=True)))
         if self.caps.renderer == "none":
             self._picture(self.index, 0, 0, b"")
             return
@@ -239,7 +243,7 @@ class FigureView(Vertical, can_focus=True):
         cls = image_class(self.caps)
         if cls is None or self.figures is None:
             path = self.directory / self.figures.shown[index].file if self.figures else self.directory
-            box.mount(Static(NO_PICTURES.format(why=self.caps.why or "none", path=path)))
+            box.mount(Static(Text(clean_text(NO_PICTURES.format(why=self.caps.why or "none", path=path)))))
             self._status(self.keys)
             return
         box.mount(cls(picture(png, self.caps), classes="figure-image"))

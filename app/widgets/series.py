@@ -21,6 +21,17 @@ from app.widgets.glyphs import ascii_mode, binary_units
 COLORS = ((0, 200, 255), (255, 160, 0), (80, 220, 80), (230, 80, 230), (255, 80, 80), (240, 230, 60), (230, 230, 230))
 MAX_SERIES = len(COLORS)
 ASCII_MARKERS = "*+ox#@%"  # ASCII mode: a character per series (its colour alone may not show)
+# the largest |value| a chart draws, in its own unit (IOPS, MB/s, µs, ns, s): beyond any device's figure, and far
+# within what plotext's arithmetic takes (it multiplies by 10^8 when it rounds: 1e307 overflowed to infinity and
+# stopped the app).  A value above it, infinite or NaN is not drawn (a gap in a line, a point left out).
+MAX_PLOTTED = 1e15
+
+
+def plottable(value: float | None) -> float | None:
+    """``value`` when a chart can draw it (finite, at most :data:`MAX_PLOTTED` either way), else None."""
+    if value is None or not math.isfinite(value) or abs(value) > MAX_PLOTTED:
+        return None
+    return value
 
 
 @dataclass(frozen=True)
@@ -125,16 +136,16 @@ class SeriesPlot(PlotextPlot):
         xunit = "MiB/s" if xscale != 1.0 else self.xunit
         plt.title(self.title_text.replace("MB/s", xunit) if xscale != 1.0 else self.title_text)
         markers = self.markers()
-        xs = [x for s in self.series for x in s.xs if x > 0 or not self.xlog]
-        ys = [y for s in self.series for y in s.ys if y > 0 or not self.ylog]
+        drawn = [self.drawable(s) for s in self.series]
+        xs = [x for pts in drawn for x, _ in pts]
+        ys = [y for pts in drawn for _, y in pts]
         if not xs or not ys:
             return
         if self.xlog:
             plt.xscale("log")
         if self.ylog:
             plt.yscale("log")
-        for i, (color, s) in enumerate(zip(COLORS, self.series)):
-            pts = [(x, y) for x, y in zip(s.xs, s.ys) if (x > 0 or not self.xlog) and (y > 0 or not self.ylog)]
+        for i, (color, pts) in enumerate(zip(COLORS, drawn)):
             if pts:
                 # no plotext label: its legend breaks on some markers; legend() gives the names below the plot
                 plt.plot([p[0] for p in pts], [p[1] for p in pts], color=color, marker=markers[i] if markers else "dot")
@@ -144,6 +155,11 @@ class SeriesPlot(PlotextPlot):
         xticks = [t / xscale for t in xticks]
         width = self.size.width - max(map(len, ylabels), default=0) - 2  # the plot area beside the y labels
         plt.xticks(*spaced(xticks, xlabels, [self.column(t, min(xs), max(xs), width) for t in xticks]))
+
+    def drawable(self, s: Series) -> list[tuple[float, float]]:
+        """The points of ``s`` this plot draws: both coordinates :func:`plottable`, and above 0 on a log axis."""
+        return [(x, y) for x, y in zip(s.xs, s.ys) if plottable(x) is not None and plottable(y) is not None
+                and (x > 0 or not self.xlog) and (y > 0 or not self.ylog)]
 
     @staticmethod
     def axis(values: list[float], unit: str, log: bool) -> tuple[list[float], list[str]]:

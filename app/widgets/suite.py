@@ -25,6 +25,7 @@ from app.summary import TRAFFIC_LABELS, figure_buffer, figure_pages, traffic_lab
 from app.units import format_size
 from app.widgets.charts import LINE_COLORS, LINE_NAMES, Chart, nice_ticks
 from app.widgets.glyphs import ascii_mode, line_marker, line_name, mbps, mbps_unit, point_marker
+from app.widgets.series import plottable
 
 MAX_FIGURES = 4096  # figures kept per panel: a 64-node matrix, or a working-set curve of any length
 PENDING = "…"
@@ -38,8 +39,13 @@ def figure_number(data: Mapping[str, object]) -> float | None:
     """A live sample's (or results line's metrics') figure: its latency or bandwidth, None when it has none."""
     for key in ("latency_ns", "bandwidth_mbps"):
         value = data.get(key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-            return float(value)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            try:
+                shown = plottable(float(value))  # a figure no chart can draw (infinite, 1e307) is none
+            except OverflowError:  # an integer beyond a float
+                continue
+            if shown is not None:
+                return shown
     return None
 
 

@@ -66,3 +66,27 @@ def test_the_report_does_not_import_pandas(tmp_path: Path) -> None:
             "assert 'pandas' not in sys.modules, 'the report imported pandas'")
     subprocess.run([sys.executable, "-c", code, str(run)], check=True, capture_output=True)
     assert (run / "results.csv").read_text(encoding="utf-8") == to_csv(load_results(run))
+
+
+def test_text_cells_from_a_results_directory_are_cleaned_in_the_frame_and_results_csv(tmp_path: Path) -> None:
+    """A group label holding escape sequences (a results line from anywhere): the TUI's table, pandas users and
+    results.csv get it without them, and results.csv stays the frame's to_csv."""
+    import json
+
+    from app.frame import records
+    from app.report.model import load
+
+    run = shutil.copytree(GOLDEN_RUN, tmp_path / "run")
+    label = "SEQ\x1b]0;PWNED\x07\x1b[2J\x9b31m\x1bPdcs\x1b\\ 1M\nQ8"
+    meta = json.loads((run / "run.json").read_text())
+    for point in meta["plan"]:
+        point["group"] = label
+    (run / "run.json").write_text(json.dumps(meta))
+    lines = [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines()]
+    for line in lines:
+        line["point"]["group"] = label
+    (run / "results.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    df = load_results(run)
+    assert set(df["group"].dropna()) == {"SEQ 1M Q8"}
+    data = load(run)
+    assert csv_text(CSV_COLUMNS, records(data.storage, data.memory, run)) == to_csv(df)

@@ -110,6 +110,19 @@ def test_time_going_back_is_named() -> None:
     assert read.problems == [f"{SHOWN}, line 2, key 't': goes back in time (1 s after 2 s); the line is skipped."]
 
 
+def test_a_figure_no_device_has_is_named_and_its_line_skipped() -> None:
+    """1e307 IOPS is a finite number JSON allows, and it stopped the charts (plotext overflowed): a figure above
+    MAX_FIGURE, or a steady-state figure above it, is a bad line like any other."""
+    read = parse_samples(lines([{"t": 1, "iops": 5}, {"t": 2, "iops": 1e307}, {"t": 3, "lat_p99_ns": 1e15},
+                                {"t": 4, "steady": {"window_s": 1e300}}]), SHOWN)
+    assert [s["t"] for s in read.samples] == [1.0, 3.0]
+    assert read.problems == [
+        f"{SHOWN}, line 2, key 'iops': has value 1e+307, more than any device's figure (at most 1e+15); the line is "
+        "skipped.",
+        f"{SHOWN}, line 4, key 'steady.window_s': has value 1e+300, not a number from 0 to 1e+15; the line is "
+        "skipped."]
+
+
 def test_only_known_keys_pass_so_no_text_of_the_file_reaches_the_screen() -> None:
     read = parse_samples(lines([{"t": 1, "iops": 1, "host": "\x1b]0;pwned\x07", "note": "\x1b[2J"}]), SHOWN)
     assert read.samples == [{"t": 1.0, "iops": 1.0}]

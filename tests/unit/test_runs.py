@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -122,3 +123,113 @@ def test_a_fleet_run_is_listed_with_its_hosts_and_host_points(tmp_path: Path) ->
     s = summarise(d)
     assert s.target == "fleet of 3 hosts" and (s.done, s.planned) == (24, 24)
     assert summarise(make(tmp_path, "g", meta(target=None, fleet={"hosts": "x"}))).planned == 8
+
+
+# --- another user's runs, and text from a results directory -------------------------------------------------
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root: chowns to nobody")
+ESCAPES = "\x1b]0;PWNED\x07\x1b[2J\x9b31m\x1bPdcs\x1b\\"
+
+
+def nobody() -> tuple[int, int]:
+    import pwd
+
+    user = pwd.getpwnam("nobody")
+    return user.pw_uid, user.pw_gid
+
+
+@needs_root
+def test_another_users_run_is_listed_as_foreign_by_its_name_and_none_of_its_files_is_read(tmp_path: Path) -> None:
+    """In a shared sticky root, nobody's directory (or nobody's run.json in root's directory, or a directory others
+    can write) is listed by its cleaned name with the sentence why; its run.json's preset name never appears."""
+    os.chmod(tmp_path, 0o1777)
+    theirs = make(tmp_path, f"theirs{ESCAPES}", meta(preset={"name": f"evil{ESCAPES}", "kind": "storage"}))
+    os.chown(theirs, *nobody())
+    file_only = make(tmp_path, "file-only", meta(preset={"name": "evil", "kind": "storage"}))
+    os.chown(file_only / "run.json", *nobody())
+    shared = make(tmp_path, "group-writable", meta(preset={"name": "evil", "kind": "storage"}))
+    os.chmod(shared, 0o775)
+    make(tmp_path, "mine", meta())
+    runs = {r.name: r for r in list_runs([tmp_path])}
+    assert set(runs) == {"theirs", "file-only", "group-writable", "mine"}  # names cleaned of every sequence
+    assert runs["theirs"].status == "foreign" and runs["theirs"].preset == "theirs"
+    assert runs["theirs"].problem == (
+        "it is owned by another user (uid 65534), so another user could change what it shows; the TUI opens only "
+        "runs that only you or root can change.")
+    assert runs["file-only"].problem.startswith("its run.json is owned by another user (uid 65534), so ")
+    assert runs["group-writable"].problem.startswith("it is writable by its group, so ")
+    assert all(not r.usable and "evil" not in r.preset for n, r in runs.items() if n != "mine")
+    assert runs["mine"].usable and runs["mine"].preset == "quick"
+
+
+@needs_root
+def test_every_run_of_a_root_another_user_can_change_is_foreign(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    make(root, "mine", meta())
+    os.chown(root, *nobody())
+    (run,) = list_runs([root])
+    assert run.status == "foreign" and not run.usable
+    assert run.problem.startswith(f"{root}: it is owned by another user (uid 65534), so another user could change")
+
+
+def test_text_of_a_run_json_is_cleaned_of_every_sequence(tmp_path: Path) -> None:
+    make(tmp_path, "r", meta(preset={"name": f"q{ESCAPES}uick", "kind": "storage"}, target=f"/srv/{ESCAPES}t",
+                             kind=f"stor{ESCAPES}age", started=f"2026{ESCAPES}", status=f"comp{ESCAPES}lete"))
+    make(tmp_path, f"bad{ESCAPES}", "{ nope")
+    for r in list_runs([tmp_path]):
+        for text in (r.preset, r.kind, r.target, r.started, r.status, r.problem, r.name):
+            assert text.isprintable() and "PWNED" not in text and "dcs" not in text, (r, text)
+
+
+@needs_root
+def test_view_problem_names_another_users_directory_and_passes_ones_own(tmp_path: Path) -> None:
+    from app.runs import view_problem
+
+    mine = make(tmp_path, "mine", meta())
+    theirs = make(tmp_path, "theirs", meta())
+    os.chown(theirs, *nobody())
+    assert view_problem(mine) is None and view_problem(tmp_path / "gone") is None
+    assert view_problem(theirs) == (f"{theirs}: it is owned by another user (uid 65534), so another user could "
+                                    "change what it shows; the TUI opens only runs that only you or root can change.")
+
+
+@needs_root
+@pytest.mark.parametrize("what", ["fifo", "zero", "shadow", "nobody's file", "nobody's directory", "large"])
+def test_read_report_reads_only_a_bounded_regular_file_of_ones_own(tmp_path: Path, what: str) -> None:
+    """The report view's reader: never through a link, never a FIFO (it would wait) or a device, never another
+    user's file or directory, never more than its bound — one sentence each, at once."""
+    from app.errors import UsageError
+    from app.runs import read_report
+
+    run = make(tmp_path, "run", meta())
+    report = run / "report.md"
+    expected = {"fifo": "is not a regular file", "zero": "is a symbolic link", "shadow": "is a symbolic link",
+                "nobody's file": "is owned by another user (uid 65534)",
+                "nobody's directory": "it is owned by another user (uid 65534)", "large": "is larger than 1 MiB"}[what]
+    if what == "fifo":
+        os.mkfifo(report)
+    elif what in ("zero", "shadow"):
+        os.symlink("/dev/zero" if what == "zero" else "/etc/shadow", report)
+    else:
+        report.write_text("# r\n" * (1 << 19) if what == "large" else "# r\n")
+        if what != "large":
+            os.chown(report if what == "nobody's file" else run, *nobody())
+    with pytest.raises(UsageError) as e:
+        read_report(run, limit=1 << 20)
+    assert expected in str(e.value) and str(e.value).count(".") >= 1 and "\n" not in str(e.value)
+
+
+def test_read_report_cleans_escape_sequences_and_keeps_lines(tmp_path: Path) -> None:
+    from app.runs import read_report
+
+    run = make(tmp_path, "run", meta())
+    (run / "report.md").write_text(f"# Report\n\n\x1b]52;c;UFdORUQ=\x07text{ESCAPES}\n| a | b |\n")
+    assert read_report(run) == "# Report\n\ntext\n| a | b |\n"
+
+
+def test_a_lock_file_that_is_a_fifo_is_not_waited_on(tmp_path: Path) -> None:
+    """A run.json that says running makes the browser test its lock: a FIFO in its place is no lock (an open
+    for reading would wait for a writer forever)."""
+    d = make(tmp_path, "r", meta(status="running", points_done=0))
+    os.mkfifo(d / ".lock")
+    assert summarise(d).status == "interrupted"
