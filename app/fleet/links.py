@@ -51,7 +51,7 @@ from app.fleet.inspect import (
     shape_of,
     verdict_of,
 )
-from app.programs import which_trusted
+from app.programs import untrusted, which_trusted
 from app.runners.base import _die_with_parent
 from app.runners.fio import TargetShape
 from app.sanitize import clean_json, clean_line
@@ -101,7 +101,15 @@ def ssh_base(host: Host) -> list[str]:
             "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3", "-p", str(host.port)]
     config = os.environ.get("PROFILER_TUI_SSH_CONFIG")
     if config:
-        argv[1:1] = ["-F", config]
+        # ssh does not check the owner or mode of a file given with -F (only of ~/.ssh/config), and a ProxyCommand
+        # or LocalCommand in it runs as root: a file another user can change is refused
+        if not os.path.isfile(config):
+            raise UsageError(f"PROFILER_TUI_SSH_CONFIG={clean_line(config, 200)}: no such regular file.")
+        why = untrusted(config)
+        if why:
+            raise SafetyError(f"PROFILER_TUI_SSH_CONFIG={clean_line(config, 200)}: {why}, so another user could make "
+                              "ssh run any command as root; keep the file where only root can write.")
+        argv[1:1] = ["-F", os.path.realpath(config)]
     return argv
 
 

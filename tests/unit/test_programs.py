@@ -124,3 +124,26 @@ def test_the_cli_names_the_untrusted_fio_in_one_sentence(tree: Path) -> None:
     assert [ln for ln in proc.stderr.splitlines() if ln.strip()] == [proc.stderr.strip()]
     assert f"fio at {p}" in proc.stderr and "Traceback" not in proc.stderr
     assert not (tree / "out").exists()
+
+
+def test_an_ssh_config_another_user_can_change_is_refused(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ssh checks no owner or mode of a file given with -F, and its ProxyCommand runs as root."""
+    from app.errors import UsageError
+    from app.fleet.hosts import parse_host
+    from app.fleet.links import ssh_base
+
+    host = parse_host("ssh://127.0.0.1:2222")
+    config = tree / "ssh_config"
+    config.write_text("Host *\n  ProxyCommand touch /tmp/owned\n")
+    monkeypatch.setenv("PROFILER_TUI_SSH_CONFIG", str(config))
+    assert ssh_base(host)[1:3] == ["-F", str(config)]
+    os.chown(config, NOBODY, -1)
+    with pytest.raises(SafetyError, match="another user could make ssh run any command as root"):
+        ssh_base(host)
+    os.chown(config, 0, -1)
+    os.chmod(config, 0o666)
+    with pytest.raises(SafetyError, match="writable by other users"):
+        ssh_base(host)
+    monkeypatch.setenv("PROFILER_TUI_SSH_CONFIG", str(tree / "missing"))
+    with pytest.raises(UsageError, match="no such regular file"):
+        ssh_base(host)
