@@ -853,18 +853,21 @@ def _nearest_dir(real: str) -> tuple[str, os.stat_result | None, bool]:
             return here, None, direct
 
 
-def place_reasons(real: str) -> list[str]:
+def place_reasons(real: str, writes: bool = True) -> list[str]:
     """Why another user could change what root's fio opens at the resolved path ``real``: the directory it is in
-    (or will be created in) is another user's or writable by others (a sticky one like /tmp too: a name in it is
-    free until root's fio takes it), a directory above it is (sticky ones are fine there: nothing root made in them
-    can be renamed by others), or the file that is there is another user's or writable by others.  A block
-    device's node is root's (group disk): its owner and mode are not judged."""
+    (or will be created in) is another user's or writable by others (a sticky one like /tmp too, for a plan that
+    writes or a file not there yet: a name in it is free until root's fio takes it), a directory above it is (sticky
+    ones are fine there: nothing root made in them can be renamed by others), or the file that is there is another
+    user's or writable by others.  A block device's node is root's (group disk): its owner and mode are not
+    judged."""
     here, st, direct = _nearest_dir(real)
     if st is None:
         return [f"{here} cannot be examined"]
     if not stat.S_ISDIR(st.st_mode):
         return []  # nothing can be created there: the checks of the target say so
     why = foreign(st, sticky_ok=not direct)
+    if why and foreign(st, sticky_ok=True) is None and not writes and _trusted_file(real):
+        why = None  # read with --readonly, never laid out, and in a sticky directory no one else can replace it
     if why and foreign(st, sticky_ok=True) is None:  # sticky and shared, like /tmp
         return [f"{here} {why} (a sticky directory like /tmp), and fio removes and creates again, by name, a file it "
                 f"lays out: another user could put a symbolic link at {real} first; name a file in a directory only "
@@ -885,17 +888,27 @@ def place_reasons(real: str) -> list[str]:
     return [f"{real} {why}: root's fio neither writes nor reads a file another user can change"] if why else []
 
 
-def trust_reasons(target: str) -> list[str]:
-    """Why another user could steer what root's fio opens for ``target`` ([] when no one can): a link of theirs
-    on the way (:func:`link_reasons`), or the place it resolves to (:func:`place_reasons`)."""
-    return link_reasons(target) or place_reasons(resolve(target))
+def _trusted_file(real: str) -> bool:
+    """``real`` is a regular file (not a link) that only trusted users can change."""
+    try:
+        st = os.lstat(real)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and foreign(st) is None
+
+
+def trust_reasons(target: str, writes: bool = True) -> list[str]:
+    """Why another user could steer what root's fio opens for ``target`` in a plan that ``writes`` or only reads
+    ([] when no one can): a link of theirs on the way (:func:`link_reasons`), or the place it resolves to
+    (:func:`place_reasons`)."""
+    return link_reasons(target) or place_reasons(resolve(target), writes)
 
 
 def check_trust(target: str, writes: bool, *, links_only: bool = False) -> None:
     """SafetyError (exit 3) when another user could steer what root's fio opens for ``target``
     (:func:`trust_reasons`); ``links_only``: only a link on the way, checked before a target is resolved (its
     resolved path names no link)."""
-    reasons = link_reasons(target) if links_only else trust_reasons(target)
+    reasons = link_reasons(target) if links_only else trust_reasons(target, writes)
     if reasons:
         confirm(Verdict(os.path.abspath(os.path.expanduser(target)), "file", REFUSED, reasons), writes)
 
@@ -908,7 +921,7 @@ def classify(target: str, writes: bool) -> Verdict:
         mode = os.stat(path).st_mode
     except OSError:
         mode = 0
-    steered = trust_reasons(target)
+    steered = trust_reasons(target, writes)
     if steered:  # named as given: a link of another user's is not followed, not even in a sentence
         kind = "block" if stat.S_ISBLK(mode) else "file" if not mode or stat.S_ISREG(mode) else "other"
         return Verdict(os.path.abspath(os.path.expanduser(target)), kind, REFUSED, steered, confirm=kind == "block")

@@ -122,3 +122,22 @@ def test_the_tool_s_own_directory_goes_with_its_file_and_resume_reads_what_run_j
     not_ours = runmeta.parse(runmeta.dumps(runmeta.new({"target": str(path), "target_created_by_tool": False},
                                                        tmp_path / "run.json")), tmp_path / "run.json")
     assert not LocalTarget.recorded(str(path), not_ours).ours
+
+
+def test_a_read_only_plan_reads_a_file_of_this_user_s_in_a_sticky_shared_directory(tmp_path: Path) -> None:
+    """fio reads it with --readonly and never lays it out, and in a sticky directory no one else can replace it; a
+    plan that writes, or a file that is not there yet, is still refused."""
+    d = tmp_path / "sticky"
+    d.mkdir()
+    d.chmod(0o1777)
+    f = d / "data.bin"
+    f.write_bytes(b"x" * 8192)
+    assert safety.trust_reasons(str(f), writes=False) == []
+    assert "sticky directory like /tmp" in safety.trust_reasons(str(f), writes=True)[0]
+    assert "sticky directory like /tmp" in safety.trust_reasons(str(d / "absent.bin"), writes=False)[0]
+    f.chmod(0o666)
+    assert safety.trust_reasons(str(f), writes=False)  # a file others can write is theirs to change
+    if os.geteuid() == 0:
+        f.chmod(0o644)
+        os.chown(f, 65534, -1)
+        assert safety.trust_reasons(str(f), writes=False)  # another user's file
