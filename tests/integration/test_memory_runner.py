@@ -381,7 +381,7 @@ def test_auto_prefers_mlc_when_usable_and_explains_when_not(fake_mlc: dict[str, 
 @pytest.mark.parametrize("setting, message", [
     ("delay=-1", "key 'delay' has invalid value '-1': must be at least 0"),
     ("stride=96", "key 'stride' has invalid value '96': must be a power of two"),
-    ("buffer=100t", "than the"),
+    ("buffer=100t", "key 'buffer' has invalid value '100t': must be at most 4 GiB"),
 ])
 def test_bad_memory_settings_are_usage_errors(setting: str, message: str, tmp_path: Path) -> None:
     out = tmp_path / "out"

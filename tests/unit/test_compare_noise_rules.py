@@ -12,12 +12,13 @@ import re
 from pathlib import Path
 
 from app.compare import compare_reference, compare_runs, load_reference
+from app.textable import markdown_cells
 from compare_util import make_run, metrics, replicates
 from conftest import run_cli
 
 
 def _rows(md: str) -> list[dict[str, str]]:
-    table = [[c.strip() for c in line.strip("|").split("|")] for line in md.splitlines()
+    table = [markdown_cells(line) for line in md.splitlines()
              if line.startswith("|") and not re.match(r"^\|[-:| ]+\|$", line)]
     return [dict(zip(table[0], r)) for r in table[1:]]
 
@@ -156,7 +157,7 @@ def test_a_bogus_interval_never_makes_a_run_as_specified(tmp_path: Path) -> None
     assert row["This run"] == "1041" and row["Ratio"] == "0.20×"
     assert row["Verdict"].startswith("no interval: its interval [900, 5,300] is wider")
     assert "**0 as specified**" in md and "1 without an interval (not judged)" in md
-    assert "- its interval [900, 5,300] is wider than the figure 1,041 itself (1×)" in md
+    assert "- its interval \\[900, 5,300\\] is wider than the figure 1,041 itself (1×)" in md
     one = make_run(tmp_path / "one", [{"metrics": metrics(924, (924, 924))}])
     (row,) = _rows(compare_reference(str(one), load_reference(str(sheet))))
     assert row["This run"] == "924" and row["Verdict"] == "no interval: its interval [924, 924] has zero width"

@@ -97,10 +97,10 @@ class Mutator:
 
 def _mutate_dir(d: Path, mutate: Mutator) -> None:
     """run.json, results.jsonl and raw/telemetry.jsonl of ``d`` with every string field's payload; the plan's
-    points keep their settings (the lines' points are mutated: they are what the report shows)."""
+    points get the payloads their lines' points get (a line measures a plan point only when the two are equal)."""
     meta = json.loads((d / "run.json").read_text())
     plan = meta.pop("plan", [])
-    meta = {**mutate(meta), "plan": plan}
+    meta = {**mutate(meta), "plan": [mutate(p, ("point",)) for p in plan]}
     (d / "run.json").write_text(json.dumps(meta, indent=1))
     for name in ("results.jsonl", "raw/telemetry.jsonl"):
         f = d / name
@@ -123,7 +123,7 @@ def _audit() -> dict[str, object]:
     items = tuple(Item(k, "value", "what a benchmark wants", "why it matters", "warn" if i % 2 else "ok",
                        "scheduler" if k == "scheduler" else None, "a note") for i, k in enumerate(ITEMS))
     return {**to_json(Audit("/dev/nvme0n1", "nvme0n1", (0, 1), items, "a container note")),
-            "read_at": "2026-11-25T08:00:00Z"}
+            "read_at": "2026-11-25T08:00:00Z", "tuned_by": "run 4242 was tuning /dev/nvme0n1 as they were read"}
 
 
 def _every_run_json_part(meta: dict[str, Any]) -> dict[str, Any]:
