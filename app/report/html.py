@@ -103,7 +103,8 @@ CSS_PROPERTIES = frozenset({
     "dominant-baseline", "image-rendering", "letter-spacing", "white-space"})
 _ID_TEXT = re.compile(r"[A-Za-z_][\w.:-]{0,127}")
 _CSS_VALUE = re.compile(r"(?:url\(#[A-Za-z_][\w.:-]{0,127}\)|[-\w\s.,#%'\"])*")  # no function but url(#id)
-_GEOMETRY = re.compile(r"[-+\w\s.,()]*")  # a number, a path, a transform (rotate(…), matrix(…)), a word
+# a number, a path, a word, a transform: a '(' only after one of the transform functions (so no url( either)
+_GEOMETRY = re.compile(r"(?:(?:matrix|translate|scale|rotate|skewX|skewY)\s*\(|[-+\w\s.,)])*")
 _DECLARATION_LIST = re.compile(r"\s*([a-z-]+)\s*:([^;]*)")
 _RULE = re.compile(r"\s*([\w\s.#*,:>-]+?)\s*\{([^{}]*)\}\s*")  # a selector and its declarations
 _PNG = re.compile(r"data:image/png;base64,[A-Za-z0-9+/=\s]*")

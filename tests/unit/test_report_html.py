@@ -304,3 +304,13 @@ def test_a_dir_that_is_no_results_directory_is_one_sentence(tmp_path: Path, make
     proc = run_cli("report", str(d), "--html")
     assert proc.returncode == 2 and str(d) in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_a_geometry_attribute_holds_no_function_but_a_transform() -> None:
+    """Found by the property test above: x="url(" was inlined (harmless on x, but the rule is no function but the
+    transforms and url(#id))."""
+    for bad in ('<rect x="url("/>', '<rect x="url(http://127.0.0.1/)"/>', '<g transform="expression(1)"/>'):
+        with pytest.raises(FigureRefused):
+            inline_svg(SVG.replace("{extra}", bad), "f1-")
+    ok = '<g transform="matrix(1 0 0 -1 0 288) translate(2, 3) rotate(-90)"/>'
+    assert "matrix(1 0 0 -1 0 288)" in inline_svg(SVG.replace("{extra}", ok), "f1-")
