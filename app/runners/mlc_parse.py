@@ -125,6 +125,8 @@ class Row:
     bandwidth_mbps: float
     extra: list[str] = field(default_factory=list)  # further columns, verbatim
     windows: dict[str, tuple[float, ...]] = field(default_factory=dict)  # the engine's sub-window figures
+    # the '*' lines printed inside the table since the row before (the engine's "Busy machine at delay N" about it)
+    warnings: tuple[str, ...] = field(default=(), compare=False)
 
     def as_dict(self) -> dict[str, object]:
         return {"delay": self.delay, "latency_ns": self.latency_ns, "bandwidth_mbps": self.bandwidth_mbps}
@@ -138,6 +140,9 @@ class Section:
     values: dict[str, object] = field(default_factory=dict)  # figures; load_mbps by delay; c2c matrices
     matrix: dict[str, dict[str, float | None]] = field(default_factory=dict)
     title: str = ""
+    # how many of params["warnings"] are about the whole section (the file's and those before its table or first
+    # figure); the rest are about one row or figure each (Row.warnings, Figure.warnings)
+    shared_warnings: int = 0
 
 
 @dataclass(frozen=True)
@@ -481,6 +486,7 @@ class LineParser:
         sec = Section(kind=kind, params=self._global_params(), title=title)
         if self.header.get("warnings"):
             sec.params["warnings"] = list(_as_list(self.header["warnings"]))
+        sec.shared_warnings = len(_as_list(sec.params.get("warnings")))
         self.sections.append(sec)
         self._current = sec
         self._in_table = False
@@ -688,7 +694,8 @@ class LineParser:
         if len(kept) < MAX_STAR_LINES:
             text = m.group(1).strip()
             kept.append(text)
-            if self._current is not None and self._current.kind in FIGURE_UNITS:
+            if self._current is not None and (self._current.kind in FIGURE_UNITS or (
+                    self._current.kind == "loaded" and self._in_table)):
                 self._stars.append(text)  # e.g. the engine's "Busy machine at …" about the figure that follows
         else:
             self._warn(f"more than {MAX_STAR_LINES} warning lines (starting with '*') in one place: the rest "
@@ -831,6 +838,8 @@ class LineParser:
     def _read_loaded(self, sec: Section, line: str) -> Row | None:
         if line.startswith("==="):
             self._in_table = True
+            sec.shared_warnings = len(_as_list(sec.params.get("warnings")))  # those before the table: every row's
+            self._stars = []
             return None
         m = _RE_ROW.match(line)
         if not (m and self._in_table):
@@ -841,7 +850,8 @@ class LineParser:
         self._rows += 1
         lat = None if m.group(2) == "-" else float(m.group(2))
         extra = [f[:MAX_EXTRA_CHARS] for f in m.group(4).split()[:MAX_EXTRA_COLUMNS]]
-        row = Row(int(m.group(1)), lat, float(m.group(3)), extra, self._take_windows())
+        row = Row(int(m.group(1)), lat, float(m.group(3)), extra, self._take_windows(), tuple(self._stars))
+        self._stars = []
         if self._load_bw is not None and self._load_bw[0] == row.delay:  # one per row: bounded as the rows are
             _sub_dict(sec.values, "load_mbps")[row.delay] = self._load_bw[1]
         self._load_bw = None
