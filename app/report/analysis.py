@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from app.records import number
+from app.report import contention
 from app.report import memory as mem
 from app.report.model import MemoryRow, RunData, StorageRow
 
@@ -260,6 +261,11 @@ class MemCurve:
     idle: MemoryRow | None = None  # the run's idle point of the same engine and stride (same buffer first)
 
     @property
+    def clean(self) -> list[MemoryRow]:
+        """The points whose threads got their CPU (app.report.contention): the only ones a knee is found on."""
+        return [p for p in self.points if not contention.contended(p)]
+
+    @property
     def label(self) -> str:
         from app.units import format_size
 
@@ -290,8 +296,10 @@ def memory_curves(points: Sequence[MemoryRow]) -> list[MemCurve]:
             seen.setdefault(p.delay, p)  # type: ignore[arg-type]
         ordered = sorted(seen.values(), key=lambda p: -(p.delay or 0))
         c = MemCurve(key, key[0], key[1], key[2], key[3], ordered)
-        if len(ordered) >= 3 and all(p.bandwidth is not None for p in ordered):
-            c.knee = knee([p.bandwidth or 0.0 for p in ordered], [p.latency or 0.0 for p in ordered])
+        clean = c.clean  # a contended row is shown, never part of a knee
+        if len(clean) >= 3 and all(p.bandwidth is not None for p in clean):
+            k = knee([p.bandwidth or 0.0 for p in clean], [p.latency or 0.0 for p in clean])
+            c.knee = None if k is None else ordered.index(clean[k])
             if c.knee is not None and not mem.knee_supported(c):
                 c.rejected_knee, c.knee = c.knee, None
         c.idle = mem.idle_baseline(ordered, idle)
@@ -304,6 +312,19 @@ def lines_in_flight(p: MemoryRow, line_bytes: int = 64) -> float | None:
     if not p.bandwidth or not p.latency:
         return None
     return p.bandwidth * 1e6 / line_bytes * p.latency * 1e-9
+
+
+def lines_in_flight_text(p: MemoryRow) -> str:
+    """Lines in flight as the analysis prints it: below 1 is impossible (the latency thread alone keeps one line
+    in flight whenever it runs), so such a figure is flagged with its likely cause, never printed bare."""
+    mlp = lines_in_flight(p)
+    if mlp is None:
+        return "n/a"
+    if mlp >= 1:
+        return f"{mlp:.0f}"
+    why = ("its row is contended" if contention.contended(p) else
+           "the bandwidth and the latency do not describe the same traffic")
+    return f"{mlp:.2f}: impossible (below 1 line; {why})"
 
 
 # --- memory vs storage ----------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ import statistics
 from typing import Protocol, Sequence
 
 from app.records import number
+from app.report.contention import CONTENDED_SHARE
 from app.report.model import MemoryRow
 from app.sanitize import md_text
 from app.units import format_size_human
@@ -23,6 +24,9 @@ class MemCurve(Protocol):
     points: list[MemoryRow]  # by increasing load
     knee: int | None
     rejected_knee: int | None
+
+    @property
+    def clean(self) -> list[MemoryRow]: ...
 
 MATERIAL = 0.10  # a knee's latency rise must exceed 10 % of the light-load latency: less is drift, not saturation
 LINE_BYTES = 64  # one latency-thread step reads one line (native/memlat/README.md, "How bytes are counted")
@@ -163,8 +167,10 @@ def knee_supported(curve: MemCurve) -> bool:
     latencies (those before the bend) by more than that band's width."""
     if curve.knee is None:
         return False
-    lighter = [p.latency for p in curve.points[:curve.knee] if p.latency is not None]
-    heavy = curve.points[-1].latency
+    clean = curve.clean
+    ids = {id(p) for p in clean}
+    lighter = [p.latency for p in curve.points[:curve.knee] if p.latency is not None and id(p) in ids]
+    heavy = clean[-1].latency if clean else None
     return heavy is not None and rises_above(lighter, heavy)
 
 
@@ -203,8 +209,13 @@ def no_knee_reason(curve: MemCurve, cpus: int | None = None, peak: MemoryRow | N
     injection bandwidth of the same engine and traffic, when it measured one."""
     if curve.knee is not None:
         return None
-    pts = curve.points
+    pts = curve.clean
+    left = len(curve.points) - len(pts)
     if len(pts) < 3:
+        if left:
+            return (f"{left} of the {len(curve.points)} delays are contended (a thread got less than "
+                    f"{CONTENDED_SHARE:.0%} of a CPU) and left out; the {len(pts)} others are too few: a knee needs at "
+                    "least three.")
         return f"{len(pts)} delays measured: a knee needs at least three."
     if any(p.bandwidth is None for p in pts):
         return "bandwidth not recorded at every delay: no curve to find a knee on."
@@ -215,11 +226,15 @@ def no_knee_reason(curve: MemCurve, cpus: int | None = None, peak: MemoryRow | N
     text = (f"Latency went from {light.latency:.2f} ns at delay {light.delay} to {heavy.latency:.2f} ns at delay "
             f"{heavy.delay} ({heavy.latency / light.latency - 1:+.1%}; every delay within {min(lats):.2f}–"
             f"{max(lats):.2f} ns) while bandwidth reached {_load_text(pts, cpus)}.")
+    if left:
+        text = (f"{left} contended delay{'s' if left != 1 else ''} (a thread got less than {CONTENDED_SHARE:.0%} of a "
+                "CPU) left out. ") + text
     if curve.rejected_knee is not None:
-        band = [p.latency for p in pts[:curve.rejected_knee] if p.latency is not None]
-        text += (f" The chord rule's bend at delay {pts[curve.rejected_knee].delay} is no knee: the heaviest load's "
-                 f"{heavy.latency:.2f} ns does not rise above the lighter loads' {min(band):.2f}–{max(band):.2f} ns "
-                 f"by more than their own spread and {MATERIAL:.0%}.")
+        ids = {id(p) for p in pts}
+        band = [p.latency for p in curve.points[:curve.rejected_knee] if p.latency is not None and id(p) in ids]
+        text += (f" The chord rule's bend at delay {curve.points[curve.rejected_knee].delay} is no knee: the heaviest "
+                 f"load's {heavy.latency:.2f} ns does not rise above the lighter loads' {min(band):.2f}–"
+                 f"{max(band):.2f} ns by more than their own spread and {MATERIAL:.0%}.")
     if rises_above(lats[:-1], heavy.latency):
         return text + " Latency rose above the lighter loads' spread, but without a bend sharp enough to call a knee."
     if curve.rejected_knee is None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 from app.points import Kind
 from app.records import number
 from app.report import analysis as an
-from app.report import conditions, drive, host, peak_text, queue_text, series, suite, support, tails, trends
+from app.report import conditions, contention, drive, host, peak_text, queue_text, series, suite, support, tails, trends
 from app.report import intervals as ci
 from app.report import memory as mem
 from app.report import procedure as rp
@@ -377,12 +377,18 @@ def _memory_tables(points: Sequence[MemoryRow], env: Mapping[str, object] | None
         out.append(title)
         out.append("")
         rows = []
+        busy = any(contention.contended(p) for p in series[key])
         for p in sorted(series[key], key=lambda p: p.delay or 0):
             rows.append([f"{p.delay:05d}" if p.delay is not None else "-",
                          _mem_pm(p, "latency_ns", p.latency, 2, "-"),
-                         _mem_pm(p, "bandwidth_mbps", p.bandwidth, 1, "-")])
-        out.append(markdown_table(["Inject", "Latency (ns)", "Bandwidth (MB/sec)"], rows, right=()))
+                         _mem_pm(p, "bandwidth_mbps", p.bandwidth, 1, "-")]
+                        + ([contention.contended_text(p) or "clean"] if busy else []))  # type: ignore[arg-type]
+        out.append(markdown_table(["Inject", "Latency (ns)", "Bandwidth (MB/sec)"] + (["CPU"] if busy else []), rows,
+                                  right=()))
         out.append("")
+        if busy:
+            out += [contention.rule_text(), ""]
+        out += suite.warnings_line(series[key])
         out += _chase_line(series[key])
         out += [mem.buffer_note(series[key], env, idle), ""]
     if idle or series:
@@ -611,21 +617,30 @@ def _delay_text(c: an.MemCurve, delay: int | None) -> str:
     return f"{delay} (≈ {t:.0f} ns)" if t < 1000 else f"{delay} (≈ {t / 1000:.3g} µs)"
 
 
+def _knee_cell(c: an.MemCurve) -> str:
+    """The knee's delay with how firmly it holds (the storage knee's margin and cut-curve checks)."""
+    if c.knee is None:
+        return "none"
+    sup = support.memory_knee_support(c)
+    return f"{_delay_text(c, c.points[c.knee].delay)} ({sup.verdict_text()}; margin {sup.margin_text()})"
+
+
 def _memory_row(c: an.MemCurve) -> list[str]:
-    """One curve's row of the memory analysis table."""
-    light, heavy = c.points[0], c.points[-1]
+    """One curve's row of the memory analysis table: its clean points only (contended rows are left out)."""
+    if not c.clean:
+        return [c.label, "n/a (every delay contended)"] + ["n/a"] * 8
+    light, heavy = c.clean[0], c.clean[-1]
     k = None if c.knee is None else c.points[c.knee]
-    mlp = an.lines_in_flight(heavy)
     load = mem.load_mbps(heavy)
     return [c.label, f"{light.latency:.2f}" if light.latency else "n/a",
-            "none" if k is None else _delay_text(c, k.delay),
+            _knee_cell(c),
             "" if k is None or k.bandwidth is None else f"{k.bandwidth:.1f}",
             "" if k is None or k.latency is None else f"{k.latency:.2f}",
             f"{heavy.bandwidth:.1f}" if heavy.bandwidth is not None else "n/a",
             f"{load:.1f}" if load is not None else "n/a",
             f"{heavy.latency:.2f}" if heavy.latency else "n/a",
             f"{heavy.latency / light.latency:.2f}" if heavy.latency and light.latency else "n/a",
-            f"{mlp:.0f}" if mlp is not None else "n/a"]
+            an.lines_in_flight_text(heavy)]
 
 
 def _memory_analysis(curves: Sequence[an.MemCurve], cpus: int | None = None,
@@ -646,14 +661,24 @@ def _memory_analysis(curves: Sequence[an.MemCurve], cpus: int | None = None,
     out.append("")
     rows = []
     notes = []
+    every = [p for c in loaded for p in c.points]
+    good = contention.valid_peaks(peaks, every)
     for c in sorted(loaded, key=lambda c: (c.stride, _traffic_order(c.traffic), c.buffer)):
         rows.append(_memory_row(c))
-        peak = next((p for p in peaks if p.engine == c.engine and (p.traffic or "R") == c.traffic and p.bandwidth),
-                    None)
+        peak = next((p for p in good if p.engine == c.engine and (p.traffic or "R") == c.traffic), None)
         reason = mem.no_knee_reason(c, cpus, peak)
         if reason:
             notes.append(f"- {md_text(c.label)}, no knee: {reason}")
-    heavy_delay = loaded[0].points[-1].delay
+        left = len(c.points) - len(c.clean)
+        if left:
+            notes.append(f"- {md_text(c.label)}: {left} of {len(c.points)} delays contended (a thread got less than "
+                         f"{contention.CONTENDED_SHARE:.0%} of a CPU), left out of the knee and of the columns above.")
+    for p in peaks:
+        why = contention.peak_problem(p, every)
+        if why:
+            notes.append(f"- The peak injection bandwidth {md_text(p.traffic or 'R')} ({p.bandwidth or 0:,.1f} MB/s) "
+                         f"is no peak and no reference here: {why}.")
+    heavy_delay = next((c.clean[-1].delay for c in loaded if c.clean), loaded[0].points[-1].delay)
     out.append(markdown_table(["Traffic", "Latency at lightest load (ns)", "Knee delay", "Bandwidth at knee (MB/s)",
                          "Latency at knee (ns)", f"Bandwidth at delay {heavy_delay} (MB/s)",
                          "Load threads' part (MB/s)", "Latency there (ns)", "Latency growth", "Lines in flight"], rows))

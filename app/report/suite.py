@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Sequence
 
 from app.records import number
+from app.report import contention
 from app.report import intervals as ci
 from app.report import memory as mem
 from app.report import plateaus as pl
@@ -22,6 +23,7 @@ from app.sanitize import Markup, md_text
 from app.textable import markdown_figure, markdown_table
 from app.units import format_size_human, size_text
 
+SATURATED_GAIN = 0.10  # a last thread that adds more than this much bandwidth: the memory was not saturated
 MODES = ("latency_matrix", "bandwidth_matrix", "peak", "scaling", "c2c", "working_set")
 NOT_MEASURED = "—"
 PREFIX = "plots/memory-suite-"  # every figure of this module's sections
@@ -190,8 +192,7 @@ def warnings_line(points: Sequence[MemoryRow]) -> list[str]:
     texts: list[str] = []
     warned = 0
     for p in points:
-        got = p.line.parts.warnings
-        mine = [w for w in got[:8] if isinstance(w, str)] if isinstance(got, list) else []
+        mine = contention.own_warnings(p)[:8]  # not another figure's (lines written before each kept its own)
         warned += bool(mine)
         texts += [t for w in mine if (t := _md(w)) not in texts]
     if not warned:
@@ -355,7 +356,48 @@ def _peak_section(data: RunData, points: Sequence[MemoryRow], figures: Sequence[
             "delay, no latency thread). Bandwidths are in MB/sec (1 MB/sec = 1,000,000 Bytes/sec). The read:write "
             "ratios count bytes on the memory bus: an ordinary store first reads its line (read-for-ownership) and "
             "later writes it back, a non-temporal store writes it once.", ""
-            ] + _per_group(data, points, figures, "peak", _peak_table)
+            ] + _per_group(data, points, figures, "peak", _peak_table) + _peak_validity(data, points)
+
+
+def _machine_cpus(data: RunData) -> int | None:
+    env = data.meta.environment
+    cpu = env.cpu if env is not None and not data.imported else None
+    n = number(cpu.get("threads")) if cpu is not None else None
+    return int(n) if n is not None and n >= 1 else None
+
+
+def _peak_validity(data: RunData, points: Sequence[MemoryRow]) -> list[str]:
+    """Under the peak table: a peak that is none (contended, or beaten by a loaded point), and how many threads made
+    each peak against the CPUs and what the run shows of saturation."""
+    loaded = [p for p in data.memory if p.mode == "loaded"]
+    scaling = [p for p in data.memory if p.mode == "scaling" and not contention.contended(p)]
+    cpus = _machine_cpus(data)
+    out = []
+    for p in sorted(points, key=lambda p: peak_order(p.traffic or "R")):
+        if p.bandwidth is None:
+            continue
+        name = f"{peak_label(p.traffic or 'R')} {mlc_number(p.bandwidth)} MB/s"
+        why = contention.peak_problem(p, loaded)
+        if why:
+            out.append(f"- {name} is no peak: {_md(why)}. It is shown as measured and used as no reference.")
+            continue
+        out.append(f"- {name}: {_saturation(p, scaling, cpus)}")
+    return out + [""] if out else []
+
+
+def _saturation(p: MemoryRow, scaling: Sequence[MemoryRow], cpus: int | None) -> str:
+    """How many load threads made the peak, of how many CPUs, and whether the run shows they saturate memory."""
+    who = contention.threads_text(p, cpus)
+    curve = sorted((n, q.bandwidth) for q in scaling if (q.traffic or "R") == (p.traffic or "R") and q.engine == (
+        p.engine) and (n := threads_of(q)) is not None and q.bandwidth)
+    if len(curve) >= 2:
+        (a, bw_a), (b, bw_b) = curve[-2], curve[-1]
+        gain = bw_b / bw_a - 1
+        if gain > SATURATED_GAIN:
+            return (f"the peak of {who}, not of the memory: bandwidth still rose {gain:+.0%} from {a} to {b} threads "
+                    "(not saturated).")
+        return f"{who}; bandwidth rose {gain:+.0%} from {a} to {b} threads: saturated."
+    return f"the peak of {who}; no scaling curve shows whether that many threads saturate the memory."
 
 
 def threads_of(p: MemoryRow) -> int | None:

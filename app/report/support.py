@@ -218,3 +218,26 @@ class BoundNoise:
 
 def bound_noise(run_dir: Path, p: StorageRow, bound_ns: float) -> BoundNoise:
     return BoundNoise(point_spread(run_dir, p, "p99"), bound_ns, len(samples_of(run_dir, p)))
+
+
+# --- memory knees ------------------------------------------------------------------------------------------
+
+MEMORY_NO_BOOT = "one figure per delay: the results lines keep no per-window samples to resample"
+
+
+def memory_knee_support(curve: an.MemCurve) -> KneeSupport:
+    """The checks of a memory curve's knee, as for storage, over the curve's clean points (contended rows are no
+    part of a knee): margin over the runner-up and the curve cut one delay short; no bootstrap (the lines keep one
+    figure per delay), so a clear knee is at best "unconfirmed", and one that fails a check "fragile"."""
+    cached = curve.__dict__.get("_support")
+    if isinstance(cached, KneeSupport):
+        return cached
+    pts = curve.clean
+    xs, ys = [p.bandwidth or 0.0 for p in pts], [p.latency or 0.0 for p in pts]
+    labels = tuple(f"delay {p.delay}" for p in pts)
+    k = None if curve.knee is None else next((i for i, p in enumerate(pts) if p is curve.points[curve.knee]), None)
+    checked = len(pts) >= 4
+    drop = an.knee(xs[:-1], ys[:-1]) if checked else None
+    sup = KneeSupport(labels, k, ranking(xs, ys), drop, checked, None, MEMORY_NO_BOOT if k is not None else "no knee")
+    curve.__dict__["_support"] = sup
+    return sup
