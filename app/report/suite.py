@@ -478,8 +478,10 @@ def sysfs_caches(points: Sequence[MemoryRow]) -> list[pl.Cache]:
     return []
 
 
-def curve(points: Sequence[MemoryRow]) -> list[tuple[int, float]]:
-    return sorted((b, v) for p in points if (b := p.buffer) is not None and (v := p.latency) is not None)
+def curve(points: Sequence[MemoryRow], clean: bool = False) -> list[tuple[int, float]]:
+    """(buffer, ns) of a working-set curve's sizes; ``clean``: without contended sizes (plateaus are found on those)."""
+    return sorted((b, v) for p in points if (b := p.buffer) is not None and (v := p.latency) is not None
+                  and not (clean and contention.contended(p)))
 
 
 def page_words(pages: str) -> str:
@@ -497,7 +499,8 @@ def about(n: float) -> str:
 
 
 def plateau_rows(found: Sequence[pl.Plateau], caches: Sequence[pl.Cache]) -> list[list[str]]:
-    return [[pl.level_of(p.middle, caches) if caches else f"plateau {i + 1}", f"{about(p.first)} – {about(p.last)}",
+    names = pl.labels(found, caches) if caches else [f"plateau {i + 1}" for i in range(len(found))]
+    return [[names[i], f"{about(p.first)} – {about(p.last)}",
              f"{p.latency:.2f}", str(len(p.sizes)) + (f" ({p.outliers} outlier{'s' if p.outliers != 1 else ''})"
                                                        if p.outliers else "")] for i, p in enumerate(found)]
 
@@ -528,14 +531,16 @@ def comparison(found: Sequence[pl.Plateau], caches: Sequence[pl.Cache]) -> list[
 
 
 def _working_set_curve(label: str, pts: Sequence[MemoryRow], caches: Sequence[pl.Cache]) -> list[str]:
-    c = curve(pts)
+    c = curve(pts, clean=True)
+    left = len(curve(pts)) - len(c)
     found = pl.detect(c)
     if found is None:
-        return [f"{label}: {len(c)} buffer size{'s' if len(c) != 1 else ''} measured — too few to detect plateaus "
-                f"(the rule needs at least {pl.MIN_SIZES}); no plateau is claimed.", ""]
-    out = [f"{label}: {len(found)} plateau{'s' if len(found) != 1 else ''} detected over {len(c)} sizes.", ""]
+        return [f"{label}: {len(c)} {'clean ' if left else ''}buffer size{'s' if len(c) != 1 else ''} measured — too "
+                f"few to detect plateaus (the rule needs at least {pl.MIN_SIZES}); no plateau is claimed.", ""]
+    busy = f" ({left} contended size{'s' if left != 1 else ''} left out). {contention.rule_text()}" if left else "."
+    out = [f"{label}: {len(found)} plateau{'s' if len(found) != 1 else ''} detected over {len(c)} sizes{busy}", ""]
     if found:
-        head = ["Fits in (sysfs)", "Buffer range", "Latency (ns, median)", "Sizes"]
+        head = ["Level (by its measured edges)", "Buffer range", "Latency (ns, median)", "Sizes"]
         out += [markdown_table(head, plateau_rows(found, caches), right=(2, 3)), ""]
     out += ["- " + s for s in comparison(found, caches)] + [""]
     return out
