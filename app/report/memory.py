@@ -29,6 +29,7 @@ class MemCurve(Protocol):
     def clean(self) -> list[MemoryRow]: ...
 
 MATERIAL = 0.10  # a knee's latency rise must exceed 10 % of the light-load latency: less is drift, not saturation
+CHASE_CACHES = 4  # a DRAM latency's chase spans at least this many last-level caches (the engine's default buffer)
 LINE_BYTES = 64  # one latency-thread step reads one line (native/memlat/README.md, "How bytes are counted")
 
 
@@ -355,8 +356,10 @@ def _buffer_text(buf: int | None, env: object) -> str:
     text = f"chase buffer {format_size_human(buf)} per thread"
     cache = llc(env)
     if cache:
+        below = (f"; below {CHASE_CACHES}× it, some chase steps may find their line in that cache and the latency may "
+                 "lie below DRAM's") if buf < CHASE_CACHES * cache[1] else ""
         text += (f" = {_ratio(buf, cache[1])} the {format_size_human(cache[1])} {md_text(cache[0])} (last-level cache "
-                 "of CPU 0)")
+                 f"of CPU 0{below})")
     else:
         text += " (last-level cache not recorded)"
     tlb = tlb_reach(env)

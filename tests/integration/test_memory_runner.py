@@ -751,3 +751,16 @@ def test_each_loaded_line_carries_its_own_warnings_not_every_rows(fake_mlc: dict
         own = ([f"Busy machine at delay {delay}: a thread got {busy[delay]}% of a CPU in its window"]
                if delay in busy else [])
         assert warnings == ["Unable to enable huge pages", *own], (delay, warnings)
+
+
+@needs_engine
+def test_builtin_default_chase_buffer_is_at_least_four_last_level_caches(builtin_runs: dict[str, Any]) -> None:
+    """No step of a default "memory latency" chase lands in the last-level cache more than a quarter of the time:
+    the buffer is at least 4x the LLC and 256 MiB (MLC's own guidance: at least 100 MiB per thread), at most 4 GiB."""
+    from app.topology import read
+
+    llc = read().llc_bytes or 0
+    for rec in records(builtin_runs["idle"]) + records(builtin_runs["loaded"]):
+        buf = rec["chase"]["buffer_bytes"]
+        want = min(max(4 * llc, 256 << 20), 4 << 30)
+        assert buf >= want or any("Default buffer reduced" in w for w in rec.get("warnings", [])), (buf, llc)
