@@ -10,7 +10,9 @@ warning threshold, so every figure it warned about is contended, and no warned f
 figure is shown, marked, and used for no knee, peak or plateau.
 
 Results written before each line carried only its own warnings carry every warning printed so far: a warning
-naming another figure (``at delay 700`` on the line of delay 500) is not this line's and is skipped here.
+naming another figure (``at delay 700`` on the line of delay 500) is not this line's and is skipped here; so is
+MLC's prefetcher warning on a bandwidth figure (it chases at random for its latency tests because it could not turn
+the prefetchers off: its bandwidth tests are untouched).
 
 A peak injection bandwidth is no peak when a loaded-latency point of the same engine and traffic moved more (the
 peak runs every load thread at full speed with no latency thread: nothing loaded can beat a true one); such a
@@ -24,10 +26,11 @@ from typing import Sequence
 
 from app.records import number
 from app.report.model import MemoryRow
-from app.runners.mlc_parse import peak_traffic
+from app.runners.mlc_parse import latency_only, peak_traffic
 
 CONTENDED_SHARE = 0.90  # a thread below this share of a CPU in the figure's window: contended (the engine's threshold)
 _BUSY = re.compile(r"Busy machine at (.{1,120}?): (?:a|the) thread got (\d{1,3}(?:\.\d+)?)% of a CPU")
+BANDWIDTH_MODES = ("peak", "scaling", "bandwidth_matrix")  # figures in MB/s alone
 _SIZE = re.compile(r"(\d+) KiB")
 
 
@@ -51,6 +54,8 @@ def own_warnings(p: MemoryRow) -> list[str]:
     out = []
     for w in got[:64] if isinstance(got, list) else []:
         if not isinstance(w, str):
+            continue
+        if p.mode in BANDWIDTH_MODES and latency_only(w):  # MLC's prefetcher lines: about its latency tests
             continue
         m = _BUSY.search(w)
         if m is None or _names_me(p, m.group(1)):

@@ -181,6 +181,17 @@ PEAK_LABELS = {"all reads": "R", "3:1 reads-writes": "W3", "2:1 reads-writes": "
                "stream-triad like": "W10"}
 
 
+BANDWIDTH_KINDS = frozenset(("peak_bandwidth", "bandwidth_matrix", "scaling", "bandwidth"))  # figures in MB/s alone
+# MLC's "*** Unable to modify prefetchers …" / "*** So, enabling random access for latency measurements": it could not
+# turn the hardware prefetchers off, so its latency tests chase at random instead; its bandwidth tests are untouched
+_LATENCY_ONLY = re.compile(r"unable to modify prefetchers|random access for latency", re.IGNORECASE)
+
+
+def latency_only(warning: str) -> bool:
+    """Is this warning about latency figures only (MLC's prefetcher lines), not about a bandwidth figure?"""
+    return _LATENCY_ONLY.search(warning) is not None
+
+
 def peak_traffic(label: str) -> str | None:
     """The traffic code of a peak-bandwidth row's label (``ALL Reads`` → R, ``W7 traffic`` → W7), or None."""
     t = re.sub(r"\s+", " ", label.strip().lower())
@@ -485,7 +496,8 @@ class LineParser:
             return None
         sec = Section(kind=kind, params=self._global_params(), title=title)
         if self.header.get("warnings"):
-            sec.params["warnings"] = list(_as_list(self.header["warnings"]))
+            sec.params["warnings"] = [w for w in _as_list(self.header["warnings"])
+                                      if not (kind in BANDWIDTH_KINDS and latency_only(str(w)))]
         sec.shared_warnings = len(_as_list(sec.params.get("warnings")))
         self.sections.append(sec)
         self._current = sec

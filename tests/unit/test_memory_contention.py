@@ -113,3 +113,19 @@ def test_a_clean_peak_states_its_threads_and_cpus(tmp_path: Path) -> None:
     text = "\n".join(suite.section(data, []))
     assert "ALL Reads 29546.5 MB/s: the peak of 2 load threads" in text
     assert "no scaling curve shows whether that many threads saturate the memory" in text
+
+
+def test_mlcs_prefetcher_warning_stays_with_latency_figures_not_bandwidth_ones() -> None:
+    """MLC's "Unable to modify prefetchers … So, enabling random access for latency measurements" is about its
+    latency tests (it chases at random since it could not turn the prefetchers off); its bandwidth tests are
+    untouched, so a peak or bandwidth-matrix figure does not carry it."""
+    from app.importer import mlc_points
+
+    text = (Path(__file__).resolve().parents[1] / "data" / "mlc" / "v3.10-default-run-2socket-skylake.txt").read_text()
+    points, _ = mlc_points(text)
+    by_mode: dict[str, list[list[str]]] = {}
+    for pt in points:
+        by_mode.setdefault(str(pt.point["mode"]), []).append(list(pt.extra.get("warnings") or []))
+    prefetch = "Unable to modify prefetchers (try executing 'modprobe msr')"
+    assert all(prefetch in w for w in by_mode["latency_matrix"] + by_mode["c2c"])
+    assert by_mode["peak"] and not any(prefetch in w for w in by_mode["peak"] + by_mode["bandwidth_matrix"])
