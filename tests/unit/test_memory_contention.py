@@ -129,3 +129,10 @@ def test_mlcs_prefetcher_warning_stays_with_latency_figures_not_bandwidth_ones()
     prefetch = "Unable to modify prefetchers (try executing 'modprobe msr')"
     assert all(prefetch in w for w in by_mode["latency_matrix"] + by_mode["c2c"])
     assert by_mode["peak"] and not any(prefetch in w for w in by_mode["peak"] + by_mode["bandwidth_matrix"])
+
+
+def test_the_run_summary_marks_contended_rows(tmp_path: Path) -> None:
+    from app.summary import results_table
+
+    table = results_table([r.line for r in load(write_run(tmp_path / "run", loaded_lines(cumulative=True))).memory])
+    assert "contended: a thread got 23% of a CPU" in table and table.count("clean") == 6
