@@ -11,7 +11,7 @@ import statistics
 from typing import Protocol, Sequence
 
 from app.records import number
-from app.report.contention import CONTENDED_SHARE
+from app.report.contention import CONTENDED_SHARE, threads_text
 from app.report.model import MemoryRow
 from app.sanitize import md_text
 from app.units import format_size_human
@@ -244,7 +244,8 @@ def no_knee_reason(curve: MemCurve, cpus: int | None = None, peak: MemoryRow | N
     if peak is not None and peak.bandwidth and heavy.bandwidth is not None:
         return text + (f" Nothing shows that the load saturated memory: there is no knee to find. The heaviest load "
                        f"reached {heavy.bandwidth / peak.bandwidth:.0%} of this run's peak injection bandwidth "
-                       f"({peak.bandwidth:.1f} MB/s, every load thread at full speed and no latency thread).")
+                       f"({peak.bandwidth:.1f} MB/s, every load thread at full speed and no latency thread; "
+                       f"{threads_text(peak, cpus)}).")
     return text + (" Nothing shows that the load saturated memory: there is no knee to find. This run has no "
                    "peak-bandwidth figure to say how many load threads would saturate it; a run with more load "
                    "threads would show it" + _more_threads_hint(cpus) + ".")
@@ -435,3 +436,22 @@ def buffer_dependence(idle: Sequence[MemoryRow], loaded: Sequence[MemCurve]) -> 
     else:
         text += " This run measured one buffer size; `--set buffer=…` with several sizes shows the dependence."
     return [text, ""]
+
+
+def not_monotonic(points: Sequence[MemoryRow]) -> str | None:
+    """A sentence when bandwidth falls, as the load rises (points by increasing load), by more than MATERIAL of the
+    curve's top bandwidth (a few MB/s among the lightest loads is noise, not a change): the machine's state changed
+    during the sweep, the curve is not the memory's response to load alone; None otherwise."""
+    top = max((p.bandwidth for p in points if p.bandwidth is not None), default=0.0)
+    best: MemoryRow | None = None
+    for p in points:
+        if p.bandwidth is None:
+            continue
+        if best is not None and best.bandwidth and best.bandwidth - p.bandwidth > MATERIAL * top:
+            return (f"bandwidth is not monotonic: delay {p.delay} moved {p.bandwidth:,.1f} MB/s, "
+                    f"{p.bandwidth / best.bandwidth - 1:+.0%} against the lighter delay {best.delay}'s "
+                    f"{best.bandwidth:,.1f} MB/s; the machine's state changed during the sweep, so the curve is not "
+                    "the memory's response to load alone.")
+        if best is None or (best.bandwidth or 0) < p.bandwidth:
+            best = p
+    return None

@@ -669,6 +669,9 @@ def _memory_analysis(curves: Sequence[an.MemCurve], cpus: int | None = None,
         reason = mem.no_knee_reason(c, cpus, peak)
         if reason:
             notes.append(f"- {md_text(c.label)}, no knee: {reason}")
+        jumpy = mem.not_monotonic(c.clean)
+        if jumpy:
+            notes.append(f"- {md_text(c.label)}: {jumpy}")
         left = len(c.points) - len(c.clean)
         if left:
             notes.append(f"- {md_text(c.label)}: {left} of {len(c.points)} delays contended (a thread got less than "

@@ -136,3 +136,14 @@ def test_the_run_summary_marks_contended_rows(tmp_path: Path) -> None:
 
     table = results_table([r.line for r in load(write_run(tmp_path / "run", loaded_lines(cumulative=True))).memory])
     assert "contended: a thread got 23% of a CPU" in table and table.count("clean") == 6
+
+
+def test_bandwidth_that_falls_as_load_rises_is_named(tmp_path: Path) -> None:
+    md = markdown(write_run(tmp_path / "run", loaded_lines(cumulative=True)))
+    assert "bandwidth is not monotonic: delay 500 moved 11,800.0 MB/s" not in md  # clean rows rise: 6100 → 11800
+    rows = [(1000, 100.0, 6000.0), (500, 101.0, 9000.0), (200, 102.0, 5000.0), (0, 110.0, 9500.0)]
+    lines = [line(i, point("loaded", traffic="R", delay=d, engine="builtin"), {"latency_ns": lat, "bandwidth_mbps": bw},
+                  engine="builtin") for i, (d, lat, bw) in enumerate(rows)]
+    md = markdown(write_run(tmp_path / "run2", lines))
+    assert ("bandwidth is not monotonic: delay 200 moved 5,000.0 MB/s, -44% against the lighter delay 500's "
+            "9,000.0 MB/s") in md
