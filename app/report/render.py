@@ -673,7 +673,7 @@ def _memory_analysis(curves: Sequence[an.MemCurve], cpus: int | None = None,
         if jumpy:
             notes.append(f"- {md_text(c.label)}: {jumpy}")
         left = len(c.points) - len(c.clean)
-        if left:
+        if left and len(c.clean) >= 3:  # fewer: the no-knee sentence says so
             notes.append(f"- {md_text(c.label)}: {left} of {len(c.points)} delays contended (a thread got less than "
                          f"{contention.CONTENDED_SHARE:.0%} of a CPU), left out of the knee and of the columns above.")
     for p in peaks:
