@@ -147,3 +147,29 @@ def test_bandwidth_that_falls_as_load_rises_is_named(tmp_path: Path) -> None:
     md = markdown(write_run(tmp_path / "run2", lines))
     assert ("bandwidth is not monotonic: delay 200 moved 5,000.0 MB/s, -44% against the lighter delay 500's "
             "9,000.0 MB/s") in md
+
+
+def curve_with_intervals(tmp_path: Path, rel: float) -> Any:
+    """A memory curve with a clear knee at delay 200 whose every figure has a 95 % interval of ± ``rel``."""
+    rows = [(2000, 100.0, 1000.0), (1000, 100.5, 3000.0), (500, 101.0, 6000.0), (200, 103.0, 9000.0),
+            (100, 130.0, 9600.0), (0, 200.0, 10000.0)]
+    lines = []
+    for i, (d, lat, bw) in enumerate(rows):
+        ci95 = {"latency_ns": [lat * (1 - rel), lat * (1 + rel)], "bandwidth_mbps": [bw * (1 - rel), bw * (1 + rel)]}
+        m = {"latency_ns": lat, "bandwidth_mbps": bw, "ci95": ci95,
+             "ci_method": {"method": "batch-means", "level": 0.95, "samples": 20,
+                           "series": {"latency_ns": {"batch_size": 1, "batches": 20, "warmup": 0},
+                                      "bandwidth_mbps": {"batch_size": 1, "batches": 20, "warmup": 0}}}}
+        lines.append(line(i, point("loaded", traffic="R", delay=d, engine="builtin"), m, engine="builtin"))
+    data = load(write_run(tmp_path / f"run{rel}", lines))
+    (c,) = an.memory_curves(data.memory)
+    return c
+
+
+def test_a_memory_knee_is_bootstrapped_from_its_intervals(tmp_path: Path) -> None:
+    from app.report import support
+
+    tight = support.memory_knee_support(curve_with_intervals(tmp_path, 0.005))
+    assert tight.name(tight.knee) == "delay 200" and tight.verdict == "stable", tight
+    wide = support.memory_knee_support(curve_with_intervals(tmp_path, 0.3))
+    assert wide.verdict == "fragile" and wide.share(wide.knee) < support.BOOTSTRAP_AGREE
