@@ -173,3 +173,16 @@ def test_a_memory_knee_is_bootstrapped_from_its_intervals(tmp_path: Path) -> Non
     assert tight.name(tight.knee) == "delay 200" and tight.verdict == "stable", tight
     wide = support.memory_knee_support(curve_with_intervals(tmp_path, 0.3))
     assert wide.verdict == "fragile" and wide.share(wide.knee) < support.BOOTSTRAP_AGREE
+
+
+def test_an_imported_engine_text_keeps_each_rows_busy_warning() -> None:
+    from app.importer import mlc_points
+
+    text = ("Intel(R) Memory Latency Checker - compatible output: profiler-tui memlat v0.1\n"
+            "Measuring Loaded Latencies for the system\nUsing Read-only traffic type\nInject\tLatency\tBandwidth\n"
+            "Delay\t(ns)\tMB/sec\n==========================\n"
+            "*** Busy machine at delay 0: a thread got 23% of a CPU in its window\n"
+            " 00000\t182.60\t  13900.0\n 00100\t171.40\t  13600.0\n")
+    points, _ = mlc_points(text)
+    assert [pt.extra.get("warnings") for pt in points] == [
+        ["Busy machine at delay 0: a thread got 23% of a CPU in its window"], None]
