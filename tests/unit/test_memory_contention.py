@@ -186,3 +186,11 @@ def test_an_imported_engine_text_keeps_each_rows_busy_warning() -> None:
     points, _ = mlc_points(text)
     assert [pt.extra.get("warnings") for pt in points] == [
         ["Busy machine at delay 0: a thread got 23% of a CPU in its window"], None]
+
+
+def test_results_csv_flags_contended_memory_rows(tmp_path: Path) -> None:
+    from app.frame import records
+
+    data = load(write_run(tmp_path / "run", loaded_lines(cumulative=True)))
+    flags = {r["delay"]: r["flags"] for r in records([], data.memory)}
+    assert flags == {d: ("contended" if s is not None else None) for d, _, _, s in ROWS}
