@@ -1,4 +1,4 @@
-"""The peak of a run: the best point, the configuration that reached it, its IOPS per busy CPU, and what ran out.
+"""The peak of a run: the best point, the configuration that reached it, its IOPS per CPU, and what ran out.
 
 Pure: it reads results lines (and run.json's skipped entries) and returns typed values; the report
 (app.report.peak_text) and the TUI's results table format them.
@@ -9,9 +9,12 @@ Pure: it reads results lines (and run.json's skipped entries) and returns typed 
   ``ioengine``, the io_uring options set (``registerfiles``, ``fixedbufs``, ``sqthread_poll``, ``hipri``) and
   the CPUs its jobs were pinned to (``cpus``).  Read from the point's JSON with ``get``: a line written before
   those keys existed is a configuration without them.
-- **IOPS per CPU** (:func:`cpu_cost`): the ``host_cpu`` part's ``iops_per_busy_cpu`` (/proc/stat over the
-  measured window: counts the kernel's SQ-poll thread and interrupts) when the line has one, else
-  ``metrics.iops_per_cpu`` (fio's job threads' usr+sys only); each says which it is.
+- **IOPS per CPU** (:func:`cpu_cost`): ``metrics.iops_per_cpu``, the I/Os per CPU-second of fio's own job
+  threads (usr+sys), with how many CPUs those threads kept busy; beside it, labelled as the host's, the
+  ``host_cpu`` part (/proc/stat over the measured window): the busy CPUs, the steal, and the I/Os per busy host
+  CPU.  The host figure counts every process on those CPUs — on a shared machine or a VM, other tenants' work
+  (1.90 of 2 CPUs busy while fio's job used 36 % of one) — as well as the kernel's SQ-poll thread and interrupts
+  done for fio, so it is no cost of fio's I/O alone and never the headline.
 - **What ran out** (:func:`limit`), in this order: *CPU* when the peak point's CPUs were at least 90 % busy
   (host_cpu's busy CPUs over the CPUs it counted) or fio's job threads were each at least 90 % busy; *depth*
   when the peak is at the deepest iodepth and the most numjobs its configuration tried and IOPS still grew at
@@ -40,8 +43,8 @@ GROWTH = SATURATION_IOPS_GAIN  # a step that adds less IOPS than this has stoppe
 # /proc/stat counts CPU time in ticks of 10 ms (USER_HZ 100): under 50 ticks of busy time the figure's rounding
 # alone exceeds 2 %, so it is shown flagged, not bare
 MIN_BUSY_S = 0.5
-BUSY_SOURCE = "per busy CPU from /proc/stat, counting kernel threads and interrupts"
 FIO_SOURCE = "per CPU-second of fio's job threads (usr+sys)"
+HOST_WHAT = "every process on those CPUs, the kernel's threads and interrupts"  # what the host figure counts
 PEAK_PRESETS = ("peak", "peak-write")
 MAX_REASON = 300
 
@@ -59,6 +62,12 @@ class HostCpu:
     busy_s: float
     busy_cpus: float
     iops_per_busy_cpu: float | None
+    steal_s: float | None = None  # CPU-seconds the hypervisor gave to others (None: not recorded)
+
+    @property
+    def steal_cpus(self) -> float | None:
+        """The CPUs' worth of time the hypervisor gave to other guests over the window."""
+        return None if self.steal_s is None else self.steal_s / self.window_s
 
     @property
     def share(self) -> float:
@@ -96,38 +105,50 @@ def host_cpu(part: object) -> HostCpu | str | None:
         return f"the host_cpu part counts more busy time than its {len(cpus)} CPUs have"
     per = part.get("iops_per_busy_cpu")
     per_busy = number(per) if is_num(per) else None
-    return HostCpu(text, len(cpus), window, busy, busy_cpus, per_busy)  # type: ignore[arg-type]  # checked str
+    steal = number(part.get("steal_s")) if is_num(part.get("steal_s")) else None
+    if steal is not None and not 0 <= steal <= window * len(cpus) * 1.05:
+        return f"the host_cpu part's steal_s is not a share of its {len(cpus)} CPUs' time"
+    return HostCpu(text, len(cpus), window, busy, busy_cpus, per_busy, steal)  # type: ignore[arg-type]  # checked
 
 
 @dataclass(frozen=True)
 class CpuCost:
-    """A point's IOPS per CPU: the figure, what it counts (:data:`BUSY_SOURCE` / :data:`FIO_SOURCE`), and why it
-    is missing or (``few``) flagged."""
+    """A point's IOPS per CPU of fio's own job threads: the figure, what it counts (:data:`FIO_SOURCE`), and why it
+    is missing; ``fio_cpus``: the CPUs fio's job threads kept busy (usr+sys of its jobs), ``host``: the host's CPUs
+    over the same point (checked, or why not; None: not recorded), shown beside fio's figure, never in its
+    place."""
 
     value: float | None
     source: str | None = None
     why: str | None = None  # no figure: why; a figure: None
-    few: str | None = None  # the figure was computed from too little: how little
-
-    @property
-    def busy(self) -> bool:
-        return self.source == BUSY_SOURCE
+    fio_cpus: float | None = None
+    host: HostCpu | str | None = None
 
 
 def cpu_cost(line: ResultLine) -> CpuCost:
-    """The point's IOPS per CPU: per busy CPU when its ``host_cpu`` part has the figure, else fio's."""
+    """The point's IOPS per CPU of fio's own job threads (usr+sys), with the host's CPUs beside it."""
     host = host_cpu(line.parts.host_cpu)
-    if isinstance(host, HostCpu) and host.iops_per_busy_cpu is not None:
-        few = f"{host.busy_s:.2f} CPU-s busy in {host.window_s:.1f} s" if host.few else None
-        return CpuCost(host.iops_per_busy_cpu, BUSY_SOURCE, few=few)
+    own = fio_cpus(line)
     fio = line.storage.iops_per_cpu
     if fio is not None and is_num(fio):
-        return CpuCost(float(fio), FIO_SOURCE)
+        return CpuCost(float(fio), FIO_SOURCE, fio_cpus=own, host=host)
     why = ("fio's job threads used too little CPU time for the figure (under "
-           f"{MIN_CPU_SECONDS:g} CPU-s)" if _fio_share(line) is not None else "the line records no CPU figures")
-    if isinstance(host, str):
-        why += f"; host CPU: {host}"
-    return CpuCost(None, why=why)
+           f"{MIN_CPU_SECONDS:g} CPU-s)" if _fio_share(line) is not None else "the line records no CPU figures of "
+           "fio's job threads")
+    return CpuCost(None, why=why, fio_cpus=own, host=host)
+
+
+def fio_cpus(line: ResultLine) -> float | None:
+    """How many CPUs fio's own job threads kept busy: its I/Os per second over its I/Os per CPU-second (their CPU
+    time over the run), else their usr+sys share of one CPU times the jobs; None without fio's CPU figures."""
+    fio, iops = line.storage.iops_per_cpu, line.storage.iops
+    if fio is not None and is_num(fio) and fio > 0 and iops is not None and is_num(iops):
+        return float(iops) / float(fio)
+    share = _fio_share(line)
+    if share is None:
+        return None
+    n = line.point.get("numjobs")
+    return share * (n if isinstance(n, int) and not isinstance(n, bool) and n >= 1 else 1)
 
 
 def _fio_share(line: ResultLine) -> float | None:
