@@ -174,9 +174,11 @@ def cpu_load(line: ResultLine) -> CpuLoad | None:
     loads = []
     host = host_cpu(line.parts.host_cpu)
     if isinstance(host, HostCpu):
+        steal = "" if host.steal_cpus is None else f", steal {host.steal_cpus:.2f} CPU"
         loads.append(CpuLoad(host.share, f"{host.busy_cpus:.2f} of the {host.count} CPU{'s' if host.count != 1 else ''}"
-                                         f" counted ({host.cpus}) busy, {host.share:.0%}, over {host.window_s:.1f} s "
-                                         "(/proc/stat: every process on them, the kernel's threads and interrupts)"))
+                                         f" counted ({host.cpus}) busy, {host.share:.0%}{steal}, over "
+                                         f"{host.window_s:.1f} s (/proc/stat: every process on them, the kernel's "
+                                         "threads and interrupts)"))
     share = _fio_share(line)
     if share is not None:
         loads.append(CpuLoad(share, f"fio's job threads {share:.0%} busy each (usr+sys)"))

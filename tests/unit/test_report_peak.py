@@ -93,6 +93,8 @@ def test_iops_per_cpu_is_fios_own_and_the_hosts_busy_cpus_and_steal_stand_beside
     assert rows["IOPS per CPU"] == ("175k per CPU-second of fio's own job threads (usr+sys, 0.36 CPU busy); host: "
                                     "33.1k IOPS per busy host CPU; 1.90 of 2 CPUs busy (0-1), steal 0.12 CPU, "
                                     "counting every process on those CPUs, the kernel's threads and interrupts")
+    assert "1.90 of the 2 CPUs counted (0-1) busy, 95%, steal 0.12 CPU" in rows["Ran out"]
+    assert "fio's job threads 36% busy each" in rows["Ran out"]  # whose CPU it was, both ways
     (best,) = _rows(md, "io_uring")
     assert best[4:] == ["175k", "0.36", "1.90 of 2 (0-1)", "0.12", "33.1k"]
     table = peak_text.cpu_cost_section(data.storage, workload)
