@@ -556,8 +556,9 @@ def unlike_record(diffs: Sequence[cc.Unlike]) -> dict[str, object]:
 def unlike_json(tally: Tally) -> dict[str, object]:
     """The counts ``compare --json`` gives for a table: differences not judged for unlike conditions (and each
     condition with the points it differed at), and the verdicts from within-run intervals alone."""
-    return {"not_judged_conditions": tally.unlike, "conditions": dict(tally.unlike_points),
-            "within_run_only": dict(tally.within_run)}
+    # "not_judged" (set first by Tally.json to the differences without an interval) counts both kinds
+    return {"not_judged": tally.unjudged + tally.unlike, "not_judged_conditions": tally.unlike,
+            "conditions": dict(tally.unlike_points), "within_run_only": dict(tally.within_run)}
 
 
 def unlike_sentences(tally: Tally) -> list[str]:

@@ -78,6 +78,11 @@ def _value(key: str, v: object) -> str:
     return clean_line(v if isinstance(v, str) else str(v), LIMIT)
 
 
+def _name(key: str) -> str:
+    """A point key as a condition's name: its label, else the key (from an untrusted line: bounded)."""
+    return LABELS.get(key) or clean_line(key.replace("_", " "), 40)
+
+
 def _stop_rule(point: Mapping[str, object]) -> str:
     """How the point was ended: at its runtime, at a precision, at fio's steady state (or both)."""
     parts = [f"{k} {clean_line(str(point[k]), 20)}" for k in STOP_KEYS if point.get(k) is not None]
@@ -92,9 +97,9 @@ def point_conditions(row: StorageRow | MemoryRow) -> dict[str, str]:
     for key, v in sorted(point.items()):
         if key in SKIP or key in STOP_KEYS or isinstance(v, (dict, list)):
             continue
-        out[LABELS.get(key, key.replace("_", " "))] = _value(key, v)
+        out[_name(key)] = _value(key, v)
     for key, default in DEFAULTS[type(row)].items():  # a later key's absence is its default (off)
-        name = LABELS.get(key, key.replace("_", " "))
+        name = _name(key)
         if key not in SKIP and key not in STOP_KEYS and key not in point and default is None and name not in out:
             out[name] = _value(key, None)
     if isinstance(row, StorageRow):

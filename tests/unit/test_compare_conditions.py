@@ -69,6 +69,7 @@ def test_points_measured_differently_get_no_verdict_and_each_condition_is_named(
     assert "fio version" not in md and "kernel" not in md  # what is alike is not named
     storage = out["storage"]
     assert storage["real"] == 0 and storage["within_noise"] == 0 and storage["not_judged_conditions"] == 3
+    assert storage["not_judged"] == 3
     rec = next(r for r in storage["differences"] if r["figure"] == "IOPS")
     assert rec["verdict"] == "not judged" and rec["not_judged"].startswith("measured under different conditions (")
     assert {c["name"] for c in rec["conditions"]} == {"runtime", "ramp", "stop rule"}
@@ -126,3 +127,21 @@ def test_memory_points_of_different_durations_are_not_judged(tmp_path: Path) -> 
     md = compare_runs(str(a), str(b))
     (row,) = [r for r in _rows(md) if r["Figure"] == "Latency ns"]
     assert row["Noise"] == "not judged" and "duration A 2 s, B 10 s" in md
+
+
+def test_recorded_conditions_are_quoted_as_bounded_text(tmp_path: Path) -> None:
+    """A kernel string, a point key and its value from untrusted files: no escape sequence, no markdown they could
+    start, bounded."""
+    a = make_run(tmp_path / "a", [{"metrics": metrics(1000, (990, 1010))}])
+    b = make_run(tmp_path / "b", [{"metrics": metrics(2000, (1990, 2010))}])
+    _with(a, _env(KERNEL_A))
+    _with(b, _env("6.1\x1b[31m|red\n# head" + "x" * 500))
+    lines = [json.loads(x) for x in (b / "results.jsonl").read_text().splitlines()]
+    lines[0]["point"]["odd_\x1b]0;t\x07key"] = "v|\x1b[2J"
+    (b / "results.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    _with(b, {"plan": [lines[0]["point"]]})
+    out: dict[str, Any] = {}
+    md = compare_runs(str(a), str(b), out)
+    assert "\x1b" not in md and "\x07" not in md and "\n# head" not in md and "x" * 100 not in md
+    assert "kernel A 6.1.0-18-amd64, B 6.1" in md.replace("\\", "")
+    assert "\x1b" not in json.dumps(out, ensure_ascii=False)
