@@ -111,13 +111,15 @@ def growth(run_dir: Path, groups: Sequence[Sequence[StorageRow]], figure: str, w
     rise = c.rise
     if t > 0 and rise.real:
         text = (f"{what} rises {size(rise)} from {name(first)} to {name(top)} "
-                f"({values(figure, c.centre(0), c.centre(t))})")
+                f"({values(figure, c.centre(0), c.centre(t))}")
         diffs = [rise]
         j = c.reached
         if 0 < j < t:  # the last steps to the peak are not told apart from it: say how sure they are
             near = c.between(j, t)
-            text += (f", within noise of it from {name(groups[j][0])} on ({signed(near)})" if near.within else
-                     f" ({name(groups[j][0])} → {name(top)}: {signed(near)}{unjudged(near, short=True)})")
+            text += (f"), within noise of it from {name(groups[j][0])} on ({signed(near)})" if near.within else
+                     f"; {name(groups[j][0])} → {name(top)}: {signed(near)}{unjudged(near, short=True)})")
+        else:
+            text += ")"
         after = c.after
         if after is not None:
             diffs.append(after)

@@ -169,16 +169,26 @@ def compare_estimates(a: Side, b: Side, comparisons: int = 1) -> Verdict:
     how = a.how if a.how == b.how else "replicates and within-run"
     low, high = (diff - crit * se) / a.mean, (diff + crit * se) / a.mean
     detectable = (crit + t_quantile(POWER, df)) * se / a.mean
-    basis = (f"{how}, n = {a.n} and {b.n}, {(1 - alpha) * 100:.4g} % interval of the difference "
-             f"{low * 100:+.1f} … {high * 100:+.1f} %")
+    basis = (f"{_sides(a, b)}; {(1 - alpha) * 100:.1f} % interval of the difference {low * 100:+.1f} … "
+             f"{high * 100:+.1f} %" + (f", 5 % shared by {comparisons} comparisons" if comparisons > 1 else ""))
     if abs(diff) > crit * se:
         return Verdict(REAL, effect, basis, a.mean, b.mean, low, high, detectable, how)
     if detectable <= MIN_EFFECT:
         return Verdict(WITHIN, effect, f"{basis}; a {MIN_EFFECT * 100:.0f} % difference would show "
                        f"{POWER * 100:.0f} % of the time", a.mean, b.mean, low, high, detectable, how)
-    return Verdict(NOT_JUDGED, effect, f"{TOO_FEW}: with {how} n = {a.n} and {b.n} the test sees only a "
+    return Verdict(NOT_JUDGED, effect, f"{TOO_FEW}: with {_sides(a, b)} the test sees only a "
                    f"{detectable * 100:.0f} % difference {POWER * 100:.0f} % of the time "
                    f"({MIN_EFFECT * 100:.0f} % needed)", a.mean, b.mean, low, high, detectable, how)
+
+
+def _sides(a: Estimate, b: Estimate) -> str:
+    """What the two estimates are: "3 and 3 replicates", "within-run intervals", or one of each."""
+    if a.how == b.how == "replicates":
+        return f"{a.n} and {b.n} replicates"
+    if a.how == b.how:
+        return "within-run intervals"
+    reps = a if a.how == "replicates" else b
+    return f"{reps.n} replicates against a within-run interval"
 
 
 def judge(run_dir: Path | None, a: Sequence[StorageRow], b: Sequence[StorageRow], figure: str,

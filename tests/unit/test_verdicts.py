@@ -172,3 +172,32 @@ def test_ramp_seconds_are_left_out_of_the_noise_analysis(tmp_path: Path) -> None
     spread = noise.point_spread(d, row, "bw")
     assert spread is not None and spread.n == 3 and spread.lo == 80 * MB, spread
     assert all(s.get("ramp") is not True for s in noise.samples_of(d, row))
+
+
+def _qd_curve(path: Path) -> Path:
+    """A qd-scaling curve on a noisy machine: 60 one-second samples per load with a 50 % spread, QD128 40 %
+    above QD64 and QD8, QD256 +15 % over QD8 (the review's numbers)."""
+    rng = random.Random(7)
+    means = ((1, 20_000, 0.02), (8, 100_000, 0.5), (16, 105_000, 0.5), (32, 110_000, 0.5), (64, 100_000, 0.5),
+             (128, 140_000, 0.5), (256, 115_000, 0.5))
+    pts = [(_point("randread", 4096, qd), [max(0.05, 1 + cv * rng.gauss(0, 1)) * m * 4096 for _ in range(60)])
+           for qd, m, cv in means]
+    return _run(path, pts)
+
+
+def test_one_curve_gets_one_verdict_in_the_trends_and_the_queueing_view(tmp_path: Path) -> None:
+    from app.report import analysis, queue_text
+
+    d = _qd_curve(tmp_path / "r")
+    rows = load(d).storage
+    (trend,) = trends.queue_depth_trends(d, rows)
+    queue = "\n".join(queue_text.section(analysis.storage_curves(rows), (), d, rows))
+    # before: the trends said "flat within noise to QD256 (+15 %)" while the queueing view called QD8 → QD128
+    # beyond noise; now both word the curve's one judgement: the peak at QD128, reached beyond noise
+    assert "flat within noise" not in trend, trend
+    assert trend.startswith("randread 4 KiB IOPS rises"), trend
+    assert " to QD128 (" in trend, trend
+    assert "From QD8, the first load at or above N*, to QD128, where the curve peaks" in queue, queue
+    assert "a real growth" in queue, queue
+    c = verdict.curve(d, verdict.along(rows, lambda p: p.inflight), "iops")
+    assert c.top == 5 and c.rise.real and c.between(1, 5).real
