@@ -4,7 +4,9 @@ fio prints a status dump every second; the runner keeps the difference of consec
 sample (raw/NNNN-….samples.jsonl: IOPS, mean latency, p99 of that second); the seconds of fio's ramp_time
 are marked and left out here, as in fio's own figures.  A point's headline figure is
 its whole run; the samples show how far one second strayed from it.  The report uses them to say when a
-claim (a knee, an operating point under a bound, a trend) lies within that spread — "within noise".
+claim (a knee, an operating point under a bound) lies within that spread — "within noise".  Differences
+between points (trends, the queueing view, the write-back check) are judged by :mod:`app.report.verdict`
+on batch-means intervals and replicates instead.
 
 The interval is a Student-t 95 % interval of the mean of the per-second values.  Consecutive seconds of
 one device are correlated, so the interval is a lower bound of the true uncertainty; it is only computed

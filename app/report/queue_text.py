@@ -145,12 +145,13 @@ def _signed(v: vd.Verdict) -> str:
 
 
 def _growth_text(v: vd.Verdict) -> str:
-    """The verdict on a growth, as the end of a sentence."""
+    """The verdict on a growth, as the end of a sentence (its reason may quote a results line: escaped)."""
+    why = md_text(v.reason, 400)
     if v.real:
-        return f": a real growth ({v.reason})"
+        return f": a real growth ({why})"
     if v.within:
-        return f", within noise ({v.reason}): not a measured growth"
-    return f", not judged: {v.reason}"
+        return f", within noise ({why}): not a measured growth"
+    return f", not judged: {why}"
 
 
 def curve_text(q: qm.QueueCurve, run_dir: Path | None = None, rows: Sequence[StorageRow] = ()) -> list[str]:

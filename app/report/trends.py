@@ -62,10 +62,10 @@ def unjudged(d: Verdict, short: bool = False) -> str:
     """", not judged: <why>" — the reason cut at a word, never mid-word (``short``: the verdict alone)."""
     if short:
         return ", not judged"
-    why = d.reason
+    why = d.reason  # may quote a results line's own reason: foreign text, escaped
     if len(why) > MAX_REASON:
         why = why[:MAX_REASON].rsplit(" ", 1)[0] + " …"
-    return f", not judged: {why}"
+    return f", not judged: {md_text(why, None)}"
 
 
 def support(diffs: Sequence[Verdict]) -> str:

@@ -201,3 +201,14 @@ def test_one_curve_gets_one_verdict_in_the_trends_and_the_queueing_view(tmp_path
     assert "a real growth" in queue, queue
     c = verdict.curve(d, verdict.along(rows, lambda p: p.inflight), "iops")
     assert c.top == 5 and c.rise.real and c.between(1, 5).real
+
+
+def test_a_reason_quoted_from_a_results_line_is_escaped(tmp_path: Path) -> None:
+    d = _run(tmp_path / "r", [(_point("read", 4096, 32), SEQ_4K), (_point("read", 131072, 32), SEQ_128K)])
+    lines = [json.loads(x) for x in (d / "results.jsonl").read_text().splitlines()]
+    for rec in lines:
+        rec["metrics"]["ci_method"] = {"method": "none", "reason": "\x1b[31mtoo few | [x](http://e.test) *samples*"}
+    (d / "results.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    (s,) = trends.block_size_trends(d, load(d).storage)
+    assert "\x1b" not in s and "[x](" not in s and " | " not in s, s
+    assert "not judged" in s, s
