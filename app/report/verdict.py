@@ -23,8 +23,9 @@ The difference b − a has the two standard errors in quadrature and the Welch�
   more than one time in five says nothing about whether there is one.
 
 :class:`Verdict` is the structured result (``verdict``, ``effect``, ``reason`` …); :func:`judge` compares two
-sides, :func:`curve` judges a curve once (where it peaks, the rise to it, what follows), and the text modules
-word it.  Nothing here draws or writes markdown.
+sides of a results directory, :func:`compare_estimates` two estimates built by :func:`replicate_estimate` or
+:func:`interval_estimate` (what a harness with known truth scores), :func:`curve` judges a curve once (where it
+peaks, the rise to it, what follows), and the text modules word it.  Nothing here draws or writes markdown.
 """
 
 from __future__ import annotations
@@ -119,19 +120,36 @@ def _batches(p: StorageRow, key: str) -> int:
     return int(k) if k is not None and 2 <= k < 1e9 and k == int(k) else MIN_BATCHES
 
 
+def replicate_estimate(values: Sequence[float]) -> Side:
+    """The estimate from two or more replicates' figures (independent runs: mean, sd/√n, n − 1 df)."""
+    n = len(values)
+    if n < 2:
+        return NoEstimate(f"{TOO_FEW}: one replicate has no spread", values[0] if values else None)
+    mean = math.fsum(values) / n
+    sd = math.sqrt(math.fsum((x - mean) ** 2 for x in values) / (n - 1))
+    if sd == 0:
+        return NoEstimate(f"its {n} replicates are identical: no spread to judge by", mean)
+    return Estimate(mean, sd / math.sqrt(n), n - 1, n, "replicates")
+
+
+def interval_estimate(low: float, high: float, batches: int = MIN_BATCHES) -> Side:
+    """The estimate from one run's batch-means 95 % interval [low, high] of ``batches`` batch means."""
+    half = (high - low) / 2
+    if not half > 0:
+        return NoEstimate("its interval has no width", (low + high) / 2)
+    k = max(2, batches)
+    return Estimate((low + high) / 2, half / t_quantile(0.975, k - 1), k - 1, k, "within-run")
+
+
 def estimate(run_dir: Path | None, rows: Sequence[StorageRow], figure: str) -> Side:
     """The estimate of ``figure`` ("iops" or "bw") over ``rows`` (one point, or its replicates), or why none."""
     rows = [p for p in rows if _value(p, figure) > 0]
     if not rows:
         return NoEstimate("the point moved no data", None)
     xs = [_value(p, figure) for p in rows]
-    n = len(xs)
-    mean = math.fsum(xs) / n
-    if n >= 2:
-        sd = math.sqrt(math.fsum((x - mean) ** 2 for x in xs) / (n - 1))
-        if sd == 0:
-            return NoEstimate(f"its {n} replicates are identical: no spread to judge by", mean)
-        return Estimate(mean, sd / math.sqrt(n), n - 1, n, "replicates")
+    if len(xs) >= 2:
+        return replicate_estimate(xs)
+    mean = xs[0]
     p, key = rows[0], FIGURE_KEYS[figure]
     ivs = storage_intervals(run_dir, p)
     iv = ivs.get(key)
@@ -141,11 +159,7 @@ def estimate(run_dir: Path | None, rows: Sequence[StorageRow], figure: str) -> S
     if iv is None:
         why = why_none(p)
         return NoEstimate(why if why.startswith(TOO_FEW) else f"{TOO_FEW}: {why}", mean)
-    k = _batches(p, key)
-    half = (iv[1] - iv[0]) / 2
-    if half <= 0:
-        return NoEstimate("its interval has no width", mean)
-    return Estimate((iv[0] + iv[1]) / 2, half / t_quantile(0.975, k - 1), k - 1, k, "within-run")
+    return interval_estimate(iv[0], iv[1], _batches(p, key))
 
 
 def _welch_df(a: Estimate, b: Estimate) -> int:

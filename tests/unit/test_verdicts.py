@@ -124,10 +124,7 @@ def test_the_verdict_is_a_structured_value(tmp_path: Path) -> None:
 
 
 def _replicates(rng: random.Random, mean: float, cv: float, n: int = 3) -> verdict.Side:
-    xs = [mean * (1 + cv * rng.gauss(0, 1)) for _ in range(n)]
-    m = math.fsum(xs) / n
-    sd = math.sqrt(math.fsum((x - m) ** 2 for x in xs) / (n - 1))
-    return verdict.Estimate(m, sd / math.sqrt(n), n - 1, n, "replicates")
+    return verdict.replicate_estimate([mean * (1 + cv * rng.gauss(0, 1)) for _ in range(n)])
 
 
 def test_error_rates_of_the_rule_on_replicates() -> None:
