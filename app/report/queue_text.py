@@ -197,7 +197,9 @@ def curve_text(q: qm.QueueCurve, run_dir: Path | None = None, rows: Sequence[Sto
                      "from the block layer's queue to completion (scheduler, driver, device); the other "
                      f"{us(last.outside)} µs ({last.outside / last.r * 100:.0f} %) are outside what they see: "
                      "waiting for a request slot while more I/Os are in flight than the block layer's queue admits, "
-                     "submission and completion — the counters cannot tell these apart")
+                     "submission and completion — the counters cannot tell these apart. By Little's law, of the "
+                     f"{last.n} I/Os in flight on average {last.n * last.device / last.r:.0f} were inside the "
+                     f"counters and {last.n * last.outside / last.r:.0f} outside them")
         else:
             said += (". Where it went — waiting in a queue before the device, or the device serving many I/Os at "
                      "once, each slower than alone — is not split: "

@@ -267,6 +267,8 @@ def test_the_time_is_split_by_what_the_device_counters_support(tmp_path: Path) -
     assert ("The device counters put 1893.00 µs of R (45 %) from the block layer's queue to completion (scheduler, "
             "driver, device); the other 2320.00 µs (55 %) are outside what they see: waiting for a request slot while "
             "more I/Os are in flight than the block layer's queue admits, submission and completion") in text
+    # Little's law on each part: 256 × 1893 / 4213 = 115 I/Os inside the counters, 141 outside (waiting, mostly)
+    assert "of the 256 I/Os in flight on average 115 were inside the counters and 141 outside them" in text
     assert "| In the device (µs) | Outside it (µs) |" in text.replace("  ", " ").replace("  ", " ")
     assert _row(text, "QD256")[5:8] == ["4213.00", "1893.00", "2320.00"]
     assert "it is not called software time" in text
