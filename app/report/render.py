@@ -869,7 +869,7 @@ def render_markdown(data: RunData, figures: Sequence[Figure], bound_ns: float,
         if curves:
             lines += _knees(curves, data.path)
         lines += _bound(data.storage, bound_ns, data.path)
-        lines += queue_text.section(curves, figures, data.path)
+        lines += queue_text.section(curves, figures, data.path, data.storage)
     lines += rp.operating_point_section(views.searches, {f"{c.mix} {c.bs}" for c in curves if len(c.points) >= 2})
     lines += rp.rounds_section(data, views.rounds)
     lines += _memory_analysis(mem_curves, _machine_cpus(data), [p for p in data.memory if p.mode == "peak"])

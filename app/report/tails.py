@@ -111,9 +111,9 @@ def device_row(p: StorageRow, label: Label) -> list[str] | None:
     where = " (under the filesystem)" if d.get("source") == "filesystem" else ""
     dev = recorded_ns(d)
     fio = p.metrics.lat_ns.get("mean") if p.metrics.lat_ns is not None else None
-    soft = us(fio - dev) if dev is not None and fio is not None else "n/a"
+    outside = us(fio - dev) if dev is not None and fio is not None else "n/a"
     return [label(p), name + where, _ratio(d, "read_ratio"), _ratio(d, "write_ratio"), us(dev), us(fio),
-            soft]
+            outside]
 
 
 def device_notes(points: Sequence[StorageRow], label: Label) -> list[str]:
@@ -145,8 +145,11 @@ def device_section(points: Sequence[StorageRow], label: Label) -> list[str]:
            "(1.00: every byte reached the device; below 0.90 the point is "
            "flagged not-on-device, above 1.10 amplified), and the device's mean time per request, Δ(read + write "
            "ticks) / Δ(requests), as the kernel counts it from the block layer's queue to completion (the I/O "
-           "scheduler's queueing is in it), beside fio's mean total latency. Software time = fio's mean − the "
-           "device's mean: the time above the block layer (submission, completion, the filesystem). Means only: a "
+           "scheduler's queueing is in it), beside fio's mean total latency. Outside the device = fio's mean − the "
+           "device's mean: the time the counters do not see — waiting for a request slot (a tag) when more I/Os are "
+           "in flight than the block layer's queue admits, submission and completion, the filesystem. The counters "
+           "cannot tell waiting from software, so it is not called software time: at a queue deeper than the "
+           "device's it is mostly waiting. Means only: a "
            "mean difference says nothing of the tails. It can come out negative: the kernel counts requests after "
            "merging adjacent I/Os (one merged request takes longer than one of fio's). The counters cover the "
            "whole device, so other I/O on it during the point counts too; —: fio moved no bytes in that direction.",
@@ -154,7 +157,8 @@ def device_section(points: Sequence[StorageRow], label: Label) -> list[str]:
     rows = [r for p in points if (r := device_row(p, label)) is not None]
     if rows:
         out += [markdown_table(["Workload", "Device", "Read bytes device/fio", "Write bytes device/fio",
-                                "Device mean (µs)", "fio mean (µs)", "Software (µs)"], rows, right=range(2, 7)), ""]
+                                "Device mean (µs)", "fio mean (µs)", "Outside the device (µs)"], rows,
+                                right=range(2, 7)), ""]
     notes = device_notes(points, label)
     return out + (notes + [""] if notes else [])
 
