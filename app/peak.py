@@ -4,7 +4,10 @@ Pure: it reads results lines (and run.json's skipped entries) and returns typed 
 (app.report.peak_text) and the TUI's results table format them.
 
 - **Peak**: the most IOPS among the measured pure-read storage points (pure writes when the run measured no
-  pure read). With replicates, the best replicate.
+  pure read). With replicates (``repeat`` ≥ 2) a load is judged by the **mean over its replicates**, never by
+  its best replicate: the peak is the load with the most IOPS on average, its figure that mean (the report adds
+  the replicates' range and interval), and its CPU cost and what ran out are read from the replicate nearest
+  that mean (a real run's counters, not a blend of several).
 - **Configuration**: what a point is run with beside its load (iodepth × numjobs): its pattern and block size,
   ``ioengine``, the io_uring options set (``registerfiles``, ``fixedbufs``, ``sqthread_poll``, ``hipri``) and
   the CPUs its jobs were pinned to (``cpus``).  Read from the point's JSON with ``get``: a line written before
@@ -24,6 +27,7 @@ its range makes the part unusable (with one sentence saying which key), never a 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
@@ -334,9 +338,15 @@ class ConfigBest:
     """One configuration's best point and its cost in CPU."""
 
     config: Config
-    best: ResultLine
+    best: ResultLine  # with replicates: the replicate nearest the mean of the best load
     points: int
     cost: CpuCost
+    replicates: tuple[ResultLine, ...] = ()  # the best load's replicates (one line without repeats)
+
+    @property
+    def iops(self) -> float:
+        """The best load's IOPS: the mean over its replicates."""
+        return mean_iops(self.replicates or (self.best,))
 
 
 @dataclass(frozen=True)
@@ -348,6 +358,32 @@ class Peak:
     limit: Limit
     configs: list[ConfigBest] = field(default_factory=list)  # best IOPS first
     skipped: list[tuple[Config, str]] = field(default_factory=list)  # configurations none of whose points ran
+    replicates: tuple[ResultLine, ...] = ()  # the peak load's replicates (one line without repeats)
+
+    @property
+    def iops(self) -> float:
+        """The peak: the mean IOPS over the peak load's replicates."""
+        return mean_iops(self.replicates or (self.line,))
+
+
+def mean_iops(lines: Sequence[ResultLine]) -> float:
+    return math.fsum(_iops(ln) for ln in lines) / len(lines)
+
+
+def load_sets(points: Sequence[ResultLine]) -> list[list[ResultLine]]:
+    """The points grouped by their point less its replicate (a load's replicates), in first-seen order."""
+    from app.presets import base_key
+
+    out: dict[str, list[ResultLine]] = {}
+    for ln in points:
+        out.setdefault(base_key(ln.point), []).append(ln)
+    return list(out.values())
+
+
+def nearest_mean(reps: Sequence[ResultLine]) -> ResultLine:
+    """The replicate whose IOPS is nearest the mean over them (the first of a tie)."""
+    m = mean_iops(reps)
+    return min(reps, key=lambda ln: abs(_iops(ln) - m))
 
 
 def _candidates(lines: Sequence[ResultLine]) -> tuple[str, list[ResultLine]]:
@@ -381,15 +417,17 @@ def find_peak(lines: Sequence[ResultLine], skipped: Sequence[tuple[Mapping[str, 
         return None
     bests = []
     for config, points in groups.items():
-        best = max(points, key=_iops)
-        bests.append(ConfigBest(config, best, len(points), cpu_cost(best)))
-    bests.sort(key=lambda b: -_iops(b.best))
+        most = max(load_sets(points), key=mean_iops)
+        best = nearest_mean(most)
+        bests.append(ConfigBest(config, best, len(points), cpu_cost(best), tuple(most)))
+    bests.sort(key=lambda b: -b.iops)
     top = bests[0]
     missing: dict[Config, str] = {}
     for point, reason in skipped:
         c = Config.of(point)
         if c not in groups and _pure(point) == direction:
             missing.setdefault(c, clean_line(reason or "skipped", MAX_REASON))
-    return Peak(direction, top.best, top.config, top.cost, limit(top.best, groups[top.config]), bests,
-                list(missing.items()))
+    loads = [top.best if top.best in reps else nearest_mean(reps) for reps in load_sets(groups[top.config])]
+    return Peak(direction, top.best, top.config, top.cost, limit(top.best, loads), bests,
+                list(missing.items()), top.replicates)
 
