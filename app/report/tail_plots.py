@@ -43,7 +43,8 @@ class Line:
 class Panel:
     title: str
     lines: tuple[Line, ...]
-    left_out: int = 0  # the panel's points not drawn (more than MAX_LINES)
+    left_out: int = 0  # the panel's points not drawn (more than MAX_LINES loads)
+    loads_left_out: int = 0  # the loads those points were measured at
     one_load: bool = False  # a panel of one access pattern and block size whose lines all share one load
 
 
@@ -61,12 +62,15 @@ def _with_hist(points: Sequence[StorageRow]) -> list[tuple[StorageRow, Hist]]:
 
 
 def _spread(lines: list[Line]) -> list[Line]:
-    """At most MAX_LINES of the lines, by load, spread evenly over them (the lightest and heaviest kept)."""
+    """The lines of at most MAX_LINES of their loads, spread evenly over them (the lightest and heaviest kept);
+    every replicate of a kept load is kept (they share its colour)."""
     lines = sorted(lines, key=lambda ln: ln.load)
-    if len(lines) <= MAX_LINES:
+    loads = sorted({ln.load for ln in lines})
+    if len(loads) <= MAX_LINES:
         return lines
-    step = (len(lines) - 1) / (MAX_LINES - 1)
-    return [lines[round(i * step)] for i in range(MAX_LINES)]
+    step = (len(loads) - 1) / (MAX_LINES - 1)
+    kept = {loads[round(i * step)] for i in range(MAX_LINES)}
+    return [ln for ln in lines if ln.load in kept]
 
 
 def run_panels(points: Sequence[StorageRow]) -> tuple[list[Panel], bool]:
@@ -96,7 +100,8 @@ def run_panels(points: Sequence[StorageRow]) -> tuple[list[Panel], bool]:
             title = f"{mix} {format_size(bs)}" + (f" ({rest})" if rest else "")
             if one_load:
                 title += f" {_load(v[0][0])}"
-            panels.append(Panel(title, tuple(kept), len(lines) - len(kept), one_load))
+            dropped = len({ln.load for ln in lines}) - len({ln.load for ln in kept})
+            panels.append(Panel(title, tuple(kept), len(lines) - len(kept), dropped, one_load))
     return panels, not one_load
 
 
@@ -158,8 +163,9 @@ def _draw_panel(ax: Axes, panel: Panel, colours: Sequence[ColorType], legend: bo
     ax.set_xscale("log")
     _y_axis(ax)
     ax.set_xlabel("latency x (µs)")
-    ax.set_title(panel.title + (f" ({len(panel.lines)} of {len(panel.lines) + panel.left_out} loads)"
-                                if panel.left_out else ""), fontsize=8)
+    drawn = len({ln.load for ln in panel.lines})
+    ax.set_title(panel.title + (f" ({drawn} of {drawn + panel.loads_left_out} loads)"
+                                if panel.loads_left_out else ""), fontsize=8)
     _plain_log(ax, "x")
     if legend:
         ax.legend(loc="lower left", fontsize=6, frameon=False)

@@ -193,12 +193,18 @@ INTRO = ("fio's total latencies (submission to completion, `lat`), merged over t
          "to p99.999, each only where the point completed enough I/Os to support it.")
 
 
+def _replicated(label: Label) -> Label:
+    """``label`` naming the replicate of a repeated point (each replicate is its own row and histogram)."""
+    return lambda p: label(p) + ("" if p.replicate is None else f", replicate {p.replicate}")
+
+
 def section(points: Sequence[StorageRow], figures: Sequence[Figure], label: Label, table: bool = True,
             heading: str = "### Latency distribution") -> list[str]:
     """The section of a single-target run; with ``table`` False (a report of more than MAX_BODY_POINTS points)
     the tables are left to the appendix (:func:`appendix`)."""
     if not points:
         return []
+    label = _replicated(label)
     out = [heading, "", INTRO, ""]
     out += _figure_lines(figures, points)
     if table:
@@ -210,6 +216,7 @@ def section(points: Sequence[StorageRow], figures: Sequence[Figure], label: Labe
 
 
 def appendix(points: Sequence[StorageRow], label: Label) -> list[str]:
+    label = _replicated(label)
     return ["### Latency distribution, every point", ""] + tail_table(points, label) + device_section(points, label)
 
 

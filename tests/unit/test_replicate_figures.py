@@ -13,6 +13,8 @@ import pytest
 from app.report import analysis as an
 from app.report import plots, tail_plots
 from app.report.model import load
+from app.report.render import workload
+from app.report.tails import section
 from tests.helpers.tail_runs import storage_line, write_run
 
 
@@ -81,3 +83,19 @@ def test_the_exceedance_lines_of_one_load_are_told_apart_by_replicate(tmp_path: 
     assert [t.get_text() for t in drawn.axes[0].get_legend().get_texts()] == ["replicate 1", "replicate 2",
                                                                               "replicate 3"]
     assert "all at one load (in the title); one line per replicate (in the legend)" in fig.caption
+
+
+def test_replicates_of_several_loads_share_their_loads_colour_and_are_all_drawn(tmp_path: Path) -> None:
+    """Four loads × three replicates of one pattern (12 points, more than a legend holds): coloured by load, every
+    replicate of the four loads drawn (no "8 of 12 loads"), and the tail table names each replicate."""
+    pairs = [(rep, qd) for rep in (1, 2, 3) for qd in (1, 4, 16, 64)]
+    lines = [storage_line(i, 200_000, 50_000.0 * qd ** 0.7, iodepth=qd, replicate=rep)
+             for i, (rep, qd) in enumerate(pairs)]
+    data = load(write_run(tmp_path / "loads", lines))
+    panels, by_load = tail_plots.run_panels(data.storage)
+    assert by_load and len(panels) == 1
+    assert len(panels[0].lines) == 12 and panels[0].left_out == panels[0].loads_left_out == 0
+    assert sorted({ln.label for ln in panels[0].lines})[:3] == ["QD1, replicate 1", "QD1, replicate 2",
+                                                                "QD1, replicate 3"]
+    md = "\n".join(section(data.storage, [], workload))
+    assert "| randread 4K QD16, replicate 2 " in md and "| randread 4K QD16 " not in md
