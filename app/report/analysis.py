@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Sequence
 
 from app.presets import base_key
@@ -182,11 +183,13 @@ def replicate_sets(rows: Sequence[StorageRow]) -> list[list[StorageRow]]:
     return list(groups.values())
 
 
-def mean_row(reps: Sequence[StorageRow]) -> StorageRow:
+def mean_row(reps: Sequence[StorageRow], run_dir: Path | None = None) -> StorageRow:
     """One row standing for a point's replicates: each throughput figure and each latency summary figure the
     mean over them (a figure missing from one replicate is left out), and as its 95 % interval the Student-t
-    interval over the replicates (:func:`app.uncertainty.replicate_spread`, between runs).  A single row is
-    itself."""
+    interval over the replicates (:func:`app.uncertainty.replicate_spread`, between runs).  Its whole seconds,
+    for the analyses that judge a point by its per-second spread, are every replicate's together (with
+    ``run_dir``; their spread holds the variation between runs as well as within one); without ``run_dir``
+    it has none.  A single row is itself."""
     from app.uncertainty import replicate_spread
 
     if len(reps) == 1:
@@ -217,13 +220,19 @@ def mean_row(reps: Sequence[StorageRow]) -> StorageRow:
             if sp.ci is not None:
                 ivs[fig] = sp.ci
     row.computed_ci = (ivs, "" if "iops" in ivs else "the replicates give no interval", {})
-    row.whole_samples = []
+    if run_dir is None:
+        row.whole_samples = []
+    else:
+        from app.report.noise import samples_of
+
+        row.whole_samples = [s for r in reps for s in samples_of(run_dir, r)]
     return row
 
 
-def storage_curves(points: Sequence[StorageRow]) -> list[Curve]:
+def storage_curves(points: Sequence[StorageRow], run_dir: Path | None = None) -> list[Curve]:
     """Every workload measured at two or more loads, in first-seen order; a load measured in replicates is the
-    mean over them (:func:`mean_row`), its replicates kept beside it."""
+    mean over them (:func:`mean_row`, its seconds every replicate's when ``run_dir`` is given), its replicates
+    kept beside it."""
     curves: list[Curve] = []
     for w in workloads(points):
         (mix, bs, rest), pts = w.key, w.points
@@ -245,7 +254,7 @@ def storage_curves(points: Sequence[StorageRow]) -> list[Curve]:
             sets = sorted(seen.values(), key=lambda r: r[0].inflight)
             if len(sets) < 2:
                 continue
-            ordered = [mean_row(r) for r in sets]
+            ordered = [mean_row(r, run_dir) for r in sets]
             label = w.label + (f" T{split[1]}" if split is not None else "")
             c = Curve((mix, bs, rest, split), mix, bs, label, ordered, replicates=sets)
             c.knee = knee([q.iops for q in ordered], [q.lat_mean for q in ordered])

@@ -101,3 +101,17 @@ def test_the_peak_with_replicates_is_the_load_with_the_most_iops_on_average(tmp_
     assert peak.line.point["iodepth"] == 64 and peak.iops == 66000.0
     assert len(peak.replicates) == 3 and peak.line in peak.replicates
     assert peak.configs[0].iops == 66000.0
+
+
+def test_a_curve_point_of_replicates_judges_its_noise_by_every_replicates_seconds(tmp_path: Path) -> None:
+    """The mean row's per-second spread (what the queueing view and the trends judge "beyond noise" by) pools
+    every replicate's seconds, so the spread between runs is in it; without the run's directory it has none."""
+    from app.report.noise import point_spread
+
+    run = _knee_run(tmp_path)
+    data = load(run)
+    (curve,) = an.storage_curves(data.storage, run)
+    qd4 = point_spread(run, curve.points[1], "iops")
+    assert qd4 is not None and qd4.n == 90 and qd4.lo < 31000 and qd4.hi > 44000  # 30 s each of 45k, 30k, 30k
+    (bare,) = an.storage_curves(data.storage)
+    assert point_spread(run, bare.points[1], "iops") is None
