@@ -5,9 +5,9 @@ Pure: it reads results lines (and run.json's skipped entries) and returns typed 
 
 - **Peak**: the most IOPS among the measured pure-read storage points (pure writes when the run measured no
   pure read). With replicates (``repeat`` ≥ 2) a load is judged by the **mean over its replicates**, never by
-  its best replicate: the peak is the load with the most IOPS on average, its figure that mean (the report adds
-  the replicates' range and interval), and its CPU cost and what ran out are read from the replicate nearest
-  that mean (a real run's counters, not a blend of several).
+  its best replicate (:func:`mean_line`): the peak is the load with the most IOPS on average, its figure that
+  mean (the report adds the replicates' range and interval), the steps of "what ran out" compare loads' means,
+  and its CPU figures are the counters of the replicate nearest that mean (one real run's, not a blend).
 - **Configuration**: what a point is run with beside its load (iodepth × numjobs): its pattern and block size,
   ``ioengine``, the io_uring options set (``registerfiles``, ``fixedbufs``, ``sqthread_poll``, ``hipri``) and
   the CPUs its jobs were pinned to (``cpus``).  Read from the point's JSON with ``get``: a line written before
@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from app.procedure import SATURATION_IOPS_GAIN
-from app.records import ResultLine, is_num, number
+from app.records import ResultLine, is_num, number, read_line
 from app.runners.fio_parse import MIN_CPU_SECONDS
 from app.sanitize import clean_line
 from app.topology import cpu_list
@@ -338,7 +338,7 @@ class ConfigBest:
     """One configuration's best point and its cost in CPU."""
 
     config: Config
-    best: ResultLine  # with replicates: the replicate nearest the mean of the best load
+    best: ResultLine  # with replicates: the best load's mean_line
     points: int
     cost: CpuCost
     replicates: tuple[ResultLine, ...] = ()  # the best load's replicates (one line without repeats)
@@ -386,6 +386,21 @@ def nearest_mean(reps: Sequence[ResultLine]) -> ResultLine:
     return min(reps, key=lambda ln: abs(_iops(ln) - m))
 
 
+def mean_line(reps: Sequence[ResultLine]) -> ResultLine:
+    """A load's line: the line itself, or for replicates the one nearest their mean IOPS (its point less the
+    replicate, its parts and CPU counters) with IOPS and mean latency the means over the replicates."""
+    if len(reps) == 1:
+        return reps[0]
+    doc = nearest_mean(reps).json()
+    point = {k: v for k, v in (doc.get("point") or {}).items() if k != "replicate"}  # type: ignore[union-attr]
+    metrics = dict(doc.get("metrics") or {})  # type: ignore[arg-type]
+    metrics["iops"] = mean_iops(reps)
+    lats = [_lat(ln) for ln in reps]
+    if all(v is not None for v in lats) and isinstance(metrics.get("lat_ns"), dict):
+        metrics["lat_ns"] = {**metrics["lat_ns"], "mean": math.fsum(v or 0.0 for v in lats) / len(lats)}  # type: ignore[dict-item]
+    return read_line({**doc, "point": point, "metrics": metrics}, check=False)
+
+
 def _candidates(lines: Sequence[ResultLine]) -> tuple[str, list[ResultLine]]:
     storage = [ln for ln in lines if ln.storage.iops is not None and _iops(ln) > 0]
     reads = [ln for ln in storage if _pure(ln.point) == "read"]
@@ -418,7 +433,7 @@ def find_peak(lines: Sequence[ResultLine], skipped: Sequence[tuple[Mapping[str, 
     bests = []
     for config, points in groups.items():
         most = max(load_sets(points), key=mean_iops)
-        best = nearest_mean(most)
+        best = mean_line(most)
         bests.append(ConfigBest(config, best, len(points), cpu_cost(best), tuple(most)))
     bests.sort(key=lambda b: -b.iops)
     top = bests[0]
@@ -427,7 +442,8 @@ def find_peak(lines: Sequence[ResultLine], skipped: Sequence[tuple[Mapping[str, 
         c = Config.of(point)
         if c not in groups and _pure(point) == direction:
             missing.setdefault(c, clean_line(reason or "skipped", MAX_REASON))
-    loads = [top.best if top.best in reps else nearest_mean(reps) for reps in load_sets(groups[top.config])]
+    loads = [top.best if top.best in reps or reps == list(top.replicates) else mean_line(reps)
+             for reps in load_sets(groups[top.config])]
     return Peak(direction, top.best, top.config, top.cost, limit(top.best, loads), bests,
                 list(missing.items()), top.replicates)
 
