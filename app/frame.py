@@ -146,7 +146,7 @@ def _tail_cells(p: StorageRow) -> dict[str, object]:
     row: dict[str, object] = {}
     for key, pct, _label in TAIL_PERCENTILES[1:]:  # p99 stays as fio gave it, as it always was
         v = tail_value(p, key, pct)
-        row[f"lat_{key}_us"] = _r6(v / 1e3) if v is not None and supported(pct, ios) else None
+        row[f"lat_{key}_us"] = _r6(v / 1e3) if v is not None and supported(pct, ios, p.inflight) else None
     d = p.line.parts.device
     if isinstance(d, Mapping) and "unavailable" not in d:
         lat = number(d.get("lat_mean_ns"))

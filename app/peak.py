@@ -4,7 +4,10 @@ Pure: it reads results lines (and run.json's skipped entries) and returns typed 
 (app.report.peak_text) and the TUI's results table format them.
 
 - **Peak**: the most IOPS among the measured pure-read storage points (pure writes when the run measured no
-  pure read). With replicates, the best replicate.
+  pure read). With replicates (``repeat`` ≥ 2) a load is judged by the **mean over its replicates**, never by
+  its best replicate (:func:`mean_line`): the peak is the load with the most IOPS on average, its figure that
+  mean (the report adds the replicates' range and interval), the steps of "what ran out" compare loads' means,
+  and its CPU figures are the counters of the replicate nearest that mean (one real run's, not a blend).
 - **Configuration**: what a point is run with beside its load (iodepth × numjobs): its pattern and block size,
   ``ioengine``, the io_uring options set (``registerfiles``, ``fixedbufs``, ``sqthread_poll``, ``hipri``) and
   the CPUs its jobs were pinned to (``cpus``).  Read from the point's JSON with ``get``: a line written before
@@ -27,11 +30,12 @@ its range makes the part unusable (with one sentence saying which key), never a 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from app.procedure import SATURATION_IOPS_GAIN
-from app.records import ResultLine, is_num, number
+from app.records import ResultLine, is_num, number, read_line
 from app.runners.fio_parse import MIN_CPU_SECONDS
 from app.sanitize import clean_line
 from app.topology import cpu_list
@@ -357,9 +361,15 @@ class ConfigBest:
     """One configuration's best point and its cost in CPU."""
 
     config: Config
-    best: ResultLine
+    best: ResultLine  # with replicates: the best load's mean_line
     points: int
     cost: CpuCost
+    replicates: tuple[ResultLine, ...] = ()  # the best load's replicates (one line without repeats)
+
+    @property
+    def iops(self) -> float:
+        """The best load's IOPS: the mean over its replicates."""
+        return mean_iops(self.replicates or (self.best,))
 
 
 @dataclass(frozen=True)
@@ -371,6 +381,47 @@ class Peak:
     limit: Limit
     configs: list[ConfigBest] = field(default_factory=list)  # best IOPS first
     skipped: list[tuple[Config, str]] = field(default_factory=list)  # configurations none of whose points ran
+    replicates: tuple[ResultLine, ...] = ()  # the peak load's replicates (one line without repeats)
+
+    @property
+    def iops(self) -> float:
+        """The peak: the mean IOPS over the peak load's replicates."""
+        return mean_iops(self.replicates or (self.line,))
+
+
+def mean_iops(lines: Sequence[ResultLine]) -> float:
+    return math.fsum(_iops(ln) for ln in lines) / len(lines)
+
+
+def load_sets(points: Sequence[ResultLine]) -> list[list[ResultLine]]:
+    """The points grouped by their point less its replicate (a load's replicates), in first-seen order."""
+    from app.presets import base_key
+
+    out: dict[str, list[ResultLine]] = {}
+    for ln in points:
+        out.setdefault(base_key(ln.point), []).append(ln)
+    return list(out.values())
+
+
+def nearest_mean(reps: Sequence[ResultLine]) -> ResultLine:
+    """The replicate whose IOPS is nearest the mean over them (the first of a tie)."""
+    m = mean_iops(reps)
+    return min(reps, key=lambda ln: abs(_iops(ln) - m))
+
+
+def mean_line(reps: Sequence[ResultLine]) -> ResultLine:
+    """A load's line: the line itself, or for replicates the one nearest their mean IOPS (its point less the
+    replicate, its parts and CPU counters) with IOPS and mean latency the means over the replicates."""
+    if len(reps) == 1:
+        return reps[0]
+    doc = nearest_mean(reps).json()
+    point = {k: v for k, v in (doc.get("point") or {}).items() if k != "replicate"}  # type: ignore[union-attr]
+    metrics = dict(doc.get("metrics") or {})  # type: ignore[arg-type]
+    metrics["iops"] = mean_iops(reps)
+    lats = [_lat(ln) for ln in reps]
+    if all(v is not None for v in lats) and isinstance(metrics.get("lat_ns"), dict):
+        metrics["lat_ns"] = {**metrics["lat_ns"], "mean": math.fsum(v or 0.0 for v in lats) / len(lats)}  # type: ignore[dict-item]
+    return read_line({**doc, "point": point, "metrics": metrics}, check=False)
 
 
 def _candidates(lines: Sequence[ResultLine]) -> tuple[str, list[ResultLine]]:
@@ -404,15 +455,18 @@ def find_peak(lines: Sequence[ResultLine], skipped: Sequence[tuple[Mapping[str, 
         return None
     bests = []
     for config, points in groups.items():
-        best = max(points, key=_iops)
-        bests.append(ConfigBest(config, best, len(points), cpu_cost(best)))
-    bests.sort(key=lambda b: -_iops(b.best))
+        most = max(load_sets(points), key=mean_iops)
+        best = mean_line(most)
+        bests.append(ConfigBest(config, best, len(points), cpu_cost(best), tuple(most)))
+    bests.sort(key=lambda b: -b.iops)
     top = bests[0]
     missing: dict[Config, str] = {}
     for point, reason in skipped:
         c = Config.of(point)
         if c not in groups and _pure(point) == direction:
             missing.setdefault(c, clean_line(reason or "skipped", MAX_REASON))
-    return Peak(direction, top.best, top.config, top.cost, limit(top.best, groups[top.config]), bests,
-                list(missing.items()))
+    loads = [top.best if top.best in reps or reps == list(top.replicates) else mean_line(reps)
+             for reps in load_sets(groups[top.config])]
+    return Peak(direction, top.best, top.config, top.cost, limit(top.best, loads), bests,
+                list(missing.items()), top.replicates)
 

@@ -31,6 +31,7 @@ from app.report import intervals as ci
 from app.report.model import RunData, StorageRow
 from app.sanitize import Markup, clean_line, md_text
 from app.textable import markdown_table
+from app.uncertainty import replicate_spread
 from app.units import format_count, format_size, us
 
 
@@ -86,9 +87,17 @@ def per_cpu_text(cost: CpuCost, sqpoll: bool) -> str:
 
 
 def _peak_rows(peak: Peak, row: StorageRow | None, run_dir: Path) -> list[list[str]]:
-    iv = ci.storage_intervals(run_dir, row).get("iops") if row is not None else None
-    figure = ci.pm_count(float(peak.line.storage.iops or 0), ci.half(iv))
-    figure += " IOPS" + (" (± the 95 % interval of its mean)" if iv is not None else "")
+    if len(peak.replicates) > 1:
+        spread = replicate_spread([float(ln.storage.iops or 0) for ln in peak.replicates])
+        figure = ci.pm_count(spread.mean, None if spread.ci is None else (spread.ci[1] - spread.ci[0]) / 2)
+        values = sorted(float(ln.storage.iops or 0) for ln in peak.replicates)
+        figure += (f" IOPS, the mean over {spread.n} replicates (± the Student-t 95 % interval between runs; range "
+                   f"{format_count(values[0])}–{format_count(values[-1])}); what ran out compares each load's mean, the "
+                   "CPU figures are the replicate's nearest the mean")
+    else:
+        iv = ci.storage_intervals(run_dir, row).get("iops") if row is not None else None
+        figure = ci.pm_count(float(peak.line.storage.iops or 0), ci.half(iv))
+        figure += " IOPS" + (" (± the 95 % interval of its mean)" if iv is not None else "")
     per_cpu = per_cpu_text(peak.cost, peak.line.point.get("sqthread_poll") is True)
     lat = peak.line.storage.lat_ns
     mean = lat.get("mean") if lat is not None else None
@@ -104,7 +113,8 @@ def _config_rows(peak: Peak) -> list[list[str]]:
     rows = []
     for b in peak.configs:
         busy, steal, per_busy = host_cells(b.cost.host)
-        rows.append([md_text(b.config.label), str(b.points), format_count(float(b.best.storage.iops or 0)),
+        rows.append([md_text(b.config.label), str(b.points),
+                     format_count(b.iops) + (f" (mean of {len(b.replicates)})" if len(b.replicates) > 1 else ""),
                      load_text(load_of(b.best)), cost_text(b.cost), _own_text(b.cost), busy, steal, per_busy])
     for config, reason in peak.skipped:
         rows.append([md_text(config.label), "0", f"skipped: {md_text(reason, 300)}"] + ["—"] * 6)

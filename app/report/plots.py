@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Callable, Mapping, Sequence, TypeVar, cast
 from app.points import Kind
 from app.report import intervals as ci
 from app.report import memory as mem
-from app.report.analysis import Curve, MemCurve, Rest
+from app.report.analysis import Curve, MemCurve, Rest, mean_row, replicate_sets
 from app.report.model import MemoryRow, StorageRow
 from app.report.series import sample_figure
 from app.results import open_file
@@ -1119,7 +1119,11 @@ def draw_all(storage: Sequence[StorageRow], curves: Sequence[Curve], mem_curves:
 def _draw_all(storage: Sequence[StorageRow], curves: Sequence[Curve], mem_curves: Sequence[MemCurve],
               plots_dir: Path, parallel: bool, searches: Sequence[StorageRow], steady: Sequence[Steady],
               series: Sequence[SeriesTrace], more: Sequence[Callable[[], Sequence[More]]]) -> list[Figure | More]:
-    rows = rows_of(storage)
+    sets = replicate_sets(storage)
+    repeats = max((len(r) for r in sets), default=1)
+    # a repeated point is drawn once, as the mean over its replicates (bars: their interval), never as one
+    # replicate or as a zig-zag through all of them at one x
+    rows = rows_of([mean_row(r) for r in sets] if repeats > 1 else storage)
     _DATA.clear()
     _DATA.append(_Data(rows, list(curves), list(mem_curves), plots_dir, jobs_split(rows), operating_points(searches),
                        steady_traces(steady), list(series), list(more)))
@@ -1153,5 +1157,15 @@ def _draw_all(storage: Sequence[StorageRow], curves: Sequence[Curve], mem_curves
             results = [_job(j) for j in jobs]
     finally:
         _DATA.clear()
+    if repeats > 1:
+        for job, drawn_figures in zip(jobs, results):
+            if job[0] in ("vs", "heat", "lt"):
+                for f in drawn_figures:
+                    if isinstance(f, Figure):
+                        f.caption += REPLICATES.format(n=repeats)
     # each job returns its own kind of figure: Figure, or what the callable in ``more`` returns
     return cast("list[Figure | More]", [f for r in results for f in r])
+
+
+REPLICATES = (" Replicates: each point (and cell) is the mean over its {n} replicates, never one of them; its bars, "
+              "where drawn, are the Student-t 95 % interval of that mean between runs.")

@@ -521,12 +521,20 @@ def _knee_support(supported: Sequence[tuple[an.Curve, support.KneeSupport]]) -> 
            f"are named; unconfirmed: none failed but one could not run. All three see only this run's seconds: "
            f"whether another run finds the same knee (a virtual disk drifts ±20 % between runs) is what "
            f"`profiler-tui compare` of two runs tells.", ""]
+    repeated = any(sup.per_replicate is not None for _, sup in supported)
+    if repeated:
+        out[-2] = out[-2].split(" All three see only this run's seconds")[0]
+        out[-2] += (" With replicates, each load is the mean over its replicates; the bootstrap draws the replicates "
+                    "with replacement and then each drawn replicate's seconds (so the spread between runs is in it), "
+                    "and each replicate's own curve is searched for its knee: the knee is stable only when every "
+                    "replicate finds it.")
     rows = []
     for c, sup in supported:
-        rows.append([c.label, sup.name(sup.knee), sup.margin_text(), sup.drop_last_text(), sup.boot_text(),
-                     sup.verdict_text()])
+        rows.append([c.label, sup.name(sup.knee), sup.margin_text(), sup.drop_last_text(), sup.boot_text()]
+                    + ([sup.replicates_text()] if repeated else []) + [sup.verdict_text()])
     out.append(markdown_table(["Workload", "Knee", "Chord distance vs runner-up: margin",
-                               "Without the last load", "Bootstrap: knee found at", "Verdict"], rows))
+                               "Without the last load", "Bootstrap: knee found at"]
+                              + (["Each replicate's knee"] if repeated else []) + ["Verdict"], rows))
     out.append("")
     return out
 
@@ -545,6 +553,21 @@ def _binds(p: StorageRow) -> str:
     return f"{b[0]} {us(b[1])}" + "".join(f"; {o}" for o in others) + (f"; both {us(p.p99)}" if others else "")
 
 
+def _binds_load(lb: an.LoadBound | None, unit: str = " µs") -> str:
+    """The p99 a load binds on: one row's (:func:`_binds`), or over replicates the binding direction's range."""
+    if lb is None:
+        return "n/a"
+    if lb.n == 1:
+        return _binds(lb.rows[0]) + unit
+    worst = max(lb.rows, key=lambda r: an.binding(r)[1] if an.binding(r) else 0.0)  # type: ignore[index]
+    side = (an.binding(worst) or ("total", 0.0))[0]
+    return f"{side} {us(min(lb.p99s))}–{us(max(lb.p99s))}{unit} over {lb.n} replicates"
+
+
+def _met(lb: an.LoadBound) -> str:
+    return f"{_load(lb.rows[0])} (p99 {_binds_load(lb)}, met in {lb.met} of {lb.n})"
+
+
 def _bound(points: Sequence[StorageRow], bound_ns: float, run_dir: Path) -> list[str]:
     out = [f"### Best operating point under p99 ≤ {bound_ns / 1e3:g} µs", ""]
     out.append(f"For each workload, the load with the most IOPS whose 99th-percentile total latency stays within "
@@ -553,41 +576,56 @@ def _bound(points: Sequence[StorageRow], bound_ns: float, run_dir: Path) -> list
                "and the next heavier load that breaks it. Per-second p99: the lowest and highest whole second of "
                "that load (both directions together); when they lie on both sides of the bound the load is within "
                "noise of it.")
+    choices = an.best_under_bound(points, bound_ns)
+    if any(lb.n > 1 for b in choices for lb in (b.best_load, b.lowest_load) if lb is not None):
+        out[-1] += (" With replicates, a load meets the bound only when every replicate does: its IOPS is the mean "
+                    "over the replicates and its p99 the range they spanned; a load that met the bound in some "
+                    "replicates only is named below, not chosen (one lucky run is not an operating point).")
     out.append("")
     rows = []
     notes = []
-    for b in an.best_under_bound(points, bound_ns):
-        if b.best is None:
-            low = "no p99 recorded" if b.lowest is None else f"none (lowest p99 {_binds(b.lowest)} µs)"
+    for b in choices:
+        if b.best is None or b.best_load is None:
+            low = ("no p99 recorded" if b.lowest_load is None
+                   else f"none (lowest p99 {_binds_load(b.lowest_load)})")
             rows.append([b.label, low, "", "", "", "", "", ""])
-            continue
-        p = b.best
-        noise = support.bound_noise(run_dir, p, bound_ns)
-        nxt = "—" if b.next_over is None else f"{_load(b.next_over)}: {_binds(b.next_over)}"
-        what = _load(p) + (" (only load measured)" if b.only_load else "")
-        name = md_text(b.label)
-        rows.append([b.label, what, format_count(p.iops), f"{p.bw / MB:.1f}", us(p.lat_mean), _binds(p),
-                     noise.text(), nxt])
-        if noise.within_noise and noise.spread is not None:
-            notes.append(f"{name} {_load(p)}: p99 {us(p.p99)} ≤ {bound_ns / 1e3:g} µs, but its seconds ranged "
-                         f"{noise.spread.lo / 1e3:.1f}–{noise.spread.hi / 1e3:.1f} µs: within noise of the bound.")
-        if b.only_load:
-            notes.append(f"{name}: {_load(p)} is the only load measured, so it is the best by construction; a "
-                         "sweep of loads shows where the bound is met with the most IOPS.")
+        else:
+            p, lb = b.best, b.best_load
+            noise = support.bound_noise(run_dir, p, bound_ns, lb.rows)
+            nxt = "—" if b.next_load is None else f"{_load(b.next_over or p)}: {_binds_load(b.next_load, '')}"
+            what = _load(p) + (" (only load measured)" if b.only_load else "")
+            name = md_text(b.label)
+            rows.append([b.label, what, format_count(p.iops) + (f" (mean of {lb.n})" if lb.n > 1 else ""),
+                         f"{p.bw / MB:.1f}", us(p.lat_mean), _binds_load(lb, ""), noise.text(), nxt])
+            if noise.within_noise and noise.spread is not None:
+                p99 = us(p.p99) if lb.n == 1 else _binds_load(lb, "")
+                notes.append(f"{name} {_load(p)}: p99 {p99} ≤ {bound_ns / 1e3:g} µs, but its seconds "
+                             f"ranged {noise.spread.lo / 1e3:.1f}–{noise.spread.hi / 1e3:.1f} µs: within noise of "
+                             "the bound.")
+            if b.only_load:
+                notes.append(f"{name}: {_load(p)} is the only load measured, so it is the best by construction; a "
+                             "sweep of loads shows where the bound is met with the most IOPS.")
+        if b.partial:
+            notes.append(f"{md_text(b.label)}: " + "; ".join(_met(lb) for lb in b.partial) + " met the bound in some "
+                         "replicates only, so it is not an operating point: the replicates disagree on whether this "
+                         "load stays within the bound.")
     out.append(markdown_table(["Workload", "Best load", "IOPS", "MB/s", "Mean (µs)", "p99 (µs), binding direction",
                                "Per-second p99 (µs)", "Next load: p99 (µs)"], rows))
     out.append("")
     out += [f"{n}  " for n in notes[:-1]] + notes[-1:] + ([""] if notes else [])
-    ok = [p for p in points if an.meets_bound(p, bound_ns)]
+    ok = [b for b in choices if b.best is not None and b.best_load is not None]
     if ok:
-        by_bw = max(ok, key=lambda p: p.bw)
-        by_iops = max(ok, key=lambda p: p.iops)
-        def noted(p: StorageRow) -> str:
-            near = support.bound_noise(run_dir, p, bound_ns).within_noise
-            return f"{md_text(workload(p))}, p99 {_binds(p)} µs" + (", within noise of the bound" if near else "")
+        by_bw = max(ok, key=lambda b: b.best.bw)  # type: ignore[union-attr]
+        by_iops = max(ok, key=lambda b: b.best.iops)  # type: ignore[union-attr]
 
-        out.append(f"Across all workloads within the bound: the most bandwidth is {by_bw.bw / MB:.1f} MB/s "
-                   f"({noted(by_bw)}); the most IOPS is {format_count(by_iops.iops)} ({noted(by_iops)}).")
+        def noted(b: an.BoundChoice) -> str:
+            assert b.best is not None and b.best_load is not None
+            near = support.bound_noise(run_dir, b.best, bound_ns, b.best_load.rows).within_noise
+            return (f"{md_text(workload(b.best))}, p99 {_binds_load(b.best_load)}"
+                    + (", within noise of the bound" if near else ""))
+
+        out.append(f"Across all workloads within the bound: the most bandwidth is {by_bw.best.bw / MB:.1f} MB/s "  # type: ignore[union-attr]
+                   f"({noted(by_bw)}); the most IOPS is {format_count(by_iops.best.iops)} ({noted(by_iops)}).")  # type: ignore[union-attr]
     else:
         out.append("No point meets the bound.")
     out.append("")
@@ -803,17 +841,17 @@ def _storage_summary(points: Sequence[StorageRow], curves: Sequence[an.Curve], b
     rows = []
     for w, b in zip(an.workloads(points), ops):
         key, pts, label = w.key, w.points, w.label
-        top = max(pts, key=lambda p: p.iops)
+        top = max((an.mean_row(r) for r in an.replicate_sets(pts)), key=lambda p: p.iops)  # a load: its mean
         kv = knees.get(key)
         knee_text = ("—" if kv is None
                      else f"{load(kv[0])}: {format_count(kv[0].iops)} IOPS, {us(kv[0].lat_mean)} µs ({kv[1]})")
-        if b.best is None:
-            op = "none" if b.lowest is None else f"none (lowest p99 {_binds(b.lowest)} µs)"
+        if b.best is None or b.best_load is None:
+            op = "none" if b.lowest_load is None else f"none (lowest p99 {_binds_load(b.lowest_load)})"
         else:
-            op = f"{load(b.best)}: {format_count(b.best.iops)} IOPS, p99 {_binds(b.best)} µs"
+            op = f"{load(b.best)}: {format_count(b.best.iops)} IOPS, p99 {_binds_load(b.best_load)}"
             if b.only_load:
                 op += ", only load measured"
-            if support.bound_noise(run_dir, b.best, bound_ns).within_noise:
+            if support.bound_noise(run_dir, b.best, bound_ns, b.best_load.rows).within_noise:
                 op += ", within noise of the bound"
         loads = sorted({p.inflight for p in pts})
         rows.append([label, len(pts), f"{loads[0]}–{loads[-1]}" if len(loads) > 1 else str(loads[0]),
