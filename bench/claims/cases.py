@@ -162,7 +162,16 @@ def tail_run(path: Path, rng: random.Random, depth: int, stalls: int, ios: int) 
     hist = synth.as_hist(merged)
     seconds = 20
     per = ios / seconds
-    spec = StorageSpec([per * rng.uniform(0.98, 1.02) for _ in range(seconds)], iodepth=depth, hist=hist)
+    # each stall in its own second: that second's p99.9 is the stall's when its QD I/Os are over 0.1 % of the
+    # second's I/Os (fio's per-second histogram), the others the body's
+    from app.tails import percentile as pct_of
+
+    body_h = synth.as_hist(body)
+    quiet = (float(pct_of(body_h, 50.0) or 0), float(pct_of(body_h, 99.0) or 0), float(pct_of(body_h, 99.9) or 0))
+    stall_seconds = set(rng.sample(range(seconds), stalls))
+    loud = (quiet[0], quiet[1], stall_at if depth / per > 0.001 else quiet[2])
+    spec = StorageSpec([per * rng.uniform(0.98, 1.02) for _ in range(seconds)], iodepth=depth, hist=hist,
+                       second_tails=[loud if i in stall_seconds else quiet for i in range(seconds)])
     synth.write_storage_run(path, [spec])
     events: dict[str, int] = {}
     from app.tails import TAIL_PERCENTILES, percentile
@@ -192,11 +201,12 @@ class KneeTruth:
 
 
 def knee_run(path: Path, rng: random.Random, replicates: int, between: float, cv: float = 0.03,
-             seconds: int = 10) -> KneeTruth:
+             seconds: int = 10, p99_between: float = 0.0) -> KneeTruth:
     """A QD sweep of a device with ``c`` parallel units and service time ``s``: X(N) = N / (s · (1 + N/c))
-    (saturating at c/s), R = N / X; its p99 three times its mean latency; ``replicates`` runs of every load,
-    interleaved, each run's level off by N(0, ``between``).  Each replicate's p99 carries a log-normal error of
-    σ 0.35 (a p99 of one short run is itself noisy).  The bound lies between two loads' true p99s."""
+    (saturating at c/s), R = N / X, its p99 three times its mean latency; ``replicates`` runs of every load,
+    interleaved, each run's level off by N(0, ``between``) and its p99 by a log-normal factor of σ
+    ``p99_between`` (what a device's state or a neighbour does to one run's tail).  Within a run the p99 is its
+    run's: each second's p99 scatters about it by σ 0.1.  The bound lies between two loads' true p99s."""
     from app.report.analysis import knee
 
     c = rng.choice([4, 8, 16, 32])
@@ -211,9 +221,14 @@ def knee_run(path: Path, rng: random.Random, replicates: int, between: float, cv
     for r in range(replicates):
         for n, x in zip(LOADS, xs):
             level = x * (1 + rng.gauss(0.0, between)) if between else x
-            specs.append(StorageSpec(synth.ar1(rng, seconds, level, cv, 0.5), iodepth=n,
-                                     replicate=r + 1 if replicates > 1 else None,
-                                     p99_ns=p99[n] * math.exp(rng.gauss(0.0, 0.35))))
+            tail = p99[n] * math.exp(rng.gauss(0.0, p99_between)) if p99_between else p99[n]
+            iops = synth.ar1(rng, seconds, level, cv, 0.5)
+            per_second = []
+            for v in iops:
+                e = math.exp(rng.gauss(0.0, 0.1))
+                per_second.append((n / v * 1e9, tail * e, 1.5 * tail * e))
+            specs.append(StorageSpec(iops, iodepth=n, replicate=r + 1 if replicates > 1 else None, p99_ns=tail,
+                                     second_tails=per_second))
     synth.write_storage_run(path, specs)
     return KneeTruth(true_knee, p99, bound, LOADS[j])
 

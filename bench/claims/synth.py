@@ -86,6 +86,9 @@ class StorageSpec:
     p99_factor: float = 2.0  # p99 of a second = factor × its mean latency (when no histogram)
     p99_ns: float | None = None  # the point's p99 (whole run) when no histogram; default factor × mean latency
     hist: list[tuple[int, int]] | None = None  # fio's json+ histogram of the point (ns, count)
+    # per measured second (p50, p99, p99.9) in ns, as fio's per-second histogram gives them; None: p50 = the mean
+    # latency, p99 = ``p99_factor`` × it, p99.9 = 1.5 × that
+    second_tails: Sequence[tuple[float, float, float]] | None = None
     ramp: int = 0
     ramp_iops: float = 0.0
     usr_cpu: float = 5.0
@@ -98,10 +101,13 @@ def storage_point(spec: StorageSpec, runtime: int) -> dict[str, Any]:
                         replicate=spec.replicate).to_dict()
 
 
-def _second(t: float, iops: float, spec: StorageSpec, ramp: bool = False) -> dict[str, Any]:
+def _second(t: float, iops: float, spec: StorageSpec, ramp: bool = False,
+            tails: tuple[float, float, float] | None = None) -> dict[str, Any]:
     lat = spec.iodepth / iops * 1e9 if iops > 0 else 0.0
+    p50, p99, p999 = tails or (lat, spec.p99_factor * lat, 1.5 * spec.p99_factor * lat)
     s: dict[str, Any] = {"t": t, "interval_s": 1.0, "iops": iops, "read_iops": iops, "write_iops": 0.0,
-                         "bw_bytes": iops * spec.bs, "lat_mean_ns": lat, "lat_p99_ns": spec.p99_factor * lat}
+                         "bw_bytes": iops * spec.bs, "lat_mean_ns": lat, "lat_p99_ns": p99, "lat_p50_ns": p50,
+                         "lat_p99_9_ns": p999}
     if ramp:
         s["ramp"] = True
     return s
@@ -109,7 +115,8 @@ def _second(t: float, iops: float, spec: StorageSpec, ramp: bool = False) -> dic
 
 def samples_of(spec: StorageSpec) -> list[dict[str, Any]]:
     out = [_second(float(i + 1), spec.ramp_iops or spec.iops[0], spec, ramp=True) for i in range(spec.ramp)]
-    out += [_second(float(spec.ramp + i + 1), v, spec) for i, v in enumerate(spec.iops)]
+    out += [_second(float(spec.ramp + i + 1), v, spec, tails=spec.second_tails[i] if spec.second_tails else None)
+            for i, v in enumerate(spec.iops)]
     return out
 
 

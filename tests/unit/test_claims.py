@@ -22,7 +22,7 @@ QUIET, NOISY, DRIFT_ONE_RUN, REPS_3, REPS_5 = (c.name for c in PAIR_CONFIGS)  # 
 
 
 def _xfail(reason: str) -> pytest.MarkDecorator:
-    return pytest.mark.xfail(strict=True, reason=reason)
+    return pytest.mark.xfail(strict=True, raises=AssertionError, reason=reason)
 
 
 COVERAGE = ("MSER-5 cuts up to half of a stationary point's seconds as warm-up (the level-shift rule replaces it), "
@@ -57,11 +57,15 @@ TARGETS: list[tuple[str, pytest.MarkDecorator | None]] = [
     ("trend/flat-low-power", _xfail("trends: " + NOT_JUDGED)),
     ("tails/stall", _xfail("tail support counts I/Os, not distinct stall events (one stall holds QD I/Os)")),
     ("knee/stable-off/1 run", None),
-    ("knee/stable-off/3 replicates, runs drift 5 %", None),
+    ("knee/stable-off/1 run, 5 s, CV 15 %", None),
+    ("op/violates/1 run, 5 s, CV 15 %", None),
+    ("knee/stable-off/3 replicates, runs drift 5 %, p99 σ 0.35", None),
     ("op/violates/1 run", None),
-    ("op/violates/3 replicates, runs drift 5 %",
+    ("op/violates/3 replicates, runs drift 5 %, p99 σ 0.35",
      _xfail("the best operating point is the luckiest replicate: a point meets a bound when its replicates do")),
     ("memory/knee-contended", _xfail("contended memory rows (a thread got 20–60 % of a CPU) are used for the knee")),
+    # about 1 % on main (a contended row at the heaviest loads can top the rest), 0 of the quick sweep's curves
+    ("memory/peak-contended", None),
 ]
 
 
