@@ -236,6 +236,8 @@ def _compare_case(work: Path, rng: Any, cfg: PairConfig, effect: float) -> str:
     storage = out.get("storage")
     records = storage.get("differences", []) if isinstance(storage, dict) else []
     rec = next((r for r in records if isinstance(r, dict) and r.get("figure") == "IOPS"), None)
+    if rec is None:  # the two runs measured one point under one set of conditions: compare must pair them
+        raise ValueError(f"compare --json of {a} and {b} has no IOPS difference: {str(out)[:300]}")
     return compare_verdict(rec)
 
 
