@@ -92,8 +92,8 @@ def _peak_rows(peak: Peak, row: StorageRow | None, run_dir: Path) -> list[list[s
         figure = ci.pm_count(spread.mean, None if spread.ci is None else (spread.ci[1] - spread.ci[0]) / 2)
         values = sorted(float(ln.storage.iops or 0) for ln in peak.replicates)
         figure += (f" IOPS, the mean over {spread.n} replicates (± the Student-t 95 % interval between runs; range "
-                   f"{format_count(values[0])}–{format_count(values[-1])}); what ran out compares each load's mean, the "
-                   "CPU figures are the replicate's nearest the mean")
+                   f"{format_count(values[0])}–{format_count(values[-1])}); what ran out compares each load's mean, "
+                   "the CPU figures are the replicate's nearest the mean")
     else:
         iv = ci.storage_intervals(run_dir, row).get("iops") if row is not None else None
         figure = ci.pm_count(float(peak.line.storage.iops or 0), ci.half(iv))

@@ -29,7 +29,6 @@ COVERAGE = ("MSER-5 cuts up to half of a stationary point's seconds as warm-up (
             "and batch means under strong correlation (φ 0.9, 30–60 seconds) give intervals where the samples are "
             "too few to judge: app.uncertainty must say 'not judged' there")
 NOT_JUDGED = "below 80 % power to see 10 %, say 'not judged: too few samples', never 'within noise' / 'flat'"
-FIRST_REPLICATE = "the trends judge a repeated point by its first replicate: use every replicate (Welch)"
 
 # the rows asserted, and why the current code misses the ones it misses
 TARGETS: list[tuple[str, pytest.MarkDecorator | None]] = [
@@ -52,17 +51,16 @@ TARGETS: list[tuple[str, pytest.MarkDecorator | None]] = [
     (f"trend/real-equal/{NOISY}", None),
     (f"trend/real-equal/{DRIFT_ONE_RUN}",
      _xfail("one replicate per point cannot see drift between points: replicates in shuffled order by default")),
-    (f"trend/real-equal/{REPS_3}", _xfail(FIRST_REPLICATE)),
-    (f"trend/real-equal/{REPS_5}", _xfail(FIRST_REPLICATE)),
+    (f"trend/real-equal/{REPS_3}", None),
+    (f"trend/real-equal/{REPS_5}", None),
     ("trend/flat-low-power", _xfail("trends: " + NOT_JUDGED)),
-    ("tails/stall", _xfail("tail support counts I/Os, not distinct stall events (one stall holds QD I/Os)")),
+    ("tails/stall", None),
     ("knee/stable-off/1 run", None),
     ("knee/stable-off/1 run, 5 s, CV 15 %", None),
     ("op/violates/1 run, 5 s, CV 15 %", None),
     ("knee/stable-off/3 replicates, runs drift 5 %, p99 σ 0.35", None),
     ("op/violates/1 run", None),
-    ("op/violates/3 replicates, runs drift 5 %, p99 σ 0.35",
-     _xfail("the best operating point is the luckiest replicate: a point meets a bound when its replicates do")),
+    ("op/violates/3 replicates, runs drift 5 %, p99 σ 0.35", None),
     ("memory/knee-contended", _xfail("contended memory rows (a thread got 20–60 % of a CPU) are used for the knee")),
     # about 1 % on main (a contended row at the heaviest loads can top the rest), 0 of the quick sweep's curves
     ("memory/peak-contended", None),
