@@ -348,6 +348,9 @@ def _memory_tables(points: Sequence[MemoryRow], env: Mapping[str, object] | None
         if any(nodes):  # mem_node points: which node's memory each latency is of
             head.append("NUMA node")
             rows = [row + [node or "kernel's choice"] for row, node in zip(rows, nodes)]
+        if len({p.source for p in points}) > 1:  # imported from several files: each may be another machine
+            head.append("Imported from")
+            rows = [row + [md_text(p.source, 120, cell=True)] for row, p in zip(rows, idle)]
         out.append(markdown_table(head, rows))
         out.append("")
         out += _chase_line(idle)
@@ -362,8 +365,9 @@ def _memory_tables(points: Sequence[MemoryRow], env: Mapping[str, object] | None
                    "generate traffic with the given injection delay between accesses (0 = as fast as possible). "
                    f"Delays in {units}. Bandwidth in MB/sec (10^6 B/s) of {mem.bandwidth_words(loaded)}.")
         out.append("")
-    for key in sorted(series, key=lambda k: (k[1], _traffic_order(k[0]), k[2], k[3], k[4], k[5], k[6])):
-        traffic, stride, buffer, engine, _source, groups, node = key
+    several = len({p.source for p in points}) > 1  # imported from several files: a table each, named
+    for key in sorted(series, key=lambda k: (str(k[4]), k[1], _traffic_order(k[0]), k[2], k[3], k[5], k[6])):
+        traffic, stride, buffer, engine, source, groups, node = key
         title = (f"### {md_text(traffic)} ({TRAFFIC_DESCRIPTIONS.get(traffic) or 'traffic type ' + md_text(traffic)}), "
                  f"stride {stride} B")
         if buffer:
@@ -374,6 +378,8 @@ def _memory_tables(points: Sequence[MemoryRow], env: Mapping[str, object] | None
             title += f", memory on NUMA node {md_text(node)}"
         if engine:
             title += f" — {md_text(engine)}"
+        if several and source:
+            title += f", from {md_text(source, 120)}"
         out.append(title)
         out.append("")
         rows = []
@@ -646,10 +652,10 @@ def _memory_analysis(curves: Sequence[an.MemCurve], cpus: int | None = None,
     out.append("")
     rows = []
     notes = []
-    for c in sorted(loaded, key=lambda c: (c.stride, _traffic_order(c.traffic), c.buffer)):
+    for c in sorted(loaded, key=lambda c: (c.source, c.stride, _traffic_order(c.traffic), c.buffer)):
         rows.append(_memory_row(c))
-        peak = next((p for p in peaks if p.engine == c.engine and (p.traffic or "R") == c.traffic and p.bandwidth),
-                    None)
+        peak = next((p for p in peaks if p.engine == c.engine and (p.traffic or "R") == c.traffic and p.bandwidth
+                     and p.source == c.source), None)  # another file's peak may be another machine's
         reason = mem.no_knee_reason(c, cpus, peak)
         if reason:
             notes.append(f"- {md_text(c.label)}, no knee: {reason}")
@@ -746,9 +752,10 @@ def results_csv(data: RunData) -> str:
     """results.csv: the rows :func:`app.frame.load_results` gives, one per measured point (``data`` as loaded:
     every round of a run in rounds, and the latency-bound searches); a fleet run's has one row per (point, host)
     and a ``host`` column after ``index``, a run in rounds a ``round`` column after ``index``, a run with repeats
-    a ``replicate`` column after that (both before ``host``).
+    a ``replicate`` column after that (both before ``host``), an imported run an ``imported_from`` column last
+    of these.
     Written with the csv module: pandas' import would cost the report ~0.3 s."""
-    from app.frame import CSV_COLUMNS, csv_text, records
+    from app.frame import CSV_COLUMNS, MAX_TEXT_CELL, csv_text, records
 
     rows = records(data.storage, data.memory, data.path)
     extra = []
@@ -758,10 +765,13 @@ def results_csv(data: RunData) -> str:
         extra.append("replicate")
     if data.fleet is not None:
         extra.append("host")
+    if data.imported:  # each row's file: files imported together may come from different machines
+        extra.append("imported_from")
     for row, p in zip(rows, data.storage):  # the memory rows leave round and host empty
         row.update({"round": p.round, "host": p.host})
     for row, q in zip(rows, [*data.storage, *data.memory]):
         row["replicate"] = q.replicate
+        row["imported_from"] = clean_text(q.source, limit=MAX_TEXT_CELL)  # a file's name: foreign text
     at = CSV_COLUMNS.index("index") + 1
     return csv_text(CSV_COLUMNS[:at] + extra + CSV_COLUMNS[at:], rows)
 
