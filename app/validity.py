@@ -466,8 +466,10 @@ def _not_applicable(name: str, point: Mapping[str, object], metrics: StorageMetr
     if name == "tail-unstable":
         return _tail_not_applicable(parts.tail)
     if name == "level-shift" and _shifts(metrics.ci_method) is None:
-        return ADDED_LATER["level-shift"] if metrics.ci_method is not None and metrics.ci_method.get(
-            "method") == "batch-means" else "fewer than 10 per-second samples: not tested for a level shift"
+        method = metrics.ci_method
+        if method is None or method.get("method") == "batch-means":  # samples were there: the test was not
+            return ADDED_LATER["level-shift"]
+        return "fewer than 10 per-second samples (or none kept): not tested for a level shift"
     if name in AUDIT_FLAGS:
         return _audit_not_applicable(name, point, facts)
     if name in ("throttled", "over-temperature"):

@@ -189,9 +189,10 @@ class StorageRow(_Row):
     def rest(self) -> tuple[tuple[str, JSONValue], ...]:
         """Everything else that defines the workload (ioengine, direct, ...)."""
         skip = set(WORKLOAD_KEYS) | set(SETTING_KEYS)
-        return tuple(sorted(((k, v) for k, v in self.point.items()
-                             if k not in skip and not isinstance(v, (dict, list))),
-                            key=lambda kv: kv[0]))
+        own = [(k, v) for k, v in self.point.items() if k not in skip and not isinstance(v, (dict, list))]
+        if self.line.imported_from:  # files imported together may be different machines: never one workload
+            own.append(("imported_from", self.source))
+        return tuple(sorted(own, key=lambda kv: kv[0]))
 
     # -- measurements ------------------------------------------------------------------------
     @property

@@ -258,8 +258,10 @@ def _storage_table(points: Sequence[StorageRow], heading: str = "## Storage resu
     rows = []
     flagged = any(p.flags or p.other_flags for p in points)
     cis = [ci.storage_intervals(run_dir, p) for p in points]
+    several = len({p.source for p in points}) > 1  # imported from several files: each row names its own
     for p, c in zip(points, cis):
         name = test_type(p) + (f", replicate {p.replicate}" if p.replicate is not None else "")
+        name += f", from {clean_line(p.source, 120)}" if several and p.source else ""
         rows.append([Markup(md_text(name, cell=True) + " — *not steady*") if rp.not_steady(p) else name,
                      format_size(p.bs).replace("K", " KiB").replace("M", " MiB").replace("G", " GiB")
                      if p.bs % 1024 == 0 else f"{p.bs} B",

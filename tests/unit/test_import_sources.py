@@ -4,6 +4,7 @@ three machines' rows, nor one file's idle latency used as another's baseline."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pytest
 
 from app.importer import import_files
 from app.report import render_report
-from app.report.analysis import memory_curves
+from app.report.analysis import memory_curves, storage_curves
 from app.report.memory import idle_baseline
 from app.report.model import load
 from conftest import DATA
@@ -82,3 +83,30 @@ def test_one_file_names_no_source(tmp_path: Path) -> None:
     out, _ = import_files([str(DATA / "mlc" / "v3.10-loaded-latency.txt")], tmp_path / "one")
     md = render_report(out).read_text()
     assert "### R (all reads), stride 64 B, buffer 100M — mlc\n" in md and ", from v3" not in md
+
+
+def _fio_doc(iodepth: int, iops: float) -> str:
+    """A minimal fio JSON document of one 4K random-read job (what `fio --output-format=json` keeps of it)."""
+    lat = iodepth / iops * 1e9
+    job = {"jobname": "a", "groupid": 0, "error": 0, "usr_cpu": 1.0, "sys_cpu": 5.0, "job_runtime": 1000,
+           "job options": {"rw": "randread", "bs": "4k", "ioengine": "libaio", "iodepth": str(iodepth),
+                           "runtime": "1", "time_based": "1"},
+           "read": {"io_bytes": int(iops) * 4096, "bw_bytes": iops * 4096, "iops": iops, "runtime": 1000,
+                    "total_ios": int(iops), "lat_ns": {"min": lat / 2, "max": lat * 5, "mean": lat, "stddev": lat / 3,
+                                                       "N": int(iops), "percentile": {"99.000000": lat * 3}}},
+           "write": {"io_bytes": 0, "bw_bytes": 0, "iops": 0, "runtime": 0, "total_ios": 0}}
+    return json.dumps({"fio version": "fio-3.36", "global options": {}, "jobs": [job]}) + "\n"
+
+
+def test_fio_files_of_the_same_workload_stay_apart(tmp_path: Path) -> None:
+    """Two machines' QD1 and QD4 runs of one workload: two curves, not one of the first file's points."""
+    (tmp_path / "host-a.json").write_text(_fio_doc(1, 11_000.0) + _fio_doc(4, 30_000.0))
+    (tmp_path / "host-b.json").write_text(_fio_doc(1, 5_600.0) + _fio_doc(4, 9_000.0))
+    out, _ = import_files([str(tmp_path / "host-a.json"), str(tmp_path / "host-b.json")], tmp_path / "two")
+    data = load(out)
+    curves = storage_curves(data.storage)
+    assert sorted((c.label, [round(p.iops) for p in c.points]) for c in curves) == [
+        ("randread 4K (imported_from=host-a.json)", [11_000, 30_000]),
+        ("randread 4K (imported_from=host-b.json)", [5_600, 9_000])]
+    md = render_report(out).read_text()
+    assert md.count("| Random read, from host-a.json ") == 2 and md.count("| Random read, from host-b.json ") == 2
