@@ -132,3 +132,13 @@ def test_false_alarms_on_stationary_noise_and_detections_of_steps() -> None:
     assert rate(60, 0.5, 0.15, 200) >= 0.9
     assert rate(60, 0.5, 0.10, 200) >= 0.6
     assert rate(300, 0.5, 0.05, 100) >= 0.8
+
+
+def test_a_precision_stop_waits_for_no_level_shift() -> None:
+    """The review's step would have stopped a precision=2% point on the second level's narrow interval."""
+    from app.precision import decide
+
+    iops = storage_series(review_samples())["iops"]
+    old = batch_means_interval(iops)
+    assert not isinstance(old, type(None)) and (old.high - old.low) / 2 / old.mean < 0.02  # type: ignore[union-attr]
+    assert decide(iops, 2.0).stop is False
