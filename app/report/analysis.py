@@ -330,6 +330,7 @@ class MemStorageRatio:
     memory_ns: float
     memory_what: str
     ratio: float
+    memory_row: MemoryRow | None = None  # the memory figure's row
 
 
 def memory_storage_ratio(data: RunData) -> MemStorageRatio | None:
@@ -353,5 +354,5 @@ def memory_storage_ratio(data: RunData) -> MemStorageRatio | None:
     ratio = fastest.lat_mean / mem_ns
     if not 0 < ratio < math.inf:  # underflow or overflow of extreme values: no ratio to state
         return None
-    return MemStorageRatio(fastest, mem_ns, what, ratio)
+    return MemStorageRatio(fastest, mem_ns, what, ratio, m)
 

@@ -685,7 +685,17 @@ def _mem_storage(data: RunData) -> list[str]:
     return ["### Memory vs storage latency", "",
             f"The fastest storage point ({md_text(workload(r.storage))}) has a mean latency of "
             f"{us(r.storage.lat_mean)} µs; the {md_text(r.memory_what)} is {r.memory_ns:.2f} ns. Storage is "
-            f"{r.ratio:,.0f}× slower per access ({math.log10(r.ratio):.1f} orders of magnitude).", ""]
+            f"{r.ratio:,.0f}× slower per access ({math.log10(r.ratio):.1f} orders of magnitude)."
+            + _sources_apart(r), ""]
+
+
+def _sources_apart(r: an.MemStorageRatio) -> str:
+    """Of an import, the two files the ratio's figures come from when they differ (maybe two machines)."""
+    a, b = r.storage.source, r.memory_row.source if r.memory_row is not None else ""
+    if not (a and b) or a == b:
+        return ""
+    return (f" The storage figure is from {md_text(a, 120)} and the memory figure from {md_text(b, 120)}: files "
+            "imported together may come from different machines, and then the ratio compares two machines.")
 
 
 def _flags_legend(points: Sequence[StorageRow], meta: RunMeta | None = None) -> list[str]:

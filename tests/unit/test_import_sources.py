@@ -110,3 +110,11 @@ def test_fio_files_of_the_same_workload_stay_apart(tmp_path: Path) -> None:
         ("randread 4K (imported_from=host-b.json)", [5_600, 9_000])]
     md = render_report(out).read_text()
     assert md.count("| Random read, from host-a.json ") == 2 and md.count("| Random read, from host-b.json ") == 2
+
+
+def test_memory_to_storage_ratio_names_both_files(tmp_path: Path) -> None:
+    (tmp_path / "disk.json").write_text(_fio_doc(1, 11_000.0))
+    out, _ = import_files([str(tmp_path / "disk.json"), str(DATA / "mlc" / "v3.7-idle-latency.txt")], tmp_path / "mix")
+    md = render_report(out).read_text()
+    assert ("The storage figure is from disk.json and the memory figure from v3.7-idle-latency.txt: files imported "
+            "together may come from different machines") in md
