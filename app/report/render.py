@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import statistics
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 from app.points import Kind
 from app.records import number
@@ -66,6 +66,14 @@ def test_type(p: StorageRow) -> str:
 
 def workload(p: StorageRow) -> str:
     return f"{p.mix} {format_size(p.bs)} QD{p.iodepth}" + (f"×{p.numjobs}" if p.numjobs > 1 else "")
+
+
+def workload_namer(points: Sequence[StorageRow]) -> Callable[[StorageRow], str]:
+    """:func:`workload`, and each point's file after it when the points were imported from several (files
+    imported together may be different machines: no table may show two of them as one workload)."""
+    if len({p.source for p in points}) < 2:
+        return workload
+    return lambda p: workload(p) + (f" from {p.source}" if p.source else "")
 
 
 def _p99_text(p: StorageRow) -> str:
@@ -434,7 +442,8 @@ def _figures(figs: Sequence[Figure], section: Kind) -> list[str]:
 
 
 def _littles_law(points: Sequence[StorageRow], table: bool = True,
-                 heading: str = "### Little's law per point") -> list[str]:
+                 heading: str = "### Little's law per point",
+                 label: Callable[[StorageRow], str] = workload) -> list[str]:
     """With the per-point table (``table``) or, for a large run, the summary only (the table is
     then in the appendix)."""
     out = [heading, ""]
@@ -449,10 +458,10 @@ def _littles_law(points: Sequence[StorageRow], table: bool = True,
     for p in points:
         ll = an.littles_law(p)
         if ll is None:
-            rows.append([workload(p), p.inflight, format_count(p.iops), us(p.lat_mean), "n/a", "n/a"])
+            rows.append([label(p), p.inflight, format_count(p.iops), us(p.lat_mean), "n/a", "n/a"])
             continue
         ratios.append((ll.ratio, p))
-        rows.append([workload(p), ll.n, format_count(p.iops), us(p.lat_mean), f"{ll.l:.2f}", f"{ll.ratio:.3f}"])
+        rows.append([label(p), ll.n, format_count(p.iops), us(p.lat_mean), f"{ll.l:.2f}", f"{ll.ratio:.3f}"])
     if table:
         out.append(markdown_table(["Workload", "N = QD × jobs", "IOPS", "Mean latency (µs)", "L = IOPS × latency",
                                    "L / N"], rows))
@@ -464,7 +473,7 @@ def _littles_law(points: Sequence[StorageRow], table: bool = True,
         low = [p for r, p in ratios if r < 0.9]
         line = f"Median L/N = {med:.3f} over {len(ratios)} points."
         if low:
-            shown = ", ".join(md_text(workload(p)) for p in low[:6]) + (" …" if len(low) > 6 else "")
+            shown = ", ".join(md_text(label(p)) for p in low[:6]) + (" …" if len(low) > 6 else "")
             line += (f" {len(low)} point(s) stay below 0.9 ({shown}): there the submitting side, not the device, "
                      "limited the I/Os in flight.")
         else:
@@ -862,17 +871,18 @@ def render_markdown(data: RunData, figures: Sequence[Figure], bound_ns: float,
     lines += _target(data)
     lines += conditions.section(data)
     lines += host.section(data)
-    lines += drive.section(data, workload)
+    named = workload_namer(data.storage)
+    lines += drive.section(data, named)
     lines += peak_text.section(data)
     big = len(data.storage) > MAX_BODY_POINTS
     if data.storage:
         lines += (_storage_summary(data.storage, curves, bound_ns, data.path) if big
                   else _storage_table(data.storage, meta=data.meta, run_dir=data.path)
-                  + peak_text.cpu_cost_section(data.storage, workload))
+                  + peak_text.cpu_cost_section(data.storage, named))
         lines += rp.steady_section(data.storage)
-        lines += rep.storage_section(data.path, data.storage, workload)
+        lines += rep.storage_section(data.path, data.storage, named)
         lines += series.cliff_section(data)
-        lines += tails.section(data.storage, figures, workload, table=not big)
+        lines += tails.section(data.storage, figures, named, table=not big)
     lines += rp.skipped_section(data.meta)
     if data.storage or views.searches:
         lines += _figures([f for f in figures if not tails.owns(f)], Kind.STORAGE)
@@ -887,7 +897,7 @@ def render_markdown(data: RunData, figures: Sequence[Figure], bound_ns: float,
     lines += ["## Analysis", ""]
     if data.storage:
         lines += trends.summary_section(data.path, data.storage)
-        lines += _littles_law(data.storage, table=not big)
+        lines += _littles_law(data.storage, table=not big, label=named)
         if curves:
             lines += _knees(curves, data.path)
         lines += _bound(data.storage, bound_ns, data.path)
@@ -902,9 +912,9 @@ def render_markdown(data: RunData, figures: Sequence[Figure], bound_ns: float,
         lines += ["## Appendix: every point", ""]
         lines += _storage_table(data.storage, heading="### Storage results, every point", meta=data.meta,
                                  run_dir=data.path)
-        lines += _littles_law(data.storage, heading="### Little's law, every point")
-        lines += peak_text.cpu_cost_section(data.storage, workload)
-        lines += tails.appendix(data.storage, workload)
+        lines += _littles_law(data.storage, heading="### Little's law, every point", label=named)
+        lines += peak_text.cpu_cost_section(data.storage, named)
+        lines += tails.appendix(data.storage, named)
     while lines and lines[-1] == "":
         lines.pop()
     return clean_text("\n".join(lines) + "\n", newlines=True)  # no terminal control reaches report.md

@@ -110,6 +110,8 @@ def test_fio_files_of_the_same_workload_stay_apart(tmp_path: Path) -> None:
         ("randread 4K (imported_from=host-b.json)", [5_600, 9_000])]
     md = render_report(out).read_text()
     assert md.count("| Random read, from host-a.json ") == 2 and md.count("| Random read, from host-b.json ") == 2
+    little = md.split("### Little's law per point")[1].split("###")[0]
+    assert little.count("| randread 4K QD1 from host-a.json ") == 1 and little.count("QD4 from host-b.json ") == 1
 
 
 def test_memory_to_storage_ratio_names_both_files(tmp_path: Path) -> None:
