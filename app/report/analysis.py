@@ -392,7 +392,18 @@ class MemCurve:
     points: list[MemoryRow]  # by increasing load: decreasing injection delay
     knee: int | None = None
     rejected_knee: int | None = None  # a bend whose latency stays within the light-load spread (not a knee)
-    idle: MemoryRow | None = None  # the run's idle point of the same engine and stride (same buffer first)
+    idle: MemoryRow | None = None  # the same source's idle point of the same engine and stride (same buffer first)
+    several_sources: bool = False  # the run's curves come from several imported files: each names its own
+
+    @property
+    def source(self) -> str:
+        """The imported file the curve was read from ("" for a run's own measurement)."""
+        return str(self.key[4] or "")
+
+    @property
+    def from_text(self) -> str:
+        """" from FILE" when the run's curves come from several files (each may be another machine), else ""."""
+        return f" from {self.source}" if self.several_sources and self.source else ""
 
     @property
     def label(self) -> str:
@@ -401,14 +412,15 @@ class MemCurve:
         s = f"{self.traffic} stride {self.stride} B"
         if self.buffer:
             s += f" buffer {format_size(self.buffer)}"
-        return s
+        return s + self.from_text
 
     @property
     def legend(self) -> str:
-        """The curve in a panel of one stride: its traffic type, and buffer when set."""
+        """The curve in a panel of one stride: its traffic type, and buffer when set (and its file, when the
+        curves come from several)."""
         from app.units import format_size
 
-        return self.traffic + (f" {format_size(self.buffer)}" if self.buffer else "")
+        return self.traffic + (f" {format_size(self.buffer)}" if self.buffer else "") + self.from_text
 
 
 def memory_curves(points: Sequence[MemoryRow]) -> list[MemCurve]:
@@ -431,6 +443,9 @@ def memory_curves(points: Sequence[MemoryRow]) -> list[MemCurve]:
                 c.rejected_knee, c.knee = c.knee, None
         c.idle = mem.idle_baseline(ordered, idle)
         curves.append(c)
+    several = len({p.source for p in points}) > 1
+    for c in curves:
+        c.several_sources = several
     return curves
 
 
@@ -450,6 +465,7 @@ class MemStorageRatio:
     memory_ns: float
     memory_what: str
     ratio: float
+    memory_row: MemoryRow | None = None  # the memory figure's row
 
 
 def memory_storage_ratio(data: RunData) -> MemStorageRatio | None:
@@ -473,5 +489,5 @@ def memory_storage_ratio(data: RunData) -> MemStorageRatio | None:
     ratio = fastest.lat_mean / mem_ns
     if not 0 < ratio < math.inf:  # underflow or overflow of extreme values: no ratio to state
         return None
-    return MemStorageRatio(fastest, mem_ns, what, ratio)
+    return MemStorageRatio(fastest, mem_ns, what, ratio, m)
 
