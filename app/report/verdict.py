@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -49,6 +50,10 @@ MIN_EFFECT = 0.10  # the relative difference a "within noise" verdict must have 
 # coefficient of variation of the run's mean: measured on a 2-vCPU KVM guest (docs/uncertainty.md, "What it
 # does not cover"), 60 ten-second runs of a RAM-backed loop device varied by 4.5 % between runs, rounded up.
 RUN_DRIFT = 0.05
+# The power rule's standard error is an upper confidence bound of it at this level: a few replicates' spread can
+# be a fraction of the true one by chance (with 3 replicates a side, a quarter of the time below half of it), and
+# a spread that happens to be small must not make a test look able to see 10 %.
+SPREAD_CONFIDENCE = 0.90
 TOO_FEW = "too few samples"
 
 FIGURE_KEYS = {"iops": "iops", "bw": "bw_bytes"}  # a figure → its key among a line's intervals
@@ -188,7 +193,7 @@ def compare_estimates(a: Side, b: Side, comparisons: int = 1) -> Verdict:
     effect = b.mean / a.mean - 1
     how = a.how if a.how == b.how else "replicates and within-run"
     low, high = (diff - crit * se) / a.mean, (diff + crit * se) / a.mean
-    detectable = (crit + t_quantile(POWER, df)) * se / a.mean
+    detectable = (crit + t_quantile(POWER, df)) * se * spread_bound(df) / a.mean
     basis = (f"{_sides(a, b)}; {(1 - alpha) * 100:.1f} % interval of the difference {low * 100:+.1f} … "
              f"{high * 100:+.1f} %" + (f", 5 % shared by {comparisons} comparisons" if comparisons > 1 else ""))
     if abs(diff) > crit * se:
@@ -199,6 +204,42 @@ def compare_estimates(a: Side, b: Side, comparisons: int = 1) -> Verdict:
     return Verdict(NOT_JUDGED, effect, f"{TOO_FEW}: with {_sides(a, b)}, the test sees only a "
                    f"{detectable * 100:.0f} % difference {POWER * 100:.0f} % of the time "
                    f"({MIN_EFFECT * 100:.0f} % needed)", a.mean, b.mean, low, high, detectable, how)
+
+
+def _chi2_cdf(x: float, df: int) -> float:
+    """P(χ²(df) ≤ x): the regularized lower incomplete gamma function P(df/2, x/2), by its power series."""
+    if x <= 0:
+        return 0.0
+    s, z = df / 2, x / 2
+    term = total = 1.0 / s
+    n = 1
+    while term > total * 1e-15 and n < 100_000:
+        term *= z / (s + n)
+        total += term
+        n += 1
+    return min(1.0, math.exp(s * math.log(z) - z - math.lgamma(s)) * total)
+
+
+@lru_cache(maxsize=512)
+def spread_bound(df: int) -> float:
+    """How much larger than the estimated standard error the true one can be at :data:`SPREAD_CONFIDENCE`:
+    √(df / χ²(1 − c, df)), the one-sided upper bound of a standard deviation estimated with ``df`` degrees of
+    freedom (1.94 at 4 df, 1.51 at 8, 1.14 at 60)."""
+    df = max(1, df)
+    q = 1 - SPREAD_CONFIDENCE
+    if df > 300:  # Wilson–Hilferty: χ²(q, df) ≈ df (1 − 2/(9 df) + z_q √(2/(9 df)))³, exact to 0.1 % here
+        h = 2 / (9 * df)
+        return math.sqrt(1 / (1 - h - 1.2815515655446004 * math.sqrt(h)) ** 3)
+    lo, hi = 0.0, float(df)
+    while _chi2_cdf(hi, df) < q:
+        hi *= 2
+    for _ in range(80):
+        mid = (lo + hi) / 2
+        if _chi2_cdf(mid, df) < q:
+            lo = mid
+        else:
+            hi = mid
+    return math.sqrt(df / ((lo + hi) / 2))
 
 
 def _with_drift(e: Estimate) -> Estimate:

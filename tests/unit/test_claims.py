@@ -52,8 +52,7 @@ TARGETS: list[tuple[str, pytest.MarkDecorator | None]] = [
     (f"trend/real-equal/{DRIFT_ONE_RUN}", None),
     (f"trend/real-equal/{REPS_3}", None),
     (f"trend/real-equal/{REPS_5}", None),
-    ("trend/flat-low-power", _xfail("trends: a few replicates' sample spread can understate the noise, so the power "
-                                    "rule can pass by chance: it needs an upper bound of the spread")),
+    ("trend/flat-low-power", None),
     ("tails/stall", None),
     ("knee/stable-off/1 run", None),
     ("knee/stable-off/1 run, 5 s, CV 15 %", None),
