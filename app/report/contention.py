@@ -92,9 +92,10 @@ def rule_text() -> str:
 
 
 def beaten_by(peak: MemoryRow, loaded: Sequence[MemoryRow]) -> MemoryRow | None:
-    """The loaded point of the same engine and traffic that moved the most, when it moved more than ``peak``."""
+    """The loaded point of the same engine, traffic and source (an imported file may be another machine's) that moved
+    the most, when it moved more than ``peak``."""
     same = [q for q in loaded if q.mode == "loaded" and q.engine == peak.engine and (q.traffic or "R") == (
-        peak.traffic or "R") and q.bandwidth is not None]
+        peak.traffic or "R") and q.bandwidth is not None and q.source == peak.source]
     top = max(same, key=lambda q: q.bandwidth or 0.0, default=None)
     return top if top is not None and peak.bandwidth is not None and (top.bandwidth or 0) > peak.bandwidth else None
 
