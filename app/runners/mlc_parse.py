@@ -495,9 +495,10 @@ class LineParser:
             self._stop(f"more than {MAX_SECTIONS} sections")
             return None
         sec = Section(kind=kind, params=self._global_params(), title=title)
-        if self.header.get("warnings"):
-            sec.params["warnings"] = [w for w in _as_list(self.header["warnings"])
-                                      if not (kind in BANDWIDTH_KINDS and latency_only(str(w)))]
+        shared = [w for w in _as_list(self.header.get("warnings"))
+                  if not (kind in BANDWIDTH_KINDS and latency_only(str(w)))]
+        if shared:
+            sec.params["warnings"] = shared
         sec.shared_warnings = len(_as_list(sec.params.get("warnings")))
         self.sections.append(sec)
         self._current = sec
