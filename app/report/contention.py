@@ -119,5 +119,6 @@ def valid_peaks(peaks: Sequence[MemoryRow], loaded: Sequence[MemoryRow]) -> list
 def threads_text(p: MemoryRow, cpus: int | None) -> str:
     """"2 load threads of the 2 CPUs": how many threads made a peak, against the CPUs of the machine."""
     n = number(p.line.parts.load_threads)
-    who = f"{int(n)} load thread{'s' if n != 1 else ''}" if n is not None and n >= 1 else "load threads not recorded"
+    who = (f"{int(n)} load thread{'s' if n != 1 else ''}" if n is not None and n >= 1
+           else "a number of load threads the output does not give")
     return who + (f" of the {cpus} CPUs" if cpus else "")

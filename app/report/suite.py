@@ -388,6 +388,7 @@ def _peak_validity(data: RunData, points: Sequence[MemoryRow]) -> list[str]:
     scaling = [p for p in data.memory if p.mode == "scaling" and not contention.contended(p)]
     cpus = _machine_cpus(data)
     out = []
+    valid: dict[str, list[str]] = {}  # what the run shows of saturation → the peaks it is said of
     for p in sorted(points, key=lambda p: peak_order(p.traffic or "R")):
         if p.bandwidth is None:
             continue
@@ -395,8 +396,12 @@ def _peak_validity(data: RunData, points: Sequence[MemoryRow]) -> list[str]:
         why = contention.peak_problem(p, loaded)
         if why:
             out.append(f"- {name} is no peak: {_md(why)}. It is shown as measured and used as no reference.")
-            continue
-        out.append(f"- {name}: {_saturation(p, scaling, cpus)}")
+        else:
+            valid.setdefault(_saturation(p, scaling, cpus), []).append(name)
+    for text, names in valid.items():  # one line for the peaks the same sentence holds for
+        who = names[0] if len(names) == 1 else (f"each of these {len(names)} peaks" if not out and len(valid) == 1
+                                                  else ", ".join(names))
+        out.append(f"- {who[:1].upper() + who[1:]}: {text}")
     return out + [""] if out else []
 
 
