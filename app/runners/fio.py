@@ -799,7 +799,8 @@ class _FioRun:
                 self.last = doc
             if held is not None:  # fio's last dumps, less than a second on from the last sample: as before, a short one
                 sample = tracker.update(held, time.monotonic() - started)
-                if sample is not None:
+                # unless it holds no I/O (fio's final document a few ms after its last dump): no sample, as before
+                if sample is not None and sample.get("iops"):
                     yield keep(sample, steady_progress(held), held_ramp)
             self.stderr = await child.finish()
             if self.last is not None:  # fio's final figures: its measured window's end
