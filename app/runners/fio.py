@@ -668,7 +668,7 @@ class _FioRun:
     def __init__(self, index: int, job_path: Path, samples_path: Path, phases: PhaseTracker | None = None,
                  layout: int | None = None, watch: PrecisionWatch | None = None,
                  device: DeviceWindow | None = None, cpu: CpuWindow | None = None,
-                 interval_ms: int = STATUS_INTERVAL_S * 1000) -> None:
+                 interval_ms: int | None = None) -> None:
         self.index = index
         self.job_path = job_path
         self.samples_path = samples_path
@@ -685,9 +685,10 @@ class _FioRun:
         self.device_part: JSONObject | None = None  # the results line's ``device`` part, once fio exited
         self.cpu = cpu  # the CPUs' busy time over the same window (app.cpustat)
         self.cpu_part: JSONObject | None = None  # the results line's ``host_cpu`` part, once fio exited
-        # every dump's means: the samples of the point's interval
-        self.fine = FineSamples(interval_ms, samples_path.with_name(samples_path.name.removesuffix(SAMPLES_SUFFIX)
-                                                                    + FINE_SUFFIX))
+        # every dump's means: the samples of the point's interval (``interval_ms``; None: a dump a second and no
+        # file of them, as for the preconditioning pass, which has no interval)
+        fine_path = samples_path.with_name(samples_path.name.removesuffix(SAMPLES_SUFFIX) + FINE_SUFFIX)
+        self.fine = FineSamples(interval_ms or STATUS_INTERVAL_S * 1000, fine_path if interval_ms else None)
 
     async def stream(self, argv: list[str], cwd: Path | None = None) -> AsyncGenerator[Sample | Phase, None]:
         """Run fio (``argv``; in ``cwd``, the raw/ it reads its job file from by name) and stream what it measures."""
