@@ -23,17 +23,21 @@ of series get one.  A point of fewer than GROUP × MIN_BATCHES samples left afte
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Mapping, Sequence
 
 from app.records import MAX_NUMBER, number
 from app.uncertainty import (
     LEVEL,
+    SHIFT_MIN_SAMPLES,
     STORAGE_SERIES,
     Interval,
+    LevelShift,
     NoInterval,
     Uncertainty,
     _unbiased_lag1,
     batch_means_interval,
+    level_shift,
     student_t_quantile,
 )
 
@@ -71,17 +75,37 @@ def fine_interval(values: Sequence[float], level: float = LEVEL) -> Interval | N
                     len(values) - used)
 
 
+def fine_shift(values: Sequence[float]) -> LevelShift | None:
+    """:func:`app.uncertainty.level_shift` of sub-second samples, tested on their means of GROUP (nearer the
+    whole seconds its thresholds were set on); where it is, in samples."""
+    shift = level_shift(grouped(values, GROUP))
+    if shift is None:
+        return None
+    start = len(values) % GROUP
+    return replace(shift, at=start + shift.at * GROUP, skipped=start + shift.skipped * GROUP)
+
+
 def fine_intervals(series: Mapping[str, Sequence[float]]) -> Uncertainty:
-    """The interval record of a point from its sub-second samples, one series per figure."""
+    """The interval record of a point from its sub-second samples, one series per figure; a series with a level
+    shift has none, the shift recorded instead (as :func:`app.uncertainty.intervals_of`)."""
     intervals: dict[str, Interval] = {}
     reasons: dict[str, str] = {}
+    shifts: dict[str, LevelShift] = {}
+    tested = False
     for name, values in series.items():
+        tested = tested or len(values) // GROUP >= SHIFT_MIN_SAMPLES
+        shift = fine_shift(values)
+        if shift is not None:
+            shifts[name] = shift
+            reasons[name] = shift.reason()
+            continue
         got = fine_interval(values)
         if isinstance(got, Interval):
             intervals[name] = got
         else:
             reasons[name] = got.reason
-    return Uncertainty(intervals, reasons, max((len(v) for v in series.values()), default=0))
+    return Uncertainty(intervals, reasons, max((len(v) for v in series.values()), default=0), shifts=shifts,
+                       shift_tested=tested)
 
 
 def series_of(samples: Sequence[Mapping[str, object]]) -> dict[str, list[float]]:

@@ -7,7 +7,8 @@ is the figure for every workload: at a fixed queue depth mean latency is depth /
 relative precision of mean IOPS is that of mean latency too.
 
 The minimum: :data:`MIN_SECONDS` measured seconds (after ``ramp_time``), and the interval must exist
-(MSER-5 and the batch-size rule may still find too few uncorrelated batches).  Checked at every sample after the
+(MSER-5 and the batch-size rule may still find too few uncorrelated batches), and the series must have no
+level shift (:func:`app.finesamples.fine_shift`).  Checked at every sample after the
 minimum; a long point is checked every ``n / CHECKS_PER_SPAN`` samples, and a series longer than
 :data:`MAX_CHECK_SAMPLES` is averaged in groups first, so a check costs about the same at any length.
 
@@ -24,7 +25,7 @@ from array import array
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
-from app.finesamples import fine_interval
+from app.finesamples import fine_interval, fine_shift
 from app.records import number
 from app.uncertainty import LEVEL, Interval
 
@@ -53,8 +54,12 @@ def _grouped(values: Sequence[float]) -> list[float]:
 
 def reached_percent(iops: Sequence[float]) -> float | None:
     """The half-width of the 95 % batch-means interval of mean IOPS in percent of that mean; None when there is
-    no interval or the mean is not above 0."""
-    got = fine_interval(_grouped(iops), LEVEL)
+    no interval, the mean is not above 0, or the series has a level shift (its interval would be of one level,
+    MSER-5 having cut the other as warm-up: the point runs on to its cap and is flagged)."""
+    values = _grouped(iops)
+    if fine_shift(values) is not None:
+        return None
+    got = fine_interval(values, LEVEL)
     if not isinstance(got, Interval) or not got.mean > 0:
         return None
     return 100 * (got.high - got.low) / 2 / got.mean
