@@ -116,6 +116,8 @@ class PrecisionWatch:
         got = decide(self.iops, self.target_pct, held)
         self.reached_pct = got.reached_pct
         self.stopped = got.stop
+        if got.stop:  # the series the precision was reached on: fio's dumps until it ends do not count
+            self.iops = array("d", self.iops)
         return got.stop
 
 
