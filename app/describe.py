@@ -54,10 +54,19 @@ def repeat_lines(proc: Procedure, kind: Kind) -> list[str]:
         figure = "IOPS" if kind == Kind.STORAGE else "latency (bandwidth where a point has no latency)"
         span = f"{MIN_AUTO_REPLICATES}–{proc.repeat_max}" if proc.repeat_max > MIN_AUTO_REPLICATES else proc.repeat_max
         return [f"repeat: auto: {span} replicates until {figure} CV < "
-                f"{proc.repeat_cv:g} %, interleaved"]
+                f"{proc.repeat_cv:g} %, interleaved"] + order_lines(proc, kind)
     if proc.replicates > 1:
-        return [f"repeat: ×{proc.replicates} replicates, interleaved (every point once, then again)"]
-    return []
+        return [f"repeat: ×{proc.replicates} replicates, interleaved (every point once, then again)",
+                *order_lines(proc, kind)]
+    return order_lines(proc, kind)
+
+
+def order_lines(proc: Procedure, kind: Kind) -> list[str]:
+    """``order``: a storage plan's points shuffled within each replicate, and from which seed."""
+    if kind != Kind.STORAGE or not proc.shuffled:
+        return []
+    seed = f"seed {proc.order_seed}" if proc.order_seed is not None else "seed drawn when the run starts"
+    return [f"order: shuffled within each replicate ({seed}; set order_seed to repeat it, order=plan for none)"]
 
 
 @dataclass(frozen=True)

@@ -1,14 +1,15 @@
 """Stop a storage point at a precision: once the 95 % interval of its mean IOPS is within ±p % of the mean.
 
 A point with ``precision = "2%"`` runs until the batch-means interval (:mod:`app.uncertainty`) of the mean of
-its measured per-second IOPS has a half-width of at most 2 % of that mean, with ``runtime`` as the cap.  IOPS
+its measured IOPS samples (fio's status dumps at most 250 ms apart, app.runners.fio) has a half-width of at most
+2 % of that mean, with ``runtime`` as the cap.  IOPS
 is the figure for every workload: at a fixed queue depth mean latency is depth / IOPS (Little's law), so the
 relative precision of mean IOPS is that of mean latency too.
 
-The minimum: :data:`MIN_SECONDS` whole measured seconds (after ``ramp_time``), and the interval must exist
+The minimum: :data:`MIN_SECONDS` measured seconds (after ``ramp_time``), and the interval must exist
 (MSER-5 and the batch-size rule may still find too few uncorrelated batches), and the series must have no
-level shift (:func:`app.uncertainty.level_shift`).  Checked once a second after the
-minimum; a long point is checked every ``n / CHECKS_PER_SPAN`` seconds, and a series longer than
+level shift (:func:`app.finesamples.fine_shift`).  Checked at every sample after the
+minimum; a long point is checked every ``n / CHECKS_PER_SPAN`` samples, and a series longer than
 :data:`MAX_CHECK_SAMPLES` is averaged in groups first, so a check costs about the same at any length.
 
 With ``steady`` too, both must hold.  fio ends a job itself the moment its steady-state criterion holds, so
@@ -24,8 +25,9 @@ from array import array
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
+from app.finesamples import fine_interval, fine_shift
 from app.records import number
-from app.uncertainty import LEVEL, WHOLE_INTERVAL_S, Interval, batch_means_interval, level_shift
+from app.uncertainty import LEVEL, Interval
 
 MIN_SECONDS = 10  # whole measured seconds before the first check
 FIGURE = "iops"
@@ -55,9 +57,9 @@ def reached_percent(iops: Sequence[float]) -> float | None:
     no interval, the mean is not above 0, or the series has a level shift (its interval would be of one level,
     MSER-5 having cut the other as warm-up: the point runs on to its cap and is flagged)."""
     values = _grouped(iops)
-    if level_shift(values) is not None:
+    if fine_shift(values) is not None:
         return None
-    got = batch_means_interval(values, LEVEL)
+    got = fine_interval(values, LEVEL)
     if not isinstance(got, Interval) or not got.mean > 0:
         return None
     return 100 * (got.high - got.low) / 2 / got.mean
@@ -95,20 +97,27 @@ class PrecisionWatch:
     checked: int = 0  # samples at the last check
     stopped: bool = False  # the point was told to stop for precision
 
-    def feed(self, sample: Mapping[str, object], measuring: bool = True) -> bool:
-        """Take one sample (a whole second after ``ramp_time`` counts); True when the point should stop now."""
-        span, value = number(sample.get("interval_s")), number(sample.get(FIGURE))
-        if not measuring or value is None or (span is not None and span < WHOLE_INTERVAL_S):
+    measured_s: float = 0.0  # seconds the samples span (feed_fine)
+
+    def feed(self, iops: Sequence[float], measured_s: float, measuring: bool = True,
+                  steady: object = None) -> bool:
+        """Take the point's sub-second IOPS samples so far (``iops``, spanning ``measured_s`` seconds after
+        ``ramp_time``); True when the point should stop now.  ``steady``: fio's steady-state progress of the
+        last dump (app.runners.fio_parse.steady_progress)."""
+        if not measuring or self.stopped:
             return False
-        self.iops.append(value)
-        if self.stopped or not due(len(self.iops), self.checked):
+        self.measured_s = measured_s
+        n = len(iops)
+        if measured_s < MIN_SECONDS or not due(n, self.checked):
             return False
-        self.checked = len(self.iops)
-        steady = sample.get("steady")
+        self.iops = iops if isinstance(iops, array) else array("d", iops)  # the runner's own series: kept to the end
+        self.checked = n
         held = not self.steady or (isinstance(steady, Mapping) and steady.get("attained") is True)
         got = decide(self.iops, self.target_pct, held)
         self.reached_pct = got.reached_pct
         self.stopped = got.stop
+        if got.stop:  # the series the precision was reached on: fio's dumps until it ends do not count
+            self.iops = array("d", self.iops)
         return got.stop
 
 
@@ -124,7 +133,8 @@ def precision_part(watch: PrecisionWatch, after_s: float | None, steady_attained
     else:
         stop = "steady" if steady_attained else "runtime"
     return {"target_pct": watch.target_pct, "reached_pct": round(reached, 3) if reached is not None else None,
-            "figure": FIGURE, "stop": stop, "after_s": after_s if after_s is not None else float(len(watch.iops))}
+            "figure": FIGURE, "stop": stop,
+            "after_s": after_s if after_s is not None else (watch.measured_s or float(len(watch.iops)))}
 
 
 def imprecise_reason(part: Mapping[str, object]) -> str | None:

@@ -66,10 +66,12 @@ from app.points import (
 )
 from app.procedure import (
     AUTO,
+    MAX_ORDER_SEED,
     MAX_REPEAT,
     MAX_ROUNDS,
     MAX_TELEMETRY_INTERVAL_S,
     MIN_AUTO_REPLICATES,
+    ORDERS,
     PRECONDITION_MODES,
     REPEAT_CV_PCT,
     REPEAT_MAX,
@@ -226,6 +228,12 @@ PROCEDURE_KEYS: dict[str, Key] = {
     "repeat_max": Key(whole(MIN_AUTO_REPLICATES, MAX_REPEAT), REPEAT_MAX,
                       f"repeat = \"auto\" measures a point at most this many times, {MIN_AUTO_REPLICATES} to "
                       f"{MAX_REPEAT}; default {REPEAT_MAX}"),
+    "order": Key(choice(ORDERS), "auto",
+                 "the points' order within each replicate: auto (shuffled when there are replicates), shuffled, "
+                 "or plan; results keep their plan index"),
+    "order_seed": Key(whole(0, MAX_ORDER_SEED), None,
+                      f"the seed of a shuffled order, 0 to {MAX_ORDER_SEED}; default: drawn when the run is created "
+                      "and recorded in run.json"),
 }
 # the procedure settings a memory plan takes (the others are about a storage target)
 MEMORY_PROCEDURE_KEYS = ("repeat", "repeat_cv", "repeat_max")

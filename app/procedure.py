@@ -14,6 +14,10 @@ points no longer worth measuring (docs/presets.md, "Procedure").
   between replicates.  ``"auto"`` plans ``repeat_max`` replicates and skips a point's later ones once at
   least :data:`MIN_AUTO_REPLICATES` of them have a coefficient of variation of IOPS (a memory point: of its
   latency, or of its bandwidth when it measures only that) under ``repeat_cv`` per cent.  Storage and memory.
+* ``order``: within each replicate (and round) a storage plan's points run in a shuffled order (``auto``: when
+  there are replicates; ``shuffled``; ``plan``), drawn from ``order_seed`` (recorded in run.json, so the order
+  is reproducible and a resumed run keeps it), so that drift over the run cannot pose as a trend along the
+  plan's axes.  The results keep their plan indices: the report is the same whatever the order.
 
 A skipped point is not a failure: run.json lists it with the reason, ``resume`` does not run it and the
 report lists it.  The rules are pure functions of the plan and of the measured points, so a resumed run
@@ -22,6 +26,8 @@ decides exactly as an uninterrupted one would.
 
 from __future__ import annotations
 
+import random
+import secrets
 from dataclasses import dataclass, field, fields, replace
 from typing import Iterable, Mapping, Sequence
 
@@ -51,6 +57,8 @@ MAX_REPEAT = 50
 MIN_AUTO_REPLICATES = 3  # a coefficient of variation of fewer runs says little
 REPEAT_CV_PCT = 3.0  # PTS's dynamic run count stops near this (3.5 %)
 REPEAT_MAX = 10
+ORDERS = ("auto", "plan", "shuffled")  # auto: shuffled when a storage plan has replicates
+MAX_ORDER_SEED = 2 ** 32 - 1
 
 
 @dataclass(frozen=True)
@@ -67,6 +75,8 @@ class Procedure:
     repeat: int | str = 1  # replicates of every point, or AUTO
     repeat_cv: float = REPEAT_CV_PCT  # per cent: AUTO stops a point's replicates once their CV is under this
     repeat_max: int = REPEAT_MAX  # AUTO's replicates at most
+    order: str = "auto"  # the points' order within a replicate: ORDERS
+    order_seed: int | None = None  # the shuffle's seed; None: drawn when the run is created (with_order_seed)
 
     def to_dict(self) -> dict[str, object]:
         """run.json's ``procedure``; a key added later is left out at its default, so that the run.json of a
@@ -76,7 +86,8 @@ class Procedure:
             del out["timeseries"]
         if out["telemetry_interval"] == TELEMETRY_INTERVAL_S:
             del out["telemetry_interval"]
-        for key, default in (("repeat", 1), ("repeat_cv", REPEAT_CV_PCT), ("repeat_max", REPEAT_MAX)):
+        for key, default in (("repeat", 1), ("repeat_cv", REPEAT_CV_PCT), ("repeat_max", REPEAT_MAX),
+                             ("order", "auto"), ("order_seed", None)):
             if out[key] == default:
                 del out[key]
         return out
@@ -87,8 +98,36 @@ class Procedure:
         return self.repeat_max if self.repeat == AUTO else int(self.repeat)
 
     @property
+    def shuffled(self) -> bool:
+        """The points run in a shuffled order within each replicate (and round)."""
+        return self.order == "shuffled" or (self.order == "auto" and self.replicates > 1)
+
+    @property
     def is_default(self) -> bool:
         return self == Procedure()
+
+
+def with_order_seed(procedure: Procedure) -> Procedure:
+    """``procedure`` with a seed for its shuffle, drawn now when it shuffles and has none (a new run records it)."""
+    if not procedure.shuffled or procedure.order_seed is not None:
+        return procedure
+    return replace(procedure, order_seed=secrets.randbelow(MAX_ORDER_SEED + 1))
+
+
+def run_order(plan: Sequence[Point], procedure: Procedure) -> list[int]:
+    """The plan's indices in the order they run: plan order, or (a storage plan whose procedure shuffles) each
+    block of one replicate and round in plan order of the blocks, its points shuffled by a generator seeded
+    from ``order_seed`` and the block, so the same seed gives the same order whatever was measured already."""
+    if not procedure.shuffled or not all(isinstance(p, StoragePoint) for p in plan):
+        return list(range(len(plan)))
+    blocks: dict[tuple[int | None, int | None], list[int]] = {}
+    for i, p in enumerate(plan):
+        blocks.setdefault((getattr(p, "round", None), p.replicate), []).append(i)
+    out: list[int] = []
+    for (rnd, replicate), indices in blocks.items():
+        random.Random(f"{procedure.order_seed or 0}/{rnd or 1}/{replicate or 1}").shuffle(indices)
+        out.extend(indices)
+    return out
 
 
 @dataclass(frozen=True)

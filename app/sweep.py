@@ -53,7 +53,16 @@ from app.presets import (
     validate_plan,
     validate_procedure,
 )
-from app.procedure import Measured, Procedure, check_precondition, measured_from_line, precondition_estimate_s, skips
+from app.procedure import (
+    Measured,
+    Procedure,
+    check_precondition,
+    measured_from_line,
+    precondition_estimate_s,
+    run_order,
+    skips,
+    with_order_seed,
+)
 from app.records import JSONObject, JSONValue, MemoryMetrics, ResultLine, StorageMetrics, line_json
 from app.results import (
     SCHEMA_VERSION,
@@ -650,8 +659,11 @@ class Session:
         return self.targets.missing(self.plan, self.completed_keys(), self.skipped())
 
     def pending(self) -> list[tuple[int, Point]]:
-        """The points still to measure (on at least one host)."""
-        return [(i, self.plan[i]) for i in sorted(self.missing())]
+        """The points still to measure (on at least one host), in the order they run (:func:`run_order`)."""
+        return self._in_order(self.missing())
+
+    def _in_order(self, missing: Container[int]) -> list[tuple[int, Point]]:
+        return [(i, self.plan[i]) for i in run_order(self.plan, self.procedure) if i in missing]
 
     def check_target(self) -> None:
         self.targets.check(self.plan, self.writes, yes=self.yes, allow_destructive=self.allow_destructive)
@@ -734,7 +746,7 @@ class Session:
         next, :meth:`_audit`)."""
         missing = self.missing()
         self.targets.assign_missing(missing)
-        pending = [(i, self.plan[i]) for i in sorted(missing)]
+        pending = self._in_order(missing)
         skipped = self.skipped()
         total = (len(self.plan) - len(skipped)) * self.targets.width
         done = total - sum(len(hosts) for hosts in missing.values())
@@ -1199,6 +1211,8 @@ def new_session(
     if not plan:
         raise UsageError(f"{preset.source}: the plan has no points.")
     check_precondition(preset.procedure, plan, preset.source)  # before any directory exists
+    if fleet is None and preset.kind == Kind.STORAGE:
+        preset = replace(preset, procedure=with_order_seed(preset.procedure))  # run.json records the seed
     out_dir = Path(out) if out else default_out_dir(preset.name)
     check_dir_path(out_dir)  # a file, a name too long, read-only: usage errors before the target is looked at
     if tune_settings:
@@ -1291,7 +1305,9 @@ def _check_fleet_plan(kind: Kind, procedure: Procedure, plan: Sequence[Point], s
                          "(run the memory preset on each host itself).")
     if not procedure.is_default:
         raise UsageError(f"{source}: a fleet run (--host) measures the plan as it is; its procedure settings "
-                         "(preconditioning, steady state, rounds, adaptive, repeat) are for one target at a time.")
+                         "(preconditioning, steady state, rounds, adaptive, repeat, order) are for one target at a "
+                         "time" + (" (add --set repeat=1)." if replace(procedure, repeat=1, order="auto",
+                                                                         order_seed=None).is_default else "."))
     if any(isinstance(p, StoragePoint) and p.precision is not None for p in plan):
         raise UsageError(f"{source}: key 'precision' cannot be used in a fleet run (--host): fio's client reports "
                          "nothing per second while its hosts run, so no host's point can be stopped on its own.")

@@ -52,7 +52,8 @@ def ram_loops(n: int, size_mb: int = 64) -> Iterator[list[str]]:
 
 
 def run(hosts: list[str], devs: list[str], out: Path) -> float:
-    args = [sys.executable, "-m", "app", "run", "quick", "--set", "runtime=1", "--yes", "--out", str(out)]
+    args = [sys.executable, "-m", "app", "run", "quick", "--set", "runtime=1", "--set", "repeat=1", "--yes", "--out",
+            str(out)]
     for host, dev in zip(hosts, devs):
         args += ["--host", host, "--target", f"{host}={dev}"]
     t0 = time.monotonic()

@@ -71,7 +71,7 @@ def _stream(work: Path, out: list[str]) -> Path:
     target = work / "stream.testfile"
     run_dir = work / "stream-run"
     proc = subprocess.run(CLI + ["run", "quick", "--target", str(target), "--out", str(run_dir), "--yes",
-                                 "--set", "runtime=1", "--set", "size=16m", "--json-stream"],
+                                 "--set", "runtime=1", "--set", "size=16m", "--set", "repeat=1", "--json-stream"],
                           cwd=ROOT, capture_output=True, text=True)
     out.append(f"stream exit {proc.returncode}")
     for line in proc.stdout.splitlines():

@@ -60,8 +60,9 @@ def label(r: dict[str, Any]) -> str:
 
 def steady_bench(device: str, tmp: Path, runtime: int) -> None:
     print(f"== seed-p4600: fixed runtime={runtime} against steady=iops:2% (runtime={runtime} as the cap) ==")
-    fixed, fixed_wall = run("seed-p4600", device, tmp / "fixed", [f"runtime={runtime}"])
-    steady, steady_wall = run("seed-p4600", device, tmp / "steady", ["steady=iops:2%", f"runtime={runtime}"])
+    fixed, fixed_wall = run("seed-p4600", device, tmp / "fixed", [f"runtime={runtime}", "repeat=1"])
+    steady, steady_wall = run("seed-p4600", device, tmp / "steady", ["steady=iops:2%", f"runtime={runtime}",
+                                                                     "repeat=1"])
     ratios = []
     print(f"{'point':<22} {'fixed IOPS':>11} {'steady IOPS':>12} {'ratio':>6} {'fixed s':>8} {'steady s':>9}  steady?")
     for f, s in zip(fixed, steady):

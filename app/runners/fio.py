@@ -1,7 +1,9 @@
 """The fio runner: one plan point → one job file → one fio process, streamed live.
 
 The job file written to ``raw/`` is exactly what runs (``fio JOBFILE`` reproduces the job);
-output options stay on the command line: ``--output-format=json+ --status-interval=1``.  fio starts in raw/ as
+output options stay on the command line: ``--output-format=json+ --status-interval=…`` (:func:`status_interval_ms`:
+sub-second dumps give the point's interval its samples; the samples file and the live charts keep one a second).
+fio starts in raw/ as
 the sweep holds it open (``ctx.raw_dir``, /proc/PID/fd/N: the directory that was checked, which only root can
 write) and reads the job file there by name, so nothing renamed or swapped in for raw/ later changes what it runs.
 """
@@ -14,6 +16,7 @@ import re
 import signal
 import stat
 import time
+from array import array
 from contextlib import aclosing
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -23,6 +26,7 @@ from app.cpustat import CpuWindow
 from app.devstat import CounterWindow, DeviceWindow, open_counters
 from app.errors import SafetyError, ToolMissing, UsageError
 from app.external import run_tool
+from app.finesamples import fine_intervals
 from app.keys import NODE
 from app.points import WRITE_MODES, Kind, Point, StoragePoint, implied, json_types, keys_of
 from app.precision import PrecisionWatch, precision_part, target_percent
@@ -37,7 +41,7 @@ from app.procedure import (
     region_size,
 )
 from app.programs import which_trusted
-from app.records import JSONObject, Parts, StorageMetrics
+from app.records import MAX_NUMBER, JSONObject, Parts, StorageMetrics, number
 from app.results import open_file, write_new
 from app.runners.base import Child, Context, Event, Phase, Result, Runner, Sample
 from app.runners.fio_parse import (
@@ -48,6 +52,7 @@ from app.runners.fio_parse import (
     fio_done,
     io_started,
     job_list,
+    job_runtime_ms,
     metrics,
     operating_point,
     steady_progress,
@@ -58,10 +63,16 @@ from app.sanitize import clean_line
 from app.tails import tail_stability
 from app.timeseries import MAX_SERIES, write_cliff
 from app.topology import check_cpus
-from app.uncertainty import Uncertainty, intervals_of, none_because, storage_series
+from app.uncertainty import STORAGE_SERIES, Uncertainty, intervals_of, none_because, storage_series
 from app.units import format_duration, format_size
 
-STATUS_INTERVAL_S = 1
+STATUS_INTERVAL_S = 1  # the samples file's and the live charts' samples: one a second
+# fio's status dumps come at a sub-second interval for the point's 95 % interval: about FINE_SAMPLES over its
+# runtime, between FINE_MIN_MS and once a second (a precision point at most PRECISION_FINE_MS: its runtime is a
+# cap).  A 2 s point then has 20 samples for its batch means, where whole seconds gave 2 (no interval).
+FINE_SAMPLES = 40
+FINE_MIN_MS = 100
+PRECISION_FINE_MS = 250
 LAYOUT_POLL_S = 0.5  # how often fio's progress laying out the test file is read, until its first status dump
 READ_MODES = frozenset({"read", "randread", "rw", "randrw"})  # fio's td_read(): jobs that read the file
 
@@ -335,8 +346,18 @@ def fio_options(read_only: bool) -> list[str]:
     return (["--readonly"] if read_only else []) + ["--output-format=json+"]
 
 
-def fio_command(job_path: str, read_only: bool = False) -> list[str]:
-    return [fio_binary(), *fio_options(read_only), f"--status-interval={STATUS_INTERVAL_S}", "--eta=never", job_path]
+def status_interval_ms(point: StoragePoint | None) -> int:
+    """fio's status interval for ``point``, ms: its runtime over FINE_SAMPLES, in steps of 50 ms, at least
+    FINE_MIN_MS and at most a second (PRECISION_FINE_MS with ``precision``); a second for no point (preconditioning)."""
+    whole = STATUS_INTERVAL_S * 1000
+    if point is None:
+        return whole
+    ms = max(FINE_MIN_MS, min(whole, round(float(point.runtime) * 1000 / FINE_SAMPLES / 50) * 50))
+    return min(ms, PRECISION_FINE_MS) if point.precision is not None else ms
+
+
+def fio_command(job_path: str, read_only: bool = False, interval_ms: int = STATUS_INTERVAL_S * 1000) -> list[str]:
+    return [fio_binary(), *fio_options(read_only), f"--status-interval={interval_ms}ms", "--eta=never", job_path]
 
 
 class FioRunner(Runner):
@@ -378,9 +399,10 @@ class FioRunner(Runner):
         run = _FioRun(index, job_path, ctx.raw_dir / f"{stem}{SAMPLES_SUFFIX}", phase_tracker(point),
                       layout_bytes(point, ctx.target, read_only), precision_watch(point),
                       DeviceWindow(open_counters(ctx.target), ramp=point.ramp_time > 0),
-                      CpuWindow(point.cpus, ramp=point.ramp_time > 0))
+                      CpuWindow(point.cpus, ramp=point.ramp_time > 0), status_interval_ms(point))
         try:
-            async with aclosing(run.stream(fio_command(job_path.name, read_only), cwd=ctx.raw_dir)) as stream:
+            argv = fio_command(job_path.name, read_only, status_interval_ms(point))
+            async with aclosing(run.stream(argv, cwd=ctx.raw_dir)) as stream:
                 async for sample in stream:
                     yield sample
         except BaseException:
@@ -422,19 +444,28 @@ class FioRunner(Runner):
             error = _fio_message(run.stderr, run.noise) or f"fio job error {m.get('errors')}"
         else:
             error = unserved(m)  # a point the target never served is no measurement of it
-        u = point_uncertainty(run.samples, run.samples_path)
-        yield Result(index, with_interval(StorageMetrics.of(m), u), raw, parts, error=error, files=files)
+        u = point_uncertainty(run.samples, run.samples_path, run.fine.series)
+        yield Result(index, with_interval(StorageMetrics.of(m), u, run.fine.sample_s), raw, parts, error=error,
+                     files=files)
 
 
-def with_interval(m: StorageMetrics, u: Uncertainty) -> StorageMetrics:
-    """``m`` with the point's interval record (``ci95`` when a figure has one, ``ci_method`` always)."""
-    return m.with_ci(cast(JSONObject, u.ci95), cast(JSONObject, u.ci_method))
+def with_interval(m: StorageMetrics, u: Uncertainty, sample_s: float | None = None) -> StorageMetrics:
+    """``m`` with the point's interval record (``ci95`` when a figure has one, ``ci_method`` always; with
+    ``sample_s``, the seconds each sample of the interval spans)."""
+    method = u.ci_method
+    if sample_s is not None and u.intervals:
+        method = {**method, "sample_s": sample_s}
+    return m.with_ci(cast(JSONObject, u.ci95), cast(JSONObject, method))
 
 
-def point_uncertainty(samples: Sequence[Mapping[str, object]], path: Path) -> Uncertainty:
-    """The 95 % intervals of a point's mean IOPS, bandwidth and mean latency from its per-second samples (its
-    live ``samples``; from its samples file at ``path`` when the point outran the MAX_SERIES kept in memory, so
-    the interval is always of the whole point).  fio's headline figures stay its own whole-run means."""
+def point_uncertainty(samples: Sequence[Mapping[str, object]], path: Path,
+                      fine: Mapping[str, Sequence[float]] | None = None) -> Uncertainty:
+    """The 95 % intervals of a point's mean IOPS, bandwidth and mean latency from its sub-second samples
+    (``fine``, :class:`FineSamples`) when it has them, else its per-second samples (its live ``samples``; from its
+    samples file at ``path`` when the point outran the MAX_SERIES kept in memory, so the interval is always of the
+    whole point).  fio's headline figures stay its own whole-run means."""
+    if fine:
+        return fine_intervals(fine)
     series = storage_series(samples) if len(samples) < MAX_SERIES else _file_series(path)
     if not series:
         return none_because("fio gave no whole-second samples for this point")
@@ -482,7 +513,54 @@ def point_tail(samples: Sequence[Mapping[str, object]], path: Path) -> dict[str,
     return tail_stability(samples if len(samples) < MAX_SERIES else _file_samples(path))
 
 
+class FineSamples:
+    """A point's measured means at every status dump (:func:`status_interval_ms`): the series its 95 % interval
+    and a ``precision`` stop are computed from, kept in ``raw/NNNN-JOB.fine.jsonl`` (one line a dump: ``t``,
+    ``interval_s``, ``iops``, ``bw_bytes``, ``lat_mean_ns``, ``ramp``), from which
+    :func:`app.finesamples.series_of` gives the same series again.  Samples of fio's ``ramp_time`` are left out,
+    and so is one spanning less than half the interval (fio's final dump, a few ms after the one before)."""
+
+    def __init__(self, interval_ms: int, path: Path | None = None) -> None:
+        self.interval_ms = interval_ms
+        self.path = path
+        self.values: dict[str, array[float]] = {}
+        self.measured_s = 0.0  # seconds the samples span
+        self._file: IO[str] | None = None
+        self._opened = False
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    @property
+    def sample_s(self) -> float:
+        return self.interval_ms / 1000
+
+    @property
+    def series(self) -> dict[str, list[float]]:
+        return {k: list(v) for k, v in self.values.items() if v}
+
+    def take(self, sample: Mapping[str, object] | None, ramp: bool) -> None:
+        if sample is None:
+            return
+        if self.path is not None:
+            if not self._opened:
+                self._file, self._opened = open_samples(self.path), True
+            append_sample(self._file, {k: sample.get(k) for k in ("t", "interval_s", *STORAGE_SERIES)}
+                          | ({"ramp": True} if ramp else {}))
+        span = number(sample.get("interval_s"))
+        if ramp or span is None or span < self.sample_s / 2:
+            return
+        self.measured_s += span
+        for k in STORAGE_SERIES:
+            v = number(sample.get(k))
+            if v is not None and 0 <= v <= MAX_NUMBER:
+                self.values.setdefault(k, array("d")).append(v)
+
+
 SAMPLES_SUFFIX = ".samples.jsonl"
+FINE_SUFFIX = ".fine.jsonl"
 WORKLOAD_PRECONDITION_STEADY = "iops:10%"  # a workload preconditioning pass without its own steady criterion
 
 
@@ -589,7 +667,8 @@ class _FioRun:
 
     def __init__(self, index: int, job_path: Path, samples_path: Path, phases: PhaseTracker | None = None,
                  layout: int | None = None, watch: PrecisionWatch | None = None,
-                 device: DeviceWindow | None = None, cpu: CpuWindow | None = None) -> None:
+                 device: DeviceWindow | None = None, cpu: CpuWindow | None = None,
+                 interval_ms: int | None = None) -> None:
         self.index = index
         self.job_path = job_path
         self.samples_path = samples_path
@@ -606,13 +685,22 @@ class _FioRun:
         self.device_part: JSONObject | None = None  # the results line's ``device`` part, once fio exited
         self.cpu = cpu  # the CPUs' busy time over the same window (app.cpustat)
         self.cpu_part: JSONObject | None = None  # the results line's ``host_cpu`` part, once fio exited
+        # every dump's means: the samples of the point's interval (``interval_ms``; None: a dump a second and no
+        # file of them, as for the preconditioning pass, which has no interval)
+        fine_path = samples_path.with_name(samples_path.name.removesuffix(SAMPLES_SUFFIX) + FINE_SUFFIX)
+        self.fine = FineSamples(interval_ms or STATUS_INTERVAL_S * 1000, fine_path if interval_ms else None)
 
     async def stream(self, argv: list[str], cwd: Path | None = None) -> AsyncGenerator[Sample | Phase, None]:
         """Run fio (``argv``; in ``cwd``, the raw/ it reads its job file from by name) and stream what it measures."""
         started = time.monotonic()
         child = await Child.start(*argv, cwd=cwd)
         splitter = DocumentSplitter()
-        tracker = SampleTracker()
+        tracker = SampleTracker()  # the samples file's: one a second
+        fine = SampleTracker(percentiles=False)  # every dump's: the interval's samples
+        whole_ms = STATUS_INTERVAL_S * 1000 - self.fine.interval_ms // 2  # a dump this far on from the last one kept
+        held: dict[str, Any] | None = None  # the last dump not yet taken into a per-second sample
+        since_ms = 0  # the dumps' clock where the per-second sample being gathered starts
+        held_ramp = False  # the held dump came in fio's ramp_time
         series: IO[str] | None = None  # opened with the first sample: no empty file for a point that never ran
         shown: tuple[str, float | None, float | None] | None = None
         started_io = False  # fio's dumps before its first I/O (while it lays out the file) are no samples
@@ -628,6 +716,21 @@ class _FioRun:
                 return None
             shown = now
             return Phase(self.index, *now)
+
+        def keep(sample: dict[str, Any], steady: object = None, ramp: bool | None = None) -> Sample:
+            """A per-second sample written to the samples file (and kept for the point's checks) as it comes;
+            ``ramp``: taken in fio's ramp_time (default: fio is in it now)."""
+            nonlocal series
+            if self.phases.in_ramp if ramp is None else ramp:  # fio's ramp_time: counted by fio's dumps, left out
+                sample["ramp"] = True
+            if steady is not None:
+                sample["steady"] = steady
+            if series is None:
+                series = open_samples(self.samples_path)
+            append_sample(series, sample)
+            if len(self.samples) < MAX_SERIES:
+                self.samples.append(sample)
+            return Sample(self.index, sample)
 
         def layout_progress() -> Phase | None:
             nonlocal polling
@@ -666,35 +769,47 @@ class _FioRun:
                     ev = phase(self.phases.update(doc, time.monotonic() - started))
                     if ev is not None:
                         yield ev
-                    sample = tracker.update(doc, time.monotonic() - started)
-                    if windows and (opened is False or tracker.reset):
+                    now_s = time.monotonic() - started
+                    fine_sample = fine.update(doc, now_s)
+                    if windows and (opened is False or fine.reset):
                         # the window opens at fio's first dump with I/O, and again where its counters restart
                         for window, now in zip(windows, readings):
-                            window.start(now, read_at, fio_done(doc), tracker.reset)
+                            window.start(now, read_at, fio_done(doc), fine.reset)
                         opened = True
+                    self.fine.take(fine_sample, self.phases.in_ramp or fine.reset)
+                    iops = self.fine.values.get("iops")
+                    if self.watch is not None and iops and self.watch.feed(
+                            iops, self.fine.measured_s, not self.phases.in_ramp, steady_progress(doc)):
+                        _end_job(child)
+                    stamp = doc.get("timestamp_ms")
+                    stamp = stamp if isinstance(stamp, int) and not isinstance(stamp, bool) else 0
+                    since_ms = tracker.last_ms or since_ms or stamp - job_runtime_ms(doc)
+                    if stamp and stamp - since_ms < whole_ms and not fine.reset:
+                        held, held_ramp = doc, self.phases.in_ramp  # the next per-second sample takes it in
+                        continue
+                    if held is not None and fine.reset:  # the ramp's last part-second, before fio's counters restart
+                        sample = tracker.update(held, now_s)
+                        if sample is not None:
+                            yield keep(sample, steady_progress(held), held_ramp)
+                    held = None
+                    sample = tracker.update(doc, now_s)
                     if sample is None:
                         continue
-                    if self.phases.in_ramp:  # fio's ramp_time: counted by fio's dumps, left out of its figures
-                        sample["ramp"] = True
-                    steady = steady_progress(doc)
-                    if steady is not None:
-                        sample["steady"] = steady
-                    if series is None:
-                        series = open_samples(self.samples_path)
-                    append_sample(series, sample)
-                    if len(self.samples) < MAX_SERIES:
-                        self.samples.append(sample)
-                    yield Sample(self.index, sample)
-                    if self.watch is not None and self.watch.feed(sample, not self.phases.in_ramp):
-                        _end_job(child)
+                    yield keep(sample, steady_progress(doc))
             for doc in splitter.close():
                 self.last = doc
+            if held is not None:  # fio's last dumps, less than a second on from the last sample: as before, a short one
+                sample = tracker.update(held, time.monotonic() - started)
+                # unless it holds no I/O (fio's final document a few ms after its last dump): no sample, as before
+                if sample is not None and sample.get("iops"):
+                    yield keep(sample, steady_progress(held), held_ramp)
             self.stderr = await child.finish()
             if self.last is not None:  # fio's final figures: its measured window's end
                 ended, done = time.monotonic(), fio_done(self.last)
                 self.device_part = self.device.finish(ended, done) if self.device is not None else None
                 self.cpu_part = self.cpu.finish(ended, done) if self.cpu is not None else None
         finally:
+            self.fine.close()
             for window in windows:
                 window.close()
             await chunks.aclose()  # its pending read of fio's output is cancelled: nothing outlives the point
@@ -737,15 +852,20 @@ def open_samples(path: Path) -> IO[str] | None:
 
 
 def kept_samples(path: Path) -> dict[str, Path]:
-    """The point's samples file for its record, {} when there is none; an empty one (every write failed: the
-    disk filled while fio ran) is removed, so no results directory keeps a file that says nothing."""
-    try:
-        if os.stat(path).st_size > 0:
-            return {SAMPLES_SUFFIX: path}
-        os.unlink(path)
-    except OSError:
-        pass
-    return {}
+    """The point's samples files (per second, and its sub-second ones) for its record, {} when there are none; an
+    empty one (every write failed: the disk filled while fio ran) is removed, so no results directory keeps a file
+    that says nothing."""
+    kept: dict[str, Path] = {}
+    for suffix, one in ((SAMPLES_SUFFIX, path), (FINE_SUFFIX, path.with_name(path.name.removesuffix(SAMPLES_SUFFIX)
+                                                                              + FINE_SUFFIX))):
+        try:
+            if os.stat(one).st_size > 0:
+                kept[suffix] = one
+            else:
+                os.unlink(one)
+        except OSError:
+            pass
+    return kept
 
 
 def append_sample(series: IO[str] | None, sample: dict[str, Any]) -> None:

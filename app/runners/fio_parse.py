@@ -602,7 +602,8 @@ class _Totals:
     timestamp_ms: int = 0
 
 
-def _totals(doc: dict[str, object]) -> _Totals:
+def _totals(doc: dict[str, object], bins: bool = True) -> _Totals:
+    """The counters of one dump over all jobs; ``bins``: the latency histogram too (the dearest part)."""
     jobs = job_list(doc)
     t = _Totals()
     for d in DIRECTIONS:
@@ -615,7 +616,7 @@ def _totals(doc: dict[str, object]) -> _Totals:
             n = int_of(lat.get("N", 0) or 0)
             t.lat_n += n
             t.lat_sum += float_of(lat.get("mean", 0.0)) * n
-            for value, count in (_bins(lat) or {}).items():
+            for value, count in ((_bins(lat) or {}) if bins else {}).items():
                 t.bins[value] = t.bins.get(value, 0) + count
     t.timestamp_ms = int_of(doc.get("timestamp_ms") or 0)
     return t
@@ -647,14 +648,22 @@ def _runtime_reset(prev: _Totals, cur: _Totals) -> bool:
 
 
 class SampleTracker:
-    """Turns fio's cumulative status dumps into per-interval samples."""
+    """Turns fio's cumulative status dumps into per-interval samples.  ``percentiles``: each sample's p50/p99/
+    p99.9 from the histograms too (the live chart's); without, only the means (the sub-second samples of the
+    interval, app.runners.fio)."""
 
-    def __init__(self) -> None:
+    def __init__(self, percentiles: bool = True) -> None:
         self._prev: _Totals | None = None
         self.reset = False  # the last dump showed fio's counters restarted (the ramp ended)
+        self.percentiles = percentiles
+
+    @property
+    def last_ms(self) -> int:
+        """The dumps' clock (``timestamp_ms``) at the last dump taken, 0 before one (or without the clock)."""
+        return self._prev.timestamp_ms if self._prev is not None else 0
 
     def update(self, doc: dict[str, object], elapsed_s: float) -> dict[str, object] | None:
-        cur = _totals(doc)
+        cur = _totals(doc, self.percentiles)
         prev = self._prev
         self._prev = cur
         if prev is not None and cur.timestamp_ms and prev.timestamp_ms:
@@ -685,10 +694,11 @@ class SampleTracker:
             "write_iops": d_ios["write"] / dt,
             "bw_bytes": sum(d_bytes.values()) / dt,
             "lat_mean_ns": (cur.lat_sum - prev.lat_sum) / d_n if d_n > 0 else None,
-            "lat_p99_ns": _percentile_from_bins(d_bins, 99.0) if d_bins else None,
-            "lat_p50_ns": _percentile_from_bins(d_bins, 50.0) if d_bins else None,
-            "lat_p99_9_ns": _percentile_from_bins(d_bins, 99.9) if d_bins else None,
         }
+        if self.percentiles:
+            sample["lat_p99_ns"] = _percentile_from_bins(d_bins, 99.0) if d_bins else None
+            sample["lat_p50_ns"] = _percentile_from_bins(d_bins, 50.0) if d_bins else None
+            sample["lat_p99_9_ns"] = _percentile_from_bins(d_bins, 99.9) if d_bins else None
         return sample
 
 
@@ -708,6 +718,11 @@ def _progress_counters(doc: dict[str, object]) -> tuple[int, int]:
                 runtime = max(runtime, int(r or 0))
                 ios += int(n or 0)
     return runtime, ios
+
+
+def job_runtime_ms(doc: dict[str, object]) -> int:
+    """fio's runtime of the job so far in one dump, ms (the longest of its jobs and directions)."""
+    return _progress_counters(doc)[0]
 
 
 def io_started(doc: dict[str, object]) -> bool:

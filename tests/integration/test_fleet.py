@@ -55,7 +55,8 @@ def test_four_agents_run_quick_with_every_host_figure_fio_s_own(tmp_path: Path) 
         devs = [a, b, c, d]
         # bs=4k, iodepth=1: quick's eight points merge into its four patterns (read, write, randread, randwrite),
         # each still run once on all four hosts, in half the time
-        args = ["run", "quick", "--set", "runtime=1", "--set", "bs=4k", "--set", "iodepth=1", "--yes", "--json-stream",
+        args = ["run", "quick", "--set", "runtime=1", "--set", "repeat=1", "--set", "bs=4k", "--set", "iodepth=1",
+                "--yes", "--json-stream",
                 "--out", str(tmp_path / "r")]
         for agent, dev in zip(running, devs):
             args += ["--host", agent.host, "--target", f"{agent.host}={dev.path}"]
@@ -207,7 +208,8 @@ def test_a_host_whose_target_is_mounted_stops_a_write_run_before_anything_runs(t
     with agents(2) as (ok, bad), loop_device(tmp_path, name="free", ram=True) as free, \
             loop_device(tmp_path, name="mounted", mkfs="ext4", mount=True) as mounted:
         out = tmp_path / "r"
-        proc = run_cli("run", "quick", "--set", "runtime=1", "--yes", "--allow-destructive", "--out", str(out),
+        proc = run_cli("run", "quick", "--set", "runtime=1", "--set", "repeat=1", "--yes", "--allow-destructive",
+                       "--out", str(out),
                        "--host", ok.host, "--host", bad.host, "--target", f"{ok.host}={free.path}",
                        "--target", f"{bad.host}={mounted.path}")
         assert proc.returncode == 3, proc.stderr
@@ -382,7 +384,8 @@ def test_one_host_end_to_end_over_ssh_and_nobody_cannot_use_its_forward(tmp_path
                 finally:
                     link.close()
         # a refusal judged on the far side comes back as exit 3 naming the host
-        refused = run_cli("run", "quick", "--set", "runtime=1", "--yes", "--out", str(tmp_path / "r2"),
+        refused = run_cli("run", "quick", "--set", "runtime=1", "--set", "repeat=1", "--yes",
+                          "--out", str(tmp_path / "r2"),
                           "--host", host, "--agent-socket", agent.socket, "--target", "/dev/vda", env=env)
         assert refused.returncode == 3, refused.stderr
         assert host in refused.stderr

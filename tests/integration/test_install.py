@@ -71,7 +71,7 @@ def test_wheel_installs_a_working_tool(tmp_path: Path) -> None:
     assert "quick" in presets and "mem-idle" in presets
 
     out = tmp_path / "quick"
-    _run([tool, "run", "quick", "--set", "runtime=1", "--set", "size=16m", "--yes", "--target",
+    _run([tool, "run", "quick", "--set", "runtime=1", "--set", "repeat=1", "--set", "size=16m", "--yes", "--target",
           str(tmp_path / "target.img"), "--out", str(out)], work)
     assert len(_results(out)) == 8
 

@@ -85,7 +85,8 @@ def test_the_user_s_interrupt_still_interrupts_a_point_with_a_precision(tmp_path
 
 def test_a_fleet_run_refuses_a_precision_before_anything_is_created(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "app", "run", "quick", "--host", "unix:///tmp/none.sock", "--target",
-                           str(tmp_path / "t"), "--out", str(tmp_path / "r"), "--set", "precision=2%"], cwd=ROOT,
+                           str(tmp_path / "t"), "--out", str(tmp_path / "r"), "--set", "precision=2%",
+                           "--set", "repeat=1"], cwd=ROOT,
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "key 'precision' cannot be used in a fleet run" in proc.stderr, proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and not (tmp_path / "r").exists()

@@ -15,13 +15,14 @@ from conftest import run_cli
 
 EXPECTED_POINTS = {
     "custom": 1,
-    "quick": 8,
-    "nvme": 8,
-    "seed-p4600": 9,
-    "seed-usb": 9,
-    "seed-qd": 18,
-    "seed-matrix": 120,
-    "seed-mix": 36,
+    # the presets a user runs first: 3 interleaved replicates of each point
+    "quick": 8 * 3,
+    "nvme": 8 * 3,
+    "seed-p4600": 9 * 3,
+    "seed-usb": 9 * 3,
+    "seed-qd": 18 * 3,
+    "seed-matrix": 120 * 3,
+    "seed-mix": 36 * 3,
     "qd-scaling": 9,
     "peak": 5 * 7 * 6,  # before numjobs is cut at the target's node's CPUs (app.sweep.plan_for_target)
     "peak-write": 5 * 7 * 6,
@@ -53,7 +54,7 @@ def test_quick_is_crystaldiskmark_default() -> None:
 
 def test_points_are_typed_and_keep_their_json_table() -> None:
     """expand() gives frozen points; their tables are run.json's plan, keys in the preset's key order."""
-    quick = presets.load("quick").expand()
+    quick = presets.apply_overrides(presets.load("quick"), ["repeat=1"]).expand()
     assert all(isinstance(p, StoragePoint) and p.kind == Kind.STORAGE for p in quick)
     unset = presets.OMITTED_WHEN_UNSET[Kind.STORAGE]  # in a table only when set
     assert list(quick[0].to_dict()) == [k for k in presets.STORAGE_KEYS if k not in unset] + ["group"]
@@ -96,7 +97,7 @@ def test_memory_presets_use_mlc_delays_and_codes() -> None:
 
 
 def test_set_replaces_axes_in_every_group_and_merges_duplicates() -> None:
-    quick = presets.apply_overrides(presets.load("quick"), ["bs=4k", "iodepth=1", "runtime=3"])
+    quick = presets.apply_overrides(presets.load("quick"), ["bs=4k", "iodepth=1", "runtime=3", "repeat=1"])
     points = quick.expand()
     # SEQ groups become read/write 4k QD1, RND groups randread/randwrite 4k QD1: duplicates merged
     assert sorted(p.rw for p in points) == ["randread", "randwrite", "read", "write"]
@@ -162,9 +163,9 @@ def test_bad_command_line_exits_2_with_one_sentence(tmp_path: Path, args: list[s
 
 def test_presets_cli_lists_and_shows(tmp_path: Path) -> None:
     listing = json.loads(run_cli("presets", "--json", check=True).stdout)
-    assert {s["name"]: s["points"] for s in listing}["seed-matrix"] == 120
+    assert {s["name"]: s["points"] for s in listing}["seed-matrix"] == 360
     shown = run_cli("presets", "show", "seed-mix", check=True).stdout
-    assert "36 points, estimated" in shown
+    assert "108 points, estimated" in shown
     plan = json.loads(run_cli("presets", "show", "custom", "--set", "bs=4k,64k", "--json", check=True).stdout)
     assert plan["points"] == 2 and [p["bs"] for p in plan["plan"]] == [4096, 65536]
 

@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
+from app.points import Kind, point_from_dict
+from app.procedure import Procedure, run_order
 from app.uncertainty import replicate_spread
 from conftest import ROOT, fio_processes, interrupt_run, run_cli
 from loopdev import loop_device, needs_loop
@@ -45,14 +47,23 @@ def test_repeat_3_interrupted_and_resumed_ends_with_each_replicate_once_interlea
     assert returncode == 130, stderr
     assert fio_processes(out) == []
     kept = lines(out)
-    assert replicates(kept)[:2] == [(4096, 1), (65536, 1)] and len(kept) < 6
-    assert meta(out)["procedure"] == {"precondition": "none", "adaptive": False, "rounds": 1, "track": {},
-                                      "precondition_cap": 1800, "repeat": 3}
+    recorded = meta(out)["procedure"]
+    seed = recorded.pop("order_seed")  # drawn when the run was created: the shuffle within each replicate
+    assert isinstance(seed, int) and 0 <= seed < 2 ** 32
+    assert recorded == {"precondition": "none", "adaptive": False, "rounds": 1, "track": {},
+                        "precondition_cap": 1800, "repeat": 3}
+    plan = [point_from_dict(Kind.STORAGE, p) for p in meta(out)["plan"]]
+    order = run_order(plan, Procedure(repeat=3, order_seed=seed))
+    assert [r["index"] for r in kept] == order[:len(kept)] and len(kept) < 6
+    assert {r["point"]["replicate"] for r in kept[:2]} == {1}
     resumed = run_cli("resume", str(out), check=True)
     assert f"{6 - len(kept)} of 6 points to run" in resumed.stdout
     final = lines(out)
     assert final[:len(kept)] == kept
-    assert replicates(final) == [(4096, 1), (65536, 1), (4096, 2), (65536, 2), (4096, 3), (65536, 3)]
+    assert [r["index"] for r in final] == order  # the resumed run measured exactly what was missing, in its order
+    assert sorted(replicates(final), key=lambda bs_k: (bs_k[1], bs_k[0])) == \
+        [(4096, 1), (65536, 1), (4096, 2), (65536, 2), (4096, 3), (65536, 3)]
+    assert [r["point"]["replicate"] for r in final] == [1, 1, 2, 2, 3, 3]  # interleaved
     assert meta(out)["status"] == "complete" and "skipped" not in meta(out)
     validate_dir(out)
     assert "Nothing to resume" in run_cli("resume", str(out), check=True).stdout
@@ -76,8 +87,8 @@ def test_repeat_auto_stops_on_a_steady_target_and_a_resumed_run_decides_the_same
         by_depth = {qd: [r["metrics"]["iops"] for r in final if r["point"]["iodepth"] == qd] for qd in (1, 4)}
         skipped = meta(out)["skipped"]
         # each point stopped after 3 replicates whose IOPS CV is under 3 %: replicates 4 and 5 skipped, named so
-        assert [(r["point"]["iodepth"], r["point"]["replicate"]) for r in final] == \
-            [(1, 1), (4, 1), (1, 2), (4, 2), (1, 3), (4, 3)], by_depth
+        assert sorted(((r["point"]["iodepth"], r["point"]["replicate"]) for r in final), key=lambda d_k: d_k[::-1]) \
+            == [(1, 1), (4, 1), (1, 2), (4, 2), (1, 3), (4, 3)], by_depth
         assert sorted((s["point"]["iodepth"], s["point"]["replicate"]) for s in skipped) == \
             [(1, 4), (1, 5), (4, 4), (4, 5)]
         for s in skipped:
@@ -88,3 +99,23 @@ def test_repeat_auto_stops_on_a_steady_target_and_a_resumed_run_decides_the_same
         again = resume(out, enter)
     assert "Nothing to resume" in again.stdout and "(4 skipped)" in again.stdout
     validate_dir(out)
+
+
+def test_quick_at_its_defaults_measures_shuffled_replicates_and_states_their_interval(tmp_path: Path) -> None:
+    """``quick`` without ``repeat``: 3 interleaved replicates of each point, shuffled within each replicate by a
+    seed run.json records, and the report gives each point the replicates' interval (drift between runs in it).
+    Two of quick's points, 1 s each on a 4 MiB file: only the time is cut, the procedure is quick's own."""
+    out = tmp_path / "quick"
+    run_cli("run", "quick", "--target", str(tmp_path / "q.bin"), "--out", str(out), "--yes", "--set", "runtime=1",
+            "--set", "size=4m", "--set", "bs=4k", "--set", "iodepth=1", "--set", "rw=randread,randwrite",
+            check=True, timeout=120)
+    recorded = meta(out)["procedure"]
+    assert recorded["repeat"] == 3 and isinstance(recorded["order_seed"], int)
+    plan = [point_from_dict(Kind.STORAGE, p) for p in meta(out)["plan"]]
+    assert [r["index"] for r in lines(out)] == run_order(plan, Procedure(repeat=3, order_seed=recorded["order_seed"]))
+    report = run_cli("report", str(out), check=True)
+    assert report.returncode == 0
+    text = (out / "report.md").read_text()
+    section = text.split("### Replicates: mean over the runs", 1)[1].split("\n#", 1)[0]
+    rows = [ln.split("|") for ln in section.splitlines() if ln.startswith("| ") and "QD1" in ln]
+    assert len(rows) == 2 and all(r[2].strip() == "3" and " ± " in r[3] for r in rows), section  # mean ± 95 %

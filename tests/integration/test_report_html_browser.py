@@ -73,7 +73,7 @@ def _assert_renders(report: PageReport, figures: int) -> None:
 def quick_page(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
     tmp = tmp_path_factory.mktemp("quick")
     out = tmp / "r"
-    proc = run_cli("run", "quick", "--set", "runtime=1", "--set", "size=16m", "--yes", "--target",
+    proc = run_cli("run", "quick", "--set", "runtime=1", "--set", "repeat=1", "--set", "size=16m", "--yes", "--target",
                    str(tmp / "target.img"), "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     return _render(out)
@@ -83,7 +83,8 @@ def quick_page(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
 def fleet_page(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
     tmp = tmp_path_factory.mktemp("fleet")
     with agents(2) as running, loop_device(tmp, name="a", ram=True) as a, loop_device(tmp, name="b", ram=True) as b:
-        args = ["run", "quick", "--set", "runtime=1", "--set", "bs=4k", "--set", "iodepth=1", "--yes",
+        args = ["run", "quick", "--set", "runtime=1", "--set", "repeat=1", "--set", "bs=4k", "--set", "iodepth=1",
+                "--yes",
                 "--out", str(tmp / "r")]
         for agent, dev in zip(running, (a, b)):
             args += ["--host", agent.host, "--target", f"{agent.host}={dev.path}"]

@@ -33,7 +33,8 @@ def _lines(path: Path) -> list[dict]:
 def test_quick_without_target_writes_eight_complete_points(tmp_path: Path) -> None:
     out = tmp_path / "quick"
     # size=64m: the scratch file fio lays out is the same kind of file at a sixteenth of quick's 1 GiB write
-    proc = run_cli("run", "quick", "--out", str(out), "--set", "runtime=1", "--set", "size=64m", "--yes", timeout=240)
+    proc = run_cli("run", "quick", "--out", str(out), "--set", "runtime=1", "--set", "repeat=1",
+                   "--set", "size=64m", "--yes", timeout=240)
     assert proc.returncode == 0, proc.stderr
     records = _lines(out)
     assert len(records) == 8

@@ -10,6 +10,8 @@ from hypothesis import strategies as st
 
 from app import presets
 from app.errors import UsageError
+from app.finesamples import GROUP
+from app.finesamples import MIN_BATCHES as FINE_MIN_BATCHES
 from app.keys import precision
 from app.precision import (
     MAX_CHECK_SAMPLES,
@@ -77,7 +79,7 @@ def noisy(n: int, sd: float, seed: int = 1, mean: float = 10_000.0) -> list[floa
 def test_no_stop_before_the_minimum_even_for_a_flat_series() -> None:
     assert decide([5000.0] * (MIN_SECONDS - 1), 2.0) == decide([], 2.0)
     assert not decide([5000.0] * (MIN_SECONDS - 1), 2.0).stop
-    got = decide([5000.0] * MIN_SECONDS, 2.0)
+    got = decide([5000.0] * GROUP * FINE_MIN_BATCHES, 2.0)  # the fewest sub-second samples with an interval
     assert got.stop and got.reached_pct == 0.0
 
 
@@ -111,29 +113,40 @@ def test_a_long_series_is_grouped_before_the_interval_and_keeps_its_precision() 
     assert got is not None and 0.1 < got < 0.35
 
 
-def sample(iops: float, span: float = 1.0, attained: bool | None = None) -> dict[str, object]:
-    s: dict[str, object] = {"t": 0.0, "interval_s": span, "iops": iops}
-    if attained is not None:
-        s["steady"] = {"window_s": 5, "filled_s": 5, "attained": attained, "deviation": 1.0}
-    return s
+def steady(attained: bool) -> dict[str, object]:
+    return {"window_s": 5, "filled_s": 5, "attained": attained, "deviation": 1.0}
 
 
-def test_the_watch_counts_measured_whole_seconds_only_and_stops_once() -> None:
+def fed(w: PrecisionWatch, values: list[float], step_s: float = 0.25, measuring: bool = True,
+        attained: bool | None = None) -> list[bool]:
+    """The watch fed the point's growing series of sub-second samples, ``step_s`` apart, one at a time."""
+    series: list[float] = []
+    stops = []
+    for v in values:
+        series.append(v)
+        stops.append(w.feed(series, len(series) * step_s, measuring,
+                            steady(attained) if attained is not None else None))
+    return stops
+
+
+def test_the_watch_counts_measured_seconds_and_stops_once() -> None:
     w = PrecisionWatch(2.0)
-    assert not any(w.feed(sample(9999.0), measuring=False) for _ in range(20))  # ramp_time: not counted
-    assert not w.feed(sample(1.0, span=0.2))  # a few ms of a last dump: no second
-    stops = [w.feed(sample(10_000.0)) for _ in range(MIN_SECONDS + 2)]
-    assert stops.index(True) == MIN_SECONDS - 1 and stops.count(True) == 1 and w.stopped
-    assert len(w.iops) == MIN_SECONDS + 2
+    assert not any(fed(w, [9999.0] * 80, measuring=False))  # ramp_time: not counted
+    per_s = 4  # samples 250 ms apart
+    stops = fed(w, [10_000.0] * (MIN_SECONDS * per_s + 8))
+    assert stops.index(True) == MIN_SECONDS * per_s - 1 and stops.count(True) == 1 and w.stopped
+    assert w.measured_s == MIN_SECONDS and w.reached_pct == 0.0
     w = PrecisionWatch(2.0)
-    stops = [w.feed(sample(v)) for v in noisy(40, 200.0)]  # ±2 % a second: a few more seconds
+    stops = fed(w, noisy(160, 1000.0))  # ±10 % a sample: a few more seconds
     assert stops.count(True) == 1 and w.reached_pct is not None and w.reached_pct <= 2.0
+    assert MIN_SECONDS <= w.measured_s < 40
 
 
 def test_the_watch_of_a_steady_point_waits_for_fio_s_criterion() -> None:
     w = PrecisionWatch(2.0, steady=True)
-    assert not any(w.feed(sample(v, attained=False)) for v in noisy(15, 50.0))
-    assert w.feed(sample(10_000.0, attained=True))
+    values = noisy(60, 50.0)
+    assert not any(fed(w, values, attained=False))
+    assert w.feed(values + [10_000.0], 61 * 0.25, True, steady(True))
 
 
 def part(target: float, values: list[float], stopped: bool = False, steady: bool | None = None,
@@ -144,7 +157,7 @@ def part(target: float, values: list[float], stopped: bool = False, steady: bool
 
 
 def test_the_part_says_what_ended_the_point() -> None:
-    quiet, loud = noisy(30, 100.0), noisy(30, 3000.0)
+    quiet, loud = noisy(40, 100.0), noisy(40, 3000.0)
     p = part(2.0, quiet, stopped=True)
     assert p["stop"] == "precise" and p["figure"] == "iops" and p["after_s"] == 12.0 and p["target_pct"] == 2.0
     assert isinstance(p["reached_pct"], float) and p["reached_pct"] < 2.0

@@ -26,7 +26,7 @@ def section(report: str, title: str) -> str:
 
 
 def test_quick_on_the_nvme_namespace_checks_the_real_link_and_reads_the_drive(lab: Guest) -> None:
-    done = lab.tool("run", "quick", "--set", "runtime=1", "--set", "size=64m", "--yes",
+    done = lab.tool("run", "quick", "--set", "runtime=1", "--set", "repeat=1", "--set", "size=64m", "--yes",
                     "--target", "/dev/nvme0n1", "--out", "/run/xchg/quick", timeout=400)
     assert done.rc == 0, done.err
     out = lab.xchg / "quick"
