@@ -50,7 +50,7 @@ from app.report import procedure as rp
 from app.report.model import MemoryRow, RunData, StorageRow, load
 from app.report.render import workload
 from app.results import open_trusted_dir, write_new
-from app.sanitize import clean_text, md_text
+from app.sanitize import clean_text, cut_at_word, md_text
 from app.textable import markdown_table
 from app.uncertainty import (
     Difference,
@@ -259,8 +259,11 @@ MEMORY_FIGURES = (
 )
 REAL, WITHIN, NO_INTERVAL = "real", "within noise", "no interval"
 NOISE_NOTE = ("Each difference B − A has its 95 % interval (Welch's on the replicates when both runs repeated the "
-              "point, else the two points' intervals in quadrature): **real** when it excludes 0, **within "
-              "noise** when it contains 0, not judged without one. A repeated point shows its replicates' mean.")
+              "point, else the two points' intervals within each run, in quadrature): **real** when it excludes 0, "
+              "**within noise** when it contains 0, not judged without one. A point measured once shows the centre "
+              "of its 95 % interval within this run (the mean past the warm-up; fio's whole-run figure is in "
+              "`compare --json` as `a_whole_run`/`b_whole_run`); a repeated point shows its replicates' mean, and "
+              "How gives beside Welch's interval the median 95 % interval of one replicate within its run.")
 NO_SAMPLES = "no ci95 and no per-second samples"
 MAX_REASON = 200  # characters of a line's own reason shown
 
@@ -293,6 +296,8 @@ class Estimate:
     mean: float
     ci: tuple[float, float] | None
     why: str = ""
+    whole_run: float | None = None  # one line's own figure (fio's whole run) when ``mean`` is its interval's centre
+    within_pct: float | None = None  # replicates: the median half-width of their own intervals, % of their centres
 
 
 def measured(run_dir: Path, rows: Sequence[R], key: Callable[[R], tuple[object, ...]]
@@ -323,7 +328,7 @@ def _one_line(why: str) -> str:
     """A reason from a results line (untrusted) as one line of text, bounded (the output is cleaned of control
     characters)."""
     why = " ".join(why.split())
-    return why if len(why) <= MAX_REASON else why[:MAX_REASON - 1] + "…"
+    return cut_at_word(why, MAX_REASON)
 
 
 def line_interval(run_dir: Path, row: Any, key: str | None) -> tuple[float, float] | str:
@@ -349,7 +354,7 @@ def line_interval(run_dir: Path, row: Any, key: str | None) -> tuple[float, floa
     if iv is None:
         return u.reasons.get(key, NO_SAMPLES)
     figure = row.lat_mean if key == "lat_mean_ns" else row.metrics.figure(key)
-    problem = interval_problem(figure, iv.low, iv.high)
+    problem = interval_problem(figure, iv.low, iv.high, key)
     return (iv.low, iv.high) if problem is None else f"from its samples: {problem}"
 
 
@@ -362,9 +367,14 @@ def estimate(m: Measured, fig: Figure) -> Estimate | None:
     values = tuple(float(v) for v, _ in valued)
     if len(values) > 1:
         spread = replicate_spread(values)
-        return Estimate(values, spread.mean, spread.ci)
+        own = [100 * half_width(iv) / c for _, r in valued
+               if isinstance(iv := line_interval(m.run_dir, r, fig.ci_key), tuple) and (c := (iv[0] + iv[1]) / 2)]
+        return Estimate(values, spread.mean, spread.ci, within_pct=statistics.median(own) if own else None)
     got = line_interval(m.run_dir, valued[0][1], fig.ci_key)
-    return Estimate(values, values[0], got, "") if isinstance(got, tuple) else Estimate(values, values[0], None, got)
+    if isinstance(got, tuple):  # the figure shown and compared is the centre of its interval
+        centre = (got[0] + got[1]) / 2
+        return Estimate((centre,), centre, got, "", values[0])
+    return Estimate(values, values[0], None, got)
 
 
 def difference(a: Estimate, b: Estimate) -> Difference | None:
@@ -383,7 +393,7 @@ def _short(why: str, width: int = 48) -> str:
     if why == NO_SAMPLES:
         return "no samples"
     head = why.split(":")[0].split(";")[0].replace("|", "/").strip()
-    return head if len(head) <= width else head[:width - 1] + "…"
+    return cut_at_word(head, width)
 
 
 @dataclass
@@ -435,9 +445,11 @@ def _signed(fig: Figure, v: float) -> str:
 
 def _method(d: Difference, a: Estimate, b: Estimate) -> str:
     if d.method == "welch":
-        return f"Welch, {len(a.values)} + {len(b.values)} runs"
+        own = [f"{side} ±{e.within_pct:.2g} %" for side, e in (("A", a), ("B", b)) if e.within_pct is not None]
+        return (f"Welch, {len(a.values)} + {len(b.values)} runs"
+                + (f" (within one run: {', '.join(own)})" if own else ""))
     reps = [f"{side} {len(e.values)} runs" for side, e in (("A", a), ("B", b)) if len(e.values) > 1]
-    return "intervals" + (f" ({', '.join(reps)})" if reps else "")
+    return "within-run intervals" + (f" ({', '.join(reps)})" if reps else "")
 
 
 def _why_cell(a: Estimate, b: Estimate) -> str:
@@ -494,6 +506,9 @@ def _record(label: str, fig: Figure, a: Estimate | None, b: Estimate | None, cel
                               "b": None if b is None else b.mean * fig.scale,
                               "replicates": [0 if a is None else len(a.values), 0 if b is None else len(b.values)],
                               "verdict": cells[1] or None, "counted": counted, "how": cells[2]}
+    for side, e in (("a", a), ("b", b)):
+        if e is not None and e.whole_run is not None:
+            rec[f"{side}_whole_run"] = e.whole_run * fig.scale
     if d is not None and cells[1] in (REAL, WITHIN):
         rec.update(diff=d.diff * fig.scale, low=d.low * fig.scale, high=d.high * fig.scale, method=d.method,
                    within_noise=d.within_noise)
