@@ -474,7 +474,9 @@ def judge_cells(fig: Figure, a: Estimate | None, b: Estimate | None, tally: Tall
     verdict = WITHIN if d.within_noise else REAL
     if tally is not None:
         tally.add(verdict)
-    return [f"{_signed(fig, d.diff * fig.scale)} ± {_fmt(fig.fmt, half_width((d.low, d.high)) * fig.scale)}",
+    # the difference shown with ± is its interval's centre (as every figure with an interval, docs/uncertainty.md)
+    centre, half = (d.low + d.high) / 2 * fig.scale, half_width((d.low, d.high)) * fig.scale
+    return [f"{_signed(fig, centre)} ± {_fmt(fig.fmt, half)}",
             verdict, _method(d, a, b)]
 
 
@@ -557,8 +559,10 @@ def _sheet_verdict(sheet: float, e: Estimate, fig: Figure) -> str:
 
 
 def _with_interval(fig: Figure, e: Estimate) -> str:
-    text = _fmt(fig.fmt, e.mean * fig.scale)
-    return text if e.ci is None else f"{text} ± {_fmt(fig.fmt, half_width(e.ci) * fig.scale)}"
+    """The figure alone, or the centre of its interval ± the half-width."""
+    if e.ci is None:
+        return _fmt(fig.fmt, e.mean * fig.scale)
+    return f"{_fmt(fig.fmt, (e.ci[0] + e.ci[1]) / 2 * fig.scale)} ± {_fmt(fig.fmt, half_width(e.ci) * fig.scale)}"
 
 
 def _reference_row(f: RefFigure, groups: Sequence[Measured], counts: dict[str, int], reasons: Tally) -> list[str]:
