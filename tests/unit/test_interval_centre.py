@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app.compare import compare_reference, compare_runs, load_reference
 from app.report import analysis as an
@@ -229,3 +231,25 @@ def test_an_imported_mlc_figure_keeps_its_digits_and_no_heading_stands_empty(tmp
     heads = [i for i, x in enumerate(lines) if x.startswith("## ")]
     for i, j in zip(heads, heads[1:] + [len(lines)]):
         assert any(x.strip() for x in lines[i + 1:j]), f"{lines[i]} has nothing under it"
+
+
+def _decimals_of(text: str) -> int:
+    return len(text.split(".")[1]) if "." in text else 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.floats(1e-3, 1e9), st.floats(1e-3, 1e9), st.floats(0.001, 0.9))
+def test_a_figure_printed_with_its_interval_lies_inside_it(value: float, centre: float, rel: float) -> None:
+    """Whatever the line's own figure, the figure printed with ± is within its interval (at the precision
+    printed: the last digit shown is at most half a unit off)."""
+    from app.report import intervals as ci
+
+    iv = (centre * (1 - rel), centre * (1 + rel))
+    for text, scale in ((ci.pm_fixed(value, iv, 2), 1.0), (ci.pm_fixed(value, iv, 1, scale=1e3), 1e3),
+                        (ci.pm_count(value, iv), 1.0)):
+        shown, _half = text.split(" ± ")
+        unit = UNITS[shown[-1]] if shown[-1] in "kM" else 1.0
+        number = shown.rstrip("kM")
+        slack = 0.5 * 10 ** -_decimals_of(number) * unit * scale
+        got = float(number) * unit * scale
+        assert iv[0] - slack <= got <= iv[1] + slack, (text, iv)
