@@ -272,21 +272,25 @@ def point_flags(point: Mapping[str, object], metrics: StorageMetrics, parts: Par
     return out
 
 
-def _warmup(metrics: StorageMetrics) -> tuple[int, int] | None:
-    """(seconds the warm-up cut took from the interval of mean IOPS, measured seconds) as the line's
-    ``ci_method`` records them; None without a batch-means interval of IOPS or with figures that are not
-    counts."""
-    method = metrics.ci_method
+def warmup_of(method: object, key: str = "iops") -> tuple[int, int] | None:
+    """(samples the warm-up cut took from the interval of figure ``key``, samples of the point) as a line's
+    ``ci_method`` records them; None without a batch-means interval of ``key`` or with counts that are not
+    counts (a line is untrusted)."""
     if not isinstance(method, Mapping) or method.get("method") != "batch-means":
         return None
     series = method.get("series")
-    iops = series.get("iops") if isinstance(series, Mapping) else None
-    cut = iops.get("warmup") if isinstance(iops, Mapping) else None
+    one = series.get(key) if isinstance(series, Mapping) else None
+    cut = one.get("warmup") if isinstance(one, Mapping) else None
     total = method.get("samples")
     if not (isinstance(cut, int) and isinstance(total, int) and not isinstance(cut, bool)
             and not isinstance(total, bool) and 0 <= cut <= total and total > 0):
         return None
     return cut, total
+
+
+def _warmup(metrics: StorageMetrics) -> tuple[int, int] | None:
+    """:func:`warmup_of` the point's interval of mean IOPS."""
+    return warmup_of(metrics.ci_method)
 
 
 def warmup_reason(metrics: StorageMetrics) -> str | None:

@@ -23,9 +23,10 @@ from app.report import replicates as rep
 from app.report.model import TRAFFIC_DESCRIPTIONS, MemoryRow, RunData, StorageRow
 from app.runmeta import Numa, RunMeta
 from app.sanitize import Markup, clean_line, clean_text, md_text
+from app.summary import point_label
 from app.textable import markdown_figure, markdown_table
 from app.units import format_count, format_size, size_text, us
-from app.validity import CHECKED, FLAGS, LEGEND, checks_of, names, recorded_facts
+from app.validity import CHECKED, FLAGS, LEGEND, WARMUP_SHARE, checks_of, names, recorded_facts, warmup_of
 
 if TYPE_CHECKING:
     from app.report.plots import Figure
@@ -425,13 +426,31 @@ def _mem_whole(p: MemoryRow) -> list[tuple[float | None, tuple[float, float] | N
             (p.bandwidth, ivs.get("bandwidth_mbps"), lambda v: f"{v:.1f}")]
 
 
+def _memory_warmup_note(points: Sequence[MemoryRow]) -> list[str]:
+    """One sentence naming the memory rows whose warm-up took a large share of their windows (as a storage
+    point's ``warmup-cut`` flag: memory rows carry no flags); [] when none did."""
+    found = []
+    for p in points:
+        cuts = [w for k in ci.memory_intervals(p) if (w := warmup_of(p.metrics.ci_method, k)) is not None]
+        got = max(cuts, key=lambda w: w[0] / w[1], default=None)
+        if got is not None and got[0] >= WARMUP_SHARE * got[1]:
+            cut, total = got
+            found.append(f"{md_text(point_label(Kind.MEMORY, p.point))}: {cut} of {total} ({cut / total:.0%})")
+    if not found:
+        return []
+    return [f"**Warm-up cut** (as `warmup-cut` flags a storage point): MSER-5 took {WARMUP_SHARE:.0%} or more of a "
+            "row's windows as warm-up — " + "; ".join(found[:4]) + (" …" if len(found) > 4 else "") + " windows: "
+            "the figure with ± is the mean of the windows after it, the whole-window figure counts them all.", ""]
+
+
 def _memory_interval_note(points: Sequence[MemoryRow]) -> list[str]:
     """What ± means under the memory tables, and (once) which points have none and why."""
     shown = [bool(ci.memory_intervals(p)) for p in points]
     if not any(shown):
         return ci.missing_note(points, shown) + ci.refused_note(points)
     whole = ci.whole_run_cells([_mem_whole(p) for p in points])
-    return ["± is the 95 % confidence interval, within this run, of the figure's mean over the engine's windows of "
+    return [*_memory_warmup_note(points),
+            "± is the 95 % confidence interval, within this run, of the figure's mean over the engine's windows of "
             "that row (batch means after the warm-up, docs/uncertainty.md), and the figure before it is that "
             "interval's centre.", "",
             *([ci.whole_run_note("the engine's figure over the row's whole window"), ""] if whole else []),

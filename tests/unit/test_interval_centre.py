@@ -148,6 +148,9 @@ def test_a_memory_row_shows_the_centre_of_its_interval(tmp_path: Path) -> None:
     md, rows = _report(_run(tmp_path / "mem", [(point, m)], kind="memory"))
     (row,) = _table(md, "Inject")
     assert row["Bandwidth (MB/sec)"] == "25531.5 ± 1294.5" and "24891.1 ±" not in md
+    # its warm-up took 5 of its 20 windows: said, as a storage point's warmup-cut flag would
+    assert ("MSER-5 took 25% or more of a row's windows as warm-up — R stride 64 delay 0: 5 of 20 (25%) windows: "
+            "the figure with ± is the mean of the windows after it") in md
     (r,) = rows
     assert float(r["bandwidth_MBps"]) == 25531.5 and float(r["bandwidth_MBps_whole_run"]) == 24891.1
     assert_headlines_inside(rows)
