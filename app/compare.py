@@ -259,11 +259,9 @@ MEMORY_FIGURES = (
 )
 REAL, WITHIN, NO_INTERVAL = "real", "within noise", "no interval"
 NOISE_NOTE = ("Each difference B − A has its 95 % interval (Welch's on the replicates when both runs repeated the "
-              "point, else the two points' intervals within each run, in quadrature): **real** when it excludes 0, "
-              "**within noise** when it contains 0, not judged without one. A point measured once shows the centre "
-              "of its 95 % interval within this run (the mean past the warm-up; fio's whole-run figure is in "
-              "`compare --json` as `a_whole_run`/`b_whole_run`); a repeated point shows its replicates' mean, and "
-              "How gives beside Welch's interval the median 95 % interval of one replicate within its run.")
+              "point, else the two points' within-run intervals in quadrature): **real** when it excludes 0, **within "
+              "noise** when it contains 0, not judged without one. A point shows its interval's centre (fio's "
+              "whole-run figure: `--json`), a repeated point its replicates' mean.")
 NO_SAMPLES = "no ci95 and no per-second samples"
 MAX_REASON = 200  # characters of a line's own reason shown
 

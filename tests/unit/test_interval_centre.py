@@ -166,7 +166,7 @@ def test_compare_differs_the_centres_and_keeps_the_whole_run_figures(tmp_path: P
     # fio's figures differ by +24.1k; the figures with intervals, the centres, by +19.6k
     assert row["A"] == "38.8k" and row["B"] == "58.4k" and row["B − A (95 %)"].startswith("+19.6k ± ")
     assert row["How"] == "within-run intervals"
-    assert "centre of its 95 % interval within this run" in md
+    assert "A point shows its interval's centre (fio's whole-run figure: `--json`)" in md
     storage: Any = out["storage"]
     iops = next(d for d in storage["differences"] if d["figure"] == "IOPS")
     assert iops["diff"] == pytest.approx(19_560.0) and iops["b_whole_run"] == WHOLE and "a_whole_run" in iops
