@@ -219,18 +219,24 @@ def test_compare_cuts_a_reason_between_words() -> None:
     assert _short("too few samples after the warm-up of 20 samples", 38) == "too few samples after the warm-up of…"
 
 
-def test_an_imported_mlc_figure_keeps_its_digits_and_no_heading_stands_empty(tmp_path: Path) -> None:
-    """MLC printed "80.9 ns": the report says 80.9 (not 80.90); an idle-only run has nothing to analyse, so no
-    empty "## Analysis" heading."""
+def _mlc_idle_report(tmp_path: Path) -> str:
     from app.importer import import_files
     from conftest import DATA
 
-    src = DATA / "mlc" / "v3.7-idle-latency.txt"
-    out, _ = import_files([str(src)], tmp_path / "imp")
-    md, _rows = _report(Path(out))
+    out, _ = import_files([str(DATA / "mlc" / "v3.7-idle-latency.txt")], tmp_path / "imp")
+    return _report(Path(out))[0]
+
+
+def test_an_imported_mlc_figure_keeps_its_digits(tmp_path: Path) -> None:
+    """MLC printed "( 80.9    ns)": the report says 80.9, not 80.90."""
+    md = _mlc_idle_report(tmp_path)
     (row,) = _table(md, "Stride (B)")
     assert row["Latency (ns)"] == "80.9" and "80.90" not in md
-    lines = md.splitlines()
+
+
+def test_no_heading_stands_empty(tmp_path: Path) -> None:
+    """An idle-only memory run has nothing to analyse: no empty "## Analysis" heading."""
+    lines = _mlc_idle_report(tmp_path).splitlines()
     heads = [i for i, x in enumerate(lines) if x.startswith("## ")]
     for i, j in zip(heads, heads[1:] + [len(lines)]):
         assert any(x.strip() for x in lines[i + 1:j]), f"{lines[i]} has nothing under it"
