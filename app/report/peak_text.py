@@ -45,8 +45,12 @@ def _source(cost: CpuCost) -> str:
 
 def _peak_rows(peak: Peak, row: StorageRow | None, run_dir: Path) -> list[list[str]]:
     iv = ci.storage_intervals(run_dir, row).get("iops") if row is not None else None
-    figure = ci.pm_count(float(peak.line.storage.iops or 0), iv)
-    figure += " IOPS" + (" (± the 95 % interval of its mean)" if iv is not None else "")
+    iops = float(peak.line.storage.iops or 0)
+    figure = ci.pm_count(iops, iv)
+    figure += " IOPS" + (" (± the 95 % interval of its mean within this run, around its centre)" if iv is not None
+                         else "")
+    if ci.whole_run_differs(iops, iv):
+        figure += f"; fio's whole-run figure {format_count(iops)}"
     cost = peak.cost
     per_cpu = (f"{cost_text(cost)} ({BUSY_SOURCE if cost.busy else FIO_SOURCE})" if cost.value is not None
                else f"n/a: {clean_line(cost.why, 300)}")
