@@ -23,7 +23,7 @@ RUFF_PATHS := app tests bench
 UNIT_TESTS := tests/unit
 
 # mypy: the type check of app/ (configured in pyproject.toml)
-.PHONY: typecheck lint check setup system-deps vm-deps venv native run test test-vm test-fast bench bench-fio bench-mem bench-report bench-tui bench-steady bench-precision bench-runs bench-fleet bench-peak native-asan container-test clean
+.PHONY: typecheck lint check setup system-deps vm-deps venv native run test test-vm test-fast bench bench-fio bench-mem bench-report bench-tui bench-steady bench-precision bench-runs bench-fleet bench-peak bench-claims native-asan container-test clean
 
 setup: system-deps vm-deps venv native
 
@@ -129,6 +129,13 @@ bench-fleet: setup
 # peak / best reference (acceptance: at least 0.9); about 15 minutes on 2 CPUs.  Not part of `make bench`
 bench-peak: setup
 	$(BIN)/python bench/peak.py
+
+# every claim the report and `compare` make (intervals, "real", "within noise", trends, knees, operating points,
+# supported tails, memory knees) scored on thousands of generated results directories of known truth; prints the
+# error-rate table against its targets (docs/claims.md).  A few minutes, no root, no fio.  Its quick mode on a
+# fixed seed is tests/unit/test_claims.py, part of `make test`
+bench-claims: setup
+	$(BIN)/python -m bench.claims
 
 typecheck: setup
 	$(BIN)/mypy

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence, TypeVar
 
+from app import compare_conditions as cc
 from app.errors import UsageError
 from app.points import Kind
 from app.presets import RW_MODES, base_key, read_toml, shipped_dir
@@ -257,7 +258,7 @@ MEMORY_FIGURES = (
     Figure("Latency ns", lambda r: r.latency or None, "latency_ns", 1.0, "lat_ns", False),
     Figure("MB/s", lambda r: r.bandwidth, "bandwidth_mbps", 1.0, "bw_mbps", True),
 )
-REAL, WITHIN, NO_INTERVAL = "real", "within noise", "no interval"
+REAL, WITHIN, NO_INTERVAL, UNLIKE = "real", "within noise", "no interval", "not judged"
 NOISE_NOTE = ("Each difference B − A has its 95 % interval (Welch's on the replicates when both runs repeated the "
               "point, else the two points' within-run intervals in quadrature): **real** when it excludes 0, **within "
               "noise** when it contains 0, not judged without one. A point shows its interval's centre (fio's "
@@ -403,12 +404,19 @@ class Tally:
     unjudged: int = 0
     reasons: dict[str, int] = field(default_factory=dict)
     records: list[dict[str, object]] = field(default_factory=list)  # each row, for ``compare --json``
+    unlike: int = 0  # differences not judged: the two points were measured under different conditions
+    unlike_points: dict[str, int] = field(default_factory=dict)  # each condition that differed → points
+    within_run: dict[str, int] = field(default_factory=dict)  # verdict → judged from within-run intervals alone
 
-    def add(self, verdict: str, whys: Sequence[str] = ()) -> None:
+    def add(self, verdict: str, whys: Sequence[str] = (), method: str = "") -> None:
+        if method and method != "welch" and verdict in (REAL, WITHIN):
+            self.within_run[verdict] = self.within_run.get(verdict, 0) + 1
         if verdict == REAL:
             self.real += 1
         elif verdict == WITHIN:
             self.within += 1
+        elif verdict == UNLIKE:
+            self.unlike += 1
         else:
             self.unjudged += 1
             for why in whys:
@@ -416,11 +424,11 @@ class Tally:
 
     @property
     def total(self) -> int:
-        return self.real + self.within + self.unjudged
+        return self.real + self.within + self.unjudged + self.unlike
 
     def json(self) -> dict[str, object]:
         return {"real": self.real, "within_noise": self.within, "not_judged": self.unjudged,
-                "reasons": dict(self.reasons), "differences": self.records}
+                "reasons": dict(self.reasons), "differences": self.records, **unlike_json(self)}
 
     def sentences(self, what: str) -> list[str]:
         """The summary under a table: the counts, then each distinct reason a difference was not judged."""
@@ -428,12 +436,14 @@ class Tally:
             return []
         out = [f"Differences B − A of the {what}, each with its 95 % interval: **{self.real} real** (the interval "
                f"excludes 0), {self.within} within noise (it contains 0), {self.unjudged} without an interval (not "
-               f"judged, never counted as real), of {self.total}.", ""]
+               f"judged, never counted as real), "
+               + (f"{self.unlike} not judged for different conditions, " if self.unlike else "")
+               + f"of {self.total}.", ""]
         if self.reasons:
             out += ["No interval because:", ""]
             out += [f"- {md_text(why)} ({n}×)" for why, n in sorted(self.reasons.items(), key=lambda t: -t[1])]
             out.append("")
-        return out
+        return out + unlike_sentences(self)
 
 
 def _signed(fig: Figure, v: float) -> str:
@@ -458,12 +468,16 @@ def _why_cell(a: Estimate, b: Estimate) -> str:
     return "; ".join(f"{side}: {why}" for side, why in missing)
 
 
-def judge_cells(fig: Figure, a: Estimate | None, b: Estimate | None, tally: Tally | None) -> list[str]:
+def judge_cells(fig: Figure, a: Estimate | None, b: Estimate | None, tally: Tally | None,
+                diffs: Sequence[cc.Unlike] = ()) -> list[str]:
     """The ``B − A (95 %)``, ``Noise`` and ``How`` cells of one figure of a matched pair, counted in ``tally``
-    (None: the figure is shown but not counted, as p99 without replicates)."""
+    (None: the figure is shown but not counted, as p99 without replicates); ``diffs``: the conditions the two
+    points were measured under that differ (then no verdict: :func:`unlike_cells`)."""
     if a is None or b is None:
         return ["", "", "measured by one run only"]
     d = difference(a, b)
+    if diffs:
+        return unlike_cells(fig, d, diffs, tally)
     if d is None:
         whys = [f"{side}: {e.why}" for side, e in (("A", a), ("B", b)) if e.ci is None and e.why]
         if tally is not None:
@@ -471,16 +485,21 @@ def judge_cells(fig: Figure, a: Estimate | None, b: Estimate | None, tally: Tall
         return ["", NO_INTERVAL, _why_cell(a, b)]
     verdict = WITHIN if d.within_noise else REAL
     if tally is not None:
-        tally.add(verdict)
+        tally.add(verdict, method=d.method)
     # the difference shown with ± is its interval's centre (as every figure with an interval, docs/uncertainty.md)
     centre, half = (d.low + d.high) / 2 * fig.scale, half_width((d.low, d.high)) * fig.scale
     return [f"{_signed(fig, centre)} ± {_fmt(fig.fmt, half)}",
             verdict, _method(d, a, b)]
 
 
-def pair_rows(label: str, ga: Measured, gb: Measured, figures: Sequence[Figure], tally: Tally) -> list[list[str]]:
+def pair_rows(label: str, ga: Measured, gb: Measured, figures: Sequence[Figure], tally: Tally,
+              conditions: cc.Conditions | None = None) -> list[list[str]]:
     """One table row per figure of a matched point: A, B, B/A, B − A ± its interval, the verdict, the method.
-    A figure without a per-second interval (p99) is judged on replicates only, and counted only then."""
+    A figure without a per-second interval (p99) is judged on replicates only, and counted only then.
+    ``conditions``: the two runs, whose points measured under different conditions get no verdict."""
+    diffs = conditions.of_pair(ga.first, gb.first) if conditions is not None else []
+    if diffs:
+        count_unlike(tally, diffs)
     rows = []
     for fig in figures:
         a, b = estimate(ga, fig), estimate(gb, fig)
@@ -489,11 +508,11 @@ def pair_rows(label: str, ga: Measured, gb: Measured, figures: Sequence[Figure],
         va = None if a is None else a.mean * fig.scale
         vb = None if b is None else b.mean * fig.scale
         counted = fig.ci_key is not None or (a is not None and b is not None and min(len(a.values), len(b.values)) > 1)
-        cells = judge_cells(fig, a, b, tally if counted else None)
-        if not counted and cells[1] == NO_INTERVAL:
+        cells = judge_cells(fig, a, b, tally if counted else None, diffs)
+        if not counted and cells[1] in (NO_INTERVAL, UNLIKE):
             cells = ["", "", "no interval for a percentile"]
         rows.append([label, fig.name, _fmt(fig.fmt, va), _fmt(fig.fmt, vb), _ratio(va, vb)] + cells)
-        tally.records.append(_record(label, fig, a, b, cells, counted))
+        tally.records.append(_record(label, fig, a, b, cells, counted) | unlike_record(diffs))
     return rows
 
 
@@ -513,6 +532,66 @@ def _record(label: str, fig: Figure, a: Estimate | None, b: Estimate | None, cel
         rec.update(diff=d.diff * fig.scale, low=d.low * fig.scale, high=d.high * fig.scale, method=d.method,
                    within_noise=d.within_noise)
     return rec
+
+
+# --- like for like: a verdict only between points measured under the same conditions -----------------------
+
+UNLIKE_NOTE = ("a verdict needs like-for-like measurements, and a difference between points measured differently "
+               "may be the measurement's, not the device's")
+MAX_UNLIKE = 8  # conditions (with both values) named under a table
+DRIFT_NOTE = ("an interval from one run's own samples sees the noise within that run only, not drift between runs "
+              "(the device's state, the host, a virtual machine's neighbours), so these verdicts say how B's run "
+              "differed from A's run, not that the difference holds when the runs are made again; repeat both runs "
+              "(`repeat=3`) for a verdict that includes the variation between runs")
+
+
+def count_unlike(tally: Tally, diffs: Sequence[cc.Unlike]) -> None:
+    """One matched point measured under different conditions: each condition counted once."""
+    for d in diffs:
+        tally.unlike_points[d.text()] = tally.unlike_points.get(d.text(), 0) + 1
+
+
+def unlike_cells(fig: Figure, d: Difference | None, diffs: Sequence[cc.Unlike], tally: Tally | None) -> list[str]:
+    """The cells of a figure whose two points were measured under different conditions: the difference as
+    measured (with its interval when there is one), no verdict, and which conditions differ."""
+    if tally is not None:
+        tally.add(UNLIKE)
+    shown = "" if d is None else \
+        f"{_signed(fig, d.diff * fig.scale)} ± {_fmt(fig.fmt, half_width((d.low, d.high)) * fig.scale)}"
+    return [shown, UNLIKE, "different " + cc.short(diffs)]
+
+
+def unlike_record(diffs: Sequence[cc.Unlike]) -> dict[str, object]:
+    """What ``compare --json`` adds to a row whose points were measured under different conditions."""
+    if not diffs:
+        return {}
+    return {"not_judged": cc.reason(diffs), "conditions": [{"name": d.name, "a": d.a, "b": d.b} for d in diffs]}
+
+
+def unlike_json(tally: Tally) -> dict[str, object]:
+    """The counts ``compare --json`` gives for a table: differences not judged for unlike conditions (and each
+    condition with the points it differed at), and the verdicts from within-run intervals alone."""
+    # "not_judged" (set first by Tally.json to the differences without an interval) counts both kinds
+    return {"not_judged": tally.unjudged + tally.unlike, "not_judged_conditions": tally.unlike,
+            "conditions": dict(tally.unlike_points), "within_run_only": dict(tally.within_run)}
+
+
+def unlike_sentences(tally: Tally) -> list[str]:
+    """Under a table: the differences not judged because their points were measured differently, each condition
+    with both values; and the verdicts that rest on within-run intervals alone."""
+    out = []
+    if tally.unlike:
+        shown = list(tally.unlike_points.items())
+        conds = "; ".join(f"{md_text(text)}, at {n} point{'s' if n != 1 else ''}" for text, n in shown[:MAX_UNLIKE])
+        conds += f"; and {len(shown) - MAX_UNLIKE} more" if len(shown) > MAX_UNLIKE else ""
+        out += [f"**{tally.unlike} not judged: measured under different conditions** ({conds}): {UNLIKE_NOTE}. "
+                "Their differences are shown as measured, with no verdict.", ""]
+    if tally.within_run:
+        n = sum(tally.within_run.values())
+        real = tally.within_run.get(REAL, 0)
+        out += [f"{n} verdict{'s' if n != 1 else ''} ({real} real) rest{'s' if n == 1 else ''} on within-run "
+                f"intervals alone (a side measured once): {DRIFT_NOTE}.", ""]
+    return out
 
 
 # --- run vs reference --------------------------------------------------------------------------------------
@@ -659,7 +738,8 @@ def _only(side: str, names: list[str]) -> list[str]:
 TABLE_HEAD = ["Figure", "A", "B", "B/A", "B − A (95 %)", "Noise", "How"]
 
 
-def _storage_section(a: RunData, b: RunData, out: dict[str, object] | None = None) -> list[str]:
+def _storage_section(a: RunData, b: RunData, out: dict[str, object] | None = None,
+                     conditions: cc.Conditions | None = None) -> list[str]:
     engines = {(p.ioengine, p.point.get("direct")) for p in a.storage + b.storage}
     extra = len(engines) > 1
     sa = measured(a.path, a.storage, lambda p: _skey(p, extra))
@@ -672,7 +752,7 @@ def _storage_section(a: RunData, b: RunData, out: dict[str, object] | None = Non
         for k in common:
             label = workload(sa[k].first) + (f" {sa[k].first.ioengine}" if extra else "")
             more = [", ".join(sa[k].flags) or "—", ", ".join(sb[k].flags) or "—"] if flagged else []
-            rows += [r + more for r in pair_rows(label, sa[k], sb[k], STORAGE_FIGURES, tally)]
+            rows += [r + more for r in pair_rows(label, sa[k], sb[k], STORAGE_FIGURES, tally, conditions)]
         lines.append(markdown_table(["Workload"] + TABLE_HEAD + (["Flags A", "Flags B"] if flagged else []), rows,
                                     right=(2, 3, 4, 5)))
         lines.append("")
@@ -747,8 +827,20 @@ def _knee_sentence(label: str, ka: support.KneeSupport, kb: support.KneeSupport,
     return f"{head}; A rates its knee {va}, B {vb}: the runs' checks cannot tell whether the difference is noise."
 
 
+def _knee_unlike(conditions: cc.Conditions, ca: an.Curve, cb: an.Curve) -> list[cc.Unlike]:
+    """The conditions that differ at any load both runs measured of one curve (each condition once)."""
+    pb = {p.inflight: p for p in cb.points}
+    out: dict[str, cc.Unlike] = {}
+    for p in ca.points:
+        if p.inflight in pb:
+            for d in conditions.of_pair(p, pb[p.inflight]):
+                out.setdefault(d.text(), d)
+    return list(out.values())
+
+
 def _knee_section(a: RunData, b: RunData) -> list[str]:
-    """For each curve (workload over its loads) both runs measured at three loads or more: the knees."""
+    """For each curve (workload over its loads) both runs measured at three loads or more: the knees; no verdict
+    on a knee that moved when the curves' points were measured under different conditions."""
     ca = {c.key: c for c in an.storage_curves(rp.storage_views(a.storage).main) if len(c.points) >= 3}
     cb = {c.key: c for c in an.storage_curves(rp.storage_views(b.storage).main) if len(c.points) >= 3}
     common = [k for k in ca if k in cb]
@@ -761,6 +853,11 @@ def _knee_section(a: RunData, b: RunData) -> list[str]:
              "fragile; when both call it stable, the loads at the two knees are compared between the runs.", ""]
     for k in common:
         ka, kb = support.knee_support(a.path, ca[k]), support.knee_support(b.path, cb[k])
+        diffs = _knee_unlike(cc.Conditions(a, b), ca[k], cb[k])
+        if diffs and ka.name(ka.knee) != kb.name(kb.knee):
+            lines.append(f"- {md_text(ca[k].label)}: the knee is {ka.name(ka.knee)} in A and {kb.name(kb.knee)} "
+                         f"in B; not judged: {md_text(cc.reason(diffs))}.")
+            continue
         # each knee indexes its own run's curve: the two runs may have measured different loads
         knees = sorted({curve.points[i].inflight for curve, i in ((ca[k], ka.knee), (cb[k], kb.knee)) if i is not None})
         moved = _moved_points(a, b, ca[k], cb[k], knees) if len(knees) > 1 else []
@@ -773,7 +870,8 @@ def _memory_label(p: MemoryRow) -> str:
     return what + (f" buffer {format_size(p.buffer)}" if p.buffer else "")
 
 
-def _memory_section(a: RunData, b: RunData, out: dict[str, object] | None = None) -> list[str]:
+def _memory_section(a: RunData, b: RunData, out: dict[str, object] | None = None,
+                    conditions: cc.Conditions | None = None) -> list[str]:
     ma, mb = measured(a.path, a.memory, _mkey), measured(b.path, b.memory, _mkey)
     common = [k for k in ma if k in mb]
     lines = ["## Memory", ""]
@@ -781,7 +879,7 @@ def _memory_section(a: RunData, b: RunData, out: dict[str, object] | None = None
         return lines + ["No memory point of one run matches a point of the other.", ""]
     rows, tally = [], Tally()
     for k in common:
-        rows += pair_rows(_memory_label(ma[k].first), ma[k], mb[k], MEMORY_FIGURES, tally)
+        rows += pair_rows(_memory_label(ma[k].first), ma[k], mb[k], MEMORY_FIGURES, tally, conditions)
     lines.append(markdown_table(["Point"] + TABLE_HEAD, rows, right=(2, 3, 4, 5)))
     lines.append("")
     if out is not None:
@@ -801,10 +899,10 @@ def compare_runs(dir_a: str, dir_b: str, out: dict[str, object] | None = None) -
              "For throughput above 1× means B is faster; for latency below 1× means B is faster. " + NOISE_NOTE, ""]
     lines += _warnings(a, "A") + _warnings(b, "B")
     if a.storage or b.storage:
-        lines += _storage_section(a, b, out)
+        lines += _storage_section(a, b, out, cc.Conditions(a, b))
         lines += _knee_section(a, b)
     if a.memory or b.memory:
-        lines += _memory_section(a, b, out)
+        lines += _memory_section(a, b, out, cc.Conditions(a, b))
     return clean_text("\n".join(lines).rstrip() + "\n", newlines=True)
 
 

@@ -5,7 +5,10 @@ elsewhere is not in them: io_uring's SQ-poll thread (``sqthread_poll``: fio repo
 that thread kept a CPU busy), and the interrupts and softirqs that complete I/O.  The kernel's per-CPU counters
 (``cpuN`` lines of /proc/stat, in USER_HZ ticks) count every CPU's time by what it did, whoever did it; read at
 the two ends of the window fio measured (the same window as the ``device`` part, app.devstat), their busy time
-says how many CPUs the point kept busy, and fio's I/Os in that window per busy CPU-second what an I/O cost.
+says how many of the host's CPUs were busy during the point — with fio's work, the kernel's for it, and any other
+process's: on a shared machine or a VM another tenant's work counts too (1.90 of 2 CPUs busy while fio's job used
+36 % of one).  So fio's I/Os per busy CPU-second is the host's figure, shown beside fio's own (its job threads'
+usr+sys), never as what an I/O cost (app.peak).
 
 Busy is user + nice + system + irq + softirq (guest time is already inside user and nice); idle and iowait are
 not busy; steal (time the hypervisor gave another guest) is reported apart.  The CPUs counted are the point's

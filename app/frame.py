@@ -29,6 +29,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
+from app.peak import fio_cpus
 from app.points import Kind, MemoryPoint, StoragePoint, csv_columns
 from app.records import Latency, ResultLine
 
@@ -42,7 +43,7 @@ MB = 1e6
 CI_FIGURES = ("iops", "bw_bytes", "lat_mean_ns", "latency_ns", "bandwidth_mbps")
 CI_COLUMNS = tuple(f"{f}_ci_{end}" for f in CI_FIGURES for end in ("low", "high"))
 TAIL_COLUMNS = ("lat_p99_999_us", "device_read_ratio", "device_write_ratio", "device_lat_mean_us")
-CPU_COLUMNS = ("iops_per_cpu", "busy_cpus", "iops_per_busy_cpu")
+CPU_COLUMNS = ("iops_per_cpu", "busy_cpus", "iops_per_busy_cpu", "fio_cpus", "steal_cpus")
 # a figure's column → (its interval's key, the factor from the interval's unit to the column's)
 CENTRED = {"iops": ("iops", 1.0), "bw_MBps": ("bw_bytes", 1e-6), "lat_mean_us": ("lat_mean_ns", 1e-3),
            "latency_ns": ("latency_ns", 1.0), "bandwidth_MBps": ("bandwidth_mbps", 1.0)}
@@ -63,7 +64,9 @@ CSV_COLUMNS = [
     # the deepest tail percentile and the device's own counters (docs/tails.md), after the older columns
     *TAIL_COLUMNS,
     # I/Os per CPU-second of fio's job threads, then the CPUs busy over the point by /proc/stat and fio's I/Os per
-    # busy CPU-second (the line's host_cpu part; docs/results-schema.md), empty for lines that predate them
+    # busy CPU-second (the line's host_cpu part; docs/results-schema.md), empty for lines that predate them; then
+    # (after those, for scripts that read by position) the CPUs fio's own job threads kept busy, and the host's
+    # steal in CPUs (host_cpu's steal_s over its window_s)
     *CPU_COLUMNS,
     # a figure with an interval is the interval's centre (the mean past the warm-up, what the report shows with
     # ±); these are the line's own figures over the whole run (fio's, the engine's whole window), warm-up
@@ -116,6 +119,7 @@ def storage_record(p: StorageRow, run_dir: Path | None = None) -> dict[str, obje
         "bw_MBps": _r6(p.bw / MB), "read_bw_MBps": _r6(float(m.read_bw_bytes or 0) / MB),
         "write_bw_MBps": _r6(float(m.write_bw_bytes or 0) / MB),
         "usr_cpu_pct": _r6(p.usr), "sys_cpu_pct": _r6(p.sys), "iops_per_cpu": _r6(m.iops_per_cpu),
+        "fio_cpus": _r6(own) if (own := fio_cpus(p.line)) is not None and 0 <= own <= MAX_BUSY_CPUS else None,
         "littles_L": _r6(ll.l) if ll else None, "littles_N": p.inflight,
         "littles_ratio": _r6(ll.ratio) if ll else None,
         # the validity flags, ';'-separated; empty when none was raised or the line predates the checks
@@ -144,8 +148,11 @@ def _host_cpu_cells(p: StorageRow) -> dict[str, object]:
     if not isinstance(h, Mapping) or "unavailable" in h:
         return {}
     busy, per = number(h.get("busy_cpus")), number(h.get("iops_per_busy_cpu"))
+    steal, window = number(h.get("steal_s")), number(h.get("window_s"))
+    steal_cpus = steal / window if steal is not None and window is not None and window > 0 else None
     return {"busy_cpus": _r6(busy) if busy is not None and 0 <= busy <= MAX_BUSY_CPUS else None,
-            "iops_per_busy_cpu": _r6(per) if per is not None and 0 <= per <= MAX_IOPS_PER_BUSY_CPU else None}
+            "iops_per_busy_cpu": _r6(per) if per is not None and 0 <= per <= MAX_IOPS_PER_BUSY_CPU else None,
+            "steal_cpus": _r6(steal_cpus) if steal_cpus is not None and 0 <= steal_cpus <= MAX_BUSY_CPUS else None}
 
 
 def _tail_cells(p: StorageRow) -> dict[str, object]:
@@ -159,7 +166,7 @@ def _tail_cells(p: StorageRow) -> dict[str, object]:
     row: dict[str, object] = {}
     for key, pct, _label in TAIL_PERCENTILES[1:]:  # p99 stays as fio gave it, as it always was
         v = tail_value(p, key, pct)
-        row[f"lat_{key}_us"] = _r6(v / 1e3) if v is not None and supported(pct, ios) else None
+        row[f"lat_{key}_us"] = _r6(v / 1e3) if v is not None and supported(pct, ios, p.inflight) else None
     d = p.line.parts.device
     if isinstance(d, Mapping) and "unavailable" not in d:
         lat = number(d.get("lat_mean_ns"))

@@ -1,17 +1,23 @@
-"""The peak of a run: the best point, the configuration that reached it, its IOPS per busy CPU, and what ran out.
+"""The peak of a run: the best point, the configuration that reached it, its IOPS per CPU, and what ran out.
 
 Pure: it reads results lines (and run.json's skipped entries) and returns typed values; the report
 (app.report.peak_text) and the TUI's results table format them.
 
 - **Peak**: the most IOPS among the measured pure-read storage points (pure writes when the run measured no
-  pure read). With replicates, the best replicate.
+  pure read). With replicates (``repeat`` ≥ 2) a load is judged by the **mean over its replicates**, never by
+  its best replicate (:func:`mean_line`): the peak is the load with the most IOPS on average, its figure that
+  mean (the report adds the replicates' range and interval), the steps of "what ran out" compare loads' means,
+  and its CPU figures are the counters of the replicate nearest that mean (one real run's, not a blend).
 - **Configuration**: what a point is run with beside its load (iodepth × numjobs): its pattern and block size,
   ``ioengine``, the io_uring options set (``registerfiles``, ``fixedbufs``, ``sqthread_poll``, ``hipri``) and
   the CPUs its jobs were pinned to (``cpus``).  Read from the point's JSON with ``get``: a line written before
   those keys existed is a configuration without them.
-- **IOPS per CPU** (:func:`cpu_cost`): the ``host_cpu`` part's ``iops_per_busy_cpu`` (/proc/stat over the
-  measured window: counts the kernel's SQ-poll thread and interrupts) when the line has one, else
-  ``metrics.iops_per_cpu`` (fio's job threads' usr+sys only); each says which it is.
+- **IOPS per CPU** (:func:`cpu_cost`): ``metrics.iops_per_cpu``, the I/Os per CPU-second of fio's own job
+  threads (usr+sys), with how many CPUs those threads kept busy; beside it, labelled as the host's, the
+  ``host_cpu`` part (/proc/stat over the measured window): the busy CPUs, the steal, and the I/Os per busy host
+  CPU.  The host figure counts every process on those CPUs — on a shared machine or a VM, other tenants' work
+  (1.90 of 2 CPUs busy while fio's job used 36 % of one) — as well as the kernel's SQ-poll thread and interrupts
+  done for fio, so it is no cost of fio's I/O alone and never the headline.
 - **What ran out** (:func:`limit`), in this order: *CPU* when the peak point's CPUs were at least 90 % busy
   (host_cpu's busy CPUs over the CPUs it counted) or fio's job threads were each at least 90 % busy; *depth*
   when the peak is at the deepest iodepth and the most numjobs its configuration tried and IOPS still grew at
@@ -24,11 +30,12 @@ its range makes the part unusable (with one sentence saying which key), never a 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from app.procedure import SATURATION_IOPS_GAIN
-from app.records import ResultLine, is_num, number
+from app.records import ResultLine, is_num, number, read_line
 from app.runners.fio_parse import MIN_CPU_SECONDS
 from app.sanitize import clean_line
 from app.topology import cpu_list
@@ -40,8 +47,8 @@ GROWTH = SATURATION_IOPS_GAIN  # a step that adds less IOPS than this has stoppe
 # /proc/stat counts CPU time in ticks of 10 ms (USER_HZ 100): under 50 ticks of busy time the figure's rounding
 # alone exceeds 2 %, so it is shown flagged, not bare
 MIN_BUSY_S = 0.5
-BUSY_SOURCE = "per busy CPU from /proc/stat, counting kernel threads and interrupts"
 FIO_SOURCE = "per CPU-second of fio's job threads (usr+sys)"
+HOST_WHAT = "every process on those CPUs, the kernel's threads and interrupts"  # what the host figure counts
 PEAK_PRESETS = ("peak", "peak-write")
 MAX_REASON = 300
 
@@ -59,6 +66,12 @@ class HostCpu:
     busy_s: float
     busy_cpus: float
     iops_per_busy_cpu: float | None
+    steal_s: float | None = None  # CPU-seconds the hypervisor gave to others (None: not recorded)
+
+    @property
+    def steal_cpus(self) -> float | None:
+        """The CPUs' worth of time the hypervisor gave to other guests over the window."""
+        return None if self.steal_s is None else self.steal_s / self.window_s
 
     @property
     def share(self) -> float:
@@ -96,38 +109,50 @@ def host_cpu(part: object) -> HostCpu | str | None:
         return f"the host_cpu part counts more busy time than its {len(cpus)} CPUs have"
     per = part.get("iops_per_busy_cpu")
     per_busy = number(per) if is_num(per) else None
-    return HostCpu(text, len(cpus), window, busy, busy_cpus, per_busy)  # type: ignore[arg-type]  # checked str
+    steal = number(part.get("steal_s")) if is_num(part.get("steal_s")) else None
+    if steal is not None and not 0 <= steal <= window * len(cpus) * 1.05:
+        return f"the host_cpu part's steal_s is not a share of its {len(cpus)} CPUs' time"
+    return HostCpu(text, len(cpus), window, busy, busy_cpus, per_busy, steal)  # type: ignore[arg-type]  # checked
 
 
 @dataclass(frozen=True)
 class CpuCost:
-    """A point's IOPS per CPU: the figure, what it counts (:data:`BUSY_SOURCE` / :data:`FIO_SOURCE`), and why it
-    is missing or (``few``) flagged."""
+    """A point's IOPS per CPU of fio's own job threads: the figure, what it counts (:data:`FIO_SOURCE`), and why it
+    is missing; ``fio_cpus``: the CPUs fio's job threads kept busy (usr+sys of its jobs), ``host``: the host's CPUs
+    over the same point (checked, or why not; None: not recorded), shown beside fio's figure, never in its
+    place."""
 
     value: float | None
     source: str | None = None
     why: str | None = None  # no figure: why; a figure: None
-    few: str | None = None  # the figure was computed from too little: how little
-
-    @property
-    def busy(self) -> bool:
-        return self.source == BUSY_SOURCE
+    fio_cpus: float | None = None
+    host: HostCpu | str | None = None
 
 
 def cpu_cost(line: ResultLine) -> CpuCost:
-    """The point's IOPS per CPU: per busy CPU when its ``host_cpu`` part has the figure, else fio's."""
+    """The point's IOPS per CPU of fio's own job threads (usr+sys), with the host's CPUs beside it."""
     host = host_cpu(line.parts.host_cpu)
-    if isinstance(host, HostCpu) and host.iops_per_busy_cpu is not None:
-        few = f"{host.busy_s:.2f} CPU-s busy in {host.window_s:.1f} s" if host.few else None
-        return CpuCost(host.iops_per_busy_cpu, BUSY_SOURCE, few=few)
+    own = fio_cpus(line)
     fio = line.storage.iops_per_cpu
     if fio is not None and is_num(fio):
-        return CpuCost(float(fio), FIO_SOURCE)
+        return CpuCost(float(fio), FIO_SOURCE, fio_cpus=own, host=host)
     why = ("fio's job threads used too little CPU time for the figure (under "
-           f"{MIN_CPU_SECONDS:g} CPU-s)" if _fio_share(line) is not None else "the line records no CPU figures")
-    if isinstance(host, str):
-        why += f"; host CPU: {host}"
-    return CpuCost(None, why=why)
+           f"{MIN_CPU_SECONDS:g} CPU-s)" if _fio_share(line) is not None else "the line records no CPU figures of "
+           "fio's job threads")
+    return CpuCost(None, why=why, fio_cpus=own, host=host)
+
+
+def fio_cpus(line: ResultLine) -> float | None:
+    """How many CPUs fio's own job threads kept busy: its I/Os per second over its I/Os per CPU-second (their CPU
+    time over the run), else their usr+sys share of one CPU times the jobs; None without fio's CPU figures."""
+    fio, iops = line.storage.iops_per_cpu, line.storage.iops
+    if fio is not None and is_num(fio) and fio > 0 and iops is not None and is_num(iops):
+        return float(iops) / float(fio)
+    share = _fio_share(line)
+    if share is None:
+        return None
+    n = line.point.get("numjobs")
+    return share * (n if isinstance(n, int) and not isinstance(n, bool) and n >= 1 else 1)
 
 
 def _fio_share(line: ResultLine) -> float | None:
@@ -153,9 +178,11 @@ def cpu_load(line: ResultLine) -> CpuLoad | None:
     loads = []
     host = host_cpu(line.parts.host_cpu)
     if isinstance(host, HostCpu):
+        steal = "" if host.steal_cpus is None else f", steal {host.steal_cpus:.2f} CPU"
         loads.append(CpuLoad(host.share, f"{host.busy_cpus:.2f} of the {host.count} CPU{'s' if host.count != 1 else ''}"
-                                         f" counted ({host.cpus}) busy, {host.share:.0%}, over {host.window_s:.1f} s "
-                                         "(/proc/stat: every process on them, the kernel's threads and interrupts)"))
+                                         f" counted ({host.cpus}) busy, {host.share:.0%}{steal}, over "
+                                         f"{host.window_s:.1f} s (/proc/stat: every process on them, the kernel's "
+                                         "threads and interrupts)"))
     share = _fio_share(line)
     if share is not None:
         loads.append(CpuLoad(share, f"fio's job threads {share:.0%} busy each (usr+sys)"))
@@ -334,9 +361,15 @@ class ConfigBest:
     """One configuration's best point and its cost in CPU."""
 
     config: Config
-    best: ResultLine
+    best: ResultLine  # with replicates: the best load's mean_line
     points: int
     cost: CpuCost
+    replicates: tuple[ResultLine, ...] = ()  # the best load's replicates (one line without repeats)
+
+    @property
+    def iops(self) -> float:
+        """The best load's IOPS: the mean over its replicates."""
+        return mean_iops(self.replicates or (self.best,))
 
 
 @dataclass(frozen=True)
@@ -348,6 +381,47 @@ class Peak:
     limit: Limit
     configs: list[ConfigBest] = field(default_factory=list)  # best IOPS first
     skipped: list[tuple[Config, str]] = field(default_factory=list)  # configurations none of whose points ran
+    replicates: tuple[ResultLine, ...] = ()  # the peak load's replicates (one line without repeats)
+
+    @property
+    def iops(self) -> float:
+        """The peak: the mean IOPS over the peak load's replicates."""
+        return mean_iops(self.replicates or (self.line,))
+
+
+def mean_iops(lines: Sequence[ResultLine]) -> float:
+    return math.fsum(_iops(ln) for ln in lines) / len(lines)
+
+
+def load_sets(points: Sequence[ResultLine]) -> list[list[ResultLine]]:
+    """The points grouped by their point less its replicate (a load's replicates), in first-seen order."""
+    from app.presets import base_key
+
+    out: dict[str, list[ResultLine]] = {}
+    for ln in points:
+        out.setdefault(base_key(ln.point), []).append(ln)
+    return list(out.values())
+
+
+def nearest_mean(reps: Sequence[ResultLine]) -> ResultLine:
+    """The replicate whose IOPS is nearest the mean over them (the first of a tie)."""
+    m = mean_iops(reps)
+    return min(reps, key=lambda ln: abs(_iops(ln) - m))
+
+
+def mean_line(reps: Sequence[ResultLine]) -> ResultLine:
+    """A load's line: the line itself, or for replicates the one nearest their mean IOPS (its point less the
+    replicate, its parts and CPU counters) with IOPS and mean latency the means over the replicates."""
+    if len(reps) == 1:
+        return reps[0]
+    doc = nearest_mean(reps).json()
+    point = {k: v for k, v in (doc.get("point") or {}).items() if k != "replicate"}  # type: ignore[union-attr]
+    metrics = dict(doc.get("metrics") or {})  # type: ignore[arg-type]
+    metrics["iops"] = mean_iops(reps)
+    lats = [_lat(ln) for ln in reps]
+    if all(v is not None for v in lats) and isinstance(metrics.get("lat_ns"), dict):
+        metrics["lat_ns"] = {**metrics["lat_ns"], "mean": math.fsum(v or 0.0 for v in lats) / len(lats)}  # type: ignore[dict-item]
+    return read_line({**doc, "point": point, "metrics": metrics}, check=False)
 
 
 def _candidates(lines: Sequence[ResultLine]) -> tuple[str, list[ResultLine]]:
@@ -381,15 +455,18 @@ def find_peak(lines: Sequence[ResultLine], skipped: Sequence[tuple[Mapping[str, 
         return None
     bests = []
     for config, points in groups.items():
-        best = max(points, key=_iops)
-        bests.append(ConfigBest(config, best, len(points), cpu_cost(best)))
-    bests.sort(key=lambda b: -_iops(b.best))
+        most = max(load_sets(points), key=mean_iops)
+        best = mean_line(most)
+        bests.append(ConfigBest(config, best, len(points), cpu_cost(best), tuple(most)))
+    bests.sort(key=lambda b: -b.iops)
     top = bests[0]
     missing: dict[Config, str] = {}
     for point, reason in skipped:
         c = Config.of(point)
         if c not in groups and _pure(point) == direction:
             missing.setdefault(c, clean_line(reason or "skipped", MAX_REASON))
-    return Peak(direction, top.best, top.config, top.cost, limit(top.best, groups[top.config]), bests,
-                list(missing.items()))
+    loads = [top.best if top.best in reps or reps == list(top.replicates) else mean_line(reps)
+             for reps in load_sets(groups[top.config])]
+    return Peak(direction, top.best, top.config, top.cost, limit(top.best, loads), bests,
+                list(missing.items()), top.replicates)
 

@@ -7,9 +7,15 @@ bucket is at most 1/64 ≈ 1.6 % wide) and writes the buckets that were hit with
 directions, as ``metrics.lat_hist``: ``[[ns, count], …]``, ascending, counts > 0.  Merging histograms bucket by
 bucket gives exact percentiles of the union; averaging percentiles does not (fio issues 1881, 1918).
 
-A percentile p is *supported* when the point completed at least 10 / (1 − p) I/Os: then at least ten I/Os lie
-beyond it, so it is set by more than the single slowest I/O.  p99 needs 1,000 I/Os, p99.9 10,000, p99.99
-100,000, p99.999 1,000,000.  An unsupported percentile is shown as "—" with the count beside it, never bare.
+A percentile p is *supported* when at least ten **distinct stall events** lie beyond it, so it is set by more
+than one slow moment of the device.  The histogram keeps no completion times, so events are bounded from what it
+does carry: a point keeps N = QD × jobs I/Os in flight, and one stall can hold at most those N, which then
+complete together (within one service time of each other) — so the I/Os beyond p, (1 − p)·n of n, are at least
+⌈(1 − p)·n / N⌉ events.  Requiring ten gives n ≥ 10·N / (1 − p) (:func:`min_ios`): at N = 1, p99 needs 1,000
+I/Os, p99.9 10,000, p99.99 100,000, p99.999 1,000,000; at QD32, 32 times as many.  The bound is conservative:
+it counts every tail I/O as part of a stall that held the whole queue, so it can withhold a percentile that ten
+independent slow I/Os did set, never shows one set by fewer than ten stalls.  An unsupported percentile is
+shown as "—" with the count beside it, never bare.
 """
 
 from __future__ import annotations
@@ -28,17 +34,24 @@ MAX_COUNT = 1 << 63
 EXCEEDANCE_FLOOR = 1e-6  # the exceedance figure's lowest fraction
 
 
-def min_ios(pct: float) -> int:
-    """The completions percentile ``pct`` (in percent) needs to be supported: ⌈10 / (1 − p)⌉ (p99 → 1,000)."""
+def min_ios(pct: float, inflight: int = 1) -> int:
+    """The completions percentile ``pct`` (in percent) needs to be supported at ``inflight`` I/Os in flight:
+    ⌈10 · N / (1 − p)⌉ (p99 at N = 1 → 1,000; at N = 32 → 32,000), ten stall events of up to N I/Os each."""
     tail = 1.0 - pct / 100.0
     if tail <= 0:
         raise ValueError(f"percentile {pct} leaves no tail")
-    return math.ceil(round(SUPPORT_BEYOND / tail, 6))
+    return math.ceil(round(SUPPORT_BEYOND * max(1, inflight) / tail, 6))
 
 
-def supported(pct: float, ios: float | None) -> bool:
-    """Whether a point of ``ios`` completions supports percentile ``pct``: False when the count is unknown."""
-    return ios is not None and ios >= min_ios(pct)
+def supported(pct: float, ios: float | None, inflight: int = 1) -> bool:
+    """Whether a point of ``ios`` completions at ``inflight`` I/Os in flight supports percentile ``pct``: False
+    when the count is unknown."""
+    return ios is not None and ios >= min_ios(pct, inflight)
+
+
+def stall_events(pct: float, ios: float, inflight: int = 1) -> int:
+    """The fewest distinct stall events the I/Os beyond percentile ``pct`` can be: ⌈(1 − p) · n / N⌉."""
+    return math.ceil(round((1.0 - pct / 100.0) * ios / max(1, inflight), 6))
 
 
 def hist_of_bins(bins: Mapping[int, int]) -> Hist:

@@ -7,15 +7,25 @@ farthest from the chord joining the first and the last point, on the low-latency
 (the "max distance to the chord" form of Kneedle, Satopää et al. 2011, without smoothing).
 A curve whose farthest point is less than ``MIN_KNEE_DISTANCE`` from the chord is nearly
 straight and has no knee; fewer than three points cannot show one.
+
+Replicates (``repeat`` ≥ 2): a load measured in several replicates is one point of its curve, the **mean over
+its replicates** (:func:`mean_row`), never one replicate; the knee is found on those means and its support
+(app.report.support) looks at each replicate's own curve.  A load **meets a latency bound only when every
+replicate does** (:func:`best_under_bound`); a load that met it in some replicates only is named with the
+replicates' p99 range, not chosen.  With three replicates of a load whose true p99 sits just under the bound
+this is strict (each replicate must land under it), so the operating point errs on the lighter load — the
+direction a bound is for.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Sequence
 
-from app.records import number
+from app.presets import base_key
+from app.records import JSONObject, JSONValue, number
 from app.report import memory as mem
 from app.report.model import MemoryRow, RunData, StorageRow
 
@@ -92,8 +102,13 @@ class Curve:
     mix: str
     bs: int
     label: str
-    points: list[StorageRow]
+    points: list[StorageRow]  # one per load: the row, or with replicates the mean over them (mean_row)
     knee: int | None = None
+    replicates: list[list[StorageRow]] = field(default_factory=list)  # per point: its replicates (or the row)
+
+    @property
+    def repeated(self) -> bool:
+        return any(len(r) > 1 for r in self.replicates)
 
     @property
     def loads(self) -> list[int]:
@@ -149,15 +164,82 @@ def workloads(points: Sequence[StorageRow]) -> list[Workload]:
     return out
 
 
-def storage_curves(points: Sequence[StorageRow]) -> list[Curve]:
-    """Every workload measured at two or more loads, in first-seen order."""
+MEAN_FIGURES = ("iops", "read_iops", "write_iops", "bw_bytes", "read_bw_bytes", "write_bw_bytes", "usr_cpu",
+                "sys_cpu")
+MEAN_LATENCIES = ("lat_ns", "read_lat_ns", "write_lat_ns")
+LATENCY_KEYS = ("min", "mean", "max", "stddev", "p50", "p90", "p99", "p99_9", "p99_99", "p99_999")
+
+
+def replicate_sets(rows: Sequence[StorageRow]) -> list[list[StorageRow]]:
+    """The rows grouped by point less its replicate, in first-seen order: each group a point's replicates (a row
+    measured once is a group of one; a repeated line without a replicate number keeps its first measurement)."""
+    groups: dict[str, list[StorageRow]] = {}
+    for r in rows:
+        g = groups.setdefault(base_key(r.point), [])
+        if r.replicate is not None and all(o.replicate is not None and o.replicate != r.replicate for o in g):
+            g.append(r)
+        elif not g:
+            g.append(r)
+    return list(groups.values())
+
+
+def mean_row(reps: Sequence[StorageRow], run_dir: Path | None = None) -> StorageRow:
+    """One row standing for a point's replicates: each throughput figure and each latency summary figure the
+    mean over them (a figure missing from one replicate is left out), and as its 95 % interval the Student-t
+    interval over the replicates (:func:`app.uncertainty.replicate_spread`, between runs).  Its whole seconds,
+    for the analyses that judge a point by its per-second spread, are every replicate's together (with
+    ``run_dir``; their spread holds the variation between runs as well as within one); without ``run_dir``
+    it has none.  A single row is itself."""
+    from app.uncertainty import replicate_spread
+
+    if len(reps) == 1:
+        return reps[0]
+    metrics: JSONObject = {}
+    for k in MEAN_FIGURES:
+        vals = [r.metrics.figure(k) for r in reps]
+        if all(v is not None for v in vals):
+            metrics[k] = math.fsum(v or 0.0 for v in vals) / len(vals)
+    for k in MEAN_LATENCIES:
+        lats = [r.metrics.latency(k) for r in reps]
+        if not all(lat is not None for lat in lats):
+            continue
+        summary: JSONObject = {}
+        for key in LATENCY_KEYS:
+            got = [lat.get(key) for lat in lats if lat is not None]
+            if all(v is not None for v in got):
+                summary[key] = math.fsum(v or 0.0 for v in got) / len(got)
+        metrics[k] = summary
+    point: dict[str, JSONValue] = {k: v for k, v in reps[0].point.items() if k != "replicate"}
+    row = StorageRow.of(reps[0].index, point, metrics)
+    ivs: dict[str, tuple[float, float]] = {}
+    figures = {"iops": [r.iops for r in reps], "bw_bytes": [r.bw for r in reps],
+               "lat_mean_ns": [r.lat_mean for r in reps]}
+    for fig, values in figures.items():
+        if all(values):
+            sp = replicate_spread(values)
+            if sp.ci is not None:
+                ivs[fig] = sp.ci
+    row.computed_ci = (ivs, "" if "iops" in ivs else "the replicates give no interval", {})
+    if run_dir is None:
+        row.whole_samples = []
+    else:
+        from app.report.noise import samples_of
+
+        row.whole_samples = [s for r in reps for s in samples_of(run_dir, r)]
+    return row
+
+
+def storage_curves(points: Sequence[StorageRow], run_dir: Path | None = None) -> list[Curve]:
+    """Every workload measured at two or more loads, in first-seen order; a load measured in replicates is the
+    mean over them (:func:`mean_row`, its seconds every replicate's when ``run_dir`` is given), its replicates
+    kept beside it."""
     curves: list[Curve] = []
     for w in workloads(points):
         (mix, bs, rest), pts = w.key, w.points
         # two points with the same N (QD4×4 and QD16×1) are different curves: split by jobs
         by_n: dict[int, int] = {}
-        for p in pts:
-            by_n[p.inflight] = by_n.get(p.inflight, 0) + 1
+        for reps in replicate_sets(pts):  # a load's replicates are one point
+            by_n[reps[0].inflight] = by_n.get(reps[0].inflight, 0) + 1
         splits: dict[tuple[str, int] | None, list[StorageRow]] = {}
         if any(c > 1 for c in by_n.values()):
             for p in pts:
@@ -165,15 +247,16 @@ def storage_curves(points: Sequence[StorageRow]) -> list[Curve]:
         else:
             splits[None] = list(pts)
         for split, sp in splits.items():
-            # repeated identical points: keep the first measurement of each load
-            seen: dict[int, StorageRow] = {}
-            for p in sp:
-                seen.setdefault(p.inflight, p)
-            ordered = sorted(seen.values(), key=lambda p: p.inflight)
-            if len(ordered) < 2:
+            # one point per load: its replicates' mean (repeated identical lines: the first measurement)
+            seen: dict[int, list[StorageRow]] = {}
+            for reps in replicate_sets(sp):
+                seen.setdefault(reps[0].inflight, reps)
+            sets = sorted(seen.values(), key=lambda r: r[0].inflight)
+            if len(sets) < 2:
                 continue
+            ordered = [mean_row(r, run_dir) for r in sets]
             label = w.label + (f" T{split[1]}" if split is not None else "")
-            c = Curve((mix, bs, rest, split), mix, bs, label, ordered)
+            c = Curve((mix, bs, rest, split), mix, bs, label, ordered, replicates=sets)
             c.knee = knee([q.iops for q in ordered], [q.lat_mean for q in ordered])
             curves.append(c)
     return curves
@@ -183,14 +266,50 @@ def storage_curves(points: Sequence[StorageRow]) -> list[Curve]:
 
 
 @dataclass
+class LoadBound:
+    """One load of a workload against the bound: its replicates (one row without repeats), the p99 each binds on
+    (the highest of its directions and its total), and how many meet the bound."""
+
+    rows: list[StorageRow]
+    p99s: list[float]
+    met: int
+
+    @property
+    def n(self) -> int:
+        return len(self.rows)
+
+    @property
+    def meets(self) -> bool:
+        """Every replicate meets the bound."""
+        return self.n > 0 and self.met == self.n
+
+    @property
+    def row(self) -> StorageRow:
+        """The load's row: the mean over its replicates (:func:`mean_row`)."""
+        return mean_row(self.rows)
+
+    @property
+    def worst(self) -> float:
+        return max(self.p99s)
+
+    @property
+    def inflight(self) -> int:
+        return self.rows[0].inflight
+
+
+@dataclass
 class BoundChoice:
     label: str
-    best: StorageRow | None  # the highest-IOPS point meeting the bound in every direction
+    best: StorageRow | None  # the highest-IOPS load meeting the bound in every direction (and every replicate)
     candidates: int  # points of this workload
-    lowest_p99: float | None  # when none meets it: the lowest worst-direction p99
+    lowest_p99: float | None  # when none meets it: the lowest worst-direction p99 (worst replicate)
     next_over: StorageRow | None  # the next heavier load, which breaks the bound
     loads: int = 0  # distinct loads measured: with one, "best" is true by construction
     lowest: StorageRow | None = None  # the point of lowest_p99
+    best_load: LoadBound | None = None  # the best load's replicates and their p99s
+    next_load: LoadBound | None = None
+    lowest_load: LoadBound | None = None
+    partial: list[LoadBound] = field(default_factory=list)  # more IOPS, but met the bound in some replicates only
 
     @property
     def only_load(self) -> bool:
@@ -227,20 +346,36 @@ def meets_bound(p: StorageRow, bound_ns: float) -> bool:
     return p.p99 is not None and p.p99 <= bound_ns and b is not None and b[1] <= bound_ns
 
 
+def load_bounds(points: Sequence[StorageRow], bound_ns: float) -> list[LoadBound]:
+    """Each load of ``points`` with a p99 against the bound, its replicates together."""
+    out = []
+    for reps in replicate_sets(points):
+        known = [(p, max(b[1], p.p99 or 0.0)) for p in reps if (b := binding(p)) is not None]
+        if known:
+            out.append(LoadBound([p for p, _ in known], [v for _, v in known],
+                                 sum(meets_bound(p, bound_ns) for p, _ in known)))
+    return out
+
+
 def best_under_bound(points: Sequence[StorageRow], bound_ns: float) -> list[BoundChoice]:
-    """For each workload (mix, block size, settings): the most IOPS with p99 ≤ bound in every direction."""
+    """For each workload (mix, block size, settings): the most IOPS (the mean over a load's replicates) with
+    p99 ≤ bound in every direction and in every replicate."""
     out: list[BoundChoice] = []
     for w in workloads(points):
-        known = [(p, max(b[1], p.p99 or 0.0)) for p in w.points if (b := binding(p)) is not None]
-        ok = [p for p, _ in known if meets_bound(p, bound_ns)]
-        best = max(ok, key=lambda p: p.iops) if ok else None
+        loads = load_bounds(w.points, bound_ns)
+        ok = [lb for lb in loads if lb.meets]
+        best = max(ok, key=lambda lb: lb.row.iops) if ok else None
         nxt = None
+        partial: list[LoadBound] = []
         if best is not None:
-            heavier = sorted((p for p, _ in known if p.inflight > best.inflight), key=lambda p: p.inflight)
+            heavier = sorted((lb for lb in loads if lb.inflight > best.inflight), key=lambda lb: lb.inflight)
             nxt = heavier[0] if heavier else None
-        low = min(known, key=lambda t: t[1], default=None)
-        out.append(BoundChoice(w.label, best, len(w.points), None if low is None else low[1], nxt,
-                               len({p.inflight for p in w.points}), None if low is None else low[0]))
+        partial = [lb for lb in loads if 0 < lb.met < lb.n and (best is None or lb.row.iops > best.row.iops)]
+        low = min(loads, key=lambda lb: lb.worst, default=None)
+        out.append(BoundChoice(w.label, None if best is None else best.row, len(w.points),
+                               None if low is None else low.worst, None if nxt is None else nxt.row,
+                               len({p.inflight for p in w.points}), None if low is None else low.row,
+                               best, nxt, low, partial))
     return out
 
 
@@ -257,7 +392,18 @@ class MemCurve:
     points: list[MemoryRow]  # by increasing load: decreasing injection delay
     knee: int | None = None
     rejected_knee: int | None = None  # a bend whose latency stays within the light-load spread (not a knee)
-    idle: MemoryRow | None = None  # the run's idle point of the same engine and stride (same buffer first)
+    idle: MemoryRow | None = None  # the same source's idle point of the same engine and stride (same buffer first)
+    several_sources: bool = False  # the run's curves come from several imported files: each names its own
+
+    @property
+    def source(self) -> str:
+        """The imported file the curve was read from ("" for a run's own measurement)."""
+        return str(self.key[4] or "")
+
+    @property
+    def from_text(self) -> str:
+        """" from FILE" when the run's curves come from several files (each may be another machine), else ""."""
+        return f" from {self.source}" if self.several_sources and self.source else ""
 
     @property
     def label(self) -> str:
@@ -266,14 +412,15 @@ class MemCurve:
         s = f"{self.traffic} stride {self.stride} B"
         if self.buffer:
             s += f" buffer {format_size(self.buffer)}"
-        return s
+        return s + self.from_text
 
     @property
     def legend(self) -> str:
-        """The curve in a panel of one stride: its traffic type, and buffer when set."""
+        """The curve in a panel of one stride: its traffic type, and buffer when set (and its file, when the
+        curves come from several)."""
         from app.units import format_size
 
-        return self.traffic + (f" {format_size(self.buffer)}" if self.buffer else "")
+        return self.traffic + (f" {format_size(self.buffer)}" if self.buffer else "") + self.from_text
 
 
 def memory_curves(points: Sequence[MemoryRow]) -> list[MemCurve]:
@@ -296,6 +443,9 @@ def memory_curves(points: Sequence[MemoryRow]) -> list[MemCurve]:
                 c.rejected_knee, c.knee = c.knee, None
         c.idle = mem.idle_baseline(ordered, idle)
         curves.append(c)
+    several = len({p.source for p in points}) > 1
+    for c in curves:
+        c.several_sources = several
     return curves
 
 
@@ -315,6 +465,7 @@ class MemStorageRatio:
     memory_ns: float
     memory_what: str
     ratio: float
+    memory_row: MemoryRow | None = None  # the memory figure's row
 
 
 def memory_storage_ratio(data: RunData) -> MemStorageRatio | None:
@@ -338,5 +489,5 @@ def memory_storage_ratio(data: RunData) -> MemStorageRatio | None:
     ratio = fastest.lat_mean / mem_ns
     if not 0 < ratio < math.inf:  # underflow or overflow of extreme values: no ratio to state
         return None
-    return MemStorageRatio(fastest, mem_ns, what, ratio)
+    return MemStorageRatio(fastest, mem_ns, what, ratio, m)
 

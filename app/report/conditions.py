@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from app.records import number
-from app.report import noise
+from app.report import noise, verdict
 from app.report.model import RunData, StorageRow
+from app.report.verdict import Verdict
 from app.runmeta import RunMeta
 from app.sanitize import clean_line, md_text
 from app.textable import markdown_table
@@ -171,42 +172,46 @@ def _working_set_rows(data: RunData) -> list[list[str]]:
 
 @dataclass(frozen=True)
 class Pair:
-    """A pure read and a pure write point with the same pattern, block size, load, engine and direct."""
+    """A pure read and a pure write point with the same pattern, block size, load, engine and direct (each with
+    its replicates), and the verdict on the write's bandwidth against the read's (:mod:`app.report.verdict`)."""
 
     read: StorageRow
     write: StorageRow
-    beyond_noise: bool | None  # the write beat the read beyond both points' noise; None: too few seconds to tell
+    verdict: Verdict
 
     @property
     def write_wins(self) -> bool:
-        return self.write.bw > self.read.bw > 0
+        return (self.verdict.ratio or 0.0) > 1 if self.verdict.effect is not None else self.write.bw > self.read.bw > 0
+
+    @property
+    def beyond_noise(self) -> bool:
+        return self.verdict.real
 
 
 def _direction_pairs(data: RunData) -> list[Pair]:
     # (random, bs, iodepth, numjobs, ioengine, direct as written)
-    reads: dict[tuple[bool, int, int, int, str, str], StorageRow] = {}
-    writes: dict[tuple[bool, int, int, int, str, str], StorageRow] = {}
+    reads: dict[tuple[bool, int, int, int, str, str], list[StorageRow]] = {}
+    writes: dict[tuple[bool, int, int, int, str, str], list[StorageRow]] = {}
     for p in data.storage:
         if "trim" in p.rw or p.read_pct not in (0, 100):
             continue
         key = (p.random, p.bs, p.iodepth, p.numjobs, p.ioengine, repr(p.point.get("direct")))
-        (reads if p.read_pct == 100 else writes).setdefault(key, p)
+        (reads if p.read_pct == 100 else writes).setdefault(key, []).append(p)  # every replicate
     out = []
     for key, r in reads.items():
         w = writes.get(key)
         if w is None:
             continue
-        sr, sw = noise.point_spread(data.path, r, "bw"), noise.point_spread(data.path, w, "bw")
-        beyond = None if sr is None or sw is None else sw.mean - sw.half_width > sr.mean + sr.half_width
-        out.append(Pair(r, w, beyond))
+        out.append(Pair(r[0], w[0], verdict.judge(data.path, r, w, "bw")))
     return out
 
 
 def _pair_text(pair: Pair) -> str:
-    r, w = pair.read, pair.write
+    r, w, v = pair.read, pair.write, pair.verdict
     load = f"{format_size(r.bs)} QD{r.iodepth}" + (f"×{r.numjobs}" if r.numjobs > 1 else "")
-    return (f"{'random' if r.random else 'sequential'} {load}: write {w.bw / MB:.1f} vs read {r.bw / MB:.1f} MB/s "
-            f"(+{(w.bw / r.bw - 1) * 100:.0f} %)")
+    wb, rb = (v.b, v.a) if v.a is not None and v.b is not None else (w.bw, r.bw)
+    return (f"{'random' if r.random else 'sequential'} {load}: write {wb / MB:.1f} vs read {rb / MB:.1f} MB/s "
+            f"(+{(wb / rb - 1) * 100:.0f} %)")
 
 
 def _shown(pairs: Sequence[Pair]) -> str:
@@ -214,33 +219,37 @@ def _shown(pairs: Sequence[Pair]) -> str:
 
 
 def _write_back_row(data: RunData) -> tuple[list[str], list[str]]:
-    """The row on host write-back caching, and a warning when it is suspected."""
+    """The row on host write-back caching, and a warning when it is suspected: a write beating the read of the
+    same pattern, block size and load by a real difference (:mod:`app.report.verdict`, every replicate)."""
     info = data.meta.target_info or {}
-    if (info.get("type") or info.get("kind")) != "file":
-        return ["Host write-back caching", "not judged: it is looked for on file targets"], []
+    env = data.meta.environment
+    system = _mapping((env.system if env is not None else None) or {})
+    virtual = bool(_text(system.get("virtualization")))
+    if (info.get("type") or info.get("kind")) != "file" and not virtual:
+        return ["Host write-back caching", "not judged: it is looked for on file targets and virtual disks"], []
     pairs = _direction_pairs(data)
     wins = [p for p in pairs if p.write_wins]
     beyond = [p for p in wins if p.beyond_noise]
-    unknown = [p for p in wins if p.beyond_noise is None]
+    unjudged = [p for p in wins if p.verdict.verdict == verdict.NOT_JUDGED]
     of = f"{{}} of the {len(pairs)} read/write pair{'s' if len(pairs) != 1 else ''}"
     if beyond:
-        return (["Host write-back caching", "suspected: writes beat reads beyond their per-second noise in "
-                                            + of.format(len(beyond))],
-                [f"Host write-back caching suspected: on this file target writes beat reads of the same pattern, "
-                 f"block size and load by more than their per-second noise ({_shown(beyond)}). A write acknowledged "
-                 "from a cache (the host's page cache under a virtual disk, a RAID or drive cache) is faster than a "
-                 "read the medium must serve: the write figures measure that cache."])
-    if unknown:
-        return (["Host write-back caching", f"not judged: writes beat reads in {of.format(len(unknown))} "
-                                            f"({_shown(unknown)}), but the points kept fewer than {noise.MIN_SAMPLES} "
-                                            "whole seconds of samples: their noise is unknown"], [])
+        return (["Host write-back caching", "suspected: writes beat reads beyond noise in " + of.format(len(beyond))],
+                [f"Host write-back caching suspected: writes beat reads of the same pattern, block size and load "
+                 f"by a real difference ({_shown(beyond)}). A write acknowledged from a cache (the host's page cache "
+                 "under a virtual disk or a file, a RAID or drive cache) is faster than a read the medium must "
+                 "serve: the write figures measure that cache."])
+    if unjudged:
+        why = md_text(unjudged[0].verdict.reason, 200)
+        return (["Host write-back caching", f"not judged: writes beat reads in {of.format(len(unjudged))} "
+                                            f"({_shown(unjudged)}), but {why}"], [])
     if wins:
-        verdict = f"not suspected: writes beat reads in {of.format(len(wins))}, within their per-second noise"
+        verdict_text = f"not suspected: writes beat reads in {of.format(len(wins))}, within noise (a 10 % " \
+                       "difference would have shown)"
     elif pairs:
-        verdict = f"not suspected: no write beat its read in the {len(pairs)} read/write pair(s)"
+        verdict_text = f"not suspected: no write beat its read in the {len(pairs)} read/write pair(s)"
     else:
-        verdict = "not judged: no read and write point of the same pattern, block size and load"
-    return ["Host write-back caching", verdict], []
+        verdict_text = "not judged: no read and write point of the same pattern, block size and load"
+    return ["Host write-back caching", verdict_text], []
 
 
 def _machine_row(data: RunData) -> list[str]:

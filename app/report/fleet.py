@@ -194,7 +194,8 @@ def fleet_tail(fp: FleetPoint) -> FleetTail:
         return FleetTail(0, {}, missing)
     merged = merge(h for h in hists.values() if h is not None)
     n = count(merged)
-    return FleetTail(n, {key: percentile(merged, pct) if supported(pct, n) else None
+    inflight = sum(p.inflight for p in fp.rows.values())  # a stall of shared storage may hold every host's queue
+    return FleetTail(n, {key: percentile(merged, pct) if supported(pct, n, inflight) else None
                          for key, pct, _ in TAIL_PERCENTILES})
 
 
@@ -210,7 +211,7 @@ def slowest_tail(fp: FleetPoint, tail: FleetTail | None = None) -> SlowestTail |
         return None
     tail = fleet_tail(fp) if tail is None else tail
     for key, pct, label in SLOWEST_LEVELS:
-        if all(h is not None and supported(pct, count(h)) for h in hists.values()):
+        if all(h is not None and supported(pct, count(h), fp.rows[host].inflight) for host, h in hists.items()):
             values = {host: percentile(h, pct) or 0 for host, h in hists.items() if h is not None}
             host = max(values, key=lambda k: values[k])  # the first of equals, in the fleet's order
             return SlowestTail(host, label, values[host], tail.values.get(key))

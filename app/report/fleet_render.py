@@ -314,8 +314,9 @@ def tail_section(points: Sequence[FleetPoint]) -> list[str]:
     heads = ["Point", "I/Os"] + [f"{label} (µs)" for _, _, label in TAIL_PERCENTILES] + ["Slowest host's tail"]
     out += [markdown_table(heads, rows, right=range(1, 2 + len(TAIL_PERCENTILES))), ""]
     if unsupported:
-        out += [f"—: the point's I/O count (the I/Os column) does not support the percentile: it needs at least "
-                f"10 / (1 − p) I/Os, so that ten lie beyond it ({tails.needs_text()}).", ""]
+        out += [f"—: the point's I/O count (the I/Os column) does not support the percentile. {tails.RULE}; N is "
+                f"the in-flight I/Os of every host together (a stall of shared storage can hold them all): at N = 1 "
+                f"{tails.needs_text()}.", ""]
     return out + _missing_sentence(points) + _slowest_summary(points)
 
 

@@ -319,11 +319,13 @@ def _ratio(a: int, b: int) -> str:
 
 
 def idle_baseline(points: Sequence[MemoryRow], idle: Sequence[MemoryRow]) -> MemoryRow | None:
-    """The run's idle point to compare ``points`` with: same engine and stride, the same buffer first."""
+    """The run's idle point to compare ``points`` with: same source (an imported file: another file may be
+    another machine), engine and stride, the same buffer first."""
     if not points:
         return None
     ref = points[0]
-    same = [q for q in idle if q.latency and q.engine == ref.engine and (q.stride or 64) == (ref.stride or 64)]
+    same = [q for q in idle if q.latency and q.source == ref.source and q.engine == ref.engine
+            and (q.stride or 64) == (ref.stride or 64)]
     buf = chase_buffer(points)
     exact = [q for q in same if chase_buffer([q]) == buf]
     pick = exact or same
@@ -370,6 +372,8 @@ def _baseline_text(points: Sequence[MemoryRow], idle: Sequence[MemoryRow], buf: 
     """The idle latency to read a loaded table against, and the lightest load's distance from it."""
     base = idle_baseline(points, idle)
     if base is None or not base.latency:
+        if points and points[0].source and any(q.latency for q in idle):  # another file's idle may be another machine's
+            return "no idle baseline in the same file (another file's may be another machine's)"
         return "no idle baseline in this run"
     text = f"idle baseline {base.latency:.2f} ns"
     other = chase_buffer([base])
@@ -395,25 +399,36 @@ def buffer_note(points: Sequence[MemoryRow], env: object, idle: Sequence[MemoryR
 def buffer_dependence(idle: Sequence[MemoryRow], loaded: Sequence[MemCurve]) -> list[str]:
     """The paragraph after the memory tables: a chase's latency depends on its buffer, and what this run
     shows of that (latency per buffer size when it measured more than one)."""
+    # within one source only: two imported files may be two machines, whose latencies say nothing of the buffer
+    sources = sorted({q.source for q in idle} | {c.points[0].source for c in loaded if c.points})
     by_buf: dict[int, float] = {}
-    for q in idle:
-        b = chase_buffer([q])
-        if b and q.latency:
-            by_buf.setdefault(b, q.latency)
     what = "idle"
-    if len(by_buf) < 2:
+    for src in sources:
         by_buf = {}
-        for c in loaded:
-            b = chase_buffer(c.points)
-            if b and c.points[0].latency:
-                by_buf.setdefault(b, c.points[0].latency)
-        what = "lightest-load"
+        for q in idle:
+            b = chase_buffer([q])
+            if b and q.latency and q.source == src:
+                by_buf.setdefault(b, q.latency)
+        what = "idle"
+        if len(by_buf) < 2:
+            by_buf = {}
+            for c in loaded:
+                b = chase_buffer(c.points)
+                if b and c.points[0].latency and c.points[0].source == src:
+                    by_buf.setdefault(b, c.points[0].latency)
+            what = "lightest-load"
+        if len(by_buf) >= 2:
+            what += f" (from {md_text(src, 120)})" if len(sources) > 1 else ""
+            break
     text = ("A pointer chase's latency depends on its buffer: past the last-level cache every step reads DRAM, and "
             "past the TLB reach every step also walks the page tables (in a virtual machine, a two-level walk), so "
             "latency keeps growing with the buffer. The latencies above hold for the buffer each table names.")
     if len(by_buf) >= 2:
         text += (f" This run's {what} latency by buffer: "
                  + ", ".join(f"{format_size_human(b)} {by_buf[b]:.2f} ns" for b in sorted(by_buf)) + ".")
+    elif len(sources) > 1:
+        text += (" No imported file measured more than one buffer size (files are not compared: each may be another "
+                 "machine).")
     else:
         text += " This run measured one buffer size; `--set buffer=…` with several sizes shows the dependence."
     return [text, ""]

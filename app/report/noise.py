@@ -1,9 +1,12 @@
 """How much a point's figures moved while it ran: the spread of its whole-second samples.
 
 fio prints a status dump every second; the runner keeps the difference of consecutive dumps as one
-sample (raw/NNNN-….samples.jsonl: IOPS, mean latency, p99 of that second).  A point's headline figure is
+sample (raw/NNNN-….samples.jsonl: IOPS, mean latency, p99 of that second); the seconds of fio's ramp_time
+are marked and left out here, as in fio's own figures.  A point's headline figure is
 its whole run; the samples show how far one second strayed from it.  The report uses them to say when a
-claim (a knee, an operating point under a bound, a trend) lies within that spread — "within noise".
+claim (a knee, an operating point under a bound) lies within that spread — "within noise".  Differences
+between points (trends, the queueing view, the write-back check) are judged by :mod:`app.report.verdict`
+on batch-means intervals and replicates instead.
 
 The interval is a Student-t 95 % interval of the mean of the per-second values.  Consecutive seconds of
 one device are correlated, so the interval is a lower bound of the true uncertainty; it is only computed
@@ -71,8 +74,10 @@ def spread(values: Sequence[float]) -> Spread | None:
 
 
 def whole_samples(samples: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """The samples that cover (about) a whole status interval."""
-    return [s for s in samples if (number(s.get("interval_s")) or 1.0) >= WHOLE_INTERVAL_S]
+    """The measured samples that cover (about) a whole status interval: a second of fio's ``ramp_time``
+    (marked ``"ramp": true``) is left out, as fio's own figures and the batch-means intervals leave it out."""
+    return [s for s in samples
+            if (number(s.get("interval_s")) or 1.0) >= WHOLE_INTERVAL_S and s.get("ramp") is not True]
 
 
 def samples_of(run_dir: Path, row: StorageRow) -> list[Mapping[str, object]]:

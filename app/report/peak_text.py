@@ -1,5 +1,9 @@
-"""The report's "Peak" section (app.peak: the best point, its configuration, IOPS per busy CPU, what ran out) and
+"""The report's "Peak" section (app.peak: the best point, its configuration, IOPS per CPU, what ran out) and
 its "CPU cost" table (every storage point's IOPS per CPU, by both counts).
+
+IOPS per CPU is fio's own: the I/Os per CPU-second of its job threads (usr+sys).  The host's figures (/proc/stat:
+the busy CPUs, the steal, the I/Os per busy CPU) stand beside it, labelled as the host's: they count every process
+on those CPUs — another tenant's work on a shared machine or a VM — and the kernel's work for fio.
 
 The Peak section is given to a peak run only (:func:`app.peak.is_peak_run`: the peak or peak-write preset, or a
 run comparing more than one engine or set of io_uring options); the CPU cost table to any run one of whose
@@ -12,14 +16,13 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from app.peak import (
-    BUSY_SOURCE,
-    FIO_SOURCE,
+    HOST_WHAT,
     Config,
     CpuCost,
     HostCpu,
     Peak,
+    cpu_cost,
     find_peak,
-    host_cpu,
     is_peak_run,
     load_of,
     load_text,
@@ -28,32 +31,78 @@ from app.report import intervals as ci
 from app.report.model import RunData, StorageRow
 from app.sanitize import Markup, clean_line, md_text
 from app.textable import markdown_table
+from app.uncertainty import replicate_spread
 from app.units import format_count, format_size, us
 
 
 def cost_text(cost: CpuCost) -> str:
-    """A point's IOPS per CPU as a cell: the figure (flagged when computed from too little) or n/a."""
+    """A point's IOPS per CPU (fio's own) as a cell: the figure or n/a."""
+    return "n/a" if cost.value is None else format_count(cost.value)
+
+
+def host_cells(host: HostCpu | str | None) -> tuple[str, str, str]:
+    """The host's busy CPUs, steal and I/Os per busy host CPU as cells (/proc/stat over the point's window)."""
+    if host is None:
+        return "—", "—", "—"
+    if not isinstance(host, HostCpu):
+        return f"n/a: {clean_line(host, 200)}", "—", "—"
+    busy = f"{host.busy_cpus:.2f} of {host.count} ({clean_line(host.cpus, 40)})"
+    steal = "not recorded" if host.steal_cpus is None else f"{host.steal_cpus:.2f}"
+    return busy, steal, "—" if host.iops_per_busy_cpu is None else cost_text_of(host)
+
+
+def _own_text(cost: CpuCost) -> str:
+    """fio's own CPUs as a cell: "0.36" (CPUs its job threads kept busy), "—" without fio's CPU figures."""
+    return "—" if cost.fio_cpus is None else f"{cost.fio_cpus:.2f}"
+
+
+def host_text(host: HostCpu | str | None) -> str:
+    """The host's CPU over a point as words, labelled as the host's (beside fio's own figure)."""
+    if host is None:
+        return "host CPU not recorded"
+    if not isinstance(host, HostCpu):
+        return f"host CPU n/a: {clean_line(host, 300)}"
+    steal = "" if host.steal_cpus is None else f", steal {host.steal_cpus:.2f} CPU"
+    per = "" if host.iops_per_busy_cpu is None else f"{cost_text_of(host)} IOPS per busy host CPU; "
+    return (f"host: {per}{host.busy_cpus:.2f} of {host.count} CPUs busy ({clean_line(host.cpus, 40)}){steal}, "
+            f"counting {HOST_WHAT}")
+
+
+def cost_text_of(host: HostCpu) -> str:
+    """The host's I/Os per busy CPU, flagged when from too little busy time."""
+    per = format_count(host.iops_per_busy_cpu or 0.0)
+    return f"{per} (from only {host.busy_s:.2f} CPU-s)" if host.few else per
+
+
+def per_cpu_text(cost: CpuCost, sqpoll: bool) -> str:
+    """The Peak section's IOPS per CPU: fio's own figure with its CPUs, then the host's, labelled."""
     if cost.value is None:
-        return "n/a"
-    text = format_count(cost.value)
-    return f"{text} (from only {cost.few})" if cost.few else text
-
-
-def _source(cost: CpuCost) -> str:
-    return "/proc/stat" if cost.busy else "fio usr+sys" if cost.source == FIO_SOURCE else md_text(cost.why or "", 300)
+        own = f"n/a: {clean_line(cost.why, 300)}"
+    else:
+        used = "" if cost.fio_cpus is None else f", {cost.fio_cpus:.2f} CPU busy"
+        own = f"{cost_text(cost)} per CPU-second of fio's own job threads (usr+sys{used})"
+        if sqpoll:
+            own += " — leaves out io_uring's SQ-poll thread, which the host figure counts"
+    return f"{own}; {host_text(cost.host)}"
 
 
 def _peak_rows(peak: Peak, row: StorageRow | None, run_dir: Path) -> list[list[str]]:
-    iv = ci.storage_intervals(run_dir, row).get("iops") if row is not None else None
-    iops = float(peak.line.storage.iops or 0)
-    figure = ci.pm_count(iops, iv)
-    figure += " IOPS" + (" (± the 95 % interval of its mean within this run, around its centre)" if iv is not None
-                         else "")
-    if ci.whole_run_differs(iops, iv):
-        figure += f"; fio's whole-run figure {format_count(iops)}"
-    cost = peak.cost
-    per_cpu = (f"{cost_text(cost)} ({BUSY_SOURCE if cost.busy else FIO_SOURCE})" if cost.value is not None
-               else f"n/a: {clean_line(cost.why, 300)}")
+    if len(peak.replicates) > 1:
+        spread = replicate_spread([float(ln.storage.iops or 0) for ln in peak.replicates])
+        figure = ci.pm_count(spread.mean, spread.ci)
+        values = sorted(float(ln.storage.iops or 0) for ln in peak.replicates)
+        figure += (f" IOPS, the mean over {spread.n} replicates (± the Student-t 95 % interval between runs; range "
+                   f"{format_count(values[0])}–{format_count(values[-1])}); what ran out compares each load's mean, "
+                   "the CPU figures are the replicate's nearest the mean")
+    else:
+        iv = ci.storage_intervals(run_dir, row).get("iops") if row is not None else None
+        iops = float(peak.line.storage.iops or 0)
+        figure = ci.pm_count(iops, iv)
+        figure += " IOPS" + (" (± the 95 % interval of its mean within this run, around its centre)" if iv is not None
+                             else "")
+        if ci.whole_run_differs(iops, iv):
+            figure += f"; fio's whole-run figure {format_count(iops)}"
+    per_cpu = per_cpu_text(peak.cost, peak.line.point.get("sqthread_poll") is True)
     lat = peak.line.storage.lat_ns
     mean = lat.get("mean") if lat is not None else None
     return [["Peak", figure],
@@ -67,10 +116,12 @@ def _peak_rows(peak: Peak, row: StorageRow | None, run_dir: Path) -> list[list[s
 def _config_rows(peak: Peak) -> list[list[str]]:
     rows = []
     for b in peak.configs:
-        rows.append([md_text(b.config.label), str(b.points), format_count(float(b.best.storage.iops or 0)),
-                     load_text(load_of(b.best)), cost_text(b.cost), _source(b.cost)])
+        busy, steal, per_busy = host_cells(b.cost.host)
+        rows.append([md_text(b.config.label), str(b.points),
+                     format_count(b.iops) + (f" (mean of {len(b.replicates)})" if len(b.replicates) > 1 else ""),
+                     load_text(load_of(b.best)), cost_text(b.cost), _own_text(b.cost), busy, steal, per_busy])
     for config, reason in peak.skipped:
-        rows.append([md_text(config.label), "0", "skipped", "—", "—", md_text(reason, 300)])
+        rows.append([md_text(config.label), "0", f"skipped: {md_text(reason, 300)}"] + ["—"] * 6)
     return rows
 
 
@@ -94,12 +145,15 @@ def section(data: RunData) -> list[str]:
     out.append("")
     out.append(markdown_table(["Property", "Value"], _peak_rows(peak, row, data.path), right=()))
     out.append("")
-    out.append("Each configuration's best point, most IOPS first; IOPS per CPU is per busy CPU (/proc/stat over the "
-               "measured window, counting the kernel's SQ-poll thread and interrupts) where the point recorded it, "
-               "else per CPU-second of fio's job threads (usr+sys), which leaves those out:")
+    out.append("Each configuration's best point, most IOPS first. IOPS per CPU is per CPU-second of fio's own job "
+               "threads (usr+sys), and fio CPUs how many CPUs they kept busy; it leaves out what the kernel does "
+               "for fio elsewhere (interrupts, io_uring's SQ-poll thread). Beside it, the host's: the CPUs busy over "
+               "the measured window by /proc/stat, the steal (time the hypervisor gave to others) and the I/Os per "
+               "busy host CPU — counting " + HOST_WHAT + ", so other tenants' work too:")
     out.append("")
-    out.append(markdown_table(["Configuration", "Points", "Best IOPS", "At", "IOPS per CPU", "CPU figure from"],
-                              _config_rows(peak), right=(1, 2, 4)))
+    out.append(markdown_table(["Configuration", "Points", "Best IOPS", "At", "IOPS per CPU (fio)", "fio CPUs",
+                               "Host busy CPUs", "Host steal (CPUs)", "IOPS per busy host CPU"],
+                              _config_rows(peak), right=(1, 2, 4, 5, 7, 8)))
     out.append("")
     return out
 
@@ -107,41 +161,31 @@ def section(data: RunData) -> list[str]:
 # --- the CPU cost table ----------------------------------------------------------------------------------------
 
 
-def _busy_text(p: StorageRow) -> tuple[str, str]:
-    """The busy CPUs and IOPS per busy CPU cells of a point's ``host_cpu`` part."""
-    host = host_cpu(p.line.parts.host_cpu)
-    if host is None:
-        return "—", "—"
-    if not isinstance(host, HostCpu):
-        return f"n/a: {clean_line(host, 200)}", "—"
-    busy = f"{host.busy_cpus:.2f} of {host.count} ({clean_line(host.cpus, 40)})"
-    if host.iops_per_busy_cpu is None:
-        return busy, "—"
-    per = format_count(host.iops_per_busy_cpu)
-    return busy, f"{per} (from only {host.busy_s:.2f} CPU-s)" if host.few else per
-
-
 def cpu_cost_section(points: Sequence[StorageRow], describe: Callable[[StorageRow], str]) -> list[str]:
     """A table of every point's CPU cost, when one of them has a CPU figure; ``describe``: the point's name."""
     if not any(p.metrics.iops_per_cpu is not None or p.line.parts.host_cpu is not None for p in points):
         return []
     out = ["### CPU cost", "",
-           "What an I/O costs in CPU, per point. fio CPU per job: each job thread's usr+sys share of one CPU. IOPS per "
-           "CPU-second: the point's I/Os over the CPU time of fio's job threads (leaves out the kernel's SQ-poll "
-           "thread and interrupts on other CPUs; n/a when they used under 0.01 CPU-s). Busy CPUs: /proc/stat's busy "
-           "time (user, nice, system, irq, softirq) over the measured window, of the CPUs counted (the point's "
-           "pinned CPUs, else every online CPU), and the I/Os per busy CPU-second; a figure from under "
-           "0.5 CPU-s of busy time (50 ticks of 10 ms) is marked with how little it came from.", ""]
+           "What an I/O costs in CPU, per point. fio's own CPU first: per job, each job thread's usr+sys share of "
+           "one CPU; fio CPUs, how many CPUs its job threads kept busy; IOPS per CPU-second, the point's I/Os over "
+           "their CPU time (leaves out the kernel's SQ-poll thread and interrupts on other CPUs; n/a when they used "
+           "under 0.01 CPU-s). Then the host's, from /proc/stat over the measured window, of the CPUs counted (the "
+           "point's pinned CPUs, else every online CPU): the busy CPUs (user, nice, system, irq, softirq), the steal "
+           "(CPUs' worth of time the hypervisor gave to other guests) and the I/Os per busy host CPU-second. The "
+           "host's figures count " + HOST_WHAT + ": on a shared machine or a VM, other tenants' work too, so they "
+           "are no cost of fio's I/O alone; a figure from under 0.5 CPU-s of busy time (50 ticks of 10 ms) is "
+           "marked with how little it came from.", ""]
     engines = len({Config.of(p.point).engine_key for p in points}) > 1
     rows = []
     for p in points:
-        fio = p.metrics.iops_per_cpu
-        busy, per_busy = _busy_text(p)
+        cost = cpu_cost(p.line)
+        busy, steal, per_busy = host_cells(cost.host)
         name = (f"{clean_line(p.group, 60)}: " if p.group else
                 f"{Config.of(p.point).engine_label}: " if engines else "") + describe(p)
-        rows.append([name, format_count(p.iops), f"{p.usr + p.sys:.1f}%",
-                     format_count(float(fio)) if fio is not None else "n/a", busy, per_busy])
-    out.append(markdown_table(["Workload", "IOPS", "fio CPU per job", "IOPS per CPU-second (fio)", "Busy CPUs",
-                               "IOPS per busy CPU"], rows, right=(1, 2, 3, 4, 5)))
+        rows.append([name, format_count(p.iops), f"{p.usr + p.sys:.1f}%", _own_text(cost),
+                     cost_text(cost), busy, steal, per_busy])
+    out.append(markdown_table(["Workload", "IOPS", "fio CPU per job", "fio CPUs", "IOPS per CPU-second (fio)",
+                               "Host busy CPUs", "Host steal (CPUs)", "IOPS per busy host CPU"], rows,
+                              right=(1, 2, 3, 4, 6, 7)))
     out.append("")
     return out

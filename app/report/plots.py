@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Callable, Mapping, Sequence, TypeVar, cast
 from app.points import Kind
 from app.report import intervals as ci
 from app.report import memory as mem
-from app.report.analysis import Curve, MemCurve, Rest
+from app.report.analysis import Curve, MemCurve, Rest, mean_row, replicate_sets
 from app.report.model import MemoryRow, StorageRow
 from app.report.series import sample_figure
 from app.results import open_file
@@ -914,8 +914,9 @@ def _bright(cmap: Colormap, norm: Normalize, v: float) -> bool:
 def _idle_lines(ax: Axes, curves: Sequence[MemCurve]) -> None:
     """A dashed grey line at each idle latency the panel's curves have (their baseline), in the legend."""
     limits = ax.get_xlim()
-    for ns in sorted({round(c.idle.latency, 2) for c in curves if c.idle is not None and c.idle.latency}):
-        ax.axhline(ns, color="0.45", linestyle="--", linewidth=0.9, zorder=0, label=f"idle {ns:.1f} ns")
+    for ns, src in sorted({(round(c.idle.latency, 2), c.from_text) for c in curves
+                           if c.idle is not None and c.idle.latency}):
+        ax.axhline(ns, color="0.45", linestyle="--", linewidth=0.9, zorder=0, label=f"idle {ns:.1f} ns{src}")
     ax.set_xlim(limits)  # a horizontal line must not widen a symlog axis into negative delays
 
 
@@ -924,14 +925,20 @@ def _memory_captions(curves: Sequence[MemCurve]) -> tuple[str, str]:
     points = [p for c in curves for p in c.points]
     counted = mem.bandwidth_words(points)
     idle = sorted({round(c.idle.latency, 2) for c in curves if c.idle is not None and c.idle.latency})
-    base = (f"dashed grey line: the run's idle latency, {' and '.join(f'{v:.2f}' for v in idle)} ns" if idle
-            else "no idle latency was measured in this run")
+    several = any(c.several_sources for c in curves)
+    if several:  # imported files: each curve's baseline is its own file's (another file may be another machine)
+        base = ("dashed grey line: a curve's idle latency from its own file" if idle else
+                "no curve's file has an idle latency (another file's may be another machine's)")
+    else:
+        base = (f"dashed grey line: the run's idle latency, {' and '.join(f'{v:.2f}' for v in idle)} ns" if idle
+                else "no idle latency was measured in this run")
     split = any(mem.counts_latency_thread(p) for p in points)
     engines = sorted({c.engine for c in curves})
     units = "; ".join((f"{e}: " if len(engines) > 1 else "")
                       + mem.delay_unit_text(e, [p for c in curves if c.engine == e for p in c.points]) for e in engines)
     first = (f"MLC-style loaded latency: each line is one traffic type, from the largest injection delay (left, "
-             f"light load) to none (right). x: bandwidth of {counted}. y: latency of the pointer-chasing thread, "
+             f"light load) to none (right){'; each imported file its own lines' if several else ''}. x: bandwidth "
+             f"of {counted}. y: latency of the pointer-chasing thread, "
              f"from 0; {base}. The star marks the knee.")
     second = (f"Top: latency of the pointer-chasing thread (ns, from 0; {base}). Bottom: bandwidth of {counted}"
               + (f", solid; the load threads' share dashed ({mem.load_words(points)})" if split else "")
@@ -1126,7 +1133,11 @@ def draw_all(storage: Sequence[StorageRow], curves: Sequence[Curve], mem_curves:
 def _draw_all(storage: Sequence[StorageRow], curves: Sequence[Curve], mem_curves: Sequence[MemCurve],
               plots_dir: Path, parallel: bool, searches: Sequence[StorageRow], steady: Sequence[Steady],
               series: Sequence[SeriesTrace], more: Sequence[Callable[[], Sequence[More]]]) -> list[Figure | More]:
-    rows = rows_of(storage)
+    sets = replicate_sets(storage)
+    repeats = max((len(r) for r in sets), default=1)
+    # a repeated point is drawn once, as the mean over its replicates (bars: their interval), never as one
+    # replicate or as a zig-zag through all of them at one x
+    rows = rows_of([mean_row(r) for r in sets] if repeats > 1 else storage)
     _DATA.clear()
     _DATA.append(_Data(rows, list(curves), list(mem_curves), plots_dir, jobs_split(rows), operating_points(searches),
                        steady_traces(steady), list(series), list(more)))
@@ -1160,5 +1171,15 @@ def _draw_all(storage: Sequence[StorageRow], curves: Sequence[Curve], mem_curves
             results = [_job(j) for j in jobs]
     finally:
         _DATA.clear()
+    if repeats > 1:
+        for job, drawn_figures in zip(jobs, results):
+            if job[0] in ("vs", "heat", "lt"):
+                for f in drawn_figures:
+                    if isinstance(f, Figure):
+                        f.caption += REPLICATES.format(n=repeats)
     # each job returns its own kind of figure: Figure, or what the callable in ``more`` returns
     return cast("list[Figure | More]", [f for r in results for f in r])
+
+
+REPLICATES = (" Replicates: each point (and cell) is the mean over its {n} replicates, never one of them; its bars, "
+              "where drawn, are the Student-t 95 % interval of that mean between runs.")

@@ -51,7 +51,11 @@ def queueing_figure(curves: Sequence[Curve], plots_dir: Path) -> list[QueueFigur
     left = len(qcs) - len(shown)
     caption = ("Per queue-depth curve, top: measured throughput X(N) (dots) against its bounds N/S and X_max "
                "(grey dashed and dotted; X ≤ the lower of the two); bottom: mean latency R(N) against S and N/X_max "
-               "(R ≥ the higher). S is the mean latency at the lightest load, X_max the most IOPS measured; the "
+               "(R ≥ the higher; by Little's law the same bound as X's, seen as time)"
+               + (", and the part of R inside the device by its block counters (green squares; the rest of R is "
+                  "outside what the counters see)" if any(p.outside is not None for q in shown for p in q.points)
+                  else "")
+               + ". S is the mean latency at the lightest load, X_max the most IOPS measured; the "
                "vertical line marks N* = S · X_max, where the bounds cross. x: outstanding I/Os N = QD × jobs, log₂; "
                "throughput on a linear axis from 0, latency on a log axis.")
     if left:
@@ -110,7 +114,11 @@ def _latency(ax: Axes, q: qm.QueueCurve) -> None:
     ax.plot(ns, [n / q.x_max * 1e6 for n in ns], linestyle=":", label="N/X_max", **BOUND)
     ax.plot([p.n for p in q.points], [p.r / 1e3 for p in q.points], marker="o", markersize=3.5, color="tab:orange",
             label="R measured")
-    rs = [p.r / 1e3 for p in q.points] + [q.s / 1e3]
+    dev = [p for p in q.points if p.outside is not None and p.device]
+    if dev:  # R split by what the device counters support: their time per request; the rest of R is outside
+        ax.plot([p.n for p in dev], [(p.device or 0) / 1e3 for p in dev], marker="s", markersize=3, color="tab:green",
+                linewidth=0.9, label="in the device (counters)")
+    rs = [p.r / 1e3 for p in q.points] + [q.s / 1e3] + [(p.device or 0) / 1e3 for p in dev]
     ax.set_ylim(min(rs) / 1.5, max(rs) * 1.5)
     _n_star(ax, q, label=False)
     _ticks(ax, q)

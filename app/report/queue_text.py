@@ -1,5 +1,7 @@
 """The report's queueing view in markdown: each queue-depth curve against the asymptotic bounds of a closed
-system (the numbers from :mod:`app.report.queueing`), its table and its figure."""
+system (the numbers from :mod:`app.report.queueing`), its table and its figure.  Whether throughput still grew
+past N* is the curve's one judgement (:mod:`app.report.verdict`, every replicate), the same the summary of
+trends words."""
 
 from __future__ import annotations
 
@@ -9,7 +11,8 @@ from typing import Any, Sequence
 
 from app.report import analysis as an
 from app.report import queueing as qm
-from app.report.noise import point_spread
+from app.report import verdict as vd
+from app.report.model import StorageRow
 from app.sanitize import clean_line, md_text
 from app.textable import markdown_figure, markdown_table
 from app.units import us
@@ -27,16 +30,26 @@ INTRO = ("fio at a fixed queue depth is a closed loop: it keeps N = QD × jobs I
          "X_max the capacity, here the highest IOPS measured on the curve — a lower bound of the true capacity. "
          "The bounds cross at N* = S · X_max: below it the best a device can do is serve each of the N I/Os as "
          "fast as one alone, above it run at X_max. N* is that crossing, not the depth where throughput stops "
-         "growing. The gap between the measured X and its bound (X / bound) and between R and its bound "
-         "(R / bound) is internal parallelism the load did not turn into throughput: below N*, X · S is the "
-         "number of I/Os the device effectively served at once, against N.")
+         "growing. The gap between the measured X and its bound (X / bound) is internal parallelism the load did "
+         "not turn into throughput: below N*, X · S is the number of I/Os the device effectively served at once, "
+         "against N. R's bound max(S, N/X_max) is N divided by X's, so with R = N/X (Little's law) it tells "
+         "nothing X / bound does not; it is drawn in the figure, not tabled.")
 
 UTIL_NOTE = ("Disk util is fio's `disk_util`: the share of the run the device had at least one I/O in flight. A "
              "device that serves many I/Os in parallel reads near 100 % long before it reaches X_max, so it is not "
              "X / X_max. slat and clat are fio's submission and completion latency (means); R is their sum.")
+SPLIT_NOTE = ("In the device is the mean time per request of the device's block counters (/sys/block/…/stat, as "
+              "in the device check): from the request's allocation in the block layer to its completion — the I/O "
+              "scheduler's queue, the driver and the device (for a virtual disk, the hypervisor and the host). "
+              "Outside it is R minus that: time the counters do not see — waiting for a request slot (a tag) when "
+              "more I/Os are in flight than the block layer's queue admits, submission and completion in the "
+              "kernel and fio. The counters do not tell those apart, so it is not called software time; n/a: no "
+              "counters, or their time per request is above R (merged requests).")
 
 
-def section(curves: Sequence[an.Curve], figures: Sequence[Any] = (), run_dir: Path | None = None) -> list[str]:
+def section(curves: Sequence[an.Curve], figures: Sequence[Any] = (), run_dir: Path | None = None,
+            rows: Sequence[StorageRow] = ()) -> list[str]:
+    """The queueing view; ``rows``: every storage point of the run, so each load is judged with its replicates."""
     out = ["### Queueing view (closed system)", ""]
     qcs = qm.queue_curves(curves)
     if not qcs:
@@ -48,9 +61,11 @@ def section(curves: Sequence[an.Curve], figures: Sequence[Any] = (), run_dir: Pa
         if getattr(f, "section", None) == SECTION:
             out += markdown_figure(f.title, f.caption, f.file)
     if len(qcs) > MAX_DETAILED:
-        out += _summary(qcs, run_dir)
+        out += _summary(qcs, run_dir, rows)
     for q in qcs[:MAX_DETAILED]:
-        out += curve_text(q, run_dir)
+        out += curve_text(q, run_dir, rows)
+    if any(p.device is not None for q in qcs for p in q.points):
+        out += [SPLIT_NOTE, ""]
     if any(p.disks is not None or p.slat is not None or p.clat is not None for q in qcs for p in q.points):
         out += [UTIL_NOTE, ""]
     else:
@@ -65,24 +80,23 @@ def _farthest(q: qm.QueueCurve) -> qm.QueuePoint | None:
     return worst if worst.x_ratio < 1 - GAP else None
 
 
-def _summary(qcs: Sequence[qm.QueueCurve], run_dir: Path | None) -> list[str]:
+def _summary(qcs: Sequence[qm.QueueCurve], run_dir: Path | None, all_rows: Sequence[StorageRow]) -> list[str]:
     """One row per curve: its S, X_max, N* and distance from the bounds (the per-load tables of the first
     MAX_DETAILED follow)."""
     rows = []
     for q in qcs:
         first, last, worst = q.points[0], q.points[-1], _farthest(q)
-        grew = q.growth_past_n_star()
+        grew = growth(q, run_dir, all_rows)
         rows.append([md_text(q.curve.label), f"{_load(q, first.row)}–{_load(q, last.row)}",
                      ("" if q.s_exact else "≈ ") + us(q.s), f"{_iops(q.x_max)} ({_load(q, q.top)})",
-                     f"{q.n_star:.2f}", "—" if grew is None else f"{grew[2] * 100:+.1f} % ({_load(q, grew[0].row)}→"
-                     f"{_load(q, grew[1].row)}{_growth_support(run_dir, grew[0], grew[1], short=True)})",
-                     "—" if worst is None else f"{_load(q, worst.row)}: {_ratio(worst.x_ratio)}, "
-                     f"{_ratio(worst.r_ratio)}",
+                     f"{q.n_star:.2f}", "—" if grew is None else f"{_signed(grew[2])} ({_load(q, grew[0].row)}→"
+                     f"{_load(q, grew[1].row)}, {grew[2].verdict})",
+                     "—" if worst is None else f"{_load(q, worst.row)}: {_ratio(worst.x_ratio)}",
                      f"{last.r / q.s:.2f}"])
     return [f"{len(qcs)} curves: one row each (S ≈: no QD1 point, R at the lightest load stands in; growth past N*: "
-            "IOPS from the first load above N* to X_max's load, against their per-second spread; farthest: the load "
-            "farthest below its throughput "
-            f"bound, X / bound and R / bound). The first {MAX_DETAILED}, drawn in the figure, have their per-load "
+            "IOPS from the first load above N* to the curve's peak, with the curve's verdict (real, within noise or "
+            "not judged); farthest: the load farthest below its throughput bound, X / bound). The first "
+            f"{MAX_DETAILED}, drawn in the figure, have their per-load "
             "table below; every point's figures are in the storage results table and results.csv.", "",
             markdown_table(["Curve", "Loads", "S (µs)", "X_max (IOPS)", "N*", "Growth past N*", "Farthest",
                             "R at heaviest / S"], rows), ""]
@@ -109,28 +123,38 @@ def _disks(disks: tuple[qm.Disk, ...] | None) -> str:
     return shown + (", …" if len(disks) > 2 else "")
 
 
-def _spreads(run_dir: Path | None, a: qm.QueuePoint, b: qm.QueuePoint) -> tuple[Any, Any] | None:
-    """The per-second IOPS spread of both loads, None unless both kept enough whole seconds."""
-    sa, sb = ((point_spread(run_dir, p.row, "iops") if run_dir is not None else None) for p in (a, b))
-    return None if sa is None or sb is None else (sa, sb)
+def judged(q: qm.QueueCurve, run_dir: Path | None, rows: Sequence[StorageRow]) -> vd.Curve:
+    """The curve's one judgement of IOPS along its loads, each load with its replicates among ``rows``."""
+    return vd.curve(run_dir, [vd.replicates_of(p.row, rows) for p in q.points], "iops")
 
 
-def _growth_support(run_dir: Path | None, a: qm.QueuePoint, b: qm.QueuePoint, short: bool = False) -> str:
-    """Whether the IOPS growth from ``a`` to ``b`` stands out of the two points' per-second spread."""
-    both = _spreads(run_dir, a, b)
-    if both is None:
-        return ", spread unknown" if short else " (no per-second samples of both loads: their spread is unknown)"
-    sa, sb = both
-    within = b.x - a.x <= sa.half_width + sb.half_width
-    if short:
-        return ", within noise" if within else ""
-    hw = f"(±{_iops(sa.half_width)} and ±{_iops(sb.half_width)} IOPS)"
-    if within:
-        return f", within the two loads' per-second 95 % intervals {hw}: not a measured growth"
-    return f", beyond the two loads' per-second 95 % intervals {hw}"
+def growth(q: qm.QueueCurve, run_dir: Path | None,
+           rows: Sequence[StorageRow]) -> tuple[qm.QueuePoint, qm.QueuePoint, vd.Verdict] | None:
+    """(first load at or above N*, the curve's peak, the verdict on the IOPS between them) when the peak lies
+    beyond that load — what shows N* is not where throughput stops growing; None otherwise."""
+    c = judged(q, run_dir, rows)
+    top = c.top
+    past = [i for i, p in enumerate(q.points) if p.n >= q.n_star]
+    if not past or past[0] >= top or q.points[past[0]].x <= 0:
+        return None
+    return q.points[past[0]], q.points[top], c.between(past[0], top)
 
 
-def curve_text(q: qm.QueueCurve, run_dir: Path | None = None) -> list[str]:
+def _signed(v: vd.Verdict) -> str:
+    return "n/a" if v.effect is None else f"{v.effect * 100:+.1f} %"
+
+
+def _growth_text(v: vd.Verdict) -> str:
+    """The verdict on a growth, as the end of a sentence (its reason may quote a results line: escaped)."""
+    why = md_text(v.reason, 400)
+    if v.real:
+        return f": a real growth ({why})"
+    if v.within:
+        return f", within noise ({why}): not a measured growth"
+    return f", not judged: {why}"
+
+
+def curve_text(q: qm.QueueCurve, run_dir: Path | None = None, rows: Sequence[StorageRow] = ()) -> list[str]:
     c, first = q.curve, q.points[0]
     lo, hi = _load(q, first.row), _load(q, q.points[-1].row)
     ref = "the QD1 latency" if q.s_exact else f"the {lo} latency"
@@ -145,15 +169,16 @@ def curve_text(q: qm.QueueCurve, run_dir: Path | None = None) -> list[str]:
             + ("; it was measured at the heaviest load, so a deeper queue may give more." if q.top_is_heaviest
                else "."),
             f"The bounds cross at N* = S · X_max = {q.n_star:.2f} I/Os in flight."]
-    grew = q.growth_past_n_star()
+    grew = growth(q, run_dir, rows)
     if grew is not None:
-        a, b, g = grew
-        text.append(f"Throughput did not stop growing there: from {_load(q, a.row)} ({_iops(a.x)} IOPS) to "
-                    f"{_load(q, b.row)} ({_iops(b.x)} IOPS) it rose {g * 100:.1f} %{_growth_support(run_dir, a, b)}.")
+        a, b, v = grew
+        shown = (f"{_iops(v.a)} → {_iops(v.b)} IOPS" if v.a is not None and v.b is not None
+                 else f"{_iops(a.x)} → {_iops(b.x)} IOPS")
+        text.append(f"From {_load(q, a.row)}, the first load at or above N*, to {_load(q, b.row)}, where the curve "
+                    f"peaks, IOPS changed {_signed(v)} ({shown}){_growth_text(v)}.")
     worst = _farthest(q)
     if worst is not None:
-        text.append(f"Farthest from the bounds: {_load(q, worst.row)}, X at {worst.x_ratio * 100:.0f} % of its bound "
-                    f"and R {worst.r_ratio:.2f}× its bound"
+        text.append(f"Farthest from the bounds: {_load(q, worst.row)}, X at {worst.x_ratio * 100:.0f} % of its bound"
                     + (f" (effectively {worst.x * q.s * 1e-9:.1f} of {worst.n} I/Os served at once)"
                        if worst.x_bound_is_n_over_s else "") + ".")
     over = [p for p in q.points if p.x_ratio > 1 + GAP]
@@ -165,20 +190,37 @@ def curve_text(q: qm.QueueCurve, run_dir: Path | None = None) -> list[str]:
     if last.r > q.s:
         extra = last.r - q.s
         slat = first.slat
-        text.append(f"At {hi}, R = {us(last.r)} µs is {last.r / q.s:.2f}× {ref}: {extra / last.r * 100:.0f} % of it "
-                    f"({us(extra)} µs) is time more than {ref}. That is not time spent waiting in one queue: the "
-                    "device serves many I/Os at once, each possibly slower than alone"
-                    + (f", and {ref} itself includes {us(slat)} µs of submission (slat)" if slat is not None else "")
-                    + ".")
+        said = (f"At {hi}, R = {us(last.r)} µs is {last.r / q.s:.2f}× {ref}: {extra / last.r * 100:.0f} % of it "
+                f"({us(extra)} µs) is time more than {ref}")
+        if last.outside is not None and last.device is not None:
+            said += (f". The device counters put {us(last.device)} µs of R ({last.device / last.r * 100:.0f} %) "
+                     "from the block layer's queue to completion (scheduler, driver, device); the other "
+                     f"{us(last.outside)} µs ({last.outside / last.r * 100:.0f} %) are outside what they see: "
+                     "waiting for a request slot while more I/Os are in flight than the block layer's queue admits, "
+                     "submission and completion — the counters cannot tell these apart. By Little's law, of the "
+                     f"{last.n} I/Os in flight on average {last.n * last.device / last.r:.0f} were inside the "
+                     f"counters and {last.n * last.outside / last.r:.0f} outside them")
+        else:
+            said += (". Where it went — waiting in a queue before the device, or the device serving many I/Os at "
+                     "once, each slower than alone — is not split: "
+                     + ("the device counters' time per request is above R (merged requests)" if last.device
+                        is not None else "the device counters were not recorded for this load"))
+        if slat is not None:
+            said += f"; {ref} itself includes {us(slat)} µs of submission (slat)"
+        text.append(said + ".")
     return [" ".join(text), "", _table(q), ""]
 
 
 def _table(q: qm.QueueCurve) -> str:
+    split = any(p.device is not None for p in q.points)
     rows = []
     for p in q.points:
         xb = f"{_iops(p.x_bound)} = " + ("N/S" if p.x_bound_is_n_over_s else "X_max")
-        rb = f"{us(p.r_bound)} = " + ("S" if p.r_bound_is_s else "N/X_max")
-        rows.append([_load(q, p.row), p.n, _iops(p.x), xb, _ratio(p.x_ratio), us(p.r), rb, _ratio(p.r_ratio),
-                     _disks(p.disks), us(p.slat), us(p.clat)])
-    return markdown_table(["Load", "N", "X (IOPS)", "X bound", "X / bound", "R (µs)", "R bound (µs)", "R / bound",
-                           "Disk util %", "slat (µs)", "clat (µs)"], rows)
+        row = [_load(q, p.row), p.n, _iops(p.x), xb, _ratio(p.x_ratio), us(p.r)]
+        if split:
+            row += [us(p.device) if p.outside is not None else NA, us(p.outside)]
+        rows.append(row + [_disks(p.disks), us(p.slat), us(p.clat)])
+    head = ["Load", "N", "X (IOPS)", "X bound", "X / bound", "R (µs)"]
+    if split:
+        head += ["In the device (µs)", "Outside it (µs)"]
+    return markdown_table(head + ["Disk util %", "slat (µs)", "clat (µs)"], rows)

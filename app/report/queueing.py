@@ -11,21 +11,30 @@ N* = S · X_max.  Here X_max is the highest throughput measured on the curve, so
 the capacity, and S is only exact when the lightest load is N = 1 (at N0 > 1 the latency R(N0) stands in
 for it: R(N0) ≥ S, so the bound N/S drawn from it is tighter than the true one, an approximation).
 
-How far X(N) stays below its bound (and R(N) above its own) is the device's internal parallelism the
-load did not turn into throughput: X·S is the number of I/Os the device effectively served at once at
-its lightest-load speed, against the N it was given.  Nothing here draws or writes text.
+How far X(N) stays below its bound is the device's internal parallelism the load did not turn into
+throughput: X·S is the number of I/Os the device effectively served at once at its lightest-load speed,
+against the N it was given.  R(N)'s own bound adds no check of its own: R = N/X (Little's law) and
+max(S, N/X_max) = N / min(N/S, X_max), so R / its bound is 1 / (X / its bound).
+
+Where the results line carries the device's block counters (the ``device`` part), each load's R is split
+by what they support: the device's mean time per request as the kernel counts it (from the request's
+allocation in the block layer to its completion: the I/O scheduler, the driver and the device), and the
+rest, R minus that, which the counters do not see (waiting for a request slot when more I/Os are in
+flight than the block layer's queue admits, submission and completion in the kernel and fio).  Nothing
+here draws or writes text.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from app.records import StorageMetrics, number
 from app.report.analysis import Curve
 from app.report.model import StorageRow
 from app.runners.fio_parse import MAX_DISKS, is_disk_name
+from app.validity import recorded_ns
 
 
 @dataclass(frozen=True)
@@ -49,6 +58,15 @@ class QueuePoint:
     slat: float | None  # fio's mean submission latency; None: not recorded
     clat: float | None  # mean completion latency; None: not recorded
     disks: tuple[Disk, ...] | None  # fio's disk_util; None: not recorded
+    device: float | None = None  # ns: the device counters' mean time per request; None: not recorded
+
+    @property
+    def outside(self) -> float | None:
+        """ns of R the device counters do not see (R − their time per request); None without counters, or when
+        their time exceeds R (merged requests: one merged request takes longer than one of fio's I/Os)."""
+        if self.device is None or self.device > self.r:
+            return None
+        return self.r - self.device
 
     @property
     def x_ratio(self) -> float:
@@ -122,6 +140,13 @@ def disks_of(p: StorageRow) -> tuple[Disk, ...] | None:
     return tuple(out) if out else None
 
 
+def device_ns(p: StorageRow) -> float | None:
+    """The device counters' mean time per request of ``p`` (ns), None when the line has none."""
+    d = p.line.parts.device
+    v = recorded_ns(d if isinstance(d, Mapping) else None)
+    return v if v is not None and v > 0 else None
+
+
 def queue_curve(c: Curve) -> QueueCurve | None:
     """The bounds of one curve; None when its lightest load or its throughput has no usable figure."""
     pts = [p for p in c.points if p.iops > 0 and p.lat_mean > 0]
@@ -137,7 +162,7 @@ def queue_curve(c: Curve) -> QueueCurve | None:
         n_over_x = n / x_max * 1e9
         slat, clat = split_latency(p)
         out.append(QueuePoint(p, n, p.iops, p.lat_mean, min(n_over_s, x_max), n_over_s <= x_max,
-                              max(s, n_over_x), s >= n_over_x, slat, clat, disks_of(p)))
+                              max(s, n_over_x), s >= n_over_x, slat, clat, disks_of(p), device_ns(p)))
     return QueueCurve(c, s, first.inflight == 1, first.inflight, x_max, top, tuple(out))
 
 

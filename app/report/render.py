@@ -69,6 +69,14 @@ def workload(p: StorageRow) -> str:
     return f"{p.mix} {format_size(p.bs)} QD{p.iodepth}" + (f"×{p.numjobs}" if p.numjobs > 1 else "")
 
 
+def workload_namer(points: Sequence[StorageRow]) -> Callable[[StorageRow], str]:
+    """:func:`workload`, and each point's file after it when the points were imported from several (files
+    imported together may be different machines: no table may show two of them as one workload)."""
+    if len({p.source for p in points}) < 2:
+        return workload
+    return lambda p: workload(p) + (f" from {p.source}" if p.source else "")
+
+
 def _p99_text(p: StorageRow) -> str:
     v = p.p99
     if v is None:
@@ -259,8 +267,10 @@ def _storage_table(points: Sequence[StorageRow], heading: str = "## Storage resu
     rows = []
     flagged = any(p.flags or p.other_flags for p in points)
     cis = [ci.storage_intervals(run_dir, p) for p in points]
+    several = len({p.source for p in points}) > 1  # imported from several files: each row names its own
     for p, c in zip(points, cis):
         name = test_type(p) + (f", replicate {p.replicate}" if p.replicate is not None else "")
+        name += f", from {clean_line(p.source, 120)}" if several and p.source else ""
         rows.append([Markup(md_text(name, cell=True) + " — *not steady*") if rp.not_steady(p) else name,
                      format_size(p.bs).replace("K", " KiB").replace("M", " MiB").replace("G", " GiB")
                      if p.bs % 1024 == 0 else f"{p.bs} B",
@@ -361,6 +371,9 @@ def _memory_tables(points: Sequence[MemoryRow], env: Mapping[str, object] | None
         if any(nodes):  # mem_node points: which node's memory each latency is of
             head.append("NUMA node")
             rows = [row + [node or "kernel's choice"] for row, node in zip(rows, nodes)]
+        if len({p.source for p in points}) > 1:  # imported from several files: each may be another machine
+            head.append("Imported from")
+            rows = [row + [md_text(p.source, 120, cell=True)] for row, p in zip(rows, idle)]
         out.append(markdown_table(head, rows))
         out.append("")
         out += _chase_line(idle)
@@ -375,8 +388,9 @@ def _memory_tables(points: Sequence[MemoryRow], env: Mapping[str, object] | None
                    "generate traffic with the given injection delay between accesses (0 = as fast as possible). "
                    f"Delays in {units}. Bandwidth in MB/sec (10^6 B/s) of {mem.bandwidth_words(loaded)}.")
         out.append("")
-    for key in sorted(series, key=lambda k: (k[1], _traffic_order(k[0]), k[2], k[3], k[4], k[5], k[6])):
-        traffic, stride, buffer, engine, _source, groups, node = key
+    several = len({p.source for p in points}) > 1  # imported from several files: a table each, named
+    for key in sorted(series, key=lambda k: (str(k[4]), k[1], _traffic_order(k[0]), k[2], k[3], k[5], k[6])):
+        traffic, stride, buffer, engine, source, groups, node = key
         title = (f"### {md_text(traffic)} ({TRAFFIC_DESCRIPTIONS.get(traffic) or 'traffic type ' + md_text(traffic)}), "
                  f"stride {stride} B")
         if buffer:
@@ -387,6 +401,8 @@ def _memory_tables(points: Sequence[MemoryRow], env: Mapping[str, object] | None
             title += f", memory on NUMA node {md_text(node)}"
         if engine:
             title += f" — {md_text(engine)}"
+        if several and source:
+            title += f", from {md_text(source, 120)}"
         out.append(title)
         out.append("")
         rows = []
@@ -478,7 +494,8 @@ def _figures(figs: Sequence[Figure], section: Kind) -> list[str]:
 
 
 def _littles_law(points: Sequence[StorageRow], table: bool = True,
-                 heading: str = "### Little's law per point") -> list[str]:
+                 heading: str = "### Little's law per point",
+                 label: Callable[[StorageRow], str] = workload) -> list[str]:
     """With the per-point table (``table``) or, for a large run, the summary only (the table is
     then in the appendix)."""
     out = [heading, ""]
@@ -493,10 +510,10 @@ def _littles_law(points: Sequence[StorageRow], table: bool = True,
     for p in points:
         ll = an.littles_law(p)
         if ll is None:
-            rows.append([workload(p), p.inflight, format_count(p.iops), us(p.lat_mean), "n/a", "n/a"])
+            rows.append([label(p), p.inflight, format_count(p.iops), us(p.lat_mean), "n/a", "n/a"])
             continue
         ratios.append((ll.ratio, p))
-        rows.append([workload(p), ll.n, format_count(p.iops), us(p.lat_mean), f"{ll.l:.2f}", f"{ll.ratio:.3f}"])
+        rows.append([label(p), ll.n, format_count(p.iops), us(p.lat_mean), f"{ll.l:.2f}", f"{ll.ratio:.3f}"])
     if table:
         out.append(markdown_table(["Workload", "N = QD × jobs", "IOPS", "Mean latency (µs)", "L = IOPS × latency",
                                    "L / N"], rows))
@@ -508,7 +525,7 @@ def _littles_law(points: Sequence[StorageRow], table: bool = True,
         low = [p for r, p in ratios if r < 0.9]
         line = f"Median L/N = {med:.3f} over {len(ratios)} points."
         if low:
-            shown = ", ".join(md_text(workload(p)) for p in low[:6]) + (" …" if len(low) > 6 else "")
+            shown = ", ".join(md_text(label(p)) for p in low[:6]) + (" …" if len(low) > 6 else "")
             line += (f" {len(low)} point(s) stay below 0.9 ({shown}): there the submitting side, not the device, "
                      "limited the I/Os in flight.")
         else:
@@ -573,12 +590,20 @@ def _knee_support(supported: Sequence[tuple[an.Curve, support.KneeSupport]]) -> 
            f"are named; unconfirmed: none failed but one could not run. All three see only this run's seconds: "
            f"whether another run finds the same knee (a virtual disk drifts ±20 % between runs) is what "
            f"`profiler-tui compare` of two runs tells.", ""]
+    repeated = any(sup.per_replicate is not None for _, sup in supported)
+    if repeated:
+        out[-2] = out[-2].split(" All three see only this run's seconds")[0]
+        out[-2] += (" With replicates, each load is the mean over its replicates; the bootstrap draws the replicates "
+                    "with replacement and then each drawn replicate's seconds (so the spread between runs is in it), "
+                    "and each replicate's own curve is searched for its knee: the knee is stable only when every "
+                    "replicate finds it.")
     rows = []
     for c, sup in supported:
-        rows.append([c.label, sup.name(sup.knee), sup.margin_text(), sup.drop_last_text(), sup.boot_text(),
-                     sup.verdict_text()])
+        rows.append([c.label, sup.name(sup.knee), sup.margin_text(), sup.drop_last_text(), sup.boot_text()]
+                    + ([sup.replicates_text()] if repeated else []) + [sup.verdict_text()])
     out.append(markdown_table(["Workload", "Knee", "Chord distance vs runner-up: margin",
-                               "Without the last load", "Bootstrap: knee found at", "Verdict"], rows))
+                               "Without the last load", "Bootstrap: knee found at"]
+                              + (["Each replicate's knee"] if repeated else []) + ["Verdict"], rows))
     out.append("")
     return out
 
@@ -597,6 +622,21 @@ def _binds(p: StorageRow) -> str:
     return f"{b[0]} {us(b[1])}" + "".join(f"; {o}" for o in others) + (f"; both {us(p.p99)}" if others else "")
 
 
+def _binds_load(lb: an.LoadBound | None, unit: str = " µs") -> str:
+    """The p99 a load binds on: one row's (:func:`_binds`), or over replicates the binding direction's range."""
+    if lb is None:
+        return "n/a"
+    if lb.n == 1:
+        return _binds(lb.rows[0]) + unit
+    worst = max(lb.rows, key=lambda r: an.binding(r)[1] if an.binding(r) else 0.0)  # type: ignore[index]
+    side = (an.binding(worst) or ("total", 0.0))[0]
+    return f"{side} {us(min(lb.p99s))}–{us(max(lb.p99s))}{unit} over {lb.n} replicates"
+
+
+def _met(lb: an.LoadBound) -> str:
+    return f"{_load(lb.rows[0])} (p99 {_binds_load(lb)}, met in {lb.met} of {lb.n})"
+
+
 def _bound(points: Sequence[StorageRow], bound_ns: float, run_dir: Path) -> list[str]:
     out = [f"### Best operating point under p99 ≤ {bound_ns / 1e3:g} µs", ""]
     out.append(f"For each workload, the load with the most IOPS whose 99th-percentile total latency stays within "
@@ -605,41 +645,56 @@ def _bound(points: Sequence[StorageRow], bound_ns: float, run_dir: Path) -> list
                "and the next heavier load that breaks it. Per-second p99: the lowest and highest whole second of "
                "that load (both directions together); when they lie on both sides of the bound the load is within "
                "noise of it.")
+    choices = an.best_under_bound(points, bound_ns)
+    if any(lb.n > 1 for b in choices for lb in (b.best_load, b.lowest_load) if lb is not None):
+        out[-1] += (" With replicates, a load meets the bound only when every replicate does: its IOPS is the mean "
+                    "over the replicates and its p99 the range they spanned; a load that met the bound in some "
+                    "replicates only is named below, not chosen (one lucky run is not an operating point).")
     out.append("")
     rows = []
     notes = []
-    for b in an.best_under_bound(points, bound_ns):
-        if b.best is None:
-            low = "no p99 recorded" if b.lowest is None else f"none (lowest p99 {_binds(b.lowest)} µs)"
+    for b in choices:
+        if b.best is None or b.best_load is None:
+            low = ("no p99 recorded" if b.lowest_load is None
+                   else f"none (lowest p99 {_binds_load(b.lowest_load)})")
             rows.append([b.label, low, "", "", "", "", "", ""])
-            continue
-        p = b.best
-        noise = support.bound_noise(run_dir, p, bound_ns)
-        nxt = "—" if b.next_over is None else f"{_load(b.next_over)}: {_binds(b.next_over)}"
-        what = _load(p) + (" (only load measured)" if b.only_load else "")
-        name = md_text(b.label)
-        rows.append([b.label, what, format_count(p.iops), f"{p.bw / MB:.1f}", us(p.lat_mean), _binds(p),
-                     noise.text(), nxt])
-        if noise.within_noise and noise.spread is not None:
-            notes.append(f"{name} {_load(p)}: p99 {us(p.p99)} ≤ {bound_ns / 1e3:g} µs, but its seconds ranged "
-                         f"{noise.spread.lo / 1e3:.1f}–{noise.spread.hi / 1e3:.1f} µs: within noise of the bound.")
-        if b.only_load:
-            notes.append(f"{name}: {_load(p)} is the only load measured, so it is the best by construction; a "
-                         "sweep of loads shows where the bound is met with the most IOPS.")
+        else:
+            p, lb = b.best, b.best_load
+            noise = support.bound_noise(run_dir, p, bound_ns, lb.rows)
+            nxt = "—" if b.next_load is None else f"{_load(b.next_over or p)}: {_binds_load(b.next_load, '')}"
+            what = _load(p) + (" (only load measured)" if b.only_load else "")
+            name = md_text(b.label)
+            rows.append([b.label, what, format_count(p.iops) + (f" (mean of {lb.n})" if lb.n > 1 else ""),
+                         f"{p.bw / MB:.1f}", us(p.lat_mean), _binds_load(lb, ""), noise.text(), nxt])
+            if noise.within_noise and noise.spread is not None:
+                p99 = us(p.p99) if lb.n == 1 else _binds_load(lb, "")
+                notes.append(f"{name} {_load(p)}: p99 {p99} ≤ {bound_ns / 1e3:g} µs, but its seconds "
+                             f"ranged {noise.spread.lo / 1e3:.1f}–{noise.spread.hi / 1e3:.1f} µs: within noise of "
+                             "the bound.")
+            if b.only_load:
+                notes.append(f"{name}: {_load(p)} is the only load measured, so it is the best by construction; a "
+                             "sweep of loads shows where the bound is met with the most IOPS.")
+        if b.partial:
+            notes.append(f"{md_text(b.label)}: " + "; ".join(_met(lb) for lb in b.partial) + " met the bound in some "
+                         "replicates only, so it is not an operating point: the replicates disagree on whether this "
+                         "load stays within the bound.")
     out.append(markdown_table(["Workload", "Best load", "IOPS", "MB/s", "Mean (µs)", "p99 (µs), binding direction",
                                "Per-second p99 (µs)", "Next load: p99 (µs)"], rows))
     out.append("")
     out += [f"{n}  " for n in notes[:-1]] + notes[-1:] + ([""] if notes else [])
-    ok = [p for p in points if an.meets_bound(p, bound_ns)]
+    ok = [b for b in choices if b.best is not None and b.best_load is not None]
     if ok:
-        by_bw = max(ok, key=lambda p: p.bw)
-        by_iops = max(ok, key=lambda p: p.iops)
-        def noted(p: StorageRow) -> str:
-            near = support.bound_noise(run_dir, p, bound_ns).within_noise
-            return f"{md_text(workload(p))}, p99 {_binds(p)} µs" + (", within noise of the bound" if near else "")
+        by_bw = max(ok, key=lambda b: b.best.bw)  # type: ignore[union-attr]
+        by_iops = max(ok, key=lambda b: b.best.iops)  # type: ignore[union-attr]
 
-        out.append(f"Across all workloads within the bound: the most bandwidth is {by_bw.bw / MB:.1f} MB/s "
-                   f"({noted(by_bw)}); the most IOPS is {format_count(by_iops.iops)} ({noted(by_iops)}).")
+        def noted(b: an.BoundChoice) -> str:
+            assert b.best is not None and b.best_load is not None
+            near = support.bound_noise(run_dir, b.best, bound_ns, b.best_load.rows).within_noise
+            return (f"{md_text(workload(b.best))}, p99 {_binds_load(b.best_load)}"
+                    + (", within noise of the bound" if near else ""))
+
+        out.append(f"Across all workloads within the bound: the most bandwidth is {by_bw.best.bw / MB:.1f} MB/s "  # type: ignore[union-attr]
+                   f"({noted(by_bw)}); the most IOPS is {format_count(by_iops.best.iops)} ({noted(by_iops)}).")  # type: ignore[union-attr]
     else:
         out.append("No point meets the bound.")
     out.append("")
@@ -698,10 +753,10 @@ def _memory_analysis(curves: Sequence[an.MemCurve], cpus: int | None = None,
     out.append("")
     rows = []
     notes = []
-    for c in sorted(loaded, key=lambda c: (c.stride, _traffic_order(c.traffic), c.buffer)):
+    for c in sorted(loaded, key=lambda c: (c.source, c.stride, _traffic_order(c.traffic), c.buffer)):
         rows.append(_memory_row(c))
-        peak = next((p for p in peaks if p.engine == c.engine and (p.traffic or "R") == c.traffic and p.bandwidth),
-                    None)
+        peak = next((p for p in peaks if p.engine == c.engine and (p.traffic or "R") == c.traffic and p.bandwidth
+                     and p.source == c.source), None)  # another file's peak may be another machine's
         reason = mem.no_knee_reason(c, cpus, peak)
         if reason:
             notes.append(f"- {md_text(c.label)}, no knee: {reason}")
@@ -729,7 +784,17 @@ def _mem_storage(data: RunData) -> list[str]:
     return ["### Memory vs storage latency", "",
             f"The fastest storage point ({md_text(workload(r.storage))}) has a mean latency of "
             f"{us(r.storage.lat_mean)} µs; the {md_text(r.memory_what)} is {r.memory_ns:.2f} ns. Storage is "
-            f"{r.ratio:,.0f}× slower per access ({math.log10(r.ratio):.1f} orders of magnitude).", ""]
+            f"{r.ratio:,.0f}× slower per access ({math.log10(r.ratio):.1f} orders of magnitude)."
+            + _sources_apart(r), ""]
+
+
+def _sources_apart(r: an.MemStorageRatio) -> str:
+    """Of an import, the two files the ratio's figures come from when they differ (maybe two machines)."""
+    a, b = r.storage.source, r.memory_row.source if r.memory_row is not None else ""
+    if not (a and b) or a == b:
+        return ""
+    return (f" The storage figure is from {md_text(a, 120)} and the memory figure from {md_text(b, 120)}: files "
+            "imported together may come from different machines, and then the ratio compares two machines.")
 
 
 def _flags_legend(points: Sequence[StorageRow], meta: RunMeta | None = None) -> list[str]:
@@ -798,9 +863,10 @@ def results_csv(data: RunData) -> str:
     """results.csv: the rows :func:`app.frame.load_results` gives, one per measured point (``data`` as loaded:
     every round of a run in rounds, and the latency-bound searches); a fleet run's has one row per (point, host)
     and a ``host`` column after ``index``, a run in rounds a ``round`` column after ``index``, a run with repeats
-    a ``replicate`` column after that (both before ``host``).
+    a ``replicate`` column after that (both before ``host``), an imported run an ``imported_from`` column last
+    of these.
     Written with the csv module: pandas' import would cost the report ~0.3 s."""
-    from app.frame import CSV_COLUMNS, csv_text, records
+    from app.frame import CSV_COLUMNS, MAX_TEXT_CELL, csv_text, records
 
     rows = records(data.storage, data.memory, data.path)
     extra = []
@@ -810,10 +876,13 @@ def results_csv(data: RunData) -> str:
         extra.append("replicate")
     if data.fleet is not None:
         extra.append("host")
+    if data.imported:  # each row's file: files imported together may come from different machines
+        extra.append("imported_from")
     for row, p in zip(rows, data.storage):  # the memory rows leave round and host empty
         row.update({"round": p.round, "host": p.host})
     for row, q in zip(rows, [*data.storage, *data.memory]):
         row["replicate"] = q.replicate
+        row["imported_from"] = clean_text(q.source, limit=MAX_TEXT_CELL)  # a file's name: foreign text
     at = CSV_COLUMNS.index("index") + 1
     return csv_text(CSV_COLUMNS[:at] + extra + CSV_COLUMNS[at:], rows)
 
@@ -855,17 +924,17 @@ def _storage_summary(points: Sequence[StorageRow], curves: Sequence[an.Curve], b
     rows = []
     for w, b in zip(an.workloads(points), ops):
         key, pts, label = w.key, w.points, w.label
-        top = max(pts, key=lambda p: p.iops)
+        top = max((an.mean_row(r) for r in an.replicate_sets(pts)), key=lambda p: p.iops)  # a load: its mean
         kv = knees.get(key)
         knee_text = ("—" if kv is None
                      else f"{load(kv[0])}: {format_count(kv[0].iops)} IOPS, {us(kv[0].lat_mean)} µs ({kv[1]})")
-        if b.best is None:
-            op = "none" if b.lowest is None else f"none (lowest p99 {_binds(b.lowest)} µs)"
+        if b.best is None or b.best_load is None:
+            op = "none" if b.lowest_load is None else f"none (lowest p99 {_binds_load(b.lowest_load)})"
         else:
-            op = f"{load(b.best)}: {format_count(b.best.iops)} IOPS, p99 {_binds(b.best)} µs"
+            op = f"{load(b.best)}: {format_count(b.best.iops)} IOPS, p99 {_binds_load(b.best_load)}"
             if b.only_load:
                 op += ", only load measured"
-            if support.bound_noise(run_dir, b.best, bound_ns).within_noise:
+            if support.bound_noise(run_dir, b.best, bound_ns, b.best_load.rows).within_noise:
                 op += ", within noise of the bound"
         loads = sorted({p.inflight for p in pts})
         rows.append([label, len(pts), f"{loads[0]}–{loads[-1]}" if len(loads) > 1 else str(loads[0]),
@@ -892,17 +961,18 @@ def render_markdown(data: RunData, figures: Sequence[Figure], bound_ns: float,
     lines += _target(data)
     lines += conditions.section(data)
     lines += host.section(data)
-    lines += drive.section(data, workload)
+    named = workload_namer(data.storage)
+    lines += drive.section(data, named)
     lines += peak_text.section(data)
     big = len(data.storage) > MAX_BODY_POINTS
     if data.storage:
         lines += (_storage_summary(data.storage, curves, bound_ns, data.path) if big
                   else _storage_table(data.storage, meta=data.meta, run_dir=data.path)
-                  + peak_text.cpu_cost_section(data.storage, workload))
+                  + peak_text.cpu_cost_section(data.storage, named))
         lines += rp.steady_section(data.storage)
-        lines += rep.storage_section(data.path, data.storage, workload)
+        lines += rep.storage_section(data.path, data.storage, named)
         lines += series.cliff_section(data)
-        lines += tails.section(data.storage, figures, workload, table=not big)
+        lines += tails.section(data.storage, figures, named, table=not big)
     lines += rp.skipped_section(data.meta)
     if data.storage or views.searches:
         lines += _figures([f for f in figures if not tails.owns(f)], Kind.STORAGE)
@@ -918,11 +988,11 @@ def render_markdown(data: RunData, figures: Sequence[Figure], bound_ns: float,
     lines += ["## Analysis", ""]
     if data.storage:
         lines += trends.summary_section(data.path, data.storage)
-        lines += _littles_law(data.storage, table=not big)
+        lines += _littles_law(data.storage, table=not big, label=named)
         if curves:
             lines += _knees(curves, data.path)
         lines += _bound(data.storage, bound_ns, data.path)
-        lines += queue_text.section(curves, figures, data.path)
+        lines += queue_text.section(curves, figures, data.path, data.storage)
     lines += rp.operating_point_section(views.searches, {f"{c.mix} {c.bs}" for c in curves if len(c.points) >= 2})
     lines += rp.rounds_section(data, views.rounds)
     lines += _memory_analysis(mem_curves, _machine_cpus(data), [p for p in data.memory if p.mode == "peak"])
@@ -935,9 +1005,9 @@ def render_markdown(data: RunData, figures: Sequence[Figure], bound_ns: float,
         lines += ["## Appendix: every point", ""]
         lines += _storage_table(data.storage, heading="### Storage results, every point", meta=data.meta,
                                  run_dir=data.path)
-        lines += _littles_law(data.storage, heading="### Little's law, every point")
-        lines += peak_text.cpu_cost_section(data.storage, workload)
-        lines += tails.appendix(data.storage, workload)
+        lines += _littles_law(data.storage, heading="### Little's law, every point", label=named)
+        lines += peak_text.cpu_cost_section(data.storage, named)
+        lines += tails.appendix(data.storage, named)
     while lines and lines[-1] == "":
         lines.pop()
     return clean_text("\n".join(lines) + "\n", newlines=True)  # no terminal control reaches report.md

@@ -10,6 +10,7 @@ named here (the file names are this module's, so the text can place each figure 
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Sequence
 
@@ -92,17 +93,31 @@ def page_key(p: MemoryRow) -> str:
 
 
 def groups(points: Iterable[MemoryRow], *keys: str) -> dict[tuple[str, ...], list[MemoryRow]]:
-    """The points by engine, page size and ``keys`` (one table or figure each), in a fixed order."""
+    """The points by engine, page size, ``keys`` and source (the imported file: another file may be another
+    machine, so no table or figure mixes two), one table or figure each, in a fixed order."""
     out: dict[tuple[str, ...], list[MemoryRow]] = {}
     for p in points:
-        out.setdefault((p.engine, page_key(p), *(_str(p, k) for k in keys)), []).append(p)
+        out.setdefault((p.engine, page_key(p), *(_str(p, k) for k in keys), p.source), []).append(p)
     return dict(sorted(out.items()))
 
 
+def source_text(points: Sequence[MemoryRow], several: bool) -> str:
+    """", from FILE" naming the imported file of a group when the section has several sources, else ""."""
+    src = points[0].source if points else ""
+    return f", from {_md(src)}" if several and src else ""
+
+
+def several_sources(points: Iterable[MemoryRow]) -> bool:
+    return len({p.source for p in points}) > 1
+
+
 def stem(mode: str, key: tuple[str, ...], several: bool) -> str:
-    """A figure's file name for a group of a mode (the group's key in it when the mode has several groups)."""
+    """A figure's file name for a group of a mode (the group's key in it when the mode has several groups; a long
+    key, e.g. an imported file's name, cut and told apart by a digest of the whole)."""
     tail = "-".join(k for k in key if k) if several else ""
-    safe = "".join(c if c.isalnum() else "-" for c in tail.lower())[:40]
+    safe = "".join(c if c.isalnum() else "-" for c in tail.lower())
+    if len(safe) > 40:
+        safe = safe[:31] + "-" + hashlib.sha256(tail.encode()).hexdigest()[:8]
     return f"{mode.replace('_', '-')}{'-' + safe if safe else ''}"
 
 
@@ -290,11 +305,11 @@ def _matrix_section(data: RunData, points: Sequence[MemoryRow], figures: Sequenc
     grouped = groups(points, *keys)
     for key, pts in grouped.items():
         m = matrix(pts, "cpu_node", "mem_node")
-        if len(grouped) > 1 or not latency:
+        if len(grouped) > 1 or not latency or several_sources(data.memory):
             traffic = key[2] if not latency else ""
             out += [f"#### {engine_text(pts)}, {pages_text(pts)}"
                     + (f", traffic {_md(traffic)} ({TRAFFIC_DESCRIPTIONS.get(traffic) or _md(traffic)})" if traffic
-                       else ""), ""]
+                       else "") + source_text(pts, several_sources(data.memory)), ""]
         out += [matrix_table(m, "Numa node (CPU ↓, memory →)"), ""]
         out += _one_node(m)
         threads = ("one latency thread on the first allowed CPU of the row's node, no load" if latency
@@ -331,8 +346,8 @@ def _per_group(data: RunData, points: Sequence[MemoryRow], figures: Sequence[obj
     grouped = groups(points)
     out: list[str] = []
     for key, pts in grouped.items():
-        if len(grouped) > 1:
-            out += [f"#### {engine_text(pts)}, {pages_text(pts)}", ""]
+        if len(grouped) > 1 or several_sources(data.memory):
+            out += [f"#### {engine_text(pts)}, {pages_text(pts)}{source_text(pts, several_sources(data.memory))}", ""]
         out += body(pts) + footnote(pts, data) + _figure(figure_file(mode, key, len(grouped) > 1), figures)
     return out
 
@@ -388,6 +403,18 @@ def _c2c_section(data: RunData, points: Sequence[MemoryRow]) -> list[str]:
            "Measuring cache-to-cache transfer latency as MLC does: a writer thread touches cache lines, then a reader "
            "thread on another core reads them. HITM: the writer modified the lines (Modified in its cache); HIT: it "
            "only read them (clean). Latency per line transfer in ns, one decimal as MLC prints it.", ""]
+    by_source: dict[str, list[MemoryRow]] = {}
+    for p in points:  # imported from several files: each its own tables (another file may be another machine)
+        by_source.setdefault(p.source, []).append(p)
+    for source, pts in sorted(by_source.items()):
+        if len(by_source) > 1 or several_sources(data.memory):
+            out += [f"#### From {_md(source)}" if source else "#### Measured by this run", ""]
+        out += _c2c_tables(data, pts)
+    return out
+
+
+def _c2c_tables(data: RunData, points: Sequence[MemoryRow]) -> list[str]:
+    out: list[str] = []
     local = [p for p in points if _int(p, "reader_node") is None]
     remote = [p for p in points if _int(p, "reader_node") is not None]
     if local:
@@ -513,9 +540,9 @@ def _working_set_section(data: RunData, points: Sequence[MemoryRow], figures: Se
                 + ", ".join(f"{c.name} {about(c.size)}" for c in caches) + ".", ""]
     grouped = groups(points)
     for key, pts in grouped.items():
-        label = f"{engine_text(pts)}, {page_words(key[1])}"
+        label = f"{engine_text(pts)}, {page_words(key[1])}{source_text(pts, several_sources(data.memory))}"
         out += _working_set_curve(label, pts, caches)
-    table = _curve_table(grouped)
+    table = _curve_table(grouped, several_sources(data.memory))
     if table:
         out += [table, ""]
     for key, pts in grouped.items():
@@ -526,13 +553,14 @@ def _working_set_section(data: RunData, points: Sequence[MemoryRow], figures: Se
     return out
 
 
-def _curve_table(grouped: Mapping[tuple[str, ...], Sequence[MemoryRow]]) -> str:
+def _curve_table(grouped: Mapping[tuple[str, ...], Sequence[MemoryRow]], several: bool) -> str:
     """Every size's latency, one column per curve (engine, page size)."""
     sizes = sorted({b for pts in grouped.values() for p in pts if (b := p.buffer) is not None})
     if not sizes:
         return ""
     cols = [{p.buffer: p for p in pts} for pts in grouped.values()]
-    head = ["Buffer"] + [Markup(f"{engine_text(pts)}, {page_words(k[1])} (ns)") for k, pts in grouped.items()]
+    head = ["Buffer"] + [Markup(f"{engine_text(pts)}, {page_words(k[1])}{source_text(pts, several)} (ns)")
+                         for k, pts in grouped.items()]
     body = [[size(s)] + [("" if s not in c else NOT_MEASURED if c[s].latency is None else f"{c[s].latency:.2f}")
                          for c in cols] for s in sizes]
     return markdown_table(head, body)

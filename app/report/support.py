@@ -12,6 +12,12 @@ A knee (app.report.analysis.knee) is one point out of a handful; it is reported 
   rendered); how often each load wins.  Consecutive seconds of one device are correlated and a second run
   meets other device states, so this spread is a lower bound of the knee's uncertainty.
 
+With replicates (``repeat`` ≥ 2) the curve's points are the means over each load's replicates, and the spread
+between runs enters the support twice: the bootstrap draws each load's replicates with replacement and, within
+each drawn replicate, its seconds (a two-level bootstrap: between runs, then within one), and a fourth check,
+**replicates**, finds the knee of each replicate's own curve; it passes only when every replicate finds the
+same knee.
+
 Verdict: **stable** when every check ran and passed (margin ≥ MARGIN_CLEAR, drop-last gives the same
 knee, the knee wins at least BOOTSTRAP_AGREE of the resamples); **fragile** when one that ran failed
 (the alternatives are named); **unconfirmed** when none failed but one could not run (no runner-up in a
@@ -27,7 +33,7 @@ from typing import Sequence
 from app.records import number
 from app.report import analysis as an
 from app.report.model import StorageRow
-from app.report.noise import MIN_SAMPLES, Spread, point_spread, samples_of
+from app.report.noise import MIN_SAMPLES, SAMPLE_KEYS, Spread, samples_of, spread
 
 MARGIN_CLEAR = 0.05  # chord distance in the unit square, the scale of MIN_KNEE_DISTANCE
 RESAMPLES = 200
@@ -49,6 +55,7 @@ class KneeSupport:
     drop_last_checked: bool
     boot: tuple[tuple[int | None, int], ...] | None  # (knee index or None = no knee, resamples), most first
     boot_why: str  # why there is no bootstrap
+    per_replicate: tuple[int | None, ...] | None = None  # each replicate's own knee (None: no replicates)
 
     @property
     def margin(self) -> float | None:
@@ -71,11 +78,21 @@ class KneeSupport:
                 None if self.boot is None else self.share(self.knee) >= BOOTSTRAP_AGREE)
 
     @property
+    def replicates_agree(self) -> bool | None:
+        """Every replicate's own curve finds this knee (None: no replicates)."""
+        return None if self.per_replicate is None else all(k == self.knee for k in self.per_replicate)
+
+    def replicates_text(self) -> str:
+        if self.per_replicate is None:
+            return "—"
+        return ", ".join(self.name(k) for k in self.per_replicate) + (" (all agree)" if self.replicates_agree else "")
+
+    @property
     def verdict(self) -> str:
         if self.knee is None:
             return "none"
         checks = self.checks()
-        if False in checks:
+        if False in checks or self.replicates_agree is False:
             return "fragile"
         return "unconfirmed" if None in checks else "stable"
 
@@ -115,6 +132,8 @@ class KneeSupport:
         if b_ok is False and self.boot:
             total = sum(n for _, n in self.boot)
             alt += [i for i, n in self.boot if i != self.knee and n * 20 >= total]
+        if self.replicates_agree is False and self.per_replicate is not None:
+            alt += [i for i in self.per_replicate if i != self.knee]
         out: list[str] = []
         for i in alt:
             if i != self.knee and self.name(i) not in out:
@@ -149,26 +168,34 @@ def _seconds(run_dir: Path, row: StorageRow) -> list[tuple[float, float]]:
     return out[::step]
 
 
-def bootstrap(run_dir: Path, points: Sequence[StorageRow], labels: Sequence[str]
+def bootstrap(run_dir: Path, points: Sequence[StorageRow], labels: Sequence[str],
+              replicates: Sequence[Sequence[StorageRow]] | None = None
               ) -> tuple[tuple[tuple[int | None, int], ...] | None, str]:
     """How often each point is the knee when each point's means come from its seconds drawn with
-    replacement; (None, why) when a point has fewer than MIN_SAMPLES whole seconds."""
+    replacement; (None, why) when a point has fewer than MIN_SAMPLES whole seconds.  With ``replicates`` (per
+    point, its replicates' rows) each resample first draws the point's replicates with replacement, then each
+    drawn replicate's seconds, and takes the mean over the drawn replicates: the spread between runs is in it."""
     import numpy as np
 
-    seconds = [_seconds(run_dir, p) for p in points]
-    short = [lab for lab, s in zip(labels, seconds) if len(s) < MIN_SAMPLES]
+    sets = [list(r) for r in replicates] if replicates else [[p] for p in points]
+    seconds = [[_seconds(run_dir, r) for r in reps] for reps in sets]
+    short = [lab for lab, s in zip(labels, seconds) if min(len(x) for x in s) < MIN_SAMPLES]
     if short:
-        if len(short) == len(points) and not any(seconds):
+        if len(short) == len(points) and not any(x for s in seconds for x in s):
             return None, "no per-second samples"
         return None, (f"{', '.join(short[:3])}{' …' if len(short) > 3 else ''} "
-                      f"kept fewer than {MIN_SAMPLES} whole seconds")
+                      f"kept fewer than {MIN_SAMPLES} whole seconds" + (" in a replicate" if replicates else ""))
     # RandomState's stream is frozen by NumPy's compatibility policy: the same draws on every version
     rng = np.random.RandomState(SEED)
     means = []
-    for s in seconds:
-        arr = np.array(s, dtype=float)
+    for reps in seconds:
+        arrs = [np.array(s, dtype=float) for s in reps]
+        rows = []
         # one resample at a time: memory stays at one point's seconds, however many a samples file holds
-        means.append(np.array([arr[rng.randint(0, len(s), size=len(s))].mean(axis=0) for _ in range(RESAMPLES)]))
+        for _ in range(RESAMPLES):
+            picks = [arrs[rng.randint(0, len(arrs))] for _ in arrs] if len(arrs) > 1 else arrs
+            rows.append(np.mean([a[rng.randint(0, len(a), size=len(a))].mean(axis=0) for a in picks], axis=0))
+        means.append(np.array(rows))
     counts: dict[int | None, int] = {}
     for r in range(RESAMPLES):
         k = an.knee([float(m[r, 0]) for m in means], [float(m[r, 1]) for m in means])
@@ -176,8 +203,23 @@ def bootstrap(run_dir: Path, points: Sequence[StorageRow], labels: Sequence[str]
     return tuple(sorted(counts.items(), key=lambda t: (-t[1], -1 if t[0] is None else t[0]))), ""
 
 
+def replicate_knees(curve: an.Curve) -> tuple[int | None, ...] | None:
+    """The knee of each replicate's own curve (replicate k of every load), None without replicates (or when a
+    replicate misses a load: its curve is not the same sweep)."""
+    if not curve.repeated:
+        return None
+    numbers = sorted({r.replicate for reps in curve.replicates for r in reps if r.replicate is not None})
+    out = []
+    for k in numbers:
+        rows = [next((r for r in reps if r.replicate == k), None) for reps in curve.replicates]
+        if any(r is None for r in rows):
+            return None
+        out.append(an.knee([r.iops for r in rows if r], [r.lat_mean for r in rows if r]))
+    return tuple(out) if len(out) >= 2 else None
+
+
 def knee_support(run_dir: Path, curve: an.Curve) -> KneeSupport:
-    """The three checks of a storage curve's knee (cached on the curve: several sections ask)."""
+    """The checks of a storage curve's knee (cached on the curve: several sections ask)."""
     cached = curve.__dict__.get("_support")
     if isinstance(cached, KneeSupport):
         return cached
@@ -186,8 +228,9 @@ def knee_support(run_dir: Path, curve: an.Curve) -> KneeSupport:
     labels = tuple(curve.load_label(p) for p in pts)
     checked = len(pts) >= 4
     drop = an.knee(xs[:-1], ys[:-1]) if checked else None
-    boot, why = bootstrap(run_dir, pts, labels) if curve.knee is not None else (None, "no knee")
-    sup = KneeSupport(labels, curve.knee, ranking(xs, ys), drop, checked, boot, why)
+    reps = curve.replicates if curve.repeated else None
+    boot, why = bootstrap(run_dir, pts, labels, reps) if curve.knee is not None else (None, "no knee")
+    sup = KneeSupport(labels, curve.knee, ranking(xs, ys), drop, checked, boot, why, replicate_knees(curve))
     curve.__dict__["_support"] = sup
     return sup
 
@@ -216,5 +259,10 @@ class BoundNoise:
         return f"{span}: every second within" if s.hi <= self.bound_ns else f"{span}: every second over"
 
 
-def bound_noise(run_dir: Path, p: StorageRow, bound_ns: float) -> BoundNoise:
-    return BoundNoise(point_spread(run_dir, p, "p99"), bound_ns, len(samples_of(run_dir, p)))
+def bound_noise(run_dir: Path, p: StorageRow, bound_ns: float,
+                replicates: Sequence[StorageRow] | None = None) -> BoundNoise:
+    """The per-second p99 of a load against the bound: its seconds, or with ``replicates`` every replicate's
+    seconds together (the lowest and highest second of any run)."""
+    rows = list(replicates) if replicates else [p]
+    values = [v for r in rows for s in samples_of(run_dir, r) if (v := number(s.get(SAMPLE_KEYS["p99"]))) is not None]
+    return BoundNoise(spread(values), bound_ns, sum(len(samples_of(run_dir, r)) for r in rows))

@@ -43,11 +43,18 @@ class Line:
 class Panel:
     title: str
     lines: tuple[Line, ...]
-    left_out: int = 0  # the panel's points not drawn (more than MAX_LINES)
+    left_out: int = 0  # the panel's points not drawn (more than MAX_LINES loads)
+    loads_left_out: int = 0  # the loads those points were measured at
+    one_load: bool = False  # a panel of one access pattern and block size whose lines all share one load
 
 
 def _load(p: StorageRow) -> str:
     return f"QD{p.iodepth}" + (f"×{p.numjobs}" if p.numjobs > 1 else "")
+
+
+def _rep(p: StorageRow) -> str:
+    """", replicate 2" for a repeated point's line (each replicate is its own histogram and its own line)."""
+    return "" if p.replicate is None else f", replicate {p.replicate}"
 
 
 def _with_hist(points: Sequence[StorageRow]) -> list[tuple[StorageRow, Hist]]:
@@ -55,36 +62,47 @@ def _with_hist(points: Sequence[StorageRow]) -> list[tuple[StorageRow, Hist]]:
 
 
 def _spread(lines: list[Line]) -> list[Line]:
-    """At most MAX_LINES of the lines, by load, spread evenly over them (the lightest and heaviest kept)."""
+    """The lines of at most MAX_LINES of their loads, spread evenly over them (the lightest and heaviest kept);
+    every replicate of a kept load is kept (they share its colour)."""
     lines = sorted(lines, key=lambda ln: ln.load)
-    if len(lines) <= MAX_LINES:
+    loads = sorted({ln.load for ln in lines})
+    if len(loads) <= MAX_LINES:
         return lines
-    step = (len(lines) - 1) / (MAX_LINES - 1)
-    return [lines[round(i * step)] for i in range(MAX_LINES)]
+    step = (len(loads) - 1) / (MAX_LINES - 1)
+    kept = {loads[round(i * step)] for i in range(MAX_LINES)}
+    return [ln for ln in lines if ln.load in kept]
 
 
 def run_panels(points: Sequence[StorageRow]) -> tuple[list[Panel], bool]:
-    """The panels of a single-target run and whether their lines are coloured by load (else: a legend)."""
+    """The panels of a single-target run and whether their lines are coloured by load (else: a legend; the
+    panels split by block size at one load have ``one_load`` set)."""
     drawn = _with_hist(points)
     by_mix: dict[str, list[tuple[StorageRow, Hist]]] = {}
     for p, h in sorted(drawn, key=lambda ph: (ph[0].mix_order, ph[0].mix)):
         by_mix.setdefault(p.mix, []).append((p, h))
     if all(len(v) <= MAX_LINES for v in by_mix.values()):
         varying = varying_rest_keys([p for p, _ in drawn])
-        return [Panel(mix, tuple(Line(f"{format_size(p.bs)} {_load(p)}" + _rest(p, varying), p.inflight, h)
+        return [Panel(mix, tuple(Line(f"{format_size(p.bs)} {_load(p)}" + _rest(p, varying) + _rep(p), p.inflight, h)
                                  for p, h in sorted(v, key=lambda ph: (ph[0].bs, ph[0].inflight))))
                 for mix, v in by_mix.items()], False
     varying = varying_rest_keys([p for p, _ in drawn])
+    # the colour scale keys the lines by load only where the load varies; lines that all share one load (the
+    # replicates of one point) are told apart in a legend instead
+    one_load = len({p.inflight for p, _ in drawn}) == 1
     panels = []
     for mix, v in by_mix.items():
         groups: dict[tuple[int, str], list[Line]] = {}
         for p, h in v:
-            groups.setdefault((p.bs, rest_label(p.rest, varying)), []).append(Line(_load(p), p.inflight, h))
+            label = (_rep(p)[2:] or _load(p)) if one_load else _load(p) + _rep(p)
+            groups.setdefault((p.bs, rest_label(p.rest, varying)), []).append(Line(label, p.inflight, h))
         for (bs, rest), lines in sorted(groups.items()):
-            kept = _spread(lines)
+            kept = lines[:MAX_LINES] if one_load else _spread(lines)
             title = f"{mix} {format_size(bs)}" + (f" ({rest})" if rest else "")
-            panels.append(Panel(title, tuple(kept), len(lines) - len(kept)))
-    return panels, True
+            if one_load:
+                title += f" {_load(v[0][0])}"
+            dropped = len({ln.load for ln in lines}) - len({ln.load for ln in kept})
+            panels.append(Panel(title, tuple(kept), len(lines) - len(kept), dropped, one_load))
+    return panels, not one_load
 
 
 def _rest(p: StorageRow, varying: set[str]) -> str:
@@ -145,8 +163,9 @@ def _draw_panel(ax: Axes, panel: Panel, colours: Sequence[ColorType], legend: bo
     ax.set_xscale("log")
     _y_axis(ax)
     ax.set_xlabel("latency x (µs)")
-    ax.set_title(panel.title + (f" ({len(panel.lines)} of {len(panel.lines) + panel.left_out} loads)"
-                                if panel.left_out else ""), fontsize=8)
+    drawn = len({ln.load for ln in panel.lines})
+    ax.set_title(panel.title + (f" ({drawn} of {drawn + panel.loads_left_out} loads)"
+                                if panel.loads_left_out else ""), fontsize=8)
     _plain_log(ax, "x")
     if legend:
         ax.legend(loc="lower left", fontsize=6, frameon=False)
@@ -209,13 +228,20 @@ def exceedance_figures(points: Sequence[StorageRow], plots_dir: Path) -> list[Fi
     if not panels:
         return []
     left = sum(pn.left_out for pn in panels)
+    repeated = any(p.replicate is not None for p in points)
+    reps = " (each replicate of a repeated point its own line: the lines of one load show its spread between runs)"
+    not_drawn = (f" ({left} point{'s' if left != 1 else ''} not drawn; the tail table has every point). "
+                 if left else ". ")
     if by_load:
         which = (f"One panel per access pattern and block size; lines coloured by load (outstanding I/Os, colour "
                  f"scale), at most {MAX_LINES} loads per panel spread from the lightest to the heaviest"
-                 + (f" ({left} point{'s' if left != 1 else ''} not drawn; the tail table has every point). "
-                    if left else ". "))
+                 + (reps + "; the replicates of a load share its colour" if repeated else "") + not_drawn)
+    elif panels[0].one_load:
+        which = ("One panel per access pattern and block size, all at one load (in the title); one line per "
+                 + ("replicate" if repeated else "point") + " (in the legend)" + not_drawn)
     else:
-        which = "One panel per access pattern, one line per workload (block size and load, in the legend). "
+        which = ("One panel per access pattern, one line per workload (block size and load, in the legend)"
+                 + (reps if repeated else "") + ". ")
     return _figures(panels, plots_dir, by_load, "Latency distribution: fraction of I/Os slower than x",
                     which + CURVE)
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 from app.report.model import StorageRow
 from app.sanitize import clean_line, md_text
-from app.tails import TAIL_PERCENTILES, count, min_ios, percentile, supported
+from app.tails import SUPPORT_BEYOND, TAIL_PERCENTILES, count, min_ios, percentile, supported
 from app.textable import markdown_figure, markdown_table
 from app.units import us
 from app.validity import recorded_ns, recorded_ratio
@@ -56,13 +56,20 @@ def tail_cells(p: StorageRow) -> list[str]:
     out = []
     for key, pct, _label in TAIL_PERCENTILES:
         v = tail_value(p, key, pct)
-        out.append(UNSUPPORTED if not supported(pct, ios) else "n/a" if v is None else us(v))
+        out.append(UNSUPPORTED if not supported(pct, ios, p.inflight) else "n/a" if v is None else us(v))
     return out
 
 
-def needs_text() -> str:
-    """The I/Os each tail percentile needs: "p99 1,000, p99.9 10,000, …" (the fleet's table says it too)."""
-    return ", ".join(f"{label} {min_ios(pct):,}" for _k, pct, label in TAIL_PERCENTILES)
+def needs_text(inflight: int = 1) -> str:
+    """The I/Os each tail percentile needs at ``inflight`` I/Os in flight: "p99 1,000, p99.9 10,000, …" (the
+    fleet's table says it too)."""
+    return ", ".join(f"{label} {min_ios(pct, inflight):,}" for _k, pct, label in TAIL_PERCENTILES)
+
+
+RULE = (f"A percentile p needs at least {SUPPORT_BEYOND} distinct stall events beyond it. The histogram keeps no "
+        "completion times, and one stall can hold every I/O in flight (N = QD × jobs), which then complete together, "
+        f"so the point needs {SUPPORT_BEYOND} · N / (1 − p) I/Os (every tail I/O counted as part of a stall that "
+        "held the whole queue: conservative, it may withhold a percentile, never shows one set by fewer stalls)")
 
 
 def tail_table(points: Sequence[StorageRow], label: Label, host: bool = False) -> list[str]:
@@ -80,9 +87,10 @@ def tail_table(points: Sequence[StorageRow], label: Label, host: bool = False) -
     out = [markdown_table(head, rows, right=range(2 if host else 1, len(head))), ""]
     notes = []
     if short:
+        depths = sorted({p.inflight for p in points})
+        at = "; ".join(f"at N = {n}: {needs_text(n)}" for n in depths[:4]) + (" …" if len(depths) > 4 else "")
         notes.append(f"{UNSUPPORTED}: the point completed too few I/Os to support that percentile ({short} "
-                     f"point{'s' if short != 1 else ''}; each point's count is in the I/Os column). A percentile p "
-                     f"needs at least 10 / (1 − p) I/Os, so that ten lie beyond it: {needs_text()}.")
+                     f"point{'s' if short != 1 else ''}; each point's count is in the I/Os column). {RULE}: {at}.")
     if absent:
         notes.append("n/a: the line records no such percentile and no histogram to compute it from (fio ran "
                      "without it, or an import lacks it).")
@@ -111,9 +119,9 @@ def device_row(p: StorageRow, label: Label) -> list[str] | None:
     where = " (under the filesystem)" if d.get("source") == "filesystem" else ""
     dev = recorded_ns(d)
     fio = p.metrics.lat_ns.get("mean") if p.metrics.lat_ns is not None else None
-    soft = us(fio - dev) if dev is not None and fio is not None else "n/a"
+    outside = us(fio - dev) if dev is not None and fio is not None else "n/a"
     return [label(p), name + where, _ratio(d, "read_ratio"), _ratio(d, "write_ratio"), us(dev), us(fio),
-            soft]
+            outside]
 
 
 def device_notes(points: Sequence[StorageRow], label: Label) -> list[str]:
@@ -145,8 +153,11 @@ def device_section(points: Sequence[StorageRow], label: Label) -> list[str]:
            "(1.00: every byte reached the device; below 0.90 the point is "
            "flagged not-on-device, above 1.10 amplified), and the device's mean time per request, Δ(read + write "
            "ticks) / Δ(requests), as the kernel counts it from the block layer's queue to completion (the I/O "
-           "scheduler's queueing is in it), beside fio's mean total latency. Software time = fio's mean − the "
-           "device's mean: the time above the block layer (submission, completion, the filesystem). Means only: a "
+           "scheduler's queueing is in it), beside fio's mean total latency. Outside the device = fio's mean − the "
+           "device's mean: the time the counters do not see — waiting for a request slot (a tag) when more I/Os are "
+           "in flight than the block layer's queue admits, submission and completion, the filesystem. The counters "
+           "cannot tell waiting from software, so it is not called software time: at a queue deeper than the "
+           "device's it is mostly waiting. Means only: a "
            "mean difference says nothing of the tails. It can come out negative: the kernel counts requests after "
            "merging adjacent I/Os (one merged request takes longer than one of fio's). The counters cover the "
            "whole device, so other I/O on it during the point counts too; —: fio moved no bytes in that direction.",
@@ -154,7 +165,8 @@ def device_section(points: Sequence[StorageRow], label: Label) -> list[str]:
     rows = [r for p in points if (r := device_row(p, label)) is not None]
     if rows:
         out += [markdown_table(["Workload", "Device", "Read bytes device/fio", "Write bytes device/fio",
-                                "Device mean (µs)", "fio mean (µs)", "Software (µs)"], rows, right=range(2, 7)), ""]
+                                "Device mean (µs)", "fio mean (µs)", "Outside the device (µs)"], rows,
+                                right=range(2, 7)), ""]
     notes = device_notes(points, label)
     return out + (notes + [""] if notes else [])
 
@@ -185,12 +197,18 @@ INTRO = ("fio's total latencies (submission to completion, `lat`), merged over t
          "to p99.999, each only where the point completed enough I/Os to support it.")
 
 
+def _replicated(label: Label) -> Label:
+    """``label`` naming the replicate of a repeated point (each replicate is its own row and histogram)."""
+    return lambda p: label(p) + ("" if p.replicate is None else f", replicate {p.replicate}")
+
+
 def section(points: Sequence[StorageRow], figures: Sequence[Figure], label: Label, table: bool = True,
             heading: str = "### Latency distribution") -> list[str]:
     """The section of a single-target run; with ``table`` False (a report of more than MAX_BODY_POINTS points)
     the tables are left to the appendix (:func:`appendix`)."""
     if not points:
         return []
+    label = _replicated(label)
     out = [heading, "", INTRO, ""]
     out += _figure_lines(figures, points)
     if table:
@@ -202,6 +220,7 @@ def section(points: Sequence[StorageRow], figures: Sequence[Figure], label: Labe
 
 
 def appendix(points: Sequence[StorageRow], label: Label) -> list[str]:
+    label = _replicated(label)
     return ["### Latency distribution, every point", ""] + tail_table(points, label) + device_section(points, label)
 
 

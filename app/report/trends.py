@@ -1,81 +1,37 @@
 """The report's written summary: what the data says about block size, read/write mix and queue depth.
 
-Each sentence is computed from two (or a few) measured points and carries its effect size (a ratio, or a
-percentage change).  Two points are told apart only when their difference is beyond noise:
-
-- both points kept per-second samples (app.report.noise): their 95 % intervals of the mean must not
-  overlap, and the relative difference of their figures must exceed the larger per-second coefficient of
-  variation of the two — a difference smaller than one second's usual wobble is not called a trend;
-- otherwise (no samples, or fewer than three whole seconds) the noise is unknown and the difference must
-  be at least FALLBACK_EFFECT (10 %); the sentence says the noise is unknown.
-
-A comparison within noise gives "no difference beyond noise" (read/write mix) or ends a growth run (block
-size, queue depth); it never gives a direction.  docs/report.md states the same rule.
+Each sentence is computed from measured points and carries its effect size (a ratio, or a percentage change).
+Every judgement comes from :mod:`app.report.verdict`, the one rule the queueing view and the write-back check
+use too: each point with all its replicates (or, measured once, its batch-means interval within the run), a
+difference "real" at a 5 % false-alarm rate (per curve along an axis), "flat" / "no difference beyond noise"
+only where the test had 80 % power to see a 10 % difference, and otherwise "not judged" with the reason.
+docs/report.md states the same rule.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Hashable, Sequence, TypeVar
 
+from app.report import verdict as vd
 from app.report.analysis import Rest
 from app.report.model import StorageRow
-from app.report.noise import Spread, point_spread
+from app.report.verdict import Verdict
 from app.sanitize import md_text
 from app.units import format_size
 
 K = TypeVar("K", bound=Hashable)  # what tells a family of points apart
 
-FALLBACK_EFFECT = 0.10  # without per-second samples, a smaller relative difference is not called a trend
 MAX_CLAUSES = 4  # block sizes listed in one read/write sentence
-
-
-@dataclass(frozen=True)
-class Diff:
-    """How point b's figure compares with point a's."""
-
-    a: float  # the headline figures (the whole run)
-    b: float
-    real: bool  # beyond noise by the module's rule
-    cv: float | None  # the larger per-second CV of the two; None: no samples, noise unknown
-
-    @property
-    def ratio(self) -> float:
-        return self.b / self.a if self.a else float("inf")
-
-
-def _spread(run_dir: Path, p: StorageRow, figure: str) -> Spread | None:
-    """A point's per-second spread of ``figure``; bandwidth from IOPS × block size when the samples
-    keep IOPS only (the two have the same relative spread at one block size)."""
-    s = point_spread(run_dir, p, figure)
-    if s is None and figure == "bw" and p.bs > 0:
-        i = point_spread(run_dir, p, "iops")
-        if i is not None:
-            s = Spread(i.n, i.mean * p.bs, i.sd * p.bs, i.lo * p.bs, i.hi * p.bs)
-    return s
-
-
-def compare(run_dir: Path, a: StorageRow, b: StorageRow, figure: str) -> Diff:
-    """Point b against point a on ``figure`` ("iops" or "bw"), judged against their per-second noise."""
-    va, vb = (p.iops if figure == "iops" else p.bw for p in (a, b))
-    if va <= 0 or vb <= 0:
-        return Diff(va, vb, False, None)
-    rel = abs(vb - va) / min(va, vb)
-    sa, sb = _spread(run_dir, a, figure), _spread(run_dir, b, figure)
-    if sa is None or sb is None:
-        return Diff(va, vb, rel >= FALLBACK_EFFECT, None)
-    cv = max(sa.cv, sb.cv)
-    apart = sa.mean + sa.half_width < sb.mean - sb.half_width or sb.mean + sb.half_width < sa.mean - sa.half_width
-    return Diff(va, vb, apart and rel > cv, cv)
+MAX_REASON = 160  # characters of a not-judged reason in a sentence
 
 
 # --- wording -------------------------------------------------------------------------------------------
 
 
-def size(d: Diff) -> str:
+def size(d: Verdict) -> str:
     """The size of a change: "5.2×" (or "÷5.2") from a doubling on, else an unsigned percentage."""
-    r = d.ratio
+    r = d.ratio or 0.0
     if r >= 2:
         return f"{r:.1f}×"
     if 0 < r <= 0.5:
@@ -83,24 +39,43 @@ def size(d: Diff) -> str:
     return f"{abs(r - 1) * 100:.0f} %"
 
 
-def signed(d: Diff) -> str:
-    pct = round((d.ratio - 1) * 100)
+def signed(d: Verdict) -> str:
+    if d.effect is None:
+        return "n/a"
+    pct = round(d.effect * 100)
     return f"{pct:+d} %" if pct else "±0 %"  # not "-0 %" for a change that rounds to nothing
 
 
-def share(d: Diff) -> str:
+def change(d: Verdict) -> str:
+    """A change with its sign: "5.2×", "÷3.1" from a doubling on, else "+4 %"."""
+    r = d.ratio
+    return signed(d) if r is None or 0.5 < r < 2 else size(d)
+
+
+def share(d: Verdict) -> str:
     """b as a share of a: "62 %", or "3.4×" from a doubling on."""
-    return f"{d.ratio:.1f}×" if d.ratio >= 2 else f"{d.ratio * 100:.0f} %"
+    r = d.ratio or 0.0
+    return f"{r:.1f}×" if r >= 2 else f"{r * 100:.0f} %"
 
 
-def support(diffs: Sequence[Diff]) -> str:
-    """What the sentence's comparisons were judged against."""
-    cvs = [d.cv for d in diffs if d.cv is not None]
-    if len(cvs) == len(diffs) and cvs:
-        return f"per-second CV ≤ {max(cvs) * 100:.1f} %"
-    if cvs:
-        return f"per-second CV ≤ {max(cvs) * 100:.1f} % where recorded, elsewhere noise unknown"
-    return "noise unknown"
+def unjudged(d: Verdict, short: bool = False) -> str:
+    """", not judged: <why>" — the reason cut at a word, never mid-word (``short``: the verdict alone)."""
+    if short:
+        return ", not judged"
+    why = d.reason  # may quote a results line's own reason: foreign text, escaped
+    if len(why) > MAX_REASON:
+        why = why[:MAX_REASON].rsplit(" ", 1)[0] + " …"
+    return f", not judged: {md_text(why, None)}"
+
+
+def support(diffs: Sequence[Verdict]) -> str:
+    """What the sentence's verdicts rest on."""
+    hows = sorted({d.how for d in diffs if d.how})
+    if not hows:
+        return "no interval to judge by"
+    kinds = {"replicates": "replicates", "within-run": "within-run intervals",
+             "replicates and within-run": "replicates and within-run intervals"}
+    return "judged on " + " and ".join(kinds.get(h, h) for h in hows)
 
 
 def load(p: StorageRow) -> str:
@@ -125,41 +100,48 @@ def values(figure: str, *vs: float, sep: str = " → ") -> str:
 # --- growth along an axis (block size, queue depth) ---------------------------------------------------
 
 
-def plateau(run_dir: Path, pts: Sequence[StorageRow], figure: str) -> int:
-    """The first index from which no later point is beyond noise above it: where growth stops."""
-    for j in range(len(pts)):
-        later = pts[j + 1:]
-        if not any(compare(run_dir, pts[j], q, figure).real and
-                   (q.iops if figure == "iops" else q.bw) > (pts[j].iops if figure == "iops" else pts[j].bw)
-                   for q in later):
-            return j
-    return len(pts) - 1
-
-
-def growth(run_dir: Path, pts: Sequence[StorageRow], figure: str, what: str,
+def growth(run_dir: Path, groups: Sequence[Sequence[StorageRow]], figure: str, what: str,
            name: Callable[[StorageRow], str]) -> str:
-    """One sentence on how ``figure`` moves along ``pts`` (sorted along the axis): where it grows beyond noise,
-    and what it does after."""
-    first, last = pts[0], pts[-1]
-    j = plateau(run_dir, pts, figure)
-    fig = (lambda p: p.iops) if figure == "iops" else (lambda p: p.bw)
-    up = compare(run_dir, first, pts[j], figure)
-    if j == 0 or not up.real:  # no growth from the first point on (growth between middle points only is none)
-        d = compare(run_dir, first, last, figure)
-        if d.real and d.ratio < 1:
-            return (f"{what} falls {size(d)} from {name(first)} to {name(last)} "
-                    f"({values(figure, fig(first), fig(last))}; {support([d])}).")
-        return (f"{what}: no difference beyond noise from {name(first)} to {name(last)} "
-                f"({values(figure, fig(first), fig(last), sep=' vs ')}; {support([d])}).")
-    top = pts[j]
-    text = f"{what} rises {size(up)} from {name(first)} to {name(top)} ({values(figure, fig(first), fig(top))})"
-    diffs = [up]
-    if j < len(pts) - 1:
-        tail = compare(run_dir, top, last, figure)
-        diffs.append(tail)
-        text += (f", then falls {size(tail)} to {name(last)}" if tail.real else
-                 f", then flat within noise to {name(last)} ({signed(tail)})")
-    return f"{text}; {support(diffs)}."
+    """One sentence on how ``figure`` moves along ``groups`` (each a point and its replicates, sorted along the
+    axis), from the curve's one judgement (:func:`app.report.verdict.curve`): the rise to its peak, then what
+    follows."""
+    c = vd.curve(run_dir, groups, figure)
+    first, last, t = groups[0][0], groups[-1][0], c.top
+    top = groups[t][0]
+    rise = c.rise
+    if t > 0 and rise.real:
+        text = (f"{what} rises {size(rise)} from {name(first)} to {name(top)} "
+                f"({values(figure, c.centre(0), c.centre(t))}")
+        diffs = [rise]
+        j = c.reached
+        if 0 < j < t:  # the last steps to the peak are not told apart from it: say how sure they are
+            near = c.between(j, t)
+            text += (f"), within noise of it from {name(groups[j][0])} on ({signed(near)})" if near.within else
+                     f"; {name(groups[j][0])} → {name(top)}: {signed(near)}{unjudged(near, short=True)})")
+        else:
+            text += ")"
+        after = c.after
+        if after is not None:
+            diffs.append(after)
+            if after.real:
+                text += f", then falls {size(after)} to {name(last)}"
+            elif after.within:
+                text += f", then flat within noise to {name(last)} ({signed(after)})"
+            else:
+                text += f", then {change(after)} to {name(last)}{unjudged(after)}"
+        return f"{text}; {support(diffs)}."
+    whole = c.whole
+    shown = values(figure, c.centre(0), c.centre(len(groups) - 1))
+    span = f"from {name(first)} to {name(last)}"
+    if whole.real:
+        verb = "falls" if (whole.ratio or 0) < 1 else "rises"
+        return f"{what} {verb} {size(whole)} {span} ({shown}); {support([whole])}."
+    blocking = next((d for d in (rise, whole) if not d.within), None) if t > 0 else (
+        None if whole.within else whole)
+    if blocking is None:
+        vs = values(figure, c.centre(0), c.centre(len(groups) - 1), sep=" vs ")
+        return f"{what}: flat within noise {span} ({vs}; {support([whole])})."
+    return f"{what}: {change(whole)} {span} ({shown}){unjudged(blocking)}."
 
 
 # --- the three trends ------------------------------------------------------------------------------------
@@ -172,23 +154,16 @@ def _families(points: Sequence[StorageRow], key: Callable[[StorageRow], K]) -> d
     return out
 
 
-def _first_each(pts: Sequence[StorageRow], axis: Callable[[StorageRow], int]) -> list[StorageRow]:
-    """One point per axis value (a repeated point: its first measurement), sorted along the axis."""
-    seen: dict[int, StorageRow] = {}
-    for p in pts:
-        seen.setdefault(axis(p), p)
-    return [seen[k] for k in sorted(seen)]
-
-
 def _pick(families: dict[K, list[StorageRow]], axis: Callable[[StorageRow], int],
-          prefer: Callable[[list[StorageRow]], int]) -> dict[str, list[StorageRow]]:
-    """Per access pattern, the family measured at the most values of ``axis`` (ties: ``prefer``)."""
-    best: dict[str, list[StorageRow]] = {}
+          prefer: Callable[[list[list[StorageRow]]], int]) -> dict[str, list[list[StorageRow]]]:
+    """Per access pattern, the family measured at the most values of ``axis`` (ties: ``prefer``), as one group
+    per axis value: the point and all its replicates (a trend is judged on every replicate, never on one)."""
+    best: dict[str, list[list[StorageRow]]] = {}
     for pts in families.values():
-        line = _first_each(pts, axis)
+        line = vd.along(pts, axis)
         if len(line) < 2:
             continue
-        mix = line[0].mix
+        mix = line[0][0].mix
         if mix not in best or (len(line), prefer(line)) > (len(best[mix]), prefer(best[mix])):
             best[mix] = line
     return best
@@ -201,24 +176,25 @@ def _order(points: Sequence[StorageRow]) -> dict[str, tuple[int, int]]:
 def block_size_trends(run_dir: Path, points: Sequence[StorageRow]) -> list[str]:
     """Bandwidth against block size, per access pattern at its deepest load measured over most block sizes."""
     fams = _families(points, lambda p: (p.mix, p.iodepth, p.numjobs, p.rest))
-    picked = _pick(fams, lambda p: p.bs, lambda line: line[0].inflight)
+    picked = _pick(fams, lambda p: p.bs, lambda line: line[0][0].inflight)
     order = _order(points)
     out = []
     for mix in sorted(picked, key=lambda m: (order[m], m)):
         line = picked[mix]
-        out.append(growth(run_dir, line, "bw", f"{md_text(mix)} bandwidth at {load(line[0])}", lambda p: kib(p.bs)))
+        out.append(growth(run_dir, line, "bw", f"{md_text(mix)} bandwidth at {load(line[0][0])}",
+                          lambda p: kib(p.bs)))
     return out
 
 
 def queue_depth_trends(run_dir: Path, points: Sequence[StorageRow]) -> list[str]:
     """IOPS against outstanding I/Os, per access pattern at its smallest block size measured over most loads."""
     fams = _families(points, lambda p: (p.mix, p.bs, p.rest, p.numjobs))
-    picked = _pick(fams, lambda p: p.inflight, lambda line: -line[0].bs)
+    picked = _pick(fams, lambda p: p.inflight, lambda line: -line[0][0].bs)
     order = _order(points)
     out = []
     for mix in sorted(picked, key=lambda m: (order[m], m)):
         line = picked[mix]
-        out.append(growth(run_dir, line, "iops", f"{md_text(mix)} {kib(line[0].bs)} IOPS", load))
+        out.append(growth(run_dir, line, "iops", f"{md_text(mix)} {kib(line[0][0].bs)} IOPS", load))
     return out
 
 
@@ -233,14 +209,15 @@ def _kind(p: StorageRow) -> str | None:
 
 def mix_trends(run_dir: Path, points: Sequence[StorageRow]) -> list[str]:
     """Writes and read/write mixes against pure reads of the same pattern (random or sequential), block size
-    and settings, at the deepest load both were measured at; one sentence per pattern and kind."""
-    by: dict[tuple[bool, int, Rest, int, int], dict[str, StorageRow]] = {}
+    and settings, at the deepest load both were measured at (each with all its replicates); one sentence per
+    pattern and kind."""
+    by: dict[tuple[bool, int, Rest, int, int], dict[str, list[StorageRow]]] = {}
     for p in points:
         kind = _kind(p)
         if kind is not None:
-            by.setdefault((p.random, p.bs, p.rest, p.inflight, p.numjobs), {}).setdefault(kind, p)
+            by.setdefault((p.random, p.bs, p.rest, p.inflight, p.numjobs), {}).setdefault(kind, []).append(p)
     # per (pattern, kind, settings): block size -> the pair at the deepest common load
-    pairs: dict[tuple[bool, str, Rest], dict[int, tuple[StorageRow, StorageRow]]] = {}
+    pairs: dict[tuple[bool, str, Rest], dict[int, tuple[list[StorageRow], list[StorageRow]]]] = {}
     for (rnd, bs, rest, n, _jobs), kinds in sorted(by.items(), key=lambda kv: kv[0][3]):
         read = kinds.get("read")
         if read is None:
@@ -254,16 +231,26 @@ def mix_trends(run_dir: Path, points: Sequence[StorageRow]) -> list[str]:
         clauses, diffs = [], []
         for bs in sorted(per_bs)[:MAX_CLAUSES]:
             read, other = per_bs[bs]
-            d = compare(run_dir, read, other, "iops")
+            d = vd.judge(run_dir, read, other, "iops")
             diffs.append(d)
-            where = f"{kib(bs)} {load(other)}"
-            shown = values("iops", d.b, d.a, sep=" vs ")
-            clauses.append(f"{share(d)} at {where} ({shown})" if d.real else
-                           f"no difference beyond noise at {where} ({shown})")
+            where = f"{kib(bs)} {load(other[0])}"
+            a = d.a if d.a is not None else read[0].iops
+            b = d.b if d.b is not None else other[0].iops
+            shown = values("iops", b, a, sep=" vs ")
+            if d.real:
+                clauses.append(f"{share(d)} at {where} ({shown})")
+            elif d.within:
+                clauses.append(f"no difference beyond noise at {where} ({shown})")
+            else:
+                clauses.append(f"{share(d)} at {where} ({shown}, not judged)")
         more = len(per_bs) - MAX_CLAUSES
         tail = f"; {more} more block size{'s' if more > 1 else ''} in the tables" if more > 0 else ""
+        judged = [d for d in diffs if d.verdict != vd.NOT_JUDGED]
+        why = list(dict.fromkeys(d.reason for d in diffs if d.verdict == vd.NOT_JUDGED))
+        ends = ([support(judged)] if judged else []) + ([unjudged(Verdict(vd.NOT_JUDGED, None, "; ".join(why)))
+                                                         .removeprefix(", ")] if why else [])
         out.append(f"{pattern} {kind}{'s' if kind == 'write' else ''} as a share of {pattern} reads' IOPS: "
-                   + "; ".join(clauses) + f"{tail}; {support(diffs)}.")
+                   + "; ".join(clauses) + f"{tail}; {'; '.join(ends)}.")
     return out
 
 
@@ -276,10 +263,11 @@ def summary_section(run_dir: Path, points: Sequence[StorageRow]) -> list[str]:
     if not any(lines for _, lines in parts):
         return []
     out = ["### Summary of trends", "",
-           "Each sentence compares measured points and gives the effect; a difference is called one only when it "
-           "is beyond noise: the two points' 95 % intervals of their per-second figures do not overlap and the "
-           "difference exceeds the larger per-second coefficient of variation (CV). Points without per-second "
-           "samples need a difference of at least 10 % and say \"noise unknown\".", ""]
+           "Each sentence compares measured points (each with all its replicates, or, measured once, its "
+           "batch-means interval within this run) and gives the effect. A difference is called real when the "
+           "interval of the difference excludes zero at a 5 % false-alarm rate (per curve, shared among its "
+           "comparisons); \"flat\" or \"no difference beyond noise\" only when the test had at least 80 % "
+           "power to see a 10 % difference; otherwise the sentence says \"not judged\" and why.", ""]
     for title, lines in parts:
         out += [f"- **{title}**: {s}" for s in lines]
     out.append("")

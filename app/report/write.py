@@ -123,7 +123,7 @@ def _render_run(data: RunData, name: str, base_fd: int, plots_dir: Path, p99_bou
     views = rp.storage_views(data.storage)
     measured = len(data.storage) + len(data.memory)
     loaded, data = data, replace(data, storage=views.main)
-    curves = an.storage_curves(data.storage)
+    curves = an.storage_curves(data.storage, data.path)
     mem_curves = an.memory_curves(data.memory)
     figures = draw_run_figures(loaded, data, views, curves, mem_curves, plots_dir)
     text = render_markdown(replace(data, measured=measured), figures, p99_bound_us * 1e3, curves, mem_curves, views)
@@ -165,7 +165,8 @@ def draw_figures(data: RunData, plots_dir: Path) -> list[Any]:
         return draw_fleet_figures(data, plots_dir)
     views = rp.storage_views(data.storage)
     main = replace(data, storage=views.main)
-    return draw_run_figures(data, main, views, an.storage_curves(main.storage), an.memory_curves(main.memory),
+    curves = an.storage_curves(main.storage, data.path)
+    return draw_run_figures(data, main, views, curves, an.memory_curves(main.memory),
                             plots_dir)
 
 

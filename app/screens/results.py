@@ -124,18 +124,15 @@ def with_device_column(lines: Mapping[int | None, ResultLine], columns: list[Col
     return columns[:at] + [DEVICE_COLUMN] + columns[at:]
 
 
-# IOPS per CPU of a point (app.peak.cpu_cost): per busy CPU (/proc/stat over the measured window) where its line
-# has the host_cpu part's figure, else per CPU-second of fio's job threads; shown when a storage line has either
-CPU_FIO_MARK = "*"  # after a fio-threads figure in a run that also has busy-CPU figures
-CPU_FEW_MARK = "!"  # after a figure computed from too little busy time (app.peak.MIN_BUSY_S)
+# IOPS per CPU of a point (app.peak.cpu_cost): per CPU-second of fio's own job threads (usr+sys); the host's busy
+# CPUs, which count other processes too, are the report's, beside it (docs/report.md, "CPU cost")
 
 
-def cpu_cell(cost: CpuCost, mixed: bool) -> tuple[float, str]:
+def cpu_cell(cost: CpuCost) -> tuple[float, str]:
     """(sort key, cell) of a point's IOPS per CPU: k-formatted, "—" without the figure (sorts first)."""
     if cost.value is None:
         return -1.0, "—"
-    return cost.value, (format_count(cost.value) + (CPU_FIO_MARK if mixed and not cost.busy else "")
-                        + (CPU_FEW_MARK if cost.few else ""))
+    return cost.value, format_count(cost.value)
 
 
 CPU_COLUMN: Column = ("IOPS/CPU", lambda r: r["iops_cpu"], lambda v: v[1])
@@ -143,21 +140,16 @@ CPU_COLUMN: Column = ("IOPS/CPU", lambda r: r["iops_cpu"], lambda v: v[1])
 
 def with_cpu_column(lines: Mapping[int | None, ResultLine], columns: list[Column],
                     records: list[dict[str, Any]]) -> tuple[list[Column], str | None]:
-    """The columns with IOPS/CPU after CPU % when a storage line has a CPU figure (set on each row as
+    """The columns with IOPS/CPU after CPU % when a storage line has fio's own CPU figure (set on each row as
     ``iops_cpu``), and the status line's words for what it counts; unchanged (None) otherwise."""
     costs = {i: cpu_cost(line) for i, line in lines.items()}
-    kinds = {c.busy for c in costs.values() if c.value is not None}
-    if not kinds:
+    if not any(c.value is not None for c in costs.values()):
         return columns, None
     none = CpuCost(None)
     for r in records:
-        r["iops_cpu"] = cpu_cell(costs.get(r["index"], none), len(kinds) > 1)
+        r["iops_cpu"] = cpu_cell(costs.get(r["index"], none))
     at = next((i + 1 for i, c in enumerate(columns) if c[0] == "CPU %"), len(columns))
-    note = (strings.RESULTS_CPU_MIXED if len(kinds) > 1 else
-            strings.RESULTS_CPU_BUSY if True in kinds else strings.RESULTS_CPU_FIO)
-    if any(c.few for c in costs.values()):
-        note += strings.RESULTS_CPU_FEW
-    return columns[:at] + [CPU_COLUMN] + columns[at:], note
+    return columns[:at] + [CPU_COLUMN] + columns[at:], strings.RESULTS_CPU_FIO
 
 
 # shown when a point of the run has a validity flag (app.validity)

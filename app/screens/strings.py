@@ -160,10 +160,7 @@ RESULTS_FLEET_OUTLIERS = "yellow: more than 3 MADs from the fleet median (the re
 SORTED_BY = "sorted by {column} ({direction})"
 # the results table's ± column: what it covers; the figure before it is the interval's centre (app.frame)
 RESULTS_CI = "± 95 % within this run, around its centre"
-RESULTS_CPU_BUSY = "IOPS/CPU: per busy CPU (/proc/stat)"
 RESULTS_CPU_FIO = "IOPS/CPU: per CPU-second of fio's threads"
-RESULTS_CPU_MIXED = "IOPS/CPU: per busy CPU (/proc/stat), * fio's threads only"
-RESULTS_CPU_FEW = ", ! under 0.5 CPU-s busy"
 EXPORT_PROMPT = "Export report.md, report.html, plots/ and results.csv to (a directory, or a .md or .html path):"
 EXPORTING = "Rendering the report…"
 EXPORTED = "Report written: {path}"

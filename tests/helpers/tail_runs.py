@@ -13,17 +13,8 @@ from typing import Any, Sequence
 from app.records import Parts, StorageMetrics
 from app.tails import TAIL_PERCENTILES, hist_record, percentile
 from app.validity import TargetFacts, point_checks, point_flags
+from bench.claims.synth import fio_buckets
 from tests.helpers.compare_util import POINT
-
-
-def fio_buckets(lo_ns: int = 1 << 12, hi_ns: int = 1 << 27) -> list[int]:
-    """fio's bucket values between lo and hi: 64 evenly spaced per power of two."""
-    out = []
-    k = lo_ns.bit_length() - 1
-    while (1 << k) < hi_ns:
-        out += [(1 << k) + j * (1 << k) // 64 for j in range(64)]
-        k += 1
-    return out
 
 
 def lognormal_hist(ios: int, median_ns: float, sigma: float = 0.6, tail_ns: float | None = None,

@@ -265,9 +265,8 @@ def test_results_with_device_ratios(snap_compare) -> None:
 
 @pytest.mark.parametrize("size", [SIZE, (132, 24)])
 def test_results_with_iops_per_cpu(snap_compare, size: tuple[int, int]) -> None:
-    """An IOPS/CPU column after CPU %: per busy CPU where the line has a host_cpu figure, fio's threads' figure
-    marked * where it has not, ! on a figure from too little busy time, — without either; the status line says
-    what the column counts."""
+    """An IOPS/CPU column after CPU %: fio's own figure (per CPU-second of its job threads) whether or not the line
+    has a host_cpu part, — without it; the status line says what the column counts."""
     async def before(pilot) -> None:
         write_results(cpu=CPU_OF_POINTS)
         pilot.app.push_screen(ResultsScreen(RUN_DIR))

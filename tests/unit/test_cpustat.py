@@ -114,17 +114,20 @@ def test_results_csv_takes_the_parts_figures_and_leaves_a_foreign_ones_out(tmp_p
     run = tmp_path / "run"
     shutil.copytree(GOLDEN_RUN, run)
     lines = [json.loads(text) for text in (run / "results.jsonl").read_text().splitlines()]
-    lines[0]["host_cpu"] = {"cpus": "0-1", "window_s": 2.0, "busy_s": 3.0, "steal_s": 0.0, "busy_cpus": 1.5,
+    lines[0]["host_cpu"] = {"cpus": "0-1", "window_s": 2.0, "busy_s": 3.0, "steal_s": 0.6, "busy_cpus": 1.5,
                             "iops_per_busy_cpu": 1673.0}
     lines[1]["host_cpu"] = {"cpus": "0", "window_s": 2.0, "busy_s": 1.0, "steal_s": 0.0, "busy_cpus": 1e308,
                             "iops_per_busy_cpu": -5}
     lines[2]["host_cpu"] = {"unavailable": "no dump"}
     (run / "results.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
     at = CSV_COLUMNS.index("busy_cpus")  # after the older columns, before the whole-run figures
-    assert CSV_COLUMNS[at:at + 2] == ["busy_cpus", "iops_per_busy_cpu"] and CSV_COLUMNS[at + 2].endswith("_whole_run")
+    assert CSV_COLUMNS[at:at + 4] == ["busy_cpus", "iops_per_busy_cpu", "fio_cpus", "steal_cpus"]
+    assert CSV_COLUMNS[at + 4].endswith("_whole_run")
     df = load_results(run)
     first = df[df["index"] == 0].iloc[0]
     assert (first["busy_cpus"], first["iops_per_busy_cpu"]) == (1.5, 1673.0)
+    # the host's steal in CPUs (0.6 CPU-s over 2 s), and fio's own CPUs (its usr+sys: 0 % + 4.5 % of one job)
+    assert (first["steal_cpus"], first["fio_cpus"]) == (0.3, 0.045)
     for index in (1, 2, 3):
         row = df[df["index"] == index].iloc[0]
         assert math.isnan(row["busy_cpus"]) and math.isnan(row["iops_per_busy_cpu"])

@@ -1,4 +1,5 @@
-"""app.peak: the peak point, its configuration, IOPS per busy CPU and which resource ran out — each resource, the
+"""app.peak: the peak point, its configuration, IOPS per CPU (fio's own, the host's beside it) and which resource
+ran out — each resource, the
 not-known cases, hostile host_cpu parts, a hipri configuration skipped."""
 
 from __future__ import annotations
@@ -10,8 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.peak import BUSY_SOURCE, FIO_SOURCE, Config, HostCpu, cpu_cost, find_peak, host_cpu, is_peak_run
+from app.peak import FIO_SOURCE, Config, HostCpu, cpu_cost, find_peak, host_cpu, is_peak_run
 from app.records import read_line
+from app.report.peak_text import cost_text_of
 from tests.helpers.peak_runs import (
     HIPRI,
     HIPRI_SKIP,
@@ -31,17 +33,22 @@ def test_device_bound_peak_names_its_configuration_and_the_device_figures() -> N
     assert peak is not None and peak.direction == "read"
     assert peak.config == Config("randread", 4096, "io_uring", ("registerfiles", "fixedbufs"), "0-1")
     assert peak.line.storage.iops == 362e3 and peak.line.point["iodepth"] == 128
-    assert peak.cost.value == 362e3 and peak.cost.source == BUSY_SOURCE and peak.cost.few is None
+    # IOPS per CPU is fio's own (362k I/Os a second over 0.40 CPU of its job thread); the host's beside it
+    assert peak.cost.value == 905e3 and peak.cost.source == FIO_SOURCE and peak.cost.fio_cpus == pytest.approx(0.4)
+    assert isinstance(peak.cost.host, HostCpu) and peak.cost.host.iops_per_busy_cpu == 362e3
     assert peak.limit.resource == "device"
     ev = peak.limit.evidence
     assert "360k IOPS at QD64 × 1 job → 362k at QD128 × 1 job, +0.6 %" in ev
     assert "175.0 → 350.0 µs" in ev and "1.00 of the 2 CPUs counted (0-1) busy, 50%" in ev
     assert "loop9 busy 100% of the window, 170.0 µs mean per request" in ev
-    # every configuration, best first, in CPU terms: sqpoll's busy CPU counts its polling thread
-    assert [(b.config.engine_label, b.points, round(b.cost.value or 0)) for b in peak.configs] == [
-        ("io_uring +registerfiles +fixedbufs", 4, 362000), ("io_uring +registerfiles +fixedbufs +sqthread_poll", 4,
-                                                            220000),
-        ("io_uring", 4, 304546), ("libaio", 4, 254167)]
+    # every configuration, best first, in fio's own CPU and in the host's busy CPUs: only the host's counts
+    # sqpoll's polling thread (fio's usr+sys leaves it out)
+    assert [(b.config.engine_label, b.points, round(b.cost.value or 0),
+             round(b.cost.host.iops_per_busy_cpu or 0) if isinstance(b.cost.host, HostCpu) else None)
+            for b in peak.configs] == [
+        ("io_uring +registerfiles +fixedbufs", 4, 905000, 362000),
+        ("io_uring +registerfiles +fixedbufs +sqthread_poll", 4, 1408000, 220000),
+        ("io_uring", 4, 837500, 304546), ("libaio", 4, 762500, 254167)]
 
 
 def test_cpu_bound_by_busy_cpus_or_by_fio_per_job() -> None:
@@ -92,6 +99,7 @@ def _qd_sweep_with(part: Any) -> list[dict[str, Any]]:
     ({"cpus": "0-1; rm", "window_s": 10, "busy_s": 5, "busy_cpus": 0.5}, "cpus is not a CPU list"),
     ({"cpus": "0-1", "window_s": 10, "busy_s": "5", "busy_cpus": 0.5}, "busy_s is not a number"),
     ({"cpus": "0-1", "window_s": 0, "busy_s": 0, "busy_cpus": 0}, "window_s is not positive"),
+    ({"cpus": "0-1", "window_s": 10, "busy_s": 5, "busy_cpus": 0.5, "steal_s": 1e9}, "steal_s is not a share"),
     ({"cpus": "0-1", "window_s": 10, "busy_s": 1e12, "busy_cpus": 1e11}, "more busy time than its 2 CPUs"),
     ({"cpus": "0", "window_s": 10, "busy_s": 15, "busy_cpus": 1.5, "iops_per_busy_cpu": 1}, "than its 1 CPUs"),
 ])
@@ -100,7 +108,7 @@ def test_hostile_host_cpu_parts_are_not_figures(part: Any, why: str) -> None:
     checked = host_cpu(lines[0].parts.host_cpu if not isinstance(part, str) else part)
     assert isinstance(checked, str) and why in checked and "\x1b" not in checked
     cost = cpu_cost(lines[0])
-    assert cost.source == FIO_SOURCE  # the fio figure stands in
+    assert cost.source == FIO_SOURCE and not isinstance(cost.host, HostCpu)  # fio's figure; no host figure
     peak = find_peak(lines)
     assert peak is not None and "/proc/stat" not in peak.limit.evidence  # the broken part judged nothing
 
@@ -109,7 +117,8 @@ def test_a_figure_from_too_little_busy_time_is_flagged() -> None:
     raw = line(0, URING, 16, 50e3, 300, host={"cpus": "0", "window_s": 0.5, "busy_s": 0.2, "busy_cpus": 0.4,
                                             "iops_per_busy_cpu": 125e3})
     cost = cpu_cost(lines_of([raw])[0])
-    assert cost.value == 125e3 and cost.few == "0.20 CPU-s busy in 0.5 s"
+    assert isinstance(cost.host, HostCpu) and cost.host.few
+    assert cost_text_of(cost.host) == "125k (from only 0.20 CPU-s)"
 
 
 def test_hipri_without_poll_queues_is_a_skipped_configuration() -> None:
