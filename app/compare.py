@@ -51,7 +51,7 @@ from app.report import procedure as rp
 from app.report.model import MemoryRow, RunData, StorageRow, load
 from app.report.render import workload
 from app.results import open_trusted_dir, write_new
-from app.sanitize import clean_text, md_text
+from app.sanitize import clean_text, cut_at_word, md_text
 from app.textable import markdown_table
 from app.uncertainty import (
     Difference,
@@ -260,8 +260,9 @@ MEMORY_FIGURES = (
 )
 REAL, WITHIN, NO_INTERVAL, UNLIKE = "real", "within noise", "no interval", "not judged"
 NOISE_NOTE = ("Each difference B − A has its 95 % interval (Welch's on the replicates when both runs repeated the "
-              "point, else the two points' intervals in quadrature): **real** when it excludes 0, **within "
-              "noise** when it contains 0, not judged without one. A repeated point shows its replicates' mean.")
+              "point, else the two points' within-run intervals in quadrature): **real** when it excludes 0, **within "
+              "noise** when it contains 0, not judged without one. A point shows its interval's centre (fio's "
+              "whole-run figure: `--json`), a repeated point its replicates' mean.")
 NO_SAMPLES = "no ci95 and no per-second samples"
 MAX_REASON = 200  # characters of a line's own reason shown
 
@@ -294,6 +295,8 @@ class Estimate:
     mean: float
     ci: tuple[float, float] | None
     why: str = ""
+    whole_run: float | None = None  # one line's own figure (fio's whole run) when ``mean`` is its interval's centre
+    within_pct: float | None = None  # replicates: the median half-width of their own intervals, % of their centres
 
 
 def measured(run_dir: Path, rows: Sequence[R], key: Callable[[R], tuple[object, ...]]
@@ -324,7 +327,7 @@ def _one_line(why: str) -> str:
     """A reason from a results line (untrusted) as one line of text, bounded (the output is cleaned of control
     characters)."""
     why = " ".join(why.split())
-    return why if len(why) <= MAX_REASON else why[:MAX_REASON - 1] + "…"
+    return cut_at_word(why, MAX_REASON)
 
 
 def line_interval(run_dir: Path, row: Any, key: str | None) -> tuple[float, float] | str:
@@ -350,7 +353,7 @@ def line_interval(run_dir: Path, row: Any, key: str | None) -> tuple[float, floa
     if iv is None:
         return u.reasons.get(key, NO_SAMPLES)
     figure = row.lat_mean if key == "lat_mean_ns" else row.metrics.figure(key)
-    problem = interval_problem(figure, iv.low, iv.high)
+    problem = interval_problem(figure, iv.low, iv.high, key)
     return (iv.low, iv.high) if problem is None else f"from its samples: {problem}"
 
 
@@ -363,9 +366,14 @@ def estimate(m: Measured, fig: Figure) -> Estimate | None:
     values = tuple(float(v) for v, _ in valued)
     if len(values) > 1:
         spread = replicate_spread(values)
-        return Estimate(values, spread.mean, spread.ci)
+        own = [100 * half_width(iv) / c for _, r in valued
+               if isinstance(iv := line_interval(m.run_dir, r, fig.ci_key), tuple) and (c := (iv[0] + iv[1]) / 2)]
+        return Estimate(values, spread.mean, spread.ci, within_pct=statistics.median(own) if own else None)
     got = line_interval(m.run_dir, valued[0][1], fig.ci_key)
-    return Estimate(values, values[0], got, "") if isinstance(got, tuple) else Estimate(values, values[0], None, got)
+    if isinstance(got, tuple):  # the figure shown and compared is the centre of its interval
+        centre = (got[0] + got[1]) / 2
+        return Estimate((centre,), centre, got, "", values[0])
+    return Estimate(values, values[0], None, got)
 
 
 def difference(a: Estimate, b: Estimate) -> Difference | None:
@@ -384,7 +392,7 @@ def _short(why: str, width: int = 48) -> str:
     if why == NO_SAMPLES:
         return "no samples"
     head = why.split(":")[0].split(";")[0].replace("|", "/").strip()
-    return head if len(head) <= width else head[:width - 1] + "…"
+    return cut_at_word(head, width)
 
 
 @dataclass
@@ -445,9 +453,11 @@ def _signed(fig: Figure, v: float) -> str:
 
 def _method(d: Difference, a: Estimate, b: Estimate) -> str:
     if d.method == "welch":
-        return f"Welch, {len(a.values)} + {len(b.values)} runs"
+        own = [f"{side} ±{e.within_pct:.2g} %" for side, e in (("A", a), ("B", b)) if e.within_pct is not None]
+        return (f"Welch, {len(a.values)} + {len(b.values)} runs"
+                + (f" (within one run: {', '.join(own)})" if own else ""))
     reps = [f"{side} {len(e.values)} runs" for side, e in (("A", a), ("B", b)) if len(e.values) > 1]
-    return "intervals" + (f" ({', '.join(reps)})" if reps else "")
+    return "within-run intervals" + (f" ({', '.join(reps)})" if reps else "")
 
 
 def _why_cell(a: Estimate, b: Estimate) -> str:
@@ -476,7 +486,9 @@ def judge_cells(fig: Figure, a: Estimate | None, b: Estimate | None, tally: Tall
     verdict = WITHIN if d.within_noise else REAL
     if tally is not None:
         tally.add(verdict, method=d.method)
-    return [f"{_signed(fig, d.diff * fig.scale)} ± {_fmt(fig.fmt, half_width((d.low, d.high)) * fig.scale)}",
+    # the difference shown with ± is its interval's centre (as every figure with an interval, docs/uncertainty.md)
+    centre, half = (d.low + d.high) / 2 * fig.scale, half_width((d.low, d.high)) * fig.scale
+    return [f"{_signed(fig, centre)} ± {_fmt(fig.fmt, half)}",
             verdict, _method(d, a, b)]
 
 
@@ -513,6 +525,9 @@ def _record(label: str, fig: Figure, a: Estimate | None, b: Estimate | None, cel
                               "b": None if b is None else b.mean * fig.scale,
                               "replicates": [0 if a is None else len(a.values), 0 if b is None else len(b.values)],
                               "verdict": cells[1] or None, "counted": counted, "how": cells[2]}
+    for side, e in (("a", a), ("b", b)):
+        if e is not None and e.whole_run is not None:
+            rec[f"{side}_whole_run"] = e.whole_run * fig.scale
     if d is not None and cells[1] in (REAL, WITHIN):
         rec.update(diff=d.diff * fig.scale, low=d.low * fig.scale, high=d.high * fig.scale, method=d.method,
                    within_noise=d.within_noise)
@@ -621,8 +636,10 @@ def _sheet_verdict(sheet: float, e: Estimate, fig: Figure) -> str:
 
 
 def _with_interval(fig: Figure, e: Estimate) -> str:
-    text = _fmt(fig.fmt, e.mean * fig.scale)
-    return text if e.ci is None else f"{text} ± {_fmt(fig.fmt, half_width(e.ci) * fig.scale)}"
+    """The figure alone, or the centre of its interval ± the half-width."""
+    if e.ci is None:
+        return _fmt(fig.fmt, e.mean * fig.scale)
+    return f"{_fmt(fig.fmt, (e.ci[0] + e.ci[1]) / 2 * fig.scale)} ± {_fmt(fig.fmt, half_width(e.ci) * fig.scale)}"
 
 
 def _reference_row(f: RefFigure, groups: Sequence[Measured], counts: dict[str, int], reasons: Tally) -> list[str]:

@@ -44,6 +44,10 @@ CI_FIGURES = ("iops", "bw_bytes", "lat_mean_ns", "latency_ns", "bandwidth_mbps")
 CI_COLUMNS = tuple(f"{f}_ci_{end}" for f in CI_FIGURES for end in ("low", "high"))
 TAIL_COLUMNS = ("lat_p99_999_us", "device_read_ratio", "device_write_ratio", "device_lat_mean_us")
 CPU_COLUMNS = ("iops_per_cpu", "busy_cpus", "iops_per_busy_cpu", "fio_cpus", "steal_cpus")
+# a figure's column → (its interval's key, the factor from the interval's unit to the column's)
+CENTRED = {"iops": ("iops", 1.0), "bw_MBps": ("bw_bytes", 1e-6), "lat_mean_us": ("lat_mean_ns", 1e-3),
+           "latency_ns": ("latency_ns", 1.0), "bandwidth_MBps": ("bandwidth_mbps", 1.0)}
+WHOLE_RUN_COLUMNS = tuple(f"{c}_whole_run" for c in CENTRED)
 SUITE_KEYS = ("cpu_node", "mem_node", "threads", "pages", "c2c", "reader_node", "home")
 CSV_COLUMNS = [
     "kind", "index", "group", *csv_columns(StoragePoint),
@@ -64,6 +68,10 @@ CSV_COLUMNS = [
     # (after those, for scripts that read by position) the CPUs fio's own job threads kept busy, and the host's
     # steal in CPUs (host_cpu's steal_s over its window_s)
     *CPU_COLUMNS,
+    # a figure with an interval is the interval's centre (the mean past the warm-up, what the report shows with
+    # ±); these are the line's own figures over the whole run (fio's, the engine's whole window), warm-up
+    # included, in the units of the columns they stand for; empty where the point has no interval of it
+    *WHOLE_RUN_COLUMNS,
 ]
 LAT_KEYS = ("min", "mean", "max", "stddev", "p50", "p90", "p99")
 TEXT_COLUMNS = ("kind", "group", "rw", "ioengine", "mode", "traffic", "engine", "flags", "pages", "c2c", "home")
@@ -80,6 +88,17 @@ def _r6(x: float | None) -> float | None:
 def _ci_cells(intervals: Mapping[str, tuple[float, float]]) -> dict[str, object]:
     """The ``*_ci_low``/``*_ci_high`` cells of a point's intervals (figure → (low, high))."""
     return {f"{k}_ci_{end}": _r6(iv[i]) for k, iv in intervals.items() for i, end in enumerate(("low", "high"))}
+
+
+def _centred(row: dict[str, object], intervals: Mapping[str, tuple[float, float]]) -> dict[str, object]:
+    """``row`` with each figure that has an interval set to the interval's centre (the figure the report shows
+    with ±, inside its interval by construction) and the line's own figure moved to ``*_whole_run``."""
+    for col, (key, factor) in CENTRED.items():
+        iv = intervals.get(key)
+        if iv is not None and row.get(col) is not None:
+            row[f"{col}_whole_run"] = row[col]
+            row[col] = _r6((iv[0] + iv[1]) / 2 * factor)
+    return row
 
 
 def storage_record(p: StorageRow, run_dir: Path | None = None) -> dict[str, object]:
@@ -111,8 +130,9 @@ def storage_record(p: StorageRow, run_dir: Path | None = None) -> dict[str, obje
         row[f"lat_{key}_us"] = None if v is None else _r6(float(v) / 1e3)
     row.update(_tail_cells(p))
     row.update(_host_cpu_cells(p))
-    row.update(_ci_cells(storage_intervals(run_dir, p)))
-    return row
+    intervals = storage_intervals(run_dir, p)
+    row.update(_ci_cells(intervals))
+    return _centred(row, intervals)
 
 
 MAX_BUSY_CPUS = 1 << 16  # beyond any machine: an old or foreign line's figure is not shown
@@ -161,11 +181,12 @@ def memory_record(p: MemoryRow) -> dict[str, object]:
     from app.report.contention import contended
     from app.report.intervals import memory_intervals
 
-    return {"kind": Kind.MEMORY.value, "index": p.index, "mode": p.mode, "traffic": p.traffic or "",
-            "stride": p.stride or None, "delay": p.delay, "buffer": p.buffer or None, "engine": p.engine,
-            "latency_ns": _r6(p.latency), "bandwidth_MBps": _r6(p.bandwidth),
-            "flags": "contended" if contended(p) else None,  # a thread got < 90 % of a CPU (app.report.contention)
-            **{k: _suite_value(p.point.get(k)) for k in SUITE_KEYS}, **_ci_cells(memory_intervals(p))}
+    intervals = memory_intervals(p)
+    return _centred({"kind": Kind.MEMORY.value, "index": p.index, "mode": p.mode, "traffic": p.traffic or "",
+                     "stride": p.stride or None, "delay": p.delay, "buffer": p.buffer or None, "engine": p.engine,
+                     "latency_ns": _r6(p.latency), "bandwidth_MBps": _r6(p.bandwidth),
+                     "flags": "contended" if contended(p) else None,  # a thread got < 90 % of a CPU
+                     **{k: _suite_value(p.point.get(k)) for k in SUITE_KEYS}, **_ci_cells(intervals)}, intervals)
 
 
 def _suite_value(v: object) -> object:

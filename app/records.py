@@ -117,15 +117,25 @@ def _g(x: float) -> str:
     return f"{x:,.0f}" if 1e5 <= abs(x) < 1e15 else f"{x:,.6g}"
 
 
-def interval_problem(figure: float | None, low: float, high: float) -> str | None:
+RATE_FIGURES = ("iops", "bw_bytes", "bandwidth_mbps")  # figures that are a count over the point's time
+MAX_CENTRE_RATIO = 2.5  # a rate's interval centre at most this many times the line's whole-run figure
+
+
+def interval_problem(figure: float | None, low: float, high: float, key: str = "") -> str | None:
     """Why ``[low, high]`` is no 95 % interval of the non-negative ``figure`` (None: it is one), one clause.
 
     It is none when it is degenerate (not finite, its lower bound above the upper, or zero width: a one-value
-    interval claims a mean known exactly), when it does not contain its own figure, or when it is implausibly
-    wide: a half-width larger than the figure itself, which for a figure that cannot be negative reaches below
-    zero and bounds nothing (the tool's writer clips such an interval at 0, so its ``[0, high]`` is refused
-    too).  The report, results.csv, the TUI and ``compare`` then show the figure without ± and judge nothing by
-    it.  The same rule applies to an interval computed from a line's kept per-second samples."""
+    interval claims a mean known exactly), when the line has no figure for it, or when it bounds nothing below:
+    a half-width as large as its centre or larger reaches 0 (the tool's writer clips an interval reaching below
+    0 at 0, so its ``[0, high]`` is refused too).  The figure shown with ± is the interval's centre, so an
+    interval need not contain the line's own whole-run figure: the interval is of the mean past the warm-up,
+    the figure counts the warm-up too.  But for a rate (``key`` in :data:`RATE_FIGURES`: IOPS, bandwidth) the
+    whole-run figure is the mean over all the seconds, and the warm-up cut leaves at least 45 % of them (MSER-5
+    cuts at most half, the batches at most a tenth of the rest), so the centre, the mean of those left, is at
+    most 1/0.45 ≈ 2.2 times the whole-run figure: an interval centred above :data:`MAX_CENTRE_RATIO` times it is
+    no interval of this line's figure (a widened one that would put a sheet's figure inside it).  The report,
+    results.csv, the TUI and ``compare`` show the figure without ± for an interval refused here and judge
+    nothing by it.  The same rule applies to an interval computed from a line's kept per-second samples."""
     if not (math.isfinite(low) and math.isfinite(high)):
         return "its interval is not finite"
     shown = f"[{_g(low)}, {_g(high)}]"
@@ -135,10 +145,12 @@ def interval_problem(figure: float | None, low: float, high: float) -> str | Non
         return f"its interval {shown} has zero width"
     if figure is None or not math.isfinite(figure):
         return f"its interval {shown} has no figure"
-    if not low <= figure <= high:
-        return f"its interval {shown} does not contain the figure {_g(figure)}"
-    if (high - low) / 2 > abs(figure):
-        return f"its interval {shown} is wider than the figure {_g(figure)} itself"
+    centre = (low + high) / 2
+    if low <= 0:
+        return f"its interval {shown} reaches 0: its half-width is as large as its centre {_g(centre)}"
+    if key in RATE_FIGURES and centre > MAX_CENTRE_RATIO * figure:
+        return (f"its interval {shown} is centred at {_g(centre)}, more than {MAX_CENTRE_RATIO:g}× the whole-run "
+                f"figure {_g(figure)}, which no warm-up cut allows")
     return None
 
 
@@ -157,7 +169,7 @@ def checked_interval(ci95: JSONObject | None, key: str, figure: float | None) ->
         return "its interval is not finite"
     if not (0 <= low <= MAX_NUMBER and 0 <= high <= MAX_NUMBER):
         return "its interval is not within 0 … 2^64"
-    why = interval_problem(figure, low, high)
+    why = interval_problem(figure, low, high, key)
     return why if why is not None else (low, high)
 
 

@@ -154,3 +154,14 @@ def show_value(value: object, limit: int = 60) -> str:
         if has_control(text):
             text = escape_control(text)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def cut_at_word(text: str, limit: int) -> str:
+    """``text`` within ``limit`` characters, cut at a word boundary with "…" (never mid-word: "20 samp…" reads
+    as a different word); a first word longer than ``limit`` is cut where it must be."""
+    if len(text) <= limit:
+        return text
+    head = text[: limit - 1]
+    if not text[limit - 1].isspace() and " " in head:
+        head = head[: head.rindex(" ")]
+    return head.rstrip(" ,;:(") + "…"

@@ -144,7 +144,7 @@ def live_line(kind: str, sample: dict[str, Any], interval: str = "", binary: boo
 
 def live_interval(samples: Sequence[Mapping[str, object]]) -> str:
     """The running 95 % interval of a point's mean IOPS from the whole seconds seen so far (the method a results
-    line's ``ci95`` uses, app.uncertainty): "± 1.8 % (95 %, 24 s)", "± — (needs 10 s)" before there are
+    line's ``ci95`` uses, app.uncertainty): "± 1.8 % (95 % within this run, 24 s)", "± — (needs 10 s)" before there are
     enough seconds, "± — (needs more than 14 s)" while the warm-up or correlated seconds leave too few."""
     iops = storage_series(samples).get("iops", [])
     if len(iops) < MIN_BATCHES:
@@ -152,7 +152,7 @@ def live_interval(samples: Sequence[Mapping[str, object]]) -> str:
     iv = intervals_of({"iops": iops}).intervals.get("iops")
     if iv is None or not iv.mean:
         return f"± — (needs more than {len(iops)} s)"
-    return f"± {pct_text(100 * (iv.high - iv.low) / 2 / abs(iv.mean))} (95 %, {len(iops)} s)"
+    return f"± {pct_text(100 * (iv.high - iv.low) / 2 / abs(iv.mean))} (95 % within this run, {len(iops)} s)"
 
 
 def pct_text(pct: float) -> str:

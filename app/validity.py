@@ -13,6 +13,9 @@ storage table, the TUI's results table and ``compare`` show them (docs/results-s
 - ``not-steady``: a point with a steady-state criterion that fio never saw hold before the cap;
 - ``imprecise``: a point with a ``precision`` whose 95 % interval of mean IOPS was still wider than asked when
   the runtime cap (or fio's steady state) ended it (app.precision);
+- ``warmup-cut``: the warm-up MSER-5 cut from the interval of mean IOPS took at least :data:`WARMUP_SHARE` of the
+  point's measured seconds (its ``ci_method`` says how many): the IOPS shown with ± is the mean after it, and
+  fio's whole-run figure, which counts those seconds too, is shown beside it as such;
 - ``throttled``: a drive thermal-management counter rose while the point ran (app.telemetry);
 - ``over-temperature``: the drive set its critical warning's temperature bit while the point ran — its
   temperature was past a threshold, and it may have throttled; for drives that keep no throttle counter
@@ -48,8 +51,9 @@ from app.tails import TAIL_UNSTABLE_FACTOR
 from app.topology import cpu_list, cpu_list_text
 from app.units import format_bandwidth
 
-FLAGS = ("cpu-bound", "depth-not-reached", "above-link", "buffered", "not-steady", "imprecise", "throttled",
-         "over-temperature", "not-on-device", "amplified", "tail-unstable", "link-degraded", "numa-remote",
+WARMUP_SHARE = 0.25  # a warm-up cut of at least this share of a point's measured seconds is flagged
+FLAGS = ("cpu-bound", "depth-not-reached", "above-link", "buffered", "not-steady", "imprecise", "warmup-cut",
+         "throttled", "over-temperature", "not-on-device", "amplified", "tail-unstable", "link-degraded", "numa-remote",
          "power-saving", "write-throttled", "level-shift")
 LEGEND = {
     "cpu-bound": "fio used ≥ 90 % of a CPU per job: the load generator, not the device, set the pace",
@@ -59,6 +63,9 @@ LEGEND = {
     "buffered": "the page cache or a memory filesystem served the I/O (direct=0, tmpfs, ZFS < 2.3, overlayfs)",
     "not-steady": "fio's steady-state criterion never held before the runtime cap",
     "imprecise": "the 95 % interval of mean IOPS was wider than the precision asked when the point ended",
+    "warmup-cut": f"the warm-up MSER-5 found took at least {WARMUP_SHARE:.0%} of the point's measured seconds: the "
+                  "IOPS shown with ± is the mean of the seconds after it, fio's whole-run figure (shown as such) "
+                  "counts them all",
     "throttled": "a drive thermal-management counter rose while the point ran",
     "over-temperature": "the drive reported its temperature past a threshold (critical warning, temperature bit) "
                         "while the point ran: it may have throttled",
@@ -86,6 +93,8 @@ CHECKED = {  # what a passed check verified, for the report's table of checks
                 "overlayfs)",
     "not-steady": "fio's steady-state criterion held before the runtime cap",
     "imprecise": "the 95 % interval of mean IOPS reached the precision asked",
+    "warmup-cut": f"the warm-up cut from the interval of mean IOPS was under {WARMUP_SHARE:.0%} of the measured "
+                  "seconds",
     "throttled": "no drive thermal-management counter rose while the point ran",
     "over-temperature": "the drive's critical warning never had its temperature bit set while the point ran",
     "not-on-device": "the device's counters moved at least 90 % of the bytes fio reports, in each direction",
@@ -105,6 +114,7 @@ NO_LINK = "no link speed known"
 NO_TELEMETRY = "no drive telemetry (no NVMe/SMART counters)"
 NO_STEADY = "no steady-state criterion set"
 NO_PRECISION = "no precision asked"
+NO_WARMUP = "no interval of mean IOPS recorded, so no warm-up cut from one"
 # checks added after results lines carried ``checks``: a line recorded before one has no result for it, and
 # its passing cannot be derived (nothing in the line says the drive's critical warning was looked at)
 ADDED_LATER = {"over-temperature": "the point was recorded before the tool checked the drive's critical warning",
@@ -247,6 +257,9 @@ def point_flags(point: Mapping[str, object], metrics: StorageMetrics, parts: Par
     imprecise = imprecise_reason(parts.precision) if parts.precision is not None else None
     if imprecise:
         out.append(flag("imprecise", imprecise))
+    cut = warmup_reason(metrics)
+    if cut:
+        out.append(flag("warmup-cut", cut))
     if throttled:
         out.append(flag("throttled", throttled))
     if over_temperature:
@@ -264,6 +277,38 @@ def point_flags(point: Mapping[str, object], metrics: StorageMetrics, parts: Par
     if shift:
         out.append(flag("level-shift", shift))
     return out
+
+
+def warmup_of(method: object, key: str = "iops") -> tuple[int, int] | None:
+    """(samples the warm-up cut took from the interval of figure ``key``, samples of the point) as a line's
+    ``ci_method`` records them; None without a batch-means interval of ``key`` or with counts that are not
+    counts (a line is untrusted)."""
+    if not isinstance(method, Mapping) or method.get("method") != "batch-means":
+        return None
+    series = method.get("series")
+    one = series.get(key) if isinstance(series, Mapping) else None
+    cut = one.get("warmup") if isinstance(one, Mapping) else None
+    total = method.get("samples")
+    if not (isinstance(cut, int) and isinstance(total, int) and not isinstance(cut, bool)
+            and not isinstance(total, bool) and 0 <= cut <= total and total > 0):
+        return None
+    return cut, total
+
+
+def _warmup(metrics: StorageMetrics) -> tuple[int, int] | None:
+    """:func:`warmup_of` the point's interval of mean IOPS."""
+    return warmup_of(metrics.ci_method)
+
+
+def warmup_reason(metrics: StorageMetrics) -> str | None:
+    """Why a point is flagged ``warmup-cut``: its warm-up took at least :data:`WARMUP_SHARE` of its measured
+    seconds (None: it did not, or the line records no interval of IOPS)."""
+    got = _warmup(metrics)
+    if got is None or got[0] < WARMUP_SHARE * got[1]:
+        return None
+    cut, total = got
+    return (f"MSER-5 cut {cut} of {total} measured seconds ({cut / total:.0%}) as warm-up: the IOPS with ± is the "
+            f"mean of the last {total - cut}, fio's whole-run figure counts all {total}")
 
 
 SHIFT_FIGURES = {"iops": "IOPS", "bw_bytes": "bandwidth (B/s)", "lat_mean_ns": "mean latency (ns)"}
@@ -461,6 +506,8 @@ def _not_applicable(name: str, point: Mapping[str, object], metrics: StorageMetr
         return NO_STEADY
     if name == "imprecise" and not point.get("precision") and parts.precision is None:
         return NO_PRECISION
+    if name == "warmup-cut" and _warmup(metrics) is None:
+        return NO_WARMUP
     if name in ("not-on-device", "amplified"):
         return _device_not_applicable(parts.device)
     if name == "tail-unstable":
@@ -577,11 +624,15 @@ def _parts_of(line: ResultLine) -> Parts:
 
 
 def flags_of(line: ResultLine) -> list[dict[str, str]]:
-    """The well-formed flags of a results line (a hostile or old line: what can be used of it, in FLAGS order)."""
+    """The well-formed flags of a results line (a hostile or old line: what can be used of it, in FLAGS order),
+    with ``warmup-cut`` where the line's own interval record shows it and a line written before that check
+    does not carry it."""
     seen: dict[str, str] = {}
     for f in line.flags or []:
         if isinstance(f, Mapping) and f.get("flag") in FLAGS and isinstance(f.get("reason"), str):
             seen.setdefault(str(f["flag"]), " ".join(str(f["reason"]).split())[:300])
+    if line.flags is not None and (cut := warmup_reason(line.storage)):
+        seen.setdefault("warmup-cut", cut)
     return [{"flag": name, "reason": seen[name]} for name in FLAGS if name in seen]
 
 

@@ -5,8 +5,12 @@ older line has none, so its interval is computed here from the per-second sample
 by the same method, and older runs show ± too.  A line with neither (an imported fio JSON, a memory line of an
 older run) shows no ±, and the report says why once (:func:`missing_note`).
 
-Shown as ``value ± half-width`` (:func:`pm_count`, :func:`pm_fixed`): the half-width to two significant digits
-and the value at that precision (never fewer digits than it has without an interval).
+Shown as ``centre ± half-width`` (:func:`pm_count`, :func:`pm_fixed`, given the interval itself): the figure
+printed with ± is always the centre of its interval, so every figure shown with an interval lies inside it.  A
+line's own figure (fio's whole-run IOPS, the engine's whole-window latency) counts the warm-up seconds MSER-5
+left out of the interval; it stays available, labelled "whole run" (:func:`whole_run_cells`).  The half-width
+is given to two significant digits and the centre at that precision (never fewer digits than the figure has
+without an interval).
 """
 
 from __future__ import annotations
@@ -52,7 +56,7 @@ def _storage_intervals(run_dir: Path | None, row: StorageRow) -> tuple[dict[str,
     method = u.ci_method
     figures = {"iops": m.iops, "bw_bytes": m.bw_bytes, "lat_mean_ns": m.lat_ns.mean if m.lat_ns else None}
     refused = {k: f"from its samples: {why}" for k, iv in u.intervals.items()
-               if (why := interval_problem(figures[k], iv.low, iv.high)) is not None}
+               if (why := interval_problem(figures[k], iv.low, iv.high, k)) is not None}
     why = refused.get(HEADLINE) or u.reasons.get(HEADLINE) or str(method.get("reason") or NO_SAMPLES)
     return {k: (iv.low, iv.high) for k, iv in u.intervals.items() if k not in refused}, why, refused
 
@@ -134,15 +138,25 @@ def missing_note(rows: Sequence[StorageRow | MemoryRow], shown: Sequence[bool]) 
 
     reasons = list(dict.fromkeys(md_text(why_none(r), 200) for r in missing))
     n = len(missing)
-    head = "No point has" if n == len(rows) else f"{n} point{'s have' if n != 1 else ' has'}"
-    return [f"{head} a 95 % interval (no ±): " + "; ".join(reasons[:3]) + (" …" if len(reasons) > 3 else "") + ".",
-            ""]
+    head = "No point has a" if n == len(rows) else f"{n} point{'s have' if n != 1 else ' has'} no"
+    return [f"{head} 95 % interval (shown without ±): " + "; ".join(reasons[:3])
+            + (" …" if len(reasons) > 3 else "") + ".", ""]
+
+
+WITHIN_RUN = "within this run"  # what a single run's interval covers, wherever it is shown
 
 
 def interval_note() -> str:
-    return ("± is the 95 % confidence interval of the figure's mean over the point's per-second samples (batch "
-            "means after the warm-up, docs/uncertainty.md): how precisely this run knows it, not how much another "
-            "run may differ.")
+    return ("± is the 95 % confidence interval, within this run, of the figure's mean over the point's per-second "
+            "samples (batch means after the warm-up, docs/uncertainty.md), and the figure before it is that "
+            "interval's centre: how precisely this run knows it, not how much another run may differ (only "
+            "replicates measure that).")
+
+
+def whole_run_note(what: str = "fio's figure over all of the point's measured seconds") -> str:
+    """What the "whole run" figures beside the centred ones are."""
+    return (f"Whole run: {what}, warm-up included; the figure with ± is the mean past the warm-up MSER-5 found, "
+            "so the two differ where the first seconds were slower or faster than the rest.")
 
 
 # --- formatting -----------------------------------------------------------------------------------------------
@@ -155,13 +169,60 @@ def _decimals(half: float, native: int) -> int:
     return max(native, 1 - math.floor(math.log10(half)))
 
 
-def pm_fixed(value: float, half: float | None, native: int, cap: int = 3) -> str:
-    """``value ± half`` with the decimals :func:`_decimals` picks (at most ``cap``); ``value`` alone (at
-    ``native`` decimals) when ``half`` is None."""
-    if half is None:
-        return f"{value:.{native}f}"
-    d = min(_decimals(half, native), max(cap, native))
-    return f"{value:.{d}f} ± {half:.{d}f}"
+def centre(iv: Pair) -> float:
+    """The centre of an interval: the figure shown with its ±."""
+    return (iv[0] + iv[1]) / 2
+
+
+def shown(value: float, iv: Pair | None, scale: float = 1.0) -> tuple[float, float | None]:
+    """The figure shown and its half-width, in the unit ``1/scale`` of the figure: the interval's centre and
+    half-width when there is one, else ``value`` alone.  Every figure printed with ± comes from here."""
+    if iv is None:
+        return value / scale, None
+    return centre(iv) / scale, (iv[1] - iv[0]) / 2 / scale
+
+
+def whole_run_differs(value: float | None, iv: Pair | None) -> bool:
+    """Whether a line's own (whole-run) figure lies outside its interval: the warm-up left out of the interval
+    moved it, and the whole-run figure is shown beside the centre, labelled.  (Inside it, the two say the same
+    within the interval; results.csv keeps it either way.)"""
+    return value is not None and iv is not None and not iv[0] <= value <= iv[1]
+
+
+WHOLE_RUN = "Whole run"  # the column of the lines' own figures, where one differs from its centre shown
+
+
+def whole_run_cells(figures: Sequence[Sequence[tuple[float | None, Pair | None, Callable[[float], str]]]]
+                    ) -> list[str] | None:
+    """Per row, its own figures (value, interval, how the table prints it) as one cell, " · " between them, when
+    some row's own figure lies outside its interval (:func:`whole_run_differs`; None: no row's does, no column);
+    a figure without a value "—"."""
+    if not any(whole_run_differs(v, iv) for row in figures for v, iv, _ in row):
+        return None
+    return [" · ".join("—" if v is None else text(v) for v, _, text in row) for row in figures]
+
+
+# the decimals Intel MLC prints each figure with, where fewer than the report's own: its idle latency
+# ("( 80.9    ns)"); its loaded latencies have two, its bandwidths one, as the report prints them
+MLC_DECIMALS = {("idle", "latency_ns"): 1}
+
+
+def source_decimals(row: MemoryRow, key: str, native: int) -> int:
+    """The decimals to print a memory figure without an interval with: ``native``, or fewer where its source
+    printed fewer (an MLC idle latency, 80.9, is not printed 80.90: no digit the source did not give)."""
+    if row.engine == "mlc":
+        return min(native, MLC_DECIMALS.get((row.mode, key), native))
+    return native
+
+
+def pm_fixed(value: float, iv: Pair | None, native: int, cap: int = 3, scale: float = 1.0) -> str:
+    """The centre of ``iv`` ± its half-width, in the unit ``1/scale``, with the decimals :func:`_decimals` picks
+    (at most ``cap``); ``value`` alone (at ``native`` decimals) when there is no interval."""
+    v, h = shown(value, iv, scale)
+    if h is None:
+        return f"{v:.{native}f}"
+    d = min(_decimals(h, native), max(cap, native))
+    return f"{v:.{d}f} ± {h:.{d}f}"
 
 
 def _count_unit(x: float) -> tuple[float, str, int]:
@@ -174,15 +235,17 @@ def _count_unit(x: float) -> tuple[float, str, int]:
     return 1.0, "", 0
 
 
-def pm_count(value: float, half: float | None, plain: Callable[[float], str] | None = None) -> str:
-    """A count (IOPS) as ``format_count`` prints it, with ``± half`` in the same unit: ``123.5k ± 1.2k``."""
-    if half is None:
+def pm_count(value: float, iv: Pair | None, plain: Callable[[float], str] | None = None) -> str:
+    """A count (IOPS) as ``format_count`` prints it: the centre of ``iv`` with ``± half-width`` in the same unit
+    (``123.5k ± 1.2k``); ``value`` alone when there is no interval."""
+    c, h = shown(value, iv)
+    if h is None:
         from app.units import format_count
 
-        return (plain or format_count)(value)
-    div, suffix, native = _count_unit(value)
-    d = min(_decimals(half / div, native), 2 if suffix else 1)
-    return f"{value / div:.{d}f}{suffix} ± {half / div:.{d}f}{suffix}"
+        return (plain or format_count)(c)
+    div, suffix, native = _count_unit(c)
+    d = min(_decimals(h / div, native), 2 if suffix else 1)
+    return f"{c / div:.{d}f}{suffix} ± {h / div:.{d}f}{suffix}"
 
 
 def half(iv: Pair | None, scale: float = 1.0) -> float | None:
@@ -190,7 +253,8 @@ def half(iv: Pair | None, scale: float = 1.0) -> float | None:
     return None if iv is None else (iv[1] - iv[0]) / 2 / scale
 
 
-def rel_pct(iv: Pair | None, value: float) -> float | None:
-    """The half-width as a per cent of ``value`` (None without interval or value)."""
-    h = half(iv)
-    return None if h is None or not value else 100 * h / abs(value)
+def rel_pct(iv: Pair | None) -> float | None:
+    """The half-width as a per cent of the interval's centre (None without interval or a centre of 0)."""
+    if iv is None or not centre(iv):
+        return None
+    return 100 * (iv[1] - iv[0]) / 2 / abs(centre(iv))

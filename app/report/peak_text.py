@@ -89,15 +89,19 @@ def per_cpu_text(cost: CpuCost, sqpoll: bool) -> str:
 def _peak_rows(peak: Peak, row: StorageRow | None, run_dir: Path) -> list[list[str]]:
     if len(peak.replicates) > 1:
         spread = replicate_spread([float(ln.storage.iops or 0) for ln in peak.replicates])
-        figure = ci.pm_count(spread.mean, None if spread.ci is None else (spread.ci[1] - spread.ci[0]) / 2)
+        figure = ci.pm_count(spread.mean, spread.ci)
         values = sorted(float(ln.storage.iops or 0) for ln in peak.replicates)
         figure += (f" IOPS, the mean over {spread.n} replicates (± the Student-t 95 % interval between runs; range "
                    f"{format_count(values[0])}–{format_count(values[-1])}); what ran out compares each load's mean, "
                    "the CPU figures are the replicate's nearest the mean")
     else:
         iv = ci.storage_intervals(run_dir, row).get("iops") if row is not None else None
-        figure = ci.pm_count(float(peak.line.storage.iops or 0), ci.half(iv))
-        figure += " IOPS" + (" (± the 95 % interval of its mean)" if iv is not None else "")
+        iops = float(peak.line.storage.iops or 0)
+        figure = ci.pm_count(iops, iv)
+        figure += " IOPS" + (" (± the 95 % interval of its mean within this run, around its centre)" if iv is not None
+                             else "")
+        if ci.whole_run_differs(iops, iv):
+            figure += f"; fio's whole-run figure {format_count(iops)}"
     per_cpu = per_cpu_text(peak.cost, peak.line.point.get("sqthread_poll") is True)
     lat = peak.line.storage.lat_ns
     mean = lat.get("mean") if lat is not None else None

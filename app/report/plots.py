@@ -85,13 +85,15 @@ class Row:
 
 def rows_of(points: Sequence[StorageRow]) -> list[Row]:
     """The rows of ``points``, with the intervals :func:`ci.storage_intervals` found for them (the report
-    computes them, with the run's directory, before it draws)."""
+    computes them, with the run's directory, before it draws): a figure with an interval is drawn at its
+    centre, the bar around it, as the tables show it."""
     out = []
     for p in points:
         iv = ci.storage_intervals(None, p)
-        out.append(Row(p.index, p.mix, p.mix_order, p.bs, p.iodepth, p.numjobs, p.inflight, p.rest, p.iops, p.bw,
-                       p.lat_mean, ci.half(iv.get("iops")), ci.half(iv.get("bw_bytes")),
-                       ci.half(iv.get("lat_mean_ns"))))
+        out.append(Row(p.index, p.mix, p.mix_order, p.bs, p.iodepth, p.numjobs, p.inflight, p.rest,
+                       ci.shown(p.iops, iv.get("iops"))[0], ci.shown(p.bw, iv.get("bw_bytes"))[0],
+                       ci.shown(p.lat_mean, iv.get("lat_mean_ns"))[0], ci.half(iv.get("iops")),
+                       ci.half(iv.get("bw_bytes")), ci.half(iv.get("lat_mean_ns"))))
     return out
 
 
@@ -556,7 +558,8 @@ def _lt_errorbars(ax: Axes, c: Curve, colour: ColorType) -> None:
     xerr = _errs([ci.half(iv.get("iops")) for iv in ivs], 1e3)
     yerr = _errs([ci.half(iv.get("lat_mean_ns")) for iv in ivs], 1e3)
     if xerr is not None or yerr is not None:
-        _bars(ax, [p.iops / 1e3 for p in c.points], [p.lat_mean / 1e3 for p in c.points], colour, xerr, yerr)
+        _bars(ax, [ci.shown(p.iops, iv.get("iops"), 1e3)[0] for p, iv in zip(c.points, ivs)],
+              [ci.shown(p.lat_mean, iv.get("lat_mean_ns"), 1e3)[0] for p, iv in zip(c.points, ivs)], colour, xerr, yerr)
 
 
 def _lt_collections(ax: Axes, here: Sequence[Curve], colours: Sequence[ColorType]) -> None:
@@ -955,8 +958,12 @@ def _mem_errorbars(ax: Axes, pts: Sequence[MemoryRow], x: Callable[[MemoryRow], 
     xerr = _errs([ci.half(iv.get("bandwidth_mbps")) for iv in ivs], 1e3) if across else None
     if yerr is None and xerr is None:
         return
-    value = (lambda p: (p.bandwidth or 0.0) / 1e3) if figure == "bandwidth_mbps" else (lambda p: p.latency or 0.0)
-    _bars(ax, [x(p) for p in pts], [value(p) for p in pts], colour, xerr, yerr)
+    # each bar at its interval's centre (the figure shown with ±), the line through the rows' own figures
+    value = (lambda p: p.bandwidth or 0.0) if figure == "bandwidth_mbps" else (lambda p: p.latency or 0.0)
+    ys = [ci.shown(value(p), iv.get(figure), scale)[0] for p, iv in zip(pts, ivs)]
+    xs = [ci.shown((p.bandwidth or 0.0), iv.get("bandwidth_mbps"), 1e3)[0] if across else x(p)
+          for p, iv in zip(pts, ivs)]
+    _bars(ax, xs, ys, colour, xerr, yerr)
 
 
 def memory_figures(curves: Sequence[MemCurve], plots_dir: Path) -> list[Figure]:

@@ -23,9 +23,10 @@ from app.report import replicates as rep
 from app.report.model import TRAFFIC_DESCRIPTIONS, MemoryRow, RunData, StorageRow
 from app.runmeta import Numa, RunMeta
 from app.sanitize import Markup, clean_line, clean_text, md_text
+from app.summary import point_label
 from app.textable import markdown_figure, markdown_table
 from app.units import format_count, format_size, size_text, us
-from app.validity import CHECKED, FLAGS, LEGEND, checks_of, names, recorded_facts
+from app.validity import CHECKED, FLAGS, LEGEND, WARMUP_SHARE, checks_of, names, recorded_facts, warmup_of
 
 if TYPE_CHECKING:
     from app.report.plots import Figure
@@ -273,16 +274,24 @@ def _storage_table(points: Sequence[StorageRow], heading: str = "## Storage resu
         rows.append([Markup(md_text(name, cell=True) + " — *not steady*") if rp.not_steady(p) else name,
                      format_size(p.bs).replace("K", " KiB").replace("M", " MiB").replace("G", " GiB")
                      if p.bs % 1024 == 0 else f"{p.bs} B",
-                     ci.pm_count(p.iops, ci.half(c.get("iops"))), _bw_text(p.bw, c.get("bw_bytes")),
+                     ci.pm_count(p.iops, c.get("iops")), _bw_text(p.bw, c.get("bw_bytes")),
                      us(p.lat("min"), 1), us(p.lat("max"), 1), _us_pm(p.lat_mean, c.get("lat_mean_ns")), _p99_text(p),
                      pct(p.usr), pct(p.sys), p.iodepth,
                      p.numjobs] + ([", ".join(names(p.flags) + names(p.other_flags)) or "—"] if flagged else []))
-    out.append(markdown_table(["Test Type", "Block Size", "IOPS", "Bandwidth MB/s (MiB/s)", "Latency min (µs)",
-                         "Latency max (µs)", "Latency avg (µs)", "Latency p99 (µs)", "CPU usr", "CPU sys", "IO Depth",
-                         "Jobs"] + (["Flags"] if flagged else []), rows, right=range(2, 12)))
+    head = ["Test Type", "Block Size", "IOPS", "Bandwidth MB/s (MiB/s)", "Latency min (µs)", "Latency max (µs)",
+            "Latency avg (µs)", "Latency p99 (µs)", "CPU usr", "CPU sys", "IO Depth", "Jobs"]
+    whole = ci.whole_run_cells([[(p.iops, c.get("iops"), format_count),
+                                 (p.bw, c.get("bw_bytes"), lambda v: f"{v / MB:.1f}"),
+                                 (p.lat_mean, c.get("lat_mean_ns"), lambda v: us(v, 2))] for p, c in zip(points, cis)])
+    if whole is not None:  # fio's own figures, where one reads differently from the centre shown with ±
+        head.append(f"{ci.WHOLE_RUN}: IOPS · MB/s · avg µs")
+        rows = [r[:12] + [w] + r[12:] for r, w in zip(rows, whole)]
+    out.append(markdown_table(head + (["Flags"] if flagged else []), rows, right=range(2, len(head))))
     out.append("")
     if intro:  # what ± is, and which points have none: once (a fleet report says it once for all its hosts)
         out += interval_notes(points, cis)
+    if whole is not None:
+        out += [ci.whole_run_note(), ""]
     out += _flags_legend(points, meta)
     marks = []
     if any(p.metrics.lat_ns is not None and p.metrics.lat_ns.percentiles_approx for p in points):
@@ -319,12 +328,12 @@ def interval_notes(points: Sequence[StorageRow], cis: Sequence[Mapping[str, obje
 
 def _bw_text(bw: float, iv: tuple[float, float] | None) -> str:
     """Bandwidth in MB/s with its ± (MB/s), and MiB/s in brackets."""
-    return f"{ci.pm_fixed(bw / MB, ci.half(iv, MB), 1)} ({bw / MIB:.1f})"
+    return f"{ci.pm_fixed(bw, iv, 1, scale=MB)} ({ci.shown(bw, iv, MIB)[0]:.1f})"
 
 
 def _us_pm(ns: float, iv: tuple[float, float] | None) -> str:
     """A latency in µs (two decimals) with its ± in µs."""
-    return ci.pm_fixed(ns / 1e3, ci.half(iv, 1e3), 2)
+    return ci.pm_fixed(ns, iv, 2, scale=1e3)
 
 
 def _side_us(p: StorageRow, side: str, key: str) -> str:
@@ -354,6 +363,10 @@ def _memory_tables(points: Sequence[MemoryRow], env: Mapping[str, object] | None
         rows = [[p.stride or "default", format_size(p.buffer) if p.buffer else "default",
                  _mem_pm(p, "latency_ns", p.latency, 2, "n/a"), p.engine or "?"] for p in idle]
         head = ["Stride (B)", "Buffer", "Latency (ns)", "Engine"]
+        whole = ci.whole_run_cells([_mem_whole(p) for p in idle])
+        if whole is not None:
+            head.insert(3, f"{ci.WHOLE_RUN} (ns)")
+            rows = [r[:3] + [w] + r[3:] for r, w in zip(rows, whole)]
         nodes = [p.series[6] for p in idle]
         if any(nodes):  # mem_node points: which node's memory each latency is of
             head.append("NUMA node")
@@ -394,13 +407,18 @@ def _memory_tables(points: Sequence[MemoryRow], env: Mapping[str, object] | None
         out.append("")
         rows = []
         busy = any(contention.contended(p) for p in series[key])
-        for p in sorted(series[key], key=lambda p: p.delay or 0):
+        ordered = sorted(series[key], key=lambda p: p.delay or 0)
+        for p in ordered:
             rows.append([f"{p.delay:05d}" if p.delay is not None else "-",
                          _mem_pm(p, "latency_ns", p.latency, 2, "-"),
                          _mem_pm(p, "bandwidth_mbps", p.bandwidth, 1, "-")]
                         + ([contention.contended_text(p) or "clean"] if busy else []))  # type: ignore[arg-type]
-        out.append(markdown_table(["Inject", "Latency (ns)", "Bandwidth (MB/sec)"] + (["CPU"] if busy else []), rows,
-                                  right=()))
+        head = ["Inject", "Latency (ns)", "Bandwidth (MB/sec)"] + (["CPU"] if busy else [])
+        whole = ci.whole_run_cells([_mem_whole(p) for p in ordered])
+        if whole is not None:
+            head.append(f"{ci.WHOLE_RUN}: ns · MB/sec")
+            rows = [r + [w] for r, w in zip(rows, whole)]
+        out.append(markdown_table(head, rows, right=()))
         out.append("")
         if busy:
             out += [contention.rule_text(), ""]
@@ -414,8 +432,36 @@ def _memory_tables(points: Sequence[MemoryRow], env: Mapping[str, object] | None
 
 
 def _mem_pm(p: MemoryRow, key: str, value: float | None, digits: int, none: str) -> str:
-    """A memory figure with its ± where the line records an interval."""
-    return none if value is None else ci.pm_fixed(value, ci.half(ci.memory_intervals(p).get(key)), digits)
+    """A memory figure with its ± where the line records an interval; without one, as its source printed it
+    (MLC's ``80.9`` stays ``80.9``: at most ``digits`` decimals, never more than the source gave)."""
+    if value is None:
+        return none
+    iv = ci.memory_intervals(p).get(key)
+    return ci.pm_fixed(value, iv, digits if iv is not None else ci.source_decimals(p, key, digits))
+
+
+def _mem_whole(p: MemoryRow) -> list[tuple[float | None, tuple[float, float] | None, Callable[[float], str]]]:
+    """A memory row's own figures (the whole window's) beside their intervals, as its table prints them."""
+    ivs = ci.memory_intervals(p)
+    return [(p.latency, ivs.get("latency_ns"), lambda v: f"{v:.2f}"),
+            (p.bandwidth, ivs.get("bandwidth_mbps"), lambda v: f"{v:.1f}")]
+
+
+def _memory_warmup_note(points: Sequence[MemoryRow]) -> list[str]:
+    """One sentence naming the memory rows whose warm-up took a large share of their windows (as a storage
+    point's ``warmup-cut`` flag: memory rows carry no flags); [] when none did."""
+    found = []
+    for p in points:
+        cuts = [w for k in ci.memory_intervals(p) if (w := warmup_of(p.metrics.ci_method, k)) is not None]
+        got = max(cuts, key=lambda w: w[0] / w[1], default=None)
+        if got is not None and got[0] >= WARMUP_SHARE * got[1]:
+            cut, total = got
+            found.append(f"{md_text(point_label(Kind.MEMORY, p.point))}: {cut} of {total} ({cut / total:.0%})")
+    if not found:
+        return []
+    return [f"**Warm-up cut** (as `warmup-cut` flags a storage point): MSER-5 took {WARMUP_SHARE:.0%} or more of a "
+            "row's windows as warm-up — " + "; ".join(found[:4]) + (" …" if len(found) > 4 else "") + " windows: "
+            "the figure with ± is the mean of the windows after it, the whole-window figure counts them all.", ""]
 
 
 def _memory_interval_note(points: Sequence[MemoryRow]) -> list[str]:
@@ -423,8 +469,13 @@ def _memory_interval_note(points: Sequence[MemoryRow]) -> list[str]:
     shown = [bool(ci.memory_intervals(p)) for p in points]
     if not any(shown):
         return ci.missing_note(points, shown) + ci.refused_note(points)
-    return ["± is the 95 % confidence interval of the figure's mean over the engine's windows of that row (batch "
-            "means, docs/uncertainty.md).", "", *ci.missing_note(points, shown), *ci.refused_note(points)]
+    whole = ci.whole_run_cells([_mem_whole(p) for p in points])
+    return [*_memory_warmup_note(points),
+            "± is the 95 % confidence interval, within this run, of the figure's mean over the engine's windows of "
+            "that row (batch means after the warm-up, docs/uncertainty.md), and the figure before it is that "
+            "interval's centre.", "",
+            *([ci.whole_run_note("the engine's figure over the row's whole window"), ""] if whole else []),
+            *ci.missing_note(points, shown), *ci.refused_note(points)]
 
 
 def _chase_line(points: Sequence[MemoryRow]) -> list[str]:
@@ -961,6 +1012,7 @@ def render_markdown(data: RunData, figures: Sequence[Figure], bound_ns: float,
         lines += rep.memory_section(data.memory)
         lines += _figures([f for f in figures if not suite.owns(f)], Kind.MEMORY)
         lines += suite.section(data, figures, suite.AFTER_LOADED)
+    heading = len(lines)
     lines += ["## Analysis", ""]
     if data.storage:
         lines += trends.summary_section(data.path, data.storage)
@@ -975,6 +1027,8 @@ def render_markdown(data: RunData, figures: Sequence[Figure], bound_ns: float,
     lines += _mem_storage(data)
     if not data.storage and not data.memory and not views.searches:
         lines += ["No completed point: nothing to analyse.", ""]
+    if len(lines) == heading + 2:  # nothing under the heading: no heading either
+        del lines[heading:]
     if big:
         lines += ["## Appendix: every point", ""]
         lines += _storage_table(data.storage, heading="### Storage results, every point", meta=data.meta,

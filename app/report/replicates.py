@@ -71,7 +71,7 @@ def groups_of(rows: Sequence[StorageRow | MemoryRow], label: Callable[[StorageRo
         pairs = [(v, interval(r)) for r in members if (v := value(r)) is not None]
         if len(pairs) < 2:
             continue
-        ses = [ci.half(iv) / Z95 / abs(v) for v, iv in pairs if iv is not None and v]  # type: ignore[operator]
+        ses = [pct / 100 / Z95 for _, iv in pairs if (pct := ci.rel_pct(iv)) is not None]
         out.append(Group(label(members[0]), members, replicate_spread([v for v, _ in pairs]),  # type: ignore[arg-type]
                          statistics.median(ses) if ses else None))
     return out
@@ -112,11 +112,10 @@ def _within(g: Group) -> str:
     return "n/a" if g.within_se is None else f"±{100 * Z95 * g.within_se:.1f}%"
 
 
-def _mean_pm(g: Group | None, fmt: Callable[[float, float | None], str]) -> str:
+def _mean_pm(g: Group | None, fmt: Callable[[float, tuple[float, float] | None], str]) -> str:
     if g is None:
         return "n/a"
-    s = g.spread
-    return fmt(s.mean, None if s.ci is None else (s.ci[1] - s.ci[0]) / 2)
+    return fmt(g.spread.mean, g.spread.ci)
 
 
 def _verdict(g: Group) -> str:
@@ -148,8 +147,8 @@ def storage_section(run_dir: Path, rows: Sequence[StorageRow], label: Callable[[
     for g in iops:
         b, lt = bw.get(g.label), lat.get(g.label)
         table.append([g.label, g.spread.n, _mean_pm(g, ci.pm_count), _cv(g),
-                      _mean_pm(b, lambda v, h: ci.pm_fixed(v / 1e6, None if h is None else h / 1e6, 1)),  # MB/s
-                      _mean_pm(lt, lambda v, h: ci.pm_fixed(v / 1e3, None if h is None else h / 1e3, 2)),  # µs
+                      _mean_pm(b, lambda v, iv: ci.pm_fixed(v, iv, 1, scale=1e6)),  # MB/s
+                      _mean_pm(lt, lambda v, iv: ci.pm_fixed(v, iv, 2, scale=1e3)),  # µs
                       _cv(lt),
                       _within(g), _verdict(g)])
     out.append(markdown_table(["Workload", "n", "IOPS (mean ± 95 %)", "IOPS CV", "MB/s (mean ± 95 %)",
@@ -171,7 +170,7 @@ def memory_section(rows: Sequence[MemoryRow]) -> list[str]:
         fig = memory_figure(g.rows[0])  # type: ignore[arg-type]
         what = "latency ns" if fig == "latency_ns" else "bandwidth MB/s"
         table.append([g.label, what, g.spread.n,
-                      _mean_pm(g, lambda v, h: ci.pm_fixed(v, h, 2 if fig == "latency_ns" else 1)), _cv(g),
+                      _mean_pm(g, lambda v, iv: ci.pm_fixed(v, iv, 2 if fig == "latency_ns" else 1)), _cv(g),
                       _within(g), _verdict(g)])
     out.append(markdown_table(["Point", "Figure", "n", "Mean ± 95 %", "CV", "Within-run ± (median)",
                                "Replicates vs within-run"], table, right=(2, 3, 4, 5)))

@@ -71,7 +71,7 @@ def mlc_pm(p: MemoryRow) -> str:
     one (the built-in engine's windows)."""
     v = value(p)
     figure = "bandwidth_mbps" if p.mode in ("peak", "scaling", "bandwidth_matrix") else "latency_ns"
-    return mlc_number(v) if v is None else ci.pm_fixed(v, ci.half(ci.memory_intervals(p).get(figure)), 1)
+    return mlc_number(v) if v is None else ci.pm_fixed(v, ci.memory_intervals(p).get(figure), 1)
 
 
 def _int(p: MemoryRow, key: str) -> int | None:

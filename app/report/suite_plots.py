@@ -110,8 +110,9 @@ def peak_figure(key: tuple[str, ...], pts: Sequence[MemoryRow], several: bool, p
     fig = plt.figure(figsize=(6.4, 0.9 + 0.42 * len(by)))
     width, height = fig.get_figwidth(), fig.get_figheight()
     ax = fig.add_axes((1.5 / width, 0.55 / height, 1 - 2.3 / width, 1 - 0.85 / height))
-    vals = [(suite.value(p) or 0.0) / 1e3 for p in by]
-    errs = [(h or 0.0) / 1e3 for h in (ci.half(ci.memory_intervals(p).get("bandwidth_mbps")) for p in by)]
+    ivs = [ci.memory_intervals(p).get("bandwidth_mbps") for p in by]  # a bar with an interval ends at its centre
+    vals = [ci.shown(suite.value(p) or 0.0, iv, 1e3)[0] for p, iv in zip(by, ivs)]
+    errs = [(h or 0.0) / 1e3 for h in (ci.half(iv) for iv in ivs)]
     if any(errs):  # the 95 % interval of each bar's mean, where the engine measured one
         ax.barh(range(len(by)), vals, color="#3b75af", xerr=errs, capsize=3,
                 error_kw={"elinewidth": 0.8, "capthick": 0.8})

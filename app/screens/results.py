@@ -540,6 +540,8 @@ class ResultsScreen(Screen[None]):
             table.add_row(*cells)
         status = strings.SORTED_BY.format(column=self.column_label(self.columns[self.sort_column][0]),
                                       direction="descending" if self.reverse else "ascending")
+        if any(c in (STORAGE_CI_COLUMN, MEMORY_CI_COLUMN) for c in self.columns):
+            status += "  ·  " + strings.RESULTS_CI
         if self.cpu_note:
             status += "  ·  " + self.cpu_note
         if not self.records:

@@ -7,7 +7,7 @@ import csv as csv_module
 import re
 from pathlib import Path
 
-from app.frame import CI_COLUMNS, CPU_COLUMNS, TAIL_COLUMNS
+from app.frame import CI_COLUMNS, CPU_COLUMNS, TAIL_COLUMNS, WHOLE_RUN_COLUMNS
 from app.report.write import render_report
 from conftest import DATA, run_cli
 from tests.helpers.suite_runs import KIB, line, mlc_default_lines, octave_sizes, point, working_set_lines, write_run
@@ -39,12 +39,14 @@ def test_report_of_a_suite_run_has_every_section_and_figure_and_is_reproducible(
     csv = (run / "results.csv").read_text(encoding="utf-8")
     assert csv.count("\n") == len(lines) + 1 and "working_set" in csv
     rows = list(csv_module.DictReader(csv.splitlines()))
-    # the suite's keys after the older columns, then the intervals' (app.frame.CI_COLUMNS), then the tails'
+    # the suite's keys after the older columns, then the intervals' (app.frame.CI_COLUMNS), then the tails', the
+    # CPU's and the whole-run figures'
     cols = list(rows[0])
     suite_keys = ["cpu_node", "mem_node", "threads", "pages", "c2c", "reader_node", "home"]
     at = cols.index("cpu_node")
     assert cols[at:at + len(suite_keys)] == suite_keys
-    assert cols[at + len(suite_keys):] == list(CI_COLUMNS) + list(TAIL_COLUMNS) + list(CPU_COLUMNS)
+    assert cols[at + len(suite_keys):] == (list(CI_COLUMNS) + list(TAIL_COLUMNS) + list(CPU_COLUMNS)
+                                           + list(WHOLE_RUN_COLUMNS))
     cells = {(r["mode"], r["cpu_node"], r["mem_node"]) for r in rows if r["mode"] == "latency_matrix"}
     assert cells == {("latency_matrix", a, b) for a in "01" for b in "01"}  # each matrix row names its cell
     assert {(r["c2c"], r["reader_node"], r["home"]) for r in rows if r["mode"] == "c2c" and r["reader_node"]} == {

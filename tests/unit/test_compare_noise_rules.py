@@ -51,7 +51,7 @@ def test_lines_with_intervals_only_add_them_in_quadrature(tmp_path: Path) -> Non
     near = make_run(tmp_path / "near", [{"metrics": metrics(1010, (1000, 1020))}])
     far = make_run(tmp_path / "far", [{"metrics": metrics(1030, (1020, 1040))}])
     (row,) = _figure(compare_runs(str(a), str(near)), "IOPS")
-    assert row["How"] == "intervals" and row["Noise"] == "within noise"
+    assert row["How"] == "within-run intervals" and row["Noise"] == "within noise"
     assert row["B − A (95 %)"] == f"+10 ± {math.hypot(10, 10):.0f}"
     md = compare_runs(str(a), str(far))
     (row,) = _figure(md, "IOPS")
@@ -71,7 +71,7 @@ def test_a_line_without_ci95_gets_its_interval_from_its_kept_samples(tmp_path: P
     md = compare_runs(str(a), str(b))
     assert {r["Figure"]: r["Noise"] for r in _rows(md)} == {"IOPS": "within noise", "MB/s": "within noise",
                                                             "Mean µs": "within noise", "p99 µs": ""}
-    assert _figure(md, "IOPS")[0]["How"] == "intervals"
+    assert _figure(md, "IOPS")[0]["How"] == "within-run intervals"
     md = compare_runs(str(a), str(c))
     assert {r["Noise"] for r in _rows(md) if r["Figure"] != "p99 µs"} == {"real"}
 
@@ -90,7 +90,7 @@ def test_one_side_repeated_uses_its_replicates_interval(tmp_path: Path) -> None:
     a = make_run(tmp_path / "a", replicates([1000, 1010, 990]))
     b = make_run(tmp_path / "b", [{"metrics": metrics(1100, (1090, 1110))}])
     (row,) = _figure(compare_runs(str(a), str(b)), "IOPS")
-    assert row["How"] == "intervals (A 3 runs)" and row["Noise"] == "real"
+    assert row["How"] == "within-run intervals (A 3 runs)" and row["Noise"] == "real"
 
 
 def test_memory_points_judged_on_their_ci95_else_no_interval(tmp_path: Path) -> None:
@@ -147,7 +147,8 @@ def test_compare_json_carries_each_difference_and_the_counts(tmp_path: Path) -> 
 
 def test_a_bogus_interval_never_makes_a_run_as_specified(tmp_path: Path) -> None:
     """A run of 1,041 IOPS against a sheet of 5,205 (0.20×) whose ``ci95`` was widened to hold the sheet's
-    figure is not judged (its interval is wider than the figure); a one-value interval is none either."""
+    figure is not judged (its interval is centred at 3,100, above what any warm-up cut of a run whose whole-run
+    figure is 1,041 allows); a one-value interval is none either."""
     sheet = tmp_path / "s.toml"
     sheet.write_text('name = "s"\nsource = "test"\n[[figure]]\nlabel = "r"\nrw = "randread"\nbs = "4k"\n'
                      'metric = "iops"\nvalue = 5205\n')
@@ -155,9 +156,10 @@ def test_a_bogus_interval_never_makes_a_run_as_specified(tmp_path: Path) -> None
     md = compare_reference(str(wide), load_reference(str(sheet)))
     (row,) = _rows(md)
     assert row["This run"] == "1041" and row["Ratio"] == "0.20×"
-    assert row["Verdict"].startswith("no interval: its interval [900, 5,300] is wider")
+    assert row["Verdict"].startswith("no interval: its interval [900, 5,300] is centred at")
     assert "**0 as specified**" in md and "1 without an interval (not judged)" in md
-    assert "- its interval \\[900, 5,300\\] is wider than the figure 1,041 itself (1×)" in md
+    assert ("- its interval \\[900, 5,300\\] is centred at 3,100, more than 2.5× the whole-run figure 1,041, "
+            "which no warm-up cut allows (1×)") in md
     one = make_run(tmp_path / "one", [{"metrics": metrics(924, (924, 924))}])
     (row,) = _rows(compare_reference(str(one), load_reference(str(sheet))))
     assert row["This run"] == "924" and row["Verdict"] == "no interval: its interval [924, 924] has zero width"

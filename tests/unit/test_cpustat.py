@@ -120,7 +120,9 @@ def test_results_csv_takes_the_parts_figures_and_leaves_a_foreign_ones_out(tmp_p
                             "iops_per_busy_cpu": -5}
     lines[2]["host_cpu"] = {"unavailable": "no dump"}
     (run / "results.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
-    assert CSV_COLUMNS[-4:] == ["busy_cpus", "iops_per_busy_cpu", "fio_cpus", "steal_cpus"]
+    at = CSV_COLUMNS.index("busy_cpus")  # after the older columns, before the whole-run figures
+    assert CSV_COLUMNS[at:at + 4] == ["busy_cpus", "iops_per_busy_cpu", "fio_cpus", "steal_cpus"]
+    assert CSV_COLUMNS[at + 4].endswith("_whole_run")
     df = load_results(run)
     first = df[df["index"] == 0].iloc[0]
     assert (first["busy_cpus"], first["iops_per_busy_cpu"]) == (1.5, 1673.0)

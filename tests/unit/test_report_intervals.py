@@ -36,7 +36,7 @@ def _row(md: str, start: str) -> str:
     (123456, 1234, "123.5k ± 1.2k"), (123456, 12345, "123k ± 12k"), (5513, 40, "5513 ± 40"),
     (2.5e6, 3e4, "2.50M ± 0.03M"), (9000, 82.4, "9000 ± 82"), (30000, None, "30k")])
 def test_a_count_shows_its_half_width_in_its_own_unit(value: float, half: float | None, text: str) -> None:
-    assert ci.pm_count(value, half) == text
+    assert ci.pm_count(value, None if half is None else (value - half, value + half)) == text
 
 
 @pytest.mark.parametrize("value,half,native,text", [
@@ -44,7 +44,7 @@ def test_a_count_shows_its_half_width_in_its_own_unit(value: float, half: float 
     (144.3, None, 2, "144.30"), (1.0, 1e-9, 1, "1.000 ± 0.000")])
 def test_a_fixed_figure_keeps_at_least_its_own_decimals(value: float, half: float | None, native: int,
                                                         text: str) -> None:
-    assert ci.pm_fixed(value, half, native) == text
+    assert ci.pm_fixed(value, None if half is None else (value - half, value + half), native) == text
 
 
 def test_an_older_run_gets_its_interval_from_the_kept_samples(tmp_path: Path) -> None:
@@ -54,10 +54,11 @@ def test_an_older_run_gets_its_interval_from_the_kept_samples(tmp_path: Path) ->
                                                (storage_point(iodepth=16), 60000.0, None)])
     md, rows = _report(run)
     qd4, qd16 = [x for x in md.splitlines() if x.startswith("| Random read ")]
-    assert "30.00k ± 0.27k" in qd4 and "122.9 ± 1.1 (117.2)" in qd4 and "133.33 ± 1.21" in qd4
+    # each figure with ± is its interval's centre (the mean past the warm-up), not the line's own 30k
+    assert "29.98k ± 0.27k" in qd4 and "122.8 ± 1.1 (117.1)" in qd4 and "133.47 ± 1.21" in qd4
     assert "±" not in qd16
-    assert md.count("1 point has a 95 % interval (no ±): the line records no interval and kept no per-second "
-                    "samples.") == 1
+    assert md.count("1 point has no 95 % interval (shown without ±): the line records no interval and kept no "
+                    "per-second samples.") == 1
     u = intervals_of(storage_series(samples(30000.0, 4096, 4, wobble=0.03)))
     assert float(rows[0]["iops_ci_low"]) == pytest.approx(u.ci95["iops"][0], abs=1e-6)
     assert float(rows[0]["lat_mean_ns_ci_high"]) == pytest.approx(u.ci95["lat_mean_ns"][1], abs=1e-6)
@@ -109,8 +110,10 @@ def test_memory_figures_show_the_interval_their_line_records(tmp_path: Path) -> 
                                                              "ci95": {"bandwidth_mbps": [8900.0, 9100.0]}})
     old = line(2, point("loaded", traffic="R", delay=100), {"latency_ns": 120.0, "bandwidth_mbps": 5000.0})
     md, rows = _report(write_run(tmp_path / "mem", [idle, loaded, old]))
-    assert "91.23 ± 1.10" in md and "9000.0 ± 100.0" in md and "| 00100  | 120.00" in md
-    assert md.count("1 point has a 95 % interval (no ±): the line records no interval") == 1
+    # the figure with ± is its interval's centre (91.20), the line's own 91.234 lies inside it: no whole-run column
+    assert "91.20 ± 1.10" in md and "9000.0 ± 100.0" in md and "| 00100  | 120.00" in md and "Whole run" not in md
+    assert rows[0]["latency_ns"] == "91.2" and rows[0]["latency_ns_whole_run"] == "91.234"
+    assert md.count("1 point has no 95 % interval (shown without ±): the line records no interval") == 1
     assert rows[0]["latency_ns_ci_low"] == "90.1" and rows[1]["bandwidth_mbps_ci_high"] == "9100.0"
 
 
@@ -157,7 +160,8 @@ def test_the_live_interval_narrows_as_seconds_arrive() -> None:
     assert live_interval([{**s, "interval_s": 0.2} for s in secs[:30]]) == "± — (needs 10 s)"  # no whole seconds
     texts = [live_interval(secs[:n]) for n in (20, 120)]
     pcts = [float(t.split()[1]) for t in texts]
-    assert texts[0].endswith("(95 %, 20 s)") and texts[1].endswith("(95 %, 120 s)") and pcts[1] < pcts[0] / 2
+    assert texts[0].endswith("(95 % within this run, 20 s)") and texts[1].endswith("(95 % within this run, 120 s)")
+    assert pcts[1] < pcts[0] / 2
 
 
 def test_the_results_tables_plus_minus_is_the_half_width_in_per_cent() -> None:
@@ -178,7 +182,7 @@ def test_a_line_that_says_why_it_has_no_interval_is_not_recomputed(tmp_path: Pat
     jl.write_text("".join(json.dumps(r) + "\n" for r in recs))
     md, rows = _report(run)
     assert "±" not in _row(md, "| Random read ") and rows[0]["iops_ci_low"] == ""
-    assert md.count("No point has a 95 % interval (no ±): imported fio JSON has no per-second samples.") == 1
+    assert md.count("No point has a 95 % interval (shown without ±): imported fio JSON has no per-second samples.") == 1
 
 
 def test_memory_replicates_are_judged_by_their_latency(tmp_path: Path) -> None:
@@ -195,12 +199,11 @@ def test_memory_replicates_are_judged_by_their_latency(tmp_path: Path) -> None:
 @pytest.mark.parametrize("ci95,why", [
     ([924.0, 924.0], "its interval [924, 924] has zero width"),
     ([1000.0, 900.0], "its interval [1,000, 900] has its lower bound above the upper"),
-    ([950.0, 2000.0], "its interval [950, 2,000] does not contain the figure 924"),
-    ([0.0, 5205.0], "its interval [0, 5,205] is wider than the figure 924 itself"),
+    ([0.0, 5205.0], "its interval [0, 5,205] reaches 0: its half-width is as large as its centre 2,602.5"),
     (["x", 1], "its interval is not two numbers")])
 def test_a_recorded_interval_that_is_no_interval_of_its_figure_shows_none(tmp_path: Path, ci95: list[object],
                                                                          why: str) -> None:
-    """A line's ``ci95`` that is degenerate, misses its own figure or is wider than it is treated as absent: no
+    """A line's ``ci95`` that is degenerate or reaches 0 (half-width as large as its centre) is treated as absent: no
     ± (never "924 ± 0"), empty interval cells in results.csv, and the report says why."""
     run = write_storage_run(tmp_path / "bogus", [(storage_point(), 924.0, 0.03)], ci95=True)
     jl = run / "results.jsonl"

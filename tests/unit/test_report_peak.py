@@ -31,7 +31,7 @@ def test_peak_section_of_a_peak_run(tmp_path: Path) -> None:
     lines = "\n".join(peak_text.section(load(_peak_run(tmp_path, skipped=[HIPRI_SKIP])))).splitlines()
     assert lines[0] == "## Peak"
     rows = {r[0]: r[1] for r in _rows(lines, "") if len(r) == 2}
-    assert rows["Peak"] == "362.0k ± 4.0k IOPS (± the 95 % interval of its mean)"
+    assert rows["Peak"] == "362.0k ± 4.0k IOPS (± the 95 % interval of its mean within this run, around its centre)"
     assert rows["Reached by"] == ("io_uring +registerfiles +fixedbufs, CPUs 0-1, QD128 × 1 job, randread 4K, mean "
                                   "latency 350.00 µs")
     assert rows["IOPS per CPU"] == ("905k per CPU-second of fio's own job threads (usr+sys, 0.40 CPU busy); host: 362k "
