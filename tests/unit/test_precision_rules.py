@@ -133,7 +133,9 @@ def test_the_watch_counts_measured_whole_seconds_only_and_stops_once() -> None:
 def test_the_watch_of_a_steady_point_waits_for_fio_s_criterion() -> None:
     w = PrecisionWatch(2.0, steady=True)
     assert not any(w.feed(sample(v, attained=False)) for v in noisy(15, 50.0))
-    assert w.feed(sample(10_000.0, attained=True))
+    # 16 samples are still too few to rule out their correlation (app.uncertainty.too_correlated): a few more
+    stops = [w.feed(sample(10_000.0, attained=True)) for _ in range(5)]
+    assert stops.count(True) == 1 and stops.index(True) <= 2
 
 
 def part(target: float, values: list[float], stopped: bool = False, steady: bool | None = None,
