@@ -82,14 +82,15 @@ def test_no_stop_before_the_minimum_even_for_a_flat_series() -> None:
 
 
 def test_a_quiet_series_stops_and_a_noisy_one_goes_on() -> None:
-    quiet, loud = noisy(20, 100.0), noisy(20, 3000.0)  # ±1 % and ±30 % a second
+    # 30 s: the first 20 of this series look correlated (lag-1 0.31), too few to rule out a long correlation
+    quiet, loud = noisy(30, 100.0), noisy(30, 3000.0)  # ±1 % and ±30 % a second
     q, n = decide(quiet, 2.0), decide(loud, 2.0)
     assert q.stop and q.reached_pct is not None and q.reached_pct < 2.0
     assert not n.stop and n.reached_pct is not None and n.reached_pct > 2.0
 
 
 def test_with_steady_the_precision_alone_does_not_stop_the_point() -> None:
-    quiet = noisy(20, 100.0)
+    quiet = noisy(30, 100.0)
     assert not decide(quiet, 2.0, steady_held=False).stop
     assert decide(quiet, 2.0, steady_held=True).stop
 
@@ -133,9 +134,9 @@ def test_the_watch_counts_measured_whole_seconds_only_and_stops_once() -> None:
 def test_the_watch_of_a_steady_point_waits_for_fio_s_criterion() -> None:
     w = PrecisionWatch(2.0, steady=True)
     assert not any(w.feed(sample(v, attained=False)) for v in noisy(15, 50.0))
-    # 16 samples are still too few to rule out their correlation (app.uncertainty.too_correlated): a few more
-    stops = [w.feed(sample(10_000.0, attained=True)) for _ in range(5)]
-    assert stops.count(True) == 1 and stops.index(True) <= 2
+    # 16 samples are still too few to rule out their correlation (app.uncertainty): a few more seconds
+    stops = [w.feed(sample(10_000.0, attained=True)) for _ in range(12)]
+    assert stops.count(True) == 1 and stops.index(True) <= 10
 
 
 def part(target: float, values: list[float], stopped: bool = False, steady: bool | None = None,

@@ -146,7 +146,8 @@ def test_coverage_with_strong_correlation() -> None:
     short, refused = coverage(0.9, 300, 400)
     assert 0.90 <= short <= 0.99 and 60 <= refused <= 170
     long_, refused = coverage(0.9, 1200, 200)
-    assert 0.90 <= long_ <= 0.98 and refused <= 20
+    # about 98 %: the floor at the 99 % bound of the correlation (app.uncertainty._at_least) errs on the wide side
+    assert 0.90 <= long_ <= 0.99 and refused <= 20
 
 
 def _mser5_by_definition(values: list[float]) -> int:
