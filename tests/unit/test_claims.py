@@ -35,6 +35,7 @@ TARGETS: list[tuple[str, pytest.MarkDecorator | None]] = [
     ("cover/phi=0.9", None),
     ("shown/stationary", None),
     ("inside/stationary", None),
+    ("warmup/cover", None),
     ("nonstationary", None),
     (f"compare/real-equal/{QUIET}", None),
     (f"compare/real-equal/{NOISY}", None),
