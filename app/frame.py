@@ -158,11 +158,13 @@ def _tail_cells(p: StorageRow) -> dict[str, object]:
 
 def memory_record(p: MemoryRow) -> dict[str, object]:
     """The results.csv values of one memory point (stride and buffer 0 are written empty, as unset)."""
+    from app.report.contention import contended
     from app.report.intervals import memory_intervals
 
     return {"kind": Kind.MEMORY.value, "index": p.index, "mode": p.mode, "traffic": p.traffic or "",
             "stride": p.stride or None, "delay": p.delay, "buffer": p.buffer or None, "engine": p.engine,
             "latency_ns": _r6(p.latency), "bandwidth_MBps": _r6(p.bandwidth),
+            "flags": "contended" if contended(p) else None,  # a thread got < 90 % of a CPU (app.report.contention)
             **{k: _suite_value(p.point.get(k)) for k in SUITE_KEYS}, **_ci_cells(memory_intervals(p))}
 
 

@@ -452,7 +452,10 @@ def _table_points(s: Section, engine: str) -> list[Imported]:
             if load is not None:
                 metrics["load_bandwidth_mbps"] = load
             metrics.update(text_interval(engine, "loaded", r.windows, metrics))
-            out.append(Imported(Kind.MEMORY, point, metrics, dict(extra)))
+            parts = dict(extra)
+            if r.warnings:  # the engine's '*' lines about this row alone ("Busy machine at delay N": contended)
+                parts["warnings"] = list(r.warnings)
+            out.append(Imported(Kind.MEMORY, point, metrics, parts))
     elif "latency_ns" in s.values:
         point = {"mode": "idle", "traffic": None, "delay": None, **base}
         metrics = {"latency_ns": section_figure(s, "latency_ns")}

@@ -201,7 +201,8 @@ class MemoryPoint:
         parse.stride, 64, "bytes between accesses, a power of two from 64 to 4096", Role.WORKLOAD, csv=3))
     buffer: int | None = field(metadata=key(
         parse.optional(parse.size(MIN_BUFFER, MAX_BUFFER, 1024)), None,
-        "buffer per thread, whole KiB from 1 KiB to 4 GiB (default: 2x the last-level cache)", Role.DETAIL, csv=5))
+        "buffer per thread, whole KiB from 1 KiB to 4 GiB (default: 4x the last-level cache, at least 256 MiB)",
+        Role.DETAIL, csv=5))
     duration: float | int = field(metadata=key(
         parse.seconds(MIN_MEMORY_SECONDS, MAX_MEMORY_SECONDS), 2,
         "measured seconds per point, 0.05 to 3600, millisecond resolution (MLC -t rounds up to whole s)"))

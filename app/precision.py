@@ -6,7 +6,8 @@ is the figure for every workload: at a fixed queue depth mean latency is depth /
 relative precision of mean IOPS is that of mean latency too.
 
 The minimum: :data:`MIN_SECONDS` whole measured seconds (after ``ramp_time``), and the interval must exist
-(MSER-5 and the batch-size rule may still find too few uncorrelated batches).  Checked once a second after the
+(MSER-5 and the batch-size rule may still find too few uncorrelated batches), and the series must have no
+level shift (:func:`app.uncertainty.level_shift`).  Checked once a second after the
 minimum; a long point is checked every ``n / CHECKS_PER_SPAN`` seconds, and a series longer than
 :data:`MAX_CHECK_SAMPLES` is averaged in groups first, so a check costs about the same at any length.
 
@@ -24,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from app.records import number
-from app.uncertainty import LEVEL, WHOLE_INTERVAL_S, Interval, batch_means_interval
+from app.uncertainty import LEVEL, WHOLE_INTERVAL_S, Interval, batch_means_interval, level_shift
 
 MIN_SECONDS = 10  # whole measured seconds before the first check
 FIGURE = "iops"
@@ -51,8 +52,12 @@ def _grouped(values: Sequence[float]) -> list[float]:
 
 def reached_percent(iops: Sequence[float]) -> float | None:
     """The half-width of the 95 % batch-means interval of mean IOPS in percent of that mean; None when there is
-    no interval or the mean is not above 0."""
-    got = batch_means_interval(_grouped(iops), LEVEL)
+    no interval, the mean is not above 0, or the series has a level shift (its interval would be of one level,
+    MSER-5 having cut the other as warm-up: the point runs on to its cap and is flagged)."""
+    values = _grouped(iops)
+    if level_shift(values) is not None:
+        return None
+    got = batch_means_interval(values, LEVEL)
     if not isinstance(got, Interval) or not got.mean > 0:
         return None
     return 100 * (got.high - got.low) / 2 / got.mean

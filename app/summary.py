@@ -245,16 +245,20 @@ def results_table(lines: list[ResultLine]) -> str:
     if any(r.point.get("mode") in SUITE_MODES for r in memory):
         parts.append(suite_table(memory))
     elif memory:
+        from app.report.contention import contended_text
+        from app.report.model import MemoryRow
+
         cells: list[list[object]] = []
-        for r in memory:
+        busy = [contended_text(MemoryRow(r.index or 0, r)) for r in memory]  # a thread short of its CPU
+        for r, why in zip(memory, busy):
             p, mem = r.point, r.memory
             bw, lat_ns = mem.bandwidth_mbps, mem.latency_ns
             what = p.get("traffic") or "idle"  # only idle and loaded lines here: the suite has its own table
-            cells.append([what, p.get("stride"), p.get("delay"),
-                         "" if lat_ns is None else f"{lat_ns:.2f}",
-                         "" if bw is None else f"{bw:.1f}"])
-        parts.append(format_table(["traffic", "stride", "inject delay", "latency ns", "bandwidth MB/s"], cells,
-                                  right=(1, 2, 3, 4)))
+            row: list[object] = [what, p.get("stride"), p.get("delay"), "" if lat_ns is None else f"{lat_ns:.2f}",
+                                 "" if bw is None else f"{bw:.1f}"]
+            cells.append(row + ([why or "clean"] if any(busy) else []))
+        parts.append(format_table(["traffic", "stride", "inject delay", "latency ns", "bandwidth MB/s"]
+                                  + (["CPU"] if any(busy) else []), cells, right=(1, 2, 3, 4)))
     return "\n\n".join(parts)
 
 

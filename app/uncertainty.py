@@ -29,9 +29,9 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from app.records import MAX_NUMBER, number
 
@@ -336,6 +336,8 @@ class Uncertainty:
     reasons: dict[str, str]  # figure → why it has no interval
     samples: int
     reason: str | None = None  # why no figure has one (no samples at all, an imported file …)
+    shifts: dict[str, LevelShift] = field(default_factory=dict)  # figure → the level shift its series has
+    shift_tested: bool = False  # a series was long enough to be tested for a level shift
 
     @property
     def ci95(self) -> dict[str, list[float]]:
@@ -345,15 +347,18 @@ class Uncertainty:
 
     @property
     def ci_method(self) -> dict[str, object]:
+        shift: dict[str, object] = ({"level_shift": {"test": SHIFT_TEST, "found": {k: v.json() for k, v in
+                                                                                  self.shifts.items()}}}
+                                    if self.shift_tested else {})
         if not self.intervals:
             reasons = list(dict.fromkeys(self.reasons.values()))
-            return {"method": "none", "reason": self.reason or "; ".join(reasons) or "no samples"}
+            return {"method": "none", "reason": self.reason or "; ".join(reasons) or "no samples", **shift}
         series: dict[str, object] = {}
         for k, iv in self.intervals.items():
             series[k] = {"batch_size": iv.batch_size, "batches": iv.batches, "warmup": iv.truncated}
         for k, why in self.reasons.items():
             series[k] = {"reason": why}
-        return {"method": "batch-means", "level": LEVEL, "samples": self.samples, "series": series}
+        return {"method": "batch-means", "level": LEVEL, "samples": self.samples, "series": series, **shift}
 
 
 def none_because(reason: str) -> Uncertainty:
@@ -362,16 +367,27 @@ def none_because(reason: str) -> Uncertainty:
 
 
 def intervals_of(series: Mapping[str, Sequence[float]], min_batches: int = MIN_BATCHES) -> Uncertainty:
-    """The 95 % batch-means interval of each named series (:func:`batch_means_interval`)."""
+    """The 95 % batch-means interval of each named series (:func:`batch_means_interval`); a series with a level
+    shift (:func:`level_shift`) has none: the interval of the mean of two levels is meaningless, and the shift
+    is recorded instead."""
     intervals: dict[str, Interval] = {}
     reasons: dict[str, str] = {}
+    shifts: dict[str, LevelShift] = {}
+    tested = False
     for name, values in series.items():
+        tested = tested or len(values) >= SHIFT_MIN_SAMPLES
+        shift = level_shift(values)
+        if shift is not None:
+            shifts[name] = shift
+            reasons[name] = shift.reason()
+            continue
         got = batch_means_interval(values, LEVEL, min_batches)
         if isinstance(got, Interval):
             intervals[name] = got
         else:
             reasons[name] = got.reason
-    return Uncertainty(intervals, reasons, max((len(v) for v in series.values()), default=0))
+    return Uncertainty(intervals, reasons, max((len(v) for v in series.values()), default=0), shifts=shifts,
+                       shift_tested=tested)
 
 
 def storage_series(samples: Sequence[Mapping[str, object]]) -> dict[str, list[float]]:
@@ -462,3 +478,106 @@ def interval_difference(a_mean: float, a_ci: tuple[float, float], b_mean: float,
     diff = b_mean - a_mean
     half = math.hypot(half_width(a_ci), half_width(b_ci))
     return Difference(diff, diff - half, diff + half, "intervals")
+
+
+# --- a level shift --------------------------------------------------------------------------------------------
+
+SHIFT_Z = 4.0  # the standardised step a level shift must exceed, plus SHIFT_Z_SMALL / n (docs/uncertainty.md)
+SHIFT_Z_SMALL = 16.0  # few samples estimate the noise's correlation poorly: a short series needs a larger step
+SHIFT_MATERIAL = 0.03  # and its size, as a share of the series' mean: a smaller step is within any noisy device's
+SHIFT_MIN_SAMPLES = 10  # a series shorter than this is not tested
+SHIFT_MIN_SIDE = 3  # samples each level has, at least
+SHIFT_WARMUP_SHARE = 0.2  # a first level shorter than this share of the series is a warm-up, not a level
+SHIFT_TEST = "max-t-cusum"  # ci_method's name of the test (a line written since records it)
+
+
+@dataclass(frozen=True)
+class LevelShift:
+    """A step in a series: the mean of ``values[skipped:at]`` (``before``) and of ``values[at:]`` (``after``),
+    a warm-up of ``skipped`` samples left out, and the step's standardised size ``z``."""
+
+    at: int
+    before: float
+    after: float
+    z: float
+    skipped: int = 0
+
+    @property
+    def change(self) -> float:
+        """The step as a share of the first level (−0.14 for a 14 % drop)."""
+        return self.after / self.before - 1 if self.before else math.inf
+
+    def reason(self, show: Callable[[float], str] | None = None) -> str:
+        """One clause: both levels and where the step is, and that no interval of the mean is meaningful."""
+        fmt = show or (lambda v: f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}")
+        return (f"a level shift from sample {self.at + 1} on: {fmt(self.before)} before, {fmt(self.after)} after "
+                f"({self.change:+.1%}), so no interval of the mean")
+
+    def json(self) -> dict[str, object]:
+        return {"at": self.at, "before": self.before, "after": self.after, "z": round(self.z, 2),
+                "skipped": self.skipped}
+
+
+def level_shift(values: Sequence[float], z: float | None = None,
+                material: float = SHIFT_MATERIAL) -> LevelShift | None:
+    """A level shift in ``values`` (a series of samples in time order), or None.
+
+    The split ``τ`` (each side at least :data:`SHIFT_MIN_SIDE` samples) maximises the two-sample statistic
+    ``|m₂ − m₁| · √(τ(n − τ)/n)``, which is the CUSUM's; at ``τ`` it is standardised by the long-run standard
+    deviation of the residuals about the two means, ``s·√((1 + r)/(1 − r))`` with ``r`` their lag-1
+    autocorrelation corrected for its small-sample bias and clipped to 0–0.9 (correlated noise makes runs that
+    look like steps).  A step is a level shift when that exceeds ``z`` (by default :data:`SHIFT_Z` +
+    :data:`SHIFT_Z_SMALL`/n: the correlation of few samples is estimated poorly) and the step is at least
+    ``material`` of the series' mean.  A first level shorter than :data:`SHIFT_WARMUP_SHARE` of the series is a
+    warm-up, not a level: it is left out and the rest is tested again (binary segmentation, at most three
+    times), so a warm-up followed by a steady run is no level shift.  Fewer than :data:`SHIFT_MIN_SAMPLES`
+    samples are not tested.  The false-alarm and detection rates of these settings are measured in
+    docs/uncertainty.md ("Level shifts")."""
+    xs = _centred(values)
+    offset = float(values[0]) if values else 0.0
+    start = 0
+    for _ in range(3):
+        found = _best_split(xs[start:])
+        if found is None:
+            return None
+        tau, stat, m1, m2 = found
+        n = len(xs) - start
+        if stat < (z if z is not None else SHIFT_Z + SHIFT_Z_SMALL / n):
+            return None
+        if tau < SHIFT_WARMUP_SHARE * n:  # a short first level: a warm-up; test what follows it
+            start += tau
+            continue
+        mean = offset + (tau * m1 + (n - tau) * m2) / n
+        if mean == 0 or abs(m2 - m1) < material * abs(mean):
+            return None
+        return LevelShift(start + tau, offset + m1, offset + m2, stat, start)
+    return None
+
+
+def _best_split(xs: Sequence[float]) -> tuple[int, float, float, float] | None:
+    """The split of ``xs`` with the largest CUSUM statistic: (τ, its standardised value, mean before, after)."""
+    n = len(xs)
+    if n < SHIFT_MIN_SAMPLES:
+        return None
+    prefix = [0.0]
+    for v in xs:
+        prefix.append(prefix[-1] + v)
+    total = prefix[-1]
+    best_tau, best = 0, -1.0
+    for tau in range(SHIFT_MIN_SIDE, n - SHIFT_MIN_SIDE + 1):
+        m1, m2 = prefix[tau] / tau, (total - prefix[tau]) / (n - tau)
+        stat = abs(m2 - m1) * math.sqrt(tau * (n - tau) / n)
+        if stat > best * (1 + 1e-12):
+            best_tau, best = tau, stat
+    if best_tau == 0:
+        return None
+    tau = best_tau
+    m1, m2 = prefix[tau] / tau, (total - prefix[tau]) / (n - tau)
+    resid = [v - (m1 if i < tau else m2) for i, v in enumerate(xs)]
+    var = math.fsum(r * r for r in resid) / (n - 2)
+    if var <= 0:
+        return (tau, math.inf if m1 != m2 else 0.0, m1, m2)
+    r1 = math.fsum(a * b for a, b in zip(resid, resid[1:])) / (var * (n - 2))
+    r1 = min(max(r1 + (1 + 3 * r1) / n, 0.0), 0.9)
+    sd = math.sqrt(var * (1 + r1) / (1 - r1))
+    return (tau, best / sd, m1, m2)

@@ -50,7 +50,7 @@ from app.units import format_bandwidth
 
 FLAGS = ("cpu-bound", "depth-not-reached", "above-link", "buffered", "not-steady", "imprecise", "throttled",
          "over-temperature", "not-on-device", "amplified", "tail-unstable", "link-degraded", "numa-remote",
-         "power-saving", "write-throttled")
+         "power-saving", "write-throttled", "level-shift")
 LEGEND = {
     "cpu-bound": "fio used ≥ 90 % of a CPU per job: the load generator, not the device, set the pace",
     "depth-not-reached": "IOPS × mean latency (Little's law) below 90 % of the I/Os the workload asks to keep "
@@ -75,6 +75,8 @@ LEGEND = {
                     "4 I/Os in flight: waking the CPU or the drive adds latency to each I/O",
     "write-throttled": "write-back throttling was on for buffered writes (direct=0): the kernel delayed them to keep "
                        "reads fast",
+    "level-shift": "the per-second samples stepped from one level to another while the point ran (not a warm-up): "
+                   "both levels are stated and the point's mean gets no ± (docs/uncertainty.md)",
 }
 CHECKED = {  # what a passed check verified, for the report's table of checks
     "cpu-bound": "fio's usr+sys CPU per job stayed below 90 % of one CPU",
@@ -94,6 +96,7 @@ CHECKED = {  # what a passed check verified, for the report's table of checks
     "numa-remote": "the run's CPUs were on the device's NUMA node",
     "power-saving": "none of the CPU frequency governor, CPU idle states and NVMe APST that could be read saved power",
     "write-throttled": "write-back throttling was off for the device",
+    "level-shift": "the per-second samples held one level (no step past the warm-up)",
 }
 RESULTS = ("flagged", "passed", "not-applicable")
 NOT_AUDITED = "the run was recorded before the tool audited the host's settings"
@@ -108,6 +111,7 @@ ADDED_LATER = {"over-temperature": "the point was recorded before the tool check
                "not-on-device": "the point was recorded before the tool read the device's counters",
                "amplified": "the point was recorded before the tool read the device's counters",
                "tail-unstable": "the point was recorded before the tool checked its tail over time",
+               "level-shift": "the point was recorded before the tool tested its samples for a level shift",
                **dict.fromkeys(("link-degraded", "numa-remote", "power-saving", "write-throttled"), NOT_AUDITED)}
 # of these, a line without a stored result predates the check whatever the line holds (its parts were not recorded)
 PARTS_LATER = frozenset({"not-on-device", "amplified", "tail-unstable"})
@@ -256,7 +260,35 @@ def point_flags(point: Mapping[str, object], metrics: StorageMetrics, parts: Par
     if unstable:
         out.append(flag("tail-unstable", unstable))
     out += [flag(name, reason) for name, reason in audit_reasons(point, facts).items()]
+    shift = shift_reason(metrics.ci_method)
+    if shift:
+        out.append(flag("level-shift", shift))
     return out
+
+
+SHIFT_FIGURES = {"iops": "IOPS", "bw_bytes": "bandwidth (B/s)", "lat_mean_ns": "mean latency (ns)"}
+
+
+def _shifts(ci_method: Mapping[str, object] | None) -> Mapping[str, object] | None:
+    """The level-shift test's findings a line's ``ci_method`` records (figure → shift), None when untested."""
+    test = ci_method.get("level_shift") if ci_method is not None else None
+    found = test.get("found") if isinstance(test, Mapping) else None
+    return found if isinstance(found, Mapping) else None
+
+
+def shift_reason(ci_method: Mapping[str, object] | None) -> str | None:
+    """The reason of a ``level-shift`` flag: each figure that stepped, with both levels; None without one."""
+    found = _shifts(ci_method)
+    parts = []
+    for key, name in SHIFT_FIGURES.items():
+        s = found.get(key) if found is not None else None
+        before, after = (number(s.get("before")), number(s.get("after"))) if isinstance(s, Mapping) else (None, None)
+        at = s.get("at") if isinstance(s, Mapping) else None
+        if before is None or after is None or not isinstance(at, int):
+            continue
+        change = f" ({after / before - 1:+.1%})" if before else ""
+        parts.append(f"{name} {before:,.0f} before sample {at + 1}, {after:,.0f} from it on{change}")
+    return "; ".join(parts) or None
 
 
 def _mb(v: float) -> str:
@@ -433,6 +465,11 @@ def _not_applicable(name: str, point: Mapping[str, object], metrics: StorageMetr
         return _device_not_applicable(parts.device)
     if name == "tail-unstable":
         return _tail_not_applicable(parts.tail)
+    if name == "level-shift" and _shifts(metrics.ci_method) is None:
+        method = metrics.ci_method
+        if method is None or method.get("method") == "batch-means":  # samples were there: the test was not
+            return ADDED_LATER["level-shift"]
+        return "fewer than 10 per-second samples (or none kept): not tested for a level shift"
     if name in AUDIT_FLAGS:
         return _audit_not_applicable(name, point, facts)
     if name in ("throttled", "over-temperature"):

@@ -26,6 +26,7 @@ from typing import Sequence
 
 from app.presets import base_key
 from app.records import JSONObject, JSONValue, number
+from app.report import contention
 from app.report import memory as mem
 from app.report.model import MemoryRow, RunData, StorageRow
 
@@ -392,7 +393,23 @@ class MemCurve:
     points: list[MemoryRow]  # by increasing load: decreasing injection delay
     knee: int | None = None
     rejected_knee: int | None = None  # a bend whose latency stays within the light-load spread (not a knee)
-    idle: MemoryRow | None = None  # the run's idle point of the same engine and stride (same buffer first)
+    idle: MemoryRow | None = None  # the same source's idle point of the same engine and stride (same buffer first)
+    several_sources: bool = False  # the run's curves come from several imported files: each names its own
+
+    @property
+    def source(self) -> str:
+        """The imported file the curve was read from ("" for a run's own measurement)."""
+        return str(self.key[4] or "")
+
+    @property
+    def from_text(self) -> str:
+        """" from FILE" when the run's curves come from several files (each may be another machine), else ""."""
+        return f" from {self.source}" if self.several_sources and self.source else ""
+
+    @property
+    def clean(self) -> list[MemoryRow]:
+        """The points whose threads got their CPU (app.report.contention): the only ones a knee is found on."""
+        return [p for p in self.points if not contention.contended(p)]
 
     @property
     def label(self) -> str:
@@ -401,14 +418,15 @@ class MemCurve:
         s = f"{self.traffic} stride {self.stride} B"
         if self.buffer:
             s += f" buffer {format_size(self.buffer)}"
-        return s
+        return s + self.from_text
 
     @property
     def legend(self) -> str:
-        """The curve in a panel of one stride: its traffic type, and buffer when set."""
+        """The curve in a panel of one stride: its traffic type, and buffer when set (and its file, when the
+        curves come from several)."""
         from app.units import format_size
 
-        return self.traffic + (f" {format_size(self.buffer)}" if self.buffer else "")
+        return self.traffic + (f" {format_size(self.buffer)}" if self.buffer else "") + self.from_text
 
 
 def memory_curves(points: Sequence[MemoryRow]) -> list[MemCurve]:
@@ -425,12 +443,17 @@ def memory_curves(points: Sequence[MemoryRow]) -> list[MemCurve]:
             seen.setdefault(p.delay, p)  # type: ignore[arg-type]
         ordered = sorted(seen.values(), key=lambda p: -(p.delay or 0))
         c = MemCurve(key, key[0], key[1], key[2], key[3], ordered)
-        if len(ordered) >= 3 and all(p.bandwidth is not None for p in ordered):
-            c.knee = knee([p.bandwidth or 0.0 for p in ordered], [p.latency or 0.0 for p in ordered])
+        clean = c.clean  # a contended row is shown, never part of a knee
+        if len(clean) >= 3 and all(p.bandwidth is not None for p in clean):
+            k = knee([p.bandwidth or 0.0 for p in clean], [p.latency or 0.0 for p in clean])
+            c.knee = None if k is None else ordered.index(clean[k])
             if c.knee is not None and not mem.knee_supported(c):
                 c.rejected_knee, c.knee = c.knee, None
         c.idle = mem.idle_baseline(ordered, idle)
         curves.append(c)
+    several = len({p.source for p in points}) > 1
+    for c in curves:
+        c.several_sources = several
     return curves
 
 
@@ -439,6 +462,19 @@ def lines_in_flight(p: MemoryRow, line_bytes: int = 64) -> float | None:
     if not p.bandwidth or not p.latency:
         return None
     return p.bandwidth * 1e6 / line_bytes * p.latency * 1e-9
+
+
+def lines_in_flight_text(p: MemoryRow) -> str:
+    """Lines in flight as the analysis prints it: below 1 is impossible (the latency thread alone keeps one line
+    in flight whenever it runs), so such a figure is flagged with its likely cause, never printed bare."""
+    mlp = lines_in_flight(p)
+    if mlp is None:
+        return "n/a"
+    if mlp >= 1:
+        return f"{mlp:.0f}"
+    why = ("its row is contended" if contention.contended(p) else
+           "the bandwidth and the latency do not describe the same traffic")
+    return f"{mlp:.2f}: impossible (below 1 line; {why})"
 
 
 # --- memory vs storage ----------------------------------------------------------------------------------
@@ -450,6 +486,7 @@ class MemStorageRatio:
     memory_ns: float
     memory_what: str
     ratio: float
+    memory_row: MemoryRow | None = None  # the memory figure's row
 
 
 def memory_storage_ratio(data: RunData) -> MemStorageRatio | None:
@@ -473,5 +510,5 @@ def memory_storage_ratio(data: RunData) -> MemStorageRatio | None:
     ratio = fastest.lat_mean / mem_ns
     if not 0 < ratio < math.inf:  # underflow or overflow of extreme values: no ratio to state
         return None
-    return MemStorageRatio(fastest, mem_ns, what, ratio)
+    return MemStorageRatio(fastest, mem_ns, what, ratio, m)
 

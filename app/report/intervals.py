@@ -18,7 +18,7 @@ from typing import Callable, Sequence
 from app.records import JSONObject, interval_problem
 from app.report.model import MemoryRow, StorageRow
 from app.report.noise import samples_of
-from app.uncertainty import intervals_of, storage_series
+from app.uncertainty import intervals_of, level_shift, storage_series
 
 Pair = tuple[float, float]
 STORAGE_FIGURES = ("iops", "bw_bytes", "lat_mean_ns")
@@ -42,7 +42,8 @@ def _storage_intervals(run_dir: Path | None, row: StorageRow) -> tuple[dict[str,
     if m.ci95 is not None or m.ci_method is not None or run_dir is None:
         got = {k: m.interval_or_why(k) for k in STORAGE_FIGURES}
         refused = {k: why for k, why in got.items() if isinstance(why, str)}
-        return ({k: iv for k, iv in got.items() if isinstance(iv, tuple)},
+        refused.update(_shifted(run_dir, row, [k for k, iv in got.items() if iv is not None]))
+        return ({k: iv for k, iv in got.items() if isinstance(iv, tuple) and k not in refused},
                 refused.get(HEADLINE) or _recorded_reason(m.ci_method), refused)
     samples = samples_of(run_dir, row)
     if not samples:
@@ -54,6 +55,18 @@ def _storage_intervals(run_dir: Path | None, row: StorageRow) -> tuple[dict[str,
                if (why := interval_problem(figures[k], iv.low, iv.high)) is not None}
     why = refused.get(HEADLINE) or u.reasons.get(HEADLINE) or str(method.get("reason") or NO_SAMPLES)
     return {k: (iv.low, iv.high) for k, iv in u.intervals.items() if k not in refused}, why, refused
+
+
+def _shifted(run_dir: Path | None, row: StorageRow, figures: list[str]) -> dict[str, str]:
+    """Of a line recorded before the tool tested for a level shift (its ``ci_method`` names no test), the
+    figures with a recorded interval whose kept samples show one (app.uncertainty.level_shift): figure → why that
+    interval is not used.  A line written since was tested when it was written."""
+    method = row.metrics.ci_method
+    if not figures or run_dir is None or (method is not None and "level_shift" in method):
+        return {}
+    series = storage_series(samples_of(run_dir, row))
+    return {k: f"from its samples: {shift.reason()}" for k in figures
+            if (shift := level_shift(series.get(k) or [])) is not None}
 
 
 def _recorded_reason(method: JSONObject | None) -> str:

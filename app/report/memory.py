@@ -11,6 +11,7 @@ import statistics
 from typing import Protocol, Sequence
 
 from app.records import number
+from app.report.contention import CONTENDED_SHARE, threads_text
 from app.report.model import MemoryRow
 from app.sanitize import md_text
 from app.units import format_size_human
@@ -24,7 +25,11 @@ class MemCurve(Protocol):
     knee: int | None
     rejected_knee: int | None
 
+    @property
+    def clean(self) -> list[MemoryRow]: ...
+
 MATERIAL = 0.10  # a knee's latency rise must exceed 10 % of the light-load latency: less is drift, not saturation
+CHASE_CACHES = 4  # a DRAM latency's chase spans at least this many last-level caches (the engine's default buffer)
 LINE_BYTES = 64  # one latency-thread step reads one line (native/memlat/README.md, "How bytes are counted")
 
 
@@ -163,8 +168,10 @@ def knee_supported(curve: MemCurve) -> bool:
     latencies (those before the bend) by more than that band's width."""
     if curve.knee is None:
         return False
-    lighter = [p.latency for p in curve.points[:curve.knee] if p.latency is not None]
-    heavy = curve.points[-1].latency
+    clean = curve.clean
+    ids = {id(p) for p in clean}
+    lighter = [p.latency for p in curve.points[:curve.knee] if p.latency is not None and id(p) in ids]
+    heavy = clean[-1].latency if clean else None
     return heavy is not None and rises_above(lighter, heavy)
 
 
@@ -203,8 +210,13 @@ def no_knee_reason(curve: MemCurve, cpus: int | None = None, peak: MemoryRow | N
     injection bandwidth of the same engine and traffic, when it measured one."""
     if curve.knee is not None:
         return None
-    pts = curve.points
+    pts = curve.clean
+    left = len(curve.points) - len(pts)
     if len(pts) < 3:
+        if left:
+            return (f"{left} of the {len(curve.points)} delays are contended (a thread got less than "
+                    f"{CONTENDED_SHARE:.0%} of a CPU) and left out; the {len(pts)} others are too few: a knee needs at "
+                    "least three.")
         return f"{len(pts)} delays measured: a knee needs at least three."
     if any(p.bandwidth is None for p in pts):
         return "bandwidth not recorded at every delay: no curve to find a knee on."
@@ -215,11 +227,15 @@ def no_knee_reason(curve: MemCurve, cpus: int | None = None, peak: MemoryRow | N
     text = (f"Latency went from {light.latency:.2f} ns at delay {light.delay} to {heavy.latency:.2f} ns at delay "
             f"{heavy.delay} ({heavy.latency / light.latency - 1:+.1%}; every delay within {min(lats):.2f}–"
             f"{max(lats):.2f} ns) while bandwidth reached {_load_text(pts, cpus)}.")
+    if left:
+        text = (f"{left} contended delay{'s' if left != 1 else ''} (a thread got less than {CONTENDED_SHARE:.0%} of a "
+                "CPU) left out. ") + text
     if curve.rejected_knee is not None:
-        band = [p.latency for p in pts[:curve.rejected_knee] if p.latency is not None]
-        text += (f" The chord rule's bend at delay {pts[curve.rejected_knee].delay} is no knee: the heaviest load's "
-                 f"{heavy.latency:.2f} ns does not rise above the lighter loads' {min(band):.2f}–{max(band):.2f} ns "
-                 f"by more than their own spread and {MATERIAL:.0%}.")
+        ids = {id(p) for p in pts}
+        band = [p.latency for p in curve.points[:curve.rejected_knee] if p.latency is not None and id(p) in ids]
+        text += (f" The chord rule's bend at delay {curve.points[curve.rejected_knee].delay} is no knee: the heaviest "
+                 f"load's {heavy.latency:.2f} ns does not rise above the lighter loads' {min(band):.2f}–"
+                 f"{max(band):.2f} ns by more than their own spread and {MATERIAL:.0%}.")
     if rises_above(lats[:-1], heavy.latency):
         return text + " Latency rose above the lighter loads' spread, but without a bend sharp enough to call a knee."
     if curve.rejected_knee is None:
@@ -228,7 +244,8 @@ def no_knee_reason(curve: MemCurve, cpus: int | None = None, peak: MemoryRow | N
     if peak is not None and peak.bandwidth and heavy.bandwidth is not None:
         return text + (f" Nothing shows that the load saturated memory: there is no knee to find. The heaviest load "
                        f"reached {heavy.bandwidth / peak.bandwidth:.0%} of this run's peak injection bandwidth "
-                       f"({peak.bandwidth:.1f} MB/s, every load thread at full speed and no latency thread).")
+                       f"({peak.bandwidth:.1f} MB/s, every load thread at full speed and no latency thread; "
+                       f"{threads_text(peak, cpus)}).")
     return text + (" Nothing shows that the load saturated memory: there is no knee to find. This run has no "
                    "peak-bandwidth figure to say how many load threads would saturate it; a run with more load "
                    "threads would show it" + _more_threads_hint(cpus) + ".")
@@ -319,11 +336,13 @@ def _ratio(a: int, b: int) -> str:
 
 
 def idle_baseline(points: Sequence[MemoryRow], idle: Sequence[MemoryRow]) -> MemoryRow | None:
-    """The run's idle point to compare ``points`` with: same engine and stride, the same buffer first."""
+    """The run's idle point to compare ``points`` with: same source (an imported file: another file may be
+    another machine), engine and stride, the same buffer first."""
     if not points:
         return None
     ref = points[0]
-    same = [q for q in idle if q.latency and q.engine == ref.engine and (q.stride or 64) == (ref.stride or 64)]
+    same = [q for q in idle if q.latency and q.source == ref.source and q.engine == ref.engine
+            and (q.stride or 64) == (ref.stride or 64)]
     buf = chase_buffer(points)
     exact = [q for q in same if chase_buffer([q]) == buf]
     pick = exact or same
@@ -340,8 +359,10 @@ def _buffer_text(buf: int | None, env: object) -> str:
     text = f"chase buffer {format_size_human(buf)} per thread"
     cache = llc(env)
     if cache:
+        below = (f"; below {CHASE_CACHES}× it, some chase steps may find their line in that cache and the latency may "
+                 "lie below DRAM's") if buf < CHASE_CACHES * cache[1] else ""
         text += (f" = {_ratio(buf, cache[1])} the {format_size_human(cache[1])} {md_text(cache[0])} (last-level cache "
-                 "of CPU 0)")
+                 f"of CPU 0{below})")
     else:
         text += " (last-level cache not recorded)"
     tlb = tlb_reach(env)
@@ -370,6 +391,8 @@ def _baseline_text(points: Sequence[MemoryRow], idle: Sequence[MemoryRow], buf: 
     """The idle latency to read a loaded table against, and the lightest load's distance from it."""
     base = idle_baseline(points, idle)
     if base is None or not base.latency:
+        if points and points[0].source and any(q.latency for q in idle):  # another file's idle may be another machine's
+            return "no idle baseline in the same file (another file's may be another machine's)"
         return "no idle baseline in this run"
     text = f"idle baseline {base.latency:.2f} ns"
     other = chase_buffer([base])
@@ -395,25 +418,55 @@ def buffer_note(points: Sequence[MemoryRow], env: object, idle: Sequence[MemoryR
 def buffer_dependence(idle: Sequence[MemoryRow], loaded: Sequence[MemCurve]) -> list[str]:
     """The paragraph after the memory tables: a chase's latency depends on its buffer, and what this run
     shows of that (latency per buffer size when it measured more than one)."""
+    # within one source only: two imported files may be two machines, whose latencies say nothing of the buffer
+    sources = sorted({q.source for q in idle} | {c.points[0].source for c in loaded if c.points})
     by_buf: dict[int, float] = {}
-    for q in idle:
-        b = chase_buffer([q])
-        if b and q.latency:
-            by_buf.setdefault(b, q.latency)
     what = "idle"
-    if len(by_buf) < 2:
+    for src in sources:
         by_buf = {}
-        for c in loaded:
-            b = chase_buffer(c.points)
-            if b and c.points[0].latency:
-                by_buf.setdefault(b, c.points[0].latency)
-        what = "lightest-load"
+        for q in idle:
+            b = chase_buffer([q])
+            if b and q.latency and q.source == src:
+                by_buf.setdefault(b, q.latency)
+        what = "idle"
+        if len(by_buf) < 2:
+            by_buf = {}
+            for c in loaded:
+                b = chase_buffer(c.points)
+                if b and c.points[0].latency and c.points[0].source == src:
+                    by_buf.setdefault(b, c.points[0].latency)
+            what = "lightest-load"
+        if len(by_buf) >= 2:
+            what += f" (from {md_text(src, 120)})" if len(sources) > 1 else ""
+            break
     text = ("A pointer chase's latency depends on its buffer: past the last-level cache every step reads DRAM, and "
             "past the TLB reach every step also walks the page tables (in a virtual machine, a two-level walk), so "
             "latency keeps growing with the buffer. The latencies above hold for the buffer each table names.")
     if len(by_buf) >= 2:
         text += (f" This run's {what} latency by buffer: "
                  + ", ".join(f"{format_size_human(b)} {by_buf[b]:.2f} ns" for b in sorted(by_buf)) + ".")
+    elif len(sources) > 1:
+        text += (" No imported file measured more than one buffer size (files are not compared: each may be another "
+                 "machine).")
     else:
         text += " This run measured one buffer size; `--set buffer=…` with several sizes shows the dependence."
     return [text, ""]
+
+
+def not_monotonic(points: Sequence[MemoryRow]) -> str | None:
+    """A sentence when bandwidth falls, as the load rises (points by increasing load), by more than MATERIAL of the
+    curve's top bandwidth (a few MB/s among the lightest loads is noise, not a change): the machine's state changed
+    during the sweep, the curve is not the memory's response to load alone; None otherwise."""
+    top = max((p.bandwidth for p in points if p.bandwidth is not None), default=0.0)
+    best: MemoryRow | None = None
+    for p in points:
+        if p.bandwidth is None:
+            continue
+        if best is not None and best.bandwidth and best.bandwidth - p.bandwidth > MATERIAL * top:
+            return (f"bandwidth is not monotonic: delay {p.delay} moved {p.bandwidth:,.1f} MB/s, "
+                    f"{p.bandwidth / best.bandwidth - 1:+.0%} against the lighter delay {best.delay}'s "
+                    f"{best.bandwidth:,.1f} MB/s; the machine's state changed during the sweep, so the curve is not "
+                    "the memory's response to load alone.")
+        if best is None or (best.bandwidth or 0) < p.bandwidth:
+            best = p
+    return None

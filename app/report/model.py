@@ -79,6 +79,14 @@ class _Row:
         r = self.point.get("replicate")
         return r if isinstance(r, int) and not isinstance(r, bool) else None
 
+    @property
+    def source(self) -> str:
+        """Where the figure comes from when it was not measured by this run: the imported file it was read from
+        (the point's ``source`` when it names one), else "".  Figures of different sources may come from
+        different machines: no table, curve or baseline mixes them."""
+        s = self.point.get("source") or self.line.imported_from
+        return s if isinstance(s, str) else ""
+
 
 @dataclass
 class StorageRow(_Row):
@@ -181,9 +189,10 @@ class StorageRow(_Row):
     def rest(self) -> tuple[tuple[str, JSONValue], ...]:
         """Everything else that defines the workload (ioengine, direct, ...)."""
         skip = set(WORKLOAD_KEYS) | set(SETTING_KEYS)
-        return tuple(sorted(((k, v) for k, v in self.point.items()
-                             if k not in skip and not isinstance(v, (dict, list))),
-                            key=lambda kv: kv[0]))
+        own = [(k, v) for k, v in self.point.items() if k not in skip and not isinstance(v, (dict, list))]
+        if self.line.imported_from:  # files imported together may be different machines: never one workload
+            own.append(("imported_from", self.source))
+        return tuple(sorted(own, key=lambda kv: kv[0]))
 
     # -- measurements ------------------------------------------------------------------------
     @property
@@ -283,7 +292,7 @@ class MemoryRow(_Row):
         """One MLC table: traffic, stride, buffer, engine, source, chase, NUMA node (the delays are its rows)."""
         node = self.point.get("mem_node")
         return (self.traffic or "R", self.stride or 0, self.buffer or 0, self.engine,
-                str(self.point.get("source") or ""), str(self.point.get("tlb_locality") or ""),
+                self.source, str(self.point.get("tlb_locality") or ""),
                 str(node) if node is not None else "")
 
 

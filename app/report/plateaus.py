@@ -113,6 +113,30 @@ def boundaries(plateaus: Sequence[Plateau]) -> list[Boundary]:
     return [Boundary(a, b) for a, b in zip(plateaus, plateaus[1:])]
 
 
+def labels(plateaus: Sequence[Plateau], caches: Sequence[Cache]) -> list[str]:
+    """What each plateau is, from the boundaries measured on the curve, never from where its sizes fall among the
+    sysfs sizes (a virtual machine's sysfs may list a cache the guest's data never stays in): a plateau is the cache
+    whose sysfs size agrees with the boundary that ends it; the last plateau is memory when it lies beyond the
+    largest cache's agreed boundary or beyond every sysfs size; any other says that no cache agrees with its edges."""
+    matches, _ = compare(plateaus, caches)
+    # a boundary by its sizes (compare() builds its own Boundary objects); the nearest agreeing cache wins
+    agreed = {(m.boundary.lo, m.boundary.hi): m.cache for m in sorted(matches, key=lambda m: -m.octaves)
+              if m.agrees and m.boundary is not None}
+    found = [(b.lo, b.hi) for b in boundaries(plateaus)]
+    largest = max(caches, key=lambda c: c.size, default=None)
+    out = []
+    for i, p in enumerate(plateaus):
+        after = found[i] if i < len(found) else None
+        if after is not None and after in agreed:
+            out.append(agreed[after].name)
+        elif after is None and largest is not None and (p.first > largest.size or any(
+                agreed.get(b) == largest for b in found)):
+            out.append("memory")
+        else:
+            out.append(f"plateau {i + 1} (no sysfs cache agrees with its edges)")
+    return out
+
+
 def level_of(size: float, caches: Sequence[Cache]) -> str:
     """The level that holds a buffer of ``size`` bytes: the smallest cache at least that large, else memory."""
     for c in sorted(caches, key=lambda c: c.size):

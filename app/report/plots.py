@@ -911,8 +911,9 @@ def _bright(cmap: Colormap, norm: Normalize, v: float) -> bool:
 def _idle_lines(ax: Axes, curves: Sequence[MemCurve]) -> None:
     """A dashed grey line at each idle latency the panel's curves have (their baseline), in the legend."""
     limits = ax.get_xlim()
-    for ns in sorted({round(c.idle.latency, 2) for c in curves if c.idle is not None and c.idle.latency}):
-        ax.axhline(ns, color="0.45", linestyle="--", linewidth=0.9, zorder=0, label=f"idle {ns:.1f} ns")
+    for ns, src in sorted({(round(c.idle.latency, 2), c.from_text) for c in curves
+                           if c.idle is not None and c.idle.latency}):
+        ax.axhline(ns, color="0.45", linestyle="--", linewidth=0.9, zorder=0, label=f"idle {ns:.1f} ns{src}")
     ax.set_xlim(limits)  # a horizontal line must not widen a symlog axis into negative delays
 
 
@@ -921,14 +922,20 @@ def _memory_captions(curves: Sequence[MemCurve]) -> tuple[str, str]:
     points = [p for c in curves for p in c.points]
     counted = mem.bandwidth_words(points)
     idle = sorted({round(c.idle.latency, 2) for c in curves if c.idle is not None and c.idle.latency})
-    base = (f"dashed grey line: the run's idle latency, {' and '.join(f'{v:.2f}' for v in idle)} ns" if idle
-            else "no idle latency was measured in this run")
+    several = any(c.several_sources for c in curves)
+    if several:  # imported files: each curve's baseline is its own file's (another file may be another machine)
+        base = ("dashed grey line: a curve's idle latency from its own file" if idle else
+                "no curve's file has an idle latency (another file's may be another machine's)")
+    else:
+        base = (f"dashed grey line: the run's idle latency, {' and '.join(f'{v:.2f}' for v in idle)} ns" if idle
+                else "no idle latency was measured in this run")
     split = any(mem.counts_latency_thread(p) for p in points)
     engines = sorted({c.engine for c in curves})
     units = "; ".join((f"{e}: " if len(engines) > 1 else "")
                       + mem.delay_unit_text(e, [p for c in curves if c.engine == e for p in c.points]) for e in engines)
     first = (f"MLC-style loaded latency: each line is one traffic type, from the largest injection delay (left, "
-             f"light load) to none (right). x: bandwidth of {counted}. y: latency of the pointer-chasing thread, "
+             f"light load) to none (right){'; each imported file its own lines' if several else ''}. x: bandwidth "
+             f"of {counted}. y: latency of the pointer-chasing thread, "
              f"from 0; {base}. The star marks the knee.")
     second = (f"Top: latency of the pointer-chasing thread (ns, from 0; {base}). Bottom: bandwidth of {counted}"
               + (f", solid; the load threads' share dashed ({mem.load_words(points)})" if split else "")

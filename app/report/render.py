@@ -10,12 +10,12 @@ from __future__ import annotations
 import math
 import statistics
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 from app.points import Kind
 from app.records import number
 from app.report import analysis as an
-from app.report import conditions, drive, host, peak_text, queue_text, series, suite, support, tails, trends
+from app.report import conditions, contention, drive, host, peak_text, queue_text, series, suite, support, tails, trends
 from app.report import intervals as ci
 from app.report import memory as mem
 from app.report import procedure as rp
@@ -66,6 +66,14 @@ def test_type(p: StorageRow) -> str:
 
 def workload(p: StorageRow) -> str:
     return f"{p.mix} {format_size(p.bs)} QD{p.iodepth}" + (f"×{p.numjobs}" if p.numjobs > 1 else "")
+
+
+def workload_namer(points: Sequence[StorageRow]) -> Callable[[StorageRow], str]:
+    """:func:`workload`, and each point's file after it when the points were imported from several (files
+    imported together may be different machines: no table may show two of them as one workload)."""
+    if len({p.source for p in points}) < 2:
+        return workload
+    return lambda p: workload(p) + (f" from {p.source}" if p.source else "")
 
 
 def _p99_text(p: StorageRow) -> str:
@@ -258,8 +266,10 @@ def _storage_table(points: Sequence[StorageRow], heading: str = "## Storage resu
     rows = []
     flagged = any(p.flags or p.other_flags for p in points)
     cis = [ci.storage_intervals(run_dir, p) for p in points]
+    several = len({p.source for p in points}) > 1  # imported from several files: each row names its own
     for p, c in zip(points, cis):
         name = test_type(p) + (f", replicate {p.replicate}" if p.replicate is not None else "")
+        name += f", from {clean_line(p.source, 120)}" if several and p.source else ""
         rows.append([Markup(md_text(name, cell=True) + " — *not steady*") if rp.not_steady(p) else name,
                      format_size(p.bs).replace("K", " KiB").replace("M", " MiB").replace("G", " GiB")
                      if p.bs % 1024 == 0 else f"{p.bs} B",
@@ -348,6 +358,9 @@ def _memory_tables(points: Sequence[MemoryRow], env: Mapping[str, object] | None
         if any(nodes):  # mem_node points: which node's memory each latency is of
             head.append("NUMA node")
             rows = [row + [node or "kernel's choice"] for row, node in zip(rows, nodes)]
+        if len({p.source for p in points}) > 1:  # imported from several files: each may be another machine
+            head.append("Imported from")
+            rows = [row + [md_text(p.source, 120, cell=True)] for row, p in zip(rows, idle)]
         out.append(markdown_table(head, rows))
         out.append("")
         out += _chase_line(idle)
@@ -362,8 +375,9 @@ def _memory_tables(points: Sequence[MemoryRow], env: Mapping[str, object] | None
                    "generate traffic with the given injection delay between accesses (0 = as fast as possible). "
                    f"Delays in {units}. Bandwidth in MB/sec (10^6 B/s) of {mem.bandwidth_words(loaded)}.")
         out.append("")
-    for key in sorted(series, key=lambda k: (k[1], _traffic_order(k[0]), k[2], k[3], k[4], k[5], k[6])):
-        traffic, stride, buffer, engine, _source, groups, node = key
+    several = len({p.source for p in points}) > 1  # imported from several files: a table each, named
+    for key in sorted(series, key=lambda k: (str(k[4]), k[1], _traffic_order(k[0]), k[2], k[3], k[5], k[6])):
+        traffic, stride, buffer, engine, source, groups, node = key
         title = (f"### {md_text(traffic)} ({TRAFFIC_DESCRIPTIONS.get(traffic) or 'traffic type ' + md_text(traffic)}), "
                  f"stride {stride} B")
         if buffer:
@@ -374,15 +388,23 @@ def _memory_tables(points: Sequence[MemoryRow], env: Mapping[str, object] | None
             title += f", memory on NUMA node {md_text(node)}"
         if engine:
             title += f" — {md_text(engine)}"
+        if several and source:
+            title += f", from {md_text(source, 120)}"
         out.append(title)
         out.append("")
         rows = []
+        busy = any(contention.contended(p) for p in series[key])
         for p in sorted(series[key], key=lambda p: p.delay or 0):
             rows.append([f"{p.delay:05d}" if p.delay is not None else "-",
                          _mem_pm(p, "latency_ns", p.latency, 2, "-"),
-                         _mem_pm(p, "bandwidth_mbps", p.bandwidth, 1, "-")])
-        out.append(markdown_table(["Inject", "Latency (ns)", "Bandwidth (MB/sec)"], rows, right=()))
+                         _mem_pm(p, "bandwidth_mbps", p.bandwidth, 1, "-")]
+                        + ([contention.contended_text(p) or "clean"] if busy else []))  # type: ignore[arg-type]
+        out.append(markdown_table(["Inject", "Latency (ns)", "Bandwidth (MB/sec)"] + (["CPU"] if busy else []), rows,
+                                  right=()))
         out.append("")
+        if busy:
+            out += [contention.rule_text(), ""]
+        out += suite.warnings_line(series[key])
         out += _chase_line(series[key])
         out += [mem.buffer_note(series[key], env, idle), ""]
     if idle or series:
@@ -426,7 +448,8 @@ def _figures(figs: Sequence[Figure], section: Kind) -> list[str]:
 
 
 def _littles_law(points: Sequence[StorageRow], table: bool = True,
-                 heading: str = "### Little's law per point") -> list[str]:
+                 heading: str = "### Little's law per point",
+                 label: Callable[[StorageRow], str] = workload) -> list[str]:
     """With the per-point table (``table``) or, for a large run, the summary only (the table is
     then in the appendix)."""
     out = [heading, ""]
@@ -441,10 +464,10 @@ def _littles_law(points: Sequence[StorageRow], table: bool = True,
     for p in points:
         ll = an.littles_law(p)
         if ll is None:
-            rows.append([workload(p), p.inflight, format_count(p.iops), us(p.lat_mean), "n/a", "n/a"])
+            rows.append([label(p), p.inflight, format_count(p.iops), us(p.lat_mean), "n/a", "n/a"])
             continue
         ratios.append((ll.ratio, p))
-        rows.append([workload(p), ll.n, format_count(p.iops), us(p.lat_mean), f"{ll.l:.2f}", f"{ll.ratio:.3f}"])
+        rows.append([label(p), ll.n, format_count(p.iops), us(p.lat_mean), f"{ll.l:.2f}", f"{ll.ratio:.3f}"])
     if table:
         out.append(markdown_table(["Workload", "N = QD × jobs", "IOPS", "Mean latency (µs)", "L = IOPS × latency",
                                    "L / N"], rows))
@@ -456,7 +479,7 @@ def _littles_law(points: Sequence[StorageRow], table: bool = True,
         low = [p for r, p in ratios if r < 0.9]
         line = f"Median L/N = {med:.3f} over {len(ratios)} points."
         if low:
-            shown = ", ".join(md_text(workload(p)) for p in low[:6]) + (" …" if len(low) > 6 else "")
+            shown = ", ".join(md_text(label(p)) for p in low[:6]) + (" …" if len(low) > 6 else "")
             line += (f" {len(low)} point(s) stay below 0.9 ({shown}): there the submitting side, not the device, "
                      "limited the I/Os in flight.")
         else:
@@ -649,21 +672,30 @@ def _delay_text(c: an.MemCurve, delay: int | None) -> str:
     return f"{delay} (≈ {t:.0f} ns)" if t < 1000 else f"{delay} (≈ {t / 1000:.3g} µs)"
 
 
+def _knee_cell(c: an.MemCurve) -> str:
+    """The knee's delay with how firmly it holds (the storage knee's margin and cut-curve checks)."""
+    if c.knee is None:
+        return "none"
+    sup = support.memory_knee_support(c)
+    return f"{_delay_text(c, c.points[c.knee].delay)} ({sup.verdict_text()}; margin {sup.margin_text()})"
+
+
 def _memory_row(c: an.MemCurve) -> list[str]:
-    """One curve's row of the memory analysis table."""
-    light, heavy = c.points[0], c.points[-1]
+    """One curve's row of the memory analysis table: its clean points only (contended rows are left out)."""
+    if not c.clean:
+        return [c.label, "n/a (every delay contended)"] + ["n/a"] * 8
+    light, heavy = c.clean[0], c.clean[-1]
     k = None if c.knee is None else c.points[c.knee]
-    mlp = an.lines_in_flight(heavy)
     load = mem.load_mbps(heavy)
     return [c.label, f"{light.latency:.2f}" if light.latency else "n/a",
-            "none" if k is None else _delay_text(c, k.delay),
+            _knee_cell(c),
             "" if k is None or k.bandwidth is None else f"{k.bandwidth:.1f}",
             "" if k is None or k.latency is None else f"{k.latency:.2f}",
             f"{heavy.bandwidth:.1f}" if heavy.bandwidth is not None else "n/a",
             f"{load:.1f}" if load is not None else "n/a",
             f"{heavy.latency:.2f}" if heavy.latency else "n/a",
             f"{heavy.latency / light.latency:.2f}" if heavy.latency and light.latency else "n/a",
-            f"{mlp:.0f}" if mlp is not None else "n/a"]
+            an.lines_in_flight_text(heavy)]
 
 
 def _memory_analysis(curves: Sequence[an.MemCurve], cpus: int | None = None,
@@ -684,14 +716,28 @@ def _memory_analysis(curves: Sequence[an.MemCurve], cpus: int | None = None,
     out.append("")
     rows = []
     notes = []
-    for c in sorted(loaded, key=lambda c: (c.stride, _traffic_order(c.traffic), c.buffer)):
+    every = [p for c in loaded for p in c.points]
+    good = contention.valid_peaks(peaks, every)
+    for c in sorted(loaded, key=lambda c: (c.source, c.stride, _traffic_order(c.traffic), c.buffer)):
         rows.append(_memory_row(c))
-        peak = next((p for p in peaks if p.engine == c.engine and (p.traffic or "R") == c.traffic and p.bandwidth),
-                    None)
+        peak = next((p for p in good if p.engine == c.engine and (p.traffic or "R") == c.traffic
+                     and p.source == c.source), None)  # another file's peak may be another machine's
         reason = mem.no_knee_reason(c, cpus, peak)
         if reason:
             notes.append(f"- {md_text(c.label)}, no knee: {reason}")
-    heavy_delay = loaded[0].points[-1].delay
+        jumpy = mem.not_monotonic(c.clean)
+        if jumpy:
+            notes.append(f"- {md_text(c.label)}: {jumpy}")
+        left = len(c.points) - len(c.clean)
+        if left and len(c.clean) >= 3:  # fewer: the no-knee sentence says so
+            notes.append(f"- {md_text(c.label)}: {left} of {len(c.points)} delays contended (a thread got less than "
+                         f"{contention.CONTENDED_SHARE:.0%} of a CPU), left out of the knee and of the columns above.")
+    for p in peaks:
+        why = contention.peak_problem(p, every)
+        if why:
+            notes.append(f"- The peak injection bandwidth {md_text(p.traffic or 'R')} ({p.bandwidth or 0:,.1f} MB/s) "
+                         f"is no peak and no reference here: {why}.")
+    heavy_delay = next((c.clean[-1].delay for c in loaded if c.clean), loaded[0].points[-1].delay)
     out.append(markdown_table(["Traffic", "Latency at lightest load (ns)", "Knee delay", "Bandwidth at knee (MB/s)",
                          "Latency at knee (ns)", f"Bandwidth at delay {heavy_delay} (MB/s)",
                          "Load threads' part (MB/s)", "Latency there (ns)", "Latency growth", "Lines in flight"], rows))
@@ -715,7 +761,17 @@ def _mem_storage(data: RunData) -> list[str]:
     return ["### Memory vs storage latency", "",
             f"The fastest storage point ({md_text(workload(r.storage))}) has a mean latency of "
             f"{us(r.storage.lat_mean)} µs; the {md_text(r.memory_what)} is {r.memory_ns:.2f} ns. Storage is "
-            f"{r.ratio:,.0f}× slower per access ({math.log10(r.ratio):.1f} orders of magnitude).", ""]
+            f"{r.ratio:,.0f}× slower per access ({math.log10(r.ratio):.1f} orders of magnitude)."
+            + _sources_apart(r), ""]
+
+
+def _sources_apart(r: an.MemStorageRatio) -> str:
+    """Of an import, the two files the ratio's figures come from when they differ (maybe two machines)."""
+    a, b = r.storage.source, r.memory_row.source if r.memory_row is not None else ""
+    if not (a and b) or a == b:
+        return ""
+    return (f" The storage figure is from {md_text(a, 120)} and the memory figure from {md_text(b, 120)}: files "
+            "imported together may come from different machines, and then the ratio compares two machines.")
 
 
 def _flags_legend(points: Sequence[StorageRow], meta: RunMeta | None = None) -> list[str]:
@@ -784,9 +840,10 @@ def results_csv(data: RunData) -> str:
     """results.csv: the rows :func:`app.frame.load_results` gives, one per measured point (``data`` as loaded:
     every round of a run in rounds, and the latency-bound searches); a fleet run's has one row per (point, host)
     and a ``host`` column after ``index``, a run in rounds a ``round`` column after ``index``, a run with repeats
-    a ``replicate`` column after that (both before ``host``).
+    a ``replicate`` column after that (both before ``host``), an imported run an ``imported_from`` column last
+    of these.
     Written with the csv module: pandas' import would cost the report ~0.3 s."""
-    from app.frame import CSV_COLUMNS, csv_text, records
+    from app.frame import CSV_COLUMNS, MAX_TEXT_CELL, csv_text, records
 
     rows = records(data.storage, data.memory, data.path)
     extra = []
@@ -796,10 +853,13 @@ def results_csv(data: RunData) -> str:
         extra.append("replicate")
     if data.fleet is not None:
         extra.append("host")
+    if data.imported:  # each row's file: files imported together may come from different machines
+        extra.append("imported_from")
     for row, p in zip(rows, data.storage):  # the memory rows leave round and host empty
         row.update({"round": p.round, "host": p.host})
     for row, q in zip(rows, [*data.storage, *data.memory]):
         row["replicate"] = q.replicate
+        row["imported_from"] = clean_text(q.source, limit=MAX_TEXT_CELL)  # a file's name: foreign text
     at = CSV_COLUMNS.index("index") + 1
     return csv_text(CSV_COLUMNS[:at] + extra + CSV_COLUMNS[at:], rows)
 
@@ -878,17 +938,18 @@ def render_markdown(data: RunData, figures: Sequence[Figure], bound_ns: float,
     lines += _target(data)
     lines += conditions.section(data)
     lines += host.section(data)
-    lines += drive.section(data, workload)
+    named = workload_namer(data.storage)
+    lines += drive.section(data, named)
     lines += peak_text.section(data)
     big = len(data.storage) > MAX_BODY_POINTS
     if data.storage:
         lines += (_storage_summary(data.storage, curves, bound_ns, data.path) if big
                   else _storage_table(data.storage, meta=data.meta, run_dir=data.path)
-                  + peak_text.cpu_cost_section(data.storage, workload))
+                  + peak_text.cpu_cost_section(data.storage, named))
         lines += rp.steady_section(data.storage)
-        lines += rep.storage_section(data.path, data.storage, workload)
+        lines += rep.storage_section(data.path, data.storage, named)
         lines += series.cliff_section(data)
-        lines += tails.section(data.storage, figures, workload, table=not big)
+        lines += tails.section(data.storage, figures, named, table=not big)
     lines += rp.skipped_section(data.meta)
     if data.storage or views.searches:
         lines += _figures([f for f in figures if not tails.owns(f)], Kind.STORAGE)
@@ -903,7 +964,7 @@ def render_markdown(data: RunData, figures: Sequence[Figure], bound_ns: float,
     lines += ["## Analysis", ""]
     if data.storage:
         lines += trends.summary_section(data.path, data.storage)
-        lines += _littles_law(data.storage, table=not big)
+        lines += _littles_law(data.storage, table=not big, label=named)
         if curves:
             lines += _knees(curves, data.path)
         lines += _bound(data.storage, bound_ns, data.path)
@@ -918,9 +979,9 @@ def render_markdown(data: RunData, figures: Sequence[Figure], bound_ns: float,
         lines += ["## Appendix: every point", ""]
         lines += _storage_table(data.storage, heading="### Storage results, every point", meta=data.meta,
                                  run_dir=data.path)
-        lines += _littles_law(data.storage, heading="### Little's law, every point")
-        lines += peak_text.cpu_cost_section(data.storage, workload)
-        lines += tails.appendix(data.storage, workload)
+        lines += _littles_law(data.storage, heading="### Little's law, every point", label=named)
+        lines += peak_text.cpu_cost_section(data.storage, named)
+        lines += tails.appendix(data.storage, named)
     while lines and lines[-1] == "":
         lines.pop()
     return clean_text("\n".join(lines) + "\n", newlines=True)  # no terminal control reaches report.md

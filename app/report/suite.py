@@ -10,10 +10,12 @@ named here (the file names are this module's, so the text can place each figure 
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Sequence
 
 from app.records import number
+from app.report import contention
 from app.report import intervals as ci
 from app.report import memory as mem
 from app.report import plateaus as pl
@@ -22,6 +24,7 @@ from app.sanitize import Markup, md_text
 from app.textable import markdown_figure, markdown_table
 from app.units import format_size_human, size_text
 
+SATURATED_GAIN = 0.10  # a last thread that adds more than this much bandwidth: the memory was not saturated
 MODES = ("latency_matrix", "bandwidth_matrix", "peak", "scaling", "c2c", "working_set")
 NOT_MEASURED = "—"
 PREFIX = "plots/memory-suite-"  # every figure of this module's sections
@@ -92,17 +95,31 @@ def page_key(p: MemoryRow) -> str:
 
 
 def groups(points: Iterable[MemoryRow], *keys: str) -> dict[tuple[str, ...], list[MemoryRow]]:
-    """The points by engine, page size and ``keys`` (one table or figure each), in a fixed order."""
+    """The points by engine, page size, ``keys`` and source (the imported file: another file may be another
+    machine, so no table or figure mixes two), one table or figure each, in a fixed order."""
     out: dict[tuple[str, ...], list[MemoryRow]] = {}
     for p in points:
-        out.setdefault((p.engine, page_key(p), *(_str(p, k) for k in keys)), []).append(p)
+        out.setdefault((p.engine, page_key(p), *(_str(p, k) for k in keys), p.source), []).append(p)
     return dict(sorted(out.items()))
 
 
+def source_text(points: Sequence[MemoryRow], several: bool) -> str:
+    """", from FILE" naming the imported file of a group when the section has several sources, else ""."""
+    src = points[0].source if points else ""
+    return f", from {_md(src)}" if several and src else ""
+
+
+def several_sources(points: Iterable[MemoryRow]) -> bool:
+    return len({p.source for p in points}) > 1
+
+
 def stem(mode: str, key: tuple[str, ...], several: bool) -> str:
-    """A figure's file name for a group of a mode (the group's key in it when the mode has several groups)."""
+    """A figure's file name for a group of a mode (the group's key in it when the mode has several groups; a long
+    key, e.g. an imported file's name, cut and told apart by a digest of the whole)."""
     tail = "-".join(k for k in key if k) if several else ""
-    safe = "".join(c if c.isalnum() else "-" for c in tail.lower())[:40]
+    safe = "".join(c if c.isalnum() else "-" for c in tail.lower())
+    if len(safe) > 40:
+        safe = safe[:31] + "-" + hashlib.sha256(tail.encode()).hexdigest()[:8]
     return f"{mode.replace('_', '-')}{'-' + safe if safe else ''}"
 
 
@@ -190,8 +207,7 @@ def warnings_line(points: Sequence[MemoryRow]) -> list[str]:
     texts: list[str] = []
     warned = 0
     for p in points:
-        got = p.line.parts.warnings
-        mine = [w for w in got[:8] if isinstance(w, str)] if isinstance(got, list) else []
+        mine = contention.own_warnings(p)[:8]  # not another figure's (lines written before each kept its own)
         warned += bool(mine)
         texts += [t for w in mine if (t := _md(w)) not in texts]
     if not warned:
@@ -290,11 +306,11 @@ def _matrix_section(data: RunData, points: Sequence[MemoryRow], figures: Sequenc
     grouped = groups(points, *keys)
     for key, pts in grouped.items():
         m = matrix(pts, "cpu_node", "mem_node")
-        if len(grouped) > 1 or not latency:
+        if len(grouped) > 1 or not latency or several_sources(data.memory):
             traffic = key[2] if not latency else ""
             out += [f"#### {engine_text(pts)}, {pages_text(pts)}"
                     + (f", traffic {_md(traffic)} ({TRAFFIC_DESCRIPTIONS.get(traffic) or _md(traffic)})" if traffic
-                       else ""), ""]
+                       else "") + source_text(pts, several_sources(data.memory)), ""]
         out += [matrix_table(m, "Numa node (CPU ↓, memory →)"), ""]
         out += _one_node(m)
         threads = ("one latency thread on the first allowed CPU of the row's node, no load" if latency
@@ -331,8 +347,8 @@ def _per_group(data: RunData, points: Sequence[MemoryRow], figures: Sequence[obj
     grouped = groups(points)
     out: list[str] = []
     for key, pts in grouped.items():
-        if len(grouped) > 1:
-            out += [f"#### {engine_text(pts)}, {pages_text(pts)}", ""]
+        if len(grouped) > 1 or several_sources(data.memory):
+            out += [f"#### {engine_text(pts)}, {pages_text(pts)}{source_text(pts, several_sources(data.memory))}", ""]
         out += body(pts) + footnote(pts, data) + _figure(figure_file(mode, key, len(grouped) > 1), figures)
     return out
 
@@ -355,7 +371,53 @@ def _peak_section(data: RunData, points: Sequence[MemoryRow], figures: Sequence[
             "delay, no latency thread). Bandwidths are in MB/sec (1 MB/sec = 1,000,000 Bytes/sec). The read:write "
             "ratios count bytes on the memory bus: an ordinary store first reads its line (read-for-ownership) and "
             "later writes it back, a non-temporal store writes it once.", ""
-            ] + _per_group(data, points, figures, "peak", _peak_table)
+            ] + _per_group(data, points, figures, "peak", _peak_table) + _peak_validity(data, points)
+
+
+def _machine_cpus(data: RunData) -> int | None:
+    env = data.meta.environment
+    cpu = env.cpu if env is not None and not data.imported else None
+    n = number(cpu.get("threads")) if cpu is not None else None
+    return int(n) if n is not None and n >= 1 else None
+
+
+def _peak_validity(data: RunData, points: Sequence[MemoryRow]) -> list[str]:
+    """Under the peak table: a peak that is none (contended, or beaten by a loaded point), and how many threads made
+    each peak against the CPUs and what the run shows of saturation."""
+    loaded = [p for p in data.memory if p.mode == "loaded"]
+    scaling = [p for p in data.memory if p.mode == "scaling" and not contention.contended(p)]
+    cpus = _machine_cpus(data)
+    out = []
+    valid: dict[str, list[str]] = {}  # what the run shows of saturation → the peaks it is said of
+    for p in sorted(points, key=lambda p: peak_order(p.traffic or "R")):
+        if p.bandwidth is None:
+            continue
+        name = f"{peak_label(p.traffic or 'R')} {mlc_number(p.bandwidth)} MB/s"
+        why = contention.peak_problem(p, loaded)
+        if why:
+            out.append(f"- {name} is no peak: {_md(why)}. It is shown as measured and used as no reference.")
+        else:
+            valid.setdefault(_saturation(p, scaling, cpus), []).append(name)
+    for text, names in valid.items():  # one line for the peaks the same sentence holds for
+        who = names[0] if len(names) == 1 else (f"each of these {len(names)} peaks" if not out and len(valid) == 1
+                                                  else ", ".join(names))
+        out.append(f"- {who[:1].upper() + who[1:]}: {text}")
+    return out + [""] if out else []
+
+
+def _saturation(p: MemoryRow, scaling: Sequence[MemoryRow], cpus: int | None) -> str:
+    """How many load threads made the peak, of how many CPUs, and whether the run shows they saturate memory."""
+    who = contention.threads_text(p, cpus)
+    curve = sorted((n, q.bandwidth) for q in scaling if (q.traffic or "R") == (p.traffic or "R") and q.engine == (
+        p.engine) and q.source == p.source and (n := threads_of(q)) is not None and q.bandwidth)
+    if len(curve) >= 2:
+        (a, bw_a), (b, bw_b) = curve[-2], curve[-1]
+        gain = bw_b / bw_a - 1
+        if gain > SATURATED_GAIN:
+            return (f"the peak of {who}, not of the memory: bandwidth still rose {gain:+.0%} from {a} to {b} threads "
+                    "(not saturated).")
+        return f"{who}; bandwidth rose {gain:+.0%} from {a} to {b} threads: saturated."
+    return f"the peak of {who}; no scaling curve shows whether that many threads saturate the memory."
 
 
 def threads_of(p: MemoryRow) -> int | None:
@@ -388,6 +450,18 @@ def _c2c_section(data: RunData, points: Sequence[MemoryRow]) -> list[str]:
            "Measuring cache-to-cache transfer latency as MLC does: a writer thread touches cache lines, then a reader "
            "thread on another core reads them. HITM: the writer modified the lines (Modified in its cache); HIT: it "
            "only read them (clean). Latency per line transfer in ns, one decimal as MLC prints it.", ""]
+    by_source: dict[str, list[MemoryRow]] = {}
+    for p in points:  # imported from several files: each its own tables (another file may be another machine)
+        by_source.setdefault(p.source, []).append(p)
+    for source, pts in sorted(by_source.items()):
+        if len(by_source) > 1 or several_sources(data.memory):
+            out += [f"#### From {_md(source)}" if source else "#### Measured by this run", ""]
+        out += _c2c_tables(data, pts)
+    return out
+
+
+def _c2c_tables(data: RunData, points: Sequence[MemoryRow]) -> list[str]:
+    out: list[str] = []
     local = [p for p in points if _int(p, "reader_node") is None]
     remote = [p for p in points if _int(p, "reader_node") is not None]
     if local:
@@ -436,8 +510,10 @@ def sysfs_caches(points: Sequence[MemoryRow]) -> list[pl.Cache]:
     return []
 
 
-def curve(points: Sequence[MemoryRow]) -> list[tuple[int, float]]:
-    return sorted((b, v) for p in points if (b := p.buffer) is not None and (v := p.latency) is not None)
+def curve(points: Sequence[MemoryRow], clean: bool = False) -> list[tuple[int, float]]:
+    """(buffer, ns) of a working-set curve's sizes; ``clean``: without contended sizes (plateaus are found on those)."""
+    return sorted((b, v) for p in points if (b := p.buffer) is not None and (v := p.latency) is not None
+                  and not (clean and contention.contended(p)))
 
 
 def page_words(pages: str) -> str:
@@ -455,7 +531,8 @@ def about(n: float) -> str:
 
 
 def plateau_rows(found: Sequence[pl.Plateau], caches: Sequence[pl.Cache]) -> list[list[str]]:
-    return [[pl.level_of(p.middle, caches) if caches else f"plateau {i + 1}", f"{about(p.first)} – {about(p.last)}",
+    names = pl.labels(found, caches) if caches else [f"plateau {i + 1}" for i in range(len(found))]
+    return [[names[i], f"{about(p.first)} – {about(p.last)}",
              f"{p.latency:.2f}", str(len(p.sizes)) + (f" ({p.outliers} outlier{'s' if p.outliers != 1 else ''})"
                                                        if p.outliers else "")] for i, p in enumerate(found)]
 
@@ -486,14 +563,16 @@ def comparison(found: Sequence[pl.Plateau], caches: Sequence[pl.Cache]) -> list[
 
 
 def _working_set_curve(label: str, pts: Sequence[MemoryRow], caches: Sequence[pl.Cache]) -> list[str]:
-    c = curve(pts)
+    c = curve(pts, clean=True)
+    left = len(curve(pts)) - len(c)
     found = pl.detect(c)
     if found is None:
-        return [f"{label}: {len(c)} buffer size{'s' if len(c) != 1 else ''} measured — too few to detect plateaus "
-                f"(the rule needs at least {pl.MIN_SIZES}); no plateau is claimed.", ""]
-    out = [f"{label}: {len(found)} plateau{'s' if len(found) != 1 else ''} detected over {len(c)} sizes.", ""]
+        return [f"{label}: {len(c)} {'clean ' if left else ''}buffer size{'s' if len(c) != 1 else ''} measured — too "
+                f"few to detect plateaus (the rule needs at least {pl.MIN_SIZES}); no plateau is claimed.", ""]
+    busy = f" ({left} contended size{'s' if left != 1 else ''} left out). {contention.rule_text()}" if left else "."
+    out = [f"{label}: {len(found)} plateau{'s' if len(found) != 1 else ''} detected over {len(c)} sizes{busy}", ""]
     if found:
-        head = ["Fits in (sysfs)", "Buffer range", "Latency (ns, median)", "Sizes"]
+        head = ["Level (by its measured edges)", "Buffer range", "Latency (ns, median)", "Sizes"]
         out += [markdown_table(head, plateau_rows(found, caches), right=(2, 3)), ""]
     out += ["- " + s for s in comparison(found, caches)] + [""]
     return out
@@ -513,9 +592,9 @@ def _working_set_section(data: RunData, points: Sequence[MemoryRow], figures: Se
                 + ", ".join(f"{c.name} {about(c.size)}" for c in caches) + ".", ""]
     grouped = groups(points)
     for key, pts in grouped.items():
-        label = f"{engine_text(pts)}, {page_words(key[1])}"
+        label = f"{engine_text(pts)}, {page_words(key[1])}{source_text(pts, several_sources(data.memory))}"
         out += _working_set_curve(label, pts, caches)
-    table = _curve_table(grouped)
+    table = _curve_table(grouped, several_sources(data.memory))
     if table:
         out += [table, ""]
     for key, pts in grouped.items():
@@ -526,13 +605,14 @@ def _working_set_section(data: RunData, points: Sequence[MemoryRow], figures: Se
     return out
 
 
-def _curve_table(grouped: Mapping[tuple[str, ...], Sequence[MemoryRow]]) -> str:
+def _curve_table(grouped: Mapping[tuple[str, ...], Sequence[MemoryRow]], several: bool) -> str:
     """Every size's latency, one column per curve (engine, page size)."""
     sizes = sorted({b for pts in grouped.values() for p in pts if (b := p.buffer) is not None})
     if not sizes:
         return ""
     cols = [{p.buffer: p for p in pts} for pts in grouped.values()]
-    head = ["Buffer"] + [Markup(f"{engine_text(pts)}, {page_words(k[1])} (ns)") for k, pts in grouped.items()]
+    head = ["Buffer"] + [Markup(f"{engine_text(pts)}, {page_words(k[1])}{source_text(pts, several)} (ns)")
+                         for k, pts in grouped.items()]
     body = [[size(s)] + [("" if s not in c else NOT_MEASURED if c[s].latency is None else f"{c[s].latency:.2f}")
                          for c in cols] for s in sizes]
     return markdown_table(head, body)

@@ -200,9 +200,11 @@ def _curves(ax: Axes, grouped: dict[tuple[str, ...], list[MemoryRow]]) -> list[s
         label = suite.page_words(key[1]) + (f", {suite.engine_text(group)}" if len({k[0] for k in grouped}) > 1 else "")
         (ln,) = ax.plot([s for s, _ in points], [v for _, v in points], marker="o", markersize=2.5, linewidth=1.2,
                         label=label)
-        found = pl.detect(points)
+        clean = suite.curve(group, clean=True)  # plateaus from the sizes whose thread got its CPU
+        found = pl.detect(clean)
         if found is None:
-            notes.append(f"{label}: {len(points)} sizes, too few to detect plateaus")
+            notes.append(f"{label}: {len(clean)} {'clean ' if len(clean) < len(points) else ''}sizes, too few to "
+                         "detect plateaus")
         else:
             _plateau_labels(ax, found, ln.get_color(), above=order.index(key) == len(order) - 1)
     return notes

@@ -32,7 +32,8 @@ from typing import Sequence
 
 from app.records import number
 from app.report import analysis as an
-from app.report.model import StorageRow
+from app.report.intervals import memory_intervals
+from app.report.model import MemoryRow, StorageRow
 from app.report.noise import MIN_SAMPLES, SAMPLE_KEYS, Spread, samples_of, spread
 
 MARGIN_CLEAR = 0.05  # chord distance in the unit square, the scale of MIN_KNEE_DISTANCE
@@ -266,3 +267,50 @@ def bound_noise(run_dir: Path, p: StorageRow, bound_ns: float,
     rows = list(replicates) if replicates else [p]
     values = [v for r in rows for s in samples_of(run_dir, r) if (v := number(s.get(SAMPLE_KEYS["p99"]))) is not None]
     return BoundNoise(spread(values), bound_ns, sum(len(samples_of(run_dir, r)) for r in rows))
+
+
+# --- memory knees ------------------------------------------------------------------------------------------
+
+MEMORY_NO_BOOT = "a delay's line records no 95 % interval of its latency and bandwidth to resample from"
+
+
+def memory_bootstrap(points: Sequence[MemoryRow]) -> tuple[tuple[tuple[int | None, int], ...] | None, str]:
+    """How often each point is the knee when each point's latency and bandwidth are drawn from a normal law with the
+    centre and width of its 95 % interval over the engine's windows (the lines keep the interval, not the windows);
+    (None, why) when a point has no interval of both figures.  Windows of one run share its machine state, so this
+    spread is a lower bound of the knee's uncertainty, as the storage bootstrap's is."""
+    import numpy as np
+
+    ivs = [memory_intervals(p) for p in points]
+    if not all("latency_ns" in iv and "bandwidth_mbps" in iv for iv in ivs):
+        return None, MEMORY_NO_BOOT
+    rng = np.random.RandomState(SEED)
+    draws = []
+    for iv in ivs:
+        (blo, bhi), (llo, lhi) = iv["bandwidth_mbps"], iv["latency_ns"]
+        draws.append((rng.normal((blo + bhi) / 2, (bhi - blo) / 2 / 1.96, RESAMPLES),
+                      rng.normal((llo + lhi) / 2, (lhi - llo) / 2 / 1.96, RESAMPLES)))
+    counts: dict[int | None, int] = {}
+    for r in range(RESAMPLES):
+        k = an.knee([float(b[r]) for b, _ in draws], [float(lat[r]) for _, lat in draws])
+        counts[k] = counts.get(k, 0) + 1
+    return tuple(sorted(counts.items(), key=lambda t: (-t[1], -1 if t[0] is None else t[0]))), ""
+
+
+def memory_knee_support(curve: an.MemCurve) -> KneeSupport:
+    """The checks of a memory curve's knee, as for storage, over the curve's clean points (contended rows are no
+    part of a knee): margin over the runner-up, the curve cut one delay short, and the bootstrap of
+    :func:`memory_bootstrap` (a curve whose lines record no intervals: "unconfirmed" at best)."""
+    cached = curve.__dict__.get("_support")
+    if isinstance(cached, KneeSupport):
+        return cached
+    pts = curve.clean
+    xs, ys = [p.bandwidth or 0.0 for p in pts], [p.latency or 0.0 for p in pts]
+    labels = tuple(f"delay {p.delay}" for p in pts)
+    k = None if curve.knee is None else next((i for i, p in enumerate(pts) if p is curve.points[curve.knee]), None)
+    checked = len(pts) >= 4
+    drop = an.knee(xs[:-1], ys[:-1]) if checked else None
+    boot, why = memory_bootstrap(pts) if k is not None else (None, "no knee")
+    sup = KneeSupport(labels, k, ranking(xs, ys), drop, checked, boot, why)
+    curve.__dict__["_support"] = sup
+    return sup

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -44,6 +45,15 @@ REAL, WITHIN, NOT_JUDGED = "real", "within noise", "not judged"
 ALPHA = 0.05  # a false "real" at most this often per comparison (per curve: divided by its comparisons)
 POWER = 0.80  # "within noise" only when the test would have seen MIN_EFFECT this often
 MIN_EFFECT = 0.10  # the relative difference a "within noise" verdict must have been able to see
+# A single run's interval sees only that run's own seconds, not how far the device's level moves from one run (or
+# one point of a sweep) to the next.  That drift is added to a single run's standard error in quadrature, as a
+# coefficient of variation of the run's mean: measured on a 2-vCPU KVM guest (docs/uncertainty.md, "What it
+# does not cover"), 60 ten-second runs of a RAM-backed loop device varied by 4.5 % between runs, rounded up.
+RUN_DRIFT = 0.05
+# The power rule's standard error is an upper confidence bound of it at this level: a few replicates' spread can
+# be a fraction of the true one by chance (with 3 replicates a side, a quarter of the time below half of it), and
+# a spread that happens to be small must not make a test look able to see 10 %.
+SPREAD_CONFIDENCE = 0.90
 TOO_FEW = "too few samples"
 
 FIGURE_KEYS = {"iops": "iops", "bw": "bw_bytes"}  # a figure → its key among a line's intervals
@@ -175,6 +185,7 @@ def compare_estimates(a: Side, b: Side, comparisons: int = 1) -> Verdict:
         effect = b.mean / a.mean - 1 if a.mean and b.mean is not None else None
         return Verdict(NOT_JUDGED, effect, why, a.mean, b.mean)
     alpha = ALPHA / max(1, comparisons)
+    a, b = _with_drift(a), _with_drift(b)
     se = math.hypot(a.se, b.se)
     df = _welch_df(a, b)
     crit = t_quantile(1 - alpha / 2, df)
@@ -182,7 +193,7 @@ def compare_estimates(a: Side, b: Side, comparisons: int = 1) -> Verdict:
     effect = b.mean / a.mean - 1
     how = a.how if a.how == b.how else "replicates and within-run"
     low, high = (diff - crit * se) / a.mean, (diff + crit * se) / a.mean
-    detectable = (crit + t_quantile(POWER, df)) * se / a.mean
+    detectable = (crit + t_quantile(POWER, df)) * se * spread_bound(df) / a.mean
     basis = (f"{_sides(a, b)}; {(1 - alpha) * 100:.1f} % interval of the difference {low * 100:+.1f} … "
              f"{high * 100:+.1f} %" + (f", 5 % shared by {comparisons} comparisons" if comparisons > 1 else ""))
     if abs(diff) > crit * se:
@@ -190,9 +201,53 @@ def compare_estimates(a: Side, b: Side, comparisons: int = 1) -> Verdict:
     if detectable <= MIN_EFFECT:
         return Verdict(WITHIN, effect, f"{basis}; a {MIN_EFFECT * 100:.0f} % difference would show "
                        f"{POWER * 100:.0f} % of the time", a.mean, b.mean, low, high, detectable, how)
-    return Verdict(NOT_JUDGED, effect, f"{TOO_FEW}: with {_sides(a, b)} the test sees only a "
+    return Verdict(NOT_JUDGED, effect, f"{TOO_FEW}: with {_sides(a, b)}, the test sees only a "
                    f"{detectable * 100:.0f} % difference {POWER * 100:.0f} % of the time "
                    f"({MIN_EFFECT * 100:.0f} % needed)", a.mean, b.mean, low, high, detectable, how)
+
+
+def _chi2_cdf(x: float, df: int) -> float:
+    """P(χ²(df) ≤ x): the regularized lower incomplete gamma function P(df/2, x/2), by its power series."""
+    if x <= 0:
+        return 0.0
+    s, z = df / 2, x / 2
+    term = total = 1.0 / s
+    n = 1
+    while term > total * 1e-15 and n < 100_000:
+        term *= z / (s + n)
+        total += term
+        n += 1
+    return min(1.0, math.exp(s * math.log(z) - z - math.lgamma(s)) * total)
+
+
+@lru_cache(maxsize=512)
+def spread_bound(df: int) -> float:
+    """How much larger than the estimated standard error the true one can be at :data:`SPREAD_CONFIDENCE`:
+    √(df / χ²(1 − c, df)), the one-sided upper bound of a standard deviation estimated with ``df`` degrees of
+    freedom (1.94 at 4 df, 1.51 at 8, 1.14 at 60)."""
+    df = max(1, df)
+    q = 1 - SPREAD_CONFIDENCE
+    if df > 300:  # Wilson–Hilferty: χ²(q, df) ≈ df (1 − 2/(9 df) + z_q √(2/(9 df)))³, exact to 0.1 % here
+        h = 2 / (9 * df)
+        return math.sqrt(1 / (1 - h - 1.2815515655446004 * math.sqrt(h)) ** 3)
+    lo, hi = 0.0, float(df)
+    while _chi2_cdf(hi, df) < q:
+        hi *= 2
+    for _ in range(80):
+        mid = (lo + hi) / 2
+        if _chi2_cdf(mid, df) < q:
+            lo = mid
+        else:
+            hi = mid
+    return math.sqrt(df / ((lo + hi) / 2))
+
+
+def _with_drift(e: Estimate) -> Estimate:
+    """A single run's estimate with the between-run drift it cannot see (:data:`RUN_DRIFT`) in its standard
+    error; replicates measured theirs."""
+    if e.how != "within-run":
+        return e
+    return Estimate(e.mean, math.hypot(e.se, RUN_DRIFT * e.mean), e.df, e.n, e.how)
 
 
 def _sides(a: Estimate, b: Estimate) -> str:
@@ -200,7 +255,8 @@ def _sides(a: Estimate, b: Estimate) -> str:
     if a.how == b.how == "replicates":
         return f"{a.n} and {b.n} replicates"
     if a.how == b.how:
-        return "within-run intervals"
+        return (f"within-run intervals, each widened by {RUN_DRIFT * 100:.0f} % for the drift between runs they "
+                "cannot see")
     reps = a if a.how == "replicates" else b
     return f"{reps.n} replicates against a within-run interval"
 

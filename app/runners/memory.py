@@ -1037,7 +1037,7 @@ class MemoryRunner(Runner):
                                 fig.value if metric == "bandwidth_mbps" else None, keys=(metric, *split), more=split)
         metrics = window_uncertainty(self.engine, point.mode, fig.windows, metrics)
         sample = {"mode": point.mode, "engine": self.engine, metric: fig.value, **_identity(point)}
-        extra = self._extra(point, cmd, parser, wall, fig.section)
+        extra = self._extra(point, cmd, parser, wall, fig.section, fig.warnings)
         return [Sample(index, sample), Result(index, metrics, {".txt": output}, extra)]
 
     def _idle_result(self, index: int, point: MemoryPoint, ended: "_Ended", wall: float) -> list[Event]:
@@ -1064,7 +1064,8 @@ class MemoryRunner(Runner):
                                 keys=("latency_ns", "bandwidth_mbps")
                                 + (("load_bandwidth_mbps",) if load is not None else ()))
         metrics = window_uncertainty(self.engine, point.mode, row.windows, metrics)
-        return Result(index, metrics, {".txt": output}, self._extra(point, cmd, parser, wall))
+        sec = parser.sections[-1] if parser.sections else None
+        return Result(index, metrics, {".txt": output}, self._extra(point, cmd, parser, wall, sec, row.warnings))
 
     def _job(self, point: MemoryPoint) -> str:
         if point.mode == "idle":
@@ -1079,9 +1080,12 @@ class MemoryRunner(Runner):
                       "caches", "c2c_cpus")
 
     def _extra(self, point: MemoryPoint, cmd: list[str], parser: LineParser, wall: float,
-               section: Section | None = None) -> Parts:
+               section: Section | None = None, own: Sequence[str] | None = None) -> Parts:
         """The results line's parts beside the metrics: engine, command, what the engine printed (the session
-        names the engine in the line's point); ``section``: the one a suite figure came from."""
+        names the engine in the line's point); ``section``: the one a row or suite figure came from; ``own``: the
+        warnings printed about that row or figure alone.  With ``own`` the line's ``warnings`` are the section's
+        shared ones (the file's, those before its table) and its own, never another row's; without it (an idle
+        point: one figure per process; a point that failed) every warning of the section."""
         keys = ["engine", "command", "job", "wall_s"]
         version = parser.header.get("version")
         if version:
@@ -1092,6 +1096,8 @@ class MemoryRunner(Runner):
         params.update(_suite_params(point, sec))
         keys += [k for k in self._ENGINE_PARAMS if params.get(k) is not None]
         warnings = params.get("warnings")
+        if own is not None and sec is not None and isinstance(warnings, list):
+            warnings = [*warnings[:sec.shared_warnings], *own]
         if warnings:
             keys.append("warnings")
         if point.mode in CHASE_MODES:

@@ -125,6 +125,8 @@ class Row:
     bandwidth_mbps: float
     extra: list[str] = field(default_factory=list)  # further columns, verbatim
     windows: dict[str, tuple[float, ...]] = field(default_factory=dict)  # the engine's sub-window figures
+    # the '*' lines printed inside the table since the row before (the engine's "Busy machine at delay N" about it)
+    warnings: tuple[str, ...] = field(default=(), compare=False)
 
     def as_dict(self) -> dict[str, object]:
         return {"delay": self.delay, "latency_ns": self.latency_ns, "bandwidth_mbps": self.bandwidth_mbps}
@@ -138,6 +140,9 @@ class Section:
     values: dict[str, object] = field(default_factory=dict)  # figures; load_mbps by delay; c2c matrices
     matrix: dict[str, dict[str, float | None]] = field(default_factory=dict)
     title: str = ""
+    # how many of params["warnings"] are about the whole section (the file's and those before its table or first
+    # figure); the rest are about one row or figure each (Row.warnings, Figure.warnings)
+    shared_warnings: int = 0
 
 
 @dataclass(frozen=True)
@@ -174,6 +179,17 @@ FIGURE_UNITS = {"idle_matrix": "ns", "bandwidth_matrix": "MB/s", "peak_bandwidth
 # MLC's peak-bandwidth labels (lower case, single spaces) and the traffic codes they measure
 PEAK_LABELS = {"all reads": "R", "3:1 reads-writes": "W3", "2:1 reads-writes": "W2", "1:1 reads-writes": "W5",
                "stream-triad like": "W10"}
+
+
+BANDWIDTH_KINDS = frozenset(("peak_bandwidth", "bandwidth_matrix", "scaling", "bandwidth"))  # figures in MB/s alone
+# MLC's "*** Unable to modify prefetchers …" / "*** So, enabling random access for latency measurements": it could not
+# turn the hardware prefetchers off, so its latency tests chase at random instead; its bandwidth tests are untouched
+_LATENCY_ONLY = re.compile(r"unable to modify prefetchers|random access for latency", re.IGNORECASE)
+
+
+def latency_only(warning: str) -> bool:
+    """Is this warning about latency figures only (MLC's prefetcher lines), not about a bandwidth figure?"""
+    return _LATENCY_ONLY.search(warning) is not None
 
 
 def peak_traffic(label: str) -> str | None:
@@ -479,8 +495,11 @@ class LineParser:
             self._stop(f"more than {MAX_SECTIONS} sections")
             return None
         sec = Section(kind=kind, params=self._global_params(), title=title)
-        if self.header.get("warnings"):
-            sec.params["warnings"] = list(_as_list(self.header["warnings"]))
+        shared = [w for w in _as_list(self.header.get("warnings"))
+                  if not (kind in BANDWIDTH_KINDS and latency_only(str(w)))]
+        if shared:
+            sec.params["warnings"] = shared
+        sec.shared_warnings = len(_as_list(sec.params.get("warnings")))
         self.sections.append(sec)
         self._current = sec
         self._in_table = False
@@ -688,7 +707,8 @@ class LineParser:
         if len(kept) < MAX_STAR_LINES:
             text = m.group(1).strip()
             kept.append(text)
-            if self._current is not None and self._current.kind in FIGURE_UNITS:
+            if self._current is not None and (self._current.kind in FIGURE_UNITS or (
+                    self._current.kind == "loaded" and self._in_table)):
                 self._stars.append(text)  # e.g. the engine's "Busy machine at …" about the figure that follows
         else:
             self._warn(f"more than {MAX_STAR_LINES} warning lines (starting with '*') in one place: the rest "
@@ -831,6 +851,8 @@ class LineParser:
     def _read_loaded(self, sec: Section, line: str) -> Row | None:
         if line.startswith("==="):
             self._in_table = True
+            sec.shared_warnings = len(_as_list(sec.params.get("warnings")))  # those before the table: every row's
+            self._stars = []
             return None
         m = _RE_ROW.match(line)
         if not (m and self._in_table):
@@ -841,7 +863,8 @@ class LineParser:
         self._rows += 1
         lat = None if m.group(2) == "-" else float(m.group(2))
         extra = [f[:MAX_EXTRA_CHARS] for f in m.group(4).split()[:MAX_EXTRA_COLUMNS]]
-        row = Row(int(m.group(1)), lat, float(m.group(3)), extra, self._take_windows())
+        row = Row(int(m.group(1)), lat, float(m.group(3)), extra, self._take_windows(), tuple(self._stars))
+        self._stars = []
         if self._load_bw is not None and self._load_bw[0] == row.delay:  # one per row: bounded as the rows are
             _sub_dict(sec.values, "load_mbps")[row.delay] = self._load_bw[1]
         self._load_bw = None

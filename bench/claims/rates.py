@@ -430,7 +430,8 @@ def _memory_knee(work: Path, specs: list[Any]) -> tuple[int | None, int | None] 
     if len(curves) != 1:
         return None
     c = curves[0]
-    top = max(c.points, key=lambda p: p.bandwidth or 0.0) if c.points else None
+    # the curve's peak as the analysis takes it: among its clean rows (a contended row is shown, never a peak)
+    top = max(c.clean, key=lambda p: p.bandwidth or 0.0) if c.clean else None
     return (None if c.knee is None else c.points[c.knee].delay, None if top is None else top.delay)
 
 

@@ -45,12 +45,15 @@ def texts() -> dict[str, str]:
 
 
 def _recorded(obj: Any) -> Any:
-    """A dataclass as the file records it: a row without the engine's sub-window figures (MLC prints none) as
-    before they were read."""
+    """A dataclass as the file records it: a row without the engine's sub-window figures or its own warnings (MLC
+    prints neither) as before they were read."""
     d = dataclasses.asdict(obj)
+    d.pop("shared_warnings", None)  # a section's count of its shared warnings: derived, not recorded
     for row in [d] + d.get("rows", []):
         if row.get("windows") == {}:
             del row["windows"]
+        if "delay" in row and "warnings" in row and not row["warnings"]:  # a row's own '*' lines (MLC's rows have none)
+            del row["warnings"]
     return d
 
 

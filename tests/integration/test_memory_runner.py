@@ -728,3 +728,39 @@ def test_mlc_lines_say_the_chase_is_mlcs(fake_mlc: dict[str, Any], tmp_path: Pat
     assert proc.returncode == 0, proc.stderr
     (r,) = records(out)
     assert r["chase"]["by"] == "mlc" and r["chase"]["text"].startswith("chase as chosen by Intel MLC, stride 64 B")
+
+
+def test_each_loaded_line_carries_its_own_warnings_not_every_rows(fake_mlc: dict[str, Any], tmp_path: Path) -> None:
+    """The engine prints "*** Busy machine at delay N …" just before row N: that row's results line carries it, and
+    no other row's (the lines used to carry every warning printed so far, so the last row had all of them); a
+    warning before the table is about every row."""
+    text = LOADED_SAMPLE.read_text()
+    text = text.replace("Measuring Loaded", "*** Unable to enable huge pages\nMeasuring Loaded")
+    busy = {700: 23, 200: 60}
+    for delay, share in busy.items():
+        text = text.replace(f" {delay:05d}\t", f"*** Busy machine at delay {delay}: a thread got {share}% of a CPU in "
+                                               f"its window\n {delay:05d}\t")
+    sample = tmp_path / "busy.txt"
+    sample.write_text(text)
+    out = tmp_path / "out"
+    proc = run_cli("run", "mem-loaded", "--engine", "mlc", "--set", "duration=1", "--out", str(out),
+                   env=dict(fake_mlc["env"], FAKE_MLC_LOADED=str(sample)))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    got = {r["point"]["delay"]: r.get("warnings", []) for r in records(out)}
+    for delay, warnings in got.items():
+        own = ([f"Busy machine at delay {delay}: a thread got {busy[delay]}% of a CPU in its window"]
+               if delay in busy else [])
+        assert warnings == ["Unable to enable huge pages", *own], (delay, warnings)
+
+
+@needs_engine
+def test_builtin_default_chase_buffer_is_at_least_four_last_level_caches(builtin_runs: dict[str, Any]) -> None:
+    """No step of a default "memory latency" chase lands in the last-level cache more than a quarter of the time:
+    the buffer is at least 4x the LLC and 256 MiB (MLC's own guidance: at least 100 MiB per thread), at most 4 GiB."""
+    from app.topology import read
+
+    llc = read().llc_bytes or 0
+    for rec in records(builtin_runs["idle"]) + records(builtin_runs["loaded"]):
+        buf = rec["chase"]["buffer_bytes"]
+        want = min(max(4 * llc, 256 << 20), 4 << 30)
+        assert buf >= want or any("Default buffer reduced" in w for w in rec.get("warnings", [])), (buf, llc)

@@ -48,12 +48,10 @@ TARGETS: list[tuple[str, pytest.MarkDecorator | None]] = [
     (f"trend/real-equal/{QUIET}", None),
     # about 15 % on main (the full sweep's table), within the quick sweep's allowance of 5 of 30
     (f"trend/real-equal/{NOISY}", None),
-    # about 7 % on the quick sweep (10 % on the former intervals), within its allowance of 4 of 30; one replicate per
-    # point still cannot see drift between points
     (f"trend/real-equal/{DRIFT_ONE_RUN}", None),
     (f"trend/real-equal/{REPS_3}", None),
     (f"trend/real-equal/{REPS_5}", None),
-    ("trend/flat-low-power", _xfail("trends: " + NOT_JUDGED)),
+    ("trend/flat-low-power", None),
     ("tails/stall", None),
     ("knee/stable-off/1 run", None),
     ("knee/stable-off/1 run, 5 s, CV 15 %", None),
@@ -61,8 +59,7 @@ TARGETS: list[tuple[str, pytest.MarkDecorator | None]] = [
     ("knee/stable-off/3 replicates, runs drift 5 %, p99 σ 0.35", None),
     ("op/violates/1 run", None),
     ("op/violates/3 replicates, runs drift 5 %, p99 σ 0.35", None),
-    ("memory/knee-contended", _xfail("contended memory rows (a thread got 20–60 % of a CPU) are used for the knee")),
-    # about 1 % on main (a contended row at the heaviest loads can top the rest), 0 of the quick sweep's curves
+    ("memory/knee-contended", None),
     ("memory/peak-contended", None),
 ]
 

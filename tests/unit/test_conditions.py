@@ -200,8 +200,11 @@ def test_write_back_without_samples_or_on_a_device_is_not_judged(tmp_path: Path)
     within = [(_point("read", 131072), 500e6), (_point("write", 131072), 505e6)]
     table, text = _conditions(_make(tmp_path / "within", within, samples={0: [490e6, 510e6, 495e6, 505e6] * 3,
                                                                           1: [495e6, 515e6, 500e6, 510e6] * 3}))
-    assert table["Host write-back caching"] == ["not suspected: writes beat reads in 1 of the 1 read/write pair, "
-                                                "within noise (a 10 % difference would have shown)"]
+    # one run per side: +1 % is inside its intervals, but "not suspected" needs the power to see 10 % beyond the
+    # drift between runs that one run cannot measure
+    assert table["Host write-back caching"][0].startswith("not judged: writes beat reads in 1 of the 1 read/write "
+                                                          "pair"), table["Host write-back caching"]
+    assert "drift between runs" in table["Host write-back caching"][0]
     assert "suspected:" not in text.replace("not suspected:", "")
     device = {"type": "disk", "path": "/dev/sdz", "size_bytes": 4 << 40}
     table, _ = _conditions(_make(tmp_path / "dev", points, meta={"target_info": device, "precondition": {

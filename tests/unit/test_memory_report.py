@@ -193,3 +193,12 @@ def test_points_on_numa_nodes_get_a_table_per_node_and_an_idle_column() -> None:
     assert re.search(r"\| +NUMA node \|\n.*\n\| 64 +\| +960M \| +190\.50 \| builtin \| +1 \|\n"
                      r"\| 64 +\| +960M \| +200\.00 \| builtin \| kernel's choice \|", text), text
     assert "NUMA" not in "\n".join(_memory_tables(loaded() + [idle(190.5)], ENV))
+
+
+def test_a_chase_buffer_below_four_last_level_caches_is_flagged() -> None:
+    """A chase over 2x the LLC (the engine's old default) finds up to half its lines in the cache: its latency is no
+    plain DRAM latency, and the note under its table says so; 4x and more is not flagged."""
+    text = "\n".join(_memory_tables([idle(120.0, buffer=64 * MIB)], ENV))
+    assert ("= 2.0× the 32 MiB L3 (last-level cache of CPU 0; below 4× it, some chase steps may find their line in "
+            "that cache and the latency may lie below DRAM's)") in text
+    assert "below 4× it" not in "\n".join(_memory_tables([idle(150.0, buffer=128 * MIB)], ENV))

@@ -105,15 +105,34 @@ def test_a_large_change_is_never_called_flat(tmp_path: Path) -> None:
 
 
 def test_flat_is_said_only_with_the_power_to_see_ten_percent(tmp_path: Path) -> None:
+    # twenty steady seconds per load, one run: its interval cannot see drift between runs (5 % is allowed for it),
+    # so "flat" would need more than one run can give: not judged
     steady = [(_point("randread", 4096, qd), [m * MB * (1 + 0.01 * math.sin(2.3 * i)) for i in range(20)])
               for qd, m in ((1, 80), (4, 80.2), (8, 80.1))]
     d = _run(tmp_path / "r", steady)
     (s,) = trends.queue_depth_trends(d, load(d).storage)
-    # QD8's mean is 80.1 MB/s = 19.56 kIOPS over all its seconds (19.5 while a "warm-up" of 5 of them was cut)
-    assert s.startswith("randread 4 KiB IOPS: flat within noise from QD1 to QD8 (19.5 vs 19.6 kIOPS"), s
+    assert "flat" not in s and "not judged: too few samples" in s and "drift between runs" in s, s
     rows = load(d).storage
     v = verdict.judge(d, [rows[0]], [rows[2]], "iops")
+    assert v.verdict == "not judged" and v.detectable is not None and v.detectable > 0.10, v
+    # five replicates per load, 1 % apart from run to run: the test sees 10 % and calls the curve flat
+    rng = random.Random(5)
+    reps = [(_point("randread", 4096, qd, r), [m * MB * (1 + 0.01 * rng.gauss(0, 1))] * 20)
+            for r in range(1, 6) for qd, m in ((1, 80), (4, 80.2), (8, 80.1))]
+    d = _run(tmp_path / "reps", reps)
+    (s,) = trends.queue_depth_trends(d, load(d).storage)
+    assert s.startswith("randread 4 KiB IOPS: flat within noise from QD1 to QD8"), s
+    rows = load(d).storage
+    v = verdict.judge(d, [p for p in rows if p.iodepth == 1], [p for p in rows if p.iodepth == 8], "iops")
     assert v.verdict == "within noise" and v.detectable is not None and v.detectable <= 0.10, v
+
+
+def test_one_run_per_point_allows_for_drift_between_runs() -> None:
+    """A within-run interval is narrow; two single runs 8 % apart are not "real" on it alone (drift between runs
+    of 5 % each is allowed), 30 % apart are."""
+    narrow = verdict.interval_estimate(99.5, 100.5, 20)
+    assert verdict.compare_estimates(narrow, verdict.interval_estimate(107.5, 108.5, 20)).verdict == "not judged"
+    assert verdict.compare_estimates(narrow, verdict.interval_estimate(129.5, 130.5, 20)).verdict == "real"
 
 
 def test_the_verdict_is_a_structured_value(tmp_path: Path) -> None:

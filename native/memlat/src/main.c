@@ -166,7 +166,11 @@ void header_top(const struct run *r)
 {
     printf("Intel(R) Memory Latency Checker - compatible output: profiler-tui memlat v%s\n", MEMLAT_VERSION);
     printf("Command line parameters: %s\n\n", r->o->cmdline);
-    if (r->shrunk)
+    if (r->shrunk && r->llc && r->per < 4 * r->llc)
+        printf("*** Default buffer reduced to %.3fMiB/thread to fit the available memory: below 4x the %.3fMiB "
+               "last-level cache, some chase steps may find their line in it (latency below DRAM's)\n", r->per / MIB,
+               r->llc / MIB);
+    else if (r->shrunk)
         printf("*** Default buffer reduced to %.3fMiB/thread to fit the available memory\n", r->per / MIB);
 }
 
@@ -363,8 +367,10 @@ int pick_cpus(const struct opts *o, int *cpus)
     return o->ncpus;
 }
 
-/* the bytes of each buffer: -b (refused when it cannot fit), else 2x the last-level cache per thread,
- * made smaller when all of them would take more than half the memory available */
+/* the bytes of each buffer: -b (refused when it cannot fit), else 4x the last-level cache per thread and at least
+ * DEFAULT_MIN_BUFFER (so at most a quarter of a random chase's steps can find their line in the cache, and Intel MLC's
+ * own guidance of >= 100 MiB per thread holds), at most the 4 GiB cap; made smaller when all of them would take more
+ * than half the memory available, and then the *** line says when the chase is no longer 4x the cache */
 static void size_buffers(struct run *r)
 {
     const struct opts *o = r->o;
@@ -387,7 +393,10 @@ static void size_buffers(struct run *r)
             die_usage(err);
         }
     } else {
-        r->per = r->llc ? round_up((size_t)(2 * r->llc), 1 << 20) : (size_t)256 << 20;
+        uint64_t want = 4 * r->llc > DEFAULT_MIN_BUFFER ? 4 * r->llc : DEFAULT_MIN_BUFFER;
+        if (want > (MAX_BUFFER_KIB << 10))
+            want = MAX_BUFFER_KIB << 10;
+        r->per = round_up((size_t)want, 1 << 20);
         if (avail && (double)r->per * nbufs > 0.5 * (double)avail) {
             r->per = round_up((size_t)(0.5 * (double)avail / nbufs), 1 << 20) - (1 << 20);
             if (r->per < (4u << 20))

@@ -21,6 +21,7 @@
  * CPUs is about 0.5 GiB, so 4 GiB is 8 times past every cache (and the TLB reach of 2 MiB pages): a larger
  * buffer measures nothing more, it only takes longer to lay out and more of the machine's memory per thread. */
 #define MAX_BUFFER_KIB (4ULL << 20)
+#define DEFAULT_MIN_BUFFER (256ULL << 20)   /* the default buffer's floor (bytes): above MLC's >= 100 MiB per thread */
 #define DEFAULT_WINDOWS 20
 
 /* ---- traffic types (MLC's -R / -W codes) ---- */
@@ -64,7 +65,7 @@ struct opts {
     uint64_t delays[MAX_DELAYS];
     int ndelays;
     int stride;                 /* bytes */
-    uint64_t buffer_kib;        /* 0 = default (2x LLC) */
+    uint64_t buffer_kib;        /* 0 = default (max(4x LLC, 256 MiB), at most 4 GiB) */
     double seconds;             /* measurement window per point */
     double warmup;              /* < 0 = default */
     int cpus[MAX_CPUS];

@@ -261,7 +261,7 @@ def test_numa(binary):
 
 
 def test_physics(binary):
-    """Short run on the default buffer (2x LLC): bandwidth falls as delay grows; latency at the largest
+    """Short run on the default buffer (4x LLC, at least 256 MiB): bandwidth falls as delay grows; latency at the largest
     delay is within 15% of idle latency. A loaded machine can disturb one attempt: two attempts."""
     delays = [0, 200, 1000, 5000, 20000]
     for attempt in (1, 2):
