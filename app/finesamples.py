@@ -56,7 +56,7 @@ def grouped(values: Sequence[float], g: int) -> list[float]:
 def fine_interval(values: Sequence[float], level: float = LEVEL) -> Interval | NoInterval:
     """The ``level`` interval of the mean of sub-second samples ``values`` (the module's rule); its
     ``batch_size`` and ``truncated`` count samples."""
-    got = batch_means_interval(grouped(values, GROUP), level, MIN_BATCHES)
+    got = batch_means_interval(grouped(values, GROUP), level, MIN_BATCHES, gate=False)  # widened below
     if not isinstance(got, Interval):
         return got
     used = got.batches * got.batch_size * GROUP

@@ -1,20 +1,25 @@
 """How precisely a series of samples knows its mean: a confidence interval by the method of batch means.
 
 A point's per-second samples (IOPS, bandwidth, mean latency) are neither independent nor stationary: the
-first seconds are a warm-up, and consecutive seconds of one device are correlated.  A plain Student-t
+first seconds may be a warm-up, and consecutive seconds of one device are correlated.  A plain Student-t
 interval of the samples is then too narrow.  Here:
 
-1. The warm-up is dropped by MSER-5 (:func:`mser5_truncation`).
-2. The rest is cut into ``k`` batches of ``m`` consecutive samples; ``m`` doubles from 1 until the lag-1
+1. A warm-up is dropped: MSER-5's cut (:func:`mser5_truncation`), kept only when the samples it drops differ
+   from the rest beyond their noise (:func:`warmup_cut`); a stationary series keeps all its samples.
+2. A series too short for its own correlation gets no interval (:func:`too_correlated`): batch means needs
+   10 batches of at least half a correlation time, that time taken at an upper bound of its estimate.
+3. The rest is cut into ``k`` batches of ``m`` consecutive samples; ``m`` doubles from 1 until the lag-1
    autocorrelation of the batch means is no longer significant, as long as ``min_batches`` batches remain
    (the LBATCH idea of Fishman & Yarberry, "An implementation of the batch means method", INFORMS Journal
    on Computing 9(3), 1997).
-3. The interval is ``mean ± t(1 − α/2, k − 1) · s / √k · √((1 + r)/(1 − r))`` with ``s`` the standard
-   deviation of the batch means and ``r`` what lag-1 correlation they keep (0 when none).
+4. The interval is ``mean ± t(1 − α/2, k − 1) · s / √k · √((1 + r)/(1 − r))`` with ``s`` the standard
+   deviation of the batch means and ``r`` what lag-1 correlation they keep (0 when none), and never narrower
+   than the samples' effective-size interval at the 99 % upper bound of their correlation (:func:`_at_least`).
 
-On AR(1) series of 300 samples (tests/unit/test_uncertainty.py) the 95 % interval covers the true mean
-about 94 % of the time for φ = 0 and 93 % for φ = 0.5; for φ = 0.9 (correlation time ≈ 19 samples)
-300 samples are too few: a quarter get no interval and the rest cover about 84 %; 1200 samples cover 94 %.
+On AR(1) series (tests/unit/test_uncertainty.py, docs/uncertainty.md) the 95 % interval covers the true mean
+in 96–99 % of the series that get one, at φ 0, 0.5 and 0.9 and 30–1200 samples; φ 0.5 with 30 samples gets
+an interval about two times in three, φ 0.9 (correlation time ≈ 19 samples) one time in ten with 30–60
+samples, three in four with 300, nearly always with 1200.
 
 The interval covers the uncertainty of one run's mean given that run's own fluctuations.  It says nothing
 of drift between runs (a device that is 5 % slower ten minutes later): only repeated runs show that.
@@ -34,6 +39,15 @@ MSER_BATCH = 5  # MSER-5: the statistic is computed on means of 5 consecutive sa
 # the lag-1 autocorrelation of k independent batch means, corrected for its bias, is about N(0, 1/k): above
 # 2/√k is significant (one-sided: only positive correlation makes the interval too narrow)
 R1_Z = 2.0
+WARMUP_Z = 3.0  # MSER-5's cut is kept when the dropped samples' mean is this many standard errors off the rest's,
+WARMUP_TAU_Z = 1.0  # the standard error widened by the correlation time one standard error above its estimate
+MAX_R = 0.95  # the largest lag-1 correlation a correlation time is computed from (τ ≤ 39 samples)
+# batch means needs min_batches batches of at least half a correlation time, that time taken at the one-sided
+# 84 % upper bound of the lag-1 correlation (one standard error above its estimate)
+BATCH_TAUS = 0.5
+GATE_Z = 1.0
+# no interval is narrower than the samples' effective-size interval at the 99 % upper bound of their correlation
+FLOOR_Z = 2.33
 
 
 @dataclass(frozen=True)
@@ -45,7 +59,7 @@ class Interval:
     mean: float
     batches: int  # k: how many batch means the interval is computed from
     batch_size: int  # m: samples per batch
-    truncated: int  # samples dropped from the start as warm-up (MSER-5)
+    truncated: int  # samples dropped from the start as warm-up (:func:`warmup_cut`)
     method: str = "batch-means"
 
 
@@ -98,8 +112,9 @@ def _suffix_mser(z: Sequence[float]) -> list[float]:
 
 
 def batch_means_interval(values: Sequence[float], level: float = 0.95,
-                         min_batches: int = 10) -> Interval | NoInterval:
-    """The ``level`` confidence interval of the mean of ``values`` by batch means after an MSER-5 warm-up.
+                         min_batches: int = 10, gate: bool = True) -> Interval | NoInterval:
+    """The ``level`` confidence interval of the mean of ``values`` by batch means after the warm-up
+    (:func:`warmup_cut`), for a series long enough for its correlation (:func:`too_correlated`).
 
     The batch size ``m`` starts at 1 and doubles, while ``k ≥ min_batches`` batches remain, until the lag-1
     autocorrelation of the ``k`` batch means, corrected for its small-sample bias (``r1 + (1 + 3·r1)/k``),
@@ -108,10 +123,14 @@ def batch_means_interval(values: Sequence[float], level: float = 0.95,
     few batches still narrows the interval, so its half-width ``t · s/√k`` is widened by the AR(1)
     effective-size factor ``√((1 + r)/(1 − r))``, ``r`` that corrected ``r1`` clipped to 0–0.9 (Wilks,
     Statistical Methods in the Atmospheric Sciences, "effective sample size"); for independent means it
-    is 1 on average.  When ``k·m`` is short of the samples left, the earliest samples (nearest the warm-up)
+    is 1 on average; and the half-width is at least the samples' own effective-size one (:func:`_at_least`).
+    When ``k·m`` is short of the samples left, the earliest samples (nearest the warm-up)
     are the ones left out.  A constant series gives a zero-width interval.  No interval when a value is not
-    a finite number within ±2^64, when fewer than ``min_batches`` samples are left after the warm-up, or
-    when no batch size leaves ``min_batches`` uncorrelated batches.
+    a finite number within ±2^64, when fewer than ``min_batches`` samples are left after the warm-up, when
+    they are too few for their correlation, or when no batch size leaves ``min_batches`` uncorrelated
+    batches.  ``gate`` False skips the too-few-for-their-correlation test and the floor, for a caller that widens the
+    interval for the samples' correlation itself (app.finesamples: the AR(1) effective-size interval of the
+    raw sub-second samples, whose batches of grouped means are few by design).
     """
     if not 0 < level < 1:
         raise ValueError(f"level {level!r} must lie between 0 and 1")
@@ -121,7 +140,7 @@ def batch_means_interval(values: Sequence[float], level: float = 0.95,
     if bad is not None:
         return NoInterval(f"sample {bad} is {values[bad]!r}, not a finite number within ±2^64")
     xs = _centred(values)  # the interval of the series less its first value, shifted back at the end
-    cut = mser5_truncation(xs)
+    cut = warmup_cut(xs)
     kept = xs[cut:]
     if len(kept) < min_batches:
         return NoInterval(f"too few samples: {len(kept)} left after dropping {cut} as warm-up, "
@@ -130,14 +149,94 @@ def batch_means_interval(values: Sequence[float], level: float = 0.95,
     if min(kept) == max(kept):
         level_value = offset + kept[0]
         return Interval(level_value, level_value, level_value, len(kept), 1, cut)
+    short = too_correlated(kept, min_batches) if gate else None
+    if short is not None:
+        return short
     m = 1
     while (k := len(kept) // m) >= min_batches:
         means = _batch_means(kept, m)
         if _unbiased_lag1(means) < R1_Z / math.sqrt(k):
-            return _interval(means, level, m, cut, offset)
+            iv = _interval(means, level, m, cut, offset)
+            return _at_least(iv, kept, level) if gate else iv
         m *= 2
     return NoInterval(f"batch means stay correlated: no batch size leaves {min_batches} uncorrelated batches "
                       f"of the {len(kept)} samples after the warm-up")
+
+
+def warmup_cut(values: Sequence[float]) -> int:
+    """How many samples to drop from the start of ``values`` as warm-up: MSER-5's cut
+    (:func:`mser5_truncation`) when the samples it drops are a real transient, else none.
+
+    MSER-5 always finds some cut that lowers its statistic, also on a stationary series, where it threw away
+    up to half of the samples and with them the interval's coverage.  Its cut is kept only when the mean of
+    the dropped samples differs from the mean of the rest by more than :data:`WARMUP_Z` standard errors of
+    that difference, the standard error taken from the rest's variance widened by its correlation time
+    (:func:`correlation_time`, one standard error above its estimate: a short correlated series looks less
+    correlated than it is).  MSER-5 picks the cut that looks most like a transient, so the threshold is above
+    the usual 2.  On stationary AR(1) series (docs/uncertainty.md) about 1 % of the series lose samples at
+    φ 0 and 0.5 (MSER-5 alone: 30–50 %), 3–8 % at φ 0.9; a ramp over the first seconds is still cut."""
+    cut = mser5_truncation(values)
+    if cut == 0:
+        return 0
+    head, rest = [float(v) for v in values[:cut]], [float(v) for v in values[cut:]]
+    n = len(rest)
+    centre = math.fsum(rest) / n
+    gap = abs(math.fsum(head) / cut - centre)
+    var = math.fsum((v - centre) ** 2 for v in rest) / (n - 1)
+    se = math.sqrt(var * correlation_time(rest, WARMUP_TAU_Z) * (1 / cut + 1 / n))
+    return cut if gap > WARMUP_Z * se else 0
+
+
+def correlation_time(values: Sequence[float], z: float = 0.0) -> float:
+    """The integrated correlation time of ``values`` in samples, ``(1 + r)/(1 − r)``, ``r`` their lag-1
+    autocorrelation less its small-sample bias (:func:`_unbiased_lag1`) clipped to 0–:data:`MAX_R`: the
+    factor by which correlation inflates the variance of a mean of AR(1) samples (1 for independent ones)."""
+    xs = [float(v) for v in values]
+    if len(xs) < 3:
+        return 1.0
+    r = _unbiased_lag1(xs)
+    r = min(max(r + z * math.sqrt(max(1 - r * r, 0.0) / len(xs)), 0.0), MAX_R)
+    return (1 + r) / (1 - r)
+
+
+def too_correlated(values: Sequence[float], min_batches: int) -> NoInterval | None:
+    """Why ``values`` (after the warm-up) are too few for batch means at their own correlation, or None.
+
+    Batch means needs ``min_batches`` batches of at least :data:`BATCH_TAUS` correlation times
+    (:func:`correlation_time` at :data:`GATE_Z` standard errors above the estimated lag-1 correlation: a
+    short, strongly correlated series looks less correlated than it is).  With fewer samples LBATCH's test
+    of the batch means has too little to go on and lets correlated means through (AR(1) φ 0.9, 30–60
+    samples: half of such intervals missed the mean); such a series gets no interval."""
+    tau = correlation_time(values, GATE_Z)
+    need = math.ceil(min_batches * BATCH_TAUS * tau)
+    if len(values) >= need:
+        return None
+    r = (tau - 1) / (tau + 1)
+    return NoInterval(f"too few samples for their correlation: {len(values)} samples correlated up to {r:.2f} "
+                      f"from one to the next (correlation time {tau:.1f} samples), {need} needed for "
+                      f"{min_batches} batches of {BATCH_TAUS:g} correlation time")
+
+
+def _at_least(iv: Interval, kept: Sequence[float], level: float) -> Interval:
+    """``iv`` widened about its centre, where it is narrower, to the effective-size interval of the samples at
+    the 99 % upper bound of their correlation (:data:`FLOOR_Z`).
+
+    With ``τ`` that correlation time (:func:`correlation_time`), ``n`` samples carry about ``n/τ``
+    independent ones, and their standard deviation ``s`` is low by the factor ``√((n − τ)/n)`` (a mean of
+    correlated samples is near each of them); the floor is ``t(n/τ − 1) · s · √(τ/(n − τ))`` (Wilks,
+    Statistical Methods in the Atmospheric Sciences, "effective sample size").  On a short series LBATCH's test
+    passes the series that look least correlated, whose batch means then undercover (AR(1) φ 0.5, 30 samples:
+    80 %); the floor restores the coverage."""
+    n = len(kept)
+    tau = correlation_time(kept, FLOOR_Z)
+    centre = math.fsum(kept) / n
+    sd = math.sqrt(math.fsum((v - centre) ** 2 for v in kept) / (n - 1))
+    df = max(1, math.floor(n / tau) - 1)
+    half = student_t_quantile((1 + level) / 2, df) * sd * math.sqrt(tau / (n - tau if n > 2 * tau else n))
+    if half <= (iv.high - iv.low) / 2:
+        return iv
+    mid = (iv.low + iv.high) / 2
+    return Interval(mid - half, mid + half, iv.mean, iv.batches, iv.batch_size, iv.truncated, iv.method)
 
 
 @lru_cache(maxsize=256)  # a series of runs asks for the same few df again and again

@@ -59,6 +59,20 @@ def stationary_run(path: Path, rng: random.Random, phi: float, seconds: int, cv:
     return truths
 
 
+def warmup_run(path: Path, rng: random.Random, ramp: int, seconds: int, cv: float, phi: float) -> list[PointTruth]:
+    """A real warm-up: the level climbs from half of the mean to the mean over the first ``ramp`` seconds, then
+    stays (AR(1) noise throughout); the truth is the settled mean, which the interval past the warm-up is of."""
+    specs, truths = [], []
+    for k in range(POINTS_PER_RUN):
+        mean = rng.uniform(5e3, 2e5)
+        noise = synth.ar1(rng, seconds, 1.0, cv, phi)
+        level = [mean * (0.5 + 0.5 * i / ramp) if i < ramp else mean for i in range(seconds)]
+        specs.append(StorageSpec([lv * v for lv, v in zip(level, noise)], iodepth=k + 1))
+        truths.append(PointTruth(f"warm-up ramp {ramp} s", mean, True))
+    synth.write_storage_run(path, specs)
+    return truths
+
+
 def nonstationary_run(path: Path, rng: random.Random, kind: str, size: float, seconds: int, cv: float
                       ) -> list[PointTruth]:
     """``kind`` "drift": the level moves by ``size`` (fraction of the mean) over the point; "shift": it steps

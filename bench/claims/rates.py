@@ -174,6 +174,7 @@ def intervals(sw: Sweep, work: Path) -> None:
                     lo, hi = shown_interval(row, iv)
                     shown.add(not lo <= truth.true_mean <= hi)
                     inside.add(not iv[0] <= (lo + hi) / 2 <= iv[1])
+    warmups(sw, work)
     bad = sw.row("nonstationary", "drift / level shift given a narrow ± that misses the run's mean, unflagged",
                  "≤ 2 %", 0.02)
     for kind, size in NONSTATIONARY:
@@ -188,6 +189,39 @@ def intervals(sw: Sweep, work: Path) -> None:
                 wrong = not flagged(row, iv) and iv is not None and not iv[0] <= truth.true_mean <= iv[1]
                 one.add(wrong)
                 bad.add(wrong)
+
+
+WARMUP_RAMPS = (3, 5, 10)  # seconds over which a point climbs from half its level to it
+WARMUP_PHIS = (0.0, 0.5)
+
+
+def warmups(sw: Sweep, work: Path) -> None:
+    """Points with a real warm-up (a ramp from half the level): the warm-up must be cut, and the interval (where
+    there is one) must cover the settled level."""
+    from app.report.intervals import storage_intervals
+    from app.report.model import load
+
+    cover = sw.row("warmup/cover", "95 % interval misses the settled mean after a warm-up ramp (3–10 s, φ 0/0.5)",
+                   "≤ 7 %", COVER_LIMIT)
+    none = sw.row("warmup/none", "point with a warm-up ramp without an interval")
+    for phi in WARMUP_PHIS:
+        for ramp in WARMUP_RAMPS:
+            kept = sw.row(f"warmup/uncut/{ramp}/phi={phi:g}", f"… ramp of {ramp} s not cut (φ {phi:g}, 30 s, CV 5 %)")
+            for i in range(max(1, sw.stationary_runs // 3)):
+                rng = case_rng(sw.seed, f"warmup/{phi}/{ramp}", i)
+                d = fresh(work, "warmup")
+                truths = cases.warmup_run(d, rng, ramp, 30, 0.05, phi)
+                rows = sorted(load(d).storage, key=lambda r: r.index)
+                for row, truth in zip(rows, truths):
+                    method = row.metrics.ci_method or {}
+                    per = (method.get("series") or {}).get("iops") if isinstance(method, dict) else None
+                    cut = per.get("warmup") if isinstance(per, dict) else None
+                    iv = storage_intervals(d, row).get("iops")
+                    none.add(iv is None)
+                    if cut is not None:
+                        kept.add(int(cut) < ramp - 2)
+                    if iv is not None:
+                        cover.add(not iv[0] <= truth.true_mean <= iv[1])
 
 
 def shown_interval(row: Any, iv: tuple[float, float]) -> tuple[float, float]:

@@ -45,15 +45,18 @@ def test_a_20_s_point_gets_the_interval_of_its_kept_samples_whose_mean_is_fios_i
     assert (m.ci95 or {}) == again.ci95
     assert m.ci_method == ({**again.ci_method, "sample_s": 0.5} if again.intervals else again.ci_method)
     # fio's IOPS is the whole run's I/Os over its runtime: the samples' time-weighted mean, warm-up and last
-    # partial second included; the interval is of the mean past the warm-up (MSER-5 may drop some seconds)
+    # partial second included; the interval is of the mean past the warm-up (a real transient may be cut)
     ios = math.fsum(float(s["iops"]) * float(s["interval_s"]) for s in samples)  # type: ignore[arg-type]
     seconds = math.fsum(float(s["interval_s"]) for s in samples)  # type: ignore[arg-type]
     assert m.iops is not None and abs(m.iops - ios / seconds) <= 0.02 * m.iops, (m.iops, ios / seconds)
     method = m.ci_method
     assert method is not None and len(storage_series(samples)["iops"]) >= 19 and 38 <= len(series["iops"]) <= 41
-    if m.ci95 is None:  # on a machine shared with other work 20 s of IOPS can drift so much that no batch size
-        # leaves 10 uncorrelated batches (seen in 1 of 6 runs with 2 vCPUs loaded 2x): said, not hidden
-        assert method["method"] == "none" and "batch means stay correlated" in str(method["reason"]), method
+    if m.ci95 is None:  # on a machine shared with other work 20 s of IOPS can drift or correlate so much that no
+        # batch size leaves uncorrelated batches, or that the samples are too few for their correlation time
+        # (seen with 2 vCPUs loaded by other tests): said, not hidden
+        why = str(method["reason"])
+        assert method["method"] == "none" and ("batch means stay correlated" in why
+                                               or "too few samples for their correlation" in why), method
         return
     assert method["method"] == "batch-means" and method["level"] == 0.95 and method["samples"] == len(series["iops"])
     per = method["series"]

@@ -84,14 +84,15 @@ def test_no_stop_before_the_minimum_even_for_a_flat_series() -> None:
 
 
 def test_a_quiet_series_stops_and_a_noisy_one_goes_on() -> None:
-    quiet, loud = noisy(20, 100.0), noisy(20, 3000.0)  # ±1 % and ±30 % a second
+    # 40 samples (10 s at 250 ms): 30 of this series, averaged in fours, look correlated (too few to rule out)
+    quiet, loud = noisy(40, 100.0), noisy(40, 3000.0)  # ±1 % and ±30 % a sample
     q, n = decide(quiet, 2.0), decide(loud, 2.0)
     assert q.stop and q.reached_pct is not None and q.reached_pct < 2.0
     assert not n.stop and n.reached_pct is not None and n.reached_pct > 2.0
 
 
 def test_with_steady_the_precision_alone_does_not_stop_the_point() -> None:
-    quiet = noisy(20, 100.0)
+    quiet = noisy(40, 100.0)
     assert not decide(quiet, 2.0, steady_held=False).stop
     assert decide(quiet, 2.0, steady_held=True).stop
 
