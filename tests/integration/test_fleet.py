@@ -196,7 +196,8 @@ def test_a_frozen_host_is_stopped_after_the_grace_and_resume_completes_the_point
 
 def test_a_bad_stall_grace_is_one_sentence_before_anything_runs(tmp_path: Path) -> None:
     for bad in ("0", "-3", "1.5", "ten", "9" * 40, "86401"):
-        proc = subprocess.run([sys.executable, "-m", "app", "run", "quick", "--host", "unix:///tmp/none.sock",
+        proc = subprocess.run([sys.executable, "-m", "app", "run", "quick", "--set", "repeat=1",
+                               "--host", "unix:///tmp/none.sock",
                                "--target", "/tmp/x", "--out", str(tmp_path / "r")], cwd=ROOT, capture_output=True,
                               text=True, env={**os.environ, STALL_ENV: bad}, timeout=60)
         assert proc.returncode == 2 and STALL_ENV in proc.stderr, (bad, proc.stderr)
@@ -263,7 +264,7 @@ U = "unix:///tmp/a.sock"
     (["--host", "tcp://192.0.2.1:1", "--target", "/x", "--allow-local-users"], "anyone who can reach that port"),
 ])
 def test_bad_fleet_options_get_one_sentence_and_exit_2(tmp_path: Path, args: list[str], words: str) -> None:
-    proc = run_cli("run", "quick", "--out", str(tmp_path / "r"), *args)
+    proc = run_cli("run", "quick", "--set", "repeat=1", "--out", str(tmp_path / "r"), *args)
     assert proc.returncode == 2, proc.stderr
     assert words in proc.stderr and "Traceback" not in proc.stderr
     assert not (tmp_path / "r").exists()
