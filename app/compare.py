@@ -46,7 +46,7 @@ from app.points import Kind
 from app.presets import RW_MODES, base_key, read_toml, shipped_dir
 from app.records import interval_problem
 from app.report import analysis as an
-from app.report import noise, support
+from app.report import noise, support, verdict
 from app.report import procedure as rp
 from app.report.model import MemoryRow, RunData, StorageRow, load
 from app.report.render import workload
@@ -260,9 +260,13 @@ MEMORY_FIGURES = (
 )
 REAL, WITHIN, NO_INTERVAL, UNLIKE = "real", "within noise", "no interval", "not judged"
 NOISE_NOTE = ("Each difference B − A has its 95 % interval (Welch's on the replicates when both runs repeated the "
-              "point, else the two points' within-run intervals in quadrature): **real** when it excludes 0, **within "
-              "noise** when it contains 0, not judged without one. A point shows its interval's centre (fio's "
-              "whole-run figure: `--json`), a repeated point its replicates' mean.")
+              "point, else the two points' within-run intervals in quadrature). The verdict is the report's one "
+              "rule (docs/report.md, \"One rule for every verdict\"): **real** when the difference is beyond its "
+              "noise at a 5 % false-alarm rate, a point measured once being allowed 5 % of drift between runs that "
+              "its own interval cannot see; **within noise** only when the test had 80 % power to see a 10 % "
+              "difference; else **too few samples** (not judged), or no interval. A point shows its interval's "
+              "centre (fio's whole-run figure: `--json`), a repeated point its replicates' mean.")
+LOW_POWER = "too few samples"  # not judged: the test could not see a 10 % difference 80 % of the time
 NO_SAMPLES = "no ci95 and no per-second samples"
 MAX_REASON = 200  # characters of a line's own reason shown
 
@@ -435,12 +439,12 @@ class Tally:
         if not self.total:
             return []
         out = [f"Differences B − A of the {what}, each with its 95 % interval: **{self.real} real** (the interval "
-               f"excludes 0), {self.within} within noise (it contains 0), {self.unjudged} without an interval (not "
-               f"judged, never counted as real), "
+               f"is beyond its noise), {self.within} within noise (a 10 % difference would have shown), "
+               f"{self.unjudged} not judged (no interval, or too few samples to see 10 %; never counted as real), "
                + (f"{self.unlike} not judged for different conditions, " if self.unlike else "")
                + f"of {self.total}.", ""]
         if self.reasons:
-            out += ["No interval because:", ""]
+            out += ["Not judged because:", ""]
             out += [f"- {md_text(why)} ({n}×)" for why, n in sorted(self.reasons.items(), key=lambda t: -t[1])]
             out.append("")
         return out + unlike_sentences(self)
@@ -483,13 +487,31 @@ def judge_cells(fig: Figure, a: Estimate | None, b: Estimate | None, tally: Tall
         if tally is not None:
             tally.add(NO_INTERVAL, whys)
         return ["", NO_INTERVAL, _why_cell(a, b)]
-    verdict = WITHIN if d.within_noise else REAL
+    v = verdict.compare_estimates(_side(a), _side(b))
+    said = REAL if v.real else WITHIN if v.within else LOW_POWER
     if tally is not None:
-        tally.add(verdict, method=d.method)
+        tally.add(said, [_power_reason(v)] if said == LOW_POWER else (), method=d.method)
     # the difference shown with ± is its interval's centre (as every figure with an interval, docs/uncertainty.md)
     centre, half = (d.low + d.high) / 2 * fig.scale, half_width((d.low, d.high)) * fig.scale
-    return [f"{_signed(fig, centre)} ± {_fmt(fig.fmt, half)}",
-            verdict, _method(d, a, b)]
+    return [f"{_signed(fig, centre)} ± {_fmt(fig.fmt, half)}", said, _method(d, a, b)]
+
+
+def _side(e: Estimate) -> verdict.Side:
+    """One side of a difference as the report's verdict rule reads it: its replicates, or its one interval."""
+    if len(e.values) > 1:
+        return verdict.replicate_estimate(e.values)
+    if e.ci is None:
+        return verdict.NoEstimate(e.why or "no interval", e.mean)
+    return verdict.interval_estimate(e.ci[0], e.ci[1])
+
+
+def _power_reason(v: verdict.Verdict) -> str:
+    """The one reason a low-power difference is counted under."""
+    if v.how == "within-run":
+        return ("too few samples: a point measured once on each side, each allowed 5 % of drift between runs that "
+                "its own interval cannot see, cannot show a 10 % difference 80 % of the time (repeat both runs)")
+    return ("too few samples: the replicates' spread is too wide, or known too roughly, to show a 10 % difference "
+            "80 % of the time (more replicates would)")
 
 
 def pair_rows(label: str, ga: Measured, gb: Measured, figures: Sequence[Figure], tally: Tally,

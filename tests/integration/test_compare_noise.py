@@ -1,5 +1,5 @@
-"""`compare` knows noise, with real fio: two runs of one plan on one file target differ only within noise, and
-their 4K points against their 128K points differ for real in every figure.
+"""`compare` knows noise, with real fio: two runs of one plan on one file target never differ for real (within
+noise, or too few samples to tell), and their 4K points against their 128K points differ for real in every figure.
 
 Each run repeats its points (`repeat=3`: replicates 1, 2, 3, interleaved over the plan), so each difference is
 judged by Welch's interval on the replicates.  A single point's batch-means interval is not enough here: on
@@ -57,8 +57,10 @@ def test_same_plan_twice_is_within_noise_and_4k_against_128k_is_real(tmp_path: P
     rows = _table(md)
     assert len(rows) == 8, md  # two points × four figures, each point's three replicates paired as one
     assert all(r["How"].startswith(f"Welch, {REPLICATES} + {REPLICATES} runs") for r in rows), md
-    assert {r["Noise"] for r in rows} == {"within noise"}, md
-    assert "**0 real**" in md and "8 within noise" in md, md  # p99 too: it is judged between replicates
+    # never real; "within noise" only where three replicates could have shown 10 % (on a busy VM they often
+    # cannot: their spread is wide and known roughly, and the verdict says "too few samples" instead)
+    assert {r["Noise"] for r in rows} <= {"within noise", "too few samples"}, md
+    assert "**0 real**" in md, md  # p99 too: it is judged between replicates
     # each run's 4K point against its 128K point: fewer IOPS, more MB/s, a longer mean latency, all beyond
     # noise (p99 is left out: three replicates of a 5 s tail scatter by 2×, it may well be within noise)
     for run in (a, b):

@@ -35,16 +35,17 @@ async def _opened(app: Any, pilot: Any, a: Path, b: Path) -> tuple[CompareScreen
 
 
 async def test_only_real_differences_are_coloured(tmp_path: Path) -> None:
-    # QD16: three replicates a side, B twice as fast (real); QD1: intervals that overlap (within noise);
-    # QD4: no interval at all (B three times as fast, yet not judged); memory: a real latency difference
-    a = make_run(tmp_path / "a", replicates([100, 102, 98]) + [
+    # QD16: three replicates a side, B twice as fast (real); QD8: five tight replicates a side (within noise);
+    # QD1: one run a side 1 % apart (too few samples: drift between runs could hide 10 %); QD4: no interval at
+    # all (B three times as fast, yet not judged); memory: a real latency difference
+    a = make_run(tmp_path / "a", replicates([100, 102, 98]) + replicates([100, 101, 99, 100.5, 99.5], iodepth=8) + [
         {"point": {"iodepth": 1}, "metrics": metrics(1000, (990, 1010))},
         {"point": {"iodepth": 4}, "metrics": metrics(1000)}])
-    b = make_run(tmp_path / "b", replicates([200, 205, 195]) + [
+    b = make_run(tmp_path / "b", replicates([200, 205, 195]) + replicates([100.5, 99.5, 100, 101, 99], iodepth=8) + [
         {"point": {"iodepth": 1}, "metrics": metrics(1010, (1000, 1020))},
         {"point": {"iodepth": 4}, "metrics": metrics(3000)}])
     ma = make_run(tmp_path / "ma", [{"point": MEMORY, "metrics": _memory(90.0, 1.0)}], "memory")
-    mb = make_run(tmp_path / "mb", [{"point": MEMORY, "metrics": _memory(80.0, 1.0)}], "memory")
+    mb = make_run(tmp_path / "mb", [{"point": MEMORY, "metrics": _memory(60.0, 1.0)}], "memory")
     app = create_app(devices=[], results_dir=tmp_path, clock=lambda: 0.0)
     async with app.run_test(size=(120, 40)) as pilot:
         for left, right in ((a, b), (ma, mb)):
@@ -59,7 +60,7 @@ async def test_only_real_differences_are_coloured(tmp_path: Path) -> None:
                 seen.setdefault(row["Noise"], set()).update(green or ["plain"])
                 # B is the faster side throughout: more IOPS and MB/s, less latency
                 assert green == (["B"] if row["Noise"] == "real" else []), (workload, row)
-            expected = {"real", "within noise", "no interval"} if left == a else {"real"}
+            expected = {"real", "within noise", "too few samples", "no interval"} if left == a else {"real"}
             assert expected <= seen.keys(), seen
             await pilot.press("escape")
             await wait_for(pilot, lambda: not isinstance(app.screen, CompareScreen), 5, "back")

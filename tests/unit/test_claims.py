@@ -44,7 +44,7 @@ TARGETS: list[tuple[str, pytest.MarkDecorator | None]] = [
     (f"compare/real-equal/{DRIFT_ONE_RUN}", None),
     (f"compare/real-equal/{REPS_3}", None),
     (f"compare/real-equal/{REPS_5}", None),
-    ("compare/flat-low-power", _xfail("compare: " + NOT_JUDGED)),
+    ("compare/flat-low-power", None),
     (f"trend/real-equal/{QUIET}", None),
     # about 15 % on main (the full sweep's table), within the quick sweep's allowance of 5 of 30
     (f"trend/real-equal/{NOISY}", None),

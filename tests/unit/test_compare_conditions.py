@@ -95,7 +95,7 @@ def test_like_for_like_single_runs_are_judged_but_say_drift_is_unseen(tmp_path: 
     """Same conditions, each side measured once: judged from the two within-run intervals, and the summary says
     such an interval cannot see drift between runs; with replicates on both sides it does not."""
     a = make_run(tmp_path / "a", [{"metrics": metrics(1000, (990, 1010))}])
-    b = make_run(tmp_path / "b", [{"metrics": metrics(1100, (1090, 1110))}])
+    b = make_run(tmp_path / "b", [{"metrics": metrics(1500, (1490, 1510))}])  # beyond 5 % drift between runs
     for run in (a, b):
         _with(run, _env(KERNEL_A), {"fio_version": "fio-3.33"})
     out: dict[str, Any] = {}
