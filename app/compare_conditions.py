@@ -173,9 +173,15 @@ class Conditions:
                       {**run_conditions(self.b, storage), **point_conditions(rb)}, _measured(ra), _measured(rb))
 
 
+SHORT_NAMES = 2  # conditions named in a table cell; the rest are counted (every one is listed under the table)
+
+
 def short(diffs: Sequence[Unlike]) -> str:
-    """The names of the conditions that differ, for a table cell: "runtime, ramp, stop rule"."""
-    return ", ".join(d.name for d in diffs)
+    """The names of the conditions that differ, for a table cell: "runtime, ramp", or "runtime, size +2" when
+    more differ (a cell that lists them all made the table wider than a 120-column terminal)."""
+    names = [d.name for d in diffs]
+    more = len(names) - SHORT_NAMES
+    return ", ".join(names[:SHORT_NAMES]) + (f" +{more}" if more > 0 else "")
 
 
 def reason(diffs: Sequence[Unlike]) -> str:
