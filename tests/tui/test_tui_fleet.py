@@ -449,9 +449,11 @@ def test_fleet_table_totals_failures_and_outliers(snap_world) -> None:
 
 
 async def test_the_total_s_p99_is_the_hosts_merged_histograms(snap_world) -> None:
-    """Host A: 9,800 I/Os at 100 µs and 200 at 2 ms (p99 2 ms); B: 10,000 at 300 µs (p99 300 µs). Merged, the
-    200 slow I/Os are 1 % of 20,000: the fleet's p99 is 300 µs, not their mean (1150 µs) nor median."""
-    write_fleet_results(failed=[], hists=[[[100_000, 9_800], [2_000_000, 200]], [[300_000, 10_000]]])
+    """Host A: 980,000 I/Os at 100 µs and 20,000 at 2 ms (p99 2 ms); B: 1,000,000 at 300 µs (p99 300 µs).
+    Merged, the 20,000 slow I/Os are 1 % of 2,000,000: the fleet's p99 is 300 µs, not their mean (1150 µs) nor
+    median.  (So many I/Os because a p99 needs ten stall events beyond it, and one stall can hold every I/O the
+    hosts keep in flight together.)"""
+    write_fleet_results(failed=[], hists=[[[100_000, 980_000], [2_000_000, 20_000]], [[300_000, 1_000_000]]])
     table = load_fleet(FLEET_DIR)
     assert table is not None and table.merged_p99
     assert all(p.total.p99_us == pytest.approx(300.0) for p in table.points)
