@@ -5,7 +5,7 @@ is gone and nothing answers on the socket.
 
     .venv/bin/python container/agent_check.py ENGINE_URL IMAGE SOCKET NAME [LOOP_DEVICE]
 
-With LOOP_DEVICE, also the whole command: ``profiler-tui run quick --set rw=read --host unix://SOCKET
+With LOOP_DEVICE, also the whole command: ``profiler-tui run quick --set repeat=1 --set rw=read --host unix://SOCKET
 --start-agent --agent-image IMAGE --target LOOP_DEVICE --yes`` (the engine named by PROFILER_TUI_DOCKER_URL):
 a line per point with the host, and no agent container left afterwards.
 
@@ -80,7 +80,8 @@ def cli_run(url: str, image: str, sock: str, loop: str) -> bool:
     host = f"unix://{sock}"
     with tempfile.TemporaryDirectory(prefix="profiler-tui-agent-run-") as d:
         out = Path(d) / "r"
-        cp = subprocess.run([sys.executable, "-m", "app", "run", "quick", "--set", "runtime=1", "--set", "rw=read",
+        cp = subprocess.run([sys.executable, "-m", "app", "run", "quick", "--set", "runtime=1", "--set", "repeat=1",
+                             "--set", "rw=read",
                              "--yes", "--host", host, "--start-agent", "--agent-image", image, "--target", loop,
                              "--out", str(out)], capture_output=True, text=True, timeout=300,
                             env={**os.environ, "PROFILER_TUI_DOCKER_URL": url})
@@ -88,7 +89,7 @@ def cli_run(url: str, image: str, sock: str, loop: str) -> bool:
     if cp.returncode != 0:
         print(cp.stdout[-2000:], cp.stderr[-2000:], sep="\n")
     good = report(cp.returncode == 0 and len(lines) == 4 and all(r.get("host") == host for r in lines),
-                  f"run quick --set rw=read --host {host} --start-agent --target {loop}: exit {cp.returncode}, "
+                  f"run quick --set repeat=1 --set rw=read --host {host} --start-agent --target {loop}: exit {cp.returncode}, "
                   f"{len(lines)} result lines from the host")
     client = docker.DockerClient(base_url=url)
     try:
