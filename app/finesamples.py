@@ -29,7 +29,6 @@ from typing import Mapping, Sequence
 from app.records import MAX_NUMBER, number
 from app.uncertainty import (
     LEVEL,
-    SHIFT_MIN_SAMPLES,
     STORAGE_SERIES,
     Interval,
     LevelShift,
@@ -39,6 +38,7 @@ from app.uncertainty import (
     batch_means_interval,
     level_shift,
     student_t_quantile,
+    uncertainty_of,
 )
 
 GROUP = 4  # sub-second samples averaged per value before batch means
@@ -88,24 +88,7 @@ def fine_shift(values: Sequence[float]) -> LevelShift | None:
 def fine_intervals(series: Mapping[str, Sequence[float]]) -> Uncertainty:
     """The interval record of a point from its sub-second samples, one series per figure; a series with a level
     shift has none, the shift recorded instead (as :func:`app.uncertainty.intervals_of`)."""
-    intervals: dict[str, Interval] = {}
-    reasons: dict[str, str] = {}
-    shifts: dict[str, LevelShift] = {}
-    tested = False
-    for name, values in series.items():
-        tested = tested or len(values) // GROUP >= SHIFT_MIN_SAMPLES
-        shift = fine_shift(values)
-        if shift is not None:
-            shifts[name] = shift
-            reasons[name] = shift.reason()
-            continue
-        got = fine_interval(values)
-        if isinstance(got, Interval):
-            intervals[name] = got
-        else:
-            reasons[name] = got.reason
-    return Uncertainty(intervals, reasons, max((len(v) for v in series.values()), default=0), shifts=shifts,
-                       shift_tested=tested)
+    return uncertainty_of(series, fine_interval, fine_shift, GROUP)
 
 
 def series_of(samples: Sequence[Mapping[str, object]]) -> dict[str, list[float]]:

@@ -373,18 +373,26 @@ def intervals_of(series: Mapping[str, Sequence[float]], min_batches: int = MIN_B
     """The 95 % batch-means interval of each named series (:func:`batch_means_interval`); a series with a level
     shift (:func:`level_shift`) has none: the interval of the mean of two levels is meaningless, and the shift
     is recorded instead."""
+    return uncertainty_of(series, lambda v: batch_means_interval(v, LEVEL, min_batches), level_shift)
+
+
+def uncertainty_of(series: Mapping[str, Sequence[float]], interval: Callable[[Sequence[float]], Interval | NoInterval],
+                   shift_of: Callable[[Sequence[float]], LevelShift | None], per_value: int = 1) -> Uncertainty:
+    """The interval record of named series: each tested for a level shift by ``shift_of`` (a shifted series gets
+    no interval, the shift recorded instead), the others given ``interval``; ``per_value`` samples make one value
+    of the shift test (a series is tested from :data:`SHIFT_MIN_SAMPLES` values on)."""
     intervals: dict[str, Interval] = {}
     reasons: dict[str, str] = {}
     shifts: dict[str, LevelShift] = {}
     tested = False
     for name, values in series.items():
-        tested = tested or len(values) >= SHIFT_MIN_SAMPLES
-        shift = level_shift(values)
+        tested = tested or len(values) // per_value >= SHIFT_MIN_SAMPLES
+        shift = shift_of(values)
         if shift is not None:
             shifts[name] = shift
             reasons[name] = shift.reason()
             continue
-        got = batch_means_interval(values, LEVEL, min_batches)
+        got = interval(values)
         if isinstance(got, Interval):
             intervals[name] = got
         else:
