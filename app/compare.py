@@ -491,8 +491,11 @@ def judge_cells(fig: Figure, a: Estimate | None, b: Estimate | None, tally: Tall
     said = REAL if v.real else WITHIN if v.within else LOW_POWER
     if tally is not None:
         tally.add(said, [_power_reason(v)] if said == LOW_POWER else (), method=d.method)
-    # the difference shown with ± is its interval's centre (as every figure with an interval, docs/uncertainty.md)
-    centre, half = (d.low + d.high) / 2 * fig.scale, half_width((d.low, d.high)) * fig.scale
+    # the difference shown with ± is its interval's centre (as every figure with an interval, docs/uncertainty.md);
+    # on replicates, the verdict's interval of the ratio B/A at A's level, so it excludes 0 exactly when it is real
+    low, high = ((a.mean * v.low, a.mean * v.high) if d.method == "welch" and v.low is not None
+                 and v.high is not None else (d.low, d.high))
+    centre, half = (low + high) / 2 * fig.scale, half_width((low, high)) * fig.scale
     return [f"{_signed(fig, centre)} ± {_fmt(fig.fmt, half)}", said, _method(d, a, b)]
 
 
