@@ -384,10 +384,20 @@ def difference(a: Estimate, b: Estimate) -> Difference | None:
     """b − a with its 95 % interval: Welch's on the replicates when both sides have two or more, else from the
     two sides' intervals in quadrature; None when a side has no interval."""
     if len(a.values) > 1 and len(b.values) > 1:
-        return welch_difference(a.values, b.values)
+        return _ratio_difference(a, b)
     if a.ci is not None and b.ci is not None:
         return interval_difference(a.mean, a.ci, b.mean, b.ci)
     return None
+
+
+def _ratio_difference(a: Estimate, b: Estimate) -> Difference | None:
+    """Welch's on the replicates' logs, as the verdict rule judges them: the 95 % interval of the ratio B/A, at A's
+    level, so it excludes 0 exactly when the difference is real; the raw-scale Welch where there is no ratio (a
+    side's replicates identical, or one of 0)."""
+    v = verdict.compare_estimates(verdict.replicate_estimate(a.values), verdict.replicate_estimate(b.values))
+    if v.effect is None or v.low is None or v.high is None:
+        return welch_difference(a.values, b.values)
+    return Difference(a.mean * v.effect, a.mean * v.low, a.mean * v.high, "welch")
 
 
 def _short(why: str, width: int = 48) -> str:
@@ -491,11 +501,8 @@ def judge_cells(fig: Figure, a: Estimate | None, b: Estimate | None, tally: Tall
     said = REAL if v.real else WITHIN if v.within else LOW_POWER
     if tally is not None:
         tally.add(said, [_power_reason(v)] if said == LOW_POWER else (), method=d.method)
-    # the difference shown with ± is its interval's centre (as every figure with an interval, docs/uncertainty.md);
-    # on replicates, the verdict's interval of the ratio B/A at A's level, so it excludes 0 exactly when it is real
-    low, high = ((a.mean * v.low, a.mean * v.high) if d.method == "welch" and v.low is not None
-                 and v.high is not None else (d.low, d.high))
-    centre, half = (low + high) / 2 * fig.scale, half_width((low, high)) * fig.scale
+    # the difference shown with ± is its interval's centre (as every figure with an interval, docs/uncertainty.md)
+    centre, half = (d.low + d.high) / 2 * fig.scale, half_width((d.low, d.high)) * fig.scale
     return [f"{_signed(fig, centre)} ± {_fmt(fig.fmt, half)}", said, _method(d, a, b)]
 
 
