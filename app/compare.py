@@ -384,10 +384,20 @@ def difference(a: Estimate, b: Estimate) -> Difference | None:
     """b − a with its 95 % interval: Welch's on the replicates when both sides have two or more, else from the
     two sides' intervals in quadrature; None when a side has no interval."""
     if len(a.values) > 1 and len(b.values) > 1:
-        return welch_difference(a.values, b.values)
+        return _ratio_difference(a, b)
     if a.ci is not None and b.ci is not None:
         return interval_difference(a.mean, a.ci, b.mean, b.ci)
     return None
+
+
+def _ratio_difference(a: Estimate, b: Estimate) -> Difference | None:
+    """Welch's on the replicates' logs, as the verdict rule judges them: the 95 % interval of the ratio B/A, at A's
+    level, so it excludes 0 exactly when the difference is real; the raw-scale Welch where there is no ratio (a
+    side's replicates identical, or one of 0)."""
+    v = verdict.compare_estimates(verdict.replicate_estimate(a.values), verdict.replicate_estimate(b.values))
+    if v.effect is None or v.low is None or v.high is None:
+        return welch_difference(a.values, b.values)
+    return Difference(a.mean * v.effect, a.mean * v.low, a.mean * v.high, "welch")
 
 
 def _short(why: str, width: int = 48) -> str:

@@ -2,23 +2,35 @@
 report that says "real", "within noise" or "flat" (the summary of trends, the queueing view's growth past N*,
 the host write-back check) asks this module, so one curve gets one verdict and every verdict the same rule.
 
-Each side of a comparison is one point, or the replicates of one point (``repeat`` ≥ 2), read as an estimate
-of its figure with a standard error and degrees of freedom:
+Throughput and latency are multiplicative: a device twice as fast scatters twice as far, so the spread of a fast
+point's replicates says little about a slow one's.  The rule therefore works on the logarithm of the figure, where a
+difference is a ratio and each side's spread is relative.  Each side of a comparison is one point, or the
+replicates of one point (``repeat`` ≥ 2), read as an estimate of the log of its figure with a standard error and
+degrees of freedom:
 
-- **replicates** (two or more): the mean of the replicates' figures, sd/√n, n − 1 df.  The replicates ran
-  interleaved over the plan, so drift between runs is in their spread;
-- **one measurement**: the centre of its batch-means 95 % interval (:mod:`app.report.intervals`, ramp seconds
-  left out), half-width / t(0.975, k − 1) with k the batches the interval was computed from (9 df when the line
-  does not record them).  It covers this run only: drift between runs is not in it;
-- neither (too few samples for an interval, no samples kept): no estimate, so "not judged", with the reason.
+- **replicates** (two or more): the mean of the replicates' logs, s/√n with s their standard deviation, n − 1 df.
+  The replicates ran interleaved over the plan, so drift between runs is in their spread;
+- **one measurement**: the log of the centre c of its batch-means 95 % interval (:mod:`app.report.intervals`,
+  ramp seconds left out), with standard error half-width / (t(0.975, k − 1) · c) — the delta method, se(log X) ≈
+  se(X) / X — with k the batches the interval was computed from (9 df when the line does not record them).  It
+  covers this run only: drift between runs is not in it;
+- neither (too few samples for an interval, no samples kept, a figure of 0): no estimate, so "not judged", with
+  the reason.
 
-The difference b − a has the two standard errors in quadrature and the Welch–Satterthwaite degrees of freedom
-(rounded down).  With α = 5 %, divided by the number of comparisons a curve makes (Bonferroni):
+The difference d = log b − log a has the two standard errors in quadrature and the Welch–Satterthwaite degrees of
+freedom (rounded down); the effect is the ratio e^d, shown as a percent difference e^d − 1, with its interval
+e^(d ± t·se) − 1.  With α = 5 %, divided by the number of comparisons a curve makes (Bonferroni):
 
-- **real** when |b − a| / se is beyond t(1 − α/2, df): a false "real" at most α of the time when the two are
-  equal (at most α per curve);
-- **within noise** when it is not real *and* the test had at least 80 % power to see a 10 % difference:
-  (t(1 − α/2, df) + t(0.80, df)) · se ≤ 10 % of a.  Only then is "no difference", "flat" said;
+- **real** when |d| / se is beyond t(1 − α/2, df): a false "real" at most α of the time when the two are equal
+  (at most α per curve);
+- **within noise** when it is not real *and* the test had at least 80 % power to see a 10 % ratio:
+  (t(1 − α/2, df) + t(0.80, df)) · se⁺ ≤ log 1.1, where se⁺ = √(se_a² u(df_a)² + se_b² u(df_b)²) puts each
+  side's standard error at the 99 % upper bound of a spread estimated with that side's own degrees of freedom
+  (u(2) = 9.97, u(4) = 3.67, u(9) = 2.08).  Three replicates can agree by chance far more closely than the runs
+  truly scatter (a side's 2 df put its spread below a tenth of the truth one time in a hundred), and the power
+  must hold for the spread the runs may truly have, not the one they happened to show: a test short of the
+  power is called "within noise" at most about 2 % of the time even at the edge of 80 % power (1 % per side),
+  and far less below it.  Only then is "no difference", "flat" said;
 - **not judged** otherwise, with the reason ("too few samples: …"): a test that would miss a 10 % difference
   more than one time in five says nothing about whether there is one.
 
@@ -34,6 +46,7 @@ import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from statistics import NormalDist
 from typing import Callable, Sequence
 
 from app.records import number
@@ -50,10 +63,12 @@ MIN_EFFECT = 0.10  # the relative difference a "within noise" verdict must have 
 # coefficient of variation of the run's mean: measured on a 2-vCPU KVM guest (docs/uncertainty.md, "What it
 # does not cover"), 60 ten-second runs of a RAM-backed loop device varied by 4.5 % between runs, rounded up.
 RUN_DRIFT = 0.05
-# The power rule's standard error is an upper confidence bound of it at this level: a few replicates' spread can
-# be a fraction of the true one by chance (with 3 replicates a side, a quarter of the time below half of it), and
-# a spread that happens to be small must not make a test look able to see 10 %.
-SPREAD_CONFIDENCE = 0.90
+# The power rule takes each side's standard error at an upper confidence bound of it, at this level, with that
+# side's own degrees of freedom: a few replicates' spread can be a fraction of the true one by chance (with 3
+# replicates, below a tenth of it one time in a hundred), and a spread that happens to be small must not make a
+# test look able to see 10 %.  At 90 % on the two sides' pooled (Welch) degrees of freedom, 2 of 800 pairs of 3
+# replicates drifting 6 % between runs (power 18 % to see 10 %) were called flat in the claims harness.
+SPREAD_CONFIDENCE = 0.99
 TOO_FEW = "too few samples"
 
 FIGURE_KEYS = {"iops": "iops", "bw": "bw_bytes"}  # a figure → its key among a line's intervals
@@ -61,10 +76,12 @@ FIGURE_KEYS = {"iops": "iops", "bw": "bw_bytes"}  # a figure → its key among a
 
 @dataclass(frozen=True)
 class Estimate:
-    """One side of a comparison: the centre of its figure, its standard error and degrees of freedom."""
+    """One side of a comparison: the centre of its figure (shown), the log of the figure the rule compares, that
+    log's standard error (a relative one) and its degrees of freedom."""
 
-    mean: float
-    se: float
+    mean: float  # the replicates' mean, or the centre of the one interval
+    log: float  # the mean of the replicates' logs, or the log of the interval's centre
+    se: float  # the standard error of ``log``
     df: int
     n: int  # replicates, or batches of one run
     how: str  # "replicates" or "within-run"
@@ -74,9 +91,10 @@ class Estimate:
 class Verdict:
     """How side b compares with side a on one figure.
 
-    ``verdict``: "real", "within noise" or "not judged"; ``effect``: b / a − 1 of the two centres (None when a
-    side has no figure); ``low``/``high``: the (1 − α) interval of that relative effect (None when not
-    computed); ``detectable``: the smallest relative difference the test saw with 80 % power (None: no test);
+    ``verdict``: "real", "within noise" or "not judged"; ``effect``: the ratio of b to a less 1 (of the
+    replicates' geometric means, or of the intervals' centres; None when a side has no figure); ``low``/``high``:
+    the (1 − α) interval of that relative effect (None when not computed); ``detectable``: the smallest relative
+    difference the test saw with 80 % power (None: no test);
     ``reason``: one clause saying what the verdict rests on, or why there is none."""
 
     verdict: str
@@ -131,24 +149,41 @@ def _batches(p: StorageRow, key: str) -> int:
 
 
 def replicate_estimate(values: Sequence[float]) -> Side:
-    """The estimate from two or more replicates' figures (independent runs: mean, sd/√n, n − 1 df)."""
+    """The estimate from two or more replicates' figures (independent runs: the mean of their logs, s/√n, n − 1
+    df)."""
     n = len(values)
     if n < 2:
         return NoEstimate(f"{TOO_FEW}: one replicate has no spread", values[0] if values else None)
     mean = math.fsum(values) / n
-    sd = math.sqrt(math.fsum((x - mean) ** 2 for x in values) / (n - 1))
+    if not min(values) > 0:
+        return NoEstimate("a replicate measured nothing: no ratio to judge by", mean)
+    logs = [math.log(x) for x in values]
+    centre = math.fsum(logs) / n
+    sd = math.sqrt(math.fsum((v - centre) ** 2 for v in logs) / (n - 1))
     if sd == 0:
         return NoEstimate(f"its {n} replicates are identical: no spread to judge by", mean)
-    return Estimate(mean, sd / math.sqrt(n), n - 1, n, "replicates")
+    return Estimate(mean, centre, sd / math.sqrt(n), n - 1, n, "replicates")
+
+
+def relative_se(low: float, high: float, batches: int = MIN_BATCHES) -> float | None:
+    """The standard error, relative to its centre, of one run's batch-means 95 % interval [low, high] of
+    ``batches`` batch means (the log-scale standard error by the delta method); None without a width."""
+    half, centre = (high - low) / 2, (low + high) / 2
+    if not (half > 0 and centre > 0):
+        return None
+    return half / t_quantile(0.975, max(2, batches) - 1) / centre
 
 
 def interval_estimate(low: float, high: float, batches: int = MIN_BATCHES) -> Side:
     """The estimate from one run's batch-means 95 % interval [low, high] of ``batches`` batch means."""
-    half = (high - low) / 2
-    if not half > 0:
-        return NoEstimate("its interval has no width", (low + high) / 2)
+    centre = (low + high) / 2
+    if not centre > 0:
+        return NoEstimate("its interval is not of a positive figure", centre)
+    se = relative_se(low, high, batches)
+    if se is None:
+        return NoEstimate("its interval has no width", centre)
     k = max(2, batches)
-    return Estimate((low + high) / 2, half / t_quantile(0.975, k - 1), k - 1, k, "within-run")
+    return Estimate(centre, math.log(centre), se, k - 1, k, "within-run")
 
 
 def estimate(run_dir: Path | None, rows: Sequence[StorageRow], figure: str) -> Side:
@@ -160,16 +195,22 @@ def estimate(run_dir: Path | None, rows: Sequence[StorageRow], figure: str) -> S
     if len(xs) >= 2:
         return replicate_estimate(xs)
     mean = xs[0]
-    p, key = rows[0], FIGURE_KEYS[figure]
+    got = _interval(run_dir, rows[0], figure)
+    if got is None:
+        why = why_none(rows[0])
+        return NoEstimate(why if why.startswith(TOO_FEW) else f"{TOO_FEW}: {why}", mean)
+    return interval_estimate(got[0][0], got[0][1], got[1])
+
+
+def _interval(run_dir: Path | None, p: StorageRow, figure: str) -> tuple[tuple[float, float], int] | None:
+    """The line's batch-means 95 % interval of ``figure`` and the batches it was computed from (None: none)."""
+    key = FIGURE_KEYS[figure]
     ivs = storage_intervals(run_dir, p)
     iv = ivs.get(key)
     if iv is None and figure == "bw" and p.bs > 0 and "iops" in ivs:  # bandwidth is IOPS × block size: the same
         key = "iops"                                                    # relative spread at one block size
         iv = (ivs["iops"][0] * p.bs, ivs["iops"][1] * p.bs)
-    if iv is None:
-        why = why_none(p)
-        return NoEstimate(why if why.startswith(TOO_FEW) else f"{TOO_FEW}: {why}", mean)
-    return interval_estimate(iv[0], iv[1], _batches(p, key))
+    return None if iv is None else (iv, _batches(p, key))
 
 
 def _welch_df(a: Estimate, b: Estimate) -> int:
@@ -189,16 +230,18 @@ def compare_estimates(a: Side, b: Side, comparisons: int = 1) -> Verdict:
     se = math.hypot(a.se, b.se)
     df = _welch_df(a, b)
     crit = t_quantile(1 - alpha / 2, df)
-    diff = b.mean - a.mean
-    effect = b.mean / a.mean - 1
+    diff = b.log - a.log
+    effect = math.expm1(diff)
     how = a.how if a.how == b.how else "replicates and within-run"
-    low, high = (diff - crit * se) / a.mean, (diff + crit * se) / a.mean
-    detectable = (crit + t_quantile(POWER, df)) * se * spread_bound(df) / a.mean
+    low, high = math.expm1(diff - crit * se), math.expm1(diff + crit * se)
+    # the power rule: each side's spread at its upper bound, with that side's own degrees of freedom
+    upper = math.hypot(a.se * spread_bound(a.df), b.se * spread_bound(b.df))
+    detectable = math.expm1((crit + t_quantile(POWER, df)) * upper)
     basis = (f"{_sides(a, b)}; {(1 - alpha) * 100:.1f} % interval of the difference {low * 100:+.1f} … "
              f"{high * 100:+.1f} %" + (f", 5 % shared by {comparisons} comparisons" if comparisons > 1 else ""))
     if abs(diff) > crit * se:
         return Verdict(REAL, effect, basis, a.mean, b.mean, low, high, detectable, how)
-    if detectable <= MIN_EFFECT:
+    if math.log1p(detectable) <= math.log1p(MIN_EFFECT) + 1e-12:
         return Verdict(WITHIN, effect, f"{basis}; a {MIN_EFFECT * 100:.0f} % difference would show "
                        f"{POWER * 100:.0f} % of the time", a.mean, b.mean, low, high, detectable, how)
     return Verdict(NOT_JUDGED, effect, f"{TOO_FEW}: with {_sides(a, b)}, the test sees only a "
@@ -224,12 +267,12 @@ def _chi2_cdf(x: float, df: int) -> float:
 def spread_bound(df: int) -> float:
     """How much larger than the estimated standard error the true one can be at :data:`SPREAD_CONFIDENCE`:
     √(df / χ²(1 − c, df)), the one-sided upper bound of a standard deviation estimated with ``df`` degrees of
-    freedom (1.94 at 4 df, 1.51 at 8, 1.14 at 60)."""
+    freedom (9.97 at 2 df, 3.67 at 4, 2.08 at 9, 1.27 at 60)."""
     df = max(1, df)
     q = 1 - SPREAD_CONFIDENCE
     if df > 300:  # Wilson–Hilferty: χ²(q, df) ≈ df (1 − 2/(9 df) + z_q √(2/(9 df)))³, exact to 0.1 % here
         h = 2 / (9 * df)
-        return math.sqrt(1 / (1 - h - 1.2815515655446004 * math.sqrt(h)) ** 3)
+        return math.sqrt(1 / (1 - h - NormalDist().inv_cdf(SPREAD_CONFIDENCE) * math.sqrt(h)) ** 3)
     lo, hi = 0.0, float(df)
     while _chi2_cdf(hi, df) < q:
         hi *= 2
@@ -247,7 +290,7 @@ def _with_drift(e: Estimate) -> Estimate:
     error; replicates measured theirs."""
     if e.how != "within-run":
         return e
-    return Estimate(e.mean, math.hypot(e.se, RUN_DRIFT * e.mean), e.df, e.n, e.how)
+    return Estimate(e.mean, e.log, math.hypot(e.se, RUN_DRIFT), e.df, e.n, e.how)
 
 
 def _sides(a: Estimate, b: Estimate) -> str:

@@ -11,10 +11,12 @@ the row passes, the mark makes the test fail, and the mark is removed.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from bench.claims import rates
-from bench.claims.cases import PAIR_CONFIGS
+from bench.claims import cases, rates
+from bench.claims.cases import PAIR_CONFIGS, case_rng
 from bench.claims.rates import Sweep, Tally
 
 SEED = 44
@@ -105,3 +107,25 @@ def test_allowance_is_the_binomial_tail() -> None:
     t = Tally("x", "x", "≤ 5 %", 0.05, cases=300)
     assert t.allowed() == 24  # P(Binomial(300, 0.05) > 24) ≤ 1 % < P(… > 23)
     assert Tally("x", "x", "0 %", 0.0, cases=50).allowed() == 0
+
+
+@pytest.mark.parametrize("effect,index", [(0.0, 132), (0.1, 147)])
+def test_three_replicates_that_agree_by_chance_are_not_called_flat(tmp_path: Path, effect: float,
+                                                                   index: int) -> None:
+    """The full sweep's cases (seed 44) that were called flat below the power: QD8 and QD16 measured three times
+    each, 10 s per run, runs drifting 6 % (the test sees 10 % about one time in five), whose three replicates
+    happened to agree within 3 %.  The power to see 10 % is judged on the spread the runs may truly have
+    (each side's 99 % upper bound, on its own 2 degrees of freedom), so "not judged: too few samples"."""
+    from app.report.model import load
+    from app.report.trends import summary_section
+
+    cfg = next(c for c in PAIR_CONFIGS if c.name == REPS_3)
+    d = tmp_path / "trend"
+    cases.trend_pair(d, case_rng(SEED, f"trend/{cfg.name}/{effect}", index), cfg, effect)
+    rows = load(d).storage
+    spread = [max(p.iops for p in rows if p.iodepth == qd) / min(p.iops for p in rows if p.iodepth == qd) - 1
+              for qd in (8, 16)]
+    assert max(spread) < 0.03, spread  # the case as the sweep drew it: runs 6 % apart that agree within 3 %
+    (line,) = [ln for ln in summary_section(d, rows) if ln.startswith("- **Queue depth**")]
+    assert rates.trend_verdict(line) == rates.UNJUDGED, line
+    assert "not judged: too few samples: with 3 and 3 replicates" in line, line

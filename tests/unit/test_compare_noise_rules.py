@@ -176,3 +176,22 @@ def test_a_bogus_interval_never_makes_a_run_as_specified(tmp_path: Path) -> None
     other = make_run(tmp_path / "other", [{"metrics": metrics(5205, (5100, 5300))}])
     (row,) = _figure(compare_runs(str(wide), str(other)), "IOPS")
     assert row["Noise"] == "no interval" and row["How"].startswith("A: its interval [900, 5,300]")
+
+
+def test_a_five_fold_difference_of_noisy_replicates_is_real_and_its_interval_excludes_zero(tmp_path: Path) -> None:
+    """Three replicates a side, B 5.4× A and scattering in proportion (700–1700 against 200–230): on the raw
+    scale B's spread hid the difference (too few samples, an interval of B − A through 0); as a ratio, with each
+    side's spread relative to its level, it is real, and the interval shown — the ratio's, at A's level —
+    excludes 0, in the table and in ``--json``."""
+    a = make_run(tmp_path / "a", replicates([200, 214, 230]))
+    b = make_run(tmp_path / "b", replicates([700, 1100, 1700]))
+    out: dict[str, object] = {}
+    md = compare_runs(str(a), str(b), out)
+    (row,) = _figure(md, "IOPS")
+    assert row["Noise"] == "real" and row["How"] == "Welch, 3 + 3 runs", md
+    centre, half = (float(x) for x in re.findall(r"[\d.]+", row["B − A (95 %)"]))
+    assert row["B − A (95 %)"].startswith("+") and centre - half > 0, row
+    storage = out["storage"]
+    assert isinstance(storage, dict)
+    (rec,) = [r for r in storage["differences"] if r["figure"] == "IOPS"]
+    assert rec["verdict"] == "real" and rec["low"] > 0 and rec["within_noise"] is False, rec

@@ -115,10 +115,11 @@ def test_flat_is_said_only_with_the_power_to_see_ten_percent(tmp_path: Path) -> 
     rows = load(d).storage
     v = verdict.judge(d, [rows[0]], [rows[2]], "iops")
     assert v.verdict == "not judged" and v.detectable is not None and v.detectable > 0.10, v
-    # five replicates per load, 1 % apart from run to run: the test sees 10 % and calls the curve flat
+    # eight replicates per load, 1 % apart from run to run: the test sees 10 % even at the 99 % upper bound of
+    # their spread, and calls the curve flat (five were enough while the bound was 90 % on the pooled df)
     rng = random.Random(5)
     reps = [(_point("randread", 4096, qd, r), [m * MB * (1 + 0.01 * rng.gauss(0, 1))] * 20)
-            for r in range(1, 6) for qd, m in ((1, 80), (4, 80.2), (8, 80.1))]
+            for r in range(1, 9) for qd, m in ((1, 80), (4, 80.2), (8, 80.1))]
     d = _run(tmp_path / "reps", reps)
     (s,) = trends.queue_depth_trends(d, load(d).storage)
     assert s.startswith("randread 4 KiB IOPS: flat within noise from QD1 to QD8"), s
@@ -229,3 +230,33 @@ def test_a_reason_quoted_from_a_results_line_is_escaped(tmp_path: Path) -> None:
     (s,) = trends.block_size_trends(d, load(d).storage)
     assert "\x1b" not in s and "[x](" not in s and " | " not in s, s
     assert "not judged" in s, s
+
+
+# repeat=3 on a noisy machine: the 4 KiB side steady, the 128 KiB side 5.5× faster and scattering in proportion
+REPS_4K = (200 * MB, 214 * MB, 230 * MB)  # mean 215 MB/s
+REPS_128K = (700 * MB, 1100 * MB, 1700 * MB)  # mean 1167 MB/s: 5.4× the 4 KiB side
+
+
+def test_a_five_fold_difference_of_noisy_replicates_is_judged_on_the_log_scale(tmp_path: Path) -> None:
+    """Bandwidth scatters in proportion to its level: on the raw scale the fast side's spread (±500 MB/s) hid a
+    5.5× difference ("not judged"); as a ratio of the replicates' geometric means, with each side's spread
+    relative to its level, it is real."""
+    pts = [(_point("read", bs, 32, r), [bw] * 3) for r in (1, 2, 3)
+           for bs, bw in ((4096, REPS_4K[r - 1]), (131072, REPS_128K[r - 1]))]
+    d = _run(tmp_path / "r", pts)
+    rows = load(d).storage
+    v = verdict.judge(d, [p for p in rows if p.bs == 4096], [p for p in rows if p.bs == 131072], "bw")
+    assert v.verdict == "real" and v.how == "replicates", v
+    # the effect is the ratio of the geometric means, its interval that of the ratio: both above 1
+    geo = math.exp(sum(math.log(x) for x in REPS_128K) / 3 - sum(math.log(x) for x in REPS_4K) / 3)
+    assert v.effect is not None and math.isclose(1 + v.effect, geo) and v.low is not None and v.low > 0, v
+    (s,) = trends.block_size_trends(d, rows)
+    assert s.startswith("read bandwidth at QD32 rises") and "not judged" not in s, s
+
+
+def test_equal_noisy_replicates_are_still_not_real_on_the_log_scale() -> None:
+    """The same spread with no difference: never real (the ratio's interval straddles 1), and not "within noise"
+    either (three replicates this scattered cannot see 10 %)."""
+    v = verdict.compare_estimates(verdict.replicate_estimate(REPS_128K),
+                                  verdict.replicate_estimate(tuple(x * 1.02 for x in REPS_128K[::-1])))
+    assert v.verdict == "not judged" and v.low is not None and v.high is not None and v.low < 0 < v.high, v
