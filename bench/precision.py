@@ -47,6 +47,7 @@ sys.path.insert(0, str(ROOT))
 from steady import drain, label, ram_loop_device, run  # noqa: E402 - bench/, this script's directory
 
 from app import presets  # noqa: E402 - after the sys.path line above
+from app.finesamples import series_of  # noqa: E402
 from app.points import StoragePoint  # noqa: E402
 from app.precision import reached_percent  # noqa: E402
 from app.sweep import new_session  # noqa: E402
@@ -81,8 +82,9 @@ def run_memory(out: Path, sets: Sequence[str]) -> dict[str, Any]:
     return record
 
 
-def samples_of(out: Path, record: dict[str, Any]) -> list[dict[str, Any]]:
-    name = (record.get("raw") or {}).get("samples")
+def samples_of(out: Path, record: dict[str, Any], which: str = "samples") -> list[dict[str, Any]]:
+    """The line's raw samples file: ``samples`` (one a second) or ``fine`` (the sub-second ones)."""
+    name = (record.get("raw") or {}).get(which)
     if not name:
         return []
     return [json.loads(ln) for ln in (out / name).read_text().splitlines() if ln.strip()]
@@ -219,7 +221,8 @@ def time_to_precision(device: str, tmp: Path, plan: Plan) -> None:
     for i, (f, p) in enumerate(zip(fixed, precise)):
         ratio = p["metrics"]["iops"] / f["metrics"]["iops"] if f["metrics"]["iops"] else math.nan
         ratios.append(ratio)
-        held = reached_percent(storage_series(samples_of(tmp / f"fixed-{i}", f)).get("iops", []))
+        # the precision the stop's rule gives the fixed run's own sub-second samples (that rule is for them)
+        held = reached_percent(series_of(samples_of(tmp / f"fixed-{i}", f, "fine")).get("iops", []))
         would_hold += held is not None and held <= 2.0
         part = p.get("precision") or {}
         got = part.get("reached_pct")
