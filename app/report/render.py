@@ -77,6 +77,12 @@ def workload_namer(points: Sequence[StorageRow]) -> Callable[[StorageRow], str]:
     return lambda p: workload(p) + (f" from {p.source}" if p.source else "")
 
 
+def with_replicate(label: Callable[[StorageRow], str]) -> Callable[[StorageRow], str]:
+    """``label`` with the row's replicate after it, as the storage results table names it: a per-row table of a
+    repeated run would otherwise show a point's replicates as identical rows."""
+    return lambda p: label(p) + (f", replicate {p.replicate}" if p.replicate is not None else "")
+
+
 def _p99_text(p: StorageRow) -> str:
     v = p.p99
     if v is None:
@@ -996,7 +1002,7 @@ def render_markdown(data: RunData, figures: Sequence[Figure], bound_ns: float,
     if data.storage:
         lines += (_storage_summary(data.storage, curves, bound_ns, data.path) if big
                   else _storage_table(data.storage, meta=data.meta, run_dir=data.path)
-                  + peak_text.cpu_cost_section(data.storage, named))
+                  + peak_text.cpu_cost_section(data.storage, with_replicate(named)))
         lines += rp.steady_section(data.storage)
         lines += rep.storage_section(data.path, data.storage, named)
         lines += series.cliff_section(data)
@@ -1016,7 +1022,7 @@ def render_markdown(data: RunData, figures: Sequence[Figure], bound_ns: float,
     lines += ["## Analysis", ""]
     if data.storage:
         lines += trends.summary_section(data.path, data.storage)
-        lines += _littles_law(data.storage, table=not big, label=named)
+        lines += _littles_law(data.storage, table=not big, label=with_replicate(named))
         if curves:
             lines += _knees(curves, data.path)
         lines += _bound(data.storage, bound_ns, data.path)
@@ -1033,8 +1039,8 @@ def render_markdown(data: RunData, figures: Sequence[Figure], bound_ns: float,
         lines += ["## Appendix: every point", ""]
         lines += _storage_table(data.storage, heading="### Storage results, every point", meta=data.meta,
                                  run_dir=data.path)
-        lines += _littles_law(data.storage, heading="### Little's law, every point", label=named)
-        lines += peak_text.cpu_cost_section(data.storage, named)
+        lines += _littles_law(data.storage, heading="### Little's law, every point", label=with_replicate(named))
+        lines += peak_text.cpu_cost_section(data.storage, with_replicate(named))
         lines += tails.appendix(data.storage, named)
     while lines and lines[-1] == "":
         lines.pop()
