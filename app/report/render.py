@@ -428,6 +428,8 @@ def _memory_tables(points: Sequence[MemoryRow], env: Mapping[str, object] | None
         out.append("")
         if busy:
             out += [contention.rule_text(), ""]
+        if any(contention.unchecked(p) for p in series[key]):
+            out += [contention.unchecked_text(), ""]
         out += suite.warnings_line(series[key])
         out += _chase_line(series[key])
         out += [mem.buffer_note(series[key], env, idle), ""]
@@ -789,6 +791,12 @@ def _memory_analysis(curves: Sequence[an.MemCurve], cpus: int | None = None,
         if left and len(c.clean) >= 3:  # fewer: the no-knee sentence says so
             notes.append(f"- {md_text(c.label)}: {left} of {len(c.points)} delays contended (a thread got less than "
                          f"{contention.CONTENDED_SHARE:.0%} of a CPU), left out of the knee and of the columns above.")
+    unchecked = [c for c in loaded if any(contention.unchecked(p) for p in c.points)]
+    if unchecked:
+        names = ("Every curve above" if len(unchecked) == len(loaded) else
+                 ", ".join(md_text(c.label) for c in unchecked))
+        notes.append(f"- {names}: contention {contention.UNCHECKED}; the knees and columns rest on rows no one "
+                     "could check for a busy machine.")
     for p in peaks:
         why = contention.peak_problem(p, every)
         if why:
