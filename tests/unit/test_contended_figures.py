@@ -5,9 +5,8 @@ contended row draws no such mark and no such entry."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
-import pytest
 from matplotlib.lines import Line2D
 
 from app.report import analysis as an
@@ -15,18 +14,9 @@ from app.report import plots
 from app.report.model import load
 from suite_runs import line, point, write_run
 from tests.unit.test_memory_contention import ROWS, loaded_lines
+from tests.unit.test_replicate_figures import taken  # noqa: F401 - the figures drawn, by file name, instead of written
 
 LEGEND = "contended (thread < 90 % CPU)"
-
-
-@pytest.fixture()
-def taken() -> Iterator[dict[str, Any]]:
-    kept: dict[str, Any] = {}
-    plots.TAKEN.sink = lambda fig, name: kept.__setitem__(name, fig)
-    try:
-        yield kept
-    finally:
-        plots.TAKEN.sink = None
 
 
 def _marks(ax: Any) -> list[Line2D]:
