@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
 from app.points import Kind
-from app.report.model import RunData, StorageRow
+from app.report.model import RunData, StorageRow, replicate_of
 from app.runmeta import RunMeta
 from app.summary import point_label
 from app.tails import TAIL_PERCENTILES, Hist, count, merge, percentile, supported
@@ -101,9 +101,7 @@ class FleetPoint:
 
     @property
     def replicate(self) -> int | None:
-        """The replicate of a repeated point (1-based), else None."""
-        r = self.point.get("replicate")
-        return r if isinstance(r, int) and not isinstance(r, bool) else None
+        return replicate_of(self.point)
 
     @property
     def label(self) -> str:
