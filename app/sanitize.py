@@ -156,12 +156,19 @@ def show_value(value: object, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+_FIGURE = re.compile(r"[-+−±≈~<>≤≥]?\d[\d.,:/×]*")  # a number standing alone: its unit or noun comes after it
+
+
 def cut_at_word(text: str, limit: int) -> str:
     """``text`` within ``limit`` characters, cut at a word boundary with "…" (never mid-word: "20 samp…" reads
-    as a different word); a first word longer than ``limit`` is cut where it must be."""
+    as a different word, nor between a figure and what it counts: "20…" of "20 samples" reads as twenty of
+    anything); a first word longer than ``limit`` is cut where it must be."""
     if len(text) <= limit:
         return text
     head = text[: limit - 1]
     if not text[limit - 1].isspace() and " " in head:
         head = head[: head.rindex(" ")]
-    return head.rstrip(" ,;:(") + "…"
+    words = head.rstrip().split(" ")
+    while len(words) > 1 and _FIGURE.fullmatch(words[-1].rstrip(",;:(")):
+        words.pop()  # a bare figure at the end: left out with the word it needed
+    return " ".join(words).rstrip(" ,;:(") + "…"

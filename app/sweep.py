@@ -28,7 +28,7 @@ import stat
 import threading
 import time
 from contextlib import aclosing, contextmanager, suppress
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, AsyncGenerator, Callable, Container, Hashable, Iterator, Mapping, Sequence, cast
 
@@ -54,6 +54,7 @@ from app.presets import (
     validate_procedure,
 )
 from app.procedure import (
+    AUTO,
     Measured,
     Procedure,
     check_precondition,
@@ -1211,7 +1212,7 @@ def new_session(
     if not plan:
         raise UsageError(f"{preset.source}: the plan has no points.")
     check_precondition(preset.procedure, plan, preset.source)  # before any directory exists
-    if fleet is None and preset.kind == Kind.STORAGE:
+    if preset.kind == Kind.STORAGE:
         preset = replace(preset, procedure=with_order_seed(preset.procedure))  # run.json records the seed
     out_dir = Path(out) if out else default_out_dir(preset.name)
     check_dir_path(out_dir)  # a file, a name too long, read-only: usage errors before the target is looked at
@@ -1299,15 +1300,27 @@ def _create(out_dir: Path, make: Callable[[ResultsDir, DirLock], Session], creat
     return session
 
 
+# the procedure keys a fleet run takes: replicates (a fixed number) and their order
+FLEET_PROCEDURE_KEYS = frozenset({"repeat", "repeat_cv", "repeat_max", "order", "order_seed"})
+
+
 def _check_fleet_plan(kind: Kind, procedure: Procedure, plan: Sequence[Point], source: str) -> None:
     if kind != Kind.STORAGE:
         raise UsageError(f"{source}: a memory preset runs on this machine only; --host takes storage presets "
                          "(run the memory preset on each host itself).")
-    if not procedure.is_default:
-        raise UsageError(f"{source}: a fleet run (--host) measures the plan as it is; its procedure settings "
-                         "(preconditioning, steady state, rounds, adaptive, repeat, order) are for one target at a "
-                         "time" + (" (add --set repeat=1)." if replace(procedure, repeat=1, order="auto",
-                                                                         order_seed=None).is_default else "."))
+    # replicates and their shuffled order are the plan itself (each replicate one more point, run on every host at
+    # once): a fleet run takes them; the rest of the procedure reads one target's figures or state as it goes
+    if procedure.repeat == AUTO:
+        raise UsageError(f"{source}: key 'repeat' has value \"auto\", which stops a point's replicates on one "
+                         "target's figures; a fleet run (--host) measures every host at once: give repeat a number "
+                         "(the presets' default, 3, runs in a fleet).")
+    fixed = {f.name for f in fields(Procedure)} - FLEET_PROCEDURE_KEYS
+    refused = [k for k in sorted(fixed) if getattr(procedure, k) != getattr(Procedure(), k)]
+    if refused:
+        raise UsageError(f"{source}: key{'s' if len(refused) > 1 else ''} {', '.join(repr(k) for k in refused)} "
+                         "cannot be used in a fleet run (--host): preconditioning, rounds to steady state, adaptive "
+                         "axes, time series and telemetry are for one target at a time (replicates and their order "
+                         "run in a fleet).")
     if any(isinstance(p, StoragePoint) and p.precision is not None for p in plan):
         raise UsageError(f"{source}: key 'precision' cannot be used in a fleet run (--host): fio's client reports "
                          "nothing per second while its hosts run, so no host's point can be stopped on its own.")

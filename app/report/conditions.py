@@ -239,7 +239,7 @@ def _write_back_row(data: RunData) -> tuple[list[str], list[str]]:
                  "under a virtual disk or a file, a RAID or drive cache) is faster than a read the medium must "
                  "serve: the write figures measure that cache."])
     if unjudged:
-        why = md_text(unjudged[0].verdict.reason, 200)
+        why = md_text(unjudged[0].verdict.reason)  # whole: a cut lands mid-word
         return (["Host write-back caching", f"not judged: writes beat reads in {of.format(len(unjudged))} "
                                             f"({_shown(unjudged)}), but {why}"], [])
     if wins:

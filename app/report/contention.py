@@ -81,6 +81,20 @@ def contended_text(p: MemoryRow) -> str:
     return f"contended: a thread got {share:.0%} of a CPU" if share is not None and share < CONTENDED_SHARE else ""
 
 
+UNCHECKED = "not checked: MLC reports no per-thread CPU time"  # so an MLC figure can never be flagged contended
+
+
+def unchecked(p: MemoryRow) -> bool:
+    """An Intel MLC figure (imported, or run here): MLC prints no thread's CPU time, so its contention is unknown."""
+    return p.engine == "mlc"
+
+
+def unchecked_text() -> str:
+    return (f"Contention {UNCHECKED}, so a row measured while other work took its threads' CPUs cannot be told from "
+            "a clean one; these rows are used as measured (the built-in engine measures each thread's share of a CPU "
+            "and marks a contended figure).")
+
+
 def rule_text() -> str:
     return (f"Contended: a thread of the figure got less than {CONTENDED_SHARE:.0%} of a CPU in its window (the "
             "engine's \"Busy machine\" warning); its bandwidth is per wall second, so it lost at least the share the "

@@ -17,8 +17,10 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
-from app.report.model import RunData, StorageRow
+from app.points import Kind
+from app.report.model import RunData, StorageRow, replicate_of
 from app.runmeta import RunMeta
+from app.summary import point_label
 from app.tails import TAIL_PERCENTILES, Hist, count, merge, percentile, supported
 
 OUTLIER_MADS = 3.0
@@ -96,6 +98,16 @@ class FleetPoint:
     rows: dict[str, StorageRow]  # host → its row, in the fleet's host order
     medians: dict[str, float] = field(default_factory=dict)  # figure key → median over the hosts with it
     outliers: list[Outlier] = field(default_factory=list)
+
+    @property
+    def replicate(self) -> int | None:
+        return replicate_of(self.point)
+
+    @property
+    def label(self) -> str:
+        """The point in a few words, with its replicate in a repeated run: three rows of one point are no
+        duplicates (the single-host points table names the replicate the same way)."""
+        return point_label(Kind.STORAGE, self.point) + (f", replicate {self.replicate}" if self.replicate else "")
 
     def values(self, figure: Measure) -> dict[str, float]:
         return {h: v for h, p in self.rows.items() if (v := figure.value(p)) is not None}

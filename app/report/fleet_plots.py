@@ -62,7 +62,8 @@ def _colours(plt: ModuleType, n: int) -> list[ColorType]:
 
 def _label(fp: FleetPoint) -> str:
     p = next(iter(fp.rows.values()))
-    return f"{p.mix} {format_size(p.bs)}\nQD{p.iodepth} T{p.numjobs}"
+    rep = f"\nreplicate {fp.replicate}" if fp.replicate else ""
+    return f"{p.mix} {format_size(p.bs)}\nQD{p.iodepth} T{p.numjobs}{rep}"
 
 
 def _band(ax: Axes, fp: FleetPoint, x0: float, x1: float) -> None:

@@ -43,7 +43,6 @@ from app.report.render import (
 )
 from app.results import write_new
 from app.sanitize import Markup, clean_text, md_text
-from app.summary import point_label
 from app.tails import TAIL_PERCENTILES
 from app.textable import markdown_table
 from app.units import format_count, us
@@ -139,7 +138,7 @@ def _dev(fp: FleetPoint, host: str, m: Measure) -> str:
 
 def _point_rows(fp: FleetPoint, hosts: Sequence[str], failed: set[tuple[int, str]]) -> list[list[object]]:
     iops, mean, p99 = MEASURES
-    label = point_label(Kind.STORAGE, fp.point)
+    label = fp.label
     rows: list[list[object]] = []
     for h in hosts:
         first = label if not rows else ""
@@ -193,7 +192,7 @@ def outlier_sentences(fp: FleetPoint) -> list[str]:
     by_host: dict[str, list[Outlier]] = {}
     for o in fp.outliers:
         by_host.setdefault(o.host, []).append(o)
-    label = point_label(Kind.STORAGE, fp.point)
+    label = fp.label
     return [f"{_md(host)} at {_md(label)}: " + "; ".join(_figure_text(o, fp) for o in found) + "."
             for host, found in by_host.items()]
 
@@ -254,7 +253,7 @@ def _hosts_text(hosts: Sequence[str]) -> str:
 
 def _tail_row(fp: FleetPoint) -> tuple[list[object], bool]:
     """The point's row of the tail table, and whether a percentile in it is unsupported ("—")."""
-    label = point_label(Kind.STORAGE, fp.point)
+    label = fp.label
     tail = fleet_tail(fp)
     if not tail.computed:
         return [label, "not computed", *[""] * len(TAIL_PERCENTILES), ""], False

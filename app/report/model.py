@@ -55,6 +55,12 @@ R = TypeVar("R", bound="_Row")
 FLAG_NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,39}")  # a flag's name as the tool writes them
 
 
+def replicate_of(point: Mapping[str, object]) -> int | None:
+    """The replicate of a repeated point's settings (1-based, a whole number), else None."""
+    r = point.get("replicate")
+    return r if isinstance(r, int) and not isinstance(r, bool) else None
+
+
 @dataclass
 class _Row:
     """A measured line of results.jsonl by its plan index."""
@@ -76,8 +82,7 @@ class _Row:
     @property
     def replicate(self) -> int | None:
         """The replicate of a repeated point (1-based, a whole number), else None."""
-        r = self.point.get("replicate")
-        return r if isinstance(r, int) and not isinstance(r, bool) else None
+        return replicate_of(self.point)
 
     @property
     def source(self) -> str:

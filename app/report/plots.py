@@ -16,9 +16,10 @@ import threading
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Mapping, Sequence, TypeVar, cast
+from typing import TYPE_CHECKING, Callable, Literal, Mapping, Sequence, TypeVar, cast
 
 from app.points import Kind
+from app.report import contention
 from app.report import intervals as ci
 from app.report import memory as mem
 from app.report.analysis import Curve, MemCurve, Rest, mean_row, replicate_sets
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.colors import Colormap, Normalize
     from matplotlib.figure import Figure as MplFigure
+    from matplotlib.lines import Line2D
     from matplotlib.ticker import FuncFormatter
     from matplotlib.typing import ColorType
 
@@ -966,6 +968,38 @@ def _mem_errorbars(ax: Axes, pts: Sequence[MemoryRow], x: Callable[[MemoryRow], 
     _bars(ax, xs, ys, colour, xerr, yerr)
 
 
+CONTENDED_MARKER = "D"  # a contended memory row: a hollow diamond over its point (a glyph, never colour alone)
+CONTENDED_LABEL = f"contended (thread < {contention.CONTENDED_SHARE:.0%} CPU)".replace("%", " %")
+CONTENDED_NOTE = (f" Hollow diamond: a contended row (a thread got less than "
+                  f"{contention.CONTENDED_SHARE * 100:.0f} % of a CPU in its window): shown, used for no knee, peak "
+                  "or plateau.")
+
+
+def _mark_contended(ax: Axes, pts: Sequence[MemoryRow], x: Callable[[MemoryRow], float],
+                    y: Callable[[MemoryRow], float], colour: ColorType) -> bool:
+    """A hollow diamond in the line's colour over each contended row of ``pts``; True when there was one."""
+    busy = [p for p in pts if contention.contended(p)]
+    if busy:
+        ax.plot([x(p) for p in busy], [y(p) for p in busy], marker=CONTENDED_MARKER, markersize=7,
+                markerfacecolor="white", markeredgecolor=colour, markeredgewidth=1.3, linestyle="none", zorder=4)
+    return bool(busy)
+
+
+def _contended_entry() -> list[Line2D]:
+    """The legend entry of the contended mark (a grey hollow diamond: it stands for every line's)."""
+    from matplotlib.lines import Line2D
+
+    return [Line2D([], [], marker=CONTENDED_MARKER, markersize=7, markerfacecolor="white", markeredgecolor="0.2",
+                   markeredgewidth=1.3, linestyle="none", label=CONTENDED_LABEL)]
+
+
+def _legend_with(ax: Axes, extra: Sequence[Line2D], loc: Literal["lower left", "lower right", "upper left"],
+                 fontsize: float | None = None) -> None:
+    """The axes' legend with ``extra`` entries after its lines'."""
+    handles, _labels = ax.get_legend_handles_labels()
+    ax.legend(handles=[*handles, *extra], loc=loc, fontsize=fontsize)
+
+
 def memory_figures(curves: Sequence[MemCurve], plots_dir: Path) -> list[Figure]:
     curves = [c for c in curves if len(c.points) >= 2]
     if not curves:
@@ -974,18 +1008,23 @@ def memory_figures(curves: Sequence[MemCurve], plots_dir: Path) -> list[Figure]:
     plt = _plt()
     figures = []
     first, second = _memory_captions(curves)
+    if any(contention.contended(p) for c in curves for p in c.points):
+        first, second = first + CONTENDED_NOTE, second + CONTENDED_NOTE
     # latency vs bandwidth (the loaded-latency curve)
     with_bw = [c for c in curves if all(p.bandwidth is not None for p in c.points)]
     # the ignores below: matplotlib draws a None (a figure not measured) as a gap, which its stubs do not allow
     if with_bw:
         fig, panels = _grid(plt, len(strides), w=3.8, h=3.0)
         for (ax,), stride in zip(panels, strides):
+            busy = False
             for c in with_bw:
                 if c.stride != stride:
                     continue
                 (ln,) = ax.plot([(p.bandwidth or 0.0) / 1e3 for p in c.points], [p.latency for p in c.points],  # type: ignore[arg-type]
                                 marker="o", markersize=3, label=c.legend)
                 _mem_errorbars(ax, c.points, lambda p: (p.bandwidth or 0.0) / 1e3, ln.get_color(), across=True)
+                busy |= _mark_contended(ax, c.points, lambda p: (p.bandwidth or 0.0) / 1e3, lambda p: p.latency or 0.0,
+                                        ln.get_color())
                 if c.knee is not None:
                     k = c.points[c.knee]
                     ax.plot([(k.bandwidth or 0.0) / 1e3], [k.latency], marker="*", markersize=11, color=ln.get_color(),  # type: ignore[arg-type]
@@ -997,7 +1036,7 @@ def memory_figures(curves: Sequence[MemCurve], plots_dir: Path) -> list[Figure]:
             ax.set_xlabel(f"bandwidth{mem.bandwidth_axis_words(with_bw)} (GB/s, 10^9 B/s)")
             ax.set_ylabel("latency (ns)")
             if ax.get_lines():
-                ax.legend(loc="lower right")
+                _legend_with(ax, _contended_entry() if busy else [], loc="lower right")
         _save(plt, fig, plots_dir / "memory-latency-bandwidth.svg")
         figures.append(Figure("plots/memory-latency-bandwidth.svg", "Memory latency vs bandwidth", first, Kind.MEMORY))
     # latency and bandwidth vs injection delay
@@ -1007,15 +1046,18 @@ def memory_figures(curves: Sequence[MemCurve], plots_dir: Path) -> list[Figure]:
     fig, panels = _grid(plt, len(strides), per_panel=2, w=3.8, h=2.6)
     for (top, bottom), stride in zip(panels, strides):
         mine = [c for c in curves if c.stride == stride]
-        split = False
+        split = busy = False
         for c in mine:
             pts = sorted(c.points, key=lambda p: p.delay or 0)
             (ln,) = top.plot([p.delay for p in pts], [p.latency for p in pts], marker="o", markersize=3, label=c.legend)  # type: ignore[arg-type]
             _mem_errorbars(top, pts, lambda p: float(p.delay or 0), ln.get_color())
+            busy |= _mark_contended(top, pts, lambda p: float(p.delay or 0), lambda p: p.latency or 0.0, ln.get_color())
             if all(p.bandwidth is not None for p in pts):
                 bottom.plot([p.delay for p in pts], [(p.bandwidth or 0.0) / 1e3 for p in pts], marker="o", markersize=3,  # type: ignore[arg-type]
                             color=ln.get_color())
                 _mem_errorbars(bottom, pts, lambda p: float(p.delay or 0), ln.get_color(), figure="bandwidth_mbps")
+                _mark_contended(bottom, pts, lambda p: float(p.delay or 0), lambda p: (p.bandwidth or 0.0) / 1e3,
+                                ln.get_color())
                 load = [mem.load_mbps(p) for p in pts]
                 if all(v is not None for v in load) and any(mem.counts_latency_thread(p) for p in pts):
                     split = True
@@ -1031,7 +1073,7 @@ def memory_figures(curves: Sequence[MemCurve], plots_dir: Path) -> list[Figure]:
         top.set_ylabel("latency (ns)")
         bottom.set_ylabel("bandwidth (GB/s)")
         bottom.set_xlabel(mem.delay_axis_label(mine))
-        top.legend(loc="lower left")
+        _legend_with(top, _contended_entry() if busy else [], loc="lower left")
         if split:
             bottom.legend(handles=[Line2D([], [], color="0.2", label="all traffic"),
                                    Line2D([], [], color="0.2", linestyle="--", label="load threads")],

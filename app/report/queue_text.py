@@ -146,7 +146,7 @@ def _signed(v: vd.Verdict) -> str:
 
 def _growth_text(v: vd.Verdict) -> str:
     """The verdict on a growth, as the end of a sentence (its reason may quote a results line: escaped)."""
-    why = md_text(v.reason, 400)
+    why = md_text(v.reason)  # whole: a cut lands mid-word
     if v.real:
         return f": a real growth ({why})"
     if v.within:

@@ -77,6 +77,12 @@ def workload_namer(points: Sequence[StorageRow]) -> Callable[[StorageRow], str]:
     return lambda p: workload(p) + (f" from {p.source}" if p.source else "")
 
 
+def with_replicate(label: Callable[[StorageRow], str]) -> Callable[[StorageRow], str]:
+    """``label`` with the row's replicate after it, as the storage results table names it: a per-row table of a
+    repeated run would otherwise show a point's replicates as identical rows."""
+    return lambda p: label(p) + (f", replicate {p.replicate}" if p.replicate is not None else "")
+
+
 def _p99_text(p: StorageRow) -> str:
     v = p.p99
     if v is None:
@@ -422,6 +428,8 @@ def _memory_tables(points: Sequence[MemoryRow], env: Mapping[str, object] | None
         out.append("")
         if busy:
             out += [contention.rule_text(), ""]
+        if any(contention.unchecked(p) for p in series[key]):
+            out += [contention.unchecked_text(), ""]
         out += suite.warnings_line(series[key])
         out += _chase_line(series[key])
         out += [mem.buffer_note(series[key], env, idle), ""]
@@ -783,6 +791,12 @@ def _memory_analysis(curves: Sequence[an.MemCurve], cpus: int | None = None,
         if left and len(c.clean) >= 3:  # fewer: the no-knee sentence says so
             notes.append(f"- {md_text(c.label)}: {left} of {len(c.points)} delays contended (a thread got less than "
                          f"{contention.CONTENDED_SHARE:.0%} of a CPU), left out of the knee and of the columns above.")
+    unchecked = [c for c in loaded if any(contention.unchecked(p) for p in c.points)]
+    if unchecked:
+        names = ("Every curve above" if len(unchecked) == len(loaded) else
+                 ", ".join(md_text(c.label) for c in unchecked))
+        notes.append(f"- {names}: contention {contention.UNCHECKED}; the knees and columns rest on rows no one "
+                     "could check for a busy machine.")
     for p in peaks:
         why = contention.peak_problem(p, every)
         if why:
@@ -996,7 +1010,7 @@ def render_markdown(data: RunData, figures: Sequence[Figure], bound_ns: float,
     if data.storage:
         lines += (_storage_summary(data.storage, curves, bound_ns, data.path) if big
                   else _storage_table(data.storage, meta=data.meta, run_dir=data.path)
-                  + peak_text.cpu_cost_section(data.storage, named))
+                  + peak_text.cpu_cost_section(data.storage, with_replicate(named)))
         lines += rp.steady_section(data.storage)
         lines += rep.storage_section(data.path, data.storage, named)
         lines += series.cliff_section(data)
@@ -1016,7 +1030,7 @@ def render_markdown(data: RunData, figures: Sequence[Figure], bound_ns: float,
     lines += ["## Analysis", ""]
     if data.storage:
         lines += trends.summary_section(data.path, data.storage)
-        lines += _littles_law(data.storage, table=not big, label=named)
+        lines += _littles_law(data.storage, table=not big, label=with_replicate(named))
         if curves:
             lines += _knees(curves, data.path)
         lines += _bound(data.storage, bound_ns, data.path)
@@ -1033,8 +1047,8 @@ def render_markdown(data: RunData, figures: Sequence[Figure], bound_ns: float,
         lines += ["## Appendix: every point", ""]
         lines += _storage_table(data.storage, heading="### Storage results, every point", meta=data.meta,
                                  run_dir=data.path)
-        lines += _littles_law(data.storage, heading="### Little's law, every point", label=named)
-        lines += peak_text.cpu_cost_section(data.storage, named)
+        lines += _littles_law(data.storage, heading="### Little's law, every point", label=with_replicate(named))
+        lines += peak_text.cpu_cost_section(data.storage, with_replicate(named))
         lines += tails.appendix(data.storage, named)
     while lines and lines[-1] == "":
         lines.pop()

@@ -12,11 +12,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
 from app.points import Kind
+from app.report import contention, suite
 from app.report import intervals as ci
 from app.report import plateaus as pl
-from app.report import suite
 from app.report.model import TRAFFIC_DESCRIPTIONS, MemoryRow
-from app.report.plots import Figure, _bright, _plain_log, _plt, _save
+from app.report.plots import (
+    CONTENDED_NOTE,
+    Figure,
+    _bright,
+    _contended_entry,
+    _legend_with,
+    _mark_contended,
+    _plain_log,
+    _plt,
+    _save,
+)
 from app.units import format_size
 
 if TYPE_CHECKING:
@@ -140,22 +150,28 @@ def scaling_figure(key: tuple[str, ...], pts: Sequence[MemoryRow], several: bool
     width, height = fig.get_figwidth(), fig.get_figheight()
     ax = fig.add_axes((0.75 / width, 0.55 / height, 1 - 0.95 / width, 1 - 0.85 / height))
     counts: set[int] = set()
+    busy = False
     for t in traffics:
         line = sorted((n, v) for p in pts if (p.traffic or "R") == t
                       and (n := suite.threads_of(p)) is not None and (v := suite.value(p)) is not None)
         counts |= {n for n, _ in line}
-        ax.plot([n for n, _ in line], [v / 1e3 for _, v in line], marker="o", markersize=3,
-                label=f"{t} ({TRAFFIC_DESCRIPTIONS.get(t, t)})")
+        (ln,) = ax.plot([n for n, _ in line], [v / 1e3 for _, v in line], marker="o", markersize=3,
+                        label=f"{t} ({TRAFFIC_DESCRIPTIONS.get(t, t)})")
+        mine = [p for p in pts if (p.traffic or "R") == t and suite.threads_of(p) is not None
+                and suite.value(p) is not None]
+        busy |= _mark_contended(ax, mine, lambda p: float(suite.threads_of(p) or 0),
+                                lambda p: (suite.value(p) or 0.0) / 1e3, ln.get_color())
     ax.set_xticks(sorted(counts) if len(counts) <= 16 else sorted(counts)[::math.ceil(len(counts) / 16)])
     ax.set_ylim(bottom=0)
     ax.set_xlabel("load threads")
     ax.set_ylabel("bandwidth (GB/s, 10^9 B/s)")
-    ax.legend(loc="lower right", fontsize=7)
+    _legend_with(ax, _contended_entry() if busy else [], loc="lower right", fontsize=7)
     file = suite.figure_file("scaling", key, several)
     _save(plt, fig, _file(plots_dir, file))
     return [Figure(file, "Bandwidth against load threads",
                    f"One line per traffic type: bandwidth of N load threads on the first N CPUs (y from 0); "
-                   f"{suite.engine_text(pts)}, {suite.pages_text(pts)}.", Kind.MEMORY)]
+                   f"{suite.engine_text(pts)}, {suite.pages_text(pts)}." + (CONTENDED_NOTE if busy else ""),
+                   Kind.MEMORY)]
 
 
 # --- working set ---------------------------------------------------------------------------------------------
@@ -201,6 +217,8 @@ def _curves(ax: Axes, grouped: dict[tuple[str, ...], list[MemoryRow]]) -> list[s
         label = suite.page_words(key[1]) + (f", {suite.engine_text(group)}" if len({k[0] for k in grouped}) > 1 else "")
         (ln,) = ax.plot([s for s, _ in points], [v for _, v in points], marker="o", markersize=2.5, linewidth=1.2,
                         label=label)
+        _mark_contended(ax, [p for p in group if p.buffer is not None and p.latency is not None],
+                        lambda p: float(p.buffer or 0), lambda p: p.latency or 0.0, ln.get_color())
         clean = suite.curve(group, clean=True)  # plateaus from the sizes whose thread got its CPU
         found = pl.detect(clean)
         if found is None:
@@ -231,12 +249,13 @@ def working_set_figure(pts: Sequence[MemoryRow], plots_dir: Path) -> list[Figure
                 bbox={"boxstyle": "round,pad=0.3", "fc": "white", "ec": "0.6"})
     ax.set_xlabel("buffer size (bytes, log₂)")
     ax.set_ylabel("latency (ns, log)")
-    ax.legend(loc="upper left", fontsize=7)
+    busy = any(contention.contended(p) for p in pts if p.buffer is not None and p.latency is not None)
+    _legend_with(ax, _contended_entry() if busy else [], loc="upper left", fontsize=7)
     file = suite.figure_file("working_set", (), False)
     _save(plt, fig, _file(plots_dir, file))
     listed = ", ".join(f"{c.name} {format_size(c.size)}" for c in caches)
     cache_text = f"dotted lines: the caches sysfs lists ({listed})" if caches else "cache sizes not recorded"
     caption = (f"Idle latency against buffer size, log-log, one line per page size; {cache_text}; shaded bars and "
                "labels: the plateaus detected from the curve (median latency of each), see the table"
-               + ("; " + "; ".join(notes) if notes else "") + ".")
+               + ("; " + "; ".join(notes) if notes else "") + "." + (CONTENDED_NOTE if busy else ""))
     return [Figure(file, "Latency against working-set size", caption, Kind.MEMORY)]

@@ -23,7 +23,6 @@ from app.units import format_size
 K = TypeVar("K", bound=Hashable)  # what tells a family of points apart
 
 MAX_CLAUSES = 4  # block sizes listed in one read/write sentence
-MAX_REASON = 160  # characters of a not-judged reason in a sentence
 
 
 # --- wording -------------------------------------------------------------------------------------------
@@ -59,13 +58,25 @@ def share(d: Verdict) -> str:
 
 
 def unjudged(d: Verdict, short: bool = False) -> str:
-    """", not judged: <why>" — the reason cut at a word, never mid-word (``short``: the verdict alone)."""
+    """", not judged: <why>" — the whole reason, never cut (a cut lands mid-word or between a figure and its unit;
+    a long sentence wraps) (``short``: the verdict alone)."""
     if short:
         return ", not judged"
-    why = d.reason  # may quote a results line's own reason: foreign text, escaped
-    if len(why) > MAX_REASON:
-        why = why[:MAX_REASON].rsplit(" ", 1)[0] + " …"
-    return f", not judged: {md_text(why, None)}"
+    return f", not judged: {md_text(d.reason)}"  # may quote a results line's own reason: foreign text, escaped
+
+
+def why_not_judged(diffs: Sequence[Verdict]) -> str:
+    """Why the unjudged verdicts among ``diffs`` are, whole and in few words: the tests that ran but saw too
+    little are one clause with the range of what they could see, and any other reason follows once."""
+    unjudged_ = [d for d in diffs if d.verdict == vd.NOT_JUDGED]
+    weak = [d.detectable for d in unjudged_ if d.detectable is not None]
+    others = list(dict.fromkeys(d.reason for d in unjudged_ if d.detectable is None))
+    if len(weak) < 2:
+        return "; ".join(dict.fromkeys(d.reason for d in unjudged_))
+    low, high = min(weak) * 100, max(weak) * 100
+    seen = f"{low:.0f}–{high:.0f} %" if f"{low:.0f}" != f"{high:.0f}" else f"{low:.0f} %"
+    return "; ".join([f"{vd.TOO_FEW}: the {len(weak)} tests see only a {seen} difference {vd.POWER * 100:.0f} % "
+                      f"of the time ({vd.MIN_EFFECT * 100:.0f} % needed)", *others])
 
 
 def support(diffs: Sequence[Verdict]) -> str:
@@ -246,8 +257,8 @@ def mix_trends(run_dir: Path, points: Sequence[StorageRow]) -> list[str]:
         more = len(per_bs) - MAX_CLAUSES
         tail = f"; {more} more block size{'s' if more > 1 else ''} in the tables" if more > 0 else ""
         judged = [d for d in diffs if d.verdict != vd.NOT_JUDGED]
-        why = list(dict.fromkeys(d.reason for d in diffs if d.verdict == vd.NOT_JUDGED))
-        ends = ([support(judged)] if judged else []) + ([unjudged(Verdict(vd.NOT_JUDGED, None, "; ".join(why)))
+        why = why_not_judged(diffs)
+        ends = ([support(judged)] if judged else []) + ([unjudged(Verdict(vd.NOT_JUDGED, None, why))
                                                          .removeprefix(", ")] if why else [])
         out.append(f"{pattern} {kind}{'s' if kind == 'write' else ''} as a share of {pattern} reads' IOPS: "
                    + "; ".join(clauses) + f"{tail}; {'; '.join(ends)}.")

@@ -115,6 +115,30 @@ def test_four_agents_run_quick_with_every_host_figure_fio_s_own(tmp_path: Path) 
         assert not fio_servers(agent.socket)
 
 
+def test_a_fleet_run_of_quick_runs_its_default_replicates(tmp_path: Path) -> None:
+    """quick measures every point 3 times by default; a fleet run does too, without --set repeat=1: each
+    replicate on every host at once, shuffled within each replicate from the seed run.json records."""
+    with agents(2) as running, loop_device(tmp_path, name="a", ram=True) as a, \
+            loop_device(tmp_path, name="b", ram=True) as b:
+        args = ["run", "quick", "--set", "runtime=1", "--set", "bs=4k", "--set", "iodepth=1", "--set", "rw=randread",
+                "--yes", "--out", str(tmp_path / "r")]
+        for agent, dev in zip(running, (a, b)):
+            args += ["--host", agent.host, "--target", f"{agent.host}={dev.path}"]
+        proc = run_cli(*args)
+        assert proc.returncode == 0, proc.stderr
+        out = tmp_path / "r"
+        lines = _lines(out)
+        assert sorted((r["point"]["replicate"], r["host"]) for r in lines) == sorted(
+            (rep, agent.host) for rep in (1, 2, 3) for agent in running)
+        meta = json.loads((out / "run.json").read_text())
+        assert meta["procedure"]["repeat"] == 3 and isinstance(meta["procedure"]["order_seed"], int)
+        schema_check.validate_dir(out)
+        report = run_cli("report", str(out))
+        assert report.returncode == 0, report.stderr
+        text = (out / "report.md").read_text()
+        assert all(f"randread 4K QD1 T1, replicate {rep}" in text for rep in (1, 2, 3))
+
+
 def test_a_host_that_drops_fails_only_its_points_and_resume_completes_them(tmp_path: Path) -> None:
     out = tmp_path / "r"
     with agents(2) as (keep, drop):

@@ -201,8 +201,9 @@ def test_a_point_without_an_interval_is_said_to_have_none(tmp_path: Path) -> Non
     assert "1 point has no 95 % interval (shown without ±)" in md and "1 point has a 95 % interval" not in md
 
 
+    # a cut never ends on a bare figure: "20…" of "20 samples" reads as twenty of anything
 @pytest.mark.parametrize("text,limit,cut", [
-    ("too few samples after the warm-up, 20 samples needed", 44, "too few samples after the warm-up, 20…"),
+    ("too few samples after the warm-up, 20 samples needed", 44, "too few samples after the warm-up…"),
     ("too few samples after the warm-up, 20 samples needed", 200, "too few samples after the warm-up, 20 samples "
                                                                   "needed"),
     ("unbreakable-reason-without-spaces", 10, "unbreakab…")])
