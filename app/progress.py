@@ -14,9 +14,11 @@ import time
 from typing import Any, TextIO
 
 from app.points import Kind
+from app.records import read_line
 from app.runners.base import Sample
 from app.sanitize import clean_text
-from app.summary import live_line, metrics_line, outcome_line, point_label
+from app.summary import flag_names, flag_text, live_line, metrics_line, outcome_line, point_label
+from app.textable import fit_line, stream_width
 from app.units import format_duration
 
 
@@ -80,6 +82,10 @@ class ProgressPrinter:
     def _bar(self) -> None:
         """Redraw the live display (there is none in plain output)."""
 
+    def width(self) -> int | None:
+        """How wide a line may be (app.textable.stream_width: None for a pipe or a file without COLUMNS)."""
+        return stream_width(self.stream)
+
     # --- figures for a live display ---------------------------------------------------------------
 
     def elapsed_s(self) -> float:
@@ -137,9 +143,11 @@ class ProgressPrinter:
             self.point_started = time.monotonic()
             outcome = outcome_line(event.record)
             host = event.record.get("host")
-            self._print(f"[{event.index + 1}/{event.total}] {point_label(self.kind, event.point)}"
-                        + (f" on {host}" if host else "") + ": "
-                        f"{metrics_line(self.kind, event.record['metrics'])}" + (f" — {outcome}" if outcome else ""))
+            flags = flag_text(flag_names(read_line(event.record, check=False)))
+            self._print(fit_line(f"[{event.index + 1}/{event.total}] {point_label(self.kind, event.point)}"
+                                 + (f" on {host}" if host else "") + ": "
+                                 f"{metrics_line(self.kind, event.record['metrics'])}" + (f" {flags}" if flags else "")
+                                 + (f" — {outcome}" if outcome else ""), self.width()))
         elif isinstance(event, sweep.PointSkipped):
             self.total = max(self.done, self.total - 1)
             self._print(f"[{event.index + 1}] {point_label(self.kind, event.point)} skipped: {event.reason}")

@@ -25,7 +25,7 @@ from app import presets
 from app.compare import compare_runs
 from app.presets import estimate_point_seconds
 from app.records import read_line
-from app.summary import metrics_line, point_label, results_table
+from app.summary import flag_names, flag_text, metrics_line, point_label, results_table
 from app.units import format_duration
 from conftest import DATA, ROOT, run_cli
 
@@ -231,10 +231,11 @@ def test_piped_run_prints_the_plain_lines_of_before_and_loads_no_rich(tmp_path: 
     plan = presets.apply_overrides(presets.load("custom"), sets).expand()
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     labels = [point_label("storage", p) for p in plan]
+    marks = [(" " + flag_text(flag_names(read_line(r)))).rstrip() for r in records]  # a flagged point: its mark
     expected = (f"2 of 2 points to run, estimated {format_duration(sum(map(estimate_point_seconds, plan)))}"
                 f" — results in {out}\n"
-                f"[1/2] {labels[0]} ...\n[1/2] {labels[0]}: {metrics_line('storage', records[0]['metrics'])}\n"
-                f"[2/2] {labels[1]} ...\n[2/2] {labels[1]}: {metrics_line('storage', records[1]['metrics'])}\n"
+                f"[1/2] {labels[0]} ...\n[1/2] {labels[0]}: {metrics_line('storage', records[0]['metrics'])}{marks[0]}\n"
+                f"[2/2] {labels[1]} ...\n[2/2] {labels[1]}: {metrics_line('storage', records[1]['metrics'])}{marks[1]}\n"
                 + results_table([read_line(r) for r in records]) + f"\ncomplete: 2/2 points — results in {out}\n")
     assert proc.stdout == expected
     assert "\x1b" not in proc.stdout + proc.stderr
