@@ -458,10 +458,10 @@ def _execute(session: Session, json_stream: bool = False) -> int:
     if records:
         click.echo(results_table(records, stream_width(human)), file=human)
     skipped = len(session.skipped())
-    click.echo(f"{finished.status}: {finished.done}/{finished.total} points"
-               + (f", {finished.failed} failed (see run.json)" if finished.failed else "")
-               + (f", {skipped} skipped (see run.json)" if skipped else "")
-               + f" — results in {shown_path(session.path)}", file=human)
+    click.echo(fit_line(f"{finished.status}: {finished.done}/{finished.total} points"
+                        + (f", {finished.failed} failed (see run.json)" if finished.failed else "")
+                        + (f", {skipped} skipped (see run.json)" if skipped else "")
+                        + f" — results in {shown_path(session.path)}", stream_width(human)), file=human)
     return 0 if finished.failed == 0 else 1
 
 

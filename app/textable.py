@@ -113,9 +113,11 @@ def _shrink(cells: list[list[str]], natural: list[int], shown: list[int], align:
     if sum(least.values()) + 2 * (len(shown) - 1) > width:
         return None
     def needed(i: int, w: int) -> int:
-        """The width the column's lines take when wrapped to ``w`` (a header "CPU usr/sys %" at 12: 9)."""
-        texts = [cells[0][i]] + ([] if i in align or i in whole else [r[i] for r in cells[1:]])
-        return max([len(line) for t in texts for line in _wrap(t, w)] + [least[i]])
+        """The width the column's lines take when wrapped to ``w``; a column of whole cells goes straight to its
+        least (its header in two even lines, "B − A" over "(95 %)", never "B − A (95" over "%)")."""
+        if i in align or i in whole:
+            return least[i]
+        return max([len(line) for t in [r[i] for r in cells] for line in _wrap(t, w)] + [least[i]])
 
     while excess > 0:
         roomy = [i for i in shown if i != 0 and have[i] > least[i]] or [0]
@@ -190,19 +192,18 @@ def fit_line(text: str, width: int | None, indent: str = "    ") -> str:
 
 
 def stream_width(stream: object) -> int | None:
-    """How wide the lines written to ``stream`` may be: COLUMNS when it is set (a whole number above 20), else
-    the width of the terminal ``stream`` is; None for a pipe or a file without COLUMNS (no limit: the lines as
-    they always were)."""
-    columns = os.environ.get("COLUMNS", "")
-    if columns.isdigit() and 20 < int(columns) < 10_000:
-        return int(columns)
+    """How wide the lines written to ``stream`` may be: on a terminal its width (COLUMNS, when set to a whole number
+    above 20, before the terminal's own, as rich and the shell read it); None for a pipe or a file (no limit: one
+    line per point, as scripts read them)."""
     try:
         fd = stream.fileno()  # type: ignore[attr-defined]
-        if os.isatty(fd):
-            return max(21, os.get_terminal_size(fd).columns)
+        if not os.isatty(fd):
+            return None
+        size = os.get_terminal_size(fd).columns
     except (AttributeError, ValueError, OSError):
-        pass
-    return None
+        return None
+    columns = os.environ.get("COLUMNS", "")
+    return int(columns) if columns.isdigit() and 20 < int(columns) < 10_000 else max(21, size)
 
 
 def md_cell(value: Any) -> str:
