@@ -9,7 +9,7 @@ Everything shown here comes from the core: the progress lines are ``app.progress
 module only draws them above a live bar), the live figures are a run's samples, and ``compare``'s tables are
 the markdown ``app.compare`` writes, drawn as tables.  Text from results, presets and devices is never read
 as rich markup.  NO_COLOR is honoured (rich's Console reads it); every line fits the terminal's width
-(wide tables are cut into several, keyed by their first column).
+(compare's tables are laid out by the core's width-aware table, app.textable.table_lines).
 """
 
 from __future__ import annotations
