@@ -176,13 +176,14 @@ _FIGURE = re.compile(r"^[-+±~≤≥<>]?[0-9]")
 
 def fit_line(text: str, width: int | None, indent: str = "    ") -> str:
     """A line of text within ``width`` columns (None: as it is): broken at spaces, never between a figure and the
-    word before it nor its unit, the following lines indented by ``indent``."""
+    word before it nor its unit, nor after "lat", a ± or a flag's mark; the following lines indented by
+    ``indent``."""
     if width is None or len(text) <= width:
         return text
     words = text.split(" ")
     glued: list[str] = []
     for w in words:
-        if glued and (w in UNITS or _FIGURE.match(w) or glued[-1].split("\x00")[-1] in ("±", "!") or not w):
+        if glued and (w in UNITS or _FIGURE.match(w) or glued[-1].split("\x00")[-1] in ("±", "!", "lat") or not w):
             glued[-1] += "\x00" + w
         else:
             glued.append(w)
