@@ -15,7 +15,7 @@ from app import __version__, presets
 from app.errors import ENDING_SIGNALS, EXIT_INTERRUPTED, ProfilerError, UsageError
 from app.sanitize import clean_line, clean_text
 from app.summary import point_label, results_table
-from app.textable import format_table
+from app.textable import fit_line, format_table, stream_width
 
 if TYPE_CHECKING:  # imported where a run starts: `--help`, `presets` and `report` stay quick (no asyncio)
     from app.eventstream import EventWriter
@@ -228,18 +228,17 @@ def presets_show(name: str, sets: tuple[str, ...], as_json: bool) -> int:
                               indent=2))
         return 0
     d = describe_plan(preset)
-    click.echo(f"{d.name} ({d.kind}) — {d.description}")
-    click.echo(f"source: {clean_line(d.source, None)}")  # a file name is anybody's text
-    click.echo("settings: " + d.settings_text)
-    for key in d.axes:
-        click.echo(f"axis {key}: " + d.axis_text(key))
-    for line in d.procedure:
-        click.echo(line)
+    width = stream_width(sys.stdout)
+    lines = [f"{d.name} ({d.kind}) — {d.description}", f"source: {clean_line(d.source, None)}",  # anybody's name
+             "settings: " + d.settings_text, *(f"axis {key}: " + d.axis_text(key) for key in d.axes), *d.procedure]
+    for line in lines:
+        click.echo(fit_line(line, width))
     tables = [p.to_dict() for p in d.points]
     keys = [k for k in tables[0] if k in d.axes or k == "replicate"]
     rows = [[i + 1, point_label(d.kind, p)] + [setting_text(k, p.get(k)) for k in keys] for i, p in enumerate(tables)]
-    click.echo(format_table(["#", "point"] + keys, rows, right=(0,)))
-    click.echo(f"{d.totals} — {d.access}")
+    head = ["#", "point"] + keys
+    click.echo(format_table(head, rows, right=(0,), width=width, spill=list(range(len(head) - 1, 1, -1))))
+    click.echo(fit_line(f"{d.totals} — {d.access}", width))
     return 0
 
 
@@ -416,12 +415,17 @@ def _execute(session: Session, json_stream: bool = False) -> int:
 
     from app.container import results_volume_warning, shown_path
     from app.eventstream import EventWriter, ended_object
+    from app.sparse import hole_warning
 
     human = sys.stderr if json_stream else sys.stdout
     stream = EventWriter(sys.stdout) if json_stream else None
     lost = results_volume_warning(session.path)
     if lost:  # in a container without a /results volume, --rm throws the results away
         click.echo(f"Warning: {lost}", err=True)
+    holes = hole_warning(session.target, [session.plan[i] for i, _ in session.pending()],
+                         session.procedure.precondition)
+    if holes:  # a sparse target's reads are the filesystem's zeros: said before the first point, not only after
+        click.echo(fit_line(f"Warning: {clean_line(holes, None)}", stream_width(sys.stderr)), err=True)
     try:
         notice = session.runner.notice
         if notice:  # e.g. --engine auto falling back to the built-in memory engine
@@ -452,12 +456,12 @@ def _execute(session: Session, json_stream: bool = False) -> int:
             stream.close()
     records = session.measured_lines()
     if records:
-        click.echo(results_table(records), file=human)
+        click.echo(results_table(records, stream_width(human)), file=human)
     skipped = len(session.skipped())
-    click.echo(f"{finished.status}: {finished.done}/{finished.total} points"
-               + (f", {finished.failed} failed (see run.json)" if finished.failed else "")
-               + (f", {skipped} skipped (see run.json)" if skipped else "")
-               + f" — results in {shown_path(session.path)}", file=human)
+    click.echo(fit_line(f"{finished.status}: {finished.done}/{finished.total} points"
+                        + (f", {finished.failed} failed (see run.json)" if finished.failed else "")
+                        + (f", {skipped} skipped (see run.json)" if skipped else "")
+                        + f" — results in {shown_path(session.path)}", stream_width(human)), file=human)
     return 0 if finished.failed == 0 else 1
 
 

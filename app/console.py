@@ -9,7 +9,7 @@ Everything shown here comes from the core: the progress lines are ``app.progress
 module only draws them above a live bar), the live figures are a run's samples, and ``compare``'s tables are
 the markdown ``app.compare`` writes, drawn as tables.  Text from results, presets and devices is never read
 as rich markup.  NO_COLOR is honoured (rich's Console reads it); every line fits the terminal's width
-(wide tables are cut into several, keyed by their first column).
+(compare's tables are laid out by the core's width-aware table, app.textable.table_lines).
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ import time
 from typing import TYPE_CHECKING, Iterable, Mapping, Sequence, TextIO
 
 from rich import box
-from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.live import Live
 from rich.measure import Measurement
@@ -32,7 +31,7 @@ from app.points import Kind
 from app.progress import ProgressPrinter
 from app.sanitize import clean_text
 from app.summary import metrics_line, steady_live
-from app.textable import ReadTable, read_markdown
+from app.textable import ReadTable, read_markdown, table_lines
 from app.units import format_count, format_duration
 
 if TYPE_CHECKING:
@@ -177,6 +176,9 @@ class RichProgress(ProgressPrinter):
     def _point_started(self, line: str) -> None:
         pass  # the live display names the point
 
+    def width(self) -> int | None:
+        return self.console.width
+
     def _bar(self) -> None:
         self._show()
 
@@ -297,87 +299,13 @@ def _prose(line: str) -> Text:
     return text
 
 
-def _groups(headers: Sequence[str]) -> list[list[int]]:
-    """Columns 1… in groups kept together when a table is cut: a comparison's ``A, B, B/A`` (or a sheet's
-    ``…, Ratio``) columns end at their ratio; any other column stands alone."""
-    ratio_at = [i for i, h in enumerate(headers) if h in ("B/A", "Ratio")]
-    last_ratio = ratio_at[-1] if ratio_at else 0
-    groups: list[list[int]] = []
-    current: list[int] = []
-    for i in range(1, len(headers)):
-        current.append(i)
-        if i >= last_ratio or i in ratio_at:
-            groups.append(current)
-            current = []
-    return groups
-
-
 def _markdown_table(console: Console, read: ReadTable) -> list[RenderableType]:
-    """A markdown table (as app.textable.markdown_table writes it) as rich tables: one when it fits the
-    terminal with its figures whole (headers may wrap), else several, each repeating the first column."""
-    headers, rows, right = read.header, read.rows, read.right
-
-    def widest(texts: Iterable[str]) -> int:
-        return max((cell_len(t) for t in texts), default=0)
-
-    # the first column (when it is not too wide) and the figures are never wrapped; other text may be
-    whole = {i for i in range(len(headers))
-             if i in right or (i == 0 and widest(r[0] for r in rows) <= console.width // 2)}
-    least = [max(widest(headers[i].split()),
-                 widest(r[i] for r in rows) if i in whole else widest(w for r in rows for w in r[i].split()))
-             for i in range(len(headers))]
-
-    natural = [max(cell_len(headers[i]), widest(r[i] for r in rows)) for i in range(len(headers))]
-
-    def fits(columns: list[int]) -> bool:
-        return sum(least[i] for i in columns) + 2 * (len(columns) - 1) <= console.width
-
-    def widths(columns: list[int]) -> dict[int, int] | None:
-        """The columns' widths when their natural ones overflow the terminal: the roomiest column (most above
-        its least) gives up a character at a time (rich's own shrinking would cut figures)."""
-        width = {i: natural[i] for i in columns}
-        excess = sum(width.values()) + 2 * (len(columns) - 1) - console.width
-        if excess <= 0:
-            return None
-        while excess > 0:
-            i = max(columns, key=lambda c: width[c] - least[c])
-            if width[i] <= least[i]:  # a terminal too narrow for even one group: the widest column wraps
-                i = max(columns, key=lambda c: width[c])
-                if width[i] <= 4:
-                    break
-            width[i] -= 1
-            excess -= 1
-        return width
-
-    def build(columns: list[int]) -> Table:
-        table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, header_style="bold",
-                      show_edge=False)
-        fixed = widths(columns)
-        for i in columns:
-            table.add_column(Text(headers[i]), justify="right" if i in right else "left",
-                             width=None if fixed is None else fixed[i])  # headers may wrap: figures fit
-        for r in rows:
-            table.add_row(*(Text(r[i]) for i in columns))
-        return table
-
-    everything = list(range(len(headers)))
-    if fits(everything) or len(headers) < 3:
-        return [build(everything)]
-    chunks: list[list[int]] = []
-    current: list[int] = [0]
-    pieces: list[list[int]] = []
-    for group in _groups(headers):  # a group too wide to stand beside the first column goes column by column
-        pieces += [group] if fits([0] + group) else [[c] for c in group]
-    for group in pieces:
-        if len(current) > 1 and not fits(current + group):
-            chunks.append(current)
-            current = [0]
-        current = current + group
-    chunks.append(current)
-    out: list[RenderableType] = []
-    for chunk in chunks:
-        out += [build(chunk), Text("")] if chunk is not chunks[-1] else [build(chunk)]
-    return out
+    """A markdown table (as app.textable.markdown_table writes it) laid out by the core's table for the terminal's
+    width (app.textable.table_lines: headers and text wrap, the verdict and method columns move under their rows,
+    figures are never cut), its headers bold."""
+    style = {"head": "bold", "rule": "", "row": "", "note": "dim"}
+    return [Text(line.text, style=style[line.role])
+            for line in table_lines(read.header, read.rows, read.right, width=console.width, rule="─")]
 
 
 def print_markdown(text: str, stream: TextIO) -> None:

@@ -14,9 +14,11 @@ import time
 from typing import Any, TextIO
 
 from app.points import Kind
+from app.records import read_line
 from app.runners.base import Sample
 from app.sanitize import clean_text
-from app.summary import live_line, metrics_line, outcome_line, point_label
+from app.summary import flag_names, flag_text, live_line, metrics_line, outcome_line, point_label
+from app.textable import fit_line, stream_width
 from app.units import format_duration
 
 
@@ -75,10 +77,18 @@ class ProgressPrinter:
 
     def _point_started(self, line: str) -> None:
         """``[i/N] label ...``: a live display shows the point in its bar instead."""
-        self._print(line)
+        self._say(line)
 
     def _bar(self) -> None:
         """Redraw the live display (there is none in plain output)."""
+
+    def width(self) -> int | None:
+        """How wide a line may be (app.textable.stream_width: None for a pipe or a file without COLUMNS)."""
+        return stream_width(self.stream)
+
+    def _say(self, line: str) -> None:
+        """A line of the run's (:meth:`_print`), broken between its figures to fit :meth:`width`."""
+        self._print(fit_line(line, self.width()))
 
     # --- figures for a live display ---------------------------------------------------------------
 
@@ -109,7 +119,7 @@ class ProgressPrinter:
             self.total = event.total
             self.done = event.total - event.pending
             self.remaining_s = event.estimate_s
-            self._print(f"{event.pending} of {event.total} points to run, estimated {format_duration(event.estimate_s)}"
+            self._say(f"{event.pending} of {event.total} points to run, estimated {format_duration(event.estimate_s)}"
                         f" — results in {event.path}")
         elif isinstance(event, sweep.PointStarted):
             self.done = event.done
@@ -137,19 +147,21 @@ class ProgressPrinter:
             self.point_started = time.monotonic()
             outcome = outcome_line(event.record)
             host = event.record.get("host")
-            self._print(f"[{event.index + 1}/{event.total}] {point_label(self.kind, event.point)}"
-                        + (f" on {host}" if host else "") + ": "
-                        f"{metrics_line(self.kind, event.record['metrics'])}" + (f" — {outcome}" if outcome else ""))
+            flags = flag_text(flag_names(read_line(event.record, check=False)))
+            self._say(f"[{event.index + 1}/{event.total}] {point_label(self.kind, event.point)}"
+                      + (f" on {host}" if host else "") + ": "
+                      f"{metrics_line(self.kind, event.record['metrics'])}" + (f" {flags}" if flags else "")
+                      + (f" — {outcome}" if outcome else ""))
         elif isinstance(event, sweep.PointSkipped):
             self.total = max(self.done, self.total - 1)
-            self._print(f"[{event.index + 1}] {point_label(self.kind, event.point)} skipped: {event.reason}")
+            self._say(f"[{event.index + 1}] {point_label(self.kind, event.point)} skipped: {event.reason}")
         elif isinstance(event, sweep.PreconditionStarted):
             self.label = "preconditioning"
             self.live = ""
             self.sample = None
             self.point_started = time.monotonic()  # the ETA counts down from here; no point is under way
             self.point_estimate = 0.0
-            self._print(f"Preconditioning ({event.mode}): {event.description}, estimated "
+            self._say(f"Preconditioning ({event.mode}): {event.description}, estimated "
                         f"{format_duration(event.estimate_s)} ...")
         elif isinstance(event, sweep.PreconditionProgress):
             self.live = live_line(self.kind, event.data)
@@ -157,11 +169,11 @@ class ProgressPrinter:
             self._bar()
         elif isinstance(event, sweep.PreconditionDone):
             r = event.record
-            self._print(f"Preconditioned in {format_duration(float(r.get('seconds') or 0))}: "
+            self._say(f"Preconditioned in {format_duration(float(r.get('seconds') or 0))}: "
                         f"{(r.get('io_bytes') or 0) / 1e9:.2f} GB written at {(r.get('bw_bytes') or 0) / 1e6:.0f} MB/s"
                         + (f" — {outcome_line(r)}" if outcome_line(r) else ""))
         elif isinstance(event, sweep.PointFailed):
-            self._print(f"[{event.index + 1}] {point_label(self.kind, event.point)} FAILED: {event.error}")
+            self._say(f"[{event.index + 1}] {point_label(self.kind, event.point)} FAILED: {event.error}")
         elif isinstance(event, sweep.RunFinished):
             self.done = event.done
             self.total = event.total

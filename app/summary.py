@@ -7,7 +7,7 @@ from typing import Any, Mapping, Sequence
 
 from app.points import Kind, MemoryPoint, Point, StoragePoint
 from app.records import Latency, ResultLine
-from app.textable import format_table
+from app.textable import fit_line, format_table
 from app.uncertainty import MIN_BATCHES, intervals_of, storage_series
 from app.units import format_count, format_size, format_size_human, format_us, rate_text
 
@@ -226,24 +226,67 @@ def outcome_line(record: Mapping[str, Any]) -> str:
 
 
 
-def results_table(lines: list[ResultLine]) -> str:
+FLAG_MARK = "!"  # before the names of a line's flags, wherever the CLI shows its figures
+
+
+def flag_names(line: ResultLine) -> list[str]:
+    """The names of a results line's flags, as the report reads them (app.validity.flags_of): a storage point's
+    validity flags, a memory figure's ``contended`` (a thread short of its CPU, app.report.contention)."""
+    if line.kind == Kind.STORAGE:
+        from app.validity import flags_of, names
+
+        return names(flags_of(line))
+    from app.report.contention import contended
+    from app.report.model import MemoryRow
+
+    return ["contended"] if contended(MemoryRow(line.index or 0, line)) else []
+
+
+def flag_text(names: Sequence[str]) -> str:
+    """"! not-on-device, imprecise", or "" for none."""
+    return f"{FLAG_MARK} {', '.join(names)}" if names else ""
+
+
+def flag_legend(names: Sequence[str], width: int | None = None) -> list[str]:
+    """What each flag in ``names`` means, a line each (within ``width``): under a table that marks them."""
+    from app.report.contention import CONTENDED_SHARE
+    from app.validity import LEGEND
+
+    legend = {**LEGEND, "contended": f"a thread of the figure got less than {CONTENDED_SHARE:.0%} of a CPU: another "
+                                     "tenant disturbed it, and its bandwidth lost at least the share it did not run"}
+    seen = list(dict.fromkeys(names))
+    return [fit_line(f"{FLAG_MARK} {name}: {legend.get(name, name)}", width) for name in seen]
+
+
+def results_table(lines: list[ResultLine], width: int | None = None) -> str:
+    """The table the CLI prints at the end of a run: a row per point with its figures and flags (a flagged row:
+    FLAG_MARK and the flags' names, beside the figures or under them when the table would be wider than
+    ``width``), and what each flag means under it."""
     storage = [r for r in lines if r.kind == Kind.STORAGE]
     memory = [r for r in lines if r.kind == Kind.MEMORY]
     parts = []
+    flagged: list[str] = []
     if storage:
         fleet = any(r.host for r in storage)  # a fleet run: a line per point and host
         rows = []
-        for r in storage:
+        marks = [flag_names(r) for r in storage]
+        for r, names in zip(storage, marks):
             m = r.storage
             lat = m.lat_ns or Latency()
             rows.append([point_label(Kind.STORAGE, r.point)] + ([str(r.host)] if fleet else [])
                         + [format_count(m.iops or 0), f"{(m.bw_bytes or 0) / 1e6:.1f}",
                            f"{(lat.mean or 0) / 1e3:.1f}", f"{(lat.p99 or 0) / 1e3:.1f}",
-                           f"{m.usr_cpu or 0:.1f}/{m.sys_cpu or 0:.1f}"])
+                           f"{m.usr_cpu or 0:.1f}/{m.sys_cpu or 0:.1f}"] + ([flag_text(names)] if any(marks) else []))
+            flagged += names
         head = ["test"] + (["host"] if fleet else []) + ["IOPS", "MB/s", "lat avg µs", "p99 µs", "CPU usr/sys %"]
-        parts.append(format_table(head, rows, right=tuple(range(len(head) - 5, len(head)))))
+        numbers = tuple(range(len(head) - 5, len(head)))
+        if any(marks):
+            head.append("flags")
+        parts.append(format_table(head, rows, right=numbers, width=width, spill=[len(head) - 1] if any(marks) else [],
+                                  bare=(len(head) - 1,)))
     if any(r.point.get("mode") in SUITE_MODES for r in memory):
-        parts.append(suite_table(memory))
+        parts.append(suite_table(memory, width))
+        flagged += [n for r in memory for n in flag_names(r)]
     elif memory:
         from app.report.contention import contended_text
         from app.report.model import MemoryRow
@@ -256,18 +299,24 @@ def results_table(lines: list[ResultLine]) -> str:
             what = p.get("traffic") or "idle"  # only idle and loaded lines here: the suite has its own table
             row: list[object] = [what, p.get("stride"), p.get("delay"), "" if lat_ns is None else f"{lat_ns:.2f}",
                                  "" if bw is None else f"{bw:.1f}"]
-            cells.append(row + ([why or "clean"] if any(busy) else []))
+            cells.append(row + ([f"{FLAG_MARK} {why}" if why else "clean"] if any(busy) else []))
+            flagged += ["contended"] if why else []
         parts.append(format_table(["traffic", "stride", "inject delay", "latency ns", "bandwidth MB/s"]
-                                  + (["CPU"] if any(busy) else []), cells, right=(1, 2, 3, 4)))
-    return "\n\n".join(parts)
+                                  + (["CPU"] if any(busy) else []), cells, right=(1, 2, 3, 4), width=width))
+    legend = flag_legend(flagged, width)
+    return "\n\n".join(parts) + ("\n" + "\n".join(legend) if legend else "")
 
 
-def suite_table(memory: list[ResultLine]) -> str:
-    """The memory lines of a run that measured the suite's modes: each figure's mode, keys and value."""
+def suite_table(memory: list[ResultLine], width: int | None = None) -> str:
+    """The memory lines of a run that measured the suite's modes: each figure's mode, keys and value (and its
+    flag: a contended figure)."""
     rows: list[list[object]] = []
-    for r in memory:
+    marks = [flag_names(r) for r in memory]
+    for r, names in zip(memory, marks):
         m = r.memory
         keys = figure_keys(r.point) if r.point.get("mode") in SUITE_MODES else point_label(Kind.MEMORY, r.point)
-        rows.append([r.point.get("mode") or "", keys, "" if m.latency_ns is None else f"{m.latency_ns:.2f}",
-                     "" if m.bandwidth_mbps is None else f"{m.bandwidth_mbps:.1f}"])
-    return format_table(["mode", "figure", "latency ns", "bandwidth MB/s"], rows, right=(2, 3))
+        row: list[object] = [r.point.get("mode") or "", keys, "" if m.latency_ns is None else f"{m.latency_ns:.2f}",
+                             "" if m.bandwidth_mbps is None else f"{m.bandwidth_mbps:.1f}"]
+        rows.append(row + ([flag_text(names)] if any(marks) else []))
+    head = ["mode", "figure", "latency ns", "bandwidth MB/s"] + (["flags"] if any(marks) else [])
+    return format_table(head, rows, right=(2, 3), width=width, spill=[4] if any(marks) else [], bare=(4,))

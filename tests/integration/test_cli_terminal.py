@@ -25,7 +25,7 @@ from app import presets
 from app.compare import compare_runs
 from app.presets import estimate_point_seconds
 from app.records import read_line
-from app.summary import metrics_line, point_label, results_table
+from app.summary import FLAG_MARK, flag_names, flag_text, metrics_line, point_label, results_table
 from app.units import format_duration
 from conftest import DATA, ROOT, run_cli
 
@@ -225,16 +225,19 @@ def test_piped_run_prints_the_plain_lines_of_before_and_loads_no_rich(tmp_path: 
     flag = tmp_path / "rich-loaded"
     code = (f"import atexit, sys; atexit.register(lambda: open({str(flag)!r}, 'w').write(str('rich' in sys.modules)));"
             f"sys.argv = ['profiler-tui', *{args!r}]; from app.__main__ import main; main()")
-    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "COLUMNS": "80"})  # piped, COLUMNS changes nothing
     assert proc.returncode == 0, proc.stderr
     assert flag.read_text() == "False", "a piped run imports no rich"
     plan = presets.apply_overrides(presets.load("custom"), sets).expand()
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     labels = [point_label("storage", p) for p in plan]
+    marks = [(" " + flag_text(flag_names(read_line(r)))).rstrip() for r in records]  # a flagged point: its mark
+    done = [f"{metrics_line('storage', r['metrics'])}{mark}" for r, mark in zip(records, marks)]
     expected = (f"2 of 2 points to run, estimated {format_duration(sum(map(estimate_point_seconds, plan)))}"
                 f" — results in {out}\n"
-                f"[1/2] {labels[0]} ...\n[1/2] {labels[0]}: {metrics_line('storage', records[0]['metrics'])}\n"
-                f"[2/2] {labels[1]} ...\n[2/2] {labels[1]}: {metrics_line('storage', records[1]['metrics'])}\n"
+                f"[1/2] {labels[0]} ...\n[1/2] {labels[0]}: {done[0]}\n"
+                f"[2/2] {labels[1]} ...\n[2/2] {labels[1]}: {done[1]}\n"
                 + results_table([read_line(r) for r in records]) + f"\ncomplete: 2/2 points — results in {out}\n")
     assert proc.stdout == expected
     assert "\x1b" not in proc.stdout + proc.stderr
@@ -277,13 +280,18 @@ def test_presets_and_devices_are_tables_on_a_terminal_and_honour_no_color() -> N
     assert any(v in "".join(screen) for v in ("refused", "ok with --yes", "needs --allow-destructive", "ok"))
 
 
-def test_compare_on_a_terminal_cuts_its_wide_table_to_80_columns_and_out_stays_markdown(tmp_path: Path) -> None:
+def test_compare_on_a_terminal_fits_its_wide_table_to_80_columns_and_out_stays_markdown(tmp_path: Path) -> None:
     md = tmp_path / "compare.md"
     raw, screen = _terminal_output(["compare", str(GOLDEN_RUN), str(GOLDEN_RUN), "--out", str(md)])
     _no_wrap(raw, 80)
     text = "\n".join(screen)
     headers = [line for line in screen if line.startswith("Workload")]
-    assert len(headers) >= 2, "the storage table (a row per point and figure, 8 columns) is cut into tables that fit"
+    assert len(headers) == 1 and re.match(r"Workload +Figure +A +B +B/A +\(95 %\) +Noise$", headers[0]), \
+        "the storage table (a row per point and figure, 8 columns) is one table: its method moves under each row"
+    assert "  How: A, B: no samples" in screen, "a row's method under it, named"
+    memory = screen[screen.index("Memory"):]
+    assert re.match(r" +B − A$", memory[1]) and re.match(r"Point +Figure .* \(95 %\) +Noise$", memory[2]), \
+        "the empty interval column keeps its header on two lines (was four, 3 characters wide)"
     for column in ("Figure", "B/A", "Noise", "How", "IOPS", "p99 µs", "no interval"):
         assert column in text
     assert "Geometric mean of the IOPS ratios over 18 matched points: 1.00×." in text
@@ -304,3 +312,57 @@ def test_help_and_piped_listings_do_not_import_rich(tmp_path: Path) -> None:
             "print('LOADED', 'rich' in sys.modules)\n")
     rc, raw, _ = Terminal([], code=code).finish()
     assert rc == 0 and "LOADED True" in raw, raw[-500:]
+
+
+def _widest(lines: list[str]) -> int:
+    return max(len(line) for line in lines)
+
+
+def test_at_80_columns_run_compare_and_presets_show_fit_and_a_sparse_targets_reads_are_marked(tmp_path: Path) -> None:
+    """A never-written 256 MiB file read at 80 columns: its holes are named before the first point, every point line
+    and table row carries the not-on-device mark, and no line of run, compare or presets show is wider than 80
+    (a terminal's width and COLUMNS alike); at 120 columns compare keeps its full table."""
+    sparse = tmp_path / "sparse.img"
+    with open(sparse, "wb") as f:
+        f.truncate(256 << 20)
+    sets = ["runtime=1", "ramp_time=0", "rw=read,randread", "bs=1m"]
+    args = [a for s in sets for a in ("--set", s)] + ["--yes"]
+    raw, screen = _terminal_output(["run", "custom", *args, "--set", "size=256m", "--target", str(sparse), "--out",
+                                    str(tmp_path / "a")])
+    _no_wrap(raw, 80)
+    text = squeezed(screen)
+    warned = text.index(f"Warning: {sparse}: its blocks are unwritten".replace(" ", ""))
+    assert warned < text.index("pointstorun"), "named before the run"
+    assert "readsneverreachthedevice" in text and "--setprecondition=sequential" in text
+    records = [json.loads(line) for line in (tmp_path / "a" / "results.jsonl").read_text().splitlines()]
+    assert all("not-on-device" in flag_names(read_line(r)) for r in records), "the sparse file's reads are flagged"
+    done = [i for i, line in enumerate(screen) if re.match(r"\[\d/2\] ", line) and "IOPS" in line]
+    assert len(done) == 2
+    for i in done:  # the point line, or the line its flags wrapped onto, carries the mark and the name
+        block = " ".join(screen[i:i + 3])
+        assert f"{FLAG_MARK} " in block and "not-on-device" in block, screen[i:i + 3]
+    rows = [i for i, line in enumerate(screen) if re.match(r"(rand)?read 1M QD1 T1 ", line)]
+    assert len(rows) == 2 and all("not-on-device" in " ".join(screen[i:i + 2]) for i in rows), screen
+    assert any(line.startswith(f"{FLAG_MARK} not-on-device: the device's own counters") for line in screen)
+
+    written = tmp_path / "written.img"
+    written.write_bytes(os.urandom(4 << 20))
+    run_cli("run", "custom", *args, "--set", "size=4m", "--target", str(written), "--out", str(tmp_path / "b"),
+            check=True)
+    raw, screen = _terminal_output(["compare", str(tmp_path / "a"), str(tmp_path / "b")])
+    _no_wrap(raw, 80)
+    assert any("B − A" in line for line in screen) and not any(len(line.split()) == 1 and line.strip() in (
+        "B", "−", "A", "(95", "%)") for line in screen), "the interval's header takes at most two lines"
+    raw, wide = _terminal_output(["compare", str(tmp_path / "a"), str(tmp_path / "b")], cols=120)
+    _no_wrap(raw, 120)
+    head = [i for i, line in enumerate(wide) if line.startswith("Workload")]
+    assert len(head) == 1 and re.match(r"Workload +Figure +A +B +B/A +(B − A )?\(95 %\) +Noise +How +Flags A$",
+                                       wide[head[0]]), wide[head[0] - 1:head[0] + 3]
+
+    raw, screen = _terminal_output(["presets", "show", "quick"])
+    _no_wrap(raw, 80)
+    assert screen[0].startswith("quick (storage) — ") and screen[1].startswith("    "), "the header wraps, indented"
+    raw, _ = _terminal_output(["presets", "show", "snia-iops"], cols=120, env={"COLUMNS": "80"})
+    _no_wrap(raw, 80)  # COLUMNS before the terminal's own width, as rich reads it
+    piped = run_cli("presets", "show", "quick", env={"COLUMNS": "80"})
+    assert piped.returncode == 0 and _widest(piped.stdout.splitlines()) > 80, "piped: a line per point, as before"
