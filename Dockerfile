@@ -78,7 +78,7 @@ RUN "$VIRTUAL_ENV/bin/pip" install -q --no-deps . \
         echo "note: the package did not install presets to $share; copying presets/ there"; \
         mkdir -p "$share" && cp -a presets/. "$share/"; \
     fi \
- && "$VIRTUAL_ENV/bin/profiler-tui" --version \
+ && "$VIRTUAL_ENV/bin/python" -c 'import app, sys; print("profiler-tui", app.__version__, "in", sys.prefix)' \
  && "$VIRTUAL_ENV/bin/pip" uninstall -q -y pip setuptools \
  && find "$VIRTUAL_ENV/lib" -depth -type d -name tests -path '*/site-packages/*/tests' -exec rm -rf {} +
 
@@ -108,5 +108,7 @@ ENV PATH=/opt/profiler-tui/bin:/opt/mlc:$PATH \
     PROFILER_TUI_MEMLAT=/usr/local/bin/memlat \
     LANG=C.UTF-8 \
     PYTHONDONTWRITEBYTECODE=1
+# the tools this image uses, as the final image sees them (fio and memlat are not in the venv stage)
+RUN profiler-tui --version
 WORKDIR /results
 ENTRYPOINT ["profiler-tui"]
