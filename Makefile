@@ -32,7 +32,7 @@ RUFF_PATHS := app tests bench
 UNIT_TESTS := tests/unit
 
 # mypy: the type check of app/ (configured in pyproject.toml)
-.PHONY: typecheck lint check setup setup-run run-pkgs run-deps test-deps system-deps vm-deps venv venv-run native run install-test test test-vm test-fast bench bench-fio bench-mem bench-report bench-tui bench-steady bench-precision bench-runs bench-fleet bench-peak bench-claims native-asan container-test clean
+.PHONY: typecheck lint check setup setup-run run-pkgs run-deps test-deps system-deps vm-deps venv venv-run native run install-test test-last test test-vm test-fast bench bench-fio bench-mem bench-report bench-tui bench-steady bench-precision bench-runs bench-fleet bench-peak bench-claims native-asan container-test clean
 
 # what `make run` needs: runtime Debian packages, .venv with the runtime dependencies, the memory engine
 setup-run: run-deps venv-run native
@@ -97,9 +97,23 @@ test: setup
 	$(MAKE) -C native/memlat test
 	$(MAKE) native-asan
 	$(BIN)/python -m pytest -q --durations=25
-	$(BIN)/lint-imports
-	$(BIN)/mypy
-	$(MAKE) container-test
+	@$(MAKE) --no-print-directory test-last
+
+# lint-imports, mypy and the container test, with the install test (container/install-test.sh: `make run`'s and
+# pipx's set-up on pristine roots, about 5 minutes, mostly downloads) beside them in a process group of its own;
+# its report follows theirs.  After pytest, so that its load does not bend pytest's timings.
+test-last:
+	@log=$$(mktemp /var/tmp/profiler-tui-install-test.XXXXXX); \
+	setsid bash container/install-test.sh >"$$log" 2>&1 & itest=$$!; \
+	trap 'kill -- -$$itest 2>/dev/null; wait $$itest; cat "$$log"; rm -f "$$log"; exit 130' INT TERM; \
+	rc=0; { $(BIN)/lint-imports && $(BIN)/mypy && $(MAKE) --no-print-directory container-test; } || rc=$$?; \
+	irc=0; wait $$itest || irc=$$?; \
+	echo; echo "== the install test (ran beside the above)"; cat "$$log"; rm -f "$$log"; \
+	[ $$rc = 0 ] && [ $$irc = 0 ]
+
+# the install test alone (root; about 5 minutes): `make run`'s and pipx's set-up, each on a pristine bookworm root
+install-test:
+	bash container/install-test.sh
 
 # the tests in QEMU guests alone (`make test` runs them with the rest): real NVMe, SATA, two NUMA nodes, ssh://
 test-vm: setup

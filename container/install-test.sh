@@ -34,7 +34,8 @@ pids=()
 cleanup() {
     local rc=$? p
     set +e
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+    for p in "$tmp"/*.pid; do [ -f "$p" ] && kill "$(cat "$p")" 2>/dev/null; done
+    for p in "${pids[@]}"; do kill -- "-$p" 2>/dev/null; wait "$p" 2>/dev/null; done
     rm -rf "$tmp"
     echo "install test took $(( $(date +%s) - t_start ))s"
     exit "$rc"
@@ -55,7 +56,7 @@ run_pkgs="$(make -s --no-print-directory -C "$repo" run-pkgs)"
 cat >"$tmp/make.sh" <<'SH'
 set -euo pipefail
 apt-get update -q >/dev/null
-apt-get install -y -q --no-install-recommends make | tee /root/apt-make.log | grep -E '^(Need to get|[0-9]+ upgraded)'
+apt-get install -y -q --no-install-recommends make 2>&1 | tee /root/apt-make.log | grep -E '^(Need to get|[0-9]+ upgraded)'
 cd /root/profiler-tui
 t0=$(date +%s)
 make setup-run >/root/setup.log 2>&1 || { echo "make setup-run failed; its last lines:"; tail -n 30 /root/setup.log; exit 1; }
@@ -76,7 +77,7 @@ set -euo pipefail
 apt-get update -q >/dev/null
 t0=$(date +%s)
 # shellcheck disable=SC2086
-apt-get install -y -q --no-install-recommends pipx $RUN_PKGS | tee /root/apt.log | grep -E '^(Need to get|[0-9]+ upgraded)'
+apt-get install -y -q --no-install-recommends pipx $RUN_PKGS 2>&1 | tee /root/apt.log | grep -E '^(Need to get|[0-9]+ upgraded)'
 cd /root/profiler-tui
 pipx install . >/root/pipx.log 2>&1 || { echo "pipx install . failed:"; tail -n 30 /root/pipx.log; exit 1; }
 head -n 3 /root/pipx.log
@@ -127,7 +128,12 @@ setup() {
         mount -t proc proc "$r/proc" && mount --rbind /sys "$r/sys" && mount --rbind /dev "$r/dev" || exit 1
         exec chroot "$r" /usr/bin/env -i HOME=/root LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive \
             PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin "$@"' \
-        _ "$root" "${ca_env[@]}" RUN_PKGS="$run_pkgs" timeout 1200 bash "/root/$mode.sh" || rc=$?
+        _ "$root" "${ca_env[@]}" RUN_PKGS="$run_pkgs" timeout 1200 bash "/root/$mode.sh" &
+    # unshare, bash, chroot and env exec one another: this pid ends up as timeout's, which leads a process group
+    # of its own and passes a signal on to all of it (the cleanup's kill)
+    echo $! >"$tmp/$mode.pid"
+    wait $! || rc=$?
+    rm -f "$tmp/$mode.pid"  # gone: its number may be another process's now
     local secs=$(( $(date +%s) - t0 ))
     [ "$rc" = 0 ] || { echo "FAIL  $mode: the setup or a command exited $rc"; bad=1; }
     after="$(chroot "$root" dpkg-query -W -f '${Package}\n' | sort)"
@@ -157,9 +163,10 @@ setup() {
             "$root/root/version.txt" 2>/dev/null; then
         echo "FAIL  pipx: --version does not name the engine inside the pipx venv"; bad=1
     fi
+    local again
+    again="$(sed -n 's/^AGAIN_SECONDS \(.*\)/; again, with everything there: \1 s/p' "$root/root/markers" 2>/dev/null)"
     echo "$mode: $(grep -c . <<<"$added") Debian packages installed, ${mb} MB downloaded by apt, ${secs} s in all" \
-         "(the set-up: $(sed -n 's/^SETUP_SECONDS //p' "$root/root/markers" 2>/dev/null) s;" \
-         "again, with everything there: $(sed -n 's/^AGAIN_SECONDS //p' "$root/root/markers" 2>/dev/null) s)"
+         "(the set-up: $(sed -n 's/^SETUP_SECONDS //p' "$root/root/markers" 2>/dev/null) s$again)"
     if [ "$bad" = 0 ]; then
         echo "$mode: none of ${FORBIDDEN[*]} installed; no sshd; no ${FORBIDDEN_PY[*]} in the venv"
         echo "PASS  $mode"
@@ -168,10 +175,13 @@ setup() {
     fi
 }
 
+# each set-up in a process group of its own (the cleanup ends all of it: apt, pip, the chroot)
+set -m
 for m in "${modes[@]}"; do
     setup "$m" >"$tmp/$m.out" 2>&1 &
     pids+=($!)
 done
+set +m
 failed=0
 for i in "${!modes[@]}"; do
     wait "${pids[$i]}" || true
