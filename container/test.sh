@@ -370,7 +370,7 @@ install -d -m 0700 "$tmp/agent"
 if [ ! -S "$tmp/podman.sock" ]; then
     cat "$tmp/podman-service.log"; bad "podman system service did not start"
 elif ! "$repo/.venv/bin/python" -c 'import docker' 2>/dev/null; then
-    bad "the docker SDK is not in $repo/.venv (install the project there: .venv/bin/pip install -e '.[dev]')"
+    bad "the docker SDK is not in $repo/.venv (a runtime dependency: make setup-run installs it there)"
 else
     rc=0; (cd "$repo" && PYTHONPATH="$repo" "$repo/.venv/bin/python" "$here/agent_check.py" "unix://$tmp/podman.sock" \
         "$TAG" "$tmp/agent/agent.sock" "$NAME-agent" "$loop") >"$tmp/agent-check.log" 2>&1 || rc=$?
