@@ -126,6 +126,13 @@ else
     tail -n 40 "$tmp/build.log"
     bad "image build"; exit 1
 fi
+# no line that misleads: the venv stage has no memory engine and must not say "none" about it, and curl's error
+# must not run into the MLC lines ("cMLC: could not download")
+if grep -E 'memory engine \(--engine auto\): none|.MLC: ' "$tmp/build.log"; then
+    bad "the build log has a misleading line (above)"
+else
+    ok "the build log names no missing engine and has whole MLC lines"
+fi
 if grep -q '^MLC: not in this image' "$tmp/build.log"; then
     ok "build without a reachable MLC succeeds and says so"
 elif ! grep -q '^MLC:' "$tmp/build.log"; then
