@@ -36,10 +36,14 @@ RUN if [ -f /etc/apt/sources.list.d/debian.sources ]; then \
 # only the engines a block/file profiler needs: libaio, io_uring (fio's built-in, no liburing
 # needed), psync, mmap... Debian's binary package drags in Ceph, GlusterFS, RDMA and PMEM client
 # libraries (~80 MB) that this tool never uses.
+# apt checks the downloaded source files against the signed Release file's hashes, so dpkg-source's own check of
+# the .dsc's inline signature (which needs the maintainers' keyring, not in the image) is skipped rather than
+# warned about; /build belongs to _apt, so apt downloads there in its sandbox (no "unsandboxed" warning).
 FROM build-base AS fio
 WORKDIR /build
-RUN apt-get update -qq && apt-get source -qq --download-only fio >/dev/null && rm -rf /var/lib/apt/lists/* \
- && dpkg-source -x fio_*.dsc fio >/dev/null \
+RUN chown _apt /build \
+ && apt-get update -qq && apt-get source -qq --download-only fio >/dev/null && rm -rf /var/lib/apt/lists/* \
+ && dpkg-source --no-check -x fio_*.dsc fio >/dev/null \
  && cd fio \
  && ./configure --prefix=/usr/local --disable-native | grep -E '^(Linux AIO support|NVMe uring|libnuma|zlib) ' \
  && make -j"$(nproc)" >/dev/null \
@@ -78,7 +82,7 @@ RUN "$VIRTUAL_ENV/bin/pip" install -q --no-deps . \
         echo "note: the package did not install presets to $share; copying presets/ there"; \
         mkdir -p "$share" && cp -a presets/. "$share/"; \
     fi \
- && "$VIRTUAL_ENV/bin/profiler-tui" --version \
+ && "$VIRTUAL_ENV/bin/python" -c 'import app, sys; print("profiler-tui", app.__version__, "in", sys.prefix)' \
  && "$VIRTUAL_ENV/bin/pip" uninstall -q -y pip setuptools \
  && find "$VIRTUAL_ENV/lib" -depth -type d -name tests -path '*/site-packages/*/tests' -exec rm -rf {} +
 
@@ -108,5 +112,7 @@ ENV PATH=/opt/profiler-tui/bin:/opt/mlc:$PATH \
     PROFILER_TUI_MEMLAT=/usr/local/bin/memlat \
     LANG=C.UTF-8 \
     PYTHONDONTWRITEBYTECODE=1
+# the tools this image uses, as the final image sees them (fio and memlat are not in the venv stage)
+RUN profiler-tui --version
 WORKDIR /results
 ENTRYPOINT ["profiler-tui"]

@@ -1,20 +1,29 @@
-# profiler-tui — `make run` sets up and launches; `make test` sets up and tests everything.
+# profiler-tui — `make run` sets up what running needs and launches; `make test` sets up the rest and tests everything.
 SHELL := /bin/bash
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.stamp
+# Debian packages the tool runs (fio; lsblk and blkid; nvme and smartctl for device identity and telemetry; ssh for
+# ssh:// fleet hosts), python3-venv for .venv, and what builds the memory engine (gcc, make, libc6-dev).  No server:
+# `make run` installs nothing that listens.
+RUN_PKGS := fio util-linux e2fsprogs nvme-cli smartmontools openssh-client python3-venv gcc make libc6-dev
+# Debian packages only the tests need: fdisk (partitioned loop devices), tmux (the TUI in a terminal), librsvg2-bin
+# (the report's SVGs checked by rsvg-convert), jq, openssh-server (ssh:// fleet tests start their own sshd);
 # podman and runc: tests/integration/test_fleet_containers.py drives podman's Docker-compatible API service
-# (tests/helpers/podman_service.py); debootstrap: container-test makes the base image with it (container/base-image.sh)
-APT_PKGS := fio util-linux fdisk e2fsprogs tmux librsvg2-bin nvme-cli smartmontools jq openssh-client openssh-server \
-            podman runc debootstrap
+# (tests/helpers/podman_service.py); debootstrap: container-test and install-test make the base image with it
+# (container/base-image.sh)
+TEST_PKGS := fdisk tmux librsvg2-bin jq openssh-server podman runc debootstrap
 # chromium: tests/integration/test_report_html_browser.py opens report.html in it, headless
 # (tests/helpers/headless_chromium.py)
-APT_PKGS += chromium
+TEST_PKGS += chromium
 # tests/vm: QEMU boots Debian's kernel (fetched by the tests with apt-get download) on this machine's root, with
 # a static busybox in its initramfs and kmod's depmod/modprobe for its module tree.  Installed when missing and
 # possible; without them the VM tests skip with one sentence (docs/testing.md, "Tests in QEMU guests")
 VM_PKGS := qemu-system-x86 busybox-static kmod
+# .venv: the app (editable) and its runtime dependencies for `make run`; the dev and pandas extras on top for
+# `make test`.  Each stamp is re-made when pyproject.toml changes or the interpreter is gone.
+RUN_STAMP := $(VENV)/.stamp-run
+DEV_STAMP := $(VENV)/.stamp-dev
 MEMLAT := native/memlat/build/memlat
 # ruff (lint and import order; configured in pyproject.toml) checks these
 RUFF_PATHS := app tests bench
@@ -23,9 +32,13 @@ RUFF_PATHS := app tests bench
 UNIT_TESTS := tests/unit
 
 # mypy: the type check of app/ (configured in pyproject.toml)
-.PHONY: typecheck lint check setup system-deps vm-deps venv native run test test-vm test-fast bench bench-fio bench-mem bench-report bench-tui bench-steady bench-precision bench-runs bench-fleet bench-peak bench-claims native-asan container-test clean
+.PHONY: typecheck lint check setup setup-run run-pkgs run-deps test-deps system-deps vm-deps venv venv-run native run install-test test-last test test-vm test-fast bench bench-fio bench-mem bench-report bench-tui bench-steady bench-precision bench-runs bench-fleet bench-peak bench-claims native-asan container-test clean
 
-setup: system-deps vm-deps venv native
+# what `make run` needs: runtime Debian packages, .venv with the runtime dependencies, the memory engine
+setup-run: run-deps venv-run native
+
+# everything: the above and what the tests need (`make test`); reuses what `make run` installed, and the reverse
+setup: setup-run test-deps vm-deps venv
 
 # $(call apt_install,PACKAGES,WHAT FOR,WHEN APT FAILS): install the packages dpkg does not list as installed;
 # when apt fails, the third argument runs (empty: the recipe fails)
@@ -40,27 +53,43 @@ if [ -n "$$missing" ]; then \
 fi
 endef
 
-# Debian packages the tool and its tests drive; installed only when missing.
-system-deps:
-	$(call apt_install,$(APT_PKGS),,)
+# Debian packages, each set installed only where missing
+run-deps:
+	$(call apt_install,$(RUN_PKGS),,)
+
+test-deps:
+	$(call apt_install,$(TEST_PKGS), for the tests,)
+
+# the runtime set, for container/install-test.sh (the pipx set-up installs it with apt-get)
+run-pkgs:
+	@echo $(RUN_PKGS)
+
+# both sets (kept for scripts that name it)
+system-deps: run-deps test-deps
 
 vm-deps:
 	$(call apt_install,$(VM_PKGS), for the VM tests,|| echo "could not install$$missing: the VM tests (tests/vm) will skip")
 
-# re-made when pyproject.toml changes or the interpreter is gone (a venv half-deleted is a venv to redo)
-venv:
-	@test -x $(BIN)/python || rm -f $(STAMP)
-	@$(MAKE) --no-print-directory $(STAMP)
-$(STAMP): pyproject.toml
+# a venv half-deleted is a venv to redo
+venv-run:
+	@test -x $(BIN)/python || rm -f $(RUN_STAMP) $(DEV_STAMP)
+	@$(MAKE) --no-print-directory $(RUN_STAMP)
+$(RUN_STAMP): pyproject.toml setup.py
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev]'
-	touch $(STAMP)
+	$(BIN)/pip install -q -e .
+	touch $(RUN_STAMP)
+
+venv: venv-run
+	@$(MAKE) --no-print-directory $(DEV_STAMP)
+$(DEV_STAMP): $(RUN_STAMP)
+	$(BIN)/pip install -q -e '.[dev,pandas]'
+	touch $(DEV_STAMP)
 
 native:
 	$(MAKE) -C native/memlat
 
-run: setup
+run: setup-run
 	$(BIN)/profiler-tui
 
 test: setup
@@ -68,9 +97,24 @@ test: setup
 	$(MAKE) -C native/memlat test
 	$(MAKE) native-asan
 	$(BIN)/python -m pytest -q --durations=25
-	$(BIN)/lint-imports
-	$(BIN)/mypy
-	$(MAKE) container-test
+	@$(MAKE) --no-print-directory test-last
+
+# lint-imports, mypy and the container test, with the install test (container/install-test.sh: `make run`'s and
+# pipx's set-up on pristine roots, about 5 minutes, mostly downloads) beside them in a process group of its own;
+# its report follows theirs.  After pytest, so that its load does not bend pytest's timings.  (The container test is
+# named by its script, not $(MAKE): a recipe line that names $(MAKE) runs even under `make -n`.)
+test-last:
+	@log=$$(mktemp /var/tmp/profiler-tui-install-test.XXXXXX); \
+	setsid bash container/install-test.sh >"$$log" 2>&1 & itest=$$!; \
+	trap 'kill -- -$$itest 2>/dev/null; wait $$itest; cat "$$log"; rm -f "$$log"; exit 130' INT TERM; \
+	rc=0; { $(BIN)/lint-imports && $(BIN)/mypy && bash container/test.sh; } || rc=$$?; \
+	irc=0; wait $$itest || irc=$$?; \
+	echo; echo "== the install test (ran beside the above)"; cat "$$log"; rm -f "$$log"; \
+	[ $$rc = 0 ] && [ $$irc = 0 ]
+
+# the install test alone (root; about 5 minutes): `make run`'s and pipx's set-up, each on a pristine bookworm root
+install-test:
+	bash container/install-test.sh
 
 # the tests in QEMU guests alone (`make test` runs them with the rest): real NVMe, SATA, two NUMA nodes, ssh://
 test-vm: setup

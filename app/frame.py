@@ -3,7 +3,8 @@
 The report and ``compare`` read a results directory through :func:`app.report.model.load`; this module
 turns what that gives into rows: :func:`records` (one dict per point, the one definition of a results.csv
 row), written by :func:`csv_text` for the report's results.csv (the csv module, no pandas), or typed as a
-frame by ``load_results(DIR)`` for the TUI's results table and pandas users.
+frame by ``load_results(DIR)`` for pandas users (pandas is the optional extra ``profiler-tui[pandas]``), or as
+the same values in plain dicts by :func:`results_rows` for the TUI's results table, which needs no pandas.
 Rows: the storage points by plan index, then the memory points by plan index, as
 :func:`app.report.model.load` reads them (run.json checked, results.jsonl read and
 validated by :class:`app.results.ResultsDir`, lines outside the plan left out).  Values are
@@ -15,10 +16,11 @@ measured values ``float64``; ``direct`` and ``runtime`` hold what the point gave
 A whole-number column whose values do not fit 64 bits stays ``object`` (a results line may
 hold numbers up to 2^64).
 
-pandas is imported only by the frame functions, which the report never calls: it costs ~0.3 s of a
-report's start-up.  results.csv holds the bytes ``to_csv`` writes of that frame (a float by its shortest
-repr; a missing value an empty cell; ``\\n`` line ends): tests/unit/test_frame_csv.py holds the two
-writers equal.
+pandas is imported only by the frame functions, which neither the report nor the TUI calls: it costs ~0.3 s of a
+report's start-up, and nothing the tool runs needs it, so an install without the extra lacks it (the frame
+functions then raise one sentence naming the extra).  results.csv holds the bytes ``to_csv`` writes of that
+frame (a float by its shortest repr; a missing value an empty cell; ``\\n`` line ends):
+tests/unit/test_frame_csv.py holds the two writers, and the frame's rows and :func:`typed_rows`, equal.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import csv
 import io
 import math
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 from app.peak import fio_cpus
@@ -241,11 +244,22 @@ def frame_of(storage: Sequence[StorageRow], memory: Sequence[MemoryRow],
     return typed_frame(records(storage, memory, run_dir))
 
 
+PANDAS_MISSING = ("pandas is not installed: app.frame's DataFrame functions need it, and it is the optional extra "
+                  "profiler-tui[pandas] (pip install 'profiler-tui[pandas]').")
+
+
+def _pandas() -> ModuleType:
+    """The pandas module, or ModuleNotFoundError with one sentence naming the extra."""
+    try:
+        import pandas
+    except ImportError:
+        raise ModuleNotFoundError(PANDAS_MISSING, name="pandas") from None
+    return pandas
+
+
 def typed_frame(rows: list[dict[str, object]]) -> pd.DataFrame:
     """The frame of results.csv rows, each column typed as the module docstring says."""
-    import pandas as pd
-
-    df = pd.DataFrame(rows, columns=CSV_COLUMNS, dtype=object)  # no inference: each column is typed below
+    df: pd.DataFrame = _pandas().DataFrame(rows, columns=CSV_COLUMNS, dtype=object)  # no inference: typed below
     types: dict[str, str] = {c: "string" for c in TEXT_COLUMNS}
     types.update({c: "float64" for c in FLOAT_COLUMNS})
     types.update({c: "object" for c in OBJECT_COLUMNS})
@@ -283,12 +297,53 @@ def records_frame(lines: list[ResultLine]) -> pd.DataFrame:
     return frame_of(storage, memory)
 
 
+def results_rows(directory: str | Path) -> list[dict[str, object]]:
+    """What ``rows(load_results(directory))`` gives, without pandas: the TUI's results table."""
+    from app.report.model import load
+
+    data = load(directory)
+    return typed_rows(records(data.storage, data.memory, data.path))
+
+
+def records_rows(lines: list[ResultLine]) -> list[dict[str, object]]:
+    """What ``rows(records_frame(lines))`` gives, without pandas."""
+    from app.report.model import split_records
+
+    storage, memory, _outside = split_records(lines)
+    return typed_rows(records(storage, memory))
+
+
+def typed_rows(rows: list[dict[str, object]]) -> list[dict[str, object]]:
+    """``rows(typed_frame(rows))`` in plain Python: every column of results.csv, each value typed as its
+    column's dtype makes it (text a str, a whole number an int, a measured value a float), a missing one
+    (None, NaN) None; a whole-number column with a value beyond 64 bits keeps its values as they are."""
+    wide = {c for c in INT_COLUMNS
+            if any(isinstance(v := r.get(c), int) and not -(1 << 63) <= v < 1 << 63 for r in rows)}
+
+    def typed(col: str, v: object) -> object:
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            return None
+        if col in TEXT_COLUMNS:
+            return str(v)
+        if col in FLOAT_KINDS:
+            return float(v)  # type: ignore[arg-type]  # the records hold numbers in these columns
+        if col in INT_KINDS and col not in wide:
+            return int(v)  # type: ignore[call-overload]
+        return v
+
+    return [{c: typed(c, r.get(c)) for c in CSV_COLUMNS} for r in rows]
+
+
+FLOAT_KINDS = frozenset(FLOAT_COLUMNS)
+INT_KINDS = frozenset(INT_COLUMNS)
+
+
 def rows(df: pd.DataFrame) -> list[dict[str, object]]:
     """The frame's rows as dicts of Python values, a missing value (<NA>, NaN) as None."""
-    import pandas as pd
+    na = _pandas().NA
 
     def plain(v: object) -> object:
-        return None if v is pd.NA or (isinstance(v, float) and math.isnan(v)) else v
+        return None if v is na or (isinstance(v, float) and math.isnan(v)) else v
 
     return [{str(k): plain(v) for k, v in r.items()} for r in df.astype(object).to_dict("records")]
 

@@ -9,6 +9,10 @@ here="$(cd "$(dirname "$0")" && pwd)"
 
 IMAGE=docker.io/library/debian:bookworm-slim
 need_host_tools
+# One at a time: the container test and the install test may both need the image first (`make test` runs them side
+# by side); the lock is this script itself, opened read-only
+exec 9<"$here/base-image.sh"
+flock 9
 
 if podman image exists "$IMAGE"; then
     echo "base image $IMAGE present; nothing to do"

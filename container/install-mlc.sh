@@ -14,10 +14,13 @@ for f in "$src"/mlc*.tgz "$src"/mlc*.tar.gz; do
 done
 if [ -z "$tgz" ] && [ -n "$url" ]; then
     echo "MLC: fetching $url"
-    if curl -fsSL --connect-timeout 10 --max-time 120 --retry 1 -o "$work/mlc.tgz" "$url"; then
+    # curl's own error goes to a file and is quoted in one line of ours: on stderr it would interleave with the
+    # build's stdout mid-line
+    if curl -fsSL --connect-timeout 10 --max-time 120 --retry 1 -o "$work/mlc.tgz" "$url" 2>"$work/curl.err"; then
         tgz="$work/mlc.tgz"
     else
-        echo "MLC: could not download $url (no internet access from the builder?)."
+        echo "MLC: could not download $url ($(tail -n 1 "$work/curl.err" | tr -cd '[:print:]' | cut -c 1-200);" \
+             "no internet access from the builder?)."
     fi
 fi
 if [ -n "$tgz" ]; then

@@ -126,6 +126,13 @@ else
     tail -n 40 "$tmp/build.log"
     bad "image build"; exit 1
 fi
+# no line that misleads: the venv stage has no memory engine and must not say "none" about it, and curl's error
+# must not run into the MLC lines ("cMLC: could not download")
+if grep -E 'memory engine \(--engine auto\): none|.MLC: ' "$tmp/build.log"; then
+    bad "the build log has a misleading line (above)"
+else
+    ok "the build log names no missing engine and has whole MLC lines"
+fi
 if grep -q '^MLC: not in this image' "$tmp/build.log"; then
     ok "build without a reachable MLC succeeds and says so"
 elif ! grep -q '^MLC:' "$tmp/build.log"; then
@@ -370,7 +377,7 @@ install -d -m 0700 "$tmp/agent"
 if [ ! -S "$tmp/podman.sock" ]; then
     cat "$tmp/podman-service.log"; bad "podman system service did not start"
 elif ! "$repo/.venv/bin/python" -c 'import docker' 2>/dev/null; then
-    bad "the docker SDK is not in $repo/.venv (install the project there: .venv/bin/pip install -e '.[dev]')"
+    bad "the docker SDK is not in $repo/.venv (a runtime dependency: make setup-run installs it there)"
 else
     rc=0; (cd "$repo" && PYTHONPATH="$repo" "$repo/.venv/bin/python" "$here/agent_check.py" "unix://$tmp/podman.sock" \
         "$TAG" "$tmp/agent/agent.sock" "$NAME-agent" "$loop") >"$tmp/agent-check.log" 2>&1 || rc=$?

@@ -329,16 +329,15 @@ def fleet_cells(p: FleetPoint, names: dict[str, str], scale: float = 1.0) -> lis
 
 
 def load_rows(path: Path) -> list[dict[str, Any]]:
-    """The table's rows: :func:`app.frame.load_results` (the columns of results.csv); a directory
+    """The table's rows: :func:`app.frame.results_rows` (the columns and values of results.csv, no pandas); a directory
     whose run.json cannot be read still shows the points of its results.jsonl."""
     from app.errors import UsageError
-    from app.frame import load_results, records_frame, rows
+    from app.frame import records_rows, results_rows
 
     try:
-        frame = load_results(path)
+        return results_rows(path)
     except UsageError:
-        frame = records_frame(ResultsDir(path).lines())
-    return rows(frame)
+        return records_rows(ResultsDir(path).lines())
 
 
 def with_figures(path: Path, rows: list[dict[str, Any]]) -> bool:

@@ -15,11 +15,17 @@ from app.frame import (
     CSV_COLUMNS,
     INT_COLUMNS,
     OBJECT_COLUMNS,
+    PANDAS_MISSING,
     TEXT_COLUMNS,
     csv_text,
     load_results,
+    records_frame,
+    records_rows,
+    results_rows,
+    rows,
     to_csv,
     typed_frame,
+    typed_rows,
 )
 
 GOLDEN_RUN = Path(__file__).resolve().parent.parent / "data" / "report" / "golden-run"
@@ -49,6 +55,42 @@ ROW = st.fixed_dictionaries({c: _value(c) for c in CSV_COLUMNS})
 @given(st.lists(ROW, max_size=6))
 def test_csv_text_is_pandas_to_csv_of_the_typed_frame(rows: list[dict[str, object]]) -> None:
     assert csv_text(CSV_COLUMNS, rows) == to_csv(typed_frame(rows))
+
+
+@FAST
+@given(st.lists(ROW, max_size=6))
+def test_typed_rows_are_the_typed_frames_rows(rows_: list[dict[str, object]]) -> None:
+    """The TUI's results table gets, without pandas, the values the typed frame holds."""
+    want = rows(typed_frame(rows_))
+    assert typed_rows(rows_) == want
+
+
+def test_results_rows_are_load_results_rows_and_import_no_pandas(tmp_path: Path) -> None:
+    """The TUI's results table (app.screens.results.load_rows) reads a directory without importing pandas, so an
+    install without the pandas extra has the whole TUI; its rows are the frame's."""
+    from app.results import ResultsDir
+
+    run = shutil.copytree(GOLDEN_RUN, tmp_path / "run")
+    assert results_rows(run) == rows(load_results(run))
+    lines = ResultsDir(run).lines()
+    assert records_rows(lines) == rows(records_frame(lines))  # a directory whose run.json cannot be read
+    code = ("import sys; from pathlib import Path; from app.screens.results import load_rows\n"
+            "assert load_rows(Path(sys.argv[1])), 'no rows'\n"
+            "assert 'pandas' not in sys.modules, 'the results table imported pandas'")
+    subprocess.run([sys.executable, "-c", code, str(run)], check=True, capture_output=True)
+
+
+def test_load_results_without_pandas_says_so_in_one_sentence(tmp_path: Path) -> None:
+    """pandas is the optional extra profiler-tui[pandas]: without it, load_results raises one sentence naming it."""
+    run = shutil.copytree(GOLDEN_RUN, tmp_path / "run")
+    code = ("import sys; sys.modules['pandas'] = None\n"
+            "from app.frame import load_results\n"
+            "try: load_results(sys.argv[1])\n"
+            "except ModuleNotFoundError as e: print(e)\n"
+            "else: sys.exit('no error')")
+    out = subprocess.run([sys.executable, "-c", code, str(run)], check=True, capture_output=True, text=True).stdout
+    assert out.strip() == PANDAS_MISSING
+    assert "profiler-tui[pandas]" in out and out.count(". ") == 0 and len(out.splitlines()) == 1
 
 
 def test_a_missing_key_and_nan_are_empty_cells() -> None:
