@@ -322,8 +322,14 @@ def _storage_table(points: Sequence[StorageRow], heading: str = "## Storage resu
 
 def interval_notes(points: Sequence[StorageRow], cis: Sequence[Mapping[str, object]]) -> list[str]:
     """Under a storage table: what ± is (when a point has one) and which points have none, and why."""
-    return (([ci.interval_note(), ""] if any(cis) else []) + ci.missing_note(points, [bool(c) for c in cis])
-            + ci.refused_note(points))
+    return ([ci.interval_note(), ""] if any(cis) else []) + ci.unshown_note(points, _row_name)
+
+
+def _row_name(p: StorageRow | MemoryRow) -> str:
+    """A point as the notes under a table name it: the workload (and replicate), or the memory row."""
+    if isinstance(p, StorageRow):
+        return workload(p) + (f", replicate {p.replicate}" if p.replicate is not None else "")
+    return point_label(Kind.MEMORY, p.point)
 
 
 def _bw_text(bw: float, iv: tuple[float, float] | None) -> str:
@@ -468,14 +474,14 @@ def _memory_interval_note(points: Sequence[MemoryRow]) -> list[str]:
     """What ± means under the memory tables, and (once) which points have none and why."""
     shown = [bool(ci.memory_intervals(p)) for p in points]
     if not any(shown):
-        return ci.missing_note(points, shown) + ci.refused_note(points)
+        return ci.unshown_note(points, _row_name)
     whole = ci.whole_run_cells([_mem_whole(p) for p in points])
     return [*_memory_warmup_note(points),
             "± is the 95 % confidence interval, within this run, of the figure's mean over the engine's windows of "
             "that row (batch means after the warm-up, docs/uncertainty.md), and the figure before it is that "
             "interval's centre.", "",
             *([ci.whole_run_note("the engine's figure over the row's whole window"), ""] if whole else []),
-            *ci.missing_note(points, shown), *ci.refused_note(points)]
+            *ci.unshown_note(points, _row_name)]
 
 
 def _chase_line(points: Sequence[MemoryRow]) -> list[str]:
