@@ -194,6 +194,7 @@ def test_memory_replicates_are_judged_by_their_latency(tmp_path: Path) -> None:
     # mean 91.0, sd √57 = 7.55, t(2) 4.303: ± 18.75; CV 8.3 % against a within-run SE of 0.28 %: undercovers
     assert "| latency ns |   3 | 91.00 ± 18.75 | 8.3% |                 ±0.6% | undercovers" in row
     assert "Repeats recommended" in md and [r["replicate"] for r in rows] == ["1", "2", "3"]
+    assert "`--set repeat=5` or more (this run had 3;" in md  # not "repeat=3", which it was
 
 
 @pytest.mark.parametrize("ci95,why", [
