@@ -94,7 +94,7 @@ def test_replicates_are_grouped_and_undercoverage_asks_for_repeats(tmp_path: Pat
     assert "|   3 |" in qd4_row and "102k ± 24k" in qd4_row and "9.5%" in qd4_row and "undercovers" in qd4_row
     assert "150.1k ± 1.0k" in qd16_row and "consistent" in qd16_row
     advice = _row(md, "**Repeats recommended.**")
-    assert "On 1 of 2 points (randread 4K QD4)" in advice and "repeat=3" in advice
+    assert "On 1 of 2 points (randread 4K QD4)" in advice and "repeat=5" in advice
 
 
 def test_consistent_replicates_say_the_single_run_interval_holds(tmp_path: Path) -> None:
