@@ -8,6 +8,7 @@ rendering the same directory twice gives the same report.
 from __future__ import annotations
 
 import math
+import re
 import statistics
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Mapping, Sequence
@@ -26,7 +27,17 @@ from app.sanitize import Markup, clean_line, clean_text, md_text
 from app.summary import point_label
 from app.textable import markdown_figure, markdown_table
 from app.units import format_count, format_size, size_text, us
-from app.validity import CHECKED, FLAGS, LEGEND, WARMUP_SHARE, checks_of, names, recorded_facts, warmup_of
+from app.validity import (
+    CHECKED,
+    FLAGS,
+    IN_FLIGHT_WHY,
+    LEGEND,
+    WARMUP_SHARE,
+    checks_of,
+    names,
+    recorded_facts,
+    warmup_of,
+)
 
 if TYPE_CHECKING:
     from app.report.plots import Figure
@@ -871,10 +882,16 @@ def _other_flag_rows(points: Sequence[StorageRow]) -> list[list[str]]:
     return rows
 
 
+def _same_why(why: str) -> str:
+    """A point's reason as one reason of many: a line recorded before the reason dropped its count of I/Os in
+    flight ("16 I/Os in flight: …") reads as the reason a line records now."""
+    return IN_FLIGHT_WHY if re.match(r"\d+ I/Os in flight: a CPU or drive saving power", why) else why
+
+
 def _check_row(name: str, entries: Sequence[dict[str, str]]) -> list[str]:
     """The Result and Why of one check over its points' results."""
     count = {r: sum(1 for e in entries if e["result"] == r) for r in ("flagged", "passed", "not-applicable")}
-    whys = list(dict.fromkeys(clean_line(e.get("why") or "not recorded", 300) for e in entries
+    whys = list(dict.fromkeys(_same_why(clean_line(e.get("why") or "not recorded", 600)) for e in entries
                               if e["result"] == "not-applicable"))  # foreign text, bounded: the table escapes it
     n_a = count["not-applicable"]
     parts, why = [], []
