@@ -16,7 +16,20 @@ from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 from app.points import Kind
 from app.records import number
 from app.report import analysis as an
-from app.report import conditions, contention, drive, host, peak_text, queue_text, series, suite, support, tails, trends
+from app.report import (
+    answer,
+    conditions,
+    contention,
+    drive,
+    host,
+    peak_text,
+    queue_text,
+    series,
+    suite,
+    support,
+    tails,
+    trends,
+)
 from app.report import intervals as ci
 from app.report import memory as mem
 from app.report import procedure as rp
@@ -1007,6 +1020,7 @@ def render_markdown(data: RunData, figures: Sequence[Figure], bound_ns: float,
              "measured with fio, memory with Intel MLC's loaded-latency method or the built-in engine. Units: "
              "µs = 10^-6 s, ns = 10^-9 s, MB = 10^6 bytes, MiB = 2^20 bytes, block sizes in KiB (2^10 bytes).")
     lines += [intro, ""]
+    lines += answer.section(data, curves, bound_ns)
     lines += _environment(data)
     lines += _run(data)
     lines += _target(data)
