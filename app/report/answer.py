@@ -35,13 +35,14 @@ def _load(p: StorageRow) -> str:
 
 
 def _name(p: StorageRow) -> str:
-    return f"{p.mix} {format_size(p.bs)} {_load(p)}"
+    """The point in the report's words, as Markdown text: its pattern comes from the results line (foreign)."""
+    return md_text(f"{p.mix} {format_size(p.bs)} {_load(p)}")
 
 
 def _flag_mark(rows: Sequence[StorageRow]) -> str:
     """`` ⚑ name, name`` for the flags any of ``rows`` carries ('' for none)."""
     found = list(dict.fromkeys(n for r in rows for n in names(r.flags) + names(r.other_flags)))
-    return f" {MARK} {', '.join(found)}" if found else ""
+    return f" {MARK} {md_text(', '.join(found))}" if found else ""  # a newer version's flag names are foreign
 
 
 def _mean(rows: Sequence[StorageRow], run_dir: Path) -> tuple[StorageRow, str]:
@@ -86,7 +87,8 @@ def box(points: Sequence[StorageRow], run_dir: Path) -> list[str] | None:
             text = _mbps(row, run_dir)
             if row.rw.startswith("rand"):
                 text += f" ({_iops(row, run_dir)} IOPS)"
-            cells.append(text + _flag_mark(sides[side]))
+            flagged = list(dict.fromkeys(n for r in sides[side] for n in names(r.flags) + names(r.other_flags)))
+            cells.append(text + (f" {MARK} {', '.join(flagged)}" if flagged else ""))  # the table escapes cells
         rows.append([md_text(label, cell=True), *cells])
     out = [markdown_table(["Test", "Read MB/s", "Write MB/s"], rows, right=(1, 2)), ""]
     over = sorted(bases)
