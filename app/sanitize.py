@@ -75,7 +75,7 @@ def clean_text(text: object, *, newlines: bool = False, limit: int | None = None
 def clean_line(text: object, limit: int | None = 300) -> str:
     """One line of foreign text: cleaned, runs of white space made one space, cut to ``limit``."""
     line = " ".join(clean_text(text).split())
-    return line if limit is None or len(line) <= limit else line[: max(0, limit - 1)] + "…"
+    return line if limit is None or len(line) <= limit else cut_at_word(line, max(1, limit))
 
 
 FOREIGN_LIMIT = 1000  # characters of one foreign string in a report (a preset's description is at most ~640)

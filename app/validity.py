@@ -47,6 +47,7 @@ from app.points import WRITE_MODES
 from app.precision import imprecise_reason
 from app.records import Parts, ResultLine, StorageMetrics, is_num, number
 from app.runmeta import RunMeta
+from app.sanitize import cut_at_word
 from app.tails import TAIL_UNSTABLE_FACTOR
 from app.topology import cpu_list, cpu_list_text
 from app.units import format_bandwidth
@@ -422,11 +423,15 @@ def _writes_buffered(point: Mapping[str, object]) -> str | None:
     return None
 
 
+# the same words for every point above the load (a count per point made six reasons of one)
+IN_FLIGHT_WHY = (f"more than {LOW_LOAD} I/Os in flight: a CPU or drive saving power idles between I/Os only at "
+                 f"{LOW_LOAD} or fewer in flight")
+
+
 def _audit_scope(name: str, point: Mapping[str, object]) -> str | None:
     """Why the audit's flag ``name`` does not concern this point whatever the host's settings (None: it does)."""
-    if name == "power-saving" and (n := _in_flight(point)) > LOW_LOAD:
-        return (f"{n} I/Os in flight: a CPU or drive saving power idles between I/Os only at {LOW_LOAD} or fewer "
-                "in flight")
+    if name == "power-saving" and _in_flight(point) > LOW_LOAD:
+        return IN_FLIGHT_WHY
     if name == "write-throttled":
         return _writes_buffered(point)
     return None
@@ -478,7 +483,7 @@ def _audit_not_applicable(name: str, point: Mapping[str, object], facts: TargetF
     items = [i for key in AUDIT_ITEMS[name] if (i := _audit_item(facts.audit, key)) is not None]
     if any(i.status in ("ok", "warn") for i in items):
         return None
-    whys = [f"{i.label}: {_line(i.note, 160) or _line(i.value, 80) or 'not available here'}" for i in items]
+    whys = [f"{i.label}: {_line(i.note, 300) or _line(i.value, 80) or 'not available here'}" for i in items]
     return "; ".join(whys) or "the audit did not read " + " or ".join(ITEMS[k] for k in AUDIT_ITEMS[name])
 
 
@@ -571,7 +576,8 @@ def point_checks(point: Mapping[str, object], metrics: StorageMetrics, parts: Pa
 
 
 def _line(v: object, limit: int = 200) -> str | None:
-    return " ".join(v.split())[:limit] or None if isinstance(v, str) else None
+    """Recorded text as one line of at most ``limit`` characters, cut at a word ("…"), never mid-word."""
+    return cut_at_word(" ".join(v.split()), limit) or None if isinstance(v, str) else None
 
 
 def recorded_facts(meta: RunMeta | None) -> TargetFacts:
@@ -608,7 +614,7 @@ def checks_of(line: ResultLine, facts: TargetFacts) -> dict[str, dict[str, str]]
                 derived[name]["result"] == "passed" or (name in PARTS_LATER and derived[name]["result"] != "flagged")):
             out[name] = {"result": "not-applicable", "why": ADDED_LATER[name]}
         elif isinstance(entry, Mapping) and result in RESULTS and "flagged" not in (result, derived[name]["result"]):
-            why = _line(entry.get("why"), 300)
+            why = _line(entry.get("why"), 600)
             out[name] = ({"result": "not-applicable", "why": why or "not recorded"}
                          if result == "not-applicable" else {"result": "passed"})
         else:
@@ -630,7 +636,7 @@ def flags_of(line: ResultLine) -> list[dict[str, str]]:
     seen: dict[str, str] = {}
     for f in line.flags or []:
         if isinstance(f, Mapping) and f.get("flag") in FLAGS and isinstance(f.get("reason"), str):
-            seen.setdefault(str(f["flag"]), " ".join(str(f["reason"]).split())[:300])
+            seen.setdefault(str(f["flag"]), cut_at_word(" ".join(str(f["reason"]).split()), 300))
     if line.flags is not None and (cut := warmup_reason(line.storage)):
         seen.setdefault("warmup-cut", cut)
     return [{"flag": name, "reason": seen[name]} for name in FLAGS if name in seen]

@@ -3,7 +3,7 @@
 A results line written since the tool computes intervals carries them (``metrics.ci95``, app.uncertainty); an
 older line has none, so its interval is computed here from the per-second samples it kept (raw/…samples.jsonl)
 by the same method, and older runs show ± too.  A line with neither (an imported fio JSON, a memory line of an
-older run) shows no ±, and the report says why once (:func:`missing_note`).
+older run) shows no ±, and the report says why once (:func:`unshown_note`).
 
 Shown as ``centre ± half-width`` (:func:`pm_count`, :func:`pm_fixed`, given the interval itself): the figure
 printed with ± is always the centre of its interval, so every figure shown with an interval lies inside it.  A
@@ -16,10 +16,11 @@ without an interval).
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Callable, Sequence
 
-from app.records import JSONObject, interval_problem
+from app.records import JSONObject, interval_problem, number
 from app.report.model import MemoryRow, StorageRow
 from app.report.noise import samples_of
 from app.uncertainty import intervals_of, level_shift, storage_series
@@ -35,7 +36,7 @@ NO_WINDOWS = "the line records no interval (the engine's windows were not kept)"
 def storage_intervals(run_dir: Path | None, row: StorageRow) -> dict[str, Pair]:
     """The 95 % interval of each figure of ``row`` that has one: the line's own ``ci95``, or, for a line
     written before the tool recorded intervals (no ``ci_method``), computed from its kept samples.  An interval
-    that is no interval of its figure (:func:`app.records.interval_problem`) is left out (:func:`refused_note`)."""
+    that is no interval of its figure (:func:`app.records.interval_problem`) is left out (:func:`unshown_note`)."""
     if row.computed_ci is None:
         row.computed_ci = _storage_intervals(run_dir, row)
     return row.computed_ci[0]
@@ -47,6 +48,7 @@ def _storage_intervals(run_dir: Path | None, row: StorageRow) -> tuple[dict[str,
         got = {k: m.interval_or_why(k) for k in STORAGE_FIGURES}
         refused = {k: why for k, why in got.items() if isinstance(why, str)}
         refused.update(_shifted(run_dir, row, [k for k, iv in got.items() if iv is not None]))
+        refused.update(_stepped(row, [k for k, iv in got.items() if isinstance(iv, tuple) and k not in refused]))
         return ({k: iv for k, iv in got.items() if isinstance(iv, tuple) and k not in refused},
                 refused.get(HEADLINE) or _recorded_reason(m.ci_method), refused)
     samples = samples_of(run_dir, row)
@@ -71,6 +73,20 @@ def _shifted(run_dir: Path | None, row: StorageRow, figures: list[str]) -> dict[
     series = storage_series(samples_of(run_dir, row))
     return {k: f"from its samples: {shift.reason()}" for k in figures
             if (shift := level_shift(series.get(k) or [])) is not None}
+
+
+def _stepped(row: StorageRow, figures: list[str]) -> dict[str, str]:
+    """Of a point whose line records a level shift in one of its figures, the other figures' intervals: refused
+    too (figure → why).  At a fixed queue depth IOPS, bandwidth and mean latency are one process seen three ways
+    (Little's law ties IOPS to N / latency), so a step in one is a step in all, whether or not the test saw it
+    in each: no figure of the point has a stationary mean to give an interval of."""
+    method = row.metrics.ci_method
+    test = method.get("level_shift") if method is not None else None
+    found = test.get("found") if isinstance(test, dict) else None
+    if not isinstance(found, dict) or not found:
+        return {}
+    names = ", ".join(FIGURE_NAMES.get(k, k) for k in found if isinstance(k, str))
+    return {k: f"a level shift of the point's {names}" for k in figures}
 
 
 def _recorded_reason(method: JSONObject | None) -> str:
@@ -106,41 +122,137 @@ def why_none(row: StorageRow | MemoryRow) -> str:
 
 FIGURE_NAMES = {"iops": "IOPS", "bw_bytes": "MB/s", "lat_mean_ns": "mean latency", "latency_ns": "latency",
                 "bandwidth_mbps": "bandwidth"}
+# how the report prints each figure: divisor from the line's unit, the unit's name, decimals
+SHOWN_UNITS: dict[str, tuple[float, str, int]] = {
+    "iops": (1.0, "IOPS", 0), "bw_bytes": (1e6, "MB/s", 1), "lat_mean_ns": (1e3, "µs", 2),
+    "latency_ns": (1.0, "ns", 2), "bandwidth_mbps": (1.0, "MB/s", 1)}
+NAMES_SHOWN = 8  # points named per reason before "and N more"
 
 
-def refused_note(rows: Sequence[StorageRow | MemoryRow]) -> list[str]:
-    """One sentence (with a blank line) naming the intervals a line records (or its samples give) that are no
-    interval of their figure, so that figure shows no ±; [] when there are none.  Call it after the rows'
+def _own_reason(r: StorageRow | MemoryRow, key: str) -> str | None:
+    """Why the line's interval record gives ``key`` no interval, as its ``ci_method`` says for that figure."""
+    method = r.metrics.ci_method
+    series = method.get("series") if method is not None else None
+    own = series.get(key) if isinstance(series, dict) else None
+    reason = own.get("reason") if isinstance(own, dict) else None
+    return reason if isinstance(reason, str) and reason else None
+
+
+def _unshown(r: StorageRow | MemoryRow) -> dict[str, str]:
+    """Figure → why it shows no ±, for each figure of ``r`` whose line has no interval of it (the reasons as
+    the line records them, or as its samples give them)."""
+    if isinstance(r, StorageRow):
+        ivs, why, refused = r.computed_ci if r.computed_ci is not None else ({}, NO_SAMPLES, {})
+        figures = [k for k in STORAGE_FIGURES if k not in ivs and not (k == "lat_mean_ns" and r.lat_mean is None)]
+        return {k: refused.get(k) or _own_reason(r, k) or why for k in figures}
+    out = {}
+    for k in MEMORY_FIGURES:
+        if {"latency_ns": r.latency, "bandwidth_mbps": r.bandwidth}[k] is None:
+            continue
+        got = r.metrics.interval_or_why(k)
+        if isinstance(got, str):
+            out[k] = got
+        elif got is None:
+            out[k] = _own_reason(r, k) or why_none(r)
+    return out
+
+
+def _kind(reason: str) -> str:
+    """What a reason says, without its figures: the clause the report groups points by."""
+    text = reason.removeprefix("from its samples: ")
+    text = re.sub(r"^its interval \[[^\]]*\]", "its interval", text)
+    if text.startswith("a level shift"):
+        return "a level shift"
+    if text.startswith("its interval is centred at"):
+        return "its interval is centred far above the whole-run figure, which no warm-up cut allows"
+    head = text.split(":", 1)[0] if ":" in text else text
+    return head.strip()
+
+
+def _detail(reason: str) -> str:
+    """What a reason adds to its kind (its counts), '' when nothing worth repeating: an interval's bounds are in
+    the line's units, not the table's, and a level shift's levels are stated from the line (:func:`_levels`)."""
+    text = reason.removeprefix("from its samples: ")
+    if text.startswith("a level shift from sample"):  # a line recorded before the test: its levels are only here
+        return reason
+    if text.startswith(("its interval", "a level shift")) or ":" not in text:
+        return ""
+    return text.split(":", 1)[1].strip()
+
+
+KIND_WORDS = {"its interval reaches 0": "the interval reaches 0: its half-width is as large as its centre, so within "
+                                        "this run the figure is too noisy to bound its mean"}
+
+
+def _levels(r: StorageRow | MemoryRow) -> str | None:
+    """Both levels of each figure of ``r`` that stepped, in the report's units, and when the step came."""
+    method = r.metrics.ci_method
+    test = method.get("level_shift") if method is not None else None
+    found = test.get("found") if isinstance(test, dict) else None
+    if not isinstance(found, dict):
+        return None
+    sample_s = method.get("sample_s") if method is not None else None
+    if isinstance(r, StorageRow) and not isinstance(sample_s, (int, float)):
+        sample_s = 1.0  # a storage line without it kept whole-second samples
+    step = float(sample_s) if isinstance(sample_s, (int, float)) and 0 < sample_s <= 60 else None
+    parts = []
+    for k, s in found.items():
+        if k not in SHOWN_UNITS or not isinstance(s, dict):
+            continue
+        before, after, at = number(s.get("before")), number(s.get("after")), number(s.get("at"))
+        if before is None or after is None or at is None:
+            continue
+        div, unit, d = SHOWN_UNITS[k]
+        change = f" ({after / before - 1:+.1%})" if before else ""
+        when = (f"for the first {at * step:g} s of the measured samples" if step is not None
+                else f"before window {int(at) + 1} of the kept ones")
+        parts.append(f"{FIGURE_NAMES[k]} {before / div:,.{d}f} {unit} {when}, "
+                     f"{after / div:,.{d}f} {unit} after{change}")
+    return "; ".join(parts) or None
+
+
+def unshown_note(rows: Sequence[StorageRow | MemoryRow], name: Callable[[StorageRow | MemoryRow], str]) -> list[str]:
+    """Under a table: every figure shown without ±, named by its point (``name``) and grouped by why it has no
+    interval; a level shift with both levels.  [] when every figure has its ±.  Call it after the rows'
     intervals were looked up (:func:`storage_intervals`)."""
-    found: list[str] = []
+    from app.sanitize import md_text
+
+    groups: dict[str, list[tuple[str, list[str], str]]] = {}
     for r in rows:
-        if isinstance(r, StorageRow):
-            refused = r.computed_ci[2] if r.computed_ci is not None else {}
-        else:
-            refused = {k: why for k in MEMORY_FIGURES if isinstance(why := r.metrics.interval_or_why(k), str)}
-        found += [f"point {r.index} {FIGURE_NAMES[k]}: {why}" for k, why in refused.items()]
-    if not found:
+        by_kind: dict[str, tuple[list[str], str]] = {}
+        for k, why in _unshown(r).items():
+            figs, detail = by_kind.setdefault(_kind(why), ([], _detail(why)))
+            figs.append(FIGURE_NAMES[k])
+        for kind, (figs, detail) in by_kind.items():
+            if kind == "a level shift" or (isinstance(r, StorageRow) and r.computed_ci is not None
+                                           and any("level shift" in w for w in r.computed_ci[2].values())):
+                kind, detail = "a level shift", _levels(r) or detail
+            groups.setdefault(kind, []).append((name(r), figs, detail))
+    if not groups:
         return []
-    from app.sanitize import md_text
-
-    shown = [md_text(x, 200) for x in found[:3]]
-    return ["Not used, as no interval of its figure (docs/uncertainty.md): " + "; ".join(shown)
-            + (f" and {len(found) - 3} more" if len(found) > 3 else "") + ".", ""]
-
-
-def missing_note(rows: Sequence[StorageRow | MemoryRow], shown: Sequence[bool]) -> list[str]:
-    """One sentence (with a blank line) for the points that show no ±, with the reasons, once per report; []
-    when every point shows one.  ``shown``: whether each row has an interval of its headline figure."""
-    missing = [r for r, s in zip(rows, shown) if not s]
-    if not missing:
-        return []
-    from app.sanitize import md_text
-
-    reasons = list(dict.fromkeys(md_text(why_none(r), 200) for r in missing))
-    n = len(missing)
-    head = "No point has a" if n == len(rows) else f"{n} point{'s have' if n != 1 else ' has'} no"
-    return [f"{head} 95 % interval (shown without ±): " + "; ".join(reasons[:3])
-            + (" …" if len(reasons) > 3 else "") + ".", ""]
+    if not any(memory_intervals(r) if isinstance(r, MemoryRow) else (r.computed_ci or ({},))[0] for r in rows):
+        kinds = [md_text(KIND_WORDS.get(k, k), 600) + (f" ({md_text(e[0][2], 600)})" if e[0][2] else "")
+                 for k, e in groups.items()]
+        head = "No point has" if len(rows) > 1 else "The point has no"
+        return [f"{head.replace('has no', 'has')} a 95 % interval (shown without ±): " + "; ".join(kinds) + ".", ""]
+    out = ["Shown without ± (no 95 % interval of the figure's mean, docs/uncertainty.md):", ""]
+    for kind, entries in groups.items():
+        named = []
+        for who, figs, detail in entries[:NAMES_SHOWN]:
+            text = f"{who} ({', '.join(dict.fromkeys(figs))})"
+            if kind == "a level shift" and detail:
+                text += f": {detail}"
+            named.append(md_text(text, 600))
+        more = f"; and {len(entries) - NAMES_SHOWN} more" if len(entries) > NAMES_SHOWN else ""
+        example = ""
+        if kind != "a level shift" and entries[0][2]:
+            example = f" (the first: {md_text(entries[0][2], 600)})"
+        what = ("a level shift: the samples stepped from one level to another, so neither the mean nor an interval "
+                "of it describes the point (at a storage point, every figure goes without ±: they are one process)"
+                if kind == "a level shift" else md_text(KIND_WORDS.get(kind, kind), 600))
+        n = len(entries)
+        out.append(f"- {what}{example} — {n} point{'s' if n != 1 else ''}: " + "; ".join(named) + more + ".")
+    return out + [""]
 
 
 WITHIN_RUN = "within this run"  # what a single run's interval covers, wherever it is shown

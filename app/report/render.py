@@ -8,6 +8,7 @@ rendering the same directory twice gives the same report.
 from __future__ import annotations
 
 import math
+import re
 import statistics
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Mapping, Sequence
@@ -15,7 +16,20 @@ from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 from app.points import Kind
 from app.records import number
 from app.report import analysis as an
-from app.report import conditions, contention, drive, host, peak_text, queue_text, series, suite, support, tails, trends
+from app.report import (
+    answer,
+    conditions,
+    contention,
+    drive,
+    host,
+    peak_text,
+    queue_text,
+    series,
+    suite,
+    support,
+    tails,
+    trends,
+)
 from app.report import intervals as ci
 from app.report import memory as mem
 from app.report import procedure as rp
@@ -26,7 +40,17 @@ from app.sanitize import Markup, clean_line, clean_text, md_text
 from app.summary import point_label
 from app.textable import markdown_figure, markdown_table
 from app.units import format_count, format_size, size_text, us
-from app.validity import CHECKED, FLAGS, LEGEND, WARMUP_SHARE, checks_of, names, recorded_facts, warmup_of
+from app.validity import (
+    CHECKED,
+    FLAGS,
+    IN_FLIGHT_WHY,
+    LEGEND,
+    WARMUP_SHARE,
+    checks_of,
+    names,
+    recorded_facts,
+    warmup_of,
+)
 
 if TYPE_CHECKING:
     from app.report.plots import Figure
@@ -328,8 +352,14 @@ def _storage_table(points: Sequence[StorageRow], heading: str = "## Storage resu
 
 def interval_notes(points: Sequence[StorageRow], cis: Sequence[Mapping[str, object]]) -> list[str]:
     """Under a storage table: what ± is (when a point has one) and which points have none, and why."""
-    return (([ci.interval_note(), ""] if any(cis) else []) + ci.missing_note(points, [bool(c) for c in cis])
-            + ci.refused_note(points))
+    return ([ci.interval_note(), ""] if any(cis) else []) + ci.unshown_note(points, _row_name)
+
+
+def _row_name(p: StorageRow | MemoryRow) -> str:
+    """A point as the notes under a table name it: the workload (and replicate), or the memory row."""
+    if isinstance(p, StorageRow):
+        return workload(p) + (f", replicate {p.replicate}" if p.replicate is not None else "")
+    return point_label(Kind.MEMORY, p.point)
 
 
 def _bw_text(bw: float, iv: tuple[float, float] | None) -> str:
@@ -476,14 +506,14 @@ def _memory_interval_note(points: Sequence[MemoryRow]) -> list[str]:
     """What ± means under the memory tables, and (once) which points have none and why."""
     shown = [bool(ci.memory_intervals(p)) for p in points]
     if not any(shown):
-        return ci.missing_note(points, shown) + ci.refused_note(points)
+        return ci.unshown_note(points, _row_name)
     whole = ci.whole_run_cells([_mem_whole(p) for p in points])
     return [*_memory_warmup_note(points),
             "± is the 95 % confidence interval, within this run, of the figure's mean over the engine's windows of "
             "that row (batch means after the warm-up, docs/uncertainty.md), and the figure before it is that "
             "interval's centre.", "",
             *([ci.whole_run_note("the engine's figure over the row's whole window"), ""] if whole else []),
-            *ci.missing_note(points, shown), *ci.refused_note(points)]
+            *ci.unshown_note(points, _row_name)]
 
 
 def _chase_line(points: Sequence[MemoryRow]) -> list[str]:
@@ -879,10 +909,16 @@ def _other_flag_rows(points: Sequence[StorageRow]) -> list[list[str]]:
     return rows
 
 
+def _same_why(why: str) -> str:
+    """A point's reason as one reason of many: a line recorded before the reason dropped its count of I/Os in
+    flight ("16 I/Os in flight: …") reads as the reason a line records now."""
+    return IN_FLIGHT_WHY if re.match(r"\d+ I/Os in flight: a CPU or drive saving power", why) else why
+
+
 def _check_row(name: str, entries: Sequence[dict[str, str]]) -> list[str]:
     """The Result and Why of one check over its points' results."""
     count = {r: sum(1 for e in entries if e["result"] == r) for r in ("flagged", "passed", "not-applicable")}
-    whys = list(dict.fromkeys(clean_line(e.get("why") or "not recorded", 300) for e in entries
+    whys = list(dict.fromkeys(_same_why(clean_line(e.get("why") or "not recorded", 600)) for e in entries
                               if e["result"] == "not-applicable"))  # foreign text, bounded: the table escapes it
     n_a = count["not-applicable"]
     parts, why = [], []
@@ -998,6 +1034,7 @@ def render_markdown(data: RunData, figures: Sequence[Figure], bound_ns: float,
              "measured with fio, memory with Intel MLC's loaded-latency method or the built-in engine. Units: "
              "µs = 10^-6 s, ns = 10^-9 s, MB = 10^6 bytes, MiB = 2^20 bytes, block sizes in KiB (2^10 bytes).")
     lines += [intro, ""]
+    lines += answer.section(data, curves, bound_ns)
     lines += _environment(data)
     lines += _run(data)
     lines += _target(data)

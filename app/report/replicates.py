@@ -188,8 +188,11 @@ def advice(groups: Sequence[Group], figure: str) -> list[str]:
         return []
     names = ", ".join(md_text(g.label) for g in bad[:4]) + (" …" if len(bad) > 4 else "")
     worst = max(g.ratio or 0.0 for g in bad)
+    n = max(g.spread.n for g in groups)
+    more = (f"`--set repeat={max(5, n + 2)}` or more (this run had {n}" if n >= 3 else "`--set repeat=3` or more ("
+            + (f"this run had {n}" if n > 1 else "one run"))
     return [f"**Repeats recommended.** On {len(bad)} of {len(groups)} points ({names}) the replicates' {figure} "
             f"varies up to {worst:.1f}× more than their within-run intervals allow: the within-run interval "
             "undercovers for this device (drift between runs that one run cannot see). Trust the mean over the "
-            "replicates and its interval above, and measure this device with `--set repeat=3` or more "
-            "(`repeat=auto` adds replicates until their CV is small).", ""]
+            f"replicates and its interval above, and measure this device with {more}; `repeat=auto` adds "
+            "replicates until their CV is small).", ""]

@@ -57,8 +57,8 @@ def test_an_older_run_gets_its_interval_from_the_kept_samples(tmp_path: Path) ->
     # (± 0.27k, 1.1 and 1.21 while MSER-5 cut a "warm-up" of these stationary samples: all of them are kept now)
     assert "30.00k ± 0.25k" in qd4 and "122.9 ± 1.0 (117.2)" in qd4 and "133.39 ± 1.09" in qd4
     assert "±" not in qd16
-    assert md.count("1 point has no 95 % interval (shown without ±): the line records no interval and kept no "
-                    "per-second samples.") == 1
+    assert md.count("- the line records no interval and kept no per-second samples — 1 point: randread 4K QD16 "
+                    "(IOPS, MB/s, mean latency).") == 1
     u = intervals_of(storage_series(samples(30000.0, 4096, 4, wobble=0.03)))
     assert float(rows[0]["iops_ci_low"]) == pytest.approx(u.ci95["iops"][0], abs=1e-6)
     assert float(rows[0]["lat_mean_ns_ci_high"]) == pytest.approx(u.ci95["lat_mean_ns"][1], abs=1e-6)
@@ -94,7 +94,7 @@ def test_replicates_are_grouped_and_undercoverage_asks_for_repeats(tmp_path: Pat
     assert "|   3 |" in qd4_row and "102k ± 24k" in qd4_row and "9.5%" in qd4_row and "undercovers" in qd4_row
     assert "150.1k ± 1.0k" in qd16_row and "consistent" in qd16_row
     advice = _row(md, "**Repeats recommended.**")
-    assert "On 1 of 2 points (randread 4K QD4)" in advice and "repeat=3" in advice
+    assert "On 1 of 2 points (randread 4K QD4)" in advice and "repeat=5" in advice
 
 
 def test_consistent_replicates_say_the_single_run_interval_holds(tmp_path: Path) -> None:
@@ -113,7 +113,7 @@ def test_memory_figures_show_the_interval_their_line_records(tmp_path: Path) -> 
     # the figure with ± is its interval's centre (91.20), the line's own 91.234 lies inside it: no whole-run column
     assert "91.20 ± 1.10" in md and "9000.0 ± 100.0" in md and "| 00100  | 120.00" in md and "Whole run" not in md
     assert rows[0]["latency_ns"] == "91.2" and rows[0]["latency_ns_whole_run"] == "91.234"
-    assert md.count("1 point has no 95 % interval (shown without ±): the line records no interval") == 1
+    assert md.count("- the line records no interval (the engine's windows were not kept) — 2 points: ") == 1
     assert rows[0]["latency_ns_ci_low"] == "90.1" and rows[1]["bandwidth_mbps_ci_high"] == "9100.0"
 
 
@@ -194,12 +194,13 @@ def test_memory_replicates_are_judged_by_their_latency(tmp_path: Path) -> None:
     # mean 91.0, sd √57 = 7.55, t(2) 4.303: ± 18.75; CV 8.3 % against a within-run SE of 0.28 %: undercovers
     assert "| latency ns |   3 | 91.00 ± 18.75 | 8.3% |                 ±0.6% | undercovers" in row
     assert "Repeats recommended" in md and [r["replicate"] for r in rows] == ["1", "2", "3"]
+    assert "`--set repeat=5` or more (this run had 3;" in md  # not "repeat=3", which it was
 
 
 @pytest.mark.parametrize("ci95,why", [
-    ([924.0, 924.0], "its interval [924, 924] has zero width"),
-    ([1000.0, 900.0], "its interval [1,000, 900] has its lower bound above the upper"),
-    ([0.0, 5205.0], "its interval [0, 5,205] reaches 0: its half-width is as large as its centre 2,602.5"),
+    ([924.0, 924.0], "its interval has zero width"),
+    ([1000.0, 900.0], "its interval has its lower bound above the upper"),
+    ([0.0, 5205.0], "the interval reaches 0: its half-width is as large as its centre"),
     (["x", 1], "its interval is not two numbers")])
 def test_a_recorded_interval_that_is_no_interval_of_its_figure_shows_none(tmp_path: Path, ci95: list[object],
                                                                          why: str) -> None:
@@ -213,4 +214,27 @@ def test_a_recorded_interval_that_is_no_interval_of_its_figure_shows_none(tmp_pa
     md, rows = _report(run)
     assert "924 ± " not in md and "± 0 " not in md
     assert rows[0]["iops_ci_low"] == rows[0]["iops_ci_high"] == ""
-    assert f"Not used, as no interval of its figure (docs/uncertainty.md): point 0 IOPS: {md_text(why)}." in md
+    assert f"- {md_text(why)}" in md and " — 1 point: randread 4K QD4 (IOPS)." in md
+
+
+def test_a_level_shift_in_one_figure_takes_every_figures_interval_and_names_both_levels(tmp_path: Path) -> None:
+    """A replicate of seed-p4600 (32K random read, QD16) stepped in mean latency from 551.56 to 611.57 µs after
+    6.25 s of its 0.25 s samples; the test did not flag IOPS, yet at a fixed depth IOPS stepped with it (Little's
+    law).  The report gave IOPS a ± while its validity table said the point's mean gets none, and stated no level."""
+    run = write_storage_run(tmp_path / "shift", [(storage_point(), 27700.0, 0.03)], ci95=True)
+    jl = run / "results.jsonl"
+    rec = json.loads(jl.read_text())
+    rec["metrics"]["ci_method"] = {
+        "method": "batch-means", "level": 0.95, "samples": 41, "sample_s": 0.25,
+        "series": {"iops": {"batch_size": 4, "batches": 10, "warmup": 1},
+                   "lat_mean_ns": {"reason": "a level shift from sample 26 on: 551,560 before, 611,574 after (+10.9%), "
+                                             "so no interval of the mean"}},
+        "level_shift": {"test": "max-t-cusum", "found": {"lat_mean_ns": {"at": 25, "before": 551560.09,
+                                                                         "after": 611574.30, "z": 5.99, "skipped": 1}}}}
+    rec["metrics"]["ci95"].pop("lat_mean_ns", None)
+    jl.write_text(json.dumps(rec) + "\n")
+    md, rows = _report(run)
+    (line,) = [x for x in md.splitlines() if x.startswith("| Random read ")]
+    assert "±" not in line
+    assert ("mean latency 551.56 µs for the first 6.25 s of the measured samples, 611.57 µs after (+10.9%)" in md)
+    assert rows[0]["iops_ci_low"] == ""
