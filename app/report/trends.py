@@ -73,9 +73,11 @@ def why_not_judged(diffs: Sequence[Verdict]) -> str:
     others = list(dict.fromkeys(d.reason for d in unjudged_ if d.detectable is None))
     if len(weak) < 2:
         return "; ".join(dict.fromkeys(d.reason for d in unjudged_))
-    low, high = min(weak) * 100, max(weak) * 100
-    seen = f"{low:.0f}–{high:.0f} %" if f"{low:.0f}" != f"{high:.0f}" else f"{low:.0f} %"
-    return "; ".join([f"{vd.TOO_FEW}: the {len(weak)} tests see only a {seen} difference {vd.POWER * 100:.0f} % "
+    low, high = vd.size_text(min(weak)), vd.size_text(max(weak))
+    seen = (vd.difference_text(min(weak)) if low == high
+            else f"a {low.removesuffix(' %')}–{high} difference" if high.endswith(" %")
+            else f"differences from {low} to {high}")
+    return "; ".join([f"{vd.TOO_FEW}: the {len(weak)} tests see only {seen} {vd.POWER * 100:.0f} % "
                       f"of the time ({vd.MIN_EFFECT * 100:.0f} % needed)", *others])
 
 

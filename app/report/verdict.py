@@ -244,9 +244,27 @@ def compare_estimates(a: Side, b: Side, comparisons: int = 1) -> Verdict:
     if math.log1p(detectable) <= math.log1p(MIN_EFFECT) + 1e-12:
         return Verdict(WITHIN, effect, f"{basis}; a {MIN_EFFECT * 100:.0f} % difference would show "
                        f"{POWER * 100:.0f} % of the time", a.mean, b.mean, low, high, detectable, how)
-    return Verdict(NOT_JUDGED, effect, f"{TOO_FEW}: with {_sides(a, b)}, the test sees only a "
-                   f"{detectable * 100:.0f} % difference {POWER * 100:.0f} % of the time "
+    return Verdict(NOT_JUDGED, effect, f"{TOO_FEW}: with {_sides(a, b)}, the test sees only "
+                   f"{difference_text(detectable)} {POWER * 100:.0f} % of the time "
                    f"({MIN_EFFECT * 100:.0f} % needed)", a.mean, b.mean, low, high, detectable, how)
+
+
+MAX_FOLD = 1000  # beyond this many times, the size a test could see is "over 1000-fold", not a 10-digit per cent
+
+
+def size_text(effect: float) -> str:
+    """A relative difference as a reader takes it in: "640 %" below tenfold, "40-fold" above, "over 1000-fold"
+    beyond :data:`MAX_FOLD` (few replicates at their spread's upper bound see only huge differences)."""
+    fold = 1 + effect
+    if fold < 10:
+        return f"{effect * 100:.0f} %"
+    return f"{fold:.0f}-fold" if fold < MAX_FOLD else f"over {MAX_FOLD}-fold"
+
+
+def difference_text(effect: float) -> str:
+    """"a 640 % difference", "a 40-fold difference", or "differences over 1000-fold"."""
+    size = size_text(effect)
+    return f"differences {size}" if size.startswith("over") else f"a {size} difference"
 
 
 def _chi2_cdf(x: float, df: int) -> float:

@@ -260,3 +260,12 @@ def test_equal_noisy_replicates_are_still_not_real_on_the_log_scale() -> None:
     v = verdict.compare_estimates(verdict.replicate_estimate(REPS_128K),
                                   verdict.replicate_estimate(tuple(x * 1.02 for x in REPS_128K[::-1])))
     assert v.verdict == "not judged" and v.low is not None and v.high is not None and v.low < 0 < v.high, v
+
+
+def test_the_size_a_test_could_see_reads_as_a_size_not_a_ten_digit_percent() -> None:
+    """Three noisy replicates at their spread's 99 % bound see only huge differences: "4529358162 %" was printed."""
+    from app.report.verdict import difference_text
+
+    assert difference_text(0.24) == "a 24 % difference" and difference_text(6.4) == "a 640 % difference"
+    assert difference_text(39.0) == "a 40-fold difference"
+    assert difference_text(45293581.62) == "differences over 1000-fold"
