@@ -230,6 +230,8 @@ def section(data: RunData, curves: Sequence[an.Curve], bound_ns: float) -> list[
                      *_operating(data.storage, bound_ns, run_dir), *_device(data.storage), ""]
     if data.memory:
         mem = _memory(data.memory)
+        if mem and any(p.engine == "mlc" for p in data.memory):
+            mem.append(f"- Contention of Intel MLC's rows {contention.UNCHECKED}.")
         body += [*mem, ""] if mem else []
     if not body:
         return []
