@@ -466,8 +466,10 @@ def test_builtin_idle_line_carries_the_interval_of_its_windows(tmp_path: Path) -
         assert 15 <= len(windows) <= 20 and all(v > 0 for v in windows)
         mean = sum(windows) / len(windows)
         assert abs(mean / m["latency_ns"] - 1) < 0.1, (mean, m["latency_ns"], windows)
-        if method["method"] == "none":  # the two ways 20 windows can fall short, said in the line
-            assert re.match(r"too few samples|batch means stay correlated", method["reason"]), method
+        if method["method"] == "none":  # the ways 20 windows can fall short, said in the line (on a busy machine
+            # another tenant can step the latency mid-point: a level shift, with both levels, is no interval either)
+            assert re.match(r"too few samples|batch means stay correlated|a level shift from sample",
+                            method["reason"]), method
             continue
         assert method["method"] == "batch-means" and method["level"] == 0.95 and method["samples"] == len(windows)
         assert set(method["series"]) == {"latency_ns"}  # idle: no bandwidth
