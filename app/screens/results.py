@@ -27,6 +27,7 @@ from app.units import format_count
 from app.validity import recorded_ratio
 from app.widgets import TooSmall
 from app.widgets.glyphs import mbps, mbps_unit
+from app.widgets.rowtable import RowTable
 
 if TYPE_CHECKING:
     from rich.console import JustifyMethod
@@ -446,7 +447,7 @@ class ResultsScreen(Screen[None]):
         yield Header(show_clock=False)
         yield TooSmall()
         with Vertical(id="results-body"):
-            yield DataTable(id="results", cursor_type="row")
+            yield RowTable(id="results", cursor_type="row")
             yield Static("", id="results-status")
         yield Footer()
 
