@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, Mapping, Sequence
 
 from app.points import Kind, MemoryPoint, Point, StoragePoint
@@ -15,6 +16,17 @@ from app.units import format_count, format_size, format_size_human, format_us, r
 SUITE_MODES = ("peak", "scaling", "latency_matrix", "bandwidth_matrix", "c2c", "working_set")
 # MLC's short names of its peak-injection traffic mixes ("3:1 Reads-Writes" and so on); another code reads as itself
 TRAFFIC_LABELS = {"R": "ALL Reads", "W3": "3:1", "W2": "2:1", "W5": "1:1", "W10": "Triad"}
+
+
+def natural_key(value: object) -> tuple[object, ...]:
+    """How a table sorts a cell: text by its words and numbers (QD1, QD8, QD32 — never QD1, QD32, QD8), a number by
+    its value (before any text)."""
+    if value is None:
+        return (-1,)
+    if not isinstance(value, str):
+        return (0, value)
+    parts = re.split(r"(\d+(?:\.\d+)?)", value.casefold())
+    return (1, tuple((0, float(x), "") if i % 2 else (1, 0.0, x) for i, x in enumerate(parts) if x))
 
 
 def point_label(kind: str, point: Point | Mapping[str, object]) -> str:

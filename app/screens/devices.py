@@ -18,6 +18,7 @@ from app.screens.fleet import ConfirmFleet, FleetDraft, FleetHosts
 from app.screens.messages import ShowPresets
 from app.screens.state import TargetChoice, app_options
 from app.widgets import TooSmall
+from app.widgets.rowtable import RowTable
 from app.widgets.verdicts import add_device_columns, device_cells, verdict_text, walk
 
 TEST_FILE_KEY = "__test_file__"
@@ -66,7 +67,7 @@ class DevicesScreen(Screen[None]):
         yield Header(show_clock=False)
         yield TooSmall()
         with Vertical(id="devices-body"):
-            yield DataTable(id="devices", cursor_type="row", zebra_stripes=False)
+            yield RowTable(id="devices", cursor_type="row", zebra_stripes=False)
             options = app_options(self.app)
             yield FleetHosts(options.agent_socket, options.probe_host, id="fleet")
             yield Static(strings.SCANNING, id="devices-status")

@@ -25,6 +25,7 @@ from app.screens import strings
 from app.screens.confirm import ConfirmModal
 from app.screens.state import HostProbe, Probe, TargetChoice
 from app.widgets import ErrorLine, too_small
+from app.widgets.rowtable import RowTable
 from app.widgets.verdicts import add_device_columns, device_cells, walk
 
 HOST_COLUMNS = ("host", "target", "connection")
@@ -125,14 +126,14 @@ class FleetHosts(Vertical):
             yield Input(placeholder=strings.FLEET_HOST_PLACEHOLDER, id="host-input", compact=True,
                         select_on_focus=False)
         yield ErrorLine(id="host-error")
-        yield DataTable(id="hosts", cursor_type="row", zebra_stripes=False)
+        yield RowTable(id="hosts", cursor_type="row", zebra_stripes=False)
         with Horizontal(classes="form-row"):
             yield Label(strings.FLEET_TARGET_LABEL, classes="form-label")
             yield Input(placeholder=strings.FLEET_TARGET_PLACEHOLDER, id="fleet-target", compact=True,
                         select_on_focus=False)
         yield ErrorLine(id="fleet-target-error")
         yield Static(strings.FLEET_NO_HOSTS, id="host-test")
-        yield DataTable(id="host-devices", cursor_type="row", zebra_stripes=False)
+        yield RowTable(id="host-devices", cursor_type="row", zebra_stripes=False)
 
     def on_mount(self) -> None:
         add_device_columns(self.query_one("#host-devices", DataTable), "device", fs=False)

@@ -19,6 +19,7 @@ from app.screens.messages import ShowCustomSweep, StartRun
 from app.screens.state import TargetChoice, app_options, overrides_for
 from app.units import format_duration_short
 from app.widgets import TooSmall
+from app.widgets.rowtable import RowTable
 
 
 def preview_text(preset: core.Preset, target: TargetChoice | None, engine: str, overrides: list[str]) -> Text:
@@ -71,7 +72,7 @@ class PresetsScreen(Screen[None]):
         yield TooSmall()
         with Horizontal(id="presets-body"):
             with Vertical(id="presets-side"):
-                yield DataTable(id="presets", cursor_type="row")
+                yield RowTable(id="presets", cursor_type="row")
                 yield Static("", id="presets-legend")
             with VerticalScroll(id="preview-scroll"):
                 yield Static("", id="preview")

@@ -22,11 +22,12 @@ from app.results import ResultsDir
 from app.sanitize import clean_text
 from app.screens import strings
 from app.screens.messages import ShowDevices, ShowFigures, ShowReport
-from app.summary import SUITE_MODES, ci_pct, figure_keys, latency_text, pm_pct, point_label
+from app.summary import SUITE_MODES, ci_pct, figure_keys, latency_text, natural_key, pm_pct, point_label
 from app.units import format_count
 from app.validity import recorded_ratio
 from app.widgets import TooSmall
 from app.widgets.glyphs import mbps, mbps_unit
+from app.widgets.rowtable import RowTable
 
 if TYPE_CHECKING:
     from rich.console import JustifyMethod
@@ -446,7 +447,7 @@ class ResultsScreen(Screen[None]):
         yield Header(show_clock=False)
         yield TooSmall()
         with Vertical(id="results-body"):
-            yield DataTable(id="results", cursor_type="row")
+            yield RowTable(id="results", cursor_type="row")
             yield Static("", id="results-status")
         yield Footer()
 
@@ -505,7 +506,7 @@ class ResultsScreen(Screen[None]):
         name, key = FLEET_COLUMNS[self.sort_column]
         names = host_names(fleet.hosts)
         scale = mbps(self, 1.0)
-        for p in sorted(fleet.points, key=key, reverse=self.reverse):
+        for p in sorted(fleet.points, key=lambda p: natural_key(key(p)), reverse=self.reverse):
             for cells in fleet_cells(p, names, scale):
                 table.add_row(*cells)
         status = strings.RESULTS_FLEET.format(n=len(fleet.hosts)) + "  ·  " + strings.SORTED_BY.format(
@@ -529,7 +530,7 @@ class ResultsScreen(Screen[None]):
         table = self.query_one("#results", DataTable)
         table.clear()
         _, key, _ = self.columns[self.sort_column]
-        rows = sorted(self.records, key=key, reverse=self.reverse)
+        rows = sorted(self.records, key=lambda r: natural_key(key(r)), reverse=self.reverse)
         scale = mbps(self, 1.0)
         for r in rows:
             cells = []

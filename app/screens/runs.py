@@ -26,6 +26,7 @@ from app.screens import strings
 from app.screens.messages import ResumeRun, ShowCompare, ShowImport, ShowReplay, ShowReport, ShowResults
 from app.screens.state import app_options
 from app.widgets import TooSmall
+from app.widgets.rowtable import RowTable
 
 STATUS_STYLE = {"complete": "green", "imported": "green", "partial": "yellow", "interrupted": "yellow",
                 "running": "bold cyan", "failed": "red", "planned": "yellow", "unreadable": "red", "foreign": "red"}
@@ -107,7 +108,7 @@ class RunsScreen(Screen[None]):
         with Vertical(id="runs-body"):
             yield Input(placeholder=strings.RUNS_FILTER_PLACEHOLDER, id="runs-filter", compact=True,
                         select_on_focus=False)
-            yield DataTable(id="runs", cursor_type="row", zebra_stripes=True)
+            yield RowTable(id="runs", cursor_type="row", zebra_stripes=True)
             yield Static(strings.RUNS_LOADING, id="runs-status")
         yield Footer(compact=True)  # the ctrl keys all fit at 80 columns
 

@@ -14,8 +14,8 @@ from textual_plotext import PlotextPlot
 from app.units import format_count
 from app.widgets.glyphs import (
     ASCII_HOST_MARKERS,
-    ascii_mode,
     binary_units,
+    by_marker,
     line_marker,
     line_name,
     mbps_unit,
@@ -325,7 +325,7 @@ class TimeSeries(Chart):
         first = 0 if labels[0] else 1  # a host's line is its first drawn series
         for i, (host, color) in enumerate(self.drawn_hosts()):
             series = self.hosts[host]
-            marker = ASCII_HOST_MARKERS[i % len(ASCII_HOST_MARKERS)] if ascii_mode(self) else "braille"
+            marker = ASCII_HOST_MARKERS[i % len(ASCII_HOST_MARKERS)] if by_marker(self) else "braille"
             values += self.line(list(series.t), list((series.a, series.b)[first]), color, marker)
             times += series.t
         if values:

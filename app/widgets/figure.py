@@ -28,6 +28,7 @@ from app.widgets import termcaps
 
 _IMPORT = threading.Lock()
 
+DRAWING = "Drawing the figure…"
 LOADING = "Drawing the report's figures…"
 NO_FIGURES = "This report has no figures."
 FAILED = "The figures could not be drawn: {error}"
@@ -143,7 +144,9 @@ class FigureView(Vertical, can_focus=True):
 
     def compose(self) -> ComposeResult:
         yield Static(LOADING, id="figure-head")
-        yield Center(id="figure-box")
+        # never empty: an empty container draws its own name ("Center#figure-box") until the picture comes
+        with Center(id="figure-box"):
+            yield Static(DRAWING, classes="figure-wait")
         yield Static("", id="figure-caption")
         yield Static(Text(self.keys, overflow="fold"), id="figure-status")
 

@@ -19,23 +19,29 @@ def ascii_mode(node: DOMNode) -> bool:
     return bool(getattr(node.app, "ascii", False))
 
 
+def by_marker(node: DOMNode) -> bool:
+    """Whether lines are told apart by their markers: in ASCII mode, and with NO_COLOR (Textual's monochrome filter
+    draws every colour grey, so "mean blue, p99 green" would name two identical lines)."""
+    return ascii_mode(node) or bool(getattr(node.app, "no_color", False))
+
+
 def binary_units(node: DOMNode) -> bool:
     return bool(getattr(node.app, "binary_units", False))
 
 
 def line_marker(node: DOMNode, index: int = 0) -> str:
     """plotext's marker of a chart's line ``index``: braille (fine lines) or, in ASCII mode, its character."""
-    return ASCII_LINE_MARKERS[index % len(ASCII_LINE_MARKERS)] if ascii_mode(node) else "braille"
+    return ASCII_LINE_MARKERS[index % len(ASCII_LINE_MARKERS)] if by_marker(node) else "braille"
 
 
 def point_marker(node: DOMNode, index: int = 0) -> str:
     """plotext's marker of a measured point drawn over a line: a dot, or the line's character in ASCII mode."""
-    return ASCII_LINE_MARKERS[index % len(ASCII_LINE_MARKERS)] if ascii_mode(node) else "dot"
+    return ASCII_LINE_MARKERS[index % len(ASCII_LINE_MARKERS)] if by_marker(node) else "dot"
 
 
 def line_name(node: DOMNode, index: int, colour: str) -> str:
-    """How a title names line ``index``: its colour, or its marker in ASCII mode."""
-    return ASCII_LINE_MARKERS[index % len(ASCII_LINE_MARKERS)] if ascii_mode(node) else colour
+    """How a title names line ``index``: its colour, or its marker in ASCII mode and with NO_COLOR."""
+    return ASCII_LINE_MARKERS[index % len(ASCII_LINE_MARKERS)] if by_marker(node) else colour
 
 
 def mbps_unit(node: DOMNode) -> str:

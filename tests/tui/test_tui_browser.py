@@ -196,3 +196,18 @@ async def test_the_compare_tables_fit_120_columns_and_scroll_without_tab(results
         await pilot.press("end")
         await pilot.pause(0.2)
         assert body.scroll_y > 0, "the page scrolls from the keyboard without tab"
+
+
+async def test_end_and_home_go_to_the_last_and_first_run(results: Path) -> None:
+    """Textual's table took End for the end of a line (its columns); in a list of runs it is the last row."""
+    app = create_app(devices=[], results_dir=results, clock=lambda: 0.0)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_runs(pilot)
+        table = screen.query_one("#runs", DataTable)
+        assert table.row_count > 2 and table.cursor_row == 0
+        await pilot.press("end")
+        await pilot.pause()
+        assert table.cursor_row == table.row_count - 1
+        await pilot.press("home")
+        await pilot.pause()
+        assert table.cursor_row == 0

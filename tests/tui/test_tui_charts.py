@@ -235,3 +235,19 @@ async def test_the_run_log_names_the_host_folder_of_a_containers_results(tmp_pat
         screen = await live_run(app, pilot, events)
         log = " ".join(" ".join(str(line.text) for line in screen.query_one("#log-short").lines).split())  # unwrapped
         assert "/results/quick-1 (on the host: /home/me/results/quick-1)" in log
+
+
+async def test_with_no_color_the_lines_are_told_apart_by_their_markers(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """NO_COLOR draws every line grey: "mean blue, p99 green" named two identical lines."""
+    monkeypatch.setenv("PROFILER_TUI_PRESETS", str(FIXED_PRESETS))
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.chdir(tmp_path)
+    plan = core.apply_overrides(core.load("quick"), ["runtime=1", "size=16m"]).expand()
+    app = create_app(devices=DEVICES, results_dir="results", clock=lambda: 0.0)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await live_run(app, pilot, live_events(plan))
+        chart = screen.query_one(LatencyChart)
+        assert chart.title == "mean *, p99 +"
+        drawn = chart.render().plain
+        assert "*" in drawn and "+" in drawn  # each line drawn with the marker its name says

@@ -168,3 +168,15 @@ async def test_pictures_off_and_a_bad_variable_in_one_sentence(run: Path, monkey
         assert status.startswith("PROFILER_TUI_IMAGES='svg' is not one of kitty, sixel, halfblock, none: the terminal "
                                  "decides.")
         assert app.screen.query(".figure-image")  # half-blocks meanwhile: Pilot has no terminal to ask
+
+
+async def test_the_figure_box_never_draws_its_own_name_while_waiting(run: Path) -> None:
+    """An empty container draws its name: "Center#figure-box" showed while the figures were drawn."""
+    app = app_()
+    async with app.run_test(size=SIZE) as pilot:
+        await app.push_screen(FiguresScreen(run))
+        await pilot.pause()
+        box = app.screen.query_one("#figure-box")
+        assert box.children and "figure-box" not in app.export_screenshot()
+        await settled(pilot)
+        assert box.children and "figure-box" not in app.export_screenshot()
