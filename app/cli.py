@@ -18,6 +18,8 @@ from app.summary import point_label, results_table
 from app.textable import fit_line, format_table, stream_width
 
 if TYPE_CHECKING:  # imported where a run starts: `--help`, `presets` and `report` stay quick (no asyncio)
+    from pathlib import Path
+
     from app.eventstream import EventWriter
     from app.progress import ProgressPrinter
     from app.sweep import RunFinished, Session
@@ -457,12 +459,28 @@ def _execute(session: Session, json_stream: bool = False) -> int:
     records = session.measured_lines()
     if records:
         click.echo(results_table(records, stream_width(human)), file=human)
+        for line in _summary(session.path, stream_width(human)):
+            click.echo(line, file=human)
     skipped = len(session.skipped())
     click.echo(fit_line(f"{finished.status}: {finished.done}/{finished.total} points"
                         + (f", {finished.failed} failed (see run.json)" if finished.failed else "")
                         + (f", {skipped} skipped (see run.json)" if skipped else "")
                         + f" — results in {shown_path(session.path)}", stream_width(human)), file=human)
     return 0 if finished.failed == 0 else 1
+
+
+def _summary(path: Path, width: int | None) -> list[str]:
+    """The report's summary (the answers, with their ±, then the flags in words) as the run's last lines; none
+    when the results directory cannot be read back (the run itself already succeeded or failed)."""
+    from app.report import analysis as an
+    from app.report.answer import plain_lines
+    from app.report.model import load
+
+    try:
+        data = load(path)
+    except ProfilerError:
+        return []
+    return ["", *plain_lines(data, an.storage_curves(data.storage, data.path), an.DEFAULT_P99_BOUND_US * 1e3, width)]
 
 
 @cli.command()

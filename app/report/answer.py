@@ -10,6 +10,7 @@ figure is marked where it stands (⚑ and the flag's name), never printed bare.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Sequence
 
@@ -20,13 +21,14 @@ from app.report import intervals as ci
 from app.report.model import MemoryRow, RunData, StorageRow
 from app.sanitize import md_text
 from app.summary import point_label
-from app.textable import markdown_table
+from app.textable import fit_line, markdown_table, table_lines
 from app.units import format_count, format_size
 from app.validity import FLAGS, LEGEND, names
 
 MB = 1e6
 MARK = "⚑"  # beside a figure whose point carries a flag; the flag's name follows it
 NAMED = 3  # points named per flag before "and N more"
+SEE_BELOW = "the sections below give each in full"
 DIRECTIONS = {"read": "read", "write": "write", "randread": "read", "randwrite": "write"}
 
 
@@ -236,6 +238,34 @@ def section(data: RunData, curves: Sequence[an.Curve], bound_ns: float) -> list[
     if not body:
         return []
     flags = _flags(data)
-    tail = (["**Flags** (the sections below give each in full):", "", *flags, ""] if flags
+    tail = ([f"**Flags** ({SEE_BELOW}):", "", *flags, ""] if flags
             else ["No point carries a flag.", ""])
     return ["## Summary", "", *body, *tail]
+
+
+_ESCAPED = re.compile(r"\\([\\`*_{}\[\]()#+\-.!|<>~:@/])")
+
+
+def _unmark(text: str) -> str:
+    """A Markdown line of the section as terminal text: no bold, no backslash escapes (the text was cleaned of
+    control characters when it was escaped, so unescaping gives no escape sequence back)."""
+    text = text.replace("**", "").replace(SEE_BELOW, "the report gives each in full")
+    return _ESCAPED.sub(r"\1", re.sub(r"(?<!\\)`", "", text)).replace("&amp;", "&")
+
+
+def plain_lines(data: RunData, curves: Sequence[an.Curve], bound_ns: float, width: int | None) -> list[str]:
+    """The summary as the CLI prints it after a run: the same answers and flags, the box as a text table fitted
+    to ``width`` (None: as wide as it takes), every line within ``width``."""
+    out: list[str] = []
+    table: list[list[str]] = []
+    for line in "\n".join(section(data, curves, bound_ns)[2:]).splitlines():
+        if line.startswith("|"):
+            cells = [_unmark(c.strip()) for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
+            if not all(set(c) <= set("-: ") for c in cells):
+                table.append(cells)
+            continue
+        if table:
+            out += [t.text for t in table_lines(table[0], table[1:], right=range(1, len(table[0])), width=width)]
+            table = []
+        out.append(fit_line(_unmark(line), width))
+    return ["Summary", *out]

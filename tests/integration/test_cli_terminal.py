@@ -217,6 +217,16 @@ def test_ctrl_c_leaves_a_clean_terminal_and_says_what_is_kept(tmp_path: Path) ->
     assert json.loads((out / "run.json").read_text())["status"] == "interrupted"
 
 
+def summary(out: Path) -> list[str]:
+    """The summary lines a run prints after its table (app.report.answer), as wide as they take (piped)."""
+    from app.report import analysis as an
+    from app.report.answer import plain_lines
+    from app.report.model import load
+
+    data = load(out)
+    return ["", *plain_lines(data, an.storage_curves(data.storage, data.path), an.DEFAULT_P99_BOUND_US * 1e3, None)]
+
+
 def test_piped_run_prints_the_plain_lines_of_before_and_loads_no_rich(tmp_path: Path) -> None:
     out = tmp_path / "out"
     sets = ["runtime=1", "bs=4k,64k", "size=16m", "ramp_time=0", "rw=randread"]
@@ -238,8 +248,10 @@ def test_piped_run_prints_the_plain_lines_of_before_and_loads_no_rich(tmp_path: 
                 f" — results in {out}\n"
                 f"[1/2] {labels[0]} ...\n[1/2] {labels[0]}: {done[0]}\n"
                 f"[2/2] {labels[1]} ...\n[2/2] {labels[1]}: {done[1]}\n"
-                + results_table([read_line(r) for r in records]) + f"\ncomplete: 2/2 points — results in {out}\n")
+                + results_table([read_line(r) for r in records]) + "\n" + "".join(f"{x}\n" for x in summary(out))
+                + f"complete: 2/2 points — results in {out}\n")
     assert proc.stdout == expected
+    assert "Summary\n- Most IOPS: " in proc.stdout  # the answer, after the table
     assert "\x1b" not in proc.stdout + proc.stderr
 
 
