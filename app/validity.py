@@ -315,7 +315,7 @@ def warmup_reason(metrics: StorageMetrics) -> str | None:
 SHIFT_FIGURES = {"iops": "IOPS", "bw_bytes": "bandwidth (B/s)", "lat_mean_ns": "mean latency (ns)"}
 
 
-def _shifts(ci_method: Mapping[str, object] | None) -> Mapping[str, object] | None:
+def shifts_found(ci_method: Mapping[str, object] | None) -> Mapping[str, object] | None:
     """The level-shift test's findings a line's ``ci_method`` records (figure → shift), None when untested."""
     test = ci_method.get("level_shift") if ci_method is not None else None
     found = test.get("found") if isinstance(test, Mapping) else None
@@ -324,7 +324,7 @@ def _shifts(ci_method: Mapping[str, object] | None) -> Mapping[str, object] | No
 
 def shift_reason(ci_method: Mapping[str, object] | None) -> str | None:
     """The reason of a ``level-shift`` flag: each figure that stepped, with both levels; None without one."""
-    found = _shifts(ci_method)
+    found = shifts_found(ci_method)
     parts = []
     for key, name in SHIFT_FIGURES.items():
         s = found.get(key) if found is not None else None
@@ -517,7 +517,7 @@ def _not_applicable(name: str, point: Mapping[str, object], metrics: StorageMetr
         return _device_not_applicable(parts.device)
     if name == "tail-unstable":
         return _tail_not_applicable(parts.tail)
-    if name == "level-shift" and _shifts(metrics.ci_method) is None:
+    if name == "level-shift" and shifts_found(metrics.ci_method) is None:
         method = metrics.ci_method
         if method is None or method.get("method") == "batch-means":  # samples were there: the test was not
             return ADDED_LATER["level-shift"]

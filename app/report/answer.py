@@ -41,10 +41,15 @@ def _name(p: StorageRow) -> str:
     return md_text(f"{p.mix} {format_size(p.bs)} {_load(p)}")
 
 
+def _flag_names(rows: Sequence[StorageRow]) -> list[str]:
+    """The flags any of ``rows`` carries, each once (a newer version's too: their names are foreign text)."""
+    return list(dict.fromkeys(n for r in rows for n in names(r.flags) + names(r.other_flags)))
+
+
 def _flag_mark(rows: Sequence[StorageRow]) -> str:
-    """`` ⚑ name, name`` for the flags any of ``rows`` carries ('' for none)."""
-    found = list(dict.fromkeys(n for r in rows for n in names(r.flags) + names(r.other_flags)))
-    return f" {MARK} {md_text(', '.join(found))}" if found else ""  # a newer version's flag names are foreign
+    """`` ⚑ name, name`` for the flags any of ``rows`` carries ('' for none), as Markdown text."""
+    found = _flag_names(rows)
+    return f" {MARK} {md_text(', '.join(found))}" if found else ""
 
 
 def _mean(rows: Sequence[StorageRow], run_dir: Path) -> tuple[StorageRow, str]:
@@ -89,7 +94,7 @@ def box(points: Sequence[StorageRow], run_dir: Path) -> list[str] | None:
             text = _mbps(row, run_dir)
             if row.rw.startswith("rand"):
                 text += f" ({_iops(row, run_dir)} IOPS)"
-            flagged = list(dict.fromkeys(n for r in sides[side] for n in names(r.flags) + names(r.other_flags)))
+            flagged = _flag_names(sides[side])
             cells.append(text + (f" {MARK} {', '.join(flagged)}" if flagged else ""))  # the table escapes cells
         rows.append([md_text(label, cell=True), *cells])
     out = [markdown_table(["Test", "Read MB/s", "Write MB/s"], rows, right=(1, 2)), ""]

@@ -24,6 +24,7 @@ from app.records import JSONObject, interval_problem, number
 from app.report.model import MemoryRow, StorageRow
 from app.report.noise import samples_of
 from app.uncertainty import intervals_of, level_shift, storage_series
+from app.validity import shifts_found
 
 Pair = tuple[float, float]
 STORAGE_FIGURES = ("iops", "bw_bytes", "lat_mean_ns")
@@ -80,10 +81,8 @@ def _stepped(row: StorageRow, figures: list[str]) -> dict[str, str]:
     too (figure → why).  At a fixed queue depth IOPS, bandwidth and mean latency are one process seen three ways
     (Little's law ties IOPS to N / latency), so a step in one is a step in all, whether or not the test saw it
     in each: no figure of the point has a stationary mean to give an interval of."""
-    method = row.metrics.ci_method
-    test = method.get("level_shift") if method is not None else None
-    found = test.get("found") if isinstance(test, dict) else None
-    if not isinstance(found, dict) or not found:
+    found = shifts_found(row.metrics.ci_method)
+    if not found:
         return {}
     names = ", ".join(FIGURE_NAMES.get(k, k) for k in found if isinstance(k, str))
     return {k: f"a level shift of the point's {names}" for k in figures}
@@ -187,9 +186,8 @@ KIND_WORDS = {"its interval reaches 0": "the interval reaches 0: its half-width 
 def _levels(r: StorageRow | MemoryRow) -> str | None:
     """Both levels of each figure of ``r`` that stepped, in the report's units, and when the step came."""
     method = r.metrics.ci_method
-    test = method.get("level_shift") if method is not None else None
-    found = test.get("found") if isinstance(test, dict) else None
-    if not isinstance(found, dict):
+    found = shifts_found(method)
+    if found is None:
         return None
     sample_s = method.get("sample_s") if method is not None else None
     if isinstance(r, StorageRow) and not isinstance(sample_s, (int, float)):

@@ -190,12 +190,17 @@ def _top_label_us(chart: LatencyChart) -> float:
     return max(values)
 
 
-async def test_t_shows_p99_and_p99_9_with_their_history_and_back(tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def _quick_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list[Any], Any]:
+    """quick's plan (1 s points) and an app to play it on, in ``tmp_path`` with the fixed presets."""
     monkeypatch.setenv("PROFILER_TUI_PRESETS", str(FIXED_PRESETS))
     monkeypatch.chdir(tmp_path)
     plan = core.apply_overrides(core.load("quick"), ["runtime=1", "size=16m"]).expand()
-    app = create_app(devices=DEVICES, results_dir="results", clock=lambda: 0.0)
+    return plan, create_app(devices=DEVICES, results_dir="results", clock=lambda: 0.0)
+
+
+async def test_t_shows_p99_and_p99_9_with_their_history_and_back(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    plan, app = _quick_app(tmp_path, monkeypatch)
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await live_run(app, pilot, live_events(plan))
         chart = screen.query_one(LatencyChart)
@@ -240,11 +245,8 @@ async def test_the_run_log_names_the_host_folder_of_a_containers_results(tmp_pat
 async def test_with_no_color_the_lines_are_told_apart_by_their_markers(tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """NO_COLOR draws every line grey: "mean blue, p99 green" named two identical lines."""
-    monkeypatch.setenv("PROFILER_TUI_PRESETS", str(FIXED_PRESETS))
-    monkeypatch.setenv("NO_COLOR", "1")
-    monkeypatch.chdir(tmp_path)
-    plan = core.apply_overrides(core.load("quick"), ["runtime=1", "size=16m"]).expand()
-    app = create_app(devices=DEVICES, results_dir="results", clock=lambda: 0.0)
+    monkeypatch.setenv("NO_COLOR", "1")  # before the app is made: Textual reads it then
+    plan, app = _quick_app(tmp_path, monkeypatch)
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await live_run(app, pilot, live_events(plan))
         chart = screen.query_one(LatencyChart)
