@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import statistics
 from pathlib import Path
 
@@ -52,11 +53,14 @@ def test_a_20_s_point_gets_the_interval_of_its_kept_samples_whose_mean_is_fios_i
     method = m.ci_method
     assert method is not None and len(storage_series(samples)["iops"]) >= 19 and 38 <= len(series["iops"]) <= 41
     if m.ci95 is None:  # on a machine shared with other work 20 s of IOPS can drift or correlate so much that no
-        # batch size leaves uncorrelated batches, or that the samples are too few for their correlation time
-        # (seen with 2 vCPUs loaded by other tests): said, not hidden
+        # batch size leaves uncorrelated batches, or that the samples are too few for their correlation time, or
+        # another tenant steps the throughput mid-point (a level shift, both levels stated; seen in CI with 2 vCPUs
+        # loaded by other tests): said, not hidden
         why = str(method["reason"])
         assert method["method"] == "none" and ("batch means stay correlated" in why
-                                               or "too few samples for their correlation" in why), method
+                                               or "too few samples for their correlation" in why
+                                               or re.search(r"a level shift from sample \d+ on: [\d,.]+ before, "
+                                                            r"[\d,.]+ after", why)), method
         return
     assert method["method"] == "batch-means" and method["level"] == 0.95 and method["samples"] == len(series["iops"])
     per = method["series"]

@@ -30,6 +30,7 @@ from app.runners import memory
 from app.runners.base import Context, Result, Sample
 from app.runners.memory import MemoryRunner, check_memory
 from app.runners.mlc_parse import idle_latency, loaded_rows, parse_text
+from app.uncertainty import intervals_of
 from conftest import ROOT, mem_point
 from schema_check import validate_dir
 
@@ -475,7 +476,11 @@ def test_builtin_idle_line_carries_the_interval_of_its_windows(tmp_path: Path) -
         assert method["method"] == "batch-means" and method["level"] == 0.95 and method["samples"] == len(windows)
         assert set(method["series"]) == {"latency_ns"}  # idle: no bandwidth
         low, high = m["ci95"]["latency_ns"]
-        assert 0 < high - low < 0.5 * m["latency_ns"], (low, high)
+        # the line's interval is the one its own windows give (its width is whatever their spread and correlation
+        # make it: ±37 % was seen in CI with other tests loading both vCPUs)
+        again = intervals_of({"latency_ns": list(windows)})
+        assert again.ci95 is not None and 0 < high - low
+        assert [low, high] == pytest.approx(list(again.ci95["latency_ns"]), rel=1e-9), (low, high, again.ci95)
         held.append((low, m["latency_ns"], high))
         # the line's figure is printed to 0.1 ns, the windows' interval is not: within half its last digit holds it
         if low - 0.05 <= m["latency_ns"] <= high + 0.05:
