@@ -19,7 +19,9 @@ What makes the page safe to open and to share:
 - a Content-Security-Policy allows no fetch and no script at all, so even a mistake here loads nothing.
 
 No JavaScript: tables are plain HTML tables (sorting them would need script), and the stylesheet, with its
-print rules, is inline.
+print rules, is inline.  Read on a desktop or a phone, nothing is cut: tables wrap to their column (on a narrow
+screen a wide one becomes a card per row: :func:`_label_cells`), and a figure is never shown smaller than makes
+its smallest text 11 px (:func:`_least_width`; it scrolls in its frame instead).
 """
 
 from __future__ import annotations
