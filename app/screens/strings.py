@@ -215,8 +215,10 @@ IMPORT_NOTHING = "Give at least one file to import."
 IMPORT_PREVIEWING = "Reading the files…"
 IMPORT_PREVIEW_FILE = "{file}: {kind}, {points} point(s){versions}"
 IMPORT_PREVIEW_ERROR = "{error}"
-IMPORT_PREVIEW_TOTAL = "{points} point(s) from {files} file(s) would be imported."
-IMPORT_DONE = "Imported {points} point(s) into {path}"
+IMPORT_PREVIEW_TOTAL = "{points} from {files} file(s) would be imported."
+IMPORT_DONE = "Imported {points} into {path}"
+IMPORT_KIND = {"storage": "storage point{s} (fio)", "memory": "memory point{s} (MLC)"}
+RESULTS_KINDS = "{counts}; showing the {kind} rows, k shows the {other} rows"
 IMPORT_FAILED = "Nothing imported: {error}"
 
 YES = "Yes"
