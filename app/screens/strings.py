@@ -109,7 +109,6 @@ WRITES_NOT_CONFIRMED = ("{preset} writes, but {target} is confirmed for read-onl
 CUSTOM_TITLE = "Custom sweep"
 CUSTOM_HINT = ("Comma-separated values make an axis (bs: 4k,64k). tab/shift+tab move, ctrl+r runs, "
                "ctrl+s saves as a user preset.")
-FIELD_REQUIRED = "a value is required"
 FORM_INVALID = "The form has errors (shown in red); fix them first — nothing was started."
 NAME_REQUIRED = "Give the preset a name to save it."
 SAVED = "Saved as {path}"
@@ -120,7 +119,8 @@ SAVE_SHADOW = ("{name} is a shipped preset. Save yours under the same name? It t
 SAVE_KEPT = "Not saved: {name} is unchanged; pick another name."
 CUSTOM_DESCRIPTION = "Custom sweep built in the TUI."
 CUSTOM_FROM = "Custom sweep from {name}"
-CUSTOM_FROM_MATRIX = "{name} pairs its values ({points} points); the form runs every combination ({n})."
+CUSTOM_FROM_DESCRIPTION = "Custom sweep built in the TUI from {name}."
+CUSTOM_REPLICATES = "{tests} tests × {replicates} replicates: {totals}"
 
 # --- run --------------------------------------------------------------------------------------
 RUN_STARTING = "Starting {preset}…"
