@@ -113,14 +113,6 @@ class Preview:
 FIO_FILE = "fio JSON"
 
 
-def kind_counts(counts: dict[str, int]) -> str:
-    """``{"storage": 1, "memory": 19}`` → "1 storage point (fio) and 19 memory points (MLC)": what an import
-    holds, told per kind, since a storage point and a memory point have different figures."""
-    parts = [f"{counts[k]} " + strings.IMPORT_KIND[k].format(s="" if counts[k] == 1 else "s")
-             for k in strings.IMPORT_KIND if counts.get(k)]
-    return " and ".join(parts) or "0 points"
-
-
 def split_paths(text: str) -> list[str]:
     try:
         words = shlex.split(text)
@@ -223,7 +215,7 @@ class ImportScreen(Screen[None]):
             event.stop()
             if event.state == WorkerState.SUCCESS and event.worker.result is not None:
                 out, counts = event.worker.result
-                self.notify(strings.IMPORT_DONE.format(points=kind_counts(counts), path=out), timeout=8)
+                self.notify(strings.IMPORT_DONE.format(points=strings.kind_counts(counts), path=out), timeout=8)
                 self.app.pop_screen()
                 self.app.post_message(ShowResults(out))
             elif event.state == WorkerState.ERROR:
@@ -239,7 +231,7 @@ class ImportScreen(Screen[None]):
             text.append(strings.IMPORT_PREVIEW_ERROR.format(error=e) + "\n", style="red")
         for w in p.warnings:
             text.append("warning: " + w + "\n", style="yellow")
-        text.append(strings.IMPORT_PREVIEW_TOTAL.format(points=kind_counts(p.by_kind), files=len(p.files)))
+        text.append(strings.IMPORT_PREVIEW_TOTAL.format(points=strings.kind_counts(p.by_kind), files=len(p.files)))
         return text
 
     def action_back(self) -> None:

@@ -570,11 +570,9 @@ class ResultsScreen(Screen[None]):
         if self.cpu_note:
             status += "  ·  " + self.cpu_note
         if len(self.by_kind) > 1:
-            from app.screens.importer import kind_counts
-
             other = next(k for k in self.by_kind if k != self.kind_shown)
             status = strings.RESULTS_KINDS.format(
-                counts=kind_counts({k: len(v) for k, v in self.by_kind.items()}), kind=self.kind_shown,
+                counts=strings.kind_counts({k: len(v) for k, v in self.by_kind.items()}), kind=self.kind_shown,
                 other=other) + "  ·  " + status
         if not self.records:
             status = strings.RESULTS_EMPTY

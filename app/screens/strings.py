@@ -331,3 +331,11 @@ REPLAY_STARTED = ("Replay of {path}: {points} points, {samples} one-second sampl
 REPLAY_PROBLEMS = "Lines of the samples files were left out; the log (3) names them ({n} notes)."
 REPLAY_FINISHED = "The run ended {status}: {done}/{total} points{failed} (its results: enter in the runs browser)"
 REPLAY_DONE = "Replay over: {run} of run time in {wall}."
+
+
+def kind_counts(counts: dict[str, int]) -> str:
+    """``{"storage": 1, "memory": 19}`` → "1 storage point (fio) and 19 memory points (MLC)": what an import
+    holds, told per kind, since a storage point and a memory point have different figures."""
+    parts = [f"{counts[k]} " + IMPORT_KIND[k].format(s="" if counts[k] == 1 else "s")
+             for k in IMPORT_KIND if counts.get(k)]
+    return " and ".join(parts) or "0 points"
