@@ -256,6 +256,9 @@ letters filter, so there only `ctrl+c` quits). The smallest supported terminal i
 
 ## Custom sweep
 - `tab`/`shift+tab` between fields; comma-separated values make an axis.
+- From a preset it edits that preset: a field left as shown changes nothing (its groups, labels and repeats
+  stay), and only the keys its modes read are shown. The note on top says when an edit cannot keep the
+  preset's pairing (a value in none of its groups) and what runs instead.
 - `ctrl+r` run, `ctrl+s` save as a user preset, `escape` back. Errors show under their field.
 
 ## Run
@@ -268,7 +271,7 @@ letters filter, so there only `ctrl+c` quits). The smallest supported terminal i
 ## Results
 - `s` sort by the next column, `S` reverse the order, `e` export report.md and plots,
   `v` the report, `escape` back, `d` devices, `f` the report's figures as pictures (as the report's `3`);
-  `u` MB/s or MiB/s anywhere.
+  `u` MB/s or MiB/s anywhere; `k` the other kind's rows in a run with storage and memory points (an import).
 - `dev/fio`: the bytes the device moved over fio's, in the point's direction (read/write for a mix);
   `!` after it: flagged not-on-device or amplified; `—`: no counters or no I/O that way.
 
