@@ -46,6 +46,16 @@ if TYPE_CHECKING:
 # the others are loaded); screens ask for each other with the messages of app.screens.messages.
 
 
+def _same(a: object, b: Path) -> bool:
+    """Whether ``a`` is the directory ``b`` (a path, compared resolved; anything else is not)."""
+    if not isinstance(a, Path):
+        return False
+    try:
+        return a == b or a.resolve() == b.resolve()
+    except OSError:
+        return False
+
+
 class ProfilerApp(App[int]):
     TITLE = strings.TITLE
     CSS_PATH = str(Path(__file__).resolve().parent.parent / "tui.tcss")
@@ -339,7 +349,26 @@ class ProfilerApp(App[int]):
         from app.screens.run import RunScreen
 
         request = RunRequest(preset=found.preset, target=target, out=found.path, resume=True)
+        self.drop_stale_screens(found.path)
         self.push_screen(RunScreen(request))
+
+    def drop_stale_screens(self, path: Path) -> None:
+        """The run in ``path`` goes on in a new run screen: every screen under the shown one that shows that run as
+        it was (its stopped run screen saying "interrupted … resume", its results or report) leaves the back stack, so
+        escape never goes back to a state that is over."""
+        from app.screens.run import RunScreen
+
+        def shows(screen: Screen[object]) -> bool:
+            if isinstance(screen, RunScreen):
+                shown = screen.state.path or screen.request.out
+                return not screen.running and _same(shown, path)
+            return _same(getattr(screen, "path", None), path)
+
+        stack = self._screen_stack
+        for screen in [s for s in stack[1:-1] if shows(s)]:
+            stack.remove(screen)
+            screen._pop_result_callback()
+            self.call_later(screen.remove)
 
     @on(ShowPresets)
     def show_presets(self, message: ShowPresets) -> None:
