@@ -202,7 +202,8 @@ REPORT_TITLE = "Report: {path}"
 REPORT_RENDERING = "Rendering report.md…"
 REPORT_FAILED = "The report cannot be shown: {error}"
 REPORT_FIGURE = "> **Figure {n}: {title}** — press 3 (Figures) to see it: `{path}`"
-REPORT_NO_CURVES = "This run has no curve to draw: a QD sweep or a loaded-latency run has one."
+REPORT_NO_CURVES = ("This run has no curve to draw: a QD sweep, a loaded-latency run or a working-set run "
+                    "has one.")
 REPORT_CURVES_NOTE = ("Curves of the report drawn in the terminal from results.jsonl; the report's SVG "
                       "figures are in {plots}.")
 

@@ -54,3 +54,78 @@ async def test_a_resumed_run_leaves_no_stale_run_screen_behind(tmp_path: Path) -
         await pilot.pause()
         assert isinstance(app.screen, DevicesScreen)
         assert not [s for s in app.screen_stack if isinstance(s, (RunScreen, RunsScreen))]
+
+
+# --- the report view: the Curves tab and the focus --------------------------------------------------------------
+
+
+def working_set_run(root: Path) -> Path:
+    """A mem-working-set run: idle latency at 4 KiB … 64 MiB, 2 MiB and 4 KiB pages."""
+    from tests.helpers.suite_runs import KIB, MIB, octave_sizes, working_set_lines, write_run
+
+    sizes = octave_sizes(4 * KIB, 64 * MIB, per_octave=1)
+    lines = working_set_lines(0, sizes, "2m") + working_set_lines(len(sizes), sizes, "4k", scale=1.1)
+    return write_run(root / "mem-working-set-20261129-100000", lines)
+
+
+async def open_report(pilot, path: Path):
+    from app.screens.messages import ShowReport
+    from app.screens.report import ReportScreen
+
+    pilot.app.post_message(ShowReport(path))
+    return await wait_for(pilot, lambda: isinstance(pilot.app.screen, ReportScreen) and pilot.app.screen.loaded
+                          and pilot.app.screen, 60, "the report")
+
+
+async def test_the_curves_tab_draws_a_working_set_run(tmp_path: Path) -> None:
+    """A mem-working-set run has a curve (latency against buffer size; report.md has its figure): the Curves tab
+    draws it, one line per page size, instead of saying there is no curve."""
+    from textual.widgets import Static
+
+    from app.screens import strings
+    from app.widgets.series import SeriesPlot
+
+    run = working_set_run(tmp_path / "results")
+    app = create_app(devices=[], results_dir=tmp_path / "results", clock=lambda: 0.0)
+    async with app.run_test(size=(120, 40)) as pilot:
+        view = await open_report(pilot, run)
+        assert "working-set-" in view.loaded.markdown or "working_set" in view.loaded.markdown
+        await pilot.press("2")
+        await pilot.pause()
+        texts = [str(s.render()) for s in view.query("#report-plots Static").results(Static)]
+        assert not any(strings.REPORT_NO_CURVES in t for t in texts), texts
+        plots = list(view.query(SeriesPlot))
+        assert len(plots) == 1 and len(plots[0].series) == 2, plots
+        assert all(len(s.xs) == 15 for s in plots[0].series)
+        plots[0].plot_data()
+        drawn = plots[0].plt.build()
+        assert "KiB" in drawn and "MiB" in drawn and "ns" in drawn, drawn  # every tick label with its unit
+
+
+async def test_the_contents_take_the_keys_and_give_them_back(tmp_path: Path) -> None:
+    """At 80 columns, t shows the contents with their row cursor under the keys (no Tab Tab first); t again hides
+    them and PageDown scrolls the report."""
+    from textual.widgets import MarkdownViewer, Tree
+
+    run = working_set_run(tmp_path / "results")
+    app = create_app(devices=[], results_dir=tmp_path / "results", clock=lambda: 0.0)
+    async with app.run_test(size=SIZE) as pilot:
+        view = await open_report(pilot, run)
+        await pilot.pause()
+        viewer = view.query_one("#report-md", MarkdownViewer)
+        assert not viewer.show_table_of_contents
+        await pilot.press("t")
+        await pilot.pause()
+        tree = viewer.table_of_contents.query_one(Tree)
+        assert viewer.show_table_of_contents and app.focused is tree, app.focused
+        assert tree.cursor_line >= 0 and tree.cursor_node is not None
+        await pilot.press("down")
+        assert tree.cursor_line == 1
+        await pilot.press("t")
+        await pilot.pause()
+        assert not viewer.show_table_of_contents
+        assert app.focused is not None and app.focused.display and app.focused is not tree, app.focused
+        before = viewer.scroll_y
+        await pilot.press("pagedown")
+        await pilot.pause()
+        assert viewer.scroll_y > before, "PageDown after closing the contents scrolls the report"
