@@ -129,3 +129,74 @@ async def test_the_contents_take_the_keys_and_give_them_back(tmp_path: Path) -> 
         await pilot.press("pagedown")
         await pilot.pause()
         assert viewer.scroll_y > before, "PageDown after closing the contents scrolls the report"
+
+
+# --- one unit everywhere on screen ------------------------------------------------------------------------------
+
+
+def log_text(run: RunScreen, which: str = "#log-short") -> str:
+    """What a run log shows (a RichLog renders its lines once it is shown: the Log tab for #log-full)."""
+    from textual.widgets import RichLog
+
+    return "\n".join(strip.text for strip in run.query_one(which, RichLog).lines)
+
+
+async def test_u_switches_the_run_logs_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """After u (MiB/s) the charts switch and so do the log lines already written, and those written after: a
+    point's bandwidth never reads MB/s beside a chart in MiB/s."""
+    from app import presets as core
+    from app.units import MIB_PER_MB
+    from tests.tui.test_tui_snapshots import SMALL, fake_run, show_run, storage_events, storage_metrics
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    plan = core.apply_overrides(core.load("quick"), list(SMALL)).expand()
+    events = storage_events(plan, completed=2)
+    bw = storage_metrics(0)["bw_bytes"] / 1e6
+    app = create_app(devices=DEVICES, results_dir="results", overrides=SMALL, clock=lambda: 0.0)
+    async with app.run_test(size=(120, 30)) as pilot:
+        run = fake_run("quick", events)
+        await show_run(pilot, run, len(events))
+        assert f"{bw:.1f} MB/s" in log_text(run)
+        await pilot.press("u")
+        await pilot.pause()
+        text = log_text(run)
+        assert f"{bw * MIB_PER_MB:.1f} MiB/s" in text and " MB/s" not in text, text
+        await pilot.press("3")  # the Log tab: every line
+        await pilot.pause()
+        text = log_text(run, "#log-full")
+        assert f"{bw * MIB_PER_MB:.1f} MiB/s" in text and " MB/s" not in text, text
+        await pilot.press("u")
+        await pilot.pause()
+        assert f"{bw:.1f} MB/s" in log_text(run) and "MiB/s" not in log_text(run)
+
+
+async def test_a_memory_run_says_its_bandwidth_in_the_charts_unit_and_its_delay_with_its_unit(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A memory chart in MiB/s (the units remembered as binary) beside a log in MB/s was two units on one screen;
+    and "delay 2000" had no unit (the engine's own: MLC's units or the built-in engine's spin steps)."""
+    import re
+
+    from app import presets as core
+    from app.widgets.charts import CurveChart
+    from tests.tui.test_tui_snapshots import fake_run, memory_events, show_run
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PROFILER_TUI_PRESETS", str(FIXED_PRESETS))
+    plan = core.load("mem-loaded").expand()[:4]
+    events = memory_events(plan, completed=3)
+    app = create_app(devices=DEVICES, results_dir="results", clock=lambda: 0.0, engine="builtin")
+    app.binary_units = True
+    async with app.run_test(size=(120, 30)) as pilot:
+        run = fake_run("mem-loaded", events)
+        run.request.engine = "builtin"  # as the app's option gives it to a run it starts
+        await show_run(pilot, run, len(events))
+        chart = run.query_one("#curve-live", CurveChart)
+        chart.dirty = True
+        chart.redraw()
+        drawn = re.sub(r"\x1b\[[0-9;]*m", "", chart.plt.build())
+        assert "iB/s" in drawn, drawn
+        text = log_text(run)
+        assert "MiB/s" in text and " MB/s" not in text, text
+        delays = re.findall(r"delay \d+[^\n:]*", text)
+        assert delays and all("spin steps" in d for d in delays), delays
