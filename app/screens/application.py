@@ -110,7 +110,12 @@ class ProfilerApp(App[int]):
         self.ascii_filter = AsciiFilter()
 
     def get_line_filters(self) -> Sequence[LineFilter]:
-        filters = super().get_line_filters()
+        """Textual's, NO_COLOR's monochrome one made readable (app.screens.monochrome), and ASCII mode's last."""
+        from textual.filter import Monochrome
+
+        from app.screens.monochrome import READABLE
+
+        filters = [READABLE if type(f) is Monochrome else f for f in super().get_line_filters()]
         return [*filters, self.ascii_filter] if self.ascii_filter is not None else filters
 
     def get_key_display(self, binding: BindingType) -> str:

@@ -200,3 +200,50 @@ async def test_a_memory_run_says_its_bandwidth_in_the_charts_unit_and_its_delay_
         assert "MiB/s" in text and " MB/s" not in text, text
         delays = re.findall(r"delay \d+[^\n:]*", text)
         assert delays and all("spin steps" in d for d in delays), delays
+
+
+# --- NO_COLOR ---------------------------------------------------------------------------------------------------
+
+
+def unreadable_words(svg: str, least: float = 4.5) -> list[tuple[str, str, str, float]]:
+    """Every word of a screenshot drawn less than ``least``:1 from its background (WCAG's contrast): (text, its
+    colour, the background's, the ratio)."""
+    import html
+    import re
+
+    from app.screens.monochrome import contrast
+
+    fills = dict(re.findall(r"\.(terminal-[\w-]+) \{[^}]*?fill: #([0-9a-fA-F]{6})", svg))
+    rects = [(float(x), float(y), float(w), fill) for fill, x, y, w in re.findall(
+        r'<rect fill="#([0-9a-fA-F]{6})" x="([\d.]+)" y="([\d.]+)" width="([\d.]+)"', svg)]
+    bad = []
+    for cls, x, y, body in re.findall(r'<text class="([\w-]+)" x="([\d.]+)" y="([\d.]+)"[^>]*>([^<]*)</text>', svg):
+        text = html.unescape(body).replace("\xa0", " ")
+        if not re.search(r"[A-Za-z0-9]", text) or cls not in fills:
+            continue
+        tx, ty = float(x), float(y)
+        under = [f for rx, ry, rw, f in rects if rx <= tx < rx + rw and -20 < ry - ty < -17]
+        if not under:
+            continue
+        fg, bg = int(fills[cls][:2], 16), int(under[-1][:2], 16)  # greys: one channel says it
+        ratio = contrast(fg, bg)
+        if ratio < least:
+            bad.append((text.strip(), fills[cls], under[-1], round(ratio, 2)))
+    return bad
+
+
+async def test_no_color_keeps_every_word_readable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With NO_COLOR Textual draws each colour as its grey: "refused" (red) was grey 59 on grey 39. Every word of the
+    devices screen and of a refused device's confirmation is 4.5:1 from its background."""
+    monkeypatch.setenv("NO_COLOR", "1")  # before the app is made: Textual reads it then
+    app = create_app(devices=DEVICES, results_dir=tmp_path / "results")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        svg = app.export_screenshot()
+        assert "refused" in svg
+        assert not unreadable_words(svg), unreadable_words(svg)
+        await pilot.press("down", "down", "down", "down", "enter")  # sdy: refused for every plan
+        await pilot.pause()
+        svg = app.export_screenshot()
+        assert "refused for every plan" in svg.replace("&#160;", " ")
+        assert not unreadable_words(svg), unreadable_words(svg)
