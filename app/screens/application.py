@@ -87,6 +87,7 @@ class ProfilerApp(App[int]):
         if options.ascii:
             self.use_ascii()
         self.binary_units = False  # bandwidths in MiB/s (the u key), else MB/s
+        self.results_problem: str | None = None  # why no run can write its results (the devices screen checks)
         self.settings_problem: str | None = None
         if options.settings is not None:
             from app.config import load_config
@@ -353,6 +354,9 @@ class ProfilerApp(App[int]):
     def _push_resume(self, found: ResumeTarget, target: TargetChoice | None) -> None:
         from app.screens.run import RunScreen
 
+        if self.results_problem:
+            self.notify(self.results_problem, severity="error", timeout=8)
+            return
         request = RunRequest(preset=found.preset, target=target, out=found.path, resume=True)
         self.drop_stale_screens(found.path)
         self.push_screen(RunScreen(request))
@@ -396,8 +400,8 @@ class ProfilerApp(App[int]):
         from app.screens.run import RunScreen
 
         request = run_request(self.options, message.preset, message.target, message.engine)
-        if isinstance(request, str):
-            self.notify(request, severity="error", timeout=8)
+        if isinstance(request, str) or self.results_problem:
+            self.notify(self.results_problem or str(request), severity="error", timeout=8)
             return
         self.push_screen(RunScreen(request))
 

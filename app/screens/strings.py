@@ -14,6 +14,10 @@ SCANNING = "Scanning block devices…"
 # warning under it says so)
 NO_DEVICES = "No block device can be used here; the test file is always available."
 DEVICES_FAILED = "Listing block devices failed: {error}. The test file is still available."
+# the results directory cannot be written (app.container.results_dir_problem): said on the first screen, and no run
+# starts into it
+RESULTS_CHOOSE = "(PROFILER_TUI_RESULTS=DIR when starting the TUI)"
+RESULTS_UNWRITABLE = "No run can start — {problem}"
 DEVICES_HINT = "enter: pick a target   p: presets on the test file   f: fleet hosts   ?: help"
 
 # --- fleet hosts (devices screen, f) -------------------------------------------------------------
