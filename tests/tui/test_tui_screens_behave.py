@@ -252,38 +252,28 @@ async def test_no_color_keeps_every_word_readable(tmp_path: Path, monkeypatch: p
 # --- a results directory no run can write -------------------------------------------------------------------
 
 
-@pytest.fixture
-def read_only_dir(tmp_path: Path):
-    """A directory on a read-only filesystem (a tmpfs mounted ro, as a container's `-v …:/results:ro` is)."""
-    import subprocess
-
-    ro = tmp_path / "ro"
-    ro.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "profiler-tui-test", str(ro)], check=True)
-    try:
-        yield ro
-    finally:
-        subprocess.run(["umount", "-l", str(ro)], check=False)
-
-
-async def test_a_read_only_results_volume_is_said_first_and_no_run_starts(read_only_dir: Path) -> None:
+async def test_a_read_only_results_volume_is_said_first_and_no_run_starts(tmp_path: Path) -> None:
     """The CLI refuses a read-only results directory at once; the TUI started, and failed only after a run was
     started ("… Completed points are kept." with 0 points). The devices screen says it in one sentence, and enter on
     a preset starts nothing."""
     from textual.widgets import Static
 
-    results = read_only_dir / "results"
-    app = create_app(devices=DEVICES, results_dir=results, overrides=["runtime=1", "size=4m"])
-    async with app.run_test(size=SIZE) as pilot:
-        def said() -> str:
-            return " ".join(str(s.render()) for s in app.screen.query("Static").results(Static)
-                            if s.display and "read-only" in str(s.render()))
+    from tests.helpers.readers_util import read_only_mount
 
-        shown = await wait_for(pilot, said, 10, "the devices screen to say the results cannot be written")
-        assert f"{results} is on a read-only filesystem" in shown and "--" not in shown, shown
-        await pilot.press("enter")  # the test file
-        await choose_preset(pilot, "quick")
-        await pilot.pause()
-        assert not isinstance(app.screen, RunScreen)
-        assert any("read-only filesystem" in str(n.message) for n in app._notifications)
+    results = tmp_path / "ro" / "results"
+    app = create_app(devices=DEVICES, results_dir=results, overrides=["runtime=1", "size=4m"])
+
+    def said() -> str:
+        return " ".join(str(s.render()) for s in app.screen.query("Static").results(Static)
+                        if s.display and "read-only" in str(s.render()))
+
+    with read_only_mount(tmp_path / "ro"):
+        async with app.run_test(size=SIZE) as pilot:
+            shown = await wait_for(pilot, said, 10, "the devices screen to say the results cannot be written")
+            assert f"{results} is on a read-only filesystem" in shown and "--" not in shown, shown
+            await pilot.press("enter")  # the test file
+            await choose_preset(pilot, "quick")
+            await pilot.pause()
+            assert not isinstance(app.screen, RunScreen)
+            assert any("read-only filesystem" in str(n.message) for n in app._notifications)
     assert not results.exists()
