@@ -30,6 +30,7 @@ from app.screens.messages import (
     StartRun,
 )
 from app.screens.state import Options, ResumeTarget, RunRequest, TargetChoice, resume_target, run_request
+from app.screens.words import tui_words
 from app.widgets import MIN_HEIGHT, MIN_WIDTH
 
 if TYPE_CHECKING:
@@ -153,9 +154,10 @@ class ProfilerApp(App[int]):
     def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
                timeout: float | None = None, markup: bool = True) -> None:
         """Every notice of every screen (Widget.notify comes here): the text without control characters or escape
-        sequences (a results directory's name, a preset's, an error quoting a file — any may carry them), and
-        never read as markup, whose ``[link=…]`` would write a hyperlink sequence of its own."""
-        super().notify(clean_text(message, newlines=True, limit=2000), title=clean_text(title, limit=200),
+        sequences (a results directory's name, a preset's, an error quoting a file — any may carry them), a CLI flag
+        the core names said in the TUI's words (app.screens.words), and never read as markup, whose ``[link=…]``
+        would write a hyperlink sequence of its own."""
+        super().notify(clean_text(tui_words(message), newlines=True, limit=2000), title=clean_text(title, limit=200),
                        severity=severity, timeout=timeout, markup=False)
 
     def format_title(self, title: str, sub_title: str) -> Content:

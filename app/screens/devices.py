@@ -18,6 +18,7 @@ from app.screens.confirm import ConfirmTarget
 from app.screens.fleet import ConfirmFleet, FleetDraft, FleetHosts
 from app.screens.messages import ShowPresets
 from app.screens.state import TargetChoice, app_options, set_results_problem
+from app.screens.words import tui_words
 from app.widgets import TooSmall
 from app.widgets.rowtable import RowTable
 from app.widgets.verdicts import add_device_columns, device_cells, verdict_text, walk
@@ -199,9 +200,10 @@ class DevicesScreen(Screen[None]):
             write = _plan(d, "write", {"verdict": d.get("verdict"), "reasons": d.get("reasons", [])})
             read = _plan(d, "read", write)
             text.append("write: ", style="bold")
-            text.append("; ".join(_reasons(write) or ["-"]) + "\n")
+            text.append(tui_words("; ".join(_reasons(write) or ["-"])) + "\n")
             text.append("read: ", style="bold")
-            text.append(f"{read.get('verdict')}" + (" — " + "; ".join(_reasons(read)) if read.get("reasons") else ""))
+            text.append(tui_words(f"{read.get('verdict')}" + (" — " + "; ".join(_reasons(read))
+                                                              if read.get("reasons") else "")))
         panel.update(text)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:

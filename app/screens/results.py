@@ -544,6 +544,8 @@ class ResultsScreen(Screen[None]):
             status += "  ·  " + strings.RESULTS_CI
         if self.cpu_note:
             status += "  ·  " + self.cpu_note
+        if DEVICE_COLUMN in self.columns:  # the abbreviation said where it appears
+            status += "  ·  " + strings.RESULTS_DEV_FIO
         if not self.records:
             status = strings.RESULTS_EMPTY
         if self.exported is not None:

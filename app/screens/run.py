@@ -34,6 +34,7 @@ from app.screens.ascii import AsciiProgressBar
 from app.screens.confirm import YesNo
 from app.screens.messages import ShowResults
 from app.screens.state import RunRequest, app_options, app_sessions
+from app.screens.words import tui_words
 from app.summary import SUITE_MODES, live_interval, live_line, metrics_line, outcome_line, point_label
 from app.units import format_duration, rate_text
 from app.widgets import TooSmall
@@ -612,7 +613,7 @@ class RunScreen(Screen[None]):
         # wrapped, and a long path folded rather than cut: the resume hint must stay readable; what a line quotes
         # (fio's errors, a replayed run's labels and paths) without control characters or escape sequences
         shown = line if isinstance(line, str) else line(binary_units(self))
-        text = Text(clean_text(shown, newlines=True), overflow="fold")
+        text = Text(clean_text(tui_words(shown), newlines=True), overflow="fold")
         self.query_one("#log-full", RichLog).write(text)
         if short:
             self.query_one("#log-short", RichLog).write(text)

@@ -3,6 +3,7 @@ that has a curve, its focus stays where the keys go, and the TUI's own words (do
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -277,3 +278,118 @@ async def test_a_read_only_results_volume_is_said_first_and_no_run_starts(tmp_pa
             assert not isinstance(app.screen, RunScreen)
             assert any("read-only filesystem" in str(n.message) for n in app._notifications)
     assert not results.exists()
+
+
+# --- the TUI's own words ----------------------------------------------------------------------------------------
+
+
+def screen_lines(app) -> list[str]:
+    """The screen as text, one string per row, each character in its column (from the SVG screenshot: what a person
+    sees; a run of blanks is drawn as a background alone, so every piece of text is placed by its x)."""
+    import html
+    import re
+
+    svg = app.export_screenshot()
+    width = app.size.width
+    rows: dict[int, list[str]] = {}
+    for x, n, body in re.findall(r'<text class="[\w-]+" x="([\d.]+)" y="[\d.]+" textLength="[\d.]+" '
+                                 r'clip-path="url\(#[\w-]+-line-(\d+)\)">([^<]*)</text>', svg):
+        row = rows.setdefault(int(n), [" "] * width)
+        column = round(float(x) / 12.2)
+        for i, c in enumerate(html.unescape(body).replace("\xa0", " ").replace("\n", "")):
+            if column + i < width:
+                row[column + i] = c
+    return ["".join(rows.get(i, [])).rstrip() for i in range(max(rows, default=-1) + 1)]
+
+
+def words_of(lines: list[str]) -> str:
+    """The rows' words in one line, without box and scrollbar characters."""
+    return " ".join(" ".join(re.sub(r"[█▊▎▁▔│▌▐▄▀]", " ", line).split()) for line in lines)
+
+
+CLI_FLAG = r"(?<![\w-])--[a-z][a-z-]+"
+
+
+def test_the_tuis_sentences_name_no_cli_flag() -> None:
+    """Every sentence of app.screens.strings speaks the TUI's words; the one that names --set translates a preset
+    description's own --set into the TUI's fields."""
+    import re
+
+    from app.screens import strings
+
+    flagged = {name: value for name, value in vars(strings).items()
+               if isinstance(value, str) and name.isupper() and re.search(CLI_FLAG, value)}
+    assert set(flagged) <= {"PREVIEW_SET_IN_TUI"}, flagged
+
+
+async def test_device_reasons_and_the_confirmation_speak_the_tuis_words(tmp_path: Path) -> None:
+    """The core's reasons say "(--yes)" and "needs --allow-destructive" for the CLI; the devices screen and the
+    confirmation say what to do in the TUI instead."""
+    import re
+
+    app = create_app(devices=DEVICES, results_dir=tmp_path / "results")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        for downs in range(5):  # each row's reasons
+            text = "\n".join(screen_lines(app))
+            assert not re.search(CLI_FLAG, text), (downs, text)
+            await pilot.press("down")
+        await pilot.press("home", "down", "enter")  # /dev/sdz: write plans need the name typed
+        await pilot.pause()
+        text = "\n".join(screen_lines(app))
+        assert "Write plans:" in text and not re.search(CLI_FLAG, text), text
+
+
+async def test_the_confirmation_at_80x24_keeps_its_bullets_indented_and_its_tuning_line_whole(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reason that wraps goes on under its bullet's text, not under the bullet; the ctrl+t line is shown whole
+    ("… for this" was the last of it) and without the CLI's flag."""
+    from tests.tui.helpers import tunable_audit
+
+    audit = tunable_audit(tmp_path, monkeypatch)
+    app = create_app(devices=DEVICES, results_dir=tmp_path / "results", audit=audit)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("down", "enter")  # /dev/sdz
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        lines = screen_lines(app)
+        text = "\n".join(lines)
+        assert "ctrl+t: tuning off" in text, text
+        tune = next(i for i, line in enumerate(lines) if "ctrl+t: tuning off" in line)
+        assert "for this run, put back when it ends" in words_of(lines[tune:tune + 2]), text
+        assert "--tune" not in text
+        bullets = [i for i, line in enumerate(lines) if "• " in line]
+        assert bullets, text
+        wrapped = 0
+        for i in bullets:  # a bullet's next row is another bullet, a heading, or its text's continuation under it
+            column = lines[i].index("• ") + 2
+            after = lines[i + 1].ljust(column + 1)
+            if "•" in after or "plans:" in after or "settings checked" in after or not after[column:].strip(" █▁"):
+                continue
+            pair = f"\n{lines[i]}\n{after}"
+            assert not after[column - 4:column].strip(), "a wrapped reason starts left of its text:" + pair
+            assert after[column] != " ", "a wrapped reason starts right of its text:" + pair
+            wrapped += 1
+        assert wrapped, text  # at 80 columns /dev/sdz's first reason wraps
+
+
+async def test_the_results_say_what_dev_fio_is_where_it_appears(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """`dev/fio` heads a column of the results when the run read the device's counters: the status line under the
+    table says what it is (the presets' `io W` has its line under the list)."""
+    from textual.widgets import Static
+
+    from app.screens.results import ResultsScreen
+    from tests.tui.test_tui_snapshots import DEVICES_OF_POINTS, RUN_DIR, write_results
+
+    monkeypatch.chdir(tmp_path)
+    write_results(devices=DEVICES_OF_POINTS)
+    app = create_app(devices=DEVICES, results_dir="results", clock=lambda: 0.0)
+    async with app.run_test(size=SIZE) as pilot:
+        app.push_screen(ResultsScreen(RUN_DIR))
+        await pilot.pause()
+        assert "dev/fio" in [c[0] for c in app.screen.columns]
+        status = str(app.screen.query_one("#results-status", Static).render())
+        assert "dev/fio: bytes the device moved over fio's" in status, status
+        shown = "".join(screen_lines(app))  # on screen at 80×24, whole (the line wraps)
+        assert "dev/fio: bytes" in shown and "amplified)" in shown, screen_lines(app)
