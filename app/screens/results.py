@@ -569,6 +569,8 @@ class ResultsScreen(Screen[None]):
             status += "  ·  " + strings.RESULTS_CI
         if self.cpu_note:
             status += "  ·  " + self.cpu_note
+        if DEVICE_COLUMN in self.columns:  # the abbreviation said where it appears
+            status += "  ·  " + strings.RESULTS_DEV_FIO
         if len(self.by_kind) > 1:
             other = next(k for k in self.by_kind if k != self.kind_shown)
             status = strings.RESULTS_KINDS.format(
