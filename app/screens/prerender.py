@@ -2,7 +2,8 @@
 imported once the first screen is drawn.
 
 A run's report (report.md, plots/, results.csv) takes seconds to render on a busy machine; rendered when its run
-ends, in a thread of its own, the report view opens from it at once (``wait_rendered`` then reads the files it
+ends, by a child process (a thread of this one would hold the interpreter's lock for seconds: every key would wait
+on it), the report view opens from it at once (``wait_rendered`` then reads the files it
 wrote instead of rendering them again).  The threads are daemons: quitting never waits for them (a report cut short
 is stale, and rendered again when it is next viewed)."""
 
@@ -20,9 +21,33 @@ def _key(path: Path) -> Path:
     return Path(path).absolute()
 
 
+# the child's program: the report of one directory (argv[2]), by the app package the TUI runs (argv[1] is the
+# directory that holds it; -I keeps the current directory and PYTHON* variables out of the child's imports)
+RENDER = "import sys; sys.path.insert(0, sys.argv[1]); from app.report import render_report; render_report(sys.argv[2])"
+RENDER_TIMEOUT_S = 900
+
+
+def render_in_child(path: Path) -> None:
+    """The report of ``path`` rendered by a child process of the same Python and the same app package: the
+    rendering holds no lock of this process's interpreter, so the screens answer keys meanwhile at full speed.
+    It dies with the thread that waits for it (the app quitting).  RuntimeError when it failed."""
+    import subprocess
+    import sys
+
+    import app
+    from app.runners.base import _die_with_parent
+
+    package_dir = str(Path(app.__file__).resolve().parent.parent)
+    done = subprocess.run([sys.executable, "-I", "-c", RENDER, package_dir, str(path)], stdin=subprocess.DEVNULL,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=_die_with_parent,
+                          timeout=RENDER_TIMEOUT_S, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"the report of {path} was not rendered (exit status {done.returncode})")
+
+
 def render_when_done(path: Path) -> Future[None]:
-    """Render the report of the results directory ``path`` in a daemon thread (one rendering per directory at a
-    time: asked again while one runs, the running one is returned)."""
+    """Render the report of the results directory ``path`` in a child process, waited for by a daemon thread (one
+    rendering per directory at a time: asked again while one runs, the running one is returned)."""
     key = _key(path)
     with _lock:
         running = _renders.get(key)
@@ -32,10 +57,8 @@ def render_when_done(path: Path) -> Future[None]:
         _renders[key] = future
 
     def render() -> None:
-        from app.report import render_report
-
         try:
-            render_report(key)
+            render_in_child(key)
         except BaseException as e:  # the report view renders it again and says what failed
             future.set_exception(e)
         else:
