@@ -9,6 +9,7 @@ is stale, and rendered again when it is next viewed)."""
 
 from __future__ import annotations
 
+import os
 import threading
 from concurrent.futures import Future
 from pathlib import Path
@@ -25,21 +26,27 @@ def _key(path: Path) -> Path:
 # directory that holds it; -I keeps the current directory and PYTHON* variables out of the child's imports)
 RENDER = "import sys; sys.path.insert(0, sys.argv[1]); from app.report import render_report; render_report(sys.argv[2])"
 RENDER_TIMEOUT_S = 900
+RENDER_NICE = 10  # below the TUI's priority: on a busy 2-core machine the keys come first
 
 
 def render_in_child(path: Path) -> None:
     """The report of ``path`` rendered by a child process of the same Python and the same app package: the
-    rendering holds no lock of this process's interpreter, so the screens answer keys meanwhile at full speed.
-    It dies with the thread that waits for it (the app quitting).  RuntimeError when it failed."""
+    rendering holds no lock of this process's interpreter, and runs at a lower priority (nice 10), so the screens
+    answer keys meanwhile at full speed.  It dies with the thread that waits for it (the app quitting).
+    RuntimeError when it failed."""
     import subprocess
     import sys
 
     import app
     from app.runners.base import _die_with_parent
 
+    def child_setup() -> None:  # between fork and exec: dies with its thread, and yields the CPU to the screens
+        _die_with_parent()
+        os.nice(RENDER_NICE)
+
     package_dir = str(Path(app.__file__).resolve().parent.parent)
     done = subprocess.run([sys.executable, "-I", "-c", RENDER, package_dir, str(path)], stdin=subprocess.DEVNULL,
-                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=_die_with_parent,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=child_setup,
                           timeout=RENDER_TIMEOUT_S, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"the report of {path} was not rendered (exit status {done.returncode})")
