@@ -183,6 +183,9 @@ class ProfilerApp(App[int]):
                 except (NotImplementedError, RuntimeError, ValueError):
                     pass
         self.push_screen(DevicesScreen())
+        from app.screens.prerender import import_ahead
+
+        self.call_after_refresh(import_ahead)  # the other screens' modules, once the first screen is drawn
         if self.settings_problem:
             self.notify(self.settings_problem, severity="warning", timeout=10, markup=False)  # it quotes the file
 

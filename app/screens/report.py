@@ -23,6 +23,7 @@ from textual.worker import Worker, WorkerState
 from app.errors import UsageError
 from app.sanitize import clean_text
 from app.screens import strings
+from app.screens.prerender import wait_rendered
 from app.widgets import TooSmall
 from app.widgets.figure import FigureView
 from app.widgets.series import BYTES, Series, SeriesPlot, legend
@@ -126,7 +127,8 @@ def working_set_curves(points: list[MemoryRow]) -> list[Series]:
 
 
 def load_report(path: Path) -> Loaded:
-    """In a thread: report.md (rendered first when missing or stale) and the curves.  The directory must be one
+    """In a thread: report.md (rendered first when missing or stale; a run's is rendered when it ends, and read
+    here once that rendering is done) and the curves.  The directory must be one
     no other user can change, and report.md is read bounded, never through a link or from a FIFO or device, its
     text cleaned (app.runs.read_report): nothing here can make the thread wait, so quitting never waits on it.
     UsageError, one sentence, otherwise."""
@@ -135,6 +137,7 @@ def load_report(path: Path) -> Loaded:
     problem = view_problem(path)
     if problem:
         raise UsageError(problem)
+    wait_rendered(path)  # the rendering started when the run ended (app.screens.prerender), if any
     if _stale(path):
         from app.report import render_report
 

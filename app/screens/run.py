@@ -33,6 +33,7 @@ from app.screens import strings
 from app.screens.ascii import AsciiProgressBar
 from app.screens.confirm import YesNo
 from app.screens.messages import ShowResults
+from app.screens.prerender import render_when_done
 from app.screens.state import RunRequest, app_options, app_sessions
 from app.screens.words import tui_words
 from app.summary import SUITE_MODES, live_interval, live_line, metrics_line, outcome_line, point_label
@@ -381,8 +382,19 @@ class RunScreen(Screen[None]):
             self.log_line(strings.RUN_CANCELLED.format(done=self.state.done, path=self.state.path or self.request.out))
         elif event.state == WorkerState.SUCCESS and self.state.finished is None:
             self.state.status = "complete" if self.source is None else self.state.status
+        if event.state in (WorkerState.SUCCESS, WorkerState.CANCELLED):
+            self.render_report()
         self.update_progress()
         self.refresh_bindings()
+
+    def render_report(self) -> None:
+        """The run ended: its report rendered now, in a thread, so that the report view opens from it (not when the
+        app is quitting, nor for events replayed from a finished run's files, nor without a point measured)."""
+        path = self.state.path
+        quitting: int = getattr(self.app, "exit_code", 0)  # 130: the app is quitting (app.screens.application)
+        if self.source is not None or path is None or not self.state.done or quitting:
+            return
+        render_when_done(path)
 
     # --- events → state -----------------------------------------------------------------------
 
