@@ -189,6 +189,11 @@ class ProfilerApp(App[int]):
         if self.settings_problem:
             self.notify(self.settings_problem, severity="warning", timeout=10, markup=False)  # it quotes the file
 
+    def on_unmount(self) -> None:
+        from app.screens.prerender import stop_renders
+
+        stop_renders()  # no report rendering outlives the app (it is rendered again when next viewed)
+
     def _on_signal(self) -> None:
         self._end_interrupted()
 

@@ -4,8 +4,9 @@ imported once the first screen is drawn.
 A run's report (report.md, plots/, results.csv) takes seconds to render on a busy machine; rendered when its run
 ends, by a child process (a thread of this one would hold the interpreter's lock for seconds: every key would wait
 on it), the report view opens from it at once (``wait_rendered`` then reads the files it
-wrote instead of rendering them again).  The threads are daemons: quitting never waits for them (a report cut short
-is stale, and rendered again when it is next viewed)."""
+wrote instead of rendering them again).  The threads are daemons and the app stops the children when it exits
+(:func:`stop_renders`): quitting never waits for them, and no rendering outlives the app that asked for it (a report
+cut short is stale, and rendered again when it is next viewed)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from pathlib import Path
 
 _lock = threading.Lock()
 _renders: dict[Path, Future[None]] = {}  # a results directory → its rendering (running or done)
+_children: set[int] = set()  # the process groups of the renderings still running
 
 
 def _key(path: Path) -> Path:
@@ -42,14 +44,41 @@ def render_in_child(path: Path) -> None:
 
     def child_setup() -> None:  # between fork and exec: dies with its thread, and yields the CPU to the screens
         _die_with_parent()
+        os.setpgid(0, 0)  # a group of its own: stopping it stops the figure workers it forks too
         os.nice(RENDER_NICE)
 
     package_dir = str(Path(app.__file__).resolve().parent.parent)
-    done = subprocess.run([sys.executable, "-I", "-c", RENDER, package_dir, str(path)], stdin=subprocess.DEVNULL,
-                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=child_setup,
-                          timeout=RENDER_TIMEOUT_S, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"the report of {path} was not rendered (exit status {done.returncode})")
+    child = subprocess.Popen([sys.executable, "-I", "-c", RENDER, package_dir, str(path)], stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=child_setup)
+    with _lock:
+        _children.add(child.pid)
+    try:
+        returncode = child.wait(timeout=RENDER_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        _stop_group(child.pid)
+        returncode = child.wait()
+    finally:
+        with _lock:
+            _children.discard(child.pid)
+    if returncode != 0:
+        raise RuntimeError(f"the report of {path} was not rendered (exit status {returncode})")
+
+
+def _stop_group(pgid: int) -> None:
+    import signal
+
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except OSError:  # gone already
+        pass
+
+
+def stop_renders() -> None:
+    """Stop every rendering still running (the app exits): its report stays stale, rendered when next viewed."""
+    with _lock:
+        groups = list(_children)
+    for pgid in groups:
+        _stop_group(pgid)
 
 
 def render_when_done(path: Path) -> Future[None]:

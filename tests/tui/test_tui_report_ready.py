@@ -58,3 +58,38 @@ async def test_report_is_rendered_when_the_run_ends_and_the_view_opens_from_it(
         assert rendered == [], "the report view rendered the report again"
         after = (path / "report.md").stat()
         assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+
+
+async def test_a_rendering_still_running_when_the_app_exits_is_stopped(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A report rendering outlives neither the app nor its own forked workers: the app stops its process group when
+    it exits (the report stays stale and is rendered when next viewed)."""
+    import os
+    import time
+
+    from app.screens import prerender
+
+    # a rendering that forks a worker and never ends: both write their pid, then sleep
+    monkeypatch.setattr(prerender, "RENDER", "import os, sys, time; from pathlib import Path; "
+                        "os.fork() or None; "
+                        "open(Path(sys.argv[2]) / f'pid.{os.getpid()}', 'w').close(); time.sleep(600)")
+    tui = create_app(devices=DEVICES, results_dir=tmp_path / "results")
+    async with tui.run_test(size=SIZE) as pilot:
+        future = prerender.render_when_done(tmp_path)
+        await wait_for(pilot, lambda: len(list(tmp_path.glob("pid.*"))) == 2, 30, "the rendering and its worker")
+    pids = [int(p.name.split(".")[1]) for p in tmp_path.glob("pid.*")]
+
+    def alive(pid: int) -> bool:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                return f.read().split(") ")[1][0] != "Z"
+        except OSError:
+            return False
+
+    deadline = time.monotonic() + 10
+    while any(alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [p for p in pids if alive(p)], "a rendering outlived the app"
+    with pytest.raises(RuntimeError, match="not rendered"):
+        future.result(timeout=10)
+    assert os.getpid() not in pids
