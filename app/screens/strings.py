@@ -159,6 +159,8 @@ RESULTS_FLEET_FAILED_N = "{n} failed (run.json)"
 RESULTS_FLEET_OUTLIERS = "yellow: more than 3 MADs from the fleet median (the report's outliers)"
 SORTED_BY = "sorted by {column} ({direction})"
 # the results table's ± column: what it covers; the figure before it is the interval's centre (app.frame)
+RESULTS_COLUMNS = "columns, page {page} of {pages} (←/→)"
+RESULTS_FLAG_MARK = "a flagged point's # ends in !"
 RESULTS_CI = "± 95 % within this run, around its centre"
 RESULTS_CPU_FIO = "IOPS/CPU: per CPU-second of fio's threads"
 EXPORT_PROMPT = "Export report.md, report.html, plots/ and results.csv to (a directory, or a .md or .html path):"
