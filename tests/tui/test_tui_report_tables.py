@@ -242,3 +242,28 @@ def test_the_results_table_shows_whole_columns_and_the_others_a_key_away(width: 
             assert {"IOPS", "MB/s", "p99 µs", "CPU %", "flags"} <= seen
 
     asyncio.run(walk())
+
+
+# --- the layout alone -------------------------------------------------------------------------------------------
+
+
+def test_every_figure_of_the_golden_report_shows_whole_at_every_width() -> None:
+    """Each table of the golden report (tests/data/report/golden/report.md) at every width from 40 to 200
+    columns: no line wider than the width, and each figure (a right-aligned cell) of each row whole on some page
+    (or its card; a figure of several parts may be wrapped between them)."""
+    from app.textable import ReadTable, read_markdown
+    from app.widgets.fittable import layout
+
+    golden = Path(__file__).resolve().parents[1] / "data" / "report" / "golden" / "report.md"
+    found = [t for t in read_markdown(golden.read_text()) if isinstance(t, ReadTable)]
+    assert len(found) > 20
+    for table in found:
+        for width in range(40, 201, 9):
+            first = layout(table.header, table.rows, table.right, width, 0)
+            pages = [layout(table.header, table.rows, table.right, width, p) for p in range(first.pages)]
+            lines = [line.text for page in pages for line in page.lines]
+            assert all(len(line) <= width for line in lines), (table.header, width)
+            words = {w for line in lines for w in line.split()}
+            for row in table.rows:
+                for i in table.right:
+                    assert set(row[i].split()) <= words, (row[i], table.header, width)
