@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from app.points import Kind
 from app.report.fleet import MEASURES, MIN_OUTLIER_HOSTS, OUTLIER_MADS, FleetPoint, spread
-from app.report.plots import MAX_PAGES, Figure, _page_name, _page_title, _plain_log, _plt, _save
+from app.report.plots import MAX_PAGES, TEXT_PT, Figure, _page_name, _page_title, _plain_log, _plt, _save
 from app.units import format_size
 
 if TYPE_CHECKING:
@@ -104,7 +104,7 @@ def _legend(plt: ModuleType, fig: MplFigure, hosts: Sequence[str], colours: Sequ
     if len(hosts) >= MIN_OUTLIER_HOSTS:
         handles += [plt.Rectangle((0, 0), 1, 1, color="grey", alpha=0.18, label=f"±{OUTLIER_MADS:g} MAD"),
                     plt.Line2D([], [], marker="x", color="red", linestyle="none", label="outlier")]
-    fig.legend(handles=handles, loc="center right", ncols=cols, frameon=False, fontsize=7)
+    fig.legend(handles=handles, loc="center right", ncols=cols, frameon=False, fontsize=TEXT_PT)
 
 
 def _draw_page(page: Sequence[FleetPoint], hosts: Sequence[str], path: Path) -> None:
@@ -125,7 +125,7 @@ def _draw_page(page: Sequence[FleetPoint], hosts: Sequence[str], path: Path) -> 
     _plain_log(top, "y")
     bottom.axhline(0, color="black", linewidth=0.8)
     bottom.set_ylabel("IOPS vs fleet median (%)")
-    bottom.set_xticks(range(len(page)), labels=[_label(fp) for fp in page], fontsize=7)
+    bottom.set_xticks(range(len(page)), labels=[_label(fp) for fp in page], fontsize=TEXT_PT)
     bottom.set_xlim(-0.5, len(page) - 0.5)
     for ax in (top, bottom):
         ax.grid(axis="x", visible=False)

@@ -19,13 +19,16 @@ What makes the page safe to open and to share:
 - a Content-Security-Policy allows no fetch and no script at all, so even a mistake here loads nothing.
 
 No JavaScript: tables are plain HTML tables (sorting them would need script), and the stylesheet, with its
-print rules, is inline.
+print rules, is inline.  Read on a desktop or a phone, nothing is cut: tables wrap to their column (on a narrow
+screen a wide one becomes a card per row: :func:`_label_cells`), and a figure is never shown smaller than makes
+its smallest text 11 px (:func:`_least_width`; it scrolls in its frame instead).
 """
 
 from __future__ import annotations
 
 import errno
 import html
+import math
 import re
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -54,14 +57,29 @@ code { font: .9em/1.3 ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospa
 pre { background: #f3f4f6; padding: .7em 1em; overflow-x: auto; border-radius: 4px; }
 pre code { background: none; padding: 0; }
 blockquote { margin: 0; padding: .1em 1em; border-left: 4px solid #d0d7de; color: #444c56; }
-table { display: block; overflow-x: auto; border-collapse: collapse; margin: .8em 0; font-size: .88rem;
-        font-variant-numeric: tabular-nums; }
+table { display: block; max-width: 100%; width: max-content; overflow-x: auto; border-collapse: collapse;
+        margin: .8em 0; font-size: .88rem; font-variant-numeric: tabular-nums;
+        scrollbar-width: thin; scrollbar-color: #8c959f #eef0f3; }  /* a last resort, with a scrollbar one sees */
 th, td { border: 1px solid #d0d7de; padding: .25em .55em; vertical-align: top; }
-td[style*="right"], th[style*="right"] { white-space: nowrap; }  /* numbers stay whole; text columns wrap */
+td { overflow-wrap: anywhere; }  /* a long word (a path, a model) wraps; a table fits its column */
+td[style*="right"] { overflow-wrap: normal; }  /* a number wraps only at a space, never inside */
 th { background: #f3f4f6; }
 tbody tr:nth-child(even) { background: #f8f9fb; }
-.figure { display: block; margin: .6em 0; overflow-x: auto; }
-.figure svg { display: block; max-width: 100%; height: auto; }
+.figure { display: block; margin: .6em 0; overflow-x: auto; scrollbar-width: thin;
+          scrollbar-color: #8c959f #eef0f3; }
+.figure svg { display: block; max-width: 100%; height: auto; }  /* min-width per figure: its text ≥ 11 px */
+@media screen and (max-width: 40rem) {  /* a phone: a table of four or more columns becomes a card per row */
+  body { padding: 1rem .9rem 3rem; }
+  table.cards { display: block; width: auto; overflow: visible; border: 0; }
+  table.cards thead { display: none; }
+  table.cards tbody, table.cards tr { display: block; }
+  table.cards tr { border: 1px solid #d0d7de; border-radius: 4px; margin: .6em 0; padding: .3em .6em; }
+  table.cards td { display: grid; grid-template-columns: minmax(6.5em, 42%) 1fr; gap: .2em .7em; border: 0;
+                   padding: .12em 0; text-align: left !important; overflow-wrap: anywhere; }
+  table.cards td::before { content: attr(data-label); font-weight: 600; color: #444c56; }
+  table.cards td:empty { display: none; }
+  table.cards td:first-child { font-weight: 600; }
+}
 .missing { color: #8a4b00; }
 @media print {
   @page { margin: 14mm 12mm; }
@@ -71,7 +89,7 @@ tbody tr:nth-child(even) { background: #f8f9fb; }
   th, td { padding: .15em .3em; }
   th { white-space: normal !important; }  /* long headers wrap so a wide table fits the page */
   tr, .figure, pre, blockquote { break-inside: avoid; }
-  .figure svg { max-height: 24cm; width: auto; max-width: 100%; }
+  .figure svg { max-height: 24cm; width: auto; max-width: 100%; min-width: 0 !important; }  /* paper: whole */
   a { color: inherit; text-decoration: none; }
 }
 """
@@ -139,7 +157,31 @@ def inline_svg(text: str, prefix: str) -> str:
             parent.remove(child)
     for element in root.iter():
         _check_element(element)
+    if (least := _least_width(root)) is not None:
+        root.set("style", f"min-width: {least}px")
     return _write(root, prefix, top=True)
+
+
+MIN_TEXT_PX = 11.0  # the smallest text a figure may be shown with in the page
+_FONT_SIZE = re.compile(r"(?:^|;)\s*font-size\s*:\s*([0-9.]+)px")
+
+
+def _least_width(root: ElementTree.Element) -> int | None:
+    """The narrowest the figure may be drawn, in CSS pixels: where its smallest text is ``MIN_TEXT_PX`` high (text
+    sizes and the viewBox are in the same user units, so the width is MIN_TEXT_PX · viewBox width / smallest size).
+    Narrower than that the page lets the figure scroll sideways in its frame rather than shrink it.  None when it
+    has no viewBox or no sized text."""
+    try:
+        view = float((root.get("viewBox") or "").split()[2])
+    except (IndexError, ValueError):
+        return None
+    sizes = [float(m.group(1)) for e in root.iter() if _name(e.tag) in ("text", "tspan")
+             if (m := _FONT_SIZE.search(e.get("style") or "")) and float(m.group(1)) > 0]
+    sizes += [float(size) for e in root.iter() if _name(e.tag) in ("text", "tspan")
+              if (size := e.get("font-size")) and re.fullmatch(r"[0-9.]+", size) and float(size) > 0]
+    if not sizes or view <= 0:
+        return None
+    return math.ceil(MIN_TEXT_PX * view / min(sizes)) + 1  # + 1: the browser lays out in fractions of a pixel
 
 
 def _name(tag: str) -> str:
@@ -254,6 +296,7 @@ def render_html(markdown: str, figure: Callable[[str], str | None]) -> str:
     env: dict[str, Any] = {}
     tokens = md.parse(markdown, env)
     renderer: Any = md.renderer  # markdown-it's HTML renderer (its protocol type lacks renderInlineAsText)
+    _label_cells(tokens, lambda inline: renderer.renderInlineAsText(inline.children or [], md.options, env))
     body = renderer.render(tokens, md.options, env)
     # the first level-1 heading as plain text (Markdown's escapes undone), else a fixed name
     title = next((renderer.renderInlineAsText(inline.children or [], md.options, env)
@@ -264,6 +307,33 @@ def render_html(markdown: str, figure: Callable[[str], str | None]) -> str:
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
             "<meta name=\"generator\" content=\"profiler-tui\">\n"
             f"<title>{html.escape(title)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n{body}</body>\n</html>\n")
+
+
+CARD_COLUMNS = 4  # a table of this many columns or more is shown as a card per row on a phone's screen
+
+
+def _label_cells(tokens: Sequence[Any], text: Callable[[Any], str]) -> None:
+    """Each table of ``CARD_COLUMNS`` columns or more gets the class ``cards`` and each of its body cells its
+    column's header as ``data-label``: on a narrow screen the stylesheet shows such a table as one card per row,
+    every value beside its header (no table a phone must scroll sideways, and no script)."""
+    table: Any = None
+    headers: list[str] = []
+    column = 0
+    for i, token in enumerate(tokens):
+        if token.type == "table_open":
+            table, headers = token, []
+        elif token.type == "th_open":
+            headers.append(text(tokens[i + 1]) if i + 1 < len(tokens) and tokens[i + 1].type == "inline" else "")
+        elif token.type == "thead_close" and table is not None and len(headers) >= CARD_COLUMNS:
+            table.attrSet("class", "cards")
+        elif token.type == "tr_open":
+            column = 0
+        elif token.type == "td_open":
+            if len(headers) >= CARD_COLUMNS and column < len(headers):
+                token.attrSet("data-label", headers[column])
+            column += 1
+        elif token.type == "table_close":
+            table, headers = None, []
 
 
 def html_path(report_path: Path) -> Path:

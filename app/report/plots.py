@@ -52,6 +52,9 @@ MAX_PANELS = 6  # panels per figure; more continue in NAME-2.svg, NAME-3.svg, ..
 MAX_COLS = 3  # panels per row
 MAX_PAGES = 8  # figures per kind (48 panels); what is left beyond is named in the last caption
 MAX_LEGEND = 6  # series per panel shown with a legend; more are coloured along a colour scale
+# the smallest text a figure draws: 12 px at the figure's own size, so report.html (which never shows a figure
+# smaller than makes its smallest text 11 px) shows a figure up to 1,100 px wide without shrinking it past that
+TEXT_PT = 9.0
 LABEL_EM = 0.7  # width of a tick label's character, in ems (DejaVu Sans digits and K/M: 0.64–0.86)
 
 
@@ -134,9 +137,9 @@ def _plt() -> ModuleType:
         "svg.fonttype": "none",
         "text.parse_math": False,  # labels are text from the results directory: a "$x$" in one is no formula
         "figure.dpi": 100,
-        "font.size": 8,
-        "axes.titlesize": 9,
-        "legend.fontsize": 7,
+        "font.size": TEXT_PT,
+        "axes.titlesize": TEXT_PT + 1,
+        "legend.fontsize": TEXT_PT,
         "axes.grid": True,
         "grid.alpha": 0.3,
     })
@@ -189,7 +192,7 @@ def _grid(plt: ModuleType, panels: int, per_panel: int = 1, w: float = 3.4, h: f
     fig, axes = plt.subplots(rows, cols, figsize=(width, height), squeeze=False)
     fig.subplots_adjust(left=left / width, right=1 - (right + 0.15) / width,
                         bottom=0.5 / height, top=1 - 0.3 / height,
-                        wspace=wspace * cols / (width - right), hspace=0.75 * rows / height)
+                        wspace=wspace * cols / (width - right), hspace=0.9 * rows / height)
     out = []
     for i in range(prows * cols):
         r, c = divmod(i, cols)
@@ -224,7 +227,7 @@ def _colour_scale(plt: ModuleType, fig: MplFigure, values: Sequence[int], label:
 
 
 def _thin(values: Sequence[T], length_in: float, vertical: bool = False, labels: Sequence[str] | None = None,
-          fontsize: float = 8.0) -> list[T]:
+          fontsize: float = TEXT_PT) -> list[T]:
     """Every k-th of ``values`` (first included), k as small as keeps their labels apart along an
     axis ``length_in`` inches long."""
     n = len(values)
@@ -281,7 +284,7 @@ def _plain_log(ax: Axes, which: str = "y") -> None:
 
 
 def _apart(ticks: Sequence[float], labels: Sequence[str], length_in: float, span: float, vertical: bool,
-           fontsize: float = 8.0) -> bool:
+           fontsize: float = TEXT_PT) -> bool:
     """Whether labels at these log-spaced ticks keep apart on an axis ``length_in`` inches long."""
     for (a, la), (b, lb) in zip(zip(ticks, labels), zip(ticks[1:], labels[1:])):
         gap = length_in * (math.log10(b) - math.log10(a)) / span
@@ -416,7 +419,7 @@ def storage_vs_axis(points: Sequence[Row], plots_dir: Path, axis: str, jobs_spli
             bottom.set_ylabel("mean latency (µs)")
             bottom.set_xlabel("block size" if axis == "bs" else "outstanding I/Os (QD × jobs)")
             if not scale:
-                top.legend(loc="upper left", fontsize=6, framealpha=0.7)
+                top.legend(loc="upper left", fontsize=TEXT_PT, framealpha=0.7)
         _share_y([t for t, _ in panels], [b for _, b in panels])
         _save(plt, fig, plots_dir / _page_name(name, i))
         legend_text = ("one line per queue depth" if axis == "bs" else "one line per block size") + (
@@ -515,7 +518,7 @@ def latency_throughput(curves: Sequence[Curve], plots_dir: Path, page: int | Non
                     ax.plot([op.iops / 1e3], [op.lat_mean / 1e3], marker="D", markersize=7, color="black",
                             markerfacecolor="gold", linestyle="none", zorder=5)
                     ax.annotate(op.label, (op.iops / 1e3, op.lat_mean / 1e3), textcoords="offset points",
-                                xytext=(-6, 8), fontsize=7, ha="right")
+                                xytext=(-6, 8), fontsize=TEXT_PT, ha="right")
             _lt_axes(ax, mix)
             _lt_legend(ax, scale)
             _label_loads(ax, here, colours)
@@ -616,12 +619,12 @@ def _lt_legend(ax: Axes, scale: bool) -> None:
     styles = [Line2D([], [], color="dimgrey", linewidth=1.2, marker="o", markersize=3),
               Line2D([], [], color="dimgrey", linewidth=1, linestyle=":")]
     shown: list[Artist] = [*handles, *styles]
-    ax.legend(shown, labels + ["mean", "p99"], loc="best", fontsize=6, framealpha=0.7)
+    ax.legend(shown, labels + ["mean", "p99"], loc="best", fontsize=TEXT_PT, framealpha=0.7)
 
 
 LOAD_OFFSETS = ((4, 2, "left"), (4, -8, "left"), (-4, 2, "right"), (-4, -8, "right"), (0, 5, "center"),
                 (0, -11, "center"))  # label's bottom from the marker, in points: right-above first, then around it
-LOAD_FONT = 5.5
+LOAD_FONT = TEXT_PT
 
 Box = tuple[float, float, float, float]  # x0, y0, x1, y1 in display pixels
 
@@ -692,7 +695,7 @@ def steady_figure(traces: Sequence[SteadyTrace], plots_dir: Path) -> list[Figure
             ax.axvspan(max(tr.t[0], end - tr.window_s), end, color="tab:green" if tr.attained else "tab:red",
                        alpha=0.15, linewidth=0)
             ax.set_ylim(bottom=0)
-            ax.set_title(tr.label + ("" if tr.attained else " (not steady)"), fontsize=8)
+            ax.set_title(tr.label + ("" if tr.attained else " (not steady)"), fontsize=TEXT_PT)
             ax.set_xlabel("time (s)")
             ax.set_ylabel("kIOPS per second")
         name = _page_name("steady-state", i)
@@ -724,7 +727,7 @@ def timeseries_figure(traces: Sequence[SeriesTrace], plots_dir: Path) -> list[Fi
                 _latency_lines(ax.twinx(), tr)
             if tr.cliff_s is not None:
                 ax.axvline(tr.cliff_s, color="black", linestyle="--", linewidth=1)
-            ax.set_title(f"{tr.label}\n({tr.why})", fontsize=7)
+            ax.set_title(f"{tr.label}\n({tr.why})", fontsize=TEXT_PT)
         name = _page_name("timeseries", i)
         _save(plt, fig, plots_dir / name)
         figures.append(Figure(f"plots/{name}", _page_title("Over time: IOPS and latency percentiles per second", i,
@@ -758,7 +761,7 @@ def _latency_lines(right: Axes, tr: SeriesTrace) -> None:
     right.set_yscale("log")
     _plain_log(right)
     right.set_ylabel(f"{' / '.join(drawn)} (µs)", color="tab:red")
-    right.legend(loc="upper right", fontsize=6, frameon=False)
+    right.legend(loc="upper right", fontsize=TEXT_PT, frameon=False)
 
 
 def _heatmap_panels(points: Sequence[Row], rows_of: Callable[[Row], int],
@@ -860,12 +863,12 @@ def heatmap(points: Sequence[Row], plots_dir: Path, kind: str, metrics: Sequence
                 grid_v = [[(value(cells[(r, c)]) if (r, c) in cells else math.nan) for c in cols] for r in rows]
                 image = ax.imshow(grid_v, aspect="auto", cmap=cmap, norm=norm)
                 cell_w = _axis_len(ax) / len(cols)
-                if cell_w >= 0.34:  # room for a value such as "1.2k" at 6 pt
+                if cell_w >= 0.34 * TEXT_PT / 6:  # room for a value such as "1.2k" (0.34 in at 6 pt)
                     for r_i, row in enumerate(grid_v):
                         for c_i, v in enumerate(row):
                             if not math.isnan(v):
-                                ax.text(c_i, r_i, format_short(v, fixed=True), ha="center", va="center", fontsize=6,
-                                        color="black" if _bright(cmap, norm, v) else "white")
+                                ax.text(c_i, r_i, format_short(v, fixed=True), ha="center", va="center",
+                                        fontsize=TEXT_PT, color="black" if _bright(cmap, norm, v) else "white")
                 shown = _thin(list(range(len(cols))), _axis_len(ax), labels=[spec.col_label(c) for c in cols])
                 ax.set_xticks(shown, labels=[spec.col_label(cols[j]) for j in shown])
                 ax.set_yticks(range(len(rows)), labels=[mixes[r] for r in rows] if col % MAX_COLS == 0 else [])
@@ -1077,7 +1080,7 @@ def memory_figures(curves: Sequence[MemCurve], plots_dir: Path) -> list[Figure]:
         if split:
             bottom.legend(handles=[Line2D([], [], color="0.2", label="all traffic"),
                                    Line2D([], [], color="0.2", linestyle="--", label="load threads")],
-                          loc="upper right", fontsize=7)
+                          loc="upper right", fontsize=TEXT_PT)
     _save(plt, fig, plots_dir / "memory-vs-delay.svg")
     figures.append(Figure("plots/memory-vs-delay.svg", "Memory latency and bandwidth vs injection delay", second,
                           Kind.MEMORY))

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Sequence, TypedDict
 
 from app.report import queueing as qm
 from app.report.analysis import Curve
-from app.report.plots import MAX_PANELS, _grid, _log2_axis, _plain_log, _plt, _save
+from app.report.plots import MAX_PANELS, TEXT_PT, _grid, _log2_axis, _plain_log, _plt, _save
 from app.report.queue_text import SECTION
 
 if TYPE_CHECKING:
@@ -81,7 +81,7 @@ def _n_star(ax: Axes, q: qm.QueueCurve, label: bool) -> None:
     ax.axvline(q.n_star, color="tab:red", linewidth=0.9, linestyle="-.")
     if label:
         ax.annotate(f"N* = {q.n_star:.1f}", (q.n_star, 0.04), xycoords=("data", "axes fraction"),
-                    xytext=(3, 0), textcoords="offset points", fontsize=7, color="tab:red")
+                    xytext=(3, 0), textcoords="offset points", fontsize=TEXT_PT, color="tab:red")
 
 
 def _ticks(ax: Axes, q: qm.QueueCurve) -> None:
@@ -104,7 +104,7 @@ def _throughput(ax: Axes, q: qm.QueueCurve) -> None:
     _ticks(ax, q)
     ax.set_title(q.curve.label)
     ax.set_ylabel("throughput (kIOPS)")
-    ax.legend(loc="lower right", fontsize=6, framealpha=0.8)
+    ax.legend(loc="lower right", fontsize=TEXT_PT, framealpha=0.8)
 
 
 def _latency(ax: Axes, q: qm.QueueCurve) -> None:
@@ -125,4 +125,4 @@ def _latency(ax: Axes, q: qm.QueueCurve) -> None:
     _plain_log(ax, "y")
     ax.set_xlabel("outstanding I/Os N")
     ax.set_ylabel("mean latency (µs)")
-    ax.legend(loc="upper left", fontsize=6, framealpha=0.8)
+    ax.legend(loc="upper left", fontsize=TEXT_PT, framealpha=0.8)

@@ -18,6 +18,7 @@ from app.report import plateaus as pl
 from app.report.model import TRAFFIC_DESCRIPTIONS, MemoryRow
 from app.report.plots import (
     CONTENDED_NOTE,
+    TEXT_PT,
     Figure,
     _bright,
     _contended_entry,
@@ -85,7 +86,7 @@ def matrix_figure(mode: str, key: tuple[str, ...], pts: Sequence[MemoryRow], sev
                       aspect="auto")
     for i, row in enumerate(grid):
         for j, v in enumerate(row):
-            ax.text(j, i, suite.mlc_number(v), ha="center", va="center", fontsize=7,
+            ax.text(j, i, suite.mlc_number(v), ha="center", va="center", fontsize=TEXT_PT,
                     color="black" if v is None or _bright(cmap, norm, v) else "white")
     ax.set_xticks(range(len(m.cols)), labels=[str(c) for c in m.cols])
     ax.set_yticks(range(len(m.rows)), labels=[str(r) for r in m.rows])
@@ -96,7 +97,7 @@ def matrix_figure(mode: str, key: tuple[str, ...], pts: Sequence[MemoryRow], sev
     unit = "ns" if latency else "MB/sec"
     traffic = key[2] if len(key) > 2 else ""
     ax.set_title(("Idle latency" if latency else "Bandwidth" + (f", {traffic}" if traffic else "")) + f" ({unit})"
-                 + (f"\n{suite.engine_text(pts)}, {suite.pages_text(pts)}" if several else ""), fontsize=8)
+                 + (f"\n{suite.engine_text(pts)}, {suite.pages_text(pts)}" if several else ""), fontsize=TEXT_PT)
     if len(values) > 1:  # one cell has no scale to show
         cax = fig.add_axes((1 - 0.9 / width, 0.6 / height, 0.12 / width, 1 - 1.0 / height))
         fig.colorbar(image, cax=cax).set_label(f"{'latency' if latency else 'bandwidth'} ({unit}), linear")
@@ -131,7 +132,7 @@ def peak_figure(key: tuple[str, ...], pts: Sequence[MemoryRow], several: bool, p
     ax.set_yticks(range(len(by)), labels=[suite.peak_label(p.traffic or "R") for p in by])
     ax.invert_yaxis()  # MLC's order from the top
     for i, p in enumerate(by):  # the label past the whisker, not on it
-        ax.text(vals[i] + errs[i], i, " " + suite.mlc_number(suite.value(p)), va="center", ha="left", fontsize=7)
+        ax.text(vals[i] + errs[i], i, " " + suite.mlc_number(suite.value(p)), va="center", ha="left", fontsize=TEXT_PT)
     ax.set_xlim(0, max(vals) * 1.25 if max(vals) > 0 else 1)
     ax.set_xlabel("bandwidth (GB/s, 10^9 B/s); labels in MB/sec as the table")
     ax.grid(axis="y", visible=False)
@@ -165,7 +166,7 @@ def scaling_figure(key: tuple[str, ...], pts: Sequence[MemoryRow], several: bool
     ax.set_ylim(bottom=0)
     ax.set_xlabel("load threads")
     ax.set_ylabel("bandwidth (GB/s, 10^9 B/s)")
-    _legend_with(ax, _contended_entry() if busy else [], loc="lower right", fontsize=7)
+    _legend_with(ax, _contended_entry() if busy else [], loc="lower right", fontsize=TEXT_PT)
     file = suite.figure_file("scaling", key, several)
     _save(plt, fig, _file(plots_dir, file))
     return [Figure(file, "Bandwidth against load threads",
@@ -194,7 +195,7 @@ def _plateau_labels(ax: Axes, found: Sequence[pl.Plateau], colour: object, above
         ax.plot([pla.first, pla.last], [pla.latency] * 2, color=colour, linewidth=4, alpha=0.3,
                 solid_capstyle="butt")
         ax.annotate(f"{pla.latency:.2f} ns", (pla.middle, pla.latency), xytext=(0, 7 if above else -12),
-                    textcoords="offset points", ha="center", fontsize=7, color=colour,
+                    textcoords="offset points", ha="center", fontsize=TEXT_PT, color=colour,
                     bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.8})
 
 
@@ -202,7 +203,7 @@ def _cache_lines(ax: Axes, caches: Sequence[pl.Cache]) -> None:
     for cache in caches:
         ax.axvline(cache.size, color="0.35", linestyle=":", linewidth=1)
         ax.text(cache.size, 1.0, f" {cache.name} {format_size(cache.size)}", transform=ax.get_xaxis_transform(),
-                ha="center", va="bottom", fontsize=7, color="0.25")
+                ha="center", va="bottom", fontsize=TEXT_PT, color="0.25")
 
 
 def _curves(ax: Axes, grouped: dict[tuple[str, ...], list[MemoryRow]]) -> list[str]:
@@ -245,12 +246,12 @@ def working_set_figure(pts: Sequence[MemoryRow], plots_dir: Path) -> list[Figure
     _plain_log(ax, "y")
     _cache_lines(ax, caches)
     if notes:  # said on the figure too: a reader of the image alone must not look for plateaus
-        ax.text(0.99, 0.03, "\n".join(notes), transform=ax.transAxes, ha="right", va="bottom", fontsize=7,
+        ax.text(0.99, 0.03, "\n".join(notes), transform=ax.transAxes, ha="right", va="bottom", fontsize=TEXT_PT,
                 bbox={"boxstyle": "round,pad=0.3", "fc": "white", "ec": "0.6"})
     ax.set_xlabel("buffer size (bytes, log₂)")
     ax.set_ylabel("latency (ns, log)")
     busy = any(contention.contended(p) for p in pts if p.buffer is not None and p.latency is not None)
-    _legend_with(ax, _contended_entry() if busy else [], loc="upper left", fontsize=7)
+    _legend_with(ax, _contended_entry() if busy else [], loc="upper left", fontsize=TEXT_PT)
     file = suite.figure_file("working_set", (), False)
     _save(plt, fig, _file(plots_dir, file))
     listed = ", ".join(f"{c.name} {format_size(c.size)}" for c in caches)

@@ -17,7 +17,18 @@ from app.points import Kind
 from app.report.analysis import rest_label, varying_rest_keys
 from app.report.fleet_plots import _colours, _legend_width
 from app.report.model import StorageRow
-from app.report.plots import Figure, _colour_scale, _grid, _page_name, _page_title, _pages, _plain_log, _plt, _save
+from app.report.plots import (
+    TEXT_PT,
+    Figure,
+    _colour_scale,
+    _grid,
+    _page_name,
+    _page_title,
+    _pages,
+    _plain_log,
+    _plt,
+    _save,
+)
 from app.tails import EXCEEDANCE_FLOOR, Hist, count, exceedance
 from app.units import format_size
 
@@ -165,10 +176,10 @@ def _draw_panel(ax: Axes, panel: Panel, colours: Sequence[ColorType], legend: bo
     ax.set_xlabel("latency x (µs)")
     drawn = len({ln.load for ln in panel.lines})
     ax.set_title(panel.title + (f" ({drawn} of {drawn + panel.loads_left_out} loads)"
-                                if panel.loads_left_out else ""), fontsize=8)
+                                if panel.loads_left_out else ""), fontsize=TEXT_PT)
     _plain_log(ax, "x")
     if legend:
-        ax.legend(loc="lower left", fontsize=6, frameon=False)
+        ax.legend(loc="lower left", fontsize=TEXT_PT, frameon=False)
 
 
 def _scale_ticks(loads: Sequence[int]) -> list[int]:
@@ -207,7 +218,7 @@ def _figures(panels: list[Panel], plots_dir: Path, by_load: bool, title: str, ca
         if side:
             handles = [plt.Line2D([], [], color=c, label=h) for h, c in zip(hosts, host_colours)]
             fig.legend(handles=handles, loc="center right", ncols=_legend_width(hosts)[1], frameon=False,
-                       fontsize=7)
+                       fontsize=TEXT_PT)
         name = _page_name(NAME, i)
         _save(plt, fig, plots_dir / name)
         out.append(Figure(f"plots/{name}", _page_title(title, i, len(pages)),

@@ -1,9 +1,8 @@
-"""The custom-sweep form: inline validation by the core's own key parsers, save as a user preset, run."""
+"""The custom-sweep form: inline validation by the core's own key parsers, save as a user preset, run.  The form
+edits the preset it starts from (app.formplan): it shows the keys the plan's modes read, keeps the preset's
+pairing and labels, and says in the form when an edit cannot keep them."""
 
 from __future__ import annotations
-
-import json
-from dataclasses import dataclass
 
 from rich.text import Text
 from textual import events
@@ -13,99 +12,16 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Label, Select, Static
 
+from app import formplan
 from app import presets as core
-from app.describe import describe_plan
-from app.errors import ProfilerError, UsageError
+from app.describe import PlanDescription, describe_plan
+from app.errors import ProfilerError
+from app.formplan import FIELDS, Field, check_field
 from app.screens import strings
 from app.screens.confirm import YesNo
 from app.screens.messages import StartRun
 from app.screens.state import TargetChoice, app_options, overrides_for
-from app.units import setting_text
 from app.widgets import ErrorLine, TooSmall
-
-
-@dataclass(frozen=True)
-class Field:
-    key: str
-    label: str
-    default: str
-    optional: bool = False
-
-
-STORAGE_FIELDS = (
-    Field("rw", "rw modes", "randread"),
-    Field("bs", "block sizes", "4k"),
-    Field("iodepth", "queue depths", "1"),
-    Field("numjobs", "jobs", "1"),
-    Field("rwmixread", "mix (% read)", "", optional=True),
-    Field("runtime", "runtime (s)", "10"),
-    Field("size", "size", "1g"),
-)
-MEMORY_FIELDS = (
-    Field("traffic", "traffic", "R"),
-    Field("delay", "delays", ",".join(str(d) for d in core.MLC_DELAYS)),
-    Field("stride", "stride", "64"),
-    Field("duration", "duration (s)", "2"),
-)
-FIELDS: dict[str, tuple[Field, ...]] = {core.STORAGE: STORAGE_FIELDS, core.MEMORY: MEMORY_FIELDS}
-
-
-def toml_value(v: object) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return repr(v)
-    return json.dumps(str(v))
-
-
-def build_toml(name: str, kind: str, values: dict[str, list[object]],
-               description: str = strings.CUSTOM_DESCRIPTION) -> str:
-    """A preset file: one-value keys under [settings], the rest as [matrix] axes."""
-    lines = [f"name = {toml_value(name)}", f"kind = {toml_value(kind)}", f"description = {toml_value(description)}",
-             "", "[settings]"]
-    if kind == core.MEMORY:
-        lines.append('mode = "loaded"')
-    axes = {}
-    for key, vals in values.items():
-        if len(vals) == 1:
-            lines.append(f"{key} = {toml_value(vals[0])}")
-        else:
-            axes[key] = vals
-    if axes:
-        lines += ["", "[matrix]"]
-        lines += [f"{key} = [{', '.join(toml_value(v) for v in vals)}]" for key, vals in axes.items()]
-    return "\n".join(lines) + "\n"
-
-
-def check_field(kind: str, key: str, raw: str, optional: bool) -> tuple[list[object] | None, str]:
-    """Parse a comma list with the core's parser: (values or None, error message or '')."""
-    raw = raw.strip()
-    if not raw:
-        return ([], "") if optional else (None, strings.FIELD_REQUIRED)
-    try:
-        return core.parse_overrides(kind, [f"{key}={raw}"])[key], ""
-    except UsageError as e:
-        text = str(e)
-        prefix = f"--set {key}={raw}: "
-        return None, text[len(prefix):] if text.startswith(prefix) else text
-
-
-def start_values(preset: core.Preset) -> dict[str, str]:
-    """The form's fields as ``preset`` (overrides applied) has them, written as a person types them; a value
-    the form's own check would refuse (none expected) is left to the field's default."""
-    d = describe_plan(preset)
-    found: dict[str, str] = {}
-    for f in FIELDS.get(preset.kind, ()):
-        if f.key in d.axes:
-            text = d.axis_text(f.key)
-        elif d.settings.get(f.key) is not None:
-            text = setting_text(f.key, d.settings[f.key])
-        else:
-            continue
-        text = text.replace(", ", ",")
-        if check_field(preset.kind, f.key, text, f.optional)[0] is not None:
-            found[f.key] = text
-    return found
 
 
 class CustomSweepScreen(Screen[None]):
@@ -124,8 +40,18 @@ class CustomSweepScreen(Screen[None]):
         super().__init__()
         self.target = target
         self.initial_kind = start.kind if start is not None else kind
-        self.start = start_values(start) if start is not None else {}
-        self.start_from = (start.name, len(start.expand())) if start is not None else None
+        self.start = formplan.start_values(start) if start is not None else {}
+        self.start_from = start.name if start is not None else None
+        # the preset the form edits: its groups, labels, procedure and the keys without a field are kept
+        self.base = {k: formplan.blank(k, "custom-sweep", strings.CUSTOM_DESCRIPTION) for k in FIELDS}
+        if start is not None:
+            table = formplan.table_of(start)
+            table.description = strings.CUSTOM_FROM_DESCRIPTION.format(name=start.name)
+            self.base[start.kind] = table
+        # the fields' values as the form first showed them: a field left so changes nothing (empty: a form
+        # without a preset, where every field is the plan)
+        self.first: dict[str, dict[str, list[object]]] = {k: {} for k in FIELDS}
+        self.plan: formplan.FormPlan | None = None
 
     def _initial(self, kind: str, field: Field) -> str:
         """The starting preset's value, else the field's default or the app-wide override for that key (e.g.
@@ -144,6 +70,7 @@ class CustomSweepScreen(Screen[None]):
         yield TooSmall()
         with VerticalScroll(id="form"):
             yield Static(strings.CUSTOM_HINT, id="form-hint")
+            yield Static("", id="form-pairing")  # on top: what the edits keep of the preset's pairing
             with Horizontal(classes="form-row"):
                 yield Label("kind", classes="form-label")
                 yield Select([("storage (fio)", core.STORAGE), ("memory", core.MEMORY)], value=self.initial_kind,
@@ -151,7 +78,7 @@ class CustomSweepScreen(Screen[None]):
             for kind, fields in FIELDS.items():
                 with Vertical(id=f"fields-{kind}", classes="fields"):
                     for f in fields:
-                        with Horizontal(classes="form-row"):
+                        with Horizontal(classes="form-row", id=f"row-{kind}-{f.key}"):
                             yield Label(f.label, classes="form-label")
                             yield Input(self._initial(kind, f), id=f"{kind}-{f.key}", compact=True,
                                         placeholder="default" if f.optional else "")
@@ -171,21 +98,17 @@ class CustomSweepScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.sub_title = strings.CUSTOM_TITLE + " — " + self.target.display
+        if self.start_from is not None:
+            self.sub_title = strings.CUSTOM_FROM.format(name=self.start_from) + " — " + self.target.display
+            self.first[self.initial_kind] = {
+                f.key: parsed for f in FIELDS[self.initial_kind]
+                if (parsed := self._parse(self.initial_kind, f)[0]) is not None}
         self._show_kind()
         first = FIELDS[self.kind][0]
         self.query_one(f"#{self.kind}-{first.key}", Input).focus()
-        if self.start_from is not None:
-            self.say_start(*self.start_from)
 
-    def say_start(self, name: str, points: int) -> None:
-        """Where the fields came from; a preset that pairs its values (quick: SEQ1M Q8T1, RND4K Q32T1, …)
-        becomes every combination here, and the count says so."""
-        self.sub_title = strings.CUSTOM_FROM.format(name=name) + " — " + self.target.display
-        values = self.validate()
-        n = len(describe_plan(self._preset(values)).points) if values is not None else points
-        if n != points:
-            self.notify(strings.CUSTOM_FROM_MATRIX.format(name=name, points=points, n=n), severity="warning",
-                        timeout=10)
+    def _parse(self, kind: str, f: Field) -> tuple[list[object] | None, str]:
+        return check_field(kind, f.key, self.query_one(f"#{kind}-{f.key}", Input).value, f.optional)
 
     @property
     def kind(self) -> str:
@@ -196,6 +119,16 @@ class CustomSweepScreen(Screen[None]):
         for kind in FIELDS:
             self.query_one(f"#fields-{kind}").display = kind == self.kind
         self.validate()
+
+    def shown_fields(self, kind: str) -> list[Field]:
+        """The fields of the keys the plan's modes read (memory: its modes' keys; storage: the mix only for
+        rw/randrw), from the mode field as typed, else as the form first showed it."""
+        key = formplan.mode_key(kind)
+        modes = self._parse(kind, next(f for f in FIELDS[kind] if f.key == key))[0]
+        if modes is None:
+            modes = self.first[kind].get(key) or []
+        keys = formplan.shown_keys(kind, modes)
+        return [f for f in FIELDS[kind] if f.key in keys]
 
     def on_descendant_focus(self, event: events.DescendantFocus) -> None:
         """Marks the focused field's row (-focused, app/tui.tcss): its label shows in reverse video. A class,
@@ -215,39 +148,66 @@ class CustomSweepScreen(Screen[None]):
         self.query_one("#form-status", ErrorLine).show("")
 
     def validate(self, only: str | None = None) -> dict[str, list[object]] | None:
-        """Check every field of the current kind; show errors inline; the parsed values when all are valid."""
+        """Check every shown field of the current kind; show errors inline, and what the plan keeps of the
+        preset's pairing; the parsed values when all are valid."""
         kind = self.kind
+        shown = self.shown_fields(kind)
+        for f in FIELDS[kind]:
+            visible = f in shown
+            self.query_one(f"#row-{kind}-{f.key}").display = visible
+            if not visible:
+                self.query_one(f"#err-{kind}-{f.key}", ErrorLine).show("")
         values: dict[str, list[object]] = {}
         ok = True
-        for f in FIELDS[kind]:
+        for f in shown:
             wid = f"{kind}-{f.key}"
-            parsed, error = check_field(kind, f.key, self.query_one(f"#{wid}", Input).value, f.optional)
-            if only is None or only == wid:
+            parsed, error = self._parse(kind, f)
+            if only is None or only == wid or only == f"{kind}-{formplan.mode_key(kind)}":
                 self.query_one(f"#err-{wid}", ErrorLine).show(error)
             if parsed is None:
                 ok = False
-            elif parsed:
+            else:
                 values[f.key] = parsed
         plan = self.query_one("#form-plan", Static)
+        pairing = self.query_one("#form-pairing", Static)
+        self.plan = None
+        pairing.display = False
         if not ok:
             plan.update("")
             return None
         try:  # e.g. a plan above the point cap, or a name the preset format refuses
-            d = describe_plan(self._preset(values))
+            self.plan = formplan.form_plan(self.base[kind], values, self.first[kind])
+            d = describe_plan(self._preset())
         except ProfilerError as e:
+            self.plan = None
             plan.update(Text(str(e), style="bold red"))
             return None
-        plan.update(d.totals + (" — " + d.access if kind == core.STORAGE else ""))
+        note = self.plan.note
+        pairing.update(Text(note, style="" if self.plan.kept else "bold yellow"))
+        pairing.display = bool(note)
+        plan.update(self.plan_text(d) + (" — " + d.access if kind == core.STORAGE else ""))
         return values
+
+    @staticmethod
+    def plan_text(d: PlanDescription) -> str:
+        """The plan's count, its tests apart from their replicates: "8 tests × 3 replicates: 24 points, …"."""
+        replicates = max((getattr(p, "replicate", None) or 1 for p in d.points), default=1)
+        if replicates > 1:
+            return strings.CUSTOM_REPLICATES.format(tests=len(d.points) // replicates, replicates=replicates,
+                                                    totals=d.totals)
+        return d.totals
 
     def preset_name(self) -> str:
         return self.query_one("#name", Input).value.strip()
 
-    def _preset(self, values: dict[str, list[object]]) -> core.Preset:
-        import tomllib
+    def _table(self, name: str | None = None) -> formplan.Table:
+        assert self.plan is not None
+        table = self.plan.table
+        table.name = name or self.preset_name() or "custom-sweep"
+        return table
 
-        text = build_toml(self.preset_name() or "custom-sweep", self.kind, values)
-        return core.parse_preset(tomllib.loads(text), "custom sweep (TUI)")
+    def _preset(self) -> core.Preset:
+        return formplan.preset_of(self._table())
 
     def _engine(self) -> str:
         value = self.query_one("#engine", Select).value
@@ -264,7 +224,7 @@ class CustomSweepScreen(Screen[None]):
         if values is None:
             return
         engine = self._engine() if self.kind == core.MEMORY else None
-        self.post_message(StartRun(self._preset(values), self.target, engine))
+        self.post_message(StartRun(self._preset(), self.target, engine))
 
     def action_save(self) -> None:
         values = self._valid_values()
@@ -275,7 +235,7 @@ class CustomSweepScreen(Screen[None]):
             self.query_one("#err-name", ErrorLine).show(strings.NAME_REQUIRED)
             self.query_one("#name", Input).focus()
             return
-        text = build_toml(name, self.kind, values)
+        text = formplan.to_toml(self._table(name))
         question = self.save_question(name)
         if question is None:
             self._write(name, text)

@@ -100,6 +100,18 @@ class Preview:
     def points(self) -> int:
         return sum(n for _, _, n, _ in self.files)
 
+    @property
+    def by_kind(self) -> dict[str, int]:
+        """Points per kind of run: a fio JSON gives storage points, an MLC text memory points."""
+        counts: dict[str, int] = {}
+        for _, kind, n, _ in self.files:
+            key = "storage" if kind == FIO_FILE else "memory"
+            counts[key] = counts.get(key, 0) + n
+        return counts
+
+
+FIO_FILE = "fio JSON"
+
 
 def split_paths(text: str) -> list[str]:
     try:
@@ -124,18 +136,23 @@ def preview(paths: list[str]) -> Preview:
             continue
         budget -= len(points)
         versions = info.get("fio_versions") or ([str(info["version"])] if info.get("version") else [])
-        out.files.append((p, "fio JSON" if kind == "fio" else "MLC text", len(points),
+        out.files.append((p, FIO_FILE if kind == "fio" else "MLC text", len(points),
                           f" ({', '.join(map(str, sorted(set(versions))))})" if versions else ""))
         out.warnings += [f"{os.path.basename(p)}: {w}" for w in info.get("warnings") or []]
     return out
 
 
-def do_import(paths: list[str], root: Path) -> tuple[Path, int]:
+def do_import(paths: list[str], root: Path) -> tuple[Path, dict[str, int]]:
+    """In a thread: the import into a new results directory under ``root``; it and its points per kind."""
     from app.importer import import_files
     from app.results import new_run_dir
 
-    out, records = import_files(paths, new_run_dir(root, "import"))
-    return Path(out), len(records)
+    out, sources = import_files(paths, new_run_dir(root, "import"))
+    counts: dict[str, int] = {}
+    for src in sources:
+        key = "storage" if src.get("format") == "fio" else "memory"
+        counts[key] = counts.get(key, 0) + int(src.get("points") or 0)
+    return Path(out), counts
 
 
 class ImportScreen(Screen[None]):
@@ -197,8 +214,8 @@ class ImportScreen(Screen[None]):
         elif event.worker.group == "import":
             event.stop()
             if event.state == WorkerState.SUCCESS and event.worker.result is not None:
-                out, n = event.worker.result
-                self.notify(strings.IMPORT_DONE.format(points=n, path=out), timeout=8)
+                out, counts = event.worker.result
+                self.notify(strings.IMPORT_DONE.format(points=strings.kind_counts(counts), path=out), timeout=8)
                 self.app.pop_screen()
                 self.app.post_message(ShowResults(out))
             elif event.state == WorkerState.ERROR:
@@ -214,7 +231,7 @@ class ImportScreen(Screen[None]):
             text.append(strings.IMPORT_PREVIEW_ERROR.format(error=e) + "\n", style="red")
         for w in p.warnings:
             text.append("warning: " + w + "\n", style="yellow")
-        text.append(strings.IMPORT_PREVIEW_TOTAL.format(points=p.points, files=len(p.files)))
+        text.append(strings.IMPORT_PREVIEW_TOTAL.format(points=strings.kind_counts(p.by_kind), files=len(p.files)))
         return text
 
     def action_back(self) -> None:

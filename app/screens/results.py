@@ -430,6 +430,7 @@ class ResultsScreen(Screen[None]):
         Binding("escape", "back", "Back"),
         Binding("d", "devices", "Devices"),
         Binding("f", "figures", "Figures", show=False),  # in the help: the footer is full at 80 columns
+        Binding("k", "other_kind", "Other kind"),  # a run with storage and memory points (an import of both)
         # the other columns of a table wider than the screen (before the table's own ←/→, which would scroll it
         # by characters and cut the column at the edge)
         Binding("left", "columns(-1)", "Columns", show=False, priority=True),
@@ -439,7 +440,9 @@ class ResultsScreen(Screen[None]):
     def __init__(self, path: str | Path) -> None:
         super().__init__()
         self.path = Path(path)
-        self.records: list[dict[str, Any]] = []
+        self.records: list[dict[str, Any]] = []  # the rows shown: of one kind
+        self.by_kind: dict[str, list[dict[str, Any]]] = {}  # every row, by kind (two kinds: an import of both)
+        self.kind_shown = ""
         self.columns: list[Column] = STORAGE_COLUMNS
         self.sort_column: int = 0
         self.reverse = False
@@ -468,7 +471,20 @@ class ResultsScreen(Screen[None]):
             self.render_rows()
             table.focus()
             return
-        self.records = load_rows(self.path)
+        rows = load_rows(self.path)
+        for kind in (Kind.STORAGE, Kind.MEMORY):
+            if any(r.get("kind") == kind for r in rows):
+                self.by_kind[kind] = [r for r in rows if r.get("kind") == kind]
+        self.show_kind(next(iter(self.by_kind), ""))
+        self.query_one("#results", DataTable).focus()
+
+    def show_kind(self, kind: str) -> None:
+        """The rows of one kind with that kind's columns: a storage point's figures are not a memory point's, so
+        a run holding both (an import of a fio JSON and an MLC text) shows one kind at a time (k: the other)."""
+        self.kind_shown = kind
+        self.records = self.by_kind.get(kind, [])
+        self.sort_column = 0
+        self.page = 0  # its columns from the first page
         kinds = {r.get("kind") for r in self.records}
         self.columns = MEMORY_COLUMNS if kinds == {Kind.MEMORY} else STORAGE_COLUMNS
         if kinds == {Kind.MEMORY} and with_figures(self.path, self.records):
@@ -480,10 +496,20 @@ class ResultsScreen(Screen[None]):
             self.columns, self.cpu_note = with_cpu_column(lines, self.columns, self.records)
         if any(r.get("flags") for r in self.records):
             self.columns = self.columns + [FLAGS_COLUMN]
-        table = self.query_one("#results", DataTable)
+        self.query_one("#results", DataTable).clear(columns=True)
         self.add_columns()
         self.render_rows()
-        table.focus()
+        self.refresh_bindings()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "other_kind":
+            return len(self.by_kind) > 1
+        return True
+
+    def action_other_kind(self) -> None:
+        kinds = list(self.by_kind)
+        if len(kinds) > 1:
+            self.show_kind(kinds[(kinds.index(self.kind_shown) + 1) % len(kinds)])
 
     def column_label(self, name: str) -> str:
         """A column's header: MB/s says MiB/s while the app shows binary units."""
@@ -612,6 +638,11 @@ class ResultsScreen(Screen[None]):
             status += "  ·  " + strings.RESULTS_CI
         if self.cpu_note:
             status += "  ·  " + self.cpu_note
+        if len(self.by_kind) > 1:
+            other = next(k for k in self.by_kind if k != self.kind_shown)
+            status = strings.RESULTS_KINDS.format(
+                counts=strings.kind_counts({k: len(v) for k, v in self.by_kind.items()}), kind=self.kind_shown,
+                other=other) + "  ·  " + status
         pages = len(self.column_pages())
         if pages > 1:
             status = strings.RESULTS_COLUMNS.format(page=self.page + 1, pages=pages) + "  ·  " + status

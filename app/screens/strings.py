@@ -109,7 +109,6 @@ WRITES_NOT_CONFIRMED = ("{preset} writes, but {target} is confirmed for read-onl
 CUSTOM_TITLE = "Custom sweep"
 CUSTOM_HINT = ("Comma-separated values make an axis (bs: 4k,64k). tab/shift+tab move, ctrl+r runs, "
                "ctrl+s saves as a user preset.")
-FIELD_REQUIRED = "a value is required"
 FORM_INVALID = "The form has errors (shown in red); fix them first — nothing was started."
 NAME_REQUIRED = "Give the preset a name to save it."
 SAVED = "Saved as {path}"
@@ -120,7 +119,8 @@ SAVE_SHADOW = ("{name} is a shipped preset. Save yours under the same name? It t
 SAVE_KEPT = "Not saved: {name} is unchanged; pick another name."
 CUSTOM_DESCRIPTION = "Custom sweep built in the TUI."
 CUSTOM_FROM = "Custom sweep from {name}"
-CUSTOM_FROM_MATRIX = "{name} pairs its values ({points} points); the form runs every combination ({n})."
+CUSTOM_FROM_DESCRIPTION = "Custom sweep built in the TUI from {name}."
+CUSTOM_REPLICATES = "{tests} tests × {replicates} replicates: {totals}"
 
 # --- run --------------------------------------------------------------------------------------
 RUN_STARTING = "Starting {preset}…"
@@ -217,8 +217,10 @@ IMPORT_NOTHING = "Give at least one file to import."
 IMPORT_PREVIEWING = "Reading the files…"
 IMPORT_PREVIEW_FILE = "{file}: {kind}, {points} point(s){versions}"
 IMPORT_PREVIEW_ERROR = "{error}"
-IMPORT_PREVIEW_TOTAL = "{points} point(s) from {files} file(s) would be imported."
-IMPORT_DONE = "Imported {points} point(s) into {path}"
+IMPORT_PREVIEW_TOTAL = "{points} from {files} file(s) would be imported."
+IMPORT_DONE = "Imported {points} into {path}"
+IMPORT_KIND = {"storage": "storage point{s} (fio)", "memory": "memory point{s} (MLC)"}
+RESULTS_KINDS = "{counts}; showing the {kind} rows, k shows the {other} rows"
 IMPORT_FAILED = "Nothing imported: {error}"
 
 YES = "Yes"
@@ -256,6 +258,9 @@ letters filter, so there only `ctrl+c` quits). The smallest supported terminal i
 
 ## Custom sweep
 - `tab`/`shift+tab` between fields; comma-separated values make an axis.
+- From a preset it edits that preset: a field left as shown changes nothing (its groups, labels and repeats
+  stay), and only the keys its modes read are shown. The note on top says when an edit cannot keep the
+  preset's pairing (a value in none of its groups) and what runs instead.
 - `ctrl+r` run, `ctrl+s` save as a user preset, `escape` back. Errors show under their field.
 
 ## Run
@@ -268,8 +273,9 @@ letters filter, so there only `ctrl+c` quits). The smallest supported terminal i
 ## Results
 - `s` sort by the next column, `S` reverse the order, `e` export report.md and plots,
   `v` the report, `escape` back, `d` devices, `f` the report's figures as pictures (as the report's `3`);
-  `u` MB/s or MiB/s anywhere; `←/→` the other columns when they do not all fit (`#` and the test stay; a
-  flagged point's `#` ends in `!` while its flags are on another page).
+  `u` MB/s or MiB/s anywhere; `k` the other kind's rows in a run with storage and memory points (an import);
+  `←/→` the other columns when they do not all fit (`#` and the test stay; a flagged point's `#` ends in `!`
+  while its flags are on another page).
 - `dev/fio`: the bytes the device moved over fio's, in the point's direction (read/write for a mix);
   `!` after it: flagged not-on-device or amplified; `—`: no counters or no I/O that way.
 
@@ -334,3 +340,11 @@ REPLAY_STARTED = ("Replay of {path}: {points} points, {samples} one-second sampl
 REPLAY_PROBLEMS = "Lines of the samples files were left out; the log (3) names them ({n} notes)."
 REPLAY_FINISHED = "The run ended {status}: {done}/{total} points{failed} (its results: enter in the runs browser)"
 REPLAY_DONE = "Replay over: {run} of run time in {wall}."
+
+
+def kind_counts(counts: dict[str, int]) -> str:
+    """``{"storage": 1, "memory": 19}`` → "1 storage point (fio) and 19 memory points (MLC)": what an import
+    holds, told per kind, since a storage point and a memory point have different figures."""
+    parts = [f"{counts[k]} " + IMPORT_KIND[k].format(s="" if counts[k] == 1 else "s")
+             for k in IMPORT_KIND if counts.get(k)]
+    return " and ".join(parts) or "0 points"

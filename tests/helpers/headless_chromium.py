@@ -50,6 +50,7 @@ class PageReport:
     log: list[dict[str, Any]] = field(default_factory=list)  # console and browser log entries (CSP reports too)
     dom: dict[str, Any] = field(default_factory=dict)  # SVG_SIZES's answer
     screenshot: Path | None = None
+    measured: Any = None  # the JSON value of open_page's ``measure`` script
 
 
 class _Pipe:
@@ -101,10 +102,12 @@ class _Pipe:
 
 
 def open_page(path: Path, profile: Path, screenshot: Path | None = None, timeout: float = 60.0,
-              shot_height: int = 12000) -> PageReport:
-    """Load ``path`` (file://) in a fresh headless Chromium with ``profile`` as its user-data-dir: the requests it
-    made, its log, the DOM's figures and (when ``screenshot`` is given) a PNG of the page's top ``shot_height`` CSS
-    pixels at half scale."""
+              shot_height: int = 12000, width: int = 1280, measure: str | None = None,
+              shot_scale: float = 0.5) -> PageReport:
+    """Load ``path`` (file://) in a fresh headless Chromium with ``profile`` as its user-data-dir, its viewport
+    ``width`` CSS pixels wide (below 600 as a phone's: a touch screen honouring the page's viewport meta): the
+    requests it made, its log, the DOM's figures, the JSON value of the script ``measure`` (in ``measured``) and
+    (when ``screenshot`` is given) a PNG of the page's top ``shot_height`` CSS pixels at ``shot_scale``."""
     exe = chromium()
     if exe is None:
         raise FileNotFoundError("chromium is not installed")
@@ -134,16 +137,23 @@ def open_page(path: Path, profile: Path, screenshot: Path | None = None, timeout
         session = pipe.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
         for domain in ("Network", "Page", "Log", "Runtime"):
             pipe.send(f"{domain}.enable", session=session)
+        pipe.send("Emulation.setDeviceMetricsOverride", {"width": width, "height": 900, "deviceScaleFactor": 1,
+                                                         "mobile": width < 600}, session)
         pipe.send("Page.navigate", {"url": url}, session)
         pipe.wait_event("Page.loadEventFired")
         answer = pipe.send("Runtime.evaluate", {"expression": SVG_SIZES, "returnByValue": True}, session)
         report.dom = json.loads(answer["result"]["value"])
+        if measure is not None:
+            answer = pipe.send("Runtime.evaluate", {"expression": f"JSON.stringify({measure})", "returnByValue": True},
+                               session)
+            if "exceptionDetails" in answer:
+                raise RuntimeError(f"the measuring script failed: {answer['exceptionDetails']}")
+            report.measured = json.loads(answer["result"]["value"])
         if screenshot is not None:
-            width = 1280
             height = min(int(report.dom["height"]), shot_height)
             shot = pipe.send("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True,
                                                         "clip": {"x": 0, "y": 0, "width": width, "height": height,
-                                                                 "scale": 0.5}}, session)
+                                                                 "scale": shot_scale}}, session)
             screenshot.write_bytes(base64.b64decode(shot["data"]))
             report.screenshot = screenshot
         for e in pipe.events:

@@ -6,7 +6,9 @@ file), a real fleet run (two agents on Unix sockets, each with its own RAM loop 
 1,008-point sweep of bench/report_speed.py.  Each must open with every figure of its report.md drawn (as many
 <svg> elements as figures, each with a non-zero box and content), no script, nothing that loads, and no request
 but the file itself (the browser's network log).  A fourth page holds hostile strings from run.json: they show
-as text, and nothing runs.  Screenshots go to the test's temporary directory (or PROFILER_TUI_HTML_SHOTS)."""
+as text, and nothing runs.  Two more (the golden run's storage sweep and memory tables, a memory suite) are opened
+at a desktop's 1400 px and a phone's 400 px: no table is cut and every figure's text is at least 11 px as shown.
+Screenshots go to the test's temporary directory (or PROFILER_TUI_HTML_SHOTS)."""
 
 from __future__ import annotations
 
@@ -154,3 +156,85 @@ def test_the_browser_is_killed_when_it_does_not_answer_in_time(tmp_path: Path) -
     with pytest.raises(TimeoutError):
         open_page(page, profile, timeout=0.05)
     assert not processes(str(profile))
+
+
+# --- the page where it is read: a desktop's 1400 px and a phone's 400 px --------------------------------------------
+
+# every table's box against its column, the page's width, and every figure text's size as displayed: its font size
+# (in the SVG's user units) times the scale from those units to the screen
+LAYOUT = """(() => {
+  const tables = [...document.querySelectorAll('table')].map(t => {
+    const r = t.getBoundingClientRect(), column = t.parentElement, c = column.getBoundingClientRect();
+    const pad = parseFloat(getComputedStyle(column).paddingRight);
+    return {head: (t.querySelector('th') || t).textContent.trim().slice(0, 40), content: t.scrollWidth,
+            shown: t.clientWidth, right: r.right, column: c.right - pad};
+  });
+  const texts = [...document.querySelectorAll('svg text')].filter(t => t.textContent.trim()).map(t => {
+    const m = t.getScreenCTM();
+    return {px: parseFloat(getComputedStyle(t).fontSize) * Math.hypot(m.a, m.b), text: t.textContent.slice(0, 30),
+            figure: t.closest('.figure').getAttribute('aria-label').slice(0, 50)};
+  });
+  const figures = [...document.querySelectorAll('.figure')].map(f => ({
+    figure: f.getAttribute('aria-label').slice(0, 50), content: f.scrollWidth, shown: f.clientWidth}));
+  return {tables, texts, figures, page: document.documentElement.scrollWidth, window: innerWidth};
+})()"""
+WIDTHS = (1400, 400)  # a desktop browser's window, a phone's screen
+
+
+@pytest.fixture(scope="module")
+def readable_pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Two reports with every kind of table: the golden run (a storage sweep of three patterns × two block sizes ×
+    three depths with its storage, mixed-sides, latency-distribution, knee, operating-point and queueing tables,
+    and memory loaded-latency tables) and a memory suite (MLC's matrices, peaks and c2c, and a working-set
+    curve)."""
+    from tests.helpers.suite_runs import mlc_default_lines, octave_sizes, working_set_lines, write_run
+
+    tmp = tmp_path_factory.mktemp("readable")
+    golden = tmp / "golden"
+    shutil.copytree(DATA / "report" / "golden-run", golden)
+    n = len(mlc_default_lines())
+    sizes = octave_sizes(per_octave=2)
+    suite = write_run(tmp / "suite", mlc_default_lines() + working_set_lines(n, sizes, "2m"))
+    return {"golden": _render(golden)[0], "suite": _render(suite)[0]}
+
+
+_measured: dict[tuple[str, int], PageReport] = {}
+
+
+def _measure(pages: dict[str, Path], name: str, width: int, tmp: Path) -> dict:
+    """The page opened once at ``width`` (kept for the other test); its screenshot kept as NAME-WIDTH.png."""
+    if (name, width) not in _measured:
+        _measured[name, width] = open_page(pages[name], tmp / f"profile-{name}-{width}",
+                                           _shots(tmp) / f"{name}-{width}.png", width=width, measure=LAYOUT,
+                                           shot_height=16000, shot_scale=0.5 if width > 1000 else 1.0)
+    return dict(_measured[name, width].measured)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("name", ["golden", "suite"])
+def test_no_table_is_wider_than_its_column(readable_pages: dict[str, Path], name: str, width: int,
+                                           tmp_path: Path) -> None:
+    """No table is cut: its content fits the box it is shown in (no hidden part to scroll to) and the box fits the
+    page's column, at a desktop's 1400 px (the storage table once ended at "IO De…", the operating point's at "Next
+    load: p9…") and at a phone's 400 px (a table of four columns or more becomes a card per row); nor is the
+    page wider than the window."""
+    m = _measure(readable_pages, name, width, tmp_path)
+    assert len(m["tables"]) >= 5
+    cut = [t for t in m["tables"] if t["content"] > t["shown"] + 1 or t["right"] > t["column"] + 1]
+    assert not cut, cut
+    assert m["page"] <= m["window"], (m["page"], m["window"])
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("name", ["golden", "suite"])
+def test_figure_text_is_at_least_11_px_as_displayed(readable_pages: dict[str, Path], name: str, width: int,
+                                                    tmp_path: Path) -> None:
+    """Every text of every figure (ticks, labels, legends, values in cells) is at least 11 CSS px high as the page
+    shows it — its font size times the figure's displayed scale — at 1400 px and at 400 px (figures were shrunk
+    to their column with text of about 7 px, 2–3 px on a phone); at 1400 px no figure needs scrolling."""
+    m = _measure(readable_pages, name, width, tmp_path)
+    assert len(m["texts"]) > 50
+    small = sorted((round(t["px"], 2), t["figure"], t["text"]) for t in m["texts"] if t["px"] < 11)
+    assert not small, small[:10]
+    if width >= 1400:  # on a desktop every figure is shown whole; on a phone a wide one scrolls in its frame
+        assert not [f for f in m["figures"] if f["content"] > f["shown"] + 1], m["figures"]

@@ -173,11 +173,9 @@ VIEWS = [
     ("storage_table", GOLDEN, "Storage results", (), False, False),
     ("storage_table_next_columns", GOLDEN, "Storage results", ("right",), False, False),
     ("memory_tables", GOLDEN, "Memory results", (), False, False),
-    ("memory_loaded_table", GOLDEN, "W6 (", (), False, False),
     ("memory_suite_tables", SUITE, "Peak injection", (), False, False),
     ("summary_box_with_a_flagged_point", QUICK, None, (), False, False),
     ("storage_table_no_color", GOLDEN, "Storage results", (), True, False),
-    ("summary_box_no_color", QUICK, None, (), True, False),
     ("storage_table_ascii", GOLDEN, "Storage results", (), False, True),
     ("summary_box_ascii", QUICK, None, (), False, True),
 ]

@@ -153,7 +153,8 @@ def test_an_embedded_raster_is_allowed_as_a_png_data_uri_only() -> None:
 HOSTILE = st.lists(st.one_of(
     st.sampled_from(list("<>&\"'![]()/:=` |-#*\n\\ascriptvgonlerhfjmdx0123456789")),
     st.sampled_from(["<script>", "</svg>", "<img src=x onerror=alert(1)>", "javascript:", "](",
-                     "\n| a | b |\n|---|--:|\n", "![a](plots/x.svg)", "![b](http://h/x.png)", "\x1b[31m",
+                     "\n| a | b |\n|---|--:|\n", "\n| a | b | c | d |\n|---|---|---|--:|\n", "![a](plots/x.svg)",
+                     "![b](http://h/x.png)", "\x1b[31m",
                      "<!--", "data:", "[r]: plots/x.svg\n"])),
     max_size=80).map("".join)
 
@@ -314,3 +315,26 @@ def test_a_geometry_attribute_holds_no_function_but_a_transform() -> None:
             inline_svg(SVG.replace("{extra}", bad), "f1-")
     ok = '<g transform="matrix(1 0 0 -1 0 288) translate(2, 3) rotate(-90)"/>'
     assert "matrix(1 0 0 -1 0 288)" in inline_svg(SVG.replace("{extra}", ok), "f1-")
+
+
+def test_a_wide_table_carries_its_headers_for_a_phone_s_cards() -> None:
+    """A table of four columns or more is classed ``cards`` and each body cell carries its column's header (shown
+    beside the value on a narrow screen); header text stays text in the attribute; a narrower table is left as
+    it is."""
+    page = render_html("| Workload | Best <load> | IOPS | p99 \\| µs |\n|---|--:|--:|--:|\n"
+                       "| randread 4K | QD4×1 | 25.1k | |\n\n| Property | Value |\n|---|---|\n| CPU | x |\n",
+                       lambda name: None)
+    assert '<table class="cards">' in page and page.count("<table") == 2 and page.count('class="cards"') == 1
+    assert '<td data-label="Workload">randread 4K</td>' in page
+    assert '<td style="text-align:right" data-label="Best &lt;load&gt;">QD4×1</td>' in page
+    assert '<td style="text-align:right" data-label="p99 | µs"></td>' in page
+    assert "<td>CPU</td>" in page
+
+
+def test_a_figure_is_never_shown_smaller_than_makes_its_text_11_px() -> None:
+    """The inlined <svg>'s min-width: 11 px × viewBox width ÷ its smallest font size (+ 1 px of rounding), so the
+    page may shrink it to its column only down to that; no sized text, no minimum."""
+    text = '<text style="font-size: 9px; fill: #000">a</text><text style="font-size: 8px">b</text>'
+    out = inline_svg(SVG.replace("{extra}", text).replace('viewBox="0 0 10 10"', 'viewBox="0 0 100 10"'), "f1-")
+    assert out.startswith('<svg xmlns="http://www.w3.org/2000/svg"') and 'style="min-width: 139px"' in out
+    assert "min-width" not in inline_svg(SVG.replace("{extra}", ""), "f1-")

@@ -126,6 +126,7 @@ struct page_nodes {
     size_t page_bytes;
 };
 const char *sysfs_root(void);                /* /sys, or $MEMLAT_SYSFS_ROOT (tests fake a topology) */
+int file_line(const char *path, char *buf, size_t n);   /* first line of a file, no newline; -1 if unreadable */
 int sysfs_line(const char *rel, char *buf, size_t n);   /* first line of sysfs_root()/rel; -1 if unreadable */
 int numa_nodes(int *nodes, int max);         /* the online nodes (/sys/devices/system/node/online), -1 if unknown */
 int bind_to_node(void *p, size_t bytes, int node, char *err, size_t errlen);  /* MPOL_BIND; 0 ok */

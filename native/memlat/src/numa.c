@@ -27,15 +27,7 @@ int sysfs_line(const char *rel, char *buf, size_t n)
 {
     char path[512];
     snprintf(path, sizeof path, "%s/%s", sysfs_root(), rel);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return -1;
-    char *r = fgets(buf, (int)n, f);
-    fclose(f);
-    if (!r)
-        return -1;
-    buf[strcspn(buf, "\n")] = 0;
-    return 0;
+    return file_line(path, buf, n);
 }
 
 int numa_nodes(int *nodes, int max)

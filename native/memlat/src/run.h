@@ -1,4 +1,4 @@
-/* What main.c shares with the suite modes (suite.c, c2c.c, wset.c): a measured run's state and the helpers
+/* What run.c gives main.c and the suite modes (suite.c, c2c.c, wset.c): a measured run's state and the helpers
  * that pick CPUs, size buffers, start the banner and describe huge pages. */
 #ifndef MEMLAT_RUN_H
 #define MEMLAT_RUN_H

@@ -15,7 +15,8 @@
 #include <x86intrin.h>
 #endif
 
-static int read_line(const char *path, char *buf, size_t n)
+/* the first line of a file, without its newline; -1 when absent, unreadable or empty */
+int file_line(const char *path, char *buf, size_t n)
 {
     FILE *f = fopen(path, "r");
     if (!f)
@@ -50,14 +51,14 @@ uint64_t llc_bytes(void)
     for (int i = 0; i < 16; i++) {
         char path[128], buf[64];
         snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
-        if (read_line(path, buf, sizeof buf) < 0)
+        if (file_line(path, buf, sizeof buf) < 0)
             continue;
         int level = atoi(buf);
         snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/type", i);
-        if (read_line(path, buf, sizeof buf) == 0 && strcmp(buf, "Instruction") == 0)
+        if (file_line(path, buf, sizeof buf) == 0 && strcmp(buf, "Instruction") == 0)
             continue;
         snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
-        if (read_line(path, buf, sizeof buf) < 0)
+        if (file_line(path, buf, sizeof buf) < 0)
             continue;
         uint64_t sz = parse_size(buf);
         if (level > best_level || (level == best_level && sz > best)) {
@@ -98,7 +99,7 @@ void thp_mode(char *buf, size_t n)
 {
     char line[256];
     snprintf(buf, n, "unavailable");
-    if (read_line("/sys/kernel/mm/transparent_hugepage/enabled", line, sizeof line) < 0)
+    if (file_line("/sys/kernel/mm/transparent_hugepage/enabled", line, sizeof line) < 0)
         return;
     char *a = strchr(line, '['), *b = a ? strchr(a, ']') : NULL;
     if (a && b) {
@@ -164,8 +165,8 @@ double tsc_ghz(void)
     return best;
 #else
     char buf[64];
-    if (read_line("/sys/devices/system/cpu/cpu0/cpufreq/base_frequency", buf, sizeof buf) == 0 ||
-        read_line("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq", buf, sizeof buf) == 0)
+    if (file_line("/sys/devices/system/cpu/cpu0/cpufreq/base_frequency", buf, sizeof buf) == 0 ||
+        file_line("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq", buf, sizeof buf) == 0)
         return strtod(buf, NULL) / 1e6; /* kHz */
     return 0;
 #endif
