@@ -141,8 +141,8 @@ bench-mem: setup
 bench-report: setup
 	$(BIN)/python bench/report_speed.py --repeat 5
 
-# TUI first screen (target < 1.5 s) and key latency while fio runs (target < 200 ms); the tests only
-# assert bounds about 5x looser, so the product figures are measured here
+# TUI first screen (target < 1.5 s) and each key's p50/p95/max latency with fio running (target: p95 <= 300 ms);
+# the tests only assert bounds about 5x looser, so the product figures are measured here
 bench-tui: setup
 	$(BIN)/python bench/tui_latency.py --starts 5
 

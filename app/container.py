@@ -189,23 +189,47 @@ def results_volume_warning(results_dir: str | os.PathLike[str], root: str = "/",
             "command.")
 
 
-def unwritable_hint(path: str | os.PathLike[str], err: OSError, engine: str | None = "detect") -> str:
-    """What to change when the results directory cannot be written (read-only volume, wrong owner)."""
+def unwritable_hint(path: str | os.PathLike[str], err: OSError, engine: str | None = "detect",
+                    choose: str = "with --out") -> str:
+    """What to change when the results directory cannot be written (read-only volume, wrong owner); ``choose``: how
+    another directory is chosen outside a container (the CLI's ``--out``; the TUI's environment variable)."""
     engine = container_engine() if engine == "detect" else engine
     where = f"{path}"
     if err.errno == errno.EROFS:
         fix = ("mount the results volume read-write (no ':ro' after -v …:/results)" if engine
-               else "choose a directory on a writable filesystem with --out")
+               else f"choose a directory on a writable filesystem {choose}")
         return f"{where} is on a read-only filesystem: {fix}."
     if err.errno in (errno.EACCES, errno.EPERM):
         uid = os.geteuid()
         fix = (f"run the container as a user who owns the results folder (it runs as uid {uid}: --user), "
                "or chown/chmod that folder on the host" if engine
-               else "choose a directory you may write with --out, or fix its permissions")
+               else f"choose a directory you may write {choose}, or fix its permissions")
         return f"{where} is not writable by uid {uid}: {fix}."
     if err.errno == errno.ENOSPC:
         return f"{where}: no space left on the device: free space or choose another --out directory."
     return f"{where} cannot be written ({err.strerror}): choose another --out directory."
+
+
+def results_dir_problem(results_dir: str | os.PathLike[str], engine: str | None = "detect",
+                        choose: str = "with --out") -> str | None:
+    """One sentence when no run could write its results under ``results_dir``: the nearest existing directory on
+    the way is on a read-only filesystem (a volume mounted ``:ro``) or not writable by this user; None otherwise.
+    The checks ``check_dir_path`` makes when a run starts, made before one is asked for (the TUI's first screen)."""
+    path = Path(os.path.abspath(results_dir))
+    p = path
+    while not os.path.lexists(p) and p.parent != p:
+        p = p.parent
+    try:
+        read_only = bool(os.statvfs(p).f_flag & os.ST_RDONLY)
+    except OSError:
+        return None  # said when a run starts, by the run's own checks
+    if read_only:
+        code = errno.EROFS
+    elif os.path.isdir(p) and not os.access(p, os.W_OK | os.X_OK):
+        code = errno.EACCES
+    else:
+        return None
+    return unwritable_hint(path, OSError(code, os.strerror(code)), engine, choose)
 
 
 def environment_warnings(results_dir: str | os.PathLike[str]) -> list[str]:

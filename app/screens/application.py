@@ -30,6 +30,7 @@ from app.screens.messages import (
     StartRun,
 )
 from app.screens.state import Options, ResumeTarget, RunRequest, TargetChoice, resume_target, run_request
+from app.screens.words import tui_words
 from app.widgets import MIN_HEIGHT, MIN_WIDTH
 
 if TYPE_CHECKING:
@@ -44,6 +45,16 @@ if TYPE_CHECKING:
 
 # The screens are imported where they are first shown (start-up time: the first screen is drawn before
 # the others are loaded); screens ask for each other with the messages of app.screens.messages.
+
+
+def _same(a: object, b: Path) -> bool:
+    """Whether ``a`` is the directory ``b`` (a path, compared resolved; anything else is not)."""
+    if not isinstance(a, Path):
+        return False
+    try:
+        return a == b or a.resolve() == b.resolve()
+    except OSError:
+        return False
 
 
 class ProfilerApp(App[int]):
@@ -77,6 +88,7 @@ class ProfilerApp(App[int]):
         if options.ascii:
             self.use_ascii()
         self.binary_units = False  # bandwidths in MiB/s (the u key), else MB/s
+        self.results_problem: str | None = None  # why no run can write its results (the devices screen checks)
         self.settings_problem: str | None = None
         if options.settings is not None:
             from app.config import load_config
@@ -100,7 +112,12 @@ class ProfilerApp(App[int]):
         self.ascii_filter = AsciiFilter()
 
     def get_line_filters(self) -> Sequence[LineFilter]:
-        filters = super().get_line_filters()
+        """Textual's, NO_COLOR's monochrome one made readable (app.screens.monochrome), and ASCII mode's last."""
+        from textual.filter import Monochrome
+
+        from app.screens.monochrome import READABLE
+
+        filters = [READABLE if type(f) is Monochrome else f for f in super().get_line_filters()]
         return [*filters, self.ascii_filter] if self.ascii_filter is not None else filters
 
     def get_key_display(self, binding: BindingType) -> str:
@@ -137,9 +154,10 @@ class ProfilerApp(App[int]):
     def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
                timeout: float | None = None, markup: bool = True) -> None:
         """Every notice of every screen (Widget.notify comes here): the text without control characters or escape
-        sequences (a results directory's name, a preset's, an error quoting a file — any may carry them), and
-        never read as markup, whose ``[link=…]`` would write a hyperlink sequence of its own."""
-        super().notify(clean_text(message, newlines=True, limit=2000), title=clean_text(title, limit=200),
+        sequences (a results directory's name, a preset's, an error quoting a file — any may carry them), a CLI flag
+        the core names said in the TUI's words (app.screens.words), and never read as markup, whose ``[link=…]``
+        would write a hyperlink sequence of its own."""
+        super().notify(clean_text(tui_words(message), newlines=True, limit=2000), title=clean_text(title, limit=200),
                        severity=severity, timeout=timeout, markup=False)
 
     def format_title(self, title: str, sub_title: str) -> Content:
@@ -165,6 +183,9 @@ class ProfilerApp(App[int]):
                 except (NotImplementedError, RuntimeError, ValueError):
                     pass
         self.push_screen(DevicesScreen())
+        from app.screens.prerender import import_ahead
+
+        self.call_after_refresh(import_ahead)  # the other screens' modules, once the first screen is drawn
         if self.settings_problem:
             self.notify(self.settings_problem, severity="warning", timeout=10, markup=False)  # it quotes the file
 
@@ -338,8 +359,30 @@ class ProfilerApp(App[int]):
     def _push_resume(self, found: ResumeTarget, target: TargetChoice | None) -> None:
         from app.screens.run import RunScreen
 
+        if self.results_problem:
+            self.notify(self.results_problem, severity="error", timeout=8)
+            return
         request = RunRequest(preset=found.preset, target=target, out=found.path, resume=True)
+        self.drop_stale_screens(found.path)
         self.push_screen(RunScreen(request))
+
+    def drop_stale_screens(self, path: Path) -> None:
+        """The run in ``path`` goes on in a new run screen: every screen under the shown one that shows that run as
+        it was (its stopped run screen saying "interrupted … resume", its results or report) leaves the back stack, so
+        escape never goes back to a state that is over."""
+        from app.screens.run import RunScreen
+
+        def shows(screen: Screen[object]) -> bool:
+            if isinstance(screen, RunScreen):
+                shown = screen.state.path or screen.request.out
+                return not screen.running and _same(shown, path)
+            return _same(getattr(screen, "path", None), path)
+
+        stack = self._screen_stack
+        for screen in [s for s in stack[1:-1] if shows(s)]:
+            stack.remove(screen)
+            screen._pop_result_callback()
+            self.call_later(screen.remove)
 
     @on(ShowPresets)
     def show_presets(self, message: ShowPresets) -> None:
@@ -362,8 +405,8 @@ class ProfilerApp(App[int]):
         from app.screens.run import RunScreen
 
         request = run_request(self.options, message.preset, message.target, message.engine)
-        if isinstance(request, str):
-            self.notify(request, severity="error", timeout=8)
+        if isinstance(request, str) or self.results_problem:
+            self.notify(self.results_problem or str(request), severity="error", timeout=8)
             return
         self.push_screen(RunScreen(request))
 

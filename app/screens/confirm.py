@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from typing import Callable
 
+from rich.console import Group, RenderableType
+from rich.table import Table
 from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
@@ -20,6 +22,7 @@ from app.points import Verdict
 from app.sanitize import clean_line
 from app.screens import strings
 from app.screens.state import TargetChoice, app_options
+from app.screens.words import tui_words
 from app.units import count_text
 from app.widgets import MIN_HEIGHT, MIN_WIDTH, ErrorLine, too_small
 
@@ -67,6 +70,16 @@ def _verdict(plan: dict[str, object]) -> tuple[str, list[str]]:
     return str(plan.get("verdict") or REFUSED), [str(r) for r in reasons] if isinstance(reasons, list) else []
 
 
+def bullets(items: list[str]) -> Table:
+    """``items`` as bullets ("  • "), each wrapped under its own text rather than under the bullet."""
+    grid = Table.grid()
+    grid.add_column(width=4, no_wrap=True)
+    grid.add_column(ratio=1)
+    for item in items:
+        grid.add_row("  • ", Text(item))
+    return grid
+
+
 def audit_text(found: Audit, target: str) -> Text:
     """The audit's warnings, one line each (what, value, why), and how many settings it checked: what the user
     sees of the host's settings before confirming a target (the text is read from sysfs: cleaned, bounded)."""
@@ -83,8 +96,8 @@ def audit_text(found: Audit, target: str) -> Text:
 
 
 def tune_text(changes: int, on: bool) -> Text:
-    """The --tune toggle's line: how many settings it would change, and whether it is on."""
-    return Text("\n" + strings.CONFIRM_TUNE.format(
+    """The tuning toggle's line: how many settings it would change, and whether it is on."""
+    return Text(strings.CONFIRM_TUNE.format(
         state=strings.CONFIRM_TUNE_ON if on else strings.CONFIRM_TUNE_OFF,
         changes=count_text(changes, "setting")), style="bold" if on else "")
 
@@ -131,12 +144,14 @@ class ConfirmTarget(ConfirmModal):
                 if app_options(self.app).audit is not None and not self.refused:
                     yield Static(strings.CONFIRM_AUDIT_READING, id="confirm-audit")
             if self.refused:
-                yield Static(Text(strings.CONFIRM_REFUSED.format(path=self.path, reasons="; ".join(
-                    self.write_reasons or self.read_reasons)), style="bold red"), id="confirm-refused")
+                yield Static(Text(tui_words(strings.CONFIRM_REFUSED.format(path=self.path, reasons="; ".join(
+                    self.write_reasons or self.read_reasons))), style="bold red"), id="confirm-refused")
                 with Horizontal(classes="buttons"):
                     yield Button(strings.CLOSE_BUTTON, id="cancel", variant="primary")
                 yield Footer()
                 return
+            # the tuning toggle (when the audit names settings to tune): under the reasons, never scrolled away
+            yield Static("", id="confirm-tune")
             if self.write_verdict == NEEDS:
                 yield Static(strings.CONFIRM_TYPE_NAME.format(path=self.path, name=self.name_), id="confirm-explain")
                 yield Input(placeholder=self.name_, id="confirm-name")
@@ -206,10 +221,10 @@ class ConfirmTarget(ConfirmModal):
     def _show_audit(self) -> None:
         if self.audit_shown is None:
             return
-        shown = self.audit_shown.copy()
-        if self.tunable:
-            shown.append_text(tune_text(self.tunable, self.tune))
-        self.query_one("#confirm-audit", Static).update(shown)
+        self.query_one("#confirm-audit", Static).update(self.audit_shown)
+        tune = self.query_one("#confirm-tune", Static)
+        tune.update(tune_text(self.tunable, self.tune) if self.tunable else "")
+        tune.display = bool(self.tunable)
         self.call_after_refresh(self._fit)
 
     def action_toggle_tune(self) -> None:
@@ -218,17 +233,16 @@ class ConfirmTarget(ConfirmModal):
         self.tune = not self.tune
         self._show_audit()
 
-    def _verdicts(self) -> Text:
-        text = Text()
+    def _verdicts(self) -> Group:
+        """Both verdicts, each with its reasons as bullets whose wrapped lines stay under their text (a hanging
+        indent), in the TUI's words (app.screens.words: no CLI flag)."""
         style: dict[str, str] = {OK: "green", NEEDS: "yellow", REFUSED: "red"}
-        text.append(strings.CONFIRM_WRITE.format(verdict=self.write_verdict) + "\n",
-                    style=style.get(self.write_verdict))
-        for r in self.write_reasons:
-            text.append(f"  • {r}\n")
-        text.append(strings.CONFIRM_READ.format(verdict=self.read_verdict) + "\n", style=style.get(self.read_verdict))
-        for r in self.read_reasons:
-            text.append(f"  • {r}\n")
-        return text
+        parts: list[RenderableType] = []
+        for line, verdict, reasons in ((strings.CONFIRM_WRITE, self.write_verdict, self.write_reasons),
+                                       (strings.CONFIRM_READ, self.read_verdict, self.read_reasons)):
+            parts.append(Text(tui_words(line.format(verdict=verdict)), style=style.get(verdict, "")))
+            parts.append(bullets([tui_words(r) for r in reasons]))
+        return Group(*parts)
 
     def action_confirm(self) -> None:
         if self.refused:

@@ -12,11 +12,13 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Input, Static
 from textual.worker import Worker, WorkerState
 
+from app.sanitize import clean_text
 from app.screens import strings
 from app.screens.confirm import ConfirmTarget
 from app.screens.fleet import ConfirmFleet, FleetDraft, FleetHosts
 from app.screens.messages import ShowPresets
-from app.screens.state import TargetChoice, app_options
+from app.screens.state import TargetChoice, app_options, set_results_problem
+from app.screens.words import tui_words
 from app.widgets import TooSmall
 from app.widgets.rowtable import RowTable
 from app.widgets.verdicts import add_device_columns, device_cells, verdict_text, walk
@@ -71,6 +73,7 @@ class DevicesScreen(Screen[None]):
             options = app_options(self.app)
             yield FleetHosts(options.agent_socket, options.probe_host, id="fleet")
             yield Static(strings.SCANNING, id="devices-status")
+            yield Static("", id="results-problem")
             yield Static("", id="environment-warnings")
             yield Static("", id="device-reasons")
         yield Footer()
@@ -82,6 +85,11 @@ class DevicesScreen(Screen[None]):
         self._fill([])
         table.focus()
         self.query_one("#environment-warnings", Static).display = False
+        self.query_one("#results-problem", Static).display = False
+        check = app_options(self.app).results_check
+        if check is not None:
+            where = app_options(self.app).results_dir
+            self.run_worker(lambda: check(where), thread=True, group="results-check", exit_on_error=False)
         env = app_options(self.app).environment
         if isinstance(env, list):
             self._show_environment(env)
@@ -108,6 +116,14 @@ class DevicesScreen(Screen[None]):
         panel.display = bool(warnings)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker.group == "results-check":
+            if event.state == WorkerState.SUCCESS and event.worker.result:
+                problem = strings.RESULTS_UNWRITABLE.format(problem=event.worker.result)
+                set_results_problem(self.app, problem)
+                panel = self.query_one("#results-problem", Static)
+                panel.update(Text(clean_text(problem), style="bold red"))
+                panel.display = True
+            return
         if event.worker.group == "environment":
             if event.state == WorkerState.SUCCESS:
                 self._show_environment(list(event.worker.result or []))
@@ -184,9 +200,10 @@ class DevicesScreen(Screen[None]):
             write = _plan(d, "write", {"verdict": d.get("verdict"), "reasons": d.get("reasons", [])})
             read = _plan(d, "read", write)
             text.append("write: ", style="bold")
-            text.append("; ".join(_reasons(write) or ["-"]) + "\n")
+            text.append(tui_words("; ".join(_reasons(write) or ["-"])) + "\n")
             text.append("read: ", style="bold")
-            text.append(f"{read.get('verdict')}" + (" — " + "; ".join(_reasons(read)) if read.get("reasons") else ""))
+            text.append(tui_words(f"{read.get('verdict')}" + (" — " + "; ".join(_reasons(read))
+                                                              if read.get("reasons") else "")))
         panel.update(text)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:

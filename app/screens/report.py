@@ -10,22 +10,27 @@ import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Header, MarkdownViewer, Static, TabbedContent, TabPane
+from textual.widgets import Footer, Header, MarkdownViewer, Static, TabbedContent, TabPane, Tree
 from textual.worker import Worker, WorkerState
 
 from app.errors import UsageError
 from app.sanitize import clean_text
 from app.screens import strings
+from app.screens.prerender import wait_rendered
 from app.widgets import TooSmall
 from app.widgets.figure import FigureView
 from app.widgets.fittable import ReportViewer, tables_in_view, turn_tables
-from app.widgets.series import Series, SeriesPlot, legend
+from app.widgets.series import BYTES, Series, SeriesPlot, legend
+
+if TYPE_CHECKING:
+    from app.report.model import MemoryRow
 
 FIGURE = re.compile(r"^!\[([^\]]*)\]\(([^)]+)\)\s*$")
 
@@ -37,6 +42,7 @@ class Curves:
     latency_throughput: list[Series] = field(default_factory=list)  # IOPS → mean latency µs, per workload
     queue_depth: list[Series] = field(default_factory=list)  # outstanding I/Os → IOPS, per workload
     memory: list[Series] = field(default_factory=list)  # MB/s → latency ns, per traffic/stride
+    working_set: list[Series] = field(default_factory=list)  # buffer bytes → idle latency ns, per page size
 
 
 @dataclass
@@ -100,11 +106,30 @@ def curves_of(path: Path) -> Curves:
         pts = [(p.bandwidth, p.latency) for p in mc.points if p.bandwidth is not None and p.latency is not None]
         if len(pts) >= 2:
             out.memory.append(Series(clean_text(mc.label), [float(x) for x, _ in pts], [float(y) for _, y in pts]))
+    out.working_set = working_set_curves(data.memory)
+    return out
+
+
+def working_set_curves(points: list[MemoryRow]) -> list[Series]:
+    """The working-set curves (idle latency against buffer size) as the report's figure groups them: one per engine,
+    page size and source, each with at least two sizes."""
+    from app.report import suite
+
+    rows = [p for p in points if p.mode == "working_set"]
+    grouped = suite.groups(rows)
+    out = []
+    for (engine, pages, *_), pts in grouped.items():
+        curve = suite.curve(pts)
+        if len(curve) < 2:
+            continue
+        label = suite.page_words(pages) + (f", {engine}" if len({k[0] for k in grouped}) > 1 else "")
+        out.append(Series(clean_text(label), [float(b) for b, _ in curve], [float(ns) for _, ns in curve]))
     return out
 
 
 def load_report(path: Path) -> Loaded:
-    """In a thread: report.md (rendered first when missing or stale) and the curves.  The directory must be one
+    """In a thread: report.md (rendered first when missing or stale; a run's is rendered when it ends, and read
+    here once that rendering is done) and the curves.  The directory must be one
     no other user can change, and report.md is read bounded, never through a link or from a FIFO or device, its
     text cleaned (app.runs.read_report): nothing here can make the thread wait, so quitting never waits on it.
     UsageError, one sentence, otherwise."""
@@ -113,6 +138,7 @@ def load_report(path: Path) -> Loaded:
     problem = view_problem(path)
     if problem:
         raise UsageError(problem)
+    wait_rendered(path)  # the rendering started when the run ended (app.screens.prerender), if any
     if _stale(path):
         from app.report import render_report
 
@@ -199,6 +225,9 @@ class ReportScreen(Screen[None]):
                                     xlog=True, classes="report-plot"))
         if c.memory:
             plots.append(SeriesPlot("loaded latency: ns vs MB/s", c.memory, "MB/s", "ns", classes="report-plot"))
+        if c.working_set:
+            plots.append(SeriesPlot("idle latency vs working-set size", c.working_set, BYTES, "ns", xlog=True,
+                                    ylog=True, classes="report-plot"))
         if not plots:
             await box.mount(Static(strings.REPORT_NO_CURVES))
             return
@@ -214,8 +243,21 @@ class ReportScreen(Screen[None]):
             plot.refresh()
 
     def action_toc(self) -> None:
+        """The contents shown, with their row cursor under the keys (↑/↓ and enter go to a section); hidden, the keys
+        go back to the report (a focus left in the hidden contents would swallow PageDown)."""
         viewer = self.query_one("#report-md", MarkdownViewer)
         viewer.show_table_of_contents = not viewer.show_table_of_contents
+        if viewer.show_table_of_contents:
+            self.query_one("#report-tabs", TabbedContent).active = "report-text"
+            self.call_after_refresh(self._focus_contents)
+        else:
+            self.focus_shown()
+
+    def _focus_contents(self) -> None:
+        tree = self.query_one("#report-md", MarkdownViewer).table_of_contents.query_one(Tree)
+        if tree.cursor_line < 0:  # no row under the cursor yet: it would not show
+            tree.cursor_line = 0
+        tree.focus()
 
     def action_columns(self, step: int) -> None:
         """←/→: the other columns of the report's tables in view that show a page of theirs (app.widgets.fittable)."""

@@ -23,6 +23,7 @@ from app.results import ResultsDir
 from app.sanitize import clean_text
 from app.screens import strings
 from app.screens.messages import ShowDevices, ShowFigures, ShowReport
+from app.screens.prerender import wait_rendered
 from app.summary import SUITE_MODES, ci_pct, figure_keys, latency_text, natural_key, pm_pct, point_label
 from app.units import format_count
 from app.validity import recorded_ratio
@@ -362,6 +363,7 @@ def export_report(results: Path, destination: str) -> Path:
         from app.report import render_report
     except ImportError:
         raise RuntimeError(strings.EXPORT_MISSING) from None
+    wait_rendered(results)  # not while the rendering started when the run ended still writes plots/
     dest = Path(destination).expanduser() if destination.strip() else None
     if dest is not None and dest.suffix.lower() not in (".md", ".html"):
         dest = dest / "report.md"
@@ -638,6 +640,8 @@ class ResultsScreen(Screen[None]):
             status += "  ·  " + strings.RESULTS_CI
         if self.cpu_note:
             status += "  ·  " + self.cpu_note
+        if DEVICE_COLUMN in self.columns:  # the abbreviation said where it appears
+            status += "  ·  " + strings.RESULTS_DEV_FIO
         if len(self.by_kind) > 1:
             other = next(k for k in self.by_kind if k != self.kind_shown)
             status = strings.RESULTS_KINDS.format(

@@ -26,16 +26,18 @@ from textual.worker import Worker, WorkerState
 from app import presets as core
 from app import sweep
 from app.container import results_volume_warning, shown_path
-from app.points import Kind
+from app.points import Kind, MemoryPoint, StoragePoint
 from app.runners.base import Phase, Sample
 from app.sanitize import clean_text
 from app.screens import strings
 from app.screens.ascii import AsciiProgressBar
 from app.screens.confirm import YesNo
 from app.screens.messages import ShowResults
+from app.screens.prerender import render_when_done
 from app.screens.state import RunRequest, app_options, app_sessions
+from app.screens.words import tui_words
 from app.summary import SUITE_MODES, live_interval, live_line, metrics_line, outcome_line, point_label
-from app.units import format_duration
+from app.units import format_duration, rate_text
 from app.widgets import TooSmall
 from app.widgets.charts import BandwidthChart, CurveChart, DelayChart, LatencyChart, ThroughputChart, TimeSeries
 from app.widgets.glyphs import ASCII_HOST_MARKERS, ascii_mode, binary_units
@@ -51,6 +53,15 @@ from app.widgets.suite import (
 )
 
 EventSource = Callable[[], AsyncIterator[object]]  # the session's events (app.sweep)
+# a line of the run's log: its text, or its text in the app's units (True: MiB/s) for a line with a bandwidth
+LogLine = str | Callable[[bool], str]
+MAX_LOG = 2000  # lines the Log tab keeps (the live tab's short log the last 200 of them)
+# a memory engine's injection-delay unit (docs/presets.md: the same number is not the same time in both)
+DELAY_UNITS = {"mlc": "MLC units", "builtin": "spin steps"}
+
+
+def delay_unit(engine: object) -> str:
+    return DELAY_UNITS.get(str(engine), "engine units")
 
 
 def describe_error(error: BaseException | None) -> str:
@@ -203,6 +214,7 @@ class RunScreen(Screen[None]):
         self.session: sweep.Session | None = None
         self.worker: Worker[str] | None = None
         self.state = RunState()
+        self.log_lines: deque[tuple[LogLine, bool]] = deque(maxlen=MAX_LOG)
         self._start_lock = threading.Lock()
         self._start_abandoned = False  # the run was stopped while its session was being created
         # a memory plan with the suite's modes: one live panel per mode, the one being measured shown
@@ -243,7 +255,7 @@ class RunScreen(Screen[None]):
                 with TabPane("Curve 2", id="curve"):
                     yield CurveChart(self.kind, id="curve-chart")
                 with TabPane("Log 3", id="log"):
-                    yield RichLog(id="log-full", max_lines=2000, wrap=True, markup=False, min_width=20)
+                    yield RichLog(id="log-full", max_lines=MAX_LOG, wrap=True, markup=False, min_width=20)
         yield Footer()
 
     def memory_charts(self) -> ComposeResult:
@@ -370,8 +382,19 @@ class RunScreen(Screen[None]):
             self.log_line(strings.RUN_CANCELLED.format(done=self.state.done, path=self.state.path or self.request.out))
         elif event.state == WorkerState.SUCCESS and self.state.finished is None:
             self.state.status = "complete" if self.source is None else self.state.status
+        if event.state in (WorkerState.SUCCESS, WorkerState.CANCELLED):
+            self.render_report()
         self.update_progress()
         self.refresh_bindings()
+
+    def render_report(self) -> None:
+        """The run ended: its report rendered now, in a thread, so that the report view opens from it (not when the
+        app is quitting, nor for events replayed from a finished run's files, nor without a point measured)."""
+        path = self.state.path
+        quitting: int = getattr(self.app, "exit_code", 0)  # 130: the app is quitting (app.screens.application)
+        if self.source is not None or path is None or not self.state.done or quitting:
+            return
+        render_when_done(path)
 
     # --- events → state -----------------------------------------------------------------------
 
@@ -403,7 +426,7 @@ class RunScreen(Screen[None]):
         st.t_offset = st.t_last
         for chart in self.query(TimeSeries):
             chart.gap()  # the lines of two points are not joined across what runs between them
-        st.current = point_label(self.kind, ev.point)
+        st.current = self.label_of(ev.point)
         st.live = st.interval = ""
         st.seconds.clear()
         if self.kind == Kind.MEMORY:
@@ -415,13 +438,14 @@ class RunScreen(Screen[None]):
     def _on_point_done(self, ev: sweep.PointDone) -> None:
         self.state.done = ev.done
         self.state.phase = None
-        label = point_label(self.kind, ev.record["point"])
+        label = self.label_of(ev.record["point"])
         if ev.record.get("host") is not None:  # a fleet run: one PointDone per host
             label = strings.RUN_FLEET_LABEL.format(label=label, host=ev.record["host"])
         outcome = outcome_line(ev.record)
-        self.log_line(strings.RUN_POINT_DONE.format(n=ev.index + 1, total=self.points_of(ev.total), label=label,
-                                                    metrics=metrics_line(self.kind, ev.record["metrics"]))
-                      + (strings.RUN_OUTCOME.format(outcome=outcome) if outcome else ""))
+        n, total, metrics = ev.index + 1, self.points_of(ev.total), ev.record["metrics"]
+        self.log_line(lambda binary: strings.RUN_POINT_DONE.format(
+            n=n, total=total, label=label, metrics=metrics_line(self.kind, metrics, binary))
+            + (strings.RUN_OUTCOME.format(outcome=outcome) if outcome else ""))
         record = dict(ev.record, index=ev.index)
         panel = self.suite_panel(ev.record["point"].get("mode"))
         if panel is not None:  # a memory-suite figure: its panel, not the loaded-latency curve
@@ -438,7 +462,7 @@ class RunScreen(Screen[None]):
     def _on_point_failed(self, ev: sweep.PointFailed) -> None:
         self.state.failed += 1
         self.state.phase = None
-        label = point_label(self.kind, ev.point)
+        label = self.label_of(ev.point)
         if ev.host is not None:
             label = strings.RUN_FLEET_LABEL.format(label=label, host=ev.host)
         self.log_line(strings.RUN_POINT_FAILED.format(n=ev.index + 1, total=self.points_of(self.state.total),
@@ -447,7 +471,7 @@ class RunScreen(Screen[None]):
     def _on_point_skipped(self, ev: sweep.PointSkipped) -> None:
         self.state.skipped += 1
         self.state.total = max(self.state.done, self.state.total - 1)
-        self.log_line(strings.RUN_POINT_SKIPPED.format(n=ev.index + 1, label=point_label(self.kind, ev.point),
+        self.log_line(strings.RUN_POINT_SKIPPED.format(n=ev.index + 1, label=self.label_of(ev.point),
                                                        reason=ev.reason))
 
     def _on_precondition_started(self, ev: sweep.PreconditionStarted) -> None:
@@ -468,9 +492,9 @@ class RunScreen(Screen[None]):
         self.state.current = ""
         self.state.live = ""
         self.state.phase = None
-        self.log_line(strings.RUN_PRECONDITION_DONE.format(
+        self.log_line(lambda binary: strings.RUN_PRECONDITION_DONE.format(
             seconds=format_duration(float(r.get("seconds") or 0)), written=float(r.get("io_bytes") or 0) / 1e9,
-            bw=float(r.get("bw_bytes") or 0) / 1e6,
+            bw=rate_text(float(r.get("bw_bytes") or 0) / 1e6, binary, digits=0),
             outcome=strings.RUN_OUTCOME.format(outcome=outcome) if outcome else ""))
 
     def _on_run_finished(self, ev: sweep.RunFinished) -> None:
@@ -537,6 +561,7 @@ class RunScreen(Screen[None]):
             if redraw is not None:
                 chart.dirty = True  # type: ignore[attr-defined]  # every widget with redraw() keeps a dirty flag
                 redraw()
+        self.rewrite_logs()
         self.update_progress()
 
     HANDLERS: ClassVar[dict[type, Callable[[RunScreen, Any], None]]] = {
@@ -590,13 +615,44 @@ class RunScreen(Screen[None]):
 
     # --- rendering ----------------------------------------------------------------------------
 
-    def log_line(self, line: str, short: bool = True) -> None:
+    def log_line(self, line: LogLine, short: bool = True) -> None:
+        """A line of the run's log; a line with a bandwidth is a function of the units (True: MiB/s), written again
+        in the other unit when they change (:meth:`rewrite_logs`): one unit everywhere on screen."""
+        self.log_lines.append((line, short))
+        self._write_log(line, short)
+
+    def _write_log(self, line: LogLine, short: bool) -> None:
         # wrapped, and a long path folded rather than cut: the resume hint must stay readable; what a line quotes
         # (fio's errors, a replayed run's labels and paths) without control characters or escape sequences
-        text = Text(clean_text(line, newlines=True), overflow="fold")
+        shown = line if isinstance(line, str) else line(binary_units(self))
+        text = Text(clean_text(tui_words(shown), newlines=True), overflow="fold")
         self.query_one("#log-full", RichLog).write(text)
         if short:
             self.query_one("#log-short", RichLog).write(text)
+
+    def rewrite_logs(self) -> None:
+        """Both logs written again from their lines, bandwidths in the app's units now."""
+        for log in self.query("#log-full, #log-short").results(RichLog):
+            log.clear()
+        for line, short in self.log_lines:
+            self._write_log(line, short)
+
+    def label_of(self, point: object) -> str:
+        """A point in a few words (app.summary.point_label); a memory point's injection delay with its unit, the
+        engine's own (MLC's units, or the built-in engine's spin steps)."""
+        label = point_label(self.kind, point)  # type: ignore[arg-type]  # a planned point or a line's JSON table
+        table = point.to_dict() if isinstance(point, (StoragePoint, MemoryPoint)) else point
+        if self.kind != Kind.MEMORY or not isinstance(table, dict) or table.get("delay") is None:
+            return label
+        suffix = f" delay {table['delay']}"
+        return label + " " + delay_unit(table.get("engine") or self.engine) if label.endswith(suffix) else label
+
+    @property
+    def engine(self) -> str | None:
+        """The memory engine the run uses: the session's, else the one asked for (None for auto, not known yet)."""
+        runner = getattr(self.session, "runner", None)
+        engine = getattr(runner, "engine", None) or self.request.engine
+        return engine if engine in DELAY_UNITS else None
 
     def update_progress(self) -> None:
         bar = self.query_one("#progress", ProgressBar)

@@ -40,6 +40,14 @@ class HostProbe:
         return "ok" if self.agent else "agent-down"
 
 
+def results_problem(results_dir: Path) -> str | None:
+    """In a thread: why no run could write its results under ``results_dir`` (one sentence in the TUI's words), or
+    None (app.container.results_dir_problem)."""
+    from app.container import results_dir_problem
+
+    return results_dir_problem(results_dir, choose=strings.RESULTS_CHOOSE)
+
+
 @dataclass
 class Options:
     """What the app is started with; tests replace the parts that touch the machine."""
@@ -55,6 +63,8 @@ class Options:
     # warnings about the container the app runs in (app.container.environment_warnings), computed in a
     # thread by the devices screen; None: not checked (tests)
     environment: Callable[[], list[str]] | list[str] | None = None
+    # why no run could write under results_dir (checked in a thread by the devices screen; a run is then refused)
+    results_check: Callable[[Path], str | None] | None = results_problem
     agent_socket: str = DEFAULT_AGENT_SOCKET  # the fleet agents' socket on ssh:// hosts (run --agent-socket)
     # tests: replaces app.screens.fleet.probe_host (a fleet host's connection test, run in a thread)
     probe_host: Probe | None = None
@@ -72,11 +82,17 @@ class _ProfilerApp(Protocol):
 
     options: Options
     sessions: list[Session]
+    results_problem: str | None
 
 
 def app_options(app: object) -> Options:
     """The options the running app was started with."""
     return cast(_ProfilerApp, app).options
+
+
+def set_results_problem(app: object, problem: str) -> None:
+    """Why no run can write its results (a sentence): the app refuses to start or resume one while it is set."""
+    cast(_ProfilerApp, app).results_problem = problem
 
 
 def app_sessions(app: object) -> list[Session]:

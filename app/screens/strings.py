@@ -14,6 +14,10 @@ SCANNING = "Scanning block devices…"
 # warning under it says so)
 NO_DEVICES = "No block device can be used here; the test file is always available."
 DEVICES_FAILED = "Listing block devices failed: {error}. The test file is still available."
+# the results directory cannot be written (app.container.results_dir_problem): said on the first screen, and no run
+# starts into it
+RESULTS_CHOOSE = "(PROFILER_TUI_RESULTS=DIR when starting the TUI)"
+RESULTS_UNWRITABLE = "No run can start — {problem}"
 DEVICES_HINT = "enter: pick a target   p: presets on the test file   f: fleet hosts   ?: help"
 
 # --- fleet hosts (devices screen, f) -------------------------------------------------------------
@@ -23,8 +27,8 @@ FLEET_TARGET_PLACEHOLDER = "/path on every host: a file or a block device there"
 FLEET_HOST_LABEL = "add host"
 FLEET_TARGET_LABEL = "target"
 FLEET_NO_HOSTS = ("No fleet hosts: add one (ssh:// reaches `profiler-tui agent`'s socket on the host through SSH; "
-                  "unix:// is an agent on this machine; tcp:// runs only from the command line, with "
-                  "--allow-local-users or --allow-network). Each point then runs on every host.")
+                  "unix:// is an agent on this machine; tcp:// runs only from the command line). Each point then "
+                  "runs on every host.")
 FLEET_HINT = "enter: add the host, or go on with the target · T: test all · escape: devices"
 FLEET_STATUS = "Fleet: {n} host{s} — the target you pick runs on every host (f: hosts)"
 FLEET_HOST_ADDED = "Added {host}."
@@ -56,8 +60,8 @@ FLEET_TARGET_OWN = "own: {path}"
 FLEET_TARGET_COMMON = "(the target below)"
 FLEET_CONFIRM_TITLE = "Run on {n} fleet hosts"
 FLEET_CONFIRM_EXPLAIN = ("Each host judges its own target with the safety rules when the run starts; a host that "
-                         "refuses stops the run before anything runs anywhere (it is named). Confirming is the "
-                         "TUI's --yes, which a block device needs.")
+                         "refuses stops the run before anything runs anywhere (it is named). A block device needs "
+                         "this confirmation.")
 FLEET_CONFIRM_TYPE = ("To allow write plans on a device that carries a filesystem or partition table, type {name} "
                       "below: it then applies on every host. Leave it empty otherwise.")
 FLEET_CONFIRM_MISMATCH = "That is not {name}; type it exactly, or leave the field empty."
@@ -74,14 +78,14 @@ CONFIRM_TYPE_NAME = ("Write plans destroy what {path} carries. To allow them typ
 CONFIRM_NAME_MISMATCH = "That is not {name}; type the device name exactly, or leave it empty for read-only plans."
 CONFIRM_REFUSED = "{path} is refused for every plan: {reasons}"
 CONFIRM_READ_ONLY = "Write plans are refused on {path}; only read-only plans can run."
-CONFIRM_OK_BLOCK = "Every plan on a block device needs this confirmation (the TUI's --yes)."
+CONFIRM_OK_BLOCK = "Every plan on a block device needs this confirmation."
 CONFIRM_TOO_SMALL = ("Enlarge the terminal to at least {w}×{h} to confirm a device: at this size what you "
                      "confirm might not all be visible.")
 CONFIRM_BUTTON = "Confirm"
 CONFIRM_AUDIT_READING = "Reading the host's settings…"
 CONFIRM_AUDIT_WARNING = "! {what}: {value} — {why}"
 CONFIRM_AUDIT_SUMMARY = "{settings} checked, {warnings}; `profiler-tui audit {target}` lists them"
-CONFIRM_TUNE = "ctrl+t: {state} — set {changes} to a benchmark's values for this run, put back when it ends (--tune)"
+CONFIRM_TUNE = "ctrl+t: {state} — set {changes} to a benchmark's values for this run, put back when it ends"
 CONFIRM_TUNE_ON = "tuning ON"
 CONFIRM_TUNE_OFF = "tuning off"
 CONFIRM_AUDIT_FAILED = "The host's settings could not be read ({error}); `profiler-tui audit {target}` lists them"
@@ -134,7 +138,7 @@ RUN_FLEET_LABEL = "{label} @ {host}"
 RUN_FLEET_HOSTS = " · {n} hosts"
 RUN_PRECONDITION = "Preconditioning ({mode}): {description}, estimated {estimate} …"
 RUN_PRECONDITION_LABEL = "preconditioning ({mode})"
-RUN_PRECONDITION_DONE = "Preconditioned in {seconds}: {written:.2f} GB written at {bw:.0f} MB/s{outcome}"
+RUN_PRECONDITION_DONE = "Preconditioned in {seconds}: {written:.2f} GB written at {bw}{outcome}"
 RUN_SKIPPED_N = ", {n} skipped"
 RUN_FINISHED = "Run {status}: {done}/{total} points{failed} — press r for the results table"
 RUN_FAILED_N = ", {n} failed (see run.json)"
@@ -163,6 +167,7 @@ RESULTS_COLUMNS = "columns, page {page} of {pages} (←/→)"
 RESULTS_FLAG_MARK = "a flagged point's # ends in !"
 RESULTS_CI = "± 95 % within this run, around its centre"
 RESULTS_CPU_FIO = "IOPS/CPU: per CPU-second of fio's threads"
+RESULTS_DEV_FIO = "dev/fio: bytes the device moved over fio's (! flagged: not on the device, or amplified)"
 EXPORT_PROMPT = "Export report.md, report.html, plots/ and results.csv to (a directory, or a .md or .html path):"
 EXPORTING = "Rendering the report…"
 EXPORTED = "Report written: {path}"
@@ -204,7 +209,8 @@ REPORT_TITLE = "Report: {path}"
 REPORT_RENDERING = "Rendering report.md…"
 REPORT_FAILED = "The report cannot be shown: {error}"
 REPORT_FIGURE = "> **Figure {n}: {title}** — press 3 (Figures) to see it: `{path}`"
-REPORT_NO_CURVES = "This run has no curve to draw: a QD sweep or a loaded-latency run has one."
+REPORT_NO_CURVES = ("This run has no curve to draw: a QD sweep, a loaded-latency run or a working-set run "
+                    "has one.")
 REPORT_CURVES_NOTE = ("Curves of the report drawn in the terminal from results.jsonl; the report's SVG "
                       "figures are in {plots}.")
 

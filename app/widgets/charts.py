@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, Hashable, cast
 
 from textual_plotext import PlotextPlot
 
@@ -22,6 +22,9 @@ from app.widgets.glyphs import (
     point_marker,
 )
 from app.widgets.series import plottable, spaced
+
+if TYPE_CHECKING:
+    from textual.app import RenderResult
 
 MAX_SAMPLES = 600  # ten minutes of 1 s fio status dumps per series
 MAX_POINTS = 2000
@@ -124,6 +127,8 @@ class Chart(PlotextPlot):
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.dirty = True
+        self.drawn = 0  # how many times the plot was drawn (redraw): the key of the picture kept by render
+        self.built: tuple[Hashable, RenderResult] | None = None
         self.ylabel_width = 6  # the y tick labels' columns: set when the y ticks are (draw them before x's)
 
     def on_mount(self) -> None:
@@ -145,7 +150,17 @@ class Chart(PlotextPlot):
         self.dirty = False
         self.plt.clear_data()
         self.draw()
+        self.drawn += 1  # the plot changed: the next render builds it again
         self.refresh()
+
+    def render(self) -> RenderResult:
+        """plotext's picture of the plot, built again only when the plot, the size or the theme changed: a tab
+        switched back, or a question shown over the charts, repaints them without building them again (tens of
+        milliseconds a chart on a busy machine, on the event loop, while the key waits)."""
+        key = (self.drawn, self.size, self.app.theme)
+        if self.built is None or self.built[0] != key:
+            self.built = (key, super().render())
+        return self.built[1]
 
     def draw(self) -> None:  # pragma: no cover - overridden
         raise NotImplementedError

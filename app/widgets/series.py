@@ -14,7 +14,7 @@ from rich.text import Text
 from textual.app import RenderResult
 from textual_plotext import PlotextPlot
 
-from app.units import MIB_PER_MB, format_short
+from app.units import MIB_PER_MB, format_short, format_size_human
 from app.widgets.glyphs import ascii_mode, binary_units
 
 # RGB: plotext and rich draw the same colour (their colour names differ)
@@ -25,6 +25,7 @@ ASCII_MARKERS = "*+ox#@%"  # ASCII mode: a character per series (its colour alon
 # within what plotext's arithmetic takes (it multiplies by 10^8 when it rounds: 1e307 overflowed to infinity and
 # stopped the app).  A value above it, infinite or NaN is not drawn (a gap in a line, a point left out).
 MAX_PLOTTED = 1e15
+BYTES = "B"  # the unit of an axis of sizes in bytes: ticks at powers of two, labelled "64KiB", "1MiB"
 
 
 def plottable(value: float | None) -> float | None:
@@ -49,6 +50,15 @@ def _log_ticks(lo: float, hi: float) -> list[float]:
     steps = (1, 2, 5) if b - a <= 2 else (1,)
     out = [m * 10.0 ** e for e in range(a, b + 1) for m in steps]
     return [t for t in out if lo * 0.999 <= t <= hi * 1.001] or [lo, hi]
+
+
+def _power_of_two_ticks(lo: float, hi: float, most: int = 8) -> list[float]:
+    """Powers of two covering [lo, hi], every second or fourth … one when there would be more than ``most``."""
+    a, b = math.ceil(math.log2(lo) - 1e-9), math.floor(math.log2(hi) + 1e-9)
+    step = 1
+    while (b - a) // step + 1 > most:
+        step *= 2
+    return [2.0 ** e for e in range(a, b + 1, step)] or [lo, hi]
 
 
 def _lin_ticks(lo: float, hi: float, count: int = 4) -> list[float]:
@@ -83,6 +93,8 @@ def spaced(ticks: list[float], labels: list[str], where: list[float]) -> tuple[l
 def tick_label(value: float, unit: str) -> str:
     """"120µs", "2ms", "45k IOPS" → compact: the value and its unit in every label (a unit that is a word
     is given with its leading space: " IOPS")."""
+    if unit == BYTES:
+        return format_size_human(int(value)).replace(" ", "")
     if unit == "µs" and value >= 1000:
         return format_short(value / 1000) + "ms"
     if unit == "ns" and value >= 1000:
@@ -164,7 +176,10 @@ class SeriesPlot(PlotextPlot):
     @staticmethod
     def axis(values: list[float], unit: str, log: bool) -> tuple[list[float], list[str]]:
         lo, hi = min(values), max(values)
-        ticks = _log_ticks(lo, hi) if log else _lin_ticks(lo, hi)
+        if unit == BYTES and log and lo >= 1:
+            ticks = _power_of_two_ticks(lo, hi)
+        else:
+            ticks = _log_ticks(lo, hi) if log else _lin_ticks(lo, hi)
         return ticks, [tick_label(t, unit) for t in ticks]
 
     def column(self, value: float, lo: float, hi: float, width: int) -> float:

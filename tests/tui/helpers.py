@@ -227,3 +227,22 @@ def host_audit(target: str) -> Audit:
     warned = {"scheduler": Item("scheduler", "mq-deadline", "none", "why", "warn", "scheduler"),
               "pcie_link": Item("pcie_link", "8.0 GT/s x2\x1b[2J", "16.0 GT/s x4", "why", "warn", "link-degraded")}
     return Audit(target, "sdz", (0, 1), tuple(warned.get(k, Item(k, "v", "w", "why", "ok")) for k in ITEMS))
+
+
+def tunable_audit(tmp_path: Path, monkeypatch: Any) -> Callable[[str], Audit]:
+    """An audit (as :func:`host_audit`) that names one setting --tune would change: /dev/sdz's write-back throttling,
+    in a sysfs under ``tmp_path`` (PROFILER_TUI_SYSFS)."""
+    from dataclasses import replace
+
+    sysfs = tmp_path / "sys"
+    (sysfs / "block" / "sdz" / "queue").mkdir(parents=True)
+    wbt = sysfs / "block" / "sdz" / "queue" / "wbt_lat_usec"
+    wbt.write_text("2000\n")
+    monkeypatch.setenv("PROFILER_TUI_SYSFS", str(sysfs))
+
+    def audit(target: str) -> Audit:
+        found = host_audit(target)
+        tuned = Item("wbt", "2000", "0 (off)", "why", "warn", "wbt-on", tune=((str(wbt), "0"),))
+        return replace(found, items=tuple(tuned if i.key == "wbt" else i for i in found.items))
+
+    return audit

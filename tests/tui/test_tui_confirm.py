@@ -4,17 +4,16 @@
 from __future__ import annotations
 
 import threading
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from app.audit import WARNINGS, Audit, Item
+from app.audit import WARNINGS, Audit
 from app.screens.confirm import ConfirmTarget
 from app.screens.presets import PresetsScreen
 from app.screens.run import RunScreen
 from app.tui import create_app
-from tests.tui.helpers import DEVICES, FIXED_PRESETS, choose_preset, host_audit
+from tests.tui.helpers import DEVICES, FIXED_PRESETS, choose_preset, host_audit, tunable_audit
 
 
 @pytest.fixture(autouse=True)
@@ -206,27 +205,18 @@ async def test_an_audit_that_fails_says_so_and_a_refused_device_reads_none(tmp_p
 
 async def test_ctrl_t_toggles_tuning_what_the_audit_names_and_the_choice_carries_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    sysfs = tmp_path / "sys"
-    (sysfs / "block" / "sdz" / "queue").mkdir(parents=True)
-    wbt = sysfs / "block" / "sdz" / "queue" / "wbt_lat_usec"
-    wbt.write_text("2000\n")
-    monkeypatch.setenv("PROFILER_TUI_SYSFS", str(sysfs))
-
-    def audit(target: str) -> Audit:
-        found = host_audit(target)
-        tuned = Item("wbt", "2000", "0 (off)", "why", "warn", "wbt-on", tune=((str(wbt), "0"),))
-        return replace(found, items=tuple(tuned if i.key == "wbt" else i for i in found.items))
-
+    audit = tunable_audit(tmp_path, monkeypatch)
+    wbt = tmp_path / "sys" / "block" / "sdz" / "queue" / "wbt_lat_usec"
     app = create_app(devices=DEVICES, results_dir=tmp_path, audit=audit)
     async with app.run_test(size=(100, 40)) as pilot:
         modal = await open_confirm(pilot, 1)
         await app.workers.wait_for_complete()
         await pilot.pause()
-        shown = str(modal.query_one("#confirm-audit").render())
-        assert shown.splitlines()[-1].startswith("ctrl+t: tuning off — set 1 setting to a benchmark's values")
+        shown = str(modal.query_one("#confirm-tune").render())
+        assert shown.startswith("ctrl+t: tuning off — set 1 setting to a benchmark's values")
         await pilot.press("ctrl+t")  # the name field has the focus: ctrl+t, not t, reaches the screen
         await pilot.pause()
-        assert "ctrl+t: tuning ON" in str(modal.query_one("#confirm-audit").render())
+        assert "ctrl+t: tuning ON" in str(modal.query_one("#confirm-tune").render())
         chosen: list[object] = []
         monkeypatch.setattr(modal, "dismiss", chosen.append)
         await pilot.press("backspace", "enter")
@@ -242,3 +232,4 @@ async def test_no_tuning_is_offered_when_the_audit_names_nothing_to_change(tmp_p
         await pilot.pause()
         await pilot.press("ctrl+t")
         assert "ctrl+t" not in str(modal.query_one("#confirm-audit").render()) and modal.tune is False
+        assert not modal.query_one("#confirm-tune").display
