@@ -154,6 +154,17 @@ def _lay(cells: list[list[str]], widths: Sequence[int] | Mapping[int, int], show
     return lines
 
 
+def card_lines(headers: Sequence[str], rows: Sequence[Sequence[str]], width: int) -> list[TableLine]:
+    """Each row as a card (as :func:`table_lines` lays a table too wide for its width): its first cell on a line,
+    then ``header value`` for each other cell, wrapped to ``width``."""
+    return _cards([list(headers)] + [list(r) for r in rows], (), width)
+
+
+def wrap_line(text: str, width: int) -> list[str]:
+    """``text`` wrapped at words to ``width`` (a word wider than it on a line of its own)."""
+    return _wrap(text, width)
+
+
 def _cards(cells: list[list[str]], bare: Collection[int], width: int) -> list[TableLine]:
     """Each row as a card: its first cell, then the other cells as ``header value`` (an item is broken only when
     it is wider than ``width`` on its own)."""
@@ -180,16 +191,24 @@ def fit_line(text: str, width: int | None, indent: str = "    ") -> str:
     ``indent``."""
     if width is None or len(text) <= width:
         return text
-    words = text.split(" ")
+    out = textwrap.wrap(glue(text), max(len(indent) + 8, width), subsequent_indent=indent, break_on_hyphens=False)
+    return "\n".join(line.replace(GLUE, " ") for line in out)
+
+
+GLUE = "\x00"  # a space no line may end at (:func:`glue`)
+
+
+def glue(text: str) -> str:
+    """``text`` with :data:`GLUE` for each space a line must not end at: between a figure and the word before it
+    or its unit, after "lat", a ± or a flag's mark (put the spaces back after wrapping)."""
     glued: list[str] = []
-    for w in words:
-        if glued and (w in UNITS or _FIGURE.match(w) or glued[-1].split("\x00")[-1] in ("±", "!", "lat") or not w):
-            glued[-1] += "\x00" + w
+    for w in text.split(" "):
+        unit = w in UNITS or w.rstrip(")") in UNITS  # "IOPS" and "IOPS)" of "(20.0k ± 2.0k IOPS)"
+        if glued and (unit or _FIGURE.match(w) or glued[-1].split(GLUE)[-1] in ("±", "!", "⚑", "lat") or not w):
+            glued[-1] += GLUE + w
         else:
             glued.append(w)
-    out = textwrap.wrap(" ".join(glued), max(len(indent) + 8, width), subsequent_indent=indent,
-                        break_on_hyphens=False)
-    return "\n".join(line.replace("\x00", " ") for line in out)
+    return " ".join(glued)
 
 
 def stream_width(stream: object) -> int | None:

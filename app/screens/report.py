@@ -26,6 +26,7 @@ from app.screens import strings
 from app.screens.prerender import wait_rendered
 from app.widgets import TooSmall
 from app.widgets.figure import FigureView
+from app.widgets.fittable import ReportViewer, tables_in_view, turn_tables
 from app.widgets.series import BYTES, Series, SeriesPlot, legend
 
 if TYPE_CHECKING:
@@ -158,6 +159,8 @@ class ReportScreen(Screen[None]):
         Binding("1", "tab('report-text')", "Report", show=False),
         Binding("2", "tab('report-curves')", "Curves", show=False),
         Binding("3", "tab('report-figures')", "Figures", show=False),
+        Binding("left", "columns(-1)", "Columns", show=False),
+        Binding("right", "columns(1)", "Columns", show=False),
         Binding("escape", "back", "Back"),
     ]
 
@@ -173,7 +176,7 @@ class ReportScreen(Screen[None]):
             yield Static(strings.REPORT_RENDERING, id="report-status")
             with TabbedContent(initial="report-text", id="report-tabs"):
                 with TabPane("Report 1", id="report-text"):
-                    yield MarkdownViewer("", show_table_of_contents=False, id="report-md")
+                    yield ReportViewer("", show_table_of_contents=False, id="report-md")
                 with TabPane("Curves 2", id="report-curves"):
                     yield CurvesScroll(id="report-plots")
                 with TabPane("Figures 3", id="report-figures"):
@@ -255,6 +258,12 @@ class ReportScreen(Screen[None]):
         if tree.cursor_line < 0:  # no row under the cursor yet: it would not show
             tree.cursor_line = 0
         tree.focus()
+
+    def action_columns(self, step: int) -> None:
+        """←/→: the other columns of the report's tables in view that show a page of theirs (app.widgets.fittable)."""
+        if self.query_one("#report-tabs", TabbedContent).active != "report-text":
+            return
+        turn_tables(tables_in_view(self.query_one("#report-md", MarkdownViewer)), step)
 
     def action_tab(self, tab: str) -> None:
         self.query_one("#report-tabs", TabbedContent).active = tab

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from rich.text import Text
+from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -432,6 +433,10 @@ class ResultsScreen(Screen[None]):
         Binding("d", "devices", "Devices"),
         Binding("f", "figures", "Figures", show=False),  # in the help: the footer is full at 80 columns
         Binding("k", "other_kind", "Other kind"),  # a run with storage and memory points (an import of both)
+        # the other columns of a table wider than the screen (before the table's own ←/→, which would scroll it
+        # by characters and cut the column at the edge)
+        Binding("left", "columns(-1)", "Columns", show=False, priority=True),
+        Binding("right", "columns(1)", "Columns", show=False, priority=True),
     ]
 
     def __init__(self, path: str | Path) -> None:
@@ -447,6 +452,8 @@ class ResultsScreen(Screen[None]):
         self.export_dest = ""  # where the export in progress writes (named when it fails)
         self.fleet: FleetTable | None = None  # a fleet run: host × point with a total per point
         self.cpu_note: str | None = None  # what the IOPS/CPU column counts, when it is shown
+        self.page = 0  # the page of columns shown when they do not all fit (column_pages)
+        self.shown: list[int] = []  # the indexes of self.columns in the table, in order
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
@@ -479,6 +486,7 @@ class ResultsScreen(Screen[None]):
         self.kind_shown = kind
         self.records = self.by_kind.get(kind, [])
         self.sort_column = 0
+        self.page = 0  # its columns from the first page
         kinds = {r.get("kind") for r in self.records}
         self.columns = MEMORY_COLUMNS if kinds == {Kind.MEMORY} else STORAGE_COLUMNS
         if kinds == {Kind.MEMORY} and with_figures(self.path, self.records):
@@ -511,17 +519,73 @@ class ResultsScreen(Screen[None]):
 
     def add_columns(self) -> None:
         table = self.query_one("#results", DataTable)
-        for name in [c[0] for c in FLEET_COLUMNS] if self.fleet is not None else [c[0] for c in self.columns]:
-            table.add_column(self.column_label(name), key=name)
+        if self.fleet is not None:
+            for name in [c[0] for c in FLEET_COLUMNS]:
+                table.add_column(self.column_label(name), key=name)
+            return
+        pages = self.column_pages()
+        self.page = max(0, min(self.page, len(pages) - 1))
+        self.shown = pages[self.page]
+        for i in self.shown:
+            table.add_column(self.column_label(self.columns[i][0]), key=self.columns[i][0])
 
-    def units_changed(self) -> None:
-        """The units toggle: bandwidths again in the app's unit, the cursor where it was."""
+    def column_pages(self) -> list[list[int]]:
+        """The columns of each page: all of them when they fit the table's width; else the point's number and
+        test on every page and as many whole figure columns beside them as fit (never a column cut at the edge)."""
+        everything = list(range(len(self.columns)))
+        width = self.query_one("#results", DataTable).size.width - 2  # the vertical scrollbar
+        if width <= 2 or len(self.columns) <= 3:
+            return [everything]
+        scale = mbps(self, 1.0)
+
+        def wide(i: int) -> int:
+            name, get, fmt = self.columns[i]
+            cells = [fmt(get(r) * scale) if name == "MB/s" else fmt(get(r)) for r in self.records]
+            return max([len(self.column_label(name))] + [len(str(c)) for c in cells]) + 2  # a space either side
+
+        widths = [wide(i) for i in everything]
+        if sum(widths) <= width:
+            return [everything]
+        keys, room = [0, 1], width - widths[0] - widths[1]
+        pages: list[list[int]] = [[]]
+        for i in everything[2:]:
+            if pages[-1] and sum(widths[k] for k in pages[-1]) + widths[i] > room:
+                pages.append([])
+            pages[-1].append(i)
+        return [keys + page for page in pages]
+
+    def action_columns(self, step: int) -> None:
+        """←/→: the previous or next page of columns (app.widgets.fittable's rule for the report's tables)."""
+        if self.fleet is not None or len(self.column_pages()) < 2:
+            raise SkipAction()
+        pages = self.column_pages()
+        page = max(0, min(self.page + step, len(pages) - 1))
+        if page != self.page:
+            self.page = page
+            self.rebuild()
+
+    def rebuild(self) -> None:
+        """The table's columns and rows again, the cursor where it was."""
         table = self.query_one("#results", DataTable)
         row = table.cursor_row
         table.clear(columns=True)
         self.add_columns()
         self.render_rows()
         table.move_cursor(row=row)
+
+    def on_resize(self) -> None:
+        """Another width: other pages of columns (the first of them), unless the one shown is still one."""
+        if self.fleet is None and self.records:
+            self.call_after_refresh(self._repage)
+
+    def _repage(self) -> None:
+        if self.shown not in self.column_pages():
+            self.page = 0
+            self.rebuild()
+
+    def units_changed(self) -> None:
+        """The units toggle: bandwidths again in the app's unit, the cursor where it was."""
+        self.rebuild()
 
     @property
     def column_count(self) -> int:
@@ -559,10 +623,15 @@ class ResultsScreen(Screen[None]):
         _, key, _ = self.columns[self.sort_column]
         rows = sorted(self.records, key=lambda r: natural_key(key(r)), reverse=self.reverse)
         scale = mbps(self, 1.0)
+        # a flagged point's number carries a "!" while its flags are on another page of columns
+        hidden_flags = bool(self.shown) and FLAGS_COLUMN in self.columns and \
+            self.columns.index(FLAGS_COLUMN) not in self.shown
         for r in rows:
             cells = []
-            for name, get, fmt in self.columns:
+            for name, get, fmt in [self.columns[i] for i in self.shown or range(len(self.columns))]:
                 text = fmt(get(r) * scale) if name == "MB/s" else fmt(get(r))
+                if name == "#" and hidden_flags and r.get("flags"):
+                    text += "!"
                 cells.append(shown(text, "right" if name in RIGHT else None))
             table.add_row(*cells)
         status = strings.SORTED_BY.format(column=self.column_label(self.columns[self.sort_column][0]),
@@ -578,6 +647,11 @@ class ResultsScreen(Screen[None]):
             status = strings.RESULTS_KINDS.format(
                 counts=strings.kind_counts({k: len(v) for k, v in self.by_kind.items()}), kind=self.kind_shown,
                 other=other) + "  ·  " + status
+        pages = len(self.column_pages())
+        if pages > 1:
+            status = strings.RESULTS_COLUMNS.format(page=self.page + 1, pages=pages) + "  ·  " + status
+        if hidden_flags and any(r.get("flags") for r in rows):
+            status += "  ·  " + strings.RESULTS_FLAG_MARK
         if not self.records:
             status = strings.RESULTS_EMPTY
         if self.exported is not None:
@@ -596,6 +670,8 @@ class ResultsScreen(Screen[None]):
 
     def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
         index = event.column_index
+        if self.fleet is None and self.shown:
+            index = self.shown[index]  # the table shows a page of the columns
         if index == self.sort_column:
             self.reverse = not self.reverse
         else:

@@ -163,6 +163,8 @@ RESULTS_FLEET_FAILED_N = "{n} failed (run.json)"
 RESULTS_FLEET_OUTLIERS = "yellow: more than 3 MADs from the fleet median (the report's outliers)"
 SORTED_BY = "sorted by {column} ({direction})"
 # the results table's ± column: what it covers; the figure before it is the interval's centre (app.frame)
+RESULTS_COLUMNS = "columns, page {page} of {pages} (←/→)"
+RESULTS_FLAG_MARK = "a flagged point's # ends in !"
 RESULTS_CI = "± 95 % within this run, around its centre"
 RESULTS_CPU_FIO = "IOPS/CPU: per CPU-second of fio's threads"
 RESULTS_DEV_FIO = "dev/fio: bytes the device moved over fio's (! flagged: not on the device, or amplified)"
@@ -277,7 +279,9 @@ letters filter, so there only `ctrl+c` quits). The smallest supported terminal i
 ## Results
 - `s` sort by the next column, `S` reverse the order, `e` export report.md and plots,
   `v` the report, `escape` back, `d` devices, `f` the report's figures as pictures (as the report's `3`);
-  `u` MB/s or MiB/s anywhere; `k` the other kind's rows in a run with storage and memory points (an import).
+  `u` MB/s or MiB/s anywhere; `k` the other kind's rows in a run with storage and memory points (an import);
+  `←/→` the other columns when they do not all fit (`#` and the test stay; a flagged point's `#` ends in `!`
+  while its flags are on another page).
 - `dev/fio`: the bytes the device moved over fio's, in the point's direction (read/write for a mix);
   `!` after it: flagged not-on-device or amplified; `—`: no counters or no I/O that way.
 
@@ -301,6 +305,8 @@ letters filter, so there only `ctrl+c` quits). The smallest supported terminal i
 ## Report
 - report.md with its table of contents (`t` shows or hides it); `1` the report, `2` its curves drawn in the
   terminal, `3` its figures as pictures (each figure line of the report names its number). `escape` back.
+- A table too wide for the terminal shows a page of its columns beside the ones that say which row is which
+  ("Columns, page 1 of 4"): `←/→` the others, on the tables in view.
 
 ## Figures (`3` in the report, `f` in the results)
 - The report's figures drawn in the terminal: Kitty graphics or Sixel where the terminal answers that it can,
