@@ -99,7 +99,7 @@ def box(points: Sequence[StorageRow], run_dir: Path) -> list[str] | None:
         rows.append([md_text(label, cell=True), *cells])
     out = [markdown_table(["Test", "Read MB/s", "Write MB/s"], rows, right=(1, 2)), ""]
     over = sorted(bases)
-    what = " or ".join("the mean over " + b if b.endswith("runs") else b for b in over)
+    what = " or ".join("the mean over " + b if b.endswith("runs") else "the figure's mean " + b for b in over)
     out += [f"MB/s = 10^6 B/s; ± is the 95 % interval of {what} (docs/uncertainty.md).", ""]
     return out
 

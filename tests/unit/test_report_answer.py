@@ -59,3 +59,5 @@ def test_a_flagged_figure_is_marked_where_it_stands_and_the_flag_said_in_words(t
     read, write = row.split("|")[2:4]
     assert "⚑ not-on-device" in read and "⚑" not in write
     assert "- ⚑ `not-on-device` on 1 point (randread 4K QD1): " in s
+    # one run: the ± is of the figure's mean within it (the note read "the 95 % interval of within this run")
+    assert "± is the 95 % interval of the figure's mean within this run" in s
