@@ -36,12 +36,27 @@ EXAMPLES_CAP = int(os.environ.get("PROFILER_TUI_TEST_EXAMPLES", "0") or 0)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark every test under tests/integration ``integration`` (the real tools, loop devices, root), so
     ``-m "not integration"`` picks the others without a list of files to keep up to date."""
+    _heavy_first(items)
     for item in items:
         _cap_examples(item)
         if item.path.is_relative_to(INTEGRATION):
             item.add_marker(pytest.mark.integration)
         elif item.path.is_relative_to(VM):
             item.add_marker(pytest.mark.vm)
+
+
+# the unit files that take the most time (tens of CPU-seconds each: reports rendered under checks, many Hypothesis
+# examples), slowest first: pytest-xdist's workers (`make check`) start them first, so that neither worker is left
+# with one of them when the other is done
+HEAVY = ["test_report_visual.py", "test_raster.py", "test_report_foreign_text.py", "test_frame_csv.py",
+         "test_presets_properties.py", "test_report_html.py", "test_compare.py", "test_mlc_properties.py"]
+
+
+def _heavy_first(items: list[pytest.Item]) -> None:
+    """The HEAVY files of tests/unit first, in that order, each file's tests kept together and in their order."""
+    rank = {name: i for i, name in enumerate(HEAVY)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(HEAVY)) if item.path.parent.name == "unit"
+               else len(HEAVY))
 
 
 def _cap_examples(item: pytest.Item) -> None:
