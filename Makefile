@@ -28,7 +28,7 @@ MEMLAT := native/memlat/build/memlat
 # ruff (lint and import order; configured in pyproject.toml) checks these
 RUFF_PATHS := app tests bench
 # `make check`'s tests: tests/unit, the files that need no fio, no memory engine run, no root and no loop device
-# (tests/integration holds those), so the inner loop takes about a minute
+# (tests/integration holds those)
 UNIT_TESTS := tests/unit
 # ... in two pytest-xdist workers (the machine type has 2 CPUs; the unit tests share no fixed path, port or file),
 # and no Hypothesis test past 100 examples, the first of its derandomized sequence (tests/conftest.py;
