@@ -33,6 +33,16 @@ settings.load_profile("suite")
 EXAMPLES_CAP = int(os.environ.get("PROFILER_TUI_TEST_EXAMPLES", "0") or 0)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """In a pytest-xdist worker, the report draws its figures in this process rather than in a fork()ed pool:
+    the worker's message thread is a raw thread the report's check for other threads cannot see, and a child forked
+    while it holds a lock hangs (a report test waited 300 s for its pool).  The figures are the same either way."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        from app.report import plots
+
+        plots.PARALLEL = False
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark every test under tests/integration ``integration`` (the real tools, loop devices, root), so
     ``-m "not integration"`` picks the others without a list of files to keep up to date."""
