@@ -28,8 +28,15 @@ MEMLAT := native/memlat/build/memlat
 # ruff (lint and import order; configured in pyproject.toml) checks these
 RUFF_PATHS := app tests bench
 # `make check`'s tests: tests/unit, the files that need no fio, no memory engine run, no root and no loop device
-# (tests/integration holds those), so the inner loop takes about a minute
+# (tests/integration holds those)
 UNIT_TESTS := tests/unit
+# ... in two pytest-xdist workers (the machine type has 2 CPUs; the unit tests share no fixed path, port or file),
+# and no Hypothesis test past 100 examples, the first of its derandomized sequence (tests/conftest.py;
+# `make test` runs each test's own count).  Bytecode is cached (__pycache__, ignored by git) even where the
+# environment sets PYTHONDONTWRITEBYTECODE: without it every worker and every `python -m app` a test starts
+# compiles app/ again and pytest rewrites every test file's asserts again
+UNIT_OPTS := -n 2 --dist loadfile
+UNIT_ENV := PROFILER_TUI_TEST_EXAMPLES=100 PYTHONDONTWRITEBYTECODE=
 
 # mypy: the type check of app/ (configured in pyproject.toml)
 .PHONY: typecheck lint check setup setup-run run-pkgs run-deps test-deps system-deps vm-deps venv venv-run native run install-test test-last test test-vm test-fast bench bench-fio bench-mem bench-report bench-tui bench-steady bench-precision bench-runs bench-fleet bench-peak bench-claims native-asan container-test clean
@@ -191,7 +198,7 @@ lint: setup
 check: setup
 	@start=$$(date +%s.%N); rc=0; \
 	$(BIN)/ruff check $(RUFF_PATHS) && $(BIN)/mypy && $(BIN)/lint-imports && \
-	  $(BIN)/python -m pytest -q $(UNIT_TESTS) || rc=$$?; \
+	  $(UNIT_ENV) $(BIN)/python -m pytest -q $(UNIT_OPTS) $(UNIT_TESTS) || rc=$$?; \
 	$(BIN)/python -c 'import sys, time; print(f"make check: {time.time() - float(sys.argv[1]):.1f} s")' $$start; \
 	exit $$rc
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Callable
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from app.points import MemoryPoint
 
@@ -22,16 +23,60 @@ VM = Path(__file__).resolve().parent / "vm"
 # hundred runs watch it for 0.05 s (still two real readings; tests/unit/test_audit.py covers the watch itself)
 os.environ.setdefault("PROFILER_TUI_SWAP_WATCH_S", "0.05")
 pytest_plugins = ["vm_fixtures"]  # the QEMU guests of tests/vm (tests/helpers/vm_fixtures.py)
+# Hypothesis's too_slow health check times the generation of inputs, which a loaded machine (CI, pytest-xdist
+# workers beside each other) slows without any fault of the test: it fails a test for the machine's load, so it is
+# off for the suite.  Every property still runs its examples; filter_too_much and the others stay on.
+settings.register_profile("suite", suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("suite")
+# `make check` (the inner loop) sets PROFILER_TUI_TEST_EXAMPLES=100: a Hypothesis test that asks for more examples
+# runs that many (the first ones of its derandomized sequence); `make test` runs every test's own count
+EXAMPLES_CAP = int(os.environ.get("PROFILER_TUI_TEST_EXAMPLES", "0") or 0)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """In a pytest-xdist worker, the report draws its figures in this process rather than in a fork()ed pool:
+    the worker's message thread is a raw thread the report's check for other threads cannot see, and a child forked
+    while it holds a lock hangs (a report test waited 300 s for its pool).  The figures are the same either way."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        from app.report import plots
+
+        plots.PARALLEL = False
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark every test under tests/integration ``integration`` (the real tools, loop devices, root), so
     ``-m "not integration"`` picks the others without a list of files to keep up to date."""
+    _heavy_first(items)
     for item in items:
+        _cap_examples(item)
         if item.path.is_relative_to(INTEGRATION):
             item.add_marker(pytest.mark.integration)
         elif item.path.is_relative_to(VM):
             item.add_marker(pytest.mark.vm)
+
+
+# the unit files that take the most time (tens of CPU-seconds each: reports rendered under checks, many Hypothesis
+# examples), slowest first: pytest-xdist's workers (`make check`) start them first, so that neither worker is left
+# with one of them when the other is done
+HEAVY = ["test_report_visual.py", "test_raster.py", "test_report_foreign_text.py", "test_frame_csv.py",
+         "test_presets_properties.py", "test_report_html.py", "test_compare.py", "test_mlc_properties.py"]
+
+
+def _heavy_first(items: list[pytest.Item]) -> None:
+    """The HEAVY files of tests/unit first, in that order, each file's tests kept together and in their order."""
+    rank = {name: i for i, name in enumerate(HEAVY)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(HEAVY)) if item.path.parent.name == "unit"
+               else len(HEAVY))
+
+
+def _cap_examples(item: pytest.Item) -> None:
+    """At most EXAMPLES_CAP examples for a Hypothesis test (nothing when the cap is 0): Hypothesis reads a test's
+    settings when it is called, so this replaces them with a copy that differs in max_examples only."""
+    test = getattr(getattr(item, "obj", None), "__func__", getattr(item, "obj", None))
+    current = getattr(test, "_hypothesis_internal_use_settings", None)
+    if EXAMPLES_CAP <= 0 or not hasattr(test, "hypothesis") or current is None or current.max_examples <= EXAMPLES_CAP:
+        return
+    test._hypothesis_internal_use_settings = settings(current, max_examples=EXAMPLES_CAP)  # type: ignore[union-attr]
 
 
 def run_cli(*args: str, timeout: float = 300, env: dict[str, str] | None = None,

@@ -3,10 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
-
-import pytest
 
 from app.records import read_line
 from app.runners.fio_parse import iops_per_cpu, metrics
@@ -38,16 +34,3 @@ def test_no_cpu_figures_give_no_figure_and_the_line_reads_it() -> None:
     assert read_line(json.dumps(line)).storage.iops_per_cpu == 10_000.0
     line["metrics"] = {**m, "iops_per_cpu": "fast"}
     assert read_line(json.dumps(line), check=False).storage.iops_per_cpu is None
-
-
-@pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
-def test_real_fio_with_two_busy_threads() -> None:
-    """fio's null engine keeps each job thread on a CPU: with two of them the figure is IOPS ÷ about two CPUs."""
-    out = subprocess.run(["fio", "--name=t", "--ioengine=null", "--size=1g", "--rw=randread", "--bs=4k",
-                          "--numjobs=2", "--thread", "--group_reporting", "--runtime=1", "--time_based",
-                          "--output-format=json"], capture_output=True, text=True, timeout=60, check=True).stdout
-    doc = json.loads(out[out.index("{"):])
-    m = metrics(doc)
-    job = doc["jobs"][0]
-    busy = (job["usr_cpu"] + job["sys_cpu"]) / 100 * 2  # two threads, each this share of a CPU
-    assert m["iops_per_cpu"] == pytest.approx(m["iops"] / busy, rel=0.05)
