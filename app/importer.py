@@ -337,6 +337,10 @@ def fio_points(doc: dict[str, object]) -> list[Imported]:
                                                                  "are 0 in read, write and trim)" if name else
                                                                  f" ({first}: total_ios and io_bytes are 0 in read, "
                                                                  "write and trim)"))
+        unserved = fio_parse.unserved(m)
+        if unserved is not None:  # a device that went away reads as empty: figures of no target (a run fails them)
+            name = group[0].get("jobname")
+            raise fio_parse.FormatError(unserved + (f" ({first}, job '{name}')" if name else f" ({first})"))
         if from_clat:
             m["percentiles_source"] = "clat_ns"
         if len(groups) > 1:  # fio's device figures cover the whole document: not one of its several points

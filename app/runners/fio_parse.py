@@ -536,7 +536,8 @@ def metrics(doc: dict[str, object], jobs: list[dict[str, object]] | None = None)
     hist = latency_hist(jobs)
     if hist:
         m["lat_hist"] = hist_record(hist)
-    per_cpu = iops_per_cpu(jobs, m["total_ios"])
+    # I/Os that moved no bytes are no I/O of the target: no figure per CPU of them (its IOPS is 0)
+    per_cpu = iops_per_cpu(jobs, m["total_ios"]) if unserved(m) is None else None
     if per_cpu is not None:
         m["iops_per_cpu"] = per_cpu
     return m

@@ -72,3 +72,17 @@ def test_a_point_that_moved_no_bytes_fails_and_resume_measures_it_again(tmp_path
         assert [i for i, _ in again.pending()] == [0]
     finally:
         again.close()
+
+
+def test_i_os_that_moved_no_bytes_have_no_iops_per_cpu_and_are_not_imported(tmp_path: Path) -> None:
+    """The canned document's 582,324 empty reads in 0.99 CPU-s gave "587k IOPS per CPU" beside 0 IOPS, and an
+    import took them as a point: neither is a figure of a target."""
+    from app.errors import UsageError
+    from app.importer import import_files
+
+    assert "iops_per_cpu" not in metrics(DOC)
+    src = tmp_path / "fio.json"
+    src.write_text(json.dumps(DOC))
+    with pytest.raises(UsageError, match=r"fio\.json: .*582,324 I/Os that moved no bytes.*job '"):
+        import_files([str(src)], tmp_path / "out")
+    assert not (tmp_path / "out").exists()
