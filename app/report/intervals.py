@@ -231,8 +231,8 @@ def unshown_note(rows: Sequence[StorageRow | MemoryRow], name: Callable[[Storage
     if not any(memory_intervals(r) if isinstance(r, MemoryRow) else (r.computed_ci or ({},))[0] for r in rows):
         kinds = [md_text(KIND_WORDS.get(k, k), 600) + (f" ({md_text(e[0][2], 600)})" if e[0][2] else "")
                  for k, e in groups.items()]
-        head = "No point has" if len(rows) > 1 else "The point has no"
-        return [f"{head.replace('has no', 'has')} a 95 % interval (shown without ±): " + "; ".join(kinds) + ".", ""]
+        head = "No point has a" if len(rows) > 1 else "The point has no"
+        return [f"{head} 95 % interval (shown without ±): " + "; ".join(kinds) + ".", ""]
     out = ["Shown without ± (no 95 % interval of the figure's mean, docs/uncertainty.md):", ""]
     for kind, entries in groups.items():
         named = []

@@ -238,3 +238,16 @@ def test_a_level_shift_in_one_figure_takes_every_figures_interval_and_names_both
     assert "±" not in line
     assert ("mean latency 551.56 µs for the first 6.25 s of the measured samples, 611.57 µs after (+10.9%)" in md)
     assert rows[0]["iops_ci_low"] == ""
+
+
+def test_a_single_point_without_an_interval_is_said_to_have_none(tmp_path: Path) -> None:
+    """One imported point: "The point has no 95 % interval" (it read "The point has a 95 % interval (shown without
+    ±)", the opposite of the truth)."""
+    run = write_storage_run(tmp_path / "one", [(storage_point(iodepth=1), 30000.0, 0.03)])
+    jl = run / "results.jsonl"
+    (rec,) = [json.loads(x) for x in jl.read_text().splitlines()]
+    rec["metrics"]["ci_method"] = {"method": "none", "reason": "imported fio JSON has no per-second samples"}
+    jl.write_text(json.dumps(rec) + "\n")
+    md, _ = _report(run)
+    assert "The point has no 95 % interval (shown without ±): imported fio JSON has no per-second samples." in md
+    assert "The point has a 95" not in md
