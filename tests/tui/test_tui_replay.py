@@ -67,8 +67,10 @@ async def start_replay(pilot: Any) -> ReplayScreen:
     runs = await open_runs(pilot)
     assert len(runs.shown) == 1
     await pilot.press("ctrl+y")
-    return await wait_for(pilot, lambda: isinstance(pilot.app.screen, ReplayScreen) and pilot.app.screen, 15,
-                          "the replay screen")
+    # playing: its keys act only once it plays (pressed while the screen was still being mounted, on a loaded
+    # machine, they were refused and the speed stayed 10×)
+    return await wait_for(pilot, lambda: isinstance(pilot.app.screen, ReplayScreen) and pilot.app.screen.playing
+                          and pilot.app.screen, 15, "the replay screen playing")
 
 
 async def test_replay_at_10x_shows_the_samples_files_figures_in_a_tenth_of_the_time(
