@@ -44,12 +44,12 @@ def render_in_child(path: Path) -> None:
 
     def child_setup() -> None:  # between fork and exec: dies with its thread, and yields the CPU to the screens
         _die_with_parent()
-        os.setpgid(0, 0)  # a group of its own: stopping it stops the figure workers it forks too
         os.nice(RENDER_NICE)
 
     package_dir = str(Path(app.__file__).resolve().parent.parent)
     child = subprocess.Popen([sys.executable, "-I", "-c", RENDER, package_dir, str(path)], stdin=subprocess.DEVNULL,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=child_setup)
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=child_setup,
+                             start_new_session=True)  # a group of its own: stopping it stops its figure workers too
     with _lock:
         _children.add(child.pid)
     try:
