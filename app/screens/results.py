@@ -454,6 +454,7 @@ class ResultsScreen(Screen[None]):
         self.cpu_note: str | None = None  # what the IOPS/CPU column counts, when it is shown
         self.page = 0  # the page of columns shown when they do not all fit (column_pages)
         self.shown: list[int] = []  # the indexes of self.columns in the table, in order
+        self.pages: list[list[int]] = []  # column_pages() as the table's columns were last added
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
@@ -523,7 +524,7 @@ class ResultsScreen(Screen[None]):
             for name in [c[0] for c in FLEET_COLUMNS]:
                 table.add_column(self.column_label(name), key=name)
             return
-        pages = self.column_pages()
+        self.pages = pages = self.column_pages()
         self.page = max(0, min(self.page, len(pages) - 1))
         self.shown = pages[self.page]
         for i in self.shown:
@@ -556,9 +557,9 @@ class ResultsScreen(Screen[None]):
 
     def action_columns(self, step: int) -> None:
         """←/→: the previous or next page of columns (app.widgets.fittable's rule for the report's tables)."""
-        if self.fleet is not None or len(self.column_pages()) < 2:
+        pages = self.pages if self.fleet is None else []
+        if len(pages) < 2:
             raise SkipAction()
-        pages = self.column_pages()
         page = max(0, min(self.page + step, len(pages) - 1))
         if page != self.page:
             self.page = page
@@ -579,9 +580,12 @@ class ResultsScreen(Screen[None]):
             self.call_after_refresh(self._repage)
 
     def _repage(self) -> None:
-        if self.shown not in self.column_pages():
+        pages = self.column_pages()
+        if self.shown not in pages:
             self.page = 0
             self.rebuild()
+        else:
+            self.pages, self.page = pages, pages.index(self.shown)
 
     def units_changed(self) -> None:
         """The units toggle: bandwidths again in the app's unit, the cursor where it was."""
@@ -647,7 +651,7 @@ class ResultsScreen(Screen[None]):
             status = strings.RESULTS_KINDS.format(
                 counts=strings.kind_counts({k: len(v) for k, v in self.by_kind.items()}), kind=self.kind_shown,
                 other=other) + "  ·  " + status
-        pages = len(self.column_pages())
+        pages = len(self.pages)  # a sort changes no column's width: the pages the columns were added with
         if pages > 1:
             status = strings.RESULTS_COLUMNS.format(page=self.page + 1, pages=pages) + "  ·  " + status
         if hidden_flags and any(r.get("flags") for r in rows):
