@@ -29,9 +29,10 @@ def natural_key(value: object) -> tuple[object, ...]:
     return (1, tuple((0, float(x), "") if i % 2 else (1, 0.0, x) for i, x in enumerate(parts) if x))
 
 
-def point_label(kind: str, point: Point | Mapping[str, object]) -> str:
+def point_label(kind: str, point: Point | Mapping[str, object], delay_unit: str | None = None) -> str:
     """A point in a few words: a planned point, or a point's JSON table as a results line holds it
-    (untrusted: a missing or ill-typed setting shows as ``?``/``None``)."""
+    (untrusted: a missing or ill-typed setting shows as ``?``/``None``); a loaded-latency point's injection delay
+    followed by ``delay_unit`` when given (the engine's own: MLC's units or the built-in engine's spin steps)."""
     if isinstance(point, (StoragePoint, MemoryPoint)):
         point = point.to_dict()
     if kind == Kind.STORAGE:
@@ -51,7 +52,9 @@ def point_label(kind: str, point: Point | Mapping[str, object]) -> str:
         return figure_label(point)
     buffer = point.get("buffer")
     buf = f" buf {format_size(buffer)}" if isinstance(buffer, int) and buffer else ""
-    return f"{point.get('traffic')} stride {point.get('stride')}{buf} delay {point.get('delay')}"
+    delay = point.get("delay")
+    unit = f" {delay_unit}" if delay_unit and delay is not None else ""
+    return f"{point.get('traffic')} stride {point.get('stride')}{buf} delay {delay}{unit}"
 
 
 def metrics_line(kind: str, metrics: Mapping[str, Any], binary: bool = False) -> str:

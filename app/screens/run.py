@@ -388,8 +388,9 @@ class RunScreen(Screen[None]):
         self.refresh_bindings()
 
     def render_report(self) -> None:
-        """The run ended: its report rendered now, in a thread, so that the report view opens from it (not when the
-        app is quitting, nor for events replayed from a finished run's files, nor without a point measured)."""
+        """The run ended: its report rendered now, by a child process, so that the report view opens from it (not
+        when the app is quitting, nor for events replayed from a finished run's files, nor without a point
+        measured)."""
         path = self.state.path
         quitting: int = getattr(self.app, "exit_code", 0)  # 130: the app is quitting (app.screens.application)
         if self.source is not None or path is None or not self.state.done or quitting:
@@ -640,12 +641,9 @@ class RunScreen(Screen[None]):
     def label_of(self, point: object) -> str:
         """A point in a few words (app.summary.point_label); a memory point's injection delay with its unit, the
         engine's own (MLC's units, or the built-in engine's spin steps)."""
-        label = point_label(self.kind, point)  # type: ignore[arg-type]  # a planned point or a line's JSON table
         table = point.to_dict() if isinstance(point, (StoragePoint, MemoryPoint)) else point
-        if self.kind != Kind.MEMORY or not isinstance(table, dict) or table.get("delay") is None:
-            return label
-        suffix = f" delay {table['delay']}"
-        return label + " " + delay_unit(table.get("engine") or self.engine) if label.endswith(suffix) else label
+        engine = table.get("engine") if isinstance(table, dict) else None
+        return point_label(self.kind, point, delay_unit(engine or self.engine))  # type: ignore[arg-type]
 
     @property
     def engine(self) -> str | None:
