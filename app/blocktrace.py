@@ -65,9 +65,10 @@ _SUM = re.compile(rb"@([qd])s: ([0-9]{1,20})")
 _ATTACH = re.compile(rb"Attaching [0-9]{1,4} probes?\.\.\.")
 
 
-def unavailable(euid: int | None = None, btf: Path = BTF, tracefs: Path = TRACEFS,
+def unavailable(euid: int | None = None, btf: Path | None = None, tracefs: Path | None = None,
                 bpftrace: str = "bpftrace") -> str | None:
     """Why the block requests cannot be traced here, in one sentence; None when they can."""
+    btf, tracefs = btf or BTF, tracefs or TRACEFS
     if (os.geteuid() if euid is None else euid) != 0:
         return "eBPF tracing needs root and the tool is not running as root"
     if not btf.is_file():
