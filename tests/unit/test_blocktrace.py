@@ -270,3 +270,14 @@ def test_the_report_splits_fios_latency_and_says_why_a_point_was_not_traced(tmp_
             "41.00 µs per request") in text
     assert "\x1b" not in text and "QD4" not in text
     assert layers_section([r for r in data.storage if r.point["iodepth"] == 4], lambda p: "x") == []
+
+
+def test_a_fleet_run_refuses_the_trace_which_reads_this_machines_device() -> None:
+    from app import presets
+    from app.errors import UsageError
+    from app.points import Kind
+    from app.sweep import _check_fleet_plan
+
+    preset = presets.apply_overrides(presets.load("quick"), ["layers=true"])
+    with pytest.raises(UsageError, match="key 'layers' has value true, which needs the target's device"):
+        _check_fleet_plan(Kind(preset.kind), preset.procedure, preset.expand(), preset.source)
