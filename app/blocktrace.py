@@ -15,16 +15,16 @@ create.  Otherwise the point's part says why in one sentence and the report fall
 
 The program (:func:`program`) is fixed text with the traced disk's device number written into it as two integers,
 checked for range: nothing a user typed reaches it.  It filters every probe on that device number, so requests of
-other devices cost one comparison each.  It prints one histogram pair a second (``tick`` then the buckets); the
+other devices cost one comparison each.  It prints its histograms every 0.2 s (``tick`` then the buckets); the
 buckets keep four significant bits of a time in ns (8 per power of two: a bucket is at most 12.5 % wide) and exact
-sums for the means.  Its output is hostile input all the same: read bounded (:data:`MAX_OUTPUT`), parsed strictly
-(:class:`TraceParser`: any line that is not one of the program's own refuses the whole trace).
+sums for the means.  Its output is hostile input all the same: held bounded (a line, the intervals kept), parsed
+strictly (:class:`TraceParser`: any line that is not one of the program's own refuses the whole trace).
 
 The tracer is started with :func:`app.runners.base.spawn`: its own session, and killed by the kernel when the tool
 dies (a parent-death signal), so it never outlives the tool; it is stopped with SIGINT (it prints the last part
-second) and SIGKILL after a grace.  Its own CPU time is read from /proc over the point and reported.  The probes'
+interval) and SIGKILL after a grace.  Its own CPU time is read from /proc over the point and reported.  The probes'
 time in the kernel is spent in the threads that submit and complete the I/O, not in the tracer's process, so the
-share is that of its user-space side (collecting the maps once a second).  Headless: no UI library.
+share is that of its user-space side (collecting the maps every 0.2 s).  Headless: no UI library.
 """
 
 from __future__ import annotations
@@ -51,11 +51,11 @@ EVENTS = ("block_rq_insert", "block_rq_issue", "block_rq_complete")
 SUB = 16  # a bucket key is exponent * SUB + the value's top four bits
 MAX_EXP = 60  # 2**64 ns is 584 years: no bucket above this exponent
 MAX_LINE = 200  # bytes of one line of the program's output; its lines are under 40
-MAX_OUTPUT = 64 << 20  # bytes of output read over one point (about 20 kB a second at most: 55 minutes of the worst)
 MAX_STDERR = 16 << 10
-MAX_INTERVALS = 86_400  # a day of seconds
-START_S = 20.0  # seconds bpftrace may take to compile and attach (a loaded 2-CPU machine: about 1-3 s)
+MAX_INTERVALS = 4096  # intervals kept (14 minutes of 0.2 s); at this many, each pair of neighbours is merged into one
+START_S = 60.0  # seconds bpftrace may take to load, compile and attach (about 1 s here; 10-30 s in a small QEMU guest)
 STOP_S = 3.0  # seconds it has after SIGINT to print its last interval and exit
+INTERVAL_MS = 200  # the histograms' interval: fio's measured window is matched to within it
 MAJOR_MAX = (1 << 12) - 1  # the kernel's dev_t: 12 bits of major, 20 of minor
 MINOR_MAX = (1 << 20) - 1
 
@@ -106,11 +106,14 @@ def traced_device(target: str, sysfs: Path | None = None) -> tuple[str, int, int
     return here.name, int(m.group(1)), int(m.group(2))
 
 
-def program(major: int, minor: int) -> str:
-    """The bpftrace program for the disk ``major``:``minor`` (integers only: nothing else is written into it)."""
+def program(major: int, minor: int, interval_ms: int = INTERVAL_MS) -> str:
+    """The bpftrace program for the disk ``major``:``minor``, printing its histograms every ``interval_ms``
+    (integers only: nothing else is written into it)."""
     if not (isinstance(major, int) and isinstance(minor, int) and 0 <= major <= MAJOR_MAX
             and 0 <= minor <= MINOR_MAX) or isinstance(major, bool) or isinstance(minor, bool):
         raise ValueError(f"not a device number: {major!r}:{minor!r}")
+    if type(interval_ms) is not int or not 10 <= interval_ms <= 60_000:
+        raise ValueError(f"not an interval in ms: {interval_ms!r}")
     dev = (major << 20) | minor  # the tracepoints' dev_t (the kernel's MKDEV)
 
     def bucket(var: str, name: str) -> str:
@@ -130,7 +133,7 @@ def program(major: int, minor: int) -> str:
         "  $t = @iss[args->sector];",
         "  if ($t) { delete(@iss[args->sector]); $d = nsecs - $t; " + bucket("$d", "d") + " }",
         "}",
-        "interval:s:1 { " + flush + " }",
+        f"interval:ms:{interval_ms} {{ " + flush + " }",
         "END { " + flush + " clear(@ins); clear(@iss); }",
         "",
     ])
@@ -150,7 +153,7 @@ def bucket_bounds(k: int) -> tuple[int, int]:
 
 @dataclass
 class Interval:
-    """One second of the trace: ends at ``t_ns`` (the kernel's monotonic clock, as time.monotonic_ns)."""
+    """One interval of the trace: ends at ``t_ns`` (the kernel's monotonic clock, as time.monotonic_ns)."""
 
     t_ns: int
     queue: dict[int, int] = field(default_factory=dict)  # bucket key → requests issued (their scheduler wait)
@@ -173,15 +176,15 @@ class TraceParser:
 
     Every line must be the program's own — bpftrace's "Attaching N probes..." once, ``tick N`` (N rising), a bucket
     ``@q[K]: N``/``@d[K]: N`` with a key the program can print, a sum ``@qs: N``/``@ds: N`` (each once per
-    interval), or blank; anything else, a line over :data:`MAX_LINE` bytes, more than :data:`MAX_OUTPUT` bytes
-    or :data:`MAX_INTERVALS` intervals refuses the trace, and nothing more is taken from it."""
+    interval), or blank; anything else or a line over :data:`MAX_LINE` bytes refuses the trace, and nothing more is
+    taken from it.  At :data:`MAX_INTERVALS` intervals each pair of neighbours is merged (their span doubles), so a
+    point of any length holds at most that many, each of at most 2 × 500 buckets."""
 
     def __init__(self) -> None:
         self.intervals: list[Interval] = []
         self.attached = False
         self.refused: str | None = None
         self._pending = b""
-        self._read = 0
         self._sums: set[bytes] = set()
 
     def _refuse(self, why: str) -> None:
@@ -191,10 +194,6 @@ class TraceParser:
 
     def feed(self, chunk: bytes) -> None:
         if self.refused is not None:
-            return
-        self._read += len(chunk)
-        if self._read > MAX_OUTPUT:
-            self._refuse(f"the tracer printed more than {MAX_OUTPUT >> 20} MiB")
             return
         data = self._pending + chunk
         lines = data.split(b"\n")
@@ -223,9 +222,9 @@ class TraceParser:
             t = int(m.group(1))
             if t >= 1 << 64 or (self.intervals and t < self.intervals[-1].t_ns):
                 self._refuse("the tracer's clock went backwards or out of range")
-            elif len(self.intervals) >= MAX_INTERVALS:
-                self._refuse(f"the tracer printed more than {MAX_INTERVALS} intervals")
             else:
+                if len(self.intervals) >= MAX_INTERVALS:
+                    self.intervals = [merged(self.intervals[i:i + 2]) for i in range(0, len(self.intervals), 2)]
                 self.intervals.append(Interval(t))
                 self._sums = set()
             return
@@ -299,11 +298,11 @@ def _layer(hist: dict[int, int], total_ns: int) -> JSONObject:
 
 
 def in_window(intervals: list[Interval], start_ns: int | None, end_ns: int | None) -> list[Interval]:
-    """The intervals that overlap fio's measured window (each spans the second before its tick): up to one
-    interval of the tracer's on either side of the window counts with it."""
+    """The intervals that overlap fio's measured window (each spans the time since the tick before): up to one
+    interval of the tracer's (0.2 s; more once a long point's were merged) on either side counts with it."""
     out = []
     for i, iv in enumerate(intervals):
-        begin = intervals[i - 1].t_ns if i else iv.t_ns - 1_000_000_000
+        begin = intervals[i - 1].t_ns if i else iv.t_ns - INTERVAL_MS * 1_000_000
         if (start_ns is None or iv.t_ns > start_ns) and (end_ns is None or begin < end_ns):
             out.append(iv)
     return out
@@ -439,7 +438,7 @@ class BlockTracer:
         return True
 
     async def stop(self) -> None:
-        """SIGINT (it prints the last part second and exits), SIGKILL after :data:`STOP_S`; its CPU time read
+        """SIGINT (it prints the last part interval and exits), SIGKILL after :data:`STOP_S`; its CPU time read
         first."""
         if self.proc is None:
             return
@@ -490,7 +489,7 @@ class BlockTracer:
         return layers_part(self.name, self.parser.intervals, (ns[0], ns[1]), cpu, start_cpu)
 
     def intervals_jsonl(self) -> str:
-        """Each second's histograms, one JSON line each (the point's raw ``.layers.jsonl``)."""
+        """Each interval's histograms, one JSON line each (the point's raw ``.layers.jsonl``)."""
         return "".join(json.dumps(iv.json(), separators=(",", ":")) + "\n" for iv in self.parser.intervals)
 
 

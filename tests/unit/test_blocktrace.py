@@ -26,6 +26,9 @@ def test_the_program_holds_the_device_number_and_nothing_else_that_varies() -> N
     text = bt.program(7, 3)
     assert f"args->dev == {(7 << 20) | 3}/" in text
     assert text.count(str((7 << 20) | 3)) == 3  # insert, issue, complete: every per-request probe filtered
+    assert "interval:ms:200 " in text
+    with pytest.raises(ValueError):
+        bt.program(7, 3, "1000; system(\"id\")")  # type: ignore[arg-type]
     assert text.replace(str((7 << 20) | 3), "DEV") == bt.program(259, 1).replace(str((259 << 20) | 1), "DEV")
     assert not re.search(r"kprobe|uprobe|system\(|cat\(|str\(", text)  # tracepoints only; no command, no file
 
@@ -136,13 +139,16 @@ def test_a_line_that_is_not_the_programs_refuses_the_whole_trace(line: bytes, wh
     assert [iv.t_ns for iv in parser.intervals] == [5]  # nothing after the refusal is taken
 
 
-def test_the_output_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(bt, "MAX_OUTPUT", 1000)
+def test_what_is_held_is_bounded_however_long_the_point(monkeypatch: pytest.MonkeyPatch) -> None:
+    """At MAX_INTERVALS intervals each pair of neighbours is merged: the counts stay, the span doubles."""
+    monkeypatch.setattr(bt, "MAX_INTERVALS", 8)
     parser = bt.TraceParser()
-    for i in range(200):
-        parser.feed(b"tick %d\n" % (i + 1))
-    assert parser.refused is not None and "more than" in parser.refused
-    assert len(parser.intervals) < 200
+    for i in range(100):
+        parser.feed(b"tick %d\n@d[24]: 1\n@ds: 10\n" % (i + 1))
+    parser.close()
+    assert parser.refused is None and len(parser.intervals) <= 8
+    assert sum(iv.device[24] for iv in parser.intervals) == 100
+    assert sum(iv.device_sum_ns for iv in parser.intervals) == 1000 and parser.intervals[-1].t_ns == 100
     parser = bt.TraceParser()
     parser.feed(b"tick 1\n@q[0]" + b"0" * 500)  # a line without its end, longer than any of the program's
     assert parser.refused is not None and "longer" in parser.refused
