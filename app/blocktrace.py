@@ -425,11 +425,11 @@ class BlockTracer:
         while not self.parser.attached:
             if self._reader.done() or self.parser.refused is not None:
                 await self.close()
-                self.failed = self.parser.refused or f"bpftrace exited before it traced: {self._error_text()}"
+                self.failed = f"bpftrace exited before it traced: {self._error_text()}"  # part() names a refusal
                 return False
             if time.monotonic() > deadline:
                 await self.close()
-                self.failed = f"bpftrace did not attach its probes within {timeout:.0f} s"
+                self.failed = f"bpftrace did not attach its probes within {timeout:g} s"
                 return False
             await asyncio.sleep(0.05)
         cpu = cpu_seconds(self.proc.pid)
@@ -479,10 +479,10 @@ class BlockTracer:
 
     def part(self, window: tuple[float | None, float | None]) -> JSONObject:
         """The ``layers`` part over fio's window (monotonic seconds; None: open on that side)."""
-        if self.failed is not None:
-            return {"unavailable": self.failed}
         if self.parser.refused is not None:
             return {"unavailable": f"the tracer's output was refused: {self.parser.refused}"}
+        if self.failed is not None:
+            return {"unavailable": self.failed}
         ns = tuple(None if t is None else int(t * 1e9) for t in window)
         cpu = (self._attached, self._stopped) if self._attached and self._stopped else None
         start_cpu = self._attached.cpu_s if self._attached else None

@@ -8,6 +8,7 @@ import asyncio
 import os
 import re
 import stat
+import time
 from pathlib import Path
 
 import pytest
@@ -287,3 +288,61 @@ def test_a_fleet_run_refuses_the_trace_which_reads_this_machines_device() -> Non
     preset = presets.apply_overrides(presets.load("quick"), ["layers=true"])
     with pytest.raises(UsageError, match="key 'layers' has value true, which needs the target's device"):
         _check_fleet_plan(Kind(preset.kind), preset.procedure, preset.expand(), preset.source)
+
+
+# --- the tracer process, with a stand-in for bpftrace ---------------------------------------------------------------
+
+
+def stand_in(tmp_path: Path, body: str) -> str:
+    path = tmp_path / "bpftrace"
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_the_tracer_waits_for_its_probes_and_its_last_interval_comes_on_sigint(tmp_path: Path) -> None:
+    """SIGINT: bpftrace's END prints the part interval since the last tick, and the part counts it."""
+    fake = stand_in(tmp_path, 'trap \'echo "tick 2000000000"; echo "@d[200]: 5"; echo "@ds: 500000"; exit 0\' INT\n'
+                              'echo "$@" > ' + str(tmp_path / "argv") + '\necho "Attaching 5 probes..."\n'
+                              'echo "tick 1000000000"\necho "@q[0]: 3"\necho "@qs: 0"\n'
+                              'while :; do sleep 0.05; done\n')
+    tracer = bt.BlockTracer(fake, ("loop9", 7, 9))
+
+    async def run() -> None:
+        assert await tracer.start(timeout=10)
+        await asyncio.sleep(0.2)
+        await tracer.stop()
+    asyncio.run(run())
+    assert tracer.proc is not None and tracer.proc.returncode == 0
+    part = tracer.part((None, None))
+    assert part["device_time"] == {"requests": 5, "mean_ns": 100000.0, "p50_ns": part["device_time"]["p50_ns"],  # type: ignore[index]
+                                   "p99_ns": part["device_time"]["p99_ns"]}  # type: ignore[index]
+    assert part["queue"]["requests"] == 3 and part["tracer_cpu_share"] is not None  # type: ignore[index]
+    assert (tmp_path / "argv").read_text().startswith("-e tracepoint:block:block_rq_insert /args->dev == 7340041/")
+    assert tracer.intervals_jsonl().count("\n") == 2
+
+
+def test_a_tracer_that_fails_or_never_attaches_is_stopped_and_says_why(tmp_path: Path) -> None:
+    failing = bt.BlockTracer(stand_in(tmp_path, 'echo "ERROR: \x1b[31mno BTF\x1b[0m for you" >&2\nexit 1\n'),
+                             ("loop9", 7, 9))
+    assert not asyncio.run(failing.start(timeout=10))
+    assert failing.part((None, None)) == {"unavailable": "bpftrace exited before it traced: ERROR: no BTF for you"}
+    (tmp_path / "slow").mkdir()
+    silent = bt.BlockTracer(stand_in(tmp_path / "slow", "exec sleep 30\n"), ("loop9", 7, 9))
+    started = time.monotonic()
+    assert not asyncio.run(silent.start(timeout=0.5))
+    assert time.monotonic() - started < 5 and silent.proc is not None and silent.proc.returncode is not None
+    assert silent.part((None, None)) == {"unavailable": "bpftrace did not attach its probes within 0.5 s"}
+    (tmp_path / "rogue").mkdir()
+    rogue = bt.BlockTracer(stand_in(tmp_path / "rogue", 'echo "Attaching 5 probes..."\necho "tick 1"\n'
+                                                        'echo "rm -rf /"\nexec sleep 30\n'), ("loop9", 7, 9))
+
+    async def run() -> None:
+        await rogue.start(timeout=10)
+        await asyncio.sleep(0.3)
+        await rogue.stop()
+    started = time.monotonic()
+    asyncio.run(run())
+    assert time.monotonic() - started < 5
+    assert rogue.part((None, None))["unavailable"].startswith(  # type: ignore[union-attr]
+        "the tracer's output was refused: the tracer printed a line that is not its own: rm -rf /")
