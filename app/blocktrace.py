@@ -298,12 +298,13 @@ def _layer(hist: dict[int, int], total_ns: int) -> JSONObject:
 
 
 def in_window(intervals: list[Interval], start_ns: int | None, end_ns: int | None) -> list[Interval]:
-    """The intervals that overlap fio's measured window (each spans the time since the tick before): up to one
-    interval of the tracer's (0.2 s; more once a long point's were merged) on either side counts with it."""
+    """The intervals whose middle lies in fio's measured window (each spans the time since the tick before): the
+    window is matched to within half an interval either way (0.1 s; more once a long point's were merged)."""
     out = []
     for i, iv in enumerate(intervals):
         begin = intervals[i - 1].t_ns if i else iv.t_ns - INTERVAL_MS * 1_000_000
-        if (start_ns is None or iv.t_ns > start_ns) and (end_ns is None or begin < end_ns):
+        mid = (begin + iv.t_ns) // 2
+        if (start_ns is None or mid >= start_ns) and (end_ns is None or mid < end_ns):
             out.append(iv)
     return out
 
