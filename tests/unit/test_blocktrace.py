@@ -346,3 +346,12 @@ def test_a_tracer_that_fails_or_never_attaches_is_stopped_and_says_why(tmp_path:
     assert time.monotonic() - started < 5
     assert rogue.part((None, None))["unavailable"].startswith(  # type: ignore[union-attr]
         "the tracer's output was refused: the tracer printed a line that is not its own: rm -rf /")
+
+
+def test_layers_false_is_the_same_point_as_unset() -> None:
+    from app import presets
+
+    off = presets.apply_overrides(presets.load("quick"), ["layers=false"]).expand()
+    assert [p.to_dict() for p in off] == [p.to_dict() for p in presets.load("quick").expand()]
+    on = presets.apply_overrides(presets.load("quick"), ["layers=true"]).expand()
+    assert all(p.to_dict()["layers"] is True for p in on)
