@@ -1324,11 +1324,11 @@ def _check_fleet_plan(kind: Kind, procedure: Procedure, plan: Sequence[Point], s
     if any(isinstance(p, StoragePoint) and p.precision is not None for p in plan):
         raise UsageError(f"{source}: key 'precision' cannot be used in a fleet run (--host): fio's client reports "
                          "nothing per second while its hosts run, so no host's point can be stopped on its own.")
-    for key, value in (("cpus", NODE), ("hipri", True)):
+    for key, value in (("cpus", NODE), ("hipri", True), ("layers", True)):
         if any(isinstance(p, StoragePoint) and getattr(p, key) == value for p in plan):
             raise UsageError(f"{source}: key '{key}' has value {json.dumps(value)}, which needs the target's device "
-                             "on this machine (its NUMA node, its poll queues); a fleet run (--host) cannot read its "
-                             "hosts' devices.")
+                             "on this machine (its NUMA node, its poll queues, its block requests); a fleet run "
+                             "(--host) cannot read its hosts' devices.")
 
 
 def _new_fleet_session(preset: Preset, plan: list[Point], out_dir: Path, fleet: "Fleet", *, yes: bool,

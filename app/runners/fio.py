@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any, AsyncGenerator, Hashable, Iterator, Mapping, Sequence, cast
 
+from app.blocktrace import BlockTracer, start_tracing, tracing_part
 from app.cpustat import CpuWindow
 from app.devstat import CounterWindow, DeviceWindow, open_counters
 from app.errors import SafetyError, ToolMissing, UsageError
@@ -400,6 +401,7 @@ class FioRunner(Runner):
                       layout_bytes(point, ctx.target, read_only), precision_watch(point),
                       DeviceWindow(open_counters(ctx.target), ramp=point.ramp_time > 0),
                       CpuWindow(point.cpus, ramp=point.ramp_time > 0), status_interval_ms(point))
+        tracer = await start_tracing(ctx.target) if point.layers else None  # app.blocktrace: the layers part
         try:
             argv = fio_command(job_path.name, read_only, status_interval_ms(point))
             async with aclosing(run.stream(argv, cwd=ctx.raw_dir)) as stream:
@@ -410,7 +412,13 @@ class FioRunner(Runner):
             # yet says nothing, and no results directory keeps one
             kept_samples(run.samples_path)
             raise
+        finally:
+            if isinstance(tracer, BlockTracer):
+                await tracer.stop()
         raw: dict[str, str | bytes] = {".fio": text}
+        layers = tracing_part(tracer, run.device.begin[0] if run.device and run.device.begin else None)
+        if isinstance(tracer, BlockTracer) and tracer.parser.intervals:
+            raw[".layers.jsonl"] = tracer.intervals_jsonl()
         if run.stderr.strip() or run.noise:
             raw[".stderr.txt"] = "\n".join(run.noise + [run.stderr])
         wall_s, job = round(run.wall, 3), job_name(point)
@@ -437,8 +445,9 @@ class FioRunner(Runner):
                       + (("operating_point",) if op is not None else ())
                       + (("write_cliff",) if cliff is not None else ())
                       + (("device",) if run.device_part is not None else ()) + ("tail",)
-                      + (("host_cpu",) if run.cpu_part is not None else ()),
-                      host_cpu=run.cpu_part)
+                      + (("host_cpu",) if run.cpu_part is not None else ())
+                      + (("layers",) if layers is not None else ()),
+                      host_cpu=run.cpu_part, layers=layers)
         error = None
         if m.get("errors") or run.failed:
             error = _fio_message(run.stderr, run.noise) or f"fio job error {m.get('errors')}"
