@@ -18,8 +18,10 @@ never by averaging percentiles; a column's p50/p99/p99.9 are fio's rule over its
 
 A **stall event** is a run of consecutive measured seconds in each of which I/Os completed more than
 :data:`STALL_FACTOR` times the point's typical p99 (the median of its seconds' p99s, :func:`typical_p99`): its
-start, duration, the I/Os beyond that bound and the slowest one.  An event of fewer than :data:`STALL_MIN_IOS` such I/Os
-is no cluster and is not named.
+start, duration, the I/Os beyond that bound and the slowest one.  A second counts only when more I/Os
+lie beyond the bound than STALL_FACTOR times a typical second's (the median second's count): a device whose
+every second has a few such I/Os has a long tail (app.tails), not a stall in each second.  An event of fewer than
+:data:`STALL_MIN_IOS` such I/Os is no cluster and is not named.
 
 Every record read here is untrusted: a histogram with more than MAX_BINS buckets a direction, a value or count
 that is no whole number from 0 to 2^63, a zero count or a bucket not above the one before reads as absent.
@@ -339,12 +341,16 @@ def stall_events(intervals: Sequence[Interval], factor: float = STALL_FACTOR,
                                     max(w for _, _, w in run), bound))
             run.clear()
 
-    for iv in intervals:
-        above = [(v, c) for v, c in zip(iv.values, iv.counts) if v > bound]
+    aboves = [[(v, c) for v, c in zip(iv.values, iv.counts) if v > bound] for iv in intervals]
+    counts = sorted(sum(c for _, c in above) for above in aboves)
+    mid = len(counts) // 2
+    usual = counts[mid] if len(counts) % 2 else (counts[mid - 1] + counts[mid]) / 2
+    for iv, above in zip(intervals, aboves):
         if run and iv.start - run[-1][0].t > ADJACENT_S:
             close()
-        if above:
-            run.append((iv, sum(c for _, c in above), max(v for v, _ in above)))
+        n = sum(c for _, c in above)
+        if n > 0 and n > factor * usual:
+            run.append((iv, n, max(v for v, _ in above)))
         else:
             close()
     close()

@@ -114,9 +114,19 @@ def test_a_lone_slow_io_or_a_gap_in_time_makes_no_single_event() -> None:
     samples[2] = _iv(3.0, {**quiet, 5_000_000: 1})  # one I/O: no cluster
     events, _ = stall_events(intervals_of(samples))
     assert events == []
-    gap = [_iv(1.0, quiet), _iv(2.0, {9_000_000: 5}), _iv(5.0, {9_000_000: 5}), _iv(6.0, quiet)]
+    gap = [_iv(1.0, quiet), _iv(2.0, {9_000_000: 5}), _iv(5.0, {9_000_000: 5})] + [_iv(float(t), quiet)
+                                                                                  for t in range(6, 10)]
     events, _ = stall_events(intervals_of(gap))
     assert [(e.start_s, e.ios) for e in events] == [(1.0, 5), (4.0, 5)]
+
+
+def test_a_tail_that_every_second_has_is_no_stall_but_a_second_with_many_more_is() -> None:
+    usual = {10_000: 50_000, 20_000: 400, 900_000: 30}  # every second: 30 I/Os at 900 µs
+    samples = [_iv(float(t), usual) for t in range(1, 11)]
+    assert stall_events(intervals_of(samples))[0] == []
+    samples[6] = _iv(7.0, {10_000: 20_000, 900_000: 400})
+    (e,) = stall_events(intervals_of(samples))[0]
+    assert (e.start_s, e.duration_s, e.ios) == (6.0, 1.0, 400)
 
 
 def test_hosts_merge_bucket_by_bucket_and_the_merged_p99_is_the_unions() -> None:
