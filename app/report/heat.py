@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 NAME = "latency-heatmap"
 FIGURE_PREFIX = f"plots/{NAME}"
 STRIPS = 30  # points a figure stacks
+FULL_STRIPS = 6  # up to this many strips a figure has each its own legend and time axis name, and more height
 MAX_FIGURES = 8  # 240 points drawn; more are named in the last caption
 MAX_EVENTS = 40  # stall events listed; more are counted
 CMAP = "YlOrRd"  # white → yellow → red: an empty cell is the page, a busy one dark (Gregg's heat maps)
@@ -113,16 +114,18 @@ def _figure(page: Sequence[tuple[str, HeatMap, list[Stall]]], path: Path, lo: fl
     from matplotlib.colors import LogNorm
 
     plt = _plt()
-    h, width = 1.9, 9.0
+    many = len(page) > FULL_STRIPS
+    h, width = (1.05 if many else 1.9), 9.0
     height = h * len(page) + 0.8
     fig, axes = plt.subplots(len(page), 1, figsize=(width, height), squeeze=False)
     fig.subplots_adjust(left=0.8 / width, right=1 - 1.3 / width, bottom=0.55 / height, top=1 - 0.3 / height,
                         hspace=0.75 * len(page) / height)
-    norm, cmap = LogNorm(vmin=lo, vmax=hi), plt.get_cmap(CMAP).copy()
-    cmap.set_bad("white")
+    norm, cmap = LogNorm(vmin=lo, vmax=hi), plt.get_cmap(CMAP).with_extremes(bad="white")
     mesh = None
-    for (ax,), (lab, m, events) in zip(axes, page):
-        mesh = _strip(ax, lab, m, events, norm, cmap)
+    for i, ((ax,), (lab, m, events)) in enumerate(zip(axes, page)):
+        # small multiples: the legend over the first strip and the time axis's name under the last only
+        mesh = _strip(ax, lab, m, events, norm, cmap, legend=i == 0 or not many,
+                      time_label=i == len(page) - 1 or not many)
     if mesh is not None:
         bar = fig.colorbar(mesh, ax=[a for (a,) in axes], fraction=0.04, pad=0.02)
         ticks = [10.0 ** k for k in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)
@@ -134,7 +137,8 @@ def _figure(page: Sequence[tuple[str, HeatMap, list[Stall]]], path: Path, lo: fl
     _save(plt, fig, path)
 
 
-def _strip(ax: Axes, label: str, m: HeatMap, events: Sequence[Stall], norm: Normalize, cmap: Colormap) -> object:
+def _strip(ax: Axes, label: str, m: HeatMap, events: Sequence[Stall], norm: Normalize, cmap: Colormap,
+           legend: bool = True, time_label: bool = True) -> object:
     import numpy as np
 
     x = np.array([m.starts[0], *m.ends]) if _contiguous(m) else None
@@ -142,7 +146,8 @@ def _strip(ax: Axes, label: str, m: HeatMap, events: Sequence[Stall], norm: Norm
     ys = np.array([row_edge_ns(k) / 1e3 for k in range(m.low, m.high + 2)])
     z = np.ma.masked_less_equal(np.array([[m.rate(c, r) for c in range(len(m.counts))]
                                           for r in range(m.low, m.high + 1)]), 0.0)
-    mesh = ax.pcolormesh(xs, ys, z, norm=norm, cmap=cmap, shading="flat")
+    # the cells as one picture inside the SVG (thousands of cells: tens of thousands of SVG paths otherwise)
+    mesh = ax.pcolormesh(xs, ys, z, norm=norm, cmap=cmap, shading="flat", rasterized=True)
     mids = [(a + b) / 2 for a, b in zip(m.starts, m.ends)]
     for name, style, lw in LINES:
         pts = [(t, v / 1e3) for t, v in zip(mids, m.lines[name]) if v is not None and v > 0]
@@ -156,11 +161,13 @@ def _strip(ax: Axes, label: str, m: HeatMap, events: Sequence[Stall], norm: Norm
     ax.set_xlim(xs[0], xs[-1])
     _plain_log(ax)
     ax.set_ylabel("latency (µs)", fontsize=TEXT_PT)
-    ax.set_xlabel("time (s)", fontsize=TEXT_PT)
+    if time_label:
+        ax.set_xlabel("time (s)", fontsize=TEXT_PT)
     ax.set_title(label, fontsize=TEXT_PT, loc="left")
     ax.tick_params(labelsize=TEXT_PT)
-    ax.legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), fontsize=TEXT_PT - 1, frameon=False, ncol=3,
-              borderaxespad=0.1)
+    if legend:
+            ax.legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), fontsize=TEXT_PT - 1, frameon=False, ncol=3,
+                  borderaxespad=0.1)
     return mesh
 
 
