@@ -20,6 +20,8 @@ from app.latmap import (
     Interval,
     Stall,
     heat_map,
+    merge_hosts,
+    merged,
     read_intervals,
     row_edge_ns,
     stall_events,
@@ -27,6 +29,7 @@ from app.latmap import (
 from app.points import Kind
 from app.report.model import StorageRow
 from app.report.plots import TEXT_PT, Figure, _page_name, _page_title, _plain_log, _plt, _save
+from app.tails import percentile
 from app.textable import markdown_figure, markdown_table
 from app.units import us
 
@@ -225,3 +228,47 @@ def stall_section(found: Sequence[tuple[str, tuple[list[Stall], float | None]]])
     if more > 0:
         out += [f"{more} further stall event{'s' if more != 1 else ''} not listed.", ""]
     return out
+
+
+# --- a fleet run ------------------------------------------------------------------------------------------------
+
+
+MERGED = "all hosts merged"
+
+
+def fleet_strips(run_dir: Path, points: Sequence[StorageRow], label: Label) -> list[Strip]:
+    """A strip per host of each point that kept per-second histograms, then the hosts' merge: their seconds added
+    bucket by bucket (app.latmap.merge_hosts), never their percentiles averaged."""
+    by_index: dict[int, list[tuple[StorageRow, list[Interval]]]] = {}
+    for p, ivs in point_intervals(run_dir, points):
+        by_index.setdefault(p.index, []).append((p, ivs))
+    out: list[Strip] = []
+    for index in sorted(by_index):
+        hosts = sorted(by_index[index], key=lambda pi: pi[0].host or "")
+        for p, ivs in hosts:
+            out.append((f"{label(p)} on {p.host or '?'}", ivs, stall_events(ivs)[0]))
+        if len(hosts) > 1:
+            both = merge_hosts([ivs for _, ivs in hosts])
+            out.append((f"{label(hosts[0][0])}, {MERGED} ({len(hosts)})", both, stall_events(both)[0]))
+    return out
+
+
+def fleet_figures(run_dir: Path, points: Sequence[StorageRow], plots_dir: Path, label: Label) -> list[Figure]:
+    return draw(fleet_strips(run_dir, points, label), plots_dir)
+
+
+def fleet_section(run_dir: Path, points: Sequence[StorageRow], figs: Sequence[Figure], label: Label) -> list[str]:
+    """A fleet run's heat maps: each host's and the hosts' merge per point, their p99 over the point's seconds
+    (the merge's from the merged histogram), and the stall events of each."""
+    strips = fleet_strips(run_dir, points, label)
+    if not strips:
+        return []
+    out = ["## Latency over time", "", INTRO + " A fleet run has a strip per host and one of all hosts merged: their "
+           "seconds added bucket by bucket (seconds whose ends lie within half a second are one), so the merge's "
+           "percentiles are those of every host's I/Os together, never a mean of the hosts' percentiles.", ""]
+    for f in figs:
+        if owns(f):
+            out += markdown_figure(f.title, f.caption, f.file)
+    rows = [[lab, f"{sum(iv.ios for iv in ivs):,}", us(percentile(merged(ivs), 99.0))] for lab, ivs, _ in strips]
+    out += [markdown_table(["Strip", "I/Os", "p99 (µs)"], rows), ""]
+    return out + stall_section([(lab, stall_events(ivs)) for lab, ivs, _ in strips])

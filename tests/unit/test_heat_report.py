@@ -77,3 +77,44 @@ def test_a_hostile_histograms_file_is_read_line_by_line_and_only_inside_the_run(
     assert read_intervals(run, {"hist": "raw/link.jsonl"}) == []
     render_report(run)
     assert "Latency over time" in (run / "report.md").read_text()
+
+
+def test_a_fleet_report_shows_each_hosts_heat_map_and_their_merge_whose_p99_is_the_unions(tmp_path: Path) -> None:
+    from app.latmap import merged
+    from app.tails import merge, percentile
+    from tests.helpers.tail_runs import storage_line as line_of
+
+    # host a fast and steady; host b slower with a 2 s pause: the merge's p99 is that of both hosts' I/Os
+    a = hist_lines(10, 20_000, 30_000)
+    b = hist_lines(10, 5_000, 90_000, stalls=(5, 6), stall_ios=400)
+    run = write_heat_run(tmp_path / "fleet", [(line_of(0, 200_000, 30_000, host="a"), a),
+                                              ({**line_of(0, 50_000, 90_000, host="b"), "index": 0}, b)])
+    meta = json.loads((run / "run.json").read_text())  # a fleet run's run.json names its hosts
+    meta["fleet"] = {"hosts": [{"host": h, "scheme": "tcp", "address": "127.0.0.1", "port": 18801 + i, "user": None,
+                                "target": f"/dev/loop{i}"} for i, h in enumerate("ab")],
+                     "agent_socket": "/run/profiler-tui/agent.sock"}
+    meta["target"] = None
+    (run / "run.json").write_text(json.dumps(meta))
+    # the second host's histograms file under its own name
+    lines = [json.loads(x) for x in (run / "results.jsonl").read_text().splitlines()]
+    (run / "raw" / "0000-b.hist.jsonl").write_text("".join(json.dumps(h) + "\n" for h in b))
+    (run / "raw" / "0000-p.hist.jsonl").write_text("".join(json.dumps(h) + "\n" for h in a))
+    lines[1]["raw"] = {"hist": "raw/0000-b.hist.jsonl"}
+    (run / "results.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    render_report(run)
+    text = (run / "report.md").read_text()
+    assert "## Latency over time" in text and "plots/latency-heatmap.svg" in text
+    table = text.split("| Strip")[1].split("\n\n")[0].splitlines()[2:]
+    rows = {r[0]: r for r in ([c.strip() for c in ln.strip("|").split("|")] for ln in table)}
+    assert len(rows) == 3 and any(k.endswith(" on a") for k in rows) and any(k.endswith(" on b") for k in rows)
+    merged_row = next(r for k, r in rows.items() if "all hosts merged (2)" in k)
+    direct = percentile(merge([merged(read_intervals(run, {"hist": f"raw/0000-{h}.hist.jsonl"})) for h in "pb"]),
+                        99.0)
+    assert direct is not None and float(merged_row[2]) == round(direct / 1e3, 2)
+    mean_of_p99s = sum(percentile(merged(read_intervals(run, {"hist": f"raw/0000-{h}.hist.jsonl"})), 99.0) or 0
+                       for h in "pb") / 2
+    assert direct != mean_of_p99s
+    stalls = _stall_rows(text)
+    # b's pause, on b's strip and in the merge (host a has none): at its time, 2 s, its 800 I/Os
+    assert [(r[0].endswith(" on b"), "all hosts merged" in r[0]) for r in stalls] == [(True, False), (False, True)]
+    assert all(r[1:4] == ["4 s", "2 s", "800"] for r in stalls), stalls
