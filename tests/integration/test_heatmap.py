@@ -9,7 +9,9 @@ import re
 import time
 from pathlib import Path
 
-from app.latmap import read_intervals, row_of, stall_events
+from app import replay
+from app.latmap import read_intervals, row_of, sample_hist, stall_events
+from app.runners.base import Sample
 from app.runners.fio_parse import job_list
 from loopdev import loop_device
 from schema_check import validate_dir
@@ -67,6 +69,11 @@ def test_a_device_throttled_for_three_seconds_mid_point_shows_one_stall_at_that_
     slow = row_of(int(bound))
     in_band = [iv for iv in intervals if any(row_of(v) >= slow for v in iv.values)]
     assert in_band and all(e.start_s - 0.5 <= iv.start and iv.t <= e.start_s + e.duration_s + 0.5 for iv in in_band)
+
+    # a replay gives the Heat tab the same seconds: each replayed sample with its histograms
+    replayed = [step.event for step in replay.load(out).steps if isinstance(step.event, Sample)]
+    with_hist = [ev for ev in replayed if ev.hist is not None]
+    assert len(with_hist) == len(intervals) and all(sample_hist(ev.hist) for ev in with_hist)
 
     report = cli("report", str(out))
     assert report.returncode == 0, report.stderr
