@@ -29,6 +29,7 @@ from app.errors import SafetyError, ToolMissing, UsageError
 from app.external import run_tool
 from app.finesamples import fine_intervals
 from app.keys import NODE
+from app.latmap import HIST_KEY, HIST_SUFFIX, hist_line
 from app.points import WRITE_MODES, Kind, Point, StoragePoint, implied, json_types, keys_of
 from app.precision import PrecisionWatch, precision_part, target_percent
 from app.presets import MAX_SECONDS
@@ -697,6 +698,7 @@ class _FioRun:
         # every dump's means: the samples of the point's interval (``interval_ms``; None: a dump a second and no
         # file of them, as for the preconditioning pass, which has no interval)
         fine_path = samples_path.with_name(samples_path.name.removesuffix(SAMPLES_SUFFIX) + FINE_SUFFIX)
+        self.hist_path = samples_path.with_name(samples_path.name.removesuffix(SAMPLES_SUFFIX) + HIST_SUFFIX)
         self.fine = FineSamples(interval_ms or STATUS_INTERVAL_S * 1000, fine_path if interval_ms else None)
 
     async def stream(self, argv: list[str], cwd: Path | None = None) -> AsyncGenerator[Sample | Phase, None]:
@@ -711,6 +713,7 @@ class _FioRun:
         since_ms = 0  # the dumps' clock where the per-second sample being gathered starts
         held_ramp = False  # the held dump came in fio's ramp_time
         series: IO[str] | None = None  # opened with the first sample: no empty file for a point that never ran
+        hists: IO[str] | None = None  # the per-second histograms' file, opened with the first
         shown: tuple[str, float | None, float | None] | None = None
         started_io = False  # fio's dumps before its first I/O (while it lays out the file) are no samples
         # until fio starts its I/O: the layout's progress, read at least every LAYOUT_POLL_S (a bounded read of
@@ -727,9 +730,10 @@ class _FioRun:
             return Phase(self.index, *now)
 
         def keep(sample: dict[str, Any], steady: object = None, ramp: bool | None = None) -> Sample:
-            """A per-second sample written to the samples file (and kept for the point's checks) as it comes;
-            ``ramp``: taken in fio's ramp_time (default: fio is in it now)."""
-            nonlocal series
+            """A per-second sample written to the samples file (and kept for the point's checks) as it comes,
+            its histograms to the histograms file; ``ramp``: taken in fio's ramp_time (default: fio is in it now)."""
+            nonlocal series, hists
+            hist = sample.pop(HIST_KEY, None)
             if self.phases.in_ramp if ramp is None else ramp:  # fio's ramp_time: counted by fio's dumps, left out
                 sample["ramp"] = True
             if steady is not None:
@@ -737,9 +741,13 @@ class _FioRun:
             if series is None:
                 series = open_samples(self.samples_path)
             append_sample(series, sample)
+            if hist:
+                if hists is None:
+                    hists = open_samples(self.hist_path)
+                append_sample(hists, hist_line(sample, hist))
             if len(self.samples) < MAX_SERIES:
                 self.samples.append(sample)
-            return Sample(self.index, sample)
+            return Sample(self.index, sample, hist)
 
         def layout_progress() -> Phase | None:
             nonlocal polling
@@ -825,6 +833,8 @@ class _FioRun:
             await child.close()
             if series is not None:
                 series.close()
+            if hists is not None:
+                hists.close()
         self.noise = splitter.noise
         self.returncode = child.proc.returncode
         self.wall = time.monotonic() - started
@@ -861,12 +871,13 @@ def open_samples(path: Path) -> IO[str] | None:
 
 
 def kept_samples(path: Path) -> dict[str, Path]:
-    """The point's samples files (per second, and its sub-second ones) for its record, {} when there are none; an
-    empty one (every write failed: the disk filled while fio ran) is removed, so no results directory keeps a file
-    that says nothing."""
+    """The point's samples files (per second, its sub-second ones and its per-second histograms) for its record,
+    {} when there are none; an empty one (every write failed: the disk filled while fio ran) is removed, so no
+    results directory keeps a file that says nothing."""
     kept: dict[str, Path] = {}
-    for suffix, one in ((SAMPLES_SUFFIX, path), (FINE_SUFFIX, path.with_name(path.name.removesuffix(SAMPLES_SUFFIX)
-                                                                              + FINE_SUFFIX))):
+    stem = path.name.removesuffix(SAMPLES_SUFFIX)
+    for suffix, one in ((SAMPLES_SUFFIX, path), (FINE_SUFFIX, path.with_name(stem + FINE_SUFFIX)),
+                        (HIST_SUFFIX, path.with_name(stem + HIST_SUFFIX))):
         try:
             if os.stat(one).st_size > 0:
                 kept[suffix] = one
