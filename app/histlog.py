@@ -18,6 +18,7 @@ import re
 from typing import Iterable
 
 from app.latmap import DIRECTIONS, encode
+from app.sanitize import show_value
 from app.tails import MAX_COUNT
 
 PLAT_BITS = 6
@@ -70,12 +71,15 @@ def read_log(lines: Iterable[str]) -> tuple[list[dict[str, object]], dict[str, i
         if not text.strip():
             continue
         fields = text.split(",")
-        try:
-            nums = [int(f) for f in fields]
-        except ValueError:
-            raise FormatError(f"line {n}: a field is not a whole number") from None
-        if any(x < 0 or x > MAX_COUNT for x in nums):
-            raise FormatError(f"line {n}: a field is outside 0 to 2^63")
+        nums = []
+        for k, f in enumerate(fields, 1):
+            try:
+                x = int(f)
+            except ValueError:
+                raise FormatError(f"line {n}, field {k}: {show_value(f.strip())} is not a whole number") from None
+            if x < 0 or x > MAX_COUNT:
+                raise FormatError(f"line {n}, field {k}: {show_value(x)} is outside 0 to 2^63")
+            nums.append(x)
         msec, ddir, bs, counts = nums[0], nums[1], nums[2], nums[3:]
         if ddir > 2:
             raise FormatError(f"line {n}: direction {ddir} is not 0 (read), 1 (write) or 2 (trim)")

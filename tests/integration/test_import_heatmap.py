@@ -66,6 +66,8 @@ def test_a_histogram_log_imports_as_one_point_with_its_heat_map(fio_run: Path, t
     ("1000, 0, 4096, " + ", ".join(["1"] * 100) + "\n", "100 buckets"),
     ("1000, 7, 4096, " + ", ".join(["1"] * PLAT_NR) + "\n", "direction 7"),
     ("1000, 0, 4096, " + ", ".join(["x"] * PLAT_NR) + "\n", None),
+    ("1000, 0, 4096, 1e999" + ", 1" * (PLAT_NR - 1) + "\n", "line 1, field 4: '1e999' is not a whole number"),
+    ("1000, 0, 4096, 1, -5" + ", 1" * (PLAT_NR - 2) + "\n", "line 1, field 5: -5 is outside 0 to 2^63"),
     ("2000, 0, 4096, " + ", ".join(["1"] * PLAT_NR) + "\n1000, 0, 4096, " + ", ".join(["1"] * PLAT_NR) + "\n",
      "goes back"),
 ])
