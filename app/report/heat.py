@@ -201,11 +201,23 @@ def section(run_dir: Path, points: Sequence[StorageRow], figs: Sequence[Figure],
     for f in figs:
         if owns(f):
             out += markdown_figure(f.title, f.caption, f.file)
-    missing = len(points) - len(found)
+    drawn = {id(p) for p, _ in found}
+    unread = [p for p in points if id(p) not in drawn and _names_hist(p)]
+    missing = len(points) - len(found) - len(unread)
     if missing:
         out += [f"{missing} point{'s keep' if missing != 1 else ' keeps'} no per-second histograms (written before "
                 "they were kept, or imported without them) and are not drawn.", ""]
+    if unread:
+        named = ", ".join(label(p) for p in unread[:3]) + (" …" if len(unread) > 3 else "")
+        out += [f"{len(unread)} point{'s name' if len(unread) != 1 else ' names'} a histograms file in raw/ that "
+                f"could not be read or held no usable second ({named}: not a regular file, a link, too large, or "
+                "garbled) and " + ("are" if len(unread) != 1 else "is") + " not drawn.", ""]
     return out + stall_section([(label(p), stall_events(ivs)) for p, ivs in found])
+
+
+def _names_hist(p: StorageRow) -> bool:
+    raw = p.line.raw
+    return isinstance(raw, dict) and isinstance(raw.get("hist"), str) and bool(raw.get("hist"))
 
 
 def stall_section(found: Sequence[tuple[str, tuple[list[Stall], float | None]]]) -> list[str]:

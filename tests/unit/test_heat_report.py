@@ -118,3 +118,19 @@ def test_a_fleet_report_shows_each_hosts_heat_map_and_their_merge_whose_p99_is_t
     # b's pause, on b's strip and in the merge (host a has none): at its time, 2 s, its 800 I/Os
     assert [(r[0].endswith(" on b"), "all hosts merged" in r[0]) for r in stalls] == [(True, False), (False, True)]
     assert all(r[1:4] == ["4 s", "2 s", "800"] for r in stalls), stalls
+
+
+def test_a_point_whose_histograms_file_cannot_be_read_is_named_not_counted_as_kept_none(tmp_path: Path) -> None:
+    """A point's results line names its histograms file, but raw/ holds a FIFO there: the point is said to be
+    undrawn because of its file, by name — not lumped with the points of a run written before histograms."""
+    import os
+
+    run = sweep(tmp_path / "sweep", n=3)
+    fifo = run / "raw" / "0001-p.hist.jsonl"
+    fifo.unlink()
+    os.mkfifo(fifo)
+    text = _heat_text(run)
+    assert ("1 point names a histograms file in raw/ that could not be read or held no usable second (QD2: "
+            "not a regular file, a link, too large, or garbled) and is not drawn.") in text
+    assert "keep no per-second histograms" not in text and "keeps no per-second histograms" not in text
+    assert "No stall event in the 2 points with per-second histograms." in text
