@@ -465,11 +465,16 @@ class FileFacts:
     refusal: str | None = None
 
 
+SHM = "/dev/shm/"
+
+
 def file_facts(path: str, state: SystemState | None = None) -> FileFacts:
     try:
         st = os.stat(path)
     except FileNotFoundError:
-        if path == "/dev" or path.startswith("/dev/"):
+        # a device's name mistyped must not become a regular file in /dev; /dev/shm is a tmpfs for files (and
+        # `--target /dev/shm` puts the test file in a new directory of the tool's own there)
+        if (path == "/dev" or path.startswith("/dev/")) and not path.startswith(SHM):
             from app.container import missing_device_hint
 
             hint = missing_device_hint(path)

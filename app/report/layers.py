@@ -86,6 +86,8 @@ def layers_section(points: Sequence[StorageRow], label: Label) -> list[str]:
         if dev is not None:
             fallback = (f"the device counters' mean instead: {us(dev)} µs per request (Δticks / Δrequests, the "
                         f"scheduler's queue in it) of fio's {us(fio)} µs; no percentiles")
+        elif "device counters" in why:  # the reason already says the counters are missing (a tmpfs file)
+            fallback = "so no split"
         else:
             fallback = "no device counters either, so no split"
         out.append(f"- {md_text(label(p))}: not traced: {why}; {fallback}.")

@@ -174,6 +174,20 @@ def test_a_file_directly_in_tmp_is_refused_and_tmp_itself_gets_the_tool_s_own_di
         planted.unlink(missing_ok=True)
 
 
+def test_a_file_directly_in_dev_shm_is_refused_and_dev_shm_itself_gets_the_tool_s_own_directory(shared: Path) -> None:
+    """/dev/shm is sticky like /tmp, and its refusal recommends naming /dev/shm itself: that then works (it was
+    refused once as "a missing path under /dev"), in a directory of the tool's own, removed after the run."""
+    target = Path("/dev/shm") / f"ptui-target-{uuid.uuid4().hex[:8]}.bin"
+    proc = run_cli("run", "custom", "--target", str(target), "--out", str(shared / "r"), *RUN)
+    refused(proc, str(target), "/dev/shm is writable by other users", "or /dev/shm itself")
+    assert not target.exists()
+    run_cli("run", "custom", "--target", "/dev/shm", "--out", str(shared / "r"), *RUN, check=True)
+    meta = json.loads((shared / "r" / "run.json").read_text())
+    made = Path(meta["target"])
+    assert made.parent.parent == Path("/dev/shm") and made.parent.name.startswith("profiler-tui-")
+    assert meta["status"] == "complete" and not made.parent.exists()
+
+
 def test_under_sudo_the_invoking_user_s_directory_holds_a_target(shared: Path) -> None:
     """SUDO_UID names the user who ran sudo, who can already run anything as root: that user's directory is trusted
     as --out trusts it; another user's is not."""
