@@ -879,7 +879,10 @@ def _flags_legend(points: Sequence[StorageRow], meta: RunMeta | None = None) -> 
         return []
     out = [f"Validity checks — each check's result over the {len(results)} point{'s' if len(results) != 1 else ''} "
            "it was run on (the Flags column names the points a check flagged):", ""]
-    rows = [[name, *_check_row(name, [c[name] for c in results])] for name in FLAGS]
+    # the open-loop check only where the run has an open-loop point (elsewhere it says nothing of the points)
+    opened = any(p.line.point.get("rate") is not None for p in points)
+    rows = [[name, *_check_row(name, [c[name] for c in results])] for name in FLAGS
+            if name != "closed-by-generator" or opened]
     rows += _other_flag_rows(points)
     out.append(markdown_table(["Check", "Result", "Why"], rows, right=()))
     out.append("")
