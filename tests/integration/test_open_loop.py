@@ -1,0 +1,94 @@
+"""The open loop against a server of known capacity: a RAM-backed loop device the kernel throttles to a known
+IOPS (blkio), measured by a short open-loop preset: X_max from a closed-loop sweep, then Poisson arrivals at
+shares of it.  Below the cap the loop stays open and latency stays low; above it the generator falls behind and
+the in-flight count fills, so the point is flagged and never used as an open-loop figure.  And a generator asked
+for more than it can issue is flagged too."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from loopdev import loop_device
+from test_procedure import cli, lines, run_custom
+from throttle import throttled
+
+CAP = 2000  # IOPS the kernel lets through: the server's capacity
+PRESET = """name = "open-loop-test"
+kind = "storage"
+description = "a short open-loop sweep"
+
+[settings]
+rw = "randread"
+bs = "4k"
+runtime = 2
+ramp_time = 1
+size = "16m"
+
+[[group]]
+label = "closed loop"
+iodepth = [1, 16]
+
+[[group]]
+label = "open loop"
+iodepth = 64
+rate = ["20%", "50%", "80%", "125%"]
+"""
+
+
+def _open(line: dict[str, Any]) -> dict[str, Any]:
+    return line.get("open_loop") or {}
+
+
+@pytest.fixture(scope="module")
+def throttled_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp = tmp_path_factory.mktemp("open-loop")
+    preset = tmp / "open-loop-test.toml"
+    preset.write_text(PRESET)
+    out = tmp / "out"
+    with loop_device(tmp, size_mb=16, ram=True) as dev, throttled(dev.path, CAP, CAP) as enter:
+        proc = cli("run", str(preset), "--target", dev.path, "--yes", "--out", str(out), enter=enter)
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+def test_xmax_and_the_saturated_rate_are_the_throttle_and_points_above_it_are_flagged(throttled_run: Path) -> None:
+    got = lines(throttled_run)
+    closed = [ln for ln in got if ln["point"].get("rate") is None]
+    opened = {ln["point"]["rate"]: ln for ln in got if ln["point"].get("rate") is not None}
+    assert len(closed) == 2 and set(opened) == {"20%", "50%", "80%", "125%"}
+    xmax = max(ln["metrics"]["iops"] for ln in closed)
+    assert xmax == pytest.approx(CAP, rel=0.05)
+    for ln in opened.values():  # the share is of the X_max measured, by the points that ran first
+        assert _open(ln)["xmax_iops"] == pytest.approx(xmax) and _open(ln)["xmax_from"] == "measured"
+        assert ln["point"]["iodepth"] == 64 and _open(ln)["arrivals"] == "poisson"
+    over = opened["125%"]
+    assert _open(over)["valid"] is False and _open(over)["flag"] == "closed-by-generator"
+    assert "closed-by-generator" in [f["flag"] for f in over["flags"]]
+    assert over["metrics"]["iops"] == pytest.approx(CAP, rel=0.05)  # the server's rate, whatever was offered
+    for share in ("20%", "50%"):
+        ln = opened[share]
+        assert _open(ln)["valid"] is True, _open(ln).get("closed_because")
+        assert ln["checks"]["closed-by-generator"] == {"result": "passed"}
+        assert ln["metrics"]["iops"] == pytest.approx(_open(ln)["offered_iops"], rel=0.1)
+    # flat well below the cap, steep past it: the overloaded point waited far longer
+    low = statistics.median(opened[s]["metrics"]["lat_ns"]["mean"] for s in ("20%", "50%"))
+    assert over["metrics"]["lat_ns"]["mean"] > 10 * low
+    run = json.loads((throttled_run / "run.json").read_text())
+    order = [ln["index"] for ln in sorted(got, key=lambda ln: ln["started"])]
+    assert order[:2] == [0, 1] and run["status"] == "complete"  # the closed loop ran first
+
+
+def test_a_generator_asked_for_more_than_it_can_issue_is_flagged(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    proc = run_custom(tmp_path, out, "iodepth=4", "runtime=1", "rate=90000000")
+    assert proc.returncode == 0, proc.stderr
+    (first, *_) = lines(out)
+    loop = _open(first)
+    assert loop["offered_iops"] == 90_000_000 and loop["valid"] is False
+    assert "below the 90000000 offered" in loop["closed_because"]
+    assert "closed-by-generator" in [f["flag"] for f in first["flags"]]
