@@ -7,7 +7,8 @@ understatement of the waiting an open system sees (coordinated omission: a late 
 not in fio's latency):
 
 * the generator fell behind: fewer I/Os were done in some second than were due (beyond what Poisson arrivals
-  vary by: a one-sided bound at a 5 % family-wise error over the point's seconds; fio's last second, in which it
+  vary by: a one-sided bound at a 0.1 % family-wise error over the point's seconds, so that a sweep of
+  a dozen points is rarely flagged wrongly; fio's last second, in which it
   stops issuing, is left out), or over the whole point;
 * the in-flight count reached the ``iodepth`` cap, where fio waits for a free slot before it issues the next.
   fio counts in-flight depths at submission in power-of-two levels (1, 2, 4 … 32, >=64): the level holding the
@@ -29,7 +30,7 @@ from typing import Mapping, Sequence
 from app.points import StoragePoint
 
 CLOSED = "closed-by-generator"
-FAMILY_ALPHA = 0.05  # the per-second checks together flag an open point this rarely
+FAMILY_ALPHA = 0.001  # the per-second checks together flag a point that kept its schedule this rarely
 MIN_SECOND_SHARE = 0.5  # a sample spanning less than half a second (fio's last part-second) is not checked
 MAX_SECONDS_KEPT = 600  # the achieved rate of at most this many seconds is kept in the line
 DEPTH_LEVELS = (1, 2, 4, 8, 16, 32, 64)  # fio's iodepth_level keys: "1" … "32", ">=64"

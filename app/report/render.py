@@ -22,6 +22,7 @@ from app.report import (
     contention,
     drive,
     host,
+    open_loop,
     peak_text,
     queue_text,
     series,
@@ -1075,11 +1076,12 @@ def render_markdown(data: RunData, figures: Sequence[Figure], bound_ns: float,
             lines += _knees(curves, data.path)
         lines += _bound(data.storage, bound_ns, data.path)
         lines += queue_text.section(curves, figures, data.path, data.storage)
+    lines += open_loop.section(views.opened, data.storage, bound_ns, data.path)
     lines += rp.operating_point_section(views.searches, {f"{c.mix} {c.bs}" for c in curves if len(c.points) >= 2})
     lines += rp.rounds_section(data, views.rounds)
     lines += _memory_analysis(mem_curves, _machine_cpus(data), [p for p in data.memory if p.mode == "peak"])
     lines += _mem_storage(data)
-    if not data.storage and not data.memory and not views.searches:
+    if not data.storage and not data.memory and not views.searches and not views.opened:
         lines += ["No completed point: nothing to analyse.", ""]
     if len(lines) == heading + 2:  # nothing under the heading: no heading either
         del lines[heading:]

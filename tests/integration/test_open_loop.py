@@ -7,6 +7,7 @@ for more than it can issue is flagged too."""
 from __future__ import annotations
 
 import json
+import re
 import statistics
 from pathlib import Path
 from typing import Any
@@ -70,14 +71,16 @@ def test_xmax_and_the_saturated_rate_are_the_throttle_and_points_above_it_are_fl
     assert _open(over)["valid"] is False and _open(over)["flag"] == "closed-by-generator"
     assert "closed-by-generator" in [f["flag"] for f in over["flags"]]
     assert over["metrics"]["iops"] == pytest.approx(CAP, rel=0.05)  # the server's rate, whatever was offered
-    for share in ("20%", "50%"):
-        ln = opened[share]
-        assert _open(ln)["valid"] is True, _open(ln).get("closed_because")
+    # well below the cap the loop stays open (on a loaded machine fio itself may fall behind: then it is flagged)
+    valid = [opened[s] for s in ("20%", "50%") if _open(opened[s])["valid"]]
+    assert valid, [_open(opened[s]).get("closed_because") for s in ("20%", "50%")]
+    for ln in valid:
         assert ln["checks"]["closed-by-generator"] == {"result": "passed"}
         assert ln["metrics"]["iops"] == pytest.approx(_open(ln)["offered_iops"], rel=0.1)
     # flat well below the cap, steep past it: the overloaded point waited far longer
     low = statistics.median(opened[s]["metrics"]["lat_ns"]["mean"] for s in ("20%", "50%"))
     assert over["metrics"]["lat_ns"]["mean"] > 10 * low
+    report_of_the_run(throttled_run, xmax)
     run = json.loads((throttled_run / "run.json").read_text())
     order = [ln["index"] for ln in sorted(got, key=lambda ln: ln["started"])]
     assert order[:2] == [0, 1] and run["status"] == "complete"  # the closed loop ran first
@@ -92,3 +95,22 @@ def test_a_generator_asked_for_more_than_it_can_issue_is_flagged(tmp_path: Path)
     assert loop["offered_iops"] == 90_000_000 and loop["valid"] is False
     assert "below the 90000000 offered" in loop["closed_because"]
     assert "closed-by-generator" in [f["flag"] for f in first["flags"]]
+
+
+def report_of_the_run(out: Path, xmax: float) -> None:
+    """The report's open-loop section: the service rate the open loop saturated at is the throttle's (±5 %), the
+    utilization law, the models with their residuals and the p99-bounded load are stated, and the flagged point is
+    listed as not used."""
+    proc = cli("report", str(out))
+    assert proc.returncode == 0, proc.stderr
+    text = (out / "report.md").read_text().split("### Open loop: latency against offered load", 1)[1]
+    rate = re.search(r"Service rate where the open loop saturated: ([0-9,]+) IOPS", text)
+    assert rate is not None, text
+    assert float(rate.group(1).replace(",", "")) == pytest.approx(CAP, rel=0.05)
+    assert f"X_max {xmax:,.0f} IOPS (the highest of the closed-loop points)" in text
+    assert "Utilization law at the highest valid load" in text
+    assert "M/M/1 µs (resid.)" in text and "Models (mean R, valid points below ρ = 1 only" in text
+    assert "Highest offered load meeting p99 ≤ 1000 µs" in text
+    flagged = text.split("Flagged, not used as open-loop figures: ", 1)[1].split("\n", 1)[0]
+    assert "ρ 1.25 (" in flagged
+    assert "L_queue = ρ² / (1 − ρ)" in text
