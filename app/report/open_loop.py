@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from app.records import number
+from app.sanitize import md_text
 from app.report import intervals as ci
 from app.report.model import StorageRow
 from app.report.tails import ios_of, tail_value
@@ -323,7 +324,7 @@ def curve_text(c: OpenCurve, bound_ns: float) -> list[str]:
     flagged = [p for p in c.points if not p.valid]
     if flagged:
         out += ["Flagged, not used as open-loop figures: " + "; ".join(
-            f"ρ {_rho(p)} ({p.why or 'the loop did not stay open'})" for p in flagged) + ".", ""]
+            f"ρ {_rho(p)} ({md_text(p.why or 'the loop did not stay open')})" for p in flagged) + ".", ""]
     out += _utilization(c) + _fit_text(c) + _seed_text(c) + _knee_text(c) + _bound_text(c, bound_ns)
     return out
 

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from loopdev import loop_device
+from schema_check import validate_dir
 from test_procedure import cli, lines, run_custom
 from throttle import throttled
 
@@ -81,6 +82,7 @@ def test_xmax_and_the_saturated_rate_are_the_throttle_and_points_above_it_are_fl
     low = statistics.median(opened[s]["metrics"]["lat_ns"]["mean"] for s in ("20%", "50%"))
     assert over["metrics"]["lat_ns"]["mean"] > 10 * low
     report_of_the_run(throttled_run, xmax)
+    validate_dir(throttled_run)  # every line, its open_loop part and its flag as the contract says
     run = json.loads((throttled_run / "run.json").read_text())
     order = [ln["index"] for ln in sorted(got, key=lambda ln: ln["started"])]
     assert order[:2] == [0, 1] and run["status"] == "complete"  # the closed loop ran first
