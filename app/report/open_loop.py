@@ -32,10 +32,10 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from app.records import number
-from app.sanitize import md_text
 from app.report import intervals as ci
 from app.report.model import StorageRow
 from app.report.tails import ios_of, tail_value
+from app.sanitize import md_text
 from app.tails import min_ios, supported
 from app.textable import markdown_table
 from app.units import format_size, us
