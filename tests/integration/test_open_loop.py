@@ -116,3 +116,28 @@ def report_of_the_run(out: Path, xmax: float) -> None:
     flagged = text.split("Flagged, not used as open-loop figures: ", 1)[1].split("\n", 1)[0]
     assert "ρ 1.25 (" in flagged
     assert "L_queue = ρ² / (1 − ρ)" in text
+
+
+def test_fleet_hosts_each_offer_the_rate_and_a_share_of_a_measured_xmax_is_refused(tmp_path: Path) -> None:
+    from tests.helpers.fleet_agents import agents
+
+    with agents(2) as running, loop_device(tmp_path, name="a", ram=True) as a, \
+            loop_device(tmp_path, name="b", ram=True) as b:
+        hosts: list[str] = []
+        for agent, dev in zip(running, (a, b)):
+            hosts += ["--host", agent.host, "--target", f"{agent.host}={dev.path}"]
+        base = ["run", "custom", "--set", "runtime=1", "--set", "size=16m", "--set", "iodepth=16", "--yes"]
+        refused = cli(*base, "--out", str(tmp_path / "no"), "--set", "rate=50%", *hosts)
+        assert refused.returncode == 2 and "without key 'xmax'" in refused.stderr
+        assert refused.stderr.count("\n") == 1 and not (tmp_path / "no").exists()
+        proc = cli(*base, "--out", str(tmp_path / "r"), "--set", "rate=500", *hosts)
+        assert proc.returncode == 0, proc.stderr
+    got = lines(tmp_path / "r")
+    assert sorted(ln["host"] for ln in got) == sorted(agent.host for agent in running)
+    for ln in got:  # each host offered the whole rate (its job file says so) and its line says what it achieved
+        loop = _open(ln)
+        assert loop["offered_iops"] == 500 and loop["per_job_rate_iops"] == [500]
+        assert loop["achieved_iops"] == pytest.approx(500, rel=0.2)
+        job = (tmp_path / "r" / ln["raw"]["fio"]).read_text()
+        assert "rate_iops=500\nrate_process=poisson" in job
+    validate_dir(tmp_path / "r")
