@@ -1038,7 +1038,7 @@ def render_markdown(data: RunData, figures: Sequence[Figure], bound_ns: float,
              "measured with fio, memory with Intel MLC's loaded-latency method or the built-in engine. Units: "
              "µs = 10^-6 s, ns = 10^-9 s, MB = 10^6 bytes, MiB = 2^20 bytes, block sizes in KiB (2^10 bytes).")
     lines += [intro, ""]
-    lines += answer.section(data, curves, bound_ns)
+    lines += answer.section(data, curves, bound_ns, views.opened)
     lines += _environment(data)
     lines += _run(data)
     lines += _target(data)

@@ -115,3 +115,10 @@ def test_erlang_c_matches_its_textbook_values() -> None:
     assert ol.erlang_c(2, 1.0) == pytest.approx(1 / 3)  # c = 2, a = 1: 1/3
     assert ol.mmc(100.0, 0.5 / 100.0, 1) == pytest.approx(ol.mm1(100.0, 0.5))
     assert ol.mmc(100.0, 1 / 100.0, 1) is None
+
+
+def test_the_summary_on_top_names_the_flagged_open_loop_points_by_their_offered_load(mm1: tuple[Path, str]) -> None:
+    summary = mm1[1].split("## Summary", 1)[1].split("\n## ", 1)[0]
+    assert "`closed-by-generator` on 2 points (randread 4K QD64 λ 50%; randread 4K QD64 λ 120%)" in summary
+    assert "No point carries a flag" not in summary
+    assert "λ" not in summary.split("**Flags**", 1)[0]  # the closed-loop answers read the closed-loop points only
