@@ -467,3 +467,15 @@ def offered_load(plan: Sequence[Point], index: int, measured: Mapping[int, Measu
                 "give xmax")
     xmax = max(v for v, _ in found if v is not None)
     return OfferedLoad(share * xmax, share, xmax, "measured", tuple(i for _, i in found))
+
+
+def check_shares(plan: Sequence[Point], source: str) -> None:
+    """UsageError, before anything is created, for a point whose rate is a share of an X_max no point of the plan
+    can measure: it gives no ``xmax`` and the plan has no closed-loop point (no ``rate``) of its workload."""
+    for p in plan:
+        if needs_xmax(p):
+            assert isinstance(p, StoragePoint)
+            if not any(isinstance(q, StoragePoint) and q.rate is None and _workload(q) == _workload(p) for q in plan):
+                raise UsageError(f"{source}: key 'rate' has value {p.rate}, a share of X_max, and the plan has no "
+                                 "closed-loop point (without rate) of the same workload to measure X_max; give xmax, "
+                                 "or add such points (the open-loop preset sweeps iodepth first).")

@@ -58,6 +58,7 @@ from app.procedure import (
     Measured,
     Procedure,
     check_precondition,
+    check_shares,
     measured_from_line,
     needs_xmax,
     offered_load,
@@ -1229,6 +1230,7 @@ def new_session(
     if not plan:
         raise UsageError(f"{preset.source}: the plan has no points.")
     check_precondition(preset.procedure, plan, preset.source)  # before any directory exists
+    check_shares(plan, preset.source)
     if preset.kind == Kind.STORAGE:
         preset = replace(preset, procedure=with_order_seed(preset.procedure))  # run.json records the seed
     out_dir = Path(out) if out else default_out_dir(preset.name)
@@ -1470,6 +1472,7 @@ def _open_session(results: ResultsDir, lock: DirLock | None, *, engine: str | No
     meta, kind, plan, procedure = recorded.meta, recorded.kind, recorded.plan, recorded.procedure
     source = str(results.run_json)
     check_precondition(procedure, plan, source)
+    check_shares(plan, source)
     chosen_engine = engine or meta.engine or "auto"
     if chosen_engine not in ENGINES:
         raise UsageError(f"{source}: key 'engine' has invalid value {json.dumps(chosen_engine, default=str)[:80]}: "

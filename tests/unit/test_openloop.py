@@ -14,7 +14,7 @@ from app.errors import UsageError
 from app.keys import rate, rate_share
 from app.openloop import CLOSED, cap_share, depth_level, open_loop_part, per_job_rates
 from app.points import Kind, StoragePoint
-from app.procedure import Measured, OfferedLoad, Procedure, offered_load, run_order
+from app.procedure import Measured, OfferedLoad, Procedure, check_shares, offered_load, run_order
 from app.records import Parts, StorageMetrics
 from app.runners.fio import job_file
 from app.summary import point_label
@@ -200,3 +200,16 @@ def test_a_fleet_plan_takes_an_absolute_rate_or_a_given_xmax_but_not_a_share_of_
     _check_fleet_plan(Kind.STORAGE, Procedure(), [base(rate="2000"), base(rate="50%", xmax=4000)], "x.toml")
     with pytest.raises(UsageError, match="key 'rate' is a share of X_max without key 'xmax'"):
         _check_fleet_plan(Kind.STORAGE, Procedure(), [base(), base(rate="50%")], "x.toml")
+
+
+def test_a_share_no_point_of_the_plan_can_measure_is_refused_before_anything_is_created(tmp_path: Any) -> None:
+    target, out = tmp_path / "t.img", tmp_path / "out"
+    target.write_bytes(b"\0" * 4096)
+    proc = run_cli("run", "custom", "--target", str(target), "--yes", "--out", str(out), "--set", "rate=50%")
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "key 'rate' has value 50%, a share of X_max, and the plan has no closed-loop point" in proc.stderr
+    assert not out.exists()
+    check_shares([base(iodepth=1), base(iodepth=64, rate="50%")], "x.toml")  # a closed-loop point to measure it
+    check_shares([base(iodepth=64, rate="50%", xmax=1000)], "x.toml")  # or a given X_max
+    with pytest.raises(UsageError, match="x.toml: key 'rate'"):
+        check_shares([base(bs=8192, iodepth=1), base(iodepth=64, rate="50%")], "x.toml")  # another workload's
