@@ -16,6 +16,9 @@ TEST_PKGS := fdisk tmux librsvg2-bin jq openssh-server podman runc debootstrap
 # chromium: tests/integration/test_report_html_browser.py opens report.html in it, headless
 # (tests/helpers/headless_chromium.py)
 TEST_PKGS += chromium
+# bpftrace: tests/integration/test_blocktrace_loop.py traces a loop device's block requests (layers = true); running
+# needs it only for that key, so it is no run package
+TEST_PKGS += bpftrace
 # tests/vm: QEMU boots Debian's kernel (fetched by the tests with apt-get download) on this machine's root, with
 # a static busybox in its initramfs and kmod's depmod/modprobe for its module tree.  Installed when missing and
 # possible; without them the VM tests skip with one sentence (docs/testing.md, "Tests in QEMU guests")

@@ -42,8 +42,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Iterator, TypedDict
 
-from app import runmeta
+from app import histlog, runmeta
 from app.errors import UsageError
+from app.latmap import HIST_KEY, HIST_SUFFIX, hist_line, sample_hist
 from app.points import Kind, MemoryPoint, keys_of
 from app.records import MemoryMetrics, write_json
 from app.results import RAW, RESULTS_JSONL, SCHEMA_VERSION, ResultsDir, check_links, now_iso, open_file
@@ -64,6 +65,7 @@ IMPORT_RISK = "root would read whichever file that user points it at; import the
 CHUNK_BYTES = 1 << 20
 MAX_FILE_WARNINGS = 100  # per MLC file, kept in run.json
 MAX_SECONDS = 1e9  # a runtime or ramp_time beyond ~31 years is not one fio ran
+MAX_IMPORT_INTERVALS = 100_000  # per-interval histograms kept of one run of a --status-interval stream
 _BAD_TEXT = re.compile(r"[\x00-\x1f\x7f]")
 
 
@@ -104,6 +106,8 @@ class Imported:
     point: dict[str, object]
     metrics: dict[str, object]
     extra: dict[str, object] = field(default_factory=dict)
+    # a --status-interval stream's per-interval histograms (raw/NNNN-JOB.hist.jsonl's lines, app.latmap)
+    hist_lines: list[dict[str, object]] = field(default_factory=list)
 
 
 # --- no interval: an imported file keeps one figure per point, not the samples an interval needs -------------
@@ -725,6 +729,8 @@ def _fio_file(path: str, budget: int) -> tuple[list[Imported], FileInfo] | None:
     splitter = fio_parse.DocumentSplitter()
     points: list[Imported] = []
     current: tuple[int, dict[str, object]] | None = None
+    tracker = fio_parse.SampleTracker()  # the current run's dumps differenced: each interval's histograms
+    intervals: list[dict[str, object]] = []
     counts = {"documents": 0, "fio": 0, "runs": 0}
     versions: set[str] = set()
     has_brace = has_jobs = False
@@ -741,13 +747,15 @@ def _fio_file(path: str, budget: int) -> tuple[list[Imported], FileInfo] | None:
         except fio_parse.FormatError as e:
             raise UsageError(f"{path}: fio JSON document at line {line}: {e}.") from None
         counts["runs"] += 1
+        if len(new) == 1 and len(intervals) > 1:  # a stream of one point's dumps: its heat map
+            new[0].hist_lines = intervals[:]
         points.extend(new)
         if len(points) > budget:
             raise UsageError(f"{path}: more than {MAX_IMPORT_POINTS:,} points in this import; import the files in "
                              "smaller groups.")
 
     def take(line: int, doc: dict[str, object]) -> None:
-        nonlocal current
+        nonlocal current, tracker
         counts["documents"] += 1
         if not fio_parse.is_fio_document(doc):
             return
@@ -765,6 +773,19 @@ def _fio_file(path: str, budget: int) -> tuple[list[Imported], FileInfo] | None:
         else:
             flush()
             current = (line, doc)
+            tracker = fio_parse.SampleTracker()  # a new run: its counters from zero
+            intervals.clear()
+        interval(doc)
+
+    def interval(doc: dict[str, object]) -> None:
+        try:
+            fio_parse.check_document(doc)  # the bins are read: checked in full first
+        except fio_parse.FormatError:
+            return  # flush() names the fault when this is the run's result; a bad dump before it adds no interval
+        sample = tracker.update(doc, fio_parse.job_runtime_ms(doc) / 1000.0)
+        hist = sample.pop(HIST_KEY, None) if sample is not None else None
+        if sample is not None and isinstance(hist, dict) and hist and len(intervals) < MAX_IMPORT_INTERVALS:
+            intervals.append(hist_line(sample, hist))
 
     tail = ""
     for chunk in text_chunks(path):
@@ -791,6 +812,64 @@ def _fio_file(path: str, budget: int) -> tuple[list[Imported], FileInfo] | None:
     return None
 
 
+def _lines(path: str) -> Iterator[str]:
+    carry = ""
+    for chunk in text_chunks(path):
+        parts = (carry + chunk).split("\n")
+        carry = parts.pop()
+        yield from parts
+    if carry:
+        yield carry
+
+
+def _hist_log_file(path: str) -> tuple[list[Imported], FileInfo] | None:
+    """The one point of fio's histogram log (``write_hist_log``; app.histlog), its heat map from each interval's
+    histograms; None when the file is not one.  Its figures come from the histograms alone, through the same
+    reader as fio's JSON: I/Os and their completion latencies (``clat``: the log has no submission time), IOPS and
+    bandwidth over the logged time at the logged block size; the access pattern, depth and the other options are
+    not in the log."""
+    first = next((ln for ln in _lines(path) if ln.strip()), "")
+    if not histlog.looks_like(first):
+        return None
+    try:
+        intervals, sizes = histlog.read_log(_lines(path))
+    except histlog.FormatError as e:
+        raise UsageError(f"{path}: fio histogram log: {e}.") from None
+    if not intervals:
+        raise UsageError(f"{path}: fio histogram log without any I/O in it.")
+    runtime_ms = max(1, round(float(str(intervals[-1]["t"])) * 1000))
+    job: dict[str, object] = {"jobname": os.path.basename(path)[:200], "job_runtime": runtime_ms}
+    for d in fio_parse.DIRECTIONS:
+        bins: dict[int, int] = {}
+        for line in intervals:
+            for v, c in sample_hist(line, d) or []:
+                bins[v] = bins.get(v, 0) + c
+        n = sum(bins.values())
+        if not n:
+            continue
+        mean = sum(v * c for v, c in bins.items()) / n
+        lat = {"N": n, "min": min(bins), "max": max(bins), "mean": mean,
+               "stddev": math.sqrt(sum(c * (v - mean) ** 2 for v, c in bins.items()) / n),
+               "bins": {str(v): c for v, c in sorted(bins.items())}}
+        job[d] = {"total_ios": n, "io_bytes": n * sizes[d], "runtime": runtime_ms, "iops": n * 1000 / runtime_ms,
+                  "bw_bytes": n * sizes[d] * 1000 / runtime_ms, "clat_ns": lat, "lat_ns": lat}
+    done = [d for d in fio_parse.DIRECTIONS if d in job]
+    rw = "rw" if {"read", "write"} <= set(done) else done[0]
+    job["job options"] = {"rw": rw, "bs": str(sizes[done[0]])}
+    doc: dict[str, object] = {"jobs": [job]}
+    try:
+        fio_parse.check_document(doc)
+        (point,) = fio_points(doc)
+    except (fio_parse.FormatError, ValueError) as e:
+        raise UsageError(f"{path}: fio histogram log: {e}.") from None
+    point.extra["notes"] = [*list_of(point.extra.get("notes")),
+                            "a histogram log: completion latencies (clat) only; the access pattern (sequential or "
+                            "random), iodepth and the other options are not in it"]
+    point.metrics["percentiles_source"] = "clat_ns"  # every latency figure is the log's completion latency
+    point.hist_lines = intervals
+    return [point], {"documents": 0, "runs": 1, "fio_versions": [], "noise_lines": 0}
+
+
 def parse_file(path: str, budget: int = MAX_IMPORT_POINTS) -> tuple[str, list[Imported], FileInfo]:
     """(kind of file, points, info) of one input; UsageError when it holds neither format.
 
@@ -799,6 +878,9 @@ def parse_file(path: str, budget: int = MAX_IMPORT_POINTS) -> tuple[str, list[Im
     fio = _fio_file(path, budget)
     if fio is not None:
         return ("fio",) + fio
+    hist_log = _hist_log_file(path)
+    if hist_log is not None:
+        return ("fio-hist-log",) + hist_log
     points, info = mlc_points(text_chunks(path), budget)
     if len(points) > budget:
         raise UsageError(f"{path}: more than {MAX_IMPORT_POINTS:,} points in this import; import the files in "
@@ -843,11 +925,12 @@ def import_files(files: list[str], out: str | os.PathLike[str]) -> tuple[Path, l
     sources: list[Source] = []
     records: list[dict[str, object]] = []
     targets: set[str] = set()
+    hist_files: list[tuple[str, list[dict[str, object]]]] = []
     for n, (f, ftype, points, info) in enumerate(parsed):
         raw_name = f"import-{n:02d}-{re.sub(r'[^A-Za-z0-9_.+-]', '_', os.path.basename(f))}"
         src: Source = {"file": os.path.basename(f), "path": os.path.abspath(f), "format": ftype,
                        "raw": f"raw/{raw_name}", "points": len(points)}
-        if ftype == "fio":
+        if ftype in ("fio", "fio-hist-log"):
             src["documents"], src["runs"] = info["documents"], info["runs"]
             if info["fio_versions"]:
                 tools["fio"] = ", ".join(sorted(set(filter(None, [tools.get("fio"), *info["fio_versions"]]))))
@@ -868,7 +951,11 @@ def import_files(files: list[str], out: str | os.PathLike[str]) -> tuple[Path, l
             rec = {"schema_version": SCHEMA_VERSION, "kind": pt.kind, "index": len(records), "point": pt.point,
                    "metrics": pt.metrics}
             rec.update(pt.extra)
-            rec["raw"] = {"source": src["raw"]}
+            raw = {"source": src["raw"]}
+            if pt.hist_lines:
+                raw["hist"] = f"{RAW}/import-{len(records):04d}{HIST_SUFFIX}"
+                hist_files.append((raw["hist"], pt.hist_lines))
+            rec["raw"] = raw
             rec["imported_from"] = src["file"]
             if pt.kind == Kind.STORAGE and pt.extra.get("target"):
                 targets.add(str(pt.extra["target"]))
@@ -898,6 +985,9 @@ def import_files(files: list[str], out: str | os.PathLike[str]) -> tuple[Path, l
         results.create(runmeta.new(meta, results.run_json))
         for (source_file, *_), src in zip(parsed, sources):
             _copy(source_file, results, str(src["raw"]).removeprefix(f"{RAW}/"))
+        for rel, hist_lines in hist_files:  # each second's histograms of a stream: the point's heat map
+            results.write_raw_file(rel.removeprefix(f"{RAW}/"),
+                                   "".join(json.dumps(h, separators=(",", ":")) + "\n" for h in hist_lines))
         with os.fdopen(open_file(RESULTS_JSONL, os.O_WRONLY | os.O_APPEND, results.fd), "a",
                        encoding="utf-8") as out_file:  # all at once: one fsync, not one per point
             for rec in records:

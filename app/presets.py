@@ -487,8 +487,8 @@ def _normalise(kind: Kind, values: dict[str, PointValue]) -> None:
                 values[key] = default
         if isinstance(values.get("rate"), str) and not str(values["rate"]).endswith("%"):
             values["xmax"] = None  # an absolute offered load is no share of anything
-        for key in ENGINE_FLAGS:
-            if values.get(key) is False:  # fio's default: one identity for one job
+        for key in (*ENGINE_FLAGS, "layers"):
+            if values.get(key) is False:  # fio's default (no trace: the tool's): one identity for one job
                 values[key] = None
     else:
         _normalise_memory(values)

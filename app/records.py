@@ -44,6 +44,10 @@ class LineError(UsageError):
 # --- the values the reader accepts --------------------------------------------------------------------
 
 
+# what a measured figure must be, as the refusals say it
+NUM_RULE = "a finite number from 0 to 2^64"
+
+
 def is_num(v: object) -> bool:
     """A measured figure: a finite number 0 … 2^64 (not a bool)."""
     return number(v) is not None and 0 <= v <= MAX_NUMBER  # type: ignore[operator]  # number() checked the type
@@ -381,7 +385,7 @@ def _storage_metrics(m: Mapping[str, object], refuse: Callable[[str, object, str
     if refuse is not None:
         for key in _STORAGE_NUMBERS:
             if m.get(key) is not None and not is_num(m[key]):
-                refuse(f"metrics.{key}", m[key], "a number")
+                refuse(f"metrics.{key}", m[key], NUM_RULE)
         for key in _LATENCIES:
             if m.get(key) is not None and not isinstance(m[key], dict):
                 refuse(f"metrics.{key}", m[key], "an object")
@@ -390,7 +394,7 @@ def _storage_metrics(m: Mapping[str, object], refuse: Callable[[str, object, str
     def lat(key: str) -> Latency | None:
         if refuse is None or key not in _LATENCIES:
             return t.take(key, lambda v: _latency(v, None))
-        return t.take(key, lambda v: _latency(v, lambda k, x: refuse(f"metrics.{key}.{k}", x, "a number")))
+        return t.take(key, lambda v: _latency(v, lambda k, x: refuse(f"metrics.{key}.{k}", x, NUM_RULE)))
 
     n = {k: t.take(k, _num) for k in (*_STORAGE_NUMBERS, "total_ios", "io_bytes", "trim_iops", "trim_bw_bytes")}
     return StorageMetrics(
@@ -445,7 +449,7 @@ _MEMORY_NAMES = _names(MemoryMetrics)
 def _memory_metrics(m: Mapping[str, object], refuse: Callable[[str, object, str], None]) -> MemoryMetrics:
     for key in ("latency_ns", "bandwidth_mbps"):
         if m.get(key) is not None and not is_num(m[key]):
-            refuse(f"metrics.{key}", m[key], "a number")
+            refuse(f"metrics.{key}", m[key], NUM_RULE)
     t = _Taker(m, _MEMORY_NAMES)
     return MemoryMetrics(t.take("latency_ns", _num), t.take("bandwidth_mbps", _num),
                          t.take("load_bandwidth_mbps", _num), t.take("ci95", _ci95), t.take("ci_method", _obj),
@@ -485,6 +489,7 @@ class Parts:
     tail: JSONObject | None = None  # the per-second p99 over the point: its median, worst second (app.tails)
     host_cpu: JSONObject | None = None  # the CPUs' busy time over the measured window, from /proc/stat (app.cpustat)
     open_loop: JSONObject | None = None  # open loop: offered and achieved rate, whether it stayed open (app.openloop)
+    layers: JSONObject | None = None  # the block requests' time in the scheduler and the device (app.blocktrace)
     keys: tuple[str, ...] = ()  # the order the runner gives them in; () = the fields that are set, as declared
 
     def __post_init__(self) -> None:
@@ -510,6 +515,7 @@ def _parts(t: _Taker, keys: tuple[str, ...]) -> Parts:
         t.take("warnings", _any), t.take("chase", _any), t.take("bandwidth_includes_latency_thread", _bool),
         t.take("notes", _any), t.take("numa", _any), t.take("caches", _any), t.take("c2c_cpus", _any),
         t.take("device", _obj), t.take("tail", _obj), t.take("host_cpu", _obj), t.take("open_loop", _obj),
+        t.take("layers", _obj),
         keys=tuple(k for k in keys if k in PART_KEYS))
 
 

@@ -35,9 +35,11 @@ import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 
 from app.errors import UsageError
+from app.latmap import DIRECTIONS as HIST_DIRECTIONS
+from app.latmap import MAX_HIST_BYTES, sample_hists
 from app.lock import effective_status
 from app.points import Kind, RunStatus, point_from_dict
 from app.records import line_json, number
@@ -62,6 +64,7 @@ MAX_INTERVAL_S = 60.0  # a sample's own interval counted at most this long (fio 
 MAX_SAMPLES_BYTES = 16 << 20  # a samples file: at most this much is read …
 MAX_SAMPLE_LINE = 64 << 10  # … no line longer than this is parsed …
 MAX_SAMPLES = 100_000  # … and at most this many samples kept (a day of seconds is 86,400)
+MAX_RUN_HIST_SECONDS = 20_000  # seconds of histograms the Heat tab replays (each ~2-5 KB held); later points without
 MAX_RUN_SAMPLES = 200_000  # samples of the whole run kept (two days of seconds); later points replay without
 MAX_PROBLEMS = 20  # problems named one by one; beyond, only counted
 EARLY_S = 0.001  # an event this close to its time is shown now (a float's rounding never spins the loop)
@@ -238,17 +241,45 @@ class Replay:
     problems: list[str]  # lines of the files left out, one sentence each
 
 
-def sample_file_name(raw: object, shown_dir: Path) -> str | None:
-    """The name in raw/ of a results line's samples file (its ``raw.samples``: ``raw/NAME``), None when the line
-    names none; ReplayError when it names a path outside raw/."""
-    rel = raw.get("samples") if isinstance(raw, dict) else None
+def sample_file_name(raw: object, shown_dir: Path, key: str = "samples") -> str | None:
+    """The name in raw/ of a results line's samples file (its ``raw.samples``: ``raw/NAME``; ``key``: another of
+    its files, ``hist``), None when the line names none; ReplayError when it names a path outside raw/."""
+    rel = raw.get(key) if isinstance(raw, dict) else None
     if rel is None:
         return None
     parts = rel.split("/") if isinstance(rel, str) else []
     if len(parts) != 2 or parts[0] != RAW or parts[1] in ("", ".", "..") or "\0" in rel:
-        raise ReplayError(f"{shown_dir / RESULTS_JSONL}: key 'raw.samples' has value {_quoted(rel)}, not a file "
+        raise ReplayError(f"{shown_dir / RESULTS_JSONL}: key 'raw.{key}' has value {_quoted(rel)}, not a file "
                           "in raw/.")
     return parts[1]
+
+
+def read_hist_file(raw_fd: int, name: str, shown: str) -> dict[float, dict[str, list[int]]]:
+    """A point's per-second histograms (raw/NNNN-JOB.hist.jsonl, app.latmap) by their second's ``t``, for the
+    Heat tab: the same rule as the samples file (a regular file no other user can write, ReplayError otherwise),
+    at most app.latmap.MAX_HIST_BYTES; a line that is not a histograms line is left out."""
+
+    def ours(st: os.stat_result) -> None:
+        why = foreign(st)
+        if why:
+            raise ReplayError(f"{shown}: {why}, so {REPLAY_RISK}.")
+
+    try:
+        data = read_regular(name, MAX_HIST_BYTES, dir_fd=raw_fd, check=ours)[:MAX_HIST_BYTES]
+    except NotRegularFile:
+        raise ReplayError(f"{shown}: is not a regular file.") from None
+    except OSError as e:
+        raise ReplayError(f"{shown}: cannot be read ({e.strerror or e}).") from None
+    out: dict[float, dict[str, list[int]]] = {}
+    for line in data.decode("utf-8", "replace").splitlines():
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue
+        t = number(obj.get("t")) if isinstance(obj, dict) else None
+        if t is not None and sample_hists(obj) is not None:  # checked: its records are histograms
+            out[t] = {d: obj[d] for d in HIST_DIRECTIONS if d in obj}
+    return out
 
 
 def _phase(index: int, sample: dict[str, Any], ramp_s: float) -> Phase:
@@ -274,7 +305,8 @@ class _Timeline:
         self.steps.append(Step(self.at, event))
 
     def samples_of(self, index: int, samples: Sequence[dict[str, Any]], ramp_s: float,
-                   wrap: Callable[[dict[str, Any]], object] | None = None) -> None:
+                   wrap: Callable[[dict[str, Any]], object] | None = None,
+                   hists: Mapping[float, dict[str, list[int]]] | None = None) -> None:
         """A point's samples at their own pace (module docstring, "Time"); its phases where they change."""
         shown: tuple[object, ...] | None = None
         if samples and wrap is None:  # what the live run said as fio started: the first second's phase, at 0
@@ -295,7 +327,7 @@ class _Timeline:
                 if key != shown:
                     shown = key
                     self.add(phase)
-                self.add(Sample(index, sample))
+                self.add(Sample(index, sample, (hists or {}).get(sample["t"])))
             else:
                 self.add(wrap(sample))
             self.samples += 1
@@ -386,6 +418,18 @@ def _build(results: ResultsDir, meta: RunMeta, lines: Sequence[Any], sweep: Any)
                             f"{path / RAW / name} replay without theirs.")
         return out
 
+    hist_seconds = 0
+
+    def hists(raw: object) -> dict[float, dict[str, list[int]]]:
+        """The point's per-second histograms for the Heat tab, at most MAX_RUN_HIST_SECONDS in the run."""
+        nonlocal hist_seconds
+        name = sample_file_name(raw, path, "hist")
+        if name is None or results.raw_fd is None or hist_seconds >= MAX_RUN_HIST_SECONDS:
+            return {}
+        got = read_hist_file(results.raw_fd, name, f"{path / RAW / name}")
+        hist_seconds += len(got)
+        return got
+
     skipped = {s.index: s for s in meta.skipped if s.index is not None}
     measured = {line.index for line in lines}
     # a point that failed and was measured again by a resume: its results line, not the failure
@@ -429,7 +473,8 @@ def _build(results: ResultsDir, meta: RunMeta, lines: Sequence[Any], sweep: Any)
         if record is None:
             tl.add(sweep.PointFailed(index, point, clean_line(entry.error or "failed")))
             continue
-        tl.samples_of(index, samples(record.get("raw")), number(getattr(point, "ramp_time", 0)) or 0.0)
+        tl.samples_of(index, samples(record.get("raw")), number(getattr(point, "ramp_time", 0)) or 0.0,
+                      hists=hists(record.get("raw")))
         done += 1
         tl.add(sweep.PointDone(index, record, done, total))
     status = meta.status if meta.status in tuple(RunStatus) else RunStatus.INTERRUPTED

@@ -1347,11 +1347,11 @@ def _check_fleet_plan(kind: Kind, procedure: Procedure, plan: Sequence[Point], s
         raise UsageError(f"{source}: key 'rate' is a share of X_max without key 'xmax', which takes X_max from the "
                          "points one target measured; a fleet run (--host) measures every host at once: give xmax, "
                          "or a rate in I/Os per second.")
-    for key, value in (("cpus", NODE), ("hipri", True)):
+    for key, value in (("cpus", NODE), ("hipri", True), ("layers", True)):
         if any(isinstance(p, StoragePoint) and getattr(p, key) == value for p in plan):
             raise UsageError(f"{source}: key '{key}' has value {json.dumps(value)}, which needs the target's device "
-                             "on this machine (its NUMA node, its poll queues); a fleet run (--host) cannot read its "
-                             "hosts' devices.")
+                             "on this machine (its NUMA node, its poll queues, its block requests); a fleet run "
+                             "(--host) cannot read its hosts' devices.")
 
 
 def _new_fleet_session(preset: Preset, plan: list[Point], out_dir: Path, fleet: "Fleet", *, yes: bool,

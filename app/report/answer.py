@@ -219,6 +219,11 @@ def _flags(data: RunData, also: Sequence[StorageRow] = ()) -> list[str]:
             more = f" and {len(hit) - NAMED} more" if len(hit) > NAMED else ""
             out.append(f"- {MARK} `{name}` on {len(hit)} point{'s' if len(hit) != 1 else ''} ({shown}{more}): "
                        f"{LEGEND[name]}.")
+    if data.left_out:
+        n = data.left_out
+        out.append(f"- {MARK} {n} line{'s' if n != 1 else ''} of results.jsonl {'were' if n != 1 else 'was'} left out "
+                   "(unreadable, or measuring no point of the plan): no answer above includes "
+                   f"{'them' if n != 1 else 'it'}; the Run section's warnings say why.")
     busy = [p for p in data.memory if contention.contended(p)]
     if busy:
         out.append(f"- {MARK} `contended` on {len(busy)} memory row{'s' if len(busy) != 1 else ''}: "

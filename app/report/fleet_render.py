@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
 from app.points import Kind
-from app.report import drive, tails
+from app.report import drive, heat, tails
 from app.report import intervals as ci
 from app.report.fleet import (
     MEASURES,
@@ -235,7 +235,7 @@ def comparison_section(data: RunData, points: Sequence[FleetPoint], figures: Seq
     out += [fleet_table(points, hosts, failed_host_points(data.meta)), ""]
     out += outlier_section(points, len(hosts))
     out += tail_section(points)
-    out += _figures([f for f in figures if not tails.owns(f)], Kind.STORAGE)
+    out += _figures([f for f in figures if not tails.owns(f) and not heat.owns(f)], Kind.STORAGE)
     out += ["The single-host analysis (Little's law, saturation knees, the p99 bound, the queueing view) is not "
             "repeated for each host of a fleet run: `profiler-tui compare DIR --host A --host B` compares two "
             "hosts point by point.", ""]
@@ -331,6 +331,7 @@ def fleet_markdown(data: RunData, points: Sequence[FleetPoint], figures: Sequenc
     lines += _host_sections(data)
     lines += comparison_section(data, points, figures)
     lines += tails.fleet_section(data.storage, figures, workload)
+    lines += heat.fleet_section(data.path, data.storage, figures, workload)
     while lines and lines[-1] == "":
         lines.pop()
     return clean_text("\n".join(lines) + "\n", newlines=True)  # no terminal control reaches report.md
@@ -344,6 +345,7 @@ def draw_fleet_figures(data: RunData, plots_dir: Path, points: list[FleetPoint] 
     points = fleet_points(data) if points is None else points
     figures = fleet_figures(points, _hosts(data), plots_dir)
     figures += fleet_exceedance_figures(data.storage, _hosts(data), plots_dir)
+    figures += heat.fleet_figures(data.path, data.storage, plots_dir, workload)
     return figures
 
 

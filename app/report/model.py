@@ -325,6 +325,12 @@ class RunData:
     measured: int = 0  # points measured, when ``storage`` holds fewer rows than that (a run in rounds): 0 = all
     fleet: FleetInfo | None = None  # a fleet run: ``storage`` holds one row per (point, host)
     outside_lines: list[int] = field(default_factory=list)  # the outside lines' numbers in results.jsonl (first few)
+    problems: list[str] = field(default_factory=list)  # why lines were left out, one sentence each (the first few)
+
+    @property
+    def left_out(self) -> int:
+        """results.jsonl lines no figure of the report uses: unreadable, or measuring no point of the plan."""
+        return self.unreadable + self.outside
 
     @property
     def imported(self) -> bool:
@@ -335,6 +341,14 @@ class RunData:
         """The run's status as it is now: ``running`` or ``planned`` with no process holding the
         directory's lock means the process died, so the run is ``interrupted``."""
         return effective_status(self.path, self.meta.status)
+
+    def _named_problems(self, most: int = 3) -> list[str]:
+        """The first ``most`` reasons a line was left out, with the directory's path cut (the report names
+        results.jsonl alone), and how many more there were."""
+        prefix = f"{self.path}/"
+        shown = [p[len(prefix):] if p.startswith(prefix) else p for p in self.problems[:most]]
+        more = self.left_out - len(shown)
+        return shown + ([f"({more} more.)"] if more > 0 else [])
 
     def warnings(self) -> list[str]:
         """Every warning the directory carries: run.json's ``warnings``, each source's ``warnings``
@@ -352,6 +366,8 @@ class RunData:
                        f"is not in run.json's plan at {'their' if n != 1 else 'its'} index (no index, one past the "
                        "plan, or another point than the plan's there: a measurement of neither) and "
                        + ("were" if n != 1 else "was") + " left out" + (f" (line {where})." if where else "."))
+        if self.problems:
+            out.append("Why: " + " ".join(self._named_problems()))
         if self.replaced:
             out.append(f"{self.replaced} point{'s were' if self.replaced != 1 else ' was'} measured more than once; "
                        "the last measurement is used.")
@@ -392,7 +408,7 @@ def load(path: str | Path) -> RunData:
     read = rd.read_records(meta.plan)
     storage, memory, outside = split_records(read.lines, list(meta.plan))
     return RunData(Path(path), meta, storage, memory, read.unreadable, read.replaced, read.outside + outside,
-                   outside_lines=read.outside_lines)
+                   outside_lines=read.outside_lines, problems=read.problems)
 
 
 def _load_fleet(rd: ResultsDir, meta: RunMeta) -> RunData:
@@ -405,4 +421,4 @@ def _load_fleet(rd: ResultsDir, meta: RunMeta) -> RunData:
     fleet.strangers = len(storage) - len(kept)
     kept.sort(key=lambda p: (p.index, order[p.host or ""]))
     return RunData(rd.path, meta, kept, memory, read.unreadable, read.replaced, read.outside + outside,
-                   fleet=fleet, outside_lines=read.outside_lines)
+                   fleet=fleet, outside_lines=read.outside_lines, problems=read.problems)

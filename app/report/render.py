@@ -21,6 +21,7 @@ from app.report import (
     conditions,
     contention,
     drive,
+    heat,
     host,
     open_loop,
     peak_text,
@@ -1056,9 +1057,10 @@ def render_markdown(data: RunData, figures: Sequence[Figure], bound_ns: float,
         lines += rep.storage_section(data.path, data.storage, named)
         lines += series.cliff_section(data)
         lines += tails.section(data.storage, figures, named, table=not big)
+        lines += heat.section(data.path, data.storage, figures, named)
     lines += rp.skipped_section(data.meta)
     if data.storage or views.searches:
-        lines += _figures([f for f in figures if not tails.owns(f)], Kind.STORAGE)
+        lines += _figures([f for f in figures if not tails.owns(f) and not heat.owns(f)], Kind.STORAGE)
     suite_rows = suite.rows(data)
     if data.memory or suite_rows:
         env = data.meta.environment

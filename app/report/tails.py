@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
+from app.report.layers import layers_section
 from app.report.model import StorageRow
 from app.sanitize import clean_line, md_text
 from app.tails import SUPPORT_BEYOND, TAIL_PERCENTILES, count, min_ios, percentile, supported
@@ -212,7 +213,7 @@ def section(points: Sequence[StorageRow], figures: Sequence[Figure], label: Labe
     out = [heading, "", INTRO, ""]
     out += _figure_lines(figures, points)
     if table:
-        out += tail_table(points, label) + device_section(points, label)
+        out += tail_table(points, label) + device_section(points, label) + layers_section(points, label)
     else:
         out += [f"The tail table and the device check of all {len(points)} points are in the appendix (Latency "
                 "distribution, every point).", ""]
@@ -221,7 +222,8 @@ def section(points: Sequence[StorageRow], figures: Sequence[Figure], label: Labe
 
 def appendix(points: Sequence[StorageRow], label: Label) -> list[str]:
     label = _replicated(label)
-    return ["### Latency distribution, every point", ""] + tail_table(points, label) + device_section(points, label)
+    return (["### Latency distribution, every point", ""] + tail_table(points, label) + device_section(points, label)
+            + layers_section(points, label))
 
 
 def fleet_section(points: Sequence[StorageRow], figures: Sequence[Figure], label: Label) -> list[str]:

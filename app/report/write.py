@@ -24,13 +24,13 @@ from typing import Any, Callable, Iterator, Sequence
 
 from app.errors import UsageError
 from app.report import analysis as an
+from app.report import heat, series
 from app.report import intervals as ci
 from app.report import procedure as rp
-from app.report import series
 from app.report.fleet_render import write_fleet_report
 from app.report.html import html_path, write_html
 from app.report.model import RunData, load
-from app.report.render import render_markdown, results_csv
+from app.report.render import render_markdown, results_csv, workload_namer
 from app.results import held_path, make_dir, make_dirs, open_trusted_dir, write_new
 
 # what another user's write access to the report's directory would allow
@@ -152,7 +152,9 @@ def draw_run_figures(loaded: RunData, data: RunData, views: rp.StorageViews, cur
     traces = series.series_traces(data)
     more: list[Callable[[], Sequence[Any]]] = [lambda: queueing_figure(curves, plots_dir),
                                                lambda: suite_figures(data.memory, plots_dir),
-                                               lambda: exceedance_figures(data.storage, plots_dir)]
+                                               lambda: exceedance_figures(data.storage, plots_dir),
+                                               lambda: heat.figures(data.path, data.storage, plots_dir,
+                                                                    workload_namer(data.storage))]
     return list(draw_all(data.storage, curves, mem_curves, plots_dir, searches=views.searches, steady=steady,
                          series=traces, more=more))
 

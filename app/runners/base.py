@@ -29,6 +29,8 @@ class Sample:
     index: int  # plan index of the point being measured
     # storage: t, iops, bw_bytes, lat_mean_ns, lat_p99_ns; memory: delay, latency_ns, bandwidth_mbps
     data: dict[str, Any]
+    # storage: the second's latency histograms per direction (app.latmap's record), for the live heat map
+    hist: dict[str, list[int]] | None = None
 
 
 PHASES = ("layout", "ramp", "measuring", "steady")

@@ -22,12 +22,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any, AsyncGenerator, Hashable, Iterator, Mapping, Sequence, cast
 
+from app.blocktrace import BlockTracer, start_tracing, tracing_part
 from app.cpustat import CpuWindow
 from app.devstat import CounterWindow, DeviceWindow, open_counters
 from app.errors import SafetyError, ToolMissing, UsageError
 from app.external import run_tool
 from app.finesamples import fine_intervals
 from app.keys import NODE
+from app.latmap import HIST_KEY, HIST_SUFFIX, hist_line
 from app.openloop import open_loop_part, rate_options
 from app.points import WRITE_MODES, Kind, Point, StoragePoint, implied, json_types, keys_of
 from app.precision import PrecisionWatch, precision_part, target_percent
@@ -409,6 +411,7 @@ class FioRunner(Runner):
                       layout_bytes(point, ctx.target, read_only), precision_watch(point),
                       DeviceWindow(open_counters(ctx.target), ramp=point.ramp_time > 0),
                       CpuWindow(point.cpus, ramp=point.ramp_time > 0), status_interval_ms(point))
+        tracer = await start_tracing(ctx.target) if point.layers else None  # app.blocktrace: the layers part
         try:
             argv = fio_command(job_path.name, read_only, status_interval_ms(point))
             async with aclosing(run.stream(argv, cwd=ctx.raw_dir)) as stream:
@@ -419,7 +422,13 @@ class FioRunner(Runner):
             # yet says nothing, and no results directory keeps one
             kept_samples(run.samples_path)
             raise
+        finally:
+            if isinstance(tracer, BlockTracer):
+                await tracer.stop()
         raw: dict[str, str | bytes] = {".fio": text}
+        layers = tracing_part(tracer, run.device.begin[0] if run.device and run.device.begin else None)
+        if isinstance(tracer, BlockTracer) and tracer.parser.intervals:
+            raw[".layers.jsonl"] = tracer.intervals_jsonl()
         if run.stderr.strip() or run.noise:
             raw[".stderr.txt"] = "\n".join(run.noise + [run.stderr])
         wall_s, job = round(run.wall, 3), job_name(point)
@@ -449,8 +458,9 @@ class FioRunner(Runner):
                       + (("write_cliff",) if cliff is not None else ())
                       + (("device",) if run.device_part is not None else ()) + ("tail",)
                       + (("host_cpu",) if run.cpu_part is not None else ())
-                      + (("open_loop",) if loop is not None else ()),
-                      host_cpu=run.cpu_part, open_loop=cast(JSONObject, loop))
+                      + (("open_loop",) if loop is not None else ())
+                      + (("layers",) if layers is not None else ()),
+                      host_cpu=run.cpu_part, open_loop=cast(JSONObject, loop), layers=layers)
         error = None
         if m.get("errors") or run.failed:
             error = _fio_message(run.stderr, run.noise) or f"fio job error {m.get('errors')}"
@@ -700,6 +710,7 @@ class _FioRun:
         # every dump's means: the samples of the point's interval (``interval_ms``; None: a dump a second and no
         # file of them, as for the preconditioning pass, which has no interval)
         fine_path = samples_path.with_name(samples_path.name.removesuffix(SAMPLES_SUFFIX) + FINE_SUFFIX)
+        self.hist_path = samples_path.with_name(samples_path.name.removesuffix(SAMPLES_SUFFIX) + HIST_SUFFIX)
         self.fine = FineSamples(interval_ms or STATUS_INTERVAL_S * 1000, fine_path if interval_ms else None)
 
     async def stream(self, argv: list[str], cwd: Path | None = None) -> AsyncGenerator[Sample | Phase, None]:
@@ -714,6 +725,7 @@ class _FioRun:
         since_ms = 0  # the dumps' clock where the per-second sample being gathered starts
         held_ramp = False  # the held dump came in fio's ramp_time
         series: IO[str] | None = None  # opened with the first sample: no empty file for a point that never ran
+        hists: IO[str] | None = None  # the per-second histograms' file, opened with the first
         shown: tuple[str, float | None, float | None] | None = None
         started_io = False  # fio's dumps before its first I/O (while it lays out the file) are no samples
         # until fio starts its I/O: the layout's progress, read at least every LAYOUT_POLL_S (a bounded read of
@@ -730,9 +742,10 @@ class _FioRun:
             return Phase(self.index, *now)
 
         def keep(sample: dict[str, Any], steady: object = None, ramp: bool | None = None) -> Sample:
-            """A per-second sample written to the samples file (and kept for the point's checks) as it comes;
-            ``ramp``: taken in fio's ramp_time (default: fio is in it now)."""
-            nonlocal series
+            """A per-second sample written to the samples file (and kept for the point's checks) as it comes,
+            its histograms to the histograms file; ``ramp``: taken in fio's ramp_time (default: fio is in it now)."""
+            nonlocal series, hists
+            hist = sample.pop(HIST_KEY, None)
             if self.phases.in_ramp if ramp is None else ramp:  # fio's ramp_time: counted by fio's dumps, left out
                 sample["ramp"] = True
             if steady is not None:
@@ -740,9 +753,13 @@ class _FioRun:
             if series is None:
                 series = open_samples(self.samples_path)
             append_sample(series, sample)
+            if hist:
+                if hists is None:
+                    hists = open_samples(self.hist_path)
+                append_sample(hists, hist_line(sample, hist))
             if len(self.samples) < MAX_SERIES:
                 self.samples.append(sample)
-            return Sample(self.index, sample)
+            return Sample(self.index, sample, hist)
 
         def layout_progress() -> Phase | None:
             nonlocal polling
@@ -828,6 +845,8 @@ class _FioRun:
             await child.close()
             if series is not None:
                 series.close()
+            if hists is not None:
+                hists.close()
         self.noise = splitter.noise
         self.returncode = child.proc.returncode
         self.wall = time.monotonic() - started
@@ -864,12 +883,13 @@ def open_samples(path: Path) -> IO[str] | None:
 
 
 def kept_samples(path: Path) -> dict[str, Path]:
-    """The point's samples files (per second, and its sub-second ones) for its record, {} when there are none; an
-    empty one (every write failed: the disk filled while fio ran) is removed, so no results directory keeps a file
-    that says nothing."""
+    """The point's samples files (per second, its sub-second ones and its per-second histograms) for its record,
+    {} when there are none; an empty one (every write failed: the disk filled while fio ran) is removed, so no
+    results directory keeps a file that says nothing."""
     kept: dict[str, Path] = {}
-    for suffix, one in ((SAMPLES_SUFFIX, path), (FINE_SUFFIX, path.with_name(path.name.removesuffix(SAMPLES_SUFFIX)
-                                                                              + FINE_SUFFIX))):
+    stem = path.name.removesuffix(SAMPLES_SUFFIX)
+    for suffix, one in ((SAMPLES_SUFFIX, path), (FINE_SUFFIX, path.with_name(stem + FINE_SUFFIX)),
+                        (HIST_SUFFIX, path.with_name(stem + HIST_SUFFIX))):
         try:
             if os.stat(one).st_size > 0:
                 kept[suffix] = one

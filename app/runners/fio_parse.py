@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, TypedDict
 
 from app.devstat import FioDone
+from app.latmap import HIST_KEY, interval_record
 from app.records import MAX_NUMBER
 from app.sanitize import show_value
 from app.tails import Hist, hist_of_bins, hist_record, merge
@@ -598,6 +599,7 @@ class _Totals:
     bytes: dict[str, int] = field(default_factory=lambda: {d: 0 for d in DIRECTIONS})
     runtime_ms: int = 0
     bins: dict[int, int] = field(default_factory=dict)  # json+ latency histogram: value (ns) → count
+    dir_bins: dict[str, dict[int, int]] = field(default_factory=dict)  # the same per direction
     lat_n: int = 0
     lat_sum: float = 0.0  # the sum of all latencies, ns
     timestamp_ms: int = 0
@@ -617,8 +619,10 @@ def _totals(doc: dict[str, object], bins: bool = True) -> _Totals:
             n = int_of(lat.get("N", 0) or 0)
             t.lat_n += n
             t.lat_sum += float_of(lat.get("mean", 0.0)) * n
+            own = t.dir_bins.setdefault(d, {})
             for value, count in ((_bins(lat) or {}) if bins else {}).items():
                 t.bins[value] = t.bins.get(value, 0) + count
+                own[value] = own.get(value, 0) + count
     t.timestamp_ms = int_of(doc.get("timestamp_ms") or 0)
     return t
 
@@ -700,6 +704,9 @@ class SampleTracker:
             sample["lat_p99_ns"] = _percentile_from_bins(d_bins, 99.0) if d_bins else None
             sample["lat_p50_ns"] = _percentile_from_bins(d_bins, 50.0) if d_bins else None
             sample["lat_p99_9_ns"] = _percentile_from_bins(d_bins, 99.9) if d_bins else None
+            hist = interval_record(cur.dir_bins, prev.dir_bins)
+            if hist:
+                sample[HIST_KEY] = hist
         return sample
 
 

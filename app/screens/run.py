@@ -26,6 +26,7 @@ from textual.worker import Worker, WorkerState
 from app import presets as core
 from app import sweep
 from app.container import results_volume_warning, shown_path
+from app.latmap import sample_hist
 from app.points import Kind, MemoryPoint, StoragePoint
 from app.runners.base import Phase, Sample
 from app.sanitize import clean_text
@@ -41,6 +42,7 @@ from app.units import format_duration, rate_text
 from app.widgets import TooSmall
 from app.widgets.charts import BandwidthChart, CurveChart, DelayChart, LatencyChart, ThroughputChart, TimeSeries
 from app.widgets.glyphs import ASCII_HOST_MARKERS, ascii_mode, binary_units
+from app.widgets.heatmap import LiveHeatMap
 from app.widgets.suite import (
     MODE_NAMES,
     C2CPanel,
@@ -201,6 +203,7 @@ class RunScreen(Screen[None]):
         Binding("1", "tab('live')", "Live", show=False),
         Binding("2", "tab('curve')", "Curve", show=False),
         Binding("3", "tab('log')", "Log", show=False),
+        Binding("4", "tab('heat')", "Heat", show=False),
         Binding("m", "panel", "Panel"),
         Binding("t", "tail", "p99.9"),
     ]
@@ -256,6 +259,9 @@ class RunScreen(Screen[None]):
                     yield CurveChart(self.kind, id="curve-chart")
                 with TabPane("Log 3", id="log"):
                     yield RichLog(id="log-full", max_lines=MAX_LOG, wrap=True, markup=False, min_width=20)
+                if self.kind != Kind.MEMORY:  # the point's latency a second, as fio's histograms give it
+                    with TabPane("Heat 4", id="heat"):
+                        yield LiveHeatMap(id="heatmap")
         yield Footer()
 
     def memory_charts(self) -> ComposeResult:
@@ -430,6 +436,8 @@ class RunScreen(Screen[None]):
         st.current = self.label_of(ev.point)
         st.live = st.interval = ""
         st.seconds.clear()
+        for heat in self.query(LiveHeatMap):
+            heat.clear()
         if self.kind == Kind.MEMORY:
             self.follow(ev.point.to_dict())
         st.phase = None
@@ -538,6 +546,10 @@ class RunScreen(Screen[None]):
             d = {**d, "iops": None, "bw_bytes": None}  # fio counts nothing in the ramp: no figure, not zero
         for series in self.query(TimeSeries):  # a fleet host's sample (``host``) is its own line
             series.add_sample(t, d)
+        hist = sample_hist(ev.hist) if ev.hist is not None and not d.get("ramp") else None
+        if hist:
+            for heat in self.query(LiveHeatMap):
+                heat.add(hist)
         if d.get("host") is not None:
             return
         self.state.seconds.append(d)

@@ -270,8 +270,8 @@ letters filter, so there only `ctrl+c` quits). The smallest supported terminal i
 - `ctrl+r` run, `ctrl+s` save as a user preset, `escape` back. Errors show under their field.
 
 ## Run
-- `1` live charts, `2` latency–throughput curve, `3` log; `c`/`escape` stops the run
-  (asks first; completed points are kept); `r` results when it is over.
+- `1` live charts, `2` latency–throughput curve, `3` log, `4` the point's latency heat map (storage);
+  `c`/`escape` stops the run (asks first; completed points are kept); `r` results when it is over.
 - `t` switches the latency chart between mean and p99 and the tail view, p99 (green) and p99.9 (red):
   each second's own percentiles, from the histogram bins of that second (a second with few I/Os has a coarse
   p99.9); `t` again goes back.

@@ -480,6 +480,16 @@ def _judging(pid: int) -> bool:
     return any("devices --json --target" in cmd for cmd in _links_of(pid)[0])
 
 
+def _python_not_yet_started(moment: float | Callable[[int], bool], sig: int, returncode: int | None,
+                            stderr: str) -> bool:
+    """A SIGINT in the first moment that landed while CPython was still importing its `site` module, before any
+    code of the tool ran: CPython itself ends with "Fatal Python error: init_import_site" and exit 1 (seen on a
+    loaded CI machine at 0.05 s).  No program can answer a signal before its first line runs; the test then
+    checks only that nothing was left behind."""
+    return (moment == MOMENTS[0] and sig == signal.SIGINT and returncode == 1
+            and "Fatal Python error: init_import_site" in stderr)
+
+
 def test_interrupting_a_fleet_start_up_at_any_moment_leaves_no_ssh_and_no_forward(tmp_path: Path, sshd) -> None:
     port, d = sshd
     # fixed moments, then the two states the start-up passes through whatever the machine's speed: the ssh
@@ -504,8 +514,9 @@ def test_interrupting_a_fleet_start_up_at_any_moment_leaves_no_ssh_and_no_forwar
                 if run.poll() is None:
                     run.kill()
                     run.wait()
-            assert run.returncode == 130, (moment, sig, run.returncode, stderr)
-            assert "Traceback" not in stderr
+            if not _python_not_yet_started(moment, sig, run.returncode, stderr):
+                assert run.returncode == 130, (moment, sig, run.returncode, stderr)
+                assert "Traceback" not in stderr
             assert _wait_no_ssh(run.pid) == ([], []), (moment, sig)
         assert all(hit), "a start-up state to interrupt in was never seen"
         # SIGKILL of the controller: the kernel ends its ssh (parent-death signal); its 0700 directory stays

@@ -97,7 +97,8 @@ def test_the_error_names_file_line_key_and_value() -> None:
     obj["metrics"]["iops"] = "fast"
     with pytest.raises(LineError) as e:
         read_line(obj, "run/results.jsonl", 12)
-    assert str(e.value) == "run/results.jsonl, line 12: key 'metrics.iops' has invalid value 'fast': must be a number."
+    assert str(e.value) == ("run/results.jsonl, line 12: key 'metrics.iops' has invalid value 'fast': must be a finite "
+                            "number from 0 to 2^64.")
     with pytest.raises(LineError, match=r"line 2: key 'kind' has invalid value 'disk': must be storage or memory\."):
         read_line('{"kind": "disk", "point": {}, "metrics": {}}', "r", 2)
     with pytest.raises(LineError, match=r"line 1: is not JSON\."):

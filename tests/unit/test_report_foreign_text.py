@@ -171,6 +171,9 @@ def _every_line_part(rec: dict[str, Any], i: int) -> dict[str, Any]:
     rec["tail"] = {"unavailable": "no json+ histogram"}
     rec["host_cpu"] = {"unavailable": "no /proc/stat"} if i % 2 else {"cpus": "0-1", "window_s": 1.0, "busy_s": 0.5,
                                                                       "busy_cpus": 0.5}
+    layer = {"requests": 10, "mean_ns": 1e4, "p50_ns": 1e4, "p99_ns": 2e4}
+    rec["layers"] = ({"unavailable": "no tracefs"} if i % 2 else
+                     {"source": "ebpf", "device": "vda", "queue": layer, "device_time": dict(layer)})
     return rec
 
 

@@ -114,6 +114,11 @@ SVG_NAMES = {"svg", "g", "defs", "style", "path", "use", "clipPath", "rect", "te
 SVG_ATTRIBUTES = {"id", "d", "style", "transform", "x", "y", "dx", "dy", "width", "height", "viewBox", "version",
                   "type", "patternUnits", "xlink:href", "href", "xml:space", "clip-path", "opacity", "fill", "stroke",
                   "xmlns", "xmlns:xlink"}
+# CSS properties may also come as presentation attributes (text-anchor="middle" on <text>): styling, no reference
+SVG_ATTRIBUTES |= {"fill-opacity", "fill-rule", "stroke-width", "stroke-linecap", "stroke-linejoin",
+                   "stroke-dasharray", "stroke-dashoffset", "stroke-opacity", "stroke-miterlimit", "font-size",
+                   "font-family", "font-style", "font-weight", "font-variant", "font-stretch", "text-anchor",
+                   "dominant-baseline", "image-rendering", "letter-spacing", "white-space"}
 NAME = st.text("aeimnorstvxlhkcfuTA:-_/", min_size=1, max_size=14)
 VALUE = st.lists(st.sampled_from(["#x", "p1", "url(", ")", "javascript:", "http://127.0.0.1:9/", "\\", "@", ";",
                                   "&#114;", "&#92;", "a", "1", " ", ":", "u", "r", "l", "(", "<", ">", "'", "&quot;"]),
