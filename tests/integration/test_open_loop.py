@@ -127,7 +127,7 @@ def test_fleet_hosts_each_offer_the_rate_and_a_share_of_a_measured_xmax_is_refus
         for agent, dev in zip(running, (a, b)):
             hosts += ["--host", agent.host, "--target", f"{agent.host}={dev.path}"]
         base = ["run", "custom", "--set", "runtime=1", "--set", "size=16m", "--set", "iodepth=16", "--yes"]
-        refused = cli(*base, "--out", str(tmp_path / "no"), "--set", "rate=50%", *hosts)
+        refused = cli(*base, "--out", str(tmp_path / "no"), "--set", "rate=none,50%", *hosts)  # X_max measured first
         assert refused.returncode == 2 and "without key 'xmax'" in refused.stderr
         assert refused.stderr.count("\n") == 1 and not (tmp_path / "no").exists()
         proc = cli(*base, "--out", str(tmp_path / "r"), "--set", "rate=500", *hosts)
