@@ -472,6 +472,8 @@ def _execute(session: Session, json_stream: bool = False) -> int:
 def _summary(path: Path, width: int | None) -> list[str]:
     """The report's summary (the answers, with their ±, then the flags in words) as the run's last lines; none
     when the results directory cannot be read back (the run itself already succeeded or failed)."""
+    from dataclasses import replace
+
     from app.report import analysis as an
     from app.report.answer import plain_lines
     from app.report.model import load
@@ -480,7 +482,11 @@ def _summary(path: Path, width: int | None) -> list[str]:
         data = load(path)
     except ProfilerError:
         return []
-    return ["", *plain_lines(data, an.storage_curves(data.storage, data.path), an.DEFAULT_P99_BOUND_US * 1e3, width)]
+    # open-loop points answer in their own section: their iodepth is a cap, their load the offered rate
+    opened = [r for r in data.storage if r.point.get("rate") is not None]
+    data = replace(data, storage=[r for r in data.storage if r.point.get("rate") is None])
+    return ["", *plain_lines(data, an.storage_curves(data.storage, data.path), an.DEFAULT_P99_BOUND_US * 1e3, width,
+                             opened)]
 
 
 @cli.command()

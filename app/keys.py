@@ -260,6 +260,46 @@ def precision(v: object) -> str:
     return f"{p:g}%"
 
 
+MAX_RATE_IOPS = 100_000_000  # an offered load above 100 M IOPS is no device's
+MIN_RHO_PERCENT, MAX_RHO_PERCENT = 1, 200  # a relative offered load: 1 % to 200 % of the device's X_max
+
+
+def rate(v: object) -> str:
+    """An offered load (open loop: Poisson arrivals at this rate, whatever the device has finished): a whole
+    number of I/Os per second (``20000``, ``"20k"``, ``"1.5m"``; canonical ``"20000"``), or a share of the
+    device's X_max (``"50%"``, 1 % to 200 %, at most one decimal; canonical ``f"{percent:g}%"``), X_max being the
+    ``xmax`` key or the highest IOPS the plan's closed-loop points of the same workload measured."""
+    shape = "an offered load in I/Os per second such as 20000 or 20k, or a share of X_max such as 50%"
+    if isinstance(v, bool) or not isinstance(v, (int, float, str)):
+        raise ValueError(f"expected {shape}")
+    if isinstance(v, str):
+        m = re.fullmatch(r" *([0-9]{1,12}(?:\.[0-9]{1,6})?) *(%|k|m)? *", v.lower())
+        if not m:
+            raise ValueError(f"expected {shape}")
+        number, unit = float(m.group(1)), m.group(2)
+        if unit == "%":
+            if not MIN_RHO_PERCENT <= number <= MAX_RHO_PERCENT:
+                raise ValueError(f"a share of X_max must be from {MIN_RHO_PERCENT}% to {MAX_RHO_PERCENT}%")
+            if round(number, 1) != number:
+                raise ValueError("a share of X_max has at most one decimal")
+            return f"{number:g}%"
+        number *= {None: 1, "k": 1e3, "m": 1e6}[unit]
+    elif isinstance(v, int) and not 1 <= v <= MAX_RATE_IOPS:  # before float(): a huge int overflows it
+        raise ValueError(f"must be from 1 to {MAX_RATE_IOPS} I/Os per second")
+    else:
+        number = float(v)
+    if not math.isfinite(number) or not number.is_integer():
+        raise ValueError("must be a whole number of I/Os per second")
+    if not 1 <= number <= MAX_RATE_IOPS:
+        raise ValueError(f"must be from 1 to {MAX_RATE_IOPS} I/Os per second")
+    return str(int(number))
+
+
+def rate_share(value: str) -> float | None:
+    """The share of X_max (0.5 for ``"50%"``) a canonical :func:`rate` names, None for an absolute rate."""
+    return float(value[:-1]) / 100 if value.endswith("%") else None
+
+
 MAX_LATENCY_BOUND_US = 60_000_000  # 60 s
 
 

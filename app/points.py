@@ -168,6 +168,15 @@ class StoragePoint:
         "CPUs the jobs run on, one job per CPU (fio's cpus_allowed, cpus_allowed_policy=split): a CPU list (0-3, "
         "0,2) or node, the CPUs of the target device's NUMA node (every allowed CPU when it has none)",
         Role.DETAIL, later=True))
+    rate: str | None = field(default=None, metadata=key(
+        parse.optional(parse.rate), None,
+        "offered load, open loop: Poisson arrivals at this many I/Os per second (20000, 20k) or at this share of "
+        "X_max (50%), whatever the device has finished (fio's rate_iops, rate_process=poisson); iodepth is then "
+        "the cap on I/Os in flight (default: off, a closed loop)", Role.WORKLOAD, later=True))
+    xmax: int | None = field(default=None, metadata=key(
+        parse.optional(parse.whole(1, parse.MAX_RATE_IOPS)), None,
+        "the device's X_max in IOPS that a rate given as a share (50%) is a share of; default: the highest IOPS "
+        "the plan's closed-loop points of the same workload measured", Role.DETAIL, needs="rate", later=True))
     # the round of a preset run in rounds (1, 2, …); part of the point's identity
     round: int | None = field(default=None, metadata=record(Role.SETTING))
     # the replicate of a point a preset repeats (1, 2, …; procedure key ``repeat``); part of its identity

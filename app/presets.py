@@ -485,6 +485,8 @@ def _normalise(kind: Kind, values: dict[str, PointValue]) -> None:
                 values[key] = None
             elif values.get(key) is None:
                 values[key] = default
+        if isinstance(values.get("rate"), str) and not str(values["rate"]).endswith("%"):
+            values["xmax"] = None  # an absolute offered load is no share of anything
         for key in (*ENGINE_FLAGS, "layers"):
             if values.get(key) is False:  # fio's default (no trace: the tool's): one identity for one job
                 values[key] = None
@@ -530,6 +532,15 @@ def storage_problem(values: Mapping[str, PointValue]) -> str | None:
         if values.get(key) and engine not in engines:
             return (f"key '{key}' has value true, which needs ioengine {' or '.join(engines)} (this point's ioengine "
                     f"is {engine}).")
+    rate = values.get("rate")
+    if rate is not None:
+        for other in ("latency_bound", "steady", "precision"):
+            if values.get(other) is not None:
+                return (f"key 'rate' has value {rate}, an offered load, which cannot be combined with {other} "
+                        "(that changes or ends the point by what it measures; an open-loop point offers its load "
+                        "for its whole runtime).")
+        if values.get("rw") in ("trim", "randtrim"):
+            return f"key 'rate' has value {rate}, an offered load of reads or writes; rw={values.get('rw')} trims."
     return None
 
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Iterable, Mapping, Sequence
 
 from app.errors import UsageError
+from app.keys import rate_share
 from app.points import WRITE_MODES, Kind, Point, StoragePoint
 from app.records import ResultLine
 from app.uncertainty import replicate_spread
@@ -117,7 +118,15 @@ def with_order_seed(procedure: Procedure) -> Procedure:
 def run_order(plan: Sequence[Point], procedure: Procedure) -> list[int]:
     """The plan's indices in the order they run: plan order, or (a storage plan whose procedure shuffles) each
     block of one replicate and round in plan order of the blocks, its points shuffled by a generator seeded
-    from ``order_seed`` and the block, so the same seed gives the same order whatever was measured already."""
+    from ``order_seed`` and the block, so the same seed gives the same order whatever was measured already.
+    Points whose offered load is a share of a measured X_max (:func:`needs_xmax`) run after all the others,
+    in that order: the closed-loop points they take X_max from are measured first."""
+    order = _run_order(plan, procedure)
+    later = [i for i in order if needs_xmax(plan[i])]
+    return [i for i in order if not needs_xmax(plan[i])] + later if later else order
+
+
+def _run_order(plan: Sequence[Point], procedure: Procedure) -> list[int]:
     if not procedure.shuffled or not all(isinstance(p, StoragePoint) for p in plan):
         return list(range(len(plan)))
     blocks: dict[tuple[int | None, int | None], list[int]] = {}
@@ -401,3 +410,72 @@ def check_precondition(procedure: Procedure, plan: Sequence[Point], source: str)
     if procedure.precondition == "workload" and first_write_point(plan) is None:
         raise UsageError(f"{source}: key 'precondition' has value \"workload\", which runs the plan's first write "
                          "point, and none of its points writes; use precondition = \"sequential\" or \"none\".")
+
+
+# --- open loop: offered loads that are a share of X_max ------------------------------------------
+
+
+def needs_xmax(point: Point) -> bool:
+    """A storage point whose offered load is a share of an X_max the run measures (``rate = "50%"``, no ``xmax``)."""
+    return (isinstance(point, StoragePoint) and point.rate is not None and point.xmax is None
+            and rate_share(point.rate) is not None)
+
+
+def _workload(p: StoragePoint) -> tuple[object, ...]:
+    return (p.rw, p.bs, p.rwmixread, p.ioengine, p.direct, p.size)
+
+
+@dataclass(frozen=True)
+class OfferedLoad:
+    """What an open-loop point offers: ``iops`` (λ, I/Os per second, all jobs together), and where it came from:
+    ``share`` of ``xmax`` (None for an absolute rate), ``xmax_from`` ("given": the point's ``xmax``; "measured":
+    the highest IOPS of the plan's closed-loop points ``xmax_points``)."""
+
+    iops: float
+    share: float | None = None
+    xmax: float | None = None
+    xmax_from: str | None = None
+    xmax_points: tuple[int, ...] = ()
+
+    def to_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {"offered_iops": self.iops}
+        if self.share is not None:
+            out.update(rho=self.share, xmax_iops=self.xmax, xmax_from=self.xmax_from)
+            if self.xmax_points:
+                out["xmax_points"] = list(self.xmax_points)
+        return out
+
+
+def offered_load(plan: Sequence[Point], index: int, measured: Mapping[int, Measured]) -> OfferedLoad | str | None:
+    """The load plan point ``index`` offers (None: it is a closed-loop point), or why it cannot be known: its
+    rate is a share of X_max, it gives no ``xmax`` and no closed-loop point of its workload (same rw, bs, mix,
+    engine, direct, size; no rate) was measured.  X_max is the highest IOPS those points measured: the run
+    measures them first (:func:`run_order`), so a resumed run finds the same figure."""
+    point = plan[index]
+    if not isinstance(point, StoragePoint) or point.rate is None:
+        return None
+    share = rate_share(point.rate)
+    if share is None:
+        return OfferedLoad(float(point.rate))
+    if point.xmax is not None:
+        return OfferedLoad(share * point.xmax, share, float(point.xmax), "given")
+    family = [i for i, p in enumerate(plan) if isinstance(p, StoragePoint) and p.rate is None
+              and _workload(p) == _workload(point)]
+    found = [(measured[i].iops, i) for i in family if i in measured and measured[i].iops]
+    if not found:
+        return ("no X_max to take a share of: no closed-loop point of this workload (rate unset) was measured; "
+                "give xmax")
+    xmax = max(v for v, _ in found if v is not None)
+    return OfferedLoad(share * xmax, share, xmax, "measured", tuple(i for _, i in found))
+
+
+def check_shares(plan: Sequence[Point], source: str) -> None:
+    """UsageError, before anything is created, for a point whose rate is a share of an X_max no point of the plan
+    can measure: it gives no ``xmax`` and the plan has no closed-loop point (no ``rate``) of its workload."""
+    for p in plan:
+        if needs_xmax(p):
+            assert isinstance(p, StoragePoint)
+            if not any(isinstance(q, StoragePoint) and q.rate is None and _workload(q) == _workload(p) for q in plan):
+                raise UsageError(f"{source}: key 'rate' has value {p.rate}, a share of X_max, and the plan has no "
+                                 "closed-loop point (without rate) of the same workload to measure X_max; give xmax, "
+                                 "or add such points (the open-loop preset sweeps iodepth first).")

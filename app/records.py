@@ -488,6 +488,7 @@ class Parts:
     device: JSONObject | None = None  # the target device's own counters around the point (app.devstat)
     tail: JSONObject | None = None  # the per-second p99 over the point: its median, worst second (app.tails)
     host_cpu: JSONObject | None = None  # the CPUs' busy time over the measured window, from /proc/stat (app.cpustat)
+    open_loop: JSONObject | None = None  # open loop: offered and achieved rate, whether it stayed open (app.openloop)
     layers: JSONObject | None = None  # the block requests' time in the scheduler and the device (app.blocktrace)
     keys: tuple[str, ...] = ()  # the order the runner gives them in; () = the fields that are set, as declared
 
@@ -513,7 +514,8 @@ def _parts(t: _Taker, keys: tuple[str, ...]) -> Parts:
         t.take("huge_pages", _any), t.take("delay_unit_ns", _num), t.take("load_threads", _num),
         t.take("warnings", _any), t.take("chase", _any), t.take("bandwidth_includes_latency_thread", _bool),
         t.take("notes", _any), t.take("numa", _any), t.take("caches", _any), t.take("c2c_cpus", _any),
-        t.take("device", _obj), t.take("tail", _obj), t.take("host_cpu", _obj), t.take("layers", _obj),
+        t.take("device", _obj), t.take("tail", _obj), t.take("host_cpu", _obj), t.take("open_loop", _obj),
+        t.take("layers", _obj),
         keys=tuple(k for k in keys if k in PART_KEYS))
 
 

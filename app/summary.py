@@ -43,6 +43,9 @@ def point_label(kind: str, point: Point | Mapping[str, object], delay_unit: str 
         size = format_size(bs) if isinstance(bs, int) else "?"
         qd = point.get("iodepth") or 1
         label = f"{rw} {size} QD{'≤' if point.get('latency_bound') else ''}{qd} T{point.get('numjobs') or 1}"
+        rate = point.get("rate")
+        if isinstance(rate, str):
+            label += f" λ {rate if rate.endswith('%') else rate + '/s'}"
         if point.get("round"):
             label += f" round {point['round']}"
         return f"{point['group']}: {label}" if point.get("group") else label

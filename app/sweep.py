@@ -58,7 +58,10 @@ from app.procedure import (
     Measured,
     Procedure,
     check_precondition,
+    check_shares,
     measured_from_line,
+    needs_xmax,
+    offered_load,
     precondition_estimate_s,
     run_order,
     skips,
@@ -771,6 +774,9 @@ class Session:
         for skip in self._skip_events(self._target_skips(batch), progress):
             yield skip
         batch = [(i, p) for i, p in batch if i not in progress.skipped]
+        for skip in self._skip_events(self._offered_loads(batch, progress, ctx), progress):
+            yield skip
+        batch = [(i, p) for i, p in batch if i not in progress.skipped]
         if not batch:
             return
         # the device's state may have changed since planning; the check may probe the device
@@ -928,6 +934,18 @@ class Session:
         polled = [i for i, p in batch if isinstance(p, StoragePoint) and p.hipri]
         why = poll_problem(self.target) if polled and self.target is not None else None
         return self._record_skips({i: why for i in polled} if why else {})
+
+    def _offered_loads(self, batch: Sequence[tuple[int, Point]], progress: _Progress, ctx: Context) -> dict[int, str]:
+        """The load each open-loop point of the batch offers, for the runner (``ctx.offered``); the points whose
+        rate is a share of an X_max nothing measured are skipped (recorded in run.json), with the reason."""
+        why: dict[int, str] = {}
+        for i, _ in batch:
+            load = offered_load(self.plan, i, progress.measured)
+            if isinstance(load, str):
+                why[i] = load
+            elif load is not None:
+                ctx.offered[i] = load
+        return self._record_skips(why)
 
     def _record_skips(self, new: dict[int, str]) -> dict[int, str]:
         """``new`` (plan index → reason) added to run.json's skipped points before the run goes on."""
@@ -1212,6 +1230,7 @@ def new_session(
     if not plan:
         raise UsageError(f"{preset.source}: the plan has no points.")
     check_precondition(preset.procedure, plan, preset.source)  # before any directory exists
+    check_shares(plan, preset.source)
     if preset.kind == Kind.STORAGE:
         preset = replace(preset, procedure=with_order_seed(preset.procedure))  # run.json records the seed
     out_dir = Path(out) if out else default_out_dir(preset.name)
@@ -1324,6 +1343,10 @@ def _check_fleet_plan(kind: Kind, procedure: Procedure, plan: Sequence[Point], s
     if any(isinstance(p, StoragePoint) and p.precision is not None for p in plan):
         raise UsageError(f"{source}: key 'precision' cannot be used in a fleet run (--host): fio's client reports "
                          "nothing per second while its hosts run, so no host's point can be stopped on its own.")
+    if any(needs_xmax(p) for p in plan):
+        raise UsageError(f"{source}: key 'rate' is a share of X_max without key 'xmax', which takes X_max from the "
+                         "points one target measured; a fleet run (--host) measures every host at once: give xmax, "
+                         "or a rate in I/Os per second.")
     for key, value in (("cpus", NODE), ("hipri", True), ("layers", True)):
         if any(isinstance(p, StoragePoint) and getattr(p, key) == value for p in plan):
             raise UsageError(f"{source}: key '{key}' has value {json.dumps(value)}, which needs the target's device "
@@ -1449,6 +1472,7 @@ def _open_session(results: ResultsDir, lock: DirLock | None, *, engine: str | No
     meta, kind, plan, procedure = recorded.meta, recorded.kind, recorded.plan, recorded.procedure
     source = str(results.run_json)
     check_precondition(procedure, plan, source)
+    check_shares(plan, source)
     chosen_engine = engine or meta.engine or "auto"
     if chosen_engine not in ENGINES:
         raise UsageError(f"{source}: key 'engine' has invalid value {json.dumps(chosen_engine, default=str)[:80]}: "

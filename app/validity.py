@@ -55,7 +55,7 @@ from app.units import format_bandwidth
 WARMUP_SHARE = 0.25  # a warm-up cut of at least this share of a point's measured seconds is flagged
 FLAGS = ("cpu-bound", "depth-not-reached", "above-link", "buffered", "not-steady", "imprecise", "warmup-cut",
          "throttled", "over-temperature", "not-on-device", "amplified", "tail-unstable", "link-degraded", "numa-remote",
-         "power-saving", "write-throttled", "level-shift")
+         "power-saving", "write-throttled", "level-shift", "closed-by-generator")
 LEGEND = {
     "cpu-bound": "fio used ≥ 90 % of a CPU per job: the load generator, not the device, set the pace",
     "depth-not-reached": "IOPS × mean latency (Little's law) below 90 % of the I/Os the workload asks to keep "
@@ -85,6 +85,9 @@ LEGEND = {
                        "reads fast",
     "level-shift": "the per-second samples stepped from one level to another while the point ran (not a warm-up): "
                    "both levels are stated and the point's mean gets no ± (docs/uncertainty.md)",
+    "closed-by-generator": "an open-loop point whose generator fell behind its offered rate or filled its iodepth: "
+                           "the loop closed, and its latency (timed from issue, not from arrival) understates the "
+                           "waiting; it is not used as an open-loop figure",
 }
 CHECKED = {  # what a passed check verified, for the report's table of checks
     "cpu-bound": "fio's usr+sys CPU per job stayed below 90 % of one CPU",
@@ -107,6 +110,8 @@ CHECKED = {  # what a passed check verified, for the report's table of checks
     "power-saving": "none of the CPU frequency governor, CPU idle states and NVMe APST that could be read saved power",
     "write-throttled": "write-back throttling was off for the device",
     "level-shift": "the per-second samples held one level (no step past the warm-up)",
+    "closed-by-generator": "the offered rate was achieved in every second and the in-flight count stayed below the "
+                           "iodepth cap: the loop stayed open",
 }
 RESULTS = ("flagged", "passed", "not-applicable")
 NOT_AUDITED = "the run was recorded before the tool audited the host's settings"
@@ -239,7 +244,7 @@ def point_flags(point: Mapping[str, object], metrics: StorageMetrics, parts: Par
                                      f"{CPU_BOUND_PERCENT:.0f} %"))
     iops = metrics.iops or 0.0
     mean = _mean(metrics) or 0.0
-    if iops > 0 and mean > 0 and not _searched(point, parts):
+    if iops > 0 and mean > 0 and not _searched(point, parts) and point.get("rate") is None:
         n = _in_flight(point)
         held = iops * mean * 1e-9
         if held / n < DEPTH_RATIO:
@@ -277,6 +282,10 @@ def point_flags(point: Mapping[str, object], metrics: StorageMetrics, parts: Par
     shift = shift_reason(metrics.ci_method)
     if shift:
         out.append(flag("level-shift", shift))
+    loop = parts.open_loop
+    if loop is not None and loop.get("valid") is not True:
+        why = loop.get("closed_because")
+        out.append(flag("closed-by-generator", why if isinstance(why, str) and why else "the loop did not stay open"))
     return out
 
 
@@ -495,6 +504,10 @@ def _searched(point: Mapping[str, object], parts: Parts) -> bool:
     return "operating_point" in parts.keys or point.get("latency_bound") is not None
 
 
+OPEN_LOOP = ("an open-loop point: the I/Os in flight follow the offered load, not iodepth (a cap there; "
+             "closed-by-generator checks it)")
+
+
 def _not_applicable(name: str, point: Mapping[str, object], metrics: StorageMetrics, parts: Parts,
                     telemetry: Mapping[str, object] | None, facts: TargetFacts) -> str | None:
     """Why check ``name`` cannot judge this point, or None when it can."""
@@ -503,6 +516,8 @@ def _not_applicable(name: str, point: Mapping[str, object], metrics: StorageMetr
     if name == "depth-not-reached":
         if _searched(point, parts):
             return SEARCHED
+        if point.get("rate") is not None:
+            return OPEN_LOOP
         if not (metrics.iops or 0) > 0 or not (_mean(metrics) or 0) > 0:
             return "no IOPS or mean latency to apply Little's law to"
     if name == "above-link" and facts.link is None:
@@ -524,6 +539,9 @@ def _not_applicable(name: str, point: Mapping[str, object], metrics: StorageMetr
         return "fewer than 10 per-second samples (or none kept): not tested for a level shift"
     if name in AUDIT_FLAGS:
         return _audit_not_applicable(name, point, facts)
+    if name == "closed-by-generator" and parts.open_loop is None:
+        return ("not an open-loop point (no rate)" if point.get("rate") is None
+                else "the point's open-loop record is missing")
     if name in ("throttled", "over-temperature"):
         if not facts.telemetry:
             return facts.no_telemetry

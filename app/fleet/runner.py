@@ -28,17 +28,19 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, AsyncGenerator, Sequence
+from typing import Any, AsyncGenerator, Sequence, cast
 
 from app.fleet import hosts as fleet_hosts
 from app.fleet.hosts import DEFAULT_AGENT_SOCKET, MAX_HOSTS, Host
 from app.fleet.links import HostUnreachable, Link, close_links, open_links
 from app.fleet.meter import FleetMeter
+from app.openloop import open_loop_part, rate_options
 from app.points import StoragePoint
 from app.presets import estimate_point_seconds
-from app.records import Parts, StorageMetrics
+from app.procedure import OfferedLoad, offered_load
+from app.records import JSONObject, Parts, StorageMetrics
 from app.results import write_new
 from app.runners.base import Child, Context, Event, Phase, Result, Sample, stop_process
 from app.runners.fio import FioRunner, TargetShape, fio_binary, job_file, job_name, with_interval
@@ -173,7 +175,9 @@ class FleetRunner(FioRunner):
     def _job(self, index: int, point: StoragePoint, host: Host, ctx: Context) -> tuple[str, str, bool]:
         """(fio's client address, job file, read-only) of the host's job, its file written to raw/."""
         shape = self.fleet.shapes.get(host.name) or TargetShape(False, False, None)
-        text = job_file(point, self.fleet.targets[host.name], ctx.plan_writes, shape=shape)
+        load = offered_load([point], 0, {})  # an absolute rate, or a share of the point's xmax (a fleet plan gives one)
+        more = rate_options(point, load.iops) if isinstance(load, OfferedLoad) else None
+        text = job_file(point, self.fleet.targets[host.name], ctx.plan_writes, more, shape=shape)
         path = ctx.raw_dir / f"{index:04d}-{job_name(point)}@{host.slug}.fio"
         write_new(path, text.encode())
         read_only = not ctx.plan_writes and shape.exists
@@ -233,7 +237,7 @@ class FleetRunner(FioRunner):
                          stalled)
         files = run.keep(ctx.raw_dir / f"{index:04d}-{job}{FLEET_SUFFIX}")
         for h in hosts:
-            yield self._host_result(index, h, job, run, {**files, ".fio": Path(jobs[h.name][1])})
+            yield self._host_result(index, h, job, run, {**files, ".fio": Path(jobs[h.name][1])}, point)
             await asyncio.sleep(0)  # the event loop handles a SIGTERM/^C between host results
 
     @staticmethod
@@ -243,7 +247,8 @@ class FleetRunner(FioRunner):
                      fio_version=fio_version if isinstance(fio_version, str) else None,
                      keys=("host", "wall_s", "job") + (("fio_version",) if measured else ()))
 
-    def _host_result(self, index: int, h: Host, job: str, run: "_ClientRun", files: dict[str, Path]) -> Result:
+    def _host_result(self, index: int, h: Host, job: str, run: "_ClientRun", files: dict[str, Path],
+                     point: StoragePoint | None = None) -> Result:
         """One host's result of the point: its own ``client_stats`` entry, or why there is none."""
         raw: dict[str, str | bytes] = {}
         if any(ln.strip() for ln in run.lines):
@@ -257,6 +262,12 @@ class FleetRunner(FioRunner):
         m = metrics(one, jobs=[entry])
         sm = with_interval(StorageMetrics.of(m), NO_HOST_SAMPLES)
         ex = self._extra(h, job, run.wall, one["fio version"], measured=True)
+        load = offered_load([point], 0, {}) if point is not None else None
+        if point is not None and isinstance(load, OfferedLoad):  # open loop: the host's rate, in-flight levels
+            runtime = entry.get("job_runtime")
+            seconds = runtime / 1000 if isinstance(runtime, (int, float)) and not isinstance(runtime, bool) else None
+            loop = open_loop_part(point, load.to_dict(), [], [entry], m.get("iops"), seconds)
+            ex = replace(ex, open_loop=cast(JSONObject, loop), keys=ex.keys + ("open_loop",))
         if m.get("errors"):
             return Result(index, sm, raw, ex,
                           error=f"host {h.name}: fio job error {entry.get('error')} ({run.message})", files=files)

@@ -33,7 +33,9 @@ DIRECTIONS = {"read": "read", "write": "write", "randread": "read", "randwrite":
 
 
 def _load(p: StorageRow) -> str:
-    return f"QD{p.iodepth}" + (f"×{p.numjobs}" if p.numjobs > 1 else "")
+    rate = p.point.get("rate")  # an open-loop point: its load is the offered rate, iodepth a cap
+    offered = f" λ {rate}" if isinstance(rate, str) else ""
+    return f"QD{p.iodepth}" + (f"×{p.numjobs}" if p.numjobs > 1 else "") + offered
 
 
 def _name(p: StorageRow) -> str:
@@ -207,10 +209,10 @@ def _memory_of(points: Sequence[MemoryRow], source: str) -> list[str]:
     return out
 
 
-def _flags(data: RunData) -> list[str]:
+def _flags(data: RunData, also: Sequence[StorageRow] = ()) -> list[str]:
     out = []
     for name in FLAGS:
-        hit = [p for p in data.storage if name in names(p.flags)]
+        hit = [p for p in [*data.storage, *also] if name in names(p.flags)]
         if hit:
             shown = "; ".join(_name(p) + (f" replicate {p.replicate}" if p.replicate is not None else "")
                               for p in hit[:NAMED])
@@ -229,8 +231,9 @@ def _flags(data: RunData) -> list[str]:
     return out
 
 
-def section(data: RunData, curves: Sequence[an.Curve], bound_ns: float) -> list[str]:
-    """## Summary: the answers, then the flags in words; [] for a run with nothing measured."""
+def section(data: RunData, curves: Sequence[an.Curve], bound_ns: float, also: Sequence[StorageRow] = ()) -> list[str]:
+    """## Summary: the answers, then the flags in words (of ``also`` too: points with a section of their own, such as
+    the open-loop ones); [] for a run with nothing measured."""
     run_dir = data.path
     body: list[str] = []
     if data.storage:
@@ -247,7 +250,7 @@ def section(data: RunData, curves: Sequence[an.Curve], bound_ns: float) -> list[
         body += [*mem, ""] if mem else []
     if not body:
         return []
-    flags = _flags(data)
+    flags = _flags(data, also)
     tail = ([f"**Flags** ({SEE_BELOW}):", "", *flags, ""] if flags
             else ["No point carries a flag.", ""])
     return ["## Summary", "", *body, *tail]
@@ -263,12 +266,13 @@ def _unmark(text: str) -> str:
     return _ESCAPED.sub(r"\1", re.sub(r"(?<!\\)`", "", text)).replace("&amp;", "&")
 
 
-def plain_lines(data: RunData, curves: Sequence[an.Curve], bound_ns: float, width: int | None) -> list[str]:
+def plain_lines(data: RunData, curves: Sequence[an.Curve], bound_ns: float, width: int | None,
+                also: Sequence[StorageRow] = ()) -> list[str]:
     """The summary as the CLI prints it after a run: the same answers and flags, the box as a text table fitted
     to ``width`` (None: as wide as it takes), every line within ``width``."""
     out: list[str] = []
     table: list[list[str]] = []
-    for line in "\n".join(section(data, curves, bound_ns)[2:]).splitlines():
+    for line in "\n".join(section(data, curves, bound_ns, also)[2:]).splitlines():
         if line.startswith("|"):
             cells = [_unmark(c.strip()) for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
             if not all(set(c) <= set("-: ") for c in cells):

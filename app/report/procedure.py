@@ -9,7 +9,7 @@ field of the wrong type is left out, never trusted.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -35,6 +35,7 @@ class StorageViews:
     main: list[StorageRow]  # the rows of the tables and figures (for a run in rounds: each point's last round)
     searches: list[StorageRow]  # latency-bound searches (their iodepth is a ceiling, not a load)
     rounds: list[StorageRow]  # every row of a run in rounds
+    opened: list[StorageRow] = field(default_factory=list)  # open-loop points (rate set): their own section
 
 
 def _identity(row: StorageRow) -> str:
@@ -43,17 +44,18 @@ def _identity(row: StorageRow) -> str:
 
 def storage_views(rows: Sequence[StorageRow]) -> StorageViews:
     searches = [r for r in rows if r.point.get("latency_bound")]
-    rest = [r for r in rows if not r.point.get("latency_bound")]
+    opened = [r for r in rows if r.point.get("rate") is not None]  # iodepth is a cap there, the load is λ
+    rest = [r for r in rows if not r.point.get("latency_bound") and r.point.get("rate") is None]
     rounds = [r for r in rest if isinstance(r.point.get("round"), int)]
     if not rounds:
-        return StorageViews(rest, searches, [])
+        return StorageViews(rest, searches, [], opened)
     last: dict[str, StorageRow] = {}
     for r in rest:
         key = _identity(r)
         if key not in last or (last[key].round or 0) <= (r.round or 0):
             last[key] = r
     main = sorted(last.values(), key=lambda r: r.index)
-    return StorageViews(main, searches, rounds)
+    return StorageViews(main, searches, rounds, opened)
 
 
 # --- steady-state points -----------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from app.report import (
     drive,
     heat,
     host,
+    open_loop,
     peak_text,
     queue_text,
     series,
@@ -880,7 +881,10 @@ def _flags_legend(points: Sequence[StorageRow], meta: RunMeta | None = None) -> 
         return []
     out = [f"Validity checks — each check's result over the {len(results)} point{'s' if len(results) != 1 else ''} "
            "it was run on (the Flags column names the points a check flagged):", ""]
-    rows = [[name, *_check_row(name, [c[name] for c in results])] for name in FLAGS]
+    # the open-loop check only where the run has an open-loop point (elsewhere it says nothing of the points)
+    opened = any(p.line.point.get("rate") is not None for p in points)
+    rows = [[name, *_check_row(name, [c[name] for c in results])] for name in FLAGS
+            if name != "closed-by-generator" or opened]
     rows += _other_flag_rows(points)
     out.append(markdown_table(["Check", "Result", "Why"], rows, right=()))
     out.append("")
@@ -1035,7 +1039,7 @@ def render_markdown(data: RunData, figures: Sequence[Figure], bound_ns: float,
              "measured with fio, memory with Intel MLC's loaded-latency method or the built-in engine. Units: "
              "µs = 10^-6 s, ns = 10^-9 s, MB = 10^6 bytes, MiB = 2^20 bytes, block sizes in KiB (2^10 bytes).")
     lines += [intro, ""]
-    lines += answer.section(data, curves, bound_ns)
+    lines += answer.section(data, curves, bound_ns, views.opened)
     lines += _environment(data)
     lines += _run(data)
     lines += _target(data)
@@ -1074,11 +1078,12 @@ def render_markdown(data: RunData, figures: Sequence[Figure], bound_ns: float,
             lines += _knees(curves, data.path)
         lines += _bound(data.storage, bound_ns, data.path)
         lines += queue_text.section(curves, figures, data.path, data.storage)
+    lines += open_loop.section(views.opened, data.storage, bound_ns, data.path)
     lines += rp.operating_point_section(views.searches, {f"{c.mix} {c.bs}" for c in curves if len(c.points) >= 2})
     lines += rp.rounds_section(data, views.rounds)
     lines += _memory_analysis(mem_curves, _machine_cpus(data), [p for p in data.memory if p.mode == "peak"])
     lines += _mem_storage(data)
-    if not data.storage and not data.memory and not views.searches:
+    if not data.storage and not data.memory and not views.searches and not views.opened:
         lines += ["No completed point: nothing to analyse.", ""]
     if len(lines) == heading + 2:  # nothing under the heading: no heading either
         del lines[heading:]

@@ -85,6 +85,9 @@ class Context:
     # that the run must remember (huge pages reserved and given back); the sweep owns run.json and writes it.
     # Safe to call in a runner's finally, also while the run is being cancelled.
     note: Callable[[str, dict[str, object]], None] = _forget
+    # plan index → the load an open-loop point offers (app.procedure.OfferedLoad), set by the sweep before the
+    # point runs: a share of X_max is known only once the plan's closed-loop points were measured
+    offered: dict[int, Any] = field(default_factory=dict)
 
 
 class Runner(Protocol):

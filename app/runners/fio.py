@@ -30,6 +30,7 @@ from app.external import run_tool
 from app.finesamples import fine_intervals
 from app.keys import NODE
 from app.latmap import HIST_KEY, HIST_SUFFIX, hist_line
+from app.openloop import open_loop_part, rate_options
 from app.points import WRITE_MODES, Kind, Point, StoragePoint, implied, json_types, keys_of
 from app.precision import PrecisionWatch, precision_part, target_percent
 from app.presets import MAX_SECONDS
@@ -40,6 +41,7 @@ from app.procedure import (
     SEQUENTIAL_PRECONDITION_QD,
     Procedure,
     first_write_point,
+    offered_load,
     region_size,
 )
 from app.programs import which_trusted
@@ -392,7 +394,14 @@ class FioRunner(Runner):
     async def run_point(self, index: int, point: StoragePoint,
                         ctx: Context) -> AsyncGenerator[Sample | Phase | Result, None]:
         assert ctx.target is not None
-        text = job_file(point, ctx.target, ctx.plan_writes)
+        load = ctx.offered.get(index) if point.rate is not None else None
+        if point.rate is not None and load is None:
+            load = offered_load([point], 0, {})  # an absolute rate, or a share of the point's own xmax
+        if isinstance(load, str):
+            yield Result(index, None, {}, Parts(job=job_name(point)), error=load)
+            return
+        more = rate_options(point, load.iops) if load is not None else None
+        text = job_file(point, ctx.target, ctx.plan_writes, more)
         read_only = read_only_job(ctx.target, ctx.plan_writes)
         ctx.raw_dir.mkdir(parents=True, exist_ok=True)
         stem = f"{index:04d}-{job_name(point)}"
@@ -438,6 +447,8 @@ class FioRunner(Runner):
         precision = (precision_part(run.watch, _measured_s(run.last), bool(steady and steady.get("attained")))
                      if run.watch is not None else None)
         tail = point_tail(run.samples, run.samples_path)
+        loop = (open_loop_part(point, load.to_dict(), run.samples, job_list(run.last), m.get("iops"),
+                               _measured_s(run.last)) if load is not None else None)
         parts = Parts(wall_s=wall_s, job=job, fio_version=_version(run.last), steady=steady, precision=precision,
                       operating_point=op, write_cliff=dict(cliff) if cliff is not None else None,
                       device=run.device_part, tail=cast(JSONObject, tail),
@@ -447,8 +458,9 @@ class FioRunner(Runner):
                       + (("write_cliff",) if cliff is not None else ())
                       + (("device",) if run.device_part is not None else ()) + ("tail",)
                       + (("host_cpu",) if run.cpu_part is not None else ())
+                      + (("open_loop",) if loop is not None else ())
                       + (("layers",) if layers is not None else ()),
-                      host_cpu=run.cpu_part, layers=layers)
+                      host_cpu=run.cpu_part, open_loop=cast(JSONObject, loop), layers=layers)
         error = None
         if m.get("errors") or run.failed:
             error = _fio_message(run.stderr, run.noise) or f"fio job error {m.get('errors')}"

@@ -43,6 +43,8 @@ class Curves:
     queue_depth: list[Series] = field(default_factory=list)  # outstanding I/Os → IOPS, per workload
     memory: list[Series] = field(default_factory=list)  # MB/s → latency ns, per traffic/stride
     working_set: list[Series] = field(default_factory=list)  # buffer bytes → idle latency ns, per page size
+    # offered IOPS → mean latency µs, per workload: the open-loop points whose loop stayed open
+    open_loop: list[Series] = field(default_factory=list)
 
 
 @dataclass
@@ -90,12 +92,19 @@ def terminal_markdown(text: str, base: Path) -> str:
 
 def curves_of(path: Path) -> Curves:
     from app.report import analysis as an
+    from app.report import open_loop as ol
     from app.report import procedure as rp
     from app.report.model import load
 
     data = load(path)
-    main = rp.storage_views(data.storage).main
+    views = rp.storage_views(data.storage)
+    main = views.main
     out = Curves()
+    for oc in ol.open_curves(views.opened, main):
+        valid = oc.valid
+        if len(valid) >= 2:
+            out.open_loop.append(Series(clean_text(oc.label), [p.offered for p in valid],
+                                        [p.r_mean / 1e3 for p in valid]))
     for c in an.storage_curves(main):
         if len(c.points) < 2:
             continue
@@ -223,6 +232,9 @@ class ReportScreen(Screen[None]):
                                     ylog=True, classes="report-plot"))
             plots.append(SeriesPlot("IOPS vs I/Os in flight (QD × jobs)", c.queue_depth, " in flight", " IOPS",
                                     xlog=True, classes="report-plot"))
+        if c.open_loop:
+            plots.append(SeriesPlot("open loop: mean latency vs offered IOPS (valid points)", c.open_loop, " IOPS",
+                                    "µs", ylog=True, classes="report-plot"))
         if c.memory:
             plots.append(SeriesPlot("loaded latency: ns vs MB/s", c.memory, "MB/s", "ns", classes="report-plot"))
         if c.working_set:

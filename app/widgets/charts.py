@@ -420,6 +420,9 @@ class LatencyChart(TimeSeries):
         return number(data, "lat_p99_9_ns", 1e3)
 
 
+OPEN_LOOP_TITLE = "mean latency vs offered IOPS (o: closed-by-generator)"
+
+
 class CurveChart(Chart):
     """One point per completed plan point: x throughput, y latency.  Storage: IOPS vs mean latency (µs);
     memory (MLC's loaded-latency curve): bandwidth MB/s vs latency ns."""
@@ -428,6 +431,9 @@ class CurveChart(Chart):
         super().__init__(id=id, classes=classes)
         self.kind = kind
         self.points: dict[int | tuple[int, str], tuple[float, float]] = {}  # a fleet run: (index, host)
+        # open-loop points (rate set): offered IOPS, mean latency µs, whether the loop stayed open; once one came,
+        # the chart is latency against offered load, the closed-loop points left to the report
+        self.offered: dict[int | tuple[int, str], tuple[float, float, bool]] = {}
         if kind == "memory":
             self.title, self.xunit, self.yunit = "loaded latency vs bandwidth", "MB/s", "ns"
         else:
@@ -454,9 +460,39 @@ class CurveChart(Chart):
             lat = (m.get("lat_ns") or {}).get("mean") or 0
             index = record.get("index", len(self.points))
             key = (index, str(record["host"])) if record.get("host") is not None else index  # a fleet host's point
+            loop = record.get("open_loop")
+            if isinstance(loop, dict):
+                self.add_offered(key, loop.get("offered_iops"), float(lat) / 1e3, loop.get("valid") is True)
+                return
             self.add_point(key, float(m.get("iops") or 0), float(lat) / 1e3)
 
+    def add_offered(self, key: int | tuple[int, str], offered: object, latency_us: float, valid: bool) -> None:
+        """An open-loop point: its offered load and mean latency (a flagged one drawn apart: its latency, timed
+        from issue, understates the waiting)."""
+        px = plottable(float(offered)) if isinstance(offered, (int, float)) and not isinstance(offered, bool) else None
+        py = plottable(latency_us)
+        if px is None or py is None:
+            self.offered.pop(key, None)
+            return
+        self.offered[key] = (px, py, valid)
+        while len(self.offered) > MAX_POINTS:
+            self.offered.pop(next(iter(self.offered)))
+        if self.title != OPEN_LOOP_TITLE:
+            self.title = OPEN_LOOP_TITLE
+            if self.is_mounted:
+                self.plt.title(self.title)
+        self.dirty = True
+
     def draw(self) -> None:
+        if self.offered:
+            both = sorted(self.offered.values())
+            self.ticks("y", [p[1] for p in both])
+            self.ticks("x", [p[0] for p in both])
+            for valid, marker in ((True, "x"), (False, "o")):
+                chosen = [p for p in both if p[2] is valid]
+                if chosen:
+                    self.plt.scatter([p[0] for p in chosen], [p[1] for p in chosen], marker=marker)
+            return
         if not self.points:
             return
         pts = sorted(self.points.values())

@@ -34,7 +34,7 @@ from app.sanitize import FOREIGN_LIMIT
 from app.textable import markdown_cells
 from app.validity import FLAGS
 from conftest import DATA, ROOT, run_cli
-from tests.helpers import interval_runs, peak_runs, suite_runs, tail_runs
+from tests.helpers import interval_runs, open_runs, peak_runs, suite_runs, tail_runs
 from tests.helpers.fleet_util import make_fleet_dir
 from tests.unit.test_report_html import Tags
 
@@ -233,6 +233,10 @@ def tails(d: Path) -> Path:
     return tail_runs.write_run(d, lines)
 
 
+def open_loop(d: Path) -> Path:
+    return open_runs.mm1_run(d, rhos=(0.2, 0.5, 0.8), flagged=[{"rho": 0.6, "valid": False, "mean_ns": 1e5}])
+
+
 def replicates(d: Path) -> Path:
     points = [(interval_runs.storage_point(iodepth=q, replicate=r), 1e4 * q, 0.01) for q in (1, 4, 16)
               for r in (1, 2, 3)]
@@ -247,7 +251,7 @@ FIXTURES: dict[str, tuple[Callable[[Path], Path], frozenset[tuple[str, ...]], st
     "golden-printable": (golden, frozenset(), PRINTABLE),
     "telemetry": (telemetry, frozenset(), PAYLOAD), "fleet": (fleet, frozenset(), PAYLOAD),
     "peak": (peak, PATTERNS, PAYLOAD), "suite": (suite, PATTERNS, PAYLOAD), "tails": (tails, frozenset(), PAYLOAD),
-    "replicates": (replicates, PATTERNS, PAYLOAD)}
+    "replicates": (replicates, PATTERNS, PAYLOAD), "open-loop": (open_loop, PATTERNS, PAYLOAD)}
 
 
 # --- the fields the contracts define ------------------------------------------------------------------------------

@@ -1,0 +1,124 @@
+"""The report's open-loop section on results directories whose truth is known (tests/helpers/open_runs.py): an
+M/M/1 server measured closed-loop and open-loop.  M/M/1 must fit and M/D/1 not; the seed's L_queue must hold;
+the knee and the p99-bounded load are bracketed where the truth puts them; a point flagged closed-by-generator,
+whose latency would change every answer, is never used; no formula is applied where its assumptions fail."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from app.report import open_loop as ol
+from app.report import render_report
+from app.report.model import load
+from app.report.procedure import storage_views
+from tests.helpers.open_runs import mm1_run
+
+
+def _section(md: str) -> str:
+    return md.split("### Open loop: latency against offered load", 1)[1]
+
+
+@pytest.fixture(scope="module")
+def mm1(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    # a point at ρ 0.5 whose generator fell behind, with a latency far below the truth (coordinated omission):
+    # used, it would move the knee below ρ 0.6 and the bounded load to 5,000 IOPS
+    d = mm1_run(tmp_path_factory.mktemp("open") / "run",
+                flagged=[{"rho": 0.5, "valid": False, "mean_ns": 110_000.0, "p99_ns": 300_000.0},
+                         {"rho": 1.2, "valid": False, "mean_ns": 5e6, "p99_ns": 2e7, "achieved": 10_050.0}])
+    render_report(d)
+    return d, (d / "report.md").read_text()
+
+
+def curve(d: Path) -> ol.OpenCurve:
+    data = load(d)
+    views = storage_views(data.storage)
+    (c,) = ol.open_curves(views.opened, views.main, d)
+    return c
+
+
+def test_open_loop_points_are_kept_out_of_the_closed_loop_views(mm1: tuple[Path, str]) -> None:
+    data = load(mm1[0])
+    views = storage_views(data.storage)
+    assert len(views.opened) == 8 and all(r.point.get("rate") is None for r in views.main) and len(views.main) == 2
+
+
+def test_s_xmax_and_n_star_come_from_the_closed_loop(mm1: tuple[Path, str]) -> None:
+    c = curve(mm1[0])
+    assert c.s == pytest.approx(100_000.0) and c.xmax == pytest.approx(10_000.0)
+    assert c.n_star == pytest.approx(1.0) and c.c == 1 and c.xmax_from == "measured"
+    assert c.service_rate == pytest.approx(10_050.0)  # the overloaded point ran at the server's rate
+
+
+def test_mm1_fits_md1_does_not_and_flagged_points_are_not_modelled(mm1: tuple[Path, str]) -> None:
+    c = curve(mm1[0])
+    fits = {f.model: f for f in ol.fits(c)}
+    assert fits["M/M/1"].fits is True and fits["M/M/1"].worst == pytest.approx(0.0, abs=1e-9)
+    assert fits["M/M/c"].fits is True  # c = N* = 1: M/M/1 again
+    assert fits["M/D/1"].fits is False
+    assert len(fits["M/M/1"].residuals) == 6  # the six valid points below ρ = 1, never the flagged ones
+    flagged = [p for p in c.points if not p.valid]
+    assert len(flagged) == 2 and all(p.models == {} for p in flagged)
+    text = _section(mm1[1])
+    assert "M/M/1 fits (every residual within 25%; worst 0%)" in text
+    assert "M/D/1 does not fit (worst residual" in text
+
+
+def test_the_seed_queue_length_holds_for_an_mm1_server_and_is_printed_per_rho(mm1: tuple[Path, str]) -> None:
+    text = _section(mm1[1])
+    assert "| 0.90 |    8.100 |   8.100 | holds |" in text
+    assert "It holds (within 25% or 0.05 I/Os) at ρ 0.10, 0.30, 0.45, 0.60, 0.80, 0.90 and fails at ρ none" in text
+    assert "It is undefined at ρ ≥ 1." in text
+
+
+def test_the_knee_and_the_bounded_load_are_bracketed_where_the_truth_is(mm1: tuple[Path, str]) -> None:
+    text = _section(mm1[1])
+    # R = 2 S at ρ 0.5: between the valid points at 0.45 and 0.60 (not the flagged one at 0.50)
+    assert "Open-loop knee (mean R = 2 S = 200.00 µs): between ρ 0.45 and 0.60 (λ 4,500 to 6,000 IOPS)" in text
+    # p99 = S / (1 − ρ) · ln 100 ≤ 1 ms up to ρ 0.54: between the valid 4,500 and 6,000
+    assert "Highest offered load meeting p99 ≤ 1000 µs: between 4,500 IOPS (ρ 0.45" in text
+    assert "and 6,000 IOPS (ρ 0.60" in text
+    assert "The closed loop meets it at 10,000 IOPS (QD1, p99 460.52 µs)" in text
+    assert "Flagged, not used as open-loop figures: ρ 0.50 (fewer I/Os than offered in 3 of 10 seconds" in text
+
+
+def test_no_formula_is_applied_at_or_above_rho_1(mm1: tuple[Path, str]) -> None:
+    c = curve(mm1[0])
+    over = [p for p in c.points if p.rho is not None and p.rho >= 1]
+    assert over and all(p.models == {} and p.l_seed is None for p in over)
+    row = next(ln for ln in _section(mm1[1]).splitlines() if ln.startswith("| 1.20 "))
+    assert row.count("—") == 3 and "closed-by-generator" in row
+
+
+def test_without_a_qd1_point_no_model_is_applied_and_too_few_points_are_not_judged(tmp_path: Path) -> None:
+    d = mm1_run(tmp_path / "noqd1", rhos=(0.2, 0.5), closed=(4,))
+    render_report(d)
+    text = _section((d / "report.md").read_text())
+    assert "S not measured (no closed-loop QD1 point of this workload): no model is applied" in text
+    assert "Models (" not in text and "Open-loop knee" not in text
+    d2 = mm1_run(tmp_path / "few", rhos=(0.2, 0.5))
+    render_report(d2)
+    text2 = _section((d2 / "report.md").read_text())
+    assert "M/M/1 not judged: too few valid points below ρ = 1 (2 of 3)" in text2
+
+
+def test_a_closed_loop_run_has_no_open_loop_section(tmp_path: Path) -> None:
+    d = mm1_run(tmp_path / "closed", rhos=(), closed=(1, 4, 16))
+    render_report(d)
+    md = (d / "report.md").read_text()
+    assert "Open loop" not in md and "closed-by-generator" not in md
+
+
+def test_erlang_c_matches_its_textbook_values() -> None:
+    assert ol.erlang_c(1, 0.5) == pytest.approx(0.5)  # M/M/1: P(wait) = ρ
+    assert ol.erlang_c(2, 1.0) == pytest.approx(1 / 3)  # c = 2, a = 1: 1/3
+    assert ol.mmc(100.0, 0.5 / 100.0, 1) == pytest.approx(ol.mm1(100.0, 0.5))
+    assert ol.mmc(100.0, 1 / 100.0, 1) is None
+
+
+def test_the_summary_on_top_names_the_flagged_open_loop_points_by_their_offered_load(mm1: tuple[Path, str]) -> None:
+    summary = mm1[1].split("## Summary", 1)[1].split("\n## ", 1)[0]
+    assert "`closed-by-generator` on 2 points (randread 4K QD64 λ 50%; randread 4K QD64 λ 120%)" in summary
+    assert "No point carries a flag" not in summary
+    assert "λ" not in summary.split("**Flags**", 1)[0]  # the closed-loop answers read the closed-loop points only
