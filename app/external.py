@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass
 
 from app.programs import which_trusted
-from app.runners.base import _die_with_parent
+from app.runners.base import die_with_parent
 
 SLICE_S = 0.05  # how long one wait for output lasts: the longest a ^C or a cancel waits
 DEFAULT_LIMIT = 1 << 20  # bytes of stdout a tool may print (a device listing or a health log is a few KiB)
@@ -75,7 +75,7 @@ def run_bounded(argv: list[str], timeout: float, limit: int = DEFAULT_LIMIT,
         # (an exit through os._exit at start-up, SIGKILL), so no tool outlives the reader
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 start_new_session=True,
-                                preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
+                                preexec_fn=die_with_parent if sys.platform.startswith("linux") else None)
     except (OSError, ValueError, subprocess.SubprocessError) as e:
         return Outcome(None, failure=f"cannot start: {getattr(e, 'strerror', None) or e}")
     deadline = time.monotonic() + timeout

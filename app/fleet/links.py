@@ -52,7 +52,7 @@ from app.fleet.inspect import (
     verdict_of,
 )
 from app.programs import untrusted, which_trusted
-from app.runners.base import _die_with_parent
+from app.runners.base import die_with_parent
 from app.runners.fio import TargetShape
 from app.sanitize import clean_json, clean_line
 
@@ -82,7 +82,7 @@ def end_process(proc: subprocess.Popen[bytes], grace: float = 5.0) -> None:
 def start_ssh(argv: list[str], *, stdin: int, stdout: int, stderr: int) -> subprocess.Popen[bytes]:
     """An ssh process in its own session (a terminal's ^C goes to the controller, which ends it) that the kernel
     kills when the controller dies."""
-    return subprocess.Popen(argv, start_new_session=True, preexec_fn=_die_with_parent, stdin=stdin, stdout=stdout,
+    return subprocess.Popen(argv, start_new_session=True, preexec_fn=die_with_parent, stdin=stdin, stdout=stdout,
                             stderr=stderr)
 
 

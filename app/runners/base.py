@@ -113,7 +113,9 @@ class Runner(Protocol):
         ...
 
 
-def _die_with_parent() -> None:  # runs in the child between fork and exec
+def die_with_parent() -> None:
+    """A child's pre-exec hook (it runs between fork and exec): the kernel kills the child with SIGKILL when the
+    tool's thread that started it ends, so no fio, ssh or tracer outlives a tool that was killed."""
     try:
         import ctypes
 
@@ -139,7 +141,7 @@ async def spawn(*argv: str, ignore_sigpipe: bool = False, cwd: str | os.PathLike
         start_new_session=True,
         restore_signals=not ignore_sigpipe,
         cwd=cwd,
-        preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+        preexec_fn=die_with_parent if sys.platform.startswith("linux") else None,
     )
 
 

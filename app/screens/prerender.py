@@ -40,10 +40,10 @@ def render_in_child(path: Path) -> None:
     import sys
 
     import app
-    from app.runners.base import _die_with_parent
+    from app.runners.base import die_with_parent
 
     def child_setup() -> None:  # between fork and exec: dies with its thread, and yields the CPU to the screens
-        _die_with_parent()
+        die_with_parent()
         os.nice(RENDER_NICE)
 
     package_dir = str(Path(app.__file__).resolve().parent.parent)
