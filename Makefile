@@ -42,7 +42,7 @@ UNIT_OPTS := -n 2 --dist loadfile
 UNIT_ENV := PROFILER_TUI_TEST_EXAMPLES=100 PYTHONDONTWRITEBYTECODE=
 
 # mypy: the type check of app/ (configured in pyproject.toml)
-.PHONY: typecheck lint check setup setup-run run-pkgs run-deps test-deps system-deps vm-deps venv venv-run native run install-test test-last test test-vm test-fast bench bench-fio bench-mem bench-report bench-tui bench-steady bench-precision bench-runs bench-fleet bench-peak bench-claims native-asan container-test clean
+.PHONY: typecheck lint check setup setup-run run-pkgs run-deps test-deps system-deps vm-deps venv venv-run native run install-test test-last test test-tiers print-test-tiers test-vm test-fast bench bench-fio bench-mem bench-report bench-tui bench-steady bench-precision bench-runs bench-fleet bench-peak bench-claims native-asan container-test clean
 
 # what `make run` needs: runtime Debian packages, .venv with the runtime dependencies, the memory engine
 setup-run: run-deps venv-run native
@@ -106,8 +106,32 @@ test: setup
 	$(BIN)/ruff check $(RUFF_PATHS)
 	$(MAKE) -C native/memlat test
 	$(MAKE) native-asan
-	$(BIN)/python -m pytest -q --durations=25
+	@$(MAKE) --no-print-directory test-tiers
 	@$(MAKE) --no-print-directory test-last
+
+# `make test`'s pytest, in two tiers (docs/testing.md, "Two tiers") that together run every test once:
+# - the parallel tier: every test not marked `serial`, in PARALLEL_WORKERS pytest-xdist workers, each file's tests in
+#   one worker (loop devices come from `losetup -f`, ports are the kernel's choice, every test writes under its own
+#   tmp_path, and many of these tests wait on fio's clock rather than a CPU);
+# - then the serial tier: the tests marked `serial` (tests/conftest.py: tests/vm, and the files whose assertions are
+#   about time or noise, read machine-wide state, or are CPU-heavy alone), one at a time on an otherwise quiet
+#   machine, as the whole suite ran before.
+# The second tier runs even when the first failed, so that one run shows every failure.
+# tests/integration/test_tiers.py checks that the two marker expressions split the collection with nothing left out
+# and nothing twice (`make print-test-tiers` gives it these variables)
+TEST_PATHS := tests
+PARALLEL_TIER := -m "not serial"
+SERIAL_TIER := -m serial
+PARALLEL_WORKERS := 2
+test-tiers:
+	@rc=0; \
+	$(BIN)/python -m pytest -q --durations=25 -n $(PARALLEL_WORKERS) --dist loadfile $(PARALLEL_TIER) $(TEST_PATHS) \
+	  || rc=$$?; \
+	$(BIN)/python -m pytest -q --durations=25 $(SERIAL_TIER) $(TEST_PATHS) || rc=$$?; \
+	exit $$rc
+
+print-test-tiers:
+	@echo 'TEST_PATHS=$(TEST_PATHS)'; echo 'PARALLEL_TIER=$(PARALLEL_TIER)'; echo 'SERIAL_TIER=$(SERIAL_TIER)'
 
 # lint-imports, mypy and the container test, with the install test (container/install-test.sh: `make run`'s and
 # pipx's set-up on pristine roots, about 5 minutes, mostly downloads) beside them in a process group of its own;
@@ -134,7 +158,7 @@ test-vm: setup
 test-fast: setup
 	$(BIN)/ruff check $(RUFF_PATHS)
 	$(MAKE) -C native/memlat test
-	$(BIN)/python -m pytest -q
+	@$(MAKE) --no-print-directory test-tiers
 	$(BIN)/lint-imports
 	$(BIN)/mypy
 

@@ -53,6 +53,37 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.integration)
         elif item.path.is_relative_to(VM):
             item.add_marker(pytest.mark.vm)
+        if is_serial(item.path):
+            item.add_marker(pytest.mark.serial)
+
+
+# `make test` runs the suite in two tiers (docs/testing.md, "Two tiers"): the tests marked ``serial`` alone, one at a
+# time, and every other test in pytest-xdist workers side by side.  Serial: every test in a QEMU guest (tests/vm:
+# CPU-bound under TCG, and its guest boots on a timer), and these files, whose assertions are about time or noise
+# (a latency, an interval, a replay's speed, a grace period, a key's delay, a CPU's busy share, fio's own clock),
+# that read machine-wide state another test's load would move (the device counters of the disk under /tmp, every
+# running fio, system hugepages, the page cache), that listen on fixed ports, or that are CPU-heavy on their own
+# (a wheel built and installed, chromium, podman).  When in doubt a file goes here: a flaky test costs more than
+# the minutes the serial tier takes.  A single test can also carry ``@pytest.mark.serial`` in its file.
+SERIAL = frozenset({
+    "integration/test_compare_noise.py", "integration/test_device_counters.py", "integration/test_eventstream.py",
+    "integration/test_fio_intervals.py", "integration/test_fleet.py", "integration/test_fleet_agent.py",
+    "integration/test_fleet_containers.py", "integration/test_hostile_output.py", "integration/test_hugepages.py",
+    "integration/test_install.py", "integration/test_lifecycle.py", "integration/test_memory_runner.py",
+    "integration/test_memory_suite.py", "integration/test_mlc_convention.py", "integration/test_peak_run.py",
+    "integration/test_phase.py", "integration/test_precision.py", "integration/test_procedure.py",
+    "integration/test_report_html_browser.py", "integration/test_safety.py", "integration/test_tail_unstable.py",
+    "integration/test_telemetry.py", "integration/test_timeseries.py", "integration/test_validity.py",
+    "tui/test_tui_compare_noise.py", "tui/test_tui_fleet.py", "tui/test_tui_key_burst.py",
+    "tui/test_tui_memory.py", "tui/test_tui_memory_contended.py", "tui/test_tui_memory_suite.py",
+    "tui/test_tui_replay.py", "tui/test_tui_startup.py",
+})
+TESTS = Path(__file__).resolve().parent
+
+
+def is_serial(path: Path) -> bool:
+    """Whether the tests of the file at PATH run in the serial tier: tests/vm, or a file SERIAL names."""
+    return path.is_relative_to(VM) or (path.is_relative_to(TESTS) and path.relative_to(TESTS).as_posix() in SERIAL)
 
 
 # the unit files that take the most time (tens of CPU-seconds each: reports rendered under checks, many Hypothesis
