@@ -18,8 +18,8 @@ never by averaging percentiles; a column's p50/p99/p99.9 are fio's rule over its
 
 A **stall event** is a run of consecutive measured seconds in each of which I/Os completed more than
 :data:`STALL_FACTOR` times the point's typical p99 (the median of its seconds' p99s, :func:`typical_p99`): its
-start, duration, the I/Os beyond that bound and the slowest one.  A second counts only when more I/Os
-lie beyond the bound than STALL_FACTOR times a typical second's (the median second's count): a device whose
+start, duration, the I/Os beyond that bound and the slowest one.  A second counts only when a larger share of its
+I/Os lies beyond the bound than STALL_FACTOR times a typical second's share (the median second's): a device whose
 every second has a few such I/Os has a long tail (app.tails), not a stall in each second.  An event of fewer than
 :data:`STALL_MIN_IOS` such I/Os is no cluster and is not named.
 
@@ -349,14 +349,17 @@ def stall_events(intervals: Sequence[Interval], factor: float = STALL_FACTOR,
             run.clear()
 
     aboves = [[(v, c) for v, c in zip(iv.values, iv.counts) if v > bound] for iv in intervals]
-    counts = sorted(sum(c for _, c in above) for above in aboves)
-    mid = len(counts) // 2
-    usual = counts[mid] if len(counts) % 2 else (counts[mid - 1] + counts[mid]) / 2
-    for iv, above in zip(intervals, aboves):
+    # the share of a second's I/Os beyond the bound, not their count: in a stalled second the device completes few
+    # I/Os, nearly all of them late, while a busy ordinary second may hold as many late ones among 100,000 others
+    shares = [sum(c for _, c in above) / max(1, sum(iv.counts)) for iv, above in zip(intervals, aboves)]
+    ordered = sorted(shares)
+    mid = len(ordered) // 2
+    usual = ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+    for iv, above, share in zip(intervals, aboves, shares):
         if run and iv.start - run[-1][0].t > ADJACENT_S:
             close()
         n = sum(c for _, c in above)
-        if n > 0 and n > factor * usual:
+        if n > 0 and share > factor * usual:
             run.append((iv, n, max(v for v, _ in above)))
         else:
             close()

@@ -223,10 +223,10 @@ def _names_hist(p: StorageRow) -> bool:
 def stall_section(found: Sequence[tuple[str, tuple[list[Stall], float | None]]]) -> list[str]:
     """The stall events table of the points' (label, (events, bound))."""
     out = ["#### Stall events", "",
-           "A stall event is a run of consecutive seconds in each of which more I/Os completed above a bound — "
-           f"{STALL_FACTOR:g}× the point's typical p99 (the median of its seconds' p99s) — than {STALL_FACTOR:g}× a "
-           f"typical second's count of them, at least {STALL_MIN_IOS} in all: when it started (seconds since fio "
-           "started), how long it lasted, how many I/Os completed above the bound and the slowest one (fio's "
+           "A stall event is a run of consecutive seconds in each of which a larger share of the I/Os completed "
+           f"above a bound — {STALL_FACTOR:g}× the point's typical p99 (the median of its seconds' p99s) — than "
+           f"{STALL_FACTOR:g}× a typical second's share, at least {STALL_MIN_IOS} in all: when it started (seconds "
+           "since fio started), how long it lasted, how many I/Os completed above the bound and the slowest one (fio's "
            "bucket). A few such I/Os in every second are the point's tail (the table above), not a stall.", ""]
     rows = [[lab, f"{e.start_s:g} s", f"{e.duration_s:g} s", f"{e.ios:,}", us(e.worst_ns), us(e.bound_ns)]
             for lab, (events, _) in found for e in events]

@@ -140,3 +140,32 @@ def test_hosts_merge_bucket_by_bucket_and_the_merged_p99_is_the_unions() -> None
     # averaging the hosts' own p99s (10 µs and 900 µs) would say 455 µs
     assert (percentile(merged(a), 99.0), percentile(merged(b), 99.0)) == (10_000, 900_000)
     assert isinstance(both[0], Interval) and both[0].ios == 1520
+
+
+def test_a_stalled_second_is_judged_by_the_share_of_its_i_os_that_are_late_not_their_count() -> None:
+    """The seconds of a real run on a RAM loop device throttled to 200 IOPS for 3 s, on a loaded VM: each ordinary
+    second completes ~200,000 I/Os of which 48–383 land beyond 10× the typical p99 (its tail); each throttled second
+    completes ~180, of which ~150 are late.  Counting late I/Os saw no stall (150 < 10 × the median 94); their share
+    sees exactly the throttled seconds, as one event."""
+    from array import array
+
+    from app.latmap import Interval, stall_events
+
+    def second(end: float, fast: int, late: int, late_ns: int = 100_000_000) -> Interval:
+        tail = max(1, fast // 1000)  # each second's ordinary p99 region
+        values = array("q", [100_000, 250_000, 2_500_000, late_ns])
+        counts = array("q", [fast - tail, tail, 0, 0])
+        if late:
+            counts[3 if late_ns > 10_000_000 else 2] = late
+        return Interval(end, 1.0, values, counts)
+
+    ordinary = [(48, 2_500_000), (94, 2_500_000), (64, 2_500_000), (383, 2_500_000), (95, 2_500_000),
+                (125, 2_500_000)]
+    seconds = [second(1.0 + i, 200_000, late, ns) for i, (late, ns) in enumerate(ordinary[:3])]
+    seconds += [second(4.0 + i, 30, 150) for i in range(3)]  # the throttle's three seconds
+    seconds += [second(7.0 + i, 200_000, late, ns) for i, (late, ns) in enumerate(ordinary[3:])]
+    events, bound = stall_events(seconds)
+    assert bound == 1_000_000.0  # 10 × the ordinary seconds' p99 (100 µs)
+    assert len(events) == 1, events
+    (e,) = events
+    assert (e.start_s, e.duration_s, e.ios) == (3.0, 3.0, 450)
