@@ -123,11 +123,26 @@ TEST_PATHS := tests
 PARALLEL_TIER := -m "not serial"
 SERIAL_TIER := -m serial
 PARALLEL_WORKERS := 2
+# A test that failed is run once more, alone, when at most RETRY_MAX failed in all (pytest's --last-failed, from
+# the cache both tiers wrote): on a loaded 2-CPU machine a test about time or noise can miss once while the product
+# is right.  Its name and first failure stay in the log under "failed once, passed alone"; a test that fails again,
+# or more than RETRY_MAX failures (a real breakage), fail the target.
+RETRY_MAX := 3
 test-tiers:
-	@rc=0; \
+	@rc=0; rm -f .pytest_cache/v/cache/lastfailed; \
 	$(BIN)/python -m pytest -q --durations=25 -n $(PARALLEL_WORKERS) --dist loadfile $(PARALLEL_TIER) $(TEST_PATHS) \
 	  || rc=$$?; \
 	$(BIN)/python -m pytest -q --durations=25 $(SERIAL_TIER) $(TEST_PATHS) || rc=$$?; \
+	if [ $$rc = 1 ]; then \
+	  failed=$$($(BIN)/python -c 'import json,sys; print(len(json.load(open(sys.argv[1]))))' \
+	    .pytest_cache/v/cache/lastfailed 2>/dev/null || echo 0); \
+	  if [ "$$failed" -ge 1 ] && [ "$$failed" -le $(RETRY_MAX) ]; then \
+	    echo; echo "== $$failed test(s) failed; each is run once more, alone:"; \
+	    if $(BIN)/python -m pytest -q -rA --last-failed --last-failed-no-failures none $(TEST_PATHS); then \
+	      echo "== failed once, passed alone (a test that misses under load: see its first failure above)"; rc=0; \
+	    fi; \
+	  fi; \
+	fi; \
 	exit $$rc
 
 print-test-tiers:
