@@ -27,7 +27,7 @@ from app.screens.prerender import wait_rendered
 from app.summary import SUITE_MODES, ci_pct, figure_keys, latency_text, natural_key, pm_pct, point_label
 from app.units import format_count
 from app.validity import recorded_ratio
-from app.widgets import TooSmall
+from app.widgets import KeysFooter, TooSmall
 from app.widgets.glyphs import mbps, mbps_unit
 from app.widgets.rowtable import RowTable
 
@@ -462,7 +462,7 @@ class ResultsScreen(Screen[None]):
         with Vertical(id="results-body"):
             yield RowTable(id="results", cursor_type="row")
             yield Static("", id="results-status")
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.sub_title = strings.RESULTS_TITLE.format(path=self.path)
