@@ -11,7 +11,7 @@ from textual.widgets import DataTable
 
 from app.screens.compare import CompareScreen
 from app.tui import create_app
-from tests.tui.helpers import fixed_results, wait_for
+from tests.tui.helpers import fixed_results, open_compare
 
 
 @pytest.fixture
@@ -38,10 +38,7 @@ def starts(view: CompareScreen) -> list[int]:
 async def test_left_and_right_scroll_the_compare_tables_by_whole_columns(results: Path) -> None:
     app = create_app(devices=[], results_dir=results, clock=lambda: 0.0)
     async with app.run_test(size=(80, 24)) as pilot:
-        app.push_screen(CompareScreen(results / "golden-20261122-021000", results / "cliff-20261123-212547"))
-        view = await wait_for(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.markdown
-                              and app.screen, 20, "the comparison")
-        await pilot.pause(0.3)
+        view = await open_compare(pilot, results / "golden-20261122-021000", results / "cliff-20261123-212547")
         body = view.query_one("#compare-body")
         table = max(view.query(".compare-table").results(DataTable), key=lambda t: t.virtual_size.width)
         body.scroll_to_widget(table, top=True, animate=False)  # the run-vs-run table in view
