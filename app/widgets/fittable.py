@@ -42,7 +42,7 @@ class Layout:
 def keys_of(header: Sequence[str], right: frozenset[int]) -> list[int]:
     """The columns that tell rows apart: the text (left-aligned) columns and the test's parameters, in order;
     the first column when there is no other."""
-    keys = [i for i, h in enumerate(header) if i not in right or h.strip() in PARAMETERS]
+    keys = [i for i, h in enumerate(header) if i not in right or h.split(" (")[0].strip() in PARAMETERS]
     return keys or [0]
 
 
