@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.widgets import Tree
 
 from app.screens.messages import ShowReport
 from app.screens.report import ReportScreen
@@ -91,6 +92,19 @@ def test_the_report_view_opens_again_and_on_another_run_and_answers_its_keys() -
             for _ in range(2):  # the contents, shown and hidden again, answer each time
                 await pilot.press("t")
                 await pilot.pause(0.1)
+            # enter on a section of the contents brings its heading to the top of the report
+            await pilot.press("t")
+            await pilot.pause(0.1)
+            tree = again.query_one("#report-md").table_of_contents.query_one(Tree)
+            await pilot.press("down", "down", "down")
+            node = tree.cursor_node
+            assert node is not None and node.data is not None
+            await pilot.press("enter")
+            await pilot.pause(0.2)
+            document = again.query_one("#report-md").document
+            assert document.scroll_y == min(document.block_line(node.data), document.max_scroll_y) > 0
+            assert document.blocks[node.data].text.plain == str(node.label)
+            await pilot.press("t")
             await back(pilot, again)
 
             other, _ = await open_view(pilot, CLIFF)
