@@ -238,6 +238,7 @@ class Laid:
 
 
 BATCH_S = 0.01  # the blocks beyond the screen are laid out this long at a time, keys answered in between
+CONTENTS = 32  # the columns the contents take beside the report (Contents' CSS), at most 40 % of the width
 
 
 class ReportDocument(ScrollView, can_focus=True):
@@ -253,7 +254,8 @@ class ReportDocument(ScrollView, can_focus=True):
     ]
 
     DEFAULT_CSS = """
-    ReportDocument { height: 1fr; width: 1fr; overflow-x: hidden; overflow-y: auto; padding: 0 1; }
+    ReportDocument { height: 1fr; width: 1fr; overflow-x: hidden; overflow-y: auto; padding: 0 1;
+                     scrollbar-gutter: stable; }
     """
 
     def __init__(self, *, id: str | None = None) -> None:
@@ -262,6 +264,7 @@ class ReportDocument(ScrollView, can_focus=True):
         self.blocks: list[Block] = []
         self._laid: dict[int, Laid] = {}
         self._pending = False
+        self.ahead = 0  # the columns the text gains (or loses) when the contents are hidden (shown): laid out ahead
         self._base = Style()
 
     def update(self, source: str, blocks: Sequence[Block]) -> None:
@@ -321,8 +324,27 @@ class ReportDocument(ScrollView, can_focus=True):
         if not laid.done(self.blocks):
             self._pending = True
             self.set_timer(BATCH_S, self._more)
-        else:
-            self._sized(laid)  # the scroll bar's length, exact (a guess until now: no redraw at each batch)
+            return
+        self._sized(laid)  # the scroll bar's length, exact (a guess until now: no redraw at each batch)
+        self._ahead(console)
+
+    def _ahead(self, console: Console) -> None:
+        """The screen's first lines at the width the document gets when the contents are shown or hidden (``t``),
+        laid out while no key waits, so that ``t`` finds them."""
+        width = self.text_width + self.ahead if self.ahead else 0
+        if width < 8 or width == self.text_width:
+            return
+        laid = self._laid.get(width)
+        if laid is None:
+            if len(self._laid) > 3:
+                return
+            laid = self._laid[width] = Laid(width)
+        height = self.scrollable_content_region.height or 24
+        if laid.done(self.blocks) or len(laid.lines) >= int(self.scroll_offset.y) + 2 * height:
+            return
+        laid.add(self.blocks[len(laid.starts)], console)
+        self._pending = True
+        self.set_timer(BATCH_S, self._more)
 
     def on_resize(self) -> None:
         self._relayout()
@@ -465,8 +487,17 @@ class ReportViewer(Horizontal):
 
     def watch_show_table_of_contents(self, shown: bool) -> None:
         self.table_of_contents.display = shown
+        self.call_after_refresh(self._ahead)
+
+    def _ahead(self) -> None:
+        """The document's width with the contents toggled (they take CONTENTS columns, at most 40 % of the width):
+        its first screen is laid out in advance."""
+        document = self.document
+        contents = min(CONTENTS, int(self.size.width * 0.4))
+        document.ahead = contents if self.show_table_of_contents else -contents
 
     def update(self, source: str, blocks: Sequence[Block]) -> None:
+        self._ahead()
         self.document.update(source, blocks)
         self.table_of_contents.fill(blocks)
 
