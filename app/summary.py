@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from app.points import Kind, MemoryPoint, Point, StoragePoint
 from app.records import Latency, ResultLine
@@ -27,6 +27,22 @@ def natural_key(value: object) -> tuple[object, ...]:
         return (0, value)
     parts = re.split(r"(\d+(?:\.\d+)?)", value.casefold())
     return (1, tuple((0, float(x), "") if i % 2 else (1, 0.0, x) for i, x in enumerate(parts) if x))
+
+
+# a memory engine's injection-delay unit (docs/presets.md: the same number is not the same time in both)
+DELAY_UNITS = {"mlc": "MLC units", "builtin": "spin steps"}
+
+
+def delay_unit(engine: object) -> str:
+    """The injection delay's unit of ``engine`` in words: MLC's own units, the built-in engine's spin steps."""
+    return DELAY_UNITS.get(str(engine), "engine units")
+
+
+def delay_header(name: str, engines: Iterable[object]) -> str:
+    """A column or axis of injection delays named with their unit: the engines' one, or "engine units" when the
+    engines differ or are not known (their numbers are not comparable then)."""
+    units = {delay_unit(e) for e in engines if e is not None}
+    return f"{name} ({units.pop() if len(units) == 1 else 'engine units'})"
 
 
 def point_label(kind: str, point: Point | Mapping[str, object], delay_unit: str | None = None) -> str:

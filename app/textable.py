@@ -15,6 +15,7 @@ its table as long.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import textwrap
@@ -49,7 +50,14 @@ class TableLine:
 
 
 def _wrap(text: str, width: int) -> list[str]:
-    return textwrap.wrap(text, max(1, width), break_on_hyphens=False) or [""]
+    return list(_wrapped(text, max(1, width)))
+
+
+@functools.lru_cache(maxsize=8192)
+def _wrapped(text: str, width: int) -> tuple[str, ...]:
+    """A fitting table tries many widths of the same cells (each page of columns, each narrower width): each
+    cell's wrapping at a width is worked out once."""
+    return tuple(textwrap.wrap(text, width, break_on_hyphens=False) or [""])
 
 
 def _header_least(header: str) -> int:

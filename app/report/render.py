@@ -39,7 +39,7 @@ from app.report import replicates as rep
 from app.report.model import TRAFFIC_DESCRIPTIONS, MemoryRow, RunData, StorageRow
 from app.runmeta import Numa, RunMeta
 from app.sanitize import Markup, clean_line, clean_text, md_text
-from app.summary import point_label
+from app.summary import delay_header, point_label
 from app.textable import markdown_figure, markdown_table
 from app.units import format_count, format_size, size_text, us
 from app.validity import (
@@ -451,7 +451,7 @@ def _memory_tables(points: Sequence[MemoryRow], env: Mapping[str, object] | None
                          _mem_pm(p, "latency_ns", p.latency, 2, "-"),
                          _mem_pm(p, "bandwidth_mbps", p.bandwidth, 1, "-")]
                         + ([contention.contended_text(p) or "clean"] if busy else []))  # type: ignore[arg-type]
-        head = ["Inject", "Latency (ns)", "Bandwidth (MB/sec)"] + (["CPU"] if busy else [])
+        head = [delay_header("Inject", [engine]), "Latency (ns)", "Bandwidth (MB/sec)"] + (["CPU"] if busy else [])
         whole = ci.whole_run_cells([_mem_whole(p) for p in ordered])
         if whole is not None:
             head.append(f"{ci.WHOLE_RUN}: ns · MB/sec")
@@ -835,7 +835,8 @@ def _memory_analysis(curves: Sequence[an.MemCurve], cpus: int | None = None,
             notes.append(f"- The peak injection bandwidth {md_text(p.traffic or 'R')} ({p.bandwidth or 0:,.1f} MB/s) "
                          f"is no peak and no reference here: {why}.")
     heavy_delay = next((c.clean[-1].delay for c in loaded if c.clean), loaded[0].points[-1].delay)
-    out.append(markdown_table(["Traffic", "Latency at lightest load (ns)", "Knee delay", "Bandwidth at knee (MB/s)",
+    knee = delay_header("Knee delay", {c.engine for c in loaded})
+    out.append(markdown_table(["Traffic", "Latency at lightest load (ns)", knee, "Bandwidth at knee (MB/s)",
                          "Latency at knee (ns)", f"Bandwidth at delay {heavy_delay} (MB/s)",
                          "Load threads' part (MB/s)", "Latency there (ns)", "Latency growth", "Lines in flight"], rows))
     out.append("")

@@ -304,10 +304,10 @@ class ProfilerApp(App[int]):
 
     @on(ShowReport)
     def show_report(self, message: ShowReport) -> None:
-        from app.screens.report import ReportScreen
+        from app.screens.report import report_screen
 
         if not self.refused(message.path):
-            self.push_screen(ReportScreen(message.path))
+            self.push_screen(report_screen(self, message.path))
 
     @on(ShowFigures)
     def show_figures(self, message: ShowFigures) -> None:

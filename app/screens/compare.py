@@ -12,14 +12,14 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Markdown, Static
+from textual.widgets import DataTable, Header, Markdown, Static
 from textual.worker import Worker, WorkerState
 
 from app.sanitize import clean_text
 from app.screens import strings
 from app.screens.results import ExportModal
 from app.textable import read_markdown
-from app.widgets import TooSmall
+from app.widgets import KeysFooter, TooSmall
 
 BETTER = "bold green"
 NUMBERS = {"A", "B", "B/A", "B − A (95 %)", "Reference", "This run", "Ratio"}  # right-aligned columns
@@ -85,7 +85,9 @@ def compute(a: Path, b: Path | None, reference: str | None) -> str:
 
 
 class CompareScreen(Screen[None]):
-    BINDINGS = [Binding("e", "export", "Export"), Binding("escape", "back", "Back")]
+    BINDINGS = [Binding("e", "export", "Export"), Binding("escape", "back", "Back"),
+                Binding("left", "columns(-1)", "Columns", show=False, priority=True),
+                Binding("right", "columns(1)", "Columns", show=False, priority=True)]
 
     def __init__(self, a: Path, b: Path | None, reference: str | None = None) -> None:
         super().__init__()
@@ -97,7 +99,7 @@ class CompareScreen(Screen[None]):
         yield TooSmall()
         with VerticalScroll(id="compare-body"):
             yield Static(strings.COMPARE_WORKING, id="compare-status")
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.sub_title = strings.COMPARE_TITLE.format(a=self.a.name, b=self.b.name if self.b else self.reference)
@@ -156,6 +158,35 @@ class CompareScreen(Screen[None]):
         if any(line.strip() for line in lines):
             body.mount(Markdown("\n".join(lines).strip("\n"), classes="compare-text"))
         lines.clear()
+
+    def column_edges(self) -> list[int]:
+        """Where each column of the widest table in view (else of the page) starts, in the page's columns (the page
+        scrolls sideways as one); [] when every table fits."""
+        body = self.query_one("#compare-body", VerticalScroll)
+        room = body.scrollable_content_region.width
+        view = body.region
+        wide = [t for t in self.query(".compare-table").results(DataTable) if t.virtual_size.width > room]
+        wide = [t for t in wide if t.region.overlaps(view)] or wide  # none on screen: the page's widest
+        if not wide:
+            return []
+        table = max(wide, key=lambda t: t.virtual_size.width)
+        edges, x = [], 0
+        for column in table.ordered_columns:
+            edges.append(x)
+            x += column.get_render_width(table)
+        return edges
+
+    def action_columns(self, step: int) -> None:
+        """←/→: the page scrolled sideways by a whole column of the widest table in view (never a column cut by
+        a character), the next (``step`` 1) or previous (-1)."""
+        body = self.query_one("#compare-body", VerticalScroll)
+        edges = [e for e in self.column_edges() if e <= body.max_scroll_x] or [0]
+        if body.max_scroll_x not in edges and body.max_scroll_x > 0:
+            edges.append(body.max_scroll_x)  # the last columns whole, when no column starts there
+        x = round(body.scroll_x)
+        later = [e for e in edges if e > x] if step > 0 else [e for e in edges if e < x]
+        if later:
+            body.scroll_to(x=min(later) if step > 0 else max(later), animate=False)
 
     def action_export(self) -> None:
         if self.markdown is None:

@@ -8,25 +8,26 @@ from __future__ import annotations
 import os
 import re
 import stat
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
-from textual.app import ComposeResult
+from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Header, MarkdownViewer, Static, TabbedContent, TabPane, Tree
+from textual.widgets import Header, Static, TabbedContent, TabPane, Tree
 from textual.worker import Worker, WorkerState
 
 from app.errors import UsageError
 from app.sanitize import clean_text
 from app.screens import strings
 from app.screens.prerender import wait_rendered
-from app.widgets import TooSmall
+from app.widgets import KeysFooter, TooSmall
 from app.widgets.figure import FigureView
-from app.widgets.fittable import ReportViewer, tables_in_view, turn_tables
+from app.widgets.reportdoc import Block, ReportViewer, blocks_of
 from app.widgets.series import BYTES, Series, SeriesPlot, legend
 
 if TYPE_CHECKING:
@@ -52,6 +53,8 @@ class Loaded:
     markdown: str
     curves: Curves
     plots: Path
+    blocks: list[Block] = field(default_factory=list)  # the markdown's, parsed (app.widgets.reportdoc)
+    stamp: tuple[int, int, int] | None = None  # report.md's identity when it was read (_stamp)
 
 
 def _stale(path: Path) -> bool:
@@ -152,14 +155,56 @@ def load_report(path: Path) -> Loaded:
         from app.report import render_report
 
         render_report(path)
+    stamp = _stamp(path)
     text = read_report(path)
-    return Loaded(terminal_markdown(text, path), curves_of(path), path / "plots")
+    markdown = terminal_markdown(text, path)
+    return Loaded(markdown, curves_of(path), path / "plots", blocks_of(path / "report.md", markdown), stamp)
 
 
 class CurvesScroll(VerticalScroll):
     """The Curves tab: scrolls from the keyboard like the report text (space pages down as in a pager)."""
 
     BINDINGS = [Binding("space", "page_down", "Page Down", show=False)]
+
+
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    """report.md's identity (inode, size, modification time): a view made from it is current while it holds."""
+    try:
+        st = (path / "report.md").lstat()
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+KEPT = 2  # report views kept (installed) for opening again: each a few hundred widgets and lines
+_kept: weakref.WeakKeyDictionary[App[Any], list[str]] = weakref.WeakKeyDictionary()
+
+
+def report_screen(app: App[Any], path: Path) -> ReportScreen:
+    """The report view of ``path``: the one shown before, as it was left, when its report.md is still the one it
+    shows (opening it again composes and lays out nothing); else a new one, kept for next time (the oldest kept
+    one beyond KEPT let go).  A view already on the screen stack is never pushed twice: a new one then."""
+    name = f"report-view {path}"
+    names = _kept.setdefault(app, [])
+    if app.is_screen_installed(name):
+        screen = app.get_screen(name)
+        if screen in app.screen_stack:
+            return ReportScreen(path)
+        if isinstance(screen, ReportScreen) and screen.current():
+            names.remove(name)
+            names.append(name)
+            return screen
+        app.uninstall_screen(name)
+        names.remove(name)
+    screen = ReportScreen(path)
+    for old in [n for n in names if app.is_screen_installed(n) and app.get_screen(n) not in app.screen_stack]:
+        if len(names) < KEPT:
+            break
+        app.uninstall_screen(old)
+        names.remove(old)
+    app.install_screen(screen, name)
+    names.append(name)
+    return screen
 
 
 class ReportScreen(Screen[None]):
@@ -177,6 +222,7 @@ class ReportScreen(Screen[None]):
         super().__init__()
         self.path = Path(path)
         self.loaded: Loaded | None = None
+        self.stamp: tuple[int, int, int] | None = None  # report.md's, when it was read for this view
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
@@ -185,12 +231,12 @@ class ReportScreen(Screen[None]):
             yield Static(strings.REPORT_RENDERING, id="report-status")
             with TabbedContent(initial="report-text", id="report-tabs"):
                 with TabPane("Report 1", id="report-text"):
-                    yield ReportViewer("", show_table_of_contents=False, id="report-md")
+                    yield ReportViewer(show_table_of_contents=False, id="report-md")
                 with TabPane("Curves 2", id="report-curves"):
                     yield CurvesScroll(id="report-plots")
                 with TabPane("Figures 3", id="report-figures"):
                     pass  # the FigureView, made when first shown (show_figures)
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.sub_title = strings.REPORT_TITLE.format(path=self.path)
@@ -213,9 +259,10 @@ class ReportScreen(Screen[None]):
         loaded = event.worker.result
         if not isinstance(loaded, Loaded):
             return
+        self.stamp = loaded.stamp
         status.update(Text(clean_text(self.path / "report.md")))
-        viewer = self.query_one("#report-md", MarkdownViewer)
-        await viewer.document.update(loaded.markdown)
+        viewer = self.query_one("#report-md", ReportViewer)
+        viewer.update(loaded.markdown, loaded.blocks)
         # beside the report from 120 columns: narrower, the report's six-column tables (the memory suite's peak
         # bandwidths) would have their numbers cut ("91104…")
         viewer.show_table_of_contents = self.size.width >= TOC_WIDTH
@@ -257,7 +304,7 @@ class ReportScreen(Screen[None]):
     def action_toc(self) -> None:
         """The contents shown, with their row cursor under the keys (↑/↓ and enter go to a section); hidden, the keys
         go back to the report (a focus left in the hidden contents would swallow PageDown)."""
-        viewer = self.query_one("#report-md", MarkdownViewer)
+        viewer = self.query_one("#report-md", ReportViewer)
         viewer.show_table_of_contents = not viewer.show_table_of_contents
         if viewer.show_table_of_contents:
             self.query_one("#report-tabs", TabbedContent).active = "report-text"
@@ -266,7 +313,7 @@ class ReportScreen(Screen[None]):
             self.focus_shown()
 
     def _focus_contents(self) -> None:
-        tree = self.query_one("#report-md", MarkdownViewer).table_of_contents.query_one(Tree)
+        tree = self.query_one("#report-md", ReportViewer).table_of_contents.query_one(Tree)
         if tree.cursor_line < 0:  # no row under the cursor yet: it would not show
             tree.cursor_line = 0
         tree.focus()
@@ -275,7 +322,7 @@ class ReportScreen(Screen[None]):
         """←/→: the other columns of the report's tables in view that show a page of theirs (app.widgets.fittable)."""
         if self.query_one("#report-tabs", TabbedContent).active != "report-text":
             return
-        turn_tables(tables_in_view(self.query_one("#report-md", MarkdownViewer)), step)
+        self.query_one("#report-md", ReportViewer).document.turn_tables(step)
 
     def action_tab(self, tab: str) -> None:
         self.query_one("#report-tabs", TabbedContent).active = tab
@@ -298,7 +345,7 @@ class ReportScreen(Screen[None]):
         elif active == "report-figures":
             self.show_figures()
         else:
-            self.query_one("#report-md", MarkdownViewer).document.focus()
+            self.query_one("#report-md", ReportViewer).document.focus()
 
     def show_figures(self) -> None:
         """The Figures tab's view, made the first time the tab is shown once report.md is current (its figures
@@ -313,6 +360,18 @@ class ReportScreen(Screen[None]):
         view = FigureView(self.path, id="report-figure-view")
         self.query_one("#report-figures", TabPane).mount(view)
         self.call_after_refresh(view.focus)
+
+    def current(self) -> bool:
+        """Whether this view shows its run's report.md as it is now (loaded, and neither report.md nor what it is
+        made from changed since)."""
+        return self.loaded is not None and self.stamp is not None and self.stamp == _stamp(self.path) \
+            and not _stale(self.path)
+
+    def on_screen_resume(self) -> None:
+        """Shown again (a kept view): the curves in the units now chosen, the keys to the shown tab."""
+        if self.loaded is not None:
+            self.units_changed()
+            self.focus_shown()
 
     def action_back(self) -> None:
         self.app.pop_screen()

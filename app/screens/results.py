@@ -24,10 +24,10 @@ from app.sanitize import clean_text
 from app.screens import strings
 from app.screens.messages import ShowDevices, ShowFigures, ShowReport
 from app.screens.prerender import wait_rendered
-from app.summary import SUITE_MODES, ci_pct, figure_keys, latency_text, natural_key, pm_pct, point_label
+from app.summary import SUITE_MODES, ci_pct, delay_header, figure_keys, latency_text, natural_key, pm_pct, point_label
 from app.units import format_count
 from app.validity import recorded_ratio
-from app.widgets import TooSmall
+from app.widgets import KeysFooter, TooSmall
 from app.widgets.glyphs import mbps, mbps_unit
 from app.widgets.rowtable import RowTable
 
@@ -462,7 +462,7 @@ class ResultsScreen(Screen[None]):
         with Vertical(id="results-body"):
             yield RowTable(id="results", cursor_type="row")
             yield Static("", id="results-status")
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.sub_title = strings.RESULTS_TITLE.format(path=self.path)
@@ -516,6 +516,8 @@ class ResultsScreen(Screen[None]):
 
     def column_label(self, name: str) -> str:
         """A column's header: MB/s says MiB/s while the app shows binary units."""
+        if name == "delay":  # the engine's own unit: MLC's units or the built-in engine's spin steps
+            return delay_header(name, {r.get("engine") for r in self.records})
         return mbps_unit(self) if name == "MB/s" else name
 
     def add_columns(self) -> None:

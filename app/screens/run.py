@@ -37,7 +37,16 @@ from app.screens.messages import ShowResults
 from app.screens.prerender import render_when_done
 from app.screens.state import RunRequest, app_options, app_sessions
 from app.screens.words import tui_words
-from app.summary import SUITE_MODES, live_interval, live_line, metrics_line, outcome_line, point_label
+from app.summary import (
+    DELAY_UNITS,
+    SUITE_MODES,
+    delay_unit,
+    live_interval,
+    live_line,
+    metrics_line,
+    outcome_line,
+    point_label,
+)
 from app.units import format_duration, rate_text
 from app.widgets import TooSmall
 from app.widgets.charts import BandwidthChart, CurveChart, DelayChart, LatencyChart, ThroughputChart, TimeSeries
@@ -58,14 +67,6 @@ EventSource = Callable[[], AsyncIterator[object]]  # the session's events (app.s
 # a line of the run's log: its text, or its text in the app's units (True: MiB/s) for a line with a bandwidth
 LogLine = str | Callable[[bool], str]
 MAX_LOG = 2000  # lines the Log tab keeps (the live tab's short log the last 200 of them)
-# a memory engine's injection-delay unit (docs/presets.md: the same number is not the same time in both)
-DELAY_UNITS = {"mlc": "MLC units", "builtin": "spin steps"}
-
-
-def delay_unit(engine: object) -> str:
-    return DELAY_UNITS.get(str(engine), "engine units")
-
-
 def describe_error(error: BaseException | None) -> str:
     """One plain sentence for the user: the core's own message, or the OS error and its file."""
     if error is None:
@@ -268,7 +269,7 @@ class RunScreen(Screen[None]):
         """The loaded-latency charts: the curve and latency against delay."""
         with Horizontal(classes="charts", id="panel-loaded"):
             yield CurveChart("memory", id="curve-live")
-            yield DelayChart(id="delay")
+            yield DelayChart(id="delay", unit=delay_unit(self.engine))
 
     def on_mount(self) -> None:
         self.sub_title = f"{self.request.preset.name} — " + (

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from textual.widgets import Static
+from textual.screen import Screen
+from textual.widgets import Footer, Static
 
 
 class ErrorLine(Static):
@@ -41,3 +42,20 @@ class TooSmall(Static):
 
     def __init__(self) -> None:
         super().__init__(TOO_SMALL, classes="too-small")
+
+
+class KeysFooter(Footer):
+    """Textual's Footer, made again only when the keys it shows change: Footer makes its keys anew (a widget
+    each, styled) at every change of focus, though the keys shown are most often the same — a tenth of a second
+    per key press on a loaded machine."""
+
+    _shown: tuple[object, ...] | None = None
+
+    def bindings_changed(self, screen: Screen[object]) -> None:
+        shown = tuple((binding.key, binding.description, binding.action, enabled, tooltip,
+                       self.app.get_key_display(binding))
+                      for (_, binding, enabled, tooltip) in screen.active_bindings.values() if binding.show)
+        if shown == self._shown and self._bindings_ready and self.children:
+            return
+        self._shown = shown
+        super().bindings_changed(screen)

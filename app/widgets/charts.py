@@ -508,12 +508,12 @@ class DelayChart(Chart):
     """Memory: latency against injection delay, point by point."""
 
     title = "latency vs delay"
-    xlabel = "delay"  # the engine's injection delay, in its own units: bare numbers
     yunit = "ns"
 
-    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+    def __init__(self, *, id: str | None = None, classes: str | None = None, unit: str = "engine units") -> None:
         super().__init__(id=id, classes=classes)
         self.points: dict[int, tuple[float, float]] = {}
+        self.xlabel = f"delay ({unit})"  # the engine's injection delay, in its own units (app.summary.delay_unit)
 
     def add_point(self, index: int, delay: float, latency: float) -> None:
         px, py = plottable(delay), plottable(latency)

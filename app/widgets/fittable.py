@@ -21,16 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from rich.segment import Segment
-from rich.style import Style
-from textual.app import ComposeResult
-from textual.geometry import Size
-from textual.strip import Strip
-from textual.widget import Widget
-from textual.widgets import Markdown, MarkdownViewer
-from textual.widgets._markdown import MarkdownTable, MarkdownTableOfContents
-
-from app.textable import GLUE, TableLine, card_lines, glue, markdown_cells, table_lines, wrap_line
+from app.textable import GLUE, TableLine, card_lines, glue, table_lines, wrap_line
 
 # a figure column with one of these headers says which test a row is: it stays on every page, beside the labels
 PARAMETERS = frozenset({"IO Depth", "Jobs", "QD", "Threads", "Block Size", "Stride (B)", "Buffer", "Inject",
@@ -51,7 +42,7 @@ class Layout:
 def keys_of(header: Sequence[str], right: frozenset[int]) -> list[int]:
     """The columns that tell rows apart: the text (left-aligned) columns and the test's parameters, in order;
     the first column when there is no other."""
-    keys = [i for i, h in enumerate(header) if i not in right or h.strip() in PARAMETERS]
+    keys = [i for i, h in enumerate(header) if i not in right or h.split(" (")[0].strip() in PARAMETERS]
     return keys or [0]
 
 
@@ -136,106 +127,42 @@ def layout(header: Sequence[str], rows: Sequence[Sequence[str]], right: frozense
     return Layout(lines, caption, len(pages))
 
 
-class FitTableBody(Widget):
-    """The laid-out table: its lines for the width it is given (at most two layouts kept), a caption on top when
-    it shows a page of its columns."""
-
-    DEFAULT_CSS = """
-    FitTableBody { height: auto; width: 1fr; }
-    """
+class PagedTable:
+    """One of the report's tables: its lines for a width (a few layouts kept), a caption on top when it shows a
+    page of its columns, and the page shown (turned by ←/→)."""
 
     def __init__(self, header: list[str], rows: list[list[str]], right: frozenset[int]) -> None:
-        super().__init__()
         self.header, self.rows, self.right = header, rows, right
         self.page = 0
         self._cache: dict[tuple[int, int], Layout] = {}
 
+    def fresh(self) -> PagedTable:
+        """The same table at its first page, sharing the layouts worked out so far."""
+        other = PagedTable(self.header, self.rows, self.right)
+        other._cache = self._cache
+        return other
+
     def laid_out(self, width: int) -> Layout:
         key = (width, self.page)
         if key not in self._cache:
-            if len(self._cache) > 4:
+            if len(self._cache) > 8:
                 self._cache.clear()
             self._cache[key] = layout(self.header, self.rows, self.right, max(8, width), self.page)
         return self._cache[key]
 
-    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        shown = self.laid_out(width)
-        return len(shown.lines) + len(wrap_line(shown.caption, width) if shown.caption else [])
+    def pages(self, width: int) -> int:
+        return self.laid_out(width).pages
 
-    def render_line(self, y: int) -> Strip:
-        """Line ``y`` as laid out, whole: drawn as a strip so that no leading space is dropped and nothing wraps."""
-        width = self.content_region.width or self.size.width
+    def lines(self, width: int) -> list[tuple[str, str]]:
+        """Each line's text and style (the caption's lines first, when a page of the columns is shown)."""
         shown = self.laid_out(width)
-        caption = wrap_line(shown.caption, width) if shown.caption else []
-        if y < len(caption):
-            text, style = caption[y], "italic"
-        elif y - len(caption) < len(shown.lines):
-            line = shown.lines[y - len(caption)]
-            text, style = line.text, STYLES.get(line.role, "")
-        else:
-            text, style = "", ""
-        base = self.rich_style
-        return Strip([Segment(text.ljust(width), base + Style.parse(style) if style else base)]).crop(0, width)
+        caption = [(line, "italic") for line in wrap_line(shown.caption, width)] if shown.caption else []
+        return caption + [(line.text, STYLES.get(line.role, "")) for line in shown.lines]
 
-    def turn(self, step: int) -> bool:
+    def turn(self, step: int, width: int) -> bool:
         """Show the next (``step`` 1) or previous (-1) page of columns; False when there is none that way."""
-        pages = self.laid_out(self.content_region.width or self.size.width).pages
-        page = max(0, min(self.page + step, pages - 1))
+        page = max(0, min(self.page + step, self.pages(width) - 1))
         if page == self.page:
             return False
         self.page = page
-        self.refresh(layout=True)
         return True
-
-
-class FitTable(MarkdownTable):
-    """A Markdown table block drawn by :class:`FitTableBody`: the cells' text as Markdown shows it, the
-    alignment from the table's separator line (``---:`` right-aligned: a figure)."""
-
-    DEFAULT_CSS = """
-    FitTable { width: 1fr; height: auto; margin-bottom: 1; }
-    """
-
-    def compose(self) -> ComposeResult:
-        headers, rows = self._get_headers_and_rows()
-        header = [h.plain for h in headers]
-        cells = [[c.plain for c in r] + [""] * (len(header) - len(r)) for r in rows]
-        source = (self.source or "").splitlines()
-        align = markdown_cells(source[1]) if len(source) > 1 else []
-        if len(align) != len(header):
-            yield from super().compose()  # not a table this module can read: Textual's own
-            return
-        right = frozenset(i for i, a in enumerate(align) if a.strip().endswith(":"))
-        yield FitTableBody(header, [r[:len(header)] for r in cells], right)
-
-
-class ReportMarkdown(Markdown):
-    """The report's Markdown with its tables fitted to the width (:class:`FitTable`)."""
-
-    BLOCKS = {**Markdown.BLOCKS, "table_open": FitTable}
-
-
-def turn_tables(tables: Sequence[FitTableBody], step: int) -> bool:
-    """Turn the page of each of ``tables``; True when one turned."""
-    turned = False
-    for table in tables:
-        turned = table.turn(step) or turned
-    return turned
-
-
-class ReportViewer(MarkdownViewer):
-    """A MarkdownViewer whose document is a :class:`ReportMarkdown`."""
-
-    def compose(self) -> ComposeResult:
-        markdown = ReportMarkdown(parser_factory=self._parser_factory, open_links=self._open_links)
-        markdown.can_focus = True
-        yield markdown
-        yield MarkdownTableOfContents(markdown)
-
-
-def tables_in_view(viewer: MarkdownViewer) -> list[FitTableBody]:
-    """The paged tables of ``viewer`` with at least a line on screen."""
-    view = viewer.document.region.intersection(viewer.region)
-    return [table for table in viewer.query(FitTableBody)
-            if table.laid_out(table.content_region.width or table.size.width).pages > 1
-            and table.region.overlaps(view)]

@@ -345,7 +345,7 @@ def test_seed000_appendix_reproduced_by_import_and_report(tmp_path: Path) -> Non
         stride, w = re.match(r"mlc_test_(\d+)-W-(\d+)", name).groups()  # type: ignore[union-attr]
         want[(stride, f"W{w}")] = rows
     assert got == want
-    assert "| Inject | Latency (ns) | Bandwidth (MB/sec) |" in re.sub(r" +", " ", md)
+    assert "| Inject (MLC units) | Latency (ns) | Bandwidth (MB/sec) |" in re.sub(r" +", " ", md)
 
 
 @pytest.fixture(autouse=True)

@@ -76,7 +76,7 @@ def test_golden_report_sections_and_units(golden_rendered: tuple[Path, str]) -> 
     # seed 000's storage columns, with units
     assert ("| Test Type | Block Size | IOPS | Bandwidth MB/s (MiB/s) | Latency min (µs) | Latency max (µs) | "
             "Latency avg (µs) | Latency p99 (µs) | CPU usr | CPU sys | IO Depth | Jobs |") in re.sub(r" +", " ", md)
-    assert "| Inject | Latency (ns) | Bandwidth (MB/sec) |" in re.sub(r" +", " ", md)
+    assert "| Inject (spin steps) | Latency (ns) | Bandwidth (MB/sec) |" in re.sub(r" +", " ", md)
     # honest about the target: a file on a VM's virtual disk
     target = md.split("## Target")[1].split("## Storage")[0]
     assert "virtual disk" in target and "say little about any physical SSD" in target

@@ -246,3 +246,15 @@ def tunable_audit(tmp_path: Path, monkeypatch: Any) -> Callable[[str], Audit]:
         return replace(found, items=tuple(tuned if i.key == "wbt" else i for i in found.items))
 
     return audit
+
+
+async def open_compare(pilot: Any, a: Path, b: Path) -> Any:
+    """The compare view of runs ``a`` and ``b``, once its tables are shown."""
+    from app.screens.compare import CompareScreen
+
+    app = pilot.app
+    app.push_screen(CompareScreen(a, b))
+    view = await wait_for(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.markdown
+                          and app.screen, 20, "the comparison")
+    await pilot.pause(0.3)
+    return view

@@ -12,7 +12,6 @@ import pytest
 from textual.widgets import DataTable, Input, Label, Static
 
 from app import presets as core
-from app.screens.compare import CompareScreen
 from app.screens.custom import CustomSweepScreen
 from app.screens.importer import ImportScreen
 from app.screens.messages import ShowResults
@@ -21,7 +20,7 @@ from app.screens.results import ResultsScreen
 from app.screens.state import TargetChoice
 from app.tui import create_app
 from app.units import format_duration_short
-from tests.tui.helpers import fixed_results, open_import, open_runs, wait_for
+from tests.tui.helpers import fixed_results, open_compare, open_import, open_runs, wait_for
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 SIZE = (80, 24)
@@ -183,10 +182,7 @@ async def test_an_export_that_cannot_write_names_the_path_in_one_sentence(result
 async def test_the_compare_tables_fit_120_columns_and_scroll_without_tab(results: Path) -> None:
     app = create_app(devices=[], results_dir=results, clock=lambda: 0.0)
     async with app.run_test(size=(120, 24)) as pilot:
-        app.push_screen(CompareScreen(results / "golden-20261122-021000", results / "cliff-20261123-212547"))
-        view = await wait_for(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.markdown
-                              and app.screen, 20, "the comparison")
-        await pilot.pause(0.3)
+        view = await open_compare(pilot, results / "golden-20261122-021000", results / "cliff-20261123-212547")
         body = view.query_one("#compare-body")
         for table in view.query(".compare-table").results(DataTable):
             assert table.virtual_size.width <= body.scrollable_content_region.width, "no table is cut"

@@ -102,7 +102,7 @@ async def test_report_text_pages_down_after_switching_to_the_curves_and_back(gol
         await pilot.pause(0.1)
         await pilot.press("1")
         await pilot.pause(0.1)
-        viewer = screen.query_one("#report-md")
+        viewer = screen.query_one("#report-md").document
         await pilot.press("pagedown")
         await pilot.pause(0.1)
         assert viewer.scroll_y > 0

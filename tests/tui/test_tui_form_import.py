@@ -72,7 +72,7 @@ async def test_an_import_of_fio_and_mlc_shows_each_kind_with_its_figures(tmp_pat
         labels = [str(c.label) for c in table.ordered_columns]
         assert len(rows) == 19 and "latency ns" in labels and "IOPS" not in labels, labels
         first = dict(zip(labels, rows[0]))
-        assert first["traffic"] == "R" and first["delay"] == "0" and first["latency ns"] == "282.6", first
+        assert first["traffic"] == "R" and first["delay (MLC units)"] == "0" and first["latency ns"] == "282.6", first
         assert not any("?" in row[1] for row in rows), rows
         assert "k shows the storage rows" in str(status.render())
 

@@ -44,6 +44,7 @@ async def test_memory_preset_curve_fills_point_by_point(tmp_path: Path, monkeypa
         assert run.state.error is None, run.state.error
         assert run.state.finished.status == "complete" and run.state.finished.done == 3
         assert len(curve.points) == 3 and len(run.query_one(DelayChart).points) == 3
+        assert run.query_one(DelayChart).xlabel == "delay (spin steps)", "the axis carries the engine's unit"
         assert len(run.query_one("#curve-chart", CurveChart).points) == 3
         # the curve grew one point at a time, not all at the end
         assert [n for n in seen if 0 < n < 3], f"point counts seen while running: {seen}"

@@ -89,9 +89,9 @@ async def open_report(pilot: Any, run: Path, heading: str | None = None) -> Any:
                             "the report")
     await pilot.pause(0.2)
     if heading is not None:
-        viewer = screen.query_one("#report-md")
-        block = next(b for b in viewer.query("MarkdownH2, MarkdownH3") if b._content.plain.startswith(heading))
-        viewer.scroll_to_widget(block, top=True, animate=False)
+        document = screen.query_one("#report-md").document
+        assert document.heading_line(heading) is not None, f"no heading {heading!r}"
+        document.scroll_to_heading(heading)
     await pilot.pause(0.3)
     return screen
 
@@ -116,7 +116,7 @@ def test_no_table_cell_of_the_report_is_cut(width: int) -> None:
         app = app_()
         async with app.run_test(size=(width, 24)) as pilot:
             screen = await open_report(pilot, run)
-            viewer = screen.query_one("#report-md")
+            viewer = screen.query_one("#report-md").document
             seen: list[str] = []
             y = 0
             while True:
@@ -142,15 +142,15 @@ def test_arrows_show_the_other_columns_of_the_table_in_view() -> None:
     latencies), ← the first again; the labels stay on every page."""
     import asyncio
 
-    from app.widgets.fittable import FitTableBody, tables_in_view
+    from app.widgets.fittable import PagedTable
 
     app = app_()
 
     async def walk() -> None:
         async with app.run_test(size=(80, 24)) as pilot:
             screen = await open_report(pilot, GOLDEN, "Storage results")
-            (table,) = tables_in_view(screen.query_one("#report-md"))
-            assert isinstance(table, FitTableBody)
+            (table,) = screen.query_one("#report-md").document.tables_in_view()
+            assert isinstance(table, PagedTable)
             first = "\n".join(screen_lines(app.export_screenshot()))
             assert "Columns, page 1 of" in first and "Bandwidth" in first and "Test Type" in first
             await pilot.press("right")

@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from textual.widgets import DataTable, Input, MarkdownViewer
+from textual.widgets import DataTable, Input
 
 from app.compare import compare_runs
 from app.runs import list_runs
@@ -23,6 +23,7 @@ from app.screens.results import ResultsScreen
 from app.screens.run import RunScreen
 from app.screens.runs import RunsScreen
 from app.tui import create_app
+from app.widgets.reportdoc import ReportViewer
 from app.widgets.series import SeriesPlot
 from tests.helpers.loopdev import loop_device
 from tests.tui.helpers import open_import, open_runs, wait_for
@@ -190,7 +191,7 @@ async def test_the_report_inside_the_tui_lists_figures_and_draws_the_curves(tmp_
         md = view.loaded.markdown
         assert "# Performance report" in md and "](plots/" not in md
         assert f"`{run}/plots/latency-throughput.svg`" in md
-        viewer = view.query_one("#report-md", MarkdownViewer)
+        viewer = view.query_one("#report-md", ReportViewer)
         assert viewer.document.source == md
         assert viewer.show_table_of_contents is True, "shown from 120 columns on"
         await pilot.press("t")

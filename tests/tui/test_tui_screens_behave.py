@@ -106,14 +106,16 @@ async def test_the_curves_tab_draws_a_working_set_run(tmp_path: Path) -> None:
 async def test_the_contents_take_the_keys_and_give_them_back(tmp_path: Path) -> None:
     """At 80 columns, t shows the contents with their row cursor under the keys (no Tab Tab first); t again hides
     them and PageDown scrolls the report."""
-    from textual.widgets import MarkdownViewer, Tree
+    from textual.widgets import Tree
+
+    from app.widgets.reportdoc import ReportViewer
 
     run = working_set_run(tmp_path / "results")
     app = create_app(devices=[], results_dir=tmp_path / "results", clock=lambda: 0.0)
     async with app.run_test(size=SIZE) as pilot:
         view = await open_report(pilot, run)
         await pilot.pause()
-        viewer = view.query_one("#report-md", MarkdownViewer)
+        viewer = view.query_one("#report-md", ReportViewer)
         assert not viewer.show_table_of_contents
         await pilot.press("t")
         await pilot.pause()
@@ -126,10 +128,10 @@ async def test_the_contents_take_the_keys_and_give_them_back(tmp_path: Path) -> 
         await pilot.pause()
         assert not viewer.show_table_of_contents
         assert app.focused is not None and app.focused.display and app.focused is not tree, app.focused
-        before = viewer.scroll_y
+        before = viewer.document.scroll_y
         await pilot.press("pagedown")
         await pilot.pause()
-        assert viewer.scroll_y > before, "PageDown after closing the contents scrolls the report"
+        assert viewer.document.scroll_y > before, "PageDown after closing the contents scrolls the report"
 
 
 # --- one unit everywhere on screen ------------------------------------------------------------------------------
