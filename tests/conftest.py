@@ -75,7 +75,7 @@ SERIAL = frozenset({
     "integration/test_report_html_browser.py", "integration/test_safety.py", "integration/test_tail_unstable.py",
     "integration/test_telemetry.py", "integration/test_timeseries.py", "integration/test_validity.py",
     "integration/test_open_loop.py", "integration/test_heatmap.py", "integration/test_blocktrace_loop.py",
-    "tui/test_tui_compare_noise.py", "tui/test_tui_fleet.py", "tui/test_tui_key_burst.py",
+    "tui/test_tui_ascii.py", "tui/test_tui_compare_noise.py", "tui/test_tui_fleet.py", "tui/test_tui_key_burst.py",
     "tui/test_tui_memory.py", "tui/test_tui_memory_contended.py", "tui/test_tui_memory_suite.py",
     "tui/test_tui_replay.py", "tui/test_tui_startup.py",
 })
