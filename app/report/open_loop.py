@@ -353,8 +353,8 @@ def _fit_text(c: OpenCurve) -> list[str]:
     parts = []
     for f in fits(c):
         if f.fits is None:
-            parts.append(f"{f.model} not judged: too few valid points below ρ = 1 ({len(f.residuals)} of "
-                         f"{MIN_POINTS})")
+            parts.append(f"{f.model} not judged: too few valid points below ρ = 1 ({len(f.residuals)}, where it "
+                         f"needs {MIN_POINTS})")
         elif f.fits:
             parts.append(f"{f.model} fits (every residual within {FIT_TOLERANCE:.0%}; worst {f.worst:.0%})")
         else:
