@@ -389,13 +389,21 @@ def _knee_text(c: OpenCurve) -> list[str]:
     k = knee(c)
     if k is None:
         return []
+    if k.high is None and k.low is None:
+        return ["Open-loop knee (mean R = 2 S): not judged — no valid point.", ""]
     if k.high is None:
         return [f"Open-loop knee (mean R = 2 S): not reached by the valid points (up to ρ {_rho(k.low)}).", ""]
+    if k.low is None:  # the lightest valid load already reaches 2 S: no valid point below the knee to name
+        where = f"at or below ρ {_rho(k.high)}, the lightest valid load (λ {_iops(k.high.offered)} IOPS)"
+        if not k.judged:
+            return [f"Open-loop knee (mean R = 2 S): not judged — {k.why} ({where}).", ""]
+        return [f"Open-loop knee (mean R = 2 S = {us(KNEE_FACTOR * (c.s or 0))} µs): {where}, whose 95 % interval "
+                "of mean R lies above 2 S.", ""]
     if not k.judged:
         return [f"Open-loop knee (mean R = 2 S): not judged — {k.why} (between ρ {_rho(k.low)} and "
                 f"{_rho(k.high)}).", ""]
     return [f"Open-loop knee (mean R = 2 S = {us(KNEE_FACTOR * (c.s or 0))} µs): between ρ {_rho(k.low)} and "
-            f"{_rho(k.high)} (λ {_iops(k.low.offered if k.low else 0)} to {_iops(k.high.offered)} IOPS), each side's "
+            f"{_rho(k.high)} (λ {_iops(k.low.offered)} to {_iops(k.high.offered)} IOPS), each side's "
             "95 % interval of mean R on its side.", ""]
 
 
