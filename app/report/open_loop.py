@@ -46,6 +46,7 @@ KNEE_FACTOR = 2.0  # the knee: mean R reaches twice S
 SEED_TOLERANCE = 0.25  # the seed's L_queue "holds" at a point within 25 % (or 0.05 I/Os) of the measured queue
 SEED_FLOOR = 0.05
 SATURATED_SHARE = 0.05  # a point offered more than 5 % above what it achieved ran at the server's rate
+SLOW_SHARE = 0.25  # a saturated rate this far below X_max is not the device's capacity
 MODELS = ("M/M/1", "M/D/1", "M/M/c")
 
 
@@ -306,11 +307,19 @@ def curve_text(c: OpenCurve, bound_ns: float) -> list[str]:
          else "S not measured (no closed-loop QD1 point of this workload): no model is applied")
     nstar = f", N* = S · X_max = {c.n_star:.2f} (M/M/c's c = {c.c})" if c.n_star is not None else ""
     mu = c.service_rate
+    got = sorted(p.achieved for p in c.saturated)
+    spread = f", from {_iops(got[0])} to {_iops(got[-1])} IOPS" if len(got) > 1 else ""
     rate = (f"Service rate where the open loop saturated: {_iops(mu)} IOPS (the median achieved by the "
             f"{len(c.saturated)} point{'s' if len(c.saturated) != 1 else ''} offered more than "
-            f"{1 + SATURATED_SHARE:.2f}× what they achieved)" if mu is not None
+            f"{1 + SATURATED_SHARE:.2f}× what they achieved{spread})" if mu is not None
             else "No point offered more than the device achieved: the open loop never saturated")
-    out += [f"{xmax}; {s}{nstar}.", "", rate + (f", {mu / c.xmax:.0%} of X_max." if mu and c.xmax else "."), ""]
+    if mu and c.xmax:
+        rate += f", {mu / c.xmax:.0%} of X_max"
+        if mu < (1 - SLOW_SHARE) * c.xmax:
+            rate += (f"; more than {SLOW_SHARE:.0%} below the X_max the closed loop measured, so the device (or the "
+                     "host serving it) ran slower during these points than during the closed loop's best, or the "
+                     "generator could not issue faster: it is not the device's capacity")
+    out += [f"{xmax}; {s}{nstar}.", "", rate + ".", ""]
     rows = []
     for p in c.points:
         util = f"{p.achieved * (c.s or 0) * 1e-9:.2f}" if c.s is not None else "n/a"

@@ -146,3 +146,16 @@ def test_a_curve_without_a_valid_point_judges_no_knee(tmp_path: Path) -> None:
     assert knee == "Open-loop knee (mean R = 2 S): not judged — no valid point.", knee
     assert "Utilization law: not checked (no S, or no valid point)." in text
     assert "none stated — no valid point with a supported p99" in text
+
+
+def test_a_saturated_rate_far_below_xmax_is_not_called_the_devices_capacity(tmp_path: Path) -> None:
+    # as on the emulated NVMe drive of a loaded host: offered 0.5 to 1.1 of X_max, each point achieved far less
+    d = mm1_run(tmp_path / "slow", rhos=(0.1,), flagged=[
+        {"rho": r, "valid": False, "mean_ns": 9e6, "achieved": got}
+        for r, got in ((0.5, 2_000.0), (0.8, 3_000.0), (1.1, 4_500.0))])
+    render_report(d)
+    text = _section((d / "report.md").read_text())
+    line = next(ln for ln in text.splitlines() if ln.startswith("Service rate where the open loop saturated"))
+    assert "3,000 IOPS (the median achieved by the 3 points" in line and "from 2,000 to 4,500 IOPS" in line, line
+    assert "30% of X_max; more than 25% below the X_max the closed loop measured" in line, line
+    assert "it is not the device's capacity." in line, line
