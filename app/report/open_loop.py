@@ -134,8 +134,10 @@ class OpenCurve:
 
     @property
     def saturated(self) -> list[OpenPoint]:
-        """Points offered clearly more than they achieved (by SATURATED_SHARE): the server's rate capped them."""
-        return [p for p in self.points if p.achieved > 0 and p.offered > p.achieved * (1 + SATURATED_SHARE)]
+        """Flagged points offered clearly more than they achieved (by SATURATED_SHARE): the server's rate capped
+        them.  A valid point kept up with its offered rate second by second, whatever its whole-point mean."""
+        return [p for p in self.points
+                if not p.valid and p.achieved > 0 and p.offered > p.achieved * (1 + SATURATED_SHARE)]
 
     @property
     def service_rate(self) -> float | None:

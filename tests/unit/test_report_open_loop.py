@@ -149,10 +149,11 @@ def test_a_curve_without_a_valid_point_judges_no_knee(tmp_path: Path) -> None:
 
 
 def test_a_saturated_rate_far_below_xmax_is_not_called_the_devices_capacity(tmp_path: Path) -> None:
-    # as on the emulated NVMe drive of a loaded host: offered 0.5 to 1.1 of X_max, each point achieved far less
-    d = mm1_run(tmp_path / "slow", rhos=(0.1,), flagged=[
+    # as on the emulated NVMe drive of a loaded host: offered 0.5 to 1.1 of X_max, each point achieved far less; the
+    # valid point at ρ 0.1 fell 6 % short over the whole point but kept up second by second: it did not saturate
+    d = mm1_run(tmp_path / "slow", rhos=(), flagged=[{"rho": 0.1, "achieved": 940.0}, *[
         {"rho": r, "valid": False, "mean_ns": 9e6, "achieved": got}
-        for r, got in ((0.5, 2_000.0), (0.8, 3_000.0), (1.1, 4_500.0))])
+        for r, got in ((0.5, 2_000.0), (0.8, 3_000.0), (1.1, 4_500.0))]])
     render_report(d)
     text = _section((d / "report.md").read_text())
     line = next(ln for ln in text.splitlines() if ln.startswith("Service rate where the open loop saturated"))
