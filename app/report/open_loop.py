@@ -46,6 +46,7 @@ KNEE_FACTOR = 2.0  # the knee: mean R reaches twice S
 SEED_TOLERANCE = 0.25  # the seed's L_queue "holds" at a point within 25 % (or 0.05 I/Os) of the measured queue
 SEED_FLOOR = 0.05
 SATURATED_SHARE = 0.05  # a point offered more than 5 % above what it achieved ran at the server's rate
+SLOW_SHARE = 0.25  # a saturated rate this far below X_max is not the device's capacity
 MODELS = ("M/M/1", "M/D/1", "M/M/c")
 
 
@@ -133,8 +134,10 @@ class OpenCurve:
 
     @property
     def saturated(self) -> list[OpenPoint]:
-        """Points offered clearly more than they achieved (by SATURATED_SHARE): the server's rate capped them."""
-        return [p for p in self.points if p.achieved > 0 and p.offered > p.achieved * (1 + SATURATED_SHARE)]
+        """Flagged points offered clearly more than they achieved (by SATURATED_SHARE): the server's rate capped
+        them.  A valid point kept up with its offered rate second by second, whatever its whole-point mean."""
+        return [p for p in self.points
+                if not p.valid and p.achieved > 0 and p.offered > p.achieved * (1 + SATURATED_SHARE)]
 
     @property
     def service_rate(self) -> float | None:
@@ -306,11 +309,19 @@ def curve_text(c: OpenCurve, bound_ns: float) -> list[str]:
          else "S not measured (no closed-loop QD1 point of this workload): no model is applied")
     nstar = f", N* = S · X_max = {c.n_star:.2f} (M/M/c's c = {c.c})" if c.n_star is not None else ""
     mu = c.service_rate
+    got = sorted(p.achieved for p in c.saturated)
+    spread = f", from {_iops(got[0])} to {_iops(got[-1])} IOPS" if len(got) > 1 else ""
     rate = (f"Service rate where the open loop saturated: {_iops(mu)} IOPS (the median achieved by the "
             f"{len(c.saturated)} point{'s' if len(c.saturated) != 1 else ''} offered more than "
-            f"{1 + SATURATED_SHARE:.2f}× what they achieved)" if mu is not None
+            f"{1 + SATURATED_SHARE:.2f}× what they achieved{spread})" if mu is not None
             else "No point offered more than the device achieved: the open loop never saturated")
-    out += [f"{xmax}; {s}{nstar}.", "", rate + (f", {mu / c.xmax:.0%} of X_max." if mu and c.xmax else "."), ""]
+    if mu and c.xmax:
+        rate += f", {mu / c.xmax:.0%} of X_max"
+        if mu < (1 - SLOW_SHARE) * c.xmax:
+            rate += (f"; more than {SLOW_SHARE:.0%} below the X_max the closed loop measured, so the device (or the "
+                     "host serving it) ran slower during these points than during the closed loop's best, or the "
+                     "generator could not issue faster: it is not the device's capacity")
+    out += [f"{xmax}; {s}{nstar}.", "", rate + ".", ""]
     rows = []
     for p in c.points:
         util = f"{p.achieved * (c.s or 0) * 1e-9:.2f}" if c.s is not None else "n/a"
@@ -389,13 +400,21 @@ def _knee_text(c: OpenCurve) -> list[str]:
     k = knee(c)
     if k is None:
         return []
+    if k.high is None and k.low is None:
+        return ["Open-loop knee (mean R = 2 S): not judged — no valid point.", ""]
     if k.high is None:
         return [f"Open-loop knee (mean R = 2 S): not reached by the valid points (up to ρ {_rho(k.low)}).", ""]
+    if k.low is None:  # the lightest valid load already reaches 2 S: no valid point below the knee to name
+        where = f"at or below ρ {_rho(k.high)}, the lightest valid load (λ {_iops(k.high.offered)} IOPS)"
+        if not k.judged:
+            return [f"Open-loop knee (mean R = 2 S): not judged — {k.why} ({where}).", ""]
+        return [f"Open-loop knee (mean R = 2 S = {us(KNEE_FACTOR * (c.s or 0))} µs): {where}, whose 95 % interval "
+                "of mean R lies above 2 S.", ""]
     if not k.judged:
         return [f"Open-loop knee (mean R = 2 S): not judged — {k.why} (between ρ {_rho(k.low)} and "
                 f"{_rho(k.high)}).", ""]
     return [f"Open-loop knee (mean R = 2 S = {us(KNEE_FACTOR * (c.s or 0))} µs): between ρ {_rho(k.low)} and "
-            f"{_rho(k.high)} (λ {_iops(k.low.offered if k.low else 0)} to {_iops(k.high.offered)} IOPS), each side's "
+            f"{_rho(k.high)} (λ {_iops(k.low.offered)} to {_iops(k.high.offered)} IOPS), each side's "
             "95 % interval of mean R on its side.", ""]
 
 

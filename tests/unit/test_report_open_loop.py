@@ -122,3 +122,41 @@ def test_the_summary_on_top_names_the_flagged_open_loop_points_by_their_offered_
     assert "`closed-by-generator` on 2 points (randread 4K QD64 λ 50%; randread 4K QD64 λ 120%)" in summary
     assert "No point carries a flag" not in summary
     assert "λ" not in summary.split("**Flags**", 1)[0]  # the closed-loop answers read the closed-loop points only
+
+
+def test_a_knee_below_the_lightest_valid_load_is_stated_as_at_or_below_it(tmp_path: Path) -> None:
+    # as on an emulated NVMe drive: mean R at the lightest load, ρ 0.10, is already 3 S (and the later loads are
+    # flagged): the knee lies at or below ρ 0.10, and there is no valid point below it to name
+    d = mm1_run(tmp_path / "early", rhos=(), flagged=[{"rho": 0.1, "mean_ns": 300_000.0},
+                                                        {"rho": 0.2, "mean_ns": 450_000.0},
+                                                        {"rho": 0.5, "valid": False, "mean_ns": 2e6}])
+    render_report(d)
+    text = _section((d / "report.md").read_text())
+    knee = next(ln for ln in text.splitlines() if ln.startswith("Open-loop knee"))
+    assert "n/a" not in knee and "λ 0 " not in knee, knee
+    assert "at or below ρ 0.10, the lightest valid load" in knee, knee
+
+
+def test_a_curve_without_a_valid_point_judges_no_knee(tmp_path: Path) -> None:
+    # as on an emulated NVMe drive on a loaded host: even ρ 0.10 filled its 64 slots, so every point is flagged
+    d = mm1_run(tmp_path / "none", rhos=(), flagged=[{"rho": 0.1, "valid": False}, {"rho": 0.5, "valid": False}])
+    render_report(d)
+    text = _section((d / "report.md").read_text())
+    knee = next(ln for ln in text.splitlines() if ln.startswith("Open-loop knee"))
+    assert knee == "Open-loop knee (mean R = 2 S): not judged — no valid point.", knee
+    assert "Utilization law: not checked (no S, or no valid point)." in text
+    assert "none stated — no valid point with a supported p99" in text
+
+
+def test_a_saturated_rate_far_below_xmax_is_not_called_the_devices_capacity(tmp_path: Path) -> None:
+    # as on the emulated NVMe drive of a loaded host: offered 0.5 to 1.1 of X_max, each point achieved far less; the
+    # valid point at ρ 0.1 fell 6 % short over the whole point but kept up second by second: it did not saturate
+    d = mm1_run(tmp_path / "slow", rhos=(), flagged=[{"rho": 0.1, "achieved": 940.0}, *[
+        {"rho": r, "valid": False, "mean_ns": 9e6, "achieved": got}
+        for r, got in ((0.5, 2_000.0), (0.8, 3_000.0), (1.1, 4_500.0))]])
+    render_report(d)
+    text = _section((d / "report.md").read_text())
+    line = next(ln for ln in text.splitlines() if ln.startswith("Service rate where the open loop saturated"))
+    assert "3,000 IOPS (the median achieved by the 3 points" in line and "from 2,000 to 4,500 IOPS" in line, line
+    assert "30% of X_max; more than 25% below the X_max the closed loop measured" in line, line
+    assert "it is not the device's capacity." in line, line
