@@ -86,7 +86,7 @@ def check_report(out: Path) -> None:
 
     modelled = [r for r in valid if rho(r) < 1]
     if len(modelled) < 3:
-        assert f"M/M/1 not judged: too few valid points below ρ = 1 ({len(modelled)} of 3)" in sec
+        assert f"M/M/1 not judged: too few valid points below ρ = 1 ({len(modelled)}, where it needs 3)" in sec
     else:
         assert re.search(r"M/M/1 (fits|does not fit)", sec)
 
