@@ -102,6 +102,7 @@ class OpenPoint:
     p99_why: str | None
     busy: float | None  # the device's busy share over the window
     models: dict[str, float | None] = field(default_factory=dict)  # ns
+    lateness_s: float | None = None  # the bound on how late fio issued against its schedule (a valid point's)
 
     @property
     def l_measured(self) -> float | None:
@@ -191,7 +192,7 @@ def open_curves(rows: Sequence[StorageRow], closed: Sequence[StorageRow],
             p99, p99_why = _p99(r, achieved * r.lat_mean * 1e-9)
             iv = ci.storage_intervals(run_dir, r).get("lat_mean_ns")
             p = OpenPoint(r, offered, achieved, rho, valid, why if isinstance(why, str) else None, r.lat_mean,
-                          iv, p99, p99_why, _busy(r))
+                          iv, p99, p99_why, _busy(r), lateness_s=number(loop.get("lateness_bound_s")))
             if valid and s is not None and rho is not None and rho < 1:
                 p.models = {"M/M/1": mm1(s, rho), "M/D/1": md1(s, rho),
                             "M/M/c": mmc(s, offered * 1e-9, c) if c is not None else None}
@@ -336,8 +337,22 @@ def curve_text(c: OpenCurve, bound_ns: float) -> list[str]:
     if flagged:
         out += ["Flagged, not used as open-loop figures: " + "; ".join(
             f"ρ {_rho(p)} ({md_text(p.why or 'the loop did not stay open')})" for p in flagged) + ".", ""]
+    out += _lateness(c)
     out += _utilization(c) + _fit_text(c) + _seed_text(c) + _knee_text(c) + _bound_text(c, bound_ns)
     return out
+
+
+def _lateness(c: OpenCurve) -> list[str]:
+    """How late the generator issued, as far as it can be known: fio records no scheduled time per I/O (and its
+    per-I/O log stamps whole milliseconds), so a valid point's lateness is bounded by its validity check."""
+    bounded = [p for p in c.valid if p.lateness_s is not None]
+    if not bounded:
+        return []
+    shown = "; ".join(f"ρ {_rho(p)}: {p.lateness_s:.3f} s" for p in bounded)
+    return [f"How late the generator issued: not measured per I/O (fio records no scheduled time, and its per-I/O "
+            "log stamps whole milliseconds), but bounded — a valid point's achieved I/Os stayed within their Poisson "
+            f"interval of the offered ones in every checked second, so no I/O was issued more than this behind its "
+            f"schedule ({shown}).", ""]
 
 
 def _utilization(c: OpenCurve) -> list[str]:

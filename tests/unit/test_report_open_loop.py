@@ -160,3 +160,12 @@ def test_a_saturated_rate_far_below_xmax_is_not_called_the_devices_capacity(tmp_
     assert "3,000 IOPS (the median achieved by the 3 points" in line and "from 2,000 to 4,500 IOPS" in line, line
     assert "30% of X_max; more than 25% below the X_max the closed loop measured" in line, line
     assert "it is not the device's capacity." in line, line
+
+
+def test_the_generators_lateness_is_stated_as_the_bound_of_each_valid_point(mm1: tuple[Path, str]) -> None:
+    """fio records no scheduled time per I/O: the section states the bound each valid point's check gives (the
+    line's lateness_bound_s), and none for a flagged point."""
+    text = _section(mm1[1])
+    line = next(ln for ln in text.splitlines() if ln.startswith("How late the generator issued"))
+    assert "not measured per I/O" in line and "ρ 0.10: 0.010 s" in line
+    assert line.count(" s;") + 1 == 6  # the six valid points, never the two flagged ones
