@@ -392,23 +392,36 @@ def _fit_text(c: OpenCurve) -> list[str]:
 def _seed_text(c: OpenCurve) -> list[str]:
     rows: list[list[str]] = []
     holds: list[str] = []
-    fails: list[str] = []
-    for p in c.valid:
+    more: list[str] = []  # the measured queue longer than the formula's
+    less: list[str] = []
+    for p in c.points:
         seed, got = p.l_seed, p.l_measured
         if seed is None or got is None:
             continue
+        if not p.valid:  # printed for every ρ, judged on the open points only
+            rows.append([_rho(p), f"{seed:.3f}", f"{got:.3f}", "not judged: closed-by-generator"])
+            continue
         ok = abs(got - seed) <= max(SEED_TOLERANCE * seed, SEED_FLOOR)
-        (holds if ok else fails).append(_rho(p))
+        (holds if ok else more if got > seed else less).append(_rho(p))
         rows.append([_rho(p), f"{seed:.3f}", f"{got:.3f}", "holds" if ok else "fails"])
     if not rows:
         return []
     out = ["The seed formula L_queue = ρ² / (1 − ρ) (M/M/1's mean queue) beside the queue Little's law measures, "
            "L_queue = λ · R − ρ:", "", markdown_table(["ρ", "ρ²/(1−ρ)", "λ·R − ρ", ""], rows), ""]
+    fails = more + less
     sentence = (f"It holds (within {SEED_TOLERANCE:.0%} or {SEED_FLOOR} I/Os) at ρ {', '.join(holds) or 'none'} and "
                 f"fails at ρ {', '.join(fails) or 'none'}: it assumes one server with exponential service times and "
-                "S = 1 / X_max; a device serving several I/Os at once, or at a steadier pace, queues less, and a "
-                "rate limiter that lets bursts through queues less until it is full. It is undefined at ρ ≥ 1.")
-    return out + [sentence, ""]
+                "S = 1 / X_max.")
+    if less:
+        sentence += (f" Where the measured queue is shorter (ρ {', '.join(less)}), the device serves several I/Os at "
+                     "once or at a steadier pace, or a rate limiter lets bursts through until it is full.")
+    if more:
+        sentence += (f" Where it is longer (ρ {', '.join(more)}), requests wait more than Poisson arrivals at one "
+                     "exponential server would: service slower under load than S, or completions in bursts (a "
+                     "virtual machine descheduled, a device pausing).")
+    if not holds and not fails:
+        sentence = "No open point below ρ = 1 to judge it by."
+    return out + [sentence + " It is undefined at ρ ≥ 1.", ""]
 
 
 def _knee_text(c: OpenCurve) -> list[str]:

@@ -67,7 +67,13 @@ def test_mm1_fits_md1_does_not_and_flagged_points_are_not_modelled(mm1: tuple[Pa
 
 def test_the_seed_queue_length_holds_for_an_mm1_server_and_is_printed_per_rho(mm1: tuple[Path, str]) -> None:
     text = _section(mm1[1])
-    assert "| 0.90 |    8.100 |   8.100 | holds |" in text
+    table = text.split("L_queue = λ · R − ρ:", 1)[1].split("\n\n")[1]
+    rows = {r[0]: r[1:] for r in ([c.strip() for c in ln.strip("|").split("|")] for ln in table.splitlines()[2:])}
+    assert rows["0.90"] == ["8.100", "8.100", "holds"]
+    # every ρ below 1 is printed; a flagged point's without a verdict
+    flagged = [r for r in rows.values() if r[2] == "not judged: closed-by-generator"]
+    assert len(rows) == 6 + len(flagged) and all(r[2] in ("holds", "not judged: closed-by-generator")
+                                                  for r in rows.values())
     assert "It holds (within 25% or 0.05 I/Os) at ρ 0.10, 0.30, 0.45, 0.60, 0.80, 0.90 and fails at ρ none" in text
     assert "It is undefined at ρ ≥ 1." in text
 
