@@ -54,6 +54,7 @@ GOOD: dict[str, list[Any]] = {
     "registerfiles": [True, "no", "none"], "fixedbufs": [True, False], "sqthread_poll": ["on", "none"],
     "hipri": [True, "off"],
     "layers": [True, "off"],
+    "rate": [1000, "20k", "50%", "110%"], "xmax": [5000, "8000"],
     "runtime": [1, "1.5", "1500ms", 2.25, "2m", "1s"], "ramp_time": [0, "0.5", "250ms"], "size": ["1m", "1g", 1 << 20],
     "mode": ["loaded", "idle", "loaded", "peak", "scaling", "latency_matrix", "bandwidth_matrix", "c2c",
              "working_set"], "traffic": ["R", "W6", 7, "-W5", "w12"],
