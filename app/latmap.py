@@ -29,15 +29,14 @@ that is no whole number from 0 to 2^63, a zero count or a bucket not above the o
 
 from __future__ import annotations
 
-import json
 import math
 from array import array
 from dataclasses import dataclass, field
 from itertools import accumulate
 from pathlib import Path
-from typing import Iterable, Iterator, Mapping, Sequence
+from typing import Iterable, Mapping, Sequence
 
-from app.results import read_beneath
+from app.results import json_objects, raw_lines
 from app.tails import MAX_BINS, MAX_COUNT, Hist, merge, min_ios, percentile
 
 HIST_KEY = "hist"  # the tracker's sample's per-interval histograms: {"read": [...], "write": [...], "trim": [...]}
@@ -198,24 +197,7 @@ def read_intervals(run_dir: Path, raw: object, direction: str | None = None) -> 
     ``hist`` path is used); [] when it has none (a run written before them) or the file is not usable: the path
     must stay inside the results directory and name a regular file (app.results.read_beneath); at most
     MAX_HIST_BYTES are read and a line that is not a histograms line is skipped."""
-    rel = raw.get("hist") if isinstance(raw, Mapping) else None
-    if not isinstance(rel, str) or not rel:
-        return []
-    try:
-        data = read_beneath(run_dir, rel, MAX_HIST_BYTES)[:MAX_HIST_BYTES]
-    except OSError:
-        return []
-    return intervals_of(_lines(data.decode("utf-8", "replace").splitlines()), direction)
-
-
-def _lines(text: Iterable[str]) -> Iterator[dict[str, object]]:
-    for line in text:
-        try:
-            v = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(v, dict):
-            yield v
+    return intervals_of(json_objects(raw_lines(run_dir, raw, "hist", MAX_HIST_BYTES)), direction)
 
 
 def merged(intervals: Iterable[Interval]) -> Hist:

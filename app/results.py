@@ -26,13 +26,14 @@ run.json is read and written by :mod:`app.runmeta` (:meth:`ResultsDir.read_meta`
 from __future__ import annotations
 
 import errno
+import json
 import os
 import re
 import stat
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import BinaryIO, Callable, Sequence
+from typing import Any, BinaryIO, Callable, Iterable, Iterator, Mapping, Sequence
 
 from app.errors import ProfilerError, UsageError
 from app.owners import foreign as foreign
@@ -477,6 +478,32 @@ def read_regular(path: str | os.PathLike[str], limit: int, *, dir_fd: int | None
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+def json_objects(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
+    """The JSON objects among ``lines`` (a raw/ file's: samples, histograms), one at a time; a line that is not JSON,
+    or not an object, is skipped."""
+    for line in lines:
+        try:
+            v = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(v, dict):
+            yield v
+
+
+def raw_lines(run_dir: Path, raw: object, key: str, limit: int) -> list[str]:
+    """The lines of the raw/ file a results line's ``raw`` object names under ``key``, of its first ``limit`` bytes;
+    [] when it names none or the file cannot be read (:func:`read_beneath`: inside the directory, no link, a
+    regular file)."""
+    rel = raw.get(key) if isinstance(raw, Mapping) else None
+    if not isinstance(rel, str) or not rel:
+        return []
+    try:
+        data = read_beneath(run_dir, rel, limit)[:limit]
+    except OSError:
+        return []
+    return data.decode("utf-8", "replace").splitlines()
 
 
 def read_beneath(base: Path, rel: str, limit: int) -> bytes:

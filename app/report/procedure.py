@@ -16,7 +16,7 @@ from typing import Mapping, Sequence
 from app.procedure import SNIA_EXCURSION, SNIA_RANGE, SNIA_WINDOW, SteadyCheck, first_steady_window
 from app.records import JSONObject, number
 from app.report.model import RunData, StorageRow
-from app.results import read_beneath
+from app.results import json_objects, raw_lines
 from app.runmeta import RunMeta
 from app.sanitize import md_text
 from app.summary import point_label
@@ -103,22 +103,8 @@ def read_samples(run_dir: Path, raw: object) -> list[JSONObject]:
     """The live samples a point kept in raw/ (``raw``: its line's or run.json's precondition's ``raw`` object,
     whose ``samples`` path is used), [] when absent or not usable: the path must stay inside the results
     directory and name a regular file; at most MAX_SAMPLES_BYTES are read."""
-    rel = raw.get("samples") if isinstance(raw, dict) else None
-    if not isinstance(rel, str) or not rel:
-        return []
-    try:
-        data = read_beneath(run_dir, rel, MAX_SAMPLES_BYTES)[:MAX_SAMPLES_BYTES]
-    except OSError:
-        return []
-    out = []
-    for line in data.decode("utf-8", "replace").splitlines()[:MAX_SAMPLES]:
-        try:
-            sample = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(sample, dict) and number(sample.get("t")) is not None and number(sample.get("iops")) is not None:
-            out.append(sample)
-    return out
+    return [sample for sample in json_objects(raw_lines(run_dir, raw, "samples", MAX_SAMPLES_BYTES)[:MAX_SAMPLES])
+            if number(sample.get("t")) is not None and number(sample.get("iops")) is not None]
 
 
 # --- preconditioning and skipped points ------------------------------------------------------------

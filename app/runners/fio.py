@@ -46,7 +46,7 @@ from app.procedure import (
 )
 from app.programs import which_trusted
 from app.records import MAX_NUMBER, JSONObject, Parts, StorageMetrics, number
-from app.results import open_file, write_new
+from app.results import json_objects, open_file, write_new
 from app.runners.base import Child, Context, Event, Phase, Result, Runner, Sample
 from app.runners.fio_parse import (
     PERCENTILE_LIST,
@@ -518,13 +518,7 @@ def _file_samples(path: Path) -> Iterator[dict[str, Any]]:
     file gives none)."""
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
-            for line in f:
-                try:
-                    sample = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(sample, dict):
-                    yield sample
+            yield from json_objects(f)
     except OSError:
         return
 
