@@ -50,6 +50,7 @@ from app.results import (
     NotRegularFile,
     ResultsDir,
     foreign,
+    json_objects,
     open_trusted_dir,
     read_regular,
 )
@@ -271,12 +272,8 @@ def read_hist_file(raw_fd: int, name: str, shown: str) -> dict[float, dict[str, 
     except OSError as e:
         raise ReplayError(f"{shown}: cannot be read ({e.strerror or e}).") from None
     out: dict[float, dict[str, list[int]]] = {}
-    for line in data.decode("utf-8", "replace").splitlines():
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            continue
-        t = number(obj.get("t")) if isinstance(obj, dict) else None
+    for obj in json_objects(data.decode("utf-8", "replace").splitlines()):
+        t = number(obj.get("t"))
         if t is not None and sample_hists(obj) is not None:  # checked: its records are histograms
             out[t] = {d: obj[d] for d in HIST_DIRECTIONS if d in obj}
     return out
