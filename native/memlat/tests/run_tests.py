@@ -5,8 +5,8 @@
 2. the counting rule on cases whose bytes are known (--count_check runs exactly N steps and reports the
    lines it really read and wrote), for every traffic type, with and without injection delay;
 3. the output: MLC-style table rows streamed one by one, JSON schema, NT types report write traffic;
-4. physics (skipped with --sanitized): the load threads' bandwidth falls as delay grows, and latency at the largest delay
-   is within 15% of the idle latency;
+4. physics (skipped with --sanitized): the load threads' bandwidth falls as delay grows, and the median latency at
+   the largest delay is within 15% of the median idle latency (7 alternating pairs of short runs);
 5. the suite modes (peak, scaling, matrices, c2c, working set): bad arguments, text layout, JSON, byte counts, the
    plan on a faked two-node sysfs (MEMLAT_SYSFS_ROOT) and a short real run of each; their physics (working-set
    plateaus, c2c range) is skipped with --sanitized.
@@ -261,27 +261,43 @@ def test_numa(binary):
 
 
 def test_physics(binary):
-    """Short run on the default buffer (4x LLC, at least 256 MiB): bandwidth falls as delay grows; latency at the largest
-    delay is within 15% of idle latency. A loaded machine can disturb one attempt: two attempts."""
+    """Short runs on the default buffer (4x LLC, at least 256 MiB): bandwidth falls as delay grows; latency at the
+    largest delay is within 15% of idle latency.
+
+    One run's latency swings by +-15% on a shared 2-vCPU guest (measured here: 215 to 286 ns for the same idle run;
+    each run places its buffer on other pages), so the latency check compares medians of PAIRS alternating idle and
+    loaded runs, which also cancels drift between them: the median of 7 moves about 4%, so 15% between two of them
+    is rarely crossed by noise alone.  A loaded machine can still disturb one attempt: two attempts."""
     delays = [0, 200, 1000, 5000, 20000]
+    pairs = 7
+
+    def latency(*args):
+        rc, out, err = run(binary, *args, "-t", "0.2", "--json")
+        check(rc == 0, f"{args} exit {rc}: {err}")
+        got = json.loads(out)
+        return got["latency_ns"] if "latency_ns" in got else got["rows"][0]["latency_ns"]
+
     for attempt in (1, 2):
-        rc, out, err = run(binary, "--idle_latency", "-t", "1", "--json")
-        check(rc == 0, f"idle exit {rc}: {err}")
-        idle = json.loads(out)["latency_ns"]
         rc, out, err = run(binary, "--loaded_latency", "-D", ",".join(map(str, delays)), "-t", "0.5", "--json")
         check(rc == 0, f"loaded exit {rc}: {err}")
         rows = json.loads(out)["rows"]
         # the load threads' share: the latency thread's own 64 B per step is nearly constant across delays
         bw = [r["load_bandwidth_mbps"] for r in rows]
-        lat = [r["latency_ns"] for r in rows]
         falls = all(b2 < b1 for b1, b2 in zip(bw, bw[1:])) and bw[-1] < 0.2 * bw[0]
-        close = abs(lat[-1] - idle) <= 0.15 * idle
-        print(f"physics attempt {attempt}: idle {idle:.1f} ns; delay/latency/bandwidth "
-              + ", ".join(f"{d}/{l:.1f}/{b:.0f}" for d, l, b in zip(delays, lat, bw)))
+        idle, quiet = [], []
+        for _ in range(pairs):
+            idle.append(latency("--idle_latency"))
+            quiet.append(latency("--loaded_latency", "-D", str(delays[-1])))
+        idle_ns, quiet_ns = sorted(idle)[pairs // 2], sorted(quiet)[pairs // 2]
+        close = abs(quiet_ns - idle_ns) <= 0.15 * idle_ns
+        print(f"physics attempt {attempt}: delay/bandwidth "
+              + ", ".join(f"{d}/{b:.0f}" for d, b in zip(delays, bw))
+              + f"; median of {pairs} idle {idle_ns:.1f} ns, at delay {delays[-1]} {quiet_ns:.1f} ns")
         if falls and close:
             return
     check(falls, f"bandwidth must fall as delay grows: {list(zip(delays, bw))}")
-    check(close, f"latency at delay {delays[-1]} ({lat[-1]:.1f} ns) must be within 15% of idle ({idle:.1f} ns)")
+    check(close, f"median latency at delay {delays[-1]} ({quiet_ns:.1f} ns) must be within 15% of the median idle "
+                 f"latency ({idle_ns:.1f} ns)")
 
 
 SUITE_BAD = [
