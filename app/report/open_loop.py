@@ -407,7 +407,7 @@ def _seed_text(c: OpenCurve) -> list[str]:
     if not rows:
         return []
     out = ["The seed formula L_queue = ρ² / (1 − ρ) (M/M/1's mean queue) beside the queue Little's law measures, "
-           "L_queue = λ · R − ρ:", "", markdown_table(["ρ", "ρ²/(1−ρ)", "λ·R − ρ", ""], rows), ""]
+           "L_queue = λ · R − ρ:", "", markdown_table(["ρ", "ρ²/(1−ρ)", "λ·R − ρ", "verdict"], rows, right=(1, 2)), ""]
     fails = more + less
     sentence = (f"It holds (within {SEED_TOLERANCE:.0%} or {SEED_FLOOR} I/Os) at ρ {', '.join(holds) or 'none'} and "
                 f"fails at ρ {', '.join(fails) or 'none'}: it assumes one server with exponential service times and "

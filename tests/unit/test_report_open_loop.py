@@ -70,6 +70,10 @@ def test_the_seed_queue_length_holds_for_an_mm1_server_and_is_printed_per_rho(mm
     table = text.split("L_queue = λ · R − ρ:", 1)[1].split("\n\n")[1]
     rows = {r[0]: r[1:] for r in ([c.strip() for c in ln.strip("|").split("|")] for ln in table.splitlines()[2:])}
     assert rows["0.90"] == ["8.100", "8.100", "holds"]
+    # the figures right-aligned, the verdict (words) left-aligned under its own header
+    header, rule = (ln.strip("|").split("|") for ln in table.splitlines()[:2])
+    assert header[3].strip() == "verdict"
+    assert [c.endswith(":") for c in rule] == [False, True, True, False]
     # every ρ below 1 is printed; a flagged point's without a verdict
     flagged = [r for r in rows.values() if r[2] == "not judged: closed-by-generator"]
     assert len(rows) == 6 + len(flagged) and all(r[2] in ("holds", "not judged: closed-by-generator")
