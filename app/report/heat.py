@@ -36,6 +36,7 @@ from app.units import us
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.colors import Colormap, Normalize
+    from matplotlib.figure import Figure as MplFigure
 
 NAME = "latency-heatmap"
 FIGURE_PREFIX = f"plots/{NAME}"
@@ -120,7 +121,7 @@ def _figure(page: Sequence[tuple[str, HeatMap, list[Stall]]], path: Path, lo: fl
 LEGEND_IN = 0.3  # inches under the last strip for the lines' legend
 
 
-def _compose(page: Sequence[tuple[str, HeatMap, list[Stall]]], lo: float, hi: float) -> object:
+def _compose(page: Sequence[tuple[str, HeatMap, list[Stall]]], lo: float, hi: float) -> MplFigure:
     """The figure of a page of strips.  The lines' legend is the figure's, under the last strip: over a strip it
     ran into the strip's title when that was long (a fleet host's socket path)."""
     from matplotlib.colors import LogNorm
