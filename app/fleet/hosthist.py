@@ -19,6 +19,7 @@ an older profiler-tui) has no per-second histograms.
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any, Mapping, Sequence
 
@@ -29,6 +30,7 @@ from app.tails import MAX_BINS, MAX_COUNT
 
 ALL_CLIENTS = "All clients"
 SPARE_DUMPS = 10  # entries a host may send beyond one a second of the point's time (its start, its end)
+MAX_STREAM_HOSTS = 1024  # hosts one client document may name (a fleet has at most app.fleet.hosts.MAX_HOSTS)
 NUMBERS = ("total_ios", "io_bytes", "runtime")  # a direction's figures the difference reads besides the bins
 LAT_NUMBERS = ("N",)
 
@@ -104,36 +106,165 @@ def entry_problem(entry: Mapping[str, Any]) -> str:
     return ""
 
 
+class HostSeconds:
+    """One host's seconds, differenced as its entries arrive (a long point's dumps are never all held at once):
+    at most ``limit`` entries are taken, past them the host keeps none."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.dumps = 0
+        self.why = ""
+        self.lines: list[str] = []  # the histograms file's lines, as JSON text (a long point has thousands)
+        self._tracker = SampleTracker()
+        self._t = 0.0
+
+    def add(self, e: Mapping[str, Any]) -> None:
+        self.dumps += 1
+        if self.why or self.dumps > self.limit:
+            self.lines = []
+            return
+        why = entry_problem(e)
+        if why:
+            self.why, self.lines = f"its status dump {self.dumps}: {why}", []
+            return
+        try:
+            sample = self._tracker.update({"client_stats": [dict(e)]}, 0.0)
+        except (TypeError, ValueError, OverflowError) as err:  # a figure the checks above do not name
+            self.why, self.lines = f"its status dumps could not be differenced ({str(err)[:120]})", []
+            return
+        if self._tracker.reset:  # fio's counters restarted: what came before was its ramp_time
+            self.lines = [_text({**json.loads(line), "ramp": True}) for line in self.lines]
+        if sample is None:
+            return
+        self._t += float(sample["interval_s"])  # type: ignore[arg-type]
+        sample["t"] = round(self._t, 3)
+        hist = sample.pop(HIST_KEY, None)
+        if isinstance(hist, dict) and hist:
+            self.lines.append(_text(hist_line(sample, hist)))
+
+    def result(self, max_dumps: int) -> tuple[list[str], str]:
+        """The lines, and '' — or none and one sentence saying why (``max_dumps``: the entries the point's time
+        allows, besides :data:`SPARE_DUMPS`)."""
+        if self.dumps > min(self.limit, max_dumps + SPARE_DUMPS):
+            return [], (f"it sent {self.dumps} status dumps, more than one a second of the point's time "
+                        f"({max_dumps}) and {SPARE_DUMPS} more")
+        if self.dumps < 2:
+            return [], "its agent sent no status dumps (an agent of a profiler-tui without them)"
+        return ([], self.why) if self.why else (self.lines, "")
+
+
 def host_hist_lines(entries: Sequence[Mapping[str, Any]], max_dumps: int) -> tuple[list[dict[str, object]], str]:
     """A host's histograms-file lines (app.latmap.hist_line: ``t``, ``interval_s``, ``ramp`` and a record per
     direction) from its entries, and '' — or no lines and one sentence saying why none are kept.  ``t`` is the
     seconds of the host's fio dumps added up (its job's runtime); the seconds before fio's counters restarted
     (the end of ramp_time) are ``ramp``.  ``max_dumps``: the most entries the point's time allows."""
-    if len(entries) > max_dumps + SPARE_DUMPS:
-        return [], (f"it sent {len(entries)} status dumps, more than one a second of the point's time "
-                    f"({max_dumps}) and {SPARE_DUMPS} more")
-    if len(entries) < 2:
-        return [], "its agent sent no status dumps (an agent of a profiler-tui without them)"
-    for i, e in enumerate(entries):
-        why = entry_problem(e)
-        if why:
-            return [], f"its status dump {i + 1}: {why}"
-    tracker = SampleTracker()
-    lines: list[dict[str, object]] = []
-    t = 0.0
-    for e in entries:
+    seconds = HostSeconds(max_dumps + SPARE_DUMPS + 1)
+    for e in entries[:max_dumps + SPARE_DUMPS + 1]:
+        seconds.add(e)
+    seconds.dumps = max(seconds.dumps, len(entries))
+    lines, why = seconds.result(max_dumps)
+    return [json.loads(line) for line in lines], why
+
+
+def _text(line: Mapping[str, object]) -> str:
+    return json.dumps(line, separators=(",", ":"))
+
+
+# fio's client prints its document indented: client_stats' entries open and close at four spaces
+STATS_OPEN = b'  "client_stats" : ['
+ENTRY_OPEN, ENTRY_CLOSE = b"    {", (b"    }", b"    },")
+STATS_CLOSE = (b"  ]", b"  ],")
+MAX_ENTRY_BYTES = 16 << 20  # one entry of fio's client (a json+ job is ~40 KB)
+
+
+class ClientStream:
+    """fio's client output read as it comes, its hosts' status dumps taken out on the way: each host's entries go
+    to its :class:`HostSeconds` and only its last is kept, so the document held (:meth:`text`) is what it was
+    without dumps — fio's client holds a long point's dumps of every host (~40 KB each) until the point ends.
+    Output not laid out as fio's client lays it out is kept whole, up to ``cap`` bytes, as before."""
+
+    def __init__(self, cap: int, limit: int) -> None:
+        self.cap, self.limit = cap, limit
+        self.seconds: dict[tuple[object, object], HostSeconds] = {}
+        self._head = bytearray()  # before the entries (fio's noise lines, the document's start), and after them
+        self._tail = bytearray()
+        self._last: dict[tuple[object, object], bytes] = {}  # each host's last entry
+        self._sums: list[bytes] = []  # fio's "All clients" entries
+        self._entry: bytearray | None = None
+        self._pending = bytearray()
+        self._state = "head"  # then "stats" (between entries), "tail"
+        self.size = 0
+
+    def feed(self, chunk: bytes) -> None:
+        self._pending += chunk
+        *lines, rest = self._pending.split(b"\n")
+        self._pending = bytearray(rest)
+        for line in lines:
+            self._line(bytes(line) + b"\n")
+        if len(self._pending) > MAX_ENTRY_BYTES:  # no line of fio's is this long: taken as one, unended
+            self._line(bytes(self._pending))
+            self._pending = bytearray()
+
+    def _keep(self, buf: bytearray, line: bytes) -> None:
+        if self.size + len(line) <= self.cap:
+            buf += line
+            self.size += len(line)
+
+    def _line(self, line: bytes) -> None:
+        bare = line.rstrip()
+        if self._state == "head":
+            self._keep(self._head, line)
+            if bare == STATS_OPEN:
+                self._state = "stats"
+        elif self._state == "tail":
+            self._keep(self._tail, line)
+        elif self._entry is not None:
+            if len(self._entry) + len(line) <= MAX_ENTRY_BYTES:
+                self._entry += line
+            if bare in ENTRY_CLOSE:
+                self._take(bytes(self._entry).rstrip().rstrip(b","))
+                self._entry = None
+        elif bare == ENTRY_OPEN:
+            self._entry = bytearray(line)
+        elif bare in STATS_CLOSE:
+            self._state = "tail"
+            self._keep(self._tail, line)
+        else:  # not fio's layout: kept as it is
+            self._keep(self._head, line)
+
+    def _take(self, text: bytes) -> None:
         try:
-            sample = tracker.update({"client_stats": [dict(e)]}, 0.0)
-        except (TypeError, ValueError, OverflowError) as err:  # a figure the checks above do not name
-            return [], f"its status dumps could not be differenced ({str(err)[:120]})"
-        if tracker.reset:  # fio's counters restarted: what came before was its ramp_time
-            for line in lines:
-                line["ramp"] = True
-        if sample is None:
-            continue
-        t += float(sample["interval_s"])  # type: ignore[arg-type]
-        sample["t"] = round(t, 3)
-        hist = sample.pop(HIST_KEY, None)
-        if isinstance(hist, dict) and hist:
-            lines.append(hist_line(sample, hist))
-    return lines, ""
+            entry = json.loads(text)
+        except ValueError:
+            return
+        if not isinstance(entry, dict):
+            return
+        if entry.get("jobname") == ALL_CLIENTS:
+            self._sums.append(text)
+            return
+        key = (entry.get("hostname"), entry.get("port"))
+        if key not in self.seconds:
+            if len(self.seconds) >= MAX_STREAM_HOSTS:
+                return
+            self.seconds[key] = HostSeconds(self.limit)
+        self.seconds[key].add(entry)
+        old = self._last.get(key)
+        self.size += len(text) - (len(old) if old is not None else 0)
+        self._last[key] = text
+
+    def host(self, address: tuple[str, int | None]) -> HostSeconds | None:
+        """The seconds of the host fio reached at ``address`` (as :func:`host_entries` finds its entries)."""
+        for (name, port), seconds in self.seconds.items():
+            if name == address[0] and (address[1] is None or port == address[1]):
+                return seconds
+        return None
+
+    def text(self) -> str:
+        """The document as fio's client printed it, each host's status dumps left out (and fio's "All clients"
+        sum with them, when a host sent any: it sums the hosts' first entries)."""
+        if self._state == "head" and not self._last:
+            return (bytes(self._head) + bytes(self._pending)).decode("utf-8", "replace")
+        dumps = any(s.dumps > 1 for s in self.seconds.values())
+        entries = list(self._last.values()) + ([] if dumps else self._sums)
+        body = b",\n".join(entries) + (b"\n" if entries else b"")
+        return (bytes(self._head) + body + bytes(self._tail) + bytes(self._pending)).decode("utf-8", "replace")

@@ -4,15 +4,24 @@ of consecutive entries, the point's result its last entry, and every entry check
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.fleet.hosthist import SPARE_DUMPS, entry_problem, final_entries, host_entries, host_hist_lines
+from app.fleet.hosthist import (
+    SPARE_DUMPS,
+    ClientStream,
+    entry_problem,
+    final_entries,
+    host_entries,
+    host_hist_lines,
+)
 from app.fleet.runner import host_entry
 from app.latmap import decode, interval_of, merge_hosts, sample_hists
+from app.runners.fio_parse import split_documents
 from app.tails import MAX_BINS, MAX_COUNT
 
 SOCK = "/tmp/a/agent.sock"
@@ -164,3 +173,52 @@ def test_the_agent_s_fio_server_sends_its_figures_once_a_second() -> None:
 
     for listen in (Listen(path=SOCK), Listen(addr=ip_address("127.0.0.1"), port=8765)):
         assert listen.server_argv()[1:][-1] == "--status-interval=1000ms"
+
+
+def _fio_layout(doc: dict[str, Any]) -> bytes:
+    """A document laid out as fio's client prints it (two-space indent, " : " between a key and its value), after
+    its noise lines."""
+    return b"<vm> j: (g=0): rw=randread\n<vm> Starting 1 process\n\n" + json.dumps(
+        doc, indent=2, separators=(",", " : ")).encode() + b"\n"
+
+
+def test_the_client_s_output_is_read_as_it_comes_each_host_s_dumps_differenced_and_only_its_result_kept() -> None:
+    a = [_entry(1000, {1000: 5}), _entry(2000, {1000: 9, 5000: 1}), _entry(2100, {1000: 10, 5000: 1})]
+    b = [_entry(990, {3000: 2}, host="/tmp/b/agent.sock"), _entry(1990, {3000: 7}, host="/tmp/b/agent.sock"),
+         _entry(2050, {3000: 8}, host="/tmp/b/agent.sock")]
+    stats = [a[0], b[0], {"jobname": "All clients", "hostname": "/tmp/b/agent.sock", "port": 8765}, a[1], b[1],
+             a[2], b[2]]
+    doc = {"fio version": "fio-3.33", "client_stats": stats, "disk_util": [{"name": "vda"}]}
+    text = _fio_layout(doc)
+    for size in (1, 7, 4096, len(text)):
+        stream = ClientStream(1 << 20, 100)
+        for i in range(0, len(text), size):
+            stream.feed(text[i:i + size])
+        docs, noise = split_documents(stream.text())
+        assert noise[:1] == ["<vm> j: (g=0): rw=randread"]
+        assert docs == [{**doc, "client_stats": [a[2], b[2]]}]  # the results; fio's sum of the first dumps gone
+        for host, entries in ((SOCK, a), ("/tmp/b/agent.sock", b)):
+            seconds = stream.host((host, None))
+            assert seconds is not None and seconds.dumps == 3
+            lines, why = seconds.result(3)
+            assert why == "" and [json.loads(ln) for ln in lines] == host_hist_lines(entries, 3)[0]
+
+
+def test_output_not_laid_out_as_fio_s_client_is_kept_whole_up_to_the_cap() -> None:
+    doc = {"client_stats": [_entry(1000, {1000: 5})]}
+    compact = json.dumps(doc).encode() + b"\n"
+    stream = ClientStream(1 << 20, 100)
+    stream.feed(compact)
+    assert split_documents(stream.text())[0] == [doc] and stream.seconds == {}
+    small = ClientStream(10, 100)
+    small.feed(b"0123456789abcdef\n" * 3 + b"tail without its end")
+    assert len(small.text()) <= 10 + len("tail without its end")
+
+
+def test_a_flood_of_dumps_is_counted_not_held() -> None:
+    stream = ClientStream(1 << 20, 5)
+    stream.feed(_fio_layout({"client_stats": [_entry(10 * i, {1000: i}) for i in range(1, 40)]}))
+    seconds = stream.host((SOCK, None))
+    assert seconds is not None and seconds.dumps == 39 and seconds.lines == []
+    assert seconds.result(3)[0] == [] and "it sent 39 status dumps" in seconds.result(3)[1]
+    assert split_documents(stream.text())[0][0]["client_stats"] == [_entry(390, {1000: 39})]
