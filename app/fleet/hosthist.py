@@ -121,6 +121,7 @@ class HostSeconds:
         self.lines: list[str] = []  # the histograms file's lines, as JSON text (a long point has thousands)
         self._tracker = SampleTracker()
         self._t = 0.0
+        self._ramp_t: float | None = None  # the runtime of the last dump in fio's ramp_time, while in it
 
     def add(self, e: Mapping[str, Any]) -> None:
         self.dumps += 1
@@ -131,6 +132,12 @@ class HostSeconds:
         if why:
             self.why, self.lines = f"its status dump {self.dumps}: {why}", []
             return
+        if _in_ramp(e):  # fio counts the ramp's I/Os but records no latency: no second of the heat map
+            self._ramp_t = max((float(e[d].get("runtime", 0)) / 1000 for d in DIRECTIONS if isinstance(e.get(d), dict)),
+                               default=0.0)
+            return
+        if self._ramp_t is not None:  # the ramp ended: fio's counters and runtime started again from zero
+            self._tracker, self._t, self._ramp_t = SampleTracker(), self._ramp_t, None
         try:
             sample = self._tracker.update({"client_stats": [dict(e)]}, 0.0)
         except (TypeError, ValueError, OverflowError) as err:  # a figure the checks above do not name
@@ -168,6 +175,13 @@ def host_hist_lines(entries: Sequence[Mapping[str, Any]], max_dumps: int) -> tup
     seconds.dumps = max(seconds.dumps, len(entries))
     lines, why = seconds.result(max_dumps)
     return [json.loads(line) for line in lines], why
+
+
+def _in_ramp(e: Mapping[str, Any]) -> bool:
+    """A dump in fio's ramp_time: I/Os done, none with a latency recorded (checked by :func:`entry_problem`)."""
+    parts = [p for d in DIRECTIONS if isinstance(p := e.get(d), dict)]
+    return sum(p.get("total_ios", 0) for p in parts) > 0 and all(
+        not isinstance(p.get("lat_ns"), dict) or p["lat_ns"].get("N", 0) == 0 for p in parts)
 
 
 def _text(line: Mapping[str, object]) -> str:

@@ -222,3 +222,20 @@ def test_a_flood_of_dumps_is_counted_not_held() -> None:
     assert seconds is not None and seconds.dumps == 39 and seconds.lines == []
     assert seconds.result(3)[0] == [] and "it sent 39 status dumps" in seconds.result(3)[1]
     assert split_documents(stream.text())[0][0]["client_stats"] == [_entry(390, {1000: 39})]
+
+
+def test_a_dump_in_fio_s_ramp_time_is_no_second_and_the_next_counts_from_the_ramp_s_end() -> None:
+    """Two hosts of a real run (ramp_time=1, randrw QD4): each first dump is in the ramp (I/Os counted, no latency
+    recorded: N 0), the next counts from zero again with a runtime of 999 ms.  One host had done fewer I/Os in its
+    ramp dump than in the next second, the other more: both must give the same seconds, at the same times."""
+    def ramp(ms: int, ios: int) -> dict[str, Any]:
+        e = _entry(ms, {})
+        e["read"].update(total_ios=ios, io_bytes=4096 * ios)
+        return e
+
+    for first in (5800, 12243):  # below, above the next second's 6332 I/Os
+        lines, why = host_hist_lines([ramp(887, first), _entry(999, {20_000: 6332}),
+                                      _entry(1999, {20_000: 13762})], 3)
+        assert why == ""
+        assert [(ln["t"], ln["interval_s"]) for ln in lines] == [(1.886, 0.999), (2.886, 1.0)]
+        assert [_decoded(ln) for ln in lines] == [{20_000: 6332}, {20_000: 7430}]
