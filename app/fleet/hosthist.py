@@ -24,13 +24,14 @@ import math
 import re
 from typing import Any, Mapping, Sequence
 
-from app.latmap import DIRECTIONS, HIST_KEY, hist_line
+from app.latmap import DIRECTIONS, HIST_KEY, decode, encode, hist_line
 from app.runners.fio_parse import SampleTracker
 from app.sanitize import show_value
-from app.tails import MAX_BINS, MAX_COUNT
+from app.tails import MAX_BINS, MAX_COUNT, merge
 
 ALL_CLIENTS = "All clients"
 SPARE_DUMPS = 10  # entries a host may send beyond one a second of the point's time (its start, its end)
+SHORT_S = 0.5  # an interval shorter than this (fio's result just after its last dump) joins the one before it
 MAX_STREAM_HOSTS = 1024  # hosts one client document may name (a fleet has at most app.fleet.hosts.MAX_HOSTS)
 NUMBERS = ("total_ios", "io_bytes", "runtime")  # a direction's figures the difference reads besides the bins
 LAT_NUMBERS = ("N",)
@@ -150,8 +151,28 @@ class HostSeconds:
         self._t += float(sample["interval_s"])  # type: ignore[arg-type]
         sample["t"] = round(self._t, 3)
         hist = sample.pop(HIST_KEY, None)
-        if isinstance(hist, dict) and hist:
-            self.lines.append(_text(hist_line(sample, hist)))
+        if not (isinstance(hist, dict) and hist):
+            return
+        dt = float(sample["interval_s"])  # type: ignore[arg-type]
+        if dt < SHORT_S and self.lines and self._fold_into_last(sample, hist, dt):
+            return
+        self.lines.append(_text(hist_line(sample, hist)))
+
+    def _fold_into_last(self, sample: dict[str, object], hist: Mapping[str, list[int]], dt: float) -> bool:
+        """A moment after the last second (fio's result, a few ms after its last dump) added to that second: alone,
+        it would be a column of its own that takes the other hosts' last seconds from theirs (app.latmap.merge_hosts
+        joins seconds ending within half a second)."""
+        last = json.loads(self.lines[-1])
+        if last.get("ramp") or not isinstance(last.get("interval_s"), (int, float)):
+            return False
+        both: dict[str, list[int]] = {}
+        for d in DIRECTIONS:
+            parts = [h for h in (decode(last.get(d)) if d in last else [], decode(hist.get(d)) if d in hist else [])
+                     if h]
+            if parts:
+                both[d] = encode(dict(merge(parts)))
+        self.lines[-1] = _text(hist_line({"t": sample["t"], "interval_s": round(last["interval_s"] + dt, 3)}, both))
+        return True
 
     def result(self, max_dumps: int) -> tuple[list[str], str]:
         """The lines, and '' — or none and one sentence saying why (``max_dumps``: the entries the point's time

@@ -20,7 +20,7 @@ from app.fleet.hosthist import (
     host_hist_lines,
 )
 from app.fleet.runner import host_entry
-from app.latmap import decode, interval_of, merge_hosts, sample_hists
+from app.latmap import decode, interval_of, intervals_of, merge_hosts, sample_hists
 from app.runners.fio_parse import split_documents
 from app.tails import MAX_BINS, MAX_COUNT
 
@@ -49,8 +49,9 @@ def test_each_second_is_the_difference_of_two_of_the_host_s_dumps_and_its_result
     assert host_entry(doc, (SOCK, None)) is dumps[2]  # the point's result, not its first second
     lines, why = host_hist_lines(dumps, 3)
     assert why == ""
-    assert [(ln["t"], ln["interval_s"]) for ln in lines] == [(1.0, 1.0), (2.0, 1.0), (2.1, 0.1)]
-    assert [_decoded(ln) for ln in lines] == [{1000: 5}, {1000: 4, 5000: 1}, {1000: 1}]
+    # the result 0.1 s after the last dump joins that second: alone it would take another host's from its column
+    assert [(ln["t"], ln["interval_s"]) for ln in lines] == [(1.0, 1.0), (2.1, 1.1)]
+    assert [_decoded(ln) for ln in lines] == [{1000: 5}, {1000: 5, 5000: 1}]
     # the kept document: each host's result only, and no "All clients" (fio summed the hosts' first dumps)
     assert final_entries(doc) == [dumps[2], other]
     single = {"client_stats": [dumps[2], other, {"jobname": "All clients", "hostname": SOCK}]}
@@ -156,23 +157,16 @@ def test_well_formed_dumps_whose_figures_jump_about_keep_only_sound_seconds(
 
 
 def test_two_seconds_of_one_host_are_never_one_column() -> None:
-    """A point's last, partial second ends a moment after the whole one before it: each is its own column."""
-    a = [interval_of(ln) for ln in host_hist_lines([_entry(1000, {1000: 5}), _entry(2000, {1000: 9}),
-                                                     _entry(2100, {1000: 10})], 3)[0]]
-    b = [interval_of(ln) for ln in host_hist_lines([_entry(1010, {2000: 5}), _entry(2010, {2000: 9}),
-                                                     _entry(2090, {2000: 10})], 3)[0]]
-    both = merge_hosts([[iv for iv in a if iv], [iv for iv in b if iv]])
-    assert [round(iv.t, 3) for iv in both] == [1.0, 2.0, 2.09]
-    assert [iv.ios for iv in both] == [10, 8, 2]
+    """Intervals of one host ending within half a second of each other stay two columns, and another host's second
+    joins the first of them."""
+    def ivs(*ends: tuple[float, float, int]) -> list[Any]:
+        return intervals_of([{"t": t, "interval_s": dt, "read": [1000, n]} for t, dt, n in ends])
 
-
-def test_the_agent_s_fio_server_sends_its_figures_once_a_second() -> None:
-    from ipaddress import ip_address
-
-    from app.fleet.agent import Listen
-
-    for listen in (Listen(path=SOCK), Listen(addr=ip_address("127.0.0.1"), port=8765)):
-        assert listen.server_argv()[1:][-1] == "--status-interval=1000ms"
+    a = ivs((1.0, 1.0, 5), (2.0, 1.0, 4), (2.1, 0.1, 1))
+    b = ivs((1.01, 1.0, 7), (2.05, 1.0, 9))
+    both = merge_hosts([a, b])
+    assert [round(iv.t, 3) for iv in both] == [1.0, 2.0, 2.1]
+    assert [iv.ios for iv in both] == [12, 13, 1]
 
 
 def _fio_layout(doc: dict[str, Any]) -> bytes:
