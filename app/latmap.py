@@ -210,17 +210,22 @@ def merged(intervals: Iterable[Interval]) -> Hist:
 
 
 def merge_hosts(per_host: Sequence[Sequence[Interval]], tolerance_s: float = ADJACENT_S) -> list[Interval]:
-    """Several hosts' (or jobs') intervals of one point merged bucket by bucket: intervals whose ends lie within
-    ``tolerance_s`` of each other are the same second (the first host's clock names it)."""
+    """Several hosts' (or jobs') intervals of one point merged bucket by bucket: intervals of different hosts whose
+    ends lie within ``tolerance_s`` of each other are the same second (the first host's clock names it); two of one
+    host never are (a point's last, partial second ends a moment after the one before it)."""
     out: list[Interval] = []
-    for iv in sorted((iv for ivs in per_host for iv in ivs), key=lambda iv: iv.t):
-        if out and abs(out[-1].t - iv.t) <= tolerance_s:
+    members: list[set[int]] = []  # the hosts each merged interval holds
+    tagged = sorted(((iv, i) for i, ivs in enumerate(per_host) for iv in ivs), key=lambda p: p[0].t)
+    for iv, host in tagged:
+        if out and abs(out[-1].t - iv.t) <= tolerance_s and host not in members[-1]:
             last = out[-1]
             h = merge([last.hist(), iv.hist()])
             out[-1] = Interval(last.t, max(last.dt, iv.dt), array("q", (v for v, _ in h)),
                                array("q", (c for _, c in h)))
+            members[-1].add(host)
         else:
             out.append(Interval(iv.t, iv.dt, array("q", iv.values), array("q", iv.counts)))
+            members.append({host})
     return out
 
 

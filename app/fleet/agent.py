@@ -35,7 +35,7 @@ from typing import TextIO
 
 from app.errors import UsageError
 from app.fleet.hosts import DEFAULT_AGENT_PORT, DEFAULT_AGENT_SOCKET, check_socket_path
-from app.runners.fio import fio_binary
+from app.runners.fio import STATUS_INTERVAL_S, fio_binary
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -125,10 +125,13 @@ class Listen:
         return f"socket {self.path}" if self.path else f"{self.addr} port {self.port}"
 
     def server_argv(self) -> list[str]:
+        """fio's server on the listener, sending its jobs' figures once a second besides at their end: the
+        controller's per-second histograms of this host (app.fleet.hosthist)."""
+        status = f"--status-interval={STATUS_INTERVAL_S * 1000}ms"
         if self.path:
-            return [fio_binary(), f"--server=sock:{self.path}"]
+            return [fio_binary(), f"--server=sock:{self.path}", status]
         assert self.addr is not None
-        return [fio_binary(), f"--server={'ip6' if self.addr.version == 6 else 'ip'}:{self.addr},{self.port}"]
+        return [fio_binary(), f"--server={'ip6' if self.addr.version == 6 else 'ip'}:{self.addr},{self.port}", status]
 
 
 def choose_listen(socket_path: str | None, bind: str | None, port: int | None, allow_network: bool,

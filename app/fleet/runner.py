@@ -33,9 +33,12 @@ from pathlib import Path
 from typing import Any, AsyncGenerator, Sequence, cast
 
 from app.fleet import hosts as fleet_hosts
+from app.fleet.hosthist import ALL_CLIENTS as ALL_CLIENTS  # fio's sum of the hosts, named here too
+from app.fleet.hosthist import SPARE_DUMPS, ClientStream, final_entries, host_entries
 from app.fleet.hosts import DEFAULT_AGENT_SOCKET, MAX_HOSTS, Host
 from app.fleet.links import HostUnreachable, Link, close_links, open_links
 from app.fleet.meter import FleetMeter
+from app.latmap import HIST_SUFFIX
 from app.openloop import open_loop_part, rate_options
 from app.points import StoragePoint
 from app.presets import estimate_point_seconds
@@ -43,11 +46,18 @@ from app.procedure import OfferedLoad, offered_load
 from app.records import JSONObject, Parts, StorageMetrics
 from app.results import write_new
 from app.runners.base import Child, Context, Event, Phase, Result, Sample, stop_process
-from app.runners.fio import FioRunner, TargetShape, fio_binary, job_file, job_name, with_interval
+from app.runners.fio import (
+    STATUS_INTERVAL_S,
+    FioRunner,
+    TargetShape,
+    fio_binary,
+    job_file,
+    job_name,
+    with_interval,
+)
 from app.runners.fio_parse import metrics, split_documents, unserved
 from app.uncertainty import none_because
 
-ALL_CLIENTS = "All clients"
 STALL_ENV = "PROFILER_TUI_FLEET_STALL_S"
 DEFAULT_STALL_S = 120
 STALL_CAP_GRACES = 10  # I/O seen on a target keeps a late point alive for at most this many graces more
@@ -55,8 +65,9 @@ MAX_OUTPUT_BYTES = 256 << 20
 FLEET_SUFFIX = ".fleet.json"
 # the live figures are the target device's block counters (other I/O counts, merges differ): no series of fio's
 # own figures to compute an interval of their mean from
-NO_HOST_SAMPLES = none_because("fio's client reports a host's figures only when the point ends, so there are no "
-                               "per-second samples of them")
+NO_HOST_SAMPLES = none_because("fio's client reports a host's figures only when the point ends, and only their "
+                               "latency histograms are kept a second at a time, so there are no per-second samples "
+                               "of them")
 
 
 @dataclass
@@ -108,19 +119,12 @@ class Fleet:
                 "agent_socket": self.agent_socket}
 
 
-def client_entries(doc: dict[str, Any]) -> list[dict[str, Any]]:
-    stats = doc.get("client_stats")
-    return [e for e in stats if isinstance(e, dict)] if isinstance(stats, list) else []
-
-
 def host_entry(doc: dict[str, Any], address: tuple[str, int | None]) -> dict[str, Any] | None:
     """The ``client_stats`` entry of the host fio reached at ``address`` (hostname, port; a socket's path and
-    None: fio names a socket client by its path, each host's own), not the sum."""
-    for e in client_entries(doc):
-        if e.get("jobname") != ALL_CLIENTS and e.get("hostname") == address[0] and (
-                address[1] is None or e.get("port") == address[1]):
-            return e
-    return None
+    None: fio names a socket client by its path, each host's own), not the sum: its last, the point's result (the
+    ones before it are the status dumps its agent sends once a second, app.fleet.hosthist)."""
+    found = host_entries(doc, address)
+    return found[-1] if found else None
 
 
 def stall_grace_from_env() -> int:
@@ -157,10 +161,11 @@ class _ClientRun:
         self.wall = wall
 
     def keep(self, path: Path) -> dict[str, Path]:
-        """fio's whole document, written to ``path`` (the results lines name it ``raw.fleet``)."""
+        """fio's document without the hosts' status dumps (app.fleet.hosthist.final_entries), written to ``path``
+        (the results lines name it ``raw.fleet``)."""
         if self.doc is None:
             return {}
-        write_new(path, json.dumps(self.doc, indent=1).encode())
+        write_new(path, json.dumps({**self.doc, "client_stats": final_entries(self.doc)}, indent=1).encode())
         return {FLEET_SUFFIX: path}
 
 
@@ -200,15 +205,16 @@ class FleetRunner(FioRunner):
         started = time.monotonic()
         # a host that drops mid-point must not kill the client (SIGPIPE) and the other hosts' results with it
         child = await Child.start(*fleet_command(list(jobs.values())), ignore_sigpipe=True)
-        out = bytearray()
         meter = FleetMeter(self.fleet.links, self.fleet.devices, [h.name for h in hosts])
         stalled = ""
+        # no keepalive in fio's protocol: past twice the expected time, a point stays alive only while
+        # some target still does I/O, for at most the grace after the last I/O seen
+        alive_until = started + 2 * estimate_point_seconds(point) + self.stall_s
+        cap = alive_until + STALL_CAP_GRACES * self.stall_s  # a target shared with other I/O: still an end
+        # a host's status dumps: at most one a second of the longest time the point may run
+        out = ClientStream(MAX_OUTPUT_BYTES, int((cap - started) / STATUS_INTERVAL_S) + 1 + SPARE_DUMPS)
         try:
             reading = asyncio.ensure_future(self._read(child, out))
-            # no keepalive in fio's protocol: past twice the expected time, a point stays alive only while
-            # some target still does I/O, for at most the grace after the last I/O seen
-            alive_until = started + 2 * estimate_point_seconds(point) + self.stall_s
-            cap = alive_until + STALL_CAP_GRACES * self.stall_s  # a target shared with other I/O: still an end
             while not reading.done():
                 await asyncio.wait({reading}, timeout=1.0)
                 now = time.monotonic()
@@ -233,11 +239,11 @@ class FleetRunner(FioRunner):
         finally:
             await child.close()
             meter.close()
-        run = _ClientRun(out.decode("utf-8", "replace"), stderr, child.proc.returncode, time.monotonic() - started,
-                         stalled)
+        run = _ClientRun(out.text(), stderr, child.proc.returncode, time.monotonic() - started, stalled)
         files = run.keep(ctx.raw_dir / f"{index:04d}-{job}{FLEET_SUFFIX}")
         for h in hosts:
-            yield self._host_result(index, h, job, run, {**files, ".fio": Path(jobs[h.name][1])}, point)
+            hist = self._host_hists(h, run, out, ctx.raw_dir / f"{index:04d}-{job}@{h.slug}{HIST_SUFFIX}")
+            yield self._host_result(index, h, job, run, {**files, **hist, ".fio": Path(jobs[h.name][1])}, point)
             await asyncio.sleep(0)  # the event loop handles a SIGTERM/^C between host results
 
     @staticmethod
@@ -246,6 +252,23 @@ class FleetRunner(FioRunner):
         return Parts(host=h.name, wall_s=round(wall, 3), job=f"{job}@{h.slug}",
                      fio_version=fio_version if isinstance(fio_version, str) else None,
                      keys=("host", "wall_s", "job") + (("fio_version",) if measured else ()))
+
+    def _host_hists(self, h: Host, run: "_ClientRun", out: ClientStream, path: Path) -> dict[str, Path]:
+        """The host's per-second histograms written to ``path`` from its status dumps (app.fleet.hosthist), {}
+        when it has none; why a host's dumps were not kept is added to what fio said (the point's stderr)."""
+        seconds = out.host(self.fleet.links[h.name].fio_address)
+        if seconds is None:
+            return {}
+        lines, why = seconds.result(int(run.wall / STATUS_INTERVAL_S) + 1)
+        if why and seconds.dumps > 1:
+            run.lines.append(f"profiler-tui: host {h.name}: no per-second histograms kept: {why}.")
+        if not lines:
+            return {}
+        try:
+            write_new(path, "".join(line + "\n" for line in lines).encode())
+        except OSError:
+            return {}  # the results line is what counts: without the file, the point has no heat map
+        return {HIST_SUFFIX: path}
 
     def _host_result(self, index: int, h: Host, job: str, run: "_ClientRun", files: dict[str, Path],
                      point: StoragePoint | None = None) -> Result:
@@ -275,10 +298,9 @@ class FleetRunner(FioRunner):
         return Result(index, sm, raw, ex, error=f"host {h.name}: {why}" if why else None, files=files)
 
     @staticmethod
-    async def _read(child: Child, out: bytearray) -> None:
+    async def _read(child: Child, out: ClientStream) -> None:
         async for chunk in child.chunks():
-            if len(out) < MAX_OUTPUT_BYTES:
-                out += chunk
+            out.feed(chunk)
 
 
 def open_fleet(host_values: Sequence[str], target_values: Sequence[str],

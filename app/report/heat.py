@@ -36,6 +36,7 @@ from app.units import us
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.colors import Colormap, Normalize
+    from matplotlib.figure import Figure as MplFigure
 
 NAME = "latency-heatmap"
 FIGURE_PREFIX = f"plots/{NAME}"
@@ -114,21 +115,34 @@ def _caption(merged: int, several: bool) -> str:
 
 
 def _figure(page: Sequence[tuple[str, HeatMap, list[Stall]]], path: Path, lo: float, hi: float) -> None:
+    _save(_plt(), _compose(page, lo, hi), path)
+
+
+LEGEND_IN = 0.3  # inches under the last strip for the lines' legend
+
+
+def _compose(page: Sequence[tuple[str, HeatMap, list[Stall]]], lo: float, hi: float) -> MplFigure:
+    """The figure of a page of strips.  The lines' legend is the figure's, under the last strip: over a strip it
+    ran into the strip's title when that was long (a fleet host's socket path)."""
     from matplotlib.colors import LogNorm
 
     plt = _plt()
     many = len(page) > FULL_STRIPS
     h, width = (1.05 if many else 1.9), 9.0
-    height = h * len(page) + 0.8
+    height = h * len(page) + 0.8 + LEGEND_IN
     fig, axes = plt.subplots(len(page), 1, figsize=(width, height), squeeze=False)
-    fig.subplots_adjust(left=0.8 / width, right=1 - 1.3 / width, bottom=0.55 / height, top=1 - 0.3 / height,
-                        hspace=0.75 * len(page) / height)
+    # between strips: room for a time axis with its name and the next strip's title (small multiples: ticks only)
+    fig.subplots_adjust(left=0.8 / width, right=1 - 1.3 / width, bottom=(0.55 + LEGEND_IN) / height,
+                        top=1 - 0.3 / height, hspace=(0.75 if many else 1.0) * len(page) / height)
     norm, cmap = LogNorm(vmin=lo, vmax=hi), plt.get_cmap(CMAP).with_extremes(bad="white")
     mesh = None
     for i, ((ax,), (lab, m, events)) in enumerate(zip(axes, page)):
-        # small multiples: the legend over the first strip and the time axis's name under the last only
-        mesh = _strip(ax, lab, m, events, norm, cmap, legend=i == 0 or not many,
-                      time_label=i == len(page) - 1 or not many)
+        # small multiples: the time axis's name under the last only
+        mesh = _strip(ax, lab, m, events, norm, cmap, time_label=i == len(page) - 1 or not many)
+    handles, names = axes[0][0].get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, names, loc="lower center", bbox_to_anchor=(0.5 * (1 - 0.5 / width), 0.0), ncol=3,
+                   fontsize=TEXT_PT - 1, frameon=False, borderaxespad=0.2)
     if mesh is not None:
         bar = fig.colorbar(mesh, ax=[a for (a,) in axes], fraction=0.04, pad=0.02)
         ticks = [10.0 ** k for k in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)
@@ -137,11 +151,11 @@ def _figure(page: Sequence[tuple[str, HeatMap, list[Stall]]], path: Path, lo: fl
         bar.ax.minorticks_off()
         bar.set_label("I/Os per second in the cell", fontsize=TEXT_PT)
         bar.ax.tick_params(labelsize=TEXT_PT)
-    _save(plt, fig, path)
+    return fig
 
 
 def _strip(ax: Axes, label: str, m: HeatMap, events: Sequence[Stall], norm: Normalize, cmap: Colormap,
-           legend: bool = True, time_label: bool = True) -> object:
+           time_label: bool = True) -> object:
     import numpy as np
 
     x = np.array([m.starts[0], *m.ends]) if _contiguous(m) else None
@@ -168,9 +182,6 @@ def _strip(ax: Axes, label: str, m: HeatMap, events: Sequence[Stall], norm: Norm
         ax.set_xlabel("time (s)", fontsize=TEXT_PT)
     ax.set_title(label, fontsize=TEXT_PT, loc="left")
     ax.tick_params(labelsize=TEXT_PT)
-    if legend:
-            ax.legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), fontsize=TEXT_PT - 1, frameon=False, ncol=3,
-                  borderaxespad=0.1)
     return mesh
 
 

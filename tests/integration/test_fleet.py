@@ -115,17 +115,22 @@ def test_four_agents_run_quick_with_every_host_figure_fio_s_own(tmp_path: Path) 
         assert not fio_servers(agent.socket)
 
 
+def _run_on_two(tmp_path: Path, running: list, *args: str) -> None:
+    """``run ARGS`` on two agents, each with a RAM loop device of its own, into tmp_path/r: exit 0."""
+    with loop_device(tmp_path, name="a", ram=True) as a, loop_device(tmp_path, name="b", ram=True) as b:
+        full = ["run", *args, "--yes", "--out", str(tmp_path / "r")]
+        for agent, dev in zip(running, (a, b)):
+            full += ["--host", agent.host, "--target", f"{agent.host}={dev.path}"]
+        proc = run_cli(*full)
+        assert proc.returncode == 0, proc.stderr
+
+
 def test_a_fleet_run_of_quick_runs_its_default_replicates(tmp_path: Path) -> None:
     """quick measures every point 3 times by default; a fleet run does too, without --set repeat=1: each
     replicate on every host at once, shuffled within each replicate from the seed run.json records."""
-    with agents(2) as running, loop_device(tmp_path, name="a", ram=True) as a, \
-            loop_device(tmp_path, name="b", ram=True) as b:
-        args = ["run", "quick", "--set", "runtime=1", "--set", "bs=4k", "--set", "iodepth=1", "--set", "rw=randread",
-                "--yes", "--out", str(tmp_path / "r")]
-        for agent, dev in zip(running, (a, b)):
-            args += ["--host", agent.host, "--target", f"{agent.host}={dev.path}"]
-        proc = run_cli(*args)
-        assert proc.returncode == 0, proc.stderr
+    with agents(2) as running:
+        _run_on_two(tmp_path, running, "quick", "--set", "runtime=1", "--set", "bs=4k", "--set", "iodepth=1",
+                    "--set", "rw=randread")
         out = tmp_path / "r"
         lines = _lines(out)
         assert sorted((r["point"]["replicate"], r["host"]) for r in lines) == sorted(
@@ -241,6 +246,102 @@ def test_a_host_whose_target_is_mounted_stops_a_write_run_before_anything_runs(t
         assert bad.host in proc.stderr and "mounted" in proc.stderr
         assert len(proc.stderr.strip().splitlines()) <= 2
         assert not out.exists()  # nothing was created, no job ran anywhere
+
+
+def _hist_file(out: Path, line: dict) -> dict[float, dict[int, int]]:
+    """A host's measured seconds from its raw histograms file, read here directly: end time → value (ns) → count,
+    its directions added (the compact record: first value and count, then each next value's step and count)."""
+    seconds: dict[float, dict[int, int]] = {}
+    for text in (out / line["raw"]["hist"]).read_text().splitlines():
+        rec = json.loads(text)
+        if rec.get("ramp"):
+            continue
+        one = seconds.setdefault(rec["t"], {})
+        for d in ("read", "write", "trim"):
+            flat, value = rec.get(d, []), 0
+            for step, count in zip(flat[0::2], flat[1::2]):
+                value += step
+                one[value] = one.get(value, 0) + count
+    return seconds
+
+
+def _p99(hist: dict[int, int]) -> int:
+    """fio's percentile rule on a histogram: the first bucket where the running count reaches 99 % of all."""
+    total, running = sum(hist.values()), 0
+    for value in sorted(hist):
+        running += hist[value]
+        if running >= total * 0.99:
+            return value
+    raise AssertionError("empty histogram")
+
+
+def test_two_agents_keep_each_hosts_seconds_and_the_reports_merge_is_their_sum(tmp_path: Path) -> None:
+    """Each agent sends its fio figures once a second; the controller keeps each host's per-second histograms in
+    raw/, and the report's merged heat map and merged p99 are exactly those of both hosts' files added up."""
+    from app.latmap import heat_map, row_of
+    from app.report.heat import MERGED, fleet_strips
+    from app.report.model import load
+    from app.tails import hist_of_record
+    from app.units import us
+
+    with agents(2) as running:
+        _run_on_two(tmp_path, running, "custom", "--set", "runtime=2", "--set", "ramp_time=1", "--set", "rw=randread",
+                    "--set", "bs=4k", "--set", "size=4m")
+    out = tmp_path / "r"
+    lines = _lines(out)
+    assert sorted(r["host"] for r in lines) == sorted(agent.host for agent in running)
+    per_host = {r["host"]: _hist_file(out, r) for r in lines}
+    for r in lines:
+        seconds = per_host[r["host"]]
+        assert len(seconds) >= 2, seconds.keys()  # a second and the rest of the point, at least
+        # the seconds add up to the host's result, bucket by bucket: every I/O fio counted, in its own bucket
+        total: dict[int, int] = {}
+        for h in seconds.values():
+            for v, c in h.items():
+                total[v] = total.get(v, 0) + c
+        assert total == dict(hist_of_record(r["metrics"]["lat_hist"]))
+        # the kept document holds each host's result, not its status dumps (nor fio's sum of their first ones)
+        stats = _client_stats(out, r)
+        assert sorted(e["hostname"] for e in stats) == sorted(agent.socket for agent in running)
+    schema_check.validate_dir(out)
+    report = run_cli("report", str(out))
+    assert report.returncode == 0, report.stderr
+
+    # the merge computed here: both hosts' seconds, those ending within half a second of each other added up
+    union: dict[int, int] = {}
+    for seconds in per_host.values():
+        for h in seconds.values():
+            for v, c in h.items():
+                union[v] = union.get(v, 0) + c
+    row = next(ln for ln in (out / "report.md").read_text().splitlines()
+               if f"{MERGED} (2)" in ln and ln.startswith("|"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[1] == f"{sum(union.values()):,}" and cells[2] == us(_p99(union)), (row, _p99(union))
+
+    strips = fleet_strips(out, load(out).storage, lambda p: "p")
+    (label, ivs, _), = [s for s in strips if MERGED in s[0]]
+    m = heat_map(ivs)
+    assert m is not None
+    ends = sorted((t, host) for host, seconds in per_host.items() for t in seconds)
+    columns: list[dict[str, float]] = []  # host → its second's end
+    for t, host in ends:  # a second of each host, ending within half a second of the column's first: one column
+        if columns and t - min(columns[-1].values()) <= 0.5 and host not in columns[-1]:
+            columns[-1][host] = t
+        else:
+            columns.append({host: t})
+    assert len(m.counts) == len(columns)
+    # each whole second shares its column with the other host's: their clocks agree past the ramp (a dump in it is
+    # no second); only a last moment (fio's result a few ms after its last dump) may stand alone
+    lengths = {(r["host"], rec["t"]): rec["interval_s"] for r in lines
+               for rec in map(json.loads, (out / r["raw"]["hist"]).read_text().splitlines())}
+    assert all(len(col) == 2 for col in columns if any(lengths[(h, t)] >= 0.5 for h, t in col.items())), columns
+    for col, counts in zip(columns, m.counts):
+        cell: dict[int, int] = {}
+        for host, t in col.items():
+            for v, c in per_host[host][t].items():
+                cell[row_of(v)] = cell.get(row_of(v), 0) + c
+        assert {m.low + i: c for i, c in enumerate(counts) if c} == cell
+    assert any(f.name.startswith("latency-heatmap") for f in (out / "plots").iterdir())
 
 
 def test_one_loopback_tcp_agent_runs_only_with_the_explicit_flags(tmp_path: Path) -> None:
