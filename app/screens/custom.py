@@ -11,7 +11,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Footer, Header, Input, Label, Select, Static
+from textual.widgets import Header, Input, Label, Select, Static
 
 from app import formplan
 from app import presets as core
@@ -22,7 +22,7 @@ from app.screens import strings
 from app.screens.confirm import YesNo
 from app.screens.messages import StartRun
 from app.screens.state import TargetChoice, app_options, overrides_for
-from app.widgets import ErrorLine, TooSmall
+from app.widgets import ErrorLine, KeysFooter, TooSmall
 
 
 class CustomSweepScreen(Screen[None]):
@@ -87,7 +87,7 @@ class CustomSweepScreen(Screen[None]):
             yield ErrorLine(id="err-name")
             yield Static("", id="form-plan")
             yield ErrorLine(id="form-status")
-        yield Footer()
+        yield KeysFooter()
 
     def kind_widgets(self, kind: str) -> list[Widget]:
         """The rows of a kind's fields (a label, the field, the error line under it; memory: the engine too)."""

@@ -167,6 +167,18 @@ def load_report(path: Path) -> Loaded:
     return Loaded(markdown, curves_of(path), path / "plots", blocks_of(path / "report.md", markdown), stamp)
 
 
+def load_before(path: Path) -> tuple[str, list[Block]] | None:
+    """In a thread, beside :func:`load_report`: report.md as it is while it is stale (the run changed since it was
+    rendered: resumed, imported into), read as load_report reads it, to be shown until the new one is rendered;
+    None when there is none (or it is current: load_report shows it)."""
+    from app.runs import read_report, view_problem
+
+    if view_problem(path) or not _stale(path) or not (path / "report.md").exists():
+        return None
+    markdown = terminal_markdown(read_report(path), path)
+    return markdown, blocks_of(path / "report.md", markdown)
+
+
 class CurvesScroll(VerticalScroll):
     """The Curves tab: scrolls from the keyboard like the report text (space pages down as in a pager)."""
 
@@ -230,6 +242,7 @@ class ReportScreen(Screen[None]):
         self.loaded: Loaded | None = None
         self.stamp: tuple[int, int, int] | None = None  # report.md's, when it was read for this view
         self._progress: Timer | None = None  # the status's seconds while the report renders
+        self.before_shown = False  # the report.md rendered before the run changed is shown while it renders again
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
@@ -249,15 +262,28 @@ class ReportScreen(Screen[None]):
         self.sub_title = strings.REPORT_TITLE.format(path=self.path)
         path = self.path
         self.run_worker(lambda: load_report(path), thread=True, group="report", exclusive=True, exit_on_error=False)
+        if _stale(path):  # the report.md rendered before shown meanwhile, if any
+            self.run_worker(lambda: load_before(path), thread=True, group="report-before", exit_on_error=False)
         # while it renders, the status says for how long (the screen answers keys meanwhile: escape goes back)
         started = time.monotonic()
         self._progress = self.set_interval(1.0, lambda: self._rendering(time.monotonic() - started))
 
     def _rendering(self, elapsed: float) -> None:
         if self.loaded is None and self.stamp is None:
-            self.query_one("#report-status", Static).update(strings.REPORT_RENDERING_FOR.format(seconds=elapsed))
+            text = strings.REPORT_BEFORE if self.before_shown else strings.REPORT_RENDERING_FOR
+            self.query_one("#report-status", Static).update(text.format(seconds=elapsed))
 
     async def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker.group == "report-before":
+            event.stop()
+            before = event.worker.result if event.state == WorkerState.SUCCESS else None
+            if before is not None and self.loaded is None and self.stamp is None:  # the new one not shown yet
+                self.before_shown = True
+                viewer = self.query_one("#report-md", ReportViewer)
+                viewer.update(*before)
+                viewer.show_table_of_contents = self.size.width >= TOC_WIDTH
+                self.query_one("#report-status", Static).update(strings.REPORT_BEFORE.format(seconds=0))
+            return
         if event.worker.group != "report":
             return
         event.stop()

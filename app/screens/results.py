@@ -395,7 +395,7 @@ def kind_view(path: Path, records: list[dict[str, Any]]) -> KindView:
 # thread when its run ends or its row is highlighted in the runs browser: read_ahead), open at once on the key.
 _read: dict[Path, tuple[tuple[object, ...], ReadResults]] = {}
 _read_lock = threading.Lock()
-_reading: set[Path] = set()  # being read ahead
+_reading: dict[Path, tuple[threading.Thread, threading.Event]] = {}  # being read ahead: its thread, set when done
 READ_KEPT = 8  # directories kept
 
 
@@ -417,6 +417,10 @@ def read_results(path: Path) -> ReadResults:
     """The results screen's content of ``path``: as read before while its files are unchanged, else read now
     (any thread)."""
     key = path.absolute()
+    with _read_lock:
+        ahead = _reading.get(key)
+    if ahead is not None and threading.current_thread() is not ahead[0]:
+        ahead[1].wait(60)  # being read ahead: not read twice at once (each would hold the interpreter's lock)
     stamp = _files_stamp(key)
     with _read_lock:
         kept = _read.get(key)
@@ -441,12 +445,8 @@ def read_results(path: Path) -> ReadResults:
 
 def read_ahead(path: Path) -> None:
     """Read the results of ``path`` in a daemon thread, for the key that will show them (once at a time)."""
-
     key = path.absolute()
-    with _read_lock:
-        if key in _reading:
-            return
-        _reading.add(key)
+    done = threading.Event()
 
     def run() -> None:
         from app.runs import view_problem
@@ -458,9 +458,15 @@ def read_ahead(path: Path) -> None:
             pass
         finally:
             with _read_lock:
-                _reading.discard(key)
+                _reading.pop(key, None)
+            done.set()
 
-    threading.Thread(target=run, name="results", daemon=True).start()
+    thread = threading.Thread(target=run, name="results", daemon=True)
+    with _read_lock:
+        if key in _reading:
+            return
+        _reading[key] = (thread, done)
+    thread.start()
 
 
 def export_report(results: Path, destination: str) -> Path:

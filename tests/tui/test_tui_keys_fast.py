@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from textual.widgets import DataTable, Input, Select, Static
@@ -34,23 +35,34 @@ def a_run(root: Path, name: str = "qd-20261129-100000") -> Path:
     return write_storage_run(root / name, [(storage_point(iodepth=q), 1000.0 * q, None) for q in (1, 8)])
 
 
+def held_rendering(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The report's child renders once the test lets it: the file "go" beside the run's directory."""
+    monkeypatch.setattr(prerender, "RENDER", "import sys, time; from pathlib import Path\n"
+                        "while not (Path(sys.argv[2]).parent / 'go').exists(): time.sleep(0.05)\n" + prerender.RENDER)
+
+
+async def report_view(pilot: Any, run: Path) -> ReportScreen:
+    """The report view of ``run``, shown (ShowReport, as the keys ask for it)."""
+    tui = pilot.app
+    tui.post_message(ShowReport(run))
+    view: ReportScreen = await wait_for(pilot, lambda: isinstance(tui.screen, ReportScreen) and tui.screen, 10,
+                                        "the view")
+    return view
+
+
 async def test_the_report_view_answers_while_its_report_renders(tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """The view is on screen at once, says for how long the report has been rendering, and answers keys (tabs,
     escape) before the rendering ends; the rendering of a run without a report is a child process's, never this
     process's (it held the interpreter's lock for seconds: no key answered meanwhile)."""
     run = a_run(tmp_path)
-    gate = tmp_path / "go"
-    # the child renders once the test lets it (the file "go" beside the run's directory)
-    monkeypatch.setattr(prerender, "RENDER", "import sys, time; from pathlib import Path\n"
-                        "while not (Path(sys.argv[2]).parent / 'go').exists(): time.sleep(0.05)\n" + prerender.RENDER)
+    held_rendering(monkeypatch)
     here: list[Path] = []
     real = app.report.render_report
     monkeypatch.setattr(app.report, "render_report", lambda d, *a, **k: here.append(Path(d)) or real(d, *a, **k))
     tui = create_app(devices=DEVICES, results_dir=tmp_path, clock=lambda: 0.0, settings=tmp_path / "c.toml")
     async with tui.run_test(size=SIZE) as pilot:
-        tui.post_message(ShowReport(run))
-        view = await wait_for(pilot, lambda: isinstance(tui.screen, ReportScreen) and tui.screen, 10, "the view")
+        view = await report_view(pilot, run)
         status = view.query_one("#report-status", Static)
         await wait_for(pilot, lambda: " s (escape goes back" in str(status.render()), 10, "the seconds rendering")
         assert view.loaded is None and not (run / "report.md").exists()
@@ -59,13 +71,36 @@ async def test_the_report_view_answers_while_its_report_renders(tmp_path: Path,
         await pilot.press("escape")
         await wait_for(pilot, lambda: not isinstance(tui.screen, ReportScreen), 5, "escape while it renders")
         assert not (run / "report.md").exists(), "the rendering was not waited for"
-        tui.post_message(ShowReport(run))
-        view = await wait_for(pilot, lambda: isinstance(tui.screen, ReportScreen) and tui.screen, 10, "the view")
-        gate.touch()
+        view = await report_view(pilot, run)
+        (tmp_path / "go").touch()
         await wait_for(pilot, lambda: view.loaded is not None, 120, "the report, once rendered")
         assert "report.md" in str(view.query_one("#report-status", Static).render())
         assert "QD8" in view.loaded.markdown or "8" in view.loaded.markdown
     assert here == [], "the report was rendered in the app's own process"
+
+
+async def test_a_report_rendered_before_the_run_changed_shows_while_it_renders_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A report.md older than the run's results (the run resumed or imported into since) is shown, saying so, while
+    the new one renders; the new one then replaces it."""
+    import os
+
+    run = a_run(tmp_path)
+    (run / "report.md").write_text("# Old report\n\nWritten before the run changed.\n")
+    old = (run / "results.jsonl").stat().st_mtime - 60
+    os.utime(run / "report.md", (old, old))
+    held_rendering(monkeypatch)
+    tui = create_app(devices=DEVICES, results_dir=tmp_path, clock=lambda: 0.0, settings=tmp_path / "c.toml")
+    async with tui.run_test(size=SIZE) as pilot:
+        view = await report_view(pilot, run)
+        status = view.query_one("#report-status", Static)
+        await wait_for(pilot, lambda: "as rendered before the run changed" in str(status.render()), 10, "the old one")
+        assert "Old report" in view.query_one("#report-md").document.source and view.loaded is None
+        (tmp_path / "go").touch()
+        await wait_for(pilot, lambda: view.loaded is not None, 120, "the report, once rendered again")
+        assert "Old report" not in view.loaded.markdown
+        assert "Old report" not in view.query_one("#report-md").document.source
+        assert "before the run changed" not in str(status.render())
 
 
 async def test_the_runs_browser_shows_the_runs_listed_last_time_at_once(tmp_path: Path,
