@@ -8,6 +8,8 @@
   while it measures; ``r`` once it ended, the report view (``v``: the first view, then again) and its tabs and
   ``t``; the runs browser (``h``) and opening a run from it (``enter``); the custom form (``c``); ``escape`` on
   each.  Per key: p50, p95 and the maximum over ``--presses`` rounds.  Target: every key's p95 <= 300 ms.
+  The first report view answers with its screen, saying the report is rendering (the rendering that started when
+  the run ended); the seconds until the report itself is shown are printed apart ("then filled in"), not a key's.
 
 These are the product figures; the tests (tests/tui/test_tui_startup.py, tests/tui/test_tui_flow.py)
 only assert bounds about 5x looser, so that a busy machine does not fail them.
@@ -81,8 +83,10 @@ class Keys:
     def __init__(self, app: Any) -> None:
         self.app = app
         self.times: dict[str, list[float]] = {}
+        self.filled: dict[str, list[float]] = {}  # seconds from the key to the content its screen fills in after
 
-    async def press(self, name: str, key: str, done: Callable[[], Any], timeout: float = 30.0) -> float:
+    async def press(self, name: str, key: str, done: Callable[[], Any], timeout: float = 30.0,
+                    filled: Callable[[], Any] | None = None) -> float:
         from textual import events
 
         event = events.Key(key, None if len(key) > 1 else key)
@@ -98,6 +102,12 @@ class Keys:
         await asyncio.wait_for(drawn, timeout)
         elapsed = time.perf_counter() - t0
         self.times.setdefault(name, []).append(elapsed)
+        if filled is not None:  # what the screen fills in after it answered (not the key's answer)
+            while not answered(filled):
+                if time.perf_counter() - t0 > 600:
+                    raise SystemExit(f"{name}: not filled within 600 s")
+                await asyncio.sleep(0.01)
+            self.filled.setdefault(name, []).append(time.perf_counter() - t0)
         await asyncio.sleep(0.25)  # samples and chart redraws interleave with the next press
         return elapsed
 
@@ -118,7 +128,7 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]
 
 
-async def key_latencies(tmp: Path, presses: int) -> dict[str, list[float]]:
+async def key_latencies(tmp: Path, presses: int) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
     from app.screens.confirm import YesNo
     from app.screens.custom import CustomSweepScreen
     from app.screens.presets import PresetsScreen
@@ -157,8 +167,11 @@ async def key_latencies(tmp: Path, presses: int) -> dict[str, list[float]]:
                          and app.screen.query_one("#results").row_count > 0)
         results = app.screen
         for i in range(presses):
+            # the key's answer is the report view on screen (while the report still renders, it says so, with its
+            # seconds, and answers keys); the report itself shown is timed apart ("filled")
             await keys.press("results: v (report view)" if i else "results: v (first report view)", "v",
-                             lambda: isinstance(app.screen, ReportScreen) and app.screen.loaded is not None)
+                             lambda: isinstance(app.screen, ReportScreen),
+                             filled=lambda: isinstance(app.screen, ReportScreen) and app.screen.loaded is not None)
             report = app.screen
             if i < presses // 2:
                 for key, tab in [("2", "report-curves"), ("3", "report-figures"), ("1", "report-text")]:
@@ -188,7 +201,7 @@ async def key_latencies(tmp: Path, presses: int) -> dict[str, list[float]]:
         for _ in range(presses):
             await keys.press("presets: c (custom form)", "c", lambda: isinstance(app.screen, CustomSweepScreen))
             await keys.press("custom: escape", "escape", lambda: app.screen is presets)
-        return keys.times
+        return keys.times, keys.filled
 
 
 def main() -> int:
@@ -213,7 +226,7 @@ def main() -> int:
         elif args.starts > 0:
             print("TUI first screen: not measured (tmux is not installed)")
         before = os.getloadavg()[0]
-        lat = asyncio.run(key_latencies(tmp, max(1, args.presses)))
+        lat, filled = asyncio.run(key_latencies(tmp, max(1, args.presses)))
         after = os.getloadavg()[0]
         fio = "a fio load of its own and the quick preset's fio" if load.proc is not None else "the quick preset's fio"
         print(f"TUI key latency at 80x24 with {fio} running (load average {before:.1f} before, {after:.1f} after); "
@@ -224,6 +237,9 @@ def main() -> int:
             ok &= p95 <= KEY_TARGET_S
             print(f"{name:34} {len(values):3d} {percentile(values, 50) * 1000:7.0f} {p95 * 1000:7.0f} "
                   f"{max(values) * 1000:7.0f}{'' if p95 <= KEY_TARGET_S else '  > target'}")
+        for name, values in filled.items():
+            print(f"  then filled in: {name:23} {len(values):3d} {percentile(values, 50) * 1000:7.0f} "
+                  f"{percentile(values, 95) * 1000:7.0f} {max(values) * 1000:7.0f}")
         return 0 if ok else 1
     finally:
         load.stop()

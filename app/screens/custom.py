@@ -10,7 +10,8 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Input, Label, Select, Static
+from textual.widget import Widget
+from textual.widgets import Header, Input, Label, Select, Static
 
 from app import formplan
 from app import presets as core
@@ -21,7 +22,7 @@ from app.screens import strings
 from app.screens.confirm import YesNo
 from app.screens.messages import StartRun
 from app.screens.state import TargetChoice, app_options, overrides_for
-from app.widgets import ErrorLine, TooSmall
+from app.widgets import ErrorLine, KeysFooter, TooSmall
 
 
 class CustomSweepScreen(Screen[None]):
@@ -75,26 +76,40 @@ class CustomSweepScreen(Screen[None]):
                 yield Label("kind", classes="form-label")
                 yield Select([("storage (fio)", core.STORAGE), ("memory", core.MEMORY)], value=self.initial_kind,
                              allow_blank=False, id="kind", compact=True)
-            for kind, fields in FIELDS.items():
-                with Vertical(id=f"fields-{kind}", classes="fields"):
-                    for f in fields:
-                        with Horizontal(classes="form-row", id=f"row-{kind}-{f.key}"):
-                            yield Label(f.label, classes="form-label")
-                            yield Input(self._initial(kind, f), id=f"{kind}-{f.key}", compact=True,
-                                        placeholder="default" if f.optional else "")
-                        yield ErrorLine(id=f"err-{kind}-{f.key}")
-                    if kind == core.MEMORY:
-                        with Horizontal(classes="form-row"):
-                            yield Label("engine", classes="form-label")
-                            yield Select([(e, e) for e in core.ENGINES], value=app_options(self.app).engine,
-                                         allow_blank=False, id="engine", compact=True)
+            for kind in FIELDS:
+                # only the kind shown is made now (half the form's widgets, composed on the key that opens it);
+                # the other's fields are made when the kind is switched to it (build_kind)
+                yield Vertical(*(self.kind_widgets(kind) if kind == self.initial_kind else ()), id=f"fields-{kind}",
+                               classes="fields")
             with Horizontal(classes="form-row"):
                 yield Label("save as", classes="form-label")
                 yield Input("", placeholder="my-sweep", id="name", compact=True)
             yield ErrorLine(id="err-name")
             yield Static("", id="form-plan")
             yield ErrorLine(id="form-status")
-        yield Footer()
+        yield KeysFooter()
+
+    def kind_widgets(self, kind: str) -> list[Widget]:
+        """The rows of a kind's fields (a label, the field, the error line under it; memory: the engine too)."""
+        out: list[Widget] = []
+        for f in FIELDS[kind]:
+            out.append(Horizontal(Label(f.label, classes="form-label"),
+                                  Input(self._initial(kind, f), id=f"{kind}-{f.key}", compact=True,
+                                        placeholder="default" if f.optional else ""),
+                                  classes="form-row", id=f"row-{kind}-{f.key}"))
+            out.append(ErrorLine(id=f"err-{kind}-{f.key}"))
+        if kind == core.MEMORY:
+            out.append(Horizontal(Label("engine", classes="form-label"),
+                                  Select([(e, e) for e in core.ENGINES], value=app_options(self.app).engine,
+                                         allow_blank=False, id="engine", compact=True),
+                                  classes="form-row"))
+        return out
+
+    async def build_kind(self, kind: str) -> None:
+        """The fields of ``kind``, made the first time the form shows that kind."""
+        box = self.query_one(f"#fields-{kind}", Vertical)
+        if not box.children:
+            await box.mount_all(self.kind_widgets(kind))
 
     def on_mount(self) -> None:
         self.sub_title = strings.CUSTOM_TITLE + " — " + self.target.display
@@ -136,8 +151,9 @@ class CustomSweepScreen(Screen[None]):
         for row in self.query(".form-row"):
             row.set_class(row is event.widget.parent, "-focused")
 
-    def on_select_changed(self, event: Select.Changed) -> None:
+    async def on_select_changed(self, event: Select.Changed) -> None:
         if event.select.id == "kind":
+            await self.build_kind(self.kind)
             self._show_kind()
 
     def on_input_changed(self, event: Input.Changed) -> None:

@@ -9,7 +9,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Input, Static
+from textual.widgets import DataTable, Header, Input, Static
 from textual.worker import Worker, WorkerState
 
 from app.sanitize import clean_text
@@ -19,7 +19,7 @@ from app.screens.fleet import ConfirmFleet, FleetDraft, FleetHosts
 from app.screens.messages import ShowPresets
 from app.screens.state import TargetChoice, app_options, set_results_problem
 from app.screens.words import tui_words
-from app.widgets import TooSmall
+from app.widgets import KeysFooter, TooSmall
 from app.widgets.rowtable import RowTable
 from app.widgets.verdicts import add_device_columns, device_cells, verdict_text, walk
 
@@ -76,7 +76,7 @@ class DevicesScreen(Screen[None]):
             yield Static("", id="results-problem")
             yield Static("", id="environment-warnings")
             yield Static("", id="device-reasons")
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.sub_title = strings.DEVICES_SUBTITLE

@@ -9,7 +9,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Header, Static
 
 from app import presets as core
 from app.describe import describe_plan
@@ -18,7 +18,7 @@ from app.screens import strings
 from app.screens.messages import ShowCustomSweep, StartRun
 from app.screens.state import TargetChoice, app_options, overrides_for
 from app.units import format_duration_short
-from app.widgets import TooSmall
+from app.widgets import KeysFooter, TooSmall
 from app.widgets.rowtable import RowTable
 
 
@@ -76,7 +76,7 @@ class PresetsScreen(Screen[None]):
                 yield Static("", id="presets-legend")
             with VerticalScroll(id="preview-scroll"):
                 yield Static("", id="preview")
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.sub_title = strings.PRESETS_SUBTITLE.format(target=self.target.display)

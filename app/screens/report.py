@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+import time
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,13 +25,15 @@ from textual.worker import Worker, WorkerState
 from app.errors import UsageError
 from app.sanitize import clean_text
 from app.screens import strings
-from app.screens.prerender import wait_rendered
+from app.screens.prerender import render_when_done, wait_rendered
 from app.widgets import KeysFooter, TooSmall
 from app.widgets.figure import FigureView
 from app.widgets.reportdoc import Block, ReportViewer, blocks_of
 from app.widgets.series import BYTES, Series, SeriesPlot, legend
 
 if TYPE_CHECKING:
+    from textual.timer import Timer
+
     from app.report.model import MemoryRow
 
 FIGURE = re.compile(r"^!\[([^\]]*)\]\(([^)]+)\)\s*$")
@@ -151,7 +154,10 @@ def load_report(path: Path) -> Loaded:
     if problem:
         raise UsageError(problem)
     wait_rendered(path)  # the rendering started when the run ended (app.screens.prerender), if any
-    if _stale(path):
+    if _stale(path):  # a run of another session, or changed since: rendered now, by a child process too (a
+        render_when_done(path)  # rendering here would hold the interpreter's lock for seconds: no key would answer)
+        wait_rendered(path)
+    if _stale(path):  # the child failed: rendered here, for the error's own sentence
         from app.report import render_report
 
         render_report(path)
@@ -159,6 +165,18 @@ def load_report(path: Path) -> Loaded:
     text = read_report(path)
     markdown = terminal_markdown(text, path)
     return Loaded(markdown, curves_of(path), path / "plots", blocks_of(path / "report.md", markdown), stamp)
+
+
+def load_before(path: Path) -> tuple[str, list[Block]] | None:
+    """In a thread, beside :func:`load_report`: report.md as it is while it is stale (the run changed since it was
+    rendered: resumed, imported into), read as load_report reads it, to be shown until the new one is rendered;
+    None when there is none (or it is current: load_report shows it)."""
+    from app.runs import read_report, view_problem
+
+    if view_problem(path) or not _stale(path) or not (path / "report.md").exists():
+        return None
+    markdown = terminal_markdown(read_report(path), path)
+    return markdown, blocks_of(path / "report.md", markdown)
 
 
 class CurvesScroll(VerticalScroll):
@@ -223,6 +241,8 @@ class ReportScreen(Screen[None]):
         self.path = Path(path)
         self.loaded: Loaded | None = None
         self.stamp: tuple[int, int, int] | None = None  # report.md's, when it was read for this view
+        self._progress: Timer | None = None  # the status's seconds while the report renders
+        self.before_shown = False  # the report.md rendered before the run changed is shown while it renders again
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
@@ -242,12 +262,34 @@ class ReportScreen(Screen[None]):
         self.sub_title = strings.REPORT_TITLE.format(path=self.path)
         path = self.path
         self.run_worker(lambda: load_report(path), thread=True, group="report", exclusive=True, exit_on_error=False)
+        if _stale(path):  # the report.md rendered before shown meanwhile, if any
+            self.run_worker(lambda: load_before(path), thread=True, group="report-before", exit_on_error=False)
+        # while it renders, the status says for how long (the screen answers keys meanwhile: escape goes back)
+        started = time.monotonic()
+        self._progress = self.set_interval(1.0, lambda: self._rendering(time.monotonic() - started))
+
+    def _rendering(self, elapsed: float) -> None:
+        if self.loaded is None and self.stamp is None:
+            text = strings.REPORT_BEFORE if self.before_shown else strings.REPORT_RENDERING_FOR
+            self.query_one("#report-status", Static).update(text.format(seconds=elapsed))
 
     async def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker.group == "report-before":
+            event.stop()
+            before = event.worker.result if event.state == WorkerState.SUCCESS else None
+            if before is not None and self.loaded is None and self.stamp is None:  # the new one not shown yet
+                self.before_shown = True
+                viewer = self.query_one("#report-md", ReportViewer)
+                viewer.update(*before)
+                viewer.show_table_of_contents = self.size.width >= TOC_WIDTH
+                self.query_one("#report-status", Static).update(strings.REPORT_BEFORE.format(seconds=0))
+            return
         if event.worker.group != "report":
             return
         event.stop()
         status = self.query_one("#report-status", Static)
+        if event.state in (WorkerState.ERROR, WorkerState.SUCCESS, WorkerState.CANCELLED) and self._progress:
+            self._progress.stop()
         if event.state == WorkerState.ERROR:
             error = event.worker.error
             # a refusal is one sentence of the core's; anything else (a bug) is named, never a traceback

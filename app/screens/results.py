@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
@@ -356,6 +357,118 @@ def with_figures(path: Path, rows: list[dict[str, Any]]) -> bool:
     return True
 
 
+@dataclass
+class KindView:
+    """The rows of one kind of a run and the columns they are shown in (the columns a run's points have)."""
+
+    records: list[dict[str, Any]]
+    columns: list[Column]
+    cpu_note: str | None = None  # what the IOPS/CPU column counts, when it is shown
+
+
+@dataclass
+class ReadResults:
+    """What the results screen shows of a directory: a fleet's table, or each kind's rows and columns."""
+
+    fleet: FleetTable | None
+    kinds: dict[str, KindView]
+
+
+def kind_view(path: Path, records: list[dict[str, Any]]) -> KindView:
+    """The columns of rows of one kind (reads the run's results lines for the columns results.csv has not)."""
+    kinds = {r.get("kind") for r in records}
+    columns = MEMORY_COLUMNS if kinds == {Kind.MEMORY} else STORAGE_COLUMNS
+    if kinds == {Kind.MEMORY} and with_figures(path, records):
+        columns = SUITE_COLUMNS
+    columns = with_ci_column(columns, records, kinds == {Kind.MEMORY})
+    cpu_note = None
+    if kinds != {Kind.MEMORY}:
+        lines = storage_lines(path, records)
+        columns = with_device_column(lines, columns, records)
+        columns, cpu_note = with_cpu_column(lines, columns, records)
+    if any(r.get("flags") for r in records):
+        columns = columns + [FLAGS_COLUMN]
+    return KindView(records, columns, cpu_note)
+
+
+# What read_results read of a directory, while the files it read are unchanged: a run's results, read once (in a
+# thread when its run ends or its row is highlighted in the runs browser: read_ahead), open at once on the key.
+_read: dict[Path, tuple[tuple[object, ...], ReadResults]] = {}
+_read_lock = threading.Lock()
+_reading: dict[Path, tuple[threading.Thread, threading.Event]] = {}  # being read ahead: its thread, set when done
+READ_KEPT = 8  # directories kept
+
+
+def _files_stamp(path: Path) -> tuple[object, ...]:
+    """The identity (inode, size, modification time) of each file the results are read from; None for a missing
+    one."""
+    out: list[object] = []
+    for name in ("run.json", "results.jsonl"):
+        try:
+            st = (path / name).stat()
+        except OSError:
+            out.append(None)
+            continue
+        out.append((st.st_ino, st.st_size, st.st_mtime_ns))
+    return tuple(out)
+
+
+def read_results(path: Path) -> ReadResults:
+    """The results screen's content of ``path``: as read before while its files are unchanged, else read now
+    (any thread)."""
+    key = path.absolute()
+    with _read_lock:
+        ahead = _reading.get(key)
+    if ahead is not None and threading.current_thread() is not ahead[0]:
+        ahead[1].wait(60)  # being read ahead: not read twice at once (each would hold the interpreter's lock)
+    stamp = _files_stamp(key)
+    with _read_lock:
+        kept = _read.get(key)
+    if kept is not None and kept[0] == stamp:
+        return kept[1]
+    fleet = load_fleet(path)
+    kinds: dict[str, KindView] = {}
+    if fleet is None:
+        rows = load_rows(path)
+        for kind in (Kind.STORAGE, Kind.MEMORY):
+            if any(r.get("kind") == kind for r in rows):
+                kinds[kind] = kind_view(path, [r for r in rows if r.get("kind") == kind])
+    read = ReadResults(fleet, kinds)
+    if stamp == _files_stamp(key):  # not written while read
+        with _read_lock:
+            _read.pop(key, None)
+            _read[key] = (stamp, read)
+            while len(_read) > READ_KEPT:
+                _read.pop(next(iter(_read)))
+    return read
+
+
+def read_ahead(path: Path) -> None:
+    """Read the results of ``path`` in a daemon thread, for the key that will show them (once at a time)."""
+    key = path.absolute()
+    done = threading.Event()
+
+    def run() -> None:
+        from app.runs import view_problem
+
+        try:
+            if not view_problem(key):  # never a directory another user can change (as the screen would refuse)
+                read_results(key)
+        except Exception:  # read again, with its message, when shown
+            pass
+        finally:
+            with _read_lock:
+                _reading.pop(key, None)
+            done.set()
+
+    thread = threading.Thread(target=run, name="results", daemon=True)
+    with _read_lock:
+        if key in _reading:
+            return
+        _reading[key] = (thread, done)
+    thread.start()
+
+
 def export_report(results: Path, destination: str) -> Path:
     """Runs in a thread: the core's report renderer, into ``destination`` (a directory, a .md or a .html path);
     report.html, the one file to share, is always written beside report.md.  The Markdown report's path."""
@@ -455,6 +568,7 @@ class ResultsScreen(Screen[None]):
         self.page = 0  # the page of columns shown when they do not all fit (column_pages)
         self.shown: list[int] = []  # the indexes of self.columns in the table, in order
         self.pages: list[list[int]] = []  # column_pages() as the table's columns were last added
+        self.views: dict[str, KindView] = {}  # each kind's rows and columns, as read (read_results)
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
@@ -466,7 +580,8 @@ class ResultsScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.sub_title = strings.RESULTS_TITLE.format(path=self.path)
-        self.fleet = load_fleet(self.path)
+        read = read_results(self.path)
+        self.fleet = read.fleet
         if self.fleet is not None:
             table = self.query_one("#results", DataTable)
             table.add_class("-fleet")
@@ -474,10 +589,8 @@ class ResultsScreen(Screen[None]):
             self.render_rows()
             table.focus()
             return
-        rows = load_rows(self.path)
-        for kind in (Kind.STORAGE, Kind.MEMORY):
-            if any(r.get("kind") == kind for r in rows):
-                self.by_kind[kind] = [r for r in rows if r.get("kind") == kind]
+        self.views = read.kinds
+        self.by_kind = {kind: view.records for kind, view in read.kinds.items()}
         self.show_kind(next(iter(self.by_kind), ""))
         self.query_one("#results", DataTable).focus()
 
@@ -485,20 +598,11 @@ class ResultsScreen(Screen[None]):
         """The rows of one kind with that kind's columns: a storage point's figures are not a memory point's, so
         a run holding both (an import of a fio JSON and an MLC text) shows one kind at a time (k: the other)."""
         self.kind_shown = kind
-        self.records = self.by_kind.get(kind, [])
+        view = self.views.get(kind) or kind_view(self.path, [])
+        self.records = view.records
         self.sort_column = 0
         self.page = 0  # its columns from the first page
-        kinds = {r.get("kind") for r in self.records}
-        self.columns = MEMORY_COLUMNS if kinds == {Kind.MEMORY} else STORAGE_COLUMNS
-        if kinds == {Kind.MEMORY} and with_figures(self.path, self.records):
-            self.columns = SUITE_COLUMNS
-        self.columns = with_ci_column(self.columns, self.records, kinds == {Kind.MEMORY})
-        if kinds != {Kind.MEMORY}:
-            lines = storage_lines(self.path, self.records)
-            self.columns = with_device_column(lines, self.columns, self.records)
-            self.columns, self.cpu_note = with_cpu_column(lines, self.columns, self.records)
-        if any(r.get("flags") for r in self.records):
-            self.columns = self.columns + [FLAGS_COLUMN]
+        self.columns, self.cpu_note = view.columns, view.cpu_note
         self.query_one("#results", DataTable).clear(columns=True)
         self.add_columns()
         self.render_rows()

@@ -403,6 +403,9 @@ class RunScreen(Screen[None]):
         if self.source is not None or path is None or not self.state.done or quitting:
             return
         render_when_done(path)
+        from app.screens.results import read_ahead
+
+        read_ahead(path)  # its results table too, for `r`
 
     # --- events → state -----------------------------------------------------------------------
 

@@ -25,7 +25,7 @@ from app.sanitize import clean_line, clean_text
 from app.screens import strings
 from app.screens.messages import ResumeRun, ShowCompare, ShowImport, ShowReplay, ShowReport, ShowResults
 from app.screens.state import app_options
-from app.widgets import TooSmall
+from app.widgets import KeysFooter, TooSmall
 from app.widgets.rowtable import RowTable
 
 STATUS_STYLE = {"complete": "green", "imported": "green", "partial": "yellow", "interrupted": "yellow",
@@ -43,6 +43,11 @@ def _target(text: str, width: int = 24) -> str:
     if "/" in text and not text.startswith("/dev/"):
         text = text.rstrip("/").rpartition("/")[2] or text
     return text if len(text) <= width else "…" + text[-(width - 1):]
+
+
+# the runs last listed under each set of results roots: a browser opened again shows them at once, while its thread
+# lists the directories again (a key answers with the screen, not with the listing)
+_listed: dict[tuple[Path, ...], list[RunSummary]] = {}
 
 
 class ReferencePicker(ModalScreen[str | None]):
@@ -110,7 +115,7 @@ class RunsScreen(Screen[None]):
                         select_on_focus=False)
             yield RowTable(id="runs", cursor_type="row", zebra_stripes=True)
             yield Static(strings.RUNS_LOADING, id="runs-status")
-        yield Footer(compact=True)  # the ctrl keys all fit at 80 columns
+        yield KeysFooter(compact=True)  # the ctrl keys all fit at 80 columns
 
     def on_mount(self) -> None:
         self.sub_title = strings.RUNS_TITLE.format(roots=", ".join(map(str, self.roots)))
@@ -120,6 +125,10 @@ class RunsScreen(Screen[None]):
         for name in (" ", "started", "preset", "points", "status", "target", "kind"):
             table.add_column(name, key=name)
         table.focus()
+        known = _listed.get(tuple(self.roots))
+        if known is not None:  # the list read last time, at once; read again in the thread, it replaces it
+            self.runs = list(known)
+            self.render_rows()
         self.load()
 
     def load(self) -> None:
@@ -132,6 +141,7 @@ class RunsScreen(Screen[None]):
             event.stop()
             if event.state == WorkerState.SUCCESS:
                 self.runs = list(event.worker.result or [])
+                _listed[tuple(self.roots)] = list(self.runs)
                 self.loaded = True
                 self.marks = [m for m in self.marks if any(r.path == m for r in self.runs)]
                 self.render_rows()
@@ -213,6 +223,14 @@ class RunsScreen(Screen[None]):
         self.load()
 
     # --- intents -------------------------------------------------------------------------------------
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        """The highlighted run's results read ahead, in a thread: `enter` then shows them at once."""
+        run = self.selected()
+        if run is not None and run.usable:
+            from app.screens.results import read_ahead
+
+            read_ahead(run.path)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()

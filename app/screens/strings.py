@@ -207,6 +207,9 @@ COMPARE_LEGEND = ("green: the better side of each real difference (more IOPS or 
 # --- report view ------------------------------------------------------------------------------
 REPORT_TITLE = "Report: {path}"
 REPORT_RENDERING = "Rendering report.md…"
+REPORT_BEFORE = ("report.md as rendered before the run changed — rendering it again… {seconds:.0f} s (it replaces this "
+                 "once rendered)")
+REPORT_RENDERING_FOR = "Rendering report.md… {seconds:.0f} s (escape goes back; the report shows here once rendered)"
 REPORT_FAILED = "The report cannot be shown: {error}"
 REPORT_FIGURE = "> **Figure {n}: {title}** — press 3 (Figures) to see it: `{path}`"
 REPORT_NO_CURVES = ("This run has no curve to draw: a QD sweep, a loaded-latency run or a working-set run "

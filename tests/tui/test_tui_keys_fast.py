@@ -1,0 +1,176 @@
+"""Keys answer with their screen, not with the slow part behind it: the report view while its report renders, the
+runs browser from the list read last time, a run's results read ahead, the custom form without the other kind's
+fields.  Behaviour only (what shows before the slow part ends, what runs where): the key latencies themselves are
+`make bench-tui`'s.  Driven by Pilot; nothing here runs fio."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.widgets import DataTable, Input, Select, Static
+
+import app.report
+from app import presets as core
+from app.formplan import FIELDS
+from app.screens import prerender
+from app.screens import results as results_screen
+from app.screens import runs as runs_screen
+from app.screens.custom import CustomSweepScreen
+from app.screens.messages import ShowReport
+from app.screens.report import ReportScreen
+from app.screens.results import ResultsScreen
+from app.screens.runs import RunsScreen
+from app.tui import create_app
+from tests.helpers.interval_runs import storage_point, write_storage_run
+from tests.tui.helpers import DEVICES, open_runs, wait_for
+from tests.tui.test_tui_form_import import open_form
+
+SIZE = (100, 30)
+
+
+def a_run(root: Path, name: str = "qd-20261129-100000") -> Path:
+    return write_storage_run(root / name, [(storage_point(iodepth=q), 1000.0 * q, None) for q in (1, 8)])
+
+
+def held_rendering(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The report's child renders once the test lets it: the file "go" beside the run's directory."""
+    monkeypatch.setattr(prerender, "RENDER", "import sys, time; from pathlib import Path\n"
+                        "while not (Path(sys.argv[2]).parent / 'go').exists(): time.sleep(0.05)\n" + prerender.RENDER)
+
+
+async def report_view(pilot: Any, run: Path) -> ReportScreen:
+    """The report view of ``run``, shown (ShowReport, as the keys ask for it)."""
+    tui = pilot.app
+    tui.post_message(ShowReport(run))
+    view: ReportScreen = await wait_for(pilot, lambda: isinstance(tui.screen, ReportScreen) and tui.screen, 10,
+                                        "the view")
+    return view
+
+
+async def test_the_report_view_answers_while_its_report_renders(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The view is on screen at once, says for how long the report has been rendering, and answers keys (tabs,
+    escape) before the rendering ends; the rendering of a run without a report is a child process's, never this
+    process's (it held the interpreter's lock for seconds: no key answered meanwhile)."""
+    run = a_run(tmp_path)
+    held_rendering(monkeypatch)
+    here: list[Path] = []
+    real = app.report.render_report
+    monkeypatch.setattr(app.report, "render_report", lambda d, *a, **k: here.append(Path(d)) or real(d, *a, **k))
+    tui = create_app(devices=DEVICES, results_dir=tmp_path, clock=lambda: 0.0, settings=tmp_path / "c.toml")
+    async with tui.run_test(size=SIZE) as pilot:
+        view = await report_view(pilot, run)
+        status = view.query_one("#report-status", Static)
+        await wait_for(pilot, lambda: " s (escape goes back" in str(status.render()), 10, "the seconds rendering")
+        assert view.loaded is None and not (run / "report.md").exists()
+        await pilot.press("2")
+        await wait_for(pilot, lambda: view.query_one("#report-tabs").active == "report-curves", 5, "tab 2")
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(tui.screen, ReportScreen), 5, "escape while it renders")
+        assert not (run / "report.md").exists(), "the rendering was not waited for"
+        view = await report_view(pilot, run)
+        (tmp_path / "go").touch()
+        await wait_for(pilot, lambda: view.loaded is not None, 120, "the report, once rendered")
+        assert "report.md" in str(view.query_one("#report-status", Static).render())
+        assert "QD8" in view.loaded.markdown or "8" in view.loaded.markdown
+    assert here == [], "the report was rendered in the app's own process"
+
+
+async def test_a_report_rendered_before_the_run_changed_shows_while_it_renders_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A report.md older than the run's results (the run resumed or imported into since) is shown, saying so, while
+    the new one renders; the new one then replaces it."""
+    import os
+
+    run = a_run(tmp_path)
+    (run / "report.md").write_text("# Old report\n\nWritten before the run changed.\n")
+    old = (run / "results.jsonl").stat().st_mtime - 60
+    os.utime(run / "report.md", (old, old))
+    held_rendering(monkeypatch)
+    tui = create_app(devices=DEVICES, results_dir=tmp_path, clock=lambda: 0.0, settings=tmp_path / "c.toml")
+    async with tui.run_test(size=SIZE) as pilot:
+        view = await report_view(pilot, run)
+        status = view.query_one("#report-status", Static)
+        await wait_for(pilot, lambda: "as rendered before the run changed" in str(status.render()), 10, "the old one")
+        assert "Old report" in view.query_one("#report-md").document.source and view.loaded is None
+        (tmp_path / "go").touch()
+        await wait_for(pilot, lambda: view.loaded is not None, 120, "the report, once rendered again")
+        assert "Old report" not in view.loaded.markdown
+        assert "Old report" not in view.query_one("#report-md").document.source
+        assert "before the run changed" not in str(status.render())
+
+
+async def test_the_runs_browser_shows_the_runs_listed_last_time_at_once(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Opened again, the browser shows the runs it listed before while its thread lists the directories again
+    (held here until the test lets it go); the new listing then replaces them."""
+    a_run(tmp_path)
+    tui = create_app(devices=DEVICES, results_dir=tmp_path, clock=lambda: 0.0, settings=tmp_path / "c.toml")
+    async with tui.run_test(size=SIZE) as pilot:
+        browser = await open_runs(pilot)
+        assert browser.selected() is not None
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(tui.screen, RunsScreen), 5, "back")
+        go = threading.Event()
+        real = runs_screen.list_runs
+
+        def held(roots):  # type: ignore[no-untyped-def]
+            go.wait(30)
+            return real(roots)
+
+        monkeypatch.setattr(runs_screen, "list_runs", held)
+        a_run(tmp_path, "qd-20261129-110000")
+        await pilot.press("h")
+        browser = await wait_for(pilot, lambda: isinstance(tui.screen, RunsScreen) and tui.screen, 5, "the browser")
+        await pilot.pause()
+        table = browser.query_one("#runs", DataTable)
+        assert table.row_count == 1 and browser.selected() is not None, "the runs listed last time, at once"
+        go.set()
+        await wait_for(pilot, lambda: table.row_count == 2, 10, "the new listing")
+
+
+async def test_a_runs_results_are_read_ahead_off_the_event_loop(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Highlighted in the runs browser, a run's results are read in a thread; `enter` shows them without reading
+    its files again on the event loop."""
+    run = a_run(tmp_path)
+    reads: list[str] = []
+    real = results_screen.load_rows
+
+    def counting(path):  # type: ignore[no-untyped-def]
+        reads.append(threading.current_thread().name)
+        return real(path)
+
+    monkeypatch.setattr(results_screen, "load_rows", counting)
+    tui = create_app(devices=DEVICES, results_dir=tmp_path, clock=lambda: 0.0, settings=tmp_path / "c.toml")
+    async with tui.run_test(size=SIZE) as pilot:
+        await open_runs(pilot)
+        await wait_for(pilot, lambda: reads and not results_screen._reading, 10, "the read ahead")
+        await pilot.press("enter")
+        view = await wait_for(pilot, lambda: isinstance(tui.screen, ResultsScreen) and tui.screen, 10, "results")
+        assert view.path == run and view.query_one("#results", DataTable).row_count == 2
+    assert reads == ["results"], reads  # once, by the thread reading ahead
+
+
+async def test_the_custom_form_makes_the_other_kinds_fields_when_switched_to(tmp_path: Path) -> None:
+    """The form composes the fields of the kind it shows; the other kind's are made when the kind is switched (half
+    the widgets on the key that opens it), and work as the others do."""
+    tui = create_app(devices=DEVICES, results_dir=tmp_path / "results", clock=lambda: 0.0)
+    async with tui.run_test(size=(100, 40)) as pilot:
+        form = await open_form(pilot, "quick")
+        assert form.kind == core.STORAGE
+        assert not form.query_one("#fields-memory").children
+        assert not form.query(f"#memory-{FIELDS[core.MEMORY][0].key}")
+        form.query_one("#kind", Select).value = core.MEMORY
+        await wait_for(pilot, lambda: form.query("#engine"), 5, "the memory fields")
+        await pilot.pause()
+        assert form.kind == core.MEMORY
+        shown = [f.key for f in FIELDS[core.MEMORY] if form.query_one(f"#row-memory-{f.key}").display]
+        assert shown and all(form.query_one(f"#memory-{k}", Input) for k in shown)
+        assert str(form.query_one("#form-plan", Static).render()), "the memory plan is described"
+        form.query_one("#kind", Select).value = core.STORAGE
+        await pilot.pause()
+        assert form.kind == core.STORAGE and isinstance(tui.screen, CustomSweepScreen)
