@@ -1,10 +1,30 @@
 """Where a storage point's time goes below fio: its block requests traced with bpftrace (the ``layers`` part).
 
 fio times each I/O from its submission to its completion (``lat``).  The kernel's block tracepoints split the part
-below the system call: ``block_rq_insert`` → ``block_rq_issue`` is the time a request waits in the I/O scheduler's
-queue (a request issued directly, as under scheduler ``none``, never waits: 0), ``block_rq_issue`` →
-``block_rq_complete`` the time the driver and the device hold it.  What is left of fio's latency is fio's and the
-kernel's submission and completion path (system call, page cache or filesystem, waiting for a request slot).
+below the system call into three, each timed per request (matched by its sector):
+
+- **queue**: ``block_io_start`` → ``block_rq_issue``.  ``block_io_start`` fires in ``blk_account_io_start``, where the
+  kernel starts the request's I/O accounting (after the request is allocated and its first bio added);
+  ``block_rq_issue`` fires in ``blk_mq_start_request``, when the driver takes it.  Between them: the submitter's plug
+  (requests held until the system call ends or the plug fills), the I/O scheduler's queue, the dispatch code.  Under
+  scheduler ``none`` with a free driver tag it is short, not 0: a few hundred ns here (the plug and the dispatch code,
+  and the probes' own cost).
+- **device**: ``block_rq_issue`` → ``block_rq_complete`` (``blk_update_request``: the driver reports the request
+  done): the time the driver and the device hold it.
+- **completion**: ``block_rq_complete`` → ``block_io_done`` (``blk_account_io_done``, where the kernel ends the
+  request's accounting): the requests' bios ended, each calling its owner back (for fio's direct I/O, completing its
+  iocb and waking it), before the request is accounted.
+
+The three add up to the span the device counters time (``/sys/block/X/stat``: Δticks / Δrequests, app.devstat): the
+kernel adds ``now − rq->start_time_ns`` at ``blk_account_io_done``, with ``start_time_ns`` stamped inside the queue span
+(on the 6.18 kernel measured here, at the plug's flush: the counters' mean lay between issue → ``block_io_done`` and
+``block_io_start`` → ``block_io_done`` in every run).  The device part alone is shorter than the counters' mean by the
+completion part (0.6-2.6 µs here, 2-15 % of a RAM loop device's request).  A driver that completes requests in
+batches (NVMe) takes the batch's ``now`` before completing them, so there the counters end before ``block_rq_complete``.
+Kernels before 6.5 have no ``block_io_start``/``block_io_done``: there the queue part is ``block_rq_insert`` →
+``block_rq_issue`` (the I/O scheduler's queue only: 0 for a request issued directly) and there is no completion part
+(``queue_from`` in the part says which).  What is left of fio's latency is fio's and the kernel's submission path
+(system call, page cache or filesystem, allocating the request) and fio's reaping of the completion.
 
 Only when the kernel allows it (:func:`unavailable`): the tool runs as root, the kernel has BTF
 (``/sys/kernel/btf/vmlinux``), tracefs is mounted at ``/sys/kernel/tracing`` with the block tracepoints in it, and a
@@ -47,7 +67,9 @@ from app.sanitize import clean_line
 
 BTF = Path("/sys/kernel/btf/vmlinux")
 TRACEFS = Path("/sys/kernel/tracing")
-EVENTS = ("block_rq_insert", "block_rq_issue", "block_rq_complete")
+EVENTS = ("block_rq_issue", "block_rq_complete")  # needed by both programs
+ACCOUNTING = ("block_io_start", "block_io_done")  # the request's accounting (Linux 6.5): the accounted program
+INSERT = "block_rq_insert"  # the older kernels' queue part starts here
 SUB = 16  # a bucket key is exponent * SUB + the value's top four bits
 MAX_EXP = 60  # 2**64 ns is 584 years: no bucket above this exponent
 MAX_LINE = 200  # bytes of one line of the program's output; its lines are under 40
@@ -60,8 +82,8 @@ MAJOR_MAX = (1 << 12) - 1  # the kernel's dev_t: 12 bits of major, 20 of minor
 MINOR_MAX = (1 << 20) - 1
 
 _TICK = re.compile(rb"tick ([0-9]{1,20})")
-_BUCKET = re.compile(rb"@([qd])\[([0-9]{1,4})\]: ([0-9]{1,19})")
-_SUM = re.compile(rb"@([qd])s: ([0-9]{1,20})")
+_BUCKET = re.compile(rb"@([qdc])\[([0-9]{1,4})\]: ([0-9]{1,19})")
+_SUM = re.compile(rb"@([qdc])s: ([0-9]{1,20})")
 _ATTACH = re.compile(rb"Attaching [0-9]{1,4} probes?\.\.\.")
 
 
@@ -76,10 +98,23 @@ def unavailable(euid: int | None = None, btf: Path | None = None, tracefs: Path 
     if not (tracefs / "events").is_dir():
         return (f"tracefs is not mounted at {tracefs} (as root: mount -t tracefs nodev {tracefs}); "
                 "in a container it is not there unless the host's is mounted in")
-    missing = [e for e in EVENTS if not (tracefs / "events" / "block" / e / "format").is_file()]
+    missing = [e for e in EVENTS if not _event(tracefs, e)]
     if missing:
         return f"the kernel has no block tracepoint {missing[0]} in {tracefs}/events/block"
+    if not accounted(tracefs) and not _event(tracefs, INSERT):
+        return (f"the kernel has neither the block tracepoints {ACCOUNTING[0]} and {ACCOUNTING[1]} nor {INSERT} in "
+                f"{tracefs}/events/block")
     return which_bpftrace(bpftrace)[1]
+
+
+def _event(tracefs: Path, name: str) -> bool:
+    return (tracefs / "events" / "block" / name / "format").is_file()
+
+
+def accounted(tracefs: Path | None = None) -> bool:
+    """Whether the kernel traces a request's accounting (``block_io_start``/``block_io_done``, Linux 6.5): then the
+    three parts add up to what the device counters time."""
+    return all(_event(tracefs or TRACEFS, e) for e in ACCOUNTING)
 
 
 def which_bpftrace(name: str = "bpftrace") -> tuple[str | None, str | None]:
@@ -106,9 +141,10 @@ def traced_device(target: str, sysfs: Path | None = None) -> tuple[str, int, int
     return here.name, int(m.group(1)), int(m.group(2))
 
 
-def program(major: int, minor: int, interval_ms: int = INTERVAL_MS) -> str:
+def program(major: int, minor: int, interval_ms: int = INTERVAL_MS, accounting: bool = True) -> str:
     """The bpftrace program for the disk ``major``:``minor``, printing its histograms every ``interval_ms``
-    (integers only: nothing else is written into it)."""
+    (integers only: nothing else is written into it).  ``accounting``: the three parts from ``block_io_start`` to
+    ``block_io_done``; else the older kernels' two, from ``block_rq_insert`` to ``block_rq_complete``."""
     if not (isinstance(major, int) and isinstance(minor, int) and 0 <= major <= MAJOR_MAX
             and 0 <= minor <= MINOR_MAX) or isinstance(major, bool) or isinstance(minor, bool):
         raise ValueError(f"not a device number: {major!r}:{minor!r}")
@@ -120,8 +156,31 @@ def program(major: int, minor: int, interval_ms: int = INTERVAL_MS) -> str:
         return (f"$v = {var}; $b = (uint64)0; while ($v >= {SUB}) {{ $v = $v >> 1; $b = $b + 1; }} "
                 f"@{name}[$b * {SUB} + $v] = count(); @{name}s = sum({var});")
 
-    flush = ("printf(\"tick %llu\\n\", nsecs); print(@q); print(@d); print(@qs); print(@ds); "
-             "clear(@q); clear(@d); clear(@qs); clear(@ds);")
+    maps = ("q", "d", "c") if accounting else ("q", "d")
+    flush = ("printf(\"tick %llu\\n\", nsecs); " + " ".join(f"print(@{m});" for m in maps) + " "
+             + " ".join(f"print(@{m}s);" for m in maps) + " " + " ".join(f"clear(@{m});" for m in maps) + " "
+             + " ".join(f"clear(@{m}s);" for m in maps))
+    if accounting:
+        return "\n".join([
+            f"tracepoint:block:block_io_start /args->dev == {dev}/ {{ @st[args->sector] = nsecs; }}",
+            f"tracepoint:block:block_rq_issue /args->dev == {dev}/ {{",
+            "  $now = nsecs; $t = @st[args->sector];",
+            "  if ($t) { delete(@st[args->sector]); $q = $now - $t; " + bucket("$q", "q") + " }",
+            "  @iss[args->sector] = $now;",
+            "}",
+            f"tracepoint:block:block_rq_complete /args->dev == {dev}/ {{",
+            "  $now = nsecs; $t = @iss[args->sector];",
+            "  if ($t) { delete(@iss[args->sector]); $d = $now - $t; " + bucket("$d", "d")
+            + " @cmp[args->sector] = $now; }",
+            "}",
+            f"tracepoint:block:block_io_done /args->dev == {dev}/ {{",
+            "  $now = nsecs; $t = @cmp[args->sector];",
+            "  if ($t) { delete(@cmp[args->sector]); $c = $now - $t; " + bucket("$c", "c") + " }",
+            "}",
+            f"interval:ms:{interval_ms} {{ " + flush + " }",
+            "END { " + flush + " clear(@st); clear(@iss); clear(@cmp); }",
+            "",
+        ])
     return "\n".join([
         f"tracepoint:block:block_rq_insert /args->dev == {dev}/ {{ @ins[args->sector] = nsecs; }}",
         f"tracepoint:block:block_rq_issue /args->dev == {dev}/ {{",
@@ -160,11 +219,15 @@ class Interval:
     device: dict[int, int] = field(default_factory=dict)  # bucket key → requests completed (their device time)
     queue_sum_ns: int = 0
     device_sum_ns: int = 0
+    completion: dict[int, int] = field(default_factory=dict)  # bucket key → requests accounted (their completion)
+    completion_sum_ns: int = 0
 
     def json(self) -> JSONObject:
         return {"t_ns": self.t_ns, "queue": {str(k): n for k, n in sorted(self.queue.items())},
                 "device": {str(k): n for k, n in sorted(self.device.items())},
-                "queue_sum_ns": self.queue_sum_ns, "device_sum_ns": self.device_sum_ns}
+                "completion": {str(k): n for k, n in sorted(self.completion.items())},
+                "queue_sum_ns": self.queue_sum_ns, "device_sum_ns": self.device_sum_ns,
+                "completion_sum_ns": self.completion_sum_ns}
 
 
 def _foreign(line: bytes) -> str:
@@ -175,10 +238,10 @@ class TraceParser:
     """The program's output, fed in chunks as it comes: its intervals, or why it was refused (:attr:`refused`).
 
     Every line must be the program's own — bpftrace's "Attaching N probes..." once, ``tick N`` (N rising), a bucket
-    ``@q[K]: N``/``@d[K]: N`` with a key the program can print, a sum ``@qs: N``/``@ds: N`` (each once per
-    interval), or blank; anything else or a line over :data:`MAX_LINE` bytes refuses the trace, and nothing more is
-    taken from it.  At :data:`MAX_INTERVALS` intervals each pair of neighbours is merged (their span doubles), so a
-    point of any length holds at most that many, each of at most 2 × 500 buckets."""
+    ``@q[K]: N``/``@d[K]: N``/``@c[K]: N`` with a key the program can print, a sum ``@qs: N``/``@ds: N``/``@cs: N``
+    (each once per interval), or blank; anything else or a line over :data:`MAX_LINE` bytes refuses the trace, and
+    nothing more is taken from it.  At :data:`MAX_INTERVALS` intervals each pair of neighbours is merged (their span
+    doubles), so a point of any length holds at most that many, each of at most 3 × 500 buckets."""
 
     def __init__(self) -> None:
         self.intervals: list[Interval] = []
@@ -237,7 +300,7 @@ class TraceParser:
         now = self.intervals[-1]
         if m := _BUCKET.fullmatch(line):
             k, n = int(m.group(2)), int(m.group(3))
-            hist = now.queue if m.group(1) == b"q" else now.device
+            hist = {b"q": now.queue, b"d": now.device}.get(m.group(1), now.completion)
             if not valid_key(k) or k in hist or n >= 1 << 63:
                 self._refuse(f"the tracer printed a bucket it cannot have: {clean_line(line.decode('ascii'), 60)}")
             else:
@@ -251,8 +314,10 @@ class TraceParser:
                 self._sums.add(which)
                 if which == b"q":
                     now.queue_sum_ns = n
-                else:
+                elif which == b"d":
                     now.device_sum_ns = n
+                else:
+                    now.completion_sum_ns = n
             return
         self._refuse(_foreign(line))
 
@@ -285,8 +350,11 @@ def merged(intervals: list[Interval]) -> Interval:
             out.queue[k] = out.queue.get(k, 0) + n
         for k, n in iv.device.items():
             out.device[k] = out.device.get(k, 0) + n
+        for k, n in iv.completion.items():
+            out.completion[k] = out.completion.get(k, 0) + n
         out.queue_sum_ns += iv.queue_sum_ns
         out.device_sum_ns += iv.device_sum_ns
+        out.completion_sum_ns += iv.completion_sum_ns
     return out
 
 
@@ -329,8 +397,10 @@ def cpu_seconds(pid: int, proc: Path = Path("/proc")) -> float | None:
 
 
 def layers_part(device: str, intervals: list[Interval], window: tuple[int | None, int | None],
-                cpu: tuple[CpuReading, CpuReading] | None, start_cpu_s: float | None) -> JSONObject:
-    """The results line's ``layers`` part of a trace (docs/results-schema.md)."""
+                cpu: tuple[CpuReading, CpuReading] | None, start_cpu_s: float | None,
+                accounting: bool = True) -> JSONObject:
+    """The results line's ``layers`` part of a trace (docs/results-schema.md); ``accounting``: the trace was the
+    three-part program's (:func:`program`)."""
     kept = in_window(intervals, *window)
     m = merged(kept)
     if sum(m.device.values()) == 0:
@@ -338,7 +408,10 @@ def layers_part(device: str, intervals: list[Interval], window: tuple[int | None
                                "request of its own (the page cache answered, or a device-mapper, md or other "
                                "device passes it to the devices under it)"}
     part: JSONObject = {"source": "ebpf", "device": device, "intervals": len(kept),
+                        "queue_from": ACCOUNTING[0] if accounting else INSERT,
                         "queue": _layer(m.queue, m.queue_sum_ns), "device_time": _layer(m.device, m.device_sum_ns)}
+    if accounting:
+        part["completion"] = _layer(m.completion, m.completion_sum_ns)
     if cpu is not None:
         (a, b) = cpu
         wall = b.t - a.t
@@ -356,9 +429,10 @@ class BlockTracer:
     """bpftrace tracing one disk's requests over one point: :meth:`start` before fio starts (returns once the probes
     are attached), :meth:`stop` after it exits, :meth:`part` for the results line."""
 
-    def __init__(self, path: str, device: tuple[str, int, int]) -> None:
+    def __init__(self, path: str, device: tuple[str, int, int], accounting: bool = True) -> None:
         self.path = path
         self.name, self.major, self.minor = device
+        self.accounting = accounting
         self.parser = TraceParser()
         self.proc: asyncio.subprocess.Process | None = None
         self.failed: str | None = None
@@ -381,7 +455,7 @@ class BlockTracer:
         dev = traced_device(target)
         if isinstance(dev, str):
             return dev
-        return cls(path, dev)
+        return cls(path, dev, accounted())
 
     async def _read_out(self) -> None:
         assert self.proc is not None and self.proc.stdout is not None
@@ -416,7 +490,7 @@ class BlockTracer:
         exits or does not attach within ``timeout`` seconds."""
         self._spawned = time.monotonic()
         try:
-            self.proc = await spawn(self.path, "-e", program(self.major, self.minor))
+            self.proc = await spawn(self.path, "-e", program(self.major, self.minor, accounting=self.accounting))
         except OSError as e:
             self.failed = f"bpftrace could not be started: {e.strerror or e}"
             return False
@@ -487,7 +561,7 @@ class BlockTracer:
         ns = tuple(None if t is None else int(t * 1e9) for t in window)
         cpu = (self._attached, self._stopped) if self._attached and self._stopped else None
         start_cpu = self._attached.cpu_s if self._attached else None
-        return layers_part(self.name, self.parser.intervals, (ns[0], ns[1]), cpu, start_cpu)
+        return layers_part(self.name, self.parser.intervals, (ns[0], ns[1]), cpu, start_cpu, self.accounting)
 
     def intervals_jsonl(self) -> str:
         """Each interval's histograms, one JSON line each (the point's raw ``.layers.jsonl``)."""
