@@ -17,8 +17,8 @@ below the system call into three, each timed per request (matched by its sector)
 
 The three add up to the span the device counters time (``/sys/block/X/stat``: Δticks / Δrequests, app.devstat): the
 kernel adds ``now − rq->start_time_ns`` at ``blk_account_io_done``, with ``start_time_ns`` stamped inside the queue span
-(on the 6.18 kernel measured here, at the plug's flush: the counters' mean lay between issue → ``block_io_done`` and
-``block_io_start`` → ``block_io_done`` in every run).  The device part alone is shorter than the counters' mean by the
+(on the 6.18 kernel measured here the counters' mean lay between issue → ``block_io_done`` and ``block_io_start`` →
+``block_io_done`` in each of seven runs).  The device part alone is shorter than the counters' mean by the
 completion part (0.6-2.6 µs here, 2-15 % of a RAM loop device's request).  A driver that completes requests in
 batches (NVMe) takes the batch's ``now`` before completing them, so there the counters end before ``block_rq_complete``.
 Kernels before 6.5 have no ``block_io_start``/``block_io_done``: there the queue part is ``block_rq_insert`` →
@@ -35,7 +35,9 @@ create.  Otherwise the point's part says why in one sentence and the report fall
 
 The program (:func:`program`) is fixed text with the traced disk's device number written into it as two integers,
 checked for range: nothing a user typed reaches it.  It filters every probe on that device number, so requests of
-other devices cost one comparison each.  It prints its histograms every 0.2 s (``tick`` then the buckets); the
+other devices cost one comparison each.  It prints its histograms every 0.2 s (``tick`` then the buckets), cumulative
+(bpftrace clears a map from user space, some time after the probe asked: what the probes count meanwhile would be
+lost, 5 % of the requests on a loaded 2-CPU machine), each interval their difference from the printing before; the
 buckets keep four significant bits of a time in ns (8 per power of two: a bucket is at most 12.5 % wide) and exact
 sums for the means.  Its output is hostile input all the same: held bounded (a line, the intervals kept), parsed
 strictly (:class:`TraceParser`: any line that is not one of the program's own refuses the whole trace).
@@ -157,9 +159,12 @@ def program(major: int, minor: int, interval_ms: int = INTERVAL_MS, accounting: 
                 f"@{name}[$b * {SUB} + $v] = count(); @{name}s = sum({var});")
 
     maps = ("q", "d", "c") if accounting else ("q", "d")
+    # the maps are never cleared while tracing: bpftrace reads and clears a map from user space, after the probe
+    # asked, so what the probes count between the reading and the clearing would be lost (5 % of the requests on a
+    # loaded 2-CPU machine); the parser takes each interval as the difference of two cumulative printings
     flush = ("printf(\"tick %llu\\n\", nsecs); " + " ".join(f"print(@{m});" for m in maps) + " "
-             + " ".join(f"print(@{m}s);" for m in maps) + " " + " ".join(f"clear(@{m});" for m in maps) + " "
-             + " ".join(f"clear(@{m}s);" for m in maps))
+             + " ".join(f"print(@{m}s);" for m in maps))
+    last = flush + " " + " ".join(f"clear(@{m}); clear(@{m}s);" for m in maps)  # not printed again at the exit
     if accounting:
         return "\n".join([
             f"tracepoint:block:block_io_start /args->dev == {dev}/ {{ @st[args->sector] = nsecs; }}",
@@ -178,7 +183,7 @@ def program(major: int, minor: int, interval_ms: int = INTERVAL_MS, accounting: 
             "  if ($t) { delete(@cmp[args->sector]); $c = $now - $t; " + bucket("$c", "c") + " }",
             "}",
             f"interval:ms:{interval_ms} {{ " + flush + " }",
-            "END { " + flush + " clear(@st); clear(@iss); clear(@cmp); }",
+            "END { " + last + " clear(@st); clear(@iss); clear(@cmp); }",
             "",
         ])
     return "\n".join([
@@ -193,7 +198,7 @@ def program(major: int, minor: int, interval_ms: int = INTERVAL_MS, accounting: 
         "  if ($t) { delete(@iss[args->sector]); $d = nsecs - $t; " + bucket("$d", "d") + " }",
         "}",
         f"interval:ms:{interval_ms} {{ " + flush + " }",
-        "END { " + flush + " clear(@ins); clear(@iss); }",
+        "END { " + last + " clear(@ins); clear(@iss); }",
         "",
     ])
 
@@ -240,7 +245,9 @@ class TraceParser:
     Every line must be the program's own — bpftrace's "Attaching N probes..." once, ``tick N`` (N rising), a bucket
     ``@q[K]: N``/``@d[K]: N``/``@c[K]: N`` with a key the program can print, a sum ``@qs: N``/``@ds: N``/``@cs: N``
     (each once per interval), or blank; anything else or a line over :data:`MAX_LINE` bytes refuses the trace, and
-    nothing more is taken from it.  At :data:`MAX_INTERVALS` intervals each pair of neighbours is merged (their span
+    nothing more is taken from it.  The counts and sums printed are cumulative (the program never clears its maps
+    while tracing): an interval holds each one's increase since the interval before, and a count or sum that
+    shrinks refuses the trace.  At :data:`MAX_INTERVALS` intervals each pair of neighbours is merged (their span
     doubles), so a point of any length holds at most that many, each of at most 3 × 500 buckets."""
 
     def __init__(self) -> None:
@@ -249,6 +256,9 @@ class TraceParser:
         self.refused: str | None = None
         self._pending = b""
         self._sums: set[bytes] = set()
+        self._seen: dict[bytes, set[int]] = {b"q": set(), b"d": set(), b"c": set()}  # keys printed this interval
+        self._total: dict[bytes, dict[int, int]] = {b"q": {}, b"d": {}, b"c": {}}  # the cumulative counts
+        self._total_sums: dict[bytes, int] = {b"q": 0, b"d": 0, b"c": 0}
 
     def _refuse(self, why: str) -> None:
         if self.refused is None:
@@ -290,6 +300,7 @@ class TraceParser:
                     self.intervals = [merged(self.intervals[i:i + 2]) for i in range(0, len(self.intervals), 2)]
                 self.intervals.append(Interval(t))
                 self._sums = set()
+                self._seen = {k: set() for k in self._seen}
             return
         if _ATTACH.fullmatch(line) and not self.attached and not self.intervals:
             self.attached = True
@@ -299,19 +310,24 @@ class TraceParser:
             return
         now = self.intervals[-1]
         if m := _BUCKET.fullmatch(line):
-            k, n = int(m.group(2)), int(m.group(3))
-            hist = {b"q": now.queue, b"d": now.device}.get(m.group(1), now.completion)
-            if not valid_key(k) or k in hist or n >= 1 << 63:
+            which, k, n = m.group(1), int(m.group(2)), int(m.group(3))
+            hist = {b"q": now.queue, b"d": now.device}.get(which, now.completion)
+            total = self._total[which]
+            if not valid_key(k) or k in self._seen[which] or n >= 1 << 63 or n < total.get(k, 0):
                 self._refuse(f"the tracer printed a bucket it cannot have: {clean_line(line.decode('ascii'), 60)}")
             else:
-                hist[k] = n
+                self._seen[which].add(k)
+                if n > total.get(k, 0):
+                    hist[k] = n - total.get(k, 0)
+                total[k] = n
             return
         if m := _SUM.fullmatch(line):
             which, n = m.group(1), int(m.group(2))
-            if which in self._sums or n >= 1 << 64:
+            if which in self._sums or n >= 1 << 64 or n < self._total_sums[which]:
                 self._refuse(f"the tracer printed a sum it cannot have: {clean_line(line.decode('ascii'), 60)}")
             else:
                 self._sums.add(which)
+                n, self._total_sums[which] = n - self._total_sums[which], n
                 if which == b"q":
                     now.queue_sum_ns = n
                 elif which == b"d":

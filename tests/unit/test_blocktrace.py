@@ -47,6 +47,8 @@ def test_the_three_parts_time_the_span_the_device_counters_time() -> None:
     assert "$c = $now - $t" in done and "@c[" in done and "@cs = sum($c)" in done
     assert all(probe.count("nsecs") == 1 for probe in (issue, complete, done))
     assert "print(@c); " in text and "print(@cs); " in text
+    for prog in (text, bt.program(7, 3, accounting=False)):  # running totals: cleared only at the end
+        assert "clear(" not in prog.split("interval:")[1].split("END")[0] and "clear(@d);" in prog.split("END")[1]
     with pytest.raises(ValueError):
         bt.program(7, 3, "1000; system(\"id\")")  # type: ignore[arg-type]
     assert text.replace(str((7 << 20) | 3), "DEV") == bt.program(259, 1).replace(str((259 << 20) | 1), "DEV")
@@ -93,24 +95,30 @@ def test_percentiles_of_a_bucket_histogram() -> None:
 # --- the parser ---------------------------------------------------------------------------------------------------
 
 keys = st.integers(min_value=0, max_value=bt.MAX_EXP * bt.SUB + bt.SUB - 1).filter(bt.valid_key)
-hists = st.dictionaries(keys, st.integers(min_value=1, max_value=(1 << 63) - 1), max_size=12)
-sums = st.integers(min_value=0, max_value=(1 << 64) - 1)
+hists = st.dictionaries(keys, st.integers(min_value=1, max_value=(1 << 59) - 1), max_size=12)
+sums = st.integers(min_value=0, max_value=(1 << 60) - 1)
 intervals = st.lists(st.tuples(st.integers(min_value=0, max_value=10**9), hists, hists, hists, sums, sums, sums),
                      max_size=8)
 Rendered = tuple[int, dict[int, int], dict[int, int], dict[int, int], int, int, int]
 
 
 def render(ivs: list[Rendered], t0: int = 10**12) -> bytes:
-    """The output bpftrace gives for these intervals (its blank line for an empty map, as it prints one)."""
+    """The output bpftrace gives for these intervals (its blank line for an empty map, as it prints one): its maps
+    never cleared, so each printing is the running total (every key printed once seen)."""
     out = [b"Attaching 6 probes..."]
     t = t0
+    totals: list[dict[int, int]] = [{}, {}, {}]
+    sums = [0, 0, 0]
     for step, q, d, c, qs, ds, cs in ivs:
         t += step
         out.append(b"tick %d" % t)
-        out += [b"@q[%d]: %d" % kv for kv in q.items()] or [b""]
-        out += [b"@d[%d]: %d" % kv for kv in d.items()] or [b""]
-        out += [b"@c[%d]: %d" % kv for kv in c.items()] or [b""]
-        out += [b"@qs: %d" % qs, b"@ds: %d" % ds, b"@cs: %d" % cs]
+        for name, hist, total in zip((b"q", b"d", b"c"), (q, d, c), totals):
+            for k, n in hist.items():
+                total[k] = total.get(k, 0) + n
+            out += [b"@%s[%d]: %d" % (name, k, n) for k, n in total.items()] or [b""]
+        for i, (name, n) in enumerate(zip((b"qs", b"ds", b"cs"), (qs, ds, cs))):
+            sums[i] += n
+            out.append(b"@%s: %d" % (name, sums[i]))
     return b"\n".join(out) + b"\n"
 
 
@@ -165,12 +173,28 @@ def test_a_line_that_is_not_the_programs_refuses_the_whole_trace(line: bytes, wh
     assert [iv.t_ns for iv in parser.intervals] == [5]  # nothing after the refusal is taken
 
 
+def test_an_interval_is_the_increase_of_the_running_totals_and_a_total_that_shrinks_refuses_the_trace() -> None:
+    """The program never clears its maps while tracing (bpftrace would clear them from user space, after the probe
+    asked, losing what was counted meanwhile): each interval is the difference of two printings."""
+    parser = bt.TraceParser()
+    parser.feed(b"Attaching 6 probes...\ntick 5\n@d[24]: 3\n@d[40]: 1\n@ds: 700\n"
+                b"tick 9\n@d[24]: 3\n@d[40]: 4\n@d[56]: 2\n@ds: 2000\n@qs: 0\n")
+    parser.close()
+    assert parser.refused is None
+    assert [(iv.device, iv.device_sum_ns) for iv in parser.intervals] == [({24: 3, 40: 1}, 700),
+                                                                          ({40: 3, 56: 2}, 1300)]
+    for shrinks in (b"@d[24]: 2", b"@ds: 699"):
+        parser = bt.TraceParser()
+        parser.feed(b"tick 5\n@d[24]: 3\n@ds: 700\ntick 9\n" + shrinks + b"\n")
+        assert parser.refused is not None and "cannot have" in parser.refused, shrinks
+
+
 def test_what_is_held_is_bounded_however_long_the_point(monkeypatch: pytest.MonkeyPatch) -> None:
     """At MAX_INTERVALS intervals each pair of neighbours is merged: the counts stay, the span doubles."""
     monkeypatch.setattr(bt, "MAX_INTERVALS", 8)
     parser = bt.TraceParser()
     for i in range(100):
-        parser.feed(b"tick %d\n@d[24]: 1\n@ds: 10\n" % (i + 1))
+        parser.feed(b"tick %d\n@d[24]: %d\n@ds: %d\n" % (i + 1, i + 1, 10 * (i + 1)))  # running totals
     parser.close()
     assert parser.refused is None and len(parser.intervals) <= 8
     assert sum(iv.device[24] for iv in parser.intervals) == 100
