@@ -217,7 +217,8 @@ def bucket_bounds(k: int) -> tuple[int, int]:
 
 @dataclass
 class Interval:
-    """One interval of the trace: ends at ``t_ns`` (the kernel's monotonic clock, as time.monotonic_ns)."""
+    """One interval of the trace: ends at ``t_ns`` (the kernel's monotonic clock, as time.monotonic_ns: its tick, or
+    when the tool read it if that was later, :meth:`TraceParser.feed`)."""
 
     t_ns: int
     queue: dict[int, int] = field(default_factory=dict)  # bucket key → requests issued (their scheduler wait)
@@ -255,6 +256,8 @@ class TraceParser:
         self.attached = False
         self.refused: str | None = None
         self._pending = b""
+        self._arrived: int | None = None
+        self._last_tick = 0
         self._sums: set[bytes] = set()
         self._seen: dict[bytes, set[int]] = {b"q": set(), b"d": set(), b"c": set()}  # keys printed this interval
         self._total: dict[bytes, dict[int, int]] = {b"q": {}, b"d": {}, b"c": {}}  # the cumulative counts
@@ -265,9 +268,14 @@ class TraceParser:
             self.refused = why
             self._pending = b""
 
-    def feed(self, chunk: bytes) -> None:
+    def feed(self, chunk: bytes, arrived_ns: int | None = None) -> None:
+        """Take a chunk of output; ``arrived_ns`` (time.monotonic_ns when it was read): an interval it ends ends no
+        earlier.  bpftrace reads a printed map from user space when it gets to the probe's request, so a bpftrace
+        that lags (a starved CPU) prints an interval's counts as they were when it read them: they belong to then,
+        not to the tick the probe stamped."""
         if self.refused is not None:
             return
+        self._arrived = arrived_ns
         data = self._pending + chunk
         lines = data.split(b"\n")
         self._pending = lines.pop()
@@ -293,9 +301,11 @@ class TraceParser:
             return
         if m := _TICK.fullmatch(line):
             t = int(m.group(1))
-            if t >= 1 << 64 or (self.intervals and t < self.intervals[-1].t_ns):
+            if t >= 1 << 64 or t < self._last_tick:
                 self._refuse("the tracer's clock went backwards or out of range")
             else:
+                self._last_tick = t
+                t = max(t, self._arrived or 0, self.intervals[-1].t_ns if self.intervals else 0)
                 if len(self.intervals) >= MAX_INTERVALS:
                     self.intervals = [merged(self.intervals[i:i + 2]) for i in range(0, len(self.intervals), 2)]
                 self.intervals.append(Interval(t))
@@ -476,7 +486,7 @@ class BlockTracer:
     async def _read_out(self) -> None:
         assert self.proc is not None and self.proc.stdout is not None
         while chunk := await self.proc.stdout.read(1 << 16):
-            self.parser.feed(chunk)
+            self.parser.feed(chunk, time.monotonic_ns())
             if self.parser.refused is not None:
                 self._kill()
                 return

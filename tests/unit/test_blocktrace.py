@@ -189,6 +189,19 @@ def test_an_interval_is_the_increase_of_the_running_totals_and_a_total_that_shri
         assert parser.refused is not None and "cannot have" in parser.refused, shrinks
 
 
+def test_an_interval_read_late_ends_when_it_was_read() -> None:
+    """bpftrace reads a printed map when its user space gets to it: a lagging tracer's counts are those of the time
+    it read them, so an interval ends no earlier than its lines arrived (the window then takes it where it was)."""
+    parser = bt.TraceParser()
+    parser.feed(b"tick 5\n@d[24]: 3\n", arrived_ns=6)
+    parser.feed(b"tick 9\n@d[24]: 4\ntick 12\n@d[24]: 6\n", arrived_ns=40)  # two intervals read together, late
+    parser.feed(b"tick 50\n@d[24]: 6\n", arrived_ns=51)
+    assert parser.refused is None and [iv.t_ns for iv in parser.intervals] == [6, 40, 40, 51]
+    assert [iv.device for iv in parser.intervals] == [{24: 3}, {24: 1}, {24: 2}, {}]
+    parser.feed(b"tick 49\n", arrived_ns=60)  # the tracer's own clock still may not go back
+    assert parser.refused is not None and "backwards" in parser.refused
+
+
 def test_what_is_held_is_bounded_however_long_the_point(monkeypatch: pytest.MonkeyPatch) -> None:
     """At MAX_INTERVALS intervals each pair of neighbours is merged: the counts stay, the span doubles."""
     monkeypatch.setattr(bt, "MAX_INTERVALS", 8)
