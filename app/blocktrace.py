@@ -1,10 +1,30 @@
 """Where a storage point's time goes below fio: its block requests traced with bpftrace (the ``layers`` part).
 
 fio times each I/O from its submission to its completion (``lat``).  The kernel's block tracepoints split the part
-below the system call: ``block_rq_insert`` → ``block_rq_issue`` is the time a request waits in the I/O scheduler's
-queue (a request issued directly, as under scheduler ``none``, never waits: 0), ``block_rq_issue`` →
-``block_rq_complete`` the time the driver and the device hold it.  What is left of fio's latency is fio's and the
-kernel's submission and completion path (system call, page cache or filesystem, waiting for a request slot).
+below the system call into three, each timed per request (matched by its sector):
+
+- **queue**: ``block_io_start`` → ``block_rq_issue``.  ``block_io_start`` fires in ``blk_account_io_start``, where the
+  kernel starts the request's I/O accounting (after the request is allocated and its first bio added);
+  ``block_rq_issue`` fires in ``blk_mq_start_request``, when the driver takes it.  Between them: the submitter's plug
+  (requests held until the system call ends or the plug fills), the I/O scheduler's queue, the dispatch code.  Under
+  scheduler ``none`` with a free driver tag it is short, not 0: a few hundred ns here (the plug and the dispatch code,
+  and the probes' own cost).
+- **device**: ``block_rq_issue`` → ``block_rq_complete`` (``blk_update_request``: the driver reports the request
+  done): the time the driver and the device hold it.
+- **completion**: ``block_rq_complete`` → ``block_io_done`` (``blk_account_io_done``, where the kernel ends the
+  request's accounting): the requests' bios ended, each calling its owner back (for fio's direct I/O, completing its
+  iocb and waking it), before the request is accounted.
+
+The three add up to the span the device counters time (``/sys/block/X/stat``: Δticks / Δrequests, app.devstat): the
+kernel adds ``now − rq->start_time_ns`` at ``blk_account_io_done``, with ``start_time_ns`` stamped inside the queue span
+(on the 6.18 kernel measured here the counters' mean lay between issue → ``block_io_done`` and ``block_io_start`` →
+``block_io_done`` in each of seven runs).  The device part alone is shorter than the counters' mean by the
+completion part (0.6-2.6 µs here, 2-15 % of a RAM loop device's request).  A driver that completes requests in
+batches (NVMe) takes the batch's ``now`` before completing them, so there the counters end before ``block_rq_complete``.
+Kernels before 6.5 have no ``block_io_start``/``block_io_done``: there the queue part is ``block_rq_insert`` →
+``block_rq_issue`` (the I/O scheduler's queue only: 0 for a request issued directly) and there is no completion part
+(``queue_from`` in the part says which).  What is left of fio's latency is fio's and the kernel's submission path
+(system call, page cache or filesystem, allocating the request) and fio's reaping of the completion.
 
 Only when the kernel allows it (:func:`unavailable`): the tool runs as root, the kernel has BTF
 (``/sys/kernel/btf/vmlinux``), tracefs is mounted at ``/sys/kernel/tracing`` with the block tracepoints in it, and a
@@ -15,7 +35,9 @@ create.  Otherwise the point's part says why in one sentence and the report fall
 
 The program (:func:`program`) is fixed text with the traced disk's device number written into it as two integers,
 checked for range: nothing a user typed reaches it.  It filters every probe on that device number, so requests of
-other devices cost one comparison each.  It prints its histograms every 0.2 s (``tick`` then the buckets); the
+other devices cost one comparison each.  It prints its histograms every 0.2 s (``tick`` then the buckets), cumulative
+(bpftrace clears a map from user space, some time after the probe asked: what the probes count meanwhile would be
+lost, 5 % of the requests on a loaded 2-CPU machine), each interval their difference from the printing before; the
 buckets keep four significant bits of a time in ns (8 per power of two: a bucket is at most 12.5 % wide) and exact
 sums for the means.  Its output is hostile input all the same: held bounded (a line, the intervals kept), parsed
 strictly (:class:`TraceParser`: any line that is not one of the program's own refuses the whole trace).
@@ -47,7 +69,9 @@ from app.sanitize import clean_line
 
 BTF = Path("/sys/kernel/btf/vmlinux")
 TRACEFS = Path("/sys/kernel/tracing")
-EVENTS = ("block_rq_insert", "block_rq_issue", "block_rq_complete")
+EVENTS = ("block_rq_issue", "block_rq_complete")  # needed by both programs
+ACCOUNTING = ("block_io_start", "block_io_done")  # the request's accounting (Linux 6.5): the accounted program
+INSERT = "block_rq_insert"  # the older kernels' queue part starts here
 SUB = 16  # a bucket key is exponent * SUB + the value's top four bits
 MAX_EXP = 60  # 2**64 ns is 584 years: no bucket above this exponent
 MAX_LINE = 200  # bytes of one line of the program's output; its lines are under 40
@@ -60,8 +84,8 @@ MAJOR_MAX = (1 << 12) - 1  # the kernel's dev_t: 12 bits of major, 20 of minor
 MINOR_MAX = (1 << 20) - 1
 
 _TICK = re.compile(rb"tick ([0-9]{1,20})")
-_BUCKET = re.compile(rb"@([qd])\[([0-9]{1,4})\]: ([0-9]{1,19})")
-_SUM = re.compile(rb"@([qd])s: ([0-9]{1,20})")
+_BUCKET = re.compile(rb"@([qdc])\[([0-9]{1,4})\]: ([0-9]{1,19})")
+_SUM = re.compile(rb"@([qdc])s: ([0-9]{1,20})")
 _ATTACH = re.compile(rb"Attaching [0-9]{1,4} probes?\.\.\.")
 
 
@@ -76,10 +100,23 @@ def unavailable(euid: int | None = None, btf: Path | None = None, tracefs: Path 
     if not (tracefs / "events").is_dir():
         return (f"tracefs is not mounted at {tracefs} (as root: mount -t tracefs nodev {tracefs}); "
                 "in a container it is not there unless the host's is mounted in")
-    missing = [e for e in EVENTS if not (tracefs / "events" / "block" / e / "format").is_file()]
+    missing = [e for e in EVENTS if not _event(tracefs, e)]
     if missing:
         return f"the kernel has no block tracepoint {missing[0]} in {tracefs}/events/block"
+    if not accounted(tracefs) and not _event(tracefs, INSERT):
+        return (f"the kernel has neither the block tracepoints {ACCOUNTING[0]} and {ACCOUNTING[1]} nor {INSERT} in "
+                f"{tracefs}/events/block")
     return which_bpftrace(bpftrace)[1]
+
+
+def _event(tracefs: Path, name: str) -> bool:
+    return (tracefs / "events" / "block" / name / "format").is_file()
+
+
+def accounted(tracefs: Path | None = None) -> bool:
+    """Whether the kernel traces a request's accounting (``block_io_start``/``block_io_done``, Linux 6.5): then the
+    three parts add up to what the device counters time."""
+    return all(_event(tracefs or TRACEFS, e) for e in ACCOUNTING)
 
 
 def which_bpftrace(name: str = "bpftrace") -> tuple[str | None, str | None]:
@@ -106,9 +143,10 @@ def traced_device(target: str, sysfs: Path | None = None) -> tuple[str, int, int
     return here.name, int(m.group(1)), int(m.group(2))
 
 
-def program(major: int, minor: int, interval_ms: int = INTERVAL_MS) -> str:
+def program(major: int, minor: int, interval_ms: int = INTERVAL_MS, accounting: bool = True) -> str:
     """The bpftrace program for the disk ``major``:``minor``, printing its histograms every ``interval_ms``
-    (integers only: nothing else is written into it)."""
+    (integers only: nothing else is written into it).  ``accounting``: the three parts from ``block_io_start`` to
+    ``block_io_done``; else the older kernels' two, from ``block_rq_insert`` to ``block_rq_complete``."""
     if not (isinstance(major, int) and isinstance(minor, int) and 0 <= major <= MAJOR_MAX
             and 0 <= minor <= MINOR_MAX) or isinstance(major, bool) or isinstance(minor, bool):
         raise ValueError(f"not a device number: {major!r}:{minor!r}")
@@ -120,8 +158,34 @@ def program(major: int, minor: int, interval_ms: int = INTERVAL_MS) -> str:
         return (f"$v = {var}; $b = (uint64)0; while ($v >= {SUB}) {{ $v = $v >> 1; $b = $b + 1; }} "
                 f"@{name}[$b * {SUB} + $v] = count(); @{name}s = sum({var});")
 
-    flush = ("printf(\"tick %llu\\n\", nsecs); print(@q); print(@d); print(@qs); print(@ds); "
-             "clear(@q); clear(@d); clear(@qs); clear(@ds);")
+    maps = ("q", "d", "c") if accounting else ("q", "d")
+    # the maps are never cleared while tracing: bpftrace reads and clears a map from user space, after the probe
+    # asked, so what the probes count between the reading and the clearing would be lost (5 % of the requests on a
+    # loaded 2-CPU machine); the parser takes each interval as the difference of two cumulative printings
+    flush = ("printf(\"tick %llu\\n\", nsecs); " + " ".join(f"print(@{m});" for m in maps) + " "
+             + " ".join(f"print(@{m}s);" for m in maps))
+    last = flush + " " + " ".join(f"clear(@{m}); clear(@{m}s);" for m in maps)  # not printed again at the exit
+    if accounting:
+        return "\n".join([
+            f"tracepoint:block:block_io_start /args->dev == {dev}/ {{ @st[args->sector] = nsecs; }}",
+            f"tracepoint:block:block_rq_issue /args->dev == {dev}/ {{",
+            "  $now = nsecs; $t = @st[args->sector];",
+            "  if ($t) { delete(@st[args->sector]); $q = $now - $t; " + bucket("$q", "q") + " }",
+            "  @iss[args->sector] = $now;",
+            "}",
+            f"tracepoint:block:block_rq_complete /args->dev == {dev}/ {{",
+            "  $now = nsecs; $t = @iss[args->sector];",
+            "  if ($t) { delete(@iss[args->sector]); $d = $now - $t; " + bucket("$d", "d")
+            + " @cmp[args->sector] = $now; }",
+            "}",
+            f"tracepoint:block:block_io_done /args->dev == {dev}/ {{",
+            "  $now = nsecs; $t = @cmp[args->sector];",
+            "  if ($t) { delete(@cmp[args->sector]); $c = $now - $t; " + bucket("$c", "c") + " }",
+            "}",
+            f"interval:ms:{interval_ms} {{ " + flush + " }",
+            "END { " + last + " clear(@st); clear(@iss); clear(@cmp); }",
+            "",
+        ])
     return "\n".join([
         f"tracepoint:block:block_rq_insert /args->dev == {dev}/ {{ @ins[args->sector] = nsecs; }}",
         f"tracepoint:block:block_rq_issue /args->dev == {dev}/ {{",
@@ -134,7 +198,7 @@ def program(major: int, minor: int, interval_ms: int = INTERVAL_MS) -> str:
         "  if ($t) { delete(@iss[args->sector]); $d = nsecs - $t; " + bucket("$d", "d") + " }",
         "}",
         f"interval:ms:{interval_ms} {{ " + flush + " }",
-        "END { " + flush + " clear(@ins); clear(@iss); }",
+        "END { " + last + " clear(@ins); clear(@iss); }",
         "",
     ])
 
@@ -153,18 +217,23 @@ def bucket_bounds(k: int) -> tuple[int, int]:
 
 @dataclass
 class Interval:
-    """One interval of the trace: ends at ``t_ns`` (the kernel's monotonic clock, as time.monotonic_ns)."""
+    """One interval of the trace: ends at ``t_ns`` (the kernel's monotonic clock, as time.monotonic_ns: its tick, or
+    when the tool read it if that was later, :meth:`TraceParser.feed`)."""
 
     t_ns: int
     queue: dict[int, int] = field(default_factory=dict)  # bucket key → requests issued (their scheduler wait)
     device: dict[int, int] = field(default_factory=dict)  # bucket key → requests completed (their device time)
     queue_sum_ns: int = 0
     device_sum_ns: int = 0
+    completion: dict[int, int] = field(default_factory=dict)  # bucket key → requests accounted (their completion)
+    completion_sum_ns: int = 0
 
     def json(self) -> JSONObject:
         return {"t_ns": self.t_ns, "queue": {str(k): n for k, n in sorted(self.queue.items())},
                 "device": {str(k): n for k, n in sorted(self.device.items())},
-                "queue_sum_ns": self.queue_sum_ns, "device_sum_ns": self.device_sum_ns}
+                "completion": {str(k): n for k, n in sorted(self.completion.items())},
+                "queue_sum_ns": self.queue_sum_ns, "device_sum_ns": self.device_sum_ns,
+                "completion_sum_ns": self.completion_sum_ns}
 
 
 def _foreign(line: bytes) -> str:
@@ -175,26 +244,38 @@ class TraceParser:
     """The program's output, fed in chunks as it comes: its intervals, or why it was refused (:attr:`refused`).
 
     Every line must be the program's own — bpftrace's "Attaching N probes..." once, ``tick N`` (N rising), a bucket
-    ``@q[K]: N``/``@d[K]: N`` with a key the program can print, a sum ``@qs: N``/``@ds: N`` (each once per
-    interval), or blank; anything else or a line over :data:`MAX_LINE` bytes refuses the trace, and nothing more is
-    taken from it.  At :data:`MAX_INTERVALS` intervals each pair of neighbours is merged (their span doubles), so a
-    point of any length holds at most that many, each of at most 2 × 500 buckets."""
+    ``@q[K]: N``/``@d[K]: N``/``@c[K]: N`` with a key the program can print, a sum ``@qs: N``/``@ds: N``/``@cs: N``
+    (each once per interval), or blank; anything else or a line over :data:`MAX_LINE` bytes refuses the trace, and
+    nothing more is taken from it.  The counts and sums printed are cumulative (the program never clears its maps
+    while tracing): an interval holds each one's increase since the interval before, and a count or sum that
+    shrinks refuses the trace.  At :data:`MAX_INTERVALS` intervals each pair of neighbours is merged (their span
+    doubles), so a point of any length holds at most that many, each of at most 3 × 500 buckets."""
 
     def __init__(self) -> None:
         self.intervals: list[Interval] = []
         self.attached = False
         self.refused: str | None = None
         self._pending = b""
+        self._arrived: int | None = None
+        self._last_tick = 0
         self._sums: set[bytes] = set()
+        self._seen: dict[bytes, set[int]] = {b"q": set(), b"d": set(), b"c": set()}  # keys printed this interval
+        self._total: dict[bytes, dict[int, int]] = {b"q": {}, b"d": {}, b"c": {}}  # the cumulative counts
+        self._total_sums: dict[bytes, int] = {b"q": 0, b"d": 0, b"c": 0}
 
     def _refuse(self, why: str) -> None:
         if self.refused is None:
             self.refused = why
             self._pending = b""
 
-    def feed(self, chunk: bytes) -> None:
+    def feed(self, chunk: bytes, arrived_ns: int | None = None) -> None:
+        """Take a chunk of output; ``arrived_ns`` (time.monotonic_ns when it was read): an interval it ends ends no
+        earlier.  bpftrace reads a printed map from user space when it gets to the probe's request, so a bpftrace
+        that lags (a starved CPU) prints an interval's counts as they were when it read them: they belong to then,
+        not to the tick the probe stamped."""
         if self.refused is not None:
             return
+        self._arrived = arrived_ns
         data = self._pending + chunk
         lines = data.split(b"\n")
         self._pending = lines.pop()
@@ -220,13 +301,16 @@ class TraceParser:
             return
         if m := _TICK.fullmatch(line):
             t = int(m.group(1))
-            if t >= 1 << 64 or (self.intervals and t < self.intervals[-1].t_ns):
+            if t >= 1 << 64 or t < self._last_tick:
                 self._refuse("the tracer's clock went backwards or out of range")
             else:
+                self._last_tick = t
+                t = max(t, self._arrived or 0, self.intervals[-1].t_ns if self.intervals else 0)
                 if len(self.intervals) >= MAX_INTERVALS:
                     self.intervals = [merged(self.intervals[i:i + 2]) for i in range(0, len(self.intervals), 2)]
                 self.intervals.append(Interval(t))
                 self._sums = set()
+                self._seen = {k: set() for k in self._seen}
             return
         if _ATTACH.fullmatch(line) and not self.attached and not self.intervals:
             self.attached = True
@@ -236,23 +320,30 @@ class TraceParser:
             return
         now = self.intervals[-1]
         if m := _BUCKET.fullmatch(line):
-            k, n = int(m.group(2)), int(m.group(3))
-            hist = now.queue if m.group(1) == b"q" else now.device
-            if not valid_key(k) or k in hist or n >= 1 << 63:
+            which, k, n = m.group(1), int(m.group(2)), int(m.group(3))
+            hist = {b"q": now.queue, b"d": now.device}.get(which, now.completion)
+            total = self._total[which]
+            if not valid_key(k) or k in self._seen[which] or n >= 1 << 63 or n < total.get(k, 0):
                 self._refuse(f"the tracer printed a bucket it cannot have: {clean_line(line.decode('ascii'), 60)}")
             else:
-                hist[k] = n
+                self._seen[which].add(k)
+                if n > total.get(k, 0):
+                    hist[k] = n - total.get(k, 0)
+                total[k] = n
             return
         if m := _SUM.fullmatch(line):
             which, n = m.group(1), int(m.group(2))
-            if which in self._sums or n >= 1 << 64:
+            if which in self._sums or n >= 1 << 64 or n < self._total_sums[which]:
                 self._refuse(f"the tracer printed a sum it cannot have: {clean_line(line.decode('ascii'), 60)}")
             else:
                 self._sums.add(which)
+                n, self._total_sums[which] = n - self._total_sums[which], n
                 if which == b"q":
                     now.queue_sum_ns = n
-                else:
+                elif which == b"d":
                     now.device_sum_ns = n
+                else:
+                    now.completion_sum_ns = n
             return
         self._refuse(_foreign(line))
 
@@ -285,8 +376,11 @@ def merged(intervals: list[Interval]) -> Interval:
             out.queue[k] = out.queue.get(k, 0) + n
         for k, n in iv.device.items():
             out.device[k] = out.device.get(k, 0) + n
+        for k, n in iv.completion.items():
+            out.completion[k] = out.completion.get(k, 0) + n
         out.queue_sum_ns += iv.queue_sum_ns
         out.device_sum_ns += iv.device_sum_ns
+        out.completion_sum_ns += iv.completion_sum_ns
     return out
 
 
@@ -329,8 +423,10 @@ def cpu_seconds(pid: int, proc: Path = Path("/proc")) -> float | None:
 
 
 def layers_part(device: str, intervals: list[Interval], window: tuple[int | None, int | None],
-                cpu: tuple[CpuReading, CpuReading] | None, start_cpu_s: float | None) -> JSONObject:
-    """The results line's ``layers`` part of a trace (docs/results-schema.md)."""
+                cpu: tuple[CpuReading, CpuReading] | None, start_cpu_s: float | None,
+                accounting: bool = True) -> JSONObject:
+    """The results line's ``layers`` part of a trace (docs/results-schema.md); ``accounting``: the trace was the
+    three-part program's (:func:`program`)."""
     kept = in_window(intervals, *window)
     m = merged(kept)
     if sum(m.device.values()) == 0:
@@ -338,7 +434,10 @@ def layers_part(device: str, intervals: list[Interval], window: tuple[int | None
                                "request of its own (the page cache answered, or a device-mapper, md or other "
                                "device passes it to the devices under it)"}
     part: JSONObject = {"source": "ebpf", "device": device, "intervals": len(kept),
+                        "queue_from": ACCOUNTING[0] if accounting else INSERT,
                         "queue": _layer(m.queue, m.queue_sum_ns), "device_time": _layer(m.device, m.device_sum_ns)}
+    if accounting:
+        part["completion"] = _layer(m.completion, m.completion_sum_ns)
     if cpu is not None:
         (a, b) = cpu
         wall = b.t - a.t
@@ -356,9 +455,10 @@ class BlockTracer:
     """bpftrace tracing one disk's requests over one point: :meth:`start` before fio starts (returns once the probes
     are attached), :meth:`stop` after it exits, :meth:`part` for the results line."""
 
-    def __init__(self, path: str, device: tuple[str, int, int]) -> None:
+    def __init__(self, path: str, device: tuple[str, int, int], accounting: bool = True) -> None:
         self.path = path
         self.name, self.major, self.minor = device
+        self.accounting = accounting
         self.parser = TraceParser()
         self.proc: asyncio.subprocess.Process | None = None
         self.failed: str | None = None
@@ -381,12 +481,12 @@ class BlockTracer:
         dev = traced_device(target)
         if isinstance(dev, str):
             return dev
-        return cls(path, dev)
+        return cls(path, dev, accounted())
 
     async def _read_out(self) -> None:
         assert self.proc is not None and self.proc.stdout is not None
         while chunk := await self.proc.stdout.read(1 << 16):
-            self.parser.feed(chunk)
+            self.parser.feed(chunk, time.monotonic_ns())
             if self.parser.refused is not None:
                 self._kill()
                 return
@@ -416,7 +516,7 @@ class BlockTracer:
         exits or does not attach within ``timeout`` seconds."""
         self._spawned = time.monotonic()
         try:
-            self.proc = await spawn(self.path, "-e", program(self.major, self.minor))
+            self.proc = await spawn(self.path, "-e", program(self.major, self.minor, accounting=self.accounting))
         except OSError as e:
             self.failed = f"bpftrace could not be started: {e.strerror or e}"
             return False
@@ -487,7 +587,7 @@ class BlockTracer:
         ns = tuple(None if t is None else int(t * 1e9) for t in window)
         cpu = (self._attached, self._stopped) if self._attached and self._stopped else None
         start_cpu = self._attached.cpu_s if self._attached else None
-        return layers_part(self.name, self.parser.intervals, (ns[0], ns[1]), cpu, start_cpu)
+        return layers_part(self.name, self.parser.intervals, (ns[0], ns[1]), cpu, start_cpu, self.accounting)
 
     def intervals_jsonl(self) -> str:
         """Each interval's histograms, one JSON line each (the point's raw ``.layers.jsonl``)."""

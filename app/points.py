@@ -161,8 +161,9 @@ class StoragePoint:
         "(queue/io_poll 0) is skipped", Role.DETAIL, later=True, fio="hipri"))
     layers: bool | None = field(default=None, metadata=key(
         parse.optional(parse.boolean), None,
-        "trace the target's block requests with bpftrace during the point: the time in the I/O scheduler and in "
-        "the device, beside fio's latency (root, BTF, tracefs and bpftrace needed; default: off)", later=True))
+        "trace the target's block requests with bpftrace during the point: each request's queue (plug, I/O "
+        "scheduler), device and completion time, beside fio's latency (root, BTF, tracefs and bpftrace needed; "
+        "default: off)", later=True))
     cpus: str | None = field(default=None, metadata=key(
         parse.optional(parse.cpus_or_node), None,
         "CPUs the jobs run on, one job per CPU (fio's cpus_allowed, cpus_allowed_policy=split): a CPU list (0-3, "

@@ -1,8 +1,9 @@
 """The block tracer for real (``layers = true``): bpftrace on a RAM-backed loop device this test makes, with scheduler
-``none``.  The device part agrees with the device counters' mean (Δticks / Δrequests) within 20 % (measured 2–13 %:
-the counters also time a request before its issue and after its completion event), the scheduler
-part is 0; the tracer is gone once the tool is SIGKILLed; and where bpftrace cannot be used the point runs as
-usual, its part and the report saying why and giving the counters' mean instead.
+``none``.  The block layer's three parts (queue: ``block_io_start`` → ``block_rq_issue``, device: →
+``block_rq_complete``, completion: → ``block_io_done``) add up to the device counters' mean (Δticks / Δrequests)
+within 10 %, as they time the span the counters time; the device part alone is below it by the completion part; the
+queue part is ~0 (under 2 µs) with no scheduler; the tracer is gone once the tool is SIGKILLed; and where bpftrace
+cannot be used the point runs as usual, its part and the report saying why and giving the counters' mean instead.
 
 The eBPF tests need root, BTF and bpftrace (Debian's 0.17: the Makefile's test packages); they mount tracefs at
 /sys/kernel/tracing when it is not mounted (and leave it mounted: the tool itself never mounts it), and skip with
@@ -64,14 +65,24 @@ def test_the_device_part_agrees_with_the_device_counters_and_the_scheduler_part_
         scheduler(dev.name)
         record = point(dev.path, tmp_path / "out")
     layers, device = record["layers"], record["device"]
+    print("layers", layers, "device", device)
     assert layers["source"] == "ebpf" and layers["device"] == dev.name, layers
-    traced, counted = layers["device_time"], device["lat_mean_ns"]
-    assert traced["requests"] >= 0.95 * device["ios"], (layers, device)
-    # the counters time a request from its allocation to the end of its accounting, the trace from its issue to
-    # block_rq_complete: on a quiet machine the trace read 11-13 % below them (of ~8.5 us: ~0.5 us between
-    # block_getrq and block_rq_issue, measured with bpftrace, the rest after block_rq_complete); under load 2-5 %
-    assert abs(traced["mean_ns"] - counted) <= 0.20 * counted, (layers, device)
-    assert layers["queue"]["mean_ns"] == 0 and layers["queue"]["p99_ns"] == 0, layers  # no scheduler: issued directly
+    if layers["queue_from"] != "block_io_start":
+        pytest.skip("the kernel has no block_io_start/block_io_done tracepoints (before 6.5): no completion part")
+    queue, traced, completion, counted = (layers["queue"], layers["device_time"], layers["completion"],
+                                          device["lat_mean_ns"])
+    for part in (queue, traced, completion):
+        assert part["requests"] >= 0.95 * device["ios"], (layers, device)
+    # the counters add now - rq->start_time_ns at blk_account_io_done (block_io_done), the stamp taken between
+    # block_io_start and block_rq_issue: the three parts time that span plus the probes' own cost (measured 0.5-3.4 %
+    # above the counters' mean on this machine, 2.6 % on a clean run)
+    total = queue["mean_ns"] + traced["mean_ns"] + completion["mean_ns"]
+    assert abs(total - counted) <= 0.10 * counted, (layers, device)
+    # the device part alone leaves out the bios' completion callbacks the counters hold (waking fio: 0.6-2.6 us here;
+    # on a quiet machine 2-15 % of a request, under load less than the noise of the device time itself)
+    assert completion["mean_ns"] > 0, (layers, device)
+    # no scheduler: the queue part is the plug and the dispatch code (and the probes' cost), 0.3-0.7 us here: ~0
+    assert queue["mean_ns"] < 2_000 and queue["p50_ns"] < 2_000, layers
     assert 0 <= layers["tracer_cpu_share"] < 0.5 and layers["tracer_start_cpu_s"] > 0, layers
     assert record["point"]["layers"] is True
     (raw,) = (tmp_path / "out" / "raw").glob("*.layers.jsonl")
@@ -162,14 +173,17 @@ def test_without_a_bpftrace_it_may_run_the_point_says_why_and_the_report_falls_b
 
 def test_under_mq_deadline_the_scheduler_part_is_measured_and_the_two_add_up_to_the_counters(
         tmp_path: Path, tracing: None) -> None:
-    """mq-deadline inserts every request before it issues it: the scheduler part is each request's wait (under
-    a microsecond on a loop device that always has a free slot), and scheduler + device is what the counters time."""
+    """mq-deadline inserts every request before it issues it: the queue part holds each request's wait in it (about
+    a microsecond on a loop device that always has a free slot), and queue + device + completion is what the counters
+    time."""
     with loop_device(tmp_path, size_mb=64, ram=True) as dev:
         scheduler(dev.name, "mq-deadline")
         record = point(dev.path, tmp_path / "out", "iodepth=16")
     layers, device = record["layers"], record["device"]
+    print("layers", layers, "device", device)
     queue, traced = layers["queue"], layers["device_time"]
     assert queue["requests"] >= 0.95 * device["ios"] and queue["mean_ns"] > 0, layers
-    # (the counters also hold the time before a request is inserted and after its completion event: see above)
-    assert abs(queue["mean_ns"] + traced["mean_ns"] - device["lat_mean_ns"]) <= 0.20 * device["lat_mean_ns"], (
-        layers, device)
+    if layers["queue_from"] != "block_io_start":
+        pytest.skip("the kernel has no block_io_start/block_io_done tracepoints (before 6.5): no completion part")
+    total = queue["mean_ns"] + traced["mean_ns"] + layers["completion"]["mean_ns"]
+    assert abs(total - device["lat_mean_ns"]) <= 0.10 * device["lat_mean_ns"], (layers, device)
