@@ -16,6 +16,7 @@ from app.errors import ENDING_SIGNALS
 from app.sanitize import clean_text
 from app.screens import strings
 from app.screens.messages import (
+    ReadAhead,
     ResumeRun,
     ShowCompare,
     ShowCustomSweep,
@@ -418,6 +419,12 @@ class ProfilerApp(App[int]):
     @on(ShowDevices)
     def show_devices(self, message: ShowDevices) -> None:
         self.action_devices()
+
+    @on(ReadAhead)
+    def read_ahead(self, message: ReadAhead) -> None:
+        from app.screens.results import read_ahead
+
+        read_ahead(message.path)
 
     @on(ShowResults)
     def show_results(self, message: ShowResults) -> None:

@@ -54,6 +54,15 @@ class ShowResults(Message):
         self.path = path
 
 
+class ReadAhead(Message):
+    """Read a run directory's results in a thread, for the results screen a key may open next (``r``, the runs
+    browser's ``enter``): it then shows them without reading."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path
+
+
 class ShowRuns(Message):
     """The runs browser (every results directory)."""
 

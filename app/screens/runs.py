@@ -23,7 +23,7 @@ from app.errors import UsageError
 from app.runs import RunSummary, list_runs, results_roots
 from app.sanitize import clean_line, clean_text
 from app.screens import strings
-from app.screens.messages import ResumeRun, ShowCompare, ShowImport, ShowReplay, ShowReport, ShowResults
+from app.screens.messages import ReadAhead, ResumeRun, ShowCompare, ShowImport, ShowReplay, ShowReport, ShowResults
 from app.screens.state import app_options
 from app.widgets import KeysFooter, TooSmall
 from app.widgets.rowtable import RowTable
@@ -228,9 +228,7 @@ class RunsScreen(Screen[None]):
         """The highlighted run's results read ahead, in a thread: `enter` then shows them at once."""
         run = self.selected()
         if run is not None and run.usable:
-            from app.screens.results import read_ahead
-
-            read_ahead(run.path)
+            self.post_message(ReadAhead(run.path))
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()
