@@ -34,12 +34,13 @@ RUFF_PATHS := app tests bench
 # (tests/integration holds those)
 UNIT_TESTS := tests/unit
 # ... in two pytest-xdist workers (the machine type has 2 CPUs; the unit tests share no fixed path, port or file),
-# and no Hypothesis test past 100 examples, the first of its derandomized sequence (tests/conftest.py;
-# `make test` runs each test's own count).  Bytecode is cached (__pycache__, ignored by git) even where the
-# environment sets PYTHONDONTWRITEBYTECODE: without it every worker and every `python -m app` a test starts
-# compiles app/ again and pytest rewrites every test file's asserts again
-UNIT_OPTS := -n 2 --dist loadfile
-UNIT_ENV := PROFILER_TUI_TEST_EXAMPLES=100 PYTHONDONTWRITEBYTECODE=
+# without the tests marked `slow` (a report of hundreds of points rendered, the claims' error-rate sweep: about half
+# the tier's CPU-seconds; `make test` runs them), and no Hypothesis test past 20 examples, the first of its
+# derandomized sequence (tests/conftest.py; `make test` runs each test's own count).  Bytecode is cached
+# (__pycache__, ignored by git) even where the environment sets PYTHONDONTWRITEBYTECODE: without it every worker and
+# every `python -m app` a test starts compiles app/ again and pytest rewrites every test file's asserts again
+UNIT_OPTS := -n 2 --dist loadfile -m "not slow"
+UNIT_ENV := PROFILER_TUI_TEST_EXAMPLES=20 PYTHONDONTWRITEBYTECODE=
 
 # mypy: the type check of app/ (configured in pyproject.toml)
 .PHONY: typecheck lint check setup setup-run run-pkgs run-deps test-deps system-deps vm-deps venv venv-run native run install-test test-last test test-tiers print-test-tiers test-vm test-fast bench bench-fio bench-mem bench-report bench-tui bench-steady bench-precision bench-runs bench-fleet bench-peak bench-claims native-asan container-test clean

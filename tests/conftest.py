@@ -28,7 +28,7 @@ pytest_plugins = ["vm_fixtures"]  # the QEMU guests of tests/vm (tests/helpers/v
 # off for the suite.  Every property still runs its examples; filter_too_much and the others stay on.
 settings.register_profile("suite", suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("suite")
-# `make check` (the inner loop) sets PROFILER_TUI_TEST_EXAMPLES=100: a Hypothesis test that asks for more examples
+# `make check` (the inner loop) sets PROFILER_TUI_TEST_EXAMPLES=20: a Hypothesis test that asks for more examples
 # runs that many (the first ones of its derandomized sequence); `make test` runs every test's own count
 EXAMPLES_CAP = int(os.environ.get("PROFILER_TUI_TEST_EXAMPLES", "0") or 0)
 
@@ -87,11 +87,11 @@ def is_serial(path: Path) -> bool:
     return path.is_relative_to(VM) or (path.is_relative_to(TESTS) and path.relative_to(TESTS).as_posix() in SERIAL)
 
 
-# the unit files that take the most time (tens of CPU-seconds each: reports rendered under checks, many Hypothesis
-# examples), slowest first: pytest-xdist's workers (`make check`) start them first, so that neither worker is left
+# the unit files that take the most time in `make check` (seconds each: reports rendered, a CLI started per case,
+# many Hypothesis examples), slowest first: pytest-xdist's workers start them first, so that neither worker is left
 # with one of them when the other is done
-HEAVY = ["test_report_visual.py", "test_raster.py", "test_report_foreign_text.py", "test_frame_csv.py",
-         "test_presets_properties.py", "test_report_html.py", "test_compare.py", "test_mlc_properties.py"]
+HEAVY = ["test_report_foreign_text.py", "test_report_html.py", "test_compare.py", "test_uncertainty.py",
+         "test_raster.py", "test_procedure_rules.py", "test_queueing.py", "test_suite_report.py", "test_frame_csv.py"]
 
 
 def _heavy_first(items: list[pytest.Item]) -> None:
