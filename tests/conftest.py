@@ -62,18 +62,19 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 # CPU-bound under TCG, and its guest boots on a timer), and these files, whose assertions are about time or noise
 # (a latency, an interval, a replay's speed, a grace period, a key's delay, a CPU's busy share, fio's own clock),
 # that read machine-wide state another test's load would move (the device counters of the disk under /tmp, every
-# running fio, system hugepages, the page cache), that listen on fixed ports, or that are CPU-heavy on their own
-# (a wheel built and installed, chromium, podman).  When in doubt a file goes here: a flaky test costs more than
-# the minutes the serial tier takes.  A single test can also carry ``@pytest.mark.serial`` in its file.
+# running fio, system hugepages, the page cache, podman's store), or that listen on fixed ports.  Heavy alone is no
+# reason outside tests/vm: a wheel built and installed or chromium opening a report asserts nothing about time, so it
+# runs beside the others.  When in doubt a file goes here: a flaky test costs more than the minutes the serial tier
+# takes.  Where only some tests of a file qualify, each carries ``@pytest.mark.serial`` and the file is not listed.
 SERIAL = frozenset({
     "integration/test_compare_noise.py", "integration/test_device_counters.py", "integration/test_eventstream.py",
     "integration/test_fio_intervals.py", "integration/test_fleet.py", "integration/test_fleet_agent.py",
-    "integration/test_fleet_containers.py", "integration/test_hostile_output.py", "integration/test_hugepages.py",
-    "integration/test_install.py", "integration/test_lifecycle.py", "integration/test_memory_runner.py",
+    "integration/test_fleet_containers.py", "integration/test_hugepages.py",
+    "integration/test_lifecycle.py", "integration/test_memory_runner.py",
     "integration/test_memory_suite.py", "integration/test_mlc_convention.py", "integration/test_peak_run.py",
     "integration/test_phase.py", "integration/test_precision.py", "integration/test_procedure.py",
-    "integration/test_report_html_browser.py", "integration/test_safety.py", "integration/test_tail_unstable.py",
-    "integration/test_telemetry.py", "integration/test_timeseries.py", "integration/test_validity.py",
+    "integration/test_tail_unstable.py",
+    "integration/test_timeseries.py", "integration/test_validity.py",
     "integration/test_open_loop.py", "integration/test_heatmap.py", "integration/test_blocktrace_loop.py",
     "tui/test_tui_ascii.py", "tui/test_tui_compare_noise.py", "tui/test_tui_fleet.py", "tui/test_tui_key_burst.py",
     "tui/test_tui_memory.py", "tui/test_tui_memory_contended.py", "tui/test_tui_memory_suite.py",
