@@ -34,12 +34,13 @@ RUFF_PATHS := app tests bench
 # (tests/integration holds those)
 UNIT_TESTS := tests/unit
 # ... in two pytest-xdist workers (the machine type has 2 CPUs; the unit tests share no fixed path, port or file),
-# and no Hypothesis test past 100 examples, the first of its derandomized sequence (tests/conftest.py;
-# `make test` runs each test's own count).  Bytecode is cached (__pycache__, ignored by git) even where the
-# environment sets PYTHONDONTWRITEBYTECODE: without it every worker and every `python -m app` a test starts
-# compiles app/ again and pytest rewrites every test file's asserts again
-UNIT_OPTS := -n 2 --dist loadfile
-UNIT_ENV := PROFILER_TUI_TEST_EXAMPLES=100 PYTHONDONTWRITEBYTECODE=
+# without the tests marked `slow` (a report of hundreds of points rendered, the claims' error-rate sweep: about half
+# the tier's CPU-seconds; `make test` runs them), and no Hypothesis test past 20 examples, the first of its
+# derandomized sequence (tests/conftest.py; `make test` runs each test's own count).  Bytecode is cached
+# (__pycache__, ignored by git) even where the environment sets PYTHONDONTWRITEBYTECODE: without it every worker and
+# every `python -m app` a test starts compiles app/ again and pytest rewrites every test file's asserts again
+UNIT_OPTS := -n 2 --dist loadfile -m "not slow"
+UNIT_ENV := PROFILER_TUI_TEST_EXAMPLES=20 PYTHONDONTWRITEBYTECODE=
 
 # mypy: the type check of app/ (configured in pyproject.toml)
 .PHONY: typecheck lint check setup setup-run run-pkgs run-deps test-deps system-deps vm-deps venv venv-run native run install-test test-last test test-tiers print-test-tiers test-vm test-fast bench bench-fio bench-mem bench-report bench-tui bench-steady bench-precision bench-runs bench-fleet bench-peak bench-claims native-asan container-test clean
@@ -106,17 +107,20 @@ test: setup
 	$(BIN)/ruff check $(RUFF_PATHS)
 	$(MAKE) -C native/memlat test
 	$(MAKE) native-asan
-	@$(MAKE) --no-print-directory test-tiers
-	@$(MAKE) --no-print-directory test-last
+	@$(MAKE) --no-print-directory test-tiers BESIDE_PARALLEL=test-last
 
 # `make test`'s pytest, in two tiers (docs/testing.md, "Two tiers") that together run every test once:
 # - the parallel tier: every test not marked `serial`, in PARALLEL_WORKERS pytest-xdist workers, each file's tests in
 #   one worker (loop devices come from `losetup -f`, ports are the kernel's choice, every test writes under its own
 #   tmp_path, and many of these tests wait on fio's clock rather than a CPU);
-# - then the serial tier: the tests marked `serial` (tests/conftest.py: tests/vm, and the files whose assertions are
-#   about time or noise, read machine-wide state, or are CPU-heavy alone), one at a time on an otherwise quiet
-#   machine, as the whole suite ran before.
+# - then the serial tier: the tests marked `serial` (tests/conftest.py: tests/vm, the files whose assertions are
+#   about time or noise, read machine-wide state or use a fixed port, and single tests so marked), one at a time on
+#   an otherwise quiet machine, as the whole suite ran before.
 # The second tier runs even when the first failed, so that one run shows every failure.
+# BESIDE_PARALLEL (`make test`: test-last) names a target that runs beside the parallel tier, in a process group of
+# its own with its output kept for the end: nothing of the parallel tier is about time, and the serial tier starts
+# only once both are done.  Its failure fails the target.  (It is started as `make`, not $(MAKE): a recipe line that
+# names $(MAKE) runs even under `make -n`, and this one would start pytest.)
 # tests/integration/test_tiers.py checks that the two marker expressions split the collection with nothing left out
 # and nothing twice (`make print-test-tiers` gives it these variables)
 TEST_PATHS := tests
@@ -128,10 +132,20 @@ PARALLEL_WORKERS := 2
 # is right.  Its name and first failure stay in the log under "failed once, passed alone"; a test that fails again,
 # or more than RETRY_MAX failures (a real breakage), fail the target.
 RETRY_MAX := 3
+BESIDE_PARALLEL :=
 test-tiers:
-	@rc=0; rm -f .pytest_cache/v/cache/lastfailed; \
+	@rc=0; brc=0; beside=""; rm -f .pytest_cache/v/cache/lastfailed; \
+	if [ -n "$(BESIDE_PARALLEL)" ]; then \
+	  blog=$$(mktemp /var/tmp/profiler-tui-beside.XXXXXX); \
+	  setsid make --no-print-directory -C "$(CURDIR)" BIN="$(BIN)" $(BESIDE_PARALLEL) >"$$blog" 2>&1 & beside=$$!; \
+	  trap 'kill -- -$$beside 2>/dev/null; wait $$beside; cat "$$blog"; rm -f "$$blog"; exit 130' INT TERM; \
+	fi; \
 	$(BIN)/python -m pytest -q --durations=25 -n $(PARALLEL_WORKERS) --dist loadfile $(PARALLEL_TIER) $(TEST_PATHS) \
 	  || rc=$$?; \
+	if [ -n "$$beside" ]; then \
+	  wait $$beside || brc=$$?; trap - INT TERM; \
+	  echo; echo "== make $(BESIDE_PARALLEL) (ran beside the parallel tier)"; cat "$$blog"; rm -f "$$blog"; \
+	fi; \
 	$(BIN)/python -m pytest -q --durations=25 $(SERIAL_TIER) $(TEST_PATHS) || rc=$$?; \
 	if [ $$rc = 1 ]; then \
 	  failed=$$($(BIN)/python -c 'import json,sys; print(len(json.load(open(sys.argv[1]))))' \
@@ -143,15 +157,17 @@ test-tiers:
 	    fi; \
 	  fi; \
 	fi; \
-	exit $$rc
+	[ $$brc = 0 ] || echo "== make $(BESIDE_PARALLEL) failed (its log is above, after the parallel tier)"; \
+	[ $$rc = 0 ] && [ $$brc = 0 ]
 
 print-test-tiers:
 	@echo 'TEST_PATHS=$(TEST_PATHS)'; echo 'PARALLEL_TIER=$(PARALLEL_TIER)'; echo 'SERIAL_TIER=$(SERIAL_TIER)'
 
 # lint-imports, mypy and the container test, with the install test (container/install-test.sh: `make run`'s and
-# pipx's set-up on pristine roots, about 5 minutes, mostly downloads) beside them in a process group of its own;
-# its report follows theirs.  After pytest, so that its load does not bend pytest's timings.  (The container test is
-# named by its script, not $(MAKE): a recipe line that names $(MAKE) runs even under `make -n`.)
+# pipx's set-up on pristine roots, about 2 minutes, mostly downloads) beside them in a process group of its own;
+# its report follows theirs.  `make test` runs it beside pytest's parallel tier, whose tests assert nothing about
+# time, and never beside the serial tier.  (The container test is named by its script, not $(MAKE): a recipe line
+# that names $(MAKE) runs even under `make -n`.)
 test-last:
 	@log=$$(mktemp /var/tmp/profiler-tui-install-test.XXXXXX); \
 	setsid bash container/install-test.sh >"$$log" 2>&1 & itest=$$!; \

@@ -28,7 +28,7 @@ pytest_plugins = ["vm_fixtures"]  # the QEMU guests of tests/vm (tests/helpers/v
 # off for the suite.  Every property still runs its examples; filter_too_much and the others stay on.
 settings.register_profile("suite", suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("suite")
-# `make check` (the inner loop) sets PROFILER_TUI_TEST_EXAMPLES=100: a Hypothesis test that asks for more examples
+# `make check` (the inner loop) sets PROFILER_TUI_TEST_EXAMPLES=20: a Hypothesis test that asks for more examples
 # runs that many (the first ones of its derandomized sequence); `make test` runs every test's own count
 EXAMPLES_CAP = int(os.environ.get("PROFILER_TUI_TEST_EXAMPLES", "0") or 0)
 
@@ -62,18 +62,19 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 # CPU-bound under TCG, and its guest boots on a timer), and these files, whose assertions are about time or noise
 # (a latency, an interval, a replay's speed, a grace period, a key's delay, a CPU's busy share, fio's own clock),
 # that read machine-wide state another test's load would move (the device counters of the disk under /tmp, every
-# running fio, system hugepages, the page cache), that listen on fixed ports, or that are CPU-heavy on their own
-# (a wheel built and installed, chromium, podman).  When in doubt a file goes here: a flaky test costs more than
-# the minutes the serial tier takes.  A single test can also carry ``@pytest.mark.serial`` in its file.
+# running fio, system hugepages, the page cache, podman's store), or that listen on fixed ports.  Heavy alone is no
+# reason outside tests/vm: a wheel built and installed or chromium opening a report asserts nothing about time, so it
+# runs beside the others.  When in doubt a file goes here: a flaky test costs more than the minutes the serial tier
+# takes.  Where only some tests of a file qualify, each carries ``@pytest.mark.serial`` and the file is not listed.
 SERIAL = frozenset({
     "integration/test_compare_noise.py", "integration/test_device_counters.py", "integration/test_eventstream.py",
     "integration/test_fio_intervals.py", "integration/test_fleet.py", "integration/test_fleet_agent.py",
-    "integration/test_fleet_containers.py", "integration/test_hostile_output.py", "integration/test_hugepages.py",
-    "integration/test_install.py", "integration/test_lifecycle.py", "integration/test_memory_runner.py",
+    "integration/test_fleet_containers.py", "integration/test_hugepages.py",
+    "integration/test_lifecycle.py", "integration/test_memory_runner.py",
     "integration/test_memory_suite.py", "integration/test_mlc_convention.py", "integration/test_peak_run.py",
     "integration/test_phase.py", "integration/test_precision.py", "integration/test_procedure.py",
-    "integration/test_report_html_browser.py", "integration/test_safety.py", "integration/test_tail_unstable.py",
-    "integration/test_telemetry.py", "integration/test_timeseries.py", "integration/test_validity.py",
+    "integration/test_tail_unstable.py",
+    "integration/test_timeseries.py", "integration/test_validity.py",
     "integration/test_open_loop.py", "integration/test_heatmap.py", "integration/test_blocktrace_loop.py",
     "tui/test_tui_ascii.py", "tui/test_tui_compare_noise.py", "tui/test_tui_fleet.py", "tui/test_tui_key_burst.py",
     "tui/test_tui_memory.py", "tui/test_tui_memory_contended.py", "tui/test_tui_memory_suite.py",
@@ -87,11 +88,11 @@ def is_serial(path: Path) -> bool:
     return path.is_relative_to(VM) or (path.is_relative_to(TESTS) and path.relative_to(TESTS).as_posix() in SERIAL)
 
 
-# the unit files that take the most time (tens of CPU-seconds each: reports rendered under checks, many Hypothesis
-# examples), slowest first: pytest-xdist's workers (`make check`) start them first, so that neither worker is left
+# the unit files that take the most time in `make check` (seconds each: reports rendered, a CLI started per case,
+# many Hypothesis examples), slowest first: pytest-xdist's workers start them first, so that neither worker is left
 # with one of them when the other is done
-HEAVY = ["test_report_visual.py", "test_raster.py", "test_report_foreign_text.py", "test_frame_csv.py",
-         "test_presets_properties.py", "test_report_html.py", "test_compare.py", "test_mlc_properties.py"]
+HEAVY = ["test_report_foreign_text.py", "test_report_html.py", "test_compare.py", "test_uncertainty.py",
+         "test_raster.py", "test_procedure_rules.py", "test_queueing.py", "test_suite_report.py", "test_frame_csv.py"]
 
 
 def _heavy_first(items: list[pytest.Item]) -> None:

@@ -110,6 +110,7 @@ def _in_child(code: str, timeout: float = 60) -> dict[str, Any]:
     return dict(json.loads(proc.stdout.splitlines()[-1]))
 
 
+@pytest.mark.serial  # a deadline in seconds
 def test_an_endless_output_stops_at_the_cap_and_the_memory_stays_small() -> None:
     out = _in_child("""
         import time
@@ -122,6 +123,7 @@ def test_an_endless_output_stops_at_the_cap_and_the_memory_stays_small() -> None
     assert out["seconds"] < 3 and out["peak_kb"] < MAX_RSS_KB, out
 
 
+@pytest.mark.serial  # a deadline in seconds
 def test_the_timeout_holds_when_the_child_closes_its_pipes_and_the_child_is_killed(tmp_path: Path) -> None:
     marker = tmp_path / "alive"
     script = f"exec >&- 2>&-; (sleep 30; touch {marker}) & sleep 30"
@@ -145,6 +147,7 @@ def _reading_in_a_child(mark: str) -> subprocess.Popen[str]:
     return proc
 
 
+@pytest.mark.serial  # a deadline in seconds
 def test_a_sigint_takes_effect_within_a_slice_and_leaves_no_child() -> None:
     mark = "29.8731"
     proc = _reading_in_a_child(mark)
@@ -157,6 +160,7 @@ def test_a_sigint_takes_effect_within_a_slice_and_leaves_no_child() -> None:
     assert running(f"sleep {mark}") == []
 
 
+@pytest.mark.serial  # a deadline in seconds
 def test_a_reader_in_a_thread_stops_when_cancelled() -> None:
     cancel = threading.Event()
     threading.Timer(0.3, cancel.set).start()
@@ -172,6 +176,7 @@ def _drive(tool: Path) -> Drive:
     return Drive("/dev/nvme0", "nvme", (str(tool), "smart-log", "/dev/nvme0", "-o", "json"))
 
 
+@pytest.mark.serial  # a deadline in seconds
 def test_a_fake_nvme_printing_dev_zero_is_stopped_at_the_cap(tmp_path: Path) -> None:
     zero = tmp_path / "nvme"
     zero.write_text("#!/bin/sh\nexec cat /dev/zero\n")
@@ -187,6 +192,7 @@ def test_a_fake_nvme_printing_dev_zero_is_stopped_at_the_cap(tmp_path: Path) -> 
     assert out["seconds"] < 3 and out["peak_kb"] < MAX_RSS_KB, out
 
 
+@pytest.mark.serial  # a deadline in seconds
 def test_a_hung_tool_is_asked_once_per_run_and_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     calls = tmp_path / "calls"
     tool = fake_tool(tmp_path / "bin", "nvme", f"""
@@ -214,6 +220,7 @@ def test_a_hung_tool_is_asked_once_per_run_and_says_so(tmp_path: Path, monkeypat
                                                      "it is not asked again during this run")
 
 
+@pytest.mark.serial  # a deadline in seconds
 def test_a_cancelled_reading_ends_the_tool_at_once(tmp_path: Path) -> None:
     tool = fake_tool(tmp_path / "bin", "nvme", "import time; time.sleep(30)\n")
     rec = Recorder(_drive(tool), tmp_path / "telemetry.jsonl")
@@ -427,6 +434,7 @@ def test_a_host_that_says_no_confirmation_is_needed_gets_no_randwrite_on_its_ext
     assert not (tmp_path / f"out-{mode}").exists()
 
 
+@pytest.mark.serial  # a deadline in seconds
 def test_a_deeply_nested_or_endless_answer_is_one_sentence_and_stays_small(tmp_path: Path, sshd) -> None:
     proc, _, peak = _controller(tmp_path, sshd, "nested", "/tmp/x.img")
     assert proc.returncode == 1 and "nests deeper than 16 levels" in proc.stderr, proc.stderr
@@ -509,6 +517,7 @@ def test_report_md_holds_no_control_sequence_from_run_json_or_telemetry(tmp_path
     assert b"ABCDEF\\|\\*x\\*" in md
 
 
+@pytest.mark.serial  # a deadline in seconds
 def test_a_sigint_during_a_hung_telemetry_reading_ends_the_run_at_once(tmp_path: Path) -> None:
     """The run reads the drive's health log in a worker thread; ^C while the tool hangs ends the run within a
     moment (the tool is killed), not when the reading times out."""
@@ -553,6 +562,7 @@ def test_a_sigint_during_a_hung_telemetry_reading_ends_the_run_at_once(tmp_path:
     assert running(str(tmp_path / "bin" / "nvme")) == []
 
 
+@pytest.mark.serial  # a deadline in seconds
 def test_a_tool_dies_with_the_tool_that_reads_it() -> None:
     """A reader's child has its own session (a terminal's ^C does not reach it): the kernel kills it when
     profiler-tui dies, e.g. by SIGKILL or the start-up interrupt's os._exit."""

@@ -356,6 +356,7 @@ def test_symlink_to_mounted_loop_resolved(loop_factory, tmp_path):
 
 
 @needs_loop
+@pytest.mark.serial  # a bound in seconds per call
 def test_check_is_fast(loop_factory):
     """The sweep engine calls check_target before every point."""
     dev = loop_factory(partitions=["16M", ""])
@@ -538,6 +539,7 @@ def test_loop_helper_cleans_up_after_a_failed_step(tmp_path):
 
 @needs_loop
 @needs_cli
+@pytest.mark.serial  # a watcher must act between two 2 s points
 def test_state_change_during_a_sweep_stops_it_before_the_next_point(loop_factory, tmp_path, fio_log):
     """The check runs again before each point: a device made read-only after the first
     point stops the sweep with exit 3; the completed point is kept, no further fio runs."""

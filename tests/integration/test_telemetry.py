@@ -301,6 +301,7 @@ def test_no_tool_or_no_drive_says_why(tmp_path: Path, monkeypatch: pytest.Monkey
     assert drive is None and "sysfs says nothing" in why
 
 
+@pytest.mark.serial  # a 0.5 s timeout that a 2 MB print must beat
 def test_a_tool_that_fails_hangs_or_floods_is_a_failed_reading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     bad = fake_tool(tmp_path, "nvme",
                     "import sys; print('smart log: Invalid argument', file=sys.stderr); sys.exit(1)\n")
@@ -365,6 +366,7 @@ print(json.dumps(doc, indent="\\t"))
 """
 
 
+@pytest.mark.serial  # pgrep -x fio: every fio of the machine
 def test_a_point_during_which_the_drives_thermal_counter_rose_is_flagged_throttled(tmp_path: Path) -> None:
     out = tmp_path / "out"
     state = tmp_path / "state"

@@ -76,6 +76,7 @@ def _describe(t: Tally) -> str:
            f"at most {t.allowed()} allowed for a {t.target} target"
 
 
+@pytest.mark.slow  # the quick sweep: tens of CPU-seconds, left to `make test`
 @pytest.mark.parametrize("key", [pytest.param(k, marks=m or (), id=k) for k, m in TARGETS])
 def test_claim_holds_its_target(quick: Sweep, key: str) -> None:
     t = quick.rows[key]
@@ -83,17 +84,20 @@ def test_claim_holds_its_target(quick: Sweep, key: str) -> None:
     assert t.holds, _describe(t)
 
 
+@pytest.mark.slow
 def test_every_row_with_a_target_is_asserted(quick: Sweep) -> None:
     """A row added to the harness with a target is added to TARGETS too (with its mark when the code misses it)."""
     assert sorted(k for k, t in quick.rows.items() if t.limit is not None) == sorted(k for k, _ in TARGETS)
 
 
+@pytest.mark.slow
 def test_the_power_rule_is_exercised(quick: Sweep) -> None:
     """The sweep holds configurations below 80 % power for 10 % (compare and trends), else the rule that forbids
     'within noise' there is checked on nothing."""
     assert quick.rows["compare/flat-low-power"].cases >= 30 and quick.rows["trend/flat-low-power"].cases >= 30
 
 
+@pytest.mark.slow
 def test_the_sweep_is_deterministic() -> None:
     """One seed, one table: a case draws from its own seeded source."""
     a = rates.sweep(SEED, {**rates.QUICK, "stationary_runs": 1, "nonstationary_runs": 1, "pairs": 2, "tails": 1,

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -99,6 +100,7 @@ def test_a_missing_key_and_nan_are_empty_cells() -> None:
     assert csv_text(["kind", "rw", "iops", "bs"], rows) == 'kind,rw,iops,bs\nmemory,"a,""b""\nc",,\n'
 
 
+@pytest.mark.slow
 def test_the_report_does_not_import_pandas(tmp_path: Path) -> None:
     """A whole report (load, curves, heatmaps, results.csv) leaves pandas out: its import is ~0.3 s of it."""
     run = shutil.copytree(GOLDEN_RUN, tmp_path / "run")

@@ -8,6 +8,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from app.latmap import MAX_COLUMNS, read_intervals
 from app.report import heat, render_report
 from app.report.model import load
@@ -29,6 +31,7 @@ def _stall_rows(text: str) -> list[list[str]]:
             if ln.startswith("| ") and not ln.startswith("| Workload")]
 
 
+@pytest.mark.slow
 def test_an_hour_long_point_merges_seconds_and_names_each_pause(tmp_path: Path) -> None:
     run = hour_point(tmp_path / "hour", every_s=300)
     text = _heat_text(run)
@@ -41,6 +44,7 @@ def test_an_hour_long_point_merges_seconds_and_names_each_pause(tmp_path: Path) 
     assert [(r[1], r[2], r[3]) for r in rows] == [(f"{t - 1:g} s", "2 s", "80") for t in range(300, 3600, 300)]
 
 
+@pytest.mark.slow
 def test_a_sweep_gets_one_strip_per_point_over_figures_and_its_one_stall(tmp_path: Path) -> None:
     run = sweep(tmp_path / "sweep", n=heat.STRIPS + 1)  # a 120-point sweep: 4 figures of 30 strips, drawn alike
     text = _heat_text(run)

@@ -53,12 +53,14 @@ def test_a_picture_fits_the_box_with_the_figures_proportions(figures) -> None:
     assert abs(a[0] / a[1] - b[0] / b[1]) < 0.02  # the figure's proportions whatever the size
 
 
+@pytest.mark.slow
 def test_the_same_size_gives_the_same_bytes(golden: Path, figures) -> None:
     again = draw_report_figures(golden)
     for i in range(len(figures)):
         assert figures.png(i, 500, 300) == again.png(i, 500, 300)
 
 
+@pytest.mark.slow
 def test_drawing_writes_nothing_and_an_export_meanwhile_still_writes_its_svgs(golden: Path, tmp_path: Path) -> None:
     other = tmp_path / "other"
     shutil.copytree(GOLDEN_RUN, other)

@@ -454,6 +454,7 @@ def _golden_with(tmp_path: Path, change: Callable[[dict[str, Any]], None]) -> Pa
     return d
 
 
+@pytest.mark.slow
 def test_a_10_mb_cache_name_gives_a_report_of_normal_size_and_a_page(tmp_path: Path) -> None:
     """The Environment table pads its rows to its widest cell: a 10 MB cache name once made report.md 130 MB (and
     --html fail); a foreign string is cut to a bounded length in its cell, and padding never multiplies it."""
@@ -474,6 +475,7 @@ def test_a_10_mb_cache_name_gives_a_report_of_normal_size_and_a_page(tmp_path: P
     assert "…" in row and len(row) < 3 * FOREIGN_LIMIT
 
 
+@pytest.mark.slow
 def test_every_long_string_of_run_json_stays_bounded(tmp_path: Path) -> None:
     """Every string of run.json 200,000 characters long: each is one bounded cell or sentence."""
     normal = GOLDEN_MD.stat().st_size

@@ -23,6 +23,9 @@ from app.report import plots, render_report
 from conftest import ROOT
 from tests.helpers.figure_text import shown_ticklabels as _shown_ticklabels
 
+# reports of 120 and 1,008 points rendered under the checker: tens of CPU-seconds, left to `make test`
+pytestmark = pytest.mark.slow
+
 
 def _bench() -> Any:
     spec = importlib.util.spec_from_file_location("report_speed", ROOT / "bench" / "report_speed.py")
