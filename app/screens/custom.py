@@ -36,6 +36,9 @@ class CustomSweepScreen(Screen[None]):
         Binding("tab", "app.focus_next", "Next field", show=False, priority=True),
         Binding("shift+tab", "app.focus_previous", "Previous field", show=False, priority=True),
     ]
+    # the first field takes the focus as the form is composed (on_mount focuses it too): focused first, the form's
+    # scrolling box styled all its fields again on taking the focus and again on handing it to the field
+    AUTO_FOCUS = ".fields Input"
 
     def __init__(self, target: TargetChoice, kind: str = core.STORAGE, start: core.Preset | None = None) -> None:
         super().__init__()

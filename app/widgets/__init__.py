@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from textual.app import ComposeResult
 from textual.screen import Screen
 from textual.widgets import Footer, Static
+from textual.widgets._footer import FooterKey
 
 
 class ErrorLine(Static):
@@ -45,17 +47,44 @@ class TooSmall(Static):
 
 
 class KeysFooter(Footer):
-    """Textual's Footer, made again only when the keys it shows change: Footer makes its keys anew (a widget
-    each, styled) at every change of focus, though the keys shown are most often the same — a tenth of a second
-    per key press on a loaded machine."""
+    """Textual's Footer, made again only when the keys it shows change, and once for a burst of changes: Footer
+    makes its keys anew (a widget each, styled) at every change of bindings — a screen's first focus, a resume and
+    the focus it restores each asked again, three or four footers made for one key press, a tenth of a second each
+    on a loaded machine — and each key styled itself three times (it starts compact, then takes the footer's
+    setting)."""
 
     _shown: tuple[object, ...] | None = None
+    _pending = False  # a recompose is asked for: the changes until it runs share it
+
+    def shown_keys(self, screen: Screen[object]) -> tuple[object, ...]:
+        return tuple((binding.key, binding.description, binding.action, enabled, tooltip,
+                      self.app.get_key_display(binding))
+                     for (_, binding, enabled, tooltip) in screen.active_bindings.values() if binding.show)
 
     def bindings_changed(self, screen: Screen[object]) -> None:
-        shown = tuple((binding.key, binding.description, binding.action, enabled, tooltip,
-                       self.app.get_key_display(binding))
-                      for (_, binding, enabled, tooltip) in screen.active_bindings.values() if binding.show)
-        if shown == self._shown and self._bindings_ready and self.children:
+        self._bindings_ready = True
+        if (not screen.app.app_focus or not self.is_attached or screen is not self.screen
+                or screen is not self.app.screen or self._pending):  # a screen under another: when resumed
+            return
+        self._pending = True
+        self.call_after_refresh(self._recompose_if_changed)
+
+    async def _recompose_if_changed(self) -> None:
+        self._pending = False
+        if not self.is_attached or self.screen is not self.app.screen:
+            return
+        shown = self.shown_keys(self.screen)
+        if shown == self._shown and self.children:
             return
         self._shown = shown
-        super().bindings_changed(screen)
+        await self.recompose()
+
+    def compose(self) -> ComposeResult:
+        for widget in super().compose():
+            if isinstance(widget, FooterKey):
+                # its final setting from the start (the footer's; the palette's key stays compact, unbound), so
+                # that it is styled once, when mounted
+                compact = True if widget.has_class("-command-palette") else self.compact
+                widget.set_reactive(FooterKey.compact, compact)
+                widget.set_class(compact, "-compact", update=False)
+            yield widget
