@@ -22,10 +22,10 @@ from app.screens import strings
 from app.screens.confirm import YesNo
 from app.screens.messages import StartRun
 from app.screens.state import TargetChoice, app_options, overrides_for
-from app.widgets import ErrorLine, KeysFooter, TooSmall
+from app.widgets import ErrorLine, KeysFooter, StyledOnce, TooSmall
 
 
-class CustomSweepScreen(Screen[None]):
+class CustomSweepScreen(StyledOnce, Screen[None]):
     BINDINGS = [
         Binding("ctrl+r", "run", "Run", priority=True),
         Binding("ctrl+s", "save", "Save preset", priority=True),

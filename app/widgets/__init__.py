@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from textual import events
+from textual._context import NoActiveAppError
 from textual.app import ComposeResult
 from textual.screen import Screen
 from textual.widgets import Footer, Static
@@ -88,3 +92,33 @@ class KeysFooter(Footer):
                 widget.set_reactive(FooterKey.compact, compact)
                 widget.set_class(compact, "-compact", update=False)
             yield widget
+
+
+class StyledOnce:
+    """A screen a key opens, styled once: with the app's width and height classes (-narrow, -wide, -tall …) from
+    the start, and not styled again as it is first shown.  Textual styles a new screen as it is composed, again as
+    it resumes (the first time too, when nothing changed since) and again when its first resize adds those classes:
+    three stylings of every widget for one key press.  Put before Screen in the bases."""
+
+    _resumed_once = False
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        screen: Any = self
+        try:
+            app = screen.app
+            width, height = app.size
+        except NoActiveAppError:  # made outside a running app: its first resize sets them
+            return
+        classes: dict[str, bool] = {}
+        for size, breakpoints in ((width, app.HORIZONTAL_BREAKPOINTS or []),
+                                  (height, app.VERTICAL_BREAKPOINTS or [])):
+            chosen = screen._get_breakpoint_classes(size, breakpoints)
+            classes.update({name: name in chosen for _, name in breakpoints})
+        screen.update_classes(classes, update=False)
+
+    def _on_screen_resume(self, event: events.ScreenResume) -> None:
+        """Before Screen's own handler: the first resume follows the composing, nothing to style again."""
+        if not self._resumed_once:
+            self._resumed_once = True
+            event.refresh_styles = False

@@ -246,3 +246,41 @@ async def test_the_custom_forms_first_field_has_the_focus_from_the_start(tmp_pat
         assert focused == [first], focused
         assert form.focused is form.query_one(f"#{first}", Input)
         assert form.query_one(f"#row-{first}").has_class("-focused")
+
+
+async def test_a_screen_a_key_opens_is_styled_once_with_the_apps_size_classes(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The runs browser and a run's results come with the width and height classes of the terminal and are not
+    styled again as they are first shown (Textual styled every widget of a new screen again as it resumed and again
+    as its first resize added those classes); a resize still changes the classes, and the screen shown again after
+    another is styled again."""
+    from textual.css.stylesheet import Stylesheet
+
+    a_run(tmp_path)
+    roots: list[str] = []
+    real = Stylesheet.update_nodes
+
+    def counting(self, nodes, *args, **kwargs):  # type: ignore[no-untyped-def]
+        nodes = list(nodes)
+        roots.append(type(nodes[0]).__name__ if nodes else "")
+        return real(self, nodes, *args, **kwargs)
+
+    monkeypatch.setattr(Stylesheet, "update_nodes", counting)
+    tui = create_app(devices=DEVICES, results_dir=tmp_path, clock=lambda: 0.0, settings=tmp_path / "c.toml")
+    async with tui.run_test(size=(80, 24)) as pilot:
+        await pilot.pause(0.3)
+        roots.clear()
+        browser = await open_runs(pilot)
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        results = await wait_for(pilot, lambda: isinstance(tui.screen, ResultsScreen) and tui.screen, 10, "results")
+        await pilot.pause(0.3)
+        assert "RunsScreen" not in roots and "ResultsScreen" not in roots, roots
+        assert {"-wide", "-tall"} <= results.classes and not {"-narrow", "-short", "-too-narrow"} & results.classes
+        await pilot.resize_terminal(50, 16)
+        await pilot.pause(0.3)
+        assert {"-narrow", "-short"} <= results.classes and not {"-wide", "-tall"} & results.classes
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: tui.screen is browser, 5, "back to the browser")
+        await pilot.pause(0.3)
+        assert {"-narrow", "-short"} <= browser.classes and "RunsScreen" in roots
