@@ -22,10 +22,10 @@ from app.screens import strings
 from app.screens.confirm import YesNo
 from app.screens.messages import StartRun
 from app.screens.state import TargetChoice, app_options, overrides_for
-from app.widgets import ErrorLine, KeysFooter, TooSmall
+from app.widgets import ErrorLine, KeysFooter, StyledOnce, TooSmall
 
 
-class CustomSweepScreen(Screen[None]):
+class CustomSweepScreen(StyledOnce, Screen[None]):
     BINDINGS = [
         Binding("ctrl+r", "run", "Run", priority=True),
         Binding("ctrl+s", "save", "Save preset", priority=True),
@@ -36,6 +36,9 @@ class CustomSweepScreen(Screen[None]):
         Binding("tab", "app.focus_next", "Next field", show=False, priority=True),
         Binding("shift+tab", "app.focus_previous", "Previous field", show=False, priority=True),
     ]
+    # the first field takes the focus as the form is composed (on_mount focuses it too): focused first, the form's
+    # scrolling box styled all its fields again on taking the focus and again on handing it to the field
+    AUTO_FOCUS = ".fields Input"
 
     def __init__(self, target: TargetChoice, kind: str = core.STORAGE, start: core.Preset | None = None) -> None:
         super().__init__()

@@ -18,7 +18,7 @@ from app.screens import strings
 from app.screens.messages import ShowCustomSweep, StartRun
 from app.screens.state import TargetChoice, app_options, overrides_for
 from app.units import format_duration_short
-from app.widgets import KeysFooter, TooSmall
+from app.widgets import KeysFooter, StyledOnce, TooSmall
 from app.widgets.rowtable import RowTable
 
 
@@ -53,7 +53,7 @@ def preview_text(preset: core.Preset, target: TargetChoice | None, engine: str, 
     return text
 
 
-class PresetsScreen(Screen[None]):
+class PresetsScreen(StyledOnce, Screen[None]):
     BINDINGS = [
         Binding("enter", "run", "Run", priority=True),
         Binding("c", "custom", "Custom sweep"),

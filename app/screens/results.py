@@ -28,7 +28,7 @@ from app.screens.prerender import wait_rendered
 from app.summary import SUITE_MODES, ci_pct, delay_header, figure_keys, latency_text, natural_key, pm_pct, point_label
 from app.units import format_count
 from app.validity import recorded_ratio
-from app.widgets import KeysFooter, TooSmall
+from app.widgets import KeysFooter, StyledOnce, TooSmall
 from app.widgets.glyphs import mbps, mbps_unit
 from app.widgets.rowtable import RowTable
 
@@ -536,7 +536,7 @@ class ExportModal(ModalScreen[str | None]):
         self.dismiss(self.query_one("#export-path", Input).value)
 
 
-class ResultsScreen(Screen[None]):
+class ResultsScreen(StyledOnce, Screen[None]):
     BINDINGS = [
         Binding("s", "sort", "Sort"),
         Binding("S", "reverse", "Reverse"),

@@ -25,7 +25,7 @@ from app.sanitize import clean_line, clean_text
 from app.screens import strings
 from app.screens.messages import ReadAhead, ResumeRun, ShowCompare, ShowImport, ShowReplay, ShowReport, ShowResults
 from app.screens.state import app_options
-from app.widgets import KeysFooter, TooSmall
+from app.widgets import KeysFooter, StyledOnce, TooSmall
 from app.widgets.rowtable import RowTable
 
 STATUS_STYLE = {"complete": "green", "imported": "green", "partial": "yellow", "interrupted": "yellow",
@@ -77,7 +77,7 @@ class ReferencePicker(ModalScreen[str | None]):
         self.dismiss(None)
 
 
-class RunsScreen(Screen[None]):
+class RunsScreen(StyledOnce, Screen[None]):
     # Every letter filters (q, h and d too: a preset or target is typed, not a command), so the commands are
     # ctrl keys that work from the table and from the filter alike: none is a key the filter field uses
     # (ctrl+a/e/d/k/u/w/x/c/v), a terminal takes (ctrl+h/i/j/m are backspace, tab and enter) or tmux
@@ -95,6 +95,7 @@ class RunsScreen(Screen[None]):
         Binding("ctrl+l", "reload", "Reload", show=False),
         Binding("escape", "back", "Back"),
     ]
+    AUTO_FOCUS = "#runs"  # the table from the start (on_mount focuses it too), not the filter above it first
 
     def __init__(self) -> None:
         super().__init__()

@@ -174,3 +174,113 @@ async def test_the_custom_form_makes_the_other_kinds_fields_when_switched_to(tmp
         form.query_one("#kind", Select).value = core.STORAGE
         await pilot.pause()
         assert form.kind == core.STORAGE and isinstance(tui.screen, CustomSweepScreen)
+
+
+def footer_keys(screen: Any) -> list[str]:
+    """The key hints a screen's footer shows."""
+    from textual.widgets._footer import FooterKey
+
+    return [key.key for key in screen.query(FooterKey)]
+
+
+async def test_a_footer_is_made_once_for_a_key_and_kept_under_another_screen(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A screen a key opens makes its footer's keys once, each styled once (Footer made them anew at every change
+    of bindings: the screen's first focus, the app's keys changing, the screen under it as the new one came;
+    each key styled itself again as it took the footer's compact setting); a screen under another makes nothing,
+    and shows its own keys again when it is back on top."""
+    from textual.widgets._footer import FooterKey
+
+    a_run(tmp_path)
+    made: list[str] = []
+    real_init = FooterKey.__init__
+
+    def counting(self, key, *args, **kwargs):  # type: ignore[no-untyped-def]
+        made.append(key)
+        real_init(self, key, *args, **kwargs)
+
+    monkeypatch.setattr(FooterKey, "__init__", counting)
+    tui = create_app(devices=DEVICES, results_dir=tmp_path, clock=lambda: 0.0, settings=tmp_path / "c.toml")
+    async with tui.run_test(size=SIZE) as pilot:
+        devices = tui.screen
+        await pilot.pause(0.3)
+        before = footer_keys(devices)
+        assert before
+        made.clear()
+        restyled: list[str] = []
+        real_update = FooterKey.update_node_styles
+        monkeypatch.setattr(FooterKey, "update_node_styles",
+                            lambda self, *a, **k: restyled.append(self.key) or real_update(self, *a, **k))
+        browser = await open_runs(pilot)
+        await pilot.pause(0.3)
+        assert sorted(made) == sorted(footer_keys(browser)), "the browser's keys, made once (none under it)"
+        assert restyled == [], "a key styled again after it was made"
+        made.clear()
+        await pilot.press("enter")
+        results = await wait_for(pilot, lambda: isinstance(tui.screen, ResultsScreen) and tui.screen, 10, "results")
+        await pilot.pause(0.3)
+        assert sorted(made) == sorted(footer_keys(results)), "the results' keys, made once (none under it)"
+        made.clear()
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: tui.screen is browser, 5, "back to the browser")
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: tui.screen is devices, 5, "back to the devices")
+        await pilot.pause(0.3)
+        assert made == [], "a footer made again though its keys were the same"
+        assert footer_keys(devices) == before
+
+
+async def test_the_custom_forms_first_field_has_the_focus_from_the_start(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The form's first field takes the focus as the form is composed, and nothing before it: the scrolling box
+    around the fields took it first (the app's first focusable widget), then handed it to the field, each time
+    styling every field again."""
+    focused: list[str] = []
+    real = CustomSweepScreen.on_descendant_focus
+    monkeypatch.setattr(CustomSweepScreen, "on_descendant_focus",
+                        lambda self, event: focused.append(str(event.widget.id)) or real(self, event))
+    tui = create_app(devices=DEVICES, results_dir=tmp_path / "results", clock=lambda: 0.0)
+    async with tui.run_test(size=(100, 40)) as pilot:
+        form = await open_form(pilot, "quick")
+        first = f"{form.kind}-{FIELDS[form.kind][0].key}"
+        assert focused == [first], focused
+        assert form.focused is form.query_one(f"#{first}", Input)
+        assert form.query_one(f"#row-{first}").has_class("-focused")
+
+
+async def test_a_screen_a_key_opens_is_styled_once_with_the_apps_size_classes(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The runs browser and a run's results come with the width and height classes of the terminal and are not
+    styled again as they are first shown (Textual styled every widget of a new screen again as it resumed and again
+    as its first resize added those classes); a resize still changes the classes, and the screen shown again after
+    another is styled again."""
+    from textual.css.stylesheet import Stylesheet
+
+    a_run(tmp_path)
+    roots: list[str] = []
+    real = Stylesheet.update_nodes
+
+    def counting(self, nodes, *args, **kwargs):  # type: ignore[no-untyped-def]
+        nodes = list(nodes)
+        roots.append(type(nodes[0]).__name__ if nodes else "")
+        return real(self, nodes, *args, **kwargs)
+
+    monkeypatch.setattr(Stylesheet, "update_nodes", counting)
+    tui = create_app(devices=DEVICES, results_dir=tmp_path, clock=lambda: 0.0, settings=tmp_path / "c.toml")
+    async with tui.run_test(size=(80, 24)) as pilot:
+        await pilot.pause(0.3)
+        roots.clear()
+        browser = await open_runs(pilot)
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        results = await wait_for(pilot, lambda: isinstance(tui.screen, ResultsScreen) and tui.screen, 10, "results")
+        await pilot.pause(0.3)
+        assert "RunsScreen" not in roots and "ResultsScreen" not in roots, roots
+        assert {"-wide", "-tall"} <= results.classes and not {"-narrow", "-short", "-too-narrow"} & results.classes
+        await pilot.resize_terminal(50, 16)
+        await pilot.pause(0.3)
+        assert {"-narrow", "-short"} <= results.classes and not {"-wide", "-tall"} & results.classes
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: tui.screen is browser, 5, "back to the browser")
+        await pilot.pause(0.3)
+        assert {"-narrow", "-short"} <= browser.classes and "RunsScreen" in roots
