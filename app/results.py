@@ -159,6 +159,17 @@ DIR_MODE = 0o755  # every directory of it
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
+def file_stamp(path: str | os.PathLike[str], follow: bool = True) -> tuple[int, int, int] | None:
+    """A file's identity as a view made from it sees it (inode, size, modification time): what was read from it is
+    current while this holds.  None when it cannot be examined.  ``follow``: a symbolic link's target (else the
+    link itself)."""
+    try:
+        st = os.stat(path, follow_symlinks=follow)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
 def open_file(path: str | os.PathLike[str], flags: int, dir_fd: int | None = None) -> int:
     """``path`` (a name in ``dir_fd`` when given) opened without following a last symbolic link; a file it
     creates gets FILE_MODE whatever the umask.  For writing, the file must be the tool's own, and it is checked

@@ -23,6 +23,7 @@ from textual.widgets import Header, Static, TabbedContent, TabPane, Tree
 from textual.worker import Worker, WorkerState
 
 from app.errors import UsageError
+from app.results import file_stamp
 from app.sanitize import clean_text
 from app.screens import strings
 from app.screens.prerender import render_when_done, wait_rendered
@@ -186,12 +187,9 @@ class CurvesScroll(VerticalScroll):
 
 
 def _stamp(path: Path) -> tuple[int, int, int] | None:
-    """report.md's identity (inode, size, modification time): a view made from it is current while it holds."""
-    try:
-        st = (path / "report.md").lstat()
-    except OSError:
-        return None
-    return (st.st_ino, st.st_size, st.st_mtime_ns)
+    """report.md's identity (app.results.file_stamp, the link itself): a view made from it is current while it
+    holds."""
+    return file_stamp(path / "report.md", follow=False)
 
 
 KEPT = 2  # report views kept (installed) for opening again: each a few hundred widgets and lines

@@ -20,7 +20,7 @@ from app.frame import MAX_TEXT_CELL
 from app.peak import CpuCost, cpu_cost
 from app.points import Kind
 from app.records import ResultLine
-from app.results import ResultsDir
+from app.results import ResultsDir, file_stamp
 from app.sanitize import clean_text
 from app.screens import strings
 from app.screens.messages import ShowDevices, ShowFigures, ShowReport
@@ -402,15 +402,7 @@ READ_KEPT = 8  # directories kept
 def _files_stamp(path: Path) -> tuple[object, ...]:
     """The identity (inode, size, modification time) of each file the results are read from; None for a missing
     one."""
-    out: list[object] = []
-    for name in ("run.json", "results.jsonl"):
-        try:
-            st = (path / name).stat()
-        except OSError:
-            out.append(None)
-            continue
-        out.append((st.st_ino, st.st_size, st.st_mtime_ns))
-    return tuple(out)
+    return tuple(file_stamp(path / name) for name in ("run.json", "results.jsonl"))
 
 
 def read_results(path: Path) -> ReadResults:

@@ -10,7 +10,6 @@ only the lines on screen.
 
 from __future__ import annotations
 
-import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +30,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widgets import Tree
 
+from app.results import file_stamp
 from app.widgets.fittable import PagedTable
 
 HEADING_STYLES = {1: "bold underline", 2: "bold underline", 3: "bold", 4: "bold italic"}
@@ -168,11 +168,8 @@ def blocks_of(path: Path, markdown: str) -> list[Block]:
     """:func:`parse_blocks` of ``markdown``, read from ``path`` (a report.md), kept while the file keeps its inode,
     size and modification time (a second opening of the view parses nothing).  Each caller gets the blocks' tables
     at their first page."""
-    try:
-        st = os.stat(path)
-        key: tuple[str, int, int, int] | None = (str(path), st.st_ino, st.st_size, st.st_mtime_ns)
-    except OSError:
-        key = None
+    stamp = file_stamp(path)
+    key = (str(path), *stamp) if stamp is not None else None
     with _CACHE_LOCK:
         cached = _CACHE.get(key) if key is not None else None
     if cached is None:
