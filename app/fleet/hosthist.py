@@ -37,14 +37,20 @@ NUMBERS = ("total_ios", "io_bytes", "runtime")  # a direction's figures the diff
 LAT_NUMBERS = ("N",)
 
 
+def is_at(hostname: object, port: object, address: tuple[str, int | None]) -> bool:
+    """Whether fio's client names the host it reached at ``address`` (hostname, port; a socket's path and None: fio
+    names a socket client by its path) ``hostname``, ``port``."""
+    return hostname == address[0] and (address[1] is None or port == address[1])
+
+
 def host_entries(doc: Mapping[str, Any], address: tuple[str, int | None]) -> list[dict[str, Any]]:
-    """Every ``client_stats`` entry of the host fio reached at ``address`` (hostname, port; a socket's path and
-    None), in the order fio's client listed them: its status dumps, then its result."""
+    """Every ``client_stats`` entry of the host fio reached at ``address`` (:func:`is_at`), in the order fio's
+    client listed them: its status dumps, then its result."""
     stats = doc.get("client_stats")
     if not isinstance(stats, list):
         return []
     return [e for e in stats if isinstance(e, dict) and e.get("jobname") != ALL_CLIENTS
-            and e.get("hostname") == address[0] and (address[1] is None or e.get("port") == address[1])]
+            and is_at(e.get("hostname"), e.get("port"), address)]
 
 
 def final_entries(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -312,10 +318,7 @@ class ClientStream:
 
     def host(self, address: tuple[str, int | None]) -> HostSeconds | None:
         """The seconds of the host fio reached at ``address`` (as :func:`host_entries` finds its entries)."""
-        for (name, port), seconds in self.seconds.items():
-            if name == address[0] and (address[1] is None or port == address[1]):
-                return seconds
-        return None
+        return next((seconds for (name, port), seconds in self.seconds.items() if is_at(name, port, address)), None)
 
     def text(self) -> str:
         """The document as fio's client printed it, each host's status dumps left out (and fio's "All clients"
