@@ -132,6 +132,11 @@ PARALLEL_WORKERS := 2
 # is right.  Its name and first failure stay in the log under "failed once, passed alone"; a test that fails again,
 # or more than RETRY_MAX failures (a real breakage), fail the target.
 RETRY_MAX := 3
+# The rerun's options: the tests the cache names, with their output.  A rerun selects a few tests of a file, so the
+# snapshot plugin (syrupy) sees the file's other snapshots unused, which it counts a failure unless told to warn.
+RETRY_OPTS := -q -rA --last-failed --last-failed-no-failures none --snapshot-warn-unused
+# --durations of each tier (0: every test's, for finding where the time goes)
+DURATIONS := 25
 BESIDE_PARALLEL :=
 test-tiers:
 	@rc=0; brc=0; beside=""; rm -f .pytest_cache/v/cache/lastfailed; \
@@ -140,19 +145,19 @@ test-tiers:
 	  setsid make --no-print-directory -C "$(CURDIR)" BIN="$(BIN)" $(BESIDE_PARALLEL) >"$$blog" 2>&1 & beside=$$!; \
 	  trap 'kill -- -$$beside 2>/dev/null; wait $$beside; cat "$$blog"; rm -f "$$blog"; exit 130' INT TERM; \
 	fi; \
-	$(BIN)/python -m pytest -q --durations=25 -n $(PARALLEL_WORKERS) --dist loadfile $(PARALLEL_TIER) $(TEST_PATHS) \
+	$(BIN)/python -m pytest -q --durations=$(DURATIONS) -n $(PARALLEL_WORKERS) --dist loadfile $(PARALLEL_TIER) $(TEST_PATHS) \
 	  || rc=$$?; \
 	if [ -n "$$beside" ]; then \
 	  wait $$beside || brc=$$?; trap - INT TERM; \
 	  echo; echo "== make $(BESIDE_PARALLEL) (ran beside the parallel tier)"; cat "$$blog"; rm -f "$$blog"; \
 	fi; \
-	$(BIN)/python -m pytest -q --durations=25 $(SERIAL_TIER) $(TEST_PATHS) || rc=$$?; \
+	$(BIN)/python -m pytest -q --durations=$(DURATIONS) $(SERIAL_TIER) $(TEST_PATHS) || rc=$$?; \
 	if [ $$rc = 1 ]; then \
 	  failed=$$($(BIN)/python -c 'import json,sys; print(len(json.load(open(sys.argv[1]))))' \
 	    .pytest_cache/v/cache/lastfailed 2>/dev/null || echo 0); \
 	  if [ "$$failed" -ge 1 ] && [ "$$failed" -le $(RETRY_MAX) ]; then \
 	    echo; echo "== $$failed test(s) failed; each is run once more, alone:"; \
-	    if $(BIN)/python -m pytest -q -rA --last-failed --last-failed-no-failures none $(TEST_PATHS); then \
+	    if $(BIN)/python -m pytest $(RETRY_OPTS) $(TEST_PATHS); then \
 	      echo "== failed once, passed alone (a test that misses under load: see its first failure above)"; rc=0; \
 	    fi; \
 	  fi; \
@@ -161,7 +166,7 @@ test-tiers:
 	[ $$rc = 0 ] && [ $$brc = 0 ]
 
 print-test-tiers:
-	@echo 'TEST_PATHS=$(TEST_PATHS)'; echo 'PARALLEL_TIER=$(PARALLEL_TIER)'; echo 'SERIAL_TIER=$(SERIAL_TIER)'
+	@echo 'TEST_PATHS=$(TEST_PATHS)'; echo 'PARALLEL_TIER=$(PARALLEL_TIER)'; echo 'SERIAL_TIER=$(SERIAL_TIER)'; echo 'RETRY_OPTS=$(RETRY_OPTS)'
 
 # lint-imports, mypy and the container test, with the install test (container/install-test.sh: `make run`'s and
 # pipx's set-up on pristine roots, about 2 minutes, mostly downloads) beside them in a process group of its own;

@@ -43,6 +43,17 @@ def pytest_configure(config: pytest.Config) -> None:
         plots.PARALLEL = False
 
 
+@pytest.fixture(autouse=True)
+def _steady_input_cursor(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In a snapshot test an input's cursor stays drawn while it has focus.  Textual blinks it off 0.5 s after the
+    last key, and a snapshot is taken when the app is idle, which on a loaded machine can be later than that: the
+    same screen would then fail its snapshot for the machine's load (CI saw the custom form's cursor missing)."""
+    if "snap_compare" in request.fixturenames:
+        from textual.widgets import Input
+
+        monkeypatch.setattr(Input, "_toggle_cursor", lambda self: None)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark every test under tests/integration ``integration`` (the real tools, loop devices, root), so
     ``-m "not integration"`` picks the others without a list of files to keep up to date."""

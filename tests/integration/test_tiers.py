@@ -3,6 +3,7 @@ and then the serial tier.  Together they must run every test of the suite exactl
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -58,3 +59,18 @@ def test_serial_names_files_that_exist() -> None:
     assert VM.is_dir()
     missing = sorted(name for name in SERIAL if not (TESTS / name).is_file())
     assert missing == []
+
+
+def test_the_rerun_of_one_snapshot_test_passes_when_it_passes(tmp_path) -> None:
+    """`make test` reruns the tests that failed (RETRY_OPTS, from pytest's cache): a snapshot test rerun alone leaves
+    its file's other snapshots unused, which must not fail the rerun (CI saw a rerun pass its one test and exit 1)."""
+    cache = tmp_path / "cache"
+    (cache / "v" / "cache").mkdir(parents=True)
+    node = "tests/tui/test_tui_snapshots.py::test_devices"
+    (cache / "v" / "cache" / "lastfailed").write_text(json.dumps({node: True}))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PROFILER_TUI_TEST"))}
+    proc = subprocess.run([sys.executable, "-m", "pytest", *shlex.split(tiers()["RETRY_OPTS"]), "-o",
+                           f"cache_dir={cache}", "tests"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "1 passed" in proc.stdout and "unused" in proc.stdout, proc.stdout[-2000:]
