@@ -23,9 +23,11 @@ from functools import partial
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
+from app import settings
 from app.container import RUN_FLAGS, container_engine
 from app.devstat import locate
 from app.envinfo import numa_info
+from app.errors import UsageError
 from app.external import run_bounded
 from app.link import device_number, nearest_with, sysfs_root
 from app.results import NotRegularFile, read_regular
@@ -106,7 +108,7 @@ class Audit:
 
 # --- reading: bounded, no symlink as the last component, one printable line ---------------------------------
 
-PROCFS_ENV = "PROFILER_TUI_PROCFS"
+PROCFS_ENV = settings.PROCFS.name
 MAX_ATTR_BYTES = 256  # a queue or cpufreq attribute is a few bytes; a longer file is not the kernel's value
 MAX_PATH_TEXT = 4096  # a loop device's backing file (PATH_MAX)
 MAX_PROC_BYTES = 256 << 10  # /proc/meminfo, vmstat, status: a few KiB
@@ -118,7 +120,7 @@ MAX_TOOL_BYTES = 64 << 10  # nvme-cli's answer to one get-feature or id-ctrl is 
 NVME_TIMEOUT_S = 5.0
 SWAP_INTERVAL_S = 0.5
 # seconds the swap watch lasts, when set (0.01 to 10; the test suite shortens it: every run starts with an audit)
-SWAP_WATCH_ENV = "PROFILER_TUI_SWAP_WATCH_S"
+SWAP_WATCH_ENV = settings.SWAP_WATCH_S.name
 # the exit latency above which an enabled idle state warns (`cstates`): 10 µs is about what one 4K read on a fast
 # NVMe drive takes, so waking from a deeper state adds a visible share to every I/O at low queue depth; POLL
 # (0 µs), C1/halt (1-2 µs) and a guest's haltpoll stay below it, C6 and package states (tens to hundreds) above
@@ -131,7 +133,7 @@ class Unreadable(Exception):
 
 
 def procfs_root() -> Path:
-    return Path(os.environ.get(PROCFS_ENV) or "/proc")
+    return settings.procfs_root()
 
 
 def _open_read(path: Path, limit: int) -> bytes:
@@ -733,12 +735,12 @@ def container_note(engine: str | None, sys: Path, proc: Path, unlisted: bool) ->
 
 def swap_watch_seconds() -> float:
     """How long the audit watches /proc/vmstat: SWAP_WATCH_ENV when it holds a number from 0.01 to 10, else
-    SWAP_INTERVAL_S."""
+    SWAP_INTERVAL_S (the command line refuses another value when it starts: app.settings.check)."""
     try:
-        seconds = float(os.environ.get(SWAP_WATCH_ENV, "")[:16])
-    except ValueError:
+        seconds = settings.swap_watch_s()
+    except UsageError:
         return SWAP_INTERVAL_S
-    return seconds if 0.01 <= seconds <= 10 else SWAP_INTERVAL_S
+    return SWAP_INTERVAL_S if seconds is None else seconds
 
 
 def audit(target: str | None, cpus: Sequence[int] | None = None, *, sys_root: Path | None = None,

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Mapping, TextIO
 
 import click
 
-from app import __version__, presets
+from app import __version__, presets, settings
 from app.errors import ENDING_SIGNALS, EXIT_INTERRUPTED, ProfilerError, UsageError
 from app.sanitize import clean_line, clean_text
 from app.summary import point_label, results_table
@@ -31,7 +31,7 @@ def on_terminal(stream: TextIO) -> bool:
     """Whether ``stream`` goes to a terminal that can redraw (a TTY, and TERM is not ``dumb``).  There the
     CLI draws with rich (app.console, imported only then: the UI side of the import contract); anywhere
     else — a pipe, a file, a CI log — it prints the core's plain text."""
-    if os.environ.get("TERM") == "dumb":
+    if settings.term() == "dumb":
         return False
     try:
         return stream.isatty()
@@ -78,6 +78,8 @@ def cli(ctx: click.Context, ascii_mode: bool) -> int | None:
 
     Without a command it opens the interactive TUI.
     """
+    settings.check()  # a bad value of a variable read deep inside (a switch, the swap watch): said before anything
+    settings.check()  # a bad value of a variable read deep inside (a switch, the swap watch): said before anything
     if ctx.invoked_subcommand is None:
         from app.fleet.hosts import agent_socket_from_env
         from app.tui import run_tui  # the UI is imported only when it is used
@@ -499,7 +501,7 @@ def _summary(path: Path, width: int | None) -> list[str]:
                    "a socket of this run to the agent's socket on the host; unix:// is an agent's socket here; "
                    "tcp:// connects directly (needs --allow-network or --allow-local-users).")
 @click.option("--agent-socket", default="/run/profiler-tui/agent.sock", show_default=True, metavar="PATH",
-              envvar="PROFILER_TUI_AGENT_SOCKET",
+              envvar=settings.AGENT_SOCKET.name,
               help="The agents' socket on ssh:// hosts (also PROFILER_TUI_AGENT_SOCKET).")
 @_TCP_OPTIONS[0]
 @_TCP_OPTIONS[1]

@@ -16,6 +16,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from app import settings
 from app.results import NotRegularFile, foreign, read_regular, trusted_uids, write_atomic
 from app.sanitize import clean_text, show_value
 
@@ -35,8 +36,7 @@ class Config:
 
 def config_dir() -> Path:
     """Where the settings live: the directory of the user presets' parent (app.presets.user_dir)."""
-    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return Path(base) / "profiler-tui"
+    return settings.config_home() / "profiler-tui"
 
 
 def config_path() -> Path:

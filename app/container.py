@@ -21,11 +21,13 @@ import os
 import stat
 from pathlib import Path
 
+from app import settings
+
 RUN_FLAGS = '--privileged -v /dev:/dev'
 RESULTS_FLAG = '-v "$PWD/results:/results"'
 # the host folder mounted on the results root, as the launcher names it (-e PROFILER_TUI_HOST_RESULTS="$PWD/results"):
 # from inside, a bind mount's source on the host cannot be known
-HOST_RESULTS_ENV = "PROFILER_TUI_HOST_RESULTS"
+HOST_RESULTS_ENV = settings.HOST_RESULTS.name
 # filesystems a container engine builds its root from: writes there live in the container's own layer
 LAYERED_FS = ("overlay", "fuse-overlayfs", "fuse.fuse-overlayfs", "aufs", "vfs")
 
@@ -38,7 +40,7 @@ def container_engine(root: str = "/") -> str | None:
         # a machine booted from a disk image that was built in a container keeps the marker file: its
         # root is then a filesystem on a block device, not a container engine's layered root
         return None if _root_on_a_disk(r) else marker
-    env = os.environ.get("container") if root == "/" else None
+    env = settings.container() if root == "/" else None
     if env:
         return env
     try:
@@ -143,7 +145,7 @@ def shown_path(path: str | os.PathLike[str], engine: str | None = "detect") -> s
     """A results path as its reader finds it: in a container whose launcher named the host folder mounted
     on the results root ($PROFILER_TUI_HOST_RESULTS), the container's path and the host's
     ("/results/quick-… (on the host: /home/me/results/quick-…)"); else the path alone."""
-    host, root = os.environ.get(HOST_RESULTS_ENV), os.environ.get("PROFILER_TUI_RESULTS")
+    host, root = settings.host_results(), settings.results_root_set()
     engine = container_engine() if engine == "detect" and host and root else engine
     if not host or not root or engine is None:
         return str(path)

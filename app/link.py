@@ -23,7 +23,9 @@ import stat
 from pathlib import Path
 from typing import NotRequired, TypedDict
 
-SYSFS_ENV = "PROFILER_TUI_SYSFS"
+from app import settings
+
+SYSFS_ENV = settings.SYSFS.name
 MAX_ATTR_BYTES = 128
 MAX_DEPTH = 32  # ancestors walked at most
 
@@ -39,7 +41,7 @@ class Link(TypedDict):
 
 
 def sysfs_root() -> Path:
-    return Path(os.environ.get(SYSFS_ENV) or "/sys")
+    return settings.sysfs_root()
 
 
 def read_attr(path: Path, limit: int = MAX_ATTR_BYTES) -> str | None:

@@ -12,15 +12,17 @@ from __future__ import annotations
 import os
 import stat
 
+from app import settings
+
 
 def trusted_uids() -> frozenset[int]:
     """Whose directories and links root may use: root's, this process's user's and, under ``sudo``, the
     invoking user's (``SUDO_UID``, set by sudo), who can already run anything as root — so ``sudo profiler-tui
     run …`` from one's own home directory writes ``./results`` there."""
     uids = {0, os.geteuid()}
-    sudo = os.environ.get("SUDO_UID", "")
-    if os.geteuid() == 0 and sudo.isascii() and sudo.isdigit() and len(sudo) <= 10:
-        uids.add(int(sudo))
+    sudo = settings.sudo_uid()
+    if os.geteuid() == 0 and sudo is not None:
+        uids.add(sudo)
     return frozenset(uids)
 
 

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterable, Mapping, TypeAlias, TypedDict
 
+from app import settings
 from app import topology as machine
 from app.errors import UsageError
 from app.keys import (
@@ -1026,9 +1027,9 @@ def validate_procedure(kind: Kind, value: object, source: str) -> Procedure:
 
 def shipped_dir() -> Path:
     """The shipped presets: the repository's presets/ or the installed copy."""
-    env = os.environ.get("PROFILER_TUI_PRESETS")
+    env = settings.presets_dir()
     if env:
-        return Path(env)
+        return env
     here = Path(__file__).resolve().parent.parent / "presets"
     if here.is_dir():
         return here
@@ -1036,8 +1037,7 @@ def shipped_dir() -> Path:
 
 
 def user_dir() -> Path:
-    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return Path(base) / "profiler-tui" / "presets"
+    return settings.config_home() / "profiler-tui" / "presets"
 
 
 MAX_USER_PRESETS = 10_000  # names looked at in the user presets directory

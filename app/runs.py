@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
+from app import settings
 from app.errors import ProfilerError, UsageError
 from app.lock import effective_status
 from app.results import NotRegularFile, ResultsDir, foreign, open_trusted_dir, read_regular
@@ -80,7 +81,7 @@ class RunSummary:
 
 def results_roots(configured: str | os.PathLike[str] | None = None) -> list[Path]:
     """The roots to list: the configured one (or $PROFILER_TUI_RESULTS, else results/) and /results."""
-    first = Path(configured or os.environ.get("PROFILER_TUI_RESULTS") or "results")
+    first = settings.results_root(configured)
     roots = [first]
     try:
         if CONTAINER_RESULTS.is_dir() and CONTAINER_RESULTS.resolve() != first.resolve():

@@ -22,6 +22,7 @@ import stat
 from pathlib import Path
 from typing import Sequence
 
+from app import settings
 from app.errors import UsageError
 from app.points import Point, StoragePoint
 from app.units import format_size_human
@@ -82,7 +83,7 @@ def check_free_space(out_dir: str | os.PathLike[str], target: str | None, plan: 
     """UsageError (exit 2) when the results directory or a file target's filesystem is too small.
     ``PROFILER_TUI_NO_SPACE_CHECK=1`` skips the check (a filesystem whose free space statvfs misreports;
     the tests use it to provoke ENOSPC during a run)."""
-    if os.environ.get("PROFILER_TUI_NO_SPACE_CHECK") == "1":
+    if settings.no_space_check():
         return
     out = Path(out_dir)
     needs: dict[int, list[tuple[str, int]]] = {}

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, AsyncGenerator, Callable, Container, Hashable, Iterator, Mapping, Sequence, cast
 
-from app import audit, envinfo, runmeta, safety, telemetry, topology, tune
+from app import audit, envinfo, runmeta, safety, settings, telemetry, topology, tune
 from app.devstat import poll_problem
 from app.errors import ENDING_SIGNALS, ProfilerError, UsageError
 from app.keys import NODE
@@ -254,7 +254,7 @@ def _ending(e: BaseException) -> tuple[RunStatus, str | None]:
 
 def default_out_dir(preset_name: str) -> Path:
     """Where a run without ``--out`` writes: a new directory under $PROFILER_TUI_RESULTS (or ./results)."""
-    return new_run_dir(os.environ.get("PROFILER_TUI_RESULTS") or "results", preset_name)
+    return new_run_dir(settings.results_root(), preset_name)
 
 
 def resolve_target(target: str | None, out: Path, writes: bool = True) -> "LocalTarget":

@@ -22,6 +22,7 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any, Collection, Iterable, Mapping, Sequence
 
+from app import settings
 from app.sanitize import FOREIGN_LIMIT, Markup, md_text
 
 MARKUP_LIMIT = 4 * FOREIGN_LIMIT  # a cell of the tool's markup: its foreign parts are bounded, this bounds them all
@@ -230,8 +231,8 @@ def stream_width(stream: object) -> int | None:
         size = os.get_terminal_size(fd).columns
     except (AttributeError, ValueError, OSError):
         return None
-    columns = os.environ.get("COLUMNS", "")
-    return int(columns) if columns.isdigit() and 20 < int(columns) < 10_000 else max(21, size)
+    columns = settings.columns()
+    return columns if columns is not None else max(21, size)
 
 
 def md_cell(value: Any) -> str:

@@ -16,6 +16,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from app import settings
 from app.fleet.hosts import DEFAULT_AGENT_SOCKET
 
 if TYPE_CHECKING:
@@ -91,24 +92,21 @@ def run_tui(agent_socket: str = DEFAULT_AGENT_SOCKET, ascii: bool = False) -> in
 
     utf8_output()
     def environment() -> list[str]:
-        import os
-
         from app.container import environment_warnings
 
-        return environment_warnings(os.environ.get("PROFILER_TUI_RESULTS") or "results")
+        return environment_warnings(settings.results_root())
 
     def host_settings(target: str) -> Audit:
         from app.audit import audit
 
         return audit(target)
 
-    import os
-
     from app.config import config_path
     from app.screens.ascii import ascii_terminal  # imports Textual (the filter), as create_app would anyway
 
     app = create_app(devices=devices, handle_signals=True, environment=environment, audit=host_settings,
-                     agent_socket=agent_socket, ascii=ascii or ascii_terminal(os.environ), settings=config_path())
+                     agent_socket=agent_socket, ascii=ascii or ascii_terminal(settings.environ()),
+                     settings=config_path())
     # Until here ^C ends the process at once with one line (app.__main__: a KeyboardInterrupt raised
     # mid-import can surface as another exception); the running app gets Python's KeyboardInterrupt.
     try:

@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
+from app import settings
 from app.audit import Audit, Device, find_device
 from app.errors import SafetyError, UsageError
 from app.link import sysfs_root
@@ -52,8 +53,8 @@ from app.lock import claim, let_go, note, peek, take
 from app.results import now_iso, read_regular
 from app.sanitize import clean_line
 
-TUNE_DIR = "/run/profiler-tui/tune"
-TUNE_DIR_ENV = "PROFILER_TUI_TUNE_DIR"
+TUNE_DIR = settings.DEFAULT_TUNE_DIR
+TUNE_DIR_ENV = settings.TUNE_DIR.name
 TUNED_STATUSES = ("warn", "info")
 MAX_VALUE_BYTES = 4096  # a sysfs attribute is at most a page
 MAX_RECORD_BYTES = 1 << 20
@@ -67,7 +68,7 @@ NEEDS_ROOT = "--tune changes kernel settings in /sys and needs root: run as root
 
 
 def tune_dir() -> Path:
-    return Path(os.environ.get(TUNE_DIR_ENV) or TUNE_DIR)
+    return settings.tune_dir()
 
 
 def run_id(run_dir: str | os.PathLike[str]) -> str:

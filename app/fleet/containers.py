@@ -37,12 +37,13 @@ import requests.exceptions
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.models.containers import Container
 
+from app import settings
 from app.errors import ProfilerError, UsageError
 from app.fleet.hosts import DEFAULT_AGENT_SOCKET, Host, parse_host
 from app.fleet.links import CONNECT_TIMEOUT_S, end_process, ssh_base, start_ssh
 
-URL_ENV = "PROFILER_TUI_DOCKER_URL"
-SOCKET_ENV = "PROFILER_TUI_DOCKER_SOCKET"
+URL_ENV = settings.DOCKER_URL.name
+SOCKET_ENV = settings.DOCKER_SOCKET.name
 DEFAULT_SOCKET = "/var/run/docker.sock"
 LOCAL_ENGINE = "unix:///var/run/docker.sock"
 AGENT_LINE = "profiler-tui agent: fio server on"  # app.fleet.agent.run_agent prints it once fio's server runs
@@ -73,14 +74,14 @@ class _Failure(Exception):
 def engine_url(host: Host) -> str:
     """The Docker Engine API that starts ``host``'s agent: ``PROFILER_TUI_DOCKER_URL`` when set, else
     ``ssh://[user@]host:port`` for an ssh host and this machine's engine for a loopback tcp host."""
-    override = os.environ.get(URL_ENV, "").strip()
+    override = settings.docker_url()
     if override:
         return override
     if host.scheme == "ssh":
         address = f"[{host.address}]" if host.is_ipv6 else host.address
         return f"ssh://{host.user + '@' if host.user else ''}{address}:{host.port}"
     if host.scheme == "unix":
-        return os.environ.get("DOCKER_HOST", "").strip() or LOCAL_ENGINE
+        return settings.docker_host() or LOCAL_ENGINE
     raise UsageError(f"host {host.name}: --start-agent starts agents on ssh:// hosts and unix:// sockets here; a "
                      f"tcp:// host's agent listens on TCP, which a started agent never does.")
 
@@ -148,10 +149,10 @@ class _Engine:
 
     def _forward(self) -> str:
         try:
-            host = parse_host(self.url, URL_ENV if os.environ.get(URL_ENV) else "--host")
+            host = parse_host(self.url, URL_ENV if settings.docker_url() else "--host")
         except UsageError as e:
             raise _Failure(str(e).rstrip(".")) from None
-        remote = os.environ.get(SOCKET_ENV, "").strip() or DEFAULT_SOCKET
+        remote = settings.docker_socket() or DEFAULT_SOCKET
         if not remote.startswith("/"):
             raise UsageError(f"{SOCKET_ENV}={remote[:120]!r}: expected the absolute path of the engine's socket.")
         self._dir = tempfile.TemporaryDirectory(prefix="profiler-tui-engine-")

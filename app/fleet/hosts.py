@@ -18,11 +18,12 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
+from app import settings
 from app.errors import UsageError
 
 DEFAULT_AGENT_PORT = 8765
 DEFAULT_AGENT_SOCKET = "/run/profiler-tui/agent.sock"
-AGENT_SOCKET_ENV = "PROFILER_TUI_AGENT_SOCKET"
+AGENT_SOCKET_ENV = settings.AGENT_SOCKET.name
 DEFAULT_SSH_PORT = 22
 MAX_HOSTS = 64
 MAX_HOST_CHARS = 255
@@ -82,19 +83,6 @@ class Host:
                 "user": self.user}
 
 
-def whole_number_from_env(name: str, default: int, high: int, expected: str) -> int:
-    """The environment variable ``name`` as a whole number from 1 to ``high``, ``default`` when unset or
-    empty; another value is a UsageError (exit 2) naming the variable, the value and ``expected``."""
-    import os
-
-    text = os.environ.get(name, "").strip()
-    if not text:
-        return default
-    if not text.isascii() or not text.isdigit() or len(text) > len(str(high)) or not 1 <= int(text) <= high:
-        raise UsageError(f"{name}={text[:40]!r}: expected {expected}, a whole number from 1 to {high}.")
-    return int(text)
-
-
 def check_socket_path(path: str, option: str) -> str:
     """An agent's socket path: absolute, at most 107 characters of letters, digits and ``._+/-`` (it goes into
     fio's and ssh's command lines, and a ``--target HOST=PATH`` is split at its '=')."""
@@ -106,9 +94,7 @@ def check_socket_path(path: str, option: str) -> str:
 
 def agent_socket_from_env() -> str:
     """The agents' socket on ssh:// hosts: ``PROFILER_TUI_AGENT_SOCKET`` when set (the TUI's, and run's default)."""
-    import os
-
-    text = os.environ.get(AGENT_SOCKET_ENV, "").strip()
+    text = settings.agent_socket()
     return check_socket_path(text, AGENT_SOCKET_ENV) if text else DEFAULT_AGENT_SOCKET
 
 

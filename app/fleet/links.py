@@ -37,7 +37,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from app import points, safety
+from app import points, safety, settings
 from app.errors import ProfilerError, SafetyError, ToolMissing, UsageError
 from app.external import describe_failure, run_bounded
 from app.fleet.hosts import DEFAULT_AGENT_SOCKET, Host
@@ -99,7 +99,7 @@ def ssh_binary() -> str:
 def ssh_base(host: Host) -> list[str]:
     argv = [ssh_binary(), "-o", "BatchMode=yes", "-o", f"ConnectTimeout={int(CONNECT_TIMEOUT_S)}",
             "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3", "-p", str(host.port)]
-    config = os.environ.get("PROFILER_TUI_SSH_CONFIG")
+    config = settings.ssh_config()
     if config:
         # ssh does not check the owner or mode of a file given with -F (only of ~/.ssh/config), and a ProxyCommand
         # or LocalCommand in it runs as root: a file another user can change is refused
@@ -114,7 +114,7 @@ def ssh_base(host: Host) -> list[str]:
 
 
 def remote_command() -> list[str]:
-    text = os.environ.get("PROFILER_TUI_REMOTE_COMMAND") or "profiler-tui"
+    text = settings.remote_command()
     try:
         words = shlex.split(text)
     except ValueError:

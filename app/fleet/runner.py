@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, AsyncGenerator, Sequence, cast
 
+from app import settings
 from app.fleet import hosts as fleet_hosts
 from app.fleet.hosthist import ALL_CLIENTS as ALL_CLIENTS  # fio's sum of the hosts, named here too
 from app.fleet.hosthist import SPARE_DUMPS, ClientStream, final_entries, host_entries
@@ -58,7 +59,7 @@ from app.runners.fio import (
 from app.runners.fio_parse import metrics, split_documents, unserved
 from app.uncertainty import none_because
 
-STALL_ENV = "PROFILER_TUI_FLEET_STALL_S"
+STALL_ENV = settings.FLEET_STALL_S.name
 DEFAULT_STALL_S = 120
 STALL_CAP_GRACES = 10  # I/O seen on a target keeps a late point alive for at most this many graces more
 MAX_OUTPUT_BYTES = 256 << 20
@@ -129,9 +130,7 @@ def host_entry(doc: dict[str, Any], address: tuple[str, int | None]) -> dict[str
 
 def stall_grace_from_env() -> int:
     """Seconds without an answer (or I/O) after which a fleet point is stopped: ``PROFILER_TUI_FLEET_STALL_S``."""
-    from app.fleet.hosts import whole_number_from_env
-
-    return whole_number_from_env(STALL_ENV, DEFAULT_STALL_S, 86400, "seconds")
+    return settings.fleet_stall_s(DEFAULT_STALL_S)
 
 
 def fleet_command(jobs: Sequence[tuple[str, str, bool]]) -> list[str]:

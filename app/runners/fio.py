@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any, AsyncGenerator, Hashable, Iterator, Mapping, Sequence, cast
 
+from app import settings
 from app.blocktrace import BlockTracer, start_tracing, tracing_part
 from app.cpustat import CpuWindow
 from app.devstat import CounterWindow, DeviceWindow, open_counters
@@ -83,11 +84,13 @@ READ_MODES = frozenset({"read", "randread", "rw", "randrw"})  # fio's td_read():
 
 def fio_binary() -> str:
     """fio's resolved path (``$FIO`` or fio on PATH); SafetyError (exit 3) when another user could change it."""
-    path, why = which_trusted(os.environ.get("FIO") or "fio")
+    path, why = which_trusted(settings.fio())
     if why:
         raise SafetyError(f"{why}.")
     if not path:
-        raise ToolMissing("fio is not installed; install it (Debian: apt-get install fio) or run `make setup`.")
+        named = settings.FIO.value()  # as MLC_PATH and PROFILER_TUI_MEMLAT: the value that was not usable, named
+        why = f" ({settings.FIO.name}={clean_line(named, 200)} is not an executable file)" if named else ""
+        raise ToolMissing(f"fio is not installed{why}; install it (Debian: apt-get install fio) or run `make setup`.")
     return path
 
 

@@ -104,7 +104,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, AsyncGenerator, Hashable, Literal, Sequence, TypeAlias, cast
 
-from app import envinfo
+from app import envinfo, settings
 from app.errors import ToolMissing, UsageError
 from app.external import run_tool
 from app.keys import cpus as parse_cpus
@@ -164,7 +164,7 @@ def _trusted(name: str, path: str) -> tuple[str | None, str | None]:
 def find_mlc() -> tuple[str | None, str | None]:
     """(path, problem): MLC's binary, or None and why an explicit MLC_PATH, or an MLC another user could change,
     was not usable."""
-    env = os.environ.get("MLC_PATH")
+    env = settings.mlc_path()
     problem = None
     if env:
         candidate = os.path.join(env, "mlc") if os.path.isdir(env) else env
@@ -227,7 +227,7 @@ def mlc_unusable_reason() -> str | None:
 
 def find_engine() -> tuple[str | None, str | None]:
     """(path, problem): the built-in engine's binary, or None and why PROFILER_TUI_MEMLAT was not usable."""
-    env = os.environ.get("PROFILER_TUI_MEMLAT")
+    env = settings.memlat()
     if env:
         if _executable(env):
             return _trusted("the memory engine", os.path.abspath(env))

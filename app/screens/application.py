@@ -12,6 +12,7 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
+from app import settings
 from app.errors import ENDING_SIGNALS
 from app.sanitize import clean_text
 from app.screens import strings
@@ -109,7 +110,7 @@ class ProfilerApp(App[int]):
         old = self.console
         self.console = Console(color_system="standard", file=old.file, markup=True, highlight=False, emoji=False,
                                legacy_windows=False, force_terminal=True, safe_box=True, soft_wrap=False,
-                               _environ={k: v for k, v in os.environ.items() if k != "NO_COLOR"})
+                               _environ={k: v for k, v in settings.environ().items() if k != settings.NO_COLOR.name})
         self.ascii_filter = AsciiFilter()
 
     def get_line_filters(self) -> Sequence[LineFilter]:
@@ -167,7 +168,7 @@ class ProfilerApp(App[int]):
         return super().format_title(clean_text(title, limit=200), clean_text(sub_title, limit=400))
 
     def get_driver_class(self) -> type[Driver]:
-        if os.name == "posix" and not os.environ.get("TEXTUAL_DRIVER"):
+        if os.name == "posix" and not settings.textual_driver():
             from app.screens.terminal import SafeLinuxDriver
 
             return SafeLinuxDriver

@@ -23,26 +23,29 @@ from textual.filter import LineFilter
 from textual.renderables.bar import Bar as BarRenderable
 from textual.widgets import ProgressBar
 
+from app import settings
+from app.errors import UsageError
+
 # terminals that cannot draw box drawing, braille or blocks (or draw them from a 256-glyph console font that may
 # lack them): the Linux and BSD consoles, DEC VTs and what serial consoles of BMCs announce, and "dumb".  A TERM
 # is matched by its name before the first "-" ("vt100-am", "linux-16color"), and screen/tmux inside one of them
 # ("screen.linux", "tmux.linux") by what follows the dot.
 ASCII_TERMS = frozenset({"linux", "vt52", "vt100", "vt102", "vt220", "vt320", "vt420", "vt520", "dumb", "ansi",
                          "cons25", "wsvt25", "pcvt25", "sun"})
-ASCII_ENV = "PROFILER_TUI_ASCII"
-_YES = {"1", "yes", "true", "on"}
-_NO = {"0", "no", "false", "off"}
+ASCII_ENV = settings.ASCII.name
 
 
 def ascii_terminal(environ: Mapping[str, str]) -> bool:
     """Whether the TUI should draw in ASCII: PROFILER_TUI_ASCII=1 (or yes/true/on) says so, =0 (no/false/off)
-    says not, else TERM decides (ASCII_TERMS)."""
-    wanted = environ.get(ASCII_ENV, "").strip().lower()
-    if wanted in _YES:
-        return True
-    if wanted in _NO:
-        return False
-    term = environ.get("TERM", "").strip().lower()
+    says not, else TERM decides (ASCII_TERMS; another value is refused when the command line starts:
+    app.settings.check)."""
+    try:
+        wanted = settings.ascii_mode(environ)
+    except UsageError:
+        wanted = None
+    if wanted is not None:
+        return wanted
+    term = settings.term(environ).strip().lower()
     if "." in term:  # screen.linux, tmux.linux: the terminal screen or tmux runs in
         term = term.rsplit(".", 1)[1]
     return term.split("-", 1)[0] in ASCII_TERMS

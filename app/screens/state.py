@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Callable, Protocol, cast
 
 from app import presets as core
+from app import settings
 from app.audit import Audit
 from app.fleet.hosts import DEFAULT_AGENT_SOCKET
 from app.presets import Preset
@@ -53,7 +54,7 @@ class Options:
     """What the app is started with; tests replace the parts that touch the machine."""
 
     devices: list[dict[str, object]] | Callable[[], list[dict[str, object]]] | None = None  # None: app.devices
-    results_dir: Path = field(default_factory=lambda: Path(os.environ.get("PROFILER_TUI_RESULTS") or "results"))
+    results_dir: Path = field(default_factory=settings.results_root)
     overrides: tuple[str, ...] = ()  # --set equivalents applied to every run (keys the preset knows)
     engine: str = "auto"  # memory engine for presets
     clock: Callable[[], float] = time.monotonic

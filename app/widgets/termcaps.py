@@ -25,9 +25,10 @@ import time
 from dataclasses import dataclass
 from typing import Mapping
 
+from app import settings
 from app.report.raster import DEFAULT_CELL  # pixels of a cell when the terminal does not say
 
-ENV = "PROFILER_TUI_IMAGES"
+ENV = settings.IMAGES.name
 RENDERERS = ("kitty", "sixel", "halfblock", "none")
 TIMEOUT = 0.3  # seconds the whole exchange may take
 LIMIT = 4096  # bytes read at most
@@ -132,7 +133,7 @@ def forced(env: Mapping[str, str]) -> tuple[str | None, str]:
 
 def detect(env: Mapping[str, str] | None = None, fd_in: int = 0, fd_out: int = 1) -> Caps:
     """The renderer for this terminal (see the module's text)."""
-    env = os.environ if env is None else env
+    env = settings.environ() if env is None else env
     choice, bad = forced(env)
     tty = os.isatty(fd_in) and os.isatty(fd_out)
     cell = cell_size(fd_out) if tty else DEFAULT_CELL
@@ -174,5 +175,5 @@ def current(env: Mapping[str, str] | None = None) -> Caps:
     Textual may own the terminal by now)."""
     if CAPS is not None:
         return CAPS
-    choice, bad = forced(os.environ if env is None else env)
+    choice, bad = forced(settings.environ() if env is None else env)
     return Caps(choice or "halfblock", DEFAULT_CELL, False, "" if choice is None else f"{ENV}={choice}", bad)
