@@ -13,6 +13,8 @@ Two kinds of variable:
   ``TERM``, ``COLUMNS``, ``TMUX``, ``NO_COLOR`` and ``TEXTUAL_DRIVER`` (how it draws), ``SUDO_UID`` (whose
   directories root may use), ``XDG_CONFIG_HOME`` and ``HOME`` (where settings and user presets live), ``FIO``,
   ``MLC_PATH`` and ``DOCKER_HOST`` (which program or engine it uses), ``container`` (whether it runs in one).
+  ``HOME`` is also read by ``os.path.expanduser`` where a path the user typed starts with ``~`` (a target, an
+  import or export path): the user's own word, expanded where it is read.
   Variables the tool only passes on (``PATH`` to the programs it starts, the locale) are not read here.
 
 A value the tool cannot use is one sentence naming the variable and the value, exit 2 (:class:`UsageError`):
@@ -109,7 +111,8 @@ SUDO_UID = Variable("SUDO_UID", "user id, set by sudo", "unset",
                     "under sudo, the invoking user's directories are trusted too", own=False)
 XDG_CONFIG_HOME = Variable("XDG_CONFIG_HOME", "directory", "$HOME/.config",
                            "its profiler-tui/ holds the settings and the user presets", own=False)
-HOME = Variable("HOME", "directory", "the user's home", "where $XDG_CONFIG_HOME defaults to", own=False)
+HOME = Variable("HOME", "directory", "the user's home",
+                "where $XDG_CONFIG_HOME defaults to; what ~ means in a path typed to the tool", own=False)
 FIO = Variable("FIO", "file", "fio on PATH", "the fio binary", own=False)
 MLC_PATH = Variable("MLC_PATH", "file or directory", "mlc on PATH, else /opt/mlc/mlc",
                     "Intel MLC's binary (or its directory)", own=False)
@@ -304,10 +307,14 @@ def container() -> str | None:
 
 def check() -> None:
     """A UsageError (exit 2) for a variable whose bad value the code that reads it would pass over without a
-    word (the audit's swap watch, the free-space switch, ASCII mode): said once, before anything runs."""
+    word (the audit's swap watch, the free-space switch, ASCII mode) or end in a traceback (a COLUMNS of other
+    digits than 0-9, which rich reads with int()): said once, before anything runs."""
     swap_watch_s()
     switch(NO_SPACE_CHECK)
     switch(ASCII)
+    width = COLUMNS.value()
+    if width is not None and width.isdigit() and not width.isascii():  # "²": rich's int() of it is a traceback
+        raise COLUMNS.bad(width, "a width in the digits 0 to 9")
 
 
 def markdown_table() -> str:

@@ -116,10 +116,10 @@ def test_every_place_asks_the_one_results_root(monkeypatch: pytest.MonkeyPatch, 
 
 @pytest.mark.parametrize(("name", "value"), [
     ("PROFILER_TUI_SWAP_WATCH_S", "fast"), ("PROFILER_TUI_SWAP_WATCH_S", "11"), ("PROFILER_TUI_SWAP_WATCH_S", "nan"),
-    ("PROFILER_TUI_NO_SPACE_CHECK", "2"), ("PROFILER_TUI_ASCII", "maybe"),
+    ("PROFILER_TUI_NO_SPACE_CHECK", "2"), ("PROFILER_TUI_ASCII", "maybe"), ("COLUMNS", "\u00b2"),
 ])
 def test_a_bad_value_is_one_sentence(monkeypatch: pytest.MonkeyPatch, name: str, value: str) -> None:
-    for v in ("PROFILER_TUI_SWAP_WATCH_S", "PROFILER_TUI_NO_SPACE_CHECK", "PROFILER_TUI_ASCII"):
+    for v in ("PROFILER_TUI_SWAP_WATCH_S", "PROFILER_TUI_NO_SPACE_CHECK", "PROFILER_TUI_ASCII", "COLUMNS"):
         monkeypatch.delenv(v, raising=False)
     settings.check()
     monkeypatch.setenv(name, value)
