@@ -168,3 +168,13 @@ def test_the_docs_table_is_the_modules() -> None:
     assert table in text, "docs/environment.md's table differs from app/settings.py: paste `python -m app.settings`"
     rows = [line for line in text.splitlines() if line.startswith("| `")]
     assert len(rows) == len(settings.VARIABLES)
+
+
+def test_a_fio_that_is_not_there_is_named(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """As MLC_PATH and PROFILER_TUI_MEMLAT: the value that was not usable is in the sentence (exit 4)."""
+    from app.errors import ToolMissing
+    from app.runners.fio import fio_binary
+
+    monkeypatch.setenv("FIO", str(tmp_path / "nofio"))
+    with pytest.raises(ToolMissing, match=rf"^fio is not installed \(FIO={tmp_path}/nofio is not an executable file\)"):
+        fio_binary()
