@@ -26,9 +26,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
 
-from report_speed import BIG_BS, BIG_QD, make_results_dir  # noqa: E402
+from bench.report_speed import BIG_BS, BIG_QD, make_results_dir  # noqa: E402
 
 FIXTURES = [ROOT / "tests" / "data" / "report" / "golden-run", ROOT / "tests" / "data" / "report" / "telemetry-run"]
 CLI = [sys.executable, "-m", "app"]

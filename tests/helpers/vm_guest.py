@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vm_image import ROOT, BootFiles
+from tests.helpers.vm_image import ROOT, BootFiles
 
 # the emulator; the harness's own test names one that does not exist to see the suite skip
 QEMU = os.environ.get("PROFILER_TUI_TEST_QEMU", "qemu-system-x86_64")

@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from app.eventstream import EventWriter, ended_object, event_object
-from conftest import interrupt_run
-from schema_check import check
-from test_procedure import ROOT, lines
+from tests.conftest import interrupt_run
+from tests.helpers.schema_check import check
+from tests.integration.test_procedure import ROOT, lines
 
 # runtime=1: every point still streams live samples (the TUI's quick run counts one per point) and a few points
 # still fill a one-page pipe; each second more per point only lengthens the stalled-reader runs

@@ -12,9 +12,9 @@ from pathlib import Path
 from app.finesamples import fine_intervals, series_of
 from app.records import StorageMetrics
 from app.uncertainty import half_width, storage_series
-from conftest import run_cli
-from schema_check import validate_events
-from test_procedure import lines
+from tests.conftest import run_cli
+from tests.helpers.schema_check import validate_events
+from tests.integration.test_procedure import lines
 
 
 def _measure(tmp_path: Path, runtime: int, ramp: int = 0) -> tuple[StorageMetrics, list[dict[str, object]]]:

@@ -130,7 +130,7 @@ def test_submission_completion_split_and_disk_util_are_fios_own(tmp_path: Path) 
     device's disk_util is kept as fio wrote it (name and util %), and the line validates against its schema."""
     from jsonschema import Draft202012Validator
 
-    from schema_check import schema
+    from tests.helpers.schema_check import schema
 
     doc = json.loads(_fio(tmp_path, "--name=s", "--rw=randrw", "--rwmixread=70", "--bs=4k", "--iodepth=4",
                           "--runtime=0.5", "--output-format=json"))

@@ -13,11 +13,11 @@ from app import replay
 from app.latmap import ROWS_PER_DECADE, read_intervals, row_of, sample_hist, stall_events
 from app.runners.base import Sample
 from app.runners.fio_parse import job_list
-from loopdev import loop_device
-from schema_check import validate_dir
-from test_procedure import cli, lines
-from test_tail_unstable import STALL_S, run_point, samples_seen
-from throttle import iops_throttle
+from tests.helpers.loopdev import loop_device
+from tests.helpers.schema_check import validate_dir
+from tests.helpers.throttle import iops_throttle
+from tests.integration.test_procedure import cli, lines
+from tests.integration.test_tail_unstable import STALL_S, run_point, samples_seen
 
 # the throttled seconds' I/Os wait 16 / 200 s = 80 ms at QD16: far above ten times a loaded VM's p99 (~3 ms)
 STALL_IOPS = 200

@@ -29,11 +29,11 @@ from app.fleet.inspect import BadAnswer, Contradiction, describe_target, parse_a
 from app.runners.fio import _fio_message
 from app.sanitize import clean_json, clean_line, clean_text, md_text
 from app.telemetry import Drive, Recorder, read_drive
-from conftest import DATA, run_cli
-from fleet_agents import agents
-from loopdev import loop_device
-from test_fleet import sshd  # noqa: F401 - the fixture: sshd on 127.0.0.1 with its own keys)
-from test_telemetry import fake_tool
+from tests.conftest import DATA, run_cli
+from tests.helpers.fleet_agents import agents
+from tests.helpers.loopdev import loop_device
+from tests.integration.test_fleet import sshd  # noqa: F401 - the fixture: sshd on 127.0.0.1 with its own keys)
+from tests.integration.test_telemetry import fake_tool
 
 ROOT = Path(__file__).resolve().parents[2]
 ESC, CSI8 = b"\x1b", b"\x9b"
@@ -521,8 +521,8 @@ def test_report_md_holds_no_control_sequence_from_run_json_or_telemetry(tmp_path
 def test_a_sigint_during_a_hung_telemetry_reading_ends_the_run_at_once(tmp_path: Path) -> None:
     """The run reads the drive's health log in a worker thread; ^C while the tool hangs ends the run within a
     moment (the tool is killed), not when the reading times out."""
-    from test_telemetry import NVME_DIR
-    from test_validity import fake_sysfs
+    from tests.integration.test_telemetry import NVME_DIR
+    from tests.integration.test_validity import fake_sysfs
 
     hanging = tmp_path / "hanging"
     fake_tool(tmp_path / "bin", "nvme", f"""

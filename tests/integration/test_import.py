@@ -19,7 +19,7 @@ from app.errors import UsageError
 from app.importer import import_files
 from app.report import render_report
 from app.results import ResultsDir
-from conftest import DATA, run_cli
+from tests.conftest import DATA, run_cli
 
 MLC_SAMPLES = DATA / "mlc"
 SEED000 = DATA / "seed000"

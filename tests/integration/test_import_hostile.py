@@ -20,8 +20,8 @@ from app.errors import UsageError
 from app.importer import import_files, parse_file
 from app.report import render_report
 from app.results import ResultsDir
-from conftest import DATA, ROOT
-from readers_util import assert_one_sentence, cli, fio_json_plus, read_only_mount
+from tests.conftest import DATA, ROOT
+from tests.helpers.readers_util import assert_one_sentence, cli, fio_json_plus, read_only_mount
 
 MLC_SAMPLE = DATA / "mlc" / "v3.10-loaded-latency.txt"
 

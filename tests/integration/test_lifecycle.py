@@ -21,7 +21,7 @@ from app.errors import UsageError
 from app.lock import effective_status, holder
 from app.results import RESERVE
 from app.sweep import RunFailed, new_session
-from conftest import ROOT, fio_processes, run_cli
+from tests.conftest import ROOT, fio_processes, run_cli
 
 ENGINE = ROOT / "native" / "memlat" / "build" / "memlat"
 

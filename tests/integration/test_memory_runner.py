@@ -31,8 +31,8 @@ from app.runners.base import Context, Result, Sample
 from app.runners.memory import MemoryRunner, check_memory
 from app.runners.mlc_parse import idle_latency, loaded_rows, parse_text
 from app.uncertainty import intervals_of
-from conftest import ROOT, mem_point
-from schema_check import validate_dir
+from tests.conftest import ROOT, mem_point
+from tests.helpers.schema_check import validate_dir
 
 MLC_DATA = Path(__file__).resolve().parents[1] / "data" / "mlc"
 LOADED_SAMPLE = MLC_DATA / "v3.10-loaded-latency.txt"

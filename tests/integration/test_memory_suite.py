@@ -21,9 +21,9 @@ from app import presets
 from app.points import Point
 from app.runners.base import Context, Result, Sample
 from app.runners.memory import MemoryRunner
-from schema_check import validate_dir
-from test_memory_runner import fake_proc, needs_engine, records
-from test_memory_runner import run_cli as run_memory_cli
+from tests.helpers.schema_check import validate_dir
+from tests.integration.test_memory_runner import fake_proc, needs_engine, records
+from tests.integration.test_memory_runner import run_cli as run_memory_cli
 
 __all__ = ["fake_proc"]  # autouse: the CLI sees fake /proc huge-page files (no real reservation on AMD)
 

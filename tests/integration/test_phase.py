@@ -14,8 +14,8 @@ from app.points import StoragePoint
 from app.runners.base import PHASES, Context, Phase, Result, Sample
 from app.runners.fio import FioRunner, layout_bytes, written_bytes
 from app.runners.fio_parse import PhaseTracker
-from conftest import fio_processes
-from schema_check import check, schema
+from tests.conftest import fio_processes
+from tests.helpers.schema_check import check, schema
 
 
 def point(*overrides: str) -> StoragePoint:

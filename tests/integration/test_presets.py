@@ -11,7 +11,7 @@ import pytest
 from app import presets
 from app.errors import UsageError
 from app.points import Kind, MemoryPoint, StoragePoint
-from conftest import run_cli
+from tests.conftest import run_cli
 
 EXPECTED_POINTS = {
     "custom": 1,

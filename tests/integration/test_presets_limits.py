@@ -18,7 +18,7 @@ import pytest
 from app import presets
 from app.errors import UsageError
 from app.points import StoragePoint
-from conftest import run_cli
+from tests.conftest import run_cli
 
 HEADER = 'name = "x"\nkind = "{kind}"\n'
 

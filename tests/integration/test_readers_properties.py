@@ -25,8 +25,8 @@ from app.report.model import load
 from app.report.render import render_markdown, results_csv
 from app.results import ResultsDir
 from app.summary import results_table
-from conftest import DATA
-from readers_util import fio_json_plus
+from tests.conftest import DATA
+from tests.helpers.readers_util import fio_json_plus
 
 GOLDEN_RUN = DATA / "report" / "golden-run"
 SETTINGS = dict(derandomize=True, deadline=None, database=None,

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from app.report import render_report
-from conftest import DATA, ROOT, run_cli
+from tests.conftest import DATA, ROOT, run_cli
 
 GOLDEN_RUN = DATA / "report" / "golden-run"
 GOLDEN_MD = DATA / "report" / "golden" / "report.md"

@@ -20,8 +20,8 @@ from app.records import ResultLine, StorageMetrics, line_json
 from app.report import render_report
 from app.report.model import load
 from app.results import ResultsDir
-from conftest import DATA
-from readers_util import assert_one_sentence, cli, read_only_mount
+from tests.conftest import DATA
+from tests.helpers.readers_util import assert_one_sentence, cli, read_only_mount
 
 GOLDEN_RUN = DATA / "report" / "golden-run"
 

@@ -173,7 +173,7 @@ def fields_is_zombie(pid: int) -> bool:
 def fio_for(path: Path) -> list[str]:
     """fio command lines (pgrep -a -x fio) that point into ``path`` (or run in it: fio reads its job file in raw/)
     — other tests' fio are not ours."""
-    from conftest import fio_processes
+    from tests.conftest import fio_processes
 
     return fio_processes(path)
 

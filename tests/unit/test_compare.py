@@ -12,7 +12,7 @@ import pytest
 
 from app.compare import available_references, compare_reference, compare_runs, load_reference
 from app.errors import UsageError
-from conftest import ROOT, run_cli
+from tests.conftest import ROOT, run_cli
 
 
 def _make(path: Path, **shape: object) -> Path:

@@ -12,7 +12,7 @@ from matplotlib.lines import Line2D
 from app.report import analysis as an
 from app.report import plots
 from app.report.model import load
-from suite_runs import line, point, write_run
+from tests.helpers.suite_runs import line, point, write_run
 from tests.unit.test_memory_contention import ROWS, loaded_lines
 from tests.unit.test_replicate_figures import taken  # noqa: F401 - the figures drawn, by file name, instead of written
 

@@ -18,7 +18,7 @@ from app.report.fleet import fleet_points, fleet_tail, slowest_tail
 from app.report.fleet_render import MAX_NAMED_HOSTS, tail_section
 from app.report.model import load
 from app.tails import merge, percentile
-from fleet_util import host_name, make_fleet_dir, read_lines
+from tests.helpers.fleet_util import host_name, make_fleet_dir, read_lines
 
 # three hosts of 10,000 I/Os (ns, count): host 0 has a slow tail of 20 I/Os at 2 ms
 HISTS = [[[300_000, 9_980], [2_000_000, 20]], [[200_000, 10_000]], [[100_000, 10_000]]]

@@ -12,7 +12,7 @@ from app.report import analysis as an
 from app.report import suite
 from app.report.model import load
 from app.report.render import render_markdown
-from suite_runs import line, point, write_run
+from tests.helpers.suite_runs import line, point, write_run
 
 BUSY = "Busy machine at delay {}: a thread got {}% of a CPU in its window"
 SHARED = "Default buffer reduced to 512.000MiB/thread to fit the available memory"

@@ -20,7 +20,7 @@ from app.runners.fio import job_file
 from app.summary import point_label
 from app.sweep import _check_fleet_plan
 from app.validity import TargetFacts, point_checks, point_flags
-from conftest import run_cli
+from tests.conftest import run_cli
 
 
 def base(**changes: Any) -> StoragePoint:

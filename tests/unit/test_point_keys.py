@@ -27,7 +27,7 @@ from app.points import (
     value_fits,
 )
 from app.runners.fio import job_file
-from schema_check import schema
+from tests.helpers.schema_check import schema
 
 ROOT = Path(__file__).resolve().parents[2]
 JSON_NAMES = {str: "string", int: "integer", float: "number", bool: "boolean", type(None): "null"}

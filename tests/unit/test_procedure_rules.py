@@ -21,7 +21,7 @@ from app.runners.base import Context
 from app.runners.fio import job_file, precondition_job
 from app.runners.fio_parse import operating_point, steady_progress, steady_result
 from app.summary import live_line, outcome_line
-from conftest import run_cli
+from tests.conftest import run_cli
 
 SETTINGS = dict(derandomize=True, deadline=None, database=None, max_examples=400,
                 suppress_health_check=[HealthCheck.too_slow])

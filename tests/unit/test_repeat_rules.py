@@ -20,7 +20,7 @@ from app.procedure import Measured, Procedure, measured_from_line, replicate_ski
 from app.records import read_line
 from app.runners.memory import MemoryRunner
 from app.sweep import Session
-from conftest import run_cli
+from tests.conftest import run_cli
 
 PRESET = 'name = "two"\nkind = "storage"\n[settings]\nrw = "randread"\nruntime = 1\n[matrix]\nbs = ["4k", "64k"]\n'
 

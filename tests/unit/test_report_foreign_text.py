@@ -33,7 +33,7 @@ from app.report import plots, render_report
 from app.sanitize import FOREIGN_LIMIT
 from app.textable import markdown_cells
 from app.validity import FLAGS
-from conftest import DATA, ROOT, run_cli
+from tests.conftest import DATA, ROOT, run_cli
 from tests.helpers import interval_runs, open_runs, peak_runs, suite_runs, tail_runs
 from tests.helpers.fleet_util import make_fleet_dir
 from tests.unit.test_report_html import Tags

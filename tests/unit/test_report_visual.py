@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from app.report import plots, render_report
-from conftest import ROOT
+from tests.conftest import ROOT
 from tests.helpers.figure_text import shown_ticklabels as _shown_ticklabels
 
 # reports of 120 and 1,008 points rendered under the checker: tens of CPU-seconds, left to `make test`

@@ -15,7 +15,7 @@ import pytest
 from app.report import analysis as an
 from app.report import plots, render_report, trends, verdict
 from app.report.model import StorageRow
-from conftest import ROOT
+from tests.conftest import ROOT
 
 
 def row(run_dir: Path, i: int, rw: str, bs: int, qd: int, iops: float, cv: float | None = None,
