@@ -296,6 +296,7 @@ def _covers(mutated: set[tuple[str, ...]], field: tuple[str, ...]) -> bool:
 
 COMMONMARK = MarkdownIt("commonmark", {"html": True}).enable("table")
 GITHUB = MarkdownIt("gfm-like", {"html": True})  # with GitHub's autolinks of bare URLs, e-mail addresses, www.
+assert GITHUB.linkify is not None  # "gfm-like" has linkify on
 GITHUB.linkify.set({"fuzzy_link": False})
 HEADING_START = re.compile(r"^ {0,3}#{1,6}(?:\s|$)")
 

@@ -86,7 +86,7 @@ def _render(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, **shape:
     return d, check
 
 
-SHAPES = {
+SHAPES: dict[str, dict[str, Any]] = {
     "4": {"rws": ["read", "randread"], "bss": [4096], "qds": [1, 32]},
     "1008": {"bss": [4096 << i for i in range(12)], "qds": [1 << i for i in range(14)]},
 }
