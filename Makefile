@@ -42,7 +42,7 @@ UNIT_TESTS := tests/unit
 UNIT_OPTS := -n 2 --dist loadfile -m "not slow"
 UNIT_ENV := PROFILER_TUI_TEST_EXAMPLES=20 PYTHONDONTWRITEBYTECODE=
 
-# mypy: the type check of app/ (configured in pyproject.toml)
+# mypy: the type check of app/, the tests and the benches (configured in pyproject.toml)
 .PHONY: typecheck lint check setup setup-run run-pkgs run-deps test-deps system-deps vm-deps venv venv-run native run install-test test-last test test-tiers print-test-tiers test-vm test-fast bench bench-fio bench-mem bench-report bench-tui bench-steady bench-precision bench-runs bench-fleet bench-peak bench-claims native-asan container-test clean
 
 # what `make run` needs: runtime Debian packages, .venv with the runtime dependencies, the memory engine

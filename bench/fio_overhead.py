@@ -16,19 +16,21 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from app import presets  # noqa: E402 - after the sys.path line above
+from app.points import StoragePoint  # noqa: E402 - after the sys.path line above
 from app.runners.fio import job_file  # noqa: E402 - after the sys.path line above
-from app.sweep import new_session  # noqa: E402 - after the sys.path line above
+from app.sweep import Session, new_session  # noqa: E402 - after the sys.path line above
 
 ROUNDS = 5
 RUNTIME = 3
 
 
-async def _drain(session) -> None:  # type: ignore[no-untyped-def]
+async def _drain(session: Session) -> None:
     async for _ in session.events():
         pass
 
@@ -39,7 +41,7 @@ def tool_point(tmp: Path, overrides: list[str], tag: str) -> tuple[float, float,
     t0 = time.monotonic()
     asyncio.run(_drain(session))
     wall = time.monotonic() - t0
-    rec = session.results.records()[0]
+    rec: dict[str, Any] = session.results.records()[0]
     return rec["metrics"]["iops"], wall, rec
 
 
@@ -58,6 +60,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-fio-", dir=ROOT) as d:
         tmp = Path(d)
         point = presets.apply_overrides(presets.load("custom"), overrides).expand()[0]
+        assert isinstance(point, StoragePoint)  # the custom preset: storage
         job = tmp / "plain.fio"
         job.write_text(job_file(point, str(tmp / "bench.bin")))
         plain_fio(job)  # lay the file out once, outside the measurement
@@ -85,7 +88,8 @@ def main() -> None:
         asyncio.run(_drain(session))
         wall = time.monotonic() - t0
         per_point = (wall - n * 1.0) / n
-        runner_walls = [r["wall_s"] - 1.0 for r in session.results.records()]
+        records: list[dict[str, Any]] = session.results.records()
+        runner_walls = [r["wall_s"] - 1.0 for r in records]
         plain_over = statistics.median(plain_wall) - RUNTIME
         print(f"sweep of {n} points x 1 s: wall {wall:.2f} s, overhead per point {per_point:.3f} s "
               f"(fio process alone: median {statistics.median(runner_walls):.3f} s; "

@@ -26,9 +26,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
 
-from report_speed import BIG_BS, BIG_QD, make_results_dir  # noqa: E402
+from bench.report_speed import BIG_BS, BIG_QD, make_results_dir  # noqa: E402
 
 FIXTURES = [ROOT / "tests" / "data" / "report" / "golden-run", ROOT / "tests" / "data" / "report" / "telemetry-run"]
 CLI = [sys.executable, "-m", "app"]
@@ -55,7 +54,7 @@ def _digest_dir(name: str, d: Path, out: list[str]) -> None:
     from app.runs import summarise
     out.append(f"{name} frame {_sha(to_csv(load_results(d)).encode())}")
     s = summarise(d)
-    fields = {k: v for k, v in vars(s).items() if k not in ("path", "mtime")} if hasattr(s, "__dict__") else s
+    fields = {k: v for k, v in vars(s).items() if k not in ("path", "mtime")}  # RunSummary: a plain dataclass
     out.append(f"{name} runs {_sha(repr(sorted((k, repr(v)) for k, v in dict(fields).items())).encode())}")
 
 

@@ -29,10 +29,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from steady import ram_loop_device  # noqa: E402 - bench/, this script's directory
-
 from app.cpustat import read_proc_stat, ticks_per_second  # noqa: E402 - after the sys.path line above
 from app.topology import cpu_list_text, device_cpus  # noqa: E402 - after the sys.path line above
+from bench.steady import ram_loop_device  # noqa: E402 - bench/, this script's directory
 
 ROUNDS = 3
 RUNTIME = 2  # seconds measured per point and per reference run

@@ -68,7 +68,8 @@ def _model(rw: str, bs: int, qd: int) -> dict:
 def make_results_dir(path: Path, rws=RW, bss=BS, qds=QD) -> Path:
     """A results directory shaped like a finished `run seed-matrix` (one line per point)."""
     path.mkdir(parents=True, exist_ok=True)
-    plan, lines = [], []
+    plan: list[dict[str, object]] = []
+    lines: list[dict[str, object]] = []
     for rw in rws:
         for bs in bss:
             for qd in qds:

@@ -80,6 +80,7 @@ async def tui_time(root: Path, expected: int) -> float:
         key = events.Key("h", "h")
         key.set_sender(app)
         t0 = time.perf_counter()
+        assert app._driver is not None  # the app runs under run_test
         app._driver.send_message(key)
         while True:
             screen = app.screen

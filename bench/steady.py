@@ -48,7 +48,8 @@ def run(preset: str, device: str, out: Path, sets: list[str]) -> tuple[list[dict
     t0 = time.monotonic()
     asyncio.run(drain(session))
     wall = time.monotonic() - t0
-    records = sorted(session.results.records(), key=lambda r: r["index"])
+    lines: list[dict[str, Any]] = session.results.records()
+    records = sorted(lines, key=lambda r: r["index"])
     return records, wall
 
 

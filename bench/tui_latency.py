@@ -98,7 +98,12 @@ class Keys:
                 raise SystemExit(f"key {key!r} ({name}) not answered within {timeout:.0f} s")
             await asyncio.sleep(0.002)
         drawn = asyncio.get_running_loop().create_future()
-        self.app.screen.call_after_refresh(lambda: drawn.done() or drawn.set_result(None))
+
+        def mark_drawn() -> None:
+            if not drawn.done():
+                drawn.set_result(None)
+
+        self.app.screen.call_after_refresh(mark_drawn)
         await asyncio.wait_for(drawn, timeout)
         elapsed = time.perf_counter() - t0
         self.times.setdefault(name, []).append(elapsed)
@@ -129,6 +134,8 @@ def percentile(values: list[float], q: float) -> float:
 
 
 async def key_latencies(tmp: Path, presses: int) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    from textual.widgets import DataTable, TabbedContent
+
     from app.screens.confirm import YesNo
     from app.screens.custom import CustomSweepScreen
     from app.screens.presets import PresetsScreen
@@ -138,6 +145,7 @@ async def key_latencies(tmp: Path, presses: int) -> tuple[dict[str, list[float]]
     from app.screens.runs import RunsScreen
     from app.tui import create_app
     from app.widgets.charts import LatencyChart
+    from app.widgets.reportdoc import ReportViewer
     from tests.tui.helpers import DEVICES
     from tests.tui.test_tui_flow import SIZE, start_quick_run
 
@@ -146,7 +154,7 @@ async def key_latencies(tmp: Path, presses: int) -> tuple[dict[str, list[float]]
         keys = Keys(app)
         run = await start_quick_run(pilot)
         assert isinstance(run, RunScreen)
-        tabs = run.query_one("#run-tabs")
+        tabs = run.query_one("#run-tabs", TabbedContent)
         chart = run.query_one(LatencyChart)
         # while the run measures: its tabs, the p99.9 line, the stop question (answered no)
         for _ in range(presses):
@@ -164,7 +172,7 @@ async def key_latencies(tmp: Path, presses: int) -> tuple[dict[str, list[float]]
             await pilot.pause(0.1)
         # the run has ended: its results, its report (the first view, then again), the report's keys
         await keys.press("run: r (results)", "r", lambda: isinstance(app.screen, ResultsScreen)
-                         and app.screen.query_one("#results").row_count > 0)
+                         and app.screen.query_one("#results", DataTable).row_count > 0)
         results = app.screen
         for i in range(presses):
             # the key's answer is the report view on screen (while the report still renders, it says so, with its
@@ -176,8 +184,8 @@ async def key_latencies(tmp: Path, presses: int) -> tuple[dict[str, list[float]]
             if i < presses // 2:
                 for key, tab in [("2", "report-curves"), ("3", "report-figures"), ("1", "report-text")]:
                     await keys.press("report: tab 1/2/3", key,
-                                     lambda: report.query_one("#report-tabs").active == tab)
-                viewer = report.query_one("#report-md")
+                                     lambda: report.query_one("#report-tabs", TabbedContent).active == tab)
+                viewer = report.query_one("#report-md", ReportViewer)
                 for _ in range(2):
                     shown = viewer.show_table_of_contents
                     await keys.press("report: t (contents)", "t", lambda: viewer.show_table_of_contents != shown)
@@ -190,7 +198,7 @@ async def key_latencies(tmp: Path, presses: int) -> tuple[dict[str, list[float]]
                              and app.screen.selected() is not None)
             browser = app.screen
             await keys.press("runs: enter (open a run)", "enter", lambda: isinstance(app.screen, ResultsScreen)
-                             and app.screen.query_one("#results").row_count > 0)
+                             and app.screen.query_one("#results", DataTable).row_count > 0)
             await keys.press("results: escape", "escape", lambda: app.screen is browser)
             await keys.press("runs: escape", "escape", lambda: not isinstance(app.screen, RunsScreen))
         # the custom form of the quick preset

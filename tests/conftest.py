@@ -22,7 +22,7 @@ VM = Path(__file__).resolve().parent / "vm"
 # every run starts with the host audit, which watches /proc/vmstat for swap activity for 0.5 s: the suite's few
 # hundred runs watch it for 0.05 s (still two real readings; tests/unit/test_audit.py covers the watch itself)
 os.environ.setdefault("PROFILER_TUI_SWAP_WATCH_S", "0.05")
-pytest_plugins = ["vm_fixtures"]  # the QEMU guests of tests/vm (tests/helpers/vm_fixtures.py)
+pytest_plugins = ["tests.helpers.vm_fixtures"]  # the QEMU guests of tests/vm (tests/helpers/vm_fixtures.py)
 # Hypothesis's too_slow health check times the generation of inputs, which a loaded machine (CI, pytest-xdist
 # workers beside each other) slows without any fault of the test: it fails a test for the machine's load, so it is
 # off for the suite.  Every property still runs its examples; filter_too_much and the others stay on.

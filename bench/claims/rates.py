@@ -214,11 +214,12 @@ def warmups(sw: Sweep, work: Path) -> None:
                 rows = sorted(load(d).storage, key=lambda r: r.index)
                 for row, truth in zip(rows, truths):
                     method = row.metrics.ci_method or {}
-                    per = (method.get("series") or {}).get("iops") if isinstance(method, dict) else None
+                    series = method.get("series")
+                    per = series.get("iops") if isinstance(series, dict) else None
                     cut = per.get("warmup") if isinstance(per, dict) else None
                     iv = storage_intervals(d, row).get("iops")
                     none.add(iv is None)
-                    if cut is not None:
+                    if isinstance(cut, (int, float)):
                         kept.add(int(cut) < ramp - 2)
                     if iv is not None:
                         cover.add(not iv[0] <= truth.true_mean <= iv[1])

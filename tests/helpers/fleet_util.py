@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
-from conftest import DATA
+from tests.conftest import DATA
 
 GOLDEN_RUN = DATA / "report" / "golden-run"
 THROUGHPUT = ("iops", "read_iops", "write_iops", "bw_bytes", "read_bw_bytes", "write_bw_bytes")

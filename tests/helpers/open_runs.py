@@ -41,8 +41,9 @@ def open_line(index: int, rho: float, valid: bool = True, mean_ns: float | None 
     mean = mean_ns if mean_ns is not None else s_ns / (1 - rho)
     p99 = p99_ns if p99_ns is not None else mean * math.log(100)
     got = achieved if achieved is not None else offered
+    given: dict[str, Any] = {"xmax": round(xmax)} if xmax_from == "given" else {}
     line = storage_line(index, 100_000, mean, iodepth=64, runtime=RUNTIME, group="open loop",
-                        rate=f"{rho * 100:g}%", **({"xmax": round(xmax)} if xmax_from == "given" else {}))
+                        rate=f"{rho * 100:g}%", **given)
     _set_latency(line, mean, p99, got)
     loop: dict[str, Any] = {"offered_iops": offered, "rho": rho, "xmax_iops": xmax, "xmax_from": xmax_from,
                             "per_job_rate_iops": [round(offered)], "arrivals": "poisson", "achieved_iops": got,

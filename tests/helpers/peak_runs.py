@@ -53,7 +53,7 @@ def lines_of(raw: Sequence[dict[str, Any]]) -> list[ResultLine]:
 
 def qd_sweep(start: int, config: dict[str, Any], iops: Sequence[float], lat: Sequence[float],
              busy: Sequence[float] | None = None, qds: Sequence[int] = (16, 32, 64, 128), jobs: int = 1,
-             cpu_pct: float = 40.0) -> list[dict[str, Any]]:
+             cpu_pct: float | None = 40.0) -> list[dict[str, Any]]:
     return [line(start + i, config, qd, v, la, jobs=jobs, cpu_pct=cpu_pct, busy=None if busy is None else busy[i])
             for i, (qd, v, la) in enumerate(zip(qds, iops, lat))]
 
@@ -85,5 +85,5 @@ def write_run(path: Path, lines: Sequence[dict[str, Any]], preset: str = "peak",
     return path
 
 
-HIPRI_SKIP = {"point": {**POINT, "runtime": 10, **HIPRI, "iodepth": 16, "numjobs": 1, "cpus": "0-1"},
+HIPRI_SKIP: dict[str, Any] = {"point": {**POINT, "runtime": 10, **HIPRI, "iodepth": 16, "numjobs": 1, "cpus": "0-1"},
               "reason": "hipri needs poll queues: loop9's queue/io_poll is 0"}

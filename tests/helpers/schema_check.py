@@ -27,7 +27,7 @@ def validator(name: str) -> Draft202012Validator:
 
 
 def schema(name: str) -> dict[str, Any]:
-    return validator(name).schema  # type: ignore[no-any-return]
+    return validator(name).schema
 
 
 def check(name: str, obj: Any, where: str) -> None:

@@ -96,7 +96,7 @@ def write_run(path: Path, lines: Sequence[dict[str, Any]], hosts: Sequence[str] 
 
 def matrix(mixes: Sequence[str], bss: Sequence[int], qds: Sequence[int], ios: int = 200_000) -> list[dict[str, Any]]:
     """One line per (rw, bs, qd), the median latency growing with the load and the block size."""
-    out = []
+    out: list[dict[str, Any]] = []
     for rw in mixes:
         for bs in bss:
             for qd in qds:

@@ -18,9 +18,9 @@ from typing import Iterator
 
 import pytest
 
-from fleet_agents import free_port
-from vm_guest import Guest, Spec, qemu_missing
-from vm_image import BootFiles, ImageError, prepare
+from tests.helpers.fleet_agents import free_port
+from tests.helpers.vm_guest import Guest, Spec, qemu_missing
+from tests.helpers.vm_image import BootFiles, ImageError, prepare
 
 MIB = 1 << 20
 

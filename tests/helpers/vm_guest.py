@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vm_image import ROOT, BootFiles
+from tests.helpers.vm_image import ROOT, BootFiles
 
 # the emulator; the harness's own test names one that does not exist to see the suite skip
 QEMU = os.environ.get("PROFILER_TUI_TEST_QEMU", "qemu-system-x86_64")
@@ -162,8 +162,9 @@ class Guest:
                 time.sleep(0.05)
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
+        proc = self.proc
         with self._cond:
-            if not self._cond.wait_for(lambda: 0 in self._done or self.proc.poll() is not None,
+            if not self._cond.wait_for(lambda: 0 in self._done or proc.poll() is not None,
                                        max(1.0, deadline - time.monotonic())) or 0 not in self._done:
                 self.close()
                 raise GuestError(f"the guest did not come up within {timeout} s: {self._tail()}")

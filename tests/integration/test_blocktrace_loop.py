@@ -23,9 +23,9 @@ from typing import Any
 import pytest
 
 from app import blocktrace as bt
-from loopdev import loop_device, needs_loop
-from schema_check import validate_dir
-from test_procedure import ROOT, cli, lines
+from tests.helpers.loopdev import loop_device, needs_loop
+from tests.helpers.schema_check import validate_dir
+from tests.integration.test_procedure import ROOT, cli, lines
 
 pytestmark = needs_loop
 

@@ -27,7 +27,7 @@ from app.presets import estimate_point_seconds
 from app.records import read_line
 from app.summary import FLAG_MARK, flag_names, flag_text, metrics_line, point_label, results_table
 from app.units import format_duration
-from conftest import DATA, ROOT, run_cli
+from tests.conftest import DATA, ROOT, run_cli
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 COLOUR = re.compile(r"\x1b\[[0-9;]*(?:3[0-9]|4[0-9]|9[0-7]|10[0-7])(?:;[0-9;]*)?m")  # an SGR that sets a colour

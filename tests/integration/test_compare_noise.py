@@ -20,7 +20,7 @@ from pathlib import Path
 
 from app.compare import STORAGE_FIGURES, Measured, compare_runs, difference, estimate
 from app.report.model import load
-from conftest import ROOT
+from tests.conftest import ROOT
 
 REPLICATES = 3
 RUNTIME = 5  # per point: 2 points × 3 replicates × 5 s, the two runs side by side: about 40 s in all

@@ -13,7 +13,7 @@ import pytest
 
 from app.runners.memory import find_engine
 from app.topology import allowed_cpus, cpu_list_text
-from conftest import run_cli
+from tests.conftest import run_cli
 
 RUN = ["--set", "runtime=1", "--set", "size=4m"]
 MISSING = max(allowed_cpus()) + 1 if max(allowed_cpus()) + 1 < 1024 else None

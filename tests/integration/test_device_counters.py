@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from loopdev import loop_device, needs_loop, sh
-from schema_check import validate_dir
-from test_procedure import cli, lines
+from tests.helpers.loopdev import loop_device, needs_loop, sh
+from tests.helpers.schema_check import validate_dir
+from tests.integration.test_procedure import cli, lines
 
 pytestmark = needs_loop
 DEVICE_FLAGS = {"not-on-device", "amplified"}

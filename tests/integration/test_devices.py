@@ -16,11 +16,7 @@ from pathlib import Path
 import pytest
 
 from app import devices, safety
-
-try:
-    from tests.helpers.loopdev import loop_factory, needs_loop
-except ImportError:  # tests/ is not a package: pytest put it on sys.path
-    from loopdev import loop_factory, needs_loop  # noqa: F401 - the fixture and the skip mark
+from tests.helpers.loopdev import loop_factory, needs_loop  # noqa: F401 - the fixture and the skip mark
 
 ROOT = Path(__file__).resolve().parents[2]
 VERDICTS = {safety.OK, safety.NEEDS_DESTRUCTIVE, safety.REFUSED}

@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from app.eventstream import EventWriter, ended_object, event_object
-from conftest import interrupt_run
-from schema_check import check
-from test_procedure import ROOT, lines
+from tests.conftest import interrupt_run
+from tests.helpers.schema_check import check
+from tests.integration.test_procedure import ROOT, lines
 
 # runtime=1: every point still streams live samples (the TUI's quick run counts one per point) and a few points
 # still fill a one-page pipe; each second more per point only lengthens the stalled-reader runs
@@ -195,7 +195,8 @@ def test_events_past_the_queue_are_dropped_and_counted_and_the_reader_is_told(tm
     with stalled_pipe() as (r, w), os.fdopen(os.dup(w), "w") as stream:
         writer = EventWriter(stream, limit_bytes=8192, notice=notices.append)
         started = time.monotonic()
-        sent = [{"event": "point_done" if n % 10 == 9 else "sample", "n": n, "pad": "x" * 200} for n in range(100)]
+        sent: list[dict[str, object]] = [{"event": "point_done" if n % 10 == 9 else "sample", "n": n, "pad": "x" * 200}
+                                         for n in range(100)]
         for obj in sent:
             writer.write(obj)
         assert time.monotonic() - started < 5, "writing to a full pipe returned"

@@ -12,9 +12,10 @@ from pathlib import Path
 from app.finesamples import fine_intervals, series_of
 from app.records import StorageMetrics
 from app.uncertainty import half_width, storage_series
-from conftest import run_cli
-from schema_check import validate_events
-from test_procedure import lines
+from tests.conftest import run_cli
+from tests.helpers.schema_check import validate_events
+from tests.helpers.typed import as_dict, as_number
+from tests.integration.test_procedure import lines
 
 
 def _measure(tmp_path: Path, runtime: int, ramp: int = 0) -> tuple[StorageMetrics, list[dict[str, object]]]:
@@ -65,10 +66,11 @@ def test_a_20_s_point_gets_the_interval_of_its_kept_samples_whose_mean_is_fios_i
     assert method["method"] == "batch-means" and method["level"] == 0.95 and method["samples"] == len(series["iops"])
     per = method["series"]
     assert isinstance(per, dict) and set(per) == {"iops", "bw_bytes", "lat_mean_ns"}
-    assert all(("reason" in per[k]) == (k not in m.ci95) for k in per), per  # one without an interval says why
+    # one without an interval says why
+    assert all(("reason" in as_dict(per[k])) == (k not in (m.ci95 or {})) for k in per), per
     ci = m.interval("iops")
     if ci is not None:  # the interval is of the mean of the samples it used: past the warm-up, whole batches
-        warmup, size, batches = (int(per["iops"][k]) for k in ("warmup", "batch_size", "batches"))
+        warmup, size, batches = (int(as_number(as_dict(per["iops"])[k])) for k in ("warmup", "batch_size", "batches"))
         kept = series["iops"][warmup:]
         used = kept[len(kept) - size * batches:]
         assert math.isclose((ci[0] + ci[1]) / 2, statistics.fmean(used)) and half_width(ci) > 0
@@ -93,5 +95,6 @@ def test_a_3_s_point_has_an_interval_of_its_sub_second_samples_and_its_ramp_seco
         return
     assert m.ci_method.get("sample_s") == 0.1, m.ci_method
     per = m.ci_method["series"]
-    assert isinstance(per, dict) and all(("reason" in per[k]) == (k not in m.ci95) for k in per), per  # or why not
+    # or why not
+    assert isinstance(per, dict) and all(("reason" in as_dict(per[k])) == (k not in (m.ci95 or {})) for k in per), per
     assert list(m.json())[-1] == "ci_method"

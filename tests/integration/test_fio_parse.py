@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from app.runners.fio_parse import DocumentSplitter, SampleTracker, combine_latency, metrics, split_documents
+from tests.helpers.typed import as_dict, as_list, as_number
 
 
 def _fio(tmp_path: Path, *args: str) -> str:
@@ -83,8 +84,8 @@ def test_single_direction_percentiles_are_fios_own(tmp_path: Path) -> None:
 
 
 def test_combine_latency_pooled_stddev() -> None:
-    a = {"N": 2, "min": 1, "max": 3, "mean": 2.0, "stddev": 1.0}  # values 1, 3
-    b = {"N": 2, "min": 5, "max": 7, "mean": 6.0, "stddev": 1.0}  # values 5, 7
+    a: dict[str, object] = {"N": 2, "min": 1, "max": 3, "mean": 2.0, "stddev": 1.0}  # values 1, 3
+    b: dict[str, object] = {"N": 2, "min": 5, "max": 7, "mean": 6.0, "stddev": 1.0}  # values 5, 7
     c = combine_latency([a, b])
     # population variance of 1,3,5,7 is 5
     assert c["mean"] == 4.0 and c["stddev"] == pytest.approx(5 ** 0.5) and c["min"] == 1 and c["max"] == 7
@@ -99,10 +100,10 @@ def test_sample_tracker_differences_cumulative_dumps(tmp_path: Path) -> None:
     docs, _ = split_documents(out)
     assert len(docs) >= 3
     tracker = SampleTracker()
-    samples = [tracker.update(d, float(i)) for i, d in enumerate(docs)]
-    samples = [s for s in samples if s]
-    final = docs[-1]["jobs"][0]["read"]
-    total_ios = sum(s["iops"] * s["interval_s"] for s in samples)
+    updates = [tracker.update(d, float(i)) for i, d in enumerate(docs)]
+    samples = [s for s in updates if s]
+    final = as_dict(as_list(docs[-1]["jobs"])[0])["read"]
+    total_ios = sum(as_number(s["iops"]) * as_number(s["interval_s"]) for s in samples)
     assert total_ios == pytest.approx(final["total_ios"], rel=0.02)
     assert all(s["lat_p99_ns"] and s["lat_mean_ns"] for s in samples)
 
@@ -130,7 +131,7 @@ def test_submission_completion_split_and_disk_util_are_fios_own(tmp_path: Path) 
     device's disk_util is kept as fio wrote it (name and util %), and the line validates against its schema."""
     from jsonschema import Draft202012Validator
 
-    from schema_check import schema
+    from tests.helpers.schema_check import schema
 
     doc = json.loads(_fio(tmp_path, "--name=s", "--rw=randrw", "--rwmixread=70", "--bs=4k", "--iodepth=4",
                           "--runtime=0.5", "--output-format=json"))
@@ -171,8 +172,8 @@ def test_a_synchronous_engine_records_no_slat(tmp_path: Path) -> None:
 def test_hostile_disk_util_is_refused_by_the_check_and_left_out_of_the_metrics(disk: object, key: str) -> None:
     from app.runners.fio_parse import FormatError, check_document
 
-    doc = {"fio version": "fio-3.33", "disk_util": [disk],
-           "jobs": [{"jobname": "j", "read": {"iops": 1, "total_ios": 1, "lat_ns": {"N": 1, "mean": 5}}}]}
+    read = {"iops": 1, "total_ios": 1, "lat_ns": {"N": 1, "mean": 5}}
+    doc: dict[str, object] = {"fio version": "fio-3.33", "disk_util": [disk], "jobs": [{"jobname": "j", "read": read}]}
     with pytest.raises(FormatError, match=re.escape(f"key '{key}'")):
         check_document(doc)
     # a run's own document is not checked: an entry with a bad name or util is dropped (other counters are not read)
@@ -182,7 +183,7 @@ def test_hostile_disk_util_is_refused_by_the_check_and_left_out_of_the_metrics(d
 def test_hostile_slat_is_refused_by_the_check() -> None:
     from app.runners.fio_parse import FormatError, check_document
 
-    doc = {"jobs": [{"read": {"slat_ns": {"N": 1, "mean": "fast"}}}]}
+    doc: dict[str, object] = {"jobs": [{"read": {"slat_ns": {"N": 1, "mean": "fast"}}}]}
     with pytest.raises(FormatError, match=re.escape("key 'jobs[0].read.slat_ns.mean'")):
         check_document(doc)
     with pytest.raises(FormatError, match="disk_util"):

@@ -8,16 +8,17 @@ import json
 import re
 import time
 from pathlib import Path
+from typing import Any
 
 from app import replay
 from app.latmap import ROWS_PER_DECADE, read_intervals, row_of, sample_hist, stall_events
 from app.runners.base import Sample
 from app.runners.fio_parse import job_list
-from loopdev import loop_device
-from schema_check import validate_dir
-from test_procedure import cli, lines
-from test_tail_unstable import STALL_S, run_point, samples_seen
-from throttle import iops_throttle
+from tests.helpers.loopdev import loop_device
+from tests.helpers.schema_check import validate_dir
+from tests.helpers.throttle import iops_throttle
+from tests.integration.test_procedure import cli, lines
+from tests.integration.test_tail_unstable import STALL_S, run_point, samples_seen
 
 # the throttled seconds' I/Os wait 16 / 200 s = 80 ms at QD16: far above ten times a loaded VM's p99 (~3 ms)
 STALL_IOPS = 200
@@ -36,7 +37,7 @@ def test_each_second_keeps_its_latency_histogram_per_direction_and_they_add_up_t
     assert "hist" not in samples[0]  # the samples file stays as small as before
     assert [h["t"] for h in hist_lines] == [s["t"] for s in samples if s["iops"]]
     assert all({"read", "write"} <= set(h) for h in hist_lines)
-    final = job_list(json.loads((out / record["raw"]["json"]).read_text()))[0]
+    final: dict[str, Any] = job_list(json.loads((out / record["raw"]["json"]).read_text()))[0]
     for d in ("read", "write"):
         counted = sum(iv.ios for iv in read_intervals(out, record["raw"], d))
         # fio's final document lands a few ms after its last dump: a handful of I/Os may be in neither
@@ -75,7 +76,7 @@ def test_a_device_throttled_for_three_seconds_mid_point_shows_one_stall_at_that_
     # a replay gives the Heat tab the same seconds: each replayed sample with its histograms
     replayed = [step.event for step in replay.load(out).steps if isinstance(step.event, Sample)]
     with_hist = [ev for ev in replayed if ev.hist is not None]
-    assert len(with_hist) == len(intervals) and all(sample_hist(ev.hist) for ev in with_hist)
+    assert len(with_hist) == len(intervals) and all(ev.hist is not None and sample_hist(ev.hist) for ev in with_hist)
 
     report = cli("report", str(out))
     assert report.returncode == 0, report.stderr

@@ -17,7 +17,7 @@ import textwrap
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import pytest
 from hypothesis import given, settings
@@ -29,11 +29,12 @@ from app.fleet.inspect import BadAnswer, Contradiction, describe_target, parse_a
 from app.runners.fio import _fio_message
 from app.sanitize import clean_json, clean_line, clean_text, md_text
 from app.telemetry import Drive, Recorder, read_drive
-from conftest import DATA, run_cli
-from fleet_agents import agents
-from loopdev import loop_device
-from test_fleet import sshd  # noqa: F401 - the fixture: sshd on 127.0.0.1 with its own keys)
-from test_telemetry import fake_tool
+from tests.conftest import DATA, run_cli
+from tests.helpers.fleet_agents import agents
+from tests.helpers.loopdev import loop_device
+from tests.helpers.typed import as_dict
+from tests.integration.test_fleet import sshd  # noqa: F401 - the fixture: sshd on 127.0.0.1 with its own keys)
+from tests.integration.test_telemetry import fake_tool
 
 ROOT = Path(__file__).resolve().parents[2]
 ESC, CSI8 = b"\x1b", b"\x9b"
@@ -255,7 +256,7 @@ def ext4(tmp_path: Path):
 
 def test_the_controller_judges_the_facts_not_the_host_s_verdict(ext4) -> None:
     answer = describe_target(ext4.path)
-    assert answer["facts"]["kind"] == "block" and answer["facts"]["probe"]["signatures"]
+    assert answer["facts"]["kind"] == "block" and as_dict(answer["facts"]["probe"])["signatures"]
     lying = json.loads(json.dumps(answer))
     lying["write"].update(verdict="ok", reasons=["all fine"], needs_yes=True)
     v = verdict_of(read_target({"target": lying}), True)
@@ -265,7 +266,7 @@ def test_the_controller_judges_the_facts_not_the_host_s_verdict(ext4) -> None:
     assert verdict_of(read_target({"target": lying}), False).confirm  # a read needs --yes
 
 
-def _mutate(answer: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
+def _mutate(answer: Mapping[str, object], path: str, value: Any) -> dict[str, Any]:
     doc = json.loads(json.dumps(answer))
     *keys, last = path.split(".")
     node = doc
@@ -297,8 +298,9 @@ def _mutate(answer: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
 def test_an_answer_whose_facts_contradict_each_other_is_refused(ext4, path: str, value: Any) -> None:
     answer = describe_target(ext4.path)
     name = answer["facts"]["name"]
+    assert isinstance(name, str)
     if path == "facts.exclusive":
-        answer["facts"]["devices"][name]["mounts"] = ["/mnt"]
+        as_dict(as_dict(answer["facts"]["devices"])[name])["mounts"] = ["/mnt"]
     path = path.replace("NAME", name)
     value = [v.replace("NAME", name) for v in value] if isinstance(value, list) else (
         name if value == "NAME" else value)
@@ -314,8 +316,8 @@ def test_a_file_target_with_holders_is_refused(tmp_path: Path) -> None:
         read_target({"target": _mutate(answer, "facts", KeyError)})
 
 
-fact_values = st.none() | st.booleans() | st.integers(-2, 1 << 40) | st.text(max_size=12) | st.lists(
-    st.text(max_size=8), max_size=3) | st.just([]) | st.just({})
+fact_values: st.SearchStrategy[Any] = (st.none() | st.booleans() | st.integers(-2, 1 << 40) | st.text(max_size=12)
+                                      | st.lists(st.text(max_size=8), max_size=3) | st.just([]) | st.just({}))
 
 
 def test_any_change_to_a_real_answer_reads_or_is_refused(ext4) -> None:
@@ -330,7 +332,7 @@ def test_any_change_to_a_real_answer_reads_or_is_refused(ext4) -> None:
     @settings(max_examples=300, deadline=None)
     @given(st.lists(st.tuples(st.sampled_from(paths), fact_values), min_size=1, max_size=3))
     def changed(changes: list[tuple[str, Any]]) -> None:
-        doc = answer
+        doc: Mapping[str, object] = answer
         for path, value in changes:
             doc = _mutate(doc, path, value)
         try:
@@ -521,8 +523,8 @@ def test_report_md_holds_no_control_sequence_from_run_json_or_telemetry(tmp_path
 def test_a_sigint_during_a_hung_telemetry_reading_ends_the_run_at_once(tmp_path: Path) -> None:
     """The run reads the drive's health log in a worker thread; ^C while the tool hangs ends the run within a
     moment (the tool is killed), not when the reading times out."""
-    from test_telemetry import NVME_DIR
-    from test_validity import fake_sysfs
+    from tests.integration.test_telemetry import NVME_DIR
+    from tests.integration.test_validity import fake_sysfs
 
     hanging = tmp_path / "hanging"
     fake_tool(tmp_path / "bin", "nvme", f"""

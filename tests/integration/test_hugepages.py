@@ -24,8 +24,8 @@ import pytest
 from app.points import MemoryPoint
 from app.runners import memory
 from app.runners.memory import HugePageReservation, hugepages_needed
-from conftest import mem_point
-from test_memory_runner import (  # noqa: F401 - fixtures
+from tests.conftest import mem_point
+from tests.integration.test_memory_runner import (  # noqa: F401 - fixtures
     ENGINE,
     ROOT,
     cli_argv,

@@ -12,6 +12,7 @@ import socket
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,7 +20,7 @@ from app.errors import UsageError
 from app.importer import import_files
 from app.report import render_report
 from app.results import ResultsDir
-from conftest import DATA, run_cli
+from tests.conftest import DATA, run_cli
 
 MLC_SAMPLES = DATA / "mlc"
 SEED000 = DATA / "seed000"
@@ -99,7 +100,7 @@ def fio_outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         procs[name] = (subprocess.Popen(["fio", *args], stdout=out, stderr=subprocess.STDOUT), out)
     for name, (proc, out) in procs.items():
         assert proc.wait(timeout=60) == 0, (name, (tmp / f"{name}.out").read_text()[-500:])
-        if out is not subprocess.DEVNULL:
+        if not isinstance(out, int):  # a file of its own, not DEVNULL
             out.close()
     return {name: tmp / f"{name}.out" for name in forms}
 
@@ -264,7 +265,7 @@ def test_import_several_files_copies_raw_and_records_sources(fio_outputs: dict[s
     proc = run_cli("import", *map(str, files), "--out", str(tmp_path / "imp"))
     assert proc.returncode == 0, proc.stderr
     rd = ResultsDir(tmp_path / "imp")
-    meta = rd.read_meta().doc
+    meta: dict[str, Any] = dict(rd.read_meta().doc)
     assert meta["status"] == "imported" and meta["kind"] == "mixed"
     assert len(meta["plan"]) == len(rd.records()) == 1 + 1 + 19
     for src, f in zip(meta["sources"], files):
@@ -320,7 +321,7 @@ def test_mlc_idle_latency(tmp_path: Path) -> None:
 
 
 def test_seed000_appendix_reproduced_by_import_and_report(tmp_path: Path) -> None:
-    from make_mlc import appendix_tables  # tests/data/seed000/make_mlc.py
+    from tests.data.seed000.make_mlc import appendix_tables
 
     files = sorted(SEED000.glob("mlc_test_*.txt"))
     assert len(files) == 8
@@ -337,7 +338,7 @@ def test_seed000_appendix_reproduced_by_import_and_report(tmp_path: Path) -> Non
             continue
         m = re.match(r"^\|\s*(\d{5})\s*\|\s*([\d.]+)\s*\|\s*([\d.]+)\s*\|$", line)
         if m and key:
-            got[key].append(m.groups())
+            got[key].append((m.group(1), m.group(2), m.group(3)))
         elif line.startswith("#"):
             key = None
     want = {}

@@ -12,7 +12,7 @@ import pytest
 
 from app.histlog import PLAT_NR, bucket_value
 from app.latmap import read_intervals
-from test_procedure import cli, lines
+from tests.integration.test_procedure import cli, lines
 
 
 @pytest.fixture(scope="module")

@@ -20,8 +20,9 @@ from app.errors import UsageError
 from app.importer import import_files, parse_file
 from app.report import render_report
 from app.results import ResultsDir
-from conftest import DATA, ROOT
-from readers_util import assert_one_sentence, cli, fio_json_plus, read_only_mount
+from tests.conftest import DATA, ROOT
+from tests.helpers.readers_util import assert_one_sentence, cli, fio_json_plus, read_only_mount
+from tests.helpers.typed import as_list
 
 MLC_SAMPLE = DATA / "mlc" / "v3.10-loaded-latency.txt"
 
@@ -254,9 +255,9 @@ def test_mlc_warnings_are_kept_in_run_json_and_shown_by_the_report(tmp_path: Pat
     real = importer.mlc_points
 
     def with_warnings(text: Any, *limit: Any) -> tuple[list[Any], dict[str, Any]]:
-        points, info = real(text, *limit)
+        points, read = real(text, *limit)
         points = points[:9]
-        info = dict(info, warnings=["loaded-latency table has 9 of 19 delays (missing 700, 1000, …)"])
+        info = dict(read, warnings=["loaded-latency table has 9 of 19 delays (missing 700, 1000, …)"])
         return points, info
 
     monkeypatch.setattr(importer, "mlc_points", with_warnings)
@@ -270,5 +271,5 @@ def test_mlc_warnings_are_kept_in_run_json_and_shown_by_the_report(tmp_path: Pat
 
 def test_a_clean_import_has_no_warnings_section(tmp_path: Path) -> None:
     out, _ = import_files([str(MLC_SAMPLE)], tmp_path / "imp")
-    assert "warnings" not in ResultsDir(out).read_meta().doc["sources"][0]
+    assert "warnings" not in as_list(ResultsDir(out).read_meta().doc["sources"])[0]
     assert "### Warnings" not in render_report(out).read_text()

@@ -10,8 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import ROOT
-from readers_util import fio_json_plus
+from tests.conftest import ROOT
+from tests.helpers.readers_util import fio_json_plus
 
 RSS_LIMIT_MIB = 150  # measured 35-55 MiB; the issue's bound for any input is 500 MB
 
@@ -97,7 +97,7 @@ def test_mlc_output_after_200k_star_lines_is_recognised(tmp_path: Path) -> None:
     """200,000 '***' lines before a real MLC output made the file "neither fio JSON nor Intel MLC text": the
     parser stopped after MAX_LINES lines before the output began.  It is imported as the output alone is."""
     from app.results import ResultsDir
-    from conftest import DATA, run_cli
+    from tests.conftest import DATA, run_cli
 
     source = DATA / "mlc" / "v3.10-default-run-2socket-skylake.txt"
     stars = tmp_path / "stars.txt"

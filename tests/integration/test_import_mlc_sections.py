@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from app.results import ResultsDir
-from conftest import DATA, run_cli
-from schema_check import validate_dir
+from tests.conftest import DATA, run_cli
+from tests.helpers.schema_check import validate_dir
 
 MLC = DATA / "mlc"
 NO_CI = {"ci_method": {"method": "none", "reason": "Intel MLC prints one figure per row"}}  # no windows to batch

@@ -20,8 +20,8 @@ from app import presets
 from app.errors import UsageError
 from app.lock import effective_status, holder
 from app.results import RESERVE
-from app.sweep import RunFailed, new_session
-from conftest import ROOT, fio_processes, run_cli
+from app.sweep import RunFailed, RunFinished, new_session
+from tests.conftest import ROOT, fio_processes, run_cli
 
 ENGINE = ROOT / "native" / "memlat" / "build" / "memlat"
 
@@ -198,6 +198,7 @@ def test_a_session_holds_the_lock_until_its_run_ends(tmp_path: Path) -> None:
         last = None
         async for ev in session.events():
             last = ev
+        assert isinstance(last, RunFinished), last
         return last.status
 
     assert asyncio.run(drive()) == "complete"

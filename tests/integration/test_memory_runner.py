@@ -31,8 +31,9 @@ from app.runners.base import Context, Result, Sample
 from app.runners.memory import MemoryRunner, check_memory
 from app.runners.mlc_parse import idle_latency, loaded_rows, parse_text
 from app.uncertainty import intervals_of
-from conftest import ROOT, mem_point
-from schema_check import validate_dir
+from tests.conftest import ROOT, mem_point
+from tests.helpers.schema_check import validate_dir
+from tests.helpers.typed import as_dict
 
 MLC_DATA = Path(__file__).resolve().parents[1] / "data" / "mlc"
 LOADED_SAMPLE = MLC_DATA / "v3.10-loaded-latency.txt"
@@ -150,7 +151,7 @@ def records(out: Path) -> list[dict[str, Any]]:
     return [json.loads(ln) for ln in (out / "results.jsonl").read_text().splitlines()]
 
 
-def sample_rows() -> dict[int, tuple[float, float]]:
+def sample_rows() -> dict[int, tuple[float | None, float]]:
     return {r.delay: (r.latency_ns, r.bandwidth_mbps) for r in loaded_rows(parse_text(LOADED_SAMPLE.read_text()))}
 
 
@@ -464,7 +465,7 @@ def test_builtin_idle_line_carries_the_interval_of_its_windows(tmp_path: Path) -
         (r,) = records(out)
         validate_dir(out)
         m, method = r["metrics"], r["metrics"]["ci_method"]
-        windows = parse_text((out / r["raw"]["txt"]).read_text())[-1].values["windows"]["latency_ns"]
+        windows = as_dict(parse_text((out / r["raw"]["txt"]).read_text())[-1].values["windows"])["latency_ns"]
         assert 15 <= len(windows) <= 20 and all(v > 0 for v in windows)
         mean = sum(windows) / len(windows)
         assert abs(mean / m["latency_ns"] - 1) < 0.1, (mean, m["latency_ns"], windows)

@@ -19,11 +19,13 @@ import pytest
 
 from app import presets
 from app.points import Point
+from app.records import MemoryMetrics
 from app.runners.base import Context, Result, Sample
 from app.runners.memory import MemoryRunner
-from schema_check import validate_dir
-from test_memory_runner import fake_proc, needs_engine, records
-from test_memory_runner import run_cli as run_memory_cli
+from tests.helpers.schema_check import validate_dir
+from tests.helpers.typed import memory_point
+from tests.integration.test_memory_runner import fake_proc, needs_engine, records
+from tests.integration.test_memory_runner import run_cli as run_memory_cli
 
 __all__ = ["fake_proc"]  # autouse: the CLI sees fake /proc huge-page files (no real reservation on AMD)
 
@@ -233,9 +235,10 @@ def test_each_figure_streams_as_a_sample_then_its_result_and_a_missing_one_fails
     events = asyncio.run(go(items))
     assert [type(e).__name__ for e in events] == ["Sample", "Result", "Sample", "Result"]
     assert [e.data for e in events if isinstance(e, Sample)] == [
-        {"mode": "working_set", "engine": "builtin", "latency_ns": e.metrics.latency_ns, "buffer_bytes": b,
-         "pages": "4k"} for e, b in zip([e for e in events if isinstance(e, Result)], (4096, 16384))]
-    c2c = dataclasses.replace(items[0][1], mode="c2c", buffer=None, pages=None, cpus="0", c2c="hit")
+        {"mode": "working_set", "engine": "builtin", "latency_ns": m.latency_ns, "buffer_bytes": b, "pages": "4k"}
+        for m, b in zip([e.metrics for e in events if isinstance(e, Result) and isinstance(e.metrics, MemoryMetrics)],
+                        (4096, 16384))]
+    c2c = dataclasses.replace(memory_point(items[0][1]), mode="c2c", buffer=None, pages=None, cpus="0", c2c="hit")
     (failed,) = asyncio.run(go([(0, c2c)]))
     assert isinstance(failed, Result) and failed.metrics is None
     assert "printed no c2c figure for hit" in (failed.error or "") and "memlat: error" in (failed.error or "")

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from loopdev import loop_device
-from schema_check import validate_dir
-from test_procedure import cli, lines, run_custom
-from throttle import throttled
+from tests.helpers.loopdev import loop_device
+from tests.helpers.schema_check import validate_dir
+from tests.helpers.throttle import throttled
+from tests.integration.test_procedure import cli, lines, run_custom
 
 CAP = 2000  # IOPS the kernel lets through: the server's capacity
 PRESET = """name = "open-loop-test"

@@ -25,8 +25,8 @@ import pytest
 
 from app.errors import UsageError
 from app.results import make_dirs, new_run_dir
-from conftest import fio_processes, run_cli
-from test_adversarial import interrupted_run
+from tests.conftest import fio_processes, run_cli
+from tests.integration.test_adversarial import interrupted_run
 
 NOBODY = pwd.getpwnam("nobody")
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root: the tool runs as root and the tests chown "

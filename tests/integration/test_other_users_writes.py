@@ -17,7 +17,7 @@ from typing import Iterator
 import pytest
 
 from app.results import open_file, write_new
-from conftest import DATA, run_cli
+from tests.conftest import DATA, run_cli
 
 NOBODY = pwd.getpwnam("nobody")
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root: the tool runs as root and the tests act as "

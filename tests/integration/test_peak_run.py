@@ -13,9 +13,9 @@ from pathlib import Path
 
 from app.devstat import NO_POLL_QUEUES
 from app.topology import cpu_list_text
-from loopdev import loop_device, needs_loop
-from schema_check import validate_dir
-from test_procedure import cli, lines
+from tests.helpers.loopdev import loop_device, needs_loop
+from tests.helpers.schema_check import validate_dir
+from tests.integration.test_procedure import cli, lines
 
 pytestmark = needs_loop
 

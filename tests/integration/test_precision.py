@@ -12,11 +12,11 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import ROOT
-from loopdev import loop_device, needs_loop
-from schema_check import validate_dir
-from test_procedure import lines, meta, run_custom
-from throttle import throttled
+from tests.conftest import ROOT
+from tests.helpers.loopdev import loop_device, needs_loop
+from tests.helpers.schema_check import validate_dir
+from tests.helpers.throttle import throttled
+from tests.integration.test_procedure import lines, meta, run_custom
 
 
 @needs_loop

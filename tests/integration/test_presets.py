@@ -11,7 +11,8 @@ import pytest
 from app import presets
 from app.errors import UsageError
 from app.points import Kind, MemoryPoint, StoragePoint
-from conftest import run_cli
+from tests.conftest import run_cli
+from tests.helpers.typed import memory_points, storage_point, storage_points
 
 EXPECTED_POINTS = {
     "custom": 1,
@@ -44,7 +45,7 @@ def test_every_spec_preset_is_shipped_and_expands_to_its_count() -> None:
 
 
 def test_quick_is_crystaldiskmark_default() -> None:
-    points = presets.load("quick").expand()
+    points = storage_points(presets.load("quick").expand())
     labels = {(p.group, p.rw, p.bs, p.iodepth, p.numjobs) for p in points}
     assert ("SEQ1M Q8T1", "read", 1 << 20, 8, 1) in labels
     assert ("SEQ1M Q1T1", "write", 1 << 20, 1, 1) in labels
@@ -54,8 +55,9 @@ def test_quick_is_crystaldiskmark_default() -> None:
 
 def test_points_are_typed_and_keep_their_json_table() -> None:
     """expand() gives frozen points; their tables are run.json's plan, keys in the preset's key order."""
-    quick = presets.apply_overrides(presets.load("quick"), ["repeat=1"]).expand()
-    assert all(isinstance(p, StoragePoint) and p.kind == Kind.STORAGE for p in quick)
+    plan = presets.apply_overrides(presets.load("quick"), ["repeat=1"]).expand()
+    assert all(isinstance(p, StoragePoint) and p.kind == Kind.STORAGE for p in plan)
+    quick = storage_points(plan)
     unset = presets.OMITTED_WHEN_UNSET[Kind.STORAGE]  # in a table only when set
     assert list(quick[0].to_dict()) == [k for k in presets.STORAGE_KEYS if k not in unset] + ["group"]
     steady = dataclasses.replace(quick[0], steady="iops:2%", steady_window=5, steady_ramp=2, round=3)
@@ -70,9 +72,12 @@ def test_points_are_typed_and_keep_their_json_table() -> None:
 def test_normalise_point_makes_settings_without_effect_canonical() -> None:
     point = presets.load("custom").expand()[0]
     assert isinstance(point, StoragePoint)
-    assert presets.normalise_point(dataclasses.replace(point, rw="read", rwmixread=70)).rwmixread is None
-    assert presets.normalise_point(dataclasses.replace(point, rw="randrw", rwmixread=None)).rwmixread == 50
-    assert presets.normalise_point(dataclasses.replace(point, rw="randrw", rwmixread=70)).rwmixread == 70
+    read70 = storage_point(presets.normalise_point(dataclasses.replace(point, rw="read", rwmixread=70)))
+    assert read70.rwmixread is None
+    randrw = storage_point(presets.normalise_point(dataclasses.replace(point, rw="randrw", rwmixread=None)))
+    assert randrw.rwmixread == 50
+    randrw70 = storage_point(presets.normalise_point(dataclasses.replace(point, rw="randrw", rwmixread=70)))
+    assert randrw70.rwmixread == 70
     loaded = presets.load("mem-loaded").expand()[3]
     assert isinstance(loaded, MemoryPoint) and loaded.delay is not None
     idle = presets.normalise_point(dataclasses.replace(loaded, mode="idle"))
@@ -88,17 +93,17 @@ def test_seed_matrix_axes() -> None:
 
 
 def test_memory_presets_use_mlc_delays_and_codes() -> None:
-    points = presets.load("mem-loaded").expand()
+    points = memory_points(presets.load("mem-loaded").expand())
     assert [p.delay for p in points] == list(presets.MLC_DELAYS)
-    w = presets.load("mem-seed-w").expand()
+    w = memory_points(presets.load("mem-seed-w").expand())
     assert {p.traffic for p in w} == {"W6", "W7", "W8", "W9"} and {p.stride for p in w} == {64, 256}
-    idle = presets.load("mem-idle").expand()
+    idle = memory_points(presets.load("mem-idle").expand())
     assert idle[0].mode == "idle" and idle[0].delay is None
 
 
 def test_set_replaces_axes_in_every_group_and_merges_duplicates() -> None:
     quick = presets.apply_overrides(presets.load("quick"), ["bs=4k", "iodepth=1", "runtime=3", "repeat=1"])
-    points = quick.expand()
+    points = storage_points(quick.expand())
     # SEQ groups become read/write 4k QD1, RND groups randread/randwrite 4k QD1: duplicates merged
     assert sorted(p.rw for p in points) == ["randread", "randwrite", "read", "write"]
     assert all(p.runtime == 3 and p.bs == 4096 for p in points)

@@ -18,7 +18,8 @@ import pytest
 from app import presets
 from app.errors import UsageError
 from app.points import StoragePoint
-from conftest import run_cli
+from tests.conftest import run_cli
+from tests.helpers.typed import storage_point, storage_points
 
 HEADER = 'name = "x"\nkind = "{kind}"\n'
 
@@ -136,7 +137,7 @@ def test_preset_file_size_is_capped_at_one_mib(tmp_path: Path) -> None:
     pad = presets.MAX_PRESET_BYTES - len(body)
     at_cap = write(tmp_path, body + "#" * (pad - 1) + "\n", "at-cap.toml")
     assert at_cap.stat().st_size == presets.MAX_PRESET_BYTES
-    assert presets.load(str(at_cap)).expand()[0].bs == 4096
+    assert storage_point(presets.load(str(at_cap)).expand()[0]).bs == 4096
     over = write(tmp_path, body + "#" * pad + "\n", "over.toml")
     with pytest.raises(UsageError) as e:
         presets.load(str(over))
@@ -263,10 +264,10 @@ def test_expand_returns_fresh_copies_and_follows_overrides() -> None:
     first = preset.expand()
     with pytest.raises(dataclasses.FrozenInstanceError):
         setattr(first[0], "bs", 1)  # points are frozen
-    first[0] = dataclasses.replace(first[0], bs=1)
-    assert preset.expand()[0].bs == 4096  # the cache was not touched
+    first[0] = dataclasses.replace(storage_point(first[0]), bs=1)
+    assert storage_point(preset.expand()[0]).bs == 4096  # the cache was not touched
     presets.apply_overrides(preset, ["bs=8k,16k"])
-    assert [p.bs for p in preset.expand()] == [8192, 16384]
+    assert [p.bs for p in storage_points(preset.expand())] == [8192, 16384]
 
 
 # --- item 7: fractional seconds and upper bounds -------------------------------------------------
@@ -354,9 +355,9 @@ def test_memory_buffer_is_whole_kib_and_cpus_are_checked() -> None:
             buffer(bad)
     cpus = presets.MEMORY_KEYS["cpus"].parse
     assert cpus("0-3, 8") == "0-3,8" and cpus([0, 2]) == "0,2" and cpus(5) == "5" and cpus("none") is None
-    for bad in ("3-1", "0,0", "1024", "0-1024", "\u0664", "0-3,2", "1" * 5000, [True], [[0]]):
+    for bad_cpus in ("3-1", "0,0", "1024", "0-1024", "\u0664", "0-3,2", "1" * 5000, [True], [[0]]):
         with pytest.raises(ValueError):
-            cpus(bad)
+            cpus(bad_cpus)
 
 
 def test_tlb_locality_is_a_bounded_whole_kib_size_or_none() -> None:

@@ -12,10 +12,10 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from conftest import ROOT, fio_processes, interrupt_run
-from loopdev import loop_device, needs_loop
-from schema_check import validate_dir
-from throttle import throttled
+from tests.conftest import ROOT, fio_processes, interrupt_run
+from tests.helpers.loopdev import loop_device, needs_loop
+from tests.helpers.schema_check import validate_dir
+from tests.helpers.throttle import throttled
 
 pytestmark = needs_loop
 

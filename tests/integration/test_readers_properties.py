@@ -25,13 +25,13 @@ from app.report.model import load
 from app.report.render import render_markdown, results_csv
 from app.results import ResultsDir
 from app.summary import results_table
-from conftest import DATA
-from readers_util import fio_json_plus
+from tests.conftest import DATA
+from tests.helpers.readers_util import fio_json_plus
 
 GOLDEN_RUN = DATA / "report" / "golden-run"
-SETTINGS = dict(derandomize=True, deadline=None, database=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
-                                       HealthCheck.data_too_large])
+SETTINGS = settings(derandomize=True, deadline=None, database=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
+                                           HealthCheck.data_too_large])
 
 # --- values: plausible ones and junk ------------------------------------------------------------------------
 
@@ -101,7 +101,7 @@ def _import_outcome(path: Path) -> None:
 # --- the fio parser and importer ----------------------------------------------------------------------------
 
 
-@settings(max_examples=400, **SETTINGS)
+@settings(SETTINGS, max_examples=400)
 @given(docs=st.lists(fio_doc, min_size=1, max_size=3), indent=st.sampled_from([None, 2]),
        noise=st.sampled_from(["", "fio: note: something\n", "<h> client line\n{broken\n"]))
 def test_random_fio_like_documents(scratch: Path, docs: list[dict[str, Any]], indent: int | None, noise: str) -> None:
@@ -127,7 +127,7 @@ def _paths(x: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     return out
 
 
-@settings(max_examples=300, **SETTINGS)
+@settings(SETTINGS, max_examples=300)
 @given(data=st.data())
 def test_random_mutations_of_a_real_fio_output(scratch: Path, real_fio_text: str, data: st.DataObject) -> None:
     doc = json.loads(real_fio_text)
@@ -146,7 +146,7 @@ def test_random_mutations_of_a_real_fio_output(scratch: Path, real_fio_text: str
     _import_outcome(f)
 
 
-@settings(max_examples=600, **SETTINGS)
+@settings(SETTINGS, max_examples=600)
 @given(data=st.data())
 def test_import_of_random_bytes(scratch: Path, real_fio_text: str, data: st.DataObject) -> None:
     """Random bytes, alone or cut into a real fio output or an MLC text (truncation, garbage inside)."""
@@ -209,7 +209,7 @@ def _write(d: Path, meta: str, lines: list[str]) -> None:
     (d / "results.jsonl").write_text("\n".join(lines) + ("\n" if lines else ""))
 
 
-@settings(max_examples=400, **SETTINGS)
+@settings(SETTINGS, max_examples=400)
 @given(case=results_dirs(), bound=st.sampled_from([1.0, 1000.0, 1e-9, 1e12]))
 def test_random_results_directories_through_report_text_and_compare(scratch: Path, case: tuple[str, list[str]],
                                                                    bound: float) -> None:
@@ -228,7 +228,7 @@ def test_random_results_directories_through_report_text_and_compare(scratch: Pat
     compare_reference(str(d), load_reference("intel-dc-p4600"))
 
 
-@settings(max_examples=2, **SETTINGS)
+@settings(SETTINGS, max_examples=2)
 @given(data=st.data())
 def test_extreme_but_valid_values_through_the_whole_report_with_figures(scratch: Path, data: st.DataObject) -> None:
     """Values the reader accepts (0 … 2^64) at their edges, in every number of some points, through the

@@ -13,10 +13,10 @@ from typing import Any, Callable
 from app.points import Kind, point_from_dict
 from app.procedure import Procedure, run_order
 from app.uncertainty import replicate_spread
-from conftest import ROOT, fio_processes, interrupt_run, run_cli
-from loopdev import loop_device, needs_loop
-from schema_check import validate_dir
-from throttle import throttled
+from tests.conftest import ROOT, fio_processes, interrupt_run, run_cli
+from tests.helpers.loopdev import loop_device, needs_loop
+from tests.helpers.schema_check import validate_dir
+from tests.helpers.throttle import throttled
 
 
 def lines(out: Path) -> list[dict[str, Any]]:

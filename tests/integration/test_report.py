@@ -24,8 +24,9 @@ from typing import Any
 
 import pytest
 
+from app.records import JSONObject
 from app.report import render_report
-from conftest import DATA, ROOT, run_cli
+from tests.conftest import DATA, ROOT, run_cli
 
 GOLDEN_RUN = DATA / "report" / "golden-run"
 GOLDEN_MD = DATA / "report" / "golden" / "report.md"
@@ -195,9 +196,9 @@ def test_every_memory_table_names_its_chase() -> None:
 
     def point(i: int, delay: int | None, chase: Any, engine: str = "builtin") -> MemoryRow:
         mode = "idle" if delay is None else "loaded"
-        p = {"mode": mode, "traffic": None if delay is None else "R", "delay": delay, "stride": 64, "buffer": None,
-             "engine": engine}
-        rec = {"engine": engine} if chase is None else {"engine": engine, "chase": chase}
+        p: JSONObject = {"mode": mode, "traffic": None if delay is None else "R", "delay": delay, "stride": 64,
+                         "buffer": None, "engine": engine}
+        rec: JSONObject = {"engine": engine} if chase is None else {"engine": engine, "chase": chase}
         return MemoryRow.of(i, p, {"latency_ns": 100.0, "bandwidth_mbps": 500.0}, rec)
 
     whole = {"text": "random chase over 1 GiB, 2 MiB pages, stride 64 B"}

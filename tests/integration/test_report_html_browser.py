@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DATA, ROOT, run_cli
+from tests.conftest import DATA, ROOT, run_cli
 from tests.helpers.fleet_agents import agents, processes
 from tests.helpers.headless_chromium import PageReport, chromium, open_page
 from tests.helpers.loopdev import loop_device, needs_loop

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from app.frame import CI_COLUMNS, CPU_COLUMNS, TAIL_COLUMNS, WHOLE_RUN_COLUMNS
 from app.report.write import render_report
-from conftest import DATA, run_cli
+from tests.conftest import DATA, run_cli
 from tests.helpers.suite_runs import KIB, line, mlc_default_lines, octave_sizes, point, working_set_lines, write_run
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from app.report import tail_plots
 from app.tails import count, hist_of_record, min_ios, percentile
 from app.units import us
-from conftest import run_cli
+from tests.conftest import run_cli
 
 PRESET = """name = "tails-check"
 kind = "storage"

@@ -16,12 +16,12 @@ from app import results as results_mod
 from app import runmeta
 from app.lock import DirLock
 from app.points import Kind
-from app.records import ResultLine, StorageMetrics, line_json
+from app.records import JSONObject, ResultLine, StorageMetrics, line_json
 from app.report import render_report
 from app.report.model import load
 from app.results import ResultsDir
-from conftest import DATA
-from readers_util import assert_one_sentence, cli, read_only_mount
+from tests.conftest import DATA
+from tests.helpers.readers_util import assert_one_sentence, cli, read_only_mount
 
 GOLDEN_RUN = DATA / "report" / "golden-run"
 
@@ -281,5 +281,6 @@ def test_a_typed_point_is_written_as_its_json_table(tmp_path: Path) -> None:
                               tables.run_json))
     assert typed.run_json.read_bytes() == tables.run_json.read_bytes()
     # a results line holds the table by its type (ResultLine.point)
-    typed.append(ResultLine(Kind.STORAGE, plan[0].to_dict(), StorageMetrics(), 0))
+    table: JSONObject = {**plan[0].to_dict()}
+    typed.append(ResultLine(Kind.STORAGE, table, StorageMetrics(), 0))
     assert json.loads(typed.results_jsonl.read_text())["point"]["group"] == plan[0].group

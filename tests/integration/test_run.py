@@ -19,7 +19,7 @@ from app.records import StorageMetrics
 from app.runners.base import Context, Result, Sample
 from app.runners.fio import FioRunner
 from app.sweep import new_session
-from conftest import ROOT, fio_processes, interrupt_run, run_cli
+from tests.conftest import ROOT, fio_processes, interrupt_run, run_cli
 
 STORAGE_FIELDS = {"iops", "read_iops", "write_iops", "bw_bytes", "read_bw_bytes", "write_bw_bytes", "lat_ns",
                   "usr_cpu", "sys_cpu"}

@@ -9,9 +9,9 @@ from pathlib import Path
 from app.audit import ITEMS, STATUSES
 from app.topology import allowed_cpus, cpu_list_text
 from app.validity import AUDIT_FLAGS, RESULTS
-from loopdev import loop_device
-from schema_check import validate_dir
-from test_procedure import cli, lines, meta
+from tests.helpers.loopdev import loop_device
+from tests.helpers.schema_check import validate_dir
+from tests.integration.test_procedure import cli, lines, meta
 
 
 def test_a_run_records_every_audited_setting_and_the_report_shows_them(tmp_path: Path) -> None:

@@ -22,11 +22,7 @@ import pytest
 
 from app import safety
 from app.errors import EXIT_SAFETY, SafetyError
-
-try:
-    from tests.helpers.loopdev import LoopDevice, loop_factory, needs_loop, require_tools, sh
-except ImportError:  # tests/ is not a package: pytest put it on sys.path
-    from loopdev import LoopDevice, loop_factory, needs_loop, require_tools, sh  # noqa: F401 - loop_factory: a fixture
+from tests.helpers.loopdev import LoopDevice, loop_factory, needs_loop, require_tools, sh  # noqa: F401 - loop_factory: a fixture
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -519,10 +515,7 @@ def test_mount_in_another_mount_namespace_is_caught(loop_factory, tmp_path):
 
 @needs_loop
 def test_loop_helper_cleans_up_after_a_failed_step(tmp_path):
-    try:
-        from tests.helpers.loopdev import loop_device
-    except ImportError:
-        from loopdev import loop_device
+    from tests.helpers.loopdev import loop_device
     with pytest.raises(RuntimeError):
         with loop_device(tmp_path, partitions=["16M", ""], mount=True) as dev:  # no filesystem: mount fails
             pytest.fail("unreachable")

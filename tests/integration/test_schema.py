@@ -17,9 +17,9 @@ from app.points import MemoryPoint, RunStatus, StoragePoint
 from app.presets import PROCEDURE_KEYS
 from app.telemetry import THROTTLE_COUNTERS
 from app.validity import FLAGS
-from conftest import DATA, interrupt_run
-from schema_check import check, schema, validate_dir, validate_events, validator
-from test_procedure import ROOT, cli, lines, meta
+from tests.conftest import DATA, interrupt_run
+from tests.helpers.schema_check import check, schema, validate_dir, validate_events, validator
+from tests.integration.test_procedure import ROOT, cli, lines, meta
 
 NAMES = ["results-line", "run", "samples", "telemetry", "event"]
 

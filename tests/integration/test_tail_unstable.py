@@ -12,10 +12,10 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from loopdev import loop_device
-from schema_check import validate_dir
-from test_procedure import ROOT, cli, lines
-from throttle import iops_throttle
+from tests.helpers.loopdev import loop_device
+from tests.helpers.schema_check import validate_dir
+from tests.helpers.throttle import iops_throttle
+from tests.integration.test_procedure import ROOT, cli, lines
 
 STALL_IOPS = 2000  # the throttled seconds still complete the 1,000 I/Os a per-second p99 needs
 STALL_S = 3.0

@@ -20,12 +20,8 @@ import pytest
 
 from app.errors import EXIT_SAFETY
 from app.screens.state import resume_target
-from conftest import run_cli
-
-try:
-    from tests.helpers.loopdev import loop_factory, needs_loop
-except ImportError:  # tests/ is not a package: pytest put it on sys.path
-    from loopdev import loop_factory, needs_loop  # noqa: F401 - loop_factory: a fixture
+from tests.conftest import run_cli
+from tests.helpers.loopdev import loop_factory, needs_loop  # noqa: F401 - loop_factory: a fixture
 
 NOBODY = pwd.getpwnam("nobody")
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root: the tool runs as root and the tests chown "

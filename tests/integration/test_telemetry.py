@@ -31,10 +31,10 @@ from app.telemetry import (
     read_drive,
     summarise,
 )
-from loopdev import loop_device
-from schema_check import validate_dir
-from test_procedure import cli, lines, meta
-from test_validity import ATA, PCI, fake_sysfs
+from tests.helpers.loopdev import loop_device
+from tests.helpers.schema_check import validate_dir
+from tests.integration.test_procedure import cli, lines, meta
+from tests.integration.test_validity import ATA, PCI, fake_sysfs
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "telemetry"
 TELEMETRY_RUN = Path(__file__).resolve().parents[1] / "data" / "report" / "telemetry-run"

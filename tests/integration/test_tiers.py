@@ -10,7 +10,7 @@ import shlex
 import subprocess
 import sys
 
-from conftest import ROOT, SERIAL, TESTS, VM
+from tests.conftest import ROOT, SERIAL, TESTS, VM
 
 SUMMARY = re.compile(r"^(\d+)/(\d+) tests collected \((\d+) deselected\)")
 

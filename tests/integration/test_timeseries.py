@@ -18,10 +18,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.timeseries import samples_csv, write_cliff
-from loopdev import loop_device
-from schema_check import validate_dir
-from test_procedure import ROOT, cli, lines
-from throttle import write_bps_throttle
+from tests.helpers.loopdev import loop_device
+from tests.helpers.schema_check import validate_dir
+from tests.helpers.throttle import write_bps_throttle
+from tests.integration.test_procedure import ROOT, cli, lines
 
 
 def series(levels: list[float], start: float = 1.0) -> list[dict[str, Any]]:

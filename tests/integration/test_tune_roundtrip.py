@@ -23,11 +23,11 @@ import pytest
 from app import tune
 from app.errors import ENDING_SIGNALS
 from app.screens import strings
-from conftest import ROOT, fio_processes
-from loopdev import loop_device
-from schema_check import validate_dir
+from tests.conftest import ROOT, fio_processes
+from tests.helpers.loopdev import loop_device
+from tests.helpers.schema_check import validate_dir
+from tests.helpers.tune_run import TUNE_ENV
 from tests.tui.pty_harness import PtyApp
-from tune_run import TUNE_ENV
 
 HELPER = ROOT / "tests" / "helpers" / "tune_run.py"
 BEFORE = {"scheduler": "mq-deadline", "wbt_lat_usec": "2000", "nomerges": "0"}

@@ -13,9 +13,9 @@ import pytest
 
 from app import presets
 from app.errors import UsageError
-from conftest import run_cli
-from test_other_users import NOBODY, as_nobody, one_sentence
-from test_other_users import shared as shared_dir  # noqa: F401  (a fixture: a fresh directory under /tmp)
+from tests.conftest import run_cli
+from tests.integration.test_other_users import NOBODY, as_nobody, one_sentence
+from tests.integration.test_other_users import shared as shared_dir  # noqa: F401  (a fixture: a fresh directory under /tmp)
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root: the tests chown to nobody")
 

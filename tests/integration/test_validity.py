@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 from app.link import link_of
 from app.records import Parts, ResultLine, StorageMetrics, read_line
 from app.validity import FLAGS, LEGEND, NO_STEADY, RESULTS, TargetFacts, flags_of, point_checks, point_flags
-from loopdev import loop_device
-from schema_check import validate_dir
-from test_procedure import cli, lines, meta
+from tests.helpers.loopdev import loop_device
+from tests.helpers.schema_check import validate_dir
+from tests.integration.test_procedure import cli, lines, meta
 
 POINT = {"rw": "randread", "bs": 4096, "iodepth": 8, "numjobs": 2, "ioengine": "libaio", "direct": True}
 

@@ -15,11 +15,7 @@ from typing import Callable
 from app import presets
 from app.points import RunStatus
 from app.sweep import PointDone, PointFailed, RunFinished, Sample, Session, load_session, new_session
-
-try:
-    from tests.helpers.loopdev import needs_loop
-except ImportError:  # tests/ is not a package: pytest put it on sys.path
-    from loopdev import needs_loop
+from tests.helpers.loopdev import needs_loop
 
 PRESET = ["runtime=2", "size=4m"]
 

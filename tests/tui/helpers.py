@@ -6,11 +6,20 @@ import asyncio
 import os
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
+
+from rich.text import Text
+from textual.widget import Widget
 
 from app.audit import ITEMS, Audit, Item
 
+if TYPE_CHECKING:
+    from app.screens.runs import RunsScreen
+from app.runmeta import RunMeta
+
 TUI_DATA = Path(__file__).resolve().parent / "data"
+# RunStarted.meta for a run whose screens read nothing of its run.json: the empty document
+NO_META = RunMeta(doc={}, source="run.json")
 FIXED_PRESETS = TUI_DATA / "presets"
 
 # What app.devices.list_devices() returns, frozen: a disk with a partition table and a mounted
@@ -105,7 +114,7 @@ async def choose_preset(pilot: Any, name: str) -> Any:
 
     presets = pilot.app.screen
     assert isinstance(presets, PresetsScreen)
-    seen: set[str] = set()
+    seen: set[str | None] = set()
     while (current := presets._current()) != name:
         assert current not in seen, f"no preset {name!r} in the list"
         seen.add(current)
@@ -173,7 +182,7 @@ def fields_is_zombie(pid: int) -> bool:
 def fio_for(path: Path) -> list[str]:
     """fio command lines (pgrep -a -x fio) that point into ``path`` (or run in it: fio reads its job file in raw/)
     — other tests' fio are not ours."""
-    from conftest import fio_processes
+    from tests.conftest import fio_processes
 
     return fio_processes(path)
 
@@ -202,13 +211,15 @@ def fixed_results(root: Path) -> None:
     (cut / "results.jsonl").write_text("\n".join(lines) + "\n")
 
 
-async def open_runs(pilot: Any) -> Any:
+async def open_runs(pilot: Any) -> RunsScreen:
     """The runs browser (h), once its directories are read."""
     from app.screens.runs import RunsScreen
 
     await pilot.press("h")
-    return await wait_for(pilot, lambda: isinstance(pilot.app.screen, RunsScreen) and pilot.app.screen.loaded
-                          and pilot.app.screen, 10, "the runs browser")
+    screen = await wait_for(pilot, lambda: isinstance(pilot.app.screen, RunsScreen) and pilot.app.screen.loaded
+                            and pilot.app.screen, 10, "the runs browser")
+    assert isinstance(screen, RunsScreen)
+    return screen
 
 
 async def open_import(pilot: Any) -> tuple[Any, Any]:
@@ -258,3 +269,10 @@ async def open_compare(pilot: Any, a: Path, b: Path) -> Any:
                           and app.screen, 20, "the comparison")
     await pilot.pause(0.3)
     return view
+
+
+def chart_text(widget: Widget) -> str:
+    """The text a widget that draws a Text (a chart, a plot) shows now."""
+    rendered = widget.render()
+    assert isinstance(rendered, Text), rendered
+    return rendered.plain

@@ -19,7 +19,7 @@ from app.screens.replay import ReplayScreen
 from app.screens.run import RunScreen
 from app.tui import create_app
 from app.widgets.charts import CurveChart, TimeSeries
-from tests.tui.helpers import DEVICES, FIXED_PRESETS, open_runs, wait_for
+from tests.tui.helpers import DEVICES, FIXED_PRESETS, NO_META, chart_text, open_runs, wait_for
 from tests.tui.test_tui_charts import live_run
 
 TELEMETRY = Path(__file__).resolve().parents[1] / "data" / "report" / "telemetry-run"
@@ -52,6 +52,7 @@ async def test_a_replayed_sample_of_1e307_iops_is_named_and_skipped_and_the_app_
         await open_runs(pilot)
         await pilot.press("ctrl+y")
         screen = await wait_for(pilot, lambda: isinstance(app.screen, ReplayScreen) and app.screen, 15, "the replay")
+        assert isinstance(screen, ReplayScreen)
         for _ in range(3):
             await pilot.press("plus")  # 60×
         await wait_for(pilot, lambda: screen.state.finished is not None, 30, "the replay's end")
@@ -60,9 +61,10 @@ async def test_a_replayed_sample_of_1e307_iops_is_named_and_skipped_and_the_app_
         assert app.is_running and app.screen is screen
         for chart in screen.query(TimeSeries):
             assert all(v is None or v <= 1e15 for v in [*chart.a, *chart.b, *chart.c])
-            assert "┤" in chart.render().plain  # drawn, with its axis
+            assert "┤" in chart_text(chart)  # drawn, with its axis
         await pilot.press("3")  # the log tab: a RichLog lays out its lines once shown
         await pilot.pause()
+        assert isinstance(screen, ReplayScreen)  # (the `is` above leaves mypy with the type of app.screen)
         said = "".join(log_text(screen).split())  # however the log wrapped the sentence
         assert "".join(f"{FIRST}, line 3, key 'iops': has value 1e+307, more than any device's figure (at most "
                        "1e+15); the line is skipped.".split()) in said
@@ -72,7 +74,7 @@ def absurd_events(plan: list[Any]) -> list[Any]:
     """A live point whose fio samples carry figures no device has (1e307, infinity, NaN, 1.7e308) between ordinary
     ones, and a results line of 1e18 IOPS."""
     total = len(plan)
-    events: list[Any] = [sweep.RunStarted(total, total, 10.0, {}, Path("results/live")),
+    events: list[Any] = [sweep.RunStarted(total, total, 10.0, NO_META, Path("results/live")),
                          sweep.PointStarted(0, plan[0], 0, total, 10.0), Phase(0, "measuring")]
     figures = [20000.0, ABSURD, float("inf"), float("nan"), 1.7e308, 21000.0]
     for t, iops in enumerate(figures, start=1):
@@ -97,7 +99,7 @@ async def test_live_samples_with_absurd_figures_leave_gaps_and_the_charts_draw(t
             kept = [v for v in [*chart.a, *chart.b, *chart.c] if v is not None]
             assert kept and all(v <= 1e15 for v in kept), (chart.id, kept)
             assert len(chart.t) == 6  # the sample at t = 1e307 is not kept
-            assert "┤" in chart.render().plain
+            assert "┤" in chart_text(chart)
         await pilot.press("2")  # the curve: 1e18 IOPS is no point of it
         screen.tick()
         await pilot.pause()

@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from textual.coordinate import Coordinate
 from textual.widgets import DataTable, Input, Label, Static
 
 from app import presets as core
@@ -73,7 +74,7 @@ async def test_the_target_column_shows_the_file_name_or_device_within_80_columns
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_runs(pilot)
         table = screen.query_one("#runs", DataTable)
-        targets = {str(table.get_cell_at((i, 5))) for i in range(table.row_count)}
+        targets = {str(table.get_cell_at(Coordinate(i, 5))) for i in range(table.row_count)}
         assert targets == {"profiler-tui.testfile", "/dev/nvme0n1"}, targets
         widths = [c.get_render_width(table) for c in table.ordered_columns]
         assert sum(widths[:6]) <= table.size.width, "the target column is whole at 80 columns"

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from textual.containers import VerticalScroll
+from textual.widgets import RichLog
 
 from app import presets as core
 from app import sweep
@@ -19,8 +20,9 @@ from app.screens.run import RunScreen
 from app.screens.state import RunRequest, TargetChoice
 from app.tui import create_app
 from app.widgets.charts import LatencyChart, TimeSeries
+from app.widgets.reportdoc import ReportViewer
 from app.widgets.series import SeriesPlot
-from tests.tui.helpers import DEVICES, FIXED_PRESETS, forever, wait_for
+from tests.tui.helpers import DEVICES, FIXED_PRESETS, NO_META, chart_text, forever, wait_for
 
 REPORT_DATA = Path(__file__).resolve().parents[1] / "data" / "report"
 # a number with nothing after it but the next label or the line's end: a tick that does not say its unit
@@ -85,12 +87,12 @@ async def test_curves_scroll_to_their_end_at_80x24_and_every_tick_says_its_unit(
         assert last.virtual_region.y in shown and last.virtual_region.bottom in shown
         assert plots[-1].virtual_region.y in shown  # the last plot, whole, above it
         for plot in plots:
-            ys, xs = tick_labels(plot.render().plain)
-            assert len(ys) >= 2 and xs, (plot.title_text, plot.render().plain)
+            ys, xs = tick_labels(chart_text(plot))
+            assert len(ys) >= 2 and xs, (plot.title_text, chart_text(plot))
             for label in ys:
                 assert not BARE.fullmatch(label), (plot.title_text, label)
             assert not BARE.search(xs), (plot.title_text, xs)
-        queue_depth = plots[1].render().plain
+        queue_depth = chart_text(plots[1])
         assert "IOPS┤" in queue_depth and " in flight" in queue_depth
 
 
@@ -102,7 +104,7 @@ async def test_report_text_pages_down_after_switching_to_the_curves_and_back(gol
         await pilot.pause(0.1)
         await pilot.press("1")
         await pilot.pause(0.1)
-        viewer = screen.query_one("#report-md").document
+        viewer = screen.query_one("#report-md", ReportViewer).document
         await pilot.press("pagedown")
         await pilot.pause(0.1)
         assert viewer.scroll_y > 0
@@ -115,7 +117,7 @@ def live_events(plan: list[Any]) -> list[Any]:
     """Two points: the first measured for 4 s with one interval that completed no I/O (no latency); the
     second ramps for 2 s (fio counts nothing: 0 IOPS, no latency) and then measures for 4 s."""
     total = len(plan)
-    events: list[Any] = [sweep.RunStarted(total, total, 10.0, {}, Path("results/live")),
+    events: list[Any] = [sweep.RunStarted(total, total, 10.0, NO_META, Path("results/live")),
                          sweep.PointStarted(0, plan[0], 0, total, 10.0), Phase(0, "measuring")]
 
     def sample(index: int, t: float, iops: float, lat_us: float | None) -> Sample:
@@ -165,7 +167,7 @@ async def test_live_charts_draw_gaps_as_gaps_and_their_labels_never_touch(size, 
         charts = list(screen.query(TimeSeries))
         assert len(charts) >= 2
         for chart in charts:
-            text = chart.render().plain
+            text = chart_text(chart)
             labels = [line.split("┤")[0].strip() for line in text.splitlines() if "┤" in line]
             # a gap drawn as zero would stretch the axis down to a "0/s", "0MB/s" or "0µs" label
             assert labels and not any(re.fullmatch(r"0\D*", label) for label in labels), (chart.id, text)
@@ -184,9 +186,9 @@ async def test_live_charts_draw_gaps_as_gaps_and_their_labels_never_touch(size, 
 def _top_label_us(chart: LatencyChart) -> float:
     """The largest y tick label of a latency chart, in µs."""
     scale = {"ns": 1e-3, "µs": 1.0, "ms": 1e3, "s": 1e6}
-    labels = [line.split("┤")[0].strip() for line in chart.render().plain.splitlines() if "┤" in line]
+    labels = [line.split("┤")[0].strip() for line in chart_text(chart).splitlines() if "┤" in line]
     values = [float(m[1]) * scale[m[2]] for x in labels if (m := re.fullmatch(r"([\d.]+)(ns|µs|ms|s)", x))]
-    assert values, chart.render().plain
+    assert values, chart_text(chart)
     return max(values)
 
 
@@ -234,11 +236,12 @@ async def test_the_run_log_names_the_host_folder_of_a_containers_results(tmp_pat
     monkeypatch.setenv(container.HOST_RESULTS_ENV, "/home/me/results")
     monkeypatch.setattr(container, "container_engine", lambda root="/": "docker")
     plan = core.apply_overrides(core.load("quick"), ["runtime=1", "size=16m"]).expand()
-    events = [sweep.RunStarted(len(plan), len(plan), 10.0, {}, Path("/results/quick-1"))]
+    events = [sweep.RunStarted(len(plan), len(plan), 10.0, NO_META, Path("/results/quick-1"))]
     app = create_app(devices=DEVICES, results_dir="results", clock=lambda: 0.0)
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await live_run(app, pilot, events)
-        log = " ".join(" ".join(str(line.text) for line in screen.query_one("#log-short").lines).split())  # unwrapped
+        lines = screen.query_one("#log-short", RichLog).lines
+        log = " ".join(" ".join(str(line.text) for line in lines).split())  # unwrapped
         assert "/results/quick-1 (on the host: /home/me/results/quick-1)" in log
 
 
@@ -251,5 +254,5 @@ async def test_with_no_color_the_lines_are_told_apart_by_their_markers(tmp_path:
         screen = await live_run(app, pilot, live_events(plan))
         chart = screen.query_one(LatencyChart)
         assert chart.title == "mean *, p99 +"
-        drawn = chart.render().plain
-        assert "*" in drawn and "+" in drawn  # each line drawn with the marker its name says
+        text = chart_text(chart)
+        assert "*" in text and "+" in text  # each line drawn with the marker its name says

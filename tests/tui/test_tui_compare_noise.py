@@ -11,7 +11,7 @@ from textual.widgets import DataTable, Markdown
 
 from app.screens.compare import BETTER, CompareScreen
 from app.tui import create_app
-from compare_util import make_run, metrics, replicates
+from tests.helpers.compare_util import make_run, metrics, replicates
 from tests.tui.helpers import wait_for
 
 MEMORY = {"mode": "idle", "stride": 64, "buffer": 1 << 28}

@@ -13,6 +13,7 @@ from app.screens.confirm import ConfirmTarget
 from app.screens.presets import PresetsScreen
 from app.screens.run import RunScreen
 from app.tui import create_app
+from app.widgets import ErrorLine
 from tests.tui.helpers import DEVICES, FIXED_PRESETS, choose_preset, host_audit, tunable_audit
 
 
@@ -32,7 +33,7 @@ async def test_destructive_needs_the_typed_name(tmp_path: Path) -> None:
     async with app.run_test(size=(80, 24)) as pilot:
         modal = await open_confirm(pilot, 1)  # /dev/sdz: gpt signature
         await pilot.press("s", "d", "x", "enter")
-        assert app.screen is modal and "sdz" in modal.query_one("#confirm-error").text
+        assert app.screen is modal and "sdz" in modal.query_one("#confirm-error", ErrorLine).text
         await pilot.press("backspace", "z", "enter")
         presets = app.screen
         assert isinstance(presets, PresetsScreen)
@@ -71,6 +72,7 @@ async def test_escape_cancels(tmp_path: Path) -> None:
         assert not isinstance(app.screen, (ConfirmTarget, PresetsScreen))
         await open_confirm(pilot, 0)
         await pilot.press("enter")  # the Confirm button has the focus
+        assert isinstance(app.screen, PresetsScreen)
         t = app.screen.target
         assert (t.path, t.allow_writes, t.yes, t.allow_destructive) == ("/dev/loop7", True, True, False)
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
+from textual.widgets import DataTable, Input, RichLog
 
 from app import presets as core
 from app import runmeta, sweep
@@ -26,10 +27,13 @@ from app.screens.results import ResultsScreen, fleet_cells, host_names, load_fle
 from app.screens.run import RunScreen
 from app.screens.state import RunRequest, TargetChoice
 from app.tui import create_app
+from app.widgets import ErrorLine
 from app.widgets.charts import HOST_COLORS, MAX_HOST_SERIES, CurveChart, LatencyChart, ThroughputChart
+from app.widgets.rowtable import RowTable
 from tests.helpers.fleet_agents import agents as fleet_agents
 from tests.helpers.fleet_agents import answering
-from tests.tui.helpers import DEVICES, FIXED_PRESETS, choose_preset, forever, wait_for
+from tests.helpers.typed import storage_points
+from tests.tui.helpers import DEVICES, FIXED_PRESETS, NO_META, choose_preset, forever, wait_for
 
 SIZE = (80, 24)
 WIDE = (160, 48)
@@ -65,7 +69,7 @@ async def add_host(pilot: Any, text: str, typed: bool = False) -> str:
     """Put ``text`` into the add-host field (``typed``: key by key) and press enter; the error line's text (""
     when added)."""
     panel = fleet_panel(pilot.app)
-    field = panel.query_one("#host-input")
+    field = panel.query_one("#host-input", Input)
     field.focus()
     if typed:
         await pilot.press("end", "ctrl+u", *text, "enter")
@@ -73,7 +77,7 @@ async def add_host(pilot: Any, text: str, typed: bool = False) -> str:
         field.value = text
         await pilot.press("enter")
     await pilot.pause()
-    return panel.query_one("#host-error").text
+    return panel.query_one("#host-error", ErrorLine).text
 
 
 async def set_target(pilot: Any, path: str) -> None:
@@ -106,10 +110,10 @@ async def test_add_and_remove_hosts(tmp_path: Path) -> None:
 
         # good values: added, the field emptied, the error line cleared
         assert await add_host(pilot, A, typed=True) == ""
-        assert panel.query_one("#host-input").value == ""
+        assert panel.query_one("#host-input", Input).value == ""
         assert await add_host(pilot, f"{B} /srv/own-target") == ""
         assert panel.names == [A, B] and panel.own == {B: "/srv/own-target"}
-        assert panel.query_one("#hosts").row_count == 2
+        assert panel.query_one("#hosts", RowTable).row_count == 2
 
         # the same host twice is refused
         error = await add_host(pilot, A)
@@ -142,10 +146,10 @@ async def test_fleet_needs_a_target_before_the_presets(tmp_path: Path) -> None:
         screen = app.screen
         assert isinstance(screen, DevicesScreen) and screen.fleet_view
         panel = fleet_panel(app)
-        assert "Give the target path" in panel.query_one("#fleet-target-error").text
+        assert "Give the target path" in panel.query_one("#fleet-target-error", ErrorLine).text
         assert panel.query_one("#fleet-target").has_focus
         await pilot.press(*"not/absolute", "enter")
-        assert "not an absolute path" in panel.query_one("#fleet-target-error").text
+        assert "not an absolute path" in panel.query_one("#fleet-target-error", ErrorLine).text
         await set_target(pilot, "/srv/target")
         await pilot.press("enter")
         confirm = app.screen
@@ -155,10 +159,10 @@ async def test_fleet_needs_a_target_before_the_presets(tmp_path: Path) -> None:
 
         # a block device picked on the devices view applies to every host, and its name allows writes
         await pilot.press("escape", "down", "enter")
-        confirm = app.screen
-        assert isinstance(confirm, ConfirmFleet) and confirm.name_ == "sdz"
+        picked = app.screen
+        assert isinstance(picked, ConfirmFleet) and picked.name_ == "sdz"
         await pilot.press(*"sdx", "enter")
-        assert "That is not sdz" in confirm.query_one("#confirm-error").text
+        assert "That is not sdz" in picked.query_one("#confirm-error", ErrorLine).text
         await pilot.press("backspace", "z", "enter")
         presets = app.screen
         assert isinstance(presets, PresetsScreen)
@@ -207,9 +211,9 @@ async def test_connection_to_a_local_agent_and_a_closed_socket(tmp_path: Path, a
         assert before & after <= {d.get("path") for d in probe.devices} <= before | after
         line = str(panel.query_one("#host-test").render())
         assert "agent answers" in line and up in line
-        table = panel.query_one("#hosts")
+        table = panel.query_one("#hosts", RowTable)
         assert str(table.get_cell(up, "connection")) == "agent answers"
-        devices = panel.query_one("#host-devices")
+        devices = panel.query_one("#host-devices", DataTable)
         assert devices.row_count >= len(probe.devices)
 
         await pilot.press("down", "t")
@@ -254,7 +258,8 @@ async def test_fleet_run_of_quick_on_two_agents_to_the_fleet_table(tmp_path: Pat
             await wait_for(pilot, lambda: run.state.finished is not None or run.state.error, 180,
                            "the fleet run to finish")
             assert run.state.error is None, run.state.error
-            assert run.state.finished.status == "complete"
+            assert run.state.finished is not None and run.state.finished.status == "complete"
+            assert run.state.finished is not None
             assert run.state.finished.done == run.state.finished.total == 4  # 2 points × 2 hosts
             curve = run.query_one("#curve-chart", CurveChart)
             assert {key for key in curve.points} == {(i, h) for i in range(2) for h in (one, two)}
@@ -265,14 +270,14 @@ async def test_fleet_run_of_quick_on_two_agents_to_the_fleet_table(tmp_path: Pat
 
             path = run.state.path
             assert path is not None
-            meta = ResultsDir(path).read_meta().doc
+            meta: dict[str, Any] = dict(ResultsDir(path).read_meta().doc)
             assert meta["fleet"]["hosts"][0]["host"] == one and meta["fleet"]["hosts"][0]["target"] == str(common)
             assert meta["fleet"]["hosts"][1]["target"] == str(own)
 
             await pilot.press("r")
             results = app.screen
             assert isinstance(results, ResultsScreen) and results.fleet is not None
-            table = results.query_one("#results")
+            table = results.query_one("#results", RowTable)
             assert table.row_count == 2 * 3  # each point: its two hosts, then the total
             fleet = results.fleet
             assert fleet.hosts == [one, two]
@@ -311,12 +316,14 @@ async def test_resuming_a_fleet_run_confirms_its_hosts_again(tmp_path: Path, age
             app.post_message(ResumeRun(session.path))
             await wait_for(pilot, lambda: isinstance(app.screen, ConfirmFleet), 30, "the fleet confirmation")
             confirm = app.screen
+            assert isinstance(confirm, ConfirmFleet)
             assert confirm.draft.targets() == [(one, str(targets[0])), (two, str(targets[1]))]
             await pilot.press("enter")
             run = app.screen
             assert isinstance(run, RunScreen) and run.request.resume and run.fleet
             await wait_for(pilot, lambda: run.state.finished is not None or run.state.error, 180, "the resumed run")
             assert run.state.error is None, run.state.error
+            assert run.state.finished is not None
             assert run.state.finished.status == "complete" and run.state.finished.total == 4  # 2 points × 2 hosts
     finally:
         for target in targets:
@@ -334,7 +341,7 @@ def fleet_events(plan: list[Any], hosts: tuple[str, ...], completed: int, run_di
     """A fleet run as the session reports it: per-host samples (``host``), then the fleet total (``host`` None);
     a PointDone per host."""
     total = len(plan) * len(hosts)
-    events: list[Any] = [sweep.RunStarted(total, total, 1.5 * len(plan), {}, run_dir)]
+    events: list[Any] = [sweep.RunStarted(total, total, 1.5 * len(plan), NO_META, run_dir)]
     for i, point in enumerate(plan[:completed + 1]):
         events.append(sweep.PointStarted(i, point, i * len(hosts), total, 1.5 * (len(plan) - i)))
         events.append(Phase(i, "measuring"))
@@ -404,7 +411,7 @@ async def test_per_host_samples_make_per_host_series(tmp_path: Path) -> None:
         # a PointDone per host: the curve keeps both, the log names the host
         curve = screen.query_one("#curve-chart", CurveChart)
         assert set(curve.points) == {(0, A), (0, B), (1, A), (1, B)}
-        log = "\n".join(str(line.text) for line in screen.query_one("#log-short").lines)
+        log = "\n".join(str(line.text) for line in screen.query_one("#log-short", RichLog).lines)
         assert f"@ {B}" in log and "[2/8]" in log
 
 
@@ -540,7 +547,7 @@ def write_fleet_results(hosts: tuple[str, ...] = (A, B), outlier: tuple[int, str
     """A fleet run's directory as the session writes it (run.json's ``fleet`` and ``failures``, a results line
     per point and host); the ``failed`` host-points have no line, the ``outlier`` measured 5× the IOPS; host j's
     lines carry ``hists[j]`` as their latency histogram."""
-    plan = core.apply_overrides(core.load("quick"), list(SMALL)).expand()
+    plan = storage_points(core.apply_overrides(core.load("quick"), list(SMALL)).expand())
     failed = [(7, B)] if failed is None else failed
     rd = ResultsDir(FLEET_DIR)
     targets = [{"host": h, "target": f"/data/{i}/profiler.testfile"} for i, h in enumerate(hosts)]

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.widgets import Input
 
 from app import presets as core
 from app.results import ResultsDir
@@ -19,6 +20,7 @@ from app.screens.run import RunScreen
 from app.tui import create_app
 from app.widgets import ErrorLine
 from app.widgets.charts import CurveChart, LatencyChart, ThroughputChart
+from app.widgets.rowtable import RowTable
 from tests.tui.helpers import DEVICES, FIXED_PRESETS, fio_for, our_processes, wait_for
 
 SIZE = (80, 24)
@@ -75,6 +77,7 @@ async def test_quick_preset_end_to_end_with_export(tmp_path: Path) -> None:
         assert isinstance(run, RunScreen)
         await wait_for(pilot, lambda: run.state.finished is not None or run.state.error, 120, "the quick run to finish")
         assert run.state.error is None
+        assert run.state.finished is not None
         assert run.state.finished.status == "complete" and run.state.finished.done == 8
         assert len(run.query_one(ThroughputChart).t) >= 8  # at least one live sample per point
         assert len(run.query_one(LatencyChart).t) >= 8
@@ -83,10 +86,10 @@ async def test_quick_preset_end_to_end_with_export(tmp_path: Path) -> None:
         await pilot.press("r")
         results = app.screen
         assert isinstance(results, ResultsScreen)
-        assert results.query_one("#results").row_count == 8
+        assert results.query_one("#results", RowTable).row_count == 8
         await pilot.press("s", "s", "S")  # sort by IOPS, descending
         iops = [r["iops"] for r in sorted(results.records, key=lambda r: -r["iops"])]
-        first = results.query_one("#results").get_row_at(0)
+        first = results.query_one("#results", RowTable).get_row_at(0)
         assert str(first[2]) == __import__("app.units", fromlist=["x"]).format_count(iops[0])
 
         await pilot.press("e")
@@ -113,7 +116,7 @@ async def test_custom_sweep_form_validates_saves_and_runs(tmp_path: Path) -> Non
         form = app.screen
         assert isinstance(form, CustomSweepScreen)
         # runtime and size come from the app's overrides
-        assert form.query_one("#storage-runtime").value == "1"
+        assert form.query_one("#storage-runtime", Input).value == "1"
         await type_into(pilot, "#storage-bs", "4x")
         error = form.query_one("#err-storage-bs", ErrorLine)
         assert "bs" in error.text and error.display
@@ -207,6 +210,7 @@ async def test_quitting_mid_run_leaves_no_fio(tmp_path: Path) -> None:
         await wait_for(pilot, lambda: not app.is_running, 20, "the app to exit")
     assert not fio_for(tmp_path), fio_for(tmp_path)
     assert not our_processes()
+    assert isinstance(run, RunScreen) and run.state.path is not None
     assert json.loads((run.state.path / "run.json").read_text())["status"] == "interrupted"
 
 
@@ -222,6 +226,7 @@ async def test_a_run_that_cannot_start_shows_the_error_and_the_app_stays(tmp_pat
         assert isinstance(run, RunScreen)
         await wait_for(pilot, lambda: run.state.error, 30, "the error")
         assert app.is_running and run.state.status == "failed" and not run.running
+        assert run.state.error is not None
         assert "not-a-directory" in run.state.error or "Not a directory" in run.state.error
         await pilot.press("escape")
         assert isinstance(app.screen, PresetsScreen)
@@ -235,8 +240,8 @@ async def test_custom_form_past_the_point_cap_says_so_and_stays(tmp_path: Path) 
         form = app.screen
         assert isinstance(form, CustomSweepScreen)
         # pasted, not typed: a thousand key presses would only slow the test
-        form.query_one("#storage-bs").value = ",".join(f"{k}k" for k in range(4, 404, 4))
-        form.query_one("#storage-iodepth").value = ",".join(str(i) for i in range(1, 101))
+        form.query_one("#storage-bs", Input).value = ",".join(f"{k}k" for k in range(4, 404, 4))
+        form.query_one("#storage-iodepth", Input).value = ",".join(str(i) for i in range(1, 101))
         await type_into(pilot, "#storage-numjobs", "1,2,3,4,5,6,7,8,9,10,11")
         await pilot.pause()
         plan_text = str(form.query_one("#form-plan").render())
@@ -268,7 +273,7 @@ async def test_the_live_screen_says_fio_lays_out_the_test_file_before_its_first_
             return run.state.finished is not None or bool(run.state.error)
 
         await wait_for(pilot, watch, 120, "the run to finish")
-        assert run.state.error is None and run.state.finished.status == "complete"
+        assert run.state.error is None and run.state.finished is not None and run.state.finished.status == "complete"
         assert str(phase.render()) == "", "no phase once the run is over"
     print("phase lines shown (with the samples drawn by then):", shown)
     layout = [(text, n) for text, n in shown if text.startswith("Laying out")]

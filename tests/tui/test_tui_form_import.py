@@ -8,6 +8,7 @@ import json
 import shutil
 from pathlib import Path
 
+from textual.coordinate import Coordinate
 from textual.widgets import DataTable, Input, Static
 
 from app import presets as core
@@ -37,7 +38,8 @@ def fio_json(tmp_path: Path) -> Path:
 
 
 def cells(table: DataTable) -> list[list[str]]:
-    return [[str(table.get_cell_at((r, c))) for c in range(len(table.columns))] for r in range(table.row_count)]
+    return [[str(table.get_cell_at(Coordinate(r, c))) for c in range(len(table.columns))]
+            for r in range(table.row_count)]
 
 
 async def test_an_import_of_fio_and_mlc_shows_each_kind_with_its_figures(tmp_path: Path) -> None:

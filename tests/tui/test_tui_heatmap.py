@@ -14,6 +14,7 @@ from app import sweep
 from app.latmap import encode
 from app.runners.base import Phase, Sample
 from app.widgets.heatmap import DENSITY, LiveHeatMap
+from tests.tui.helpers import NO_META
 from tests.tui.test_tui_charts import _quick_app, live_run
 from tests.tui.test_tui_snapshots import SIZE, SMALL, app_, fake_run, show_run
 
@@ -23,7 +24,7 @@ STALL = (8, 9, 10)  # seconds whose I/Os wait 50 ms
 def heat_events(plan: list[Any], seconds: int = 20) -> list[Any]:
     """A point measured for ``seconds`` seconds at ~40 µs, stalled in the seconds of STALL."""
     total = len(plan)
-    events: list[Any] = [sweep.RunStarted(total, total, 30.0, {}, Path("results/live")),
+    events: list[Any] = [sweep.RunStarted(total, total, 30.0, NO_META, Path("results/live")),
                          sweep.PointStarted(0, plan[0], 0, total, 30.0), Phase(0, "measuring")]
     for t in range(1, seconds + 1):
         bins = {50_000_000: 60, 75_000_000: 40} if t in STALL else {30_000: 4_000, 40_000: 5_000, 60_000: 900,

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from textual.widgets import DataTable, Input, Select, Static
+from textual.widgets import DataTable, Input, Select, Static, TabbedContent
 
 import app.report
 from app import presets as core
@@ -24,6 +24,7 @@ from app.screens.report import ReportScreen
 from app.screens.results import ResultsScreen
 from app.screens.runs import RunsScreen
 from app.tui import create_app
+from app.widgets.reportdoc import ReportViewer
 from tests.helpers.interval_runs import storage_point, write_storage_run
 from tests.tui.helpers import DEVICES, open_runs, wait_for
 from tests.tui.test_tui_form_import import open_form
@@ -59,7 +60,12 @@ async def test_the_report_view_answers_while_its_report_renders(tmp_path: Path,
     held_rendering(monkeypatch)
     here: list[Path] = []
     real = app.report.render_report
-    monkeypatch.setattr(app.report, "render_report", lambda d, *a, **k: here.append(Path(d)) or real(d, *a, **k))
+
+    def rendering(d: Path, *a: Any, **k: Any) -> Any:
+        here.append(Path(d))
+        return real(d, *a, **k)
+
+    monkeypatch.setattr(app.report, "render_report", rendering)
     tui = create_app(devices=DEVICES, results_dir=tmp_path, clock=lambda: 0.0, settings=tmp_path / "c.toml")
     async with tui.run_test(size=SIZE) as pilot:
         view = await report_view(pilot, run)
@@ -67,7 +73,8 @@ async def test_the_report_view_answers_while_its_report_renders(tmp_path: Path,
         await wait_for(pilot, lambda: " s (escape goes back" in str(status.render()), 10, "the seconds rendering")
         assert view.loaded is None and not (run / "report.md").exists()
         await pilot.press("2")
-        await wait_for(pilot, lambda: view.query_one("#report-tabs").active == "report-curves", 5, "tab 2")
+        tabs = view.query_one("#report-tabs", TabbedContent)
+        await wait_for(pilot, lambda: tabs.active == "report-curves", 5, "tab 2")
         await pilot.press("escape")
         await wait_for(pilot, lambda: not isinstance(tui.screen, ReportScreen), 5, "escape while it renders")
         assert not (run / "report.md").exists(), "the rendering was not waited for"
@@ -75,7 +82,7 @@ async def test_the_report_view_answers_while_its_report_renders(tmp_path: Path,
         (tmp_path / "go").touch()
         await wait_for(pilot, lambda: view.loaded is not None, 120, "the report, once rendered")
         assert "report.md" in str(view.query_one("#report-status", Static).render())
-        assert "QD8" in view.loaded.markdown or "8" in view.loaded.markdown
+        assert view.loaded is not None and ("QD8" in view.loaded.markdown or "8" in view.loaded.markdown)
     assert here == [], "the report was rendered in the app's own process"
 
 
@@ -95,11 +102,11 @@ async def test_a_report_rendered_before_the_run_changed_shows_while_it_renders_a
         view = await report_view(pilot, run)
         status = view.query_one("#report-status", Static)
         await wait_for(pilot, lambda: "as rendered before the run changed" in str(status.render()), 10, "the old one")
-        assert "Old report" in view.query_one("#report-md").document.source and view.loaded is None
+        assert "Old report" in view.query_one("#report-md", ReportViewer).document.source and view.loaded is None
         (tmp_path / "go").touch()
         await wait_for(pilot, lambda: view.loaded is not None, 120, "the report, once rendered again")
-        assert "Old report" not in view.loaded.markdown
-        assert "Old report" not in view.query_one("#report-md").document.source
+        assert view.loaded is not None and "Old report" not in view.loaded.markdown
+        assert "Old report" not in view.query_one("#report-md", ReportViewer).document.source
         assert "before the run changed" not in str(status.render())
 
 
@@ -117,7 +124,7 @@ async def test_the_runs_browser_shows_the_runs_listed_last_time_at_once(tmp_path
         go = threading.Event()
         real = runs_screen.list_runs
 
-        def held(roots):  # type: ignore[no-untyped-def]
+        def held(roots):
             go.wait(30)
             return real(roots)
 
@@ -140,7 +147,7 @@ async def test_a_runs_results_are_read_ahead_off_the_event_loop(tmp_path: Path,
     reads: list[str] = []
     real = results_screen.load_rows
 
-    def counting(path):  # type: ignore[no-untyped-def]
+    def counting(path):
         reads.append(threading.current_thread().name)
         return real(path)
 
@@ -195,7 +202,7 @@ async def test_a_footer_is_made_once_for_a_key_and_kept_under_another_screen(tmp
     made: list[str] = []
     real_init = FooterKey.__init__
 
-    def counting(self, key, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def counting(self, key, *args, **kwargs):
         made.append(key)
         real_init(self, key, *args, **kwargs)
 
@@ -209,8 +216,12 @@ async def test_a_footer_is_made_once_for_a_key_and_kept_under_another_screen(tmp
         made.clear()
         restyled: list[str] = []
         real_update = FooterKey.update_node_styles
-        monkeypatch.setattr(FooterKey, "update_node_styles",
-                            lambda self, *a, **k: restyled.append(self.key) or real_update(self, *a, **k))
+
+        def restyling(self: FooterKey, *a: Any, **k: Any) -> Any:
+            restyled.append(self.key)
+            return real_update(self, *a, **k)
+
+        monkeypatch.setattr(FooterKey, "update_node_styles", restyling)
         browser = await open_runs(pilot)
         await pilot.pause(0.3)
         assert sorted(made) == sorted(footer_keys(browser)), "the browser's keys, made once (none under it)"
@@ -237,8 +248,12 @@ async def test_the_custom_forms_first_field_has_the_focus_from_the_start(tmp_pat
     styling every field again."""
     focused: list[str] = []
     real = CustomSweepScreen.on_descendant_focus
-    monkeypatch.setattr(CustomSweepScreen, "on_descendant_focus",
-                        lambda self, event: focused.append(str(event.widget.id)) or real(self, event))
+
+    def focusing(self: CustomSweepScreen, event: Any) -> Any:
+        focused.append(str(event.widget.id))
+        return real(self, event)
+
+    monkeypatch.setattr(CustomSweepScreen, "on_descendant_focus", focusing)
     tui = create_app(devices=DEVICES, results_dir=tmp_path / "results", clock=lambda: 0.0)
     async with tui.run_test(size=(100, 40)) as pilot:
         form = await open_form(pilot, "quick")
@@ -260,7 +275,7 @@ async def test_a_screen_a_key_opens_is_styled_once_with_the_apps_size_classes(tm
     roots: list[str] = []
     real = Stylesheet.update_nodes
 
-    def counting(self, nodes, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def counting(self, nodes, *args, **kwargs):
         nodes = list(nodes)
         roots.append(type(nodes[0]).__name__ if nodes else "")
         return real(self, nodes, *args, **kwargs)

@@ -42,12 +42,14 @@ async def test_memory_preset_curve_fills_point_by_point(tmp_path: Path, monkeypa
 
         await wait_for(pilot, progress, 90, "the memory run")
         assert run.state.error is None, run.state.error
+        assert run.state.finished is not None
         assert run.state.finished.status == "complete" and run.state.finished.done == 3
         assert len(curve.points) == 3 and len(run.query_one(DelayChart).points) == 3
         assert run.query_one(DelayChart).xlabel == "delay (spin steps)", "the axis carries the engine's unit"
         assert len(run.query_one("#curve-chart", CurveChart).points) == 3
         # the curve grew one point at a time, not all at the end
         assert [n for n in seen if 0 < n < 3], f"point counts seen while running: {seen}"
+        assert run.state.path is not None
         records = [json.loads(line) for line in (run.state.path / "results.jsonl").read_text().splitlines()]
         assert sorted(r["point"]["delay"] for r in records) == [0, 1000, 20000]
         assert all(r["point"]["engine"] == "builtin" for r in records)
@@ -63,8 +65,10 @@ async def test_quitting_mid_memory_run_leaves_no_engine(tmp_path: Path, monkeypa
         await pilot.press("enter")
         await choose_preset(pilot, "mem-loaded")
         run = app.screen
+        assert isinstance(run, RunScreen)
         await wait_for(pilot, lambda: our_processes(("memlat", "mlc")), 30, "the memory engine to start")
         await pilot.press("ctrl+q")
         await wait_for(pilot, lambda: not app.is_running, 20, "the app to exit")
     assert not our_processes(), our_processes()
+    assert run.state.path is not None
     assert json.loads((run.state.path / "run.json").read_text())["status"] == "interrupted"

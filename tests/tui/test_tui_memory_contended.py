@@ -9,7 +9,7 @@ from textual.widgets import DataTable
 from app.screens.messages import ShowResults
 from app.screens.results import ResultsScreen
 from app.tui import create_app
-from suite_runs import write_run
+from tests.helpers.suite_runs import write_run
 from tests.tui.helpers import wait_for
 from tests.unit.test_memory_contention import loaded_lines
 

@@ -11,6 +11,7 @@ from typing import Any, AsyncGenerator, Hashable, Sequence
 
 import pytest
 from rich.console import Console
+from textual.widgets import ContentSwitcher
 
 from app import presets as core
 from app import sweep
@@ -24,6 +25,7 @@ from app.screens.state import RunRequest
 from app.tui import create_app
 from app.widgets.charts import CurveChart, DelayChart
 from app.widgets.suite import C2CPanel, GridPanel, MatrixPanel, PeakBars, ScalingChart, WorkingSetChart
+from tests.helpers.typed import as_number
 from tests.tui.helpers import DEVICES, forever, wait_for
 
 SUITE_PRESETS = Path(__file__).resolve().parent / "data" / "suite"
@@ -53,7 +55,7 @@ def figure(point: MemoryPoint) -> tuple[dict[str, Any], MemoryMetrics]:
         lat = 90.2 if point.cpu_node == point.mem_node else 144.3
     elif point.mode == "c2c":
         lat = {"hit": 50.5, "hitm": 49.9}[str(point.c2c)] if point.reader_node is None else (
-            114.0 if point.home == "writer" else 123.2 + point.cpu_node)
+            114.0 if point.home == "writer" else 123.2 + as_number(point.cpu_node))
     elif point.mode == "working_set":
         lat = working_set_ns(point.buffer or 0, point.pages)
     elif point.mode == "loaded":
@@ -113,13 +115,14 @@ async def test_each_mode_fills_its_panel_as_figures_arrive(monkeypatch: pytest.M
 
         def spy(mode: str) -> None:
             shown.append(mode)
-            counts[mode] = {m: len(run.suite_panel(m).measured()) for m in run.panels if run.suite_panel(m)}
+            counts[mode] = {m: len(panel.measured()) for m in run.panels if (panel := run.suite_panel(m))}
             show_panel(mode)
 
         run.show_panel = spy  # type: ignore[method-assign]
         app.push_screen(run)
         await wait_for(pilot, lambda: run.state.finished is not None or run.state.error is not None, 20,
                        "the fake memory run")
+        assert run.state.finished is not None
         assert run.state.error is None and run.state.finished.status == "complete", run.state
         # the panel in view followed the mode being measured, in the plan's order
         assert shown == run.panels, shown
@@ -169,7 +172,7 @@ async def test_each_mode_fills_its_panel_as_figures_arrive(monkeypatch: pytest.M
         # m shows the next panel; the footer offers it
         await pilot.press("m")
         assert run.shown_panel == "latency_matrix"
-        assert run.query_one("#mem-panels").current == "panel-latency_matrix"
+        assert run.query_one("#mem-panels", ContentSwitcher).current == "panel-latency_matrix"
 
         # the results view: each figure with its mode and keys
         await pilot.press("r")

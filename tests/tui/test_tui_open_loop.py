@@ -10,6 +10,7 @@ import pytest
 from textual.app import App, ComposeResult
 
 from app.widgets.charts import OPEN_LOOP_TITLE, CurveChart
+from tests.tui.helpers import chart_text
 
 
 def record(index: int, iops: float, lat_us: float, offered: float | None = None, valid: bool = True) -> dict[str, Any]:
@@ -37,7 +38,7 @@ async def test_open_loop_points_plot_latency_against_offered_load() -> None:
         await pilot.pause()
         assert chart.title == OPEN_LOOP_TITLE
         assert chart.offered == {1: (400.0, 60.0, True), 2: (1600.0, 150.0, True), 3: (2200.0, 30000.0, False)}
-        text = chart.render().plain
+        text = chart_text(chart)
         assert "offered IOPS" in text and "o" in text.split("\n", 1)[1]
         chart.add_record(record(4, 1.0, 1.0, offered=float("nan")))  # a figure no chart can draw: left out
         assert 4 not in chart.offered
@@ -74,6 +75,6 @@ async def test_the_report_screen_shows_the_open_loop_curve_with_units(tmp_path: 
         await pilot.pause(0.2)
         plots = {p.title_text: p for p in screen.query(SeriesPlot)}
         plot = plots["open loop: mean latency vs offered IOPS (valid points)"]
-        ys, xs = tick_labels(plot.render().plain)
+        ys, xs = tick_labels(chart_text(plot))
         assert ys and all(label.endswith("µs") or label.endswith("ms") for label in ys), ys
         assert "IOPS" in xs or "k" in xs, xs

@@ -14,13 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.widgets import RichLog
 
 from app.lock import DirLock
 from app.replay import SPEEDS
 from app.screens.replay import ReplayScreen
 from app.screens.runs import RunsScreen
 from app.tui import create_app
-from app.widgets.charts import BandwidthChart, LatencyChart, ThroughputChart
+from app.widgets.charts import BandwidthChart, CurveChart, LatencyChart, ThroughputChart
 from tests.tui.helpers import DEVICES, FIXED_PRESETS, open_runs, our_processes, wait_for
 
 SIZE = (80, 24)
@@ -108,7 +109,7 @@ async def test_replay_at_10x_shows_the_samples_files_figures_in_a_tenth_of_the_t
             if seconds[i]["t"] > seconds[i - 1]["t"]:  # the same point
                 assert chart_t[i] - chart_t[i - 1] == pytest.approx(seconds[i]["t"] - seconds[i - 1]["t"], abs=1e-9)
         # the curve: one point per measured point, as the live run adds them
-        assert len(screen.query_one("#curve-chart").points) == 8
+        assert len(screen.query_one("#curve-chart", CurveChart).points) == 8
 
         # the time: the run's measured seconds (each point's last t on fio's clock) at 10×, loosely
         ends: dict[int, float] = {}
@@ -132,16 +133,16 @@ async def test_keys_change_the_speed_and_pause_and_escape_ends_it(quick_run: tup
     async with app.run_test(size=SIZE) as pilot:
         screen = await start_replay(pilot)
         await pilot.press("minus", "minus", "minus", "minus")  # 10× → 5, 2, 1, and 1 stays the slowest
-        assert screen.replay_clock.speed == SPEEDS[0] == 1 and "1×" in screen.sub_title
+        assert screen.replay_clock.speed == SPEEDS[0] == 1 and "1×" in (screen.sub_title or "")
         await pilot.press("space")
-        assert screen.replay_clock.paused and "paused" in screen.sub_title
+        assert screen.replay_clock.paused and "paused" in (screen.sub_title or "")
         seen, at = screen.state.events_seen, screen.replay_clock.position()
         await pilot.pause(0.5)
         assert screen.state.events_seen == seen and screen.replay_clock.position() == at
         # the speed changes while paused too: up through every speed, 60× the fastest
         for want in (2, 5, 10, 30, 60, 60):
             await pilot.press("plus")
-            assert screen.replay_clock.speed == want and f"{want}×" not in screen.sub_title  # still "paused"
+            assert screen.replay_clock.speed == want and f"{want}×" not in (screen.sub_title or "")  # still "paused"
         await pilot.press("minus", "minus", "minus", "minus")  # 30, 10, 5, 2: slow enough to outlast the test
         await pilot.press("space")
         assert not screen.replay_clock.paused and screen.replay_clock.speed == 2 and "2×" in screen.sub_title
@@ -190,7 +191,7 @@ async def test_a_bad_samples_line_is_named_in_the_log_and_the_rest_replayed(quic
         await wait_for(pilot, lambda: screen.state.finished is not None, 60, "the replay's end")
         await pilot.press("3")  # the log tab: a RichLog lays out its lines once shown
         await pilot.pause(0.2)
-        log = "".join(strip.text for strip in screen.query_one("#log-full").lines)
+        log = "".join(strip.text for strip in screen.query_one("#log-full", RichLog).lines)
         squeezed = "".join(log.split())  # however the log wrapped the sentence
         assert "".join(f"{first.name}, line 1, key 'iops': has value".split()) in squeezed and "\x1b" not in log
         assert len(received(screen.query_one(ThroughputChart))) == len(file_seconds(out)) - 1

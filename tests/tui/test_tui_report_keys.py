@@ -18,6 +18,7 @@ from textual.widgets import Tree
 from app.screens.messages import ShowReport
 from app.screens.report import ReportScreen
 from app.tui import create_app
+from app.widgets.reportdoc import ReportViewer
 from tests.tui.helpers import fixed_results, wait_for
 from tests.tui.test_tui_report_tables import screen_lines
 
@@ -78,13 +79,13 @@ def test_the_report_view_opens_again_and_on_another_run_and_answers_its_keys() -
             assert "Performance report" in shown(pilot)
             await pilot.press("pagedown")
             await pilot.pause(0.1)
-            scrolled = first.query_one("#report-md").document.scroll_y
+            scrolled = first.query_one("#report-md", ReportViewer).document.scroll_y
             assert scrolled > 0
             await back(pilot, first)
 
             again, seconds = await open_view(pilot, GOLDEN)
             assert again is first, "the view of an unchanged report.md is shown again as it was left"
-            assert again.query_one("#report-md").document.scroll_y == scrolled
+            assert again.query_one("#report-md", ReportViewer).document.scroll_y == scrolled
             assert seconds < 2.0, seconds  # a tenth of that here, unloaded
             await pilot.press("home")
             await pilot.pause(0.1)
@@ -95,13 +96,13 @@ def test_the_report_view_opens_again_and_on_another_run_and_answers_its_keys() -
             # enter on a section of the contents brings its heading to the top of the report
             await pilot.press("t")
             await pilot.pause(0.1)
-            tree = again.query_one("#report-md").table_of_contents.query_one(Tree)
+            tree = again.query_one("#report-md", ReportViewer).table_of_contents.query_one(Tree)
             await pilot.press("down", "down", "down")
             node = tree.cursor_node
             assert node is not None and node.data is not None
             await pilot.press("enter")
             await pilot.pause(0.2)
-            document = again.query_one("#report-md").document
+            document = again.query_one("#report-md", ReportViewer).document
             assert document.scroll_y == min(document.block_line(node.data), document.max_scroll_y) > 0
             assert document.blocks[node.data].text.plain == str(node.label)
             await pilot.press("t")
@@ -109,7 +110,8 @@ def test_the_report_view_opens_again_and_on_another_run_and_answers_its_keys() -
 
             other, _ = await open_view(pilot, CLIFF)
             assert other is not first and "Performance report" in shown(pilot)
-            assert other.query_one("#report-md").document.source != first.query_one("#report-md").document.source
+            source = first.query_one("#report-md", ReportViewer).document.source
+            assert other.query_one("#report-md", ReportViewer).document.source != source
             await back(pilot, other)
 
             # report.md rendered again: a new view shows the new text
@@ -145,7 +147,7 @@ def test_a_long_report_is_shown_before_it_is_laid_out_whole_and_keys_answer_mean
         async with app.run_test(size=(80, 24)) as pilot:
             screen, seconds = await open_view(pilot, GOLDEN)
             assert seconds < 10.0, seconds
-            document = screen.query_one("#report-md").document
+            document = screen.query_one("#report-md", ReportViewer).document
             for key in ("t", "t", "end", "home"):
                 t0 = time.perf_counter()
                 await pilot.press(key)

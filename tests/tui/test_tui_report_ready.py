@@ -5,6 +5,7 @@ latencies are `make bench-tui`'s)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,7 +29,7 @@ async def test_report_is_rendered_when_the_run_ends_and_the_view_opens_from_it(
     rendered: list[Path] = []  # in this process
     real = app.report.render_report
 
-    def counting(directory, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def counting(directory: Path, *args: Any, **kwargs: Any) -> Any:
         rendered.append(Path(directory))
         return real(directory, *args, **kwargs)
 

@@ -121,6 +121,7 @@ async def test_the_contents_take_the_keys_and_give_them_back(tmp_path: Path) -> 
         await pilot.pause()
         tree = viewer.table_of_contents.query_one(Tree)
         assert viewer.show_table_of_contents and app.focused is tree, app.focused
+        assert isinstance(tree, Tree)  # (the `is` above leaves mypy with the type of app.focused)
         assert tree.cursor_line >= 0 and tree.cursor_node is not None
         await pilot.press("down")
         assert tree.cursor_line == 1
@@ -390,7 +391,9 @@ async def test_the_results_say_what_dev_fio_is_where_it_appears(tmp_path: Path,
     async with app.run_test(size=SIZE) as pilot:
         app.push_screen(ResultsScreen(RUN_DIR))
         await pilot.pause()
-        assert "dev/fio" in [c[0] for c in app.screen.columns]
+        screen = app.screen
+        assert isinstance(screen, ResultsScreen)
+        assert "dev/fio" in [c[0] for c in screen.columns]
         status = str(app.screen.query_one("#results-status", Static).render())
         assert "dev/fio: bytes the device moved over fio's" in status, status
         shown = "".join(screen_lines(app))  # on screen at 80×24, whole (the line wraps)

@@ -11,14 +11,17 @@ import time
 from pathlib import Path
 
 import pytest
+from textual.widgets import RichLog
 
 from app import presets as core
 from app import sweep
 from app.screens.confirm import YesNo
 from app.screens.custom import CustomSweepScreen
+from app.screens.presets import PresetsScreen
 from app.screens.run import RunScreen
 from app.tui import create_app
-from tests.tui.helpers import DEVICES, FIXED_PRESETS, wait_for
+from app.widgets import ErrorLine
+from tests.tui.helpers import DEVICES, FIXED_PRESETS, NO_META, wait_for
 
 SIZE = (80, 24)
 SMALL = ["runtime=1", "size=16m"]
@@ -91,7 +94,7 @@ async def test_saving_under_a_shipped_or_existing_name_asks(tmp_path: Path) -> N
         assert "shipped preset" in app.screen.question
         await pilot.press("n")
         assert app.screen is form and not mine.exists()
-        assert "unchanged" in form.query_one("#err-name").text
+        assert "unchanged" in form.query_one("#err-name", ErrorLine).text
 
         await pilot.press("ctrl+s", "y")
         assert app.screen is form and mine.exists()
@@ -132,7 +135,7 @@ async def test_ctrl_s_never_saves_through_another_users_link(tmp_path: Path, mon
     app = create_app(devices=DEVICES, results_dir=tmp_path / "results", overrides=SMALL)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("p")
-        listed = await wait_for(pilot, lambda: getattr(app.screen, "errors", None) is not None
+        listed = await wait_for(pilot, lambda: isinstance(app.screen, PresetsScreen)
                                 and "evil" in app.screen.errors and app.screen, 5, "the presets list")
         assert "owned by another user (uid 65534)" in listed.errors["evil"]
         await pilot.press("c")
@@ -142,8 +145,8 @@ async def test_ctrl_s_never_saves_through_another_users_link(tmp_path: Path, mon
         await pilot.press("ctrl+s")
         if isinstance(app.screen, YesNo):  # the link's target exists: "overwrite?" is asked first
             await pilot.press("y")
-        await wait_for(pilot, lambda: "Not saved" in form.query_one("#err-name").text, 5, "the refusal")
-        assert f"{user}: it is owned by another user (uid 65534)" in form.query_one("#err-name").text
+        await wait_for(pilot, lambda: "Not saved" in form.query_one("#err-name", ErrorLine).text, 5, "the refusal")
+        assert f"{user}: it is owned by another user (uid 65534)" in form.query_one("#err-name", ErrorLine).text
     assert secret.read_text() == "root only\n" and (user / "evil.toml").is_symlink()
 
 
@@ -181,7 +184,7 @@ def fake_events_run(events: list) -> RunScreen:
 
 async def test_eta_stays_visible_at_40_columns(tmp_path: Path) -> None:
     plan = core.apply_overrides(core.load("quick"), SMALL).expand()
-    events = [sweep.RunStarted(8, 8, 12.0, {}, Path("results/q")), sweep.PointStarted(0, plan[0], 0, 8, 12.0)]
+    events = [sweep.RunStarted(8, 8, 12.0, NO_META, Path("results/q")), sweep.PointStarted(0, plan[0], 0, 8, 12.0)]
     app = create_app(devices=DEVICES, results_dir=tmp_path / "results", overrides=SMALL, clock=lambda: 0.0)
     async with app.run_test(size=(40, 24)) as pilot:
         run = fake_events_run(events)
@@ -202,7 +205,7 @@ async def test_resume_hint_is_whole_on_the_live_tab_at_80_columns(tmp_path: Path
         await pilot.press("c", "y")
         await wait_for(pilot, lambda: run.state.status == "interrupted", 20, "the run to stop")
         await pilot.pause()
-        log = run.query_one("#log-short")
+        log = run.query_one("#log-short", RichLog)
         rows = [strip.text.rstrip() for strip in log.lines]
         joined = "".join(rows).replace(" ", "")  # wrapped at spaces, long paths folded anywhere
         assert f"profiler-tuiresume{run.state.path}" in joined, rows

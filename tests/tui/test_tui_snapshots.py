@@ -6,12 +6,13 @@ and review the SVGs (``__snapshots__``)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import pytest
 
 from app import presets as core
 from app import runmeta, sweep
+from app.points import Point, RunStatus
 from app.records import read_line
 from app.results import ResultsDir
 from app.runners.base import Phase, Sample
@@ -19,7 +20,8 @@ from app.screens.results import ResultsScreen
 from app.screens.run import RunScreen
 from app.screens.state import RunRequest, TargetChoice
 from app.tui import create_app
-from tests.tui.helpers import DEVICES, FIXED_PRESETS, forever, host_audit, wait_for
+from tests.helpers.typed import memory_point
+from tests.tui.helpers import DEVICES, FIXED_PRESETS, NO_META, forever, host_audit, wait_for
 
 SIZE = (80, 24)
 SMALL = ("runtime=1", "size=16m")
@@ -46,9 +48,9 @@ def storage_metrics(i: int) -> dict[str, Any]:
                                               "p99_99": mean * 5}, "usr_cpu": 2.5, "sys_cpu": 10.0 + i}
 
 
-def storage_events(plan: list[dict[str, Any]], completed: int, seconds: int = 3) -> list[Any]:
+def storage_events(plan: Sequence[Point], completed: int, seconds: int = 3) -> list[Any]:
     total = len(plan)
-    events: list[Any] = [sweep.RunStarted(total, total, 1.5 * total, {}, RUN_DIR)]
+    events: list[Any] = [sweep.RunStarted(total, total, 1.5 * total, NO_META, RUN_DIR)]
     t = 0
     for i, point in enumerate(plan[:completed + 1]):
         events.append(sweep.PointStarted(i, point, i, total, 1.5 * (total - i)))
@@ -67,11 +69,12 @@ def storage_events(plan: list[dict[str, Any]], completed: int, seconds: int = 3)
     return events
 
 
-def memory_events(plan: list[dict[str, Any]], completed: int) -> list[Any]:
+def memory_events(plan: Sequence[Point], completed: int) -> list[Any]:
     total = len(plan)
-    events: list[Any] = [sweep.RunStarted(total, total, 2.0 * total, {}, Path("results/mem-snap")),
+    events: list[Any] = [sweep.RunStarted(total, total, 2.0 * total, NO_META, Path("results/mem-snap")),
                          sweep.PointStarted(0, plan[0], 0, total, 2.0 * total)]
-    for i, point in enumerate(plan[:completed]):
+    for i, point in enumerate(memory_point(p) for p in plan[:completed]):
+        assert point.delay is not None  # a loaded point
         lat = 80.0 + 400.0 / (1 + point.delay / 100)
         bw = 60000.0 / (1 + point.delay / 300)
         data = {"delay": point.delay, "latency_ns": lat, "bandwidth_mbps": bw}
@@ -132,7 +135,8 @@ def write_results(flags: dict[int, list[str]] | None = None, ci: bool = False,
     rd = ResultsDir(RUN_DIR)
     rd.create(runmeta.new({"kind": "storage", "plan": plan, "status": "complete"}, rd.run_json))
     for i, point in enumerate(plan):
-        record = {"kind": "storage", "index": i, "point": point.to_dict(), "metrics": storage_metrics(i)}
+        record: dict[str, Any] = {"kind": "storage", "index": i, "point": point.to_dict(),
+                                  "metrics": storage_metrics(i)}
         if ci and i < len(plan) - 1:
             iops = record["metrics"]["iops"]
             record["metrics"]["ci95"] = {"iops": [iops * (0.99 - 0.01 * i), iops * (1.01 + 0.01 * i)]}
@@ -368,7 +372,7 @@ def steady_events(plan: list[Any], completed: int, skip_from: int | None) -> lis
     """A steady-state run of qd-scaling: each point's samples fill fio's window (5 s) and the finished points
     record fio's verdict; from ``skip_from`` on, the adaptive rule skips the rest of the axis."""
     total = len(plan)
-    events: list[Any] = [sweep.RunStarted(total, total, 10.0 * total, {}, RUN_DIR)]
+    events: list[Any] = [sweep.RunStarted(total, total, 10.0 * total, NO_META, RUN_DIR)]
     for i, point in enumerate(plan[:completed + 1]):
         if skip_from is not None and i >= skip_from:
             break
@@ -391,7 +395,7 @@ def steady_events(plan: list[Any], completed: int, skip_from: int | None) -> lis
     if skip_from is not None:
         for j in range(skip_from, total):
             events.append(sweep.PointSkipped(j, plan[j], f"saturated at QD {plan[skip_from - 3].iodepth}"))
-        events.append(sweep.RunFinished("complete", skip_from, skip_from, 0, RUN_DIR))
+        events.append(sweep.RunFinished(RunStatus.COMPLETE, skip_from, skip_from, 0, RUN_DIR))
     return events
 
 
@@ -425,7 +429,7 @@ def test_run_storage_laying_out_the_test_file(snap_compare) -> None:
     """fio lays out a 1 GiB test file before its first I/O: no sample yet, the screen says what fio does and
     how far it got (and the empty charts have no ticks to label)."""
     plan = core.apply_overrides(core.load("quick"), list(SMALL)).expand()
-    events: list[Any] = [sweep.RunStarted(len(plan), len(plan), 1.5 * len(plan), {}, RUN_DIR),
+    events: list[Any] = [sweep.RunStarted(len(plan), len(plan), 1.5 * len(plan), NO_META, RUN_DIR),
                          sweep.PointStarted(0, plan[0], 0, len(plan), 1.5 * len(plan)),
                          Phase(0, "layout", 0.0, float(1 << 30)),
                          Phase(0, "layout", float(412 << 20), float(1 << 30))]
@@ -440,7 +444,7 @@ def test_run_storage_ramp(snap_compare) -> None:
     """Samples of the ramp are drawn, and the screen says they are not measured."""
     plan = core.apply_overrides(core.load("quick"), list(SMALL)).expand()
     m = storage_metrics(0)
-    events: list[Any] = [sweep.RunStarted(len(plan), len(plan), 1.5 * len(plan), {}, RUN_DIR),
+    events: list[Any] = [sweep.RunStarted(len(plan), len(plan), 1.5 * len(plan), NO_META, RUN_DIR),
                          sweep.PointStarted(0, plan[0], 0, len(plan), 1.5 * len(plan)), Phase(0, "ramp", 0.0, 5.0)]
     for k in (1, 2):
         events.append(Phase(0, "ramp", k - 0.1, 5.0))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from textual.filter import Monochrome, NoColor
-from textual.widgets import DataTable, Static
+from textual.widgets import DataTable, Input, Static
 
 from app import presets as core
 from app.config import Config, load_config
@@ -111,7 +111,7 @@ async def test_u_is_typed_in_the_runs_filter(tmp_path: Path) -> None:
         runs = await open_runs(pilot)
         await pilot.press("/", "u")
         assert not pilot.app.binary_units
-        assert runs.query_one("#runs-filter").value == "u"
+        assert runs.query_one("#runs-filter", Input).value == "u"
 
 
 @pytest.mark.parametrize(("content", "said"), [
@@ -159,7 +159,11 @@ async def test_u_switches_a_fleet_table_too(tmp_path: Path) -> None:
     from tests.tui.test_tui_fleet import FLEET_DIR, write_fleet_results
 
     write_fleet_results(failed=[])
-    total_mb = load_fleet(FLEET_DIR).points[0].total.mbps  # type: ignore[union-attr]
+    table = load_fleet(FLEET_DIR)
+    assert table is not None
+    total = table.points[0].total
+    assert total is not None and total.mbps is not None
+    total_mb = total.mbps
     async with app_(settings_file(tmp_path)).run_test(size=SIZE) as pilot:
         pilot.app.push_screen(ResultsScreen(FLEET_DIR))
         await pilot.pause()

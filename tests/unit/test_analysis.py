@@ -7,15 +7,16 @@ import math
 import pytest
 
 from app import runmeta
+from app.records import JSONObject
 from app.report import analysis as an
 from app.report.model import MemoryRow, RunData, StorageRow
 
 
 def sp(index: int, iops: float, lat_us: float, *, rw: str = "randread", bs: int = 4096, qd: int = 1, jobs: int = 1,
        p99_us: float | None = None, engine: str = "libaio", mix: int | None = None) -> StorageRow:
-    point = {"rw": rw, "bs": bs, "rwmixread": mix, "iodepth": qd, "numjobs": jobs, "ioengine": engine,
+    point: JSONObject = {"rw": rw, "bs": bs, "rwmixread": mix, "iodepth": qd, "numjobs": jobs, "ioengine": engine,
              "direct": True, "runtime": 1}
-    lat = {"min": 1, "max": 2, "mean": lat_us * 1e3, "stddev": 0.0, "p50": 0, "p90": 0,
+    lat: JSONObject = {"min": 1, "max": 2, "mean": lat_us * 1e3, "stddev": 0.0, "p50": 0, "p90": 0,
            "p99": int((p99_us if p99_us is not None else lat_us * 2) * 1e3), "p99_9": 0, "p99_99": 0}
     return StorageRow.of(index, point, {"iops": iops, "bw_bytes": iops * bs, "lat_ns": lat})
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 import app.audit as audit_mod
 import app.devstat
 from app.audit import ITEMS, WARNINGS, Audit, Item, audit
-from audit_tree import FUNCTION, NAMESPACE, NUMBER, build, put
+from tests.helpers.audit_tree import FUNCTION, NAMESPACE, NUMBER, build, put
 
 APST_ON = {"id-ctrl": "NVME Identify Controller:\nvid       : 0x1b36\napsta     : 0x1\nwctemp    : 343\n",
            "12": "get-feature:0x0c (Autonomous Power State Transition), Current value:0x00000001\n",

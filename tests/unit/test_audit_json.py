@@ -13,7 +13,7 @@ import app.audit as audit_mod
 import app.devstat
 from app.audit import ITEMS, STATUSES, WARNINGS, Audit, Item, from_json, to_json
 from app.cli import main
-from audit_tree import NUMBER, build, put
+from tests.helpers.audit_tree import NUMBER, build, put
 
 # what the writer keeps of foreign text: printable, one word (clean_line folds white space)
 PRINTABLE = st.characters(min_codepoint=32, max_codepoint=0x2FF,

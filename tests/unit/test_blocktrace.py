@@ -10,6 +10,7 @@ import re
 import stat
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -227,12 +228,12 @@ def interval(t_s: float, device_ns: int, n: int) -> bt.Interval:
 def test_the_part_has_the_three_parts_that_add_up_to_the_counters_span_and_says_where_the_queue_starts() -> None:
     iv = bt.Interval(10**9, {bucket_of(400): 100}, {bucket_of(9_000): 100}, 400 * 100, 9_000 * 100,
                      {bucket_of(1_200): 99}, 1_200 * 99)
-    part = bt.layers_part("loop3", [iv], (None, None), None, None)
+    part: dict[str, Any] = bt.layers_part("loop3", [iv], (None, None), None, None)
     assert part["queue_from"] == "block_io_start"
-    assert part["queue"]["mean_ns"] == 400.0 and part["device_time"]["mean_ns"] == 9000.0  # type: ignore[index]
-    assert part["completion"] == {"requests": 99, "mean_ns": 1200.0,  # type: ignore[index]
-                                  "p50_ns": part["completion"]["p50_ns"], "p99_ns": part["completion"]["p99_ns"]}  # type: ignore[index]
-    assert 1_100 <= part["completion"]["p50_ns"] <= 1_300  # type: ignore[index]
+    assert part["queue"]["mean_ns"] == 400.0 and part["device_time"]["mean_ns"] == 9000.0
+    assert part["completion"] == {"requests": 99, "mean_ns": 1200.0,
+                                  "p50_ns": part["completion"]["p50_ns"], "p99_ns": part["completion"]["p99_ns"]}
+    assert 1_100 <= part["completion"]["p50_ns"] <= 1_300
     older = bt.layers_part("loop3", [iv], (None, None), None, None, accounting=False)
     assert older["queue_from"] == "block_rq_insert" and "completion" not in older
     merged = bt.merged([iv, iv])
@@ -244,11 +245,11 @@ def test_the_part_has_the_three_parts_that_add_up_to_the_counters_span_and_says_
 def test_the_part_keeps_the_seconds_of_fios_window_and_its_means_are_exact() -> None:
     ivs = [interval(1, 1_000_000, 10), interval(2, 20_000, 100), interval(3, 20_000, 100)]
     a, b = bt.CpuReading(0.0, 1.0), bt.CpuReading(4.0, 1.02)
-    part = bt.layers_part("loop3", ivs, (1.5e9, None), (a, b), 0.4)
+    part: dict[str, Any] = bt.layers_part("loop3", ivs, (1_500_000_000, None), (a, b), 0.4)
     assert part["intervals"] == 2
-    assert part["device_time"] == {"requests": 200, "mean_ns": 20000.0, "p50_ns": part["device_time"]["p50_ns"],  # type: ignore[index]
-                                   "p99_ns": part["device_time"]["p99_ns"]}  # type: ignore[index]
-    assert part["queue"]["mean_ns"] == 0.0  # type: ignore[index]
+    assert part["device_time"] == {"requests": 200, "mean_ns": 20000.0, "p50_ns": part["device_time"]["p50_ns"],
+                                   "p99_ns": part["device_time"]["p99_ns"]}
+    assert part["queue"]["mean_ns"] == 0.0
     assert part["tracer_cpu_s"] == 0.02 and part["tracer_cpu_share"] == 0.005 and part["tracer_start_cpu_s"] == 0.4
     assert bt.layers_part("dm-0", [], (None, None), None, None)["unavailable"].startswith(  # type: ignore[union-attr]
         "no block request of dm-0 completed")
@@ -331,7 +332,7 @@ def test_a_partition_is_traced_as_its_disk(tmp_path: Path) -> None:
         pytest.skip("the test directory is on a filesystem with no block device")
     assert bt.traced_device(str(target), sysfs) == ("sdz", 8, 0)
     (disk / "dev").write_text("8:0; rm\n")
-    assert "no readable device number" in bt.traced_device(str(target), sysfs)  # type: ignore[operator]
+    assert "no readable device number" in bt.traced_device(str(target), sysfs)
 
 
 # --- the report ---------------------------------------------------------------------------------------------------
@@ -412,10 +413,10 @@ def test_the_tracer_waits_for_its_probes_and_its_last_interval_comes_on_sigint(t
         await tracer.stop()
     asyncio.run(run())
     assert tracer.proc is not None and tracer.proc.returncode == 0
-    part = tracer.part((None, None))
-    assert part["device_time"] == {"requests": 5, "mean_ns": 100000.0, "p50_ns": part["device_time"]["p50_ns"],  # type: ignore[index]
-                                   "p99_ns": part["device_time"]["p99_ns"]}  # type: ignore[index]
-    assert part["queue"]["requests"] == 3 and part["tracer_cpu_share"] is not None  # type: ignore[index]
+    part: dict[str, Any] = tracer.part((None, None))
+    assert part["device_time"] == {"requests": 5, "mean_ns": 100000.0, "p50_ns": part["device_time"]["p50_ns"],
+                                   "p99_ns": part["device_time"]["p99_ns"]}
+    assert part["queue"]["requests"] == 3 and part["tracer_cpu_share"] is not None
     assert (tmp_path / "argv").read_text().startswith("-e tracepoint:block:block_io_start /args->dev == 7340041/")
     assert tracer.intervals_jsonl().count("\n") == 2
 

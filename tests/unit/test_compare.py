@@ -12,7 +12,7 @@ import pytest
 
 from app.compare import available_references, compare_reference, compare_runs, load_reference
 from app.errors import UsageError
-from conftest import ROOT, run_cli
+from tests.conftest import ROOT, run_cli
 
 
 def _make(path: Path, **shape: object) -> Path:
@@ -206,6 +206,6 @@ def test_runs_that_measured_different_loads_name_each_runs_own_knee(tmp_path: Pa
     B's knee is read from B's points, not by its position in A's (that raised IndexError)."""
     a = _make(tmp_path / "a", rws=["randread"], bss=[4096], qds=[1, 16, 64, 256, 1024])
     b = _make(tmp_path / "b", rws=["randread"], bss=[4096], qds=[1 << i for i in range(14)])
-    md = compare_runs(a, b)
+    md = compare_runs(str(a), str(b))
     knees = [line for line in md.splitlines() if line.startswith("- randread 4K:")]
     assert len(knees) == 1 and re.search(r"QD\d+ \(A\) to QD\d+ \(B\)", knees[0]), knees

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from app.compare import compare_reference, compare_runs, load_reference
 from app.textable import markdown_cells
-from compare_util import make_run, metrics, replicates
-from conftest import run_cli
+from tests.conftest import run_cli
+from tests.helpers.compare_util import make_run, metrics, replicates
 
 
 def _rows(md: str) -> list[dict[str, str]]:

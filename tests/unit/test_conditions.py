@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from app import runmeta
-from app.records import Parts, StorageMetrics, read_line
+from app.records import JSONObject, JSONValue, Parts, StorageMetrics, read_line
 from app.report import conditions, render_report
 from app.report.model import RunData, StorageRow, load
 from app.report.render import _flags_legend, _storage_table
@@ -27,6 +27,7 @@ from app.validity import (
     point_checks,
     recorded_facts,
 )
+from tests.helpers.typed import as_dict
 
 VDA_FILE = {"type": "file", "path": "/srv/t/testfile", "mount_point": "/", "source": "/dev/vda", "filesystem": "ext4",
             "free_bytes": 80 << 30}
@@ -115,8 +116,8 @@ def test_recorded_checks_are_read_and_a_flag_always_wins(tmp_path: Path) -> None
                           facts, [])
     assert checks["depth-not-reached"] == {"result": "not-applicable", "why": SEARCHED}
     assert checks["above-link"] == checks["throttled"] == {"result": "passed"}
-    flagged = [{"flag": "above-link", "reason": "5 GB/s is above the link"}]
-    record = {"point": _point("read"), "metrics": {}, "flags": flagged,
+    flagged: list[JSONValue] = [{"flag": "above-link", "reason": "5 GB/s is above the link"}]
+    record: JSONObject = {"point": _point("read"), "metrics": {}, "flags": flagged,
               "checks": {"above-link": {"result": "passed"}, "cpu-bound": {"result": "bogus"},
                          "throttled": {"result": "not-applicable", "why": "no\x1b[31m drive   health log"},
                          "buffered": "passed", "not-steady": {"result": "passed"}}}
@@ -129,7 +130,7 @@ def test_recorded_checks_are_read_and_a_flag_always_wins(tmp_path: Path) -> None
     assert got["buffered"] == {"result": "passed"}
     # before the checks existed
     assert checks_of(read_line({"kind": "storage", "point": {}, "metrics": {}}, check=False), TargetFacts()) is None
-    rows = [StorageRow.of(0, record["point"], {}, record)]
+    rows = [StorageRow.of(0, as_dict(record["point"]), {}, record)]
     text = "\n".join(_flags_legend(rows, None))
     assert "flagged (1 point)" in text and "\x1b" not in text
 
@@ -150,7 +151,7 @@ def test_the_over_temperature_check_is_never_passed_for_lines_recorded_before_it
     assert off is not None and off["over-temperature"]["result"] == "not-applicable"
     assert off["over-temperature"]["why"].startswith("no drive telemetry")  # nor a critical warning to check
     # a line the tool writes now: the check ran
-    checks = point_checks(base["point"], StorageMetrics(), Parts(), telemetry, TargetFacts(telemetry=True), [])
+    checks = point_checks(as_dict(base["point"]), StorageMetrics(), Parts(), telemetry, TargetFacts(telemetry=True), [])
     assert checks["over-temperature"] == checks["throttled"] == {"result": "passed"}
 
 

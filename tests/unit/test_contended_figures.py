@@ -7,16 +7,26 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from matplotlib.lines import Line2D
 
 from app.report import analysis as an
 from app.report import plots
 from app.report.model import load
-from suite_runs import line, point, write_run
+from tests.helpers.suite_runs import line, point, write_run
 from tests.unit.test_memory_contention import ROWS, loaded_lines
 from tests.unit.test_replicate_figures import taken  # noqa: F401 - the figures drawn, by file name, instead of written
 
 LEGEND = "contended (thread < 90 % CPU)"
+
+
+def _xs(mark: Line2D) -> list[Any]:
+    """The mark's x values, as drawn."""
+    return list(np.asarray(mark.get_xdata()))
+
+
+def _ys(mark: Line2D) -> list[Any]:
+    return list(np.asarray(mark.get_ydata()))
 
 
 def _marks(ax: Any) -> list[Line2D]:
@@ -34,14 +44,14 @@ def test_contended_rows_are_hollow_diamonds_with_a_legend_entry(tmp_path: Path, 
     busy = {(bw, lat) for _, lat, bw, share in ROWS if share is not None}
     (curve_ax,) = taken["memory-latency-bandwidth.svg"].axes
     (mark,) = _marks(curve_ax)
-    assert {(round(x * 1e3, 1), round(y, 2)) for x, y in zip(mark.get_xdata(), mark.get_ydata())} == busy
+    assert {(round(x * 1e3, 1), round(y, 2)) for x, y in zip(_xs(mark), _ys(mark))} == busy
     assert mark.get_markerfacecolor() in ("none", "white", (1.0, 1.0, 1.0, 1.0))  # hollow: not colour alone
     assert LEGEND in _legend(curve_ax)
     top, bottom = taken["memory-vs-delay.svg"].axes
     delays = {d for d, _, _, share in ROWS if share is not None}
     for ax in (top, bottom):
         (mark,) = _marks(ax)
-        assert set(mark.get_xdata()) == delays
+        assert set(_xs(mark)) == delays
     assert LEGEND in _legend(top)
     captions = " ".join(f.caption for f in figures).lower()
     assert "hollow diamond" in captions and "less than 90 % of a cpu" in captions
@@ -74,10 +84,10 @@ def test_working_set_and_scaling_figures_mark_their_contended_rows(tmp_path: Pat
     figures = suite_plots.figures(data.memory, tmp_path / "plots")
     ws = next(f for name, f in taken.items() if "working" in name)
     (mark,) = _marks(ws.axes[0])
-    assert list(mark.get_xdata()) == [4096 * 1024] and LEGEND in _legend(ws.axes[0])
+    assert _xs(mark) == [4096 * 1024] and LEGEND in _legend(ws.axes[0])
     scaling = next(f for name, f in taken.items() if "scaling" in name)
     (mark,) = _marks(scaling.axes[0])
-    assert list(mark.get_xdata()) == [3] and list(mark.get_ydata()) == [27.0]
+    assert _xs(mark) == [3] and _ys(mark) == [27.0]
     assert LEGEND in _legend(scaling.axes[0])
     for f in figures:
         if "working" in f.file or "scaling" in f.file:

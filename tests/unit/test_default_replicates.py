@@ -27,7 +27,7 @@ def test_first_run_presets_measure_three_interleaved_shuffled_replicates_in_abou
     plan = preset.expand()
     assert preset.procedure.replicates == 3 and preset.procedure.shuffled
     points = [p for p in plan if isinstance(p, StoragePoint)]
-    assert sorted({p.replicate for p in points}) == [1, 2, 3]
+    assert sorted({p.replicate or 0 for p in points}) == [1, 2, 3]
     per_replicate = len(points) // 3
     assert [p.replicate for p in points] == [k for k in (1, 2, 3) for _ in range(per_replicate)]  # interleaved
     runtime = {p.runtime for p in points}

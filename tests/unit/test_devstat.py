@@ -25,7 +25,7 @@ from app.devstat import (
     open_counters,
     parse_stat,
 )
-from app.records import Parts, StorageMetrics
+from app.records import JSONObject, Parts, StorageMetrics
 from app.runners.fio_parse import SampleTracker, direction_bytes
 from app.validity import MIN_DEVICE_BYTES, device_reasons, point_checks, point_flags
 from app.validity import TargetFacts as Facts
@@ -183,7 +183,7 @@ def test_the_window_restarts_where_fios_counters_restart(tmp_path: Path) -> None
 
 
 def test_a_window_that_cannot_be_matched_says_why(tmp_path: Path) -> None:
-    s = parse_stat(stat_text())
+    s = stat_of(stat_text())
     counters, _ = held(tmp_path, stat_text(4096))
     ramp = DeviceWindow(counters, ramp=True)
     ramp.start(s, 1.0, FioDone(MIB, 0, 0), reset=False)
@@ -195,17 +195,24 @@ def test_a_window_that_cannot_be_matched_says_why(tmp_path: Path) -> None:
     assert "could not be read at the window's start" in str(unread.finish(2.0, FioDone(MIB, 0, 0))["unavailable"])
     assert DeviceWindow("no device here", ramp=False).finish(1.0, FioDone(0, 0, 0)) == {"unavailable": "no device here"}
     where = Located("sdz", "target", tmp_path / "stat")
-    back = device_part(where, Mark(0, parse_stat(stat_text(100)), 0, 0), Mark(1, parse_stat(stat_text(50)), MIB, 0))
+    back = device_part(where, Mark(0, stat_of(stat_text(100)), 0, 0), Mark(1, stat_of(stat_text(50)), MIB, 0))
     assert "went backwards" in str(back["unavailable"])
     lost = device_part(where, Mark(0, s, 8 * MIB, 0), Mark(1, s, MIB, 0))  # fio restarted after its last dump
     assert "restarted after its last status dump" in str(lost["unavailable"])
 
 
-def part_of(read_ratio: float, fio_bytes: int = 100 * MIB) -> dict[str, object]:
+def stat_of(text: bytes) -> Stat:
+    """The counters of a stat file's text the test made well-formed."""
+    stat = parse_stat(text)
+    assert stat is not None, text
+    return stat
+
+
+def part_of(read_ratio: float, fio_bytes: int = 100 * MIB) -> JSONObject:
     where = Located("vdb", "filesystem", Path("/x"))
     sectors = round(fio_bytes * read_ratio) // 512
-    return device_part(where, Mark(0, parse_stat(stat_text()), 0, 0),
-                       Mark(2, parse_stat(stat_text(sectors, ios=(1000, 0), ms=(50, 0))), fio_bytes, 0))
+    return device_part(where, Mark(0, stat_of(stat_text()), 0, 0),
+                       Mark(2, stat_of(stat_text(sectors, ios=(1000, 0), ms=(50, 0))), fio_bytes, 0))
 
 
 @pytest.mark.parametrize("ratio, flag", [(0.9, None), (0.8999, "not-on-device"), (0.05, "not-on-device"),

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 from app.errors import ENDING_SIGNALS
-from conftest import ROOT
+from tests.conftest import ROOT
 
 PRINT = "from app.errors import ENDING_SIGNALS; print(' '.join(map(str, ENDING_SIGNALS)))"
 

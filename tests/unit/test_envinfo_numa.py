@@ -16,8 +16,8 @@ from app.errors import UsageError
 from app.report.render import _numa_rows
 from app.runners.memory import check_nodes, with_node_cpus
 from app.textable import markdown_table
-from conftest import mem_point
-from schema_check import schema, validator
+from tests.conftest import mem_point
+from tests.helpers.schema_check import schema, validator
 
 MEMINFO = "Node {n} MemTotal:         {kib} kB\nNode {n} MemFree:          1000 kB\nNode {n} MemUsed:  5 kB\n"
 

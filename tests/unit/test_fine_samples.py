@@ -10,6 +10,7 @@ import json
 import math
 import random
 from pathlib import Path
+from typing import Any, Callable
 
 import pytest
 
@@ -31,7 +32,7 @@ def ar1(n: int, phi: float, rng: random.Random) -> list[float]:
     return out
 
 
-def coverage(rule, n: int, phi: float, cases: int, seed: int) -> tuple[float, float]:  # type: ignore[no-untyped-def]
+def coverage(rule: Callable[..., Any], n: int, phi: float, cases: int, seed: int) -> tuple[float, float]:
     rng = random.Random(seed)
     got = covered = 0
     for _ in range(cases):

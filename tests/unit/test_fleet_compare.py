@@ -10,8 +10,8 @@ import pytest
 
 from app.compare import compare_hosts, compare_reference, compare_runs, load_reference
 from app.errors import UsageError
-from conftest import run_cli
-from fleet_util import GOLDEN_RUN, host_name, make_fleet_dir, read_lines
+from tests.conftest import run_cli
+from tests.helpers.fleet_util import GOLDEN_RUN, host_name, make_fleet_dir, read_lines
 
 
 def _rows(md: str) -> list[list[str]]:

@@ -23,6 +23,7 @@ from app.fleet.runner import host_entry
 from app.latmap import decode, interval_of, intervals_of, merge_hosts, sample_hists
 from app.runners.fio_parse import split_documents
 from app.tails import MAX_BINS, MAX_COUNT
+from tests.helpers.typed import as_number
 
 SOCK = "/tmp/a/agent.sock"
 
@@ -152,7 +153,7 @@ def test_well_formed_dumps_whose_figures_jump_about_keep_only_sound_seconds(
     lines, why = host_hist_lines(entries, len(entries))
     assert why == "" or lines == []
     for ln in lines:
-        assert sample_hists(ln) is not None and ln["interval_s"] > 0
+        assert sample_hists(ln) is not None and as_number(ln["interval_s"]) > 0
         assert all(0 < c <= MAX_COUNT for c in _decoded(ln).values())
 
 

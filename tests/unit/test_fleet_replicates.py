@@ -17,7 +17,7 @@ from app.points import Kind
 from app.procedure import run_order
 from app.report import render_report
 from app.sweep import _check_fleet_plan
-from tail_runs import storage_line, write_run
+from tests.helpers.tail_runs import storage_line, write_run
 
 HOSTS = ("tcp://10.0.0.1:8765", "tcp://10.0.0.2:8765")
 

@@ -23,7 +23,7 @@ from app.report.model import load
 from app.report.render import us
 from app.summary import point_label
 from app.units import format_count
-from fleet_util import GOLDEN_RUN, host_name, make_fleet_dir, read_lines
+from tests.helpers.fleet_util import GOLDEN_RUN, host_name, make_fleet_dir, read_lines
 
 FAST = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

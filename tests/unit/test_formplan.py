@@ -13,6 +13,7 @@ from app import presets as core
 from app.formplan import FIELDS, check_field, form_plan, preset_of, shown_keys, start_values, table_of, to_toml
 from app.points import MemoryPoint, StoragePoint
 from app.presets import MODE_ONLY_KEYS
+from tests.helpers.typed import storage_points
 
 SHIPPED = sorted(p.stem for p in core.shipped_dir().glob("*.toml"))
 
@@ -77,7 +78,7 @@ def groups_of(plan: formplan.FormPlan) -> list[str | None]:
 def test_quick_keeps_its_pairing_through_edits_that_allow_it() -> None:
     quick = core.load("quick")
     _, plan = form_of(quick, runtime=[1], size=[4 << 20])
-    points = preset_of(plan.table).expand()
+    points = storage_points(preset_of(plan.table).expand())
     assert len(points) == 24 and len({(p.group, p.rw) for p in points}) == 8 and plan.kept
     assert groups_of(plan) == ["SEQ1M Q8T1", "SEQ1M Q1T1", "RND4K Q32T1", "RND4K Q1T1"]
     assert "Runs quick's 4 groups as it pairs them" in plan.note

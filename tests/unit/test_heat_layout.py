@@ -50,7 +50,8 @@ def test_a_fleet_page_of_long_host_names_draws_without_overlaps(tmp_path: Any, m
     seconds = [{"t": t + 0.9, "interval_s": 0.9 if t == 0 else 1.0, "read": [20_000, 900, 4_000, 90, 400_000, 10]}
                for t in range(3)]
     ivs = intervals_of(seconds)
-    strips = [(f"randread 4K QD1 on unix:///tmp/profiler-tui-agent-{i:08d}/agent.sock", ivs, []) for i in range(hosts)]
+    strips: list[tuple[str, Any, list[Any]]] = [
+        (f"randread 4K QD1 on unix:///tmp/profiler-tui-agent-{i:08d}/agent.sock", ivs, []) for i in range(hosts)]
     strips.append((f"randread 4K QD1, {heat.MERGED} ({hosts})", ivs, []))
     figures = heat.draw(strips, tmp_path)
     assert problems == []

@@ -15,7 +15,7 @@ from app.report import render_report
 from app.report.analysis import memory_curves, storage_curves
 from app.report.memory import idle_baseline
 from app.report.model import load
-from conftest import DATA
+from tests.conftest import DATA
 
 MLC = sorted((DATA / "mlc").glob("*.txt"))
 LOADED = ("v3.10-default-run-2socket-skylake.txt", "v3.10-loaded-latency.txt", "v3.5-loaded-latency-MB.txt",

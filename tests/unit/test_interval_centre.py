@@ -223,7 +223,7 @@ def test_compare_cuts_a_reason_between_words() -> None:
 
 def _mlc_idle_report(tmp_path: Path) -> str:
     from app.importer import import_files
-    from conftest import DATA
+    from tests.conftest import DATA
 
     out, _ = import_files([str(DATA / "mlc" / "v3.7-idle-latency.txt")], tmp_path / "imp")
     return _report(Path(out))[0]

@@ -24,6 +24,7 @@ from app.latmap import (
 )
 from app.runners.fio_parse import SampleTracker
 from app.tails import merge, percentile
+from tests.helpers.typed import as_dict
 
 
 def _dump(ts_ms: int, read_bins: dict[int, int], write_bins: dict[int, int] | None = None) -> dict[str, Any]:
@@ -40,10 +41,10 @@ def test_each_second_keeps_its_own_histogram_per_direction_as_the_difference_of_
     first = tracker.update(_dump(1_001_000, {1000: 5, 2000: 1}, {5000: 2}), 1.0)
     second = tracker.update(_dump(1_002_000, {1000: 9, 2000: 1, 900_000: 3}, {5000: 2}), 2.0)
     assert first is not None and second is not None
-    assert decode(first[HIST_KEY]["read"]) == [(1000, 5), (2000, 1)]
-    assert decode(first[HIST_KEY]["write"]) == [(5000, 2)]
+    assert decode(as_dict(first[HIST_KEY])["read"]) == [(1000, 5), (2000, 1)]
+    assert decode(as_dict(first[HIST_KEY])["write"]) == [(5000, 2)]
     # the second second: 4 more at 1 µs and 3 at 900 µs read; no write completed, so no write record
-    assert set(second[HIST_KEY]) == {"read"}
+    assert set(as_dict(second[HIST_KEY])) == {"read"}
     assert sample_hist(second) == [(1000, 4), (900_000, 3)]
     assert sample_hist(second, "write") == []
     json.dumps(second)  # a samples line as written

@@ -10,7 +10,7 @@ import math
 import random
 from pathlib import Path
 
-from app.points import StoragePoint
+from app.points import PointValue, StoragePoint
 from app.records import Parts, StorageMetrics, read_line
 from app.report import render_report
 from app.report.intervals import storage_intervals
@@ -49,7 +49,7 @@ def rate(n: int, phi: float, step: float, cases: int, cv: float = 0.05, seed: in
 def review_samples() -> list[dict[str, object]]:
     """The review's point: 10 s at ≈67.9k IOPS, then 10 s at ≈58.2k (1 % noise), as fio's per-second samples."""
     rng = random.Random(SEED)
-    out = []
+    out: list[dict[str, object]] = []
     for i in range(20):
         iops = (67_900 if i < 10 else 58_200) * (1 + 0.01 * rng.gauss(0, 1))
         out.append({"t": float(i + 1), "interval_s": 1.0, "iops": iops, "read_iops": iops, "write_iops": 0.0,
@@ -91,7 +91,7 @@ def test_too_few_samples_are_not_tested() -> None:
     assert "level_shift" not in u.ci_method and level_shift([1.0] * 5 + [2.0] * 4) is None
 
 
-def point() -> dict[str, object]:
+def point() -> dict[str, PointValue]:
     return StoragePoint(rw="randread", bs=4096, rwmixread=None, iodepth=16, numjobs=1, ioengine="libaio", direct=True,
                         runtime=20, ramp_time=0, size=1 << 25, time_based=True).to_dict()
 

@@ -12,7 +12,8 @@ from app.report import analysis as an
 from app.report import suite
 from app.report.model import load
 from app.report.render import render_markdown
-from suite_runs import line, point, write_run
+from tests.helpers.suite_runs import line, point, write_run
+from tests.helpers.typed import as_list
 
 BUSY = "Busy machine at delay {}: a thread got {}% of a CPU in its window"
 SHARED = "Default buffer reduced to 512.000MiB/thread to fit the available memory"
@@ -128,7 +129,7 @@ def test_mlcs_prefetcher_warning_stays_with_latency_figures_not_bandwidth_ones()
     points, _ = mlc_points(text)
     by_mode: dict[str, list[list[str]]] = {}
     for pt in points:
-        by_mode.setdefault(str(pt.point["mode"]), []).append(list(pt.extra.get("warnings") or []))
+        by_mode.setdefault(str(pt.point["mode"]), []).append(as_list(pt.extra.get("warnings") or []))
     prefetch = "Unable to modify prefetchers (try executing 'modprobe msr')"
     assert all(prefetch in w for w in by_mode["latency_matrix"] + by_mode["c2c"])
     assert by_mode["peak"] and not any(prefetch in w for w in by_mode["peak"] + by_mode["bandwidth_matrix"])

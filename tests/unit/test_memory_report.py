@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from app.envinfo import tlb_size
+from app.records import JSONObject
 from app.report import analysis as an
 from app.report import memory as mem
 from app.report import plots
@@ -33,7 +34,7 @@ ENV = {"cpu": {"threads": 2, "caches": [{"name": "L1d", "size": "32K"}, {"name":
                                         {"name": "L2", "size": "1024K"}, {"name": "L3", "size": "32768K"}],
                "tlb": {"entries": 3584, "page_bytes": 4096}},
        "system": {"virtualization": "virtual machine"}}
-CHASE = {"by": "builtin", "mode": "whole_buffer", "buffer_bytes": 960 * MIB, "huge_pages": True,
+CHASE: JSONObject = {"by": "builtin", "mode": "whole_buffer", "buffer_bytes": 960 * MIB, "huge_pages": True,
          "text": "random chase over 960 MiB, 2 MiB pages, stride 64 B"}
 
 

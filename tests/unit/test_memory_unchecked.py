@@ -11,7 +11,7 @@ from app.report import analysis as an
 from app.report import contention
 from app.report.model import load
 from app.report.render import render_markdown
-from suite_runs import write_run
+from tests.helpers.suite_runs import write_run
 from tests.unit.test_memory_contention import loaded_lines
 
 MLC = Path(__file__).resolve().parents[1] / "data" / "mlc"

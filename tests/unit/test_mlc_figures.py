@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from app.runners.mlc_parse import LineParser, parse, peak_traffic
+from tests.helpers.typed import as_dict, as_list
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "mlc"
 BANNER = ("Intel(R) Memory Latency Checker - compatible output: profiler-tui memlat v0.4\n"
@@ -105,7 +106,7 @@ def test_engine_peak_bandwidth_title_labels_and_split() -> None:
         ("peak_bandwidth", ("W7",), 1000.5)]
     assert p.figures[1].extra == {"read_mbps": 15000.5, "write_mbps": 4422.0}
     assert p.figures[2].extra == {}  # no split line before it
-    assert p.sections[0].values["split"]["W3"] == {"read_mbps": 15000.5, "write_mbps": 4422.0}
+    assert as_dict(p.sections[0].values["split"])["W3"] == {"read_mbps": 15000.5, "write_mbps": 4422.0}
 
 
 @pytest.mark.parametrize("label, code", [("ALL Reads", "R"), ("3:1  reads-writes", "W3"), ("Stream-triad like", "W10"),
@@ -128,7 +129,7 @@ def test_matrix_placement_lines_and_dash_cells() -> None:
     p = parse(MATRIX)
     assert figures(MATRIX) == [("idle_matrix", (0, 0), 90.2, "ns"), ("idle_matrix", (0, 1), 144.3, "ns"),
                                ("idle_matrix", (1, 0), 143.2, "ns")]  # "-": no figure
-    placement = p.sections[0].values["placement"]
+    placement = as_dict(p.sections[0].values["placement"])
     assert placement["0,1"] == {"node": 1, "pages": {"1": 32768}, "page_bytes": 4096, "verified_with": "numa_maps"}
     assert placement["1,0"]["pages"] == {"0": 32000, "1": 768}
 
@@ -148,7 +149,7 @@ def test_c2c_on_one_node_local_figures_cpus_and_warning() -> None:
     assert figures(C2C_ONE_NODE) == [("c2c", ("hit", None, None, None), 50.5, "ns"),
                                      ("c2c", ("hitm", None, None, None), 49.9, "ns")]
     assert p.sections[0].params["c2c_cpus"] == [0, 1]
-    assert "One NUMA node: no remote cache-to-cache figures" in p.sections[0].params["warnings"]
+    assert "One NUMA node: no remote cache-to-cache figures" in as_list(p.sections[0].params["warnings"])
 
 
 def test_a_remote_matrix_without_its_home_title_gives_no_figure() -> None:
@@ -201,7 +202,7 @@ def test_an_unsteady_c2c_figure_keeps_the_engines_warning() -> None:
     from app.importer import mlc_points
 
     points, _ = mlc_points(text)
-    hit_line, hitm_line = (pt.extra.get("warnings", []) for pt in points)
+    hit_line, hitm_line = (as_list(pt.extra.get("warnings", [])) for pt in points)
     assert note in hitm_line and note not in hit_line
 
 
@@ -267,9 +268,9 @@ def test_remote_c2c_cells_and_their_placement() -> None:
 
     p = parse(C2C_TWO_NODES)
     assert [f.key for f in p.figures][2:] == [("hitm", 0, 1, "reader"), ("hitm", 1, 0, "reader")]
-    assert set(p.sections[0].values["placement"]) == {"0,1,reader", "1,0,reader"}
+    assert set(as_dict(p.sections[0].values["placement"])) == {"0,1,reader", "1,0,reader"}
     points, info = mlc_points(C2C_TWO_NODES)
-    remote = [(pt.point["cpu_node"], pt.point["reader_node"], pt.point["home"], pt.extra["numa"]["node"],
+    remote = [(pt.point["cpu_node"], pt.point["reader_node"], pt.point["home"], as_dict(pt.extra["numa"])["node"],
                "c2c_cpus" in pt.extra) for pt in points if "reader_node" in pt.point]
     assert remote == [(0, 1, "reader", 1, False), (1, 0, "reader", 0, False)] and not info["warnings"]
 

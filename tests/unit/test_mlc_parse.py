@@ -19,6 +19,7 @@ from app.runners.mlc_parse import (
     parse_text,
     traffic_from_text,
 )
+from tests.helpers.typed import as_list
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "mlc"
 FILES = sorted(DATA.glob("*.txt"))
@@ -134,8 +135,8 @@ def test_plain_mlc_run_has_every_section_and_warnings() -> None:
     assert len(loaded.rows) == 19 and loaded.params["traffic"] == "R"
     assert c2c.values["Local Socket L2->L2 HIT latency"] == 50.5
     assert c2c.values["Local Socket L2->L2 HITM latency"] == 49.9
-    assert c2c.values["matrices"][1]["1"] == {"0": 123.2, "1": None}
-    assert any("Unable to modify prefetchers" in w for w in loaded.params["warnings"])
+    assert as_list(c2c.values["matrices"])[1]["1"] == {"0": 123.2, "1": None}
+    assert any("Unable to modify prefetchers" in w for w in as_list(loaded.params["warnings"]))
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
@@ -350,7 +351,7 @@ def test_limits_bound_the_parser_and_are_announced() -> None:
     p = parsed("Measuring Peak Injection Memory Bandwidths for the system\n" * (mp.MAX_SECTIONS + 5))
     assert len(p.sections) == mp.MAX_SECTIONS and p.full
     p = parsed("*** again\n" * 1000)
-    assert len(p.header["warnings"]) == mp.MAX_STAR_LINES
+    assert len(as_list(p.header["warnings"])) == mp.MAX_STAR_LINES
     p = parsed(head + " 00000\t100.00\t  5000.0" + " abcdefghij" * 10 + " " + "z" * 100 + "\n")
     assert p.sections[0].rows[0].extra == ["abcdefghij"] * mp.MAX_EXTRA_COLUMNS
     # numbers MLC never prints are not rows (and never overflow)

@@ -20,6 +20,7 @@ from app.keys import MEMORY_MODES
 from app.points import MemoryPoint, keys_of
 from app.runners import mlc_parse
 from app.runners.mlc_parse import LineParser, Section, loaded_rows, parse
+from tests.helpers.typed import as_list
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "mlc"
 SAMPLES = [p.read_text() for p in sorted(DATA.glob("*.txt"))]
@@ -218,4 +219,4 @@ def test_a_buffer_size_no_plan_can_hold_is_recorded_as_unknown_with_a_note() -> 
     """Hypothesis found it: "Using buffer size of 0KB" made an idle point of buffer 0, which no plan holds."""
     points, _ = mlc_points("Using buffer size of 0KB\nEach iteration took 0 clocks (0 ns)\n")
     assert [pt.point["buffer"] for pt in points] == [None]
-    assert "0 bytes" in points[0].extra["notes"][0]
+    assert "0 bytes" in as_list(points[0].extra["notes"])[0]

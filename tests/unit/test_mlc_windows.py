@@ -13,6 +13,7 @@ from app.records import MemoryMetrics
 from app.runners import mlc_parse
 from app.runners.memory import MLC_NO_WINDOWS, NO_WINDOWS, window_uncertainty
 from app.runners.mlc_parse import idle_windows, loaded_rows, parse
+from tests.helpers.typed import as_dict
 
 HEAD = ("Intel(R) Memory Latency Checker - compatible output: profiler-tui memlat v0.1\n"
         "Command line parameters: --loaded_latency -D 0,500 -t 0.3 --windows 3\n\n"
@@ -105,7 +106,7 @@ def test_windows_give_each_present_figure_its_interval() -> None:
     assert set(m.ci95 or {}) == {"latency_ns"}
     low, high = m.interval("latency_ns") or (0, 0)
     assert low < 101.0 < high
-    assert m.ci_method is not None and set(m.ci_method["series"]) == {"latency_ns"}
+    assert m.ci_method is not None and set(as_dict(m.ci_method["series"])) == {"latency_ns"}
     assert list(m.json())[-2:] == ["ci95", "ci_method"]
 
 

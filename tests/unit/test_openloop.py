@@ -20,11 +20,12 @@ from app.runners.fio import job_file
 from app.summary import point_label
 from app.sweep import _check_fleet_plan
 from app.validity import TargetFacts, point_checks, point_flags
-from conftest import run_cli
+from tests.conftest import run_cli
+from tests.helpers.typed import storage_point, storage_points
 
 
 def base(**changes: Any) -> StoragePoint:
-    return replace(presets.load("qd-scaling").expand()[0], **changes)
+    return replace(storage_point(presets.load("qd-scaling").expand()[0]), **changes)
 
 
 # --- the key --------------------------------------------------------------------------------------------------
@@ -62,17 +63,18 @@ def test_a_rate_with_a_key_that_ends_the_point_by_what_it_measures_is_refused(ot
 
 
 def test_xmax_is_kept_only_with_a_share() -> None:
-    share = presets.apply_overrides(presets.load("qd-scaling"), ["rate=50%", "xmax=4000"]).expand()[0]
-    absolute = presets.apply_overrides(presets.load("qd-scaling"), ["rate=2000", "xmax=4000"]).expand()[0]
+    qd = presets.load("qd-scaling")
+    share = storage_point(presets.apply_overrides(qd, ["rate=50%", "xmax=4000"]).expand()[0])
+    absolute = storage_point(presets.apply_overrides(qd, ["rate=2000", "xmax=4000"]).expand()[0])
     assert (share.rate, share.xmax) == ("50%", 4000) and (absolute.rate, absolute.xmax) == ("2000", None)
 
 
 def test_the_open_loop_preset_is_a_closed_loop_sweep_then_shares_of_its_xmax() -> None:
-    plan = presets.load("open-loop").expand()
+    plan = storage_points(presets.load("open-loop").expand())
     closed = [p for p in plan if p.rate is None]
     opened = [p for p in plan if p.rate is not None]
     assert [p.iodepth for p in closed] == [1, 4, 16, 64]
-    assert [rate_share(p.rate) for p in opened] == pytest.approx(
+    assert [rate_share(p.rate or "") for p in opened] == pytest.approx(
         [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0, 1.1])
     assert all(p.rw == "randread" and p.bs == 4096 and p.iodepth == 64 for p in opened)
     assert "λ 50%" in point_label("storage", opened[4])
@@ -133,8 +135,10 @@ def test_the_jobs_offer_lambda_between_them_with_poisson_arrivals(tmp_path: Any)
 
 
 def seconds(values: list[float]) -> list[dict[str, object]]:
-    return [{"t": i + 1.0, "interval_s": 1.0, "iops": v} for i, v in enumerate(values)] + [
-        {"t": len(values) + 1.0, "interval_s": 0.95, "iops": values[-1] * 0.8}]  # fio's last second: its end
+    # fio's last second: its end
+    last: dict[str, object] = {"t": len(values) + 1.0, "interval_s": 0.95, "iops": values[-1] * 0.8}
+    firsts: list[dict[str, object]] = [{"t": i + 1.0, "interval_s": 1.0, "iops": v} for i, v in enumerate(values)]
+    return firsts + [last]
 
 
 LEVELS_LOW = {"1": 80.0, "2": 15.0, "4": 5.0, "8": 0.0, "16": 0.0, "32": 0.0, ">=64": 0.0}

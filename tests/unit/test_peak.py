@@ -123,7 +123,7 @@ def test_a_figure_from_too_little_busy_time_is_flagged() -> None:
 
 def test_hipri_without_poll_queues_is_a_skipped_configuration() -> None:
     lines = lines_of(peak_lines())
-    saturated = {"point": {**lines[0].point, "iodepth": 256}, "reason": "saturated at QD 64"}
+    saturated: dict[str, Any] = {"point": {**lines[0].point, "iodepth": 256}, "reason": "saturated at QD 64"}
     peak = find_peak(lines, [(HIPRI_SKIP["point"], HIPRI_SKIP["reason"]), (saturated["point"], saturated["reason"])])
     assert peak is not None
     assert [(c.engine_label, why) for c, why in peak.skipped] == [

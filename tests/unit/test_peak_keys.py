@@ -15,6 +15,7 @@ from app.errors import UsageError
 from app.points import StoragePoint
 from app.runners.fio import job_file
 from app.sweep import plan_for_target
+from tests.helpers.typed import storage_point, storage_points
 
 
 def storage(settings: dict[str, object], **matrix: list[object]) -> presets.Preset:
@@ -35,16 +36,16 @@ def test_an_io_uring_option_with_another_engine_is_refused_in_one_sentence(key: 
 
 
 def test_the_engines_that_take_each_option_plan_it_and_false_is_stored_as_unset() -> None:
-    hipri = storage({"hipri": True, "ioengine": "pvsync2"}).expand()[0]
+    hipri = storage_point(storage({"hipri": True, "ioengine": "pvsync2"}).expand()[0])
     assert hipri.hipri is True and hipri.to_dict()["hipri"] is True
-    points = storage({"ioengine": "io_uring", "fixedbufs": False}, registerfiles=[True, False]).expand()
+    points = storage_points(storage({"ioengine": "io_uring", "fixedbufs": False}, registerfiles=[True, False]).expand())
     assert [p.registerfiles for p in points] == [True, None] and "fixedbufs" not in points[1].to_dict()
     # a libaio point may say false: that is fio's default, the same job as saying nothing
-    assert storage({"ioengine": "libaio", "sqthread_poll": "off"}).expand()[0].sqthread_poll is None
+    assert storage_point(storage({"ioengine": "libaio", "sqthread_poll": "off"}).expand()[0]).sqthread_poll is None
 
 
 def test_a_recorded_plan_is_checked_as_a_new_one() -> None:
-    point = replace(storage({}).expand()[0], ioengine="libaio").to_dict()
+    point = replace(storage_point(storage({}).expand()[0]), ioengine="libaio").to_dict()
     with pytest.raises(UsageError, match=r"run.json: plan\[0\]: key 'fixedbufs' has value true, which needs "
                                          r"ioengine io_uring \(this point's ioengine is libaio\)"):
         presets.validate_plan("storage", [{**point, "fixedbufs": True}], "run.json")
@@ -114,7 +115,7 @@ def node_plan() -> list:
 
 @pytest.mark.usefixtures("on_device")
 def test_node_is_the_cpus_of_the_devices_node_and_numjobs_stops_there(tmp_path: Path) -> None:
-    plan = plan_for_target(node_plan(), "/dev/nvme0n1", fake_sysfs(tmp_path, "1"), allowed=(0, 1, 2, 3))
+    plan = storage_points(plan_for_target(node_plan(), "/dev/nvme0n1", fake_sysfs(tmp_path, "1"), allowed=(0, 1, 2, 3)))
     assert {p.cpus for p in plan} == {"2-3"}
     assert [(p.numjobs, p.iodepth) for p in plan] == [(1, 1), (1, 32), (2, 1), (2, 32)]  # 4 jobs > 2 CPUs: cut
 
@@ -123,7 +124,8 @@ def test_node_is_the_cpus_of_the_devices_node_and_numjobs_stops_there(tmp_path: 
 @pytest.mark.parametrize("numa_node", ["-1", None, "garbage\x00", "7"])
 def test_a_device_without_a_node_runs_on_every_allowed_cpu(tmp_path: Path, numa_node: str | None) -> None:
     """-1 (no node), no numa_node file, text that is not a node, a node with none of our CPUs: every allowed CPU."""
-    plan = plan_for_target(node_plan(), "/dev/nvme0n1", fake_sysfs(tmp_path, numa_node), allowed=(0, 1, 3))
+    plan = storage_points(plan_for_target(node_plan(), "/dev/nvme0n1", fake_sysfs(tmp_path, numa_node),
+                                          allowed=(0, 1, 3)))
     assert {p.cpus for p in plan} == {"0-1,3"} and {p.numjobs for p in plan} == {1, 2}  # 3 CPUs: 4 jobs cut
 
 
@@ -131,7 +133,8 @@ def test_a_device_without_a_node_runs_on_every_allowed_cpu(tmp_path: Path, numa_
 def test_numjobs_is_never_emptied_and_a_plan_without_node_is_left_alone(tmp_path: Path) -> None:
     sysfs = fake_sysfs(tmp_path, "0")
     wide = storage({"cpus": "node"}, numjobs=[4, 8]).expand()
-    assert [p.numjobs for p in plan_for_target(wide, "/dev/x", sysfs, allowed=(0, 1))] == [4, 8]  # jobs share CPUs
+    wide_plan = storage_points(plan_for_target(wide, "/dev/x", sysfs, allowed=(0, 1)))
+    assert [p.numjobs for p in wide_plan] == [4, 8]  # jobs share CPUs
     pinned = storage({"cpus": "2"}, numjobs=[1, 4]).expand()
     assert plan_for_target(pinned, "/dev/x", sysfs, allowed=(0, 1)) == pinned
 

@@ -6,12 +6,13 @@ from __future__ import annotations
 import json
 import statistics
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import pytest
 
 from app.importer import mlc_points
-from app.records import StorageMetrics
+from app.records import JSONObject, StorageMetrics
 from app.runners import fio
 from app.runners.fio import point_uncertainty
 from app.uncertainty import intervals_of, storage_series
@@ -38,7 +39,7 @@ def test_a_long_point_gets_an_interval_of_each_figure_around_its_sample_mean(tmp
     assert method["method"] == "batch-means" and method["level"] == 0.95 and method["samples"] == 40
     series = method["series"]
     assert isinstance(series, dict) and set(series["iops"]) == {"batch_size", "batches", "warmup"}
-    m = StorageMetrics.of({"iops": mean}).with_ci(u.ci95, u.ci_method)
+    m = StorageMetrics.of({"iops": mean}).with_ci(cast(JSONObject, u.ci95), cast(JSONObject, u.ci_method))
     assert list(m.json())[-2:] == ["ci95", "ci_method"] and m.interval("iops") == (low, high)
 
 

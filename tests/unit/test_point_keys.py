@@ -27,7 +27,8 @@ from app.points import (
     value_fits,
 )
 from app.runners.fio import job_file
-from schema_check import schema
+from tests.helpers.schema_check import schema
+from tests.helpers.typed import storage_point
 
 ROOT = Path(__file__).resolve().parents[2]
 JSON_NAMES = {str: "string", int: "integer", float: "number", bool: "boolean", type(None): "null"}
@@ -136,7 +137,7 @@ def test_the_results_format_doc_names_every_field_of_a_point() -> None:
 
 def test_a_key_that_needs_another_runs_with_its_declared_value() -> None:
     """A point built without a steady window or ramp runs as a preset would plan it: 5 s and 2 s."""
-    planned = presets.apply_overrides(presets.load("quick"), ["steady=iops:2%"]).expand()[0]
+    planned = storage_point(presets.apply_overrides(presets.load("quick"), ["steady=iops:2%"]).expand()[0])
     bare = replace(planned, steady_window=None, steady_ramp=None)
     assert (implied(bare, "steady_window"), implied(bare, "steady_ramp")) == (5, 2)
     assert job_file(bare, "/nonexistent/target") == job_file(planned, "/nonexistent/target")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from array import array
 
 import pytest
 from hypothesis import given, settings
@@ -27,6 +28,7 @@ from app.records import Parts, StorageMetrics
 from app.runners.fio import FioRunner
 from app.summary import outcome_line
 from app.validity import NO_PRECISION, TargetFacts, point_checks, point_flags
+from tests.helpers.typed import storage_point
 
 
 @pytest.mark.parametrize("value, canonical", [("2%", "2%"), ("2 %", "2%"), (2, "2%"), (2.5, "2.5%"), (" 0.1% ", "0.1%"),
@@ -56,7 +58,7 @@ def test_the_precision_parser_gives_a_canonical_value_or_a_value_error(value: ob
 def test_the_key_is_set_like_any_other_left_out_when_unset_and_refused_with_one_sentence() -> None:
     preset = presets.load("quick")
     assert "precision" not in preset.expand()[0].to_dict()  # plans and lines without it keep their bytes
-    point = presets.apply_overrides(preset, ["precision=2 %"]).expand()[0]
+    point = storage_point(presets.apply_overrides(preset, ["precision=2 %"]).expand()[0])
     assert point.precision == "2%" and point.to_dict()["precision"] == "2%"
     for bad in ("precision=0", "precision=51%", "precision=x", "precision=2%\n"):
         with pytest.raises(UsageError) as e:
@@ -153,7 +155,7 @@ def test_the_watch_of_a_steady_point_waits_for_fio_s_criterion() -> None:
 def part(target: float, values: list[float], stopped: bool = False, steady: bool | None = None,
          after: float | None = 12.0) -> dict[str, object]:
     w = PrecisionWatch(target)
-    w.iops, w.stopped = values, stopped
+    w.iops, w.stopped = array("d", values), stopped
     return precision_part(w, after, steady)
 
 

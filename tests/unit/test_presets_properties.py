@@ -24,8 +24,9 @@ from app import presets
 from app.errors import ProfilerError
 from app.sweep import plan_for_target
 
-SETTINGS = dict(derandomize=True, deadline=None, database=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
+SETTINGS = settings(derandomize=True, deadline=None, database=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                           HealthCheck.filter_too_much])
 
 ALL_KEYS = sorted(set(presets.STORAGE_KEYS) | set(presets.MEMORY_KEYS))
 CONTROL = "\n\r\t\x00\x1b\x7f\x85\u2028\u202e\ufeff"
@@ -148,7 +149,7 @@ def check_preset_outcome(preset: presets.Preset) -> None:
     presets.describe_axes(preset)
 
 
-@settings(max_examples=600, **SETTINGS)
+@settings(SETTINGS, max_examples=600)
 @given(preset_dicts)
 def test_parse_preset_of_any_table_is_a_preset_or_a_usage_error(data: dict[str, Any]) -> None:
     try:
@@ -198,7 +199,7 @@ noise = st.one_of(st.text(max_size=30), st.sampled_from(["[", "]]", "{", "a.b.c 
                                                          "[[group]]\n", "[matrix]\n", "= =", "a." * 40 + "b = 1\n"]))
 
 
-@settings(max_examples=300, **SETTINGS)
+@settings(SETTINGS, max_examples=300)
 @given(preset_dicts, st.lists(st.tuples(st.integers(0, 400), noise), max_size=2), st.binary(max_size=8),
        st.booleans())
 def test_load_file_of_any_text_or_bytes_is_a_preset_or_a_usage_error(data: dict[str, Any], edits: list[tuple[int, str]],
@@ -234,7 +235,7 @@ def set_items(kind: str) -> st.SearchStrategy[str]:
                      st.text(max_size=16))
 
 
-@settings(max_examples=800, **SETTINGS)
+@settings(SETTINGS, max_examples=800)
 @given(st.sampled_from(["custom", "quick", "mem-loaded", "mem-idle"]), st.data())
 def test_set_of_any_strings_is_an_override_or_a_usage_error(name: str, data: st.DataObject) -> None:
     preset = presets.load(name)
@@ -299,7 +300,7 @@ def mutate(plan: list[Any], op: tuple[str, int, Any, Any]) -> None:
         del plan[i:]
 
 
-@settings(max_examples=800, **SETTINGS)
+@settings(SETTINGS, max_examples=800)
 @given(st.sampled_from(sorted(BASE_PLANS)), st.lists(mutation, max_size=3),
        st.one_of(st.none(), st.sampled_from(presets.KINDS), values))
 def test_validate_plan_of_any_mutation_is_a_canonical_plan_or_a_usage_error(name: str, ops: list[Any],

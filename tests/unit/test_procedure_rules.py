@@ -21,14 +21,15 @@ from app.runners.base import Context
 from app.runners.fio import job_file, precondition_job
 from app.runners.fio_parse import operating_point, steady_progress, steady_result
 from app.summary import live_line, outcome_line
-from conftest import run_cli
+from tests.conftest import run_cli
+from tests.helpers.typed import storage_point, storage_points
 
-SETTINGS = dict(derandomize=True, deadline=None, database=None, max_examples=400,
-                suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(derandomize=True, deadline=None, database=None, max_examples=400,
+                    suppress_health_check=[HealthCheck.too_slow])
 
 
 def qd_plan(depths: list[int] = [1, 2, 4, 8, 16, 32], **changes: Any) -> list[StoragePoint]:
-    base = presets.load("qd-scaling").expand()[0]
+    base = storage_point(presets.load("qd-scaling").expand()[0])
     return [replace(base, iodepth=d, **changes) for d in depths]
 
 
@@ -120,7 +121,7 @@ def test_round_skips_wait_for_the_round_to_finish() -> None:
 
 def test_rounds_expand_round_major_and_identity_includes_the_round() -> None:
     preset = presets.apply_overrides(presets.load("qd-scaling"), ["rounds=3", "iodepth=1,2"])
-    plan = preset.expand()
+    plan = storage_points(preset.expand())
     assert [(p.round, p.iodepth) for p in plan] == [(1, 1), (1, 2), (2, 1), (2, 2), (3, 1), (3, 2)]
     assert len({presets.point_key(p) for p in plan}) == 6
     stored = json.loads(json.dumps([p.to_dict() for p in plan]))
@@ -154,11 +155,11 @@ def test_bad_values_are_one_sentence_naming_key_and_value(item: str, message: st
 
 
 def test_dependent_keys_follow_their_key() -> None:
-    plain = presets.apply_overrides(presets.load("custom"), ["steady_window=9"]).expand()[0]
+    plain = storage_point(presets.apply_overrides(presets.load("custom"), ["steady_window=9"]).expand()[0])
     assert plain.steady is None and plain.steady_window is None and "steady_window" not in plain.to_dict()
-    steady = presets.apply_overrides(presets.load("custom"), ["steady=IOPS:2.50%"]).expand()[0]
+    steady = storage_point(presets.apply_overrides(presets.load("custom"), ["steady=IOPS:2.50%"]).expand()[0])
     assert (steady.steady, steady.steady_window, steady.steady_ramp) == ("iops:2.5%", 5, 2)
-    bound = presets.apply_overrides(presets.load("custom"), ["latency_bound=0.5ms"]).expand()[0]
+    bound = storage_point(presets.apply_overrides(presets.load("custom"), ["latency_bound=0.5ms"]).expand()[0])
     assert (bound.latency_bound, bound.latency_percentile, bound.latency_window) == (500, 99, 1)
 
 
@@ -195,7 +196,7 @@ def test_a_null_for_a_key_left_out_when_unset_is_not_a_stored_form() -> None:
         presets.validate_plan("storage", stored, "run.json")
 
 
-@settings(**SETTINGS)
+@settings(SETTINGS)
 @given(st.one_of(st.text(max_size=20), st.integers(), st.floats(), st.booleans(), st.none(),
                  st.lists(st.integers(), max_size=2)))
 def test_new_key_parsers_return_their_canonical_form_or_refuse(value: Any) -> None:
@@ -218,8 +219,8 @@ def test_new_key_parsers_return_their_canonical_form_or_refuse(value: Any) -> No
 
 
 def test_job_file_carries_fios_own_options(tmp_path: Path) -> None:
-    point = presets.apply_overrides(presets.load("custom"), ["steady=iops:2%", "steady_window=1.5",
-                                                             "latency_bound=750us", "latency_window=0.5"]).expand()[0]
+    point = storage_point(presets.apply_overrides(presets.load("custom"), [
+        "steady=iops:2%", "steady_window=1.5", "latency_bound=750us", "latency_window=0.5"]).expand()[0])
     text = job_file(point, str(tmp_path / "f"), plan_writes=False)
     for line in ("steadystate=iops:2%", "steadystate_duration=1500ms", "steadystate_ramp_time=2",
                  "latency_target=750us", "latency_window=500ms", "latency_percentile=99"):
@@ -254,7 +255,8 @@ def test_fio_steadystate_and_latency_target_json_read_defensively() -> None:
     assert steady_progress(doc) == {"window_s": 5, "filled_s": 2, "attained": True, "deviation": 1.234567}
     hostile = fio_doc(job_runtime="x", steadystate={"attained": "yes", "criterion": "nan%", "data": [1]})
     assert steady_result(hostile, "iops:2%", 5)["deviation"] is None
-    assert steady_progress(hostile)["filled_s"] == 0
+    progress = steady_progress(hostile)
+    assert progress is not None and progress["filled_s"] == 0
     assert steady_progress({"jobs": "nope"}) is None
     m = {"iops": 1000.0, "lat_ns": {"mean": 5e5, "p99": 9e5}}
     op = operating_point(fio_doc(job_runtime=12000, latency_depth=19), m, 1000, 99, 45)

@@ -9,7 +9,7 @@ import json
 import math
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import pytest
 
@@ -37,7 +37,7 @@ def _metrics(iops: float, lat_us: float, util: float | None, slat_us: float | No
     return m
 
 
-def _run(d: Path, rows: list[tuple[int, float, float, float | None, float | None]],
+def _run(d: Path, rows: Sequence[tuple[int, float, float, float | None, float | None]],
          samples: dict[int, list[float]] | None = None) -> Path:
     """A results directory of the rows; ``samples``: per-second IOPS of some loads (QD → values)."""
     d.mkdir(parents=True, exist_ok=True)
@@ -230,7 +230,8 @@ def test_more_curves_than_the_figure_draws_get_a_summary_row_each(tmp_path: Path
     drawn in the figure their per-load table, and the caption names the two left out."""
     d = tmp_path / "many"
     d.mkdir()
-    points, lines = [], []
+    points: list[dict[str, object]] = []
+    lines: list[str] = []
     for k in range(8):
         for qd, iops, lat, _u, _s in REVIEWED:
             p = {"rw": "randread", "bs": 4096 << k, "iodepth": qd, "numjobs": 1, "ioengine": "libaio", "direct": 1}

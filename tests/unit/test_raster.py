@@ -19,7 +19,7 @@ from app.errors import UsageError
 from app.report import render_report
 from app.report.raster import draw_report_figures, report_order
 from app.textable import markdown_figure
-from fleet_util import GOLDEN_RUN, make_fleet_dir
+from tests.helpers.fleet_util import GOLDEN_RUN, make_fleet_dir
 
 
 @pytest.fixture(scope="module")

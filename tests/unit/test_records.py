@@ -33,7 +33,7 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "report"
 # lines the tool wrote (the golden runs), compact as results.jsonl holds them
 WRITTEN = [write_json(json.loads(text)) for run in ("golden-run", "telemetry-run")
            for text in (DATA / run / "results.jsonl").read_text().splitlines() if text.strip()]
-SETTINGS = dict(derandomize=True, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(derandomize=True, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 
 JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
                     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
@@ -48,7 +48,7 @@ def test_the_lines_the_tool_wrote_are_written_back_byte_for_byte() -> None:
         assert write_line(read_line(text)) == text
 
 
-@settings(max_examples=300, **SETTINGS)
+@settings(SETTINGS, max_examples=300)
 @given(line=st.sampled_from(WRITTEN), data=st.data())
 def test_a_line_keeps_what_it_does_not_know_and_its_key_order(line: str, data: st.DataObject) -> None:
     """A newer version's keys (and values of another type where the reader does not refuse them) are kept in
@@ -61,7 +61,7 @@ def test_a_line_keeps_what_it_does_not_know_and_its_key_order(line: str, data: s
     assert write_line(read_line(text)) == text
 
 
-@settings(max_examples=500, **SETTINGS)
+@settings(SETTINGS, max_examples=500)
 @given(value=JSON | st.dictionaries(KEYS, JSON, max_size=6))
 def test_the_reader_raises_nothing_but_its_error_on_any_json(value: object) -> None:
     for obj in (value, {"kind": "storage", "point": {"rw": "read", "bs": 1}, "metrics": {}, "x": value},
@@ -74,7 +74,7 @@ def test_the_reader_raises_nothing_but_its_error_on_any_json(value: object) -> N
         write_line(line)  # whatever it read, it can write
 
 
-@settings(max_examples=300, **SETTINGS)
+@settings(SETTINGS, max_examples=300)
 @given(base=st.sampled_from(WRITTEN), path=st.sampled_from([("metrics", "iops"), ("metrics", "lat_ns"),
                                                              ("point", "bs"), ("index",), ("host",), ("kind",)]),
        value=JSON)
@@ -108,7 +108,7 @@ def test_the_error_names_file_line_key_and_value() -> None:
 FIGURE = st.none() | st.integers(0, 1 << 40) | st.floats(0, 1e12, allow_nan=False)
 
 
-@settings(max_examples=200, **SETTINGS)
+@settings(SETTINGS, max_examples=200)
 @given(iops=FIGURE, bw=FIGURE, wall=FIGURE, job=st.none() | st.text(max_size=10),
        steady=st.none() | st.dictionaries(st.sampled_from(["attained", "criterion"]),
                                           st.booleans() | st.text(max_size=5)),
@@ -116,7 +116,7 @@ FIGURE = st.none() | st.integers(0, 1 << 40) | st.floats(0, 1e12, allow_nan=Fals
 def test_a_line_the_session_builds_reads_back_as_itself(iops: float | None, bw: float | None, wall: float | None,
                                                         job: str | None, steady: dict[str, object] | None,
                                                         host: str | None, latency: float | None) -> None:
-    parts = Parts(host=host, wall_s=wall, job=job, steady=steady)  # type: ignore[arg-type]
+    parts = Parts(host=host, wall_s=wall, job=job, steady=steady)
     storage = ResultLine(Kind.STORAGE, {"rw": "read", "bs": 4096}, StorageMetrics.of({"iops": iops, "bw_bytes": bw}),
                          0, 1, parts, {"fio": "raw/0000-read.fio"}, "2026-01-01T00:00:00+00:00", None, "/t/f",
                          None, [], {})

@@ -20,7 +20,7 @@ from app.procedure import Measured, Procedure, measured_from_line, replicate_ski
 from app.records import read_line
 from app.runners.memory import MemoryRunner
 from app.sweep import Session
-from conftest import run_cli
+from tests.conftest import run_cli
 
 PRESET = 'name = "two"\nkind = "storage"\n[settings]\nrw = "randread"\nruntime = 1\n[matrix]\nbs = ["4k", "64k"]\n'
 
@@ -52,7 +52,7 @@ def test_repeat_interleaves_the_plan_and_one_replicate_keeps_its_bytes(tmp_path:
 
 @pytest.mark.parametrize("value", [0, 51, "1", True, None])
 def test_a_hostile_replicate_in_run_json_is_refused(tmp_path: Path, value: object) -> None:
-    stored = [p.to_dict() for p in two_points(tmp_path, "repeat=2").expand()]
+    stored: list[dict[str, object]] = [{**p.to_dict()} for p in two_points(tmp_path, "repeat=2").expand()]
     stored[1]["replicate"] = value
     with pytest.raises(UsageError, match=r"run.json: plan\[1\] key 'replicate' has invalid value"):
         presets.validate_plan("storage", stored, "run.json")

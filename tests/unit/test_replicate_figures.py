@@ -32,7 +32,7 @@ def taken() -> Iterator[dict[str, Any]]:
 def _repeated(tmp_path: Path) -> Path:
     """randread and randwrite at 4K, 64K, 128K and QD4, QD16, three replicates each, the IOPS of a replicate 10 %
     apart."""
-    lines = []
+    lines: list[dict[str, Any]] = []
     for rep in (1, 2, 3):
         for rw in ("randread", "randwrite"):
             for bs in (4096, 65536, 131072):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 from app.report import analysis as an
 from app.report.model import RunData, load
@@ -14,10 +15,10 @@ from tests.helpers.tail_runs import storage_line, write_run
 
 def _repeated(tmp_path: Path) -> Path:
     """randread 4K at QD1 and QD16, three replicates each, with fio's CPU figures."""
-    lines = []
+    lines: list[dict[str, Any]] = []
     for rep in (1, 2, 3):
         for qd in (1, 16):
-            line = storage_line(len(lines), 100_000 * qd ** 0.5 * (1 + 0.05 * rep), 20_000.0 * qd ** 0.6,
+            line = storage_line(len(lines), round(100_000 * qd ** 0.5 * (1 + 0.05 * rep)), 20_000.0 * qd ** 0.6,
                                 iodepth=qd, replicate=rep)
             line["metrics"].update(usr_cpu=10.0 + rep, sys_cpu=20.0, iops_per_cpu=50_000.0)
             lines.append(line)

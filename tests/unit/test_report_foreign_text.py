@@ -33,7 +33,7 @@ from app.report import plots, render_report
 from app.sanitize import FOREIGN_LIMIT
 from app.textable import markdown_cells
 from app.validity import FLAGS
-from conftest import DATA, ROOT, run_cli
+from tests.conftest import DATA, ROOT, run_cli
 from tests.helpers import interval_runs, open_runs, peak_runs, suite_runs, tail_runs
 from tests.helpers.fleet_util import make_fleet_dir
 from tests.unit.test_report_html import Tags
@@ -296,6 +296,7 @@ def _covers(mutated: set[tuple[str, ...]], field: tuple[str, ...]) -> bool:
 
 COMMONMARK = MarkdownIt("commonmark", {"html": True}).enable("table")
 GITHUB = MarkdownIt("gfm-like", {"html": True})  # with GitHub's autolinks of bare URLs, e-mail addresses, www.
+assert GITHUB.linkify is not None  # "gfm-like" has linkify on
 GITHUB.linkify.set({"fuzzy_link": False})
 HEADING_START = re.compile(r"^ {0,3}#{1,6}(?:\s|$)")
 

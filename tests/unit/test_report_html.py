@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from app.errors import UsageError
 from app.report import render_report
 from app.report.html import MAX_FIGURE_BYTES, FigureRefused, inline_svg, markdown_parser, render_html, write_html
-from conftest import DATA, run_cli
+from tests.conftest import DATA, run_cli
 from tests.helpers.fleet_util import make_fleet_dir
 
 # every element markdown-it's CommonMark renderer (tables on, raw HTML off) can make

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from app.report import plots, render_report
-from conftest import ROOT
+from tests.conftest import ROOT
 from tests.helpers.figure_text import shown_ticklabels as _shown_ticklabels
 
 # reports of 120 and 1,008 points rendered under the checker: tens of CPU-seconds, left to `make test`
@@ -86,7 +86,7 @@ def _render(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, **shape:
     return d, check
 
 
-SHAPES = {
+SHAPES: dict[str, dict[str, Any]] = {
     "4": {"rws": ["read", "randread"], "bss": [4096], "qds": [1, 32]},
     "1008": {"bss": [4096 << i for i in range(12)], "qds": [1 << i for i in range(14)]},
 }

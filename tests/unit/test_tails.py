@@ -4,12 +4,13 @@ from the device and tail parts."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app import tails
-from app.records import Parts, StorageMetrics, read_line
+from app.records import JSONObject, Parts, StorageMetrics, read_line
 from app.runners.fio_parse import _percentile_from_bins, combine_latency, latency_hist
 from app.validity import TargetFacts, device_reasons, point_checks, point_flags, tail_reason
 
@@ -73,8 +74,8 @@ def test_hostile_records() -> None:
 
 
 def test_a_line_keeps_a_bad_histogram_as_read_and_reads_none() -> None:
-    line = {"kind": "storage", "point": {"rw": "randread", "bs": 4096},
-            "metrics": {"iops": 1.0, "lat_hist": [[5, 1], [3, 1]]}}
+    line: dict[str, Any] = {"kind": "storage", "point": {"rw": "randread", "bs": 4096},
+                            "metrics": {"iops": 1.0, "lat_hist": [[5, 1], [3, 1]]}}
     got = read_line(json.dumps(line))
     assert got.storage.hist() is None
     assert got.json()["metrics"] == line["metrics"]
@@ -92,9 +93,9 @@ def _lat(bins: dict[int, int], **pcts: int) -> dict[str, object]:
 def test_two_jobs_merge_their_bins_and_get_p99_999() -> None:
     fast = {100: 999_000, 200: 1000}
     slow = {100: 10, 5000: 990}
-    jobs = [{"read": {"lat_ns": _lat(fast)}}, {"read": {"lat_ns": _lat(slow)}}]
+    jobs: list[dict[str, Any]] = [{"read": {"lat_ns": _lat(fast)}}, {"read": {"lat_ns": _lat(slow)}}]
     assert latency_hist(jobs) == [(100, 999_010), (200, 1000), (5000, 990)]
-    lat = combine_latency([j["read"]["lat_ns"] for j in jobs])  # type: ignore[index]
+    lat = combine_latency([j["read"]["lat_ns"] for j in jobs])
     assert (lat["p99"], lat["p99_9"], lat["p99_999"]) == (100, 200, 5000)
 
 
@@ -125,7 +126,7 @@ def test_device_flags_at_their_boundaries() -> None:
 
 
 def test_tail_flag_and_the_checks_of_a_point() -> None:
-    tail = {"intervals": 20, "median_p99_ns": 100_000.0, "worst_p99_ns": 900_000.0, "worst_t": 12.0,
+    tail: JSONObject = {"intervals": 20, "median_p99_ns": 100_000.0, "worst_p99_ns": 900_000.0, "worst_t": 12.0,
             "ratio": 9.0, "factor": 4.0}
     reason = tail_reason(tail)
     assert reason is not None and "12 s" in reason and "9.0×" in reason

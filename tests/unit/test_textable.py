@@ -10,7 +10,7 @@ from app.sanitize import clean_line
 from app.textable import ReadTable, markdown_table, read_markdown
 
 # any text, Markdown's characters (a '|' too) and control characters included: the table escapes and cleans it
-CELL = st.text(st.one_of(st.characters(blacklist_categories=("Cs",)), st.sampled_from("|\\`*_[]<>#!&:/-")),
+CELL = st.text(st.one_of(st.characters(blacklist_categories=["Cs"]), st.sampled_from("|\\`*_[]<>#!&:/-")),
                max_size=8).map(str.strip)
 
 

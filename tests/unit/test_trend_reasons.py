@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 from app.report import trends
 from app.report import verdict as vd
@@ -16,7 +17,7 @@ from tests.helpers.tail_runs import storage_line, write_run
 def _mix_run(tmp_path: Path) -> Path:
     """randread against randwrite at four block sizes, two replicates each, spread too wide to judge a 10 %
     difference (each block size a different spread, so each test a different reason)."""
-    lines = []
+    lines: list[dict[str, Any]] = []
     for rep in (1, 2):
         for k, bs in enumerate((4096, 16384, 65536, 131072)):
             for rw in ("randread", "randwrite"):

@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 
+from app.records import JSONObject
 from app.report import analysis as an
 from app.report import plots, render_report, trends, verdict
 from app.report.model import StorageRow
-from conftest import ROOT
+from tests.conftest import ROOT
 
 
 def row(run_dir: Path, i: int, rw: str, bs: int, qd: int, iops: float, cv: float | None = None,
@@ -30,8 +31,8 @@ def row(run_dir: Path, i: int, rw: str, bs: int, qd: int, iops: float, cv: float
                  for t in range(10)]
         (run_dir / name).write_text("".join(json.dumps(s) + "\n" for s in lines))
         record["raw"] = {"samples": name}
-    point = {"rw": rw, "bs": bs, "iodepth": qd, "numjobs": 1, "ioengine": "libaio", "rwmixread": rwmixread}
-    metrics = {"iops": iops, "bw_bytes": iops * bs, "lat_ns": {"mean": mean_us * 1e3, "p99": p99_us * 1e3}}
+    point: JSONObject = {"rw": rw, "bs": bs, "iodepth": qd, "numjobs": 1, "ioengine": "libaio", "rwmixread": rwmixread}
+    metrics: JSONObject = {"iops": iops, "bw_bytes": iops * bs, "lat_ns": {"mean": mean_us * 1e3, "p99": p99_us * 1e3}}
     return StorageRow.of(i, point, metrics, record)
 
 

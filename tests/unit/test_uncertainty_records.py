@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+from typing import Mapping, cast
 
 import numpy as np
 import pytest
 
-from app.records import MemoryMetrics, StorageMetrics, read_line, write_line
+from app.records import JSONObject, MemoryMetrics, StorageMetrics, read_line, write_line
 from app.uncertainty import (
     interval_difference,
     intervals_of,
@@ -16,9 +17,10 @@ from app.uncertainty import (
     storage_series,
     welch_difference,
 )
+from tests.helpers.typed import as_dict
 
 
-def _line(metrics: dict[str, object]) -> dict[str, object]:
+def _line(metrics: Mapping[str, object]) -> dict[str, object]:
     return {"schema_version": 1, "kind": "storage", "index": 0,
             "point": {"rw": "randread", "bs": 4096, "iodepth": 1, "numjobs": 1}, "metrics": metrics}
 
@@ -26,7 +28,7 @@ def _line(metrics: dict[str, object]) -> dict[str, object]:
 def test_an_interval_record_reads_back_byte_for_byte_and_typed() -> None:
     rng = np.random.default_rng(1)
     u = intervals_of({"iops": list(1000 + rng.normal(0, 10, 60)), "lat_mean_ns": [5.0] * 3})
-    m = StorageMetrics.of({"iops": 1000.0}).with_ci(u.ci95, u.ci_method)
+    m = StorageMetrics.of({"iops": 1000.0}).with_ci(cast(JSONObject, u.ci95), cast(JSONObject, u.ci_method))
     text = write_line(read_line(_line(m.json())))
     again = read_line(json.loads(text))
     assert write_line(again) == text
@@ -35,7 +37,7 @@ def test_an_interval_record_reads_back_byte_for_byte_and_typed() -> None:
     assert again.storage.interval("lat_mean_ns") is None
     method = again.storage.ci_method or {}
     assert method["method"] == "batch-means" and method["samples"] == 60
-    assert "reason" in method["series"]["lat_mean_ns"]  # type: ignore[index, operator]
+    assert "reason" in as_dict(as_dict(method["series"])["lat_mean_ns"])
 
 
 @pytest.mark.parametrize("bad", [{"iops": [2, 1]}, {"iops": [1]}, {"iops": ["1", 2]}, {"iops": [1, float("nan")]},
@@ -49,12 +51,12 @@ def test_a_bad_interval_record_is_kept_as_read_and_reads_as_absent(bad: object) 
 def test_no_samples_say_why_and_memory_metrics_carry_the_record() -> None:
     u = none_because("imported fio JSON has no per-second samples")
     assert u.ci95 == {} and u.ci_method == {"method": "none", "reason": "imported fio JSON has no per-second samples"}
-    m = MemoryMetrics(latency_ns=80.0).with_ci(u.ci95, u.ci_method)
+    m = MemoryMetrics(latency_ns=80.0).with_ci(cast(JSONObject, u.ci95), cast(JSONObject, u.ci_method))
     assert list(m.json()) == ["latency_ns", "ci_method"]
 
 
 def test_storage_series_keeps_whole_seconds_and_usable_figures() -> None:
-    samples = [{"t": 1, "interval_s": 1.0, "iops": 10, "bw_bytes": 40960, "lat_mean_ns": 100},
+    samples: list[dict[str, object]] = [{"t": 1, "interval_s": 1.0, "iops": 10, "bw_bytes": 40960, "lat_mean_ns": 100},
                {"t": 2, "interval_s": 1.0, "iops": "x", "bw_bytes": -1, "lat_mean_ns": 110},
                {"t": 2.01, "interval_s": 0.01, "iops": 1, "bw_bytes": 4096, "lat_mean_ns": 1}]
     assert storage_series(samples) == {"iops": [10.0], "bw_bytes": [40960.0], "lat_mean_ns": [100.0, 110.0]}

@@ -7,7 +7,7 @@ import json
 import re
 
 from app.audit import ITEMS
-from vm_guest import Guest
+from tests.helpers.vm_guest import Guest
 
 
 def test_audit_reads_the_nvme_drives_link_node_and_power_state_from_the_guest(lab: Guest) -> None:

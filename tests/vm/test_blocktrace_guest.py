@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from vm_guest import ROOT, Guest
+from tests.helpers.vm_guest import ROOT, Guest
 
 
 def test_the_layer_split_on_the_nvme_namespace_agrees_with_its_counters(lab: Guest) -> None:

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from tests.conftest import ROOT
-from vm_guest import Guest
+from tests.helpers.vm_guest import Guest
 
 AGENT = "/run/profiler-tui/agent.sock"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from vm_guest import Guest
+from tests.helpers.vm_guest import Guest
 
 CELLS = [(0, 0), (0, 1), (1, 0), (1, 1)]
 

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from app.report.write import render_report
-from vm_guest import Guest
-from vm_image import ROOT
+from tests.helpers.vm_guest import Guest
+from tests.helpers.vm_image import ROOT
 
 BUFFER = 64 << 20
 PAGES = BUFFER // 4096  # the guest's pages are 4 KiB (numa_maps counts a huge page as its 4 KiB pages too)

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from vm_guest import Guest
+from tests.helpers.vm_guest import Guest
 
 SCRATCH = "/dev/nvme0n2"  # the lab's namespace for partitions and filesystems
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_cli
-from vm_guest import Guest
+from tests.helpers.vm_guest import Guest
 
 
 def lines(out: Path) -> list[dict]:

@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from vm_guest import Guest
-from vm_image import ROOT
+from tests.helpers.vm_guest import Guest
+from tests.helpers.vm_image import ROOT
 
 DEFAULT_THRESHOLD_K = 343  # QEMU's over-temperature threshold (70 °C) until the host sets another
 LOW_THRESHOLD_K = 300  # below the controller's 323 K: the temperature bit is set

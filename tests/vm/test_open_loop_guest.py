@@ -18,7 +18,7 @@ from typing import Any
 
 from app.units import us
 from tests.conftest import run_cli
-from vm_guest import Guest
+from tests.helpers.vm_guest import Guest
 
 RATES = ["10%", "20%", "30%", "40%", "50%", "60%", "70%", "80%", "90%", "95%", "100%", "110%"]
 BOUND_US = 1000  # the report's default p99 bound

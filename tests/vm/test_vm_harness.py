@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from fleet_agents import listening
 from tests.conftest import ROOT
+from tests.helpers.fleet_agents import listening
 
 VICTIM = Path(__file__).resolve().parent / "victim_session.py"
 

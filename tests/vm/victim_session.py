@@ -9,9 +9,9 @@ import os
 import time
 from pathlib import Path
 
-from fleet_agents import free_port
-from vm_guest import Guest, Spec
-from vm_image import prepare
+from tests.helpers.fleet_agents import free_port
+from tests.helpers.vm_guest import Guest, Spec
+from tests.helpers.vm_image import prepare
 
 
 def test_victim(tmp_path: Path) -> None:

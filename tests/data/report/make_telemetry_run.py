@@ -27,12 +27,12 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 TESTS = HERE.parent.parent
 ROOT = TESTS.parent
-sys.path[:0] = [str(TESTS / "helpers"), str(TESTS / "integration"), str(TESTS)]  # as under pytest
+sys.path.insert(0, str(ROOT))  # the tests and app/ import by their names from the checkout
 
-from loopdev import loop_device  # noqa: E402 - after the sys.path line above
-from test_telemetry import FAKE_NVME, NVME_DIR, fake_tool  # noqa: E402 - after the sys.path line above
-from test_validity import fake_sysfs  # noqa: E402 - after the sys.path line above
-from throttle import write_bps_throttle  # noqa: E402 - after the sys.path line above
+from tests.helpers.loopdev import loop_device  # noqa: E402 - after the sys.path line above
+from tests.helpers.throttle import write_bps_throttle  # noqa: E402 - after the sys.path line above
+from tests.integration.test_telemetry import FAKE_NVME, NVME_DIR, fake_tool  # noqa: E402 - after the sys.path line above
+from tests.integration.test_validity import fake_sysfs  # noqa: E402 - after the sys.path line above
 
 FIXED_DEVICE = "/dev/nvme0n1"
 
