@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
+import pytest
+
 from app.points import Kind, point_from_dict
 from app.procedure import Procedure, run_order
 from app.uncertainty import replicate_spread
@@ -69,6 +71,7 @@ def test_repeat_3_interrupted_and_resumed_ends_with_each_replicate_once_interlea
     assert "Nothing to resume" in run_cli("resume", str(out), check=True).stdout
 
 
+@pytest.mark.serial  # three replicates agreeing within 3 %: a loaded machine's noise can part them
 @needs_loop
 def test_repeat_auto_stops_on_a_steady_target_and_a_resumed_run_decides_the_same(tmp_path: Path) -> None:
     """A RAM-backed loop device throttled by the kernel to 2000 IOPS: a point at QD1 and QD4 measures the throttle,

@@ -163,6 +163,7 @@ async def start_quick_run(pilot: Any) -> Any:
     return run
 
 
+@pytest.mark.serial  # asserts a key's delay
 async def test_cancel_keeps_completed_points_and_keys_stay_fast(tmp_path: Path) -> None:
     app = create_app(devices=DEVICES, results_dir=tmp_path / "results", overrides=["runtime=2", "size=16m"])
     async with app.run_test(size=SIZE) as pilot:

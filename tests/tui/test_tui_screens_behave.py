@@ -29,7 +29,8 @@ def fixed_presets(monkeypatch: pytest.MonkeyPatch) -> None:
 async def test_a_resumed_run_leaves_no_stale_run_screen_behind(tmp_path: Path) -> None:
     """Stop a run (c, y), h, ctrl+g (it completes), h, escape: the screen under the runs browser is not the old run
     screen still saying "interrupted … profiler-tui resume …", and escape from there reaches the devices."""
-    app = create_app(devices=DEVICES, results_dir=tmp_path / "results", overrides=["runtime=3", "size=4m"])
+    # a point long enough that the stop always lands in it (a 3 s point once completed first on a loaded machine)
+    app = create_app(devices=DEVICES, results_dir=tmp_path / "results", overrides=["runtime=8", "size=4m"])
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("enter")  # the test file
         await choose_preset(pilot, "custom")  # one point

@@ -196,7 +196,8 @@ async def test_eta_stays_visible_at_40_columns(tmp_path: Path) -> None:
 
 
 async def test_resume_hint_is_whole_on_the_live_tab_at_80_columns(tmp_path: Path) -> None:
-    app = create_app(devices=DEVICES, results_dir=tmp_path / "results", overrides=["runtime=5", "size=16m"])
+    # stopped long before its end (a 5 s point once completed before the stop on a loaded machine)
+    app = create_app(devices=DEVICES, results_dir=tmp_path / "results", overrides=["runtime=30", "size=16m"])
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("enter", "enter")  # test file → the first preset, 'custom'
         run = app.screen

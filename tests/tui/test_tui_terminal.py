@@ -72,6 +72,7 @@ def test_hang_up_mid_run_stops_fio_marks_interrupted_and_exits_130(tmp_path: Pat
     assert run_json(app.results)["status"] == "interrupted"
 
 
+@pytest.mark.serial  # a deadline (EXIT_BUDGET_S) from the hang-up
 @pytest.mark.parametrize("screen", ["devices", "presets", "results"])
 def test_hang_up_on_each_screen_exits_within_budget(tmp_path: Path, screen: str) -> None:
     with PtyApp(tmp_path) as app:
