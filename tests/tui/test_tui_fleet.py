@@ -29,7 +29,7 @@ from app.tui import create_app
 from app.widgets.charts import HOST_COLORS, MAX_HOST_SERIES, CurveChart, LatencyChart, ThroughputChart
 from tests.helpers.fleet_agents import agents as fleet_agents
 from tests.helpers.fleet_agents import answering
-from tests.tui.helpers import DEVICES, FIXED_PRESETS, choose_preset, forever, wait_for
+from tests.tui.helpers import DEVICES, FIXED_PRESETS, choose_preset, forever, results_shown, wait_for
 
 SIZE = (80, 24)
 WIDE = (160, 48)
@@ -270,8 +270,8 @@ async def test_fleet_run_of_quick_on_two_agents_to_the_fleet_table(tmp_path: Pat
             assert meta["fleet"]["hosts"][1]["target"] == str(own)
 
             await pilot.press("r")
-            results = app.screen
-            assert isinstance(results, ResultsScreen) and results.fleet is not None
+            results = await results_shown(pilot)
+            assert results.fleet is not None
             table = results.query_one("#results")
             assert table.row_count == 2 * 3  # each point: its two hosts, then the total
             fleet = results.fleet

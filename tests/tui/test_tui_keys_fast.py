@@ -138,13 +138,13 @@ async def test_a_runs_results_are_read_ahead_off_the_event_loop(tmp_path: Path,
     its files again on the event loop."""
     run = a_run(tmp_path)
     reads: list[str] = []
-    real = results_screen.load_rows
+    real = results_screen.read_rows
 
     def counting(path):  # type: ignore[no-untyped-def]
         reads.append(threading.current_thread().name)
         return real(path)
 
-    monkeypatch.setattr(results_screen, "load_rows", counting)
+    monkeypatch.setattr(results_screen, "read_rows", counting)
     tui = create_app(devices=DEVICES, results_dir=tmp_path, clock=lambda: 0.0, settings=tmp_path / "c.toml")
     async with tui.run_test(size=SIZE) as pilot:
         await open_runs(pilot)
@@ -153,6 +153,46 @@ async def test_a_runs_results_are_read_ahead_off_the_event_loop(tmp_path: Path,
         view = await wait_for(pilot, lambda: isinstance(tui.screen, ResultsScreen) and tui.screen, 10, "results")
         assert view.path == run and view.query_one("#results", DataTable).row_count == 2
     assert reads == ["results"], reads  # once, by the thread reading ahead
+
+
+async def test_results_being_read_ahead_show_at_once_and_fill_in_when_read(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Opened while its run's results are being read ahead (`r` as the run ends, `enter` in the runs browser), the
+    results screen is on screen at once saying so, answers keys, and shows the rows when the read ends; the event
+    loop never waits for the read (it did: the screen came only with its rows)."""
+    run = a_run(tmp_path)
+    go = threading.Event()
+    release = threading.Timer(20, go.set)  # never hang: the old code blocked the event loop until the read ended
+    real = results_screen.read_rows
+
+    def held(path):  # type: ignore[no-untyped-def]
+        go.wait(30)
+        return real(path)
+
+    monkeypatch.setattr(results_screen, "read_rows", held)
+    tui = create_app(devices=DEVICES, results_dir=tmp_path / "none", clock=lambda: 0.0, settings=tmp_path / "c.toml")
+    async with tui.run_test(size=SIZE) as pilot:
+        release.start()
+        try:
+            results_screen.read_ahead(run)
+            tui.push_screen(ResultsScreen(run))
+            view = await wait_for(pilot, lambda: isinstance(tui.screen, ResultsScreen) and tui.screen, 10, "results")
+            await wait_for(pilot, lambda: view.query("#results-status"), 10, "the status line")
+            status = view.query_one("#results-status", Static)
+            await wait_for(pilot, lambda: "Reading the results" in str(status.render()), 10, "the reading line")
+            assert not go.is_set(), "shown only once the read ended"
+            table = view.query_one("#results", DataTable)
+            assert table.row_count == 0 and view.reading
+            await pilot.press("s", "S", "right")  # keys on a table not there yet: nothing happens
+            assert tui.screen is view and "Reading the results" in str(status.render())
+            go.set()
+            await wait_for(pilot, lambda: table.row_count == 2 and not view.reading, 10, "the rows")
+            assert "Reading" not in str(status.render()) and "sorted by" in str(status.render())
+            await pilot.press("s")
+            assert table.row_count == 2
+        finally:
+            go.set()
+            release.cancel()
 
 
 async def test_the_custom_form_makes_the_other_kinds_fields_when_switched_to(tmp_path: Path) -> None:
