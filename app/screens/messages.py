@@ -42,6 +42,11 @@ class ShowCustomSweep(Message):
         self.start = start
 
 
+class PrepareCustomSweep(ShowCustomSweep):
+    """The custom-sweep form :class:`ShowCustomSweep` would show, made now and kept off screen for the key that
+    shows it (asked for when the screen that has the key is idle)."""
+
+
 class ShowDevices(Message):
     """Back to the device list (the first screen)."""
 

@@ -13,6 +13,7 @@ import pytest
 from textual.widgets import DataTable, Input, Select, Static
 
 import app.report
+from app import formplan
 from app import presets as core
 from app.formplan import FIELDS
 from app.screens import prerender
@@ -24,9 +25,10 @@ from app.screens.report import ReportScreen
 from app.screens.results import ResultsScreen
 from app.screens.runs import RunsScreen
 from app.tui import create_app
+from app.widgets import ErrorLine
 from tests.helpers.interval_runs import storage_point, write_storage_run
 from tests.tui.helpers import DEVICES, open_runs, wait_for
-from tests.tui.test_tui_form_import import open_form
+from tests.tui.test_tui_form_import import open_form, presets_on, set_field
 
 SIZE = (100, 30)
 
@@ -214,6 +216,86 @@ async def test_the_custom_form_makes_the_other_kinds_fields_when_switched_to(tmp
         form.query_one("#kind", Select).value = core.STORAGE
         await pilot.pause()
         assert form.kind == core.STORAGE and isinstance(tui.screen, CustomSweepScreen)
+
+
+def made_ahead(tui: Any, name: str) -> Any:
+    """The custom form the app keeps, once made (composed off screen) for preset ``name``."""
+    kept = getattr(tui, "kept_form", None)
+    form = kept[1] if kept else None
+    return form is not None and form.start_from == name and form.is_mounted and form.query(".fields Input") and form
+
+
+def mine(runtime: int) -> str:
+    """A user preset "mine": quick's tests with its own runtime."""
+    text = (Path(__file__).parent / "data" / "presets" / "quick.toml").read_text()
+    return text.replace('name = "quick"', 'name = "mine"').replace("runtime = 5", f"runtime = {runtime}")
+
+
+async def test_the_custom_form_is_made_ahead_while_the_cursor_rests_on_a_preset(tmp_path: Path) -> None:
+    """The cursor resting on a preset, its custom form is composed off screen; `c` shows that form (built before
+    the key) with the preset's values."""
+    tui = create_app(devices=DEVICES, results_dir=tmp_path / "results", clock=lambda: 0.0)
+    async with tui.run_test(size=(100, 40)) as pilot:
+        presets = await presets_on(pilot, "quick")
+        form = await wait_for(pilot, lambda: made_ahead(tui, "quick"), 10, "the form made ahead")
+        assert tui.screen is presets
+        await pilot.press("c")
+        await wait_for(pilot, lambda: isinstance(tui.screen, CustomSweepScreen), 5, "the form")
+        assert tui.screen is form
+        await pilot.pause()
+        quick = formplan.start_values(presets.presets["quick"])
+        assert form.kind == core.STORAGE and form.query_one("#storage-runtime", Input).value == quick["runtime"]
+        assert form.focused is form.query_one("#storage-rw", Input)
+
+
+async def test_a_kept_custom_form_shows_its_presets_values_again_and_never_a_stale_preset(tmp_path: Path) -> None:
+    """`c` again on the same preset shows the form kept from the last visit, as a new one would show it (the
+    preset's values, no name, no error: the edits of the last visit gone); once the preset's file changed, the
+    form shows the new values; another preset's form shows that preset's kind."""
+    core.save_user_preset(mine(2), "mine")
+    tui = create_app(devices=DEVICES, results_dir=tmp_path / "results", clock=lambda: 0.0)
+    async with tui.run_test(size=(100, 40)) as pilot:
+        presets = await presets_on(pilot, "mine")
+        await pilot.press("c")
+        form = await wait_for(pilot, lambda: isinstance(tui.screen, CustomSweepScreen) and tui.screen, 5, "the form")
+        await pilot.pause()
+        runtime = form.query_one("#storage-runtime", Input)
+        assert runtime.value == "2"
+        await set_field(pilot, form, "runtime", "x")
+        form.query_one("#name", Input).value = "edited"
+        await pilot.pause()
+        assert str(form.query_one("#err-storage-runtime", ErrorLine).text)
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: tui.screen is presets, 5, "the presets")
+        await pilot.press("c")
+        await wait_for(pilot, lambda: isinstance(tui.screen, CustomSweepScreen), 5, "the form again")
+        await pilot.pause()
+        assert tui.screen is form, "the form kept from the last visit"
+        assert runtime.value == "2" and form.query_one("#name", Input).value == ""
+        assert not form.query_one("#err-storage-runtime", ErrorLine).text
+        assert form.focused is form.query_one("#storage-rw", Input)
+
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: tui.screen is presets, 5, "the presets")
+        core.save_user_preset(mine(7), "mine")  # the preset's file changed between visits
+        presets.on_screen_resume()
+        table = presets.query_one("#presets", DataTable)
+        table.move_cursor(row=table.get_row_index("mine"))
+        await pilot.pause()
+        await pilot.press("c")
+        again = await wait_for(pilot, lambda: isinstance(tui.screen, CustomSweepScreen) and tui.screen, 5, "the form")
+        await pilot.pause()
+        assert again.query_one("#storage-runtime", Input).value == "7"
+
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: tui.screen is presets, 5, "the presets")
+        table.move_cursor(row=table.get_row_index("mem-loaded"))
+        await pilot.pause()
+        await pilot.press("c")
+        memory = await wait_for(pilot, lambda: isinstance(tui.screen, CustomSweepScreen) and tui.screen, 5, "form")
+        await pilot.pause()
+        assert memory.kind == core.MEMORY and memory.start_from == "mem-loaded"
+        assert memory.query_one("#fields-memory").display and not memory.query_one("#fields-storage").display
 
 
 def footer_keys(screen: Any) -> list[str]:
