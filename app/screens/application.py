@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from textual.notifications import SeverityLevel
 
     from app.screens.custom import CustomSweepScreen
+    from app.screens.results import ResultsScreen
     from app.screens.run import RunScreen
     from app.sweep import Session
 
@@ -93,6 +94,7 @@ class ProfilerApp(App[int]):
         self.binary_units = False  # bandwidths in MiB/s (the u key), else MB/s
         # the custom form kept between visits (and made ahead): its target, preset and engine, and the form
         self.kept_form: tuple[object, CustomSweepScreen] | None = None
+        self.kept_results: ResultsScreen | None = None  # the results screen last opened, kept for the next visit
         self.results_problem: str | None = None  # why no run can write its results (the devices screen checks)
         self.settings_problem: str | None = None
         if options.settings is not None:
@@ -459,8 +461,22 @@ class ProfilerApp(App[int]):
     def show_results(self, message: ShowResults) -> None:
         from app.screens.results import ResultsScreen
 
-        if not self.refused(message.path):
-            self.push_screen(ResultsScreen(message.path))
+        if self.refused(message.path):
+            return
+        path = Path(message.path).absolute()
+        kept = self.kept_results
+        if kept is not None and kept not in self.screen_stack:
+            if kept.path.absolute() == path:
+                self.push_screen(kept)  # as it was left, its rows read again if its files changed (on resume)
+                return
+            self.uninstall_screen(kept)
+            kept.remove()
+            self.kept_results = None
+        screen = ResultsScreen(message.path)
+        if self.kept_results is None:
+            self.install_screen(screen, f"results-{id(screen)}")  # kept when popped, for the next visit
+            self.kept_results = screen
+        self.push_screen(screen)
 
     @on(ShowReplay)
     def show_replay(self, message: ShowReplay) -> None:

@@ -386,6 +386,7 @@ class ReadResults:
 
     fleet: FleetTable | None
     kinds: dict[str, KindView]
+    stamp: tuple[object, ...] = ()  # the identity of the files as they were before the read (_files_stamp)
 
 
 def kind_view(path: Path, records: list[dict[str, Any]], lines: list[ResultLine] | None = None) -> KindView:
@@ -440,7 +441,7 @@ def read_results(path: Path) -> ReadResults:
         for kind in (Kind.STORAGE, Kind.MEMORY):
             if any(r.get("kind") == kind for r in rows):
                 kinds[kind] = kind_view(path, [r for r in rows if r.get("kind") == kind], lines)
-    read = ReadResults(fleet, kinds)
+    read = ReadResults(fleet, kinds, stamp)
     if stamp == _files_stamp(key):  # not written while read
         with _read_lock:
             _read.pop(key, None)
@@ -583,6 +584,7 @@ class ResultsScreen(StyledOnce, Screen[None]):
         self.pages: list[list[int]] = []  # column_pages() as the table's columns were last added
         self.views: dict[str, KindView] = {}  # each kind's rows and columns, as read (read_results)
         self.reading = False  # shown while its results are still being read (ahead, in a thread)
+        self.read_shown: ReadResults | None = None  # what the table shows (read_results' while its files are unchanged)
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
@@ -596,15 +598,28 @@ class ResultsScreen(StyledOnce, Screen[None]):
         self.sub_title = strings.RESULTS_TITLE.format(path=self.path)
         self.query_one("#results", DataTable).focus()
         if being_read(self.path):  # read ahead at this moment: shown at once, filled when the read ends
-            self.reading = True
-            self.query_one("#results-status", Static).update(Text(strings.RESULTS_READING))
-            self.run_worker(partial(read_results, self.path), thread=True, group="read", exit_on_error=False)
+            self.read_later()
             return
         self.show_read(read_results(self.path))
+
+    def read_later(self) -> None:
+        """Say the results are being read, and show them when the read (in a thread) ends."""
+        self.reading = True
+        self.query_one("#results-status", Static).update(Text(strings.RESULTS_READING))
+        self.run_worker(partial(read_results, self.path), thread=True, group="read", exit_on_error=False)
+
+    def on_screen_resume(self) -> None:
+        """Shown again (kept by the app shell between visits, or back from a screen over it): the rows of the
+        results as they are now, read again when run.json or results.jsonl changed since they were shown."""
+        if self.read_shown is None or self.reading:
+            return
+        if being_read(self.path) or _files_stamp(self.path.absolute()) != self.read_shown.stamp:
+            self.read_later()  # read again, in a thread
 
     def show_read(self, read: ReadResults) -> None:
         """The table of what :func:`read_results` read."""
         self.reading = False
+        self.read_shown = read
         self.fleet = read.fleet
         if self.fleet is not None:
             self.query_one("#results", DataTable).add_class("-fleet")

@@ -5,6 +5,7 @@ fields.  Behaviour only (what shows before the slow part ends, what runs where):
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 from typing import Any
@@ -20,14 +21,14 @@ from app.screens import prerender
 from app.screens import results as results_screen
 from app.screens import runs as runs_screen
 from app.screens.custom import CustomSweepScreen
-from app.screens.messages import ShowReport
+from app.screens.messages import ShowReport, ShowResults
 from app.screens.report import ReportScreen
 from app.screens.results import ResultsScreen
 from app.screens.runs import RunsScreen
 from app.tui import create_app
 from app.widgets import ErrorLine
 from tests.helpers.interval_runs import storage_point, write_storage_run
-from tests.tui.helpers import DEVICES, open_runs, wait_for
+from tests.tui.helpers import DEVICES, open_runs, results_shown, wait_for
 from tests.tui.test_tui_form_import import open_form, presets_on, set_field
 
 SIZE = (100, 30)
@@ -195,6 +196,47 @@ async def test_results_being_read_ahead_show_at_once_and_fill_in_when_read(tmp_p
         finally:
             go.set()
             release.cancel()
+
+
+async def test_a_kept_results_screen_shows_the_rows_added_since_its_last_visit(tmp_path: Path) -> None:
+    """A run's results opened again are the screen kept from the last visit (not composed again), as it was left
+    while its files are unchanged, and with the rows of its files as they are now once they changed (a point
+    added); another run's results are a screen of their own."""
+    run = a_run(tmp_path)
+    other = a_run(tmp_path, "other-20261129-100000")
+    tui = create_app(devices=DEVICES, results_dir=tmp_path / "none", clock=lambda: 0.0, settings=tmp_path / "c.toml")
+    async with tui.run_test(size=SIZE) as pilot:
+        home = tui.screen
+
+        async def opened(path: Path) -> Any:
+            tui.post_message(ShowResults(path))
+            view = await results_shown(pilot, 10)
+            await pilot.pause()
+            return view
+
+        async def back() -> None:
+            await pilot.press("escape")
+            await wait_for(pilot, lambda: tui.screen is home, 5, "back")
+
+        view = await opened(run)
+        table = view.query_one("#results", DataTable)
+        assert table.row_count == 2
+        await pilot.press("s", "s")  # sorted by another column: kept while the files are unchanged
+        sorted_by = str(view.query_one("#results-status", Static).render())
+        await back()
+        assert await opened(run) is view, "the screen kept from the last visit"
+        assert table.row_count == 2 and str(view.query_one("#results-status", Static).render()) == sorted_by
+        await back()
+        more = write_storage_run(tmp_path / "more" / run.name, [(storage_point(iodepth=q), 1000.0 * q, None)
+                                                                for q in (1, 8, 32)])
+        for name in ("run.json", "results.jsonl"):  # the run with a point more (resumed, imported into)
+            os.replace(more / name, run / name)
+        assert await opened(run) is view
+        await wait_for(pilot, lambda: table.row_count == 3, 10, "the point added since")
+        assert sorted(r["iodepth"] for r in view.records) == [1, 8, 32]
+        await back()
+        elsewhere = await opened(other)
+        assert elsewhere is not view and elsewhere.path == other and elsewhere.query_one("#results").row_count == 2
 
 
 async def test_the_custom_form_makes_the_other_kinds_fields_when_switched_to(tmp_path: Path) -> None:
