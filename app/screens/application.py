@@ -28,6 +28,7 @@ from app.screens.messages import (
     ShowReplay,
     ShowReport,
     ShowResults,
+    ShowResultsAhead,
     ShowRuns,
     StartRun,
 )
@@ -459,24 +460,32 @@ class ProfilerApp(App[int]):
 
     @on(ShowResults)
     def show_results(self, message: ShowResults) -> None:
+        from app.runs import view_problem
         from app.screens.results import ResultsScreen
 
-        if self.refused(message.path):
-            return
+        ahead = isinstance(message, ShowResultsAhead)  # made now off screen, shown by the key
+        if (view_problem(message.path) is not None) if ahead else self.refused(message.path):
+            return  # a run another user can change: no screen reads it (the key says why)
         path = Path(message.path).absolute()
         kept = self.kept_results
         if kept is not None and kept not in self.screen_stack:
             if kept.path.absolute() == path:
-                self.push_screen(kept)  # as it was left, its rows read again if its files changed (on resume)
+                if not ahead:
+                    self.push_screen(kept)  # as it was left, its rows read again if its files changed (on resume)
                 return
             self.uninstall_screen(kept)
             kept.remove()
             self.kept_results = None
+        if ahead and self.kept_results is not None:  # the kept one is on the stack: made by the key
+            return
         screen = ResultsScreen(message.path)
         if self.kept_results is None:
             self.install_screen(screen, f"results-{id(screen)}")  # kept when popped, for the next visit
             self.kept_results = screen
-        self.push_screen(screen)
+        if ahead:
+            self._register(self, screen)  # composed now, as push_screen would
+        else:
+            self.push_screen(screen)
 
     @on(ShowReplay)
     def show_replay(self, message: ShowReplay) -> None:

@@ -59,6 +59,11 @@ class ShowResults(Message):
         self.path = path
 
 
+class ShowResultsAhead(ShowResults):
+    """The results screen :class:`ShowResults` would show, made now off screen and kept for the key that shows it
+    (``r`` as the run ends)."""
+
+
 class ReadAhead(Message):
     """Read a run directory's results in a thread, for the results screen a key may open next (``r``, the runs
     browser's ``enter``): it then shows them without reading."""

@@ -239,6 +239,26 @@ async def test_a_kept_results_screen_shows_the_rows_added_since_its_last_visit(t
         assert elsewhere is not view and elsewhere.path == other and elsewhere.query_one("#results").row_count == 2
 
 
+async def test_a_finished_runs_results_screen_is_made_ahead_for_r(tmp_path: Path) -> None:
+    """As a run ends (its results read ahead), its results screen is composed off screen and filled; `r` then shows
+    that screen, with its rows, instead of composing one on the key."""
+    from app.screens.messages import ShowResultsAhead
+
+    run = a_run(tmp_path)
+    tui = create_app(devices=DEVICES, results_dir=tmp_path / "none", clock=lambda: 0.0, settings=tmp_path / "c.toml")
+    async with tui.run_test(size=SIZE) as pilot:
+        home = tui.screen
+        results_screen.read_ahead(run)
+        tui.post_message(ShowResultsAhead(run))
+        made = await wait_for(pilot, lambda: tui.kept_results and tui.kept_results.is_mounted
+                              and not tui.kept_results.reading and tui.kept_results, 10, "the screen made ahead")
+        assert tui.screen is home and made.query_one("#results", DataTable).row_count == 2
+        tui.post_message(ShowResults(run))
+        await wait_for(pilot, lambda: tui.screen is made, 5, "the screen made ahead, shown")
+        await pilot.pause()
+        assert made.query_one("#results", DataTable).row_count == 2 and made.path == run
+
+
 async def test_the_custom_form_makes_the_other_kinds_fields_when_switched_to(tmp_path: Path) -> None:
     """The form composes the fields of the kind it shows; the other kind's are made when the kind is switched (half
     the widgets on the key that opens it), and work as the others do."""
