@@ -17,6 +17,7 @@ from app.errors import ENDING_SIGNALS
 from app.sanitize import clean_text
 from app.screens import strings
 from app.screens.messages import (
+    PrepareCustomSweep,
     ReadAhead,
     ResumeRun,
     ShowCompare,
@@ -28,6 +29,7 @@ from app.screens.messages import (
     ShowReplay,
     ShowReport,
     ShowResults,
+    ShowResultsAhead,
     ShowRuns,
     StartRun,
 )
@@ -42,6 +44,8 @@ if TYPE_CHECKING:
     from textual.filter import LineFilter
     from textual.notifications import SeverityLevel
 
+    from app.screens.custom import CustomSweepScreen
+    from app.screens.results import ResultsScreen
     from app.screens.run import RunScreen
     from app.sweep import Session
 
@@ -90,6 +94,9 @@ class ProfilerApp(App[int]):
         if options.ascii:
             self.use_ascii()
         self.binary_units = False  # bandwidths in MiB/s (the u key), else MB/s
+        # the custom form kept between visits (and made ahead): its target, preset and engine, and the form
+        self.kept_form: tuple[object, CustomSweepScreen] | None = None
+        self.kept_results: ResultsScreen | None = None  # the results screen last opened, kept for the next visit
         self.results_problem: str | None = None  # why no run can write its results (the devices screen checks)
         self.settings_problem: str | None = None
         if options.settings is not None:
@@ -402,9 +409,34 @@ class ProfilerApp(App[int]):
 
     @on(ShowCustomSweep)
     def show_custom_sweep(self, message: ShowCustomSweep) -> None:
+        if isinstance(message, PrepareCustomSweep):
+            self.custom_form(message, compose=True)
+            return
+        form, made = self.custom_form(message)
+        if not made:
+            form.restart()  # as a new form shows it: the preset's values, no edits of the last visit
+        self.push_screen(form)
+
+    def custom_form(self, message: ShowCustomSweep, compose: bool = False) -> tuple[CustomSweepScreen, bool]:
+        """The custom form of the message's target and preset: the one kept from the last visit (or made ahead)
+        while they and the engine chosen are unchanged, else a new one, kept (one form: ~60 widgets built and
+        styled, half a second on a busy machine, which a key showing a kept form does not wait for), and with
+        ``compose`` composed now off screen (made ahead; else as it is pushed); whether it was never shown."""
         from app.screens.custom import CustomSweepScreen
 
-        self.push_screen(CustomSweepScreen(message.target, start=message.start))
+        key = (message.target, message.start, self.options.engine)
+        kept = self.kept_form
+        if kept is not None and kept[0] == key and kept[1] not in self.screen_stack:
+            return kept[1], not kept[1].shown
+        if kept is not None and kept[1] not in self.screen_stack:
+            self.uninstall_screen(kept[1])
+            kept[1].remove()
+        form = CustomSweepScreen(message.target, start=message.start, ahead=compose)
+        self.kept_form = (key, form)
+        self.install_screen(form, f"custom-form-{id(form)}")  # kept when popped
+        if compose:
+            self._register(self, form)  # composed now, as push_screen would, and shown by the key
+        return form, True
 
     @on(StartRun)
     def start_run(self, message: StartRun) -> None:
@@ -429,10 +461,32 @@ class ProfilerApp(App[int]):
 
     @on(ShowResults)
     def show_results(self, message: ShowResults) -> None:
+        from app.runs import view_problem
         from app.screens.results import ResultsScreen
 
-        if not self.refused(message.path):
-            self.push_screen(ResultsScreen(message.path))
+        ahead = isinstance(message, ShowResultsAhead)  # made now off screen, shown by the key
+        if (view_problem(message.path) is not None) if ahead else self.refused(message.path):
+            return  # a run another user can change: no screen reads it (the key says why)
+        path = Path(message.path).absolute()
+        kept = self.kept_results
+        if kept is not None and kept not in self.screen_stack:
+            if kept.path.absolute() == path:
+                if not ahead:
+                    self.push_screen(kept)  # as it was left, its rows read again if its files changed (on resume)
+                return
+            self.uninstall_screen(kept)
+            kept.remove()
+            self.kept_results = None
+        if ahead and self.kept_results is not None:  # the kept one is on the stack: made by the key
+            return
+        screen = ResultsScreen(message.path)
+        if self.kept_results is None:
+            self.install_screen(screen, f"results-{id(screen)}")  # kept when popped, for the next visit
+            self.kept_results = screen
+        if ahead:
+            self._register(self, screen)  # composed now, as push_screen would
+        else:
+            self.push_screen(screen)
 
     @on(ShowReplay)
     def show_replay(self, message: ShowReplay) -> None:

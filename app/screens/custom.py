@@ -40,8 +40,11 @@ class CustomSweepScreen(StyledOnce, Screen[None]):
     # scrolling box styled all its fields again on taking the focus and again on handing it to the field
     AUTO_FOCUS = ".fields Input"
 
-    def __init__(self, target: TargetChoice, kind: str = core.STORAGE, start: core.Preset | None = None) -> None:
+    def __init__(self, target: TargetChoice, kind: str = core.STORAGE, start: core.Preset | None = None,
+                 ahead: bool = False) -> None:
         super().__init__()
+        if ahead:  # composed off screen: no focus until shown (else its first field took it twice, made and shown)
+            self.__dict__["AUTO_FOCUS"] = ""
         self.target = target
         self.initial_kind = start.kind if start is not None else kind
         self.start = formplan.start_values(start) if start is not None else {}
@@ -56,6 +59,34 @@ class CustomSweepScreen(StyledOnce, Screen[None]):
         # without a preset, where every field is the plan)
         self.first: dict[str, dict[str, list[object]]] = {k: {} for k in FIELDS}
         self.plan: formplan.FormPlan | None = None
+        self.shown = False  # shown once: kept for the next visit (restart), else still as made
+
+    def _on_screen_resume(self, event: events.ScreenResume) -> None:
+        """Before Screen's own handler (Textual calls one of ``_on_screen_resume`` and ``on_screen_resume`` a
+        class): a form made ahead gives the focus to its first field as it is shown."""
+        self.__dict__.pop("AUTO_FOCUS", None)
+        self.shown = True
+
+    def restart(self) -> None:
+        """The form of a new visit, as a new form would show it: each field at the preset's value (the edits of
+        the last visit gone), the preset's kind, no name, no errors, the first field focused."""
+        if not self.is_mounted:
+            return
+        for kind in FIELDS:
+            if not self.query_one(f"#fields-{kind}", Vertical).children:
+                continue
+            for f in FIELDS[kind]:
+                self.query_one(f"#{kind}-{f.key}", Input).value = self._initial(kind, f)
+                self.query_one(f"#err-{kind}-{f.key}", ErrorLine).show("")
+            if kind == core.MEMORY:
+                self.query_one("#engine", Select).value = app_options(self.app).engine
+        self.query_one("#kind", Select).value = self.initial_kind
+        self.query_one("#name", Input).value = ""
+        for error in ("#err-name", "#form-status"):
+            self.query_one(error, ErrorLine).show("")
+        self._show_kind()
+        self.query_one(f"#{self.kind}-{FIELDS[self.kind][0].key}", Input).focus()
+        self.query_one("#form", VerticalScroll).scroll_home(animate=False)
 
     def _initial(self, kind: str, field: Field) -> str:
         """The starting preset's value, else the field's default or the app-wide override for that key (e.g.
@@ -122,8 +153,9 @@ class CustomSweepScreen(StyledOnce, Screen[None]):
                 f.key: parsed for f in FIELDS[self.initial_kind]
                 if (parsed := self._parse(self.initial_kind, f)[0]) is not None}
         self._show_kind()
-        first = FIELDS[self.kind][0]
-        self.query_one(f"#{self.kind}-{first.key}", Input).focus()
+        if self.is_current:  # made ahead off screen: its first field takes the focus as it is shown (AUTO_FOCUS)
+            first = FIELDS[self.kind][0]
+            self.query_one(f"#{self.kind}-{first.key}", Input).focus()
 
     def _parse(self, kind: str, f: Field) -> tuple[list[object] | None, str]:
         return check_field(kind, f.key, self.query_one(f"#{kind}-{f.key}", Input).value, f.optional)

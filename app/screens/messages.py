@@ -42,6 +42,11 @@ class ShowCustomSweep(Message):
         self.start = start
 
 
+class PrepareCustomSweep(ShowCustomSweep):
+    """The custom-sweep form :class:`ShowCustomSweep` would show, made now and kept off screen for the key that
+    shows it (asked for when the screen that has the key is idle)."""
+
+
 class ShowDevices(Message):
     """Back to the device list (the first screen)."""
 
@@ -52,6 +57,11 @@ class ShowResults(Message):
     def __init__(self, path: Path) -> None:
         super().__init__()
         self.path = path
+
+
+class ShowResultsAhead(ShowResults):
+    """The results screen :class:`ShowResults` would show, made now off screen and kept for the key that shows it
+    (``r`` as the run ends)."""
 
 
 class ReadAhead(Message):

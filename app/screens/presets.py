@@ -9,13 +9,14 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import DataTable, Header, Static
 
 from app import presets as core
 from app.describe import describe_plan
 from app.errors import ProfilerError
 from app.screens import strings
-from app.screens.messages import ShowCustomSweep, StartRun
+from app.screens.messages import PrepareCustomSweep, ShowCustomSweep, StartRun
 from app.screens.state import TargetChoice, app_options, overrides_for
 from app.units import format_duration_short
 from app.widgets import KeysFooter, StyledOnce, TooSmall
@@ -53,6 +54,9 @@ def preview_text(preset: core.Preset, target: TargetChoice | None, engine: str, 
     return text
 
 
+PREPARE_AFTER_S = 0.2  # the cursor resting this long on a preset: its custom form is made ahead
+
+
 class PresetsScreen(StyledOnce, Screen[None]):
     BINDINGS = [
         Binding("enter", "run", "Run", priority=True),
@@ -66,6 +70,7 @@ class PresetsScreen(StyledOnce, Screen[None]):
         self.presets: dict[str, core.Preset] = {}
         self.errors: dict[str, str] = {}
         self.shadowing: set[str] = set()  # user presets that replace a shipped one of the same name
+        self._prepare_timer: Timer | None = None  # the custom form made ahead once the cursor rests
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
@@ -145,6 +150,20 @@ class PresetsScreen(StyledOnce, Screen[None]):
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         self._preview()
+        self._prepare_later()
+
+    def _prepare_later(self) -> None:
+        """The highlighted preset's custom form made ahead once the cursor rests on it (the key `c` then shows it at
+        once): the app shell makes and keeps it."""
+        if self._prepare_timer is not None:
+            self._prepare_timer.stop()
+        self._prepare_timer = self.set_timer(PREPARE_AFTER_S, self._prepare_form)
+
+    def _prepare_form(self) -> None:
+        self._prepare_timer = None
+        name = self._current()
+        if self.app.screen is self and name is not None and name in self.presets:
+            self.post_message(PrepareCustomSweep(self.target, self.presets[name]))
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
@@ -108,11 +109,14 @@ def device_ratio(rw: str, device: object, flags: str) -> tuple[float, str]:
 DEVICE_COLUMN: Column = ("dev/fio", lambda r: r["dev_fio"], lambda v: v[1])
 
 
-def storage_lines(path: Path, records: list[dict[str, Any]]) -> dict[int | None, ResultLine]:
-    """The storage lines of the run by plan index (read once for the columns that need more than results.csv)."""
+def storage_lines(path: Path, records: list[dict[str, Any]],
+                  lines: list[ResultLine] | None = None) -> dict[int | None, ResultLine]:
+    """The storage lines of the run by plan index (for the columns that need more than results.csv): of ``lines``
+    (the run's plan lines, as read with the rows), else read now."""
     if not any(r.get("kind") == Kind.STORAGE for r in records):
         return {}
-    return {line.index: line for line in ResultsDir(path).plan_lines() if line.kind == Kind.STORAGE}
+    read = ResultsDir(path).plan_lines() if lines is None else lines
+    return {line.index: line for line in read if line.kind == Kind.STORAGE}
 
 
 def with_device_column(lines: Mapping[int | None, ResultLine], columns: list[Column],
@@ -332,24 +336,34 @@ def fleet_cells(p: FleetPoint, names: dict[str, str], scale: float = 1.0) -> lis
     return out
 
 
-def load_rows(path: Path) -> list[dict[str, Any]]:
-    """The table's rows: :func:`app.frame.results_rows` (the columns and values of results.csv, no pandas); a directory
-    whose run.json cannot be read still shows the points of its results.jsonl."""
+def read_rows(path: Path) -> tuple[list[dict[str, Any]], list[ResultLine]]:
+    """The table's rows (:func:`app.frame.results_rows`: the columns and values of results.csv, no pandas) and the
+    results lines they come from (run.json's plan's, as :meth:`ResultsDir.plan_lines` gives them), the file read
+    once for both; a directory whose run.json cannot be read still shows the points of its results.jsonl."""
     from app.errors import UsageError
-    from app.frame import records_rows, results_rows
+    from app.frame import records, records_rows, typed_rows
+    from app.report.model import load
 
     try:
-        return results_rows(path)
+        data = load(path)
     except UsageError:
-        return records_rows(ResultsDir(path).lines())
+        lines = ResultsDir(path).lines()
+        return records_rows(lines), lines
+    return (typed_rows(records(data.storage, data.memory, data.path)),
+            [row.line for row in (*data.storage, *data.memory)])
 
 
-def with_figures(path: Path, rows: list[dict[str, Any]]) -> bool:
+def load_rows(path: Path) -> list[dict[str, Any]]:
+    """The table's rows of :func:`read_rows`."""
+    return read_rows(path)[0]
+
+
+def with_figures(path: Path, rows: list[dict[str, Any]], lines: list[ResultLine] | None = None) -> bool:
     """Memory rows of a run with the suite's modes get ``figure``, the keys that identify each figure (results.csv
     has no column for most of them: they are read from the results lines); False for any other run."""
     if not any(r.get("kind") == Kind.MEMORY and r.get("mode") in SUITE_MODES for r in rows):
         return False
-    points = {line.index: line.point for line in ResultsDir(path).plan_lines()}
+    points = {line.index: line.point for line in (ResultsDir(path).plan_lines() if lines is None else lines)}
     for r in rows:
         point = points.get(r["index"])
         if r.get("kind") == Kind.MEMORY and point is not None:
@@ -372,20 +386,22 @@ class ReadResults:
 
     fleet: FleetTable | None
     kinds: dict[str, KindView]
+    stamp: tuple[object, ...] = ()  # the identity of the files as they were before the read (_files_stamp)
 
 
-def kind_view(path: Path, records: list[dict[str, Any]]) -> KindView:
-    """The columns of rows of one kind (reads the run's results lines for the columns results.csv has not)."""
+def kind_view(path: Path, records: list[dict[str, Any]], lines: list[ResultLine] | None = None) -> KindView:
+    """The columns of rows of one kind (the run's plan lines ``lines`` for the columns results.csv has not; read
+    now when not given)."""
     kinds = {r.get("kind") for r in records}
     columns = MEMORY_COLUMNS if kinds == {Kind.MEMORY} else STORAGE_COLUMNS
-    if kinds == {Kind.MEMORY} and with_figures(path, records):
+    if kinds == {Kind.MEMORY} and with_figures(path, records, lines):
         columns = SUITE_COLUMNS
     columns = with_ci_column(columns, records, kinds == {Kind.MEMORY})
     cpu_note = None
     if kinds != {Kind.MEMORY}:
-        lines = storage_lines(path, records)
-        columns = with_device_column(lines, columns, records)
-        columns, cpu_note = with_cpu_column(lines, columns, records)
+        by_index = storage_lines(path, records, lines)
+        columns = with_device_column(by_index, columns, records)
+        columns, cpu_note = with_cpu_column(by_index, columns, records)
     if any(r.get("flags") for r in records):
         columns = columns + [FLAGS_COLUMN]
     return KindView(records, columns, cpu_note)
@@ -421,11 +437,11 @@ def read_results(path: Path) -> ReadResults:
     fleet = load_fleet(path)
     kinds: dict[str, KindView] = {}
     if fleet is None:
-        rows = load_rows(path)
+        rows, lines = read_rows(path)
         for kind in (Kind.STORAGE, Kind.MEMORY):
             if any(r.get("kind") == kind for r in rows):
-                kinds[kind] = kind_view(path, [r for r in rows if r.get("kind") == kind])
-    read = ReadResults(fleet, kinds)
+                kinds[kind] = kind_view(path, [r for r in rows if r.get("kind") == kind], lines)
+    read = ReadResults(fleet, kinds, stamp)
     if stamp == _files_stamp(key):  # not written while read
         with _read_lock:
             _read.pop(key, None)
@@ -433,6 +449,12 @@ def read_results(path: Path) -> ReadResults:
             while len(_read) > READ_KEPT:
                 _read.pop(next(iter(_read)))
     return read
+
+
+def being_read(path: Path) -> bool:
+    """Whether the results of ``path`` are being read ahead at this moment (:func:`read_results` would wait)."""
+    with _read_lock:
+        return path.absolute() in _reading
 
 
 def read_ahead(path: Path) -> None:
@@ -561,6 +583,8 @@ class ResultsScreen(StyledOnce, Screen[None]):
         self.shown: list[int] = []  # the indexes of self.columns in the table, in order
         self.pages: list[list[int]] = []  # column_pages() as the table's columns were last added
         self.views: dict[str, KindView] = {}  # each kind's rows and columns, as read (read_results)
+        self.reading = False  # shown while its results are still being read (ahead, in a thread)
+        self.read_shown: ReadResults | None = None  # what the table shows (read_results' while its files are unchanged)
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
@@ -572,19 +596,39 @@ class ResultsScreen(StyledOnce, Screen[None]):
 
     def on_mount(self) -> None:
         self.sub_title = strings.RESULTS_TITLE.format(path=self.path)
-        read = read_results(self.path)
+        self.query_one("#results", DataTable).focus()
+        if being_read(self.path):  # read ahead at this moment: shown at once, filled when the read ends
+            self.read_later()
+            return
+        self.show_read(read_results(self.path))
+
+    def read_later(self) -> None:
+        """Say the results are being read, and show them when the read (in a thread) ends."""
+        self.reading = True
+        self.query_one("#results-status", Static).update(Text(strings.RESULTS_READING))
+        self.run_worker(partial(read_results, self.path), thread=True, group="read", exit_on_error=False)
+
+    def on_screen_resume(self) -> None:
+        """Shown again (kept by the app shell between visits, or back from a screen over it): the rows of the
+        results as they are now, read again when run.json or results.jsonl changed since they were shown."""
+        if self.read_shown is None or self.reading:
+            return
+        if being_read(self.path) or _files_stamp(self.path.absolute()) != self.read_shown.stamp:
+            self.read_later()  # read again, in a thread
+
+    def show_read(self, read: ReadResults) -> None:
+        """The table of what :func:`read_results` read."""
+        self.reading = False
+        self.read_shown = read
         self.fleet = read.fleet
         if self.fleet is not None:
-            table = self.query_one("#results", DataTable)
-            table.add_class("-fleet")
+            self.query_one("#results", DataTable).add_class("-fleet")
             self.add_columns()
             self.render_rows()
-            table.focus()
             return
         self.views = read.kinds
         self.by_kind = {kind: view.records for kind, view in read.kinds.items()}
         self.show_kind(next(iter(self.by_kind), ""))
-        self.query_one("#results", DataTable).focus()
 
     def show_kind(self, kind: str) -> None:
         """The rows of one kind with that kind's columns: a storage point's figures are not a memory point's, so
@@ -601,6 +645,8 @@ class ResultsScreen(StyledOnce, Screen[None]):
         self.refresh_bindings()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if self.reading and action in ("sort", "reverse", "columns", "other_kind"):  # no table yet
+            return False
         if action == "other_kind":
             return len(self.by_kind) > 1
         return True
@@ -665,6 +711,8 @@ class ResultsScreen(StyledOnce, Screen[None]):
 
     def rebuild(self) -> None:
         """The table's columns and rows again, the cursor where it was."""
+        if self.reading:  # made when the read ends
+            return
         table = self.query_one("#results", DataTable)
         row = table.cursor_row
         table.clear(columns=True)
@@ -792,6 +840,15 @@ class ResultsScreen(StyledOnce, Screen[None]):
         self.app.push_screen(ExportModal(str(self.path)), chosen)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker.group == "read":
+            if event.state == WorkerState.SUCCESS and isinstance(read := event.worker.result, ReadResults):
+                self.show_read(read)
+                self.refresh_bindings()
+            elif event.state == WorkerState.ERROR:
+                text = clean_text(str(event.worker.error))
+                self.query_one("#results-status", Static).update(Text(text, style="red"))
+                self.notify(text, severity="error", timeout=10)
+            return
         if event.worker.group != "export":
             return
         if event.state == WorkerState.SUCCESS and isinstance(report := event.worker.result, Path):

@@ -33,7 +33,7 @@ from app.sanitize import clean_text
 from app.screens import strings
 from app.screens.ascii import AsciiProgressBar
 from app.screens.confirm import YesNo
-from app.screens.messages import ReadAhead, ShowResults
+from app.screens.messages import ReadAhead, ShowResults, ShowResultsAhead
 from app.screens.prerender import render_when_done
 from app.screens.state import RunRequest, app_options, app_sessions
 from app.screens.words import tui_words
@@ -404,6 +404,7 @@ class RunScreen(Screen[None]):
             return
         render_when_done(path)
         self.post_message(ReadAhead(path))  # its results table too, for `r`
+        self.post_message(ShowResultsAhead(path))  # and its screen
 
     # --- events → state -----------------------------------------------------------------------
 

@@ -154,6 +154,7 @@ WAITING_FOR_DATA = "waiting for the first sample…"
 
 # --- results / export -------------------------------------------------------------------------
 RESULTS_TITLE = "Results: {path}"
+RESULTS_READING = "Reading the results…"
 RESULTS_EMPTY = "This results directory has no completed points yet."
 RESULTS_FLEET = "fleet run on {n} hosts: each point's hosts, then their total (IOPS and MB/s summed)"
 RESULTS_FLEET_TOTAL = "total"

@@ -131,6 +131,16 @@ async def wait_for(pilot: Any, condition: Callable[[], Any], timeout: float, wha
     return value
 
 
+async def results_shown(pilot: Any, timeout: float = 20, what: str = "the results") -> Any:
+    """The results screen once its rows are read (opened while its run's results are still being read ahead, it
+    shows at once and fills in when the read ends)."""
+    from app.screens.results import ResultsScreen
+
+    app = pilot.app
+    return await wait_for(pilot, lambda: isinstance(app.screen, ResultsScreen) and not app.screen.reading
+                          and app.screen, timeout, what)
+
+
 def wait_until(condition: Callable[[], Any], timeout: float, what: str = "") -> Any:
     """``wait_for`` for a process outside this one (a TUI in a pty): poll with sleeps."""
     deadline = time.monotonic() + timeout

@@ -21,7 +21,7 @@ from app.screens.results import ResultsScreen
 from app.screens.state import TargetChoice
 from app.tui import create_app
 from app.units import format_duration_short
-from tests.tui.helpers import fixed_results, open_compare, open_import, open_runs, wait_for
+from tests.tui.helpers import fixed_results, open_compare, open_import, open_runs, results_shown, wait_for
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 SIZE = (80, 24)
@@ -102,7 +102,7 @@ async def test_a_path_with_spaces_completes_to_one_path_and_imports(tmp_path: Pa
         text = str(shown.render())
         assert f"{src / 'my mlc out.txt'}: MLC text" in text and "from 1 file(s)" in text, text
         await pilot.press("ctrl+s")
-        done = await wait_for(pilot, lambda: isinstance(app.screen, ResultsScreen) and app.screen, 20, "the results")
+        done = await results_shown(pilot, 20)
         assert done.records
 
 

@@ -33,7 +33,7 @@ from app.widgets.rowtable import RowTable
 from tests.helpers.fleet_agents import agents as fleet_agents
 from tests.helpers.fleet_agents import answering
 from tests.helpers.typed import storage_points
-from tests.tui.helpers import DEVICES, FIXED_PRESETS, NO_META, choose_preset, forever, wait_for
+from tests.tui.helpers import DEVICES, FIXED_PRESETS, NO_META, choose_preset, forever, results_shown, wait_for
 
 SIZE = (80, 24)
 WIDE = (160, 48)
@@ -275,8 +275,8 @@ async def test_fleet_run_of_quick_on_two_agents_to_the_fleet_table(tmp_path: Pat
             assert meta["fleet"]["hosts"][1]["target"] == str(own)
 
             await pilot.press("r")
-            results = app.screen
-            assert isinstance(results, ResultsScreen) and results.fleet is not None
+            results = await results_shown(pilot)
+            assert results.fleet is not None
             table = results.query_one("#results", RowTable)
             assert table.row_count == 2 * 3  # each point: its two hosts, then the total
             fleet = results.fleet

@@ -15,13 +15,12 @@ from app import presets as core
 from app.results import ResultsDir
 from app.screens.custom import CustomSweepScreen
 from app.screens.presets import PresetsScreen
-from app.screens.results import ResultsScreen
 from app.screens.run import RunScreen
 from app.tui import create_app
 from app.widgets import ErrorLine
 from app.widgets.charts import CurveChart, LatencyChart, ThroughputChart
 from app.widgets.rowtable import RowTable
-from tests.tui.helpers import DEVICES, FIXED_PRESETS, fio_for, our_processes, wait_for
+from tests.tui.helpers import DEVICES, FIXED_PRESETS, fio_for, our_processes, results_shown, wait_for
 
 SIZE = (80, 24)
 SMALL = ["runtime=1", "size=16m"]
@@ -84,8 +83,7 @@ async def test_quick_preset_end_to_end_with_export(tmp_path: Path) -> None:
         assert len(run.query_one("#curve-chart", CurveChart).points) == 8
 
         await pilot.press("r")
-        results = app.screen
-        assert isinstance(results, ResultsScreen)
+        results = await results_shown(pilot)
         assert results.query_one("#results", RowTable).row_count == 8
         await pilot.press("s", "s", "S")  # sort by IOPS, descending
         iops = [r["iops"] for r in sorted(results.records, key=lambda r: -r["iops"])]

@@ -79,8 +79,8 @@ async def test_an_import_of_fio_and_mlc_shows_each_kind_with_its_figures(tmp_pat
         assert "k shows the storage rows" in str(status.render())
 
 
-async def open_form(pilot, name: str) -> CustomSweepScreen:
-    """``c`` on preset ``name`` in the presets list of the test file."""
+async def presets_on(pilot, name: str) -> PresetsScreen:
+    """The presets screen of the test file with the cursor on preset ``name``."""
     app = pilot.app
     app.push_screen(PresetsScreen(TargetChoice.test_file(app_options(app).results_dir)))
     screen = await wait_for(pilot, lambda: isinstance(app.screen, PresetsScreen) and app.screen.query("#preview")
@@ -88,6 +88,13 @@ async def open_form(pilot, name: str) -> CustomSweepScreen:
     await pilot.pause()
     table = screen.query_one("#presets", DataTable)
     table.move_cursor(row=table.get_row_index(name))
+    return screen
+
+
+async def open_form(pilot, name: str) -> CustomSweepScreen:
+    """``c`` on preset ``name`` in the presets list of the test file."""
+    app = pilot.app
+    await presets_on(pilot, name)
     await pilot.press("c")
     form = await wait_for(pilot, lambda: isinstance(app.screen, CustomSweepScreen) and app.screen, 5, "the form")
     await pilot.pause()

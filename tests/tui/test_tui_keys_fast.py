@@ -5,6 +5,7 @@ fields.  Behaviour only (what shows before the slow part ends, what runs where):
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 from typing import Any
@@ -13,21 +14,23 @@ import pytest
 from textual.widgets import DataTable, Input, Select, Static, TabbedContent
 
 import app.report
+from app import formplan
 from app import presets as core
 from app.formplan import FIELDS
 from app.screens import prerender
 from app.screens import results as results_screen
 from app.screens import runs as runs_screen
 from app.screens.custom import CustomSweepScreen
-from app.screens.messages import ShowReport
+from app.screens.messages import ShowReport, ShowResults
 from app.screens.report import ReportScreen
 from app.screens.results import ResultsScreen
 from app.screens.runs import RunsScreen
 from app.tui import create_app
+from app.widgets import ErrorLine
 from app.widgets.reportdoc import ReportViewer
 from tests.helpers.interval_runs import storage_point, write_storage_run
-from tests.tui.helpers import DEVICES, open_runs, wait_for
-from tests.tui.test_tui_form_import import open_form
+from tests.tui.helpers import DEVICES, open_runs, results_shown, wait_for
+from tests.tui.test_tui_form_import import open_form, presets_on, set_field
 
 SIZE = (100, 30)
 
@@ -145,13 +148,13 @@ async def test_a_runs_results_are_read_ahead_off_the_event_loop(tmp_path: Path,
     its files again on the event loop."""
     run = a_run(tmp_path)
     reads: list[str] = []
-    real = results_screen.load_rows
+    real = results_screen.read_rows
 
     def counting(path):
         reads.append(threading.current_thread().name)
         return real(path)
 
-    monkeypatch.setattr(results_screen, "load_rows", counting)
+    monkeypatch.setattr(results_screen, "read_rows", counting)
     tui = create_app(devices=DEVICES, results_dir=tmp_path, clock=lambda: 0.0, settings=tmp_path / "c.toml")
     async with tui.run_test(size=SIZE) as pilot:
         await open_runs(pilot)
@@ -160,6 +163,107 @@ async def test_a_runs_results_are_read_ahead_off_the_event_loop(tmp_path: Path,
         view = await wait_for(pilot, lambda: isinstance(tui.screen, ResultsScreen) and tui.screen, 10, "results")
         assert view.path == run and view.query_one("#results", DataTable).row_count == 2
     assert reads == ["results"], reads  # once, by the thread reading ahead
+
+
+async def test_results_being_read_ahead_show_at_once_and_fill_in_when_read(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Opened while its run's results are being read ahead (`r` as the run ends, `enter` in the runs browser), the
+    results screen is on screen at once saying so, answers keys, and shows the rows when the read ends; the event
+    loop never waits for the read (it did: the screen came only with its rows)."""
+    run = a_run(tmp_path)
+    go = threading.Event()
+    release = threading.Timer(20, go.set)  # never hang: the old code blocked the event loop until the read ended
+    real = results_screen.read_rows
+
+    def held(path):  # type: ignore[no-untyped-def]
+        go.wait(30)
+        return real(path)
+
+    monkeypatch.setattr(results_screen, "read_rows", held)
+    tui = create_app(devices=DEVICES, results_dir=tmp_path / "none", clock=lambda: 0.0, settings=tmp_path / "c.toml")
+    async with tui.run_test(size=SIZE) as pilot:
+        release.start()
+        try:
+            results_screen.read_ahead(run)
+            tui.push_screen(ResultsScreen(run))
+            view = await wait_for(pilot, lambda: isinstance(tui.screen, ResultsScreen) and tui.screen, 10, "results")
+            await wait_for(pilot, lambda: view.query("#results-status"), 10, "the status line")
+            status = view.query_one("#results-status", Static)
+            await wait_for(pilot, lambda: "Reading the results" in str(status.render()), 10, "the reading line")
+            assert not go.is_set(), "shown only once the read ended"
+            table = view.query_one("#results", DataTable)
+            assert table.row_count == 0 and view.reading
+            await pilot.press("s", "S", "right")  # keys on a table not there yet: nothing happens
+            assert tui.screen is view and "Reading the results" in str(status.render())
+            go.set()
+            await wait_for(pilot, lambda: table.row_count == 2 and not view.reading, 10, "the rows")
+            assert "Reading" not in str(status.render()) and "sorted by" in str(status.render())
+            await pilot.press("s")
+            assert table.row_count == 2
+        finally:
+            go.set()
+            release.cancel()
+
+
+async def test_a_kept_results_screen_shows_the_rows_added_since_its_last_visit(tmp_path: Path) -> None:
+    """A run's results opened again are the screen kept from the last visit (not composed again), as it was left
+    while its files are unchanged, and with the rows of its files as they are now once they changed (a point
+    added); another run's results are a screen of their own."""
+    run = a_run(tmp_path)
+    other = a_run(tmp_path, "other-20261129-100000")
+    tui = create_app(devices=DEVICES, results_dir=tmp_path / "none", clock=lambda: 0.0, settings=tmp_path / "c.toml")
+    async with tui.run_test(size=SIZE) as pilot:
+        home = tui.screen
+
+        async def opened(path: Path) -> Any:
+            tui.post_message(ShowResults(path))
+            view = await results_shown(pilot, 10)
+            await pilot.pause()
+            return view
+
+        async def back() -> None:
+            await pilot.press("escape")
+            await wait_for(pilot, lambda: tui.screen is home, 5, "back")
+
+        view = await opened(run)
+        table = view.query_one("#results", DataTable)
+        assert table.row_count == 2
+        await pilot.press("s", "s")  # sorted by another column: kept while the files are unchanged
+        sorted_by = str(view.query_one("#results-status", Static).render())
+        await back()
+        assert await opened(run) is view, "the screen kept from the last visit"
+        assert table.row_count == 2 and str(view.query_one("#results-status", Static).render()) == sorted_by
+        await back()
+        more = write_storage_run(tmp_path / "more" / run.name, [(storage_point(iodepth=q), 1000.0 * q, None)
+                                                                for q in (1, 8, 32)])
+        for name in ("run.json", "results.jsonl"):  # the run with a point more (resumed, imported into)
+            os.replace(more / name, run / name)
+        assert await opened(run) is view
+        await wait_for(pilot, lambda: table.row_count == 3, 10, "the point added since")
+        assert sorted(r["iodepth"] for r in view.records) == [1, 8, 32]
+        await back()
+        elsewhere = await opened(other)
+        assert elsewhere is not view and elsewhere.path == other and elsewhere.query_one("#results").row_count == 2
+
+
+async def test_a_finished_runs_results_screen_is_made_ahead_for_r(tmp_path: Path) -> None:
+    """As a run ends (its results read ahead), its results screen is composed off screen and filled; `r` then shows
+    that screen, with its rows, instead of composing one on the key."""
+    from app.screens.messages import ShowResultsAhead
+
+    run = a_run(tmp_path)
+    tui = create_app(devices=DEVICES, results_dir=tmp_path / "none", clock=lambda: 0.0, settings=tmp_path / "c.toml")
+    async with tui.run_test(size=SIZE) as pilot:
+        home = tui.screen
+        results_screen.read_ahead(run)
+        tui.post_message(ShowResultsAhead(run))
+        made = await wait_for(pilot, lambda: tui.kept_results and tui.kept_results.is_mounted
+                              and not tui.kept_results.reading and tui.kept_results, 10, "the screen made ahead")
+        assert tui.screen is home and made.query_one("#results", DataTable).row_count == 2
+        tui.post_message(ShowResults(run))
+        await wait_for(pilot, lambda: tui.screen is made, 5, "the screen made ahead, shown")
+        await pilot.pause()
+        assert made.query_one("#results", DataTable).row_count == 2 and made.path == run
 
 
 async def test_the_custom_form_makes_the_other_kinds_fields_when_switched_to(tmp_path: Path) -> None:
@@ -181,6 +285,86 @@ async def test_the_custom_form_makes_the_other_kinds_fields_when_switched_to(tmp
         form.query_one("#kind", Select).value = core.STORAGE
         await pilot.pause()
         assert form.kind == core.STORAGE and isinstance(tui.screen, CustomSweepScreen)
+
+
+def made_ahead(tui: Any, name: str) -> Any:
+    """The custom form the app keeps, once made (composed off screen) for preset ``name``."""
+    kept = getattr(tui, "kept_form", None)
+    form = kept[1] if kept else None
+    return form is not None and form.start_from == name and form.is_mounted and form.query(".fields Input") and form
+
+
+def mine(runtime: int) -> str:
+    """A user preset "mine": quick's tests with its own runtime."""
+    text = (Path(__file__).parent / "data" / "presets" / "quick.toml").read_text()
+    return text.replace('name = "quick"', 'name = "mine"').replace("runtime = 5", f"runtime = {runtime}")
+
+
+async def test_the_custom_form_is_made_ahead_while_the_cursor_rests_on_a_preset(tmp_path: Path) -> None:
+    """The cursor resting on a preset, its custom form is composed off screen; `c` shows that form (built before
+    the key) with the preset's values."""
+    tui = create_app(devices=DEVICES, results_dir=tmp_path / "results", clock=lambda: 0.0)
+    async with tui.run_test(size=(100, 40)) as pilot:
+        presets = await presets_on(pilot, "quick")
+        form = await wait_for(pilot, lambda: made_ahead(tui, "quick"), 10, "the form made ahead")
+        assert tui.screen is presets
+        await pilot.press("c")
+        await wait_for(pilot, lambda: isinstance(tui.screen, CustomSweepScreen), 5, "the form")
+        assert tui.screen is form
+        await pilot.pause()
+        quick = formplan.start_values(presets.presets["quick"])
+        assert form.kind == core.STORAGE and form.query_one("#storage-runtime", Input).value == quick["runtime"]
+        assert form.focused is form.query_one("#storage-rw", Input)
+
+
+async def test_a_kept_custom_form_shows_its_presets_values_again_and_never_a_stale_preset(tmp_path: Path) -> None:
+    """`c` again on the same preset shows the form kept from the last visit, as a new one would show it (the
+    preset's values, no name, no error: the edits of the last visit gone); once the preset's file changed, the
+    form shows the new values; another preset's form shows that preset's kind."""
+    core.save_user_preset(mine(2), "mine")
+    tui = create_app(devices=DEVICES, results_dir=tmp_path / "results", clock=lambda: 0.0)
+    async with tui.run_test(size=(100, 40)) as pilot:
+        presets = await presets_on(pilot, "mine")
+        await pilot.press("c")
+        form = await wait_for(pilot, lambda: isinstance(tui.screen, CustomSweepScreen) and tui.screen, 5, "the form")
+        await pilot.pause()
+        runtime = form.query_one("#storage-runtime", Input)
+        assert runtime.value == "2"
+        await set_field(pilot, form, "runtime", "x")
+        form.query_one("#name", Input).value = "edited"
+        await pilot.pause()
+        assert str(form.query_one("#err-storage-runtime", ErrorLine).text)
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: tui.screen is presets, 5, "the presets")
+        await pilot.press("c")
+        await wait_for(pilot, lambda: isinstance(tui.screen, CustomSweepScreen), 5, "the form again")
+        await pilot.pause()
+        assert tui.screen is form, "the form kept from the last visit"
+        assert runtime.value == "2" and form.query_one("#name", Input).value == ""
+        assert not form.query_one("#err-storage-runtime", ErrorLine).text
+        assert form.focused is form.query_one("#storage-rw", Input)
+
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: tui.screen is presets, 5, "the presets")
+        core.save_user_preset(mine(7), "mine")  # the preset's file changed between visits
+        presets.on_screen_resume()
+        table = presets.query_one("#presets", DataTable)
+        table.move_cursor(row=table.get_row_index("mine"))
+        await pilot.pause()
+        await pilot.press("c")
+        again = await wait_for(pilot, lambda: isinstance(tui.screen, CustomSweepScreen) and tui.screen, 5, "the form")
+        await pilot.pause()
+        assert again.query_one("#storage-runtime", Input).value == "7"
+
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: tui.screen is presets, 5, "the presets")
+        table.move_cursor(row=table.get_row_index("mem-loaded"))
+        await pilot.pause()
+        await pilot.press("c")
+        memory = await wait_for(pilot, lambda: isinstance(tui.screen, CustomSweepScreen) and tui.screen, 5, "form")
+        await pilot.pause()
+        assert memory.kind == core.MEMORY and memory.start_from == "mem-loaded"
+        assert memory.query_one("#fields-memory").display and not memory.query_one("#fields-storage").display
 
 
 def footer_keys(screen: Any) -> list[str]:

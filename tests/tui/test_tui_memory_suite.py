@@ -19,14 +19,13 @@ from app.points import Kind, MemoryPoint, Point
 from app.records import MemoryMetrics
 from app.runners.base import Context, Event, Result, Runner, Sample
 from app.screens.report import ReportScreen
-from app.screens.results import ResultsScreen
 from app.screens.run import RunScreen
 from app.screens.state import RunRequest
 from app.tui import create_app
 from app.widgets.charts import CurveChart, DelayChart
 from app.widgets.suite import C2CPanel, GridPanel, MatrixPanel, PeakBars, ScalingChart, WorkingSetChart
 from tests.helpers.typed import as_number
-from tests.tui.helpers import DEVICES, forever, wait_for
+from tests.tui.helpers import DEVICES, forever, results_shown, wait_for
 
 SUITE_PRESETS = Path(__file__).resolve().parent / "data" / "suite"
 PEAK = {"R": 211194.2, "W3": 193422.0, "W2": 192554.0, "W5": 185556.1, "W10": 172770.4}
@@ -176,8 +175,7 @@ async def test_each_mode_fills_its_panel_as_figures_arrive(monkeypatch: pytest.M
 
         # the results view: each figure with its mode and keys
         await pilot.press("r")
-        results = await wait_for(pilot, lambda: isinstance(app.screen, ResultsScreen) and app.screen, 10,
-                                 "the results screen")
+        results = await results_shown(pilot, 10, "the results screen")
         table = results.query_one("#results")
         rows = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
         assert len(rows) == 32

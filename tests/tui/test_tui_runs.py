@@ -19,14 +19,13 @@ from app.runs import list_runs
 from app.screens.compare import CompareScreen, _ratio, better_cells
 from app.screens.confirm import ConfirmTarget
 from app.screens.report import ReportScreen
-from app.screens.results import ResultsScreen
 from app.screens.run import RunScreen
 from app.screens.runs import RunsScreen
 from app.tui import create_app
 from app.widgets.reportdoc import ReportViewer
 from app.widgets.series import SeriesPlot
 from tests.helpers.loopdev import loop_device
-from tests.tui.helpers import open_import, open_runs, wait_for
+from tests.tui.helpers import open_import, open_runs, results_shown, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 SIZE = (80, 24)
@@ -100,7 +99,7 @@ async def test_the_browser_lists_open_and_filters_real_runs(tmp_path: Path) -> N
         await wait_for(pilot, lambda: len(screen.shown) == 4, 5, "the whole list again")
         screen.query_one("#runs", DataTable).move_cursor(row=[r.path for r in screen.shown].index(a))
         await pilot.press("enter")
-        results = await wait_for(pilot, lambda: isinstance(app.screen, ResultsScreen) and app.screen, 10, "results")
+        results = await results_shown(pilot, 10)
         assert results.path == a and len(results.records) == 1
         await pilot.press("escape")
         await wait_for(pilot, lambda: app.screen is screen, 5, "back on the runs")
@@ -216,8 +215,7 @@ async def test_import_fio_json_with_a_preview_then_open_it(tmp_path: Path) -> No
         assert f"{fio_json}: fio JSON, 1 point(s) (fio-3" in text and "missing.json" in text
         field.value = str(fio_json)
         await pilot.press("ctrl+s")
-        results = await wait_for(pilot, lambda: isinstance(app.screen, ResultsScreen) and app.screen, 20,
-                                 "the imported run's results")
+        results = await results_shown(pilot, 20, "the imported run's results")
         assert results.path.parent == root and results.path.name.startswith("import-")
         assert len(results.records) == 1
     assert [r.status for r in list_runs([root])] == ["imported"]

@@ -21,7 +21,7 @@ from app.screens.run import RunScreen
 from app.screens.state import RunRequest, TargetChoice
 from app.tui import create_app
 from tests.helpers.typed import memory_point
-from tests.tui.helpers import DEVICES, FIXED_PRESETS, NO_META, forever, host_audit, wait_for
+from tests.tui.helpers import DEVICES, FIXED_PRESETS, NO_META, forever, host_audit, results_shown, wait_for
 
 SIZE = (80, 24)
 SMALL = ("runtime=1", "size=16m")
@@ -240,6 +240,7 @@ def test_results_sorted(snap_compare) -> None:
     async def before(pilot) -> None:
         write_results()
         pilot.app.push_screen(ResultsScreen(RUN_DIR))
+        await results_shown(pilot)  # a read of RUN_DIR ahead (an earlier test's) may still run: its rows
         await pilot.pause()
         await pilot.press("s", "s", "S")
 
@@ -251,6 +252,7 @@ def test_results_with_validity_flags(snap_compare) -> None:
     async def before(pilot) -> None:
         write_results({0: ["cpu-bound", "buffered"], 2: ["not-steady"]})
         pilot.app.push_screen(ResultsScreen(RUN_DIR))
+        await results_shown(pilot)  # a read of RUN_DIR ahead (an earlier test's) may still run: its rows
         await pilot.pause()
 
     assert snap_compare(app_(), run_before=before, terminal_size=(120, 24))
@@ -263,6 +265,7 @@ def test_results_with_device_ratios(snap_compare) -> None:
     async def before(pilot) -> None:
         write_results({2: ["not-on-device"], 3: ["amplified"]}, devices=DEVICES_OF_POINTS)
         pilot.app.push_screen(ResultsScreen(RUN_DIR))
+        await results_shown(pilot)  # a read of RUN_DIR ahead (an earlier test's) may still run: its rows
         await pilot.pause()
 
     assert snap_compare(app_(), run_before=before, terminal_size=SIZE)
@@ -275,6 +278,7 @@ def test_results_with_iops_per_cpu(snap_compare, size: tuple[int, int]) -> None:
     async def before(pilot) -> None:
         write_results(cpu=CPU_OF_POINTS)
         pilot.app.push_screen(ResultsScreen(RUN_DIR))
+        await results_shown(pilot)  # a read of RUN_DIR ahead (an earlier test's) may still run: its rows
         await pilot.pause()
 
     assert snap_compare(app_(), run_before=before, terminal_size=size)
@@ -300,6 +304,7 @@ def test_results_with_intervals(snap_compare) -> None:
     async def before(pilot) -> None:
         write_results(ci=True)
         pilot.app.push_screen(ResultsScreen(RUN_DIR))
+        await results_shown(pilot)  # a read of RUN_DIR ahead (an earlier test's) may still run: its rows
         await pilot.pause()
 
     assert snap_compare(app_(), run_before=before, terminal_size=SIZE)
@@ -320,6 +325,7 @@ def test_export_modal(snap_compare) -> None:
     async def before(pilot) -> None:
         write_results()
         pilot.app.push_screen(ResultsScreen(RUN_DIR))
+        await results_shown(pilot)  # a read of RUN_DIR ahead (an earlier test's) may still run: its rows
         await pilot.pause()
         await pilot.press("e")
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from app import presets as core
 from app.screens.results import ResultsScreen
 from app.tui import create_app
-from tests.tui.helpers import DEVICES
+from tests.tui.helpers import DEVICES, results_shown
 from tests.tui.test_tui_snapshots import (
     RUN_DIR,
     SMALL,
@@ -43,6 +43,7 @@ def test_ascii_results_in_mib(snap_compare) -> None:
     async def before(pilot) -> None:
         write_results()
         pilot.app.push_screen(ResultsScreen(RUN_DIR))
+        await results_shown(pilot)  # a read of RUN_DIR ahead (an earlier test's) may still run: its rows
         await pilot.pause()
         await pilot.press("u")
 
