@@ -132,9 +132,12 @@ def answered(done: Callable[[], Any]) -> bool:
 def results_shown(screen: Any) -> bool:
     """Whether the results screen shows its rows (while its results are still being read ahead, it is shown at once
     saying so, and filled in when the read ends)."""
+    from textual.widgets import DataTable
+
     from app.screens.results import ResultsScreen
 
-    return isinstance(screen, ResultsScreen) and not screen.reading and screen.query_one("#results").row_count > 0
+    return isinstance(screen, ResultsScreen) and not screen.reading and \
+        screen.query_one("#results", DataTable).row_count > 0
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -175,7 +175,7 @@ async def test_results_being_read_ahead_show_at_once_and_fill_in_when_read(tmp_p
     release = threading.Timer(20, go.set)  # never hang: the old code blocked the event loop until the read ended
     real = results_screen.read_rows
 
-    def held(path):  # type: ignore[no-untyped-def]
+    def held(path: Path) -> Any:
         go.wait(30)
         return real(path)
 
@@ -187,6 +187,8 @@ async def test_results_being_read_ahead_show_at_once_and_fill_in_when_read(tmp_p
             results_screen.read_ahead(run)
             tui.push_screen(ResultsScreen(run))
             view = await wait_for(pilot, lambda: isinstance(tui.screen, ResultsScreen) and tui.screen, 10, "results")
+            assert isinstance(view, ResultsScreen)
+            shown: ResultsScreen = view  # (``tui.screen is view`` below would widen view's type again)
             await wait_for(pilot, lambda: view.query("#results-status"), 10, "the status line")
             status = view.query_one("#results-status", Static)
             await wait_for(pilot, lambda: "Reading the results" in str(status.render()), 10, "the reading line")
@@ -196,7 +198,7 @@ async def test_results_being_read_ahead_show_at_once_and_fill_in_when_read(tmp_p
             await pilot.press("s", "S", "right")  # keys on a table not there yet: nothing happens
             assert tui.screen is view and "Reading the results" in str(status.render())
             go.set()
-            await wait_for(pilot, lambda: table.row_count == 2 and not view.reading, 10, "the rows")
+            await wait_for(pilot, lambda: table.row_count == 2 and not shown.reading, 10, "the rows")
             assert "Reading" not in str(status.render()) and "sorted by" in str(status.render())
             await pilot.press("s")
             assert table.row_count == 2
@@ -313,6 +315,7 @@ async def test_the_custom_form_is_made_ahead_while_the_cursor_rests_on_a_preset(
         assert tui.screen is form
         await pilot.pause()
         quick = formplan.start_values(presets.presets["quick"])
+        assert isinstance(form, CustomSweepScreen)
         assert form.kind == core.STORAGE and form.query_one("#storage-runtime", Input).value == quick["runtime"]
         assert form.focused is form.query_one("#storage-rw", Input)
 
