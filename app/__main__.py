@@ -3,7 +3,7 @@
 From the first line of the package on, Ctrl-C ends the process at once with one line and exit 130,
 raising nothing into the imports under way (a KeyboardInterrupt raised mid-import can surface as another
 exception, with a traceback).  Commands that need more install their own handling: ``run``/``resume``
-(``app.cli.StartUpInterrupt``, then their event loop) and the TUI (once Textual is loaded).
+(``app.cli.commands.StartUpInterrupt``, then their event loop) and the TUI (once Textual is loaded).
 
 A ^C that arrives while the interpreter itself starts (before this module runs) is Python's own
 business; a launcher that starts profiler-tui with SIGINT blocked (``env --block-signal=INT``) closes
@@ -29,7 +29,7 @@ def main() -> None:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     except (ValueError, OSError, AttributeError):  # not the main thread, or no such call here
         pass
-    from app.cli import main as cli_main
+    from app.cli.commands import main as cli_main
 
     cli_main()
 

@@ -1,7 +1,7 @@
 """The Textual TUI (docs/tui.md): devices → confirm → presets or custom sweep → live run → results.
 
-The UI renders state and sends intents to the headless core (app.sweep, app.presets, app.safety,
-app.devices, app.report); it never runs a blocking call on the event loop.  ``create_app`` builds the
+The UI renders state and sends intents to the headless core (app.engine.sweep, app.plan.presets, app.host.safety,
+app.host.devices, app.report); it never runs a blocking call on the event loop.  ``create_app`` builds the
 application with injectable inputs (device list, results directory, overrides, clock) for the tests.
 
 This module imports no UI library itself: ``run_tui`` starts listing the block devices in a thread
@@ -16,11 +16,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from app import settings
+from app.core import settings
 from app.fleet.hosts import DEFAULT_AGENT_SOCKET
 
 if TYPE_CHECKING:
-    from app.audit import Audit
+    from app.host.audit import Audit
     from app.screens.application import ProfilerApp
 
 
@@ -40,7 +40,7 @@ def create_app(**options: Any) -> ProfilerApp:  # Any: the tests pass Options fi
 
 def _prefetch_devices() -> Future[list[dict[str, object]]]:
     def listing() -> list[dict[str, object]]:
-        from app.devices import list_devices
+        from app.host.devices import list_devices
 
         return list_devices()
 
@@ -86,22 +86,22 @@ def run_tui(agent_socket: str = DEFAULT_AGENT_SOCKET, ascii: bool = False) -> in
     def devices() -> list[dict[str, object]]:
         if first:  # the prefetched listing once; a rescan lists again
             return first.pop().result()
-        from app.devices import list_devices
+        from app.host.devices import list_devices
 
         return list_devices()
 
     utf8_output()
     def environment() -> list[str]:
-        from app.container import environment_warnings
+        from app.host.container import environment_warnings
 
         return environment_warnings(settings.results_root())
 
     def host_settings(target: str) -> Audit:
-        from app.audit import audit
+        from app.host.audit import audit
 
         return audit(target)
 
-    from app.config import config_path
+    from app.host.config import config_path
     from app.screens.ascii import ascii_terminal  # imports Textual (the filter), as create_app would anyway
 
     app = create_app(devices=devices, handle_signals=True, environment=environment, audit=host_settings,

@@ -21,10 +21,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from app import presets  # noqa: E402 - after the sys.path line above
-from app.points import StoragePoint  # noqa: E402 - after the sys.path line above
+from app.engine.sweep import Session, new_session  # noqa: E402 - after the sys.path line above
+from app.model.points import StoragePoint  # noqa: E402 - after the sys.path line above
+from app.plan import presets  # noqa: E402 - after the sys.path line above
 from app.runners.fio import job_file  # noqa: E402 - after the sys.path line above
-from app.sweep import Session, new_session  # noqa: E402 - after the sys.path line above
 
 ROUNDS = 5
 RUNTIME = 3

@@ -2,7 +2,7 @@
 
 For each directory given (copied first; the originals are never touched) it runs `profiler-tui report` and
 records the SHA-256 of report.md, results.csv and every plots/*.svg, the pandas loader's CSV
-(`app.frame.load_results`), the runs browser's summary of the directory, and `compare` of each directory
+(`app.stats.frame.load_results`), the runs browser's summary of the directory, and `compare` of each directory
 with the next.  The 120- and 1,008-point directories of bench/report_speed.py and the test suite's report
 fixtures are always included.  With ``--stream`` a real one-second fio run on a scratch file is made with
 ``--json-stream``; its events are reduced to their shape (event name and key tree, no values, since the
@@ -50,8 +50,8 @@ def _digest_dir(name: str, d: Path, out: list[str]) -> None:
     for f in sorted([d / "report.md", d / "results.csv", *(d / "plots").glob("*.svg")]):
         if f.exists():
             out.append(f"{name} {f.relative_to(d)} {_sha(f.read_bytes())}")
-    from app.frame import load_results, to_csv
-    from app.runs import summarise
+    from app.stats.frame import load_results, to_csv
+    from app.store.runs import summarise
     out.append(f"{name} frame {_sha(to_csv(load_results(d)).encode())}")
     s = summarise(d)
     fields = {k: v for k, v in vars(s).items() if k not in ("path", "mtime")}  # RunSummary: a plain dataclass

@@ -29,8 +29,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from app.cpustat import read_proc_stat, ticks_per_second  # noqa: E402 - after the sys.path line above
-from app.topology import cpu_list_text, device_cpus  # noqa: E402 - after the sys.path line above
+from app.host.cpustat import read_proc_stat, ticks_per_second  # noqa: E402 - after the sys.path line above
+from app.host.topology import cpu_list_text, device_cpus  # noqa: E402 - after the sys.path line above
 from bench.steady import ram_loop_device  # noqa: E402 - bench/, this script's directory
 
 ROUNDS = 3

@@ -44,12 +44,12 @@ from typing import Any, Sequence
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from app import presets  # noqa: E402 - after the sys.path line above
-from app.finesamples import series_of  # noqa: E402
-from app.points import StoragePoint  # noqa: E402
-from app.precision import reached_percent  # noqa: E402
-from app.sweep import new_session  # noqa: E402
-from app.uncertainty import intervals_of, replicate_spread, storage_series  # noqa: E402
+from app.engine.sweep import new_session  # noqa: E402
+from app.model.points import StoragePoint  # noqa: E402
+from app.plan import presets  # noqa: E402 - after the sys.path line above
+from app.stats.finesamples import series_of  # noqa: E402
+from app.stats.precision import reached_percent  # noqa: E402
+from app.stats.uncertainty import intervals_of, replicate_spread, storage_series  # noqa: E402
 from bench.steady import drain, label, ram_loop_device, run  # noqa: E402 - bench/, this script's directory
 
 NOMINAL = 17  # of 20: what a 95 % interval should reach

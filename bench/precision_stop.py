@@ -9,7 +9,7 @@ series with lag-1 ``φ`` from one second to the next (0, 0.5, 0.9), held for the
 every 50 ms; right for φ 0.5 and 0.9 only).  Both come from :func:`bench.claims.synth.ar1`.  The two carry
 equal shares of the long-run variance, which is set so that an interval knowing the true variance (the
 ``oracle`` rule) reaches ±2 % after ``T*`` seconds.  Each series is checked as the runner checks it
-(:func:`app.precision.due` from :data:`app.precision.MIN_SECONDS`, up to the bench's 30 s cap) and stops the
+(:func:`app.stats.precision.due` from :data:`app.stats.precision.MIN_SECONDS`, up to the bench's 30 s cap) and stops the
 first time the rule says ±2 %.
 
 Printed for each rule and case: the median stop as a share of the cap (a series that never stops counts as
@@ -18,7 +18,7 @@ and the share whose stated 95 % interval (the rule's own) misses it.
 
 The rules (docs/uncertainty.md, "Stopping at a precision", has the table and what it shows):
 
-- ``current``: app.precision's rule, the sub-second interval (app.finesamples), no stop on a level shift.
+- ``current``: app.stats.precision's rule, the sub-second interval (app.stats.finesamples), no stop on a level shift.
 - ``oracle``: the true long-run variance, known: what no rule can beat on average.
 - ``bm``, ``ar1``: the two halves of the sub-second interval alone (batch means of 4-sample means; the AR(1)
   effective-size interval of the samples): which one sets the stop.
@@ -49,9 +49,9 @@ from typing import Callable, Sequence
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from app import precision  # noqa: E402
-from app.finesamples import GROUP, MAX_R, MIN_BATCHES, R_MARGIN, fine_interval, fine_shift, grouped  # noqa: E402
-from app.uncertainty import (  # noqa: E402
+from app.stats import precision  # noqa: E402
+from app.stats.finesamples import GROUP, MAX_R, MIN_BATCHES, R_MARGIN, fine_interval, fine_shift, grouped  # noqa: E402
+from app.stats.uncertainty import (  # noqa: E402
     LEVEL,
     Interval,
     _unbiased_lag1,
@@ -103,7 +103,7 @@ def _pair(got: object) -> Pair | None:
 
 
 def current(values: Sequence[float]) -> Pair | None:
-    """app.precision's rule: the sub-second interval, none on a level shift."""
+    """app.stats.precision's rule: the sub-second interval, none on a level shift."""
     return None if fine_shift(values) is not None else _pair(fine_interval(values, LEVEL))
 
 
@@ -194,8 +194,8 @@ Decide = Callable[[list[float], Model], "Pair | None"]
 
 
 def shipped(xs: list[float], model: Model) -> Pair | None:
-    """app.precision's own decision (the ``current`` rule as the runner calls it); the interval the point states
-    is app.precision.reached_percent's, the sub-second one."""
+    """app.stats.precision's own decision (the ``current`` rule as the runner calls it); the interval the point states
+    is app.stats.precision.reached_percent's, the sub-second one."""
     return current(xs) if precision.decide(xs, TARGET_PCT).stop else None
 
 
@@ -218,7 +218,7 @@ def oracle_marker(values: Sequence[float]) -> Pair | None:
 def simulate(decide: Decide, model: Model, n: int, seed: int, two: bool = False, stein: bool = False,
              min_s: float = precision.MIN_SECONDS) -> Outcome:
     """``n`` series of the model checked as the runner checks a point, each stopped by ``decide``; the stopped
-    point states the 95 % interval the rule gives (the shipped rule: app.precision.reached_percent's)."""
+    point states the 95 % interval the rule gives (the shipped rule: app.stats.precision.reached_percent's)."""
     rng = random.Random(seed)
     per_s = round(1 / SAMPLE_S)
     out = Outcome()
@@ -228,7 +228,7 @@ def simulate(decide: Decide, model: Model, n: int, seed: int, two: bool = False,
         stop: int | None = None
         stated: Pair | None = None
         for k in range(math.ceil(min_s * per_s), len(xs) + 1):
-            if k - last < max(1, k // precision.CHECKS_PER_SPAN):  # app.precision.due past the minimum
+            if k - last < max(1, k // precision.CHECKS_PER_SPAN):  # app.stats.precision.due past the minimum
                 continue
             last = k
             if stein:  # the first interval fixes the length

@@ -4,7 +4,7 @@ Makes ``--runs`` synthetic results directories (default 500) in a temp directory
 plan of ``--points`` storage points (default 24) and a results.jsonl of as many lines; a tenth of them
 interrupted, so their results.jsonl is counted line by line — then measures, median of ``--repeat``:
 
-* core: ``app.runs.list_runs`` reading them all (cold file cache is not attempted: the figure is the CPU
+* core: ``app.store.runs.list_runs`` reading them all (cold file cache is not attempted: the figure is the CPU
   and system-call cost a second visit pays);
 * TUI: in the Textual app at 80x24, from the ``h`` key reaching the terminal driver to the table holding every
   run (the scan runs in a thread while the screen is drawn).
@@ -55,7 +55,7 @@ def make_runs(root: Path, runs: int, points: int) -> None:
 
 
 def core_times(root: Path, repeat: int) -> list[float]:
-    from app.runs import list_runs
+    from app.store.runs import list_runs
 
     out = []
     for _ in range(repeat):

@@ -33,8 +33,8 @@ from typing import Any, Iterator
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from app import presets  # noqa: E402 - after the sys.path line above
-from app.sweep import new_session  # noqa: E402 - after the sys.path line above
+from app.engine.sweep import new_session  # noqa: E402 - after the sys.path line above
+from app.plan import presets  # noqa: E402 - after the sys.path line above
 
 
 async def drain(session: Any) -> None:

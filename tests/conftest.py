@@ -13,7 +13,7 @@ from typing import Callable
 import pytest
 from hypothesis import HealthCheck, settings
 
-from app.points import MemoryPoint
+from app.model.points import MemoryPoint
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"

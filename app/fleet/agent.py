@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import TextIO
 
-from app.errors import UsageError
+from app.core.errors import UsageError
 from app.fleet.hosts import DEFAULT_AGENT_PORT, DEFAULT_AGENT_SOCKET, check_socket_path
 from app.runners.fio import STATUS_INTERVAL_S, fio_binary
 

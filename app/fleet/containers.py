@@ -37,8 +37,8 @@ import requests.exceptions
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.models.containers import Container
 
-from app import settings
-from app.errors import ProfilerError, UsageError
+from app.core import settings
+from app.core.errors import ProfilerError, UsageError
 from app.fleet.hosts import DEFAULT_AGENT_SOCKET, Host, parse_host
 from app.fleet.links import CONNECT_TIMEOUT_S, end_process, ssh_base, start_ssh
 

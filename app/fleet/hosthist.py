@@ -5,12 +5,12 @@ its jobs' cumulative figures once a second besides the point's final ones, and f
 them in its JSON document's ``client_stats``, in the order they came: a host's entries are its cumulative json+
 dumps, the last the point's result.  The difference of two consecutive entries of a host is the histogram of the
 I/Os it completed in between — exactly as the local runner differences fio's status dumps: the same code
-(app.runners.fio_parse.SampleTracker, app.latmap) makes a host's histograms file ``raw/NNNN-JOB@HOST.hist.jsonl``.
+(app.runners.fio_parse.SampleTracker, app.stats.latmap) makes a host's histograms file ``raw/NNNN-JOB@HOST.hist.jsonl``.
 
 The entries are untrusted: the host's fio server sends them, and a host is another machine.  fio's client writes
 the document itself, so a host decides only the values in it, not its shape; each of them is checked before it is
 used.  A host's histograms are kept only when every one of its entries is sound — each direction's ``lat_ns.bins``
-an object of at most app.tails.MAX_BINS buckets named by whole numbers of nanoseconds, each count and each
+an object of at most app.model.tails.MAX_BINS buckets named by whole numbers of nanoseconds, each count and each
 figure the difference reads a whole number from 0 to 2^63 (no NaN, no fraction, no string) — and when it sent
 no more entries than one a second of the point's time plus :data:`SPARE_DUMPS`.  Otherwise none are kept, and
 :func:`host_hist_lines` says why in one sentence.  A host whose agent sends no status dumps (one entry: an agent of
@@ -24,10 +24,10 @@ import math
 import re
 from typing import Any, Mapping, Sequence
 
-from app.latmap import DIRECTIONS, HIST_KEY, decode, encode, hist_line
+from app.core.sanitize import show_value
+from app.model.tails import MAX_BINS, MAX_COUNT, merge
 from app.runners.fio_parse import SampleTracker
-from app.sanitize import show_value
-from app.tails import MAX_BINS, MAX_COUNT, merge
+from app.stats.latmap import DIRECTIONS, HIST_KEY, decode, encode, hist_line
 
 ALL_CLIENTS = "All clients"
 SPARE_DUMPS = 10  # entries a host may send beyond one a second of the point's time (its start, its end)
@@ -166,7 +166,8 @@ class HostSeconds:
 
     def _fold_into_last(self, sample: dict[str, object], hist: Mapping[str, list[int]], dt: float) -> bool:
         """A moment after the last second (fio's result, a few ms after its last dump) added to that second: alone,
-        it would be a column of its own that takes the other hosts' last seconds from theirs (app.latmap.merge_hosts
+        it would be a column of its own that takes the other hosts' last seconds from theirs
+        (app.stats.latmap.merge_hosts
         joins seconds ending within half a second)."""
         last = json.loads(self.lines[-1])
         if last.get("ramp") or not isinstance(last.get("interval_s"), (int, float)):
@@ -192,7 +193,7 @@ class HostSeconds:
 
 
 def host_hist_lines(entries: Sequence[Mapping[str, Any]], max_dumps: int) -> tuple[list[dict[str, object]], str]:
-    """A host's histograms-file lines (app.latmap.hist_line: ``t``, ``interval_s``, ``ramp`` and a record per
+    """A host's histograms-file lines (app.stats.latmap.hist_line: ``t``, ``interval_s``, ``ramp`` and a record per
     direction) from its entries, and '' — or no lines and one sentence saying why none are kept.  ``t`` is the
     seconds of the host's fio dumps added up (its job's runtime); the seconds before fio's counters restarted
     (the end of ramp_time) are ``ramp``.  ``max_dumps``: the most entries the point's time allows."""

@@ -18,8 +18,8 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
-from app import settings
-from app.errors import UsageError
+from app.core import settings
+from app.core.errors import UsageError
 
 DEFAULT_AGENT_PORT = 8765
 DEFAULT_AGENT_SOCKET = "/run/profiler-tui/agent.sock"
@@ -132,7 +132,7 @@ class TcpConsent:
                 raise UsageError(why)
 
 
-# run's and resume's consent (app.cli sets it); a Fleet checks its hosts against it before connecting anything
+# run's and resume's consent (app.cli.commands sets it); a Fleet checks its hosts against it before connecting anything
 CONSENT = TcpConsent()
 
 

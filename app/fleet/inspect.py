@@ -5,8 +5,8 @@ file needs.
 On the host itself this is ``profiler-tui devices --json --target PATH`` (:func:`describe_target`); on the
 controller, :func:`read_target` reads that JSON back as untrusted input (it came over the network).  The
 controller takes only facts from it: :func:`verdict_of` applies the controller's own rules
-(:func:`app.safety.judge_block` / :func:`app.safety.judge_file`, exactly those of a local target) to them, and
-:func:`app.safety.confirm` judges that verdict with the user's confirmations.  The host's own verdicts in the
+(:func:`app.host.safety.judge_block` / :func:`app.host.safety.judge_file`, exactly those of a local target) to them, and
+:func:`app.host.safety.confirm` judges that verdict with the user's confirmations.  The host's own verdicts in the
 answer are for a person reading it; an answer whose facts contradict each other (or those verdicts' kind or
 confirmation) is refused.
 """
@@ -18,9 +18,10 @@ import re
 from dataclasses import asdict
 from typing import TypedDict
 
-from app import points, safety
+from app.core.sanitize import clean_line
+from app.host import safety
+from app.model import points
 from app.runners.fio import TargetShape, target_shape
-from app.sanitize import clean_line
 
 MAX_REASONS = 20
 MAX_REASON_CHARS = 1000
@@ -76,7 +77,7 @@ def describe_target(path: str) -> TargetAnswer:
     """The JSON a host gives about ``path`` (``devices --json --target PATH``)."""
     real = safety.resolve(path)
     shape = target_shape(real)
-    from app.link import device_number
+    from app.host.link import device_number
 
     number = device_number(real)
     return {"path": real, "exists": shape.exists, "block": shape.block, "size": shape.size,

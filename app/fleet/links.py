@@ -37,9 +37,9 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from app import points, safety, settings
-from app.errors import ProfilerError, SafetyError, ToolMissing, UsageError
-from app.external import describe_failure, run_bounded
+from app.core import settings
+from app.core.errors import ProfilerError, SafetyError, ToolMissing, UsageError
+from app.core.sanitize import clean_json, clean_line
 from app.fleet.hosts import DEFAULT_AGENT_SOCKET, Host
 from app.fleet.inspect import (
     BadAnswer,
@@ -51,10 +51,12 @@ from app.fleet.inspect import (
     shape_of,
     verdict_of,
 )
-from app.programs import untrusted, which_trusted
+from app.host import safety
+from app.host.external import describe_failure, run_bounded
+from app.host.programs import untrusted, which_trusted
+from app.model import points
 from app.runners.base import die_with_parent
 from app.runners.fio import TargetShape
-from app.sanitize import clean_json, clean_line
 
 CONNECT_TIMEOUT_S = 15.0
 REMOTE_TIMEOUT_S = 60.0
@@ -314,7 +316,7 @@ class Link:
             cleaned = clean_json(doc)  # every string the TUI or the CLI shows, as the local listing's
             return [d for d in cleaned if isinstance(d, dict)] if isinstance(cleaned, list) else []
         if self.host.is_local:
-            from app.devices import list_devices
+            from app.host.devices import list_devices
 
             return list_devices()
         return []

@@ -32,20 +32,18 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, AsyncGenerator, Sequence, cast
 
-from app import settings
+from app.core import settings
 from app.fleet import hosts as fleet_hosts
 from app.fleet.hosthist import ALL_CLIENTS as ALL_CLIENTS  # fio's sum of the hosts, named here too
 from app.fleet.hosthist import SPARE_DUMPS, ClientStream, final_entries, host_entries
 from app.fleet.hosts import DEFAULT_AGENT_SOCKET, MAX_HOSTS, Host
 from app.fleet.links import HostUnreachable, Link, close_links, open_links
 from app.fleet.meter import FleetMeter
-from app.latmap import HIST_SUFFIX
-from app.openloop import open_loop_part, rate_options
-from app.points import StoragePoint
-from app.presets import estimate_point_seconds
-from app.procedure import OfferedLoad, offered_load
-from app.records import JSONObject, Parts, StorageMetrics
-from app.results import write_new
+from app.model.points import StoragePoint
+from app.model.records import JSONObject, Parts, StorageMetrics
+from app.plan.openloop import open_loop_part, rate_options
+from app.plan.presets import estimate_point_seconds
+from app.plan.procedure import OfferedLoad, offered_load
 from app.runners.base import Child, Context, Event, Phase, Result, Sample, stop_process
 from app.runners.fio import (
     STATUS_INTERVAL_S,
@@ -57,7 +55,9 @@ from app.runners.fio import (
     with_interval,
 )
 from app.runners.fio_parse import metrics, split_documents, unserved
-from app.uncertainty import none_because
+from app.stats.latmap import HIST_SUFFIX
+from app.stats.uncertainty import none_because
+from app.store.results import write_new
 
 STALL_ENV = settings.FLEET_STALL_S.name
 DEFAULT_STALL_S = 120
@@ -315,7 +315,7 @@ def open_fleet(host_values: Sequence[str], target_values: Sequence[str],
 
 def fleet_from_meta(meta: Any, source: str) -> Fleet:
     """The fleet run.json recorded (untrusted: every host and target is parsed again)."""
-    from app.errors import UsageError
+    from app.core.errors import UsageError
     from app.fleet.hosts import check_remote_path, check_socket_path, parse_host
 
     if not isinstance(meta, dict) or not isinstance(meta.get("hosts"), list) or not meta["hosts"]:

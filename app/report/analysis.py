@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from app.presets import base_key
-from app.records import JSONObject, JSONValue, number
+from app.model.records import JSONObject, JSONValue, number
+from app.plan.presets import base_key
 from app.report import contention
 from app.report import memory as mem
 from app.report.model import MemoryRow, RunData, StorageRow
@@ -151,7 +151,7 @@ class Workload:
 def workloads(points: Sequence[StorageRow]) -> list[Workload]:
     """The points grouped by workload (mix, block size and other settings), in first-seen order; each group's
     points in their order."""
-    from app.units import format_size
+    from app.core.units import format_size
 
     varying = varying_rest_keys(points)
     groups: dict[tuple[str, int, Rest], list[StorageRow]] = {}
@@ -187,11 +187,11 @@ def replicate_sets(rows: Sequence[StorageRow]) -> list[list[StorageRow]]:
 def mean_row(reps: Sequence[StorageRow], run_dir: Path | None = None) -> StorageRow:
     """One row standing for a point's replicates: each throughput figure and each latency summary figure the
     mean over them (a figure missing from one replicate is left out), and as its 95 % interval the Student-t
-    interval over the replicates (:func:`app.uncertainty.replicate_spread`, between runs).  Its whole seconds,
+    interval over the replicates (:func:`app.stats.uncertainty.replicate_spread`, between runs).  Its whole seconds,
     for the analyses that judge a point by its per-second spread, are every replicate's together (with
     ``run_dir``; their spread holds the variation between runs as well as within one); without ``run_dir``
     it has none.  A single row is itself."""
-    from app.uncertainty import replicate_spread
+    from app.stats.uncertainty import replicate_spread
 
     if len(reps) == 1:
         return reps[0]
@@ -413,7 +413,7 @@ class MemCurve:
 
     @property
     def label(self) -> str:
-        from app.units import format_size
+        from app.core.units import format_size
 
         s = f"{self.traffic} stride {self.stride} B"
         if self.buffer:
@@ -424,7 +424,7 @@ class MemCurve:
     def legend(self) -> str:
         """The curve in a panel of one stride: its traffic type, and buffer when set (and its file, when the
         curves come from several)."""
-        from app.units import format_size
+        from app.core.units import format_size
 
         return self.traffic + (f" {format_size(self.buffer)}" if self.buffer else "") + self.from_text
 

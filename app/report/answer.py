@@ -14,16 +14,16 @@ import re
 from pathlib import Path
 from typing import Sequence
 
-from app.points import Kind
+from app.core.sanitize import md_text
+from app.core.textable import fit_line, markdown_table, table_lines
+from app.core.units import format_count, format_size
+from app.model.points import Kind
 from app.report import analysis as an
 from app.report import contention, support
 from app.report import intervals as ci
 from app.report.model import MemoryRow, RunData, StorageRow
-from app.sanitize import md_text
-from app.summary import point_label
-from app.textable import fit_line, markdown_table, table_lines
-from app.units import format_count, format_size
-from app.validity import FLAGS, LEGEND, names
+from app.stats.summary import point_label
+from app.stats.validity import FLAGS, LEGEND, names
 
 MB = 1e6
 MARK = "⚑"  # beside a figure whose point carries a flag; the flag's name follows it

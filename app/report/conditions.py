@@ -4,9 +4,9 @@ host's memory and the device, signs of host write-back caching, the machine's vi
 for each condition that weakens the figures (short points, no ramp).
 
 Only recorded facts are stated; a fact the directory does not record is said to be "not recorded".  run.json
-and results.jsonl are untrusted: numbers are read through :func:`app.records.number` (a string, a
+and results.jsonl are untrusted: numbers are read through :func:`app.model.records.number` (a string, a
 bool, NaN or infinity is no number); text is bounded (:func:`_text`), and escaped by the table it goes into or,
-in a note, by :func:`app.sanitize.md_text`.
+in a note, by :func:`app.core.sanitize.md_text`.
 """
 
 from __future__ import annotations
@@ -14,18 +14,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from app.records import number
+from app.core.sanitize import clean_line, md_text
+from app.core.textable import markdown_table
+from app.core.units import format_size, size_text
+from app.model.records import number
+from app.model.runmeta import RunMeta
 from app.report import noise, verdict
 from app.report.model import RunData, StorageRow
 from app.report.verdict import Verdict
-from app.runmeta import RunMeta
-from app.sanitize import clean_line, md_text
-from app.textable import markdown_table
-from app.units import format_size, size_text
 
 SHORT_POINT_S = 2.0  # a point this short has few one-second samples and its first I/Os weigh in its figures
 MB = 1e6
-MAX_BYTES = float(1 << 70)  # as app.units.size_text: no memory or device is that large
+MAX_BYTES = float(1 << 70)  # as app.core.units.size_text: no memory or device is that large
 
 
 def _mapping(v: object) -> Mapping[str, object]:

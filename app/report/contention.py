@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-from app.records import number
+from app.model.records import number
 from app.report.model import MemoryRow
 from app.runners.mlc_parse import latency_only, peak_traffic
 

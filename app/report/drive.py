@@ -1,4 +1,4 @@
-"""The report's "Drive telemetry" section: what the drive's health log said over the run (app.telemetry).
+"""The report's "Drive telemetry" section: what the drive's health log said over the run (app.host.telemetry).
 
 From run.json's ``telemetry`` (which drive, which tool, or why there is none) and the readings in
 ``raw/telemetry.jsonl`` (read back bounded and validated: the file is untrusted).  A run without a
@@ -12,9 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Sequence
 
-from app.report.model import RunData, StorageRow
-from app.sanitize import clean_line, md_text
-from app.telemetry import (
+from app.core.sanitize import clean_line, md_text
+from app.core.textable import markdown_table
+from app.core.units import format_duration
+from app.host.telemetry import (
     COUNTERS,
     DATA_UNIT_BYTES,
     TEMPERATURE_BIT,
@@ -25,8 +26,7 @@ from app.telemetry import (
     summarise,
     warning_names,
 )
-from app.textable import markdown_table
-from app.units import format_duration
+from app.report.model import RunData, StorageRow
 
 
 def _delta_text(name: str, delta: int) -> str:

@@ -17,11 +17,11 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
-from app.points import Kind
+from app.model.points import Kind
+from app.model.runmeta import RunMeta
+from app.model.tails import TAIL_PERCENTILES, Hist, count, merge, percentile, supported
 from app.report.model import RunData, StorageRow, replicate_of
-from app.runmeta import RunMeta
-from app.summary import point_label
-from app.tails import TAIL_PERCENTILES, Hist, count, merge, percentile, supported
+from app.stats.summary import point_label
 
 OUTLIER_MADS = 3.0
 MIN_OUTLIER_HOSTS = 3
@@ -165,7 +165,7 @@ def failed_host_points(meta: RunMeta) -> set[tuple[int, str]]:
 
 # --- the fleet's tail: percentiles of the hosts' merged histograms ------------------------------------------------
 #
-# A fleet percentile is read from the hosts' json+ histograms added bucket by bucket (app.tails.merge): the exact
+# A fleet percentile is read from the hosts' json+ histograms added bucket by bucket (app.model.tails.merge): the exact
 # percentile of every I/O the fleet completed.  A mean or median of the hosts' percentiles is not a percentile of
 # anything (one slow host's tail is diluted by the others), so none is computed here.
 

@@ -14,10 +14,10 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
-from app.points import Kind
+from app.core.units import format_size
+from app.model.points import Kind
 from app.report.fleet import MEASURES, MIN_OUTLIER_HOSTS, OUTLIER_MADS, FleetPoint, spread
 from app.report.plots import MAX_PAGES, TEXT_PT, Figure, _page_name, _page_title, _plain_log, _plt, _save
-from app.units import format_size
 
 if TYPE_CHECKING:
     from types import ModuleType

@@ -2,7 +2,7 @@
 (point, host) from results.jsonl.
 
 A fleet run (``profiler-tui run PRESET --host … --host …``) writes one line per plan point *and host*: the
-lines of one point share its ``index`` and differ in ``host``; :meth:`app.results.ResultsDir.read_records`
+lines of one point share its ``index`` and differ in ``host``; :meth:`app.store.results.ResultsDir.read_records`
 keeps the last line of each (``index``, ``host``) pair.
 
 Both files are untrusted: ``fleet`` must be an object whose ``hosts`` is a list of objects with a ``host``
@@ -15,8 +15,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.errors import UsageError
-from app.runmeta import RunMeta, shown
+from app.core.errors import UsageError
+from app.model.runmeta import RunMeta, shown
 
 MAX_HOST_CHARS = 255
 # a host as --host takes it (app/fleet/hosts.py): ssh://user@name:port, tcp://addr:port, [v6]; nothing that

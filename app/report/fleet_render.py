@@ -11,7 +11,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
-from app.points import Kind
+from app.core.sanitize import Markup, clean_text, md_text
+from app.core.textable import markdown_table
+from app.core.units import format_count, us
+from app.model.points import Kind
+from app.model.tails import TAIL_PERCENTILES
 from app.report import drive, heat, tails
 from app.report import intervals as ci
 from app.report.fleet import (
@@ -41,11 +45,7 @@ from app.report.render import (
     results_csv,
     workload,
 )
-from app.results import write_new
-from app.sanitize import Markup, clean_text, md_text
-from app.tails import TAIL_PERCENTILES
-from app.textable import markdown_table
-from app.units import format_count, us
+from app.store.results import write_new
 
 if TYPE_CHECKING:
     from app.report.plots import Figure

@@ -1,9 +1,9 @@
 """The report's latency over time (docs/tails.md, "Latency heat map"): each storage point's heat map from its
-per-second histograms (raw/NNNN-JOB.hist.jsonl, app.latmap) — time on x, log latency on y, the I/Os completed
+per-second histograms (raw/NNNN-JOB.hist.jsonl, app.stats.latmap) — time on x, log latency on y, the I/Os completed
 per second in a cell as its colour, the per-column p50/p99/p99.9 over it — and the stall events named from it.
 
 One strip per point, stacked under each other on one colour scale (small multiples), at most STRIPS per figure
-and MAX_FIGURES figures; a point of more than app.latmap.MAX_COLUMNS seconds has runs of seconds merged into one
+and MAX_FIGURES figures; a point of more than app.stats.latmap.MAX_COLUMNS seconds has runs of seconds merged into one
 column by adding their histograms (the caption says how many).
 """
 
@@ -13,7 +13,13 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from app.latmap import (
+from app.core.textable import markdown_figure, markdown_table
+from app.core.units import us
+from app.model.points import Kind
+from app.model.tails import percentile
+from app.report.model import StorageRow
+from app.report.plots import TEXT_PT, Figure, _page_name, _page_title, _plain_log, _plt, _save
+from app.stats.latmap import (
     STALL_FACTOR,
     STALL_MIN_IOS,
     HeatMap,
@@ -26,12 +32,6 @@ from app.latmap import (
     row_edge_ns,
     stall_events,
 )
-from app.points import Kind
-from app.report.model import StorageRow
-from app.report.plots import TEXT_PT, Figure, _page_name, _page_title, _plain_log, _plt, _save
-from app.tails import percentile
-from app.textable import markdown_figure, markdown_table
-from app.units import us
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -261,7 +261,7 @@ MERGED = "all hosts merged"
 
 def fleet_strips(run_dir: Path, points: Sequence[StorageRow], label: Label) -> list[Strip]:
     """A strip per host of each point that kept per-second histograms, then the hosts' merge: their seconds added
-    bucket by bucket (app.latmap.merge_hosts), never their percentiles averaged."""
+    bucket by bucket (app.stats.latmap.merge_hosts), never their percentiles averaged."""
     by_index: dict[int, list[tuple[StorageRow, list[Interval]]]] = {}
     for p, ivs in point_intervals(run_dir, points):
         by_index.setdefault(p.index, []).append((p, ivs))

@@ -1,10 +1,10 @@
 """The report's "Host settings" section: the host settings that bend a result, as the audit read them before the
-run's first point (run.json ``audit``, app.audit) — its warnings first, each with the points it bends, then a
+run's first point (run.json ``audit``, app.host.audit) — its warnings first, each with the points it bends, then a
 table of every setting read: its value (or "not available here" and why), what a benchmark usually wants, and
 why it matters.
 
-run.json is untrusted: the audit is read back by :func:`app.audit.from_json` (bounded text, unknown keys and
-statuses dropped) and every text goes into the report through :func:`app.sanitize.md_text`.  A run without an
+run.json is untrusted: the audit is read back by :func:`app.host.audit.from_json` (bounded text, unknown keys and
+statuses dropped) and every text goes into the report through :func:`app.core.sanitize.md_text`.  A run without an
 audit (a fleet run, an import, or a run recorded before the tool audited the host) gets one sentence saying so.
 """
 
@@ -12,21 +12,21 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from app import audit
-from app.audit import Audit, Item
+from app.core.sanitize import Markup, md_text
+from app.core.textable import markdown_table
+from app.core.units import count_text
+from app.host import audit
+from app.host.audit import Audit, Item
+from app.host.topology import cpu_list_text
 from app.report.model import MemoryRow, RunData, StorageRow
-from app.sanitize import Markup, md_text
-from app.textable import markdown_table
-from app.topology import cpu_list_text
-from app.units import count_text
-from app.validity import AUDIT_FLAGS, FLEET_NOT_AUDITED, LOW_LOAD, NOT_AUDITED
+from app.stats.validity import AUDIT_FLAGS, FLEET_NOT_AUDITED, LOW_LOAD, NOT_AUDITED
 
 # the memory modes whose figure is a latency: a CPU saving power between accesses bends them (memory points
 # carry no flags, so the section names them)
 LATENCY_MODES = frozenset({"idle", "loaded", "working_set", "latency_matrix", "c2c"})
 CPU_POWER_WARNINGS = ("governor", "cstates")  # of power-saving's warnings, those of the CPUs (APST is the drive's)
 STATUS_WORDS = {"ok": "ok", "warn": "warning", "info": "reported", "unavailable": "not available here"}
-# the point flag each audit warning raises (app.validity), and which points it concerns
+# the point flag each audit warning raises (app.stats.validity), and which points it concerns
 FLAG_OF = {w: name for name, warnings in AUDIT_FLAGS.items() for w in warnings}
 SCOPE = {"link-degraded": "every storage point",
          "numa-remote": "storage points whose CPUs are all off the device's node",

@@ -8,7 +8,7 @@ What makes the page safe to open and to share:
 
 - the Markdown is rendered by markdown-it-py with raw HTML and links disabled, so a device model, hostname or fio
   message that reached the report as text (``<script>``, ``</svg>``, ``[a](http://…)``) stays text: every ``<`` is
-  escaped and no ``<a>`` is made (report.md escapes foreign text already: app.sanitize.md_text);
+  escaped and no ``<a>`` is made (report.md escapes foreign text already: app.core.sanitize.md_text);
 - an image is never an ``<img>``: a ``plots/NAME.svg`` the report names becomes that figure's SVG, inlined;
   anything else (a hostile string that looks like Markdown's image syntax) is shown as its text;
 - an inlined SVG is parsed (XML, no declaration or entity of its own: only matplotlib's prolog precedes it) and
@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 from xml.etree import ElementTree
 
-from app.errors import UsageError
-from app.results import NotRegularFile, read_regular, write_new
+from app.core.errors import UsageError
+from app.store.results import NotRegularFile, read_regular, write_new
 
 MAX_FIGURE_BYTES = 16 << 20  # one figure; the 1,008-point report's largest is about 0.5 MB
 MAX_REPORT_BYTES = 64 << 20  # report.md read back

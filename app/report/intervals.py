@@ -1,6 +1,6 @@
 """The 95 % interval of each figure of a point as the report, results.csv and the TUI show it.
 
-A results line written since the tool computes intervals carries them (``metrics.ci95``, app.uncertainty); an
+A results line written since the tool computes intervals carries them (``metrics.ci95``, app.stats.uncertainty); an
 older line has none, so its interval is computed here from the per-second samples it kept (raw/…samples.jsonl)
 by the same method, and older runs show ± too.  A line with neither (an imported fio JSON, a memory line of an
 older run) shows no ±, and the report says why once (:func:`unshown_note`).
@@ -20,11 +20,11 @@ import re
 from pathlib import Path
 from typing import Callable, Sequence
 
-from app.records import JSONObject, interval_problem, number
+from app.model.records import JSONObject, interval_problem, number
 from app.report.model import MemoryRow, StorageRow
 from app.report.noise import samples_of
-from app.uncertainty import intervals_of, level_shift, storage_series
-from app.validity import shifts_found
+from app.stats.uncertainty import intervals_of, level_shift, storage_series
+from app.stats.validity import shifts_found
 
 Pair = tuple[float, float]
 STORAGE_FIGURES = ("iops", "bw_bytes", "lat_mean_ns")
@@ -37,7 +37,8 @@ NO_WINDOWS = "the line records no interval (the engine's windows were not kept)"
 def storage_intervals(run_dir: Path | None, row: StorageRow) -> dict[str, Pair]:
     """The 95 % interval of each figure of ``row`` that has one: the line's own ``ci95``, or, for a line
     written before the tool recorded intervals (no ``ci_method``), computed from its kept samples.  An interval
-    that is no interval of its figure (:func:`app.records.interval_problem`) is left out (:func:`unshown_note`)."""
+    that is no interval of its figure (:func:`app.model.records.interval_problem`) is left out
+    (:func:`unshown_note`)."""
     if row.computed_ci is None:
         row.computed_ci = _storage_intervals(run_dir, row)
     return row.computed_ci[0]
@@ -66,7 +67,7 @@ def _storage_intervals(run_dir: Path | None, row: StorageRow) -> tuple[dict[str,
 
 def _shifted(run_dir: Path | None, row: StorageRow, figures: list[str]) -> dict[str, str]:
     """Of a line recorded before the tool tested for a level shift (its ``ci_method`` names no test), the
-    figures with a recorded interval whose kept samples show one (app.uncertainty.level_shift): figure → why that
+    figures with a recorded interval whose kept samples show one (app.stats.uncertainty.level_shift): figure → why that
     interval is not used.  A line written since was tested when it was written."""
     method = row.metrics.ci_method
     if not figures or run_dir is None or (method is not None and "level_shift" in method):
@@ -213,7 +214,7 @@ def unshown_note(rows: Sequence[StorageRow | MemoryRow], name: Callable[[Storage
     """Under a table: every figure shown without ±, named by its point (``name``) and grouped by why it has no
     interval; a level shift with both levels.  [] when every figure has its ±.  Call it after the rows'
     intervals were looked up (:func:`storage_intervals`)."""
-    from app.sanitize import md_text
+    from app.core.sanitize import md_text
 
     groups: dict[str, list[tuple[str, list[str], str]]] = {}
     for r in rows:
@@ -336,7 +337,7 @@ def pm_fixed(value: float, iv: Pair | None, native: int, cap: int = 3, scale: fl
 
 
 def _count_unit(x: float) -> tuple[float, str, int]:
-    """How :func:`app.units.format_count` scales ``x``: divisor, suffix and its decimals (3 significant digits)."""
+    """How :func:`app.core.units.format_count` scales ``x``: divisor, suffix and its decimals (3 significant digits)."""
     a = abs(x)
     if a >= 1e6:
         return 1e6, "M", max(0, 2 - math.floor(math.log10(a / 1e6)))
@@ -350,7 +351,7 @@ def pm_count(value: float, iv: Pair | None, plain: Callable[[float], str] | None
     (``123.5k ± 1.2k``); ``value`` alone when there is no interval."""
     c, h = shown(value, iv)
     if h is None:
-        from app.units import format_count
+        from app.core.units import format_count
 
         return (plain or format_count)(c)
     div, suffix, native = _count_unit(c)

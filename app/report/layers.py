@@ -1,24 +1,24 @@
 """The report's "Where the time goes" subsection (docs/report.md): fio's latency split by layer from the ``layers``
-part of the points that asked for it (``layers = true``; app/blocktrace.py).
+part of the points that asked for it (``layers = true``; app/host/blocktrace.py).
 
 Per figure (mean, p50, p99): fio's total latency, each request's queue (its accounting start to its issue: plug,
 I/O scheduler, dispatch), its time in the driver and device, its completion (the bios' callbacks before its
 accounting ends), and what is left above the block layer; and per point the three block-layer means added up beside
 the device counters' mean, which times the same span.  Where the trace is unavailable the subsection says why in
 one sentence and gives the device counters' mean instead (the ``device`` part: Δticks / Δrequests).  Every figure
-of the part is untrusted: read through :func:`app.records.number`, bounded.
+of the part is untrusted: read through :func:`app.model.records.number`, bounded.
 """
 
 from __future__ import annotations
 
 from typing import Callable, Mapping, Sequence
 
-from app.records import number
+from app.core.sanitize import md_text
+from app.core.textable import markdown_table
+from app.core.units import us
+from app.model.records import number
 from app.report.model import StorageRow
-from app.sanitize import md_text
-from app.textable import markdown_table
-from app.units import us
-from app.validity import recorded_ns
+from app.stats.validity import recorded_ns
 
 Label = Callable[[StorageRow], str]
 MAX_NS = 1e15  # 11 days: a figure above is no latency

@@ -1,7 +1,7 @@
 """What the memory report says beside its numbers: which traffic a bandwidth counts, what an injection delay
 is in time, why a curve has no knee, and the chase buffer against the caches and the TLB.
 
-Every figure comes from the results lines or run.json (read through :func:`app.records.number`); a
+Every figure comes from the results lines or run.json (read through :func:`app.model.records.number`); a
 fact the run did not record is said to be unknown, never guessed.
 """
 
@@ -10,11 +10,11 @@ from __future__ import annotations
 import statistics
 from typing import Protocol, Sequence
 
-from app.records import number
+from app.core.sanitize import md_text
+from app.core.units import format_size_human
+from app.model.records import number
 from app.report.contention import CONTENDED_SHARE, threads_text
 from app.report.model import MemoryRow
-from app.sanitize import md_text
-from app.units import format_size_human
 
 
 class MemCurve(Protocol):

@@ -1,5 +1,5 @@
 """A results directory read for the report: typed views of its storage and memory result rows
-(`StorageRow`, `MemoryRow`: a measured line of results.jsonl; the plan's points are app.points).
+(`StorageRow`, `MemoryRow`: a measured line of results.jsonl; the plan's points are app.model.points).
 
 Nothing here draws or formats; :mod:`app.report.analysis` computes, :mod:`app.report.render`
 writes markdown, :mod:`app.report.plots` draws.  Units inside: bytes, bytes/s, nanoseconds.
@@ -13,14 +13,14 @@ from functools import cached_property
 from pathlib import Path
 from typing import ClassVar, Mapping, TypeVar
 
-from app.keys import Role
-from app.lock import effective_status
-from app.points import Kind, StoragePoint, with_role
-from app.records import JSONObject, JSONValue, MemoryMetrics, ResultLine, StorageMetrics, read_line
+from app.model.keys import Role
+from app.model.points import Kind, StoragePoint, with_role
+from app.model.records import JSONObject, JSONValue, MemoryMetrics, ResultLine, StorageMetrics, read_line
+from app.model.runmeta import RunMeta
 from app.report.fleet_read import FleetHost, fleet_hosts, is_fleet
-from app.results import ResultsDir
-from app.runmeta import RunMeta
-from app.validity import FLAGS, SYNC_ENGINES, flags_of
+from app.stats.validity import FLAGS, SYNC_ENGINES, flags_of
+from app.store.lock import effective_status
+from app.store.results import ResultsDir
 
 # point keys that identify the workload; the others (runtime, size, ...) are run settings
 WORKLOAD_KEYS = with_role(StoragePoint, Role.WORKLOAD)
@@ -95,7 +95,7 @@ class _Row:
 
 @dataclass
 class StorageRow(_Row):
-    """One measured storage point (a results.jsonl line, :class:`app.records.ResultLine`). The derived workload
+    """One measured storage point (a results.jsonl line, :class:`app.model.records.ResultLine`). The derived workload
     fields are computed once (cached): a row is read-only once loaded."""
 
     kind: ClassVar[Kind] = Kind.STORAGE
@@ -165,7 +165,7 @@ class StorageRow(_Row):
 
     @cached_property
     def flags(self) -> list[dict[str, str]]:
-        """The validity flags the run recorded for this point (app.validity), in their fixed order."""
+        """The validity flags the run recorded for this point (app.stats.validity), in their fixed order."""
         return flags_of(self.line)
 
     @cached_property
@@ -321,7 +321,7 @@ class RunData:
     memory: list[MemoryRow]
     unreadable: int = 0  # results.jsonl lines left out: not JSON, or not a well-formed record
     replaced: int = 0  # lines of a plan index measured again later (the last one is used)
-    outside: int = 0  # records that measure no point of run.json's plan (app.records.plan_mismatch)
+    outside: int = 0  # records that measure no point of run.json's plan (app.model.records.plan_mismatch)
     measured: int = 0  # points measured, when ``storage`` holds fewer rows than that (a run in rounds): 0 = all
     fleet: FleetInfo | None = None  # a fleet run: ``storage`` holds one row per (point, host)
     outside_lines: list[int] = field(default_factory=list)  # the outside lines' numbers in results.jsonl (first few)
@@ -399,7 +399,7 @@ def split_records(lines: list[ResultLine], plan: object = None) -> tuple[list[St
 
 
 def load(path: str | Path) -> RunData:
-    """Read a results directory for the report and compare: run.json by :func:`app.runmeta.parse` (a wrong
+    """Read a results directory for the report and compare: run.json by :func:`app.model.runmeta.parse` (a wrong
     type is a UsageError naming the key), results.jsonl by :meth:`ResultsDir.read_records`."""
     rd = ResultsDir(path)
     meta = rd.read_meta()

@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from app.records import MAX_NUMBER, number
+from app.model.records import MAX_NUMBER, number
 from app.report.model import StorageRow
 from app.report.procedure import read_samples
-from app.uncertainty import student_t_quantile
+from app.stats.uncertainty import student_t_quantile
 
 MIN_SAMPLES = 3  # fewer whole seconds cannot give a spread worth a sentence
 WHOLE_INTERVAL_S = 0.5  # a job's last dump covers the few ms after the previous one: not a one-second figure

@@ -1,7 +1,7 @@
 """The open-loop view: latency against offered load, and the queueing formulas tested against it.
 
 An open-loop point (``rate`` set) offers Poisson arrivals at λ whatever the device has finished; only the points
-whose loop stayed open (the line's ``open_loop.valid``: app.openloop) are used as open-loop figures, the others
+whose loop stayed open (the line's ``open_loop.valid``: app.plan.openloop) are used as open-loop figures, the others
 are listed as flagged and left out of every figure below.  For each workload:
 
 * S, the service time, is the mean latency of the same workload's closed-loop point at one I/O in flight (QD1,
@@ -20,7 +20,7 @@ are listed as flagged and left out of every figure below.  For each workload:
   when each side's 95 % interval of mean latency lies on its side of 2 S.
 * The highest offered load whose p99 meets the report's bound: the last valid point, in λ order, that meets it
   below the first that does not (the answer lies between them), a p99 used only where the point's I/Os support it
-  (app.tails); beside it the closed loop's highest IOPS meeting the same bound.
+  (app.model.tails); beside it the closed loop's highest IOPS meeting the same bound.
 Nothing here draws; :func:`section` gives the report's lines.
 """
 
@@ -31,14 +31,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from app.records import number
+from app.core.sanitize import md_text
+from app.core.textable import markdown_table
+from app.core.units import format_size, us
+from app.model.records import number
+from app.model.tails import min_ios, supported
 from app.report import intervals as ci
 from app.report.model import StorageRow
 from app.report.tails import ios_of, tail_value
-from app.sanitize import md_text
-from app.tails import min_ios, supported
-from app.textable import markdown_table
-from app.units import format_size, us
 
 FIT_TOLERANCE = 0.25  # a model fits when every valid point's mean R is within 25 % of it
 MIN_POINTS = 3  # valid points below ρ = 1 a model's fit is judged on

@@ -1,11 +1,11 @@
-"""The report's "Peak" section (app.peak: the best point, its configuration, IOPS per CPU, what ran out) and
+"""The report's "Peak" section (app.stats.peak: the best point, its configuration, IOPS per CPU, what ran out) and
 its "CPU cost" table (every storage point's IOPS per CPU, by both counts).
 
 IOPS per CPU is fio's own: the I/Os per CPU-second of its job threads (usr+sys).  The host's figures (/proc/stat:
 the busy CPUs, the steal, the I/Os per busy CPU) stand beside it, labelled as the host's: they count every process
 on those CPUs — another tenant's work on a shared machine or a VM — and the kernel's work for fio.
 
-The Peak section is given to a peak run only (:func:`app.peak.is_peak_run`: the peak or peak-write preset, or a
+The Peak section is given to a peak run only (:func:`app.stats.peak.is_peak_run`: the peak or peak-write preset, or a
 run comparing more than one engine or set of io_uring options); the CPU cost table to any run one of whose
 points has a CPU figure (fio's ``iops_per_cpu`` or a ``host_cpu`` part).
 """
@@ -15,7 +15,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Sequence
 
-from app.peak import (
+from app.core.sanitize import Markup, clean_line, md_text
+from app.core.textable import markdown_table
+from app.core.units import format_count, format_size, us
+from app.report import intervals as ci
+from app.report.model import RunData, StorageRow
+from app.stats.peak import (
     HOST_WHAT,
     Config,
     CpuCost,
@@ -27,12 +32,7 @@ from app.peak import (
     load_of,
     load_text,
 )
-from app.report import intervals as ci
-from app.report.model import RunData, StorageRow
-from app.sanitize import Markup, clean_line, md_text
-from app.textable import markdown_table
-from app.uncertainty import replicate_spread
-from app.units import format_count, format_size, us
+from app.stats.uncertainty import replicate_spread
 
 
 def cost_text(cost: CpuCost) -> str:

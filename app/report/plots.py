@@ -18,17 +18,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Literal, Mapping, Sequence, TypeVar, cast
 
-from app.points import Kind
+from app.core.sanitize import clean_text
+from app.core.units import format_short, format_size, format_us
+from app.model.points import Kind
 from app.report import contention
 from app.report import intervals as ci
 from app.report import memory as mem
 from app.report.analysis import Curve, MemCurve, Rest, mean_row, replicate_sets
 from app.report.model import MemoryRow, StorageRow
 from app.report.series import sample_figure
-from app.results import open_file
-from app.sanitize import clean_text
-from app.summary import point_label
-from app.units import format_short, format_size, format_us
+from app.stats.summary import point_label
+from app.store.results import open_file
 
 if TYPE_CHECKING:
     from types import ModuleType

@@ -13,15 +13,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from app.procedure import SNIA_EXCURSION, SNIA_RANGE, SNIA_WINDOW, SteadyCheck, first_steady_window
-from app.records import JSONObject, number
+from app.core.sanitize import md_text
+from app.core.textable import markdown_table
+from app.core.units import format_count, format_duration, format_size, format_us
+from app.model.records import JSONObject, number
+from app.model.runmeta import RunMeta
+from app.plan.procedure import SNIA_EXCURSION, SNIA_RANGE, SNIA_WINDOW, SteadyCheck, first_steady_window
 from app.report.model import RunData, StorageRow
-from app.results import json_objects, raw_lines
-from app.runmeta import RunMeta
-from app.sanitize import md_text
-from app.summary import point_label
-from app.textable import markdown_table
-from app.units import format_count, format_duration, format_size, format_us
+from app.stats.summary import point_label
+from app.store.results import json_objects, raw_lines
 
 MAX_SAMPLES_BYTES = 16 << 20  # a samples file read for a figure: at most 16 MiB …
 MAX_SAMPLES = 100_000  # … and this many lines

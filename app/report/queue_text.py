@@ -9,13 +9,13 @@ import math
 from pathlib import Path
 from typing import Any, Sequence
 
+from app.core.sanitize import clean_line, md_text
+from app.core.textable import markdown_figure, markdown_table
+from app.core.units import us
 from app.report import analysis as an
 from app.report import queueing as qm
 from app.report import verdict as vd
 from app.report.model import StorageRow
-from app.sanitize import clean_line, md_text
-from app.textable import markdown_figure, markdown_table
-from app.units import us
 
 NA = "n/a"
 MAX_DETAILED = 6  # curves with their own paragraph and per-load table (those the figure draws); more: a summary

@@ -30,11 +30,11 @@ import math
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from app.records import StorageMetrics, number
+from app.model.records import StorageMetrics, number
 from app.report.analysis import Curve
 from app.report.model import StorageRow
 from app.runners.fio_parse import MAX_DISKS, is_disk_name
-from app.validity import recorded_ns
+from app.stats.validity import recorded_ns
 
 
 @dataclass(frozen=True)

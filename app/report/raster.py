@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
-from app.errors import UsageError
-from app.results import NotRegularFile, make_dir, open_trusted_dir, read_regular, write_new
+from app.core.errors import UsageError
+from app.store.results import NotRegularFile, make_dir, open_trusted_dir, read_regular, write_new
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure as MplFigure

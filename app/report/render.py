@@ -13,8 +13,12 @@ import statistics
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
-from app.points import Kind
-from app.records import number
+from app.core.sanitize import Markup, clean_line, clean_text, md_text
+from app.core.textable import markdown_figure, markdown_table
+from app.core.units import format_count, format_size, size_text, us
+from app.model.points import Kind
+from app.model.records import number
+from app.model.runmeta import Numa, RunMeta
 from app.report import analysis as an
 from app.report import (
     answer,
@@ -37,12 +41,8 @@ from app.report import memory as mem
 from app.report import procedure as rp
 from app.report import replicates as rep
 from app.report.model import TRAFFIC_DESCRIPTIONS, MemoryRow, RunData, StorageRow
-from app.runmeta import Numa, RunMeta
-from app.sanitize import Markup, clean_line, clean_text, md_text
-from app.summary import delay_header, point_label
-from app.textable import markdown_figure, markdown_table
-from app.units import format_count, format_size, size_text, us
-from app.validity import (
+from app.stats.summary import delay_header, point_label
+from app.stats.validity import (
     CHECKED,
     FLAGS,
     IN_FLIGHT_WHY,
@@ -944,13 +944,13 @@ def _check_row(name: str, entries: Sequence[dict[str, str]]) -> list[str]:
 # --- csv ------------------------------------------------------------------------------------------------------
 
 def results_csv(data: RunData) -> str:
-    """results.csv: the rows :func:`app.frame.load_results` gives, one per measured point (``data`` as loaded:
+    """results.csv: the rows :func:`app.stats.frame.load_results` gives, one per measured point (``data`` as loaded:
     every round of a run in rounds, and the latency-bound searches); a fleet run's has one row per (point, host)
     and a ``host`` column after ``index``, a run in rounds a ``round`` column after ``index``, a run with repeats
     a ``replicate`` column after that (both before ``host``), an imported run an ``imported_from`` column last
     of these.
     Written with the csv module: pandas' import would cost the report ~0.3 s."""
-    from app.frame import CSV_COLUMNS, MAX_TEXT_CELL, csv_text, records
+    from app.stats.frame import CSV_COLUMNS, MAX_TEXT_CELL, csv_text, records
 
     rows = records(data.storage, data.memory, data.path)
     extra = []

@@ -1,8 +1,8 @@
 """The replicates of a repeated run (``repeat`` ≥ 2): each point's figures over its replicates.
 
 Every replicate is its own results line (``point.replicate`` = 1, 2 …); the replicates of one point share
-:func:`app.presets.base_key`.  Per point the report shows the mean over the replicates, n, the between-run
-coefficient of variation and the Student-t 95 % interval of that mean (:func:`app.uncertainty.replicate_spread`).
+:func:`app.plan.presets.base_key`.  Per point the report shows the mean over the replicates, n, the between-run
+coefficient of variation and the Student-t 95 % interval of that mean (:func:`app.stats.uncertainty.replicate_spread`).
 The replicates were interleaved over the plan, so drift shows up as their variation.
 
 A run's own (within-run) interval sees only that run's second-to-second fluctuation.  If the replicates vary
@@ -20,12 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-from app.presets import base_key
+from app.core.sanitize import md_text
+from app.core.textable import markdown_table
+from app.plan.presets import base_key
 from app.report import intervals as ci
 from app.report.model import MemoryRow, StorageRow
-from app.sanitize import md_text
-from app.textable import markdown_table
-from app.uncertainty import Replicates, replicate_spread
+from app.stats.uncertainty import Replicates, replicate_spread
 
 UNDERCOVER = 2.0  # between-run CV / within-run relative standard error above which the intervals undercover
 Z95 = 1.96  # a 95 % half-width is about 1.96 standard errors
@@ -92,7 +92,7 @@ def memory_figure(row: MemoryRow) -> str:
 
 
 def memory_groups(rows: Sequence[MemoryRow]) -> list[Group]:
-    from app.summary import point_label
+    from app.stats.summary import point_label
 
     def value(r: MemoryRow) -> float | None:
         return r.latency if memory_figure(r) == "latency_ns" else r.bandwidth

@@ -9,15 +9,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from app.points import Kind
-from app.presets import timeseries_filter
-from app.records import number
+from app.core.sanitize import md_text
+from app.core.units import format_bandwidth, format_size_human
+from app.model.points import Kind
+from app.model.records import number
+from app.plan.presets import timeseries_filter
 from app.report.model import RunData, StorageRow
 from app.report.procedure import read_samples
-from app.sanitize import md_text
-from app.summary import point_label
-from app.timeseries import samples_csv
-from app.units import format_bandwidth, format_size_human
+from app.stats.summary import point_label
+from app.stats.timeseries import samples_csv
 
 MAX_DRAWN = 24  # points drawn over time at most (the figure pages beyond a dozen)
 
@@ -137,5 +137,5 @@ def series_traces(data: RunData) -> list[SeriesTrace]:
 
 
 def samples_csv_of(data: RunData, points: Sequence[StorageRow]) -> str:
-    """samples.csv: every sample each measured storage point kept (app.timeseries.samples_csv)."""
+    """samples.csv: every sample each measured storage point kept (app.stats.timeseries.samples_csv)."""
     return samples_csv((p.index, read_samples(data.path, p.line.raw)) for p in points)

@@ -2,7 +2,7 @@
 peak injection bandwidth, bandwidth against load threads, cache-to-cache transfer latency, and the
 working-set curve with its plateaus.
 
-One results line is one figure (app.points.MemoryPoint's modes).  Numbers of MLC's sections print as MLC
+One results line is one figure (app.model.points.MemoryPoint's modes).  Numbers of MLC's sections print as MLC
 prints them (one decimal), so an imported MLC text reads back unchanged; a planned point without a figure
 shows as "—" with a footnote, never as a missing cell.  :mod:`app.report.suite_plots` draws the figures
 named here (the file names are this module's, so the text can place each figure in its section).
@@ -14,15 +14,15 @@ import hashlib
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Sequence
 
-from app.records import number
+from app.core.sanitize import Markup, md_text
+from app.core.textable import markdown_figure, markdown_table
+from app.core.units import format_size_human, size_text
+from app.model.records import number
 from app.report import contention
 from app.report import intervals as ci
 from app.report import memory as mem
 from app.report import plateaus as pl
 from app.report.model import TRAFFIC_DESCRIPTIONS, MemoryRow, RunData
-from app.sanitize import Markup, md_text
-from app.textable import markdown_figure, markdown_table
-from app.units import format_size_human, size_text
 
 SATURATED_GAIN = 0.10  # a last thread that adds more than this much bandwidth: the memory was not saturated
 MODES = ("latency_matrix", "bandwidth_matrix", "peak", "scaling", "c2c", "working_set")

@@ -11,7 +11,8 @@ import statistics
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
-from app.points import Kind
+from app.core.units import format_size
+from app.model.points import Kind
 from app.report import contention, suite
 from app.report import intervals as ci
 from app.report import plateaus as pl
@@ -28,7 +29,6 @@ from app.report.plots import (
     _plt,
     _save,
 )
-from app.units import format_size
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from app.records import number
+from app.model.records import number
 from app.report import analysis as an
 from app.report.intervals import memory_intervals
 from app.report.model import MemoryRow, StorageRow

@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
-from app.points import Kind
+from app.core.units import format_size
+from app.model.points import Kind
+from app.model.tails import EXCEEDANCE_FLOOR, Hist, count, exceedance
 from app.report.analysis import rest_label, varying_rest_keys
 from app.report.fleet_plots import _colours, _legend_width
 from app.report.model import StorageRow
@@ -29,8 +31,6 @@ from app.report.plots import (
     _plt,
     _save,
 )
-from app.tails import EXCEEDANCE_FLOOR, Hist, count, exceedance
-from app.units import format_size
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

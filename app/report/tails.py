@@ -1,6 +1,6 @@
 """The report's "Latency distribution" section (docs/report.md, docs/tails.md): the exceedance figure
 (:mod:`app.report.tail_plots`), the tail table — p99 to p99.999, each printed only where the point's I/O count
-supports it (:func:`app.tails.supported`) — and the device check: the device's bytes against fio's and fio's
+supports it (:func:`app.model.tails.supported`) — and the device check: the device's bytes against fio's and fio's
 mean latency split into device time and software time, from the ``device`` part the runner records.
 """
 
@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
+from app.core.sanitize import clean_line, md_text
+from app.core.textable import markdown_figure, markdown_table
+from app.core.units import us
+from app.model.tails import SUPPORT_BEYOND, TAIL_PERCENTILES, count, min_ios, percentile, supported
 from app.report.layers import layers_section
 from app.report.model import StorageRow
-from app.sanitize import clean_line, md_text
-from app.tails import SUPPORT_BEYOND, TAIL_PERCENTILES, count, min_ios, percentile, supported
-from app.textable import markdown_figure, markdown_table
-from app.units import us
-from app.validity import recorded_ns, recorded_ratio
+from app.stats.validity import recorded_ns, recorded_ratio
 
 if TYPE_CHECKING:
     from app.report.plots import Figure

@@ -13,12 +13,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Hashable, Sequence, TypeVar
 
+from app.core.sanitize import md_text
+from app.core.units import format_size
 from app.report import verdict as vd
 from app.report.analysis import Rest
 from app.report.model import StorageRow
 from app.report.verdict import Verdict
-from app.sanitize import md_text
-from app.units import format_size
 
 K = TypeVar("K", bound=Hashable)  # what tells a family of points apart
 

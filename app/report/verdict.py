@@ -49,10 +49,10 @@ from pathlib import Path
 from statistics import NormalDist
 from typing import Callable, Sequence
 
-from app.records import number
+from app.model.records import number
 from app.report.intervals import storage_intervals, why_none
 from app.report.model import StorageRow
-from app.uncertainty import MIN_BATCHES, student_t_quantile
+from app.stats.uncertainty import MIN_BATCHES, student_t_quantile
 
 REAL, WITHIN, NOT_JUDGED = "real", "within noise", "not judged"
 ALPHA = 0.05  # a false "real" at most this often per comparison (per curve: divided by its comparisons)

@@ -22,7 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
-from app.errors import UsageError
+from app.core.errors import UsageError
 from app.report import analysis as an
 from app.report import heat, series
 from app.report import intervals as ci
@@ -31,7 +31,7 @@ from app.report.fleet_render import write_fleet_report
 from app.report.html import html_path, write_html
 from app.report.model import RunData, load
 from app.report.render import render_markdown, results_csv, workload_namer
-from app.results import held_path, make_dir, make_dirs, open_trusted_dir, write_new
+from app.store.results import held_path, make_dir, make_dirs, open_trusted_dir, write_new
 
 # what another user's write access to the report's directory would allow
 REPORT_RISK = ("another user could redirect what root writes there; write the report elsewhere with --out FILE, in a "

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from app.errors import UsageError
-from app.points import Kind
+from app.core.errors import UsageError
+from app.model.points import Kind
 
 if TYPE_CHECKING:  # the parsers (fio_parse, which the report reads) come without base's asyncio
     from app.runners.base import Runner

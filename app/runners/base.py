@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, AsyncGenerator, AsyncIterator, Callable, Hashable, Protocol, Sequence, TypeAlias
 
-from app.points import Kind, Point
-from app.records import MemoryMetrics, Parts, StorageMetrics
+from app.model.points import Kind, Point
+from app.model.records import MemoryMetrics, Parts, StorageMetrics
 
 
 @dataclass
@@ -29,7 +29,7 @@ class Sample:
     index: int  # plan index of the point being measured
     # storage: t, iops, bw_bytes, lat_mean_ns, lat_p99_ns; memory: delay, latency_ns, bandwidth_mbps
     data: dict[str, Any]
-    # storage: the second's latency histograms per direction (app.latmap's record), for the live heat map
+    # storage: the second's latency histograms per direction (app.stats.latmap's record), for the live heat map
     hist: dict[str, list[int]] | None = None
 
 
@@ -58,7 +58,7 @@ class Phase:
 @dataclass
 class Result:
     """One point measured (or failed).  The runner gives its metrics and its parts of the results line; the
-    session builds the line (app.records.ResultLine), so a runner cannot change the point, target or times."""
+    session builds the line (app.model.records.ResultLine), so a runner cannot change the point, target or times."""
 
     index: int
     metrics: StorageMetrics | MemoryMetrics | None  # None: nothing was measured
@@ -85,7 +85,7 @@ class Context:
     # that the run must remember (huge pages reserved and given back); the sweep owns run.json and writes it.
     # Safe to call in a runner's finally, also while the run is being cancelled.
     note: Callable[[str, dict[str, object]], None] = _forget
-    # plan index → the load an open-loop point offers (app.procedure.OfferedLoad), set by the sweep before the
+    # plan index → the load an open-loop point offers (app.plan.procedure.OfferedLoad), set by the sweep before the
     # point runs: a share of X_max is known only once the plan's closed-loop points were measured
     offered: dict[int, Any] = field(default_factory=dict)
 

@@ -22,20 +22,23 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any, AsyncGenerator, Hashable, Iterator, Mapping, Sequence, cast
 
-from app import settings
-from app.blocktrace import BlockTracer, start_tracing, tracing_part
-from app.cpustat import CpuWindow
-from app.devstat import CounterWindow, DeviceWindow, open_counters
-from app.errors import SafetyError, ToolMissing, UsageError
-from app.external import run_tool
-from app.finesamples import fine_intervals
-from app.keys import NODE
-from app.latmap import HIST_KEY, HIST_SUFFIX, hist_line
-from app.openloop import open_loop_part, rate_options
-from app.points import WRITE_MODES, Kind, Point, StoragePoint, implied, json_types, keys_of
-from app.precision import PrecisionWatch, precision_part, target_percent
-from app.presets import MAX_SECONDS
-from app.procedure import (
+from app.core import settings
+from app.core.errors import SafetyError, ToolMissing, UsageError
+from app.core.sanitize import clean_line
+from app.core.units import format_duration, format_size
+from app.host.blocktrace import BlockTracer, start_tracing, tracing_part
+from app.host.cpustat import CpuWindow
+from app.host.devstat import CounterWindow, DeviceWindow, open_counters
+from app.host.external import run_tool
+from app.host.programs import which_trusted
+from app.host.topology import check_cpus
+from app.model.keys import NODE
+from app.model.points import WRITE_MODES, Kind, Point, StoragePoint, implied, json_types, keys_of
+from app.model.records import MAX_NUMBER, JSONObject, Parts, StorageMetrics, number
+from app.model.tails import tail_stability
+from app.plan.openloop import open_loop_part, rate_options
+from app.plan.presets import MAX_SECONDS
+from app.plan.procedure import (
     ASSUMED_PRECONDITION_BYTES_PER_S,
     SEQUENTIAL_PRECONDITION_BS,
     SEQUENTIAL_PRECONDITION_PASSES,
@@ -45,9 +48,6 @@ from app.procedure import (
     offered_load,
     region_size,
 )
-from app.programs import which_trusted
-from app.records import MAX_NUMBER, JSONObject, Parts, StorageMetrics, number
-from app.results import json_objects, open_file, write_new
 from app.runners.base import Child, Context, Event, Phase, Result, Runner, Sample
 from app.runners.fio_parse import (
     PERCENTILE_LIST,
@@ -64,12 +64,12 @@ from app.runners.fio_parse import (
     steady_result,
     unserved,
 )
-from app.sanitize import clean_line
-from app.tails import tail_stability
-from app.timeseries import MAX_SERIES, write_cliff
-from app.topology import check_cpus
-from app.uncertainty import STORAGE_SERIES, Uncertainty, intervals_of, none_because, storage_series
-from app.units import format_duration, format_size
+from app.stats.finesamples import fine_intervals
+from app.stats.latmap import HIST_KEY, HIST_SUFFIX, hist_line
+from app.stats.precision import PrecisionWatch, precision_part, target_percent
+from app.stats.timeseries import MAX_SERIES, write_cliff
+from app.stats.uncertainty import STORAGE_SERIES, Uncertainty, intervals_of, none_because, storage_series
+from app.store.results import json_objects, open_file, write_new
 
 STATUS_INTERVAL_S = 1  # the samples file's and the live charts' samples: one a second
 # fio's status dumps come at a sub-second interval for the point's 95 % interval: about FINE_SAMPLES over its
@@ -414,7 +414,7 @@ class FioRunner(Runner):
                       layout_bytes(point, ctx.target, read_only), precision_watch(point),
                       DeviceWindow(open_counters(ctx.target), ramp=point.ramp_time > 0),
                       CpuWindow(point.cpus, ramp=point.ramp_time > 0), status_interval_ms(point))
-        tracer = await start_tracing(ctx.target) if point.layers else None  # app.blocktrace: the layers part
+        tracer = await start_tracing(ctx.target) if point.layers else None  # app.host.blocktrace: the layers part
         try:
             argv = fio_command(job_path.name, read_only, status_interval_ms(point))
             async with aclosing(run.stream(argv, cwd=ctx.raw_dir)) as stream:
@@ -527,7 +527,7 @@ def _file_samples(path: Path) -> Iterator[dict[str, Any]]:
 
 
 def point_tail(samples: Sequence[Mapping[str, object]], path: Path) -> dict[str, object]:
-    """The ``tail`` part of a point: :func:`app.tails.tail_stability` over all its seconds (from the samples
+    """The ``tail`` part of a point: :func:`app.model.tails.tail_stability` over all its seconds (from the samples
     file when the point outran the MAX_SERIES kept in memory, as :func:`point_uncertainty`)."""
     return tail_stability(samples if len(samples) < MAX_SERIES else _file_samples(path))
 
@@ -536,7 +536,7 @@ class FineSamples:
     """A point's measured means at every status dump (:func:`status_interval_ms`): the series its 95 % interval
     and a ``precision`` stop are computed from, kept in ``raw/NNNN-JOB.fine.jsonl`` (one line a dump: ``t``,
     ``interval_s``, ``iops``, ``bw_bytes``, ``lat_mean_ns``, ``ramp``), from which
-    :func:`app.finesamples.series_of` gives the same series again.  Samples of fio's ``ramp_time`` are left out,
+    :func:`app.stats.finesamples.series_of` gives the same series again.  Samples of fio's ``ramp_time`` are left out,
     and so is one spanning less than half the interval (fio's final dump, a few ms after the one before)."""
 
     def __init__(self, interval_ms: int, path: Path | None = None) -> None:
@@ -627,7 +627,7 @@ class PreconditionJob:
 
 
 def precision_watch(point: StoragePoint) -> PrecisionWatch | None:
-    """The live precision check of a point with ``precision`` (app.precision), None without."""
+    """The live precision check of a point with ``precision`` (app.stats.precision), None without."""
     if point.precision is None:
         return None
     return PrecisionWatch(target_percent(point.precision), steady=point.steady is not None)
@@ -700,9 +700,9 @@ class _FioRun:
         self.wall = 0.0
         self.samples: list[dict[str, Any]] = []  # kept for the write-cliff check (at most MAX_SERIES)
         self.watch = watch  # a point with ``precision``: told to stop (SIGINT to fio) once it is reached
-        self.device = device  # the target device's counters over fio's measured window (app.devstat)
+        self.device = device  # the target device's counters over fio's measured window (app.host.devstat)
         self.device_part: JSONObject | None = None  # the results line's ``device`` part, once fio exited
-        self.cpu = cpu  # the CPUs' busy time over the same window (app.cpustat)
+        self.cpu = cpu  # the CPUs' busy time over the same window (app.host.cpustat)
         self.cpu_part: JSONObject | None = None  # the results line's ``host_cpu`` part, once fio exited
         # every dump's means: the samples of the point's interval (``interval_ms``; None: a dump a second and no
         # file of them, as for the preconditioning pass, which has no interval)

@@ -13,11 +13,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, TypedDict
 
-from app.devstat import FioDone
-from app.latmap import HIST_KEY, interval_record
-from app.records import MAX_NUMBER
-from app.sanitize import show_value
-from app.tails import Hist, hist_of_bins, hist_record, merge
+from app.core.sanitize import show_value
+from app.host.devstat import FioDone
+from app.model.records import MAX_NUMBER
+from app.model.tails import Hist, hist_of_bins, hist_record, merge
+from app.stats.latmap import HIST_KEY, interval_record
 
 PERCENTILES = {"p50": 50.0, "p90": 90.0, "p99": 99.0, "p99_9": 99.9, "p99_99": 99.99, "p99_999": 99.999}
 # percentiles a summary always has (0 when fio reported none, as before p99_999 existed); p99_999 only when known
@@ -169,7 +169,7 @@ def bad_value(key: str, value: object, why: str) -> FormatError:
     return FormatError(f"key '{key}' has invalid value {show_value(value)}: {why}")
 
 
-# show_value: one way to show a value in an error message, for every reader (app.sanitize)
+# show_value: one way to show a value in an error message, for every reader (app.core.sanitize)
 
 
 def is_number(v: object) -> bool:
@@ -635,7 +635,7 @@ def direction_bytes(doc: dict[str, object]) -> dict[str, int]:
 
 def fio_done(doc: dict[str, object]) -> FioDone:
     """fio's cumulative bytes per direction and I/Os in one document, over all jobs: where a counter window
-    (app.devstat) stands against fio's own figures."""
+    (app.host.devstat) stands against fio's own figures."""
     jobs = job_list(doc)
     parts = [dict_of(j.get(d)) for j in jobs for d in DIRECTIONS]
     done = direction_bytes(doc)

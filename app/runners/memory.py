@@ -104,14 +104,19 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, AsyncGenerator, Hashable, Literal, Sequence, TypeAlias, cast
 
-from app import envinfo, settings
-from app.errors import ToolMissing, UsageError
-from app.external import run_tool
-from app.keys import cpus as parse_cpus
-from app.points import Kind, MemoryPoint, Point
-from app.presets import ENGINES, MLC_DELAYS
-from app.programs import refusal, untrusted, which_trusted
-from app.records import JSONObject, MemoryMetrics, Parts
+from app.core import settings
+from app.core.errors import ToolMissing, UsageError
+from app.core.sanitize import clean_line
+from app.core.units import format_size_human
+from app.host import envinfo
+from app.host.external import run_tool
+from app.host.programs import refusal, untrusted, which_trusted
+from app.host.topology import Topology, allowed_cpus, check_cpus, cpu_list, cpu_list_text
+from app.host.topology import read as read_topology
+from app.model.keys import cpus as parse_cpus
+from app.model.points import Kind, MemoryPoint, Point
+from app.model.records import JSONObject, MemoryMetrics, Parts
+from app.plan.presets import ENGINES, MLC_DELAYS
 from app.runners.base import Child, Context, Event, Result, Runner, Sample
 from app.runners.mlc_parse import (
     MAX_LINE_CHARS,
@@ -123,11 +128,7 @@ from app.runners.mlc_parse import (
     idle_windows,
     load_mbps,
 )
-from app.sanitize import clean_line
-from app.topology import Topology, allowed_cpus, check_cpus, cpu_list, cpu_list_text
-from app.topology import read as read_topology
-from app.uncertainty import Uncertainty, intervals_of, none_because
-from app.units import format_size_human
+from app.stats.uncertainty import Uncertainty, intervals_of, none_because
 
 MLC_DEFAULT_PATH = "/opt/mlc/mlc"
 # What the huge-page logic reads and writes; module-level so tests point them at files of their own.
@@ -156,7 +157,7 @@ def _executable(path: str | os.PathLike[str]) -> bool:
 
 
 def _trusted(name: str, path: str) -> tuple[str | None, str | None]:
-    """(path, None) when only trusted users can change the program at ``path`` (app.programs); else (None, why)."""
+    """(path, None) when only trusted users can change the program at ``path`` (app.host.programs); else (None, why)."""
     why = untrusted(path)
     return (None, refusal(name, path, why)) if why else (os.path.realpath(path), None)
 

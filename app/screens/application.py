@@ -12,9 +12,9 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
-from app import settings
-from app.errors import ENDING_SIGNALS
-from app.sanitize import clean_text
+from app.core import settings
+from app.core.errors import ENDING_SIGNALS
+from app.core.sanitize import clean_text
 from app.screens import strings
 from app.screens.messages import (
     PrepareCustomSweep,
@@ -44,10 +44,10 @@ if TYPE_CHECKING:
     from textual.filter import LineFilter
     from textual.notifications import SeverityLevel
 
+    from app.engine.sweep import Session
     from app.screens.custom import CustomSweepScreen
     from app.screens.results import ResultsScreen
     from app.screens.run import RunScreen
-    from app.sweep import Session
 
 # The screens are imported where they are first shown (start-up time: the first screen is drawn before
 # the others are loaded); screens ask for each other with the messages of app.screens.messages.
@@ -79,7 +79,7 @@ class ProfilerApp(App[int]):
         # ctrl+c answers yes). Priority: also from a text field, where Textual would copy instead.
         Binding("ctrl+c", "interrupt", "Quit", show=False, priority=True),
         Binding("ctrl+q", "quit_now", "Quit", show=False, priority=True),
-        # bandwidths in MB/s or MiB/s on every screen at once, remembered in the settings file (app.config)
+        # bandwidths in MB/s or MiB/s on every screen at once, remembered in the settings file (app.host.config)
         Binding("u", "units", "Units", show=False),
     ]
 
@@ -100,7 +100,7 @@ class ProfilerApp(App[int]):
         self.results_problem: str | None = None  # why no run can write its results (the devices screen checks)
         self.settings_problem: str | None = None
         if options.settings is not None:
-            from app.config import load_config
+            from app.host.config import load_config
 
             config, self.settings_problem = load_config(options.settings)
             self.binary_units = config.binary
@@ -150,7 +150,7 @@ class ProfilerApp(App[int]):
             self.run_worker(self._save_units(self.options.settings, self.binary_units), group="settings")
 
     async def _save_units(self, path: Path, binary: bool) -> None:
-        from app.config import Config, save_config
+        from app.host.config import Config, save_config
 
         try:
             await asyncio.to_thread(save_config, Config(units="binary" if binary else "decimal"), path)
@@ -222,7 +222,7 @@ class ProfilerApp(App[int]):
 
     def mark_sessions_interrupted(self) -> None:
         """Every run that did not end: the settings --tune changed go back and run.json says ``interrupted`` (any
-        thread; the last resort, app.sweep.Session.abandon)."""
+        thread; the last resort, app.engine.sweep.Session.abandon)."""
         for session in list(self.sessions):
             try:
                 session.abandon()
@@ -299,10 +299,10 @@ class ProfilerApp(App[int]):
         self.action_import()
 
     def refused(self, *paths: Path | None) -> bool:
-        """Whether a run to be shown is one another user can change (app.runs.view_problem: its directory, one
+        """Whether a run to be shown is one another user can change (app.store.runs.view_problem: its directory, one
         above it, or a symbolic link on the way is another user's, or writable by others): then the notice says
         so in one sentence and no screen reads it."""
-        from app.runs import view_problem
+        from app.store.runs import view_problem
 
         for path in paths:
             problem = view_problem(path) if path is not None else None
@@ -461,8 +461,8 @@ class ProfilerApp(App[int]):
 
     @on(ShowResults)
     def show_results(self, message: ShowResults) -> None:
-        from app.runs import view_problem
         from app.screens.results import ResultsScreen
+        from app.store.runs import view_problem
 
         ahead = isinstance(message, ShowResultsAhead)  # made now off screen, shown by the key
         if (view_problem(message.path) is not None) if ahead else self.refused(message.path):

@@ -23,8 +23,8 @@ from textual.filter import LineFilter
 from textual.renderables.bar import Bar as BarRenderable
 from textual.widgets import ProgressBar
 
-from app import settings
-from app.errors import UsageError
+from app.core import settings
+from app.core.errors import UsageError
 
 # terminals that cannot draw box drawing, braille or blocks (or draw them from a 256-glyph console font that may
 # lack them): the Linux and BSD consoles, DEC VTs and what serial consoles of BMCs announce, and "dumb".  A TERM
@@ -38,7 +38,7 @@ ASCII_ENV = settings.ASCII.name
 def ascii_terminal(environ: Mapping[str, str]) -> bool:
     """Whether the TUI should draw in ASCII: PROFILER_TUI_ASCII=1 (or yes/true/on) says so, =0 (no/false/off)
     says not, else TERM decides (ASCII_TERMS; another value is refused when the command line starts:
-    app.settings.check)."""
+    app.core.settings.check)."""
     try:
         wanted = settings.ascii_mode(environ)
     except UsageError:

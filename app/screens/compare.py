@@ -1,4 +1,4 @@
-"""Compare two runs, or a run with a reference sheet: the tables ``profiler-tui compare`` writes (app.compare,
+"""Compare two runs, or a run with a reference sheet: the tables ``profiler-tui compare`` writes (app.cli.compare,
 the same markdown), shown as tables with the better side of each real difference highlighted (within noise or
 without an interval: plain), and exported as that markdown."""
 
@@ -15,10 +15,10 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Header, Markdown, Static
 from textual.worker import Worker, WorkerState
 
-from app.sanitize import clean_text
+from app.core.sanitize import clean_text
+from app.core.textable import read_markdown
 from app.screens import strings
 from app.screens.results import ExportModal
-from app.textable import read_markdown
 from app.widgets import KeysFooter, TooSmall
 
 BETTER = "bold green"
@@ -75,8 +75,8 @@ def grouped(header: list[str], rows: list[list[str]]) -> list[tuple[list[str], s
 
 
 def compute(a: Path, b: Path | None, reference: str | None) -> str:
-    """In a thread: the comparison's markdown (app.compare, exactly what the CLI writes)."""
-    from app.compare import compare_reference, compare_runs, load_reference
+    """In a thread: the comparison's markdown (app.cli.compare, exactly what the CLI writes)."""
+    from app.cli.compare import compare_reference, compare_runs, load_reference
 
     if b is not None:
         return compare_runs(str(a), str(b))
@@ -205,7 +205,7 @@ class CompareScreen(Screen[None]):
 
 
 def _write(dest: str, text: str) -> str:
-    from app.compare import write_text
+    from app.cli.compare import write_text
 
     path = str(Path(dest).expanduser())
     write_text(path, text)

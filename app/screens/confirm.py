@@ -16,14 +16,14 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Input, Label, Static
 from textual.worker import Worker, WorkerState
 
-from app import tune
-from app.audit import WARNINGS, Audit
-from app.points import Verdict
-from app.sanitize import clean_line
+from app.core.sanitize import clean_line
+from app.core.units import count_text
+from app.host import tune
+from app.host.audit import WARNINGS, Audit
+from app.model.points import Verdict
 from app.screens import strings
 from app.screens.state import TargetChoice, app_options
 from app.screens.words import tui_words
-from app.units import count_text
 from app.widgets import MIN_HEIGHT, MIN_WIDTH, ErrorLine, too_small
 
 OK, NEEDS, REFUSED = Verdict.OK, Verdict.NEEDS_DESTRUCTIVE, Verdict.REFUSED

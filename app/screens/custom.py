@@ -1,5 +1,5 @@
 """The custom-sweep form: inline validation by the core's own key parsers, save as a user preset, run.  The form
-edits the preset it starts from (app.formplan): it shows the keys the plan's modes read, keeps the preset's
+edits the preset it starts from (app.plan.formplan): it shows the keys the plan's modes read, keeps the preset's
 pairing and labels, and says in the form when an edit cannot keep them."""
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Header, Input, Label, Select, Static
 
-from app import formplan
-from app import presets as core
-from app.describe import PlanDescription, describe_plan
-from app.errors import ProfilerError
-from app.formplan import FIELDS, Field, check_field
+from app.core.errors import ProfilerError
+from app.plan import formplan
+from app.plan import presets as core
+from app.plan.describe import PlanDescription, describe_plan
+from app.plan.formplan import FIELDS, Field, check_field
 from app.screens import strings
 from app.screens.confirm import YesNo
 from app.screens.messages import StartRun

@@ -12,7 +12,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Header, Input, Static
 from textual.worker import Worker, WorkerState
 
-from app.sanitize import clean_text
+from app.core.sanitize import clean_text
 from app.screens import strings
 from app.screens.confirm import ConfirmTarget
 from app.screens.fleet import ConfirmFleet, FleetDraft, FleetHosts
@@ -26,7 +26,7 @@ from app.widgets.verdicts import add_device_columns, device_cells, verdict_text,
 TEST_FILE_KEY = "__test_file__"
 
 
-Devices = list[dict[str, object]]  # lsblk's devices with their verdicts (app.devices.list_devices)
+Devices = list[dict[str, object]]  # lsblk's devices with their verdicts (app.host.devices.list_devices)
 
 
 def _reasons(plan: dict[str, object]) -> list[str]:
@@ -44,7 +44,7 @@ def load_devices(source: Callable[[], Devices] | Devices | None) -> Devices:
     """Runs in a thread: lsblk, /sys and short probes."""
     if callable(source):
         return source()
-    from app.devices import list_devices
+    from app.host.devices import list_devices
 
     return list_devices()
 

@@ -1,6 +1,6 @@
 """Fleet hosts on the devices screen (``f``): add, remove and test the hosts of a fleet run, and the target
 used on every host.  With hosts, a run is a fleet run (``profiler-tui run PRESET --host … --target …``): every
-point runs on all hosts at once (:func:`app.fleet.runner.open_fleet`, :func:`app.sweep.new_session`).
+point runs on all hosts at once (:func:`app.fleet.runner.open_fleet`, :func:`app.engine.sweep.new_session`).
 
 Testing a host opens its link (ssh:// connects), lists its devices with their verdicts and checks that something
 answers at its agent's address, then closes the link; all of it in a thread (ssh and lsblk are subprocesses).
@@ -19,7 +19,7 @@ from textual.message import Message
 from textual.widgets import Button, DataTable, Footer, Input, Label, Static
 from textual.worker import Worker, WorkerState
 
-from app.errors import ProfilerError, UsageError
+from app.core.errors import ProfilerError, UsageError
 from app.fleet.hosts import DEFAULT_AGENT_SOCKET, MAX_HOSTS, Host, check_remote_path, parse_host
 from app.screens import strings
 from app.screens.confirm import ConfirmModal

@@ -122,9 +122,9 @@ def split_paths(text: str) -> list[str]:
 
 
 def preview(paths: list[str]) -> Preview:
-    """In a thread: what app.importer recognises in each file (nothing is written)."""
-    from app.errors import ProfilerError
-    from app.importer import MAX_IMPORT_POINTS, parse_file
+    """In a thread: what app.engine.importer recognises in each file (nothing is written)."""
+    from app.core.errors import ProfilerError
+    from app.engine.importer import MAX_IMPORT_POINTS, parse_file
 
     out = Preview()
     budget = MAX_IMPORT_POINTS
@@ -144,8 +144,8 @@ def preview(paths: list[str]) -> Preview:
 
 def do_import(paths: list[str], root: Path) -> tuple[Path, dict[str, int]]:
     """In a thread: the import into a new results directory under ``root``; it and its points per kind."""
-    from app.importer import import_files
-    from app.results import new_run_dir
+    from app.engine.importer import import_files
+    from app.store.results import new_run_dir
 
     out, sources = import_files(paths, new_run_dir(root, "import"))
     counts: dict[str, int] = {}

@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING
 
 from textual.message import Message
 
-from app.presets import Preset
+from app.plan.presets import Preset
 from app.screens.state import TargetChoice
 
 if TYPE_CHECKING:  # loaded with the runs browser's ctrl+y, not at start-up
-    from app.replay import Replay
+    from app.engine.replay import Replay
 
 
 class StartRun(Message):
@@ -116,7 +116,7 @@ class ResumeRun(Message):
 
 
 class ShowReplay(Message):
-    """A finished run's live view again (app.replay: its events, already read from its directory)."""
+    """A finished run's live view again (app.engine.replay: its events, already read from its directory)."""
 
     def __init__(self, replay: Replay) -> None:
         super().__init__()

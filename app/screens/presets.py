@@ -12,13 +12,13 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import DataTable, Header, Static
 
-from app import presets as core
-from app.describe import describe_plan
-from app.errors import ProfilerError
+from app.core.errors import ProfilerError
+from app.core.units import format_duration_short
+from app.plan import presets as core
+from app.plan.describe import describe_plan
 from app.screens import strings
 from app.screens.messages import PrepareCustomSweep, ShowCustomSweep, StartRun
 from app.screens.state import TargetChoice, app_options, overrides_for
-from app.units import format_duration_short
 from app.widgets import KeysFooter, StyledOnce, TooSmall
 from app.widgets.rowtable import RowTable
 

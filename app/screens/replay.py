@@ -1,7 +1,7 @@
-"""The replay screen: the run screen fed a finished run's events again (app.replay), at a speed the user picks.
+"""The replay screen: the run screen fed a finished run's events again (app.engine.replay), at a speed the user picks.
 
 It is the run screen itself — the same charts, phase line, progress and log, filled by the same event
-handlers — whose event source is :func:`app.replay.play` instead of a session: no session is made, so no fio
+handlers — whose event source is :func:`app.engine.replay.play` instead of a session: no session is made, so no fio
 starts, nothing is written and the results directory's lock is never taken.  Its clock is the replay's
 position on the run's timeline, so the progress line counts down run time as the run did."""
 
@@ -13,15 +13,15 @@ from typing import Any, AsyncIterator, Callable, ClassVar
 from textual.binding import Binding
 from textual.worker import Worker, WorkerState
 
-from app import replay as core
-from app import sweep
-from app.points import Kind
-from app.presets import Preset
-from app.sanitize import clean_line
+from app.core.sanitize import clean_line
+from app.core.units import format_duration
+from app.engine import replay as core
+from app.engine import sweep
+from app.model.points import Kind
+from app.plan.presets import Preset
 from app.screens import strings
 from app.screens.run import RunScreen
 from app.screens.state import RunRequest, TargetChoice
-from app.units import format_duration
 
 
 def replay_request(replay: core.Replay) -> RunRequest:

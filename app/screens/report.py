@@ -22,11 +22,11 @@ from textual.screen import Screen
 from textual.widgets import Header, Static, TabbedContent, TabPane, Tree
 from textual.worker import Worker, WorkerState
 
-from app.errors import UsageError
-from app.results import file_stamp
-from app.sanitize import clean_text
+from app.core.errors import UsageError
+from app.core.sanitize import clean_text
 from app.screens import strings
 from app.screens.prerender import render_when_done, wait_rendered
+from app.store.results import file_stamp
 from app.widgets import KeysFooter, TooSmall
 from app.widgets.figure import FigureView
 from app.widgets.reportdoc import Block, ReportViewer, blocks_of
@@ -63,7 +63,7 @@ class Loaded:
 
 def _stale(path: Path) -> bool:
     """report.md missing, or older than what it is made from.  A report.md that is no regular file (a symbolic
-    link, a FIFO, a device) is not written over: its reader (app.runs.read_report) refuses it with a sentence."""
+    link, a FIFO, a device) is not written over: its reader (app.store.runs.read_report) refuses it with a sentence."""
     try:
         st = (path / "report.md").lstat()
     except OSError:
@@ -147,9 +147,9 @@ def load_report(path: Path) -> Loaded:
     """In a thread: report.md (rendered first when missing or stale; a run's is rendered when it ends, and read
     here once that rendering is done) and the curves.  The directory must be one
     no other user can change, and report.md is read bounded, never through a link or from a FIFO or device, its
-    text cleaned (app.runs.read_report): nothing here can make the thread wait, so quitting never waits on it.
+    text cleaned (app.store.runs.read_report): nothing here can make the thread wait, so quitting never waits on it.
     UsageError, one sentence, otherwise."""
-    from app.runs import read_report, view_problem
+    from app.store.runs import read_report, view_problem
 
     problem = view_problem(path)
     if problem:
@@ -172,7 +172,7 @@ def load_before(path: Path) -> tuple[str, list[Block]] | None:
     """In a thread, beside :func:`load_report`: report.md as it is while it is stale (the run changed since it was
     rendered: resumed, imported into), read as load_report reads it, to be shown until the new one is rendered;
     None when there is none (or it is current: load_report shows it)."""
-    from app.runs import read_report, view_problem
+    from app.store.runs import read_report, view_problem
 
     if view_problem(path) or not _stale(path) or not (path / "report.md").exists():
         return None
@@ -187,7 +187,7 @@ class CurvesScroll(VerticalScroll):
 
 
 def _stamp(path: Path) -> tuple[int, int, int] | None:
-    """report.md's identity (app.results.file_stamp, the link itself): a view made from it is current while it
+    """report.md's identity (app.store.results.file_stamp, the link itself): a view made from it is current while it
     holds."""
     return file_stamp(path / "report.md", follow=False)
 

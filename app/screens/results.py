@@ -17,18 +17,27 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, DataTable, Footer, Header, Input, Static
 from textual.worker import Worker, WorkerState
 
-from app.frame import MAX_TEXT_CELL
-from app.peak import CpuCost, cpu_cost
-from app.points import Kind
-from app.records import ResultLine
-from app.results import ResultsDir, file_stamp
-from app.sanitize import clean_text
+from app.core.sanitize import clean_text
+from app.core.units import format_count
+from app.model.points import Kind
+from app.model.records import ResultLine
 from app.screens import strings
 from app.screens.messages import ShowDevices, ShowFigures, ShowReport
 from app.screens.prerender import wait_rendered
-from app.summary import SUITE_MODES, ci_pct, delay_header, figure_keys, latency_text, natural_key, pm_pct, point_label
-from app.units import format_count
-from app.validity import recorded_ratio
+from app.stats.frame import MAX_TEXT_CELL
+from app.stats.peak import CpuCost, cpu_cost
+from app.stats.summary import (
+    SUITE_MODES,
+    ci_pct,
+    delay_header,
+    figure_keys,
+    latency_text,
+    natural_key,
+    pm_pct,
+    point_label,
+)
+from app.stats.validity import recorded_ratio
+from app.store.results import ResultsDir, file_stamp
 from app.widgets import KeysFooter, StyledOnce, TooSmall
 from app.widgets.glyphs import mbps, mbps_unit
 from app.widgets.rowtable import RowTable
@@ -85,7 +94,7 @@ def with_ci_column(columns: list[Column], records: list[dict[str, Any]], memory:
     return columns[:after] + [column] + columns[after:]
 
 
-# the device/fio byte ratio of a point (its line's ``device`` part, app.devstat): shown when a point of the run
+# the device/fio byte ratio of a point (its line's ``device`` part, app.host.devstat): shown when a point of the run
 # has the part; the direction(s) the workload moves, "—" when the counters were unavailable or fio moved nothing
 DEVICE_FLAGS = ("not-on-device", "amplified")
 DEVICE_MARK = "!"  # after the ratio: the point carries one of DEVICE_FLAGS
@@ -132,7 +141,7 @@ def with_device_column(lines: Mapping[int | None, ResultLine], columns: list[Col
     return columns[:at] + [DEVICE_COLUMN] + columns[at:]
 
 
-# IOPS per CPU of a point (app.peak.cpu_cost): per CPU-second of fio's own job threads (usr+sys); the host's busy
+# IOPS per CPU of a point (app.stats.peak.cpu_cost): per CPU-second of fio's own job threads (usr+sys); the host's busy
 # CPUs, which count other processes too, are the report's, beside it (docs/report.md, "CPU cost")
 
 
@@ -160,7 +169,7 @@ def with_cpu_column(lines: Mapping[int | None, ResultLine], columns: list[Column
     return columns[:at] + [CPU_COLUMN] + columns[at:], strings.RESULTS_CPU_FIO
 
 
-# shown when a point of the run has a validity flag (app.validity)
+# shown when a point of the run has a validity flag (app.stats.validity)
 FLAGS_COLUMN: Column = ("flags", lambda r: r.get("flags") or "", lambda v: v.replace(";", " "))
 MEMORY_COLUMNS: list[Column] = [
     ("#", lambda r: r["index"], lambda v: str(v + 1)),
@@ -170,7 +179,8 @@ MEMORY_COLUMNS: list[Column] = [
     ("latency ns", lambda r: r["latency_ns"] or 0.0, lambda v: f"{v:.1f}"),
     ("MB/s", lambda r: r["bandwidth_MBps"] or -1.0, lambda v: "-" if v < 0 else f"{v:.1f}"),
 ]
-# a memory run that measured the suite's modes: each figure's mode and what identifies it (app.summary.figure_keys)
+# a memory run that measured the suite's modes: each figure's mode and what identifies it
+# (app.stats.summary.figure_keys)
 SUITE_COLUMNS: list[Column] = [
     ("#", lambda r: r["index"], lambda v: str(v + 1)),
     ("mode", lambda r: r["mode"] or "", str),
@@ -261,7 +271,7 @@ def fleet_table(data: RunData) -> FleetTable:
 def load_fleet(path: Path) -> FleetTable | None:
     """The fleet table of a fleet run's directory (run.json names its hosts); None for any other run, or when
     run.json cannot be read (the plain table shows what the results lines hold)."""
-    from app.errors import ProfilerError
+    from app.core.errors import ProfilerError
     from app.report.fleet_read import is_fleet
     from app.report.model import load
 
@@ -337,12 +347,12 @@ def fleet_cells(p: FleetPoint, names: dict[str, str], scale: float = 1.0) -> lis
 
 
 def read_rows(path: Path) -> tuple[list[dict[str, Any]], list[ResultLine]]:
-    """The table's rows (:func:`app.frame.results_rows`: the columns and values of results.csv, no pandas) and the
+    """The table's rows (:func:`app.stats.frame.results_rows`: the columns and values of results.csv, no pandas) and the
     results lines they come from (run.json's plan's, as :meth:`ResultsDir.plan_lines` gives them), the file read
     once for both; a directory whose run.json cannot be read still shows the points of its results.jsonl."""
-    from app.errors import UsageError
-    from app.frame import records, records_rows, typed_rows
+    from app.core.errors import UsageError
     from app.report.model import load
+    from app.stats.frame import records, records_rows, typed_rows
 
     try:
         data = load(path)
@@ -463,7 +473,7 @@ def read_ahead(path: Path) -> None:
     done = threading.Event()
 
     def run() -> None:
-        from app.runs import view_problem
+        from app.store.runs import view_problem
 
         try:
             if not view_problem(key):  # never a directory another user can change (as the screen would refuse)

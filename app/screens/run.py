@@ -23,13 +23,13 @@ from textual.widget import Widget
 from textual.widgets import ContentSwitcher, Footer, Header, ProgressBar, RichLog, Static, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState
 
-from app import presets as core
-from app import sweep
-from app.container import results_volume_warning, shown_path
-from app.latmap import sample_hist
-from app.points import Kind, MemoryPoint, StoragePoint
+from app.core.sanitize import clean_text
+from app.core.units import format_duration, rate_text
+from app.engine import sweep
+from app.host.container import results_volume_warning, shown_path
+from app.model.points import Kind, MemoryPoint, StoragePoint
+from app.plan import presets as core
 from app.runners.base import Phase, Sample
-from app.sanitize import clean_text
 from app.screens import strings
 from app.screens.ascii import AsciiProgressBar
 from app.screens.confirm import YesNo
@@ -37,7 +37,8 @@ from app.screens.messages import ReadAhead, ShowResults, ShowResultsAhead
 from app.screens.prerender import render_when_done
 from app.screens.state import RunRequest, app_options, app_sessions
 from app.screens.words import tui_words
-from app.summary import (
+from app.stats.latmap import sample_hist
+from app.stats.summary import (
     DELAY_UNITS,
     SUITE_MODES,
     delay_unit,
@@ -47,7 +48,6 @@ from app.summary import (
     outcome_line,
     point_label,
 )
-from app.units import format_duration, rate_text
 from app.widgets import TooSmall
 from app.widgets.charts import BandwidthChart, CurveChart, DelayChart, LatencyChart, ThroughputChart, TimeSeries
 from app.widgets.glyphs import ASCII_HOST_MARKERS, ascii_mode, binary_units
@@ -63,7 +63,7 @@ from app.widgets.suite import (
     figure_number,
 )
 
-EventSource = Callable[[], AsyncIterator[object]]  # the session's events (app.sweep)
+EventSource = Callable[[], AsyncIterator[object]]  # the session's events (app.engine.sweep)
 # a line of the run's log: its text, or its text in the app's units (True: MiB/s) for a line with a bandwidth
 LogLine = str | Callable[[bool], str]
 MAX_LOG = 2000  # lines the Log tab keeps (the live tab's short log the last 200 of them)
@@ -137,7 +137,7 @@ def panel_modes(preset: core.Preset) -> list[str]:
 
 
 def suite_panel(mode: str) -> Widget:
-    """The live panel of a memory-suite mode (app.summary.SUITE_MODES)."""
+    """The live panel of a memory-suite mode (app.stats.summary.SUITE_MODES)."""
     classes = "mem-panel"
     if mode == "working_set":
         return WorkingSetChart(id=f"panel-{mode}", classes=classes)
@@ -193,7 +193,7 @@ class RunState:
     phase: Phase | None = None  # what fio is doing in the current point (layout, ramp, measuring, steady)
     # the current storage point's samples (its whole seconds give the running interval of its IOPS)
     seconds: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=MAX_SECONDS))
-    interval: str = ""  # the running interval of its IOPS (app.summary.live_interval), on the phase line
+    interval: str = ""  # the running interval of its IOPS (app.stats.summary.live_interval), on the phase line
 
 
 class RunScreen(Screen[None]):
@@ -654,7 +654,7 @@ class RunScreen(Screen[None]):
             self._write_log(line, short)
 
     def label_of(self, point: object) -> str:
-        """A point in a few words (app.summary.point_label); a memory point's injection delay with its unit, the
+        """A point in a few words (app.stats.summary.point_label); a memory point's injection delay with its unit, the
         engine's own (MLC's units, or the built-in engine's spin steps)."""
         table = point.to_dict() if isinstance(point, (StoragePoint, MemoryPoint)) else point
         engine = table.get("engine") if isinstance(table, dict) else None

@@ -2,7 +2,7 @@
 
 From here a run opens (its results table), shows its report, resumes (the target confirmed again, as for a
 new run), is marked for a comparison with another run or a reference sheet, and files are imported.  The
-directories are read in a thread (app.runs): the screen stays responsive with hundreds of runs.
+directories are read in a thread (app.store.runs): the screen stays responsive with hundreds of runs.
 """
 
 from __future__ import annotations
@@ -19,12 +19,12 @@ from textual.widgets import DataTable, Footer, Header, Input, OptionList, Static
 from textual.widgets.option_list import Option
 from textual.worker import Worker, WorkerState
 
-from app.errors import UsageError
-from app.runs import RunSummary, list_runs, results_roots
-from app.sanitize import clean_line, clean_text
+from app.core.errors import UsageError
+from app.core.sanitize import clean_line, clean_text
 from app.screens import strings
 from app.screens.messages import ReadAhead, ResumeRun, ShowCompare, ShowImport, ShowReplay, ShowReport, ShowResults
 from app.screens.state import app_options
+from app.store.runs import RunSummary, list_runs, results_roots
 from app.widgets import KeysFooter, StyledOnce, TooSmall
 from app.widgets.rowtable import RowTable
 
@@ -162,7 +162,7 @@ class RunsScreen(StyledOnce, Screen[None]):
         self.shown = [r for r in self.runs if r.matches(words)]
         for r in self.shown:
             mark = "AB"[self.marks.index(r.path)] if r.path in self.marks else ""
-            # Text, never markup: the summary's strings (app.runs, already cleaned) are whatever run.json said
+            # Text, never markup: the summary's strings (app.store.runs, already cleaned) are whatever run.json said
             table.add_row(Text(mark, style="bold magenta", justify="left"), Text(_started(r.started)),
                           Text(r.preset[:24]), Text(f"{r.done}/{r.planned}", justify="right"),
                           Text(r.status, style=STATUS_STYLE.get(r.status, ""), justify="left"),
@@ -236,7 +236,7 @@ class RunsScreen(StyledOnce, Screen[None]):
         self.action_open()
 
     def _usable(self) -> RunSummary | None:
-        """The highlighted run, unless its run.json cannot be read or another user can change it (app.runs): then
+        """The highlighted run, unless its run.json cannot be read or another user can change it (app.store.runs): then
         the notice says why, and nothing of it is opened."""
         run = self.selected()
         if run is not None and not run.usable:
@@ -286,7 +286,7 @@ class RunsScreen(StyledOnce, Screen[None]):
         if run_path is None:
             self.notify(strings.RUNS_COMPARE_HINT)
             return
-        from app.compare import available_references
+        from app.cli.compare import available_references
 
         names = sorted(available_references())
         if not names:
@@ -300,11 +300,11 @@ class RunsScreen(StyledOnce, Screen[None]):
         self.app.push_screen(ReferencePicker(clean_line(run_path.name, 60), names), picked)
 
     def action_replay(self) -> None:
-        """The run's live view again from its kept samples (app.replay), read off the event loop."""
+        """The run's live view again from its kept samples (app.engine.replay), read off the event loop."""
         run = self._usable()
         if run is None:
             return
-        from app.replay import load
+        from app.engine.replay import load
 
         self.notify(strings.REPLAY_LOADING.format(name=run.name), timeout=2)
         self.run_worker(lambda: load(run.path), thread=True, group="replay", exclusive=True, exit_on_error=False,

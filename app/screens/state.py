@@ -9,14 +9,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Protocol, cast
 
-from app import presets as core
-from app import settings
-from app.audit import Audit
+from app.core import settings
+from app.engine.sweep import Session, recorded_plan
 from app.fleet.hosts import DEFAULT_AGENT_SOCKET
-from app.presets import Preset
-from app.results import new_run_dir
+from app.host.audit import Audit
+from app.plan import presets as core
+from app.plan.presets import Preset
 from app.screens import strings
-from app.sweep import Session, recorded_plan
+from app.store.results import new_run_dir
 
 # a fleet host's connection test (app.screens.fleet.probe_host; tests replace it)
 Probe = Callable[[str, str], "HostProbe"]
@@ -43,8 +43,8 @@ class HostProbe:
 
 def results_problem(results_dir: Path) -> str | None:
     """In a thread: why no run could write its results under ``results_dir`` (one sentence in the TUI's words), or
-    None (app.container.results_dir_problem)."""
-    from app.container import results_dir_problem
+    None (app.host.container.results_dir_problem)."""
+    from app.host.container import results_dir_problem
 
     return results_dir_problem(results_dir, choose=strings.RESULTS_CHOOSE)
 
@@ -53,7 +53,7 @@ def results_problem(results_dir: Path) -> str | None:
 class Options:
     """What the app is started with; tests replace the parts that touch the machine."""
 
-    devices: list[dict[str, object]] | Callable[[], list[dict[str, object]]] | None = None  # None: app.devices
+    devices: list[dict[str, object]] | Callable[[], list[dict[str, object]]] | None = None  # None: app.host.devices
     results_dir: Path = field(default_factory=settings.results_root)
     overrides: tuple[str, ...] = ()  # --set equivalents applied to every run (keys the preset knows)
     engine: str = "auto"  # memory engine for presets
@@ -61,7 +61,7 @@ class Options:
     chart_interval: float = 0.5  # chart redraw period (s): 2 Hz
     # SIGTERM/SIGHUP/SIGINT (docker stop, SSH hang-up, kill -INT) stop a run cleanly, then exit 130
     handle_signals: bool = False
-    # warnings about the container the app runs in (app.container.environment_warnings), computed in a
+    # warnings about the container the app runs in (app.host.container.environment_warnings), computed in a
     # thread by the devices screen; None: not checked (tests)
     environment: Callable[[], list[str]] | list[str] | None = None
     # why no run could write under results_dir (checked in a thread by the devices screen; a run is then refused)
@@ -69,12 +69,12 @@ class Options:
     agent_socket: str = DEFAULT_AGENT_SOCKET  # the fleet agents' socket on ssh:// hosts (run --agent-socket)
     # tests: replaces app.screens.fleet.probe_host (a fleet host's connection test, run in a thread)
     probe_host: Probe | None = None
-    # the host's settings for a target (app.audit.audit), read in a thread while the target confirmation is shown;
+    # the host's settings for a target (app.host.audit.audit), read in a thread while the target confirmation is shown;
     # None: not read (tests)
     audit: Callable[[str], Audit] | None = None
     # ASCII mode (app.screens.ascii): nothing but ASCII on screen, 16 colours at most
     ascii: bool = False
-    # the settings file the units toggle is remembered in (app.config); None: neither read nor written (tests)
+    # the settings file the units toggle is remembered in (app.host.config); None: neither read nor written (tests)
     settings: Path | None = None
 
 
@@ -148,7 +148,7 @@ class RunRequest:
     out: Path
     engine: str = "auto"
     overrides: list[str] = field(default_factory=list)
-    resume: bool = False  # finish the run already in ``out`` (app.sweep.load_session) instead of a new one
+    resume: bool = False  # finish the run already in ``out`` (app.engine.sweep.load_session) instead of a new one
 
 
 def overrides_for(kind: str, overrides: tuple[str, ...] | list[str]) -> list[str]:
@@ -190,10 +190,10 @@ def resume_target(path: Path) -> ResumeTarget | str:
     """In a thread: run.json read and its plan validated as ``resume`` does (a sentence when it cannot be)."""
     import stat as stat_
 
-    from app import safety
-    from app.errors import ProfilerError
-    from app.points import Kind
-    from app.results import ResultsDir
+    from app.core.errors import ProfilerError
+    from app.host import safety
+    from app.model.points import Kind
+    from app.store.results import ResultsDir
 
     try:
         recorded = recorded_plan(ResultsDir(path))

@@ -14,7 +14,7 @@ SCANNING = "Scanning block devices…"
 # warning under it says so)
 NO_DEVICES = "No block device can be used here; the test file is always available."
 DEVICES_FAILED = "Listing block devices failed: {error}. The test file is still available."
-# the results directory cannot be written (app.container.results_dir_problem): said on the first screen, and no run
+# the results directory cannot be written (app.host.container.results_dir_problem): said on the first screen, and no run
 # starts into it
 RESULTS_CHOOSE = "(PROFILER_TUI_RESULTS=DIR when starting the TUI)"
 RESULTS_UNWRITABLE = "No run can start — {problem}"
@@ -163,7 +163,7 @@ RESULTS_FLEET_FAILED = "failed"
 RESULTS_FLEET_FAILED_N = "{n} failed (run.json)"
 RESULTS_FLEET_OUTLIERS = "yellow: more than 3 MADs from the fleet median (the report's outliers)"
 SORTED_BY = "sorted by {column} ({direction})"
-# the results table's ± column: what it covers; the figure before it is the interval's centre (app.frame)
+# the results table's ± column: what it covers; the figure before it is the interval's centre (app.stats.frame)
 RESULTS_COLUMNS = "columns, page {page} of {pages} (←/→)"
 RESULTS_FLAG_MARK = "a flagged point's # ends in !"
 RESULTS_CI = "± 95 % within this run, around its centre"
@@ -327,7 +327,7 @@ PHASE_LAYOUT = "Laying out the test file: {done} of {total} ({percent} %)"
 PHASE_LAYOUT_UNKNOWN = "Laying out the test file ({total}) before measuring…"
 PHASE_RAMP = "Ramp: {done} of {total} s, not measured"
 PHASE_MEASURING = "Measuring"
-# after the phase while a point measures: the running 95 % interval of its mean IOPS (app.summary.live_interval)
+# after the phase while a point measures: the running 95 % interval of its mean IOPS (app.stats.summary.live_interval)
 PHASE_INTERVAL = "  ·  IOPS {interval}"
 PHASE_STEADY = "Steady-state window: {done} of {total} s"
 PHASE_PRECONDITIONING = "Preconditioning the target, not measured"
@@ -338,7 +338,7 @@ UNITS_BINARY = "Bandwidths in MiB/s (binary: 2^20 bytes per second); u: MB/s"
 UNITS_DECIMAL = "Bandwidths in MB/s (decimal: 10^6 bytes per second); u: MiB/s"
 UNITS_NOT_SAVED = "The units could not be remembered: {path}: {reason}"
 
-# --- replay: a finished run's live view again, from its kept samples (app.replay) -----------------------
+# --- replay: a finished run's live view again, from its kept samples (app.engine.replay) -----------------------
 REPLAY_LOADING = "Reading the samples of {name}…"
 REPLAY_REFUSED = "{name} cannot be replayed: {error}"
 REPLAY_TITLE = "replay {speed} · {preset} — {target}"

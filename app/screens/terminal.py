@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Callable
 
 from textual.drivers.linux_driver import LinuxDriver
 
-from app.progress import point_at_dev_null
+from app.cli.progress import point_at_dev_null
 
 if TYPE_CHECKING:
     from textual.app import App

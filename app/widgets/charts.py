@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Hashable, cast
 
 from textual_plotext import PlotextPlot
 
-from app.units import format_count
+from app.core.units import format_count
 from app.widgets.glyphs import (
     ASCII_HOST_MARKERS,
     binary_units,
@@ -450,7 +450,7 @@ class CurveChart(Chart):
             self.points.pop(next(iter(self.points)))
         self.dirty = True
 
-    def add_record(self, record: dict[str, Any]) -> None:  # a results line (app.results checked it)
+    def add_record(self, record: dict[str, Any]) -> None:  # a results line (app.store.results checked it)
         m = record.get("metrics") or {}
         if self.kind == "memory":
             if m.get("bandwidth_mbps") is not None:
@@ -513,7 +513,7 @@ class DelayChart(Chart):
     def __init__(self, *, id: str | None = None, classes: str | None = None, unit: str = "engine units") -> None:
         super().__init__(id=id, classes=classes)
         self.points: dict[int, tuple[float, float]] = {}
-        self.xlabel = f"delay ({unit})"  # the engine's injection delay, in its own units (app.summary.delay_unit)
+        self.xlabel = f"delay ({unit})"  # the engine's injection delay, in its own units (app.stats.summary.delay_unit)
 
     def add_point(self, index: int, delay: float, latency: float) -> None:
         px, py = plottable(delay), plottable(latency)

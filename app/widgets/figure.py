@@ -21,9 +21,9 @@ from textual.widget import Widget
 from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
-from app.errors import ProfilerError
+from app.core.errors import ProfilerError
+from app.core.sanitize import clean_text
 from app.report.raster import ReportFigures, draw_report_figures
-from app.sanitize import clean_text
 from app.widgets import termcaps
 
 _IMPORT = threading.Lock()

@@ -2,7 +2,7 @@
 
 Textual's own Markdown table shrinks every column to the width and ends what no longer fits with "…" — at 80
 columns report.md's storage table read ``Rand… │ 4 │ 1… │ 78.8 │ 42…``.  Here a table is laid out by the same
-rules as the CLI's tables (:func:`app.textable.table_lines`: headers wrap at words, text wraps at words, a
+rules as the CLI's tables (:func:`app.core.textable.table_lines`: headers wrap at words, text wraps at words, a
 right-aligned figure is never wrapped nor cut), and when it is still too wide:
 
 - **figures wrapped in their cells** at the spaces between their parts (``995.4 ± 5.4`` over ``(243.0k ± 1.3k
@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from app.textable import GLUE, TableLine, card_lines, glue, table_lines, wrap_line
+from app.core.textable import GLUE, TableLine, card_lines, glue, table_lines, wrap_line
 
 # a figure column with one of these headers says which test a row is: it stays on every page, beside the labels
 PARAMETERS = frozenset({"IO Depth", "Jobs", "QD", "Threads", "Block Size", "Stride (B)", "Buffer", "Inject",

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from textual.dom import DOMNode
 
-from app.units import MIB_PER_MB, rate_unit
+from app.core.units import MIB_PER_MB, rate_unit
 
 # a chart's lines in ASCII mode: a marker each, named in the title instead of the colour (16 colours, or none
 # with NO_COLOR, do not tell three lines apart)

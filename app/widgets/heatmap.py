@@ -4,7 +4,7 @@ two rows a terminal cell with half blocks (upper row the foreground of ``▀``, 
 mode and with NO_COLOR one row a line, the density as a character (`` .:-=+*#%@``).
 
 Each second's histogram comes with the live sample (app.runners.base.Sample.hist, fio's buckets per direction,
-app.latmap); it is kept as counts in fine rows (FINE_PER_DECADE), merged into as many rows a decade as fit.
+app.stats.latmap); it is kept as counts in fine rows (FINE_PER_DECADE), merged into as many rows a decade as fit.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.widget import Widget
 
-from app.latmap import row_of
+from app.stats.latmap import row_of
 from app.widgets.glyphs import by_marker
 
 if TYPE_CHECKING:

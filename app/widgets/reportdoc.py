@@ -30,7 +30,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widgets import Tree
 
-from app.results import file_stamp
+from app.store.results import file_stamp
 from app.widgets.fittable import PagedTable
 
 HEADING_STYLES = {1: "bold underline", 2: "bold underline", 3: "bold", 4: "bold italic"}

@@ -14,7 +14,7 @@ from rich.text import Text
 from textual.app import RenderResult
 from textual_plotext import PlotextPlot
 
-from app.units import MIB_PER_MB, format_short, format_size_human
+from app.core.units import MIB_PER_MB, format_short, format_size_human
 from app.widgets.glyphs import ascii_mode, binary_units
 
 # RGB: plotext and rich draw the same colour (their colour names differ)

@@ -21,8 +21,8 @@ from textual.containers import VerticalScroll
 from textual.widget import Widget
 from textual.widgets import Static
 
-from app.summary import TRAFFIC_LABELS, figure_buffer, figure_pages, traffic_label
-from app.units import format_size
+from app.core.units import format_size
+from app.stats.summary import TRAFFIC_LABELS, figure_buffer, figure_pages, traffic_label
 from app.widgets.charts import LINE_COLORS, LINE_NAMES, Chart, nice_ticks
 from app.widgets.glyphs import ascii_mode, line_marker, line_name, mbps, mbps_unit, point_marker
 from app.widgets.series import plottable

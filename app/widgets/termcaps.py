@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass
 from typing import Mapping
 
-from app import settings
+from app.core import settings
 from app.report.raster import DEFAULT_CELL  # pixels of a cell when the terminal does not say
 
 ENV = settings.IMAGES.name

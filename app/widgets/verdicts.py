@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Iterator, Mapping, TypeVar
 
 from rich.text import Text
 
-from app.devices import human_size
+from app.host.devices import human_size
 
 if TYPE_CHECKING:
     from textual.widgets import DataTable

@@ -178,7 +178,7 @@ def tail_run(path: Path, rng: random.Random, depth: int, stalls: int, ios: int) 
     per = ios / seconds
     # each stall in its own second: that second's p99.9 is the stall's when its QD I/Os are over 0.1 % of the
     # second's I/Os (fio's per-second histogram), the others the body's
-    from app.tails import percentile as pct_of
+    from app.model.tails import percentile as pct_of
 
     body_h = synth.as_hist(body)
     quiet = (float(pct_of(body_h, 50.0) or 0), float(pct_of(body_h, 99.0) or 0), float(pct_of(body_h, 99.9) or 0))
@@ -188,7 +188,7 @@ def tail_run(path: Path, rng: random.Random, depth: int, stalls: int, ios: int) 
                        second_tails=[loud if i in stall_seconds else quiet for i in range(seconds)])
     synth.write_storage_run(path, [spec])
     events: dict[str, int] = {}
-    from app.tails import TAIL_PERCENTILES, percentile
+    from app.model.tails import TAIL_PERCENTILES, percentile
 
     for key, pct, _label in TAIL_PERCENTILES:
         at = percentile(hist, pct)

@@ -2,8 +2,8 @@
 
 Claims are read through the functions' structured results wherever they exist: a line's interval through
 :func:`app.report.intervals.storage_intervals` (the recorded ``ci95``, refused by
-:func:`app.records.interval_problem` when it is no interval of its figure), its validity flags, ``compare``'s
-verdicts through its ``--json`` record (:func:`app.compare.compare_runs` ``out``), knees through
+:func:`app.model.records.interval_problem` when it is no interval of its figure), its validity flags, ``compare``'s
+verdicts through its ``--json`` record (:func:`app.cli.compare.compare_runs` ``out``), knees through
 :func:`app.report.analysis.storage_curves` and :func:`app.report.support.knee_support`, operating points
 through :func:`app.report.analysis.best_under_bound`, supported tail percentiles through the report's tail
 cells (:func:`app.report.tails.tail_cells`), memory knees through :func:`app.report.analysis.memory_curves`.
@@ -269,7 +269,7 @@ def trend_verdict(sentence: str) -> str:
 
 
 def _compare_case(work: Path, rng: Any, cfg: PairConfig, effect: float) -> str:
-    from app.compare import compare_runs
+    from app.cli.compare import compare_runs
 
     a, b = fresh(work, "a"), fresh(work, "b")
     cases.compare_pair(a, b, rng, cfg, effect)
@@ -335,9 +335,9 @@ SUPPORT_EVENTS = 10  # a percentile is supported when at least ten distinct even
 
 
 def tails(sw: Sweep, work: Path) -> None:
+    from app.model.tails import TAIL_PERCENTILES
     from app.report.model import load
     from app.report.tails import UNSUPPORTED, tail_cells
-    from app.tails import TAIL_PERCENTILES
 
     stalled = sw.row("tails/stall", "tail percentile stated supported, set by < 10 stall events", "0 %", 0.0)
     clean = sw.row("tails/clean", "supported tail percentile shown as unsupported (no stalls)")

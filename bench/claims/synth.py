@@ -1,15 +1,16 @@
 """Synthetic results directories in the tool's on-disk format, from models whose truth is known.
 
 A storage point is its per-second samples (raw/NNNN-p.samples.jsonl, the keys fio's status dumps give the
-runner) and its results line, written by :meth:`app.results.ResultsDir.append` (app.records' writer) with the
+runner) and its results line, written by :meth:`app.store.results.ResultsDir.append` (app.model.records' writer) with
+the
 interval the runner itself computes from those samples (:func:`app.runners.fio.point_uncertainty`), the
 ``tail`` part it computes (:func:`app.runners.fio.point_tail`) and the validity flags the session gives a line
-(:func:`app.validity.point_flags`).  fio's headline figures are the whole run's: the IOPS the mean of the measured
+(:func:`app.stats.validity.point_flags`).  fio's headline figures are the whole run's: the IOPS the mean of the measured
 seconds (fio counts I/Os over the measured time), the mean latency by Little's law at the point's depth.  A point
 may carry fio's json+ histogram (``metrics.lat_hist``) with its tail percentiles and total I/Os.
 
 A memory point is a loaded-latency row of the built-in engine: latency (ns) and bandwidth (MB/s), the interval of
-its engine sub-windows (:func:`app.uncertainty.intervals_of` over the windows, as the runner does) and the
+its engine sub-windows (:func:`app.stats.uncertainty.intervals_of` over the windows, as the runner does) and the
 ``warnings`` part the runner keeps, cumulative over the section as the engine's text gives it ("Busy machine at
 delay N: a thread got S% of a CPU in its window").
 
@@ -27,14 +28,14 @@ from pathlib import Path
 from statistics import NormalDist
 from typing import Any, Sequence, cast
 
-from app.points import Kind, MemoryPoint, StoragePoint
-from app.records import JSONObject, MemoryMetrics, Parts, ResultLine, StorageMetrics
-from app.results import ResultsDir
-from app.runmeta import new
+from app.model.points import Kind, MemoryPoint, StoragePoint
+from app.model.records import JSONObject, MemoryMetrics, Parts, ResultLine, StorageMetrics
+from app.model.runmeta import new
+from app.model.tails import TAIL_PERCENTILES, hist_record, percentile
 from app.runners.fio import point_tail, point_uncertainty, with_interval
-from app.tails import TAIL_PERCENTILES, hist_record, percentile
-from app.uncertainty import intervals_of
-from app.validity import TargetFacts, point_checks, point_flags
+from app.stats.uncertainty import intervals_of
+from app.stats.validity import TargetFacts, point_checks, point_flags
+from app.store.results import ResultsDir
 
 SCHEMA_VERSION = 1
 

@@ -1,4 +1,4 @@
-"""A fake sysfs and procfs for app.audit's tests: an NVMe namespace behind a PCIe function on node 0 of a two-node
+"""A fake sysfs and procfs for app.host.audit's tests: an NVMe namespace behind a PCIe function on node 0 of a two-node
 machine with four CPUs, every setting as a benchmark wants it (a test then bends one)."""
 
 from __future__ import annotations

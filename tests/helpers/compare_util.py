@@ -1,5 +1,5 @@
 """Hand-made results directories for the compare tests: storage or memory lines with the interval record, the
-replicates or the kept per-second samples each test needs (app.compare judges each difference by them)."""
+replicates or the kept per-second samples each test needs (app.cli.compare judges each difference by them)."""
 
 from __future__ import annotations
 

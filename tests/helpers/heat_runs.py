@@ -1,5 +1,5 @@
 """Results directories whose storage points keep per-second latency histograms (raw/NNNN-JOB.hist.jsonl, the
-record app.latmap reads), made without randomness from a log-normal latency on fio's bucket grid; ``stalls``
+record app.stats.latmap reads), made without randomness from a log-normal latency on fio's bucket grid; ``stalls``
 puts seconds whose I/Os complete at a slow latency instead (a device that pauses)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any, Sequence
 
-from app.latmap import encode
+from app.stats.latmap import encode
 from tests.helpers.tail_runs import lognormal_hist, storage_line, write_run
 
 

@@ -12,10 +12,10 @@ import math
 from pathlib import Path
 from typing import Any, Sequence
 
-from app.points import StoragePoint
-from app.records import read_line
-from app.results import ResultsDir
-from app.runmeta import new
+from app.model.points import StoragePoint
+from app.model.records import read_line
+from app.model.runmeta import new
+from app.store.results import ResultsDir
 
 
 def storage_point(rw: str = "randread", bs: int = 4096, iodepth: int = 4, replicate: int | None = None) -> dict:
@@ -45,7 +45,7 @@ def write_storage_run(path: Path, points: Sequence[tuple[dict[str, Any], float, 
     """A storage run: one line per (point, IOPS, wobble); ``wobble`` None keeps no samples; ``ci95`` puts the
     interval computed from the samples into the line (as a run of this version does) instead of leaving it to
     the report."""
-    from app.uncertainty import intervals_of, storage_series
+    from app.stats.uncertainty import intervals_of, storage_series
 
     rd = ResultsDir(path)
     plan = [p for p, _, _ in points]

@@ -54,8 +54,8 @@ def open_line(index: int, rho: float, valid: bool = True, mean_ns: float | None 
         loop.update(flag="closed-by-generator", closed_because="fewer I/Os than offered in 3 of 10 seconds "
                                                                 "(first: second 4)")
     line["open_loop"] = loop
-    from app.records import Parts, StorageMetrics
-    from app.validity import TargetFacts, point_checks, point_flags
+    from app.model.records import Parts, StorageMetrics
+    from app.stats.validity import TargetFacts, point_checks, point_flags
 
     metrics, parts = StorageMetrics.of(line["metrics"]), Parts(open_loop=loop)
     flags = point_flags(line["point"], metrics, parts)

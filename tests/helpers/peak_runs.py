@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any, Sequence
 
-from app.records import ResultLine, read_line
+from app.model.records import ResultLine, read_line
 from tests.helpers.compare_util import POINT
 
 LIBAIO: dict[str, Any] = {"ioengine": "libaio"}

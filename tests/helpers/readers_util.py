@@ -12,11 +12,11 @@ from typing import Iterator
 
 import pytest
 
-from app.cli import main
+from app.cli.commands import main
 
 
 def cli(*args: str) -> tuple[int, str, str]:
-    """``profiler-tui ARGS`` through ``app.cli.main`` in this process: (exit code, stdout, stderr).
+    """``profiler-tui ARGS`` through ``app.cli.commands.main`` in this process: (exit code, stdout, stderr).
 
     Any exception other than SystemExit (a traceback for a user) propagates and fails the test."""
     out, err = io.StringIO(), io.StringIO()

@@ -1,5 +1,5 @@
 """Results directories of the memory suite's modes, written with the project's own writer (ResultsDir,
-app.records), for the report's tests.
+app.model.records), for the report's tests.
 
 ``mlc_default_lines`` are the lines an import of tests/data/mlc/v3.10-default-run-2socket-skylake.txt gives
 for its idle matrix, peak bandwidths, bandwidth matrix and c2c sections (one line per figure, as the
@@ -12,10 +12,10 @@ import math
 from pathlib import Path
 from typing import Any, Sequence
 
-from app.points import MemoryPoint
-from app.records import ResultLine, read_line
-from app.results import ResultsDir
-from app.runmeta import new
+from app.model.points import MemoryPoint
+from app.model.records import ResultLine, read_line
+from app.model.runmeta import new
+from app.store.results import ResultsDir
 
 KIB = 1 << 10
 MIB = 1 << 20

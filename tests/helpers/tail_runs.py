@@ -10,9 +10,9 @@ import math
 from pathlib import Path
 from typing import Any, Sequence
 
-from app.records import Parts, StorageMetrics
-from app.tails import TAIL_PERCENTILES, hist_record, percentile
-from app.validity import TargetFacts, point_checks, point_flags
+from app.model.records import Parts, StorageMetrics
+from app.model.tails import TAIL_PERCENTILES, hist_record, percentile
+from app.stats.validity import TargetFacts, point_checks, point_flags
 from bench.claims.synth import fio_buckets
 from tests.helpers.compare_util import POINT
 

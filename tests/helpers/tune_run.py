@@ -14,7 +14,7 @@ from typing import Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from app.audit import Audit, Item
+from app.host.audit import Audit, Item
 
 TUNE_ENV = "PROFILER_TUI_TEST_TUNE"
 
@@ -27,9 +27,9 @@ def fake_audit(target: str | None, cpus: Sequence[int] | None = None, **_: objec
 
 
 if __name__ == "__main__":
-    import app.audit
+    import app.host.audit
 
-    app.audit.audit = fake_audit
-    from app.cli import main
+    app.host.audit.audit = fake_audit
+    from app.cli.commands import main
 
     main(sys.argv[1:])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from app.points import MemoryPoint, Point, StoragePoint
+from app.model.points import MemoryPoint, Point, StoragePoint
 
 
 def as_dict(value: object) -> dict[str, Any]:

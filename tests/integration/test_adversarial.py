@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from app.errors import UsageError
-from app.points import StoragePoint
-from app.presets import STORAGE_KEYS
+from app.core.errors import UsageError
+from app.model.points import StoragePoint
+from app.plan.presets import STORAGE_KEYS
 from app.runners.fio import job_file
 from tests.conftest import run_cli
 from tests.helpers.loopdev import loop_factory, needs_loop  # noqa: F401 - a fixture and the skip mark

@@ -7,7 +7,7 @@ import json
 import re
 from pathlib import Path
 
-from app.audit import ITEMS
+from app.host.audit import ITEMS
 from tests.conftest import run_cli
 from tests.helpers.loopdev import loop_factory, needs_loop  # noqa: F401 - a fixture and the skip mark
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from app import blocktrace as bt
+from app.host import blocktrace as bt
 from tests.helpers.loopdev import loop_device, needs_loop
 from tests.helpers.schema_check import validate_dir
 from tests.integration.test_procedure import ROOT, cli, lines

@@ -21,12 +21,12 @@ import threading
 import time
 from pathlib import Path
 
-from app import presets
-from app.compare import compare_runs
-from app.presets import estimate_point_seconds
-from app.records import read_line
-from app.summary import FLAG_MARK, flag_names, flag_text, metrics_line, point_label, results_table
-from app.units import format_duration
+from app.cli.compare import compare_runs
+from app.core.units import format_duration
+from app.model.records import read_line
+from app.plan import presets
+from app.plan.presets import estimate_point_seconds
+from app.stats.summary import FLAG_MARK, flag_names, flag_text, metrics_line, point_label, results_table
 from tests.conftest import DATA, ROOT, run_cli
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
@@ -315,12 +315,12 @@ def test_compare_on_a_terminal_fits_its_wide_table_to_80_columns_and_out_stays_m
 
 def test_help_and_piped_listings_do_not_import_rich(tmp_path: Path) -> None:
     for args in (["--help"], ["presets"], ["presets", "--json"], ["devices"], ["run", "--help"]):
-        code = ("import sys\nfrom app.cli import main\ntry:\n    main(" + repr(args) + ")\nexcept SystemExit as e:\n"
+        code = ("import sys\nfrom app.cli.commands import main\ntry:\n    main(" + repr(args) + ")\nexcept SystemExit as e:\n"  # noqa: E501
                 "    code = e.code\nprint('rich' in sys.modules, code, file=sys.stderr)\n")
         proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
         assert proc.stderr.splitlines()[-1] == "False 0", (args, proc.stderr[-1000:])
     # and the check can see rich: on a terminal, the same listing loads it
-    code = ("import sys\nfrom app.cli import main\ntry:\n    main(['presets'])\nexcept SystemExit:\n    pass\n"
+    code = ("import sys\nfrom app.cli.commands import main\ntry:\n    main(['presets'])\nexcept SystemExit:\n    pass\n"
             "print('LOADED', 'rich' in sys.modules)\n")
     rc, raw, _ = Terminal([], code=code).finish()
     assert rc == 0 and "LOADED True" in raw, raw[-500:]

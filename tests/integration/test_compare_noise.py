@@ -18,7 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from app.compare import STORAGE_FIGURES, Measured, compare_runs, difference, estimate
+from app.cli.compare import STORAGE_FIGURES, Measured, compare_runs, difference, estimate
 from app.report.model import load
 from tests.conftest import ROOT
 

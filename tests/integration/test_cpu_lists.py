@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from app.host.topology import allowed_cpus, cpu_list_text
 from app.runners.memory import find_engine
-from app.topology import allowed_cpus, cpu_list_text
 from tests.conftest import run_cli
 
 RUN = ["--set", "runtime=1", "--set", "size=4m"]

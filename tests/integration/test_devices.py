@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from app import devices, safety
+from app.host import devices, safety
 from tests.helpers.loopdev import loop_factory, needs_loop  # noqa: F401 - the fixture and the skip mark
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -200,7 +200,7 @@ def test_identity_tools_used_when_present_and_skipped_silently_when_absent(loop_
 
 
 def test_core_modules_import_no_ui_library():
-    code = ("import sys, app.devices, app.safety; "
+    code = ("import sys, app.host.devices, app.host.safety; "
             "bad = sorted(m for m in sys.modules "
             "if m.split('.')[0] in {'textual', 'rich', 'plotext', 'textual_plotext'}); "
             "print(bad); sys.exit(1 if bad else 0)")

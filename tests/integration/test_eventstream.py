@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from app.eventstream import EventWriter, ended_object, event_object
+from app.cli.eventstream import EventWriter, ended_object, event_object
 from tests.conftest import interrupt_run
 from tests.helpers.schema_check import check
 from tests.integration.test_procedure import ROOT, lines

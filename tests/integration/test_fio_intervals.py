@@ -9,9 +9,9 @@ import re
 import statistics
 from pathlib import Path
 
-from app.finesamples import fine_intervals, series_of
-from app.records import StorageMetrics
-from app.uncertainty import half_width, storage_series
+from app.model.records import StorageMetrics
+from app.stats.finesamples import fine_intervals, series_of
+from app.stats.uncertainty import half_width, storage_series
 from tests.conftest import run_cli
 from tests.helpers.schema_check import validate_events
 from tests.helpers.typed import as_dict, as_number

@@ -192,7 +192,7 @@ def test_hostile_slat_is_refused_by_the_check() -> None:
 
 def test_an_imported_document_of_several_points_keeps_no_disk_util() -> None:
     """fio's disk_util covers the whole document: one point keeps it, several (different jobs) do not."""
-    from app.importer import fio_points
+    from app.engine.importer import fio_points
 
     def job(name: str, depth: str) -> dict:
         return {"jobname": name, "job options": {"rw": "randread", "bs": "4k", "iodepth": depth},

@@ -278,11 +278,11 @@ def _p99(hist: dict[int, int]) -> int:
 def test_two_agents_keep_each_hosts_seconds_and_the_reports_merge_is_their_sum(tmp_path: Path) -> None:
     """Each agent sends its fio figures once a second; the controller keeps each host's per-second histograms in
     raw/, and the report's merged heat map and merged p99 are exactly those of both hosts' files added up."""
-    from app.latmap import heat_map, row_of
+    from app.core.units import us
+    from app.model.tails import hist_of_record
     from app.report.heat import MERGED, fleet_strips
     from app.report.model import load
-    from app.tails import hist_of_record
-    from app.units import us
+    from app.stats.latmap import heat_map, row_of
 
     with agents(2) as running:
         _run_on_two(tmp_path, running, "custom", "--set", "runtime=2", "--set", "ramp_time=1", "--set", "rw=randread",

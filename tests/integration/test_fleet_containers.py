@@ -20,7 +20,7 @@ from typing import Iterator
 import docker
 import pytest
 
-from app.errors import ProfilerError, UsageError
+from app.core.errors import ProfilerError, UsageError
 from app.fleet import containers
 from app.fleet.containers import AgentContainerError, agent_socket, engine_url, start_agent, started_agents
 from app.fleet.hosts import parse_host

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from app import presets, space
-from app.points import StoragePoint
+from app.host import space
+from app.model.points import StoragePoint
+from app.plan import presets
 from tests.conftest import fio_processes, run_cli
 
 

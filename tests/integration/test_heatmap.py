@@ -10,10 +10,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from app import replay
-from app.latmap import ROWS_PER_DECADE, read_intervals, row_of, sample_hist, stall_events
+from app.engine import replay
 from app.runners.base import Sample
 from app.runners.fio_parse import job_list
+from app.stats.latmap import ROWS_PER_DECADE, read_intervals, row_of, sample_hist, stall_events
 from tests.helpers.loopdev import loop_device
 from tests.helpers.schema_check import validate_dir
 from tests.helpers.throttle import iops_throttle

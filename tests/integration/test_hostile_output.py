@@ -1,7 +1,7 @@
 """Other programs' output as an adversary writes it: a fleet host whose answer lies, contradicts itself, nests
 without end or never ends; tools (nvme, lsblk, blkid) that print /dev/zero, hang, or print terminal control
 sequences; fio's and ssh's words.  The controller judges a host's facts with its own rules, every tool is
-read through one bounded reader (app.external) that stays small and interruptible, and no text the tool did
+read through one bounded reader (app.host.external) that stays small and interruptible, and no text the tool did
 not write reaches a terminal or report.md with an escape sequence in it."""
 
 from __future__ import annotations
@@ -23,12 +23,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app import points, safety, telemetry
-from app.external import run_bounded
+from app.core.sanitize import clean_json, clean_line, clean_text, md_text
 from app.fleet.inspect import BadAnswer, Contradiction, describe_target, parse_answer, read_target, verdict_of
+from app.host import safety, telemetry
+from app.host.external import run_bounded
+from app.host.telemetry import Drive, Recorder, read_drive
+from app.model import points
 from app.runners.fio import _fio_message
-from app.sanitize import clean_json, clean_line, clean_text, md_text
-from app.telemetry import Drive, Recorder, read_drive
 from tests.conftest import DATA, run_cli
 from tests.helpers.fleet_agents import agents
 from tests.helpers.loopdev import loop_device
@@ -115,7 +116,7 @@ def _in_child(code: str, timeout: float = 60) -> dict[str, Any]:
 def test_an_endless_output_stops_at_the_cap_and_the_memory_stays_small() -> None:
     out = _in_child("""
         import time
-        from app.external import run_bounded
+        from app.host.external import run_bounded
         t = time.monotonic()
         o = run_bounded(["cat", "/dev/zero"], 10, 1 << 20)
         OUT = {"failure": o.failure, "seconds": time.monotonic() - t, "kept": len(o.stdout)}
@@ -138,7 +139,7 @@ def test_the_timeout_holds_when_the_child_closes_its_pipes_and_the_child_is_kill
 def _reading_in_a_child(mark: str) -> subprocess.Popen[str]:
     """A Python whose main thread reads ``sleep MARK`` through the bounded reader (20 s timeout)."""
     proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
-        from app.external import run_bounded
+        from app.host.external import run_bounded
         print("ready", flush=True)
         run_bounded(["sleep", "{mark}"], 20)
     """)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -184,7 +185,7 @@ def test_a_fake_nvme_printing_dev_zero_is_stopped_at_the_cap(tmp_path: Path) -> 
     zero.chmod(0o755)
     out = _in_child(f"""
         import time
-        from app.telemetry import Drive, read_drive
+        from app.host.telemetry import Drive, read_drive
         t = time.monotonic()
         r = read_drive(Drive("/dev/nvme0", "nvme", ({str(zero)!r}, "smart-log", "/dev/nvme0", "-o", "json")))
         OUT = {{"reading": r, "seconds": time.monotonic() - t}}

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from app.points import MemoryPoint
+from app.model.points import MemoryPoint
 from app.runners import memory
 from app.runners.memory import HugePageReservation, hugepages_needed
 from tests.conftest import mem_point

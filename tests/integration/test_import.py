@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from app.errors import UsageError
-from app.importer import import_files
+from app.core.errors import UsageError
+from app.engine.importer import import_files
 from app.report import render_report
-from app.results import ResultsDir
+from app.store.results import ResultsDir
 from tests.conftest import DATA, run_cli
 
 MLC_SAMPLES = DATA / "mlc"

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from app.histlog import PLAT_NR, bucket_value
-from app.latmap import read_intervals
+from app.stats.histlog import PLAT_NR, bucket_value
+from app.stats.latmap import read_intervals
 from tests.integration.test_procedure import cli, lines
 
 

@@ -15,11 +15,11 @@ from typing import Any, Iterator
 
 import pytest
 
-from app import importer
-from app.errors import UsageError
-from app.importer import import_files, parse_file
+from app.core.errors import UsageError
+from app.engine import importer
+from app.engine.importer import import_files, parse_file
 from app.report import render_report
-from app.results import ResultsDir
+from app.store.results import ResultsDir
 from tests.conftest import DATA, ROOT
 from tests.helpers.readers_util import assert_one_sentence, cli, fio_json_plus, read_only_mount
 from tests.helpers.typed import as_list

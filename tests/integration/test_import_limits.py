@@ -19,7 +19,7 @@ RSS_LIMIT_MIB = 150  # measured 35-55 MiB; the issue's bound for any input is 50
 # peak before the exec of the child)
 MEASURE = """
 import sys
-from app.cli import main
+from app.cli.commands import main
 try:
     main(sys.argv[1:])
 except SystemExit as e:
@@ -96,7 +96,7 @@ def test_a_64_mib_mlc_text(tmp_path: Path) -> None:
 def test_mlc_output_after_200k_star_lines_is_recognised(tmp_path: Path) -> None:
     """200,000 '***' lines before a real MLC output made the file "neither fio JSON nor Intel MLC text": the
     parser stopped after MAX_LINES lines before the output began.  It is imported as the output alone is."""
-    from app.results import ResultsDir
+    from app.store.results import ResultsDir
     from tests.conftest import DATA, run_cli
 
     source = DATA / "mlc" / "v3.10-default-run-2socket-skylake.txt"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from app.results import ResultsDir
+from app.store.results import ResultsDir
 from tests.conftest import DATA, run_cli
 from tests.helpers.schema_check import validate_dir
 

@@ -16,11 +16,11 @@ from typing import Iterator
 
 import pytest
 
-from app import presets
-from app.errors import UsageError
-from app.lock import effective_status, holder
-from app.results import RESERVE
-from app.sweep import RunFailed, RunFinished, new_session
+from app.core.errors import UsageError
+from app.engine.sweep import RunFailed, RunFinished, new_session
+from app.plan import presets
+from app.store.lock import effective_status, holder
+from app.store.results import RESERVE
 from tests.conftest import ROOT, fio_processes, run_cli
 
 ENGINE = ROOT / "native" / "memlat" / "build" / "memlat"

@@ -22,15 +22,15 @@ from typing import Any
 
 import pytest
 
-from app import envinfo
-from app.errors import ToolMissing, UsageError
-from app.points import Point
-from app.presets import MLC_DELAYS
+from app.core.errors import ToolMissing, UsageError
+from app.host import envinfo
+from app.model.points import Point
+from app.plan.presets import MLC_DELAYS
 from app.runners import memory
 from app.runners.base import Context, Result, Sample
 from app.runners.memory import MemoryRunner, check_memory
 from app.runners.mlc_parse import idle_latency, loaded_rows, parse_text
-from app.uncertainty import intervals_of
+from app.stats.uncertainty import intervals_of
 from tests.conftest import ROOT, mem_point
 from tests.helpers.schema_check import validate_dir
 from tests.helpers.typed import as_dict
@@ -86,7 +86,7 @@ for line in open(sample).read().splitlines(keepends=True):
 BOOT = ("import json, sys\n"
         "import app.runners.memory as m\n"
         "for k, v in json.loads(sys.argv[1]).items(): setattr(m, k, v)\n"
-        "from app.cli import main\n"
+        "from app.cli.commands import main\n"
         "main(sys.argv[2:])\n")
 PROC: dict[str, str] = {}  # set by fake_proc for the running test
 
@@ -766,7 +766,7 @@ def test_each_loaded_line_carries_its_own_warnings_not_every_rows(fake_mlc: dict
 def test_builtin_default_chase_buffer_is_at_least_four_last_level_caches(builtin_runs: dict[str, Any]) -> None:
     """No step of a default "memory latency" chase lands in the last-level cache more than a quarter of the time:
     the buffer is at least 4x the LLC and 256 MiB (MLC's own guidance: at least 100 MiB per thread), at most 4 GiB."""
-    from app.topology import read
+    from app.host.topology import read
 
     llc = read().llc_bytes or 0
     for rec in records(builtin_runs["idle"]) + records(builtin_runs["loaded"]):

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from app import presets
-from app.points import Point
-from app.records import MemoryMetrics
+from app.model.points import Point
+from app.model.records import MemoryMetrics
+from app.plan import presets
 from app.runners.base import Context, Result, Sample
 from app.runners.memory import MemoryRunner
 from tests.helpers.schema_check import validate_dir

@@ -23,8 +23,8 @@ from typing import Iterator
 
 import pytest
 
-from app.errors import UsageError
-from app.results import make_dirs, new_run_dir
+from app.core.errors import UsageError
+from app.store.results import make_dirs, new_run_dir
 from tests.conftest import fio_processes, run_cli
 from tests.integration.test_adversarial import interrupted_run
 

@@ -16,7 +16,7 @@ from typing import Iterator
 
 import pytest
 
-from app.results import open_file, write_new
+from app.store.results import open_file, write_new
 from tests.conftest import DATA, run_cli
 
 NOBODY = pwd.getpwnam("nobody")
@@ -149,8 +149,8 @@ def test_import_never_follows_another_users_link(shared: Path) -> None:
 def test_report_never_reads_through_a_raw_link_another_user_made(shared: Path) -> None:
     """A run directory of nobody's (reported with --out elsewhere): its raw/ is a link to a directory of root's that
     holds a samples file; the report reads nothing through it (samples.csv would carry root's figures, 0644)."""
+    from app.host.telemetry import load_readings
     from app.report.procedure import read_samples
-    from app.telemetry import load_readings
 
     private = shared / "private"
     private.mkdir(mode=0o700)

@@ -11,8 +11,8 @@ import json
 import os
 from pathlib import Path
 
-from app.devstat import NO_POLL_QUEUES
-from app.topology import cpu_list_text
+from app.host.devstat import NO_POLL_QUEUES
+from app.host.topology import cpu_list_text
 from tests.helpers.loopdev import loop_device, needs_loop
 from tests.helpers.schema_check import validate_dir
 from tests.integration.test_procedure import cli, lines

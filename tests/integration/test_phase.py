@@ -8,9 +8,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from app import presets
-from app.eventstream import event_object
-from app.points import StoragePoint
+from app.cli.eventstream import event_object
+from app.model.points import StoragePoint
+from app.plan import presets
 from app.runners.base import PHASES, Context, Phase, Result, Sample
 from app.runners.fio import FioRunner, layout_bytes, written_bytes
 from app.runners.fio_parse import PhaseTracker

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from app import presets
-from app.errors import UsageError
-from app.points import Kind, MemoryPoint, StoragePoint
+from app.core.errors import UsageError
+from app.model.points import Kind, MemoryPoint, StoragePoint
+from app.plan import presets
 from tests.conftest import run_cli
 from tests.helpers.typed import memory_points, storage_point, storage_points
 
@@ -25,7 +25,7 @@ EXPECTED_POINTS = {
     "seed-matrix": 120 * 3,
     "seed-mix": 36 * 3,
     "qd-scaling": 9,
-    "peak": 5 * 7 * 6,  # before numjobs is cut at the target's node's CPUs (app.sweep.plan_for_target)
+    "peak": 5 * 7 * 6,  # before numjobs is cut at the target's node's CPUs (app.engine.sweep.plan_for_target)
     "peak-write": 5 * 7 * 6,
     "mem-idle": 1,
     "mem-loaded": 19,

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from app import presets
-from app.errors import UsageError
-from app.points import StoragePoint
+from app.core.errors import UsageError
+from app.model.points import StoragePoint
+from app.plan import presets
 from tests.conftest import run_cli
 from tests.helpers.typed import storage_point, storage_points
 

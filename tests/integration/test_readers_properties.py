@@ -16,15 +16,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.compare import compare_reference, compare_runs, load_reference
-from app.errors import ProfilerError
-from app.importer import parse_file
+from app.cli.compare import compare_reference, compare_runs, load_reference
+from app.core.errors import ProfilerError
+from app.engine.importer import parse_file
 from app.report import analysis as an
 from app.report import render_report
 from app.report.model import load
 from app.report.render import render_markdown, results_csv
-from app.results import ResultsDir
-from app.summary import results_table
+from app.stats.summary import results_table
+from app.store.results import ResultsDir
 from tests.conftest import DATA
 from tests.helpers.readers_util import fio_json_plus
 

@@ -12,9 +12,9 @@ from typing import Any, Callable
 
 import pytest
 
-from app.points import Kind, point_from_dict
-from app.procedure import Procedure, run_order
-from app.uncertainty import replicate_spread
+from app.model.points import Kind, point_from_dict
+from app.plan.procedure import Procedure, run_order
+from app.stats.uncertainty import replicate_spread
 from tests.conftest import ROOT, fio_processes, interrupt_run, run_cli
 from tests.helpers.loopdev import loop_device, needs_loop
 from tests.helpers.schema_check import validate_dir

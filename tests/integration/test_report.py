@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from app.records import JSONObject
+from app.model.records import JSONObject
 from app.report import render_report
 from tests.conftest import DATA, ROOT, run_cli
 
@@ -184,7 +184,7 @@ def test_report_usage_errors_exit_2_without_traceback(golden_copy: Path, args: l
 
 
 def test_report_package_is_headless() -> None:
-    code = ("import sys, app.report, app.report.render, app.importer, app.compare; "
+    code = ("import sys, app.report, app.report.render, app.engine.importer, app.cli.compare; "
             "bad = [m for m in sys.modules if m.split('.')[0] in ('textual', 'rich', 'plotext', 'textual_plotext')]; "
             "assert not bad, bad; assert 'matplotlib' not in sys.modules, 'matplotlib imported eagerly'")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
@@ -215,7 +215,7 @@ def test_every_memory_table_names_its_chase() -> None:
 
 def test_load_results_is_the_frame_of_results_csv(golden_rendered: tuple[Path, str]) -> None:
     """results.csv is the loader's frame written out; one row per point, typed columns."""
-    from app.frame import CSV_COLUMNS, load_results, to_csv
+    from app.stats.frame import CSV_COLUMNS, load_results, to_csv
 
     golden_copy = golden_rendered[0]
     df = load_results(golden_copy)
@@ -231,7 +231,7 @@ def test_load_results_keeps_numbers_beyond_64_bits(tmp_path: Path) -> None:
     """A block size past 2^63 (results lines allow up to 2^64) keeps its column as Python ints."""
     import json
 
-    from app.frame import load_results, to_csv
+    from app.stats.frame import load_results, to_csv
 
     point = {"rw": "read", "bs": 2 ** 64, "iodepth": 1, "numjobs": 1}
     (tmp_path / "run.json").write_text(json.dumps({"kind": "storage", "status": "complete", "plan": [point]}))
@@ -244,7 +244,7 @@ def test_load_results_keeps_numbers_beyond_64_bits(tmp_path: Path) -> None:
 
 def test_the_cli_and_the_tui_do_not_import_pandas() -> None:
     """pandas loads only when a report, a comparison or the results table reads data."""
-    code = ("import sys, app.cli, app.tui, app.frame, app.report, app.compare, app.screens.results; "
+    code = ("import sys, app.cli.commands, app.tui, app.stats.frame, app.report, app.cli.compare, app.screens.results; "
             "sys.exit('pandas' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], cwd=ROOT).returncode == 0
 

@@ -7,8 +7,8 @@ import csv as csv_module
 import re
 from pathlib import Path
 
-from app.frame import CI_COLUMNS, CPU_COLUMNS, TAIL_COLUMNS, WHOLE_RUN_COLUMNS
 from app.report.write import render_report
+from app.stats.frame import CI_COLUMNS, CPU_COLUMNS, TAIL_COLUMNS, WHOLE_RUN_COLUMNS
 from tests.conftest import DATA, run_cli
 from tests.helpers.suite_runs import KIB, line, mlc_default_lines, octave_sizes, point, working_set_lines, write_run
 
@@ -39,7 +39,7 @@ def test_report_of_a_suite_run_has_every_section_and_figure_and_is_reproducible(
     csv = (run / "results.csv").read_text(encoding="utf-8")
     assert csv.count("\n") == len(lines) + 1 and "working_set" in csv
     rows = list(csv_module.DictReader(csv.splitlines()))
-    # the suite's keys after the older columns, then the intervals' (app.frame.CI_COLUMNS), then the tails', the
+    # the suite's keys after the older columns, then the intervals' (app.stats.frame.CI_COLUMNS), then the tails', the
     # CPU's and the whole-run figures'
     cols = list(rows[0])
     suite_keys = ["cpu_node", "mem_node", "threads", "pages", "c2c", "reader_node", "home"]

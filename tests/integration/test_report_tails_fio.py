@@ -9,9 +9,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from app.core.units import us
+from app.model.tails import count, hist_of_record, min_ios, percentile
 from app.report import tail_plots
-from app.tails import count, hist_of_record, min_ios, percentile
-from app.units import us
 from tests.conftest import run_cli
 
 PRESET = """name = "tails-check"

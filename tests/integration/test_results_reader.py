@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from app import results as results_mod
-from app import runmeta
-from app.lock import DirLock
-from app.points import Kind
-from app.records import JSONObject, ResultLine, StorageMetrics, line_json
+from app.model import runmeta
+from app.model.points import Kind
+from app.model.records import JSONObject, ResultLine, StorageMetrics, line_json
 from app.report import render_report
 from app.report.model import load
-from app.results import ResultsDir
+from app.store import results as results_mod
+from app.store.lock import DirLock
+from app.store.results import ResultsDir
 from tests.conftest import DATA
 from tests.helpers.readers_util import assert_one_sentence, cli, read_only_mount
 
@@ -272,7 +272,7 @@ def test_p99_bound_must_be_a_positive_finite_number(run_dir: Path, bound: str) -
 def test_a_typed_point_is_written_as_its_json_table(tmp_path: Path) -> None:
     """run.json and results.jsonl hold a plan point as the table its to_dict() gives: the same bytes
     a dict of its keys writes, whether the writer is handed the point or its table."""
-    from app import presets
+    from app.plan import presets
 
     plan = presets.load("quick").expand()
     typed, tables = ResultsDir(tmp_path / "typed"), ResultsDir(tmp_path / "tables")

@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-from app import presets
-from app.points import RunStatus, StoragePoint
-from app.records import StorageMetrics
+from app.engine.sweep import new_session
+from app.model.points import RunStatus, StoragePoint
+from app.model.records import StorageMetrics
+from app.plan import presets
 from app.runners.base import Context, Result, Sample
 from app.runners.fio import FioRunner
-from app.sweep import new_session
 from tests.conftest import ROOT, fio_processes, interrupt_run, run_cli
 
 STORAGE_FIELDS = {"iops", "read_iops", "write_iops", "bw_bytes", "read_bw_bytes", "write_bw_bytes", "lat_ns",
@@ -148,7 +148,7 @@ def test_a_line_whose_index_and_point_disagree_is_no_measurement_for_resume(tmp_
     plan[1], and marked the run complete while the report said 1 measured of 2.  The line measures neither:
     resume measures both, and the report and the runs browser count what resume counts."""
     from app.report import render_report
-    from app.runs import summarise
+    from app.store.runs import summarise
 
     out = tmp_path / "mixed"
     run_cli("run", "custom", "--target", str(tmp_path / "m.bin"), "--out", str(out), "--set", "iodepth=1,2",
@@ -169,7 +169,7 @@ def test_a_line_whose_index_and_point_disagree_is_no_measurement_for_resume(tmp_
 
 
 def _lines_tolerant(path: Path) -> list[dict]:
-    from app.results import ResultsDir
+    from app.store.results import ResultsDir
 
     return ResultsDir(path).records()
 

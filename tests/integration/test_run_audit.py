@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.audit import ITEMS, STATUSES
-from app.topology import allowed_cpus, cpu_list_text
-from app.validity import AUDIT_FLAGS, RESULTS
+from app.host.audit import ITEMS, STATUSES
+from app.host.topology import allowed_cpus, cpu_list_text
+from app.stats.validity import AUDIT_FLAGS, RESULTS
 from tests.helpers.loopdev import loop_device
 from tests.helpers.schema_check import validate_dir
 from tests.integration.test_procedure import cli, lines, meta

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from app import safety
-from app.errors import EXIT_SAFETY, SafetyError
+from app.core.errors import EXIT_SAFETY, SafetyError
+from app.host import safety
 from tests.helpers.loopdev import LoopDevice, loop_factory, needs_loop, require_tools, sh  # noqa: F401 - loop_factory: a fixture
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,9 +32,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _cli_available() -> str | None:
     try:
-        import app.cli  # noqa: F401 - imported only to see that it imports
+        import app.cli.commands  # noqa: F401 - imported only to see that it imports
     except Exception as e:  # any error: the tests that need the CLI skip, naming it
-        return f"app.cli not importable yet ({e})"
+        return f"app.cli.commands not importable yet ({e})"
     if not shutil.which("fio"):
         return "fio not installed"
     return None

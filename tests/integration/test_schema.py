@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from app.points import MemoryPoint, RunStatus, StoragePoint
-from app.presets import PROCEDURE_KEYS
-from app.telemetry import THROTTLE_COUNTERS
-from app.validity import FLAGS
+from app.host.telemetry import THROTTLE_COUNTERS
+from app.model.points import MemoryPoint, RunStatus, StoragePoint
+from app.plan.presets import PROCEDURE_KEYS
+from app.stats.validity import FLAGS
 from tests.conftest import DATA, interrupt_run
 from tests.helpers.schema_check import check, schema, validate_dir, validate_events, validator
 from tests.integration.test_procedure import ROOT, cli, lines, meta

@@ -18,7 +18,7 @@ from typing import Iterator, cast
 
 import pytest
 
-from app.errors import EXIT_SAFETY
+from app.core.errors import EXIT_SAFETY
 from app.screens.state import resume_target
 from tests.conftest import run_cli
 from tests.helpers.loopdev import loop_factory, needs_loop  # noqa: F401 - loop_factory: a fixture

@@ -19,8 +19,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app import telemetry
-from app.telemetry import (
+from app.host import telemetry
+from app.host.telemetry import (
     Drive,
     find_drive,
     load_readings,

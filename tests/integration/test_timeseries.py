@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.timeseries import samples_csv, write_cliff
+from app.stats.timeseries import samples_csv, write_cliff
 from tests.helpers.loopdev import loop_device
 from tests.helpers.schema_check import validate_dir
 from tests.helpers.throttle import write_bps_throttle

@@ -20,8 +20,8 @@ from typing import Iterator
 
 import pytest
 
-from app import tune
-from app.errors import ENDING_SIGNALS
+from app.core.errors import ENDING_SIGNALS
+from app.host import tune
 from app.screens import strings
 from tests.conftest import ROOT, fio_processes
 from tests.helpers.loopdev import loop_device
@@ -128,7 +128,7 @@ def test_values_are_tuned_during_the_run_and_restored_after_it(tmp_path: Path) -
         validate_dir(out)
 
 
-# every signal that ends the process by default and can be caught (app.errors.ENDING_SIGNALS), one real-time one
+# every signal that ends the process by default and can be caught (app.core.errors.ENDING_SIGNALS), one real-time one
 SIGNALS = [signal.Signals(s) for s in ENDING_SIGNALS if s < signal.SIGRTMIN] + [signal.SIGRTMIN]
 
 
@@ -194,12 +194,12 @@ def test_an_ssh_drop_under_the_progress_bar_restores(tmp_path: Path) -> None:
 TUI_TUNED_RUN = """
 import sys
 sys.path.insert(0, {helpers!r})
-import app.audit, tune_run
-app.audit.audit = tune_run.fake_audit  # the test's audit, as for the CLI
+import app.host.audit, tune_run
+app.host.audit.audit = tune_run.fake_audit  # the test's audit, as for the CLI
 from app.screens.state import TargetChoice
 TargetChoice.test_file = classmethod(lambda cls, d: cls(label="the test's loop device", path={dev!r}, yes=True,
                                                          tune=True, test_file_dir=d))
-from app.cli import main
+from app.cli.commands import main
 main([])
 """
 

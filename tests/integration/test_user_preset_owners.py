@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from app import presets
-from app.errors import UsageError
+from app.core.errors import UsageError
+from app.plan import presets
 from tests.conftest import run_cli
 from tests.integration.test_other_users import NOBODY, as_nobody, one_sentence
 from tests.integration.test_other_users import shared as shared_dir  # noqa: F401  (a fixture: a fresh directory under /tmp)

@@ -16,9 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.link import link_of
-from app.records import Parts, ResultLine, StorageMetrics, read_line
-from app.validity import FLAGS, LEGEND, NO_STEADY, RESULTS, TargetFacts, flags_of, point_checks, point_flags
+from app.host.link import link_of
+from app.model.records import Parts, ResultLine, StorageMetrics, read_line
+from app.stats.validity import FLAGS, LEGEND, NO_STEADY, RESULTS, TargetFacts, flags_of, point_checks, point_flags
 from tests.helpers.loopdev import loop_device
 from tests.helpers.schema_check import validate_dir
 from tests.integration.test_procedure import cli, lines, meta

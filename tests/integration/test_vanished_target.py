@@ -12,9 +12,9 @@ import subprocess
 from pathlib import Path
 from typing import Callable
 
-from app import presets
-from app.points import RunStatus
-from app.sweep import PointDone, PointFailed, RunFinished, Sample, Session, load_session, new_session
+from app.engine.sweep import PointDone, PointFailed, RunFinished, Sample, Session, load_session, new_session
+from app.model.points import RunStatus
+from app.plan import presets
 from tests.helpers.loopdev import needs_loop
 
 PRESET = ["runtime=2", "size=4m"]

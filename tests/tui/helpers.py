@@ -11,18 +11,18 @@ from typing import TYPE_CHECKING, Any, Callable
 from rich.text import Text
 from textual.widget import Widget
 
-from app.audit import ITEMS, Audit, Item
+from app.host.audit import ITEMS, Audit, Item
 
 if TYPE_CHECKING:
     from app.screens.runs import RunsScreen
-from app.runmeta import RunMeta
+from app.model.runmeta import RunMeta
 
 TUI_DATA = Path(__file__).resolve().parent / "data"
 # RunStarted.meta for a run whose screens read nothing of its run.json: the empty document
 NO_META = RunMeta(doc={}, source="run.json")
 FIXED_PRESETS = TUI_DATA / "presets"
 
-# What app.devices.list_devices() returns, frozen: a disk with a partition table and a mounted
+# What app.host.devices.list_devices() returns, frozen: a disk with a partition table and a mounted
 # partition, a blank loop device, and an LVM member.
 DEVICES: list[dict[str, Any]] = [
     {
@@ -244,7 +244,7 @@ async def open_import(pilot: Any) -> tuple[Any, Any]:
 
 
 def host_audit(target: str) -> Audit:
-    """An audit as app.audit.audit gives one: two warnings among 16 settings, one with hostile text."""
+    """An audit as app.host.audit.audit gives one: two warnings among 16 settings, one with hostile text."""
     warned = {"scheduler": Item("scheduler", "mq-deadline", "none", "why", "warn", "scheduler"),
               "pcie_link": Item("pcie_link", "8.0 GT/s x2\x1b[2J", "16.0 GT/s x4", "why", "warn", "link-degraded")}
     return Audit(target, "sdz", (0, 1), tuple(warned.get(k, Item(k, "v", "w", "why", "ok")) for k in ITEMS))

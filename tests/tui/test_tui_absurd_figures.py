@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from app import presets as core
-from app import sweep
+from app.engine import sweep
+from app.plan import presets as core
 from app.runners.base import Phase, Sample
 from app.screens.replay import ReplayScreen
 from app.screens.run import RunScreen

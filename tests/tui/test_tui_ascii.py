@@ -43,8 +43,8 @@ def fixed_devices() -> list[dict[str, object]]:
 
 def launcher(args: list[str]) -> str:
     """``python -c`` code: the fixed device list, then the CLI's own entry point (app.__main__) with ``args``."""
-    return (f"import sys, json, app.devices; devices = json.loads({json.dumps(json.dumps(fixed_devices()))}); "
-            f"app.devices.list_devices = lambda *a, **k: json.loads(json.dumps(devices)); "
+    return (f"import sys, json, app.host.devices; devices = json.loads({json.dumps(json.dumps(fixed_devices()))}); "
+            f"app.host.devices.list_devices = lambda *a, **k: json.loads(json.dumps(devices)); "
             f"sys.argv = ['profiler-tui', *{args!r}]; from app.__main__ import main; main()")
 
 

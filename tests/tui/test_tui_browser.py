@@ -12,7 +12,8 @@ import pytest
 from textual.coordinate import Coordinate
 from textual.widgets import DataTable, Input, Label, Static
 
-from app import presets as core
+from app.core.units import format_duration_short
+from app.plan import presets as core
 from app.screens.custom import CustomSweepScreen
 from app.screens.importer import ImportScreen
 from app.screens.messages import ShowResults
@@ -20,7 +21,6 @@ from app.screens.presets import PresetsScreen
 from app.screens.results import ResultsScreen
 from app.screens.state import TargetChoice
 from app.tui import create_app
-from app.units import format_duration_short
 from tests.tui.helpers import fixed_results, open_compare, open_import, open_runs, results_shown, wait_for
 
 DATA = Path(__file__).resolve().parents[1] / "data"

@@ -12,8 +12,8 @@ import pytest
 from textual.containers import VerticalScroll
 from textual.widgets import RichLog
 
-from app import presets as core
-from app import sweep
+from app.engine import sweep
+from app.plan import presets as core
 from app.runners.base import Phase, Sample
 from app.screens.report import ReportScreen
 from app.screens.run import RunScreen
@@ -228,7 +228,7 @@ def test_a_series_with_gaps_is_drawn_in_segments() -> None:
 
 async def test_the_run_log_names_the_host_folder_of_a_containers_results(tmp_path: Path,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    from app import container
+    from app.host import container
 
     monkeypatch.setenv("PROFILER_TUI_PRESETS", str(FIXED_PRESETS))
     monkeypatch.chdir(tmp_path)

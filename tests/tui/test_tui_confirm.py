@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from app.audit import WARNINGS, Audit
+from app.host.audit import WARNINGS, Audit
 from app.screens.confirm import ConfirmTarget
 from app.screens.presets import PresetsScreen
 from app.screens.run import RunScreen

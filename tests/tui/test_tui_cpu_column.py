@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.peak import FIO_SOURCE, CpuCost
-from app.records import ResultLine
+from app.model.records import ResultLine
 from app.screens.results import STORAGE_COLUMNS, cpu_cell, with_cpu_column
+from app.stats.peak import FIO_SOURCE, CpuCost
 from tests.helpers.peak_runs import LIBAIO, line, lines_of
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.points import Kind
+from app.model.points import Kind
 from app.screens.messages import ShowReport, ShowResults
 from app.screens.report import ReportScreen
 from app.screens.results import ResultsScreen
@@ -19,7 +19,7 @@ GOLDEN = Path("results/golden-20261122-021000")  # storage and the built-in engi
 
 
 def test_delay_headers_name_the_engines_unit() -> None:
-    from app.summary import delay_header
+    from app.stats.summary import delay_header
     from app.widgets.charts import DelayChart
 
     assert delay_header("delay", {"builtin"}) == "delay (spin steps)"

@@ -1,4 +1,4 @@
-"""The first screen says what the container lacks: device access, a results volume (app.container)."""
+"""The first screen says what the container lacks: device access, a results volume (app.host.container)."""
 
 from __future__ import annotations
 

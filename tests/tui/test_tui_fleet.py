@@ -15,10 +15,10 @@ from typing import Any, Iterator
 import pytest
 from textual.widgets import DataTable, Input, RichLog
 
-from app import presets as core
-from app import runmeta, sweep
-from app.records import read_line
-from app.results import ResultsDir
+from app.engine import sweep
+from app.model import runmeta
+from app.model.records import read_line
+from app.plan import presets as core
 from app.runners.base import Phase, Sample
 from app.screens.devices import DevicesScreen
 from app.screens.fleet import ConfirmFleet, FleetHosts, HostProbe
@@ -26,6 +26,7 @@ from app.screens.presets import PresetsScreen
 from app.screens.results import ResultsScreen, fleet_cells, host_names, load_fleet
 from app.screens.run import RunScreen
 from app.screens.state import RunRequest, TargetChoice
+from app.store.results import ResultsDir
 from app.tui import create_app
 from app.widgets import ErrorLine
 from app.widgets.charts import HOST_COLORS, MAX_HOST_SERIES, CurveChart, LatencyChart, ThroughputChart
@@ -197,7 +198,7 @@ async def test_connection_to_a_local_agent_and_a_closed_socket(tmp_path: Path, a
         await add_host(pilot, up)
         await add_host(pilot, closed)
         panel.query_one("#hosts").focus()
-        from app.devices import list_devices
+        from app.host.devices import list_devices
 
         before = {d.get("path") for d in list_devices()}
         await pilot.press("ctrl+home", "t")

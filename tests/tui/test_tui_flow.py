@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from textual.widgets import Input
 
-from app import presets as core
-from app.results import ResultsDir
+from app.plan import presets as core
 from app.screens.custom import CustomSweepScreen
 from app.screens.presets import PresetsScreen
 from app.screens.run import RunScreen
+from app.store.results import ResultsDir
 from app.tui import create_app
 from app.widgets import ErrorLine
 from app.widgets.charts import CurveChart, LatencyChart, ThroughputChart
@@ -88,7 +88,7 @@ async def test_quick_preset_end_to_end_with_export(tmp_path: Path) -> None:
         await pilot.press("s", "s", "S")  # sort by IOPS, descending
         iops = [r["iops"] for r in sorted(results.records, key=lambda r: -r["iops"])]
         first = results.query_one("#results", RowTable).get_row_at(0)
-        assert str(first[2]) == __import__("app.units", fromlist=["x"]).format_count(iops[0])
+        assert str(first[2]) == __import__("app.core.units", fromlist=["x"]).format_count(iops[0])
 
         await pilot.press("e")
         await pilot.press("end", "ctrl+u", *str(export_dir), "enter")

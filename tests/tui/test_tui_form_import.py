@@ -11,9 +11,9 @@ from pathlib import Path
 from textual.coordinate import Coordinate
 from textual.widgets import DataTable, Input, Static
 
-from app import presets as core
-from app.formplan import FIELDS
-from app.points import MemoryPoint, StoragePoint
+from app.model.points import MemoryPoint, StoragePoint
+from app.plan import presets as core
+from app.plan.formplan import FIELDS
 from app.screens.custom import CustomSweepScreen
 from app.screens.messages import StartRun
 from app.screens.presets import PresetsScreen

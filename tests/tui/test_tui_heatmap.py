@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from app import presets as core
-from app import sweep
-from app.latmap import encode
+from app.engine import sweep
+from app.plan import presets as core
 from app.runners.base import Phase, Sample
+from app.stats.latmap import encode
 from app.widgets.heatmap import DENSITY, LiveHeatMap
 from tests.tui.helpers import NO_META
 from tests.tui.test_tui_charts import _quick_app, live_run

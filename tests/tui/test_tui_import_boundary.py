@@ -20,7 +20,7 @@ def test_core_modules_load_no_ui_package() -> None:
     """Every module the import-linter contract names (read from pyproject.toml, packages expanded),
     imported in a fresh interpreter, loads no UI package."""
     present = core_modules()
-    assert "app.sweep" in present and "app.cli" in present and "app.report.render" in present
+    assert "app.engine.sweep" in present and "app.cli.commands" in present and "app.report.render" in present
     assert all(importlib.util.find_spec(m) is not None for m in present)
     code = (
         "import importlib, json, sys\n"
@@ -36,8 +36,8 @@ def test_core_modules_load_no_ui_package() -> None:
                             "print('textual' in sys.modules)"], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert probe.stdout.strip() == "True", probe.stderr
     # the CLI's rich output on a terminal is UI too: outside the core, and it does load rich
-    assert "app.console" not in present
-    probe = subprocess.run([sys.executable, "-c", "import app.console, sys; print('rich' in sys.modules)"],
+    assert "app.cli.console" not in present
+    probe = subprocess.run([sys.executable, "-c", "import app.cli.console, sys; print('rich' in sys.modules)"],
                            capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert probe.stdout.strip() == "True", probe.stderr
 

@@ -14,9 +14,9 @@ import pytest
 from textual.widgets import DataTable, Input, Select, Static, TabbedContent
 
 import app.report
-from app import formplan
-from app import presets as core
-from app.formplan import FIELDS
+from app.plan import formplan
+from app.plan import presets as core
+from app.plan.formplan import FIELDS
 from app.screens import prerender
 from app.screens import results as results_screen
 from app.screens import runs as runs_screen

@@ -13,10 +13,10 @@ import pytest
 from rich.console import Console
 from textual.widgets import ContentSwitcher
 
-from app import presets as core
-from app import sweep
-from app.points import Kind, MemoryPoint, Point
-from app.records import MemoryMetrics
+from app.engine import sweep
+from app.model.points import Kind, MemoryPoint, Point
+from app.model.records import MemoryMetrics
+from app.plan import presets as core
 from app.runners.base import Context, Event, Result, Runner, Sample
 from app.screens.report import ReportScreen
 from app.screens.run import RunScreen

@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from textual.widgets import RichLog
 
-from app.lock import DirLock
-from app.replay import SPEEDS
+from app.engine.replay import SPEEDS
 from app.screens.replay import ReplayScreen
 from app.screens.runs import RunsScreen
+from app.store.lock import DirLock
 from app.tui import create_app
 from app.widgets.charts import BandwidthChart, CurveChart, LatencyChart, ThroughputChart
 from tests.tui.helpers import DEVICES, FIXED_PRESETS, open_runs, our_processes, wait_for
@@ -200,7 +200,7 @@ async def test_a_bad_samples_line_is_named_in_the_log_and_the_rest_replayed(quic
 def test_replay_screen_mid_run_at_80x24(snap_compare, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """The replay of the fixed telemetry run (tests/data/report) 8 s in at 10×, its wall clock held still: the
     run screen's charts, phase line and log as the live run showed them at that second."""
-    from app.replay import load
+    from app.engine.replay import load
     from tests.tui.helpers import fixed_results
 
     monkeypatch.chdir(tmp_path)  # results/ is relative: the same text on every machine

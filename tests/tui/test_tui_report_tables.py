@@ -249,7 +249,7 @@ def test_every_figure_of_the_golden_report_shows_whole_at_every_width() -> None:
     """Each table of the golden report (tests/data/report/golden/report.md) at every width from 40 to 200
     columns: no line wider than the width, and each figure (a right-aligned cell) of each row whole on some page
     (or its card; a figure of several parts may be wrapped between them)."""
-    from app.textable import ReadTable, read_markdown
+    from app.core.textable import ReadTable, read_markdown
     from app.widgets.fittable import layout
 
     golden = Path(__file__).resolve().parents[1] / "data" / "report" / "golden" / "report.md"

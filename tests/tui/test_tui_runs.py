@@ -14,13 +14,13 @@ from pathlib import Path
 
 from textual.widgets import DataTable, Input
 
-from app.compare import compare_runs
-from app.runs import list_runs
+from app.cli.compare import compare_runs
 from app.screens.compare import CompareScreen, _ratio, better_cells
 from app.screens.confirm import ConfirmTarget
 from app.screens.report import ReportScreen
 from app.screens.run import RunScreen
 from app.screens.runs import RunsScreen
+from app.store.runs import list_runs
 from app.tui import create_app
 from app.widgets.reportdoc import ReportViewer
 from app.widgets.series import SeriesPlot

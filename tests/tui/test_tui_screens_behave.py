@@ -149,8 +149,8 @@ def log_text(run: RunScreen, which: str = "#log-short") -> str:
 async def test_u_switches_the_run_logs_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """After u (MiB/s) the charts switch and so do the log lines already written, and those written after: a
     point's bandwidth never reads MB/s beside a chart in MiB/s."""
-    from app import presets as core
-    from app.units import MIB_PER_MB
+    from app.core.units import MIB_PER_MB
+    from app.plan import presets as core
     from tests.tui.test_tui_snapshots import SMALL, fake_run, show_run, storage_events, storage_metrics
 
     monkeypatch.chdir(tmp_path)
@@ -182,7 +182,7 @@ async def test_a_memory_run_says_its_bandwidth_in_the_charts_unit_and_its_delay_
     and "delay 2000" had no unit (the engine's own: MLC's units or the built-in engine's spin steps)."""
     import re
 
-    from app import presets as core
+    from app.plan import presets as core
     from app.widgets.charts import CurveChart
     from tests.tui.test_tui_snapshots import fake_run, memory_events, show_run
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from textual.widgets import RichLog
 
-from app import presets as core
-from app import sweep
+from app.engine import sweep
+from app.plan import presets as core
 from app.screens.confirm import YesNo
 from app.screens.custom import CustomSweepScreen
 from app.screens.presets import PresetsScreen

@@ -10,15 +10,16 @@ from typing import Any, Sequence
 
 import pytest
 
-from app import presets as core
-from app import runmeta, sweep
-from app.points import Point, RunStatus
-from app.records import read_line
-from app.results import ResultsDir
+from app.engine import sweep
+from app.model import runmeta
+from app.model.points import Point, RunStatus
+from app.model.records import read_line
+from app.plan import presets as core
 from app.runners.base import Phase, Sample
 from app.screens.results import ResultsScreen
 from app.screens.run import RunScreen
 from app.screens.state import RunRequest, TargetChoice
+from app.store.results import ResultsDir
 from app.tui import create_app
 from tests.helpers.typed import memory_point
 from tests.tui.helpers import DEVICES, FIXED_PRESETS, NO_META, forever, host_audit, results_shown, wait_for

@@ -4,7 +4,7 @@ characters; these keep what they look like.  Update with ``--snapshot-update`` a
 
 from __future__ import annotations
 
-from app import presets as core
+from app.plan import presets as core
 from app.screens.results import ResultsScreen
 from app.tui import create_app
 from tests.tui.helpers import DEVICES, results_shown

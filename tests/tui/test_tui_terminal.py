@@ -214,7 +214,7 @@ def crash(self):
     raise RuntimeError("injected crash for the test")
 
 DevicesScreen.action_presets = crash  # "p" on the devices screen raises inside the app
-from app.cli import main
+from app.cli.commands import main
 main([])
 """
 
@@ -240,7 +240,7 @@ def crash(self, tab):
     raise RuntimeError("injected crash mid-run")
 
 RunScreen.action_tab = crash  # '2' on the run screen raises inside the app
-from app.cli import main
+from app.cli.commands import main
 main([])
 """
 

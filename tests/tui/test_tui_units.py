@@ -11,12 +11,12 @@ import pytest
 from textual.filter import Monochrome, NoColor
 from textual.widgets import DataTable, Input, Static
 
-from app import presets as core
-from app.config import Config, load_config
+from app.core.units import MIB_PER_MB
+from app.host.config import Config, load_config
+from app.plan import presets as core
 from app.screens.ascii import AsciiFilter
 from app.screens.results import ResultsScreen, load_fleet
 from app.tui import create_app
-from app.units import MIB_PER_MB
 from app.widgets.charts import BandwidthChart, ThroughputChart
 from tests.tui.helpers import DEVICES, wait_for
 from tests.tui.test_tui_snapshots import (

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from app import runmeta
-from app.records import JSONObject
+from app.model import runmeta
+from app.model.records import JSONObject
 from app.report import analysis as an
 from app.report.model import MemoryRow, RunData, StorageRow
 

@@ -1,4 +1,4 @@
-"""app.audit on a fake sysfs and procfs (tests/helpers/audit_tree.py): every warning, the items that cannot be read
+"""app.host.audit on a fake sysfs and procfs (tests/helpers/audit_tree.py): every warning, the items that cannot be read
 here and why, both CPU vendors' boost switches, and hostile text."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import app.audit as audit_mod
-import app.devstat
-from app.audit import ITEMS, WARNINGS, Audit, Item, audit
+import app.host.audit as audit_mod
+import app.host.devstat
+from app.host.audit import ITEMS, WARNINGS, Audit, Item, audit
 from tests.helpers.audit_tree import FUNCTION, NAMESPACE, NUMBER, build, put
 
 APST_ON = {"id-ctrl": "NVME Identify Controller:\nvid       : 0x1b36\napsta     : 0x1\nwctemp    : 343\n",
@@ -55,7 +55,7 @@ class Host:
 
 @pytest.fixture
 def host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Host:
-    monkeypatch.setattr(app.devstat, "device_number", lambda target: NUMBER)
+    monkeypatch.setattr(app.host.devstat, "device_number", lambda target: NUMBER)
     monkeypatch.setattr(audit_mod, "device_number", lambda target: NUMBER)
     return Host(tmp_path)
 

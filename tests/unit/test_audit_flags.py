@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from app import runmeta
-from app.audit import Audit, Item
-from app.records import Parts, StorageMetrics, read_line
-from app.validity import (
+from app.host.audit import Audit, Item
+from app.model import runmeta
+from app.model.records import Parts, StorageMetrics, read_line
+from app.stats.validity import (
     ADDED_LATER,
     CHECKED,
     FLAGS,
@@ -149,7 +149,7 @@ def test_recorded_facts_read_the_audit_of_run_json(monkeypatch: pytest.MonkeyPat
         seen.append(obj)
         return recorded if isinstance(obj, dict) and obj.get("items") else None
 
-    monkeypatch.setattr("app.validity.from_json", fake_from_json)
+    monkeypatch.setattr("app.stats.validity.from_json", fake_from_json)
     assert recorded_facts(_run_json({"items": [1]})).audit is recorded and seen == [{"items": [1]}]
     assert recorded_facts(_run_json({"junk": 1})).audit is None
     assert recorded_facts(_run_json(None)).no_audit == NOT_AUDITED

@@ -1,4 +1,4 @@
-"""run.json's ``audit`` (app.audit.to_json / from_json) and the ``audit`` command's answers and exit codes."""
+"""run.json's ``audit`` (app.host.audit.to_json / from_json) and the ``audit`` command's answers and exit codes."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import app.audit as audit_mod
-import app.devstat
-from app.audit import ITEMS, STATUSES, WARNINGS, Audit, Item, from_json, to_json
-from app.cli import main
+import app.host.audit as audit_mod
+import app.host.devstat
+from app.cli.commands import main
+from app.host.audit import ITEMS, STATUSES, WARNINGS, Audit, Item, from_json, to_json
 from tests.helpers.audit_tree import NUMBER, build, put
 
 # what the writer keeps of foreign text: printable, one word (clean_line folds white space)
@@ -89,7 +89,7 @@ def fake_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     sys, proc = build(tmp_path)
     monkeypatch.setenv("PROFILER_TUI_SYSFS", str(sys))
     monkeypatch.setenv("PROFILER_TUI_PROCFS", str(proc))
-    monkeypatch.setattr(app.devstat, "device_number", lambda target: NUMBER)
+    monkeypatch.setattr(app.host.devstat, "device_number", lambda target: NUMBER)
     monkeypatch.setattr(audit_mod, "device_number", lambda target: NUMBER)
     monkeypatch.setattr(audit_mod, "_pause", lambda s: None)
     monkeypatch.setattr(audit_mod, "run_nvme", lambda args: "apsta : 0\nCurrent value:0x0\n")
@@ -139,8 +139,8 @@ def test_a_bad_target_or_cpu_list_exits_2_with_one_sentence(capsys: pytest.Captu
 def test_on_a_terminal_the_rich_table_holds_the_items_and_the_warning(fake_host: Path) -> None:
     import io
 
-    from app.audit import audit
-    from app.console import print_audit
+    from app.cli.console import print_audit
+    from app.host.audit import audit
 
     stream = io.StringIO()
     print_audit(audit(str(fake_host / "new-file"), (0,), swap_interval=0, engine=None), stream)
@@ -150,7 +150,7 @@ def test_on_a_terminal_the_rich_table_holds_the_items_and_the_warning(fake_host:
 
 
 def test_the_swap_watch_lasts_what_the_environment_says_within_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
-    from app.audit import SWAP_INTERVAL_S, SWAP_WATCH_ENV, swap_watch_seconds
+    from app.host.audit import SWAP_INTERVAL_S, SWAP_WATCH_ENV, swap_watch_seconds
 
     for text, seconds in (("0.05", 0.05), ("2", 2.0), ("0", SWAP_INTERVAL_S), ("11", SWAP_INTERVAL_S),
                           ("nan", SWAP_INTERVAL_S), ("x" * 10_000, SWAP_INTERVAL_S), ("", SWAP_INTERVAL_S)):

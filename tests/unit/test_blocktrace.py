@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app import blocktrace as bt
+from app.host import blocktrace as bt
 from app.report.layers import layers_section
 from app.report.model import load
 from tests.helpers.tail_runs import device_part, storage_line, write_run
@@ -379,10 +379,10 @@ def test_the_report_splits_fios_latency_and_says_why_a_point_was_not_traced(tmp_
 
 
 def test_a_fleet_run_refuses_the_trace_which_reads_this_machines_device() -> None:
-    from app import presets
-    from app.errors import UsageError
-    from app.points import Kind
-    from app.sweep import _check_fleet_plan
+    from app.core.errors import UsageError
+    from app.engine.sweep import _check_fleet_plan
+    from app.model.points import Kind
+    from app.plan import presets
 
     preset = presets.apply_overrides(presets.load("quick"), ["layers=true"])
     with pytest.raises(UsageError, match="key 'layers' has value true, which needs the target's device"):
@@ -448,7 +448,7 @@ def test_a_tracer_that_fails_or_never_attaches_is_stopped_and_says_why(tmp_path:
 
 
 def test_layers_false_is_the_same_point_as_unset() -> None:
-    from app import presets
+    from app.plan import presets
 
     off = presets.apply_overrides(presets.load("quick"), ["layers=false"]).expand()
     assert [p.to_dict() for p in off] == [p.to_dict() for p in presets.load("quick").expand()]

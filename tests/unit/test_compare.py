@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from app.compare import available_references, compare_reference, compare_runs, load_reference
-from app.errors import UsageError
+from app.cli.compare import available_references, compare_reference, compare_runs, load_reference
+from app.core.errors import UsageError
 from tests.conftest import ROOT, run_cli
 
 

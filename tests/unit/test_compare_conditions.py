@@ -11,8 +11,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from app.compare import compare_runs
-from app.textable import markdown_cells
+from app.cli.compare import compare_runs
+from app.core.textable import markdown_cells
 from tests.helpers.compare_util import make_run, metrics
 
 KERNEL_A, KERNEL_B = "6.1.0-18-amd64", "6.18.44-fc-v445"

@@ -11,8 +11,8 @@ import random
 import re
 from pathlib import Path
 
-from app.compare import compare_reference, compare_runs, load_reference
-from app.textable import markdown_cells
+from app.cli.compare import compare_reference, compare_runs, load_reference
+from app.core.textable import markdown_cells
 from tests.conftest import run_cli
 from tests.helpers.compare_util import make_run, metrics, replicates
 

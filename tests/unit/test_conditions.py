@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-from app import runmeta
-from app.records import JSONObject, JSONValue, Parts, StorageMetrics, read_line
+from app.model import runmeta
+from app.model.records import JSONObject, JSONValue, Parts, StorageMetrics, read_line
 from app.report import conditions, render_report
 from app.report.model import RunData, StorageRow, load
 from app.report.render import _flags_legend, _storage_table
-from app.validity import (
+from app.stats.validity import (
     ADDED_LATER,
     NO_STEADY,
     SEARCHED,

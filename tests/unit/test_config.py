@@ -1,4 +1,4 @@
-"""The TUI's settings file (app.config): hostile content gives one sentence and the defaults, never a traceback;
+"""The TUI's settings file (app.host.config): hostile content gives one sentence and the defaults, never a traceback;
 it is written atomically with mode 0644."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.config import MAX_BYTES, Config, config_path, config_text, load_config, parse_config, save_config
-from app.units import rate_text, rate_value
+from app.core.units import rate_text, rate_value
+from app.host.config import MAX_BYTES, Config, config_path, config_text, load_config, parse_config, save_config
 
 NOBODY = 65534
 

@@ -11,7 +11,7 @@ import errno
 import os
 from pathlib import Path
 
-from app import container
+from app.host import container
 
 
 def fake_root(tmp_path: Path, engine: str | None, devices: dict[str, int], nodes: tuple[str, ...] = ()) -> Path:
@@ -107,7 +107,7 @@ def test_unwritable_hints():
 def test_a_target_missing_from_sys_in_a_container_names_the_flags(monkeypatch):
     """`run --target /dev/loop0` in a container started without the flags: the node is there, /sys has no
     entry for its device number; the refusal says which flags to add, as `devices` does."""
-    from app import safety
+    from app.host import safety
 
     monkeypatch.setattr(safety, "sys_name", lambda path: None)  # no /sys/dev/block entry for the node
     monkeypatch.setattr(container, "container_engine", lambda root="/": "docker")

@@ -1,4 +1,4 @@
-"""``cpus`` against the machine (app.topology.check_cpus: a CPU it lacks, or one this process may not run on) and
+"""``cpus`` against the machine (app.host.topology.check_cpus: a CPU it lacks, or one this process may not run on) and
 ``--set`` values in quotes (one value, commas and all; an unquoted list of single CPUs is refused)."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from app import presets
-from app.errors import UsageError
-from app.points import StoragePoint
-from app.topology import check_cpus
+from app.core.errors import UsageError
+from app.host.topology import check_cpus
+from app.model.points import StoragePoint
+from app.plan import presets
 
 
 def sysfs(tmp_path: Path, present: str) -> Path:

@@ -1,4 +1,4 @@
-"""The CPUs' busy time (app.cpustat): /proc/stat's per-CPU lines parsed strictly (real layouts, hostile text), the
+"""The CPUs' busy time (app.host.cpustat): /proc/stat's per-CPU lines parsed strictly (real layouts, hostile text), the
 ``host_cpu`` part's arithmetic over a window, and the window's lifecycle shared with the device counters."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.cpustat import MAX_PROC_STAT_BYTES, CpuTimes, CpuWindow, host_cpu_part, parse_proc_stat, read_proc_stat
-from app.devstat import NO_DUMP, NO_RESET, FioDone
+from app.host.cpustat import MAX_PROC_STAT_BYTES, CpuTimes, CpuWindow, host_cpu_part, parse_proc_stat, read_proc_stat
+from app.host.devstat import NO_DUMP, NO_RESET, FioDone
 
 REAL = b"""cpu  2255 34 2290 22625563 6290 127 456 0 0 0
 cpu0 1132 34 1441 11311718 3675 127 438 7 0 0
@@ -109,7 +109,7 @@ GOLDEN_RUN = Path(__file__).resolve().parent.parent / "data" / "report" / "golde
 
 
 def test_results_csv_takes_the_parts_figures_and_leaves_a_foreign_ones_out(tmp_path: Path) -> None:
-    from app.frame import CSV_COLUMNS, load_results
+    from app.stats.frame import CSV_COLUMNS, load_results
 
     run = tmp_path / "run"
     shutil.copytree(GOLDEN_RUN, run)

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from app import presets
-from app.describe import repeat_lines
-from app.points import Kind, StoragePoint
-from app.procedure import Procedure, run_order, with_order_seed
+from app.model.points import Kind, StoragePoint
+from app.plan import presets
+from app.plan.describe import repeat_lines
+from app.plan.procedure import Procedure, run_order, with_order_seed
 
 FIRST_RUN = ("quick", "nvme", "seed-matrix", "seed-mix", "seed-p4600", "seed-qd", "seed-usb")
 # the measured seconds per point before replicates were the default

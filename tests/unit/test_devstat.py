@@ -1,5 +1,5 @@
-"""The device's own counters (app.devstat): the stat parser on real and hostile text, the window arithmetic with
-fio's counter restarts, and the ratio/flag boundaries (app.validity) — pure, on files in tmp_path, no root."""
+"""The device's own counters (app.host.devstat): the stat parser on real and hostile text, the window arithmetic with
+fio's counter restarts, and the ratio/flag boundaries (app.stats.validity) — pure, on files in tmp_path, no root."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.devstat import (
+from app.host.devstat import (
     MAX_STAT_BYTES,
     NO_DUMP,
     NO_RESET,
@@ -25,10 +25,10 @@ from app.devstat import (
     open_counters,
     parse_stat,
 )
-from app.records import JSONObject, Parts, StorageMetrics
+from app.model.records import JSONObject, Parts, StorageMetrics
 from app.runners.fio_parse import SampleTracker, direction_bytes
-from app.validity import MIN_DEVICE_BYTES, device_reasons, point_checks, point_flags
-from app.validity import TargetFacts as Facts
+from app.stats.validity import MIN_DEVICE_BYTES, device_reasons, point_checks, point_flags
+from app.stats.validity import TargetFacts as Facts
 
 # /sys/block/vda/stat of a 6.1 kernel (17 fields), and the same counters as older kernels print them
 LINE17 = (b"  250597 1102713 4440358 38076  45275 3490659 3923565 13726        0  8403 52047  2514"

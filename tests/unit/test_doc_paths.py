@@ -75,12 +75,12 @@ def test_every_repository_path_the_docs_name_exists() -> None:
 def test_the_rule_finds_what_it_should_and_leaves_the_rest() -> None:
     """A stale path is caught in a code span and in a link; results-layout, user and device paths are not
     candidates; a pattern is checked by its folder; fenced blocks are skipped."""
-    text = ("See `app/no_such.py` and [gone](../tests/gone.py), `app/frame.py`, `raw/0001-x.json`, "
+    text = ("See `app/no_such.py` and [gone](../tests/gone.py), `app/stats/frame.py`, `raw/0001-x.json`, "
             "`~/.config/profiler-tui/presets/NAME.toml`, `/dev/loop0`, `presets/references/NAME.toml`, "
             "`tests/unit/test_doc_paths.py::test_x`, [web](https://example.org/app/x.py), [top](#top),\n"
             "```\ncat app/fenced_only.py `app/fenced_only.py`\n```\n")
     paths = named_paths(text, ROOT / "docs")
-    assert paths == {"app/no_such.py", "tests/gone.py", "app/frame.py", "presets/references/NAME.toml",
+    assert paths == {"app/no_such.py", "tests/gone.py", "app/stats/frame.py", "presets/references/NAME.toml",
                      "tests/unit/test_doc_paths.py"}
     assert sorted(p for p in paths if missing(p)) == ["app/no_such.py", "tests/gone.py"]
 

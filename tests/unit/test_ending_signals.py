@@ -1,4 +1,4 @@
-"""Which signals end a run cleanly (app.errors.ENDING_SIGNALS): every one whose default action ends the process
+"""Which signals end a run cleanly (app.core.errors.ENDING_SIGNALS): every one whose default action ends the process
 (Term or Core in signal(7)) and that a handler can act on, unless it was ignored when the process started."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ import signal
 import subprocess
 import sys
 
-from app.errors import ENDING_SIGNALS
+from app.core.errors import ENDING_SIGNALS
 from tests.conftest import ROOT
 
-PRINT = "from app.errors import ENDING_SIGNALS; print(' '.join(map(str, ENDING_SIGNALS)))"
+PRINT = "from app.core.errors import ENDING_SIGNALS; print(' '.join(map(str, ENDING_SIGNALS)))"
 
 
 def test_the_signals_that_end_a_run() -> None:

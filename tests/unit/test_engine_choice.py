@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.errors import ToolMissing
+from app.core.errors import ToolMissing
 from app.runners.memory import EngineFacts, choose_engine
 
 MLC, MEMLAT = "/opt/mlc/mlc", "/usr/local/bin/memlat"

@@ -1,4 +1,4 @@
-"""The NUMA layout run.json records (app.envinfo.numa_info), read from a fake sysfs root: the nodes' CPU lists
+"""The NUMA layout run.json records (app.host.envinfo.numa_info), read from a fake sysfs root: the nodes' CPU lists
 and MemTotal, hostile content bounded and refused, no nodes folder recorded as unknown; run.json's reader and
 schema, the report's environment rows and the memory runner's check of ``mem_node`` against it."""
 
@@ -11,11 +11,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app import envinfo, runmeta
-from app.errors import UsageError
+from app.core.errors import UsageError
+from app.core.textable import markdown_table
+from app.host import envinfo
+from app.model import runmeta
 from app.report.render import _numa_rows
 from app.runners.memory import check_nodes, with_node_cpus
-from app.textable import markdown_table
 from tests.conftest import mem_point
 from tests.helpers.schema_check import schema, validator
 
@@ -122,7 +123,7 @@ def test_the_report_prints_one_row_per_node_or_why_unknown() -> None:
                          runmeta.NumaNode(2, None, 1 << 30)))
     assert _numa_rows(numa) == [["NUMA node 0", "CPUs 0, memory 384 MiB"], ["NUMA node 1", "CPUs none, memory unknown"],
                                 ["NUMA node 2", "CPUs unknown, memory 1 GiB"]]
-    # the cells are text: the environment table (app.textable.markdown_table) escapes them as it writes them
+    # the cells are text: the environment table (app.core.textable.markdown_table) escapes them as it writes them
     assert _numa_rows(runmeta.Numa((), "x | y")) == [["NUMA nodes", "unknown (x | y)"]]
     assert "unknown (x \\| y)" in markdown_table(["what", "value"], _numa_rows(runmeta.Numa((), "x | y")))
     assert _numa_rows(None) == []  # a run.json written before the layout was recorded

@@ -1,6 +1,6 @@
 """Short points get an interval: fio's status dumps come every 100–1000 ms (about 40 over the runtime), so a 2 s
 point has 20 samples for its interval where whole seconds gave it 2 (none).  Sub-second samples are correlated
-(lag-1 0.58–0.67 at 100 ms on the project's 2-CPU VM), so the interval (app.finesamples) is checked against
+(lag-1 0.58–0.67 at 100 ms on the project's 2-CPU VM), so the interval (app.stats.finesamples) is checked against
 AR(1) series whose mean is known: it covers it at least 93 % of the time up to φ = 0.8, where plain batch means
 of the same samples cover 71–78 %."""
 
@@ -14,11 +14,11 @@ from typing import Any, Callable
 
 import pytest
 
-from app import presets
-from app.finesamples import fine_interval, series_of
-from app.points import StoragePoint
+from app.model.points import StoragePoint
+from app.plan import presets
 from app.runners.fio import FineSamples, point_uncertainty, status_interval_ms
-from app.uncertainty import Interval, batch_means_interval
+from app.stats.finesamples import fine_interval, series_of
+from app.stats.uncertainty import Interval, batch_means_interval
 
 TRUTH = 100.0
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from app.compare import compare_hosts, compare_reference, compare_runs, load_reference
-from app.errors import UsageError
+from app.cli.compare import compare_hosts, compare_reference, compare_runs, load_reference
+from app.core.errors import UsageError
 from tests.conftest import run_cli
 from tests.helpers.fleet_util import GOLDEN_RUN, host_name, make_fleet_dir, read_lines
 

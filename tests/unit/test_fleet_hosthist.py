@@ -20,9 +20,9 @@ from app.fleet.hosthist import (
     host_hist_lines,
 )
 from app.fleet.runner import host_entry
-from app.latmap import decode, interval_of, intervals_of, merge_hosts, sample_hists
+from app.model.tails import MAX_BINS, MAX_COUNT
 from app.runners.fio_parse import split_documents
-from app.tails import MAX_BINS, MAX_COUNT
+from app.stats.latmap import decode, interval_of, intervals_of, merge_hosts, sample_hists
 from tests.helpers.typed import as_number
 
 SOCK = "/tmp/a/agent.sock"

@@ -12,13 +12,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app import points
-from app.errors import UsageError
+from app.core.errors import UsageError
 from app.fleet.hosts import Host, host_targets, parse_host, parse_hosts
 from app.fleet.inspect import BadAnswer, describe_target, device_of, read_target, verdict_of
 from app.fleet.links import Link
 from app.fleet.meter import Counters, parse_stat, rates
 from app.fleet.runner import fleet_command, fleet_from_meta, host_entry
+from app.model import points
 from tests.helpers.typed import storage_point
 
 
@@ -183,7 +183,7 @@ def test_failures_of_many_hosts_give_the_event_loop_its_turn_between_them(tmp_pa
     fleet = Fleet(hosts, {h.name: "/tmp/x" for h in hosts}, unreachable={h.name: f"host {h.name}: gone"
                                                                           for h in hosts})
     runner = FleetRunner(fleet)
-    from app.presets import STORAGE_KEYS
+    from app.plan.presets import STORAGE_KEYS
 
     defaults: dict[str, Any] = {k: spec.default for k, spec in STORAGE_KEYS.items()}
     point = points.StoragePoint(**defaults)
@@ -227,10 +227,10 @@ def test_targets_say_which_hosts_still_miss_each_point_and_only_assign_missing_t
     the answer only through assign_missing.  A local target has one result per point, keyed without a host."""
     from dataclasses import replace
 
-    from app import presets
+    from app.engine.sweep import FleetTargets, LocalTarget
     from app.fleet.runner import Fleet
-    from app.presets import point_key
-    from app.sweep import FleetTargets, LocalTarget
+    from app.plan import presets
+    from app.plan.presets import point_key
 
     base = storage_point(presets.load("custom").expand()[0])
     plan = [replace(base, iodepth=d) for d in (1, 4, 16)]

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from app import presets
-from app.errors import UsageError
-from app.points import Kind
-from app.procedure import run_order
+from app.core.errors import UsageError
+from app.engine.sweep import _check_fleet_plan
+from app.model.points import Kind
+from app.plan import presets
+from app.plan.procedure import run_order
 from app.report import render_report
-from app.sweep import _check_fleet_plan
 from tests.helpers.tail_runs import storage_line, write_run
 
 HOSTS = ("tcp://10.0.0.1:8765", "tcp://10.0.0.2:8765")
@@ -40,7 +40,7 @@ def test_a_fleet_run_still_refuses_the_procedures_that_read_one_target() -> None
 
 
 def test_a_fleet_run_shuffles_within_each_replicate_from_its_recorded_seed() -> None:
-    from app.procedure import with_order_seed
+    from app.plan.procedure import with_order_seed
 
     preset = presets.load("quick")
     procedure = with_order_seed(preset.procedure)

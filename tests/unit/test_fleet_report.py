@@ -14,15 +14,15 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from app.errors import UsageError
-from app.points import Kind
+from app.core.errors import UsageError
+from app.core.units import format_count
+from app.model.points import Kind
 from app.report import render_report
 from app.report.fleet import MEASURES, NOISE_FLOOR, deviation_pct, fleet_points, mad, median, outliers, spread
 from app.report.fleet_render import fleet_table, outlier_section
 from app.report.model import load
 from app.report.render import us
-from app.summary import point_label
-from app.units import format_count
+from app.stats.summary import point_label
 from tests.helpers.fleet_util import GOLDEN_RUN, host_name, make_fleet_dir, read_lines
 
 FAST = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -1,4 +1,4 @@
-"""The custom form's plan (app.formplan), for every shipped preset: the form shows the keys the preset's modes
+"""The custom form's plan (app.plan.formplan), for every shipped preset: the form shows the keys the preset's modes
 read and no other, and left unchanged it runs the preset's own points; an edit keeps a preset's pairing (its
 groups and labels) while it can, and says so in plain words when it cannot."""
 
@@ -8,11 +8,11 @@ import tomllib
 
 import pytest
 
-from app import formplan
-from app import presets as core
-from app.formplan import FIELDS, check_field, form_plan, preset_of, shown_keys, start_values, table_of, to_toml
-from app.points import MemoryPoint, StoragePoint
-from app.presets import MODE_ONLY_KEYS
+from app.model.points import MemoryPoint, StoragePoint
+from app.plan import formplan
+from app.plan import presets as core
+from app.plan.formplan import FIELDS, check_field, form_plan, preset_of, shown_keys, start_values, table_of, to_toml
+from app.plan.presets import MODE_ONLY_KEYS
 from tests.helpers.typed import storage_points
 
 SHIPPED = sorted(p.stem for p in core.shipped_dir().glob("*.toml"))
@@ -38,7 +38,7 @@ def form_of(preset: core.Preset, **edits: list[object]) -> tuple[list[str], form
 
 def read_by(modes: set[str]) -> set[str]:
     """The memory keys a plan of these modes reads: every key but those only other modes read (the core's
-    normalisation sets them to none: app.presets.MODE_ONLY_KEYS)."""
+    normalisation sets them to none: app.plan.presets.MODE_ONLY_KEYS)."""
     return {f.key for f in FIELDS[core.MEMORY]} - {k for k, m in MODE_ONLY_KEYS.items() if not modes & m}
 
 

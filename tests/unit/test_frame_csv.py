@@ -1,5 +1,5 @@
 """results.csv is written with the csv module (the report does not import pandas); these hold its bytes
-equal to what pandas' ``to_csv`` writes of the typed frame :func:`app.frame.load_results` gives."""
+equal to what pandas' ``to_csv`` writes of the typed frame :func:`app.stats.frame.load_results` gives."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.frame import (
+from app.stats.frame import (
     CSV_COLUMNS,
     INT_COLUMNS,
     OBJECT_COLUMNS,
@@ -69,7 +69,7 @@ def test_typed_rows_are_the_typed_frames_rows(rows_: list[dict[str, object]]) ->
 def test_results_rows_are_load_results_rows_and_import_no_pandas(tmp_path: Path) -> None:
     """The TUI's results table (app.screens.results.load_rows) reads a directory without importing pandas, so an
     install without the pandas extra has the whole TUI; its rows are the frame's."""
-    from app.results import ResultsDir
+    from app.store.results import ResultsDir
 
     run = shutil.copytree(GOLDEN_RUN, tmp_path / "run")
     assert results_rows(run) == rows(load_results(run))
@@ -85,7 +85,7 @@ def test_load_results_without_pandas_says_so_in_one_sentence(tmp_path: Path) -> 
     """pandas is the optional extra profiler-tui[pandas]: without it, load_results raises one sentence naming it."""
     run = shutil.copytree(GOLDEN_RUN, tmp_path / "run")
     code = ("import sys; sys.modules['pandas'] = None\n"
-            "from app.frame import load_results\n"
+            "from app.stats.frame import load_results\n"
             "try: load_results(sys.argv[1])\n"
             "except ModuleNotFoundError as e: print(e)\n"
             "else: sys.exit('no error')")
@@ -117,8 +117,8 @@ def test_text_cells_from_a_results_directory_are_cleaned_in_the_frame_and_result
     results.csv get it without them, and results.csv stays the frame's to_csv."""
     import json
 
-    from app.frame import records
     from app.report.model import load
+    from app.stats.frame import records
 
     run = shutil.copytree(GOLDEN_RUN, tmp_path / "run")
     label = "SEQ\x1b]0;PWNED\x07\x1b[2J\x9b31m\x1bPdcs\x1b\\ 1M\nQ8"

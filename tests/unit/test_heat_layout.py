@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from app.latmap import intervals_of
 from app.report import heat, plots
+from app.stats.latmap import intervals_of
 from tests.helpers.figure_text import shown_ticklabels
 
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from app.latmap import MAX_COLUMNS, read_intervals
 from app.report import heat, render_report
 from app.report.model import load
+from app.stats.latmap import MAX_COLUMNS, read_intervals
 from tests.helpers.heat_runs import hist_lines, hour_point, sweep, write_heat_run
 from tests.helpers.tail_runs import storage_line, write_run
 
@@ -84,8 +84,8 @@ def test_a_hostile_histograms_file_is_read_line_by_line_and_only_inside_the_run(
 
 
 def test_a_fleet_report_shows_each_hosts_heat_map_and_their_merge_whose_p99_is_the_unions(tmp_path: Path) -> None:
-    from app.latmap import merged
-    from app.tails import merge, percentile
+    from app.model.tails import merge, percentile
+    from app.stats.latmap import merged
     from tests.helpers.tail_runs import storage_line as line_of
 
     # host a fast and steady; host b slower with a 2 s pause: the merge's p99 is that of both hosts' I/Os

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from app.importer import import_files
+from app.engine.importer import import_files
 from app.report import render_report
 from app.report.analysis import memory_curves, storage_curves
 from app.report.memory import idle_baseline

@@ -20,11 +20,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.compare import compare_reference, compare_runs, load_reference
+from app.cli.compare import compare_reference, compare_runs, load_reference
+from app.core.textable import markdown_cells
 from app.report import analysis as an
 from app.report.model import load
 from app.report.render import render_markdown, results_csv
-from app.textable import markdown_cells
 
 POINT = {"rw": "randrw", "rwmixread": 70, "bs": 4096, "iodepth": 16, "numjobs": 1, "ioengine": "libaio",
          "direct": True, "runtime": 60, "ramp_time": 0, "size": 1 << 30, "time_based": True}
@@ -209,20 +209,20 @@ def test_a_point_without_an_interval_is_said_to_have_none(tmp_path: Path) -> Non
                                                                   "needed"),
     ("unbreakable-reason-without-spaces", 10, "unbreakab…")])
 def test_a_reason_is_cut_at_a_word_boundary(text: str, limit: int, cut: str) -> None:
-    from app.sanitize import cut_at_word
+    from app.core.sanitize import cut_at_word
 
     assert cut_at_word(text, limit) == cut and len(cut) <= limit
 
 
 def test_compare_cuts_a_reason_between_words() -> None:
-    from app.compare import _short
+    from app.cli.compare import _short
 
     # was "too few samples after the warm-up of 2…": a different number
     assert _short("too few samples after the warm-up of 20 samples", 38) == "too few samples after the warm-up of…"
 
 
 def _mlc_idle_report(tmp_path: Path) -> str:
-    from app.importer import import_files
+    from app.engine.importer import import_files
     from tests.conftest import DATA
 
     out, _ = import_files([str(DATA / "mlc" / "v3.7-idle-latency.txt")], tmp_path / "imp")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from app.records import read_line
+from app.model.records import read_line
 from app.runners.fio_parse import iops_per_cpu, metrics
 
 

@@ -1,5 +1,5 @@
 """Per-interval latency histograms (the samples line's ``hist``), the heat map drawn from them and the stall
-events named from it (app.latmap)."""
+events named from it (app.stats.latmap)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ from typing import Any
 
 import pytest
 
-from app.latmap import (
+from app.model.tails import merge, percentile
+from app.runners.fio_parse import SampleTracker
+from app.stats.latmap import (
     HIST_KEY,
     Interval,
     decode,
@@ -22,8 +24,6 @@ from app.latmap import (
     sample_hist,
     stall_events,
 )
-from app.runners.fio_parse import SampleTracker
-from app.tails import merge, percentile
 from tests.helpers.typed import as_dict
 
 
@@ -150,7 +150,7 @@ def test_a_stalled_second_is_judged_by_the_share_of_its_i_os_that_are_late_not_t
     sees exactly the throttled seconds, as one event."""
     from array import array
 
-    from app.latmap import Interval, stall_events
+    from app.stats.latmap import Interval, stall_events
 
     def second(end: float, fast: int, late: int, late_ns: int = 100_000_000) -> Interval:
         tail = max(1, fast // 1000)  # each second's ordinary p99 region

@@ -1,6 +1,6 @@
 """A level shift is reported as such, not cut as a warm-up: the review's point (10 s at ≈67.9k IOPS, then
 10 s at ≈58.2k) had 10 of its 20 seconds thrown away by MSER-5 and a narrow ± about the second level.  The
-test (app.uncertainty.level_shift) is held to its measured false-alarm rate on stationary AR(1) noise and its
+test (app.stats.uncertainty.level_shift) is held to its measured false-alarm rate on stationary AR(1) noise and its
 detection rate on steps of 5/10/15 % (docs/uncertainty.md, "Level shifts")."""
 
 from __future__ import annotations
@@ -10,16 +10,16 @@ import math
 import random
 from pathlib import Path
 
-from app.points import PointValue, StoragePoint
-from app.records import Parts, StorageMetrics, read_line
+from app.model.points import PointValue, StoragePoint
+from app.model.records import Parts, StorageMetrics, read_line
+from app.model.runmeta import new
 from app.report import render_report
 from app.report.intervals import storage_intervals
 from app.report.model import load
-from app.results import ResultsDir
-from app.runmeta import new
 from app.runners.fio import point_uncertainty
-from app.uncertainty import batch_means_interval, intervals_of, level_shift, mser5_truncation, storage_series
-from app.validity import point_checks, point_flags
+from app.stats.uncertainty import batch_means_interval, intervals_of, level_shift, mser5_truncation, storage_series
+from app.stats.validity import point_checks, point_flags
+from app.store.results import ResultsDir
 
 SEED = 44
 
@@ -74,7 +74,7 @@ def test_the_review_step_is_a_level_shift_not_a_warm_up(tmp_path: Path) -> None:
     flags = point_flags(point(), m, Parts())
     (shifted,) = [f for f in flags if f["flag"] == "level-shift"]
     assert f"IOPS {shift.before:,.0f} before sample 11, {shift.after:,.0f} from it on" in shifted["reason"]
-    checks = point_checks(point(), m, Parts(), None, __import__("app.validity").validity.TargetFacts(), flags)
+    checks = point_checks(point(), m, Parts(), None, __import__("app.stats.validity").stats.validity.TargetFacts(), flags)  # noqa: E501
     assert checks["level-shift"] == {"result": "flagged"}
 
 
@@ -138,7 +138,7 @@ def test_a_precision_stop_waits_for_no_level_shift() -> None:
     """The review's step: the batch-means interval alone is of the second level (the first cut as warm-up, a real
     transient by its size), so a precision stop must wait for no level shift.  (Its half-width of ±8 % comes from the
     floor of 20 correlated samples; before that floor it was within 2 % and the point would have stopped.)"""
-    from app.precision import decide
+    from app.stats.precision import decide
 
     iops = storage_series(review_samples())["iops"]
     old = batch_means_interval(iops)

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from app.errors import UsageError
-from app.lock import DirLock, effective_status, holder
+from app.core.errors import UsageError
+from app.store.lock import DirLock, effective_status, holder
 
 
 def test_second_lock_names_the_holder(tmp_path):
@@ -27,7 +27,7 @@ def test_second_lock_names_the_holder(tmp_path):
 
 
 def test_lock_of_a_killed_process_is_free(tmp_path):
-    code = (f"from app.lock import DirLock; DirLock({str(tmp_path)!r}).acquire(); print('locked', flush=True); "
+    code = (f"from app.store.lock import DirLock; DirLock({str(tmp_path)!r}).acquire(); print('locked', flush=True); "
             "import time; time.sleep(60)")
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
                             cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))

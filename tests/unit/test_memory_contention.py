@@ -123,7 +123,7 @@ def test_mlcs_prefetcher_warning_stays_with_latency_figures_not_bandwidth_ones()
     """MLC's "Unable to modify prefetchers … So, enabling random access for latency measurements" is about its
     latency tests (it chases at random since it could not turn the prefetchers off); its bandwidth tests are
     untouched, so a peak or bandwidth-matrix figure does not carry it."""
-    from app.importer import mlc_points
+    from app.engine.importer import mlc_points
 
     text = (Path(__file__).resolve().parents[1] / "data" / "mlc" / "v3.10-default-run-2socket-skylake.txt").read_text()
     points, _ = mlc_points(text)
@@ -136,7 +136,7 @@ def test_mlcs_prefetcher_warning_stays_with_latency_figures_not_bandwidth_ones()
 
 
 def test_the_run_summary_marks_contended_rows(tmp_path: Path) -> None:
-    from app.summary import results_table
+    from app.stats.summary import results_table
 
     table = results_table([r.line for r in load(write_run(tmp_path / "run", loaded_lines(cumulative=True))).memory])
     assert "contended: a thread got 23% of a CPU" in table and table.count("clean") == 6
@@ -180,7 +180,7 @@ def test_a_memory_knee_is_bootstrapped_from_its_intervals(tmp_path: Path) -> Non
 
 
 def test_an_imported_engine_text_keeps_each_rows_busy_warning() -> None:
-    from app.importer import mlc_points
+    from app.engine.importer import mlc_points
 
     text = ("Intel(R) Memory Latency Checker - compatible output: profiler-tui memlat v0.1\n"
             "Measuring Loaded Latencies for the system\nUsing Read-only traffic type\nInject\tLatency\tBandwidth\n"
@@ -193,7 +193,7 @@ def test_an_imported_engine_text_keeps_each_rows_busy_warning() -> None:
 
 
 def test_results_csv_flags_contended_memory_rows(tmp_path: Path) -> None:
-    from app.frame import records
+    from app.stats.frame import records
 
     data = load(write_run(tmp_path / "run", loaded_lines(cumulative=True)))
     flags = {r["delay"]: r["flags"] for r in records([], data.memory)}

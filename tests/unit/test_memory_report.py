@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from app.envinfo import tlb_size
-from app.records import JSONObject
+from app.host.envinfo import tlb_size
+from app.model.records import JSONObject
 from app.report import analysis as an
 from app.report import memory as mem
 from app.report import plots

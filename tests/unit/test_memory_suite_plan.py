@@ -12,12 +12,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app import presets, topology
-from app.errors import UsageError
-from app.points import MemoryPoint
+from app.core.errors import UsageError
+from app.host import topology
+from app.host.topology import Cache, Node, Topology
+from app.model.points import MemoryPoint
+from app.plan import presets
 from app.runners import memory
 from app.runners.memory import BuiltinEngine, MemoryRunner, MlcEngine, check_suite
-from app.topology import Cache, Node, Topology
 
 KIB, MIB = 1 << 10, 1 << 20
 L3 = Cache("L3", 3, "Unified", 32 * MIB, "0-1")

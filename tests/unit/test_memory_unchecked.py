@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.importer import import_files
+from app.engine.importer import import_files
 from app.report import analysis as an
 from app.report import contention
 from app.report.model import load

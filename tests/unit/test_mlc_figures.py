@@ -199,7 +199,7 @@ def test_an_unsteady_c2c_figure_keeps_the_engines_warning() -> None:
     text = C2C_ONE_NODE.replace("Local Socket L2->L2 HITM", f"*** {note}\nLocal Socket L2->L2 HITM")
     hit, hitm = parse(text).figures
     assert (hit.warnings, hitm.warnings) == ((), (note,))
-    from app.importer import mlc_points
+    from app.engine.importer import mlc_points
 
     points, _ = mlc_points(text)
     hit_line, hitm_line = (as_list(pt.extra.get("warnings", [])) for pt in points)
@@ -212,11 +212,11 @@ def test_star_lines_go_with_the_figure_they_precede() -> None:
     assert f1.warnings == () and f2.warnings == ("Busy machine at 2 threads: a thread got 26% of a CPU in its window",)
 
 
-# --- import of the engine's single-mode outputs (app.importer.mlc_points) ---------------------------------
+# --- import of the engine's single-mode outputs (app.engine.importer.mlc_points) ---------------------------------
 
 
 def test_engine_outputs_import_with_their_keys_and_parts() -> None:
-    from app.importer import mlc_points
+    from app.engine.importer import mlc_points
 
     points, info = mlc_points(PEAK + SCALING + MATRIX + WORKING_SET + C2C_ONE_NODE)
     assert not info["warnings"] and info["sections"] == [
@@ -264,7 +264,7 @@ Placement verified: writer node 1, reader node 0, memory node 0: pages N0=1 (409
 
 
 def test_remote_c2c_cells_and_their_placement() -> None:
-    from app.importer import mlc_points
+    from app.engine.importer import mlc_points
 
     p = parse(C2C_TWO_NODES)
     assert [f.key for f in p.figures][2:] == [("hitm", 0, 1, "reader"), ("hitm", 1, 0, "reader")]
@@ -278,7 +278,7 @@ def test_remote_c2c_cells_and_their_placement() -> None:
 def test_a_large_matrix_with_star_lines_imports_in_linear_time() -> None:
     """90 x 250 cells, a '*' line before each row: each figure's warnings are found without comparing it with
     every other figure (that took minutes)."""
-    from app.importer import mlc_points
+    from app.engine.importer import mlc_points
 
     n, m = 90, 250
     rows = "".join(f"*** Busy machine at CPU node {r}\n{r}" + "".join(f"\t{r + c}.5" for c in range(m)) + "\n"

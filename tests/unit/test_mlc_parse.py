@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from app.presets import MLC_DELAYS
+from app.plan.presets import MLC_DELAYS
 from app.runners.mlc_parse import (
     LineParser,
     Row,
@@ -304,7 +304,7 @@ def test_explicit_delays_set_what_a_table_should_hold() -> None:
 
 
 def test_mlc_points_returns_the_warnings() -> None:
-    from app.importer import mlc_points
+    from app.engine.importer import mlc_points
 
     text = read("v3.10-loaded-latency.txt")
     cut = text[:text.index("00500\t108.59\t  18821.4") + len("00500\t108.59\t  97")]

@@ -15,9 +15,9 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.importer import MAX_FILE_WARNINGS, mlc_points
-from app.keys import MEMORY_MODES
-from app.points import MemoryPoint, keys_of
+from app.engine.importer import MAX_FILE_WARNINGS, mlc_points
+from app.model.keys import MEMORY_MODES
+from app.model.points import MemoryPoint, keys_of
 from app.runners import mlc_parse
 from app.runners.mlc_parse import LineParser, Section, loaded_rows, parse
 from tests.helpers.typed import as_list

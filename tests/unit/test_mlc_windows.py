@@ -9,7 +9,7 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.records import MemoryMetrics
+from app.model.records import MemoryMetrics
 from app.runners import mlc_parse
 from app.runners.memory import MLC_NO_WINDOWS, NO_WINDOWS, window_uncertainty
 from app.runners.mlc_parse import idle_windows, loaded_rows, parse

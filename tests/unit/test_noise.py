@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from app.records import MAX_NUMBER
+from app.model.records import MAX_NUMBER
 from app.report.model import StorageRow
 from app.report.noise import MIN_SAMPLES, point_spread, spread, t95
 

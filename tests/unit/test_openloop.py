@@ -9,17 +9,17 @@ from typing import Any
 
 import pytest
 
-from app import presets
-from app.errors import UsageError
-from app.keys import rate, rate_share
-from app.openloop import CLOSED, cap_share, depth_level, open_loop_part, per_job_rates
-from app.points import Kind, StoragePoint
-from app.procedure import Measured, OfferedLoad, Procedure, check_shares, offered_load, run_order
-from app.records import Parts, StorageMetrics
+from app.core.errors import UsageError
+from app.engine.sweep import _check_fleet_plan
+from app.model.keys import rate, rate_share
+from app.model.points import Kind, StoragePoint
+from app.model.records import Parts, StorageMetrics
+from app.plan import presets
+from app.plan.openloop import CLOSED, cap_share, depth_level, open_loop_part, per_job_rates
+from app.plan.procedure import Measured, OfferedLoad, Procedure, check_shares, offered_load, run_order
 from app.runners.fio import job_file
-from app.summary import point_label
-from app.sweep import _check_fleet_plan
-from app.validity import TargetFacts, point_checks, point_flags
+from app.stats.summary import point_label
+from app.stats.validity import TargetFacts, point_checks, point_flags
 from tests.conftest import run_cli
 from tests.helpers.typed import storage_point, storage_points
 

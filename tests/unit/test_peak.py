@@ -1,4 +1,4 @@
-"""app.peak: the peak point, its configuration, IOPS per CPU (fio's own, the host's beside it) and which resource
+"""app.stats.peak: the peak point, its configuration, IOPS per CPU (fio's own, the host's beside it) and which resource
 ran out — each resource, the
 not-known cases, hostile host_cpu parts, a hipri configuration skipped."""
 
@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.peak import FIO_SOURCE, Config, HostCpu, cpu_cost, find_peak, host_cpu, is_peak_run
-from app.records import read_line
+from app.model.records import read_line
 from app.report.peak_text import cost_text_of
+from app.stats.peak import FIO_SOURCE, Config, HostCpu, cpu_cost, find_peak, host_cpu, is_peak_run
 from tests.helpers.peak_runs import (
     HIPRI,
     HIPRI_SKIP,

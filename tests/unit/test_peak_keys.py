@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from app import devstat, presets, topology
-from app.errors import UsageError
-from app.points import StoragePoint
+from app.core.errors import UsageError
+from app.engine.sweep import plan_for_target
+from app.host import devstat, topology
+from app.model.points import StoragePoint
+from app.plan import presets
 from app.runners.fio import job_file
-from app.sweep import plan_for_target
 from tests.helpers.typed import storage_point, storage_points
 
 

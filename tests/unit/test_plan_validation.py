@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from app import presets
-from app.errors import UsageError
-from app.sweep import plan_for_target
+from app.core.errors import UsageError
+from app.engine.sweep import plan_for_target
+from app.plan import presets
 
 SRC = "results/x/run.json"
 

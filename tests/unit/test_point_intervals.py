@@ -11,11 +11,11 @@ from typing import cast
 import numpy as np
 import pytest
 
-from app.importer import mlc_points
-from app.records import JSONObject, StorageMetrics
+from app.engine.importer import mlc_points
+from app.model.records import JSONObject, StorageMetrics
 from app.runners import fio
 from app.runners.fio import point_uncertainty
-from app.uncertainty import intervals_of, storage_series
+from app.stats.uncertainty import intervals_of, storage_series
 
 
 def _samples(n: int, seed: int = 3) -> list[dict[str, object]]:

@@ -1,4 +1,4 @@
-"""Each key of a plan point is declared once, on its field (app.points, app.keys): the JSON Schema of a
+"""Each key of a plan point is declared once, on its field (app.model.points, app.model.keys): the JSON Schema of a
 results line's point, run.json's plan, the presets' key tables, results.csv's columns and the docs' key
 tables are checked here against those declarations, so none of them can drift from the code."""
 
@@ -11,9 +11,8 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft202012Validator
 
-from app import presets
-from app.keys import Role
-from app.points import (
+from app.model.keys import Role
+from app.model.points import (
     MemoryPoint,
     PointType,
     StoragePoint,
@@ -26,6 +25,7 @@ from app.points import (
     records_of,
     value_fits,
 )
+from app.plan import presets
 from app.runners.fio import job_file
 from tests.helpers.schema_check import schema
 from tests.helpers.typed import storage_point

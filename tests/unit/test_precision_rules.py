@@ -1,4 +1,4 @@
-"""The ``precision`` key and the stop decision of a point stopped at a precision (app.precision): pure, no fio."""
+"""The ``precision`` key and the stop decision of a point stopped at a precision (app.stats.precision): pure, no fio."""
 
 from __future__ import annotations
 
@@ -9,12 +9,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app import presets
-from app.errors import UsageError
-from app.finesamples import GROUP
-from app.finesamples import MIN_BATCHES as FINE_MIN_BATCHES
-from app.keys import precision
-from app.precision import (
+from app.core.errors import UsageError
+from app.model.keys import precision
+from app.model.records import Parts, StorageMetrics
+from app.plan import presets
+from app.runners.fio import FioRunner
+from app.stats.finesamples import GROUP
+from app.stats.finesamples import MIN_BATCHES as FINE_MIN_BATCHES
+from app.stats.precision import (
     MAX_CHECK_SAMPLES,
     MIN_SECONDS,
     PrecisionWatch,
@@ -24,10 +26,8 @@ from app.precision import (
     precision_part,
     reached_percent,
 )
-from app.records import Parts, StorageMetrics
-from app.runners.fio import FioRunner
-from app.summary import outcome_line
-from app.validity import NO_PRECISION, TargetFacts, point_checks, point_flags
+from app.stats.summary import outcome_line
+from app.stats.validity import NO_PRECISION, TargetFacts, point_checks, point_flags
 from tests.helpers.typed import storage_point
 
 

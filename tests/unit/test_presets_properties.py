@@ -20,9 +20,9 @@ from typing import Any
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from app import presets
-from app.errors import ProfilerError
-from app.sweep import plan_for_target
+from app.core.errors import ProfilerError
+from app.engine.sweep import plan_for_target
+from app.plan import presets
 
 SETTINGS = settings(derandomize=True, deadline=None, database=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
@@ -116,7 +116,7 @@ def assert_canonical(kind: str, plan: list[dict[str, Any]]) -> None:
     """Every value is exactly what its key's parser makes of it; no control character anywhere."""
     for point in plan:
         for key, spec in presets.KEYS[kind].items():
-            if key not in point:  # a key a point's table holds only when set (app.points._OPTIONAL)
+            if key not in point:  # a key a point's table holds only when set (app.model.points._OPTIONAL)
                 assert key in presets.LATER_KEYS[presets.Kind(kind)], key
                 continue
             v = point[key]

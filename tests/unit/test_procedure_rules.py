@@ -13,14 +13,22 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app import presets
-from app.errors import UsageError
-from app.points import StoragePoint
-from app.procedure import Measured, Procedure, first_steady_window, round_skips, saturation_skips, skips, snia_check
+from app.core.errors import UsageError
+from app.model.points import StoragePoint
+from app.plan import presets
+from app.plan.procedure import (
+    Measured,
+    Procedure,
+    first_steady_window,
+    round_skips,
+    saturation_skips,
+    skips,
+    snia_check,
+)
 from app.runners.base import Context
 from app.runners.fio import job_file, precondition_job
 from app.runners.fio_parse import operating_point, steady_progress, steady_result
-from app.summary import live_line, outcome_line
+from app.stats.summary import live_line, outcome_line
 from tests.conftest import run_cli
 from tests.helpers.typed import storage_point, storage_points
 
@@ -280,7 +288,7 @@ def test_live_line_and_outcome_in_words() -> None:
 
 
 def test_plan_preview_and_presets_show_state_the_procedure_and_a_bounded_estimate() -> None:
-    from app.describe import describe_plan
+    from app.plan.describe import describe_plan
     from app.screens.presets import preview_text
 
     preset = presets.load("snia-iops")
@@ -335,8 +343,8 @@ def test_a_track_that_matches_is_accepted_and_a_recorded_one_that_does_not_is_re
     run_json.parent.mkdir()
     run_json.write_text(json.dumps({"kind": "storage", "plan": plan,
                                     "procedure": {"rounds": 2, "track": {"bs": 8192}}}))
-    from app.results import ResultsDir
-    from app.sweep import recorded_plan
+    from app.engine.sweep import recorded_plan
+    from app.store.results import ResultsDir
 
     with pytest.raises(UsageError) as e:
         recorded_plan(ResultsDir(run_json.parent))

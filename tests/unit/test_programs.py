@@ -1,4 +1,4 @@
-"""root never starts a program another user can change (app.programs): fio, MLC, the memory engine and the small
+"""root never starts a program another user can change (app.host.programs): fio, MLC, the memory engine and the small
 tools are used only when the binary and every directory above it are changeable by root (or the tool's user) alone.
 Fake binaries in a temporary tree; the other user is ``nobody``."""
 
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from app.errors import SafetyError
-from app.external import run_bounded
-from app.programs import untrusted, which_trusted
+from app.core.errors import SafetyError
+from app.host.external import run_bounded
+from app.host.programs import untrusted, which_trusted
 from app.runners import memory
 from app.runners.fio import fio_binary
 
@@ -128,7 +128,7 @@ def test_the_cli_names_the_untrusted_fio_in_one_sentence(tree: Path) -> None:
 
 def test_an_ssh_config_another_user_can_change_is_refused(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """ssh checks no owner or mode of a file given with -F, and its ProxyCommand runs as root."""
-    from app.errors import UsageError
+    from app.core.errors import UsageError
     from app.fleet.hosts import parse_host
     from app.fleet.links import ssh_base
 

@@ -15,10 +15,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from PIL import Image
 
-from app.errors import UsageError
+from app.core.errors import UsageError
+from app.core.textable import markdown_figure
 from app.report import render_report
 from app.report.raster import draw_report_figures, report_order
-from app.textable import markdown_figure
 from tests.helpers.fleet_util import GOLDEN_RUN, make_fleet_dir
 
 

@@ -1,4 +1,4 @@
-"""app.records: the one reader and the one writer of a results line.
+"""app.model.records: the one reader and the one writer of a results line.
 
 The reader never raises anything but LineError, whatever JSON it is given; a line the tool writes is written
 back byte for byte (``write_line(read_line(line)) == line``); a refused line's error is one sentence naming
@@ -14,9 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.errors import EXIT_USAGE
-from app.points import Kind
-from app.records import (
+from app.core.errors import EXIT_USAGE
+from app.model.points import Kind
+from app.model.records import (
     PART_KEYS,
     LineError,
     MemoryMetrics,

@@ -12,14 +12,14 @@ from typing import Mapping, Sequence
 
 import pytest
 
-from app import presets
-from app.describe import describe_plan
-from app.errors import UsageError
-from app.points import MemoryPoint, Point, StoragePoint
-from app.procedure import Measured, Procedure, measured_from_line, replicate_skips, skips
-from app.records import read_line
+from app.core.errors import UsageError
+from app.engine.sweep import Session
+from app.model.points import MemoryPoint, Point, StoragePoint
+from app.model.records import read_line
+from app.plan import presets
+from app.plan.describe import describe_plan
+from app.plan.procedure import Measured, Procedure, measured_from_line, replicate_skips, skips
 from app.runners.memory import MemoryRunner
-from app.sweep import Session
 from tests.conftest import run_cli
 
 PRESET = 'name = "two"\nkind = "storage"\n[settings]\nrw = "randread"\nruntime = 1\n[matrix]\nbs = ["4k", "64k"]\n'

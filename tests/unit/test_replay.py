@@ -1,4 +1,4 @@
-"""app.replay without a terminal: the samples reader (hostile input, Hypothesis), the timeline, the player."""
+"""app.engine.replay without a terminal: the samples reader (hostile input, Hypothesis), the timeline, the player."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app import replay
-from app.replay import FIGURES, MAX_PROBLEMS, MAX_SAMPLE_LINE, ReplayClock, Step, parse_samples, play
+from app.engine import replay
+from app.engine.replay import FIGURES, MAX_PROBLEMS, MAX_SAMPLE_LINE, ReplayClock, Step, parse_samples, play
 from app.runners.base import Phase, Sample
 
 SHOWN = "raw/0000-read.samples.jsonl"

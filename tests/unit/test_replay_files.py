@@ -1,4 +1,4 @@
-"""app.replay.load on a results directory: what it builds, and what it refuses (links, other users' files, a
+"""app.engine.replay.load on a results directory: what it builds, and what it refuses (links, other users' files, a
 FIFO, a path out of raw/, a run still running) — one sentence each, nothing written, the lock left alone."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from app import sweep
-from app.lock import DirLock
-from app.replay import ReplayError, load
+from app.engine import sweep
+from app.engine.replay import ReplayError, load
 from app.runners.base import Phase, Sample
+from app.store.lock import DirLock
 
 RUN = Path(__file__).resolve().parents[1] / "data" / "report" / "telemetry-run"
 FIRST = "0000-write-128k-qd8-j1.samples.jsonl"
@@ -150,7 +150,7 @@ def test_the_preconditioning_pass_replays_before_the_first_point(run: Path) -> N
 
 
 def test_the_samples_a_replay_keeps_are_bounded(run: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("app.replay.MAX_RUN_SAMPLES", 12)
+    monkeypatch.setattr("app.engine.replay.MAX_RUN_SAMPLES", 12)
     r = load(run)
     assert r.samples == 12
     second = run / "raw" / "0001-randread-4k-qd4-j1.samples.jsonl"

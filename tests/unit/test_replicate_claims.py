@@ -8,12 +8,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from app.peak import find_peak
-from app.points import StoragePoint
+from app.model.points import StoragePoint
 from app.report import analysis as an
 from app.report import support
 from app.report.model import load
 from app.report.render import render_markdown
+from app.stats.peak import find_peak
 from tests.helpers.interval_runs import write_storage_run
 
 

@@ -27,12 +27,12 @@ from typing import Any, Callable, Iterator
 import pytest
 from markdown_it import MarkdownIt
 
-from app.audit import ITEMS, Audit, Item, to_json
-from app.compare import Reference, compare_reference, compare_runs, parse_reference
+from app.cli.compare import Reference, compare_reference, compare_runs, parse_reference
+from app.core.sanitize import FOREIGN_LIMIT
+from app.core.textable import markdown_cells
+from app.host.audit import ITEMS, Audit, Item, to_json
 from app.report import plots, render_report
-from app.sanitize import FOREIGN_LIMIT
-from app.textable import markdown_cells
-from app.validity import FLAGS
+from app.stats.validity import FLAGS
 from tests.conftest import DATA, ROOT, run_cli
 from tests.helpers import interval_runs, open_runs, peak_runs, suite_runs, tail_runs
 from tests.helpers.fleet_util import make_fleet_dir

@@ -1,6 +1,6 @@
 """The report's Host settings section: the audit's warnings first with the points they bend, then every setting
 read; one sentence for a run without an audit; foreign text escaped and bounded.  The audits are built by hand
-and run.json's reader (app.audit.from_json) is replaced by a fake that hands them back."""
+and run.json's reader (app.host.audit.from_json) is replaced by a fake that hands them back."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from app import runmeta
-from app.audit import ITEMS, Audit, Item
+from app.host.audit import ITEMS, Audit, Item
+from app.model import runmeta
 from app.report import host
 from app.report.model import MemoryRow, RunData, StorageRow
-from app.validity import FLEET_NOT_AUDITED, NOT_AUDITED
+from app.stats.validity import FLEET_NOT_AUDITED, NOT_AUDITED
 
 READ = {"rw": "randread", "bs": 4096, "iodepth": 1, "numjobs": 1, "ioengine": "libaio", "direct": True}
 

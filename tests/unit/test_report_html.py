@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.errors import UsageError
+from app.core.errors import UsageError
 from app.report import render_report
 from app.report.html import MAX_FIGURE_BYTES, FigureRefused, inline_svg, markdown_parser, render_html, write_html
 from tests.conftest import DATA, run_cli

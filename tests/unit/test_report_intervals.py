@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from app.core.sanitize import md_text
 from app.report import analysis as an
 from app.report import intervals as ci
 from app.report import plots
 from app.report.model import load
 from app.report.render import render_markdown, results_csv
-from app.sanitize import md_text
-from app.uncertainty import intervals_of, storage_series
+from app.stats.uncertainty import intervals_of, storage_series
 from tests.helpers.interval_runs import samples, storage_point, write_storage_run
 from tests.helpers.suite_runs import line, point, write_run
 
@@ -155,7 +155,7 @@ def test_figures_draw_error_bars_only_where_points_have_intervals(tmp_path: Path
 
 def test_the_live_interval_narrows_as_seconds_arrive() -> None:
     """The run screen's running interval of IOPS: none before 10 whole seconds, then narrower with more."""
-    from app.summary import live_interval
+    from app.stats.summary import live_interval
 
     secs = samples(30000.0, 4096, 4, seconds=120, wobble=0.05)
     assert live_interval(secs[:9]) == "± — (needs 10 s)"
@@ -167,7 +167,7 @@ def test_the_live_interval_narrows_as_seconds_arrive() -> None:
 
 
 def test_the_results_tables_plus_minus_is_the_half_width_in_per_cent() -> None:
-    from app.summary import ci_pct, pm_pct
+    from app.stats.summary import ci_pct, pm_pct
 
     assert ci_pct(1000.0, 980.0, 1020.0) == pytest.approx(2.0) and pm_pct(2.0) == "±2.0%"
     assert pm_pct(ci_pct(1000.0, 999.0, 1001.0)) == "±0.1%" and pm_pct(ci_pct(100.0, 70.0, 130.0)) == "±30%"

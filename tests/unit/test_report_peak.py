@@ -103,7 +103,7 @@ def test_iops_per_cpu_is_fios_own_and_the_hosts_busy_cpus_and_steal_stand_beside
                         "IOPS per busy host CPU"]
     assert ["io_uring: randread 4K QD16", "62.9k", "36.0%", "0.36", "175k", "1.90 of 2 (0-1)", "0.12",
             "33.1k"] in _rows(table, "io_uring")
-    from app.frame import load_results
+    from app.stats.frame import load_results
 
     df = load_results(data.path)
     row = df[df["index"] == 1].iloc[0]

@@ -1,4 +1,4 @@
-"""app/runmeta.py: run.json's one reader never fails but with its own one-sentence error, and its one writer
+"""app/model/runmeta.py: run.json's one reader never fails but with its own one-sentence error, and its one writer
 gives back the bytes the tool wrote, unknown keys included."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app import runmeta
-from app.points import RunStatus, StoragePoint
-from app.runmeta import RunMetaError
+from app.model import runmeta
+from app.model.points import RunStatus, StoragePoint
+from app.model.runmeta import RunMetaError
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 # every key the reader looks at, at any depth: arbitrary objects are made of these keys (and others)
@@ -56,7 +56,7 @@ def test_what_is_no_json_object_is_one_sentence_naming_the_file(value: str | byt
 
 
 def _tool_written() -> st.SearchStrategy[dict[str, Any]]:
-    """run.json as a run writes it (app.sweep's new run, then what the run adds), with keys a newer version
+    """run.json as a run writes it (app.engine.sweep's new run, then what the run adds), with keys a newer version
     might add (anywhere among the others)."""
     text = st.text(max_size=20)
     point = st.builds(StoragePoint, rw=st.sampled_from(["read", "randwrite"]), bs=st.integers(512, 1 << 20),

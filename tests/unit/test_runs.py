@@ -1,4 +1,4 @@
-"""app.runs: the summaries of a results root, for the runs browser — hostile run.json files never raise,
+"""app.store.runs: the summaries of a results root, for the runs browser — hostile run.json files never raise,
 a run is 'running' only while a process holds its lock, and every directory is listed once."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.lock import DirLock
-from app.runs import RunSummary, list_runs, results_roots, summarise
+from app.store.lock import DirLock
+from app.store.runs import RunSummary, list_runs, results_roots, summarise
 
 PLAN = [{"rw": "randread", "bs": 4096, "iodepth": 1 << k} for k in range(8)]
 
@@ -183,7 +183,7 @@ def test_text_of_a_run_json_is_cleaned_of_every_sequence(tmp_path: Path) -> None
 
 @needs_root
 def test_view_problem_names_another_users_directory_and_passes_ones_own(tmp_path: Path) -> None:
-    from app.runs import view_problem
+    from app.store.runs import view_problem
 
     mine = make(tmp_path, "mine", meta())
     theirs = make(tmp_path, "theirs", meta())
@@ -198,8 +198,8 @@ def test_view_problem_names_another_users_directory_and_passes_ones_own(tmp_path
 def test_read_report_reads_only_a_bounded_regular_file_of_ones_own(tmp_path: Path, what: str) -> None:
     """The report view's reader: never through a link, never a FIFO (it would wait) or a device, never another
     user's file or directory, never more than its bound — one sentence each, at once."""
-    from app.errors import UsageError
-    from app.runs import read_report
+    from app.core.errors import UsageError
+    from app.store.runs import read_report
 
     run = make(tmp_path, "run", meta())
     report = run / "report.md"
@@ -220,7 +220,7 @@ def test_read_report_reads_only_a_bounded_regular_file_of_ones_own(tmp_path: Pat
 
 
 def test_read_report_cleans_escape_sequences_and_keeps_lines(tmp_path: Path) -> None:
-    from app.runs import read_report
+    from app.store.runs import read_report
 
     run = make(tmp_path, "run", meta())
     (run / "report.md").write_text(f"# Report\n\n\x1b]52;c;UFdORUQ=\x07text{ESCAPES}\n| a | b |\n")

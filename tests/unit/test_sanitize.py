@@ -1,6 +1,6 @@
 """Foreign text made one safe line."""
 
-from app.sanitize import clean_line
+from app.core.sanitize import clean_line
 
 
 def test_clean_line_cuts_at_a_word() -> None:

@@ -1,6 +1,6 @@
 """run.json's ``audit``: read once before a run's first point for the CPUs the run will use (the plan's pinned
 CPUs, else every CPU the process may run on), kept by a resumed run, and not read by a fleet run.  The audit
-itself is a fake here (app.audit's readers have their own tests); the session's step is the real one."""
+itself is a fake here (app.host.audit's readers have their own tests); the session's step is the real one."""
 
 from __future__ import annotations
 
@@ -10,11 +10,13 @@ from typing import Any
 
 import pytest
 
-from app import audit as audit_mod
-from app import runmeta, sweep, topology
-from app.audit import Audit, Item
-from app.points import Kind, MemoryPoint, StoragePoint
-from app.validity import FLEET_NOT_AUDITED, NOT_AUDITED
+from app.engine import sweep
+from app.host import audit as audit_mod
+from app.host import topology
+from app.host.audit import Audit, Item
+from app.model import runmeta
+from app.model.points import Kind, MemoryPoint, StoragePoint
+from app.stats.validity import FLEET_NOT_AUDITED, NOT_AUDITED
 
 STORAGE = StoragePoint(rw="randread", bs=4096, rwmixread=None, iodepth=1, numjobs=1, ioengine="libaio", direct=True,
                        runtime=1, ramp_time=0, size=1 << 20, time_based=True)

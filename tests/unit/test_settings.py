@@ -1,4 +1,4 @@
-"""app.settings: every environment variable the tool reads is declared there once and read nowhere else; the
+"""app.core.settings: every environment variable the tool reads is declared there once and read nowhere else; the
 results root is worked out there alone; a bad value is one sentence naming the variable and the value, exit 2;
 docs/environment.md's table is the module's."""
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from app import settings
-from app.errors import EXIT_USAGE, UsageError
+from app.core import settings
+from app.core.errors import EXIT_USAGE, UsageError
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = ROOT / "app"
@@ -27,7 +27,7 @@ READS = re.compile(r"\bos\.environ\b|\bgetenv\b|\bfrom os import\b[^\n]*\benviro
 
 
 def stray_reads(root: Path) -> list[str]:
-    """``file:line: text`` of every read of the environment under ``root`` outside app/settings.py."""
+    """``file:line: text`` of every read of the environment under ``root`` outside app/core/settings.py."""
     found = []
     for path in sorted(root.rglob("*.py")):
         if path.name == "settings.py" and path.parent == root:
@@ -50,7 +50,7 @@ def test_every_variable_named_in_app_is_declared_once() -> None:
     own = {v.name for v in settings.VARIABLES if v.own}
     assert own == {n for n in declared if n.startswith("PROFILER_TUI_")}
     missing = named_variables(APP) - own
-    assert not missing, f"named in app/ but not declared in app/settings.py: {sorted(missing)}"
+    assert not missing, f"named in app/ but not declared in app/core/settings.py: {sorted(missing)}"
     for v in settings.VARIABLES:
         assert v.kind and v.default and v.meaning and "\n" not in v.meaning and "|" not in v.meaning, v
 
@@ -80,7 +80,7 @@ def test_settings_imports_the_standard_library_and_app_errors_only() -> None:
     tree = ast.parse(SETTINGS.read_text())
     names = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     names |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
-    outside = {n for n in names if n.split(".")[0] not in sys.stdlib_module_names and n != "app.errors"}
+    outside = {n for n in names if n.split(".")[0] not in sys.stdlib_module_names and n != "app.core.errors"}
     assert outside == set()
 
 
@@ -100,8 +100,8 @@ def test_the_results_root_in_its_cases(monkeypatch: pytest.MonkeyPatch, tmp_path
 def test_every_place_asks_the_one_results_root(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """The CLI's default --out, the runs browser's roots and the TUI's options follow the variable, read when
     asked (a test's monkeypatch counts)."""
-    from app.runs import results_roots
-    from app.sweep import default_out_dir
+    from app.engine.sweep import default_out_dir
+    from app.store.runs import results_roots
 
     monkeypatch.setenv("PROFILER_TUI_RESULTS", str(tmp_path / "r"))
     assert default_out_dir("quick").parent == tmp_path / "r"
@@ -162,17 +162,17 @@ def test_the_command_line_refuses_a_bad_value_with_one_sentence(tmp_path: Path) 
 
 
 def test_the_docs_table_is_the_modules() -> None:
-    """docs/environment.md holds app/settings.py's table as it prints it (``python -m app.settings``)."""
+    """docs/environment.md holds app/core/settings.py's table as it prints it (``python -m app.core.settings``)."""
     text = DOC.read_text()
     table = settings.markdown_table()
-    assert table in text, "docs/environment.md's table differs from app/settings.py: paste `python -m app.settings`"
+    assert table in text, "docs/environment.md's table differs from app/core/settings.py: paste `python -m app.core.settings`"  # noqa: E501
     rows = [line for line in text.splitlines() if line.startswith("| `")]
     assert len(rows) == len(settings.VARIABLES)
 
 
 def test_a_fio_that_is_not_there_is_named(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """As MLC_PATH and PROFILER_TUI_MEMLAT: the value that was not usable is in the sentence (exit 4)."""
-    from app.errors import ToolMissing
+    from app.core.errors import ToolMissing
     from app.runners.fio import fio_binary
 
     monkeypatch.setenv("FIO", str(tmp_path / "nofio"))

@@ -4,7 +4,7 @@ still never created as a regular file."""
 
 from __future__ import annotations
 
-from app.safety import file_facts
+from app.host.safety import file_facts
 
 
 def test_a_new_file_under_dev_shm_is_a_file_to_create() -> None:

@@ -18,7 +18,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = ROOT / "app"
-UI_PACKAGES = ("app.screens", "app.widgets", "app.tui", "app.console")  # app.console: the CLI's rich output
+UI_PACKAGES = ("app.screens", "app.widgets", "app.tui", "app.cli.console")  # app.cli.console: the CLI's rich output
 
 
 def module_name(path: Path) -> str:
@@ -113,10 +113,11 @@ def cycles(graph: dict[str, list[Import]]) -> list[list[str]]:
 
 def test_the_walk_sees_imports() -> None:
     """Control: the walk finds known imports, both kinds (a walk that sees nothing passes everything)."""
-    assert any(e.target == "app.presets" and not e.in_function for e in GRAPH["app.cli"])
-    assert any(e.target == "app.tui" and e.in_function for e in GRAPH["app.cli"])  # the default command
-    assert any(e.target == "app.console" and e.in_function for e in GRAPH["app.cli"])  # rich, on a terminal
-    assert not any(e.target == "app.console" and not e.in_function for e in GRAPH["app.cli"])
+    assert any(e.target == "app.plan.presets" and not e.in_function for e in GRAPH["app.cli.commands"])
+    assert any(e.target == "app.tui" and e.in_function for e in GRAPH["app.cli.commands"])  # the default command
+    assert any(e.target == "app.cli.console" and e.in_function for e in GRAPH["app.cli.commands"])  # rich, on a
+                                                                                                    # terminal
+    assert not any(e.target == "app.cli.console" and not e.in_function for e in GRAPH["app.cli.commands"])
     assert len(MODULES) > 30
 
 
@@ -168,7 +169,7 @@ def test_contract_covers_every_headless_module() -> None:
     assert contract.get("unmatched_ignore_imports_alerting") == "error"
 
 
-@pytest.mark.parametrize("module", ["app.sweep", "app.report", "app.cli"])
+@pytest.mark.parametrize("module", ["app.engine.sweep", "app.report", "app.cli.commands"])
 def test_core_modules_are_in_the_contract(module: str) -> None:
     assert module in core_modules()
 

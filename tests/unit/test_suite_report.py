@@ -272,9 +272,9 @@ JUNK = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st
        metric=JUNK)
 def test_hostile_lines_give_a_section_not_a_traceback(mode: str, keys: dict[str, Any], parts: dict[str, Any],
                                                       metric: Any) -> None:
-    from app.records import read_line
+    from app.model.records import read_line
+    from app.model.runmeta import new
     from app.report.model import MemoryRow, RunData
-    from app.runmeta import new
 
     pt = {"mode": mode, **keys}
     row = MemoryRow(0, read_line({"kind": "memory", "index": 0, "point": pt,

@@ -1,10 +1,10 @@
-"""The memory suite's figures in words (app.summary): what the CLI's and the TUI's results lines and the run
+"""The memory suite's figures in words (app.stats.summary): what the CLI's and the TUI's results lines and the run
 log say of each figure."""
 
 from __future__ import annotations
 
-from app.records import read_line
-from app.summary import figure_line, live_line, metrics_line, point_label, results_table
+from app.model.records import read_line
+from app.stats.summary import figure_line, live_line, metrics_line, point_label, results_table
 
 
 def test_figure_lines_name_mode_keys_and_unit() -> None:

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from app.compare import compare_runs
+from app.cli.compare import compare_runs
 from app.report import analysis as an
 from app.report import render, support
 from app.report.model import load

@@ -8,11 +8,11 @@ import os
 import re
 from pathlib import Path
 
-from app import presets
-from app.points import StoragePoint
-from app.sparse import hole_warning
-from app.summary import FLAG_MARK, flag_legend, flag_text
-from app.textable import fit_line, format_table, table_lines
+from app.core.textable import fit_line, format_table, table_lines
+from app.host.sparse import hole_warning
+from app.model.points import StoragePoint
+from app.plan import presets
+from app.stats.summary import FLAG_MARK, flag_legend, flag_text
 
 HEAD = ["Workload", "Figure", "A", "B", "B/A", "B − A (95 %)", "Noise", "How"]
 ROWS = [["randwrite 4K QD32", "Mean µs", "620.63", "1377.54", "2.22×", "+756.91 ± 1678.07", "too few samples",

@@ -1,4 +1,4 @@
-"""The tail-over-time check (app.tails.tail_stability): which seconds count, the median and worst second, the
+"""The tail-over-time check (app.model.tails.tail_stability): which seconds count, the median and worst second, the
 factor's boundary, and hostile sample values."""
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app import presets
-from app.records import JSONObject, Parts, StorageMetrics
+from app.model.records import JSONObject, Parts, StorageMetrics
+from app.model.tails import MIN_TAIL_INTERVALS, TAIL_UNSTABLE_FACTOR, tail_stability
+from app.plan import presets
 from app.runners.fio import point_tail
-from app.tails import MIN_TAIL_INTERVALS, TAIL_UNSTABLE_FACTOR, tail_stability
-from app.timeseries import MAX_SERIES, samples_csv
-from app.validity import point_flags
+from app.stats.timeseries import MAX_SERIES, samples_csv
+from app.stats.validity import point_flags
 
 
 def seconds(p99s: list[float], iops: float = 5000.0, **extra: Any) -> list[dict[str, Any]]:

@@ -1,4 +1,5 @@
-"""app.tails: the histogram record, its percentiles and exceedance curve, the support rule; the validity flags read
+"""app.model.tails: the histogram record, its percentiles and exceedance curve, the support rule; the validity flags
+read
 from the device and tail parts."""
 
 from __future__ import annotations
@@ -9,10 +10,10 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app import tails
-from app.records import JSONObject, Parts, StorageMetrics, read_line
+from app.model import tails
+from app.model.records import JSONObject, Parts, StorageMetrics, read_line
 from app.runners.fio_parse import _percentile_from_bins, combine_latency, latency_hist
-from app.validity import TargetFacts, device_reasons, point_checks, point_flags, tail_reason
+from app.stats.validity import TargetFacts, device_reasons, point_checks, point_flags, tail_reason
 
 hists = st.dictionaries(st.integers(1, 10**12), st.integers(1, 10**9), min_size=1, max_size=60)
 
@@ -156,7 +157,7 @@ def test_tail_stability_of_hostile_samples_is_a_record(samples: list[dict[str, o
 
 def test_a_recorded_ratio_or_device_mean_out_of_range_reads_as_absent() -> None:
     """A results line from anywhere: 1e308 or a negative ratio is no measurement, and is not printed."""
-    from app.validity import recorded_ns, recorded_ratio
+    from app.stats.validity import recorded_ns, recorded_ratio
 
     for bad in (1e308, -1, "1.0", True, None, float("nan")):
         assert recorded_ratio({"read_ratio": bad}, "read_ratio") is None

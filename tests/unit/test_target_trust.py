@@ -1,5 +1,6 @@
-"""Who may steer what root's fio opens (app.safety.trust_reasons), and the test file the tool removes
-(app.sweep.LocalTarget): directories and modes made here, no other user needed (tests/integration/test_target_owners.py
+"""Who may steer what root's fio opens (app.host.safety.trust_reasons), and the test file the tool removes
+(app.engine.sweep.LocalTarget): directories and modes made here, no other user needed
+(tests/integration/test_target_owners.py
 has the other user, nobody, and fio)."""
 
 from __future__ import annotations
@@ -9,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from app import runmeta, safety
-from app.errors import SafetyError
-from app.sweep import DEFAULT_TARGET_NAME, LocalTarget, resolve_target
+from app.core.errors import SafetyError
+from app.engine.sweep import DEFAULT_TARGET_NAME, LocalTarget, resolve_target
+from app.host import safety
+from app.model import runmeta
 
 
 def test_a_target_in_a_directory_of_this_user_s_is_trusted(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""Markdown tables written by app.textable and read back by it (the compare view and the CLI's rich
+"""Markdown tables written by app.core.textable and read back by it (the compare view and the CLI's rich
 compare draw what compare writes)."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.sanitize import clean_line
-from app.textable import ReadTable, markdown_table, read_markdown
+from app.core.sanitize import clean_line
+from app.core.textable import ReadTable, markdown_table, read_markdown
 
 # any text, Markdown's characters (a '|' too) and control characters included: the table escapes and cleans it
 CELL = st.text(st.one_of(st.characters(blacklist_categories=["Cs"]), st.sampled_from("|\\`*_[]<>#!&:/-")),

@@ -7,10 +7,10 @@ import re
 from pathlib import Path
 from typing import Any
 
+from app.core.sanitize import cut_at_word
 from app.report import trends
 from app.report import verdict as vd
 from app.report.model import load
-from app.sanitize import cut_at_word
 from tests.helpers.tail_runs import storage_line, write_run
 
 
@@ -49,7 +49,7 @@ def test_a_long_reason_is_not_cut() -> None:
 
 
 def test_a_cut_never_ends_on_a_bare_figure() -> None:
-    """The shared cut (app.sanitize.cut_at_word) keeps a figure with its unit, or leaves both out."""
+    """The shared cut (app.core.sanitize.cut_at_word) keeps a figure with its unit, or leaves both out."""
     text = "too few samples: 20 samples of 1 s each"
     assert cut_at_word(text, 24) == "too few samples…"
     assert cut_at_word(text, 29) == "too few samples: 20 samples…"

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from app.records import JSONObject
+from app.model.records import JSONObject
 from app.report import analysis as an
 from app.report import plots, render_report, trends, verdict
 from app.report.model import StorageRow

@@ -1,4 +1,4 @@
-"""app.tune on a fake sysfs root: which files --tune changes (governor and idle states of two CPUs, a queue's
+"""app.host.tune on a fake sysfs root: which files --tune changes (governor and idle states of two CPUs, a queue's
 scheduler), the order record → change, the restore rule (another process's value wins), a kernel that refuses a
 value, and the hostile cases: a symlink in place of a file or of a directory, a path outside the root, a restore
 directory or record another user owns or can write, a record planted by ``nobody``, a live run's record."""
@@ -18,10 +18,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app import tune
-from app.audit import Audit, Item
-from app.errors import SafetyError, UsageError
-from app.link import SYSFS_ENV
+from app.core.errors import SafetyError, UsageError
+from app.host import tune
+from app.host.audit import Audit, Item
+from app.host.link import SYSFS_ENV
 
 GOV = "devices/system/cpu/cpu{n}/cpufreq/scaling_governor"
 IDLE = "devices/system/cpu/cpu{n}/cpuidle/state{s}/disable"
@@ -232,7 +232,7 @@ def test_nobody_cannot_plant_a_record(sysfs: Path, tmp_path: Path, shared: Path)
 
 
 def test_tune_needs_root(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    from app.cli import main
+    from app.cli.commands import main
 
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     with pytest.raises(UsageError, match="needs root"):

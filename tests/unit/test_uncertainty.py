@@ -1,4 +1,4 @@
-"""The batch-means confidence interval and its MSER-5 warm-up rule (app/uncertainty.py)."""
+"""The batch-means confidence interval and its MSER-5 warm-up rule (app/stats/uncertainty.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.report.noise import t95
-from app.uncertainty import (
+from app.stats.uncertainty import (
     FLOOR_Z,
     Interval,
     NoInterval,
@@ -150,7 +150,7 @@ def test_coverage_with_strong_correlation() -> None:
     short, refused = coverage(0.9, 300, 400)
     assert 0.90 <= short <= 0.99 and 60 <= refused <= 170
     long_, refused = coverage(0.9, 1200, 200)
-    # about 98 %: the floor at the 99 % bound of the correlation (app.uncertainty._at_least) errs on the wide side
+    # about 98 %: the floor at the 99 % bound of the correlation (app.stats.uncertainty._at_least) errs on the wide side
     assert 0.90 <= long_ <= 0.99 and refused <= 20
 
 

@@ -1,4 +1,5 @@
-"""The interval record of a results line, replicate spreads and differences (app.uncertainty, app.records)."""
+"""The interval record of a results line, replicate spreads and differences (app.stats.uncertainty,
+app.model.records)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ from typing import Mapping, cast
 import numpy as np
 import pytest
 
-from app.records import JSONObject, MemoryMetrics, StorageMetrics, read_line, write_line
-from app.uncertainty import (
+from app.model.records import JSONObject, MemoryMetrics, StorageMetrics, read_line, write_line
+from app.stats.uncertainty import (
     interval_difference,
     intervals_of,
     none_because,
@@ -111,7 +112,7 @@ def test_a_heavy_tailed_series_gets_an_interval_that_starts_at_zero_not_below() 
     ([1.0, float("inf")], "its interval is not finite"), ([-1.0, 2000.0], "its interval is not within 0 … 2^64"),
     ([1000.0], "its interval is not two numbers")])
 def test_an_interval_that_is_no_interval_of_its_figure_reads_as_none_with_why(pair: list[float], why: str) -> None:
-    """The reader's rule (app.records.interval_problem): degenerate, or a half-width as large as its centre (it
+    """The reader's rule (app.model.records.interval_problem): degenerate, or a half-width as large as its centre (it
     reaches 0 and bounds nothing below); the line itself is kept byte for byte."""
     text = json.dumps(_line({"iops": 1041.0, "ci95": {"iops": pair}}))
     line = read_line(text)

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from app import presets
-from app.points import RunStatus
+from app.engine.sweep import PointDone, PointFailed, RunFinished, load_session, new_session
+from app.model.points import RunStatus
+from app.plan import presets
 from app.runners.fio_parse import metrics, unserved
-from app.sweep import PointDone, PointFailed, RunFinished, load_session, new_session
 
 DOC = json.loads((Path(__file__).resolve().parents[1] / "data" / "fio" / "detached-loop-zero-bytes.json").read_text())
 
@@ -77,8 +77,8 @@ def test_a_point_that_moved_no_bytes_fails_and_resume_measures_it_again(tmp_path
 def test_i_os_that_moved_no_bytes_have_no_iops_per_cpu_and_are_not_imported(tmp_path: Path) -> None:
     """The canned document's 582,324 empty reads in 0.99 CPU-s gave "587k IOPS per CPU" beside 0 IOPS, and an
     import took them as a point: neither is a figure of a target."""
-    from app.errors import UsageError
-    from app.importer import import_files
+    from app.core.errors import UsageError
+    from app.engine.importer import import_files
 
     assert "iops_per_cpu" not in metrics(DOC)
     src = tmp_path / "fio.json"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 
-from app.audit import ITEMS
+from app.host.audit import ITEMS
 from tests.helpers.vm_guest import Guest
 
 

@@ -19,7 +19,7 @@ def test_the_layer_split_on_the_nvme_namespace_agrees_with_its_counters(lab: Gue
     lab.run("mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing; "
             "echo none > /sys/block/nvme0n1/queue/scheduler")
     why = lab.run(f"cd /run/xchg && PYTHONPATH={ROOT} {ROOT}/.venv/bin/python -c "
-                  "'from app.blocktrace import unavailable; print(unavailable() or \"\")'").out.strip()
+                  "'from app.host.blocktrace import unavailable; print(unavailable() or \"\")'").out.strip()
     if why:
         pytest.skip(f"in the guest: {why}")
     done = lab.run(f"cd /run/xchg && PYTHONPATH={ROOT} exec {ROOT}/.venv/bin/profiler-tui run custom --yes "

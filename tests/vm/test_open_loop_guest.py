@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from app.units import us
+from app.core.units import us
 from tests.conftest import run_cli
 from tests.helpers.vm_guest import Guest
 

@@ -1,0 +1,1 @@
+"""The command line: the click commands, plain and rich progress, the NDJSON event stream, compare."""

@@ -1,0 +1,1 @@
+"""The host layer: the machine (devices, sysfs, safety, programs, audit, tuning, telemetry, counters)."""
