@@ -53,9 +53,9 @@ from app.fleet.inspect import (
 )
 from app.host import safety
 from app.host.external import describe_failure, run_bounded
+from app.host.process import die_with_parent
 from app.host.programs import untrusted, which_trusted
 from app.model import points
-from app.runners.base import die_with_parent
 from app.runners.fio import TargetShape
 
 CONNECT_TIMEOUT_S = 15.0

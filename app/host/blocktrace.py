@@ -42,7 +42,7 @@ buckets keep four significant bits of a time in ns (8 per power of two: a bucket
 sums for the means.  Its output is hostile input all the same: held bounded (a line, the intervals kept), parsed
 strictly (:class:`TraceParser`: any line that is not one of the program's own refuses the whole trace).
 
-The tracer is started with :func:`app.runners.base.spawn`: its own session, and killed by the kernel when the tool
+The tracer is started with :func:`app.host.process.spawn`: its own session, and killed by the kernel when the tool
 dies (a parent-death signal), so it never outlives the tool; it is stopped with SIGINT (it prints the last part
 interval) and SIGKILL after a grace.  Its own CPU time is read from /proc over the point and reported.  The probes'
 time in the kernel is spent in the threads that submit and complete the I/O, not in the tracer's process, so the
@@ -63,9 +63,9 @@ from pathlib import Path
 from app.core.sanitize import clean_line
 from app.host.devstat import locate
 from app.host.link import read_attr
+from app.host.process import spawn
 from app.host.programs import which_trusted
 from app.model.records import JSONObject
-from app.runners.base import spawn
 
 BTF = Path("/sys/kernel/btf/vmlinux")
 TRACEFS = Path("/sys/kernel/tracing")

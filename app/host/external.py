@@ -25,8 +25,8 @@ import threading
 import time
 from dataclasses import dataclass
 
+from app.host.process import die_with_parent
 from app.host.programs import which_trusted
-from app.runners.base import die_with_parent
 
 SLICE_S = 0.05  # how long one wait for output lasts: the longest a ^C or a cancel waits
 DEFAULT_LIMIT = 1 << 20  # bytes of stdout a tool may print (a device listing or a health log is a few KiB)

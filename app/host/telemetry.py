@@ -51,7 +51,7 @@ from typing import IO, Iterable, Mapping, TypedDict
 from app.core.sanitize import clean_line
 from app.host.external import describe_failure, run_bounded
 from app.host.link import MAX_DEPTH, device_number, sysfs_root
-from app.plan.procedure import TELEMETRY_INTERVAL_S
+from app.model.keys import TELEMETRY_INTERVAL_S
 from app.store.results import SCHEMA_VERSION, now_iso, open_file, read_beneath, read_regular
 
 TOOL_TIMEOUT_S = 3.0  # a health log takes well under a second; a tool that hangs this long is not asked again

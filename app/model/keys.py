@@ -24,6 +24,7 @@ Value: TypeAlias = str | int | float | bool | None  # what a point's key holds (
 
 RW_MODES = ("read", "write", "randread", "randwrite", "rw", "randrw", "trim", "randtrim")
 IOENGINES = ("libaio", "io_uring", "psync", "sync", "pvsync2", "posixaio")
+ENGINES = ("auto", "mlc", "builtin")  # the memory engines --engine names
 MLC_DELAYS = (0, 2, 8, 15, 50, 100, 200, 300, 400, 500, 700, 1000, 1300, 1700, 2500, 3500, 5000, 9000, 20000)
 TRAFFIC = ("R", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11", "W12")
 # idle and loaded latency, then the suite beside them (one results line = one figure of one of these)
@@ -33,6 +34,7 @@ C2C_KINDS = ("hitm", "hit")  # a cache-to-cache transfer of a modified line, or 
 C2C_HOMES = ("writer", "reader")  # the node a remote c2c line's memory is bound to
 MAX_THREADS = 1024
 
+TELEMETRY_INTERVAL_S = 10  # seconds between drive telemetry readings while a point runs (app.host.telemetry)
 MAX_SECONDS = 7 * 24 * 3600  # runtime and ramp_time: 7 days
 MAX_MEMORY_SECONDS = 3600  # memory duration: the built-in engine's limit (MLC's -t is whole seconds)
 MIN_MEMORY_SECONDS = 0.05  # a working-set point's window can be this short (MLC's -t rounds up to 1 s)

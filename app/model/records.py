@@ -31,6 +31,7 @@ from app.model.tails import Hist, hist_of_record
 JSONValue: TypeAlias = "None | bool | int | float | str | list[JSONValue] | dict[str, JSONValue]"
 JSONObject: TypeAlias = "dict[str, JSONValue]"
 
+MIN_CPU_SECONDS = 0.01  # less CPU time than this (a few ms) gives an IOPS per CPU of rounding, not of work
 MAX_NUMBER = float(1 << 64)
 # the version of the results format (docs/results-schema.md): written into run.json and every results line;
 # raised when a key changes meaning or type, not when one is added

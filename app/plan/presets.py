@@ -44,8 +44,10 @@ from app.core.sanitize import escape_control, has_control, show_value
 from app.core.units import format_duration, format_size_human, setting_text
 from app.host import topology as machine
 from app.host.topology import Topology, cpu_list, cpu_list_text
+from app.model.keys import ENGINES as ENGINES  # the memory engines, named here too for the CLI and the TUI
 from app.model.keys import (
     MAX_SECONDS,
+    MLC_DELAYS,
     NODE,
     Key,
     boolean,
@@ -104,8 +106,6 @@ STORAGE = Kind.STORAGE
 MEMORY = Kind.MEMORY
 KINDS = tuple(Kind)
 
-MLC_DELAYS = (0, 2, 8, 15, 50, 100, 200, 300, 400, 500, 700, 1000, 1300, 1700, 2500, 3500, 5000, 9000, 20000)
-ENGINES = ("auto", "mlc", "builtin")
 
 # --- limits (each documented in docs/presets.md; the keys' own limits are in app/model/keys.py) ---------
 

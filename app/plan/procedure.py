@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Iterable, Mapping, Sequence
 
 from app.core.errors import UsageError
-from app.model.keys import rate_share
+from app.model.keys import TELEMETRY_INTERVAL_S, rate_share
 from app.model.points import WRITE_MODES, Kind, Point, StoragePoint
 from app.model.records import ResultLine
 from app.stats.uncertainty import replicate_spread
@@ -51,7 +51,6 @@ SEQUENTIAL_PRECONDITION_PASSES = 2
 SEQUENTIAL_PRECONDITION_QD = 32
 WORKLOAD_PRECONDITION_CAP_S = 1800  # a workload preconditioning pass stops here if fio never saw steady state
 ASSUMED_PRECONDITION_BYTES_PER_S = 500e6  # for the estimate only: the real time depends on the device
-TELEMETRY_INTERVAL_S = 10  # seconds between drive telemetry readings while a point runs (app.host.telemetry)
 MAX_TELEMETRY_INTERVAL_S = 3600
 AUTO = "auto"  # repeat = "auto": replicates until their spread is small (repeat_cv), at most repeat_max
 MAX_REPEAT = 50

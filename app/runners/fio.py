@@ -32,12 +32,11 @@ from app.host.devstat import CounterWindow, DeviceWindow, open_counters
 from app.host.external import run_tool
 from app.host.programs import which_trusted
 from app.host.topology import check_cpus
-from app.model.keys import NODE
+from app.model.keys import MAX_SECONDS, NODE
 from app.model.points import WRITE_MODES, Kind, Point, StoragePoint, implied, json_types, keys_of
 from app.model.records import MAX_NUMBER, JSONObject, Parts, StorageMetrics, number
 from app.model.tails import tail_stability
 from app.plan.openloop import open_loop_part, rate_options
-from app.plan.presets import MAX_SECONDS
 from app.plan.procedure import (
     ASSUMED_PRECONDITION_BYTES_PER_S,
     SEQUENTIAL_PRECONDITION_BS,

@@ -15,7 +15,7 @@ from typing import Any, Mapping, TypedDict
 
 from app.core.sanitize import show_value
 from app.host.devstat import FioDone
-from app.model.records import MAX_NUMBER
+from app.model.records import MAX_NUMBER, MIN_CPU_SECONDS
 from app.model.tails import Hist, hist_of_bins, hist_record, merge
 from app.stats.latmap import HIST_KEY, interval_record
 
@@ -563,9 +563,6 @@ def cpu_seconds(jobs: list[dict[str, object]]) -> float:
     the threads it reports for) times its ``job_runtime`` (the threads' measured runtimes added up, ms)."""
     return sum((float_of(j.get("usr_cpu") or 0.0) + float_of(j.get("sys_cpu") or 0.0)) / 100.0
                * float_of(j.get("job_runtime") or 0) / 1000.0 for j in jobs)
-
-
-MIN_CPU_SECONDS = 0.01  # less CPU time than this (a few ms) gives a ratio of rounding, not of work
 
 
 def iops_per_cpu(jobs: list[dict[str, object]], total_ios: int) -> float | None:

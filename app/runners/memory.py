@@ -113,10 +113,10 @@ from app.host.external import run_tool
 from app.host.programs import refusal, untrusted, which_trusted
 from app.host.topology import Topology, allowed_cpus, check_cpus, cpu_list, cpu_list_text
 from app.host.topology import read as read_topology
+from app.model.keys import ENGINES, MLC_DELAYS
 from app.model.keys import cpus as parse_cpus
 from app.model.points import Kind, MemoryPoint, Point
 from app.model.records import JSONObject, MemoryMetrics, Parts
-from app.plan.presets import ENGINES, MLC_DELAYS
 from app.runners.base import Child, Context, Event, Result, Runner, Sample
 from app.runners.mlc_parse import (
     MAX_LINE_CHARS,

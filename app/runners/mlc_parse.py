@@ -96,7 +96,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Callable, Generic, Iterable, TypeVar
 
-from app.plan.presets import MLC_DELAYS
+from app.model.keys import MLC_DELAYS
 
 __all__ = ["Row", "Section", "Figure", "LineParser", "parse", "parse_text", "parse_command_line",
            "traffic_from_text", "loaded_rows", "idle_latency", "idle_windows", "PEAK_LABELS", "SECTION_NAMES"]

@@ -40,7 +40,7 @@ def render_in_child(path: Path) -> None:
     import sys
 
     import app
-    from app.runners.base import die_with_parent
+    from app.host.process import die_with_parent
 
     def child_setup() -> None:  # between fork and exec: dies with its thread, and yields the CPU to the screens
         die_with_parent()

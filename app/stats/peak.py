@@ -37,9 +37,8 @@ from typing import Mapping, Sequence
 from app.core.sanitize import clean_line
 from app.core.units import format_count
 from app.host.topology import cpu_list
-from app.model.records import ResultLine, is_num, number, read_line
+from app.model.records import MIN_CPU_SECONDS, ResultLine, is_num, number, read_line
 from app.plan.procedure import SATURATION_IOPS_GAIN
-from app.runners.fio_parse import MIN_CPU_SECONDS
 
 OPTIONS = ("registerfiles", "fixedbufs", "sqthread_poll", "hipri")  # io_uring options tried by the peak preset
 CPU_BUSY_SHARE = 0.90  # at least this share of the counted CPUs (or of each fio job's CPU) busy: CPU ran out
