@@ -34,6 +34,8 @@ C2C_KINDS = ("hitm", "hit")  # a cache-to-cache transfer of a modified line, or 
 C2C_HOMES = ("writer", "reader")  # the node a remote c2c line's memory is bound to
 MAX_THREADS = 1024
 
+# the adaptive axes' saturation rule (app.plan.procedure) and the peak's "stopped growing" (app.stats.peak):
+SATURATION_IOPS_GAIN = 0.03  # IOPS grew less than 3 % over a step
 TELEMETRY_INTERVAL_S = 10  # seconds between drive telemetry readings while a point runs (app.host.telemetry)
 MAX_SECONDS = 7 * 24 * 3600  # runtime and ramp_time: 7 days
 MAX_MEMORY_SECONDS = 3600  # memory duration: the built-in engine's limit (MLC's -t is whole seconds)

@@ -602,6 +602,11 @@ def table_key(table: Mapping[str, object]) -> str:
     return json.dumps({k: v for k, v in table.items() if k not in ("group", "engine")}, sort_keys=True)
 
 
+def base_key(table: Mapping[str, object]) -> str:
+    """:func:`table_key` less the replicate: the replicates of one repeated point share it."""
+    return table_key({k: v for k, v in table.items() if k != "replicate"})
+
+
 def plan_keys(plan: Sequence[object]) -> tuple[str, ...]:
     """:func:`table_key` of each point of a plan (run.json's ``plan`` tables, by index; "" for one that is no
     table, which no line matches)."""

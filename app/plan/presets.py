@@ -70,6 +70,7 @@ from app.model.points import (
     point_from_dict,
     records_of,
 )
+from app.model.records import base_key as base_key  # a point's identity less the replicate
 from app.model.records import table_key as table_key  # a point's identity: the results reader needs it too
 from app.plan.procedure import (
     AUTO,
@@ -590,11 +591,6 @@ def normalise_point(point: Point) -> Point:
 def point_key(point: Point) -> str:
     """A stable identity of a point, used to merge duplicates and to resume."""
     return table_key(point.to_dict())
-
-
-def base_key(table: Mapping[str, object]) -> str:
-    """:func:`table_key` less the replicate: the replicates of one repeated point share it."""
-    return table_key({k: v for k, v in table.items() if k != "replicate"})
 
 
 def plan_writes(points: Iterable[Point]) -> bool:

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Iterable, Mapping, Sequence
 
 from app.core.errors import UsageError
-from app.model.keys import TELEMETRY_INTERVAL_S, rate_share
+from app.model.keys import SATURATION_IOPS_GAIN, TELEMETRY_INTERVAL_S, rate_share
 from app.model.points import WRITE_MODES, Kind, Point, StoragePoint
 from app.model.records import ResultLine
 from app.stats.uncertainty import replicate_spread
@@ -42,7 +42,6 @@ MAX_ROUNDS = 100
 SNIA_WINDOW = 5  # rounds in the steady-state window
 SNIA_RANGE = 0.20  # max - min of the window within 20 % of its mean
 SNIA_EXCURSION = 0.10  # the best-fit line's excursion over the window within 10 % of the mean
-SATURATION_IOPS_GAIN = 0.03  # IOPS grew less than 3 % ...
 SATURATION_LATENCY_GROWTH = 1.5  # ... while mean latency grew at least 1.5x ...
 SATURATION_STEPS = 2  # ... on this many consecutive steps
 ADAPTIVE_AXES = {"iodepth": "QD", "numjobs": "numjobs"}

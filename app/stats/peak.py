@@ -37,8 +37,8 @@ from typing import Mapping, Sequence
 from app.core.sanitize import clean_line
 from app.core.units import format_count
 from app.host.topology import cpu_list
-from app.model.records import MIN_CPU_SECONDS, ResultLine, is_num, number, read_line
-from app.plan.procedure import SATURATION_IOPS_GAIN
+from app.model.keys import SATURATION_IOPS_GAIN
+from app.model.records import MIN_CPU_SECONDS, ResultLine, base_key, is_num, number, read_line
 
 OPTIONS = ("registerfiles", "fixedbufs", "sqthread_poll", "hipri")  # io_uring options tried by the peak preset
 CPU_BUSY_SHARE = 0.90  # at least this share of the counted CPUs (or of each fio job's CPU) busy: CPU ran out
@@ -394,8 +394,6 @@ def mean_iops(lines: Sequence[ResultLine]) -> float:
 
 def load_sets(points: Sequence[ResultLine]) -> list[list[ResultLine]]:
     """The points grouped by their point less its replicate (a load's replicates), in first-seen order."""
-    from app.plan.presets import base_key
-
     out: dict[str, list[ResultLine]] = {}
     for ln in points:
         out.setdefault(base_key(ln.point), []).append(ln)
