@@ -54,10 +54,10 @@ from app.stats.finesamples import GROUP, MAX_R, MIN_BATCHES, R_MARGIN, fine_inte
 from app.stats.uncertainty import (  # noqa: E402
     LEVEL,
     Interval,
-    _unbiased_lag1,
     batch_means_interval,
     correlation_time,
     student_t_quantile,
+    unbiased_lag1,
 )
 from bench.claims.synth import ar1  # noqa: E402 - after the sys.path line above
 
@@ -122,7 +122,7 @@ def _ar1_half(kept: Sequence[float]) -> float:
     n = len(kept)
     centre = math.fsum(kept) / n
     sd = math.sqrt(math.fsum((v - centre) ** 2 for v in kept) / (n - 1))
-    r = _unbiased_lag1(list(kept))
+    r = unbiased_lag1(list(kept))
     r = min(max(r + R_MARGIN * math.sqrt(max(1 - r * r, 0.0) / n), 0.0), MAX_R) if sd > 0 else 0.0
     factor = (1 + r) / (1 - r)
     df = max(1, math.floor(n / factor) - 1)

@@ -34,10 +34,10 @@ from app.stats.uncertainty import (
     LevelShift,
     NoInterval,
     Uncertainty,
-    _unbiased_lag1,
     batch_means_interval,
     level_shift,
     student_t_quantile,
+    unbiased_lag1,
     uncertainty_of,
 )
 
@@ -64,7 +64,7 @@ def fine_interval(values: Sequence[float], level: float = LEVEL) -> Interval | N
     n = len(kept)
     centre = math.fsum(kept) / n
     sd = math.sqrt(math.fsum((v - centre) ** 2 for v in kept) / (n - 1)) if n > 1 else 0.0
-    r = _unbiased_lag1(kept)
+    r = unbiased_lag1(kept)
     r = min(max(r + R_MARGIN * math.sqrt(max(1 - r * r, 0.0) / n), 0.0), MAX_R) if sd > 0 else 0.0
     factor = (1 + r) / (1 - r)  # samples per independent one
     df = max(1, math.floor(n / factor) - 1)

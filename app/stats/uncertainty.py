@@ -158,7 +158,7 @@ def batch_means_interval(values: Sequence[float], level: float = 0.95,
     m = 1
     while (k := len(kept) // m) >= min_batches:
         means = _batch_means(kept, m)
-        if _unbiased_lag1(means) < R1_Z / math.sqrt(k):
+        if unbiased_lag1(means) < R1_Z / math.sqrt(k):
             iv = _interval(means, level, m, cut, offset)
             return _at_least(iv, kept, level) if gate else iv
         m *= 2
@@ -192,14 +192,14 @@ def warmup_cut(values: Sequence[float]) -> int:
 
 def correlation_time(values: Sequence[float], z: float = 0.0, small_sample: bool = False) -> float:
     """The integrated correlation time of ``values`` in samples, ``(1 + r)/(1 − r)``, ``r`` their lag-1
-    autocorrelation less its small-sample bias (:func:`_unbiased_lag1`), raised by ``z`` of its standard error,
+    autocorrelation less its small-sample bias (:func:`unbiased_lag1`), raised by ``z`` of its standard error,
     clipped to 0–:data:`MAX_R`: the factor by which correlation inflates the variance of a mean of AR(1)
     samples (1 for independent ones).  The standard error is the large-sample ``√((1 − r²)/n)``, or with
     ``small_sample`` :func:`lag1_se`, which a bound that must hold on a short series needs."""
     xs = [float(v) for v in values]
     if len(xs) < 3:
         return 1.0
-    r = _unbiased_lag1(xs)
+    r = unbiased_lag1(xs)
     n = len(xs)
     se = lag1_se(r, n) if small_sample else math.sqrt(max(1 - r * r, 0.0) / n)
     r = min(max(r + z * se, 0.0), MAX_R)
@@ -207,7 +207,7 @@ def correlation_time(values: Sequence[float], z: float = 0.0, small_sample: bool
 
 
 def lag1_se(r: float, n: int) -> float:
-    """The standard error of the bias-corrected lag-1 autocorrelation ``r`` (:func:`_unbiased_lag1`) of ``n``
+    """The standard error of the bias-corrected lag-1 autocorrelation ``r`` (:func:`unbiased_lag1`) of ``n``
     samples: ``√((1 − r²)/n + ((1 + 3r)/n)²)``.
 
     The first term is the large-sample one (Bartlett).  On a short, strongly correlated series the estimate
@@ -328,7 +328,7 @@ def _lag1(means: list[float]) -> float:
     return math.fsum(a * b for a, b in zip(dev, dev[1:])) / var if var > 0 else 0.0
 
 
-def _unbiased_lag1(means: list[float]) -> float:
+def unbiased_lag1(means: list[float]) -> float:
     """The lag-1 autocorrelation of ``means`` less its small-sample bias: for an AR(1) series of ``k`` values
     the estimate is low by about ``(1 + 3ρ)/k`` (Kendall 1954; Marriott & Pope, Biometrika 41, 1954)."""
     r = _lag1(means)
@@ -340,7 +340,7 @@ def _interval(means: list[float], level: float, m: int, cut: int, offset: float)
     centre = math.fsum(means) / k
     sd = math.sqrt(math.fsum((v - centre) ** 2 for v in means) / (k - 1))
     # what correlation the test let through still narrows the interval: widen by the AR(1) factor
-    r1 = min(max(_unbiased_lag1(means), 0.0), 0.9)  # the test keeps it below 2/√k: the bound is for min_batches < 5
+    r1 = min(max(unbiased_lag1(means), 0.0), 0.9)  # the test keeps it below 2/√k: the bound is for min_batches < 5
     half = student_t_quantile((1 + level) / 2, k - 1) * sd / math.sqrt(k) * math.sqrt((1 + r1) / (1 - r1))
     return Interval(offset + (centre - half), offset + (centre + half), offset + centre, k, m, cut)
 

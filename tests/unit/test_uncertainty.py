@@ -15,12 +15,12 @@ from app.stats.uncertainty import (
     FLOOR_Z,
     Interval,
     NoInterval,
-    _unbiased_lag1,
     batch_means_interval,
     correlation_time,
     lag1_se,
     mser5_truncation,
     student_t_quantile,
+    unbiased_lag1,
     warmup_cut,
 )
 
@@ -180,7 +180,7 @@ def test_the_floors_bound_on_the_correlation_holds_at_99_percent(rho: float, n: 
     tau = (1 + rho) / (1 - rho)
     low = sum(correlation_time(row.tolist(), FLOOR_Z, small_sample=True) < tau * (1 - 1e-9) for row in rows)
     assert low / len(rows) <= 0.015
-    spread = float(np.std([_unbiased_lag1(row.tolist()) for row in rows]))
+    spread = float(np.std([unbiased_lag1(row.tolist()) for row in rows]))
     assert lag1_se(rho, n) == pytest.approx(spread, rel=0.1)
 
 
