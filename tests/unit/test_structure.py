@@ -280,24 +280,37 @@ def _layers_contract() -> dict:
 
 # the imports of another module's private name that are left (each a shared helper of the report's figures and
 # sections still private to its module): a new one fails, and the count may only fall
-KNOWN_PRIVATE = {
-    ("app.report.fleet_plots", "app.report.plots"): {"_page_name", "_page_title", "_plain_log", "_plt", "_save"},
-    ("app.report.fleet_render", "app.report.render"): {"_environment", "_figures", "_run", "_storage_table"},
-    ("app.report.heat", "app.report.plots"): {"_page_name", "_page_title", "_plain_log", "_plt", "_save"},
-    ("app.report.queue_plots", "app.report.plots"): {"_grid", "_log2_axis", "_plain_log", "_plt", "_save"},
-    ("app.report.suite_plots", "app.report.plots"): {"_bright", "_contended_entry", "_legend_with", "_mark_contended",
-                                                     "_plain_log", "_plt", "_save"},
-    ("app.report.tail_plots", "app.report.fleet_plots"): {"_colours", "_legend_width"},
-    ("app.report.tail_plots", "app.report.plots"): {"_colour_scale", "_grid", "_page_name", "_page_title", "_pages",
-                                                    "_plain_log", "_plt", "_save"},
+KNOWN_PRIVATE = {  # (module, the module it imports from): the names
+    ("app.report.fleet_plots", "app.report.plots"):
+        {"_page_name", "_page_title", "_plain_log", "_plt", "_save"},
+    ("app.report.fleet_render", "app.report.render"):
+        {"_environment", "_figures", "_run", "_storage_table"},
+    ("app.report.heat", "app.report.plots"):
+        {"_page_name", "_page_title", "_plain_log", "_plt", "_save"},
+    ("app.report.queue_plots", "app.report.plots"):
+        {"_grid", "_log2_axis", "_plain_log", "_plt", "_save"},
+    ("app.report.suite_plots", "app.report.plots"):
+        {"_bright", "_contended_entry", "_legend_with", "_mark_contended", "_plain_log", "_plt", "_save"},
+    ("app.report.tail_plots", "app.report.fleet_plots"):
+        {"_colours", "_legend_width"},
+    ("app.report.tail_plots", "app.report.plots"):
+        {"_colour_scale", "_grid", "_page_name", "_page_title", "_pages", "_plain_log", "_plt", "_save"},
 }
 
 # the modules outside app.store that still name a results directory's files, with how many times: a new module
 # fails, and a count may only fall (the store's readers and writers are the place for a new one)
 KNOWN_RESULTS_FILES = {
-    "app.model.records": 5, "app.engine.replay": 4, "app.engine.importer": 5, "app.engine.sweep": 1,
-    "app.host.telemetry": 2, "app.report.drive": 1, "app.report.series": 1, "app.screens.replay": 1,
-    "app.screens.report": 2, "app.screens.results": 2, "app.screens.state": 2,
+    "app.model.records": 5,
+    "app.engine.replay": 4,
+    "app.engine.importer": 5,
+    "app.engine.sweep": 1,
+    "app.host.telemetry": 2,
+    "app.report.drive": 1,
+    "app.report.series": 1,
+    "app.screens.replay": 1,
+    "app.screens.report": 2,
+    "app.screens.results": 2,
+    "app.screens.state": 2,
 }
 
 
