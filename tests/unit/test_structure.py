@@ -212,7 +212,7 @@ def _tree(path: Path) -> ast.Module:
 def from_imports(modules: dict[str, Path]) -> list[tuple[str, str, str, int]]:
     """(module, the module it imports from, the name, line) of every ``from … import name`` of an app module
     (``import app.x`` gives the name "")."""
-    found = []
+    found: list[tuple[str, str, str, int]] = []
     for module, path in modules.items():
         for node in ast.walk(_tree(path)):
             if isinstance(node, ast.ImportFrom):
