@@ -17,7 +17,7 @@ from app.core.errors import EXIT_USAGE, UsageError
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = ROOT / "app"
-SETTINGS = APP / "settings.py"
+SETTINGS = APP / "core" / "settings.py"
 DOC = ROOT / "docs" / "environment.md"
 NAME = re.compile(r"PROFILER_TUI_[A-Z0-9_]+")
 # a read of the environment: os.environ, getenv, click's envvar= (but of a name settings declares), or a variable's
@@ -30,7 +30,7 @@ def stray_reads(root: Path) -> list[str]:
     """``file:line: text`` of every read of the environment under ``root`` outside app/core/settings.py."""
     found = []
     for path in sorted(root.rglob("*.py")):
-        if path.name == "settings.py" and path.parent == root:
+        if path.name == "settings.py" and path.parent in (root, root / "core"):  # the real tree, a made-up one
             continue
         for n, line in enumerate(path.read_text().splitlines(), 1):
             if READS.search(line):
