@@ -38,7 +38,7 @@ def pytest_configure(config: pytest.Config) -> None:
     the worker's message thread is a raw thread the report's check for other threads cannot see, and a child forked
     while it holds a lock hangs (a report test waited 300 s for its pool).  The figures are the same either way."""
     if os.environ.get("PYTEST_XDIST_WORKER"):
-        from app.report import plots
+        from app.report.figures import plots
 
         plots.PARALLEL = False
 

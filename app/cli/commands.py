@@ -478,9 +478,9 @@ def _summary(path: Path, width: int | None) -> list[str]:
     when the results directory cannot be read back (the run itself already succeeded or failed)."""
     from dataclasses import replace
 
-    from app.report import analysis as an
-    from app.report.answer import plain_lines
-    from app.report.model import load
+    from app.report.compute import analysis
+    from app.report.data.model import load
+    from app.report.sections.answer import plain_lines
 
     try:
         data = load(path)
@@ -489,7 +489,8 @@ def _summary(path: Path, width: int | None) -> list[str]:
     # open-loop points answer in their own section: their iodepth is a cap, their load the offered rate
     opened = [r for r in data.storage if r.point.get("rate") is not None]
     data = replace(data, storage=[r for r in data.storage if r.point.get("rate") is None])
-    return ["", *plain_lines(data, an.storage_curves(data.storage, data.path), an.DEFAULT_P99_BOUND_US * 1e3, width,
+    return ["", *plain_lines(data, analysis.storage_curves(data.storage, data.path),
+                             analysis.DEFAULT_P99_BOUND_US * 1e3, width,
                              opened)]
 
 

@@ -48,11 +48,10 @@ from app.core.units import format_count, format_size, parse_size
 from app.model.points import Kind
 from app.model.records import interval_problem
 from app.plan.presets import RW_MODES, base_key, read_toml, shipped_dir
-from app.report import analysis as an
-from app.report import noise, support, verdict
-from app.report import procedure as rp
-from app.report.model import MemoryRow, RunData, StorageRow, load
+from app.report.compute import analysis, noise, support, verdict
+from app.report.data.model import MemoryRow, RunData, StorageRow, load
 from app.report.render import workload
+from app.report.sections import procedure
 from app.stats.uncertainty import (
     Difference,
     half_width,
@@ -814,7 +813,7 @@ def _knee_verdict(name: str, sup: support.KneeSupport) -> str:
     return f"{name} rates its knee {sup.verdict}" + (f" ({sup.verdict_text()})" if sup.verdict == "fragile" else "")
 
 
-def _moved_points(a: RunData, b: RunData, ca: an.Curve, cb: an.Curve, loads: Sequence[int]) -> list[str]:
+def _moved_points(a: RunData, b: RunData, ca: analysis.Curve, cb: analysis.Curve, loads: Sequence[int]) -> list[str]:
     """The loads (by N) whose IOPS differ between the runs by more than both points' per-second 95 % intervals:
     "QD32 ×1.27"; [] when none does or the samples to judge it are missing."""
     pa = {p.inflight: p for p in ca.points}
@@ -859,7 +858,7 @@ def _knee_sentence(label: str, ka: support.KneeSupport, kb: support.KneeSupport,
     return f"{head}; A rates its knee {va}, B {vb}: the runs' checks cannot tell whether the difference is noise."
 
 
-def _knee_unlike(conditions: cc.Conditions, ca: an.Curve, cb: an.Curve) -> list[cc.Unlike]:
+def _knee_unlike(conditions: cc.Conditions, ca: analysis.Curve, cb: analysis.Curve) -> list[cc.Unlike]:
     """The conditions that differ at any load both runs measured of one curve (each condition once)."""
     pb = {p.inflight: p for p in cb.points}
     out: dict[str, cc.Unlike] = {}
@@ -873,8 +872,8 @@ def _knee_unlike(conditions: cc.Conditions, ca: an.Curve, cb: an.Curve) -> list[
 def _knee_section(a: RunData, b: RunData) -> list[str]:
     """For each curve (workload over its loads) both runs measured at three loads or more: the knees; no verdict
     on a knee that moved when the curves' points were measured under different conditions."""
-    ca = {c.key: c for c in an.storage_curves(rp.storage_views(a.storage).main) if len(c.points) >= 3}
-    cb = {c.key: c for c in an.storage_curves(rp.storage_views(b.storage).main) if len(c.points) >= 3}
+    ca = {c.key: c for c in analysis.storage_curves(procedure.storage_views(a.storage).main) if len(c.points) >= 3}
+    cb = {c.key: c for c in analysis.storage_curves(procedure.storage_views(b.storage).main) if len(c.points) >= 3}
     common = [k for k in ca if k in cb]
     if not common:
         return []

@@ -24,7 +24,7 @@ from app.core.sanitize import clean_line
 from app.core.units import size_text
 from app.model.points import MemoryPoint, StoragePoint
 from app.model.records import number
-from app.report.model import MemoryRow, RunData, StorageRow
+from app.report.data.model import MemoryRow, RunData, StorageRow
 
 LIMIT = 60  # characters of a recorded value shown
 LABELS = {"runtime": "runtime", "ramp_time": "ramp", "size": "size", "time_based": "time-based",

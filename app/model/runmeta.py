@@ -286,7 +286,7 @@ class RunMeta:
     sources: tuple[Source, ...] = ()
     precondition: JSONObject | None = None  # the preconditioning pass as it ran
     telemetry: JSONObject | None = None  # the drive's health log: where it is read, or why there is none
-    fleet: JSONObject | None = None  # a fleet run's hosts (checked by app.report.fleet_read / app.fleet.runner)
+    fleet: JSONObject | None = None  # a fleet run's hosts (checked by app.report.data.fleet_read / app.fleet.runner)
     audit: JSONObject | None = None  # the host settings read before the first point (app.host.audit)
     tune: JSONObject | None = None  # settings --tune changed, their previous values and whether restored
                                     # (app.host.tune)

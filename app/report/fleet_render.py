@@ -1,6 +1,6 @@
 """report.md of a fleet run (docs/report.md, "Fleet runs"): the run, its hosts, each host's storage tables,
 the fleet table (each host's figures per point, the fleet's median and total), each host's deviation from the
-median, the outliers (app.report.fleet) and the hosts side by side (app.report.fleet_plots).
+median, the outliers (app.report.compute.fleet) and the hosts side by side (app.report.figures.fleet_plots).
 
 The single-host analysis (Little's law, knees, the p99 bound, the queueing view) and its figures are not
 repeated once per host: ``compare DIR --host A --host B`` compares two hosts point by point.
@@ -16,9 +16,8 @@ from app.core.textable import markdown_table
 from app.core.units import format_count, us
 from app.model.points import Kind
 from app.model.tails import TAIL_PERCENTILES
-from app.report import drive, heat, tails
-from app.report import intervals as ci
-from app.report.fleet import (
+from app.report.compute import intervals
+from app.report.compute.fleet import (
     MEASURES,
     MIN_OUTLIER_HOSTS,
     NOISE_FLOOR,
@@ -33,22 +32,24 @@ from app.report.fleet import (
     rows_of_host,
     slowest_tail,
 )
-from app.report.model import RunData
+from app.report.data.model import RunData
+from app.report.figures import heat
 from app.report.render import (
     MB,
     STORAGE_UNITS,
-    _environment,
-    _figures,
-    _run,
-    _storage_table,
+    environment_section,
     interval_notes,
     results_csv,
+    run_section,
+    section_figures,
+    storage_table,
     workload,
 )
+from app.report.sections import drive, tails
 from app.store.results import write_new
 
 if TYPE_CHECKING:
-    from app.report.plots import Figure
+    from app.report.figures.plots import Figure
 
 MAX_OUTLIER_SENTENCES = 40  # host-points called out; past this many the rest are counted (bold in the table)
 MAX_NAMED_HOSTS = 8  # hosts named in one sentence; past this many the rest are counted
@@ -79,7 +80,7 @@ def _intro() -> list[str]:
 
 def _environment_note(data: RunData) -> list[str]:
     """The Environment section: for a fleet run, the machine that ran fio's client, not the hosts."""
-    out = _environment(data)
+    out = environment_section(data)
     note = ("> The machine that ran fio's client and wrote this directory; run.json records no environment of "
             "the hosts measured.")
     return out[:2] + [note, ""] + out[2:]
@@ -113,10 +114,10 @@ def _host_sections(data: RunData) -> list[str]:
         heading = f"### {_md(h.host)} — target {_md(h.target) or 'not recorded'}"
         rows = rows_of_host(data, h.host)
         if rows:
-            out += _storage_table(rows, heading=heading, intro=False, run_dir=data.path)
+            out += storage_table(rows, heading=heading, intro=False, run_dir=data.path)
         else:
             out += [heading, "", "No point was measured on this host (see run.json's failures).", ""]
-    return out + interval_notes(data.storage, [ci.storage_intervals(data.path, p) for p in data.storage])
+    return out + interval_notes(data.storage, [intervals.storage_intervals(data.path, p) for p in data.storage])
 
 
 # --- the fleet table -------------------------------------------------------------------------------------------
@@ -235,7 +236,7 @@ def comparison_section(data: RunData, points: Sequence[FleetPoint], figures: Seq
     out += [fleet_table(points, hosts, failed_host_points(data.meta)), ""]
     out += outlier_section(points, len(hosts))
     out += tail_section(points)
-    out += _figures([f for f in figures if not tails.owns(f) and not heat.owns(f)], Kind.STORAGE)
+    out += section_figures([f for f in figures if not tails.owns(f) and not heat.owns(f)], Kind.STORAGE)
     out += ["The single-host analysis (Little's law, saturation knees, the p99 bound, the queueing view) is not "
             "repeated for each host of a fleet run: `profiler-tui compare DIR --host A --host B` compares two "
             "hosts point by point.", ""]
@@ -325,7 +326,7 @@ def tail_section(points: Sequence[FleetPoint]) -> list[str]:
 def fleet_markdown(data: RunData, points: Sequence[FleetPoint], figures: Sequence[Figure]) -> str:
     lines = [_title(data), ""] + _intro()
     lines += _environment_note(data)
-    lines += _run(data)
+    lines += run_section(data)
     lines += _fleet_section(data, points)
     lines += drive.section(data, workload)
     lines += _host_sections(data)
@@ -339,8 +340,8 @@ def fleet_markdown(data: RunData, points: Sequence[FleetPoint], figures: Sequenc
 
 def draw_fleet_figures(data: RunData, plots_dir: Path, points: list[FleetPoint] | None = None) -> list[Figure]:
     """The fleet report's figures (hosts side by side, then the merged tails), drawn into ``plots_dir``."""
-    from app.report.fleet_plots import fleet_figures
-    from app.report.tail_plots import fleet_exceedance_figures
+    from app.report.figures.fleet_plots import fleet_figures
+    from app.report.figures.tail_plots import fleet_exceedance_figures
 
     points = fleet_points(data) if points is None else points
     figures = fleet_figures(points, _hosts(data), plots_dir)

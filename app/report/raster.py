@@ -156,9 +156,9 @@ def draw_report_figures(directory: str | Path, order: Sequence[str] = ()) -> Rep
     """Every figure of ``directory``'s report, drawn in this thread, in ``order`` (the files report.md names,
     :func:`report_order`, read from the directory's report.md when not given; the rest after them in the order
     they were drawn).  UsageError/ProfilerError as
-    :func:`app.report.model.load` raises them for a directory that cannot be read."""
-    from app.report import plots
-    from app.report.model import load
+    :func:`app.report.data.model.load` raises them for a directory that cannot be read."""
+    from app.report.data.model import load
+    from app.report.figures import plots
     from app.report.write import draw_figures
 
     directory = Path(directory)

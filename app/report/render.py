@@ -19,28 +19,23 @@ from app.core.units import format_count, format_size, size_text, us
 from app.model.points import Kind
 from app.model.records import number
 from app.model.runmeta import Numa, RunMeta
-from app.report import analysis as an
-from app.report import (
+from app.report.compute import analysis, contention, intervals, replicates, support
+from app.report.compute import memory as mem
+from app.report.data.model import TRAFFIC_DESCRIPTIONS, MemoryRow, RunData, StorageRow
+from app.report.figures import heat, series
+from app.report.sections import (
     answer,
     conditions,
-    contention,
     drive,
-    heat,
     host,
     open_loop,
     peak_text,
+    procedure,
     queue_text,
-    series,
     suite,
-    support,
     tails,
     trends,
 )
-from app.report import intervals as ci
-from app.report import memory as mem
-from app.report import procedure as rp
-from app.report import replicates as rep
-from app.report.model import TRAFFIC_DESCRIPTIONS, MemoryRow, RunData, StorageRow
 from app.stats.summary import delay_header, point_label
 from app.stats.validity import (
     CHECKED,
@@ -55,7 +50,7 @@ from app.stats.validity import (
 )
 
 if TYPE_CHECKING:
-    from app.report.plots import Figure
+    from app.report.figures.plots import Figure
 
 MB = 1e6
 MIB = float(1 << 20)
@@ -134,7 +129,7 @@ def _numa_rows(numa: Numa | None) -> list[list[str]]:
              f"memory {size_text(n.memory_bytes)}"] for n in numa.nodes]
 
 
-def _environment(data: RunData) -> list[str]:
+def environment_section(data: RunData) -> list[str]:
     env = data.meta.environment
     tools = data.meta.tools or {}
     out = ["## Environment", ""]
@@ -239,7 +234,7 @@ def _device_rows(d: Mapping[str, object], prefix: str = "") -> list[list[str]]:
     return rows
 
 
-def _run(data: RunData) -> list[str]:
+def run_section(data: RunData) -> list[str]:
     m = data.meta
     preset = m.preset
     out = ["## Run", ""]
@@ -263,10 +258,10 @@ def _run(data: RunData) -> list[str]:
                      + (", …" if len(m.sources) > 20 else "")])
     if m.failures:
         rows.append(["Failed points", str(len(m.failures)) + " (see run.json)"])
-    skipped = rp.skipped_entries(m)
+    skipped = procedure.skipped_entries(m)
     if skipped:
         rows.append(["Skipped points", f"{len(skipped)} (see Skipped points)"])
-    rows += rp.precondition_rows(m)
+    rows += procedure.precondition_rows(m)
     out.append(markdown_table(["Property", "Value"], rows, right=()))
     out.append("")
     warnings = data.warnings()
@@ -290,40 +285,41 @@ def _points_text(data: RunData, total: int) -> str:
             f" × {n} host{'s' if n != 1 else ''})")
 
 
-def _storage_table(points: Sequence[StorageRow], heading: str = "## Storage results", intro: bool = True,
-                   meta: RunMeta | None = None, run_dir: Path | None = None) -> list[str]:
+def storage_table(points: Sequence[StorageRow], heading: str = "## Storage results", intro: bool = True,
+                  meta: RunMeta | None = None, run_dir: Path | None = None) -> list[str]:
     """``run_dir``: where the points' samples are, to compute the interval of a line that records none."""
     out = [heading, ""]
     if intro:
         out += [STORAGE_UNITS, ""]
     rows = []
     flagged = any(p.flags or p.other_flags for p in points)
-    cis = [ci.storage_intervals(run_dir, p) for p in points]
+    cis = [intervals.storage_intervals(run_dir, p) for p in points]
     several = len({p.source for p in points}) > 1  # imported from several files: each row names its own
     for p, c in zip(points, cis):
         name = test_type(p) + (f", replicate {p.replicate}" if p.replicate is not None else "")
         name += f", from {clean_line(p.source, 120)}" if several and p.source else ""
-        rows.append([Markup(md_text(name, cell=True) + " — *not steady*") if rp.not_steady(p) else name,
+        rows.append([Markup(md_text(name, cell=True) + " — *not steady*") if procedure.not_steady(p) else name,
                      format_size(p.bs).replace("K", " KiB").replace("M", " MiB").replace("G", " GiB")
                      if p.bs % 1024 == 0 else f"{p.bs} B",
-                     ci.pm_count(p.iops, c.get("iops")), _bw_text(p.bw, c.get("bw_bytes")),
+                     intervals.pm_count(p.iops, c.get("iops")), _bw_text(p.bw, c.get("bw_bytes")),
                      us(p.lat("min"), 1), us(p.lat("max"), 1), _us_pm(p.lat_mean, c.get("lat_mean_ns")), _p99_text(p),
                      pct(p.usr), pct(p.sys), p.iodepth,
                      p.numjobs] + ([", ".join(names(p.flags) + names(p.other_flags)) or "—"] if flagged else []))
     head = ["Test Type", "Block Size", "IOPS", "Bandwidth MB/s (MiB/s)", "Latency min (µs)", "Latency max (µs)",
             "Latency avg (µs)", "Latency p99 (µs)", "CPU usr", "CPU sys", "IO Depth", "Jobs"]
-    whole = ci.whole_run_cells([[(p.iops, c.get("iops"), format_count),
-                                 (p.bw, c.get("bw_bytes"), lambda v: f"{v / MB:.1f}"),
-                                 (p.lat_mean, c.get("lat_mean_ns"), lambda v: us(v, 2))] for p, c in zip(points, cis)])
+    whole = intervals.whole_run_cells([[(p.iops, c.get("iops"), format_count),
+                                        (p.bw, c.get("bw_bytes"), lambda v: f"{v / MB:.1f}"),
+                                        (p.lat_mean, c.get("lat_mean_ns"), lambda v: us(v, 2))]
+                                       for p, c in zip(points, cis)])
     if whole is not None:  # fio's own figures, where one reads differently from the centre shown with ±
-        head.append(f"{ci.WHOLE_RUN}: IOPS · MB/s · avg µs")
+        head.append(f"{intervals.WHOLE_RUN}: IOPS · MB/s · avg µs")
         rows = [r[:12] + [w] + r[12:] for r, w in zip(rows, whole)]
     out.append(markdown_table(head + (["Flags"] if flagged else []), rows, right=range(2, len(head))))
     out.append("")
     if intro:  # what ± is, and which points have none: once (a fleet report says it once for all its hosts)
         out += interval_notes(points, cis)
     if whole is not None:
-        out += [ci.whole_run_note(), ""]
+        out += [intervals.whole_run_note(), ""]
     out += _flags_legend(points, meta)
     marks = []
     if any(p.metrics.lat_ns is not None and p.metrics.lat_ns.percentiles_approx for p in points):
@@ -354,7 +350,7 @@ def _storage_table(points: Sequence[StorageRow], heading: str = "## Storage resu
 
 def interval_notes(points: Sequence[StorageRow], cis: Sequence[Mapping[str, object]]) -> list[str]:
     """Under a storage table: what ± is (when a point has one) and which points have none, and why."""
-    return ([ci.interval_note(), ""] if any(cis) else []) + ci.unshown_note(points, _row_name)
+    return ([intervals.interval_note(), ""] if any(cis) else []) + intervals.unshown_note(points, _row_name)
 
 
 def _row_name(p: StorageRow | MemoryRow) -> str:
@@ -366,12 +362,12 @@ def _row_name(p: StorageRow | MemoryRow) -> str:
 
 def _bw_text(bw: float, iv: tuple[float, float] | None) -> str:
     """Bandwidth in MB/s with its ± (MB/s), and MiB/s in brackets."""
-    return f"{ci.pm_fixed(bw, iv, 1, scale=MB)} ({ci.shown(bw, iv, MIB)[0]:.1f})"
+    return f"{intervals.pm_fixed(bw, iv, 1, scale=MB)} ({intervals.shown(bw, iv, MIB)[0]:.1f})"
 
 
 def _us_pm(ns: float, iv: tuple[float, float] | None) -> str:
     """A latency in µs (two decimals) with its ± in µs."""
-    return ci.pm_fixed(ns, iv, 2, scale=1e3)
+    return intervals.pm_fixed(ns, iv, 2, scale=1e3)
 
 
 def _side_us(p: StorageRow, side: str, key: str) -> str:
@@ -401,9 +397,9 @@ def _memory_tables(points: Sequence[MemoryRow], env: Mapping[str, object] | None
         rows = [[p.stride or "default", format_size(p.buffer) if p.buffer else "default",
                  _mem_pm(p, "latency_ns", p.latency, 2, "n/a"), p.engine or "?"] for p in idle]
         head = ["Stride (B)", "Buffer", "Latency (ns)", "Engine"]
-        whole = ci.whole_run_cells([_mem_whole(p) for p in idle])
+        whole = intervals.whole_run_cells([_mem_whole(p) for p in idle])
         if whole is not None:
-            head.insert(3, f"{ci.WHOLE_RUN} (ns)")
+            head.insert(3, f"{intervals.WHOLE_RUN} (ns)")
             rows = [r[:3] + [w] + r[3:] for r, w in zip(rows, whole)]
         nodes = [p.series[6] for p in idle]
         if any(nodes):  # mem_node points: which node's memory each latency is of
@@ -416,7 +412,7 @@ def _memory_tables(points: Sequence[MemoryRow], env: Mapping[str, object] | None
         out.append("")
         out += _chase_line(idle)
         out += [mem.buffer_note(idle, env, None), ""]
-    series: dict[an.MemKey, list[MemoryRow]] = {}
+    series: dict[analysis.MemKey, list[MemoryRow]] = {}
     for p in loaded:
         series.setdefault(p.series, []).append(p)
     if series:
@@ -452,9 +448,9 @@ def _memory_tables(points: Sequence[MemoryRow], env: Mapping[str, object] | None
                          _mem_pm(p, "bandwidth_mbps", p.bandwidth, 1, "-")]
                         + ([contention.contended_text(p) or "clean"] if busy else []))  # type: ignore[arg-type]
         head = [delay_header("Inject", [engine]), "Latency (ns)", "Bandwidth (MB/sec)"] + (["CPU"] if busy else [])
-        whole = ci.whole_run_cells([_mem_whole(p) for p in ordered])
+        whole = intervals.whole_run_cells([_mem_whole(p) for p in ordered])
         if whole is not None:
-            head.append(f"{ci.WHOLE_RUN}: ns · MB/sec")
+            head.append(f"{intervals.WHOLE_RUN}: ns · MB/sec")
             rows = [r + [w] for r, w in zip(rows, whole)]
         out.append(markdown_table(head, rows, right=()))
         out.append("")
@@ -467,7 +463,7 @@ def _memory_tables(points: Sequence[MemoryRow], env: Mapping[str, object] | None
         out += [mem.buffer_note(series[key], env, idle), ""]
     if idle or series:
         out += _memory_interval_note([*idle, *loaded])
-        out += mem.buffer_dependence(idle, [c for c in an.memory_curves(loaded)])
+        out += mem.buffer_dependence(idle, [c for c in analysis.memory_curves(loaded)])
     return out
 
 
@@ -476,13 +472,13 @@ def _mem_pm(p: MemoryRow, key: str, value: float | None, digits: int, none: str)
     (MLC's ``80.9`` stays ``80.9``: at most ``digits`` decimals, never more than the source gave)."""
     if value is None:
         return none
-    iv = ci.memory_intervals(p).get(key)
-    return ci.pm_fixed(value, iv, digits if iv is not None else ci.source_decimals(p, key, digits))
+    iv = intervals.memory_intervals(p).get(key)
+    return intervals.pm_fixed(value, iv, digits if iv is not None else intervals.source_decimals(p, key, digits))
 
 
 def _mem_whole(p: MemoryRow) -> list[tuple[float | None, tuple[float, float] | None, Callable[[float], str]]]:
     """A memory row's own figures (the whole window's) beside their intervals, as its table prints them."""
-    ivs = ci.memory_intervals(p)
+    ivs = intervals.memory_intervals(p)
     return [(p.latency, ivs.get("latency_ns"), lambda v: f"{v:.2f}"),
             (p.bandwidth, ivs.get("bandwidth_mbps"), lambda v: f"{v:.1f}")]
 
@@ -492,7 +488,7 @@ def _memory_warmup_note(points: Sequence[MemoryRow]) -> list[str]:
     point's ``warmup-cut`` flag: memory rows carry no flags); [] when none did."""
     found = []
     for p in points:
-        cuts = [w for k in ci.memory_intervals(p) if (w := warmup_of(p.metrics.ci_method, k)) is not None]
+        cuts = [w for k in intervals.memory_intervals(p) if (w := warmup_of(p.metrics.ci_method, k)) is not None]
         got = max(cuts, key=lambda w: w[0] / w[1], default=None)
         if got is not None and got[0] >= WARMUP_SHARE * got[1]:
             cut, total = got
@@ -506,16 +502,16 @@ def _memory_warmup_note(points: Sequence[MemoryRow]) -> list[str]:
 
 def _memory_interval_note(points: Sequence[MemoryRow]) -> list[str]:
     """What ± means under the memory tables, and (once) which points have none and why."""
-    shown = [bool(ci.memory_intervals(p)) for p in points]
+    shown = [bool(intervals.memory_intervals(p)) for p in points]
     if not any(shown):
-        return ci.unshown_note(points, _row_name)
-    whole = ci.whole_run_cells([_mem_whole(p) for p in points])
+        return intervals.unshown_note(points, _row_name)
+    whole = intervals.whole_run_cells([_mem_whole(p) for p in points])
     return [*_memory_warmup_note(points),
             "± is the 95 % confidence interval, within this run, of the figure's mean over the engine's windows of "
             "that row (batch means after the warm-up, docs/uncertainty.md), and the figure before it is that "
             "interval's centre.", "",
-            *([ci.whole_run_note("the engine's figure over the row's whole window"), ""] if whole else []),
-            *ci.unshown_note(points, _row_name)]
+            *([intervals.whole_run_note("the engine's figure over the row's whole window"), ""] if whole else []),
+            *intervals.unshown_note(points, _row_name)]
 
 
 def _chase_line(points: Sequence[MemoryRow]) -> list[str]:
@@ -526,7 +522,7 @@ def _chase_line(points: Sequence[MemoryRow]) -> list[str]:
     return ["Chase: " + "; ".join(texts[:4]) + ("; …" if len(texts) > 4 else "") + ".", ""]
 
 
-def _figures(figs: Sequence[Figure], section: Kind) -> list[str]:
+def section_figures(figs: Sequence[Figure], section: Kind) -> list[str]:
     out = []
     for f in figs:
         if f.section != section:
@@ -553,7 +549,7 @@ def _littles_law(points: Sequence[StorageRow], table: bool = True,
     rows = []
     ratios = []
     for p in points:
-        ll = an.littles_law(p)
+        ll = analysis.littles_law(p)
         if ll is None:
             rows.append([label(p), p.inflight, format_count(p.iops), us(p.lat_mean), "n/a", "n/a"])
             continue
@@ -581,12 +577,12 @@ def _littles_law(points: Sequence[StorageRow], table: bool = True,
     return out
 
 
-def _knees(curves: Sequence[an.Curve], run_dir: Path) -> list[str]:
+def _knees(curves: Sequence[analysis.Curve], run_dir: Path) -> list[str]:
     out = ["### Saturation knee of each latency–throughput curve", ""]
     out.append("Method: the points of one workload, taken by increasing load, give a curve of mean latency against "
                "IOPS. Both axes are scaled to [0, 1]; the knee is the point farthest from the straight line (chord) "
                "joining the lightest and the heaviest load, on the low-latency side (max-distance-to-chord, the core "
-               f"of Kneedle). A curve whose farthest point is closer than {an.MIN_KNEE_DISTANCE} to the chord is "
+               f"of Kneedle). A curve whose farthest point is closer than {analysis.MIN_KNEE_DISTANCE} to the chord is "
                "nearly straight: no knee. Past the knee, extra queue depth buys little throughput and costs latency.")
     out.append("")
     rows = []
@@ -623,7 +619,7 @@ def _knees(curves: Sequence[an.Curve], run_dir: Path) -> list[str]:
     return out
 
 
-def _knee_support(supported: Sequence[tuple[an.Curve, support.KneeSupport]]) -> list[str]:
+def _knee_support(supported: Sequence[tuple[analysis.Curve, support.KneeSupport]]) -> list[str]:
     """How firmly each knee holds: margin over the runner-up, without the last load, bootstrap."""
     out = [f"How firmly each knee holds. Margin: the knee's chord distance against the runner-up's (a margin below "
            f"{support.MARGIN_CLEAR} is no clear winner). Without the last load: the knee of the curve cut one load "
@@ -659,26 +655,26 @@ def _load(p: StorageRow) -> str:
 
 def _binds(p: StorageRow) -> str:
     """The p99 the bound binds on: "write 962.56" (with the other direction for a mixed workload)."""
-    sides = an.direction_p99s(p)
-    b = an.binding(p)
+    sides = analysis.direction_p99s(p)
+    b = analysis.binding(p)
     if b is None:
         return "n/a"
     others = [f"{k} {us(v)}" for k, v in sides.items() if k != b[0]]
     return f"{b[0]} {us(b[1])}" + "".join(f"; {o}" for o in others) + (f"; both {us(p.p99)}" if others else "")
 
 
-def _binds_load(lb: an.LoadBound | None, unit: str = " µs") -> str:
+def _binds_load(lb: analysis.LoadBound | None, unit: str = " µs") -> str:
     """The p99 a load binds on: one row's (:func:`_binds`), or over replicates the binding direction's range."""
     if lb is None:
         return "n/a"
     if lb.n == 1:
         return _binds(lb.rows[0]) + unit
-    worst = max(lb.rows, key=lambda r: an.binding(r)[1] if an.binding(r) else 0.0)  # type: ignore[index]
-    side = (an.binding(worst) or ("total", 0.0))[0]
+    worst = max(lb.rows, key=lambda r: analysis.binding(r)[1] if analysis.binding(r) else 0.0)  # type: ignore[index]
+    side = (analysis.binding(worst) or ("total", 0.0))[0]
     return f"{side} {us(min(lb.p99s))}–{us(max(lb.p99s))}{unit} over {lb.n} replicates"
 
 
-def _met(lb: an.LoadBound) -> str:
+def _met(lb: analysis.LoadBound) -> str:
     return f"{_load(lb.rows[0])} (p99 {_binds_load(lb)}, met in {lb.met} of {lb.n})"
 
 
@@ -690,7 +686,7 @@ def _bound(points: Sequence[StorageRow], bound_ns: float, run_dir: Path) -> list
                "and the next heavier load that breaks it. Per-second p99: the lowest and highest whole second of "
                "that load (both directions together); when they lie on both sides of the bound the load is within "
                "noise of it.")
-    choices = an.best_under_bound(points, bound_ns)
+    choices = analysis.best_under_bound(points, bound_ns)
     if any(lb.n > 1 for b in choices for lb in (b.best_load, b.lowest_load) if lb is not None):
         out[-1] += (" With replicates, a load meets the bound only when every replicate does: its IOPS is the mean "
                     "over the replicates and its p99 the range they spanned; a load that met the bound in some "
@@ -732,7 +728,7 @@ def _bound(points: Sequence[StorageRow], bound_ns: float, run_dir: Path) -> list
         by_bw = max(ok, key=lambda b: b.best.bw)  # type: ignore[union-attr]
         by_iops = max(ok, key=lambda b: b.best.iops)  # type: ignore[union-attr]
 
-        def noted(b: an.BoundChoice) -> str:
+        def noted(b: analysis.BoundChoice) -> str:
             assert b.best is not None and b.best_load is not None
             near = support.bound_noise(run_dir, b.best, bound_ns, b.best_load.rows).within_noise
             return (f"{md_text(workload(b.best))}, p99 {_binds_load(b.best_load)}"
@@ -754,7 +750,7 @@ def _machine_cpus(data: RunData) -> int | None:
     return int(n) if n is not None and n >= 1 else None
 
 
-def _delay_text(c: an.MemCurve, delay: int | None) -> str:
+def _delay_text(c: analysis.MemCurve, delay: int | None) -> str:
     """A delay of the curve, with its time when the engine's unit was measured."""
     unit = mem.delay_unit_ns(c.points) if c.engine == "builtin" else None
     if delay is None or unit is None:
@@ -763,7 +759,7 @@ def _delay_text(c: an.MemCurve, delay: int | None) -> str:
     return f"{delay} (≈ {t:.0f} ns)" if t < 1000 else f"{delay} (≈ {t / 1000:.3g} µs)"
 
 
-def _knee_cell(c: an.MemCurve) -> str:
+def _knee_cell(c: analysis.MemCurve) -> str:
     """The knee's delay with how firmly it holds (the storage knee's margin and cut-curve checks)."""
     if c.knee is None:
         return "none"
@@ -771,7 +767,7 @@ def _knee_cell(c: an.MemCurve) -> str:
     return f"{_delay_text(c, c.points[c.knee].delay)} ({sup.verdict_text()}; margin {sup.margin_text()})"
 
 
-def _memory_row(c: an.MemCurve) -> list[str]:
+def _memory_row(c: analysis.MemCurve) -> list[str]:
     """One curve's row of the memory analysis table: its clean points only (contended rows are left out)."""
     if not c.clean:
         return [c.label, "n/a (every delay contended)"] + ["n/a"] * 8
@@ -786,10 +782,10 @@ def _memory_row(c: an.MemCurve) -> list[str]:
             f"{load:.1f}" if load is not None else "n/a",
             f"{heavy.latency:.2f}" if heavy.latency else "n/a",
             f"{heavy.latency / light.latency:.2f}" if heavy.latency and light.latency else "n/a",
-            an.lines_in_flight_text(heavy)]
+            analysis.lines_in_flight_text(heavy)]
 
 
-def _memory_analysis(curves: Sequence[an.MemCurve], cpus: int | None = None,
+def _memory_analysis(curves: Sequence[analysis.MemCurve], cpus: int | None = None,
                      peaks: Sequence[MemoryRow] = ()) -> list[str]:
     """``cpus``: the measuring machine's CPU count, to say whether a run there could add load threads;
     ``peaks``: the run's peak injection bandwidths, to set a curve without a knee against."""
@@ -853,7 +849,7 @@ def _memory_analysis(curves: Sequence[an.MemCurve], cpus: int | None = None,
 
 
 def _mem_storage(data: RunData) -> list[str]:
-    r = an.memory_storage_ratio(data)
+    r = analysis.memory_storage_ratio(data)
     if r is None:
         return []
     return ["### Memory vs storage latency", "",
@@ -863,7 +859,7 @@ def _mem_storage(data: RunData) -> list[str]:
             + _sources_apart(r), ""]
 
 
-def _sources_apart(r: an.MemStorageRatio) -> str:
+def _sources_apart(r: analysis.MemStorageRatio) -> str:
     """Of an import, the two files the ratio's figures come from when they differ (maybe two machines)."""
     a, b = r.storage.source, r.memory_row.source if r.memory_row is not None else ""
     if not (a and b) or a == b:
@@ -986,7 +982,7 @@ def _title(data: RunData) -> str:
 MAX_BODY_POINTS = 200  # above this, the body has a summary per workload and the per-point tables an appendix
 
 
-def _storage_summary(points: Sequence[StorageRow], curves: Sequence[an.Curve], bound_ns: float,
+def _storage_summary(points: Sequence[StorageRow], curves: Sequence[analysis.Curve], bound_ns: float,
                      run_dir: Path) -> list[str]:
     """One row per workload (pattern, block size, other settings): its best point, knee and
     operating point under the p99 bound — the body of a report of more than MAX_BODY_POINTS points."""
@@ -1000,15 +996,16 @@ def _storage_summary(points: Sequence[StorageRow], curves: Sequence[an.Curve], b
     for c in curves:
         if c.knee_point is not None and len(c.points) >= 3:
             knees.setdefault((c.mix, c.bs, c.key[2]), (c.knee_point, support.knee_support(run_dir, c).verdict))
-    ops = an.best_under_bound(points, bound_ns)  # one per workload, in the same order
+    ops = analysis.best_under_bound(points, bound_ns)  # one per workload, in the same order
 
     def load(p: StorageRow) -> str:
         return f"QD{p.iodepth}" + (f"×{p.numjobs}" if p.numjobs > 1 else "")
 
     rows = []
-    for w, b in zip(an.workloads(points), ops):
+    for w, b in zip(analysis.workloads(points), ops):
         key, pts, label = w.key, w.points, w.label
-        top = max((an.mean_row(r) for r in an.replicate_sets(pts)), key=lambda p: p.iops)  # a load: its mean
+        # a load: its mean
+        top = max((analysis.mean_row(r) for r in analysis.replicate_sets(pts)), key=lambda p: p.iops)
         kv = knees.get(key)
         knee_text = ("—" if kv is None
                      else f"{load(kv[0])}: {format_count(kv[0].iops)} IOPS, {us(kv[0].lat_mean)} µs ({kv[1]})")
@@ -1030,19 +1027,19 @@ def _storage_summary(points: Sequence[StorageRow], curves: Sequence[an.Curve], b
 
 
 def render_markdown(data: RunData, figures: Sequence[Figure], bound_ns: float,
-                    curves: Sequence[an.Curve], mem_curves: Sequence[an.MemCurve],
-                    views: rp.StorageViews | None = None) -> str:
+                    curves: Sequence[analysis.Curve], mem_curves: Sequence[analysis.MemCurve],
+                    views: procedure.StorageViews | None = None) -> str:
     """``data.storage``: the rows of the tables and figures (:func:`rp.storage_views`'s ``main``);
     ``views``: the latency-bound searches and every round of a run in rounds, for their own sections."""
-    views = views or rp.StorageViews(list(data.storage), [], [])
+    views = views or procedure.StorageViews(list(data.storage), [], [])
     lines: list[str] = [_title(data), ""]
     intro = ("Generated by profiler-tui from the results directory alone (run.json, results.jsonl): storage "
              "measured with fio, memory with Intel MLC's loaded-latency method or the built-in engine. Units: "
              "µs = 10^-6 s, ns = 10^-9 s, MB = 10^6 bytes, MiB = 2^20 bytes, block sizes in KiB (2^10 bytes).")
     lines += [intro, ""]
     lines += answer.section(data, curves, bound_ns, views.opened)
-    lines += _environment(data)
-    lines += _run(data)
+    lines += environment_section(data)
+    lines += run_section(data)
     lines += _target(data)
     lines += conditions.section(data)
     lines += host.section(data)
@@ -1052,23 +1049,23 @@ def render_markdown(data: RunData, figures: Sequence[Figure], bound_ns: float,
     big = len(data.storage) > MAX_BODY_POINTS
     if data.storage:
         lines += (_storage_summary(data.storage, curves, bound_ns, data.path) if big
-                  else _storage_table(data.storage, meta=data.meta, run_dir=data.path)
+                  else storage_table(data.storage, meta=data.meta, run_dir=data.path)
                   + peak_text.cpu_cost_section(data.storage, with_replicate(named)))
-        lines += rp.steady_section(data.storage)
-        lines += rep.storage_section(data.path, data.storage, named)
+        lines += procedure.steady_section(data.storage)
+        lines += replicates.storage_section(data.path, data.storage, named)
         lines += series.cliff_section(data)
         lines += tails.section(data.storage, figures, named, table=not big)
         lines += heat.section(data.path, data.storage, figures, named)
-    lines += rp.skipped_section(data.meta)
+    lines += procedure.skipped_section(data.meta)
     if data.storage or views.searches:
-        lines += _figures([f for f in figures if not tails.owns(f) and not heat.owns(f)], Kind.STORAGE)
+        lines += section_figures([f for f in figures if not tails.owns(f) and not heat.owns(f)], Kind.STORAGE)
     suite_rows = suite.rows(data)
     if data.memory or suite_rows:
         env = data.meta.environment
         lines += _memory_tables(data.memory, env.entry if env is not None else None,
                                 suite.section(data, figures, suite.BEFORE_LOADED))
-        lines += rep.memory_section(data.memory)
-        lines += _figures([f for f in figures if not suite.owns(f)], Kind.MEMORY)
+        lines += replicates.memory_section(data.memory)
+        lines += section_figures([f for f in figures if not suite.owns(f)], Kind.MEMORY)
         lines += suite.section(data, figures, suite.AFTER_LOADED)
     heading = len(lines)
     lines += ["## Analysis", ""]
@@ -1080,8 +1077,9 @@ def render_markdown(data: RunData, figures: Sequence[Figure], bound_ns: float,
         lines += _bound(data.storage, bound_ns, data.path)
         lines += queue_text.section(curves, figures, data.path, data.storage)
     lines += open_loop.section(views.opened, data.storage, bound_ns, data.path)
-    lines += rp.operating_point_section(views.searches, {f"{c.mix} {c.bs}" for c in curves if len(c.points) >= 2})
-    lines += rp.rounds_section(data, views.rounds)
+    lines += procedure.operating_point_section(views.searches,
+                                               {f"{c.mix} {c.bs}" for c in curves if len(c.points) >= 2})
+    lines += procedure.rounds_section(data, views.rounds)
     lines += _memory_analysis(mem_curves, _machine_cpus(data), [p for p in data.memory if p.mode == "peak"])
     lines += _mem_storage(data)
     if not data.storage and not data.memory and not views.searches and not views.opened:
@@ -1090,7 +1088,7 @@ def render_markdown(data: RunData, figures: Sequence[Figure], bound_ns: float,
         del lines[heading:]
     if big:
         lines += ["## Appendix: every point", ""]
-        lines += _storage_table(data.storage, heading="### Storage results, every point", meta=data.meta,
+        lines += storage_table(data.storage, heading="### Storage results, every point", meta=data.meta,
                                  run_dir=data.path)
         lines += _littles_law(data.storage, heading="### Little's law, every point", label=with_replicate(named))
         lines += peak_text.cpu_cost_section(data.storage, with_replicate(named))

@@ -23,14 +23,13 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from app.core.errors import UsageError
-from app.report import analysis as an
-from app.report import heat, series
-from app.report import intervals as ci
-from app.report import procedure as rp
+from app.report.compute import analysis, intervals
+from app.report.data.model import RunData, load
+from app.report.figures import heat, series
 from app.report.fleet_render import write_fleet_report
 from app.report.html import html_path, write_html
-from app.report.model import RunData, load
 from app.report.render import render_markdown, results_csv, workload_namer
+from app.report.sections import procedure
 from app.store.results import held_path, make_dir, make_dirs, open_trusted_dir, write_new
 
 # what another user's write access to the report's directory would allow
@@ -52,7 +51,7 @@ def _out_path(directory: str | Path, out: str | Path | None) -> Path:
 
 
 def render_report(directory: str | Path, out: str | Path | None = None,
-                  p99_bound_us: float = an.DEFAULT_P99_BOUND_US, html: bool = False) -> Path:
+                  p99_bound_us: float = analysis.DEFAULT_P99_BOUND_US, html: bool = False) -> Path:
     """Write the report of a results directory; plots/ and results.csv go beside it, and with ``html`` the
     one-file page (:mod:`app.report.html`) too, named as the report with ``.html``.  ``out`` ending in ``.html``
     names that page: the Markdown report then goes beside it with ``.md``."""
@@ -120,11 +119,11 @@ def _render(data: RunData, report_path: Path, base_fd: int, p99_bound_us: float,
 
 def _render_run(data: RunData, name: str, base_fd: int, plots_dir: Path, p99_bound_us: float) -> None:
     """A single-target run's report (file ``name``) and its CSV files in ``base_fd``, its figures in ``plots_dir``."""
-    views = rp.storage_views(data.storage)
+    views = procedure.storage_views(data.storage)
     measured = len(data.storage) + len(data.memory)
     loaded, data = data, replace(data, storage=views.main)
-    curves = an.storage_curves(data.storage, data.path)
-    mem_curves = an.memory_curves(data.memory)
+    curves = analysis.storage_curves(data.storage, data.path)
+    mem_curves = analysis.memory_curves(data.memory)
     figures = draw_run_figures(loaded, data, views, curves, mem_curves, plots_dir)
     text = render_markdown(replace(data, measured=measured), figures, p99_bound_us * 1e3, curves, mem_curves, views)
     write_new(name, text.encode("utf-8"), dir_fd=base_fd)
@@ -136,19 +135,19 @@ def _render_run(data: RunData, name: str, base_fd: int, plots_dir: Path, p99_bou
         write_new("samples.csv", series.samples_csv_of(data, measured_storage).encode("utf-8"), dir_fd=base_fd)
 
 
-def draw_run_figures(loaded: RunData, data: RunData, views: rp.StorageViews, curves: list[an.Curve],
-                     mem_curves: list[an.MemCurve], plots_dir: Path) -> list[Any]:
+def draw_run_figures(loaded: RunData, data: RunData, views: procedure.StorageViews, curves: list[analysis.Curve],
+                     mem_curves: list[analysis.MemCurve], plots_dir: Path) -> list[Any]:
     """Every figure of a single-target run's report (``data``: ``loaded`` with only its main points), drawn by
-    :mod:`app.report.plots` into ``plots_dir``; the report's :class:`~app.report.plots.Figure` list."""
+    :mod:`app.report.figures.plots` into ``plots_dir``; the report's :class:`~app.report.figures.plots.Figure` list."""
     for p in loaded.storage:  # every point's interval, computed once before the figures' workers fork
-        ci.storage_intervals(data.path, p)
-    from app.report.plots import draw_all
-    from app.report.queue_plots import queueing_figure
-    from app.report.suite_plots import figures as suite_figures
-    from app.report.tail_plots import exceedance_figures
+        intervals.storage_intervals(data.path, p)
+    from app.report.figures.plots import draw_all
+    from app.report.figures.queue_plots import queueing_figure
+    from app.report.figures.suite_plots import figures as suite_figures
+    from app.report.figures.tail_plots import exceedance_figures
 
-    steady = [(p, rp.steady_of(p) or {}, rp.read_samples(data.path, p.line.raw)) for p in data.storage
-              if rp.steady_of(p) is not None]
+    steady = [(p, procedure.steady_of(p) or {}, procedure.read_samples(data.path, p.line.raw)) for p in data.storage
+              if procedure.steady_of(p) is not None]
     traces = series.series_traces(data)
     more: list[Callable[[], Sequence[Any]]] = [lambda: queueing_figure(curves, plots_dir),
                                                lambda: suite_figures(data.memory, plots_dir),
@@ -165,10 +164,10 @@ def draw_figures(data: RunData, plots_dir: Path) -> list[Any]:
         from app.report.fleet_render import draw_fleet_figures
 
         return draw_fleet_figures(data, plots_dir)
-    views = rp.storage_views(data.storage)
+    views = procedure.storage_views(data.storage)
     main = replace(data, storage=views.main)
-    curves = an.storage_curves(main.storage, data.path)
-    return draw_run_figures(data, main, views, curves, an.memory_curves(main.memory),
+    curves = analysis.storage_curves(main.storage, data.path)
+    return draw_run_figures(data, main, views, curves, analysis.memory_curves(main.memory),
                             plots_dir)
 
 

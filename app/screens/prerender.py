@@ -118,7 +118,8 @@ def wait_rendered(path: Path) -> bool:
     return True
 
 
-MODULES = ("app.report.model", "app.report.fleet_read", "app.screens.results", "app.screens.report", "app.screens.runs",
+MODULES = ("app.report.data.model", "app.report.data.fleet_read", "app.screens.results", "app.screens.report",
+           "app.screens.runs",
            "app.screens.custom", "app.screens.confirm", "app.screens.presets", "app.screens.run", "app.widgets.figure",
            "app.report")
 

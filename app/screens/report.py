@@ -35,7 +35,7 @@ from app.widgets.series import BYTES, Series, SeriesPlot, legend
 if TYPE_CHECKING:
     from textual.timer import Timer
 
-    from app.report.model import MemoryRow
+    from app.report.data.model import MemoryRow
 
 FIGURE = re.compile(r"^!\[([^\]]*)\]\(([^)]+)\)\s*$")
 
@@ -98,27 +98,26 @@ def terminal_markdown(text: str, base: Path) -> str:
 
 
 def curves_of(path: Path) -> Curves:
-    from app.report import analysis as an
-    from app.report import open_loop as ol
-    from app.report import procedure as rp
-    from app.report.model import load
+    from app.report.compute import analysis
+    from app.report.data.model import load
+    from app.report.sections import open_loop, procedure
 
     data = load(path)
-    views = rp.storage_views(data.storage)
+    views = procedure.storage_views(data.storage)
     main = views.main
     out = Curves()
-    for oc in ol.open_curves(views.opened, main):
+    for oc in open_loop.open_curves(views.opened, main):
         valid = oc.valid
         if len(valid) >= 2:
             out.open_loop.append(Series(clean_text(oc.label), [p.offered for p in valid],
                                         [p.r_mean / 1e3 for p in valid]))
-    for c in an.storage_curves(main):
+    for c in analysis.storage_curves(main):
         if len(c.points) < 2:
             continue
         label = clean_text(c.label)  # a preset group's label, from the results: shown in the legend
         out.latency_throughput.append(Series(label, [p.iops for p in c.points], [p.lat_mean / 1e3 for p in c.points]))
         out.queue_depth.append(Series(label, [float(p.inflight) for p in c.points], [p.iops for p in c.points]))
-    for mc in an.memory_curves(data.memory):
+    for mc in analysis.memory_curves(data.memory):
         pts = [(p.bandwidth, p.latency) for p in mc.points if p.bandwidth is not None and p.latency is not None]
         if len(pts) >= 2:
             out.memory.append(Series(clean_text(mc.label), [float(x) for x, _ in pts], [float(y) for _, y in pts]))
@@ -129,7 +128,7 @@ def curves_of(path: Path) -> Curves:
 def working_set_curves(points: list[MemoryRow]) -> list[Series]:
     """The working-set curves (idle latency against buffer size) as the report's figure groups them: one per engine,
     page size and source, each with at least two sizes."""
-    from app.report import suite
+    from app.report.sections import suite
 
     rows = [p for p in points if p.mode == "working_set"]
     grouped = suite.groups(rows)

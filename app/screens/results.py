@@ -45,7 +45,7 @@ from app.widgets.rowtable import RowTable
 if TYPE_CHECKING:
     from rich.console import JustifyMethod
 
-    from app.report.model import RunData
+    from app.report.data.model import RunData
 
 Column = tuple[str, Callable[[dict[str, Any]], Any], Callable[[Any], str]]
 
@@ -192,7 +192,7 @@ SUITE_COLUMNS: list[Column] = [
 RIGHT = {"#", "IOPS", "±", "MB/s", "avg µs", "p99 µs", "dev/fio", "CPU %", "IOPS/CPU", "stride", "delay", "latency ns"}
 
 
-# --- a fleet run: host × point (app.report.fleet: the same points, totals and outliers as the report) -----------
+# --- a fleet run: host × point (app.report.compute.fleet: the same points, totals and outliers as the report) -----
 
 
 @dataclass
@@ -222,7 +222,7 @@ class FleetTable:
     points: list[FleetPoint]
     failed: int = 0
     outliers: int = 0
-    merged_p99: bool = False  # a total has a p99: the hosts' merged histograms' (app.report.fleet.fleet_tail)
+    merged_p99: bool = False  # a total has a p99: the hosts' merged histograms' (app.report.compute.fleet.fleet_tail)
 
 
 def _fleet_label(point: Mapping[str, object]) -> str:
@@ -233,9 +233,9 @@ def _fleet_label(point: Mapping[str, object]) -> str:
 
 
 def fleet_table(data: RunData) -> FleetTable:
-    """Host × point of a fleet run (:class:`app.report.model.RunData`): each point's hosts in the fleet's order
+    """Host × point of a fleet run (:class:`app.report.data.model.RunData`): each point's hosts in the fleet's order
     (a failed host-point as such), then the total (IOPS and MB/s summed; latencies are not summed)."""
-    from app.report.fleet import failed_host_points, fleet_points, fleet_tail
+    from app.report.compute.fleet import failed_host_points, fleet_points, fleet_tail
 
     names = data.fleet.names if data.fleet is not None else []
     failed = failed_host_points(data.meta)
@@ -272,8 +272,8 @@ def load_fleet(path: Path) -> FleetTable | None:
     """The fleet table of a fleet run's directory (run.json names its hosts); None for any other run, or when
     run.json cannot be read (the plain table shows what the results lines hold)."""
     from app.core.errors import ProfilerError
-    from app.report.fleet_read import is_fleet
-    from app.report.model import load
+    from app.report.data.fleet_read import is_fleet
+    from app.report.data.model import load
 
     try:
         if not is_fleet(ResultsDir(path).read_meta()):
@@ -351,7 +351,7 @@ def read_rows(path: Path) -> tuple[list[dict[str, Any]], list[ResultLine]]:
     results lines they come from (run.json's plan's, as :meth:`ResultsDir.plan_lines` gives them), the file read
     once for both; a directory whose run.json cannot be read still shows the points of its results.jsonl."""
     from app.core.errors import UsageError
-    from app.report.model import load
+    from app.report.data.model import load
     from app.stats.frame import records, records_rows, typed_rows
 
     try:

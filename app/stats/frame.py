@@ -1,12 +1,12 @@
 """A results directory's table: one row per point, the columns of results.csv, as CSV text or a pandas DataFrame.
 
-The report and ``compare`` read a results directory through :func:`app.report.model.load`; this module
+The report and ``compare`` read a results directory through :func:`app.report.data.model.load`; this module
 turns what that gives into rows: :func:`records` (one dict per point, the one definition of a results.csv
 row), written by :func:`csv_text` for the report's results.csv (the csv module, no pandas), or typed as a
 frame by ``load_results(DIR)`` for pandas users (pandas is the optional extra ``profiler-tui[pandas]``), or as
 the same values in plain dicts by :func:`results_rows` for the TUI's results table, which needs no pandas.
 Rows: the storage points by plan index, then the memory points by plan index, as
-:func:`app.report.model.load` reads them (run.json checked, results.jsonl read and
+:func:`app.report.data.model.load` reads them (run.json checked, results.jsonl read and
 validated by :class:`app.store.results.ResultsDir`, lines outside the plan left out).  Values are
 those results.csv holds: throughputs in MB/s (10^6 B/s), latencies in µs for storage and ns for
 memory, rounded to 6 decimals; a value the point does not have is missing (<NA> / NaN).
@@ -39,7 +39,7 @@ from app.stats.peak import fio_cpus
 if TYPE_CHECKING:
     import pandas as pd
 
-    from app.report.model import MemoryRow, RunData, StorageRow
+    from app.report.data.model import MemoryRow, RunData, StorageRow
 
 MB = 1e6
 
@@ -61,7 +61,7 @@ CSV_COLUMNS = [
     # the memory suite's keys, after the columns older results.csv files have (scripts that read those by
     # position keep working): which matrix cell, how many load threads, which c2c figure, which page size
     *SUITE_KEYS,
-    # the 95 % interval of each figure's mean (app.report.intervals), in the units the names say: storage IOPS,
+    # the 95 % interval of each figure's mean (app.report.compute.intervals), in the units the names say: storage IOPS,
     # bytes/s and ns; memory ns and MB/s; empty where a point has none
     *CI_COLUMNS,
     # the deepest tail percentile and the device's own counters (docs/tails.md), after the older columns
@@ -107,8 +107,8 @@ def _centred(row: dict[str, object], intervals: Mapping[str, tuple[float, float]
 def storage_record(p: StorageRow, run_dir: Path | None = None) -> dict[str, object]:
     """The results.csv values of one storage point (None: the cell is empty); ``run_dir``: where its samples are,
     for the interval of a line that records none."""
-    from app.report.analysis import littles_law
-    from app.report.intervals import storage_intervals
+    from app.report.compute.analysis import littles_law
+    from app.report.compute.intervals import storage_intervals
 
     m = p.metrics
     lat = m.lat_ns or Latency()
@@ -163,7 +163,7 @@ def _tail_cells(p: StorageRow) -> dict[str, object]:
     and the device check's ratios and mean latency (µs), empty without the device's counters."""
     from app.model.records import number
     from app.model.tails import TAIL_PERCENTILES, supported
-    from app.report.tails import ios_of, tail_value
+    from app.report.sections.tails import ios_of, tail_value
 
     ios = ios_of(p)
     row: dict[str, object] = {}
@@ -181,8 +181,8 @@ def _tail_cells(p: StorageRow) -> dict[str, object]:
 
 def memory_record(p: MemoryRow) -> dict[str, object]:
     """The results.csv values of one memory point (stride and buffer 0 are written empty, as unset)."""
-    from app.report.contention import contended
-    from app.report.intervals import memory_intervals
+    from app.report.compute.contention import contended
+    from app.report.compute.intervals import memory_intervals
 
     intervals = memory_intervals(p)
     return _centred({"kind": Kind.MEMORY.value, "index": p.index, "mode": p.mode, "traffic": p.traffic or "",
@@ -280,10 +280,10 @@ def frame_of_data(data: RunData) -> pd.DataFrame:
 def load_results(directory: str | Path) -> pd.DataFrame:
     """One row per point of a results directory, the columns (and values) of results.csv.
 
-    Errors are those of :func:`app.report.model.load`: a missing or ill-typed run.json is a
+    Errors are those of :func:`app.report.data.model.load`: a missing or ill-typed run.json is a
     UsageError naming the key; unusable results.jsonl lines are left out (and counted there).
     """
-    from app.report.model import load
+    from app.report.data.model import load
 
     return frame_of_data(load(directory))
 
@@ -291,7 +291,7 @@ def load_results(directory: str | Path) -> pd.DataFrame:
 def records_frame(lines: list[ResultLine]) -> pd.DataFrame:
     """The frame of results lines already read (no run.json, so no plan to check indexes against):
     the TUI's results table of a directory whose run.json cannot be read."""
-    from app.report.model import split_records
+    from app.report.data.model import split_records
 
     storage, memory, _outside = split_records(lines)
     return frame_of(storage, memory)
@@ -299,7 +299,7 @@ def records_frame(lines: list[ResultLine]) -> pd.DataFrame:
 
 def results_rows(directory: str | Path) -> list[dict[str, object]]:
     """What ``rows(load_results(directory))`` gives, without pandas: the TUI's results table."""
-    from app.report.model import load
+    from app.report.data.model import load
 
     data = load(directory)
     return typed_rows(records(data.storage, data.memory, data.path))
@@ -307,7 +307,7 @@ def results_rows(directory: str | Path) -> list[dict[str, object]]:
 
 def records_rows(lines: list[ResultLine]) -> list[dict[str, object]]:
     """What ``rows(records_frame(lines))`` gives, without pandas."""
-    from app.report.model import split_records
+    from app.report.data.model import split_records
 
     storage, memory, _outside = split_records(lines)
     return typed_rows(records(storage, memory))

@@ -1,7 +1,7 @@
 """The peak of a run: the best point, the configuration that reached it, its IOPS per CPU, and what ran out.
 
 Pure: it reads results lines (and run.json's skipped entries) and returns typed values; the report
-(app.report.peak_text) and the TUI's results table format them.
+(app.report.sections.peak_text) and the TUI's results table format them.
 
 - **Peak**: the most IOPS among the measured pure-read storage points (pure writes when the run measured no
   pure read). With replicates (``repeat`` ≥ 2) a load is judged by the **mean over its replicates**, never by

@@ -266,13 +266,13 @@ FLAG_MARK = "!"  # before the names of a line's flags, wherever the CLI shows it
 
 def flag_names(line: ResultLine) -> list[str]:
     """The names of a results line's flags, as the report reads them (app.stats.validity.flags_of): a storage point's
-    validity flags, a memory figure's ``contended`` (a thread short of its CPU, app.report.contention)."""
+    validity flags, a memory figure's ``contended`` (a thread short of its CPU, app.report.compute.contention)."""
     if line.kind == Kind.STORAGE:
         from app.stats.validity import flags_of, names
 
         return names(flags_of(line))
-    from app.report.contention import contended
-    from app.report.model import MemoryRow
+    from app.report.compute.contention import contended
+    from app.report.data.model import MemoryRow
 
     return ["contended"] if contended(MemoryRow(line.index or 0, line)) else []
 
@@ -284,7 +284,7 @@ def flag_text(names: Sequence[str]) -> str:
 
 def flag_legend(names: Sequence[str], width: int | None = None) -> list[str]:
     """What each flag in ``names`` means, a line each (within ``width``): under a table that marks them."""
-    from app.report.contention import CONTENDED_SHARE
+    from app.report.compute.contention import CONTENDED_SHARE
     from app.stats.validity import LEGEND
 
     legend = {**LEGEND, "contended": f"a thread of the figure got less than {CONTENDED_SHARE:.0%} of a CPU: another "
@@ -323,8 +323,8 @@ def results_table(lines: list[ResultLine], width: int | None = None) -> str:
         parts.append(suite_table(memory, width))
         flagged += [n for r in memory for n in flag_names(r)]
     elif memory:
-        from app.report.contention import contended_text
-        from app.report.model import MemoryRow
+        from app.report.compute.contention import contended_text
+        from app.report.data.model import MemoryRow
 
         cells: list[list[object]] = []
         busy = [contended_text(MemoryRow(r.index or 0, r)) for r in memory]  # a thread short of its CPU

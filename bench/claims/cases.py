@@ -221,7 +221,7 @@ def knee_run(path: Path, rng: random.Random, replicates: int, between: float, cv
     interleaved, each run's level off by N(0, ``between``) and its p99 by a log-normal factor of σ
     ``p99_between`` (what a device's state or a neighbour does to one run's tail).  Within a run the p99 is its
     run's: each second's p99 scatters about it by σ 0.1.  The bound lies between two loads' true p99s."""
-    from app.report.analysis import knee
+    from app.report.compute.analysis import knee
 
     c = rng.choice([4, 8, 16, 32])
     s = rng.uniform(50e-6, 150e-6)

@@ -1,12 +1,13 @@
 """Each claim the tool makes, read from the real code paths on the generated cases and scored against the truth.
 
 Claims are read through the functions' structured results wherever they exist: a line's interval through
-:func:`app.report.intervals.storage_intervals` (the recorded ``ci95``, refused by
+:func:`app.report.compute.intervals.storage_intervals` (the recorded ``ci95``, refused by
 :func:`app.model.records.interval_problem` when it is no interval of its figure), its validity flags, ``compare``'s
 verdicts through its ``--json`` record (:func:`app.cli.compare.compare_runs` ``out``), knees through
-:func:`app.report.analysis.storage_curves` and :func:`app.report.support.knee_support`, operating points
-through :func:`app.report.analysis.best_under_bound`, supported tail percentiles through the report's tail
-cells (:func:`app.report.tails.tail_cells`), memory knees through :func:`app.report.analysis.memory_curves`.
+:func:`app.report.compute.analysis.storage_curves` and :func:`app.report.compute.support.knee_support`, operating points
+through :func:`app.report.compute.analysis.best_under_bound`, supported tail percentiles through the report's tail
+cells (:func:`app.report.sections.tails.tail_cells`), memory knees through
+:func:`app.report.compute.analysis.memory_curves`.
 The trends exist as sentences only: :func:`trend_verdict` is the one place that reads their words.
 
 A :class:`Tally` per table row counts cases and errors; :func:`table` prints them against their targets.
@@ -143,8 +144,8 @@ def flagged(row: Any, iv: tuple[float, float] | None) -> bool:
 
 
 def intervals(sw: Sweep, work: Path) -> None:
-    from app.report.intervals import storage_intervals
-    from app.report.model import load
+    from app.report.compute.intervals import storage_intervals
+    from app.report.data.model import load
 
     pooled = sw.row("cover/stationary", "95 % interval covers the true mean (stationary, all φ)", "≥ 93 %",
                     COVER_LIMIT)
@@ -198,8 +199,8 @@ WARMUP_PHIS = (0.0, 0.5)
 def warmups(sw: Sweep, work: Path) -> None:
     """Points with a real warm-up (a ramp from half the level): the warm-up must be cut, and the interval (where
     there is one) must cover the settled level."""
-    from app.report.intervals import storage_intervals
-    from app.report.model import load
+    from app.report.compute.intervals import storage_intervals
+    from app.report.data.model import load
 
     cover = sw.row("warmup/cover", "95 % interval misses the settled mean after a warm-up ramp (3–10 s, φ 0/0.5)",
                    "≤ 7 %", COVER_LIMIT)
@@ -227,9 +228,9 @@ def warmups(sw: Sweep, work: Path) -> None:
 
 def shown_interval(row: Any, iv: tuple[float, float]) -> tuple[float, float]:
     """What the report's results table prints for a point's IOPS, as [figure − half-width, figure + half-width]:
-    :func:`app.report.intervals.shown` where the report has it (every figure printed with ± comes from there),
+    :func:`app.report.compute.intervals.shown` where the report has it (every figure printed with ± comes from there),
     else, as before it, the line's own figure ± the interval's half-width (``pm_count(p.iops, half)``)."""
-    from app.report import intervals as ci
+    from app.report.compute import intervals as ci
 
     shown = getattr(ci, "shown", None)
     if shown is not None:
@@ -284,8 +285,8 @@ def _compare_case(work: Path, rng: Any, cfg: PairConfig, effect: float) -> str:
 
 
 def _trend_case(work: Path, rng: Any, cfg: PairConfig, effect: float) -> str:
-    from app.report.model import load
-    from app.report.trends import summary_section
+    from app.report.data.model import load
+    from app.report.sections.trends import summary_section
 
     d = fresh(work, "trend")
     cases.trend_pair(d, rng, cfg, effect)
@@ -336,8 +337,8 @@ SUPPORT_EVENTS = 10  # a percentile is supported when at least ten distinct even
 
 def tails(sw: Sweep, work: Path) -> None:
     from app.model.tails import TAIL_PERCENTILES
-    from app.report.model import load
-    from app.report.tails import UNSUPPORTED, tail_cells
+    from app.report.data.model import load
+    from app.report.sections.tails import UNSUPPORTED, tail_cells
 
     stalled = sw.row("tails/stall", "tail percentile stated supported, set by < 10 stall events", "0 %", 0.0)
     clean = sw.row("tails/clean", "supported tail percentile shown as unsupported (no stalls)")
@@ -366,10 +367,10 @@ KNEE_CONFIGS = ((1, 0.0, 0.0, 10, 0.03, "1 run"), (1, 0.0, 0.0, 5, 0.15, "1 run,
 
 
 def knees(sw: Sweep, work: Path) -> None:
-    from app.report import analysis as an
-    from app.report.model import load
-    from app.report.procedure import storage_views
-    from app.report.support import knee_support
+    from app.report.compute import analysis as an
+    from app.report.compute.support import knee_support
+    from app.report.data.model import load
+    from app.report.sections.procedure import storage_views
 
     for reps, between, p99_between, seconds, cv, label in KNEE_CONFIGS:
         miss = sw.row(f"knee/miss/{label}", f"knee not at the true knee — {label}")
@@ -422,8 +423,8 @@ def memory(sw: Sweep, work: Path) -> None:
 def _memory_knee(work: Path, specs: list[Any]) -> tuple[int | None, int | None] | None:
     """The knee's delay (None: no knee) and the highest-bandwidth row's delay of the run of these rows; None when
     the analysis finds no curve."""
-    from app.report import analysis as an
-    from app.report.model import load
+    from app.report.compute import analysis as an
+    from app.report.data.model import load
 
     d = fresh(work, "memory")
     synth.write_memory_run(d, specs)

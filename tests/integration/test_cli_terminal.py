@@ -218,10 +218,10 @@ def test_ctrl_c_leaves_a_clean_terminal_and_says_what_is_kept(tmp_path: Path) ->
 
 
 def summary(out: Path) -> list[str]:
-    """The summary lines a run prints after its table (app.report.answer), as wide as they take (piped)."""
-    from app.report import analysis as an
-    from app.report.answer import plain_lines
-    from app.report.model import load
+    """The summary lines a run prints after its table (app.report.sections.answer), as wide as they take (piped)."""
+    from app.report.compute import analysis as an
+    from app.report.data.model import load
+    from app.report.sections.answer import plain_lines
 
     data = load(out)
     return ["", *plain_lines(data, an.storage_curves(data.storage, data.path), an.DEFAULT_P99_BOUND_US * 1e3, None)]

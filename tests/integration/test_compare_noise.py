@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from app.cli.compare import STORAGE_FIGURES, Measured, compare_runs, difference, estimate
-from app.report.model import load
+from app.report.data.model import load
 from tests.conftest import ROOT
 
 REPLICATES = 3

@@ -83,7 +83,8 @@ def test_four_agents_run_quick_with_every_host_figure_fio_s_own(tmp_path: Path) 
             assert r["metrics"]["read_iops"] == entry["read"]["iops"]
             assert r["metrics"]["write_bw_bytes"] == entry["write"]["bw_bytes"]
             assert r["metrics"]["lat_ns"]["mean"] > 0
-            # fio's client passes each host's json+ bins on: the fleet's percentiles merge them (app.report.fleet)
+            # fio's client passes each host's json+ bins on: the fleet's percentiles merge them
+            # (app.report.compute.fleet)
             hist = r["metrics"]["lat_hist"]
             assert sum(c for _, c in hist) == entry["read"]["total_ios"] + entry["write"]["total_ios"] > 0
         # each point ran once, on all four hosts together: one fio document per point with all four hosts
@@ -280,8 +281,8 @@ def test_two_agents_keep_each_hosts_seconds_and_the_reports_merge_is_their_sum(t
     raw/, and the report's merged heat map and merged p99 are exactly those of both hosts' files added up."""
     from app.core.units import us
     from app.model.tails import hist_of_record
-    from app.report.heat import MERGED, fleet_strips
-    from app.report.model import load
+    from app.report.data.model import load
+    from app.report.figures.heat import MERGED, fleet_strips
     from app.stats.latmap import heat_map, row_of
 
     with agents(2) as running:

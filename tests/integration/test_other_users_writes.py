@@ -150,7 +150,7 @@ def test_report_never_reads_through_a_raw_link_another_user_made(shared: Path) -
     """A run directory of nobody's (reported with --out elsewhere): its raw/ is a link to a directory of root's that
     holds a samples file; the report reads nothing through it (samples.csv would carry root's figures, 0644)."""
     from app.host.telemetry import load_readings
-    from app.report.procedure import read_samples
+    from app.report.sections.procedure import read_samples
 
     private = shared / "private"
     private.mkdir(mode=0o700)

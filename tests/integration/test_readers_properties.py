@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 from app.cli.compare import compare_reference, compare_runs, load_reference
 from app.core.errors import ProfilerError
 from app.engine.importer import parse_file
-from app.report import analysis as an
 from app.report import render_report
-from app.report.model import load
+from app.report.compute import analysis as an
+from app.report.data.model import load
 from app.report.render import render_markdown, results_csv
 from app.stats.summary import results_table
 from app.store.results import ResultsDir

@@ -191,7 +191,7 @@ def test_report_package_is_headless() -> None:
 
 
 def test_every_memory_table_names_its_chase() -> None:
-    from app.report.model import MemoryRow
+    from app.report.data.model import MemoryRow
     from app.report.render import _memory_tables
 
     def point(i: int, delay: int | None, chase: Any, engine: str = "builtin") -> MemoryRow:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from app.core.units import us
 from app.model.tails import count, hist_of_record, min_ios, percentile
-from app.report import tail_plots
+from app.report.figures import tail_plots
 from tests.conftest import run_cli
 
 PRESET = """name = "tails-check"

@@ -16,7 +16,7 @@ from app.model import runmeta
 from app.model.points import Kind
 from app.model.records import JSONObject, ResultLine, StorageMetrics, line_json
 from app.report import render_report
-from app.report.model import load
+from app.report.data.model import load
 from app.store import results as results_mod
 from app.store.lock import DirLock
 from app.store.results import ResultsDir

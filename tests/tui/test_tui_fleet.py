@@ -435,7 +435,7 @@ async def test_host_series_are_bounded(tmp_path: Path) -> None:
 
 
 def test_fleet_table_totals_failures_and_outliers(snap_world) -> None:
-    """The screen's table is the report's (app.report.fleet): totals summed, latencies not, a failed host-point
+    """The screen's table is the report's (app.report.compute.fleet): totals summed, latencies not, a failed host-point
     shown as failed, a point no host measured still listed, the report's outliers marked."""
     C = "tcp://127.0.0.1:18003"
     write_fleet_results(hosts=(A, B, C), outlier=(2, C), failed=[(7, B), (6, A), (6, B), (6, C)])

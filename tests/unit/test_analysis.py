@@ -8,8 +8,8 @@ import pytest
 
 from app.model import runmeta
 from app.model.records import JSONObject
-from app.report import analysis as an
-from app.report.model import MemoryRow, RunData, StorageRow
+from app.report.compute import analysis as an
+from app.report.data.model import MemoryRow, RunData, StorageRow
 
 
 def sp(index: int, iops: float, lat_us: float, *, rw: str = "randread", bs: int = 4096, qd: int = 1, jobs: int = 1,

@@ -17,8 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.host import blocktrace as bt
-from app.report.layers import layers_section
-from app.report.model import load
+from app.report.data.model import load
+from app.report.sections.layers import layers_section
 from tests.helpers.tail_runs import device_part, storage_line, write_run
 
 # --- the program -------------------------------------------------------------------------------------------------

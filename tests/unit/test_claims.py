@@ -120,8 +120,8 @@ def test_three_replicates_that_agree_by_chance_are_not_called_flat(tmp_path: Pat
     each, 10 s per run, runs drifting 6 % (the test sees 10 % about one time in five), whose three replicates
     happened to agree within 3 %.  The power to see 10 % is judged on the spread the runs may truly have
     (each side's 99 % upper bound, on its own 2 degrees of freedom), so "not judged: too few samples"."""
-    from app.report.model import load
-    from app.report.trends import summary_section
+    from app.report.data.model import load
+    from app.report.sections.trends import summary_section
 
     cfg = next(c for c in PAIR_CONFIGS if c.name == REPS_3)
     d = tmp_path / "trend"

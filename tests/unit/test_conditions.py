@@ -15,9 +15,10 @@ import pytest
 
 from app.model import runmeta
 from app.model.records import JSONObject, JSONValue, Parts, StorageMetrics, read_line
-from app.report import conditions, render_report
-from app.report.model import RunData, StorageRow, load
-from app.report.render import _flags_legend, _storage_table
+from app.report import render_report
+from app.report.data.model import RunData, StorageRow, load
+from app.report.render import _flags_legend, storage_table
+from app.report.sections import conditions
 from app.stats.validity import (
     ADDED_LATER,
     NO_STEADY,
@@ -269,7 +270,7 @@ def test_ill_typed_run_json_parts_the_section_reads_are_refused_naming_the_key(m
 
 def test_a_direction_without_io_shows_n_a_in_the_mixed_table(tmp_path: Path) -> None:
     d = _make(tmp_path / "run", [(_point("randrw", mix=0), 100e6), (_point("randrw", mix=70), 100e6)])
-    text = "\n".join(_storage_table(load(d).storage, meta=None))
+    text = "\n".join(storage_table(load(d).storage, meta=None))
     table = _table(text[text.index("Read and write sides of the mixed workloads:"):].splitlines()[2:])
     write_only = table["randrw 0/100 4K QD16"]
     assert write_only[4] == write_only[6] == "n/a"  # read avg, read p99

@@ -10,9 +10,9 @@ from typing import Any
 import numpy as np
 from matplotlib.lines import Line2D
 
-from app.report import analysis as an
-from app.report import plots
-from app.report.model import load
+from app.report.compute import analysis as an
+from app.report.data.model import load
+from app.report.figures import plots
 from tests.helpers.suite_runs import line, point, write_run
 from tests.unit.test_memory_contention import ROWS, loaded_lines
 from tests.unit.test_replicate_figures import taken  # noqa: F401 - the figures drawn, by file name, instead of written
@@ -70,7 +70,7 @@ def test_a_clean_run_has_no_contended_mark(tmp_path: Path, taken: dict[str, Any]
 
 
 def test_working_set_and_scaling_figures_mark_their_contended_rows(tmp_path: Path, taken: dict[str, Any]) -> None:
-    from app.report import suite_plots
+    from app.report.figures import suite_plots
 
     busy = "Busy machine at {}: a thread got 40% of a CPU in its window"
     lines = []

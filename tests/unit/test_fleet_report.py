@@ -18,9 +18,9 @@ from app.core.errors import UsageError
 from app.core.units import format_count
 from app.model.points import Kind
 from app.report import render_report
-from app.report.fleet import MEASURES, NOISE_FLOOR, deviation_pct, fleet_points, mad, median, outliers, spread
+from app.report.compute.fleet import MEASURES, NOISE_FLOOR, deviation_pct, fleet_points, mad, median, outliers, spread
+from app.report.data.model import load
 from app.report.fleet_render import fleet_table, outlier_section
-from app.report.model import load
 from app.report.render import us
 from app.stats.summary import point_label
 from tests.helpers.fleet_util import GOLDEN_RUN, host_name, make_fleet_dir, read_lines

@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 
 from app.model.tails import merge, percentile
 from app.report import render_report
-from app.report.fleet import fleet_points, fleet_tail, slowest_tail
+from app.report.compute.fleet import fleet_points, fleet_tail, slowest_tail
+from app.report.data.model import load
 from app.report.fleet_render import MAX_NAMED_HOSTS, tail_section
-from app.report.model import load
 from tests.helpers.fleet_util import host_name, make_fleet_dir, read_lines
 
 # three hosts of 10,000 I/Os (ns, count): host 0 has a slow tail of 20 I/Os at 2 ms

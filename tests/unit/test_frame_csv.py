@@ -117,7 +117,7 @@ def test_text_cells_from_a_results_directory_are_cleaned_in_the_frame_and_result
     results.csv get it without them, and results.csv stays the frame's to_csv."""
     import json
 
-    from app.report.model import load
+    from app.report.data.model import load
     from app.stats.frame import records
 
     run = shutil.copytree(GOLDEN_RUN, tmp_path / "run")

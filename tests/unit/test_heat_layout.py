@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from app.report import heat, plots
+from app.report.figures import heat, plots
 from app.stats.latmap import intervals_of
 from tests.helpers.figure_text import shown_ticklabels
 

@@ -1,4 +1,4 @@
-"""The report's latency heat map and stall events from per-second histograms (app.report.heat): a 1-hour point
+"""The report's latency heat map and stall events from per-second histograms (app.report.figures.heat): a 1-hour point
 merges its seconds into columns and names its periodic pauses, a 120-point sweep gets one strip per point over
 several figures, a run without histograms has no such section, and a hostile histograms file is read bounded."""
 
@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from app.report import heat, render_report
-from app.report.model import load
+from app.report import render_report
+from app.report.data.model import load
+from app.report.figures import heat
 from app.stats.latmap import MAX_COLUMNS, read_intervals
 from tests.helpers.heat_runs import hist_lines, hour_point, sweep, write_heat_run
 from tests.helpers.tail_runs import storage_line, write_run

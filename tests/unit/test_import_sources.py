@@ -12,9 +12,9 @@ import pytest
 
 from app.engine.importer import import_files
 from app.report import render_report
-from app.report.analysis import memory_curves, storage_curves
-from app.report.memory import idle_baseline
-from app.report.model import load
+from app.report.compute.analysis import memory_curves, storage_curves
+from app.report.compute.memory import idle_baseline
+from app.report.data.model import load
 from tests.conftest import DATA
 
 MLC = sorted((DATA / "mlc").glob("*.txt"))

@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 
 from app.cli.compare import compare_reference, compare_runs, load_reference
 from app.core.textable import markdown_cells
-from app.report import analysis as an
-from app.report.model import load
+from app.report.compute import analysis as an
+from app.report.data.model import load
 from app.report.render import render_markdown, results_csv
 
 POINT = {"rw": "randrw", "rwmixread": 70, "bs": 4096, "iodepth": 16, "numjobs": 1, "ioengine": "libaio",
@@ -130,7 +130,7 @@ def test_the_figure_with_its_interval_is_the_centre_in_the_report_and_results_cs
 
 
 def test_the_warm_up_flag_says_the_share_cut_and_a_short_cut_raises_none(tmp_path: Path) -> None:
-    from app.report.model import load as load_run
+    from app.report.data.model import load as load_run
 
     run = _run(tmp_path / "cuts", [(POINT, _storage(WHOLE, (LOW, HIGH))),
                                    ({**POINT, "iodepth": 4}, _storage(30_000.0, (29_500.0, 30_400.0), 5, 60))])
@@ -253,7 +253,7 @@ def _decimals_of(text: str) -> int:
 def test_a_figure_printed_with_its_interval_lies_inside_it(value: float, centre: float, rel: float) -> None:
     """Whatever the line's own figure, the figure printed with ± is within its interval (at the precision
     printed: the last digit shown is at most half a unit off)."""
-    from app.report import intervals as ci
+    from app.report.compute import intervals as ci
 
     iv = (centre * (1 - rel), centre * (1 + rel))
     for text, scale in ((ci.pm_fixed(value, iv, 2), 1.0), (ci.pm_fixed(value, iv, 1, scale=1e3), 1e3),

@@ -14,8 +14,8 @@ from app.model.points import PointValue, StoragePoint
 from app.model.records import Parts, StorageMetrics, read_line
 from app.model.runmeta import new
 from app.report import render_report
-from app.report.intervals import storage_intervals
-from app.report.model import load
+from app.report.compute.intervals import storage_intervals
+from app.report.data.model import load
 from app.runners.fio import point_uncertainty
 from app.stats.uncertainty import batch_means_interval, intervals_of, level_shift, mser5_truncation, storage_series
 from app.stats.validity import point_checks, point_flags

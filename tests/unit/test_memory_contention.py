@@ -8,10 +8,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from app.report import analysis as an
-from app.report import suite
-from app.report.model import load
+from app.report.compute import analysis as an
+from app.report.data.model import load
 from app.report.render import render_markdown
+from app.report.sections import suite
 from tests.helpers.suite_runs import line, point, write_run
 from tests.helpers.typed import as_list
 
@@ -44,7 +44,7 @@ def markdown(path: Path) -> str:
 
 
 def test_contended_rows_are_read_from_each_lines_own_warnings_also_in_old_cumulative_files(tmp_path: Path) -> None:
-    from app.report import contention
+    from app.report.compute import contention
 
     for cumulative in (False, True):
         data = load(write_run(tmp_path / f"run{cumulative}", loaded_lines(cumulative)))
@@ -171,7 +171,7 @@ def curve_with_intervals(tmp_path: Path, rel: float) -> Any:
 
 
 def test_a_memory_knee_is_bootstrapped_from_its_intervals(tmp_path: Path) -> None:
-    from app.report import support
+    from app.report.compute import support
 
     tight = support.memory_knee_support(curve_with_intervals(tmp_path, 0.005))
     assert tight.name(tight.knee) == "delay 200" and tight.verdict == "stable", tight

@@ -16,10 +16,10 @@ import pytest
 
 from app.host.envinfo import tlb_size
 from app.model.records import JSONObject
-from app.report import analysis as an
-from app.report import memory as mem
-from app.report import plots
-from app.report.model import MemoryRow
+from app.report.compute import analysis as an
+from app.report.compute import memory as mem
+from app.report.data.model import MemoryRow
+from app.report.figures import plots
 from app.report.render import _memory_analysis, _memory_tables
 from app.runners.mlc_parse import parse
 

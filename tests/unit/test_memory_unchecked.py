@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from app.engine.importer import import_files
-from app.report import analysis as an
-from app.report import contention
-from app.report.model import load
+from app.report.compute import analysis as an
+from app.report.compute import contention
+from app.report.data.model import load
 from app.report.render import render_markdown
 from tests.helpers.suite_runs import write_run
 from tests.unit.test_memory_contention import loaded_lines

@@ -1,4 +1,4 @@
-"""The per-second spread the report's claims are checked against (app.report.noise)."""
+"""The per-second spread the report's claims are checked against (app.report.compute.noise)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from app.model.records import MAX_NUMBER
-from app.report.model import StorageRow
-from app.report.noise import MIN_SAMPLES, point_spread, spread, t95
+from app.report.compute.noise import MIN_SAMPLES, point_spread, spread, t95
+from app.report.data.model import StorageRow
 
 
 def test_spread_needs_three_seconds_and_states_the_interval() -> None:

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.model.records import read_line
-from app.report.peak_text import cost_text_of
+from app.report.sections.peak_text import cost_text_of
 from app.stats.peak import FIO_SOURCE, Config, HostCpu, cpu_cost, find_peak, host_cpu, is_peak_run
 from tests.helpers.peak_runs import (
     HIPRI,

@@ -1,5 +1,5 @@
 """The report's queueing view: each queue-depth curve against the asymptotic bounds of a closed system
-(app/report/queueing.py, queue_text.py, queue_plots.py), on a synthetic sweep with the numbers of a reviewed
+(app/report/compute/queueing.py, queue_text.py, queue_plots.py), on a synthetic sweep with the numbers of a reviewed
 qd-scaling run: QD1 65.94 µs, X_max 146,617 IOPS (QD128), QD16 103k IOPS at 155 µs, QD32 260 µs, QD64 139.6k
 IOPS at 458 µs, QD256 1789.35 µs; fio's disk util 79.7 % at QD1 to 96.8 % at QD256."""
 
@@ -13,10 +13,10 @@ from typing import Any, Sequence
 
 import pytest
 
-from app.report import analysis as an
-from app.report import queueing as qm
 from app.report import render_report
-from app.report.model import StorageRow
+from app.report.compute import analysis as an
+from app.report.compute import queueing as qm
+from app.report.data.model import StorageRow
 
 # (QD, IOPS, mean latency µs, disk util %, slat µs): R = N/X where the review gave only one of them
 REVIEWED = [(1, 1e6 / 65.94, 65.94, 79.7, 16.1), (2, 28_000, 2e6 / 28_000, 85.0, 9.0),
@@ -192,7 +192,8 @@ def test_figure_caption_says_what_is_plotted(reviewed: tuple[Path, str]) -> None
              "each widened by 5 % for the drift between runs they cannot see, the test sees only a"),
 ])
 def test_the_growth_past_n_star_carries_its_noise(tmp_path: Path, spread: float, says: str) -> None:
-    """The rise QD16 → QD128 is the curve's verdict (app/report/verdict.py) on the loads' batch-means intervals."""
+    """The rise QD16 → QD128 is the curve's verdict (app/report/compute/verdict.py) on the loads' batch-means
+    intervals."""
     samples = {16: [103_000 - spread, 103_000, 103_000 + spread] * 4,
                128: [146_617 - spread, 146_617, 146_617 + spread] * 4}
     text = _section(render_report(_run(tmp_path / "n", REVIEWED, samples)).read_text(encoding="utf-8"))

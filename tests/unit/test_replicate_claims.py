@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from app.model.points import StoragePoint
-from app.report import analysis as an
-from app.report import support
-from app.report.model import load
+from app.report.compute import analysis as an
+from app.report.compute import support
+from app.report.data.model import load
 from app.report.render import render_markdown
 from app.stats.peak import find_peak
 from tests.helpers.interval_runs import write_storage_run
@@ -108,7 +108,7 @@ def test_the_peak_with_replicates_is_the_load_with_the_most_iops_on_average(tmp_
 def test_a_curve_point_of_replicates_judges_its_noise_by_every_replicates_seconds(tmp_path: Path) -> None:
     """The mean row's per-second spread (what the queueing view and the trends judge "beyond noise" by) pools
     every replicate's seconds, so the spread between runs is in it; without the run's directory it has none."""
-    from app.report.noise import point_spread
+    from app.report.compute.noise import point_spread
 
     run = _knee_run(tmp_path)
     data = load(run)

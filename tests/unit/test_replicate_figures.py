@@ -10,11 +10,11 @@ from typing import Any, Iterator
 
 import pytest
 
-from app.report import analysis as an
-from app.report import plots, tail_plots
-from app.report.model import load
+from app.report.compute import analysis as an
+from app.report.data.model import load
+from app.report.figures import plots, tail_plots
 from app.report.render import workload
-from app.report.tails import section
+from app.report.sections.tails import section
 from tests.helpers.tail_runs import storage_line, write_run
 
 

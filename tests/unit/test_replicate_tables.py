@@ -7,8 +7,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from app.report import analysis as an
-from app.report.model import RunData, load
+from app.report.compute import analysis as an
+from app.report.data.model import RunData, load
 from app.report.render import render_markdown
 from tests.helpers.tail_runs import storage_line, write_run
 

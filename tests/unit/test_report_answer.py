@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from app.report import analysis as an
-from app.report.model import load
+from app.report.compute import analysis as an
+from app.report.data.model import load
 from app.report.render import render_markdown
 from tests.helpers.interval_runs import storage_point, write_storage_run
 

@@ -31,7 +31,8 @@ from app.cli.compare import Reference, compare_reference, compare_runs, parse_re
 from app.core.sanitize import FOREIGN_LIMIT
 from app.core.textable import markdown_cells
 from app.host.audit import ITEMS, Audit, Item, to_json
-from app.report import plots, render_report
+from app.report import render_report
+from app.report.figures import plots
 from app.stats.validity import FLAGS
 from tests.conftest import DATA, ROOT, run_cli
 from tests.helpers import interval_runs, open_runs, peak_runs, suite_runs, tail_runs

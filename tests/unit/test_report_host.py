@@ -11,8 +11,8 @@ import pytest
 
 from app.host.audit import ITEMS, Audit, Item
 from app.model import runmeta
-from app.report import host
-from app.report.model import MemoryRow, RunData, StorageRow
+from app.report.data.model import MemoryRow, RunData, StorageRow
+from app.report.sections import host
 from app.stats.validity import FLEET_NOT_AUDITED, NOT_AUDITED
 
 READ = {"rw": "randread", "bs": 4096, "iodepth": 1, "numjobs": 1, "ioengine": "libaio", "direct": True}
@@ -42,7 +42,7 @@ def row(i: int, point: dict[str, Any], flags: list[str]) -> StorageRow:
 def recorded(monkeypatch: pytest.MonkeyPatch) -> list[Audit]:
     """run.json's ``audit`` as the reader gives it back: the hand-made Audit put in this list."""
     held: list[Audit] = []
-    monkeypatch.setattr("app.report.host.audit.from_json",
+    monkeypatch.setattr("app.report.sections.host.audit.from_json",
                         lambda obj: held[0] if held and isinstance(obj, dict) and obj.get("items") else None)
     return held
 

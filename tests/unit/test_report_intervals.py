@@ -1,5 +1,5 @@
-"""Every figure with its 95 % interval in the report, results.csv and the figures (app/report/intervals.py,
-app/report/replicates.py), on hand-made results directories (tests/helpers/interval_runs.py)."""
+"""Every figure with its 95 % interval in the report, results.csv and the figures (app/report/compute/intervals.py,
+app/report/compute/replicates.py), on hand-made results directories (tests/helpers/interval_runs.py)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from app.core.sanitize import md_text
-from app.report import analysis as an
-from app.report import intervals as ci
-from app.report import plots
-from app.report.model import load
+from app.report.compute import analysis as an
+from app.report.compute import intervals as ci
+from app.report.data.model import load
+from app.report.figures import plots
 from app.report.render import render_markdown, results_csv
 from app.stats.uncertainty import intervals_of, storage_series
 from tests.helpers.interval_runs import samples, storage_point, write_storage_run

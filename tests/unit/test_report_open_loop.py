@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from app.report import open_loop as ol
 from app.report import render_report
-from app.report.model import load
-from app.report.procedure import storage_views
+from app.report.data.model import load
+from app.report.sections import open_loop as ol
+from app.report.sections.procedure import storage_views
 from tests.helpers.open_runs import mm1_run
 
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from app.report import peak_text
-from app.report.model import load
+from app.report.data.model import load
 from app.report.render import workload
+from app.report.sections import peak_text
 from tests.helpers.peak_runs import HIPRI_SKIP, LIBAIO, SQPOLL, URING, line, peak_lines, qd_sweep, write_run
 
 

@@ -13,8 +13,10 @@ from typing import Any
 
 import pytest
 
-from app.report import plots, render_report, tail_plots, tails
-from app.report.model import load
+from app.report import render_report
+from app.report.data.model import load
+from app.report.figures import plots, tail_plots
+from app.report.sections import tails
 from tests.helpers.fleet_util import host_name
 from tests.helpers.tail_runs import device_part, matrix, storage_line, write_run
 from tests.unit.test_report_visual import Checker

@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 
-from app.report import plots, render_report
+from app.report import render_report
+from app.report.figures import plots
 from tests.conftest import ROOT
 from tests.helpers.figure_text import shown_ticklabels as _shown_ticklabels
 

@@ -281,19 +281,19 @@ def _layers_contract() -> dict:
 # the imports of another module's private name that are left (each a shared helper of the report's figures and
 # sections still private to its module): a new one fails, and the count may only fall
 KNOWN_PRIVATE = {  # (module, the module it imports from): the names
-    ("app.report.fleet_plots", "app.report.plots"):
+    ("app.report.figures.fleet_plots", "app.report.figures.plots"):
         {"_page_name", "_page_title", "_plain_log", "_plt", "_save"},
     ("app.report.fleet_render", "app.report.render"):
         {"_environment", "_figures", "_run", "_storage_table"},
-    ("app.report.heat", "app.report.plots"):
+    ("app.report.figures.heat", "app.report.figures.plots"):
         {"_page_name", "_page_title", "_plain_log", "_plt", "_save"},
-    ("app.report.queue_plots", "app.report.plots"):
+    ("app.report.figures.queue_plots", "app.report.figures.plots"):
         {"_grid", "_log2_axis", "_plain_log", "_plt", "_save"},
-    ("app.report.suite_plots", "app.report.plots"):
+    ("app.report.figures.suite_plots", "app.report.figures.plots"):
         {"_bright", "_contended_entry", "_legend_with", "_mark_contended", "_plain_log", "_plt", "_save"},
-    ("app.report.tail_plots", "app.report.fleet_plots"):
+    ("app.report.figures.tail_plots", "app.report.figures.fleet_plots"):
         {"_colours", "_legend_width"},
-    ("app.report.tail_plots", "app.report.plots"):
+    ("app.report.figures.tail_plots", "app.report.figures.plots"):
         {"_colour_scale", "_grid", "_page_name", "_page_title", "_pages", "_plain_log", "_plt", "_save"},
 }
 
@@ -305,8 +305,8 @@ KNOWN_RESULTS_FILES = {
     "app.engine.importer": 5,
     "app.engine.sweep": 1,
     "app.host.telemetry": 2,
-    "app.report.drive": 1,
-    "app.report.series": 1,
+    "app.report.sections.drive": 1,
+    "app.report.figures.series": 1,
     "app.screens.replay": 1,
     "app.screens.report": 2,
     "app.screens.results": 2,

@@ -12,9 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.report import plateaus as pl
-from app.report import plots, suite, suite_plots
-from app.report.model import load
+from app.report.compute import plateaus as pl
+from app.report.data.model import load
+from app.report.figures import plots, suite_plots
+from app.report.sections import suite
 from tests.helpers.figure_text import shown_ticklabels
 from tests.helpers.suite_runs import (
     CACHES,
@@ -274,7 +275,7 @@ def test_hostile_lines_give_a_section_not_a_traceback(mode: str, keys: dict[str,
                                                       metric: Any) -> None:
     from app.model.records import read_line
     from app.model.runmeta import new
-    from app.report.model import MemoryRow, RunData
+    from app.report.data.model import MemoryRow, RunData
 
     pt = {"mode": mode, **keys}
     row = MemoryRow(0, read_line({"kind": "memory", "index": 0, "point": pt,
@@ -285,7 +286,7 @@ def test_hostile_lines_give_a_section_not_a_traceback(mode: str, keys: dict[str,
 
 
 def test_a_loaded_curve_without_a_knee_is_set_against_the_runs_peak(tmp_path: Path) -> None:
-    from app.report import analysis as an
+    from app.report.compute import analysis as an
     from app.report.render import _memory_analysis
 
     lines = [line(i, point("loaded", "mlc", traffic="R", delay=d), {"latency_ns": ns, "bandwidth_mbps": bw})

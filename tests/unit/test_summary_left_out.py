@@ -8,8 +8,8 @@ import json
 import shutil
 from pathlib import Path
 
-from app.report import analysis as an
-from app.report.model import load
+from app.report.compute import analysis as an
+from app.report.data.model import load
 from app.report.render import render_markdown
 
 GOLDEN = Path(__file__).resolve().parents[1] / "data" / "report" / "golden-run"

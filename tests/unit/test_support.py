@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from app.cli.compare import compare_runs
-from app.report import analysis as an
-from app.report import render, support
-from app.report.model import load
+from app.report import render
+from app.report.compute import analysis as an
+from app.report.compute import support
+from app.report.data.model import load
 
 SQRT2 = math.sqrt(2)
 # a QD sweep in the unit square whose knee, QD64, beats QD32 by 0.520 vs 0.510 in chord distance (chord from
@@ -147,7 +148,7 @@ def test_hostile_samples_never_crash_and_short_points_are_named(tmp_path: Path) 
 
 
 def test_memory_curves_keep_their_knee() -> None:
-    from app.report.model import MemoryRow
+    from app.report.data.model import MemoryRow
 
     pts = [MemoryRow.of(i, {"mode": "loaded", "traffic": "R", "delay": d, "stride": 64},
                      {"latency_ns": lat, "bandwidth_mbps": bw})

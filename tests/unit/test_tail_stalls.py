@@ -11,8 +11,8 @@ from typing import Any
 from app.model import tails
 from app.model.tails import TAIL_PERCENTILES, count, hist_record, percentile
 from app.report import render_report
-from app.report.model import load
-from app.report.tails import tail_cells
+from app.report.data.model import load
+from app.report.sections.tails import tail_cells
 from tests.helpers.tail_runs import checked, fio_buckets, lognormal_hist, storage_line, write_run
 
 

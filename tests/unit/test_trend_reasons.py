@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from app.core.sanitize import cut_at_word
-from app.report import trends
-from app.report import verdict as vd
-from app.report.model import load
+from app.report.compute import verdict as vd
+from app.report.data.model import load
+from app.report.sections import trends
 from tests.helpers.tail_runs import storage_line, write_run
 
 

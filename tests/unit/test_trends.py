@@ -1,4 +1,4 @@
-"""The report's written summary of trends (app.report.trends) and the storage figures it sits beside:
+"""The report's written summary of trends (app.report.sections.trends) and the storage figures it sits beside:
 each sentence carries its effect size, none gives a direction where the points lie within noise, and the
 latency–throughput and block-size figures label every load, tick the whole throughput range, name p99 in
 the legend and share the y axes of compared panels.  All synthetic: no fio runs here."""
@@ -13,9 +13,12 @@ from typing import Any
 import pytest
 
 from app.model.records import JSONObject
-from app.report import analysis as an
-from app.report import plots, render_report, trends, verdict
-from app.report.model import StorageRow
+from app.report import render_report
+from app.report.compute import analysis as an
+from app.report.compute import verdict
+from app.report.data.model import StorageRow
+from app.report.figures import plots
+from app.report.sections import trends
 from tests.conftest import ROOT
 
 

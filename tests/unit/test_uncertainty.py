@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.report.noise import t95
+from app.report.compute.noise import t95
 from app.stats.uncertainty import (
     FLOOR_Z,
     Interval,

@@ -1,4 +1,4 @@
-"""One rule judges every difference the report states (app.report.verdict): each point with all its replicates,
+"""One rule judges every difference the report states (app.report.compute.verdict): each point with all its replicates,
 "real" at a 5 % false-alarm rate, "flat" / "no difference" only where the test had 80 % power to see a 10 %
 difference, otherwise "not judged" with why — and the seconds of fio's ramp_time are in none of it.
 
@@ -15,8 +15,9 @@ import random
 from pathlib import Path
 from typing import Any, Sequence
 
-from app.report import conditions, noise, trends, verdict
-from app.report.model import load
+from app.report.compute import noise, verdict
+from app.report.data.model import load
+from app.report.sections import conditions, trends
 
 VM = {"memory": {"total_bytes": 16 << 30, "available_bytes": 12 << 30},
       "system": {"os": "Debian", "kernel": "6.1", "virtualization": "kvm"}}
@@ -204,7 +205,8 @@ def _qd_curve(path: Path) -> Path:
 
 
 def test_one_curve_gets_one_verdict_in_the_trends_and_the_queueing_view(tmp_path: Path) -> None:
-    from app.report import analysis, queue_text
+    from app.report.compute import analysis
+    from app.report.sections import queue_text
 
     d = _qd_curve(tmp_path / "r")
     rows = load(d).storage
@@ -264,7 +266,7 @@ def test_equal_noisy_replicates_are_still_not_real_on_the_log_scale() -> None:
 
 def test_the_size_a_test_could_see_reads_as_a_size_not_a_ten_digit_percent() -> None:
     """Three noisy replicates at their spread's 99 % bound see only huge differences: "4529358162 %" was printed."""
-    from app.report.verdict import difference_text
+    from app.report.compute.verdict import difference_text
 
     assert difference_text(0.24) == "a 24 % difference" and difference_text(6.4) == "a 640 % difference"
     assert difference_text(39.0) == "a 40-fold difference"
