@@ -244,8 +244,8 @@ def frame_of(storage: Sequence[StorageRow], memory: Sequence[MemoryRow],
     return typed_frame(records(storage, memory, run_dir))
 
 
-PANDAS_MISSING = ("pandas is not installed: app.stats.frame's DataFrame functions need it, and it is the optional extra "  # noqa: E501
-                  "profiler-tui[pandas] (pip install 'profiler-tui[pandas]').")
+PANDAS_MISSING = ("pandas is not installed: app.stats.frame's DataFrame functions need it, and it is the optional "
+                  "extra profiler-tui[pandas] (pip install 'profiler-tui[pandas]').")
 
 
 def _pandas() -> ModuleType:

@@ -315,8 +315,8 @@ def test_compare_on_a_terminal_fits_its_wide_table_to_80_columns_and_out_stays_m
 
 def test_help_and_piped_listings_do_not_import_rich(tmp_path: Path) -> None:
     for args in (["--help"], ["presets"], ["presets", "--json"], ["devices"], ["run", "--help"]):
-        code = ("import sys\nfrom app.cli.commands import main\ntry:\n    main(" + repr(args) + ")\nexcept SystemExit as e:\n"  # noqa: E501
-                "    code = e.code\nprint('rich' in sys.modules, code, file=sys.stderr)\n")
+        code = ("import sys\nfrom app.cli.commands import main\ntry:\n    main(" + repr(args) + ")\n"
+                "except SystemExit as e:\n    code = e.code\nprint('rich' in sys.modules, code, file=sys.stderr)\n")
         proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
         assert proc.stderr.splitlines()[-1] == "False 0", (args, proc.stderr[-1000:])
     # and the check can see rich: on a terminal, the same listing loads it

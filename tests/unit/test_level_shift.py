@@ -18,7 +18,7 @@ from app.report.compute.intervals import storage_intervals
 from app.report.data.model import load
 from app.runners.fio import point_uncertainty
 from app.stats.uncertainty import batch_means_interval, intervals_of, level_shift, mser5_truncation, storage_series
-from app.stats.validity import point_checks, point_flags
+from app.stats.validity import TargetFacts, point_checks, point_flags
 from app.store.results import ResultsDir
 
 SEED = 44
@@ -74,7 +74,7 @@ def test_the_review_step_is_a_level_shift_not_a_warm_up(tmp_path: Path) -> None:
     flags = point_flags(point(), m, Parts())
     (shifted,) = [f for f in flags if f["flag"] == "level-shift"]
     assert f"IOPS {shift.before:,.0f} before sample 11, {shift.after:,.0f} from it on" in shifted["reason"]
-    checks = point_checks(point(), m, Parts(), None, __import__("app.stats.validity").stats.validity.TargetFacts(), flags)  # noqa: E501
+    checks = point_checks(point(), m, Parts(), None, TargetFacts(), flags)
     assert checks["level-shift"] == {"result": "flagged"}
 
 

@@ -165,7 +165,8 @@ def test_the_docs_table_is_the_modules() -> None:
     """docs/environment.md holds app/core/settings.py's table as it prints it (``python -m app.core.settings``)."""
     text = DOC.read_text()
     table = settings.markdown_table()
-    assert table in text, "docs/environment.md's table differs from app/core/settings.py: paste `python -m app.core.settings`"  # noqa: E501
+    assert table in text, ("docs/environment.md's table differs from app/core/settings.py: paste "
+                           "`python -m app.core.settings`")
     rows = [line for line in text.splitlines() if line.startswith("| `")]
     assert len(rows) == len(settings.VARIABLES)
 
