@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from textual.worker import WorkerFailed
 
 from app.screens.figures import FiguresScreen
 from app.screens.report import ReportScreen
@@ -39,9 +40,14 @@ def app_():
 
 
 async def settled(pilot) -> None:
-    """Every worker (the figures' drawing, then the picture) done and the screen redrawn."""
+    """Every worker (the figures' drawing, then the picture) done and the screen redrawn.  A worker that ended in
+    an error the screen shows (a refused save) raises from the wait while Textual still lists it, and not once it
+    has dropped it: which one depends on the machine's load, so it is let pass (each test checks the words shown)."""
     for _ in range(4):
-        await pilot.app.workers.wait_for_complete()
+        try:
+            await pilot.app.workers.wait_for_complete()
+        except WorkerFailed:
+            pass
         await pilot.pause()
 
 
